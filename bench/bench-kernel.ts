@@ -1,0 +1,63 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSystemClock } from '../src/clock/index.ts';
+import { createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
+import { createSilentLogger } from '../src/logging/index.ts';
+import { openSqliteStore, type SqliteStore } from '../src/store/index.ts';
+
+/** A kernel over a fresh SQLite file in a temporary folder, removed by `dispose`. */
+export interface BenchKernel {
+  kernel: Kernel;
+  store: SqliteStore;
+  databasePath: string;
+  dispose(): Promise<void>;
+}
+
+/** Opens (and boots) a kernel on the database at `databasePath`, or on a new temporary one. */
+export async function openBenchKernel(databasePath?: string): Promise<BenchKernel> {
+  const dir = databasePath === undefined ? await mkdtemp(join(tmpdir(), 'loom-bench-')) : undefined;
+  const path = databasePath ?? join(dir ?? '', 'loom.db');
+  const store = openSqliteStore({ path });
+  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger() });
+  await kernel.boot();
+  return {
+    kernel,
+    store,
+    databasePath: path,
+    dispose: async () => {
+      await kernel.shutdown();
+      await store.close();
+      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A realistic manifest: model, fallback, quotas, a dozen capability patterns. */
+export function benchManifest(name: string): string {
+  return `name = "${name}"
+description = "benchmark agent"
+tags = ["bench"]
+
+[model]
+provider = "anthropic"
+model = "claude-sonnet-4-20250514"
+api_key_env = "ANTHROPIC_API_KEY"
+
+[[fallback_models]]
+provider = "groq"
+model = "llama-3.3-70b-versatile"
+
+[resources]
+max_tokens_per_hour = 100000
+
+[capabilities]
+tools = ["web_fetch", "file_read", "memory_store", "memory_recall"]
+memory_read = ["*"]
+memory_write = ["self.*"]
+network = ["*.wikipedia.org", "api.openai.com:443"]
+file_read = ["/data/reports/*"]
+agent_message = ["summarizer"]
+llm_max_tokens = 4000
+`;
+}

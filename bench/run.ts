@@ -1,0 +1,20 @@
+// `npm run bench` runs every benchmark; `npm run bench -- <name> …` runs the named ones.
+// Each prints one JSON object per line.
+import { bootBench } from './boot.ts';
+import { spawnBench } from './spawn.ts';
+
+const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
+  spawn: spawnBench,
+  boot: bootBench,
+};
+
+const requested = process.argv.slice(2);
+const unknown = requested.filter((name) => !(name in benchmarks));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark: ${unknown.join(', ')}; known: ${Object.keys(benchmarks).join(', ')}`);
+  process.exit(2);
+}
+for (const name of requested.length === 0 ? Object.keys(benchmarks) : requested) {
+  const bench = benchmarks[name];
+  if (bench !== undefined) console.log(JSON.stringify({ ...(await bench()), node: process.version }));
+}

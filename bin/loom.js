@@ -1,0 +1,14 @@
+#!/usr/bin/env node
+// Loom runs TypeScript sources directly (Node 24 strips types), so check the version before
+// loading anything: on an older Node the import below would fail with an obscure syntax error.
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  process.stderr.write(
+    `loom: Node.js 24 or later is required, this is ${process.version}.\n` +
+      '  Inside the repository, run Loom through npm (`npm start`, `npx loom …`): the project\n' +
+      '  installs Node 24 as a dev dependency and npm puts it first on the PATH.\n',
+  );
+  process.exit(1);
+}
+const { main } = await import('../src/cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));

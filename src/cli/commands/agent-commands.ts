@@ -1,0 +1,112 @@
+import type { Command } from 'commander';
+import { loadManifestFile, type LoadedManifest, parseManifest } from '../../manifest/index.ts';
+import type { AgentView } from '../../kernel/index.ts';
+import { type CliContext, openCliContext } from '../cli-context.ts';
+import { type CliIo, readAll } from '../cli-io.ts';
+import { formatAgentDetail, formatAgentList } from '../format.ts';
+
+interface JsonOption {
+  json?: boolean;
+}
+
+/** Reads a manifest from a file, or from standard input when the path is `-`. */
+export async function readManifest(path: string, io: CliIo): Promise<LoadedManifest> {
+  if (path === '-') return parseManifest(await readAll(io.stdin), { source: '<stdin>' });
+  return loadManifestFile(path, { cwd: io.cwd });
+}
+
+/** Runs `action` with a booted kernel and closes it after, whatever happens. */
+async function withKernel<T>(io: CliIo, action: (context: CliContext) => Promise<T>): Promise<T> {
+  const context = await openCliContext(io);
+  try {
+    return await action(context);
+  } finally {
+    await context.close();
+  }
+}
+
+function printJson(io: CliIo, value: unknown): void {
+  io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+function registerStateCommand(agent: Command, io: CliIo, verb: 'suspend' | 'resume', summary: string, detail: string): void {
+  agent
+    .command(`${verb} <agent>`)
+    .description(summary)
+    .option('--json', 'print the agent as JSON')
+    .addHelpText('after', `\n${detail}\n\nExample:\n  $ loom agent ${verb} researcher\n`)
+    .action(async (reference: string, options: JsonOption) => {
+      const view = await withKernel(io, ({ kernel }) => kernel[verb](reference));
+      if (options.json === true) printJson(io, view);
+      else io.stdout(`${view.name} is ${view.state} (${view.id})\n`);
+    });
+}
+
+/** `loom agent …`: spawn, list, show, suspend, resume, kill. */
+export function registerAgentCommands(program: Command, io: CliIo): void {
+  const agent = program
+    .command('agent')
+    .description('spawn, list, inspect, suspend, resume and kill agents')
+    .addHelpText('after', '\nAgents are named by name or id everywhere.\n\nExample:\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n');
+
+  agent
+    .command('spawn <manifest>')
+    .description('spawn an agent from a TOML or JSON manifest ("-" reads standard input)')
+    .option('--parent <agent>', 'spawn as a child of this agent; its capabilities must cover the child\'s')
+    .option('--json', 'print the new agent as JSON')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent spawn examples/agents/helper.toml --parent coordinator --json\n  $ cat agent.json | loom agent spawn -\n',
+    )
+    .action(async (path: string, options: JsonOption & { parent?: string }) => {
+      const { manifest, warnings } = await readManifest(path, io);
+      for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
+      const view = await withKernel(io, ({ kernel }) =>
+        kernel.spawn(manifest, options.parent === undefined ? {} : { parent: options.parent }),
+      );
+      if (options.json === true) printJson(io, view);
+      else io.stdout(`spawned ${view.name} (${view.id})\n`);
+    });
+
+  agent
+    .command('list')
+    .description('list the agents')
+    .option('--json', 'print a JSON array')
+    .addHelpText('after', '\nExample:\n  $ loom agent list --json\n')
+    .action(async (options: JsonOption) => {
+      const agents = await withKernel(io, ({ kernel }) => Promise.resolve(kernel.list()));
+      if (options.json === true) printJson(io, agents);
+      else io.stdout(formatAgentList(agents));
+    });
+
+  agent
+    .command('show <agent>')
+    .description('show an agent: state, model, parent, children, capabilities (and its manifest with --json)')
+    .option('--json', 'print the agent, with its normalised manifest, as JSON')
+    .addHelpText('after', '\nExample:\n  $ loom agent show researcher\n')
+    .action(async (reference: string, options: JsonOption) => {
+      await withKernel(io, ({ kernel }) => {
+        const view = kernel.get(reference);
+        if (options.json === true) printJson(io, view);
+        else {
+          const names = new Map(kernel.list().map((entry) => [entry.id, entry.name]));
+          io.stdout(formatAgentDetail(view, (id) => names.get(id) ?? id));
+        }
+        return Promise.resolve();
+      });
+    });
+
+  registerStateCommand(agent, io, 'suspend', 'suspend an agent: it stops running and stays suspended across restarts', 'A suspended agent keeps its session and memory; resume it to run again.');
+  registerStateCommand(agent, io, 'resume', 'resume a suspended agent', 'The agent runs again with its session and memory as they were.');
+
+  agent
+    .command('kill <agent>')
+    .description('kill an agent and its descendants: removed with their sessions and memory (irreversible)')
+    .option('--json', 'print the killed agents as a JSON array')
+    .addHelpText('after', '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md).\n\nExample:\n  $ loom agent kill researcher\n')
+    .action(async (reference: string, options: JsonOption) => {
+      const killed: AgentView[] = await withKernel(io, ({ kernel }) => kernel.kill(reference));
+      if (options.json === true) printJson(io, killed);
+      else for (const view of killed) io.stdout(`killed ${view.name} (${view.id})\n`);
+    });
+}

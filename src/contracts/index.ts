@@ -1,0 +1,23 @@
+/**
+ * The contracts every subsystem is written against. This module depends on nothing;
+ * implementations depend on it.
+ */
+export type { Clock } from './clock.ts';
+export type { IdGenerator } from './id-generator.ts';
+export type { JsonObject, JsonValue } from './json.ts';
+export type { LogBindings, Logger } from './logger.ts';
+export type {
+  AgentRecord,
+  AgentRepository,
+  AgentState,
+  EventRecord,
+  EventRepository,
+  MemoryRecord,
+  MemoryRepository,
+  SessionRecord,
+  SessionRepository,
+  Store,
+  UsageRecord,
+  UsageRepository,
+  UsageTotals,
+} from './store.ts';

@@ -1,0 +1,135 @@
+import type { JsonObject, JsonValue } from './json.ts';
+
+/** The states an agent can be stored in. A terminated agent is deleted, never stored. */
+export type AgentState = 'running' | 'suspended';
+
+/** An agent as the store holds it. The manifest is the normalised manifest, as JSON. */
+export interface AgentRecord {
+  id: string;
+  name: string;
+  state: AgentState;
+  parentId: string | null;
+  /** The agent's main session, created with it. */
+  sessionId: string;
+  manifest: JsonObject;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A conversation. `messages` is opaque to the store; the runtime gives it a shape. */
+export interface SessionRecord {
+  id: string;
+  agentId: string;
+  messages: JsonValue[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One key of an agent's memory. */
+export interface MemoryRecord {
+  agentId: string;
+  key: string;
+  value: JsonValue;
+  updatedAt: number;
+}
+
+/** Tokens and money spent by one model call. Kept after its agent is killed, for accounting. */
+export interface UsageRecord {
+  agentId: string;
+  at: number;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+/** Totals over a set of usage records. */
+export interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  calls: number;
+}
+
+/** A kernel event as the audit log holds it. `seq` orders events and is assigned by the store. */
+export interface EventRecord {
+  seq: number;
+  at: number;
+  type: string;
+  agentId: string | null;
+  data: JsonObject;
+}
+
+/** Agents, with the first session each is spawned with. */
+export interface AgentRepository {
+  /**
+   * Stores a new agent together with its first session, in one transaction.
+   * @throws {StoreConflictError} when the id or the name is already taken.
+   */
+  create(agent: AgentRecord, session: SessionRecord): Promise<void>;
+  /** Every stored agent, oldest first. */
+  list(): Promise<AgentRecord[]>;
+  get(id: string): Promise<AgentRecord | undefined>;
+  /** @throws {StoreNotFoundError} when no agent has this id. */
+  setState(id: string, state: AgentState, at: number): Promise<void>;
+  /**
+   * Deletes agents, in one transaction, with their sessions and memory. Unknown ids are
+   * ignored. Usage and events are kept.
+   */
+  delete(ids: readonly string[]): Promise<void>;
+}
+
+/** Sessions (conversation histories). */
+export interface SessionRepository {
+  get(id: string): Promise<SessionRecord | undefined>;
+  /** An agent's sessions, oldest first. */
+  listByAgent(agentId: string): Promise<SessionRecord[]>;
+  /**
+   * Creates or replaces a session.
+   * @throws {StoreNotFoundError} when its agent does not exist.
+   */
+  save(session: SessionRecord): Promise<void>;
+  delete(id: string): Promise<void>;
+}
+
+/** Per-agent key-value memory. */
+export interface MemoryRepository {
+  /** @throws {StoreNotFoundError} when the agent does not exist. */
+  put(record: MemoryRecord): Promise<void>;
+  get(agentId: string, key: string): Promise<MemoryRecord | undefined>;
+  /** An agent's keys that start with `prefix` (all when omitted), in key order. */
+  list(agentId: string, prefix?: string): Promise<MemoryRecord[]>;
+  /** Returns whether the key existed. */
+  delete(agentId: string, key: string): Promise<boolean>;
+}
+
+/** Model usage, for quotas and cost reports. */
+export interface UsageRepository {
+  record(usage: UsageRecord): Promise<void>;
+  /** Totals for records with `at >= since`; for one agent, or for all when `agentId` is omitted. */
+  totals(options: { since: number; agentId?: string }): Promise<UsageTotals>;
+  /** Records with `at >= since` (all when omitted), oldest first. */
+  list(options?: { since?: number; agentId?: string; limit?: number }): Promise<UsageRecord[]>;
+}
+
+/** The append-only event and audit log. */
+export interface EventRepository {
+  /** Appends an event and returns its sequence number. */
+  append(event: Omit<EventRecord, 'seq'>): Promise<number>;
+  /** Events with `seq > after` (all when omitted), in order, at most `limit`. */
+  list(options?: { after?: number; agentId?: string; type?: string; limit?: number }): Promise<EventRecord[]>;
+}
+
+/**
+ * The persistent state of a Loom daemon, split by domain. Every write is committed before its
+ * promise resolves. Later subsystems add domains.
+ */
+export interface Store {
+  readonly agents: AgentRepository;
+  readonly sessions: SessionRepository;
+  readonly memory: MemoryRepository;
+  readonly usage: UsageRepository;
+  readonly events: EventRepository;
+  /** Flushes and closes. Further calls reject. */
+  close(): Promise<void>;
+}

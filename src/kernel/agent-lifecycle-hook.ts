@@ -1,0 +1,15 @@
+import type { AgentEntry } from './agent-entry.ts';
+
+/** Why an agent stops running: suspended, killed, or the kernel shutting down. */
+export type StopReason = 'suspend' | 'kill' | 'shutdown';
+
+/**
+ * A subsystem that follows agents' lives: the scheduler starts background loops, the trigger
+ * engine registers triggers. `start` runs when an agent begins running (spawn, resume, boot),
+ * `stop` when it stops. A hook that throws is logged; it does not undo the lifecycle change.
+ */
+export interface AgentLifecycleHook {
+  readonly name: string;
+  start(agent: AgentEntry): void | Promise<void>;
+  stop(agent: AgentEntry, reason: StopReason): void | Promise<void>;
+}

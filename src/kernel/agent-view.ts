@@ -1,0 +1,59 @@
+import type { Capability } from '../capabilities/index.ts';
+import type { AgentState } from '../contracts/index.ts';
+import type { Manifest } from '../manifest/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+
+/**
+ * An agent as the CLI (`--json`) and the HTTP API show it. Field names are snake_case like the
+ * manifest's; times are ISO 8601.
+ */
+export interface AgentView {
+  id: string;
+  name: string;
+  version: string;
+  description: string;
+  state: AgentState;
+  parent: string | null;
+  children: string[];
+  session_id: string;
+  module: string;
+  schedule: Manifest['schedule']['mode'];
+  /** `provider/model`, or null when the agent uses the daemon's default model. */
+  model: string | null;
+  tags: string[];
+  capabilities: Capability[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** The view of an agent, with its full manifest (for `show`). */
+export interface AgentDetailView extends AgentView {
+  manifest: Manifest;
+}
+
+/** Builds the view of a live agent. */
+export function toAgentView(entry: AgentEntry): AgentView {
+  const { manifest } = entry;
+  return {
+    id: entry.id,
+    name: entry.name,
+    version: manifest.version,
+    description: manifest.description,
+    state: entry.state,
+    parent: entry.parentId,
+    children: [...entry.children],
+    session_id: entry.sessionId,
+    module: manifest.module,
+    schedule: manifest.schedule.mode,
+    model: manifest.model === undefined ? null : `${manifest.model.provider}/${manifest.model.model}`,
+    tags: [...manifest.tags],
+    capabilities: [...entry.capabilities],
+    created_at: new Date(entry.createdAt).toISOString(),
+    updated_at: new Date(entry.updatedAt).toISOString(),
+  };
+}
+
+/** Builds the detailed view of a live agent. */
+export function toAgentDetailView(entry: AgentEntry): AgentDetailView {
+  return { ...toAgentView(entry), manifest: entry.manifest };
+}

@@ -1,0 +1,260 @@
+import { capabilitiesFromManifest, validateInheritance } from '../capabilities/index.ts';
+import type { AgentRecord, Clock, IdGenerator, JsonObject, Logger, Store } from '../contracts/index.ts';
+import {
+  AgentNameTakenError,
+  AgentNotFoundError,
+  CapabilityEscalationError,
+  StoreConflictError,
+  StoreNotFoundError,
+} from '../errors/index.ts';
+import { type Manifest, ManifestSchema } from '../manifest/index.ts';
+import { formatIssues } from '../validation/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
+import { AgentRegistry } from './agent-registry.ts';
+import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
+import { CapabilityManager } from './capability-manager.ts';
+import { createEventBus, type EventBus, type KernelEvent } from './event-bus.ts';
+
+/** What the kernel is built from. It reads no globals and no environment. */
+export interface KernelDependencies {
+  store: Store;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  /** Subsystems told when agents start and stop running (scheduler, triggers). */
+  hooks?: readonly AgentLifecycleHook[];
+}
+
+/** Options for {@link Kernel.spawn}. */
+export interface SpawnOptions {
+  /** The parent's name or id. The child's capabilities must be covered by the parent's. */
+  parent?: string;
+}
+
+/** What {@link Kernel.boot} restored. */
+export interface BootReport {
+  running: number;
+  suspended: number;
+  /** Stored agents that could not be restored (their manifest no longer validates). */
+  skipped: { id: string; name: string; problem: string }[];
+}
+
+/**
+ * The composition root and the only place that decides what is allowed. Every door (CLI,
+ * HTTP, MCP, A2A, triggers) ends in a call here.
+ */
+export interface Kernel {
+  readonly events: EventBus;
+  readonly capabilities: CapabilityManager;
+  /** Restores the stored agents: those that were running run again. Call once, first. */
+  boot(): Promise<BootReport>;
+  /**
+   * Spawns an agent (spec/01 spawn flow): ids, session, capabilities, inheritance check,
+   * commit, registration, `agent-spawn` event. Nothing is left behind when it fails.
+   * @throws {AgentNameTakenError} when a live agent has the name.
+   * @throws {AgentNotFoundError} when the parent does not exist.
+   * @throws {CapabilityEscalationError} when the child asks for more than the parent holds.
+   */
+  spawn(manifest: Manifest, options?: SpawnOptions): Promise<AgentView>;
+  /** Every live agent, in spawn order. */
+  list(): AgentView[];
+  /** @throws {AgentNotFoundError} */
+  get(reference: string): AgentDetailView;
+  /** Persists the suspended state and stops the agent. Suspending a suspended agent does nothing. */
+  suspend(reference: string): Promise<AgentView>;
+  /** Persists the running state and starts the agent. Resuming a running agent does nothing. */
+  resume(reference: string): Promise<AgentView>;
+  /**
+   * Kills the agent and its descendants: removed from every registry and from storage, their
+   * sessions and memory deleted. Returns the killed agents, the named one first.
+   */
+  kill(reference: string): Promise<AgentView[]>;
+  /** Stops every running agent without changing what is stored, so the next boot resumes them. */
+  shutdown(): Promise<void>;
+}
+
+/** Builds a kernel. Call `boot()` before using it. */
+export function createKernel(dependencies: KernelDependencies): Kernel {
+  const { store, clock, ids } = dependencies;
+  const logger = dependencies.logger.child({ component: 'kernel' });
+  const hooks = dependencies.hooks ?? [];
+  const registry = new AgentRegistry();
+  const capabilities = new CapabilityManager();
+  const events = createEventBus(logger);
+
+  async function runHooks(entry: AgentEntry, action: 'start' | StopReason): Promise<void> {
+    for (const hook of hooks) {
+      try {
+        if (action === 'start') await hook.start(entry);
+        else await hook.stop(entry, action);
+      } catch (error) {
+        logger.error({ err: error, hook: hook.name, agentId: entry.id }, `lifecycle hook "${hook.name}" failed`);
+      }
+    }
+  }
+
+  /** Records the event in the audit log, then tells subscribers. The change itself is already committed. */
+  async function publish(event: KernelEvent): Promise<void> {
+    const { type, at, agentId, ...data } = event;
+    try {
+      await store.events.append({ type, at, agentId, data: data as JsonObject });
+    } catch (error) {
+      logger.error({ err: error, eventType: type, agentId }, 'could not record an event in the audit log');
+    }
+    events.publish(event);
+  }
+
+  function restore(record: AgentRecord): AgentEntry | string {
+    const parsed = ManifestSchema.safeParse(record.manifest, { reportInput: true });
+    if (!parsed.success) return formatIssues(parsed.error, { style: 'toml' }).join('; ');
+    const manifest = parsed.data;
+    return {
+      id: record.id,
+      name: record.name,
+      state: record.state,
+      parentId: record.parentId,
+      children: new Set(),
+      sessionId: record.sessionId,
+      manifest,
+      capabilities: capabilitiesFromManifest(manifest.capabilities),
+      createdAt: record.createdAt,
+      updatedAt: record.updatedAt,
+    };
+  }
+
+  async function setState(reference: string, state: AgentEntry['state']): Promise<AgentView> {
+    const entry = registry.resolve(reference);
+    if (entry.state === state) return toAgentView(entry);
+    const at = clock.now();
+    try {
+      await store.agents.setState(entry.id, state, at);
+    } catch (error) {
+      // Killed by another process since this kernel booted.
+      if (error instanceof StoreNotFoundError) throw new AgentNotFoundError(reference, { cause: error });
+      throw error;
+    }
+    entry.state = state;
+    entry.updatedAt = at;
+    await runHooks(entry, state === 'running' ? 'start' : 'suspend');
+    await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
+    return toAgentView(entry);
+  }
+
+  return {
+    events,
+    capabilities,
+
+    async boot() {
+      const report: BootReport = { running: 0, suspended: 0, skipped: [] };
+      for (const record of await store.agents.list()) {
+        const entry = restore(record);
+        if (typeof entry === 'string') {
+          report.skipped.push({ id: record.id, name: record.name, problem: entry });
+          logger.error({ agentId: record.id, problem: entry }, `cannot restore agent "${record.name}": its stored manifest is invalid`);
+          continue;
+        }
+        registry.add(entry);
+        capabilities.grant(entry.id, entry.capabilities);
+        report[entry.state] += 1;
+      }
+      for (const entry of registry.list()) {
+        if (entry.state === 'running') await runHooks(entry, 'start');
+      }
+      logger.debug({ running: report.running, suspended: report.suspended, skipped: report.skipped.length }, 'kernel booted');
+      return report;
+    },
+
+    async spawn(manifest, options = {}) {
+      const { name } = manifest;
+      const holder = registry.holderOf(name);
+      if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
+      const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
+      const granted = capabilitiesFromManifest(manifest.capabilities);
+      if (parent !== undefined) {
+        try {
+          validateInheritance(parent.capabilities, granted);
+        } catch (error) {
+          if (!(error instanceof CapabilityEscalationError)) throw error;
+          throw new CapabilityEscalationError(`cannot spawn agent "${name}" as a child of "${parent.name}": ${error.message}`, {
+            details: { ...error.details, child: name, parent: parent.name },
+          });
+        }
+      }
+
+      const at = clock.now();
+      const entry: AgentEntry = {
+        id: ids.uuid(),
+        name,
+        state: 'running',
+        parentId: parent?.id ?? null,
+        children: new Set(),
+        sessionId: ids.uuid(),
+        manifest,
+        capabilities: granted,
+        createdAt: at,
+        updatedAt: at,
+      };
+      // Commit first, register after: a failed commit leaves nothing to undo.
+      registry.reserve(name);
+      try {
+        await store.agents.create(
+          {
+            id: entry.id,
+            name,
+            state: entry.state,
+            parentId: entry.parentId,
+            sessionId: entry.sessionId,
+            manifest: manifest as unknown as JsonObject,
+            createdAt: at,
+            updatedAt: at,
+          },
+          { id: entry.sessionId, agentId: entry.id, messages: [], createdAt: at, updatedAt: at },
+        );
+      } catch (error) {
+        if (error instanceof StoreConflictError) throw new AgentNameTakenError(name, undefined, { cause: error });
+        if (error instanceof StoreNotFoundError && options.parent !== undefined) throw new AgentNotFoundError(options.parent, { cause: error });
+        throw error;
+      } finally {
+        registry.release(name);
+      }
+      capabilities.grant(entry.id, granted);
+      registry.add(entry);
+      await runHooks(entry, 'start');
+      await publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
+      return toAgentView(entry);
+    },
+
+    list: () => registry.list().map(toAgentView),
+
+    get: (reference) => toAgentDetailView(registry.resolve(reference)),
+
+    suspend: (reference) => setState(reference, 'suspended'),
+
+    resume: (reference) => setState(reference, 'running'),
+
+    async kill(reference) {
+      const root = registry.resolve(reference);
+      const doomed = registry.subtree(root);
+      const views = doomed.map(toAgentView);
+      await store.agents.delete(doomed.map((entry) => entry.id));
+      const at = clock.now();
+      // Children first, so no hook sees a child outliving its parent.
+      for (const entry of [...doomed].reverse()) {
+        if (entry.state === 'running') await runHooks(entry, 'kill');
+        capabilities.revoke(entry.id);
+        registry.remove(entry.id);
+      }
+      for (const entry of doomed) {
+        await publish({ type: 'agent-kill', at, agentId: entry.id, name: entry.name, reason: entry === root ? 'requested' : 'parent-killed' });
+      }
+      return views;
+    },
+
+    async shutdown() {
+      for (const entry of registry.list()) {
+        if (entry.state === 'running') await runHooks(entry, 'shutdown');
+      }
+    },
+  };
+}

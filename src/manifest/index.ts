@@ -1,0 +1,16 @@
+/** Agent manifests: the schema, and loading from TOML or JSON with clear errors. */
+export { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
+export { detectManifestFormat, loadManifestFile, MAX_MANIFEST_BYTES, parseManifest } from './load-manifest.ts';
+export type { LoadedManifest, ManifestFormat, ParseManifestOptions } from './load-manifest.ts';
+export {
+  AgentNameSchema,
+  DEFAULT_INTERVAL_SECONDS,
+  MANIFEST_KEYS,
+  ManifestCapabilitiesSchema,
+  ManifestSchema,
+  MODEL_PROVIDERS,
+  PRIORITIES,
+  SCHEDULE_MODES,
+  TOOL_PROFILES,
+} from './schema.ts';
+export type { Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';

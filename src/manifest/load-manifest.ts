@@ -1,0 +1,134 @@
+import { readFile, stat } from 'node:fs/promises';
+import { extname, resolve } from 'node:path';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { ManifestError } from '../errors/index.ts';
+import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
+import { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
+import { type Manifest, ManifestSchema, MANIFEST_KEYS } from './schema.ts';
+
+/** The two formats a manifest may be written in. */
+export type ManifestFormat = 'toml' | 'json';
+
+/** A validated manifest and the warnings met on the way (each a full sentence). */
+export interface LoadedManifest {
+  manifest: Manifest;
+  warnings: string[];
+}
+
+/** Options for {@link parseManifest}. */
+export interface ParseManifestOptions {
+  /** How the manifest is named in messages: its file name, or `<stdin>`. */
+  source: string;
+  /** The format; guessed from the content when omitted. */
+  format?: ManifestFormat;
+}
+
+/** Manifests larger than this are refused before parsing. */
+export const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+/** JSON when the first non-blank character opens an object, TOML otherwise. */
+export function detectManifestFormat(text: string): ManifestFormat {
+  return text.trimStart().startsWith('{') ? 'json' : 'toml';
+}
+
+function fail(source: string, problem: string, details: string[] = []): never {
+  const more = details.length === 0 ? '' : `\n${details.map((line) => `  ${line}`).join('\n')}`;
+  throw new ManifestError(`cannot load manifest "${source}": ${problem}${more}`, {
+    details: { source, problem, more: details },
+  });
+}
+
+function parseTomlText(text: string, source: string): Record<string, unknown> {
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof TomlError) {
+      const [headline = 'invalid TOML', ...excerpt] = error.message.replace(/^Invalid TOML document: /, '').split('\n');
+      fail(
+        source,
+        `TOML syntax error at line ${error.line}, column ${error.column}: ${headline}`,
+        excerpt.filter((line) => line.trim() !== ''),
+      );
+    }
+    throw error;
+  }
+}
+
+function parseJsonText(text: string, source: string): unknown {
+  const result = safeParseJson(text);
+  if (!result.ok) fail(source, `JSON syntax error: ${result.message}`);
+  return result.value;
+}
+
+function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | undefined {
+  if (path.length === 0 || !MANIFEST_KEYS.has(key)) return undefined;
+  return `"${key}" is a top-level key: in TOML, a key after a [table] header belongs to that table, so move it above the first header`;
+}
+
+/**
+ * Parses and validates a manifest's text. Every default is filled in; TOML keys that a table
+ * header swallowed by accident are put back where they were meant, with a warning each.
+ * @throws {ManifestError} naming the source, the field path and what was expected.
+ * @example parseManifest('name = "helper"', { source: 'helper.toml' }).manifest.module // "builtin:chat"
+ */
+export function parseManifest(text: string, options: ParseManifestOptions): LoadedManifest {
+  const { source } = options;
+  if (text.trim() === '') fail(source, 'the manifest is empty; it needs at least a name, e.g. name = "my-agent"');
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) fail(source, `the manifest is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  const format = options.format ?? detectManifestFormat(text);
+  let document: unknown;
+  const warnings: string[] = [];
+  if (format === 'toml') {
+    const table = parseTomlText(text, source);
+    warnings.push(...hoistMisplacedKeys(table, source, text));
+    document = table;
+  } else {
+    document = parseJsonText(text, source);
+    if (typeof document !== 'object' || document === null || Array.isArray(document)) {
+      fail(source, 'expected a JSON object at the top level');
+    }
+  }
+  const result = ManifestSchema.safeParse(document, { reportInput: true });
+  if (!result.success) {
+    const style = format === 'toml' ? 'toml' : 'json';
+    const [first = 'invalid manifest', ...rest] = formatIssues(result.error, {
+      style,
+      knownKeys: (path) => objectKeysAt(ManifestSchema, path),
+      unknownKeyHint,
+    });
+    fail(source, first, rest.length === 0 ? [] : [`and ${rest.length} more:`, ...rest]);
+  }
+  return { manifest: result.data, warnings };
+}
+
+function formatOfPath(path: string): ManifestFormat | undefined {
+  const extension = extname(path).toLowerCase();
+  if (extension === '.toml') return 'toml';
+  if (extension === '.json') return 'json';
+  return undefined;
+}
+
+/**
+ * Reads, parses and validates a manifest file (TOML or JSON by extension, else by content).
+ * A relative `path` is read from `options.cwd` (default: the process's); messages name the
+ * file as given.
+ * @throws {ManifestError} for a missing, unreadable, empty or invalid file.
+ */
+export async function loadManifestFile(path: string, options: { cwd?: string } = {}): Promise<LoadedManifest> {
+  const absolute = resolve(options.cwd ?? process.cwd(), path);
+  let text: string;
+  try {
+    const info = await stat(absolute);
+    if (info.isDirectory()) fail(path, 'it is a directory, not a file');
+    if (info.size > MAX_MANIFEST_BYTES) fail(path, `the file is larger than ${MAX_MANIFEST_BYTES} bytes`);
+    text = await readFile(absolute, 'utf8');
+  } catch (error) {
+    if (error instanceof ManifestError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') fail(path, 'no such file');
+    if (code === 'EACCES') fail(path, 'permission denied');
+    fail(path, error instanceof Error ? error.message : String(error));
+  }
+  const format = formatOfPath(path);
+  return parseManifest(text, format === undefined ? { source: path } : { source: path, format });
+}

@@ -1,0 +1,250 @@
+import { Cron } from 'croner';
+import { z } from 'zod';
+
+/**
+ * The agent manifest: one zod schema, the single source of truth for every field, its type and
+ * its default (spec/01, "Agent Manifest Format"). Our own format, so every object is strict:
+ * an unknown key is an error that names the key.
+ */
+
+/** Model providers Loom can drive. `openai-compatible` needs a `base_url`. */
+export const MODEL_PROVIDERS = ['anthropic', 'openai', 'groq', 'openrouter', 'ollama', 'openai-compatible'] as const;
+
+/** Scheduling modes of spec/01. */
+export const SCHEDULE_MODES = ['reactive', 'continuous', 'periodic', 'proactive'] as const;
+
+/** Scheduling priorities. */
+export const PRIORITIES = ['low', 'normal', 'high', 'critical'] as const;
+
+/** Named tool profiles: a preset tool set an agent can start from. */
+export const TOOL_PROFILES = ['minimal', 'coding', 'research', 'messaging', 'automation', 'full'] as const;
+
+/** Interval of a continuous agent when the manifest gives none. */
+export const DEFAULT_INTERVAL_SECONDS = 60;
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * An agent name: it appears in URLs, tool names and folder names, so it is kept to letters,
+ * digits, `.`, `_` and `-`; and it may not look like an id, since the CLI takes either.
+ */
+export const AgentNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+    error: 'expected 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+  })
+  .refine((name) => !UUID_PATTERN.test(name), { error: 'expected a name, not a UUID (ids and names must not collide)' });
+
+const EnvVarNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name such as "ANTHROPIC_API_KEY"' });
+
+const PatternListSchema = z.array(z.string().min(1, { error: 'expected a non-empty pattern' })).default([]);
+
+const StringListSchema = z.array(z.string().min(1, { error: 'expected a non-empty string' })).default([]);
+
+const ModelFields = {
+  provider: z.enum(MODEL_PROVIDERS),
+  model: z.string().min(1, { error: 'expected a model name' }),
+  api_key_env: EnvVarNameSchema.optional(),
+  base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+};
+
+function requireBaseUrlForCompatible(value: { provider: string; base_url?: string | undefined }, context: z.RefinementCtx): void {
+  if (value.provider === 'openai-compatible' && value.base_url === undefined) {
+    context.addIssue({
+      code: 'custom',
+      path: ['base_url'],
+      message: 'required when provider = "openai-compatible" (the server\'s URL, e.g. "http://127.0.0.1:8000/v1")',
+    });
+  }
+}
+
+/** `[model]`: the model an agent thinks with. */
+export const ModelConfigSchema = z
+  .strictObject({
+    ...ModelFields,
+    max_tokens: z.int().positive().default(4096),
+    temperature: z.number().min(0).max(2).default(0.7),
+    system_prompt: z.string().optional(),
+  })
+  .superRefine(requireBaseUrlForCompatible);
+
+/** `[[fallback_models]]`: tried in order when the primary model fails. */
+export const FallbackModelSchema = z.strictObject(ModelFields).superRefine(requireBaseUrlForCompatible);
+
+/** `[[schedule.triggers]]`: an event that wakes a proactive agent. */
+export const TriggerSchema = z.strictObject({
+  event: z.string().min(1, { error: 'expected an event name such as "file_created"' }),
+  pattern: z.string().min(1).optional(),
+  message: z.string().optional(),
+});
+
+function isValidCron(expression: string): boolean {
+  try {
+    new Cron(expression, { paused: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `[schedule]`: when the agent runs. */
+export const ScheduleSchema = z
+  .strictObject({
+    mode: z.enum(SCHEDULE_MODES).default('reactive'),
+    interval_seconds: z.int().positive().optional(),
+    cron: z.string().optional(),
+    triggers: z.array(TriggerSchema).default([]),
+  })
+  .superRefine((schedule, context) => {
+    if (schedule.mode === 'periodic' && schedule.cron === undefined) {
+      context.addIssue({ code: 'custom', path: ['cron'], message: 'required when mode = "periodic", e.g. cron = "0 9 * * *"' });
+    }
+    if (schedule.cron !== undefined && schedule.mode !== 'periodic') {
+      context.addIssue({ code: 'custom', path: ['cron'], message: `only used when mode = "periodic", but mode is "${schedule.mode}"` });
+    }
+    if (schedule.cron !== undefined && !isValidCron(schedule.cron)) {
+      context.addIssue({ code: 'custom', path: ['cron'], message: `expected a cron expression such as "0 9 * * *", got "${schedule.cron}"` });
+    }
+    if (schedule.interval_seconds !== undefined && schedule.mode !== 'continuous') {
+      context.addIssue({
+        code: 'custom',
+        path: ['interval_seconds'],
+        message: `only used when mode = "continuous", but mode is "${schedule.mode}"`,
+      });
+    }
+    if (schedule.triggers.length > 0 && schedule.mode !== 'proactive') {
+      context.addIssue({ code: 'custom', path: ['triggers'], message: `only used when mode = "proactive", but mode is "${schedule.mode}"` });
+    }
+  })
+  .transform((schedule) =>
+    schedule.mode === 'continuous' && schedule.interval_seconds === undefined
+      ? { ...schedule, interval_seconds: DEFAULT_INTERVAL_SECONDS }
+      : schedule,
+  );
+
+/** `[resources]`: quotas. A cost limit of 0 means no limit. */
+export const ResourcesSchema = z.strictObject({
+  max_tokens_per_hour: z.int().nonnegative().default(1_000_000),
+  max_cost_per_hour: z.number().nonnegative().default(0),
+  max_iterations: z.int().positive().default(50),
+});
+
+/**
+ * `[capabilities]`: what the agent is granted. Everything not listed is denied. Each key maps
+ * to one capability kind (see `capabilitiesFromManifest`).
+ */
+export const ManifestCapabilitiesSchema = z.strictObject({
+  tools: PatternListSchema,
+  memory_read: PatternListSchema,
+  memory_write: PatternListSchema,
+  network: PatternListSchema,
+  shell: PatternListSchema,
+  agent_spawn: z.boolean().default(false),
+  agent_message: PatternListSchema,
+  agent_kill: PatternListSchema,
+  file_read: PatternListSchema,
+  file_write: PatternListSchema,
+  net_listen: z.array(z.int().min(1).max(65_535)).default([]),
+  llm_query: PatternListSchema,
+  llm_max_tokens: z.int().positive().optional(),
+  env_read: PatternListSchema,
+  ofp_discover: z.boolean().default(false),
+  ofp_connect: PatternListSchema,
+  ofp_advertise: z.boolean().default(false),
+  econ_spend: z.number().nonnegative().optional(),
+  econ_earn: z.boolean().default(false),
+  econ_transfer: PatternListSchema,
+});
+
+/**
+ * `[tools.<name>]`: per-tool settings. `timeout_seconds` is understood by the tool runner; the
+ * other keys belong to the tool, so any JSON value is accepted for them.
+ */
+export const ToolConfigSchema = z
+  .object({ timeout_seconds: z.number().positive().optional() })
+  .catchall(z.json());
+
+/** `[routing]`: pick a model tier by the complexity of each request. */
+export const RoutingSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    frontier_threshold: z.number().min(0).max(1).default(0.8),
+    smart_threshold: z.number().min(0).max(1).default(0.5),
+    balanced_threshold: z.number().min(0).max(1).default(0.3),
+  })
+  .superRefine((routing, context) => {
+    if (!(routing.balanced_threshold <= routing.smart_threshold && routing.smart_threshold <= routing.frontier_threshold)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['smart_threshold'],
+        message: `expected balanced_threshold <= smart_threshold <= frontier_threshold, got ${routing.balanced_threshold}, ${routing.smart_threshold}, ${routing.frontier_threshold}`,
+      });
+    }
+  });
+
+/** `[autonomous]`: guardrails for agents that run unattended. */
+export const AutonomousSchema = z.strictObject({
+  approval_required_for: StringListSchema,
+  max_actions_per_cycle: z.int().positive().default(100),
+  idle_timeout_seconds: z.int().positive().default(3600),
+});
+
+/**
+ * `[exec_policy]`: a per-agent override that can only take away. A field left out does not
+ * restrict; `false` forbids the action even where a capability grants it.
+ */
+export const ExecPolicySchema = z.strictObject({
+  allow_shell: z.boolean().default(true),
+  allow_network: z.boolean().default(true),
+  allow_file_write: z.boolean().default(true),
+});
+
+/** The whole manifest. */
+export const ManifestSchema = z.strictObject({
+  name: AgentNameSchema.default('unnamed'),
+  version: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { error: 'expected a semantic version such as "0.1.0"' })
+    .default('0.1.0'),
+  description: z.string().default(''),
+  author: z.string().default(''),
+  module: z
+    .string()
+    .regex(/^(?:builtin:[a-z][a-z0-9_-]*|wasm:.+\.wasm|python:.+\.py)$/, {
+      error: 'expected "builtin:<name>", "wasm:<path>.wasm" or "python:<path>.py"',
+    })
+    .default('builtin:chat'),
+  schedule: ScheduleSchema.prefault({}),
+  model: ModelConfigSchema.optional(),
+  fallback_models: z.array(FallbackModelSchema).default([]),
+  resources: ResourcesSchema.prefault({}),
+  priority: z.enum(PRIORITIES).default('normal'),
+  capabilities: ManifestCapabilitiesSchema.prefault({}),
+  profile: z.enum(TOOL_PROFILES).optional(),
+  tools: z.record(z.string().min(1), ToolConfigSchema).default({}),
+  skills: StringListSchema,
+  mcp_servers: StringListSchema,
+  metadata: z.record(z.string(), z.json()).default({}),
+  tags: StringListSchema,
+  routing: RoutingSchema.optional(),
+  autonomous: AutonomousSchema.optional(),
+  workspace: z.string().min(1).optional(),
+  generate_identity_files: z.boolean().default(false),
+  exec_policy: ExecPolicySchema.optional(),
+  tool_allowlist: StringListSchema,
+  tool_blocklist: StringListSchema,
+});
+
+/** A validated manifest with every default filled in. */
+export type Manifest = z.output<typeof ManifestSchema>;
+
+/** A manifest as an author may write it: every field with a default is optional. */
+export type ManifestInput = z.input<typeof ManifestSchema>;
+
+/** The `[capabilities]` block of a validated manifest. */
+export type ManifestCapabilities = z.output<typeof ManifestCapabilitiesSchema>;
+
+/** The top-level keys of a manifest. */
+export const MANIFEST_KEYS: ReadonlySet<string> = new Set(Object.keys(ManifestSchema.shape));

@@ -1,0 +1,145 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { StoreError } from '../errors/index.ts';
+
+/**
+ * One step of the SQLite schema. `version` is the value `PRAGMA user_version` holds once the
+ * step is applied; `sql` runs inside the step's transaction, so it must not open or end one.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/**
+ * The SQLite schema, oldest step first. Append new steps; never edit one that has shipped,
+ * since databases in the field already hold its result.
+ */
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'agents, sessions, memory, usage and events',
+    sql: `
+      CREATE TABLE agents (
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        state TEXT NOT NULL CHECK (state IN ('running', 'suspended')),
+        parent_id TEXT REFERENCES agents (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      -- Without it, deleting an agent scans the whole table to find its children.
+      CREATE INDEX agents_parent_id ON agents (parent_id);
+
+      CREATE TABLE sessions (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        messages TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX sessions_agent_id ON sessions (agent_id);
+
+      CREATE TABLE memory (
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (agent_id, key)
+      ) STRICT, WITHOUT ROWID;
+
+      -- agent_id is deliberately not a foreign key: usage outlives its agent, for accounting.
+      CREATE TABLE usage (
+        agent_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL
+      ) STRICT;
+      CREATE INDEX usage_agent_id_at ON usage (agent_id, at);
+      CREATE INDEX usage_at ON usage (at);
+
+      -- AUTOINCREMENT so that a sequence number is never reused, even after the newest rows go.
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        agent_id TEXT,
+        data TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX events_agent_id ON events (agent_id);
+      CREATE INDEX events_type ON events (type);
+    `,
+  },
+];
+
+/** The schema version of a database file, from `PRAGMA user_version`. */
+export function readSchemaVersion(db: DatabaseSync): number {
+  const row = db.prepare('PRAGMA user_version').get();
+  const version = row?.['user_version'];
+  return typeof version === 'number' ? version : 0;
+}
+
+/**
+ * Brings the database at `path` up to the newest step of `steps`, each step in its own
+ * `BEGIN IMMEDIATE` transaction together with its `user_version`, so a crash mid-step leaves
+ * the previous version intact. Returns the resulting schema version.
+ *
+ * @throws {StoreError} when the file's schema is newer than `steps` knows, or a step fails
+ *   (the database then stays at the version before that step).
+ */
+export function applyMigrations(db: DatabaseSync, path: string, steps: readonly Migration[] = migrations): number {
+  assertOrdered(steps);
+  const latest = steps.at(-1)?.version ?? 0;
+  let current = readSchemaVersion(db);
+  assertKnown(current, latest, path);
+  for (const step of steps) {
+    if (step.version <= current) continue;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      // Another process sharing the file may have applied this step while we waited for the lock.
+      current = readSchemaVersion(db);
+      if (step.version > current) {
+        db.exec(step.sql);
+        db.exec(`PRAGMA user_version = ${step.version}`);
+        current = step.version;
+      }
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK');
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new StoreError(
+        `cannot migrate store "${path}" to schema version ${step.version} (${step.name}): ${reason}; ` +
+          `the database stays at version ${current}`,
+        { cause: error, details: { path, version: step.version } },
+      );
+    }
+  }
+  assertKnown(current, latest, path);
+  return current;
+}
+
+function assertKnown(version: number, latest: number, path: string): void {
+  if (version > latest) {
+    throw new StoreError(
+      `cannot open store "${path}": its schema version is ${version}, but this Loom knows versions up to ${latest}; ` +
+        'upgrade Loom, or point it at another data directory',
+      { details: { path, version, latest } },
+    );
+  }
+}
+
+function assertOrdered(steps: readonly Migration[]): void {
+  let previous = 0;
+  for (const step of steps) {
+    if (!Number.isSafeInteger(step.version) || step.version <= previous) {
+      throw new StoreError(
+        `cannot migrate: migration "${step.name}" has version ${step.version}, expected an integer above ${previous}`,
+      );
+    }
+    previous = step.version;
+  }
+}

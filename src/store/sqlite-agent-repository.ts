@@ -1,0 +1,145 @@
+import type { StatementSync } from 'node:sqlite';
+import { z } from 'zod';
+import type { AgentRecord, AgentRepository, AgentState, SessionRecord } from '../contracts/index.ts';
+import { StoreError, StoreNotFoundError } from '../errors/index.ts';
+import type { SqliteConnection } from './sqlite-connection.ts';
+import { jsonObjectText, parseRow, type SqliteRow } from './sqlite-rows.ts';
+
+const agentRow = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    state: z.enum(['running', 'suspended']),
+    parent_id: z.string().nullable(),
+    session_id: z.string(),
+    manifest: jsonObjectText,
+    created_at: z.number(),
+    updated_at: z.number(),
+  })
+  .transform(
+    (row): AgentRecord => ({
+      id: row.id,
+      name: row.name,
+      state: row.state,
+      parentId: row.parent_id,
+      sessionId: row.session_id,
+      manifest: row.manifest,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    }),
+  );
+
+const columns = 'id, name, state, parent_id, session_id, manifest, created_at, updated_at';
+
+/** `AgentRepository` on SQLite. Statements are prepared once, when the store opens. */
+export class SqliteAgentRepository implements AgentRepository {
+  readonly #connection: SqliteConnection;
+  readonly #insert: StatementSync;
+  readonly #insertSession: StatementSync;
+  readonly #list: StatementSync;
+  readonly #get: StatementSync;
+  readonly #setState: StatementSync;
+  readonly #delete: StatementSync;
+
+  constructor(connection: SqliteConnection) {
+    this.#connection = connection;
+    const { db } = connection;
+    this.#insert = db.prepare(`INSERT INTO agents (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    // A plain INSERT, not the session repository's upsert: a taken session id is a conflict here.
+    this.#insertSession = db.prepare(
+      'INSERT INTO sessions (id, agent_id, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?)',
+    );
+    // rowid breaks ties between agents created in the same millisecond, in insertion order.
+    this.#list = db.prepare(`SELECT ${columns} FROM agents ORDER BY created_at, rowid`);
+    this.#get = db.prepare(`SELECT ${columns} FROM agents WHERE id = ?`);
+    this.#setState = db.prepare('UPDATE agents SET state = ?, updated_at = ? WHERE id = ?');
+    this.#delete = db.prepare('DELETE FROM agents WHERE id = ?');
+  }
+
+  create(agent: AgentRecord, session: SessionRecord): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        if (session.agentId !== agent.id || session.id !== agent.sessionId) {
+          throw new StoreError(
+            `cannot store agent "${agent.name}": its session must be "${agent.sessionId}" of agent "${agent.id}", ` +
+              `got "${session.id}" of agent "${session.agentId}"`,
+          );
+        }
+        this.#connection.transaction(() => {
+          this.#insert.run(
+            agent.id,
+            agent.name,
+            agent.state,
+            agent.parentId,
+            agent.sessionId,
+            JSON.stringify(agent.manifest),
+            agent.createdAt,
+            agent.updatedAt,
+          );
+          this.#insertSession.run(
+            session.id,
+            session.agentId,
+            JSON.stringify(session.messages),
+            session.createdAt,
+            session.updatedAt,
+          );
+        });
+      },
+      () => ({
+        action: `store agent "${agent.name}"`,
+        taken: {
+          'agents.id': `the id "${agent.id}"`,
+          'agents.name': `the name "${agent.name}"`,
+          'sessions.id': `the session id "${session.id}"`,
+        },
+        missing: `its parent agent "${agent.parentId ?? ''}" does not exist`,
+      }),
+    );
+  }
+
+  list(): Promise<AgentRecord[]> {
+    return this.#connection.execute(
+      () => this.#list.all().map((row) => parseAgent(row)),
+      () => ({ action: 'list agents' }),
+    );
+  }
+
+  get(id: string): Promise<AgentRecord | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#get.get(id);
+        return row === undefined ? undefined : parseAgent(row);
+      },
+      () => ({ action: `get agent "${id}"` }),
+    );
+  }
+
+  setState(id: string, state: AgentState, at: number): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        const { changes } = this.#setState.run(state, at, id);
+        if (Number(changes) === 0) {
+          throw new StoreNotFoundError(`cannot set agent "${id}" to ${state}: no agent has the id "${id}"`);
+        }
+      },
+      () => ({ action: `set agent "${id}" to ${state}` }),
+    );
+  }
+
+  delete(ids: readonly string[]): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        if (ids.length === 0) return;
+        // Sessions, memory and descendant agents go by ON DELETE CASCADE, in the same transaction.
+        this.#connection.transaction(() => {
+          for (const id of ids) this.#delete.run(id);
+        });
+      },
+      () => ({ action: `delete agents ${ids.map((id) => `"${id}"`).join(', ')}` }),
+    );
+  }
+}
+
+function parseAgent(row: SqliteRow): AgentRecord {
+  return parseRow(agentRow, row, 'agents', ['id']);
+}

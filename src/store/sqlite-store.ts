@@ -1,0 +1,120 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type {
+  AgentRepository,
+  EventRepository,
+  MemoryRepository,
+  SessionRepository,
+  Store,
+  UsageRepository,
+} from '../contracts/index.ts';
+import { StoreError } from '../errors/index.ts';
+import { applyMigrations } from './migrations.ts';
+import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
+import { SqliteConnection } from './sqlite-connection.ts';
+import { toOpenError } from './sqlite-errors.ts';
+import { SqliteEventRepository } from './sqlite-event-repository.ts';
+import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
+import { SqliteSessionRepository } from './sqlite-session-repository.ts';
+import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
+
+/** How long a write waits for another process's lock before it fails, in milliseconds. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
+/** Options of `openSqliteStore`. */
+export interface SqliteStoreOptions {
+  /** The database file; its folder is created when missing. `:memory:` gives a private, unsaved store. */
+  path: string;
+  /**
+   * `normal` (the default): a commit survives a crash of Loom, and in WAL mode costs no fsync;
+   * a power loss may undo the last commits. `full`: each commit is fsynced and survives a power loss.
+   */
+  synchronous?: 'normal' | 'full';
+}
+
+/** A `Store` on one SQLite file, with what only SQLite has. */
+export interface SqliteStore extends Store {
+  /** The schema version of the file once migrated (`PRAGMA user_version`). */
+  readonly schemaVersion: number;
+  /**
+   * The rows of `PRAGMA integrity_check`: `['ok']` when the file is healthy, else one line per problem.
+   * @throws {StoreError} when the store is closed or the check cannot run.
+   */
+  integrityCheck(): string[];
+}
+
+/**
+ * Opens (creating when missing) the SQLite store at `options.path`: WAL journal, foreign keys on,
+ * a 5 s busy timeout so that several Loom processes can share the file, and the schema migrated
+ * to the newest version.
+ *
+ * @throws {StoreError} when the file cannot be opened, is not a SQLite database, or has a schema
+ *   newer than this Loom knows; the message names the file and what to do.
+ * @example
+ * const store = openSqliteStore({ path: join(loomHome, 'data', 'loom.db') });
+ * try { await store.agents.list(); } finally { await store.close(); }
+ */
+export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  const { path, synchronous = 'normal' } = options;
+  let db: DatabaseSync | undefined;
+  try {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    db = new DatabaseSync(path, { timeout: DEFAULT_BUSY_TIMEOUT_MS, enableForeignKeyConstraints: true });
+    // The first statement reads the file header, so a file that is not a database fails here.
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.exec('PRAGMA foreign_keys = ON');
+    const schemaVersion = applyMigrations(db, path);
+    return createSqliteStore(new SqliteConnection(db, path), schemaVersion);
+  } catch (error) {
+    if (db?.isOpen === true) db.close();
+    throw toOpenError(error, path);
+  }
+}
+
+function createSqliteStore(connection: SqliteConnection, schemaVersion: number): SqliteStore {
+  const agents: AgentRepository = new SqliteAgentRepository(connection);
+  const sessions: SessionRepository = new SqliteSessionRepository(connection);
+  const memory: MemoryRepository = new SqliteMemoryRepository(connection);
+  const usage: UsageRepository = new SqliteUsageRepository(connection);
+  const events: EventRepository = new SqliteEventRepository(connection);
+  return {
+    agents,
+    sessions,
+    memory,
+    usage,
+    events,
+    schemaVersion,
+    integrityCheck(): string[] {
+      if (connection.closed) {
+        throw new StoreError(`cannot check the integrity of store "${connection.path}": the store is closed`);
+      }
+      try {
+        return connection.db
+          .prepare('PRAGMA integrity_check')
+          .all()
+          .map((row) => String(row['integrity_check']));
+      } catch (error) {
+        throw new StoreError(`cannot check the integrity of store "${connection.path}": ${messageOf(error)}`, {
+          cause: error,
+        });
+      }
+    },
+    close(): Promise<void> {
+      try {
+        // Closing the last connection checkpoints the WAL into the database file.
+        connection.close();
+        return Promise.resolve();
+      } catch (error) {
+        return Promise.reject(
+          new StoreError(`cannot close store "${connection.path}": ${messageOf(error)}`, { cause: error }),
+        );
+      }
+    },
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

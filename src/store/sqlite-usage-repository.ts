@@ -1,0 +1,103 @@
+import type { StatementSync } from 'node:sqlite';
+import { z } from 'zod';
+import type { UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
+import type { SqliteConnection } from './sqlite-connection.ts';
+import { limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
+
+const usageRow = z
+  .object({
+    agent_id: z.string(),
+    at: z.number(),
+    model: z.string(),
+    input_tokens: z.number(),
+    output_tokens: z.number(),
+    cost_usd: z.number(),
+  })
+  .transform(
+    (row): UsageRecord => ({
+      agentId: row.agent_id,
+      at: row.at,
+      model: row.model,
+      inputTokens: row.input_tokens,
+      outputTokens: row.output_tokens,
+      costUsd: row.cost_usd,
+    }),
+  );
+
+const totalsRow = z
+  .object({ input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
+  .transform(
+    (row): UsageTotals => ({
+      inputTokens: row.input_tokens,
+      outputTokens: row.output_tokens,
+      costUsd: row.cost_usd,
+      calls: row.calls,
+    }),
+  );
+
+const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cost_usd';
+const sums = `coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
+  coalesce(sum(cost_usd), 0.0) AS cost_usd, count(*) AS calls`;
+
+/** `UsageRepository` on SQLite. Statements are prepared once, when the store opens. */
+export class SqliteUsageRepository implements UsageRepository {
+  readonly #connection: SqliteConnection;
+  readonly #record: StatementSync;
+  readonly #totals: StatementSync;
+  readonly #totalsByAgent: StatementSync;
+  readonly #list: StatementSync;
+  readonly #listByAgent: StatementSync;
+
+  constructor(connection: SqliteConnection) {
+    this.#connection = connection;
+    const { db } = connection;
+    this.#record = db.prepare(
+      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    // One statement per filter rather than `? IS NULL OR …`, which keeps SQLite off the indexes.
+    this.#totals = db.prepare(`SELECT ${sums} FROM usage WHERE at >= ?`);
+    this.#totalsByAgent = db.prepare(`SELECT ${sums} FROM usage WHERE agent_id = ? AND at >= ?`);
+    this.#list = db.prepare(`SELECT ${columns} FROM usage WHERE at >= ? ORDER BY at, rowid LIMIT ?`);
+    this.#listByAgent = db.prepare(
+      `SELECT ${columns} FROM usage WHERE agent_id = ? AND at >= ? ORDER BY at, rowid LIMIT ?`,
+    );
+  }
+
+  record(usage: UsageRecord): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        this.#record.run(usage.agentId, usage.at, usage.model, usage.inputTokens, usage.outputTokens, usage.costUsd);
+      },
+      () => ({ action: `record usage of agent "${usage.agentId}"` }),
+    );
+  }
+
+  totals(options: { since: number; agentId?: string }): Promise<UsageTotals> {
+    const { since, agentId } = options;
+    return this.#connection.execute(
+      () => {
+        const row = agentId === undefined ? this.#totals.get(since) : this.#totalsByAgent.get(agentId, since);
+        return parseRow(totalsRow, row ?? {}, 'usage', []);
+      },
+      () => ({ action: agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"` }),
+    );
+  }
+
+  list(options: { since?: number; agentId?: string; limit?: number } = {}): Promise<UsageRecord[]> {
+    const { since = Number.NEGATIVE_INFINITY, agentId } = options;
+    const action = agentId === undefined ? 'list usage' : `list usage of agent "${agentId}"`;
+    return this.#connection.execute(
+      () => {
+        const limit = limitParameter(options.limit, action);
+        const rows =
+          agentId === undefined ? this.#list.all(since, limit) : this.#listByAgent.all(agentId, since, limit);
+        return rows.map((row) => parseUsage(row));
+      },
+      () => ({ action }),
+    );
+  }
+}
+
+function parseUsage(row: SqliteRow): UsageRecord {
+  return parseRow(usageRow, row, 'usage', ['rowid']);
+}

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CAPABILITY_KINDS,
+  capabilitiesFromManifest,
+  describeCapability,
+  findEscalations,
+  MANIFEST_KEY_BY_KIND,
+  validateInheritance,
+} from '../../src/capabilities/index.ts';
+import { CapabilityEscalationError } from '../../src/errors/index.ts';
+import { ManifestCapabilitiesSchema } from '../../src/manifest/index.ts';
+import { ONE_OF_EACH_KIND } from './one-of-each-kind.ts';
+
+describe('capabilitiesFromManifest()', () => {
+  it('grants nothing for an empty [capabilities] block', () => {
+    expect(capabilitiesFromManifest(ManifestCapabilitiesSchema.parse({}))).toEqual([]);
+  });
+
+  it('maps every manifest key to its capability kind', () => {
+    const block = ManifestCapabilitiesSchema.parse({
+      tools: ['web_search'],
+      memory_read: ['*'],
+      memory_write: ['self.*'],
+      network: ['api.openai.com:443'],
+      shell: ['git *'],
+      agent_spawn: true,
+      agent_message: ['summarizer'],
+      agent_kill: ['worker-*'],
+      file_read: ['/data/*'],
+      file_write: ['/out/*'],
+      net_listen: [8080, 9090],
+      llm_query: ['claude-*'],
+      llm_max_tokens: 4000,
+      env_read: ['HOME'],
+      ofp_discover: true,
+      ofp_connect: ['peer-*'],
+      ofp_advertise: true,
+      econ_spend: 2.5,
+      econ_earn: true,
+      econ_transfer: ['treasurer'],
+    });
+    const capabilities = capabilitiesFromManifest(block);
+    expect(capabilities).toHaveLength(21);
+    expect(capabilities).toEqual(
+      expect.arrayContaining([
+        { kind: 'tool_invoke', pattern: 'web_search' },
+        { kind: 'memory_read', pattern: '*' },
+        { kind: 'memory_write', pattern: 'self.*' },
+        { kind: 'net_connect', pattern: 'api.openai.com:443' },
+        { kind: 'shell_exec', pattern: 'git *' },
+        { kind: 'agent_spawn' },
+        { kind: 'agent_message', pattern: 'summarizer' },
+        { kind: 'agent_kill', pattern: 'worker-*' },
+        { kind: 'file_read', pattern: '/data/*' },
+        { kind: 'file_write', pattern: '/out/*' },
+        { kind: 'net_listen', port: 8080 },
+        { kind: 'net_listen', port: 9090 },
+        { kind: 'llm_query', pattern: 'claude-*' },
+        { kind: 'llm_max_tokens', max_tokens: 4000 },
+        { kind: 'env_read', pattern: 'HOME' },
+        { kind: 'ofp_discover' },
+        { kind: 'ofp_connect', pattern: 'peer-*' },
+        { kind: 'ofp_advertise' },
+        { kind: 'econ_spend', max_usd: 2.5 },
+        { kind: 'econ_earn' },
+        { kind: 'econ_transfer', pattern: 'treasurer' },
+      ]),
+    );
+  });
+
+  it('turns tools = ["*"] into tool_all', () => {
+    const capabilities = capabilitiesFromManifest(ManifestCapabilitiesSchema.parse({ tools: ['*', 'web_*'] }));
+    expect(capabilities).toEqual([{ kind: 'tool_all' }, { kind: 'tool_invoke', pattern: 'web_*' }]);
+  });
+
+  it('grants no boolean kind that is false', () => {
+    const block = ManifestCapabilitiesSchema.parse({ agent_spawn: false, ofp_discover: false, ofp_advertise: false, econ_earn: false });
+    expect(capabilitiesFromManifest(block)).toEqual([]);
+  });
+
+  it('keeps econ_spend = 0 as an authority to spend nothing', () => {
+    expect(capabilitiesFromManifest(ManifestCapabilitiesSchema.parse({ econ_spend: 0 }))).toEqual([{ kind: 'econ_spend', max_usd: 0 }]);
+  });
+
+  it('feeds validateInheritance() with manifests: the spec/01 research agent cannot spawn a child with shell', () => {
+    const parent = capabilitiesFromManifest(
+      ManifestCapabilitiesSchema.parse({ network: ['*.wikipedia.org', 'api.openai.com'], memory_write: ['self.*'], shell: [] }),
+    );
+    const child = capabilitiesFromManifest(ManifestCapabilitiesSchema.parse({ network: ['en.wikipedia.org:443'], shell: ['ls'] }));
+    expect(() => validateInheritance(parent, child)).toThrow(CapabilityEscalationError);
+    expect(findEscalations(parent, child)).toEqual([{ kind: 'shell_exec', pattern: 'ls' }]);
+  });
+});
+
+describe('MANIFEST_KEY_BY_KIND', () => {
+  it('names a [capabilities] key of the manifest schema for every kind', () => {
+    const keys = Object.keys(ManifestCapabilitiesSchema.shape);
+    for (const kind of CAPABILITY_KINDS) {
+      expect(keys).toContain(MANIFEST_KEY_BY_KIND[kind]);
+    }
+  });
+
+  it('leaves no [capabilities] key of the manifest schema without a kind', () => {
+    const mapped = new Set(Object.values(MANIFEST_KEY_BY_KIND));
+    expect(Object.keys(ManifestCapabilitiesSchema.shape).filter((key) => !mapped.has(key as never))).toEqual([]);
+  });
+
+  it('maps the renamed keys', () => {
+    expect(MANIFEST_KEY_BY_KIND.net_connect).toBe('network');
+    expect(MANIFEST_KEY_BY_KIND.shell_exec).toBe('shell');
+    expect(MANIFEST_KEY_BY_KIND.tool_invoke).toBe('tools');
+    expect(MANIFEST_KEY_BY_KIND.tool_all).toBe('tools');
+  });
+});
+
+describe('describeCapability()', () => {
+  it('quotes a pattern under its manifest key', () => {
+    expect(describeCapability({ kind: 'net_connect', pattern: 'api.openai.com' })).toBe('[capabilities].network "api.openai.com"');
+    expect(describeCapability({ kind: 'tool_invoke', pattern: 'web_search' })).toBe('[capabilities].tools "web_search"');
+  });
+
+  it('escapes quotes in a pattern', () => {
+    expect(describeCapability({ kind: 'shell_exec', pattern: 'echo "hi"' })).toBe('[capabilities].shell "echo \\"hi\\""');
+  });
+
+  it('writes tool_all as tools "*"', () => {
+    expect(describeCapability({ kind: 'tool_all' })).toBe('[capabilities].tools "*"');
+  });
+
+  it('writes boolean kinds as "= true"', () => {
+    expect(describeCapability({ kind: 'agent_spawn' })).toBe('[capabilities].agent_spawn = true');
+    expect(describeCapability({ kind: 'econ_earn' })).toBe('[capabilities].econ_earn = true');
+  });
+
+  it('writes numeric caps as "= n" and a port bare', () => {
+    expect(describeCapability({ kind: 'llm_max_tokens', max_tokens: 4000 })).toBe('[capabilities].llm_max_tokens = 4000');
+    expect(describeCapability({ kind: 'econ_spend', max_usd: 2.5 })).toBe('[capabilities].econ_spend = 2.5');
+    expect(describeCapability({ kind: 'net_listen', port: 8080 })).toBe('[capabilities].net_listen 8080');
+  });
+
+  it('writes an unlimited token cap as unset', () => {
+    expect(describeCapability({ kind: 'llm_max_tokens', max_tokens: Number.POSITIVE_INFINITY })).toBe(
+      '[capabilities].llm_max_tokens unset (unlimited)',
+    );
+  });
+
+  it.each(CAPABILITY_KINDS)('describeCapability() names the manifest key of %s', (kind) => {
+    expect(describeCapability(ONE_OF_EACH_KIND[kind])).toMatch(new RegExp(`^\\[capabilities\\]\\.${MANIFEST_KEY_BY_KIND[kind]} `));
+  });
+});

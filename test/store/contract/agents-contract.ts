@@ -1,0 +1,231 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { AgentRecord, JsonObject, SessionRecord, Store } from '../../../src/contracts/index.ts';
+import { StoreConflictError, StoreError, StoreNotFoundError } from '../../../src/errors/index.ts';
+import { agentRecord, createAgentIn, memoryRecord, sessionOf, type StoreContext, usageRecord } from './fixtures.ts';
+
+/** The contract of `store.agents` and `store.sessions`. */
+export function describeAgentsContract(context: StoreContext): void {
+  describe('agents', () => {
+    let store: Store;
+    beforeEach(() => {
+      store = context.store;
+    });
+    const createAgent = (id: string, overrides: Partial<AgentRecord> = {}) => createAgentIn(store, id, overrides);
+
+    it('agents.create() stores the agent and its session, which get() and list() return unchanged', async () => {
+      const manifest: JsonObject = {
+        name: 'researcher',
+        description: 'Reads “sources” — and cites them 📚',
+        model: { provider: 'anthropic', temperature: 0.2, maxTokens: 4096 },
+        capabilities: ['fs.read:/workspace/**', { kind: 'net', hosts: ['*.example.org'] }],
+        optional: null,
+        enabled: true,
+      };
+      const agent = agentRecord('a1', { name: 'researcher', manifest, createdAt: 1_500, updatedAt: 1_600 });
+      const session = sessionOf(agent, { messages: [{ role: 'system', content: 'hello' }] });
+
+      await store.agents.create(agent, session);
+
+      expect(await store.agents.get('a1')).toEqual(agent);
+      expect(await store.agents.list()).toEqual([agent]);
+      expect(await store.sessions.get(agent.sessionId)).toEqual(session);
+    });
+
+    it('agents.get() returns undefined for an unknown id', async () => {
+      expect(await store.agents.get('nobody')).toBeUndefined();
+    });
+
+    it('agents.list() returns every agent oldest first', async () => {
+      await createAgent('late', { createdAt: 3_000 });
+      await createAgent('early', { createdAt: 1_000 });
+      await createAgent('middle', { createdAt: 2_000 });
+
+      expect((await store.agents.list()).map((agent) => agent.id)).toEqual(['early', 'middle', 'late']);
+    });
+
+    it('agents.create() stores a child agent with its parent id', async () => {
+      await createAgent('parent');
+      const child = await createAgent('child', { parentId: 'parent' });
+
+      expect(await store.agents.get('child')).toEqual(child);
+    });
+
+    it('agents.create() refuses a second agent with the same id and writes nothing', async () => {
+      const first = await createAgent('a1', { name: 'first' });
+      const second = agentRecord('a1', { name: 'second', sessionId: 'session-second' });
+
+      const attempt = store.agents.create(second, sessionOf(second));
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(attempt).rejects.toThrow('cannot store agent "second": the id "a1" is already taken');
+      expect(await store.agents.list()).toEqual([first]);
+      expect(await store.sessions.get('session-second')).toBeUndefined();
+    });
+
+    it('agents.create() refuses a second agent with the same name and writes nothing', async () => {
+      const first = await createAgent('a1', { name: 'x' });
+      const second = agentRecord('a2', { name: 'x' });
+
+      const attempt = store.agents.create(second, sessionOf(second));
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(attempt).rejects.toThrow('cannot store agent "x": the name "x" is already taken');
+      expect(await store.agents.list()).toEqual([first]);
+      expect(await store.sessions.get(second.sessionId)).toBeUndefined();
+    });
+
+    it('agents.create() refuses a session id that is taken and leaves the agent unstored', async () => {
+      const first = await createAgent('a1');
+      const second = agentRecord('a2', { sessionId: first.sessionId });
+
+      const attempt = store.agents.create(second, sessionOf(second));
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(attempt).rejects.toThrow(`the session id "${first.sessionId}" is already taken`);
+      expect(await store.agents.get('a2')).toBeUndefined();
+      expect((await store.sessions.get(first.sessionId))?.agentId).toBe('a1');
+    });
+
+    it('agents.create() refuses a child whose parent does not exist, with StoreNotFoundError', async () => {
+      const orphan = agentRecord('orphan', { parentId: 'missing' });
+
+      const attempt = store.agents.create(orphan, sessionOf(orphan));
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreNotFoundError);
+      await expect(attempt).rejects.toThrow('"missing"');
+      expect(await store.agents.list()).toEqual([]);
+    });
+
+    it('agents.create() refuses a session that is not the agent’s own and writes nothing', async () => {
+      await createAgent('other');
+      const agent = agentRecord('a1');
+
+      const attempt = store.agents.create(agent, sessionOf(agent, { agentId: 'other' }));
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreError);
+      expect(await store.agents.get('a1')).toBeUndefined();
+      expect(await store.sessions.get(agent.sessionId)).toBeUndefined();
+    });
+
+    it('agents.setState() changes the state and the update time', async () => {
+      const agent = await createAgent('a1');
+
+      await store.agents.setState('a1', 'suspended', 5_000);
+
+      expect(await store.agents.get('a1')).toEqual({ ...agent, state: 'suspended', updatedAt: 5_000 });
+      await store.agents.setState('a1', 'running', 6_000);
+      expect(await store.agents.get('a1')).toMatchObject({ state: 'running', updatedAt: 6_000 });
+    });
+
+    it('agents.setState() refuses an unknown id with StoreNotFoundError', async () => {
+      const attempt = store.agents.setState('nobody', 'suspended', 5_000);
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreNotFoundError);
+      await expect(attempt).rejects.toThrow('"nobody"');
+    });
+
+    it('agents.delete() removes agents with their sessions, memory and descendants, and keeps usage and events', async () => {
+      const parent = await createAgent('parent');
+      const child = await createAgent('child', { parentId: 'parent' });
+      const grandchild = await createAgent('grandchild', { parentId: 'child' });
+      const bystander = await createAgent('bystander');
+      await store.sessions.save({ id: 'extra', agentId: 'parent', messages: [], createdAt: 1, updatedAt: 1 });
+      await store.memory.put(memoryRecord('parent', 'k'));
+      await store.memory.put(memoryRecord('grandchild', 'k'));
+      await store.memory.put(memoryRecord('bystander', 'k'));
+      await store.usage.record(usageRecord('parent', 10));
+      await store.usage.record(usageRecord('grandchild', 11));
+      await store.events.append({ at: 12, type: 'agent-spawn', agentId: 'parent', data: {} });
+
+      await store.agents.delete(['parent']);
+
+      expect(await store.agents.list()).toEqual([bystander]);
+      for (const agent of [parent, child, grandchild]) {
+        expect(await store.sessions.get(agent.sessionId)).toBeUndefined();
+        expect(await store.memory.list(agent.id)).toEqual([]);
+      }
+      expect(await store.sessions.get('extra')).toBeUndefined();
+      expect(await store.sessions.get(bystander.sessionId)).toBeDefined();
+      expect(await store.memory.get('bystander', 'k')).toBeDefined();
+      expect((await store.usage.list()).map((usage) => usage.agentId)).toEqual(['parent', 'grandchild']);
+      expect((await store.events.list()).map((event) => event.agentId)).toEqual(['parent']);
+    });
+
+    it('agents.delete() removes every listed agent and ignores unknown ids', async () => {
+      await createAgent('a1');
+      await createAgent('a2');
+      const kept = await createAgent('a3');
+
+      await store.agents.delete(['a1', 'nobody', 'a2']);
+      await store.agents.delete([]);
+
+      expect(await store.agents.list()).toEqual([kept]);
+    });
+  });
+
+  describe('sessions', () => {
+    let store: Store;
+    beforeEach(() => {
+      store = context.store;
+    });
+    const createAgent = (id: string, overrides: Partial<AgentRecord> = {}) => createAgentIn(store, id, overrides);
+
+    it('sessions.save() creates a session that get() and listByAgent() return', async () => {
+      const agent = await createAgent('a1', { createdAt: 1_000 });
+      const session: SessionRecord = {
+        id: 's2',
+        agentId: 'a1',
+        messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'text', text: 'hello' }] }],
+        createdAt: 2_000,
+        updatedAt: 2_500,
+      };
+
+      await store.sessions.save(session);
+
+      expect(await store.sessions.get('s2')).toEqual(session);
+      expect(await store.sessions.listByAgent('a1')).toEqual([sessionOf(agent), session]);
+    });
+
+    it('sessions.save() replaces the session with the same id', async () => {
+      const agent = await createAgent('a1');
+      const replaced = sessionOf(agent, { messages: [{ role: 'user', content: 'again' }], createdAt: 500, updatedAt: 9_000 });
+
+      await store.sessions.save(replaced);
+
+      expect(await store.sessions.get(agent.sessionId)).toEqual(replaced);
+      expect(await store.sessions.listByAgent('a1')).toEqual([replaced]);
+    });
+
+    it('sessions.listByAgent() returns only that agent’s sessions, oldest first', async () => {
+      await createAgent('a1', { createdAt: 5_000 });
+      await createAgent('a2');
+      await store.sessions.save({ id: 'newest', agentId: 'a1', messages: [], createdAt: 9_000, updatedAt: 9_000 });
+      await store.sessions.save({ id: 'oldest', agentId: 'a1', messages: [], createdAt: 1_000, updatedAt: 1_000 });
+
+      expect((await store.sessions.listByAgent('a1')).map((session) => session.id)).toEqual([
+        'oldest',
+        'session-a1',
+        'newest',
+      ]);
+      expect(await store.sessions.listByAgent('nobody')).toEqual([]);
+    });
+
+    it('sessions.save() refuses a session of an unknown agent with StoreNotFoundError', async () => {
+      const attempt = store.sessions.save({ id: 's1', agentId: 'nobody', messages: [], createdAt: 1, updatedAt: 1 });
+
+      await expect(attempt).rejects.toBeInstanceOf(StoreNotFoundError);
+      await expect(attempt).rejects.toThrow('agent "nobody" does not exist');
+      expect(await store.sessions.get('s1')).toBeUndefined();
+    });
+
+    it('sessions.delete() removes the session and ignores an unknown id', async () => {
+      const agent = await createAgent('a1');
+
+      await store.sessions.delete(agent.sessionId);
+      await store.sessions.delete('nothing');
+
+      expect(await store.sessions.get(agent.sessionId)).toBeUndefined();
+      expect(await store.agents.get('a1')).toBeDefined();
+    });
+  });
+}

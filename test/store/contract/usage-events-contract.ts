@@ -1,0 +1,114 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Store } from '../../../src/contracts/index.ts';
+import { type StoreContext, usageRecord } from './fixtures.ts';
+
+/** The contract of `store.usage` and `store.events`. */
+export function describeUsageAndEventsContract(context: StoreContext): void {
+  describe('usage', () => {
+    let store: Store;
+    beforeEach(() => {
+      store = context.store;
+    });
+
+    it('usage.record() stores records, which list() returns oldest first', async () => {
+      const records = [
+        usageRecord('a1', 3_000, { model: 'm3' }),
+        usageRecord('a2', 1_000, { model: 'm1', inputTokens: 7, outputTokens: 3, costUsd: 0.125 }),
+        usageRecord('a1', 2_000, { model: 'm2' }),
+      ];
+
+      for (const record of records) await store.usage.record(record);
+
+      expect(await store.usage.list()).toEqual([records[1], records[2], records[0]]);
+    });
+
+    it('usage.totals() sums tokens, cost and calls from since on, for one agent or for all', async () => {
+      await store.usage.record(usageRecord('a1', 1_000, { inputTokens: 1, outputTokens: 2, costUsd: 0.5 }));
+      await store.usage.record(usageRecord('a1', 2_000, { inputTokens: 10, outputTokens: 20, costUsd: 0.25 }));
+      await store.usage.record(usageRecord('a2', 2_000, { inputTokens: 100, outputTokens: 200, costUsd: 1 }));
+      await store.usage.record(usageRecord('a1', 3_000, { inputTokens: 1_000, outputTokens: 2_000, costUsd: 2 }));
+
+      const forAgent = await store.usage.totals({ since: 2_000, agentId: 'a1' });
+      const forAll = await store.usage.totals({ since: 2_000 });
+      const everything = await store.usage.totals({ since: 0 });
+
+      expect(forAgent).toMatchObject({ inputTokens: 1_010, outputTokens: 2_020, calls: 2 });
+      expect(forAgent.costUsd).toBeCloseTo(2.25, 9);
+      expect(forAll).toMatchObject({ inputTokens: 1_110, outputTokens: 2_220, calls: 3 });
+      expect(forAll.costUsd).toBeCloseTo(3.25, 9);
+      expect(everything).toMatchObject({ inputTokens: 1_111, outputTokens: 2_222, calls: 4 });
+      expect(everything.costUsd).toBeCloseTo(3.75, 9);
+    });
+
+    it('usage.totals() is all zeros when no record matches', async () => {
+      await store.usage.record(usageRecord('a1', 1_000));
+
+      expect(await store.usage.totals({ since: 5_000 })).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0, calls: 0 });
+      expect(await store.usage.totals({ since: 0, agentId: 'nobody' })).toEqual({
+        inputTokens: 0,
+        outputTokens: 0,
+        costUsd: 0,
+        calls: 0,
+      });
+    });
+
+    it('usage.list() filters by since and agentId and stops at limit', async () => {
+      for (const [agentId, at] of [['a1', 1_000], ['a2', 2_000], ['a1', 3_000], ['a1', 4_000], ['a2', 5_000]] as const) {
+        await store.usage.record(usageRecord(agentId, at));
+      }
+      const ats = async (options: Parameters<Store['usage']['list']>[0]) =>
+        (await store.usage.list(options)).map((usage) => `${usage.agentId}@${usage.at}`);
+
+      expect(await ats({ since: 3_000 })).toEqual(['a1@3000', 'a1@4000', 'a2@5000']);
+      expect(await ats({ agentId: 'a1' })).toEqual(['a1@1000', 'a1@3000', 'a1@4000']);
+      expect(await ats({ agentId: 'a1', since: 2_000, limit: 1 })).toEqual(['a1@3000']);
+      expect(await ats({ limit: 2 })).toEqual(['a1@1000', 'a2@2000']);
+      expect(await ats({ limit: 0 })).toEqual([]);
+    });
+  });
+
+  describe('events', () => {
+    let store: Store;
+    beforeEach(() => {
+      store = context.store;
+    });
+
+    it('events.append() returns increasing sequence numbers, and list() returns the events in order', async () => {
+      const first = await store.events.append({ at: 1_000, type: 'agent-spawn', agentId: 'a1', data: { name: 'x' } });
+      const second = await store.events.append({ at: 1_000, type: 'kernel-start', agentId: null, data: {} });
+      const third = await store.events.append({ at: 900, type: 'agent-kill', agentId: 'a1', data: { reason: 'done', n: [1] } });
+
+      expect(second).toBeGreaterThan(first);
+      expect(third).toBeGreaterThan(second);
+      expect(await store.events.list()).toEqual([
+        { seq: first, at: 1_000, type: 'agent-spawn', agentId: 'a1', data: { name: 'x' } },
+        { seq: second, at: 1_000, type: 'kernel-start', agentId: null, data: {} },
+        { seq: third, at: 900, type: 'agent-kill', agentId: 'a1', data: { reason: 'done', n: [1] } },
+      ]);
+    });
+
+    it('events.list() filters by after, agentId and type, and stops at limit', async () => {
+      const seqs: number[] = [];
+      const seq = (index: number): number => seqs[index] ?? Number.NaN;
+      for (const [type, agentId] of [
+        ['agent-spawn', 'a1'],
+        ['agent-spawn', 'a2'],
+        ['tool-call', 'a1'],
+        ['tool-call', null],
+        ['agent-kill', 'a1'],
+      ] as const) {
+        seqs.push(await store.events.append({ at: 1_000, type, agentId, data: {} }));
+      }
+      const list = async (options: Parameters<Store['events']['list']>[0]) =>
+        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+
+      expect(await list({ after: seq(1) })).toEqual([2, 3, 4]);
+      expect(await list({ agentId: 'a1' })).toEqual([0, 2, 4]);
+      expect(await list({ type: 'tool-call' })).toEqual([2, 3]);
+      expect(await list({ agentId: 'a1', type: 'tool-call' })).toEqual([2]);
+      expect(await list({ agentId: 'a1', after: seq(0), limit: 1 })).toEqual([2]);
+      expect(await list({ limit: 2 })).toEqual([0, 1]);
+      expect(await list({ after: seq(4) })).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,259 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/errors/index.ts';
+import { applyMigrations, type Migration } from '../../src/store/migrations.ts';
+import { migrations, openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
+import { agentRecord, describeStoreContract, sessionOf } from './store-contract.ts';
+
+const latestVersion = migrations.at(-1)?.version ?? 0;
+
+describeStoreContract('SQLite file', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'loom-store-contract-'));
+  const store = openSqliteStore({ path: join(dir, 'loom.db') });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('openSqliteStore()', () => {
+  let dir: string;
+  let path: string;
+  const opened: SqliteStore[] = [];
+
+  function open(options: { synchronous?: 'normal' | 'full' } = {}): SqliteStore {
+    const store = openSqliteStore({ path, ...options });
+    opened.push(store);
+    return store;
+  }
+
+  /** A raw connection to the same file, to see what the store wrote or to tamper with it. */
+  function withRawDatabase<T>(work: (db: DatabaseSync) => T): T {
+    const db = new DatabaseSync(path);
+    try {
+      return work(db);
+    } finally {
+      db.close();
+    }
+  }
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'loom-sqlite-store-'));
+    path = join(dir, 'data', 'loom.db');
+  });
+
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates the missing data folder and puts the file in WAL mode', () => {
+    open();
+
+    const mode = withRawDatabase((db) => db.prepare('PRAGMA journal_mode').get()?.['journal_mode']);
+    expect(mode).toBe('wal');
+  });
+
+  it('migrates a new file to the newest schema version', () => {
+    const store = open();
+
+    expect(store.schemaVersion).toBe(latestVersion);
+    expect(withRawDatabase((db) => db.prepare('PRAGMA user_version').get()?.['user_version'])).toBe(latestVersion);
+    const tables = withRawDatabase((db) =>
+      db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
+    ).map((row) => row['name']);
+    expect(tables).toEqual(['agents', 'events', 'memory', 'sessions', 'usage']);
+  });
+
+  it('does not re-apply migrations when an existing file is reopened', async () => {
+    const first = open();
+    const agent = agentRecord('a1');
+    await first.agents.create(agent, sessionOf(agent));
+    await first.close();
+
+    // Re-running version 1 would fail on CREATE TABLE, so a clean reopen shows it was skipped.
+    const second = open();
+
+    expect(second.schemaVersion).toBe(latestVersion);
+    expect(await second.agents.list()).toEqual([agent]);
+  });
+
+  it('keeps every domain’s data across close and reopen', async () => {
+    const first = open({ synchronous: 'full' });
+    const agent = agentRecord('a1');
+    await first.agents.create(agent, sessionOf(agent));
+    await first.agents.setState('a1', 'suspended', 2_000);
+    await first.memory.put({ agentId: 'a1', key: 'k', value: { v: 1 }, updatedAt: 3 });
+    await first.usage.record({ agentId: 'a1', at: 4, model: 'm', inputTokens: 5, outputTokens: 6, costUsd: 0.5 });
+    const seq = await first.events.append({ at: 5, type: 'agent-spawn', agentId: 'a1', data: { ok: true } });
+    await first.close();
+
+    const second = open();
+
+    expect(await second.agents.get('a1')).toEqual({ ...agent, state: 'suspended', updatedAt: 2_000 });
+    expect(await second.sessions.get(agent.sessionId)).toEqual(sessionOf(agent));
+    expect(await second.memory.get('a1', 'k')).toEqual({ agentId: 'a1', key: 'k', value: { v: 1 }, updatedAt: 3 });
+    expect(await second.usage.list()).toEqual([
+      { agentId: 'a1', at: 4, model: 'm', inputTokens: 5, outputTokens: 6, costUsd: 0.5 },
+    ]);
+    expect(await second.events.list()).toEqual([{ seq, at: 5, type: 'agent-spawn', agentId: 'a1', data: { ok: true } }]);
+  });
+
+  it('refuses a file that is not a SQLite database, naming the file', async () => {
+    await mkdir(join(dir, 'data'));
+    await writeFile(path, 'these are my notes, not a database\n'.repeat(200));
+
+    expect(() => open()).toThrow(StoreError);
+    expect(() => open()).toThrow(`cannot open store "${path}": the file is not a SQLite database`);
+  });
+
+  it('refuses a path that is a folder, naming it', async () => {
+    await mkdir(path, { recursive: true });
+
+    expect(() => open()).toThrow(StoreError);
+    expect(() => open()).toThrow(`cannot open store "${path}"`);
+  });
+
+  it('refuses a file whose schema version is newer than it knows, and leaves the file alone', async () => {
+    await mkdir(join(dir, 'data'));
+    withRawDatabase((db) => db.exec(`PRAGMA user_version = ${latestVersion + 98}`));
+
+    expect(() => open()).toThrow(StoreError);
+    expect(() => open()).toThrow(
+      `cannot open store "${path}": its schema version is ${latestVersion + 98}, but this Loom knows versions up to ${latestVersion}; upgrade Loom`,
+    );
+    expect(withRawDatabase((db) => db.prepare('SELECT count(*) AS n FROM sqlite_schema').get()?.['n'])).toBe(0);
+  });
+
+  it('integrityCheck() reports ["ok"] for a healthy file, and throws once closed', async () => {
+    const store = open();
+    const agent = agentRecord('a1');
+    await store.agents.create(agent, sessionOf(agent));
+
+    expect(store.integrityCheck()).toEqual(['ok']);
+    await store.close();
+    expect(() => store.integrityCheck()).toThrow(StoreError);
+  });
+
+  it('two stores open on the same file see each other’s committed writes', async () => {
+    const one = open();
+    const two = open();
+    const agent = agentRecord('a1');
+
+    await one.agents.create(agent, sessionOf(agent));
+    expect(await two.agents.get('a1')).toEqual(agent);
+    await two.memory.put({ agentId: 'a1', key: 'k', value: 'from two', updatedAt: 1 });
+    expect((await one.memory.get('a1', 'k'))?.value).toBe('from two');
+    const first = await one.events.append({ at: 1, type: 'x', agentId: null, data: {} });
+    const second = await two.events.append({ at: 1, type: 'x', agentId: null, data: {} });
+    expect(second).toBeGreaterThan(first);
+    await two.agents.delete(['a1']);
+    expect(await one.memory.list('a1')).toEqual([]);
+  });
+
+  it('reports a corrupt row as a StoreError naming the table and the row', async () => {
+    const store = open();
+    const agent = agentRecord('a1');
+    await store.agents.create(agent, sessionOf(agent));
+    await store.memory.put({ agentId: 'a1', key: 'k', value: 1, updatedAt: 1 });
+    withRawDatabase((db) => {
+      db.exec(`UPDATE agents SET manifest = '{"truncated": ' WHERE id = 'a1'`);
+      db.exec(`UPDATE sessions SET messages = '{"not": "a list"}'`);
+      db.exec(`UPDATE memory SET value = 'nope'`);
+    });
+
+    await expect(store.agents.get('a1')).rejects.toThrow(/cannot read row id "a1" of table "agents": manifest: invalid JSON/);
+    await expect(store.agents.list()).rejects.toBeInstanceOf(StoreError);
+    await expect(store.sessions.get(agent.sessionId)).rejects.toThrow(
+      `cannot read row id "${agent.sessionId}" of table "sessions": messages: expected a JSON array`,
+    );
+    await expect(store.memory.list('a1')).rejects.toThrow('row agent_id "a1", key "k" of table "memory"');
+  });
+
+  it('memory.list() finds a prefix beyond ASCII, in code point order', async () => {
+    const store = open();
+    const agent = agentRecord('a1');
+    await store.agents.create(agent, sessionOf(agent));
+    for (const key of ['😀/b', 'ｚ', '😀/a', 'é', 'z', '😀']) {
+      await store.memory.put({ agentId: 'a1', key, value: null, updatedAt: 1 });
+    }
+
+    expect((await store.memory.list('a1')).map((record) => record.key)).toEqual(['z', 'é', 'ｚ', '😀', '😀/a', '😀/b']);
+    expect((await store.memory.list('a1', '😀/')).map((record) => record.key)).toEqual(['😀/a', '😀/b']);
+  });
+
+  it('refuses a limit that is not a non-negative integer', async () => {
+    const store = open();
+
+    await expect(store.events.list({ limit: -1 })).rejects.toThrow('cannot list events: limit must be a non-negative integer, got -1');
+    await expect(store.usage.list({ limit: 1.5 })).rejects.toBeInstanceOf(StoreError);
+  });
+
+  it('reports another SQLite failure as a StoreError with the original as cause', async () => {
+    const store = open();
+
+    const attempt = store.usage.record({ agentId: 'a1', at: 1.5, model: 'm', inputTokens: 1, outputTokens: 1, costUsd: 0 });
+
+    const error = await attempt.then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).cause).toMatchObject({ code: 'ERR_SQLITE_ERROR' });
+    expect(await store.usage.list()).toEqual([]);
+  });
+});
+
+describe('applyMigrations()', () => {
+  it('rolls back a failing migration entirely and leaves the previous version', () => {
+    const db = new DatabaseSync(':memory:');
+    const steps: Migration[] = [
+      { version: 1, name: 'first', sql: 'CREATE TABLE one (x INTEGER) STRICT;' },
+      { version: 2, name: 'broken', sql: 'CREATE TABLE two (x INTEGER) STRICT; INSERT INTO missing VALUES (1);' },
+    ];
+    try {
+      expect(() => applyMigrations(db, 'test.db', steps)).toThrow(
+        'cannot migrate store "test.db" to schema version 2 (broken): no such table: missing; the database stays at version 1',
+      );
+      expect(db.prepare('PRAGMA user_version').get()?.['user_version']).toBe(1);
+      const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((row) => row['name']);
+      expect(tables).toEqual(['one']);
+      expect(db.isTransaction).toBe(false);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('applies only the steps above the current version', () => {
+    const db = new DatabaseSync(':memory:');
+    const first: Migration = { version: 1, name: 'first', sql: 'CREATE TABLE one (x INTEGER) STRICT;' };
+    const second: Migration = { version: 2, name: 'second', sql: 'CREATE TABLE two (x INTEGER) STRICT;' };
+    try {
+      expect(applyMigrations(db, 'test.db', [first])).toBe(1);
+      expect(applyMigrations(db, 'test.db', [first, second])).toBe(2);
+      expect(applyMigrations(db, 'test.db', [first, second])).toBe(2);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('refuses a migration list that is out of order', () => {
+    const db = new DatabaseSync(':memory:');
+    try {
+      expect(() =>
+        applyMigrations(db, 'test.db', [
+          { version: 2, name: 'b', sql: '' },
+          { version: 1, name: 'a', sql: '' },
+        ]),
+      ).toThrow('migration "a" has version 1, expected an integer above 2');
+    } finally {
+      db.close();
+    }
+  });
+});
