@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import process from 'node:process';
+
 // Loom runs TypeScript sources directly (Node 24 strips types), so check the version before
 // loading anything: on an older Node the import below would fail with an obscure syntax error.
 const major = Number(process.versions.node.split('.')[0]);

@@ -41,8 +41,8 @@ export function normalizeFilePattern(pattern: string): string | undefined {
   const segments: string[] = [];
   for (const segment of pattern.split('/')) {
     if (segment === '..') {
-      const previous = segments.pop();
-      if (previous?.includes('*') === true || (previous === undefined && !isAbsolute)) {
+      // A pattern led by `*` has a `*` in its first segment, so it never reaches the root here.
+      if (segments.pop()?.includes('*') === true) {
         return undefined;
       }
     } else if (segment !== '' && segment !== '.') {

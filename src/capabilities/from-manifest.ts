@@ -29,22 +29,6 @@ export const MANIFEST_KEY_BY_KIND: Readonly<Record<CapabilityKind, keyof Manifes
   econ_transfer: 'econ_transfer',
 };
 
-/** Manifest list keys whose entries are glob patterns, with the kind each entry becomes. */
-const PATTERN_KEYS = [
-  ['memory_read', 'memory_read'],
-  ['memory_write', 'memory_write'],
-  ['network', 'net_connect'],
-  ['shell', 'shell_exec'],
-  ['agent_message', 'agent_message'],
-  ['agent_kill', 'agent_kill'],
-  ['file_read', 'file_read'],
-  ['file_write', 'file_write'],
-  ['llm_query', 'llm_query'],
-  ['env_read', 'env_read'],
-  ['ofp_connect', 'ofp_connect'],
-  ['econ_transfer', 'econ_transfer'],
-] as const satisfies ReadonlyArray<readonly [keyof ManifestCapabilities, PatternCapabilityKind]>;
-
 /**
  * The capabilities a validated `[capabilities]` block grants, one per list entry, in the order
  * of the manifest's keys. `tools = ["*"]` becomes `tool_all`; `agent_spawn`, `ofp_discover`,
@@ -59,35 +43,44 @@ const PATTERN_KEYS = [
  */
 export function capabilitiesFromManifest(block: ManifestCapabilities): Capability[] {
   const capabilities: Capability[] = [];
+  const addPatterns = (kind: PatternCapabilityKind, patterns: readonly string[]): void => {
+    for (const pattern of patterns) {
+      capabilities.push({ kind, pattern });
+    }
+  };
+  const addFlag = (kind: 'agent_spawn' | 'ofp_discover' | 'ofp_advertise' | 'econ_earn', isGranted: boolean): void => {
+    if (isGranted) {
+      capabilities.push({ kind });
+    }
+  };
   for (const tool of block.tools) {
     capabilities.push(tool === '*' ? { kind: 'tool_all' } : { kind: 'tool_invoke', pattern: tool });
   }
-  for (const [key, kind] of PATTERN_KEYS) {
-    for (const pattern of block[key]) {
-      capabilities.push({ kind, pattern });
-    }
-  }
-  if (block.agent_spawn) {
-    capabilities.push({ kind: 'agent_spawn' });
-  }
+  addPatterns('memory_read', block.memory_read);
+  addPatterns('memory_write', block.memory_write);
+  addPatterns('net_connect', block.network);
+  addPatterns('shell_exec', block.shell);
+  addFlag('agent_spawn', block.agent_spawn);
+  addPatterns('agent_message', block.agent_message);
+  addPatterns('agent_kill', block.agent_kill);
+  addPatterns('file_read', block.file_read);
+  addPatterns('file_write', block.file_write);
   for (const port of block.net_listen) {
     capabilities.push({ kind: 'net_listen', port });
   }
+  addPatterns('llm_query', block.llm_query);
   if (block.llm_max_tokens !== undefined) {
     capabilities.push({ kind: 'llm_max_tokens', max_tokens: block.llm_max_tokens });
   }
-  if (block.ofp_discover) {
-    capabilities.push({ kind: 'ofp_discover' });
-  }
-  if (block.ofp_advertise) {
-    capabilities.push({ kind: 'ofp_advertise' });
-  }
+  addPatterns('env_read', block.env_read);
+  addFlag('ofp_discover', block.ofp_discover);
+  addPatterns('ofp_connect', block.ofp_connect);
+  addFlag('ofp_advertise', block.ofp_advertise);
   if (block.econ_spend !== undefined) {
     capabilities.push({ kind: 'econ_spend', max_usd: block.econ_spend });
   }
-  if (block.econ_earn) {
-    capabilities.push({ kind: 'econ_earn' });
-  }
+  addFlag('econ_earn', block.econ_earn);
+  addPatterns('econ_transfer', block.econ_transfer);
   return capabilities;
 }
 

@@ -3,7 +3,7 @@
  * glob matcher; a child agent never holds more than its parent.
  */
 export { CAPABILITY_KINDS, CapabilitySchema } from './capability.ts';
-export type { Capability, CapabilityKind, CapabilityOfKind, PatternCapabilityKind } from './capability.ts';
+export type { Capability, CapabilityKind, CapabilityOfKind } from './capability.ts';
 export { isGranted } from './check.ts';
 export { capabilitiesFromManifest, describeCapability, MANIFEST_KEY_BY_KIND } from './from-manifest.ts';
 export { matchesPattern, patternCovers } from './pattern.ts';

@@ -22,20 +22,48 @@ const STAR = '*';
  * ```
  */
 export function matchesPattern(pattern: string, value: string): boolean {
-  return globMatches(pattern, value.length, (valueIndex, patternChar) => value[valueIndex] === patternChar);
+  let patternIndex = 0;
+  let valueIndex = 0;
+  let starIndex = -1;
+  let starValueIndex = 0;
+  // On a mismatch, let the most recent `*` swallow one more character and retry. Going back to
+  // the latest `*` only is enough, since it can absorb whatever an earlier one would have; it
+  // keeps the worst case at O(pattern × value).
+  while (valueIndex < value.length) {
+    const patternChar = pattern[patternIndex];
+    if (patternChar === STAR) {
+      starIndex = patternIndex;
+      starValueIndex = valueIndex;
+      patternIndex += 1;
+    } else if (patternChar !== undefined && patternChar === value[valueIndex]) {
+      patternIndex += 1;
+      valueIndex += 1;
+    } else if (starIndex >= 0) {
+      patternIndex = starIndex + 1;
+      starValueIndex += 1;
+      valueIndex = starValueIndex;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[patternIndex] === STAR) {
+    patternIndex += 1;
+  }
+  return patternIndex === pattern.length;
 }
 
 /**
  * Whether every string `narrower` matches is also matched by `wider`: the test for "a child's
  * grant stays inside its parent's".
  *
- * Sound: it never answers true when some string matches `narrower` but not `wider`. It works by
- * matching `wider` against the text of `narrower` in which each `*` is a distinct symbol that
- * only a `*` of `wider` may consume. For plain globs over unrestricted strings this is also
- * exact, since a `*` of `narrower` may stand for text `wider` never spells. Its false
- * negatives, refused on the safe side, are contrived: they need values drawn from a smaller
- * alphabet than the patterns assume. If every value were a run of `a`s, `a*` would cover `*a`
- * (both match every non-empty run), yet `patternCovers('a*', '*a')` is false.
+ * Sound: it never answers true when some string matches `narrower` but not `wider`. It matches
+ * `wider` against the text of `narrower`, in which each `*` is a symbol that only a `*` of
+ * `wider` may consume, so whatever text that `*` stands for, the same `*` of `wider` takes it.
+ * For plain globs over unrestricted strings this is also exact, since a `*` of `narrower` may
+ * stand for text `wider` never spells. Its false negatives, refused on the safe side, are
+ * contrived: they need values drawn from a smaller alphabet than the patterns assume. If every
+ * value were a run of `a`s, `a*` would cover `*a` (both match every non-empty run), yet
+ * `patternCovers('a*', '*a')` is false.
  *
  * @example
  * ```ts
@@ -45,43 +73,7 @@ export function matchesPattern(pattern: string, value: string): boolean {
  * ```
  */
 export function patternCovers(wider: string, narrower: string): boolean {
-  return globMatches(wider, narrower.length, (narrowerIndex, widerChar) => {
-    const symbol = narrower[narrowerIndex];
-    // A `*` of the narrower pattern stands for text the wider one cannot spell, so no literal
-    // character of the wider pattern may match it; only a wider `*` (handled by the caller).
-    return symbol !== STAR && symbol === widerChar;
-  });
-}
-
-/**
- * The classic single-star backtracking matcher: on a mismatch, let the most recent `*` swallow
- * one more symbol and retry. Returning to the latest `*` only is enough because any later
- * `*` can absorb whatever an earlier one would have; it keeps the worst case polynomial.
- */
-function globMatches(pattern: string, textLength: number, literalMatches: (textIndex: number, patternChar: string) => boolean): boolean {
-  let patternIndex = 0;
-  let textIndex = 0;
-  let starIndex = -1;
-  let starTextIndex = 0;
-  while (textIndex < textLength) {
-    const patternChar = pattern[patternIndex];
-    if (patternChar === STAR) {
-      starIndex = patternIndex;
-      starTextIndex = textIndex;
-      patternIndex += 1;
-    } else if (patternChar !== undefined && literalMatches(textIndex, patternChar)) {
-      patternIndex += 1;
-      textIndex += 1;
-    } else if (starIndex >= 0) {
-      patternIndex = starIndex + 1;
-      starTextIndex += 1;
-      textIndex = starTextIndex;
-    } else {
-      return false;
-    }
-  }
-  while (pattern[patternIndex] === STAR) {
-    patternIndex += 1;
-  }
-  return patternIndex === pattern.length;
+  // A literal character of `wider` is never `*`, so it can never consume a `*` of `narrower`:
+  // matching `wider` against `narrower` as plain text is exactly the match described above.
+  return matchesPattern(wider, narrower);
 }

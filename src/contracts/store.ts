@@ -3,7 +3,10 @@ import type { JsonObject, JsonValue } from './json.ts';
 /** The states an agent can be stored in. A terminated agent is deleted, never stored. */
 export type AgentState = 'running' | 'suspended';
 
-/** An agent as the store holds it. The manifest is the normalised manifest, as JSON. */
+/**
+ * An agent as the store holds it. The manifest is the normalised manifest, as JSON. Times
+ * throughout the store are whole milliseconds since the epoch; counts and limits are whole numbers.
+ */
 export interface AgentRecord {
   id: string;
   name: string;
@@ -63,8 +66,10 @@ export interface EventRecord {
 /** Agents, with the first session each is spawned with. */
 export interface AgentRepository {
   /**
-   * Stores a new agent together with its first session, in one transaction.
+   * Stores a new agent together with its first session (which must be the agent's own), in
+   * one transaction.
    * @throws {StoreConflictError} when the id or the name is already taken.
+   * @throws {StoreNotFoundError} when `parentId` names no stored agent.
    */
   create(agent: AgentRecord, session: SessionRecord): Promise<void>;
   /** Every stored agent, oldest first. */
@@ -85,7 +90,7 @@ export interface SessionRepository {
   /** An agent's sessions, oldest first. */
   listByAgent(agentId: string): Promise<SessionRecord[]>;
   /**
-   * Creates or replaces a session.
+   * Creates a session, or replaces every field of an existing one (`createdAt` included).
    * @throws {StoreNotFoundError} when its agent does not exist.
    */
   save(session: SessionRecord): Promise<void>;
@@ -97,7 +102,7 @@ export interface MemoryRepository {
   /** @throws {StoreNotFoundError} when the agent does not exist. */
   put(record: MemoryRecord): Promise<void>;
   get(agentId: string, key: string): Promise<MemoryRecord | undefined>;
-  /** An agent's keys that start with `prefix` (all when omitted), in key order. */
+  /** An agent's keys that start with `prefix` (all when omitted), in code-point (binary) key order. */
   list(agentId: string, prefix?: string): Promise<MemoryRecord[]>;
   /** Returns whether the key existed. */
   delete(agentId: string, key: string): Promise<boolean>;

@@ -74,6 +74,16 @@ export interface Kernel {
   shutdown(): Promise<void>;
 }
 
+/**
+ * A token cap only restricts, so a child that sets none runs under its parent's cap rather
+ * than being refused; the cap is written into the child's manifest, where `show` displays it.
+ */
+function inheritTokenCap(parent: Manifest, child: Manifest): Manifest {
+  const cap = parent.capabilities.llm_max_tokens;
+  if (cap === undefined || child.capabilities.llm_max_tokens !== undefined) return child;
+  return { ...child, capabilities: { ...child.capabilities, llm_max_tokens: cap } };
+}
+
 /** Builds a kernel. Call `boot()` before using it. */
 export function createKernel(dependencies: KernelDependencies): Kernel {
   const { store, clock, ids } = dependencies;
@@ -98,7 +108,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   async function publish(event: KernelEvent): Promise<void> {
     const { type, at, agentId, ...data } = event;
     try {
-      await store.events.append({ type, at, agentId, data: data as JsonObject });
+      await store.events.append({ type, at, agentId, data: data });
     } catch (error) {
       logger.error({ err: error, eventType: type, agentId }, 'could not record an event in the audit log');
     }
@@ -165,11 +175,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return report;
     },
 
-    async spawn(manifest, options = {}) {
-      const { name } = manifest;
+    async spawn(requested, options = {}) {
+      const { name } = requested;
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
+      const manifest = parent === undefined ? requested : inheritTokenCap(parent.manifest, requested);
       const granted = capabilitiesFromManifest(manifest.capabilities);
       if (parent !== undefined) {
         try {

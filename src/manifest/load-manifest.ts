@@ -40,7 +40,7 @@ function fail(source: string, problem: string, details: string[] = []): never {
 
 function parseTomlText(text: string, source: string): Record<string, unknown> {
   try {
-    return parseToml(text) as Record<string, unknown>;
+    return parseToml(text);
   } catch (error) {
     if (error instanceof TomlError) {
       const [headline = 'invalid TOML', ...excerpt] = error.message.replace(/^Invalid TOML document: /, '').split('\n');

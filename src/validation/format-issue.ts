@@ -106,7 +106,7 @@ function sizeMessage(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig, s
   const got = describeValue(issue.input, style);
   switch (issue.origin) {
     case 'string':
-      if (side === 'min' && issue.minimum === 1) return `expected a non-empty string, got ${got}`;
+      if (issue.code === 'too_small' && issue.minimum === 1) return `expected a non-empty string, got ${got}`;
       return `expected a string of length ${bound(issue, side)}, got ${got}`;
     case 'array':
     case 'set':

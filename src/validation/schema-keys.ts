@@ -30,7 +30,7 @@ function unwrap(schema: SchemaLike): SchemaLike {
  * does not lead to an object. Used for "did you mean" hints; reads zod's definitions.
  */
 export function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
-  let current: SchemaLike | undefined = unwrap(schema as unknown as SchemaLike);
+  let current: SchemaLike | undefined = unwrap(schema);
   for (const segment of path) {
     const definition: DefinitionLike = current._zod.def;
     if (definition.type === 'object' && typeof segment === 'string') current = definition.shape?.[segment];

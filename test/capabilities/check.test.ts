@@ -65,7 +65,9 @@ describe('isGranted() for file_read and file_write', () => {
   });
 
   it('denies a path holding a NUL byte', () => {
-    expect(isGranted([fileRead('/data/*')], fileRead('/data/x\0/../../etc/passwd'))).toBe(false);
+    // Without the check, the NUL would hide the real suffix: the OS never sees ".png".
+    expect(isGranted([fileRead('/data/*.png')], fileRead('/data/secret.txt\0.png'))).toBe(false);
+    expect(isGranted([fileRead('/data/*.png')], fileRead('/data/chart.png'))).toBe(true);
   });
 
   it('reads ".." in a pattern before any "*" as part of the path', () => {
@@ -138,7 +140,7 @@ describe('isGranted() for net_connect', () => {
   });
 
   it('denies malformed addresses even under "*"', () => {
-    for (const value of ['', ':443', 'api.openai.com:', 'api.openai.com:0', 'api.openai.com:65536', 'api.openai.com:https', 'a b', '[::1', '[::1]x', 'evil.com/x.openai.com', 'evil.com#.openai.com', 'a..b']) {
+    for (const value of ['', ':443', 'api.openai.com:', 'api.openai.com:0', 'api.openai.com:65536', 'api.openai.com:https', 'a b', '[::1', '[::1]x', '[::1]x443', 'api.openai.com:*', 'evil.com/x.openai.com', 'evil.com#.openai.com', 'a..b']) {
       expect(isGranted([net('*')], net(value)), value).toBe(false);
     }
   });
@@ -175,6 +177,10 @@ describe('isGranted() for tools', () => {
 
   it('denies a request for tool_all under named tools or a partial glob', () => {
     expect(isGranted([tool('web_*'), tool('file_read')], { kind: 'tool_all' })).toBe(false);
+  });
+
+  it('denies an empty tool name, even under tool_all', () => {
+    expect(isGranted([{ kind: 'tool_all' }], tool(''))).toBe(false);
   });
 
   it('reads "*" in the requested tool name as a character, not a wildcard', () => {

@@ -169,6 +169,12 @@ describe('findEscalations() for network patterns', () => {
     expect(findEscalations([net('[::1]:8080')], [net('[::1]')])).toHaveLength(1);
   });
 
+  it('refuses a malformed child pattern even under "*"', () => {
+    for (const pattern of [':443', 'api.x.com:http', 'api.x.com:0', '[::1', '[::1]x443']) {
+      expect(findEscalations([net('*')], [net(pattern)]), pattern).toHaveLength(1);
+    }
+  });
+
   it('refuses "evilopenai.com" and "openai.com.evil.net" under "*.openai.com"', () => {
     expect(findEscalations([net('*.openai.com')], [net('evilopenai.com'), net('openai.com.evil.net')])).toHaveLength(2);
   });

@@ -129,6 +129,15 @@ describe('kernel.spawn()', () => {
     );
   });
 
+  it('runs a child that sets no token cap under its parent\'s cap', async () => {
+    const { kernel } = await boot();
+    await kernel.spawn(manifest(PARENT));
+    const child = await kernel.spawn(manifest('name = "uncapped"\n[capabilities]\ntools = ["file_read"]'), { parent: 'coordinator' });
+    expect(child.capabilities).toContainEqual({ kind: 'llm_max_tokens', max_tokens: 1000 });
+    expect(kernel.get('uncapped').manifest.capabilities.llm_max_tokens).toBe(1000);
+    expect(kernel.capabilities.check(child.id, { kind: 'llm_max_tokens', max_tokens: 1001 })).toBe(false);
+  });
+
   it('refuses an unknown parent', async () => {
     const { kernel } = await boot();
     await expect(kernel.spawn(manifest('name = "orphan"'), { parent: 'nobody' })).rejects.toThrow(AgentNotFoundError);

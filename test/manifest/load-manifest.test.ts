@@ -19,7 +19,7 @@ function refusal(text: string, source = 'a.toml'): string {
 
 describe('the spec researcher example', () => {
   it('loads unchanged, with the keys TOML put in tables read where the author meant them', async () => {
-    const { manifest, warnings } = await loadManifestFile(join(examples, 'researcher.toml'));
+    const { manifest } = await loadManifestFile(join(examples, 'researcher.toml'));
     expect(manifest.name).toBe('researcher');
     expect(manifest.priority).toBe('normal');
     expect(manifest.skills).toEqual(['web-search', 'pdf-reader', 'regex-expert']);

@@ -22,7 +22,7 @@ describeStoreContract('SQLite file', async () => {
   };
 });
 
-describe('openSqliteStore()', () => {
+describe('SqliteStore', () => {
   let dir: string;
   let path: string;
   const opened: SqliteStore[] = [];
