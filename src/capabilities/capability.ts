@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Capability } from '../contracts/index.ts';
 
 /**
  * Every capability kind of spec/01 ("Capability Types"), snake_case. Kept in the order of the
@@ -71,14 +72,13 @@ export const CapabilitySchema = z.discriminatedUnion('kind', [
   withPattern('econ_transfer'),
 ]);
 
-/**
- * One thing an agent may do (spec/01, "Capability Types"). Everything not granted is denied.
- *
- * As a grant, `pattern` is a glob (see `matchesPattern`); as the `required` argument of
- * `isGranted`, it is the concrete value asked for (a path, a `host:port`, a tool name), and the
- * numeric payloads are the amount asked for.
- */
-export type Capability = z.output<typeof CapabilitySchema>;
+/** One thing an agent may do; the type lives with the contracts, the schema here matches it. */
+export type { Capability };
+
+// Fails to compile when the schema and the contract's union drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaMatchesContract: Same<z.output<typeof CapabilitySchema>, Capability> = true;
+void schemaMatchesContract;
 
 /** The `kind` of a capability. */
 export type CapabilityKind = Capability['kind'];

@@ -2,6 +2,7 @@
  * The contracts every subsystem is written against. This module depends on nothing;
  * implementations depend on it.
  */
+export type { Capability } from './capability.ts';
 export type { Clock } from './clock.ts';
 export type { IdGenerator } from './id-generator.ts';
 export type { JsonObject, JsonValue } from './json.ts';
@@ -21,3 +22,4 @@ export type {
   UsageRepository,
   UsageTotals,
 } from './store.ts';
+export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolContext, ToolResult } from './tool.ts';

@@ -1,0 +1,89 @@
+import type { z } from 'zod';
+import type { Capability } from './capability.ts';
+import type { JsonObject, JsonValue } from './json.ts';
+import type { Logger } from './logger.ts';
+
+/** The agent a tool call runs for. */
+export interface ToolAgent {
+  id: string;
+  name: string;
+  /** The agent's workspace folder, absolute; relative paths in tool input resolve here. */
+  workspace: string;
+  /** The capabilities the agent holds, for tools that explain a refusal. */
+  capabilities: readonly Capability[];
+  /** `[exec_policy]`; every field true when the manifest has none. */
+  execPolicy: { allow_shell: boolean; allow_network: boolean; allow_file_write: boolean };
+  /** How many agent-to-agent hops led to this call (0 for a call from a user). */
+  depth: number;
+}
+
+/** A reply from another agent, as `agent_message` returns it. */
+export interface AgentReply {
+  text: string;
+  iterations: number;
+  costUsd: number;
+}
+
+/** A stored memory value with its key and owner scope. */
+export interface MemoryEntry {
+  scope: string;
+  key: string;
+  value: JsonValue;
+  updatedAt: number;
+}
+
+/**
+ * The narrow view of the kernel that tools get. Every method acts as the calling agent and
+ * checks that agent's capabilities again in the kernel, so a tool cannot widen them.
+ */
+export interface KernelHandle {
+  /** Spawns a child of the calling agent from manifest text; inheritance is enforced. */
+  spawnAgent(caller: ToolAgent, manifestText: string): Promise<{ id: string; name: string }>;
+  /** Sends a message to another agent and waits for the reply. */
+  messageAgent(caller: ToolAgent, target: string, message: string, options: { signal: AbortSignal }): Promise<AgentReply>;
+  /** Kills an agent (and its descendants); returns the names killed. */
+  killAgent(caller: ToolAgent, target: string): Promise<string[]>;
+  /** The live agents. */
+  listAgents(caller: ToolAgent): { id: string; name: string; state: string; description: string; tags: string[] }[];
+  /** Stores a value under `scope.key`; `self` is the caller's own scope. */
+  memoryPut(caller: ToolAgent, key: string, value: JsonValue): Promise<void>;
+  /** Reads by exact key, by prefix, or by a text search over keys and values. */
+  memoryFind(caller: ToolAgent, query: { key: string } | { prefix: string } | { query: string }): Promise<MemoryEntry[]>;
+}
+
+/** What a tool call produced. `isError` results are shown to the model as failures it can recover from. */
+export interface ToolResult {
+  text: string;
+  /** Structured output, when the tool has any. */
+  structured?: JsonObject;
+  isError?: boolean;
+}
+
+/** Everything a tool's `execute` may use. */
+export interface ToolContext {
+  /** Aborts on timeout or cancellation; pass it on to fetch, child processes and sleeps. */
+  signal: AbortSignal;
+  agent: ToolAgent;
+  kernel: KernelHandle;
+  logger: Logger;
+  /** The agent's `[tools.<name>]` settings. */
+  settings: Readonly<Record<string, JsonValue>>;
+  /** The environment the daemon was given (API keys for tools such as web_search). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * A tool an agent can call. The tool runner, not the tool, checks capabilities, applies the
+ * timeout, truncates output and records refusals: a tool only declares what a call needs.
+ */
+export interface Tool<Input = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: z.ZodType<Input>;
+  /**
+   * The capabilities this call needs beyond `tool_invoke(name)`, computed from its input: a
+   * path, a host, a command. May throw a LoomError to refuse input it cannot judge.
+   */
+  requires(input: Input, context: ToolContext): readonly Capability[] | Promise<readonly Capability[]>;
+  execute(input: Input, context: ToolContext): Promise<ToolResult>;
+}
