@@ -1,0 +1,23 @@
+/**
+ * The model layer: provider resolution, the fallback chain with retries, cost estimation and
+ * complexity routing. Other folders import only from here.
+ */
+export { createCostCatalog, DEFAULT_MODEL_PRICES, ModelPriceOverridesSchema } from './cost-catalog.ts';
+export type { CostCatalog, CostEstimate, ModelPrice, ModelPriceOverrides, TokenUsage } from './cost-catalog.ts';
+export { MissingApiKeyError } from './errors/missing-api-key-error.ts';
+export { ModelCallFailedError } from './errors/model-call-failed-error.ts';
+export type { ModelFailure } from './errors/model-call-failed-error.ts';
+export { ModelConfigError } from './errors/model-config-error.ts';
+export { callWithFallback, DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_MODEL_RETRIES } from './fallback-chain.ts';
+export type { CallWithFallbackOptions, FallbackResult } from './fallback-chain.ts';
+export { createModelResolver, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URLS } from './resolve-model.ts';
+export type { ModelFetch, ModelProvider, ModelResolver, ModelResolverOptions, ModelTarget } from './resolve-model.ts';
+export {
+  HISTORY_SATURATION_DEPTH,
+  LENGTH_SATURATION_CHARS,
+  MODEL_TIERS,
+  pickTier,
+  scoreComplexity,
+  TOOL_SATURATION_COUNT,
+} from './routing.ts';
+export type { ComplexityInput, ModelTier, RoutingThresholds } from './routing.ts';

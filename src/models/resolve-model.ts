@@ -1,0 +1,148 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import type { MODEL_PROVIDERS } from '../manifest/schema.ts';
+import { MissingApiKeyError } from './errors/missing-api-key-error.ts';
+import { ModelConfigError } from './errors/model-config-error.ts';
+
+/** A provider name, as the manifest spells it. */
+export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
+
+/**
+ * What the resolver needs to build a model: the `[model]` and `[[fallback_models]]` fields of a
+ * manifest (extra fields such as `max_tokens` are accepted and ignored).
+ */
+export interface ModelTarget {
+  provider: ModelProvider;
+  model: string;
+  api_key_env?: string | undefined;
+  base_url?: string | undefined;
+}
+
+/** The fetch function a provider uses; injectable so tests and proxies can intercept calls. */
+export type ModelFetch = typeof globalThis.fetch;
+
+/** Options of {@link createModelResolver}. */
+export interface ModelResolverOptions {
+  /** The environment to read API keys from. Injected: the resolver never reads `process.env`. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The fetch providers call; defaults to the global one. */
+  fetch?: ModelFetch;
+}
+
+/** Turns a model configuration into an AI SDK language model. */
+export interface ModelResolver {
+  /**
+   * The AI SDK model for `target`. No request is made.
+   *
+   * @throws {MissingApiKeyError} when the provider needs a key and its variable is unset or empty.
+   * @throws {ModelConfigError} for `openai-compatible` without `base_url`, or an unknown provider.
+   */
+  resolve(target: ModelTarget): LanguageModelV4;
+}
+
+/** The key variable each provider reads when `api_key_env` is not given; `null` when no key is needed. */
+export const DEFAULT_API_KEY_ENV: Readonly<Record<ModelProvider, string | null>> = {
+  anthropic: 'ANTHROPIC_API_KEY',
+  openai: 'OPENAI_API_KEY',
+  groq: 'GROQ_API_KEY',
+  openrouter: 'OPENROUTER_API_KEY',
+  ollama: null,
+  'openai-compatible': null,
+};
+
+/** Base URLs of the providers reached through the OpenAI-compatible client. */
+export const DEFAULT_BASE_URLS = {
+  groq: 'https://api.groq.com/openai/v1',
+  openrouter: 'https://openrouter.ai/api/v1',
+  ollama: 'http://127.0.0.1:11434/v1',
+} as const;
+
+/**
+ * A resolver of model configurations to AI SDK models, for `anthropic`, `openai`, `groq`,
+ * `openrouter`, `ollama` and `openai-compatible`. `base_url` overrides any provider's URL;
+ * `api_key_env` overrides the default key variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`,
+ * `GROQ_API_KEY`, `OPENROUTER_API_KEY`). `ollama` and `openai-compatible` need no key, but use one
+ * when `api_key_env` names a variable.
+ *
+ * OpenAI models use the Chat Completions API (`provider.chat`), the API every OpenAI-compatible
+ * server speaks, so one wire format serves OpenAI, Groq, OpenRouter, Ollama and vLLM alike.
+ *
+ * Call sites should pass `maxRetries: 0` to `generateText`/`streamText`: retries belong to
+ * `callWithFallback`, which honours `retry-after` on an injected clock.
+ *
+ * @example
+ * const resolver = createModelResolver({ env: process.env });
+ * const model = resolver.resolve({ provider: 'anthropic', model: 'claude-sonnet-4-5' });
+ */
+export function createModelResolver(options: ModelResolverOptions): ModelResolver {
+  const { env } = options;
+  const fetchOption = options.fetch === undefined ? {} : { fetch: options.fetch };
+
+  const apiKey = (target: ModelTarget): string | undefined => {
+    const variable = target.api_key_env ?? DEFAULT_API_KEY_ENV[target.provider];
+    if (variable === null) return undefined;
+    const value = env[variable];
+    if (value !== undefined && value.trim() !== '') return value;
+    // A key variable named explicitly for a keyless provider is still optional: local servers
+    // often accept any key, and refusing to start would be worse than sending none.
+    if (DEFAULT_API_KEY_ENV[target.provider] === null) return undefined;
+    throw new MissingApiKeyError(`${target.provider}/${target.model}`, variable);
+  };
+
+  const compatible = (target: ModelTarget, name: string, baseURL: string): LanguageModelV4 => {
+    const key = apiKey(target);
+    const provider = createOpenAICompatible({
+      name,
+      baseURL,
+      includeUsage: true,
+      ...(key === undefined ? {} : { apiKey: key }),
+      ...fetchOption,
+    });
+    return provider.chatModel(target.model);
+  };
+
+  return {
+    resolve(target) {
+      switch (target.provider) {
+        case 'anthropic': {
+          const key = apiKey(target);
+          const provider = createAnthropic({
+            ...(key === undefined ? {} : { apiKey: key }),
+            ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
+            ...fetchOption,
+          });
+          return provider.messages(target.model);
+        }
+        case 'openai': {
+          const key = apiKey(target);
+          const provider = createOpenAI({
+            ...(key === undefined ? {} : { apiKey: key }),
+            ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
+            ...fetchOption,
+          });
+          return provider.chat(target.model);
+        }
+        case 'groq':
+        case 'openrouter':
+        case 'ollama':
+          return compatible(target, target.provider, target.base_url ?? DEFAULT_BASE_URLS[target.provider]);
+        case 'openai-compatible':
+          if (target.base_url === undefined) {
+            throw new ModelConfigError(
+              `cannot use model "openai-compatible/${target.model}": base_url is required (the server's URL, e.g. "http://127.0.0.1:8000/v1")`,
+              { details: { provider: target.provider, model: target.model } },
+            );
+          }
+          return compatible(target, 'openai-compatible', target.base_url);
+        default: {
+          const provider: string = target.provider;
+          throw new ModelConfigError(`cannot use model "${provider}/${target.model}": unknown provider "${provider}"`, {
+            details: { provider, model: target.model },
+          });
+        }
+      }
+    },
+  };
+}
