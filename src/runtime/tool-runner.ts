@@ -1,0 +1,191 @@
+import { describeCapability, isGranted, MANIFEST_KEY_BY_KIND } from '../capabilities/index.ts';
+import type { Capability, Clock, JsonValue, KernelHandle, Logger, Tool, ToolAgent, ToolContext, ToolResult } from '../contracts/index.ts';
+import { isLoomError } from '../errors/index.ts';
+import { formatIssues } from '../validation/index.ts';
+import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
+import type { LoopGuard } from './loop-guard.ts';
+import { truncateToolOutput } from './truncate-tool-output.ts';
+
+/** A refused or failed tool call, as the audit log records it. */
+export interface ToolAuditEntry {
+  agentId: string;
+  agentName: string;
+  tool: string;
+  outcome: 'denied' | 'invalid' | 'failed' | 'timeout' | 'blocked';
+  reason: string;
+}
+
+/** What the tool runner is built from. */
+export interface ToolRunnerOptions {
+  tools: readonly Tool<never>[];
+  kernel: KernelHandle;
+  clock: Clock;
+  logger: Logger;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Records a refusal or failure; must not throw. */
+  audit: (entry: ToolAuditEntry) => Promise<void>;
+}
+
+/** One call the model asked for. */
+export interface ToolCallRequest {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** The settings a call runs under: the agent's `[tools.*]` tables and the run's guard. */
+export interface ToolCallOptions {
+  agent: ToolAgent;
+  settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
+  signal: AbortSignal;
+  loopGuard?: LoopGuard;
+}
+
+/** The outcome of a call: the result the model sees, a hint to append, or the end of the loop. */
+export interface ToolCallOutcome {
+  result: ToolResult;
+  /** A loop-guard warning to show the model after the results. */
+  hint?: string;
+  /** Set when the loop guard's circuit breaker tripped: the loop must end. */
+  breakLoop?: string;
+}
+
+/** Runs tool calls for agents: the one gate every tool call passes. */
+export interface ToolRunner {
+  /** The tools an agent may call (and so the only ones its model is shown). */
+  toolsFor(agent: ToolAgent, filter: { allowlist: readonly string[]; blocklist: readonly string[] }): Tool<never>[];
+  run(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome>;
+}
+
+const EXEC_POLICY_BY_KIND: Partial<Record<Capability['kind'], keyof ToolAgent['execPolicy']>> = {
+  shell_exec: 'allow_shell',
+  net_connect: 'allow_network',
+  file_write: 'allow_file_write',
+};
+
+/** A grant that would allow `capability`, as advice in a refusal. */
+function suggestGrant(capability: Capability): string {
+  if (!('pattern' in capability)) return `set ${describeCapability(capability)}`;
+  const key = `[capabilities].${MANIFEST_KEY_BY_KIND[capability.kind]}`;
+  const value = capability.pattern;
+  const broader =
+    capability.kind === 'shell_exec' && value.includes(' ')
+      ? `"${value.split(' ')[0] ?? value} *"`
+      : (capability.kind === 'file_read' || capability.kind === 'file_write') && value.lastIndexOf('/') > 0
+        ? `"${value.slice(0, value.lastIndexOf('/'))}/*"`
+        : undefined;
+  return `add ${JSON.stringify(value)}${broader === undefined ? '' : ` or ${broader}`} to ${key}`;
+}
+
+function errorResult(text: string): ToolResult {
+  return { text, isError: true };
+}
+
+/**
+ * Builds the tool runner. For each call, in order: the tool exists; the agent holds
+ * `tool_invoke` for it; the input validates; the loop guard allows it; every capability the
+ * input needs is granted and allowed by `[exec_policy]`; then it runs under a timeout (60 s, or
+ * `[tools.<name>].timeout_seconds`) through an AbortSignal, and its output is capped at 50,000
+ * characters. Every failure becomes an error result the model can read; refusals are audited.
+ */
+export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
+  const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+
+  const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
+    await options.audit({ agentId: agent.id, agentName: agent.name, tool, outcome, reason });
+    return { result: errorResult(reason) };
+  };
+
+  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number): Promise<ToolResult> {
+    const timer = new AbortController();
+    const signal = AbortSignal.any([context.signal, timer.signal]);
+    // The timeout runs on the injected clock, so tests can trip it without waiting.
+    const timeout = options.clock.sleep(timeoutMs, { signal }).then(
+      () => {
+        timer.abort(new Error(`timed out after ${timeoutMs / 1000} s`));
+        return 'timeout' as const;
+      },
+      () => 'cancelled' as const,
+    );
+    try {
+      const outcome = await Promise.race([tool.execute(input, { ...context, signal }), timeout]);
+      if (outcome === 'timeout') return errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`);
+      if (outcome === 'cancelled') return errorResult(`tool "${tool.name}" was cancelled`);
+      return outcome;
+    } finally {
+      timer.abort();
+    }
+  }
+
+  return {
+    toolsFor(agent, filter) {
+      return [...byName.values()].filter(
+        (tool) =>
+          isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: tool.name }) &&
+          (filter.allowlist.length === 0 || filter.allowlist.includes(tool.name)) &&
+          !filter.blocklist.includes(tool.name),
+      );
+    },
+
+    async run(call, { agent, settings, signal, loopGuard }) {
+      const tool = byName.get(call.toolName);
+      if (tool === undefined) {
+        return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
+      }
+      if (!isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: tool.name })) {
+        return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.name })}`);
+      }
+      const parsed = tool.inputSchema.safeParse(call.input, { reportInput: true });
+      if (!parsed.success) {
+        const problems = formatIssues(parsed.error, { style: 'json' }).join('; ');
+        return refuse(agent, tool.name, 'invalid', `invalid input for ${tool.name}: ${problems}`);
+      }
+      const verdict = loopGuard?.check(tool.name, call.input) ?? { action: 'allow' };
+      if (verdict.action === 'break') return { result: errorResult(verdict.message), breakLoop: verdict.message };
+      if (verdict.action === 'block') return refuse(agent, tool.name, 'blocked', verdict.message);
+
+      const toolSettings = settings[tool.name] ?? {};
+      const context: ToolContext = {
+        signal,
+        agent,
+        kernel: options.kernel,
+        logger: options.logger.child({ agentId: agent.id, tool: tool.name, toolCallId: call.toolCallId }),
+        settings: toolSettings,
+        env: options.env,
+      };
+      const input = parsed.data as never;
+      let required: readonly Capability[];
+      try {
+        required = await tool.requires(input, context);
+      } catch (error) {
+        return refuse(agent, tool.name, 'denied', `${tool.name} refused: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      for (const capability of required) {
+        const policy = EXEC_POLICY_BY_KIND[capability.kind];
+        if (policy !== undefined && !agent.execPolicy[policy]) {
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${policy} is false`);
+        }
+        if (!isGranted(agent.capabilities, capability)) {
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" is not granted ${describeCapability(capability)}; to allow it, ${suggestGrant(capability)}`);
+        }
+      }
+
+      const timeoutSetting = toolSettings['timeout_seconds'];
+      const timeoutMs = typeof timeoutSetting === 'number' ? timeoutSetting * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
+      let result: ToolResult;
+      try {
+        result = await execute(tool, input, context, timeoutMs);
+      } catch (error) {
+        // A tool that throws gives the model its message to recover from; a LoomError's is written for people.
+        const message = isLoomError(error) || error instanceof Error ? error.message : String(error);
+        context.logger.warn({ err: error }, `tool ${tool.name} failed`);
+        result = errorResult(`${tool.name} failed: ${message}`);
+      }
+      if (result.isError === true && /timed out after/.test(result.text)) {
+        await options.audit({ agentId: agent.id, agentName: agent.name, tool: tool.name, outcome: 'timeout', reason: result.text });
+      }
+      const capped = { ...result, text: truncateToolOutput(result.text) };
+      return verdict.action === 'warn' ? { result: capped, hint: verdict.hint } : { result: capped };
+    },
+  };
+}
