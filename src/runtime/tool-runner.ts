@@ -57,6 +57,18 @@ export interface ToolRunner {
   run(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome>;
 }
 
+/**
+ * `[exec_policy]` switches, by the tool that acts and by the capability a call needs: a
+ * workspace file needs no file_write grant, yet `allow_file_write = false` still forbids it.
+ */
+const EXEC_POLICY_BY_TOOL: Readonly<Record<string, keyof ToolAgent['execPolicy']>> = {
+  file_write: 'allow_file_write',
+  shell_exec: 'allow_shell',
+  web_fetch: 'allow_network',
+  http_request: 'allow_network',
+  web_search: 'allow_network',
+};
+
 const EXEC_POLICY_BY_KIND: Partial<Record<Capability['kind'], keyof ToolAgent['execPolicy']>> = {
   shell_exec: 'allow_shell',
   net_connect: 'allow_network',
@@ -144,6 +156,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       if (verdict.action === 'break') return { result: errorResult(verdict.message), breakLoop: verdict.message };
       if (verdict.action === 'block') return refuse(agent, tool.name, 'blocked', verdict.message);
 
+      const toolPolicy = EXEC_POLICY_BY_TOOL[tool.name];
+      if (toolPolicy !== undefined && !agent.execPolicy[toolPolicy]) {
+        return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${toolPolicy} is false`);
+      }
       const toolSettings = settings[tool.name] ?? {};
       const context: ToolContext = {
         signal,

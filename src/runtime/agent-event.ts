@@ -1,0 +1,34 @@
+/** Tokens used by a run (all model calls added up). */
+export interface TurnUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** What a finished run returns: the reply, what it cost, and how many model calls it took. */
+export interface TurnResult {
+  text: string;
+  usage: TurnUsage;
+  iterations: number;
+  costUsd: number;
+  /** `provider/model` of the model that gave the final answer. */
+  model: string;
+}
+
+/** The phases a run reports as it goes. */
+export type RunPhase = 'model-call' | 'fallback' | 'continuation' | 'compaction' | 'loop-guard' | 'max-iterations';
+
+/**
+ * Every run is a stream of these. The CLI, SSE, MCP and A2A adapters all render the same
+ * stream. Names are `<noun>-<verb>`; `run-finish` and `error` end a stream.
+ */
+export type AgentEvent =
+  | { type: 'run-start'; runId: string; agentId: string; agentName: string }
+  | { type: 'text-delta'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
+  | { type: 'phase'; phase: RunPhase; detail: string }
+  | { type: 'run-finish'; result: TurnResult }
+  | { type: 'error'; code: string; message: string };
+
+/** Receives a run's events as they happen. Must not throw. */
+export type AgentEventSink = (event: AgentEvent) => void;

@@ -1,0 +1,192 @@
+import { jsonSchema, type ModelMessage, streamText, type ToolResultPart, tool as aiTool, type ToolSet } from 'ai';
+import { z } from 'zod';
+import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
+import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
+import type { AgentEventSink, TurnUsage } from './agent-event.ts';
+import { MAX_CONTINUATIONS } from './constants.ts';
+import { createLoopGuard } from './loop-guard.ts';
+import { repairSession } from './session-repair.ts';
+import type { ToolRunner } from './tool-runner.ts';
+
+/** The text sent when a reply was cut off by the token limit. */
+export const CONTINUE_PROMPT = 'Please continue exactly where you stopped.';
+
+/** What one run of the loop needs. */
+export interface AgentLoopOptions {
+  agent: ToolAgent;
+  system: string;
+  /** The history, ending with the new user message. */
+  messages: readonly ModelMessage[];
+  /** The models to try, in order: the primary (or routed) model, then the fallbacks. */
+  models: readonly ModelTarget[];
+  resolver: ModelResolver;
+  runner: ToolRunner;
+  /** The tools the model is shown; every call still goes through the runner. */
+  tools: readonly Tool<never>[];
+  settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
+  maxIterations: number;
+  maxOutputTokens: number;
+  temperature: number;
+  contextWindowTokens: number;
+  clock: Clock;
+  logger: Logger;
+  signal: AbortSignal;
+  emit: AgentEventSink;
+}
+
+/** Usage of one model call, for cost accounting per model. */
+export interface ModelCallUsage extends TurnUsage {
+  model: ModelTarget;
+}
+
+/** What the loop produced. */
+export interface AgentLoopOutcome {
+  /** The whole history after the run (the input plus what the run added). */
+  messages: ModelMessage[];
+  text: string;
+  iterations: number;
+  calls: ModelCallUsage[];
+  /** The model that answered last. */
+  model: ModelTarget;
+}
+
+interface StepOutcome {
+  text: string;
+  response: ModelMessage[];
+  toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
+  finishReason: string;
+  usage: TurnUsage;
+}
+
+function toAiTools(tools: readonly Tool<never>[]): ToolSet {
+  const set: ToolSet = {};
+  for (const tool of tools) {
+    // No `execute` and no validation here: the tool runner validates and runs every call, so
+    // a bad input becomes an error result the model can read rather than an SDK exception.
+    set[tool.name] = aiTool({
+      description: tool.description,
+      inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<typeof jsonSchema>[0]),
+    });
+  }
+  return set;
+}
+
+/**
+ * The agent loop (spec/01 message flow, steps g–h): repair the history, call the model (with
+ * fallback), run the tool calls it asks for through the tool runner, and repeat until it
+ * answers without tools, the loop guard trips, or `maxIterations` model calls were made. A reply
+ * cut off by the token limit is continued up to `MAX_CONTINUATIONS` times.
+ */
+export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoopOutcome> {
+  const { emit } = options;
+  const aiTools = toAiTools(options.tools);
+  const loopGuard = createLoopGuard();
+  let messages = [...options.messages];
+  const calls: ModelCallUsage[] = [];
+  let text = '';
+  let continuations = 0;
+  let lastModel = options.models[0];
+  if (lastModel === undefined) throw new Error('runAgentLoop needs at least one model');
+
+  for (let iteration = 1; ; iteration += 1) {
+    const { messages: repaired } = repairSession(messages, { maxContextTokens: options.contextWindowTokens });
+    messages = repaired;
+    emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
+    const { value: step, model } = await callWithFallback(
+      options.models,
+      (target, signal) => streamStep(options, target, messages, aiTools, signal),
+      { clock: options.clock, logger: options.logger, signal: options.signal },
+    );
+    lastModel = model;
+    calls.push({ model, ...step.usage });
+    messages.push(...step.response);
+    text += step.text;
+
+    if (step.toolCalls.length === 0) {
+      if (step.finishReason === 'length' && continuations < MAX_CONTINUATIONS && iteration < options.maxIterations) {
+        continuations += 1;
+        emit({ type: 'phase', phase: 'continuation', detail: `continuation ${continuations} of ${MAX_CONTINUATIONS}` });
+        messages.push({ role: 'user', content: CONTINUE_PROMPT });
+        continue;
+      }
+      return { messages, text, iterations: iteration, calls, model: lastModel };
+    }
+
+    const results: ToolResultPart[] = [];
+    const hints: string[] = [];
+    let stop: string | undefined;
+    for (const call of step.toolCalls) {
+      emit({ type: 'tool-call', ...call });
+      const outcome = await options.runner.run(call, { agent: options.agent, settings: options.settings, signal: options.signal, loopGuard });
+      const isError = outcome.result.isError === true;
+      emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: outcome.result.text, isError });
+      results.push({
+        type: 'tool-result',
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: isError ? { type: 'error-text', value: outcome.result.text } : { type: 'text', value: outcome.result.text },
+      });
+      if (outcome.hint !== undefined) hints.push(outcome.hint);
+      if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
+    }
+    messages.push({ role: 'tool', content: results });
+    if (hints.length > 0) {
+      emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
+      messages.push({ role: 'user', content: hints.join('\n') });
+    }
+    if (stop !== undefined) {
+      emit({ type: 'phase', phase: 'loop-guard', detail: stop });
+      return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel };
+    }
+    if (iteration >= options.maxIterations) {
+      const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
+      emit({ type: 'phase', phase: 'max-iterations', detail: note });
+      return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel };
+    }
+  }
+}
+
+/** One model call, streamed: text deltas are emitted as they arrive. */
+async function streamStep(
+  options: AgentLoopOptions,
+  target: ModelTarget,
+  messages: readonly ModelMessage[],
+  tools: ToolSet,
+  signal: AbortSignal,
+): Promise<StepOutcome> {
+  const result = streamText({
+    model: options.resolver.resolve(target),
+    system: options.system,
+    messages: [...messages],
+    tools,
+    maxRetries: 0,
+    maxOutputTokens: options.maxOutputTokens,
+    temperature: options.temperature,
+    abortSignal: signal,
+  });
+  let text = '';
+  const toolCalls: StepOutcome['toolCalls'] = [];
+  let finishReason = 'unknown';
+  let usage: TurnUsage = { inputTokens: 0, outputTokens: 0 };
+  for await (const part of result.fullStream) {
+    switch (part.type) {
+      case 'text-delta':
+        text += part.text;
+        options.emit({ type: 'text-delta', text: part.text });
+        break;
+      case 'tool-call':
+        toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+        break;
+      case 'finish':
+        finishReason = part.finishReason;
+        usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
+        break;
+      case 'error':
+        throw part.error;
+      default:
+        break;
+    }
+  }
+  const response = await result.response;
+  return { text, response: response.messages, toolCalls, finishReason, usage };
+}
