@@ -15,6 +15,8 @@ export interface ToolAgent {
   execPolicy: { allow_shell: boolean; allow_network: boolean; allow_file_write: boolean };
   /** How many agent-to-agent hops led to this call (0 for a call from a user). */
   depth: number;
+  /** Ids of the agents whose messages led here, outermost first (empty for a call from a user). */
+  chain: readonly string[];
 }
 
 /** A reply from another agent, as `agent_message` returns it. */

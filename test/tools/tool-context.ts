@@ -34,6 +34,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
       capabilities: options.capabilities ?? [],
       execPolicy: { allow_shell: true, allow_network: true, allow_file_write: true },
       depth: 0,
+      chain: [],
     },
     kernel: UNUSED_KERNEL,
     logger: createSilentLogger(),

@@ -1,0 +1,255 @@
+/**
+ * The SSRF guard of the web tools. A URL's host is resolved once, every address it resolves to
+ * is judged, and the connection is then made to those vetted addresses only (see
+ * `pinnedLookup`), so a DNS answer that changes between the check and the connect (DNS
+ * rebinding) cannot move the request to an address that was never checked.
+ *
+ * Refused unless a `net_connect` grant names the host or the address exactly (no `*` in its
+ * host part): loopback, private, link-local, unspecified and cloud-metadata addresses. IPv4
+ * addresses written as IPv6 (`::ffff:127.0.0.1`) are judged as the IPv4 address they carry.
+ */
+import { lookup } from 'node:dns/promises';
+import type { LookupAddress } from 'node:dns';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isGranted } from '../../capabilities/index.ts';
+import type { Capability } from '../../contracts/index.ts';
+import { UsageError } from '../../errors/index.ts';
+import { NetAddressRefusedError } from './net-address-refused-error.ts';
+import { WebRequestError } from './web-request-error.ts';
+
+/** Why an address is refused by default. */
+export type BlockedAddressReason = 'loopback' | 'private' | 'link-local' | 'unspecified' | 'cloud metadata';
+
+/** Host names of cloud metadata services, refused like their addresses. */
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.goog']);
+/** Addresses of cloud metadata services (AWS, GCP, Azure, OpenStack; AWS IPv6; Alibaba). */
+const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254', '100.100.100.200']);
+
+const RANGES: readonly (readonly [BlockedAddressReason, string, number, 'ipv4' | 'ipv6'])[] = [
+  ['unspecified', '0.0.0.0', 8, 'ipv4'],
+  ['loopback', '127.0.0.0', 8, 'ipv4'],
+  ['private', '10.0.0.0', 8, 'ipv4'],
+  ['private', '172.16.0.0', 12, 'ipv4'],
+  ['private', '192.168.0.0', 16, 'ipv4'],
+  ['link-local', '169.254.0.0', 16, 'ipv4'],
+  ['unspecified', '::', 128, 'ipv6'],
+  ['loopback', '::1', 128, 'ipv6'],
+  ['private', 'fc00::', 7, 'ipv6'],
+  ['link-local', 'fe80::', 10, 'ipv6'],
+];
+
+const BLOCK_LISTS: readonly (readonly [BlockedAddressReason, BlockList])[] = RANGES.map(([reason, network, prefix, family]) => {
+  const list = new BlockList();
+  list.addSubnet(network, prefix, family);
+  return [reason, list] as const;
+});
+
+/** An address a connection may be made to, after the guard has judged it. */
+export interface VettedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/**
+ * Parses a URL the web tools may fetch: absolute, `http:` or `https:`, no user name or password.
+ * Throws a UsageError naming the URL otherwise.
+ */
+export function parseWebUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`cannot fetch "${text}": not an absolute URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`cannot fetch "${text}": only http and https URLs are supported, not "${url.protocol}"`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new UsageError(`cannot fetch "${url.origin}": URLs with a user name or password are not supported; send an authorization header instead`);
+  }
+  return url;
+}
+
+/** The `host:port` a URL connects to, as `net_connect` names it (`[::1]:443` for IPv6), port defaulted to 80/443. */
+export function netConnectTarget(url: URL): string {
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return `${url.hostname}:${port}`;
+}
+
+/** The `net_connect` capability a request to `url` needs. */
+export function netConnectFor(url: URL): Capability {
+  return { kind: 'net_connect', pattern: netConnectTarget(url) };
+}
+
+/** Why `address` (an IP address, without brackets) is refused by default, or undefined when it is not. */
+export function blockedAddressReason(address: string): BlockedAddressReason | undefined {
+  const family = isIP(address);
+  if (family === 0) {
+    return undefined;
+  }
+  const normalised = address.toLowerCase();
+  if (family === 6) {
+    const mapped = mappedIpv4(normalised);
+    if (mapped !== undefined) {
+      return blockedAddressReason(mapped);
+    }
+  }
+  if (METADATA_ADDRESSES.has(normalised) || (family === 6 && sameIpv6(normalised, 'fd00:ec2::254'))) {
+    return 'cloud metadata';
+  }
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  for (const [reason, list] of BLOCK_LISTS) {
+    if (list.check(normalised, type)) {
+      return reason;
+    }
+  }
+  return undefined;
+}
+
+/** Whether `host` (lower case, no trailing dot) is the name of a cloud metadata service. */
+export function isMetadataHost(host: string): boolean {
+  return METADATA_HOSTS.has(host.toLowerCase().replace(/\.$/, ''));
+}
+
+/**
+ * Whether one of `granted`'s `net_connect` grants names `host` (a name, an IPv4 address or a
+ * bracketed IPv6 address) at `port` exactly: a grant whose host part holds a `*` does not count,
+ * so `*` or `127.0.0.*` never opens loopback, while `127.0.0.1` or `127.0.0.1:8080` does.
+ */
+export function namesExplicitly(granted: readonly Capability[], host: string, port: number): boolean {
+  return granted.some(
+    (capability) =>
+      capability.kind === 'net_connect' &&
+      !hostPart(capability.pattern).includes('*') &&
+      isGranted([capability], { kind: 'net_connect', pattern: `${host}:${port}` }),
+  );
+}
+
+/**
+ * Resolves `url`'s host (all addresses) and returns them once every one is allowed. Throws a
+ * NetAddressRefusedError naming the host, the address and why, when one is refused and no grant
+ * names it; a WebRequestError when the host cannot be resolved or `signal` aborts.
+ */
+export async function vetDestination(url: URL, granted: readonly Capability[], signal: AbortSignal): Promise<VettedAddress[]> {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  const hostNamed = namesExplicitly(granted, url.hostname, port);
+  const fix = `grant net_connect "${netConnectTarget(url)}" explicitly (no wildcard) to allow it`;
+  if (isMetadataHost(host) && !hostNamed) {
+    throw new NetAddressRefusedError(`cannot connect to "${host}": it is a cloud metadata host; ${fix}`, { details: { host, reason: 'cloud metadata' } });
+  }
+  const addresses = await resolve(host, signal);
+  if (!hostNamed) {
+    for (const { address, family } of addresses) {
+      const reason = blockedAddressReason(address);
+      const addressHost = family === 6 ? `[${address}]` : address;
+      if (reason !== undefined && !namesExplicitly(granted, addressHost, port)) {
+        const resolved = address === host ? '' : ` (it resolves to ${address})`;
+        throw new NetAddressRefusedError(`cannot connect to "${host}"${resolved}: ${reason} addresses are refused; ${fix}`, {
+          details: { host, address, reason },
+        });
+      }
+    }
+  }
+  return addresses;
+}
+
+/**
+ * A `lookup` for `http.request` that answers with the vetted addresses only, whatever the host
+ * name, so the socket connects to exactly what `vetDestination` checked.
+ */
+export function pinnedLookup(addresses: readonly VettedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const first = addresses[0];
+    if (first === undefined) {
+      callback(new Error('no vetted address'), '', 0);
+    } else if (options.all === true) {
+      callback(null, addresses.map((entry): LookupAddress => ({ address: entry.address, family: entry.family })));
+    } else {
+      callback(null, first.address, first.family);
+    }
+  };
+}
+
+async function resolve(host: string, signal: AbortSignal): Promise<VettedAddress[]> {
+  const literal = isIP(host);
+  if (literal !== 0) {
+    return [{ address: host, family: literal === 4 ? 4 : 6 }];
+  }
+  signal.throwIfAborted();
+  // dns.lookup takes no signal; the race lets an abort end the wait (the lookup itself finishes in the background).
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    const found = await Promise.race([lookup(host, { all: true, order: 'verbatim' }), aborted]);
+    if (found.length === 0) {
+      throw new WebRequestError(`cannot resolve host "${host}": no addresses`);
+    }
+    return found.map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
+  } catch (error) {
+    if (error instanceof WebRequestError || signal.aborted) {
+      throw error;
+    }
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new WebRequestError(`cannot resolve host "${host}": ${code}`, { cause: error, details: { host } });
+  } finally {
+    if (onAbort !== undefined) {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+function hostPart(pattern: string): string {
+  if (pattern.startsWith('[')) {
+    const end = pattern.indexOf(']');
+    return end < 0 ? pattern : pattern.slice(0, end + 1);
+  }
+  const firstColon = pattern.indexOf(':');
+  const hasPort = firstColon >= 0 && pattern.indexOf(':', firstColon + 1) < 0;
+  return hasPort ? pattern.slice(0, firstColon) : pattern;
+}
+
+/** The eight 16-bit groups of an IPv6 address, or undefined when it is not one. */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address;
+  const tail: number[] = [];
+  const dotted = /:(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted.slice(1).map(Number);
+    tail.push(((a ?? 0) << 8) | (b ?? 0), ((c ?? 0) << 8) | (d ?? 0));
+    // Keep the colon before the dotted part when it is the second of a `::`.
+    text = text.slice(0, text.endsWith(`::${dotted[0].slice(1)}`) ? dotted.index + 1 : dotted.index);
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) {
+    return undefined;
+  }
+  const parse = (part: string | undefined): number[] => (part === undefined || part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
+  const head = parse(halves[0]);
+  const rest = halves.length === 2 ? parse(halves[1]) : [];
+  const missing = 8 - head.length - rest.length - tail.length;
+  if (missing < 0 || (halves.length === 1 && missing !== 0)) {
+    return undefined;
+  }
+  return [...head, ...new Array<number>(missing).fill(0), ...rest, ...tail];
+}
+
+/** The IPv4 address an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) carries, or undefined. */
+function mappedIpv4(address: string): string | undefined {
+  const groups = ipv6Groups(address);
+  if (groups?.length !== 8 || groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) {
+    return undefined;
+  }
+  const high = groups[6] ?? 0;
+  const low = groups[7] ?? 0;
+  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+}
+
+function sameIpv6(left: string, right: string): boolean {
+  const a = ipv6Groups(left);
+  const b = ipv6Groups(right);
+  return a !== undefined && b !== undefined && a.every((group, index) => group === b[index]);
+}
