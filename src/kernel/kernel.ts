@@ -7,14 +7,20 @@ import {
   StoreConflictError,
   StoreNotFoundError,
 } from '../errors/index.ts';
-import { type Manifest, ManifestSchema } from '../manifest/index.ts';
+import { type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
+import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import type { AgentRuntime } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
 import { createEventBus, type EventBus, type KernelEvent } from './event-bus.ts';
+import { streamRun } from './event-stream.ts';
+import { createKernelHandle } from './kernel-handle.ts';
+import { createMessageFlow, type SendOptions } from './message-flow.ts';
+import { QuotaTracker } from './quota-tracker.ts';
 
 /** What the kernel is built from. It reads no globals and no environment. */
 export interface KernelDependencies {
@@ -22,8 +28,10 @@ export interface KernelDependencies {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
-  /** Subsystems told when agents start and stop running (scheduler, triggers). */
+  /** Subsystems told when agents start and stop running (scheduler, triggers, workspaces). */
   hooks?: readonly AgentLifecycleHook[];
+  /** Models, tools and prices for running turns; without it the kernel manages agents but cannot run them. */
+  runtime?: AgentRuntime;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -70,6 +78,15 @@ export interface Kernel {
    * sessions and memory deleted. Returns the killed agents, the named one first.
    */
   kill(reference: string): Promise<AgentView[]>;
+  /**
+   * Sends a message to an agent and returns its reply (spec/01 message flow).
+   * @throws {AgentNotFoundError} {AccessDeniedError} {CapabilityDeniedError} {AgentChainError}
+   *   {AgentStateError} {QuotaExceededError} {ModuleUnavailableError} before the turn starts;
+   *   {ModelCallFailedError} when every model failed.
+   */
+  send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
+  stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
   /** Stops every running agent without changing what is stored, so the next boot resumes them. */
   shutdown(): Promise<void>;
 }
@@ -92,6 +109,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const registry = new AgentRegistry();
   const capabilities = new CapabilityManager();
   const events = createEventBus(logger);
+  const quotas = new QuotaTracker(clock, store.usage);
 
   async function runHooks(entry: AgentEntry, action: 'start' | StopReason): Promise<void> {
     for (const hook of hooks) {
@@ -151,7 +169,36 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return toAgentView(entry);
   }
 
-  return {
+  let runner: ToolRunner | undefined;
+  const flow = createMessageFlow({
+    store,
+    clock,
+    ids,
+    logger,
+    registry,
+    capabilities,
+    quotas,
+    runtime: dependencies.runtime,
+    runner: () => {
+      runner ??= createToolRunner({
+        tools: dependencies.runtime?.tools ?? [],
+        kernel: handle,
+        clock,
+        logger,
+        env: dependencies.runtime?.env ?? {},
+        audit: async (entry) => {
+          try {
+            await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
+          } catch (error) {
+            logger.error({ err: error }, 'could not record a tool refusal in the audit log');
+          }
+        },
+      });
+      return runner;
+    },
+  });
+
+  const kernel: Kernel = {
     events,
     capabilities,
 
@@ -254,6 +301,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       for (const entry of [...doomed].reverse()) {
         if (entry.state === 'running') await runHooks(entry, 'kill');
         capabilities.revoke(entry.id);
+        quotas.forget(entry.id);
         registry.remove(entry.id);
       }
       for (const entry of doomed) {
@@ -262,10 +310,26 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return views;
     },
 
+    send: (reference, message, options) => flow.send(reference, message, options),
+
+    stream: (reference, message, options = {}) => streamRun((emit) => flow.send(reference, message, { ...options, emit })),
+
     async shutdown() {
       for (const entry of registry.list()) {
         if (entry.state === 'running') await runHooks(entry, 'shutdown');
       }
     },
   };
+
+  const handle = createKernelHandle({
+    store,
+    clock,
+    registry,
+    capabilities,
+    spawn: (text, source, parent) => kernel.spawn(parseManifest(text, { source }).manifest, { parent }),
+    kill: (reference) => kernel.kill(reference),
+    send: (reference, message, options) => flow.send(reference, message, options),
+  });
+
+  return kernel;
 }

@@ -1,5 +1,13 @@
-/** The agent loop's stability layers: loop guard, session repair, output truncation, guidelines. */
+/**
+ * The agent runtime: the loop, the tool runner, and the loop's stability layers (loop guard,
+ * session repair, output truncation, guidelines, compaction).
+ */
+export type { AgentEvent, AgentEventSink, RunPhase, TurnResult, TurnUsage } from './agent-event.ts';
+export { CONTINUE_PROMPT, runAgentLoop } from './agent-loop.ts';
+export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage } from './agent-loop.ts';
 export { canonicalJson } from './canonical-json.ts';
+export { COMPACTION_KEEP_LAST, COMPACTION_THRESHOLD, compactSession, SUMMARY_INSTRUCTION, SUMMARY_PREFIX } from './compaction.ts';
+export type { CompactionOptions, CompactionResult } from './compaction.ts';
 export { DEFAULT_TOOL_TIMEOUT_MS, MAX_CONTINUATIONS } from './constants.ts';
 export {
   createLoopGuard,
@@ -28,3 +36,5 @@ export {
 export type { RepairPhaseResult, SessionRepairOptions, SessionRepairResult } from './session-repair.ts';
 export { STABILITY_GUIDELINES, withStabilityGuidelines } from './stability-guidelines.ts';
 export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-output.ts';
+export { createToolRunner } from './tool-runner.ts';
+export type { ToolAuditEntry, ToolCallOptions, ToolCallOutcome, ToolCallRequest, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';

@@ -169,7 +169,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         settings: toolSettings,
         env: options.env,
       };
-      const input = parsed.data as never;
+      const input = parsed.data;
       let required: readonly Capability[];
       try {
         required = await tool.requires(input, context);

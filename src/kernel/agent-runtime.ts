@@ -1,0 +1,36 @@
+import type { Tool } from '../contracts/index.ts';
+import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
+
+/** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
+export type Caller =
+  | { kind: 'user'; role: 'owner' | 'user' | 'viewer'; name?: string }
+  | { kind: 'agent'; agentId: string; chain: readonly string[] };
+
+/** The owner at the local CLI: the default caller. */
+export const OWNER: Caller = { kind: 'user', role: 'owner' };
+
+/** Inter-agent depth limit (spec/01): a chain of agent-to-agent messages stops at 5 levels. */
+export const MAX_AGENT_DEPTH = 5;
+
+/** Default context window assumed for a model the runtime knows nothing about. */
+export const DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000;
+
+/**
+ * What the kernel needs to run agents' turns: models, prices, tools, the environment tools may
+ * read (API keys), and where workspaces live. Built by the composition root (the CLI, the
+ * daemon), so the kernel itself reads no environment.
+ */
+export interface AgentRuntime {
+  resolver: ModelResolver;
+  costs: CostCatalog;
+  tools: readonly Tool<never>[];
+  env: Readonly<Record<string, string | undefined>>;
+  /** The model of agents whose manifest has no `[model]`. */
+  defaultModel?: ModelTarget;
+  /** The model serving each routing tier, for agents with `[routing]` enabled. */
+  tiers?: Partial<Record<ModelTier, ModelTarget>>;
+  /** The absolute workspace folder of an agent. */
+  workspaceOf(agent: { name: string; workspace: string | undefined }): string;
+  /** The context window of a model, in tokens. */
+  contextWindowTokens?(model: ModelTarget): number;
+}

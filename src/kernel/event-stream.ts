@@ -1,0 +1,36 @@
+import { isLoomError } from '../errors/index.ts';
+import type { AgentEvent, AgentEventSink } from '../runtime/index.ts';
+
+/**
+ * Turns a run that reports through a callback into an async iterable of its events. A failure
+ * of the run becomes a final `error` event, so a stream always ends with `run-finish` or `error`.
+ */
+export async function* streamRun(run: (emit: AgentEventSink) => Promise<unknown>): AsyncGenerator<AgentEvent> {
+  const queue: AgentEvent[] = [];
+  let wake: (() => void) | undefined;
+  let done = false;
+  const push = (event: AgentEvent): void => {
+    queue.push(event);
+    wake?.();
+  };
+  run(push)
+    .catch((error: unknown) => {
+      push({ type: 'error', code: isLoomError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
+    })
+    .finally(() => {
+      done = true;
+      wake?.();
+    });
+  for (;;) {
+    const event = queue.shift();
+    if (event !== undefined) {
+      yield event;
+      continue;
+    }
+    if (done) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    wake = undefined;
+  }
+}

@@ -1,0 +1,117 @@
+import { isGranted } from '../capabilities/index.ts';
+import type { Clock, JsonValue, KernelHandle, MemoryEntry, Store, ToolAgent } from '../contracts/index.ts';
+import { AgentChainError, UsageError } from '../errors/index.ts';
+import type { TurnResult } from '../runtime/index.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentView } from './agent-view.ts';
+import type { CapabilityManager } from './capability-manager.ts';
+import type { SendOptions } from './message-flow.ts';
+
+/** The kernel operations the handle acts through. */
+export interface KernelHandleParts {
+  store: Store;
+  clock: Clock;
+  registry: AgentRegistry;
+  capabilities: CapabilityManager;
+  spawn(manifestText: string, source: string, parent: string): Promise<AgentView>;
+  kill(reference: string): Promise<AgentView[]>;
+  send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
+}
+
+interface ScopedKey {
+  ownerId: string;
+  /** `self` for the caller's own memory, else the owning agent's name. */
+  scope: string;
+  key: string;
+}
+
+/**
+ * The kernel as tools see it. Every method checks the calling agent's capabilities again here,
+ * so a tool (built-in, MCP or forged) cannot act beyond its agent's grants.
+ */
+export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
+  const { registry, capabilities, store } = parts;
+
+  function scoped(caller: ToolAgent, key: string): ScopedKey {
+    const dot = key.indexOf('.');
+    if (dot <= 0 || dot === key.length - 1) throw new UsageError(`memory key "${key}" must be "<scope>.<name>", e.g. "self.notes"`);
+    const scope = key.slice(0, dot);
+    const rest = key.slice(dot + 1);
+    if (scope === 'self' || scope === caller.name) return { ownerId: caller.id, scope: 'self', key: rest };
+    const owner = registry.list().find((entry) => entry.name === scope);
+    if (owner === undefined) throw new UsageError(`unknown memory scope "${scope}": use "self" or the name of a live agent`);
+    return { ownerId: owner.id, scope, key: rest };
+  }
+
+  const readable = (caller: ToolAgent, entry: MemoryEntry): boolean =>
+    isGranted(caller.capabilities, { kind: 'memory_read', pattern: `${entry.scope}.${entry.key}` });
+
+  async function entriesOf(ownerId: string, scope: string, prefix?: string): Promise<MemoryEntry[]> {
+    const records = await store.memory.list(ownerId, prefix);
+    return records.map((record) => ({ scope, key: record.key, value: record.value, updatedAt: record.updatedAt }));
+  }
+
+  return {
+    async spawnAgent(caller, manifestText) {
+      capabilities.require(caller.id, caller.name, { kind: 'agent_spawn' });
+      const view = await parts.spawn(manifestText, `agent_spawn by "${caller.name}"`, caller.id);
+      return { id: view.id, name: view.name };
+    },
+
+    async messageAgent(caller, target, message, { signal }) {
+      const reply = await parts.send(target, message, { caller: { kind: 'agent', agentId: caller.id, chain: caller.chain }, signal });
+      return { text: reply.text, iterations: reply.iterations, costUsd: reply.costUsd };
+    },
+
+    async killAgent(caller, target) {
+      const entry = registry.resolve(target);
+      capabilities.require(caller.id, caller.name, { kind: 'agent_kill', pattern: entry.name });
+      if (entry.id === caller.id || caller.chain.includes(entry.id)) {
+        throw new AgentChainError(`agent "${caller.name}" cannot kill "${entry.name}": it is waiting on this turn`);
+      }
+      return (await parts.kill(entry.id)).map((view) => view.name);
+    },
+
+    listAgents() {
+      return registry.list().map((entry) => ({
+        id: entry.id,
+        name: entry.name,
+        state: entry.state,
+        description: entry.manifest.description,
+        tags: [...entry.manifest.tags],
+      }));
+    },
+
+    async memoryPut(caller, key, value: JsonValue) {
+      const target = scoped(caller, key);
+      capabilities.require(caller.id, caller.name, { kind: 'memory_write', pattern: `${target.scope}.${target.key}` });
+      await store.memory.put({ agentId: target.ownerId, key: target.key, value, updatedAt: parts.clock.now() });
+    },
+
+    async memoryFind(caller, query) {
+      if ('key' in query) {
+        const target = scoped(caller, query.key);
+        capabilities.require(caller.id, caller.name, { kind: 'memory_read', pattern: `${target.scope}.${target.key}` });
+        const record = await store.memory.get(target.ownerId, target.key);
+        return record === undefined ? [] : [{ scope: target.scope, key: record.key, value: record.value, updatedAt: record.updatedAt }];
+      }
+      if ('prefix' in query) {
+        const dot = query.prefix.indexOf('.');
+        const target = dot === -1 ? scoped(caller, `${query.prefix}.x`) : scoped(caller, `${query.prefix.slice(0, dot)}.x`);
+        const rest = dot === -1 ? '' : query.prefix.slice(dot + 1);
+        return (await entriesOf(target.ownerId, target.scope, rest)).filter((entry) => readable(caller, entry));
+      }
+      // A text search looks through every scope the caller may read.
+      const needle = query.query.toLowerCase();
+      const found: MemoryEntry[] = [];
+      for (const entry of registry.list()) {
+        const scope = entry.id === caller.id ? 'self' : entry.name;
+        for (const memory of await entriesOf(entry.id, scope)) {
+          const haystack = `${memory.key} ${JSON.stringify(memory.value)}`.toLowerCase();
+          if (haystack.includes(needle) && readable(caller, memory)) found.push(memory);
+        }
+      }
+      return found;
+    },
+  };
+}

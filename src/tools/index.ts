@@ -1,0 +1,49 @@
+/** The built-in tools. Each declares what a call needs; the tool runner decides. */
+import type { Tool } from '../contracts/index.ts';
+import { agentKillTool } from './builtin/agent-kill-tool.ts';
+import { agentListTool } from './builtin/agent-list-tool.ts';
+import { agentMessageTool } from './builtin/agent-message-tool.ts';
+import { agentSpawnTool } from './builtin/agent-spawn-tool.ts';
+import { fileListTool } from './builtin/file-list.ts';
+import { fileReadTool } from './builtin/file-read.ts';
+import { fileWriteTool } from './builtin/file-write.ts';
+import { memoryRecallTool } from './builtin/memory-recall-tool.ts';
+import { memoryStoreTool } from './builtin/memory-store-tool.ts';
+import { shellExecTool } from './builtin/shell-exec.ts';
+import { webFetchTool } from './builtin/web-fetch-tool.ts';
+import { httpRequestTool } from './builtin/web-http-request-tool.ts';
+import { webSearchTool } from './builtin/web-search-tool.ts';
+
+export {
+  agentKillTool,
+  agentListTool,
+  agentMessageTool,
+  agentSpawnTool,
+  fileListTool,
+  fileReadTool,
+  fileWriteTool,
+  httpRequestTool,
+  memoryRecallTool,
+  memoryStoreTool,
+  shellExecTool,
+  webFetchTool,
+  webSearchTool,
+};
+export { explainShellRefusal } from './builtin/shell-refusal.ts';
+
+/** Every built-in tool, in the order they are listed to models. */
+export const BUILTIN_TOOLS: readonly Tool<never>[] = [
+  fileReadTool,
+  fileWriteTool,
+  fileListTool,
+  shellExecTool,
+  webFetchTool,
+  httpRequestTool,
+  webSearchTool,
+  memoryStoreTool,
+  memoryRecallTool,
+  agentSpawnTool,
+  agentMessageTool,
+  agentKillTool,
+  agentListTool,
+] as unknown as readonly Tool<never>[];
