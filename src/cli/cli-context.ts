@@ -1,9 +1,8 @@
-import { createSystemClock } from '../clock/index.ts';
 import { type Config, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../config/index.ts';
 import type { Store } from '../contracts/index.ts';
-import { createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
+import { openHost } from '../host/index.ts';
+import type { Kernel } from '../kernel/index.ts';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../logging/index.ts';
-import { openSqliteStore } from '../store/index.ts';
 import type { CliIo } from './cli-io.ts';
 
 /** A booted kernel over the home's store, for one command. */
@@ -33,27 +32,6 @@ export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Con
  */
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const { home, config } = await openHome(io);
-  const store = openSqliteStore({ path: home.databasePath, synchronous: config.store.synchronous });
-  try {
-    const kernel = createKernel({
-      store,
-      clock: createSystemClock(),
-      ids: createUuidGenerator(),
-      logger: createLogger({ level: cliLogLevel(io.env) }),
-    });
-    await kernel.boot();
-    return {
-      home,
-      config,
-      kernel,
-      store,
-      close: async () => {
-        await kernel.shutdown();
-        await store.close();
-      },
-    };
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
+  const host = await openHost({ home, config, env: io.env, logger: createLogger({ level: cliLogLevel(io.env) }) });
+  return { home, config, kernel: host.kernel, store: host.store, close: host.close };
 }

@@ -28,7 +28,7 @@ export interface AgentRuntime {
   /** The model of agents whose manifest has no `[model]`. */
   defaultModel?: ModelTarget;
   /** The model serving each routing tier, for agents with `[routing]` enabled. */
-  tiers?: Partial<Record<ModelTier, ModelTarget>>;
+  tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
   /** The absolute workspace folder of an agent. */
   workspaceOf(agent: { name: string; workspace: string | undefined }): string;
   /** The context window of a model, in tokens. */

@@ -9,6 +9,7 @@ export {
   ManifestCapabilitiesSchema,
   ManifestSchema,
   MODEL_PROVIDERS,
+  ModelTargetSchema,
   PRIORITIES,
   SCHEDULE_MODES,
   TOOL_PROFILES,

@@ -70,8 +70,11 @@ export const ModelConfigSchema = z
   })
   .superRefine(requireBaseUrlForCompatible);
 
-/** `[[fallback_models]]`: tried in order when the primary model fails. */
+/** `[[fallback_models]]`: tried in order when the primary model fails. Also how config names a model. */
 export const FallbackModelSchema = z.strictObject(ModelFields).superRefine(requireBaseUrlForCompatible);
+
+/** A model named by provider and model (plus key variable and URL), as config and fallbacks write it. */
+export const ModelTargetSchema = FallbackModelSchema;
 
 /** `[[schedule.triggers]]`: an event that wakes a proactive agent. */
 export const TriggerSchema = z.strictObject({

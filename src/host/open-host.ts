@@ -1,0 +1,79 @@
+import { join } from 'node:path';
+import { createSystemClock } from '../clock/index.ts';
+import { type Config, expandHome, type LoomHome } from '../config/index.ts';
+import type { Clock, Logger } from '../contracts/index.ts';
+import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
+import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
+import { openSqliteStore, type SqliteStore } from '../store/index.ts';
+import { BUILTIN_TOOLS } from '../tools/index.ts';
+import { createWorkspaceHook } from './workspace-hook.ts';
+
+/** What a host is opened with. The environment is read here, never inside the kernel. */
+export interface HostOptions {
+  home: LoomHome;
+  config: Config;
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  clock?: Clock;
+  /** The fetch model providers use (tests point it nowhere in particular; the default is global fetch). */
+  fetch?: ModelFetch;
+  /** More lifecycle hooks (the scheduler). */
+  hooks?: readonly AgentLifecycleHook[];
+}
+
+/** A booted kernel with its Node edges: the SQLite store, workspaces, models and tools. */
+export interface Host {
+  kernel: Kernel;
+  store: SqliteStore;
+  runtime: AgentRuntime;
+  report: BootReport;
+  close(): Promise<void>;
+}
+
+/** Builds the model runtime from config and the environment. */
+export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch'>): AgentRuntime {
+  const { config, home } = options;
+  return {
+    resolver: createModelResolver(options.fetch === undefined ? { env: options.env } : { env: options.env, fetch: options.fetch }),
+    costs: createCostCatalog(config.prices),
+    tools: BUILTIN_TOOLS,
+    env: options.env,
+    ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
+    tiers: config.routing,
+    workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace)),
+    contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
+  };
+}
+
+/**
+ * Opens the home's database and boots a kernel on it: the composition root shared by the CLI's
+ * in-process mode and the daemon.
+ */
+export async function openHost(options: HostOptions): Promise<Host> {
+  const store = openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
+  try {
+    const runtime = createRuntime(options);
+    const kernel = createKernel({
+      store,
+      clock: options.clock ?? createSystemClock(),
+      ids: createUuidGenerator(),
+      logger: options.logger,
+      runtime,
+      hooks: [createWorkspaceHook(runtime.workspaceOf), ...(options.hooks ?? [])],
+    });
+    const report = await kernel.boot();
+    return {
+      kernel,
+      store,
+      runtime,
+      report,
+      close: async () => {
+        await kernel.shutdown();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
