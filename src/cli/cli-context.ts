@@ -33,5 +33,5 @@ export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Con
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const { home, config } = await openHome(io);
   const host = await openHost({ home, config, env: io.env, logger: createLogger({ level: cliLogLevel(io.env) }) });
-  return { home, config, kernel: host.kernel, store: host.store, close: host.close };
+  return { home, config, kernel: host.kernel, store: host.store, close: () => host.close() };
 }

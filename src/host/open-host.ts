@@ -59,7 +59,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       ids: createUuidGenerator(),
       logger: options.logger,
       runtime,
-      hooks: [createWorkspaceHook(runtime.workspaceOf), ...(options.hooks ?? [])],
+      hooks: [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), ...(options.hooks ?? [])],
     });
     const report = await kernel.boot();
     return {

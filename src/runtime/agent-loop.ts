@@ -5,7 +5,7 @@ import { callWithFallback, type ModelResolver, type ModelTarget } from '../model
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';
-import { repairSession } from './session-repair.ts';
+import { repairSession, truncateToContextWindow } from './session-repair.ts';
 import type { ToolRunner } from './tool-runner.ts';
 
 /** The text sent when a reply was cut off by the token limit. */
@@ -89,12 +89,14 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   if (lastModel === undefined) throw new Error('runAgentLoop needs at least one model');
 
   for (let iteration = 1; ; iteration += 1) {
-    const { messages: repaired } = repairSession(messages, { maxContextTokens: options.contextWindowTokens });
-    messages = repaired;
+    // Repairs are kept in the history; the cut to the context window only shapes this request,
+    // so the stored session never loses messages to it (compaction is what shortens a session).
+    messages = repairSession(messages).messages;
+    const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
     emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
     const { value: step, model } = await callWithFallback(
       options.models,
-      (target, signal) => streamStep(options, target, messages, aiTools, signal),
+      (target, signal) => streamStep(options, target, request, aiTools, signal),
       { clock: options.clock, logger: options.logger, signal: options.signal },
     );
     lastModel = model;
@@ -163,6 +165,8 @@ async function streamStep(
     maxOutputTokens: options.maxOutputTokens,
     temperature: options.temperature,
     abortSignal: signal,
+    // Errors arrive as `error` parts and are thrown below, for the fallback chain to judge.
+    onError: () => undefined,
   });
   let text = '';
   const toolCalls: StepOutcome['toolCalls'] = [];

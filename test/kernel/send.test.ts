@@ -1,0 +1,271 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AccessDeniedError, AgentChainError, AgentStateError, QuotaExceededError } from '../../src/errors/index.ts';
+import type { AgentEvent } from '../../src/runtime/index.ts';
+import { SUMMARY_PREFIX } from '../../src/runtime/index.ts';
+import { type ScriptedModelServer, startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, settleWithClock, type TestHost } from '../helpers/test-host.ts';
+
+let server: ScriptedModelServer;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+beforeEach(async () => {
+  server.reset();
+  dir = await makeTempDir('loom-send-');
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+function agent(name: string, extra = '', model = 'gpt-4o'): string {
+  return `name = "${name}"\n${extra}\n[model]\nprovider = "openai"\nmodel = "${model}"\nbase_url = "${server.url}"\n`;
+}
+
+async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
+  const all: AgentEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+describe('kernel.send()', () => {
+  it('answers with the model\'s text, usage, iterations and cost, and records usage and the session', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('echo')));
+    server.script([{ text: 'Hello there.', usage: { inputTokens: 1000, outputTokens: 500 } }]);
+
+    const result = await host.kernel.send('echo', 'Hi');
+    expect(result).toEqual({ text: 'Hello there.', usage: { inputTokens: 1000, outputTokens: 500 }, iterations: 1, costUsd: expect.any(Number) as number, model: 'openai/gpt-4o' });
+    expect(result.costUsd).toBeGreaterThan(0);
+    const usage = await host.store.usage.list();
+    expect(usage).toMatchObject([{ model: 'openai/gpt-4o', inputTokens: 1000, outputTokens: 500, costUsd: result.costUsd }]);
+    const session = await host.store.sessions.get(host.kernel.get('echo').session_id);
+    expect(session?.messages).toMatchObject([{ role: 'user', content: 'Hi' }, { role: 'assistant' }]);
+  });
+
+  it('sends the stability guidelines and the history of earlier turns', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('memoryful')));
+    server.script([{ text: 'first answer' }, { text: 'second answer' }]);
+    await host.kernel.send('memoryful', 'first question');
+    await host.kernel.send('memoryful', 'second question');
+    const second = JSON.stringify(server.requests[1]?.body['messages']);
+    expect(second).toContain('STABILITY GUIDELINES');
+    expect(second).toContain('first question');
+    expect(second).toContain('first answer');
+  });
+
+  it('runs a tool the model calls inside the workspace and gives it the result', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('writer', '[capabilities]\ntools = ["file_write", "file_read"]')));
+    server.script([
+      { toolCalls: [{ name: 'file_write', input: { path: 'notes.txt', content: 'remember the milk' } }] },
+      { toolCalls: [{ name: 'file_read', input: { path: 'notes.txt' } }] },
+      { text: 'Done.' },
+    ]);
+    const events = await collect(host.kernel.stream('writer', 'Write a note'));
+    expect(await readFile(join(host.home.workspacesDir, 'writer', 'notes.txt'), 'utf8')).toBe('remember the milk');
+    expect(JSON.stringify(server.requests[2]?.body['messages'])).toContain('remember the milk');
+    const toolEvents = events.filter((event) => event.type === 'tool-call' || event.type === 'tool-result').map((event) => `${event.type}:${'toolName' in event ? event.toolName : ''}`);
+    expect(toolEvents).toEqual(['tool-call:file_write', 'tool-result:file_write', 'tool-call:file_read', 'tool-result:file_read']);
+    const finish = events.at(-1);
+    expect(finish).toMatchObject({ type: 'run-finish', result: { text: 'Done.', iterations: 3 } });
+  });
+
+  it('never shows the model a tool the agent may not call', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('narrow', '[capabilities]\ntools = ["agent_list"]')));
+    server.script([{ text: 'ok' }]);
+    await host.kernel.send('narrow', 'hi');
+    const tools = JSON.stringify(server.requests[0]?.body['tools']);
+    expect(tools).toContain('agent_list');
+    expect(tools).not.toContain('file_read');
+    expect(tools).not.toContain('shell_exec');
+  });
+
+  it('refuses a file outside the granted glob without reading it, tells the model why, and audits it', async () => {
+    host = await openTestHost(dir.path);
+    const secret = join(dir.path, 'secret.txt');
+    await import('node:fs/promises').then((fs) => fs.writeFile(secret, 'the launch codes'));
+    await host.kernel.spawn(manifest(agent('reader', `[capabilities]\ntools = ["file_read"]\nfile_read = ["${dir.path}/public/*"]`)));
+    server.script([{ toolCalls: [{ name: 'file_read', input: { path: secret } }] }, { text: 'I cannot read it.' }]);
+    const events = await collect(host.kernel.stream('reader', 'Read the secret'));
+    const result = events.find((event) => event.type === 'tool-result');
+    expect(result).toMatchObject({ isError: true });
+    expect(result !== undefined && 'text' in result ? result.text : '').toContain(`is not granted [capabilities].file_read "${secret}"`);
+    expect(JSON.stringify(server.requests)).not.toContain('the launch codes');
+    const audit = await host.store.events.list({ type: 'tool-denied' });
+    expect(audit).toMatchObject([{ data: { tool: 'file_read', agentName: 'reader' } }]);
+  });
+
+  it('moves to the fallback model after the primary keeps failing with 500', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(
+      manifest(`name = "resilient"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "${server.url}"\n`),
+    );
+    server.script([{ status: 500 }, { status: 500 }, { status: 500 }, { text: 'from the fallback' }]);
+    const result = await settleWithClock(host.clock, host.kernel.send('resilient', 'hi'));
+    expect(result).toMatchObject({ text: 'from the fallback', model: 'openai/gpt-4o-mini' });
+    expect(server.requests.map((request) => request.api)).toEqual(['anthropic', 'anthropic', 'anthropic', 'openai']);
+  });
+
+  it('routes a short plain message to the fast tier and a long code-heavy one to the smart tier', async () => {
+    const tier = (model: string) => ({ provider: 'openai', model, base_url: server.url });
+    host = await openTestHost(dir.path, { routing: { fast: tier('gpt-4o-mini'), smart: tier('gpt-4.1') } });
+    await host.kernel.spawn(manifest(agent('router', '[routing]\nenabled = true')));
+    server.script([{ text: 'short' }, { text: 'long' }]);
+    const events = await collect(host.kernel.stream('router', 'hi'));
+    expect(events).toContainEqual({ type: 'phase', phase: 'model-call', detail: 'routed to the fast tier: openai/gpt-4o-mini' });
+    const code = `Refactor this:\n\`\`\`ts\n${'function f(x: number) { return x * 2; }\n'.repeat(80)}\`\`\`\n`;
+    await host.kernel.send('router', code);
+    expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o-mini', 'gpt-4.1']);
+  });
+
+  it('uses the manifest model when the routed tier has no model configured', async () => {
+    host = await openTestHost(dir.path, { routing: { frontier: { provider: 'openai', model: 'gpt-4.1', base_url: server.url } } });
+    await host.kernel.spawn(manifest(agent('router', '[routing]\nenabled = true')));
+    server.script([{ text: 'short' }]);
+    await host.kernel.send('router', 'hi');
+    expect(server.requests[0]?.body['model']).toBe('gpt-4o');
+  });
+
+  it('refuses a repeated identical tool call at the fifth time', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('stuck', '[capabilities]\ntools = ["agent_list"]')));
+    const call = { toolCalls: [{ name: 'agent_list', input: {} }] };
+    server.script([call, call, call, call, call, { text: 'giving up' }]);
+    const events = await collect(host.kernel.stream('stuck', 'loop'));
+    const results = events.filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    expect(results.map((result) => result.isError)).toEqual([false, false, false, false, true]);
+    expect(results[4]?.text).toMatch(/agent_list.*5 times/);
+    expect(events.some((event) => event.type === 'phase' && event.phase === 'loop-guard')).toBe(true);
+  });
+
+  it('refuses a message once the hourly token quota is used, saying when it frees up', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('thrifty', '[resources]\nmax_tokens_per_hour = 20')));
+    server.script([{ text: 'a', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } }]);
+    await host.kernel.send('thrifty', 'one');
+    await host.kernel.send('thrifty', 'two');
+    const refused = host.kernel.send('thrifty', 'three');
+    await expect(refused).rejects.toThrow(QuotaExceededError);
+    await expect(host.kernel.send('thrifty', 'three')).rejects.toThrow(/has used 30 of its 20 tokens per hour; it frees up at .* \(in 60 min\)/);
+    expect(server.requests).toHaveLength(2);
+    await host.clock.advance(60 * 60 * 1000 + 1);
+    server.script([{ text: 'c' }]);
+    expect((await host.kernel.send('thrifty', 'four')).text).toBe('c');
+  });
+
+  it('compacts a long history into a summary and keeps the recent messages', async () => {
+    host = await openTestHost(dir.path, { context_windows: { 'openai/gpt-4o': 2000 } });
+    const view = await host.kernel.spawn(manifest(agent('chatty')));
+    const long = 'word '.repeat(60);
+    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${long}` }));
+    await host.store.sessions.save({ id: view.session_id, agentId: view.id, messages: history, createdAt: 0, updatedAt: 0 });
+    server.script([{ text: 'SUMMARY: thirty messages were exchanged.' }, { text: 'after compaction' }]);
+
+    const events = await collect(host.kernel.stream('chatty', 'and now?'));
+    expect(events.some((event) => event.type === 'phase' && event.phase === 'compaction')).toBe(true);
+    const session = await host.store.sessions.get(view.session_id);
+    const first = session?.messages[0] as { content: string };
+    expect(first.content.startsWith(SUMMARY_PREFIX)).toBe(true);
+    expect(first.content).toContain('thirty messages were exchanged');
+    const text = JSON.stringify(session?.messages);
+    expect(text).not.toContain('message 0 ');
+    expect(text).toContain('message 29 ');
+    expect(text).toContain('after compaction');
+    // The summary request saw the old messages; the turn itself did not.
+    expect(JSON.stringify(server.requests[0]?.body['messages'])).toContain('message 0 ');
+    expect(JSON.stringify(server.requests[1]?.body['messages'])).not.toContain('message 0 ');
+  });
+
+  it('carries on with the full history when the summary fails', async () => {
+    host = await openTestHost(dir.path, { context_windows: { 'openai/gpt-4o': 2000 } });
+    const view = await host.kernel.spawn(manifest(agent('stubborn')));
+    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
+    await host.store.sessions.save({ id: view.session_id, agentId: view.id, messages: history, createdAt: 0, updatedAt: 0 });
+    server.script([{ status: 400 }, { text: 'still here' }]);
+    expect((await host.kernel.send('stubborn', 'and now?')).text).toBe('still here');
+    // Nothing was summarised, so nothing was dropped from the session (the request itself was
+    // cut to fit the window by session repair).
+    const stored = JSON.stringify((await host.store.sessions.get(view.session_id))?.messages);
+    expect(stored).toContain('message 0 ');
+    expect(stored).not.toContain(SUMMARY_PREFIX);
+    expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('Earlier messages were removed to fit the context window');
+  });
+
+  it('lets an agent message another and get its reply as the tool result', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('caller', '[capabilities]\ntools = ["agent_message"]\nagent_message = ["callee"]')));
+    await host.kernel.spawn(manifest(agent('callee')));
+    server.script([
+      { toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'callee', message: 'ping' } }] },
+      { text: 'pong' },
+      { text: 'callee said pong' },
+    ]);
+    const result = await host.kernel.send('caller', 'ask callee');
+    expect(result.text).toBe('callee said pong');
+    expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('ping');
+    expect(JSON.stringify(server.requests[2]?.body['messages'])).toContain('pong');
+  });
+
+  it('refuses a message to an agent the caller holds no agent_message grant for', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('nosy', '[capabilities]\ntools = ["agent_message"]')));
+    await host.kernel.spawn(manifest(agent('private')));
+    server.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'private', message: 'hi' } }] }, { text: 'refused' }]);
+    const events = await collect(host.kernel.stream('nosy', 'talk to private'));
+    expect(events.find((event) => event.type === 'tool-result')).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].agent_message "private"') as string });
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('stops agent-to-agent chains past five levels and refuses cycles', async () => {
+    host = await openTestHost(dir.path);
+    const ids: string[] = [];
+    for (const name of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'target']) {
+      ids.push((await host.kernel.spawn(manifest(agent(name, '[capabilities]\nagent_message = ["*"]')))).id);
+    }
+    const [a1, a2, a3, a4, a5, a6] = ids as [string, string, string, string, string, string];
+    await expect(host.kernel.send('target', 'deep', { caller: { kind: 'agent', agentId: a6, chain: [a1, a2, a3, a4, a5] } })).rejects.toThrow(AgentChainError);
+    await expect(host.kernel.send('a1', 'back', { caller: { kind: 'agent', agentId: a2, chain: [a1] } })).rejects.toThrow(/already waiting in this chain/);
+    server.script([{ text: 'five deep is fine' }]);
+    const ok = await host.kernel.send('target', 'depth five', { caller: { kind: 'agent', agentId: a5, chain: [a1, a2, a3, a4] } });
+    expect(ok.text).toBe('five deep is fine');
+  });
+
+  it('refuses a suspended agent and a viewer', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('napping')));
+    await expect(host.kernel.send('napping', 'hi', { caller: { kind: 'user', role: 'viewer' } })).rejects.toThrow(AccessDeniedError);
+    await host.kernel.suspend('napping');
+    await expect(host.kernel.send('napping', 'hi')).rejects.toThrow(AgentStateError);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('keeps the user\'s message in the session when every model fails', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('doomed')));
+    server.script([{ status: 401 }]);
+    await expect(host.kernel.send('doomed', 'are you there?')).rejects.toThrow(/openai\/gpt-4o/);
+    const session = await host.store.sessions.get(host.kernel.get('doomed').session_id);
+    expect(session?.messages).toEqual([{ role: 'user', content: 'are you there?' }]);
+  });
+
+  it('continues a reply cut off by the token limit', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('verbose')));
+    server.script([{ text: 'part one, ', finishReason: 'length' }, { text: 'part two.' }]);
+    const result = await host.kernel.send('verbose', 'tell me everything');
+    expect(result).toMatchObject({ text: 'part one, part two.', iterations: 2 });
+    expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('Please continue');
+  });
+});
