@@ -1,5 +1,6 @@
 import { describeCapability } from '../capabilities/index.ts';
-import type { AgentDetailView, AgentView } from '../kernel/index.ts';
+import type { AgentDetailView, AgentView, UsageRow } from '../kernel/index.ts';
+import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 
 /** Pads columns so they line up; the last column is not padded. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -48,4 +49,33 @@ export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) =
     ...agent.capabilities.map((capability) => `  ${describeCapability(capability)}`),
   ];
   return lines.join('\n') + '\n';
+}
+
+const usd = (amount: number): string => `$${amount.toFixed(amount >= 1 ? 2 : 4)}`;
+
+/** The line after a reply: tokens, cost, iterations, model. */
+export function formatTurnFooter(result: TurnResult): string {
+  return `  [${result.usage.inputTokens} in · ${result.usage.outputTokens} out · ${usd(result.costUsd)} · ${result.iterations} iteration${result.iterations === 1 ? '' : 's'} · ${result.model}]`;
+}
+
+/** One line for a tool call (`→`) or its result (`←`, `✗` when it failed). */
+export function formatToolLine(event: Extract<AgentEvent, { type: 'tool-call' | 'tool-result' }>): string {
+  const oneLine = (text: string, max: number): string => {
+    const flat = text.replace(/\s+/g, ' ').trim();
+    return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  };
+  if (event.type === 'tool-call') return `  → ${event.toolName} ${oneLine(JSON.stringify(event.input), 120)}`;
+  return `  ${event.isError ? '✗' : '←'} ${event.toolName}: ${oneLine(event.text, 120)}`;
+}
+
+/** `loom usage` as a table. */
+export function formatUsage(rows: readonly UsageRow[]): string {
+  if (rows.length === 0) return 'No usage recorded yet.\n';
+  const total = rows.reduce((sum, row) => sum + row.cost_usd, 0);
+  return (
+    formatTable(
+      ['AGENT', 'MODEL', 'CALLS', 'INPUT', 'OUTPUT', 'COST'],
+      rows.map((row) => [row.agent ?? `${row.agent_id} (killed)`, row.model, String(row.calls), String(row.input_tokens), String(row.output_tokens), usd(row.cost_usd)]),
+    ) + `total ${usd(total)}\n`
+  );
 }

@@ -4,6 +4,8 @@ import { type CliIo, processIo } from './cli-io.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
+import { registerSendCommands } from './commands/send-commands.ts';
+import { registerUsageCommand } from './commands/usage-command.ts';
 import { LOOM_VERSION } from './version.ts';
 
 /** Exit statuses: done, anything else, bad input (invalid manifest, unknown agent, refused capability, usage). */
@@ -23,6 +25,8 @@ function buildProgram(io: CliIo): Command {
   registerInitCommand(program, io);
   registerManifestCommands(program, io);
   registerAgentCommands(program, io);
+  registerSendCommands(program, io);
+  registerUsageCommand(program, io);
   return program;
 }
 

@@ -22,6 +22,12 @@ export const ConfigSchema = z.strictObject({
       level: z.enum(LOG_LEVELS).default('info'),
     })
     .prefault({}),
+  scheduler: z
+    .strictObject({
+      /** The IANA time zone cron schedules are read in. */
+      timezone: z.string().min(1).default('UTC'),
+    })
+    .prefault({}),
   /** The model of agents whose manifest has no `[model]`. */
   default_model: ModelTargetSchema.optional(),
   /** The model serving each routing tier, for agents with `[routing]` enabled. */
@@ -59,6 +65,10 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 [log]
 # debug | info | warn | error | silent
 # level = "info"
+
+[scheduler]
+# The IANA time zone cron schedules ([schedule].cron) are read in.
+# timezone = "UTC"
 
 # The model of agents whose manifest has no [model]. Without it such agents cannot run.
 # [default_model]

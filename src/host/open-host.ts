@@ -4,6 +4,7 @@ import { type Config, expandHome, type LoomHome } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
+import { createScheduler } from '../scheduler/index.ts';
 import { openSqliteStore, type SqliteStore } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
@@ -17,8 +18,11 @@ export interface HostOptions {
   clock?: Clock;
   /** The fetch model providers use (tests point it nowhere in particular; the default is global fetch). */
   fetch?: ModelFetch;
-  /** More lifecycle hooks (the scheduler). */
-  hooks?: readonly AgentLifecycleHook[];
+  /**
+   * Run agents' `[schedule]` (continuous, periodic, proactive). The daemon does; a one-off CLI
+   * command must not, or listing agents would wake them.
+   */
+  runSchedules?: boolean;
 }
 
 /** A booted kernel with its Node edges: the SQLite store, workspaces, models and tools. */
@@ -53,14 +57,23 @@ export async function openHost(options: HostOptions): Promise<Host> {
   const store = openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
   try {
     const runtime = createRuntime(options);
-    const kernel = createKernel({
-      store,
-      clock: options.clock ?? createSystemClock(),
-      ids: createUuidGenerator(),
-      logger: options.logger,
-      runtime,
-      hooks: [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), ...(options.hooks ?? [])],
-    });
+    const clock = options.clock ?? createSystemClock();
+    const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent))];
+    // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
+    const late: { kernel?: Kernel } = {};
+    const scheduler =
+      options.runSchedules === true
+        ? createScheduler({
+            clock,
+            logger: options.logger,
+            timezone: options.config.scheduler.timezone,
+            send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message)),
+            events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
+          })
+        : undefined;
+    if (scheduler !== undefined) hooks.push(scheduler);
+    const kernel = createKernel({ store, clock, ids: createUuidGenerator(), logger: options.logger, runtime, hooks });
+    late.kernel = kernel;
     const report = await kernel.boot();
     return {
       kernel,
@@ -69,6 +82,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       report,
       close: async () => {
         await kernel.shutdown();
+        scheduler?.stopAll();
         await store.close();
       },
     };

@@ -15,7 +15,12 @@ export async function* streamRun(run: (emit: AgentEventSink) => Promise<unknown>
   };
   run(push)
     .catch((error: unknown) => {
-      push({ type: 'error', code: isLoomError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
+      push({
+        type: 'error',
+        code: isLoomError(error) ? error.code : 'INTERNAL',
+        category: isLoomError(error) ? error.category : 'system',
+        message: error instanceof Error ? error.message : String(error),
+      });
     })
     .finally(() => {
       done = true;

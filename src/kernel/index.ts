@@ -14,4 +14,8 @@ export { modelName } from './message-flow.ts';
 export type { SendOptions } from './message-flow.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';
 export type { QuotaLimits } from './quota-tracker.ts';
+export { toTurnView } from './turn-view.ts';
+export type { TurnView } from './turn-view.ts';
+export { summarizeUsage } from './usage-report.ts';
+export type { UsageRow } from './usage-report.ts';
 export { createUuidGenerator } from './uuid-generator.ts';

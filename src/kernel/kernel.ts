@@ -21,6 +21,7 @@ import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import { createMessageFlow, type SendOptions } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
+import { summarizeUsage, type UsageRow } from './usage-report.ts';
 
 /** What the kernel is built from. It reads no globals and no environment. */
 export interface KernelDependencies {
@@ -85,6 +86,8 @@ export interface Kernel {
    *   {ModelCallFailedError} when every model failed.
    */
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /** Tokens and cost by agent and model, optionally for one agent (name or id) and since a time. */
+  usage(options?: { agent?: string; since?: number }): Promise<UsageRow[]>;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
   /** Stops every running agent without changing what is stored, so the next boot resumes them. */
@@ -311,6 +314,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     send: (reference, message, options) => flow.send(reference, message, options),
+
+    async usage(options = {}) {
+      const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? registry.resolve(options.agent).id);
+      const records = await store.usage.list({ ...(agentId === undefined ? {} : { agentId }), ...(options.since === undefined ? {} : { since: options.since }) });
+      return summarizeUsage(records, (id) => registry.find(id)?.name);
+    },
 
     stream: (reference, message, options = {}) => streamRun((emit) => flow.send(reference, message, { ...options, emit })),
 

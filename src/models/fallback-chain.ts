@@ -75,6 +75,8 @@ export async function callWithFallback<T>(
   const signal = options.signal ?? new AbortController().signal;
   const failures: ModelFailure[] = [];
   let lastError: unknown;
+  // When every model failed for the user's own reasons (a missing key), the whole failure is theirs.
+  let onlyUserErrors = true;
 
   for (const model of models) {
     const name = `${model.provider}/${model.model}`;
@@ -87,6 +89,7 @@ export async function callWithFallback<T>(
         // An abort is the caller's decision, not the model's failure: stop everything.
         signal.throwIfAborted();
         lastError = error;
+        onlyUserErrors &&= isLoomError(error) && error.category === 'user';
         const classified = classifyModelError(error, clock.now());
         const delayMs = classified.retryAfterMs ?? Math.min(maxDelayMs, baseDelayMs * 2 ** (attemptNumber - 1));
         const willRetry = classified.retryable && attemptNumber <= retries && delayMs <= maxDelayMs;
@@ -103,7 +106,7 @@ export async function callWithFallback<T>(
       }
     }
   }
-  throw new ModelCallFailedError(failures, { cause: lastError });
+  throw new ModelCallFailedError(failures, { cause: lastError, category: onlyUserErrors ? 'user' : 'third-party' });
 }
 
 /** Reads status, retryability and `retry-after` from whatever a provider call threw. */

@@ -28,7 +28,7 @@ export type AgentEvent =
   | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
   | { type: 'phase'; phase: RunPhase; detail: string }
   | { type: 'run-finish'; result: TurnResult }
-  | { type: 'error'; code: string; message: string };
+  | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string };
 
 /** Receives a run's events as they happen. Must not throw. */
 export type AgentEventSink = (event: AgentEvent) => void;

@@ -14,10 +14,15 @@ export interface TestHost extends Host {
 }
 
 /** Opens a host in `dir` with `config` (config.toml's shape, as an object). */
-export async function openTestHost(dir: string, config: Record<string, unknown> = {}, env: Record<string, string> = TEST_KEYS): Promise<TestHost> {
+export async function openTestHost(
+  dir: string,
+  config: Record<string, unknown> = {},
+  env: Record<string, string> = TEST_KEYS,
+  options: { runSchedules?: boolean } = {},
+): Promise<TestHost> {
   const home = resolveLoomHome({ LOOM_HOME: join(dir, 'home') }, dir);
   const clock = createFakeClock();
-  const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: createSilentLogger(), clock });
+  const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: createSilentLogger(), clock, runSchedules: options.runSchedules ?? false });
   return { ...host, home, clock };
 }
 

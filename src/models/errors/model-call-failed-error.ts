@@ -22,11 +22,12 @@ export interface ModelFailure {
 export class ModelCallFailedError extends LoomError {
   readonly failures: readonly ModelFailure[];
 
-  constructor(failures: readonly ModelFailure[], options?: LoomErrorOptions) {
+  /** `category` is `user` when every model failed for the user's own reasons (e.g. missing keys). */
+  constructor(failures: readonly ModelFailure[], options?: LoomErrorOptions & { category?: 'user' | 'third-party' }) {
     const listed = failures.map((failure) => `"${failure.model}" (${failure.attempts} ${failure.attempts === 1 ? 'attempt' : 'attempts'}): ${failure.message}`);
     const noun = failures.length === 1 ? 'model' : 'models';
-    super('MODEL_CALL_FAILED', 'third-party', `cannot get a reply: all ${failures.length} ${noun} failed: ${listed.join('; ')}`, {
-      ...options,
+    super('MODEL_CALL_FAILED', options?.category ?? 'third-party', `cannot get a reply: all ${failures.length} ${noun} failed: ${listed.join('; ')}`, {
+      ...(options?.cause === undefined ? {} : { cause: options.cause }),
       details: { failures: failures.map((failure): JsonObject => ({ ...failure })), ...options?.details },
     });
     this.failures = failures;

@@ -1,0 +1,290 @@
+import { Cron } from 'croner';
+import { matchesPattern } from '../capabilities/index.ts';
+import type { Clock, Logger } from '../contracts/index.ts';
+import { ConfigError } from '../errors/index.ts';
+import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
+import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
+import { globDirectory } from './glob-directory.ts';
+import {
+  type FileTriggerEvent,
+  isFileTriggerEvent,
+  isLifecycleTriggerEvent,
+  LIFECYCLE_TRIGGER_EVENTS,
+  type LifecycleTriggerEvent,
+  SUPPORTED_TRIGGER_EVENTS,
+} from './trigger-events.ts';
+import { watchFilesWithNode, type WatchFiles } from './watch-files.ts';
+
+/** The message a `continuous` agent receives at each interval. */
+export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
+
+/** The time zone cron expressions are read in when none is configured. */
+export const DEFAULT_SCHEDULER_TIMEZONE = 'UTC';
+
+/** What the scheduler needs. */
+export interface SchedulerOptions {
+  clock: Clock;
+  logger: Logger;
+  /**
+   * Delivers a message to an agent and resolves when its run ends. A function rather than the
+   * kernel, since the kernel is built (with this scheduler as a hook) before it can send.
+   */
+  send: (agentId: string, message: string) => Promise<unknown>;
+  /** The kernel's event bus, for `agent_*` triggers. Without it those triggers are logged and skipped. */
+  events?: EventBus | undefined;
+  /** The file watcher for `file_*` triggers; {@link watchFilesWithNode} by default. */
+  watch?: WatchFiles | undefined;
+  /** The IANA time zone cron expressions are read in; `UTC` by default. */
+  timezone?: string | undefined;
+}
+
+/** The scheduler: a lifecycle hook that runs each agent's `[schedule]`, plus `stopAll`. */
+export interface Scheduler extends AgentLifecycleHook {
+  readonly name: 'scheduler';
+  /** Ends every agent's loops, watchers and subscriptions, as `stop` does for one. */
+  stopAll(): void;
+}
+
+/** What one started agent holds: stopping aborts the signal and runs the cleanups. */
+interface Activity {
+  readonly controller: AbortController;
+  readonly cleanups: (() => void)[];
+}
+
+type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
+
+/**
+ * Creates the scheduler (spec/01 "Scheduling Modes"). On `start(agent)` it begins what the
+ * agent's `[schedule]` asks for: nothing for `reactive`; a wake-up every `interval_seconds` for
+ * `continuous`; a wake-up at each time of the `cron` expression (in `timezone`) for `periodic`;
+ * a message per matching file or lifecycle event for `proactive`. `stop(agent)` ends all of it
+ * at once. Runs of one agent never overlap: a wake-up due while the previous run is still going
+ * is skipped and logged, so nothing queues up. A run that fails is logged; the schedule goes on.
+ *
+ * `agent_message` triggers are not supported (the kernel publishes no message events); they
+ * are logged at start, like unknown trigger events.
+ *
+ * @throws {ConfigError} when `timezone` is not a time zone this runtime knows.
+ * @example
+ * ```ts
+ * let kernel: Kernel | undefined;
+ * const scheduler = createScheduler({ clock, logger, send: (id, message) => kernel!.send(id, message) });
+ * kernel = createKernel({ ...dependencies, hooks: [scheduler] });
+ * ```
+ */
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  const { clock, send, events } = options;
+  const timezone = options.timezone ?? DEFAULT_SCHEDULER_TIMEZONE;
+  assertTimeZone(timezone);
+  const watchFiles = options.watch ?? watchFilesWithNode;
+  const baseLogger = options.logger.child({ subsystem: 'scheduler' });
+  const active = new Map<string, Activity>();
+  // Kept apart from `active` so that a run still going when its agent is stopped and started
+  // again (suspend, resume) still blocks an overlapping one.
+  const busy = new Set<string>();
+
+  function wake(agent: AgentEntry, message: string, cause: string, signal: AbortSignal, logger: Logger): void {
+    if (signal.aborted) return;
+    if (busy.has(agent.id)) {
+      logger.warn({ cause }, `skipped a wake-up of agent "${agent.name}" (${cause}): its previous run is still going`);
+      return;
+    }
+    busy.add(agent.id);
+    logger.debug({ cause }, `waking agent "${agent.name}" (${cause})`);
+    const run = async (): Promise<void> => {
+      try {
+        await send(agent.id, message);
+      } catch (error) {
+        logger.error({ err: error, cause }, `scheduled run of agent "${agent.name}" (${cause}) failed`);
+      } finally {
+        busy.delete(agent.id);
+      }
+    };
+    void run();
+  }
+
+  /** Sleeps until each instant `next` gives (null ends the loop), then calls `tick`; stops on abort. */
+  function loop(signal: AbortSignal, next: (previous: number | undefined) => number | null, tick: () => void, logger: Logger): void {
+    const run = async (): Promise<void> => {
+      let previous: number | undefined;
+      for (;;) {
+        const at = next(previous);
+        if (at === null) return;
+        try {
+          await clock.sleep(Math.max(0, at - clock.now()), { signal });
+        } catch (error) {
+          if (signal.aborted) return;
+          throw error;
+        }
+        if (signal.aborted) return;
+        previous = at;
+        tick();
+      }
+    };
+    run().catch((error: unknown) => logger.error({ err: error }, 'a schedule loop stopped on an error'));
+  }
+
+  function startContinuous(agent: AgentEntry, activity: Activity, logger: Logger): void {
+    const intervalMs = (agent.manifest.schedule.interval_seconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
+    const { signal } = activity.controller;
+    loop(
+      signal,
+      (previous) => {
+        // Fixed cadence from the start; ticks missed while the clock jumped are dropped, not queued.
+        const now = clock.now();
+        let due = (previous ?? now) + intervalMs;
+        while (due <= now && previous !== undefined) due += intervalMs;
+        return due;
+      },
+      () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger),
+      logger,
+    );
+  }
+
+  function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
+    const expression = agent.manifest.schedule.cron;
+    if (expression === undefined) {
+      logger.error({}, `cannot schedule agent "${agent.name}": mode = "periodic" needs a cron expression`);
+      return;
+    }
+    let cron: Cron;
+    try {
+      cron = new Cron(expression, { paused: true, timezone });
+    } catch (error) {
+      logger.error({ err: error, cron: expression }, `cannot schedule agent "${agent.name}": invalid cron expression "${expression}"`);
+      return;
+    }
+    const { signal } = activity.controller;
+    const message = `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
+    loop(
+      signal,
+      (previous) => {
+        // From the later of now and the last run, so a clock waking a hair early cannot fire twice.
+        const reference = Math.max(clock.now(), previous ?? Number.NEGATIVE_INFINITY);
+        return cron.nextRun(new Date(reference))?.getTime() ?? null;
+      },
+      () => wake(agent, message, `cron "${expression}"`, signal, logger),
+      logger,
+    );
+  }
+
+  function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {
+    const { pattern } = trigger;
+    if (pattern === undefined) {
+      logger.error({ trigger: event }, `skipped trigger "${event}" of agent "${agent.name}": it needs a pattern, e.g. pattern = "/data/inbox/*.json"`);
+      return;
+    }
+    const directory = globDirectory(pattern);
+    const { signal } = activity.controller;
+    const seen = new Set<string>();
+    try {
+      const unwatch = watchFiles(
+        directory,
+        (path, exists) => {
+          if (!matchesPattern(pattern, path)) return;
+          if (!exists) {
+            seen.delete(path);
+            return;
+          }
+          const created = !seen.has(path);
+          seen.add(path);
+          if (created !== (event === 'file_created')) return;
+          wake(agent, trigger.message ?? `[trigger] ${event}: ${path}`, `${event} ${path}`, signal, logger);
+        },
+        (error) => logger.error({ err: error, directory }, `the watcher on "${directory}" for agent "${agent.name}" failed`),
+      );
+      activity.cleanups.push(unwatch);
+    } catch (error) {
+      logger.error({ err: error, directory }, `skipped trigger "${event}" of agent "${agent.name}": cannot watch "${directory}"`);
+    }
+  }
+
+  function startLifecycleTrigger(agent: AgentEntry, trigger: Trigger, event: LifecycleTriggerEvent, activity: Activity, logger: Logger): void {
+    if (events === undefined) {
+      logger.warn({ trigger: event }, `skipped trigger "${event}" of agent "${agent.name}": the scheduler has no event bus`);
+      return;
+    }
+    const type = LIFECYCLE_TRIGGER_EVENTS[event];
+    const { pattern } = trigger;
+    const { signal } = activity.controller;
+    const unsubscribe = events.subscribe((kernelEvent) => {
+      if (kernelEvent.type !== type) return;
+      // An agent hearing of its own resume (its hook starts just before the event) is noise.
+      if (kernelEvent.agentId === agent.id) return;
+      if (pattern !== undefined && !matchesPattern(pattern, kernelEvent.name)) return;
+      const message = trigger.message ?? `[trigger] ${event}: agent "${kernelEvent.name}" (${kernelEvent.agentId})`;
+      wake(agent, message, `${event} ${kernelEvent.name}`, signal, logger);
+    });
+    activity.cleanups.push(unsubscribe);
+  }
+
+  function startProactive(agent: AgentEntry, activity: Activity, logger: Logger): void {
+    for (const trigger of agent.manifest.schedule.triggers) {
+      const { event } = trigger;
+      if (isFileTriggerEvent(event)) startFileTrigger(agent, trigger, event, activity, logger);
+      else if (isLifecycleTriggerEvent(event)) startLifecycleTrigger(agent, trigger, event, activity, logger);
+      else if (event === 'agent_message') {
+        logger.warn({ trigger: event }, `skipped trigger "agent_message" of agent "${agent.name}": not supported yet, the kernel publishes no message events`);
+      } else {
+        logger.warn(
+          { trigger: event },
+          `skipped trigger "${event}" of agent "${agent.name}": unknown event; expected one of ${SUPPORTED_TRIGGER_EVENTS.join(', ')}`,
+        );
+      }
+    }
+  }
+
+  function stopAgent(agentId: string): void {
+    const activity = active.get(agentId);
+    if (activity === undefined) return;
+    active.delete(agentId);
+    activity.controller.abort();
+    for (const cleanup of activity.cleanups) {
+      try {
+        cleanup();
+      } catch (error) {
+        baseLogger.error({ err: error, agentId }, 'a schedule cleanup failed');
+      }
+    }
+  }
+
+  return {
+    name: 'scheduler',
+    start(agent) {
+      if (active.has(agent.id)) return;
+      const { mode } = agent.manifest.schedule;
+      if (mode === 'reactive') return;
+      const activity: Activity = { controller: new AbortController(), cleanups: [] };
+      active.set(agent.id, activity);
+      const logger = baseLogger.child({ agentId: agent.id });
+      switch (mode) {
+        case 'continuous':
+          startContinuous(agent, activity, logger);
+          break;
+        case 'periodic':
+          startPeriodic(agent, activity, logger);
+          break;
+        case 'proactive':
+          startProactive(agent, activity, logger);
+          break;
+      }
+    },
+    stop(agent) {
+      stopAgent(agent.id);
+    },
+    stopAll() {
+      for (const agentId of [...active.keys()]) stopAgent(agentId);
+    },
+  };
+}
+
+function assertTimeZone(timezone: string): void {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+  } catch (error) {
+    throw new ConfigError(`cannot create the scheduler: unknown time zone "${timezone}"; use an IANA name such as "Europe/Paris"`, {
+      cause: error,
+      details: { timezone },
+    });
+  }
+}

@@ -1,0 +1,63 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CONTINUOUS_WAKE_MESSAGE } from '../../src/scheduler/index.ts';
+import { type ScriptedModelServer, startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+let server: ScriptedModelServer;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+beforeEach(async () => {
+  server.reset();
+  dir = await makeTempDir('loom-scheduled-');
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+const model = (): string => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+
+async function until(condition: () => boolean, advance: () => Promise<void>): Promise<void> {
+  for (let step = 0; step < 200 && !condition(); step += 1) await advance();
+}
+
+describe('scheduled agents in a host that runs schedules', () => {
+  it('wakes a continuous agent every interval on the clock, and stops when it is suspended', async () => {
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
+    await host.kernel.spawn(manifest(`name = "watcher"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n${model()}`));
+    server.script([{ text: 'nothing to do' }, { text: 'still nothing' }]);
+    await host.clock.advance(59_000);
+    expect(server.requests).toHaveLength(0);
+    await until(() => server.requests.length === 1, () => host.clock.advance(1_000));
+    expect(JSON.stringify(server.requests[0]?.body['messages'])).toContain(CONTINUOUS_WAKE_MESSAGE);
+    await until(() => server.requests.length === 2, () => host.clock.advance(1_000));
+    expect(server.requests).toHaveLength(2);
+    await host.kernel.suspend('watcher');
+    await host.clock.advance(600_000);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('does not wake anything in a host that does not run schedules (a CLI command)', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(`name = "watcher"\n[schedule]\nmode = "continuous"\ninterval_seconds = 1\n${model()}`));
+    await host.clock.advance(60_000);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('wakes a proactive agent when another agent is spawned', async () => {
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
+    await host.kernel.spawn(manifest(`name = "greeter"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"\nmessage = "Someone new arrived."\n${model()}`));
+    server.script([{ text: 'Welcome!' }]);
+    await host.kernel.spawn(manifest('name = "newcomer"'));
+    await until(() => server.requests.length === 1, () => host.clock.advance(10));
+    expect(JSON.stringify(server.requests[0]?.body['messages'])).toContain('Someone new arrived.');
+  });
+});

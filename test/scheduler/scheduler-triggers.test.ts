@@ -1,0 +1,246 @@
+import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFakeClock } from '../../src/clock/index.ts';
+import { createEventBus, type EventBus } from '../../src/kernel/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { createScheduler, type Scheduler } from '../../src/scheduler/index.ts';
+import { createRecordingLogger } from '../support/recording-logger.ts';
+import { agentEntry, createFakeWatcher, deferred, recordingSend } from './scheduler-fixtures.ts';
+
+const START = Date.UTC(2026, 0, 1);
+
+function trigger(event: string, extra = ''): string {
+  return `[[schedule.triggers]]\nevent = "${event}"\n${extra}`;
+}
+
+function proactive(...triggers: string[]): string {
+  return `[schedule]\nmode = "proactive"\n\n${triggers.join('\n')}`;
+}
+
+function setup() {
+  const clock = createFakeClock(START);
+  const logger = createRecordingLogger();
+  const watcher = createFakeWatcher();
+  const events = createEventBus(createSilentLogger());
+  const { send, calls } = recordingSend(() => clock.now());
+  const scheduler = createScheduler({ clock, logger, send, events, watch: watcher.watch });
+  // Lets a finished run clear the agent's busy mark before the next event.
+  const settle = () => clock.advance(0);
+  return { clock, logger, watcher, events, calls, scheduler, settle };
+}
+
+function spawned(events: EventBus, name: string, agentId = `id-${name}`): void {
+  events.publish({ type: 'agent-spawn', at: START, agentId, name, parentId: null });
+}
+
+describe('scheduler: file triggers (injected watcher)', () => {
+  it('file_created watches the fixed directory of the pattern and sends for a new matching path only', async () => {
+    const { watcher, calls, scheduler, settle } = setup();
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/data/inbox/*.json"'))));
+    expect(watcher.watches.map((watch) => watch.directory)).toEqual(['/data/inbox']);
+
+    watcher.emit('/data/inbox/a.txt');
+    watcher.emit('/data/other/b.json');
+    await settle();
+    expect(calls).toEqual([]);
+
+    watcher.emit('/data/inbox/a.json');
+    await settle();
+    expect(calls).toEqual([{ agentId: 'id-ingest', message: '[trigger] file_created: /data/inbox/a.json', at: START }]);
+
+    // A second event on the same path is a change, not a creation.
+    watcher.emit('/data/inbox/a.json');
+    await settle();
+    expect(calls).toHaveLength(1);
+  });
+
+  it('file_created fires again for a path that was deleted and created anew', async () => {
+    const { watcher, calls, scheduler, settle } = setup();
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/data/inbox/*.json"'))));
+    watcher.emit('/data/inbox/a.json');
+    await settle();
+    watcher.emit('/data/inbox/a.json', false);
+    await settle();
+    expect(calls).toHaveLength(1);
+    watcher.emit('/data/inbox/a.json');
+    await settle();
+    expect(calls).toHaveLength(2);
+  });
+
+  it('file_changed sends the trigger message only for a matching path seen before', async () => {
+    const { watcher, calls, scheduler, settle } = setup();
+    await scheduler.start(
+      agentEntry('ingest', proactive(trigger('file_changed', 'pattern = "/data/*.csv"\nmessage = "a report changed: re-read it"'))),
+    );
+    watcher.emit('/data/q4.csv');
+    await settle();
+    expect(calls).toEqual([]);
+    watcher.emit('/data/q4.csv');
+    await settle();
+    expect(calls.map((call) => call.message)).toEqual(['a report changed: re-read it']);
+    watcher.emit('/data/q4.txt');
+    watcher.emit('/data/q4.txt');
+    await settle();
+    expect(calls).toHaveLength(1);
+  });
+
+  it('skips a file event that arrives while the previous run is still going', async () => {
+    const clock = createFakeClock(START);
+    const watcher = createFakeWatcher();
+    const logger = createRecordingLogger();
+    const slow = deferred();
+    const { send, calls } = recordingSend(() => clock.now(), () => slow.promise);
+    const scheduler = createScheduler({ clock, logger, send, watch: watcher.watch });
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/in/*"'))));
+    watcher.emit('/in/a');
+    watcher.emit('/in/b');
+    await clock.advance(0);
+    expect(calls.map((call) => call.message)).toEqual(['[trigger] file_created: /in/a']);
+    expect(logger.entries.filter((entry) => entry.level === 'warn').map((entry) => entry.bindings['cause'])).toEqual(['file_created /in/b']);
+    slow.resolve();
+    await clock.advance(0);
+    watcher.emit('/in/c');
+    expect(calls).toHaveLength(2);
+  });
+
+  it('stop() closes the watchers: later file events send nothing', async () => {
+    const { watcher, calls, scheduler, settle } = setup();
+    const agent = agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/in/*"'), trigger('file_changed', 'pattern = "/out/*"')));
+    await scheduler.start(agent);
+    await scheduler.stop(agent, 'kill');
+    expect(watcher.watches.map((watch) => watch.closed)).toEqual([true, true]);
+    // Even a watcher that reports after being closed (an event already queued) is ignored.
+    watcher.watches[0]?.onChange('/in/late', true);
+    await settle();
+    expect(calls).toEqual([]);
+  });
+
+  it('logs and skips a file trigger without a pattern, and one whose directory cannot be watched', async () => {
+    const clock = createFakeClock(START);
+    const logger = createRecordingLogger();
+    const scheduler = createScheduler({
+      clock,
+      logger,
+      send: () => Promise.resolve(),
+      watch: () => {
+        throw new Error('ENOENT: no such file or directory');
+      },
+    });
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created'), trigger('file_changed', 'pattern = "/missing/*"'))));
+    const errors = logger.entries.filter((entry) => entry.level === 'error').map((entry) => entry.message);
+    expect(errors).toEqual([
+      'skipped trigger "file_created" of agent "ingest": it needs a pattern, e.g. pattern = "/data/inbox/*.json"',
+      'skipped trigger "file_changed" of agent "ingest": cannot watch "/missing"',
+    ]);
+  });
+});
+
+describe('scheduler: file triggers (node:fs watcher)', () => {
+  let directory: string | undefined;
+  let scheduler: Scheduler | undefined;
+  afterEach(async () => {
+    scheduler?.stopAll();
+    if (directory !== undefined) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('file_created sends the path of a .json file written into a watched temp directory, not of a .txt', async () => {
+    directory = await realpath(await mkdtemp(join(tmpdir(), 'loom-scheduler-')));
+    const sent = deferred<string>();
+    const clock = createFakeClock(START);
+    scheduler = createScheduler({
+      clock,
+      logger: createSilentLogger(),
+      send: (_agentId, message) => {
+        sent.resolve(message);
+        return Promise.resolve();
+      },
+    });
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', `pattern = "${directory}/*.json"`))));
+    await writeFile(join(directory, 'notes.txt'), 'ignored');
+    await writeFile(join(directory, 'order.json'), '{}');
+    const timeout = AbortSignal.timeout(5000);
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      timeout.addEventListener('abort', () => reject(new Error('no send within 5 s of writing the file')), { once: true });
+    });
+    await expect(Promise.race([sent.promise, timedOut])).resolves.toBe(`[trigger] file_created: ${join(directory, 'order.json')}`);
+  });
+});
+
+describe('scheduler: lifecycle triggers (real event bus)', () => {
+  it('agent_spawned sends when an agent whose name matches the pattern is spawned, and only then', async () => {
+    const { events, calls, scheduler, settle } = setup();
+    await scheduler.start(agentEntry('overseer', proactive(trigger('agent_spawned', 'pattern = "worker-*"'))));
+    spawned(events, 'chat');
+    events.publish({ type: 'agent-kill', at: START, agentId: 'id-worker-1', name: 'worker-1', reason: 'requested' });
+    await settle();
+    expect(calls).toEqual([]);
+    spawned(events, 'worker-1');
+    await settle();
+    expect(calls).toEqual([{ agentId: 'id-overseer', message: '[trigger] agent_spawned: agent "worker-1" (id-worker-1)', at: START }]);
+  });
+
+  it('agent_killed, agent_suspended and agent_resumed follow their kernel events, with the trigger messages', async () => {
+    const { events, calls, scheduler, settle } = setup();
+    await scheduler.start(
+      agentEntry(
+        'overseer',
+        proactive(
+          trigger('agent_killed', 'message = "killed"'),
+          trigger('agent_suspended', 'message = "suspended"'),
+          trigger('agent_resumed', 'message = "resumed"'),
+        ),
+      ),
+    );
+    events.publish({ type: 'agent-suspend', at: START, agentId: 'id-w', name: 'w' });
+    await settle();
+    events.publish({ type: 'agent-resume', at: START, agentId: 'id-w', name: 'w' });
+    await settle();
+    events.publish({ type: 'agent-kill', at: START, agentId: 'id-w', name: 'w', reason: 'requested' });
+    await settle();
+    spawned(events, 'w');
+    await settle();
+    expect(calls.map((call) => call.message)).toEqual(['suspended', 'resumed', 'killed']);
+  });
+
+  it('a trigger without a pattern fires for any agent, but not for the agent itself', async () => {
+    const { events, calls, scheduler, settle } = setup();
+    await scheduler.start(agentEntry('overseer', proactive(trigger('agent_resumed'))));
+    events.publish({ type: 'agent-resume', at: START, agentId: 'id-overseer', name: 'overseer' });
+    await settle();
+    expect(calls).toEqual([]);
+    events.publish({ type: 'agent-resume', at: START, agentId: 'id-any', name: 'any' });
+    await settle();
+    expect(calls).toHaveLength(1);
+  });
+
+  it('stop() unsubscribes from the event bus', async () => {
+    const { events, calls, scheduler, settle } = setup();
+    const agent = agentEntry('overseer', proactive(trigger('agent_spawned')));
+    await scheduler.start(agent);
+    await scheduler.stop(agent, 'shutdown');
+    spawned(events, 'worker');
+    await settle();
+    expect(calls).toEqual([]);
+  });
+
+  it('logs an unknown trigger event and agent_message once at start, and sends nothing for them', async () => {
+    const { events, logger, calls, scheduler, settle } = setup();
+    await scheduler.start(agentEntry('overseer', proactive(trigger('cosmic_ray'), trigger('agent_message'))));
+    spawned(events, 'worker');
+    await settle();
+    const warnings = logger.entries.filter((entry) => entry.level === 'warn');
+    expect(warnings.map((entry) => entry.bindings['trigger'])).toEqual(['cosmic_ray', 'agent_message']);
+    expect(warnings[0]?.message).toContain('expected one of file_created, file_changed, agent_spawned');
+    expect(calls).toEqual([]);
+  });
+
+  it('logs and skips a lifecycle trigger when the scheduler has no event bus', async () => {
+    const clock = createFakeClock(START);
+    const logger = createRecordingLogger();
+    const scheduler = createScheduler({ clock, logger, send: () => Promise.resolve() });
+    await scheduler.start(agentEntry('overseer', proactive(trigger('agent_spawned'))));
+    expect(logger.entries.map((entry) => entry.message)).toEqual(['skipped trigger "agent_spawned" of agent "overseer": the scheduler has no event bus']);
+  });
+});
