@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSystemClock } from '../src/clock/index.ts';
-import { createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
+import { type AgentRuntime, createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/index.ts';
 
@@ -15,11 +15,11 @@ export interface BenchKernel {
 }
 
 /** Opens (and boots) a kernel on the database at `databasePath`, or on a new temporary one. */
-export async function openBenchKernel(databasePath?: string): Promise<BenchKernel> {
+export async function openBenchKernel(databasePath?: string, runtime?: AgentRuntime): Promise<BenchKernel> {
   const dir = databasePath === undefined ? await mkdtemp(join(tmpdir(), 'loom-bench-')) : undefined;
   const path = databasePath ?? join(dir ?? '', 'loom.db');
   const store = openSqliteStore({ path });
-  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger() });
+  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }) });
   await kernel.boot();
   return {
     kernel,

@@ -2,10 +2,13 @@
 // Each prints one JSON object per line.
 import { bootBench } from './boot.ts';
 import { spawnBench } from './spawn.ts';
+import { toolTurnBench, turnBench } from './turn.ts';
 
 const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   spawn: spawnBench,
   boot: bootBench,
+  turn: turnBench,
+  'tool-turn': toolTurnBench,
 };
 
 const requested = process.argv.slice(2);

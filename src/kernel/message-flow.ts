@@ -184,6 +184,7 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
         logger: runLogger,
         signal,
         emit,
+        stream: options.emit !== undefined,
       });
     } catch (error) {
       // The user's message was accepted: keep it in the history even though the turn failed.

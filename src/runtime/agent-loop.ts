@@ -1,4 +1,4 @@
-import { jsonSchema, type ModelMessage, streamText, type ToolResultPart, tool as aiTool, type ToolSet } from 'ai';
+import { generateText, jsonSchema, type ModelMessage, streamText, type ToolResultPart, tool as aiTool, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
@@ -32,6 +32,8 @@ export interface AgentLoopOptions {
   logger: Logger;
   signal: AbortSignal;
   emit: AgentEventSink;
+  /** Stream model output (text deltas as events); without it each model call returns whole, which is cheaper. */
+  stream: boolean;
 }
 
 /** Usage of one model call, for cost accounting per model. */
@@ -58,15 +60,23 @@ interface StepOutcome {
   usage: TurnUsage;
 }
 
+// A tool's JSON schema never changes, and building it is costly: build it once per tool.
+const aiToolCache = new WeakMap<Tool<never>, ToolSet[string]>();
+
 function toAiTools(tools: readonly Tool<never>[]): ToolSet {
   const set: ToolSet = {};
   for (const tool of tools) {
-    // No `execute` and no validation here: the tool runner validates and runs every call, so
-    // a bad input becomes an error result the model can read rather than an SDK exception.
-    set[tool.name] = aiTool({
-      description: tool.description,
-      inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<typeof jsonSchema>[0]),
-    });
+    let converted = aiToolCache.get(tool);
+    if (converted === undefined) {
+      // No `execute` and no validation here: the tool runner validates and runs every call, so
+      // a bad input becomes an error result the model can read rather than an SDK exception.
+      converted = aiTool({
+        description: tool.description,
+        inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<typeof jsonSchema>[0]),
+      });
+      aiToolCache.set(tool, converted);
+    }
+    set[tool.name] = converted;
   }
   return set;
 }
@@ -96,7 +106,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
     const { value: step, model } = await callWithFallback(
       options.models,
-      (target, signal) => streamStep(options, target, request, aiTools, signal),
+      (target, signal) => (options.stream ? streamStep : generateStep)(options, target, request, aiTools, signal),
       { clock: options.clock, logger: options.logger, signal: options.signal },
     );
     lastModel = model;
@@ -193,4 +203,31 @@ async function streamStep(
   }
   const response = await result.response;
   return { text, response: response.messages, toolCalls, finishReason, usage };
+}
+
+/** One model call, returned whole. */
+async function generateStep(
+  options: AgentLoopOptions,
+  target: ModelTarget,
+  messages: readonly ModelMessage[],
+  tools: ToolSet,
+  signal: AbortSignal,
+): Promise<StepOutcome> {
+  const result = await generateText({
+    model: options.resolver.resolve(target),
+    system: options.system,
+    messages: [...messages],
+    tools,
+    maxRetries: 0,
+    maxOutputTokens: options.maxOutputTokens,
+    temperature: options.temperature,
+    abortSignal: signal,
+  });
+  return {
+    text: result.text,
+    response: result.response.messages,
+    toolCalls: result.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),
+    finishReason: result.finishReason,
+    usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
+  };
 }

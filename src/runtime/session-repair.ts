@@ -333,11 +333,17 @@ export function truncateToContextWindow(
   return { messages: out, changed: cut - head + (needsMarker ? 1 : 0) };
 }
 
+// Messages are never mutated (repairs make new ones), so a message's estimate can be kept.
+const tokenEstimates = new WeakMap<object, number>();
+
 /**
  * Estimates a message's tokens at {@link CHARS_PER_TOKEN} characters per token of its text
- * (string content) or of its parts as JSON, rounded up. Crude but provider-neutral.
+ * (string content) or of its parts as JSON, rounded up. Crude but provider-neutral. Remembered
+ * per message object, since the loop asks again on every iteration.
  */
 export function estimateMessageTokens(message: ModelMessage): number {
+  const known = tokenEstimates.get(message);
+  if (known !== undefined) return known;
   const content = (message as { content?: unknown }).content;
   let chars: number;
   if (typeof content === 'string') {
@@ -349,7 +355,9 @@ export function estimateMessageTokens(message: ModelMessage): number {
       chars = 0; // unserializable content (a bigint, a cycle): count it as nothing
     }
   }
-  return Math.ceil(chars / CHARS_PER_TOKEN);
+  const estimate = Math.ceil(chars / CHARS_PER_TOKEN);
+  tokenEstimates.set(message, estimate);
+  return estimate;
 }
 
 const ALLOWED_PARTS: Record<ModelMessage['role'], readonly string[]> = {
