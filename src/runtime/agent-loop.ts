@@ -226,7 +226,7 @@ async function generateStep(
   return {
     text: result.text,
     response: result.response.messages,
-    toolCalls: result.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),
+    toolCalls: result.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input as unknown })),
     finishReason: result.finishReason,
     usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
   };
