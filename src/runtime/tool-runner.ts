@@ -111,19 +111,21 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number): Promise<ToolResult> {
     const timer = new AbortController();
     const signal = AbortSignal.any([context.signal, timer.signal]);
+    let timedOut = false;
     // The timeout runs on the injected clock, so tests can trip it without waiting.
     const timeout = options.clock.sleep(timeoutMs, { signal }).then(
       () => {
+        timedOut = true;
         timer.abort(new Error(`timed out after ${timeoutMs / 1000} s`));
-        return 'timeout' as const;
       },
-      () => 'cancelled' as const,
+      () => undefined,
     );
     try {
-      const outcome = await Promise.race([tool.execute(input, { ...context, signal }), timeout]);
-      if (outcome === 'timeout') return errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`);
-      if (outcome === 'cancelled') return errorResult(`tool "${tool.name}" was cancelled`);
-      return outcome;
+      const result = await Promise.race([tool.execute(input, { ...context, signal }), timeout.then(() => undefined)]);
+      // A tool may answer its abort at once; the call still timed out or was cancelled.
+      if (timedOut) return errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`);
+      if (context.signal.aborted || result === undefined) return errorResult(`tool "${tool.name}" was cancelled`);
+      return result;
     } finally {
       timer.abort();
     }

@@ -269,3 +269,74 @@ describe('kernel.send()', () => {
     expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('Please continue');
   });
 });
+
+describe('agent and memory tools through the kernel', () => {
+  it('stores and recalls memory in the agent\'s own scope, and survives a restart', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('keeper', '[capabilities]\ntools = ["memory_store", "memory_recall"]\nmemory_write = ["self.*"]\nmemory_read = ["self.*"]')));
+    server.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.colour', value: 'teal' } }] }, { text: 'Stored.' }]);
+    await host.kernel.send('keeper', 'remember teal');
+    await host.close();
+    host = await openTestHost(dir.path);
+    server.script([
+      { toolCalls: [{ name: 'memory_recall', input: { key: 'self.colour' } }] },
+      { toolCalls: [{ name: 'memory_recall', input: { query: 'tea' } }] },
+      { text: 'It is teal.' },
+    ]);
+    const events = await collect(host.kernel.stream('keeper', 'what colour?'));
+    const results = events.filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    expect(results.map((result) => result.text)).toEqual(['self.colour = "teal"', 'self.colour = "teal"']);
+  });
+
+  it('refuses to write another agent\'s memory without a grant, and reads it with one', async () => {
+    host = await openTestHost(dir.path);
+    const owner = await host.kernel.spawn(manifest(agent('owner')));
+    await host.store.memory.put({ agentId: owner.id, key: 'plan', value: 'world peace', updatedAt: 0 });
+    await host.kernel.spawn(manifest(agent('snoop', '[capabilities]\ntools = ["memory_store", "memory_recall"]\nmemory_read = ["owner.*"]')));
+    server.script([
+      { toolCalls: [{ name: 'memory_store', input: { key: 'owner.plan', value: 'chaos' } }] },
+      { toolCalls: [{ name: 'memory_recall', input: { key: 'owner.plan' } }] },
+      { text: 'done' },
+    ]);
+    const results = (await collect(host.kernel.stream('snoop', 'go'))).filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    expect(results[0]).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].memory_write "owner.plan"') as string });
+    expect(results[1]).toMatchObject({ isError: false, text: 'owner.plan = "world peace"' });
+    expect((await host.store.memory.get(owner.id, 'plan'))?.value).toBe('world peace');
+  });
+
+  it('spawns a child through agent_spawn within the parent\'s capabilities, and refuses an escalating one', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('boss', '[capabilities]\ntools = ["agent_spawn", "agent_list", "agent_kill"]\nagent_spawn = true\nagent_kill = ["worker"]\nnetwork = ["*.example.com"]')));
+    server.script([
+      { toolCalls: [{ name: 'agent_spawn', input: { manifest: 'name = "worker"\n[capabilities]\nnetwork = ["api.example.com"]' } }] },
+      { toolCalls: [{ name: 'agent_spawn', input: { manifest: 'name = "rogue"\n[capabilities]\nshell = ["*"]' } }] },
+      { toolCalls: [{ name: 'agent_list', input: {} }] },
+      { toolCalls: [{ name: 'agent_kill', input: { agent: 'worker' } }] },
+      { text: 'done' },
+    ]);
+    const results = (await collect(host.kernel.stream('boss', 'delegate'))).filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    expect(results[0]).toMatchObject({ isError: false, text: expect.stringMatching(/^spawned worker \(/) as string });
+    expect(results[1]).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].shell "*"') as string });
+    expect(results[2]?.text).toContain('worker (running)');
+    expect(results[3]).toMatchObject({ isError: false, text: 'killed worker' });
+    expect(host.kernel.list().map((view) => view.name)).toEqual(['boss']);
+  });
+
+  it('refuses a message once the hourly cost quota is used', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('spender', '[resources]\nmax_cost_per_hour = 0.01')));
+    server.script([{ text: 'pricey', usage: { inputTokens: 4000, outputTokens: 1000 } }]);
+    await host.kernel.send('spender', 'one');
+    await expect(host.kernel.send('spender', 'two')).rejects.toThrow(/has used \$0\.0200 of its \$0\.01 USD per hour/);
+  });
+
+  it('stops a turn at [resources].max_iterations', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('busy', '[capabilities]\ntools = ["agent_list"]\n[resources]\nmax_iterations = 2')));
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }] }, { toolCalls: [{ name: 'agent_list', input: {} }] }]);
+    const result = await host.kernel.send('busy', 'keep going');
+    expect(result.iterations).toBe(2);
+    expect(result.text).toContain('[stopped after 2 iterations ([resources].max_iterations = 2)]');
+    expect(server.requests).toHaveLength(2);
+  });
+});

@@ -1,0 +1,219 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createFakeClock } from '../../src/clock/index.ts';
+import type { Capability, KernelHandle, Tool, ToolAgent } from '../../src/contracts/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { createLoopGuard, createToolRunner, type ToolAuditEntry } from '../../src/runtime/index.ts';
+
+const unusedKernel = new Proxy({} as KernelHandle, {
+  get: () => () => {
+    throw new Error('not used');
+  },
+});
+
+function agent(capabilities: Capability[], execPolicy: Partial<ToolAgent['execPolicy']> = {}): ToolAgent {
+  return {
+    id: 'agent-1',
+    name: 'tester',
+    workspace: '/tmp/loom-tool-runner',
+    capabilities,
+    execPolicy: { allow_shell: true, allow_network: true, allow_file_write: true, ...execPolicy },
+    depth: 0,
+    chain: [],
+  };
+}
+
+/** A tool that needs a net_connect for its host and reports whether it ran. */
+function hostTool(onRun: () => void): Tool<{ host: string }> {
+  return {
+    name: 'ping',
+    description: 'Pings a host',
+    inputSchema: z.strictObject({ host: z.string() }),
+    requires: (input) => [{ kind: 'net_connect', pattern: input.host }],
+    execute: (input) => {
+      onRun();
+      return Promise.resolve({ text: `pong from ${input.host}` });
+    },
+  };
+}
+
+function setup(tools: Tool<never>[]) {
+  const clock = createFakeClock();
+  const audit: ToolAuditEntry[] = [];
+  const runner = createToolRunner({
+    tools,
+    kernel: unusedKernel,
+    clock,
+    logger: createSilentLogger(),
+    env: {},
+    audit: (entry) => {
+      audit.push(entry);
+      return Promise.resolve();
+    },
+  });
+  return { runner, clock, audit };
+}
+
+const call = (toolName: string, input: unknown) => ({ toolCallId: 'c1', toolName, input });
+const options = (forAgent: ToolAgent) => ({ agent: forAgent, settings: {}, signal: new AbortController().signal });
+
+describe('the tool runner', () => {
+  it('runs a call whose tool and capabilities are granted', async () => {
+    let ran = 0;
+    const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const outcome = await runner.run(call('ping', { host: 'api.example.com' }), options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*.example.com' }])));
+    expect(outcome.result).toEqual({ text: 'pong from api.example.com' });
+    expect(ran).toBe(1);
+  });
+
+  it('refuses a tool the agent holds no tool_invoke for, without running it, and audits it', async () => {
+    let ran = 0;
+    const { runner, audit } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const outcome = await runner.run(call('ping', { host: 'a' }), options(agent([])));
+    expect(outcome.result).toEqual({ isError: true, text: 'agent "tester" may not call ping: add "ping" to [capabilities].tools' });
+    expect(ran).toBe(0);
+    expect(audit).toMatchObject([{ tool: 'ping', outcome: 'denied', agentName: 'tester' }]);
+  });
+
+  it('refuses a call whose input needs an ungranted capability, and says what would allow it', async () => {
+    let ran = 0;
+    const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const outcome = await runner.run(call('ping', { host: 'evil.test' }), options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*.example.com' }])));
+    expect(outcome.result.isError).toBe(true);
+    expect(outcome.result.text).toBe('agent "tester" is not granted [capabilities].network "evil.test"; to allow it, add "evil.test" to [capabilities].network');
+    expect(ran).toBe(0);
+  });
+
+  it('suggests a broader shell pattern when a command is refused', async () => {
+    const shellTool: Tool<{ command: string }> = {
+      name: 'shell_exec',
+      description: 'x',
+      inputSchema: z.strictObject({ command: z.string() }),
+      requires: (input) => [{ kind: 'shell_exec', pattern: input.command }],
+      execute: () => Promise.resolve({ text: 'ran' }),
+    };
+    const { runner } = setup([shellTool as unknown as Tool<never>]);
+    const outcome = await runner.run(call('shell_exec', { command: 'git status' }), options(agent([{ kind: 'tool_invoke', pattern: 'shell_exec' }])));
+    expect(outcome.result.text).toContain('add "git status" or "git *" to [capabilities].shell');
+  });
+
+  it('refuses file_write when [exec_policy].allow_file_write is false, even inside the workspace', async () => {
+    let ran = 0;
+    const writer: Tool<{ path: string }> = {
+      name: 'file_write',
+      description: 'x',
+      inputSchema: z.strictObject({ path: z.string() }),
+      requires: () => [], // a workspace path needs no grant
+      execute: () => {
+        ran += 1;
+        return Promise.resolve({ text: 'written' });
+      },
+    };
+    const { runner } = setup([writer as unknown as Tool<never>]);
+    const outcome = await runner.run(call('file_write', { path: 'a.txt' }), options(agent([{ kind: 'tool_invoke', pattern: 'file_write' }], { allow_file_write: false })));
+    expect(outcome.result.text).toBe('agent "tester" may not call file_write: [exec_policy].allow_file_write is false');
+    expect(ran).toBe(0);
+  });
+
+  it('gives the model an error naming the field when the input is invalid', async () => {
+    const { runner, audit } = setup([hostTool(() => undefined) as unknown as Tool<never>]);
+    const outcome = await runner.run(call('ping', { host: 42 }), options(agent([{ kind: 'tool_invoke', pattern: 'ping' }])));
+    expect(outcome.result).toEqual({ isError: true, text: 'invalid input for ping: host: expected a string, got 42' });
+    expect(audit[0]?.outcome).toBe('invalid');
+  });
+
+  it('gives the model an error for an unknown tool', async () => {
+    const { runner } = setup([]);
+    const outcome = await runner.run(call('teleport', {}), options(agent([{ kind: 'tool_all' }])));
+    expect(outcome.result.isError).toBe(true);
+    expect(outcome.result.text).toContain('unknown tool "teleport"');
+  });
+
+  it('turns a tool that throws into an error result', async () => {
+    const thrower: Tool<Record<string, never>> = {
+      name: 'boom',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: () => Promise.reject(new Error('disk on fire')),
+    };
+    const { runner } = setup([thrower as unknown as Tool<never>]);
+    const outcome = await runner.run(call('boom', {}), options(agent([{ kind: 'tool_all' }])));
+    expect(outcome.result).toEqual({ isError: true, text: 'boom failed: disk on fire' });
+  });
+
+  it('times a tool out on the clock, aborting its signal, after [tools.<name>].timeout_seconds', async () => {
+    let aborted = false;
+    const sleeper: Tool<Record<string, never>> = {
+      name: 'sleeper',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: (_input, context) =>
+        new Promise((resolve) => {
+          context.signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve({ text: 'woke up' });
+          });
+        }),
+    };
+    const { runner, clock, audit } = setup([sleeper as unknown as Tool<never>]);
+    const pending = runner.run(call('sleeper', {}), { ...options(agent([{ kind: 'tool_all' }])), settings: { sleeper: { timeout_seconds: 5 } } });
+    await clock.advance(4_999);
+    expect(aborted).toBe(false);
+    await clock.advance(1);
+    const outcome = await pending;
+    expect(aborted).toBe(true);
+    expect(outcome.result).toEqual({ isError: true, text: 'tool "sleeper" timed out after 5 s' });
+    expect(audit).toMatchObject([{ tool: 'sleeper', outcome: 'timeout' }]);
+  });
+
+  it('uses the 60 s default timeout', async () => {
+    const sleeper: Tool<Record<string, never>> = {
+      name: 'sleeper',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: (_input, context) => new Promise((resolve) => context.signal.addEventListener('abort', () => resolve({ text: 'late' }))),
+    };
+    const { runner, clock } = setup([sleeper as unknown as Tool<never>]);
+    const pending = runner.run(call('sleeper', {}), options(agent([{ kind: 'tool_all' }])));
+    await clock.advance(59_999);
+    await clock.advance(1);
+    expect((await pending).result.text).toBe('tool "sleeper" timed out after 60 s');
+  });
+
+  it('caps long output at 50,000 characters with the marker', async () => {
+    const talker: Tool<Record<string, never>> = {
+      name: 'talker',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: () => Promise.resolve({ text: 'x'.repeat(125_432) }),
+    };
+    const { runner } = setup([talker as unknown as Tool<never>]);
+    const outcome = await runner.run(call('talker', {}), options(agent([{ kind: 'tool_all' }])));
+    expect(outcome.result.text.startsWith('x'.repeat(50_000))).toBe(true);
+    expect(outcome.result.text).toContain('[Output truncated: 125,432 characters → 50,000 characters]');
+  });
+
+  it('passes the loop guard\'s verdicts on: a hint at the third identical call, a refusal at the fifth', async () => {
+    let ran = 0;
+    const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const guarded = { ...options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }])), loopGuard: createLoopGuard() };
+    const outcomes = [];
+    for (let index = 0; index < 5; index += 1) outcomes.push(await runner.run(call('ping', { host: 'a.example.com' }), guarded));
+    expect(outcomes[2]?.hint).toBeDefined();
+    expect(outcomes[4]?.result.isError).toBe(true);
+    expect(ran).toBe(4);
+  });
+
+  it('shows the model only the tools the agent may call, after the allowlist and blocklist', () => {
+    const tools = ['a', 'b', 'c'].map((name) => ({ ...hostTool(() => undefined), name })) as unknown as Tool<never>[];
+    const { runner } = setup(tools);
+    const forAgent = agent([{ kind: 'tool_invoke', pattern: 'a' }, { kind: 'tool_invoke', pattern: 'b' }]);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [] }).map((tool) => tool.name)).toEqual(['a', 'b']);
+    expect(runner.toolsFor(forAgent, { allowlist: ['b', 'c'], blocklist: [] }).map((tool) => tool.name)).toEqual(['b']);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: ['a'] }).map((tool) => tool.name)).toEqual(['b']);
+  });
+});
