@@ -345,19 +345,34 @@ export function estimateMessageTokens(message: ModelMessage): number {
   const known = tokenEstimates.get(message);
   if (known !== undefined) return known;
   const content = (message as { content?: unknown }).content;
-  let chars: number;
+  let chars = 0;
   if (typeof content === 'string') {
     chars = content.length;
+  } else if (Array.isArray(content)) {
+    // Text parts are counted by their text; other parts (tool calls, results) by their JSON.
+    for (const part of content as unknown[]) chars += partChars(part);
   } else {
-    try {
-      chars = JSON.stringify(content)?.length ?? 0;
-    } catch {
-      chars = 0; // unserializable content (a bigint, a cycle): count it as nothing
-    }
+    chars = jsonChars(content);
   }
   const estimate = Math.ceil(chars / CHARS_PER_TOKEN);
   tokenEstimates.set(message, estimate);
   return estimate;
+}
+
+function jsonChars(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return 0; // unserializable content (a bigint, a cycle): count it as nothing
+  }
+}
+
+function partChars(part: unknown): number {
+  if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text') {
+    const text = (part as { text?: unknown }).text;
+    if (typeof text === 'string') return text.length;
+  }
+  return jsonChars(part);
 }
 
 const ALLOWED_PARTS: Record<ModelMessage['role'], readonly string[]> = {

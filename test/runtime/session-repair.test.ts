@@ -350,7 +350,9 @@ describe('truncateToContextWindow()', () => {
   it('estimates about four characters per token by default', () => {
     expect(estimateMessageTokens(user('abcdefgh'))).toBe(2);
     expect(estimateMessageTokens(user('abcdefghi'))).toBe(3);
-    expect(estimateMessageTokens(assistant(call('c1')))).toBe(Math.ceil(JSON.stringify([call('c1')]).length / 4));
+    // A tool call is counted by its JSON; a text part by its text alone.
+    expect(estimateMessageTokens(assistant(call('c1')))).toBe(Math.ceil(JSON.stringify(call('c1')).length / 4));
+    expect(estimateMessageTokens({ role: 'assistant', content: [{ type: 'text', text: 'abcdefgh' }] })).toBe(2);
   });
 });
 
