@@ -158,6 +158,20 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   }
 }
 
+/** What both kinds of model call send. Retries are the fallback chain's, so the SDK makes none. */
+function callSettings(options: AgentLoopOptions, target: ModelTarget, messages: readonly ModelMessage[], tools: ToolSet, signal: AbortSignal) {
+  return {
+    model: options.resolver.resolve(target),
+    system: options.system,
+    messages: [...messages],
+    tools,
+    maxRetries: 0,
+    maxOutputTokens: options.maxOutputTokens,
+    temperature: options.temperature,
+    abortSignal: signal,
+  };
+}
+
 /** One model call, streamed: text deltas are emitted as they arrive. */
 async function streamStep(
   options: AgentLoopOptions,
@@ -167,14 +181,7 @@ async function streamStep(
   signal: AbortSignal,
 ): Promise<StepOutcome> {
   const result = streamText({
-    model: options.resolver.resolve(target),
-    system: options.system,
-    messages: [...messages],
-    tools,
-    maxRetries: 0,
-    maxOutputTokens: options.maxOutputTokens,
-    temperature: options.temperature,
-    abortSignal: signal,
+    ...callSettings(options, target, messages, tools, signal),
     // Errors arrive as `error` parts and are thrown below, for the fallback chain to judge.
     onError: () => undefined,
   });
@@ -213,16 +220,7 @@ async function generateStep(
   tools: ToolSet,
   signal: AbortSignal,
 ): Promise<StepOutcome> {
-  const result = await generateText({
-    model: options.resolver.resolve(target),
-    system: options.system,
-    messages: [...messages],
-    tools,
-    maxRetries: 0,
-    maxOutputTokens: options.maxOutputTokens,
-    temperature: options.temperature,
-    abortSignal: signal,
-  });
+  const result = await generateText(callSettings(options, target, messages, tools, signal));
   return {
     text: result.text,
     response: result.response.messages,

@@ -1,9 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import { z } from 'zod';
-import type { Capability, Tool } from '../../contracts/index.ts';
+import type { Tool } from '../../contracts/index.ts';
 import { fileErrorResult } from './file-error-result.ts';
-import { ToolInputError } from './tool-input-error.ts';
-import { errorCode, resolveToolPath } from './workspace-path.ts';
+import { requirePathCapability, resolvePathForAction } from './file-tool-path.ts';
+import { errorCode } from './workspace-path.ts';
 
 const FileListInputSchema = z.object({
   path: z.string().min(1).describe('The folder to list: relative to your workspace (use "." for the workspace itself), or absolute.'),
@@ -24,20 +24,11 @@ export const fileListTool: Tool<{ path: string }> = {
   name: 'file_list',
   description: 'List a folder: one entry per line, folders end with "/". Relative paths are in your workspace.',
   inputSchema: FileListInputSchema,
-  async requires(input, context): Promise<Capability[]> {
-    const resolved = await resolveToolPath(input.path, context.agent.workspace, context.signal);
-    return resolved.insideWorkspace ? [] : [{ kind: 'file_read', pattern: resolved.real }];
-  },
+  requires: (input, context) => requirePathCapability('file_read', input.path, context),
   async execute(input, context) {
-    let real: string;
-    try {
-      ({ real } = await resolveToolPath(input.path, context.agent.workspace, context.signal));
-    } catch (error) {
-      if (context.signal.aborted) {
-        throw error;
-      }
-      return fileErrorResult('list', input.path, error instanceof ToolInputError ? error.message : error);
-    }
+    const target = await resolvePathForAction('list', input.path, context);
+    if ('failure' in target) return target.failure;
+    const { real } = target;
     try {
       const entries = await readdir(real, { withFileTypes: true });
       context.signal.throwIfAborted();

@@ -1,9 +1,8 @@
 import { open } from 'node:fs/promises';
 import { z } from 'zod';
-import type { Capability, Tool } from '../../contracts/index.ts';
+import type { Tool } from '../../contracts/index.ts';
 import { fileErrorResult } from './file-error-result.ts';
-import { ToolInputError } from './tool-input-error.ts';
-import { resolveToolPath } from './workspace-path.ts';
+import { requirePathCapability, resolvePathForAction } from './file-tool-path.ts';
 
 /** The largest file `file_read` returns: 10 MiB. */
 export const MAX_READ_BYTES = 10 * 1024 * 1024;
@@ -30,20 +29,11 @@ export const fileReadTool: Tool<{ path: string }> = {
   name: 'file_read',
   description: 'Read a UTF-8 text file (at most 10 MB). Relative paths are in your workspace.',
   inputSchema: FileReadInputSchema,
-  async requires(input, context): Promise<Capability[]> {
-    const resolved = await resolveToolPath(input.path, context.agent.workspace, context.signal);
-    return resolved.insideWorkspace ? [] : [{ kind: 'file_read', pattern: resolved.real }];
-  },
+  requires: (input, context) => requirePathCapability('file_read', input.path, context),
   async execute(input, context) {
-    let real: string;
-    try {
-      ({ real } = await resolveToolPath(input.path, context.agent.workspace, context.signal));
-    } catch (error) {
-      if (context.signal.aborted) {
-        throw error;
-      }
-      return fileErrorResult('read', input.path, error instanceof ToolInputError ? error.message : error);
-    }
+    const target = await resolvePathForAction('read', input.path, context);
+    if ('failure' in target) return target.failure;
+    const { real } = target;
     let handle;
     try {
       handle = await open(real, 'r');

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import type { Capability, Tool } from '../../contracts/index.ts';
+import type { Tool } from '../../contracts/index.ts';
 import { fileErrorResult } from './file-error-result.ts';
-import { ToolInputError } from './tool-input-error.ts';
-import { errorCode, resolveToolPath } from './workspace-path.ts';
+import { requirePathCapability, resolvePathForAction } from './file-tool-path.ts';
+import { errorCode } from './workspace-path.ts';
 
 const FileWriteInputSchema = z.object({
   path: z.string().min(1).describe('The file to write: relative to your workspace, or absolute.'),
@@ -31,20 +31,11 @@ export const fileWriteTool: Tool<{ path: string; content: string }> = {
   name: 'file_write',
   description: 'Write a UTF-8 text file, replacing it if it exists and creating parent folders. Relative paths are in your workspace.',
   inputSchema: FileWriteInputSchema,
-  async requires(input, context): Promise<Capability[]> {
-    const resolved = await resolveToolPath(input.path, context.agent.workspace, context.signal);
-    return resolved.insideWorkspace ? [] : [{ kind: 'file_write', pattern: resolved.real }];
-  },
+  requires: (input, context) => requirePathCapability('file_write', input.path, context),
   async execute(input, context) {
-    let real: string;
-    try {
-      ({ real } = await resolveToolPath(input.path, context.agent.workspace, context.signal));
-    } catch (error) {
-      if (context.signal.aborted) {
-        throw error;
-      }
-      return fileErrorResult('write', input.path, error instanceof ToolInputError ? error.message : error);
-    }
+    const target = await resolvePathForAction('write', input.path, context);
+    if ('failure' in target) return target.failure;
+    const { real } = target;
     const folder = dirname(real);
     const temporary = join(folder, `.${basename(real)}.${randomUUID()}.tmp`);
     let renamed = false;
