@@ -1,3 +1,4 @@
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome } from '../config/index.ts';
@@ -44,7 +45,8 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     env: options.env,
     ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
     tiers: config.routing,
-    workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace)),
+    // `~` in a manifest's workspace is the home of the environment Loom was given.
+    workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
   };
 }

@@ -1,3 +1,4 @@
+import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { main } from '../../src/cli/index.ts';
 
@@ -20,7 +21,8 @@ export async function runCli(home: string, args: readonly string[], options: { s
       stderr += text;
     },
     stdin: Readable.from([options.stdin ?? '']),
-    env: { LOOM_HOME: home, ...options.env },
+    // HOME too, so a manifest's `~/…` workspace lands in the test's folder, not the real home.
+    env: { LOOM_HOME: home, HOME: dirname(home), ...options.env },
     cwd: options.cwd ?? process.cwd(),
   });
   return { code, stdout, stderr };
