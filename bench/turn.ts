@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { generateText, jsonSchema, tool } from 'ai';
+import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool } from 'ai';
 import { createCostCatalog } from '../src/models/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { BUILTIN_TOOLS } from '../src/tools/index.ts';
@@ -38,20 +38,35 @@ async function measureKernelTurns(withTool: boolean): Promise<number[]> {
   }
 }
 
-async function measureBareTurns(withTool: boolean): Promise<number[]> {
+/**
+ * The same conversations through the bare AI SDK: 50 of them, each growing by the same messages
+ * a Loom session grows by, so both sides send the model the same history. Nothing is persisted
+ * or checked. With `singlePrompt`, every call sends just "hello" (the cheapest possible call).
+ */
+async function measureBareTurns(withTool: boolean, singlePrompt = false): Promise<number[]> {
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
   const tools = { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute: () => Promise.resolve('none') }) };
+  const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => []);
   const durations: number[] = [];
   for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
+    const history = conversations[turn % AGENTS] ?? [];
     const started = performance.now();
-    // The bare SDK's own multi-step loop runs the tool; no persistence, no checks.
-    await generateText({ model, prompt: 'hello', maxRetries: 0, ...(withTool ? { tools, stopWhen: () => false } : {}) });
+    history.push({ role: 'user', content: 'hello' });
+    // The bare SDK's own multi-step loop runs the tool.
+    const result = await generateText({
+      model,
+      ...(singlePrompt ? { prompt: 'hello' } : { messages: history }),
+      maxRetries: 0,
+      ...(withTool ? { tools, stopWhen: stepCountIs(3) } : {}),
+    });
+    if (!singlePrompt) history.push(...result.response.messages);
     if (turn >= WARMUP) durations.push(performance.now() - started);
   }
   return durations;
 }
 
 async function compare(name: string, withTool: boolean): Promise<Record<string, unknown>> {
+  const single = summarize(await measureBareTurns(withTool, true));
   const bare = summarize(await measureBareTurns(withTool));
   const loom = summarize(await measureKernelTurns(withTool));
   return {
@@ -63,9 +78,11 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     bare_generate_text_p50_ms: bare.p50_ms,
     bare_generate_text_ops_per_s: bare.ops_per_s,
     ratio_p50_vs_bare: round(loom.p50_ms / bare.p50_ms),
+    bare_single_prompt_p50_ms: single.p50_ms,
+    ratio_p50_vs_single_prompt: round(loom.p50_ms / single.p50_ms),
     target_ratio: 3,
     target_ops_per_s: 2000,
-    includes: 'quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store',
+    includes: 'quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone',
   };
 }
 

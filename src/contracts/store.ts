@@ -90,10 +90,16 @@ export interface SessionRepository {
   /** An agent's sessions, oldest first. */
   listByAgent(agentId: string): Promise<SessionRecord[]>;
   /**
-   * Creates a session, or replaces every field of an existing one (`createdAt` included).
+   * Creates a session, or replaces every field of an existing one (`createdAt` included), and
+   * returns its new revision: 1 when created, one more on each save after.
    * @throws {StoreNotFoundError} when its agent does not exist.
    */
-  save(session: SessionRecord): Promise<void>;
+  save(session: SessionRecord): Promise<number>;
+  /**
+   * The session's revision, without reading its messages; undefined when there is no such
+   * session. A holder of a session's history compares it to know whether the history is current.
+   */
+  revision(id: string): Promise<number | undefined>;
   delete(id: string): Promise<void>;
 }
 

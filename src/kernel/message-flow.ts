@@ -18,6 +18,16 @@ import type { AgentRegistry } from './agent-registry.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 
+/** How many sessions' histories a kernel keeps in memory between turns. */
+export const HISTORY_CACHE_LIMIT = 1_000;
+
+interface CachedHistory {
+  revision: number;
+  createdAt: number;
+  /** Never mutated: a turn builds a new array from it. */
+  messages: ModelMessage[];
+}
+
 /** Options for a message to an agent. */
 export interface SendOptions {
   caller?: Caller;
@@ -86,6 +96,26 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
   const { store, clock, registry, capabilities, quotas } = parts;
   const logger = parts.logger.child({ component: 'message-flow' });
   const turns = new Map<string, Promise<unknown>>();
+  // Recent sessions' histories with the revision they were read or written at: a turn re-reads a
+  // session only when someone else saved it since (checked with one cheap query).
+  const histories = new Map<string, CachedHistory>();
+
+  function remember(sessionId: string, history: CachedHistory): void {
+    histories.delete(sessionId);
+    histories.set(sessionId, history);
+    if (histories.size > HISTORY_CACHE_LIMIT) histories.delete(histories.keys().next().value ?? '');
+  }
+
+  async function loadHistory(sessionId: string): Promise<CachedHistory> {
+    const revision = await store.sessions.revision(sessionId);
+    const cached = histories.get(sessionId);
+    if (cached !== undefined && cached.revision === revision) return cached;
+    const session = await store.sessions.get(sessionId);
+    // Read after the revision: if a save slipped in between, the next turn sees a newer revision and reads again.
+    const loaded = { revision: revision ?? 0, createdAt: session?.createdAt ?? clock.now(), messages: readHistory(session?.messages) };
+    remember(sessionId, loaded);
+    return loaded;
+  }
 
   function authorize(entry: AgentEntry, caller: Caller): void {
     if (caller.kind === 'user') {
@@ -134,8 +164,7 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
     const runLogger = logger.child({ agentId: entry.id, runId });
     emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
 
-    const session = await store.sessions.get(entry.sessionId);
-    const history = readHistory(session?.messages);
+    const { messages: history, createdAt } = await loadHistory(entry.sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const agent = toToolAgent(entry, workspace, chainOf(caller));
     const runner = parts.runner();
@@ -155,14 +184,16 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
       messages = compaction.messages;
       emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
     }
-    const save = (updated: readonly ModelMessage[]): Promise<void> =>
-      store.sessions.save({
+    const save = async (updated: ModelMessage[]): Promise<void> => {
+      const revision = await store.sessions.save({
         id: entry.sessionId,
         agentId: entry.id,
         messages: updated as unknown as Parameters<Store['sessions']['save']>[0]['messages'],
-        createdAt: session?.createdAt ?? clock.now(),
+        createdAt,
         updatedAt: clock.now(),
       });
+      remember(entry.sessionId, { revision, createdAt, messages: updated });
+    };
 
     const modelConfig = entry.manifest.model;
     let outcome;

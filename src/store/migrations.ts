@@ -74,6 +74,12 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX events_type ON events (type);
     `,
   },
+  {
+    version: 2,
+    name: 'session revisions',
+    // Counts a session's saves, so a kernel can tell whether the history it holds is still current.
+    sql: `ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -30,6 +30,7 @@ export class SqliteSessionRepository implements SessionRepository {
   readonly #get: StatementSync;
   readonly #listByAgent: StatementSync;
   readonly #save: StatementSync;
+  readonly #revision: StatementSync;
   readonly #delete: StatementSync;
 
   constructor(connection: SqliteConnection) {
@@ -40,13 +41,16 @@ export class SqliteSessionRepository implements SessionRepository {
     // An upsert rather than INSERT OR REPLACE: REPLACE deletes the old row first, which would
     // change its rowid (the tie-break for listByAgent order).
     this.#save = db.prepare(
-      `INSERT INTO sessions (${columns}) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO sessions (${columns}, revision) VALUES (?, ?, ?, ?, ?, 1)
        ON CONFLICT (id) DO UPDATE SET
          agent_id = excluded.agent_id,
          messages = excluded.messages,
          created_at = excluded.created_at,
-         updated_at = excluded.updated_at`,
+         updated_at = excluded.updated_at,
+         revision = sessions.revision + 1
+       RETURNING revision`,
     );
+    this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
   }
 
@@ -67,18 +71,23 @@ export class SqliteSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord): Promise<void> {
+  save(session: SessionRecord): Promise<number> {
     return this.#connection.execute(
       () => {
-        this.#save.run(
-          session.id,
-          session.agentId,
-          JSON.stringify(session.messages),
-          session.createdAt,
-          session.updatedAt,
-        );
+        const row = this.#save.get(session.id, session.agentId, JSON.stringify(session.messages), session.createdAt, session.updatedAt);
+        return Number(row?.['revision'] ?? 0);
       },
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
+    );
+  }
+
+  revision(id: string): Promise<number | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#revision.get(id);
+        return row === undefined ? undefined : Number(row['revision']);
+      },
+      () => ({ action: `read the revision of session "${id}"` }),
     );
   }
 

@@ -64,6 +64,19 @@ describe('kernel.send()', () => {
     expect(second).toContain('first answer');
   });
 
+  it('re-reads a session that another process saved since the last turn', async () => {
+    host = await openTestHost(dir.path);
+    const view = await host.kernel.spawn(manifest(agent('shared')));
+    server.script([{ text: 'first' }, { text: 'second' }]);
+    await host.kernel.send('shared', 'one');
+    // Another process (another kernel on the same file) rewrites the history.
+    await host.store.sessions.save({ id: view.session_id, agentId: view.id, messages: [{ role: 'user', content: 'rewritten elsewhere' }, { role: 'assistant', content: 'ok' }], createdAt: 0, updatedAt: 1 });
+    await host.kernel.send('shared', 'two');
+    const sent = JSON.stringify(server.requests[1]?.body['messages']);
+    expect(sent).toContain('rewritten elsewhere');
+    expect(sent).not.toContain('first');
+  });
+
   it('runs a tool the model calls inside the workspace and gives it the result', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('writer', '[capabilities]\ntools = ["file_write", "file_read"]')));

@@ -196,6 +196,19 @@ export function describeAgentsContract(context: StoreContext): void {
       expect(await store.sessions.listByAgent('a1')).toEqual([replaced]);
     });
 
+    it('sessions.save() returns a revision that grows by one with each save, and revision() reads it', async () => {
+      const agent = await createAgent('a1');
+      const before = await store.sessions.revision(agent.sessionId);
+      expect(before).toBeTypeOf('number');
+      const first = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
+      const second = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'two' }] }));
+      expect(first).toBe((before ?? 0) + 1);
+      expect(second).toBe(first + 1);
+      expect(await store.sessions.revision(agent.sessionId)).toBe(second);
+      expect(await store.sessions.save({ id: 'fresh', agentId: 'a1', messages: [], createdAt: 1, updatedAt: 1 })).toBe(1);
+      expect(await store.sessions.revision('nowhere')).toBeUndefined();
+    });
+
     it('sessions.listByAgent() returns only that agent’s sessions, oldest first', async () => {
       await createAgent('a1', { createdAt: 5_000 });
       await createAgent('a2');
