@@ -91,10 +91,12 @@ export interface SessionRepository {
   listByAgent(agentId: string): Promise<SessionRecord[]>;
   /**
    * Creates a session, or replaces every field of an existing one (`createdAt` included), and
-   * returns its new revision: 1 when created, one more on each save after.
+   * returns its new revision: 1 when created, one more on each save after. With
+   * `expectedRevision`, saves only if the stored revision is still that one (0 for none).
    * @throws {StoreNotFoundError} when its agent does not exist.
+   * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
    */
-  save(session: SessionRecord): Promise<number>;
+  save(session: SessionRecord, options?: { expectedRevision?: number }): Promise<number>;
   /**
    * The session's revision, without reading its messages; undefined when there is no such
    * session. A holder of a session's history compares it to know whether the history is current.

@@ -66,8 +66,10 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
     async killAgent(caller, target) {
       const entry = registry.resolve(target);
       capabilities.require(caller.id, caller.name, { kind: 'agent_kill', pattern: entry.name });
-      if (entry.id === caller.id || caller.chain.includes(entry.id)) {
-        throw new AgentChainError(`agent "${caller.name}" cannot kill "${entry.name}": it is waiting on this turn`);
+      // A kill takes the target's descendants too: the caller and the agents waiting on it must not be among them.
+      const doomed = new Set(registry.subtree(entry).map((agent) => agent.id));
+      if (doomed.has(caller.id) || caller.chain.some((id) => doomed.has(id))) {
+        throw new AgentChainError(`agent "${caller.name}" cannot kill "${entry.name}": that would kill itself or an agent waiting on this turn`);
       }
       return (await parts.kill(entry.id)).map((view) => view.name);
     },

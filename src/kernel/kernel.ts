@@ -104,6 +104,8 @@ function inheritTokenCap(parent: Manifest, child: Manifest): Manifest {
   return { ...child, capabilities: { ...child.capabilities, llm_max_tokens: cap } };
 }
 
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Builds a kernel. Call `boot()` before using it. */
 export function createKernel(dependencies: KernelDependencies): Kernel {
   const { store, clock, ids } = dependencies;
@@ -116,6 +118,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
   async function runHooks(entry: AgentEntry, action: 'start' | StopReason): Promise<void> {
     for (const hook of hooks) {
+      // A start racing a kill or suspend must not start anything once the agent has stopped.
+      if (action === 'start' && (registry.find(entry.id) !== entry || entry.state !== 'running')) return;
       try {
         if (action === 'start') await hook.start(entry);
         else await hook.stop(entry, action);
@@ -165,8 +169,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (error instanceof StoreNotFoundError) throw new AgentNotFoundError(reference, { cause: error });
       throw error;
     }
+    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(reference);
     entry.state = state;
     entry.updatedAt = at;
+    if (state === 'suspended') flow.stopTurns(entry, 'suspend');
     await runHooks(entry, state === 'running' ? 'start' : 'suspend');
     await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
     return toAgentView(entry);
@@ -189,6 +195,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         clock,
         logger,
         env: dependencies.runtime?.env ?? {},
+        grants: (agent) => capabilities.granted(agent.id),
         audit: async (entry) => {
           try {
             await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
@@ -302,10 +309,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const at = clock.now();
       // Children first, so no hook sees a child outliving its parent.
       for (const entry of [...doomed].reverse()) {
-        if (entry.state === 'running') await runHooks(entry, 'kill');
+        // Gone from the registry and its grants first, so nothing running can act for it again.
         capabilities.revoke(entry.id);
         quotas.forget(entry.id);
         registry.remove(entry.id);
+        flow.stopTurns(entry, 'kill');
+        if (entry.state === 'running') await runHooks(entry, 'kill');
       }
       for (const entry of doomed) {
         await publish({ type: 'agent-kill', at, agentId: entry.id, name: entry.name, reason: entry === root ? 'requested' : 'parent-killed' });
@@ -316,7 +325,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     send: (reference, message, options) => flow.send(reference, message, options),
 
     async usage(options = {}) {
-      const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? registry.resolve(options.agent).id);
+      // A killed agent is named by its id: its usage is kept.
+      const agentId =
+        options.agent === undefined
+          ? undefined
+          : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
       const records = await store.usage.list({ ...(agentId === undefined ? {} : { agentId }), ...(options.since === undefined ? {} : { since: options.since }) });
       return summarizeUsage(records, (id) => registry.find(id)?.name);
     },

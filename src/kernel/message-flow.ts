@@ -1,11 +1,21 @@
 import { generateText, type ModelMessage } from 'ai';
+import { isGranted, tokenCapOf } from '../capabilities/index.ts';
 import type { Clock, IdGenerator, Logger, Store, ToolAgent } from '../contracts/index.ts';
-import { AccessDeniedError, AgentChainError, AgentStateError, ModuleUnavailableError } from '../errors/index.ts';
+import {
+  AccessDeniedError,
+  AgentChainError,
+  AgentNotFoundError,
+  AgentStateError,
+  CapabilityDeniedError,
+  ModuleUnavailableError,
+} from '../errors/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEventSink,
   compactSession,
+  type ModelCallUsage,
+  partialOutcomeOf,
   runAgentLoop,
   SUMMARY_INSTRUCTION,
   type ToolRunner,
@@ -13,20 +23,12 @@ import {
   withStabilityGuidelines,
 } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
-import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import type { AgentRegistry } from './agent-registry.ts';
+import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
+import { AgentTurns } from './agent-turns.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
-
-/** How many sessions' histories a kernel keeps in memory between turns. */
-export const HISTORY_CACHE_LIMIT = 1_000;
-
-interface CachedHistory {
-  revision: number;
-  createdAt: number;
-  /** Never mutated: a turn builds a new array from it. */
-  messages: ModelMessage[];
-}
+import { SessionHistories } from './session-histories.ts';
 
 /** Options for a message to an agent. */
 export interface SendOptions {
@@ -47,6 +49,13 @@ export interface MessageFlowParts {
   quotas: QuotaTracker;
   runtime: AgentRuntime | undefined;
   runner: () => ToolRunner;
+}
+
+/** The message flow, and what the kernel tells it when agents stop. */
+export interface MessageFlow {
+  send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /** Aborts an agent's running and queued turns (it was killed or suspended). */
+  stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend'): void;
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -81,41 +90,17 @@ export function toToolAgent(entry: AgentEntry, workspace: string, chain: readonl
   };
 }
 
-/** Reads a stored history loosely: anything that is not a message with a role is dropped (session repair does the rest). */
-function readHistory(messages: readonly unknown[] | undefined): ModelMessage[] {
-  return (messages ?? []).filter(
-    (message): message is ModelMessage => typeof message === 'object' && message !== null && 'role' in message && 'content' in message,
-  );
-}
-
 /**
  * The message flow of spec/01: RBAC, quota check, entry lookup, module dispatch, the agent
- * loop, cost estimate, usage recorded, result. Turns of one agent run one at a time.
+ * loop, cost estimate, usage recorded, result. Turns of one agent run one at a time; killing or
+ * suspending the agent aborts them.
  */
-export function createMessageFlow(parts: MessageFlowParts): { send(reference: string, message: string, options?: SendOptions): Promise<TurnResult> } {
+export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   const { store, clock, registry, capabilities, quotas } = parts;
   const logger = parts.logger.child({ component: 'message-flow' });
-  const turns = new Map<string, Promise<unknown>>();
-  // Recent sessions' histories with the revision they were read or written at: a turn re-reads a
-  // session only when someone else saved it since (checked with one cheap query).
-  const histories = new Map<string, CachedHistory>();
-
-  function remember(sessionId: string, history: CachedHistory): void {
-    histories.delete(sessionId);
-    histories.set(sessionId, history);
-    if (histories.size > HISTORY_CACHE_LIMIT) histories.delete(histories.keys().next().value ?? '');
-  }
-
-  async function loadHistory(sessionId: string): Promise<CachedHistory> {
-    const revision = await store.sessions.revision(sessionId);
-    const cached = histories.get(sessionId);
-    if (cached !== undefined && cached.revision === revision) return cached;
-    const session = await store.sessions.get(sessionId);
-    // Read after the revision: if a save slipped in between, the next turn sees a newer revision and reads again.
-    const loaded = { revision: revision ?? 0, createdAt: session?.createdAt ?? clock.now(), messages: readHistory(session?.messages) };
-    remember(sessionId, loaded);
-    return loaded;
-  }
+  const turns = new AgentTurns();
+  const histories = new SessionHistories(store, clock);
+  const nameOf = (id: string): string => registry.find(id)?.name ?? id;
 
   function authorize(entry: AgentEntry, caller: Caller): void {
     if (caller.kind === 'user') {
@@ -124,29 +109,46 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
     }
     const from = registry.resolve(caller.agentId);
     capabilities.require(from.id, from.name, { kind: 'agent_message', pattern: entry.name });
-    if (caller.chain.length + 1 >= MAX_AGENT_DEPTH + 1) {
+    if (caller.chain.length >= MAX_AGENT_DEPTH) {
       throw new AgentChainError(`cannot message "${entry.name}": agent-to-agent messages may be nested at most ${MAX_AGENT_DEPTH} deep`);
     }
     if (entry.id === from.id || caller.chain.includes(entry.id)) {
-      throw new AgentChainError(`cannot message "${entry.name}": it is already waiting in this chain of messages (${[...caller.chain, from.id].map((id) => registry.find(id)?.name ?? id).join(' → ')})`);
+      throw new AgentChainError(`cannot message "${entry.name}": it is already waiting in this chain of messages (${[...caller.chain, from.id].map(nameOf).join(' → ')})`);
     }
   }
 
-  function chooseModels(runtime: AgentRuntime, manifest: Manifest, message: string, historyDepth: number, toolCount: number): { models: ModelTarget[]; tier?: string } {
+  /**
+   * The models to try, in order. With `llm_query` grants, every model must match one (others
+   * are dropped, and none left is a refusal); without any, the manifest's own choice stands.
+   */
+  function chooseModels(runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number): { models: ModelTarget[]; tier?: string } {
+    const { manifest } = entry;
     const primary = manifest.model === undefined ? runtime.defaultModel : toTarget(manifest.model);
     if (primary === undefined) {
       throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml`);
     }
-    const fallbacks = manifest.fallback_models.map(toTarget);
+    let chain = [primary, ...manifest.fallback_models.map(toTarget)];
+    let routed: { tier: string; model: ModelTarget } | undefined;
     if (manifest.routing?.enabled === true && runtime.tiers !== undefined) {
       const tier = pickTier(scoreComplexity({ messageText: message, toolCount, historyDepth }), manifest.routing);
-      const routed = runtime.tiers[tier];
-      if (routed !== undefined) return { models: [routed, primary, ...fallbacks], tier };
+      const model = runtime.tiers[tier];
+      if (model !== undefined) {
+        chain = [model, ...chain];
+        routed = { tier, model };
+      }
     }
-    return { models: [primary, ...fallbacks] };
+    const granted = capabilities.granted(entry.id);
+    if (granted.some((capability) => capability.kind === 'llm_query')) {
+      const allowed = chain.filter((model) => isGranted(granted, { kind: 'llm_query', pattern: modelName(model) }));
+      if (allowed.length === 0) {
+        throw new CapabilityDeniedError(`agent "${entry.name}" is not granted [capabilities].llm_query for ${chain.map((model) => `"${modelName(model)}"`).join(', ')}`);
+      }
+      chain = allowed;
+    }
+    return routed !== undefined && chain[0] === routed.model ? { models: chain, tier: routed.tier } : { models: chain };
   }
 
-  async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal): Promise<string> {
+  async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
     const result = await generateText({
       model: runtime.resolver.resolve(model),
       system: SUMMARY_INSTRUCTION,
@@ -154,48 +156,70 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
       maxRetries: 0,
       abortSignal: signal,
     });
+    // The summary is paid for like any other call.
+    calls.push({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
     return result.text;
   }
 
-  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, options: SendOptions): Promise<TurnResult> {
-    const emit = options.emit ?? ((): void => undefined);
-    const signal = options.signal ?? new AbortController().signal;
+  /** Prices and records every model call of a turn, in the usage log and the quota window. */
+  async function recordUsage(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): Promise<{ costUsd: number; inputTokens: number; outputTokens: number }> {
+    const totals = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
+    for (const call of calls) {
+      const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
+      if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
+      totals.costUsd += cost.costUsd;
+      totals.inputTokens += call.inputTokens;
+      totals.outputTokens += call.outputTokens;
+      await store.usage.record({ agentId: entry.id, at: clock.now(), model: modelName(call.model), inputTokens: call.inputTokens, outputTokens: call.outputTokens, costUsd: cost.costUsd });
+      await quotas.add(entry.id, call.inputTokens + call.outputTokens, cost.costUsd);
+    }
+    return totals;
+  }
+
+  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+    // The turn may have waited in the queue: the agent must still be live, running and within quota.
+    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
+    await quotas.check(entry.id, entry.name, {
+      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
+      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
+    });
     const runId = parts.ids.uuid();
     const runLogger = logger.child({ agentId: entry.id, runId });
     emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
 
-    const { messages: history, createdAt } = await loadHistory(entry.sessionId);
+    const base = await histories.load(entry.sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const agent = toToolAgent(entry, workspace, chainOf(caller));
     const runner = parts.runner();
-    const tools = runner.toolsFor(agent, { allowlist: entry.manifest.tool_allowlist, blocklist: entry.manifest.tool_blocklist });
-    const { models, tier } = chooseModels(runtime, entry.manifest, message, history.length, tools.length);
+    const filter = { allowlist: entry.manifest.tool_allowlist, blocklist: entry.manifest.tool_blocklist };
+    const tools = runner.toolsFor(agent, filter);
+    const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
     if (tier !== undefined) emit({ type: 'phase', phase: 'model-call', detail: `routed to the ${tier} tier: ${modelName(primary)}` });
     const contextWindowTokens = runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
 
-    let messages: ModelMessage[] = [...history, { role: 'user', content: message }];
+    const userMessage: ModelMessage = { role: 'user', content: message };
+    const calls: ModelCallUsage[] = [];
+    let messages: ModelMessage[] = [...base.messages, userMessage];
     const compaction = await compactSession(messages, {
       contextWindowTokens,
-      summarize: (older) => summarize(runtime, primary, older, signal),
+      summarize: (older) => summarize(runtime, primary, older, signal, calls),
       logger: runLogger,
     });
     if (compaction.compacted) {
       messages = compaction.messages;
       emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
     }
+    /** Saves the history with this turn's messages (from the user's message on), merged if another writer saved meanwhile. */
     const save = async (updated: ModelMessage[]): Promise<void> => {
-      const revision = await store.sessions.save({
-        id: entry.sessionId,
-        agentId: entry.id,
-        messages: updated as unknown as Parameters<Store['sessions']['save']>[0]['messages'],
-        createdAt,
-        updatedAt: clock.now(),
-      });
-      remember(entry.sessionId, { revision, createdAt, messages: updated });
+      const start = updated.indexOf(userMessage);
+      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start));
     };
 
     const modelConfig = entry.manifest.model;
+    // `llm_max_tokens` caps what one model call may write.
+    const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
     let outcome;
     try {
       outcome = await runAgentLoop({
@@ -207,73 +231,67 @@ export function createMessageFlow(parts: MessageFlowParts): { send(reference: st
         runner,
         tools,
         settings: entry.manifest.tools,
+        filter,
         maxIterations: entry.manifest.resources.max_iterations,
-        maxOutputTokens: modelConfig?.max_tokens ?? 4096,
+        maxOutputTokens,
         temperature: modelConfig?.temperature ?? 0.7,
         contextWindowTokens,
         clock,
         logger: runLogger,
         signal,
         emit,
-        stream: options.emit !== undefined,
+        stream: emit !== noEvents,
       });
     } catch (error) {
-      // The user's message was accepted: keep it in the history even though the turn failed.
-      await save(messages);
+      // What the turn did before failing is counted, and its messages kept (the user's message
+      // was accepted; tools may have acted). A killed agent has nothing left to keep them in.
+      const partial = partialOutcomeOf(error);
+      if (registry.find(entry.id) === entry) {
+        await recordUsage(runtime, entry, [...calls, ...(partial?.calls ?? [])], runLogger);
+        await save(partial?.messages ?? messages);
+      }
+      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
       throw error;
     }
+    const totals = await recordUsage(runtime, entry, [...calls, ...outcome.calls], runLogger);
     await save(outcome.messages);
-
-    let costUsd = 0;
-    let inputTokens = 0;
-    let outputTokens = 0;
-    for (const call of outcome.calls) {
-      const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
-      if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
-      costUsd += cost.costUsd;
-      inputTokens += call.inputTokens;
-      outputTokens += call.outputTokens;
-      await store.usage.record({ agentId: entry.id, at: clock.now(), model: modelName(call.model), inputTokens: call.inputTokens, outputTokens: call.outputTokens, costUsd: cost.costUsd });
-      await quotas.add(entry.id, call.inputTokens + call.outputTokens, cost.costUsd);
-    }
     const result: TurnResult = {
       text: outcome.text,
-      usage: { inputTokens, outputTokens },
+      usage: { inputTokens: totals.inputTokens, outputTokens: totals.outputTokens },
       iterations: outcome.iterations,
-      costUsd,
+      costUsd: totals.costUsd,
       model: modelName(outcome.model),
     };
     emit({ type: 'run-finish', result });
     return result;
   }
 
+  async function send(reference: string, message: string, options: SendOptions = {}): Promise<TurnResult> {
+    const caller = options.caller ?? OWNER;
+    const entry = registry.resolve(reference);
+    authorize(entry, caller);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
+    const runtime = parts.runtime;
+    if (runtime === undefined) throw new ModuleUnavailableError('this kernel has no model runtime configured');
+    if (entry.manifest.module !== 'builtin:chat') {
+      throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; use module = "builtin:chat"`);
+    }
+    const emit = options.emit ?? noEvents;
+    const turn = (): Promise<TurnResult> => turns.run(entry.id, options.signal, (signal) => runChat(runtime, entry, message, caller, signal, emit));
+    // An agent waiting on another must not be waited on by it: that would deadlock both turns.
+    return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
+  }
+
   return {
-    async send(reference, message, options = {}) {
-      const caller = options.caller ?? OWNER;
-      const entry = registry.resolve(reference);
-      authorize(entry, caller);
-      if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
-      await quotas.check(entry.id, entry.name, {
-        maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
-        maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
-      });
-      const runtime = parts.runtime;
-      if (runtime === undefined) throw new ModuleUnavailableError('this kernel has no model runtime configured');
-      if (entry.manifest.module !== 'builtin:chat') {
-        throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; use module = "builtin:chat"`);
-      }
-      // One turn at a time per agent, so two messages never interleave in one session.
-      const previous = turns.get(entry.id) ?? Promise.resolve();
-      const turn = previous.catch(() => undefined).then(() => runChat(runtime, entry, message, caller, options));
-      turns.set(entry.id, turn);
-      try {
-        return await turn;
-      } finally {
-        if (turns.get(entry.id) === turn) turns.delete(entry.id);
-      }
+    send,
+    stopTurns(agent, reason) {
+      turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" was ${reason === 'kill' ? 'killed' : 'suspended'} during the turn`));
+      if (reason === 'kill') histories.forget(agent.sessionId);
     },
   };
 }
+
+const noEvents: AgentEventSink = () => undefined;
 
 function defaultSystemPrompt(manifest: Manifest): string {
   return `You are ${manifest.name}${manifest.description === '' ? '' : `: ${manifest.description}`}.`;

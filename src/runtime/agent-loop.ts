@@ -6,7 +6,7 @@ import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';
 import { repairSession, truncateToContextWindow } from './session-repair.ts';
-import type { ToolRunner } from './tool-runner.ts';
+import type { ToolFilter, ToolRunner } from './tool-runner.ts';
 
 /** The text sent when a reply was cut off by the token limit. */
 export const CONTINUE_PROMPT = 'Please continue exactly where you stopped.';
@@ -24,6 +24,8 @@ export interface AgentLoopOptions {
   /** The tools the model is shown; every call still goes through the runner. */
   tools: readonly Tool<never>[];
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
+  /** The manifest's tool lists, enforced again on every call. */
+  filter: ToolFilter;
   maxIterations: number;
   maxOutputTokens: number;
   temperature: number;
@@ -34,6 +36,19 @@ export interface AgentLoopOptions {
   emit: AgentEventSink;
   /** Stream model output (text deltas as events); without it each model call returns whole, which is cheaper. */
   stream: boolean;
+}
+
+const partialOutcomes = new WeakMap<object, PartialLoopOutcome>();
+
+/** What a failed run had done before it failed. */
+export interface PartialLoopOutcome {
+  messages: ModelMessage[];
+  calls: ModelCallUsage[];
+}
+
+/** The messages and model calls a failed {@link runAgentLoop} got through, when `error` came from one. */
+export function partialOutcomeOf(error: unknown): PartialLoopOutcome | undefined {
+  return typeof error === 'object' && error !== null ? partialOutcomes.get(error) : undefined;
 }
 
 /** Usage of one model call, for cost accounting per model. */
@@ -98,63 +113,71 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let lastModel = options.models[0];
   if (lastModel === undefined) throw new Error('runAgentLoop needs at least one model');
 
-  for (let iteration = 1; ; iteration += 1) {
-    // Repairs are kept in the history; the cut to the context window only shapes this request,
-    // so the stored session never loses messages to it (compaction is what shortens a session).
-    messages = repairSession(messages).messages;
-    const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
-    emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
-    const { value: step, model } = await callWithFallback(
-      options.models,
-      (target, signal) => (options.stream ? streamStep : generateStep)(options, target, request, aiTools, signal),
-      { clock: options.clock, logger: options.logger, signal: options.signal },
-    );
-    lastModel = model;
-    calls.push({ model, ...step.usage });
-    messages.push(...step.response);
-    text += step.text;
+  try {
+    for (let iteration = 1; ; iteration += 1) {
+      // Repairs are kept in the history; the cut to the context window only shapes this request,
+      // so the stored session never loses messages to it (compaction is what shortens a session).
+      messages = repairSession(messages).messages;
+      const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
+      emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
+      const { value: step, model } = await callWithFallback(
+        options.models,
+        (target, signal) => (options.stream ? streamStep : generateStep)(options, target, request, aiTools, signal),
+        { clock: options.clock, logger: options.logger, signal: options.signal },
+      );
+      lastModel = model;
+      calls.push({ model, ...step.usage });
+      messages.push(...step.response);
+      text += step.text;
 
-    if (step.toolCalls.length === 0) {
-      if (step.finishReason === 'length' && continuations < MAX_CONTINUATIONS && iteration < options.maxIterations) {
-        continuations += 1;
-        emit({ type: 'phase', phase: 'continuation', detail: `continuation ${continuations} of ${MAX_CONTINUATIONS}` });
-        messages.push({ role: 'user', content: CONTINUE_PROMPT });
-        continue;
+      if (step.toolCalls.length === 0) {
+        if (step.finishReason === 'length' && continuations < MAX_CONTINUATIONS && iteration < options.maxIterations) {
+          continuations += 1;
+          emit({ type: 'phase', phase: 'continuation', detail: `continuation ${continuations} of ${MAX_CONTINUATIONS}` });
+          messages.push({ role: 'user', content: CONTINUE_PROMPT });
+          continue;
+        }
+        return { messages, text, iterations: iteration, calls, model: lastModel };
       }
-      return { messages, text, iterations: iteration, calls, model: lastModel };
-    }
 
-    const results: ToolResultPart[] = [];
-    const hints: string[] = [];
-    let stop: string | undefined;
-    for (const call of step.toolCalls) {
-      emit({ type: 'tool-call', ...call });
-      const outcome = await options.runner.run(call, { agent: options.agent, settings: options.settings, signal: options.signal, loopGuard });
-      const isError = outcome.result.isError === true;
-      emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: outcome.result.text, isError });
-      results.push({
-        type: 'tool-result',
-        toolCallId: call.toolCallId,
-        toolName: call.toolName,
-        output: isError ? { type: 'error-text', value: outcome.result.text } : { type: 'text', value: outcome.result.text },
-      });
-      if (outcome.hint !== undefined) hints.push(outcome.hint);
-      if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
+      const results: ToolResultPart[] = [];
+      const hints: string[] = [];
+      let stop: string | undefined;
+      for (const call of step.toolCalls) {
+        emit({ type: 'tool-call', ...call });
+        options.signal.throwIfAborted();
+        const outcome = await options.runner.run(call, { agent: options.agent, filter: options.filter, settings: options.settings, signal: options.signal, loopGuard });
+        const isError = outcome.result.isError === true;
+        emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: outcome.result.text, isError });
+        results.push({
+          type: 'tool-result',
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: isError ? { type: 'error-text', value: outcome.result.text } : { type: 'text', value: outcome.result.text },
+        });
+        if (outcome.hint !== undefined) hints.push(outcome.hint);
+        if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
+      }
+      messages.push({ role: 'tool', content: results });
+      if (hints.length > 0) {
+        emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
+        messages.push({ role: 'user', content: hints.join('\n') });
+      }
+      if (stop !== undefined) {
+        emit({ type: 'phase', phase: 'loop-guard', detail: stop });
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel };
+      }
+      if (iteration >= options.maxIterations) {
+        const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
+        emit({ type: 'phase', phase: 'max-iterations', detail: note });
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel };
+      }
     }
-    messages.push({ role: 'tool', content: results });
-    if (hints.length > 0) {
-      emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
-      messages.push({ role: 'user', content: hints.join('\n') });
-    }
-    if (stop !== undefined) {
-      emit({ type: 'phase', phase: 'loop-guard', detail: stop });
-      return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel };
-    }
-    if (iteration >= options.maxIterations) {
-      const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
-      emit({ type: 'phase', phase: 'max-iterations', detail: note });
-      return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel };
-    }
+  } catch (error) {
+    // What the run did before it failed still counts: the caller records its usage and keeps
+    // its messages (tools may have acted on the world).
+    if (typeof error === 'object' && error !== null) partialOutcomes.set(error, { messages, calls });
+    throw error;
   }
 }
 

@@ -3,8 +3,8 @@
  * session repair, output truncation, guidelines, compaction).
  */
 export type { AgentEvent, AgentEventSink, RunPhase, TurnResult, TurnUsage } from './agent-event.ts';
-export { CONTINUE_PROMPT, runAgentLoop } from './agent-loop.ts';
-export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage } from './agent-loop.ts';
+export { CONTINUE_PROMPT, partialOutcomeOf, runAgentLoop } from './agent-loop.ts';
+export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage, PartialLoopOutcome } from './agent-loop.ts';
 export { canonicalJson } from './canonical-json.ts';
 export { COMPACTION_KEEP_LAST, COMPACTION_THRESHOLD, compactSession, SUMMARY_INSTRUCTION, SUMMARY_PREFIX } from './compaction.ts';
 export type { CompactionOptions, CompactionResult } from './compaction.ts';
@@ -37,4 +37,4 @@ export type { RepairPhaseResult, SessionRepairOptions, SessionRepairResult } fro
 export { STABILITY_GUIDELINES, withStabilityGuidelines } from './stability-guidelines.ts';
 export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-output.ts';
 export { createToolRunner } from './tool-runner.ts';
-export type { ToolAuditEntry, ToolCallOptions, ToolCallOutcome, ToolCallRequest, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';
+export type { ToolAuditEntry, ToolCallOptions, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';

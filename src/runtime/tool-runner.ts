@@ -24,6 +24,17 @@ export interface ToolRunnerOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** Records a refusal or failure; must not throw. */
   audit: (entry: ToolAuditEntry) => Promise<void>;
+  /**
+   * The capabilities an agent holds now. Checked on every call, so a grant revoked mid-turn (the
+   * agent was killed) stops its next call. Defaults to the agent's capabilities as given.
+   */
+  grants?: (agent: ToolAgent) => readonly Capability[];
+}
+
+/** The manifest's tool lists: an empty allowlist allows every granted tool; the blocklist removes after. */
+export interface ToolFilter {
+  allowlist: readonly string[];
+  blocklist: readonly string[];
 }
 
 /** One call the model asked for. */
@@ -36,6 +47,8 @@ export interface ToolCallRequest {
 /** The settings a call runs under: the agent's `[tools.*]` tables and the run's guard. */
 export interface ToolCallOptions {
   agent: ToolAgent;
+  /** The agent's tool lists; a tool they hide is refused even when the model names it. */
+  filter: ToolFilter;
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
   signal: AbortSignal;
   loopGuard?: LoopGuard;
@@ -53,7 +66,7 @@ export interface ToolCallOutcome {
 /** Runs tool calls for agents: the one gate every tool call passes. */
 export interface ToolRunner {
   /** The tools an agent may call (and so the only ones its model is shown). */
-  toolsFor(agent: ToolAgent, filter: { allowlist: readonly string[]; blocklist: readonly string[] }): Tool<never>[];
+  toolsFor(agent: ToolAgent, filter: ToolFilter): Tool<never>[];
   run(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome>;
 }
 
@@ -89,6 +102,15 @@ function suggestGrant(capability: Capability): string {
   return `add ${JSON.stringify(value)}${broader === undefined ? '' : ` or ${broader}`} to ${key}`;
 }
 
+/** Whether the tool is granted and left in by the agent's allowlist and blocklist. */
+function permits(granted: readonly Capability[], name: string, filter: ToolFilter): boolean {
+  return (
+    isGranted(granted, { kind: 'tool_invoke', pattern: name }) &&
+    (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
+    !filter.blocklist.includes(name)
+  );
+}
+
 function errorResult(text: string): ToolResult {
   return { text, isError: true };
 }
@@ -102,6 +124,7 @@ function errorResult(text: string): ToolResult {
  */
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
     await options.audit({ agentId: agent.id, agentName: agent.name, tool, outcome, reason });
@@ -133,21 +156,26 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
 
   return {
     toolsFor(agent, filter) {
-      return [...byName.values()].filter(
-        (tool) =>
-          isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: tool.name }) &&
-          (filter.allowlist.length === 0 || filter.allowlist.includes(tool.name)) &&
-          !filter.blocklist.includes(tool.name),
-      );
+      const granted = grantsOf(agent);
+      return [...byName.values()].filter((tool) => permits(granted, tool.name, filter));
     },
 
-    async run(call, { agent, settings, signal, loopGuard }) {
+    async run(call, { agent, filter, settings, signal, loopGuard }) {
       const tool = byName.get(call.toolName);
       if (tool === undefined) {
         return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
       }
-      if (!isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: tool.name })) {
-        return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.name })}`);
+      const granted = grantsOf(agent);
+      if (!permits(granted, tool.name, filter)) {
+        const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.name });
+        return refuse(
+          agent,
+          tool.name,
+          'denied',
+          hidden
+            ? `agent "${agent.name}" may not call ${tool.name}: its tool_allowlist or tool_blocklist leaves it out`
+            : `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.name })}`,
+        );
       }
       const parsed = tool.inputSchema.safeParse(call.input, { reportInput: true });
       if (!parsed.success) {
@@ -183,11 +211,13 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         if (policy !== undefined && !agent.execPolicy[policy]) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${policy} is false`);
         }
-        if (!isGranted(agent.capabilities, capability)) {
+        if (!isGranted(granted, capability)) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" is not granted ${describeCapability(capability)}; to allow it, ${suggestGrant(capability)}`);
         }
       }
 
+      // A cancelled turn runs nothing more.
+      signal.throwIfAborted();
       const timeoutSetting = toolSettings['timeout_seconds'];
       const timeoutMs = typeof timeoutSetting === 'number' ? timeoutSetting * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
       let result: ToolResult;

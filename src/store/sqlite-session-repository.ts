@@ -1,6 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
 import type { SessionRecord, SessionRepository } from '../contracts/index.ts';
+import { StoreConflictError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { jsonArrayText, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
@@ -71,11 +72,25 @@ export class SqliteSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord): Promise<number> {
+  save(session: SessionRecord, options: { expectedRevision?: number } = {}): Promise<number> {
     return this.#connection.execute(
       () => {
-        const row = this.#save.get(session.id, session.agentId, JSON.stringify(session.messages), session.createdAt, session.updatedAt);
-        return Number(row?.['revision'] ?? 0);
+        const write = (): number => {
+          const row = this.#save.get(session.id, session.agentId, JSON.stringify(session.messages), session.createdAt, session.updatedAt);
+          return Number(row?.['revision'] ?? 0);
+        };
+        const { expectedRevision } = options;
+        if (expectedRevision === undefined) return write();
+        return this.#connection.transaction(() => {
+          const current = this.#revision.get(session.id);
+          const revision = current === undefined ? 0 : Number(current['revision']);
+          if (revision !== expectedRevision) {
+            throw new StoreConflictError(`cannot save session "${session.id}": it was saved elsewhere meanwhile (revision ${revision}, expected ${expectedRevision})`, {
+              details: { sessionId: session.id, revision, expectedRevision },
+            });
+          }
+          return write();
+        });
       },
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
     );

@@ -353,3 +353,92 @@ describe('agent and memory tools through the kernel', () => {
     expect(server.requests).toHaveLength(2);
   });
 });
+
+describe('turns in parallel, and agents stopped during a turn', () => {
+  it('runs concurrent messages to one agent one at a time, keeping both in the session', async () => {
+    host = await openTestHost(dir.path);
+    const view = await host.kernel.spawn(manifest(agent('serial')));
+    server.script([{ text: 'answer one' }, { text: 'answer two' }]);
+    const [one, two] = await Promise.all([host.kernel.send('serial', 'question one'), host.kernel.send('serial', 'question two')]);
+    expect([one.text, two.text]).toEqual(['answer one', 'answer two']);
+    // The second request already carried the first turn.
+    expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('answer one');
+    const session = await host.store.sessions.get(view.session_id);
+    expect(JSON.stringify(session?.messages)).toMatch(/question one.*answer one.*question two.*answer two/);
+  });
+
+  it('checks the quota when a queued turn starts, so concurrent messages cannot overspend', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('rationed', '[resources]\nmax_tokens_per_hour = 20')));
+    server.script([{ text: 'a', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'c' }, { text: 'd' }]);
+    const results = await Promise.allSettled(['1', '2', '3', '4'].map((text) => host.kernel.send('rationed', text)));
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('aborts the running and queued turns of an agent that is killed', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('doomed')));
+    server.script([{ text: 'too late' }, { text: 'never' }]);
+    const first = host.kernel.send('doomed', 'one');
+    const second = host.kernel.send('doomed', 'two');
+    await host.kernel.kill('doomed');
+    await expect(first).rejects.toThrow(/doomed/);
+    await expect(second).rejects.toThrow(/doomed/);
+    expect(server.requests.length).toBeLessThanOrEqual(1);
+    expect(await host.store.usage.list()).toEqual([]);
+  });
+
+  it('refuses the message that would make two agents wait on each other, and both turns finish', async () => {
+    const other = await startScriptedModelServer();
+    try {
+      host = await openTestHost(dir.path);
+      const talk = (name: string, peer: string, url: string) =>
+        manifest(`name = "${name}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["${peer}"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${url}"\n`);
+      await host.kernel.spawn(talk('alice', 'bob', server.url));
+      await host.kernel.spawn(talk('bob', 'alice', other.url));
+      server.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'bob', message: 'hi bob' } }] }, { text: 'alice done' }, { text: 'alice replies' }]);
+      other.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'alice', message: 'hi alice' } }] }, { text: 'bob done' }, { text: 'bob replies' }]);
+      const events: AgentEvent[] = [];
+      const collectInto = async (name: string): Promise<void> => {
+        for await (const event of host.kernel.stream(name, 'talk to your peer')) events.push(event);
+      };
+      await Promise.all([collectInto('alice'), collectInto('bob')]);
+      const refusals = events.filter((event) => event.type === 'tool-result' && event.isError && event.text.includes('both would wait forever'));
+      expect(refusals).toHaveLength(1);
+      expect(events.filter((event) => event.type === 'run-finish').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses a tool that would kill the calling agent\'s own parent', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('parent', '[capabilities]\nagent_spawn = true\ntools = ["agent_kill"]\nagent_kill = ["*"]')));
+    await host.kernel.spawn(manifest(agent('child', '[capabilities]\ntools = ["agent_kill"]\nagent_kill = ["*"]')), { parent: 'parent' });
+    server.script([{ toolCalls: [{ name: 'agent_kill', input: { agent: 'parent' } }] }, { text: 'could not' }]);
+    const results = (await collect(host.kernel.stream('child', 'kill your parent'))).filter((event) => event.type === 'tool-result');
+    expect(results).toMatchObject([{ isError: true, text: expect.stringContaining('would kill itself') as string }]);
+    expect(host.kernel.list().map((view) => view.name)).toEqual(['parent', 'child']);
+  });
+
+  it('counts the usage of a turn that fails midway and keeps what it did', async () => {
+    host = await openTestHost(dir.path);
+    const view = await host.kernel.spawn(manifest(agent('halfway', '[capabilities]\ntools = ["agent_list"]')));
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 5000, outputTokens: 100 } }, { status: 401 }]);
+    await expect(host.kernel.send('halfway', 'go')).rejects.toThrow(/openai\/gpt-4o/);
+    expect(await host.store.usage.list()).toMatchObject([{ inputTokens: 5000, outputTokens: 100 }]);
+    const session = await host.store.sessions.get(view.session_id);
+    expect(JSON.stringify(session?.messages)).toContain('agent_list');
+  });
+
+  it('caps each model call at [capabilities].llm_max_tokens and refuses models outside llm_query', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('capped', '[capabilities]\nllm_max_tokens = 100\nllm_query = ["openai/gpt-4o"]')));
+    await host.kernel.spawn(manifest(agent('fenced', '[capabilities]\nllm_query = ["anthropic/*"]')));
+    server.script([{ text: 'short' }]);
+    await host.kernel.send('capped', 'hi');
+    expect(server.requests[0]?.body['max_tokens'] ?? server.requests[0]?.body['max_completion_tokens']).toBe(100);
+    await expect(host.kernel.send('fenced', 'hi')).rejects.toThrow('is not granted [capabilities].llm_query for "openai/gpt-4o"');
+  });
+});

@@ -55,7 +55,12 @@ function setup(tools: Tool<never>[]) {
 }
 
 const call = (toolName: string, input: unknown) => ({ toolCallId: 'c1', toolName, input });
-const options = (forAgent: ToolAgent) => ({ agent: forAgent, settings: {}, signal: new AbortController().signal });
+const options = (forAgent: ToolAgent, filter: { allowlist: string[]; blocklist: string[] } = { allowlist: [], blocklist: [] }) => ({
+  agent: forAgent,
+  filter,
+  settings: {},
+  signal: new AbortController().signal,
+});
 
 describe('the tool runner', () => {
   it('runs a call whose tool and capabilities are granted', async () => {
@@ -206,6 +211,47 @@ describe('the tool runner', () => {
     expect(outcomes[2]?.hint).toBeDefined();
     expect(outcomes[4]?.result.isError).toBe(true);
     expect(ran).toBe(4);
+  });
+
+  it('refuses a tool the blocklist or allowlist leaves out even when the model names it', async () => {
+    let ran = 0;
+    const { runner, audit } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const forAgent = agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }]);
+    const blocked = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: [], blocklist: ['ping'] }));
+    const notAllowed = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: ['other'], blocklist: [] }));
+    expect(blocked.result).toEqual({ isError: true, text: 'agent "tester" may not call ping: its tool_allowlist or tool_blocklist leaves it out' });
+    expect(notAllowed.result.isError).toBe(true);
+    expect(ran).toBe(0);
+    expect(audit.map((entry) => entry.outcome)).toEqual(['denied', 'denied']);
+  });
+
+  it('checks the grants the agent holds now, not the ones it started the turn with', async () => {
+    let ran = 0;
+    let current: Capability[] = [{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }];
+    const runner = createToolRunner({
+      tools: [hostTool(() => (ran += 1)) as unknown as Tool<never>],
+      kernel: unusedKernel,
+      clock: createFakeClock(),
+      logger: createSilentLogger(),
+      env: {},
+      audit: () => Promise.resolve(),
+      grants: () => current,
+    });
+    const forAgent = agent(current);
+    expect((await runner.run(call('ping', { host: 'a' }), options(forAgent))).result.isError).toBeUndefined();
+    current = []; // revoked (the agent was killed)
+    expect((await runner.run(call('ping', { host: 'a' }), options(forAgent))).result.isError).toBe(true);
+    expect(ran).toBe(1);
+  });
+
+  it('runs nothing once the turn is cancelled', async () => {
+    let ran = 0;
+    const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
+    const controller = new AbortController();
+    controller.abort(new Error('cancelled'));
+    const forAgent = agent([{ kind: 'tool_all' }, { kind: 'net_connect', pattern: '*' }]);
+    await expect(runner.run(call('ping', { host: 'a' }), { ...options(forAgent), signal: controller.signal })).rejects.toThrow('cancelled');
+    expect(ran).toBe(0);
   });
 
   it('shows the model only the tools the agent may call, after the allowlist and blocklist', () => {

@@ -70,9 +70,9 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .action(async (reference: string) => {
       const context = await openCliContext(io);
       const kernel: Kernel = context.kernel;
-      const name = kernel.get(reference).name;
       const prompt = createInterface({ input: io.stdin, terminal: false });
       try {
+        const name = kernel.get(reference).name;
         io.stdout(`Chatting with ${name}. Type /exit or press Ctrl-D to leave.\n`);
         for await (const input of prompt) {
           const message = input.trim();

@@ -1,0 +1,89 @@
+import type { ModelMessage } from 'ai';
+import type { Clock, Store } from '../contracts/index.ts';
+import { StoreConflictError } from '../errors/index.ts';
+
+/** How many sessions' histories a kernel keeps in memory between turns. */
+export const HISTORY_CACHE_LIMIT = 1_000;
+
+/** Attempts to save a turn when other writers keep saving the same session. */
+const SAVE_ATTEMPTS = 3;
+
+/** A session's history as a turn starts from it. */
+export interface SessionHistory {
+  revision: number;
+  createdAt: number;
+  /** Never mutated: a turn builds a new array from it. */
+  messages: ModelMessage[];
+}
+
+/** Reads a stored history loosely: anything that is not a message with a role is dropped (session repair does the rest). */
+function readHistory(messages: readonly unknown[] | undefined): ModelMessage[] {
+  return (messages ?? []).filter(
+    (message): message is ModelMessage => typeof message === 'object' && message !== null && 'role' in message && 'content' in message,
+  );
+}
+
+/**
+ * Sessions' histories for turns. Recent ones stay in memory with the revision they were read or
+ * written at, so a turn re-reads a session only when someone else saved it since (one cheap
+ * query). Saves are compare-and-swap on the revision: when another writer saved the session in
+ * between, the turn's own messages are appended to the newer history instead of overwriting it,
+ * so no acknowledged message is lost.
+ */
+export class SessionHistories {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #cache = new Map<string, SessionHistory>();
+
+  constructor(store: Store, clock: Clock) {
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  #remember(sessionId: string, history: SessionHistory): void {
+    this.#cache.delete(sessionId);
+    this.#cache.set(sessionId, history);
+    if (this.#cache.size > HISTORY_CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value ?? '');
+  }
+
+  /** The current history of a session (empty when it has none). */
+  async load(sessionId: string): Promise<SessionHistory> {
+    const revision = await this.#store.sessions.revision(sessionId);
+    const cached = this.#cache.get(sessionId);
+    if (cached !== undefined && cached.revision === revision) return cached;
+    // Read after the revision: a save slipping in between makes the next turn read again.
+    const session = await this.#store.sessions.get(sessionId);
+    const loaded = { revision: revision ?? 0, createdAt: session?.createdAt ?? this.#clock.now(), messages: readHistory(session?.messages) };
+    this.#remember(sessionId, loaded);
+    return loaded;
+  }
+
+  /**
+   * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
+   * When it is not, `added` (this turn's own messages) is appended to the newer history.
+   */
+  async save(target: { sessionId: string; agentId: string }, base: SessionHistory, messages: ModelMessage[], added: readonly ModelMessage[]): Promise<void> {
+    let expected = base;
+    let next = messages;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const revision = await this.#store.sessions.save(
+          { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt: this.#clock.now() },
+          { expectedRevision: expected.revision },
+        );
+        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next });
+        return;
+      } catch (error) {
+        if (!(error instanceof StoreConflictError) || attempt >= SAVE_ATTEMPTS) throw error;
+        this.#cache.delete(target.sessionId);
+        expected = await this.load(target.sessionId);
+        next = [...expected.messages, ...added];
+      }
+    }
+  }
+
+  /** Forgets a session (its agent was killed). */
+  forget(sessionId: string): void {
+    this.#cache.delete(sessionId);
+  }
+}
