@@ -1,23 +1,16 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ScriptedModelServer, startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 
-let server: ScriptedModelServer;
+const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;
 
-beforeAll(async () => {
-  server = await startScriptedModelServer();
-});
-afterAll(async () => {
-  await server.close();
-});
 beforeEach(async () => {
-  server.reset();
   dir = await makeTempDir('loom-cli-send-');
   home = join(dir.path, 'home');
   const manifest = join(dir.path, 'helper.toml');

@@ -1,21 +1,14 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTINUOUS_WAKE_MESSAGE } from '../../src/scheduler/index.ts';
-import { type ScriptedModelServer, startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
-let server: ScriptedModelServer;
+const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
 
-beforeAll(async () => {
-  server = await startScriptedModelServer();
-});
-afterAll(async () => {
-  await server.close();
-});
 beforeEach(async () => {
-  server.reset();
   dir = await makeTempDir('loom-scheduled-');
 });
 afterEach(async () => {

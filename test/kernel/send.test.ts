@@ -1,25 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AccessDeniedError, AgentChainError, AgentStateError, QuotaExceededError } from '../../src/errors/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { SUMMARY_PREFIX } from '../../src/runtime/index.ts';
-import { type ScriptedModelServer, startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { startScriptedModelServer } from '../support/scripted-model-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, settleWithClock, type TestHost } from '../helpers/test-host.ts';
 
-let server: ScriptedModelServer;
+const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
 
-beforeAll(async () => {
-  server = await startScriptedModelServer();
-});
-afterAll(async () => {
-  await server.close();
-});
 beforeEach(async () => {
-  server.reset();
   dir = await makeTempDir('loom-send-');
 });
 afterEach(async () => {
