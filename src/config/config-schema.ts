@@ -9,6 +9,33 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: z.int().min(0).max(65_535).default(4200),
+      /** Requests with a larger body are refused with 413. */
+      body_limit_bytes: z.int().positive().default(1_048_576),
+      /** A request (a whole turn, for messages) taking longer is cancelled. */
+      request_timeout_seconds: z.int().positive().default(300),
+    })
+    .prefault({}),
+  auth: z
+    .strictObject({
+      /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. */
+      keys: z
+        .array(
+          z.strictObject({
+            name: z.string().min(1),
+            role: z.enum(['owner', 'user', 'viewer']),
+            /** The environment variable holding the secret (never the secret itself). */
+            key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' }),
+            /** For the user role: the agents (name patterns) it may message. */
+            agents: z.array(z.string().min(1)).default(['*']),
+          }),
+        )
+        .default([]),
+    })
+    .prefault({}),
+  rate_limit: z
+    .strictObject({
+      /** Cost units each client may spend per minute (a message costs 30, a spawn 50, health 1, reads 5). */
+      per_minute: z.int().positive().default(500),
     })
     .prefault({}),
   store: z
@@ -56,6 +83,20 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # Where the daemon listens. Keep it on loopback unless API keys are configured.
 # host = "127.0.0.1"
 # port = 4200
+# body_limit_bytes = 1048576
+# request_timeout_seconds = 300
+
+# API keys. With none (and no LOOM_API_KEY in the environment), only loopback clients are
+# served. The secret lives in an environment variable, never in this file.
+# [[auth.keys]]
+# name = "ci"
+# role = "user"                   # owner | user | viewer
+# key_env = "LOOM_CI_KEY"
+# agents = ["helper-*"]           # for "user": the agents it may message
+
+[rate_limit]
+# Cost units per client per minute: a message costs 30, a spawn 50, a read 5, health 1.
+# per_minute = 500
 
 [store]
 # "normal": every acknowledged write survives a crash of Loom (SQLite WAL).

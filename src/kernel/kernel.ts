@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, validateInheritance } from '../capabilities/index.ts';
-import type { AgentRecord, Clock, IdGenerator, JsonObject, Logger, Store } from '../contracts/index.ts';
+import type { AgentRecord, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store } from '../contracts/index.ts';
 import {
   AgentNameTakenError,
   AgentNotFoundError,
@@ -86,6 +86,12 @@ export interface Kernel {
    *   {ModelCallFailedError} when every model failed.
    */
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /** An agent's session: its id and the messages of its history. */
+  session(reference: string): Promise<{ id: string; messages: readonly unknown[] }>;
+  /** Empties an agent's session history (its id stays). */
+  resetSession(reference: string): Promise<void>;
+  /** The audit log (kernel events, tool refusals), newest last, optionally for one agent or after a sequence number. */
+  audit(options?: { agent?: string; after?: number; type?: string; limit?: number }): Promise<EventRecord[]>;
   /** Tokens and cost by agent and model, optionally for one agent (name or id) and since a time. */
   usage(options?: { agent?: string; since?: number }): Promise<UsageRow[]>;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
@@ -323,6 +329,28 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     send: (reference, message, options) => flow.send(reference, message, options),
+
+    async session(reference) {
+      const entry = registry.resolve(reference);
+      const session = await store.sessions.get(entry.sessionId);
+      return { id: entry.sessionId, messages: session?.messages ?? [] };
+    },
+
+    async resetSession(reference) {
+      const entry = registry.resolve(reference);
+      const at = clock.now();
+      await flow.resetSession(entry, at);
+    },
+
+    async audit(options = {}) {
+      const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
+      return store.events.list({
+        ...(agentId === undefined ? {} : { agentId }),
+        ...(options.after === undefined ? {} : { after: options.after }),
+        ...(options.type === undefined ? {} : { type: options.type }),
+        limit: options.limit ?? 500,
+      });
+    },
 
     async usage(options = {}) {
       // A killed agent is named by its id: its usage is kept.

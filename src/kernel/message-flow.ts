@@ -56,6 +56,8 @@ export interface MessageFlow {
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend'): void;
+  /** Empties an agent's session history, after its running turn (if any) ends. */
+  resetSession(agent: AgentEntry, at: number): Promise<void>;
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -284,6 +286,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   return {
     send,
+    resetSession: (agent, at) =>
+      turns.run(agent.id, undefined, async () => {
+        histories.forget(agent.sessionId);
+        const current = await store.sessions.get(agent.sessionId);
+        await store.sessions.save({ id: agent.sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at });
+      }),
     stopTurns(agent, reason) {
       turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" was ${reason === 'kill' ? 'killed' : 'suspended'} during the turn`));
       if (reason === 'kill') histories.forget(agent.sessionId);
