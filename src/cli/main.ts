@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { isLoomError } from '../errors/index.ts';
 import { type CliIo, processIo } from './cli-io.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
+import { registerDaemonCommands } from './commands/daemon-commands.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
@@ -23,6 +24,7 @@ function buildProgram(io: CliIo): Command {
       '\nEnvironment:\n  LOOM_HOME       the home folder (default ~/.loom)\n  LOOM_LOG_LEVEL  debug | info | warn | error | silent (default warn for commands)\n  LOOM_DEBUG=1    print stack traces with errors\n\nExample:\n  $ loom init\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n',
     );
   registerInitCommand(program, io);
+  registerDaemonCommands(program, io);
   registerManifestCommands(program, io);
   registerAgentCommands(program, io);
   registerSendCommands(program, io);

@@ -50,6 +50,11 @@ export class AgentTurns {
     for (const controller of this.#agents.get(agentId)?.controllers ?? []) controller.abort(reason);
   }
 
+  /** Resolves once no agent has a turn running or queued. */
+  async idle(): Promise<void> {
+    while (this.#agents.size > 0) await Promise.all([...this.#agents.values()].map((state) => state.tail));
+  }
+
   /** Whether the agent has a turn running or queued. */
   isBusy(agentId: string): boolean {
     return this.#agents.has(agentId);

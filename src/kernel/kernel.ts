@@ -96,7 +96,10 @@ export interface Kernel {
   usage(options?: { agent?: string; since?: number }): Promise<UsageRow[]>;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
-  /** Stops every running agent without changing what is stored, so the next boot resumes them. */
+  /**
+   * Cancels in-flight turns (what they did is saved) and stops every running agent without
+   * changing what is stored, so the next boot resumes them.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -366,8 +369,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async shutdown() {
       for (const entry of registry.list()) {
+        // In-flight turns are cancelled; what they did is saved as they unwind.
+        flow.stopTurns(entry, 'shutdown');
         if (entry.state === 'running') await runHooks(entry, 'shutdown');
       }
+      await flow.idle();
     },
   };
 

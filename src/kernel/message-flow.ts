@@ -54,8 +54,10 @@ export interface MessageFlowParts {
 /** The message flow, and what the kernel tells it when agents stop. */
 export interface MessageFlow {
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
-  /** Aborts an agent's running and queued turns (it was killed or suspended). */
-  stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend'): void;
+  /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
+  stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
+  /** Resolves once no turn is running or queued. */
+  idle(): Promise<void>;
   /** Empties an agent's session history, after its running turn (if any) ends. */
   resetSession(agent: AgentEntry, at: number): Promise<void>;
 }
@@ -292,8 +294,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         const current = await store.sessions.get(agent.sessionId);
         await store.sessions.save({ id: agent.sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at });
       }),
+    idle: () => turns.idle(),
     stopTurns(agent, reason) {
-      turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" was ${reason === 'kill' ? 'killed' : 'suspended'} during the turn`));
+      const what = reason === 'kill' ? 'was killed' : reason === 'suspend' ? 'was suspended' : 'stopped because Loom is shutting down';
+      turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" ${what} during the turn`));
       if (reason === 'kill') histories.forget(agent.sessionId);
     },
   };

@@ -1,0 +1,196 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { setTimeout as delay } from 'node:timers/promises';
+import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
+import { LoomError, UsageError } from '../../errors/index.ts';
+import { createLogger } from '../../logging/index.ts';
+import { openSqliteStore } from '../../store/index.ts';
+import { openHome } from '../cli-context.ts';
+import type { CliIo } from '../cli-io.ts';
+import { LOOM_VERSION } from '../version.ts';
+
+/** How long `loom start` waits for a background daemon to answer, and `loom stop` for it to end. */
+const DAEMON_WAIT_MS = 15_000;
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port: expected a port number from 0 to 65535, got "${value}"`);
+  return port;
+}
+
+async function health(url: string): Promise<{ status: string; version?: string; agents?: number } | undefined> {
+  try {
+    const response = await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(2_000) });
+    return response.ok ? ((await response.json()) as { status: string; version?: string; agents?: number }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface StartOptions {
+  host?: string;
+  port?: number;
+  foreground?: boolean;
+}
+
+/** Runs the daemon in this process until SIGINT or SIGTERM. */
+async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
+  const { home, config } = await openHome(io);
+  const logger = createLogger({ level: config.log.level });
+  const daemon = await startDaemon({
+    home,
+    config,
+    env: io.env,
+    logger,
+    version: LOOM_VERSION,
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.port === undefined ? {} : { port: options.port }),
+  });
+  io.stdout(`Loom ${LOOM_VERSION} is listening at ${daemon.info.url} (pid ${daemon.info.pid}). Press Ctrl-C to stop.\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      io.stdout('Stopping Loom…\n');
+      void daemon.stop().finally(resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** Starts the daemon as a detached process and waits until it answers. */
+async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
+  const { home } = await openHome(io);
+  const running = await readDaemonFile(home);
+  if (running !== undefined) {
+    io.stdout(`Loom is already running at ${running.url} (pid ${running.pid}).\n`);
+    return;
+  }
+  const logPath = join(home.logsDir, 'daemon.log');
+  const log = openSync(logPath, 'a');
+  const args = [join(import.meta.dirname, '../../../bin/loom.js'), 'start', '--foreground'];
+  if (options.host !== undefined) args.push('--host', options.host);
+  if (options.port !== undefined) args.push('--port', String(options.port));
+  const child = spawn(process.execPath, args, { cwd: io.cwd, env: { ...io.env }, detached: true, stdio: ['ignore', log, log] });
+  closeSync(log);
+  child.unref();
+  const deadline = Date.now() + DAEMON_WAIT_MS;
+  while (Date.now() < deadline) {
+    const info = await readDaemonFile(home);
+    if (info !== undefined && info.pid === child.pid && (await health(info.url)) !== undefined) {
+      io.stdout(`Loom is running at ${info.url} (pid ${info.pid}); logs in ${logPath}.\n`);
+      return;
+    }
+    if (child.pid === undefined || !isProcessAlive(child.pid)) break;
+    await delay(100);
+  }
+  const tail = (await readFile(logPath, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n');
+  throw new LoomError('DAEMON_START_FAILED', 'system', `the daemon did not start; the end of ${logPath}:\n${tail}`);
+}
+
+/** `loom start`, `loom stop`, `loom status`, `loom doctor`. */
+export function registerDaemonCommands(program: Command, io: CliIo): void {
+  program
+    .command('start')
+    .description('start the Loom daemon: agents, schedules, the HTTP API (in the background unless --foreground)')
+    .option('--host <host>', 'the address to listen on (default [daemon].host, 127.0.0.1)')
+    .option('--port <port>', 'the port to listen on (default [daemon].port, 4200; 0 picks a free one)', parsePort)
+    .option('--foreground', 'run in this terminal until Ctrl-C (what `npm start` does)')
+    .addHelpText('after', '\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n')
+    .action(async (options: StartOptions) => {
+      if (options.foreground === true) await runForeground(io, options);
+      else await runBackground(io, options);
+    });
+
+  program
+    .command('stop')
+    .description('stop the running daemon (in-flight turns are cancelled and their work saved)')
+    .addHelpText('after', '\nExample:\n  $ loom stop\n')
+    .action(async () => {
+      const { home } = await openHome(io);
+      const info = await readDaemonFile(home);
+      if (info === undefined) {
+        io.stdout('Loom is not running.\n');
+        return;
+      }
+      process.kill(info.pid, 'SIGTERM');
+      const deadline = Date.now() + DAEMON_WAIT_MS;
+      while (isProcessAlive(info.pid)) {
+        if (Date.now() > deadline) throw new LoomError('DAEMON_STOP_FAILED', 'system', `the daemon (pid ${info.pid}) did not stop within ${DAEMON_WAIT_MS / 1000} s`);
+        await delay(100);
+      }
+      io.stdout(`Loom stopped (pid ${info.pid}).\n`);
+    });
+
+  program
+    .command('status')
+    .description('say whether the daemon runs, where, and how many agents it holds')
+    .option('--json', 'print { running, url, pid, version, agents, started_at }')
+    .addHelpText('after', '\nExample:\n  $ loom status --json\n')
+    .action(async (options: { json?: boolean }) => {
+      const { home } = await openHome(io);
+      const info = await readDaemonFile(home);
+      const answer = info === undefined ? undefined : await health(info.url);
+      const status =
+        info === undefined
+          ? { running: false, home: home.root }
+          : { running: answer !== undefined, url: info.url, pid: info.pid, version: info.version, agents: answer?.agents ?? null, started_at: info.startedAt, home: home.root };
+      if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
+      else if (info === undefined) io.stdout(`Loom is not running (home ${home.root}). Start it with: loom start\n`);
+      else io.stdout(`Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n`);
+    });
+
+  program
+    .command('doctor')
+    .description('check this machine: Node version, home folder, database, model keys, Ollama, the port')
+    .addHelpText('after', '\nExit status 1 when a check that Loom needs fails.\n\nExample:\n  $ loom doctor\n')
+    .action(async () => {
+      const checks: { ok: boolean; essential: boolean; text: string }[] = [];
+      const major = Number(process.versions.node.split('.')[0]);
+      checks.push({ ok: major >= 24, essential: true, text: `Node.js ${process.version}${major >= 24 ? '' : ' (Loom needs 24 or later)'}` });
+      const { home, config } = await openHome(io);
+      checks.push({ ok: true, essential: true, text: `home folder ${home.root}, config valid` });
+      try {
+        const store = openSqliteStore({ path: home.databasePath });
+        const integrity = store.integrityCheck();
+        await store.close();
+        checks.push({ ok: integrity.join() === 'ok', essential: true, text: `database ${home.databasePath}: ${integrity.join('; ')}` });
+      } catch (error) {
+        checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
+      }
+      const keys = modelKeysIn(io.env);
+      checks.push({
+        ok: keys.found.length > 0,
+        essential: false,
+        text: keys.found.length > 0 ? `model keys: ${keys.found.join(', ')} (not set: ${keys.missing.join(', ') || 'none'})` : `no model key set (looked for ${keys.missing.join(', ')})`,
+      });
+      const ollama = await fetch('http://127.0.0.1:11434/api/tags', { signal: AbortSignal.timeout(1_000) }).then(
+        (response) => response.ok,
+        () => false,
+      );
+      checks.push({ ok: ollama, essential: false, text: ollama ? 'Ollama answers at http://127.0.0.1:11434' : 'Ollama does not answer at http://127.0.0.1:11434' });
+      const daemon = await readDaemonFile(home);
+      if (daemon !== undefined) {
+        checks.push({ ok: true, essential: false, text: `the daemon runs at ${daemon.url} (pid ${daemon.pid})` });
+      } else {
+        const free = await portIsFree(config.daemon.host, config.daemon.port);
+        checks.push({ ok: free, essential: true, text: `port ${config.daemon.host}:${config.daemon.port} ${free ? 'is free' : 'is taken by another program ([daemon].port or --port picks another)'}` });
+      }
+      for (const check of checks) io.stdout(`${check.ok ? '✓' : check.essential ? '✗' : '!'} ${check.text}\n`);
+      io.stdout(`daemon file: ${daemonFilePath(home)}\n`);
+      if (checks.some((check) => check.essential && !check.ok)) throw new LoomError('DOCTOR_FAILED', 'system', 'some checks failed (marked ✗)');
+    });
+}
+
+function portIsFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}

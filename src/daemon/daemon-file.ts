@@ -1,0 +1,65 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { LoomHome } from '../config/index.ts';
+import { safeParseJson } from '../validation/index.ts';
+
+/** How to reach a running daemon, as it writes it into `LOOM_HOME/daemon.json`. */
+export const DaemonInfoSchema = z.object({
+  pid: z.int().positive(),
+  host: z.string(),
+  port: z.int().min(1).max(65_535),
+  url: z.string(),
+  startedAt: z.string(),
+  version: z.string(),
+});
+
+/** A running daemon's address and process. */
+export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
+
+/** Where the daemon says how to reach it. */
+export function daemonFilePath(home: LoomHome): string {
+  return join(home.root, 'daemon.json');
+}
+
+/** Writes the daemon file (atomically enough for one writer: the daemon). */
+export async function writeDaemonFile(home: LoomHome, info: DaemonInfo): Promise<void> {
+  const path = daemonFilePath(home);
+  await writeFile(`${path}.tmp`, `${JSON.stringify(info, null, 2)}\n`);
+  const { rename } = await import('node:fs/promises');
+  await rename(`${path}.tmp`, path);
+}
+
+/** Removes the daemon file, if it is still this process's. */
+export async function removeDaemonFile(home: LoomHome, pid: number): Promise<void> {
+  const info = await readDaemonFile(home);
+  if (info?.pid === pid) await rm(daemonFilePath(home), { force: true });
+}
+
+/** Whether a process with this pid exists. */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The daemon file, when there is one and its process is alive. A file left by a daemon that
+ * died (SIGKILL) is ignored.
+ */
+export async function readDaemonFile(home: LoomHome): Promise<DaemonInfo | undefined> {
+  let text: string;
+  try {
+    text = await readFile(daemonFilePath(home), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const parsed = safeParseJson(text);
+  if (!parsed.ok) return undefined;
+  const info = DaemonInfoSchema.safeParse(parsed.value);
+  if (!info.success || !isProcessAlive(info.data.pid)) return undefined;
+  return info.data;
+}

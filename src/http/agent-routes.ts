@@ -1,0 +1,152 @@
+import { Hono } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { z } from 'zod';
+import type { Clock } from '../contracts/index.ts';
+import { AccessDeniedError, LoomError } from '../errors/index.ts';
+import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
+import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
+import type { AgentEvent } from '../runtime/index.ts';
+import { mayReachAgent, type Principal } from './create-authenticator.ts';
+import { HttpRequestError } from './http-request-error.ts';
+import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
+
+/** The body of `POST /api/agents/:agent/messages`. */
+export const MessageBodySchema = z.strictObject({ message: z.string().min(1, { error: 'expected a non-empty message' }) });
+
+const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
+
+const MANIFEST_FORMATS: Readonly<Record<string, ManifestFormat>> = {
+  'application/toml': 'toml',
+  'application/x-toml': 'toml',
+  'application/json': 'json',
+};
+
+/** What the agent routes need. */
+export interface AgentRoutesOptions {
+  kernel: Kernel;
+  clock: Clock;
+}
+
+/** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
+export type SpawnResponse = AgentDetailView & { warnings: string[] };
+
+function requireOwner(principal: Principal, action: string): void {
+  if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);
+}
+
+function callerOf(principal: Principal): Caller {
+  return { kind: 'user', role: principal.role, name: principal.name };
+}
+
+/** An SSE event's data: the agent event, with a finished run's result in the API's turn shape. */
+function wireEvent(event: AgentEvent): unknown {
+  return event.type === 'run-finish' ? { type: event.type, result: toTurnView(event.result) } : event;
+}
+
+/**
+ * The agent routes, mounted at `/api/agents`: list and spawn; show and kill; suspend and
+ * resume; messages (JSON or SSE); the session. Role checks are made here; the kernel applies
+ * its own RBAC on send as well.
+ */
+export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
+  const { kernel } = options;
+  const routes = new Hono<HttpEnv>();
+
+  /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
+  const reach = (c: HttpContext): { principal: Principal; name: string } => {
+    const principal = principalOf(c);
+    const { name } = kernel.get(c.req.param('agent') ?? '');
+    if (!mayReachAgent(principal, name)) {
+      throw new AccessDeniedError(`the key "${principal.name}" may not reach agent "${name}"; its [[auth.keys]].agents patterns do not match it`);
+    }
+    return { principal, name };
+  };
+
+  routes.get('/', (c) => {
+    const principal = principalOf(c);
+    return c.json(kernel.list().filter((agent) => mayReachAgent(principal, agent.name)));
+  });
+
+  routes.post('/', async (c) => {
+    requireOwner(principalOf(c), 'spawn agents');
+    const { parent } = readQuery(c, SpawnQuerySchema);
+    const type = mediaTypeOf(c);
+    const format = MANIFEST_FORMATS[type];
+    if (format === undefined) {
+      throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
+    }
+    const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
+    const view = await kernel.spawn(manifest, parent === undefined ? {} : { parent });
+    const body: SpawnResponse = { ...kernel.get(view.id), warnings };
+    return c.json(body, 201);
+  });
+
+  routes.get('/:agent', (c) => {
+    reach(c);
+    return c.json(kernel.get(c.req.param('agent')));
+  });
+
+  routes.delete('/:agent', async (c) => {
+    requireOwner(principalOf(c), 'kill agents');
+    return c.json(await kernel.kill(c.req.param('agent')));
+  });
+
+  routes.post('/:agent/suspend', async (c) => {
+    requireOwner(principalOf(c), 'suspend agents');
+    return c.json(await kernel.suspend(c.req.param('agent')));
+  });
+
+  routes.post('/:agent/resume', async (c) => {
+    requireOwner(principalOf(c), 'resume agents');
+    return c.json(await kernel.resume(c.req.param('agent')));
+  });
+
+  routes.post('/:agent/messages', async (c) => {
+    const { principal } = reach(c);
+    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not send messages; it needs the user or owner role`);
+    const { message } = await readJsonBody(c, MessageBodySchema);
+    const reference = c.req.param('agent');
+    const deadline = c.get('deadline');
+    const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
+    if (!wantsStream) {
+      const result = await kernel.send(reference, message, { caller: callerOf(principal), signal: deadline.signal });
+      return c.json(toTurnView(result));
+    }
+
+    const cancel = new AbortController();
+    const events = kernel.stream(reference, message, { caller: callerOf(principal), signal: AbortSignal.any([deadline.signal, cancel.signal]) })[Symbol.asyncIterator]();
+    // A turn refused before it starts (suspended agent, quota) is an error response, not a stream.
+    const first = await events.next();
+    if (!first.done && first.value.type === 'error') {
+      const { code, category, message: text } = first.value;
+      throw new LoomError(code, category, text);
+    }
+    return streamSSE(c, async (stream) => {
+      stream.onAbort(() => cancel.abort(new Error('the client disconnected')));
+      try {
+        if (first.done === true) return;
+        await stream.writeSSE({ event: first.value.type, data: JSON.stringify(wireEvent(first.value)) });
+        for (let next = await events.next(); next.done !== true; next = await events.next()) {
+          if (stream.aborted) continue;
+          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) });
+        }
+      } finally {
+        deadline.dispose();
+      }
+    });
+  });
+
+  routes.get('/:agent/session', async (c) => {
+    reach(c);
+    return c.json(await kernel.session(c.req.param('agent')));
+  });
+
+  routes.delete('/:agent/session', async (c) => {
+    requireOwner(principalOf(c), 'reset sessions');
+    await kernel.resetSession(c.req.param('agent'));
+    return c.body(null, 204);
+  });
+
+  return routes;
+}

@@ -1,0 +1,96 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { matchesPattern } from '../capabilities/index.ts';
+import type { Config } from '../config/index.ts';
+import { AccessDeniedError } from '../errors/index.ts';
+import { HttpRequestError } from './http-request-error.ts';
+import { isLoopbackAddress } from './is-loopback-address.ts';
+
+/** Who a request comes from, once authenticated. */
+export interface Principal {
+  /** The key's name; `local` for a loopback client when no keys are configured. */
+  name: string;
+  role: 'owner' | 'user' | 'viewer';
+  /** Name patterns of the agents a `user` may read and message. */
+  agents: readonly string[];
+}
+
+/** What a request presents: its headers and the client's address. */
+export interface Credentials {
+  authorization: string | undefined;
+  apiKey: string | undefined;
+  address: string;
+}
+
+/** Decides who a request comes from. */
+export interface Authenticator {
+  /** Whether any API key is configured (otherwise only loopback clients are served). */
+  readonly keyed: boolean;
+  /**
+   * The principal of a request; undefined for an anonymous request to a public route.
+   * @throws {HttpRequestError} `UNAUTHORIZED` for a missing or wrong key; {AccessDeniedError} for a
+   *   non-loopback client when no key is configured.
+   */
+  authenticate(credentials: Credentials, options: { isPublic: boolean }): Principal | undefined;
+}
+
+/** The name `LOOM_API_KEY` is known by: an owner key. */
+export const LOOM_API_KEY_NAME = 'LOOM_API_KEY';
+
+interface StoredKey extends Principal {
+  digest: Buffer;
+}
+
+const digestOf = (secret: string): Buffer => createHash('sha256').update(secret, 'utf8').digest();
+
+/**
+ * Builds the authenticator from `[[auth.keys]]` (each key's secret read from its `key_env`;
+ * a key whose variable is unset or empty is skipped) and `LOOM_API_KEY` (an owner key).
+ * Keys are compared as SHA-256 digests with `timingSafeEqual`, against every key, so the time
+ * taken says nothing about which key or how much of it matched.
+ */
+export function createAuthenticator(config: Config, env: Readonly<Record<string, string | undefined>>): Authenticator {
+  const keys: StoredKey[] = [];
+  for (const key of config.auth.keys) {
+    const secret = env[key.key_env];
+    if (secret !== undefined && secret !== '') keys.push({ name: key.name, role: key.role, agents: key.agents, digest: digestOf(secret) });
+  }
+  const ownerSecret = env['LOOM_API_KEY'];
+  if (ownerSecret !== undefined && ownerSecret !== '') keys.push({ name: LOOM_API_KEY_NAME, role: 'owner', agents: ['*'], digest: digestOf(ownerSecret) });
+
+  const find = (secret: string): StoredKey | undefined => {
+    const digest = digestOf(secret);
+    let found: StoredKey | undefined;
+    for (const key of keys) {
+      if (timingSafeEqual(digest, key.digest) && found === undefined) found = key;
+    }
+    return found;
+  };
+
+  return {
+    keyed: keys.length > 0,
+    authenticate(credentials, options) {
+      if (keys.length === 0) {
+        if (!isLoopbackAddress(credentials.address)) {
+          throw new AccessDeniedError(
+            `refusing a request from "${credentials.address || 'an unknown address'}": with no API key configured only loopback clients are served; set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
+          );
+        }
+        return { name: 'local', role: 'owner', agents: ['*'] };
+      }
+      const bearer = credentials.authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
+      const secret = bearer ?? credentials.apiKey?.trim();
+      if (secret === undefined || secret === '') {
+        if (options.isPublic) return undefined;
+        throw new HttpRequestError('UNAUTHORIZED', 'this request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>"');
+      }
+      const key = find(secret);
+      if (key === undefined) throw new HttpRequestError('UNAUTHORIZED', 'the API key is not valid; check the key, or the environment variable the daemon reads it from');
+      return { name: key.name, role: key.role, agents: key.agents };
+    },
+  };
+}
+
+/** Whether `principal` may read or message the agent named `name` (owners and viewers: any; users: those matching its patterns). */
+export function mayReachAgent(principal: Principal, name: string): boolean {
+  return principal.role !== 'user' || principal.agents.some((pattern) => matchesPattern(pattern, name));
+}

@@ -1,0 +1,143 @@
+import { createRequire } from 'node:module';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Config } from '../config/index.ts';
+import type { Clock, Logger } from '../contracts/index.ts';
+import type { Kernel } from '../kernel/index.ts';
+import { createAgentRoutes } from './agent-routes.ts';
+import { createAuthenticator, type Principal } from './create-authenticator.ts';
+import type { HttpContext, HttpEnv } from './http-context.ts';
+import { HttpRequestError } from './http-request-error.ts';
+import { RateLimiter } from './rate-limiter.ts';
+import { startRequestDeadline } from './request-deadline.ts';
+import { createSystemRoutes } from './system-routes.ts';
+import { toErrorResponse } from './to-error-response.ts';
+
+/** What the HTTP API is built from. It reads no globals: the environment is passed in. */
+export interface HttpAppOptions {
+  kernel: Kernel;
+  config: Config;
+  /** Where API keys' secrets are read (`[[auth.keys]].key_env`, `LOOM_API_KEY`). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Rate limits and request timeouts run on it. */
+  clock: Clock;
+  logger: Logger;
+  /** Reported by `/api/health`; defaults to package.json's. */
+  version?: string;
+  /** The client's address; defaults to the socket's remote address (tests inject others). */
+  clientAddress?: (c: HttpContext) => string;
+}
+
+/** Rate-limit costs by route (spec: message 30, spawn 50, health 1, anything else 5). */
+export const ROUTE_COSTS = { message: 30, spawn: 50, health: 1, other: 5 } as const;
+
+const PUBLIC_PATHS = new Set(['/api/health']);
+/** Long-lived streams with no request timeout. */
+const UNTIMED_PATHS = new Set(['/api/events']);
+
+function costOf(method: string, path: string): number {
+  if (path === '/api/health') return ROUTE_COSTS.health;
+  if (method === 'POST' && path === '/api/agents') return ROUTE_COSTS.spawn;
+  if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
+  return ROUTE_COSTS.other;
+}
+
+function defaultVersion(): string {
+  const require = createRequire(import.meta.url);
+  return (require('../../package.json') as { version: string }).version;
+}
+
+function socketAddress(c: HttpContext): string {
+  try {
+    return getConnInfo(c).remote.address ?? '';
+  } catch {
+    // Not served by @hono/node-server (e.g. `app.request()` in-process): no address is known.
+    return '';
+  }
+}
+
+/**
+ * Builds Loom's HTTP API (a Hono app; serve it with {@link startHttpServer}). Every error,
+ * from the kernel or from the request itself, is answered as `{ error: { code, message } }`
+ * by {@link toErrorResponse}. Order of checks: who is asking (loopback or API key), their
+ * rate, the body size, then the route with its role checks.
+ *
+ * @example
+ * const app = createHttpApp({ kernel, config, env: process.env, clock, logger });
+ * const server = await startHttpServer(app, { host: '127.0.0.1', port: 4200 });
+ */
+export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
+  const { kernel, config, clock } = options;
+  const logger = options.logger.child({ component: 'http' });
+  const authenticator = createAuthenticator(config, options.env);
+  const limiter = new RateLimiter(config.rate_limit.per_minute, () => clock.now());
+  const addressOf = options.clientAddress ?? socketAddress;
+  const timeoutMs = config.daemon.request_timeout_seconds * 1000;
+
+  /** @throws {HttpRequestError} `RATE_LIMITED` (429, with Retry-After) when `client` is out of units. */
+  const takeUnits = (client: string, cost: number): void => {
+    const decision = limiter.take(client, cost);
+    if (decision.allowed) return;
+    const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+    throw new HttpRequestError('RATE_LIMITED', `too many requests from ${client.replace(':', ' ')}: the limit is ${config.rate_limit.per_minute} units per minute; retry in ${seconds} s`, {
+      details: { retryAfterSeconds: seconds },
+    });
+  };
+
+  const app = new Hono<HttpEnv>();
+
+  const respond = (c: Context, error: unknown): Response => {
+    const { status, body, headers } = toErrorResponse(error, clock.now(), logger);
+    return c.json(body, status as 400, headers);
+  };
+  app.onError((error, c) => respond(c, error));
+  app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
+
+  app.use('*', async (c: HttpContext, next) => {
+    const address = addressOf(c);
+    const cost = costOf(c.req.method, c.req.path);
+    let principal: Principal | undefined;
+    try {
+      principal = authenticator.authenticate(
+        { authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), address },
+        { isPublic: PUBLIC_PATHS.has(c.req.path) },
+      );
+    } catch (error) {
+      // A refused request still costs its address, so keys cannot be guessed at full speed.
+      takeUnits(`ip:${address}`, cost);
+      throw error;
+    }
+    c.set('principal', principal);
+    takeUnits(principal !== undefined && authenticator.keyed ? `key:${principal.name}` : `ip:${address}`, cost);
+    await next();
+  });
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: config.daemon.body_limit_bytes,
+      onError: (c) => respond(c, new HttpRequestError('BODY_TOO_LARGE', `the request body is larger than ${config.daemon.body_limit_bytes} bytes ([daemon].body_limit_bytes)`)),
+    }),
+  );
+
+  app.use('*', async (c, next) => {
+    if (UNTIMED_PATHS.has(c.req.path)) {
+      c.set('deadline', { signal: c.req.raw.signal, expired: new Promise<never>(() => undefined), dispose: () => undefined });
+      await next();
+      return;
+    }
+    const deadline = startRequestDeadline(clock, timeoutMs, c.req.raw.signal);
+    c.set('deadline', deadline);
+    try {
+      await Promise.race([next(), deadline.expired]);
+    } finally {
+      // A streamed reply keeps its deadline until the stream ends (its handler disposes it).
+      if (!(c.res.headers.get('content-type') ?? '').startsWith('text/event-stream')) deadline.dispose();
+    }
+  });
+
+  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
+  app.route('/api/agents', createAgentRoutes({ kernel, clock }));
+  return app;
+}

@@ -1,0 +1,23 @@
+import type { Context } from 'hono';
+import type { Principal } from './create-authenticator.ts';
+import type { RequestDeadline } from './request-deadline.ts';
+
+/** The Hono environment of the API: what the middleware hands to the routes. */
+export interface HttpEnv {
+  Variables: {
+    /** Undefined only for an anonymous request to a public route (health). */
+    principal: Principal | undefined;
+    /** Aborts when the client goes away or the request times out. */
+    deadline: RequestDeadline;
+  };
+}
+
+/** The context the API's handlers get. */
+export type HttpContext = Context<HttpEnv>;
+
+/** The authenticated principal of a non-public route (the auth middleware guarantees one). */
+export function principalOf(c: HttpContext): Principal {
+  const principal = c.get('principal');
+  if (principal === undefined) throw new Error(`route ${c.req.path} was reached without a principal`);
+  return principal;
+}

@@ -1,0 +1,35 @@
+import type { Clock } from '../contracts/index.ts';
+import { HttpRequestError } from './http-request-error.ts';
+
+/** A request's cancellation: the client going away, or its time running out. */
+export interface RequestDeadline {
+  /** Aborts on either; the reason is a `REQUEST_TIMEOUT` HttpRequestError on timeout. */
+  readonly signal: AbortSignal;
+  /** Rejects with the timeout error when the time runs out (never resolves otherwise). */
+  readonly expired: Promise<never>;
+  /** Stops the timer; call it when the request is answered. */
+  dispose(): void;
+}
+
+/**
+ * Starts a deadline of `timeoutMs` on `clock` (so tests move it with a fake clock), also
+ * aborted by `clientSignal` (the client disconnecting).
+ */
+export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSignal: AbortSignal): RequestDeadline {
+  const timeout = new AbortController();
+  const timer = new AbortController();
+  const expired = new Promise<never>((_resolve, reject) => {
+    timeout.signal.addEventListener('abort', () => reject(timeout.signal.reason as Error), { once: true });
+  });
+  // Unobserved when the request finishes first; it never rejects then, but keep Node quiet anyway.
+  expired.catch(() => undefined);
+  clock.sleep(timeoutMs, { signal: timer.signal }).then(
+    () => timeout.abort(new HttpRequestError('REQUEST_TIMEOUT', `the request took longer than ${timeoutMs / 1000} s ([daemon].request_timeout_seconds) and was cancelled`)),
+    () => undefined,
+  );
+  return {
+    signal: AbortSignal.any([clientSignal, timeout.signal]),
+    expired,
+    dispose: () => timer.abort(),
+  };
+}

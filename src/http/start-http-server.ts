@@ -1,0 +1,43 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+
+/** A listening HTTP server. */
+export interface RunningHttpServer {
+  /** `http://host:port`, with the port actually bound. */
+  url: string;
+  port: number;
+  /** Stops accepting connections, ends open ones (streams included), and resolves when closed. */
+  close(): Promise<void>;
+}
+
+/** What can be served: a Hono app, or anything with its `fetch`. */
+export interface FetchApp {
+  fetch(request: Request, env: unknown): Response | Promise<Response>;
+}
+
+/**
+ * Serves `app` with @hono/node-server on `host`:`port` (port 0 picks a free one).
+ * @throws the listen error (e.g. `EADDRINUSE`) when the port cannot be bound.
+ */
+export async function startHttpServer(app: FetchApp, options: { host: string; port: number }): Promise<RunningHttpServer> {
+  const server = serve({ fetch: (request, env) => app.fetch(request, env), hostname: options.host, port: options.port });
+  await new Promise<void>((resolve, reject) => {
+    if (server.listening) {
+      resolve();
+      return;
+    }
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error === undefined ? resolve() : reject(error)));
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,78 @@
+import type { Logger } from '../contracts/index.ts';
+import { isLoomError } from '../errors/index.ts';
+
+/** The JSON body of every error the API answers with. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: Record<string, unknown> };
+}
+
+/** The status and body (and headers) of an error response. */
+export interface ErrorResponse {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+}
+
+/** Statuses by error code; anything not listed is 400 when the user is at fault, else 500. */
+const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  INVALID_REQUEST: 400,
+  MANIFEST_INVALID: 400,
+  USAGE: 400,
+  CONFIG_INVALID: 400,
+  AGENT_CHAIN: 400,
+  UNAUTHORIZED: 401,
+  ACCESS_DENIED: 403,
+  CAPABILITY_DENIED: 403,
+  CAPABILITY_ESCALATION: 403,
+  AGENT_NOT_FOUND: 404,
+  STORE_NOT_FOUND: 404,
+  ROUTE_NOT_FOUND: 404,
+  AGENT_NAME_TAKEN: 409,
+  STORE_CONFLICT: 409,
+  AGENT_STATE: 409,
+  BODY_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  QUOTA_EXCEEDED: 429,
+  RATE_LIMITED: 429,
+  MODEL_CALL_FAILED: 502,
+  MODULE_UNAVAILABLE: 503,
+  REQUEST_TIMEOUT: 504,
+};
+
+/** Whole seconds until `details.retryAt` (an ISO time or epoch ms), at least 1; undefined without one. */
+function retryAfterSeconds(details: Record<string, unknown>, now: number): number | undefined {
+  const seconds = details['retryAfterSeconds'];
+  if (typeof seconds === 'number') return Math.max(1, Math.ceil(seconds));
+  const retryAt = details['retryAt'];
+  const at = typeof retryAt === 'number' ? retryAt : typeof retryAt === 'string' ? Date.parse(retryAt) : Number.NaN;
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}
+
+/**
+ * The one place errors become HTTP responses: a status by the error's code (400, 401, 403, 404,
+ * 409, 413, 415, 429, 502, 503, 504 stay distinct), the body `{ error: { code, message } }`, and
+ * `Retry-After` for 429s. An error that is not a LoomError is a bug: it is logged and answered
+ * with a 500 that does not leak its message.
+ *
+ * @example
+ * const { status, body, headers } = toErrorResponse(new AgentNotFoundError('x'), clock.now(), logger);
+ * // status 404, body { error: { code: 'AGENT_NOT_FOUND', message: 'no agent named or with id "x"' } }
+ */
+export function toErrorResponse(error: unknown, now: number, logger: Logger): ErrorResponse {
+  if (!isLoomError(error)) {
+    logger.error({ err: error }, 'an HTTP request failed unexpectedly');
+    return { status: 500, body: { error: { code: 'INTERNAL', message: 'the request failed inside Loom; see the daemon log' } }, headers: {} };
+  }
+  let status = STATUS_BY_CODE[error.code] ?? (error.category === 'user' ? 400 : 500);
+  // A model refusing the request itself (bad input) is the caller's to fix, not a gateway failure.
+  if (error.code === 'MODEL_CALL_FAILED' && error.category === 'user') status = 400;
+  const headers: Record<string, string> = {};
+  if (status === 429) {
+    const seconds = retryAfterSeconds(error.details, now);
+    if (seconds !== undefined) headers['retry-after'] = String(seconds);
+  }
+  if (status >= 500) logger.warn({ err: error, code: error.code }, `an HTTP request failed: ${error.message}`);
+  const hasDetails = Object.keys(error.details).length > 0;
+  return { status, body: { error: { code: error.code, message: error.message, ...(hasDetails ? { details: error.details } : {}) } }, headers };
+}

@@ -1,0 +1,118 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/run-cli.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+
+const bin = join(import.meta.dirname, '../../bin/loom.js');
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let home: string;
+let children: ChildProcess[];
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-daemon-');
+  home = join(dir.path, 'home');
+  children = [];
+});
+
+afterEach(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await runCli(home, ['stop']);
+  await dir.remove();
+});
+
+interface DaemonFile {
+  pid: number;
+  url: string;
+}
+
+/** Waits (bounded) until the daemon file names a daemon that answers. */
+async function waitForDaemon(): Promise<DaemonFile> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    try {
+      const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as DaemonFile;
+      const response = await fetch(`${info.url}/api/health`);
+      if (response.ok) return info;
+    } catch {
+      // not up yet
+    }
+    await delay(50);
+  }
+  throw new Error('the daemon did not come up');
+}
+
+function startForeground(env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+const manifest = 'name = "keeper"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n';
+
+describe('the daemon', () => {
+  it('serves the API, writes how to reach it, and stops cleanly on SIGTERM', async () => {
+    const daemon = startForeground();
+    const info = await waitForDaemon();
+    expect(info.pid).toBe(daemon.child.pid);
+    const health = (await (await fetch(`${info.url}/api/health`)).json()) as { status: string };
+    expect(health.status).toBe('ok');
+    const status = JSON.parse((await runCli(home, ['status', '--json'])).stdout) as { running: boolean; url: string };
+    expect(status).toMatchObject({ running: true, url: info.url });
+
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    expect(existsSync(join(home, 'daemon.json'))).toBe(false);
+    expect(JSON.parse((await runCli(home, ['status', '--json'])).stdout)).toMatchObject({ running: false });
+  });
+
+  it('says which model keys and local servers it looked for when it has none', async () => {
+    const daemon = startForeground();
+    await waitForDaemon();
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+    expect(daemon.output()).toContain('No model key found: looked for ANTHROPIC_API_KEY');
+    expect(daemon.output()).toContain('Ollama at http://127.0.0.1:11434');
+  });
+
+  it('comes back with the same agents running after a restart', async () => {
+    const first = startForeground();
+    const info = await waitForDaemon();
+    const spawned = await fetch(`${info.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest });
+    expect(spawned.status).toBe(201);
+    first.child.kill('SIGTERM');
+    await first.exited;
+
+    startForeground();
+    const again = await waitForDaemon();
+    const agents = (await (await fetch(`${again.url}/api/agents`)).json()) as { name: string; state: string }[];
+    expect(agents.map((agent) => [agent.name, agent.state])).toEqual([['keeper', 'running']]);
+  });
+
+  it('refuses to start a second daemon on the same home', async () => {
+    startForeground();
+    const info = await waitForDaemon();
+    const second = startForeground();
+    expect(await second.exited).toBe(2);
+    expect(second.output()).toContain(`a Loom daemon already serves ${home} at ${info.url}`);
+  });
+
+  it('starts in the background with `loom start` and stops with `loom stop`', async () => {
+    const started = await runCli(home, ['start', '--port', '0'], { env: { PATH: process.env['PATH'] ?? '' } });
+    expect(started.code).toBe(0);
+    expect(started.stdout).toMatch(/^Loom is running at http:\/\/127\.0\.0\.1:\d+ \(pid \d+\)/);
+    const info = await waitForDaemon();
+    const stopped = await runCli(home, ['stop']);
+    expect(stopped).toMatchObject({ code: 0, stdout: `Loom stopped (pid ${info.pid}).\n` });
+    expect(existsSync(join(home, 'daemon.json'))).toBe(false);
+  });
+});

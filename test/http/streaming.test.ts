@@ -1,0 +1,144 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { agentToml, type Api, type HangingModelServer, readSse, type SseEvent, startApi, startHangingModelServer } from './api-harness.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let api: Api;
+let hanging: HangingModelServer | undefined;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-http-sse-');
+  api = await startApi(dir.path, { config: { daemon: { request_timeout_seconds: 60 } } });
+});
+afterEach(async () => {
+  await hanging?.close();
+  hanging = undefined;
+  await api.close();
+  await dir.remove();
+});
+
+const message = (text: string, accept = 'text/event-stream', signal?: AbortSignal): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept },
+  body: JSON.stringify({ message: text }),
+  ...(signal === undefined ? {} : { signal }),
+});
+
+async function collect(response: Response): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  for await (const event of readSse(response)) events.push(event);
+  return events;
+}
+
+describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () => {
+  it('streams one SSE event per agent event, from run-start through text-delta to run-finish', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('streamer', model.url)));
+    model.script([{ text: 'Hello from the stream.' }]);
+    const response = await api.request('/api/agents/streamer/messages', message('Hi'));
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const events = (await collect(response)).filter((event) => event.comment === undefined);
+    const types = events.map((event) => event.event);
+    expect(types[0]).toBe('run-start');
+    expect(types).toContain('text-delta');
+    expect(types.at(-1)).toBe('run-finish');
+    expect(types.indexOf('text-delta')).toBeLessThan(types.indexOf('run-finish'));
+    const text = events.filter((event) => event.event === 'text-delta').map((event) => (JSON.parse(event.data) as { text: string }).text).join('');
+    expect(text).toBe('Hello from the stream.');
+    const finish = JSON.parse(events.at(-1)?.data ?? '{}') as { result: { text: string; usage: { input_tokens: number } } };
+    expect(finish.result).toMatchObject({ text: 'Hello from the stream.', usage: { input_tokens: 10 } });
+  });
+
+  it('answers a refused turn (suspended agent) with a JSON 409, not a stream', async () => {
+    await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('paused', model.url) });
+    await api.host.kernel.suspend('paused');
+    const response = await api.request('/api/agents/paused/messages', message('Hi'));
+    expect(response.status).toBe(409);
+    expect(await response.json()).toMatchObject({ error: { code: 'AGENT_STATE' } });
+  });
+
+  it('cancels the turn when the client disconnects mid-stream, and the next message to the same agent is answered', async () => {
+    hanging = await startHangingModelServer();
+    const spawned = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('talker', hanging.url) });
+    const { session_id: sessionId } = (await spawned.json()) as { session_id: string };
+    const client = new AbortController();
+    const response = await api.request('/api/agents/talker/messages', message('Tell me a long story', 'text/event-stream', client.signal));
+    const events = readSse(response);
+    expect((await events.next()).value).toMatchObject({ event: 'run-start' });
+    let event = (await events.next()).value as SseEvent;
+    while (event.event !== 'text-delta') event = (await events.next()).value as SseEvent;
+    expect(event.data).toContain('partial');
+
+    client.abort();
+    // The daemon cancels the model call: the model server sees its connection closed.
+    await hanging.closed;
+
+    // Turns of one agent run one at a time, so a turn left hanging would block this one.
+    const next = await api.request('/api/agents/talker/messages', message('Are you there?', 'application/json'));
+    expect(next.status).toBe(200);
+    expect(await next.json()).toMatchObject({ text: 'recovered' });
+    // The cancelled message was accepted and kept (merged with the next one); the reply follows.
+    const session = await api.host.store.sessions.get(sessionId);
+    expect(session?.messages).toMatchObject([
+      { role: 'user', content: expect.stringMatching(/Tell me a long story[\s\S]*Are you there\?/) as string },
+      { role: 'assistant', content: [{ type: 'text', text: 'recovered' }] },
+    ]);
+    expect((await api.request('/api/health')).status).toBe(200);
+  });
+});
+
+describe('request timeout', () => {
+  it('answers 504 REQUEST_TIMEOUT and cancels the turn when a message outlasts daemon.request_timeout_seconds', async () => {
+    hanging = await startHangingModelServer();
+    await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('slow', hanging.url) });
+    const pending = api.request('/api/agents/slow/messages', message('Hi', 'application/json'));
+    await hanging.received;
+    await api.host.clock.advance(60_000);
+    const response = await pending;
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error: { code: 'REQUEST_TIMEOUT' } });
+    await hanging.closed;
+  });
+});
+
+describe('GET /api/events', () => {
+  it('streams kernel events as SSE with their type as the event name', async () => {
+    const response = await api.request('/api/events');
+    expect(response.status).toBe(200);
+    const events = readSse(response);
+    expect((await events.next()).value).toMatchObject({ comment: 'connected' });
+    await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('watched', model.url) });
+    const spawnEvent = (await events.next()).value as SseEvent;
+    expect(spawnEvent.event).toBe('agent-spawn');
+    expect(JSON.parse(spawnEvent.data)).toMatchObject({ type: 'agent-spawn', name: 'watched' });
+    await api.request('/api/agents/watched/suspend', { method: 'POST' });
+    expect((await events.next()).value).toMatchObject({ event: 'agent-suspend' });
+    await events.return(undefined);
+  });
+
+  it('writes a heartbeat comment every 15 s of the clock', async () => {
+    const response = await api.request('/api/events');
+    const events = readSse(response);
+    expect((await events.next()).value).toMatchObject({ comment: 'connected' });
+    await api.host.clock.advance(EVENTS_HEARTBEAT_MS);
+    expect((await events.next()).value).toMatchObject({ comment: 'heartbeat' });
+    await api.host.clock.advance(EVENTS_HEARTBEAT_MS);
+    expect((await events.next()).value).toMatchObject({ comment: 'heartbeat' });
+    await events.return(undefined);
+  });
+
+  it('stops listening to the kernel when the client disconnects', async () => {
+    const client = new AbortController();
+    const response = await api.request('/api/events', { signal: client.signal });
+    const events = readSse(response);
+    await events.next();
+    const sleepersBefore = api.host.clock.pending();
+    client.abort();
+    // The heartbeat sleeper goes away once the stream notices the disconnect.
+    for (let tries = 0; api.host.clock.pending() >= sleepersBefore && tries < 100; tries++) await new Promise((resolve) => setImmediate(resolve));
+    expect(api.host.clock.pending()).toBeLessThan(sleepersBefore);
+  });
+});
