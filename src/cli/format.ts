@@ -1,6 +1,6 @@
 import { describeCapability } from '../capabilities/index.ts';
-import type { AgentDetailView, AgentView, UsageRow } from '../kernel/index.ts';
-import type { AgentEvent, TurnResult } from '../runtime/index.ts';
+import type { AgentDetailView, AgentView, TurnView, UsageRow } from '../kernel/index.ts';
+import type { AgentEvent } from '../runtime/index.ts';
 
 /** Pads columns so they line up; the last column is not padded. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -54,8 +54,8 @@ export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) =
 const usd = (amount: number): string => `$${amount.toFixed(amount >= 1 ? 2 : 4)}`;
 
 /** The line after a reply: tokens, cost, iterations, model. */
-export function formatTurnFooter(result: TurnResult): string {
-  return `  [${result.usage.inputTokens} in · ${result.usage.outputTokens} out · ${usd(result.costUsd)} · ${result.iterations} iteration${result.iterations === 1 ? '' : 's'} · ${result.model}]`;
+export function formatTurnFooter(turn: TurnView): string {
+  return `  [${turn.usage.input_tokens} in · ${turn.usage.output_tokens} out · ${usd(turn.cost_usd)} · ${turn.iterations} iteration${turn.iterations === 1 ? '' : 's'} · ${turn.model}]`;
 }
 
 /** One line for a tool call (`→`) or its result (`←`, `✗` when it failed). */

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadManifestFile, type LoadedManifest, parseManifest } from '../../manifest/index.ts';
 import type { AgentView } from '../../kernel/index.ts';
-import { type CliContext, openCliContext } from '../cli-context.ts';
+import { type CliBackend, openBackend } from '../backend.ts';
 import { type CliIo, readAll } from '../cli-io.ts';
 import { formatAgentDetail, formatAgentList } from '../format.ts';
 
@@ -15,13 +15,13 @@ export async function readManifest(path: string, io: CliIo): Promise<LoadedManif
   return loadManifestFile(path, { cwd: io.cwd });
 }
 
-/** Runs `action` with a booted kernel and closes it after, whatever happens. */
-async function withKernel<T>(io: CliIo, action: (context: CliContext) => Promise<T>): Promise<T> {
-  const context = await openCliContext(io);
+/** Runs `action` against the daemon (or an in-process kernel) and closes it after, whatever happens. */
+export async function withBackend<T>(io: CliIo, action: (backend: CliBackend) => Promise<T>): Promise<T> {
+  const backend = await openBackend(io);
   try {
-    return await action(context);
+    return await action(backend);
   } finally {
-    await context.close();
+    await backend.close();
   }
 }
 
@@ -36,7 +36,7 @@ function registerStateCommand(agent: Command, io: CliIo, verb: 'suspend' | 'resu
     .option('--json', 'print the agent as JSON')
     .addHelpText('after', `\n${detail}\n\nExample:\n  $ loom agent ${verb} researcher\n`)
     .action(async (reference: string, options: JsonOption) => {
-      const view = await withKernel(io, ({ kernel }) => kernel[verb](reference));
+      const view = await withBackend(io, (backend) => backend[verb](reference));
       if (options.json === true) printJson(io, view);
       else io.stdout(`${view.name} is ${view.state} (${view.id})\n`);
     });
@@ -61,9 +61,7 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .action(async (path: string, options: JsonOption & { parent?: string }) => {
       const { manifest, warnings } = await readManifest(path, io);
       for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
-      const view = await withKernel(io, ({ kernel }) =>
-        kernel.spawn(manifest, options.parent === undefined ? {} : { parent: options.parent }),
-      );
+      const view = await withBackend(io, (backend) => backend.spawn(manifest, options.parent));
       if (options.json === true) printJson(io, view);
       else io.stdout(`spawned ${view.name} (${view.id})\n`);
     });
@@ -74,7 +72,7 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .option('--json', 'print a JSON array')
     .addHelpText('after', '\nExample:\n  $ loom agent list --json\n')
     .action(async (options: JsonOption) => {
-      const agents = await withKernel(io, ({ kernel }) => Promise.resolve(kernel.list()));
+      const agents = await withBackend(io, (backend) => backend.list());
       if (options.json === true) printJson(io, agents);
       else io.stdout(formatAgentList(agents));
     });
@@ -85,14 +83,13 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the agent, with its normalised manifest, as JSON')
     .addHelpText('after', '\nExample:\n  $ loom agent show researcher\n')
     .action(async (reference: string, options: JsonOption) => {
-      await withKernel(io, ({ kernel }) => {
-        const view = kernel.get(reference);
+      await withBackend(io, async (backend) => {
+        const view = await backend.get(reference);
         if (options.json === true) printJson(io, view);
         else {
-          const names = new Map(kernel.list().map((entry) => [entry.id, entry.name]));
+          const names = new Map((await backend.list()).map((entry) => [entry.id, entry.name]));
           io.stdout(formatAgentDetail(view, (id) => names.get(id) ?? id));
         }
-        return Promise.resolve();
       });
     });
 
@@ -105,7 +102,7 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the killed agents as a JSON array')
     .addHelpText('after', '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md).\n\nExample:\n  $ loom agent kill researcher\n')
     .action(async (reference: string, options: JsonOption) => {
-      const killed: AgentView[] = await withKernel(io, ({ kernel }) => kernel.kill(reference));
+      const killed: AgentView[] = await withBackend(io, (backend) => backend.kill(reference));
       if (options.json === true) printJson(io, killed);
       else for (const view of killed) io.stdout(`killed ${view.name} (${view.id})\n`);
     });

@@ -1,15 +1,14 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { LoomError } from '../../errors/index.ts';
-import { type Kernel, toTurnView } from '../../kernel/index.ts';
-import type { AgentEvent } from '../../runtime/index.ts';
-import { openCliContext } from '../cli-context.ts';
+import type { CliEvent } from '../backend.ts';
+import { withBackend } from './agent-commands.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTurnFooter, formatToolLine } from '../format.ts';
 
 /** Renders a streamed run on the terminal: text as it comes, one line per tool call and result. */
-async function renderStream(io: CliIo, events: AsyncIterable<AgentEvent>): Promise<Extract<AgentEvent, { type: 'run-finish' }> | undefined> {
-  let finish: Extract<AgentEvent, { type: 'run-finish' }> | undefined;
+async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise<Extract<CliEvent, { type: 'run-finish' }> | undefined> {
+  let finish: Extract<CliEvent, { type: 'run-finish' }> | undefined;
   let midLine = false;
   const line = (text: string): void => {
     io.stdout(`${midLine ? '\n' : ''}${text}\n`);
@@ -49,18 +48,15 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .option('--stream', 'print the reply as it arrives, with a line per tool call and result')
     .addHelpText('after', '\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n')
     .action(async (reference: string, message: string, options: { json?: boolean; stream?: boolean }) => {
-      const context = await openCliContext(io);
-      try {
+      await withBackend(io, async (backend) => {
         if (options.stream === true && options.json !== true) {
-          const finish = await renderStream(io, context.kernel.stream(reference, message));
+          const finish = await renderStream(io, backend.stream(reference, message));
           if (finish !== undefined) io.stderr(`${formatTurnFooter(finish.result)}\n`);
           return;
         }
-        const result = await context.kernel.send(reference, message);
-        io.stdout(options.json === true ? `${JSON.stringify(toTurnView(result), null, 2)}\n` : `${result.text}\n`);
-      } finally {
-        await context.close();
-      }
+        const turn = await backend.send(reference, message);
+        io.stdout(options.json === true ? `${JSON.stringify(turn, null, 2)}\n` : `${turn.text}\n`);
+      });
     });
 
   program
@@ -68,28 +64,27 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .description('talk with an agent: replies stream as they arrive, tool calls show on their own lines, usage after each reply')
     .addHelpText('after', '\nType /exit or press Ctrl-D to leave.\n\nExample:\n  $ loom chat researcher\n')
     .action(async (reference: string) => {
-      const context = await openCliContext(io);
-      const kernel: Kernel = context.kernel;
-      const prompt = createInterface({ input: io.stdin, terminal: false });
-      try {
-        const name = kernel.get(reference).name;
-        io.stdout(`Chatting with ${name}. Type /exit or press Ctrl-D to leave.\n`);
-        for await (const input of prompt) {
-          const message = input.trim();
-          if (message === '') continue;
-          if (message === '/exit' || message === '/quit') break;
-          io.stdout(`${name}> `);
-          try {
-            const finish = await renderStream(io, kernel.stream(reference, message));
-            if (finish !== undefined) io.stdout(`${formatTurnFooter(finish.result)}\n`);
-          } catch (error) {
-            // A failed turn is reported and the conversation goes on.
-            io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+      await withBackend(io, async (backend) => {
+        const name = (await backend.get(reference)).name;
+        const prompt = createInterface({ input: io.stdin, terminal: false });
+        try {
+          io.stdout(`Chatting with ${name}. Type /exit or press Ctrl-D to leave.\n`);
+          for await (const input of prompt) {
+            const message = input.trim();
+            if (message === '') continue;
+            if (message === '/exit' || message === '/quit') break;
+            io.stdout(`${name}> `);
+            try {
+              const finish = await renderStream(io, backend.stream(reference, message));
+              if (finish !== undefined) io.stdout(`${formatTurnFooter(finish.result)}\n`);
+            } catch (error) {
+              // A failed turn is reported and the conversation goes on.
+              io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+            }
           }
+        } finally {
+          prompt.close();
         }
-      } finally {
-        prompt.close();
-        await context.close();
-      }
+      });
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openCliContext } from '../cli-context.ts';
+import { withBackend } from './agent-commands.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatUsage } from '../format.ts';
 
@@ -12,12 +12,7 @@ export function registerUsageCommand(program: Command, io: CliIo): void {
     .option('--json', 'print a JSON array of { agent_id, agent, model, calls, input_tokens, output_tokens, cost_usd }')
     .addHelpText('after', '\nExample:\n  $ loom usage\n  $ loom usage --agent researcher --json\n')
     .action(async (options: { agent?: string; json?: boolean }) => {
-      const context = await openCliContext(io);
-      try {
-        const rows = await context.kernel.usage(options.agent === undefined ? {} : { agent: options.agent });
-        io.stdout(options.json === true ? `${JSON.stringify(rows, null, 2)}\n` : formatUsage(rows));
-      } finally {
-        await context.close();
-      }
+      const rows = await withBackend(io, (backend) => backend.usage(options.agent));
+      io.stdout(options.json === true ? `${JSON.stringify(rows, null, 2)}\n` : formatUsage(rows));
     });
 }

@@ -1,0 +1,132 @@
+import { LoomError } from '../errors/index.ts';
+import { readDaemonFile } from '../daemon/index.ts';
+import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import type { Manifest } from '../manifest/index.ts';
+import type { AgentEvent } from '../runtime/index.ts';
+import { safeParseJson } from '../validation/index.ts';
+import { openCliContext, openHome } from './cli-context.ts';
+import type { CliIo } from './cli-io.ts';
+
+/** An agent event as the CLI renders it: a finished run carries the turn's JSON view. */
+export type CliEvent = Exclude<AgentEvent, { type: 'run-finish' }> | { type: 'run-finish'; result: TurnView };
+
+/**
+ * What CLI commands act through: a running daemon over HTTP, or (when none runs) a kernel
+ * booted in this process on the same home. Both answer with the same JSON views.
+ */
+export interface CliBackend {
+  /** `daemon <url>` or `in-process`, for messages. */
+  readonly kind: 'daemon' | 'in-process';
+  spawn(manifest: Manifest, parent?: string): Promise<AgentView>;
+  list(): Promise<AgentView[]>;
+  get(reference: string): Promise<AgentDetailView>;
+  suspend(reference: string): Promise<AgentView>;
+  resume(reference: string): Promise<AgentView>;
+  kill(reference: string): Promise<AgentView[]>;
+  send(reference: string, message: string): Promise<TurnView>;
+  stream(reference: string, message: string): AsyncIterable<CliEvent>;
+  usage(agent?: string): Promise<UsageRow[]>;
+  close(): Promise<void>;
+}
+
+function inProcess(kernel: Kernel, close: () => Promise<void>): CliBackend {
+  return {
+    kind: 'in-process',
+    spawn: (manifest, parent) => kernel.spawn(manifest, parent === undefined ? {} : { parent }),
+    list: () => Promise.resolve(kernel.list()),
+    get: (reference) => Promise.resolve(kernel.get(reference)),
+    suspend: (reference) => kernel.suspend(reference),
+    resume: (reference) => kernel.resume(reference),
+    kill: (reference) => kernel.kill(reference),
+    send: async (reference, message) => toTurnView(await kernel.send(reference, message)),
+    async *stream(reference, message) {
+      for await (const event of kernel.stream(reference, message)) {
+        yield event.type === 'run-finish' ? { type: 'run-finish', result: toTurnView(event.result) } : event;
+      }
+    },
+    usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
+    close,
+  };
+}
+
+/** Turns an API error response into the LoomError the daemon raised (exit status 2 for 4xx). */
+async function apiError(response: Response): Promise<LoomError> {
+  const text = await response.text();
+  const parsed = safeParseJson(text);
+  const body = parsed.ok ? (parsed.value as { error?: { code?: string; message?: string } }) : {};
+  const code = body.error?.code ?? `HTTP_${response.status}`;
+  const message = body.error?.message ?? `the daemon answered ${response.status} ${response.statusText}`;
+  return new LoomError(code, response.status < 500 ? 'user' : 'system', message);
+}
+
+function overHttp(url: string, apiKey: string | undefined): CliBackend {
+  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
+    ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+    ...extra,
+  });
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!response.ok) throw await apiError(response);
+    return (await response.json()) as T;
+  }
+  const agent = (reference: string): string => `/api/agents/${encodeURIComponent(reference)}`;
+  return {
+    kind: 'daemon',
+    spawn: (manifest, parent) => call('POST', `/api/agents${parent === undefined ? '' : `?parent=${encodeURIComponent(parent)}`}`, manifest),
+    list: () => call('GET', '/api/agents'),
+    get: (reference) => call('GET', agent(reference)),
+    suspend: (reference) => call('POST', `${agent(reference)}/suspend`),
+    resume: (reference) => call('POST', `${agent(reference)}/resume`),
+    kill: (reference) => call('DELETE', agent(reference)),
+    send: (reference, message) => call('POST', `${agent(reference)}/messages`, { message }),
+    async *stream(reference, message) {
+      const response = await fetch(`${url}${agent(reference)}/messages`, {
+        method: 'POST',
+        headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
+        body: JSON.stringify({ message }),
+      });
+      if (!response.ok || response.body === null) throw await apiError(response);
+      yield* readServerSentEvents(response.body);
+    },
+    usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
+    close: () => Promise.resolve(),
+  };
+}
+
+/** Parses a `text/event-stream` body into the JSON `data` of each event. */
+async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<CliEvent> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let boundary = buffer.indexOf('\n\n');
+    while (boundary !== -1) {
+      const block = buffer.slice(0, boundary);
+      buffer = buffer.slice(boundary + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n');
+      const parsed = data === '' ? undefined : safeParseJson(data);
+      if (parsed?.ok === true) yield parsed.value as CliEvent;
+      boundary = buffer.indexOf('\n\n');
+    }
+  }
+}
+
+/**
+ * The backend for one command: the running daemon when there is one (with `LOOM_API_KEY` as its
+ * key when set), else a kernel booted in this process.
+ */
+export async function openBackend(io: CliIo): Promise<CliBackend> {
+  const { home } = await openHome(io);
+  const daemon = await readDaemonFile(home);
+  if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
+  const context = await openCliContext(io);
+  return inProcess(context.kernel, () => context.close());
+}
