@@ -1,6 +1,7 @@
 // `npm run bench` runs every benchmark; `npm run bench -- <name> …` runs the named ones.
 // Each prints one JSON object per line.
 import { bootBench } from './boot.ts';
+import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { spawnBench } from './spawn.ts';
 import { toolTurnBench, turnBench } from './turn.ts';
 
@@ -9,6 +10,9 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   boot: bootBench,
   turn: turnBench,
   'tool-turn': toolTurnBench,
+  'http-turn': httpTurnBench,
+  'cold-start': coldStartBench,
+  'idle-rss': idleRssBench,
 };
 
 const requested = process.argv.slice(2);
