@@ -11,6 +11,8 @@ import type { HttpContext, HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
+import { serveDashboard } from './serve-dashboard.ts';
+import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
 import { toErrorResponse } from './to-error-response.ts';
 
@@ -40,6 +42,7 @@ function costOf(method: string, path: string): number {
   if (path === '/api/health') return ROUTE_COSTS.health;
   if (method === 'POST' && path === '/api/agents') return ROUTE_COSTS.spawn;
   if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
+  if (method === 'POST' && path === '/v1/chat/completions') return ROUTE_COSTS.message;
   return ROUTE_COSTS.other;
 }
 
@@ -88,12 +91,15 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const app = new Hono<HttpEnv>();
 
   const respond = (c: Context, error: unknown): Response => {
-    const { status, body, headers } = toErrorResponse(error, clock.now(), logger);
+    // The OpenAI-compatible routes answer errors in OpenAI's shape, so its clients raise their own errors.
+    const toResponse = c.req.path === '/v1' || c.req.path.startsWith('/v1/') ? toOpenAiErrorResponse : toErrorResponse;
+    const { status, body, headers } = toResponse(error, clock.now(), logger);
     return c.json(body, status as 400, headers);
   };
   app.onError((error, c) => respond(c, error));
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
+  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'])); // static files only (no data): public, like /api/health
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
     const cost = costOf(c.req.method, c.req.path);
@@ -139,5 +145,6 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock }));
+  app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   return app;
 }

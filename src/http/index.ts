@@ -9,6 +9,8 @@ export type { HttpContext, HttpEnv } from './http-context.ts';
 export { HttpRequestError } from './http-request-error.ts';
 export type { HttpErrorCode } from './http-request-error.ts';
 export { isLoopbackAddress } from './is-loopback-address.ts';
+export { ChatCompletionRequestSchema, createOpenAiRoutes, lastUserMessage, toOpenAiErrorResponse } from './openai/index.ts';
+export type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, OpenAiErrorBody, OpenAiErrorResponse, OpenAiModel, OpenAiRoutesOptions, OpenAiUsage } from './openai/index.ts';
 export { RateLimiter } from './rate-limiter.ts';
 export type { RateDecision } from './rate-limiter.ts';
 export { startHttpServer } from './start-http-server.ts';

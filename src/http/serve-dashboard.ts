@@ -1,0 +1,69 @@
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Context, MiddlewareHandler, Next } from 'hono';
+
+/** Where `vite build web` (the `prepare` script) writes the dashboard. */
+export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dist/', import.meta.url));
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.woff2': 'font/woff2',
+};
+
+/** Paths the dashboard never answers: the API's own 404s stay JSON. */
+const API_PREFIXES = ['/api/', '/v1/'];
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Serves the built dashboard (static files, no data in them) at `/`: a file when one matches
+ * the path, else `index.html` so client routes load the app. API paths and other methods pass
+ * through to the API. When the dashboard is not built it says how to build it.
+ *
+ * @param dir the built dashboard; defaults to `web/dist/`.
+ */
+export function serveDashboard(dir: string = DASHBOARD_DIR): MiddlewareHandler {
+  const root = resolve(dir);
+  return async (c: Context, next: Next) => {
+    const path = c.req.path;
+    if ((c.req.method !== 'GET' && c.req.method !== 'HEAD') || path === '/api' || path === '/v1' || API_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+      await next();
+      return;
+    }
+    let file = resolve(join(root, decodeURIComponent(path)));
+    if (file !== root && !file.startsWith(root + sep)) {
+      await next();
+      return;
+    }
+    const isAsset = path.startsWith('/assets/');
+    if (!(await isFile(file))) {
+      // A missing asset is a 404, not the app; any other path is a client route.
+      if (isAsset || extname(path) !== '') {
+        await next();
+        return;
+      }
+      file = join(root, 'index.html');
+      if (!(await isFile(file))) {
+        return c.text('The dashboard is not built. Run `npm install` (its prepare script runs `vite build web`) and restart the daemon; the API is at /api.', 503);
+      }
+    }
+    const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
+    // Built assets have content hashes in their names; index.html must always be fresh.
+    const cache = isAsset ? 'public, max-age=31536000, immutable' : 'no-cache';
+    return c.body(await readFile(file), 200, { 'content-type': type, 'cache-control': cache, 'x-content-type-options': 'nosniff' });
+  };
+}
