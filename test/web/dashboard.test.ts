@@ -1,0 +1,170 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = process.env['LOOM_SCREENSHOTS'] === '1' ? join(import.meta.dirname, '../../docs/screenshots') : undefined;
+/** Bounded waits for visible conditions: generous for a cold browser, far below the test timeout. */
+const VISIBLE = { timeout: 15_000 };
+// A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
+const CONFIG = { rate_limit: { per_minute: 1_000_000 } };
+
+/** Waits (bounded) until `locator` is visible, and contains `text` when given. */
+async function visible(locator: Locator, text?: string | RegExp): Promise<void> {
+  await (text === undefined ? locator : locator.filter({ hasText: text })).first().waitFor({ state: 'visible', ...VISIBLE });
+}
+
+function agentToml(name: string, modelUrl: string): string {
+  return `name = "${name}"\ndescription = "Answers questions in the dashboard test"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${modelUrl}"\n\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`;
+}
+
+describe('the dashboard, in Chromium against a real daemon', () => {
+  const model = useScriptedModelServer();
+  let dir: string;
+  let host: TestHost;
+  let server: RunningHttpServer;
+  let browser: BrowserContext;
+  let page: Page;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`the dashboard tests drive Debian's Chromium at ${CHROMIUM}: install it with apt-get install chromium (.ci/run does)`);
+    }
+    dir = await mkdtemp(join(tmpdir(), 'loom-web-'));
+    const outDir = join(dir, 'dist');
+    await build({ root: join(import.meta.dirname, '../../web'), logLevel: 'silent', build: { outDir, emptyOutDir: true } });
+    host = await openTestHost(dir, CONFIG);
+    const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(CONFIG), env: { LOOM_DASHBOARD_DIR: outDir }, clock: host.clock, logger: createSilentLogger(), version: '9.9.9-test' });
+    server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+    // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).
+    browser = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 820 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    if (SCREENSHOTS !== undefined) await mkdir(SCREENSHOTS, { recursive: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await host?.close();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  beforeEach(async () => {
+    page = await browser.newPage();
+    return async () => {
+      await page.close();
+    };
+  });
+
+  const screenshot = async (name: string): Promise<void> => {
+    if (SCREENSHOTS !== undefined) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+  };
+
+  it('serves the app at / and for client routes, while unknown API routes stay JSON 404s', async () => {
+    for (const path of ['/', '/agents/someone']) {
+      const response = await fetch(`${server.url}${path}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toContain('text/html');
+      expect(await response.text()).toContain('<div id="app">');
+    }
+    const missing = await fetch(`${server.url}/api/nothing-here`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'ROUTE_NOT_FOUND' } });
+  });
+
+  it('shows a refused manifest error inline naming the field, then spawns the fixed manifest and opens the agent', async () => {
+    await page.goto(server.url);
+    await visible(page.getByRole('heading', { name: 'Agents' }));
+    await visible(page.getByText('No agents yet'));
+    await page.getByRole('button', { name: '+ Spawn agent' }).click();
+    const editor = page.getByRole('textbox', { name: 'Manifest' });
+    await visible(editor);
+    expect(await editor.inputValue()).toContain('[model]');
+
+    await editor.fill(`name = "helper"\n\n[model]\nprovider = "openai"\n`);
+    await page.getByRole('button', { name: 'Spawn', exact: true }).click();
+    const error = page.getByTestId('manifest-error');
+    await visible(error);
+    await visible(error, 'MANIFEST_INVALID');
+    await visible(error, '[model].model');
+    await visible(error, 'line 3');
+
+    await editor.fill(agentToml('helper', model.url));
+    await page.getByRole('button', { name: 'Spawn', exact: true }).click();
+    await page.waitForURL(/#\/agents\/helper$/, VISIBLE);
+    await visible(page.getByTestId('state-badge'), /^running$/);
+    await visible(page.getByRole('list', { name: 'Capabilities' }), 'memory_write');
+    await visible(page.getByTestId('manifest'), 'name = "helper"');
+    await page.getByRole('button', { name: 'JSON' }).click();
+    await visible(page.getByTestId('manifest'), '"name": "helper"');
+  });
+
+  it('streams the reply into the chat and shows the tool call and the usage as they arrive', async () => {
+    model.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.greeting', value: 'hello' } }] }, { text: 'Stored it. Hello from the scripted model!' }]);
+    await page.goto(`${server.url}/#/agents/helper/chat`);
+    await visible(page.getByRole('heading', { name: /Chat with helper/ }));
+    await page.getByRole('textbox', { name: 'Message' }).fill('Remember a greeting, then say hello');
+    await page.getByRole('button', { name: 'Send' }).click();
+
+    await visible(page.getByTestId('tool-call'), 'memory_store');
+    await visible(page.getByTestId('tool-call'), 'self.greeting');
+    await visible(page.getByTestId('tool-result'));
+    await visible(page.getByTestId('reply'), 'Hello from the scripted model!');
+    await visible(page.getByTestId('turn-usage'), '2 model calls');
+    expect(model.remaining()).toBe(0);
+    await screenshot('chat');
+  });
+
+  it('lists the agent with its model and tokens on the agents page, and shows a suspend and a resume on the live events page as they happen', async () => {
+    await page.goto(server.url);
+    const row = page.locator('tr[data-agent="helper"]');
+    await visible(row);
+    await visible(row.getByTestId('state-badge'), /^running$/);
+    await visible(row, 'openai/gpt-4o');
+    await visible(row.locator('td').nth(3).filter({ hasNotText: /^0$/ }));
+    await screenshot('agents');
+
+    await page.getByRole('link', { name: 'Events' }).click();
+    await visible(page.getByRole('heading', { name: 'Events' }));
+    await visible(page.getByText('Live'));
+    await host.kernel.suspend('helper');
+    await visible(page.locator('.event-row').filter({ hasText: 'agent-suspend' }), 'helper');
+    await host.kernel.resume('helper');
+    await visible(page.locator('.event-row').filter({ hasText: 'agent-resume' }));
+  });
+
+  it('suspends the agent from its page and the badge turns to suspended, then resumes it', async () => {
+    await page.goto(`${server.url}/#/agents/helper`);
+    const badge = page.getByTestId('state-badge');
+    await visible(badge, /^running$/);
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await visible(badge, /^suspended$/);
+    expect(host.kernel.get('helper').state).toBe('suspended');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await visible(badge, /^running$/);
+    await visible(page.getByTestId('tool-call'), 'memory_store');
+    await screenshot('agent');
+  });
+
+  it('shows usage by agent and model with a cost chart, and an honest approvals placeholder', async () => {
+    await page.goto(`${server.url}/#/usage`);
+    await visible(page.getByRole('table', { name: 'Usage' }), 'helper');
+    await visible(page.getByTestId('cost-chart').locator('canvas'));
+    await screenshot('usage');
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await visible(page.getByText('Not available yet.'));
+  });
+});

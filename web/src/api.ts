@@ -1,0 +1,115 @@
+import { parseSse } from './sse.ts';
+import type { AgentEvent, KernelEvent } from './types.ts';
+
+const KEY_STORAGE = 'loom.apiKey';
+
+/** The API key the dashboard sends (only needed when the daemon has `[[auth.keys]]`). */
+export function apiKey(): string {
+  return localStorage.getItem(KEY_STORAGE) ?? '';
+}
+
+export function setApiKey(key: string): void {
+  if (key === '') localStorage.removeItem(KEY_STORAGE);
+  else localStorage.setItem(KEY_STORAGE, key);
+}
+
+/** An error the API answered with (`{ error: { code, message } }`), or a network failure. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function headersWith(extra: Record<string, string> = {}): Record<string, string> {
+  const key = apiKey();
+  return key === '' ? extra : { ...extra, 'x-api-key': key };
+}
+
+async function toApiError(response: Response): Promise<ApiError> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string } };
+    if (body.error?.message !== undefined) return new ApiError(response.status, body.error.code ?? 'ERROR', body.error.message);
+  } catch {
+    // Not JSON: fall through to the status line.
+  }
+  return new ApiError(response.status, 'HTTP_' + String(response.status), text.trim() || response.statusText);
+}
+
+/** Calls the API and parses its JSON answer. @throws {ApiError} */
+export async function api<T>(path: string, init: { method?: string; body?: string; contentType?: string; signal?: AbortSignal } = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method: init.method ?? 'GET',
+      headers: headersWith(init.contentType === undefined ? {} : { 'content-type': init.contentType }),
+      ...(init.body === undefined ? {} : { body: init.body }),
+      ...(init.signal === undefined ? {} : { signal: init.signal }),
+    });
+  } catch (error) {
+    throw new ApiError(0, 'NETWORK', `the daemon did not answer (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (!response.ok) throw await toApiError(response);
+  if (response.status === 204) return undefined as T;
+  return (await response.json()) as T;
+}
+
+/** Sends a message and calls `onEvent` for each agent event as the reply streams. @throws {ApiError} when the turn is refused. */
+export async function streamMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal?: AbortSignal): Promise<void> {
+  const response = await fetch(`/api/agents/${encodeURIComponent(agent)}/messages`, {
+    method: 'POST',
+    headers: headersWith({ 'content-type': 'application/json', accept: 'text/event-stream' }),
+    body: JSON.stringify({ message }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  if (!response.ok) throw await toApiError(response);
+  if (response.body === null) throw new ApiError(response.status, 'NO_BODY', 'the reply had no body');
+  for await (const sse of parseSse(response.body)) {
+    if (sse.event === undefined || sse.data === '') continue;
+    onEvent(JSON.parse(sse.data) as AgentEvent);
+  }
+}
+
+export type ConnectionState = 'connecting' | 'open' | 'closed';
+
+/**
+ * Follows `/api/events`. Without an API key it is an EventSource (which reconnects by itself);
+ * with one, EventSource cannot send the header, so fetch reads the stream and reconnects.
+ * Returns a function that stops.
+ */
+export function followKernelEvents(onEvent: (event: KernelEvent) => void, onState: (state: ConnectionState) => void): () => void {
+  const key = apiKey();
+  if (key === '') {
+    const source = new EventSource('/api/events');
+    const types = ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-kill', 'approval-request', 'approval-decision'];
+    const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
+    for (const type of types) source.addEventListener(type, listener);
+    source.onmessage = listener;
+    source.onopen = () => onState('open');
+    source.onerror = () => onState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
+    return () => source.close();
+  }
+  const stop = new AbortController();
+  void (async () => {
+    while (!stop.signal.aborted) {
+      onState('connecting');
+      try {
+        const response = await fetch('/api/events', { headers: headersWith({ accept: 'text/event-stream' }), signal: stop.signal });
+        if (response.ok && response.body !== null) {
+          onState('open');
+          for await (const sse of parseSse(response.body)) if (sse.data !== '') onEvent(JSON.parse(sse.data) as KernelEvent);
+        }
+      } catch {
+        // Dropped or refused: wait and reconnect below.
+      }
+      onState('closed');
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+    }
+  })();
+  return () => stop.abort();
+}

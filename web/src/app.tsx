@@ -1,0 +1,111 @@
+import { useState } from 'preact/hooks';
+import { apiKey, setApiKey } from './api.ts';
+import { useApi } from './hooks.ts';
+import { AgentPage } from './pages/agent-page.tsx';
+import { AgentsPage } from './pages/agents-page.tsx';
+import { ApprovalsPage } from './pages/approvals-page.tsx';
+import { ChatPage } from './pages/chat-page.tsx';
+import { EventsPage } from './pages/events-page.tsx';
+import { UsagePage } from './pages/usage-page.tsx';
+import { href, type Route, useRoute } from './router.ts';
+import { useEventLog } from './store.ts';
+
+interface Health {
+  status: string;
+  version: string;
+  agents: number;
+}
+
+function Page({ route }: { route: Route }) {
+  switch (route.page) {
+    case 'agents':
+      return <AgentsPage />;
+    case 'agent':
+      return <AgentPage name={route.agent} />;
+    case 'chat':
+      return <ChatPage name={route.agent} />;
+    case 'events':
+      return <EventsPage />;
+    case 'usage':
+      return <UsagePage />;
+    case 'approvals':
+      return <ApprovalsPage />;
+    case 'not-found':
+      return (
+        <div class="empty">
+          Nothing lives at <code>{route.path}</code>. <a href={href.agents}>Back to the agents</a>.
+        </div>
+      );
+  }
+}
+
+function NavLink({ to, active, label, icon }: { to: string; active: boolean; label: string; icon: string }) {
+  return (
+    <a href={to} class={active ? 'nav-link active' : 'nav-link'} aria-current={active ? 'page' : undefined}>
+      <span class="nav-icon" aria-hidden="true">
+        {icon}
+      </span>
+      {label}
+    </a>
+  );
+}
+
+function KeyForm() {
+  const [open, setOpen] = useState(false);
+  const [value, setValue] = useState(apiKey());
+  if (!open) {
+    return (
+      <button type="button" class="link-button" onClick={() => setOpen(true)}>
+        {apiKey() === '' ? 'Set API key' : 'API key set · change'}
+      </button>
+    );
+  }
+  return (
+    <form
+      class="key-form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setApiKey(value.trim());
+        window.location.reload();
+      }}
+    >
+      <input type="password" placeholder="API key (empty for none)" value={value} onInput={(event) => setValue(event.currentTarget.value)} />
+      <button type="submit" class="btn btn-small">
+        Save
+      </button>
+    </form>
+  );
+}
+
+export function App() {
+  const route = useRoute();
+  const { state } = useEventLog();
+  const health = useApi<Health>('/api/health');
+  const section = route.page === 'agent' || route.page === 'chat' ? 'agents' : route.page;
+  return (
+    <div class="layout">
+      <aside class="sidebar">
+        <a class="brand" href={href.agents}>
+          <span class="brand-mark">L</span>
+          <span>Loom</span>
+        </a>
+        <nav>
+          <NavLink to={href.agents} active={section === 'agents'} label="Agents" icon="◎" />
+          <NavLink to={href.events} active={section === 'events'} label="Events" icon="≋" />
+          <NavLink to={href.usage} active={section === 'usage'} label="Usage" icon="◔" />
+          <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" />
+        </nav>
+        <div class="sidebar-foot">
+          <div class="daemon-status" title={`live events: ${state}`}>
+            <span class={`status-dot status-${health.error === undefined && state === 'open' ? 'ok' : health.error === undefined ? 'wait' : 'down'}`} />
+            {health.error === undefined ? (health.data === undefined ? 'connecting…' : `daemon ${health.data.version}`) : 'daemon unreachable'}
+          </div>
+          <KeyForm />
+        </div>
+      </aside>
+      <main class="content">
+        <Page route={route} />
+      </main>
+    </div>
+  );
+}

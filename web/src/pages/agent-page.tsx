@@ -1,0 +1,207 @@
+import { stringify } from 'smol-toml';
+import { useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
+import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
+import { useApi } from '../hooks.ts';
+import { href } from '../router.ts';
+import { toTranscript } from '../session.ts';
+import { useEventVersion } from '../store.ts';
+import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow } from '../types.ts';
+import { usageByAgent } from './agents-page.tsx';
+import { Transcript } from './transcript.tsx';
+
+/** What a capability grants, in words: `file_read /data/*`, `llm_max_tokens 50000`. */
+export function describeCapability(capability: Capability): { kind: string; value: string } {
+  const { kind, ...rest } = capability;
+  const values = Object.values(rest).map((value) => (typeof value === 'string' || typeof value === 'number' ? String(value) : JSON.stringify(value)));
+  return { kind, value: values.join(' ') };
+}
+
+function manifestToml(manifest: Record<string, unknown>): string {
+  try {
+    return stringify(manifest);
+  } catch (error) {
+    return `# cannot show as TOML: ${errorText(error)}\n${JSON.stringify(manifest, null, 2)}`;
+  }
+}
+
+function AgentLink({ id, agents }: { id: string; agents: readonly AgentView[] }) {
+  const agent = agents.find((candidate) => candidate.id === id);
+  if (agent === undefined) return <span class="mono muted">{id.slice(0, 8)}</span>;
+  return (
+    <a href={href.agent(agent.name)} class="chip">
+      {agent.name}
+    </a>
+  );
+}
+
+export function AgentPage({ name }: { name: string }) {
+  const version = useEventVersion();
+  const agent = useApi<AgentDetailView>(`/api/agents/${encodeURIComponent(name)}`, [version]);
+  const agents = useApi<AgentView[]>('/api/agents', [version]);
+  const usage = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}`, [version]);
+  const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`, [version]);
+  const [view, setView] = useState<'toml' | 'json'>('toml');
+  const [actionError, setActionError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const [confirmKill, setConfirmKill] = useState(false);
+
+  const act = async (action: 'suspend' | 'resume' | 'kill'): Promise<void> => {
+    setBusy(true);
+    setActionError(undefined);
+    try {
+      const path = `/api/agents/${encodeURIComponent(name)}`;
+      await api(action === 'kill' ? path : `${path}/${action}`, { method: action === 'kill' ? 'DELETE' : 'POST' });
+      agent.reload();
+    } catch (error) {
+      setActionError(errorText(error));
+    } finally {
+      setBusy(false);
+      setConfirmKill(false);
+    }
+  };
+
+  if (agent.data === undefined) {
+    return (
+      <div class="page">
+        <PageHeader title={name} subtitle={<a href={href.agents}>← Agents</a>} />
+        {agent.error === undefined ? <Empty>Loading…</Empty> : <ErrorBox message={agent.error} />}
+      </div>
+    );
+  }
+  const data = agent.data;
+  const total = usageByAgent(usage.data ?? []).get(data.id);
+  const alive = data.state !== 'terminated';
+  const transcript = toTranscript(session.data?.messages ?? []);
+
+  return (
+    <div class="page">
+      <PageHeader
+        title={
+          <span class="title-with-badge">
+            {data.name} <StateBadge state={data.state} />
+          </span>
+        }
+        subtitle={
+          <span>
+            <a href={href.agents}>Agents</a> / <span class="mono">{data.id}</span>
+          </span>
+        }
+        actions={
+          <>
+            <a class="btn btn-primary" href={href.chat(data.name)}>
+              Chat
+            </a>
+            {data.state === 'running' ? (
+              <button type="button" class="btn" disabled={busy} onClick={() => void act('suspend')}>
+                Suspend
+              </button>
+            ) : null}
+            {data.state === 'suspended' ? (
+              <button type="button" class="btn" disabled={busy} onClick={() => void act('resume')}>
+                Resume
+              </button>
+            ) : null}
+            {alive ? (
+              confirmKill ? (
+                <button type="button" class="btn btn-danger" disabled={busy} onClick={() => void act('kill')}>
+                  Really kill?
+                </button>
+              ) : (
+                <button type="button" class="btn btn-danger-ghost" disabled={busy} onClick={() => setConfirmKill(true)}>
+                  Kill
+                </button>
+              )
+            ) : null}
+          </>
+        }
+      />
+      <ErrorBox message={actionError} />
+      <div class="stats">
+        <div class="stat">
+          <div class="stat-label">Model</div>
+          <div class="stat-value mono">{data.model ?? 'default'}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Tokens</div>
+          <div class="stat-value mono">{formatTokens(total?.tokens ?? 0)}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Cost</div>
+          <div class="stat-value mono">{formatCost(total?.cost ?? 0)}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Created</div>
+          <div class="stat-value">{formatTime(data.created_at)}</div>
+        </div>
+      </div>
+      <div class="grid-2">
+        <Card title="Overview">
+          <dl class="facts">
+            <dt>Description</dt>
+            <dd>{data.description === '' ? <span class="muted">none</span> : data.description}</dd>
+            <dt>Module</dt>
+            <dd class="mono">{data.module}</dd>
+            <dt>Schedule</dt>
+            <dd class="mono">{data.schedule}</dd>
+            <dt>Version</dt>
+            <dd class="mono">{data.version}</dd>
+            <dt>Parent</dt>
+            <dd>{data.parent === null ? <span class="muted">none</span> : <AgentLink id={data.parent} agents={agents.data ?? []} />}</dd>
+            <dt>Children</dt>
+            <dd class="chips">{data.children.length === 0 ? <span class="muted">none</span> : data.children.map((child) => <AgentLink key={child} id={child} agents={agents.data ?? []} />)}</dd>
+            <dt>Tags</dt>
+            <dd class="chips">{data.tags.length === 0 ? <span class="muted">none</span> : data.tags.map((tag) => <span key={tag} class="chip">{tag}</span>)}</dd>
+            <dt>Session</dt>
+            <dd class="mono">{data.session_id}</dd>
+          </dl>
+        </Card>
+        <Card title={`Capabilities (${data.capabilities.length})`}>
+          {data.capabilities.length === 0 ? (
+            <Empty>No capabilities: this agent may only talk.</Empty>
+          ) : (
+            <ul class="capabilities" aria-label="Capabilities">
+              {data.capabilities.map((capability, index) => {
+                const { kind, value } = describeCapability(capability);
+                return (
+                  <li key={index}>
+                    <span class="cap-kind mono">{kind}</span>
+                    <span class="mono">{value}</span>
+                  </li>
+                );
+              })}
+            </ul>
+          )}
+        </Card>
+      </div>
+      <Card
+        title="Manifest"
+        actions={
+          <div class="segmented" role="group" aria-label="Manifest view">
+            <button type="button" class={view === 'toml' ? 'on' : ''} onClick={() => setView('toml')}>
+              TOML
+            </button>
+            <button type="button" class={view === 'json' ? 'on' : ''} onClick={() => setView('json')}>
+              JSON
+            </button>
+          </div>
+        }
+      >
+        <pre class="code" data-testid="manifest">
+          {view === 'toml' ? manifestToml(data.manifest) : JSON.stringify(data.manifest, null, 2)}
+        </pre>
+      </Card>
+      <Card
+        title={`Session history (${transcript.length})`}
+        actions={
+          <a class="btn btn-small btn-ghost" href={href.chat(data.name)}>
+            Continue in chat →
+          </a>
+        }
+      >
+        {transcript.length === 0 ? <Empty>No messages yet.</Empty> : <Transcript items={transcript} />}
+      </Card>
+    </div>
+  );
+}

@@ -1,0 +1,46 @@
+import { useEffect, useState } from 'preact/hooks';
+
+/** A client route, from the URL's hash (`#/agents/scout/chat`). */
+export type Route =
+  | { page: 'agents' }
+  | { page: 'agent'; agent: string }
+  | { page: 'chat'; agent: string }
+  | { page: 'events' }
+  | { page: 'usage' }
+  | { page: 'approvals' }
+  | { page: 'not-found'; path: string };
+
+export function parseRoute(hash: string): Route {
+  const path = hash.replace(/^#/, '') || '/';
+  const parts = path.split('/').filter((part) => part !== '').map((part) => decodeURIComponent(part));
+  const [first, second, third] = parts;
+  if (first === undefined || (first === 'agents' && second === undefined)) return { page: 'agents' };
+  if (first === 'agents' && second !== undefined && third === undefined) return { page: 'agent', agent: second };
+  if (first === 'agents' && second !== undefined && third === 'chat' && parts.length === 3) return { page: 'chat', agent: second };
+  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals')) return { page: first };
+  return { page: 'not-found', path };
+}
+
+/** Hrefs for the routes. */
+export const href = {
+  agents: '#/agents',
+  agent: (name: string) => `#/agents/${encodeURIComponent(name)}`,
+  chat: (name: string) => `#/agents/${encodeURIComponent(name)}/chat`,
+  events: '#/events',
+  usage: '#/usage',
+  approvals: '#/approvals',
+};
+
+export function navigate(to: string): void {
+  window.location.hash = to;
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onChange = (): void => setRoute(parseRoute(window.location.hash));
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}

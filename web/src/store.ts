@@ -1,0 +1,47 @@
+import { useEffect, useState } from 'preact/hooks';
+import { type ConnectionState, followKernelEvents } from './api.ts';
+import type { KernelEvent } from './types.ts';
+
+/** The live event log, kept for the whole visit so the Events page shows what happened since the dashboard opened. */
+const MAX_EVENTS = 500;
+const log: KernelEvent[] = [];
+let state: ConnectionState = 'connecting';
+const listeners = new Set<() => void>();
+let stop: (() => void) | undefined;
+
+function notify(): void {
+  for (const listener of listeners) listener();
+}
+
+/** Connects once; every page shares the connection. */
+export function startEventLog(): void {
+  stop ??= followKernelEvents(
+    (event) => {
+      log.unshift(event);
+      if (log.length > MAX_EVENTS) log.length = MAX_EVENTS;
+      notify();
+    },
+    (next) => {
+      state = next;
+      notify();
+    },
+  );
+}
+
+/** The event log (newest first) and the connection state; re-renders on each event. */
+export function useEventLog(): { events: readonly KernelEvent[]; state: ConnectionState; version: number } {
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    const listener = (): void => setVersion((v) => v + 1);
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  }, []);
+  return { events: log, state, version };
+}
+
+/** A number that changes whenever a kernel event arrives: pages list it as a dependency to reload. */
+export function useEventVersion(): number {
+  return useEventLog().version;
+}

@@ -1,0 +1,72 @@
+/** The HTTP API's shapes, as the dashboard reads them (mirrors src/kernel/agent-view.ts and friends). */
+
+export type AgentState = 'running' | 'suspended' | 'terminated' | (string & {});
+
+export interface Capability {
+  kind: string;
+  [key: string]: unknown;
+}
+
+export interface AgentView {
+  id: string;
+  name: string;
+  version: string;
+  description: string;
+  state: AgentState;
+  parent: string | null;
+  children: string[];
+  session_id: string;
+  module: string;
+  schedule: string;
+  model: string | null;
+  tags: string[];
+  capabilities: Capability[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AgentDetailView extends AgentView {
+  manifest: Record<string, unknown>;
+}
+
+export interface UsageRow {
+  agent_id: string;
+  agent: string | null;
+  model: string;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
+
+export interface TurnView {
+  text: string;
+  usage: { input_tokens: number; output_tokens: number };
+  iterations: number;
+  cost_usd: number;
+  model: string;
+}
+
+export interface SessionView {
+  id: string;
+  messages: readonly unknown[];
+}
+
+/** An agent event as `POST …/messages` streams it (a finished run carries the turn view). */
+export type AgentEvent =
+  | { type: 'run-start'; runId: string; agentId: string; agentName: string }
+  | { type: 'text-delta'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
+  | { type: 'phase'; phase: string; detail: string }
+  | { type: 'run-finish'; result: TurnView }
+  | { type: 'error'; code: string; category: string; message: string };
+
+/** A kernel event from `/api/events`. */
+export interface KernelEvent {
+  type: string;
+  at: number;
+  agentId: string;
+  name: string;
+  [key: string]: unknown;
+}
