@@ -49,6 +49,12 @@ export const ConfigSchema = z.strictObject({
       level: z.enum(LOG_LEVELS).default('info'),
     })
     .prefault({}),
+  approvals: z
+    .strictObject({
+      /** How long a tool call waits for a human's approval before it is denied. */
+      timeout_seconds: z.int().positive().default(300),
+    })
+    .prefault({}),
   scheduler: z
     .strictObject({
       /** The IANA time zone cron schedules are read in. */
@@ -106,6 +112,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 [log]
 # debug | info | warn | error | silent
 # level = "info"
+
+[approvals]
+# How long a tool call listed in [autonomous].approval_required_for waits for a human
+# (loom approvals approve|deny, the API or the dashboard) before it is denied.
+# timeout_seconds = 300
 
 [scheduler]
 # The IANA time zone cron schedules ([schedule].cron) are read in.

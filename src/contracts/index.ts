@@ -9,6 +9,9 @@ export type { JsonObject, JsonValue } from './json.ts';
 export type { LogBindings, Logger } from './logger.ts';
 export type {
   AgentRecord,
+  ApprovalRecord,
+  ApprovalRepository,
+  ApprovalStatus,
   AgentRepository,
   AgentState,
   EventRecord,

@@ -63,6 +63,26 @@ export interface EventRecord {
   data: JsonObject;
 }
 
+/** What became of a request for a human's approval. */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
+
+/** A tool call waiting for (or given) a human's approval. */
+export interface ApprovalRecord {
+  id: string;
+  agentId: string;
+  agentName: string;
+  tool: string;
+  input: JsonValue;
+  status: ApprovalStatus;
+  requestedAt: number;
+  /** When it is denied if nobody decides. */
+  expiresAt: number;
+  decidedAt: number | null;
+  /** Who decided (a key's name, `local`, or `timeout`). */
+  decidedBy: string | null;
+  reason: string | null;
+}
+
 /** Agents, with the first session each is spawned with. */
 export interface AgentRepository {
   /**
@@ -133,6 +153,19 @@ export interface EventRepository {
   list(options?: { after?: number; agentId?: string; type?: string; limit?: number }): Promise<EventRecord[]>;
 }
 
+/** Requests for human approval. Kept after their agent is killed, for the audit. */
+export interface ApprovalRepository {
+  create(record: ApprovalRecord): Promise<void>;
+  get(id: string): Promise<ApprovalRecord | undefined>;
+  /** Approvals with the status (all when omitted), oldest first. */
+  list(options?: { status?: ApprovalStatus; limit?: number }): Promise<ApprovalRecord[]>;
+  /**
+   * Records a decision on a pending approval; returns false (changing nothing) when it was
+   * already decided or does not exist.
+   */
+  decide(id: string, decision: { status: Exclude<ApprovalStatus, 'pending'>; at: number; by: string; reason: string | null }): Promise<boolean>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -143,6 +176,7 @@ export interface Store {
   readonly memory: MemoryRepository;
   readonly usage: UsageRepository;
   readonly events: EventRepository;
+  readonly approvals: ApprovalRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

@@ -74,7 +74,15 @@ export async function openHost(options: HostOptions): Promise<Host> {
           })
         : undefined;
     if (scheduler !== undefined) hooks.push(scheduler);
-    const kernel = createKernel({ store, clock, ids: createUuidGenerator(), logger: options.logger, runtime, hooks });
+    const kernel = createKernel({
+      store,
+      clock,
+      ids: createUuidGenerator(),
+      logger: options.logger,
+      runtime,
+      hooks,
+      approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
+    });
     late.kernel = kernel;
     const report = await kernel.boot();
     return {

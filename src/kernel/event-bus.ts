@@ -1,4 +1,5 @@
 import type { Logger } from '../contracts/index.ts';
+import type { ApprovalEvent } from './approval-service.ts';
 
 /** Why an agent was killed: on request, or because its parent was. */
 export type KillReason = 'requested' | 'parent-killed';
@@ -8,7 +9,8 @@ export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
   | { type: 'agent-suspend'; at: number; agentId: string; name: string }
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
-  | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason };
+  | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }
+  | ApprovalEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

@@ -13,6 +13,7 @@ import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import { ApprovalService } from './approval-service.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
@@ -33,6 +34,8 @@ export interface KernelDependencies {
   hooks?: readonly AgentLifecycleHook[];
   /** Models, tools and prices for running turns; without it the kernel manages agents but cannot run them. */
   runtime?: AgentRuntime;
+  /** How long a tool call waits for a human's approval before it is denied. */
+  approvalTimeoutMs?: number;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -56,6 +59,8 @@ export interface BootReport {
 export interface Kernel {
   readonly events: EventBus;
   readonly capabilities: CapabilityManager;
+  /** Human approvals of tool calls: list them, approve or deny. */
+  readonly approvals: Pick<ApprovalService, 'list' | 'decide'>;
   /** Restores the stored agents: those that were running run again. Call once, first. */
   boot(): Promise<BootReport>;
   /**
@@ -187,6 +192,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return toAgentView(entry);
   }
 
+  const approvals = new ApprovalService({
+    store,
+    clock,
+    ids,
+    ...(dependencies.approvalTimeoutMs === undefined ? {} : { timeoutMs: dependencies.approvalTimeoutMs }),
+    publish: (event) => void publish(event),
+  });
   let runner: ToolRunner | undefined;
   const flow = createMessageFlow({
     store,
@@ -205,6 +217,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         logger,
         env: dependencies.runtime?.env ?? {},
         grants: (agent) => capabilities.granted(agent.id),
+        approvals,
         audit: async (entry) => {
           try {
             await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
@@ -220,6 +233,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const kernel: Kernel = {
     events,
     capabilities,
+    approvals,
 
     async boot() {
       const report: BootReport = { running: 0, suspended: 0, skipped: [] };

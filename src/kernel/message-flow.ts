@@ -236,6 +236,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         tools,
         settings: entry.manifest.tools,
         filter,
+        approvalRequiredFor: entry.manifest.autonomous?.approval_required_for ?? [],
         maxIterations: entry.manifest.resources.max_iterations,
         maxOutputTokens,
         temperature: modelConfig?.temperature ?? 0.7,

@@ -27,6 +27,7 @@ export type AgentEvent =
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
   | { type: 'phase'; phase: RunPhase; detail: string }
+  | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'run-finish'; result: TurnResult }
   | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string };
 

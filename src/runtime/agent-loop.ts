@@ -26,6 +26,8 @@ export interface AgentLoopOptions {
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
   /** The manifest's tool lists, enforced again on every call. */
   filter: ToolFilter;
+  /** Tools whose calls wait for a human's approval. */
+  approvalRequiredFor: readonly string[];
   maxIterations: number;
   maxOutputTokens: number;
   temperature: number;
@@ -146,7 +148,15 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       for (const call of step.toolCalls) {
         emit({ type: 'tool-call', ...call });
         options.signal.throwIfAborted();
-        const outcome = await options.runner.run(call, { agent: options.agent, filter: options.filter, settings: options.settings, signal: options.signal, loopGuard });
+        const outcome = await options.runner.run(call, {
+          agent: options.agent,
+          filter: options.filter,
+          approvalRequiredFor: options.approvalRequiredFor,
+          emit,
+          settings: options.settings,
+          signal: options.signal,
+          loopGuard,
+        });
         const isError = outcome.result.isError === true;
         emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: outcome.result.text, isError });
         results.push({

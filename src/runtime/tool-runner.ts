@@ -4,6 +4,7 @@ import { isLoomError } from '../errors/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
 import type { LoopGuard } from './loop-guard.ts';
+import type { AgentEventSink } from './agent-event.ts';
 import { truncateToolOutput } from './truncate-tool-output.ts';
 
 /** A refused or failed tool call, as the audit log records it. */
@@ -29,6 +30,21 @@ export interface ToolRunnerOptions {
    * agent was killed) stops its next call. Defaults to the agent's capabilities as given.
    */
   grants?: (agent: ToolAgent) => readonly Capability[];
+  /** Where calls of tools in `approvalRequiredFor` wait for a human; without it they are refused. */
+  approvals?: ApprovalGate;
+}
+
+/**
+ * Asks a human to approve a tool call: the request is opened (and shown) first, then decided.
+ * The decision rejects when the turn is cancelled.
+ */
+export interface ApprovalGate {
+  open(
+    agent: { id: string; name: string },
+    tool: string,
+    input: JsonValue,
+    signal: AbortSignal,
+  ): Promise<{ id: string; expiresAt: number; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
 }
 
 /** The manifest's tool lists: an empty allowlist allows every granted tool; the blocklist removes after. */
@@ -49,6 +65,10 @@ export interface ToolCallOptions {
   agent: ToolAgent;
   /** The agent's tool lists; a tool they hide is refused even when the model names it. */
   filter: ToolFilter;
+  /** `[autonomous].approval_required_for`: these tools run only once a human approves the call. */
+  approvalRequiredFor?: readonly string[];
+  /** Receives the `approval-request` event of a call that waits for a human. */
+  emit?: AgentEventSink;
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
   signal: AbortSignal;
   loopGuard?: LoopGuard;
@@ -160,7 +180,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       return [...byName.values()].filter((tool) => permits(granted, tool.name, filter));
     },
 
-    async run(call, { agent, filter, settings, signal, loopGuard }) {
+    async run(call, { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit }) {
       const tool = byName.get(call.toolName);
       if (tool === undefined) {
         return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
@@ -216,6 +236,19 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         }
       }
 
+      // Only a call that would otherwise run is put to a human.
+      if (approvalRequiredFor?.includes(tool.name) === true) {
+        if (options.approvals === undefined) {
+          return refuse(agent, tool.name, 'denied', `${tool.name} needs a human's approval ([autonomous].approval_required_for), and nobody can approve here`);
+        }
+        const request = await options.approvals.open(agent, tool.name, call.input as JsonValue, signal);
+        emit?.({ type: 'approval-request', approvalId: request.id, toolCallId: call.toolCallId, toolName: tool.name, input: call.input, expiresAt: new Date(request.expiresAt).toISOString() });
+        const decision = await request.decision;
+        if (!decision.approved) {
+          const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : ` by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`;
+          return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}`);
+        }
+      }
       // A cancelled turn runs nothing more.
       signal.throwIfAborted();
       const timeoutSetting = toolSettings['timeout_seconds'];

@@ -80,6 +80,27 @@ export const migrations: readonly Migration[] = [
     // Counts a session's saves, so a kernel can tell whether the history it holds is still current.
     sql: `ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 3,
+    name: 'approvals',
+    // agent_id is not a foreign key: decisions are kept for the audit after the agent is gone.
+    sql: `
+      CREATE TABLE approvals (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        requested_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        decided_at INTEGER,
+        decided_by TEXT,
+        reason TEXT
+      ) STRICT;
+      CREATE INDEX approvals_status ON approvals (status, requested_at);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type {
   AgentRepository,
+  ApprovalRepository,
   EventRepository,
   MemoryRepository,
   SessionRepository,
@@ -12,6 +13,7 @@ import type {
 import { StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
+import { SqliteApprovalRepository } from './sqlite-approval-repository.ts';
 import { SqliteConnection } from './sqlite-connection.ts';
 import { toOpenError } from './sqlite-errors.ts';
 import { SqliteEventRepository } from './sqlite-event-repository.ts';
@@ -79,12 +81,14 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const memory: MemoryRepository = new SqliteMemoryRepository(connection);
   const usage: UsageRepository = new SqliteUsageRepository(connection);
   const events: EventRepository = new SqliteEventRepository(connection);
+  const approvals: ApprovalRepository = new SqliteApprovalRepository(connection);
   return {
     agents,
     sessions,
     memory,
     usage,
     events,
+    approvals,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

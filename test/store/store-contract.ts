@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
 import { StoreError } from '../../src/errors/index.ts';
 import { describeAgentsContract } from './contract/agents-contract.ts';
+import { describeApprovalsContract } from './contract/approvals-contract.ts';
 import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
@@ -46,6 +47,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeAgentsContract(context);
     describeMemoryContract(context);
     describeUsageAndEventsContract(context);
+    describeApprovalsContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {

@@ -24,6 +24,9 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
       case 'tool-result':
         line(formatToolLine(event));
         break;
+      case 'approval-request':
+        line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
+        break;
       case 'run-finish':
         finish = event;
         break;

@@ -1,0 +1,112 @@
+import type { StatementSync } from 'node:sqlite';
+import { z } from 'zod';
+import type { ApprovalRecord, ApprovalRepository, ApprovalStatus } from '../contracts/index.ts';
+import type { SqliteConnection } from './sqlite-connection.ts';
+import { jsonText, limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
+
+const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+
+const approvalRow = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    agent_name: z.string(),
+    tool: z.string(),
+    input: jsonText,
+    status: z.enum(STATUSES),
+    requested_at: z.number(),
+    expires_at: z.number(),
+    decided_at: z.number().nullable(),
+    decided_by: z.string().nullable(),
+    reason: z.string().nullable(),
+  })
+  .transform(
+    (row): ApprovalRecord => ({
+      id: row.id,
+      agentId: row.agent_id,
+      agentName: row.agent_name,
+      tool: row.tool,
+      input: row.input,
+      status: row.status,
+      requestedAt: row.requested_at,
+      expiresAt: row.expires_at,
+      decidedAt: row.decided_at,
+      decidedBy: row.decided_by,
+      reason: row.reason,
+    }),
+  );
+
+const columns = 'id, agent_id, agent_name, tool, input, status, requested_at, expires_at, decided_at, decided_by, reason';
+
+/** `ApprovalRepository` on SQLite. */
+export class SqliteApprovalRepository implements ApprovalRepository {
+  readonly #connection: SqliteConnection;
+  readonly #create: StatementSync;
+  readonly #get: StatementSync;
+  readonly #listAll: StatementSync;
+  readonly #listByStatus: StatementSync;
+  readonly #decide: StatementSync;
+
+  constructor(connection: SqliteConnection) {
+    this.#connection = connection;
+    const { db } = connection;
+    this.#create = db.prepare(`INSERT INTO approvals (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#get = db.prepare(`SELECT ${columns} FROM approvals WHERE id = ?`);
+    this.#listAll = db.prepare(`SELECT ${columns} FROM approvals ORDER BY requested_at, rowid LIMIT ?`);
+    this.#listByStatus = db.prepare(`SELECT ${columns} FROM approvals WHERE status = ? ORDER BY requested_at, rowid LIMIT ?`);
+    this.#decide = db.prepare(`UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ? WHERE id = ? AND status = 'pending'`);
+  }
+
+  create(record: ApprovalRecord): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        this.#create.run(
+          record.id,
+          record.agentId,
+          record.agentName,
+          record.tool,
+          JSON.stringify(record.input),
+          record.status,
+          record.requestedAt,
+          record.expiresAt,
+          record.decidedAt,
+          record.decidedBy,
+          record.reason,
+        );
+      },
+      () => ({ action: `store approval "${record.id}"` }),
+    );
+  }
+
+  get(id: string): Promise<ApprovalRecord | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#get.get(id);
+        return row === undefined ? undefined : parseApproval(row);
+      },
+      () => ({ action: `get approval "${id}"` }),
+    );
+  }
+
+  list(options: { status?: ApprovalStatus; limit?: number } = {}): Promise<ApprovalRecord[]> {
+    return this.#connection.execute(
+      () => {
+        const limit = limitParameter(options.limit, 'list approvals');
+        const rows = options.status === undefined ? this.#listAll.all(limit) : this.#listByStatus.all(options.status, limit);
+        return rows.map((row) => parseApproval(row));
+      },
+      () => ({ action: 'list approvals' }),
+    );
+  }
+
+  decide(id: string, decision: { status: Exclude<ApprovalStatus, 'pending'>; at: number; by: string; reason: string | null }): Promise<boolean> {
+    return this.#connection.execute(
+      () => Number(this.#decide.run(decision.status, decision.at, decision.by, decision.reason, id).changes) === 1,
+      () => ({ action: `decide approval "${id}"` }),
+    );
+  }
+}
+
+function parseApproval(row: SqliteRow): ApprovalRecord {
+  return parseRow(approvalRow, row, 'approvals', ['id']);
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { ApprovalRecord } from '../../../src/contracts/index.ts';
+import type { StoreContext } from './fixtures.ts';
+
+const pending = (id: string, requestedAt: number): ApprovalRecord => ({
+  id,
+  agentId: 'a1',
+  agentName: 'writer',
+  tool: 'file_write',
+  input: { path: 'notes.txt', content: 'x' },
+  status: 'pending',
+  requestedAt,
+  expiresAt: requestedAt + 300_000,
+  decidedAt: null,
+  decidedBy: null,
+  reason: null,
+});
+
+/** The approvals part of the Store contract. */
+export function describeApprovalsContract(context: StoreContext): void {
+  const store = () => context.store;
+  describe('approvals', () => {
+  it('approvals.create() stores a pending approval that get() and list() return', async () => {
+    await store().approvals.create(pending('p1', 1_000));
+    expect(await store().approvals.get('p1')).toEqual(pending('p1', 1_000));
+    expect(await store().approvals.list({ status: 'pending' })).toEqual([pending('p1', 1_000)]);
+    expect(await store().approvals.get('nope')).toBeUndefined();
+  });
+
+  it('approvals.decide() decides a pending approval once, and never one already decided', async () => {
+    await store().approvals.create(pending('p1', 1_000));
+    expect(await store().approvals.decide('p1', { status: 'approved', at: 2_000, by: 'owner', reason: null })).toBe(true);
+    expect(await store().approvals.decide('p1', { status: 'denied', at: 3_000, by: 'someone', reason: 'late' })).toBe(false);
+    expect(await store().approvals.get('p1')).toMatchObject({ status: 'approved', decidedAt: 2_000, decidedBy: 'owner', reason: null });
+    expect(await store().approvals.decide('missing', { status: 'denied', at: 1, by: 'x', reason: null })).toBe(false);
+  });
+
+  it('approvals.list() filters by status, oldest first, with a limit', async () => {
+    await store().approvals.create(pending('late', 3_000));
+    await store().approvals.create(pending('early', 1_000));
+    await store().approvals.create(pending('middle', 2_000));
+    await store().approvals.decide('middle', { status: 'expired', at: 5_000, by: 'timeout', reason: 'no decision in time' });
+    expect((await store().approvals.list({ status: 'pending' })).map((record) => record.id)).toEqual(['early', 'late']);
+    expect((await store().approvals.list()).map((record) => record.id)).toEqual(['early', 'middle', 'late']);
+    expect((await store().approvals.list({ limit: 1 })).map((record) => record.id)).toEqual(['early']);
+  });
+  });
+}
