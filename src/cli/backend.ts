@@ -1,5 +1,6 @@
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile } from '../daemon/index.ts';
+import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -26,6 +27,10 @@ export interface CliBackend {
   send(reference: string, message: string): Promise<TurnView>;
   stream(reference: string, message: string): AsyncIterable<CliEvent>;
   usage(agent?: string): Promise<UsageRow[]>;
+  /** Approval requests with the status, oldest first (pending ones by default). */
+  approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
+  /** Approves or denies a pending request; in-process the decision is recorded as by `local`. */
+  decideApproval(id: string, approved: boolean, reason?: string): Promise<ApprovalView>;
   close(): Promise<void>;
 }
 
@@ -45,6 +50,8 @@ function inProcess(kernel: Kernel, close: () => Promise<void>): CliBackend {
       }
     },
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
+    approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
+    decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
     close,
   };
 }
@@ -93,6 +100,8 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       yield* readServerSentEvents(response.body);
     },
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
+    approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
+    decideApproval: (id, approved, reason) => call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined ? undefined : { reason }),
     close: () => Promise.resolve(),
   };
 }

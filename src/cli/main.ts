@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { isLoomError } from '../errors/index.ts';
 import { type CliIo, processIo } from './cli-io.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
+import { registerApprovalsCommands } from './commands/approvals-commands.ts';
 import { registerDaemonCommands } from './commands/daemon-commands.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
@@ -29,6 +30,7 @@ function buildProgram(io: CliIo): Command {
   registerAgentCommands(program, io);
   registerSendCommands(program, io);
   registerUsageCommand(program, io);
+  registerApprovalsCommands(program, io);
   return program;
 }
 

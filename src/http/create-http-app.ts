@@ -6,6 +6,7 @@ import type { Config } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
+import { createApprovalRoutes } from './approval-routes.ts';
 import { createAuthenticator, type Principal } from './create-authenticator.ts';
 import type { HttpContext, HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
@@ -145,6 +146,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock }));
+  app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   return app;
 }

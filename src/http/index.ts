@@ -1,6 +1,8 @@
 /** The HTTP API (Hono): routes, auth, rate limits, and the Node server that serves them. */
 export { createAgentRoutes, MessageBodySchema } from './agent-routes.ts';
 export type { AgentRoutesOptions, SpawnResponse } from './agent-routes.ts';
+export { APPROVAL_STATUS_FILTERS, ApprovalDecisionBodySchema, createApprovalRoutes, toApprovalView } from './approval-routes.ts';
+export type { ApprovalRoutesOptions, ApprovalStatusFilter, ApprovalView } from './approval-routes.ts';
 export { createAuthenticator, LOOM_API_KEY_NAME, mayReachAgent } from './create-authenticator.ts';
 export type { Authenticator, Credentials, Principal } from './create-authenticator.ts';
 export { createHttpApp, ROUTE_COSTS } from './create-http-app.ts';

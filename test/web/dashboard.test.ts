@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
+import { parseManifest } from '../../src/manifest/index.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
@@ -26,6 +27,10 @@ async function visible(locator: Locator, text?: string | RegExp): Promise<void> 
 function agentToml(name: string, modelUrl: string): string {
   return `name = "${name}"\ndescription = "Answers questions in the dashboard test"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${modelUrl}"\n\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`;
 }
+
+/** An agent whose file_write waits for a person's approval. */
+const GUARDED_TOML = (modelUrl: string): string =>
+  `name = "guarded"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${modelUrl}"\n\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
 
 describe('the dashboard, in Chromium against a real daemon', () => {
   const model = useScriptedModelServer();
@@ -159,12 +164,65 @@ describe('the dashboard, in Chromium against a real daemon', () => {
     await screenshot('agent');
   });
 
-  it('shows usage by agent and model with a cost chart, and an honest approvals placeholder', async () => {
+  it('shows usage by agent and model with a cost chart, and an empty approvals page when nothing waits', async () => {
     await page.goto(`${server.url}/#/usage`);
     await visible(page.getByRole('table', { name: 'Usage' }), 'helper');
     await visible(page.getByTestId('cost-chart').locator('canvas'));
     await screenshot('usage');
     await page.getByRole('link', { name: 'Approvals' }).click();
-    await visible(page.getByText('Not available yet.'));
+    await visible(page.getByText('No tool calls are waiting for approval.'));
+    expect(await page.getByTestId('pending-approvals').count()).toBe(0);
+  });
+
+  it('shows a guarded file_write as waiting in the chat, lists it live on the approvals page with a sidebar count, and approving it there lets the chat finish the reply', async () => {
+    await host.kernel.spawn(parseManifest(GUARDED_TOML(model.url), { source: 'test.toml' }).manifest);
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'plan.md', content: '# Plan' } }] }, { text: 'The plan is written.' }]);
+    // The approvals page is open before the request exists, so it must refresh on the live event.
+    const approvals = await browser.newPage();
+    try {
+      await approvals.goto(`${server.url}/#/approvals`);
+      await visible(approvals.getByText('No tool calls are waiting for approval.'));
+
+      await page.goto(`${server.url}/#/agents/guarded/chat`);
+      await visible(page.getByRole('heading', { name: /Chat with guarded/ }));
+      await page.getByRole('textbox', { name: 'Message' }).fill('Write the plan');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await visible(page.getByTestId('approval-request'), 'needs your approval');
+      await visible(page.getByTestId('approval-request'), 'plan.md');
+
+      const card = approvals.getByTestId('approval');
+      await visible(card, 'guarded');
+      await visible(card, 'file_write');
+      await visible(card.getByTestId('approval-input'), '"path": "plan.md"');
+      await visible(card, /expires (in|overdue)/);
+      await visible(approvals.getByTestId('pending-approvals'), /^1$/);
+      await screenshot('approvals');
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await visible(approvals.getByText('No tool calls are waiting for approval.'));
+
+      await visible(page.getByTestId('tool-result'), 'file_write');
+      await visible(page.getByTestId('reply'), 'The plan is written.');
+      await visible(page.getByTestId('approval-request'), 'approved');
+      await visible(page.getByTestId('turn-usage'), '2 model calls');
+      expect(await readFile(join(host.home.workspacesDir, 'guarded', 'plan.md'), 'utf8')).toBe('# Plan');
+      expect(await host.kernel.approvals.list('approved')).toMatchObject([{ tool: 'file_write', decidedBy: 'local' }]);
+      expect(await approvals.getByTestId('pending-approvals').count()).toBe(0);
+    } finally {
+      await approvals.close();
+    }
+  });
+
+  it('denies a guarded tool call from the chat\'s own Deny button: the tool result is an error, no file is written, and the reply still arrives', async () => {
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'secret.md', content: 'no' } }] }, { text: 'Understood, I did not write it.' }]);
+    await page.goto(`${server.url}/#/agents/guarded/chat`);
+    await page.getByRole('textbox', { name: 'Message' }).fill('Write the secret');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const line = page.getByTestId('approval-request').filter({ hasText: 'secret.md' });
+    await visible(line, 'needs your approval');
+    await line.getByRole('button', { name: 'Deny' }).click();
+    await visible(line, 'denied');
+    await visible(page.locator('[data-testid="tool-result"].error'), 'file_write');
+    await visible(page.getByTestId('reply'), 'Understood, I did not write it.');
+    expect(existsSync(join(host.home.workspacesDir, 'guarded', 'secret.md'))).toBe(false);
   });
 });

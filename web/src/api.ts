@@ -1,5 +1,5 @@
 import { parseSse } from './sse.ts';
-import type { AgentEvent, KernelEvent } from './types.ts';
+import type { AgentEvent, ApprovalView, KernelEvent } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -59,6 +59,15 @@ export async function api<T>(path: string, init: { method?: string; body?: strin
   return (await response.json()) as T;
 }
 
+/** Approves or denies a pending tool call (owner keys only); an empty reason is none. @throws {ApiError} */
+export function decideApproval(id: string, approved: boolean, reason = ''): Promise<ApprovalView> {
+  const body = reason.trim() === '' ? undefined : JSON.stringify({ reason: reason.trim() });
+  return api<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body, contentType: 'application/json' }),
+  });
+}
+
 /** Sends a message and calls `onEvent` for each agent event as the reply streams. @throws {ApiError} when the turn is refused. */
 export async function streamMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal?: AbortSignal): Promise<void> {
   const response = await fetch(`/api/agents/${encodeURIComponent(agent)}/messages`, {
@@ -86,7 +95,7 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
   const key = apiKey();
   if (key === '') {
     const source = new EventSource('/api/events');
-    const types = ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-kill', 'approval-request', 'approval-decision'];
+    const types = ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-kill', 'approval-request', 'approval-decide'];
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
     for (const type of types) source.addEventListener(type, listener);
     source.onmessage = listener;

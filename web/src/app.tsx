@@ -3,7 +3,7 @@ import { apiKey, setApiKey } from './api.ts';
 import { useApi } from './hooks.ts';
 import { AgentPage } from './pages/agent-page.tsx';
 import { AgentsPage } from './pages/agents-page.tsx';
-import { ApprovalsPage } from './pages/approvals-page.tsx';
+import { ApprovalsPage, usePendingApprovals } from './pages/approvals-page.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
 import { EventsPage } from './pages/events-page.tsx';
 import { UsagePage } from './pages/usage-page.tsx';
@@ -39,13 +39,18 @@ function Page({ route }: { route: Route }) {
   }
 }
 
-function NavLink({ to, active, label, icon }: { to: string; active: boolean; label: string; icon: string }) {
+function NavLink({ to, active, label, icon, count }: { to: string; active: boolean; label: string; icon: string; count?: number | undefined }) {
   return (
     <a href={to} class={active ? 'nav-link active' : 'nav-link'} aria-current={active ? 'page' : undefined}>
       <span class="nav-icon" aria-hidden="true">
         {icon}
       </span>
       {label}
+      {count === undefined || count === 0 ? null : (
+        <span class="nav-count" data-testid="pending-approvals" title={`${count} pending`}>
+          {count}
+        </span>
+      )}
     </a>
   );
 }
@@ -81,6 +86,7 @@ export function App() {
   const route = useRoute();
   const { state } = useEventLog();
   const health = useApi<Health>('/api/health');
+  const pending = usePendingApprovals();
   const section = route.page === 'agent' || route.page === 'chat' ? 'agents' : route.page;
   return (
     <div class="layout">
@@ -93,7 +99,7 @@ export function App() {
           <NavLink to={href.agents} active={section === 'agents'} label="Agents" icon="◎" />
           <NavLink to={href.events} active={section === 'events'} label="Events" icon="≋" />
           <NavLink to={href.usage} active={section === 'usage'} label="Usage" icon="◔" />
-          <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" />
+          <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" count={pending.data?.length} />
         </nav>
         <div class="sidebar-foot">
           <div class="daemon-status" title={`live events: ${state}`}>

@@ -45,3 +45,14 @@ export function useEventLog(): { events: readonly KernelEvent[]; state: Connecti
 export function useEventVersion(): number {
   return useEventLog().version;
 }
+
+/**
+ * A key that changes whenever an approval is requested or decided (`approval-request` /
+ * `approval-decide` on the shared event stream): pages that show approvals reload on it.
+ */
+export function useApprovalVersion(): string {
+  const { events, state } = useEventLog();
+  const latest = events.find((event) => event.type === 'approval-request' || event.type === 'approval-decide');
+  // Reconnecting may have missed events: reload then too.
+  return `${state}:${latest === undefined ? '' : `${latest.type}:${String(latest['approvalId'])}:${latest.at}`}`;
+}

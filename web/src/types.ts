@@ -58,6 +58,7 @@ export type AgentEvent =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
+  | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'phase'; phase: string; detail: string }
   | { type: 'run-finish'; result: TurnView }
   | { type: 'error'; code: string; category: string; message: string };
@@ -69,4 +70,19 @@ export interface KernelEvent {
   agentId: string;
   name: string;
   [key: string]: unknown;
+}
+
+/** A tool call waiting for (or given) a person's approval, as `/api/approvals` lists it. */
+export interface ApprovalView {
+  id: string;
+  agent_id: string;
+  agent: string;
+  tool: string;
+  input: unknown;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  requested_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  decided_by: string | null;
+  reason: string | null;
 }

@@ -1,15 +1,114 @@
-import { PageHeader } from '../components.tsx';
+import { useEffect, useState } from 'preact/hooks';
+import { decideApproval } from '../api.ts';
+import { Empty, ErrorBox, PageHeader } from '../components.tsx';
+import { errorText, formatTime } from '../format.ts';
+import { useApi } from '../hooks.ts';
+import { href } from '../router.ts';
+import { useApprovalVersion } from '../store.ts';
+import type { ApprovalView } from '../types.ts';
+
+/** `in 4 min 10 s`, or `overdue` once the time has passed. */
+export function expiresIn(expiresAt: string, now: number): string {
+  const seconds = Math.round((Date.parse(expiresAt) - now) / 1000);
+  if (seconds <= 0) return 'overdue';
+  if (seconds < 60) return `in ${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `in ${minutes} min ${seconds % 60} s`;
+  return `in ${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** The current time, ticking every second, for countdowns. */
+function useNow(): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  return now;
+}
+
+/** The pending approvals, reloaded whenever one is requested or decided. */
+export function usePendingApprovals() {
+  return useApi<ApprovalView[]>('/api/approvals', [useApprovalVersion()]);
+}
+
+function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; now: number; onDecided: () => void }) {
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const decide = async (approved: boolean): Promise<void> => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await decideApproval(approval.id, approved, reason);
+      onDecided();
+    } catch (cause) {
+      setError(errorText(cause));
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="card approval-card" data-testid="approval" data-approval={approval.id} aria-label={`${approval.agent} wants to run ${approval.tool}`}>
+      <div class="approval-head">
+        <div>
+          <a class="strong" href={href.agent(approval.agent)}>
+            {approval.agent}
+          </a>{' '}
+          <span class="muted">wants to run</span> <span class="mono strong">{approval.tool}</span>
+        </div>
+        <div class="small muted" title={`requested ${formatTime(approval.requested_at)}; denied at ${formatTime(approval.expires_at)} if nobody decides`}>
+          expires {expiresIn(approval.expires_at, now)}
+        </div>
+      </div>
+      <pre class="approval-input" data-testid="approval-input">
+        {JSON.stringify(approval.input, null, 2)}
+      </pre>
+      <ErrorBox message={error} />
+      <div class="approval-actions">
+        <input
+          class="search"
+          type="text"
+          aria-label="Reason"
+          placeholder="Reason (optional)"
+          value={reason}
+          disabled={busy}
+          onInput={(event) => setReason(event.currentTarget.value)}
+        />
+        <button type="button" class="btn btn-danger-ghost" disabled={busy} onClick={() => void decide(false)}>
+          Deny
+        </button>
+        <button type="button" class="btn btn-primary" disabled={busy} onClick={() => void decide(true)}>
+          Approve
+        </button>
+      </div>
+    </section>
+  );
+}
 
 export function ApprovalsPage() {
+  const pending = usePendingApprovals();
+  const now = useNow();
+  const list = pending.data ?? [];
   return (
     <div class="page">
-      <PageHeader title="Approvals" subtitle="Tool calls waiting for a person to approve or deny them" />
-      <div class="empty">
-        <p>
-          <strong>Not available yet.</strong> Pending approvals (tool calls listed in an agent's <code>autonomous.approval_required_for</code>) will appear here with
-          Approve and Deny buttons once the daemon's approvals API exists.
-        </p>
-      </div>
+      <PageHeader
+        title="Approvals"
+        subtitle={
+          <span>
+            Tool calls waiting for a person: tools listed in an agent's <code>[autonomous].approval_required_for</code>. Nobody deciding denies them when they expire.
+          </span>
+        }
+      />
+      <ErrorBox message={pending.error} />
+      {pending.data === undefined ? null : list.length === 0 ? (
+        <Empty>No tool calls are waiting for approval. New requests appear here as they are made.</Empty>
+      ) : (
+        <div class="approval-list">
+          {list.map((approval) => (
+            <ApprovalCard key={approval.id} approval={approval} now={now} onDecided={pending.reload} />
+          ))}
+        </div>
+      )}
     </div>
   );
 }

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { streamMessage } from '../api.ts';
+import { decideApproval, streamMessage } from '../api.ts';
 import { ErrorBox, PageHeader, StateBadge } from '../components.tsx';
 import { errorText, formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -11,7 +11,8 @@ import { ToolCallLine, ToolResultLine, Transcript } from './transcript.tsx';
 type Part =
   | { kind: 'text'; text: string }
   | { kind: 'tool-call'; toolName: string; input: unknown }
-  | { kind: 'tool-result'; toolName: string; text: string; isError: boolean };
+  | { kind: 'tool-result'; toolName: string; text: string; isError: boolean }
+  | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined };
 
 interface Turn {
   message: string;
@@ -35,7 +36,17 @@ export function applyEvent(turn: Turn, event: AgentEvent): Turn {
     case 'tool-call':
       return { ...turn, parts: [...turn.parts, { kind: 'tool-call', toolName: event.toolName, input: event.input }], phase: `running ${event.toolName}` };
     case 'tool-result':
-      return { ...turn, parts: [...turn.parts, { kind: 'tool-result', toolName: event.toolName, text: event.text, isError: event.isError }], phase: undefined };
+      return {
+        ...turn,
+        // A call decided elsewhere (the approvals page, the CLI) shows its outcome here too.
+        parts: [
+          ...turn.parts.map((part): Part => (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined ? { ...part, outcome: event.isError ? 'denied' : 'approved' } : part)),
+          { kind: 'tool-result', toolName: event.toolName, text: event.text, isError: event.isError },
+        ],
+        phase: undefined,
+      };
+    case 'approval-request':
+      return { ...turn, parts: [...turn.parts, { kind: 'approval', approvalId: event.approvalId, toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, outcome: undefined }], phase: `waiting for approval of ${event.toolName}` };
     case 'phase':
       return { ...turn, phase: event.detail === '' ? event.phase : `${event.phase}: ${event.detail}` };
     case 'run-finish':
@@ -45,6 +56,47 @@ export function applyEvent(turn: Turn, event: AgentEvent): Turn {
     case 'run-start':
       return { ...turn, phase: 'thinking' };
   }
+}
+
+/** A tool call waiting for approval, with Approve and Deny buttons (the tool's result follows in the stream). */
+function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined }) {
+  const [clicked, setStatus] = useState<'pending' | 'busy' | 'approved' | 'denied'>('pending');
+  const status = clicked === 'approved' || clicked === 'denied' ? clicked : (outcome ?? clicked);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const decide = async (approved: boolean): Promise<void> => {
+    setStatus('busy');
+    setError(undefined);
+    try {
+      const view = await decideApproval(approvalId, approved);
+      setStatus(view.status === 'approved' ? 'approved' : 'denied');
+    } catch (cause) {
+      setError(errorText(cause));
+      setStatus('pending');
+    }
+  };
+  return (
+    <div class="approval-line" data-testid="approval-request">
+      <span class="tool-icon">⏸</span>
+      <span class="mono">
+        <strong>{toolName}</strong>
+        <span class="muted">({JSON.stringify(input)})</span>
+      </span>
+      {status === 'approved' || status === 'denied' ? (
+        <span class="approval-status">{status}</span>
+      ) : (
+        <>
+          <span class="approval-status">needs your approval</span>
+          <button type="button" class="btn btn-small btn-primary" disabled={status === 'busy'} onClick={() => void decide(true)}>
+            Approve
+          </button>
+          <button type="button" class="btn btn-small btn-danger-ghost" disabled={status === 'busy'} onClick={() => void decide(false)}>
+            Deny
+          </button>
+        </>
+      )}
+      <ErrorBox message={error} />
+    </div>
+  );
 }
 
 function TurnView({ turn }: { turn: Turn }) {
@@ -70,6 +122,8 @@ function TurnView({ turn }: { turn: Turn }) {
             return <ToolCallLine key={index} toolName={part.toolName} input={part.input} />;
           case 'tool-result':
             return <ToolResultLine key={index} toolName={part.toolName} text={part.text} isError={part.isError} />;
+          case 'approval':
+            return <ApprovalLine key={index} approvalId={part.approvalId} toolName={part.toolName} input={part.input} outcome={part.outcome} />;
         }
       })}
       {!turn.done ? (

@@ -1,0 +1,91 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
+import { AccessDeniedError } from '../errors/index.ts';
+import type { Kernel } from '../kernel/index.ts';
+import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { readJsonBody, readQuery } from './request-input.ts';
+
+/** An approval as the API, the CLI's `--json` and the dashboard show it. */
+export interface ApprovalView {
+  id: string;
+  agent_id: string;
+  /** The agent's name when the request was made. */
+  agent: string;
+  tool: string;
+  input: JsonValue;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  requested_at: string;
+  /** When it is denied (status `expired`) if nobody decides. */
+  expires_at: string;
+  decided_at: string | null;
+  /** A key's name, `local`, or `timeout`. */
+  decided_by: string | null;
+  reason: string | null;
+}
+
+/** Which approvals `GET /api/approvals?status=` lists. */
+export const APPROVAL_STATUS_FILTERS = ['pending', 'approved', 'denied', 'expired', 'all'] as const;
+export type ApprovalStatusFilter = (typeof APPROVAL_STATUS_FILTERS)[number];
+
+const ListQuerySchema = z.strictObject({ status: z.enum(APPROVAL_STATUS_FILTERS).optional() });
+
+/** The optional body of `POST /api/approvals/:id/approve|deny`. */
+export const ApprovalDecisionBodySchema = z.strictObject({
+  reason: z.string().trim().max(2000, { error: 'expected a reason of at most 2000 characters' }).optional(),
+});
+
+/** The API's view of an approval record (snake_case, times as ISO strings). */
+export function toApprovalView(record: ApprovalRecord): ApprovalView {
+  return {
+    id: record.id,
+    agent_id: record.agentId,
+    agent: record.agentName,
+    tool: record.tool,
+    input: record.input,
+    status: record.status,
+    requested_at: new Date(record.requestedAt).toISOString(),
+    expires_at: new Date(record.expiresAt).toISOString(),
+    decided_at: record.decidedAt === null ? null : new Date(record.decidedAt).toISOString(),
+    decided_by: record.decidedBy,
+    reason: record.reason,
+  };
+}
+
+/** What the approval routes need. */
+export interface ApprovalRoutesOptions {
+  kernel: Kernel;
+}
+
+/**
+ * `/api/approvals`: list (any role; pending by default), and approve or deny (owner only; the
+ * decision is recorded as made by the caller's key name, `local` without keys). A body is
+ * optional: `{ "reason": "…" }` as JSON.
+ */
+export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpEnv> {
+  const { kernel } = options;
+  const routes = new Hono<HttpEnv>();
+
+  routes.get('/', async (c) => {
+    const { status } = readQuery(c, ListQuerySchema);
+    return c.json((await kernel.approvals.list(status ?? 'pending')).map(toApprovalView));
+  });
+
+  const decide = async (c: HttpContext, approved: boolean): Promise<Response> => {
+    const principal = principalOf(c);
+    if (principal.role !== 'owner') {
+      throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${approved ? 'approve' : 'deny'} tool calls; it needs the owner role`);
+    }
+    // No body, or an empty one, is no reason; anything else must be the JSON object.
+    const length = c.req.header('content-length');
+    const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
+    const { reason } = hasBody ? await readJsonBody(c, ApprovalDecisionBodySchema) : {};
+    const record = await kernel.approvals.decide(c.req.param('id') ?? '', { approved, by: principal.name, reason: reason === undefined || reason === '' ? null : reason });
+    return c.json(toApprovalView(record));
+  };
+
+  routes.post('/:id/approve', (c) => decide(c, true));
+  routes.post('/:id/deny', (c) => decide(c, false));
+
+  return routes;
+}

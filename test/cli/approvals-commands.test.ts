@@ -1,0 +1,150 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
+import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
+import type { ApprovalView } from '../../src/http/index.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { runCli } from '../helpers/run-cli.ts';
+import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let home: string;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-cli-approvals-');
+  home = join(dir.path, 'home');
+});
+afterEach(async () => {
+  await dir.remove();
+});
+
+const loom = (args: string[]) => runCli(home, args, { env: TEST_KEYS });
+
+function writerToml(name: string): string {
+  return `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`;
+}
+
+/** Resolves with the id of the next approval the kernel asks for. */
+function nextApproval(kernel: Kernel): Promise<string> {
+  return new Promise((resolve) => {
+    const unsubscribe = kernel.events.subscribe((event) => {
+      if (event.type !== 'approval-request') return;
+      unsubscribe();
+      resolve((event as { approvalId: string }).approvalId);
+    });
+  });
+}
+
+/** Starts a turn of `name` whose file_write waits for approval (not awaited); resolves once it waits. */
+async function startWaitingTurn(kernel: Kernel, name: string, file: string, signal?: AbortSignal): Promise<{ approvalId: string; turn: Promise<{ text: string }> }> {
+  // A cancelled earlier turn leaves its final reply unused in the script.
+  model.reset();
+  model.script([{ toolCalls: [{ name: 'file_write', input: { path: file, content: 'hello' } }] }, { text: `Finished ${file}.` }]);
+  const asked = nextApproval(kernel);
+  const turn = kernel.send(name, `write ${file}`, signal === undefined ? {} : { signal });
+  // A turn that fails before asking would otherwise leave the test waiting for the approval.
+  const approvalId = await Promise.race([asked, turn.then(() => Promise.reject(new Error('the turn finished without asking for approval')))]);
+  return { approvalId, turn };
+}
+
+describe('loom approvals with no daemon running (in-process kernel)', () => {
+  it('lists approvals left pending by an earlier kernel, then approves one and denies another as "local"', async () => {
+    const host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(writerToml('writer')));
+    const cancel = new AbortController();
+    const first = await startWaitingTurn(host.kernel, 'writer', 'a.txt', cancel.signal);
+    cancel.abort(new Error('test over'));
+    await first.turn.catch(() => undefined);
+    const cancelSecond = new AbortController();
+    const second = await startWaitingTurn(host.kernel, 'writer', 'b.txt', cancelSecond.signal);
+    cancelSecond.abort(new Error('test over'));
+    await second.turn.catch(() => undefined);
+    await host.close();
+
+    const table = await loom(['approvals', 'list']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^ID\s+AGENT\s+TOOL\s+STATUS\s+WHEN\s+INPUT\n/);
+    expect(table.stdout).toContain(first.approvalId);
+    expect(table.stdout).toMatch(/writer\s+file_write\s+pending\s+expires \d{4}-/);
+    expect(table.stdout).toContain('{"path":"a.txt","content":"hello"}');
+
+    const listed = JSON.parse((await loom(['approvals', 'list', '--json'])).stdout) as ApprovalView[];
+    expect(listed.map((approval) => [approval.id, approval.status, approval.agent, approval.tool])).toEqual([
+      [first.approvalId, 'pending', 'writer', 'file_write'],
+      [second.approvalId, 'pending', 'writer', 'file_write'],
+    ]);
+
+    expect(await loom(['approvals', 'approve', first.approvalId])).toMatchObject({ code: 0, stdout: `approved file_write for writer (${first.approvalId})\n` });
+    const denied = await loom(['approvals', 'deny', second.approvalId, '--reason', 'not that file', '--json']);
+    expect(denied.code).toBe(0);
+    expect(JSON.parse(denied.stdout)).toMatchObject({ id: second.approvalId, status: 'denied', decided_by: 'local', reason: 'not that file' });
+
+    expect(await loom(['approvals', 'list'])).toMatchObject({ code: 0, stdout: expect.stringContaining('No pending approvals') as unknown });
+    const all = JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout) as ApprovalView[];
+    expect(all.map((approval) => [approval.status, approval.decided_by])).toEqual([
+      ['approved', 'local'],
+      ['denied', 'local'],
+    ]);
+  });
+
+  it('exits 2 naming the problem when the id is unknown or the approval was already decided', async () => {
+    expect(await loom(['approvals', 'approve', 'no-such-id'])).toMatchObject({ code: 2, stderr: 'error: no approval with id "no-such-id"\n' });
+
+    const host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(writerToml('writer')));
+    const cancel = new AbortController();
+    const waiting = await startWaitingTurn(host.kernel, 'writer', 'a.txt', cancel.signal);
+    cancel.abort(new Error('test over'));
+    await waiting.turn.catch(() => undefined);
+    await host.close();
+
+    expect((await loom(['approvals', 'deny', waiting.approvalId])).code).toBe(0);
+    const again = await loom(['approvals', 'approve', waiting.approvalId]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('already decided: denied by local');
+  });
+
+  it('shows help with examples for each subcommand', async () => {
+    const help = await loom(['approvals', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('$ loom approvals list');
+    expect((await loom(['approvals', 'deny', '--help'])).stdout).toContain('--reason <text>');
+  });
+});
+
+describe('loom approvals while a daemon runs', () => {
+  let daemon: RunningDaemon;
+  beforeEach(async () => {
+    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+  });
+  afterEach(async () => {
+    await daemon.stop();
+  });
+
+  it('approve resumes the waiting turn in the daemon and the file is written; deny makes it go without', async () => {
+    const { kernel } = daemon.host;
+    await kernel.spawn(manifest(writerToml('writer')));
+    const workspace = join(home, 'workspaces', 'writer');
+
+    const first = await startWaitingTurn(kernel, 'writer', 'yes.txt');
+    const listed = JSON.parse((await loom(['approvals', 'list', '--json'])).stdout) as ApprovalView[];
+    expect(listed).toMatchObject([{ id: first.approvalId, status: 'pending', input: { path: 'yes.txt' } }]);
+    expect((await loom(['approvals', 'approve', first.approvalId, '--reason', 'fine'])).stdout).toBe(`approved file_write for writer (${first.approvalId}): fine\n`);
+    expect((await first.turn).text).toBe('Finished yes.txt.');
+    expect(existsSync(join(workspace, 'yes.txt'))).toBe(true);
+
+    const second = await startWaitingTurn(kernel, 'writer', 'no.txt');
+    expect((await loom(['approvals', 'deny', second.approvalId])).code).toBe(0);
+    expect((await second.turn).text).toBe('Finished no.txt.');
+    expect(existsSync(join(workspace, 'no.txt'))).toBe(false);
+    expect(JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout)).toMatchObject([
+      { id: first.approvalId, status: 'approved', decided_by: 'local' },
+      { id: second.approvalId, status: 'denied', decided_by: 'local' },
+    ]);
+  });
+});
