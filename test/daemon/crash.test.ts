@@ -1,0 +1,78 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+
+const bin = join(import.meta.dirname, '../../bin/loom.js');
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let home: string;
+let children: ChildProcess[];
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-crash-');
+  home = join(dir.path, 'home');
+  children = [];
+});
+afterEach(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await dir.remove();
+});
+
+async function startDaemon(): Promise<{ child: ChildProcess; url: string; exited: Promise<void> }> {
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test' },
+    stdio: 'ignore',
+  });
+  children.push(child);
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    try {
+      const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
+      if (info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok) return { child, url: info.url, exited };
+    } catch {
+      // not up yet
+    }
+    await delay(50);
+  }
+  throw new Error('the daemon did not come up');
+}
+
+const post = (url: string, path: string, body: string, type: string): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+
+describe('a daemon killed (SIGKILL) during a chat', () => {
+  it('comes back with every acknowledged message in the session and an intact database', async () => {
+    const first = await startDaemon();
+    const manifest = `name = "survivor"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    expect((await post(first.url, '/api/agents', manifest, 'application/toml')).status).toBe(201);
+    server.script([{ text: 'first answer' }, { text: 'second answer' }]);
+    for (const message of ['first question', 'second question']) {
+      expect((await post(first.url, '/api/agents/survivor/messages', JSON.stringify({ message }), 'application/json')).status).toBe(200);
+    }
+    // A third turn is under way (the model fails and is being retried) when the daemon is killed.
+    const pending = post(first.url, '/api/agents/survivor/messages', JSON.stringify({ message: 'third question' }), 'application/json').catch(() => undefined);
+    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await delay(10);
+    expect(server.requests.length).toBeGreaterThanOrEqual(3);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await pending;
+
+    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    try {
+      expect(store.integrityCheck()).toEqual(['ok']);
+    } finally {
+      await store.close();
+    }
+    const second = await startDaemon();
+    const session = (await (await fetch(`${second.url}/api/agents/survivor/session`)).json()) as { messages: unknown[] };
+    const text = JSON.stringify(session.messages);
+    expect(text).toMatch(/first question.*first answer.*second question.*second answer/);
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+});
