@@ -36,7 +36,7 @@ function requireOwner(principal: Principal, action: string): void {
 }
 
 function callerOf(principal: Principal): Caller {
-  return { kind: 'user', role: principal.role, name: principal.name };
+  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
 }
 
 /** An SSE event's data: the agent event, with a finished run's result in the API's turn shape. */

@@ -1,5 +1,5 @@
 import { generateText, type ModelMessage } from 'ai';
-import { isGranted, tokenCapOf } from '../capabilities/index.ts';
+import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
 import type { Clock, IdGenerator, Logger, Store, ToolAgent } from '../contracts/index.ts';
 import {
   AccessDeniedError,
@@ -109,6 +109,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   function authorize(entry: AgentEntry, caller: Caller): void {
     if (caller.kind === 'user') {
       if (caller.role === 'viewer') throw new AccessDeniedError(`a viewer may not send messages (agent "${entry.name}"); it needs the user or owner role`);
+      const allowed = caller.agents;
+      if (caller.role === 'user' && allowed !== undefined && !allowed.some((pattern) => matchesPattern(pattern, entry.name))) {
+        throw new AccessDeniedError(`${caller.name === undefined ? 'this caller' : `"${caller.name}"`} may not message agent "${entry.name}": its key allows ${allowed.map((pattern) => `"${pattern}"`).join(', ') || 'no agents'}`);
+      }
       return;
     }
     const from = registry.resolve(caller.agentId);

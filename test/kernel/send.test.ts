@@ -436,3 +436,16 @@ describe('turns in parallel, and agents stopped during a turn', () => {
     await expect(host.kernel.send('fenced', 'hi')).rejects.toThrow('is not granted [capabilities].llm_query for "openai/gpt-4o"');
   });
 });
+
+describe('roles in the kernel', () => {
+  it('refuse a user caller the agent its key does not allow, whatever door it came through', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('public-helper')));
+    await host.kernel.spawn(manifest(agent('private-helper')));
+    server.script([{ text: 'hello' }]);
+    const caller = { kind: 'user', role: 'user', name: 'ci', agents: ['public-*'] } as const;
+    expect((await host.kernel.send('public-helper', 'hi', { caller })).text).toBe('hello');
+    await expect(host.kernel.send('private-helper', 'hi', { caller })).rejects.toThrow('"ci" may not message agent "private-helper": its key allows "public-*"');
+    expect(server.requests).toHaveLength(1);
+  });
+});

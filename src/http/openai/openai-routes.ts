@@ -57,7 +57,7 @@ export interface ChatCompletionChunk {
 }
 
 function callerOf(principal: Principal): Caller {
-  return { kind: 'user', role: principal.role, name: principal.name };
+  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
 }
 
 function usageOf(result: TurnResult): OpenAiUsage {
