@@ -1,4 +1,4 @@
-import { generateText, type ModelMessage } from 'ai';
+import type { ModelMessage } from 'ai';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
 import type { Clock, IdGenerator, Logger, Store, ToolAgent } from '../contracts/index.ts';
 import {
@@ -157,6 +157,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   }
 
   async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
+    const { generateText } = await import('ai');
     const result = await generateText({
       model: runtime.resolver.resolve(model),
       system: SUMMARY_INSTRUCTION,

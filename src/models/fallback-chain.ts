@@ -1,4 +1,4 @@
-import { APICallError, RetryError } from 'ai';
+import { APICallError } from '@ai-sdk/provider';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { ModelCallFailedError, type ModelFailure } from './errors/model-call-failed-error.ts';
@@ -111,7 +111,8 @@ export async function callWithFallback<T>(
 
 /** Reads status, retryability and `retry-after` from whatever a provider call threw. */
 function classifyModelError(error: unknown, now: number): ClassifiedError {
-  if (RetryError.isInstance(error)) return classifyModelError(error.lastError, now);
+  // The SDK's own retries are off (maxRetries: 0), but a RetryError is judged by its last error all the same.
+  if (error instanceof Error && error.name === 'AI_RetryError' && 'lastError' in error) return classifyModelError(error.lastError, now);
   const message = error instanceof Error ? error.message : String(error);
   if (APICallError.isInstance(error)) {
     const status = error.statusCode ?? null;

@@ -1,6 +1,3 @@
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { MODEL_PROVIDERS } from '../manifest/schema.ts';
 import { MissingApiKeyError } from './errors/missing-api-key-error.ts';
@@ -60,6 +57,26 @@ export const DEFAULT_BASE_URLS = {
 } as const;
 
 /**
+ * A model whose provider client is loaded on its first call: a daemon whose agents are idle
+ * never loads the provider SDKs. Configuration errors (a missing key) are still raised at once,
+ * by `resolve`.
+ */
+function lazyModel(provider: string, modelId: string, load: () => Promise<LanguageModelV4>): LanguageModelV4 {
+  let loaded: Promise<LanguageModelV4> | undefined;
+  const model = (): Promise<LanguageModelV4> => (loaded ??= load());
+  return {
+    specificationVersion: 'v4',
+    provider,
+    modelId,
+    get supportedUrls() {
+      return model().then((inner) => inner.supportedUrls);
+    },
+    doGenerate: async (options) => (await model()).doGenerate(options),
+    doStream: async (options) => (await model()).doStream(options),
+  };
+}
+
+/**
  * A resolver of model configurations to AI SDK models, for `anthropic`, `openai`, `groq`,
  * `openrouter`, `ollama` and `openai-compatible`. `base_url` overrides any provider's URL;
  * `api_key_env` overrides the default key variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`,
@@ -93,14 +110,10 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
 
   const compatible = (target: ModelTarget, name: string, baseURL: string): LanguageModelV4 => {
     const key = apiKey(target);
-    const provider = createOpenAICompatible({
-      name,
-      baseURL,
-      includeUsage: true,
-      ...(key === undefined ? {} : { apiKey: key }),
-      ...fetchOption,
+    return lazyModel(`${name}.chat`, target.model, async () => {
+      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
+      return createOpenAICompatible({ name, baseURL, includeUsage: true, ...(key === undefined ? {} : { apiKey: key }), ...fetchOption }).chatModel(target.model);
     });
-    return provider.chatModel(target.model);
   };
 
   return {
@@ -108,21 +121,17 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
       switch (target.provider) {
         case 'anthropic': {
           const key = apiKey(target);
-          const provider = createAnthropic({
-            ...(key === undefined ? {} : { apiKey: key }),
-            ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
-            ...fetchOption,
+          return lazyModel('anthropic.messages', target.model, async () => {
+            const { createAnthropic } = await import('@ai-sdk/anthropic');
+            return createAnthropic({ ...(key === undefined ? {} : { apiKey: key }), ...(target.base_url === undefined ? {} : { baseURL: target.base_url }), ...fetchOption }).messages(target.model);
           });
-          return provider.messages(target.model);
         }
         case 'openai': {
           const key = apiKey(target);
-          const provider = createOpenAI({
-            ...(key === undefined ? {} : { apiKey: key }),
-            ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
-            ...fetchOption,
+          return lazyModel('openai.chat', target.model, async () => {
+            const { createOpenAI } = await import('@ai-sdk/openai');
+            return createOpenAI({ ...(key === undefined ? {} : { apiKey: key }), ...(target.base_url === undefined ? {} : { baseURL: target.base_url }), ...fetchOption }).chat(target.model);
           });
-          return provider.chat(target.model);
         }
         case 'groq':
         case 'openrouter':

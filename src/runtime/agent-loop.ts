@@ -1,4 +1,5 @@
-import { generateText, jsonSchema, type ModelMessage, streamText, type ToolResultPart, tool as aiTool, type ToolSet } from 'ai';
+import type * as AiModule from 'ai';
+import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import { z } from 'zod';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
@@ -80,16 +81,19 @@ interface StepOutcome {
 // A tool's JSON schema never changes, and building it is costly: build it once per tool.
 const aiToolCache = new WeakMap<Tool<never>, ToolSet[string]>();
 
-function toAiTools(tools: readonly Tool<never>[]): ToolSet {
+/** The AI SDK, loaded with the first turn: an idle daemon does not hold it. */
+type AiSdk = typeof AiModule;
+
+function toAiTools(ai: AiSdk, tools: readonly Tool<never>[]): ToolSet {
   const set: ToolSet = {};
   for (const tool of tools) {
     let converted = aiToolCache.get(tool);
     if (converted === undefined) {
       // No `execute` and no validation here: the tool runner validates and runs every call, so
       // a bad input becomes an error result the model can read rather than an SDK exception.
-      converted = aiTool({
+      converted = ai.tool({
         description: tool.description,
-        inputSchema: jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<typeof jsonSchema>[0]),
+        inputSchema: ai.jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<AiSdk['jsonSchema']>[0]),
       });
       aiToolCache.set(tool, converted);
     }
@@ -106,7 +110,8 @@ function toAiTools(tools: readonly Tool<never>[]): ToolSet {
  */
 export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoopOutcome> {
   const { emit } = options;
-  const aiTools = toAiTools(options.tools);
+  const ai = await import('ai');
+  const aiTools = toAiTools(ai, options.tools);
   const loopGuard = createLoopGuard();
   let messages = [...options.messages];
   const calls: ModelCallUsage[] = [];
@@ -124,7 +129,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
       const { value: step, model } = await callWithFallback(
         options.models,
-        (target, signal) => (options.stream ? streamStep : generateStep)(options, target, request, aiTools, signal),
+        (target, signal) => (options.stream ? streamStep : generateStep)(ai, options, target, request, aiTools, signal),
         { clock: options.clock, logger: options.logger, signal: options.signal },
       );
       lastModel = model;
@@ -207,13 +212,14 @@ function callSettings(options: AgentLoopOptions, target: ModelTarget, messages: 
 
 /** One model call, streamed: text deltas are emitted as they arrive. */
 async function streamStep(
+  ai: AiSdk,
   options: AgentLoopOptions,
   target: ModelTarget,
   messages: readonly ModelMessage[],
   tools: ToolSet,
   signal: AbortSignal,
 ): Promise<StepOutcome> {
-  const result = streamText({
+  const result = ai.streamText({
     ...callSettings(options, target, messages, tools, signal),
     // Errors arrive as `error` parts and are thrown below, for the fallback chain to judge.
     onError: () => undefined,
@@ -247,13 +253,14 @@ async function streamStep(
 
 /** One model call, returned whole. */
 async function generateStep(
+  ai: AiSdk,
   options: AgentLoopOptions,
   target: ModelTarget,
   messages: readonly ModelMessage[],
   tools: ToolSet,
   signal: AbortSignal,
 ): Promise<StepOutcome> {
-  const result = await generateText(callSettings(options, target, messages, tools, signal));
+  const result = await ai.generateText(callSettings(options, target, messages, tools, signal));
   return {
     text: result.text,
     response: result.response.messages,
