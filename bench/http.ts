@@ -110,7 +110,8 @@ export async function coldStartBench(): Promise<Record<string, unknown>> {
     }
   }
   const sorted = [...times].sort((a, b) => a - b);
-  return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), runs: times.length, target_ms: 500 };
+  // The first start after an install also fills Node's compile cache: it is the max, the others hit the cache.
+  return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), first_ms: round(times[0] ?? 0), runs: times.length, target_ms: 500 };
 }
 
 /** Resident memory of an idle daemon holding 100 agents. */
@@ -122,12 +123,14 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
       await seed.kernel.spawn(parseManifest(`name = "idle-${index}"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n`, { source: 'bench.toml' }).manifest);
     }
     await seed.dispose();
+    // One start first, so Node's compile cache is warm, as for every start but the first after an install.
+    await (await startDaemonProcess(home)).stop();
     const daemon = await startDaemonProcess(home);
     try {
       const agents = ((await (await fetch(`${daemon.url}/api/health`)).json()) as { agents: number }).agents;
       const status = await readFile(`/proc/${daemon.pid}/status`, 'utf8');
       const kilobytes = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN');
-      return { bench: 'idle-rss', rss_mb: round(kilobytes / 1024), agents, target_mb: 100 };
+      return { bench: 'idle-rss', rss_mb: round(kilobytes / 1024), agents, target_mb: 100, compile_cache: 'warm' };
     } finally {
       await daemon.stop();
     }

@@ -1,5 +1,6 @@
 import type { Clock, UsageRepository } from '../contracts/index.ts';
 import { QuotaExceededError } from '../errors/index.ts';
+import { formatCount } from '../runtime/index.ts';
 
 /** The window quotas are counted over. */
 export const QUOTA_WINDOW_MS = 60 * 60 * 1000;
@@ -16,7 +17,6 @@ interface Spend {
   costUsd: number;
 }
 
-const formatNumber = new Intl.NumberFormat('en-US');
 
 /**
  * Counts each agent's tokens and cost over a rolling hour and refuses work past its limits.
@@ -60,7 +60,7 @@ export class QuotaTracker {
     const used = await this.used(agentId);
     if (limits.maxTokensPerHour > 0 && used.tokens >= limits.maxTokensPerHour) {
       const freeAt = this.#freeAt(window, used.tokens, limits.maxTokensPerHour, (spend) => spend.tokens);
-      this.#refuse(agentName, 'tokens', formatNumber.format(used.tokens), formatNumber.format(limits.maxTokensPerHour), freeAt, used.tokens, limits.maxTokensPerHour);
+      this.#refuse(agentName, 'tokens', formatCount(used.tokens), formatCount(limits.maxTokensPerHour), freeAt, used.tokens, limits.maxTokensPerHour);
     }
     if (limits.maxCostPerHour > 0 && used.costUsd >= limits.maxCostPerHour) {
       const freeAt = this.#freeAt(window, used.costUsd, limits.maxCostPerHour, (spend) => spend.costUsd);

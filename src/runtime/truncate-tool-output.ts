@@ -1,10 +1,10 @@
+import { formatCount } from './format-count.ts';
 /**
  * The hard cap on tool output kept for the model, in UTF-16 code units (JavaScript string
  * length, "characters").
  */
 export const TOOL_OUTPUT_MAX_CHARS = 50_000;
 
-const numberFormat = new Intl.NumberFormat('en-US');
 
 /**
  * Caps tool output at `maxChars` characters so one tool cannot flood the context window.
@@ -31,7 +31,7 @@ export function truncateToolOutput(text: string, maxChars: number = TOOL_OUTPUT_
   // Cutting between a high and a low surrogate would leave a lone surrogate, which is not
   // valid Unicode and which some providers reject outright.
   if (end > 0 && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
-  const marker = `[Output truncated: ${numberFormat.format(text.length)} characters → ${numberFormat.format(end)} characters]`;
+  const marker = `[Output truncated: ${formatCount(text.length)} characters → ${formatCount(end)} characters]`;
   return `${text.slice(0, end)}\n\n${marker}`;
 }
 

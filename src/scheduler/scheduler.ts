@@ -279,6 +279,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 }
 
 function assertTimeZone(timezone: string): void {
+  // UTC needs no check, and checking loads the locale data (several MB) into an idle daemon.
+  if (timezone === 'UTC') return;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: timezone });
   } catch (error) {
