@@ -28,6 +28,7 @@ export {
   fixToolCallReferences,
   HISTORY_TRUNCATED_TEXT,
   INTERRUPTED_TOOL_CALL_TEXT,
+  isWellFormed,
   mergeConsecutiveSameRole,
   removeEmptyMessages,
   repairSession,

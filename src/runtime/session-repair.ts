@@ -71,6 +71,12 @@ export function repairSession(
     { name: 'ensure-alternation', run: ensureAlternation },
     { name: 'truncate-to-context-window', run: (current) => truncateToContextWindow(current, options) },
   ];
+  // A history that is already well formed (the common case: Loom wrote it) skips phases 1-6,
+  // which would each copy it to change nothing.
+  if (isWellFormed(messages)) {
+    const truncated = truncateToContextWindow(messages, options);
+    return { messages: truncated.messages, report: phases.map((phase, index) => ({ phase: phase.name, changed: index === phases.length - 1 ? truncated.changed : 0 })) };
+  }
   let current: ModelMessage[] = [...messages];
   const report: SessionRepairResult['report'] = [];
   for (const phase of phases) {
@@ -79,6 +85,56 @@ export function repairSession(
     report.push({ phase: phase.name, changed: result.changed });
   }
   return { messages: current, report };
+}
+
+/**
+ * Whether phases 1-6 would leave the history as it is. Conservative: it may say no for a
+ * history the phases would not change (approval requests, provider-executed calls), never yes
+ * for one they would. One pass, no copies.
+ */
+export function isWellFormed(messages: readonly ModelMessage[]): boolean {
+  let started = false;
+  let previousRole: string | undefined;
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index] as unknown;
+    if (!isRecord(message) || typeof message.role !== 'string' || !Object.hasOwn(ALLOWED_PARTS, message.role)) return false;
+    const role = message.role as ModelMessage['role'];
+    const content = message.content;
+    if (role === previousRole || isEmptyContent(content)) return false;
+    previousRole = role;
+    if (role === 'system') {
+      if (started || typeof content !== 'string') return false;
+      continue;
+    }
+    if (!started && role !== 'user') return false;
+    started = true;
+    if (typeof content === 'string') {
+      if (role === 'tool') return false;
+      continue;
+    }
+    if (!Array.isArray(content)) return false;
+    const parts = content as unknown[];
+    if (!parts.every((part) => isValidPart(part, ALLOWED_PARTS[role]))) return false;
+    if (role === 'tool') return false; // a tool message only stands right after its assistant turn, handled below
+    if (role !== 'assistant') continue;
+    const calls = parts as Loose[];
+    if (calls.some((part) => part.type === 'tool-result' || part.type === 'tool-approval-request' || part.providerExecuted === true)) return false;
+    const ids = calls.filter((part) => part.type === 'tool-call').map((part) => part.toolCallId as string);
+    if (ids.length === 0) continue;
+    if (ids.includes('') || new Set(ids).size !== ids.length) return false;
+    const next = messages[index + 1] as unknown;
+    if (!isRecord(next) || next.role !== 'tool' || !Array.isArray(next.content) || next.content.length !== ids.length) return false;
+    const answered = new Set<string>();
+    for (const part of next.content as unknown[]) {
+      if (!isValidPart(part, ALLOWED_PARTS.tool) || (part as Loose).type !== 'tool-result') return false;
+      const id = (part as Loose).toolCallId as string;
+      if (!ids.includes(id) || answered.has(id)) return false;
+      answered.add(id);
+    }
+    index += 1;
+    previousRole = 'tool';
+  }
+  return true;
 }
 
 /**
@@ -478,7 +534,8 @@ type Loose = {
     | 'approvalId'
     | 'approved'
     | 'kind'
-    | 'value']?: unknown;
+    | 'value'
+    | 'providerExecuted']?: unknown;
 };
 
 function isRecord(value: unknown): value is Loose {
