@@ -118,6 +118,13 @@ export interface SessionRepository {
    */
   save(session: SessionRecord, options?: { expectedRevision?: number }): Promise<number>;
   /**
+   * Appends messages to a session's history (one more revision), without rewriting what it
+   * holds; with `expectedRevision`, only if the stored revision is still that one.
+   * @throws {StoreNotFoundError} when the session does not exist.
+   * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
+   */
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number }): Promise<number>;
+  /**
    * The session's revision, without reading its messages; undefined when there is no such
    * session. A holder of a session's history compares it to know whether the history is current.
    */

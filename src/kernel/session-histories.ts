@@ -16,6 +16,13 @@ export interface SessionHistory {
   messages: ModelMessage[];
 }
 
+/** Whether `messages` starts with exactly the message objects of `prefix`. */
+function startsWithAll(messages: readonly ModelMessage[], prefix: readonly ModelMessage[]): boolean {
+  if (messages.length < prefix.length) return false;
+  for (let index = 0; index < prefix.length; index += 1) if (messages[index] !== prefix[index]) return false;
+  return true;
+}
+
 /** Reads a stored history loosely: anything that is not a message with a role is dropped (session repair does the rest). */
 function readHistory(messages: readonly unknown[] | undefined): ModelMessage[] {
   return (messages ?? []).filter(
@@ -67,10 +74,16 @@ export class SessionHistories {
     let next = messages;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const revision = await this.#store.sessions.save(
-          { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt: this.#clock.now() },
-          { expectedRevision: expected.revision },
-        );
+        // A turn that only added messages appends them; one that rewrote history (compaction,
+        // repairs) saves it whole.
+        const appended = startsWithAll(next, expected.messages);
+        const updatedAt = this.#clock.now();
+        const revision = appended
+          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt })
+          : await this.#store.sessions.save(
+              { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
+              { expectedRevision: expected.revision },
+            );
         this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next });
         return;
       } catch (error) {

@@ -101,6 +101,24 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX approvals_status ON approvals (status, requested_at);
     `,
   },
+  {
+    version: 4,
+    name: 'session messages as rows',
+    // One row per message, so a turn appends its messages instead of rewriting the whole history.
+    sql: `
+      CREATE TABLE session_messages (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO session_messages (session_id, seq, message)
+        SELECT sessions.id, CAST(item.key AS INTEGER), item.value
+        FROM sessions, json_each(sessions.messages) AS item
+        WHERE item.type = 'object';
+      ALTER TABLE sessions DROP COLUMN messages;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

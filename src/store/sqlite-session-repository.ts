@@ -1,36 +1,35 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { SessionRecord, SessionRepository } from '../contracts/index.ts';
-import { StoreConflictError } from '../errors/index.ts';
+import type { JsonValue, SessionRecord, SessionRepository } from '../contracts/index.ts';
+import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonArrayText, parseRow, type SqliteRow } from './sqlite-rows.ts';
+import { jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
-const sessionRow = z
-  .object({
-    id: z.string(),
-    agent_id: z.string(),
-    messages: jsonArrayText,
-    created_at: z.number(),
-    updated_at: z.number(),
-  })
-  .transform(
-    (row): SessionRecord => ({
-      id: row.id,
-      agentId: row.agent_id,
-      messages: row.messages,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
+const sessionRow = z.object({
+  id: z.string(),
+  agent_id: z.string(),
+  created_at: z.number(),
+  updated_at: z.number(),
+});
 
-const columns = 'id, agent_id, messages, created_at, updated_at';
+const messageRow = z.object({ message: jsonText });
 
-/** `SessionRepository` on SQLite. Statements are prepared once, when the store opens. */
+const columns = 'id, agent_id, created_at, updated_at';
+
+/**
+ * `SessionRepository` on SQLite. A session is a row, its messages one row each (`seq` orders
+ * them), so appending a turn writes only the turn. Statements are prepared once, at open.
+ */
 export class SqliteSessionRepository implements SessionRepository {
   readonly #connection: SqliteConnection;
   readonly #get: StatementSync;
+  readonly #messages: StatementSync;
   readonly #listByAgent: StatementSync;
-  readonly #save: StatementSync;
+  readonly #upsert: StatementSync;
+  readonly #touch: StatementSync;
+  readonly #clearMessages: StatementSync;
+  readonly #insertMessage: StatementSync;
+  readonly #nextSeq: StatementSync;
   readonly #revision: StatementSync;
   readonly #delete: StatementSync;
 
@@ -38,28 +37,58 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#connection = connection;
     const { db } = connection;
     this.#get = db.prepare(`SELECT ${columns} FROM sessions WHERE id = ?`);
+    this.#messages = db.prepare('SELECT session_id, seq, message FROM session_messages WHERE session_id = ? ORDER BY seq');
     this.#listByAgent = db.prepare(`SELECT ${columns} FROM sessions WHERE agent_id = ? ORDER BY created_at, rowid`);
     // An upsert rather than INSERT OR REPLACE: REPLACE deletes the old row first, which would
-    // change its rowid (the tie-break for listByAgent order).
-    this.#save = db.prepare(
-      `INSERT INTO sessions (${columns}, revision) VALUES (?, ?, ?, ?, ?, 1)
+    // change its rowid (the tie-break for listByAgent order) and cascade to its messages.
+    this.#upsert = db.prepare(
+      `INSERT INTO sessions (${columns}, revision) VALUES (?, ?, ?, ?, 1)
        ON CONFLICT (id) DO UPDATE SET
          agent_id = excluded.agent_id,
-         messages = excluded.messages,
          created_at = excluded.created_at,
          updated_at = excluded.updated_at,
          revision = sessions.revision + 1
        RETURNING revision`,
     );
+    this.#touch = db.prepare('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? RETURNING revision');
+    this.#clearMessages = db.prepare('DELETE FROM session_messages WHERE session_id = ?');
+    this.#insertMessage = db.prepare('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
+    this.#nextSeq = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
+  }
+
+  #read(row: SqliteRow): SessionRecord {
+    const session = parseRow(sessionRow, row, 'sessions', ['id']);
+    const messages = this.#messages.all(session.id).map((message) => parseRow(messageRow, message, 'session_messages', ['session_id', 'seq']).message);
+    return { id: session.id, agentId: session.agent_id, messages, createdAt: session.created_at, updatedAt: session.updated_at };
+  }
+
+  /** The stored revision, 0 when there is no such session. */
+  #currentRevision(id: string): number {
+    const row = this.#revision.get(id);
+    return row === undefined ? 0 : Number(row['revision']);
+  }
+
+  #expect(id: string, expectedRevision: number | undefined): void {
+    if (expectedRevision === undefined) return;
+    const revision = this.#currentRevision(id);
+    if (revision !== expectedRevision) {
+      throw new StoreConflictError(`cannot save session "${id}": it was saved elsewhere meanwhile (revision ${revision}, expected ${expectedRevision})`, {
+        details: { sessionId: id, revision, expectedRevision },
+      });
+    }
+  }
+
+  #insertMessages(id: string, messages: readonly JsonValue[], from: number): void {
+    messages.forEach((message, index) => this.#insertMessage.run(id, from + index, JSON.stringify(message)));
   }
 
   get(id: string): Promise<SessionRecord | undefined> {
     return this.#connection.execute(
       () => {
         const row = this.#get.get(id);
-        return row === undefined ? undefined : parseSession(row);
+        return row === undefined ? undefined : this.#read(row);
       },
       () => ({ action: `get session "${id}"` }),
     );
@@ -67,32 +96,37 @@ export class SqliteSessionRepository implements SessionRepository {
 
   listByAgent(agentId: string): Promise<SessionRecord[]> {
     return this.#connection.execute(
-      () => this.#listByAgent.all(agentId).map((row) => parseSession(row)),
+      () => this.#listByAgent.all(agentId).map((row) => this.#read(row)),
       () => ({ action: `list the sessions of agent "${agentId}"` }),
     );
   }
 
   save(session: SessionRecord, options: { expectedRevision?: number } = {}): Promise<number> {
     return this.#connection.execute(
-      () => {
-        const write = (): number => {
-          const row = this.#save.get(session.id, session.agentId, JSON.stringify(session.messages), session.createdAt, session.updatedAt);
+      () =>
+        this.#connection.transaction(() => {
+          this.#expect(session.id, options.expectedRevision);
+          const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt);
+          this.#clearMessages.run(session.id);
+          this.#insertMessages(session.id, session.messages, 0);
           return Number(row?.['revision'] ?? 0);
-        };
-        const { expectedRevision } = options;
-        if (expectedRevision === undefined) return write();
-        return this.#connection.transaction(() => {
-          const current = this.#revision.get(session.id);
-          const revision = current === undefined ? 0 : Number(current['revision']);
-          if (revision !== expectedRevision) {
-            throw new StoreConflictError(`cannot save session "${session.id}": it was saved elsewhere meanwhile (revision ${revision}, expected ${expectedRevision})`, {
-              details: { sessionId: session.id, revision, expectedRevision },
-            });
-          }
-          return write();
-        });
-      },
+        }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
+    );
+  }
+
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number }): Promise<number> {
+    return this.#connection.execute(
+      () =>
+        this.#connection.transaction(() => {
+          this.#expect(id, options.expectedRevision);
+          const touched = this.#touch.get(options.updatedAt, id);
+          if (touched === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          const next = Number(this.#nextSeq.get(id)?.['next'] ?? 0);
+          this.#insertMessages(id, messages, next);
+          return Number(touched['revision']);
+        }),
+      () => ({ action: `append to session "${id}"` }),
     );
   }
 
@@ -114,8 +148,4 @@ export class SqliteSessionRepository implements SessionRepository {
       () => ({ action: `delete session "${id}"` }),
     );
   }
-}
-
-function parseSession(row: SqliteRow): SessionRecord {
-  return parseRow(sessionRow, row, 'sessions', ['id']);
 }

@@ -68,7 +68,7 @@ describe('SqliteStore', () => {
     const tables = withRawDatabase((db) =>
       db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
     ).map((row) => row['name']);
-    expect(tables).toEqual(['agents', 'approvals', 'events', 'memory', 'sessions', 'usage']);
+    expect(tables).toEqual(['agents', 'approvals', 'events', 'memory', 'session_messages', 'sessions', 'usage']);
   });
 
   it('does not re-apply migrations when an existing file is reopened', async () => {
@@ -157,21 +157,34 @@ describe('SqliteStore', () => {
     expect(await one.memory.list('a1')).toEqual([]);
   });
 
+  it('moves the messages of sessions written before migration 4 into rows, in order', async () => {
+    await mkdir(join(path, '..'), { recursive: true });
+    withRawDatabase((db) => {
+      db.exec('PRAGMA foreign_keys = ON');
+      applyMigrations(db, path, migrations.slice(0, 3));
+      db.exec(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
+      db.exec(`INSERT INTO sessions (id, agent_id, messages, created_at, updated_at) VALUES ('s1', 'a1', '[{"role":"user","content":"one"},{"role":"assistant","content":"two"},"junk"]', 1, 1)`);
+    });
+    const store = open();
+    expect(store.schemaVersion).toBe(latestVersion);
+    expect((await store.sessions.get('s1'))?.messages).toEqual([{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }]);
+  });
+
   it('reports a corrupt row as a StoreError naming the table and the row', async () => {
     const store = open();
     const agent = agentRecord('a1');
-    await store.agents.create(agent, sessionOf(agent));
+    await store.agents.create(agent, sessionOf(agent, { messages: [{ role: 'user', content: 'hi' }] }));
     await store.memory.put({ agentId: 'a1', key: 'k', value: 1, updatedAt: 1 });
     withRawDatabase((db) => {
       db.exec(`UPDATE agents SET manifest = '{"truncated": ' WHERE id = 'a1'`);
-      db.exec(`UPDATE sessions SET messages = '{"not": "a list"}'`);
+      db.exec(`UPDATE session_messages SET message = '{"cut' `);
       db.exec(`UPDATE memory SET value = 'nope'`);
     });
 
     await expect(store.agents.get('a1')).rejects.toThrow(/cannot read row id "a1" of table "agents": manifest: invalid JSON/);
     await expect(store.agents.list()).rejects.toBeInstanceOf(StoreError);
     await expect(store.sessions.get(agent.sessionId)).rejects.toThrow(
-      `cannot read row id "${agent.sessionId}" of table "sessions": messages: expected a JSON array`,
+      `cannot read row session_id "${agent.sessionId}", seq 0 of table "session_messages": message: invalid JSON`,
     );
     await expect(store.memory.list('a1')).rejects.toThrow('row agent_id "a1", key "k" of table "memory"');
   });

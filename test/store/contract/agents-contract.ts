@@ -209,6 +209,32 @@ export function describeAgentsContract(context: StoreContext): void {
       expect(await store.sessions.revision('nowhere')).toBeUndefined();
     });
 
+    it('sessions.append() adds messages after the stored ones and counts a revision', async () => {
+      const agent = await createAgent('a1');
+      const first = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
+      const second = await store.sessions.append(agent.sessionId, [{ role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }], { expectedRevision: first, updatedAt: 7_000 });
+      expect(second).toBe(first + 1);
+      expect(await store.sessions.get(agent.sessionId)).toMatchObject({
+        messages: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }],
+        updatedAt: 7_000,
+      });
+    });
+
+    it('sessions.append() refuses a stale revision and an unknown session, and writes nothing', async () => {
+      const agent = await createAgent('a1');
+      const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
+      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'late' }], { expectedRevision: revision - 1, updatedAt: 1 })).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(store.sessions.append('nowhere', [{ role: 'user', content: 'x' }], { updatedAt: 1 })).rejects.toBeInstanceOf(StoreNotFoundError);
+      expect((await store.sessions.get(agent.sessionId))?.messages).toEqual([{ role: 'user', content: 'one' }]);
+    });
+
+    it('sessions.save() with a stale expected revision is refused and writes nothing', async () => {
+      const agent = await createAgent('a1');
+      const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
+      await expect(store.sessions.save(sessionOf(agent, { messages: [] }), { expectedRevision: revision + 5 })).rejects.toBeInstanceOf(StoreConflictError);
+      expect((await store.sessions.get(agent.sessionId))?.messages).toEqual([{ role: 'user', content: 'one' }]);
+    });
+
     it('sessions.listByAgent() returns only that agent’s sessions, oldest first', async () => {
       await createAgent('a1', { createdAt: 5_000 });
       await createAgent('a2');
