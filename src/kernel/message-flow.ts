@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Clock, IdGenerator, Logger, Store, ToolAgent } from '../contracts/index.ts';
+import type { Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -170,19 +170,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result.text;
   }
 
-  /** Prices and records every model call of a turn, in the usage log and the quota window. */
-  async function recordUsage(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): Promise<{ costUsd: number; inputTokens: number; outputTokens: number }> {
-    const totals = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
-    for (const call of calls) {
+  /** Prices every model call of a turn, as usage records for the store. */
+  function priceCalls(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): UsageRecord[] {
+    return calls.map((call) => {
       const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
       if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
-      totals.costUsd += cost.costUsd;
-      totals.inputTokens += call.inputTokens;
-      totals.outputTokens += call.outputTokens;
-      await store.usage.record({ agentId: entry.id, at: clock.now(), model: modelName(call.model), inputTokens: call.inputTokens, outputTokens: call.outputTokens, costUsd: cost.costUsd });
-      await quotas.add(entry.id, call.inputTokens + call.outputTokens, cost.costUsd);
-    }
-    return totals;
+      return { agentId: entry.id, at: clock.now(), model: modelName(call.model), inputTokens: call.inputTokens, outputTokens: call.outputTokens, costUsd: cost.costUsd };
+    });
   }
 
   async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
@@ -221,9 +215,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
     }
     /** Saves the history with this turn's messages (from the user's message on), merged if another writer saved meanwhile. */
-    const save = async (updated: ModelMessage[]): Promise<void> => {
+    /** Saves the turn's messages and usage in one commit, then counts the usage against the quota. */
+    const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
       const start = updated.indexOf(userMessage);
-      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start));
+      const usage = priceCalls(runtime, entry, turnCalls, runLogger);
+      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start), usage);
+      for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
+      return usage;
     };
 
     const modelConfig = entry.manifest.model;
@@ -257,19 +255,18 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // was accepted; tools may have acted). A killed agent has nothing left to keep them in.
       const partial = partialOutcomeOf(error);
       if (registry.find(entry.id) === entry) {
-        await recordUsage(runtime, entry, [...calls, ...(partial?.calls ?? [])], runLogger);
-        await save(partial?.messages ?? messages);
+        await save(partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])]);
       }
       if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
       throw error;
     }
-    const totals = await recordUsage(runtime, entry, [...calls, ...outcome.calls], runLogger);
-    await save(outcome.messages);
+    const usage = await save(outcome.messages, [...calls, ...outcome.calls]);
+    const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
     const result: TurnResult = {
       text: outcome.text,
-      usage: { inputTokens: totals.inputTokens, outputTokens: totals.outputTokens },
+      usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) },
       iterations: outcome.iterations,
-      costUsd: totals.costUsd,
+      costUsd: sum((record) => record.costUsd),
       model: modelName(outcome.model),
     };
     emit({ type: 'run-finish', result });

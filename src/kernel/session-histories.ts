@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import type { Clock, Store } from '../contracts/index.ts';
+import type { Clock, Store, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError } from '../errors/index.ts';
 
 /** How many sessions' histories a kernel keeps in memory between turns. */
@@ -67,9 +67,16 @@ export class SessionHistories {
 
   /**
    * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
-   * When it is not, `added` (this turn's own messages) is appended to the newer history.
+   * When it is not, `added` (this turn's own messages) is appended to the newer history. The
+   * turn's `usage` commits in the same transaction.
    */
-  async save(target: { sessionId: string; agentId: string }, base: SessionHistory, messages: ModelMessage[], added: readonly ModelMessage[]): Promise<void> {
+  async save(
+    target: { sessionId: string; agentId: string },
+    base: SessionHistory,
+    messages: ModelMessage[],
+    added: readonly ModelMessage[],
+    usage: readonly UsageRecord[] = [],
+  ): Promise<void> {
     let expected = base;
     let next = messages;
     for (let attempt = 1; ; attempt += 1) {
@@ -79,10 +86,10 @@ export class SessionHistories {
         const appended = startsWithAll(next, expected.messages);
         const updatedAt = this.#clock.now();
         const revision = appended
-          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt })
+          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, usage })
           : await this.#store.sessions.save(
               { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
-              { expectedRevision: expected.revision },
+              { expectedRevision: expected.revision, usage },
             );
         this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next });
         return;

@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { JsonValue, SessionRecord, SessionRepository } from '../contracts/index.ts';
+import type { JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
@@ -32,6 +32,7 @@ export class SqliteSessionRepository implements SessionRepository {
   readonly #nextSeq: StatementSync;
   readonly #revision: StatementSync;
   readonly #delete: StatementSync;
+  readonly #recordUsage: StatementSync;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
@@ -56,6 +57,13 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#nextSeq = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
+    this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
+  }
+
+  #record(usage: readonly UsageRecord[] | undefined): void {
+    for (const record of usage ?? []) {
+      this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.costUsd);
+    }
   }
 
   #read(row: SqliteRow): SessionRecord {
@@ -101,7 +109,7 @@ export class SqliteSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord, options: { expectedRevision?: number } = {}): Promise<number> {
+  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[] } = {}): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -109,13 +117,14 @@ export class SqliteSessionRepository implements SessionRepository {
           const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt);
           this.#clearMessages.run(session.id);
           this.#insertMessages(session.id, session.messages, 0);
+          this.#record(options.usage);
           return Number(row?.['revision'] ?? 0);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
     );
   }
 
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number }): Promise<number> {
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[] }): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -124,6 +133,7 @@ export class SqliteSessionRepository implements SessionRepository {
           if (touched === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
           const next = Number(this.#nextSeq.get(id)?.['next'] ?? 0);
           this.#insertMessages(id, messages, next);
+          this.#record(options.usage);
           return Number(touched['revision']);
         }),
       () => ({ action: `append to session "${id}"` }),

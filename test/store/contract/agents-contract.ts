@@ -228,6 +228,16 @@ export function describeAgentsContract(context: StoreContext): void {
       expect((await store.sessions.get(agent.sessionId))?.messages).toEqual([{ role: 'user', content: 'one' }]);
     });
 
+    it('sessions.append() records the usage it is given in the same transaction, and none when refused', async () => {
+      const agent = await createAgent('a1');
+      const revision = await store.sessions.save(sessionOf(agent, { messages: [] }));
+      const usage = [usageRecord('a1', 5_000, { inputTokens: 7 })];
+      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, usage })).rejects.toBeInstanceOf(StoreConflictError);
+      expect(await store.usage.list({ agentId: 'a1' })).toEqual([]);
+      await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision, updatedAt: 1, usage });
+      expect(await store.usage.list({ agentId: 'a1' })).toEqual(usage);
+    });
+
     it('sessions.save() with a stale expected revision is refused and writes nothing', async () => {
       const agent = await createAgent('a1');
       const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
