@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../logging/index.ts';
-import { ModelTargetSchema } from '../manifest/index.ts';
+import { ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
 import { ModelPriceOverridesSchema } from '../models/index.ts';
 
 /** The daemon's `config.toml`. Strict: an unknown key is an error that names it. */
@@ -59,6 +59,46 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** The IANA time zone cron schedules are read in. */
       timezone: z.string().min(1).default('UTC'),
+    })
+    .prefault({}),
+  /** MCP servers whose tools agents may use (spec/05), as `mcp_{server}_{tool}`. */
+  mcp_servers: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { error: 'expected letters, digits, "_" or "-"' }),
+        timeout_secs: z.int().positive().default(30),
+        /** Environment variables passed to a stdio server (besides PATH). */
+        env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' })).default([]),
+        /** Allow a URL on a private or loopback address (refused by default). */
+        allow_private_network: z.boolean().default(false),
+        transport: z.discriminatedUnion('type', [
+          z.strictObject({ type: z.literal('stdio'), command: z.string().min(1), args: z.array(z.string()).default([]) }),
+          z.strictObject({ type: z.literal('sse'), url: z.url() }),
+          z.strictObject({
+            type: z.literal('http'),
+            url: z.url(),
+            /** Header values may name environment variables as "${NAME}". */
+            headers: z.record(z.string(), z.string()).default({}),
+          }),
+        ]),
+      }),
+    )
+    .default([]),
+  /** What Loom serves over MCP (`loom mcp`, `POST /mcp`): agents as tools, plus these tools. */
+  mcp_server: z
+    .strictObject({
+      /** Capabilities of the principal MCP clients act as, like a manifest's `[capabilities]`; none by default. */
+      capabilities: ManifestCapabilitiesSchema.prefault({}),
+    })
+    .prefault({}),
+  /** A2A (spec/05): serve agents to other frameworks and call agents elsewhere. */
+  a2a: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      listen_path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' }).default('/a2a'),
+      /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
+      default_agent: z.string().optional(),
+      external_agents: z.array(z.strictObject({ name: z.string().min(1), url: z.url() })).default([]),
     })
     .prefault({}),
   /** The model of agents whose manifest has no `[model]`. */
@@ -121,6 +161,30 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 [scheduler]
 # The IANA time zone cron schedules ([schedule].cron) are read in.
 # timezone = "UTC"
+
+# MCP servers whose tools agents may use, named mcp_<server>_<tool>. Stdio servers get a cleared
+# environment: PATH plus the variables listed in env.
+# [[mcp_servers]]
+# name = "github"
+# timeout_secs = 30
+# env = ["GITHUB_PERSONAL_ACCESS_TOKEN"]
+# [mcp_servers.transport]
+# type = "stdio"                  # stdio | sse | http
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-github"]
+
+# What MCP clients (loom mcp, POST /mcp) may call besides the agents: a capability block.
+# [mcp_server.capabilities]
+# tools = ["web_fetch"]
+
+# A2A: other frameworks call Loom's agents; Loom's agents call agents elsewhere (a2a_send).
+[a2a]
+# enabled = true
+# listen_path = "/a2a"
+# default_agent = "researcher"
+# [[a2a.external_agents]]
+# name = "research-agent"
+# url = "https://research.example.com"
 
 # The model of agents whose manifest has no [model]. Without it such agents cannot run.
 # [default_model]

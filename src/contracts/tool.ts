@@ -81,6 +81,8 @@ export interface ToolContext {
 export interface Tool<Input = unknown> {
   readonly name: string;
   readonly description: string;
+  /** The MCP server the tool comes from, if any: the agent's `mcp_servers` allowlist applies to it. */
+  readonly mcpServer?: string;
   readonly inputSchema: z.ZodType<Input>;
   /**
    * The capabilities this call needs beyond `tool_invoke(name)`, computed from its input: a

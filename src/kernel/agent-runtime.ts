@@ -24,7 +24,8 @@ export const DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000;
 export interface AgentRuntime {
   resolver: ModelResolver;
   costs: CostCatalog;
-  tools: readonly Tool<never>[];
+  /** The tools, or a function giving the current ones (built-ins plus connected MCP servers'). */
+  tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
   env: Readonly<Record<string, string | undefined>>;
   /** The model of agents whose manifest has no `[model]`. */
   defaultModel?: ModelTarget;

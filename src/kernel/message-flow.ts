@@ -195,7 +195,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const agent = toToolAgent(entry, workspace, chainOf(caller));
     const runner = parts.runner();
-    const filter = { allowlist: entry.manifest.tool_allowlist, blocklist: entry.manifest.tool_blocklist };
+    const filter = { allowlist: entry.manifest.tool_allowlist, blocklist: entry.manifest.tool_blocklist, mcpServers: entry.manifest.mcp_servers };
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;

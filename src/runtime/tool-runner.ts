@@ -18,7 +18,8 @@ export interface ToolAuditEntry {
 
 /** What the tool runner is built from. */
 export interface ToolRunnerOptions {
-  tools: readonly Tool<never>[];
+  /** The tools, or a function giving the current ones (MCP servers' tools come and go). */
+  tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
   kernel: KernelHandle;
   clock: Clock;
   logger: Logger;
@@ -51,6 +52,8 @@ export interface ApprovalGate {
 export interface ToolFilter {
   allowlist: readonly string[];
   blocklist: readonly string[];
+  /** The manifest's `mcp_servers`: the MCP servers whose tools the agent may use (empty = all). */
+  mcpServers?: readonly string[];
 }
 
 /** One call the model asked for. */
@@ -123,11 +126,14 @@ function suggestGrant(capability: Capability): string {
 }
 
 /** Whether the tool is granted and left in by the agent's allowlist and blocklist. */
-function permits(granted: readonly Capability[], name: string, filter: ToolFilter): boolean {
+function permits(granted: readonly Capability[], tool: Tool<never>, filter: ToolFilter): boolean {
+  const { name, mcpServer } = tool;
+  const servers = filter.mcpServers ?? [];
   return (
     isGranted(granted, { kind: 'tool_invoke', pattern: name }) &&
     (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
-    !filter.blocklist.includes(name)
+    !filter.blocklist.includes(name) &&
+    (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer))
   );
 }
 
@@ -143,7 +149,9 @@ function errorResult(text: string): ToolResult {
  * characters. Every failure becomes an error result the model can read; refusals are audited.
  */
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
-  const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  const toolList = options.tools;
+  const current = (): readonly Tool<never>[] => (typeof toolList === 'function' ? toolList() : toolList);
+  const find = (name: string): Tool<never> | undefined => current().find((tool) => tool.name === name);
   const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
@@ -177,23 +185,23 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   return {
     toolsFor(agent, filter) {
       const granted = grantsOf(agent);
-      return [...byName.values()].filter((tool) => permits(granted, tool.name, filter));
+      return current().filter((tool) => permits(granted, tool, filter));
     },
 
     async run(call, { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit }) {
-      const tool = byName.get(call.toolName);
+      const tool = find(call.toolName);
       if (tool === undefined) {
         return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
       }
       const granted = grantsOf(agent);
-      if (!permits(granted, tool.name, filter)) {
+      if (!permits(granted, tool, filter)) {
         const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.name });
         return refuse(
           agent,
           tool.name,
           'denied',
           hidden
-            ? `agent "${agent.name}" may not call ${tool.name}: its tool_allowlist or tool_blocklist leaves it out`
+            ? `agent "${agent.name}" may not call ${tool.name}: its tool_allowlist, tool_blocklist or mcp_servers leaves it out`
             : `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.name })}`,
         );
       }

@@ -219,10 +219,21 @@ describe('the tool runner', () => {
     const forAgent = agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }]);
     const blocked = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: [], blocklist: ['ping'] }));
     const notAllowed = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: ['other'], blocklist: [] }));
-    expect(blocked.result).toEqual({ isError: true, text: 'agent "tester" may not call ping: its tool_allowlist or tool_blocklist leaves it out' });
+    expect(blocked.result).toEqual({ isError: true, text: 'agent "tester" may not call ping: its tool_allowlist, tool_blocklist or mcp_servers leaves it out' });
     expect(notAllowed.result.isError).toBe(true);
     expect(ran).toBe(0);
     expect(audit.map((entry) => entry.outcome)).toEqual(['denied', 'denied']);
+  });
+
+  it('leaves out an MCP server\'s tools when the agent\'s mcp_servers allowlist does not name the server', async () => {
+    const fromGithub = { ...hostTool(() => undefined), name: 'mcp_github_search', mcpServer: 'github' } as unknown as Tool<never>;
+    const fromFiles = { ...hostTool(() => undefined), name: 'mcp_files_read', mcpServer: 'files' } as unknown as Tool<never>;
+    const { runner } = setup([fromGithub, fromFiles]);
+    const forAgent = agent([{ kind: 'tool_all' }]);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [], mcpServers: [] }).map((tool) => tool.name)).toEqual(['mcp_github_search', 'mcp_files_read']);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [], mcpServers: ['files'] }).map((tool) => tool.name)).toEqual(['mcp_files_read']);
+    const refused = await runner.run(call('mcp_github_search', { host: 'a' }), { ...options(forAgent), filter: { allowlist: [], blocklist: [], mcpServers: ['files'] } });
+    expect(refused.result.isError).toBe(true);
   });
 
   it('checks the grants the agent holds now, not the ones it started the turn with', async () => {
