@@ -1,5 +1,6 @@
 // `npm run bench` runs every benchmark; `npm run bench -- <name> …` runs the named ones.
 // Each prints one JSON object per line.
+import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { spawnBench } from './spawn.ts';
@@ -13,6 +14,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   'http-turn': httpTurnBench,
   'cold-start': coldStartBench,
   'idle-rss': idleRssBench,
+  'a2a-task': a2aTaskBench,
 };
 
 const requested = process.argv.slice(2);

@@ -1,11 +1,14 @@
 import { Command, CommanderError } from 'commander';
 import { isLoomError } from '../errors/index.ts';
 import { type CliIo, processIo } from './cli-io.ts';
+import { registerA2aCommands } from './commands/a2a-commands.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
 import { registerApprovalsCommands } from './commands/approvals-commands.ts';
 import { registerDaemonCommands } from './commands/daemon-commands.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
+import { registerMcpCommand } from './commands/mcp-command.ts';
+import { registerMcpServersCommand } from './commands/mcp-servers-command.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { LOOM_VERSION } from './version.ts';
@@ -30,6 +33,8 @@ function buildProgram(io: CliIo): Command {
   registerAgentCommands(program, io);
   registerSendCommands(program, io);
   registerUsageCommand(program, io);
+  registerMcpServersCommand(registerMcpCommand(program, io), io);
+  registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);
   return program;
 }

@@ -175,6 +175,47 @@ export interface ApprovalRepository {
   decide(id: string, decision: { status: Exclude<ApprovalStatus, 'pending'>; at: number; by: string; reason: string | null }): Promise<boolean>;
 }
 
+/** One stored A2A task: its A2A 1.0 JSON (`Task.toJSON`) and what the store queries by. */
+export interface TaskRecord {
+  id: string;
+  contextId: string;
+  /** The Loom agent serving the task. */
+  agent: string;
+  /** The A2A state name, e.g. `TASK_STATE_COMPLETED`. */
+  state: string;
+  /** Whether the state is terminal (completed, failed, canceled, rejected): only those are evicted. */
+  finished: boolean;
+  /** The task as A2A 1.0 JSON. */
+  task: unknown;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A query over stored tasks, newest first. */
+export interface TaskQuery {
+  contextId?: string;
+  state?: string;
+  /** Only tasks updated at or after this time (ms). */
+  updatedAfter?: number;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * Where A2A tasks persist (a `tasks` table in the store; in memory for tests). The bounded
+ * store on top of it decides what to evict.
+ */
+export interface TaskRepository {
+  get(id: string): Promise<TaskRecord | undefined>;
+  /** Inserts or replaces the task; a replaced task keeps its `createdAt`. */
+  put(record: TaskRecord): Promise<void>;
+  delete(id: string): Promise<void>;
+  count(): Promise<number>;
+  /** The id of the finished task created first, if any. */
+  oldestFinished(): Promise<string | undefined>;
+  list(query: TaskQuery): Promise<{ records: TaskRecord[]; total: number }>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -186,6 +227,8 @@ export interface Store {
   readonly usage: UsageRepository;
   readonly events: EventRepository;
   readonly approvals: ApprovalRepository;
+  /** A2A tasks, bounded (the oldest finished evicted first). */
+  readonly tasks: TaskRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import type { Config, LoomHome } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { type Host, openHost } from '../host/index.ts';
+import { startExternalDiscovery } from '../a2a/index.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
@@ -47,9 +48,11 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
   const clock = options.clock ?? createSystemClock();
-  const host = await openHost({ home, config, env, logger, runSchedules: true, clock });
+  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock });
   try {
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    // In the background: an unreachable peer never holds up the start.
+    if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const server = await startHttpServer(app, { host: options.host ?? config.daemon.host, port: options.port ?? config.daemon.port });
     const info: DaemonInfo = {
       pid: process.pid,

@@ -2,9 +2,11 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome } from '../config/index.ts';
-import type { Clock, Logger } from '../contracts/index.ts';
+import type { Clock, Logger, Tool } from '../contracts/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
+import { a2aSendTool } from '../a2a/index.ts';
+import { createMcpClientManager, type McpClientManager } from '../mcp/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openSqliteStore, type SqliteStore } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
@@ -24,6 +26,8 @@ export interface HostOptions {
    * command must not, or listing agents would wake them.
    */
   runSchedules?: boolean;
+  /** Connect to `[[mcp_servers]]` (in the background) and give agents their tools. The daemon does. */
+  connectMcpServers?: boolean;
 }
 
 /** A booted kernel with its Node edges: the SQLite store, workspaces, models and tools. */
@@ -31,17 +35,22 @@ export interface Host {
   kernel: Kernel;
   store: SqliteStore;
   runtime: AgentRuntime;
+  /** The MCP servers' connections, when the host connects them. */
+  mcp: McpClientManager | undefined;
   report: BootReport;
   close(): Promise<void>;
 }
 
-/** Builds the model runtime from config and the environment. */
-export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch'>): AgentRuntime {
+/** The tools every agent may be granted: the built-ins and `a2a_send`. */
+const LOCAL_TOOLS: readonly Tool<never>[] = [...BUILTIN_TOOLS, a2aSendTool as unknown as Tool<never>];
+
+/** Builds the model runtime from config and the environment; `moreTools` gives tools that come and go (MCP). */
+export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch'>, moreTools?: () => readonly Tool<never>[]): AgentRuntime {
   const { config, home } = options;
   return {
     resolver: createModelResolver(options.fetch === undefined ? { env: options.env } : { env: options.env, fetch: options.fetch }),
     costs: createCostCatalog(config.prices),
-    tools: BUILTIN_TOOLS,
+    tools: moreTools === undefined ? LOCAL_TOOLS : () => [...LOCAL_TOOLS, ...moreTools()],
     env: options.env,
     ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
     tiers: config.routing,
@@ -58,8 +67,12 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
 export async function openHost(options: HostOptions): Promise<Host> {
   const store = openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
   try {
-    const runtime = createRuntime(options);
     const clock = options.clock ?? createSystemClock();
+    const mcp =
+      options.connectMcpServers === true && options.config.mcp_servers.length > 0
+        ? createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock })
+        : undefined;
+    const runtime = createRuntime(options, mcp === undefined ? undefined : () => mcp.tools());
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent))];
     // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
     const late: { kernel?: Kernel } = {};
@@ -85,14 +98,18 @@ export async function openHost(options: HostOptions): Promise<Host> {
     });
     late.kernel = kernel;
     const report = await kernel.boot();
+    // In the background: a slow or broken server never holds up the start.
+    mcp?.start();
     return {
       kernel,
       store,
       runtime,
+      mcp,
       report,
       close: async () => {
         await kernel.shutdown();
         scheduler?.stopAll();
+        await mcp?.stop();
         await store.close();
       },
     };

@@ -13,6 +13,10 @@ import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
+import { createA2aServer, InMemoryA2aTaskRepository, isPublicA2aPath, listExternalAgents } from '../a2a/index.ts';
+import type { TaskRepository } from '../contracts/index.ts';
+import { createMcpHttpHandler, type McpServerStatus } from '../mcp/index.ts';
+import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
 import { toErrorResponse } from './to-error-response.ts';
@@ -30,6 +34,18 @@ export interface HttpAppOptions {
   version?: string;
   /** The client's address; defaults to the socket's remote address (tests inject others). */
   clientAddress?: (c: HttpContext) => string;
+  /** The MCP servers' connections, for `GET /api/mcp/servers`. */
+  mcp?: { servers(): McpServerStatus[] };
+  /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
+  tasks?: TaskRepository;
+}
+
+/** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
+function isA2aStream(method: string, path: string, listenPath: string): boolean {
+  if (method !== 'POST' && method !== 'GET') return false;
+  if (!path.startsWith(`${listenPath}/`)) return false;
+  const rest = path.slice(listenPath.length + 1);
+  return !rest.includes('/') || rest.endsWith('message:stream') || rest.endsWith(':subscribe');
 }
 
 /** Rate-limit costs by route (spec: message 30, spawn 50, health 1, anything else 5). */
@@ -37,13 +53,16 @@ export const ROUTE_COSTS = { message: 30, spawn: 50, health: 1, other: 5 } as co
 
 const PUBLIC_PATHS = new Set(['/api/health']);
 /** Long-lived streams with no request timeout. */
-const UNTIMED_PATHS = new Set(['/api/events']);
+// Streams that stay open: the event log, and MCP's SSE and subscription streams.
+const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
 
 function costOf(method: string, path: string): number {
   if (path === '/api/health') return ROUTE_COSTS.health;
   if (method === 'POST' && path === '/api/agents') return ROUTE_COSTS.spawn;
   if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
   if (method === 'POST' && path === '/v1/chat/completions') return ROUTE_COSTS.message;
+  if (method === 'POST' && (path === '/mcp' || path === '/mcp/messages')) return ROUTE_COSTS.message;
+  if (method === 'POST' && (path === '/a2a/tasks/send' || /^\/a2a\/[^/]+(\/rest\/message:(send|stream))?$/.test(path))) return ROUTE_COSTS.message;
   return ROUTE_COSTS.other;
 }
 
@@ -100,7 +119,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.onError((error, c) => respond(c, error));
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
-  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'])); // static files only (no data): public, like /api/health
+  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
     const cost = costOf(c.req.method, c.req.path);
@@ -108,7 +127,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     try {
       principal = authenticator.authenticate(
         { authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), address },
-        { isPublic: PUBLIC_PATHS.has(c.req.path) },
+        { isPublic: PUBLIC_PATHS.has(c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.path, config.a2a.listen_path)) },
       );
     } catch (error) {
       // A refused request still costs its address, so keys cannot be guessed at full speed.
@@ -129,7 +148,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   );
 
   app.use('*', async (c, next) => {
-    if (UNTIMED_PATHS.has(c.req.path)) {
+    if (UNTIMED_PATHS.has(c.req.path) || isA2aStream(c.req.method, c.req.path, config.a2a.listen_path)) {
       c.set('deadline', { signal: c.req.raw.signal, expired: new Promise<never>(() => undefined), dispose: () => undefined });
       await next();
       return;
@@ -147,6 +166,24 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
+  app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
+  app.route('/', createMcpHttpHandler({ kernel, config: options.config, env: options.env, version: options.version ?? defaultVersion(), logger, clientAddress: addressOf }).routes);
+  app.get('/api/a2a/external', (c) => c.json(listExternalAgents()));
+  if (config.a2a.enabled) {
+    const a2a = createA2aServer({
+      kernel,
+      config,
+      repository: options.tasks ?? new InMemoryA2aTaskRepository(),
+      logger,
+      now: () => clock.now(),
+      callerOf: (c) => {
+        const principal = (c as HttpContext).get('principal');
+        return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
+      },
+    });
+    app.route('/', a2a.publicRoutes);
+    app.route('/', a2a.routes);
+  }
   return app;
 }

@@ -21,3 +21,5 @@ export { createSystemRoutes, EVENTS_HEARTBEAT_MS } from './system-routes.ts';
 export type { SystemRoutesOptions } from './system-routes.ts';
 export { toErrorResponse } from './to-error-response.ts';
 export type { ErrorBody, ErrorResponse } from './to-error-response.ts';
+export { mcpServersView } from './mcp-servers-view.ts';
+export type { McpServerView } from './mcp-servers-view.ts';

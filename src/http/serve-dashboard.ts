@@ -18,8 +18,8 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
-/** Paths the dashboard never answers: the API's own 404s stay JSON. */
-const API_PREFIXES = ['/api/', '/v1/'];
+/** Paths the dashboard never answers: the API, MCP and A2A answer (and 404) for themselves. */
+const API_PREFIXES = ['/api/', '/v1/', '/mcp/', '/.well-known/'];
 
 async function isFile(path: string): Promise<boolean> {
   try {
@@ -36,11 +36,13 @@ async function isFile(path: string): Promise<boolean> {
  *
  * @param dir the built dashboard; defaults to `web/dist/`.
  */
-export function serveDashboard(dir: string = DASHBOARD_DIR): MiddlewareHandler {
+export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readonly string[] = []): MiddlewareHandler {
   const root = resolve(dir);
+  const prefixes = [...API_PREFIXES, ...moreApiPaths.map((path) => `${path.replace(/\/$/, '')}/`)];
+  const exact = new Set(['/api', '/v1', '/mcp', ...moreApiPaths]);
   return async (c: Context, next: Next) => {
     const path = c.req.path;
-    if ((c.req.method !== 'GET' && c.req.method !== 'HEAD') || path === '/api' || path === '/v1' || API_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+    if ((c.req.method !== 'GET' && c.req.method !== 'HEAD') || exact.has(path) || prefixes.some((prefix) => path.startsWith(prefix))) {
       await next();
       return;
     }

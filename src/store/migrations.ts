@@ -119,6 +119,25 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE sessions DROP COLUMN messages;
     `,
   },
+  {
+    version: 5,
+    name: 'A2A tasks',
+    sql: `
+      CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        state TEXT NOT NULL,
+        finished INTEGER NOT NULL CHECK (finished IN (0, 1)),
+        task TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX tasks_finished_created ON tasks (finished, created_at);
+      CREATE INDEX tasks_context_updated ON tasks (context_id, updated_at);
+      CREATE INDEX tasks_updated ON tasks (updated_at);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

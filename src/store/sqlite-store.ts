@@ -8,6 +8,7 @@ import type {
   MemoryRepository,
   SessionRepository,
   Store,
+  TaskRepository,
   UsageRepository,
 } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
@@ -19,6 +20,7 @@ import { toOpenError } from './sqlite-errors.ts';
 import { SqliteEventRepository } from './sqlite-event-repository.ts';
 import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
+import { SqliteTaskRepository } from './sqlite-task-repository.ts';
 import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
 
 /** How long a write waits for another process's lock before it fails, in milliseconds. */
@@ -82,6 +84,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const usage: UsageRepository = new SqliteUsageRepository(connection);
   const events: EventRepository = new SqliteEventRepository(connection);
   const approvals: ApprovalRepository = new SqliteApprovalRepository(connection);
+  const tasks: TaskRepository = new SqliteTaskRepository(connection);
   return {
     agents,
     sessions,
@@ -89,6 +92,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     usage,
     events,
     approvals,
+    tasks,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

@@ -1,0 +1,93 @@
+import type { AgentCard } from '@a2a-js/sdk';
+import type { AgentDetailView } from '../kernel/index.ts';
+
+/** Where an agent's A2A endpoints live, relative to the server's origin and listen path. */
+export interface A2aEndpoints {
+  /** JSON-RPC 2.0 (A2A 1.0 and 0.3): `POST {base}/{agent}`. */
+  jsonRpc: string;
+  /** HTTP+JSON (A2A 1.0): `{base}/{agent}/rest/...`. */
+  rest: string;
+}
+
+/** The endpoints of `agent` on the server at `origin` under `listenPath`. */
+export function endpointsOf(origin: string, listenPath: string, agent: string): A2aEndpoints {
+  const base = `${origin}${listenPath === '/' ? '' : listenPath}/${encodeURIComponent(agent)}`;
+  return { jsonRpc: base, rest: `${base}/rest` };
+}
+
+/** The A2A skills of an agent: one per tool it may use (spec/05). */
+function skillsOf(agent: AgentDetailView | undefined): AgentCard['skills'] {
+  if (agent === undefined) return [];
+  const tools = new Set<string>();
+  for (const capability of agent.capabilities) {
+    if (capability.kind === 'tool_invoke') tools.add(capability.pattern);
+  }
+  return [...tools].map((tool) => ({
+    id: tool,
+    name: tool.replaceAll('_', ' '),
+    description: `Can use the ${tool} tool`,
+    tags: ['tool'],
+    examples: [],
+    inputModes: [],
+    outputModes: [],
+    securityRequirements: [],
+  }));
+}
+
+/**
+ * The A2A 1.0 card of an agent (or the placeholder card when `agent` is undefined: no agents),
+ * with its JSON-RPC and HTTP+JSON interfaces; JSON-RPC also in 0.3.
+ */
+export function buildAgentCard(agent: AgentDetailView | undefined, endpoints: A2aEndpoints): AgentCard {
+  return {
+    name: agent?.name ?? 'loom',
+    description: agent === undefined ? 'Loom agent OS: no agents are running yet' : agent.description || `Loom agent ${agent.name}`,
+    supportedInterfaces: [
+      { url: endpoints.jsonRpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+      { url: endpoints.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
+      { url: endpoints.jsonRpc, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
+    ],
+    provider: undefined,
+    version: agent?.version ?? '0.1.0',
+    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
+    skills: skillsOf(agent),
+    signatures: [],
+  };
+}
+
+/** The card in spec/05's (A2A 0.3) shape: `/.well-known/agent.json`, `/a2a/agents`, and card requests without `A2A-Version`. */
+export interface LegacyAgentCard {
+  name: string;
+  description: string;
+  url: string;
+  version: string;
+  protocolVersion: string;
+  preferredTransport: string;
+  additionalInterfaces: { url: string; transport: string }[];
+  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
+  skills: { id: string; name: string; description: string; tags: string[]; examples: string[] }[];
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+}
+
+/** Converts a card to spec/05's shape. */
+export function toLegacyCard(card: AgentCard): LegacyAgentCard {
+  const jsonRpc = card.supportedInterfaces.find((entry) => entry.protocolBinding === 'JSONRPC')?.url ?? '';
+  return {
+    name: card.name,
+    description: card.description,
+    url: jsonRpc,
+    version: card.version,
+    protocolVersion: '0.3.0',
+    preferredTransport: 'JSONRPC',
+    additionalInterfaces: [{ url: jsonRpc, transport: 'JSONRPC' }],
+    capabilities: { streaming: card.capabilities?.streaming ?? false, pushNotifications: false, stateTransitionHistory: true },
+    skills: card.skills.map((skill) => ({ id: skill.id, name: skill.name, description: skill.description, tags: skill.tags, examples: skill.examples })),
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+  };
+}

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { type Message, type Part, Role, TaskState } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import type { User } from '@a2a-js/sdk/server';
+import type { Caller, Kernel } from '../kernel/index.ts';
+import type { Logger } from '../contracts/index.ts';
+
+/** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
+export class LoomA2aUser implements User {
+  readonly caller: Caller;
+  constructor(caller: Caller) {
+    this.caller = caller;
+  }
+  get isAuthenticated(): boolean {
+    return true;
+  }
+  get userName(): string {
+    return this.caller.kind === 'user' ? (this.caller.name ?? 'local') : this.caller.agentId;
+  }
+}
+
+/** A text part. */
+export function textPart(text: string): Part {
+  return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+/** The text of a message's text parts, joined by blank lines. */
+export function textOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
+    .filter((text) => text !== '')
+    .join('\n\n');
+}
+
+/** An agent's message in a task. */
+export function agentMessage(taskId: string, contextId: string, text: string): Message {
+  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/**
+ * Runs A2A tasks as turns of one Loom agent through `kernel.stream`, mapping its events to task
+ * status and artifact updates: text deltas stream into the `response` artifact, an approval
+ * request puts the task in `input-required`, the finish completes it; cancel aborts the turn.
+ */
+export class LoomAgentExecutor implements AgentExecutor {
+  readonly #kernel: Kernel;
+  readonly #agent: string;
+  readonly #logger: Logger;
+  readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string }>();
+
+  constructor(kernel: Kernel, agent: string, logger: Logger) {
+    this.#kernel = kernel;
+    this.#agent = agent;
+    this.#logger = logger;
+  }
+
+  execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+    const { taskId, contextId } = request;
+    const user = request.context.user;
+    const caller: Caller = user instanceof LoomA2aUser ? user.caller : { kind: 'user', role: 'owner' };
+    const run = { controller: new AbortController(), finished: false, contextId };
+    this.#running.set(taskId, run);
+    const status = (state: TaskState, message?: Message, metadata?: Record<string, unknown>): void => {
+      if (run.finished) return;
+      if (state !== TaskState.TASK_STATE_WORKING && state !== TaskState.TASK_STATE_INPUT_REQUIRED) run.finished = true;
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata }));
+    };
+    const artifactId = `${taskId}-response`;
+    const artifact = (text: string, append: boolean, lastChunk: boolean): void => {
+      if (run.finished) return;
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] }, append, lastChunk, metadata: undefined }));
+    };
+    try {
+      if (request.task === undefined) {
+        bus.publish(
+          AgentEvent.task({
+            id: taskId,
+            contextId,
+            status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+            artifacts: [],
+            history: [request.userMessage],
+            metadata: { ...(request.request.metadata ?? {}), loomAgent: this.#agent },
+          }),
+        );
+      } else {
+        bus.publish(AgentEvent.task(request.task));
+      }
+      status(TaskState.TASK_STATE_WORKING);
+      const text = textOf(request.userMessage);
+      let reply = '';
+      for await (const event of this.#kernel.stream(this.#agent, text, { caller, signal: run.controller.signal })) {
+        if (run.finished) break;
+        switch (event.type) {
+          case 'text-delta':
+            artifact(event.text, reply !== '', false);
+            reply += event.text;
+            break;
+          case 'tool-call':
+            status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-call', tool: event.toolName } });
+            break;
+          case 'approval-request':
+            status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(taskId, contextId, `The tool ${event.toolName} is waiting for a human's approval (approval ${event.approvalId}, until ${event.expiresAt}).`), {
+              loom: { event: 'approval-request', approvalId: event.approvalId, tool: event.toolName },
+            });
+            break;
+          case 'tool-result':
+            status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-result', tool: event.toolName, isError: event.isError } });
+            break;
+          case 'run-finish':
+            artifact(event.result.text, false, true);
+            status(TaskState.TASK_STATE_COMPLETED, agentMessage(taskId, contextId, event.result.text));
+            break;
+          case 'error':
+            if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
+            else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, `${event.code}: ${event.message}`));
+            break;
+          default:
+            break;
+        }
+      }
+      if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
+      else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, 'The turn ended without a result.'));
+    } catch (error) {
+      this.#logger.warn({ err: error, taskId, agent: this.#agent }, 'A2A task failed');
+      if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
+      else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, error instanceof Error ? error.message : String(error)));
+    } finally {
+      this.#running.delete(taskId);
+      bus.finished();
+    }
+  };
+
+  cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
+    const run = this.#running.get(taskId);
+    if (run !== undefined) {
+      run.controller.abort();
+      if (!run.finished) {
+        run.finished = true;
+        bus.publish(AgentEvent.statusUpdate({ taskId, contextId: run.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+      }
+    }
+    return Promise.resolve();
+  };
+
+  /** Aborts every running task (shutdown). */
+  abortAll(): void {
+    for (const run of this.#running.values()) run.controller.abort();
+  }
+}

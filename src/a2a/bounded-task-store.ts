@@ -1,0 +1,86 @@
+import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
+import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
+
+/** Default bound of the task store (spec/05). */
+export const DEFAULT_MAX_TASKS = 1000;
+
+const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+
+/** Whether a task state is final. */
+export function isTerminalState(state: TaskState | undefined): boolean {
+  return state !== undefined && TERMINAL.has(state);
+}
+
+/** Options of {@link BoundedTaskStore}. */
+export interface BoundedTaskStoreOptions {
+  repository: A2aTaskRepository;
+  now: () => number;
+  maxTasks?: number;
+  /** The agent a task belongs to, read from its metadata (`loomAgent`). */
+}
+
+/**
+ * The SDK's `TaskStore` over a persisted {@link A2aTaskRepository}, bounded: inserting a new
+ * task past `maxTasks` evicts the oldest finished task first (spec/05). Running tasks are never
+ * evicted, so the bound can be exceeded while that many tasks run.
+ */
+export class BoundedTaskStore implements TaskStore {
+  readonly #repository: A2aTaskRepository;
+  readonly #now: () => number;
+  readonly #max: number;
+
+  constructor(options: BoundedTaskStoreOptions) {
+    this.#repository = options.repository;
+    this.#now = options.now;
+    this.#max = options.maxTasks ?? DEFAULT_MAX_TASKS;
+  }
+
+  async save(task: Task, _context?: ServerCallContext): Promise<void> {
+    const existing = await this.#repository.get(task.id);
+    if (existing === undefined) {
+      let count = await this.#repository.count();
+      while (count >= this.#max) {
+        const victim = await this.#repository.oldestFinished();
+        if (victim === undefined) break;
+        await this.#repository.delete(victim);
+        count -= 1;
+      }
+    }
+    const now = this.#now();
+    const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+    const owner: unknown = task.metadata?.['loomAgent'];
+    const agent = typeof owner === 'string' ? owner : (existing?.agent ?? '');
+    const record: A2aTaskRecord = {
+      id: task.id,
+      contextId: task.contextId,
+      agent,
+      state: taskStateToJSON(state),
+      finished: isTerminalState(state),
+      task: Task.toJSON(task),
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await this.#repository.put(record);
+  }
+
+  async load(taskId: string, _context?: ServerCallContext): Promise<Task | undefined> {
+    const record = await this.#repository.get(taskId);
+    return record === undefined ? undefined : Task.fromJSON(record.task);
+  }
+
+  async list(params: ListTasksRequest, _context?: ServerCallContext): Promise<ListTasksResponse> {
+    const pageSize = params.pageSize ?? 50;
+    const offset = params.pageToken === '' ? 0 : Math.max(0, Number.parseInt(params.pageToken, 10) || 0);
+    const updatedAfter = params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter);
+    const { records, total } = await this.#repository.list({
+      ...(params.contextId === '' ? {} : { contextId: params.contextId }),
+      ...(params.status === TaskState.TASK_STATE_UNSPECIFIED ? {} : { state: taskStateToJSON(params.status) }),
+      ...(updatedAfter === undefined || Number.isNaN(updatedAfter) ? {} : { updatedAfter }),
+      limit: pageSize,
+      offset,
+    });
+    const next = offset + records.length;
+    return { tasks: records.map((record) => Task.fromJSON(record.task)), nextPageToken: next < total ? String(next) : '', pageSize, totalSize: total };
+  }
+}

@@ -1,0 +1,49 @@
+import type { TaskQuery, TaskRecord, TaskRepository } from '../contracts/index.ts';
+
+/** An A2A task as the store holds it (the contract's `TaskRecord`). */
+export type A2aTaskRecord = TaskRecord;
+/** What a task listing asks for. */
+export type A2aTaskQuery = TaskQuery;
+/** Where A2A tasks are kept: the store's `tasks` domain. */
+export type A2aTaskRepository = TaskRepository;
+
+/** {@link A2aTaskRepository} in memory. */
+export class InMemoryA2aTaskRepository implements A2aTaskRepository {
+  readonly #tasks = new Map<string, A2aTaskRecord>();
+
+  get(id: string): Promise<A2aTaskRecord | undefined> {
+    const record = this.#tasks.get(id);
+    return Promise.resolve(record === undefined ? undefined : structuredClone(record));
+  }
+
+  put(record: A2aTaskRecord): Promise<void> {
+    const existing = this.#tasks.get(record.id);
+    this.#tasks.set(record.id, structuredClone({ ...record, createdAt: existing?.createdAt ?? record.createdAt }));
+    return Promise.resolve();
+  }
+
+  delete(id: string): Promise<void> {
+    this.#tasks.delete(id);
+    return Promise.resolve();
+  }
+
+  count(): Promise<number> {
+    return Promise.resolve(this.#tasks.size);
+  }
+
+  oldestFinished(): Promise<string | undefined> {
+    let oldest: A2aTaskRecord | undefined;
+    for (const record of this.#tasks.values()) {
+      if (record.finished && (oldest === undefined || record.createdAt < oldest.createdAt)) oldest = record;
+    }
+    return Promise.resolve(oldest?.id);
+  }
+
+  list(query: A2aTaskQuery): Promise<{ records: A2aTaskRecord[]; total: number }> {
+    const matching = [...this.#tasks.values()]
+      .filter((record) => (query.contextId === undefined || record.contextId === query.contextId) && (query.state === undefined || record.state === query.state) && (query.updatedAfter === undefined || record.updatedAt >= query.updatedAfter))
+      .reverse()
+      .sort((a, b) => b.updatedAt - a.updatedAt);
+    return Promise.resolve({ records: matching.slice(query.offset, query.offset + query.limit).map((record) => structuredClone(record)), total: matching.length });
+  }
+}

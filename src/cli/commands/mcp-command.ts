@@ -1,0 +1,65 @@
+import { Writable } from 'node:stream';
+import type { Command } from 'commander';
+import { readDaemonFile } from '../../daemon/index.ts';
+import type { Principal } from '../../http/index.ts';
+import { type AgentDirectory, daemonAgentDirectory, kernelAgentDirectory, serveMcpStdio } from '../../mcp/server/index.ts';
+import { openCliContext, openHome } from '../cli-context.ts';
+import type { CliIo } from '../cli-io.ts';
+import { LOOM_VERSION } from '../version.ts';
+
+/** The principal of the local user running `loom mcp` without a daemon: the owner, as at the CLI. */
+const LOCAL_PRINCIPAL: Principal = { name: 'local', role: 'owner', agents: ['*'] };
+
+/** Standard output as a stream: only MCP messages go there. */
+function stdoutStream(io: CliIo): Writable {
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      io.stdout(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
+      callback();
+    },
+  });
+}
+
+/**
+ * `loom mcp`: an MCP server on stdio serving each agent as a tool `loom_agent_{name}`. With a
+ * daemon running it proxies to it over HTTP (with `LOOM_API_KEY` as the key); otherwise it boots
+ * a kernel in this process. Returns the `mcp` command, so subcommands can be added to it.
+ */
+export function registerMcpCommand(program: Command, io: CliIo): Command {
+  return program
+    .command('mcp')
+    .description('serve Loom\'s agents over MCP on stdio (for Claude Desktop, Cursor, VS Code…): each agent is a tool loom_agent_<name>')
+    .addHelpText(
+      'after',
+      '\nStandard output carries only MCP messages; logs go to standard error. With a daemon running the\ncalls go to it (set LOOM_API_KEY when it requires a key); otherwise agents run in this process.\n\nExample (an IDE\'s mcpServers config):\n  { "mcpServers": { "loom": { "command": "loom", "args": ["mcp"] } } }\n',
+    )
+    .action(async () => {
+      const { home } = await openHome(io);
+      const daemon = await readDaemonFile(home);
+      let directory: AgentDirectory;
+      let release: () => Promise<void>;
+      if (daemon !== undefined) {
+        directory = daemonAgentDirectory({ url: daemon.url, apiKey: io.env['LOOM_API_KEY'] });
+        release = () => Promise.resolve();
+      } else {
+        const context = await openCliContext(io);
+        directory = kernelAgentDirectory(context.kernel);
+        release = () => context.close();
+      }
+      const server = serveMcpStdio({
+        directory,
+        principal: LOCAL_PRINCIPAL,
+        version: LOOM_VERSION,
+        stdin: io.stdin,
+        stdout: stdoutStream(io),
+        onerror: (error) => {
+          if (io.env['LOOM_DEBUG'] === '1') io.stderr(`loom mcp: ${error.message}\n`);
+        },
+      });
+      try {
+        await server.closed;
+      } finally {
+        await release();
+      }
+    });
+}

@@ -1,0 +1,32 @@
+import type { Config } from '../config/index.ts';
+import type { McpServerStatus } from '../mcp/index.ts';
+
+/** One configured MCP server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
+export interface McpServerView {
+  name: string;
+  transport: 'stdio' | 'sse' | 'http';
+  status: McpServerStatus['status'] | 'not started';
+  error?: string;
+  tools: { name: string; description: string }[];
+}
+
+/**
+ * The configured MCP servers with their connection state and tools (spec/05: `configured`,
+ * `connected`, `total_configured`, `total_connected`). Servers are connected by the daemon only.
+ */
+export function mcpServersView(config: Config, mcp: { servers(): McpServerStatus[] } | undefined): {
+  configured: McpServerView[];
+  connected: McpServerView[];
+  total_configured: number;
+  total_connected: number;
+} {
+  const live = new Map((mcp?.servers() ?? []).map((server) => [server.name, server]));
+  const configured = config.mcp_servers.map((entry): McpServerView => {
+    const state = live.get(entry.name);
+    return state === undefined
+      ? { name: entry.name, transport: entry.transport.type, status: 'not started', tools: [] }
+      : { name: state.name, transport: state.transport, status: state.status, ...(state.error === undefined ? {} : { error: state.error }), tools: state.tools };
+  });
+  const connected = configured.filter((server) => server.status === 'connected');
+  return { configured, connected, total_configured: configured.length, total_connected: connected.length };
+}

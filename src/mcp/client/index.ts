@@ -1,0 +1,7 @@
+/** The MCP client (spec/05, Part 1): MCP servers' tools become agents' tools. */
+export { createMcpClientManager, MCP_RETRY_BASE_MS, MCP_RETRY_MAX_MS } from './mcp-client-manager.ts';
+export type { McpClientManager, McpClientManagerOptions, McpServerStatus } from './mcp-client-manager.ts';
+export { McpServerRefusedError } from './mcp-server-refused-error.ts';
+export { checkStdioCommand, expandHeaders, MAX_MCP_MESSAGE_BYTES, sizeLimitedFetch, stdioEnvironment, vetMcpUrl } from './security.ts';
+export type { McpServerEntry } from './security.ts';
+export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from './tool-name.ts';

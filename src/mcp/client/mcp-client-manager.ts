@@ -1,0 +1,313 @@
+/**
+ * Connects Loom to the MCP servers of `[[mcp_servers]]` (spec/05, Part 1) and offers their tools
+ * to agents as `mcp_{server}_{tool}`. Every server lives on its own: it connects in the
+ * background, and when it fails to start, crashes or times out it is retried with exponential
+ * backoff on the injected clock (1 s doubling to 60 s) without touching the others.
+ */
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
+import { z } from 'zod';
+import type { Clock, JsonObject, Logger, Tool, ToolResult } from '../../contracts/index.ts';
+import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
+import { McpServerRefusedError } from './mcp-server-refused-error.ts';
+import {
+  checkStdioCommand,
+  expandHeaders,
+  MAX_MCP_MESSAGE_BYTES,
+  type McpServerEntry,
+  sizeLimitedFetch,
+  stdioEnvironment,
+  vetMcpUrl,
+} from './security.ts';
+import { formatMcpToolName } from './tool-name.ts';
+
+/** The first retry delay after a failure, in milliseconds; it doubles up to {@link MCP_RETRY_MAX_MS}. */
+export const MCP_RETRY_BASE_MS = 1_000;
+/** The longest wait between two connection attempts, in milliseconds. */
+export const MCP_RETRY_MAX_MS = 60_000;
+
+/** What the manager is built from. */
+export interface McpClientManagerOptions {
+  servers: readonly McpServerEntry[];
+  /** The daemon's environment: PATH and the listed variables for stdio servers, `${NAME}` in headers. */
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  /** Times the retry backoff. */
+  clock: Clock;
+}
+
+/** One server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
+export interface McpServerStatus {
+  name: string;
+  transport: McpServerEntry['transport']['type'];
+  status: 'connecting' | 'connected' | 'failed';
+  /** Why the last attempt failed (or the connection was lost); absent while connected. */
+  error?: string;
+  /** The server's tools, namespaced (`mcp_{server}_{tool}`); empty unless connected. */
+  tools: { name: string; description: string }[];
+}
+
+/** The MCP servers Loom is a client of. */
+export interface McpClientManager {
+  /** Connects every server in the background; returns at once and never throws. Idempotent. */
+  start(): void;
+  /** Closes every connection, kills stdio children and stops retries. */
+  stop(): Promise<void>;
+  /** The tools of every connected server, as agent tools. */
+  tools(): Tool<never>[];
+  /** Every configured server with its state and tools. */
+  servers(): McpServerStatus[];
+}
+
+interface ServerState {
+  entry: McpServerEntry;
+  status: McpServerStatus['status'];
+  error?: string;
+  client?: Client;
+  tools: Tool<never>[];
+  /** Connect with the plain legacy handshake instead of probing for the 2026-07-28 era. */
+  legacy: boolean;
+}
+
+const LOOSE_INPUT = z.record(z.string(), z.unknown());
+
+/** A zod schema for an MCP tool's JSON Schema input; a loose object when it cannot be converted. */
+function inputSchemaOf(tool: McpTool): z.ZodType<Record<string, unknown>> {
+  try {
+    const raw: unknown = tool.inputSchema;
+    const schema = z.fromJSONSchema(raw as Parameters<typeof z.fromJSONSchema>[0]);
+    // A schema that does not describe an object would hide the tool's arguments; keep it loose.
+    return schema instanceof z.ZodObject ? schema : LOOSE_INPUT;
+  } catch {
+    return LOOSE_INPUT;
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The text of a result's content: text parts joined, other parts named. */
+function textOf(content: readonly { type: string; text?: unknown; uri?: unknown; mimeType?: unknown; resource?: unknown }[]): string {
+  return content
+    .map((part) => {
+      if (part.type === 'text' && typeof part.text === 'string') return part.text;
+      if (part.type === 'resource_link' && typeof part.uri === 'string') return `[resource ${part.uri}]`;
+      if (part.type === 'resource') {
+        const resource = part.resource as { uri?: unknown; text?: unknown } | undefined;
+        if (typeof resource?.text === 'string') return resource.text;
+        return `[resource ${String(resource?.uri)}]`;
+      }
+      return `[${part.type}${typeof part.mimeType === 'string' ? ` ${part.mimeType}` : ''}]`;
+    })
+    .join('\n');
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Builds the manager; nothing connects before `start()`. */
+export function createMcpClientManager(options: McpClientManagerOptions): McpClientManager {
+  const { clock, env } = options;
+  const logger = options.logger.child({ component: 'mcp-client' });
+  const states = options.servers.map((entry): ServerState => ({ entry, status: 'connecting', tools: [], legacy: entry.transport.type === 'sse' }));
+  const stopping = new AbortController();
+  const loops: Promise<void>[] = [];
+  let started = false;
+
+  function toolOf(state: ServerState, client: Client, tool: McpTool): Tool<never> {
+    const server = state.entry.name;
+    const name = formatMcpToolName(server, tool.name);
+    const timeout = state.entry.timeout_secs * 1000;
+    const mcpTool: Tool<Record<string, unknown>> = {
+      name,
+      description: `[MCP:${server}] ${tool.description ?? tool.title ?? tool.name}`,
+      mcpServer: server,
+      inputSchema: inputSchemaOf(tool),
+      requires: () => [],
+      async execute(input, context): Promise<ToolResult> {
+        if (state.client !== client) {
+          return { text: `MCP server "${server}" is not connected (${state.status}${state.error === undefined ? '' : `: ${state.error}`}); try again later`, isError: true };
+        }
+        try {
+          const result = await client.callTool(
+            { name: tool.name, arguments: input },
+            {
+              signal: context.signal,
+              timeout,
+              onprogress: (progress) => {
+                logger.debug({ server, tool: tool.name, progress: progress.progress, total: progress.total }, 'MCP tool progress');
+              },
+            },
+          );
+          const content = Array.isArray(result.content) ? (result.content as Parameters<typeof textOf>[0]) : [];
+          const text = textOf(content);
+          const structured = result.structuredContent;
+          return {
+            text: text === '' && structured !== undefined ? JSON.stringify(structured) : text,
+            ...(isJsonObject(structured) ? { structured } : {}),
+            ...(result.isError === true ? { isError: true } : {}),
+          };
+        } catch (error) {
+          if (context.signal.aborted) return { text: `MCP tool "${name}" was cancelled`, isError: true };
+          return { text: `MCP tool "${name}" failed: ${messageOf(error)}`, isError: true };
+        }
+      },
+    };
+    return mcpTool as unknown as Tool<never>;
+  }
+
+  function setTools(state: ServerState, client: Client, tools: readonly McpTool[]): void {
+    state.tools = tools.map((tool) => toolOf(state, client, tool));
+  }
+
+  async function transportFor(entry: McpServerEntry): Promise<Transport> {
+    const { transport } = entry;
+    switch (transport.type) {
+      case 'stdio':
+        checkStdioCommand(entry.name, transport.command);
+        return new ClearedEnvStdioTransport({
+          command: transport.command,
+          args: transport.args,
+          env: stdioEnvironment(entry, env),
+          maxMessageBytes: MAX_MCP_MESSAGE_BYTES,
+        });
+      case 'sse': {
+        const url = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network);
+        return new SSEClientTransport(url, { fetch: sizeLimitedFetch() });
+      }
+      case 'http': {
+        const headers = expandHeaders(entry.name, transport.headers, env);
+        const url = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network);
+        return new StreamableHTTPClientTransport(url, { fetch: sizeLimitedFetch(), requestInit: { headers } });
+      }
+    }
+  }
+
+  /** One connection: resolves when it is lost (or the manager stops); throws when it cannot be made. */
+  async function connectOnce(state: ServerState): Promise<void> {
+    const { entry } = state;
+    const timeout = entry.timeout_secs * 1000;
+    let lost!: () => void;
+    const closed = new Promise<void>((resolve) => {
+      lost = resolve;
+    });
+    let client: Client | undefined;
+    const created = new Client(
+      { name: 'loom', version: '0.1.0' },
+      {
+        ...(state.legacy ? {} : { versionNegotiation: { mode: 'auto' as const, probe: { timeoutMs: Math.min(timeout, 5_000) } } }),
+        listChanged: {
+          tools: {
+            onChanged: (error, tools) => {
+              if (client === undefined || state.client !== client) return;
+              if (error !== null) {
+                logger.warn({ server: entry.name, error: messageOf(error) }, 'MCP tool list refresh failed');
+              } else if (tools !== null) {
+                setTools(state, client, tools);
+                logger.info({ server: entry.name, tools: tools.length }, 'MCP tool list changed');
+              }
+            },
+          },
+        },
+      },
+    );
+    created.onclose = () => lost();
+    created.onerror = (error) => logger.debug({ server: entry.name, error: messageOf(error) }, 'MCP transport error');
+    const transport = await transportFor(entry);
+    const onStop = (): void => {
+      void created.close().catch(() => undefined);
+    };
+    stopping.signal.addEventListener('abort', onStop, { once: true });
+    try {
+      await created.connect(transport, { timeout, signal: stopping.signal });
+      const { tools } = await created.listTools(undefined, { timeout, signal: stopping.signal });
+      client = created;
+      state.client = created;
+      setTools(state, created, tools);
+      state.status = 'connected';
+      delete state.error;
+      logger.info({ server: entry.name, transport: entry.transport.type, tools: tools.length }, 'MCP server connected');
+      await closed;
+    } catch (error) {
+      await created.close().catch(() => undefined);
+      throw error;
+    } finally {
+      stopping.signal.removeEventListener('abort', onStop);
+      if (state.client === created) {
+        delete state.client;
+        state.tools = [];
+      }
+    }
+  }
+
+  async function run(state: ServerState): Promise<void> {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      state.status = 'connecting';
+      let wasConnected = false;
+      try {
+        await connectOnce(state);
+        wasConnected = true;
+        if (stopping.signal.aborted) return;
+        state.status = 'failed';
+        state.error = 'the connection was lost';
+        logger.warn({ server: state.entry.name }, 'MCP server connection lost; reconnecting');
+      } catch (error) {
+        if (stopping.signal.aborted) return;
+        state.status = 'failed';
+        state.error = messageOf(error);
+        if (error instanceof McpServerRefusedError) {
+          logger.error({ server: state.entry.name, error: state.error }, 'MCP server refused; not retrying');
+          return;
+        }
+        logger.warn({ server: state.entry.name, error: state.error }, 'MCP server failed to connect');
+        // A server that cannot take the era probe (some exit on it) gets the legacy handshake next time, and so on.
+        if (state.entry.transport.type !== 'sse') state.legacy = !state.legacy;
+      }
+      failures = wasConnected ? 1 : failures + 1;
+      const delay = Math.min(MCP_RETRY_BASE_MS * 2 ** (failures - 1), MCP_RETRY_MAX_MS);
+      try {
+        await clock.sleep(delay, { signal: stopping.signal });
+      } catch {
+        return;
+      }
+    }
+  }
+
+  return {
+    start() {
+      if (started || stopping.signal.aborted) return;
+      started = true;
+      for (const state of states) {
+        loops.push(
+          run(state).catch((error: unknown) => {
+            state.status = 'failed';
+            state.error = messageOf(error);
+            logger.error({ server: state.entry.name, error: state.error }, 'MCP server loop ended');
+          }),
+        );
+      }
+    },
+
+    async stop() {
+      stopping.abort(new Error('the MCP client manager stopped'));
+      await Promise.all(states.map(async (state) => state.client?.close().catch(() => undefined)));
+      await Promise.all(loops);
+    },
+
+    tools() {
+      return states.flatMap((state) => (state.status === 'connected' ? state.tools : []));
+    },
+
+    servers() {
+      return states.map((state) => ({
+        name: state.entry.name,
+        transport: state.entry.transport.type,
+        status: state.status,
+        ...(state.error === undefined || state.status === 'connected' ? {} : { error: state.error }),
+        tools: state.status === 'connected' ? state.tools.map((tool) => ({ name: tool.name, description: tool.description })) : [],
+      }));
+    },
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * The guards spec/05 puts around MCP servers: a cleared environment for stdio children, no `..`
+ * in a stdio command, no cloud-metadata (and by default no private or loopback) URLs, header
+ * values expanded from the environment, and a 10 MB cap on every message.
+ */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { Config } from '../../config/index.ts';
+import { blockedAddressReason, isMetadataHost } from '../../tools/builtin/net-guard.ts';
+import { McpServerRefusedError } from './mcp-server-refused-error.ts';
+
+/** One `[[mcp_servers]]` entry, defaults filled in. */
+export type McpServerEntry = Config['mcp_servers'][number];
+
+/** The largest MCP message accepted, in bytes (spec/05's `MAX_MCP_MESSAGE_SIZE`). */
+export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
+
+/** The environment of a stdio server: PATH plus the variables its entry lists, nothing else. */
+export function stdioEnvironment(entry: Pick<McpServerEntry, 'env'>, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const name of ['PATH', ...entry.env]) {
+    const value = env[name];
+    if (value !== undefined) result[name] = value;
+  }
+  return result;
+}
+
+/** Refuses a stdio command holding `..` (path traversal out of the directories PATH names). */
+export function checkStdioCommand(server: string, command: string): void {
+  if (command.includes('..')) {
+    throw new McpServerRefusedError(`MCP server "${server}": command "${command}" is refused: it contains ".."`, { details: { server, command } });
+  }
+}
+
+/**
+ * Expands `${NAME}` in header values from `env`. Throws when a named variable is not set, so a
+ * server is never sent a header with a hole in it.
+ */
+export function expandHeaders(server: string, headers: Readonly<Record<string, string>>, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) {
+    result[key] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => {
+      const found = env[name];
+      if (found === undefined) {
+        throw new McpServerRefusedError(`MCP server "${server}": header "${key}" names the environment variable ${name}, which is not set`, {
+          details: { server, header: key, variable: name },
+        });
+      }
+      return found;
+    });
+  }
+  return result;
+}
+
+/**
+ * Checks an sse/http server URL: http or https; never a cloud-metadata host or address; no
+ * loopback, private, link-local or unspecified address unless `allowPrivate`. Every address the
+ * host resolves to is judged. (The check is made at each connect; the connection itself is not
+ * pinned to the vetted addresses, unlike the web tools.)
+ */
+export async function vetMcpUrl(server: string, text: string, allowPrivate: boolean): Promise<URL> {
+  const url = new URL(text);
+  const refuse = (why: string, address?: string): McpServerRefusedError =>
+    new McpServerRefusedError(`MCP server "${server}": URL ${url.origin} is refused: ${why}`, {
+      details: { server, url: url.origin, ...(address === undefined ? {} : { address }) },
+    });
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(`only http and https are supported, not "${url.protocol}"`);
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (isMetadataHost(host)) throw refuse('it is a cloud metadata host');
+  const family = isIP(host);
+  const addresses = family !== 0 ? [host] : (await lookup(host, { all: true, order: 'verbatim' })).map((entry) => entry.address);
+  for (const address of addresses) {
+    const reason = blockedAddressReason(address);
+    if (reason === 'cloud metadata') throw refuse('it is a cloud metadata address', address);
+    if (reason !== undefined && !allowPrivate) {
+      throw refuse(`${reason} addresses are refused unless allow_private_network = true`, address);
+    }
+  }
+  return url;
+}
+
+/**
+ * A fetch for the HTTP transports that refuses a response over `maxBytes`: a JSON body as a
+ * whole, an event stream per event (the bytes between blank lines), so a long-lived stream of
+ * small messages is fine while one oversized message aborts the read.
+ */
+export function sizeLimitedFetch(maxBytes: number = MAX_MCP_MESSAGE_BYTES): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    const length = Number(response.headers.get('content-length') ?? '0');
+    const tooLarge = (): Error => new Error(`MCP message from ${String(url)} is over ${maxBytes} bytes; refused`);
+    if (length > maxBytes) {
+      await response.body?.cancel();
+      throw tooLarge();
+    }
+    if (response.body === null) return response;
+    const eventStream = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+    let size = 0;
+    let afterNewline = false;
+    const limiter = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        let over = false;
+        if (!eventStream) {
+          size += chunk.byteLength;
+          over = size > maxBytes;
+        } else {
+          for (const byte of chunk) {
+            if (byte === 13) continue;
+            if (byte === 10 && afterNewline) size = 0;
+            else size += 1;
+            afterNewline = byte === 10;
+            if (size > maxBytes) {
+              over = true;
+              break;
+            }
+          }
+        }
+        if (over) controller.error(tooLarge());
+        else controller.enqueue(chunk);
+      },
+    });
+    return new Response(response.body.pipeThrough(limiter), { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

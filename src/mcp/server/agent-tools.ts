@@ -1,0 +1,132 @@
+import { mayReachAgent, type Principal } from '../../http/index.ts';
+import type { AgentView, Caller, Kernel } from '../../kernel/index.ts';
+
+/** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
+export function agentToolName(agentName: string): string {
+  return `loom_agent_${agentName.toLowerCase().replace(/[^a-z0-9]/g, '_')}`;
+}
+
+/** An agent as the MCP server offers it. */
+export interface AgentSummary {
+  name: string;
+  description: string;
+  state: AgentView['state'];
+}
+
+/**
+ * Where the MCP server finds agents and sends them messages: a kernel in this process, or a
+ * running daemon over HTTP. Both apply the same access rules (the kernel decides).
+ */
+export interface AgentDirectory {
+  /** The live agents `principal` may reach. */
+  list(principal: Principal): Promise<AgentSummary[]>;
+  /** Sends `message` to the agent as `principal` and resolves with the reply text. */
+  send(agentName: string, message: string, principal: Principal, signal: AbortSignal): Promise<string>;
+  /** Calls `listener` whenever agents may have been spawned or killed; returns an unsubscribe. */
+  subscribe(listener: () => void): () => void;
+}
+
+/** The kernel caller of a principal reaching Loom over MCP. */
+export function callerOf(principal: Principal): Caller {
+  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
+}
+
+/** The directory over a kernel in this process; `agent-spawn` and `agent-kill` events signal changes. */
+export function kernelAgentDirectory(kernel: Kernel): AgentDirectory {
+  return {
+    list: (principal) =>
+      Promise.resolve(
+        kernel
+          .list()
+          .filter((agent) => mayReachAgent(principal, agent.name))
+          .map((agent) => ({ name: agent.name, description: agent.description, state: agent.state })),
+      ),
+    send: async (agentName, message, principal, signal) => (await kernel.send(agentName, message, { caller: callerOf(principal), signal })).text,
+    subscribe: (listener) =>
+      kernel.events.subscribe((event) => {
+        if (event.type === 'agent-spawn' || event.type === 'agent-kill') listener();
+      }),
+  };
+}
+
+/** How {@link daemonAgentDirectory} reaches the daemon. */
+export interface DaemonDirectoryOptions {
+  /** The daemon's base URL (e.g. `http://127.0.0.1:4200`). */
+  url: string;
+  /** Sent as `Authorization: Bearer …` when set (`LOOM_API_KEY`). */
+  apiKey?: string | undefined;
+  /** How often the agent list is polled for changes while someone listens (default 2000 ms). */
+  pollMs?: number;
+  fetch?: typeof fetch;
+}
+
+async function daemonError(response: Response): Promise<Error> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } };
+    if (typeof body.error?.message === 'string') return new Error(body.error.message);
+  } catch {
+    // not JSON: report the status below
+  }
+  return new Error(`the Loom daemon answered ${response.status} ${response.statusText}`);
+}
+
+/**
+ * The directory over a running daemon's HTTP API (`GET /api/agents`,
+ * `POST /api/agents/{name}/messages`). The daemon authenticates the key and applies its
+ * principal's rules, so `principal` is not used here. Changes are found by polling the list.
+ */
+export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDirectory {
+  const doFetch = options.fetch ?? fetch;
+  const headers = (json: boolean): Record<string, string> => ({
+    ...(options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` }),
+    ...(json ? { 'content-type': 'application/json' } : {}),
+  });
+  const fetchList = async (): Promise<AgentSummary[]> => {
+    const response = await doFetch(`${options.url}/api/agents`, { headers: headers(false) });
+    if (!response.ok) throw await daemonError(response);
+    const agents = (await response.json()) as AgentView[];
+    return agents.map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }));
+  };
+  const listeners = new Set<() => void>();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let lastKey: string | undefined;
+  const poll = async (): Promise<void> => {
+    try {
+      const key = (await fetchList()).map((agent) => agent.name).join('\n');
+      if (lastKey !== undefined && key !== lastKey) for (const listener of listeners) listener();
+      lastKey = key;
+    } catch {
+      // the daemon may be restarting: try again on the next tick
+    }
+  };
+  return {
+    list: () => fetchList(),
+    async send(agentName, message, _principal, signal) {
+      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/messages`, {
+        method: 'POST',
+        headers: headers(true),
+        body: JSON.stringify({ message }),
+        signal,
+      });
+      if (!response.ok) throw await daemonError(response);
+      return ((await response.json()) as { text: string }).text;
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      if (timer === undefined) {
+        void poll();
+        timer = setInterval(() => void poll(), options.pollMs ?? 2000);
+        timer.unref();
+      }
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size === 0 && timer !== undefined) {
+          clearInterval(timer);
+          timer = undefined;
+          lastKey = undefined;
+        }
+      };
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { type CallToolResult, Server, type Tool } from '@modelcontextprotocol/server';
+import type { Principal } from '../../http/index.ts';
+import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
+
+/** The name Loom's MCP server reports to clients. */
+export const LOOM_MCP_SERVER_NAME = 'loom';
+
+/** What one MCP server instance serves: agents from `directory`, acting as `principal`. */
+export interface LoomMcpServerOptions {
+  directory: AgentDirectory;
+  principal: Principal;
+  /** Reported as the server's version. */
+  version: string;
+}
+
+function toolOf(agent: AgentSummary): Tool {
+  const about = agent.description.trim() === '' ? `the Loom agent "${agent.name}"` : agent.description.trim();
+  return {
+    name: agentToolName(agent.name),
+    title: `Loom agent ${agent.name}`,
+    description: `Sends a message to ${about} (Loom agent "${agent.name}") and returns its reply.`,
+    inputSchema: {
+      type: 'object',
+      properties: { message: { type: 'string', description: `The message for the agent "${agent.name}".` } },
+      required: ['message'],
+    },
+  };
+}
+
+const toolError = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+
+/**
+ * Builds one MCP server (the SDK's low-level `Server`) serving each agent of `directory` as a
+ * tool `loom_agent_{name}` with one `message` parameter. The tool list is read from the
+ * directory on every `tools/list`, so it is always current; call `sendToolListChanged()` on the
+ * server to tell a connected client when it changed. A failed call (unknown agent, refused,
+ * failed turn) is a tool error (`isError`) carrying the reason.
+ */
+export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
+  const { directory, principal } = options;
+  const server = new Server(
+    { name: LOOM_MCP_SERVER_NAME, version: options.version },
+    {
+      capabilities: { tools: { listChanged: true } },
+      instructions: 'Each tool loom_agent_<name> sends its `message` to that Loom agent and returns the agent\'s reply.',
+    },
+  );
+
+  // Two agents whose names differ only in case or punctuation map to one tool: the earlier one keeps it.
+  server.setRequestHandler('tools/list', async () => {
+    const seen = new Set<string>();
+    const tools = (await directory.list(principal)).map(toolOf).filter((tool) => !seen.has(tool.name) && seen.add(tool.name) !== undefined);
+    return { tools };
+  });
+
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const { name, arguments: args } = request.params;
+    const agent = (await directory.list(principal)).find((candidate) => agentToolName(candidate.name) === name);
+    if (agent === undefined) return toolError(`no Loom agent is served as the tool "${name}"; list the tools again to see the live agents`);
+    const message = args?.['message'];
+    if (typeof message !== 'string' || message === '') return toolError(`the tool "${name}" needs a non-empty string "message"`);
+    try {
+      const reply = await directory.send(agent.name, message, principal, ctx.mcpReq.signal);
+      return { content: [{ type: 'text', text: reply }] };
+    } catch (error) {
+      return toolError(error instanceof Error ? error.message : String(error));
+    }
+  });
+
+  return server;
+}

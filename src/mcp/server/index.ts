@@ -1,0 +1,11 @@
+/** Loom as an MCP server: agents as tools `loom_agent_{name}`, over stdio (`loom mcp`) and HTTP (`/mcp`). */
+export { agentToolName, callerOf, daemonAgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
+export type { AgentDirectory, AgentSummary, DaemonDirectoryOptions } from './agent-tools.ts';
+export { createLoomMcpServer, LOOM_MCP_SERVER_NAME } from './create-loom-mcp-server.ts';
+export type { LoomMcpServerOptions } from './create-loom-mcp-server.ts';
+export { createMcpHttpHandler } from './create-mcp-http-handler.ts';
+export type { McpHttpHandler, McpHttpHandlerOptions, McpRequestOrigin } from './create-mcp-http-handler.ts';
+export { createLegacySseEndpoints, MAX_MCP_MESSAGE_BYTES } from './legacy-sse-endpoints.ts';
+export type { LegacySseEndpoints, LegacySseOptions } from './legacy-sse-endpoints.ts';
+export { serveMcpStdio } from './serve-mcp-stdio.ts';
+export type { McpStdioOptions, McpStdioServer } from './serve-mcp-stdio.ts';

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
+import type { Principal } from '../../http/index.ts';
+
+/** Messages larger than this are refused (spec/05: 10 MB). */
+export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
+
+/** How often an idle SSE stream gets a comment line, so proxies keep it open. */
+const KEEPALIVE_MS = 15_000;
+
+const encoder = new TextEncoder();
+
+/**
+ * The server side of one 2024-11-05 HTTP+SSE connection: messages to the client are `message`
+ * events on the stream; messages from the client arrive through `POST {messagesPath}?sessionId=`.
+ * Only the framing lives here — JSON-RPC is the SDK's (`Server` over this `Transport`).
+ */
+class SseConnectionTransport implements Transport {
+  readonly sessionId: string;
+  readonly principal: Principal;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
+  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private closed = false;
+
+  constructor(sessionId: string, principal: Principal) {
+    this.sessionId = sessionId;
+    this.principal = principal;
+  }
+
+  attach(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.controller = controller;
+  }
+
+  write(event: string | undefined, data: string): void {
+    if (this.closed || this.controller === undefined) return;
+    const lines = data.split('\n').map((line) => `data: ${line}`).join('\n');
+    this.controller.enqueue(encoder.encode(`${event === undefined ? '' : `event: ${event}\n`}${lines}\n\n`));
+  }
+
+  comment(text: string): void {
+    if (!this.closed) this.controller?.enqueue(encoder.encode(`: ${text}\n\n`));
+  }
+
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the SSE connection is closed'));
+    this.write('message', JSON.stringify(message));
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    try {
+      this.controller?.close();
+    } catch {
+      // the client already went away
+    }
+    this.onclose?.();
+    return Promise.resolve();
+  }
+}
+
+/** The 2024-11-05 HTTP+SSE endpoints: one MCP server instance per open stream. */
+export interface LegacySseEndpoints {
+  /** `GET …/sse`: opens the stream; its first event names the message endpoint. */
+  open(request: Request, principal: Principal): Promise<Response>;
+  /** `POST …/messages?sessionId=…`: one JSON-RPC message for the stream's server; 202 once accepted. */
+  post(request: Request, principal: Principal): Promise<Response>;
+  /** Sends `notifications/tools/list_changed` on every open stream. */
+  toolsChanged(): void;
+  /** Closes every open stream. */
+  close(): Promise<void>;
+}
+
+export interface LegacySseOptions {
+  /** A fresh server for a principal's new stream. */
+  factory: (principal: Principal) => Server;
+  /** The path the `endpoint` event names (the session id is appended as a query parameter). */
+  messagesPath: string;
+  onerror?: (error: Error) => void;
+}
+
+const plain = (status: number, text: string): Response => new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+
+/** Builds the legacy HTTP+SSE endpoints (MCP 2024-11-05), for clients that predate Streamable HTTP. */
+export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEndpoints {
+  const connections = new Map<string, { transport: SseConnectionTransport; server: Server }>();
+
+  return {
+    async open(request, principal) {
+      const transport = new SseConnectionTransport(randomUUID(), principal);
+      const server = options.factory(principal);
+      const keepalive = setInterval(() => transport.comment('keepalive'), KEEPALIVE_MS);
+      keepalive.unref();
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          transport.attach(controller);
+        },
+        cancel() {
+          void transport.close();
+        },
+      });
+      transport.onclose = () => {
+        clearInterval(keepalive);
+        connections.delete(transport.sessionId);
+        void server.close().catch(() => undefined);
+      };
+      try {
+        await server.connect(transport);
+      } catch (error) {
+        await transport.close();
+        throw error;
+      }
+      connections.set(transport.sessionId, { transport, server });
+      request.signal.addEventListener('abort', () => void transport.close(), { once: true });
+      transport.write('endpoint', `${options.messagesPath}?sessionId=${encodeURIComponent(transport.sessionId)}`);
+      return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
+    },
+
+    async post(request, principal) {
+      const sessionId = new URL(request.url).searchParams.get('sessionId');
+      const connection = sessionId === null ? undefined : connections.get(sessionId);
+      // Another principal's session is answered as unknown: session ids are not capabilities.
+      if (connection === undefined || connection.transport.principal.name !== principal.name) return plain(404, 'no open MCP SSE session with this sessionId');
+      const length = Number(request.headers.get('content-length') ?? '0');
+      if (length > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
+      const text = await request.text();
+      if (Buffer.byteLength(text, 'utf8') > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
+      let message: JSONRPCMessage;
+      try {
+        message = parseJSONRPCMessage(JSON.parse(text));
+      } catch (error) {
+        options.onerror?.(error instanceof Error ? error : new Error(String(error)));
+        return plain(400, 'the body is not a JSON-RPC message');
+      }
+      connection.transport.onmessage?.(message);
+      return plain(202, 'Accepted');
+    },
+
+    toolsChanged() {
+      for (const { server } of connections.values()) void server.sendToolListChanged().catch((error: unknown) => options.onerror?.(error instanceof Error ? error : new Error(String(error))));
+    },
+
+    async close() {
+      await Promise.all([...connections.values()].map(({ transport }) => transport.close()));
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { Hono } from 'hono';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createA2aServer, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
+import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+
+/** Loom's A2A server on a real kernel, over real HTTP on 127.0.0.1. */
+export interface A2aHarness {
+  url: string;
+  host: TestHost;
+  a2a: A2aServer;
+  repository: A2aTaskRepository;
+  server: RunningHttpServer;
+  request(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startA2a(dir: string, options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository } = {}): Promise<A2aHarness> {
+  const host = await openTestHost(dir, options.config ?? {});
+  const repository = options.repository ?? new InMemoryA2aTaskRepository();
+  const a2a = createA2aServer({ kernel: host.kernel, config: ConfigSchema.parse(options.config ?? {}), repository, logger: createSilentLogger(), ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
+  const app = new Hono();
+  app.route('/', a2a.publicRoutes);
+  app.route('/', a2a.routes);
+  const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  return {
+    url: server.url,
+    host,
+    a2a,
+    repository,
+    server,
+    request: (path, init) => fetch(`${server.url}${path}`, init),
+    close: async () => {
+      a2a.close();
+      await server.close();
+      await host.close();
+    },
+  };
+}

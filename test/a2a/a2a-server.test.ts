@@ -1,0 +1,118 @@
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { type AgentCard, type Message, Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
+import { type A2aHarness, startA2a } from './a2a-harness.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let api: A2aHarness;
+let hanging: HangingModelServer | undefined;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-a2a-');
+  api = await startA2a(dir.path);
+});
+afterEach(async () => {
+  await api.close();
+  await hanging?.close();
+  hanging = undefined;
+  await dir.remove();
+});
+
+function userMessage(text: string): Message {
+  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+const send = (text: string) => ({ tenant: '', message: userMessage(text), configuration: undefined, metadata: undefined });
+
+async function clientFor(agent: string, transport: 'JSONRPC' | 'HTTP+JSON', version: '1.0' | '0.3' = '1.0'): Promise<Client> {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } }), new RestTransportFactory()],
+      preferredTransports: [transport],
+    }),
+  );
+  if (version === '1.0') return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
+  const card = (await (await api.request(`/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
+  return factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') });
+}
+
+function replyOf(result: unknown): string {
+  const task = result as { artifacts: { parts: { content?: { $case: string; value: string } }[] }[] };
+  return task.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.content?.value ?? '')).join('');
+}
+
+describe('agent cards', () => {
+  it('serves a card per agent (1.0 with A2A-Version, spec/05 shape without), the default card, and /a2a/agents', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('helper', model.url, 'description = "Helps"\n[capabilities]\ntools = ["file_read"]')));
+    const v1 = (await (await api.request('/a2a/helper/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
+    expect(v1.name).toBe('helper');
+    expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3']);
+    expect(v1.skills.map((skill) => skill.id)).toEqual(['file_read']);
+    const legacy = (await (await api.request('/.well-known/agent.json')).json()) as Record<string, unknown>;
+    expect(legacy).toMatchObject({ name: 'helper', description: 'Helps', url: `${api.url}/a2a/helper`, capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: true }, defaultInputModes: ['text'] });
+    expect(legacy['skills']).toEqual([{ id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [] }]);
+    const list = (await (await api.request('/a2a/agents')).json()) as { agents: { name: string }[]; total: number };
+    expect(list).toMatchObject({ total: 1, agents: [{ name: 'helper' }] });
+    expect((await api.request('/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).status).toBe(200);
+  });
+
+  it('serves a placeholder card when no agent runs', async () => {
+    const card = (await (await api.request('/.well-known/agent.json')).json()) as { name: string; skills: unknown[] };
+    expect(card).toMatchObject({ name: 'loom', skills: [] });
+    expect(await (await api.request('/a2a/agents')).json()).toEqual({ agents: [], total: 0 });
+  });
+});
+
+describe.each([
+  ['JSONRPC', '1.0'],
+  ['HTTP+JSON', '1.0'],
+  ['JSONRPC', '0.3'],
+] as const)('the @a2a-js/sdk client over %s (A2A %s)', (transport, version) => {
+  it('sends, gets and lists a task', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'Hello from Loom.' }]);
+    const client = await clientFor('echo', transport, version);
+    const result = await client.sendMessage(send('Hi'));
+    expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(result)).toBe('Hello from Loom.');
+    const id = (result as { id: string }).id;
+    const fetched = await client.getTask({ tenant: '', id, historyLength: undefined });
+    expect(fetched.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    if (version === '1.0') {
+      const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
+      expect(listed.tasks.map((task) => task.id)).toContain(id);
+    }
+  });
+
+  it('streams status and artifact updates to the end', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('streamer', model.url)));
+    model.script([{ text: 'Streamed reply.' }]);
+    const client = await clientFor('streamer', transport, version);
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(send('Hi'))) events.push(event);
+    const cases = events.map((event) => event.payload?.$case);
+    expect(cases[0]).toBe('task');
+    expect(cases).toContain('artifactUpdate');
+    const last = events.at(-1)?.payload;
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('cancels a long-running task', async () => {
+    hanging = await startHangingModelServer();
+    await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url)));
+    const client = await clientFor('slow', transport, version);
+    const stream = client.sendMessageStream(send('Tell me a long story'));
+    const first = (await stream.next()).value as StreamResponse;
+    expect(first.payload?.$case).toBe('task');
+    const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
+    const canceled = await client.cancelTask({ tenant: '', id, metadata: {} });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await hanging.closed;
+    await stream.return(undefined);
+    expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+});
