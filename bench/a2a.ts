@@ -81,8 +81,13 @@ export async function a2aTaskBench(): Promise<Record<string, unknown>> {
     );
     const inFlightMs = performance.now() - started;
     return {
-      send_message: { ...summarize(durations), errors: roundTripErrors },
-      in_flight: { tasks: IN_FLIGHT, agents: AGENTS, total_ms: round(inFlightMs), errors: inFlightErrors },
+      bench: 'a2a-task',
+      ...summarize(durations),
+      errors: roundTripErrors,
+      in_flight_tasks: IN_FLIGHT,
+      in_flight_agents: AGENTS,
+      in_flight_total_ms: round(inFlightMs),
+      in_flight_errors: inFlightErrors,
     };
   } finally {
     a2a.close();

@@ -3,6 +3,7 @@
 import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
+import { mcpCallBench } from './mcp.ts';
 import { spawnBench } from './spawn.ts';
 import { toolTurnBench, turnBench } from './turn.ts';
 
@@ -15,6 +16,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   'cold-start': coldStartBench,
   'idle-rss': idleRssBench,
   'a2a-task': a2aTaskBench,
+  'mcp-call': mcpCallBench,
 };
 
 const requested = process.argv.slice(2);
