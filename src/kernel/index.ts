@@ -11,7 +11,7 @@ export { CapabilityManager } from './capability-manager.ts';
 export { createEventBus } from './event-bus.ts';
 export type { EventBus, KernelEvent, KernelEventListener, KillReason } from './event-bus.ts';
 export { createKernel } from './kernel.ts';
-export type { BootReport, Kernel, KernelDependencies, SpawnOptions } from './kernel.ts';
+export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
 export { modelName } from './message-flow.ts';
 export type { SendOptions } from './message-flow.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';

@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, validateInheritance } from '../capabilities/index.ts';
-import type { AgentRecord, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store } from '../contracts/index.ts';
+import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult } from '../contracts/index.ts';
 import {
   AgentNameTakenError,
   AgentNotFoundError,
@@ -99,6 +99,13 @@ export interface Kernel {
   audit(options?: { agent?: string; after?: number; type?: string; limit?: number }): Promise<EventRecord[]>;
   /** Tokens and cost by agent and model, optionally for one agent (name or id) and since a time. */
   usage(options?: { agent?: string; since?: number }): Promise<UsageRow[]>;
+  /**
+   * The tools a principal that is not an agent (the `[mcp_server]` identity MCP clients act as)
+   * may call: those its capabilities grant.
+   */
+  principalTools(principal: ToolPrincipal): Tool<never>[];
+  /** Runs one tool call for such a principal through the tool runner (every check applies). */
+  runPrincipalTool(principal: ToolPrincipal, toolName: string, input: unknown, signal: AbortSignal): Promise<ToolResult>;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
   /**
@@ -119,6 +126,30 @@ function inheritTokenCap(parent: Manifest, child: Manifest): Manifest {
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Ids of principals that are not agents start with this (an agent's id is a UUID). */
+const PRINCIPAL_ID_PREFIX = 'principal:';
+
+const NO_FILTER = { allowlist: [], blocklist: [] } as const;
+
+/** An identity that is not an agent but may call tools: MCP clients acting as `[mcp_server]`. */
+export interface ToolPrincipal {
+  /** Also the name of its workspace folder, where its relative paths resolve. */
+  name: string;
+  capabilities: readonly Capability[];
+}
+
+function principalAgent(principal: ToolPrincipal, workspaceOf: (name: string) => string): ToolAgent {
+  return {
+    id: `${PRINCIPAL_ID_PREFIX}${principal.name}`,
+    name: principal.name,
+    workspace: workspaceOf(principal.name),
+    capabilities: principal.capabilities,
+    execPolicy: { allow_shell: true, allow_network: true, allow_file_write: true },
+    depth: 0,
+    chain: [],
+  };
+}
 
 /** Builds a kernel. Call `boot()` before using it. */
 export function createKernel(dependencies: KernelDependencies): Kernel {
@@ -199,7 +230,29 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     ...(dependencies.approvalTimeoutMs === undefined ? {} : { timeoutMs: dependencies.approvalTimeoutMs }),
     publish: (event) => void publish(event),
   });
+  const principalWorkspace = (name: string): string => dependencies.runtime?.workspaceOf({ name, workspace: undefined }) ?? name;
   let runner: ToolRunner | undefined;
+  // Built on first use: the runner acts through the kernel handle, which needs the kernel.
+  const toolRunner = (): ToolRunner => {
+    runner ??= createToolRunner({
+      tools: dependencies.runtime?.tools ?? [],
+      kernel: handle,
+      clock,
+      logger,
+      env: dependencies.runtime?.env ?? {},
+      // A principal's grants come with it; an agent's are read live (revoked when it is killed).
+      grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
+      approvals,
+      audit: async (entry) => {
+        try {
+          await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
+        } catch (error) {
+          logger.error({ err: error }, 'could not record a tool refusal in the audit log');
+        }
+      },
+    });
+    return runner;
+  };
   const flow = createMessageFlow({
     store,
     clock,
@@ -209,25 +262,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     capabilities,
     quotas,
     runtime: dependencies.runtime,
-    runner: () => {
-      runner ??= createToolRunner({
-        tools: dependencies.runtime?.tools ?? [],
-        kernel: handle,
-        clock,
-        logger,
-        env: dependencies.runtime?.env ?? {},
-        grants: (agent) => capabilities.granted(agent.id),
-        approvals,
-        audit: async (entry) => {
-          try {
-            await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
-          } catch (error) {
-            logger.error({ err: error }, 'could not record a tool refusal in the audit log');
-          }
-        },
-      });
-      return runner;
-    },
+    runner: toolRunner,
   });
 
   const kernel: Kernel = {
@@ -346,6 +381,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     send: (reference, message, options) => flow.send(reference, message, options),
+
+    principalTools: (principal) => toolRunner().toolsFor(principalAgent(principal, principalWorkspace), NO_FILTER),
+
+    async runPrincipalTool(principal, toolName, input, signal) {
+      const outcome = await toolRunner().run({ toolCallId: ids.uuid(), toolName, input }, { agent: principalAgent(principal, principalWorkspace), filter: NO_FILTER, settings: {}, signal });
+      return outcome.result;
+    },
 
     async session(reference) {
       const entry = registry.resolve(reference);

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { readDaemonFile } from '../../daemon/index.ts';
 import type { Principal } from '../../http/index.ts';
-import { type AgentDirectory, daemonAgentDirectory, kernelAgentDirectory, serveMcpStdio } from '../../mcp/server/index.ts';
+import { type AgentDirectory, daemonAgentDirectory, kernelAgentDirectory, mcpPrincipal, serveMcpStdio } from '../../mcp/server/index.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
@@ -43,7 +43,7 @@ export function registerMcpCommand(program: Command, io: CliIo): Command {
         release = () => Promise.resolve();
       } else {
         const context = await openCliContext(io);
-        directory = kernelAgentDirectory(context.kernel);
+        directory = kernelAgentDirectory(context.kernel, mcpPrincipal(context.config));
         release = () => context.close();
       }
       const server = serveMcpStdio({

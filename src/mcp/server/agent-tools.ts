@@ -1,5 +1,6 @@
 import { mayReachAgent, type Principal } from '../../http/index.ts';
-import type { AgentView, Caller, Kernel } from '../../kernel/index.ts';
+import { z } from 'zod';
+import type { AgentView, Caller, Kernel, ToolPrincipal } from '../../kernel/index.ts';
 
 /** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
 export function agentToolName(agentName: string): string {
@@ -24,6 +25,17 @@ export interface AgentDirectory {
   send(agentName: string, message: string, principal: Principal, signal: AbortSignal): Promise<string>;
   /** Calls `listener` whenever agents may have been spawned or killed; returns an unsubscribe. */
   subscribe(listener: () => void): () => void;
+  /** Tools besides the agents (the `[mcp_server]` principal's), for `principal`. */
+  tools?(principal: Principal): Promise<ServedTool[]>;
+  /** Runs one of {@link tools} through the kernel's tool runner. */
+  callTool?(name: string, input: unknown, principal: Principal, signal: AbortSignal): Promise<{ text: string; isError: boolean }>;
+}
+
+/** A tool served besides the agents, with its input as JSON schema. */
+export interface ServedTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
 }
 
 /** The kernel caller of a principal reaching Loom over MCP. */
@@ -31,9 +43,31 @@ export function callerOf(principal: Principal): Caller {
   return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
 }
 
-/** The directory over a kernel in this process; `agent-spawn` and `agent-kill` events signal changes. */
-export function kernelAgentDirectory(kernel: Kernel): AgentDirectory {
+/**
+ * The directory over a kernel in this process; `agent-spawn` and `agent-kill` events signal
+ * changes. With `tools` (the `[mcp_server]` principal), it also serves the tools that principal's
+ * capabilities grant, run through the kernel's tool runner; not to viewers.
+ */
+export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): AgentDirectory {
+  const served = (principal: Principal): ToolPrincipal | undefined => (tools === undefined || principal.role === 'viewer' ? undefined : tools);
   return {
+    tools: (principal) => {
+      const identity = served(principal);
+      if (identity === undefined) return Promise.resolve([]);
+      return Promise.resolve(
+        kernel.principalTools(identity).map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+        })),
+      );
+    },
+    callTool: async (name, input, principal, signal) => {
+      const identity = served(principal);
+      if (identity === undefined) return { text: `the tool "${name}" is not served to this key`, isError: true };
+      const result = await kernel.runPrincipalTool(identity, name, input, signal);
+      return { text: result.text, isError: result.isError === true };
+    },
     list: (principal) =>
       Promise.resolve(
         kernel

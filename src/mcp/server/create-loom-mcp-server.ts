@@ -50,11 +50,16 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   server.setRequestHandler('tools/list', async () => {
     const seen = new Set<string>();
     const tools = (await directory.list(principal)).map(toolOf).filter((tool) => !seen.has(tool.name) && seen.add(tool.name) !== undefined);
-    return { tools };
+    const more = (await directory.tools?.(principal)) ?? [];
+    return { tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))] };
   });
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
+      const result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
+      return { content: [{ type: 'text', text: result.text }], ...(result.isError ? { isError: true } : {}) };
+    }
     const agent = (await directory.list(principal)).find((candidate) => agentToolName(candidate.name) === name);
     if (agent === undefined) return toolError(`no Loom agent is served as the tool "${name}"; list the tools again to see the live agents`);
     const message = args?.['message'];

@@ -8,6 +8,7 @@ import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { type AgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
+import { mcpPrincipal } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
 
 /** What the `/mcp` endpoints are built from. */
@@ -75,7 +76,7 @@ function socketAddress(c: HttpContext): string {
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const logger = (options.logger ?? createSilentLogger()).child({ component: 'mcp-server' });
   const authenticator = createAuthenticator(options.config, options.env);
-  const directory = options.directory ?? kernelAgentDirectory(options.kernel);
+  const directory = options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config));
   const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, principal: principalOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });

@@ -9,3 +9,5 @@ export { createLegacySseEndpoints, MAX_MCP_MESSAGE_BYTES } from './legacy-sse-en
 export type { LegacySseEndpoints, LegacySseOptions } from './legacy-sse-endpoints.ts';
 export { serveMcpStdio } from './serve-mcp-stdio.ts';
 export type { McpStdioOptions, McpStdioServer } from './serve-mcp-stdio.ts';
+export { MCP_PRINCIPAL_NAME, mcpPrincipal } from './mcp-principal.ts';
+export type { ServedTool } from './agent-tools.ts';

@@ -1,0 +1,16 @@
+import { capabilitiesFromManifest } from '../../capabilities/index.ts';
+import type { Config } from '../../config/index.ts';
+import type { ToolPrincipal } from '../../kernel/index.ts';
+
+/** The principal's name: its workspace is `LOOM_HOME/workspaces/mcp-clients`. */
+export const MCP_PRINCIPAL_NAME = 'mcp-clients';
+
+/**
+ * The identity MCP clients act as when they call tools other than the agents:
+ * `[mcp_server.capabilities]`. Undefined when it grants no tool (the default: agents only).
+ */
+export function mcpPrincipal(config: Pick<Config, 'mcp_server'>): ToolPrincipal | undefined {
+  const capabilities = capabilitiesFromManifest(config.mcp_server.capabilities);
+  if (!capabilities.some((capability) => capability.kind === 'tool_invoke' || capability.kind === 'tool_all')) return undefined;
+  return { name: MCP_PRINCIPAL_NAME, capabilities };
+}

@@ -1,0 +1,53 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MCP_PRINCIPAL_NAME } from '../../src/mcp/server/index.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { connectClient, firstText, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
+
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let served: McpHttpServer;
+let client: Client | undefined;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-mcp-principal-');
+});
+afterEach(async () => {
+  await client?.close().catch(() => undefined);
+  client = undefined;
+  await served.close();
+  await dir.remove();
+});
+
+describe('the [mcp_server] principal\'s tools over MCP', () => {
+  it('are listed besides the agents and run through the tool runner with its capabilities only', async () => {
+    served = await startMcpHttpServer(dir.path, { config: { mcp_server: { capabilities: { tools: ['file_write', 'file_read'] } } } });
+    client = await connectClient(served.url, 'modern');
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(names).toEqual(['file_read', 'file_write']);
+
+    const written = await client.callTool({ name: 'file_write', arguments: { path: 'from-mcp.txt', content: 'written over MCP' } });
+    expect(written.isError ?? false).toBe(false);
+    const file = join(served.host.home.workspacesDir, MCP_PRINCIPAL_NAME, 'from-mcp.txt');
+    expect(await readFile(file, 'utf8')).toBe('written over MCP');
+
+    // A tool outside its grants is refused by the runner, as for an agent.
+    const refused = await client.callTool({ name: 'shell_exec', arguments: { command: 'ls' } });
+    expect(refused.isError).toBe(true);
+    expect(firstText(refused)).toContain('may not call shell_exec');
+    const outside = await client.callTool({ name: 'file_read', arguments: { path: '/etc/hostname' } });
+    expect(outside.isError).toBe(true);
+    expect(firstText(outside)).toContain('is not granted [capabilities].file_read "/etc/hostname"');
+  });
+
+  it('are not served at all by default: only the agents are', async () => {
+    served = await startMcpHttpServer(dir.path);
+    client = await connectClient(served.url, 'modern');
+    expect((await client.listTools()).tools).toEqual([]);
+    const refused = await client.callTool({ name: 'file_write', arguments: { path: 'x.txt', content: 'no' } });
+    expect(refused.isError).toBe(true);
+    expect(existsSync(join(served.host.home.workspacesDir, MCP_PRINCIPAL_NAME, 'x.txt'))).toBe(false);
+  });
+});
