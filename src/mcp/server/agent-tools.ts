@@ -58,7 +58,7 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
         kernel.principalTools(identity).map((tool) => ({
           name: tool.name,
           description: tool.description,
-          inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+          inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }),
         })),
       );
     },
