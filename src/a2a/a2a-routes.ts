@@ -13,9 +13,11 @@ import {
   taskStateFromJSON,
   type Task as TaskValue,
 } from '@a2a-js/sdk';
-import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { LegacyA2AError, LegacyJsonRpcTransportHandler, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../contracts/index.ts';
@@ -23,6 +25,7 @@ import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
 import { buildAgentCard, endpointsOf, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
+import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
 import type { A2aTaskRepository } from './task-repository.ts';
 
 /** What the A2A server is built from. */
@@ -169,6 +172,8 @@ export function toLegacyTask(task: TaskValue): unknown {
  * - JSON-RPC: `POST /a2a/{agent}` (1.0 with `A2A-Version: 1.0`, 0.3 without the header);
  * - HTTP+JSON 1.0: `/a2a/{agent}/rest/message:send`, `message:stream`, `tasks`, `tasks/{id}`,
  *   `tasks/{id}:cancel`, `tasks/{id}:subscribe`;
+ * - HTTP+JSON 0.3 (the SDK's own 0.3 router): `/a2a/{agent}/v1/message:send`, `v1/message:stream`,
+ *   `v1/tasks/{id}`, `v1/tasks/{id}:cancel`, `v1/tasks/{id}:subscribe`, `v1/card`;
  * - legacy (spec/05): `POST /a2a/tasks/send`, `GET /a2a/tasks/{id}`, `POST /a2a/tasks/{id}/cancel`.
  */
 export function createA2aServer(options: A2aServerOptions): A2aServer {
@@ -178,7 +183,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const base = listenPath === '/' ? '' : listenPath;
   const store = new BoundedTaskStore({ repository: options.repository, now: options.now ?? Date.now, ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
   const executors = new Map<string, LoomAgentExecutor>();
-  const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; origin: string }>();
+  const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
+  /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router (by its Node request). */
+  const legacyRestCallers = new WeakMap<IncomingMessage, Caller>();
 
   const findAgent = (name: string): AgentDetailView | undefined => {
     try {
@@ -205,11 +212,12 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     if (cached !== undefined && cached.origin === origin) return cached;
     let executor = executors.get(agent.name);
     if (executor === undefined) {
-      executor = new LoomAgentExecutor(kernel, agent.name, logger);
+      executor = new LoomAgentExecutor(kernel, agent.name, logger, store);
       executors.set(agent.name, executor);
     }
     const handler = new CheckedRequestHandler(cardOf(agent, origin), store, executor, options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
-    const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), origin };
+    const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? { kind: 'user', role: 'owner' }));
+    const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
     return built;
   };
@@ -417,6 +425,37 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     } catch (error) {
       return restError(error);
     }
+  });
+
+  // HTTP+JSON (0.3): the SDK's 0.3 REST router answers on the Node request and response themselves.
+  routes.on(['GET', 'POST'], `${base}/:agent/v1/*`, async (c) => {
+    const name = c.req.param('agent');
+    const agent = findAgent(name);
+    if (agent === undefined) return unknownAgent(c, name);
+    const node = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+    const listener = await handlersOf(agent, originOf(c)).legacyRest;
+    if (listener === undefined || node?.incoming === undefined || node.outgoing === undefined) {
+      return c.json({ code: -32004, message: 'A2A 0.3 HTTP+JSON is not available on this server; use JSON-RPC' }, 501);
+    }
+    const { incoming, outgoing } = node;
+    const url = new URL(c.req.url);
+    const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
+    incoming.url = `${url.pathname.slice(base.length + 1 + agentSegment.length)}${url.search}`;
+    legacyRestCallers.set(incoming, options.callerOf?.(c) ?? { kind: 'user', role: 'owner' });
+    if (c.req.method === 'POST') {
+      // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
+      // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.
+      const text = await c.req.text();
+      let parsed: unknown = {};
+      try {
+        parsed = text.trim() === '' ? {} : (JSON.parse(text) as unknown);
+      } catch {
+        return c.json(toLegacyHTTPError(LegacyA2AError.parseError('Invalid JSON payload.')), 400);
+      }
+      Object.assign(incoming, { body: parsed, _body: true });
+    }
+    listener(incoming, outgoing);
+    return RESPONSE_ALREADY_SENT;
   });
 
   return {

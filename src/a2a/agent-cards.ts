@@ -7,12 +7,14 @@ export interface A2aEndpoints {
   jsonRpc: string;
   /** HTTP+JSON (A2A 1.0): `{base}/{agent}/rest/...`. */
   rest: string;
+  /** HTTP+JSON (A2A 0.3): `{base}/{agent}`, under which 0.3 clients call `/v1/message:send`, `/v1/tasks/{id}`, ... */
+  restV03: string;
 }
 
 /** The endpoints of `agent` on the server at `origin` under `listenPath`. */
 export function endpointsOf(origin: string, listenPath: string, agent: string): A2aEndpoints {
   const base = `${origin}${listenPath === '/' ? '' : listenPath}/${encodeURIComponent(agent)}`;
-  return { jsonRpc: base, rest: `${base}/rest` };
+  return { jsonRpc: base, rest: `${base}/rest`, restV03: base };
 }
 
 /** The A2A skills of an agent: one per tool it may use (spec/05). */
@@ -36,7 +38,7 @@ function skillsOf(agent: AgentDetailView | undefined): AgentCard['skills'] {
 
 /**
  * The A2A 1.0 card of an agent (or the placeholder card when `agent` is undefined: no agents),
- * with its JSON-RPC and HTTP+JSON interfaces; JSON-RPC also in 0.3.
+ * with its JSON-RPC and HTTP+JSON interfaces, in 1.0 and in 0.3.
  */
 export function buildAgentCard(agent: AgentDetailView | undefined, endpoints: A2aEndpoints): AgentCard {
   return {
@@ -46,6 +48,7 @@ export function buildAgentCard(agent: AgentDetailView | undefined, endpoints: A2
       { url: endpoints.jsonRpc, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
       { url: endpoints.rest, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
       { url: endpoints.jsonRpc, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
+      { url: endpoints.restV03, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', tenant: '' },
     ],
     provider: undefined,
     version: agent?.version ?? '0.1.0',
@@ -77,6 +80,7 @@ export interface LegacyAgentCard {
 /** Converts a card to spec/05's shape. */
 export function toLegacyCard(card: AgentCard): LegacyAgentCard {
   const jsonRpc = card.supportedInterfaces.find((entry) => entry.protocolBinding === 'JSONRPC')?.url ?? '';
+  const rest = card.supportedInterfaces.find((entry) => entry.protocolBinding === 'HTTP+JSON' && entry.protocolVersion === '0.3')?.url;
   return {
     name: card.name,
     description: card.description,
@@ -84,7 +88,7 @@ export function toLegacyCard(card: AgentCard): LegacyAgentCard {
     version: card.version,
     protocolVersion: '0.3.0',
     preferredTransport: 'JSONRPC',
-    additionalInterfaces: [{ url: jsonRpc, transport: 'JSONRPC' }],
+    additionalInterfaces: [{ url: jsonRpc, transport: 'JSONRPC' }, ...(rest === undefined ? [] : [{ url: rest, transport: 'HTTP+JSON' }])],
     capabilities: { streaming: card.capabilities?.streaming ?? false, pushNotifications: false, stateTransitionHistory: true },
     skills: card.skills.map((skill) => ({ id: skill.id, name: skill.name, description: skill.description, tags: skill.tags, examples: skill.examples })),
     defaultInputModes: card.defaultInputModes,

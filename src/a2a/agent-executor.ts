@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, TaskState } from '@a2a-js/sdk';
-import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { User } from '@a2a-js/sdk/server';
 import type { Caller, Kernel } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
@@ -41,34 +41,58 @@ export function agentMessage(taskId: string, contextId: string, text: string): M
  * Runs A2A tasks as turns of one Loom agent through `kernel.stream`, mapping its events to task
  * status and artifact updates: text deltas stream into the `response` artifact, an approval
  * request puts the task in `input-required`, the finish completes it; cancel aborts the turn.
+ *
+ * The SDK stops recording a task's events once it reaches `input-required` (an interrupted state:
+ * it expects the client's next message to resume it), but a Loom turn goes on by itself once a
+ * human decides the approval: from then on the executor records its own events in the task store
+ * (given `store`), so GetTask follows the task to its end.
  */
 export class LoomAgentExecutor implements AgentExecutor {
   readonly #kernel: Kernel;
   readonly #agent: string;
   readonly #logger: Logger;
-  readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string }>();
+  readonly #store: TaskStore | undefined;
+  readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string; record: (event: AgentExecutionEvent) => void }>();
 
-  constructor(kernel: Kernel, agent: string, logger: Logger) {
+  constructor(kernel: Kernel, agent: string, logger: Logger, store?: TaskStore) {
     this.#kernel = kernel;
     this.#agent = agent;
     this.#logger = logger;
+    this.#store = store;
   }
 
   execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const { taskId, contextId } = request;
     const user = request.context.user;
     const caller: Caller = user instanceof LoomA2aUser ? user.caller : { kind: 'user', role: 'owner' };
-    const run = { controller: new AbortController(), finished: false, contextId };
+    // Set once the task was interrupted (input-required): the events the SDK no longer records.
+    let recorder: ResultManager | undefined;
+    let recorded = Promise.resolve();
+    const record = (event: AgentExecutionEvent): void => {
+      const manager = recorder;
+      if (manager === undefined) return;
+      recorded = recorded
+        .then(() => manager.processEvent(event))
+        .catch((error: unknown) => {
+          this.#logger.warn({ err: error, taskId, agent: this.#agent }, 'A2A task update not recorded');
+        });
+    };
+    const publish = (event: AgentExecutionEvent): void => {
+      bus.publish(event);
+      record(event);
+    };
+    const run = { controller: new AbortController(), finished: false, contextId, record };
     this.#running.set(taskId, run);
     const status = (state: TaskState, message?: Message, metadata?: Record<string, unknown>): void => {
       if (run.finished) return;
       if (state !== TaskState.TASK_STATE_WORKING && state !== TaskState.TASK_STATE_INPUT_REQUIRED) run.finished = true;
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata }));
+      publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata }));
+      if (state === TaskState.TASK_STATE_INPUT_REQUIRED && this.#store !== undefined) recorder ??= new ResultManager(this.#store, request.context);
     };
     const artifactId = `${taskId}-response`;
     const artifact = (text: string, append: boolean, lastChunk: boolean): void => {
       if (run.finished) return;
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] }, append, lastChunk, metadata: undefined }));
+      publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] }, append, lastChunk, metadata: undefined }));
     };
     try {
       if (request.task === undefined) {
@@ -126,6 +150,7 @@ export class LoomAgentExecutor implements AgentExecutor {
       else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, error instanceof Error ? error.message : String(error)));
     } finally {
       this.#running.delete(taskId);
+      await recorded;
       bus.finished();
     }
   };
@@ -136,7 +161,9 @@ export class LoomAgentExecutor implements AgentExecutor {
       run.controller.abort();
       if (!run.finished) {
         run.finished = true;
-        bus.publish(AgentEvent.statusUpdate({ taskId, contextId: run.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+        const canceled = AgentEvent.statusUpdate({ taskId, contextId: run.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined });
+        bus.publish(canceled);
+        run.record(canceled);
       }
     }
     return Promise.resolve();

@@ -1,7 +1,8 @@
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { type AgentCard, type Message, Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
@@ -31,13 +32,42 @@ const send = (text: string) => ({ tenant: '', message: userMessage(text), config
 async function clientFor(agent: string, transport: 'JSONRPC' | 'HTTP+JSON', version: '1.0' | '0.3' = '1.0'): Promise<Client> {
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } }), new RestTransportFactory()],
+      transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } }), new RestTransportFactory({ legacyCompat: { enabled: true } })],
       preferredTransports: [transport],
     }),
   );
   if (version === '1.0') return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
-  const card = (await (await api.request(`/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
-  return factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') });
+  // A 0.3 peer: the card as served without A2A-Version (0.3 shape), read by the SDK's 0.3 card parser.
+  const card = parseLegacyAgentCard(await (await api.request(`/a2a/${agent}/.well-known/agent-card.json`)).json());
+  expect(card.supportedInterfaces.find((entry) => entry.protocolBinding === transport)?.protocolVersion).toMatch(/^0\.3/);
+  return factory.createFromAgentCard(card);
+}
+
+const writeCall = { toolCalls: [{ name: 'file_write', input: { path: 'approved.txt', content: 'ok' } }] };
+const carefulToml = (): string => agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+
+/** Streams a message to the end of its stream (the SDK ends it at a terminal or interrupted state). */
+async function streamAll(client: Client, text: string): Promise<StreamResponse[]> {
+  const events: StreamResponse[] = [];
+  for await (const event of client.sendMessageStream(send(text))) events.push(event);
+  return events;
+}
+const stateOf = (event: StreamResponse | undefined): TaskState | undefined => (event?.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : event?.payload?.$case === 'task' ? event.payload.value.status?.state : undefined);
+const taskIdOf = (events: StreamResponse[]): string => {
+  const first = events[0]?.payload;
+  return first?.$case === 'task' ? first.value.id : '';
+};
+
+/** The one pending approval of the kernel, once it exists (bounded wait). */
+async function pendingApproval(): Promise<{ id: string; tool: string }> {
+  return vi.waitFor(
+    async () => {
+      const [pending] = await api.host.kernel.approvals.list();
+      if (pending === undefined) throw new Error('no pending approval yet');
+      return pending;
+    },
+    { timeout: 5000, interval: 10 },
+  );
 }
 
 function replyOf(result: unknown): string {
@@ -50,10 +80,14 @@ describe('agent cards', () => {
     await api.host.kernel.spawn(manifest(agentToml('helper', model.url, 'description = "Helps"\n[capabilities]\ntools = ["file_read"]')));
     const v1 = (await (await api.request('/a2a/helper/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
     expect(v1.name).toBe('helper');
-    expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3']);
+    expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']);
     expect(v1.skills.map((skill) => skill.id)).toEqual(['file_read']);
     const legacy = (await (await api.request('/.well-known/agent.json')).json()) as Record<string, unknown>;
     expect(legacy).toMatchObject({ name: 'helper', description: 'Helps', url: `${api.url}/a2a/helper`, capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: true }, defaultInputModes: ['text'] });
+    expect(legacy['additionalInterfaces']).toEqual([
+      { url: `${api.url}/a2a/helper`, transport: 'JSONRPC' },
+      { url: `${api.url}/a2a/helper`, transport: 'HTTP+JSON' },
+    ]);
     expect(legacy['skills']).toEqual([{ id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [] }]);
     const list = (await (await api.request('/a2a/agents')).json()) as { agents: { name: string }[]; total: number };
     expect(list).toMatchObject({ total: 1, agents: [{ name: 'helper' }] });
@@ -71,6 +105,7 @@ describe.each([
   ['JSONRPC', '1.0'],
   ['HTTP+JSON', '1.0'],
   ['JSONRPC', '0.3'],
+  ['HTTP+JSON', '0.3'],
 ] as const)('the @a2a-js/sdk client over %s (A2A %s)', (transport, version) => {
   it('sends, gets and lists a task', async () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
@@ -114,5 +149,43 @@ describe.each([
     await hanging.closed;
     await stream.return(undefined);
     expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+  it('puts a task whose tool call waits for a human approval in input-required, and completes it once approved', async () => {
+    await api.host.kernel.spawn(manifest(carefulToml()));
+    model.script([writeCall, { text: 'written' }]);
+    const client = await clientFor('careful', transport, version);
+    const events = await streamAll(client, 'write approved.txt');
+    expect(stateOf(events.at(-1))).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const id = taskIdOf(events);
+    expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const approval = await pendingApproval();
+    expect(approval.tool).toBe('file_write');
+    await api.host.kernel.approvals.decide(approval.id, { approved: true, by: 'owner', reason: null });
+    const done = await vi.waitFor(
+      async () => {
+        const task = await client.getTask({ tenant: '', id, historyLength: undefined });
+        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        return task;
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    expect(replyOf(done)).toBe('written');
+  });
+
+  it('SubscribeToTask on a running task (waiting for approval) receives its updates to completion', async () => {
+    await api.host.kernel.spawn(manifest(carefulToml()));
+    model.script([writeCall, { text: 'written after approval' }]);
+    const client = await clientFor('careful', transport, version);
+    const id = taskIdOf(await streamAll(client, 'write approved.txt'));
+    const subscription = client.resubscribeTask({ tenant: '', id });
+    const first = await subscription.next();
+    expect(first.done).toBe(false);
+    expect(stateOf(first.value as StreamResponse)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    await api.host.kernel.approvals.decide((await pendingApproval()).id, { approved: true, by: 'owner', reason: null });
+    const updates: StreamResponse[] = [];
+    for await (const event of subscription) updates.push(event);
+    expect(updates.map((event) => event.payload?.$case)).toContain('artifactUpdate');
+    expect(stateOf(updates.at(-1))).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 });

@@ -1,0 +1,50 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { A2ARequestHandler, User } from '@a2a-js/sdk/server';
+
+/** A Node request listener (an Express app). */
+export type NodeRequestListener = (request: IncomingMessage, response: ServerResponse) => void;
+
+interface ExpressApp extends NodeRequestListener {
+  disable(setting: string): void;
+  use(handler: unknown): void;
+}
+
+interface LegacyRestRouterModule {
+  legacyRestRouter(options: { requestHandler: A2ARequestHandler; userBuilder: (request: IncomingMessage) => Promise<User> }): unknown;
+}
+
+/**
+ * Loads the SDK's A2A 0.3 HTTP+JSON router (`@a2a-js/sdk/compat/v0_3/server/express`) and Express,
+ * its optional peer dependency. Undefined when Express is not installed: the 0.3 REST binding is
+ * then answered 501 (JSON-RPC 0.3 and A2A 1.0 keep working).
+ */
+let loading: Promise<{ express: () => ExpressApp; router: LegacyRestRouterModule } | undefined> | undefined;
+async function loadSdkRouter(): Promise<{ express: () => ExpressApp; router: LegacyRestRouterModule } | undefined> {
+  loading ??= (async () => {
+    try {
+      // A variable specifier: Express ships no types and is not a direct dependency of Loom.
+      const expressSpecifier = 'express';
+      const expressModule = (await import(expressSpecifier)) as { default: () => ExpressApp };
+      const router = (await import('@a2a-js/sdk/compat/v0_3/server/express')) as unknown as LegacyRestRouterModule;
+      return { express: expressModule.default, router };
+    } catch {
+      return undefined;
+    }
+  })();
+  return loading;
+}
+
+/**
+ * The SDK's own A2A 0.3 HTTP+JSON endpoints (`/v1/message:send`, `/v1/message:stream`,
+ * `/v1/tasks/{id}`, `/v1/tasks/{id}:cancel`, `/v1/tasks/{id}:subscribe`, `/v1/card`) for one
+ * request handler, as a Node request listener: the 0.3 wire format, its translation to 1.0 and
+ * its errors are the SDK's. `userOf` gives the caller of a request.
+ */
+export async function createLegacyRestListener(requestHandler: A2ARequestHandler, userOf: (request: IncomingMessage) => User): Promise<NodeRequestListener | undefined> {
+  const loaded = await loadSdkRouter();
+  if (loaded === undefined) return undefined;
+  const app = loaded.express();
+  app.disable('x-powered-by');
+  app.use(loaded.router.legacyRestRouter({ requestHandler, userBuilder: (request) => Promise.resolve(userOf(request)) }));
+  return app;
+}
