@@ -50,7 +50,7 @@ export interface A2aServerOptions {
 
 /** Loom's A2A server: the routes, and its task store (shared by A2A 1.0, 0.3 and the legacy endpoints). */
 export interface A2aServer {
-  /** Agent cards: public. Mount at the root, before the auth middleware (or list the paths in {@link isPublicA2aPath}). */
+  /** Agent cards: public. Mount at the root, before the auth middleware (or list the paths in `isPublicA2aPath`). */
   readonly publicRoutes: Hono;
   /** Everything else, behind the API's auth and rate limit. Mount at the root (paths include the listen path). */
   readonly routes: Hono;
@@ -89,13 +89,6 @@ class CheckedRequestHandler extends DefaultRequestHandler {
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
-
-/** Whether `path` is one of the public A2A paths (agent cards) for `listenPath`. */
-export function isPublicA2aPath(path: string, listenPath = '/a2a'): boolean {
-  if (path === '/.well-known/agent-card.json' || path === '/.well-known/agent.json') return true;
-  const base = listenPath === '/' ? '' : listenPath;
-  return path === `${base}/agents` || (path.startsWith(`${base}/`) && path.endsWith('/.well-known/agent-card.json'));
-}
 
 function sse(events: AsyncIterable<unknown>, onError: (error: unknown) => unknown): Response {
   const encoder = new TextEncoder();

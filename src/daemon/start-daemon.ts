@@ -3,7 +3,7 @@ import type { Config, LoomHome } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { type Host, openHost } from '../host/index.ts';
-import { startExternalDiscovery } from '../a2a/index.ts';
+import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';

@@ -5,8 +5,9 @@ import { type Config, expandHome, type LoomHome } from '../config/index.ts';
 import type { Clock, Logger, Tool } from '../contracts/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
-import { a2aSendTool } from '../a2a/index.ts';
-import { createMcpClientManager, type McpClientManager } from '../mcp/index.ts';
+// Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
+import { a2aSendTool } from '../a2a/external-agents.ts';
+import type { McpClientManager } from '../mcp/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openSqliteStore, type SqliteStore } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
@@ -70,7 +71,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     const clock = options.clock ?? createSystemClock();
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
-        ? createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock })
+        ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock })
         : undefined;
     const runtime = createRuntime(options, mcp === undefined ? undefined : () => mcp.tools());
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent))];

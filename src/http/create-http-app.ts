@@ -13,9 +13,12 @@ import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
-import { createA2aServer, InMemoryA2aTaskRepository, isPublicA2aPath, listExternalAgents } from '../a2a/index.ts';
+// Deliberately not '../a2a/index.ts' nor '../mcp/index.ts': those load the A2A and MCP SDKs, which
+// are imported on the first A2A or MCP request instead, to keep the daemon's start and idle memory small.
+import { listExternalAgents } from '../a2a/external-agents.ts';
+import { isPublicA2aPath } from '../a2a/public-paths.ts';
 import type { TaskRepository } from '../contracts/index.ts';
-import { createMcpHttpHandler, type McpServerStatus } from '../mcp/index.ts';
+import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
@@ -39,6 +42,16 @@ export interface HttpAppOptions {
   /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
   tasks?: TaskRepository;
 }
+
+/** Builds a value on first use, once (concurrent first uses share the build). */
+function once<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () => (built ??= build());
+}
+
+/** Where the API's principal travels to the A2A app (in its env, next to the Node request and response). */
+const A2A_PRINCIPAL = 'loomPrincipal';
+type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined };
 
 /** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
 function isA2aStream(method: string, path: string, listenPath: string): boolean {
@@ -168,22 +181,44 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
-  app.route('/', createMcpHttpHandler({ kernel, config: options.config, env: options.env, version: options.version ?? defaultVersion(), logger, clientAddress: addressOf }).routes);
+  const version = options.version ?? defaultVersion();
+  const mcp = once(async () => {
+    const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
+    return createMcpHttpHandler({ kernel, config, env: options.env, version, logger, clientAddress: addressOf });
+  });
+  const mcpOrigin = (c: HttpContext) => ({ address: addressOf(c), principal: c.get('principal') });
+  app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
+  app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
+  app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));
   app.get('/api/a2a/external', (c) => c.json(listExternalAgents()));
   if (config.a2a.enabled) {
-    const a2a = createA2aServer({
-      kernel,
-      config,
-      repository: options.tasks ?? new InMemoryA2aTaskRepository(),
-      logger,
-      now: () => clock.now(),
-      callerOf: (c) => {
-        const principal = (c as HttpContext).get('principal');
-        return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
-      },
+    // The A2A routes are an app of their own, built on the first A2A request; the caller rides in its env.
+    const a2a = once(async () => {
+      const { createA2aServer, InMemoryA2aTaskRepository } = await import('../a2a/index.ts');
+      const server = createA2aServer({
+        kernel,
+        config,
+        repository: options.tasks ?? new InMemoryA2aTaskRepository(),
+        logger,
+        now: () => clock.now(),
+        callerOf: (c) => {
+          const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
+          return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
+        },
+      });
+      const inner = new Hono();
+      inner.route('/', server.publicRoutes);
+      inner.route('/', server.routes);
+      inner.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
+      inner.onError((error, c) => respond(c, error));
+      return inner;
     });
-    app.route('/', a2a.publicRoutes);
-    app.route('/', a2a.routes);
+    const forward = async (c: HttpContext): Promise<Response> => (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal') });
+    const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
+    app.all('/.well-known/agent-card.json', forward);
+    app.all('/.well-known/agent.json', forward);
+    app.all(base === '' ? '/*' : base, forward);
+    if (base !== '') app.all(`${base}/*`, forward);
   }
   return app;
 }

@@ -1,5 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+// Loaded before `serve` swaps the global Response for its own: RESPONSE_ALREADY_SENT (the A2A 0.3
+// REST router's answer, loaded later with the A2A routes) must be a native Response, or the server
+// writes it out as an empty 200 over the router's reply.
+import '@hono/node-server/utils/response';
 
 /** A listening HTTP server. */
 export interface RunningHttpServer {

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
-import { discoverAgent, ExternalAgentRegistry, listExternalAgents, sendA2aMessage } from '../../a2a/index.ts';
+import { ExternalAgentRegistry, listExternalAgents } from '../../a2a/external-agents.ts';
 import { UsageError } from '../../errors/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
+
+// Every command module loads with `loom start`: the A2A client (and its SDK) loads when a command uses it.
+const loadClient = () => import('../../a2a/a2a-client.ts');
 
 function isUrl(text: string): boolean {
   return /^https?:\/\//i.test(text);
@@ -20,6 +23,7 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
     .addHelpText('after', '\nExample:\n  $ loom a2a discover https://research.example.com\n')
     .action(async (url: string, options: { json?: boolean }) => {
       if (!isUrl(url)) throw new UsageError(`"${url}" is not an http(s) URL`);
+      const { discoverAgent } = await loadClient();
       const card = await discoverAgent(url);
       if (options.json === true) {
         io.stdout(`${JSON.stringify(card, null, 2)}\n`);
@@ -52,6 +56,7 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
         }
         url = entry.url;
       }
+      const { discoverAgent, sendA2aMessage } = await loadClient();
       const card = await discoverAgent(url);
       const result = await sendA2aMessage(card, message);
       io.stdout(options.json === true ? `${JSON.stringify({ task_id: result.taskId, state: result.state, text: result.text }, null, 2)}\n` : `${result.text}\n`);

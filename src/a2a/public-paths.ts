@@ -1,0 +1,8 @@
+// Kept apart from the routes (and the SDK they load), so the API's auth can ask without loading them.
+
+/** Whether `path` is one of the public A2A paths (agent cards) for `listenPath`. */
+export function isPublicA2aPath(path: string, listenPath = '/a2a'): boolean {
+  if (path === '/.well-known/agent-card.json' || path === '/.well-known/agent.json') return true;
+  const base = listenPath === '/' ? '' : listenPath;
+  return path === `${base}/agents` || (path.startsWith(`${base}/`) && path.endsWith('/.well-known/agent-card.json'));
+}
