@@ -175,6 +175,13 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const listenPath = options.config.a2a.listen_path;
   const base = listenPath === '/' ? '' : listenPath;
   const store = new BoundedTaskStore({ repository: options.repository, now: options.now ?? Date.now, ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
+  // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any request reads them.
+  const recovered = store
+    .failUnfinished((task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'))
+    .then((count) => {
+      if (count > 0) logger.warn({ tasks: count }, 'failed the A2A tasks the previous daemon left unfinished');
+    })
+    .catch((error: unknown) => logger.error({ err: error }, 'could not fail the A2A tasks the previous daemon left unfinished'));
   const executors = new Map<string, LoomAgentExecutor>();
   const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router (by its Node request). */
@@ -245,6 +252,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   const routes = new Hono();
+  routes.use(`${base}/*`, async (_c, next) => {
+    await recovered;
+    await next();
+  });
 
   // Legacy endpoints (spec/05), on the default agent.
   routes.post(`${base}/tasks/send`, async (c) => {

@@ -1,4 +1,4 @@
-import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse, type Message } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
 
@@ -6,6 +6,8 @@ import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
 export const DEFAULT_MAX_TASKS = 1000;
 
 const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+
+const UNFINISHED = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED];
 
 /** Whether a task state is final. */
 export function isTerminalState(state: TaskState | undefined): boolean {
@@ -62,6 +64,29 @@ export class BoundedTaskStore implements TaskStore {
       updatedAt: now,
     };
     await this.#repository.put(record);
+  }
+
+  /**
+   * Fails every task left unfinished (submitted, working, input-required, auth-required): at
+   * start, those are the tasks whose turns ended with the process that ran them. `message` says
+   * why, as the task's status message. Returns how many were failed.
+   */
+  async failUnfinished(message: (task: Task) => Message): Promise<number> {
+    let failed = 0;
+    for (const state of UNFINISHED) {
+      // Each pass fails what it read, so the next read at offset 0 sees the rest (bounded by the store's size).
+      for (let pass = 0; pass < 1_000_000; pass += 1) {
+        const { records } = await this.#repository.list({ state: taskStateToJSON(state), limit: 100, offset: 0 });
+        if (records.length === 0) break;
+        for (const record of records) {
+          const task = Task.fromJSON(record.task);
+          task.status = { state: TaskState.TASK_STATE_FAILED, message: message(task), timestamp: new Date(this.#now()).toISOString() };
+          await this.save(task);
+          failed += 1;
+        }
+      }
+    }
+    return failed;
   }
 
   async load(taskId: string, _context?: ServerCallContext): Promise<Task | undefined> {

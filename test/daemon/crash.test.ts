@@ -76,3 +76,39 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
     await second.exited;
   });
 });
+
+describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
+  it('fails the task after the restart, saying why, and keeps the finished ones', async () => {
+    const first = await startDaemon();
+    const manifest = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    expect((await post(first.url, '/api/agents', manifest, 'application/toml')).status).toBe(201);
+    const send = (text: string): Promise<Response> =>
+      post(first.url, '/a2a/tasks/send', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text }] } } }), 'application/json');
+    server.script([{ text: 'done' }]);
+    const done = (await (await send('finish this')).json()) as { id: string; status: string };
+    expect(done.status).toBe('completed');
+    // The next task's model fails and is being retried when the daemon is killed.
+    const pending = send('this one is interrupted').catch(() => undefined);
+    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await delay(10);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await pending;
+
+    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    let interrupted: string;
+    try {
+      const working = await store.tasks.list({ state: 'TASK_STATE_WORKING', limit: 10, offset: 0 });
+      expect(working.total).toBe(1);
+      interrupted = working.records[0]?.id ?? '';
+    } finally {
+      await store.close();
+    }
+    const second = await startDaemon();
+    const task = (await (await fetch(`${second.url}/a2a/tasks/${interrupted}`)).json()) as { status: string };
+    expect(task.status).toBe('failed');
+    expect(JSON.stringify(task)).toContain('The task was interrupted: the Loom daemon stopped while it ran.');
+    expect(((await (await fetch(`${second.url}/a2a/tasks/${done.id}`)).json()) as { status: string }).status).toBe('completed');
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+});
