@@ -1,3 +1,4 @@
+import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
@@ -126,6 +127,20 @@ async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGen
       boundary = buffer.indexOf('\n\n');
     }
   }
+}
+
+/**
+ * GETs `path` (a JSON view) from the daemon serving `home`, with `LOOM_API_KEY` as its key when
+ * set; undefined when no daemon runs.
+ * @throws {LoomError} the daemon's error when it refuses.
+ */
+export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: string): Promise<T | undefined> {
+  const daemon = await readDaemonFile(home);
+  if (daemon === undefined) return undefined;
+  const key = env['LOOM_API_KEY'];
+  const response = await fetch(`${daemon.url}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+  if (!response.ok) throw await apiError(response);
+  return (await response.json()) as T;
 }
 
 /**

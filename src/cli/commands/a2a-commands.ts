@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ExternalAgentRegistry, listExternalAgents } from '../../a2a/external-agents.ts';
 import { UsageError } from '../../errors/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
+import { getFromDaemon } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 
@@ -65,14 +66,17 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
 
   a2a
     .command('list')
-    .description('discover the external agents of [[a2a.external_agents]] and show them')
+    .description('show the external agents of [[a2a.external_agents]]: as the running daemon discovered them, else discovered now')
     .option('--json', 'print { agents, total } as GET /api/a2a/external does')
     .action(async (options: { json?: boolean }) => {
-      const { config } = await openHome(io);
-      const registry = new ExternalAgentRegistry();
-      registry.configure(config.a2a.external_agents);
-      await registry.discoverAll(createSilentLogger());
-      const listing = listExternalAgents(registry);
+      const { home, config } = await openHome(io);
+      let listing = await getFromDaemon<ReturnType<typeof listExternalAgents>>(home, io.env, '/api/a2a/external');
+      if (listing === undefined) {
+        const registry = new ExternalAgentRegistry();
+        registry.configure(config.a2a.external_agents);
+        await registry.discoverAll(createSilentLogger());
+        listing = listExternalAgents(registry);
+      }
       if (options.json === true) {
         io.stdout(`${JSON.stringify(listing, null, 2)}\n`);
         return;

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { readDaemonFile } from '../../daemon/index.ts';
-import { LoomError } from '../../errors/index.ts';
 import { mcpServersView } from '../../http/index.ts';
+import { getFromDaemon } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
@@ -19,17 +18,8 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
     .addHelpText('after', '\nExample:\n  $ loom mcp servers --json\n')
     .action(async (options: { json?: boolean }) => {
       const { home, config } = await openHome(io);
-      const daemon = await readDaemonFile(home);
-      let view: ServersView;
-      if (daemon === undefined) {
-        // Without a daemon nothing is connected: show the configuration.
-        view = mcpServersView(config, undefined);
-      } else {
-        const key = io.env['LOOM_API_KEY'];
-        const response = await fetch(`${daemon.url}/api/mcp/servers`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
-        if (!response.ok) throw new LoomError(`HTTP_${response.status}`, response.status < 500 ? 'user' : 'system', `the daemon answered ${response.status}: ${await response.text()}`);
-        view = (await response.json()) as ServersView;
-      }
+      // Without a daemon nothing is connected: show the configuration.
+      const view: ServersView = (await getFromDaemon<ServersView>(home, io.env, '/api/mcp/servers')) ?? mcpServersView(config, undefined);
       if (options.json === true) {
         io.stdout(`${JSON.stringify(view, null, 2)}\n`);
         return;
