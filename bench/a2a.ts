@@ -8,9 +8,7 @@ import { ConfigSchema } from '../src/config/index.ts';
 import { startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
-import { createCostCatalog } from '../src/models/index.ts';
-import { BUILTIN_TOOLS } from '../src/tools/index.ts';
-import { openBenchKernel } from './bench-kernel.ts';
+import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { round, summarize } from './stats.ts';
 
@@ -34,13 +32,7 @@ function completed(result: unknown): boolean {
 /** `a2a-task`: SendMessage round trips (JSON-RPC, A2A 1.0) against an in-process model, then 200 tasks in flight at once. */
 export async function a2aTaskBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel();
-  const bench = await openBenchKernel(undefined, {
-    resolver: { resolve: () => model },
-    costs: createCostCatalog(),
-    tools: BUILTIN_TOOLS,
-    env: {},
-    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  });
+  const bench = await openInstantBenchKernel(model);
   const a2a = createA2aServer({ kernel: bench.kernel, config: ConfigSchema.parse({}), repository: new InMemoryA2aTaskRepository(), logger: createSilentLogger() });
   const app = new Hono();
   app.route('/', a2a.publicRoutes);

@@ -5,6 +5,9 @@ import { createSystemClock } from '../src/clock/index.ts';
 import { type AgentRuntime, createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/index.ts';
+import { createCostCatalog } from '../src/models/index.ts';
+import { BUILTIN_TOOLS } from '../src/tools/index.ts';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 
 /** A kernel over a fresh SQLite file in a temporary folder, removed by `dispose`. */
 export interface BenchKernel {
@@ -31,6 +34,17 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
       if (dir !== undefined) await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A kernel on a new temporary database whose agents all run on `model` (an in-process model: no provider, no network). */
+export function openInstantBenchKernel(model: LanguageModelV4): Promise<BenchKernel> {
+  return openBenchKernel(undefined, {
+    resolver: { resolve: () => model },
+    costs: createCostCatalog(),
+    tools: BUILTIN_TOOLS,
+    env: {},
+    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
+  });
 }
 
 /** A realistic manifest: model, fallback, quotas, a dozen capability patterns. */

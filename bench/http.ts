@@ -9,9 +9,7 @@ import { ConfigSchema } from '../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
-import { createCostCatalog } from '../src/models/index.ts';
-import { BUILTIN_TOOLS } from '../src/tools/index.ts';
-import { openBenchKernel } from './bench-kernel.ts';
+import { openBenchKernel, openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { percentile, round, summarize } from './stats.ts';
 
@@ -22,13 +20,7 @@ const bin = join(import.meta.dirname, '../bin/loom.js');
 /** 1,000 chats over HTTP with SSE, 50 at a time, each on its own agent, against an in-process model. */
 export async function httpTurnBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel();
-  const bench = await openBenchKernel(undefined, {
-    resolver: { resolve: () => model },
-    costs: createCostCatalog(),
-    tools: BUILTIN_TOOLS,
-    env: {},
-    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  });
+  const bench = await openInstantBenchKernel(model);
   const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
   const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), { host: '127.0.0.1', port: 0 });
   try {

@@ -9,10 +9,8 @@ import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { createMcpClientManager, type McpClientManager } from '../src/mcp/client/index.ts';
-import { createCostCatalog } from '../src/models/index.ts';
 import { createToolRunner } from '../src/runtime/index.ts';
-import { BUILTIN_TOOLS } from '../src/tools/index.ts';
-import { openBenchKernel } from './bench-kernel.ts';
+import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { summarize } from './stats.ts';
 
@@ -96,13 +94,7 @@ async function measureClientCalls(): Promise<{ durations: number[]; errors: numb
 /** Official MCP client → `POST /mcp` of an in-process daemon → an agent's turn (instant model) → back. */
 async function measureServerCalls(): Promise<{ durations: number[]; errors: number; protocol: string }> {
   const model = createInstantModel();
-  const bench = await openBenchKernel(undefined, {
-    resolver: { resolve: () => model },
-    costs: createCostCatalog(),
-    tools: BUILTIN_TOOLS,
-    env: {},
-    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  });
+  const bench = await openInstantBenchKernel(model);
   const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
   const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), {
     host: '127.0.0.1',

@@ -1,9 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool } from 'ai';
-import { createCostCatalog } from '../src/models/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
-import { BUILTIN_TOOLS } from '../src/tools/index.ts';
-import { openBenchKernel } from './bench-kernel.ts';
+import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { round, summarize } from './stats.ts';
 
@@ -14,13 +12,7 @@ const AGENTS = 50;
 
 async function measureKernelTurns(withTool: boolean): Promise<number[]> {
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
-  const bench = await openBenchKernel(undefined, {
-    resolver: { resolve: () => model },
-    costs: createCostCatalog(),
-    tools: BUILTIN_TOOLS,
-    env: {},
-    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  });
+  const bench = await openInstantBenchKernel(model);
   try {
     for (let index = 0; index < AGENTS; index += 1) {
       const text = `name = "turner-${index}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_list"]\n`;
