@@ -2,12 +2,13 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
-import { AccessDeniedError, LoomError } from '../errors/index.ts';
+import { AccessDeniedError } from '../errors/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
 import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { mayReachAgent, type Principal } from './create-authenticator.ts';
 import { HttpRequestError } from './http-request-error.ts';
+import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
 import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
@@ -114,16 +115,9 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
       return c.json(toTurnView(result));
     }
 
-    const cancel = new AbortController();
-    const events = kernel.stream(reference, message, { caller: callerOf(principal), signal: AbortSignal.any([deadline.signal, cancel.signal]) })[Symbol.asyncIterator]();
-    // A turn refused before it starts (suspended agent, quota) is an error response, not a stream.
-    const first = await events.next();
-    if (!first.done && first.value.type === 'error') {
-      const { code, category, message: text } = first.value;
-      throw new LoomError(code, category, text);
-    }
+    const { first, events, disconnect } = await startTurnStream(kernel, reference, message, callerOf(principal), deadline.signal);
     return streamSSE(c, async (stream) => {
-      stream.onAbort(() => cancel.abort(new Error('the client disconnected')));
+      stream.onAbort(disconnect);
       try {
         if (first.done === true) return;
         await stream.writeSSE({ event: first.value.type, data: JSON.stringify(wireEvent(first.value)) });

@@ -8,6 +8,7 @@ import type { TurnResult } from '../../runtime/index.ts';
 import { mayReachAgent, type Principal } from '../create-authenticator.ts';
 import { type HttpEnv, principalOf } from '../http-context.ts';
 import { readJsonBody } from '../request-input.ts';
+import { startTurnStream } from '../start-turn-stream.ts';
 import { ChatCompletionRequestSchema, lastUserMessage } from './chat-completion-request.ts';
 import { toOpenAiErrorResponse } from './to-openai-error-response.ts';
 
@@ -128,16 +129,9 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
-    const cancel = new AbortController();
-    const events = kernel.stream(name, message, { caller: callerOf(principal), signal: AbortSignal.any([deadline.signal, cancel.signal]) })[Symbol.asyncIterator]();
-    // A turn refused before it starts (suspended agent, quota) is an error response, not a stream.
-    const first = await events.next();
-    if (!first.done && first.value.type === 'error') {
-      const { code, category, message: text } = first.value;
-      throw new LoomError(code, category, text);
-    }
+    const { first, events, disconnect } = await startTurnStream(kernel, name, message, callerOf(principal), deadline.signal);
     return streamSSE(c, async (stream) => {
-      stream.onAbort(() => cancel.abort(new Error('the client disconnected')));
+      stream.onAbort(disconnect);
       const write = async (data: unknown): Promise<void> => {
         if (!stream.aborted) await stream.writeSSE({ data: typeof data === 'string' ? data : JSON.stringify(data) });
       };

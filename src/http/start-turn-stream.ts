@@ -1,0 +1,28 @@
+import { LoomError } from '../errors/index.ts';
+import type { Caller, Kernel } from '../kernel/index.ts';
+import type { AgentEvent } from '../runtime/index.ts';
+
+/** A streamed turn whose first event is already read, and the way to stop it when the client leaves. */
+export interface TurnStream {
+  first: IteratorResult<AgentEvent>;
+  events: AsyncIterator<AgentEvent>;
+  /** Aborts the turn (call it from the stream's `onAbort`). */
+  disconnect: () => void;
+}
+
+/**
+ * Starts `kernel.stream` for a streamed HTTP reply and reads its first event. A turn refused
+ * before it starts (suspended agent, quota) throws its error, to be answered as an error
+ * response rather than as a stream.
+ * @throws {LoomError} the refusal.
+ */
+export async function startTurnStream(kernel: Kernel, reference: string, message: string, caller: Caller, signal: AbortSignal): Promise<TurnStream> {
+  const cancel = new AbortController();
+  const events = kernel.stream(reference, message, { caller, signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
+  const first = await events.next();
+  if (!first.done && first.value.type === 'error') {
+    const { code, category, message: text } = first.value;
+    throw new LoomError(code, category, text);
+  }
+  return { first, events, disconnect: () => cancel.abort(new Error('the client disconnected')) };
+}
