@@ -25,6 +25,19 @@ export interface ApiOptions {
   clientAddress?: string;
 }
 
+/** Two API keys: `admin-secret` (owner) and `helper-secret` (a user limited to agents `helper-*`). */
+export const OWNER_AND_HELPER_KEYS = {
+  config: {
+    auth: {
+      keys: [
+        { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
+        { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
+      ],
+    },
+  },
+  env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret' },
+} satisfies ApiOptions;
+
 /** Opens a test host in `dir` and serves its kernel. */
 export async function startApi(dir: string, options: ApiOptions = {}): Promise<Api> {
   const host = await openTestHost(dir, options.config ?? {});

@@ -2,7 +2,7 @@ import OpenAI, { AuthenticationError, BadRequestError, NotFoundError, Permission
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { agentToml, type Api, type ApiOptions, startApi } from './api-harness.ts';
+import { agentToml, type Api, type ApiOptions, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -17,17 +17,7 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const KEYS = {
-  config: {
-    auth: {
-      keys: [
-        { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
-        { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
-      ],
-    },
-  },
-  env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret' },
-} satisfies ApiOptions;
+const KEYS = OWNER_AND_HELPER_KEYS;
 
 /** Serves a kernel with `agents` spawned (talking to the scripted model server). */
 async function open(options: ApiOptions, agents: string[]): Promise<Api> {

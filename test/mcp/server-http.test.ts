@@ -1,6 +1,7 @@
 import type { Client, Tool } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentManifest, type ClientKind, MODERN_REVISION, connectClient, firstText, type McpHttpServer, startMcpHttpServer, waitFor } from './server-harness.ts';
 
@@ -30,17 +31,7 @@ async function connect(url: string, kind: ClientKind, options: Parameters<typeof
   return client;
 }
 
-const KEYS = {
-  config: {
-    auth: {
-      keys: [
-        { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
-        { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
-      ],
-    },
-  },
-  env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret' },
-};
+const KEYS = OWNER_AND_HELPER_KEYS;
 
 describe.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('the MCP endpoint with a %s client', (kind) => {
   it('lists each live agent as loom_agent_<name> with one message parameter and its description', async () => {
