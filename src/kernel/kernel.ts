@@ -1,9 +1,8 @@
-import { capabilitiesFromManifest, validateInheritance } from '../capabilities/index.ts';
+import { capabilitiesFromManifest } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult } from '../contracts/index.ts';
 import {
   AgentNameTakenError,
   AgentNotFoundError,
-  CapabilityEscalationError,
   StoreConflictError,
   StoreNotFoundError,
 } from '../errors/index.ts';
@@ -13,6 +12,7 @@ import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import { confineChild } from './child-confinement.ts';
 import { ApprovalService } from './approval-service.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
@@ -116,13 +116,11 @@ export interface Kernel {
 }
 
 /**
- * A token cap only restricts, so a child that sets none runs under its parent's cap rather
- * than being refused; the cap is written into the child's manifest, where `show` displays it.
+ * Where workspaces are when a kernel has no runtime (it runs no tools, so none is ever made):
+ * only so that a child's workspace can still be placed inside its parent's.
  */
-function inheritTokenCap(parent: Manifest, child: Manifest): Manifest {
-  const cap = parent.capabilities.llm_max_tokens;
-  if (cap === undefined || child.capabilities.llm_max_tokens !== undefined) return child;
-  return { ...child, capabilities: { ...child.capabilities, llm_max_tokens: cap } };
+function workspaceWithoutRuntime(agent: { name: string; workspace: string | undefined }): string {
+  return agent.workspace ?? `/workspaces/${agent.name}`;
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -295,18 +293,17 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
-      const manifest = parent === undefined ? requested : inheritTokenCap(parent.manifest, requested);
+      // A child never exceeds its parent in anything that gives power, not only [capabilities].
+      const manifest =
+        parent === undefined
+          ? requested
+          : confineChild(parent, requested, {
+              workspaceOf: dependencies.runtime?.workspaceOf ?? workspaceWithoutRuntime,
+              defaultModel: dependencies.runtime?.defaultModel,
+              tiers: dependencies.runtime?.tiers,
+              now: clock.now(),
+            });
       const granted = capabilitiesFromManifest(manifest.capabilities);
-      if (parent !== undefined) {
-        try {
-          validateInheritance(parent.capabilities, granted);
-        } catch (error) {
-          if (!(error instanceof CapabilityEscalationError)) throw error;
-          throw new CapabilityEscalationError(`cannot spawn agent "${name}" as a child of "${parent.name}": ${error.message}`, {
-            details: { ...error.details, child: name, parent: parent.name },
-          });
-        }
-      }
 
       const at = clock.now();
       const entry: AgentEntry = {

@@ -56,6 +56,36 @@ export const DEFAULT_BASE_URLS = {
   ollama: 'http://127.0.0.1:11434/v1',
 } as const;
 
+/** Where the Anthropic and OpenAI SDKs send requests when no `base_url` is given. */
+const SDK_BASE_URLS = {
+  anthropic: 'https://api.anthropic.com/v1',
+  openai: 'https://api.openai.com/v1',
+} as const;
+
+/** Where a model call goes and which key it carries: what a model setting empowers. */
+export interface ModelEndpoint {
+  /** The environment variable whose value is sent as the key; `null` when none is sent. */
+  keyVariable: string | null;
+  /** The base URL requests go to (`base_url`, or the provider's default). */
+  baseUrl: string;
+}
+
+/**
+ * The key variable and base URL a call to `target` uses, as {@link createModelResolver} picks
+ * them. A keyless provider (`ollama`, `openai-compatible`) without `api_key_env` sends none.
+ * `openai-compatible` without `base_url` (refused by the manifest schema) has an empty URL.
+ */
+export function modelEndpoint(target: ModelTarget): ModelEndpoint {
+  const keyVariable = target.api_key_env ?? DEFAULT_API_KEY_ENV[target.provider];
+  const providerUrl =
+    target.provider === 'anthropic' || target.provider === 'openai'
+      ? SDK_BASE_URLS[target.provider]
+      : target.provider === 'openai-compatible'
+        ? ''
+        : DEFAULT_BASE_URLS[target.provider];
+  return { keyVariable, baseUrl: target.base_url ?? providerUrl };
+}
+
 /**
  * A model whose provider client is loaded on its first call: a daemon whose agents are idle
  * never loads the provider SDKs. Configuration errors (a missing key) are still raised at once,

@@ -1,0 +1,418 @@
+import { isAbsolute, join, normalize } from 'node:path/posix';
+import { Cron } from 'croner';
+import { capabilitiesFromManifest, filePatternCovers, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
+import type { Capability, JsonValue } from '../contracts/index.ts';
+import { CapabilityEscalationError } from '../errors/index.ts';
+import { DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import { type ModelTarget, type ModelTier, modelEndpoint } from '../models/index.ts';
+import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
+
+/**
+ * What a manifest empowers is more than its `[capabilities]`: everything inside its workspace
+ * needs no grant, `[exec_policy]` and the tool lists take tools away, `[model]` decides which
+ * secret goes to which host, `[autonomous]` puts calls before a person, `[resources]` and
+ * `[schedule]` decide how much it may spend and how often it acts unasked, and `module` decides
+ * what code runs. `confineChild` is the one definition of "a child never exceeds its parent"
+ * over all of that. Each field is one of three sorts:
+ *
+ * - **widening** (capabilities, workspace, models and their keys and URLs, module, schedule,
+ *   tool settings): the child's must lie within what the parent may do, or the spawn is refused
+ *   with a message naming every field that exceeds it;
+ * - **restricting** (exec policy, tool blocklist, approvals, and the allowlists `tool_allowlist`,
+ *   `mcp_servers`, `skills`): the parent's restrictions are merged into the child, whether or
+ *   not it repeats them;
+ * - **limits** (resources, `max_tokens`, tool timeouts, `max_actions_per_cycle`, priority): the
+ *   child's may not exceed the parent's. A child that leaves one at its default runs under its
+ *   parent's; one that sets it higher is refused.
+ *
+ * The merged manifest is what is stored, so `loom agent show` displays what binds the child.
+ */
+
+/** What the check needs to know of the world: where workspaces are and which models serve. */
+export interface ConfinementContext {
+  /** The absolute workspace folder of an agent (the runtime's `workspaceOf`). */
+  workspaceOf(agent: { name: string; workspace: string | undefined }): string;
+  /** The model of agents without `[model]`. */
+  defaultModel?: ModelTarget | undefined;
+  /** The models serving routing tiers. */
+  tiers?: Partial<Record<ModelTier, ModelTarget | undefined>> | undefined;
+  /** Now, in epoch milliseconds: periodic schedules are compared from here. */
+  now: number;
+}
+
+/** The parent as the check sees it: its stored manifest and the capabilities it holds. */
+export interface ConfinedParent {
+  name: string;
+  manifest: Manifest;
+  capabilities: readonly Capability[];
+}
+
+/** A field of the child that exceeds its parent, in the manifest's words. */
+export interface ConfinementProblem {
+  field: string;
+  problem: string;
+}
+
+/** The folder a child without `workspace` works in, inside its parent's. */
+export const CHILD_WORKSPACES_FOLDER = 'agents';
+
+const DEFAULTS = ManifestSchema.parse({});
+const DEFAULT_MODEL_MAX_TOKENS = 4096;
+const DEFAULT_TOOL_TIMEOUT_SECONDS = DEFAULT_TOOL_TIMEOUT_MS / 1000;
+/** How many upcoming runs of a cron expression are looked at to find its shortest gap. */
+const CRON_RUNS_COMPARED = 64;
+
+/**
+ * The child's manifest as it may run under `parent`: restrictions merged in, limits lowered
+ * where the child left the default, workspace resolved to an absolute path, token cap
+ * inherited. Throws nothing else; pure apart from reading `context`.
+ *
+ * @throws {CapabilityEscalationError} naming every field of `child` that exceeds `parent`;
+ *   `details.fields` lists them as `{ field, problem }`, `details.uncovered` the capabilities.
+ */
+export function confineChild(parent: ConfinedParent, child: Manifest, context: ConfinementContext): Manifest {
+  const problems: ConfinementProblem[] = [];
+  const report = (field: string, problem: string): void => {
+    problems.push({ field, problem });
+  };
+  const p = parent.manifest;
+  const parentCaps = parent.capabilities;
+
+  // Capabilities: each child grant covered by one of the parent's; a missing token cap inherited.
+  const capabilities = inheritTokenCap(p, child);
+  let uncovered: unknown[] = [];
+  try {
+    validateInheritance(parentCaps, capabilitiesFromManifest(capabilities));
+  } catch (error) {
+    if (!(error instanceof CapabilityEscalationError)) throw error;
+    uncovered = Array.isArray(error.details?.['uncovered']) ? (error.details['uncovered'] as unknown[]) : [];
+    report('[capabilities]', error.message);
+  }
+
+  const parentWorkspace = normalize(context.workspaceOf({ name: parent.name, workspace: p.workspace }));
+  const workspace = confineWorkspace(parentWorkspace, parent, child, context, report);
+  checkModule(p, child, report);
+  checkModels(parent, child, context, report);
+  const schedule = confineSchedule(p, child, context.now, parentCaps, [parentWorkspace, workspace], report);
+  const tools = confineToolSettings(p, child, report);
+
+  const resources = {
+    max_tokens_per_hour: limit('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
+    max_cost_per_hour: costLimit(child.resources.max_cost_per_hour, p.resources.max_cost_per_hour, report),
+    max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, DEFAULTS.resources.max_iterations, report),
+  };
+  const model =
+    child.model === undefined
+      ? undefined
+      : { ...child.model, max_tokens: limit('[model].max_tokens', child.model.max_tokens, p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, report) };
+  const priorityRank = limit('priority', PRIORITIES.indexOf(child.priority), PRIORITIES.indexOf(p.priority), PRIORITIES.indexOf(DEFAULTS.priority), report, (rank) => `"${PRIORITIES[rank] ?? '?'}"`);
+
+  const autonomous = confineAutonomous(p, child, report);
+  const tool_allowlist = narrowAllowlist('tool_allowlist', child.tool_allowlist, p.tool_allowlist, report);
+  const mcp_servers = narrowAllowlist('mcp_servers', child.mcp_servers, p.mcp_servers, report);
+  const skills = narrowAllowlist('skills', child.skills, p.skills, report);
+
+  if (problems.length > 0) {
+    const grants = problems.find((entry) => entry.field === '[capabilities]');
+    const others = problems.filter((entry) => entry !== grants).map(({ field, problem }) => `${field} ${problem}`);
+    const text = [grants?.problem, others.length === 0 ? undefined : `${grants === undefined ? 'it exceeds its parent in' : 'Other fields exceed the parent:'} ${others.join('; ')}`];
+    throw new CapabilityEscalationError(`cannot spawn agent "${child.name}" as a child of "${parent.name}": ${text.filter((part) => part !== undefined).join(' ')}`, {
+      details: { child: child.name, parent: parent.name, fields: problems.map((entry) => ({ ...entry })), uncovered: uncovered as JsonValue[] },
+    });
+  }
+
+  const confined: Manifest = {
+    ...child,
+    capabilities,
+    workspace,
+    schedule,
+    tools,
+    resources,
+    priority: PRIORITIES[priorityRank] ?? child.priority,
+    tool_allowlist,
+    tool_blocklist: union(p.tool_blocklist, child.tool_blocklist),
+    mcp_servers,
+    skills,
+  };
+  if (model !== undefined) confined.model = model;
+  if (autonomous !== undefined) confined.autonomous = autonomous;
+  const execPolicy = mergeExecPolicy(p.exec_policy, child.exec_policy);
+  if (execPolicy !== undefined) confined.exec_policy = execPolicy;
+  return confined;
+}
+
+/**
+ * A token cap only restricts, so a child that sets none runs under its parent's cap rather
+ * than being refused; the cap is written into the child's manifest, where `show` displays it.
+ */
+function inheritTokenCap(parent: Manifest, child: Manifest): Manifest['capabilities'] {
+  const cap = parent.capabilities.llm_max_tokens;
+  if (cap === undefined || child.capabilities.llm_max_tokens !== undefined) return child.capabilities;
+  return { ...child.capabilities, llm_max_tokens: cap };
+}
+
+type Report = (field: string, problem: string) => void;
+
+/**
+ * A limit of the child: at most the parent's. Left at its default (the author most likely did
+ * not write it), the parent's tighter value is inherited; set higher, it is refused.
+ */
+function limit(field: string, child: number, parent: number, fallback: number, report: Report, show: (value: number) => string = String): number {
+  if (child <= parent) return child;
+  if (child === fallback) return parent;
+  report(field, `${show(child)} is more than the parent's ${show(parent)}`);
+  return child;
+}
+
+/** `max_cost_per_hour`, where 0 means no limit. */
+function costLimit(child: number, parent: number, report: Report): number {
+  if (parent === 0 || (child !== 0 && child <= parent)) return child;
+  if (child === 0) return parent;
+  report('[resources].max_cost_per_hour', `${child} is more than the parent's ${parent}`);
+  return child;
+}
+
+/**
+ * The child's workspace, absolute. Without one it works in `agents/<name>` inside its parent's
+ * workspace; a relative one is taken inside the parent's workspace. It must lie inside the
+ * parent's workspace, or inside a folder the parent may both read and write by its grants:
+ * everything inside a workspace needs no grant, so the child may reach nothing there that the
+ * parent cannot.
+ */
+function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): string {
+  const written = child.workspace;
+  const resolved =
+    written === undefined
+      ? join(parentWorkspace, CHILD_WORKSPACES_FOLDER, child.name)
+      : written.startsWith('~') || isAbsolute(written)
+        ? context.workspaceOf({ name: child.name, workspace: written })
+        : join(parentWorkspace, written);
+  const workspace = normalizeFilePath(resolved);
+  if (workspace === undefined) {
+    report('workspace', `${JSON.stringify(written)} does not resolve to an absolute path`);
+    return resolved;
+  }
+  const inside = workspace === parentWorkspace || workspace.startsWith(`${parentWorkspace === '/' ? '' : parentWorkspace}/`);
+  if (inside) return workspace;
+  const everything = `${workspace === '/' ? '' : workspace}/*`;
+  const covered = (kind: 'file_read' | 'file_write'): boolean =>
+    parent.capabilities.some((capability) => capability.kind === kind && filePatternCovers(capability.pattern, everything));
+  if (!covered('file_read') || !covered('file_write')) {
+    report(
+      'workspace',
+      `${JSON.stringify(workspace)} lies outside the parent's workspace ${JSON.stringify(parentWorkspace)} and outside what its [capabilities].file_read and file_write grant; ` +
+        `leave workspace out (the child then works in ${JSON.stringify(join(parentWorkspace, CHILD_WORKSPACES_FOLDER, child.name))}) or choose a folder inside the parent's`,
+    );
+  }
+  return workspace;
+}
+
+/** Built-in modules are Loom's own code; a `wasm:` or `python:` module only as the parent's own. */
+function checkModule(parent: Manifest, child: Manifest, report: Report): void {
+  if (child.module.startsWith('builtin:') || child.module === parent.module) return;
+  report('module', `${JSON.stringify(child.module)} is code the parent does not run (the parent runs ${JSON.stringify(parent.module)}); a child may use a builtin: module or its parent's own`);
+}
+
+/** A model an agent may call, with where its field is written. */
+interface NamedModel {
+  field: string;
+  target: ModelTarget;
+}
+
+function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
+  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
+}
+
+/** Every model a manifest may have called: routed tiers, the primary (or default) and fallbacks. */
+function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[] {
+  const models: NamedModel[] = [];
+  const primary = manifest.model === undefined ? context.defaultModel : toTarget(manifest.model);
+  if (primary !== undefined) models.push({ field: manifest.model === undefined ? 'the default model (no [model])' : '[model]', target: primary });
+  manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
+  if (manifest.routing?.enabled === true) {
+    for (const [tier, target] of Object.entries(context.tiers ?? {})) {
+      if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
+    }
+  }
+  return models;
+}
+
+const nameOf = (target: ModelTarget): string => `${target.provider}/${target.model}`;
+
+/** `host:port` of a URL, as `net_connect` grants name it; undefined when it does not parse. */
+function hostPortOf(url: string): string | undefined {
+  try {
+    const parsed = new URL(url);
+    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? '443' : '80') : parsed.port;
+    return `${parsed.hostname}:${port}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Each model the child may call must be one the parent may call (its `llm_query` grants, or
+ * without any its own models), and its key may go only where the parent sends that key, unless
+ * the parent could read the key (`env_read`) and reach the host (`network`) itself. A URL that
+ * carries no key must be one the parent calls or may reach.
+ */
+function checkModels(parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): void {
+  const parentModels = modelsOf(parent.manifest, context).map((model) => ({ name: nameOf(model.target), ...modelEndpoint(model.target) }));
+  const caps = parent.capabilities;
+  const queries = caps.some((capability) => capability.kind === 'llm_query');
+  const networkAllowed = parent.manifest.exec_policy?.allow_network !== false;
+  const mayReach = (url: string): boolean => {
+    const target = hostPortOf(url);
+    return networkAllowed && target !== undefined && isGranted(caps, { kind: 'net_connect', pattern: target });
+  };
+  for (const { field, target } of modelsOf(child, context)) {
+    const name = nameOf(target);
+    const { keyVariable, baseUrl } = modelEndpoint(target);
+    const mayQuery = queries ? isGranted(caps, { kind: 'llm_query', pattern: name }) : parentModels.some((model) => model.name === name);
+    if (!mayQuery) {
+      report(field, `calls model "${name}", which the parent may not call (${queries ? 'its [capabilities].llm_query does not match it' : `it calls only ${parentModels.map((model) => `"${model.name}"`).join(', ') || 'no model'}`})`);
+      continue;
+    }
+    const sameRoute = parentModels.some((model) => model.keyVariable === keyVariable && model.baseUrl === baseUrl);
+    if (sameRoute) continue;
+    const keyAllowed = keyVariable === null || isGranted(caps, { kind: 'env_read', pattern: keyVariable });
+    const urlAllowed = parentModels.some((model) => model.baseUrl === baseUrl) || mayReach(baseUrl);
+    if (keyAllowed && urlAllowed) continue;
+    report(
+      field,
+      keyVariable !== null && !keyAllowed
+        ? `would send ${keyVariable} to ${JSON.stringify(baseUrl)}, where the parent does not send it (the parent needs [capabilities].env_read "${keyVariable}" and network for that host, or use the parent's model settings)`
+        : `would call ${JSON.stringify(baseUrl)}, which the parent neither calls nor may reach through [capabilities].network`,
+    );
+  }
+}
+
+/** Scheduling modes in which an agent acts unasked at a rate its schedule sets. */
+const TIMED_MODES = new Set(['continuous', 'periodic']);
+
+/** The shortest time between two runs of a timed schedule, in seconds. */
+function shortestGapSeconds(schedule: Manifest['schedule'], now: number): number {
+  if (schedule.mode === 'continuous') return schedule.interval_seconds ?? 0;
+  if (schedule.cron === undefined) return 0;
+  const runs = new Cron(schedule.cron, { paused: true, timezone: 'UTC' }).nextRuns(CRON_RUNS_COMPARED, new Date(now));
+  let gap = Number.POSITIVE_INFINITY;
+  for (let index = 1; index < runs.length; index += 1) {
+    gap = Math.min(gap, ((runs[index] as Date).getTime() - (runs[index - 1] as Date).getTime()) / 1000);
+  }
+  return gap;
+}
+
+/**
+ * A child may act unasked only if its parent does, and no more often: a timed (continuous or
+ * periodic) child needs a timed parent whose runs are at least as far apart; a proactive child
+ * a proactive parent, and a file trigger only on files the parent may read. A continuous child
+ * left at the default interval takes its parent's.
+ */
+function confineSchedule(parent: Manifest, child: Manifest, now: number, parentCaps: readonly Capability[], workspaces: readonly string[], report: Report): Manifest['schedule'] {
+  const mode = child.schedule.mode;
+  if (mode === 'reactive') return child.schedule;
+  const parentMode = parent.schedule.mode;
+  if (mode === 'proactive') {
+    if (parentMode !== 'proactive') {
+      report('[schedule].mode', `"proactive" acts unasked, but the parent is "${parentMode}"`);
+      return child.schedule;
+    }
+    child.schedule.triggers.forEach((trigger, index) => {
+      if (trigger.pattern === undefined || !trigger.event.startsWith('file_')) return;
+      const inside = workspaces.some((folder) => filePatternCovers(`${folder}/*`, trigger.pattern as string));
+      const readable = parentCaps.some((capability) => capability.kind === 'file_read' && filePatternCovers(capability.pattern, trigger.pattern as string));
+      if (!inside && !readable) report(`[[schedule.triggers]][${index}].pattern`, `${JSON.stringify(trigger.pattern)} watches files the parent may not read`);
+    });
+    return child.schedule;
+  }
+  if (!TIMED_MODES.has(parentMode)) {
+    report('[schedule].mode', `"${mode}" acts unasked on a timer, but the parent is "${parentMode}"`);
+    return child.schedule;
+  }
+  const parentGap = shortestGapSeconds(parent.schedule, now);
+  if (mode === 'continuous' && child.schedule.interval_seconds !== undefined && child.schedule.interval_seconds < parentGap) {
+    // Left at the default, it takes the parent's pace.
+    if (child.schedule.interval_seconds === DEFAULT_INTERVAL_SECONDS && parentMode === 'continuous') return { ...child.schedule, interval_seconds: parentGap };
+    report('[schedule].interval_seconds', `${child.schedule.interval_seconds} s runs more often than the parent, whose runs are ${parentGap} s apart`);
+    return child.schedule;
+  }
+  const childGap = shortestGapSeconds(child.schedule, now);
+  if (childGap < parentGap) report('[schedule].cron', `${JSON.stringify(child.schedule.cron)} runs more often (every ${childGap} s at the shortest) than the parent (every ${parentGap} s)`);
+  return child.schedule;
+}
+
+/**
+ * Tool settings may only narrow: a child's `timeout_seconds` is a limit (default 60 s), any
+ * other numeric setting is at most the parent's when the parent sets it, and any other setting
+ * (a provider, a base URL) must be the parent's own. The parent's settings are inherited.
+ */
+function confineToolSettings(parent: Manifest, child: Manifest, report: Report): Manifest['tools'] {
+  const merged: Manifest['tools'] = {};
+  for (const [tool, settings] of Object.entries(parent.tools)) merged[tool] = { ...settings };
+  for (const [tool, settings] of Object.entries(child.tools)) {
+    const inherited = parent.tools[tool] ?? {};
+    const result: Record<string, JsonValue | undefined> = { ...inherited };
+    for (const [key, value] of Object.entries(settings)) {
+      const field = `[tools.${tool}].${key}`;
+      const theirs = inherited[key];
+      if (key === 'timeout_seconds' && typeof value === 'number') {
+        const parentTimeout = typeof theirs === 'number' ? theirs : DEFAULT_TOOL_TIMEOUT_SECONDS;
+        result[key] = limit(field, value, parentTimeout, DEFAULT_TOOL_TIMEOUT_SECONDS, report);
+      } else if (typeof value === 'number' && typeof theirs === 'number') {
+        if (value > theirs) report(field, `${value} is more than the parent's ${theirs}`);
+        result[key] = value;
+      } else if (typeof value === 'number' && theirs === undefined) {
+        result[key] = value;
+      } else if (JSON.stringify(value) !== JSON.stringify(theirs)) {
+        report(field, `${JSON.stringify(value)} differs from the parent's ${theirs === undefined ? 'default' : JSON.stringify(theirs)}; a child may only narrow tool settings`);
+      } else {
+        result[key] = value;
+      }
+    }
+    merged[tool] = result as Manifest['tools'][string];
+  }
+  return merged;
+}
+
+/** `[autonomous]`: the parent's approvals always bind the child; its numbers are limits. */
+function confineAutonomous(parent: Manifest, child: Manifest, report: Report): Manifest['autonomous'] {
+  const theirs = parent.autonomous;
+  const ours = child.autonomous;
+  if (theirs === undefined) return ours;
+  if (ours === undefined) return { ...theirs, approval_required_for: [...theirs.approval_required_for] };
+  const defaults = DEFAULT_AUTONOMOUS;
+  return {
+    approval_required_for: union(theirs.approval_required_for, ours.approval_required_for),
+    max_actions_per_cycle: limit('[autonomous].max_actions_per_cycle', ours.max_actions_per_cycle, theirs.max_actions_per_cycle, defaults.max_actions_per_cycle, report),
+    idle_timeout_seconds: limit('[autonomous].idle_timeout_seconds', ours.idle_timeout_seconds, theirs.idle_timeout_seconds, defaults.idle_timeout_seconds, report),
+  };
+}
+
+const DEFAULT_AUTONOMOUS = ManifestSchema.parse({ autonomous: {} }).autonomous as NonNullable<Manifest['autonomous']>;
+
+/**
+ * An allowlist where empty means "all": under a parent's non-empty list, a child's empty list
+ * becomes the parent's, and a non-empty one may name only what the parent's names.
+ */
+function narrowAllowlist(field: string, child: readonly string[], parent: readonly string[], report: Report): string[] {
+  if (parent.length === 0) return [...child];
+  if (child.length === 0) return [...parent];
+  const extra = child.filter((name) => !parent.includes(name));
+  if (extra.length > 0) report(field, `${extra.map((name) => JSON.stringify(name)).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not in the parent's ${field} (${parent.map((name) => JSON.stringify(name)).join(', ')})`);
+  return [...child];
+}
+
+/** `[exec_policy]`: each switch is on only when both allow it. */
+function mergeExecPolicy(parent: Manifest['exec_policy'], child: Manifest['exec_policy']): Manifest['exec_policy'] {
+  if (parent === undefined) return child;
+  if (child === undefined) return { ...parent };
+  return {
+    allow_shell: parent.allow_shell && child.allow_shell,
+    allow_network: parent.allow_network && child.allow_network,
+    allow_file_write: parent.allow_file_write && child.allow_file_write,
+  };
+}
+
+function union(first: readonly string[], second: readonly string[]): string[] {
+  return [...new Set([...first, ...second])];
+}
