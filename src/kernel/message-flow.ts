@@ -18,6 +18,7 @@ import {
   partialOutcomeOf,
   runAgentLoop,
   SUMMARY_INSTRUCTION,
+  type ToolFilter,
   type ToolRunner,
   type TurnResult,
   withStabilityGuidelines,
@@ -76,21 +77,40 @@ function chainOf(caller: Caller): readonly string[] {
   return caller.kind === 'agent' ? [...caller.chain, caller.agentId] : [];
 }
 
-/** The agent as its tools see it. */
-export function toToolAgent(entry: AgentEntry, workspace: string, chain: readonly string[]): ToolAgent {
-  const policy = entry.manifest.exec_policy;
+/** How the tool runner treats an agent's calls: who it is, its tool lists, its approvals and tool settings. */
+export interface ToolPolicy {
+  agent: ToolAgent;
+  filter: ToolFilter;
+  /** `[autonomous].approval_required_for`. */
+  approvalRequiredFor: readonly string[];
+  settings: Manifest['tools'];
+}
+
+/**
+ * The tool policy of an agent in a turn reached through `chain`, read from its stored manifest:
+ * the one place a manifest's exec policy, tool lists, approvals and tool settings become what
+ * the tool runner enforces.
+ */
+export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities'>, workspace: string, chain: readonly string[]): ToolPolicy {
+  const { manifest } = entry;
+  const policy = manifest.exec_policy;
   return {
-    id: entry.id,
-    name: entry.name,
-    workspace,
-    capabilities: entry.capabilities,
-    execPolicy: {
-      allow_shell: policy?.allow_shell ?? true,
-      allow_network: policy?.allow_network ?? true,
-      allow_file_write: policy?.allow_file_write ?? true,
+    agent: {
+      id: entry.id,
+      name: entry.name,
+      workspace,
+      capabilities: entry.capabilities,
+      execPolicy: {
+        allow_shell: policy?.allow_shell ?? true,
+        allow_network: policy?.allow_network ?? true,
+        allow_file_write: policy?.allow_file_write ?? true,
+      },
+      depth: chain.length,
+      chain,
     },
-    depth: chain.length,
-    chain,
+    filter: { allowlist: manifest.tool_allowlist, blocklist: manifest.tool_blocklist, mcpServers: manifest.mcp_servers },
+    approvalRequiredFor: manifest.autonomous?.approval_required_for ?? [],
+    settings: manifest.tools,
   };
 }
 
@@ -193,9 +213,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
     const base = await histories.load(entry.sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
-    const agent = toToolAgent(entry, workspace, chainOf(caller));
+    const { agent, filter, approvalRequiredFor, settings } = toolPolicyOf(entry, workspace, chainOf(caller));
     const runner = parts.runner();
-    const filter = { allowlist: entry.manifest.tool_allowlist, blocklist: entry.manifest.tool_blocklist, mcpServers: entry.manifest.mcp_servers };
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
@@ -237,9 +256,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         resolver: runtime.resolver,
         runner,
         tools,
-        settings: entry.manifest.tools,
+        settings,
         filter,
-        approvalRequiredFor: entry.manifest.autonomous?.approval_required_for ?? [],
+        approvalRequiredFor,
         maxIterations: entry.manifest.resources.max_iterations,
         maxOutputTokens,
         temperature: modelConfig?.temperature ?? 0.7,
