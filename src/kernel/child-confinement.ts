@@ -28,6 +28,43 @@ import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
  * The merged manifest is what is stored, so `loom agent show` displays what binds the child.
  */
 
+/** How a manifest field bears on a child's power (see the module comment). */
+export type FieldPower = 'widening' | 'restricting' | 'limit' | 'inert';
+
+/**
+ * Every top-level manifest field and how `confineChild` treats it. Typed over every key of the
+ * manifest, so a field added to the schema does not compile until someone decides what it
+ * empowers and how a child inherits it.
+ */
+export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> = {
+  name: 'inert',
+  version: 'inert',
+  description: 'inert',
+  author: 'inert',
+  module: 'widening',
+  schedule: 'widening',
+  model: 'widening',
+  fallback_models: 'widening',
+  resources: 'limit',
+  priority: 'limit',
+  capabilities: 'widening',
+  // A named tool preset with no effect today: the tools an agent may call come from `[capabilities]`.
+  profile: 'inert',
+  tools: 'widening',
+  skills: 'restricting',
+  mcp_servers: 'restricting',
+  metadata: 'inert',
+  tags: 'inert',
+  routing: 'widening',
+  autonomous: 'restricting',
+  workspace: 'widening',
+  // Writes identity files inside the agent's own workspace, which is confined.
+  generate_identity_files: 'inert',
+  exec_policy: 'restricting',
+  tool_allowlist: 'restricting',
+  tool_blocklist: 'restricting',
+};
+
 /** What the check needs to know of the world: where workspaces are and which models serve. */
 export interface ConfinementContext {
   /** The absolute workspace folder of an agent (the runtime's `workspaceOf`). */
