@@ -68,7 +68,8 @@ export interface Kernel {
    * commit, registration, `agent-spawn` event. Nothing is left behind when it fails.
    * @throws {AgentNameTakenError} when a live agent has the name.
    * @throws {AgentNotFoundError} when the parent does not exist.
-   * @throws {CapabilityEscalationError} when the child asks for more than the parent holds.
+   * @throws {CapabilityEscalationError} when the child would exceed its parent in any field that
+   *   gives power (see `confineChild`); what is stored is the child as its parent confines it.
    */
   spawn(manifest: Manifest, options?: SpawnOptions): Promise<AgentView>;
   /** Every live agent, in spawn order. */

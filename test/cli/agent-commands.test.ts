@@ -122,6 +122,8 @@ describe('loom agent', () => {
     expect(rogue.code).toBe(2);
     expect(rogue.stderr).toMatch(/^error: cannot spawn agent "rogue-helper" as a child of "coordinator": /);
     expect(rogue.stderr).toContain('[capabilities].shell "*"');
+    expect(rogue.stderr).toContain('Other fields exceed the parent: workspace "/" lies outside the parent\'s workspace');
+    expect(rogue.stderr).toContain('[model] calls model "openai-compatible/collector", which the parent may not call');
     expect(rogue.stdout).toBe('');
   });
 
