@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Capability } from '../contracts/index.ts';
+import { patternProblem } from './pattern-problem.ts';
 
 /**
  * Every capability kind of spec/01 ("Capability Types"), snake_case. Kept in the order of the
@@ -29,10 +30,18 @@ export const CAPABILITY_KINDS = [
   'econ_transfer',
 ] as const satisfies readonly CapabilityKind[];
 
-const PatternSchema = z.string().min(1, { error: 'expected a non-empty pattern' });
+/** A `pattern` held to what `patternProblem` accepts for `kind`. */
+function patternSchema(kind: PatternCapabilityKind): z.ZodString {
+  return z.string().superRefine((pattern, context) => {
+    const problem = patternProblem(kind, pattern);
+    if (problem !== undefined) {
+      context.addIssue({ code: 'custom', message: problem, input: pattern });
+    }
+  });
+}
 
-function withPattern<Kind extends string>(kind: Kind) {
-  return z.strictObject({ kind: z.literal(kind), pattern: PatternSchema });
+function withPattern<Kind extends PatternCapabilityKind>(kind: Kind) {
+  return z.strictObject({ kind: z.literal(kind), pattern: patternSchema(kind) });
 }
 
 function withoutPayload<Kind extends string>(kind: Kind) {
@@ -41,7 +50,9 @@ function withoutPayload<Kind extends string>(kind: Kind) {
 
 /**
  * A capability read from outside (an HTTP body, a stored row, a peer): a strict discriminated
- * union on `kind`, so an unknown kind or an unknown key is an error naming it.
+ * union on `kind`, so an unknown kind or an unknown key is an error naming it, and a pattern is
+ * checked as the manifest checks it (`patternProblem`): `pattern: "[::1"` is an error at
+ * `pattern`.
  *
  * @example
  * ```ts

@@ -3,6 +3,7 @@ import { matchesFilePath } from './file-path.ts';
 import { isAmount, spendingAuthority, tokenCap } from './limits.ts';
 import { matchesNetAddress } from './net-address.ts';
 import { matchesPattern, patternCovers } from './pattern.ts';
+import { matchesShellCommand } from './shell-pattern.ts';
 
 /**
  * Whether the `granted` capabilities allow the action `required` describes. Deny by default:
@@ -10,12 +11,14 @@ import { matchesPattern, patternCovers } from './pattern.ts';
  *
  * `required` names the concrete thing asked for, not a pattern: the path (`file_read`,
  * `file_write`, absolute; normalised before matching, relative paths denied), the `host` or
- * `host:port` (`net_connect`), the port (`net_listen`), the tool, model, agent, memory scope,
- * command, variable or peer name. A `*` in it is an ordinary character. Asking for `tool_all`
- * asks to use every tool. Numeric kinds carry the amount asked for: `llm_max_tokens` is
+ * `host:port` (`net_connect`), the port (`net_listen`), the command line (`shell_exec`, split
+ * into argv and matched argument by argument, see `matchesShellCommand`), the tool, model,
+ * agent, memory scope, variable or peer name. A `*` in it is an ordinary character. Asking for
+ * `tool_all` asks to use every tool. Numeric kinds carry the amount asked for: `llm_max_tokens` is
  * granted when no cap is granted or the smallest cap is at least the amount; `econ_spend` when
  * some granted `econ_spend` is at least the amount (with none, nothing may be spent). A
- * malformed value (empty, a bad address, a negative or NaN amount) is denied. Throws nothing.
+ * malformed value (empty, a bad address, a command line that does not split, a negative or NaN
+ * amount) is denied. Throws nothing.
  *
  * @example
  * ```ts
@@ -51,12 +54,13 @@ export function isGranted(granted: readonly Capability[], required: Capability):
     case 'ofp_advertise':
     case 'econ_earn':
       return holds(granted, required.kind);
+    case 'shell_exec':
+      return patternsOf(granted, required.kind).some((pattern) => matchesShellCommand(pattern, required.pattern));
     case 'llm_query':
     case 'agent_message':
     case 'agent_kill':
     case 'memory_read':
     case 'memory_write':
-    case 'shell_exec':
     case 'env_read':
     case 'ofp_connect':
     case 'econ_transfer':

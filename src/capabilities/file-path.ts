@@ -53,6 +53,29 @@ export function normalizeFilePattern(pattern: string): string | undefined {
   return isAbsolute ? `/${joined}` : joined;
 }
 
+/**
+ * What is wrong with a file pattern, for a message, or `undefined` when `normalizeFilePattern`
+ * accepts it.
+ *
+ * @example
+ * ```ts
+ * filePatternProblem('data/*'); // 'expected an absolute path or one starting with "*", such as "/data/*", got "data/*"'
+ * ```
+ */
+export function filePatternProblem(pattern: string): string | undefined {
+  if (normalizeFilePattern(pattern) !== undefined) {
+    return undefined;
+  }
+  const got = JSON.stringify(pattern);
+  if (pattern.includes('\0')) {
+    return `expected a path without a NUL character, got ${got}`;
+  }
+  if (!pattern.startsWith('/') && !pattern.startsWith('*')) {
+    return `expected an absolute path or one starting with "*", such as "/data/*", got ${got}`;
+  }
+  return `expected no ".." after a segment holding "*" (that "*" may span several folders), got ${got}`;
+}
+
 /** Whether the file `path` matches the file `pattern`, both normalised. Malformed ones never match. */
 export function matchesFilePath(pattern: string, path: string): boolean {
   const normalPattern = normalizeFilePattern(pattern);

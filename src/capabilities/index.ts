@@ -9,3 +9,9 @@ export { capabilitiesFromManifest, describeCapability, MANIFEST_KEY_BY_KIND } fr
 export { tokenCap as tokenCapOf } from './limits.ts';
 export { matchesPattern, patternCovers } from './pattern.ts';
 export { findEscalations, validateInheritance } from './validate-inheritance.ts';
+export { filePatternCovers, normalizeFilePath } from './file-path.ts';
+export type { PatternCapabilityKind } from './capability.ts';
+export { patternProblem } from './pattern-problem.ts';
+export { matchesShellCommand, shellPatternCovers } from './shell-pattern.ts';
+export { formatCommandLine, splitShellWords } from './shell-words.ts';
+export type { ShellSplit, ShellSplitMode, ShellSyntaxProblem, ShellWord } from './shell-words.ts';

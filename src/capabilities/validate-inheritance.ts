@@ -7,13 +7,15 @@ import { describeCapability, describeManifestKey, describeManifestValue } from '
 import { spendingAuthority, tokenCap } from './limits.ts';
 import { netPatternCovers } from './net-address.ts';
 import { patternCovers } from './pattern.ts';
+import { shellPatternCovers } from './shell-pattern.ts';
 
 /**
  * The capabilities of `child` that `parent` does not cover, in the child's order, each once.
  * Empty when the child stays within its parent.
  *
  * A child pattern is covered when one parent pattern of the same kind covers it on its own
- * (see `patternCovers`; file patterns are normalised first, network patterns respect ports).
+ * (see `patternCovers`; file patterns are normalised first, network patterns respect ports,
+ * shell patterns compare word by word, see `shellPatternCovers`).
  * `tool_all` and `tools = ["*"]` cover each other and every tool. Boolean kinds, `net_listen`
  * and `econ_spend` need the parent to hold as much. `llm_max_tokens` caps compare as the
  * smallest on each side; a child with no cap under a capped parent is reported as
@@ -84,12 +86,13 @@ function covers(parent: readonly Capability[], capability: Capability): boolean 
     case 'econ_earn':
       // For these, holding the capability and covering it are the same question.
       return isGranted(parent, capability);
+    case 'shell_exec':
+      return patternsOf(parent, capability.kind).some((pattern) => shellPatternCovers(pattern, capability.pattern));
     case 'llm_query':
     case 'agent_message':
     case 'agent_kill':
     case 'memory_read':
     case 'memory_write':
-    case 'shell_exec':
     case 'env_read':
     case 'ofp_connect':
     case 'econ_transfer':

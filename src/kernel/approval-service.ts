@@ -4,10 +4,20 @@ import { LoomError } from '../errors/index.ts';
 /** How long a tool call waits for a human when `[approvals].timeout_seconds` is not set. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60 * 1000;
 
+/** `decided_by` of a request nobody decided within the timeout. */
+export const EXPIRED_BY_TIMEOUT = 'timeout';
+/** `decided_by` of a request whose turn was cancelled (kill, suspend, shutdown) while it waited. */
+export const EXPIRED_BY_CANCEL = 'cancel';
+/** `decided_by` of a request asked by a Loom process that is gone (a restart, a crash). */
+export const EXPIRED_BY_RESTART = 'restart';
+
+/** The reason stored on a request closed because the process that asked for it is gone. */
+export const RESTART_REASON = 'Loom restarted while this call waited for approval; nothing was run — ask the agent again';
+
 /** A human's answer to an approval request. */
 export interface ApprovalDecision {
   approved: boolean;
-  /** Who decided: a key's name, `local`, or `timeout`. */
+  /** Who decided: a key's name, `local`, or `timeout` (or `restart`, `cancel`: see the EXPIRED_BY_ names). */
   by: string;
   reason: string | null;
 }
@@ -24,12 +34,27 @@ export type ApprovalEvent =
   | { type: 'approval-request'; at: number; agentId: string; name: string; approvalId: string; tool: string }
   | { type: 'approval-decide'; at: number; agentId: string; name: string; approvalId: string; tool: string; status: ApprovalStatus; by: string };
 
+/** A turn of this process waiting for a request. */
+interface Waiter {
+  /** Hands the turn its decision (once; later calls do nothing). */
+  finish(decision: ApprovalDecision): void;
+  /** The turn's signal: once it aborts, nothing the request decides will run. */
+  signal: AbortSignal;
+  /** Set while a cancelled turn's request is being closed, so a decision arriving meanwhile waits for it. */
+  closing?: Promise<void>;
+}
+
+/** What a request needs to be closed and announced. */
+type RequestSummary = Pick<ApprovalRecord, 'id' | 'agentId' | 'agentName' | 'tool'>;
+
 /**
  * Human approvals (spec/01 `autonomous.approval_required_for`). A request is stored before
- * anyone is asked, so pending approvals survive a restart; a decision is stored before the
- * waiting tool call hears it. Nobody deciding within the timeout denies it (status `expired`).
- * A request whose turn ended (cancelled, or the daemon restarted) stays decidable: the decision
- * is recorded, but the call is not replayed.
+ * anyone is asked; a decision is stored before the waiting tool call hears it. A request stays
+ * `pending` only while a turn of this process waits for it: nobody deciding within the timeout
+ * closes it as `expired` (by `timeout`), a cancelled turn closes it (by `cancel`), and requests
+ * left by a previous process are closed at boot (`expireInterrupted`, by `restart`). A closed
+ * request cannot be decided, so nobody is told "approved" for a call that will never run
+ * (docs/decisions/0012).
  */
 export class ApprovalService {
   readonly #store: Store;
@@ -37,7 +62,7 @@ export class ApprovalService {
   readonly #ids: IdGenerator;
   readonly #timeoutMs: number;
   readonly #publish: (event: ApprovalEvent) => void;
-  readonly #waiters = new Map<string, (decision: ApprovalDecision) => void>();
+  readonly #waiters = new Map<string, Waiter>();
 
   constructor(options: { store: Store; clock: Clock; ids: IdGenerator; timeoutMs?: number; publish: (event: ApprovalEvent) => void }) {
     this.#store = options.store;
@@ -48,79 +73,155 @@ export class ApprovalService {
   }
 
   /**
-   * Stores a pending request and returns it with the decision to await. The decision rejects
-   * with the signal's reason when the turn is cancelled first (the request stays pending).
+   * Stores a pending request and returns it with the decision to await. When the turn is
+   * cancelled first, the request is closed as `expired` (by `cancel`) and the decision rejects
+   * with the signal's reason.
    */
   async open(agent: { id: string; name: string }, tool: string, input: JsonValue, signal: AbortSignal): Promise<OpenApproval> {
     const id = this.#ids.uuid();
     const at = this.#clock.now();
     const expiresAt = at + this.#timeoutMs;
-    await this.#store.approvals.create({
-      id,
-      agentId: agent.id,
-      agentName: agent.name,
-      tool,
-      input,
-      status: 'pending',
-      requestedAt: at,
-      expiresAt,
-      decidedAt: null,
-      decidedBy: null,
-      reason: null,
+    const summary: RequestSummary = { id, agentId: agent.id, agentName: agent.name, tool };
+    let resolve!: (decision: ApprovalDecision) => void;
+    let reject!: (error: unknown) => void;
+    const decision = new Promise<ApprovalDecision>((onResolve, onReject) => {
+      resolve = onResolve;
+      reject = onReject;
     });
-    this.#publish({ type: 'approval-request', at, agentId: agent.id, name: agent.name, approvalId: id, tool });
-    const decision = new Promise<ApprovalDecision>((resolve, reject) => {
-      const done = new AbortController();
-      const both = AbortSignal.any([signal, done.signal]);
-      const finish = (answer: ApprovalDecision): void => {
+    const done = new AbortController();
+    const waiter: Waiter = {
+      signal,
+      finish: (answer) => {
+        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
         this.#waiters.delete(id);
         done.abort();
         resolve(answer);
-      };
-      this.#waiters.set(id, finish);
-      signal.addEventListener(
-        'abort',
-        () => {
+      },
+    };
+    // Waited for before the row exists: a decision never finds it pending with nobody waiting.
+    this.#waiters.set(id, waiter);
+    try {
+      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null });
+    } catch (error) {
+      this.#waiters.delete(id);
+      throw error;
+    }
+    this.#publish({ type: 'approval-request', at, agentId: agent.id, name: agent.name, approvalId: id, tool });
+
+    const cancel = (): void => {
+      if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
+      done.abort();
+      const why = signal.reason instanceof Error ? signal.reason.message : 'the turn was cancelled';
+      waiter.closing = this.#close(summary, EXPIRED_BY_CANCEL, `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`)
+        // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
+        .catch(() => false)
+        .then(() => {
           this.#waiters.delete(id);
-          done.abort();
-          reject(signal.reason as Error);
-        },
-        { once: true, signal: done.signal },
-      );
-      this.#clock.sleep(this.#timeoutMs, { signal: both }).then(
-        async () => {
-          const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
-          if (await this.#store.approvals.decide(id, { status: 'expired', at: this.#clock.now(), by: 'timeout', reason })) {
-            this.#publish({ type: 'approval-decide', at: this.#clock.now(), agentId: agent.id, name: agent.name, approvalId: id, tool, status: 'expired', by: 'timeout' });
-            finish({ approved: false, by: 'timeout', reason });
+          reject(signal.reason);
+        });
+    };
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
+
+    this.#clock.sleep(this.#timeoutMs, { signal: AbortSignal.any([signal, done.signal]) }).then(
+      async () => {
+        const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
+        const timedOut: ApprovalDecision = { approved: false, by: EXPIRED_BY_TIMEOUT, reason };
+        try {
+          if (await this.#close(summary, EXPIRED_BY_TIMEOUT, reason)) {
+            waiter.finish(timedOut);
+            return;
           }
-        },
-        () => undefined,
-      );
-    });
+          // Decided in the store by someone this process did not hear (another Loom process on the
+          // same home): the turn still waits, so it takes that answer instead of waiting forever.
+          const record = await this.#store.approvals.get(id);
+          if (record === undefined || record.status === 'pending') waiter.finish(timedOut);
+          else waiter.finish({ approved: record.status === 'approved', by: record.decidedBy ?? EXPIRED_BY_TIMEOUT, reason: record.reason });
+        } catch {
+          // The store failed: the call is still not run, and the turn must not wait forever.
+          waiter.finish(timedOut);
+        }
+      },
+      () => undefined,
+    );
     return { id, expiresAt, decision };
   }
 
   /**
-   * Approves or denies a pending request and tells the waiting tool call, if any.
-   * @throws {LoomError} `APPROVAL_NOT_FOUND`, or `APPROVAL_DECIDED` when it was decided already.
+   * Approves or denies a pending request and hands the decision to the turn waiting for it.
+   * A pending request no turn of this process waits for (its process is gone) is closed as
+   * `expired` (by `restart`) and refused: approving it would run nothing.
+   * @throws {LoomError} `APPROVAL_NOT_FOUND`; `APPROVAL_DECIDED` when it was decided or closed
+   * already, or nobody waits for it any more (the message names its state and why).
    */
   async decide(id: string, decision: ApprovalDecision): Promise<ApprovalRecord> {
+    const waiter = this.#waiters.get(id);
+    if (waiter === undefined) {
+      const existing = await this.#store.approvals.get(id);
+      if (existing?.status === 'pending' && !this.#waiters.has(id) && (await this.#close(existing, EXPIRED_BY_RESTART, RESTART_REASON))) {
+        const verb = decision.approved ? 'approve' : 'deny';
+        throw new LoomError('APPROVAL_DECIDED', 'user', `cannot ${verb} approval "${id}": no turn waits for it any more (${RESTART_REASON}); it is now expired`, {
+          details: { id, status: 'expired', decidedBy: EXPIRED_BY_RESTART },
+        });
+      }
+      throw await this.#refusal(id);
+    }
+    // The turn was cancelled and its request is being closed: the decision comes too late.
+    if (waiter.closing !== undefined) {
+      await waiter.closing;
+      throw await this.#refusal(id);
+    }
     const at = this.#clock.now();
     const status = decision.approved ? 'approved' : 'denied';
-    if (!(await this.#store.approvals.decide(id, { status, at, by: decision.by, reason: decision.reason }))) {
-      const existing = await this.#store.approvals.get(id);
-      if (existing === undefined) throw new LoomError('APPROVAL_NOT_FOUND', 'user', `no approval with id "${id}"`);
-      throw new LoomError('APPROVAL_DECIDED', 'user', `approval "${id}" was already decided: ${existing.status}${existing.decidedBy === null ? '' : ` by ${existing.decidedBy}`}`);
-    }
+    if (!(await this.#store.approvals.decide(id, { status, at, by: decision.by, reason: decision.reason }))) throw await this.#refusal(id);
     const record = (await this.#store.approvals.get(id)) as ApprovalRecord;
     this.#publish({ type: 'approval-decide', at, agentId: record.agentId, name: record.agentName, approvalId: id, tool: record.tool, status, by: decision.by });
-    this.#waiters.get(id)?.(decision);
+    if (waiter.signal.aborted) {
+      // Cancelled while the decision was being written: recorded, but the call will not run.
+      throw new LoomError('APPROVAL_DECIDED', 'user', `approval "${id}" was recorded as ${status}, but its turn was cancelled at the same moment; nothing was run — ask the agent again`, {
+        details: { id, status },
+      });
+    }
+    waiter.finish(decision);
     return record;
+  }
+
+  /**
+   * Closes every pending request that no turn of this process waits for as `expired`, by
+   * `restart`, with a reason saying nothing was run. Called at boot: a request left pending by a
+   * previous process (a restart or a crash) can never run its call, since the turn that asked
+   * is gone. Resolves with how many were closed.
+   */
+  async expireInterrupted(): Promise<number> {
+    let closed = 0;
+    for (const record of await this.#store.approvals.list({ status: 'pending' })) {
+      if (this.#waiters.has(record.id)) continue;
+      if (await this.#close(record, EXPIRED_BY_RESTART, RESTART_REASON)) closed += 1;
+    }
+    return closed;
   }
 
   /** Approval requests, oldest first; pending ones by default. */
   list(status: ApprovalStatus | 'all' = 'pending'): Promise<ApprovalRecord[]> {
     return this.#store.approvals.list(status === 'all' ? { limit: 500 } : { status, limit: 500 });
+  }
+
+  /** Closes a pending request as `expired` and announces it; false when it was no longer pending. */
+  async #close(request: RequestSummary, by: string, reason: string): Promise<boolean> {
+    const at = this.#clock.now();
+    if (!(await this.#store.approvals.decide(request.id, { status: 'expired', at, by, reason }))) return false;
+    this.#publish({ type: 'approval-decide', at, agentId: request.agentId, name: request.agentName, approvalId: request.id, tool: request.tool, status: 'expired', by });
+    return true;
+  }
+
+  /** The error for a request that cannot be decided: unknown, or no longer pending (its state and why). */
+  async #refusal(id: string): Promise<LoomError> {
+    const existing = await this.#store.approvals.get(id);
+    if (existing === undefined) return new LoomError('APPROVAL_NOT_FOUND', 'user', `no approval with id "${id}"`);
+    const by = existing.decidedBy === null ? '' : ` by ${existing.decidedBy}`;
+    const why = existing.reason === null ? '' : ` (${existing.reason})`;
+    return new LoomError('APPROVAL_DECIDED', 'user', `approval "${id}" was already decided: ${existing.status}${by}${why}`, {
+      details: { id, status: existing.status, decidedBy: existing.decidedBy },
+    });
   }
 }

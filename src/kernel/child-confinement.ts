@@ -117,12 +117,13 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
 
   // Capabilities: each child grant covered by one of the parent's; a missing token cap inherited.
   const capabilities = inheritTokenCap(p, child);
-  let uncovered: unknown[] = [];
+  let uncovered: JsonValue[] = [];
   try {
     validateInheritance(parentCaps, capabilitiesFromManifest(capabilities));
   } catch (error) {
     if (!(error instanceof CapabilityEscalationError)) throw error;
-    uncovered = Array.isArray(error.details?.['uncovered']) ? (error.details['uncovered'] as unknown[]) : [];
+    const listed = error.details?.['uncovered'];
+    uncovered = Array.isArray(listed) ? listed : [];
     report('[capabilities]', error.message);
   }
 
@@ -154,7 +155,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
     const others = problems.filter((entry) => entry !== grants).map(({ field, problem }) => `${field} ${problem}`);
     const text = [grants?.problem, others.length === 0 ? undefined : `${grants === undefined ? 'it exceeds its parent in' : 'Other fields exceed the parent:'} ${others.join('; ')}`];
     throw new CapabilityEscalationError(`cannot spawn agent "${child.name}" as a child of "${parent.name}": ${text.filter((part) => part !== undefined).join(' ')}`, {
-      details: { child: child.name, parent: parent.name, fields: problems.map((entry) => ({ ...entry })), uncovered: uncovered as JsonValue[] },
+      details: { child: child.name, parent: parent.name, fields: problems.map((entry) => ({ ...entry })), uncovered },
     });
   }
 
@@ -212,7 +213,8 @@ function costLimit(child: number, parent: number, report: Report): number {
 /**
  * The child's workspace, absolute. Without one it works in `agents/<name>` inside its parent's
  * workspace; a relative one is taken inside the parent's workspace. It must lie inside the
- * parent's workspace, or inside a folder the parent may both read and write by its grants:
+ * parent's workspace, or be a folder the parent may both read and write by its grants (the
+ * folder itself and everything in it):
  * everything inside a workspace needs no grant, so the child may reach nothing there that the
  * parent cannot.
  */
@@ -232,8 +234,9 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
   const inside = workspace === parentWorkspace || workspace.startsWith(`${parentWorkspace === '/' ? '' : parentWorkspace}/`);
   if (inside) return workspace;
   const everything = `${workspace === '/' ? '' : workspace}/*`;
+  // The folder itself as well as what is in it: listing a workspace needs no grant either.
   const covered = (kind: 'file_read' | 'file_write'): boolean =>
-    parent.capabilities.some((capability) => capability.kind === kind && filePatternCovers(capability.pattern, everything));
+    [workspace, everything].every((path) => parent.capabilities.some((capability) => capability.kind === kind && filePatternCovers(capability.pattern, path)));
   if (!covered('file_read') || !covered('file_write')) {
     report(
       'workspace',

@@ -295,13 +295,14 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
       // A child never exceeds its parent in anything that gives power, not only [capabilities].
+      const { runtime } = dependencies;
       const manifest =
         parent === undefined
           ? requested
           : confineChild(parent, requested, {
-              workspaceOf: dependencies.runtime?.workspaceOf ?? workspaceWithoutRuntime,
-              defaultModel: dependencies.runtime?.defaultModel,
-              tiers: dependencies.runtime?.tiers,
+              workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
+              defaultModel: runtime?.defaultModel,
+              tiers: runtime?.tiers,
               now: clock.now(),
             });
       const granted = capabilitiesFromManifest(manifest.capabilities);

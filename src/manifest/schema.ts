@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { type PatternCapabilityKind, patternProblem } from '../capabilities/index.ts';
 
 /**
  * The agent manifest: one zod schema, the single source of truth for every field, its type and
@@ -39,7 +40,19 @@ const EnvVarNameSchema = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name such as "ANTHROPIC_API_KEY"' });
 
-const PatternListSchema = z.array(z.string().min(1, { error: 'expected a non-empty pattern' })).default([]);
+/**
+ * A `[capabilities]` list of `kind`'s patterns, each checked by `patternProblem`, so a malformed
+ * one is an error at its entry: `[capabilities].network[0]: expected a host such as …`.
+ */
+function patternList(kind: PatternCapabilityKind) {
+  const PatternSchema = z.string().superRefine((pattern, context) => {
+    const problem = patternProblem(kind, pattern);
+    if (problem !== undefined) {
+      context.addIssue({ code: 'custom', message: problem, input: pattern });
+    }
+  });
+  return z.array(PatternSchema).default([]);
+}
 
 const StringListSchema = z.array(z.string().min(1, { error: 'expected a non-empty string' })).default([]);
 
@@ -136,29 +149,30 @@ export const ResourcesSchema = z.strictObject({
 
 /**
  * `[capabilities]`: what the agent is granted. Everything not listed is denied. Each key maps
- * to one capability kind (see `capabilitiesFromManifest`).
+ * to one capability kind (see `capabilitiesFromManifest`); every pattern is checked for its kind
+ * at load (`patternProblem`: a host for `network`, a path for `file_*`, a command for `shell`).
  */
 export const ManifestCapabilitiesSchema = z.strictObject({
-  tools: PatternListSchema,
-  memory_read: PatternListSchema,
-  memory_write: PatternListSchema,
-  network: PatternListSchema,
-  shell: PatternListSchema,
+  tools: patternList('tool_invoke'),
+  memory_read: patternList('memory_read'),
+  memory_write: patternList('memory_write'),
+  network: patternList('net_connect'),
+  shell: patternList('shell_exec'),
   agent_spawn: z.boolean().default(false),
-  agent_message: PatternListSchema,
-  agent_kill: PatternListSchema,
-  file_read: PatternListSchema,
-  file_write: PatternListSchema,
+  agent_message: patternList('agent_message'),
+  agent_kill: patternList('agent_kill'),
+  file_read: patternList('file_read'),
+  file_write: patternList('file_write'),
   net_listen: z.array(z.int().min(1).max(65_535)).default([]),
-  llm_query: PatternListSchema,
+  llm_query: patternList('llm_query'),
   llm_max_tokens: z.int().positive().optional(),
-  env_read: PatternListSchema,
+  env_read: patternList('env_read'),
   ofp_discover: z.boolean().default(false),
-  ofp_connect: PatternListSchema,
+  ofp_connect: patternList('ofp_connect'),
   ofp_advertise: z.boolean().default(false),
   econ_spend: z.number().nonnegative().optional(),
   econ_earn: z.boolean().default(false),
-  econ_transfer: PatternListSchema,
+  econ_transfer: patternList('econ_transfer'),
 });
 
 /**

@@ -1,4 +1,4 @@
-import { describeCapability, isGranted, MANIFEST_KEY_BY_KIND } from '../capabilities/index.ts';
+import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
 import type { Capability, Clock, JsonValue, KernelHandle, Logger, Tool, ToolAgent, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { formatIssues } from '../validation/index.ts';
@@ -117,12 +117,19 @@ function suggestGrant(capability: Capability): string {
   const key = `[capabilities].${MANIFEST_KEY_BY_KIND[capability.kind]}`;
   const value = capability.pattern;
   const broader =
-    capability.kind === 'shell_exec' && value.includes(' ')
-      ? `"${value.split(' ')[0] ?? value} *"`
+    capability.kind === 'shell_exec'
+      ? anyArgumentsOf(value)
       : (capability.kind === 'file_read' || capability.kind === 'file_write') && value.lastIndexOf('/') > 0
         ? `"${value.slice(0, value.lastIndexOf('/'))}/*"`
         : undefined;
   return `add ${JSON.stringify(value)}${broader === undefined ? '' : ` or ${broader}`} to ${key}`;
+}
+
+/** The grant allowing a command's program with any arguments (`"git **"`), when it has arguments. */
+function anyArgumentsOf(commandLine: string): string | undefined {
+  const words = splitShellWords(commandLine, 'command').words;
+  const program = words?.[0];
+  return program === undefined || words === undefined || words.length < 2 ? undefined : JSON.stringify(`${formatCommandLine([program.text])} **`);
 }
 
 /** Whether the tool is granted and left in by the agent's allowlist and blocklist. */

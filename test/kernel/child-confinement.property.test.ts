@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 /** The built-in tools as the runner judges them; running one only says it ran. */
-const probeTools: Tool<never>[] = BUILTIN_TOOLS.map((tool) => ({ ...tool, execute: async () => ({ text: 'ran' }) }));
+const probeTools: Tool<never>[] = BUILTIN_TOOLS.map((tool) => ({ ...tool, execute: () => Promise.resolve({ text: 'ran' }) }));
 
 type Outcome = 'free' | 'approved' | 'denied';
 
@@ -59,7 +59,7 @@ const VOCABULARY = {
   tools: [...TOOLS],
   file_read: ['@/data/*', '@/data/reports/*', '@/*', '*'],
   file_write: ['@/data/*', '@/data/reports/*', '@/*', '*'],
-  shell: ['ls', 'ls *', 'cat *', '*'],
+  shell: ['ls', 'ls *', 'ls **', 'cat *', 'cat **', '*'],
   network: ['*.wikipedia.org', 'collector.example', '*'],
   env_read: ['DAEMON_SECRET', '*'],
   llm_query: ['openai/gpt-4o', 'openai/*', 'groq/*'],
@@ -145,11 +145,11 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
     clock: host.clock,
     logger: createSilentLogger(),
     env: {},
-    audit: async () => undefined,
+    audit: () => Promise.resolve(),
     approvals: {
-      open: async () => {
+      open: () => {
         asked = true;
-        return { id: 'approval', expiresAt: 0, decision: Promise.resolve({ approved: true, by: 'owner', reason: null }) };
+        return Promise.resolve({ id: 'approval', expiresAt: 0, decision: Promise.resolve({ approved: true, by: 'owner', reason: null }) });
       },
     },
   });

@@ -291,3 +291,38 @@ describe('loadManifestFile()', () => {
     await expect(loadManifestFile(dir)).rejects.toThrow('it is a directory, not a file');
   });
 });
+
+describe('[capabilities] patterns', () => {
+  it('refuses a network pattern with an unclosed bracket, naming the entry', () => {
+    expect(refusal('[capabilities]\nnetwork = ["*.wikipedia.org", "[::1"]')).toBe(
+      'cannot load manifest "a.toml": [capabilities].network[1]: expected a host such as "api.openai.com" or "*.example.com:443", got "[::1" (unclosed "[")',
+    );
+  });
+
+  it('refuses a network pattern holding a NUL, naming the entry', () => {
+    expect(refusal('[capabilities]\nnetwork = ["\\u0000"]')).toContain('[capabilities].network[0]: expected a pattern without control characters');
+  });
+
+  it('refuses a CIDR range in network, saying it is not supported', () => {
+    expect(refusal('[capabilities]\nnetwork = ["10.0.0.0/8"]')).toContain('[capabilities].network[0]: expected a host such as');
+    expect(refusal('[capabilities]\nnetwork = ["10.0.0.0/8"]')).toContain('CIDR ranges are not supported');
+  });
+
+  it('refuses a relative file_read pattern, naming the entry', () => {
+    expect(refusal('[capabilities]\nfile_read = ["/data/*", "reports/*"]')).toContain(
+      '[capabilities].file_read[1]: expected an absolute path or one starting with "*", such as "/data/*", got "reports/*"',
+    );
+  });
+
+  it('refuses a shell pattern with an unclosed quote, naming the entry', () => {
+    expect(refusal(`[capabilities]\nshell = ["git commit -m 'wip"]`)).toContain(
+      `[capabilities].shell[0]: expected a command pattern such as "git status" or "git **", got "git commit -m 'wip" ("'" at position 15 is an unclosed quote)`,
+    );
+  });
+
+  it('refuses an empty pattern of any list, naming the entry', () => {
+    expect(refusal('[capabilities]\nagent_message = ["summarizer", ""]')).toBe(
+      'cannot load manifest "a.toml": [capabilities].agent_message[1]: expected a non-empty pattern',
+    );
+  });
+});

@@ -99,7 +99,7 @@ describe('the tool runner', () => {
     };
     const { runner } = setup([shellTool as unknown as Tool<never>]);
     const outcome = await runner.run(call('shell_exec', { command: 'git status' }), options(agent([{ kind: 'tool_invoke', pattern: 'shell_exec' }])));
-    expect(outcome.result.text).toContain('add "git status" or "git *" to [capabilities].shell');
+    expect(outcome.result.text).toContain('add "git status" or "git **" to [capabilities].shell');
   });
 
   it('refuses file_write when [exec_policy].allow_file_write is false, even inside the workspace', async () => {

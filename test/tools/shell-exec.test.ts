@@ -2,9 +2,9 @@ import { access, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isGranted } from '../../src/capabilities/index.ts';
+import { formatCommandLine, isGranted } from '../../src/capabilities/index.ts';
 import type { Capability } from '../../src/contracts/index.ts';
-import { formatCommandLine, splitCommandLine } from '../../src/tools/builtin/shell-command-line.ts';
+import { splitCommandLine } from '../../src/tools/builtin/shell-command-line.ts';
 import { MAX_SHELL_OUTPUT_BYTES, shellExecTool } from '../../src/tools/builtin/shell-exec.ts';
 import { explainShellRefusal } from '../../src/tools/builtin/shell-refusal.ts';
 import { ToolInputError } from '../../src/tools/builtin/tool-input-error.ts';
@@ -88,6 +88,26 @@ describe('shell_exec requires', () => {
     expect(shellExecTool.requires({ command: 'git commit -m "fix bug"' }, context())).toEqual([
       { kind: 'shell_exec', pattern: "git commit -m 'fix bug'" },
     ]);
+  });
+
+  it('shell_exec under "cat /ws/*" is refused "cat /ws/a.txt /etc/shadow": a "*" no longer spans arguments', () => {
+    const granted: Capability[] = [{ kind: 'shell_exec', pattern: 'cat /ws/*' }];
+    const asked = (command: string) => (shellExecTool.requires({ command }, context()) as Capability[])[0] as Capability;
+    expect(isGranted(granted, asked('cat /ws/a.txt'))).toBe(true);
+    expect(isGranted(granted, asked('cat /ws/a.txt /etc/shadow'))).toBe(false);
+    expect(isGranted(granted, asked('cat "/ws/a.txt /etc/shadow"'))).toBe(true); // one argument, a file name with a space
+  });
+
+  it('shell_exec under "git *" allows one argument after git and under "git **" any number', () => {
+    const asked = (command: string) => (shellExecTool.requires({ command }, context()) as Capability[])[0] as Capability;
+    const one: Capability[] = [{ kind: 'shell_exec', pattern: 'git *' }];
+    const any: Capability[] = [{ kind: 'shell_exec', pattern: 'git **' }];
+    expect(isGranted(one, asked('git commit -m "fix bug"'))).toBe(false);
+    expect(isGranted(one, asked('git'))).toBe(false);
+    for (const command of ['git', 'git status', 'git commit -m "fix bug"']) {
+      expect(isGranted(any, asked(command))).toBe(true);
+    }
+    expect(isGranted(any, asked('gitx status'))).toBe(false);
   });
 
   it('shell_exec requires throws a ToolInputError for a command with shell syntax', () => {
@@ -200,18 +220,32 @@ describe('shell_exec execute', () => {
 describe('explainShellRefusal', () => {
   it('explainShellRefusal names the granted patterns and the two entries that would allow the command', () => {
     expect(explainShellRefusal('git  push', ['ls', 'git status'])).toBe(
-      'command "git push" is not granted (granted shell patterns: "ls", "git status"); add "git *" or "git push" to [capabilities].shell',
+      'command "git push" is not granted (granted shell patterns: "ls", "git status"); add "git **" or "git push" to [capabilities].shell',
     );
   });
 
   it('explainShellRefusal says when no shell pattern is granted, for a command without arguments', () => {
     expect(explainShellRefusal('ls', [])).toBe(
-      'command "ls" is not granted (no shell patterns are granted); add "ls" (and "ls *" for any arguments) to [capabilities].shell',
+      'command "ls" is not granted (no shell patterns are granted); add "ls" (and "ls **" for any arguments) to [capabilities].shell',
     );
   });
 
   it('explainShellRefusal points elsewhere when a pattern does grant the command', () => {
     expect(explainShellRefusal('git status', ['git *'])).toContain('refused for another reason');
+  });
+
+  it('explainShellRefusal does not count a "*" grant word that would have to span two arguments', () => {
+    expect(explainShellRefusal('cat /ws/a.txt /etc/shadow', ['cat /ws/*'])).toBe(
+      'command "cat /ws/a.txt /etc/shadow" is not granted (granted shell patterns: "cat /ws/*"); add "cat **" or "cat /ws/a.txt /etc/shadow" to [capabilities].shell',
+    );
+  });
+
+  it('explainShellRefusal suggests patterns that grant the command, quoted arguments included', () => {
+    const message = explainShellRefusal('git commit -m "fix bug"', []);
+    expect(message).toContain('add "git **" or "git commit -m \'fix bug\'"');
+    for (const pattern of ['git **', "git commit -m 'fix bug'"]) {
+      expect(explainShellRefusal('git commit -m "fix bug"', [pattern])).toContain('refused for another reason');
+    }
   });
 
   it('explainShellRefusal gives the splitter message for a command with shell syntax', () => {

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { matchesPattern } from '../../capabilities/index.ts';
+import { formatCommandLine, matchesPattern } from '../../capabilities/index.ts';
 import type { Capability, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
-import { formatCommandLine, splitCommandLine } from './shell-command-line.ts';
+import { splitCommandLine } from './shell-command-line.ts';
 import { ToolInputError } from './tool-input-error.ts';
 import { errorCode } from './workspace-path.ts';
 
@@ -26,8 +26,10 @@ const ShellExecInputSchema = z.object({
  * substitutions, variables and globs are refused, since nothing would interpret them).
  *
  * `requires` asks `shell_exec` on the normal form of the command (`formatCommandLine`: the words
- * joined with single spaces), so grants such as `git *` or `ls` match it; it throws
- * `ToolInputError` for a line it refuses to split.
+ * joined with single spaces, quoted where needed), which grants match argument by argument
+ * (`matchesShellCommand`): `git *` allows `git status` (one argument), `git **` allows git with
+ * any arguments, `cat /ws/*` allows `cat /ws/a.txt` but not `cat /ws/a.txt /etc/shadow`, and
+ * `*` alone allows any command. It throws `ToolInputError` for a line it refuses to split.
  *
  * The program runs in the agent's workspace with an environment holding only `PATH` (from
  * `context.env`) and the variables of `context.env` whose names match one of the agent's
