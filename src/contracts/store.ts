@@ -78,7 +78,11 @@ export interface ApprovalRecord {
   /** When it is denied if nobody decides. */
   expiresAt: number;
   decidedAt: number | null;
-  /** Who decided (a key's name, `local`, or `timeout`). */
+  /**
+   * Who decided: a key's name or `local`; for an `expired` request, why it closed: `timeout`
+   * (nobody decided in time), `cancel` (its turn was cancelled) or `restart` (the process that
+   * asked is gone). `reason` says it in words.
+   */
   decidedBy: string | null;
   reason: string | null;
 }

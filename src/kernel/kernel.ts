@@ -271,6 +271,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async boot() {
       const report: BootReport = { running: 0, suspended: 0, skipped: [] };
+      // Before any agent starts: a request no turn here waits for could never run its call.
+      const interrupted = await approvals.expireInterrupted();
+      if (interrupted > 0) logger.info({ approvals: interrupted }, 'closed approval requests left pending by a previous process');
       for (const record of await store.agents.list()) {
         const entry = restore(record);
         if (typeof entry === 'string') {

@@ -53,48 +53,7 @@ async function startWaitingTurn(kernel: Kernel, name: string, file: string, sign
 }
 
 describe('loom approvals with no daemon running (in-process kernel)', () => {
-  it('lists approvals left pending by an earlier kernel, then approves one and denies another as "local"', async () => {
-    const host = await openTestHost(dir.path);
-    await host.kernel.spawn(manifest(writerToml('writer')));
-    const cancel = new AbortController();
-    const first = await startWaitingTurn(host.kernel, 'writer', 'a.txt', cancel.signal);
-    cancel.abort(new Error('test over'));
-    await first.turn.catch(() => undefined);
-    const cancelSecond = new AbortController();
-    const second = await startWaitingTurn(host.kernel, 'writer', 'b.txt', cancelSecond.signal);
-    cancelSecond.abort(new Error('test over'));
-    await second.turn.catch(() => undefined);
-    await host.close();
-
-    const table = await loom(['approvals', 'list']);
-    expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^ID\s+AGENT\s+TOOL\s+STATUS\s+WHEN\s+INPUT\n/);
-    expect(table.stdout).toContain(first.approvalId);
-    expect(table.stdout).toMatch(/writer\s+file_write\s+pending\s+expires \d{4}-/);
-    expect(table.stdout).toContain('{"path":"a.txt","content":"hello"}');
-
-    const listed = JSON.parse((await loom(['approvals', 'list', '--json'])).stdout) as ApprovalView[];
-    expect(listed.map((approval) => [approval.id, approval.status, approval.agent, approval.tool])).toEqual([
-      [first.approvalId, 'pending', 'writer', 'file_write'],
-      [second.approvalId, 'pending', 'writer', 'file_write'],
-    ]);
-
-    expect(await loom(['approvals', 'approve', first.approvalId])).toMatchObject({ code: 0, stdout: `approved file_write for writer (${first.approvalId})\n` });
-    const denied = await loom(['approvals', 'deny', second.approvalId, '--reason', 'not that file', '--json']);
-    expect(denied.code).toBe(0);
-    expect(JSON.parse(denied.stdout)).toMatchObject({ id: second.approvalId, status: 'denied', decided_by: 'local', reason: 'not that file' });
-
-    expect(await loom(['approvals', 'list'])).toMatchObject({ code: 0, stdout: expect.stringContaining('No pending approvals') as unknown });
-    const all = JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout) as ApprovalView[];
-    expect(all.map((approval) => [approval.status, approval.decided_by])).toEqual([
-      ['approved', 'local'],
-      ['denied', 'local'],
-    ]);
-  });
-
-  it('exits 2 naming the problem when the id is unknown or the approval was already decided', async () => {
-    expect(await loom(['approvals', 'approve', 'no-such-id'])).toMatchObject({ code: 2, stderr: 'error: no approval with id "no-such-id"\n' });
-
+  it('shows a request whose turn was cancelled as expired by cancel, never pending, and refuses to approve or deny it (exit 2)', async () => {
     const host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(writerToml('writer')));
     const cancel = new AbortController();
@@ -103,10 +62,42 @@ describe('loom approvals with no daemon running (in-process kernel)', () => {
     await waiting.turn.catch(() => undefined);
     await host.close();
 
-    expect((await loom(['approvals', 'deny', waiting.approvalId])).code).toBe(0);
-    const again = await loom(['approvals', 'approve', waiting.approvalId]);
-    expect(again.code).toBe(2);
-    expect(again.stderr).toContain('already decided: denied by local');
+    expect(await loom(['approvals', 'list'])).toMatchObject({ code: 0, stdout: expect.stringContaining('No pending approvals') as unknown });
+    const all = JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout) as ApprovalView[];
+    expect(all).toMatchObject([
+      { id: waiting.approvalId, status: 'expired', decided_by: 'cancel', reason: 'the turn ended while this call waited for approval (test over); nothing was run — ask the agent again' },
+    ]);
+    for (const verb of ['approve', 'deny']) {
+      const refused = await loom(['approvals', verb, waiting.approvalId]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`approval "${waiting.approvalId}" was already decided: expired by cancel (the turn ended while this call waited`);
+    }
+    expect(existsSync(join(home, 'workspaces', 'writer', 'a.txt'))).toBe(false);
+  });
+
+  it('closes a request a crashed process left pending as expired by restart when it boots, and exits 2 for an unknown id', async () => {
+    expect(await loom(['approvals', 'approve', 'no-such-id'])).toMatchObject({ code: 2, stderr: 'error: no approval with id "no-such-id"\n' });
+    const host = await openTestHost(dir.path);
+    const agent = await host.kernel.spawn(manifest(writerToml('writer')));
+    // What a crash leaves: the request stored as pending, with no process waiting for it.
+    await host.store.approvals.create({
+      id: 'left-by-crash',
+      agentId: agent.id,
+      agentName: 'writer',
+      tool: 'file_write',
+      input: { path: 'a.txt', content: 'hello' },
+      status: 'pending',
+      requestedAt: host.clock.now(),
+      expiresAt: host.clock.now() + 300_000,
+      decidedAt: null,
+      decidedBy: null,
+      reason: null,
+    });
+    await host.close();
+
+    const refused = await loom(['approvals', 'approve', 'left-by-crash']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('already decided: expired by restart (Loom restarted while this call waited for approval; nothing was run — ask the agent again)');
   });
 
   it('shows help with examples for each subcommand', async () => {
@@ -132,6 +123,10 @@ describe('loom approvals while a daemon runs', () => {
     const workspace = join(home, 'workspaces', 'writer');
 
     const first = await startWaitingTurn(kernel, 'writer', 'yes.txt');
+    const table = await loom(['approvals', 'list']);
+    expect(table.stdout).toMatch(/^ID\s+AGENT\s+TOOL\s+STATUS\s+WHEN\s+INPUT\n/);
+    expect(table.stdout).toMatch(/writer\s+file_write\s+pending\s+expires \d{4}-/);
+    expect(table.stdout).toContain('{"path":"yes.txt","content":"hello"}');
     const listed = JSON.parse((await loom(['approvals', 'list', '--json'])).stdout) as ApprovalView[];
     expect(listed).toMatchObject([{ id: first.approvalId, status: 'pending', input: { path: 'yes.txt' } }]);
     expect((await loom(['approvals', 'approve', first.approvalId, '--reason', 'fine'])).stdout).toBe(`approved file_write for writer (${first.approvalId}): fine\n`);

@@ -1,7 +1,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
+import type { ApprovalRecord } from '../../src/contracts/index.ts';
+import { type ApprovalEvent, ApprovalService, createUuidGenerator } from '../../src/kernel/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
@@ -14,7 +18,6 @@ beforeEach(async () => {
   dir = await makeTempDir('loom-approvals-');
 });
 afterEach(async () => {
-  await host.close();
   await dir.remove();
 });
 
@@ -42,6 +45,10 @@ function startTurn(message: string): { events: AgentEvent[]; done: Promise<void>
 const workspaceFile = (): string => join(host.home.workspacesDir, 'careful', 'approved.txt');
 
 describe('human approvals', () => {
+  afterEach(async () => {
+    await host.close();
+  });
+
   it('hold a listed tool call until a human approves it, then run it', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(careful()));
@@ -90,7 +97,27 @@ describe('human approvals', () => {
     expect(existsSync(workspaceFile())).toBe(false);
   });
 
-  it('keep a pending approval across a restart, decidable after it', async () => {
+  it('close the request as expired when its turn is cancelled, and refuse a decision after it', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(careful()));
+    server.script([writeCall]);
+    const turn = startTurn('write it');
+    const request = await turn.request;
+    await host.kernel.suspend('careful');
+    await turn.done;
+    expect(turn.events.at(-1)).toMatchObject({ type: 'error' });
+    expect(await host.kernel.approvals.list()).toEqual([]);
+    const [closed] = await host.kernel.approvals.list('all');
+    expect(closed).toMatchObject({ id: request.approvalId, status: 'expired', decidedBy: 'cancel', decidedAt: host.clock.now() });
+    expect(closed?.reason).toBe('the turn ended while this call waited for approval (agent "careful" was suspended during the turn); nothing was run — ask the agent again');
+    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({
+      code: 'APPROVAL_DECIDED',
+      message: expect.stringMatching(/already decided: expired by cancel \(the turn ended while this call waited/) as unknown,
+    });
+    expect(existsSync(workspaceFile())).toBe(false);
+  });
+
+  it('close a pending request as expired when the daemon stops, so approving it after the restart is refused', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(careful()));
     server.script([writeCall]);
@@ -101,10 +128,26 @@ describe('human approvals', () => {
     expect(turn.events.at(-1)).toMatchObject({ type: 'error' });
 
     host = await openTestHost(dir.path);
-    expect(await host.kernel.approvals.list()).toMatchObject([{ id: request.approvalId, status: 'pending' }]);
-    expect(await host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).toMatchObject({ status: 'approved' });
-    // The turn that asked has ended: the decision is recorded, the call is not replayed.
+    expect(await host.kernel.approvals.list()).toEqual([]);
+    expect(await host.kernel.approvals.list('all')).toMatchObject([{ id: request.approvalId, status: 'expired', decidedBy: 'cancel', reason: expect.stringContaining('shutting down') as unknown }]);
+    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by cancel/);
     expect(existsSync(workspaceFile())).toBe(false);
+  });
+
+  it('boot closes requests a crashed process left pending as expired by restart (passes once kernel.boot() calls approvals.expireInterrupted())', async () => {
+    host = await openTestHost(dir.path);
+    const agent = await host.kernel.spawn(manifest(careful()));
+    await host.close();
+    // A process that crashed while a call waited leaves its request pending in the store.
+    const store = openSqliteStore({ path: host.home.databasePath });
+    await store.approvals.create(leftPending('crashed-1', agent.id));
+    await store.close();
+
+    host = await openTestHost(dir.path);
+    expect(await host.kernel.approvals.list()).toEqual([]);
+    expect(await host.kernel.approvals.list('all')).toMatchObject([
+      { id: 'crashed-1', status: 'expired', decidedBy: 'restart', decidedAt: host.clock.now(), reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again' },
+    ]);
   });
 
   it('do not ask about a call the agent may not make anyway', async () => {
@@ -128,5 +171,88 @@ describe('human approvals', () => {
     await turn.done;
     expect(types).toEqual(['approval-request', 'approval-decide']);
     expect((await host.store.events.list({ type: 'approval-decide' }))[0]).toMatchObject({ data: { status: 'approved', by: 'owner', tool: 'file_write' } });
+  });
+});
+
+/** A request as a process that is gone left it: pending, nobody waiting. */
+function leftPending(id: string, agentId: string, requestedAt = 0): ApprovalRecord {
+  return {
+    id,
+    agentId,
+    agentName: 'careful',
+    tool: 'file_write',
+    input: { path: 'approved.txt', content: 'ok' },
+    status: 'pending',
+    requestedAt,
+    expiresAt: requestedAt + 300_000,
+    decidedAt: null,
+    decidedBy: null,
+    reason: null,
+  };
+}
+
+describe('ApprovalService across processes', () => {
+  let store: SqliteStore;
+  let clock: FakeClock;
+  let published: ApprovalEvent[];
+  let service: ApprovalService;
+
+  beforeEach(() => {
+    store = openSqliteStore({ path: join(dir.path, 'loom.db') });
+    clock = createFakeClock(1_000_000);
+    published = [];
+    service = new ApprovalService({ store, clock, ids: createUuidGenerator(), timeoutMs: 60_000, publish: (event) => published.push(event) });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  it('expireInterrupted() closes every request a previous process left pending, on the injected clock, and announces each', async () => {
+    await store.approvals.create(leftPending('old-1', 'agent-1'));
+    await store.approvals.create(leftPending('old-2', 'agent-1', 10));
+    await clock.advance(5_000);
+
+    expect(await service.expireInterrupted()).toBe(2);
+    expect(await store.approvals.list()).toMatchObject([
+      { id: 'old-1', status: 'expired', decidedBy: 'restart', decidedAt: 1_005_000, reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again' },
+      { id: 'old-2', status: 'expired', decidedBy: 'restart', decidedAt: 1_005_000 },
+    ]);
+    expect(published).toMatchObject([
+      { type: 'approval-decide', approvalId: 'old-1', status: 'expired', by: 'restart', at: 1_005_000 },
+      { type: 'approval-decide', approvalId: 'old-2', status: 'expired', by: 'restart' },
+    ]);
+    expect(await service.expireInterrupted()).toBe(0);
+  });
+
+  it('expireInterrupted() leaves a request that a turn of this process waits for', async () => {
+    const open = await service.open({ id: 'agent-1', name: 'careful' }, 'file_write', {}, new AbortController().signal);
+    expect(await service.expireInterrupted()).toBe(0);
+    expect(await service.decide(open.id, { approved: true, by: 'owner', reason: null })).toMatchObject({ status: 'approved' });
+    await expect(open.decision).resolves.toEqual({ approved: true, by: 'owner', reason: null });
+  });
+
+  it('decide() refuses a pending request that no turn waits for, closing it as expired instead of reporting an approval that runs nothing', async () => {
+    await store.approvals.create(leftPending('orphan', 'agent-1'));
+    await expect(service.decide('orphan', { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({
+      code: 'APPROVAL_DECIDED',
+      message: 'cannot approve approval "orphan": no turn waits for it any more (Loom restarted while this call waited for approval; nothing was run — ask the agent again); it is now expired',
+    });
+    expect(await store.approvals.get('orphan')).toMatchObject({ status: 'expired', decidedBy: 'restart' });
+    await expect(service.decide('orphan', { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by restart/);
+    await expect(service.decide('nope', { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({ code: 'APPROVAL_NOT_FOUND' });
+  });
+
+  it('a waiting turn takes a decision another process recorded, at its timeout, instead of waiting forever', async () => {
+    const open = await service.open({ id: 'agent-1', name: 'careful' }, 'file_write', {}, new AbortController().signal);
+    await store.approvals.decide(open.id, { status: 'denied', at: clock.now(), by: 'other', reason: 'from elsewhere' });
+    await clock.advance(60_000);
+    await expect(open.decision).resolves.toEqual({ approved: false, by: 'other', reason: 'from elsewhere' });
+  });
+
+  it('a turn cancelled before its request is opened closes it at once', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('gone'));
+    const open = await service.open({ id: 'agent-1', name: 'careful' }, 'file_write', {}, controller.signal);
+    await expect(open.decision).rejects.toThrow('gone');
+    expect(await store.approvals.get(open.id)).toMatchObject({ status: 'expired', decidedBy: 'cancel', reason: 'the turn ended while this call waited for approval (gone); nothing was run — ask the agent again' });
   });
 });

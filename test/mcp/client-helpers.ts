@@ -7,6 +7,7 @@ import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { Logger, Tool, ToolContext, ToolResult } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
+import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
@@ -18,14 +19,15 @@ export function stdioEntry(name: string, args: string[], extra: Partial<McpServe
   return { name, timeout_secs: 30, env: [], allow_private_network: false, transport: { type: 'stdio', command: process.execPath, args }, ...extra };
 }
 
-/** A manager on a fake clock with a silent logger; stopped by the returned `stop`. */
+/** A manager on a fake clock with a silent logger, resolving host names with `resolve` when given (the system resolver otherwise). */
 export function makeManager(
   servers: McpServerEntry[],
   env: Record<string, string | undefined> = process.env,
   logger: Logger = createSilentLogger(),
+  resolve?: HostResolver,
 ): { manager: McpClientManager; clock: FakeClock } {
   const clock = createFakeClock();
-  const manager = createMcpClientManager({ servers, env, logger, clock });
+  const manager = createMcpClientManager({ servers, env, logger, clock, resolve });
   return { manager, clock };
 }
 

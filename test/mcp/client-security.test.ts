@@ -89,7 +89,7 @@ describe('MCP client security', () => {
   it('refuses loopback and private URLs unless allow_private_network is set', async () => {
     await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', false)).rejects.toThrow(/loopback addresses are refused unless allow_private_network/);
     await expect(vetMcpUrl('lan', 'http://10.1.2.3/mcp', false)).rejects.toThrow(/private addresses/);
-    await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', true)).resolves.toBeInstanceOf(URL);
+    await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', true)).resolves.toEqual({ url: new URL('http://127.0.0.1:9/mcp'), addresses: [{ address: '127.0.0.1', family: 4 }] });
     ({ manager } = makeManager([httpEntry('local', 'http://127.0.0.1:9/mcp')]));
     manager.start();
     await waitForStatus(manager, 'local', 'failed');

@@ -2,6 +2,8 @@
 export { createMcpClientManager, MCP_RETRY_BASE_MS, MCP_RETRY_MAX_MS } from './mcp-client-manager.ts';
 export type { McpClientManager, McpClientManagerOptions, McpServerStatus } from './mcp-client-manager.ts';
 export { McpServerRefusedError } from './mcp-server-refused-error.ts';
+export { createPinnedFetch } from './pinned-fetch.ts';
+export type { PinnedFetch } from './pinned-fetch.ts';
 export { checkStdioCommand, expandHeaders, MAX_MCP_MESSAGE_BYTES, sizeLimitedFetch, stdioEnvironment, vetMcpUrl } from './security.ts';
-export type { McpServerEntry } from './security.ts';
+export type { McpFetch, McpServerEntry, VetMcpUrlOptions, VettedMcpUrl } from './security.ts';
 export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from './tool-name.ts';

@@ -2,13 +2,17 @@
  * Connects Loom to the MCP servers of `[[mcp_servers]]` (spec/05, Part 1) and offers their tools
  * to agents as `mcp_{server}_{tool}`. Every server lives on its own: it connects in the
  * background, and when it fails to start, crashes or times out it is retried with exponential
- * backoff on the injected clock (1 s doubling to 60 s) without touching the others.
+ * backoff on the injected clock (1 s doubling to 60 s) without touching the others. An sse/http
+ * server's host is resolved and checked at every connection attempt, and the connection is
+ * pinned to the addresses that passed (see pinned-fetch.ts).
  */
 import { Client, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolResult } from '../../contracts/index.ts';
+import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
+import { createPinnedFetch } from './pinned-fetch.ts';
 import {
   checkStdioCommand,
   expandHeaders,
@@ -33,6 +37,11 @@ export interface McpClientManagerOptions {
   logger: Logger;
   /** Times the retry backoff. */
   clock: Clock;
+  /**
+   * Resolves the host names of sse/http servers (the system resolver by default). Each connection
+   * attempt resolves once and connects only to the addresses that passed the check.
+   */
+  resolve?: HostResolver | undefined;
 }
 
 /** One server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
@@ -161,25 +170,38 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     state.tools = tools.map((tool) => toolOf(state, client, tool));
   }
 
-  async function transportFor(entry: McpServerEntry): Promise<Transport> {
+  /**
+   * The transport of one connection attempt, and what to release when it ends (an HTTP connection
+   * pool). `unreachable` is called when an sse/http server stops answering at the checked address.
+   */
+  async function transportFor(entry: McpServerEntry, unreachable: (error: Error) => void): Promise<{ transport: Transport; release: () => void }> {
     const { transport } = entry;
+    const vet = { resolve: options.resolve, signal: stopping.signal };
     switch (transport.type) {
       case 'stdio':
         checkStdioCommand(entry.name, transport.command);
-        return new ClearedEnvStdioTransport({
-          command: transport.command,
-          args: transport.args,
-          env: stdioEnvironment(entry, env),
-          maxMessageBytes: MAX_MCP_MESSAGE_BYTES,
-        });
+        return {
+          transport: new ClearedEnvStdioTransport({
+            command: transport.command,
+            args: transport.args,
+            env: stdioEnvironment(entry, env),
+            maxMessageBytes: MAX_MCP_MESSAGE_BYTES,
+          }),
+          release: () => undefined,
+        };
       case 'sse': {
-        const url = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network);
-        return new SSEClientTransport(url, { fetch: sizeLimitedFetch() });
+        const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
+        const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
+        return { transport: new SSEClientTransport(vetted.url, { fetch: sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, pinned.fetch) }), release: pinned.close };
       }
       case 'http': {
         const headers = expandHeaders(entry.name, transport.headers, env);
-        const url = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network);
-        return new StreamableHTTPClientTransport(url, { fetch: sizeLimitedFetch(), requestInit: { headers } });
+        const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
+        const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
+        return {
+          transport: new StreamableHTTPClientTransport(vetted.url, { fetch: sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, pinned.fetch), requestInit: { headers } }),
+          release: pinned.close,
+        };
       }
     }
   }
@@ -214,7 +236,14 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     );
     created.onclose = () => lost();
     created.onerror = (error) => logger.debug({ server: entry.name, error: messageOf(error) }, 'MCP transport error');
-    const transport = await transportFor(entry);
+    // The connection is pinned to the addresses checked now; once made, one that stops answering
+    // there is dropped, so the next attempt resolves the host and checks it again. (A connect that
+    // fails reports its own error.)
+    const { transport, release } = await transportFor(entry, (error) => {
+      if (state.client !== created) return;
+      logger.warn({ server: entry.name, error: messageOf(error) }, 'MCP server unreachable at its checked address; reconnecting');
+      void created.close().catch(() => undefined);
+    });
     const onStop = (): void => {
       void created.close().catch(() => undefined);
     };
@@ -234,6 +263,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       throw error;
     } finally {
       stopping.signal.removeEventListener('abort', onStop);
+      release();
       if (state.client === created) {
         delete state.client;
         state.tools = [];

@@ -1,12 +1,11 @@
 /**
  * The guards spec/05 puts around MCP servers: a cleared environment for stdio children, no `..`
  * in a stdio command, no cloud-metadata (and by default no private or loopback) URLs, header
- * values expanded from the environment, and a 10 MB cap on every message.
+ * values expanded from the environment, and a 10 MB cap on every message. The connection to a
+ * vetted URL is pinned to the checked addresses by `createPinnedFetch`.
  */
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import type { Config } from '../../config/index.ts';
-import { blockedAddressReason, isMetadataHost } from '../../tools/builtin/net-guard.ts';
+import { blockedAddressReason, type HostResolver, isMetadataHost, resolveHost, type VettedAddress } from '../../tools/builtin/net-guard.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 
 /** One `[[mcp_servers]]` entry, defaults filled in. */
@@ -52,13 +51,28 @@ export function expandHeaders(server: string, headers: Readonly<Record<string, s
   return result;
 }
 
+/** An sse/http server URL that passed `vetMcpUrl`, with the addresses its host resolved to then. */
+export interface VettedMcpUrl {
+  url: URL;
+  /** Every address the host resolved to, all judged; connections go to these only (see createPinnedFetch). */
+  addresses: VettedAddress[];
+}
+
+/** How `vetMcpUrl` resolves host names and stops early. */
+export interface VetMcpUrlOptions {
+  /** The system resolver unless a test injects another. */
+  resolve?: HostResolver | undefined;
+  signal?: AbortSignal | undefined;
+}
+
 /**
  * Checks an sse/http server URL: http or https; never a cloud-metadata host or address; no
  * loopback, private, link-local or unspecified address unless `allowPrivate`. Every address the
- * host resolves to is judged. (The check is made at each connect; the connection itself is not
- * pinned to the vetted addresses, unlike the web tools.)
+ * host resolves to is judged, and they are returned so the connection can be pinned to them.
+ * Throws McpServerRefusedError naming the URL and the address; a WebRequestError when the host
+ * cannot be resolved (retried like any failed connect).
  */
-export async function vetMcpUrl(server: string, text: string, allowPrivate: boolean): Promise<URL> {
+export async function vetMcpUrl(server: string, text: string, allowPrivate: boolean, options: VetMcpUrlOptions = {}): Promise<VettedMcpUrl> {
   const url = new URL(text);
   const refuse = (why: string, address?: string): McpServerRefusedError =>
     new McpServerRefusedError(`MCP server "${server}": URL ${url.origin} is refused: ${why}`, {
@@ -67,26 +81,30 @@ export async function vetMcpUrl(server: string, text: string, allowPrivate: bool
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(`only http and https are supported, not "${url.protocol}"`);
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (isMetadataHost(host)) throw refuse('it is a cloud metadata host');
-  const family = isIP(host);
-  const addresses = family !== 0 ? [host] : (await lookup(host, { all: true, order: 'verbatim' })).map((entry) => entry.address);
-  for (const address of addresses) {
+  const addresses = await resolveHost(host, options.signal ?? new AbortController().signal, options.resolve);
+  for (const { address } of addresses) {
     const reason = blockedAddressReason(address);
-    if (reason === 'cloud metadata') throw refuse('it is a cloud metadata address', address);
+    const resolved = address === host ? '' : ` (${host} resolves to ${address})`;
+    if (reason === 'cloud metadata') throw refuse(`it is a cloud metadata address${resolved}`, address);
     if (reason !== undefined && !allowPrivate) {
-      throw refuse(`${reason} addresses are refused unless allow_private_network = true`, address);
+      throw refuse(`${reason} addresses are refused unless allow_private_network = true${resolved}`, address);
     }
   }
-  return url;
+  return { url, addresses };
 }
+
+/** The fetch the SDK's HTTP transports take. */
+export type McpFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
 /**
  * A fetch for the HTTP transports that refuses a response over `maxBytes`: a JSON body as a
  * whole, an event stream per event (the bytes between blank lines), so a long-lived stream of
- * small messages is fine while one oversized message aborts the read.
+ * small messages is fine while one oversized message aborts the read. Requests go through
+ * `baseFetch` (the pinned fetch of the connection in Loom; the global fetch by default).
  */
-export function sizeLimitedFetch(maxBytes: number = MAX_MCP_MESSAGE_BYTES): (url: string | URL, init?: RequestInit) => Promise<Response> {
+export function sizeLimitedFetch(maxBytes: number = MAX_MCP_MESSAGE_BYTES, baseFetch: McpFetch = fetch): McpFetch {
   return async (url, init) => {
-    const response = await fetch(url, init);
+    const response = await baseFetch(url, init);
     const length = Number(response.headers.get('content-length') ?? '0');
     const tooLarge = (): Error => new Error(`MCP message from ${String(url)} is over ${maxBytes} bytes; refused`);
     if (length > maxBytes) {

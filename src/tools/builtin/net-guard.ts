@@ -7,9 +7,14 @@
  * Refused unless a `net_connect` grant names the host or the address exactly (no `*` in its
  * host part): loopback, private, link-local, unspecified and cloud-metadata addresses. IPv4
  * addresses written as IPv6 (`::ffff:127.0.0.1`) are judged as the IPv4 address they carry.
+ *
+ * The MCP client judges its servers' addresses by its own rule (`allow_private_network`) and
+ * connects through the same `resolveHost`, `pinnedLookup` and `requestPinned`.
  */
 import { lookup } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { isGranted } from '../../capabilities/index.ts';
 import type { Capability } from '../../contracts/index.ts';
@@ -49,6 +54,12 @@ export interface VettedAddress {
   address: string;
   family: 4 | 6;
 }
+
+/** Resolves a host name to every address it has; `systemResolver` (`dns.lookup`) unless a test injects another. */
+export type HostResolver = (host: string) => Promise<readonly LookupAddress[]>;
+
+/** The operating system's resolver (`dns.lookup`, all addresses, in the order it gives them). */
+export const systemResolver: HostResolver = (host) => lookup(host, { all: true, order: 'verbatim' });
 
 /**
  * Parses a URL the web tools may fetch: absolute, `http:` or `https:`, no user name or password.
@@ -138,7 +149,7 @@ export async function vetDestination(url: URL, granted: readonly Capability[], s
   if (isMetadataHost(host) && !hostNamed) {
     throw new NetAddressRefusedError(`cannot connect to "${host}": it is a cloud metadata host; ${fix}`, { details: { host, reason: 'cloud metadata' } });
   }
-  const addresses = await resolve(host, signal);
+  const addresses = await resolveHost(host, signal);
   if (!hostNamed) {
     for (const { address, family } of addresses) {
       const reason = blockedAddressReason(address);
@@ -171,7 +182,49 @@ export function pinnedLookup(addresses: readonly VettedAddress[]): LookupFunctio
   };
 }
 
-async function resolve(host: string, signal: AbortSignal): Promise<VettedAddress[]> {
+/** What {@link requestPinned} sends. */
+export interface PinnedRequestOptions {
+  method: string;
+  headers: Readonly<Record<string, string>>;
+  body?: string | Uint8Array | undefined;
+  /** The addresses the check approved for the URL's host; the socket connects to one of these only. */
+  addresses: readonly VettedAddress[];
+  signal?: AbortSignal | undefined;
+  /**
+   * A connection pool used for this destination only, so every pooled socket went to a vetted
+   * address. Without one, every request opens a fresh socket.
+   */
+  agent?: http.Agent | undefined;
+}
+
+/**
+ * Sends one request to `url` over a socket pinned to `options.addresses` (whatever the host
+ * name resolves to by then), and resolves with the response head. The URL's host name is kept
+ * for the `Host` header and for TLS, so the certificate is still verified against the name.
+ * Redirects are not followed. Rejects with the socket's error, or the signal's on abort.
+ */
+export function requestPinned(url: URL, options: PinnedRequestOptions): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const client = url.protocol === 'https:' ? https : http;
+    // Never the global agent: without the caller's own pool, a fresh socket, so no pooled
+    // connection made elsewhere (to an address this guard never saw) is reused for this host.
+    // An explicit length: Node sends a GET or DELETE body without one otherwise, which servers reject.
+    const headers = options.body === undefined ? options.headers : { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) };
+    const request = client.request(
+      url,
+      { method: options.method, headers, lookup: pinnedLookup(options.addresses), agent: options.agent ?? false, ...(options.signal === undefined ? {} : { signal: options.signal }) },
+      resolve,
+    );
+    request.on('error', reject);
+    request.end(options.body);
+  });
+}
+
+/**
+ * Resolves `host` (every address; a literal address is itself) with `resolver`. Throws a
+ * WebRequestError naming the host when it cannot be resolved, or the signal's reason on abort.
+ */
+export async function resolveHost(host: string, signal: AbortSignal, resolver: HostResolver = systemResolver): Promise<VettedAddress[]> {
   const literal = isIP(host);
   if (literal !== 0) {
     return [{ address: host, family: literal === 4 ? 4 : 6 }];
@@ -184,7 +237,7 @@ async function resolve(host: string, signal: AbortSignal): Promise<VettedAddress
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    const found = await Promise.race([lookup(host, { all: true, order: 'verbatim' }), aborted]);
+    const found = await Promise.race([resolver(host), aborted]);
     if (found.length === 0) {
       throw new WebRequestError(`cannot resolve host "${host}": no addresses`);
     }

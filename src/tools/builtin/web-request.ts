@@ -1,18 +1,17 @@
 /**
  * The HTTP client the web tools share: one request through the SSRF guard, redirects followed by
  * hand with the capability and address rules checked again for every hop, the body read up to a
- * byte limit. Built on `node:http`/`node:https` because their `lookup` option lets the socket be
- * pinned to the addresses the guard vetted (see net-guard.ts).
+ * byte limit. Built on `node:http`/`node:https` (through net-guard.ts's `requestPinned`) because
+ * their `lookup` option lets the socket be pinned to the addresses the guard vetted.
  */
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import https from 'node:https';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { z } from 'zod';
 import { isGranted } from '../../capabilities/index.ts';
 import type { JsonValue, ToolAgent, ToolContext, ToolResult } from '../../contracts/index.ts';
 import { CapabilityDeniedError, ConfigError, isLoomError } from '../../errors/index.ts';
-import { netConnectFor, netConnectTarget, parseWebUrl, pinnedLookup, vetDestination } from './net-guard.ts';
+import { netConnectFor, netConnectTarget, parseWebUrl, requestPinned, vetDestination } from './net-guard.ts';
 import { WebRequestError } from './web-request-error.ts';
 
 /** Bytes of body read when `[tools.<name>] max_content_bytes` is not set. */
@@ -104,7 +103,7 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
         );
       }
       const addresses = await vetDestination(url, options.agent.capabilities, signal);
-      const response = await send(url, { method, headers, body, lookup: pinnedLookup(addresses), signal });
+      const response = await requestPinned(url, { method, headers, body, addresses, signal });
       const location = response.headers.location;
       if (!REDIRECT_STATUSES.has(response.statusCode ?? 0) || location === undefined) {
         const read = await readBody(response, options.settings.maxContentBytes);
@@ -149,31 +148,6 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
     const message = error instanceof Error ? error.message : String(error);
     throw new WebRequestError(`cannot fetch "${url.href}": ${code ?? message}`, { cause: error, details: { url: url.href }, isRetryable: true });
   }
-}
-
-interface SendOptions {
-  method: string;
-  headers: Record<string, string>;
-  body: string | undefined;
-  lookup: ReturnType<typeof pinnedLookup>;
-  signal: AbortSignal;
-}
-
-function send(url: URL, options: SendOptions): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const client = url.protocol === 'https:' ? https : http;
-    // `agent: false`: a fresh socket every time, so no pooled connection made elsewhere (to an
-    // address this guard never saw) is reused for this host.
-    // An explicit length: Node sends a GET or DELETE body without one otherwise, which servers reject.
-    const headers = options.body === undefined ? options.headers : { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) };
-    const request = client.request(
-      url,
-      { method: options.method, headers, lookup: options.lookup, agent: false, signal: options.signal },
-      resolve,
-    );
-    request.on('error', reject);
-    request.end(options.body);
-  });
 }
 
 async function readBody(response: IncomingMessage, maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
