@@ -6,7 +6,7 @@ import { AccessDeniedError } from '../errors/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
 import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
-import { mayReachAgent, type Principal } from './create-authenticator.ts';
+import { mayReachAgent, type Principal } from '../access/index.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';

@@ -7,8 +7,8 @@ import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
-import { createAuthenticator, type Principal } from './create-authenticator.ts';
-import type { HttpContext, HttpEnv } from './http-context.ts';
+import { createAuthenticator, type Principal } from '../access/index.ts';
+import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
@@ -184,9 +184,9 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const version = options.version ?? defaultVersion();
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
-    return createMcpHttpHandler({ kernel, config, env: options.env, version, logger, clientAddress: addressOf });
+    return createMcpHttpHandler({ kernel, config, version, logger });
   });
-  const mcpOrigin = (c: HttpContext) => ({ address: addressOf(c), principal: c.get('principal') });
+  const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c) });
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
   app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
   app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));

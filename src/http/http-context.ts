@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { Principal } from './create-authenticator.ts';
+import type { Principal } from '../access/index.ts';
 import type { RequestDeadline } from './request-deadline.ts';
 
 /** The Hono environment of the API: what the middleware hands to the routes. */

@@ -6,7 +6,6 @@ import { LoomError, type LoomErrorOptions } from '../errors/index.ts';
  */
 export type HttpErrorCode =
   | 'INVALID_REQUEST'
-  | 'UNAUTHORIZED'
   | 'ROUTE_NOT_FOUND'
   | 'BODY_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'

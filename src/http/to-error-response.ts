@@ -70,6 +70,8 @@ export function toErrorResponse(error: unknown, now: number, logger: Logger): Er
   // A model refusing the request itself (bad input) is the caller's to fix, not a gateway failure.
   if (error.code === 'MODEL_CALL_FAILED' && error.category === 'user') status = 400;
   const headers: Record<string, string> = {};
+  // RFC 9110: a 401 says how to authenticate (MCP clients read it to find the scheme).
+  if (status === 401) headers['www-authenticate'] = 'Bearer realm="loom"';
   if (status === 429) {
     const seconds = retryAfterSeconds(error.details, now);
     if (seconds !== undefined) headers['retry-after'] = String(seconds);

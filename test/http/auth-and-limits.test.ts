@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isLoopbackAddress, RateLimiter } from '../../src/http/index.ts';
+import { isLoopbackAddress } from '../../src/access/index.ts';
+import { RateLimiter } from '../../src/http/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { agentToml, type Api, type ApiOptions, startApi } from './api-harness.ts';

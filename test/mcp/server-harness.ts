@@ -1,20 +1,17 @@
 import { Client, type ClientOptions, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { Hono } from 'hono';
 import { ConfigSchema } from '../../src/config/index.ts';
-import type { HttpEnv } from '../../src/http/index.ts';
-import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createMcpHttpHandler, type McpHttpHandler } from '../../src/mcp/server/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { manifest } from '../helpers/test-kernel.ts';
 
 /** The MCP revision of the modern (stateless) era. */
 export const MODERN_REVISION = '2026-07-28';
 
-/** A real kernel whose MCP endpoints are mounted in a Hono app served on 127.0.0.1, port 0. */
+/** A real kernel behind the daemon's HTTP app (its MCP endpoints and every check before them), on 127.0.0.1, port 0. */
 export interface McpHttpServer {
   url: string;
   host: TestHost;
-  handler: McpHttpHandler;
   server: RunningHttpServer;
   close(): Promise<void>;
 }
@@ -27,26 +24,24 @@ export interface McpHttpServerOptions {
   clientAddress?: string;
 }
 
-/** Opens a test host in `dir` and serves its MCP endpoints. */
+/** Opens a test host in `dir` and serves the daemon's HTTP app for it. */
 export async function startMcpHttpServer(dir: string, options: McpHttpServerOptions = {}): Promise<McpHttpServer> {
   const host = await openTestHost(dir, options.config ?? {});
-  const handler = createMcpHttpHandler({
+  const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(options.config ?? {}),
     env: options.env ?? {},
+    clock: host.clock,
+    logger: createSilentLogger(),
     version: '9.9.9-test',
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
   });
-  const app = new Hono<HttpEnv>();
-  app.route('/', handler.routes);
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   return {
     url: server.url,
     host,
-    handler,
     server,
     close: async () => {
-      await handler.close();
       await server.close();
       await host.close();
     },

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { readDaemonFile } from '../../daemon/index.ts';
-import type { Principal } from '../../http/index.ts';
+import type { Principal } from '../../access/index.ts';
 import type { AgentDirectory } from '../../mcp/server/index.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';

@@ -5,7 +5,7 @@ import type { Clock, Logger } from '../../contracts/index.ts';
 import { AccessDeniedError, LoomError } from '../../errors/index.ts';
 import type { Caller, Kernel } from '../../kernel/index.ts';
 import type { TurnResult } from '../../runtime/index.ts';
-import { mayReachAgent, type Principal } from '../create-authenticator.ts';
+import { mayReachAgent, type Principal } from '../../access/index.ts';
 import { type HttpEnv, principalOf } from '../http-context.ts';
 import { readJsonBody } from '../request-input.ts';
 import { startTurnStream } from '../start-turn-stream.ts';

@@ -1,4 +1,4 @@
-import { mayReachAgent, type Principal } from '../../http/index.ts';
+import { mayReachAgent, type Principal } from '../../access/index.ts';
 import { z } from 'zod';
 import type { AgentView, Caller, Kernel, ToolPrincipal } from '../../kernel/index.ts';
 

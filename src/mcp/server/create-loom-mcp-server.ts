@@ -1,5 +1,5 @@
 import { type CallToolResult, Server, type Tool } from '@modelcontextprotocol/server';
-import type { Principal } from '../../http/index.ts';
+import type { Principal } from '../../access/index.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
 
 /** The name Loom's MCP server reports to clients. */

@@ -1,9 +1,7 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { type AuthInfo, createMcpHandler, type McpRequestContext } from '@modelcontextprotocol/server';
-import { Hono } from 'hono';
+import type { Principal } from '../../access/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Logger } from '../../contracts/index.ts';
-import { createAuthenticator, type HttpContext, type HttpEnv, type Principal, toErrorResponse } from '../../http/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { type AgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
@@ -14,24 +12,20 @@ import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-
 /** What the `/mcp` endpoints are built from. */
 export interface McpHttpHandlerOptions {
   kernel: Kernel;
-  /** `[[auth.keys]]` decide who may call (with `LOOM_API_KEY` from `env`). */
+  /** `[mcp_server]`: the principal whose own tools are offered besides the agents. */
   config: Config;
-  env: Readonly<Record<string, string | undefined>>;
   /** Reported as the MCP server's version. */
   version: string;
   logger?: Logger;
   /** Where the agents come from; defaults to `kernel`'s. */
   directory?: AgentDirectory;
-  /** The client's address for the Hono routes; defaults to the socket's remote address. */
-  clientAddress?: (c: HttpContext) => string;
   /** Where the legacy SSE endpoint tells clients to POST (default `/mcp/messages`). */
   legacyMessagesPath?: string;
 }
 
-/** Who a request comes from: its address, and its principal when the caller authenticated it already. */
+/** Who a request comes from, as the door that received it authenticated it. */
 export interface McpRequestOrigin {
-  address: string;
-  principal?: Principal | undefined;
+  principal: Principal;
 }
 
 /** The MCP endpoints of the daemon. */
@@ -42,8 +36,6 @@ export interface McpHttpHandler {
   sse(request: Request, origin: McpRequestOrigin): Promise<Response>;
   /** `POST /mcp/messages?sessionId=…`: the 2024-11-05 HTTP+SSE transport's message endpoint. */
   messages(request: Request, origin: McpRequestOrigin): Promise<Response>;
-  /** The three routes above as a Hono app, to mount at the root: `app.route('/', handler.routes)`. */
-  routes: Hono<HttpEnv>;
   /** Stops following the kernel, closes open streams and in-flight modern exchanges. */
   close(): Promise<void>;
 }
@@ -56,26 +48,16 @@ function principalOfContext(ctx: McpRequestContext): Principal {
   return principal;
 }
 
-function socketAddress(c: HttpContext): string {
-  try {
-    return getConnInfo(c).remote.address ?? '';
-  } catch {
-    return '';
-  }
-}
-
 /**
  * Builds the daemon's MCP endpoints over `kernel`: every live agent is a tool
- * `loom_agent_{name}`. Each request is authenticated as the HTTP API's are (`createAuthenticator`:
- * an API key whenever keys are configured, else loopback clients only) unless the caller passes
- * the principal it already authenticated; the principal's role and agent patterns become the
- * kernel caller. Spawns and kills are announced with `notifications/tools/list_changed` on open
- * modern `subscriptions/listen` streams and legacy SSE streams (the stateless 2025-era
- * Streamable HTTP fallback has no stream to announce on: such clients re-list).
+ * `loom_agent_{name}`. The door mounting them (the HTTP API) authenticates each request first,
+ * as it does every other; the principal's role and agent patterns become the kernel caller.
+ * Spawns and kills are announced with `notifications/tools/list_changed` on open modern
+ * `subscriptions/listen` streams and legacy SSE streams (the stateless 2025-era Streamable HTTP
+ * fallback has no stream to announce on: such clients re-list).
  */
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const logger = (options.logger ?? createSilentLogger()).child({ component: 'mcp-server' });
-  const authenticator = createAuthenticator(options.config, options.env);
   const directory = options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config));
   const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, principal: principalOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
@@ -90,51 +72,16 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     legacySse.toolsChanged();
   });
 
-  /** The principal of a request, or the error response refusing it. */
-  const authenticate = (request: Request, origin: McpRequestOrigin): Principal | Response => {
-    if (origin.principal !== undefined) return origin.principal;
-    try {
-      const principal = authenticator.authenticate(
-        { authorization: request.headers.get('authorization') ?? undefined, apiKey: request.headers.get('x-api-key') ?? undefined, address: origin.address },
-        { isPublic: false },
-      );
-      if (principal === undefined) throw new Error('unreachable: a non-public request always has a principal');
-      return principal;
-    } catch (error) {
-      const { status, body, headers } = toErrorResponse(error, Date.now(), logger);
-      return Response.json(body, { status, headers: { ...headers, ...(status === 401 ? { 'www-authenticate': 'Bearer realm="loom"' } : {}) } });
-    }
-  };
   const authInfoOf = (principal: Principal): AuthInfo => ({ token: '', clientId: principal.name, scopes: [principal.role], extra: { [PRINCIPAL_KEY]: principal } });
 
-  const handler: Omit<McpHttpHandler, 'routes'> = {
-    async fetch(request, origin) {
-      const principal = authenticate(request, origin);
-      if (principal instanceof Response) return principal;
-      return modern.fetch(request, { authInfo: authInfoOf(principal) });
-    },
-    async sse(request, origin) {
-      const principal = authenticate(request, origin);
-      if (principal instanceof Response) return principal;
-      return legacySse.open(request, principal);
-    },
-    async messages(request, origin) {
-      const principal = authenticate(request, origin);
-      if (principal instanceof Response) return principal;
-      return legacySse.post(request, principal);
-    },
+  return {
+    fetch: (request, { principal }) => modern.fetch(request, { authInfo: authInfoOf(principal) }),
+    sse: (request, { principal }) => legacySse.open(request, principal),
+    messages: (request, { principal }) => legacySse.post(request, principal),
     async close() {
       unsubscribe();
       await legacySse.close();
       await modern.close();
     },
   };
-
-  const addressOf = options.clientAddress ?? socketAddress;
-  const originOf = (c: HttpContext): McpRequestOrigin => ({ address: addressOf(c), principal: c.get('principal') });
-  const routes = new Hono<HttpEnv>();
-  routes.get('/mcp/sse', (c) => handler.sse(c.req.raw, originOf(c)));
-  routes.post('/mcp/messages', (c) => handler.messages(c.req.raw, originOf(c)));
-  routes.on(['POST', 'GET', 'DELETE'], '/mcp', (c) => handler.fetch(c.req.raw, originOf(c)));
-  return { ...handler, routes };
 }

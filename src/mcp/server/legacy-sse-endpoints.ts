@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
-import type { Principal } from '../../http/index.ts';
+import type { Principal } from '../../access/index.ts';
 
 /** Messages larger than this are refused (spec/05: 10 MB). */
 export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/server';
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import type { Principal } from '../../http/index.ts';
+import type { Principal } from '../../access/index.ts';
 import type { AgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 

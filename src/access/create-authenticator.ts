@@ -1,8 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { matchesPattern } from '../capabilities/index.ts';
 import type { Config } from '../config/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
-import { HttpRequestError } from './http-request-error.ts';
+import { AccessDeniedError, UnauthorizedError } from '../errors/index.ts';
 import { isLoopbackAddress } from './is-loopback-address.ts';
 
 /** Who a request comes from, once authenticated. */
@@ -27,7 +26,7 @@ export interface Authenticator {
   readonly keyed: boolean;
   /**
    * The principal of a request; undefined for an anonymous request to a public route.
-   * @throws {HttpRequestError} `UNAUTHORIZED` for a missing or wrong key; {AccessDeniedError} for a
+   * @throws {UnauthorizedError} for a missing or wrong key; {AccessDeniedError} for a
    *   non-loopback client when no key is configured.
    */
   authenticate(credentials: Credentials, options: { isPublic: boolean }): Principal | undefined;
@@ -81,10 +80,10 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
       const secret = bearer ?? credentials.apiKey?.trim();
       if (secret === undefined || secret === '') {
         if (options.isPublic) return undefined;
-        throw new HttpRequestError('UNAUTHORIZED', 'this request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>"');
+        throw new UnauthorizedError('this request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>"');
       }
       const key = find(secret);
-      if (key === undefined) throw new HttpRequestError('UNAUTHORIZED', 'the API key is not valid; check the key, or the environment variable the daemon reads it from');
+      if (key === undefined) throw new UnauthorizedError('the API key is not valid; check the key, or the environment variable the daemon reads it from');
       return { name: key.name, role: key.role, agents: key.agents };
     },
   };
