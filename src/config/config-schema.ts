@@ -15,6 +15,18 @@ export const ConfigSchema = z.strictObject({
       request_timeout_seconds: z.int().positive().default(300),
     })
     .prefault({}),
+  /** Which names and pages the HTTP server answers (DNS rebinding, cross-site requests). */
+  http: z
+    .strictObject({
+      /**
+       * Host names the daemon answers besides localhost, 127.0.0.1 and [::1] (e.g. the name a
+       * reverse proxy forwards). On a non-loopback bind with none listed, any name is answered.
+       */
+      allowed_hosts: z.array(z.string().min(1).regex(/^[^\s/]+$/, { error: 'expected a host name such as "loom.example.com"' })).default([]),
+      /** Browser origins besides the daemon's own that may call it, e.g. "https://ops.example.com". */
+      allowed_origins: z.array(z.url({ protocol: /^https?$/, error: 'expected an origin such as "https://ops.example.com"' })).default([]),
+    })
+    .prefault({}),
   auth: z
     .strictObject({
       /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. */
@@ -131,6 +143,13 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # port = 4200
 # body_limit_bytes = 1048576
 # request_timeout_seconds = 300
+
+[http]
+# On a loopback bind only requests for localhost, 127.0.0.1 and [::1] are answered, and a browser
+# may call the daemon only from its own pages: a web page cannot reach it by rebinding its own
+# name to this machine. Behind a reverse proxy, or on another address, name what to accept.
+# allowed_hosts = ["loom.example.com"]
+# allowed_origins = ["https://ops.example.com"]
 
 # API keys. With none (and no LOOM_API_KEY in the environment), only loopback clients are
 # served. The secret lives in an environment variable, never in this file.

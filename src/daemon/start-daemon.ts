@@ -50,13 +50,14 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const clock = options.clock ?? createSystemClock();
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock });
   try {
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const bindHost = options.host ?? config.daemon.host;
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
-    const server = await startHttpServer(app, { host: options.host ?? config.daemon.host, port: options.port ?? config.daemon.port });
+    const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });
     const info: DaemonInfo = {
       pid: process.pid,
-      host: options.host ?? config.daemon.host,
+      host: bindHost,
       port: server.port,
       url: server.url,
       startedAt: new Date().toISOString(),

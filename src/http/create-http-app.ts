@@ -9,6 +9,7 @@ import { createAgentRoutes } from './agent-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
 import { createAuthenticator, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { createHostGuard } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
@@ -41,6 +42,8 @@ export interface HttpAppOptions {
   mcp?: { servers(): McpServerStatus[] };
   /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
   tasks?: TaskRepository;
+  /** The address the server binds, which decides the names it answers; defaults to `[daemon].host`. */
+  bindHost?: string;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -96,7 +99,8 @@ function socketAddress(c: HttpContext): string {
 /**
  * Builds Loom's HTTP API (a Hono app; serve it with {@link startHttpServer}). Every error,
  * from the kernel or from the request itself, is answered as `{ error: { code, message } }`
- * by {@link toErrorResponse}. Order of checks: who is asking (loopback or API key), their
+ * by {@link toErrorResponse}. Order of checks: the Host and Origin (see `createHostGuard`), who
+ * is asking (loopback or API key), their
  * rate, the body size, then the route with its role checks.
  *
  * @example
@@ -132,6 +136,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.onError((error, c) => respond(c, error));
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
+  // First of all: a request a web page could have forged reaches nothing, not even the dashboard.
+  app.use('*', createHostGuard({ bindHost: options.bindHost ?? config.daemon.host, allowedHosts: config.http.allowed_hosts, allowedOrigins: config.http.allowed_origins }));
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);

@@ -7,6 +7,8 @@ import { LoomError, type LoomErrorOptions } from '../errors/index.ts';
 export type HttpErrorCode =
   | 'INVALID_REQUEST'
   | 'ROUTE_NOT_FOUND'
+  | 'HOST_NOT_ALLOWED'
+  | 'ORIGIN_NOT_ALLOWED'
   | 'BODY_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'

@@ -23,6 +23,8 @@ export interface ApiOptions {
   env?: Record<string, string>;
   /** Pretend every client comes from this address. */
   clientAddress?: string;
+  /** Pretend the daemon binds this address (it still listens on 127.0.0.1 only). */
+  bindHost?: string;
 }
 
 /** Two API keys: `admin-secret` (owner) and `helper-secret` (a user limited to agents `helper-*`). */
@@ -49,6 +51,7 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
     logger: createSilentLogger(),
     version: '9.9.9-test',
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
+    ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   return {

@@ -89,7 +89,8 @@ describe('MCP client connections pinned to the vetted address', () => {
     ['Streamable HTTP', (port: number): McpServerEntry['transport'] => ({ type: 'http', url: `http://rebind.test:${port}/mcp`, headers: {} })],
     ['legacy SSE', (port: number): McpServerEntry['transport'] => ({ type: 'sse', url: `http://rebind.test:${port}/mcp/sse` })],
   ])('over %s, keep talking to the checked address when the host name later resolves elsewhere (DNS rebinding)', async (_kind, transport) => {
-    served = await startMcpHttpServer(dir.path);
+    // The server answers the name the client uses (a loopback daemon refuses other names otherwise).
+    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.test'] } } });
     await served.host.kernel.spawn(agentManifest('helper', 'http://127.0.0.1:9'));
     const port = Number(new URL(served.url).port);
     const elsewhere = await trap('127.0.0.2', port);
@@ -104,7 +105,8 @@ describe('MCP client connections pinned to the vetted address', () => {
   });
 
   it('drops a connection whose checked address stops answering, and checks the host again to reconnect: a rebind to the metadata address is refused then', async () => {
-    served = await startMcpHttpServer(dir.path);
+    // The server answers the name the client uses (a loopback daemon refuses other names otherwise).
+    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.test'] } } });
     await served.host.kernel.spawn(agentManifest('helper', 'http://127.0.0.1:9'));
     const port = Number(new URL(served.url).port);
     const resolve = rebindingResolver('127.0.0.1', '169.254.169.254');
