@@ -285,14 +285,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     return c.json(toLegacyTask(task ?? result));
   });
   const legacyNotFound = (c: Context, id: string): Response => c.json({ error: { code: 'TASK_NOT_FOUND', message: `no task "${id}" (unknown, or evicted)` } }, 404);
+  // Loaded in the caller's context: a task it may not see is as missing as an unknown one.
   routes.get(`${base}/tasks/:id`, async (c) => {
     const id = c.req.param('id');
-    const task = await store.load(id);
+    const task = await store.load(id, contextOf(c, '1.0'));
     return task === undefined ? legacyNotFound(c, id) : c.json(toLegacyTask(task));
   });
   routes.post(`${base}/tasks/:id/cancel`, async (c) => {
     const id = c.req.param('id');
-    const task = await store.load(id);
+    const task = await store.load(id, contextOf(c, '1.0'));
     if (task === undefined) return legacyNotFound(c, id);
     if (isTerminalState(task.status?.state)) return c.json(toLegacyTask(task));
     const owner: unknown = task.metadata?.['loomAgent'];

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { type Message, type Part, Role, TaskState } from '@a2a-js/sdk';
+import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
-import type { User } from '@a2a-js/sdk/server';
+import type { ServerCallContext, User } from '@a2a-js/sdk/server';
+import { mayReachAgent } from '../access/index.ts';
 import type { Caller, Kernel } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
@@ -15,8 +16,37 @@ export class LoomA2aUser implements User {
     return true;
   }
   get userName(): string {
-    return this.caller.kind === 'user' ? (this.caller.name ?? 'local') : this.caller.agentId;
+    return callerName(this.caller);
   }
+}
+
+/** The name a task records as its creator: the API key's name (`local` without keys), or the calling agent's id. */
+export function callerName(caller: Caller): string {
+  return caller.kind === 'user' ? (caller.name ?? 'local') : caller.agentId;
+}
+
+/**
+ * Whether the A2A caller may see `task`: owners (and Loom itself, with no caller) see every
+ * task; any other key only a task of an agent it reaches that it created itself. A task it may
+ * not see is answered as missing, never as forbidden, so task ids cannot be probed.
+ */
+export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
+  if (seesEveryTask(caller)) return true;
+  const agent: unknown = task.metadata?.['loomAgent'];
+  const creator: unknown = task.metadata?.['loomCaller'];
+  if (typeof agent !== 'string' || creator !== callerName(caller)) return false;
+  return caller.kind !== 'user' || mayReachAgent({ name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] }, agent);
+}
+
+/** Whether the caller sees every task: an owner, or Loom itself (no caller). */
+export function seesEveryTask(caller: Caller | undefined): caller is undefined | (Caller & { kind: 'user'; role: 'owner' }) {
+  return caller === undefined || (caller.kind === 'user' && caller.role === 'owner');
+}
+
+/** The caller of an SDK call, when Loom's door put one in its context. */
+export function callerOfContext(context: ServerCallContext | undefined): Caller | undefined {
+  const user = context?.user;
+  return user instanceof LoomA2aUser ? user.caller : undefined;
 }
 
 /** A text part. */
@@ -103,7 +133,8 @@ export class LoomAgentExecutor implements AgentExecutor {
             status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
             artifacts: [],
             history: [request.userMessage],
-            metadata: { ...(request.request.metadata ?? {}), loomAgent: this.#agent },
+            // Set after the client's metadata, so neither can be claimed by a client.
+            metadata: { ...(request.request.metadata ?? {}), loomAgent: this.#agent, loomCaller: callerName(caller) },
           }),
         );
       } else {

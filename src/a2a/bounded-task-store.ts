@@ -1,5 +1,6 @@
 import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse, type Message } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
+import { callerOfContext, isTaskVisible, seesEveryTask } from './agent-executor.ts';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
 
 /** Default bound of the task store (spec/05). */
@@ -89,23 +90,38 @@ export class BoundedTaskStore implements TaskStore {
     return failed;
   }
 
-  async load(taskId: string, _context?: ServerCallContext): Promise<Task | undefined> {
+  /** The task, or undefined when it is unknown or the context's caller may not see it (`isTaskVisible`). */
+  async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
     const record = await this.#repository.get(taskId);
-    return record === undefined ? undefined : Task.fromJSON(record.task);
+    const task = record === undefined ? undefined : Task.fromJSON(record.task);
+    return task !== undefined && isTaskVisible(task, callerOfContext(context)) ? task : undefined;
   }
 
-  async list(params: ListTasksRequest, _context?: ServerCallContext): Promise<ListTasksResponse> {
+  /** A page of the tasks the context's caller may see, newest first. */
+  async list(params: ListTasksRequest, context?: ServerCallContext): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? 50;
     const offset = params.pageToken === '' ? 0 : Math.max(0, Number.parseInt(params.pageToken, 10) || 0);
     const updatedAfter = params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter);
-    const { records, total } = await this.#repository.list({
+    const query = {
       ...(params.contextId === '' ? {} : { contextId: params.contextId }),
       ...(params.status === TaskState.TASK_STATE_UNSPECIFIED ? {} : { state: taskStateToJSON(params.status) }),
       ...(updatedAfter === undefined || Number.isNaN(updatedAfter) ? {} : { updatedAfter }),
-      limit: pageSize,
-      offset,
-    });
-    const next = offset + records.length;
-    return { tasks: records.map((record) => Task.fromJSON(record.task)), nextPageToken: next < total ? String(next) : '', pageSize, totalSize: total };
+    };
+    const caller = callerOfContext(context);
+    let tasks: Task[];
+    let total: number;
+    if (seesEveryTask(caller)) {
+      const page = await this.#repository.list({ ...query, limit: pageSize, offset });
+      tasks = page.records.map((record) => Task.fromJSON(record.task));
+      total = page.total;
+    } else {
+      // The store holds at most `maxTasks` (plus running ones): filter them all, then page.
+      const all = await this.#repository.list({ ...query, limit: Math.max(this.#max, 1) * 2, offset: 0 });
+      const visible = all.records.map((record) => Task.fromJSON(record.task)).filter((task) => isTaskVisible(task, caller));
+      tasks = visible.slice(offset, offset + pageSize);
+      total = visible.length;
+    }
+    const next = offset + tasks.length;
+    return { tasks, nextPageToken: next < total ? String(next) : '', pageSize, totalSize: total };
   }
 }

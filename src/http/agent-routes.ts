@@ -7,6 +7,7 @@ import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../k
 import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { mayReachAgent, type Principal } from '../access/index.ts';
+import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
@@ -57,11 +58,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
   const reach = (c: HttpContext): { principal: Principal; name: string } => {
     const principal = principalOf(c);
-    const { name } = kernel.get(c.req.param('agent') ?? '');
-    if (!mayReachAgent(principal, name)) {
-      throw new AccessDeniedError(`the key "${principal.name}" may not reach agent "${name}"; its [[auth.keys]].agents patterns do not match it`);
-    }
-    return { principal, name };
+    return { principal, name: reachAgent(kernel, principal, c.req.param('agent') ?? '').name };
   };
 
   routes.get('/', (c) => {

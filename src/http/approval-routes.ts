@@ -4,6 +4,7 @@ import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
 import { AccessDeniedError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { readableAgentIds } from './caller-scope.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 
 /** An approval as the API, the CLI's `--json` and the dashboard show it. */
@@ -19,7 +20,7 @@ export interface ApprovalView {
   /** When it is denied (status `expired`) if nobody decides. */
   expires_at: string;
   decided_at: string | null;
-  /** A key's name, `local`, or `timeout`. */
+  /** A key's name, `local`, or `timeout`, `cancel` or `restart` when Loom closed it. */
   decided_by: string | null;
   reason: string | null;
 }
@@ -58,7 +59,7 @@ export interface ApprovalRoutesOptions {
 }
 
 /**
- * `/api/approvals`: list (any role; pending by default), and approve or deny (owner only; the
+ * `/api/approvals`: list (any role, a user key only its agents' requests; pending by default), and approve or deny (owner only; the
  * decision is recorded as made by the caller's key name, `local` without keys). A body is
  * optional: `{ "reason": "…" }` as JSON.
  */
@@ -68,7 +69,9 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
 
   routes.get('/', async (c) => {
     const { status } = readQuery(c, ListQuerySchema);
-    return c.json((await kernel.approvals.list(status ?? 'pending')).map(toApprovalView));
+    const readable = readableAgentIds(kernel, principalOf(c));
+    const records = await kernel.approvals.list(status ?? 'pending');
+    return c.json(records.filter((record) => readable === undefined || readable.has(record.agentId)).map(toApprovalView));
   });
 
   const decide = async (c: HttpContext, approved: boolean): Promise<Response> => {

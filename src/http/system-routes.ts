@@ -5,9 +5,15 @@ import type { Clock } from '../contracts/index.ts';
 import type { Kernel, KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
+import { readableAgentIds, reachAgent } from './caller-scope.ts';
+import { principalOf } from './http-context.ts';
+import { mayReachAgent } from '../access/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
+
+/** Rows `/api/audit` answers when the query gives no `limit` (the kernel's default). */
+const DEFAULT_AUDIT_LIMIT = 500;
 
 const UsageQuerySchema = z.strictObject({
   agent: z.string().min(1).optional(),
@@ -29,23 +35,47 @@ export interface SystemRoutesOptions {
   version: string;
 }
 
-/** `/api/health` (public), `/api/usage`, `/api/audit` and `/api/events` (SSE of the kernel's event bus). */
+/**
+ * `/api/health` (public), `/api/usage`, `/api/audit` and `/api/events` (SSE of the kernel's event
+ * bus). A `user` key reads only the rows and events of the agents its patterns reach.
+ */
 export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> {
   const { kernel, clock, version } = options;
   const routes = new Hono<HttpEnv>();
 
   routes.get('/health', (c) => c.json({ status: 'ok', version, agents: kernel.list().length }));
 
-  routes.get('/usage', async (c) => c.json(await kernel.usage(withoutUndefined(readQuery(c, UsageQuerySchema)))));
+  // A user key reads only the rows of the agents it reaches (checked like a message to one).
+  routes.get('/usage', async (c) => {
+    const principal = principalOf(c);
+    const query = withoutUndefined(readQuery(c, UsageQuerySchema));
+    if (query.agent !== undefined && principal.role === 'user') reachAgent(kernel, principal, query.agent);
+    const rows = await kernel.usage(query);
+    const readable = readableAgentIds(kernel, principal);
+    return c.json(readable === undefined ? rows : rows.filter((row) => readable.has(row.agent_id)));
+  });
 
-  routes.get('/audit', async (c) => c.json(await kernel.audit(withoutUndefined(readQuery(c, AuditQuerySchema)))));
+  routes.get('/audit', async (c) => {
+    const principal = principalOf(c);
+    const query = withoutUndefined(readQuery(c, AuditQuerySchema));
+    const readable = readableAgentIds(kernel, principal);
+    if (readable === undefined) return c.json(await kernel.audit(query));
+    if (query.agent !== undefined) return c.json(await kernel.audit({ ...query, agent: reachAgent(kernel, principal, query.agent).id }));
+    // One page per readable agent, merged in log order: the limit counts rows the key may see.
+    const limit = query.limit ?? DEFAULT_AUDIT_LIMIT;
+    const pages = await Promise.all([...readable].map((agent) => kernel.audit({ ...query, agent, limit })));
+    return c.json(pages.flat().sort((first, second) => first.seq - second.seq).slice(0, limit));
+  });
 
-  routes.get('/events', (c) =>
-    streamSSE(c, async (stream) => {
+  routes.get('/events', (c) => {
+    const principal = principalOf(c);
+    return streamSSE(c, async (stream) => {
       const stop = new AbortController();
       const queue: KernelEvent[] = [];
       let wake: (() => void) | undefined;
       const unsubscribe = kernel.events.subscribe((event) => {
+        // Every kernel event names its agent; a user key sees those of the agents it reaches.
+        if (!mayReachAgent(principal, event.name)) return;
         queue.push(event);
         wake?.();
       });
@@ -83,8 +113,8 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
         c.req.raw.signal.removeEventListener('abort', onAbort);
         await heartbeat;
       }
-    }),
-  );
+    });
+  });
 
   return routes;
 }

@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { type Message, Role, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { agentToml, type Api, readSse, startApi } from './api-harness.ts';
+
+/**
+ * Every read is filtered by what the caller's key covers: a user key limited to `helper-*` sees
+ * nothing of the agent "private" (its tasks, audit rows, usage, events, approvals), and not the
+ * tasks another key created even on an agent both reach.
+ */
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let api: Api;
+
+const KEYS = {
+  config: {
+    auth: {
+      keys: [
+        { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
+        { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
+        { name: 'other-bot', role: 'user', key_env: 'OTHER_KEY', agents: ['helper-*'] },
+      ],
+    },
+  },
+  env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret', OTHER_KEY: 'other-secret' },
+};
+
+const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-caller-scope-');
+  api = await startApi(dir.path, KEYS);
+  for (const name of ['helper-one', 'private']) {
+    const response = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }));
+    expect(response.status).toBe(201);
+  }
+});
+afterEach(async () => {
+  await api.close();
+  await dir.remove();
+});
+
+/** The official A2A client for an agent, sending `key`. */
+async function a2aClient(agent: string, key: string, transport: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } });
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })], preferredTransports: [transport] }),
+  );
+  return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
+}
+
+function message(text: string): { tenant: string; message: Message; configuration: undefined; metadata: undefined } {
+  return {
+    tenant: '',
+    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    configuration: undefined,
+    metadata: undefined,
+  };
+}
+
+async function taskOf(client: Client, text: string): Promise<string> {
+  model.script([{ text: `re: ${text}` }]);
+  const result = await client.sendMessage(message(text));
+  if (!('status' in result)) throw new Error('expected a task');
+  expect(result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  return result.id;
+}
+
+const listIds = async (client: Client): Promise<string[]> =>
+  (await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks.map((task) => task.id);
+
+describe('A2A tasks by key', () => {
+  it('a user key cannot read another agent\'s A2A task by id: 404 as for an unknown task, through every door', async () => {
+    const secret = await taskOf(await a2aClient('private', 'admin-secret'), 'the private plan');
+
+    const legacy = await api.request(`/a2a/tasks/${secret}`, as('helper-secret'));
+    expect(legacy.status).toBe(404);
+    expect(await legacy.json()).toEqual({ error: { code: 'TASK_NOT_FOUND', message: `no task "${secret}" (unknown, or evicted)` } });
+    expect((await api.request(`/a2a/tasks/${secret}/cancel`, as('helper-secret', { method: 'POST' }))).status).toBe(404);
+
+    for (const transport of ['JSONRPC', 'HTTP+JSON'] as const) {
+      const helper = await a2aClient('helper-one', 'helper-secret', transport);
+      await expect(helper.getTask({ tenant: '', id: secret, historyLength: undefined })).rejects.toThrow(/not found/i);
+      await expect(helper.cancelTask({ tenant: '', id: secret, metadata: {} })).rejects.toThrow(/not found/i);
+      expect(await listIds(helper)).not.toContain(secret);
+    }
+    // The owner still reads it, and it was never changed.
+    const owner = await a2aClient('private', 'admin-secret');
+    expect((await owner.getTask({ tenant: '', id: secret, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('a user key sees the tasks it created, not those another key created on the same agent; the owner sees both', async () => {
+    const mine = await taskOf(await a2aClient('helper-one', 'helper-secret'), 'mine');
+    const theirs = await taskOf(await a2aClient('helper-one', 'other-secret'), 'theirs');
+
+    const helper = await a2aClient('helper-one', 'helper-secret');
+    expect(await listIds(helper)).toEqual([mine]);
+    await expect(helper.getTask({ tenant: '', id: theirs, historyLength: undefined })).rejects.toThrow(/not found/i);
+    expect((await api.request(`/a2a/tasks/${theirs}`, as('helper-secret'))).status).toBe(404);
+    expect((await api.request(`/a2a/tasks/${mine}`, as('helper-secret'))).status).toBe(200);
+    expect((await listIds(await a2aClient('helper-one', 'admin-secret'))).sort()).toEqual([mine, theirs].sort());
+  });
+});
+
+describe('API reads by key', () => {
+  it('/api/audit and /api/usage show a user key only the agents it reaches', async () => {
+    model.script([{ text: 'one' }, { text: 'two' }]);
+    for (const agent of ['helper-one', 'private']) {
+      const response = await api.request(`/api/agents/${agent}/messages`, as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) }));
+      expect(response.status).toBe(200);
+    }
+    const ids = Object.fromEntries(((await (await api.request('/api/agents', as('admin-secret'))).json()) as { id: string; name: string }[]).map((agent) => [agent.name, agent.id]));
+
+    const audit = (await (await api.request('/api/audit', as('helper-secret'))).json()) as { agentId: string | null }[];
+    expect(audit.length).toBeGreaterThan(0);
+    expect(new Set(audit.map((row) => row.agentId))).toEqual(new Set([ids['helper-one']]));
+    const ownerAudit = (await (await api.request('/api/audit', as('admin-secret'))).json()) as { agentId: string | null }[];
+    expect(new Set(ownerAudit.map((row) => row.agentId))).toEqual(new Set([ids['helper-one'], ids['private']]));
+    expect((await api.request('/api/audit?agent=private', as('helper-secret'))).status).toBe(403);
+
+    const usage = (await (await api.request('/api/usage', as('helper-secret'))).json()) as { agent: string }[];
+    expect(usage.map((row) => row.agent)).toEqual(['helper-one']);
+    expect(((await (await api.request('/api/usage', as('admin-secret'))).json()) as { agent: string }[]).map((row) => row.agent).sort()).toEqual(['helper-one', 'private']);
+    expect((await api.request('/api/usage?agent=private', as('helper-secret'))).status).toBe(403);
+  });
+
+  it('/api/events streams a user key only the events of agents it reaches', async () => {
+    const response = await api.request('/api/events', as('helper-secret'));
+    expect(response.status).toBe(200);
+    const events = readSse(response);
+    for (const name of ['private-two', 'helper-two']) {
+      await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }));
+    }
+    // The first event it receives is helper-two's spawn: private-two's, published before it, never arrives.
+    for await (const event of events) {
+      if (event.comment !== undefined) continue;
+      expect(event.event).toBe('agent-spawn');
+      expect(JSON.parse(event.data)).toMatchObject({ name: 'helper-two' });
+      break;
+    }
+    await response.body?.cancel();
+  });
+
+  it('/api/approvals lists a user key only its agents\' requests', async () => {
+    const careful = (name: string): string => agentToml(name, model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    for (const name of ['helper-careful', 'private-careful']) {
+      await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: careful(name) }));
+    }
+    const turns: Promise<unknown>[] = [];
+    // Each turn asks to write (and waits), then ends once its request is denied.
+    const write = { toolCalls: [{ name: 'file_write', input: { path: 'x.txt', content: 'x' } }] };
+    model.script([write, write, { text: 'done' }, { text: 'done' }]);
+    for (const name of ['helper-careful', 'private-careful']) {
+      turns.push(api.host.kernel.send(name, 'write').catch(() => undefined));
+      // This turn's request is open before the next agent's turn takes the model's next step.
+      await vi.waitFor(
+        async () => {
+          if ((await api.host.kernel.approvals.list()).every((record) => record.agentName !== name)) throw new Error(`no request of ${name} yet`);
+        },
+        { timeout: 5000, interval: 5 },
+      );
+    }
+    const listed = (await (await api.request('/api/approvals', as('helper-secret'))).json()) as { agent: string }[];
+    expect(listed.map((approval) => approval.agent)).toEqual(['helper-careful']);
+    const all = (await (await api.request('/api/approvals', as('admin-secret'))).json()) as { agent: string; id: string }[];
+    expect(all.map((approval) => approval.agent).sort()).toEqual(['helper-careful', 'private-careful']);
+    for (const approval of all) await api.request(`/api/approvals/${approval.id}/deny`, as('admin-secret', { method: 'POST' }));
+    await Promise.all(turns);
+  });
+});
