@@ -10,6 +10,7 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { runCli } from '../helpers/run-cli.ts';
 import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { pendingApprovalRecord } from '../helpers/approval-record.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -80,19 +81,7 @@ describe('loom approvals with no daemon running (in-process kernel)', () => {
     const host = await openTestHost(dir.path);
     const agent = await host.kernel.spawn(manifest(writerToml('writer')));
     // What a crash leaves: the request stored as pending, with no process waiting for it.
-    await host.store.approvals.create({
-      id: 'left-by-crash',
-      agentId: agent.id,
-      agentName: 'writer',
-      tool: 'file_write',
-      input: { path: 'a.txt', content: 'hello' },
-      status: 'pending',
-      requestedAt: host.clock.now(),
-      expiresAt: host.clock.now() + 300_000,
-      decidedAt: null,
-      decidedBy: null,
-      reason: null,
-    });
+    await host.store.approvals.create(pendingApprovalRecord('left-by-crash', host.clock.now(), { agentId: agent.id, input: { path: 'a.txt', content: 'hello' } }));
     await host.close();
 
     const refused = await loom(['approvals', 'approve', 'left-by-crash']);

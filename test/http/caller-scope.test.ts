@@ -4,7 +4,7 @@ import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFacto
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
-import { agentToml, type Api, readSse, startApi } from './api-harness.ts';
+import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, startApi } from './api-harness.ts';
 
 /**
  * Every read is filtered by what the caller's key covers: a user key limited to `helper-*` sees
@@ -17,16 +17,8 @@ let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let api: Api;
 
 const KEYS = {
-  config: {
-    auth: {
-      keys: [
-        { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
-        { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
-        { name: 'other-bot', role: 'user', key_env: 'OTHER_KEY', agents: ['helper-*'] },
-      ],
-    },
-  },
-  env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret', OTHER_KEY: 'other-secret' },
+  config: { auth: { keys: [...OWNER_AND_HELPER_KEYS.config.auth.keys, { name: 'other-bot', role: 'user', key_env: 'OTHER_KEY', agents: ['helper-*'] }] } },
+  env: { ...OWNER_AND_HELPER_KEYS.env, OTHER_KEY: 'other-secret' },
 };
 
 const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });

@@ -9,6 +9,7 @@ import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { pendingApprovalRecord } from '../helpers/approval-record.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -176,19 +177,7 @@ describe('human approvals', () => {
 
 /** A request as a process that is gone left it: pending, nobody waiting. */
 function leftPending(id: string, agentId: string, requestedAt = 0): ApprovalRecord {
-  return {
-    id,
-    agentId,
-    agentName: 'careful',
-    tool: 'file_write',
-    input: { path: 'approved.txt', content: 'ok' },
-    status: 'pending',
-    requestedAt,
-    expiresAt: requestedAt + 300_000,
-    decidedAt: null,
-    decidedBy: null,
-    reason: null,
-  };
+  return pendingApprovalRecord(id, requestedAt, { agentId, agentName: 'careful', input: { path: 'approved.txt', content: 'ok' } });
 }
 
 describe('ApprovalService across processes', () => {

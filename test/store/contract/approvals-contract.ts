@@ -1,20 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../../src/contracts/index.ts';
 import type { StoreContext } from './fixtures.ts';
+import { pendingApprovalRecord } from '../../helpers/approval-record.ts';
 
-const pending = (id: string, requestedAt: number): ApprovalRecord => ({
-  id,
-  agentId: 'a1',
-  agentName: 'writer',
-  tool: 'file_write',
-  input: { path: 'notes.txt', content: 'x' },
-  status: 'pending',
-  requestedAt,
-  expiresAt: requestedAt + 300_000,
-  decidedAt: null,
-  decidedBy: null,
-  reason: null,
-});
+const pending = (id: string, requestedAt: number): ApprovalRecord => pendingApprovalRecord(id, requestedAt);
 
 /** The approvals part of the Store contract. */
 export function describeApprovalsContract(context: StoreContext): void {
