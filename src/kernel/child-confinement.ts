@@ -116,7 +116,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const parentCaps = parent.capabilities;
 
   // Capabilities: each child grant covered by one of the parent's; a missing token cap inherited.
-  const capabilities = inheritTokenCap(p, child);
+  let capabilities = inheritTokenCap(p, child);
   let uncovered: JsonValue[] = [];
   try {
     validateInheritance(parentCaps, capabilitiesFromManifest(capabilities));
@@ -143,6 +143,11 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
     child.model === undefined
       ? undefined
       : { ...child.model, max_tokens: limit('[model].max_tokens', child.model.max_tokens, p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, report) };
+  // A child on the default model has no [model].max_tokens to lower: its token cap carries the parent's.
+  const parentOutput = p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS;
+  if (child.model === undefined && parentOutput < DEFAULT_MODEL_MAX_TOKENS && (capabilities.llm_max_tokens ?? Number.POSITIVE_INFINITY) > parentOutput) {
+    capabilities = { ...capabilities, llm_max_tokens: parentOutput };
+  }
   const priorityRank = limit('priority', PRIORITIES.indexOf(child.priority), PRIORITIES.indexOf(p.priority), PRIORITIES.indexOf(DEFAULTS.priority), report, (rank) => `"${PRIORITIES[rank] ?? '?'}"`);
 
   const autonomous = confineAutonomous(p, child, report);

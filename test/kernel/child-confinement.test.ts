@@ -102,6 +102,9 @@ describe('confineChild()', () => {
     expect(child.capabilities.llm_max_tokens).toBe(500);
     expect(child.model?.max_tokens).toBe(1024);
     expect(refusal(`${MODEL}max_tokens = 1024`, `${MODEL}max_tokens = 8000`).message).toContain('[model].max_tokens 8000 is more than the parent\'s 1024');
+    // A child without [model] (the default model) carries the parent's output limit as its token cap.
+    const onDefault = confineChild(parentOf(`${MODEL}max_tokens = 1024`), manifest('name = "kid"'), { ...context, defaultModel: { provider: 'anthropic', model: 'claude-sonnet-4-5' } });
+    expect(onDefault.capabilities.llm_max_tokens).toBe(1024);
   });
 
   it('lets a child act unasked only if its parent does, and no more often', () => {
