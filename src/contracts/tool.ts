@@ -17,6 +17,12 @@ export interface ToolAgent {
   depth: number;
   /** Ids of the agents whose messages led here, outermost first (empty for a call from a user). */
   chain: readonly string[];
+  /**
+   * Least privilege for one turn: when set, a call must be granted by these as well as by the
+   * agent's own capabilities (a package activity runs with only what its `mcps`, `cmds` and
+   * skills name). It can only take away.
+   */
+  limit?: readonly Capability[];
 }
 
 /** A reply from another agent, as `agent_message` returns it. */

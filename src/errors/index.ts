@@ -15,5 +15,6 @@ export { QuotaExceededError } from './quota-exceeded-error.ts';
 export { StoreConflictError } from './store-conflict-error.ts';
 export { StoreError } from './store-error.ts';
 export { StoreNotFoundError } from './store-not-found-error.ts';
+export { TokenBudgetExceededError } from './token-budget-exceeded-error.ts';
 export { UnauthorizedError } from './unauthorized-error.ts';
 export { UsageError } from './usage-error.ts';

@@ -13,7 +13,7 @@ export type { EventBus, KernelEvent, KernelEventListener, KillReason } from './e
 export { createKernel } from './kernel.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
 export { modelName, toolPolicyOf } from './message-flow.ts';
-export type { SendOptions, ToolPolicy } from './message-flow.ts';
+export type { SendOptions, TaskTurn, ToolPolicy } from './message-flow.ts';
 export { CHILD_WORKSPACES_FOLDER, confineChild, MANIFEST_FIELD_POWER } from './child-confinement.ts';
 export type { ConfinedParent, ConfinementContext, ConfinementProblem, FieldPower } from './child-confinement.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';

@@ -20,7 +20,7 @@ import { CapabilityManager } from './capability-manager.ts';
 import { createEventBus, type EventBus, type KernelEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
-import { createMessageFlow, type SendOptions } from './message-flow.ts';
+import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 
@@ -92,6 +92,13 @@ export interface Kernel {
    *   {ModelCallFailedError} when every model failed.
    */
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /**
+   * Runs one task turn (a package activity): a standalone prompt outside the agent's session,
+   * optionally on another model it may call, limited to less than it holds, within a token
+   * budget. Usage is recorded and counted against the quota like a message's.
+   * @throws as `send` does; {TokenBudgetExceededError} when the budget is passed.
+   */
+  runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** An agent's session: its id and the messages of its history. */
   session(reference: string): Promise<{ id: string; messages: readonly unknown[] }>;
   /** Empties an agent's session history (its id stays). */
@@ -383,6 +390,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     send: (reference, message, options) => flow.send(reference, message, options),
+
+    runTask: (reference, task, options) => flow.runTask(reference, task, options),
 
     principalTools: (principal) => toolRunner().toolsFor(principalAgent(principal, principalWorkspace), NO_FILTER),
 

@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord } from '../contracts/index.ts';
+import type { Capability, Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -52,9 +52,33 @@ export interface MessageFlowParts {
   runner: () => ToolRunner;
 }
 
+/**
+ * A turn an agent runs as one step of work rather than as a message in its conversation (a
+ * package activity): its prompt stands alone, nothing is added to the agent's session, and it
+ * may run with less than the agent holds.
+ */
+export interface TaskTurn {
+  prompt: string;
+  /** Added to the agent's system prompt for this turn (skills' instructions). */
+  instructions?: string;
+  /** The model for this turn instead of the manifest's; it must be one the agent may call. */
+  model?: ModelTarget;
+  /** Least privilege: every call must be granted by these as well (see `ToolAgent.limit`). */
+  limit?: readonly Capability[];
+  /** Tokens the turn may use (see `AgentLoopOptions.tokenBudget`). */
+  tokenBudget?: { max: number; label: string };
+}
+
 /** The message flow, and what the kernel tells it when agents stop. */
 export interface MessageFlow {
   send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /**
+   * Runs a task turn (see {@link TaskTurn}) under the agent's capabilities, quota and turn order;
+   * its usage is recorded like a message's.
+   * @throws as `send` does; {TokenBudgetExceededError} when the turn passes its budget (its
+   *   usage is recorded all the same).
+   */
+  runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
   /** Resolves once no turn is running or queued. */
@@ -149,13 +173,23 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * The models to try, in order. With `llm_query` grants, every model must match one (others
    * are dropped, and none left is a refusal); without any, the manifest's own choice stands.
    */
-  function chooseModels(runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number): { models: ModelTarget[]; tier?: string } {
+  function chooseModels(runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget): { models: ModelTarget[]; tier?: string } {
     const { manifest } = entry;
     const primary = manifest.model === undefined ? runtime.defaultModel : toTarget(manifest.model);
+    const own = [...(primary === undefined ? [] : [primary]), ...manifest.fallback_models.map(toTarget)];
+    if (chosen !== undefined) {
+      // A task's model: granted by llm_query, or without any grants one the manifest names.
+      const granted = capabilities.granted(entry.id);
+      const allowed = granted.some((capability) => capability.kind === 'llm_query')
+        ? isGranted(granted, { kind: 'llm_query', pattern: modelName(chosen) })
+        : own.some((model) => modelName(model) === modelName(chosen));
+      if (!allowed) throw new CapabilityDeniedError(`agent "${entry.name}" may not call model "${modelName(chosen)}": grant it [capabilities].llm_query "${modelName(chosen)}"`);
+      return { models: [chosen] };
+    }
     if (primary === undefined) {
       throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml`);
     }
-    let chain = [primary, ...manifest.fallback_models.map(toTarget)];
+    let chain = own;
     let routed: { tier: string; model: ModelTarget } | undefined;
     if (manifest.routing?.enabled === true && runtime.tiers !== undefined) {
       const tier = pickTier(scoreComplexity({ messageText: message, toolCount, historyDepth }), manifest.routing);
@@ -292,8 +326,78 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result;
   }
 
-  async function send(reference: string, message: string, options: SendOptions = {}): Promise<TurnResult> {
-    const caller = options.caller ?? OWNER;
+  async function runTaskTurn(runtime: AgentRuntime, entry: AgentEntry, task: TaskTurn, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to run its work`);
+    await quotas.check(entry.id, entry.name, {
+      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
+      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
+    });
+    const runId = parts.ids.uuid();
+    const runLogger = logger.child({ agentId: entry.id, runId });
+    emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
+    const policy = toolPolicyOf(entry, workspace, chainOf(caller));
+    const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit };
+    const runner = parts.runner();
+    const tools = runner.toolsFor(agent, policy.filter);
+    const { models } = chooseModels(runtime, entry, task.prompt, 0, tools.length, task.model);
+    const primary = models[0] as ModelTarget;
+    const modelConfig = entry.manifest.model;
+    const base = modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest);
+    const record = async (calls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
+      const usage = priceCalls(runtime, entry, calls, runLogger);
+      for (const item of usage) {
+        await store.usage.record(item);
+        await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
+      }
+      return usage;
+    };
+    let outcome;
+    try {
+      outcome = await runAgentLoop({
+        agent,
+        system: withStabilityGuidelines(task.instructions === undefined ? base : `${base}\n\n${task.instructions}`),
+        messages: [{ role: 'user', content: task.prompt }],
+        models,
+        resolver: runtime.resolver,
+        runner,
+        tools,
+        settings: policy.settings,
+        filter: policy.filter,
+        approvalRequiredFor: policy.approvalRequiredFor,
+        maxIterations: entry.manifest.resources.max_iterations,
+        maxOutputTokens: Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id))),
+        temperature: modelConfig?.temperature ?? 0.7,
+        contextWindowTokens: runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
+        clock,
+        logger: runLogger,
+        signal,
+        emit,
+        stream: emit !== noEvents,
+        ...(task.tokenBudget === undefined ? {} : { tokenBudget: task.tokenBudget }),
+      });
+    } catch (error) {
+      // What the turn spent before failing is counted (a budget stop included).
+      if (registry.find(entry.id) === entry) await record(partialOutcomeOf(error)?.calls ?? []);
+      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+      throw error;
+    }
+    const usage = await record(outcome.calls);
+    const sum = (pick: (item: UsageRecord) => number): number => usage.reduce((total, item) => total + pick(item), 0);
+    const result: TurnResult = {
+      text: outcome.text,
+      usage: { inputTokens: sum((item) => item.inputTokens), outputTokens: sum((item) => item.outputTokens) },
+      iterations: outcome.iterations,
+      costUsd: sum((item) => item.costUsd),
+      model: modelName(outcome.model),
+    };
+    emit({ type: 'run-finish', result });
+    return result;
+  }
+
+  /** The checks every turn passes before it is queued: the caller, the state, the module. */
+  function admit(reference: string, caller: Caller): { entry: AgentEntry; runtime: AgentRuntime } {
     const entry = registry.resolve(reference);
     authorize(entry, caller);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
@@ -302,6 +406,20 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (entry.manifest.module !== 'builtin:chat') {
       throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; use module = "builtin:chat"`);
     }
+    return { entry, runtime };
+  }
+
+  async function runTask(reference: string, task: TaskTurn, options: SendOptions = {}): Promise<TurnResult> {
+    const caller = options.caller ?? OWNER;
+    const { entry, runtime } = admit(reference, caller);
+    const emit = options.emit ?? noEvents;
+    const turn = (): Promise<TurnResult> => turns.run(entry.id, options.signal, (signal) => runTaskTurn(runtime, entry, task, caller, signal, emit));
+    return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
+  }
+
+  async function send(reference: string, message: string, options: SendOptions = {}): Promise<TurnResult> {
+    const caller = options.caller ?? OWNER;
+    const { entry, runtime } = admit(reference, caller);
     const emit = options.emit ?? noEvents;
     const turn = (): Promise<TurnResult> => turns.run(entry.id, options.signal, (signal) => runChat(runtime, entry, message, caller, signal, emit));
     // An agent waiting on another must not be waited on by it: that would deadlock both turns.
@@ -310,6 +428,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   return {
     send,
+    runTask,
     resetSession: (agent, at) =>
       turns.run(agent.id, undefined, async () => {
         histories.forget(agent.sessionId);

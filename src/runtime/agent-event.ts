@@ -15,7 +15,7 @@ export interface TurnResult {
 }
 
 /** The phases a run reports as it goes. */
-export type RunPhase = 'model-call' | 'fallback' | 'continuation' | 'compaction' | 'loop-guard' | 'max-iterations';
+export type RunPhase = 'model-call' | 'fallback' | 'continuation' | 'compaction' | 'loop-guard' | 'max-iterations' | 'token-budget';
 
 /**
  * Every run is a stream of these. The CLI, SSE, MCP and A2A adapters all render the same

@@ -2,6 +2,7 @@ import type * as AiModule from 'ai';
 import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import { z } from 'zod';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
+import { TokenBudgetExceededError } from '../errors/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
@@ -39,6 +40,12 @@ export interface AgentLoopOptions {
   emit: AgentEventSink;
   /** Stream model output (text deltas as events); without it each model call returns whole, which is cheaper. */
   stream: boolean;
+  /**
+   * Tokens (input + output, every model call added up) the run may use; passing it stops the run
+   * after the model call that passed it, before its tool calls run. `label` names the budget in
+   * the error, e.g. `activity "scrape" (token_budget.max = 4096)`.
+   */
+  tokenBudget?: { max: number; label: string };
 }
 
 const partialOutcomes = new WeakMap<object, PartialLoopOutcome>();
@@ -134,6 +141,15 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       );
       lastModel = model;
       calls.push({ model, ...step.usage });
+      const budget = options.tokenBudget;
+      if (budget !== undefined) {
+        const used = calls.reduce((total, call) => total + call.inputTokens + call.outputTokens, 0);
+        if (used > budget.max) {
+          messages.push(...step.response);
+          emit({ type: 'phase', phase: 'token-budget', detail: `${used} tokens used, over the ${budget.max} of ${budget.label}` });
+          throw new TokenBudgetExceededError(`stopped: ${budget.label} allows ${budget.max} tokens and ${used} were used`, { details: { max: budget.max, used } });
+        }
+      }
       messages.push(...step.response);
       text += step.text;
 

@@ -132,12 +132,17 @@ function anyArgumentsOf(commandLine: string): string | undefined {
   return program === undefined || words === undefined || words.length < 2 ? undefined : JSON.stringify(`${formatCommandLine([program.text])} **`);
 }
 
+/** Whether `capability` is granted to the agent and, for a turn limited to less, by the limit too. */
+function allows(granted: readonly Capability[], agent: ToolAgent, capability: Capability): boolean {
+  return isGranted(granted, capability) && (agent.limit === undefined || isGranted(agent.limit, capability));
+}
+
 /** Whether the tool is granted and left in by the agent's allowlist and blocklist. */
-function permits(granted: readonly Capability[], tool: Tool<never>, filter: ToolFilter): boolean {
+function permits(granted: readonly Capability[], agent: ToolAgent, tool: Tool<never>, filter: ToolFilter): boolean {
   const { name, mcpServer } = tool;
   const servers = filter.mcpServers ?? [];
   return (
-    isGranted(granted, { kind: 'tool_invoke', pattern: name }) &&
+    allows(granted, agent, { kind: 'tool_invoke', pattern: name }) &&
     (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
     !filter.blocklist.includes(name) &&
     (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer))
@@ -192,7 +197,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   return {
     toolsFor(agent, filter) {
       const granted = grantsOf(agent);
-      return current().filter((tool) => permits(granted, tool, filter));
+      return current().filter((tool) => permits(granted, agent, tool, filter));
     },
 
     async run(call, { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit }) {
@@ -201,8 +206,11 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
       }
       const granted = grantsOf(agent);
-      if (!permits(granted, tool, filter)) {
+      if (!permits(granted, agent, tool, filter)) {
         const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.name });
+        if (hidden && agent.limit !== undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: the step is limited to the tools it names`);
+        }
         return refuse(
           agent,
           tool.name,
@@ -248,6 +256,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         }
         if (!isGranted(granted, capability)) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" is not granted ${describeCapability(capability)}; to allow it, ${suggestGrant(capability)}`);
+        }
+        if (!allows(granted, agent, capability)) {
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not use ${describeCapability(capability)} in this step: the step is limited to what it names`);
         }
       }
 

@@ -63,6 +63,23 @@ const options = (forAgent: ToolAgent, filter: { allowlist: string[]; blocklist: 
 });
 
 describe('the tool runner', () => {
+  it('refuses, in a step limited to less, a tool or a capability the agent holds but the limit leaves out, and runs what it allows', async () => {
+    let runs = 0;
+    const { runner, audit } = setup([hostTool(() => (runs += 1)) as unknown as Tool<never>]);
+    const holder = agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }]);
+
+    const noTool = await runner.run(call('ping', { host: 'a.example' }), options({ ...holder, limit: [] }));
+    expect(noTool.result).toMatchObject({ isError: true, text: 'agent "tester" may not call ping in this step: the step is limited to the tools it names' });
+    expect(runner.toolsFor({ ...holder, limit: [] }, { allowlist: [], blocklist: [] })).toEqual([]);
+
+    const limited = { ...holder, limit: [{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: 'a.example' }] satisfies Capability[] };
+    const wrongHost = await runner.run(call('ping', { host: 'b.example' }), options(limited));
+    expect(wrongHost.result).toMatchObject({ isError: true, text: 'agent "tester" may not use [capabilities].network "b.example" in this step: the step is limited to what it names' });
+    expect((await runner.run(call('ping', { host: 'a.example' }), options(limited))).result).toMatchObject({ text: 'pong from a.example' });
+    expect(runs).toBe(1);
+    expect(audit.map((entry) => entry.outcome)).toEqual(['denied', 'denied']);
+  });
+
   it('runs a call whose tool and capabilities are granted', async () => {
     let ran = 0;
     const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);

@@ -1,0 +1,82 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CapabilityDeniedError, TokenBudgetExceededError } from '../../src/errors/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-task-turns-');
+  host = await openTestHost(dir.path);
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+const worker = (extra = ''): string =>
+  `name = "worker"\n${extra}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You are the worker."\n[capabilities]\ntools = ["file_read", "file_write"]\n`;
+
+const toolNamesOf = (body: Record<string, unknown>): string[] => ((body['tools'] as { function: { name: string } }[] | undefined) ?? []).map((tool) => tool.function.name);
+
+describe('kernel.runTask()', () => {
+  it('runs a standalone prompt with the step\'s instructions, leaving the session untouched and counting the usage', async () => {
+    await host.kernel.spawn(manifest(worker()));
+    server.script([{ text: 'done', usage: { inputTokens: 40, outputTokens: 2 } }]);
+
+    const result = await host.kernel.runTask('worker', { prompt: 'Summarize the inbox', instructions: 'Skill: be brief.' });
+
+    expect(result).toMatchObject({ text: 'done', usage: { inputTokens: 40, outputTokens: 2 } });
+    const [request] = server.requests;
+    const messages = request?.body['messages'] as { role: string; content: string }[];
+    expect(messages[0]?.role).toBe('system');
+    expect(messages[0]?.content).toContain('You are the worker.\n\nSkill: be brief.');
+    expect(messages.slice(1)).toEqual([{ role: 'user', content: 'Summarize the inbox' }]);
+    expect((await host.kernel.session('worker')).messages).toEqual([]);
+    expect(await host.kernel.usage({ agent: 'worker' })).toMatchObject([{ input_tokens: 40, output_tokens: 2 }]);
+  });
+
+  it('limits a step to less than the agent holds: other tools are neither shown nor run', async () => {
+    await host.kernel.spawn(manifest(worker()));
+    server.script([{ toolCalls: [{ name: 'file_write', input: { path: 'out.txt', content: 'x' } }] }, { text: 'could not' }]);
+
+    await host.kernel.runTask('worker', { prompt: 'Write it', limit: [{ kind: 'tool_invoke', pattern: 'file_read' }] });
+
+    expect(toolNamesOf(server.requests[0]?.body ?? {})).toEqual(['file_read']);
+    const toolMessage = (server.requests[1]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'tool');
+    expect(toolMessage?.content).toMatch(/file_write/);
+    expect(existsSync(join(host.home.workspacesDir, 'worker', 'out.txt'))).toBe(false);
+  });
+
+  it('stops when the token budget is passed, before the tool calls of that step run, and still counts the usage', async () => {
+    await host.kernel.spawn(manifest(worker()));
+    server.script([{ toolCalls: [{ name: 'file_write', input: { path: 'late.txt', content: 'x' } }], usage: { inputTokens: 500, outputTokens: 100 } }]);
+
+    const turn = host.kernel.runTask('worker', { prompt: 'Write it', tokenBudget: { max: 512, label: 'activity "write" (token_budget.max = 512)' } });
+
+    await expect(turn).rejects.toThrow(TokenBudgetExceededError);
+    await expect(turn).rejects.toThrow('stopped: activity "write" (token_budget.max = 512) allows 512 tokens and 600 were used');
+    expect(existsSync(join(host.home.workspacesDir, 'worker', 'late.txt'))).toBe(false);
+    expect(server.remaining()).toBe(0);
+    expect(await host.kernel.usage({ agent: 'worker' })).toMatchObject([{ input_tokens: 500, output_tokens: 100 }]);
+  });
+
+  it('runs on the step\'s model only when the agent may call it', async () => {
+    await host.kernel.spawn(manifest(worker('')));
+    const other = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
+    await expect(host.kernel.runTask('worker', { prompt: 'hi', model: other })).rejects.toThrow(CapabilityDeniedError);
+    expect(server.requests).toEqual([]);
+
+    await host.kernel.kill('worker');
+    const granted = worker().replace('tools = ["file_read", "file_write"]', 'tools = ["file_read"]\nllm_query = ["openai/gpt-4o-mini"]');
+    await host.kernel.spawn(manifest(granted));
+    server.script([{ text: 'from mini' }]);
+    expect(await host.kernel.runTask('worker', { prompt: 'hi', model: other })).toMatchObject({ text: 'from mini', model: 'openai/gpt-4o-mini' });
+    expect(server.requests[0]?.body['model']).toBe('gpt-4o-mini');
+  });
+});
