@@ -38,11 +38,52 @@ export interface SchedulerOptions {
   timezone?: string | undefined;
 }
 
+/**
+ * Timed work another subsystem hands the scheduler (a package binding's cron or heartbeat): the
+ * scheduler sleeps on its clock until each instant `next` gives, then calls `fire`.
+ */
+export interface TimerSpec {
+  /** Names the timer in logs. */
+  name: string;
+  /** The next instant to fire at (epoch ms) after the previous one (undefined at first); null ends the timer. */
+  next(previous: number | undefined): number | null;
+  /** Called at each instant; must not throw (overlap and failures are the caller's to handle). */
+  fire(at: number): void;
+}
+
 /** The scheduler: a lifecycle hook that runs each agent's `[schedule]`, plus `stopAll`. */
 export interface Scheduler extends AgentLifecycleHook {
   readonly name: 'scheduler';
-  /** Ends every agent's loops, watchers and subscriptions, as `stop` does for one. */
+  /** The IANA time zone cron expressions are read in (`[scheduler].timezone`). */
+  readonly timezone: string;
+  /** Starts a timer of another subsystem on the same clock; the function returned stops it. */
+  addTimer(timer: TimerSpec): () => void;
+  /** Ends every agent's loops, watchers and subscriptions, and every timer, as `stop` does for one. */
   stopAll(): void;
+}
+
+/**
+ * The instants of a 5-field cron expression in `timezone`, as a {@link TimerSpec}'s `next`: the
+ * first after the later of now and the previous one, so a clock waking a hair early never fires
+ * twice. Daylight-saving gaps and repeats fire once (croner's rule).
+ * @throws {Error} croner's, for an invalid expression (validate before).
+ */
+export function cronInstants(expression: string, timezone: string, clock: Clock): (previous: number | undefined) => number | null {
+  const cron = new Cron(expression, { paused: true, timezone });
+  return (previous) => cron.nextRun(new Date(Math.max(clock.now(), previous ?? Number.NEGATIVE_INFINITY)))?.getTime() ?? null;
+}
+
+/**
+ * Instants every `intervalMs` from the first call (one interval after it), at a fixed cadence;
+ * instants missed while the clock jumped are dropped, not queued.
+ */
+export function intervalInstants(intervalMs: number, clock: Clock): (previous: number | undefined) => number | null {
+  return (previous) => {
+    const now = clock.now();
+    let due = (previous ?? now) + intervalMs;
+    while (due <= now && previous !== undefined) due += intervalMs;
+    return due;
+  };
 }
 
 /** What one started agent holds: stopping aborts the signal and runs the cleanups. */
@@ -103,8 +144,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     void run();
   }
 
-  /** Sleeps until each instant `next` gives (null ends the loop), then calls `tick`; stops on abort. */
-  function loop(signal: AbortSignal, next: (previous: number | undefined) => number | null, tick: () => void, logger: Logger): void {
+  /** Sleeps until each instant `next` gives (null ends the loop), then calls `tick` with it; stops on abort. */
+  function loop(signal: AbortSignal, next: (previous: number | undefined) => number | null, tick: (at: number) => void, logger: Logger): void {
     const run = async (): Promise<void> => {
       let previous: number | undefined;
       for (;;) {
@@ -118,7 +159,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         }
         if (signal.aborted) return;
         previous = at;
-        tick();
+        tick(at);
       }
     };
     run().catch((error: unknown) => logger.error({ err: error }, 'a schedule loop stopped on an error'));
@@ -127,18 +168,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   function startContinuous(agent: AgentEntry, activity: Activity, logger: Logger): void {
     const intervalMs = (agent.manifest.schedule.interval_seconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
     const { signal } = activity.controller;
-    loop(
-      signal,
-      (previous) => {
-        // Fixed cadence from the start; ticks missed while the clock jumped are dropped, not queued.
-        const now = clock.now();
-        let due = (previous ?? now) + intervalMs;
-        while (due <= now && previous !== undefined) due += intervalMs;
-        return due;
-      },
-      () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger),
-      logger,
-    );
+    loop(signal, intervalInstants(intervalMs, clock), () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger), logger);
   }
 
   function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
@@ -147,25 +177,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       logger.error({}, `cannot schedule agent "${agent.name}": mode = "periodic" needs a cron expression`);
       return;
     }
-    let cron: Cron;
+    let next: (previous: number | undefined) => number | null;
     try {
-      cron = new Cron(expression, { paused: true, timezone });
+      next = cronInstants(expression, timezone, clock);
     } catch (error) {
       logger.error({ err: error, cron: expression }, `cannot schedule agent "${agent.name}": invalid cron expression "${expression}"`);
       return;
     }
     const { signal } = activity.controller;
     const message = `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
-    loop(
-      signal,
-      (previous) => {
-        // From the later of now and the last run, so a clock waking a hair early cannot fire twice.
-        const reference = Math.max(clock.now(), previous ?? Number.NEGATIVE_INFINITY);
-        return cron.nextRun(new Date(reference))?.getTime() ?? null;
-      },
-      () => wake(agent, message, `cron "${expression}"`, signal, logger),
-      logger,
-    );
+    loop(signal, next, () => wake(agent, message, `cron "${expression}"`, signal, logger), logger);
   }
 
   function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {
@@ -248,8 +269,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
+  const timers = new Set<AbortController>();
+
   return {
     name: 'scheduler',
+    timezone,
+    addTimer(timer) {
+      const controller = new AbortController();
+      timers.add(controller);
+      const logger = baseLogger.child({ timer: timer.name });
+      loop(controller.signal, (previous) => timer.next(previous), (at) => timer.fire(at), logger);
+      return () => {
+        controller.abort();
+        timers.delete(controller);
+      };
+    },
     start(agent) {
       if (active.has(agent.id)) return;
       const { mode } = agent.manifest.schedule;
@@ -274,6 +308,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
     stopAll() {
       for (const agentId of [...active.keys()]) stopAgent(agentId);
+      for (const timer of timers) timer.abort();
+      timers.clear();
     },
   };
 }
