@@ -8,6 +8,8 @@ export type { IdGenerator } from './id-generator.ts';
 export type { JsonObject, JsonValue } from './json.ts';
 export type { LogBindings, Logger } from './logger.ts';
 export type {
+  ActivityRunRecord,
+  ActivityRunStatus,
   AgentRecord,
   ApprovalRecord,
   ApprovalRepository,
@@ -18,6 +20,9 @@ export type {
   EventRepository,
   MemoryRecord,
   MemoryRepository,
+  PackageRunRecord,
+  PackageRunRepository,
+  PackageRunStatus,
   SessionRecord,
   SessionRepository,
   Store,

@@ -220,6 +220,66 @@ export interface TaskRepository {
   list(query: TaskQuery): Promise<{ records: TaskRecord[]; total: number }>;
 }
 
+/** Where a package run stands. */
+export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted';
+
+/** Where one activity of a package run stands. */
+export type ActivityRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+
+/** One activity of a package run (spec/04): its status, attempts, tokens, cost, output, error. */
+export interface ActivityRunRecord {
+  /** The activity's `id`. */
+  id: string;
+  status: ActivityRunStatus;
+  attempts: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  output: string | null;
+  error: string | null;
+  /** The `on_error.fallback` applied when it failed after its retries (`NotifyOwner`, `Skip`, `Abort`). */
+  fallback: string | null;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+/** One run of a package binding. */
+export interface PackageRunRecord {
+  id: string;
+  /** The package slug. */
+  package: string;
+  binding: string;
+  /** What fired it: `schedule`, `heartbeat`, `manual`, or `event:<namespaced event>`. */
+  trigger: string;
+  status: PackageRunStatus;
+  inputs: JsonObject;
+  activities: ActivityRunRecord[];
+  /** The namespaced event emitted at the end, if any. */
+  emitted: string | null;
+  error: string | null;
+  startedAt: number;
+  endedAt: number | null;
+}
+
+/** Package runs (spec/04): every run of every binding, kept after it ends. */
+export interface PackageRunRepository {
+  create(record: PackageRunRecord): Promise<void>;
+  /**
+   * Replaces the stored run with `record` (same id).
+   * @throws {StoreNotFoundError} when there is none.
+   */
+  update(record: PackageRunRecord): Promise<void>;
+  get(id: string): Promise<PackageRunRecord | undefined>;
+  /** Runs newest first, optionally of one package (and binding), at most `limit` (default 100). */
+  list(query?: { package?: string; binding?: string; limit?: number }): Promise<PackageRunRecord[]>;
+  /**
+   * Marks every run still `running` as `interrupted`, ended at `at` with `error`; an activity
+   * that was `running` becomes `failed` with the same error (a finished one stays as it is, so a
+   * resumed run does not repeat it). Returns the runs changed. Called at start: their process is gone.
+   */
+  interruptRunning(at: number, error: string): Promise<PackageRunRecord[]>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -233,6 +293,8 @@ export interface Store {
   readonly approvals: ApprovalRepository;
   /** A2A tasks, bounded (the oldest finished evicted first). */
   readonly tasks: TaskRepository;
+  /** Runs of package bindings. */
+  readonly packageRuns: PackageRunRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

@@ -143,11 +143,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       calls.push({ model, ...step.usage });
       const budget = options.tokenBudget;
       if (budget !== undefined) {
-        const used = calls.reduce((total, call) => total + call.inputTokens + call.outputTokens, 0);
+        const inputTokens = calls.reduce((total, call) => total + call.inputTokens, 0);
+        const outputTokens = calls.reduce((total, call) => total + call.outputTokens, 0);
+        const used = inputTokens + outputTokens;
         if (used > budget.max) {
           messages.push(...step.response);
           emit({ type: 'phase', phase: 'token-budget', detail: `${used} tokens used, over the ${budget.max} of ${budget.label}` });
-          throw new TokenBudgetExceededError(`stopped: ${budget.label} allows ${budget.max} tokens and ${used} were used`, { details: { max: budget.max, used } });
+          throw new TokenBudgetExceededError(`stopped: ${budget.label} allows ${budget.max} tokens and ${used} were used`, { details: { max: budget.max, used, inputTokens, outputTokens } });
         }
       }
       messages.push(...step.response);

@@ -138,6 +138,28 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX tasks_updated ON tasks (updated_at);
     `,
   },
+  {
+    version: 6,
+    name: 'package runs',
+    sql: `
+      CREATE TABLE package_runs (
+        id TEXT PRIMARY KEY,
+        package TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'aborted', 'interrupted')),
+        inputs TEXT NOT NULL,
+        activities TEXT NOT NULL,
+        emitted TEXT,
+        error TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER
+      ) STRICT;
+      CREATE INDEX package_runs_package_started ON package_runs (package, binding, started_at);
+      CREATE INDEX package_runs_started ON package_runs (started_at);
+      CREATE INDEX package_runs_status ON package_runs (status);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

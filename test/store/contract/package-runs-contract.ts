@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import type { ActivityRunRecord, PackageRunRecord } from '../../../src/contracts/index.ts';
+import { StoreNotFoundError } from '../../../src/errors/index.ts';
+import type { StoreContext } from './fixtures.ts';
+
+const activity = (id: string, changes: Partial<ActivityRunRecord> = {}): ActivityRunRecord => ({
+  id,
+  status: 'pending',
+  attempts: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  costUsd: 0,
+  output: null,
+  error: null,
+  fallback: null,
+  startedAt: null,
+  endedAt: null,
+  ...changes,
+});
+
+const run = (id: string, startedAt: number, changes: Partial<PackageRunRecord> = {}): PackageRunRecord => ({
+  id,
+  package: 'chief-of-staff',
+  binding: 'morning-briefing',
+  trigger: 'schedule',
+  status: 'running',
+  inputs: { sources: ['calendar', 'email'] },
+  activities: [activity('gather-updates'), activity('write-briefing')],
+  emitted: null,
+  error: null,
+  startedAt,
+  endedAt: null,
+  ...changes,
+});
+
+/** The package-runs part of the Store contract. */
+export function describePackageRunsContract(context: StoreContext): void {
+  describe('packageRuns', () => {
+    it('stores a run and reads it back exactly, activities and inputs included', async () => {
+      const stored = run('r1', 1_000, { activities: [activity('gather-updates', { status: 'completed', attempts: 2, inputTokens: 40, outputTokens: 12, costUsd: 0.0012, output: 'três "quoted" lines\n', startedAt: 1_001, endedAt: 1_002 }), activity('write-briefing')] });
+      await context.store.packageRuns.create(stored);
+      expect(await context.store.packageRuns.get('r1')).toEqual(stored);
+      expect(await context.store.packageRuns.get('missing')).toBeUndefined();
+    });
+
+    it('replaces a run on update, and refuses to update one that does not exist', async () => {
+      await context.store.packageRuns.create(run('r1', 1_000));
+      const finished = run('r1', 1_000, { status: 'completed', emitted: 'chief-of-staff.briefing.ready', endedAt: 2_000 });
+      await context.store.packageRuns.update(finished);
+      expect(await context.store.packageRuns.get('r1')).toEqual(finished);
+      await expect(context.store.packageRuns.update(run('nope', 1))).rejects.toBeInstanceOf(StoreNotFoundError);
+    });
+
+    it('lists runs newest first, by package and binding, up to the limit', async () => {
+      await context.store.packageRuns.create(run('old', 1_000));
+      await context.store.packageRuns.create(run('new', 3_000));
+      await context.store.packageRuns.create(run('other', 2_000, { binding: 'deep-dive' }));
+      await context.store.packageRuns.create(run('elsewhere', 4_000, { package: 'data-pipeline' }));
+      const ids = (runs: PackageRunRecord[]): string[] => runs.map((entry) => entry.id);
+      expect(ids(await context.store.packageRuns.list())).toEqual(['elsewhere', 'new', 'other', 'old']);
+      expect(ids(await context.store.packageRuns.list({ package: 'chief-of-staff' }))).toEqual(['new', 'other', 'old']);
+      expect(ids(await context.store.packageRuns.list({ package: 'chief-of-staff', binding: 'morning-briefing', limit: 1 }))).toEqual(['new']);
+    });
+
+    it('marks only running runs interrupted, failing the activity that was running and keeping the finished ones', async () => {
+      await context.store.packageRuns.create(run('cut', 1_000, { activities: [activity('gather-updates', { status: 'completed', output: 'kept' }), activity('write-briefing', { status: 'running', attempts: 1 })] }));
+      const done = run('done', 500, { status: 'completed', endedAt: 900 });
+      await context.store.packageRuns.create(done);
+
+      const changed = await context.store.packageRuns.interruptRunning(5_000, 'the daemon stopped during the run');
+
+      expect(changed.map((entry) => entry.id)).toEqual(['cut']);
+      expect(await context.store.packageRuns.get('cut')).toMatchObject({
+        status: 'interrupted',
+        error: 'the daemon stopped during the run',
+        endedAt: 5_000,
+        activities: [
+          { id: 'gather-updates', status: 'completed', output: 'kept' },
+          { id: 'write-briefing', status: 'failed', error: 'the daemon stopped during the run', endedAt: 5_000 },
+        ],
+      });
+      expect(await context.store.packageRuns.get('done')).toEqual(done);
+      expect(await context.store.packageRuns.interruptRunning(6_000, 'again')).toEqual([]);
+    });
+  });
+}
