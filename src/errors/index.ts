@@ -11,6 +11,7 @@ export { isLoomError, LoomError } from './loom-error.ts';
 export type { ErrorCategory, LoomErrorOptions } from './loom-error.ts';
 export { ManifestError } from './manifest-error.ts';
 export { ModuleUnavailableError } from './module-unavailable-error.ts';
+export { PackageError } from './package-error.ts';
 export { QuotaExceededError } from './quota-exceeded-error.ts';
 export { StoreConflictError } from './store-conflict-error.ts';
 export { StoreError } from './store-error.ts';
