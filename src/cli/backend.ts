@@ -4,6 +4,7 @@ import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
+import type { PackageService } from '../packages/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { openCliContext, openHome } from './cli-context.ts';
@@ -32,10 +33,12 @@ export interface CliBackend {
   approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
   /** Approves or denies a pending request; in-process the decision is recorded as by `local`. */
   decideApproval(id: string, approved: boolean, reason?: string): Promise<ApprovalView>;
+  /** Agent packages: the daemon's API, or the in-process host's service (same views). */
+  packages: PackageService;
   close(): Promise<void>;
 }
 
-function inProcess(kernel: Kernel, close: () => Promise<void>): CliBackend {
+function inProcess(kernel: Kernel, packages: PackageService, close: () => Promise<void>): CliBackend {
   return {
     kind: 'in-process',
     spawn: (manifest, parent) => kernel.spawn(manifest, parent === undefined ? {} : { parent }),
@@ -53,6 +56,7 @@ function inProcess(kernel: Kernel, close: () => Promise<void>): CliBackend {
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
     approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
     decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
+    packages,
     close,
   };
 }
@@ -103,7 +107,28 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
     approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
     decideApproval: (id, approved, reason) => call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined ? undefined : { reason }),
+    packages: packagesOverHttp(call),
     close: () => Promise.resolve(),
+  };
+}
+
+/** The package service as the daemon's `/api/packages` serves it. */
+function packagesOverHttp(call: <T>(method: string, path: string, body?: unknown) => Promise<T>): PackageService {
+  const slugPath = (slug: string): string => `/api/packages/${encodeURIComponent(slug)}`;
+  return {
+    list: () => call('GET', '/api/packages'),
+    show: (slug) => call('GET', slugPath(slug)),
+    check: (source, settings = []) => call('POST', '/api/packages/check', { source, settings }),
+    install: (source, settings = []) => call('POST', '/api/packages', { source, settings }),
+    uninstall: (slug) => call('DELETE', slugPath(slug)),
+    run: (slug, binding, inputs = {}) => call('POST', `${slugPath(slug)}/bindings/${encodeURIComponent(binding)}/run`, { inputs }),
+    runs: (query = {}) => {
+      const search = new URLSearchParams();
+      if (query.package !== undefined) search.set('package', query.package);
+      if (query.limit !== undefined) search.set('limit', String(query.limit));
+      const text = search.toString();
+      return call('GET', `/api/packages/runs${text === '' ? '' : `?${text}`}`);
+    },
   };
 }
 
@@ -152,5 +177,5 @@ export async function openBackend(io: CliIo): Promise<CliBackend> {
   const daemon = await readDaemonFile(home);
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
   const context = await openCliContext(io);
-  return inProcess(context.kernel, () => context.close());
+  return inProcess(context.kernel, context.packages, () => context.close());
 }

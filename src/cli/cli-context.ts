@@ -2,6 +2,7 @@ import { type Config, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome
 import type { Store } from '../contracts/index.ts';
 import { openHost } from '../host/index.ts';
 import type { Kernel } from '../kernel/index.ts';
+import type { PackageService } from '../packages/index.ts';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../logging/index.ts';
 import type { CliIo } from './cli-io.ts';
 
@@ -11,6 +12,7 @@ export interface CliContext {
   config: Config;
   kernel: Kernel;
   store: Store;
+  packages: PackageService;
   close(): Promise<void>;
 }
 
@@ -33,5 +35,16 @@ export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Con
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const { home, config } = await openHome(io);
   const host = await openHost({ home, config, env: io.env, logger: createLogger({ level: cliLogLevel(io.env) }) });
-  return { home, config, kernel: host.kernel, store: host.store, close: () => host.close() };
+  return {
+    home,
+    config,
+    kernel: host.kernel,
+    store: host.store,
+    packages: host.packages,
+    close: async () => {
+      // A manual run's event chain ends before the process does.
+      await host.packages.runtime.idle();
+      await host.close();
+    },
+  };
 }

@@ -9,6 +9,7 @@ import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
 import { registerMcpCommand } from './commands/mcp-command.ts';
 import { registerMcpServersCommand } from './commands/mcp-servers-command.ts';
+import { registerPackageCommands } from './commands/package-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { LOOM_VERSION } from './version.ts';
@@ -36,6 +37,7 @@ function buildProgram(io: CliIo): Command {
   registerMcpServersCommand(registerMcpCommand(program, io), io);
   registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);
+  registerPackageCommands(program, io);
   return program;
 }
 

@@ -69,8 +69,11 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   scheduler: z
     .strictObject({
-      /** The IANA time zone cron schedules are read in. */
-      timezone: z.string().min(1).default('UTC'),
+      /**
+       * The IANA time zone cron schedules are read in: agents' `[schedule].cron` (UTC when
+       * unset) and packages' `"timezone": "user_local"` (the system's when unset).
+       */
+      timezone: z.string().min(1).optional(),
     })
     .prefault({}),
   /** MCP servers whose tools agents may use (spec/05), as `mcp_{server}_{tool}`. */
@@ -113,6 +116,23 @@ export const ConfigSchema = z.strictObject({
       external_agents: z.array(z.strictObject({ name: z.string().min(1), url: z.url() })).default([]),
     })
     .prefault({}),
+  /** Models by name, for packages' activities (`"model": "claude-sonnet"`). */
+  models: z
+    .strictObject({
+      /** Name → model; adds to and overrides the built-in names (claude-sonnet, claude-haiku, gpt-4o, …). */
+      aliases: z.record(z.string().min(1), ModelTargetSchema).default({}),
+    })
+    .prefault({}),
+  /** Registries that install codes and qualified names resolve through, searched in order. */
+  registries: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        /** A folder, or an http(s) URL serving the same files (index.json and archives/). */
+        location: z.string().min(1),
+      }),
+    )
+    .default([]),
   /** The model of agents whose manifest has no `[model]`. */
   default_model: ModelTargetSchema.optional(),
   /** The model serving each routing tier, for agents with `[routing]` enabled. */
@@ -178,8 +198,9 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # timeout_seconds = 300
 
 [scheduler]
-# The IANA time zone cron schedules ([schedule].cron) are read in.
-# timezone = "UTC"
+# The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and
+# packages whose agent.json says "timezone": "user_local" (the system's time zone when unset).
+# timezone = "Europe/Berlin"
 
 # MCP servers whose tools agents may use, named mcp_<server>_<tool>. Stdio servers get a cleared
 # environment: PATH plus the variables listed in env.
@@ -228,4 +249,16 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # Context windows in tokens (default 128000); compaction starts at 75% of it.
 # [context_windows]
 # "ollama/llama3.2" = 8192
+
+# Model names packages' activities use ("model": "claude-sonnet"). These add to and override
+# the built-in names: claude-opus, claude-sonnet, claude-haiku, gpt-5, gpt-5-mini, gpt-4o, gpt-4o-mini.
+# [models.aliases.claude-sonnet]
+# provider = "openrouter"
+# model = "anthropic/claude-sonnet-4.5"
+
+# Registries that install codes (AGNT-XXXX-XXXX, SKIL-XXXX-XXXX) and names such as
+# @org/agents/name resolve through, in order: a folder, or a URL serving the same files.
+# [[registries]]
+# name = "team"
+# location = "https://registry.example.com/loom"
 `;

@@ -12,8 +12,10 @@ export interface LoomHome {
   configPath: string;
   dataDir: string;
   databasePath: string;
-  /** Installed agent packages. */
+  /** Installed agent packages, a folder each. */
   agentsDir: string;
+  /** Installed skills: `<org>/<name>/<version>/SKILL.md`. */
+  skillsDir: string;
   /** One folder per agent. */
   workspacesDir: string;
   logsDir: string;
@@ -35,6 +37,7 @@ export function resolveLoomHome(env: Readonly<Record<string, string | undefined>
     dataDir,
     databasePath: join(dataDir, 'loom.db'),
     agentsDir: join(root, 'agents'),
+    skillsDir: join(root, 'skills'),
     workspacesDir: join(root, 'workspaces'),
     logsDir: join(root, 'logs'),
   };
@@ -45,7 +48,7 @@ export function resolveLoomHome(env: Readonly<Record<string, string | undefined>
  * config is never overwritten. Returns whether the config was written.
  */
 export async function ensureLoomHome(home: LoomHome): Promise<{ configWritten: boolean }> {
-  for (const dir of [home.root, home.dataDir, home.agentsDir, home.workspacesDir, home.logsDir]) {
+  for (const dir of [home.root, home.dataDir, home.agentsDir, home.skillsDir, home.workspacesDir, home.logsDir]) {
     await mkdir(dir, { recursive: true });
   }
   try {

@@ -20,6 +20,8 @@ export type {
   EventRepository,
   MemoryRecord,
   MemoryRepository,
+  InstalledPackageRecord,
+  InstalledPackageRepository,
   PackageRunRecord,
   PackageRunRepository,
   PackageRunStatus,

@@ -220,8 +220,12 @@ export interface TaskRepository {
   list(query: TaskQuery): Promise<{ records: TaskRecord[]; total: number }>;
 }
 
-/** Where a package run stands. */
-export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted';
+/**
+ * Where a package run stands. `skipped`: its trigger fired while the binding's previous run was
+ * still going; `missed`: its trigger's instants passed while the daemon was down (one record
+ * for all of them). Neither ran anything.
+ */
+export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed';
 
 /** Where one activity of a package run stands. */
 export type ActivityRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
@@ -280,6 +284,48 @@ export interface PackageRunRepository {
   interruptRunning(at: number, error: string): Promise<PackageRunRecord[]>;
 }
 
+/** A package installed in this daemon (spec/04): what it is, where from, and its agent. */
+export interface InstalledPackageRecord {
+  /** Its agent's name and its events' namespace. */
+  slug: string;
+  /** `@org/agents/name`, when known. */
+  qualifiedName: string | null;
+  version: string;
+  /** The id of the agent the install spawned. */
+  agentId: string;
+  /** What it was installed from: a folder, an archive, an install code or a qualified name. */
+  source: string;
+  /** AGENT.md. */
+  persona: string;
+  /** `agent.json` as installed (the owner's `--set` overrides applied). */
+  agentJson: JsonObject;
+  /** `loom.toml`, parsed (empty when the package has none). */
+  loomToml: JsonObject;
+  /** The `--set` overrides given at install, as `path=value`. */
+  settings: string[];
+  /** Each skill's text for the system prompt, by qualified name (`@org/skills/name`). */
+  skills: Record<string, string>;
+  installedAt: number;
+  /** Per binding, the last instant its trigger was handled (fired, skipped or recorded as missed). */
+  lastFires: Record<string, number>;
+}
+
+/** Installed packages, by slug. */
+export interface InstalledPackageRepository {
+  /**
+   * Stores a newly installed package.
+   * @throws {StoreConflictError} when one with the slug is installed.
+   */
+  create(record: InstalledPackageRecord): Promise<void>;
+  get(slug: string): Promise<InstalledPackageRecord | undefined>;
+  /** All of them, by slug. */
+  list(): Promise<InstalledPackageRecord[]>;
+  /** Removes it; nothing when there is none. */
+  delete(slug: string): Promise<void>;
+  /** Records the last instant a binding's trigger was handled (nothing when the package is gone). */
+  setLastFire(slug: string, binding: string, at: number): Promise<void>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -295,6 +341,8 @@ export interface Store {
   readonly tasks: TaskRepository;
   /** Runs of package bindings. */
   readonly packageRuns: PackageRunRepository;
+  /** Installed packages. */
+  readonly packages: InstalledPackageRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

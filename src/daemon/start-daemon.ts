@@ -51,7 +51,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, packages: host.packages, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });

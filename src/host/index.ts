@@ -1,4 +1,4 @@
 /** The composition root: a kernel with its Node edges, for the CLI and the daemon. */
-export { createRuntime, openHost } from './open-host.ts';
+export { createRuntime, openHost, packageEnvironment } from './open-host.ts';
 export type { Host, HostOptions } from './open-host.ts';
 export { createWorkspaceHook } from './workspace-hook.ts';

@@ -8,6 +8,7 @@ import { createCostCatalog, createModelResolver, type ModelFetch } from '../mode
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
+import { createPackageInstaller, createPackageRuntime, createPackageService, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openSqliteStore, type SqliteStore } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
@@ -38,6 +39,8 @@ export interface Host {
   runtime: AgentRuntime;
   /** The MCP servers' connections, when the host connects them. */
   mcp: McpClientManager | undefined;
+  /** Agent packages: install, list, run (the service every door uses) and their runtime. */
+  packages: PackageService & { runtime: PackageRuntime };
   report: BootReport;
   close(): Promise<void>;
 }
@@ -58,6 +61,16 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     // `~` in a manifest's workspace is the home of the environment Loom was given.
     workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
+  };
+}
+
+/** What packages are checked against, from config: model names, MCP servers, the time zone, the default model. */
+export function packageEnvironment(config: Config): PackageEnvironment {
+  return {
+    aliases: config.models.aliases,
+    mcpServers: config.mcp_servers.map((server) => server.name),
+    userTimezone: config.scheduler.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    defaultModel: config.default_model,
   };
 }
 
@@ -88,16 +101,41 @@ export async function openHost(options: HostOptions): Promise<Host> {
           })
         : undefined;
     if (scheduler !== undefined) hooks.push(scheduler);
+    const environment = packageEnvironment(options.config);
+    const ids = createUuidGenerator();
+    const packageRuntime = createPackageRuntime({
+      kernel: {
+        runTask: (reference, task, sendOptions) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runTask(reference, task, sendOptions)),
+        publish: (event) => late.kernel?.publish(event) ?? Promise.resolve(),
+      },
+      store,
+      clock,
+      ids,
+      logger: options.logger,
+      environment,
+      timers: scheduler,
+    });
+    hooks.push(packageRuntime);
     const kernel = createKernel({
       store,
       clock,
-      ids: createUuidGenerator(),
+      ids,
       logger: options.logger,
       runtime,
       hooks,
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
     });
     late.kernel = kernel;
+    const installer = createPackageInstaller({
+      kernel,
+      store,
+      runtime: packageRuntime,
+      clock,
+      environment,
+      registries: options.config.registries.map((registry) => registry.location),
+      packagesDir: options.home.agentsDir,
+      skillsDir: options.home.skillsDir,
+    });
     const report = await kernel.boot();
     // In the background: a slow or broken server never holds up the start.
     mcp?.start();
@@ -106,8 +144,10 @@ export async function openHost(options: HostOptions): Promise<Host> {
       store,
       runtime,
       mcp,
+      packages: { ...createPackageService({ installer, runtime: packageRuntime, store }), runtime: packageRuntime },
       report,
       close: async () => {
+        await packageRuntime.shutdown();
         await kernel.shutdown();
         scheduler?.stopAll();
         await mcp?.stop();

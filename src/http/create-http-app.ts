@@ -7,6 +7,8 @@ import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
+import { createPackageRoutes } from './package-routes.ts';
+import type { PackageService } from '../packages/index.ts';
 import { createAuthenticator, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
 import { createHostGuard } from './host-guard.ts';
@@ -44,6 +46,8 @@ export interface HttpAppOptions {
   tasks?: TaskRepository;
   /** The address the server binds, which decides the names it answers; defaults to `[daemon].host`. */
   bindHost?: string;
+  /** Agent packages, for `/api/packages`; without them those routes answer 404. */
+  packages?: PackageService;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -74,7 +78,8 @@ const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
 
 function costOf(method: string, path: string): number {
   if (path === '/api/health') return ROUTE_COSTS.health;
-  if (method === 'POST' && path === '/api/agents') return ROUTE_COSTS.spawn;
+  if (method === 'POST' && (path === '/api/agents' || path === '/api/packages')) return ROUTE_COSTS.spawn;
+  if (method === 'POST' && /^\/api\/packages\/[^/]+\/bindings\/[^/]+\/run$/.test(path)) return ROUTE_COSTS.message;
   if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
   if (method === 'POST' && path === '/v1/chat/completions') return ROUTE_COSTS.message;
   if (method === 'POST' && (path === '/mcp' || path === '/mcp/messages')) return ROUTE_COSTS.message;
@@ -185,6 +190,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
+  if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));
   app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? defaultVersion();

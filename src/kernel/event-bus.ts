@@ -4,13 +4,38 @@ import type { ApprovalEvent } from './approval-service.ts';
 /** Why an agent was killed: on request, or because its parent was. */
 export type KillReason = 'requested' | 'parent-killed';
 
+/** What every package event names: the package's agent (its `name` is the package slug), the binding and the run. */
+interface PackageEventBase {
+  at: number;
+  agentId: string;
+  name: string;
+  binding: string;
+}
+
+/**
+ * What the package runtime reports (spec/04), recorded in the audit log like the kernel's own:
+ * a trigger fired (a run started), an activity started or ended, the owner was notified of a
+ * failure, an event was emitted, a run ended, a fire was skipped (the previous run still going)
+ * or fires were missed (the daemon was down).
+ */
+export type PackageEvent =
+  | (PackageEventBase & { type: 'package-fire'; runId: string; trigger: string })
+  | (PackageEventBase & { type: 'package-activity-start'; runId: string; activity: string; attempt: number })
+  | (PackageEventBase & { type: 'package-activity-finish'; runId: string; activity: string; status: string; inputTokens: number; outputTokens: number; costUsd: number; error: string | null })
+  | (PackageEventBase & { type: 'package-notify'; runId: string; activity: string; error: string })
+  | (PackageEventBase & { type: 'package-emit'; runId: string; event: string })
+  | (PackageEventBase & { type: 'package-run-finish'; runId: string; status: string; error: string | null })
+  | (PackageEventBase & { type: 'package-skip'; runId: string; trigger: string; reason: string })
+  | (PackageEventBase & { type: 'package-miss'; runId: string; trigger: string; count: number; from: number; to: number });
+
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
   | { type: 'agent-suspend'; at: number; agentId: string; name: string }
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }
-  | ApprovalEvent;
+  | ApprovalEvent
+  | PackageEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

@@ -17,7 +17,7 @@ import { ApprovalService } from './approval-service.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
-import { createEventBus, type EventBus, type KernelEvent } from './event-bus.ts';
+import { createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
@@ -63,6 +63,8 @@ export interface Kernel {
   readonly approvals: Pick<ApprovalService, 'list' | 'decide'>;
   /** Restores the stored agents: those that were running run again. Call once, first. */
   boot(): Promise<BootReport>;
+  /** Records what the package runtime reports in the audit log, then tells subscribers (like the kernel's own events). */
+  publish(event: PackageEvent): Promise<void>;
   /**
    * Spawns an agent (spec/01 spawn flow): ids, session, capabilities, inheritance check,
    * commit, registration, `agent-spawn` event. Nothing is left behind when it fails.
@@ -392,6 +394,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     send: (reference, message, options) => flow.send(reference, message, options),
 
     runTask: (reference, task, options) => flow.runTask(reference, task, options),
+
+    publish: (event) => publish(event),
 
     principalTools: (principal) => toolRunner().toolsFor(principalAgent(principal, principalWorkspace), NO_FILTER),
 

@@ -8,6 +8,7 @@ export {
   MANIFEST_KEYS,
   ManifestCapabilitiesSchema,
   ManifestSchema,
+  ModelConfigSchema,
   MODEL_PROVIDERS,
   ModelTargetSchema,
   PRIORITIES,

@@ -38,6 +38,7 @@ export interface RunnableBinding {
 
 /** What a run reports as it goes (the package runtime turns these into kernel events). */
 export type RunEvent =
+  | { type: 'run-start'; run: PackageRunRecord }
   | { type: 'activity-start'; run: PackageRunRecord; activity: string; attempt: number }
   | { type: 'activity-finish'; run: PackageRunRecord; activity: ActivityRunRecord }
   | { type: 'notify-owner'; run: PackageRunRecord; activity: ActivityRunRecord }
@@ -112,7 +113,11 @@ export async function runBinding(binding: RunnableBinding, trigger: string, part
     endedAt: null,
   };
   if (options.resume === undefined) await runs.create(run);
-  else run = { ...run, status: 'running', endedAt: null, error: null };
+  else {
+    run = { ...run, status: 'running', endedAt: null, error: null };
+    await runs.update(run);
+  }
+  parts.report({ type: 'run-start', run });
 
   const save = async (changes: Partial<PackageRunRecord>): Promise<void> => {
     run = { ...run, ...changes };

@@ -160,6 +160,45 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX package_runs_status ON package_runs (status);
     `,
   },
+  {
+    version: 7,
+    name: 'installed packages; skipped and missed package runs',
+    sql: `
+      CREATE TABLE package_runs_7 (
+        id TEXT PRIMARY KEY,
+        package TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed')),
+        inputs TEXT NOT NULL,
+        activities TEXT NOT NULL,
+        emitted TEXT,
+        error TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER
+      ) STRICT;
+      INSERT INTO package_runs_7 SELECT id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at FROM package_runs ORDER BY rowid;
+      DROP TABLE package_runs;
+      ALTER TABLE package_runs_7 RENAME TO package_runs;
+      CREATE INDEX package_runs_package_started ON package_runs (package, binding, started_at);
+      CREATE INDEX package_runs_started ON package_runs (started_at);
+      CREATE INDEX package_runs_status ON package_runs (status);
+      CREATE TABLE installed_packages (
+        slug TEXT PRIMARY KEY,
+        qualified_name TEXT,
+        version TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        persona TEXT NOT NULL,
+        agent_json TEXT NOT NULL,
+        loom_toml TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        skills TEXT NOT NULL,
+        installed_at INTEGER NOT NULL,
+        last_fires TEXT NOT NULL DEFAULT '{}'
+      ) STRICT;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

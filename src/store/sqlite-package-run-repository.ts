@@ -25,7 +25,7 @@ const runRow = z
     package: z.string(),
     binding: z.string(),
     trigger: z.string(),
-    status: z.enum(['running', 'completed', 'aborted', 'interrupted']),
+    status: z.enum(['running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed']),
     inputs: jsonObjectText,
     activities: jsonText.pipe(z.array(activityRecord)),
     emitted: z.string().nullable(),

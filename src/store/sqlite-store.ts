@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { AgentRepository, ApprovalRepository, EventRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository } from '../contracts/index.ts';
+import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
@@ -11,6 +11,7 @@ import { toOpenError } from './sqlite-errors.ts';
 import { SqliteEventRepository } from './sqlite-event-repository.ts';
 import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
+import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
 import { SqliteTaskRepository } from './sqlite-task-repository.ts';
 import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
@@ -78,6 +79,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const approvals: ApprovalRepository = new SqliteApprovalRepository(connection);
   const tasks: TaskRepository = new SqliteTaskRepository(connection);
   const packageRuns: PackageRunRepository = new SqlitePackageRunRepository(connection);
+  const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
   return {
     agents,
     sessions,
@@ -87,6 +89,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     approvals,
     tasks,
     packageRuns,
+    packages,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

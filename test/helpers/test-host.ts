@@ -18,10 +18,10 @@ export async function openTestHost(
   dir: string,
   config: Record<string, unknown> = {},
   env: Record<string, string> = TEST_KEYS,
-  options: { runSchedules?: boolean; connectMcpServers?: boolean } = {},
+  options: { runSchedules?: boolean; connectMcpServers?: boolean; clock?: FakeClock } = {},
 ): Promise<TestHost> {
   const home = resolveLoomHome({ LOOM_HOME: join(dir, 'home') }, dir);
-  const clock = createFakeClock();
+  const clock = options.clock ?? createFakeClock();
   const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: createSilentLogger(), clock, runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
   return { ...host, home, clock };
 }

@@ -51,7 +51,7 @@ describe('runBinding()', () => {
     expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o-mini', 'gpt-4o-mini']);
     expect(promptOf(0)).toBe(activityPrompt({ intent: 'Do scrape', steps: ['Fetch', 'Parse'] }, { source: 'wiki' }, []));
     expect(promptOf(1)).toContain('Output of the earlier activity "scrape":\nrows: 42');
-    expect(events.map((event) => event.type)).toEqual(['activity-start', 'activity-finish', 'activity-start', 'activity-finish', 'emit']);
+    expect(events.map((event) => event.type)).toEqual(['run-start', 'activity-start', 'activity-finish', 'activity-start', 'activity-finish', 'emit']);
   });
 
   it('retries a failing activity, then Skip goes on and the binding still emits', async () => {

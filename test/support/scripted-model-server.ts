@@ -20,6 +20,8 @@ export interface ScriptedReply {
   usage?: { inputTokens: number; outputTokens: number };
   /** Default `tool-calls` when there are tool calls, else `stop`. */
   finishReason?: ScriptedFinishReason;
+  /** The reply is held back until this settles (a model call that takes a while). */
+  gate?: Promise<unknown>;
 }
 
 /** An HTTP error the scripted model answers with instead of a reply. */
@@ -98,6 +100,7 @@ export async function startScriptedModelServer(): Promise<ScriptedModelServer> {
       response.writeHead(step.status, { 'content-type': 'application/json', ...step.headers }).end(JSON.stringify(errorBody));
       return;
     }
+    if (step.gate !== undefined) await step.gate.catch(() => undefined);
     const stream = body['stream'] === true;
     if (api === 'openai') {
       const streamOptions = body['stream_options'] as { include_usage?: boolean } | undefined;

@@ -1,0 +1,224 @@
+import { createInterface } from 'node:readline/promises';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { capabilitiesFromManifest, describeCapability } from '../../capabilities/index.ts';
+import type { JsonObject } from '../../contracts/index.ts';
+import { PackageError, UsageError } from '../../errors/index.ts';
+import { packageEnvironment } from '../../host/index.ts';
+import { applySettings, emitGraphProblems, installPlan, isInstallCode, loadPackage, preparePackage, publishToRegistry } from '../../packages/index.ts';
+import { loadSkillFolder, parseSkillReference } from '../../packages/skills.ts';
+import { openHome } from '../cli-context.ts';
+import type { CliIo } from '../cli-io.ts';
+import { formatInstallPlan, formatPackage, formatPackageList, formatRun, formatRuns } from '../package-format.ts';
+import { withBackend } from './agent-commands.ts';
+
+interface JsonOption {
+  json?: boolean;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+function printJson(io: CliIo, value: unknown): void {
+  io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** A folder or archive path is sent to the daemon absolute; codes and qualified names as they are. */
+function sourceFor(source: string, io: CliIo): string {
+  return isInstallCode(source) || source.startsWith('@') ? source : resolve(io.cwd, source);
+}
+
+/** Asks on the terminal; without one, installing needs `--yes`. */
+async function confirm(io: CliIo, question: string): Promise<boolean> {
+  if ((io.stdin as { isTTY?: boolean }).isTTY !== true) {
+    throw new UsageError('not installed: standard input is not a terminal, so nobody can agree to the capabilities above; pass --yes to install without asking');
+  }
+  const prompt = createInterface({ input: io.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await prompt.question(question)).trim());
+  } finally {
+    prompt.close();
+  }
+}
+
+/** `--input key=value`: the value as JSON when it parses (numbers, booleans, lists), else the text. */
+function parseInputs(entries: readonly string[]): JsonObject {
+  const inputs: JsonObject = {};
+  for (const entry of entries) {
+    const equals = entry.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--input "${entry}": expected key=value, e.g. --input topic="solar storage"`);
+    const text = entry.slice(equals + 1);
+    let value: JsonObject[string] = text;
+    try {
+      value = JSON.parse(text) as JsonObject[string];
+    } catch {
+      // plain text
+    }
+    inputs[entry.slice(0, equals)] = value;
+  }
+  return inputs;
+}
+
+/** `loom package …`: validate, install, list, show, run, runs, uninstall, publish. */
+export function registerPackageCommands(program: Command, io: CliIo): void {
+  const pkg = program
+    .command('package')
+    .description('agent packages: AGENT.md + agent.json workflows that run on schedules, heartbeats, events and by hand')
+    .addHelpText(
+      'after',
+      '\nA package is a folder (or a .tgz of one) holding AGENT.md (the persona) and agent.json (its workflows),\nand optionally loom.toml (its name, version, model and the capabilities it asks for). See docs/packages.md.\n\nExample:\n  $ loom package validate examples/packages/chief-of-staff\n  $ loom package install examples/packages/chief-of-staff --yes\n  $ loom package run chief-of-staff deep-dive --input topic="heat pumps"\n  $ loom package runs chief-of-staff\n',
+    );
+
+  pkg
+    .command('validate <source>')
+    .description('check a package folder or .tgz statically, without a daemon: schema, triggers, models, MCP servers, skills, emit chains')
+    .option('--set <path=value>', 'override a path the package lists in defaults.configurable (repeatable)', collect, [])
+    .option('--json', 'print what installing it would do, as JSON')
+    .addHelpText('after', '\nEvent sources naming another package (package.event) are checked at install, against the installed packages.\n\nExample:\n  $ loom package validate examples/packages/chief-of-staff\n  $ loom package validate ./my-agent --set workflows.morning-briefing.trigger.cron="0 8 * * *"\n')
+    .action(async (source: string, options: JsonOption & { set: string[] }) => {
+      const { config } = await openHome(io);
+      const { loaded: raw, dispose } = await loadPackage(resolve(io.cwd, source));
+      try {
+        const loaded = applySettings(raw, options.set);
+        const skills = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
+        for (const skill of skills) {
+          // A skill bundled in the package's skills/ folder must be a valid one.
+          await loadSkillFolder(resolve(loaded.dir, 'skills', skill.name), skill.org).catch((error: unknown) => {
+            if (error instanceof PackageError && /missing|no such/i.test(error.message)) return undefined;
+            throw error;
+          });
+        }
+        const prepared = preparePackage(loaded, packageEnvironment(config));
+        const external = new Set<string>();
+        const problems = emitGraphProblems([{ slug: loaded.slug, agentJson: loaded.agentJson }]).filter((problem) => {
+          const match = /emits "([^"]+)"/.exec(problem);
+          if (match?.[1]?.includes('.') === true && !problem.includes('acyclic')) {
+            external.add(match[1]);
+            return false;
+          }
+          return true;
+        });
+        if (problems.length > 0) throw new PackageError(`package "${loaded.slug}" is not valid:\n${problems.map((line) => `  ${line}`).join('\n')}`);
+        const plan = installPlan(loaded, prepared, loaded.agentJson.skills, resolve(io.cwd, source));
+        if (options.json === true) printJson(io, { valid: true, plan, external_sources: [...external] });
+        else {
+          io.stdout(`${loaded.slug} is valid.\n${formatInstallPlan(plan)}`);
+          if (external.size > 0) io.stdout(`Event sources of other packages, checked at install: ${[...external].join(', ')}\n`);
+        }
+      } finally {
+        await dispose();
+      }
+    });
+
+  pkg
+    .command('install <source>')
+    .description('install a package from a folder, a .tgz, an install code (AGNT-XXXX-XXXX) or @org/agents/name[@version]')
+    .option('--set <path=value>', 'override a path the package lists in defaults.configurable (repeatable)', collect, [])
+    .option('-y, --yes', 'install without asking (for scripts): the package gets the capabilities shown')
+    .option('--json', 'print the installed package as JSON')
+    .addHelpText(
+      'after',
+      '\nShows the capabilities the package asks for and installs only when you agree. Its agent is named\nafter the package and holds exactly those; each activity runs with only what it names.\n\nExample:\n  $ loom package install examples/packages/chief-of-staff\n  $ loom package install AGNT-7QK2-M4XD --yes\n  $ loom package install ./briefing --set workflows.morning-briefing.trigger.cron="0 8 * * *" --yes\n',
+    )
+    .action(async (source: string, options: JsonOption & { set: string[]; yes?: boolean }) => {
+      const from = sourceFor(source, io);
+      const view = await withBackend(io, async (backend) => {
+        const plan = await backend.packages.check(from, options.set);
+        if (options.json !== true || options.yes !== true) io.stderr(formatInstallPlan(plan));
+        if (options.yes !== true && !(await confirm(io, `Install ${plan.slug} with these capabilities? [y/N] `))) return undefined;
+        return backend.packages.install(from, options.set);
+      });
+      if (view === undefined) {
+        io.stdout('Not installed.\n');
+        return;
+      }
+      if (options.json === true) printJson(io, view);
+      else io.stdout(`Installed ${view.slug} ${view.version}: agent "${view.agent}" (${view.agent_id}).\n`);
+    });
+
+  pkg
+    .command('list')
+    .description('list installed packages with their next fire time')
+    .option('--json', 'print a JSON array of packages (as `show --json` prints each)')
+    .action(async (options: JsonOption) => {
+      const list = await withBackend(io, (backend) => backend.packages.list());
+      io.stdout(options.json === true ? `${JSON.stringify(list, null, 2)}\n` : formatPackageList(list));
+    });
+
+  pkg
+    .command('show <package>')
+    .description("a package's bindings with their triggers and next fire times, and its agent's capabilities")
+    .option('--json', 'print the package as JSON')
+    .action(async (slug: string, options: JsonOption) => {
+      const { view, agent } = await withBackend(io, async (backend) => ({ view: await backend.packages.show(slug), agent: await backend.get(slug).catch(() => undefined) }));
+      if (options.json === true) printJson(io, view);
+      else io.stdout(formatPackage(view, agent === undefined ? undefined : capabilitiesFromManifest(agent.manifest.capabilities).map(describeCapability)));
+    });
+
+  pkg
+    .command('run <package> <binding>')
+    .description('run a binding now (manual triggers, or any binding) and print its run')
+    .option('--input <key=value>', 'an input for the run, added to the binding\'s inputs (repeatable; JSON values are parsed)', collect, [])
+    .option('--json', 'print the run as JSON')
+    .addHelpText('after', '\nA binding still running is not started twice: the command fails and the fire is recorded as skipped.\n\nExample:\n  $ loom package run chief-of-staff deep-dive --input topic="heat pumps"\n')
+    .action(async (slug: string, binding: string, options: JsonOption & { input: string[] }) => {
+      const run = await withBackend(io, (backend) => backend.packages.run(slug, binding, parseInputs(options.input)));
+      if (options.json === true) printJson(io, run);
+      else io.stdout(formatRun(run));
+    });
+
+  pkg
+    .command('runs [package]')
+    .description('recent runs, newest first: trigger, status, tokens, cost and each activity (skipped and missed fires too)')
+    .option('--limit <n>', 'at most this many runs', (value) => {
+      const limit = Number(value);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError(`--limit: expected a whole number from 1 to 1000, got "${value}"`);
+      return limit;
+    })
+    .option('--json', 'print the runs as JSON')
+    .action(async (slug: string | undefined, options: JsonOption & { limit?: number }) => {
+      const runs = await withBackend(io, (backend) => backend.packages.runs({ ...(slug === undefined ? {} : { package: slug }), ...(options.limit === undefined ? {} : { limit: options.limit }) }));
+      io.stdout(options.json === true ? `${JSON.stringify(runs, null, 2)}\n` : formatRuns(runs));
+    });
+
+  pkg
+    .command('uninstall <package>')
+    .description('stop its triggers, remove its agent and its files (its runs stay in the history)')
+    .option('--json', 'print what was removed as JSON')
+    .action(async (slug: string, options: JsonOption) => {
+      const removed = await withBackend(io, (backend) => backend.packages.uninstall(slug));
+      if (options.json === true) printJson(io, removed);
+      else io.stdout(`Uninstalled ${removed.slug} (agent ${removed.agent_id} removed).\n`);
+    });
+
+  pkg
+    .command('publish <folder>')
+    .description('publish a package (or, with --skill, a skill) to a registry folder and print its install code')
+    .requiredOption('--registry <folder>', 'the registry folder (created when missing); serve it over HTTP as it is to share it')
+    .option('--skill', 'the folder is a skill (SKILL.md), published as @org/skills/<name>')
+    .option('--name <qualified>', 'the qualified name: @org/agents/<name> (default: loom.toml [package].name), or @org/skills/<name> for a skill')
+    .option('--version <version>', 'the version (default: loom.toml [package].version, or the skill\'s metadata.version)')
+    .option('--json', 'print { code, archive, sha256 } as JSON')
+    .addHelpText('after', '\nExample:\n  $ loom package publish examples/packages/chief-of-staff --registry ./registry\n  $ loom package publish ./skills/note-taker --skill --name @acme/skills/note-taker --registry ./registry\n')
+    .action(async (folder: string, options: JsonOption & { registry: string; skill?: boolean; name?: string; version?: string }) => {
+      const source = resolve(io.cwd, folder);
+      let name: string;
+      let version: string;
+      if (options.skill === true) {
+        if (options.name === undefined) throw new UsageError('publishing a skill needs --name @org/skills/<name>');
+        const reference = parseSkillReference(options.name, '--name');
+        const skill = await loadSkillFolder(source, reference.org);
+        name = reference.qualified;
+        version = options.version ?? skill.version;
+      } else {
+        const { loaded, dispose } = await loadPackage(source);
+        await dispose();
+        const qualified = options.name ?? loaded.qualifiedName;
+        if (qualified === undefined) throw new UsageError('publishing a package needs a qualified name: set [package].name in its loom.toml, or pass --name @org/agents/<name>');
+        name = qualified;
+        version = options.version ?? loaded.version;
+      }
+      const published = await publishToRegistry({ registry: resolve(io.cwd, options.registry), source, kind: options.skill === true ? 'skill' : 'agent', name, version });
+      if (options.json === true) printJson(io, published);
+      else io.stdout(`Published ${name}@${version} as ${published.code} (sha256 ${published.sha256}).\nInstall it with: loom package install ${published.code}\n`);
+    });
+}

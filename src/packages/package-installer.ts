@@ -1,0 +1,246 @@
+import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Clock, InstalledPackageRecord, JsonObject, Store } from '../contracts/index.ts';
+import { LoomError, PackageError } from '../errors/index.ts';
+import type { Kernel } from '../kernel/index.ts';
+import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
+import { unpackArchive } from './archive.ts';
+import { emitGraphProblems, type GraphPackage } from './emit-graph.ts';
+import { isInstallCode } from './install-code.ts';
+import { type LoadedPackage, loadPackage, loadPackageArchive } from './load-package.ts';
+import { AgentJsonSchema, type PackageTrigger } from './package-schema.ts';
+import type { PackageRuntime } from './package-runtime.ts';
+import { applySettings } from './package-settings.ts';
+import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
+import { resolveFromRegistries } from './registry.ts';
+import { findInstalledSkill, installSkill, type LoadedSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
+
+/** What installing a package would do, shown to the owner before it happens. */
+export interface InstallPlan {
+  slug: string;
+  qualifiedName: string | null;
+  version: string;
+  source: string;
+  /** What its agent will hold. */
+  capabilities: ManifestCapabilities;
+  /** Whether they were derived from the activities (no `[capabilities]` in loom.toml). */
+  derived: boolean;
+  /** Every skill it brings, dependencies included: `@org/skills/name@version`. */
+  skills: string[];
+  bindings: { name: string; description: string; trigger: PackageTrigger; emit: string | null; costEstimate: string }[];
+  pricing: { model?: string | undefined; cost?: number | undefined };
+  timezone: string;
+}
+
+/** A package loaded and checked, ready to install (or only reported, by `validate`). */
+export interface CheckedPackage {
+  plan: InstallPlan;
+  loaded: LoadedPackage;
+  prepared: PreparedPackage;
+  skills: LoadedSkill[];
+  /** The system-prompt text of each skill the package names (its dependencies' included), by qualified name. */
+  prompts: ReadonlyMap<string, string>;
+  /** Removes the scratch folders (an archive's unpacked files). */
+  dispose(): Promise<void>;
+}
+
+/** What the installer needs. */
+export interface PackageInstallerOptions {
+  kernel: Pick<Kernel, 'spawn' | 'kill' | 'list'>;
+  store: Pick<Store, 'packages'>;
+  runtime: Pick<PackageRuntime, 'activate' | 'deactivate'>;
+  clock: Clock;
+  environment: PackageEnvironment;
+  /** Registries (folders or URLs) that codes and qualified names resolve through, in order. */
+  registries: readonly string[];
+  /** Where installed packages' files are kept, a folder each. */
+  packagesDir: string;
+  /** Where installed skills are kept. */
+  skillsDir: string;
+  fetch?: typeof fetch;
+}
+
+/** The package installer: `loom package install|uninstall` and their API. */
+export interface PackageInstaller {
+  /**
+   * Loads a package (a folder, a `.tgz`, an install code or `@org/agents/name[@version]`), applies
+   * the owner's settings, gathers its skills and checks it against this daemon and every
+   * installed package. Nothing is installed.
+   * @throws {PackageError} naming every problem.
+   */
+  check(source: string, settings?: readonly string[]): Promise<CheckedPackage>;
+  /**
+   * Installs it when `confirm` agrees with the plan: its skills, its agent (name = slug; the
+   * capabilities shown), its record, its triggers. All or nothing.
+   * @returns undefined when the owner declined.
+   */
+  install(source: string, options: { settings?: readonly string[]; confirm: (plan: InstallPlan) => boolean | Promise<boolean> }): Promise<InstalledPackageRecord | undefined>;
+  /**
+   * Stops its triggers, kills its agent and removes it (its runs stay in the history).
+   * @throws {LoomError} `PACKAGE_NOT_FOUND`; `PACKAGE_IN_USE` when another package's event trigger listens to it.
+   */
+  uninstall(slug: string): Promise<InstalledPackageRecord>;
+}
+
+const QUALIFIED_AGENT = /^@[a-z0-9][a-z0-9-]*\/agents\/[a-z0-9][a-z0-9-]*(?:@[0-9A-Za-z.+-]+)?$/;
+
+/** The plan of a loaded, prepared package (what `validate` and `install` show). */
+export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string): InstallPlan {
+  return {
+    slug: loaded.slug,
+    qualifiedName: loaded.qualifiedName ?? null,
+    version: loaded.version,
+    source,
+    capabilities: prepared.capabilities,
+    derived: prepared.derived,
+    skills: [...skills],
+    bindings: Object.entries(loaded.agentJson.workflows).map(([name, binding]) => ({
+      name,
+      description: binding.description,
+      trigger: binding.trigger,
+      emit: binding.emit === undefined ? null : `${loaded.slug}.${binding.emit}`,
+      costEstimate: binding.budget.cost_estimate,
+    })),
+    pricing: loaded.agentJson.pricing,
+    timezone: prepared.timezone,
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Creates the installer. */
+export function createPackageInstaller(options: PackageInstallerOptions): PackageInstaller {
+  const { kernel, store, environment } = options;
+  const fetchOptions = options.fetch === undefined ? {} : { fetch: options.fetch };
+
+  /** A skill from the package's own `skills/<name>/`, the installed ones, or a registry. */
+  async function findSkill(reference: SkillReference, packageDir: string, scratch: string[]): Promise<LoadedSkill> {
+    const bundled = join(packageDir, 'skills', reference.name);
+    if (await exists(join(bundled, 'SKILL.md'))) {
+      const skill = await loadSkillFolder(bundled, reference.org);
+      if (reference.version === undefined || reference.version === skill.version) return skill;
+    }
+    const installed = await findInstalledSkill(options.skillsDir, reference);
+    if (installed !== undefined) return installed;
+    if (options.registries.length === 0) {
+      throw new PackageError(`cannot find skill "${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}": it is not in the package's skills/ folder, not installed, and config.toml lists no [[registries]]`);
+    }
+    const found = await resolveFromRegistries(options.registries, `${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}`, fetchOptions);
+    const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
+    scratch.push(folder);
+    return loadSkillFolder(await unpackArchive(found.bytes, folder), reference.org);
+  }
+
+  async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string }> {
+    if (isInstallCode(source) || QUALIFIED_AGENT.test(source)) {
+      if (options.registries.length === 0) throw new PackageError(`cannot install "${source}": config.toml lists no [[registries]] to look it up in`);
+      const found = await resolveFromRegistries(options.registries, source, fetchOptions);
+      const slug = found.name.split('/').at(-1);
+      const { loaded, dispose } = await loadPackageArchive(found.bytes, `${found.name}@${found.version}`, slug === undefined ? {} : { slug });
+      return { loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version }, dispose, source: `${found.name}@${found.version} (${found.code}, ${found.registry})` };
+    }
+    return { ...(await loadPackage(source)), source };
+  }
+
+  const installer: PackageInstaller = {
+    async check(source, settings = []) {
+      const fetched = await fetchPackage(source);
+      const scratch: string[] = [];
+      const dispose = async (): Promise<void> => {
+        await fetched.dispose();
+        await Promise.all(scratch.map((folder) => rm(folder, { recursive: true, force: true })));
+      };
+      try {
+        const loaded = applySettings(fetched.loaded, settings);
+        const roots = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
+        const skills = await resolveSkillClosure(roots, (reference) => findSkill(reference, loaded.dir, scratch));
+        const bySkill = new Map(skills.map((skill) => [skill.reference.qualified, skill]));
+        const prompts = new Map<string, string>();
+        for (const root of roots) {
+          const closure = await resolveSkillClosure([root], (reference) => Promise.resolve(bySkill.get(reference.qualified) as LoadedSkill));
+          prompts.set(root.qualified, skillsPrompt(closure));
+        }
+        const prepared = preparePackage(loaded, environment, prompts);
+        const installed = await store.packages.list();
+        const graph: GraphPackage[] = [...installed.filter((record) => record.slug !== loaded.slug).map((record) => ({ slug: record.slug, agentJson: AgentJsonSchema.parse(record.agentJson) })), { slug: loaded.slug, agentJson: loaded.agentJson }];
+        const problems = emitGraphProblems(graph);
+        if (problems.length > 0) throw new PackageError(`cannot install package "${loaded.slug}": ${problems.length === 1 ? (problems[0] ?? '') : `\n${problems.map((line) => `  ${line}`).join('\n')}`}`, { details: { problems } });
+        const plan = installPlan(loaded, prepared, skills.map((skill) => `${skill.reference.qualified}@${skill.version}`), fetched.source);
+        return { plan, loaded, prepared, skills, prompts, dispose };
+      } catch (error) {
+        await dispose();
+        throw error;
+      }
+    },
+
+    async install(source, installOptions) {
+      const checked = await installer.check(source, installOptions.settings);
+      try {
+        const { plan, loaded, prepared } = checked;
+        if ((await store.packages.get(plan.slug)) !== undefined) throw new LoomError('PACKAGE_INSTALLED', 'user', `package "${plan.slug}" is installed already; uninstall it first: loom package uninstall ${plan.slug}`);
+        if (kernel.list().some((agent) => agent.name === plan.slug)) throw new LoomError('AGENT_NAME_TAKEN', 'user', `cannot install package "${plan.slug}": an agent named "${plan.slug}" exists (the package's agent takes its slug)`);
+        if (!(await installOptions.confirm(plan))) return undefined;
+        const manifest = ManifestSchema.parse(prepared.manifest);
+        for (const skill of checked.skills) await installSkill(options.skillsDir, skill);
+        const folder = join(options.packagesDir, plan.slug);
+        const agent = await kernel.spawn(manifest);
+        try {
+          await rm(folder, { recursive: true, force: true });
+          await cp(loaded.dir, folder, { recursive: true });
+          const record: InstalledPackageRecord = {
+            slug: plan.slug,
+            qualifiedName: plan.qualifiedName,
+            version: plan.version,
+            agentId: agent.id,
+            source: plan.source,
+            persona: loaded.persona,
+            agentJson: loaded.rawAgentJson as JsonObject,
+            loomToml: loaded.loomToml as unknown as JsonObject,
+            settings: [...(installOptions.settings ?? [])],
+            skills: Object.fromEntries(checked.prompts),
+            installedAt: options.clock.now(),
+            lastFires: {},
+          };
+          await store.packages.create(record);
+          await options.runtime.activate(plan.slug);
+          return record;
+        } catch (error) {
+          await kernel.kill(agent.id).catch(() => undefined);
+          await rm(folder, { recursive: true, force: true });
+          throw error;
+        }
+      } finally {
+        await checked.dispose();
+      }
+    },
+
+    async uninstall(slug) {
+      const record = await store.packages.get(slug);
+      if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
+      const others = (await store.packages.list()).filter((other) => other.slug !== slug);
+      const listeners = others.flatMap((other) => {
+        const agentJson = AgentJsonSchema.parse(other.agentJson);
+        return Object.entries(agentJson.workflows).flatMap(([name, binding]) =>
+          binding.trigger.type === 'event' && binding.trigger.sources.some((source) => source.startsWith(`${slug}.`)) ? [`${other.slug}/${name}`] : [],
+        );
+      });
+      if (listeners.length > 0) {
+        throw new LoomError('PACKAGE_IN_USE', 'user', `cannot uninstall package "${slug}": ${listeners.join(', ')} run${listeners.length === 1 ? 's' : ''} on its events; uninstall ${listeners.length === 1 ? 'that' : 'those'} first`, { details: { listeners } });
+      }
+      options.runtime.deactivate(slug);
+      await kernel.kill(record.agentId).catch((error: unknown) => {
+        if (!(error instanceof LoomError && error.code === 'AGENT_NOT_FOUND')) throw error;
+      });
+      await store.packages.delete(slug);
+      await rm(join(options.packagesDir, slug), { recursive: true, force: true });
+      return record;
+    },
+  };
+  return installer;
+}

@@ -1,0 +1,396 @@
+import { Cron } from 'croner';
+import type { Clock, IdGenerator, InstalledPackageRecord, JsonObject, Logger, PackageRunRecord, Store } from '../contracts/index.ts';
+import { LoomError } from '../errors/index.ts';
+import type { AgentEntry, AgentLifecycleHook, Kernel, PackageEvent } from '../kernel/index.ts';
+import { cronInstants, intervalInstants, type TimerSpec } from '../scheduler/index.ts';
+import { namespacedSource } from './emit-graph.ts';
+import { type LoadedPackage, LoomTomlSchema } from './load-package.ts';
+import { AgentJsonSchema, type ClockWindow, inWindow, type PackageTrigger, parseDuration, parseWindow } from './package-schema.ts';
+import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
+import { type RunEvent, runBinding, type RunnableBinding } from './run-binding.ts';
+
+/** What the package runtime needs. */
+export interface PackageRuntimeOptions {
+  kernel: Pick<Kernel, 'runTask' | 'publish'>;
+  store: Pick<Store, 'packageRuns' | 'packages'>;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  environment: PackageEnvironment;
+  /**
+   * The one scheduler, for schedule and heartbeat triggers. Without it (a one-off CLI command)
+   * nothing fires on time, and interrupted runs are left for the daemon: only manual runs and
+   * the event chains they start run.
+   */
+  timers?: { addTimer(timer: TimerSpec): () => void } | undefined;
+}
+
+/** A binding as `loom package show` lists it. */
+export interface BindingView {
+  name: string;
+  description: string;
+  trigger: PackageTrigger;
+  /** When its trigger fires next (epoch ms), for schedule and heartbeat triggers of an active package. */
+  nextFireAt: number | null;
+  emit: string | null;
+  /** The namespaced events it runs on. */
+  sources: string[];
+  costEstimate: string;
+  totalPerRun: number;
+  running: boolean;
+}
+
+/**
+ * The package runtime (spec/04 "AgentWorker Runtime"), a lifecycle hook of the kernel: while a
+ * package's agent runs, its schedule and heartbeat triggers are timers on the one scheduler and
+ * its event triggers listen for the namespaced emits of installed packages; when the agent is
+ * suspended or killed they stop. A binding never runs twice at once: a fire meanwhile is
+ * recorded as skipped. At the daemon's start, runs cut off by the last stop are marked
+ * interrupted and resumed (their finished activities are not run again), and the instants a
+ * trigger passed while the daemon was down are recorded as one missed fire, not replayed.
+ */
+export interface PackageRuntime extends AgentLifecycleHook {
+  readonly name: 'packages';
+  /** Starts an installed package's triggers (done by the hook when its agent starts; idempotent). */
+  activate(slug: string): Promise<void>;
+  /** Stops them (idempotent). */
+  deactivate(slug: string): void;
+  /**
+   * Runs a binding now, as its trigger would (a manual run; any binding may be run so).
+   * @throws {LoomError} `PACKAGE_NOT_FOUND`, `BINDING_NOT_FOUND`, `PACKAGE_INACTIVE`, or
+   *   `BINDING_BUSY` when it is still running (the fire is recorded as skipped).
+   */
+  run(slug: string, binding: string, inputs?: JsonObject): Promise<PackageRunRecord>;
+  /** The package's bindings with their next fire times. */
+  bindings(slug: string): Promise<BindingView[]>;
+  /** Whether the package's triggers are running. */
+  isActive(slug: string): boolean;
+  /** Resolves when no run is in flight (runs started meanwhile included). */
+  idle(): Promise<void>;
+  /** Stops every trigger and cancels the runs in flight (they are resumed at the next start). */
+  shutdown(): Promise<void>;
+}
+
+interface ActivePackage {
+  slug: string;
+  agentId: string;
+  prepared: PreparedPackage;
+  stops: (() => void)[];
+  /** The next instant of each timed binding. */
+  next: Map<string, number | null>;
+}
+
+/** The binding an event reaches. */
+interface Subscriber {
+  slug: string;
+  binding: string;
+}
+
+/** Missed instants are counted up to this many (a long outage with a short heartbeat). */
+const MAX_MISSED_COUNT = 10_000;
+
+/** Rebuilds a prepared package from what the store holds, against today's configuration. */
+export function preparedFromRecord(record: InstalledPackageRecord, environment: PackageEnvironment): PreparedPackage {
+  const loaded: LoadedPackage = {
+    slug: record.slug,
+    qualifiedName: record.qualifiedName ?? undefined,
+    version: record.version,
+    description: '',
+    dir: '',
+    persona: record.persona,
+    rawAgentJson: record.agentJson,
+    agentJson: AgentJsonSchema.parse(record.agentJson),
+    loomToml: LoomTomlSchema.parse(record.loomToml),
+  };
+  return preparePackage(loaded, environment, new Map(Object.entries(record.skills)));
+}
+
+/** The minute of the day at `at` in `timeZone` (formatters cached per zone). */
+function minuteOfDay(at: number, timeZone: string, formatters: Map<string, Intl.DateTimeFormat>): number {
+  let format = formatters.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    formatters.set(timeZone, format);
+  }
+  let hour = 0;
+  let minute = 0;
+  for (const part of format.formatToParts(at)) {
+    if (part.type === 'hour') hour = Number(part.value);
+    if (part.type === 'minute') minute = Number(part.value);
+  }
+  return hour * 60 + minute;
+}
+
+/** Creates the package runtime. Hand it to the kernel as a hook; the daemon gives it the scheduler. */
+export function createPackageRuntime(options: PackageRuntimeOptions): PackageRuntime {
+  const { kernel, store, clock, logger: baseLogger, environment } = options;
+  const logger = baseLogger.child({ subsystem: 'packages' });
+  const active = new Map<string, ActivePackage>();
+  const subscribers = new Map<string, Subscriber[]>();
+  const busy = new Set<string>();
+  const inFlight = new Set<Promise<unknown>>();
+  const formatters = new Map<string, Intl.DateTimeFormat>();
+  const controller = new AbortController();
+  // The daemon's start: runs its last stop cut off, resumed as their packages activate.
+  let interrupted: Promise<Map<string, PackageRunRecord[]>> | undefined;
+
+  const keyOf = (slug: string, binding: string): string => `${slug}\u0000${binding}`;
+
+  function publish(event: PackageEvent): void {
+    kernel.publish(event).catch((error: unknown) => logger.error({ err: error, eventType: event.type }, 'could not record a package event'));
+  }
+
+  function track<T>(promise: Promise<T>): Promise<T> {
+    inFlight.add(promise);
+    const remove = (): void => {
+      inFlight.delete(promise);
+    };
+    promise.then(remove, remove);
+    return promise;
+  }
+
+  function interruptedRuns(): Promise<Map<string, PackageRunRecord[]>> {
+    interrupted ??= (async () => {
+      const byPackage = new Map<string, PackageRunRecord[]>();
+      if (options.timers === undefined) return byPackage;
+      const runs = await store.packageRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going');
+      for (const run of runs) byPackage.set(run.package, [...(byPackage.get(run.package) ?? []), run]);
+      if (runs.length > 0) logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} package run(s) were cut off by the last stop; resuming them`);
+      return byPackage;
+    })();
+    return interrupted;
+  }
+
+  function rebuildSubscribers(): void {
+    subscribers.clear();
+    for (const pkg of active.values()) {
+      for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
+        if (binding.trigger.type !== 'event') continue;
+        for (const source of binding.trigger.sources) {
+          const event = resolveSource(pkg, source);
+          subscribers.set(event, [...(subscribers.get(event) ?? []), { slug: pkg.slug, binding: name }]);
+        }
+      }
+    }
+  }
+
+  const resolveSource = (pkg: ActivePackage, source: string): string => namespacedSource({ slug: pkg.slug, agentJson: pkg.prepared.loaded.agentJson }, source);
+
+  function report(pkg: ActivePackage, binding: string, event: RunEvent): void {
+    const base = { at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding, runId: event.run.id };
+    switch (event.type) {
+      case 'run-start':
+        publish({ ...base, type: 'package-fire', trigger: event.run.trigger });
+        return;
+      case 'activity-start':
+        publish({ ...base, type: 'package-activity-start', activity: event.activity, attempt: event.attempt });
+        return;
+      case 'activity-finish': {
+        const { activity } = event;
+        publish({ ...base, type: 'package-activity-finish', activity: activity.id, status: activity.status, inputTokens: activity.inputTokens, outputTokens: activity.outputTokens, costUsd: activity.costUsd, error: activity.error });
+        return;
+      }
+      case 'notify-owner':
+        logger.warn({ package: pkg.slug, binding, activity: event.activity.id }, `package "${pkg.slug}": activity "${event.activity.id}" of "${binding}" failed: ${event.activity.error ?? ''}`);
+        publish({ ...base, type: 'package-notify', activity: event.activity.id, error: event.activity.error ?? '' });
+        return;
+      case 'emit': {
+        publish({ ...base, type: 'package-emit', event: event.event });
+        const output = [...event.run.activities].reverse().find((activity) => activity.status === 'completed')?.output ?? null;
+        for (const target of subscribers.get(event.event) ?? []) {
+          void fire(target.slug, target.binding, `event:${event.event}`, { event: { name: event.event, package: pkg.slug, binding, output } }).catch((error: unknown) =>
+            logger.error({ err: error, event: event.event }, `could not start "${target.binding}" of package "${target.slug}" on ${event.event}`),
+          );
+        }
+        return;
+      }
+    }
+  }
+
+  /** Starts a run of the binding unless one is going (then records the skip). Resolves when the run ends. */
+  async function fire(slug: string, name: string, trigger: string, extraInputs: JsonObject = {}, resume?: PackageRunRecord): Promise<PackageRunRecord> {
+    const pkg = active.get(slug);
+    const binding = pkg?.prepared.bindings.get(name);
+    if (pkg === undefined || binding === undefined) throw new LoomError('PACKAGE_INACTIVE', 'user', `package "${slug}" is not active (its agent is suspended, or it is not installed)`);
+    const key = keyOf(slug, name);
+    if (busy.has(key)) {
+      const skipped = await recordNonRun(pkg, name, trigger, 'skipped', `not started: the previous run of "${name}" is still going`);
+      publish({ type: 'package-skip', at: skipped.startedAt, agentId: pkg.agentId, name: slug, binding: name, runId: skipped.id, trigger, reason: skipped.error ?? '' });
+      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, { details: { package: slug, binding: name, skippedRun: skipped.id } });
+    }
+    busy.add(key);
+    const runnable: RunnableBinding = Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
+    const run = (async () => {
+      try {
+        const finished = await runBinding(
+          runnable,
+          trigger,
+          { kernel, runs: store.packageRuns, clock, ids: options.ids, logger, report: (event) => report(pkg, name, event) },
+          { signal: controller.signal, ...(resume === undefined ? {} : { resume }) },
+        );
+        publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
+        return finished;
+      } finally {
+        busy.delete(key);
+      }
+    })();
+    return track(run);
+  }
+
+  async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number): Promise<PackageRunRecord> {
+    const now = clock.now();
+    const record: PackageRunRecord = { id: options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now };
+    await store.packageRuns.create(record);
+    return record;
+  }
+
+  /** A timed trigger's instant: fire unless outside the heartbeat's window; a busy binding's fire is recorded as skipped. */
+  function onTimer(pkg: ActivePackage, name: string, trigger: string, window: ClockWindow | undefined, at: number): void {
+    if (window !== undefined && !inWindow(window, minuteOfDay(at, pkg.prepared.timezone, formatters))) return;
+    store.packages.setLastFire(pkg.slug, name, at).catch((error: unknown) => logger.error({ err: error }, 'could not record a fire'));
+    fire(pkg.slug, name, trigger).catch((error: unknown) => {
+      if (error instanceof LoomError && error.code === 'BINDING_BUSY') logger.warn({ package: pkg.slug, binding: name }, error.message);
+      else if (!controller.signal.aborted) logger.error({ err: error, package: pkg.slug, binding: name }, `run of "${name}" (package "${pkg.slug}") failed`);
+    });
+  }
+
+  /** How many instants of the trigger fell after `since` and up to now (the daemon was down), up to the cap. */
+  function missedInstants(pkg: ActivePackage, trigger: PackageTrigger, since: number): { count: number; first: number } | undefined {
+    const now = clock.now();
+    let count = 0;
+    let first: number | undefined;
+    if (trigger.type === 'schedule') {
+      const cron = new Cron(trigger.cron, { paused: true, timezone: pkg.prepared.timezone });
+      for (let at = cron.nextRun(new Date(since))?.getTime(); at !== undefined && at <= now && count < MAX_MISSED_COUNT; at = cron.nextRun(new Date(at))?.getTime()) {
+        first ??= at;
+        count += 1;
+      }
+    } else if (trigger.type === 'heartbeat') {
+      const interval = parseDuration(trigger.interval) ?? Number.POSITIVE_INFINITY;
+      const window = trigger.window === undefined ? undefined : parseWindow(trigger.window);
+      for (let at = since + interval; at <= now && count < MAX_MISSED_COUNT; at += interval) {
+        if (window !== undefined && !inWindow(window, minuteOfDay(at, pkg.prepared.timezone, formatters))) continue;
+        first ??= at;
+        count += 1;
+      }
+    }
+    return first === undefined ? undefined : { count, first };
+  }
+
+  function startTimers(pkg: ActivePackage, record: InstalledPackageRecord): void {
+    const timers = options.timers;
+    if (timers === undefined) return;
+    for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
+      const { trigger } = binding;
+      if (trigger.type !== 'schedule' && trigger.type !== 'heartbeat') continue;
+      const missed = missedInstants(pkg, trigger, record.lastFires[name] ?? record.installedAt);
+      if (missed !== undefined) {
+        const text = `${missed.count >= MAX_MISSED_COUNT ? `${MAX_MISSED_COUNT} or more` : missed.count} fire(s) missed while the daemon was down; not replayed`;
+        void recordNonRun(pkg, name, trigger.type, 'missed', text, missed.first)
+          .then((run) => {
+            publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.first, to: clock.now() });
+            return store.packages.setLastFire(pkg.slug, name, clock.now());
+          })
+          .catch((error: unknown) => logger.error({ err: error }, 'could not record missed fires'));
+      }
+      const instants = trigger.type === 'schedule' ? cronInstants(trigger.cron, pkg.prepared.timezone, clock) : intervalInstants(parseDuration(trigger.interval) ?? 0, clock);
+      const window = trigger.type === 'heartbeat' && trigger.window !== undefined ? parseWindow(trigger.window) : undefined;
+      pkg.next.set(name, null);
+      pkg.stops.push(
+        timers.addTimer({
+          name: `package ${pkg.slug}/${name}`,
+          next: (previous) => {
+            const at = instants(previous);
+            pkg.next.set(name, at);
+            return at;
+          },
+          fire: (at) => onTimer(pkg, name, trigger.type, window, at),
+        }),
+      );
+    }
+  }
+
+  const runtime: PackageRuntime = {
+    name: 'packages',
+
+    async activate(slug) {
+      if (active.has(slug) || controller.signal.aborted) return;
+      const record = await store.packages.get(slug);
+      if (record === undefined || active.has(slug)) return;
+      let prepared: PreparedPackage;
+      try {
+        prepared = preparedFromRecord(record, environment);
+      } catch (error) {
+        logger.error({ err: error, package: slug }, `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`);
+        return;
+      }
+      const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map() };
+      active.set(slug, pkg);
+      rebuildSubscribers();
+      startTimers(pkg, record);
+      const cutOff = (await interruptedRuns()).get(slug) ?? [];
+      for (const run of cutOff) {
+        if (!prepared.bindings.has(run.binding)) continue;
+        fire(slug, run.binding, run.trigger, {}, run).catch((error: unknown) => logger.error({ err: error, package: slug, run: run.id }, `resumed run "${run.id}" failed`));
+      }
+    },
+
+    deactivate(slug) {
+      const pkg = active.get(slug);
+      if (pkg === undefined) return;
+      for (const stop of pkg.stops) stop();
+      active.delete(slug);
+      rebuildSubscribers();
+    },
+
+    async run(slug, binding, inputs = {}) {
+      const record = await store.packages.get(slug);
+      if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
+      const pkg = active.get(slug);
+      const names = pkg === undefined ? Object.keys(record.agentJson['workflows'] ?? {}) : [...pkg.prepared.bindings.keys()];
+      if (!names.includes(binding)) throw new LoomError('BINDING_NOT_FOUND', 'user', `package "${slug}" has no binding "${binding}"; its bindings: ${names.join(', ')}`);
+      return fire(slug, binding, 'manual', inputs);
+    },
+
+    async bindings(slug) {
+      const record = await store.packages.get(slug);
+      if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
+      const pkg = active.get(slug);
+      const prepared = pkg?.prepared ?? preparedFromRecord(record, environment);
+      return Object.entries(prepared.loaded.agentJson.workflows).map(([name, binding]) => ({
+        name,
+        description: binding.description,
+        trigger: binding.trigger,
+        nextFireAt: pkg?.next.get(name) ?? null,
+        emit: binding.emit === undefined ? null : `${slug}.${binding.emit}`,
+        sources: binding.trigger.type === 'event' && pkg !== undefined ? binding.trigger.sources.map((source) => resolveSource(pkg, source)) : binding.trigger.type === 'event' ? binding.trigger.sources : [],
+        costEstimate: binding.budget.cost_estimate,
+        totalPerRun: binding.budget.total_per_run,
+        running: busy.has(keyOf(slug, name)),
+      }));
+    },
+
+    isActive: (slug) => active.has(slug),
+
+    async idle() {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+
+    async shutdown() {
+      controller.abort(new Error('the daemon is stopping'));
+      for (const slug of [...active.keys()]) runtime.deactivate(slug);
+      await runtime.idle();
+    },
+
+    async start(agent: AgentEntry) {
+      const slug = agent.manifest.metadata['package'];
+      if (typeof slug === 'string') await runtime.activate(slug);
+    },
+
+    stop(agent: AgentEntry) {
+      const slug = agent.manifest.metadata['package'];
+      if (typeof slug === 'string') runtime.deactivate(slug);
+    },
+  };
+  return runtime;
+}

@@ -1,0 +1,140 @@
+import type { InstalledPackageRecord, JsonObject, JsonValue, PackageRunRecord } from '../contracts/index.ts';
+import type { BindingView, PackageRuntime } from './package-runtime.ts';
+import type { PackageTrigger } from './package-schema.ts';
+
+/** A binding as the API, `loom package show --json` and the dashboard show it. */
+export interface BindingWireView {
+  name: string;
+  description: string;
+  trigger: PackageTrigger;
+  /** When it fires next (ISO), for schedule and heartbeat triggers of an active package. */
+  next_fire_at: string | null;
+  /** The namespaced event it emits when a run ends without Abort. */
+  emit: string | null;
+  /** The namespaced events it runs on. */
+  sources: string[];
+  cost_estimate: string;
+  total_per_run: number;
+  running: boolean;
+}
+
+/** An installed package as the API and the CLI's `--json` show it. */
+export interface PackageView {
+  slug: string;
+  qualified_name: string | null;
+  version: string;
+  /** Its agent's name (the slug) and id. */
+  agent: string;
+  agent_id: string;
+  source: string;
+  installed_at: string;
+  /** Whether its triggers run (its agent runs and its configuration resolves). */
+  active: boolean;
+  settings: string[];
+  /** Stored and shown; Loom charges nothing. */
+  pricing: JsonValue;
+  skills: string[];
+  bindings: BindingWireView[];
+}
+
+/** One activity of a run. */
+export interface ActivityRunView {
+  id: string;
+  status: string;
+  attempts: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  output: string | null;
+  error: string | null;
+  fallback: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+/** A run of a binding, with each activity's status, tokens and cost. */
+export interface PackageRunView {
+  id: string;
+  package: string;
+  binding: string;
+  trigger: string;
+  status: string;
+  inputs: JsonObject;
+  emitted: string | null;
+  error: string | null;
+  started_at: string;
+  ended_at: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  activities: ActivityRunView[];
+}
+
+const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
+
+/** The wire view of a binding. */
+export function toBindingWireView(binding: BindingView): BindingWireView {
+  return {
+    name: binding.name,
+    description: binding.description,
+    trigger: binding.trigger,
+    next_fire_at: iso(binding.nextFireAt),
+    emit: binding.emit,
+    sources: binding.sources,
+    cost_estimate: binding.costEstimate,
+    total_per_run: binding.totalPerRun,
+    running: binding.running,
+  };
+}
+
+/** The wire view of an installed package, its bindings' next fire times included. */
+export async function toPackageView(record: InstalledPackageRecord, runtime: Pick<PackageRuntime, 'bindings' | 'isActive'>): Promise<PackageView> {
+  const skills = record.agentJson['skills'];
+  return {
+    slug: record.slug,
+    qualified_name: record.qualifiedName,
+    version: record.version,
+    agent: record.slug,
+    agent_id: record.agentId,
+    source: record.source,
+    installed_at: new Date(record.installedAt).toISOString(),
+    active: runtime.isActive(record.slug),
+    settings: record.settings,
+    pricing: record.agentJson['pricing'] ?? {},
+    skills: Array.isArray(skills) ? skills.filter((skill): skill is string => typeof skill === 'string') : [],
+    bindings: (await runtime.bindings(record.slug)).map(toBindingWireView),
+  };
+}
+
+/** The wire view of a run. */
+export function toPackageRunView(run: PackageRunRecord): PackageRunView {
+  const sum = (pick: (activity: PackageRunRecord['activities'][number]) => number): number => run.activities.reduce((total, activity) => total + pick(activity), 0);
+  return {
+    id: run.id,
+    package: run.package,
+    binding: run.binding,
+    trigger: run.trigger,
+    status: run.status,
+    inputs: run.inputs,
+    emitted: run.emitted,
+    error: run.error,
+    started_at: new Date(run.startedAt).toISOString(),
+    ended_at: iso(run.endedAt),
+    input_tokens: sum((activity) => activity.inputTokens),
+    output_tokens: sum((activity) => activity.outputTokens),
+    cost_usd: sum((activity) => activity.costUsd),
+    activities: run.activities.map((activity) => ({
+      id: activity.id,
+      status: activity.status,
+      attempts: activity.attempts,
+      input_tokens: activity.inputTokens,
+      output_tokens: activity.outputTokens,
+      cost_usd: activity.costUsd,
+      output: activity.output,
+      error: activity.error,
+      fallback: activity.fallback,
+      started_at: iso(activity.startedAt),
+      ended_at: iso(activity.endedAt),
+    })),
+  };
+}

@@ -1,0 +1,355 @@
+import { randomUUID } from 'node:crypto';
+import { cp, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { parse, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { PackageError } from '../errors/index.ts';
+import { describeValue, formatIssue, objectKeysAt } from '../validation/index.ts';
+
+/**
+ * Skills (spec/04 "Skill References"): Agent Skills folders, a `SKILL.md` whose YAML front
+ * matter names and describes the skill, followed by its instructions in markdown. Loom reads
+ * the standard fields and adds one, `dependencies`: the skills this one needs, installed with it
+ * (spec/04 "Installation Lifecycle", step 2 "Cascade").
+ */
+
+/** `@org/skills/name`, optionally pinned to a version (`@org/skills/name@1.2.0`). */
+export interface SkillReference {
+  org: string;
+  name: string;
+  /** The pinned version; none means the latest. */
+  version?: string;
+  /** `@org/skills/name`, without the version. */
+  qualified: string;
+}
+
+/** What a `SKILL.md` says. */
+export interface SkillFile {
+  name: string;
+  description: string;
+  /** `metadata.version`, else `"0.0.0"`. */
+  version: string;
+  /** The markdown after the front matter, trimmed. */
+  instructions: string;
+  dependencies: SkillReference[];
+}
+
+/** A skill read from its folder. */
+export interface LoadedSkill extends SkillFile {
+  /** Its own reference, pinned to its version. */
+  reference: SkillReference;
+  /** The folder holding its `SKILL.md` (and whatever else it ships). */
+  dir: string;
+}
+
+/** The version a skill has when its `metadata.version` is not given. */
+export const DEFAULT_SKILL_VERSION = '0.0.0';
+
+/** `SKILL.md` files larger than this are refused before parsing. */
+const MAX_SKILL_BYTES = 1024 * 1024;
+
+const ORG = /^[a-z0-9][a-z0-9-]*$/;
+/** Agent Skills names: 1–64 lowercase letters and digits, single hyphens between them. */
+const SKILL_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+// A version becomes a folder name, so it starts with a letter or digit ("..", "." are refused).
+const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+-]*$/;
+const REFERENCE = /^@([a-z0-9][a-z0-9-]*)\/skills\/([a-z0-9][a-z0-9-]*)(?:@([0-9A-Za-z][0-9A-Za-z.+-]*))?$/;
+const REFERENCE_FORM = 'expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0" (org and name of lowercase letters, digits and "-")';
+
+/**
+ * Parses a skill reference: `@org/skills/name` (the latest version) or `@org/skills/name@version`.
+ * @throws {PackageError} naming `where`, the text and the expected form.
+ * @example parseSkillReference('@nebo/skills/web-scraper@1.2.0') // { org: 'nebo', name: 'web-scraper', version: '1.2.0', qualified: '@nebo/skills/web-scraper' }
+ */
+export function parseSkillReference(text: string, where = 'skill reference'): SkillReference {
+  const match = REFERENCE.exec(text);
+  if (match === null) throw new PackageError(`${where}: ${REFERENCE_FORM}, got ${JSON.stringify(text)}`, { details: { where, text } });
+  const [, org = '', name = '', version] = match;
+  return { org, name, qualified: `@${org}/skills/${name}`, ...(version === undefined ? {} : { version }) };
+}
+
+/** A reference written out: `@org/skills/name` or `@org/skills/name@version`. */
+function referenceText(reference: SkillReference): string {
+  return reference.version === undefined ? reference.qualified : `${reference.qualified}@${reference.version}`;
+}
+
+/** The front matter of a `SKILL.md`: the Agent Skills fields, strict, plus Loom's `dependencies`. */
+const SkillFrontMatterSchema = z.strictObject({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(SKILL_NAME, { error: 'expected lowercase letters, digits and single hyphens, not starting or ending with a hyphen, such as "note-taker"' }),
+  description: z.string().min(1, { error: 'expected what the skill does and when to use it, in words' }).max(1024),
+  license: z.string().optional(),
+  compatibility: z.string().max(500).optional(),
+  metadata: z
+    .record(z.string(), z.string())
+    .superRefine((metadata, context) => {
+      const version = metadata['version'];
+      if (version !== undefined && !VERSION.test(version)) {
+        context.addIssue({ code: 'custom', path: ['version'], message: `expected a version such as "1.0.0", got ${JSON.stringify(version)}` });
+      }
+    })
+    .optional(),
+  'allowed-tools': z.string().optional(),
+  dependencies: z.array(z.string().regex(REFERENCE, { error: REFERENCE_FORM })).default([]),
+});
+
+function fail(source: string, problem: string, lines: readonly string[] = []): never {
+  const more = lines.length === 0 ? '' : `\n${lines.map((line) => `  ${line}`).join('\n')}`;
+  throw new PackageError(`cannot load skill "${source}": ${problem}${more}`, { details: { source, problem, more: [...lines] } });
+}
+
+/** One line per zod issue; a YAML number or boolean where a string belongs gets a hint to quote it. */
+function problemLines(error: z.ZodError): string[] {
+  return error.issues.flatMap((issue) => {
+    const lines = formatIssue(issue, { style: 'json', knownKeys: (path) => objectKeysAt(SkillFrontMatterSchema, path) });
+    const unquoted = issue.code === 'invalid_type' && issue.expected === 'string' && (typeof issue.input === 'number' || typeof issue.input === 'boolean');
+    return unquoted ? lines.map((line) => `${line} (YAML reads it as a ${typeof issue.input}; put it in quotes: "${String(issue.input)}")`) : lines;
+  });
+}
+
+/**
+ * Parses a `SKILL.md`: YAML front matter between `---` lines, then the instructions.
+ * @param source The file, as error messages name it.
+ * @throws {PackageError} naming the file, each field and what was expected (a did-you-mean for
+ *   an unknown key), or the YAML syntax error and its line.
+ */
+export function parseSkillFile(text: string, source: string): SkillFile {
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+  const example = 'e.g.\n---\nname: note-taker\ndescription: Keeps structured notes. Use it when asked to write something down.\n---';
+  if (lines[0]?.trimEnd() !== '---') fail(source, `SKILL.md must start with "---" front matter holding name and description, ${example}`);
+  const end = lines.findIndex((line, index) => index > 0 && line.trimEnd() === '---');
+  if (end === -1) fail(source, `the front matter has no closing "---" line, ${example}`);
+
+  let document: unknown;
+  try {
+    document = parse(lines.slice(1, end).join('\n'), { logLevel: 'error' });
+  } catch (error) {
+    if (!(error instanceof YAMLParseError)) throw error;
+    const position = error.linePos?.[0];
+    // The front matter starts on the file's second line.
+    const at = position === undefined ? '' : ` at line ${position.line + 1}, column ${position.col}`;
+    fail(source, `YAML syntax error in the front matter${at}: ${error.message.replace(/ at line \d+, column \d+[\s\S]*$/, '')}`);
+  }
+  document ??= {};
+  if (typeof document !== 'object' || Array.isArray(document)) fail(source, `the front matter must be a YAML mapping holding name and description, got ${describeValue(document, 'json')}`);
+
+  const parsed = SkillFrontMatterSchema.safeParse(document, { reportInput: true });
+  if (!parsed.success) {
+    const problems = problemLines(parsed.error);
+    return problems.length === 1 ? fail(source, problems[0] ?? '') : fail(source, `the front matter has ${problems.length} problems:`, problems);
+  }
+  const front = parsed.data;
+  return {
+    name: front.name,
+    description: front.description,
+    version: front.metadata?.['version'] ?? DEFAULT_SKILL_VERSION,
+    instructions: lines
+      .slice(end + 1)
+      .join('\n')
+      .trim(),
+    dependencies: front.dependencies.map((dependency, index) => parseSkillReference(dependency, `${source}: dependencies[${index}]`)),
+  };
+}
+
+/**
+ * Reads the skill in `dir` (its `SKILL.md`) as one of `org`'s.
+ * @throws {PackageError} naming the folder when it or its SKILL.md is missing, or the file when
+ *   SKILL.md is invalid.
+ */
+export async function loadSkillFolder(dir: string, org: string): Promise<LoadedSkill> {
+  if (!ORG.test(org)) throw new PackageError(`cannot load skill "${dir}": the org ${JSON.stringify(org)} must be lowercase letters, digits and "-"`);
+  const path = join(dir, 'SKILL.md');
+  const info = await stat(path).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw error;
+  });
+  if (info === undefined) {
+    const folder = await stat(dir).catch(() => undefined);
+    fail(dir, folder?.isDirectory() === true ? 'SKILL.md is missing (a skill is a folder holding SKILL.md: front matter with name and description, then instructions)' : 'no such folder (a skill is a folder holding SKILL.md)');
+  }
+  if (!info.isFile()) fail(dir, 'SKILL.md is not a file');
+  if (info.size > MAX_SKILL_BYTES) fail(dir, `SKILL.md is larger than ${MAX_SKILL_BYTES} bytes`);
+  const skill = parseSkillFile(await readFile(path, 'utf8'), path);
+  return { ...skill, reference: { org, name: skill.name, version: skill.version, qualified: `@${org}/skills/${skill.name}` }, dir };
+}
+
+/** Who asked for a skill, as messages name them. */
+const ROOTS = "the agent's skills";
+
+/**
+ * The roots and all their dependencies, transitively, each once (by qualified name),
+ * dependencies before dependants. Where one requirer pins a version and another asks for the
+ * latest, the pinned version is taken.
+ * @param find Loads the skill a reference names (the pinned version, or the latest).
+ * @throws {PackageError} for a dependency cycle (its path named), two different pinned versions
+ *   of one skill (both requirers named), or a skill whose SKILL.md is not the one asked for.
+ * @example
+ * // a → b, a → c, b → d, c → d
+ * await resolveSkillClosure([a], find) // [d, b, c, a]
+ */
+export async function resolveSkillClosure(roots: readonly SkillReference[], find: (reference: SkillReference) => Promise<LoadedSkill>): Promise<LoadedSkill[]> {
+  const pins = new Map<string, { version: string; by: string }>();
+  const cache = new Map<string, LoadedSkill>();
+
+  const load = async (reference: SkillReference, requiredBy: string): Promise<LoadedSkill> => {
+    const key = referenceText(reference);
+    const cached = cache.get(key);
+    if (cached !== undefined) return cached;
+    let skill: LoadedSkill;
+    try {
+      skill = await find(reference);
+    } catch (error) {
+      if (error instanceof PackageError && requiredBy !== ROOTS) throw new PackageError(`${error.message} (required by ${requiredBy})`, { details: error.details, cause: error });
+      throw error;
+    }
+    if (skill.reference.qualified !== reference.qualified || (reference.version !== undefined && skill.version !== reference.version)) {
+      throw new PackageError(`cannot resolve skill "${key}" (required by ${requiredBy}): the folder found, "${skill.dir}", holds "${referenceText(skill.reference)}"`);
+    }
+    cache.set(key, skill);
+    return skill;
+  };
+
+  // One depth-first walk; true when a pin turned up for a skill already taken at another
+  // version, and the walk must start again with that pin. Pins only grow, so this ends.
+  const walk = async (order: LoadedSkill[]): Promise<boolean> => {
+    const taken = new Map<string, LoadedSkill>();
+    const visit = async (reference: SkillReference, requiredBy: string, path: readonly string[]): Promise<boolean> => {
+      const { qualified, version } = reference;
+      if (version !== undefined) {
+        const pin = pins.get(qualified);
+        if (pin === undefined) {
+          pins.set(qualified, { version, by: requiredBy });
+          const current = taken.get(qualified);
+          if (current !== undefined && current.version !== version) return true;
+        } else if (pin.version !== version) {
+          throw new PackageError(
+            `cannot resolve skills: "${qualified}" is required at version ${pin.version} by ${pin.by} and at version ${version} by ${requiredBy}; pin the same version in both, or leave one unpinned`,
+            { details: { skill: qualified, versions: [pin.version, version], requiredBy: [pin.by, requiredBy] } },
+          );
+        }
+      }
+      if (path.includes(qualified)) {
+        const cycle = [...path.slice(path.indexOf(qualified)), qualified];
+        throw new PackageError(`skill dependency cycle: ${cycle.join(' → ')}; remove one of these dependencies`, { details: { cycle } });
+      }
+      if (taken.has(qualified)) return false;
+      const pin = pins.get(qualified);
+      const skill = await load(pin === undefined ? { org: reference.org, name: reference.name, qualified } : { ...reference, version: pin.version }, requiredBy);
+      taken.set(qualified, skill);
+      for (const dependency of skill.dependencies) {
+        if (await visit(dependency, referenceText(skill.reference), [...path, qualified])) return true;
+      }
+      order.push(skill);
+      return false;
+    };
+    for (const root of roots) if (await visit(root, ROOTS, [])) return true;
+    return false;
+  };
+
+  for (;;) {
+    const order: LoadedSkill[] = [];
+    if (!(await walk(order))) return order;
+  }
+}
+
+/**
+ * The text added to an activity's system prompt for its skills: for each, a heading with its
+ * name, its description, then its instructions. Empty for no skills.
+ */
+export function skillsPrompt(skills: readonly LoadedSkill[]): string {
+  return skills.map((skill) => [`# Skill: ${skill.name}`, skill.description.trim(), skill.instructions].filter((part) => part !== '').join('\n\n')).join('\n\n');
+}
+
+/**
+ * Orders versions by their dot-separated parts, numerically where the parts are numbers
+ * ("1.10.0" after "1.9.0"); a part with a suffix comes before the bare number ("1.0.0-beta"
+ * before "1.0.0"). Negative when `first` is lower.
+ */
+export function compareSkillVersions(first: string, second: string): number {
+  const a = first.split('.');
+  const b = second.split('.');
+  for (let index = 0; index < Math.max(a.length, b.length); index += 1) {
+    const left = /^(\d*)(.*)$/.exec(a[index] ?? '0') ?? [];
+    const right = /^(\d*)(.*)$/.exec(b[index] ?? '0') ?? [];
+    const [, leftNumber = '', leftRest = ''] = left;
+    const [, rightNumber = '', rightRest = ''] = right;
+    if (leftNumber !== '' && rightNumber !== '' && Number(leftNumber) !== Number(rightNumber)) return Number(leftNumber) - Number(rightNumber);
+    if ((leftNumber === '') !== (rightNumber === '')) return leftNumber === '' ? -1 : 1;
+    if (leftRest !== rightRest) {
+      if (leftRest === '') return 1;
+      if (rightRest === '') return -1;
+      return leftRest < rightRest ? -1 : 1;
+    }
+  }
+  return 0;
+}
+
+/**
+ * Copies the skill's folder to `<skillsDir>/<org>/<name>/<version>/` and returns that folder. An
+ * installed copy of the same version is replaced: the new copy is made in a hidden sibling, then
+ * renamed into place, so a reader sees the old copy or the new one, never half of one.
+ */
+export async function installSkill(skillsDir: string, skill: LoadedSkill): Promise<string> {
+  const { org } = skill.reference;
+  if (!ORG.test(org) || !SKILL_NAME.test(skill.name) || !VERSION.test(skill.version)) {
+    throw new PackageError(`cannot install skill "${referenceText(skill.reference)}": its org, name or version cannot name a folder`);
+  }
+  const target = join(skillsDir, org, skill.name, skill.version);
+  if (resolve(skill.dir) === resolve(target)) return target;
+  const parent = dirname(target);
+  await mkdir(parent, { recursive: true });
+  // Hidden names never look like versions, so findInstalledSkill passes over them.
+  const fresh = join(parent, `.${skill.version}.installing-${randomUUID()}`);
+  const old = join(parent, `.${skill.version}.replaced-${randomUUID()}`);
+  try {
+    await cp(skill.dir, fresh, { recursive: true });
+    const replacing = await stat(target).then(
+      () => true,
+      () => false,
+    );
+    if (replacing) await rename(target, old);
+    try {
+      await rename(fresh, target);
+    } catch (error) {
+      if (replacing) await rename(old, target);
+      throw error;
+    }
+  } finally {
+    await rm(fresh, { recursive: true, force: true });
+    await rm(old, { recursive: true, force: true });
+  }
+  return target;
+}
+
+/**
+ * An installed skill: the pinned version, or the highest installed version when none is pinned
+ * (see {@link compareSkillVersions}); undefined when none is installed.
+ * @throws {PackageError} when the installed SKILL.md is invalid.
+ */
+export async function findInstalledSkill(skillsDir: string, reference: SkillReference): Promise<LoadedSkill | undefined> {
+  // Checked again, since the parts become a path.
+  const checked = parseSkillReference(`@${reference.org}/skills/${reference.name}${reference.version === undefined ? '' : `@${reference.version}`}`);
+  const folder = join(skillsDir, checked.org, checked.name);
+  if (checked.version !== undefined) {
+    const dir = join(folder, checked.version);
+    const installed = await stat(join(dir, 'SKILL.md')).catch(() => undefined);
+    return installed === undefined ? undefined : loadSkillFolder(dir, checked.org);
+  }
+  const entries = await readdir(folder, { withFileTypes: true }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  });
+  const versions = entries
+    .filter((entry) => entry.isDirectory() && VERSION.test(entry.name))
+    .map((entry) => entry.name)
+    .sort(compareSkillVersions)
+    .reverse();
+  for (const version of versions) {
+    const dir = join(folder, version);
+    if ((await stat(join(dir, 'SKILL.md')).catch(() => undefined)) !== undefined) return loadSkillFolder(dir, checked.org);
+  }
+  return undefined;
+}

@@ -1,0 +1,202 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
+import type { PackageRunView } from '../../src/packages/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { activityJson, bindingJson, EXAMPLES, packageConfig, writePackage } from './support.ts';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let hosts: TestHost[];
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-packages-');
+  hosts = [];
+});
+afterEach(async () => {
+  for (const host of hosts) await host.close();
+  await dir.remove();
+});
+
+async function open(clock?: FakeClock): Promise<TestHost> {
+  const host = await openTestHost(dir.path, packageConfig(server.url), undefined, { runSchedules: true, ...(clock === undefined ? {} : { clock }) });
+  hosts.push(host);
+  return host;
+}
+
+/** Moves the fake clock forward in steps, letting runs started on the way finish. */
+async function advance(host: TestHost, ms: number, stepMs = 60_000): Promise<void> {
+  for (let done = 0; done < ms; done += stepMs) {
+    await host.clock.advance(Math.min(stepMs, ms - done));
+    await host.packages.runtime.idle();
+  }
+}
+
+const systemOf = (index: number): string => {
+  const body = server.requests[index]?.body ?? {};
+  if (typeof body['system'] === 'string') return body['system'];
+  if (Array.isArray(body['system'])) return (body['system'] as { text: string }[]).map((part) => part.text).join('\n');
+  return ((body['messages'] as { role: string; content: string }[] | undefined) ?? []).find((message) => message.role === 'system')?.content ?? '';
+};
+const userOf = (index: number): string => JSON.stringify(((server.requests[index]?.body['messages'] as { role: string; content: unknown }[] | undefined) ?? []).filter((message) => message.role === 'user'));
+
+describe('installing a package', () => {
+  it("installs the spec's chief-of-staff: one agent named after it, AGENT.md as its system prompt, the capabilities it was shown, its skills", async () => {
+    const host = await open();
+    const plan = await host.packages.check(join(EXAMPLES, 'chief-of-staff'));
+    const view = await host.packages.install(join(EXAMPLES, 'chief-of-staff'));
+
+    expect(view).toMatchObject({ slug: 'chief-of-staff', qualified_name: '@nebo/agents/chief-of-staff', version: '1.0.0', active: true, pricing: { model: 'monthly_fixed', cost: 47 } });
+    const agent = host.kernel.get('chief-of-staff');
+    expect(agent.manifest.model?.system_prompt).toBe(await readFile(join(EXAMPLES, 'chief-of-staff', 'AGENT.md'), 'utf8'));
+    expect(agent.manifest.capabilities).toEqual(plan.capabilities);
+    expect(agent.manifest.capabilities.tools.sort()).toEqual(['mcp_gmail_*', 'mcp_google-calendar_*', 'mcp_slack_*']);
+    expect(agent.manifest.capabilities.shell).toEqual([]);
+    expect(agent.manifest.capabilities.llm_query.sort()).toEqual(['anthropic/claude-sonnet-4-5', 'openai/gpt-4o-mini']);
+    expect(plan.skills.sort()).toEqual(['@nebo/skills/note-taker@1.0.0', '@nebo/skills/quick-research@1.0.0', '@nebo/skills/report-writer@1.0.0', '@nebo/skills/web-scraper@1.0.0']);
+    expect(await readFile(join(host.home.skillsDir, 'nebo', 'note-taker', '1.0.0', 'SKILL.md'), 'utf8')).toMatch(/^name: note-taker$/m);
+    // Schedules in UTC ([scheduler].timezone); the clock starts on Thursday 2026-01-01 00:00 UTC.
+    const briefing = view.bindings.find((binding) => binding.name === 'morning-briefing');
+    expect(briefing?.next_fire_at).toBe('2026-01-01T07:00:00.000Z');
+    expect(view.bindings.find((binding) => binding.name === 'notify-owner')?.sources).toEqual(['chief-of-staff.briefing.ready']);
+  });
+
+  it('--set overrides a listed path (validated again) and refuses any other, naming the listed ones; nothing is installed', async () => {
+    const host = await open();
+    const source = join(EXAMPLES, 'chief-of-staff');
+    await expect(host.packages.install(source, ['workflows.health-check.trigger.interval=5m'])).rejects.toThrow(
+      'cannot set "workflows.health-check.trigger.interval": package "chief-of-staff" lets the owner set only "workflows.morning-briefing.trigger.cron"',
+    );
+    await expect(host.packages.install(source, ['workflows.morning-briefing.trigger.cron=0 8 * *'])).rejects.toThrow(/workflows\.morning-briefing\.trigger\.cron: expected a 5-field cron expression/);
+    expect(host.kernel.list()).toEqual([]);
+    expect(await host.packages.list()).toEqual([]);
+
+    const view = await host.packages.install(source, ['workflows.morning-briefing.trigger.cron=0 8 * * *']);
+    expect(view.bindings.find((binding) => binding.name === 'morning-briefing')).toMatchObject({ trigger: { cron: '0 8 * * *' }, next_fire_at: '2026-01-01T08:00:00.000Z' });
+    expect(view.settings).toEqual(['workflows.morning-briefing.trigger.cron=0 8 * * *']);
+  });
+
+  it('refuses an event source no installed binding emits, and an agent name already taken, leaving nothing behind', async () => {
+    const host = await open();
+    const listener = await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } });
+    await expect(host.packages.install(listener)).rejects.toThrow('package "listener": agent.json: workflows.hear.trigger.sources[0]: no installed binding emits "talker.said"');
+    const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
+    await host.packages.install(talker);
+    await host.packages.install(listener);
+    expect((await host.packages.show('listener')).bindings[0]?.sources).toEqual(['talker.said']);
+    await expect(host.packages.uninstall('talker')).rejects.toThrow('cannot uninstall package "talker": listener/hear runs on its events; uninstall that first');
+  });
+});
+
+describe('runs', () => {
+  it('runs the three-stage chain end to end: each stage fires on the emit before it and gets its output; AGENT.md and the skills are in the system prompt', async () => {
+    const host = await open();
+    await host.packages.install(join(EXAMPLES, 'data-pipeline'));
+    server.script([{ text: 'collected: 42 rows', usage: { inputTokens: 100, outputTokens: 20 } }, { text: 'trend: up 7%' }, { text: 'report sent' }]);
+
+    const first = await host.packages.run('data-pipeline', 'collect-data');
+    await host.packages.runtime.idle();
+
+    expect(first).toMatchObject({ status: 'completed', emitted: 'data-pipeline.data-collected', input_tokens: 100, output_tokens: 20 });
+    const runs = (await host.packages.runs({ package: 'data-pipeline' })).reverse();
+    expect(runs.map((run) => [run.binding, run.trigger, run.status, run.emitted])).toEqual([
+      ['collect-data', 'manual', 'completed', 'data-pipeline.data-collected'],
+      ['analyze-data', 'event:data-pipeline.data-collected', 'completed', 'data-pipeline.analysis-complete'],
+      ['report', 'event:data-pipeline.analysis-complete', 'completed', null],
+    ]);
+    expect(userOf(1)).toContain('collected: 42 rows');
+    expect(userOf(2)).toContain('trend: up 7%');
+    expect(systemOf(0)).toContain('You run a small data pipeline');
+    expect(systemOf(0)).toContain('# Web scraper');
+    expect(systemOf(1)).toContain('# Data analyzer');
+    const audit = await host.kernel.audit({ agent: 'data-pipeline' });
+    expect(audit.filter((event) => event.type === 'package-emit').map((event) => event.data['event'])).toEqual(['data-pipeline.data-collected', 'data-pipeline.analysis-complete']);
+    expect(audit.filter((event) => event.type === 'package-fire')).toHaveLength(3);
+  });
+
+  it('a budget exceeded mid-activity stops it between model steps; Abort then ends the run without its emit', async () => {
+    const host = await open();
+    const folder = await writePackage(dir.path, 'greedy', {
+      workflows: { work: bindingJson({ type: 'manual' }, [activityJson('think', { token_budget: { max: 500 } }), activityJson('never')], { emit: 'done' }) },
+    });
+    await host.packages.install(folder);
+    // The first model step spends 600 tokens and asks for a tool; the budget stops the activity before a second step.
+    server.script([{ text: '', toolCalls: [{ name: 'memory_recall', input: { query: 'x' } }], usage: { inputTokens: 550, outputTokens: 50 } }]);
+    const run = await host.packages.run('greedy', 'work');
+    expect(run).toMatchObject({ status: 'aborted', emitted: null });
+    expect(run.activities[0]).toMatchObject({ status: 'failed', input_tokens: 550, output_tokens: 50, fallback: 'Abort' });
+    expect(run.activities[0]?.error).toMatch(/token_budget\.max = 500/);
+    expect(run.activities[1]?.status).toBe('pending');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('a binding still running is not started twice: the second fire is recorded as skipped', async () => {
+    const host = await open();
+    await host.packages.install(await writePackage(dir.path, 'slow', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }));
+    let release: () => void = () => undefined;
+    server.script([{ text: 'done', gate: new Promise<void>((resolve) => (release = resolve)) }]);
+    await host.clock.advance(60_000);
+    for (let attempt = 0; attempt < 100 && server.requests.length === 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await host.clock.advance(60_000);
+    await expect(host.packages.run('slow', 'tick')).rejects.toThrow('binding "tick" of package "slow" is still running; the fire was recorded as skipped');
+    release();
+    await host.packages.runtime.idle();
+    const runs = await host.packages.runs({ package: 'slow' });
+    expect(runs.map((run) => run.status).sort()).toEqual(['completed', 'skipped', 'skipped']);
+    expect(runs.find((run) => run.status === 'skipped')?.error).toBe('not started: the previous run of "tick" is still going');
+    expect(server.requests).toHaveLength(1);
+  });
+});
+
+describe('triggers on the injected clock', () => {
+  it("fires a schedule in the package's time zone, once a day across the DST change", async () => {
+    // New York springs forward on 2026-03-08: 02:30 does not exist that night.
+    const clock = createFakeClock(Date.UTC(2026, 2, 7, 0, 0));
+    const host = await open(clock);
+    await host.packages.install(
+      await writePackage(dir.path, 'nightly', { defaults: { timezone: 'America/New_York' }, workflows: { night: bindingJson({ type: 'schedule', cron: '30 2 * * *' }, [activityJson('work')]) } }),
+    );
+    server.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
+    await advance(host, 3 * 24 * 3600_000, 15 * 60_000);
+    const runs = (await host.packages.runs({ package: 'nightly' })).reverse();
+    // 02:30 EST; on the night of the change, once, when the clock jumps to 03:00 EDT; then 02:30 EDT.
+    expect(runs.map((run) => run.started_at)).toEqual(['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z']);
+  });
+
+  it('fires a heartbeat first one interval after activation, and only inside a window that crosses midnight', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1, 12, 0));
+    const host = await open(clock);
+    await host.packages.install(await writePackage(dir.path, 'first', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '30m' }, [activityJson('work')]) } }));
+    await host.packages.install(await writePackage(dir.path, 'night', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '1h', window: '22:00-06:00' }, [activityJson('work')]) } }));
+    server.script(Array.from({ length: 60 }, () => ({ text: 'ok' })));
+
+    await advance(host, 29 * 60_000);
+    expect(await host.packages.runs({ package: 'first' })).toEqual([]);
+    await advance(host, 60_000);
+    expect((await host.packages.runs({ package: 'first' })).map((run) => run.started_at)).toEqual(['2026-01-01T12:30:00.000Z']);
+
+    await advance(host, 24 * 3600_000 - 30 * 60_000, 30 * 60_000);
+    const hours = (await host.packages.runs({ package: 'night' })).reverse().map((run) => new Date(run.started_at).getUTCHours());
+    expect(hours).toEqual([22, 23, 0, 1, 2, 3, 4, 5]);
+  });
+
+  it('records the fires missed while the daemon was down as one missed run, without replaying them', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
+    const first = await open(clock);
+    await first.packages.install(await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }));
+    await first.close();
+    hosts = [];
+
+    const second = await open(createFakeClock(Date.UTC(2026, 0, 1, 5, 45)));
+    await second.packages.runtime.idle();
+    const runs: PackageRunView[] = await second.packages.runs({ package: 'hourly' });
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: 'missed', trigger: 'schedule', started_at: '2026-01-01T01:00:00.000Z', error: '5 fire(s) missed while the daemon was down; not replayed', activities: [] });
+    expect(server.requests).toHaveLength(0);
+    const audit = await second.kernel.audit({ agent: 'hourly', type: 'package-miss' });
+    expect(audit.map((event) => event.data['count'])).toEqual([5]);
+  });
+});
