@@ -21,6 +21,7 @@ export type {
   MemoryRecord,
   MemoryRepository,
   InstalledPackageRecord,
+  InstalledSkillText,
   InstalledPackageRepository,
   PackageRunRecord,
   PackageRunRepository,

@@ -284,6 +284,14 @@ export interface PackageRunRepository {
   interruptRunning(at: number, error: string): Promise<PackageRunRecord[]>;
 }
 
+/** A skill as an installed package keeps it: its text for the system prompt, and what it needs. */
+export interface InstalledSkillText {
+  /** The skill's own instructions, as the system prompt shows them. */
+  prompt: string;
+  /** The qualified names of the skills it depends on, transitively, dependencies first. */
+  requires: string[];
+}
+
 /** A package installed in this daemon (spec/04): what it is, where from, and its agent. */
 export interface InstalledPackageRecord {
   /** Its agent's name and its events' namespace. */
@@ -303,8 +311,8 @@ export interface InstalledPackageRecord {
   loomToml: JsonObject;
   /** The `--set` overrides given at install, as `path=value`. */
   settings: string[];
-  /** Each skill's text for the system prompt, by qualified name (`@org/skills/name`). */
-  skills: Record<string, string>;
+  /** Every skill it brought (dependencies included), by qualified name (`@org/skills/name`). */
+  skills: Record<string, InstalledSkillText>;
   installedAt: number;
   /** Per binding, the last instant its trigger was handled (fired, skipped or recorded as missed). */
   lastFires: Record<string, number>;

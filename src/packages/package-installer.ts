@@ -1,7 +1,7 @@
 import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Clock, InstalledPackageRecord, JsonObject, Store } from '../contracts/index.ts';
+import type { Clock, InstalledPackageRecord, InstalledSkillText, JsonObject, Store } from '../contracts/index.ts';
 import { LoomError, PackageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
@@ -39,8 +39,8 @@ export interface CheckedPackage {
   loaded: LoadedPackage;
   prepared: PreparedPackage;
   skills: LoadedSkill[];
-  /** The system-prompt text of each skill the package names (its dependencies' included), by qualified name. */
-  prompts: ReadonlyMap<string, string>;
+  /** Every skill's system-prompt text and what it depends on, by qualified name. */
+  prompts: ReadonlyMap<string, InstalledSkillText>;
   /** Removes the scratch folders (an archive's unpacked files). */
   dispose(): Promise<void>;
 }
@@ -161,10 +161,10 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         const roots = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
         const skills = await resolveSkillClosure(roots, (reference) => findSkill(reference, loaded.dir, scratch));
         const bySkill = new Map(skills.map((skill) => [skill.reference.qualified, skill]));
-        const prompts = new Map<string, string>();
-        for (const root of roots) {
-          const closure = await resolveSkillClosure([root], (reference) => Promise.resolve(bySkill.get(reference.qualified) as LoadedSkill));
-          prompts.set(root.qualified, skillsPrompt(closure));
+        const prompts = new Map<string, InstalledSkillText>();
+        for (const skill of skills) {
+          const closure = await resolveSkillClosure([skill.reference], (reference) => Promise.resolve(bySkill.get(reference.qualified) as LoadedSkill));
+          prompts.set(skill.reference.qualified, { prompt: skillsPrompt([skill]), requires: closure.slice(0, -1).map((entry) => entry.reference.qualified) });
         }
         const prepared = preparePackage(loaded, environment, prompts);
         const installed = await store.packages.list();

@@ -1,4 +1,5 @@
 import { type Capability, capabilitiesFromManifest, describeCapability, isGranted } from '../capabilities/index.ts';
+import type { InstalledSkillText } from '../contracts/index.ts';
 import { PackageError } from '../errors/index.ts';
 import { type ManifestCapabilities, ManifestCapabilitiesSchema, type ManifestInput } from '../manifest/index.ts';
 import { knownModelAliases, type ModelTarget, resolveModelAlias } from '../models/index.ts';
@@ -70,7 +71,7 @@ function isStepScoped(capability: Capability): boolean {
  * commands (`"<cmd> **"`), its own servers' tools (`mcp_<server>_*`) and its own model.
  * @throws {PackageError} naming every problem, each with its JSON path.
  */
-export function preparePackage(loaded: LoadedPackage, environment: PackageEnvironment, skills?: ReadonlyMap<string, string>): PreparedPackage {
+export function preparePackage(loaded: LoadedPackage, environment: PackageEnvironment, skills?: ReadonlyMap<string, InstalledSkillText>): PreparedPackage {
   const { agentJson, loomToml, slug } = loaded;
   const problems: string[] = [];
   const aliases = knownModelAliases(environment.aliases);
@@ -115,8 +116,10 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
   for (const [name, binding] of Object.entries(agentJson.workflows)) {
     const activities = binding.activities.map((activity): RunnableActivity => {
       const model = models.get(activity.model) as ModelTarget;
-      const instructions = activity.skills.flatMap((skill) => {
-        const text = skills?.get(skillWithoutVersion(skill));
+      // Its skills and what they depend on, each once, dependencies first.
+      const names = [...new Set(activity.skills.flatMap((skill) => [...(skills?.get(skillWithoutVersion(skill))?.requires ?? []), skillWithoutVersion(skill)]))];
+      const instructions = names.flatMap((name) => {
+        const text = skills?.get(name)?.prompt;
         return text === undefined ? [] : [text];
       });
       return {

@@ -5,6 +5,7 @@ import { PackageError } from '../errors/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import { packFolder, sha256Hex } from './archive.ts';
 import { installCodeFor, isInstallCode, parseInstallCode } from './install-code.ts';
+import { compareSkillVersions } from './skills.ts';
 
 /**
  * A registry is a static index: a folder, or any HTTP(S) server serving the same files.
@@ -58,16 +59,6 @@ export function parseQualifiedName(text: string): QualifiedName {
   const [, org = '', plural = '', name = '', version] = match;
   return { kind: plural === 'agents' ? 'agent' : 'skill', org, name, qualified: `@${org}/${plural}/${name}`, ...(version === undefined ? {} : { version }) };
 }
-
-const compareVersions = (first: string, second: string): number => {
-  const a = first.split(/[.-]/).map(Number);
-  const b = second.split(/[.-]/).map(Number);
-  for (let index = 0; index < Math.max(a.length, b.length); index += 1) {
-    const difference = (a[index] ?? 0) - (b[index] ?? 0);
-    if (difference !== 0 && !Number.isNaN(difference)) return difference;
-  }
-  return 0;
-};
 
 function parseIndex(text: string, registry: string): RegistryIndex {
   let document: unknown;
@@ -133,7 +124,7 @@ export async function publishToRegistry(options: { registry: string; source: str
   await writeFile(join(registry, archive), bytes);
   const entry = index.entries[parsed.qualified] ?? { kind: options.kind, latest: options.version, versions: {} };
   entry.versions[options.version] = { code, archive, sha256 };
-  entry.latest = Object.keys(entry.versions).sort(compareVersions).at(-1) ?? options.version;
+  entry.latest = Object.keys(entry.versions).sort(compareSkillVersions).at(-1) ?? options.version;
   index.entries[parsed.qualified] = entry;
   const temporary = join(registry, `index.json.${process.pid}.tmp`);
   await writeFile(temporary, `${JSON.stringify(index, null, 2)}\n`);

@@ -15,7 +15,7 @@ const packageRow = z
     agent_json: jsonObjectText,
     loom_toml: jsonObjectText,
     settings: jsonText.pipe(z.array(z.string())),
-    skills: jsonText.pipe(z.record(z.string(), z.string())),
+    skills: jsonText.pipe(z.record(z.string(), z.object({ prompt: z.string(), requires: z.array(z.string()) }))),
     installed_at: z.number(),
     last_fires: jsonText.pipe(z.record(z.string(), z.number())),
   })
@@ -58,7 +58,7 @@ export class SqliteInstalledPackageRepository implements InstalledPackageReposit
   }
 
   create(record: InstalledPackageRecord): Promise<void> {
-    const json = (value: JsonObject | readonly string[] | Record<string, string | number>): string => JSON.stringify(value);
+    const json = (value: JsonObject | readonly string[] | Record<string, unknown>): string => JSON.stringify(value);
     return this.#connection.execute(
       () => {
         this.#create.run(

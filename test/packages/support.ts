@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { stringify } from 'smol-toml';
 
 /** The example packages shipped in `examples/packages/`. */
 export const EXAMPLES = join(import.meta.dirname, '../../examples/packages');
@@ -41,4 +42,9 @@ export function packageConfig(modelUrl: string, extra: Record<string, unknown> =
     mcp_servers: ['google-calendar', 'gmail', 'slack', 'slack-notifier'].map((name) => ({ name, transport: { type: 'stdio', command: 'node' } })),
     ...extra,
   };
+}
+
+/** {@link packageConfig} as config.toml text. */
+export function packageConfigToml(modelUrl: string, extra: Record<string, unknown> = {}): string {
+  return stringify(packageConfig(modelUrl, extra));
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -81,11 +82,9 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
         const loaded = applySettings(raw, options.set);
         const skills = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
         for (const skill of skills) {
-          // A skill bundled in the package's skills/ folder must be a valid one.
-          await loadSkillFolder(resolve(loaded.dir, 'skills', skill.name), skill.org).catch((error: unknown) => {
-            if (error instanceof PackageError && /missing|no such/i.test(error.message)) return undefined;
-            throw error;
-          });
+          // A skill bundled in the package's skills/ folder must be a valid one (others come from registries at install).
+          const folder = resolve(loaded.dir, 'skills', skill.name);
+          if (existsSync(resolve(folder, 'SKILL.md'))) await loadSkillFolder(folder, skill.org);
         }
         const prepared = preparePackage(loaded, packageEnvironment(config));
         const external = new Set<string>();
