@@ -67,7 +67,7 @@ describe('loom package (no daemon)', () => {
     model.script([{ text: 'findings: heat pumps are efficient', usage: { inputTokens: 40, outputTokens: 10 } }, { text: 'REPORT: heat pumps win', usage: { inputTokens: 60, outputTokens: 12 } }]);
     const run = await loom(['package', 'run', 'chief-of-staff', 'deep-dive', '--input', 'topic=heat pumps', '--input', 'depth=3']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^run [0-9a-f-]{36}: chief-of-staff\/deep-dive completed\n  research: completed, 50 tokens, \$0\.\d{4}\n  report: completed, 72 tokens, \$0\.\d{4}\n\nREPORT: heat pumps win\n$/);
+    expect(run.stdout).toMatch(/^run [0-9a-f-]{36}: chief-of-staff\/deep-dive completed\n {2}research: completed, 50 tokens, \$0\.\d{4}\n {2}report: completed, 72 tokens, \$0\.\d{4}\n\nREPORT: heat pumps win\n$/);
     expect(JSON.stringify(model.requests[0]?.body)).toContain('\\"topic\\": \\"heat pumps\\"');
     expect(JSON.stringify(model.requests[0]?.body)).toContain('\\"depth\\": 3');
 
