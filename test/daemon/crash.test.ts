@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
 
 const bin = join(import.meta.dirname, '../../bin/loom.js');
 const server = useScriptedModelServer();
@@ -108,6 +109,48 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     expect(task.status).toBe('failed');
     expect(JSON.stringify(task)).toContain('The task was interrupted: the Loom daemon stopped while it ran.');
     expect(((await (await fetch(`${second.url}/a2a/tasks/${done.id}`)).json()) as { status: string }).status).toBe('completed');
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+});
+
+describe('a daemon killed (SIGKILL) during a package run', () => {
+  it('marks the run interrupted at the next start and resumes it without repeating the activity that finished', async () => {
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, 'config.toml'), packageConfigToml(server.url));
+    const folder = await writePackage(dir.path, 'two-step', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) } });
+    const first = await startDaemon();
+    expect((await post(first.url, '/api/packages', JSON.stringify({ source: folder }), 'application/json')).status).toBe(201);
+    // The first activity answers; the second's model call is still going when the daemon is killed.
+    server.script([{ text: 'first done' }, { text: 'never sent', gate: new Promise<never>(() => undefined) }]);
+    const pending = post(first.url, '/api/packages/two-step/bindings/job/run', '{}', 'application/json').catch(() => undefined);
+    for (let attempt = 0; attempt < 300 && server.requests.length < 2; attempt += 1) await delay(10);
+    expect(server.requests).toHaveLength(2);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await pending;
+
+    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    try {
+      const [cut] = await store.packageRuns.list({ package: 'two-step' });
+      expect(cut).toMatchObject({ status: 'running', activities: [{ id: 'first', status: 'completed' }, { id: 'second', status: 'running' }] });
+    } finally {
+      await store.close();
+    }
+    server.script([{ text: 'second done' }]);
+    const second = await startDaemon();
+    let runs: { status: string; activities: { output: string | null }[] }[] = [];
+    for (let attempt = 0; attempt < 300; attempt += 1) {
+      runs = (await (await fetch(`${second.url}/api/packages/runs?package=two-step`)).json()) as typeof runs;
+      if (runs[0]?.status === 'completed') break;
+      await delay(10);
+    }
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: 'completed', activities: [{ output: 'first done' }, { output: 'second done' }] });
+    expect(server.requests).toHaveLength(3);
+    expect(JSON.stringify(server.requests[2]?.body)).toContain('first done');
+    const audit = (await (await fetch(`${second.url}/api/audit?type=package-fire`)).json()) as unknown[];
+    expect(audit).toHaveLength(2);
     second.child.kill('SIGTERM');
     await second.exited;
   });
