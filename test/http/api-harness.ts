@@ -50,6 +50,7 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
     clock: host.clock,
     logger: createSilentLogger(),
     version: '9.9.9-test',
+    packages: host.packages,
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
   });
