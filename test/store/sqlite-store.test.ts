@@ -68,7 +68,7 @@ describe('SqliteStore', () => {
     const tables = withRawDatabase((db) =>
       db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
     ).map((row) => row['name']);
-    expect(tables).toEqual(['agents', 'approvals', 'events', 'memory', 'package_runs', 'session_messages', 'sessions', 'tasks', 'usage']);
+    expect(tables).toEqual(['agents', 'approvals', 'events', 'installed_packages', 'memory', 'package_runs', 'session_messages', 'sessions', 'tasks', 'usage']);
   });
 
   it('does not re-apply migrations when an existing file is reopened', async () => {
@@ -168,6 +168,18 @@ describe('SqliteStore', () => {
     const store = open();
     expect(store.schemaVersion).toBe(latestVersion);
     expect((await store.sessions.get('s1'))?.messages).toEqual([{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }]);
+  });
+
+  it('keeps the package runs written before migration 7, which adds skipped and missed runs', async () => {
+    await mkdir(join(path, '..'), { recursive: true });
+    withRawDatabase((db) => {
+      applyMigrations(db, path, migrations.slice(0, 6));
+      db.exec(`INSERT INTO package_runs (id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at) VALUES ('r1', 'p', 'b', 'manual', 'completed', '{}', '[]', 'p.done', NULL, 1, 2)`);
+    });
+    const store = open();
+    expect(await store.packageRuns.get('r1')).toMatchObject({ id: 'r1', status: 'completed', emitted: 'p.done', startedAt: 1, endedAt: 2 });
+    await store.packageRuns.create({ id: 'r2', package: 'p', binding: 'b', trigger: 'schedule', status: 'missed', inputs: {}, activities: [], emitted: null, error: '3 fire(s) missed', startedAt: 3, endedAt: 4 });
+    expect((await store.packageRuns.list()).map((run) => run.status)).toEqual(['missed', 'completed']);
   });
 
   it('reports a corrupt row as a StoreError naming the table and the row', async () => {

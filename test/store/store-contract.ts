@@ -5,6 +5,7 @@ import { describeAgentsContract } from './contract/agents-contract.ts';
 import { describeApprovalsContract } from './contract/approvals-contract.ts';
 import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
 import { describeMemoryContract } from './contract/memory-contract.ts';
+import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
 import { describePackageRunsContract } from './contract/package-runs-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
 
@@ -50,6 +51,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeUsageAndEventsContract(context);
     describeApprovalsContract(context);
     describePackageRunsContract(context);
+    describeInstalledPackagesContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {
@@ -77,6 +79,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
           store.events.append({ at: 1, type: 'x', agentId: null, data: {} }),
           store.events.list(),
           store.packageRuns.list(),
+          store.packages.list(),
         ];
         for (const attempt of attempts) {
           await expect(attempt).rejects.toBeInstanceOf(StoreError);
