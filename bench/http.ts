@@ -60,7 +60,7 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
 }
 
 /** Starts `loom start --foreground` on a fresh home and waits (bounded) until /api/health answers. */
-async function startDaemonProcess(home: string): Promise<{ pid: number; url: string; startedMs: number; stop(): Promise<void> }> {
+export async function startDaemonProcess(home: string): Promise<{ pid: number; url: string; startedMs: number; stop(): Promise<void> }> {
   const started = performance.now();
   const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home }, stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
