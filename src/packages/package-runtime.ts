@@ -310,6 +310,18 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     }
   }
 
+  /** A heartbeat's next instant that falls inside its window (what a user wants to see), within a day. */
+  function nextInWindow(pkg: ActivePackage, trigger: PackageTrigger, at: number | null): number | null {
+    if (at === null || trigger.type !== 'heartbeat' || trigger.window === undefined) return at;
+    const window = parseWindow(trigger.window);
+    const interval = parseDuration(trigger.interval);
+    if (window === undefined || interval === undefined) return at;
+    for (let next = at; next < at + 24 * 3600_000 + interval; next += interval) {
+      if (inWindow(window, minuteOfDay(next, pkg.prepared.timezone, formatters))) return next;
+    }
+    return null;
+  }
+
   const runtime: PackageRuntime = {
     name: 'packages',
 
@@ -361,7 +373,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
         name,
         description: binding.description,
         trigger: binding.trigger,
-        nextFireAt: pkg?.next.get(name) ?? null,
+        nextFireAt: pkg === undefined ? null : nextInWindow(pkg, binding.trigger, pkg.next.get(name) ?? null),
         emit: binding.emit === undefined ? null : `${slug}.${binding.emit}`,
         sources: binding.trigger.type === 'event' && pkg !== undefined ? binding.trigger.sources.map((source) => resolveSource(pkg, source)) : binding.trigger.type === 'event' ? binding.trigger.sources : [],
         costEstimate: binding.budget.cost_estimate,

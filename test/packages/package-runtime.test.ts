@@ -62,6 +62,8 @@ describe('installing a package', () => {
     const briefing = view.bindings.find((binding) => binding.name === 'morning-briefing');
     expect(briefing?.next_fire_at).toBe('2026-01-01T07:00:00.000Z');
     expect(view.bindings.find((binding) => binding.name === 'notify-owner')?.sources).toEqual(['chief-of-staff.briefing.ready']);
+    // Every 30 min from activation, inside 08:00-18:00: the first is 08:00.
+    expect(view.bindings.find((binding) => binding.name === 'health-check')?.next_fire_at).toBe('2026-01-01T08:00:00.000Z');
   });
 
   it('--set overrides a listed path (validated again) and refuses any other, naming the listed ones; nothing is installed', async () => {
