@@ -22,6 +22,9 @@ export function formatInstallPlan(plan: InstallPlan): string {
   const lines = [
     `Package ${plan.qualifiedName ?? plan.slug} ${plan.version} (from ${plan.source})`,
     `  agent:     ${plan.slug}`,
+    plan.model === null
+      ? undefined
+      : `  model:     ${plan.model.name}${plan.model.baseUrl === null ? '' : ` at ${plan.model.baseUrl}`}${plan.model.apiKeyEnv === null ? '' : `, key from $${plan.model.apiKeyEnv}`}${plan.model.fromPackage ? ' (named by the package\'s loom.toml)' : ''}`,
     `  time zone: ${plan.timezone}`,
     plan.pricing.model === undefined && plan.pricing.cost === undefined ? undefined : `  pricing:   ${plan.pricing.model ?? '?'} ${plan.pricing.cost === undefined ? '' : `$${plan.pricing.cost}`} (shown only; Loom charges nothing)`,
     `  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`,

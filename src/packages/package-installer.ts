@@ -24,6 +24,11 @@ export interface InstallPlan {
   source: string;
   /** What its agent will hold. */
   capabilities: ManifestCapabilities;
+  /**
+   * Its agent's own model, key variable and URL: shown because a package's loom.toml may name
+   * them (activities' models are config's aliases or `provider/model`, on config's keys).
+   */
+  model: { name: string; baseUrl: string | null; apiKeyEnv: string | null; fromPackage: boolean } | null;
   /** Whether they were derived from the activities (no `[capabilities]` in loom.toml). */
   derived: boolean;
   /** Every skill it brings, dependencies included: `@org/skills/name@version`. */
@@ -85,6 +90,12 @@ export interface PackageInstaller {
 
 const QUALIFIED_AGENT = /^@[a-z0-9][a-z0-9-]*\/agents\/[a-z0-9][a-z0-9-]*(?:@[0-9A-Za-z.+-]+)?$/;
 
+function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan['model'] {
+  const model = prepared.manifest.model;
+  if (model === undefined) return null;
+  return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: model.api_key_env ?? null, fromPackage: loaded.loomToml.model !== undefined };
+}
+
 /** The plan of a loaded, prepared package (what `validate` and `install` show). */
 export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string): InstallPlan {
   return {
@@ -93,6 +104,7 @@ export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, sk
     version: loaded.version,
     source,
     capabilities: prepared.capabilities,
+    model: modelOf(prepared, loaded),
     derived: prepared.derived,
     skills: [...skills],
     bindings: Object.entries(loaded.agentJson.workflows).map(([name, binding]) => ({
