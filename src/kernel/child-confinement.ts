@@ -63,6 +63,13 @@ export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> 
   exec_policy: 'restricting',
   tool_allowlist: 'restricting',
   tool_blocklist: 'restricting',
+  // Agent-type settings give no power: every delegation is a message the kernel checks against
+  // the agent's `agent_message` grants, and every model call counts against its quotas.
+  delegate: 'inert',
+  workflow: 'inert',
+  chain_of_thought: 'inert',
+  // How the agent's own history is summarised.
+  compaction: 'inert',
 };
 
 /** What the check needs to know of the world: where workspaces are and which models serve. */

@@ -1,6 +1,7 @@
-import { capabilitiesFromManifest } from '../capabilities/index.ts';
+import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult } from '../contracts/index.ts';
 import {
+  CapabilityDeniedError,
   AgentNameTakenError,
   AgentNotFoundError,
   StoreConflictError,
@@ -318,6 +319,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
               now: clock.now(),
             });
       const granted = capabilitiesFromManifest(manifest.capabilities);
+      // An orchestrator reaches its managed agents only by messages its grants cover.
+      const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
+      const unreachable = managed.filter((agent) => !isGranted(granted, { kind: 'agent_message', pattern: agent }));
+      if (unreachable.length > 0) {
+        const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
+        throw new CapabilityDeniedError(`cannot spawn "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
+      }
 
       const at = clock.now();
       const entry: AgentEntry = {

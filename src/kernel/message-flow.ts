@@ -1,4 +1,5 @@
 import type { ModelMessage } from 'ai';
+import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
 import type { Capability, Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord } from '../contracts/index.ts';
 import {
@@ -7,8 +8,10 @@ import {
   AgentNotFoundError,
   AgentStateError,
   CapabilityDeniedError,
+  LoomError,
   ModuleUnavailableError,
 } from '../errors/index.ts';
+import { type AgentModule, type CatalogEntry, type ModuleTurnContext, type ModuleTurnOutcome, runDelegate } from '../agents/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
@@ -253,16 +256,21 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
     if (tier !== undefined) emit({ type: 'phase', phase: 'model-call', detail: `routed to the ${tier} tier: ${modelName(primary)}` });
-    const contextWindowTokens = runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
+    const compactionSettings = entry.manifest.compaction;
+    const contextWindowTokens = compactionSettings.max_context_tokens ?? runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
 
     const userMessage: ModelMessage = { role: 'user', content: message };
     const calls: ModelCallUsage[] = [];
     let messages: ModelMessage[] = [...base.messages, userMessage];
-    const compaction = await compactSession(messages, {
-      contextWindowTokens,
-      summarize: (older) => summarize(runtime, primary, older, signal, calls),
-      logger: runLogger,
-    });
+    const compaction = compactionSettings.enabled
+      ? await compactSession(messages, {
+          contextWindowTokens,
+          threshold: compactionSettings.threshold,
+          keepLast: compactionSettings.keep_last_n,
+          summarize: (older) => summarize(runtime, primary, older, signal, calls),
+          logger: runLogger,
+        })
+      : { compacted: false as const };
     if (compaction.compacted) {
       messages = compaction.messages;
       emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
@@ -396,6 +404,129 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result;
   }
 
+  /**
+   * A turn of an orchestrating agent type (`builtin:delegate`): the module decides the steps;
+   * this gives it the agent's models (usage counted, quota applied), its catalog and a way to
+   * message other agents as itself, and saves what the module returns after the user's message.
+   */
+  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
+    await quotas.check(entry.id, entry.name, {
+      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
+      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
+    });
+    const runId = parts.ids.uuid();
+    const runLogger = logger.child({ agentId: entry.id, runId });
+    emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    const base = await histories.load(entry.sessionId);
+    const { models } = chooseModels(runtime, entry, message, base.messages.length, 0);
+    const primary = models[0] as ModelTarget;
+    const modelConfig = entry.manifest.model;
+    const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
+    const calls: ModelCallUsage[] = [];
+    const { generateText, NoObjectGeneratedError, Output } = await import('ai');
+    const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
+      const result = await generateText({
+        model: runtime.resolver.resolve(primary),
+        system: request.system,
+        messages: request.messages,
+        maxOutputTokens,
+        temperature: modelConfig?.temperature ?? 0.7,
+        maxRetries: 0,
+        abortSignal: signal,
+        ...(output === undefined ? {} : { output }),
+      });
+      calls.push({ model: primary, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
+      return result;
+    };
+    const userMessage: ModelMessage = { role: 'user', content: message };
+    const agentCaller: Caller = { kind: 'agent', agentId: entry.id, chain: chainOf(caller) };
+    const context: ModuleTurnContext = {
+      agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
+      message,
+      history: base.messages,
+      system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
+      signal,
+      emit,
+      clock,
+      logger: runLogger,
+      async structured(step, schema, request) {
+        let messages = request.messages;
+        let problem = '';
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+          try {
+            return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
+          } catch (error) {
+            if (!NoObjectGeneratedError.isInstance(error)) throw error;
+            calls.push({ model: primary, inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
+            problem = error.cause instanceof Error ? error.cause.message : error.message;
+            messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
+          }
+        }
+        throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
+      },
+      generate: async (_step, request) => (await call(request)).text,
+      catalog(names) {
+        const granted = capabilities.granted(entry.id);
+        const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
+        const available: CatalogEntry[] = [];
+        const leftOut: { name: string; reason: string }[] = [];
+        for (const name of wanted) {
+          const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
+          if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
+          else if (other.id === entry.id) leftOut.push({ name, reason: 'itself' });
+          else if (other.state !== 'running') leftOut.push({ name, reason: 'suspended' });
+          else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name })) leftOut.push({ name, reason: 'not covered by its agent_message grants' });
+          else available.push({ name: other.name, description: other.manifest.description });
+        }
+        return { available, leftOut };
+      },
+      async delegate(target, text, timeoutMs) {
+        const timeout = new AbortController();
+        const timer = clock.sleep(timeoutMs, { signal: timeout.signal }).then(
+          () => timeout.abort(new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${timeoutMs / 1000} s; the delegation was cancelled`)),
+          () => undefined,
+        );
+        try {
+          return (await send(target, text, { caller: agentCaller, signal: AbortSignal.any([signal, timeout.signal]) })).text;
+        } catch (error) {
+          if (timeout.signal.aborted && !signal.aborted) throw timeout.signal.reason;
+          throw error;
+        } finally {
+          if (!timeout.signal.aborted) timeout.abort();
+          await timer;
+        }
+      },
+    };
+    const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
+      const usage = priceCalls(runtime, entry, calls, runLogger);
+      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, [...base.messages, userMessage, ...added], [userMessage, ...added], usage);
+      for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
+      return usage;
+    };
+    let outcome: ModuleTurnOutcome;
+    try {
+      outcome = await module(context);
+    } catch (error) {
+      // The request was accepted and models were paid for: both are kept.
+      if (registry.find(entry.id) === entry) await save([]);
+      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+      throw error;
+    }
+    const usage = await save(outcome.messages);
+    const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
+    const result: TurnResult = {
+      text: outcome.text,
+      usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) },
+      iterations: calls.length,
+      costUsd: sum((record) => record.costUsd),
+      model: modelName(primary),
+    };
+    emit({ type: 'run-finish', result });
+    return result;
+  }
+
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
   function admit(reference: string, caller: Caller): { entry: AgentEntry; runtime: AgentRuntime } {
     const entry = registry.resolve(reference);
@@ -403,8 +534,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
     const runtime = parts.runtime;
     if (runtime === undefined) throw new ModuleUnavailableError('this kernel has no model runtime configured');
-    if (entry.manifest.module !== 'builtin:chat') {
-      throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; use module = "builtin:chat"`);
+    if (!RUNNABLE_MODULES.has(entry.manifest.module)) {
+      throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; it runs ${[...RUNNABLE_MODULES].join(', ')}`);
     }
     return { entry, runtime };
   }
@@ -421,7 +552,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const caller = options.caller ?? OWNER;
     const { entry, runtime } = admit(reference, caller);
     const emit = options.emit ?? noEvents;
-    const turn = (): Promise<TurnResult> => turns.run(entry.id, options.signal, (signal) => runChat(runtime, entry, message, caller, signal, emit));
+    const module = AGENT_MODULES[entry.manifest.module];
+    const turn = (): Promise<TurnResult> =>
+      turns.run(entry.id, options.signal, (signal) => (module === undefined ? runChat(runtime, entry, message, caller, signal, emit) : runModuleTurn(runtime, entry, module, message, caller, signal, emit)));
     // An agent waiting on another must not be waited on by it: that would deadlock both turns.
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
   }
@@ -445,6 +578,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 }
 
 const noEvents: AgentEventSink = () => undefined;
+
+/** The agent types with their own turn; the others run the assistant loop. */
+const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate };
+
+/** The modules turns run on: the assistant loop (under both its names) and the agent types built so far. */
+const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', ...Object.keys(AGENT_MODULES)]);
 
 function defaultSystemPrompt(manifest: Manifest): string {
   return `You are ${manifest.name}${manifest.description === '' ? '' : `: ${manifest.description}`}.`;

@@ -4,6 +4,10 @@ export { detectManifestFormat, loadManifestFile, MAX_MANIFEST_BYTES, parseManife
 export type { LoadedManifest, ManifestFormat, ParseManifestOptions } from './load-manifest.ts';
 export {
   AgentNameSchema,
+  BUILTIN_MODULES,
+  ChainOfThoughtSchema,
+  CompactionSchema,
+  DelegateSchema,
   DEFAULT_INTERVAL_SECONDS,
   MANIFEST_KEYS,
   ManifestCapabilitiesSchema,
@@ -14,5 +18,6 @@ export {
   PRIORITIES,
   SCHEDULE_MODES,
   TOOL_PROFILES,
+  WorkflowSchema,
 } from './schema.ts';
 export type { Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';

@@ -69,7 +69,7 @@ function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | und
  * Parses and validates a manifest's text. Every default is filled in; TOML keys that a table
  * header swallowed by accident are put back where they were meant, with a warning each.
  * @throws {ManifestError} naming the source, the field path and what was expected.
- * @example parseManifest('name = "helper"', { source: 'helper.toml' }).manifest.module // "builtin:chat"
+ * @example parseManifest('name = "helper"', { source: 'helper.toml' }).manifest.module // "builtin:assistant"
  */
 export function parseManifest(text: string, options: ParseManifestOptions): LoadedManifest {
   const { source } = options;

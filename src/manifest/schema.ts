@@ -218,6 +218,57 @@ export const ExecPolicySchema = z.strictObject({
   allow_file_write: z.boolean().default(true),
 });
 
+/** The agent types of spec/03, as `module` names them (`builtin:chat` is the assistant's old name). */
+export const BUILTIN_MODULES = ['builtin:assistant', 'builtin:chat', 'builtin:delegate', 'builtin:workflow', 'builtin:chain-of-thought', 'builtin:eventlog'] as const;
+
+const ManagedAgentsSchema = z.array(AgentNameSchema).default([]);
+
+/** `[delegate]`: a router that hands each request to the best of its managed agents (spec/03). */
+export const DelegateSchema = z.strictObject({
+  /** The agents it may route to; empty: every agent its `agent_message` grants reach. */
+  managed_agents: ManagedAgentsSchema,
+  /** How long a delegated agent may take before the delegation is cancelled. */
+  delegation_timeout_seconds: z.int().positive().default(180),
+});
+
+/** `[workflow]`: a planner that delegates tasks and checks their results (spec/03). */
+export const WorkflowSchema = z.strictObject({
+  managed_agents: ManagedAgentsSchema,
+  max_task_attempts: z.int().min(1).max(20).default(3),
+  max_replans: z.int().min(0).max(20).default(3),
+  max_parallel_tasks: z.int().min(1).max(16).default(1),
+  delegation_timeout_seconds: z.int().positive().default(180),
+});
+
+/** `[chain_of_thought]`: assess, plan, execute, synthesize until confident enough (spec/03). */
+export const ChainOfThoughtSchema = z
+  .strictObject({
+    max_loops: z.int().min(1).max(32).default(8),
+    max_steps: z.int().min(1).max(20).default(5),
+    initial_confidence_threshold: z.number().min(0).max(1).default(0.75),
+    min_confidence_threshold: z.number().min(0).max(1).default(0.4),
+    network_timeout_seconds: z.int().positive().default(180),
+  })
+  .superRefine((settings, context) => {
+    if (settings.min_confidence_threshold > settings.initial_confidence_threshold) {
+      context.addIssue({ code: 'custom', path: ['min_confidence_threshold'], message: `must not exceed initial_confidence_threshold (${settings.initial_confidence_threshold})` });
+    }
+  });
+
+/** `[compaction]`: when and how an agent's conversation is summarised (spec/03 "Chat History Compaction"). */
+export const CompactionSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** The most recent messages, never summarised. */
+  keep_last_n: z.int().min(1).default(20),
+  /** Compact past this share of the context window. */
+  threshold: z.number().gt(0).max(1).default(0.75),
+  /** The context window in tokens; default: the model's (`[context_windows]` of config.toml, else 128,000). */
+  max_context_tokens: z.int().positive().optional(),
+});
+
+/** Which module each agent-type table belongs to. */
+const TYPE_TABLES = { delegate: 'builtin:delegate', workflow: 'builtin:workflow', chain_of_thought: 'builtin:chain-of-thought' } as const;
+
 /** The whole manifest. */
 export const ManifestSchema = z.strictObject({
   name: AgentNameSchema.default('unnamed'),
@@ -232,7 +283,7 @@ export const ManifestSchema = z.strictObject({
     .regex(/^(?:builtin:[a-z][a-z0-9_-]*|wasm:.+\.wasm|python:.+\.py)$/, {
       error: 'expected "builtin:<name>", "wasm:<path>.wasm" or "python:<path>.py"',
     })
-    .default('builtin:chat'),
+    .default('builtin:assistant'),
   schedule: ScheduleSchema.prefault({}),
   model: ModelConfigSchema.optional(),
   fallback_models: z.array(FallbackModelSchema).default([]),
@@ -252,6 +303,19 @@ export const ManifestSchema = z.strictObject({
   exec_policy: ExecPolicySchema.optional(),
   tool_allowlist: StringListSchema,
   tool_blocklist: StringListSchema,
+  delegate: DelegateSchema.optional(),
+  workflow: WorkflowSchema.optional(),
+  chain_of_thought: ChainOfThoughtSchema.optional(),
+  compaction: CompactionSchema.prefault({}),
+}).superRefine((manifest, context) => {
+  if (manifest.module.startsWith('builtin:') && !(BUILTIN_MODULES as readonly string[]).includes(manifest.module)) {
+    context.addIssue({ code: 'custom', path: ['module'], message: `unknown built-in module "${manifest.module}"; expected one of ${BUILTIN_MODULES.join(', ')}` });
+  }
+  for (const [table, module] of Object.entries(TYPE_TABLES)) {
+    if (manifest[table as keyof typeof TYPE_TABLES] !== undefined && manifest.module !== module) {
+      context.addIssue({ code: 'custom', path: [table], message: `only used when module = "${module}", but module is "${manifest.module}"` });
+    }
+  }
 });
 
 /** A validated manifest with every default filled in. */

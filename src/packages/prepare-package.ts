@@ -142,7 +142,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
     name: slug,
     version: loaded.version,
     description: loaded.description === '' ? `package ${loaded.qualifiedName ?? slug}` : loaded.description,
-    module: 'builtin:chat',
+    module: 'builtin:assistant',
     ...(agentModel === undefined ? {} : { model: { ...(loomToml.model ?? agentModel), system_prompt: loaded.persona } }),
     capabilities,
     skills: agentJson.skills,

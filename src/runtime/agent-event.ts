@@ -15,7 +15,20 @@ export interface TurnResult {
 }
 
 /** The phases a run reports as it goes. */
-export type RunPhase = 'model-call' | 'fallback' | 'continuation' | 'compaction' | 'loop-guard' | 'max-iterations' | 'token-budget';
+export type RunPhase =
+  | 'model-call'
+  | 'fallback'
+  | 'continuation'
+  | 'compaction'
+  | 'loop-guard'
+  | 'max-iterations'
+  | 'token-budget'
+  // The delegate's steps (spec/03): its catalog, choosing, rewriting, handing over, answering.
+  | 'catalog'
+  | 'select'
+  | 'formulate'
+  | 'delegate'
+  | 'analyze';
 
 /**
  * Every run is a stream of these. The CLI, SSE, MCP and A2A adapters all render the same
@@ -26,7 +39,7 @@ export type AgentEvent =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
-  | { type: 'phase'; phase: RunPhase; detail: string }
+  | { type: 'phase'; phase: RunPhase; detail: string; data?: Record<string, unknown> }
   | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'run-finish'; result: TurnResult }
   | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string };

@@ -74,7 +74,7 @@ describe('loom manifest check', () => {
   it('reads standard input when the file is "-"', async () => {
     const result = await runCli(home, ['manifest', 'check', '-', '--json'], { stdin: '{"name": "piped"}' });
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ name: 'piped', module: 'builtin:chat' });
+    expect(JSON.parse(result.stdout)).toMatchObject({ name: 'piped', module: 'builtin:assistant' });
   });
 });
 

@@ -195,6 +195,27 @@ describe('kernel.send()', () => {
     expect(JSON.stringify(server.requests[1]?.body['messages'])).not.toContain('message 0 ');
   });
 
+  it("follows the agent's [compaction]: its own window, threshold and kept messages, or none when disabled", async () => {
+    host = await openTestHost(dir.path);
+    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
+    const tuned = await host.kernel.spawn(manifest(agent('tuned', '[compaction]\nmax_context_tokens = 4000\nthreshold = 0.5\nkeep_last_n = 4')));
+    await host.store.sessions.save({ id: tuned.session_id, agentId: tuned.id, messages: history, createdAt: 0, updatedAt: 0 });
+    server.script([{ text: 'SUMMARY' }, { text: 'tuned reply' }]);
+    expect((await host.kernel.send('tuned', 'and now?')).text).toBe('tuned reply');
+    const kept = (await host.store.sessions.get(tuned.session_id))?.messages ?? [];
+    // The summary, then the last 4 messages (the new one included), then the reply.
+    expect(JSON.stringify(kept[0])).toContain(SUMMARY_PREFIX);
+    expect(JSON.stringify(kept)).not.toContain('message 26 ');
+    expect(JSON.stringify(kept)).toContain('message 27 ');
+    expect(kept).toHaveLength(6);
+
+    const off = await host.kernel.spawn(manifest(agent('verbatim', '[compaction]\nenabled = false\nmax_context_tokens = 4000')));
+    await host.store.sessions.save({ id: off.session_id, agentId: off.id, messages: history, createdAt: 0, updatedAt: 0 });
+    server.script([{ text: 'no summary asked' }]);
+    expect((await host.kernel.send('verbatim', 'and now?')).text).toBe('no summary asked');
+    expect(JSON.stringify((await host.store.sessions.get(off.session_id))?.messages)).toContain('message 0 ');
+  });
+
   it('carries on with the full history when the summary fails', async () => {
     host = await openTestHost(dir.path, { context_windows: { 'openai/gpt-4o': 2000 } });
     const view = await host.kernel.spawn(manifest(agent('stubborn')));

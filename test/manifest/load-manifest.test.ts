@@ -77,7 +77,7 @@ describe('parseManifest()', () => {
       version: '0.1.0',
       description: '',
       author: '',
-      module: 'builtin:chat',
+      module: 'builtin:assistant',
       schedule: { mode: 'reactive', triggers: [] },
       fallback_models: [],
       priority: 'normal',

@@ -1,0 +1,57 @@
+import type { ModelMessage } from 'ai';
+import type { z } from 'zod';
+import type { Clock, Logger } from '../contracts/index.ts';
+import type { Manifest } from '../manifest/index.ts';
+import type { AgentEventSink } from '../runtime/index.ts';
+
+/** An agent another may reach, as a catalog lists it. */
+export interface CatalogEntry {
+  name: string;
+  description: string;
+}
+
+/**
+ * What the kernel gives an orchestrating agent type for one turn. Every model call it makes is
+ * the agent's own (its models, its quota, its usage); every message to another agent is sent as
+ * this agent, so its `agent_message` grants, the depth limit and cycle checks apply.
+ */
+export interface ModuleTurnContext {
+  readonly agent: { id: string; name: string; manifest: Manifest };
+  /** The user's message. */
+  readonly message: string;
+  /** The session before this turn. */
+  readonly history: readonly ModelMessage[];
+  /** The agent's system prompt. */
+  readonly system: string;
+  readonly signal: AbortSignal;
+  readonly emit: AgentEventSink;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /**
+   * A structured step: the model answers with JSON matching `schema`. A reply that does not
+   * parse or validate is asked for once more, with the error; a second failure throws, naming
+   * the step.
+   */
+  structured<T>(step: string, schema: z.ZodType<T>, request: { system: string; messages: ModelMessage[] }): Promise<T>;
+  /** A plain model call; returns its text. */
+  generate(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
+  /**
+   * The agents this one may hand work to: `names` (every live agent but itself when empty),
+   * those that exist, run, and its `agent_message` grants cover; the others with why they are out.
+   */
+  catalog(names: readonly string[]): { available: CatalogEntry[]; leftOut: { name: string; reason: string }[] };
+  /**
+   * Sends `message` to `agent` as this agent and returns the reply's text. After `timeoutMs` (on
+   * the kernel's clock) the delegated turn is cancelled and this throws `DELEGATION_TIMEOUT`.
+   */
+  delegate(agent: string, message: string, timeoutMs: number): Promise<string>;
+}
+
+/** What a turn adds to the session after the user's message, and the reply. */
+export interface ModuleTurnOutcome {
+  text: string;
+  messages: ModelMessage[];
+}
+
+/** An agent type: one turn, given what the kernel provides. */
+export type AgentModule = (context: ModuleTurnContext) => Promise<ModuleTurnOutcome>;

@@ -1,0 +1,3 @@
+/** Agent types (spec/03) beside the assistant loop: modules the kernel runs a turn on. */
+export type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from './agent-module.ts';
+export { DELEGATION_RECORD_TOOL, DelegateSelectionSchema, runDelegate } from './delegate.ts';
