@@ -236,17 +236,30 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     });
   }
 
-  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
-    // The turn may have waited in the queue: the agent must still be live, running and within quota.
+  /** The checks a turn repeats when it leaves the queue (the agent is live, running, within quota), then `run-start`. */
+  async function beginTurn(entry: AgentEntry, emit: AgentEventSink, purpose: string): Promise<Logger> {
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
-    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${purpose}`);
     await quotas.check(entry.id, entry.name, {
       maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
       maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
     });
     const runId = parts.ids.uuid();
-    const runLogger = logger.child({ agentId: entry.id, runId });
     emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    return logger.child({ agentId: entry.id, runId });
+  }
+
+  /** The turn's result from its recorded usage, announced as `run-finish`. */
+  function finishTurn(usage: readonly UsageRecord[], text: string, iterations: number, model: string, emit: AgentEventSink): TurnResult {
+    const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
+    const result: TurnResult = { text, usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) }, iterations, costUsd: sum((record) => record.costUsd), model };
+    emit({ type: 'run-finish', result });
+    return result;
+  }
+
+  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+    // The turn may have waited in the queue: the agent must still be live, running and within quota.
+    const runLogger = await beginTurn(entry, emit, 'send it messages');
 
     const base = await histories.load(entry.sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
@@ -322,28 +335,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw error;
     }
     const usage = await save(outcome.messages, [...calls, ...outcome.calls]);
-    const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
-    const result: TurnResult = {
-      text: outcome.text,
-      usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) },
-      iterations: outcome.iterations,
-      costUsd: sum((record) => record.costUsd),
-      model: modelName(outcome.model),
-    };
-    emit({ type: 'run-finish', result });
-    return result;
+    return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
   }
 
   async function runTaskTurn(runtime: AgentRuntime, entry: AgentEntry, task: TaskTurn, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
-    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
-    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to run its work`);
-    await quotas.check(entry.id, entry.name, {
-      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
-      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
-    });
-    const runId = parts.ids.uuid();
-    const runLogger = logger.child({ agentId: entry.id, runId });
-    emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    const runLogger = await beginTurn(entry, emit, 'run its work');
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
     const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit };
@@ -392,16 +388,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw error;
     }
     const usage = await record(outcome.calls);
-    const sum = (pick: (item: UsageRecord) => number): number => usage.reduce((total, item) => total + pick(item), 0);
-    const result: TurnResult = {
-      text: outcome.text,
-      usage: { inputTokens: sum((item) => item.inputTokens), outputTokens: sum((item) => item.outputTokens) },
-      iterations: outcome.iterations,
-      costUsd: sum((item) => item.costUsd),
-      model: modelName(outcome.model),
-    };
-    emit({ type: 'run-finish', result });
-    return result;
+    return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
   }
 
   /**
@@ -410,15 +397,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * message other agents as itself, and saves what the module returns after the user's message.
    */
   async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
-    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
-    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
-    await quotas.check(entry.id, entry.name, {
-      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
-      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
-    });
-    const runId = parts.ids.uuid();
-    const runLogger = logger.child({ agentId: entry.id, runId });
-    emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    const runLogger = await beginTurn(entry, emit, 'send it messages');
     const base = await histories.load(entry.sessionId);
     const { models } = chooseModels(runtime, entry, message, base.messages.length, 0);
     const primary = models[0] as ModelTarget;
@@ -515,16 +494,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw error;
     }
     const usage = await save(outcome.messages);
-    const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
-    const result: TurnResult = {
-      text: outcome.text,
-      usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) },
-      iterations: calls.length,
-      costUsd: sum((record) => record.costUsd),
-      model: modelName(primary),
-    };
-    emit({ type: 'run-finish', result });
-    return result;
+    return finishTurn(usage, outcome.text, calls.length, modelName(primary), emit);
   }
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
