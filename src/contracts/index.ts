@@ -37,3 +37,4 @@ export type {
   UsageTotals,
 } from './store.ts';
 export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolContext, ToolResult } from './tool.ts';
+export type { LogEntry, LogReader } from './log-reader.ts';

@@ -1,3 +1,4 @@
+import type { LogReader } from './log-reader.ts';
 import type { z } from 'zod';
 import type { Capability } from './capability.ts';
 import type { JsonObject, JsonValue } from './json.ts';
@@ -78,6 +79,8 @@ export interface ToolContext {
   settings: Readonly<Record<string, JsonValue>>;
   /** The environment the daemon was given (API keys for tools such as web_search). */
   env: Readonly<Record<string, string | undefined>>;
+  /** The daemon's recent log records (the event-log tools read them), when it keeps them. */
+  logs?: LogReader | undefined;
 }
 
 /**

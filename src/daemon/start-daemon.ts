@@ -2,6 +2,7 @@ import { createSystemClock } from '../clock/index.ts';
 import type { Config, LoomHome } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
+import type { LogRing } from '../logging/index.ts';
 import { type Host, openHost } from '../host/index.ts';
 import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
@@ -19,6 +20,8 @@ export interface StartDaemonOptions {
   host?: string;
   port?: number;
   clock?: Clock;
+  /** The ring the logger also writes to, read by event-log agents. */
+  logs?: LogRing;
 }
 
 /** A daemon serving its API, with the way to stop it. */
@@ -48,7 +51,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
   const clock = options.clock ?? createSystemClock();
-  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock });
+  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
     const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, packages: host.packages, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });

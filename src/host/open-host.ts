@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome } from '../config/index.ts';
 import type { Clock, Logger, Tool } from '../contracts/index.ts';
+import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
@@ -30,6 +31,8 @@ export interface HostOptions {
   runSchedules?: boolean;
   /** Connect to `[[mcp_servers]]` (in the background) and give agents their tools. The daemon does. */
   connectMcpServers?: boolean;
+  /** The ring the logger also writes to: event-log agents read it (their own turns' records left out). */
+  logs?: LogRing;
 }
 
 /** A booted kernel with its Node edges: the SQLite store, workspaces, models and tools. */
@@ -49,13 +52,14 @@ export interface Host {
 const LOCAL_TOOLS: readonly Tool<never>[] = [...BUILTIN_TOOLS, a2aSendTool as unknown as Tool<never>];
 
 /** Builds the model runtime from config and the environment; `moreTools` gives tools that come and go (MCP). */
-export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch'>, moreTools?: () => readonly Tool<never>[]): AgentRuntime {
+export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch' | 'logs'>, moreTools?: () => readonly Tool<never>[]): AgentRuntime {
   const { config, home } = options;
   return {
     resolver: createModelResolver(options.fetch === undefined ? { env: options.env } : { env: options.env, fetch: options.fetch }),
     costs: createCostCatalog(config.prices),
     tools: moreTools === undefined ? LOCAL_TOOLS : () => [...LOCAL_TOOLS, ...moreTools()],
     env: options.env,
+    logs: options.logs,
     ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
     tiers: config.routing,
     // `~` in a manifest's workspace is the home of the environment Loom was given.
@@ -126,6 +130,13 @@ export async function openHost(options: HostOptions): Promise<Host> {
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
     });
     late.kernel = kernel;
+    options.logs?.excludeAgents((agentId) => {
+      try {
+        return kernel.get(agentId).module === 'builtin:eventlog';
+      } catch {
+        return false;
+      }
+    });
     const installer = createPackageInstaller({
       kernel,
       store,

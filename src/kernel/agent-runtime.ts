@@ -1,4 +1,4 @@
-import type { Tool } from '../contracts/index.ts';
+import type { LogReader, Tool } from '../contracts/index.ts';
 import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
 
 /** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
@@ -27,6 +27,8 @@ export interface AgentRuntime {
   /** The tools, or a function giving the current ones (built-ins plus connected MCP servers'). */
   tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
   env: Readonly<Record<string, string | undefined>>;
+  /** The daemon's recent log records, read by the event-log tools (the daemon keeps them; others need not). */
+  logs?: LogReader | undefined;
   /** The model of agents whose manifest has no `[model]`. */
   defaultModel?: ModelTarget;
   /** The model serving each routing tier, for agents with `[routing]` enabled. */

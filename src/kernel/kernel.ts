@@ -9,6 +9,7 @@ import {
 } from '../errors/index.ts';
 import { type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
 import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
+import { LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
@@ -249,6 +250,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       clock,
       logger,
       env: dependencies.runtime?.env ?? {},
+      logs: dependencies.runtime?.logs,
       // A principal's grants come with it; an agent's are read live (revoked when it is killed).
       grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
       approvals,
@@ -325,6 +327,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (unreachable.length > 0) {
         const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
         throw new CapabilityDeniedError(`cannot spawn "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
+      }
+
+      if (manifest.module === 'builtin:eventlog' && !LOG_TOOLS.some((tool) => isGranted(granted, { kind: 'tool_invoke', pattern: tool.name }))) {
+        throw new CapabilityDeniedError(`cannot spawn "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`);
       }
 
       const at = clock.now();

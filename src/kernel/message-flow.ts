@@ -13,6 +13,7 @@ import {
 } from '../errors/index.ts';
 import { type AgentModule, type CatalogEntry, type ModuleTurnContext, type ModuleTurnOutcome, runDelegate } from '../agents/index.ts';
 import type { Manifest } from '../manifest/index.ts';
+import { LOG_TOOLS } from '../tools/index.ts';
 import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEventSink,
@@ -263,7 +264,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
     const base = await histories.load(entry.sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
-    const { agent, filter, approvalRequiredFor, settings } = toolPolicyOf(entry, workspace, chainOf(caller));
+    const policy = toolPolicyOf(entry, workspace, chainOf(caller));
+    const { filter, approvalRequiredFor, settings } = policy;
+    // An event-log agent uses its log tools and nothing else, whatever else it holds (spec/03).
+    const agent: ToolAgent = entry.manifest.module === 'builtin:eventlog' ? { ...policy.agent, limit: LOG_TOOL_LIMIT } : policy.agent;
     const runner = parts.runner();
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
@@ -552,8 +556,11 @@ const noEvents: AgentEventSink = () => undefined;
 /** The agent types with their own turn; the others run the assistant loop. */
 const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate };
 
-/** The modules turns run on: the assistant loop (under both its names) and the agent types built so far. */
-const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', ...Object.keys(AGENT_MODULES)]);
+/** The modules turns run on: the assistant loop (under both its names, and with only the log tools for event-log agents) and the agent types built so far. */
+const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', 'builtin:eventlog', ...Object.keys(AGENT_MODULES)]);
+
+/** What an event-log agent's turns are limited to. */
+const LOG_TOOL_LIMIT: readonly Capability[] = LOG_TOOLS.map((tool) => ({ kind: 'tool_invoke', pattern: tool.name }));
 
 function defaultSystemPrompt(manifest: Manifest): string {
   return `You are ${manifest.name}${manifest.description === '' ? '' : `: ${manifest.description}`}.`;

@@ -1,5 +1,5 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
-import type { Capability, Clock, JsonValue, KernelHandle, Logger, Tool, ToolAgent, ToolContext, ToolResult } from '../contracts/index.ts';
+import type { Capability, Clock, JsonValue, KernelHandle, Logger, LogReader, Tool, ToolAgent, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
@@ -24,6 +24,8 @@ export interface ToolRunnerOptions {
   clock: Clock;
   logger: Logger;
   env: Readonly<Record<string, string | undefined>>;
+  /** The daemon's recent log records, for the event-log tools. */
+  logs?: LogReader | undefined;
   /** Records a refusal or failure; must not throw. */
   audit: (entry: ToolAuditEntry) => Promise<void>;
   /**
@@ -241,6 +243,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         logger: options.logger.child({ agentId: agent.id, tool: tool.name, toolCallId: call.toolCallId }),
         settings: toolSettings,
         env: options.env,
+        logs: options.logs,
       };
       const input = parsed.data;
       let required: readonly Capability[];

@@ -7,6 +7,7 @@ import { agentSpawnTool } from './builtin/agent-spawn-tool.ts';
 import { fileListTool } from './builtin/file-list.ts';
 import { fileReadTool } from './builtin/file-read.ts';
 import { fileWriteTool } from './builtin/file-write.ts';
+import { LOG_TOOLS } from './builtin/log-tools.ts';
 import { memoryRecallTool } from './builtin/memory-recall-tool.ts';
 import { memoryStoreTool } from './builtin/memory-store-tool.ts';
 import { shellExecTool } from './builtin/shell-exec.ts';
@@ -30,6 +31,7 @@ export {
   webSearchTool,
 };
 export { explainShellRefusal } from './builtin/shell-refusal.ts';
+export { LOG_TOOLS } from './builtin/log-tools.ts';
 
 /** Every built-in tool, in the order they are listed to models. */
 export const BUILTIN_TOOLS: readonly Tool<never>[] = [
@@ -46,4 +48,5 @@ export const BUILTIN_TOOLS: readonly Tool<never>[] = [
   agentMessageTool,
   agentKillTool,
   agentListTool,
+  ...LOG_TOOLS,
 ] as unknown as readonly Tool<never>[];

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
-import { createLogger } from '../../logging/index.ts';
+import { createLogger, LogRing } from '../../logging/index.ts';
 import { openSqliteStore } from '../../store/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
@@ -40,12 +40,15 @@ interface StartOptions {
 /** Runs the daemon in this process until SIGINT or SIGTERM. */
 async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const { home, config } = await openHome(io);
-  const logger = createLogger({ level: config.log.level });
+  // The daemon keeps its last 1,000 records at info and above for event-log agents.
+  const logs = new LogRing();
+  const logger = createLogger({ level: config.log.level, ring: logs });
   const daemon = await startDaemon({
     home,
     config,
     env: io.env,
     logger,
+    logs,
     version: LOOM_VERSION,
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.port === undefined ? {} : { port: options.port }),
