@@ -1,138 +1,115 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
-import { formatIssues } from '../validation/index.ts';
+import { formatIssues, safeParseJson } from '../validation/index.ts';
 import { packFolder, sha256Hex } from './archive.ts';
 import { installCodeFor, isInstallCode, parseInstallCode } from './install-code.ts';
 import { compareSkillVersions } from './skills.ts';
 
 /**
- * A registry is a static index: a folder, or any HTTP(S) server serving the same files.
+ * A registry is a static index: a folder, or any HTTP(S) server serving the same files (a copy
+ * of the folder behind nginx, a bucket, GitHub Pages).
  *
  * ```
  * <registry>/index.json
- * <registry>/archives/<agents|skills>/<org>/<name>-<version>.tgz
+ * <registry>/archives/<kind>/<org>/<name>-<version>.tgz      kind = agents | skills
  * ```
  *
- * `index.json` maps each qualified name (`@org/agents/name`, `@org/skills/name`) to its kind,
- * its latest version and, per version, its install code, its archive (relative to the
- * registry) and the archive's SHA-256. Install checks the digest before unpacking anything.
+ * `index.json`:
+ *
+ * ```json
+ * { "format": 1,
+ *   "entries": {
+ *     "@nebo/agents/chief-of-staff": {
+ *       "kind": "agent",
+ *       "latest": "1.1.0",
+ *       "versions": {
+ *         "1.1.0": { "code": "AGNT-…", "archive": "archives/agents/nebo/chief-of-staff-1.1.0.tgz", "sha256": "<hex>" } } } } }
+ * ```
+ *
+ * Each qualified name (`@org/agents/name` for packages, `@org/skills/name` for skills) maps to
+ * its kind, its latest version and, per version, its install code, its archive (relative to the
+ * registry) and the archive's SHA-256, checked before anything is unpacked. Versions are
+ * immutable. `loom package publish` writes a registry folder; serving it is left to any static
+ * file server.
  */
 
+const NAME_PART = '[a-z0-9][a-z0-9-]*';
+const VERSION_PART = '[0-9A-Za-z][0-9A-Za-z.+-]*';
+const QUALIFIED = new RegExp(`^@(${NAME_PART})/(agents|skills)/(${NAME_PART})(?:@(${VERSION_PART}))?$`);
+const UNVERSIONED = new RegExp(`^@${NAME_PART}/(agents|skills)/${NAME_PART}$`);
+const VERSION = new RegExp(`^${VERSION_PART}$`);
+const CODE = /^(AGNT|SKIL)-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/;
+/** Relative to the registry, below `archives/`, never climbing out of it. */
+const ARCHIVE_PATH = /^archives(?:\/[A-Za-z0-9@_+-][A-Za-z0-9@._+-]*)+\.tgz$/;
+
+/** Reading more than this from a registry is refused (a runaway server, a wrong URL). */
+const MAX_INDEX_BYTES = 16 * 1024 * 1024;
+const MAX_ARCHIVE_BYTES = 64 * 1024 * 1024;
+
 const VersionEntrySchema = z.strictObject({
-  code: z.string().regex(/^(AGNT|SKIL)-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/, { error: 'expected an install code such as "AGNT-7QK2-M4XD"' }),
-  archive: z.string().regex(/^archives\/[A-Za-z0-9@._/-]+\.tgz$/, { error: 'expected a path such as "archives/agents/acme/briefing-1.0.0.tgz"' }),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected 64 hex digits' }),
+  code: z.string().regex(CODE, { error: 'expected an install code such as "AGNT-7QK2-M4XD"' }),
+  archive: z.string().regex(ARCHIVE_PATH, { error: 'expected a path inside the registry such as "archives/agents/acme/briefing-1.0.0.tgz"' }),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected 64 lowercase hex digits' }),
 });
 
-const RegistryIndexSchema = z.strictObject({
-  format: z.literal(1),
-  entries: z.record(
-    z.string(),
-    z.strictObject({
-      kind: z.enum(['agent', 'skill']),
-      latest: z.string(),
-      versions: z.record(z.string(), VersionEntrySchema),
-    }),
-  ),
-});
+const EntrySchema = z
+  .strictObject({
+    kind: z.enum(['agent', 'skill']),
+    latest: z.string(),
+    versions: z.record(z.string(), VersionEntrySchema),
+  })
+  .superRefine((entry, context) => {
+    for (const version of Object.keys(entry.versions)) {
+      if (!VERSION.test(version)) context.addIssue({ code: 'custom', path: ['versions', version], message: 'expected a version such as "1.0.0" as the key' });
+    }
+    if (!Object.hasOwn(entry.versions, entry.latest)) context.addIssue({ code: 'custom', path: ['latest'], message: `expected one of the versions (${Object.keys(entry.versions).join(', ') || 'none'}), got ${JSON.stringify(entry.latest)}` });
+  });
+
+const RegistryIndexSchema = z
+  .strictObject({
+    format: z.literal(1),
+    entries: z.record(z.string(), EntrySchema),
+  })
+  .superRefine((index, context) => {
+    for (const [name, entry] of Object.entries(index.entries)) {
+      const plural = UNVERSIONED.exec(name)?.[1];
+      if (plural === undefined) {
+        context.addIssue({ code: 'custom', path: ['entries', name], message: 'expected a qualified name such as "@acme/agents/briefing" or "@acme/skills/note-taker" as the key' });
+        continue;
+      }
+      const kind = plural === 'agents' ? 'agent' : 'skill';
+      if (entry.kind !== kind) context.addIssue({ code: 'custom', path: ['entries', name, 'kind'], message: `expected "${kind}" for a name in /${plural}/, got ${JSON.stringify(entry.kind)}` });
+      for (const [version, published] of Object.entries(entry.versions)) {
+        if (!published.code.startsWith(codeKind(kind))) context.addIssue({ code: 'custom', path: ['entries', name, 'versions', version, 'code'], message: `expected a ${codeKind(kind)}- code for ${kind === 'agent' ? 'a package' : 'a skill'}, got ${JSON.stringify(published.code)}` });
+      }
+    }
+  });
 
 type RegistryIndex = z.output<typeof RegistryIndexSchema>;
-
-const QUALIFIED = /^@([a-z0-9][a-z0-9-]*)\/(agents|skills)\/([a-z0-9][a-z0-9-]*)(?:@([0-9A-Za-z.+-]+))?$/;
+type VersionEntry = z.output<typeof VersionEntrySchema>;
 
 /** A parsed `@org/agents/name[@version]` or `@org/skills/name[@version]`. */
 export interface QualifiedName {
   kind: 'agent' | 'skill';
   org: string;
   name: string;
-  /** Without the version. */
+  /** Without the version: `@org/agents/name`. */
   qualified: string;
   version?: string;
 }
 
-/** @throws {PackageError} for anything but `@org/agents/name[@version]` or `@org/skills/name[@version]`. */
-export function parseQualifiedName(text: string): QualifiedName {
-  const match = QUALIFIED.exec(text);
-  if (match === null) throw new PackageError(`"${text}" is not a qualified name: expected @org/agents/name or @org/skills/name, optionally with @version`);
-  const [, org = '', plural = '', name = '', version] = match;
-  return { kind: plural === 'agents' ? 'agent' : 'skill', org, name, qualified: `@${org}/${plural}/${name}`, ...(version === undefined ? {} : { version }) };
+/** What {@link publishToRegistry} wrote. */
+export interface PublishedArchive {
+  code: string;
+  /** Relative to the registry. */
+  archive: string;
+  sha256: string;
 }
 
-function parseIndex(text: string, registry: string): RegistryIndex {
-  let document: unknown;
-  try {
-    document = JSON.parse(text);
-  } catch (error) {
-    throw new PackageError(`registry "${registry}": index.json is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
-  }
-  const parsed = RegistryIndexSchema.safeParse(document, { reportInput: true });
-  if (!parsed.success) throw new PackageError(`registry "${registry}": index.json: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
-  return parsed.data;
-}
-
-const isUrl = (location: string): boolean => /^https?:\/\//i.test(location);
-
-async function readFromRegistry(registry: string, path: string, fetcher: typeof fetch): Promise<Uint8Array | undefined> {
-  if (isUrl(registry)) {
-    const url = new URL(path, registry.endsWith('/') ? registry : `${registry}/`);
-    const response = await fetcher(url);
-    if (response.status === 404) return undefined;
-    if (!response.ok) throw new PackageError(`registry "${registry}": GET ${url.href} answered ${response.status}`);
-    return new Uint8Array(await response.arrayBuffer());
-  }
-  try {
-    return await readFile(join(registry, path));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-/**
- * Publishes a package or skill folder: writes its archive and adds the version to index.json
- * (created with the folder when missing). Versions are immutable: the same version again with
- * other bytes is refused; with the same bytes it changes nothing.
- */
-export async function publishToRegistry(options: { registry: string; source: string; kind: 'agent' | 'skill'; name: string; version: string }): Promise<{ code: string; archive: string; sha256: string }> {
-  const parsed = parseQualifiedName(options.name);
-  if (parsed.kind !== options.kind) throw new PackageError(`"${options.name}" names ${parsed.kind === 'agent' ? 'a package' : 'a skill'}, but a ${options.kind === 'agent' ? 'package' : 'skill'} is being published`);
-  if (!/^[0-9A-Za-z.+-]+$/.test(options.version)) throw new PackageError(`"${options.version}" is not a version such as "1.0.0"`);
-  const registry = resolve(options.registry);
-  await mkdir(registry, { recursive: true });
-  const indexText = await readFile(join(registry, 'index.json'), 'utf8').catch((error: unknown) => {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  });
-  const index: RegistryIndex = indexText === undefined ? { format: 1, entries: {} } : parseIndex(indexText, registry);
-  const bytes = await packFolder(options.source);
-  const sha256 = sha256Hex(bytes);
-  const code = installCodeFor(options.kind === 'agent' ? 'AGNT' : 'SKIL', parsed.qualified, options.version);
-  const existing = index.entries[parsed.qualified]?.versions[options.version];
-  if (existing !== undefined) {
-    if (existing.sha256 === sha256) return { code: existing.code, archive: existing.archive, sha256 };
-    throw new PackageError(`${parsed.qualified}@${options.version} is already published with other contents; versions are immutable, so publish a new version`);
-  }
-  for (const [name, entry] of Object.entries(index.entries)) {
-    for (const [version, published] of Object.entries(entry.versions)) {
-      if (published.code === code) throw new PackageError(`install code ${code} is taken by ${name}@${version}; publish under another version`);
-    }
-  }
-  const archive = `archives/${options.kind === 'agent' ? 'agents' : 'skills'}/${parsed.org}/${parsed.name}-${options.version}.tgz`;
-  await mkdir(dirname(join(registry, archive)), { recursive: true });
-  await writeFile(join(registry, archive), bytes);
-  const entry = index.entries[parsed.qualified] ?? { kind: options.kind, latest: options.version, versions: {} };
-  entry.versions[options.version] = { code, archive, sha256 };
-  entry.latest = Object.keys(entry.versions).sort(compareSkillVersions).at(-1) ?? options.version;
-  index.entries[parsed.qualified] = entry;
-  const temporary = join(registry, `index.json.${process.pid}.tmp`);
-  await writeFile(temporary, `${JSON.stringify(index, null, 2)}\n`);
-  await rename(temporary, join(registry, 'index.json'));
-  return { code, archive, sha256 };
-}
-
-/** What a registry resolved: the archive's bytes, its digest checked. */
+/** What a registry resolved: the archive's bytes, their digest checked. */
 export interface ResolvedArchive {
   kind: 'agent' | 'skill';
   /** The qualified name, without the version. */
@@ -140,40 +117,236 @@ export interface ResolvedArchive {
   version: string;
   code: string;
   bytes: Uint8Array;
+  /** The registry it came from, as given. */
   registry: string;
 }
 
+const codeKind = (kind: 'agent' | 'skill'): 'AGNT' | 'SKIL' => (kind === 'agent' ? 'AGNT' : 'SKIL');
+const isUrl = (location: string): boolean => /^https?:\/\//i.test(location);
+const messageOf = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error);
+  // fetch's own message is "fetch failed"; what failed is in its cause (ECONNREFUSED, a TLS error).
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
+};
+const EXPECTED_NAME = 'expected @org/agents/name or @org/skills/name (lowercase letters, digits and hyphens), optionally followed by @version';
+
 /**
- * Finds an install code or a qualified name (`@org/agents/name`, optionally `@version`) in the
- * registries, in order, reads its archive and checks its SHA-256. A code is checked before any
- * lookup.
- * @throws {PackageError} for a malformed reference, one found nowhere (the registries named),
- *   or a digest mismatch (the archive, the expected and the actual digest named).
+ * Parses a qualified name, optionally with a version.
+ * @throws {PackageError} for anything but `@org/agents/name[@version]` or `@org/skills/name[@version]`.
+ * @example parseQualifiedName('@nebo/skills/note-taker@1.2.0') // { kind: 'skill', org: 'nebo', name: 'note-taker', qualified: '@nebo/skills/note-taker', version: '1.2.0' }
  */
-export async function resolveFromRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch } = {}): Promise<ResolvedArchive> {
-  const fetcher = options.fetch ?? fetch;
-  const code = isInstallCode(reference) ? parseInstallCode(reference).code : undefined;
-  const wanted = code === undefined ? parseQualifiedName(reference) : undefined;
-  for (const registry of registries) {
-    const indexBytes = await readFromRegistry(registry, 'index.json', fetcher);
-    if (indexBytes === undefined) continue;
-    const index = parseIndex(Buffer.from(indexBytes).toString('utf8'), registry);
-    let found: { name: string; kind: 'agent' | 'skill'; version: string; entry: z.output<typeof VersionEntrySchema> } | undefined;
+export function parseQualifiedName(text: string): QualifiedName {
+  const match = QUALIFIED.exec(text);
+  if (match === null) throw new PackageError(`"${text}" is not a qualified name: ${EXPECTED_NAME}`);
+  const [, org = '', plural = '', name = '', version] = match;
+  return { kind: plural === 'agents' ? 'agent' : 'skill', org, name, qualified: `@${org}/${plural}/${name}`, ...(version === undefined ? {} : { version }) };
+}
+
+function parseIndex(bytes: Uint8Array, registry: string): RegistryIndex {
+  const cannot = `cannot read registry "${registry}": index.json`;
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new PackageError(`${cannot} is not UTF-8 text`);
+  }
+  const json = safeParseJson(text);
+  if (!json.ok) throw new PackageError(`${cannot} is not valid JSON (${json.message})`);
+  const parsed = RegistryIndexSchema.safeParse(json.value, { reportInput: true });
+  if (!parsed.success) {
+    const problems = formatIssues(parsed.error, { style: 'json' });
+    throw new PackageError(`${cannot}: ${problems.join('; ')}`, { details: { registry, problems } });
+  }
+  return parsed.data;
+}
+
+/** Reads at most `limit` bytes of a response's body. */
+async function readBody(response: Response, limit: number, url: URL, registry: string): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  if (response.body !== null) {
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      length += chunk.byteLength;
+      // Leaving the loop cancels the stream.
+      if (length > limit) throw new PackageError(`cannot read registry "${registry}": GET ${url.href} sent more than ${limit} bytes`);
+      chunks.push(chunk);
+    }
+  }
+  return Buffer.concat(chunks);
+}
+
+interface ReadOptions {
+  fetch: typeof fetch;
+  signal?: AbortSignal | undefined;
+}
+
+/** Reads a file of a registry, a folder or a URL. A missing file is an error: the index names only what must be there. */
+async function readFromRegistry(registry: string, path: string, limit: number, options: ReadOptions): Promise<Uint8Array> {
+  if (isUrl(registry)) {
+    const url = new URL(path, registry.endsWith('/') ? registry : `${registry}/`);
+    let response: Response;
+    try {
+      response = await options.fetch(url, options.signal === undefined ? {} : { signal: options.signal });
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} failed (${messageOf(error)})`, { cause: error, isRetryable: true });
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} answered ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`}`, {
+        details: { url: url.href, status: response.status },
+        isRetryable: response.status >= 500 || response.status === 429,
+      });
+    }
+    return readBody(response, limit, url, registry);
+  }
+  const file = join(registry, path);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file, options.signal === undefined ? {} : { signal: options.signal });
+  } catch (error) {
+    options.signal?.throwIfAborted();
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new PackageError(`cannot read registry "${registry}": ${missing ? `"${file}" does not exist` : `cannot read "${file}" (${messageOf(error)})`}`, { cause: error });
+  }
+  if (bytes.byteLength > limit) throw new PackageError(`cannot read registry "${registry}": "${file}" is larger than ${limit} bytes`);
+  return bytes;
+}
+
+/** Writes a file so that readers see the old contents or the new, never half of them. */
+async function writeAtomically(path: string, data: string | Uint8Array): Promise<void> {
+  const temporary = `${path}.${process.pid}-${randomUUID()}.tmp`;
+  try {
+    await writeFile(temporary, data);
+    await rename(temporary, path);
+  } finally {
+    await rm(temporary, { force: true });
+  }
+}
+
+async function readLocalIndex(registry: string): Promise<RegistryIndex> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(join(registry, 'index.json'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { format: 1, entries: {} };
+    throw new PackageError(`cannot read registry "${registry}": cannot read index.json (${messageOf(error)})`, { cause: error });
+  }
+  return parseIndex(bytes, registry);
+}
+
+/**
+ * Publishes a package or skill folder to a registry folder: packs it, writes its archive and
+ * adds the version to index.json (the folder and the index are created when missing; `latest`
+ * becomes the highest version, compared part by part as numbers). index.json is replaced
+ * atomically. Versions are immutable: the same name and version with other bytes is refused,
+ * with the same bytes it changes nothing and returns the same code.
+ * @throws {PackageError} for a bad name or version, a name of the other kind, a registry URL
+ *   (publishing writes files), a source that cannot be packed, a malformed index.json, a version
+ *   published with other contents, or a code taken by another name or version. Nothing is
+ *   written then.
+ * @example await publishToRegistry({ registry: './registry', source: 'examples/packages/chief-of-staff', kind: 'agent', name: '@nebo/agents/chief-of-staff', version: '1.0.0' })
+ */
+export async function publishToRegistry(options: { registry: string; source: string; kind: 'agent' | 'skill'; name: string; version: string }): Promise<PublishedArchive> {
+  const { kind, version } = options;
+  const parsed = parseQualifiedName(options.name);
+  const label = `${parsed.qualified}@${version}`;
+  const cannot = `cannot publish ${label} to "${options.registry}"`;
+  if (isUrl(options.registry)) throw new PackageError(`${cannot}: publishing writes to a registry folder; publish to a folder, then serve it over HTTP`);
+  if (parsed.kind !== kind) throw new PackageError(`${cannot}: "${options.name}" names ${parsed.kind === 'agent' ? 'a package' : 'a skill'}, but a ${kind === 'agent' ? 'package' : 'skill'} is being published; use @${parsed.org}/${kind === 'agent' ? 'agents' : 'skills'}/${parsed.name}`);
+  if (!VERSION.test(version)) throw new PackageError(`${cannot}: "${version}" is not a version such as "1.0.0"`);
+  if (parsed.version !== undefined && parsed.version !== version) throw new PackageError(`${cannot}: the name says version ${parsed.version}; pass the name without a version`);
+
+  const registry = resolve(options.registry);
+  const bytes = await packFolder(options.source);
+  const sha256 = sha256Hex(bytes);
+  const index = await readLocalIndex(registry);
+  const existing = index.entries[parsed.qualified]?.versions[version];
+  if (existing !== undefined) {
+    if (existing.sha256 === sha256) return { code: existing.code, archive: existing.archive, sha256 };
+    throw new PackageError(`${cannot}: that version is published already with other contents (sha256 ${existing.sha256}, now ${sha256}); versions are immutable, so publish a new version`, {
+      details: { name: parsed.qualified, version, published: existing.sha256, sha256 },
+    });
+  }
+  const code = installCodeFor(codeKind(kind), parsed.qualified, version);
+  for (const [name, entry] of Object.entries(index.entries)) {
+    for (const [taken, published] of Object.entries(entry.versions)) {
+      if (published.code === code) throw new PackageError(`${cannot}: its install code ${code} is taken by ${name}@${taken} in that registry; publish it as another version`);
+    }
+  }
+
+  const archive = `archives/${kind === 'agent' ? 'agents' : 'skills'}/${parsed.org}/${parsed.name}-${version}.tgz`;
+  await mkdir(dirname(join(registry, archive)), { recursive: true });
+  await writeAtomically(join(registry, archive), bytes);
+  const entry = index.entries[parsed.qualified] ?? { kind, latest: version, versions: {} };
+  const versions: Record<string, VersionEntry> = { ...entry.versions, [version]: { code, archive, sha256 } };
+  const latest = Object.keys(versions).sort(compareSkillVersions).at(-1) ?? version;
+  const updated: RegistryIndex = { format: 1, entries: { ...index.entries, [parsed.qualified]: { kind: entry.kind, latest, versions } } };
+  await writeAtomically(join(registry, 'index.json'), `${JSON.stringify(updated, null, 2)}\n`);
+  return { code, archive, sha256 };
+}
+
+type Wanted = { code: string } | QualifiedName;
+
+function parseReference(reference: string): Wanted {
+  if (isInstallCode(reference)) return { code: parseInstallCode(reference).code };
+  if (reference.startsWith('@')) return parseQualifiedName(reference.trim());
+  throw new PackageError(`"${reference}" is neither an install code (AGNT-XXXX-XXXX, SKIL-XXXX-XXXX) nor a qualified name: ${EXPECTED_NAME}`);
+}
+
+/** The version the reference asks for in this index, or what the index has under its name when it has not that version. */
+function lookUp(index: RegistryIndex, wanted: Wanted): { name: string; kind: 'agent' | 'skill'; version: string; published: VersionEntry } | { near: string } | undefined {
+  if ('code' in wanted) {
     for (const [name, entry] of Object.entries(index.entries)) {
-      if (wanted !== undefined && name !== wanted.qualified) continue;
       for (const [version, published] of Object.entries(entry.versions)) {
-        const matches = code === undefined ? version === (wanted?.version ?? entry.latest) : published.code === code;
-        if (matches) found = { name, kind: entry.kind, version, entry: published };
+        if (published.code === wanted.code) return { name, kind: entry.kind, version, published };
       }
     }
-    if (found === undefined) continue;
-    const bytes = await readFromRegistry(registry, found.entry.archive, fetcher);
-    if (bytes === undefined) throw new PackageError(`registry "${registry}": ${found.name}@${found.version} lists ${found.entry.archive}, which is missing`);
-    const actual = sha256Hex(bytes);
-    if (actual !== found.entry.sha256) {
-      throw new PackageError(`registry "${registry}": the archive ${found.entry.archive} of ${found.name}@${found.version} does not match its digest (expected sha256 ${found.entry.sha256}, got ${actual}); nothing was installed`);
-    }
-    return { kind: found.kind, name: found.name, version: found.version, code: found.entry.code, bytes, registry };
+    return undefined;
   }
-  throw new PackageError(`"${reference}" is in none of the registries searched: ${registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.join(', ')}`);
+  const entry = index.entries[wanted.qualified];
+  if (entry === undefined) return undefined;
+  const version = wanted.version ?? entry.latest;
+  const published = entry.versions[version];
+  if (published === undefined) return { near: `has ${wanted.qualified} in versions ${Object.keys(entry.versions).sort(compareSkillVersions).join(', ')}` };
+  return { name: wanted.qualified, kind: entry.kind, version, published };
+}
+
+/**
+ * Finds an install code or a qualified name (`@org/agents/name`, `@org/skills/name`, optionally
+ * `@version`; without one, the latest) in the registries, in order, reads its archive and checks
+ * its SHA-256 against the index. A code is parsed before any registry is asked. Registries are
+ * folders or http(s) URLs, fetched with `options.fetch` (the global fetch by default); every
+ * file the index names must be there.
+ * @throws {PackageError} for a malformed reference; one found in none of the registries (the
+ *   registries named); a registry that cannot be read (the URL and status, or the file,
+ *   named), a malformed index.json (the registry and the JSON path named); or an archive whose
+ *   digest does not match (the archive, the expected and the actual digest named).
+ */
+export async function resolveFromRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<ResolvedArchive> {
+  const wanted = parseReference(reference);
+  const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal };
+  const near: string[] = [];
+  for (const registry of registries) {
+    const index = parseIndex(await readFromRegistry(registry, 'index.json', MAX_INDEX_BYTES, read), registry);
+    const found = lookUp(index, wanted);
+    if (found === undefined) continue;
+    if ('near' in found) {
+      near.push(`"${registry}" ${found.near}`);
+      continue;
+    }
+    const { name, kind, version, published } = found;
+    const bytes = await readFromRegistry(registry, published.archive, MAX_ARCHIVE_BYTES, read);
+    const actual = sha256Hex(bytes);
+    if (actual !== published.sha256) {
+      throw new PackageError(
+        `cannot use ${name}@${version} from registry "${registry}": the archive ${published.archive} does not match its digest (expected sha256 ${published.sha256}, got ${actual}); it was changed after publishing or damaged on the way, so it is refused`,
+        { details: { registry, archive: published.archive, expected: published.sha256, actual } },
+      );
+    }
+    return { kind, name, version, code: published.code, bytes, registry };
+  }
+  const searched = registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.map((registry) => `"${registry}"`).join(', ');
+  const label = 'code' in wanted ? wanted.code : reference;
+  throw new PackageError(`cannot find "${label}" in the registries searched: ${searched}${near.length === 0 ? '' : ` (${near.join('; ')})`}`, { details: { reference, registries: [...registries] } });
 }
