@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
-import type { Clock, Logger } from '../contracts/index.ts';
+import type { Clock, JsonObject, Logger } from '../contracts/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEventSink } from '../runtime/index.ts';
 
@@ -35,6 +35,10 @@ export interface ModuleTurnContext {
   structured<T>(step: string, schema: z.ZodType<T>, request: { system: string; messages: ModelMessage[] }): Promise<T>;
   /** A plain model call; returns its text. */
   generate(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
+  /** The agent loop with the agent's tools (through the tool runner, every check applied); returns its final text. */
+  act(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
+  /** Records something about the turn in the audit log (e.g. a chain of thought's trace). */
+  record(type: string, data: JsonObject): Promise<void>;
   /**
    * The agents this one may hand work to: `names` (every live agent but itself when empty),
    * those that exist, run, and its `agent_message` grants cover; the others with why they are out.

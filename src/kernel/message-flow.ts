@@ -11,7 +11,7 @@ import {
   LoomError,
   ModuleUnavailableError,
 } from '../errors/index.ts';
-import { type AgentModule, type CatalogEntry, type ModuleTurnContext, type ModuleTurnOutcome, runDelegate } from '../agents/index.ts';
+import { type AgentModule, type CatalogEntry, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate } from '../agents/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
@@ -450,6 +450,42 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },
       generate: async (_step, request) => (await call(request)).text,
+      async act(_step, request) {
+        const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
+        const policy = toolPolicyOf(entry, workspace, chainOf(caller));
+        const runner = parts.runner();
+        try {
+          const outcome = await runAgentLoop({
+            agent: policy.agent,
+            system: withStabilityGuidelines(request.system),
+            messages: request.messages,
+            models,
+            resolver: runtime.resolver,
+            runner,
+            tools: runner.toolsFor(policy.agent, policy.filter),
+            settings: policy.settings,
+            filter: policy.filter,
+            approvalRequiredFor: policy.approvalRequiredFor,
+            maxIterations: entry.manifest.resources.max_iterations,
+            maxOutputTokens,
+            temperature: modelConfig?.temperature ?? 0.7,
+            contextWindowTokens: runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
+            clock,
+            logger: runLogger,
+            signal,
+            emit,
+            stream: false,
+          });
+          calls.push(...outcome.calls);
+          return outcome.text;
+        } catch (error) {
+          calls.push(...(partialOutcomeOf(error)?.calls ?? []));
+          throw error;
+        }
+      },
+      async record(type, data) {
+        await store.events.append({ type, at: clock.now(), agentId: entry.id, data });
+      },
       catalog(names) {
         const granted = capabilities.granted(entry.id);
         const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
@@ -554,7 +590,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 const noEvents: AgentEventSink = () => undefined;
 
 /** The agent types with their own turn; the others run the assistant loop. */
-const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate };
+const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate, 'builtin:chain-of-thought': runChainOfThought };
 
 /** The modules turns run on: the assistant loop (under both its names, and with only the log tools for event-log agents) and the agent types built so far. */
 const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', 'builtin:eventlog', ...Object.keys(AGENT_MODULES)]);

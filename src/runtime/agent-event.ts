@@ -28,7 +28,14 @@ export type RunPhase =
   | 'select'
   | 'formulate'
   | 'delegate'
-  | 'analyze';
+  | 'analyze'
+  // The chain of thought's (spec/03): assess, plan, execute, synthesize, replan, finalize.
+  | 'assess'
+  | 'plan'
+  | 'execute'
+  | 'synthesize'
+  | 'replan'
+  | 'finalize';
 
 /**
  * Every run is a stream of these. The CLI, SSE, MCP and A2A adapters all render the same
