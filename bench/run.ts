@@ -4,6 +4,7 @@ import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { mcpCallBench } from './mcp.ts';
+import { orchestrationBench } from './orchestration.ts';
 import { packagesBench } from './packages.ts';
 import { spawnBench } from './spawn.ts';
 import { toolTurnBench, turnBench } from './turn.ts';
@@ -19,6 +20,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   'a2a-task': a2aTaskBench,
   'mcp-call': mcpCallBench,
   packages: packagesBench,
+  orchestration: orchestrationBench,
 };
 
 const requested = process.argv.slice(2);

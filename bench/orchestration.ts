@@ -1,0 +1,57 @@
+import { performance } from 'node:perf_hooks';
+import { generateText, Output } from 'ai';
+import { DelegateSelectionSchema } from '../src/agents/index.ts';
+import { parseManifest } from '../src/manifest/index.ts';
+import { openInstantBenchKernel } from './bench-kernel.ts';
+import { createInstantModel } from './instant-model.ts';
+import { round, summarize } from './stats.ts';
+
+const WARMUP = 100;
+const TURNS = 1000;
+
+const spawnText = (text: string) => parseManifest(text, { source: 'bench.toml' }).manifest;
+
+/**
+ * The overhead a delegate adds beyond its model calls: a delegate turn (select, formulate,
+ * hand over to a specialist's turn, analyse: four model calls, two sessions saved) against the
+ * same four calls made with the bare AI SDK, on an in-process model that answers at once.
+ */
+async function delegateOverhead(): Promise<Record<string, unknown>> {
+  const model = createInstantModel({ json: () => ({ agent: 'worker', reasoning: 'the only one' }) });
+  const bench = await openInstantBenchKernel(model);
+  try {
+    await bench.kernel.spawn(spawnText('name = "worker"\ndescription = "does the work"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n'));
+    await bench.kernel.spawn(
+      spawnText('name = "desk"\nmodule = "builtin:delegate"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\nagent_message = ["worker"]\n[delegate]\nmanaged_agents = ["worker"]\n'),
+    );
+    const delegated: number[] = [];
+    for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
+      const started = performance.now();
+      await bench.kernel.send('desk', `request ${turn}`);
+      if (turn >= WARMUP) delegated.push(performance.now() - started);
+    }
+    const bare: number[] = [];
+    for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
+      const started = performance.now();
+      await generateText({ model, prompt: `request ${turn}`, output: Output.object({ schema: DelegateSelectionSchema }), maxRetries: 0 });
+      for (let call = 0; call < 3; call += 1) await generateText({ model, prompt: `request ${turn}`, maxRetries: 0 });
+      if (turn >= WARMUP) bare.push(performance.now() - started);
+    }
+    const delegate = summarize(delegated);
+    const calls = summarize(bare);
+    return {
+      bench: 'orchestration-delegate',
+      delegate_turn: delegate,
+      bare_four_calls: calls,
+      overhead_p50_ms: round(delegate.p50_ms - calls.p50_ms),
+      ratio_p50: round(delegate.p50_ms / calls.p50_ms),
+    };
+  } finally {
+    await bench.dispose();
+  }
+}
+
+/** `npm run bench -- orchestration`: what orchestrating agent types add beyond their model calls. */
+export async function orchestrationBench(): Promise<Record<string, unknown>> {
+  return { bench: 'orchestration', delegate: await delegateOverhead() };
+}
