@@ -3,3 +3,5 @@ export type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } 
 export { AssessmentSchema, confidenceThreshold, planLayers, planSchema, runChainOfThought, SynthesisSchema } from './chain-of-thought.ts';
 export type { PlanStep } from './chain-of-thought.ts';
 export { DELEGATION_RECORD_TOOL, DelegateSelectionSchema, runDelegate } from './delegate.ts';
+export { AcceptanceSchema, describeWorkflow, executeWorkflow, FailureDecisionSchema, workflowModule, WorkflowPlanSchema } from './workflow.ts';
+export type { WorkflowPort } from './workflow.ts';

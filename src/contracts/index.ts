@@ -34,6 +34,11 @@ export type {
   TaskRepository,
   UsageRecord,
   UsageRepository,
+  WorkflowRecord,
+  WorkflowRepository,
+  WorkflowState,
+  WorkflowTaskRecord,
+  WorkflowTaskStatus,
   UsageTotals,
 } from './store.ts';
 export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolContext, ToolResult } from './tool.ts';

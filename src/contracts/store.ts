@@ -334,6 +334,54 @@ export interface InstalledPackageRepository {
   setLastFire(slug: string, binding: string, at: number): Promise<void>;
 }
 
+/** Where a workflow agent's plan stands (spec/03). */
+export type WorkflowState = 'planning' | 'awaiting_approval' | 'executing' | 'paused' | 'completed' | 'failed' | 'stalled' | 'cancelled';
+
+/** Where one task of a plan stands. */
+export type WorkflowTaskStatus = 'pending' | 'in_progress' | 'completed' | 'failed' | 'blocked' | 'skipped';
+
+/** One task of a workflow's plan. */
+export interface WorkflowTaskRecord {
+  id: string;
+  title: string;
+  /** What the assigned agent is asked to do (improved on retries). */
+  instruction: string;
+  /** The managed agent it is delegated to. */
+  agent: string;
+  dependsOn: string[];
+  /** How the workflow judges the result. */
+  acceptance: string;
+  status: WorkflowTaskStatus;
+  attempts: number;
+  result: string | null;
+  /** Why the last attempt was not accepted, or why the task was blocked. */
+  feedback: string | null;
+}
+
+/** A workflow agent's current plan and its progress: one per agent, replaced by its next request. */
+export interface WorkflowRecord {
+  agentId: string;
+  state: WorkflowState;
+  /** The user's request the plan serves. */
+  request: string;
+  summary: string;
+  tasks: WorkflowTaskRecord[];
+  replans: number;
+  /** What the workflow last told the user on its own: why it stalled, failed, or what it accomplished. */
+  note: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Workflow agents' plans (spec/03), so a workflow survives a restart. */
+export interface WorkflowRepository {
+  get(agentId: string): Promise<WorkflowRecord | undefined>;
+  /** Inserts or replaces the agent's workflow. */
+  put(record: WorkflowRecord): Promise<void>;
+  /** The workflows in a state, oldest first. */
+  listByState(state: WorkflowState): Promise<WorkflowRecord[]>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -351,6 +399,8 @@ export interface Store {
   readonly packageRuns: PackageRunRepository;
   /** Installed packages. */
   readonly packages: InstalledPackageRepository;
+  /** Workflow agents' plans. */
+  readonly workflows: WorkflowRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

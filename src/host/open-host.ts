@@ -128,6 +128,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       runtime,
       hooks,
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
+      resumeBackgroundWork: options.runSchedules === true,
     });
     late.kernel = kernel;
     options.logs?.excludeAgents((agentId) => {

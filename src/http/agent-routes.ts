@@ -128,6 +128,23 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     });
   });
 
+  routes.get('/:agent/workflow', async (c) => {
+    const { name } = reach(c);
+    const workflow = await kernel.workflow(name);
+    if (workflow === undefined) throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${name}" has no workflow${kernel.get(name).module === 'builtin:workflow' ? ' yet: send it a request' : ' (it is not a workflow agent)'}`);
+    return c.json(workflow);
+  });
+
+  // The workflow's commands, as the chat takes them (spec/03): the same checks as a message.
+  routes.post('/:agent/workflow/:action{approve|cancel|pause|resume}', async (c) => {
+    const { principal, name } = reach(c);
+    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not steer workflows; it needs the user or owner role`);
+    if (kernel.get(name).module !== 'builtin:workflow') throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${name}" is not a workflow agent`);
+    const command = { approve: 'go', cancel: 'cancel', pause: 'pause', resume: 'resume' }[c.req.param('action') as 'approve' | 'cancel' | 'pause' | 'resume'];
+    const result = await kernel.send(name, command, { caller: callerOf(principal), signal: c.get('deadline').signal });
+    return c.json({ reply: result.text, workflow: await kernel.workflow(name) });
+  });
+
   routes.get('/:agent/session', async (c) => {
     reach(c);
     return c.json(await kernel.session(c.req.param('agent')));

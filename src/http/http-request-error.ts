@@ -7,6 +7,7 @@ import { LoomError, type LoomErrorOptions } from '../errors/index.ts';
 export type HttpErrorCode =
   | 'INVALID_REQUEST'
   | 'ROUTE_NOT_FOUND'
+  | 'WORKFLOW_NOT_FOUND'
   | 'HOST_NOT_ALLOWED'
   | 'ORIGIN_NOT_ALLOWED'
   | 'BODY_TOO_LARGE'

@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
-import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult } from '../contracts/index.ts';
+import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
   AgentNameTakenError,
@@ -38,6 +38,11 @@ export interface KernelDependencies {
   runtime?: AgentRuntime;
   /** How long a tool call waits for a human's approval before it is denied. */
   approvalTimeoutMs?: number;
+  /**
+   * Go on with agents' background work (an executing workflow) at boot and on resume. The
+   * daemon does; a one-off CLI command must not run another process's work.
+   */
+  resumeBackgroundWork?: boolean;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -103,6 +108,8 @@ export interface Kernel {
    * @throws as `send` does; {TokenBudgetExceededError} when the budget is passed.
    */
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
+  /** A workflow agent's current plan and its progress, if it has one. */
+  workflow(reference: string): Promise<WorkflowRecord | undefined>;
   /** An agent's session: its id and the messages of its history. */
   session(reference: string): Promise<{ id: string; messages: readonly unknown[] }>;
   /** Empties an agent's session history (its id stays). */
@@ -229,6 +236,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     entry.updatedAt = at;
     if (state === 'suspended') flow.stopTurns(entry, 'suspend');
     await runHooks(entry, state === 'running' ? 'start' : 'suspend');
+    if (state === 'running' && dependencies.resumeBackgroundWork === true) await flow.resumeWork(entry);
     await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
     return toAgentView(entry);
   }
@@ -299,6 +307,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       for (const entry of registry.list()) {
         if (entry.state === 'running') await runHooks(entry, 'start');
+      }
+      if (dependencies.resumeBackgroundWork === true) {
+        for (const entry of registry.list()) if (entry.state === 'running') await flow.resumeWork(entry);
       }
       logger.debug({ running: report.running, suspended: report.suspended, skipped: report.skipped.length }, 'kernel booted');
       return report;
@@ -417,6 +428,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const outcome = await toolRunner().run({ toolCallId: ids.uuid(), toolName, input }, { agent: principalAgent(principal, principalWorkspace), filter: NO_FILTER, settings: {}, signal });
       return outcome.result;
     },
+
+    workflow: (reference) => store.workflows.get(registry.resolve(reference).id),
 
     async session(reference) {
       const entry = registry.resolve(reference);

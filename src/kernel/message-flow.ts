@@ -1,7 +1,8 @@
+import type * as AiSdk from 'ai';
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Capability, Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord } from '../contracts/index.ts';
+import type { Capability, Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -11,7 +12,7 @@ import {
   LoomError,
   ModuleUnavailableError,
 } from '../errors/index.ts';
-import { type AgentModule, type CatalogEntry, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate } from '../agents/index.ts';
+import { type AgentModule, type CatalogEntry, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
@@ -89,6 +90,8 @@ export interface MessageFlow {
   idle(): Promise<void>;
   /** Empties an agent's session history, after its running turn (if any) ends. */
   resetSession(agent: AgentEntry, at: number): Promise<void>;
+  /** Goes on with the agent's background work (an executing workflow) after a start or a resume. */
+  resumeWork(agent: AgentEntry): Promise<void>;
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -400,15 +403,85 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * this gives it the agent's models (usage counted, quota applied), its catalog and a way to
    * message other agents as itself, and saves what the module returns after the user's message.
    */
-  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
-    const runLogger = await beginTurn(entry, emit, 'send it messages');
-    const base = await histories.load(entry.sessionId);
-    const { models } = chooseModels(runtime, entry, message, base.messages.length, 0);
+  /** Per agent: the last pending change of its workflow (changes apply one at a time). */
+  const workflowChanges = new Map<string, Promise<unknown>>();
+  /** Per agent: its workflow running in the background, to stop it with the agent. */
+  const workflowRuns = new Map<string, AbortController>();
+
+  function workflowPort(entry: AgentEntry): WorkflowPort {
+    return {
+      load: () => store.workflows.get(entry.id),
+      update(change) {
+        const previous = workflowChanges.get(entry.id) ?? Promise.resolve();
+        const next = previous.then(async () => {
+          const updated = change(await store.workflows.get(entry.id));
+          await store.workflows.put(updated);
+          return updated;
+        });
+        workflowChanges.set(entry.id, next.catch(() => undefined));
+        return next;
+      },
+      execute: () => startWorkflow(entry),
+    };
+  }
+
+  /** The module an agent's turns run on, when its type has its own steps. */
+  function moduleFor(entry: AgentEntry): AgentModule | undefined {
+    if (entry.manifest.module === 'builtin:workflow') return workflowModule(workflowPort(entry));
+    return AGENT_MODULES[entry.manifest.module];
+  }
+
+  /**
+   * Runs an agent's approved workflow in the background (once per agent), outside any turn: its
+   * model calls are recorded as they happen; killing, suspending or stopping the agent stops it,
+   * and it goes on at the next start (a task under way then runs again).
+   */
+  function startWorkflow(entry: AgentEntry): void {
+    const runtime = parts.runtime;
+    if (runtime === undefined || workflowRuns.has(entry.id)) return;
+    const controller = new AbortController();
+    workflowRuns.set(entry.id, controller);
+    const runLogger = logger.child({ agentId: entry.id, workflow: true });
+    const port = workflowPort(entry);
+    const record = (used: ModelCallUsage): void => {
+      for (const usage of priceCalls(runtime, entry, [used], runLogger)) {
+        void store.usage
+          .record(usage)
+          .then(() => quotas.add(entry.id, usage.inputTokens + usage.outputTokens, usage.costUsd))
+          .catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
+      }
+    };
+    void (async () => {
+      try {
+        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await import('ai'));
+        await executeWorkflow(context, port);
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        runLogger.error({ err: error }, `the workflow of agent "${entry.name}" stopped on an error`);
+        await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled on an error: ${error instanceof Error ? error.message : String(error)}. Tell me how to go on, or "cancel".`, updatedAt: clock.now() })).catch(() => undefined);
+      } finally {
+        workflowRuns.delete(entry.id);
+      }
+    })();
+  }
+
+  /**
+   * What an agent type's module works with (see `ModuleTurnContext`): the agent's models, each
+   * call handed to `onCall` (a turn saves them at its end; background work records them at once),
+   * its catalog, delegation as itself, the agent loop with its tools, the audit log.
+   */
+  function createModuleContext(
+    runtime: AgentRuntime,
+    entry: AgentEntry,
+    turn: { message: string; history: readonly ModelMessage[]; caller: Caller; signal: AbortSignal; emit: AgentEventSink; logger: Logger; onCall: (call: ModelCallUsage) => void },
+    ai: typeof AiSdk,
+  ): { context: ModuleTurnContext; primary: ModelTarget } {
+    const { caller, signal, emit, onCall } = turn;
+    const { generateText, NoObjectGeneratedError, Output } = ai;
+    const { models } = chooseModels(runtime, entry, turn.message, turn.history.length, 0);
     const primary = models[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
-    const calls: ModelCallUsage[] = [];
-    const { generateText, NoObjectGeneratedError, Output } = await import('ai');
     const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
       const result = await generateText({
         model: runtime.resolver.resolve(primary),
@@ -420,20 +493,19 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         abortSignal: signal,
         ...(output === undefined ? {} : { output }),
       });
-      calls.push({ model: primary, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
+      onCall({ model: primary, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
       return result;
     };
-    const userMessage: ModelMessage = { role: 'user', content: message };
     const agentCaller: Caller = { kind: 'agent', agentId: entry.id, chain: chainOf(caller) };
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
-      message,
-      history: base.messages,
+      message: turn.message,
+      history: turn.history,
       system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
       signal,
       emit,
       clock,
-      logger: runLogger,
+      logger: turn.logger,
       async structured(step, schema, request) {
         let messages = request.messages;
         let problem = '';
@@ -442,7 +514,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
           } catch (error) {
             if (!NoObjectGeneratedError.isInstance(error)) throw error;
-            calls.push({ model: primary, inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
+            onCall({ model: primary, inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
             problem = error.cause instanceof Error ? error.cause.message : error.message;
             messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
           }
@@ -471,15 +543,15 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             temperature: modelConfig?.temperature ?? 0.7,
             contextWindowTokens: runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
             clock,
-            logger: runLogger,
+            logger: turn.logger,
             signal,
             emit,
             stream: false,
           });
-          calls.push(...outcome.calls);
+          for (const used of outcome.calls) onCall(used);
           return outcome.text;
         } catch (error) {
-          calls.push(...(partialOutcomeOf(error)?.calls ?? []));
+          for (const used of partialOutcomeOf(error)?.calls ?? []) onCall(used);
           throw error;
         }
       },
@@ -518,6 +590,20 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         }
       },
     };
+    return { context, primary };
+  }
+
+  /**
+   * A turn of an agent type with its own steps (delegate, chain of thought, workflow): the module
+   * decides them, with what `createModuleContext` gives it; what it returns is saved after the
+   * user's message, with the usage of every call.
+   */
+  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+    const runLogger = await beginTurn(entry, emit, 'send it messages');
+    const base = await histories.load(entry.sessionId);
+    const calls: ModelCallUsage[] = [];
+    const { context, primary } = createModuleContext(runtime, entry, { message, history: base.messages, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
+    const userMessage: ModelMessage = { role: 'user', content: message };
     const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
       await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, [...base.messages, userMessage, ...added], [userMessage, ...added], usage);
@@ -562,7 +648,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const caller = options.caller ?? OWNER;
     const { entry, runtime } = admit(reference, caller);
     const emit = options.emit ?? noEvents;
-    const module = AGENT_MODULES[entry.manifest.module];
+    const module = moduleFor(entry);
     const turn = (): Promise<TurnResult> =>
       turns.run(entry.id, options.signal, (signal) => (module === undefined ? runChat(runtime, entry, message, caller, signal, emit) : runModuleTurn(runtime, entry, module, message, caller, signal, emit)));
     // An agent waiting on another must not be waited on by it: that would deadlock both turns.
@@ -579,7 +665,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         await store.sessions.save({ id: agent.sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at });
       }),
     idle: () => turns.idle(),
+    async resumeWork(agent) {
+      if (agent.manifest.module !== 'builtin:workflow') return;
+      const current = await store.workflows.get(agent.id);
+      if (current?.state !== 'executing') return;
+      // A task under way when the process stopped runs again.
+      await workflowPort(agent).update((record) => ({ ...(record as WorkflowRecord), tasks: (record as WorkflowRecord).tasks.map((task) => (task.status === 'in_progress' ? { ...task, status: 'pending' } : task)) }));
+      startWorkflow(agent);
+    },
     stopTurns(agent, reason) {
+      workflowRuns.get(agent.id)?.abort(new AgentStateError(`agent "${agent.name}" stopped`));
       const what = reason === 'kill' ? 'was killed' : reason === 'suspend' ? 'was suspended' : 'stopped because Loom is shutting down';
       turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" ${what} during the turn`));
       if (reason === 'kill') histories.forget(agent.sessionId);
@@ -592,8 +687,11 @@ const noEvents: AgentEventSink = () => undefined;
 /** The agent types with their own turn; the others run the assistant loop. */
 const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate, 'builtin:chain-of-thought': runChainOfThought };
 
+/** Agent types with their own steps, the workflow's built per agent. */
+const MODULE_NAMES: readonly string[] = [...Object.keys(AGENT_MODULES), 'builtin:workflow'];
+
 /** The modules turns run on: the assistant loop (under both its names, and with only the log tools for event-log agents) and the agent types built so far. */
-const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', 'builtin:eventlog', ...Object.keys(AGENT_MODULES)]);
+const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'builtin:chat', 'builtin:eventlog', ...MODULE_NAMES]);
 
 /** What an event-log agent's turns are limited to. */
 const LOG_TOOL_LIMIT: readonly Capability[] = LOG_TOOLS.map((tool) => ({ kind: 'tool_invoke', pattern: tool.name }));

@@ -199,6 +199,20 @@ export const migrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 8,
+    name: 'workflow plans',
+    sql: `
+      CREATE TABLE workflows (
+        agent_id TEXT PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+        state TEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX workflows_state ON workflows (state, updated_at);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository } from '../contracts/index.ts';
+import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository, WorkflowRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
@@ -13,6 +13,7 @@ import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
 import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
+import { SqliteWorkflowRepository } from './sqlite-workflow-repository.ts';
 import { SqliteTaskRepository } from './sqlite-task-repository.ts';
 import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
 
@@ -80,6 +81,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const tasks: TaskRepository = new SqliteTaskRepository(connection);
   const packageRuns: PackageRunRepository = new SqlitePackageRunRepository(connection);
   const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
+  const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
   return {
     agents,
     sessions,
@@ -90,6 +92,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     tasks,
     packageRuns,
     packages,
+    workflows,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

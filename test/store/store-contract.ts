@@ -7,6 +7,7 @@ import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } 
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
 import { describePackageRunsContract } from './contract/package-runs-contract.ts';
+import { describeWorkflowsContract } from './contract/workflows-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
 
 export { agentRecord, sessionOf } from './contract/fixtures.ts';
@@ -52,6 +53,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeApprovalsContract(context);
     describePackageRunsContract(context);
     describeInstalledPackagesContract(context);
+    describeWorkflowsContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {
@@ -80,6 +82,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
           store.events.list(),
           store.packageRuns.list(),
           store.packages.list(),
+          store.workflows.get('a1'),
         ];
         for (const attempt of attempts) {
           await expect(attempt).rejects.toBeInstanceOf(StoreError);
