@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { generateText, Output } from 'ai';
+import { z } from 'zod';
 import { DelegateSelectionSchema } from '../src/agents/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
@@ -51,7 +52,55 @@ async function delegateOverhead(): Promise<Record<string, unknown>> {
   }
 }
 
+const TASKS = 10;
+const WORKFLOWS = 30;
+
+/**
+ * A 10-task workflow's bookkeeping per task: planning, approval, and for each task the stored
+ * status changes, the delegation (a specialist's durable turn) and the acceptance check, on an
+ * instant model; per task, against the same calls (delegated turn's model call and acceptance) made bare.
+ */
+async function workflowBookkeeping(): Promise<Record<string, unknown>> {
+  const plan = { summary: 'ten steps', missing_info: null, tasks: Array.from({ length: TASKS }, (_, index) => ({ id: `t${index}`, title: `step ${index}`, instruction: `do step ${index}`, agent: 'worker', depends_on: index === 0 ? [] : [`t${index - 1}`], acceptance: 'done' })) };
+  const model = createInstantModel({
+    json: (options) => {
+      const schema = options.responseFormat?.type === 'json' ? JSON.stringify(options.responseFormat.schema ?? {}) : '';
+      return schema.includes('"tasks"') ? plan : { accepted: true, feedback: '' };
+    },
+  });
+  const bench = await openInstantBenchKernel(model);
+  try {
+    await bench.kernel.spawn(spawnText('name = "worker"\ndescription = "does the work"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n'));
+    const perTask: number[] = [];
+    for (let run = 0; run < WORKFLOWS; run += 1) {
+      const name = `lead-${run}`;
+      await bench.kernel.spawn(spawnText(`name = "${name}"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\nagent_message = ["worker"]\n[workflow]\nmanaged_agents = ["worker"]\n`));
+      await bench.kernel.send(name, 'ten things');
+      const started = performance.now();
+      await bench.kernel.send(name, 'go');
+      for (let wait = 0; wait < 10_000; wait += 1) {
+        const state = (await bench.kernel.workflow(name))?.state;
+        if (state === 'completed' || state === 'failed') break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      if (run >= 5) perTask.push((performance.now() - started) / TASKS);
+    }
+    const bare: number[] = [];
+    for (let task = 0; task < WORKFLOWS * TASKS; task += 1) {
+      const started = performance.now();
+      await generateText({ model, prompt: `do step ${task}`, maxRetries: 0 });
+      await generateText({ model, prompt: 'judge', output: Output.object({ schema: z.object({ accepted: z.boolean(), feedback: z.string() }) }), maxRetries: 0 });
+      bare.push(performance.now() - started);
+    }
+    const workflow = summarize(perTask);
+    const calls = summarize(bare);
+    return { bench: 'orchestration-workflow', tasks: TASKS, per_task: workflow, bare_calls_per_task: calls, bookkeeping_p50_ms: round(workflow.p50_ms - calls.p50_ms) };
+  } finally {
+    await bench.dispose();
+  }
+}
+
 /** `npm run bench -- orchestration`: what orchestrating agent types add beyond their model calls. */
 export async function orchestrationBench(): Promise<Record<string, unknown>> {
-  return { bench: 'orchestration', delegate: await delegateOverhead() };
+  return { bench: 'orchestration', delegate: await delegateOverhead(), workflow: await workflowBookkeeping() };
 }
