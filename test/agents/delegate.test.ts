@@ -102,6 +102,17 @@ describe('builtin:delegate', () => {
     );
   });
 
+  it('tells the user when the managed agent is killed mid-delegation, and keeps running', async () => {
+    await host.kernel.spawn(frontDesk());
+    server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'question' }, { text: 'late', gate: new Promise(() => undefined) }]);
+    const turn = host.kernel.send('front-desk', 'ask the researcher').catch((error: unknown) => error);
+    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await host.kernel.kill('researcher');
+    expect(((await turn) as Error).message).toBe('agent "researcher" was killed during the turn');
+    server.script([{ text: JSON.stringify({ agent: 'writer', reasoning: 'the one left' }) }, { text: 'w' }, { text: 'written' }, { text: 'Here it is.' }]);
+    expect((await host.kernel.send('front-desk', 'write instead')).text).toBe('Here it is.');
+  });
+
   it('cancels a delegation that takes longer than its timeout, on the kernel clock, and tells the user', async () => {
     await host.kernel.spawn(frontDesk('delegation_timeout_seconds = 30\n'));
     server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'slow question' }, { text: 'late', gate: new Promise(() => undefined) }]);
