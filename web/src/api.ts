@@ -1,5 +1,5 @@
 import { parseSse } from './sse.ts';
-import type { AgentEvent, ApprovalView, KernelEvent } from './types.ts';
+import type { AgentEvent, ApprovalView, KernelEvent, PackageRunView } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -68,6 +68,11 @@ export function decideApproval(id: string, approved: boolean, reason = ''): Prom
   });
 }
 
+/** Runs a package binding now; resolves with the finished run. @throws {ApiError} (409 while it is still running) */
+export function runBinding(slug: string, binding: string): Promise<PackageRunView> {
+  return api<PackageRunView>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, { method: 'POST', body: '{}', contentType: 'application/json' });
+}
+
 /** Sends a message and calls `onEvent` for each agent event as the reply streams. @throws {ApiError} when the turn is refused. */
 export async function streamMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal?: AbortSignal): Promise<void> {
   const response = await fetch(`/api/agents/${encodeURIComponent(agent)}/messages`, {
@@ -95,7 +100,22 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
   const key = apiKey();
   if (key === '') {
     const source = new EventSource('/api/events');
-    const types = ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-kill', 'approval-request', 'approval-decide'];
+    const types = [
+      'agent-spawn',
+      'agent-suspend',
+      'agent-resume',
+      'agent-kill',
+      'approval-request',
+      'approval-decide',
+      'package-fire',
+      'package-activity-start',
+      'package-activity-finish',
+      'package-notify',
+      'package-emit',
+      'package-run-finish',
+      'package-skip',
+      'package-miss',
+    ];
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
     for (const type of types) source.addEventListener(type, listener);
     source.onmessage = listener;

@@ -6,6 +6,7 @@ import { AgentsPage } from './pages/agents-page.tsx';
 import { ApprovalsPage, usePendingApprovals } from './pages/approvals-page.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
 import { EventsPage } from './pages/events-page.tsx';
+import { PackagesPage } from './pages/packages-page.tsx';
 import { UsagePage } from './pages/usage-page.tsx';
 import { href, type Route, useRoute } from './router.ts';
 import { useEventLog } from './store.ts';
@@ -30,6 +31,8 @@ function Page({ route }: { route: Route }) {
       return <UsagePage />;
     case 'approvals':
       return <ApprovalsPage />;
+    case 'packages':
+      return <PackagesPage />;
     case 'not-found':
       return (
         <div class="empty">
@@ -97,6 +100,7 @@ export function App() {
         </a>
         <nav>
           <NavLink to={href.agents} active={section === 'agents'} label="Agents" icon="◎" />
+          <NavLink to={href.packages} active={section === 'packages'} label="Packages" icon="▦" />
           <NavLink to={href.events} active={section === 'events'} label="Events" icon="≋" />
           <NavLink to={href.usage} active={section === 'usage'} label="Usage" icon="◔" />
           <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" count={pending.data?.length} />

@@ -8,6 +8,7 @@ export type Route =
   | { page: 'events' }
   | { page: 'usage' }
   | { page: 'approvals' }
+  | { page: 'packages' }
   | { page: 'not-found'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -17,7 +18,7 @@ export function parseRoute(hash: string): Route {
   if (first === undefined || (first === 'agents' && second === undefined)) return { page: 'agents' };
   if (first === 'agents' && second !== undefined && third === undefined) return { page: 'agent', agent: second };
   if (first === 'agents' && second !== undefined && third === 'chat' && parts.length === 3) return { page: 'chat', agent: second };
-  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals')) return { page: first };
+  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages')) return { page: first };
   return { page: 'not-found', path };
 }
 
@@ -29,6 +30,7 @@ export const href = {
   events: '#/events',
   usage: '#/usage',
   approvals: '#/approvals',
+  packages: '#/packages',
 };
 
 export function navigate(to: string): void {

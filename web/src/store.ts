@@ -56,3 +56,10 @@ export function useApprovalVersion(): string {
   // Reconnecting may have missed events: reload then too.
   return `${state}:${latest === undefined ? '' : `${latest.type}:${String(latest['approvalId'])}:${latest.at}`}`;
 }
+
+/** A key that changes whenever a package event arrives (a run fired, progressed or ended): the Packages page reloads on it. */
+export function usePackageVersion(): string {
+  const { events, state } = useEventLog();
+  const latest = events.find((event) => event.type.startsWith('package-'));
+  return `${state}:${latest === undefined ? '' : `${latest.type}:${String(latest['runId'])}:${latest.at}`}`;
+}

@@ -86,3 +86,52 @@ export interface ApprovalView {
   decided_by: string | null;
   reason: string | null;
 }
+
+/** A package trigger (spec/04). */
+export type PackageTrigger = { type: 'schedule'; cron: string } | { type: 'heartbeat'; interval: string; window?: string } | { type: 'event'; sources: string[] } | { type: 'manual' };
+
+/** A binding as `/api/packages` shows it. */
+export interface BindingView {
+  name: string;
+  description: string;
+  trigger: PackageTrigger;
+  next_fire_at: string | null;
+  emit: string | null;
+  sources: string[];
+  cost_estimate: string;
+  total_per_run: number;
+  running: boolean;
+}
+
+/** An installed package. */
+export interface PackageView {
+  slug: string;
+  qualified_name: string | null;
+  version: string;
+  agent: string;
+  agent_id: string;
+  source: string;
+  installed_at: string;
+  active: boolean;
+  settings: string[];
+  pricing: { model?: string; cost?: number };
+  skills: string[];
+  bindings: BindingView[];
+}
+
+/** A run of a binding, with each activity. */
+export interface PackageRunView {
+  id: string;
+  package: string;
+  binding: string;
+  trigger: string;
+  status: string;
+  emitted: string | null;
+  error: string | null;
+  started_at: string;
+  ended_at: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  activities: { id: string; status: string; attempts: number; input_tokens: number; output_tokens: number; cost_usd: number; error: string | null }[];
+}
