@@ -2,27 +2,20 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
-import { build } from 'vite';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
+import { buildDashboard, launchChromium, VISIBLE, visible } from '../helpers/browser.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env['LOOM_SCREENSHOTS'] === '1' ? join(import.meta.dirname, '../../docs/screenshots') : undefined;
-/** Bounded waits for visible conditions: generous for a cold browser, far below the test timeout. */
-const VISIBLE = { timeout: 15_000 };
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
 const CONFIG = { rate_limit: { per_minute: 1_000_000 } };
 
-/** Waits (bounded) until `locator` is visible, and contains `text` when given. */
-async function visible(locator: Locator, text?: string | RegExp): Promise<void> {
-  await (text === undefined ? locator : locator.filter({ hasText: text })).first().waitFor({ state: 'visible', ...VISIBLE });
-}
 
 function agentToml(name: string, modelUrl: string): string {
   return `name = "${name}"\ndescription = "Answers questions in the dashboard test"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${modelUrl}"\n\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`;
@@ -41,22 +34,14 @@ describe('the dashboard, in Chromium against a real daemon', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`the dashboard tests drive Debian's Chromium at ${CHROMIUM}: install it with apt-get install chromium (.ci/run does)`);
-    }
     dir = await mkdtemp(join(tmpdir(), 'loom-web-'));
     const outDir = join(dir, 'dist');
-    await build({ root: join(import.meta.dirname, '../../web'), logLevel: 'silent', build: { outDir, emptyOutDir: true } });
+    await buildDashboard(outDir);
     host = await openTestHost(dir, CONFIG);
     const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(CONFIG), env: { LOOM_DASHBOARD_DIR: outDir }, clock: host.clock, logger: createSilentLogger(), version: '9.9.9-test' });
     server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
     // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).
-    browser = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 820 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium(join(dir, 'chromium-profile'));
     if (SCREENSHOTS !== undefined) await mkdir(SCREENSHOTS, { recursive: true });
   }, 120_000);
 

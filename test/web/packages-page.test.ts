@@ -1,23 +1,15 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
-import { build } from 'vite';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
+import { buildDashboard, launchChromium, visible } from '../helpers/browser.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const VISIBLE = { timeout: 15_000 };
-
-async function visible(locator: Locator, text?: string | RegExp): Promise<void> {
-  await (text === undefined ? locator : locator.filter({ hasText: text })).first().waitFor({ state: 'visible', ...VISIBLE });
-}
 
 describe('the dashboard Packages page, in Chromium against a real daemon', () => {
   const model = useScriptedModelServer();
@@ -28,20 +20,14 @@ describe('the dashboard Packages page, in Chromium against a real daemon', () =>
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`the dashboard tests drive Debian's Chromium at ${CHROMIUM}: install it with apt-get install chromium (.ci/run does)`);
     dir = await mkdtemp(join(tmpdir(), 'loom-web-packages-'));
     const outDir = join(dir, 'dist');
-    await build({ root: join(import.meta.dirname, '../../web'), logLevel: 'silent', build: { outDir, emptyOutDir: true } });
+    await buildDashboard(outDir);
     const config = { ...packageConfig(model.url), rate_limit: { per_minute: 1_000_000 } };
     host = await openTestHost(dir, config);
     const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: { LOOM_DASHBOARD_DIR: outDir }, clock: host.clock, logger: createSilentLogger(), version: '9.9.9-test', packages: host.packages });
     server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
-    browser = await chromium.launchPersistentContext(join(dir, 'chromium-profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 820 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium(join(dir, 'chromium-profile'));
     page = await browser.newPage();
   }, 120_000);
 
