@@ -37,8 +37,8 @@ export interface ModuleTurnContext {
   generate(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
   /** The agent loop with the agent's tools (through the tool runner, every check applied); returns its final text. */
   act(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
-  /** Records something about the turn in the audit log (e.g. a chain of thought's trace). */
-  record(type: string, data: JsonObject): Promise<void>;
+  /** Reports what the agent type did (a chain of thought's trace, a workflow task's outcome): audit log and event stream. */
+  report(event: AgentTypeReport): Promise<void>;
   /**
    * The agents this one may hand work to: `names` (every live agent but itself when empty),
    * those that exist, run, and its `agent_message` grants cover; the others with why they are out.
@@ -50,6 +50,12 @@ export interface ModuleTurnContext {
    */
   delegate(agent: string, message: string, timeoutMs: number): Promise<string>;
 }
+
+/** What an agent type reports (the kernel adds the time and the agent). */
+export type AgentTypeReport =
+  | { type: 'cot-trace'; message: string; trace: JsonObject[] }
+  | { type: 'workflow-state'; state: string; note: string | null }
+  | { type: 'workflow-task'; task: string; status: string; attempts: number; action: string | null; reason: string | null };
 
 /** What a turn adds to the session after the user's message, and the reply. */
 export interface ModuleTurnOutcome {

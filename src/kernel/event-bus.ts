@@ -1,4 +1,4 @@
-import type { Logger } from '../contracts/index.ts';
+import type { JsonValue, Logger } from '../contracts/index.ts';
 import type { ApprovalEvent } from './approval-service.ts';
 
 /** Why an agent was killed: on request, or because its parent was. */
@@ -28,6 +28,15 @@ export type PackageEvent =
   | (PackageEventBase & { type: 'package-skip'; runId: string; trigger: string; reason: string })
   | (PackageEventBase & { type: 'package-miss'; runId: string; trigger: string; count: number; from: number; to: number });
 
+/**
+ * What orchestrating agent types report (spec/03): a chain of thought's trace at the end of a
+ * turn; a workflow's state changes and each task's outcome.
+ */
+export type AgentTypeEvent =
+  | { type: 'cot-trace'; at: number; agentId: string; name: string; message: string; trace: JsonValue[] }
+  | { type: 'workflow-state'; at: number; agentId: string; name: string; state: string; note: string | null }
+  | { type: 'workflow-task'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null };
+
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
@@ -35,7 +44,8 @@ export type KernelEvent =
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }
   | ApprovalEvent
-  | PackageEvent;
+  | PackageEvent
+  | AgentTypeEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

@@ -282,6 +282,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     quotas,
     runtime: dependencies.runtime,
     runner: toolRunner,
+    publish: (event) => publish(event),
   });
 
   const kernel: Kernel = {

@@ -29,6 +29,7 @@ import {
   withStabilityGuidelines,
 } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { KernelEvent } from './event-bus.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { AgentTurns } from './agent-turns.ts';
@@ -55,6 +56,8 @@ export interface MessageFlowParts {
   quotas: QuotaTracker;
   runtime: AgentRuntime | undefined;
   runner: () => ToolRunner;
+  /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
+  publish: (event: KernelEvent) => Promise<void>;
 }
 
 /**
@@ -414,8 +417,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       update(change) {
         const previous = workflowChanges.get(entry.id) ?? Promise.resolve();
         const next = previous.then(async () => {
-          const updated = change(await store.workflows.get(entry.id));
+          const before = await store.workflows.get(entry.id);
+          const updated = change(before);
           await store.workflows.put(updated);
+          if (before?.state !== updated.state) await parts.publish({ type: 'workflow-state', at: clock.now(), agentId: entry.id, name: entry.name, state: updated.state, note: updated.note });
           return updated;
         });
         workflowChanges.set(entry.id, next.catch(() => undefined));
@@ -555,9 +560,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
           throw error;
         }
       },
-      async record(type, data) {
-        await store.events.append({ type, at: clock.now(), agentId: entry.id, data });
-      },
+      report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
       catalog(names) {
         const granted = capabilities.granted(entry.id);
         const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);

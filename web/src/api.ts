@@ -115,6 +115,9 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
       'package-run-finish',
       'package-skip',
       'package-miss',
+      'cot-trace',
+      'workflow-state',
+      'workflow-task',
     ];
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
     for (const type of types) source.addEventListener(type, listener);

@@ -2,6 +2,7 @@ import { stringify } from 'smol-toml';
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
+import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
@@ -175,6 +176,8 @@ export function AgentPage({ name }: { name: string }) {
           )}
         </Card>
       </div>
+      {data.module === 'builtin:workflow' ? <WorkflowPanel name={data.name} version={version} /> : null}
+      {data.module === 'builtin:chain-of-thought' ? <ThoughtTracePanel name={data.name} version={version} /> : null}
       <Card
         title="Manifest"
         actions={
