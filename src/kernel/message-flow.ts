@@ -243,6 +243,30 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     });
   }
 
+  /** The context window a turn plans for: the agent's `[compaction].max_context_tokens`, else the model's. */
+  function contextWindowOf(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget): number {
+    return entry.manifest.compaction.max_context_tokens ?? runtime.contextWindowTokens?.(model) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
+  }
+
+  /**
+   * The history as a turn sends it: compacted past the agent's `[compaction]` threshold (spec/03),
+   * the summary call paid for like any other, a `compaction` phase announced.
+   */
+  async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[] }): Promise<ModelMessage[]> {
+    const settings = entry.manifest.compaction;
+    if (!settings.enabled) return messages;
+    const compaction = await compactSession(messages, {
+      contextWindowTokens: contextWindowOf(runtime, entry, model),
+      threshold: settings.threshold,
+      keepLast: settings.keep_last_n,
+      summarize: (older) => summarize(runtime, model, older, turn.signal, turn.calls),
+      logger: turn.logger,
+    });
+    if (!compaction.compacted) return messages;
+    turn.emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
+    return compaction.messages;
+  }
+
   /** The checks a turn repeats when it leaves the queue (the agent is live, running, within quota), then `run-start`. */
   async function beginTurn(entry: AgentEntry, emit: AgentEventSink, purpose: string): Promise<Logger> {
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
@@ -279,25 +303,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
     if (tier !== undefined) emit({ type: 'phase', phase: 'model-call', detail: `routed to the ${tier} tier: ${modelName(primary)}` });
-    const compactionSettings = entry.manifest.compaction;
-    const contextWindowTokens = compactionSettings.max_context_tokens ?? runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
-
+    const contextWindowTokens = contextWindowOf(runtime, entry, primary);
     const userMessage: ModelMessage = { role: 'user', content: message };
     const calls: ModelCallUsage[] = [];
-    let messages: ModelMessage[] = [...base.messages, userMessage];
-    const compaction = compactionSettings.enabled
-      ? await compactSession(messages, {
-          contextWindowTokens,
-          threshold: compactionSettings.threshold,
-          keepLast: compactionSettings.keep_last_n,
-          summarize: (older) => summarize(runtime, primary, older, signal, calls),
-          logger: runLogger,
-        })
-      : { compacted: false as const };
-    if (compaction.compacted) {
-      messages = compaction.messages;
-      emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
-    }
+    const messages = await compactHistory(runtime, entry, primary, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls });
     /** Saves the history with this turn's messages (from the user's message on), merged if another writer saved meanwhile. */
     /** Saves the turn's messages and usage in one commit, then counts the usage against the quota. */
     const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
@@ -383,7 +392,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         maxIterations: entry.manifest.resources.max_iterations,
         maxOutputTokens: Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id))),
         temperature: modelConfig?.temperature ?? 0.7,
-        contextWindowTokens: runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
+        contextWindowTokens: contextWindowOf(runtime, entry, primary),
         clock,
         logger: runLogger,
         signal,
@@ -546,7 +555,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             maxIterations: entry.manifest.resources.max_iterations,
             maxOutputTokens,
             temperature: modelConfig?.temperature ?? 0.7,
-            contextWindowTokens: runtime.contextWindowTokens?.(primary) ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
+            contextWindowTokens: contextWindowOf(runtime, entry, primary),
             clock,
             logger: turn.logger,
             signal,
@@ -605,11 +614,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const runLogger = await beginTurn(entry, emit, 'send it messages');
     const base = await histories.load(entry.sessionId);
     const calls: ModelCallUsage[] = [];
-    const { context, primary } = createModuleContext(runtime, entry, { message, history: base.messages, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
     const userMessage: ModelMessage = { role: 'user', content: message };
+    const { models } = chooseModels(runtime, entry, message, base.messages.length, 0);
+    const history = (await compactHistory(runtime, entry, models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
     const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
-      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, [...base.messages, userMessage, ...added], [userMessage, ...added], usage);
+      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, [...history, userMessage, ...added], [userMessage, ...added], usage);
       for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
       return usage;
     };

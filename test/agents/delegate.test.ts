@@ -102,6 +102,20 @@ describe('builtin:delegate', () => {
     );
   });
 
+  it("compacts its own long conversation first, as its [compaction] says", async () => {
+    const desk = await host.kernel.spawn(
+      manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${model()}[capabilities]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n[compaction]\nmax_context_tokens = 4000\nthreshold = 0.5\nkeep_last_n = 4\n`),
+    );
+    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
+    await host.store.sessions.save({ id: desk.session_id, agentId: desk.id, messages: history, createdAt: 0, updatedAt: 0 });
+    server.script([{ text: 'SUMMARY of thirty' }, { text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'q' }, { text: 'a' }, { text: 'answer' }]);
+    expect((await host.kernel.send('front-desk', 'and now?')).text).toBe('answer');
+    expect(bodyOf(1)).not.toContain('message 0 ');
+    const session = JSON.stringify((await host.kernel.session('front-desk')).messages);
+    expect(session).toContain('SUMMARY of thirty');
+    expect(session).not.toContain('message 0 ');
+  });
+
   it('tells the user when the managed agent is killed mid-delegation, and keeps running', async () => {
     await host.kernel.spawn(frontDesk());
     server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'question' }, { text: 'late', gate: new Promise(() => undefined) }]);

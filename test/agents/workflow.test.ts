@@ -109,6 +109,47 @@ describe('builtin:workflow', () => {
     expect((await workflow())?.state).toBe('awaiting_approval');
   });
 
+  it('replans the rest when the model decides so, keeping the completed tasks, at most max_replans times', async () => {
+    server.script([twoTasks]);
+    await host.kernel.send('lead', 'a report');
+    server.script([
+      { text: 'facts' },
+      accept,
+      { text: 'a poem' },
+      json({ accepted: false, feedback: 'not a report' }),
+      json({ action: 'replan', improved_instruction: null, reason: 'the writer needs an outline first' }),
+      json({ summary: 'outline, then write', missing_info: null, tasks: [task('t3', 'writer', ['t1']), task('t4', 'writer', ['t3'])] }),
+      { text: 'outline' },
+      accept,
+      { text: 'the report' },
+      accept,
+      { text: 'Done after one replan.' },
+    ]);
+    await host.kernel.send('lead', 'go');
+    const done = await until(['completed', 'failed']);
+    expect(done).toMatchObject({ state: 'completed', replans: 1, note: 'Done after one replan.' });
+    expect(done.tasks.map((entry) => [entry.id, entry.status])).toEqual([
+      ['t1', 'completed'],
+      ['t3', 'completed'],
+      ['t4', 'completed'],
+    ]);
+  });
+
+  it('runs independent tasks side by side up to max_parallel_tasks', async () => {
+    await host.kernel.kill('lead');
+    await host.kernel.spawn(lead('max_parallel_tasks = 2\n'));
+    server.script([json({ summary: 'two at once', missing_info: null, tasks: [task('a', 'researcher'), task('b', 'writer')] })]);
+    await host.kernel.send('lead', 'two things');
+    let release: () => void = () => undefined;
+    server.script([{ text: 'a done', gate: new Promise<void>((resolve) => (release = resolve)) }, { text: 'b done' }, accept, accept, { text: 'both' }]);
+    await host.kernel.send('lead', 'go');
+    // The second task's delegated call arrives while the first is still held back.
+    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(server.requests.length).toBeGreaterThanOrEqual(3);
+    release();
+    expect((await until(['completed'])).tasks.map((entry) => entry.status)).toEqual(['completed', 'completed']);
+  });
+
   it('asks the user when the plan needs more information, and asks the model again once for a plan naming an unknown agent', async () => {
     server.script([json({ summary: '', missing_info: 'Which coast?', tasks: [] })]);
     expect((await host.kernel.send('lead', 'tides report')).text).toBe('Which coast?');
