@@ -67,17 +67,19 @@ const planningSystem = (context: ModuleTurnContext, catalog: string): string =>
   `${context.system}\n\nYou coordinate work: plan the user's request as tasks, each assigned to one of these agents, with dependencies and acceptance criteria. If you cannot plan without more information, ask for it in missing_info and leave tasks empty.\nThe agents:\n${catalog}`;
 
 /** Asks the model for a plan, checks it (agents in the catalog, dependencies acyclic), and asks again once with the problem. */
-async function makePlan(context: ModuleTurnContext, messages: ModelMessage[], keep: readonly WorkflowTaskRecord[] = []): Promise<{ summary: string; question: string | null; tasks: WorkflowTaskRecord[] }> {
+async function makePlan(context: ModuleTurnContext, messages: ModelMessage[], keep: readonly WorkflowTaskRecord[] = []): Promise<{ summary: string; question: string | null; tasks: WorkflowTaskRecord[]; leftOut: string }> {
   const settings = context.agent.manifest.workflow ?? WorkflowSchema.parse({});
   const { available, leftOut } = context.catalog(settings.managed_agents);
   if (available.length === 0) throw new LoomError('NO_MANAGED_AGENT', 'user', `workflow "${context.agent.name}" has no agent to assign tasks to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`);
   const names = available.map((entry) => entry.name);
+  const leftOutText = leftOut.length === 0 ? '' : `\n(Left out of the plan: ${leftOut.map((entry) => `${entry.name}, ${entry.reason}`).join('; ')}.)`;
+  if (leftOut.length > 0) context.emit({ type: 'phase', phase: 'catalog', detail: `left out: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`, data: { leftOut } });
   const system = planningSystem(context, available.map((entry) => `- ${entry.name}: ${entry.description === '' ? '(no description)' : entry.description}`).join('\n'));
   let request = messages;
   let problem = '';
   for (let attempt = 0; attempt < 2; attempt += 1) {
     const plan = await context.structured('plan', WorkflowPlanSchema, { system, messages: request });
-    if (plan.missing_info !== null && plan.missing_info.trim() !== '') return { summary: plan.summary, question: plan.missing_info, tasks: [] };
+    if (plan.missing_info !== null && plan.missing_info.trim() !== '') return { summary: plan.summary, question: plan.missing_info, tasks: [], leftOut: leftOutText };
     try {
       const unknown = plan.tasks.find((task) => !names.includes(task.agent));
       if (unknown !== undefined) throw new LoomError('PLAN_INVALID', 'third-party', `task "${unknown.id}" is assigned to "${unknown.agent}", which is not one of the agents (${names.join(', ')})`);
@@ -87,7 +89,7 @@ async function makePlan(context: ModuleTurnContext, messages: ModelMessage[], ke
         new Set(keep.map((task) => task.id)),
       );
       const tasks = plan.tasks.map((task): WorkflowTaskRecord => ({ id: task.id, title: task.title, instruction: task.instruction, agent: task.agent, dependsOn: task.depends_on, acceptance: task.acceptance, status: 'pending', attempts: 0, result: null, feedback: null }));
-      return { summary: plan.summary, question: null, tasks: [...keep, ...tasks] };
+      return { summary: plan.summary, question: null, tasks: [...keep, ...tasks], leftOut: leftOutText };
     } catch (error) {
       if (!(isLoomError(error) && error.code === 'PLAN_INVALID')) throw error;
       problem = error.message;
@@ -143,7 +145,7 @@ export function workflowModule(port: WorkflowPort): AgentModule {
       );
       if (plan.question !== null) return reply(plan.question);
       const saved = await port.update(() => ({ ...current, state: 'awaiting_approval', summary: plan.summary, tasks: plan.tasks, replans: current.replans + (state === 'stalled' ? 1 : 0), note: null, updatedAt: now() }));
-      return reply(`${describeWorkflow(saved)}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
+      return reply(`${describeWorkflow(saved)}${plan.leftOut}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
     }
 
     // A new request.
@@ -151,7 +153,7 @@ export function workflowModule(port: WorkflowPort): AgentModule {
     const plan = await makePlan(context, [...context.history, { role: 'user', content: message }]);
     if (plan.question !== null) return reply(plan.question);
     const saved = await port.update(() => ({ agentId: context.agent.id, state: 'awaiting_approval', request: message, summary: plan.summary, tasks: plan.tasks, replans: 0, note: null, createdAt: now(), updatedAt: now() }));
-    return reply(`${describeWorkflow(saved)}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
+    return reply(`${describeWorkflow(saved)}${plan.leftOut}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
   };
 }
 

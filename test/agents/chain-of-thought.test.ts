@@ -28,6 +28,7 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
   for await (const event of events) all.push(event);
   return all;
 }
+const bodyOf = (index: number): string => JSON.stringify(server.requests[index]?.body ?? {});
 const phases = (events: readonly AgentEvent[]) => events.flatMap((event) => (event.type === 'phase' ? [`${event.phase}: ${event.detail}`] : []));
 
 describe('the decaying threshold', () => {
@@ -108,6 +109,27 @@ describe('builtin:chain-of-thought', () => {
     expect(server.requests).toHaveLength(4);
     release();
     expect((await turn).text).toBe('Both done.');
+  });
+
+  it('offers tools only to the steps that need them, through the tool runner', async () => {
+    await host.kernel.spawn(
+      manifest(`name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`),
+    );
+    server.script([
+      json({ complexity: 'medium', confidence: 0.2, needs_planning: true }),
+      json({ steps: [{ ...step('look'), needs_tools: true }, step('think', ['look'])], rationale: 'look, then think' }),
+      { toolCalls: [{ name: 'agent_list', input: {} }] },
+      { text: 'saw the agents' },
+      { text: 'thought' },
+      json({ answer: 'done', confidence: 0.9, gaps: [] }),
+      { text: 'Done.' },
+    ]);
+    expect((await host.kernel.send('thinker', 'who is here?')).text).toBe('Done.');
+    const toolsOf = (index: number): unknown => server.requests[index]?.body['tools'];
+    expect(JSON.stringify(toolsOf(2))).toContain('agent_list');
+    // The tool's result went back to the model; the step without tools was offered none.
+    expect(bodyOf(3)).toContain('thinker');
+    expect(toolsOf(4)).toBeUndefined();
   });
 
   it('ends the turn with a clear message when the plan has a cycle', async () => {

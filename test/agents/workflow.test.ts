@@ -198,6 +198,14 @@ describe('builtin:workflow', () => {
     expect(done.note).toBe('All done after the restart.');
   });
 
+  it('tells the user which managed agents were left out of the plan, and why', async () => {
+    await host.kernel.suspend('writer');
+    server.script([json({ summary: 'research only', missing_info: null, tasks: [task('t1', 'researcher')] })]);
+    const planned = await host.kernel.send('lead', 'facts please');
+    expect(planned.text).toContain('(Left out of the plan: writer, suspended.)');
+    expect(bodyOf(0)).not.toContain('- writer');
+  });
+
   it('refuses a command in the wrong state with a clear message, and cancel ends the plan', async () => {
     server.script([twoTasks]);
     await host.kernel.send('lead', 'a report');
