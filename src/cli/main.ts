@@ -9,6 +9,7 @@ import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
 import { registerMcpCommand } from './commands/mcp-command.ts';
 import { registerMcpServersCommand } from './commands/mcp-servers-command.ts';
+import { registerModelCommands } from './commands/model-commands.ts';
 import { registerPackageCommands } from './commands/package-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
@@ -38,6 +39,7 @@ function buildProgram(io: CliIo): Command {
   registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);
   registerPackageCommands(program, io);
+  registerModelCommands(program, io);
   return program;
 }
 
