@@ -33,6 +33,8 @@ export interface CliBackend {
   approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
   /** Approves or denies a pending request; in-process the decision is recorded as by `local`. */
   decideApproval(id: string, approved: boolean, reason?: string): Promise<ApprovalView>;
+  /** Empties an agent's session history. */
+  resetSession(reference: string): Promise<void>;
   /** Agent packages: the daemon's API, or the in-process host's service (same views). */
   packages: PackageService;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ function inProcess(kernel: Kernel, packages: PackageService, close: () => Promis
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
     approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
     decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
+    resetSession: (reference) => kernel.resetSession(reference),
     packages,
     close,
   };
@@ -107,6 +110,10 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
     approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
     decideApproval: (id, approved, reason) => call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined ? undefined : { reason }),
+    resetSession: async (reference) => {
+      const response = await fetch(`${url}${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
+      if (!response.ok) throw await apiError(response);
+    },
     packages: packagesOverHttp(call),
     close: () => Promise.resolve(),
   };
@@ -176,6 +183,7 @@ export async function openBackend(io: CliIo): Promise<CliBackend> {
   const { home } = await openHome(io);
   const daemon = await readDaemonFile(home);
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
+  if (io.interactive === true) io.stderr(`(no daemon runs for ${home.root}: acting on its store directly)\n`);
   const context = await openCliContext(io);
   return inProcess(context.kernel, context.packages, () => context.close());
 }

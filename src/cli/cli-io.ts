@@ -7,6 +7,8 @@ export interface CliIo {
   stdin: Readable;
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
+  /** Whether a person is at a terminal (notes and questions are for them; scripts get neither). */
+  interactive?: boolean;
 }
 
 /** The process's own streams and environment. */
@@ -17,6 +19,7 @@ export function processIo(): CliIo {
     stdin: process.stdin,
     env: process.env,
     cwd: process.cwd(),
+    interactive: process.stdin.isTTY && process.stderr.isTTY,
   };
 }
 
@@ -25,4 +28,17 @@ export async function readAll(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Exit statuses: done, anything else, bad input (invalid manifest, unknown agent, refused capability, usage). */
+export const EXIT = { ok: 0, failure: 1, badInput: 2 } as const;
+
+/** Ends a command with an exit status and nothing more to say (what it says was printed already). */
+export class ExitStatus extends Error {
+  readonly status: number;
+  constructor(status: number) {
+    super(`exit ${status}`);
+    this.name = 'ExitStatus';
+    this.status = status;
+  }
 }

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { isLoomError } from '../errors/index.ts';
-import { type CliIo, processIo } from './cli-io.ts';
+import { type CliIo, EXIT, ExitStatus, processIo } from './cli-io.ts';
 import { registerA2aCommands } from './commands/a2a-commands.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
 import { registerApprovalsCommands } from './commands/approvals-commands.ts';
@@ -15,8 +15,7 @@ import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { LOOM_VERSION } from './version.ts';
 
-/** Exit statuses: done, anything else, bad input (invalid manifest, unknown agent, refused capability, usage). */
-export const EXIT = { ok: 0, failure: 1, badInput: 2 } as const;
+export { EXIT } from './cli-io.ts';
 
 function buildProgram(io: CliIo): Command {
   const program = new Command('loom')
@@ -44,6 +43,7 @@ function buildProgram(io: CliIo): Command {
 }
 
 function report(error: unknown, io: CliIo): number {
+  if (error instanceof ExitStatus) return error.status;
   if (error instanceof CommanderError) {
     // Commander has already printed its message (or the help) through configureOutput.
     if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;

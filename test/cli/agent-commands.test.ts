@@ -130,7 +130,9 @@ describe('loom agent', () => {
   it('kills the children with their parent', async () => {
     await runCliJson(home, ['agent', 'spawn', join(examples, 'coordinator.toml')]);
     await runCliJson(home, ['agent', 'spawn', join(examples, 'helper.toml'), '--parent', 'coordinator']);
-    const killed = await runCliJson<AgentJson[]>(home, ['agent', 'kill', 'coordinator']);
+    const refused = await runCli(home, ['agent', 'kill', 'coordinator']);
+    expect(refused).toMatchObject({ code: 2, stderr: 'error: not killed: coordinator has 1 child, which would be killed with it; pass --yes to kill them all\n' });
+    const killed = await runCliJson<AgentJson[]>(home, ['agent', 'kill', 'coordinator', '--yes']);
     expect(killed.map((agent) => agent.name)).toEqual(['coordinator', 'helper-wiki']);
     expect(await runCliJson<AgentJson[]>(home, ['agent', 'list'])).toEqual([]);
   });

@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/index.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 
@@ -89,5 +90,24 @@ describe('loom init and the first reply', () => {
     expect(reply.code).toBe(0);
     expect(reply.stdout).toContain('agent_list');
     expect(reply.stdout).toContain('Hello! I am answering from a scripted model');
+
+    // `send <agent> -` reads the message from standard input; `agent reset` empties the session.
+    const piped = await runCli(home, ['send', 'hello', '-', '--json'], { stdin: 'Who is here now?\n' });
+    expect(JSON.parse(piped.stdout)).toMatchObject({ text: expect.stringContaining('Hello!') as string });
+    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    const sessionOf = async (): Promise<string> => {
+      const agent = (await store.agents.list()).find((record) => record.name === 'hello');
+      return JSON.stringify((await store.sessions.get(agent?.sessionId ?? ''))?.messages ?? []);
+    };
+    try {
+      expect(await sessionOf()).toContain('Who is here now?');
+      expect((await runCli(home, ['agent', 'reset', 'hello'])).stdout).toBe('Reset the session of hello.\n');
+      expect(await sessionOf()).toBe('[]');
+    } finally {
+      await store.close();
+    }
+    expect((await runCli(home, ['send', 'hello', '-'], { stdin: '  \n' })).stderr).toBe('error: standard input was empty: there is no message to send\n');
+    // No daemon runs here: status says so and exits 1.
+    expect(await runCli(home, ['status'])).toMatchObject({ code: 1 });
   });
 });

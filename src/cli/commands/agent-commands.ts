@@ -1,4 +1,6 @@
+import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
+import { UsageError } from '../../errors/index.ts';
 import { loadManifestFile, type LoadedManifest, parseManifest } from '../../manifest/index.ts';
 import type { AgentView } from '../../kernel/index.ts';
 import { type CliBackend, openBackend } from '../backend.ts';
@@ -97,12 +99,33 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
   registerStateCommand(agent, io, 'resume', 'resume a suspended agent', 'The agent runs again with its session and memory as they were.');
 
   agent
+    .command('reset <agent>')
+    .description("empty an agent's session history (its memory, capabilities and id stay)")
+    .addHelpText('after', '\nExample:\n  $ loom agent reset researcher\n')
+    .action(async (reference: string) => {
+      await withBackend(io, (backend) => backend.resetSession(reference));
+      io.stdout(`Reset the session of ${reference}.\n`);
+    });
+
+  agent
     .command('kill <agent>')
     .description('kill an agent and its descendants: removed with their sessions and memory (irreversible)')
     .option('--json', 'print the killed agents as a JSON array')
-    .addHelpText('after', '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md).\n\nExample:\n  $ loom agent kill researcher\n')
-    .action(async (reference: string, options: JsonOption) => {
-      const killed: AgentView[] = await withBackend(io, (backend) => backend.kill(reference));
+    .option('-y, --yes', 'kill an agent with children without asking')
+    .addHelpText('after', '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md): for an agent\nwith children, kill asks first (--yes for scripts).\n\nExample:\n  $ loom agent kill researcher\n  $ loom agent kill coordinator --yes\n')
+    .action(async (reference: string, options: JsonOption & { yes?: boolean }) => {
+      const killed: AgentView[] = await withBackend(io, async (backend) => {
+        const agent = await backend.get(reference);
+        if (agent.children.length > 0 && options.yes !== true) {
+          const question = `${agent.name} has ${agent.children.length} child${agent.children.length === 1 ? '' : 'ren'}, killed with it (their sessions and memory too). Kill them all? [y/N] `;
+          if (io.interactive !== true) throw new UsageError(`not killed: ${agent.name} has ${agent.children.length} child${agent.children.length === 1 ? '' : 'ren'}, which would be killed with it; pass --yes to kill them all`);
+          const prompt = createInterface({ input: io.stdin, output: process.stderr });
+          const answer = await prompt.question(question).finally(() => prompt.close());
+          if (!/^y(es)?$/i.test(answer.trim())) return [];
+        }
+        return backend.kill(reference);
+      });
+      if (killed.length === 0 && options.json !== true) io.stdout('Not killed.\n');
       if (options.json === true) printJson(io, killed);
       else for (const view of killed) io.stdout(`killed ${view.name} (${view.id})\n`);
     });

@@ -10,7 +10,7 @@ import { LoomError, UsageError } from '../../errors/index.ts';
 import { createLogger, LogRing } from '../../logging/index.ts';
 import { openSqliteStore } from '../../store/index.ts';
 import { openHome } from '../cli-context.ts';
-import type { CliIo } from '../cli-io.ts';
+import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
 
 /** How long `loom start` waits for a background daemon to answer, and `loom stop` for it to end. */
@@ -134,7 +134,7 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .command('status')
     .description('say whether the daemon runs, where, and how many agents it holds')
     .option('--json', 'print { running, url, pid, version, agents, started_at }')
-    .addHelpText('after', '\nExample:\n  $ loom status --json\n')
+    .addHelpText('after', '\nExit status 0 when the daemon answers, 1 when it does not run or does not answer.\n\nExample:\n  $ loom status --json\n')
     .action(async (options: { json?: boolean }) => {
       const { home } = await openHome(io);
       const info = await readDaemonFile(home);
@@ -146,6 +146,8 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
       else if (info === undefined) io.stdout(`Loom is not running (home ${home.root}). Start it with: loom start\n`);
       else io.stdout(`Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n`);
+      // Scripts can ask `loom status` whether the daemon serves, as they ask `systemctl is-active`.
+      if (answer === undefined) throw new ExitStatus(EXIT.failure);
     });
 
   program

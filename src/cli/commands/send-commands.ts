@@ -1,9 +1,9 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { LoomError } from '../../errors/index.ts';
+import { LoomError, UsageError } from '../../errors/index.ts';
 import type { CliEvent } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
-import type { CliIo } from '../cli-io.ts';
+import { type CliIo, readAll } from '../cli-io.ts';
 import { formatTurnFooter, formatToolLine } from '../format.ts';
 
 /** Renders a streamed run on the terminal: text as it comes, one line per tool call and result. */
@@ -49,8 +49,10 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .description('send a message to an agent and print its reply')
     .option('--json', 'print { text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }')
     .option('--stream', 'print the reply as it arrives, with a line per tool call and result')
-    .addHelpText('after', '\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n')
-    .action(async (reference: string, message: string, options: { json?: boolean; stream?: boolean }) => {
+    .addHelpText('after', '\nWith - as the message, it is read from standard input.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
+    .action(async (reference: string, text: string, options: { json?: boolean; stream?: boolean }) => {
+      const message = text === '-' ? (await readAll(io.stdin)).trim() : text;
+      if (message === '') throw new UsageError(text === '-' ? 'standard input was empty: there is no message to send' : 'the message is empty');
       await withBackend(io, async (backend) => {
         if (options.stream === true && options.json !== true) {
           const finish = await renderStream(io, backend.stream(reference, message));
