@@ -176,10 +176,13 @@ export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: 
 }
 
 /**
- * The backend for one command: the running daemon when there is one (with `LOOM_API_KEY` as its
- * key when set), else a kernel booted in this process.
+ * The backend for one command: the daemon `LOOM_URL` names, else the one running for this home
+ * (with `LOOM_API_KEY` as its key when set), else a kernel booted in this process.
  */
 export async function openBackend(io: CliIo): Promise<CliBackend> {
+  // LOOM_URL points the CLI at a daemon elsewhere (another home, another machine).
+  const url = io.env['LOOM_URL'];
+  if (url !== undefined && url.trim() !== '') return overHttp(url.trim().replace(/\/+$/, ''), io.env['LOOM_API_KEY']);
   const { home } = await openHome(io);
   const daemon = await readDaemonFile(home);
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);

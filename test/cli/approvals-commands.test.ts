@@ -123,12 +123,20 @@ describe('loom approvals while a daemon runs', () => {
     expect(existsSync(join(workspace, 'yes.txt'))).toBe(true);
 
     const second = await startWaitingTurn(kernel, 'writer', 'no.txt');
-    expect((await loom(['approvals', 'deny', second.approvalId])).code).toBe(0);
+    // A unique start of the id is enough, as with git's short hashes.
+    expect((await loom(['approvals', 'deny', second.approvalId.slice(0, 8)])).code).toBe(0);
     expect((await second.turn).text).toBe('Finished no.txt.');
     expect(existsSync(join(workspace, 'no.txt'))).toBe(false);
     expect(JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout)).toMatchObject([
       { id: first.approvalId, status: 'approved', decided_by: 'local' },
       { id: second.approvalId, status: 'denied', decided_by: 'local' },
     ]);
+  });
+
+  it('reaches the daemon LOOM_URL names, whatever home the CLI would use', async () => {
+    await daemon.host.kernel.spawn(manifest(writerToml('remote-writer')));
+    const elsewhere = join(dir.path, 'other-home');
+    const listed = await runCli(elsewhere, ['agent', 'list', '--json'], { env: { ...TEST_KEYS, LOOM_URL: `${daemon.info.url}/` } });
+    expect((JSON.parse(listed.stdout) as { name: string }[]).map((agent) => agent.name)).toEqual(['remote-writer']);
   });
 });

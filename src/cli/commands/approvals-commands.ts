@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import type { ApprovalView } from '../../http/index.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
+import { UsageError } from '../../errors/index.ts';
+import type { CliBackend } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
 
 interface DecideOptions {
@@ -32,6 +34,15 @@ export function formatApprovals(approvals: readonly ApprovalView[], all: boolean
   );
 }
 
+/** The pending request an id or a unique prefix of one names (as `git` takes a short hash). */
+async function approvalId(backend: CliBackend, given: string): Promise<string> {
+  const pending = await backend.approvals('pending');
+  if (pending.some((approval) => approval.id === given)) return given;
+  const matches = pending.filter((approval) => approval.id.startsWith(given));
+  if (matches.length > 1) throw new UsageError(`"${given}" is the start of ${matches.length} pending requests (${matches.map((approval) => approval.id).join(', ')}); give more of the id`);
+  return matches[0]?.id ?? given;
+}
+
 function registerDecideCommand(approvals: Command, io: CliIo, verb: 'approve' | 'deny'): void {
   const approved = verb === 'approve';
   approvals
@@ -41,10 +52,10 @@ function registerDecideCommand(approvals: Command, io: CliIo, verb: 'approve' | 
     .option('--json', 'print the decided approval as JSON')
     .addHelpText(
       'after',
-      `\nThe id is the one \`loom approvals list\` shows. A request that was already decided (or expired) is refused.\n\nExample:\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11 --reason "${approved ? 'looks right' : 'not in that folder'}"\n`,
+      `\nThe id is the one \`loom approvals list\` shows, or a unique start of it. A request that was already decided (or expired) is refused.\n\nExample:\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11 --reason "${approved ? 'looks right' : 'not in that folder'}"\n`,
     )
     .action(async (id: string, options: DecideOptions) => {
-      const view = await withBackend(io, (backend) => backend.decideApproval(id, approved, options.reason));
+      const view = await withBackend(io, async (backend) => backend.decideApproval(await approvalId(backend, id), approved, options.reason));
       if (options.json === true) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
       else io.stdout(`${view.status} ${view.tool} for ${view.agent} (${view.id})${view.reason === null ? '' : `: ${view.reason}`}\n`);
     });
