@@ -30,6 +30,15 @@ describe('loom doctor', () => {
     expect(result.stdout).toContain('port 127.0.0.1:0 is free');
   });
 
+  it('reports an invalid config.toml as a failed check, runs the others, and says when there is no default model', async () => {
+    await writeFile(join(home, 'config.toml'), '[daemon]\nprot = 0\n');
+    const result = await runCli(home, ['doctor']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/✗ config .*config\.toml: .*\[daemon\]\.prot: unknown key, did you mean "port"\?/);
+    expect(result.stdout).toMatch(/✓ database .*loom\.db: ok/);
+    expect(result.stdout).toContain('! no [default_model]: agents without [model] cannot run (loom init sets one)');
+  });
+
   it('says which keys it looked for when none is set, without failing', async () => {
     const result = await runCli(home, ['doctor']);
     expect(result.code).toBe(0);

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
+import { type Config, ConfigSchema, ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { createLogger, LogRing } from '../../logging/index.ts';
@@ -158,8 +159,17 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       const checks: { ok: boolean; essential: boolean; text: string }[] = [];
       const major = Number(process.versions.node.split('.')[0]);
       checks.push({ ok: major >= 24, essential: true, text: `Node.js ${process.version}${major >= 24 ? '' : ' (Loom needs 24 or later)'}` });
-      const { home, config } = await openHome(io);
-      checks.push({ ok: true, essential: true, text: `home folder ${home.root}, config valid` });
+      const home = resolveLoomHome(io.env, io.cwd);
+      await ensureLoomHome(home);
+      let config: Config;
+      try {
+        config = await loadConfig(home);
+        checks.push({ ok: true, essential: true, text: `home folder ${home.root}, config valid` });
+      } catch (error) {
+        // A broken config is a finding, not the end of the check-up: the rest runs on the defaults.
+        checks.push({ ok: false, essential: true, text: `config ${home.configPath}: ${error instanceof Error ? error.message : String(error)}` });
+        config = ConfigSchema.parse({});
+      }
       try {
         const store = openSqliteStore({ path: home.databasePath });
         const integrity = store.integrityCheck();
@@ -168,6 +178,8 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       } catch (error) {
         checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
       }
+      if (config.default_model === undefined) checks.push({ ok: false, essential: false, text: 'no [default_model]: agents without [model] cannot run (loom init sets one)' });
+      else checks.push({ ok: true, essential: false, text: `default model ${config.default_model.provider}/${config.default_model.model}` });
       const keys = modelKeysIn(io.env);
       checks.push({
         ok: keys.found.length > 0,
