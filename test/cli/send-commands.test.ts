@@ -74,6 +74,18 @@ describe('loom chat', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('takes /help, /usage and /reset between messages, and refuses an unknown command', async () => {
+    server.script([{ text: 'Noted.', usage: { inputTokens: 40, outputTokens: 4 } }]);
+    const result = await loom(['chat', 'helper'], 'remember blue\n/usage\n/reset\n/help\n/frobnicate\n/exit\n');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/helper\s+openai\/gpt-4o\s+1\s+40\s+4\s+\$/);
+    expect(result.stdout).toContain('The session of helper is empty now.');
+    expect(result.stdout).toContain('Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D).');
+    expect(result.stderr).toContain('unknown command /frobnicate;');
+    expect(server.requests).toHaveLength(1);
+    expect(JSON.parse((await loom(['agent', 'show', 'helper', '--json'])).stdout)).toMatchObject({ name: 'helper' });
+  });
+
   it('reports a failed turn and goes on', async () => {
     server.script([{ status: 400 }, { text: 'Recovered.' }]);
     const result = await loom(['chat', 'helper'], 'first\nsecond\n');

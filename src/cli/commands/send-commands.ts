@@ -4,7 +4,7 @@ import { LoomError, UsageError } from '../../errors/index.ts';
 import type { CliEvent } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
 import { type CliIo, readAll } from '../cli-io.ts';
-import { formatTurnFooter, formatToolLine } from '../format.ts';
+import { formatToolLine, formatTurnFooter, formatUsage } from '../format.ts';
 
 /** Renders a streamed run on the terminal: text as it comes, one line per tool call and result. */
 async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise<Extract<CliEvent, { type: 'run-finish' }> | undefined> {
@@ -42,6 +42,9 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
   return finish;
 }
 
+/** What `loom chat` takes besides messages. */
+const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D).';
+
 /** `loom send` and `loom chat`. */
 export function registerSendCommands(program: Command, io: CliIo): void {
   program
@@ -67,17 +70,37 @@ export function registerSendCommands(program: Command, io: CliIo): void {
   program
     .command('chat <agent>')
     .description('talk with an agent: replies stream as they arrive, tool calls show on their own lines, usage after each reply')
-    .addHelpText('after', '\nType /exit or press Ctrl-D to leave.\n\nExample:\n  $ loom chat researcher\n')
+    .addHelpText('after', `\n${CHAT_HELP}\n\nExample:\n  $ loom chat researcher\n`)
     .action(async (reference: string) => {
       await withBackend(io, async (backend) => {
         const name = (await backend.get(reference)).name;
-        const prompt = createInterface({ input: io.stdin, terminal: false });
+        // At a terminal: line editing and history (arrow keys), as in any shell.
+        const terminal = io.interactive === true;
+        const prompt = createInterface({ input: io.stdin, terminal, ...(terminal ? { output: process.stdout, historySize: 500 } : {}) });
         try {
-          io.stdout(`Chatting with ${name}. Type /exit or press Ctrl-D to leave.\n`);
+          io.stdout(`Chatting with ${name}. Type /help for commands, /exit or Ctrl-D to leave.\n`);
           for await (const input of prompt) {
             const message = input.trim();
             if (message === '') continue;
             if (message === '/exit' || message === '/quit') break;
+            if (message === '/help') {
+              io.stdout(`${CHAT_HELP}\n`);
+              continue;
+            }
+            if (message === '/reset') {
+              await backend.resetSession(reference);
+              io.stdout(`The session of ${name} is empty now.\n`);
+              continue;
+            }
+            if (message === '/usage') {
+              const rows = await backend.usage(name);
+              io.stdout(rows.length === 0 ? 'No usage yet.\n' : formatUsage(rows));
+              continue;
+            }
+            if (message.startsWith('/')) {
+              io.stderr(`unknown command ${message.split(/\s/)[0] ?? message}; ${CHAT_HELP}\n`);
+              continue;
+            }
             io.stdout(`${name}> `);
             try {
               const finish = await renderStream(io, backend.stream(reference, message));
