@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
+import { gunzip, gzipSync } from 'node:zlib';
 import { create, extract, list, type ReadEntry } from 'tar';
 import { PackageError } from '../errors/index.ts';
 
@@ -67,10 +67,12 @@ export async function packFolder(dir: string): Promise<Buffer> {
   if (info?.isDirectory() !== true) throw new PackageError(`cannot pack "${dir}": it is not a folder`);
   const entries = await folderEntries(dir);
   if (entries.length === 0) throw new PackageError(`cannot pack "${dir}": the folder is empty`);
-  const stream = create({ gzip: true, cwd: dir, portable: true, mtime: FIXED_MTIME, noDirRecurse: true, linkCache: new ForgetfulMap() }, entries);
+  // The tar stream uncompressed, then gzip from node:zlib: tar's own gzip stream could fail with
+  // "zlib: stream error" after its end in rare timings, as an uncaught exception.
+  const stream = create({ cwd: dir, portable: true, mtime: FIXED_MTIME, noDirRecurse: true, linkCache: new ForgetfulMap() }, entries);
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks);
+  return gzipSync(Buffer.concat(chunks));
 }
 
 /** The SHA-256 of the bytes, in lowercase hex. */

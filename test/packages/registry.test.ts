@@ -91,11 +91,11 @@ async function entriesOf(bytes: Buffer): Promise<string[]> {
   return paths;
 }
 
-/** A .tgz that tar's own `create` makes of `paths` in `cwd`. */
+/** A .tgz of what tar's own `create` makes of `paths` in `cwd` (gzipped by node:zlib, as packFolder does). */
 async function tarOf(cwd: string, paths: string[], options: { preservePaths?: boolean } = {}): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of createTar({ gzip: true, cwd, ...options }, paths) as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
+  for await (const chunk of createTar({ cwd, ...options }, paths) as AsyncIterable<Buffer>) chunks.push(chunk);
+  return gzipSync(Buffer.concat(chunks));
 }
 
 describe('packFolder() and unpackArchive()', () => {
