@@ -21,6 +21,8 @@ export interface CliBackend {
   /** `daemon <url>` or `in-process`, for messages. */
   readonly kind: 'daemon' | 'in-process';
   spawn(manifest: Manifest, parent?: string): Promise<AgentView>;
+  /** Replaces a live agent's manifest (its session and memory stay). */
+  update(reference: string, manifest: Manifest): Promise<AgentView>;
   list(): Promise<AgentView[]>;
   get(reference: string): Promise<AgentDetailView>;
   suspend(reference: string): Promise<AgentView>;
@@ -44,6 +46,7 @@ function inProcess(kernel: Kernel, packages: PackageService, close: () => Promis
   return {
     kind: 'in-process',
     spawn: (manifest, parent) => kernel.spawn(manifest, parent === undefined ? {} : { parent }),
+    update: (reference, manifest) => kernel.update(reference, manifest),
     list: () => Promise.resolve(kernel.list()),
     get: (reference) => Promise.resolve(kernel.get(reference)),
     suspend: (reference) => kernel.suspend(reference),
@@ -92,6 +95,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
   return {
     kind: 'daemon',
     spawn: (manifest, parent) => call('POST', `/api/agents${parent === undefined ? '' : `?parent=${encodeURIComponent(parent)}`}`, manifest),
+    update: (reference, manifest) => call('PUT', agent(reference), manifest),
     list: () => call('GET', '/api/agents'),
     get: (reference) => call('GET', agent(reference)),
     suspend: (reference) => call('POST', `${agent(reference)}/suspend`),

@@ -102,6 +102,11 @@ export interface AgentRepository {
   /** @throws {StoreNotFoundError} when no agent has this id. */
   setState(id: string, state: AgentState, at: number): Promise<void>;
   /**
+   * Replaces an agent's manifest; its session, memory and id stay.
+   * @throws {StoreNotFoundError} when no agent has this id.
+   */
+  updateManifest(id: string, manifest: JsonObject, at: number): Promise<void>;
+  /**
    * Deletes agents, in one transaction, with their sessions and memory. Unknown ids are
    * ignored. Usage and events are kept.
    */

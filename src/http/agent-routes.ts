@@ -80,6 +80,19 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     return c.json(body, 201);
   });
 
+  routes.put('/:agent', async (c) => {
+    requireOwner(principalOf(c), 'update agents');
+    const type = mediaTypeOf(c);
+    const format = MANIFEST_FORMATS[type];
+    if (format === undefined) {
+      throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
+    }
+    const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
+    const view = await kernel.update(c.req.param('agent'), manifest);
+    const body: SpawnResponse = { ...kernel.get(view.id), warnings };
+    return c.json(body);
+  });
+
   routes.get('/:agent', (c) => {
     reach(c);
     return c.json(kernel.get(c.req.param('agent')));

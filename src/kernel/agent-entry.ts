@@ -11,8 +11,9 @@ export interface AgentEntry {
   /** Ids of live children, in spawn order. */
   readonly children: Set<string>;
   readonly sessionId: string;
-  readonly manifest: Manifest;
-  readonly capabilities: readonly Capability[];
+  /** Replaced as a whole by `kernel.update` (a turn under way keeps the one it started with). */
+  manifest: Manifest;
+  capabilities: readonly Capability[];
   readonly createdAt: number;
   updatedAt: number;
 }

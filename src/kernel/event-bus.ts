@@ -42,6 +42,7 @@ export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
   | { type: 'agent-suspend'; at: number; agentId: string; name: string }
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
+  | { type: 'agent-update'; at: number; agentId: string; name: string }
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }
   | ApprovalEvent
   | PackageEvent

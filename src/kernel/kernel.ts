@@ -2,6 +2,8 @@ import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
+  LoomError,
+  CapabilityEscalationError,
   AgentNameTakenError,
   AgentNotFoundError,
   StoreConflictError,
@@ -81,6 +83,14 @@ export interface Kernel {
    *   gives power (see `confineChild`); what is stored is the child as its parent confines it.
    */
   spawn(manifest: Manifest, options?: SpawnOptions): Promise<AgentView>;
+  /**
+   * Replaces a live agent's manifest, keeping its id, session and memory: checked like a spawn
+   * (its parent confines it), and refused when one of its children would then exceed it. A
+   * running agent's schedules and triggers restart on the new manifest.
+   * @throws {AgentNotFoundError} {CapabilityEscalationError} {CapabilityDeniedError}; a LoomError
+   *   `AGENT_RENAME` when the manifest names another agent.
+   */
+  update(reference: string, manifest: Manifest): Promise<AgentView>;
   /** Every live agent, in spawn order. */
   list(): AgentView[];
   /** @throws {AgentNotFoundError} */
@@ -285,6 +295,37 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     publish: (event) => publish(event),
   });
 
+  /**
+   * What a manifest may hold, for a spawn or an update: a child confined by its parent in every
+   * field that gives power (see `confineChild`), an orchestrator's managed agents covered by its
+   * `agent_message` grants, an event-log agent granted its log tools.
+   */
+  function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): { manifest: Manifest; granted: Capability[] } {
+    const { name } = requested;
+    const { runtime } = dependencies;
+    const manifest =
+      parent === undefined
+        ? requested
+        : confineChild(parent, requested, {
+            workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
+            defaultModel: runtime?.defaultModel,
+            tiers: runtime?.tiers,
+            now: clock.now(),
+          });
+    const granted = capabilitiesFromManifest(manifest.capabilities);
+    // An orchestrator reaches its managed agents only by messages its grants cover.
+    const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
+    const unreachable = managed.filter((agent) => !isGranted(granted, { kind: 'agent_message', pattern: agent }));
+    if (unreachable.length > 0) {
+      const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
+      throw new CapabilityDeniedError(`cannot ${action} "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
+    }
+    if (manifest.module === 'builtin:eventlog' && !LOG_TOOLS.some((tool) => isGranted(granted, { kind: 'tool_invoke', pattern: tool.name }))) {
+      throw new CapabilityDeniedError(`cannot ${action} "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`);
+    }
+    return { manifest, granted };
+  }
+
   const kernel: Kernel = {
     events,
     capabilities,
@@ -316,34 +357,42 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return report;
     },
 
+    async update(reference, requested) {
+      const entry = registry.resolve(reference);
+      if (requested.name !== entry.name) {
+        throw new LoomError('AGENT_RENAME', 'user', `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`);
+      }
+      const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
+      const { manifest, granted } = admitManifest(requested, parent, 'update');
+      // Its children must still fit inside it.
+      for (const childId of entry.children) {
+        const child = registry.find(childId);
+        if (child === undefined) continue;
+        try {
+          admitManifest(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
+        } catch (error) {
+          throw new CapabilityEscalationError(`cannot update "${entry.name}": its child "${child.name}" would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
+        }
+      }
+      const at = clock.now();
+      await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
+      const running = entry.state === 'running';
+      if (running) await runHooks(entry, 'suspend');
+      entry.manifest = manifest;
+      entry.capabilities = granted;
+      entry.updatedAt = at;
+      capabilities.grant(entry.id, granted);
+      if (running) await runHooks(entry, 'start');
+      await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
+      return toAgentView(entry);
+    },
+
     async spawn(requested, options = {}) {
       const { name } = requested;
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
-      // A child never exceeds its parent in anything that gives power, not only [capabilities].
-      const { runtime } = dependencies;
-      const manifest =
-        parent === undefined
-          ? requested
-          : confineChild(parent, requested, {
-              workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
-              defaultModel: runtime?.defaultModel,
-              tiers: runtime?.tiers,
-              now: clock.now(),
-            });
-      const granted = capabilitiesFromManifest(manifest.capabilities);
-      // An orchestrator reaches its managed agents only by messages its grants cover.
-      const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
-      const unreachable = managed.filter((agent) => !isGranted(granted, { kind: 'agent_message', pattern: agent }));
-      if (unreachable.length > 0) {
-        const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
-        throw new CapabilityDeniedError(`cannot spawn "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
-      }
-
-      if (manifest.module === 'builtin:eventlog' && !LOG_TOOLS.some((tool) => isGranted(granted, { kind: 'tool_invoke', pattern: tool.name }))) {
-        throw new CapabilityDeniedError(`cannot spawn "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`);
-      }
+      const { manifest, granted } = admitManifest(requested, parent, 'spawn');
 
       const at = clock.now();
       const entry: AgentEntry = {

@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { AgentRecord, AgentRepository, AgentState, SessionRecord } from '../contracts/index.ts';
+import type { AgentRecord, AgentRepository, AgentState, JsonObject, SessionRecord } from '../contracts/index.ts';
 import { StoreError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { jsonObjectText, parseRow, type SqliteRow } from './sqlite-rows.ts';
@@ -40,6 +40,7 @@ export class SqliteAgentRepository implements AgentRepository {
   readonly #get: StatementSync;
   readonly #insertMessage: StatementSync;
   readonly #setState: StatementSync;
+  readonly #updateManifest: StatementSync;
   readonly #delete: StatementSync;
 
   constructor(connection: SqliteConnection) {
@@ -53,6 +54,7 @@ export class SqliteAgentRepository implements AgentRepository {
     this.#list = db.prepare(`SELECT ${columns} FROM agents ORDER BY created_at, rowid`);
     this.#get = db.prepare(`SELECT ${columns} FROM agents WHERE id = ?`);
     this.#setState = db.prepare('UPDATE agents SET state = ?, updated_at = ? WHERE id = ?');
+    this.#updateManifest = db.prepare('UPDATE agents SET manifest = ?, updated_at = ? WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM agents WHERE id = ?');
   }
 
@@ -118,6 +120,16 @@ export class SqliteAgentRepository implements AgentRepository {
         }
       },
       () => ({ action: `set agent "${id}" to ${state}` }),
+    );
+  }
+
+  updateManifest(id: string, manifest: JsonObject, at: number): Promise<void> {
+    return this.#connection.execute(
+      () => {
+        const { changes } = this.#updateManifest.run(JSON.stringify(manifest), at, id);
+        if (Number(changes) === 0) throw new StoreNotFoundError(`cannot update agent "${id}": no agent has the id "${id}"`);
+      },
+      () => ({ action: `update the manifest of agent "${id}"` }),
     );
   }
 

@@ -34,6 +34,19 @@ describe('GET /api/health', () => {
   });
 });
 
+describe('PUT /api/agents/{agent}', () => {
+  it('replaces the manifest of a live agent, keeping its id and session; a manifest for another name is refused', async () => {
+    const spawned = (await (await api.request('/api/agents', toml('name = "editor"\n'))).json()) as { id: string; session_id: string };
+    const put = (text: string): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/toml' }, body: text });
+    const response = await api.request('/api/agents/editor', put('name = "editor"\ndescription = "now with a tool"\n[capabilities]\ntools = ["agent_list"]\n'));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id: spawned.id, session_id: spawned.session_id, description: 'now with a tool', capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }], warnings: [] });
+    const renamed = await api.request('/api/agents/editor', put('name = "someone-else"\n'));
+    expect(renamed.status).toBe(400);
+    expect(((await renamed.json()) as { error: { code: string } }).error.code).toBe('AGENT_RENAME');
+  });
+});
+
 describe('POST /api/agents', () => {
   it('spawns an agent from a TOML manifest and answers 201 with the show view and no warnings', async () => {
     const body = await spawn('researcher');

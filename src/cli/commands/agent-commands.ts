@@ -69,6 +69,19 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     });
 
   agent
+    .command('update <agent> <manifest>')
+    .description("replace a live agent's manifest, keeping its session and memory (checked like a spawn)")
+    .option('--json', 'print the updated agent as JSON')
+    .addHelpText('after', "\nThe manifest must name the same agent. A child stays within its parent, and an agent's children must still\nfit within it. A running agent's schedules and triggers restart on the new manifest.\n\nExample:\n  $ loom agent update researcher examples/agents/researcher.toml\n")
+    .action(async (reference: string, path: string, options: JsonOption) => {
+      const { manifest, warnings } = await readManifest(path, io);
+      for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
+      const view = await withBackend(io, (backend) => backend.update(reference, manifest));
+      if (options.json === true) printJson(io, view);
+      else io.stdout(`updated ${view.name} (${view.id})\n`);
+    });
+
+  agent
     .command('list')
     .description('list the agents')
     .option('--json', 'print a JSON array')

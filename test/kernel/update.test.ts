@@ -1,0 +1,61 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { runCli } from '../helpers/run-cli.ts';
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-update-');
+  host = await openTestHost(dir.path);
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+const toml = (name: string, extra = '') => `name = "${name}"\ndescription = "v2"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n${extra}`;
+
+describe('kernel.update()', () => {
+  it('replaces the manifest and keeps the id, the session and the memory; the new grants apply at once', async () => {
+    const before = await host.kernel.spawn(manifest(toml('helper')));
+    server.script([{ text: 'first' }]);
+    await host.kernel.send('helper', 'remember this');
+    await host.store.memory.put({ agentId: before.id, key: 'fact', value: 'kept', updatedAt: 1 });
+
+    const after = await host.kernel.update('helper', manifest(toml('helper', '[capabilities]\ntools = ["agent_list"]\n')));
+    expect(after).toMatchObject({ id: before.id, session_id: before.session_id, description: 'v2' });
+    expect(after.capabilities).toEqual([{ kind: 'tool_invoke', pattern: 'agent_list' }]);
+    expect(JSON.stringify((await host.kernel.session('helper')).messages)).toContain('remember this');
+    expect((await host.store.memory.get(before.id, 'fact'))?.value).toBe('kept');
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }] }, { text: 'listed' }]);
+    expect((await host.kernel.send('helper', 'who is here?')).text).toBe('listed');
+    expect((await host.kernel.audit({ agent: 'helper', type: 'agent-update' }))).toHaveLength(1);
+  });
+
+  it('refuses another name, a child exceeding its parent, and a parent its children would exceed', async () => {
+    await host.kernel.spawn(manifest(toml('parent', '[capabilities]\nagent_spawn = true\ntools = ["agent_list", "file_read"]\nfile_read = ["/data/*"]\n')));
+    await host.kernel.spawn(manifest(toml('child', '[capabilities]\ntools = ["file_read"]\nfile_read = ["/data/*"]\n')), { parent: 'parent' });
+    await expect(host.kernel.update('child', manifest(toml('other')))).rejects.toThrow('cannot update "child" with a manifest for "other": an agent\'s name does not change');
+    await expect(host.kernel.update('child', manifest(toml('child', '[capabilities]\ntools = ["shell_exec"]\nshell = ["*"]\n')))).rejects.toThrow(/shell/);
+    await expect(host.kernel.update('parent', manifest(toml('parent', '[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n')))).rejects.toThrow('cannot update "parent": its child "child" would then exceed it');
+    expect(host.kernel.get('parent').capabilities).toContainEqual({ kind: 'file_read', pattern: '/data/*' });
+  });
+
+  it('loom agent update changes a stored agent from the command line', async () => {
+    await host.close();
+    const home = join(dir.path, 'home');
+    await writeFile(join(dir.path, 'v1.toml'), toml('scribe'));
+    await writeFile(join(dir.path, 'v2.toml'), toml('scribe', '[capabilities]\ntools = ["agent_list"]\n'));
+    expect((await runCli(home, ['agent', 'spawn', join(dir.path, 'v1.toml')])).code).toBe(0);
+    const updated = await runCli(home, ['agent', 'update', 'scribe', join(dir.path, 'v2.toml'), '--json']);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ name: 'scribe', capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }] });
+    host = await openTestHost(dir.path);
+    expect(host.kernel.get('scribe').capabilities).toEqual([{ kind: 'tool_invoke', pattern: 'agent_list' }]);
+  });
+});
