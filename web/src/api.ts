@@ -104,6 +104,7 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
       'agent-spawn',
       'agent-suspend',
       'agent-resume',
+      'agent-update',
       'agent-kill',
       'approval-request',
       'approval-decide',
