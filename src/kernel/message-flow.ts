@@ -89,7 +89,7 @@ export interface MessageFlow {
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
-  /** Resolves once no turn is running or queued. */
+  /** Resolves once no turn is running or queued, and no background work (a workflow) runs. */
   idle(): Promise<void>;
   /** Empties an agent's session history, after its running turn (if any) ends. */
   resetSession(agent: AgentEntry, at: number): Promise<void>;
@@ -417,8 +417,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    */
   /** Per agent: the last pending change of its workflow (changes apply one at a time). */
   const workflowChanges = new Map<string, Promise<unknown>>();
-  /** Per agent: its workflow running in the background, to stop it with the agent. */
+  /** Per agent: its workflow running in the background, to stop it with the agent (and wait for it). */
   const workflowRuns = new Map<string, AbortController>();
+  const workflowDone = new Set<Promise<void>>();
 
   function workflowPort(entry: AgentEntry): WorkflowPort {
     return {
@@ -465,7 +466,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
           .catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
       }
     };
-    void (async () => {
+    const done = (async () => {
       try {
         const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await import('ai'));
         await executeWorkflow(context, port);
@@ -477,6 +478,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         workflowRuns.delete(entry.id);
       }
     })();
+    workflowDone.add(done);
+    void done.finally(() => workflowDone.delete(done));
   }
 
   /**
@@ -678,7 +681,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         const current = await store.sessions.get(agent.sessionId);
         await store.sessions.save({ id: agent.sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at });
       }),
-    idle: () => turns.idle(),
+    async idle() {
+      await turns.idle();
+      await Promise.allSettled([...workflowDone]);
+    },
     async resumeWork(agent) {
       if (agent.manifest.module !== 'builtin:workflow') return;
       const current = await store.workflows.get(agent.id);
