@@ -1,7 +1,13 @@
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Locator } from 'playwright-core';
 import { build } from 'vite';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { openTestHost, type TestHost } from './test-host.ts';
 
 /** Debian's Chromium, which the browser tests drive (never a downloaded browser). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -28,4 +34,48 @@ export async function launchChromium(profileDir: string): Promise<BrowserContext
     viewport: { width: 1280, height: 820 },
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+}
+
+/** A daemon's HTTP app serving a freshly built dashboard, and Chromium to look at it. */
+export interface DashboardHarness {
+  dir: string;
+  host: TestHost;
+  server: RunningHttpServer;
+  browser: BrowserContext;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the dashboard, opens a test host on `config` (config.toml's shape) in a temporary
+ * folder, serves it on 127.0.0.1 and launches Chromium. `packages` mounts `/api/packages`.
+ */
+export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean } = {}): Promise<DashboardHarness> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const outDir = join(dir, 'dist');
+  await buildDashboard(outDir);
+  const host = await openTestHost(dir, config, undefined, { runSchedules: options.runSchedules ?? false });
+  const app = createHttpApp({
+    kernel: host.kernel,
+    config: ConfigSchema.parse(config),
+    env: { LOOM_DASHBOARD_DIR: outDir },
+    clock: host.clock,
+    logger: createSilentLogger(),
+    version: '9.9.9-test',
+    ...(options.packages === true ? { packages: host.packages } : {}),
+  });
+  const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).
+  const browser = await launchChromium(join(dir, 'chromium-profile'));
+  return {
+    dir,
+    host,
+    server,
+    browser,
+    close: async () => {
+      await browser.close();
+      await server.close();
+      await host.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

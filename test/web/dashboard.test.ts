@@ -1,15 +1,12 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import type { RunningHttpServer } from '../../src/http/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { buildDashboard, launchChromium, VISIBLE, visible } from '../helpers/browser.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
+import type { TestHost } from '../helpers/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 const SCREENSHOTS = process.env['LOOM_SCREENSHOTS'] === '1' ? join(import.meta.dirname, '../../docs/screenshots') : undefined;
@@ -27,29 +24,21 @@ const GUARDED_TOML = (modelUrl: string): string =>
 
 describe('the dashboard, in Chromium against a real daemon', () => {
   const model = useScriptedModelServer();
-  let dir: string;
   let host: TestHost;
   let server: RunningHttpServer;
   let browser: BrowserContext;
   let page: Page;
 
+  let harness: DashboardHarness;
+
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'loom-web-'));
-    const outDir = join(dir, 'dist');
-    await buildDashboard(outDir);
-    host = await openTestHost(dir, CONFIG);
-    const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(CONFIG), env: { LOOM_DASHBOARD_DIR: outDir }, clock: host.clock, logger: createSilentLogger(), version: '9.9.9-test' });
-    server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
-    // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).
-    browser = await launchChromium(join(dir, 'chromium-profile'));
+    harness = await startDashboard('loom-web-', CONFIG);
+    ({ host, server, browser } = harness);
     if (SCREENSHOTS !== undefined) await mkdir(SCREENSHOTS, { recursive: true });
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-    await host?.close();
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await harness?.close();
   });
 
   beforeEach(async () => {
