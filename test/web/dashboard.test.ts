@@ -181,6 +181,9 @@ describe('the dashboard, in Chromium against a real daemon', () => {
       expect(await readFile(join(host.home.workspacesDir, 'guarded', 'plan.md'), 'utf8')).toBe('# Plan');
       expect(await host.kernel.approvals.list('approved')).toMatchObject([{ tool: 'file_write', decidedBy: 'local' }]);
       expect(await approvals.getByTestId('pending-approvals').count()).toBe(0);
+      // Decided requests stay listed, with who decided.
+      await approvals.getByRole('button', { name: 'Decided' }).click();
+      await visible(approvals.getByTestId('decided-approval'), /file_write\s*approved by local/);
     } finally {
       await approvals.close();
     }

@@ -85,13 +85,63 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
   );
 }
 
+/** Requests already decided (approved, denied or expired), newest first. */
+function DecidedApprovals() {
+  const all = useApi<ApprovalView[]>('/api/approvals?status=all', [useApprovalVersion()]);
+  const decided = (all.data ?? []).filter((approval) => approval.status !== 'pending').reverse();
+  if (all.error !== undefined) return <ErrorBox message={all.error} />;
+  if (decided.length === 0) return <Empty>No request has been decided yet.</Empty>;
+  return (
+    <div class="card table-card">
+      <table class="table" aria-label="Decided approvals">
+        <thead>
+          <tr>
+            <th>Requested</th>
+            <th>Agent</th>
+            <th>Tool</th>
+            <th>Decision</th>
+            <th>Reason</th>
+          </tr>
+        </thead>
+        <tbody>
+          {decided.map((approval) => (
+            <tr key={approval.id} data-testid="decided-approval">
+              <td class="small">{formatTime(approval.requested_at)}</td>
+              <td>
+                <a href={href.agent(approval.agent)}>{approval.agent}</a>
+              </td>
+              <td class="mono">{approval.tool}</td>
+              <td class="small">
+                {approval.status} by {approval.decided_by ?? '?'}
+                {approval.decided_at === null ? '' : `, ${formatTime(approval.decided_at)}`}
+              </td>
+              <td class="small">{approval.reason ?? '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 export function ApprovalsPage() {
   const pending = usePendingApprovals();
   const now = useNow();
+  const [showDecided, setShowDecided] = useState(false);
   const list = pending.data ?? [];
   return (
     <div class="page">
       <PageHeader
+        actions={
+          <div class="segmented" role="group" aria-label="Which approvals">
+            <button type="button" class={showDecided ? '' : 'on'} aria-pressed={!showDecided} onClick={() => setShowDecided(false)}>
+              Pending
+            </button>
+            <button type="button" class={showDecided ? 'on' : ''} aria-pressed={showDecided} onClick={() => setShowDecided(true)}>
+              Decided
+            </button>
+          </div>
+        }
         title="Approvals"
         subtitle={
           <span>
@@ -100,7 +150,9 @@ export function ApprovalsPage() {
         }
       />
       <ErrorBox message={pending.error} />
-      {pending.data === undefined ? null : list.length === 0 ? (
+      {showDecided ? (
+        <DecidedApprovals />
+      ) : pending.data === undefined ? null : list.length === 0 ? (
         <Empty>No tool calls are waiting for approval. New requests appear here as they are made.</Empty>
       ) : (
         <div class="approval-list">
