@@ -219,7 +219,9 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, { details: { package: slug, binding: name, skippedRun: skipped.id } });
     }
     busy.add(key);
-    const runnable: RunnableBinding = Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
+    // A resumed run keeps the inputs it started with (an event's output among them).
+    const runnable: RunnableBinding =
+      resume !== undefined ? { ...binding, inputs: resume.inputs } : Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
     const run = (async () => {
       try {
         const finished = await runBinding(

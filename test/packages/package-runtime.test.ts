@@ -153,6 +153,37 @@ describe('runs', () => {
   });
 });
 
+describe('after a restart', () => {
+  it('resumes a run cut off mid-way with the inputs it started with and the outputs it had', async () => {
+    const first = await open();
+    await first.packages.install(await writePackage(dir.path, 'resumer', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('gather'), activityJson('write')]) } }));
+    const done = { id: 'gather', status: 'completed' as const, attempts: 1, inputTokens: 5, outputTokens: 5, costUsd: 0, output: 'gathered: tides twice a day', error: null, fallback: null, startedAt: 1, endedAt: 2 };
+    await first.store.packageRuns.create({
+      id: 'cut-off',
+      package: 'resumer',
+      binding: 'job',
+      trigger: 'manual',
+      status: 'running',
+      inputs: { topic: 'tides' },
+      activities: [done, { ...done, id: 'write', status: 'running', output: null, endedAt: null }],
+      emitted: null,
+      error: null,
+      startedAt: 1,
+      endedAt: null,
+    });
+    await first.close();
+    hosts = [];
+
+    server.script([{ text: 'written' }]);
+    const second = await open();
+    await second.packages.runtime.idle();
+    expect(await second.store.packageRuns.get('cut-off')).toMatchObject({ status: 'completed', activities: [{ output: 'gathered: tides twice a day' }, { output: 'written' }] });
+    expect(server.requests).toHaveLength(1);
+    expect(userOf(0)).toContain('\\"topic\\": \\"tides\\"');
+    expect(userOf(0)).toContain('gathered: tides twice a day');
+  });
+});
+
 describe('triggers on the injected clock', () => {
   it("fires a schedule in the package's time zone, once a day across the DST change", async () => {
     // New York springs forward on 2026-03-08: 02:30 does not exist that night.
