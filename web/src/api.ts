@@ -1,5 +1,5 @@
 import { parseSse } from './sse.ts';
-import type { AgentEvent, ApprovalView, KernelEvent, PackageRunView } from './types.ts';
+import { type AgentEvent, type ApprovalView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -68,9 +68,16 @@ export function decideApproval(id: string, approved: boolean, reason = ''): Prom
   });
 }
 
-/** Runs a package binding now; resolves with the finished run. @throws {ApiError} (409 while it is still running) */
-export function runBinding(slug: string, binding: string): Promise<PackageRunView> {
-  return api<PackageRunView>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, { method: 'POST', body: '{}', contentType: 'application/json' });
+/**
+ * Runs a package binding now (owner or user keys; a viewer key gets 403) and resolves with the
+ * finished run, as the API waits for it to end. @throws {ApiError} (409 `BINDING_BUSY` while it is still running)
+ */
+export function runBinding(slug: string, binding: string, inputs: Record<string, unknown> = {}): Promise<PackageRunView> {
+  return api<PackageRunView>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, {
+    method: 'POST',
+    body: JSON.stringify({ inputs }),
+    contentType: 'application/json',
+  });
 }
 
 /** Sends a message and calls `onEvent` for each agent event as the reply streams. @throws {ApiError} when the turn is refused. */
@@ -108,14 +115,7 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
       'agent-kill',
       'approval-request',
       'approval-decide',
-      'package-fire',
-      'package-activity-start',
-      'package-activity-finish',
-      'package-notify',
-      'package-emit',
-      'package-run-finish',
-      'package-skip',
-      'package-miss',
+      ...PACKAGE_EVENT_TYPES,
       'cot-trace',
       'workflow-state',
       'workflow-task',

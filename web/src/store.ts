@@ -1,11 +1,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type ConnectionState, followKernelEvents } from './api.ts';
-import type { KernelEvent } from './types.ts';
+import { isPackageEvent, type KernelEvent } from './types.ts';
 
 /** The live event log, kept for the whole visit so the Events page shows what happened since the dashboard opened. */
 const MAX_EVENTS = 500;
 const log: KernelEvent[] = [];
 let state: ConnectionState = 'connecting';
+/** Package events received: two can share a type, run and millisecond, so the Packages page keys on the count. */
+let packageEvents = 0;
 const listeners = new Set<() => void>();
 let stop: (() => void) | undefined;
 
@@ -18,6 +20,7 @@ export function startEventLog(): void {
   stop ??= followKernelEvents(
     (event) => {
       log.unshift(event);
+      if (isPackageEvent(event)) packageEvents += 1;
       if (log.length > MAX_EVENTS) log.length = MAX_EVENTS;
       notify();
     },
@@ -59,7 +62,7 @@ export function useApprovalVersion(): string {
 
 /** A key that changes whenever a package event arrives (a run fired, progressed or ended): the Packages page reloads on it. */
 export function usePackageVersion(): string {
-  const { events, state } = useEventLog();
-  const latest = events.find((event) => event.type.startsWith('package-'));
-  return `${state}:${latest === undefined ? '' : `${latest.type}:${String(latest['runId'])}:${latest.at}`}`;
+  const { state } = useEventLog();
+  // Reconnecting may have missed events: reload then too.
+  return `${state}:${packageEvents}`;
 }

@@ -114,24 +114,75 @@ export interface PackageView {
   installed_at: string;
   active: boolean;
   settings: string[];
+  /** Stored and shown only; Loom charges nothing. */
   pricing: { model?: string; cost?: number };
   skills: string[];
   bindings: BindingView[];
 }
 
-/** A run of a binding, with each activity. */
+/** One activity of a package run. */
+export interface ActivityRunView {
+  id: string;
+  status: string;
+  attempts: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  output: string | null;
+  error: string | null;
+  /** The `on_error` fallback that applied when it failed (`NotifyOwner`, `Skip`, `Abort`). */
+  fallback: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+/** The states of a package run; `skipped` and `missed` runs never started, and say why in `error`. */
+export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed' | (string & {});
+
+/** A run of a binding, with each activity, as `/api/packages/runs` lists it (newest first). */
 export interface PackageRunView {
   id: string;
   package: string;
   binding: string;
   trigger: string;
-  status: string;
+  status: PackageRunStatus;
+  inputs: Record<string, unknown>;
   emitted: string | null;
+  /** Why it was aborted, skipped or missed. */
   error: string | null;
   started_at: string;
   ended_at: string | null;
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
-  activities: { id: string; status: string; attempts: number; input_tokens: number; output_tokens: number; cost_usd: number; error: string | null }[];
+  activities: ActivityRunView[];
+}
+
+/** The kernel events the package runtime publishes on `/api/events` (mirrors src/kernel/event-bus.ts). */
+export const PACKAGE_EVENT_TYPES = [
+  'package-fire',
+  'package-activity-start',
+  'package-activity-finish',
+  'package-notify',
+  'package-emit',
+  'package-run-finish',
+  'package-skip',
+  'package-miss',
+] as const;
+
+/** The type of a package event. */
+export type PackageEventType = (typeof PACKAGE_EVENT_TYPES)[number];
+
+/** Whether a kernel event comes from the package runtime (its `name` is then the package slug). */
+export function isPackageEvent(event: KernelEvent): boolean {
+  return (PACKAGE_EVENT_TYPES as readonly string[]).includes(event.type);
+}
+
+/** A `package-notify` row of `/api/audit`: an activity failed and its fallback is `NotifyOwner`. */
+export interface PackageNotifyRecord {
+  seq: number;
+  at: number;
+  type: 'package-notify';
+  agentId: string | null;
+  data: { name?: string; binding?: string; runId?: string; activity?: string; error?: string };
 }
