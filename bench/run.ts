@@ -3,6 +3,7 @@
 import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
+import { forgedBench } from './forged.ts';
 import { mcpCallBench } from './mcp.ts';
 import { orchestrationBench } from './orchestration.ts';
 import { packagesBench } from './packages.ts';
@@ -21,6 +22,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   'mcp-call': mcpCallBench,
   packages: packagesBench,
   orchestration: orchestrationBench,
+  forged: forgedBench,
 };
 
 const requested = process.argv.slice(2);

@@ -35,11 +35,16 @@ export type {
   UsageRecord,
   UsageRepository,
   WorkflowRecord,
+  ForgedToolRecord,
+  ForgedToolRepository,
+  ForgedToolStats,
+  ForgedToolStatus,
+  ForgedToolTier,
   WorkflowRepository,
   WorkflowState,
   WorkflowTaskRecord,
   WorkflowTaskStatus,
   UsageTotals,
 } from './store.ts';
-export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolContext, ToolResult } from './tool.ts';
+export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
 export type { LogEntry, LogReader } from './log-reader.ts';

@@ -387,6 +387,58 @@ export interface WorkflowRepository {
   listByState(state: WorkflowState): Promise<WorkflowRecord[]>;
 }
 
+/** Where a forged tool is offered: its creator's session, its creator, or every agent granted it (spec/02). */
+export type ForgedToolTier = 'session' | 'agent' | 'shared';
+
+/** Whether a forged tool is offered: `retired` when its session was reset, its agent killed, or its source was not kept. */
+export type ForgedToolStatus = 'active' | 'demoted' | 'retired';
+
+/** Calls of a forged tool, for its stats and its promotion. */
+export interface ForgedToolStats {
+  calls: number;
+  successes: number;
+  /** Sum of the calls' durations, for the mean latency. */
+  totalMs: number;
+}
+
+/** A forged tool: the request that made it, where it is offered, what the judges said, how it has done. */
+export interface ForgedToolRecord {
+  id: string;
+  name: string;
+  /** The agent that forged (or imported) it; kept after the agent is killed for a shared tool. */
+  agentId: string;
+  agentName: string;
+  /** The session a session-tier tool belongs to. */
+  sessionId: string | null;
+  tier: ForgedToolTier;
+  status: ForgedToolStatus;
+  /** Why it was retired or demoted. */
+  statusReason: string | null;
+  mode: 'compose' | 'sandbox';
+  /** The forge request; a sandbox tool's `implementation.code` is absent unless its source is persisted. */
+  request: JsonObject;
+  /** sha256 of a sandbox tool's code (it identifies the code when the source is not kept). */
+  codeHash: string | null;
+  sourcePersisted: boolean;
+  /** Every verdict it received (creation review, promotion panels), oldest first. */
+  verdicts: JsonObject[];
+  stats: ForgedToolStats;
+  origin: 'forged' | 'imported';
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Forged tools (spec/02), so agent- and shared-tier tools survive a restart. */
+export interface ForgedToolRepository {
+  /** Inserts or replaces a tool. */
+  put(record: ForgedToolRecord): Promise<void>;
+  get(id: string): Promise<ForgedToolRecord | undefined>;
+  /** Tools, oldest first, optionally of one agent, tier or status. */
+  list(filter?: { agentId?: string; tier?: ForgedToolTier; status?: ForgedToolStatus }): Promise<ForgedToolRecord[]>;
+  /** Counts one call (its outcome and duration) in the tool's stats. */
+  recordCall(id: string, success: boolean, durationMs: number, at: number): Promise<void>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -406,6 +458,8 @@ export interface Store {
   readonly packages: InstalledPackageRepository;
   /** Workflow agents' plans. */
   readonly workflows: WorkflowRepository;
+  /** Tools agents forged. */
+  readonly forgedTools: ForgedToolRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

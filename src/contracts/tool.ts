@@ -56,6 +56,11 @@ export interface KernelHandle {
   listAgents(caller: ToolAgent): { id: string; name: string; state: string; description: string; tags: string[] }[];
   /** Stores a value under `scope.key`; `self` is the caller's own scope. */
   memoryPut(caller: ToolAgent, key: string, value: JsonValue): Promise<void>;
+  /**
+   * One model call on the caller's own model (its `[model]` within its `llm_query` grants),
+   * metered and counted against its quota. Returns the text.
+   */
+  generateText(caller: ToolAgent, prompt: string, options: { signal: AbortSignal }): Promise<string>;
   /** Reads by exact key, by prefix, or by a text search over keys and values. */
   memoryFind(caller: ToolAgent, query: { key: string } | { prefix: string } | { query: string }): Promise<MemoryEntry[]>;
 }
@@ -66,6 +71,17 @@ export interface ToolResult {
   /** Structured output, when the tool has any. */
   structured?: JsonObject;
   isError?: boolean;
+}
+
+/**
+ * Other tools, called as the same agent through the tool runner (every check applies again):
+ * how a forged tool's steps and sandbox bridges act.
+ */
+export interface ToolBox {
+  /** Runs a call and returns its result; a refusal is an error result, as the model would see it. */
+  invoke(toolName: string, input: unknown): Promise<ToolResult>;
+  /** Whether a tool exists, and whether the agent may call it now. */
+  status(toolName: string): 'held' | 'not-held' | 'unknown';
 }
 
 /** Everything a tool's `execute` may use. */
@@ -81,6 +97,8 @@ export interface ToolContext {
   env: Readonly<Record<string, string | undefined>>;
   /** The daemon's recent log records (the event-log tools read them), when it keeps them. */
   logs?: LogReader | undefined;
+  /** Other tools, as this agent (see {@link ToolBox}). */
+  toolbox?: ToolBox | undefined;
 }
 
 /**
@@ -92,6 +110,11 @@ export interface Tool<Input = unknown> {
   readonly description: string;
   /** The MCP server the tool comes from, if any: the agent's `mcp_servers` allowlist applies to it. */
   readonly mcpServer?: string;
+  /**
+   * The `tool_invoke` grant that admits this tool, when it is not its own name: an agent's own
+   * forged tools are admitted by its `forge_tool` grant.
+   */
+  readonly grantedBy?: string;
   readonly inputSchema: z.ZodType<Input>;
   /**
    * The capabilities this call needs beyond `tool_invoke(name)`, computed from its input: a

@@ -61,6 +61,7 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     env: options.env,
     logs: options.logs,
     ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
+    aliases: config.models.aliases,
     tiers: config.routing,
     // `~` in a manifest's workspace is the home of the environment Loom was given.
     workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),

@@ -31,6 +31,8 @@ export interface AgentRuntime {
   logs?: LogReader | undefined;
   /** The model of agents whose manifest has no `[model]`. */
   defaultModel?: ModelTarget;
+  /** `[models.aliases]` of config.toml (judge models and packages may name a model by alias). */
+  aliases?: Readonly<Record<string, ModelTarget>>;
   /** The model serving each routing tier, for agents with `[routing]` enabled. */
   tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
   /** The absolute workspace folder of an agent. */

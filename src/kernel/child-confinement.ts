@@ -3,8 +3,9 @@ import { Cron } from 'croner';
 import { capabilitiesFromManifest, filePatternCovers, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
+import { fetchDomainCovers } from '../emergent/index.ts';
 import { DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
-import { type ModelTarget, type ModelTier, modelEndpoint } from '../models/index.ts';
+import { type ModelTarget, type ModelTier, modelEndpoint, resolveModelReference } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 
 /**
@@ -70,6 +71,9 @@ export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> 
   chain_of_thought: 'inert',
   // How the agent's own history is summarised.
   compaction: 'inert',
+  // Forging runs code in a sandbox and calls judge models: enabled only where the parent is,
+  // within its limits, sandbox APIs and fetch domains (see `confineEmergent`).
+  emergent: 'widening',
 };
 
 /** What the check needs to know of the world: where workspaces are and which models serve. */
@@ -82,6 +86,8 @@ export interface ConfinementContext {
   tiers?: Partial<Record<ModelTier, ModelTarget | undefined>> | undefined;
   /** Now, in epoch milliseconds: periodic schedules are compared from here. */
   now: number;
+  /** `[models.aliases]` of config.toml, for `[emergent]`'s judge models. */
+  aliases?: Readonly<Record<string, ModelTarget>> | undefined;
 }
 
 /** The parent as the check sees it: its stored manifest and the capabilities it holds. */
@@ -140,6 +146,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   checkModels(parent, child, context, report);
   const schedule = confineSchedule(p, child, context.now, parentCaps, [parentWorkspace, workspace], report);
   const tools = confineToolSettings(p, child, report);
+  const emergent = confineEmergent(p, child, report);
 
   const resources = {
     max_tokens_per_hour: limit('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
@@ -186,6 +193,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   };
   if (model !== undefined) confined.model = model;
   if (autonomous !== undefined) confined.autonomous = autonomous;
+  if (emergent !== undefined) confined.emergent = emergent;
   const execPolicy = mergeExecPolicy(p.exec_policy, child.exec_policy);
   if (execPolicy !== undefined) confined.exec_policy = execPolicy;
   return confined;
@@ -285,6 +293,11 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
     for (const [tier, target] of Object.entries(context.tiers ?? {})) {
       if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
     }
+  }
+  for (const key of ['judge_model', 'promotion_judge_model'] as const) {
+    const reference = manifest.emergent?.enabled === true ? manifest.emergent[key] : undefined;
+    const target = reference === undefined ? undefined : resolveModelReference(reference, context.aliases ?? {});
+    if (target !== undefined) models.push({ field: `[emergent].${key}`, target });
   }
   return models;
 }
@@ -467,4 +480,44 @@ function mergeExecPolicy(parent: Manifest['exec_policy'], child: Manifest['exec_
 
 function union(first: readonly string[], second: readonly string[]): string[] {
   return [...new Set([...first, ...second])];
+}
+
+const EMERGENT_DEFAULTS = ManifestSchema.parse({ emergent: {} }).emergent;
+
+/**
+ * `[emergent]` of a child: forging only where the parent forges; tool counts, sandbox time and
+ * memory at most the parent's; sandbox APIs and fetch domains among the parent's; a promotion
+ * threshold at least as strict. (The judge models are checked with the other models.)
+ */
+function confineEmergent(parent: Manifest, child: Manifest, report: Report): Manifest['emergent'] {
+  const own = child.emergent;
+  if (own === undefined || !own.enabled) return own;
+  const theirs = parent.emergent;
+  if (theirs === undefined || !theirs.enabled || EMERGENT_DEFAULTS === undefined) {
+    report('[emergent]', 'lets it forge tools, which the parent may not do');
+    return own;
+  }
+  const d = EMERGENT_DEFAULTS;
+  const at = (key: string): string => `[emergent].${key}`;
+  const apis = own.allowed_sandbox_apis.filter((api) => !theirs.allowed_sandbox_apis.includes(api));
+  if (apis.length > 0) report(at('allowed_sandbox_apis'), `gives the sandbox ${apis.map((api) => `"${api}"`).join(', ')}, which the parent's does not`);
+  const domains = own.fetch_domain_allowlist.filter((domain) => !theirs.fetch_domain_allowlist.some((pattern) => fetchDomainCovers(pattern, domain)));
+  if (domains.length > 0) report(at('fetch_domain_allowlist'), `names ${domains.map((domain) => `"${domain}"`).join(', ')}, which the parent's does not cover`);
+  // A lower promotion threshold keeps tools more easily: it may only be stricter.
+  const stricter = (key: 'uses' | 'confidence'): number => {
+    const value = own.promotion_threshold[key];
+    const floor = theirs.promotion_threshold[key];
+    if (value >= floor) return value;
+    if (value === d.promotion_threshold[key]) return floor;
+    report(at(`promotion_threshold.${key}`), `${value} is below the parent's ${floor}`);
+    return value;
+  };
+  return {
+    ...own,
+    max_session_tools: limit(at('max_session_tools'), own.max_session_tools, theirs.max_session_tools, d.max_session_tools, report),
+    max_agent_tools: limit(at('max_agent_tools'), own.max_agent_tools, theirs.max_agent_tools, d.max_agent_tools, report),
+    sandbox_timeout_ms: limit(at('sandbox_timeout_ms'), own.sandbox_timeout_ms, theirs.sandbox_timeout_ms, d.sandbox_timeout_ms, report),
+    sandbox_memory_mb: limit(at('sandbox_memory_mb'), own.sandbox_memory_mb, theirs.sandbox_memory_mb, d.sandbox_memory_mb, report),
+    promotion_threshold: { uses: stricter('uses'), confidence: stricter('confidence') },
+  };
 }

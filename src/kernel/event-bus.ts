@@ -1,4 +1,5 @@
 import type { JsonValue, Logger } from '../contracts/index.ts';
+import type { ForgedToolEvent } from '../emergent/index.ts';
 import type { ApprovalEvent } from './approval-service.ts';
 
 /** Why an agent was killed: on request, or because its parent was. */
@@ -46,7 +47,8 @@ export type KernelEvent =
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }
   | ApprovalEvent
   | PackageEvent
-  | AgentTypeEvent;
+  | AgentTypeEvent
+  | ForgedToolEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

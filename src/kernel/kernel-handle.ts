@@ -16,6 +16,8 @@ export interface KernelHandleParts {
   spawn(manifestText: string, source: string, parent: string): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
+  /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */
+  generate(agentId: string, prompt: string, signal: AbortSignal): Promise<string>;
 }
 
 interface ScopedKey {
@@ -72,6 +74,10 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
         throw new AgentChainError(`agent "${caller.name}" cannot kill "${entry.name}": that would kill itself or an agent waiting on this turn`);
       }
       return (await parts.kill(entry.id)).map((view) => view.name);
+    },
+
+    generateText(caller, prompt, { signal }) {
+      return parts.generate(caller.id, prompt, signal);
     },
 
     listAgents() {

@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
-import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolResult, WorkflowRecord } from '../contracts/index.ts';
+import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
   LoomError,
@@ -9,7 +9,9 @@ import {
   StoreConflictError,
   StoreNotFoundError,
 } from '../errors/index.ts';
+import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
+import { type ModelTarget, resolveModelReference } from '../models/index.ts';
 import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
@@ -24,7 +26,7 @@ import { CapabilityManager } from './capability-manager.ts';
 import { createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
-import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
+import { createMessageFlow, type SendOptions, type TaskTurn, toolPolicyOf } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 
@@ -135,6 +137,14 @@ export interface Kernel {
   principalTools(principal: ToolPrincipal): Tool<never>[];
   /** Runs one tool call for such a principal through the tool runner (every check applies). */
   runPrincipalTool(principal: ToolPrincipal, toolName: string, input: unknown, signal: AbortSignal): Promise<ToolResult>;
+  /**
+   * Runs one tool call as an agent, outside its turns, through the tool runner with its grants,
+   * tool lists, approvals and settings (how a person tries a forged tool). Refusals are error results.
+   * @throws {AgentNotFoundError}
+   */
+  runAgentTool(agent: string, toolName: string, input: unknown, signal?: AbortSignal): Promise<ToolResult>;
+  /** Forged tools (spec/02): list, show, forge or import as an agent, export, promote, demote. */
+  readonly forgedTools: ForgedTools;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
   /**
@@ -142,6 +152,20 @@ export interface Kernel {
    * changing what is stored, so the next boot resumes them.
    */
   shutdown(): Promise<void>;
+}
+
+/** Forged tools as the doors reach them; every forge runs as the agent, through its grants. */
+export interface ForgedTools {
+  list(options?: { agent?: string }): Promise<ForgedToolView[]>;
+  /** @throws {UsageError} for an unknown id. */
+  get(id: string): Promise<ForgedToolView>;
+  /** Forges a tool for an agent as if its model had asked (same checks, tests and judge). @throws {AgentNotFoundError} */
+  forge(agent: string, request: unknown, by: string, signal?: AbortSignal): Promise<ForgeOutcome>;
+  /** Imports an exported tool into an agent: tested and judged again. @throws {AgentNotFoundError} */
+  import(agent: string, document: string, by: string, signal?: AbortSignal): Promise<ForgeOutcome>;
+  export(id: string): Promise<string>;
+  promote(id: string, by: string): ReturnType<EmergentEngine['promote']>;
+  demote(id: string, by: string, reason: string | null): Promise<ForgedToolView>;
 }
 
 /**
@@ -158,6 +182,12 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 const PRINCIPAL_ID_PREFIX = 'principal:';
 
 const NO_FILTER = { allowlist: [], blocklist: [] } as const;
+
+/** The system prompt of `generate_text`: the prompt is the whole task. */
+const GENERATE_TEXT_SYSTEM = 'Do what the user message asks and answer with the resulting text only, without preamble.';
+
+/** How long a forge through a door (CLI, HTTP) may take: its tests and its judge. */
+const FORGE_TIMEOUT_MS = 5 * 60 * 1000;
 
 /** An identity that is not an agent but may call tools: MCP clients acting as `[mcp_server]`. */
 export interface ToolPrincipal {
@@ -272,6 +302,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       // A principal's grants come with it; an agent's are read live (revoked when it is killed).
       grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
       approvals,
+      agentTools: (agent) => emergent.toolsFor(agent),
       audit: async (entry) => {
         try {
           await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
@@ -295,6 +326,49 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     publish: (event) => publish(event),
   });
 
+  /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */
+  function judgeModelOf(agentId: string, role: JudgeRole): ModelTarget | undefined {
+    const settings = registry.find(agentId)?.manifest.emergent;
+    const runtime = dependencies.runtime;
+    const reference = role === 'creation' ? settings?.judge_model : (settings?.promotion_judge_model ?? settings?.judge_model);
+    if (reference === undefined) return runtime?.defaultModel;
+    return resolveModelReference(reference, runtime?.aliases ?? {});
+  }
+
+  const emergent: EmergentEngine = createEmergentEngine({
+    store,
+    clock,
+    ids,
+    logger,
+    agent(agentId) {
+      const entry = registry.find(agentId);
+      return entry === undefined ? undefined : { id: entry.id, name: entry.name, sessionId: entry.sessionId, emergent: entry.manifest.emergent };
+    },
+    judgeAvailable: (agentId, role) => dependencies.runtime !== undefined && judgeModelOf(agentId, role) !== undefined,
+    async judge(agentId, role, request) {
+      const model = judgeModelOf(agentId, role);
+      const reply = await flow.callModel(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }) });
+      if (reply.output === undefined) throw new LoomError('JUDGE_NO_VERDICT', 'third-party', 'the judge gave no verdict');
+      return reply.output;
+    },
+    publish: (event) => publish(event),
+    async requestApproval(agent, input) {
+      // Decided by a person, or closed by the approval timeout (or a restart).
+      const request = await approvals.open(agent, 'forge_tool', input, new AbortController().signal);
+      return { id: request.id, decision: request.decision };
+    },
+  });
+
+  /** A door acting as an agent: its tools through the runner, exactly as its own calls. */
+  function agentToolbox(reference: string, signal: AbortSignal): { agent: ToolAgent; toolbox: ToolBox } {
+    const entry = registry.resolve(reference);
+    const runtime = dependencies.runtime;
+    const workspace = runtime === undefined ? workspaceWithoutRuntime({ name: entry.name, workspace: entry.manifest.workspace }) : runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
+    const policy = toolPolicyOf(entry, workspace, []);
+    const toolbox = toolRunner().toolbox({ agent: policy.agent, filter: policy.filter, settings: policy.settings, signal, approvalRequiredFor: policy.approvalRequiredFor }, ids.uuid(), 'a forged tool');
+    return { agent: policy.agent, toolbox };
+  }
+
   /**
    * What a manifest may hold, for a spawn or an update: a child confined by its parent in every
    * field that gives power (see `confineChild`), an orchestrator's managed agents covered by its
@@ -310,6 +384,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
             workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
             defaultModel: runtime?.defaultModel,
             tiers: runtime?.tiers,
+            aliases: runtime?.aliases,
             now: clock.now(),
           });
     const granted = capabilitiesFromManifest(manifest.capabilities);
@@ -347,6 +422,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         capabilities.grant(entry.id, entry.capabilities);
         report[entry.state] += 1;
       }
+      // Stored forged tools, before any agent runs a turn that could call them.
+      await emergent.load();
       for (const entry of registry.list()) {
         if (entry.state === 'running') await runHooks(entry, 'start');
       }
@@ -459,6 +536,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         registry.remove(entry.id);
         flow.stopTurns(entry, 'kill');
         if (entry.state === 'running') await runHooks(entry, 'kill');
+        await emergent.agentKilled(entry.id);
       }
       for (const entry of doomed) {
         await publish({ type: 'agent-kill', at, agentId: entry.id, name: entry.name, reason: entry === root ? 'requested' : 'parent-killed' });
@@ -479,6 +557,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return outcome.result;
     },
 
+    runAgentTool: (agent, toolName, input, signal = AbortSignal.timeout(FORGE_TIMEOUT_MS)) => agentToolbox(agent, signal).toolbox.invoke(toolName, input),
+
     workflow: (reference) => store.workflows.get(registry.resolve(reference).id),
 
     async session(reference) {
@@ -491,6 +571,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const entry = registry.resolve(reference);
       const at = clock.now();
       await flow.resetSession(entry, at);
+      await emergent.sessionEnded(entry.id);
     },
 
     async audit(options = {}) {
@@ -522,6 +603,26 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         if (entry.state === 'running') await runHooks(entry, 'shutdown');
       }
       await flow.idle();
+      emergent.close();
+    },
+
+    forgedTools: {
+      async list(options = {}) {
+        const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
+        return emergent.list(agentId === undefined ? {} : { agentId });
+      },
+      get: (id) => emergent.get(id),
+      forge(agent, request, by, signal = AbortSignal.timeout(FORGE_TIMEOUT_MS)) {
+        const { agent: toolAgent, toolbox } = agentToolbox(agent, signal);
+        return emergent.forge(toolAgent, request, toolbox, { signal, by });
+      },
+      import(agent, document, by, signal = AbortSignal.timeout(FORGE_TIMEOUT_MS)) {
+        const { agent: toolAgent, toolbox } = agentToolbox(agent, signal);
+        return emergent.importTool(toolAgent, document, toolbox, { signal, by });
+      },
+      export: (id) => emergent.exportTool(id),
+      promote: (id, by) => emergent.promote(id, by),
+      demote: (id, by, reason) => emergent.demote(id, by, reason),
     },
   };
 
@@ -533,6 +634,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     spawn: (text, source, parent) => kernel.spawn(parseManifest(text, { source }).manifest, { parent }),
     kill: (reference) => kernel.kill(reference),
     send: (reference, message, options) => flow.send(reference, message, options),
+    generate: async (agentId, prompt, signal) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal })).text,
   });
 
   return kernel;

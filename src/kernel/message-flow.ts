@@ -15,7 +15,7 @@ import {
 import { type AgentModule, type CatalogEntry, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
-import { type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
+import { type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEventSink,
   compactSession,
@@ -95,6 +95,25 @@ export interface MessageFlow {
   resetSession(agent: AgentEntry, at: number): Promise<void>;
   /** Goes on with the agent's background work (an executing workflow) after a start or a resume. */
   resumeWork(agent: AgentEntry): Promise<void>;
+  /**
+   * One model call as the agent outside its turns (the `generate_text` tool, forged tools'
+   * judges): its primary model, or `model` when it may call that one; usage recorded at once and
+   * counted against its quota. With `schema` the reply is JSON matching it (asked twice at most).
+   * @throws {AgentNotFoundError} {AgentStateError} {QuotaExceededError} {CapabilityDeniedError}
+   *   {ModuleUnavailableError}, and the model's errors.
+   */
+  callModel<T>(agentId: string, request: ModelCallRequest<T>): Promise<{ text: string; output: T | undefined }>;
+}
+
+/** A model call made as an agent outside its turns (see `MessageFlow.callModel`). */
+export interface ModelCallRequest<T> {
+  /** What the call is for, in logs and errors (`generate_text`, `judge`). */
+  step: string;
+  system: string;
+  prompt: string;
+  model?: ModelTarget;
+  schema?: z.ZodType<T>;
+  signal: AbortSignal;
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -104,6 +123,20 @@ function toTarget(model: { provider: ModelTarget['provider']; model: string; api
 /** `provider/model`, as usage records and results name a model. */
 export function modelName(target: ModelTarget): string {
   return `${target.provider}/${target.model}`;
+}
+
+/**
+ * The judge models of an agent's `[emergent]` (the default model when it names none): models its
+ * manifest chose, like its own, so its judges may call them.
+ */
+export function judgeModelsOf(runtime: Pick<AgentRuntime, 'aliases' | 'defaultModel'>, manifest: Manifest): ModelTarget[] {
+  const emergent = manifest.emergent;
+  if (emergent === undefined) return [];
+  const models = [emergent.judge_model, emergent.promotion_judge_model]
+    .map((reference) => (reference === undefined ? undefined : resolveModelReference(reference, runtime.aliases ?? {})))
+    .filter((model) => model !== undefined);
+  if (emergent.judge_model === undefined && runtime.defaultModel !== undefined) models.push(runtime.defaultModel);
+  return models;
 }
 
 /** The caller's chain as seen by the agent it reaches. */
@@ -192,7 +225,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       const granted = capabilities.granted(entry.id);
       const allowed = granted.some((capability) => capability.kind === 'llm_query')
         ? isGranted(granted, { kind: 'llm_query', pattern: modelName(chosen) })
-        : own.some((model) => modelName(model) === modelName(chosen));
+        : [...own, ...judgeModelsOf(runtime, manifest)].some((model) => modelName(model) === modelName(chosen));
       if (!allowed) throw new CapabilityDeniedError(`agent "${entry.name}" may not call model "${modelName(chosen)}": grant it [capabilities].llm_query "${modelName(chosen)}"`);
       return { models: [chosen] };
     }
@@ -459,12 +492,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const runLogger = logger.child({ agentId: entry.id, workflow: true });
     const port = workflowPort(entry);
     const record = (used: ModelCallUsage): void => {
-      for (const usage of priceCalls(runtime, entry, [used], runLogger)) {
-        void store.usage
-          .record(usage)
-          .then(() => quotas.add(entry.id, usage.inputTokens + usage.outputTokens, usage.costUsd))
-          .catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
-      }
+      recordNow(runtime, entry, used, runLogger).catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
     };
     const done = (async () => {
       try {
@@ -482,6 +510,40 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     void done.finally(() => workflowDone.delete(done));
   }
 
+  /** Records one model call's usage at once (work outside a turn) and counts it against the quota. */
+  async function recordNow(runtime: AgentRuntime, entry: AgentEntry, used: ModelCallUsage, runLogger: Logger): Promise<void> {
+    for (const usage of priceCalls(runtime, entry, [used], runLogger)) {
+      await store.usage.record(usage);
+      await quotas.add(entry.id, usage.inputTokens + usage.outputTokens, usage.costUsd);
+    }
+  }
+
+  async function callModel<T>(agentId: string, request: ModelCallRequest<T>): Promise<{ text: string; output: T | undefined }> {
+    const entry = registry.find(agentId);
+    if (entry === undefined) throw new AgentNotFoundError(agentId);
+    const runtime = parts.runtime;
+    if (runtime === undefined) throw new ModuleUnavailableError(`agent "${entry.name}" cannot call a model: this kernel has no model runtime`);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${request.step}`);
+    await quotas.check(entry.id, entry.name, { maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour, maxCostPerHour: entry.manifest.resources.max_cost_per_hour });
+    const callLogger = logger.child({ agentId: entry.id, step: request.step });
+    const calls: ModelCallUsage[] = [];
+    const { context } = createModuleContext(
+      runtime,
+      entry,
+      { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), ...(request.model === undefined ? {} : { model: request.model }) },
+      await import('ai'),
+    );
+    const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];
+    try {
+      if (request.schema === undefined) return { text: await context.generate(request.step, { system: request.system, messages }), output: undefined };
+      const output = await context.structured(request.step, request.schema, { system: request.system, messages });
+      return { text: JSON.stringify(output), output };
+    } finally {
+      // Paid for whether or not it answered as asked.
+      for (const used of calls) await recordNow(runtime, entry, used, callLogger);
+    }
+  }
+
   /**
    * What an agent type's module works with (see `ModuleTurnContext`): the agent's models, each
    * call handed to `onCall` (a turn saves them at its end; background work records them at once),
@@ -490,12 +552,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   function createModuleContext(
     runtime: AgentRuntime,
     entry: AgentEntry,
-    turn: { message: string; history: readonly ModelMessage[]; caller: Caller; signal: AbortSignal; emit: AgentEventSink; logger: Logger; onCall: (call: ModelCallUsage) => void },
+    turn: { message: string; history: readonly ModelMessage[]; caller: Caller; signal: AbortSignal; emit: AgentEventSink; logger: Logger; onCall: (call: ModelCallUsage) => void; model?: ModelTarget },
     ai: typeof AiSdk,
   ): { context: ModuleTurnContext; primary: ModelTarget } {
     const { caller, signal, emit, onCall } = turn;
     const { generateText, NoObjectGeneratedError, Output } = ai;
-    const { models } = chooseModels(runtime, entry, turn.message, turn.history.length, 0);
+    const { models } = chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model);
     const primary = models[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
@@ -675,6 +737,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   return {
     send,
     runTask,
+    callModel,
     resetSession: (agent, at) =>
       turns.run(agent.id, undefined, async () => {
         histories.forget(agent.sessionId);

@@ -9,6 +9,7 @@ export {
   CompactionSchema,
   DelegateSchema,
   DEFAULT_INTERVAL_SECONDS,
+  EmergentSchema,
   MANIFEST_KEYS,
   ManifestCapabilitiesSchema,
   ManifestSchema,
@@ -16,8 +17,9 @@ export {
   MODEL_PROVIDERS,
   ModelTargetSchema,
   PRIORITIES,
+  SANDBOX_APIS,
   SCHEDULE_MODES,
   TOOL_PROFILES,
   WorkflowSchema,
 } from './schema.ts';
-export type { Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';
+export type { EmergentSettings, Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';

@@ -266,6 +266,45 @@ export const CompactionSchema = z.strictObject({
   max_context_tokens: z.int().positive().optional(),
 });
 
+/** The host APIs a sandboxed forged tool may be given (spec/02), each also named in the tool's `allowlist`. */
+export const SANDBOX_APIS = ['fetch', 'fs.readFile', 'crypto'] as const;
+
+const JUDGE_MODEL_ERROR = 'expected "<provider>/<model>" (e.g. "openai/gpt-4o-mini", provider one of anthropic, openai, groq, openrouter, ollama) or a model alias such as "claude-haiku"';
+
+/** A judge's model: `provider/model` or an alias (resolved by the kernel). */
+const JudgeModelSchema = z.string().regex(/^(?:(?:anthropic|openai|groq|openrouter|ollama)\/[^\s/][^\s]*|[A-Za-z0-9][A-Za-z0-9._-]*)$/, { error: JUDGE_MODEL_ERROR });
+
+/** A host in `fetch_domain_allowlist`: a name, or `*.` and a name for its subdomains. */
+const FetchDomainSchema = z.string().regex(/^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/, {
+  error: 'expected a host name such as "api.example.com" or "*.example.com" (no scheme, port or path)',
+});
+
+/**
+ * `[emergent]`: the agent may forge tools at run time (spec/02), when its capabilities also grant
+ * the tool `forge_tool`. `emergent = true` is short for an empty table.
+ */
+export const EmergentSchema = z.preprocess(
+  (value) => (value === true ? {} : value === false ? { enabled: false } : value),
+  z.strictObject({
+    enabled: z.boolean().default(true),
+    max_session_tools: z.int().min(0).max(100).default(10),
+    max_agent_tools: z.int().min(0).max(1000).default(50),
+    sandbox_timeout_ms: z.int().min(10).max(60_000).default(5000),
+    sandbox_memory_mb: z.int().min(8).max(1024).default(128),
+    judge_model: JudgeModelSchema.optional(),
+    promotion_judge_model: JudgeModelSchema.optional(),
+    promotion_threshold: z
+      .strictObject({
+        uses: z.int().min(1).default(5),
+        confidence: z.number().min(0).max(1).default(0.8),
+      })
+      .prefault({}),
+    allowed_sandbox_apis: z.array(z.enum(SANDBOX_APIS)).default([]),
+    fetch_domain_allowlist: z.array(FetchDomainSchema).default([]),
+    persist_sandbox_source: z.boolean().default(false),
+  }),
+);
+
 /** Which module each agent-type table belongs to. */
 const TYPE_TABLES = { delegate: 'builtin:delegate', workflow: 'builtin:workflow', chain_of_thought: 'builtin:chain-of-thought' } as const;
 
@@ -307,6 +346,7 @@ export const ManifestSchema = z.strictObject({
   workflow: WorkflowSchema.optional(),
   chain_of_thought: ChainOfThoughtSchema.optional(),
   compaction: CompactionSchema.prefault({}),
+  emergent: EmergentSchema.optional(),
 }).superRefine((manifest, context) => {
   if (manifest.module.startsWith('builtin:') && !(BUILTIN_MODULES as readonly string[]).includes(manifest.module)) {
     context.addIssue({ code: 'custom', path: ['module'], message: `unknown built-in module "${manifest.module}"; expected one of ${BUILTIN_MODULES.join(', ')}` });
@@ -323,6 +363,9 @@ export type Manifest = z.output<typeof ManifestSchema>;
 
 /** A manifest as an author may write it: every field with a default is optional. */
 export type ManifestInput = z.input<typeof ManifestSchema>;
+
+/** `[emergent]` of a validated manifest, every default filled in. */
+export type EmergentSettings = NonNullable<Manifest['emergent']>;
 
 /** The `[capabilities]` block of a validated manifest. */
 export type ManifestCapabilities = z.output<typeof ManifestCapabilitiesSchema>;

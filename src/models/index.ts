@@ -4,7 +4,7 @@
  */
 export { createCostCatalog, DEFAULT_MODEL_PRICES, ModelPriceOverridesSchema } from './cost-catalog.ts';
 export type { CostCatalog, CostEstimate, ModelPrice, ModelPriceOverrides, TokenUsage } from './cost-catalog.ts';
-export { DEFAULT_MODEL_ALIASES, knownModelAliases, resolveModelAlias } from './model-aliases.ts';
+export { DEFAULT_MODEL_ALIASES, knownModelAliases, resolveModelAlias, resolveModelReference } from './model-aliases.ts';
 export { MissingApiKeyError } from './errors/missing-api-key-error.ts';
 export { ModelCallFailedError } from './errors/model-call-failed-error.ts';
 export type { ModelFailure } from './errors/model-call-failed-error.ts';

@@ -26,3 +26,19 @@ export function resolveModelAlias(name: string, configured: Readonly<Record<stri
 export function knownModelAliases(configured: Readonly<Record<string, ModelTarget>>): string[] {
   return [...new Set([...Object.keys(configured), ...Object.keys(DEFAULT_MODEL_ALIASES)])].sort();
 }
+
+const PROVIDER_PREFIXES = ['anthropic', 'openai', 'groq', 'openrouter', 'ollama'] as const;
+
+/**
+ * The model a short reference names: `provider/model` (the provider's default key and URL), or
+ * an alias. Undefined when it is neither.
+ */
+export function resolveModelReference(reference: string, configured: Readonly<Record<string, ModelTarget>>): ModelTarget | undefined {
+  const slash = reference.indexOf('/');
+  if (slash > 0) {
+    const provider = reference.slice(0, slash);
+    const model = reference.slice(slash + 1);
+    return (PROVIDER_PREFIXES as readonly string[]).includes(provider) && model !== '' ? { provider: provider as ModelTarget['provider'], model } : undefined;
+  }
+  return resolveModelAlias(reference, configured);
+}

@@ -1,5 +1,5 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
-import type { Capability, Clock, JsonValue, KernelHandle, Logger, LogReader, Tool, ToolAgent, ToolContext, ToolResult } from '../contracts/index.ts';
+import type { Capability, Clock, JsonValue, KernelHandle, Logger, LogReader, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
@@ -35,7 +35,12 @@ export interface ToolRunnerOptions {
   grants?: (agent: ToolAgent) => readonly Capability[];
   /** Where calls of tools in `approvalRequiredFor` wait for a human; without it they are refused. */
   approvals?: ApprovalGate;
+  /** Tools of one agent beside the shared ones (its forged tools and `forge_tool`); the shared ones win a name clash. */
+  agentTools?: (agent: ToolAgent) => readonly Tool<never>[];
 }
+
+/** How deep tools may call tools through their toolbox (a compose step calling a forged tool calling…). */
+export const MAX_TOOL_NESTING = 4;
 
 /**
  * Asks a human to approve a tool call: the request is opened (and shown) first, then decided.
@@ -77,6 +82,8 @@ export interface ToolCallOptions {
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
   signal: AbortSignal;
   loopGuard?: LoopGuard;
+  /** How many tools this call is nested in (0 for a model's call); see `MAX_TOOL_NESTING`. */
+  nesting?: number;
 }
 
 /** The outcome of a call: the result the model sees, a hint to append, or the end of the loop. */
@@ -92,6 +99,11 @@ export interface ToolCallOutcome {
 export interface ToolRunner {
   /** The tools an agent may call (and so the only ones its model is shown). */
   toolsFor(agent: ToolAgent, filter: ToolFilter): Tool<never>[];
+  /**
+   * Other tools as the agent of `options`, one level deeper (`options.nesting` + 1): what a
+   * tool's `context.toolbox` is, and how a door acts as an agent outside a turn.
+   */
+  toolbox(options: ToolCallOptions, callId: string, caller?: string): ToolBox;
   run(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome>;
 }
 
@@ -144,7 +156,7 @@ function permits(granted: readonly Capability[], agent: ToolAgent, tool: Tool<ne
   const { name, mcpServer } = tool;
   const servers = filter.mcpServers ?? [];
   return (
-    allows(granted, agent, { kind: 'tool_invoke', pattern: name }) &&
+    allows(granted, agent, { kind: 'tool_invoke', pattern: tool.grantedBy ?? name }) &&
     (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
     !filter.blocklist.includes(name) &&
     (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer))
@@ -164,8 +176,15 @@ function errorResult(text: string): ToolResult {
  */
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   const toolList = options.tools;
-  const current = (): readonly Tool<never>[] => (typeof toolList === 'function' ? toolList() : toolList);
-  const find = (name: string): Tool<never> | undefined => current().find((tool) => tool.name === name);
+  const shared = (): readonly Tool<never>[] => (typeof toolList === 'function' ? toolList() : toolList);
+  const current = (agent: ToolAgent): readonly Tool<never>[] => {
+    const own = options.agentTools?.(agent) ?? [];
+    if (own.length === 0) return shared();
+    const list = shared();
+    const names = new Set(list.map((tool) => tool.name));
+    return [...list, ...own.filter((tool) => !names.has(tool.name))];
+  };
+  const find = (agent: ToolAgent, name: string): Tool<never> | undefined => current(agent).find((tool) => tool.name === name);
   const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
@@ -196,21 +215,43 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     }
   }
 
-  return {
+  const runner: ToolRunner = {
     toolsFor(agent, filter) {
       const granted = grantsOf(agent);
-      return current().filter((tool) => permits(granted, agent, tool, filter));
+      return current(agent).filter((tool) => permits(granted, agent, tool, filter));
     },
 
-    async run(call, { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit }) {
-      const tool = find(call.toolName);
+    toolbox(callOptions, callId, caller = 'a tool') {
+      const { agent, filter } = callOptions;
+      const nesting = callOptions.nesting ?? 0;
+      return {
+        async invoke(toolName, input) {
+          if (nesting + 1 > MAX_TOOL_NESTING) {
+            return refuse(agent, toolName, 'denied', `${caller} may not call ${toolName}: tools may call tools only ${MAX_TOOL_NESTING} levels deep`).then((outcome) => outcome.result);
+          }
+          // The loop guard watches the model's calls; a tool's own calls are bounded by its nesting.
+          const { loopGuard: _guard, ...inner } = callOptions;
+          const outcome = await runner.run({ toolCallId: `${callId}/${toolName}`, toolName, input }, { ...inner, nesting: nesting + 1 });
+          return outcome.result;
+        },
+        status(toolName) {
+          const found = find(agent, toolName);
+          if (found === undefined) return 'unknown';
+          return permits(grantsOf(agent), agent, found, filter) ? 'held' : 'not-held';
+        },
+      };
+    },
+
+    async run(call, callOptions) {
+      const { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit } = callOptions;
+      const tool = find(agent, call.toolName);
       if (tool === undefined) {
         return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
       }
       const granted = grantsOf(agent);
       if (!permits(granted, agent, tool, filter)) {
-        const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.name });
-        if (hidden && agent.limit !== undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
+        const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name });
+        if (hidden && agent.limit !== undefined && tool.grantedBy === undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: the step is limited to the tools it names`);
         }
         return refuse(
@@ -219,7 +260,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           'denied',
           hidden
             ? `agent "${agent.name}" may not call ${tool.name}: its tool_allowlist, tool_blocklist or mcp_servers leaves it out`
-            : `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.name })}`,
+            : `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name })}`,
         );
       }
       const parsed = tool.inputSchema.safeParse(call.input, { reportInput: true });
@@ -236,6 +277,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${toolPolicy} is false`);
       }
       const toolSettings = settings[tool.name] ?? {};
+      const toolbox = runner.toolbox(callOptions, call.toolCallId, tool.name);
       const context: ToolContext = {
         signal,
         agent,
@@ -244,6 +286,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         settings: toolSettings,
         env: options.env,
         logs: options.logs,
+        toolbox,
       };
       const input = parsed.data;
       let required: readonly Capability[];
@@ -298,4 +341,5 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       return verdict.action === 'warn' ? { result: capped, hint: verdict.hint } : { result: capped };
     },
   };
+  return runner;
 }

@@ -213,6 +213,27 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX workflows_state ON workflows (state, updated_at);
     `,
   },
+  {
+    version: 9,
+    name: 'forged tools',
+    // No foreign key to agents: a shared tool outlives the agent that forged it.
+    sql: `
+      CREATE TABLE forged_tools (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        successes INTEGER NOT NULL DEFAULT 0,
+        total_ms REAL NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX forged_tools_agent ON forged_tools (agent_id, created_at);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -13,6 +13,7 @@ import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
 import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
+import { SqliteForgedToolRepository } from './sqlite-forged-tool-repository.ts';
 import { SqliteWorkflowRepository } from './sqlite-workflow-repository.ts';
 import { SqliteTaskRepository } from './sqlite-task-repository.ts';
 import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
@@ -82,6 +83,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const packageRuns: PackageRunRepository = new SqlitePackageRunRepository(connection);
   const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
   const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
+  const forgedTools = new SqliteForgedToolRepository(connection);
   return {
     agents,
     sessions,
@@ -93,6 +95,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     packageRuns,
     packages,
     workflows,
+    forgedTools,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

@@ -7,6 +7,7 @@ import { agentSpawnTool } from './builtin/agent-spawn-tool.ts';
 import { fileListTool } from './builtin/file-list.ts';
 import { fileReadTool } from './builtin/file-read.ts';
 import { fileWriteTool } from './builtin/file-write.ts';
+import { generateTextTool } from './builtin/generate-text-tool.ts';
 import { LOG_TOOLS } from './builtin/log-tools.ts';
 import { memoryRecallTool } from './builtin/memory-recall-tool.ts';
 import { memoryStoreTool } from './builtin/memory-store-tool.ts';
@@ -23,6 +24,7 @@ export {
   fileListTool,
   fileReadTool,
   fileWriteTool,
+  generateTextTool,
   httpRequestTool,
   memoryRecallTool,
   memoryStoreTool,
@@ -42,6 +44,7 @@ export const BUILTIN_TOOLS: readonly Tool<never>[] = [
   webFetchTool,
   httpRequestTool,
   webSearchTool,
+  generateTextTool,
   memoryStoreTool,
   memoryRecallTool,
   agentSpawnTool,

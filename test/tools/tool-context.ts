@@ -12,6 +12,9 @@ export const UNUSED_KERNEL: KernelHandle = {
   killAgent: notUsed,
   listAgents: notUsed,
   memoryPut: notUsed,
+  generateText: () => {
+    throw new Error('generateText is not used here');
+  },
   memoryFind: notUsed,
 };
 

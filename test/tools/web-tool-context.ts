@@ -11,6 +11,9 @@ export const unusedKernel: KernelHandle = {
     throw new Error('not used');
   },
   memoryPut: () => Promise.reject(new Error('not used')),
+  generateText: () => {
+    throw new Error('generateText is not used here');
+  },
   memoryFind: () => Promise.reject(new Error('not used')),
 };
 

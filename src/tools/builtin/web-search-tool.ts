@@ -5,9 +5,14 @@ import { netConnectFor, parseWebUrl } from './net-guard.ts';
 import { bodyText, readWebSettings, sendWebRequest, webToolFailure, type WebRequest, type WebResponse } from './web-request.ts';
 import { WebRequestError } from './web-request-error.ts';
 
-const WebSearchInput = z.strictObject({
-  query: z.string().min(1).describe('What to search the web for.'),
-});
+// `q` is the name many search APIs (and spec/02's compose example) use; either is accepted.
+const WebSearchInput = z
+  .strictObject({
+    query: z.string().min(1).optional().describe('What to search the web for.'),
+    q: z.string().min(1).optional().describe('The same as query, for callers that name it q.'),
+  })
+  .refine((input) => input.query !== undefined || input.q !== undefined, { error: 'expected query: what to search the web for' })
+  .transform((input) => ({ query: input.query ?? input.q ?? '' }));
 
 /** The search providers web_search speaks to. */
 export type WebSearchProvider = 'tavily' | 'brave' | 'searxng';

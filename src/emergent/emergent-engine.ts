@@ -1,0 +1,659 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Clock, ForgedToolRecord, ForgedToolTier, IdGenerator, JsonObject, JsonValue, Logger, Store, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
+import { LoomError, UsageError } from '../errors/index.ts';
+import type { EmergentSettings } from '../manifest/index.ts';
+import { formatIssues } from '../validation/index.ts';
+import { checkSandboxCode, formatCodeProblems } from './check-code.ts';
+import { type ForgeRequest, ForgeRequestSchema } from './forge-request.ts';
+import type { ForgedToolEvent } from './forged-tool-events.ts';
+import { judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict } from './judge.ts';
+import { compileSchema, type SchemaCheck, subsetMismatch } from './output-check.ts';
+import { referenceProblems } from './references.ts';
+import { type ForgedRun, runCompose, runSandboxed, sandboxBridges } from './run-forged.ts';
+import { compileSandboxProgram, type SandboxedProgram } from './sandbox.ts';
+import { exportDocument, parseExport } from './tool-export.ts';
+
+/** The meta-tool an agent forges with; its grant also admits the agent's own forged tools. */
+export const FORGE_TOOL_NAME = 'forge_tool';
+
+/** The largest output a sandboxed tool may return, in bytes of JSON. */
+export const MAX_SANDBOX_OUTPUT_BYTES = 1_000_000;
+
+/** An agent as forging sees it: its `[emergent]` settings and its current session. */
+export interface ForgingAgent {
+  id: string;
+  name: string;
+  sessionId: string;
+  emergent: EmergentSettings | undefined;
+}
+
+/** What the engine is built from (the kernel provides each). */
+export interface EmergentEngineOptions {
+  store: Pick<Store, 'forgedTools'>;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  /** The live agent with this id, undefined once it is gone (or for a principal that is no agent). */
+  agent(agentId: string): ForgingAgent | undefined;
+  /** Whether a judge model serves the agent in this role: its `[emergent]` judge model, else the default model. */
+  judgeAvailable(agentId: string, role: JudgeRole): boolean;
+  /** A judge's verdict: a structured model call billed to the agent. */
+  judge(agentId: string, role: JudgeRole, request: { system: string; prompt: string; signal: AbortSignal }): Promise<Verdict>;
+  /** Records an event in the audit log and tells subscribers. */
+  publish(event: ForgedToolEvent): Promise<void>;
+  /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
+  requestApproval(agent: { id: string; name: string }, input: JsonObject): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
+}
+
+/** A forge's result: the tool registered, or the stage that refused it and why (returned to the agent as a tool result). */
+export type ForgeOutcome =
+  | { ok: true; tool: ForgedToolView; verdict: Verdict }
+  | { ok: false; stage: 'request' | 'build' | 'test' | 'judge'; reason: string; verdict?: Verdict };
+
+/** A forged tool as the doors show it. */
+export interface ForgedToolView {
+  id: string;
+  name: string;
+  description: string;
+  agent: string;
+  agentId: string;
+  tier: ForgedToolTier;
+  status: ForgedToolRecord['status'];
+  statusReason: string | null;
+  mode: 'compose' | 'sandbox';
+  origin: 'forged' | 'imported';
+  calls: number;
+  successRate: number | null;
+  meanLatencyMs: number | null;
+  verdicts: JsonObject[];
+  codeHash: string | null;
+  sourcePersisted: boolean;
+  /** The request as stored (a sandbox tool's code only when its source is persisted). */
+  request: JsonObject;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A tool being built or tested: its record, its checks, its program (compiled on first use). */
+interface Candidate {
+  record: ForgedToolRecord;
+  request: ForgeRequest;
+  checkOutput: SchemaCheck | undefined;
+  program: SandboxedProgram | undefined;
+}
+
+/** A tool the engine offers, with its two faces: to its own agent, and to others (shared). */
+interface LiveTool extends Candidate {
+  /** Successful calls at the last automatic promotion attempt. */
+  promotionTriedAt: number;
+  own: Tool<never>;
+  other: Tool<never>;
+}
+
+const NO_SETTINGS = { reason: 'its manifest has no [emergent] table (or enabled = false)' } as const;
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A tool's output as the model sees it: JSON text, and the object as structured content. */
+function resultOf(output: JsonValue): ToolResult {
+  const text = typeof output === 'string' ? output : JSON.stringify(output);
+  return output !== null && typeof output === 'object' && !Array.isArray(output) ? { text, structured: output } : { text };
+}
+
+/** The forged tools of every agent: forging, calls, tiers, export and import (spec/02). */
+export interface EmergentEngine {
+  /** Loads stored tools; session tools whose source was not kept are retired. Call once at boot. */
+  load(): Promise<void>;
+  /** The tools an agent is offered beside the shared ones: `forge_tool`, its own forged tools, shared tools. */
+  toolsFor(agent: ToolAgent): readonly Tool<never>[];
+  /** Forges a tool for `agent` (build, test, judge, register); refusals are outcomes, not throws. */
+  forge(agent: ToolAgent, request: unknown, toolbox: ToolBox, options: { signal: AbortSignal; by: string }): Promise<ForgeOutcome>;
+  /** Imports an `agentos.emergent-tool.v1` document: refused when redacted, else forged again (tested and judged). */
+  importTool(agent: ToolAgent, text: string, toolbox: ToolBox, options: { signal: AbortSignal; by: string }): Promise<ForgeOutcome>;
+  /** The document `loom tools export` writes. @throws {UsageError} for an unknown id. */
+  exportTool(id: string): Promise<string>;
+  list(filter?: { agentId?: string }): Promise<ForgedToolView[]>;
+  /** @throws {UsageError} for an unknown id (or a unique prefix of none). */
+  get(id: string): Promise<ForgedToolView>;
+  /**
+   * Promotes a tool one tier: to `agent` by the two-judge panel, to `shared` only by a person's
+   * approval (a request is opened; the promotion happens when it is approved).
+   */
+  promote(id: string, by: string): Promise<{ tool: ForgedToolView; outcome: 'promoted' | 'refused' | 'pending-approval'; reason: string | null; approvalId?: string }>;
+  /** Demotes a tool one tier (a session tool stops being offered). */
+  demote(id: string, by: string, reason: string | null): Promise<ForgedToolView>;
+  /** The agent's session was reset: its session tools are retired. */
+  sessionEnded(agentId: string): Promise<void>;
+  /** The agent was killed: its session and agent tools are retired (shared tools stay). */
+  agentKilled(agentId: string): Promise<void>;
+  /** Releases every sandbox isolate. */
+  close(): void;
+}
+
+/** Builds the engine. */
+export function createEmergentEngine(options: EmergentEngineOptions): EmergentEngine {
+  const { store, clock, ids } = options;
+  const logger = options.logger.child({ component: 'emergent' });
+  const live = new Map<string, LiveTool>();
+  /** Sandbox source kept in memory only (its agent does not persist it), by tool id. */
+  const memorySource = new Map<string, string>();
+
+  const view = (record: ForgedToolRecord): ForgedToolView => {
+    const { stats } = record;
+    return {
+      id: record.id,
+      name: record.name,
+      description: typeof record.request['description'] === 'string' ? record.request['description'] : '',
+      agent: record.agentName,
+      agentId: record.agentId,
+      tier: record.tier,
+      status: record.status,
+      statusReason: record.statusReason,
+      mode: record.mode,
+      origin: record.origin,
+      calls: stats.calls,
+      successRate: stats.calls === 0 ? null : stats.successes / stats.calls,
+      meanLatencyMs: stats.calls === 0 ? null : stats.totalMs / stats.calls,
+      verdicts: record.verdicts,
+      codeHash: record.codeHash,
+      sourcePersisted: record.sourcePersisted,
+      request: record.request,
+      createdAt: record.createdAt,
+      updatedAt: record.updatedAt,
+    };
+  };
+
+  const event = (record: Pick<ForgedToolRecord, 'agentId' | 'agentName' | 'name'> & { id: string | null }, type: ForgedToolEvent['type'], outcome: string, reason: string | null, provenance: JsonObject): Promise<void> =>
+    options.publish({ type, at: clock.now(), agentId: record.agentId, name: record.agentName, tool: record.name, toolId: record.id, outcome, reason, provenance });
+
+  const provenanceOf = (record: ForgedToolRecord, by: string): JsonObject => ({ by, origin: record.origin, mode: record.mode, codeHash: record.codeHash, tier: record.tier });
+
+  /** The settings a tool runs under: its agent's live ones, else those it was forged with. */
+  function settingsOf(record: ForgedToolRecord): EmergentSettings | undefined {
+    return options.agent(record.agentId)?.emergent;
+  }
+
+  async function programOf(tool: Candidate): Promise<SandboxedProgram | string> {
+    if (tool.program !== undefined && !tool.program.disposed) return tool.program;
+    const { implementation } = tool.request;
+    if (implementation.mode !== 'sandbox') return 'not a sandbox tool';
+    const code = memorySource.get(tool.record.id) ?? implementation.code;
+    const settings = settingsOf(tool.record);
+    tool.program = await compileSandboxProgram(code, {
+      timeoutMs: settings?.sandbox_timeout_ms ?? 5000,
+      memoryMb: settings?.sandbox_memory_mb ?? 128,
+      maxOutputBytes: MAX_SANDBOX_OUTPUT_BYTES,
+    });
+    return tool.program;
+  }
+
+  /** Runs a tool once for the agent whose toolbox is given. */
+  async function runOnce(tool: Candidate, input: JsonObject, toolbox: ToolBox, signal: AbortSignal, caller: ToolAgent): Promise<ForgedRun> {
+    const { implementation } = tool.request;
+    if (implementation.mode === 'compose') return runCompose(implementation.steps, input, toolbox);
+    const settings = settingsOf(tool.record);
+    if (settings === undefined) return { ok: false, problem: `the agent that forged ${tool.record.name} is gone, and its sandbox settings with it` };
+    const program = await programOf(tool);
+    if (typeof program === 'string') return { ok: false, problem: program };
+    const bridges = sandboxBridges(implementation.allowlist, settings, toolbox, (reason) => {
+      void event({ ...tool.record, agentId: caller.id, agentName: caller.name }, 'tool-sandbox-fault', 'fetch-domain', reason, { caller: caller.name, owner: tool.record.agentName });
+    });
+    return runSandboxed(program, input, bridges, signal);
+  }
+
+  /** Checks a run's output against the declared schema; a mismatch fails the run. */
+  function checked(tool: Pick<LiveTool, 'checkOutput'>, run: ForgedRun): ForgedRun {
+    if (!run.ok || tool.checkOutput === undefined) return run;
+    const problem = tool.checkOutput(run.output);
+    return problem === undefined ? run : { ok: false, problem: `the output does not match the tool's outputSchema: ${problem}` };
+  }
+
+  async function call(tool: LiveTool, input: JsonObject, context: ToolContext): Promise<ToolResult> {
+    const { record } = tool;
+    if (record.status !== 'active') return { text: `${record.name} is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`, isError: true };
+    if (context.toolbox === undefined) return { text: `${record.name} cannot run here: it needs the tool runner`, isError: true };
+    const started = performance.now();
+    let run: ForgedRun;
+    try {
+      run = checked(tool, await runOnce(tool, input, context.toolbox, context.signal, context.agent));
+    } catch (error) {
+      run = { ok: false, problem: messageOf(error) };
+    }
+    const duration = performance.now() - started;
+    record.stats = { calls: record.stats.calls + 1, successes: record.stats.successes + (run.ok ? 1 : 0), totalMs: record.stats.totalMs + duration };
+    record.updatedAt = clock.now();
+    await store.forgedTools.recordCall(record.id, run.ok, duration, record.updatedAt);
+    if (!run.ok) {
+      if (run.fault !== undefined && run.fault !== 'thrown') {
+        await event({ ...record, agentId: context.agent.id, agentName: context.agent.name }, 'tool-sandbox-fault', run.fault, run.problem, { caller: context.agent.name, owner: record.agentName, codeHash: record.codeHash });
+      }
+      return { text: `${record.name} failed: ${run.problem}`, isError: true };
+    }
+    maybePromote(tool);
+    return resultOf(run.output);
+  }
+
+  function toolOf(tool: Pick<LiveTool, 'record' | 'request'>, own: boolean, self: () => LiveTool): Tool<never> {
+    const { request } = tool;
+    const forged: Tool<JsonObject> = {
+      name: request.name,
+      description: `[forged ${tool.record.mode} tool] ${request.description}`,
+      ...(own ? { grantedBy: FORGE_TOOL_NAME } : {}),
+      inputSchema: inputSchemaOf(request.inputSchema),
+      requires: () => [],
+      execute: (input, context) => call(self(), input, context),
+    };
+    return forged as unknown as Tool<never>;
+  }
+
+  function admit(record: ForgedToolRecord, request: ForgeRequest, code?: string): LiveTool {
+    let checkOutput: SchemaCheck | undefined;
+    try {
+      checkOutput = request.outputSchema === undefined ? undefined : compileSchema(request.outputSchema);
+    } catch {
+      checkOutput = () => 'its outputSchema is not a valid JSON Schema';
+    }
+    const holder: { tool?: LiveTool } = {};
+    const self = (): LiveTool => holder.tool as LiveTool;
+    const tool: LiveTool = { record, request, checkOutput, program: undefined, promotionTriedAt: 0, own: toolOf({ record, request }, true, self), other: toolOf({ record, request }, false, self) };
+    holder.tool = tool;
+    if (code !== undefined) memorySource.set(record.id, code);
+    live.set(record.id, tool);
+    return tool;
+  }
+
+  function retireLive(tool: LiveTool): void {
+    tool.program?.dispose();
+    live.delete(tool.record.id);
+    memorySource.delete(tool.record.id);
+  }
+
+  async function save(record: ForgedToolRecord): Promise<void> {
+    record.updatedAt = clock.now();
+    await store.forgedTools.put(record);
+  }
+
+  /** Runs every test case; sandbox cases twice, to catch non-determinism. */
+  async function runTests(tool: Candidate, agent: ToolAgent, toolbox: ToolBox, signal: AbortSignal): Promise<TestReport[]> {
+    const checkInput = compileSchema(tool.request.inputSchema);
+    const reports: TestReport[] = [];
+    for (const testCase of tool.request.testCases) {
+      const base = { input: testCase.input, ...(testCase.expectedOutput === undefined ? {} : { expectedOutput: testCase.expectedOutput }) };
+      const invalid = checkInput(testCase.input);
+      if (invalid !== undefined) {
+        reports.push({ ...base, passed: false, problem: `the input does not match the tool's inputSchema: ${invalid}` });
+        continue;
+      }
+      const first = checked(tool, await runOnce(tool, testCase.input, toolbox, signal, agent));
+      if (!first.ok) {
+        reports.push({ ...base, passed: false, problem: first.problem });
+        continue;
+      }
+      const mismatch = testCase.expectedOutput === undefined ? undefined : subsetMismatch(testCase.expectedOutput, first.output);
+      if (mismatch !== undefined) {
+        reports.push({ ...base, output: first.output, passed: false, problem: mismatch });
+        continue;
+      }
+      if (tool.request.implementation.mode === 'sandbox') {
+        const second = checked(tool, await runOnce(tool, testCase.input, toolbox, signal, agent));
+        if (!second.ok || JSON.stringify(second.output) !== JSON.stringify(first.output)) {
+          reports.push({ ...base, output: first.output, passed: false, problem: `not deterministic: a second run gave ${second.ok ? JSON.stringify(second.output) : `an error (${second.problem})`}` });
+          continue;
+        }
+      }
+      reports.push({ ...base, output: first.output, passed: true });
+    }
+    return reports;
+  }
+
+  /** Build-time checks: the tools a compose tool calls, its references; a sandbox tool's code and APIs. */
+  function buildProblems(request: ForgeRequest, settings: EmergentSettings, toolbox: ToolBox, agentName: string): string | undefined {
+    const { implementation } = request;
+    if (implementation.mode === 'compose') {
+      const problems: string[] = [];
+      implementation.steps.forEach((step, index) => {
+        const where = `step ${index + 1} "${step.name}"`;
+        if (step.tool === FORGE_TOOL_NAME) problems.push(`${where}: a forged tool may not forge tools`);
+        else if (step.tool === request.name) problems.push(`${where}: a tool may not call itself`);
+        else {
+          const status = toolbox.status(step.tool);
+          if (status === 'unknown') problems.push(`${where}: no tool named "${step.tool}" exists`);
+          if (status === 'not-held') problems.push(`${where}: agent "${agentName}" may not call "${step.tool}" (it is not granted, or its tool lists leave it out), so neither may a tool it forges`);
+        }
+      });
+      const names = implementation.steps.map((step) => step.name);
+      const repeated = names.find((name, index) => names.indexOf(name) !== index);
+      if (repeated !== undefined) problems.push(`two steps are named "${repeated}"; step names must be unique`);
+      problems.push(...referenceProblems(implementation.steps, request.inputSchema));
+      return problems.length === 0 ? undefined : problems.join('; ');
+    }
+    const apis = implementation.allowlist.filter((api) => !settings.allowed_sandbox_apis.includes(api));
+    if (apis.length > 0) {
+      return `implementation.allowlist names ${apis.map((api) => `"${api}"`).join(', ')}, which [emergent].allowed_sandbox_apis of agent "${agentName}" does not allow${settings.allowed_sandbox_apis.length === 0 ? ' (it allows none)' : ` (it allows ${settings.allowed_sandbox_apis.join(', ')})`}`;
+    }
+    const problems = checkSandboxCode(implementation.code, implementation.allowlist);
+    return problems.length === 0 ? undefined : formatCodeProblems(problems);
+  }
+
+  async function forge(agent: ToolAgent, raw: unknown, toolbox: ToolBox, { signal, by }: { signal: AbortSignal; by: string }, origin: 'forged' | 'imported' = 'forged'): Promise<ForgeOutcome> {
+    const forging = options.agent(agent.id);
+    const nameOf = (value: unknown): string => (value !== null && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : '(unnamed)');
+    const refuse = async (stage: Exclude<ForgeOutcome, { ok: true }>['stage'], reason: string, extra: { verdict?: Verdict; codeHash?: string | null } = {}): Promise<ForgeOutcome> => {
+      await event({ agentId: agent.id, agentName: agent.name, name: nameOf(raw), id: null }, 'tool-forge', 'refused', `${stage}: ${reason}`, { by, origin, ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }), ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) });
+      return { ok: false, stage, reason, ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) };
+    };
+    const settings = forging?.emergent;
+    if (forging === undefined || settings === undefined || !settings.enabled) return refuse('request', `agent "${agent.name}" may not forge tools: ${NO_SETTINGS.reason}`);
+    const parsed = ForgeRequestSchema.safeParse(raw, { reportInput: true });
+    if (!parsed.success) return refuse('request', `invalid forge request: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
+    const request = parsed.data;
+    const codeHash = request.implementation.mode === 'sandbox' ? sha256(request.implementation.code) : null;
+    if (toolbox.status(request.name) !== 'unknown') return refuse('request', `a tool named "${request.name}" already exists; choose another name`, { codeHash });
+    const sessionTools = [...live.values()].filter((tool) => tool.record.agentId === agent.id && tool.record.tier === 'session' && tool.record.status === 'active');
+    if (sessionTools.length >= settings.max_session_tools) {
+      return refuse('request', `agent "${agent.name}" already has ${sessionTools.length} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`, { codeHash });
+    }
+    try {
+      compileSchema(request.inputSchema);
+      if (request.outputSchema !== undefined) compileSchema(request.outputSchema);
+    } catch (error) {
+      return refuse('request', `${messageOf(error)}`, { codeHash });
+    }
+    const problem = buildProblems(request, settings, toolbox, agent.name);
+    if (problem !== undefined) return refuse('build', problem, { codeHash });
+
+    const at = clock.now();
+    const persisted = request.implementation.mode === 'compose' || settings.persist_sandbox_source;
+    const stored = persisted || request.implementation.mode === 'compose' ? request : { ...request, implementation: { mode: 'sandbox' as const, allowlist: request.implementation.allowlist } };
+    const record: ForgedToolRecord = {
+      id: ids.uuid(),
+      name: request.name,
+      agentId: agent.id,
+      agentName: agent.name,
+      sessionId: forging.sessionId,
+      tier: 'session',
+      status: 'active',
+      statusReason: null,
+      mode: request.implementation.mode,
+      request: stored as unknown as JsonObject,
+      codeHash,
+      sourcePersisted: request.implementation.mode === 'sandbox' && settings.persist_sandbox_source,
+      verdicts: [],
+      stats: { calls: 0, successes: 0, totalMs: 0 },
+      origin,
+      createdAt: at,
+      updatedAt: at,
+    };
+    // Built but not yet offered: it joins `live` only once approved.
+    const candidate: Candidate = { record, request, checkOutput: request.outputSchema === undefined ? undefined : compileSchema(request.outputSchema), program: undefined };
+    if (request.implementation.mode === 'sandbox') memorySource.set(record.id, request.implementation.code);
+    let tests: TestReport[];
+    try {
+      tests = await runTests(candidate, agent, toolbox, signal);
+    } catch (error) {
+      candidate.program?.dispose();
+      memorySource.delete(record.id);
+      return refuse('test', `the tests could not run: ${messageOf(error)}`, { codeHash });
+    }
+    const failed = tests.map((test, index) => ({ test, index })).filter(({ test }) => !test.passed);
+    if (failed.length > 0) {
+      candidate.program?.dispose();
+      memorySource.delete(record.id);
+      return refuse('test', failed.map(({ test, index }) => `test ${index + 1} failed: ${test.problem ?? 'no reason given'}`).join('; '), { codeHash });
+    }
+    const release = (): void => {
+      candidate.program?.dispose();
+      memorySource.delete(record.id);
+    };
+    if (!options.judgeAvailable(agent.id, 'creation')) {
+      release();
+      return refuse('judge', `no judge model: set [emergent].judge_model in agent "${agent.name}"'s manifest or [default_model] in config.toml; without a judge every forge is refused`, { codeHash });
+    }
+    let verdict: Verdict;
+    try {
+      verdict = await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal });
+    } catch (error) {
+      release();
+      return refuse('judge', `the judge could not review the tool (${messageOf(error)}); nothing was registered`, { codeHash });
+    }
+    if (!verdict.approved) {
+      release();
+      return refuse('judge', `the judge refused it${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`, { verdict, codeHash });
+    }
+    record.verdicts = [{ role: 'creation', at: clock.now(), ...verdict }];
+    await store.forgedTools.put(record);
+    const tool = admit(record, request, request.implementation.mode === 'sandbox' ? request.implementation.code : undefined);
+    tool.program = candidate.program;
+    await event({ ...record }, 'tool-forge', 'registered', null, { ...provenanceOf(record, by), verdict, tests: tests.length });
+    logger.info({ agentId: agent.id, tool: record.name, toolId: record.id }, `agent "${agent.name}" forged tool "${record.name}"`);
+    return { ok: true, tool: view(record), verdict };
+  }
+
+  /** The promotion panel: two independent judges, both approving with enough confidence. */
+  async function panel(tool: LiveTool, settings: EmergentSettings, signal: AbortSignal): Promise<{ approved: boolean; reason: string | null; verdicts: JsonObject[] }> {
+    const { record } = tool;
+    if (!options.judgeAvailable(record.agentId, 'safety')) return { approved: false, reason: 'no judge model for the promotion panel ([emergent].promotion_judge_model, judge_model or [default_model])', verdicts: [] };
+    const history = { calls: record.stats.calls, successes: record.stats.successes, meanLatencyMs: record.stats.calls === 0 ? 0 : record.stats.totalMs / record.stats.calls };
+    const document = judgeDocument(tool.request, tool.request.testCases.map((test) => ({ input: test.input, ...(test.expectedOutput === undefined ? {} : { expectedOutput: test.expectedOutput }), passed: true })), history);
+    const roles = ['safety', 'correctness'] as const;
+    const verdicts = await Promise.all(roles.map((role) => options.judge(record.agentId, role, { system: judgeSystemPrompt(role), prompt: document, signal })));
+    const stored = verdicts.map((verdict, index): JsonObject => ({ role: roles[index] as string, at: clock.now(), ...verdict }));
+    const threshold = settings.promotion_threshold.confidence;
+    const weak = verdicts.map((verdict, index) => ({ verdict, role: roles[index] as string })).filter(({ verdict }) => !verdict.approved || verdict.confidence < threshold);
+    if (weak.length === 0) return { approved: true, reason: null, verdicts: stored };
+    return { approved: false, reason: weak.map(({ verdict, role }) => `the ${role} reviewer ${verdict.approved ? `was only ${verdict.confidence} confident (below ${threshold})` : 'refused'}${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`).join('; '), verdicts: stored };
+  }
+
+  /** Session → agent tier, by the panel. */
+  async function promoteToAgent(tool: LiveTool, by: string): Promise<{ outcome: 'promoted' | 'refused'; reason: string | null }> {
+    const { record } = tool;
+    const settings = settingsOf(record);
+    const refused = async (reason: string): Promise<{ outcome: 'refused'; reason: string }> => {
+      await event(record, 'tool-promote', 'refused', reason, provenanceOf(record, by));
+      return { outcome: 'refused', reason };
+    };
+    if (settings === undefined || !settings.enabled) return refused(`agent "${record.agentName}" no longer forges tools`);
+    if (record.mode === 'sandbox' && !record.sourcePersisted) {
+      return refused(`its source is not stored ([emergent].persist_sandbox_source = false), and an agent-tier tool must run after a restart; set persist_sandbox_source = true and forge it again`);
+    }
+    const agentTools = [...live.values()].filter((other) => other.record.agentId === record.agentId && other.record.tier === 'agent' && other.record.status === 'active');
+    if (agentTools.length >= settings.max_agent_tools) return refused(`agent "${record.agentName}" already keeps ${agentTools.length} tools, its [emergent].max_agent_tools`);
+    let decision;
+    try {
+      decision = await panel(tool, settings, AbortSignal.timeout(120_000));
+    } catch (error) {
+      return refused(`the promotion panel could not be reached: ${messageOf(error)}`);
+    }
+    record.verdicts = [...record.verdicts, ...decision.verdicts];
+    if (!decision.approved) {
+      await save(record);
+      return refused(decision.reason ?? 'the panel refused it');
+    }
+    record.tier = 'agent';
+    record.sessionId = null;
+    await save(record);
+    await event(record, 'tool-promote', 'agent', null, { ...provenanceOf(record, by), verdicts: decision.verdicts });
+    return { outcome: 'promoted', reason: null };
+  }
+
+  /** After a successful call: a session tool with enough successful uses goes to the panel (in the background). */
+  function maybePromote(tool: LiveTool): void {
+    const { record } = tool;
+    const settings = settingsOf(record);
+    if (record.tier !== 'session' || settings === undefined) return;
+    const uses = settings.promotion_threshold.uses;
+    if (record.stats.successes < uses || record.stats.successes < tool.promotionTriedAt + uses) return;
+    tool.promotionTriedAt = record.stats.successes;
+    void promoteToAgent(tool, 'auto').catch((error: unknown) => logger.error({ err: error, toolId: record.id }, 'automatic promotion failed'));
+  }
+
+  async function find(id: string): Promise<ForgedToolRecord> {
+    const exact = live.get(id)?.record ?? (await store.forgedTools.get(id));
+    if (exact !== undefined) return exact;
+    const matches = (await store.forgedTools.list()).filter((record) => record.id.startsWith(id));
+    if (matches.length === 1 && id.length >= 4) return matches[0] as ForgedToolRecord;
+    throw new UsageError(matches.length > 1 ? `forged tool id "${id}" is ambiguous: it starts ${matches.length} ids` : `no forged tool has the id "${id}"; list them with \`loom tools list\``);
+  }
+
+  function liveOf(record: ForgedToolRecord): LiveTool {
+    const tool = live.get(record.id);
+    if (tool === undefined) throw new LoomError('FORGED_TOOL_INACTIVE', 'user', `forged tool "${record.name}" (${record.id}) is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`);
+    return tool;
+  }
+
+  async function retireWhere(agentId: string, tiers: readonly ForgedToolTier[], reason: string): Promise<void> {
+    for (const tool of [...live.values()]) {
+      const { record } = tool;
+      if (record.agentId !== agentId || !tiers.includes(record.tier)) continue;
+      retireLive(tool);
+      record.status = 'retired';
+      record.statusReason = reason;
+      await save(record);
+      await event(record, 'tool-retire', 'retired', reason, provenanceOf(record, 'kernel'));
+    }
+  }
+
+  const forgeTool: Tool<unknown> = {
+    name: FORGE_TOOL_NAME,
+    description:
+      'Create a new tool when none of yours fits the task. mode "compose" chains tools you already have (inputMapping values may use $input, $input.x, $prev, $prev.x, $steps.<name>, $steps.<name>.x); mode "sandbox" runs your JavaScript, which must define execute(input) and return JSON. Every test case must pass, then a judge reviews the tool; if approved it is yours for this session.',
+    inputSchema: ForgeRequestSchema,
+    requires: () => [],
+    async execute(input, context) {
+      if (context.toolbox === undefined) return { text: 'forge_tool cannot run here: it needs the tool runner', isError: true };
+      const outcome = await forge(context.agent, input, context.toolbox, { signal: context.signal, by: FORGE_TOOL_NAME });
+      if (!outcome.ok) return { text: `forge_tool refused the tool at the ${outcome.stage} stage: ${outcome.reason}`, isError: true };
+      const { tool, verdict } = outcome;
+      return {
+        text: `Created tool "${tool.name}" (${tool.mode}, session tier; judge confidence ${verdict.confidence}). You can call it now.`,
+        structured: { id: tool.id, name: tool.name, tier: tool.tier, mode: tool.mode, confidence: verdict.confidence, issues: verdict.issues },
+      };
+    },
+  };
+
+  return {
+    async load() {
+      for (const record of await store.forgedTools.list({ status: 'active' })) {
+        const parsed = ForgeRequestSchema.safeParse(record.request);
+        if (record.mode === 'sandbox' && !record.sourcePersisted) {
+          record.status = 'retired';
+          record.statusReason = 'its source was kept only in memory ([emergent].persist_sandbox_source = false), so it ended with the process';
+          await save(record);
+          continue;
+        }
+        if (!parsed.success) {
+          logger.error({ toolId: record.id, problem: formatIssues(parsed.error, { style: 'json' }).join('; ') }, `stored forged tool "${record.name}" is invalid; it is not offered`);
+          continue;
+        }
+        admit(record, parsed.data);
+      }
+    },
+
+    toolsFor(agent) {
+      const forging = options.agent(agent.id);
+      const enabled = forging?.emergent?.enabled === true;
+      const tools: Tool<never>[] = enabled ? [forgeTool as unknown as Tool<never>] : [];
+      for (const tool of live.values()) {
+        const { record } = tool;
+        if (record.status !== 'active') continue;
+        const own = record.agentId === agent.id;
+        if (own && enabled && (record.tier !== 'session' || record.sessionId === forging.sessionId)) tools.push(tool.own);
+        else if (record.tier === 'shared') tools.push(own ? tool.own : tool.other);
+      }
+      return tools;
+    },
+
+    forge: (agent, request, toolbox, forgeOptions) => forge(agent, request, toolbox, forgeOptions),
+
+    async importTool(agent, text, toolbox, forgeOptions) {
+      const parsed = parseExport(text);
+      if (!parsed.ok) {
+        await event({ agentId: agent.id, agentName: agent.name, name: parsed.name ?? '(unnamed)', id: null }, 'tool-forge', 'refused', `import: ${parsed.reason}`, { by: forgeOptions.by, origin: 'imported' });
+        return { ok: false, stage: 'request', reason: parsed.reason };
+      }
+      return forge(agent, parsed.request, toolbox, forgeOptions, 'imported');
+    },
+
+    async exportTool(id) {
+      const record = await find(id);
+      return exportDocument(record);
+    },
+
+    async list(filter = {}) {
+      return (await store.forgedTools.list(filter.agentId === undefined ? {} : { agentId: filter.agentId })).map((record) => view(live.get(record.id)?.record ?? record));
+    },
+
+    async get(id) {
+      return view(await find(id));
+    },
+
+    async promote(id, by) {
+      const record = await find(id);
+      const tool = liveOf(record);
+      if (record.tier === 'session') {
+        const result = await promoteToAgent(tool, by);
+        return { tool: view(record), ...result };
+      }
+      if (record.tier === 'shared') return { tool: view(record), outcome: 'refused', reason: 'it is already shared, the highest tier' };
+      const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, { action: 'promote forged tool to shared', tool: record.name, toolId: record.id, mode: record.mode, codeHash: record.codeHash, requestedBy: by });
+      await event(record, 'tool-promote', 'pending-approval', null, { ...provenanceOf(record, by), approvalId: request.id });
+      void request.decision.then(
+        async (decision) => {
+          if (!decision.approved || record.status !== 'active' || record.tier !== 'agent') {
+            await event(record, 'tool-promote', 'refused', decision.approved ? `it is no longer an active agent-tier tool` : `not approved by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`, { ...provenanceOf(record, decision.by), approvalId: request.id });
+            return;
+          }
+          record.tier = 'shared';
+          await save(record);
+          await event(record, 'tool-promote', 'shared', null, { ...provenanceOf(record, decision.by), approvalId: request.id, requestedBy: by });
+        },
+        (error: unknown) => logger.warn({ err: error, toolId: record.id }, 'a shared-tier promotion request ended without a decision'),
+      );
+      return { tool: view(record), outcome: 'pending-approval', reason: null, approvalId: request.id };
+    },
+
+    async demote(id, by, reason) {
+      const record = await find(id);
+      const tool = liveOf(record);
+      if (record.tier === 'shared') record.tier = 'agent';
+      else if (record.tier === 'agent') {
+        record.tier = 'session';
+        record.sessionId = options.agent(record.agentId)?.sessionId ?? null;
+      } else {
+        retireLive(tool);
+        record.status = 'demoted';
+        record.statusReason = reason ?? `demoted by ${by}`;
+      }
+      await save(record);
+      await event(record, 'tool-demote', record.status === 'active' ? record.tier : 'demoted', reason, provenanceOf(record, by));
+      return view(record);
+    },
+
+    sessionEnded: (agentId) => retireWhere(agentId, ['session'], 'its session was reset'),
+
+    agentKilled: (agentId) => retireWhere(agentId, ['session', 'agent'], 'its agent was killed'),
+
+    close() {
+      for (const tool of live.values()) tool.program?.dispose();
+    },
+  };
+}
+
+const LOOSE_INPUT = z.record(z.string(), z.json());
+
+/** A forged tool's input schema for the runner and the model: converted from its JSON Schema, else a loose object. */
+function inputSchemaOf(schema: JsonObject): z.ZodType<JsonObject> {
+  try {
+    const converted = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    return converted instanceof z.ZodObject ? (converted as unknown as z.ZodType<JsonObject>) : LOOSE_INPUT;
+  } catch {
+    return LOOSE_INPUT;
+  }
+}

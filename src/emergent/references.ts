@@ -1,0 +1,111 @@
+import type { JsonObject, JsonValue } from '../contracts/index.ts';
+import type { ComposeStep } from './forge-request.ts';
+
+/**
+ * References in a compose step's `inputMapping` (spec/02): `$input`, `$input.field`, `$prev`,
+ * `$prev.field`, `$steps.<name>`, `$steps.<name>.field`, deeper paths with more dots. A value
+ * that is exactly one reference becomes the value it points to (any JSON); references inside a
+ * longer string are replaced by their text (strings as they are, anything else as JSON). Every
+ * other value is a literal.
+ */
+const REFERENCE = /\$(input|prev|steps\.[A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)/g;
+
+/** A reference found in a mapping: what it points at, and the path below. */
+interface Reference {
+  text: string;
+  root: 'input' | 'prev' | { step: string };
+  path: string[];
+}
+
+function referencesIn(text: string): Reference[] {
+  return [...text.matchAll(REFERENCE)].map((match) => {
+    const head = match[1] ?? '';
+    const path = (match[2] ?? '').split('.').filter((part) => part !== '');
+    const root = head === 'input' || head === 'prev' ? head : { step: head.slice('steps.'.length) };
+    return { text: match[0], root, path };
+  });
+}
+
+/** Every string inside a JSON value (mapping values may be nested objects and arrays). */
+function stringsOf(value: JsonValue): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsOf);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(stringsOf);
+  return [];
+}
+
+/**
+ * What is wrong with a compose tool's references, one message per problem, naming the step:
+ * a `$prev` in the first step, a `$steps.x` naming no earlier step, a `$input.x` naming no
+ * property of the input schema (when it declares properties).
+ */
+export function referenceProblems(steps: readonly ComposeStep[], inputSchema: JsonObject): string[] {
+  const properties = inputSchema['properties'];
+  const declared = properties !== null && typeof properties === 'object' && !Array.isArray(properties) ? new Set(Object.keys(properties)) : undefined;
+  const problems: string[] = [];
+  steps.forEach((step, index) => {
+    const earlier = new Set(steps.slice(0, index).map((previous) => previous.name));
+    for (const text of stringsOf(step.inputMapping)) {
+      for (const reference of referencesIn(text)) {
+        const where = `step ${index + 1} "${step.name}"`;
+        if (reference.root === 'prev' && index === 0) problems.push(`${where}: "${reference.text}" points nowhere: the first step has no previous step (use $input)`);
+        else if (typeof reference.root === 'object' && !earlier.has(reference.root.step)) {
+          problems.push(`${where}: "${reference.text}" points nowhere: no earlier step is named "${reference.root.step}"${earlier.size === 0 ? '' : ` (earlier steps: ${[...earlier].join(', ')})`}`);
+        } else if (reference.root === 'input' && declared !== undefined && reference.path[0] !== undefined && !declared.has(reference.path[0])) {
+          problems.push(`${where}: "${reference.text}" points nowhere: the input schema has no property "${reference.path[0]}"${declared.size === 0 ? '' : ` (it has ${[...declared].join(', ')})`}`);
+        }
+      }
+    }
+  });
+  return problems;
+}
+
+/** What references resolve against while a compose tool runs. */
+export interface ReferenceScope {
+  input: JsonObject;
+  /** Outputs of the steps run so far, by name, in order. */
+  steps: ReadonlyMap<string, JsonValue>;
+  prev: JsonValue | undefined;
+}
+
+/** Thrown when a reference names a field the value does not have. */
+export class MappingReferenceError extends Error {
+  override readonly name = 'MappingReferenceError';
+}
+
+function lookup(reference: Reference, scope: ReferenceScope): JsonValue {
+  let value: JsonValue | undefined = reference.root === 'input' ? scope.input : reference.root === 'prev' ? scope.prev : scope.steps.get(reference.root.step);
+  for (const key of reference.path) {
+    value = value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, key) ? value[key] : undefined;
+    if (value === undefined) throw new MappingReferenceError(`"${reference.text}" points nowhere: there is no "${key}" there`);
+  }
+  if (value === undefined) throw new MappingReferenceError(`"${reference.text}" points nowhere`);
+  return value;
+}
+
+function resolveValue(value: JsonValue, scope: ReferenceScope): JsonValue {
+  if (typeof value === 'string') {
+    const found = referencesIn(value);
+    if (found.length === 1 && found[0]?.text === value) return lookup(found[0], scope);
+    return found.length === 0 ? value : value.replace(REFERENCE, (text) => {
+      const resolved = lookup(referencesIn(text)[0] as Reference, scope);
+      return typeof resolved === 'string' ? resolved : JSON.stringify(resolved);
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => resolveValue(item, scope));
+  if (value !== null && typeof value === 'object') {
+    const resolved: JsonObject = {};
+    // Defined, not assigned: a key "__proto__" stays a key.
+    for (const [key, item] of Object.entries(value)) Object.defineProperty(resolved, key, { value: resolveValue(item, scope), enumerable: true, writable: true, configurable: true });
+    return resolved;
+  }
+  return value;
+}
+
+/**
+ * A step's input from its mapping.
+ * @throws {MappingReferenceError} when a reference names a field the value does not have.
+ */
+export function resolveMapping(mapping: JsonObject, scope: ReferenceScope): JsonObject {
+  return resolveValue(mapping, scope) as JsonObject;
+}
