@@ -23,8 +23,11 @@ export interface AgentLoopOptions {
   models: readonly ModelTarget[];
   resolver: ModelResolver;
   runner: ToolRunner;
-  /** The tools the model is shown; every call still goes through the runner. */
-  tools: readonly Tool<never>[];
+  /**
+   * The tools the model is shown; every call still goes through the runner. A function is read
+   * again after each round of tool calls, so a tool forged in the turn is offered in the next step.
+   */
+  tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
   /** The manifest's tool lists, enforced again on every call. */
   filter: ToolFilter;
@@ -118,7 +121,10 @@ function toAiTools(ai: AiSdk, tools: readonly Tool<never>[]): ToolSet {
 export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoopOutcome> {
   const { emit } = options;
   const ai = await import('ai');
-  const aiTools = toAiTools(ai, options.tools);
+  const currentTools = (): readonly Tool<never>[] => (typeof options.tools === 'function' ? options.tools() : options.tools);
+  const namesOf = (tools: readonly Tool<never>[]): string => tools.map((tool) => tool.name).join('\n');
+  let shown = currentTools();
+  let aiTools = toAiTools(ai, shown);
   const loopGuard = createLoopGuard();
   let messages = [...options.messages];
   const calls: ModelCallUsage[] = [];
@@ -192,6 +198,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
       }
       messages.push({ role: 'tool', content: results });
+      if (typeof options.tools === 'function') {
+        const next = currentTools();
+        if (namesOf(next) !== namesOf(shown)) {
+          shown = next;
+          aiTools = toAiTools(ai, shown);
+        }
+      }
       if (hints.length > 0) {
         emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
         messages.push({ role: 'user', content: hints.join('\n') });

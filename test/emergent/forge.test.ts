@@ -130,11 +130,14 @@ function refusal(outcome: ForgeOutcome): Extract<ForgeOutcome, { ok: false }> {
   return outcome;
 }
 
-/** The tool result a model saw for its call, from the next request it got. */
-function toolResultIn(requestIndex: number): string {
+/** The last tool result a model saw, from the request it got (the last one by default). */
+function toolResultIn(requestIndex = server.requests.length - 1): string {
   const body = server.requests[requestIndex]?.body as { messages?: { role: string; content: unknown }[] } | undefined;
   const tool = (body?.messages ?? []).filter((message) => message.role === 'tool').at(-1);
-  return typeof tool?.content === 'string' ? tool.content : JSON.stringify(tool?.content);
+  const text = typeof tool?.content === 'string' ? tool.content : JSON.stringify(tool?.content ?? null);
+  // An error result reaches the model as {"error": "…"}.
+  const error = text.startsWith('{"error":') ? (JSON.parse(text) as { error: unknown }).error : undefined;
+  return typeof error === 'string' ? error : text;
 }
 
 const toolNamesIn = (requestIndex: number): string[] =>
@@ -165,12 +168,14 @@ describe('forge_tool', () => {
     const reply = await host.kernel.send('smith', 'convert 212 F to C');
     expect(reply.text).toBe('212 °F is 100 °C.');
     // The forge result the model read, then the tool's own output.
-    expect(toolResultIn(2)).toContain('Created tool \\"convert_temperature\\"');
-    expect(toolResultIn(3)).toContain('{\\"result\\":100}');
-    // The judge saw the code and the test results, as data.
-    const judgeRequest = JSON.stringify(server.requests[1]?.body);
-    expect(judgeRequest).toContain('untrusted data');
-    expect(judgeRequest).toContain('\\\\\\"passed\\\\\\": true');
+    expect(toolResultIn(2)).toContain('Created tool "convert_temperature"');
+    expect(toolResultIn(3)).toBe('{"result":100}');
+    // The judge saw the code and the test results, as one JSON document of data.
+    const judge = server.requests[1]?.body as { messages: { role: string; content: string }[] };
+    expect(judge.messages[0]?.content).toContain('untrusted data');
+    const document = JSON.parse(judge.messages.find((message) => message.role === 'user')?.content ?? '{}') as { tool: { implementation: { code: string } }; tests: { passed: boolean }[] };
+    expect(document.tests.map((test) => test.passed)).toEqual([true, true, true]);
+    expect(document.tool.implementation.code).toBe(convertTemperature.implementation.code);
     const [tool] = await host.kernel.forgedTools.list({ agent: 'smith' });
     expect(tool).toMatchObject({ name: 'convert_temperature', tier: 'session', status: 'active', mode: 'sandbox', calls: 1, successRate: 1 });
 
@@ -262,7 +267,7 @@ describe('forge_tool', () => {
     await host.kernel.update('reader', forger('reader', '', '"forge_tool"'));
     server.script([{ toolCalls: [{ name: 'read_notes', input: {} }] }, { text: 'done' }]);
     await host.kernel.send('reader', 'read my notes');
-    expect(toolResultIn(1)).toContain('read_notes failed: step 1 \\"read\\" (file_read) failed: agent \\"reader\\" may not call file_read');
+    expect(toolResultIn()).toContain('read_notes failed: step 1 "read" (file_read) failed: agent "reader" may not call file_read');
     const audit = await host.kernel.audit({ agent: 'reader', type: 'tool-denied' });
     expect(audit.some((entry) => JSON.stringify(entry.data).includes('file_read'))).toBe(true);
   });
@@ -301,7 +306,7 @@ describe('forge_tool', () => {
     registered(await host.kernel.forgedTools.forge('smith', liar, 'test'));
     server.script([{ toolCalls: [{ name: 'liar', input: { value: 1, from: 'C', to: 'C' } }] }, { text: 'ok' }]);
     await host.kernel.send('smith', 'go');
-    expect(toolResultIn(1)).toContain("liar failed: the output does not match the tool's outputSchema: /result must be number");
+    expect(toolResultIn()).toContain("liar failed: the output does not match the tool's outputSchema: /result must be number");
     const [tool] = await host.kernel.forgedTools.list();
     expect(tool).toMatchObject({ calls: 1, successRate: 0 });
   });
@@ -316,14 +321,9 @@ describe('tiers', () => {
     const tool = registered(await host.kernel.forgedTools.forge('smith', slugify, 'test'));
 
     // Two successful calls reach `uses`: the panel (two judges) promotes it in the background.
-    server.script([
-      { toolCalls: [{ name: 'slugify', input: { text: 'A B' } }] },
-      { toolCalls: [{ name: 'slugify', input: { text: 'C D' } }] },
-      APPROVE,
-      APPROVE,
-      { text: 'done' },
-    ]);
-    await host.kernel.send('smith', 'slug twice');
+    expect((await host.kernel.runAgentTool('smith', 'slugify', { text: 'A B' })).text).toBe('{"slug":"a-b"}');
+    server.script([APPROVE, APPROVE]);
+    expect((await host.kernel.runAgentTool('smith', 'slugify', { text: 'C D' })).structured).toEqual({ slug: 'c-d' });
     await expect.poll(async () => (await host.kernel.forgedTools.get(tool.id)).tier).toBe('agent');
     const promoted = await host.kernel.forgedTools.get(tool.id);
     expect(promoted.verdicts.map((verdict) => verdict['role'])).toEqual(['creation', 'safety', 'correctness']);

@@ -3,6 +3,7 @@ import type { Store } from '../../src/contracts/index.ts';
 import { StoreError } from '../../src/errors/index.ts';
 import { describeAgentsContract } from './contract/agents-contract.ts';
 import { describeApprovalsContract } from './contract/approvals-contract.ts';
+import { describeForgedToolsContract } from './contract/forged-tools-contract.ts';
 import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
@@ -54,6 +55,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describePackageRunsContract(context);
     describeInstalledPackagesContract(context);
     describeWorkflowsContract(context);
+    describeForgedToolsContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {

@@ -1,0 +1,168 @@
+import { parse, type Node } from 'acorn';
+
+/** The host APIs a sandboxed tool may name in its allowlist. */
+export type SandboxApi = 'fetch' | 'fs.readFile' | 'crypto';
+
+/** Something refused in a tool's code, where it is (1-based line and column). */
+export interface CodeProblem {
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** Names a sandboxed tool may not use at all, and why (spec/02's blocked APIs, and realm escapes). */
+const BLOCKED_NAMES: Readonly<Record<string, string>> = {
+  eval: 'it runs arbitrary code',
+  Function: 'it builds functions from text, which runs arbitrary code',
+  require: 'there is no module system in the sandbox',
+  process: 'there is no process in the sandbox',
+  child_process: 'a tool may not start processes',
+  module: 'there is no module system in the sandbox',
+  exports: 'there is no module system in the sandbox',
+  WebAssembly: 'a tool may not compile other code',
+  Atomics: 'a tool may not share memory',
+  SharedArrayBuffer: 'a tool may not share memory',
+  importScripts: 'a tool may not load code',
+};
+
+/** Properties whose access is a known road out of a realm or into its prototypes. */
+const BLOCKED_PROPERTIES: Readonly<Record<string, string>> = {
+  constructor: 'it reaches the Function constructor, a way to run arbitrary code',
+  __proto__: 'it rewrites prototypes',
+  __defineGetter__: 'it rewrites objects behind the code\'s back',
+  __defineSetter__: 'it rewrites objects behind the code\'s back',
+  __lookupGetter__: 'it reaches hidden accessors',
+  prepareStackTrace: 'it reaches the engine\'s stack frames',
+  caller: 'it reaches the calling function',
+  callee: 'it reaches the calling function',
+};
+
+/** `fs` methods that change files: never allowed (only `fs.readFile` is). */
+const FS_MUTATORS = new Set(['writeFile', 'writeFileSync', 'appendFile', 'appendFileSync', 'unlink', 'unlinkSync', 'mkdir', 'mkdirSync', 'rm', 'rmSync', 'rmdir', 'rmdirSync', 'rename', 'renameSync', 'copyFile', 'copyFileSync', 'cp', 'symlink', 'link', 'chmod', 'chown', 'truncate', 'open', 'openSync', 'createWriteStream', 'utimes']);
+
+/** Free names a tool uses that only an allowlisted API provides. */
+const API_OF_NAME: Readonly<Record<string, SandboxApi>> = { fetch: 'fetch', fs: 'fs.readFile', crypto: 'crypto' };
+
+type AnyNode = Node & Record<string, unknown>;
+
+function isNode(value: unknown): value is AnyNode {
+  return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
+}
+
+/** Every node under `root`, each with its parent, depth first. */
+function walk(root: AnyNode, visit: (node: AnyNode, parent: AnyNode | undefined) => void): void {
+  const stack: [AnyNode, AnyNode | undefined][] = [[root, undefined]];
+  while (stack.length > 0) {
+    const [node, parent] = stack.pop() as [AnyNode, AnyNode | undefined];
+    visit(node, parent);
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'type' || key === 'loc') continue;
+      if (Array.isArray(value)) {
+        for (let index = value.length - 1; index >= 0; index -= 1) if (isNode(value[index])) stack.push([value[index] as AnyNode, node]);
+      } else if (isNode(value)) stack.push([value, node]);
+    }
+  }
+}
+
+/** The property a member expression names, when it is written out (`a.b`, `a["b"]`). */
+function propertyName(node: AnyNode): string | undefined {
+  const property = node['property'] as AnyNode;
+  if (node['computed'] !== true && property.type === 'Identifier') return property['name'] as string;
+  if (property.type === 'Literal' && typeof property['value'] === 'string') return property['value'];
+  return undefined;
+}
+
+/** Whether an identifier is a name in use, not a property key or a declaration's label. */
+function isReference(node: AnyNode, parent: AnyNode | undefined): boolean {
+  if (parent === undefined) return true;
+  if (parent.type === 'MemberExpression' && parent['property'] === node && parent['computed'] !== true) return false;
+  if ((parent.type === 'Property' || parent.type === 'MethodDefinition' || parent.type === 'PropertyDefinition') && parent['key'] === node && parent['computed'] !== true) {
+    // `{ fetch }` is both a key and a reference.
+    return parent['shorthand'] === true;
+  }
+  if (parent.type === 'LabeledStatement' || parent.type === 'BreakStatement' || parent.type === 'ContinueStatement') return false;
+  return true;
+}
+
+/**
+ * Checks a sandboxed tool's code before it runs (a real JavaScript parser, no regular
+ * expressions): a syntax error, a missing `execute`, spec/02's blocked APIs and known realm
+ * escapes, and host APIs the allowlist does not name. A first filter for clear messages; the
+ * isolate is the boundary. Returns every problem, in source order.
+ */
+export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[]): CodeProblem[] {
+  let program: AnyNode;
+  try {
+    program = parse(code, { ecmaVersion: 'latest', sourceType: 'script', locations: true, allowReturnOutsideFunction: false }) as unknown as AnyNode;
+  } catch (error) {
+    const where = (error as { loc?: { line: number; column: number } }).loc;
+    const message = error instanceof Error ? error.message.replace(/ \(\d+:\d+\)$/, '') : String(error);
+    return [{ line: where?.line ?? 1, column: (where?.column ?? 0) + 1, message: `syntax error: ${message}` }];
+  }
+  const problems: CodeProblem[] = [];
+  const at = (node: AnyNode, message: string): void => {
+    const start = node.loc?.start;
+    problems.push({ line: start?.line ?? 1, column: (start?.column ?? 0) + 1, message });
+  };
+  const allowed = new Set<string>(allowlist);
+  const reported = new Set<string>();
+
+  walk(program, (node, parent) => {
+    switch (node.type) {
+      case 'ImportExpression':
+        at(node, '"import()" is not allowed in a sandboxed tool: there is no module system in the sandbox');
+        break;
+      case 'ImportDeclaration':
+      case 'ExportNamedDeclaration':
+      case 'ExportDefaultDeclaration':
+      case 'ExportAllDeclaration':
+        at(node, 'import and export are not allowed in a sandboxed tool: it is one script defining execute(input)');
+        break;
+      case 'MetaProperty':
+        at(node, `"${String((node['meta'] as AnyNode)['name'])}.${String((node['property'] as AnyNode)['name'])}" is not allowed in a sandboxed tool`);
+        break;
+      case 'Identifier': {
+        const name = node['name'] as string;
+        if (!isReference(node, parent)) break;
+        const blocked = BLOCKED_NAMES[name];
+        if (blocked !== undefined) {
+          at(node, `"${name}" is not allowed in a sandboxed tool: ${blocked}`);
+          break;
+        }
+        const api = API_OF_NAME[name];
+        if (api !== undefined && !allowed.has(api) && !reported.has(api)) {
+          reported.add(api);
+          at(node, `"${name}" is used but "${api}" is not in the tool's allowlist; add "${api}" to implementation.allowlist (and the agent's [emergent].allowed_sandbox_apis)`);
+        }
+        break;
+      }
+      case 'MemberExpression': {
+        const name = propertyName(node);
+        const object = node['object'] as AnyNode;
+        if (name === undefined) {
+          if (object.type === 'Identifier' && object['name'] === 'fs') at(node, 'computed access on "fs" (fs[...]) is not allowed in a sandboxed tool: name the method, fs.readFile');
+          break;
+        }
+        const blocked = BLOCKED_PROPERTIES[name];
+        if (blocked !== undefined) at(node['property'] as AnyNode, `".${name}" is not allowed in a sandboxed tool: ${blocked}`);
+        else if (object.type === 'Identifier' && object['name'] === 'fs' && FS_MUTATORS.has(name)) at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+        break;
+      }
+      default:
+        break;
+    }
+  });
+
+  const declaresExecute = (program['body'] as AnyNode[]).some((statement) => {
+    if (statement.type === 'FunctionDeclaration') return (statement['id'] as AnyNode | null)?.['name'] === 'execute';
+    if (statement.type === 'VariableDeclaration') return (statement['declarations'] as AnyNode[]).some((declaration) => (declaration['id'] as AnyNode)['name'] === 'execute');
+    return false;
+  });
+  if (!declaresExecute) problems.push({ line: 1, column: 1, message: 'a sandboxed tool must define execute(input) at the top level: function execute(input) { … return result; }' });
+  return problems.sort((first, second) => first.line - second.line || first.column - second.column);
+}
+
+/** Problems as one message: `line 3, column 5: "eval" is not allowed …; …`. */
+export function formatCodeProblems(problems: readonly CodeProblem[]): string {
+  return problems.map((problem) => `line ${problem.line}, column ${problem.column}: ${problem.message}`).join('; ');
+}
