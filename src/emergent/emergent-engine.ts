@@ -651,7 +651,7 @@ const LOOSE_INPUT = z.record(z.string(), z.json());
 /** A forged tool's input schema for the runner and the model: converted from its JSON Schema, else a loose object. */
 function inputSchemaOf(schema: JsonObject): z.ZodType<JsonObject> {
   try {
-    const converted = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    const converted = z.fromJSONSchema(schema);
     return converted instanceof z.ZodObject ? (converted as unknown as z.ZodType<JsonObject>) : LOOSE_INPUT;
   } catch {
     return LOOSE_INPUT;

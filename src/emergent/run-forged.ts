@@ -68,7 +68,7 @@ export function sandboxBridges(allowlist: readonly string[], settings: EmergentS
         url: typeof structured['url'] === 'string' ? structured['url'] : request.url,
         status: typeof structured['status'] === 'number' ? structured['status'] : 0,
         statusText: '',
-        headers: headers !== null && typeof headers === 'object' && !Array.isArray(headers) ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, String(value)])) : {},
+        headers: headers !== null && typeof headers === 'object' && !Array.isArray(headers) ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])) : {},
         body: typeof structured['body'] === 'string' ? structured['body'] : result.text,
       };
     };

@@ -221,7 +221,7 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
         await setup.run(context, { timeout: budget() });
         await code.run(context, { timeout: budget() });
         const entry = (await jail.get('__loom_run', { reference: true })) as ivm.Reference<(json: string) => Promise<string>>;
-        return (await entry.apply(undefined, [JSON.stringify(input)], { arguments: { copy: true }, result: { promise: true, copy: true }, timeout: budget() })) as string;
+        return entry.apply(undefined, [JSON.stringify(input)], { arguments: { copy: true }, result: { promise: true, copy: true }, timeout: budget() });
       })();
       // The host's own clock: a promise that never settles runs no code for V8's timeout to stop.
       const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {

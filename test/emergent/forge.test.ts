@@ -354,8 +354,8 @@ describe('tiers', () => {
 
     const demoted = await host.kernel.forgedTools.demote(tool.id, 'alice', 'too broad');
     expect(demoted.tier).toBe('agent');
-    const types = (await host.kernel.audit({ agent: 'smith' })).map((entry) => `${entry.type}:${String(entry.data['outcome'])}`);
-    expect(types).toEqual(expect.arrayContaining(['tool-forge:registered', 'tool-promote:agent', 'tool-promote:pending-approval', 'tool-promote:shared', 'tool-demote:agent']));
+    const types = (await host.kernel.audit({ agent: 'smith' })).map((entry) => `${entry.type}:${JSON.stringify(entry.data['outcome'])}`);
+    expect(types).toEqual(expect.arrayContaining(['tool-forge:"registered"', 'tool-promote:"agent"', 'tool-promote:"pending-approval"', 'tool-promote:"shared"', 'tool-demote:"agent"']));
   });
 
   it('retires session tools on reset and refuses to promote a sandbox tool whose source is not kept', async () => {
