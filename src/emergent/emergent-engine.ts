@@ -202,8 +202,8 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     if (settings === undefined) return { ok: false, problem: `the agent that forged ${tool.record.name} is gone, and its sandbox settings with it` };
     const program = await programOf(tool);
     if (typeof program === 'string') return { ok: false, problem: program };
-    const bridges = sandboxBridges(implementation.allowlist, settings, toolbox, (reason) => {
-      void event({ ...tool.record, agentId: caller.id, agentName: caller.name }, 'tool-sandbox-fault', 'fetch-domain', reason, { caller: caller.name, owner: tool.record.agentName });
+    const bridges = sandboxBridges(implementation.allowlist, settings, toolbox, (kind, reason) => {
+      void event({ ...tool.record, agentId: caller.id, agentName: caller.name }, 'tool-sandbox-fault', kind, reason, { caller: caller.name, owner: tool.record.agentName });
     });
     return runSandboxed(program, input, bridges, signal);
   }

@@ -44,7 +44,7 @@ export async function runCompose(steps: readonly ComposeStep[], input: JsonObjec
  * `file_read`, both through `toolbox`, so capabilities, exec policy, the address guard and the
  * audit log apply; a fetch must also name a host in `fetch_domain_allowlist` (empty: none).
  */
-export function sandboxBridges(allowlist: readonly string[], settings: EmergentSettings, toolbox: ToolBox, onRefusal: (reason: string) => void): SandboxBridges {
+export function sandboxBridges(allowlist: readonly string[], settings: EmergentSettings, toolbox: ToolBox, onRefusal: (kind: 'fetch-domain' | 'bridge-refused', reason: string) => void): SandboxBridges {
   const allowed = (api: string): boolean => allowlist.includes(api) && (settings.allowed_sandbox_apis as readonly string[]).includes(api);
   const bridges: SandboxBridges = {};
   if (allowed('fetch')) {
@@ -57,11 +57,14 @@ export function sandboxBridges(allowlist: readonly string[], settings: EmergentS
       }
       if (!settings.fetch_domain_allowlist.some((pattern) => fetchDomainCovers(pattern, host))) {
         const reason = `fetch to "${host}" refused: not in [emergent].fetch_domain_allowlist${settings.fetch_domain_allowlist.length === 0 ? ' (it is empty)' : ` (${settings.fetch_domain_allowlist.join(', ')})`}`;
-        onRefusal(reason);
+        onRefusal('fetch-domain', reason);
         throw new Error(reason);
       }
       const result = await toolbox.invoke('http_request', { url: request.url, method: request.method, headers: request.headers, ...(request.body === undefined ? {} : { body: request.body }) });
-      if (result.isError === true) throw new Error(result.text);
+      if (result.isError === true) {
+        onRefusal('bridge-refused', `fetch("${request.url}"): ${result.text}`);
+        throw new Error(result.text);
+      }
       const structured = result.structured ?? {};
       const headers = structured['headers'];
       return {
@@ -76,7 +79,10 @@ export function sandboxBridges(allowlist: readonly string[], settings: EmergentS
   if (allowed('fs.readFile')) {
     bridges.readFile = async (path) => {
       const result = await toolbox.invoke('file_read', { path });
-      if (result.isError === true) throw new Error(result.text);
+      if (result.isError === true) {
+        onRefusal('bridge-refused', `fs.readFile("${path}"): ${result.text}`);
+        throw new Error(result.text);
+      }
       return result.text;
     };
   }

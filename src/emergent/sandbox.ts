@@ -227,7 +227,8 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
       const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
         timers.timer = setTimeout(() => resolve('timeout'), limits.timeoutMs + HOST_GRACE_MS);
         onAbort = () => resolve('aborted');
-        options.signal?.addEventListener('abort', onAbort, { once: true });
+        if (options.signal?.aborted === true) resolve('aborted');
+        else options.signal?.addEventListener('abort', onAbort, { once: true });
       });
       const settled = await Promise.race([work.then((text) => ({ text }), (error: unknown) => ({ error })), stopped]);
       if (settled === 'timeout' || settled === 'aborted') {

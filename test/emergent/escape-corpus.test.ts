@@ -1,0 +1,172 @@
+/**
+ * Attempts to get out of the sandbox, run against the isolate alone (the code check is
+ * bypassed: the isolate is the boundary). Each must be contained within its time limit, leave
+ * the host untouched, and leave the program (and a new one) working. The end-to-end cases (an
+ * audit entry for each fault, fetches to loopback and metadata addresses through the bridge,
+ * reads outside the globs) are at the bottom, through a kernel.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { compileSandboxProgram, type SandboxedProgram } from '../../src/emergent/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+const TIMEOUT_MS = 300;
+/** A generous upper bound for containment: the limit plus the host's grace and a slow machine. */
+const CONTAINED_MS = TIMEOUT_MS + 2000;
+const LIMITS = { timeoutMs: TIMEOUT_MS, memoryMb: 32, maxOutputBytes: 100_000 };
+
+const programs: SandboxedProgram[] = [];
+afterEach(() => {
+  for (const compiled of programs.splice(0)) compiled.dispose();
+});
+
+async function attempt(body: string, input: Record<string, unknown> = {}) {
+  const compiled = await compileSandboxProgram(`async function execute(input) {\n${body}\n}`, LIMITS);
+  programs.push(compiled);
+  const started = performance.now();
+  const outcome = await compiled.run(input as never, { bridges: {} });
+  const elapsed = performance.now() - started;
+  // The same program still answers afterwards.
+  const again = await compiled.run({} as never, { bridges: {} });
+  return { outcome, elapsed, again, compiled };
+}
+
+const canary = { touched: false };
+(globalThis as Record<string, unknown>)['loomCanary'] = canary;
+
+describe('realm escapes find nothing of the host', () => {
+  const probes: Record<string, string> = {
+    'Function constructor through a function': 'return typeof (() => 0).constructor.constructor("return typeof process")();',
+    'async function constructor': 'const AsyncFunction = (async () => {}).constructor; return await AsyncFunction("return typeof require")();',
+    'this.constructor.constructor': 'return typeof this.constructor.constructor("return this")().process;',
+    'globalThis.process and friends': 'return [typeof globalThis.process, typeof globalThis.require, typeof globalThis.module, typeof globalThis.Buffer, typeof globalThis.loomCanary].join(",");',
+    'Error.prepareStackTrace': 'Error.prepareStackTrace = (e, frames) => frames.map((f) => typeof f.getThis()); try { null.x; } catch (e) { return String(e.stack); }',
+    'arguments.callee.caller': 'function probe() { return arguments.callee.caller; } const caller = probe(); return caller ? caller.constructor("return typeof process")() : "none";',
+    'import()': 'try { await import("node:fs"); return "imported"; } catch (e) { return "refused"; }',
+  };
+  for (const [name, body] of Object.entries(probes)) {
+    it(`${name}: no process, require, module or host global`, async () => {
+      const { outcome, again } = await attempt(body);
+      const text = JSON.stringify(outcome);
+      expect(text).not.toMatch(/"(function|object)"/);
+      expect(text).not.toContain('imported');
+      expect(canary.touched).toBe(false);
+      expect(again.ok || again.error.kind === 'thrown').toBe(true);
+    });
+  }
+});
+
+describe('what crosses is data', () => {
+  it('input with __proto__ keys pollutes nothing, inside or out; output keys stay plain keys', async () => {
+    const input = JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}') as Record<string, unknown>;
+    const { outcome } = await attempt('const inside = ({}).polluted; return JSON.parse(\'{"__proto__": {"polluted": "out"}, "constructor": {"prototype": {"polluted": "out"}}, "inside": \' + JSON.stringify(inside ?? null) + "}");', input);
+    expect(outcome.ok).toBe(true);
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    if (!outcome.ok) return;
+    const output = outcome.output as Record<string, unknown>;
+    expect(Object.keys(output)).toEqual(['__proto__', 'constructor', 'inside']);
+    expect(output['inside']).toBeNull();
+    expect(Object.getPrototypeOf(output)).toBe(Object.prototype);
+  });
+
+  it('a getter or proxy in the output is flattened to its value once, inside', async () => {
+    const { outcome } = await attempt('let reads = 0; return { get sneaky() { reads += 1; return reads; } };');
+    expect(outcome).toMatchObject({ ok: true, output: { sneaky: 1 } });
+  });
+});
+
+describe('hangs and bombs are stopped in time', () => {
+  const cases: Record<string, [string, string]> = {
+    'a sync loop': ['while (true) {}', 'timeout'],
+    'a loop after an await': ['await null; while (true) {}', 'timeout'],
+    'a promise that never settles': ['await new Promise(() => {});', 'timeout'],
+    'a growing array': ['const a = []; for (;;) a.push(new Array(1e6).fill(1));', 'memory'],
+    'a doubling string': ['let s = "x"; for (;;) s += s;', 'thrown|memory'],
+    'deep recursion': ['const f = (n) => f(n + 1) + 1; return f(0);', 'thrown'],
+  };
+  for (const [name, [body, kinds]] of Object.entries(cases)) {
+    it(`${name}: ${kinds}`, async () => {
+      const { outcome, elapsed, again } = await attempt(body);
+      expect(outcome.ok).toBe(false);
+      if (outcome.ok) return;
+      expect(outcome.error.kind).toMatch(new RegExp(`^(${kinds})$`));
+      expect(elapsed).toBeLessThan(CONTAINED_MS);
+      // The program is rebuilt if its isolate was stopped, and runs again.
+      expect(again.ok ? 'ok' : again.error.kind).toMatch(/^(ok|thrown|timeout|memory)$/);
+    });
+  }
+
+  it('a huge output is refused before the host parses it', async () => {
+    const { outcome } = await attempt('return { blob: "y".repeat(5_000_000) };');
+    expect(outcome).toMatchObject({ ok: false, error: { kind: 'output' } });
+  });
+
+  it('after the corpus, a new program runs correctly', async () => {
+    const compiled = await compileSandboxProgram('function execute(input) { return { sum: input.a + input.b }; }', LIMITS);
+    programs.push(compiled);
+    expect(await compiled.run({ a: 2, b: 3 }, { bridges: {} })).toMatchObject({ ok: true, output: { sum: 5 } });
+  });
+});
+
+describe('through a kernel: faults audited, bridges bound by the agent', () => {
+  const server = useScriptedModelServer();
+  let dir: Awaited<ReturnType<typeof makeTempDir>>;
+  let host: TestHost;
+  beforeAll(async () => {
+    dir = await makeTempDir('loom-escape-');
+  });
+  afterAll(async () => {
+    await dir.remove();
+  });
+  afterEach(async () => {
+    await host.close();
+  });
+
+  const APPROVE = { text: JSON.stringify({ approved: true, confidence: 0.9, issues: [] }) };
+  const tool = (name: string, code: string, allowlist: string[] = []) => ({
+    name,
+    description: 'probe',
+    inputSchema: { type: 'object', properties: { target: { type: 'string' }, loop: { type: 'boolean' } } },
+    implementation: { mode: 'sandbox', code, allowlist },
+    testCases: [{ input: { target: 'none' } }],
+  });
+
+  it('a tool that hangs at call time is stopped, the fault audited, and the daemon answers the next call', async () => {
+    host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
+    await host.kernel.spawn(manifest(`name = "prober"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 300\n`));
+    server.script([APPROVE]);
+    const forged = await host.kernel.forgedTools.forge('prober', tool('sleeper', 'function execute(input) { if (input.loop) { while (true) {} } return { fine: true }; }'), 'test');
+    expect(forged.ok).toBe(true);
+    const hung = await host.kernel.runAgentTool('prober', 'sleeper', { loop: true });
+    expect(hung).toMatchObject({ isError: true, text: expect.stringContaining('ran past its 300 ms time limit') as unknown });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { loop: false })).toMatchObject({ structured: { fine: true } });
+    const faults = await host.kernel.audit({ agent: 'prober', type: 'tool-sandbox-fault' });
+    expect(faults.map((entry) => entry.data['outcome'])).toEqual(['timeout']);
+  });
+
+  it('fetch to loopback and metadata addresses is refused by the agent\'s own address guard, and audited', async () => {
+    host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
+    await host.kernel.spawn(
+      manifest(
+        `name = "fetcher"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request", "file_read"]\nnetwork = ["*"]\nfile_read = ["${dir.path}/allowed/*"]\n[emergent]\nallowed_sandbox_apis = ["fetch", "fs.readFile"]\nfetch_domain_allowlist = ["127.0.0.1", "169.254.169.254", "localhost", "metadata.google.internal"]\n`,
+      ),
+    );
+    const code = 'async function execute(input) { if (input.target === "none") return { skipped: true }; try { const r = input.target.startsWith("http") ? await fetch(input.target) : await fs.readFile(input.target); return { leaked: typeof r === "string" ? r : r.status }; } catch (e) { return { refused: e.message }; } }';
+    server.script([APPROVE]);
+    const forged = await host.kernel.forgedTools.forge('fetcher', tool('probe', code, ['fetch', 'fs.readFile']), 'test');
+    expect(forged.ok).toBe(true);
+    for (const target of ['http://127.0.0.1:9/', 'http://169.254.169.254/latest/meta-data/', 'http://localhost:9/', 'http://metadata.google.internal/', '/etc/passwd', `${dir.path}/../outside.txt`]) {
+      const result = await host.kernel.runAgentTool('fetcher', 'probe', { target });
+      expect(result.structured, target).toHaveProperty('refused');
+      expect(result.structured, target).not.toHaveProperty('leaked');
+    }
+    // A domain outside fetch_domain_allowlist never reaches the tool runner.
+    const outside = await host.kernel.runAgentTool('fetcher', 'probe', { target: 'http://example.org/' });
+    expect(outside.structured).toMatchObject({ refused: expect.stringContaining('not in [emergent].fetch_domain_allowlist') as unknown });
+    // Every refused bridge call is in the audit log (and the runner's own refusals besides).
+    const faults = (await host.kernel.audit({ agent: 'fetcher', type: 'tool-sandbox-fault' })).map((entry) => entry.data['outcome']);
+    expect(faults).toEqual(['bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'fetch-domain']);
+    expect((await host.kernel.audit({ agent: 'fetcher', type: 'tool-denied' })).length).toBeGreaterThanOrEqual(2);
+  });
+});

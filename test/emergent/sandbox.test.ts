@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { checkSandboxCode, compileSandboxProgram, formatCodeProblems, type SandboxedProgram } from '../../src/emergent/index.ts';
+
+const LIMITS = { timeoutMs: 1000, memoryMb: 32, maxOutputBytes: 10_000 };
+const programs: SandboxedProgram[] = [];
+
+async function program(code: string, limits = LIMITS): Promise<SandboxedProgram> {
+  const compiled = await compileSandboxProgram(code, limits);
+  programs.push(compiled);
+  return compiled;
+}
+
+afterEach(() => {
+  for (const compiled of programs.splice(0)) compiled.dispose();
+});
+
+describe('checkSandboxCode()', () => {
+  it('refuses spec/02\'s blocked APIs, each with its line and column', () => {
+    const code = ['function execute(input) {', '  eval("1");', '  const f = new Function("return 1");', '  const m = require("fs");', '  import("x");', '  process.exit(1);', '  fs.writeFile("/x", "y");', '  return (() => 1).constructor;', '}'].join('\n');
+    const problems = checkSandboxCode(code, ['fs.readFile']);
+    expect(problems.map((problem) => `${problem.line}:${problem.column}`)).toEqual(['2:3', '3:17', '4:13', '5:3', '6:3', '7:6', '8:20']);
+    expect(formatCodeProblems(problems)).toContain('line 2, column 3: "eval" is not allowed in a sandboxed tool: it runs arbitrary code');
+    expect(formatCodeProblems(problems)).toContain('line 7, column 6: "fs.writeFile" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)');
+  });
+
+  it('names an API the allowlist leaves out, a missing execute, and a syntax error', () => {
+    expect(checkSandboxCode('async function execute(input) { return (await fetch(input.url)).status; }', [])).toEqual([
+      { line: 1, column: 47, message: '"fetch" is used but "fetch" is not in the tool\'s allowlist; add "fetch" to implementation.allowlist (and the agent\'s [emergent].allowed_sandbox_apis)' },
+    ]);
+    expect(checkSandboxCode('async function execute(input) { return (await fetch(input.url)).status; }', ['fetch'])).toEqual([]);
+    expect(checkSandboxCode('function run(input) { return input; }', [])[0]?.message).toContain('must define execute(input)');
+    expect(checkSandboxCode('function execute(input) { return {', [])[0]).toMatchObject({ line: 1, message: expect.stringMatching(/^syntax error: /) as unknown });
+  });
+
+  it('lets property names and object keys that look like blocked names pass', () => {
+    expect(checkSandboxCode('function execute(input) { const o = { process: 1, eval: 2 }; return { n: o.process + o.eval, label: input.require }; }', [])).toEqual([]);
+  });
+});
+
+describe('compileSandboxProgram()', () => {
+  it('runs sync and async execute with a copy of the input, and gives JSON back', async () => {
+    const compiled = await program('async function execute(input) { input.mutated = true; await null; return { doubled: input.n * 2, seen: Object.keys(input) }; }');
+    const input = { n: 21 };
+    const outcome = await compiled.run(input, { bridges: {} });
+    expect(outcome).toMatchObject({ ok: true, output: { doubled: 42, seen: ['n', 'mutated'] } });
+    expect(input).toEqual({ n: 21 });
+  });
+
+  it('gives each call a fresh context: a global set in one call is gone in the next', async () => {
+    const compiled = await program('function execute() { const before = typeof globalThis.leftover; globalThis.leftover = 1; return { before }; }');
+    expect(await compiled.run({}, { bridges: {} })).toMatchObject({ output: { before: 'undefined' } });
+    expect(await compiled.run({}, { bridges: {} })).toMatchObject({ output: { before: 'undefined' } });
+  });
+
+  it('fails a call that throws, returns undefined, or returns too much, saying which', async () => {
+    expect(await (await program('function execute() { throw new Error("bad input: no rows"); }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: 'bad input: no rows' } });
+    expect(await (await program('function execute() { }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: expect.stringContaining('returned undefined, not a JSON value') as unknown } });
+    expect(await (await program('function execute() { return "x".repeat(20000); }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'output', message: expect.stringContaining('over the 10,000-byte cap') as unknown } });
+  });
+
+  it('has no fetch, fs or crypto unless given, and calls a bridge with plain strings; a rejection is catchable inside', async () => {
+    const absent = await program('function execute() { return [typeof fetch, typeof fs, typeof crypto, typeof require, typeof process, typeof setTimeout]; }');
+    expect(await absent.run({}, { bridges: {} })).toMatchObject({ output: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'] });
+    const fetcher = vi.fn(async (request: { url: string }) => {
+      if (request.url.includes('fail')) throw new Error('refused: not granted');
+      return { url: request.url, status: 200, statusText: 'OK', headers: { 'Content-Type': 'text/plain' }, body: 'hello' };
+    });
+    const compiled = await program(
+      'async function execute(input) { const r = await fetch(input.url, { method: "head" }); let error = null; try { await fetch("https://fail.test/"); } catch (e) { error = e.message; } return { status: r.status, ok: r.ok, type: r.headers.get("content-type"), body: await r.text(), error }; }',
+    );
+    const outcome = await compiled.run({ url: 'https://ok.test/' }, { bridges: { fetch: fetcher } });
+    expect(outcome).toMatchObject({ ok: true, output: { status: 200, ok: true, type: 'text/plain', body: 'hello', error: 'refused: not granted' } });
+    expect(fetcher).toHaveBeenCalledWith({ url: 'https://ok.test/', method: 'HEAD', headers: {} });
+  });
+
+  it('hashes on the host when crypto is given', async () => {
+    const compiled = await program('function execute(input) { return { sha: crypto.createHash("sha256").update(input.text).digest("hex"), mac: crypto.createHmac("sha256", "k").update("x").digest("base64") }; }');
+    expect(await compiled.run({ text: 'abc' }, { bridges: { crypto: true } })).toMatchObject({ output: { sha: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' } });
+  });
+
+  it('stops a call when the signal aborts', async () => {
+    const compiled = await program('async function execute() { await new Promise(() => {}); }');
+    const controller = new AbortController();
+    const running = compiled.run({}, { bridges: {}, signal: controller.signal });
+    controller.abort();
+    expect(await running).toMatchObject({ ok: false, error: { kind: 'aborted' } });
+  });
+});
