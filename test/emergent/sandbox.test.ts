@@ -61,10 +61,11 @@ describe('compileSandboxProgram()', () => {
   it('has no fetch, fs or crypto unless given, and calls a bridge with plain strings; a rejection is catchable inside', async () => {
     const absent = await program('function execute() { return [typeof fetch, typeof fs, typeof crypto, typeof require, typeof process, typeof setTimeout]; }');
     expect(await absent.run({}, { bridges: {} })).toMatchObject({ output: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'] });
-    const fetcher = vi.fn(async (request: { url: string }) => {
-      if (request.url.includes('fail')) throw new Error('refused: not granted');
-      return { url: request.url, status: 200, statusText: 'OK', headers: { 'Content-Type': 'text/plain' }, body: 'hello' };
-    });
+    const fetcher = vi.fn((request: { url: string }) =>
+      request.url.includes('fail')
+        ? Promise.reject(new Error('refused: not granted'))
+        : Promise.resolve({ url: request.url, status: 200, statusText: 'OK', headers: { 'Content-Type': 'text/plain' }, body: 'hello' }),
+    );
     const compiled = await program(
       'async function execute(input) { const r = await fetch(input.url, { method: "head" }); let error = null; try { await fetch("https://fail.test/"); } catch (e) { error = e.message; } return { status: r.status, ok: r.ok, type: r.headers.get("content-type"), body: await r.text(), error }; }',
     );
