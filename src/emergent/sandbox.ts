@@ -47,6 +47,12 @@ export const MAX_BRIDGE_CALLS = 20;
 /** Longest error message carried out of the isolate. */
 const MAX_ERROR_LENGTH = 2000;
 
+/**
+ * A released context is not collected until its isolate is (V8 keeps ~160 KB of each), so an
+ * isolate is rebuilt once its heap passes this share of the limit.
+ */
+const RECYCLE_HEAP_SHARE = 0.4;
+
 /** Slack given to the isolate's own timeout before the host gives up on it. */
 const HOST_GRACE_MS = 50;
 
@@ -183,8 +189,17 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
     const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: elapsed() });
     if (disposed) return fail('aborted', 'the tool was retired');
     if (options.signal?.aborted === true) return fail('aborted', 'the call was cancelled');
-    const { isolate: current, prelude: setup, program: code } = await ready();
-    const context = await current.createContext();
+    let current: ivm.Isolate;
+    let setup: ivm.Script;
+    let code: ivm.Script;
+    let context: ivm.Context;
+    try {
+      ({ isolate: current, prelude: setup, program: code } = await ready());
+      context = await current.createContext();
+    } catch (error) {
+      kill();
+      return fail('thrown', `the sandbox could not start: ${messageOf(error)}`);
+    }
     let bridgeCalls = 0;
     let bridgeExceeded = false;
     const counted = (): boolean => {
@@ -255,10 +270,17 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
       } catch (error) {
         return fail('output', `the tool's output is not JSON: ${messageOf(error)}`);
       }
+    } catch (error) {
+      // Setting up the context failed (the isolate was disposed under it): the call fails, the program lives on.
+      kill();
+      return fail(current.isDisposed ? 'memory' : 'thrown', `the sandbox failed: ${messageOf(error)}`);
     } finally {
       clearTimeout(timers.timer);
       if (onAbort !== undefined) options.signal?.removeEventListener('abort', onAbort);
-      if (!current.isDisposed) context.release();
+      if (!current.isDisposed) {
+        context.release();
+        if (current.getHeapStatisticsSync().used_heap_size > limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_SHARE) kill();
+      }
     }
   }
 

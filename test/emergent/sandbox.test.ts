@@ -52,6 +52,13 @@ describe('compileSandboxProgram()', () => {
     expect(await compiled.run({}, { bridges: {} })).toMatchObject({ output: { before: 'undefined' } });
   });
 
+  it('stays within its memory over many calls: released contexts do not pile up in the isolate', async () => {
+    const compiled = await program('function execute(input) { return { n: input.n + 1 }; }', { ...LIMITS, memoryMb: 16 });
+    let failures = 0;
+    for (let call = 0; call < 600; call += 1) if (!(await compiled.run({ n: call }, { bridges: {} })).ok) failures += 1;
+    expect(failures).toBe(0);
+  });
+
   it('fails a call that throws, returns undefined, or returns too much, saying which', async () => {
     expect(await (await program('function execute() { throw new Error("bad input: no rows"); }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: 'bad input: no rows' } });
     expect(await (await program('function execute() { }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: expect.stringContaining('returned undefined, not a JSON value') as unknown } });
