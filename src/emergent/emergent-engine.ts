@@ -499,7 +499,8 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     if (exact !== undefined) return exact;
     const matches = (await store.forgedTools.list()).filter((record) => record.id.startsWith(id));
     if (matches.length === 1 && id.length >= 4) return matches[0] as ForgedToolRecord;
-    throw new UsageError(matches.length > 1 ? `forged tool id "${id}" is ambiguous: it starts ${matches.length} ids` : `no forged tool has the id "${id}"; list them with \`loom tools list\``);
+    if (matches.length > 1) throw new UsageError(`forged tool id "${id}" is ambiguous: it starts ${matches.length} ids; give more of it`);
+    throw new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
   }
 
   function liveOf(record: ForgedToolRecord): LiveTool {

@@ -10,7 +10,7 @@ import { mayReachAgent, type Principal } from '../access/index.ts';
 import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
-import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { type HttpContext, type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
@@ -33,9 +33,6 @@ export interface AgentRoutesOptions {
 /** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
 export type SpawnResponse = AgentDetailView & { warnings: string[] };
 
-function requireOwner(principal: Principal, action: string): void {
-  if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);
-}
 
 function callerOf(principal: Principal): Caller {
   return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };

@@ -7,6 +7,7 @@ import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
+import { createForgedToolRoutes } from './forged-tool-routes.ts';
 import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
 import { createAuthenticator, type Principal } from '../access/index.ts';
@@ -190,6 +191,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
+  app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));
   app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));

@@ -1,3 +1,4 @@
+import { AccessDeniedError } from '../errors/index.ts';
 import type { Context } from 'hono';
 import type { Principal } from '../access/index.ts';
 import type { RequestDeadline } from './request-deadline.ts';
@@ -20,4 +21,9 @@ export function principalOf(c: HttpContext): Principal {
   const principal = c.get('principal');
   if (principal === undefined) throw new Error(`route ${c.req.path} was reached without a principal`);
   return principal;
+}
+
+/** Refuses a key without the owner role, naming the action. @throws {AccessDeniedError} */
+export function requireOwner(principal: Principal, action: string): void {
+  if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);
 }

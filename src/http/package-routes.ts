@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { mayReachAgent, type Principal } from '../access/index.ts';
 import { AccessDeniedError } from '../errors/index.ts';
 import type { PackageService } from '../packages/index.ts';
-import { type HttpEnv, principalOf } from './http-context.ts';
+import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/packages` and `POST /api/packages/check`. */
@@ -22,9 +22,6 @@ const RunsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
 
-function requireOwner(principal: Principal, action: string): void {
-  if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);
-}
 
 /** A package's agent is named by its slug: a user key reads and runs only the packages its agents patterns match. */
 function reachPackage(principal: Principal, slug: string): void {
