@@ -4,6 +4,7 @@ import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
+import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
@@ -39,7 +40,20 @@ export interface CliBackend {
   resetSession(reference: string): Promise<void>;
   /** Agent packages: the daemon's API, or the in-process host's service (same views). */
   packages: PackageService;
+  /** Forged tools: the daemon's `/api/tools/forged`, or the kernel's (a refused forge throws `FORGE_REFUSED`). */
+  forgedTools: ForgedToolClient;
   close(): Promise<void>;
+}
+
+/** Forged tools as the CLI reaches them, the same over HTTP and in process. */
+export interface ForgedToolClient {
+  list(agent?: string): Promise<ForgedToolView[]>;
+  get(id: string): Promise<ForgedToolView>;
+  forge(agent: string, request: unknown): Promise<ForgedToolView>;
+  import(agent: string, document: string): Promise<ForgedToolView>;
+  export(id: string): Promise<string>;
+  promote(id: string): Promise<PromotionResult>;
+  demote(id: string, reason?: string): Promise<ForgedToolView>;
 }
 
 function inProcess(kernel: Kernel, packages: PackageService, close: () => Promise<void>): CliBackend {
@@ -63,6 +77,15 @@ function inProcess(kernel: Kernel, packages: PackageService, close: () => Promis
     decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
     resetSession: (reference) => kernel.resetSession(reference),
     packages,
+    forgedTools: {
+      list: (agent) => kernel.forgedTools.list(agent === undefined ? {} : { agent }),
+      get: (id) => kernel.forgedTools.get(id),
+      forge: async (agent, request) => registeredOrThrow(await kernel.forgedTools.forge(agent, request, 'local')),
+      import: async (agent, document) => registeredOrThrow(await kernel.forgedTools.import(agent, document, 'local')),
+      export: (id) => kernel.forgedTools.export(id),
+      promote: (id) => kernel.forgedTools.promote(id, 'local'),
+      demote: (id, reason) => kernel.forgedTools.demote(id, 'local', reason ?? null),
+    },
     close,
   };
 }
@@ -92,6 +115,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     return (await response.json()) as T;
   }
   const agent = (reference: string): string => `/api/agents/${encodeURIComponent(reference)}`;
+  const forged = (id: string): string => `/api/tools/forged/${encodeURIComponent(id)}`;
   return {
     kind: 'daemon',
     spawn: (manifest, parent) => call('POST', `/api/agents${parent === undefined ? '' : `?parent=${encodeURIComponent(parent)}`}`, manifest),
@@ -119,6 +143,19 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       if (!response.ok) throw await apiError(response);
     },
     packages: packagesOverHttp(call),
+    forgedTools: {
+      list: (name) => call('GET', `/api/tools/forged${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
+      get: (id) => call('GET', forged(id)),
+      forge: (name, request) => call('POST', '/api/tools/forged', { agent: name, request }),
+      import: (name, document) => call('POST', '/api/tools/forged/import', { agent: name, document }),
+      async export(id) {
+        const response = await fetch(`${url}${forged(id)}/export`, { headers: headers() });
+        if (!response.ok) throw await apiError(response);
+        return response.text();
+      },
+      promote: (id) => call('POST', `${forged(id)}/promote`),
+      demote: (id, reason) => call('POST', `${forged(id)}/demote`, reason === undefined ? undefined : { reason }),
+    },
     close: () => Promise.resolve(),
   };
 }

@@ -11,6 +11,7 @@ import { registerMcpCommand } from './commands/mcp-command.ts';
 import { registerMcpServersCommand } from './commands/mcp-servers-command.ts';
 import { registerModelCommands } from './commands/model-commands.ts';
 import { registerPackageCommands } from './commands/package-commands.ts';
+import { registerToolsCommands } from './commands/tools-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { LOOM_VERSION } from './version.ts';
@@ -38,6 +39,7 @@ function buildProgram(io: CliIo): Command {
   registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);
   registerPackageCommands(program, io);
+  registerToolsCommands(program, io);
   registerModelCommands(program, io);
   return program;
 }

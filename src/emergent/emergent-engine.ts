@@ -51,6 +51,21 @@ export type ForgeOutcome =
   | { ok: true; tool: ForgedToolView; verdict: Verdict }
   | { ok: false; stage: 'request' | 'build' | 'test' | 'judge'; reason: string; verdict?: Verdict };
 
+/**
+ * The registered tool of a forge, or a `FORGE_REFUSED` error naming the stage (and the judge's
+ * verdict when it gave one): how the doors (HTTP, CLI) report a refusal.
+ * @throws {LoomError} `FORGE_REFUSED`
+ */
+export function registeredOrThrow(outcome: ForgeOutcome): ForgedToolView {
+  if (outcome.ok) return outcome.tool;
+  throw new LoomError('FORGE_REFUSED', 'user', `the tool was refused at the ${outcome.stage} stage: ${outcome.reason}`, {
+    details: { stage: outcome.stage, ...(outcome.verdict === undefined ? {} : { verdict: outcome.verdict }) },
+  });
+}
+
+/** What `promote` did: promoted, refused (why), or waiting for a person's approval (its id). */
+export type PromotionResult = { tool: ForgedToolView; outcome: 'promoted' | 'refused' | 'pending-approval'; reason: string | null; approvalId?: string };
+
 /** A forged tool as the doors show it. */
 export interface ForgedToolView {
   id: string;
@@ -126,7 +141,7 @@ export interface EmergentEngine {
    * Promotes a tool one tier: to `agent` by the two-judge panel, to `shared` only by a person's
    * approval (a request is opened; the promotion happens when it is approved).
    */
-  promote(id: string, by: string): Promise<{ tool: ForgedToolView; outcome: 'promoted' | 'refused' | 'pending-approval'; reason: string | null; approvalId?: string }>;
+  promote(id: string, by: string): Promise<PromotionResult>;
   /** Demotes a tool one tier (a session tool stops being offered). */
   demote(id: string, by: string, reason: string | null): Promise<ForgedToolView>;
   /** The agent's session was reset: its session tools are retired. */
@@ -498,7 +513,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     const exact = live.get(id)?.record ?? (await store.forgedTools.get(id));
     if (exact !== undefined) return exact;
     const matches = (await store.forgedTools.list()).filter((record) => record.id.startsWith(id));
-    if (matches.length === 1 && id.length >= 4) return matches[0] as ForgedToolRecord;
+    const [match] = matches;
+    // The live record is the one calls and promotions change.
+    if (matches.length === 1 && match !== undefined && id.length >= 4) return live.get(match.id)?.record ?? match;
     if (matches.length > 1) throw new UsageError(`forged tool id "${id}" is ambiguous: it starts ${matches.length} ids; give more of it`);
     throw new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
   }

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { mayReachAgent, type Principal } from '../access/index.ts';
-import type { ForgedToolView, ForgeOutcome } from '../emergent/index.ts';
-import { AccessDeniedError, LoomError } from '../errors/index.ts';
+import { type ForgedToolView, registeredOrThrow } from '../emergent/index.ts';
+import { AccessDeniedError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
@@ -30,14 +30,6 @@ function visible(principal: Principal, tool: ForgedToolView): boolean {
 function reach(principal: Principal, tool: ForgedToolView): ForgedToolView {
   if (!visible(principal, tool)) throw new AccessDeniedError(`the key "${principal.name}" may not reach forged tool "${tool.name}": its agent "${tool.agent}" is outside the key's [[auth.keys]].agents patterns`);
   return tool;
-}
-
-/** A forge refused is a 422 naming its stage (and the judge's verdict, when it gave one). */
-function registeredOrThrow(outcome: ForgeOutcome): ForgedToolView {
-  if (outcome.ok) return outcome.tool;
-  throw new LoomError('FORGE_REFUSED', 'user', `the tool was refused at the ${outcome.stage} stage: ${outcome.reason}`, {
-    details: { stage: outcome.stage, ...(outcome.verdict === undefined ? {} : { verdict: outcome.verdict }) },
-  });
 }
 
 /**
