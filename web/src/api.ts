@@ -1,5 +1,5 @@
 import { parseSse } from './sse.ts';
-import { type AgentEvent, type ApprovalView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView } from './types.ts';
+import { type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView, type PromotionView } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -145,4 +145,15 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
     }
   })();
   return () => stop.abort();
+}
+
+/** Promotes a forged tool one tier (owner keys only): the panel for the agent tier, a person's approval for shared. @throws {ApiError} */
+export function promoteForgedTool(id: string): Promise<PromotionView> {
+  return api<PromotionView>(`/api/tools/forged/${encodeURIComponent(id)}/promote`, { method: 'POST' });
+}
+
+/** Demotes a forged tool one tier (owner keys only). @throws {ApiError} */
+export function demoteForgedTool(id: string, reason = ''): Promise<ForgedToolView> {
+  const body = reason.trim() === '' ? undefined : JSON.stringify({ reason: reason.trim() });
+  return api<ForgedToolView>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, { method: 'POST', ...(body === undefined ? {} : { body, contentType: 'application/json' }) });
 }

@@ -9,6 +9,7 @@ export type Route =
   | { page: 'usage' }
   | { page: 'approvals' }
   | { page: 'packages' }
+  | { page: 'tools' }
   | { page: 'not-found'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -18,7 +19,7 @@ export function parseRoute(hash: string): Route {
   if (first === undefined || (first === 'agents' && second === undefined)) return { page: 'agents' };
   if (first === 'agents' && second !== undefined && third === undefined) return { page: 'agent', agent: second };
   if (first === 'agents' && second !== undefined && third === 'chat' && parts.length === 3) return { page: 'chat', agent: second };
-  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages')) return { page: first };
+  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages' || first === 'tools')) return { page: first };
   return { page: 'not-found', path };
 }
 
@@ -31,6 +32,7 @@ export const href = {
   usage: '#/usage',
   approvals: '#/approvals',
   packages: '#/packages',
+  tools: '#/tools',
 };
 
 export function navigate(to: string): void {

@@ -186,3 +186,38 @@ export interface PackageNotifyRecord {
   agentId: string | null;
   data: { name?: string; binding?: string; runId?: string; activity?: string; error?: string };
 }
+
+/** A forged tool, as `/api/tools/forged` shows it. */
+export interface ForgedToolView {
+  id: string;
+  name: string;
+  description: string;
+  agent: string;
+  agentId: string;
+  tier: 'session' | 'agent' | 'shared';
+  status: 'active' | 'demoted' | 'retired';
+  statusReason: string | null;
+  mode: 'compose' | 'sandbox';
+  origin: 'forged' | 'imported';
+  calls: number;
+  successRate: number | null;
+  meanLatencyMs: number | null;
+  verdicts: { role?: string; approved?: boolean; confidence?: number; issues?: string[]; at?: number }[];
+  codeHash: string | null;
+  sourcePersisted: boolean;
+  request: {
+    inputSchema?: unknown;
+    outputSchema?: unknown;
+    implementation?: { mode: string; steps?: { name: string; tool: string; inputMapping?: unknown }[]; code?: string; allowlist?: string[] };
+  };
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What promoting a forged tool did. */
+export interface PromotionView {
+  tool: ForgedToolView;
+  outcome: 'promoted' | 'refused' | 'pending-approval';
+  reason: string | null;
+  approvalId?: string;
+}
