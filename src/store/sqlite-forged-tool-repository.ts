@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { ForgedToolRecord, ForgedToolRepository, ForgedToolStatus, ForgedToolTier, JsonObject } from '../contracts/index.ts';
+import type { ForgedToolRecord, ForgedToolRepository, ForgedToolStatus, ForgedToolTier } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { jsonObjectText, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
@@ -41,8 +41,8 @@ const forgedToolRow = z
       tier: row.tier,
       status: row.status,
       ...row.data,
-      request: row.data.request as JsonObject,
-      verdicts: row.data.verdicts as JsonObject[],
+      request: row.data.request,
+      verdicts: row.data.verdicts,
       stats: { calls: row.calls, successes: row.successes, totalMs: row.total_ms },
       createdAt: row.created_at,
       updatedAt: row.updated_at,
