@@ -4,7 +4,9 @@ import { SANDBOX_APIS } from '../manifest/index.ts';
 /** How a forged tool, or a compose step, is named: what models and tool lists write. */
 export const FORGED_TOOL_NAME = /^[a-z][a-z0-9_]{1,63}$/;
 
-const JsonObjectSchema = z.record(z.string(), z.json());
+// An object of JSON values; written as a catch-all object rather than a record, so the JSON
+// Schema shown to models has no `propertyNames` (which OpenAI's structured tools do not take).
+const JsonObjectSchema = z.object({}).catchall(z.json());
 
 /** A JSON Schema for an object, as a forged tool's input is described to models. */
 const ObjectSchemaSchema = JsonObjectSchema.refine((schema) => schema['type'] === 'object', { error: 'expected a JSON Schema with "type": "object"' });
