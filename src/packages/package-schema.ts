@@ -166,11 +166,15 @@ export function skillWithoutVersion(reference: string): string {
 export function valueAtPath(document: unknown, path: readonly string[]): unknown {
   let value: unknown = document;
   for (const segment of path) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    // Own properties only: "__proto__.toString" names nothing in a document.
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, segment)) return undefined;
     value = (value as Record<string, unknown>)[segment];
   }
   return value;
 }
+
+/** Path segments that would reach an object's prototype rather than its data. */
+const PROTOTYPE_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** The checks of one `agent.json` that need more than one field (see the top of this file). */
 function checkPackage(agent: z.output<typeof AgentJsonObjectSchema>, context: z.RefinementCtx): void {
@@ -202,8 +206,9 @@ function checkPackage(agent: z.output<typeof AgentJsonObjectSchema>, context: z.
     }
   }
   agent.defaults.configurable.forEach((path, index) => {
-    const target = valueAtPath(agent, path.split('.'));
-    if (target === undefined || (typeof target === 'object' && target !== null)) {
+    const segments = path.split('.');
+    const target = segments.some((segment) => PROTOTYPE_SEGMENTS.has(segment)) ? undefined : valueAtPath(agent, segments);
+    if (typeof target !== 'string' && typeof target !== 'number' && typeof target !== 'boolean') {
       context.addIssue({ code: 'custom', path: ['defaults', 'configurable', index], message: `"${path}" does not name a value in this agent.json (expected a dot-path to a string, number or boolean, such as "workflows.<binding>.trigger.cron")` });
     }
   });

@@ -35,8 +35,13 @@ export function applySettings(loaded: LoadedPackage, settings: readonly string[]
       if (text !== 'true' && text !== 'false') throw new PackageError(`cannot set "${path}": expected true or false, got "${text}"`);
       value = text === 'true';
     }
-    const parent = valueAtPath(document, segments.slice(0, -1)) as Record<string, unknown>;
-    parent[segments.at(-1) ?? ''] = value;
+    const parent = valueAtPath(document, segments.slice(0, -1));
+    const key = segments.at(-1) ?? '';
+    // The schema admits only own string, number and boolean values; checked again where it is written.
+    if (typeof parent !== 'object' || parent === null || !Object.hasOwn(parent, key) || typeof current === 'object' || current === undefined) {
+      throw new PackageError(`cannot set "${path}": it does not name a string, number or boolean in agent.json`);
+    }
+    Object.defineProperty(parent, key, { value, enumerable: true, writable: true, configurable: true });
   }
   return { ...loaded, rawAgentJson: document, agentJson: parseAgentJson(document, source) };
 }

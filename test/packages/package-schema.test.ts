@@ -68,6 +68,8 @@ describe("agent.json (spec/04's schema)", () => {
     ['an unknown fallback', manual([activityJson('a', { on_error: { retry: 1, fallback: 'Ignore' } })]), 'agent.json: workflows.job.activities[0].on_error.fallback: expected one of NotifyOwner, Skip, Abort, got "Ignore"'],
     ['a duplicate activity id', manual([activityJson('a'), activityJson('a')]), 'workflows.job.activities[1].id: activity id "a" is used twice in binding "job"'],
     ['a configurable path that names nothing', { defaults: { configurable: ['workflows.job.trigger.cron'] }, ...manual() }, 'agent.json: defaults.configurable[0]: "workflows.job.trigger.cron" does not name a value in this agent.json'],
+    ['a configurable path through a prototype', { defaults: { configurable: ['__proto__.toString'] }, ...manual() }, 'agent.json: defaults.configurable[0]: "__proto__.toString" does not name a value in this agent.json'],
+    ['a configurable path to an object', { defaults: { configurable: ['workflows.job.trigger'] }, ...manual() }, 'agent.json: defaults.configurable[0]: "workflows.job.trigger" does not name a value in this agent.json'],
     ['an event source no binding emits', { workflows: { job: bindingJson({ type: 'event', sources: ['nothing'] }, [activityJson('a')]) } }, 'workflows.job.trigger.sources[0]: no binding of this package emits "nothing"'],
     [
       'an emit cycle',
