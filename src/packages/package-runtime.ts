@@ -342,7 +342,11 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       active.set(slug, pkg);
       rebuildSubscribers();
       startTimers(pkg, record);
-      const cutOff = (await interruptedRuns()).get(slug) ?? [];
+      // Each cut-off run is resumed once: taken out here, so a later reactivation (suspend and
+      // resume, an update) does not run it again.
+      const pending = await interruptedRuns();
+      const cutOff = pending.get(slug) ?? [];
+      pending.delete(slug);
       for (const run of cutOff) {
         if (!prepared.bindings.has(run.binding)) continue;
         fire(slug, run.binding, run.trigger, {}, run).catch((error: unknown) => logger.error({ err: error, package: slug, run: run.id }, `resumed run "${run.id}" failed`));

@@ -181,6 +181,12 @@ describe('after a restart', () => {
     expect(server.requests).toHaveLength(1);
     expect(userOf(0)).toContain('\\"topic\\": \\"tides\\"');
     expect(userOf(0)).toContain('gathered: tides twice a day');
+
+    // Reactivating the package (suspend and resume) does not run the cut-off run again.
+    await second.kernel.suspend('resumer');
+    await second.kernel.resume('resumer');
+    await second.packages.runtime.idle();
+    expect(server.requests).toHaveLength(1);
   });
 });
 
