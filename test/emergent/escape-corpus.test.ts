@@ -132,17 +132,27 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
     testCases: [{ input: { target: 'none' } }],
   });
 
-  it('a tool that hangs at call time is stopped, the fault audited, and the daemon answers the next call', async () => {
+  it('a tool that hangs, bombs memory or floods its output at call time is stopped, each fault audited, and the daemon answers the next call', async () => {
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
-    await host.kernel.spawn(manifest(`name = "prober"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 300\n`));
+    await host.kernel.spawn(manifest(`name = "prober"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 300\nsandbox_memory_mb = 32\n`));
     server.script([APPROVE]);
-    const forged = await host.kernel.forgedTools.forge('prober', tool('sleeper', 'function execute(input) { if (input.loop) { while (true) {} } return { fine: true }; }'), 'test');
+    const code = [
+      'function execute(input) {',
+      '  if (input.target === "loop") { while (true) {} }',
+      '  if (input.target === "bomb") { const a = []; for (;;) a.push(new Array(1e6).fill(1)); }',
+      '  if (input.target === "flood") return { blob: "z".repeat(3000000) };',
+      '  return { fine: true };',
+      '}',
+    ].join('\n');
+    const forged = await host.kernel.forgedTools.forge('prober', tool('sleeper', code), 'test');
     expect(forged.ok).toBe(true);
-    const hung = await host.kernel.runAgentTool('prober', 'sleeper', { loop: true });
-    expect(hung).toMatchObject({ isError: true, text: expect.stringContaining('ran past its 300 ms time limit') as unknown });
-    expect(await host.kernel.runAgentTool('prober', 'sleeper', { loop: false })).toMatchObject({ structured: { fine: true } });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'loop' })).toMatchObject({ isError: true, text: expect.stringContaining('ran past its 300 ms time limit') as unknown });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'bomb' })).toMatchObject({ isError: true, text: expect.stringContaining('went over its 32 MB memory limit') as unknown });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'flood' })).toMatchObject({ isError: true, text: expect.stringContaining('over the 1,000,000-byte cap') as unknown });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'ok' })).toMatchObject({ structured: { fine: true } });
     const faults = await host.kernel.audit({ agent: 'prober', type: 'tool-sandbox-fault' });
-    expect(faults.map((entry) => entry.data['outcome'])).toEqual(['timeout']);
+    expect(faults.map((entry) => entry.data['outcome'])).toEqual(['timeout', 'memory', 'output']);
+    expect(await host.kernel.forgedTools.get((forged as { tool: { id: string } }).tool.id)).toMatchObject({ calls: 4, successRate: 0.25 });
   });
 
   it('fetch to loopback and metadata addresses is refused by the agent\'s own address guard, and audited', async () => {
