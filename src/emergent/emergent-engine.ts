@@ -13,6 +13,7 @@ import { referenceProblems } from './references.ts';
 import { type ForgedRun, runCompose, runSandboxed, sandboxBridges } from './run-forged.ts';
 import { compileSandboxProgram, type SandboxedProgram } from './sandbox.ts';
 import { exportDocument, parseExport } from './tool-export.ts';
+import { type ForgedToolView, type ForgeOutcome, type PromotionResult, toForgedToolView } from './forged-tool-view.ts';
 
 /** The meta-tool an agent forges with; its grant also admits the agent's own forged tools. */
 export const FORGE_TOOL_NAME = 'forge_tool';
@@ -44,50 +45,6 @@ export interface EmergentEngineOptions {
   publish(event: ForgedToolEvent): Promise<void>;
   /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
   requestApproval(agent: { id: string; name: string }, input: JsonObject): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
-}
-
-/** A forge's result: the tool registered, or the stage that refused it and why (returned to the agent as a tool result). */
-export type ForgeOutcome =
-  | { ok: true; tool: ForgedToolView; verdict: Verdict }
-  | { ok: false; stage: 'request' | 'build' | 'test' | 'judge'; reason: string; verdict?: Verdict };
-
-/**
- * The registered tool of a forge, or a `FORGE_REFUSED` error naming the stage (and the judge's
- * verdict when it gave one): how the doors (HTTP, CLI) report a refusal.
- * @throws {LoomError} `FORGE_REFUSED`
- */
-export function registeredOrThrow(outcome: ForgeOutcome): ForgedToolView {
-  if (outcome.ok) return outcome.tool;
-  throw new LoomError('FORGE_REFUSED', 'user', `the tool was refused at the ${outcome.stage} stage: ${outcome.reason}`, {
-    details: { stage: outcome.stage, ...(outcome.verdict === undefined ? {} : { verdict: outcome.verdict }) },
-  });
-}
-
-/** What `promote` did: promoted, refused (why), or waiting for a person's approval (its id). */
-export type PromotionResult = { tool: ForgedToolView; outcome: 'promoted' | 'refused' | 'pending-approval'; reason: string | null; approvalId?: string };
-
-/** A forged tool as the doors show it. */
-export interface ForgedToolView {
-  id: string;
-  name: string;
-  description: string;
-  agent: string;
-  agentId: string;
-  tier: ForgedToolTier;
-  status: ForgedToolRecord['status'];
-  statusReason: string | null;
-  mode: 'compose' | 'sandbox';
-  origin: 'forged' | 'imported';
-  calls: number;
-  successRate: number | null;
-  meanLatencyMs: number | null;
-  verdicts: JsonObject[];
-  codeHash: string | null;
-  sourcePersisted: boolean;
-  /** The request as stored (a sandbox tool's code only when its source is persisted). */
-  request: JsonObject;
-  createdAt: number;
-  updatedAt: number;
 }
 
 /** A tool being built or tested: its record, its checks, its program (compiled on first use). */
@@ -159,31 +116,6 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   const live = new Map<string, LiveTool>();
   /** Sandbox source kept in memory only (its agent does not persist it), by tool id. */
   const memorySource = new Map<string, string>();
-
-  const view = (record: ForgedToolRecord): ForgedToolView => {
-    const { stats } = record;
-    return {
-      id: record.id,
-      name: record.name,
-      description: typeof record.request['description'] === 'string' ? record.request['description'] : '',
-      agent: record.agentName,
-      agentId: record.agentId,
-      tier: record.tier,
-      status: record.status,
-      statusReason: record.statusReason,
-      mode: record.mode,
-      origin: record.origin,
-      calls: stats.calls,
-      successRate: stats.calls === 0 ? null : stats.successes / stats.calls,
-      meanLatencyMs: stats.calls === 0 ? null : stats.totalMs / stats.calls,
-      verdicts: record.verdicts,
-      codeHash: record.codeHash,
-      sourcePersisted: record.sourcePersisted,
-      request: record.request,
-      createdAt: record.createdAt,
-      updatedAt: record.updatedAt,
-    };
-  };
 
   const event = (record: Pick<ForgedToolRecord, 'agentId' | 'agentName' | 'name'> & { id: string | null }, type: ForgedToolEvent['type'], outcome: string, reason: string | null, provenance: JsonObject): Promise<void> =>
     options.publish({ type, at: clock.now(), agentId: record.agentId, name: record.agentName, tool: record.name, toolId: record.id, outcome, reason, provenance });
@@ -448,7 +380,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     tool.program = candidate.program;
     await event({ ...record }, 'tool-forge', 'registered', null, { ...provenanceOf(record, by), verdict, tests: tests.length });
     logger.info({ agentId: agent.id, tool: record.name, toolId: record.id }, `agent "${agent.name}" forged tool "${record.name}"`);
-    return { ok: true, tool: view(record), verdict };
+    return { ok: true, tool: toForgedToolView(record), verdict };
   }
 
   /** The promotion panel: two independent judges, both approving with enough confidence. */
@@ -605,11 +537,11 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     },
 
     async list(filter = {}) {
-      return (await store.forgedTools.list(filter.agentId === undefined ? {} : { agentId: filter.agentId })).map((record) => view(live.get(record.id)?.record ?? record));
+      return (await store.forgedTools.list(filter.agentId === undefined ? {} : { agentId: filter.agentId })).map((record) => toForgedToolView(live.get(record.id)?.record ?? record));
     },
 
     async get(id) {
-      return view(await find(id));
+      return toForgedToolView(await find(id));
     },
 
     async promote(id, by) {
@@ -617,9 +549,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       const tool = liveOf(record);
       if (record.tier === 'session') {
         const result = await promoteToAgent(tool, by);
-        return { tool: view(record), ...result };
+        return { tool: toForgedToolView(record), ...result };
       }
-      if (record.tier === 'shared') return { tool: view(record), outcome: 'refused', reason: 'it is already shared, the highest tier' };
+      if (record.tier === 'shared') return { tool: toForgedToolView(record), outcome: 'refused', reason: 'it is already shared, the highest tier' };
       const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, { action: 'promote forged tool to shared', tool: record.name, toolId: record.id, mode: record.mode, codeHash: record.codeHash, requestedBy: by });
       await event(record, 'tool-promote', 'pending-approval', null, { ...provenanceOf(record, by), approvalId: request.id });
       void request.decision.then(
@@ -634,7 +566,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
         },
         (error: unknown) => logger.warn({ err: error, toolId: record.id }, 'a shared-tier promotion request ended without a decision'),
       );
-      return { tool: view(record), outcome: 'pending-approval', reason: null, approvalId: request.id };
+      return { tool: toForgedToolView(record), outcome: 'pending-approval', reason: null, approvalId: request.id };
     },
 
     async demote(id, by, reason) {
@@ -651,7 +583,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       }
       await save(record);
       await event(record, 'tool-demote', record.status === 'active' ? record.tier : 'demoted', reason, provenanceOf(record, by));
-      return view(record);
+      return toForgedToolView(record);
     },
 
     sessionEnded: (agentId) => retireWhere(agentId, ['session'], 'its session was reset'),

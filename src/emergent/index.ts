@@ -1,8 +1,10 @@
 /** Forged tools (spec/02): agents build tools at run time, composed or sandboxed, tested, judged, promoted through tiers. */
 export { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 export type { CodeProblem, SandboxApi } from './check-code.ts';
-export { createEmergentEngine, FORGE_TOOL_NAME, MAX_SANDBOX_OUTPUT_BYTES, registeredOrThrow } from './emergent-engine.ts';
-export type { EmergentEngine, EmergentEngineOptions, ForgedToolView, ForgeOutcome, ForgingAgent, PromotionResult } from './emergent-engine.ts';
+export { createEmergentEngine, FORGE_TOOL_NAME, MAX_SANDBOX_OUTPUT_BYTES } from './emergent-engine.ts';
+export type { EmergentEngine, EmergentEngineOptions, ForgingAgent } from './emergent-engine.ts';
+export { registeredOrThrow, toForgedToolView } from './forged-tool-view.ts';
+export type { ForgedToolView, ForgeOutcome, PromotionResult } from './forged-tool-view.ts';
 export { fetchDomainCovers } from './fetch-domain.ts';
 export { ForgeRequestSchema } from './forge-request.ts';
 export type { ForgeRequest } from './forge-request.ts';
