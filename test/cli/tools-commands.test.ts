@@ -90,14 +90,16 @@ describe('loom tools (no daemon)', () => {
     expect(promote.stderr).toContain('is retired');
   });
 
-  it('promotes a persisted session tool by the panel, then asks a person for the shared tier; demotes it again', async () => {
+  it('promotes a persisted session tool by the panel; the shared tier needs a daemon; demotes it again', async () => {
     await spawn('smith', 'persist_sandbox_source = true\n');
     model.script([APPROVE]);
     const id = /\(([0-9a-f]{8})\)/.exec((await loom(['tools', 'forge', 'request.json', '--agent', 'smith'])).stdout)?.[1] ?? '';
     model.script([APPROVE, APPROVE]);
     expect((await loom(['tools', 'promote', id])).stdout).toBe('promoted slugify to the agent tier\n');
+    // The shared tier needs a person, and so a daemon to wait for them.
     const shared = await loom(['tools', 'promote', id]);
-    expect(shared.stdout).toMatch(/^waiting for approval [0-9a-f-]+: approve with `loom approvals approve [0-9a-f-]+`\n$/);
+    expect(shared).toMatchObject({ code: 2, stdout: '' });
+    expect(shared.stderr).toContain("promoting to the shared tier waits for a person's approval, and only a running daemon can wait for it");
     expect((await loom(['tools', 'demote', id, '--reason', 'too broad'])).stdout).toBe('slugify is now in the session tier\n');
   });
 });

@@ -144,7 +144,13 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
     .description('Promote a tool one tier: session → agent by the two-judge panel; agent → shared by a person\'s approval')
     .option('--json', 'print JSON')
     .action(async (id: string, options: JsonOption) => {
-      const result = await withBackend(io, (backend) => backend.forgedTools.promote(id));
+      const result = await withBackend(io, async (backend) => {
+        // The shared tier waits for a person's decision, which only a running daemon can wait for.
+        if (backend.kind === 'in-process' && (await backend.forgedTools.get(id)).tier === 'agent') {
+          throw new UsageError("promoting to the shared tier waits for a person's approval, and only a running daemon can wait for it: start one with `loom start`, then run this again");
+        }
+        return backend.forgedTools.promote(id);
+      });
       if (options.json === true) return printJson(io, result);
       const { tool } = result;
       if (result.outcome === 'promoted') io.stdout(`promoted ${tool.name} to the ${tool.tier} tier\n`);
