@@ -6,7 +6,7 @@ import { LoomError, PackageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
 import { unpackArchive } from './archive.ts';
-import { emitGraphProblems, type GraphPackage } from './emit-graph.ts';
+import { emitGraphProblems, type GraphPackage, namespacedSource } from './emit-graph.ts';
 import { isInstallCode } from './install-code.ts';
 import { type LoadedPackage, loadPackage, loadPackageArchive } from './load-package.ts';
 import { AgentJsonSchema, type PackageTrigger } from './package-schema.ts';
@@ -14,6 +14,7 @@ import type { PackageRuntime } from './package-runtime.ts';
 import { applySettings } from './package-settings.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
 import { resolveFromRegistries } from './registry.ts';
+import { namespacedEvent } from './run-binding.ts';
 import { findInstalledSkill, installSkill, type LoadedSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
 
 /** What installing a package would do, shown to the owner before it happens. */
@@ -235,11 +236,14 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
     async uninstall(slug) {
       const record = await store.packages.get(slug);
       if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
+      // The events it emits, as other packages name them; a source is compared after namespacing,
+      // so another package's own dotted emit ("foo.done" in "x" is "x.foo.done") is not one of them.
+      const emitted = new Set(Object.values(AgentJsonSchema.parse(record.agentJson).workflows).flatMap((binding) => (binding.emit === undefined ? [] : [namespacedEvent(slug, binding.emit)])));
       const others = (await store.packages.list()).filter((other) => other.slug !== slug);
       const listeners = others.flatMap((other) => {
         const agentJson = AgentJsonSchema.parse(other.agentJson);
         return Object.entries(agentJson.workflows).flatMap(([name, binding]) =>
-          binding.trigger.type === 'event' && binding.trigger.sources.some((source) => source.startsWith(`${slug}.`)) ? [`${other.slug}/${name}`] : [],
+          binding.trigger.type === 'event' && binding.trigger.sources.some((source) => emitted.has(namespacedSource({ slug: other.slug, agentJson }, source))) ? [`${other.slug}/${name}`] : [],
         );
       });
       if (listeners.length > 0) {

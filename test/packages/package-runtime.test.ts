@@ -91,6 +91,19 @@ describe('installing a package', () => {
     expect((await host.packages.show('listener')).bindings[0]?.sources).toEqual(['talker.said']);
     await expect(host.packages.uninstall('talker')).rejects.toThrow('cannot uninstall package "talker": listener/hear runs on its events; uninstall that first');
   });
+
+  it("uninstalls a package whose name another package's own dotted emit starts with", async () => {
+    const host = await open();
+    // "echo" emits "talker.done" and listens to it: that is "echo.talker.done", not talker's event.
+    const echo = await writePackage(dir.path, 'echo', {
+      workflows: { first: bindingJson({ type: 'manual' }, [activityJson('a')], { emit: 'talker.done' }), second: bindingJson({ type: 'event', sources: ['talker.done'] }, [activityJson('b')]) },
+    });
+    const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
+    await host.packages.install(talker);
+    await host.packages.install(echo);
+    await host.packages.uninstall('talker');
+    expect((await host.packages.list()).map((view) => view.slug)).toEqual(['echo']);
+  });
 });
 
 describe('runs', () => {
