@@ -12,6 +12,9 @@ import { type AgentJson, AgentJsonSchema } from './package-schema.ts';
 /** A package slug: its agent's name and its events' namespace, so no dots. */
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
+/** Slugs that are words of the packages API (`/api/packages/runs`, `/api/packages/check`). */
+export const RESERVED_SLUGS: ReadonlySet<string> = new Set(['runs', 'check']);
+
 /** `@org/agents/name`, optionally `@version`. */
 const QUALIFIED_PACKAGE = /^@[a-z0-9][a-z0-9-]*\/agents\/([a-z0-9][a-z0-9-]*)$/;
 
@@ -124,6 +127,9 @@ export async function loadPackageFolder(dir: string, options: { slug?: string; s
   const loomToml = tomlText === undefined ? LoomTomlSchema.parse({}) : parseLoomToml(tomlText, source);
   const qualifiedName = loomToml.package.name;
   const slug = options.slug ?? (qualifiedName === undefined ? (options.fallbackSlug ?? basename(resolve(dir))) : (QUALIFIED_PACKAGE.exec(qualifiedName)?.[1] ?? ''));
+  if (RESERVED_SLUGS.has(slug)) {
+    fail(source, `the package's slug "${slug}" is a word of the packages API (${[...RESERVED_SLUGS].join(', ')}); name the folder otherwise, or set [package].name in loom.toml`);
+  }
   if (!SLUG_PATTERN.test(slug)) {
     fail(source, `the package's slug "${slug}" (its agent's name and event namespace) must be lowercase letters, digits and "-"; name the folder so, or set [package].name in loom.toml`);
   }

@@ -84,6 +84,11 @@ describe("agent.json (spec/04's schema)", () => {
     expect(text).toMatch(/^cannot load package "/);
   });
 
+  it('refuses a slug that is a word of the packages API', async () => {
+    const folder = await writePackage(dir.path, 'runs', manual());
+    await expect(loadPackage(folder)).rejects.toThrow('the package\'s slug "runs" is a word of the packages API (runs, check)');
+  });
+
   it('refuses a folder without AGENT.md, and one whose AGENT.md is empty', async () => {
     const folder = await writePackage(dir.path, 'mute', manual(), { persona: '   \n' });
     await expect(loadPackage(folder)).rejects.toThrow('AGENT.md is empty');
