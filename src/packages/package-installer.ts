@@ -7,7 +7,7 @@ import type { Kernel } from '../kernel/index.ts';
 import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
 import { unpackArchive } from './archive.ts';
 import { emitGraphProblems, type GraphPackage, namespacedSource } from './emit-graph.ts';
-import { isInstallCode } from './install-code.ts';
+import { isInstallCode, parseInstallCode } from './install-code.ts';
 import { type LoadedPackage, loadPackage, loadPackageArchive } from './load-package.ts';
 import { AgentJsonSchema, type PackageTrigger } from './package-schema.ts';
 import type { PackageRuntime } from './package-runtime.ts';
@@ -152,6 +152,9 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
 
   async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string }> {
     if (isInstallCode(source) || QUALIFIED_AGENT.test(source)) {
+      if (isInstallCode(source) && parseInstallCode(source).kind === 'SKIL') {
+        throw new PackageError(`cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Skills come with the packages that name them in agent.json "skills"`);
+      }
       if (options.registries.length === 0) throw new PackageError(`cannot install "${source}": config.toml lists no [[registries]] to look it up in`);
       const found = await resolveFromRegistries(options.registries, source, fetchOptions);
       const slug = found.name.split('/').at(-1);

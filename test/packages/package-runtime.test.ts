@@ -92,6 +92,11 @@ describe('installing a package', () => {
     await expect(host.packages.uninstall('talker')).rejects.toThrow('cannot uninstall package "talker": listener/hear runs on its events; uninstall that first');
   });
 
+  it('refuses a skill\'s install code given as a package, saying what it is', async () => {
+    const host = await open();
+    await expect(host.packages.install('SKIL-ABCD-EF01')).rejects.toThrow('cannot install "SKIL-ABCD-EF01" as a package: it is a skill\'s install code (SKIL-…); a package\'s starts with AGNT-');
+  });
+
   it("uninstalls a package whose name another package's own dotted emit starts with", async () => {
     const host = await open();
     // "echo" emits "talker.done" and listens to it: that is "echo.talker.done", not talker's event.
