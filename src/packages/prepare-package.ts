@@ -1,4 +1,4 @@
-import { type Capability, capabilitiesFromManifest, describeCapability, isGranted } from '../capabilities/index.ts';
+import { type Capability, capabilitiesFromManifest, describeCapability, findEscalations, isGranted } from '../capabilities/index.ts';
 import type { InstalledSkillText } from '../contracts/index.ts';
 import { PackageError } from '../errors/index.ts';
 import { type ManifestCapabilities, ManifestCapabilitiesSchema, type ManifestInput } from '../manifest/index.ts';
@@ -57,6 +57,22 @@ function activityNeeds(activity: PackageActivity, model: ModelTarget | undefined
   return needs;
 }
 
+/**
+ * Whether a wildcard tool pattern of loom.toml that is not scoped per step could still match
+ * `shell_exec` or an MCP tool (`mcp_<server>_<tool>`): `"m*"`, `"*_*"`, `"s*"`.
+ */
+function mayNameScopedTool(pattern: string): boolean {
+  const star = pattern.indexOf('*');
+  const head = star === -1 ? pattern : pattern.slice(0, star);
+  const compatible = (name: string): boolean => head.startsWith(name) || name.startsWith(head);
+  // Exact names and `mcp_…` patterns are scoped per step already (see `isStepScoped`).
+  if (star === -1 || pattern.startsWith(MCP_PREFIX)) return false;
+  return isGranted([{ kind: 'tool_invoke', pattern }], { kind: 'tool_invoke', pattern: 'shell_exec' }) || compatible(MCP_PREFIX);
+}
+
+/** What every MCP tool's name starts with (spec/05). */
+const MCP_PREFIX = 'mcp_';
+
 /** Grants tied to one command, one MCP server or one model: each activity gets only its own. */
 function isStepScoped(capability: Capability): boolean {
   if (capability.kind === 'shell_exec' || capability.kind === 'llm_query' || capability.kind === 'tool_all') return true;
@@ -95,7 +111,8 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
       needs.push(...own);
       if (requestedGrants !== undefined) {
         for (const need of own) {
-          if (!isGranted(requestedGrants, need)) problems.push(`${at}: needs ${describeCapability(need)}, which loom.toml's [capabilities] does not grant`);
+          // A need is a pattern ("git **", "mcp_x_*"): covered, not matched as a value.
+          if (findEscalations(requestedGrants, [need]).length > 0) problems.push(`${at}: needs ${describeCapability(need)}, which loom.toml's [capabilities] does not grant`);
         }
       }
     });
@@ -105,6 +122,15 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
       details: { package: slug, problems },
     });
   }
+
+  // A broad tool pattern in loom.toml would hand every step what is scoped to one (another
+  // step's MCP servers, the shell): refused, so each step keeps only its own.
+  (requested?.tools ?? []).forEach((pattern, index) => {
+    if (pattern !== '*' && mayNameScopedTool(pattern)) {
+      problems.push(`loom.toml: [capabilities].tools[${index}]: "${pattern}" could match shell_exec or an MCP server's tools, which each activity gets only for its own "cmds" and "mcps"; name the other tools it means (e.g. "memory_*", "web_fetch")`);
+    }
+  });
+  if (problems.length > 0) throw new PackageError(`cannot load package "${slug}": ${problems.join('; ')}`, { details: { package: slug, problems } });
 
   const agentModel = loomToml.model ?? environment.defaultModel ?? [...models.values()][0];
   const capabilities = requested ?? deriveCapabilities(needs, agentModel);

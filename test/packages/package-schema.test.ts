@@ -84,6 +84,16 @@ describe("agent.json (spec/04's schema)", () => {
     expect(text).toMatch(/^cannot load package "/);
   });
 
+  it('refuses a loom.toml tool pattern that would give every step the shell or MCP servers', async () => {
+    for (const pattern of ['m*', '*_*', 's*']) {
+      const folder = await writePackage(dir.path, `broad-${pattern.length}${pattern.charCodeAt(0)}`, manual([activityJson('a', { cmds: ['git'] })]), { loomToml: `[capabilities]\ntools = ["shell_exec", "${pattern}"]\nshell = ["git **"]\nllm_query = ["*"]\n` });
+      const { loaded } = await loadPackage(folder);
+      expect(() => preparePackage(loaded, environment)).toThrow(`loom.toml: [capabilities].tools[1]: "${pattern}" could match shell_exec or an MCP server's tools`);
+    }
+    const narrow = await writePackage(dir.path, 'narrow', manual([activityJson('a', { cmds: ['git'] })]), { loomToml: '[capabilities]\ntools = ["shell_exec", "memory_*", "web_fetch"]\nshell = ["git **"]\nllm_query = ["*"]\n' });
+    expect(preparePackage((await loadPackage(narrow)).loaded, environment).capabilities.tools).toEqual(['shell_exec', 'memory_*', 'web_fetch']);
+  });
+
   it('refuses a slug that is a word of the packages API', async () => {
     const folder = await writePackage(dir.path, 'runs', manual());
     await expect(loadPackage(folder)).rejects.toThrow('the package\'s slug "runs" is a word of the packages API (runs, check)');
