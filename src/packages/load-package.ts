@@ -5,6 +5,7 @@ import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
 import { ManifestCapabilitiesSchema, ModelConfigSchema } from '../manifest/index.ts';
+import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
 import { unpackArchive } from './archive.ts';
 import { type AgentJson, AgentJsonSchema } from './package-schema.ts';
@@ -35,7 +36,16 @@ export const LoomTomlSchema = z.strictObject({
       description: z.string().default(''),
     })
     .prefault({}),
-  model: ModelConfigSchema.refine((model) => model.system_prompt === undefined, { error: 'system_prompt is not used here: AGENT.md is the system prompt', path: ['system_prompt'] }).optional(),
+  model: ModelConfigSchema.refine((model) => model.system_prompt === undefined, { error: 'system_prompt is not used here: AGENT.md is the system prompt', path: ['system_prompt'] })
+    // A package's own URL with the provider's default key would send the owner's key to a host the package chose.
+    .refine((model) => model.base_url === undefined || model.api_key_env !== undefined || DEFAULT_API_KEY_ENV[model.provider] === null, {
+      error: (issue) => {
+        const provider = (issue.input as { provider: keyof typeof DEFAULT_API_KEY_ENV }).provider;
+        return `base_url without api_key_env would send $${DEFAULT_API_KEY_ENV[provider] ?? '?'} to the package's URL; name the variable to send with api_key_env`;
+      },
+      path: ['api_key_env'],
+    })
+    .optional(),
   capabilities: ManifestCapabilitiesSchema.optional(),
 });
 

@@ -5,6 +5,7 @@ import type { Clock, InstalledPackageRecord, InstalledSkillText, JsonObject, Sto
 import { LoomError, PackageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
+import { modelEndpoint } from '../models/index.ts';
 import { unpackArchive } from './archive.ts';
 import { emitGraphProblems, type GraphPackage, namespacedSource } from './emit-graph.ts';
 import { isInstallCode, parseInstallCode } from './install-code.ts';
@@ -94,7 +95,9 @@ const QUALIFIED_AGENT = /^@[a-z0-9][a-z0-9-]*\/agents\/[a-z0-9][a-z0-9-]*(?:@[0-
 function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan['model'] {
   const model = prepared.manifest.model;
   if (model === undefined) return null;
-  return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: model.api_key_env ?? null, fromPackage: loaded.loomToml.model !== undefined };
+  // The key it will really send: its own variable, or the provider's default one.
+  const endpoint = modelEndpoint({ provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url });
+  return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: endpoint.keyVariable, fromPackage: loaded.loomToml.model !== undefined };
 }
 
 /** The plan of a loaded, prepared package (what `validate` and `install` show). */
