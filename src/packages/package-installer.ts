@@ -162,6 +162,10 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       const found = await resolveFromRegistries(options.registries, source, fetchOptions);
       const slug = found.name.split('/').at(-1);
       const { loaded, dispose } = await loadPackageArchive(found.bytes, `${found.name}@${found.version}`, slug === undefined ? {} : { slug });
+      if (loaded.qualifiedName !== undefined && loaded.qualifiedName !== found.name) {
+        await dispose();
+        throw new PackageError(`cannot install "${source}": the registry lists it as ${found.name}, but its loom.toml names ${loaded.qualifiedName}; the archive is not the package it claims to be`);
+      }
       return { loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version }, dispose, source: `${found.name}@${found.version} (${found.code}, ${found.registry})` };
     }
     return { ...(await loadPackage(source)), source };

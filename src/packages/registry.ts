@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
 import { packFolder, sha256Hex } from './archive.ts';
+import { isLoopbackAddress } from '../access/index.ts';
 import { installCodeFor, isInstallCode, parseInstallCode } from './install-code.ts';
 import { compareSkillVersions } from './skills.ts';
 
@@ -180,16 +181,36 @@ interface ReadOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** How long one request to an HTTP registry may take. */
+export const REGISTRY_TIMEOUT_MS = 30_000;
+
+/** A registry URL's host, for the plain-http rule: loopback only. */
+function isLoopbackHost(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || isLoopbackAddress(host);
+}
+
 /** Reads a file of a registry, a folder or a URL. A missing file is an error: the index names only what must be there. */
 async function readFromRegistry(registry: string, path: string, limit: number, options: ReadOptions): Promise<Uint8Array> {
   if (isUrl(registry)) {
     const url = new URL(path, registry.endsWith('/') ? registry : `${registry}/`);
+    // Packages hold code and ask for capabilities: over the network they come over TLS.
+    if (url.protocol === 'http:' && !isLoopbackHost(url)) {
+      throw new PackageError(`cannot read registry "${registry}": plain http is accepted only on this machine (loopback); use https`);
+    }
     let response: Response;
+    const signal = options.signal === undefined ? AbortSignal.timeout(REGISTRY_TIMEOUT_MS) : AbortSignal.any([options.signal, AbortSignal.timeout(REGISTRY_TIMEOUT_MS)]);
     try {
-      response = await options.fetch(url, options.signal === undefined ? {} : { signal: options.signal });
+      // Redirects are not followed: a registry is named by its URL, and a redirect could lead anywhere.
+      response = await options.fetch(url, { signal, redirect: 'manual' });
     } catch (error) {
       options.signal?.throwIfAborted();
-      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} failed (${messageOf(error)})`, { cause: error, isRetryable: true });
+      const timedOut = signal.aborted;
+      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} ${timedOut ? `took longer than ${REGISTRY_TIMEOUT_MS / 1000} s` : `failed (${messageOf(error)})`}`, { cause: error, isRetryable: true });
+    }
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} answered ${response.status}, a redirect${response.headers.get('location') === null ? '' : ` to ${response.headers.get('location') ?? ''}`}; redirects are not followed, so point [[registries]] at the final URL`);
     }
     if (response.status !== 200) {
       await response.body?.cancel().catch(() => undefined);
@@ -336,6 +357,13 @@ export async function resolveFromRegistries(registries: readonly string[], refer
       continue;
     }
     const { name, kind, version, published } = found;
+    // A code is a digest of the name and version: an index that pairs them otherwise is refused.
+    const expected = installCodeFor(kind === 'agent' ? 'AGNT' : 'SKIL', name, version);
+    if (published.code !== expected) {
+      throw new PackageError(`cannot use ${name}@${version} from registry "${registry}": its index gives the install code ${published.code}, but that name and version have the code ${expected}; the index is wrong or was tampered with`, {
+        details: { registry, name, version, code: published.code, expected },
+      });
+    }
     const bytes = await readFromRegistry(registry, published.archive, MAX_ARCHIVE_BYTES, read);
     const actual = sha256Hex(bytes);
     if (actual !== published.sha256) {

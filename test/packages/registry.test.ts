@@ -302,6 +302,28 @@ describe('a registry', () => {
     }
   });
 
+  it('refuses an index that pairs a name and version with another code, plain http off this machine, and redirects', async () => {
+    await publish();
+    const index = JSON.parse(await readFile(join(registry, 'index.json'), 'utf8')) as { entries: Record<string, { versions: Record<string, { code: string }> }> };
+    const entry = index.entries[name]?.versions['1.0.0'];
+    if (entry === undefined) throw new Error('the published version is missing from index.json');
+    const real = entry.code;
+    entry.code = 'AGNT-0000-0000';
+    await writeFile(join(registry, 'index.json'), JSON.stringify(index));
+    await expect(resolveFromRegistries([registry], name)).rejects.toThrow(`its index gives the install code AGNT-0000-0000, but that name and version have the code ${real}`);
+
+    const asked: string[] = [];
+    const spy: typeof fetch = (input) => {
+      asked.push(String(input));
+      return Promise.resolve(new Response(null, { status: 302, headers: { location: 'http://169.254.169.254/index.json' } }));
+    };
+    await expect(resolveFromRegistries(['http://registry.example.com/'], name, { fetch: spy })).rejects.toThrow('plain http is accepted only on this machine (loopback); use https');
+    expect(asked).toEqual([]);
+    await expect(resolveFromRegistries(['https://registry.example.com/'], name, { fetch: spy })).rejects.toThrow(
+      'GET https://registry.example.com/index.json answered 302, a redirect to http://169.254.169.254/index.json; redirects are not followed',
+    );
+  });
+
   it('refuses a code or name found nowhere, naming it and the registries searched', async () => {
     await publish();
     const other = join(dir.path, 'other');
