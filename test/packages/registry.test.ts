@@ -314,7 +314,7 @@ describe('a registry', () => {
 
     const asked: string[] = [];
     const spy: typeof fetch = (input) => {
-      asked.push(String(input));
+      asked.push(input instanceof URL ? input.href : typeof input === 'string' ? input : input.url);
       return Promise.resolve(new Response(null, { status: 302, headers: { location: 'http://169.254.169.254/index.json' } }));
     };
     await expect(resolveFromRegistries(['http://registry.example.com/'], name, { fetch: spy })).rejects.toThrow('plain http is accepted only on this machine (loopback); use https');
