@@ -78,6 +78,8 @@ interface ActivePackage {
   stops: (() => void)[];
   /** The next instant of each timed binding. */
   next: Map<string, number | null>;
+  /** Aborted when the package stops (its agent suspended, updated or killed): its runs stop with it. */
+  abort: AbortController;
 }
 
 /** The binding an event reaches. */
@@ -228,15 +230,32 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
           runnable,
           trigger,
           { kernel, runs: store.packageRuns, clock, ids: options.ids, logger, report: (event) => report(pkg, name, event) },
-          { signal: controller.signal, ...(resume === undefined ? {} : { resume }) },
+          { signal: AbortSignal.any([controller.signal, pkg.abort.signal]), ...(resume === undefined ? {} : { resume }) },
         );
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
         return finished;
+      } catch (error) {
+        // Stopped with its package (not by the daemon stopping, whose runs resume at the next start):
+        // the run ends as aborted, and emits nothing.
+        if (pkg.abort.signal.aborted && !controller.signal.aborted) await abortRuns(pkg, name);
+        throw error;
       } finally {
         busy.delete(key);
       }
     })();
     return track(run);
+  }
+
+  /** Marks the binding's running runs aborted because their package stopped. */
+  async function abortRuns(pkg: ActivePackage, binding: string): Promise<void> {
+    const reason = pkg.abort.signal.reason instanceof Error ? pkg.abort.signal.reason.message : 'the package stopped';
+    for (const run of await store.packageRuns.list({ package: pkg.slug, binding, limit: 10 })) {
+      if (run.status !== 'running') continue;
+      const now = clock.now();
+      const activities = run.activities.map((activity) => (activity.status === 'running' ? { ...activity, status: 'failed' as const, error: reason, endedAt: now } : activity));
+      await store.packageRuns.update({ ...run, status: 'aborted', activities, error: reason, endedAt: now });
+      publish({ type: 'package-run-finish', at: now, agentId: pkg.agentId, name: pkg.slug, binding, runId: run.id, status: 'aborted', error: reason });
+    }
   }
 
   async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number): Promise<PackageRunRecord> {
@@ -338,7 +357,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
         logger.error({ err: error, package: slug }, `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`);
         return;
       }
-      const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map() };
+      const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map(), abort: new AbortController() };
       active.set(slug, pkg);
       rebuildSubscribers();
       startTimers(pkg, record);
@@ -357,6 +376,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       const pkg = active.get(slug);
       if (pkg === undefined) return;
       for (const stop of pkg.stops) stop();
+      pkg.abort.abort(new Error(`stopped: package "${slug}" stopped (its agent was suspended, updated or removed) while the run was going`));
       active.delete(slug);
       rebuildSubscribers();
     },

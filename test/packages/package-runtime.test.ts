@@ -137,6 +137,29 @@ describe('runs', () => {
     expect(audit.filter((event) => event.type === 'package-fire')).toHaveLength(3);
   });
 
+  it('a run in flight when its package is suspended is aborted: no fallback, no emit, nothing downstream', async () => {
+    const host = await open();
+    const folder = await writePackage(dir.path, 'halted', {
+      workflows: {
+        first: bindingJson({ type: 'manual' }, [activityJson('slow', { on_error: { retry: 0, fallback: 'Skip' } })], { emit: 'done' }),
+        second: bindingJson({ type: 'event', sources: ['done'] }, [activityJson('after')]),
+      },
+    });
+    await host.packages.install(folder);
+    let release = (): void => undefined;
+    server.script([{ text: 'slow reply', gate: new Promise<void>((resolve) => (release = resolve)) }]);
+    const running = host.packages.run('halted', 'first');
+    await expect.poll(() => server.requests.length).toBe(1);
+    await host.kernel.suspend('halted');
+    release();
+    await expect(running).rejects.toThrow();
+    await host.packages.runtime.idle();
+    const runs = await host.packages.runs({ package: 'halted' });
+    expect(runs.map((run) => [run.binding, run.status, run.emitted])).toEqual([['first', 'aborted', null]]);
+    expect(runs[0]?.error).toContain('stopped: package "halted" stopped');
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('a budget exceeded mid-activity stops it between model steps; Abort then ends the run without its emit', async () => {
     const host = await open();
     const folder = await writePackage(dir.path, 'greedy', {
