@@ -167,7 +167,7 @@ function packagesOverHttp(call: <T>(method: string, path: string, body?: unknown
     list: () => call('GET', '/api/packages'),
     show: (slug) => call('GET', slugPath(slug)),
     check: (source, settings = []) => call('POST', '/api/packages/check', { source, settings }),
-    install: (source, settings = []) => call('POST', '/api/packages', { source, settings }),
+    install: (source, settings = [], digest) => call('POST', '/api/packages', { source, settings, ...(digest === undefined ? {} : { digest }) }),
     uninstall: (slug) => call('DELETE', slugPath(slug)),
     run: (slug, binding, inputs = {}) => call('POST', `${slugPath(slug)}/bindings/${encodeURIComponent(binding)}/run`, { inputs }),
     runs: (query = {}) => {

@@ -12,6 +12,8 @@ export const InstallBodySchema = z.strictObject({
   source: z.string().min(1, { error: 'expected a package folder, a .tgz, an install code or @org/agents/name' }),
   /** `path=value` overrides of the package's `defaults.configurable` paths. */
   settings: z.array(z.string()).default([]),
+  /** The `digest` of the plan the owner agreed to (from `/check`): a package that changed since is refused (409). */
+  digest: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected the digest of a plan from POST /api/packages/check' }).optional(),
 });
 
 /** The body of `POST /api/packages/:slug/bindings/:binding/run`. */
@@ -51,7 +53,7 @@ export function createPackageRoutes(options: { packages: PackageService }): Hono
   routes.post('/', async (c) => {
     requireOwner(principalOf(c), 'install packages');
     const body = await readJsonBody(c, InstallBodySchema);
-    return c.json(await packages.install(body.source, body.settings), 201);
+    return c.json(await packages.install(body.source, body.settings, body.digest), 201);
   });
 
   routes.get('/runs', async (c) => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +39,11 @@ export interface InstallPlan {
   bindings: { name: string; description: string; trigger: PackageTrigger; emit: string | null; costEstimate: string }[];
   pricing: { model?: string | undefined; cost?: number | undefined };
   timezone: string;
+  /**
+   * sha256 over the plan and what it was made from (agent.json, AGENT.md, loom.toml): install
+   * given the digest of the plan a person agreed to refuses a package that changed since.
+   */
+  digest: string;
 }
 
 /** A package loaded and checked, ready to install (or only reported, by `validate`). */
@@ -102,7 +108,7 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
 
 /** The plan of a loaded, prepared package (what `validate` and `install` show). */
 export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string): InstallPlan {
-  return {
+  const plan: Omit<InstallPlan, 'digest'> = {
     slug: loaded.slug,
     qualifiedName: loaded.qualifiedName ?? null,
     version: loaded.version,
@@ -121,6 +127,8 @@ export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, sk
     pricing: loaded.agentJson.pricing,
     timezone: prepared.timezone,
   };
+  const digest = createHash('sha256').update(JSON.stringify({ plan, agentJson: loaded.rawAgentJson, persona: loaded.persona, loomToml: loaded.loomToml })).digest('hex');
+  return { ...plan, digest };
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -11,8 +11,12 @@ export interface PackageService {
   show(slug: string): Promise<PackageView>;
   /** Loads and checks a package against this daemon; installs nothing. */
   check(source: string, settings?: readonly string[]): Promise<InstallPlan>;
-  /** Installs it (the owner agreed already: the CLI asks before calling this). */
-  install(source: string, settings?: readonly string[]): Promise<PackageView>;
+  /**
+   * Installs it (the owner agreed already: the CLI asks before calling this). Given the digest of
+   * the plan the owner saw, a package that changed since (an edited folder, a newer version in a
+   * registry) is refused with `PACKAGE_CHANGED`.
+   */
+  install(source: string, settings?: readonly string[], digest?: string): Promise<PackageView>;
   uninstall(slug: string): Promise<{ slug: string; agent_id: string }>;
   /** Runs a binding now and resolves with the finished run. */
   run(slug: string, binding: string, inputs?: JsonObject): Promise<PackageRunView>;
@@ -36,8 +40,16 @@ export function createPackageService(parts: { installer: PackageInstaller; runti
       await checked.dispose();
       return checked.plan;
     },
-    async install(source, settings = []) {
-      const record = await installer.install(source, { settings, confirm: () => true });
+    async install(source, settings = [], digest) {
+      const record = await installer.install(source, {
+        settings,
+        confirm: (plan) => {
+          if (digest !== undefined && plan.digest !== digest) {
+            throw new LoomError('PACKAGE_CHANGED', 'user', `not installed: package "${plan.slug}" changed since its plan was shown (now ${plan.qualifiedName ?? plan.slug}@${plan.version}); run the command again to see what it asks for now`);
+          }
+          return true;
+        },
+      });
       if (record === undefined) throw new LoomError('PACKAGE_NOT_INSTALLED', 'user', 'the package was not installed');
       return toPackageView(record, runtime);
     },

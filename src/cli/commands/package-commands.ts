@@ -124,7 +124,8 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
         const plan = await backend.packages.check(from, options.set);
         if (options.json !== true || options.yes !== true) io.stderr(formatInstallPlan(plan));
         if (options.yes !== true && !(await confirm(io, `Install ${plan.slug} with these capabilities? [y/N] `))) return undefined;
-        return backend.packages.install(from, options.set);
+        // What is installed must be what was shown: the plan's digest is checked again.
+        return backend.packages.install(from, options.set, plan.digest);
       });
       if (view === undefined) {
         io.stdout('Not installed.\n');
