@@ -3,6 +3,7 @@ import type { InstalledSkillText } from '../contracts/index.ts';
 import { PackageError } from '../errors/index.ts';
 import { type ManifestCapabilities, ManifestCapabilitiesSchema, type ManifestInput } from '../manifest/index.ts';
 import { knownModelAliases, type ModelTarget, resolveModelAlias } from '../models/index.ts';
+import { formatMcpToolName } from '../tools/index.ts';
 import type { LoadedPackage } from './load-package.ts';
 import { type PackageActivity, skillWithoutVersion, USER_LOCAL_TIMEZONE } from './package-schema.ts';
 import type { RunnableActivity, RunnableBinding } from './run-binding.ts';
@@ -52,7 +53,8 @@ function activityNeeds(activity: PackageActivity, model: ModelTarget | undefined
   const needs: Capability[] = [];
   if (activity.cmds.length > 0) needs.push({ kind: 'tool_invoke', pattern: 'shell_exec' });
   for (const command of activity.cmds) needs.push({ kind: 'shell_exec', pattern: `${command} **` });
-  for (const server of activity.mcps) needs.push({ kind: 'tool_invoke', pattern: `mcp_${server}_*` });
+  // As the MCP client names the server's tools (`slack-notifier` → `mcp_slack_notifier_*`).
+  for (const server of activity.mcps) needs.push({ kind: 'tool_invoke', pattern: formatMcpToolName(server, '*') });
   if (model !== undefined) needs.push({ kind: 'llm_query', pattern: nameOf(model) });
   return needs;
 }

@@ -34,6 +34,9 @@ export {
 };
 export { explainShellRefusal } from './builtin/shell-refusal.ts';
 export { LOG_TOOLS } from './builtin/log-tools.ts';
+// How MCP servers' tools are named (spec/05), here so that packages and capabilities can name
+// them without loading the MCP SDK.
+export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from './mcp-tool-name.ts';
 
 /** Every built-in tool, in the order they are listed to models. */
 export const BUILTIN_TOOLS: readonly Tool<never>[] = [

@@ -34,7 +34,7 @@ describe('loom package (no daemon)', () => {
     expect(valid).toMatchObject({ code: 0, stderr: '' });
     expect(valid.stdout).toContain('chief-of-staff is valid.');
     expect(valid.stdout).toContain('morning-briefing: schedule "0 7 * * 1-5" → emits chief-of-staff.briefing.ready (~$0.05)');
-    expect(valid.stdout).toContain('[capabilities].tools "mcp_google-calendar_*"');
+    expect(valid.stdout).toContain('[capabilities].tools "mcp_google_calendar_*"');
 
     const broken = await writePackage(dir.path, 'broken', { workflows: { job: bindingJson({ type: 'heartbeat', interval: '90 seconds' }, [activityJson('a')]) } });
     const refused = await loom(['package', 'validate', broken]);

@@ -53,7 +53,7 @@ describe('installing a package', () => {
     const agent = host.kernel.get('chief-of-staff');
     expect(agent.manifest.model?.system_prompt).toBe(await readFile(join(EXAMPLES, 'chief-of-staff', 'AGENT.md'), 'utf8'));
     expect(agent.manifest.capabilities).toEqual(plan.capabilities);
-    expect(agent.manifest.capabilities.tools.sort()).toEqual(['mcp_gmail_*', 'mcp_google-calendar_*', 'mcp_slack_*']);
+    expect(agent.manifest.capabilities.tools.sort()).toEqual(['mcp_gmail_*', 'mcp_google_calendar_*', 'mcp_slack_*']);
     expect(agent.manifest.capabilities.shell).toEqual([]);
     expect(agent.manifest.capabilities.llm_query.sort()).toEqual(['anthropic/claude-sonnet-4-5', 'openai/gpt-4o-mini']);
     expect(plan.skills.sort()).toEqual(['@nebo/skills/note-taker@1.0.0', '@nebo/skills/quick-research@1.0.0', '@nebo/skills/report-writer@1.0.0', '@nebo/skills/web-scraper@1.0.0']);

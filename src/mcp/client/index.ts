@@ -6,4 +6,4 @@ export { createPinnedFetch } from './pinned-fetch.ts';
 export type { PinnedFetch } from './pinned-fetch.ts';
 export { checkStdioCommand, expandHeaders, MAX_MCP_MESSAGE_BYTES, sizeLimitedFetch, stdioEnvironment, vetMcpUrl } from './security.ts';
 export type { McpFetch, McpServerEntry, VetMcpUrlOptions, VettedMcpUrl } from './security.ts';
-export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from './tool-name.ts';
+export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from '../../tools/index.ts';

@@ -22,7 +22,7 @@ import {
   stdioEnvironment,
   vetMcpUrl,
 } from './security.ts';
-import { formatMcpToolName } from './tool-name.ts';
+import { formatMcpToolName } from '../../tools/index.ts';
 
 /** The first retry delay after a failure, in milliseconds; it doubles up to {@link MCP_RETRY_MAX_MS}. */
 export const MCP_RETRY_BASE_MS = 1_000;
