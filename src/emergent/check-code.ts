@@ -72,6 +72,12 @@ function propertyName(node: AnyNode): string | undefined {
   return undefined;
 }
 
+/** Whether `node` is `fs` or `fs.promises`, the objects whose mutators are refused. */
+function isFsObject(node: AnyNode): boolean {
+  if (node.type === 'Identifier') return node['name'] === 'fs';
+  return node.type === 'MemberExpression' && (node['object'] as AnyNode).type === 'Identifier' && (node['object'] as AnyNode)['name'] === 'fs' && propertyName(node) === 'promises';
+}
+
 /** Whether an identifier is a name in use, not a property key or a declaration's label. */
 function isReference(node: AnyNode, parent: AnyNode | undefined): boolean {
   if (parent === undefined) return true;
@@ -119,8 +125,21 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         at(node, 'import and export are not allowed in a sandboxed tool: it is one script defining execute(input)');
         break;
       case 'MetaProperty':
-        at(node, `"${String((node['meta'] as AnyNode)['name'])}.${String((node['property'] as AnyNode)['name'])}" is not allowed in a sandboxed tool`);
+        // `new.target` is plain JavaScript; only `import.meta` reaches for a module system.
+        if ((node['meta'] as AnyNode)['name'] !== 'new') at(node, `"${String((node['meta'] as AnyNode)['name'])}.${String((node['property'] as AnyNode)['name'])}" is not allowed in a sandboxed tool`);
         break;
+      case 'VariableDeclarator': {
+        // `const { writeFile } = fs` (or `fs.promises`) names a mutator without a member access.
+        const id = node['id'] as AnyNode;
+        const init = node['init'] as AnyNode | null;
+        if (id.type !== 'ObjectPattern' || init === null || !isFsObject(init)) break;
+        for (const property of id['properties'] as AnyNode[]) {
+          const key = property['key'] as AnyNode | undefined;
+          const name = key === undefined || property['computed'] === true ? undefined : key.type === 'Identifier' ? (key['name'] as string) : typeof key['value'] === 'string' ? key['value'] : undefined;
+          if (name !== undefined && FS_MUTATORS.has(name)) at(key as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+        }
+        break;
+      }
       case 'Identifier': {
         const name = node['name'] as string;
         if (!isReference(node, parent)) break;
@@ -140,12 +159,12 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         const name = propertyName(node);
         const object = node['object'] as AnyNode;
         if (name === undefined) {
-          if (object.type === 'Identifier' && object['name'] === 'fs') at(node, 'computed access on "fs" (fs[...]) is not allowed in a sandboxed tool: name the method, fs.readFile');
+          if (isFsObject(object)) at(node, 'computed access on "fs" (fs[...]) is not allowed in a sandboxed tool: name the method, fs.readFile');
           break;
         }
         const blocked = BLOCKED_PROPERTIES[name];
         if (blocked !== undefined) at(node['property'] as AnyNode, `".${name}" is not allowed in a sandboxed tool: ${blocked}`);
-        else if (object.type === 'Identifier' && object['name'] === 'fs' && FS_MUTATORS.has(name)) at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+        else if (isFsObject(object) && FS_MUTATORS.has(name)) at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
         break;
       }
       default:

@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import ivm from 'isolated-vm';
+import { z } from 'zod';
 import type { JsonValue } from '../contracts/index.ts';
 
 /** The hard limits of one sandboxed program. */
@@ -41,8 +42,11 @@ export interface SandboxedProgram {
   readonly disposed: boolean;
 }
 
-/** Bridge calls (fetch, readFile, hashes) one call may make. */
+/** Bridge calls to the agent's tools (fetch, fs.readFile) one call may make. */
 export const MAX_BRIDGE_CALLS = 20;
+
+/** Host crypto calls (digests, UUIDs) one call may make; cheap, so capped apart from fetch and reads. */
+export const MAX_CRYPTO_CALLS = 1_000;
 
 /** Longest error message carried out of the isolate. */
 const MAX_ERROR_LENGTH = 2000;
@@ -56,13 +60,17 @@ const RECYCLE_HEAP_SHARE = 0.4;
 /** Slack given to the isolate's own timeout before the host gives up on it. */
 const HOST_GRACE_MS = 50;
 
-const TOO_LARGE = '__LOOM_OUTPUT_TOO_LARGE__:';
 
 /**
  * Runs before the tool's code in every context: turns the raw bridge references into `fetch`,
- * `fs` and `crypto`, and removes them from the global object, so the code sees only those.
+ * `fs` and `crypto`, and removes them from the global object, so the code sees only those. Its
+ * value is the entry the host calls (never on the global object, so the tool's code cannot
+ * replace it): JSON in, and out a tagged string — `o` + the output's JSON, `t` + what the tool
+ * threw, `u` + why the output is not JSON, `l` + the length of an output over the cap. A tool's
+ * own error is always data here, so it can never pass for a limit the host enforces.
  */
-const PRELUDE = `(() => {
+function preludeOf(maxOutputBytes: number): string {
+  return `(() => {
   'use strict';
   const g = globalThis;
   const fetchRef = g.__loom_fetch, readRef = g.__loom_read, cryptoRef = g.__loom_crypto;
@@ -118,18 +126,34 @@ const PRELUDE = `(() => {
       randomUUID: () => sync({ kind: 'uuid' }),
     };
   }
+  const parse = JSON.parse, stringify = JSON.stringify;
+  const describe = (error) => {
+    try {
+      if (error !== null && (typeof error === 'object' || typeof error === 'function') && typeof error.message === 'string') return error.message;
+      return String(error);
+    } catch {
+      return 'a value was thrown that cannot be described';
+    }
+  };
+  return async (json) => {
+    let output;
+    try {
+      if (typeof execute !== 'function') return 't' + 'the tool defines no execute(input) function';
+      output = await execute(parse(json));
+    } catch (error) {
+      return 't' + describe(error);
+    }
+    let text;
+    try {
+      text = stringify(output);
+    } catch (error) {
+      return 'u' + "the tool's output cannot be turned into JSON: " + describe(error);
+    }
+    if (typeof text !== 'string') return 'u' + 'execute(input) returned ' + (output === undefined ? 'undefined' : 'a ' + typeof output) + ', not a JSON value';
+    if (text.length > ${maxOutputBytes}) return 'l' + text.length;
+    return 'o' + text;
+  };
 })();`;
-
-/** Appended to the tool's code: the entry the host calls, with JSON in and JSON out. */
-function entryOf(maxOutputBytes: number): string {
-  return `\n;globalThis.__loom_run = async (json) => {
-  if (typeof execute !== 'function') throw new Error('the tool defines no execute(input) function');
-  const output = await execute(JSON.parse(json));
-  const text = JSON.stringify(output);
-  if (text === undefined) throw new Error('execute(input) returned ' + (output === undefined ? 'undefined' : 'a ' + typeof output) + ', not a JSON value');
-  if (text.length > ${maxOutputBytes}) throw new Error('${TOO_LARGE}' + text.length);
-  return text;
-};`;
 }
 
 function messageOf(error: unknown): string {
@@ -154,12 +178,27 @@ function cryptoBridge(payloadText: string): string {
   }
 }
 
+/** What an isolate's bridges send the host, checked before a bridge sees it. */
+const FetchRequestSchema = z.strictObject({
+  url: z.string(),
+  method: z.string(),
+  headers: z.record(z.string(), z.string()),
+  body: z.string().optional(),
+});
+const ReadRequestSchema = z.strictObject({ path: z.string() });
+
+/** The message isolated-vm gives when its own `timeout` stops running code. */
+const TIMED_OUT = 'Script execution timed out.';
+
 /**
  * Compiles a sandboxed tool's code for an isolate of its own (`isolated-vm`: a separate V8 heap
  * and realm, never the daemon's). Every call gets a fresh context, the input as a JSON string,
  * and gives back a JSON string checked against the size cap before it is parsed. A call that
  * passes its time limit, or an isolate that passes its memory limit, is stopped (the isolate is
- * rebuilt for the next call).
+ * rebuilt for the next call). Calls of one program take turns, so stopping one never stops
+ * another. If V8 itself runs out of memory in the isolate (some allocation patterns, such as a
+ * growing `Map`, outrun isolated-vm's limit), the process lives on but that isolate's thread is
+ * lost: the call is a `memory` failure and the program refuses every later call.
  * @throws {Error} when the code does not compile (the code check reports that first).
  */
 export async function compileSandboxProgram(code: string, limits: SandboxLimits): Promise<SandboxedProgram> {
@@ -167,12 +206,26 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
   let isolate: ivm.Isolate | undefined;
   let prelude: ivm.Script | undefined;
   let program: ivm.Script | undefined;
+  /** Set when V8 lost an isolate of this program to out-of-memory (see `onCatastrophicError`). */
+  let lost = false;
+  /** Stops the call in progress, when V8 loses its isolate. */
+  let onCatastrophe: (() => void) | undefined;
+  /** The end of the last call in line: calls take turns on the one isolate. */
+  let queue: Promise<void> = Promise.resolve();
 
   async function ready(): Promise<{ isolate: ivm.Isolate; prelude: ivm.Script; program: ivm.Script }> {
     if (isolate === undefined || isolate.isDisposed || prelude === undefined || program === undefined) {
-      isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
-      prelude = await isolate.compileScript(PRELUDE, { filename: 'loom-prelude.js' });
-      program = await isolate.compileScript(code + entryOf(limits.maxOutputBytes), { filename: 'tool.js' });
+      isolate = new ivm.Isolate({
+        memoryLimit: limits.memoryMb,
+        // Without a handler, isolated-vm lets V8 abort the whole daemon. With one, only this
+        // isolate is lost (its thread never comes back), so the program is retired for good.
+        onCatastrophicError: () => {
+          lost = true;
+          onCatastrophe?.();
+        },
+      });
+      prelude = await isolate.compileScript(preludeOf(limits.maxOutputBytes), { filename: 'loom-prelude.js' });
+      program = await isolate.compileScript(code, { filename: 'tool.js' });
     }
     return { isolate, prelude, program };
   }
@@ -180,15 +233,61 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
   await ready();
 
   function kill(): void {
-    if (isolate !== undefined && !isolate.isDisposed) isolate.dispose();
+    if (isolate !== undefined && !isolate.isDisposed) {
+      try {
+        isolate.dispose();
+      } catch {
+        // Already going away.
+      }
+    }
   }
 
   async function run(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
     const started = performance.now();
-    const elapsed = (): number => performance.now() - started;
-    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: elapsed() });
+    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
     if (disposed) return fail('aborted', 'the tool was retired');
     if (options.signal?.aborted === true) return fail('aborted', 'the call was cancelled');
+    // Wait for this program's previous call: disposing the isolate to stop one call must not
+    // take another caller's call with it.
+    const previous = queue;
+    let endTurn!: () => void;
+    const turn = new Promise<void>((resolve) => {
+      endTurn = resolve;
+    });
+    queue = previous.then(() => turn);
+    try {
+      const { signal } = options;
+      if (signal === undefined) await previous;
+      else {
+        let onAbort!: () => void;
+        const aborted = new Promise<'aborted'>((resolve) => {
+          onAbort = () => resolve('aborted');
+          signal.addEventListener('abort', onAbort, { once: true });
+        });
+        const waited = await Promise.race([previous.then(() => 'turn' as const), aborted]);
+        signal.removeEventListener('abort', onAbort);
+        if (waited === 'aborted') return fail('aborted', 'the call was cancelled');
+      }
+      if (disposed) return fail('aborted', 'the tool was retired');
+      return await runInTurn(input, options, fail);
+    } finally {
+      endTurn();
+    }
+  }
+
+  async function runInTurn(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }, failAt: (kind: SandboxFailure['kind'], message: string) => SandboxOutcome): Promise<SandboxOutcome> {
+    const started = performance.now();
+    const elapsed = (): number => performance.now() - started;
+    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => failAt(kind, message);
+    const memoryFailure = (): SandboxOutcome => fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
+    const timeoutFailure = (): SandboxOutcome => fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
+    if (lost) return fail('memory', `the tool exhausted its isolate's memory in a way V8 cannot recover from, so it is retired until Loom restarts (forge it again to replace it)`);
+    let inputJson: string;
+    try {
+      inputJson = JSON.stringify(input);
+    } catch (error) {
+      return fail('thrown', `the input cannot be turned into JSON: ${messageOf(error)}`);
+    }
     let current: ivm.Isolate;
     let setup: ivm.Script;
     let code: ivm.Script;
@@ -201,83 +300,125 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
       return fail('thrown', `the sandbox could not start: ${messageOf(error)}`);
     }
     let bridgeCalls = 0;
-    let bridgeExceeded = false;
-    const counted = (): boolean => {
-      bridgeCalls += 1;
-      if (bridgeCalls > MAX_BRIDGE_CALLS) bridgeExceeded = true;
-      return !bridgeExceeded;
+    let cryptoCalls = 0;
+    let exceeded: string | undefined;
+    const tooMany = (what: string): string => {
+      exceeded ??= what;
+      return JSON.stringify({ error: what });
     };
-    const tooMany = JSON.stringify({ error: `more than ${MAX_BRIDGE_CALLS} bridge calls in one call` });
-    const asyncBridge = (work: (payload: never) => Promise<unknown>) =>
-      new ivm.Reference(async (payloadText: string): Promise<string> => {
-        if (!counted()) return tooMany;
+    const asyncBridge = <T>(schema: z.ZodType<T>, name: string, work: (request: T) => Promise<unknown>) =>
+      new ivm.Reference(async (payloadText: unknown): Promise<string> => {
+        bridgeCalls += 1;
+        if (bridgeCalls > MAX_BRIDGE_CALLS) return tooMany(`the tool made more than ${MAX_BRIDGE_CALLS} bridge calls (fetch, fs.readFile) in one call`);
         try {
-          return JSON.stringify({ value: await work(JSON.parse(payloadText) as never) });
+          // What the isolate sends is checked before the bridge sees it: the tool's own code
+          // may have replaced JSON.stringify inside its realm.
+          const request = schema.safeParse(typeof payloadText === 'string' ? JSON.parse(payloadText) : undefined);
+          if (!request.success) return JSON.stringify({ error: `${name}: bad arguments (${z.prettifyError(request.error)})` });
+          return JSON.stringify({ value: await work(request.data) });
         } catch (error) {
           return JSON.stringify({ error: messageOf(error) });
         }
       });
     const { bridges } = options;
+    const references: ivm.Reference[] = [];
     const timers: { timer?: NodeJS.Timeout } = {};
     let onAbort: (() => void) | undefined;
+    let killed = false;
     try {
       const jail = context.global;
       if (bridges.fetch !== undefined) {
         const fetcher = bridges.fetch;
-        await jail.set('__loom_fetch', asyncBridge((request: Parameters<typeof fetcher>[0]) => fetcher(request)));
+        await jail.set('__loom_fetch', asyncBridge(FetchRequestSchema, 'fetch()', (request) => fetcher(request.body === undefined ? { url: request.url, method: request.method, headers: request.headers } : { url: request.url, method: request.method, headers: request.headers, body: request.body })));
       }
       if (bridges.readFile !== undefined) {
         const reader = bridges.readFile;
-        await jail.set('__loom_read', asyncBridge((request: { path: string }) => reader(request.path)));
+        await jail.set('__loom_read', asyncBridge(ReadRequestSchema, 'fs.readFile()', (request) => reader(request.path)));
       }
-      if (bridges.crypto === true) await jail.set('__loom_crypto', new ivm.Callback((payload: string) => (counted() ? cryptoBridge(payload) : tooMany)));
+      if (bridges.crypto === true) {
+        await jail.set(
+          '__loom_crypto',
+          new ivm.Callback((payload: unknown) => {
+            cryptoCalls += 1;
+            if (cryptoCalls > MAX_CRYPTO_CALLS) return tooMany(`the tool made more than ${MAX_CRYPTO_CALLS} crypto calls in one call`);
+            return typeof payload === 'string' ? cryptoBridge(payload) : JSON.stringify({ error: 'crypto: bad arguments' });
+          }),
+        );
+      }
       const budget = (): number => Math.max(1, Math.ceil(limits.timeoutMs - elapsed()));
-      const work = (async (): Promise<string> => {
-        await setup.run(context, { timeout: budget() });
+      const work = (async (): Promise<unknown> => {
+        const entry = (await setup.run(context, { timeout: budget(), reference: true })) as ivm.Reference<(json: string) => Promise<string>>;
+        references.push(entry);
         await code.run(context, { timeout: budget() });
-        const entry = (await jail.get('__loom_run', { reference: true })) as ivm.Reference<(json: string) => Promise<string>>;
-        return entry.apply(undefined, [JSON.stringify(input)], { arguments: { copy: true }, result: { promise: true, copy: true }, timeout: budget() });
+        return entry.apply(undefined, [inputJson], { arguments: { copy: true }, result: { promise: true, copy: true }, timeout: budget() });
       })();
       // The host's own clock: a promise that never settles runs no code for V8's timeout to stop.
-      const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
+      const stopped = new Promise<'timeout' | 'aborted' | 'lost'>((resolve) => {
         timers.timer = setTimeout(() => resolve('timeout'), limits.timeoutMs + HOST_GRACE_MS);
+        onCatastrophe = () => resolve('lost');
         onAbort = () => resolve('aborted');
         if (options.signal?.aborted === true) resolve('aborted');
         else options.signal?.addEventListener('abort', onAbort, { once: true });
       });
       const settled = await Promise.race([work.then((text) => ({ text }), (error: unknown) => ({ error })), stopped]);
-      if (settled === 'timeout' || settled === 'aborted') {
+      if (typeof settled === 'string') {
         work.catch(() => undefined);
+        killed = true;
         kill();
-        return settled === 'timeout' ? fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`) : fail('aborted', 'the call was cancelled');
+        if (settled === 'lost') return memoryFailure();
+        return settled === 'timeout' ? timeoutFailure() : fail('aborted', 'the call was cancelled');
       }
-      if (bridgeExceeded) return fail('bridge', `the tool made more than ${MAX_BRIDGE_CALLS} bridge calls (fetch, fs.readFile, crypto) in one call`);
+      if (exceeded !== undefined) return fail('bridge', exceeded);
       if ('error' in settled) {
-        const message = messageOf(settled.error);
-        if (current.isDisposed || /memory limit/i.test(message)) {
+        // Only isolated-vm rejects here (a tool's own errors come back as data): the isolate
+        // disposed under the call is its memory limit; its timeout cannot fire before the budget.
+        if (lost || current.isDisposed) {
           kill();
-          return fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
+          return memoryFailure();
         }
-        if (/timed out/i.test(message)) return fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
-        const large = message.indexOf(TOO_LARGE);
-        if (large !== -1) return fail('output', `the tool's output is ${Number(message.slice(large + TOO_LARGE.length)).toLocaleString('en-US')} characters of JSON, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+        const message = messageOf(settled.error);
+        if (message === TIMED_OUT && elapsed() >= limits.timeoutMs - 10) return timeoutFailure();
         return fail('thrown', message);
       }
-      const bytes = Buffer.byteLength(settled.text, 'utf8');
-      if (bytes > limits.maxOutputBytes) return fail('output', `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
-      try {
-        return { ok: true, output: JSON.parse(settled.text) as JsonValue, durationMs: elapsed() };
-      } catch (error) {
-        return fail('output', `the tool's output is not JSON: ${messageOf(error)}`);
+      const text = settled.text;
+      if (typeof text !== 'string' || text.length === 0) return fail('output', "the tool's result could not be read");
+      const tag = text[0];
+      const rest = text.slice(1);
+      switch (tag) {
+        case 't':
+          return fail('thrown', messageOf(rest));
+        case 'u':
+          return fail('output', messageOf(rest));
+        case 'l':
+          return fail('output', `the tool's output is ${Number(rest).toLocaleString('en-US')} characters of JSON, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+        case 'o': {
+          const bytes = Buffer.byteLength(rest, 'utf8');
+          if (bytes > limits.maxOutputBytes) return fail('output', `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+          try {
+            return { ok: true, output: JSON.parse(rest) as JsonValue, durationMs: performance.now() - started };
+          } catch (error) {
+            return fail('output', `the tool's output is not JSON: ${messageOf(error)}`);
+          }
+        }
+        default:
+          return fail('output', "the tool's result could not be read");
       }
     } catch (error) {
       // Setting up the context failed (the isolate was disposed under it): the call fails, the program lives on.
       kill();
-      return fail(current.isDisposed ? 'memory' : 'thrown', `the sandbox failed: ${messageOf(error)}`);
+      return fail(lost || current.isDisposed ? 'memory' : 'thrown', `the sandbox failed: ${messageOf(error)}`);
     } finally {
+      onCatastrophe = undefined;
       clearTimeout(timers.timer);
       if (onAbort !== undefined) options.signal?.removeEventListener('abort', onAbort);
-      if (!current.isDisposed) {
+      for (const reference of references) {
+        try {
+          reference.release();
+        } catch {
+          // The isolate is gone.
+        }
+      }
+      if (!killed && !lost && !current.isDisposed) {
         context.release();
         if (current.getHeapStatisticsSync().used_heap_size > limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_SHARE) kill();
       }

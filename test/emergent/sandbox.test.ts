@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkSandboxCode, compileSandboxProgram, formatCodeProblems, type SandboxedProgram } from '../../src/emergent/index.ts';
+import { MAX_BRIDGE_CALLS } from '../../src/emergent/sandbox.ts';
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 32, maxOutputBytes: 10_000 };
 const programs: SandboxedProgram[] = [];
@@ -61,7 +62,9 @@ describe('compileSandboxProgram()', () => {
 
   it('fails a call that throws, returns undefined, or returns too much, saying which', async () => {
     expect(await (await program('function execute() { throw new Error("bad input: no rows"); }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: 'bad input: no rows' } });
-    expect(await (await program('function execute() { }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message: expect.stringContaining('returned undefined, not a JSON value') as unknown } });
+    expect(await (await program('function execute() { }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'output', message: expect.stringContaining('returned undefined, not a JSON value') as unknown } });
+    expect(await (await program('function execute() { return () => 1; }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'output', message: expect.stringContaining('returned a function') as unknown } });
+    expect(await (await program('function execute() { const a = {}; a.self = a; return a; }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'output', message: expect.stringContaining('cannot be turned into JSON') as unknown } });
     expect(await (await program('function execute() { return "x".repeat(20000); }')).run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'output', message: expect.stringContaining('over the 10,000-byte cap') as unknown } });
   });
 
@@ -84,6 +87,50 @@ describe('compileSandboxProgram()', () => {
   it('hashes on the host when crypto is given', async () => {
     const compiled = await program('function execute(input) { return { sha: crypto.createHash("sha256").update(input.text).digest("hex"), mac: crypto.createHmac("sha256", "k").update("x").digest("base64") }; }');
     expect(await compiled.run({ text: 'abc' }, { bridges: { crypto: true } })).toMatchObject({ output: { sha: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' } });
+  });
+
+  it('a thrown message never passes for a limit: "Script execution timed out." and "memory limit" stay thrown', async () => {
+    for (const message of ['Script execution timed out.', 'went over its memory limit', '__LOOM_OUTPUT_TOO_LARGE__:99']) {
+      const compiled = await program(`function execute() { throw new Error(${JSON.stringify(message)}); }`);
+      expect(await compiled.run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown', message } });
+    }
+    const atLoad = await program('throw new Error("Script execution timed out."); function execute() { return 1; }');
+    expect(await atLoad.run({}, { bridges: {} })).toMatchObject({ ok: false, error: { kind: 'thrown' } });
+  });
+
+  it('a call stopped for its caller (abort) does not take another caller\'s call with it', async () => {
+    const compiled = await program('async function execute(input) { await fs.readFile("x"); return input.who; }');
+    const slowRead = () => new Promise<string>((resolve) => setTimeout(() => resolve('data'), 100));
+    const controller = new AbortController();
+    const first = compiled.run({ who: 'first' }, { bridges: { readFile: slowRead } });
+    const second = compiled.run({ who: 'second' }, { bridges: { readFile: slowRead }, signal: controller.signal });
+    const third = compiled.run({ who: 'third' }, { bridges: { readFile: slowRead } });
+    controller.abort();
+    expect(await second).toMatchObject({ ok: false, error: { kind: 'aborted' } });
+    expect(await first).toMatchObject({ ok: true, output: 'first' });
+    expect(await third).toMatchObject({ ok: true, output: 'third' });
+  });
+
+  it('checks what the isolate sends a bridge: a tool that replaces JSON.stringify cannot hand the host a malformed request', async () => {
+    const fetcher = vi.fn(() => Promise.resolve({ url: 'https://a.test/', status: 200, statusText: 'OK', headers: {}, body: '' }));
+    const compiled = await program(
+      'async function execute() { JSON.stringify = () => \'{"url":{"href":"x"},"method":7,"headers":{"__proto__":{"x":"1"}},"extra":true}\'; try { await fetch("https://a.test/"); return "sent"; } catch (e) { return e.message; } }',
+    );
+    const outcome = await compiled.run({}, { bridges: { fetch: fetcher } });
+    expect(outcome).toMatchObject({ ok: true, output: expect.stringContaining('fetch(): bad arguments') as unknown });
+    expect(fetcher).not.toHaveBeenCalled();
+  });
+
+  it('counts crypto calls apart from fetch and reads: hashing 100 rows is not a bridge failure', async () => {
+    const compiled = await program('function execute() { const out = []; for (let i = 0; i < 100; i++) out.push(crypto.createHash("sha256").update(String(i)).digest("hex").slice(0, 4)); return out.length; }');
+    expect(await compiled.run({}, { bridges: { crypto: true } })).toMatchObject({ ok: true, output: 100 });
+  });
+
+  it('fails with a bridge failure past MAX_BRIDGE_CALLS fetches, even if the tool catches the refusal', async () => {
+    const fetcher = vi.fn(() => Promise.resolve({ url: 'https://a.test/', status: 200, statusText: 'OK', headers: {}, body: '' }));
+    const compiled = await program(`async function execute() { for (let i = 0; i <= ${MAX_BRIDGE_CALLS}; i++) { try { await fetch("https://a.test/"); } catch {} } return "done"; }`);
+    expect(await compiled.run({}, { bridges: { fetch: fetcher } })).toMatchObject({ ok: false, error: { kind: 'bridge', message: expect.stringContaining(`more than ${MAX_BRIDGE_CALLS} bridge calls`) as unknown } });
+    expect(fetcher).toHaveBeenCalledTimes(MAX_BRIDGE_CALLS);
   });
 
   it('stops a call when the signal aborts', async () => {
