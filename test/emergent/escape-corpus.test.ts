@@ -5,6 +5,7 @@
  * audit entry for each fault, fetches to loopback and metadata addresses through the bridge,
  * reads outside the globs) are at the bottom, through a kernel.
  */
+import { spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { compileSandboxProgram, type SandboxedProgram } from '../../src/emergent/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -106,6 +107,72 @@ describe('hangs and bombs are stopped in time', () => {
     const compiled = await compileSandboxProgram('function execute(input) { return { sum: input.a + input.b }; }', LIMITS);
     programs.push(compiled);
     expect(await compiled.run({ a: 2, b: 3 }, { bridges: {} })).toMatchObject({ ok: true, output: { sum: 5 } });
+  });
+});
+
+describe('the tool cannot reach the host entry or pose as a limit', () => {
+  it('replacing a global named like the entry changes nothing: the host calls the prelude\'s own', async () => {
+    const compiled = await compileSandboxProgram('function execute() { return { honest: true }; }\nfor (const name of ["__loom_run", "__loom_entry"]) Object.defineProperty(globalThis, name, { get() { return async () => ({ fake: true }); }, set() {} });', LIMITS);
+    programs.push(compiled);
+    expect(await compiled.run({}, { bridges: {} })).toMatchObject({ ok: true, output: { honest: true } });
+  });
+
+  it('throwing isolated-vm\'s own messages is a thrown failure, not a timeout or memory fault', async () => {
+    const { outcome } = await attempt('throw new Error("Isolate was disposed during execution due to memory limit");');
+    expect(outcome).toMatchObject({ ok: false, error: { kind: 'thrown' } });
+  });
+});
+
+/**
+ * Runs `script` (an ES module) in a child Node process and gives back its first line of output.
+ * The child is killed after that line: once V8 has lost an isolate to out-of-memory, its thread
+ * never returns and the process cannot exit by itself.
+ */
+function firstLineOf(script: string, timeoutMs: number): Promise<{ line: string | undefined; signal: NodeJS.Signals | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--input-type=module', '--no-warnings', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let line: string | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      const end = stdout.indexOf('\n');
+      if (end !== -1 && line === undefined) {
+        line = stdout.slice(0, end);
+        child.kill('SIGKILL');
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.on('exit', (_code, signal) => {
+      clearTimeout(timer);
+      resolve({ line, signal, stderr: stderr.slice(-2000) });
+    });
+  });
+}
+
+describe('V8 running out of memory inside an isolate', () => {
+  it('a growing Map (V8\'s own out-of-memory, faster than isolated-vm\'s limit) fails the call as memory and the process lives on', async () => {
+    const sandbox = new URL('../../src/emergent/sandbox.ts', import.meta.url).href;
+    const script = `
+      import { compileSandboxProgram } from ${JSON.stringify(sandbox)};
+      const limits = { timeoutMs: 5000, memoryMb: 32, maxOutputBytes: 1000 };
+      const bomb = await compileSandboxProgram('function execute() { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); }', limits);
+      const first = await bomb.run({}, { bridges: {} });
+      const again = await bomb.run({}, { bridges: {} });
+      const fresh = await compileSandboxProgram('function execute(input) { return input.n + 1; }', limits);
+      const other = await fresh.run({ n: 1 }, { bridges: {} });
+      process.stdout.write(JSON.stringify({ first, again, other }) + '\\n');
+    `;
+    const { line, stderr } = await firstLineOf(script, 25_000);
+    // Without onCatastrophicError the child aborts (SIGABRT) before it can print anything.
+    expect(line, stderr).toBeDefined();
+    const result = JSON.parse(line ?? '{}') as Record<string, { ok: boolean; error?: { kind: string; message: string }; output?: unknown }>;
+    expect(result['first']).toMatchObject({ ok: false, error: { kind: 'memory', message: 'the tool went over its 32 MB memory limit and was stopped' } });
+    expect(result['again']).toMatchObject({ ok: false, error: { kind: 'memory', message: expect.stringContaining('retired until Loom restarts') as unknown } });
+    expect(result['other']).toMatchObject({ ok: true, output: 2 });
   });
 });
 

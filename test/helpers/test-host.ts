@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { ConfigSchema, resolveLoomHome, type LoomHome } from '../../src/config/index.ts';
@@ -28,13 +29,24 @@ export async function openTestHost(
 
 /**
  * Awaits `promise` while moving the fake clock forward, for code that sleeps on it (retries,
- * backoff). Bounded: gives up after `limitMs` of fake time.
+ * backoff). The clock moves only while something sleeps on it: real I/O in between (a request
+ * to the scripted server) is waited for in real time, so a slow machine cannot run the fake
+ * clock past a sleep that has not started yet. Bounded: gives up after `limitMs` of fake time,
+ * or `realLimitMs` of real time with nothing asleep.
  */
-export async function settleWithClock<T>(clock: FakeClock, promise: Promise<T>, stepMs = 250, limitMs = 120_000): Promise<T> {
+export async function settleWithClock<T>(clock: FakeClock, promise: Promise<T>, stepMs = 250, limitMs = 120_000, realLimitMs = 20_000): Promise<T> {
   let settled = false;
   const watched = promise.finally(() => {
     settled = true;
   });
-  for (let elapsed = 0; !settled && elapsed < limitMs; elapsed += stepMs) await clock.advance(stepMs);
+  const realDeadline = Date.now() + realLimitMs;
+  for (let elapsed = 0; !settled && elapsed < limitMs && Date.now() < realDeadline; ) {
+    if (clock.pending() === 0) {
+      await delay(5);
+      continue;
+    }
+    await clock.advance(stepMs);
+    elapsed += stepMs;
+  }
   return watched;
 }
