@@ -3,7 +3,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', 'scratch/', 'web/dist/'] },
+  // AssemblyScript sources of wasm modules: compiled by asc, not TypeScript.
+  { ignores: ['node_modules/', 'dist/', 'coverage/', 'scratch/', 'web/dist/', 'examples/**/assembly/', 'test/fixtures/wasm/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -19,6 +19,8 @@ export interface ModuleTurnContext {
   readonly agent: { id: string; name: string; manifest: Manifest };
   /** The user's message. */
   readonly message: string;
+  /** Who sent it: a person through a door (with the role and the key's name), or another agent. */
+  readonly caller: { kind: 'user'; role: string; name?: string } | { kind: 'agent'; id: string; name: string };
   /** The session before this turn. */
   readonly history: readonly ModelMessage[];
   /** The agent's system prompt. */
@@ -37,6 +39,11 @@ export interface ModuleTurnContext {
   generate(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
   /** The agent loop with the agent's tools (through the tool runner, every check applied); returns its final text. */
   act(step: string, request: { system: string; messages: ModelMessage[] }): Promise<string>;
+  /**
+   * One tool call as the agent, through the tool runner like a model's call (capability gate,
+   * exec policy, approvals, timeout, output cap, audit); a refusal is an error result.
+   */
+  callTool(name: string, input: Record<string, unknown>): Promise<{ text: string; isError: boolean }>;
   /** Reports what the agent type did (a chain of thought's trace, a workflow task's outcome): audit log and event stream. */
   report(event: AgentTypeReport): Promise<void>;
   /**
@@ -55,7 +62,8 @@ export interface ModuleTurnContext {
 export type AgentTypeReport =
   | { type: 'cot-trace'; message: string; trace: JsonObject[] }
   | { type: 'workflow-state'; state: string; note: string | null }
-  | { type: 'workflow-task'; task: string; status: string; attempts: number; action: string | null; reason: string | null };
+  | { type: 'workflow-task'; task: string; status: string; attempts: number; action: string | null; reason: string | null }
+  | { type: 'code-module-fault'; fault: string; message: string };
 
 /** What a turn adds to the session after the user's message, and the reply. */
 export interface ModuleTurnOutcome {

@@ -6,6 +6,8 @@ export { AgentNotFoundError } from './agent-not-found-error.ts';
 export { AgentStateError } from './agent-state-error.ts';
 export { CapabilityDeniedError } from './capability-denied-error.ts';
 export { CapabilityEscalationError } from './capability-escalation-error.ts';
+export { CodeModuleError } from './code-module-error.ts';
+export type { CodeModuleFault } from './code-module-error.ts';
 export { ConfigError } from './config-error.ts';
 export { isLoomError, LoomError } from './loom-error.ts';
 export type { ErrorCategory, LoomErrorOptions } from './loom-error.ts';

@@ -6,6 +6,7 @@ import type { Clock, Logger, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
+import { createCodeModules } from '../modules/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -92,7 +93,10 @@ export async function openHost(options: HostOptions): Promise<Host> {
         ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock })
         : undefined;
     const runtime = createRuntime(options, mcp === undefined ? undefined : () => mcp.tools());
-    const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent))];
+    const codeModules = createCodeModules({ clock, logger: options.logger, env: options.env, workspaceOf: (agent) => runtime.workspaceOf(agent) });
+    runtime.codeModules = codeModules;
+    // Workspaces first: a Python script starts in its agent's.
+    const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), codeModules];
     // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
     const late: { kernel?: Kernel } = {};
     const scheduler =
@@ -162,6 +166,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       close: async () => {
         await packageRuntime.shutdown();
         await kernel.shutdown();
+        await codeModules.close();
         scheduler?.stopAll();
         await mcp?.stop();
         await store.close();

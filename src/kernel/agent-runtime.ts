@@ -1,4 +1,5 @@
 import type { LogReader, Tool } from '../contracts/index.ts';
+import type { CodeModules } from '../modules/index.ts';
 import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
 
 /** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
@@ -37,6 +38,8 @@ export interface AgentRuntime {
   tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
   /** The absolute workspace folder of an agent. */
   workspaceOf(agent: { name: string; workspace: string | undefined }): string;
+  /** The modules of code agents (`wasm:`, `python:`); without them such agents cannot run. */
+  codeModules?: CodeModules;
   /** The context window of a model, in tokens. */
   contextWindowTokens?(model: ModelTarget): number;
 }

@@ -4,7 +4,7 @@ import { capabilitiesFromManifest, filePatternCovers, isGranted, normalizeFilePa
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
-import { DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, resolveModelReference } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 
@@ -74,6 +74,9 @@ export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> 
   // Forging runs code in a sandbox and calls judge models: enabled only where the parent is,
   // within its limits, sandbox APIs and fetch domains (see `confineEmergent`).
   emergent: 'widening',
+  // A code module's limits and interpreter: a child running its parent's module stays within
+  // the parent's (see `confineCode`).
+  code: 'widening',
 };
 
 /** What the check needs to know of the world: where workspaces are and which models serve. */
@@ -147,6 +150,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const schedule = confineSchedule(p, child, context.now, parentCaps, [parentWorkspace, workspace], report);
   const tools = confineToolSettings(p, child, report);
   const emergent = confineEmergent(p, child, report);
+  const code = confineCode(p, child, report);
 
   const resources = {
     max_tokens_per_hour: limit('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
@@ -194,6 +198,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   if (model !== undefined) confined.model = model;
   if (autonomous !== undefined) confined.autonomous = autonomous;
   if (emergent !== undefined) confined.emergent = emergent;
+  if (code !== undefined) confined.code = code;
   const execPolicy = mergeExecPolicy(p.exec_policy, child.exec_policy);
   if (execPolicy !== undefined) confined.exec_policy = execPolicy;
   return confined;
@@ -271,6 +276,20 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
 function checkModule(parent: Manifest, child: Manifest, report: Report): void {
   if (child.module.startsWith('builtin:') || child.module === parent.module) return;
   report('module', `${JSON.stringify(child.module)} is code the parent does not run (the parent runs ${JSON.stringify(parent.module)}); a child may use a builtin: module or its parent's own`);
+}
+
+/**
+ * A child running its parent's code module (`checkModule` refuses any other) stays within the
+ * parent's `[code]` limits, under the parent's interpreter; a limit it leaves at its default
+ * takes the parent's.
+ */
+function confineCode(parent: Manifest, child: Manifest, report: Report): Manifest['code'] {
+  if (codeModuleOf(child) === undefined) return child.code;
+  const mine = codeSettingsOf(child);
+  const theirs = codeSettingsOf(parent);
+  if (mine.interpreter !== theirs.interpreter) report('[code].interpreter', `${JSON.stringify(mine.interpreter)} is not the parent's ${JSON.stringify(theirs.interpreter)}`);
+  const bound = (key: 'timeout_ms' | 'memory_mb' | 'max_reply_bytes'): number => limit(`[code].${key}`, mine[key], theirs[key], DEFAULT_CODE_SETTINGS[key], report);
+  return { timeout_ms: bound('timeout_ms'), memory_mb: bound('memory_mb'), max_reply_bytes: bound('max_reply_bytes'), interpreter: mine.interpreter };
 }
 
 /** A model an agent may call, with where its field is written. */

@@ -30,13 +30,14 @@ export type PackageEvent =
   | (PackageEventBase & { type: 'package-miss'; runId: string; trigger: string; count: number; from: number; to: number });
 
 /**
- * What orchestrating agent types report (spec/03): a chain of thought's trace at the end of a
- * turn; a workflow's state changes and each task's outcome.
+ * What agent types report (spec/03): a chain of thought's trace at the end of a turn; a
+ * workflow's state changes and each task's outcome; a code agent's module failing a message.
  */
 export type AgentTypeEvent =
   | { type: 'cot-trace'; at: number; agentId: string; name: string; message: string; trace: JsonValue[] }
   | { type: 'workflow-state'; at: number; agentId: string; name: string; state: string; note: string | null }
-  | { type: 'workflow-task'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null };
+  | { type: 'workflow-task'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null }
+  | { type: 'code-module-fault'; at: number; agentId: string; name: string; fault: string; message: string };
 
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =

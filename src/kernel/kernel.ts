@@ -8,9 +8,10 @@ import {
   AgentNotFoundError,
   StoreConflictError,
   StoreNotFoundError,
+  ModuleUnavailableError,
 } from '../errors/index.ts';
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
-import { type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
+import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
 import { type ModelTarget, resolveModelReference } from '../models/index.ts';
 import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
@@ -395,10 +396,28 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
       throw new CapabilityDeniedError(`cannot ${action} "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
     }
+    const code = codeModuleOf(manifest);
+    if (code?.kind === 'python') {
+      // A script runs as Loom's OS user, not in a sandbox: the power to run its interpreter is granted explicitly.
+      const interpreter = codeSettingsOf(manifest).interpreter;
+      if (!isGranted(granted, { kind: 'shell_exec', pattern: interpreter })) {
+        throw new CapabilityDeniedError(`cannot ${action} "${name}": a python: agent runs its script as a process of Loom's user (not in a sandbox), so it needs [capabilities].shell = [${JSON.stringify(interpreter)}], its interpreter`);
+      }
+      if (manifest.exec_policy?.allow_shell === false) {
+        throw new CapabilityDeniedError(`cannot ${action} "${name}": a python: agent runs a process, and its [exec_policy].allow_shell is false`);
+      }
+    }
     if (manifest.module === 'builtin:eventlog' && !LOG_TOOLS.some((tool) => isGranted(granted, { kind: 'tool_invoke', pattern: tool.name }))) {
       throw new CapabilityDeniedError(`cannot ${action} "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`);
     }
     return { manifest, granted };
+  }
+
+  /** A code agent's module must be there and load before the agent is stored. */
+  async function checkCodeModule(manifest: Manifest): Promise<void> {
+    const modules = dependencies.runtime?.codeModules;
+    if (modules === undefined) throw new ModuleUnavailableError(`cannot run agent "${manifest.name}": module "${manifest.module}" is a code module, and this Loom runs none in this process`);
+    await modules.check(manifest);
   }
 
   const kernel: Kernel = {
@@ -441,6 +460,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
       const { manifest, granted } = admitManifest(requested, parent, 'update');
+      if (codeModuleOf(manifest) !== undefined) await checkCodeModule(manifest);
       // Its children must still fit inside it.
       for (const childId of entry.children) {
         const child = registry.find(childId);
@@ -470,6 +490,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
       const { manifest, granted } = admitManifest(requested, parent, 'spawn');
+      if (codeModuleOf(manifest) !== undefined) {
+        await checkCodeModule(manifest);
+        const taken = registry.holderOf(name);
+        if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
+      }
 
       const at = clock.now();
       const entry: AgentEntry = {

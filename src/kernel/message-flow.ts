@@ -12,8 +12,8 @@ import {
   LoomError,
   ModuleUnavailableError,
 } from '../errors/index.ts';
-import { type AgentModule, type CatalogEntry, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
-import type { Manifest } from '../manifest/index.ts';
+import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
+import { codeModuleOf, type Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
@@ -473,9 +473,17 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
   }
 
-  /** The module an agent's turns run on, when its type has its own steps. */
+  /** Code agents' turns, once the runtime has code modules. */
+  let codeTurns: AgentModule | undefined;
+
+  /** The module an agent's turns run on, when its type has its own steps (a code agent's is its module). */
   function moduleFor(entry: AgentEntry): AgentModule | undefined {
     if (entry.manifest.module === 'builtin:workflow') return workflowModule(workflowPort(entry));
+    if (codeModuleOf(entry.manifest) !== undefined) {
+      const modules = parts.runtime?.codeModules;
+      if (modules !== undefined) codeTurns ??= codeAgentModule(modules);
+      return codeTurns;
+    }
     return AGENT_MODULES[entry.manifest.module];
   }
 
@@ -554,16 +562,20 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     entry: AgentEntry,
     turn: { message: string; history: readonly ModelMessage[]; caller: Caller; signal: AbortSignal; emit: AgentEventSink; logger: Logger; onCall: (call: ModelCallUsage) => void; model?: ModelTarget },
     ai: typeof AiSdk,
-  ): { context: ModuleTurnContext; primary: ModelTarget } {
+  ): { context: ModuleTurnContext; primary: () => ModelTarget } {
     const { caller, signal, emit, onCall } = turn;
     const { generateText, NoObjectGeneratedError, Output } = ai;
-    const { models } = chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model);
-    const primary = models[0] as ModelTarget;
+    // Chosen at the first model call: a code agent may make none, and need no model at all.
+    let chosen: ModelTarget[] | undefined;
+    const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
+    const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
+    const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
     const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
+      const model = primary();
       const result = await generateText({
-        model: runtime.resolver.resolve(primary),
+        model: runtime.resolver.resolve(model),
         system: request.system,
         messages: request.messages,
         maxOutputTokens,
@@ -572,13 +584,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         abortSignal: signal,
         ...(output === undefined ? {} : { output }),
       });
-      onCall({ model: primary, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
+      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
       return result;
     };
     const agentCaller: Caller = { kind: 'agent', agentId: entry.id, chain: chainOf(caller) };
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
       message: turn.message,
+      caller: caller.kind === 'agent' ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) } : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
       history: turn.history,
       system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
       signal,
@@ -593,7 +606,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
           } catch (error) {
             if (!NoObjectGeneratedError.isInstance(error)) throw error;
-            onCall({ model: primary, inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
+            onCall({ model: primary(), inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
             problem = error.cause instanceof Error ? error.cause.message : error.message;
             messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
           }
@@ -601,9 +614,21 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },
       generate: async (_step, request) => (await call(request)).text,
+      async callTool(name, input) {
+        const policy = policyOfTurn();
+        const toolCallId = parts.ids.uuid();
+        emit({ type: 'tool-call', toolCallId, toolName: name, input });
+        const { result } = await parts.runner().run(
+          { toolCallId, toolName: name, input },
+          { agent: policy.agent, filter: policy.filter, settings: policy.settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit },
+        );
+        const isError = result.isError === true;
+        emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
+        return { text: result.text, isError };
+      },
       async act(_step, request) {
-        const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
-        const policy = toolPolicyOf(entry, workspace, chainOf(caller));
+        const policy = policyOfTurn();
+        const models = modelsOfTurn();
         const runner = parts.runner();
         try {
           const outcome = await runAgentLoop({
@@ -620,7 +645,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             maxIterations: entry.manifest.resources.max_iterations,
             maxOutputTokens,
             temperature: modelConfig?.temperature ?? 0.7,
-            contextWindowTokens: contextWindowOf(runtime, entry, primary),
+            contextWindowTokens: contextWindowOf(runtime, entry, primary()),
             clock,
             logger: turn.logger,
             signal,
@@ -680,8 +705,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const base = await histories.load(entry.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
-    const { models } = chooseModels(runtime, entry, message, base.messages.length, 0);
-    const history = (await compactHistory(runtime, entry, models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
+    // A code agent gets its session as stored: summarising it would need a model it may not have.
+    const history =
+      codeModuleOf(entry.manifest) !== undefined
+        ? base.messages
+        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
     const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
     const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
@@ -699,7 +727,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw error;
     }
     const usage = await save(outcome.messages);
-    return finishTurn(usage, outcome.text, calls.length, modelName(primary), emit);
+    // A code agent that called no model answers as its module.
+    const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
+    return finishTurn(usage, outcome.text, calls.length, model === undefined ? entry.manifest.module : modelName(model), emit);
   }
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
@@ -709,8 +739,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
     const runtime = parts.runtime;
     if (runtime === undefined) throw new ModuleUnavailableError('this kernel has no model runtime configured');
-    if (!RUNNABLE_MODULES.has(entry.manifest.module)) {
-      throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run yet; it runs ${[...RUNNABLE_MODULES].join(', ')}`);
+    const code = codeModuleOf(entry.manifest);
+    if (code === undefined ? !RUNNABLE_MODULES.has(entry.manifest.module) : runtime.codeModules === undefined) {
+      throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run; it runs ${[...RUNNABLE_MODULES].join(', ')}${code === undefined ? '' : ', and no code modules in this process'}`);
     }
     return { entry, runtime };
   }

@@ -1,4 +1,6 @@
 /** Agent manifests: the schema, and loading from TOML or JSON with clear errors. */
+export { codeModuleOf, codeSettingsOf, resolveModulePath } from './code-module.ts';
+export type { CodeModuleRef } from './code-module.ts';
 export { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
 export { detectManifestFormat, loadManifestFile, MAX_MANIFEST_BYTES, parseManifest } from './load-manifest.ts';
 export type { LoadedManifest, ManifestFormat, ParseManifestOptions } from './load-manifest.ts';
@@ -6,6 +8,8 @@ export {
   AgentNameSchema,
   BUILTIN_MODULES,
   ChainOfThoughtSchema,
+  CodeSchema,
+  DEFAULT_CODE_SETTINGS,
   CompactionSchema,
   DelegateSchema,
   DEFAULT_INTERVAL_SECONDS,
@@ -22,4 +26,4 @@ export {
   TOOL_PROFILES,
   WorkflowSchema,
 } from './schema.ts';
-export type { EmergentSettings, Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';
+export type { CodeSettings, EmergentSettings, Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';

@@ -1,8 +1,9 @@
 import { readFile, stat } from 'node:fs/promises';
-import { extname, resolve } from 'node:path';
+import { dirname, extname, resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ManifestError } from '../errors/index.ts';
 import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
+import { resolveModulePath } from './code-module.ts';
 import { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
 import { type Manifest, ManifestSchema, MANIFEST_KEYS } from './schema.ts';
 
@@ -111,7 +112,8 @@ function formatOfPath(path: string): ManifestFormat | undefined {
 /**
  * Reads, parses and validates a manifest file (TOML or JSON by extension, else by content).
  * A relative `path` is read from `options.cwd` (default: the process's); messages name the
- * file as given.
+ * file as given. A relative `wasm:` or `python:` module path is resolved against the file's
+ * folder.
  * @throws {ManifestError} for a missing, unreadable, empty or invalid file.
  */
 export async function loadManifestFile(path: string, options: { cwd?: string } = {}): Promise<LoadedManifest> {
@@ -130,5 +132,7 @@ export async function loadManifestFile(path: string, options: { cwd?: string } =
     fail(path, error instanceof Error ? error.message : String(error));
   }
   const format = formatOfPath(path);
-  return parseManifest(text, format === undefined ? { source: path } : { source: path, format });
+  const loaded = parseManifest(text, format === undefined ? { source: path } : { source: path, format });
+  // A code agent's module is found next to its manifest.
+  return { ...loaded, manifest: resolveModulePath(loaded.manifest, dirname(absolute)) };
 }

@@ -305,6 +305,27 @@ export const EmergentSchema = z.preprocess(
   }),
 );
 
+/**
+ * `[code]`: the limits of a code agent's module (`wasm:` or `python:`). A child running its
+ * parent's module stays within the parent's limits and interpreter.
+ */
+export const CodeSchema = z.strictObject({
+  /** Wall clock per message, host calls included. */
+  timeout_ms: z.int().min(100).max(3_600_000).default(30_000),
+  /** The most memory a `wasm:` module may grow to (a Python process is not held to it). */
+  memory_mb: z.int().min(1).max(4096).default(64),
+  /** The largest reply (and host call) a module may send, in bytes. */
+  max_reply_bytes: z.int().min(1024).max(16 * 1024 * 1024).default(1_000_000),
+  /** The program a `python:` module runs under, by name on PATH or absolute. */
+  interpreter: z.string().min(1).default('python3'),
+});
+
+/** `[code]` of a validated manifest, every default filled in. */
+export type CodeSettings = z.output<typeof CodeSchema>;
+
+/** `[code]` with every default, for agents that leave it out. */
+export const DEFAULT_CODE_SETTINGS: CodeSettings = CodeSchema.parse({});
+
 /** Which module each agent-type table belongs to. */
 const TYPE_TABLES = { delegate: 'builtin:delegate', workflow: 'builtin:workflow', chain_of_thought: 'builtin:chain-of-thought' } as const;
 
@@ -347,7 +368,11 @@ export const ManifestSchema = z.strictObject({
   chain_of_thought: ChainOfThoughtSchema.optional(),
   compaction: CompactionSchema.prefault({}),
   emergent: EmergentSchema.optional(),
+  code: CodeSchema.optional(),
 }).superRefine((manifest, context) => {
+  if (manifest.code !== undefined && manifest.module.startsWith('builtin:')) {
+    context.addIssue({ code: 'custom', path: ['code'], message: `only used with a code module (module = "wasm:<path>.wasm" or "python:<path>.py"), but module is "${manifest.module}"` });
+  }
   if (manifest.module.startsWith('builtin:') && !(BUILTIN_MODULES as readonly string[]).includes(manifest.module)) {
     context.addIssue({ code: 'custom', path: ['module'], message: `unknown built-in module "${manifest.module}"; expected one of ${BUILTIN_MODULES.join(', ')}` });
   }

@@ -1,0 +1,191 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CodeModuleError } from '../../errors/index.ts';
+import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
+import { answerHostCall, type HostCallPort } from '../host-calls.ts';
+import { excerpt, replyText } from '../protocol.ts';
+import { safeParseJson } from '../../validation/index.ts';
+
+/** The folder of `loom_agent.py`, put on every script's PYTHONPATH. */
+export const PYTHON_HELPER_DIR = dirname(fileURLToPath(new URL('./loom_agent.py', import.meta.url)));
+
+/** Restarts after a death wait this long, doubling up to the most, and stop after so many in a row without an answer. */
+const RESTART_FIRST_MS = 500;
+const RESTART_MOST_MS = 30_000;
+const RESTARTS_WITHOUT_ANSWER = 5;
+/** The stderr lines kept to explain a death. */
+const STDERR_TAIL = 20;
+
+/** A running script and the message it answers. */
+interface Process {
+  child: ChildProcessWithoutNullStreams;
+  stderrTail: string[];
+  exited: boolean;
+  pending?: { resolve: (text: string) => void; reject: (error: Error) => void; port: HostCallPort };
+}
+
+/**
+ * A `python:` agent's script in one long-lived supervised process (not a sandbox: it can do what
+ * its OS user can; the agent needs shell_exec for its interpreter). JSON lines on stdin and
+ * stdout, stderr to Loom's log under the agent's name. A process that dies is started again
+ * with backoff; a message it was answering gets an error, and one that comes while it is down
+ * starts it at once.
+ */
+export function createPythonAgent(options: CodeModuleOptions & { interpreter: string }): CodeModuleRunner {
+  const { path, name, limits, clock, logger, interpreter } = options;
+  const what = `agent "${name}"'s script`;
+  let current: Process | undefined;
+  let closed = false;
+  let deaths = 0;
+  const restartTimer = new AbortController();
+
+  function fail(process: Process, error: CodeModuleError): void {
+    const pending = process.pending;
+    delete process.pending;
+    pending?.reject(error);
+  }
+
+  function onLine(process: Process, line: string): void {
+    if (line.trim() === '') return;
+    const parsed = safeParseJson(line);
+    const message = parsed.ok ? (parsed.value as { type?: unknown; id?: unknown; call?: unknown; reply?: unknown } | null) : null;
+    if (message === null || typeof message !== 'object') {
+      fail(process, new CodeModuleError('protocol', `${what} printed a line that is not a protocol message (use print() only through loom_agent, which sends it to the log): ${excerpt(line)}`));
+      // Its stream is out of step: it starts afresh with the next message.
+      process.child.kill('SIGKILL');
+      return;
+    }
+    const pending = process.pending;
+    if (message.type === 'host_call') {
+      const answered = pending === undefined ? Promise.resolve({ ok: false as const, error: 'no message is being answered' }) : answerHostCall({ parsed: message.call }, pending.port);
+      void answered.then((result) => write(process, { type: 'host_result', id: message.id, result }));
+      return;
+    }
+    if (message.type === 'reply' && pending !== undefined) {
+      delete process.pending;
+      try {
+        pending.resolve(replyText(message.reply, what));
+        deaths = 0;
+      } catch (error) {
+        pending.reject(error as Error);
+      }
+      return;
+    }
+    fail(process, new CodeModuleError('protocol', `${what} sent a message Loom did not expect: ${excerpt(line)}`));
+  }
+
+  function write(process: Process, message: unknown): void {
+    if (!process.exited) process.child.stdin.write(`${JSON.stringify(message)}\n`);
+  }
+
+  function start(): Process {
+    const child = spawn(interpreter, ['-u', path], { cwd: options.workspace, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const process: Process = { child, stderrTail: [], exited: false };
+    onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
+      fail(process, tooLarge(bytes));
+      child.kill('SIGKILL');
+    });
+    onLines(child.stderr, 64 * 1024, (line) => {
+      if (line.trim() === '') return;
+      logger.info({ stream: 'stderr' }, line);
+      process.stderrTail.push(line);
+      if (process.stderrTail.length > STDERR_TAIL) process.stderrTail.shift();
+    });
+    child.stdin.on('error', () => undefined);
+    child.on('error', (error) => {
+      process.exited = true;
+      fail(process, new CodeModuleError('load', `cannot start ${what} with "${interpreter}": ${error.message}`, { cause: error }));
+      if (current === process) current = undefined;
+    });
+    child.on('exit', (code, signal) => {
+      process.exited = true;
+      const tail = process.stderrTail.slice(-3).join(' | ');
+      fail(process, new CodeModuleError('exited', `${what} exited (${signal ?? `code ${code}`}) before it answered${tail === '' ? '' : `: ${tail}`}`));
+      if (current !== process) return;
+      current = undefined;
+      deaths += 1;
+      logger.warn({ code, signal, deaths }, `${what} exited`);
+      scheduleRestart();
+    });
+    // Only a message in flight keeps Loom's process alive for the script (see `turn`).
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as { unref?: () => void }).unref?.();
+    return process;
+  }
+
+  function tooLarge(bytes: number): CodeModuleError {
+    return new CodeModuleError('too-large', `${what} wrote a line of ${bytes} bytes or more, over its limit of ${limits.maxReplyBytes} ([code].max_reply_bytes)`);
+  }
+
+  /** Starts the script again after a death, waiting longer after each one in a row. */
+  function scheduleRestart(): void {
+    if (closed || deaths > RESTARTS_WITHOUT_ANSWER) return;
+    const delay = Math.min(RESTART_FIRST_MS * 2 ** (deaths - 1), RESTART_MOST_MS);
+    clock.sleep(delay, { signal: restartTimer.signal }).then(
+      () => {
+        if (!closed && current === undefined) current = start();
+      },
+      () => undefined,
+    );
+  }
+
+  async function stop(): Promise<void> {
+    const process = current;
+    current = undefined;
+    if (process === undefined || process.exited) return;
+    const exited = new Promise<void>((resolve) => process.child.once('exit', () => resolve()));
+    process.child.ref();
+    process.child.kill('SIGKILL');
+    await exited;
+  }
+
+  return {
+    async turn(request, port, signal) {
+      if (closed) throw new CodeModuleError('exited', `${what} is stopped`);
+      current ??= start();
+      const process = current;
+      const reply = new Promise<string>((resolve, reject) => {
+        process.pending = { resolve, reject, port };
+      });
+      process.child.ref();
+      try {
+        process.child.stdin.write(`{"type":"message","request":${request}}\n`);
+        return await withinLimit(reply, { clock, timeoutMs: limits.timeoutMs, signal, what, stop });
+      } finally {
+        delete process.pending;
+        process.child.unref();
+      }
+    },
+    async close() {
+      closed = true;
+      restartTimer.abort();
+      await stop();
+    },
+  };
+}
+
+/**
+ * Calls `onLine` for each line `stream` writes. A line longer than `maxBytes` goes to `onTooLong`
+ * when given (else it is cut there and delivered in pieces).
+ */
+function onLines(stream: NodeJS.ReadableStream, maxBytes: number, onLine: (line: string) => void, onTooLong?: (bytes: number) => void): void {
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffer += chunk;
+    let end = buffer.indexOf('\n');
+    while (end !== -1) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      if (onTooLong !== undefined && Buffer.byteLength(line) > maxBytes) onTooLong(Buffer.byteLength(line));
+      else onLine(line);
+      end = buffer.indexOf('\n');
+    }
+    if (buffer.length > maxBytes) {
+      if (onTooLong === undefined) onLine(buffer);
+      else onTooLong(buffer.length);
+      buffer = '';
+    }
+  });
+}

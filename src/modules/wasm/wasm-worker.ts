@@ -1,0 +1,203 @@
+/**
+ * The thread a `wasm:` agent's module runs on, away from the daemon's event loop: a module that
+ * spins stalls this thread only, and the daemon stops it with `terminate()`. Each message runs
+ * on a fresh instance of the module compiled once; nothing survives from one message to the
+ * next but what the module keeps in its session.
+ *
+ * Host calls are synchronous for the module: the thread posts the call on `hostPort`, sleeps on
+ * `signal` (a shared word) until the daemon has answered, and takes the answer off the port.
+ */
+import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WASI } from 'node:wasi';
+import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { HOST_CALL, HOST_MODULE, type PreparedModule, prepareWasmModule } from './wasm-abi.ts';
+import { WASM_PAGE_BYTES } from './wasm-binary.ts';
+
+/** What the daemon starts the thread with. */
+export interface WasmWorkerData {
+  path: string;
+  name: string;
+  memoryMb: number;
+  maxReplyBytes: number;
+  /** The environment a WASI module sees: only what the agent's `env_read` grants. */
+  env: Record<string, string>;
+  /** A folder of the daemon's for a WASI module's stdin, stdout and stderr (removed with the thread). */
+  scratch: string;
+  hostPort: MessagePort;
+  signal: SharedArrayBuffer;
+}
+
+/** What the thread tells the daemon. */
+export type WasmWorkerMessage =
+  | { type: 'ready'; abi: string }
+  | { type: 'load-failed'; message: string }
+  | { type: 'reply'; json: string }
+  | { type: 'fault'; fault: 'trap' | 'memory' | 'too-large' | 'protocol' | 'exited'; message: string }
+  | { type: 'log'; message: string };
+
+/** A host call on its way to the daemon. */
+export interface HostCallMessage {
+  json: string;
+}
+
+type FaultKind = Extract<WasmWorkerMessage, { type: 'fault' }>['fault'];
+
+class Fault extends Error {
+  readonly fault: FaultKind;
+
+  constructor(fault: FaultKind, message: string) {
+    super(message);
+    this.fault = fault;
+  }
+}
+
+interface CoreExports {
+  memory: WebAssembly.Memory;
+  loom_alloc: (size: number) => number;
+  loom_handle: (pointer: number, length: number) => bigint;
+}
+
+const data = workerData as WasmWorkerData;
+const port = parentPort as NonNullable<typeof parentPort>;
+const flag = new Int32Array(data.signal);
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+const capBytes = data.memoryMb * 2 ** 20;
+
+function post(message: WasmWorkerMessage): void {
+  port.postMessage(message);
+}
+
+/** `length` bytes at `pointer` of `memory` as UTF-8 text. */
+function readText(memory: WebAssembly.Memory, pointer: number, length: number, what: string): string {
+  if (length > data.maxReplyBytes) throw new Fault('too-large', `the module's ${what} is ${length} bytes, over its limit of ${data.maxReplyBytes} ([code].max_reply_bytes)`);
+  if (pointer < 0 || length < 0 || pointer + length > memory.buffer.byteLength) {
+    throw new Fault('protocol', `the module's ${what} lies outside its memory (${length} bytes at ${pointer}, memory of ${memory.buffer.byteLength} bytes)`);
+  }
+  try {
+    return decoder.decode(new Uint8Array(memory.buffer, pointer, length));
+  } catch {
+    throw new Fault('protocol', `the module's ${what} is not UTF-8 text`);
+  }
+}
+
+/** Copies `text` into the module's memory through its allocator; the location, packed as the ABI returns it. */
+function writeText(exports: CoreExports, text: string): bigint {
+  const bytes = encoder.encode(text);
+  const pointer = exports.loom_alloc(bytes.length) >>> 0;
+  if (pointer + bytes.length > exports.memory.buffer.byteLength) throw new Fault('protocol', `loom_alloc(${bytes.length}) returned ${pointer}, outside the module's memory`);
+  new Uint8Array(exports.memory.buffer, pointer, bytes.length).set(bytes);
+  return (BigInt(pointer) << 32n) | BigInt(bytes.length);
+}
+
+function unpack(packed: bigint): { pointer: number; length: number } {
+  const value = BigInt.asUintN(64, packed);
+  return { pointer: Number(value >> 32n), length: Number(value & 0xffff_ffffn) };
+}
+
+/** Asks the daemon and sleeps until it answers. */
+function callHost(json: string): string {
+  Atomics.store(flag, 0, 0);
+  data.hostPort.postMessage({ json } satisfies HostCallMessage);
+  Atomics.wait(flag, 0, 0);
+  const answer = receiveMessageOnPort(data.hostPort);
+  if (answer === undefined) throw new Fault('protocol', 'the daemon did not answer a host call');
+  return (answer.message as { json: string }).json;
+}
+
+/** The `loom` imports of an instance whose exports `current()` gives once it exists. */
+function hostImports(current: () => CoreExports | undefined): WebAssembly.Imports {
+  return {
+    [HOST_MODULE]: {
+      [HOST_CALL]: (pointer: number, length: number): bigint => {
+        const exports = current();
+        if (exports === undefined) throw new Fault('protocol', 'the module made a host call while it was being instantiated');
+        const call = readText(exports.memory, pointer >>> 0, length >>> 0, 'host call');
+        return writeText(exports, callHost(call));
+      },
+    },
+  };
+}
+
+function runCore(prepared: PreparedModule, request: string): string {
+  const bound: { exports?: CoreExports } = {};
+  const exports = new WebAssembly.Instance(prepared.module, hostImports(() => bound.exports)).exports as unknown as CoreExports;
+  bound.exports = exports;
+  const memory = exports.memory;
+  try {
+    const input = unpack(writeText(exports, request));
+    const output = unpack(exports.loom_handle(input.pointer, input.length));
+    return readText(memory, output.pointer, output.length, 'reply');
+  } catch (error) {
+    throw asFault(error, memory);
+  }
+}
+
+function runWasi(prepared: PreparedModule, request: string): string {
+  const paths = { stdin: join(data.scratch, 'stdin'), stdout: join(data.scratch, 'stdout'), stderr: join(data.scratch, 'stderr') };
+  writeFileSync(paths.stdin, request);
+  const fds = { stdin: openSync(paths.stdin, 'r'), stdout: openSync(paths.stdout, 'w+'), stderr: openSync(paths.stderr, 'w+') };
+  let memory: WebAssembly.Memory | undefined;
+  try {
+    const wasi = new WASI({ version: 'preview1', args: [data.name], env: data.env, ...fds, returnOnExit: true });
+    const bound: { exports?: CoreExports } = {};
+    const instance = new WebAssembly.Instance(prepared.module, { ...wasi.getImportObject(), ...(prepared.hostCalls ? hostImports(() => bound.exports) : {}) });
+    bound.exports = instance.exports as unknown as CoreExports;
+    memory = bound.exports.memory;
+    let code: number;
+    try {
+      code = wasi.start(instance);
+    } catch (error) {
+      throw asFault(error, memory);
+    }
+    const stderr = readFileSync(paths.stderr, 'utf8');
+    for (const line of stderr.split('\n')) if (line.trim() !== '') post({ type: 'log', message: line });
+    if (code !== 0) throw new Fault('exited', `the module exited with code ${code}${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n').slice(-3).join(' | ')}`}`);
+    const size = statSync(paths.stdout).size;
+    if (size > data.maxReplyBytes) throw new Fault('too-large', `the module's reply is ${size} bytes, over its limit of ${data.maxReplyBytes} ([code].max_reply_bytes)`);
+    try {
+      return decoder.decode(readFileSync(paths.stdout));
+    } catch {
+      throw new Fault('protocol', "the module's reply is not UTF-8 text");
+    }
+  } finally {
+    for (const fd of Object.values(fds)) closeSync(fd);
+  }
+}
+
+/**
+ * How close to its cap a module's memory must be for a trap to count as the memory limit: a
+ * `memory.grow` failed there (allocators grow by several pages at once).
+ */
+const NEAR_CAP_BYTES = Math.max(16 * WASM_PAGE_BYTES, capBytes / 8);
+
+/** A trap as the fault it is: near the memory limit, a memory fault; else a trap with V8's words. */
+function asFault(error: unknown, memory: WebAssembly.Memory | undefined): Error {
+  if (error instanceof Fault) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (memory !== undefined && capBytes - memory.buffer.byteLength < NEAR_CAP_BYTES) {
+    return new Fault('memory', `the module reached its ${data.memoryMb} MB memory limit ([code].memory_mb) and stopped: ${message}`);
+  }
+  if (error instanceof RangeError && /call stack/i.test(message)) return new Fault('trap', `the module overflowed its stack: ${message}`);
+  return new Fault('trap', `the module trapped: ${message}`);
+}
+
+let prepared: PreparedModule;
+try {
+  prepared = await prepareWasmModule(readFileSync(data.path), data.memoryMb);
+  post({ type: 'ready', abi: prepared.abi });
+} catch (error) {
+  post({ type: 'load-failed', message: error instanceof Error ? error.message : String(error) });
+  throw error;
+}
+
+port.on('message', (message: { type: 'turn'; request: string }) => {
+  try {
+    const json = prepared.abi === 'core' ? runCore(prepared, message.request) : runWasi(prepared, message.request);
+    post({ type: 'reply', json });
+  } catch (error) {
+    const fault = error instanceof Fault ? error : asFault(error, undefined);
+    post({ type: 'fault', fault: (fault as Fault).fault, message: fault.message });
+  }
+});
