@@ -8,7 +8,7 @@ import { buildWasm } from '../support/build-wasm.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { startApi } from '../http/api-harness.ts';
+import { readSse, startApi } from '../http/api-harness.ts';
 
 const server = useScriptedModelServer();
 let modules: Awaited<ReturnType<typeof makeTempDir>>;
@@ -175,6 +175,35 @@ describe('a wasm: module that misbehaves', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await host.kernel.kill('doomed');
     await expect(spinning).rejects.toThrow(AgentStateError);
+  });
+});
+
+describe('the doors, unchanged for a code agent', () => {
+  it('HTTP with JSON and SSE, the OpenAI-compatible endpoint, and a fault as a 502 naming it', async () => {
+    const api = await startApi(dir.path);
+    try {
+      await api.host.kernel.spawn(manifest(wasmAgent('door', wasm.misbehave, '[capabilities]\ntools = ["agent_list"]')));
+      const post = (body: unknown, accept = 'application/json'): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+      const plain = await api.request('/api/agents/door/messages', post({ message: 'hi' }));
+      expect(plain.status).toBe(200);
+      expect(await plain.json()).toEqual({ text: 'echo: hi', usage: { input_tokens: 0, output_tokens: 0 }, iterations: 0, cost_usd: 0, model: `wasm:${wasm.misbehave}` });
+
+      const streamed = await api.request('/api/agents/door/messages', post({ message: 'tool {"call":"tool","name":"agent_list","input":{}}' }, 'text/event-stream'));
+      const events: { event?: string; data: string }[] = [];
+      for await (const event of readSse(streamed)) if (event.comment === undefined) events.push(event);
+      expect(events.map((event) => event.event)).toEqual(['run-start', 'tool-call', 'tool-result', 'run-finish']);
+      expect(JSON.parse(events[2]?.data ?? '{}')).toMatchObject({ toolName: 'agent_list', isError: false, text: 'door (running)' });
+
+      const completion = await api.request('/v1/chat/completions', post({ model: 'door', messages: [{ role: 'user', content: 'via openai' }] }));
+      expect(completion.status).toBe(200);
+      expect(((await completion.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe('echo: via openai');
+
+      const failed = await api.request('/api/agents/door/messages', post({ message: 'trap' }));
+      expect(failed.status).toBe(502);
+      expect(await failed.json()).toMatchObject({ error: { code: 'CODE_MODULE_FAILED', details: { fault: 'trap' } } });
+    } finally {
+      await api.close();
+    }
   });
 });
 

@@ -53,7 +53,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     if (message === null || typeof message !== 'object') {
       fail(process, new CodeModuleError('protocol', `${what} printed a line that is not a protocol message (use print() only through loom_agent, which sends it to the log): ${excerpt(line)}`));
       // Its stream is out of step: it starts afresh with the next message.
-      process.child.kill('SIGKILL');
+      discard(process);
       return;
     }
     const pending = process.pending;
@@ -75,6 +75,12 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     fail(process, new CodeModuleError('protocol', `${what} sent a message Loom did not expect: ${excerpt(line)}`));
   }
 
+  /** Kills a process whose stream can no longer be trusted; the next message starts another. */
+  function discard(process: Process): void {
+    if (current === process) current = undefined;
+    process.child.kill('SIGKILL');
+  }
+
   function write(process: Process, message: unknown): void {
     if (!process.exited) process.child.stdin.write(`${JSON.stringify(message)}\n`);
   }
@@ -84,7 +90,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     const process: Process = { child, stderrTail: [], exited: false };
     onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
       fail(process, tooLarge(bytes));
-      child.kill('SIGKILL');
+      discard(process);
     });
     onLines(child.stderr, 64 * 1024, (line) => {
       if (line.trim() === '') return;
