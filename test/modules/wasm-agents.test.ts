@@ -8,7 +8,7 @@ import { buildWasm } from '../support/build-wasm.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { readSse, startApi } from '../http/api-harness.ts';
+import { readSse, type SseEvent, startApi } from '../http/api-harness.ts';
 
 const server = useScriptedModelServer();
 let modules: Awaited<ReturnType<typeof makeTempDir>>;
@@ -189,7 +189,7 @@ describe('the doors, unchanged for a code agent', () => {
       expect(await plain.json()).toEqual({ text: 'echo: hi', usage: { input_tokens: 0, output_tokens: 0 }, iterations: 0, cost_usd: 0, model: `wasm:${wasm.misbehave}` });
 
       const streamed = await api.request('/api/agents/door/messages', post({ message: 'tool {"call":"tool","name":"agent_list","input":{}}' }, 'text/event-stream'));
-      const events: { event?: string; data: string }[] = [];
+      const events: SseEvent[] = [];
       for await (const event of readSse(streamed)) if (event.comment === undefined) events.push(event);
       expect(events.map((event) => event.event)).toEqual(['run-start', 'tool-call', 'tool-result', 'run-finish']);
       expect(JSON.parse(events[2]?.data ?? '{}')).toMatchObject({ toolName: 'agent_list', isError: false, text: 'door (running)' });
