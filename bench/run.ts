@@ -5,6 +5,7 @@ import { bootBench } from './boot.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { forgedBench } from './forged.ts';
 import { mcpCallBench } from './mcp.ts';
+import { modulesBench } from './modules.ts';
 import { orchestrationBench } from './orchestration.ts';
 import { packagesBench } from './packages.ts';
 import { spawnBench } from './spawn.ts';
@@ -23,6 +24,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   packages: packagesBench,
   orchestration: orchestrationBench,
   forged: forgedBench,
+  modules: modulesBench,
 };
 
 const requested = process.argv.slice(2);

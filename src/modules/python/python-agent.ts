@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CodeModuleError } from '../../errors/index.ts';
@@ -86,6 +87,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
   }
 
   function start(): Process {
+    // Its working folder; the workspace hook makes it at spawn, but it may have been removed since.
+    mkdirSync(options.workspace, { recursive: true });
     const child = spawn(interpreter, ['-u', path], { cwd: options.workspace, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const process: Process = { child, stderrTail: [], exited: false };
     onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {

@@ -56,6 +56,10 @@ export async function prepareWasmModule(bytes: Uint8Array, memoryMb: number): Pr
     }
     abi = 'core';
   }
+  const hostCalls = WebAssembly.Module.imports(module).some((entry) => entry.module === HOST_MODULE);
+  if (hostCalls && (exports.get('loom_alloc') !== 'function' || exports.get('memory') !== 'memory')) {
+    throw new Error(`it imports ${HOST_MODULE}.${HOST_CALL} but does not export memory and loom_alloc, where Loom writes the results of host calls`);
+  }
   let capped: Uint8Array;
   try {
     capped = capMemory(bytes, Math.floor((memoryMb * 2 ** 20) / WASM_PAGE_BYTES)).bytes;
@@ -63,6 +67,5 @@ export async function prepareWasmModule(bytes: Uint8Array, memoryMb: number): Pr
     if (error instanceof WasmBinaryError) throw new Error(error.message, { cause: error });
     throw error;
   }
-  const hostCalls = WebAssembly.Module.imports(module).some((entry) => entry.module === HOST_MODULE);
   return { module: capped === bytes ? module : await WebAssembly.compile(capped), abi, hostCalls };
 }
