@@ -5,6 +5,7 @@ import { AgentStateError, CapabilityDeniedError, CodeModuleError, ManifestError 
 import { loadManifestFile } from '../../src/manifest/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { runCli } from '../helpers/run-cli.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
@@ -191,5 +192,17 @@ describe('a python: agent', () => {
     expect((await host.kernel.send('python-notes', 'note buy milk')).text).toBe('Noted.');
     expect((await host.kernel.send('python-notes', 'note call Ada')).text).toBe('Noted.');
     expect((await host.kernel.send('python-notes', 'notes')).text).toBe('- buy milk\n- call Ada');
+  });
+});
+
+describe('the CLI, for a code agent', () => {
+  it('spawns the python-notes example from its file (the script found next to it) and talks to it', async () => {
+    const home = join(dir.path, 'cli-home');
+    const env = { PATH: ENV.PATH };
+    const spawned = await runCli(home, ['agent', 'spawn', 'examples/agents/python-notes.toml'], { cwd: join(import.meta.dirname, '../..'), env });
+    expect(spawned.stderr).toBe('');
+    expect(spawned.stdout).toMatch(/^spawned python-notes \(/);
+    expect(await runCli(home, ['send', 'python-notes', 'note water the plants'], { env })).toMatchObject({ code: 0, stdout: 'Noted.\n' });
+    expect(await runCli(home, ['send', 'python-notes', 'notes'], { env })).toMatchObject({ code: 0, stdout: '- water the plants\n' });
   });
 });
