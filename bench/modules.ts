@@ -16,7 +16,7 @@ import { round, summarize } from './stats.ts';
 const WARMUP = 200;
 const TURNS = 2000;
 /** Turns rotate over this many agents of each kind, so no session grows past a realistic length. */
-const AGENTS = 10;
+const AGENTS = 50;
 
 const PYTHON_ECHO = 'import loom_agent\nloom_agent.run(lambda request, host: "echo: " + request["message"])\n';
 
