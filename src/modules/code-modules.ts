@@ -10,6 +10,7 @@ import type { CodeAgentRequest } from './protocol.ts';
 import { createPythonAgent, PYTHON_HELPER_DIR } from './python/python-agent.ts';
 import { prepareWasmModule } from './wasm/wasm-abi.ts';
 import { createWasmAgent } from './wasm/wasm-agent.ts';
+import { createWasmPool } from './wasm/wasm-pool.ts';
 
 /** An agent as its code module needs to know it. */
 export interface CodeAgent {
@@ -28,8 +29,8 @@ export interface CodeModulesOptions {
 }
 
 /**
- * The code agents' modules of one daemon, each kept warm per agent (a wasm thread, a Python
- * process) and stopped with its agent. Also a lifecycle hook: `stop` ends an agent's module
+ * The code agents' modules of one daemon, kept warm: wasm modules compiled once per agent and run
+ * on a pool of threads all agents share, a Python process per agent, stopped with its agent. Also a lifecycle hook: `stop` ends an agent's module
  * when it is suspended, killed, updated or the daemon stops.
  */
 export interface CodeModules {
@@ -61,6 +62,7 @@ function moduleEnv(manifest: Manifest, env: CodeModulesOptions['env']): Record<s
 export function createCodeModules(options: CodeModulesOptions): CodeModules {
   const { clock, logger } = options;
   const runners = new Map<string, { module: string; runner: CodeModuleRunner }>();
+  const pool = createWasmPool();
 
   function runnerOf(agent: CodeAgent): CodeModuleRunner {
     const existing = runners.get(agent.id);
@@ -79,7 +81,7 @@ export function createCodeModules(options: CodeModulesOptions): CodeModules {
     const granted = moduleEnv(agent.manifest, options.env);
     const runner =
       ref.kind === 'wasm'
-        ? createWasmAgent({ ...common, env: granted })
+        ? createWasmAgent({ ...common, env: granted, pool })
         : createPythonAgent({
             ...common,
             interpreter: settings.interpreter,
@@ -131,6 +133,7 @@ export function createCodeModules(options: CodeModulesOptions): CodeModules {
 
     async close() {
       await Promise.all([...runners.keys()].map((id) => stop(id)));
+      await pool.close();
     },
   };
 }

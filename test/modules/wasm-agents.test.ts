@@ -143,7 +143,7 @@ describe('a wasm: module that misbehaves', () => {
     expect((await host.kernel.send('wild', 'still there?')).text).toBe('echo: still there?');
   });
 
-  it('is stopped at its time limit while the daemon keeps answering health requests within 100 ms', async () => {
+  it('is stopped at its time limit while the daemon keeps answering health requests within 100 ms, and other wasm agents their messages', async () => {
     const api = await startApi(dir.path);
     try {
       await api.host.kernel.spawn(manifest(wasmAgent('spinner', wasm.misbehave, '[code]\ntimeout_ms = 30000')));
@@ -159,6 +159,9 @@ describe('a wasm: module that misbehaves', () => {
         expect(response.status).toBe(200);
       }
       expect(Math.max(...durations)).toBeLessThan(100);
+      // Another wasm agent (the same module, on another thread of the pool) answers meanwhile.
+      await api.host.kernel.spawn(manifest(wasmAgent('calm', wasm.misbehave)));
+      expect((await api.host.kernel.send('calm', 'meanwhile')).text).toBe('echo: meanwhile');
       await api.host.clock.advance(30_000);
       await expectFault(spinning, 'timeout', 'agent "spinner"\'s module ran past its time limit of 30 s ([code].timeout_ms) and was stopped');
       expect((await api.host.kernel.send('spinner', 'again')).text).toBe('echo: again');

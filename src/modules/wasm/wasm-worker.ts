@@ -1,8 +1,9 @@
 /**
- * The thread a `wasm:` agent's module runs on, away from the daemon's event loop: a module that
- * spins stalls this thread only, and the daemon stops it with `terminate()`. Each message runs
- * on a fresh instance of the module compiled once; nothing survives from one message to the
- * next but what the module keeps in its session.
+ * A thread of the wasm pool, where `wasm:` agents' modules run away from the daemon's event
+ * loop: a module that spins stalls this thread only, and the daemon stops it with `terminate()`.
+ * A thread serves any agent's module, one message at a time; each message runs on a fresh
+ * instance of the module (compiled once by the daemon, sent here once and kept), so nothing
+ * survives from one message to the next but what the module keeps in its session.
  *
  * Host calls are synchronous for the module: the thread posts the call on `hostPort`, sleeps on
  * `signal` (a shared word) until the daemon has answered, and takes the answer off the port.
@@ -11,28 +12,36 @@ import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { HOST_CALL, HOST_MODULE, type PreparedModule, prepareWasmModule } from './wasm-abi.ts';
+import { HOST_CALL, HOST_MODULE, type PreparedModule } from './wasm-abi.ts';
 import { WASM_PAGE_BYTES } from './wasm-binary.ts';
 
 /** What the daemon starts the thread with. */
 export interface WasmWorkerData {
-  path: string;
-  name: string;
-  memoryMb: number;
-  maxReplyBytes: number;
-  /** The environment a WASI module sees: only what the agent's `env_read` grants. */
-  env: Record<string, string>;
   /** A folder of the daemon's for a WASI module's stdin, stdout and stderr (removed with the thread). */
   scratch: string;
   hostPort: MessagePort;
   signal: SharedArrayBuffer;
 }
 
+/** One message for one agent's module. */
+export interface WasmJob {
+  type: 'turn';
+  /** The module's id in the daemon; `module` comes with the first job of that id on a thread. */
+  moduleId: number;
+  module?: PreparedModule;
+  /** The agent's name (a WASI module's `argv[0]`). */
+  name: string;
+  memoryMb: number;
+  maxReplyBytes: number;
+  /** The environment a WASI module sees: only what the agent's `env_read` grants. */
+  env: Record<string, string>;
+  request: string;
+}
+
 /** What the thread tells the daemon. */
 export type WasmWorkerMessage =
-  | { type: 'ready'; abi: string }
-  | { type: 'load-failed'; message: string }
   | { type: 'reply'; json: string }
+  | { type: 'missing-module'; moduleId: number }
   | { type: 'fault'; fault: 'trap' | 'memory' | 'too-large' | 'protocol' | 'exited'; message: string }
   | { type: 'log'; message: string };
 
@@ -63,7 +72,11 @@ const port = parentPort as NonNullable<typeof parentPort>;
 const flag = new Int32Array(data.signal);
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
-const capBytes = data.memoryMb * 2 ** 20;
+/** The modules this thread has been sent, by id; the oldest go past this many. */
+const MODULES_KEPT = 256;
+const modules = new Map<number, PreparedModule>();
+/** The message being answered. */
+let job: WasmJob;
 
 function post(message: WasmWorkerMessage): void {
   port.postMessage(message);
@@ -71,7 +84,7 @@ function post(message: WasmWorkerMessage): void {
 
 /** `length` bytes at `pointer` of `memory` as UTF-8 text. */
 function readText(memory: WebAssembly.Memory, pointer: number, length: number, what: string): string {
-  if (length > data.maxReplyBytes) throw new Fault('too-large', `the module's ${what} is ${length} bytes, over its limit of ${data.maxReplyBytes} ([code].max_reply_bytes)`);
+  if (length > job.maxReplyBytes) throw new Fault('too-large', `the module's ${what} is ${length} bytes, over its limit of ${job.maxReplyBytes} ([code].max_reply_bytes)`);
   if (pointer < 0 || length < 0 || pointer + length > memory.buffer.byteLength) {
     throw new Fault('protocol', `the module's ${what} lies outside its memory (${length} bytes at ${pointer}, memory of ${memory.buffer.byteLength} bytes)`);
   }
@@ -140,7 +153,7 @@ function runWasi(prepared: PreparedModule, request: string): string {
   const fds = { stdin: openSync(paths.stdin, 'r'), stdout: openSync(paths.stdout, 'w+'), stderr: openSync(paths.stderr, 'w+') };
   let memory: WebAssembly.Memory | undefined;
   try {
-    const wasi = new WASI({ version: 'preview1', args: [data.name], env: data.env, ...fds, returnOnExit: true });
+    const wasi = new WASI({ version: 'preview1', args: [job.name], env: job.env, ...fds, returnOnExit: true });
     const bound: { exports?: CoreExports } = {};
     const instance = new WebAssembly.Instance(prepared.module, { ...wasi.getImportObject(), ...(prepared.hostCalls ? hostImports(() => bound.exports) : {}) });
     bound.exports = instance.exports as unknown as CoreExports;
@@ -155,7 +168,7 @@ function runWasi(prepared: PreparedModule, request: string): string {
     for (const line of stderr.split('\n')) if (line.trim() !== '') post({ type: 'log', message: line });
     if (code !== 0) throw new Fault('exited', `the module exited with code ${code}${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n').slice(-3).join(' | ')}`}`);
     const size = statSync(paths.stdout).size;
-    if (size > data.maxReplyBytes) throw new Fault('too-large', `the module's reply is ${size} bytes, over its limit of ${data.maxReplyBytes} ([code].max_reply_bytes)`);
+    if (size > job.maxReplyBytes) throw new Fault('too-large', `the module's reply is ${size} bytes, over its limit of ${job.maxReplyBytes} ([code].max_reply_bytes)`);
     try {
       return decoder.decode(readFileSync(paths.stdout));
     } catch {
@@ -167,32 +180,31 @@ function runWasi(prepared: PreparedModule, request: string): string {
 }
 
 /**
- * How close to its cap a module's memory must be for a trap to count as the memory limit: a
- * `memory.grow` failed there (allocators grow by several pages at once).
+ * A trap as the fault it is: near the memory limit, a memory fault; else a trap with V8's words.
+ * Near is where a `memory.grow` failed (allocators grow by several pages at once).
  */
-const NEAR_CAP_BYTES = Math.max(16 * WASM_PAGE_BYTES, capBytes / 8);
-
-/** A trap as the fault it is: near the memory limit, a memory fault; else a trap with V8's words. */
 function asFault(error: unknown, memory: WebAssembly.Memory | undefined): Error {
   if (error instanceof Fault) return error;
   const message = error instanceof Error ? error.message : String(error);
-  if (memory !== undefined && capBytes - memory.buffer.byteLength < NEAR_CAP_BYTES) {
-    return new Fault('memory', `the module reached its ${data.memoryMb} MB memory limit ([code].memory_mb) and stopped: ${message}`);
+  const capBytes = job.memoryMb * 2 ** 20;
+  if (memory !== undefined && capBytes - memory.buffer.byteLength < Math.max(16 * WASM_PAGE_BYTES, capBytes / 8)) {
+    return new Fault('memory', `the module reached its ${job.memoryMb} MB memory limit ([code].memory_mb) and stopped: ${message}`);
   }
   if (error instanceof RangeError && /call stack/i.test(message)) return new Fault('trap', `the module overflowed its stack: ${message}`);
   return new Fault('trap', `the module trapped: ${message}`);
 }
 
-let prepared: PreparedModule;
-try {
-  prepared = await prepareWasmModule(readFileSync(data.path), data.memoryMb);
-  post({ type: 'ready', abi: prepared.abi });
-} catch (error) {
-  post({ type: 'load-failed', message: error instanceof Error ? error.message : String(error) });
-  throw error;
-}
-
-port.on('message', (message: { type: 'turn'; request: string }) => {
+port.on('message', (message: WasmJob) => {
+  job = message;
+  if (message.module !== undefined) {
+    modules.set(message.moduleId, message.module);
+    if (modules.size > MODULES_KEPT) modules.delete(modules.keys().next().value as number);
+  }
+  const prepared = modules.get(message.moduleId);
+  if (prepared === undefined) {
+    post({ type: 'missing-module', moduleId: message.moduleId });
+    return;
+  }
   try {
     const json = prepared.abi === 'core' ? runCore(prepared, message.request) : runWasi(prepared, message.request);
     post({ type: 'reply', json });
