@@ -1,6 +1,6 @@
 /**
  * Code agents (spec/01's `wasm:` and `python:` modules): the wire contract, host calls, and the
- * modules themselves, a wasm module on its own thread and a Python script in a supervised process.
+ * modules themselves: wasm modules on a shared pool of threads, Python scripts in supervised processes.
  */
 export { createCodeModules } from './code-modules.ts';
 export type { CodeAgent, CodeModules, CodeModulesOptions } from './code-modules.ts';
