@@ -6,6 +6,8 @@ import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type Tur
 import type { Manifest } from '../manifest/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
+import type { ChannelService, ChannelView } from '../channels/index.ts';
+import type { ChannelPairingRecord } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { openCliContext, openHome } from './cli-context.ts';
@@ -42,7 +44,28 @@ export interface CliBackend {
   packages: PackageService;
   /** Forged tools: the daemon's `/api/tools/forged`, or the kernel's (a refused forge throws `FORGE_REFUSED`). */
   forgedTools: ForgedToolClient;
+  /** Channels: the daemon's `/api/channels` (running), or the store's view of them (stopped). */
+  channels: ChannelClient;
   close(): Promise<void>;
+}
+
+/** A pairing the owner approved, as the CLI prints it. */
+export interface PairingView {
+  code: string;
+  channel: string;
+  user_id: string;
+  user_name: string | null;
+  approved_at: string;
+}
+
+/** Channels as the CLI reaches them. */
+export interface ChannelClient {
+  list(): Promise<ChannelView[]>;
+  approve(code: string): Promise<PairingView>;
+}
+
+function pairingView(pairing: ChannelPairingRecord): PairingView {
+  return { code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() };
 }
 
 /** Forged tools as the CLI reaches them, the same over HTTP and in process. */
@@ -56,7 +79,7 @@ export interface ForgedToolClient {
   demote(id: string, reason?: string): Promise<ForgedToolView>;
 }
 
-function inProcess(kernel: Kernel, packages: PackageService, close: () => Promise<void>): CliBackend {
+function inProcess(kernel: Kernel, packages: PackageService, channels: ChannelService, close: () => Promise<void>): CliBackend {
   return {
     kind: 'in-process',
     spawn: (manifest, parent) => kernel.spawn(manifest, parent === undefined ? {} : { parent }),
@@ -86,6 +109,7 @@ function inProcess(kernel: Kernel, packages: PackageService, close: () => Promis
       promote: (id) => kernel.forgedTools.promote(id, 'local'),
       demote: (id, reason) => kernel.forgedTools.demote(id, 'local', reason ?? null),
     },
+    channels: { list: () => channels.list(), approve: async (code) => pairingView(await channels.approve(code)) },
     close,
   };
 }
@@ -155,6 +179,10 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       },
       promote: (id) => call('POST', `${forged(id)}/promote`),
       demote: (id, reason) => call('POST', `${forged(id)}/demote`, reason === undefined ? undefined : { reason }),
+    },
+    channels: {
+      list: () => call('GET', '/api/channels'),
+      approve: (code) => call('POST', `/api/channels/pairings/${encodeURIComponent(code)}/approve`),
     },
     close: () => Promise.resolve(),
   };
@@ -229,5 +257,5 @@ export async function openBackend(io: CliIo): Promise<CliBackend> {
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
   if (io.interactive === true) io.stderr(`(no daemon runs for ${home.root}: acting on its store directly)\n`);
   const context = await openCliContext(io);
-  return inProcess(context.kernel, context.packages, () => context.close());
+  return inProcess(context.kernel, context.packages, context.channels, () => context.close());
 }

@@ -3,6 +3,7 @@ import type { Store } from '../contracts/index.ts';
 import { openHost } from '../host/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import type { PackageService } from '../packages/index.ts';
+import type { ChannelService } from '../channels/index.ts';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../logging/index.ts';
 import type { CliIo } from './cli-io.ts';
 
@@ -13,6 +14,7 @@ export interface CliContext {
   kernel: Kernel;
   store: Store;
   packages: PackageService;
+  channels: ChannelService;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function openCliContext(io: CliIo): Promise<CliContext> {
     kernel: host.kernel,
     store: host.store,
     packages: host.packages,
+    channels: host.channels,
     close: async () => {
       // A manual run's event chain ends before the process does.
       await host.packages.runtime.idle();

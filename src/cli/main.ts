@@ -14,6 +14,7 @@ import { registerPackageCommands } from './commands/package-commands.ts';
 import { registerToolsCommands } from './commands/tools-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
+import { registerChannelsCommand } from './commands/channels-command.ts';
 import { LOOM_VERSION } from './version.ts';
 
 export { EXIT } from './cli-io.ts';
@@ -35,6 +36,7 @@ function buildProgram(io: CliIo): Command {
   registerAgentCommands(program, io);
   registerSendCommands(program, io);
   registerUsageCommand(program, io);
+  registerChannelsCommand(program, io);
   registerMcpServersCommand(registerMcpCommand(program, io), io);
   registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);

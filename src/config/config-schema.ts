@@ -3,6 +3,60 @@ import { LOG_LEVELS } from '../logging/index.ts';
 import { ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
 import { ModelPriceOverridesSchema } from '../models/index.ts';
 
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' });
+
+/**
+ * `[channels.policy]`: who may talk to the channel's agent, and how much. Deny by default: a
+ * direct message from someone unknown gets a pairing code the owner approves; groups are closed.
+ */
+export const ChannelPolicySchema = z.strictObject({
+  /** Direct messages: anyone, the allowlisted, the allowlisted and those the owner paired, nobody. */
+  direct: z.enum(['open', 'allowlist', 'pairing', 'closed']).default('pairing'),
+  /** Group conversations: any group, the allowlisted groups, none. */
+  groups: z.enum(['open', 'allowlist', 'closed']).default('closed'),
+  /** Platform user ids allowed in direct messages (and, when set, the only ones heard in groups). */
+  allow_users: z.array(z.string().min(1)).default([]),
+  /** Platform conversation ids of the groups allowed. */
+  allow_groups: z.array(z.string().min(1)).default([]),
+  /** In groups, answer only messages that mention the bot. */
+  require_mention: z.boolean().default(true),
+  /** Messages one person may send per minute; past it they are told to wait. */
+  messages_per_minute: z.int().positive().default(10),
+});
+
+const channelName = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, { error: 'expected lowercase letters, digits, "_" or "-"' });
+
+/** Fields of every channel: its name, the agent it serves, the policy. */
+const channelFields = {
+  name: channelName,
+  /** The agent that answers on this channel (by name). */
+  agent: z.string().min(1),
+  policy: ChannelPolicySchema.prefault({}),
+};
+
+/** `[[channels]]`: a place people talk to an agent from (see the README's Channels). */
+export const ChannelConfigSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    ...channelFields,
+    kind: z.literal('webhook'),
+    /** The shared secret signing both ways (HMAC-SHA256), by environment variable. */
+    secret_env: EnvName,
+    /** Where replies are POSTed, signed the same way. */
+    reply_url: z.url({ protocol: /^https?$/ }),
+    /** How far a request's timestamp may be from the daemon's clock (replays are refused). */
+    max_skew_seconds: z.int().positive().default(300),
+  }),
+  z.strictObject({
+    ...channelFields,
+    kind: z.literal('telegram'),
+    /** The bot token from @BotFather, by environment variable. */
+    token_env: EnvName,
+    /** The Bot API's base URL (a local Bot API server, or a test's). */
+    api_base_url: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
+  }),
+]);
+export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
+
 /** The daemon's `config.toml`. Strict: an unknown key is an error that names it. */
 export const ConfigSchema = z.strictObject({
   daemon: z
@@ -148,6 +202,17 @@ export const ConfigSchema = z.strictObject({
   prices: ModelPriceOverridesSchema.default({}),
   /** Context windows in tokens, keyed "provider/model" (default 128,000). */
   context_windows: z.record(z.string(), z.int().positive()).default({}),
+  /** Chat platforms and webhooks people talk to agents from. */
+  channels: z
+    .array(ChannelConfigSchema)
+    .default([])
+    .superRefine((channels, context) => {
+      const seen = new Set<string>();
+      channels.forEach((channel, index) => {
+        if (seen.has(channel.name)) context.addIssue({ code: 'custom', path: [index, 'name'], message: `another channel is already named "${channel.name}"` });
+        seen.add(channel.name);
+      });
+    }),
 });
 
 /** A validated configuration with every default filled in. */

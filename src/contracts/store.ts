@@ -439,6 +439,65 @@ export interface ForgedToolRepository {
   recordCall(id: string, success: boolean, durationMs: number, at: number): Promise<void>;
 }
 
+/** Where a channel message stands: stored, then answered, refused, ignored or failed. */
+export type ChannelMessageStatus = 'received' | 'answered' | 'refused' | 'ignored' | 'failed';
+
+/**
+ * A message that came in on a channel (a chat platform, a webhook), stored before the platform
+ * is told it arrived, so a crash loses nothing acknowledged; its platform id makes a duplicate
+ * delivery a no-op.
+ */
+export interface ChannelMessageRecord {
+  /** The `[[channels]]` name it came in on. */
+  channel: string;
+  /** The platform's id of the message (unique within the channel). */
+  platformId: string;
+  userId: string;
+  userName: string | null;
+  conversationId: string;
+  conversationKind: 'direct' | 'group';
+  thread: string | null;
+  /** Whether the bot was mentioned (group messages). */
+  mentioned: boolean;
+  text: string;
+  status: ChannelMessageStatus;
+  /** The reply sent, or why it was refused, ignored or failed. */
+  note: string | null;
+  receivedAt: number;
+  updatedAt: number;
+}
+
+/** A person on a channel waiting for, or given, the owner's leave to talk to its agent. */
+export interface ChannelPairingRecord {
+  /** The one-time code the person was given. */
+  code: string;
+  channel: string;
+  userId: string;
+  userName: string | null;
+  createdAt: number;
+  approvedAt: number | null;
+}
+
+/** Channel messages and pairings. */
+export interface ChannelRepository {
+  /** Stores a message that came in; false when its platform id was stored before (a duplicate delivery). */
+  receive(record: ChannelMessageRecord): Promise<boolean>;
+  /** Records where a stored message stands. */
+  settle(channel: string, platformId: string, status: ChannelMessageStatus, note: string | null, at: number): Promise<void>;
+  /** Messages of a channel still `received` (a crash came between storing and answering), oldest first. */
+  unsettled(channel: string): Promise<ChannelMessageRecord[]>;
+  /** A channel's newest messages, newest first. */
+  recent(channel: string, limit: number): Promise<ChannelMessageRecord[]>;
+  /** Stores a pairing request (a person's code), replacing an unapproved one of the same person. */
+  requestPairing(record: ChannelPairingRecord): Promise<void>;
+  /** Approves the pairing with `code`; undefined when there is none. */
+  approvePairing(code: string, at: number): Promise<ChannelPairingRecord | undefined>;
+  /** The pairing of a person on a channel, approved or not. */
+  pairingOf(channel: string, userId: string): Promise<ChannelPairingRecord | undefined>;
+  /** Pairings, newest first, optionally of one channel. */
+  pairings(channel?: string): Promise<ChannelPairingRecord[]>;
+}
+
 /**
  * The persistent state of a Loom daemon, split by domain. Every write is committed before its
  * promise resolves. Later subsystems add domains.
@@ -460,6 +519,8 @@ export interface Store {
   readonly workflows: WorkflowRepository;
   /** Tools agents forged. */
   readonly forgedTools: ForgedToolRepository;
+  /** Messages that came in on channels, and pairings. */
+  readonly channels: ChannelRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

@@ -51,10 +51,10 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
   const clock = options.clock ?? createSystemClock();
-  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, clock, ...(options.logs === undefined ? {} : { logs: options.logs }) });
+  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, packages: host.packages, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, packages: host.packages, channels: host.channels, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });

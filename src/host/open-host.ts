@@ -7,6 +7,7 @@ import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
+import { type ChannelService, createChannelService } from '../channels/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -32,6 +33,10 @@ export interface HostOptions {
   runSchedules?: boolean;
   /** Connect to `[[mcp_servers]]` (in the background) and give agents their tools. The daemon does. */
   connectMcpServers?: boolean;
+  /** Start `[[channels]]` (in the background): receive and answer people's messages. The daemon does. */
+  runChannels?: boolean;
+  /** The fetch channels' adapters use for plain HTTP (webhook replies). */
+  channelFetch?: typeof fetch;
   /** The ring the logger also writes to: event-log agents read it (their own turns' records left out). */
   logs?: LogRing;
 }
@@ -45,6 +50,8 @@ export interface Host {
   mcp: McpClientManager | undefined;
   /** Agent packages: install, list, run (the service every door uses) and their runtime. */
   packages: PackageService & { runtime: PackageRuntime };
+  /** `[[channels]]`: running in the daemon; elsewhere their state and pairings only. */
+  channels: ChannelService;
   report: BootReport;
   close(): Promise<void>;
 }
@@ -156,14 +163,27 @@ export async function openHost(options: HostOptions): Promise<Host> {
     const report = await kernel.boot();
     // In the background: a slow or broken server never holds up the start.
     mcp?.start();
+    const channels = createChannelService({
+      channels: options.config.channels,
+      kernel,
+      store,
+      clock,
+      logger: options.logger,
+      env: options.env,
+      ...(options.channelFetch === undefined ? {} : { fetch: options.channelFetch }),
+    });
+    // In the background too: a platform that is slow to answer never holds up the start.
+    if (options.runChannels === true) void channels.start();
     return {
       kernel,
       store,
       runtime,
       mcp,
       packages: { ...createPackageService({ installer, runtime: packageRuntime, store }), runtime: packageRuntime },
+      channels,
       report,
       close: async () => {
+        await channels.stop();
         await packageRuntime.shutdown();
         await kernel.shutdown();
         await codeModules.close();

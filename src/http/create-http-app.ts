@@ -7,9 +7,11 @@ import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
+import { answerWebhook, createChannelRoutes } from './channel-routes.ts';
 import { createForgedToolRoutes } from './forged-tool-routes.ts';
 import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
+import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
 import { createHostGuard } from './host-guard.ts';
@@ -49,6 +51,8 @@ export interface HttpAppOptions {
   bindHost?: string;
   /** Agent packages, for `/api/packages`; without them those routes answer 404. */
   packages?: PackageService;
+  /** Channels, for `/api/channels` and the webhooks' `/hooks/<name>`; without them those answer 404. */
+  channels?: ChannelService;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -73,6 +77,11 @@ function isA2aStream(method: string, path: string, listenPath: string): boolean 
 export const ROUTE_COSTS = { message: 30, spawn: 50, health: 1, other: 5 } as const;
 
 const PUBLIC_PATHS = new Set(['/api/health']);
+
+/** A webhook channel's inbound POST (`/hooks/<name>`). */
+function isWebhookPath(method: string, path: string): boolean {
+  return method === 'POST' && /^\/hooks\/[a-z0-9][a-z0-9_-]*$/.test(path);
+}
 /** Long-lived streams with no request timeout. */
 // Streams that stay open: the event log, and MCP's SSE and subscription streams.
 const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
@@ -152,7 +161,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     try {
       principal = authenticator.authenticate(
         { authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), address },
-        { isPublic: PUBLIC_PATHS.has(c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.path, config.a2a.listen_path)) },
+        // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
+        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.path, config.a2a.listen_path)) },
       );
     } catch (error) {
       // A refused request still costs its address, so keys cannot be guessed at full speed.
@@ -193,6 +203,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));
+  if (options.channels !== undefined) app.route('/api/channels', createChannelRoutes({ channels: options.channels }));
+  app.post('/hooks/:channel', (c) => answerWebhook(options.channels, c.req.param('channel'), c.req.raw));
   app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? defaultVersion();

@@ -39,6 +39,14 @@ export type AgentTypeEvent =
   | { type: 'workflow-task'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null }
   | { type: 'code-module-fault'; at: number; agentId: string; name: string; fault: string; message: string };
 
+/**
+ * What channels report: a person refused (or ignored in a group) by a channel's policy, and a
+ * pairing the owner approved. `name` is the channel's agent, `agentId` its id when it exists.
+ */
+export type ChannelEvent =
+  | { type: 'channel-refused'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; reason: string }
+  | { type: 'channel-paired'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string };
+
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
@@ -49,7 +57,8 @@ export type KernelEvent =
   | ApprovalEvent
   | PackageEvent
   | AgentTypeEvent
-  | ForgedToolEvent;
+  | ForgedToolEvent
+  | ChannelEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

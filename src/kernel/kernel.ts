@@ -24,7 +24,7 @@ import { ApprovalService } from './approval-service.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
-import { createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
+import { type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn, toolPolicyOf } from './message-flow.ts';
@@ -75,8 +75,8 @@ export interface Kernel {
   readonly approvals: Pick<ApprovalService, 'list' | 'decide'>;
   /** Restores the stored agents: those that were running run again. Call once, first. */
   boot(): Promise<BootReport>;
-  /** Records what the package runtime reports in the audit log, then tells subscribers (like the kernel's own events). */
-  publish(event: PackageEvent): Promise<void>;
+  /** Records what the package runtime and channels report in the audit log, then tells subscribers (like the kernel's own events). */
+  publish(event: PackageEvent | ChannelEvent): Promise<void>;
   /**
    * Spawns an agent (spec/01 spawn flow): ids, session, capabilities, inheritance check,
    * commit, registration, `agent-spawn` event. Nothing is left behind when it fails.

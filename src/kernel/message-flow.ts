@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type * as AiSdk from 'ai';
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
@@ -43,6 +44,17 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** Receives the run's events as they happen (the streaming doors use it). */
   emit?: AgentEventSink;
+  /**
+   * The conversation the message belongs to (a chat thread on a channel): its own session of
+   * the agent, made with its first message. Without one, the agent's main session.
+   */
+  conversation?: string;
+}
+
+/** The session of an agent's conversation: a UUID derived from both, so the same conversation always finds it. */
+export function conversationSessionId(agentId: string, conversation: string): string {
+  const hex = createHash('sha256').update(`${agentId}\0${conversation}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((Number.parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -321,11 +333,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result;
   }
 
-  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, sessionId: string): Promise<TurnResult> {
     // The turn may have waited in the queue: the agent must still be live, running and within quota.
     const runLogger = await beginTurn(entry, emit, 'send it messages');
 
-    const base = await histories.load(entry.sessionId);
+    const base = await histories.load(sessionId);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
     const { filter, approvalRequiredFor, settings } = policy;
@@ -345,7 +357,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
       const start = updated.indexOf(userMessage);
       const usage = priceCalls(runtime, entry, turnCalls, runLogger);
-      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start), usage);
+      await histories.save({ sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start), usage);
       for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
       return usage;
     };
@@ -700,9 +712,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * decides them, with what `createModuleContext` gives it; what it returns is saved after the
    * user's message, with the usage of every call.
    */
-  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
+  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, sessionId: string): Promise<TurnResult> {
     const runLogger = await beginTurn(entry, emit, 'send it messages');
-    const base = await histories.load(entry.sessionId);
+    const base = await histories.load(sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
     // A code agent gets its session as stored: summarising it would need a model it may not have.
@@ -713,7 +725,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
     const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
-      await histories.save({ sessionId: entry.sessionId, agentId: entry.id }, base, [...history, userMessage, ...added], [userMessage, ...added], usage);
+      await histories.save({ sessionId, agentId: entry.id }, base, [...history, userMessage, ...added], [userMessage, ...added], usage);
       for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
       return usage;
     };
@@ -759,8 +771,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { entry, runtime } = admit(reference, caller);
     const emit = options.emit ?? noEvents;
     const module = moduleFor(entry);
+    const sessionId = options.conversation === undefined ? entry.sessionId : conversationSessionId(entry.id, options.conversation);
     const turn = (): Promise<TurnResult> =>
-      turns.run(entry.id, options.signal, (signal) => (module === undefined ? runChat(runtime, entry, message, caller, signal, emit) : runModuleTurn(runtime, entry, module, message, caller, signal, emit)));
+      turns.run(entry.id, options.signal, (signal) =>
+        module === undefined ? runChat(runtime, entry, message, caller, signal, emit, sessionId) : runModuleTurn(runtime, entry, module, message, caller, signal, emit, sessionId),
+      );
     // An agent waiting on another must not be waited on by it: that would deadlock both turns.
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
   }

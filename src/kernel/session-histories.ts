@@ -83,7 +83,8 @@ export class SessionHistories {
       try {
         // A turn that only added messages appends them; one that rewrote history (compaction,
         // repairs) saves it whole.
-        const appended = startsWithAll(next, expected.messages);
+        // A session not stored yet (a new conversation's) is created whole.
+        const appended = expected.revision > 0 && startsWithAll(next, expected.messages);
         const updatedAt = this.#clock.now();
         const revision = appended
           ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, usage })

@@ -234,6 +234,40 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX forged_tools_agent ON forged_tools (agent_id, created_at);
     `,
   },
+  {
+    version: 10,
+    name: 'channels',
+    // Keyed by the channel's name in config.toml, not by an agent: a channel outlives the agents it serves.
+    sql: `
+      CREATE TABLE channel_messages (
+        channel TEXT NOT NULL,
+        platform_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        conversation_id TEXT NOT NULL,
+        conversation_kind TEXT NOT NULL,
+        thread TEXT,
+        mentioned INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        note TEXT,
+        received_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (channel, platform_id)
+      ) STRICT;
+      CREATE INDEX channel_messages_status ON channel_messages (channel, status, received_at);
+      CREATE INDEX channel_messages_received ON channel_messages (channel, received_at);
+      CREATE TABLE channel_pairings (
+        code TEXT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        created_at INTEGER NOT NULL,
+        approved_at INTEGER
+      ) STRICT;
+      CREATE INDEX channel_pairings_user ON channel_pairings (channel, user_id);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

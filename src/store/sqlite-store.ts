@@ -13,6 +13,7 @@ import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
 import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
+import { SqliteChannelRepository } from './sqlite-channel-repository.ts';
 import { SqliteForgedToolRepository } from './sqlite-forged-tool-repository.ts';
 import { SqliteWorkflowRepository } from './sqlite-workflow-repository.ts';
 import { SqliteTaskRepository } from './sqlite-task-repository.ts';
@@ -84,6 +85,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
   const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
   const forgedTools = new SqliteForgedToolRepository(connection);
+  const channels = new SqliteChannelRepository(connection);
   return {
     agents,
     sessions,
@@ -96,6 +98,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     packages,
     workflows,
     forgedTools,
+    channels,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

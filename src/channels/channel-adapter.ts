@@ -1,0 +1,47 @@
+/**
+ * What a channel adapter does for Loom: receive people's messages from a platform, and send
+ * (and, where the platform allows, edit) replies. Each adapter is a thin layer on the platform's
+ * maintained SDK; everything else (storage, policy, identity, sessions) is the channel service's.
+ */
+
+/** A message as it came in, in the platform's own ids. */
+export interface InboundMessage {
+  /** The platform's id of the message: a second delivery of the same id is answered once. */
+  platformId: string;
+  user: { id: string; name: string | null };
+  conversation: { id: string; kind: 'direct' | 'group'; thread: string | null };
+  /** Whether the message mentions the bot (it matters in groups). */
+  mentioned: boolean;
+  text: string;
+}
+
+/** Where a reply goes: the conversation (and thread) the message came from. */
+export interface ReplyTarget {
+  conversationId: string;
+  thread: string | null;
+}
+
+/**
+ * Receives what an adapter takes in. It resolves once the message is stored (or found to be a
+ * duplicate): only then may the adapter acknowledge it to the platform.
+ */
+export type InboundSink = (message: InboundMessage) => Promise<{ duplicate: boolean }>;
+
+/** How a channel's connection stands. */
+export type ChannelState = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+
+export interface ChannelAdapter {
+  readonly kind: string;
+  /** The longest text one message may carry on the platform (longer replies are split). */
+  readonly maxMessageLength: number;
+  /** Starts receiving; messages go to `sink`. Resolves once receiving has begun. */
+  start(sink: InboundSink): Promise<void>;
+  stop(): Promise<void>;
+  /** Sends a message; its platform id, for edits. */
+  send(target: ReplyTarget, text: string): Promise<{ messageId: string }>;
+  /** Replaces a sent message's text (a streamed reply growing); absent where the platform cannot. */
+  edit?(target: ReplyTarget, messageId: string, text: string): Promise<void>;
+  /** Shows that a reply is being written, where the platform can. */
+  typing?(target: ReplyTarget): Promise<void>;
+  state(): { state: ChannelState; error: string | null };
+}

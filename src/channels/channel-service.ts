@@ -1,0 +1,311 @@
+import { randomInt } from 'node:crypto';
+import type { ChannelConfig } from '../config/index.ts';
+import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
+import { isLoomError, UsageError } from '../errors/index.ts';
+import type { ChannelEvent, Kernel } from '../kernel/index.ts';
+import type { ChannelAdapter, ChannelState, InboundMessage, ReplyTarget } from './channel-adapter.ts';
+import { decide } from './channel-policy.ts';
+import { splitReply } from './split-reply.ts';
+import { createTelegramChannel } from './telegram-channel.ts';
+import { createWebhookChannel, type WebhookChannel } from './webhook-channel.ts';
+
+/** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
+export const EDIT_INTERVAL_MS = 1000;
+const PAIRING_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+const RATE_WINDOW_MS = 60_000;
+
+/** A channel as `loom channels list` and `GET /api/channels` show it. */
+export interface ChannelView {
+  name: string;
+  kind: string;
+  agent: string;
+  state: ChannelState;
+  error: string | null;
+  /** When its newest message came in (ISO 8601), if any. */
+  lastMessageAt: string | null;
+  policy: ChannelConfig['policy'];
+  /** Pairing requests waiting for the owner. */
+  pendingPairings: { code: string; userId: string; userName: string | null; requestedAt: string }[];
+}
+
+export interface ChannelServiceOptions {
+  channels: readonly ChannelConfig[];
+  kernel: Pick<Kernel, 'send' | 'get' | 'publish'>;
+  store: Pick<Store, 'channels'>;
+  clock: Clock;
+  logger: Logger;
+  env: Readonly<Record<string, string | undefined>>;
+  /** For adapters' HTTP calls (replies to a webhook); the platform SDKs bring their own. */
+  fetch?: typeof fetch;
+}
+
+/** The channels of a daemon: their adapters, what comes in, and the owner's pairing decisions. */
+export interface ChannelService {
+  /**
+   * Starts every channel (one whose credentials are missing is shown failed; the daemon runs
+   * on), then answers what a crash left unanswered. Called again, it waits for the same start.
+   */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  list(): Promise<ChannelView[]>;
+  /**
+   * Lets the person who was given `code` talk to the channel's agent.
+   * @throws {UsageError} for a code no one was given.
+   */
+  approve(code: string): Promise<ChannelPairingRecord>;
+  /** The webhook channel named `name`, for the HTTP route. */
+  webhook(name: string): WebhookChannel | undefined;
+  /** Resolves once every message taken in so far is settled (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+interface RunningChannel {
+  config: ChannelConfig;
+  adapter: ChannelAdapter | undefined;
+  /** Why it could not start (missing credentials). */
+  failure: string | null;
+}
+
+export function createChannelService(options: ChannelServiceOptions): ChannelService {
+  const { kernel, store, clock } = options;
+  const logger = options.logger.child({ component: 'channels' });
+  const running = new Map<string, RunningChannel>();
+  /** Per conversation: its messages are answered in order. */
+  const conversations = new Map<string, Promise<void>>();
+  /** Per channel and person: when their recent messages came. */
+  const recentByUser = new Map<string, number[]>();
+
+  function adapterOf(config: ChannelConfig): ChannelAdapter {
+    const credential = config.kind === 'webhook' ? config.secret_env : config.token_env;
+    const secret = options.env[credential];
+    if (secret === undefined || secret === '') throw new Error(`${credential} is not set in the daemon's environment`);
+    switch (config.kind) {
+      case 'webhook':
+        return createWebhookChannel({ name: config.name, secret, replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+      case 'telegram':
+        return createTelegramChannel({ name: config.name, token: secret, apiBaseUrl: config.api_base_url, logger });
+    }
+  }
+
+  function agentIdOf(config: ChannelConfig): string | null {
+    try {
+      return kernel.get(config.agent).id;
+    } catch {
+      return null;
+    }
+  }
+
+  async function audit(event: ChannelEvent): Promise<void> {
+    await kernel.publish(event);
+  }
+
+  /** Whether the person is over the channel's per-minute rate (this message counted). */
+  function overRate(config: ChannelConfig, userId: string): boolean {
+    const key = `${config.name}\u0000${userId}`;
+    const now = clock.now();
+    const recent = (recentByUser.get(key) ?? []).filter((at) => now - at < RATE_WINDOW_MS);
+    recent.push(now);
+    recentByUser.set(key, recent);
+    return recent.length > config.policy.messages_per_minute;
+  }
+
+  async function pairingCode(config: ChannelConfig, message: ChannelMessageRecord): Promise<string> {
+    const existing = await store.channels.pairingOf(config.name, message.userId);
+    if (existing !== undefined && existing.approvedAt === null) return existing.code;
+    const code = Array.from({ length: 6 }, () => PAIRING_ALPHABET[randomInt(PAIRING_ALPHABET.length)]).join('');
+    await store.channels.requestPairing({ code, channel: config.name, userId: message.userId, userName: message.userName, createdAt: clock.now(), approvedAt: null });
+    return code;
+  }
+
+  /** Sends `text` as the reply, in as many messages as the platform's limit needs. */
+  async function reply(adapter: ChannelAdapter, target: ReplyTarget, text: string): Promise<void> {
+    for (const part of splitReply(text, adapter.maxMessageLength)) await adapter.send(target, part);
+  }
+
+  /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
+  async function answer(channel: RunningChannel, message: ChannelMessageRecord): Promise<void> {
+    const { config } = channel;
+    const adapter = channel.adapter;
+    if (adapter === undefined) return;
+    const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
+    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    const refused = async (reason: string, text: string): Promise<void> => {
+      await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: message.userId, userName: message.userName, reason });
+      await reply(adapter, target, text);
+      await settle('refused', reason);
+    };
+
+    const pairing = await store.channels.pairingOf(config.name, message.userId);
+    const paired = pairing !== undefined && pairing.approvedAt !== null;
+    const inbound: InboundMessage = { platformId: message.platformId, user: { id: message.userId, name: message.userName }, conversation: { id: message.conversationId, kind: message.conversationKind, thread: message.thread }, mentioned: message.mentioned, text: message.text };
+    const decision = decide(inbound, config.policy, paired);
+    if (decision.kind === 'ignore') {
+      if (decision.audit) await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: message.userId, userName: message.userName, reason: decision.reason });
+      await settle('ignored', decision.reason);
+      return;
+    }
+    if (decision.kind === 'refuse') {
+      await refused(decision.reason, `Sorry, I can't talk with you here: ${decision.reason}.`);
+      return;
+    }
+    if (decision.kind === 'pair') {
+      const code = await pairingCode(config, message);
+      await refused(`not paired; pairing code ${code} issued`, `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`);
+      return;
+    }
+    if (overRate(config, message.userId)) {
+      await refused(`more than ${config.policy.messages_per_minute} messages a minute`, `You are sending messages faster than ${config.policy.messages_per_minute} a minute; please wait a moment.`);
+      return;
+    }
+
+    await adapter.typing?.(target).catch(() => undefined);
+    let streamed = '';
+    let sent: { messageId: string; text: string } | undefined;
+    let lastEdit = 0;
+    let edits: Promise<void> = Promise.resolve();
+    const edit = adapter.edit?.bind(adapter);
+    try {
+      const result = await kernel.send(config.agent, message.text, {
+        caller: { kind: 'user', role: 'user', name: `${config.name}:${message.userId}`, agents: [config.agent] },
+        conversation: `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`,
+        emit: (event) => {
+          if (edit === undefined || event.type !== 'text-delta') return;
+          streamed += event.text;
+          const now = clock.now();
+          if (streamed.length > adapter.maxMessageLength || (sent !== undefined && now - lastEdit < EDIT_INTERVAL_MS)) return;
+          const text = streamed;
+          lastEdit = now;
+          edits = edits.then(async () => {
+            if (sent === undefined) sent = { messageId: (await adapter.send(target, text)).messageId, text };
+            else if (sent.text !== text) {
+              await edit(target, sent.messageId, text);
+              sent = { ...sent, text };
+            }
+          });
+          edits = edits.catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not update a streamed reply'));
+        },
+      });
+      await edits;
+      const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
+      if (sent === undefined) await adapter.send(target, first);
+      else if (sent.text !== first && edit !== undefined) await edit(target, sent.messageId, first);
+      for (const part of rest) await adapter.send(target, part);
+      await settle('answered', result.text);
+    } catch (error) {
+      await edits;
+      const why = error instanceof Error ? error.message : String(error);
+      logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
+      const text = isLoomError(error) && error.category === 'user' ? `Sorry, I can't do that: ${why}` : 'Sorry, something went wrong while I was answering; please try again.';
+      await reply(adapter, target, text).catch(() => undefined);
+      await settle('failed', why);
+    }
+  }
+
+  /** Answers a stored message after the others of its conversation. */
+  function enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
+    const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
+    const previous = conversations.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(() => answer(channel, message))
+      .catch((error: unknown) => logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message'));
+    conversations.set(key, next);
+    void next.finally(() => {
+      if (conversations.get(key) === next) conversations.delete(key);
+    });
+  }
+
+  let started: Promise<void> | undefined;
+  let stopped = false;
+
+  async function startAll(): Promise<void> {
+    for (const config of options.channels) {
+      if (stopped) return;
+      const channel: RunningChannel = { config, adapter: undefined, failure: null };
+      running.set(config.name, channel);
+      try {
+        const adapter = adapterOf(config);
+        await adapter.start(async (inbound) => {
+          const at = clock.now();
+          const record: ChannelMessageRecord = {
+            channel: config.name,
+            platformId: inbound.platformId,
+            userId: inbound.user.id,
+            userName: inbound.user.name,
+            conversationId: inbound.conversation.id,
+            conversationKind: inbound.conversation.kind,
+            thread: inbound.conversation.thread,
+            mentioned: inbound.mentioned,
+            text: inbound.text,
+            status: 'received',
+            note: null,
+            receivedAt: at,
+            updatedAt: at,
+          };
+          const stored = await store.channels.receive(record);
+          if (stored) enqueue(channel, record);
+          return { duplicate: !stored };
+        });
+        channel.adapter = adapter;
+      } catch (error) {
+        channel.failure = error instanceof Error ? error.message : String(error);
+        logger.error({ channel: config.name, problem: channel.failure }, `channel "${config.name}" could not start`);
+        continue;
+      }
+      // What a previous process stored but did not answer.
+      for (const message of await store.channels.unsettled(config.name)) enqueue(channel, message);
+    }
+  }
+
+  return {
+    start() {
+      started ??= startAll().catch((error: unknown) => logger.error({ err: error }, 'channels could not start'));
+      return started;
+    },
+
+    async stop() {
+      stopped = true;
+      await started;
+      for (const channel of running.values()) await channel.adapter?.stop();
+      await Promise.allSettled([...conversations.values()]);
+    },
+
+    async list() {
+      const views: ChannelView[] = [];
+      for (const channel of running.size > 0 ? running.values() : options.channels.map((config) => ({ config, adapter: undefined, failure: 'not started' }))) {
+        const { config } = channel;
+        const adapterState = channel.adapter?.state();
+        const [latest] = await store.channels.recent(config.name, 1);
+        const pending = (await store.channels.pairings(config.name)).filter((pairing) => pairing.approvedAt === null);
+        views.push({
+          name: config.name,
+          kind: config.kind,
+          agent: config.agent,
+          state: channel.failure !== null ? 'failed' : (adapterState?.state ?? 'stopped'),
+          error: channel.failure ?? adapterState?.error ?? null,
+          lastMessageAt: latest === undefined ? null : new Date(latest.receivedAt).toISOString(),
+          policy: config.policy,
+          pendingPairings: pending.map((pairing) => ({ code: pairing.code, userId: pairing.userId, userName: pairing.userName, requestedAt: new Date(pairing.createdAt).toISOString() })),
+        });
+      }
+      return views;
+    },
+
+    async approve(code) {
+      const normalized = code.trim().toUpperCase();
+      const pairing = await store.channels.approvePairing(normalized, clock.now());
+      if (pairing === undefined) throw new UsageError(`no one was given the pairing code "${normalized}"; the waiting codes are listed by \`loom channels list\``);
+      const config = running.get(pairing.channel)?.config ?? options.channels.find((candidate) => candidate.name === pairing.channel);
+      await audit({ type: 'channel-paired', at: clock.now(), agentId: config === undefined ? null : agentIdOf(config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
+      return pairing;
+    },
+
+    webhook(name) {
+      const adapter = running.get(name)?.adapter;
+      return adapter?.kind === 'webhook' ? (adapter as WebhookChannel) : undefined;
+    },
+
+    async idle() {
+      while (conversations.size > 0) await Promise.allSettled([...conversations.values()]);
+    },
+  };
+}

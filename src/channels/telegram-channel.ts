@@ -1,0 +1,101 @@
+import { Bot } from 'grammy';
+import type { Message } from 'grammy/types';
+import type { Logger } from '../contracts/index.ts';
+import type { ChannelAdapter, ChannelState, InboundSink, ReplyTarget } from './channel-adapter.ts';
+
+/** Telegram's limit on one message's text. */
+const TELEGRAM_MAX_LENGTH = 4096;
+
+/**
+ * Telegram through grammY (the maintained Bot API framework): long polling, so no public URL is
+ * needed. An update is acknowledged (the next `getUpdates` offset) only after its handler, which
+ * stores the message first, has returned. `apiBaseUrl` points grammY at another Bot API server
+ * (a local one, or a test's).
+ */
+export function createTelegramChannel(options: { name: string; token: string; apiBaseUrl: string; logger: Logger }): ChannelAdapter {
+  const { name, token, apiBaseUrl, logger } = options;
+  const bot = new Bot(token, { client: { apiRoot: apiBaseUrl.replace(/\/+$/, '') } });
+  let state: ChannelState = 'stopped';
+  let error: string | null = null;
+  let polling: Promise<void> | undefined;
+
+  /** Whether a group message speaks to the bot: an @mention of it, or a reply to one of its messages. */
+  function mentions(message: Message): boolean {
+    const username = bot.botInfo.username.toLowerCase();
+    const text = message.text ?? '';
+    const named = (message.entities ?? []).some((entity) => entity.type === 'mention' && text.slice(entity.offset + 1, entity.offset + entity.length).toLowerCase() === username);
+    return named || message.reply_to_message?.from?.id === bot.botInfo.id;
+  }
+
+  const chatOf = (target: ReplyTarget): number | string => (/^-?\d+$/.test(target.conversationId) ? Number(target.conversationId) : target.conversationId);
+  const threadOf = (target: ReplyTarget): { message_thread_id?: number } => (target.thread === null ? {} : { message_thread_id: Number(target.thread) });
+
+  return {
+    kind: 'telegram',
+    maxMessageLength: TELEGRAM_MAX_LENGTH,
+
+    async start(sink: InboundSink) {
+      state = 'starting';
+      bot.on('message:text', async (context) => {
+        const message = context.message;
+        const direct = message.chat.type === 'private';
+        await sink({
+          platformId: `${message.chat.id}:${message.message_id}`,
+          user: { id: String(message.from.id), name: [message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || (message.from.username ?? null) },
+          conversation: { id: String(message.chat.id), kind: direct ? 'direct' : 'group', thread: message.is_topic_message === true && message.message_thread_id !== undefined ? String(message.message_thread_id) : null },
+          mentioned: direct || mentions(message),
+          text: message.text,
+        });
+      });
+      bot.catch((caught) => {
+        error = caught.message;
+        logger.warn({ err: caught.error, channel: name }, `channel "${name}": an update could not be handled`);
+      });
+      try {
+        await bot.init();
+      } catch (caught) {
+        state = 'failed';
+        error = caught instanceof Error ? caught.message : String(caught);
+        throw new Error(`Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${error}`, { cause: caught });
+      }
+      await new Promise<void>((resolve) => {
+        polling = bot
+          .start({
+            drop_pending_updates: false,
+            allowed_updates: ['message'],
+            onStart: () => {
+              state = 'connected';
+              resolve();
+            },
+          })
+          .catch((caught: unknown) => {
+            state = 'failed';
+            error = caught instanceof Error ? caught.message : String(caught);
+            logger.error({ err: caught, channel: name }, `channel "${name}" stopped polling Telegram`);
+            resolve();
+          });
+      });
+    },
+
+    async stop() {
+      if (bot.isRunning()) await bot.stop();
+      await polling;
+      state = 'stopped';
+    },
+
+    async send(target, text) {
+      const sent = await bot.api.sendMessage(chatOf(target), text, threadOf(target));
+      return { messageId: String(sent.message_id) };
+    },
+
+    async edit(target, messageId, text) {
+      await bot.api.editMessageText(chatOf(target), Number(messageId), text);
+    },
+
+    async typing(target) {
+      await bot.api.sendChatAction(chatOf(target), 'typing', threadOf(target));
+    },
+
+    state: () => ({ state, error }),
+  };
+}

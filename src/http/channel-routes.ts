@@ -1,0 +1,33 @@
+import { Hono } from 'hono';
+import type { ChannelService } from '../channels/index.ts';
+import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import { HttpRequestError } from './http-request-error.ts';
+
+/**
+ * `/api/channels`: the channels' state, their last message and the pairing codes waiting (owner
+ * only: a code lets a person in), and the owner's approval of a code.
+ */
+export function createChannelRoutes(options: { channels: ChannelService }): Hono<HttpEnv> {
+  const { channels } = options;
+  const routes = new Hono<HttpEnv>();
+
+  routes.get('/', async (c) => {
+    requireOwner(principalOf(c), 'list channels and their pairing codes');
+    return c.json(await channels.list());
+  });
+
+  routes.post('/pairings/:code/approve', async (c) => {
+    requireOwner(principalOf(c), 'approve a pairing');
+    const pairing = await channels.approve(c.req.param('code'));
+    return c.json({ code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() });
+  });
+
+  return routes;
+}
+
+/** `POST /hooks/<channel>`: a webhook channel's inbound door, authenticated by its signature rather than an API key. */
+export async function answerWebhook(channels: ChannelService | undefined, name: string, request: Request): Promise<Response> {
+  const webhook = channels?.webhook(name);
+  if (webhook === undefined) throw new HttpRequestError('ROUTE_NOT_FOUND', `no webhook channel named "${name}" is running; [[channels]] in config.toml lists them`);
+  return webhook.handle(request);
+}
