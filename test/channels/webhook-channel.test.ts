@@ -1,0 +1,187 @@
+import { createServer, type Server } from 'node:http';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/index.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+
+const model = useScriptedModelServer();
+const SECRET = 'whsec-test-secret';
+
+/** What the webhook's reply URL received: each POST's body, and whether its signature held. */
+interface Received {
+  body: { message_id: string; conversation: { id: string; thread: string | null }; text: string };
+  signed: boolean;
+}
+
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+let api: RunningHttpServer;
+let receiver: Server;
+let received: Received[];
+
+async function startReceiver(): Promise<string> {
+  received = [];
+  receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      const timestamp = String(request.headers[WEBHOOK_TIMESTAMP_HEADER]);
+      received.push({ body: JSON.parse(body) as Received['body'], signed: request.headers[WEBHOOK_SIGNATURE_HEADER] === signWebhook(SECRET, timestamp, body) });
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const address = receiver.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/replies`;
+}
+
+async function start(policy: Record<string, unknown> = {}): Promise<void> {
+  const replyUrl = await startReceiver();
+  const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada'], ...policy } }] };
+  host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
+  await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.channels.start();
+  const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels });
+  api = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+}
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-webhook-');
+});
+afterEach(async () => {
+  await api.close();
+  await host.close();
+  await new Promise((resolve) => receiver.close(resolve));
+  await dir.remove();
+});
+
+/** POSTs a message to the webhook, signed (or as `tamper` says). */
+function post(message: Record<string, unknown>, tamper: { secret?: string; ageSeconds?: number; body?: string } = {}): Promise<Response> {
+  const body = tamper.body ?? JSON.stringify(message);
+  const timestamp = String(Math.floor(host.clock.now() / 1000) - (tamper.ageSeconds ?? 0));
+  return fetch(`${api.url}/hooks/hooks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(tamper.secret ?? SECRET, timestamp, body) },
+    body,
+  });
+}
+
+const fromAda = (id: string, text: string, conversation = 'c-1'): Record<string, unknown> => ({ id, user: { id: 'u-ada', name: 'Ada' }, conversation: { id: conversation }, text });
+
+describe('a webhook channel', () => {
+  it('answers a signed message from an allowed person with a signed reply, in a session of that conversation', async () => {
+    await start();
+    model.script([{ text: 'Hello Ada.' }, { text: 'Hello again.' }]);
+    const response = await post(fromAda('m-1', 'Hi there'));
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ accepted: true, duplicate: false });
+    await host.channels.idle();
+    expect(received).toMatchObject([{ body: { conversation: { id: 'c-1', thread: null }, text: 'Hello Ada.' }, signed: true }]);
+
+    await post(fromAda('m-2', 'Another thread', 'c-2'));
+    await host.channels.idle();
+    // Each conversation has its own session; the agent's main one is untouched.
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('Hi there');
+    expect((await host.kernel.session('helper')).messages).toEqual([]);
+    const [stored] = await host.store.channels.recent('hooks', 1);
+    expect(stored).toMatchObject({ platformId: 'm-2', status: 'answered', note: 'Hello again.' });
+  });
+
+  it('answers a delivery it has seen before once', async () => {
+    await start();
+    model.script([{ text: 'Once.' }]);
+    await post(fromAda('m-1', 'Hi'));
+    const again = await post(fromAda('m-1', 'Hi'));
+    expect(await again.json()).toEqual({ accepted: true, duplicate: true });
+    await host.channels.idle();
+    expect(received.map((reply) => reply.body.text)).toEqual(['Once.']);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('refuses a bad signature, a replayed timestamp and a malformed body, naming what is wrong', async () => {
+    await start();
+    const forged = await post(fromAda('m-1', 'Hi'), { secret: 'guess' });
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { error: { message: string } }).error.message).toContain('the signature does not match the body');
+    const replayed = await post(fromAda('m-2', 'Hi'), { ageSeconds: 600 });
+    expect(replayed.status).toBe(401);
+    expect(((await replayed.json()) as { error: { message: string } }).error.message).toContain('600 s from the daemon\'s clock, more than 300 s');
+    const malformed = await post({ id: 'm-3', user: { id: 'u-ada' }, text: 'no conversation' });
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as { error: { message: string } }).error.message).toContain('conversation');
+    expect(await host.store.channels.recent('hooks', 10)).toEqual([]);
+  });
+
+  it('gives an unknown person a pairing code, refuses them (audited) until the owner approves it, then answers', async () => {
+    await start({ direct: 'pairing', allow_users: [] });
+    await post({ id: 'm-1', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Hello?' });
+    await host.channels.idle();
+    const code = /loom channels approve ([A-Z2-9]{6})/.exec(received[0]?.body.text ?? '')?.[1];
+    expect(code).toBeDefined();
+    expect(model.requests).toHaveLength(0);
+    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'hooks', userId: 'u-bob', reason: `not paired; pairing code ${code} issued` } }]);
+    // Asking again gives the same code.
+    await post({ id: 'm-2', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Still there?' });
+    await host.channels.idle();
+    expect(received[1]?.body.text).toContain(`loom channels approve ${code}`);
+
+    const [view] = await host.channels.list();
+    expect(view?.pendingPairings).toMatchObject([{ code, userId: 'u-bob', userName: 'Bob' }]);
+    await expect(host.channels.approve('NOPE99')).rejects.toThrow('no one was given the pairing code "NOPE99"');
+    await host.channels.approve((code ?? '').toLowerCase());
+    expect(await host.store.events.list({ type: 'channel-paired' })).toMatchObject([{ data: { userId: 'u-bob', code } }]);
+    model.script([{ text: 'Hi Bob.' }]);
+    await post({ id: 'm-3', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Now?' });
+    await host.channels.idle();
+    expect(received[2]?.body.text).toBe('Hi Bob.');
+  });
+
+  it('ignores a group message without a mention, answers one with, and tells a flooding person to wait', async () => {
+    await start({ groups: 'open', require_mention: true, messages_per_minute: 2, allow_users: [] });
+    await post({ id: 'g-1', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: 'chatter' });
+    model.script([{ text: 'Yes?' }, { text: 'Again?' }]);
+    await post({ id: 'g-2', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper hi', mentioned: true });
+    await post({ id: 'g-3', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper again', mentioned: true });
+    await post({ id: 'g-4', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper and again', mentioned: true });
+    await host.channels.idle();
+    expect(received.map((reply) => reply.body.text)).toEqual(['Yes?', 'Again?', 'You are sending messages faster than 2 a minute; please wait a moment.']);
+    const statuses = (await host.store.channels.recent('hooks', 10)).map((message) => [message.platformId, message.status]);
+    expect(statuses).toEqual([
+      ['g-4', 'refused'],
+      ['g-3', 'answered'],
+      ['g-2', 'answered'],
+      ['g-1', 'ignored'],
+    ]);
+  });
+
+  it('answers after a restart what was stored but not answered before a crash', async () => {
+    const replyUrl = await startReceiver();
+    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open' } }] };
+    host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
+    await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    // Stored and acknowledged, then the process died before the turn.
+    await host.store.channels.receive({ channel: 'hooks', platformId: 'm-9', userId: 'u-1', userName: null, conversationId: 'c-9', conversationKind: 'direct', thread: null, mentioned: true, text: 'Are you there?', status: 'received', note: null, receivedAt: 1, updatedAt: 1 });
+    model.script([{ text: 'I am.' }]);
+    await host.channels.start();
+    await host.channels.idle();
+    expect(received.map((reply) => reply.body.text)).toEqual(['I am.']);
+    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+  });
+
+  it('lists channels with their state over /api/channels, a missing secret shown as failed', async () => {
+    const config = { channels: [{ name: 'nosecret', kind: 'webhook', agent: 'helper', secret_env: 'MISSING_SECRET', reply_url: 'http://127.0.0.1:9/replies' }] };
+    host = await openTestHost(dir.path, config, TEST_KEYS);
+    await host.channels.start();
+    await startReceiver();
+    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    const response = await fetch(`${api.url}/api/channels`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject([{ name: 'nosecret', kind: 'webhook', agent: 'helper', state: 'failed', error: 'MISSING_SECRET is not set in the daemon\'s environment', policy: { direct: 'pairing', groups: 'closed' } }]);
+    const hook = await fetch(`${api.url}/hooks/nosecret`, { method: 'POST', body: '{}' });
+    expect(hook.status).toBe(404);
+  });
+});
