@@ -11,6 +11,8 @@ import { createWebhookChannel, type WebhookChannel } from './webhook-channel.ts'
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
 export const EDIT_INTERVAL_MS = 1000;
+/** The waits between attempts to deliver a reply while the platform is away (about a minute in all). */
+export const DELIVERY_RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16_000, 30_000];
 const PAIRING_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const RATE_WINDOW_MS = 60_000;
 
@@ -46,6 +48,7 @@ export interface ChannelService {
    * on), then answers what a crash left unanswered. Called again, it waits for the same start.
    */
   start(): Promise<void>;
+  /** Stops receiving and retrying deliveries; turns under way end with the kernel's shutdown (then `idle`). */
   stop(): Promise<void>;
   list(): Promise<ChannelView[]>;
   /**
@@ -118,8 +121,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   }
 
   /** Sends `text` as the reply, in as many messages as the platform's limit needs. */
-  async function reply(adapter: ChannelAdapter, target: ReplyTarget, text: string): Promise<void> {
-    for (const part of splitReply(text, adapter.maxMessageLength)) await adapter.send(target, part);
+  async function reply(channel: string, adapter: ChannelAdapter, target: ReplyTarget, text: string): Promise<void> {
+    for (const part of splitReply(text, adapter.maxMessageLength)) await deliver(channel, () => adapter.send(target, part));
   }
 
   /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
@@ -131,7 +134,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
       await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: message.userId, userName: message.userName, reason });
-      await reply(adapter, target, text);
+      await reply(config.name, adapter, target, text);
       await settle('refused', reason);
     };
 
@@ -187,16 +190,27 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       });
       await edits;
       const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
-      if (sent === undefined) await adapter.send(target, first);
-      else if (sent.text !== first && edit !== undefined) await edit(target, sent.messageId, first);
-      for (const part of rest) await adapter.send(target, part);
+      try {
+        await deliver(config.name, async () => {
+          if (sent === undefined) sent = { messageId: (await adapter.send(target, first)).messageId, text: first };
+          else if (sent.text !== first && edit !== undefined) {
+            await edit(target, sent.messageId, first);
+            sent = { ...sent, text: first };
+          }
+        });
+        for (const part of rest) await deliver(config.name, () => adapter.send(target, part));
+      } catch (error) {
+        // The answer is in the session; only the platform did not take it.
+        await settle('failed', `the reply could not be delivered: ${error instanceof Error ? error.message : String(error)}`);
+        return;
+      }
       await settle('answered', result.text);
     } catch (error) {
       await edits;
       const why = error instanceof Error ? error.message : String(error);
       logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
       const text = isLoomError(error) && error.category === 'user' ? `Sorry, I can't do that: ${why}` : 'Sorry, something went wrong while I was answering; please try again.';
-      await reply(adapter, target, text).catch(() => undefined);
+      await reply(config.name, adapter, target, text).catch(() => undefined);
       await settle('failed', why);
     }
   }
@@ -216,6 +230,21 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
   let started: Promise<void> | undefined;
   let stopped = false;
+  const stopping = new AbortController();
+
+  /** Runs a delivery to the platform, again after a wait while it fails (the platform away), until the waits run out. */
+  async function deliver<T>(channel: string, action: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await action();
+      } catch (error) {
+        const wait = DELIVERY_RETRY_MS[attempt];
+        if (wait === undefined || stopping.signal.aborted) throw error;
+        logger.warn({ err: error, channel, attempt: attempt + 1, retryInMs: wait }, 'a reply could not be delivered; trying again');
+        await clock.sleep(wait, { signal: stopping.signal });
+      }
+    }
+  }
 
   async function startAll(): Promise<void> {
     for (const config of options.channels) {
@@ -264,9 +293,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
     async stop() {
       stopped = true;
+      stopping.abort();
       await started;
       for (const channel of running.values()) await channel.adapter?.stop();
-      await Promise.allSettled([...conversations.values()]);
     },
 
     async list() {

@@ -186,6 +186,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
         await channels.stop();
         await packageRuntime.shutdown();
         await kernel.shutdown();
+        // What channels were answering has ended with the turns; its outcome is stored before the store closes.
+        await channels.idle();
         await codeModules.close();
         scheduler?.stopAll();
         await mcp?.stop();

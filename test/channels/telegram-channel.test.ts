@@ -1,0 +1,107 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let telegram: FakeTelegramServer;
+let host: TestHost;
+
+const ADA = { id: 42, first_name: 'Ada' };
+const ADA_CHAT = { id: 42, type: 'private' as const };
+const TEAM = { id: -1001, type: 'supergroup' as const, title: 'Team' };
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-telegram-');
+  telegram = await startFakeTelegramServer();
+});
+afterEach(async () => {
+  await host.close();
+  await telegram.close();
+  await dir.remove();
+});
+
+async function start(policy: Record<string, unknown> = {}): Promise<void> {
+  const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42'], ...policy } }] };
+  host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token });
+  await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.channels.start();
+}
+
+/** Waits (in real time, bounded) until `done` holds; with `clock`, moves the fake clock a second each round. */
+async function until(done: () => boolean | Promise<boolean>, options: { advanceClock?: boolean } = {}): Promise<void> {
+  for (let round = 0; round < 200 && !(await done()); round += 1) {
+    if (options.advanceClock === true) await host.clock.advance(1000);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe('a Telegram channel (grammY against a local Bot API server)', () => {
+  it('answers a direct message from an allowed person, typing first, and acknowledges the update only once stored', async () => {
+    await start();
+    expect((await host.channels.list())[0]).toMatchObject({ name: 'tg', kind: 'telegram', state: 'connected', error: null });
+    model.script([{ text: 'Hello Ada, nice to meet you.' }]);
+    const update = telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.sent.map((message) => [message.chatId, message.text])).toEqual([[42, 'Hello Ada, nice to meet you.']]);
+    expect(telegram.calls).toContain('sendChatAction');
+    await until(() => telegram.acknowledged() >= update);
+    expect(telegram.acknowledged()).toBeGreaterThanOrEqual(update);
+    expect(await host.store.channels.recent('tg', 1)).toMatchObject([{ platformId: expect.stringMatching(/^42:\d+$/) as unknown, userName: 'Ada', conversationKind: 'direct', status: 'answered' }]);
+  });
+
+  it('ignores a group message that does not mention the bot and answers one that does', async () => {
+    await start({ groups: 'open', allow_users: [], direct: 'closed' });
+    telegram.push(TEAM, ADA, 'talking among ourselves');
+    model.script([{ text: 'At your service.' }]);
+    const mention = `@${telegram.bot.username} can you help?`;
+    telegram.push(TEAM, ADA, mention, { entities: [{ type: 'mention', offset: 0, length: telegram.bot.username.length + 1 }] });
+    await until(async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status !== 'received') && (await host.store.channels.recent('tg', 2)).length === 2);
+    expect(telegram.sent.map((message) => [message.chatId, message.text])).toEqual([[-1001, 'At your service.']]);
+    expect((await host.store.channels.recent('tg', 2)).map((message) => message.status)).toEqual(['answered', 'ignored']);
+  });
+
+  it('answers a message delivered twice once', async () => {
+    await start();
+    model.script([{ text: 'Only once.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Ping', { messageId: 7 });
+    telegram.push(ADA_CHAT, ADA, 'Ping', { messageId: 7 });
+    await until(() => telegram.acknowledged() >= 2);
+    await host.channels.idle();
+    expect(telegram.sent.map((message) => message.text)).toEqual(['Only once.']);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('refuses a person not allowed, in their chat, and audits it', async () => {
+    await start();
+    telegram.push({ id: 77, type: 'private' }, { id: 77, first_name: 'Mallory' }, 'let me in');
+    await until(() => telegram.sent.length > 0);
+    expect(telegram.sent[0]).toMatchObject({ chatId: 77, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
+    await until(async () => (await host.store.events.list({ type: 'channel-refused' })).length > 0);
+    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'tg', userId: '77', userName: 'Mallory', name: 'helper' } }]);
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it('delivers the reply once the platform comes back after failing mid-reply', async () => {
+    await start();
+    model.script([{ text: 'Worth the wait.' }]);
+    telegram.failSends(3);
+    telegram.push(ADA_CHAT, ADA, 'Are you there?');
+    await until(() => telegram.sent.length > 0, { advanceClock: true });
+    expect(telegram.sent.map((message) => message.text)).toEqual(['Worth the wait.']);
+    expect(telegram.calls.filter((call) => call === 'sendMessage').length).toBeGreaterThanOrEqual(4);
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect((await host.store.channels.recent('tg', 1))[0]?.status).toBe('answered');
+  });
+
+  it('splits a reply longer than Telegram allows into several messages', async () => {
+    await start();
+    const long = `${'a'.repeat(3000)}\n\n${'b'.repeat(3000)}`;
+    model.script([{ text: long }]);
+    telegram.push(ADA_CHAT, ADA, 'Write a lot');
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.sent.map((message) => message.text)).toEqual(['a'.repeat(3000), 'b'.repeat(3000)]);
+  });
+});
