@@ -300,9 +300,11 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
     async list() {
       const views: ChannelView[] = [];
-      for (const channel of running.size > 0 ? running.values() : options.channels.map((config) => ({ config, adapter: undefined, failure: 'not started' }))) {
+      // Outside the daemon nothing runs: each channel is shown stopped, with where it would run.
+      const notRunning = 'channels run in the daemon (loom start)';
+      for (const channel of started === undefined ? options.channels.map((config): RunningChannel => ({ config, adapter: undefined, failure: null })) : running.values()) {
         const { config } = channel;
-        const adapterState = channel.adapter?.state();
+        const adapterState = channel.adapter?.state() ?? (started === undefined ? { state: 'stopped' as const, error: notRunning } : undefined);
         const [latest] = await store.channels.recent(config.name, 1);
         const pending = (await store.channels.pairings(config.name)).filter((pairing) => pairing.approvedAt === null);
         views.push({
