@@ -32,6 +32,8 @@ export interface ChannelView {
 
 export interface ChannelServiceOptions {
   channels: readonly ChannelConfig[];
+  /** `[people]` of config.toml: a person's name → their `<channel>:<user id>` identities. */
+  people?: Readonly<Record<string, readonly string[]>>;
   kernel: Pick<Kernel, 'send' | 'get' | 'publish'>;
   store: Pick<Store, 'channels'>;
   clock: Clock;
@@ -73,6 +75,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   const { kernel, store, clock } = options;
   const logger = options.logger.child({ component: 'channels' });
   const running = new Map<string, RunningChannel>();
+  /** `<channel>:<user id>` → the person's name in `[people]`. */
+  const personOf = new Map<string, string>();
+  for (const [person, identities] of Object.entries(options.people ?? {})) for (const identity of identities) personOf.set(identity, person);
   /** Per conversation: its messages are answered in order. */
   const conversations = new Map<string, Promise<void>>();
   /** Per channel and person: when their recent messages came. */
@@ -171,6 +176,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const result = await kernel.send(config.agent, message.text, {
         caller: { kind: 'user', role: 'user', name: `${config.name}:${message.userId}`, agents: [config.agent] },
         conversation: `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`,
+        person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
         emit: (event) => {
           if (edit === undefined || event.type !== 'text-delta') return;
           streamed += event.text;

@@ -202,6 +202,17 @@ export const ConfigSchema = z.strictObject({
   prices: ModelPriceOverridesSchema.default({}),
   /** Context windows in tokens, keyed "provider/model" (default 128,000). */
   context_windows: z.record(z.string(), z.int().positive()).default({}),
+  /**
+   * The same person on several channels, by name: `ada = ["telegram:42", "hooks:u-ada"]` (a
+   * channel's name, a colon, the platform's user id). An agent then remembers what it said with
+   * them on one channel when they write on another. Someone not listed is one person per channel.
+   */
+  people: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'expected a name of letters, digits, ".", "_" or "-"' }),
+      z.array(z.string().regex(/^[a-z0-9][a-z0-9_-]*:.+$/, { error: 'expected "<channel>:<platform user id>", e.g. "telegram:42"' })),
+    )
+    .default({}),
   /** Chat platforms and webhooks people talk to agents from. */
   channels: z
     .array(ChannelConfigSchema)

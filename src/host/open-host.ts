@@ -165,6 +165,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     mcp?.start();
     const channels = createChannelService({
       channels: options.config.channels,
+      people: options.config.people,
       kernel,
       store,
       clock,

@@ -24,6 +24,7 @@ import {
   partialOutcomeOf,
   runAgentLoop,
   SUMMARY_INSTRUCTION,
+  SUMMARY_PREFIX,
   type ToolFilter,
   type ToolRunner,
   type TurnResult,
@@ -34,6 +35,7 @@ import type { KernelEvent } from './event-bus.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { AgentTurns } from './agent-turns.ts';
+import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 import { SessionHistories } from './session-histories.ts';
@@ -49,6 +51,18 @@ export interface SendOptions {
    * the agent, made with its first message. Without one, the agent's main session.
    */
   conversation?: string;
+  /**
+   * Who the message is from, the same on every channel: the assistant loop then sees what the
+   * agent said with them in other conversations, and adds this exchange (see `canonical-memory.ts`).
+   */
+  person?: string;
+}
+
+/** Where a turn's messages go: its session, and the conversation and person it belongs to. */
+interface TurnPlace {
+  sessionId: string;
+  conversation?: string;
+  person?: string;
 }
 
 /** The session of an agent's conversation: a UUID derived from both, so the same conversation always finds it. */
@@ -333,11 +347,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result;
   }
 
-  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, sessionId: string): Promise<TurnResult> {
+  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
     // The turn may have waited in the queue: the agent must still be live, running and within quota.
     const runLogger = await beginTurn(entry, emit, 'send it messages');
 
+    const { sessionId } = place;
     const base = await histories.load(sessionId);
+    const conversation = place.conversation ?? 'main';
+    const canonical = place.person === undefined ? undefined : { person: place.person, sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)) };
+    const canonicalBase = canonical === undefined ? undefined : await histories.load(canonical.sessionId);
+    const known = canonical === undefined || canonicalBase === undefined ? undefined : renderCanonical(canonicalBase.messages, canonical.person, conversation);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
     const { filter, approvalRequiredFor, settings } = policy;
@@ -369,7 +388,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     try {
       outcome = await runAgentLoop({
         agent,
-        system: withStabilityGuidelines(modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)),
+        system: withStabilityGuidelines(`${modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)}${known === undefined ? '' : `\n\n${known}`}`),
         messages,
         models,
         resolver: runtime.resolver,
@@ -397,6 +416,22 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       }
       if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
       throw error;
+    }
+    if (canonical !== undefined && canonicalBase !== undefined) {
+      // What the agent learned of this person goes with them to their other conversations; a
+      // failure here costs that, not the turn.
+      try {
+        const added = canonicalExchange(conversation, message, outcome.text);
+        let next = [...canonicalBase.messages, ...added];
+        if (next.length > CANONICAL_MAX_MESSAGES) {
+          const older = next.slice(0, -CANONICAL_KEEP_MESSAGES);
+          const summary = await summarize(runtime, outcome.model, older, signal, calls);
+          next = [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` }, ...next.slice(-CANONICAL_KEEP_MESSAGES)];
+        }
+        await histories.save({ sessionId: canonical.sessionId, agentId: entry.id }, canonicalBase, next, added);
+      } catch (error) {
+        runLogger.warn({ err: error, person: canonical.person }, 'could not update what the agent knows of this person across conversations');
+      }
     }
     const usage = await save(outcome.messages, [...calls, ...outcome.calls]);
     return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
@@ -772,9 +807,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const emit = options.emit ?? noEvents;
     const module = moduleFor(entry);
     const sessionId = options.conversation === undefined ? entry.sessionId : conversationSessionId(entry.id, options.conversation);
+    const place: TurnPlace = { sessionId, ...(options.conversation === undefined ? {} : { conversation: options.conversation }), ...(options.person === undefined ? {} : { person: options.person }) };
     const turn = (): Promise<TurnResult> =>
       turns.run(entry.id, options.signal, (signal) =>
-        module === undefined ? runChat(runtime, entry, message, caller, signal, emit, sessionId) : runModuleTurn(runtime, entry, module, message, caller, signal, emit, sessionId),
+        module === undefined ? runChat(runtime, entry, message, caller, signal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, signal, emit, sessionId),
       );
     // An agent waiting on another must not be waited on by it: that would deadlock both turns.
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
