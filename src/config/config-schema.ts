@@ -337,4 +337,22 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # [[registries]]
 # name = "team"
 # location = "https://registry.example.com/loom"
+
+# Channels: people talk to an agent from Telegram or a signed webhook (see the README's
+# "Channels"). Deny by default: a stranger gets a code you approve with `loom channels approve`.
+# [[channels]]
+# name = "support"
+# kind = "telegram"
+# agent = "assistant"
+# token_env = "TELEGRAM_BOT_TOKEN"
+# [channels.policy]
+# direct = "pairing"              # open | allowlist | pairing | closed
+# groups = "closed"               # open | allowlist | closed
+# allow_users = []
+# require_mention = true
+# messages_per_minute = 10
+
+# The same person on several channels ("<channel>:<user id>"): an agent remembers them across.
+# [people]
+# ada = ["support:42"]
 `;
