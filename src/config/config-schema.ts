@@ -339,7 +339,7 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # location = "https://registry.example.com/loom"
 
 # Channels: people talk to an agent from Telegram or a signed webhook (see the README's
-# "Channels"). Deny by default: a stranger gets a code you approve with `loom channels approve`.
+# "Channels"). Deny by default: a stranger gets a code you approve with "loom channels approve".
 # [[channels]]
 # name = "support"
 # kind = "telegram"

@@ -84,8 +84,12 @@ describe('a webhook channel', () => {
 
     await post(fromAda('m-2', 'Another thread', 'c-2'));
     await host.channels.idle();
-    // Each conversation has its own session; the agent's main one is untouched.
-    expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('Hi there');
+    // Each conversation has its own session; the agent's main one is untouched. What Ada said in
+    // the first is known in the second, as what the agent knows of her.
+    const [system, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: unknown }[];
+    expect(JSON.stringify(conversation)).not.toContain('Hi there');
+    expect(JSON.stringify(system)).toContain('What you know of this person (hooks:u-ada)');
+    expect(JSON.stringify(system)).toContain('They said (channel:hooks:c-1) Hi there');
     expect((await host.kernel.session('helper')).messages).toEqual([]);
     const [stored] = await host.store.channels.recent('hooks', 1);
     expect(stored).toMatchObject({ platformId: 'm-2', status: 'answered', note: 'Hello again.' });

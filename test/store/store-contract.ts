@@ -3,6 +3,7 @@ import type { Store } from '../../src/contracts/index.ts';
 import { StoreError } from '../../src/errors/index.ts';
 import { describeAgentsContract } from './contract/agents-contract.ts';
 import { describeApprovalsContract } from './contract/approvals-contract.ts';
+import { describeChannelsContract } from './contract/channels-contract.ts';
 import { describeForgedToolsContract } from './contract/forged-tools-contract.ts';
 import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
 import { describeMemoryContract } from './contract/memory-contract.ts';
@@ -56,6 +57,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeInstalledPackagesContract(context);
     describeWorkflowsContract(context);
     describeForgedToolsContract(context);
+    describeChannelsContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { ChannelMessageRecord } from '../../../src/contracts/index.ts';
+import type { StoreContext } from './fixtures.ts';
+
+const message = (platformId: string, changes: Partial<ChannelMessageRecord> = {}): ChannelMessageRecord => ({
+  channel: 'tg',
+  platformId,
+  userId: '42',
+  userName: 'Ada — ünïcode',
+  conversationId: '-100',
+  conversationKind: 'group',
+  thread: '7',
+  mentioned: true,
+  text: 'hello "there"',
+  status: 'received',
+  note: null,
+  receivedAt: 1_000,
+  updatedAt: 1_000,
+  ...changes,
+});
+
+/** The channels part of the Store contract. */
+export function describeChannelsContract(context: StoreContext): void {
+  describe('channels', () => {
+    it('stores a message once per platform id, reads it back exactly, settles it, and lists what is unsettled oldest first', async () => {
+      const { channels } = context.store;
+      expect(await channels.receive(message('m1'))).toBe(true);
+      expect(await channels.receive(message('m1', { text: 'a second delivery' }))).toBe(false);
+      expect(await channels.receive(message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }))).toBe(true);
+      expect(await channels.receive(message('m1', { channel: 'other' }))).toBe(true);
+      expect(await channels.recent('tg', 10)).toEqual([message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }), message('m1')]);
+      await channels.settle('tg', 'm1', 'answered', 'the reply', 3_000);
+      expect(await channels.unsettled('tg')).toMatchObject([{ platformId: 'm2' }]);
+      expect((await channels.recent('tg', 1))[0]).toMatchObject({ platformId: 'm2' });
+      expect((await channels.recent('tg', 2))[1]).toMatchObject({ platformId: 'm1', status: 'answered', note: 'the reply', updatedAt: 3_000 });
+    });
+
+    it('keeps one waiting pairing per person, approves it by code once, and finds it', async () => {
+      const { channels } = context.store;
+      await channels.requestPairing({ code: 'AAAAAA', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 1, approvedAt: null });
+      await channels.requestPairing({ code: 'BBBBBB', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 2, approvedAt: null });
+      expect((await channels.pairings('tg')).map((pairing) => pairing.code)).toEqual(['BBBBBB']);
+      expect(await channels.approvePairing('AAAAAA', 5)).toBeUndefined();
+      expect(await channels.approvePairing('BBBBBB', 5)).toEqual({ code: 'BBBBBB', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 2, approvedAt: 5 });
+      // Approving again changes nothing.
+      expect((await channels.approvePairing('BBBBBB', 9))?.approvedAt).toBe(5);
+      expect((await channels.pairingOf('tg', '42'))?.approvedAt).toBe(5);
+      // A later request does not drop an approved pairing.
+      await channels.requestPairing({ code: 'CCCCCC', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 10, approvedAt: null });
+      expect((await channels.pairingOf('tg', '42'))?.code).toBe('BBBBBB');
+      expect(await channels.pairingOf('other', '42')).toBeUndefined();
+      expect((await channels.pairings()).map((pairing) => pairing.code)).toEqual(['CCCCCC', 'BBBBBB']);
+    });
+  });
+}
