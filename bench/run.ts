@@ -2,6 +2,7 @@
 // Each prints one JSON object per line.
 import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
+import { channelsBench } from './channels.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { forgedBench } from './forged.ts';
 import { mcpCallBench } from './mcp.ts';
@@ -25,6 +26,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   orchestration: orchestrationBench,
   forged: forgedBench,
   modules: modulesBench,
+  channels: channelsBench,
 };
 
 const requested = process.argv.slice(2);

@@ -35,6 +35,8 @@ export interface FakeTelegramServer {
   /** The highest update id grammY acknowledged (offset − 1). */
   acknowledged(): number;
   failSends(count: number): void;
+  /** Resolves with the next message the bot sends. */
+  nextSend(): Promise<SentMessage>;
   close(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
   let nextMessage = 1000;
   let offset = 0;
   let failing = 0;
+  const sendWaiters: ((message: SentMessage) => void)[] = [];
   const now = (): number => Math.floor(Date.now() / 1000);
 
   async function readBody(request: IncomingMessage): Promise<Record<string, unknown>> {
@@ -91,6 +94,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       case 'sendMessage': {
         const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text: String(body['text']), threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0 };
         sent.push(message);
+        for (const waiter of sendWaiters.splice(0)) waiter(message);
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
         return;
       }
@@ -145,6 +149,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
     failSends(count) {
       failing = count;
     },
+    nextSend: () => new Promise((resolve) => sendWaiters.push(resolve)),
     close: () =>
       new Promise((resolve) => {
         for (const wake of waiting) wake();
