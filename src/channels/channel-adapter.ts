@@ -27,6 +27,25 @@ export interface ReplyTarget {
  */
 export type InboundSink = (message: InboundMessage) => Promise<{ duplicate: boolean }>;
 
+/** A button a person pressed under one of the bot's messages (an approval's Approve or Deny). */
+export interface InboundChoice {
+  user: { id: string; name: string | null };
+  conversationId: string;
+  /** What the button carries (`approve:<id>`, `deny:<id>`). */
+  data: string;
+  /** Tells the person what came of it (a toast on Telegram). */
+  acknowledge(text: string): Promise<void>;
+}
+
+/** Receives the buttons people press. */
+export type ChoiceSink = (choice: InboundChoice) => Promise<void>;
+
+/** A button under a message: what it says, what it carries back. */
+export interface Choice {
+  label: string;
+  data: string;
+}
+
 /** How a channel's connection stands. */
 export type ChannelState = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
 
@@ -34,13 +53,15 @@ export interface ChannelAdapter {
   readonly kind: string;
   /** The longest text one message may carry on the platform (longer replies are split). */
   readonly maxMessageLength: number;
-  /** Starts receiving; messages go to `sink`. Resolves once receiving has begun. */
-  start(sink: InboundSink): Promise<void>;
+  /** Starts receiving; messages go to `sink`, pressed buttons to `choices`. Resolves once receiving has begun. */
+  start(sink: InboundSink, choices?: ChoiceSink): Promise<void>;
   stop(): Promise<void>;
   /** Sends a message; its platform id, for edits. */
   send(target: ReplyTarget, text: string): Promise<{ messageId: string }>;
   /** Replaces a sent message's text (a streamed reply growing); absent where the platform cannot. */
   edit?(target: ReplyTarget, messageId: string, text: string): Promise<void>;
+  /** Sends a message with buttons under it, where the platform has them. */
+  sendChoices?(target: ReplyTarget, text: string, choices: readonly Choice[]): Promise<{ messageId: string }>;
   /** Shows that a reply is being written, where the platform can. */
   typing?(target: ReplyTarget): Promise<void>;
   state(): { state: ChannelState; error: string | null };

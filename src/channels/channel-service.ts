@@ -3,7 +3,7 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
 import { isLoomError, UsageError } from '../errors/index.ts';
 import type { ChannelEvent, Kernel } from '../kernel/index.ts';
-import type { ChannelAdapter, ChannelState, InboundMessage, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, ChannelState, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
 import { splitReply } from './split-reply.ts';
 import { createTelegramChannel } from './telegram-channel.ts';
@@ -14,6 +14,10 @@ export const EDIT_INTERVAL_MS = 1000;
 /** The waits between attempts to deliver a reply while the platform is away (about a minute in all). */
 export const DELIVERY_RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16_000, 30_000];
 const PAIRING_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+/** `approve <id>` or `deny <id>` (an id or its first 8 characters), the reply command where a platform has no buttons. */
+const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
+/** How much of a tool call's input an approval request shows. */
+const SHOWN_INPUT_CHARS = 300;
 const RATE_WINDOW_MS = 60_000;
 
 /** A channel as `loom channels list` and `GET /api/channels` show it. */
@@ -34,7 +38,7 @@ export interface ChannelServiceOptions {
   channels: readonly ChannelConfig[];
   /** `[people]` of config.toml: a person's name → their `<channel>:<user id>` identities. */
   people?: Readonly<Record<string, readonly string[]>>;
-  kernel: Pick<Kernel, 'send' | 'get' | 'publish'>;
+  kernel: Pick<Kernel, 'send' | 'get' | 'publish' | 'approvals'>;
   store: Pick<Store, 'channels'>;
   clock: Clock;
   logger: Logger;
@@ -130,6 +134,49 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     for (const part of splitReply(text, adapter.maxMessageLength)) await deliver(channel, () => adapter.send(target, part));
   }
 
+  /** Asks the conversation about a tool call that waits for approval: buttons for the approvers where the platform has them, else how to answer. */
+  async function askApproval(config: ChannelConfig, adapter: ChannelAdapter, target: ReplyTarget, request: { approvalId: string; toolName: string; input: unknown }): Promise<void> {
+    const input = JSON.stringify(request.input) ?? '';
+    const shown = input.length > SHOWN_INPUT_CHARS ? `${input.slice(0, SHOWN_INPUT_CHARS)}…` : input;
+    const question = `${config.agent} wants to run ${request.toolName} ${shown}`;
+    const short = request.approvalId.slice(0, 8);
+    if (config.policy.approvers.length === 0) {
+      await reply(config.name, adapter, target, `${question}\nIt waits for the owner's approval: loom approvals approve ${short}`);
+      return;
+    }
+    if (adapter.sendChoices !== undefined) {
+      const choices = [
+        { label: 'Approve', data: `approve:${request.approvalId}` },
+        { label: 'Deny', data: `deny:${request.approvalId}` },
+      ];
+      await deliver(config.name, () => (adapter.sendChoices as NonNullable<ChannelAdapter['sendChoices']>)(target, question, choices));
+      return;
+    }
+    await reply(config.name, adapter, target, `${question}\nReply "approve ${short}" or "deny ${short}".`);
+  }
+
+  /**
+   * A person's decision on an approval, from a button or the reply command: taken only from the
+   * channel's `approvers`; the decision is the kernel's, recorded as by `<channel>:<user id>`.
+   * Returns what to tell them.
+   */
+  async function decideApproval(config: ChannelConfig, user: { id: string; name: string | null }, verb: string, reference: string): Promise<string> {
+    if (!config.policy.approvers.includes(user.id)) {
+      await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: user.id, userName: user.name, reason: 'an approval decision from someone not in the channel\'s approvers' });
+      return 'Only the approvers of this channel may decide that.';
+    }
+    const pending = (await kernel.approvals.list('pending')).filter((approval) => approval.id.startsWith(reference.toLowerCase()));
+    const [approval] = pending;
+    if (approval === undefined || pending.length > 1) return pending.length > 1 ? `"${reference}" names more than one request; give more of its id.` : 'That request is no longer waiting.';
+    const approved = verb.toLowerCase() === 'approve';
+    try {
+      await kernel.approvals.decide(approval.id, { approved, by: `${config.name}:${user.id}`, reason: null });
+    } catch (error) {
+      return `It could not be decided: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    return approved ? `Approved: ${approval.tool} runs.` : `Denied: ${approval.tool} does not run.`;
+  }
+
   /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
   async function answer(channel: RunningChannel, message: ChannelMessageRecord): Promise<void> {
     const { config } = channel;
@@ -178,6 +225,10 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         conversation: `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`,
         person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
         emit: (event) => {
+          if (event.type === 'approval-request') {
+            edits = edits.then(() => askApproval(config, adapter, target, event)).catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not ask for an approval'));
+            return;
+          }
           if (edit === undefined || event.type !== 'text-delta') return;
           streamed += event.text;
           const now = clock.now();
@@ -259,6 +310,10 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       running.set(config.name, channel);
       try {
         const adapter = adapterOf(config);
+        const onChoice = async (choice: InboundChoice): Promise<void> => {
+          const match = /^(approve|deny):(.+)$/.exec(choice.data);
+          await choice.acknowledge(match === null ? 'That button is not one of mine.' : await decideApproval(config, choice.user, match[1] ?? '', match[2] ?? ''));
+        };
         await adapter.start(async (inbound) => {
           const at = clock.now();
           const record: ChannelMessageRecord = {
@@ -277,9 +332,15 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
             updatedAt: at,
           };
           const stored = await store.channels.receive(record);
-          if (stored) enqueue(channel, record);
+          // A decision on an approval cannot wait behind the turn it would unblock: it is answered at once.
+          const command = APPROVAL_COMMAND.exec(inbound.text);
+          if (stored && command !== null && config.policy.approvers.length > 0) {
+            const answer = await decideApproval(config, inbound.user, command[1] ?? '', command[2] ?? '');
+            await reply(config.name, adapter, { conversationId: inbound.conversation.id, thread: inbound.conversation.thread }, answer).catch(() => undefined);
+            await store.channels.settle(config.name, inbound.platformId, 'answered', answer, clock.now());
+          } else if (stored) enqueue(channel, record);
           return { duplicate: !stored };
-        });
+        }, onChoice);
         channel.adapter = adapter;
       } catch (error) {
         channel.failure = error instanceof Error ? error.message : String(error);

@@ -1,7 +1,7 @@
-import { Bot } from 'grammy';
+import { Bot, InlineKeyboard } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
-import type { ChannelAdapter, ChannelState, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
 /** Telegram's limit on one message's text. */
 const TELEGRAM_MAX_LENGTH = 4096;
@@ -34,8 +34,25 @@ export function createTelegramChannel(options: { name: string; token: string; ap
     kind: 'telegram',
     maxMessageLength: TELEGRAM_MAX_LENGTH,
 
-    async start(sink: InboundSink) {
+    async start(sink: InboundSink, choices?: ChoiceSink) {
       state = 'starting';
+      bot.on('callback_query:data', async (context) => {
+        const query = context.callbackQuery;
+        const from = query.from;
+        const answered = { done: false };
+        await choices?.({
+          user: { id: String(from.id), name: [from.first_name, from.last_name].filter(Boolean).join(' ') || (from.username ?? null) },
+          conversationId: String(query.message?.chat.id ?? from.id),
+          data: query.data,
+          acknowledge: async (text) => {
+            answered.done = true;
+            await context.answerCallbackQuery({ text });
+            // The question shows what became of it, and its buttons go.
+            if (query.message !== undefined && 'text' in query.message && !text.startsWith('Only')) await context.editMessageText(`${query.message.text ?? ''}\n${text}`).catch(() => undefined);
+          },
+        });
+        if (!answered.done) await context.answerCallbackQuery();
+      });
       bot.on('message:text', async (context) => {
         const message = context.message;
         const direct = message.chat.type === 'private';
@@ -62,7 +79,7 @@ export function createTelegramChannel(options: { name: string; token: string; ap
         polling = bot
           .start({
             drop_pending_updates: false,
-            allowed_updates: ['message'],
+            allowed_updates: ['message', 'callback_query'],
             onStart: () => {
               state = 'connected';
               resolve();
@@ -90,6 +107,13 @@ export function createTelegramChannel(options: { name: string; token: string; ap
 
     async edit(target, messageId, text) {
       await bot.api.editMessageText(chatOf(target), Number(messageId), text);
+    },
+
+    async sendChoices(target, text, choices) {
+      const keyboard = new InlineKeyboard();
+      for (const choice of choices) keyboard.text(choice.label, choice.data);
+      const sent = await bot.api.sendMessage(chatOf(target), text, { ...threadOf(target), reply_markup: keyboard });
+      return { messageId: String(sent.message_id) };
     },
 
     async typing(target) {

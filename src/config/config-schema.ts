@@ -22,6 +22,11 @@ export const ChannelPolicySchema = z.strictObject({
   require_mention: z.boolean().default(true),
   /** Messages one person may send per minute; past it they are told to wait. */
   messages_per_minute: z.int().positive().default(10),
+  /**
+   * Platform user ids who may approve or deny the agent's tool calls from the chat (buttons on
+   * Telegram, "approve <id>" elsewhere). None by default: approvals wait for the owner.
+   */
+  approvers: z.array(z.string().min(1)).default([]),
 });
 
 const channelName = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, { error: 'expected lowercase letters, digits, "_" or "-"' });

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -23,10 +25,10 @@ afterEach(async () => {
   await dir.remove();
 });
 
-async function start(policy: Record<string, unknown> = {}): Promise<void> {
-  const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42'], ...policy } }] };
+async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
+  const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42', '77'], ...policy } }] };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token });
-  await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
 }
 
@@ -74,13 +76,33 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect(model.requests).toHaveLength(1);
   });
 
+  it('asks for a tool call\'s approval with buttons, takes the decision only from an approver, and then answers', async () => {
+    await start({ approvers: ['42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'note.txt', content: 'from the chat' } }] }, { text: 'Written.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Write a note');
+    await until(() => telegram.sent.some((message) => message.buttons.length > 0));
+    const question = telegram.sent.find((message) => message.buttons.length > 0);
+    expect(question?.text).toBe('helper wants to run file_write {"path":"note.txt","content":"from the chat"}');
+    expect(question?.buttons.map(([label]) => label)).toEqual(['Approve', 'Deny']);
+    const approve = question?.buttons[0]?.[1] ?? '';
+    telegram.press({ id: 77, first_name: 'Mallory' }, question as NonNullable<typeof question>, approve);
+    await until(() => telegram.answers.length > 0);
+    expect(telegram.answers[0]).toBe('Only the approvers of this channel may decide that.');
+    telegram.press(ADA, question as NonNullable<typeof question>, approve);
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.answers[1]).toBe('Approved: file_write runs.');
+    expect(telegram.sent.at(-1)?.text).toBe('Written.');
+    expect(await readFile(join(dir.path, 'home', 'workspaces', 'helper', 'note.txt'), 'utf8')).toBe('from the chat');
+    expect(await host.store.events.list({ type: 'approval-decide' })).toMatchObject([{ data: { status: 'approved', by: 'tg:42' } }]);
+  });
+
   it('refuses a person not allowed, in their chat, and audits it', async () => {
     await start();
-    telegram.push({ id: 77, type: 'private' }, { id: 77, first_name: 'Mallory' }, 'let me in');
+    telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
     await until(() => telegram.sent.length > 0);
-    expect(telegram.sent[0]).toMatchObject({ chatId: 77, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
+    expect(telegram.sent[0]).toMatchObject({ chatId: 78, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
     await until(async () => (await host.store.events.list({ type: 'channel-refused' })).length > 0);
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'tg', userId: '77', userName: 'Mallory', name: 'helper' } }]);
+    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } }]);
     expect(model.requests).toHaveLength(0);
   });
 

@@ -39,11 +39,11 @@ async function startReceiver(): Promise<string> {
   return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/replies`;
 }
 
-async function start(policy: Record<string, unknown> = {}): Promise<void> {
+async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
   const replyUrl = await startReceiver();
-  const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada'], ...policy } }] };
+  const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'], ...policy } }] };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
-  await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
   const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels });
   api = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
@@ -93,6 +93,33 @@ describe('a webhook channel', () => {
     expect((await host.kernel.session('helper')).messages).toEqual([]);
     const [stored] = await host.store.channels.recent('hooks', 1);
     expect(stored).toMatchObject({ platformId: 'm-2', status: 'answered', note: 'Hello again.' });
+  });
+
+  it('asks for an approval by reply command, takes "approve <id>" only from an approver, and goes on', async () => {
+    await start({ approvers: ['u-ada'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
+    await post(fromAda('m-1', 'Write it'));
+    for (let round = 0; round < 200 && !received.some((reply) => reply.body.text.includes('Reply "approve')); round += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    const short = /Reply "approve ([0-9a-f]{8})"/.exec(received[0]?.body.text ?? '')?.[1] ?? '';
+    expect(received[0]?.body.text).toBe(`helper wants to run file_write {"path":"n.txt","content":"x"}\nReply "approve ${short}" or "deny ${short}".`);
+    await post({ id: 'm-2', user: { id: 'u-bob' }, conversation: { id: 'c-1' }, text: `approve ${short}` });
+    expect(received[1]?.body.text).toBe('Only the approvers of this channel may decide that.');
+    await post(fromAda('m-3', `approve ${short}`));
+    expect(received[2]?.body.text).toBe('Approved: file_write runs.');
+    await host.channels.idle();
+    expect(received[3]?.body.text).toBe('Done.');
+  });
+
+  it('tells the conversation that an approval waits for the owner when the channel has no approvers', async () => {
+    await start({}, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
+    await post(fromAda('m-1', 'Write it'));
+    for (let round = 0; round < 200 && received.length === 0; round += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(received[0]?.body.text).toMatch(/^helper wants to run file_write .*\nIt waits for the owner's approval: loom approvals approve [0-9a-f]{8}$/);
+    const [pending] = await host.kernel.approvals.list('pending');
+    await host.kernel.approvals.decide(pending?.id ?? '', { approved: false, by: 'local', reason: 'not now' });
+    await host.channels.idle();
+    expect(received.at(-1)?.body.text).toBe('Done.');
   });
 
   it('answers a delivery it has seen before once', async () => {

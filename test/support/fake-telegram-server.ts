@@ -7,6 +7,8 @@ export interface SentMessage {
   text: string;
   threadId: number | undefined;
   edits: number;
+  /** The buttons under it (`[label, data]`), if any. */
+  buttons: [string, string][];
 }
 
 /** A user or a group as updates carry them. */
@@ -28,6 +30,10 @@ export interface FakeTelegramServer {
   readonly bot: { id: number; username: string };
   /** Adds a text message from `from` in `chat`; returns its update id. */
   push(chat: FakeChat, from: { id: number; first_name: string }, text: string, options?: { messageId?: number; entities?: { type: string; offset: number; length: number }[] }): number;
+  /** Presses a button under one of the bot's messages, as `from`; returns the update id. */
+  press(from: { id: number; first_name: string }, message: SentMessage, data: string): number;
+  /** What the bot answered to button presses (`answerCallbackQuery` texts), in order. */
+  readonly answers: string[];
   /** What the bot sent, in order. */
   readonly sent: SentMessage[];
   /** Every API call, by method. */
@@ -42,7 +48,8 @@ export interface FakeTelegramServer {
 
 export async function startFakeTelegramServer(token = '123456:test-token'): Promise<FakeTelegramServer> {
   const bot = { id: 999, username: 'loom_test_bot' };
-  const updates: { update_id: number; message: Record<string, unknown> }[] = [];
+  const updates: ({ update_id: number } & Record<string, unknown>)[] = [];
+  const answers: string[] = [];
   const sent: SentMessage[] = [];
   const calls: string[] = [];
   const waiting = new Set<() => void>();
@@ -92,7 +99,9 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         return;
       }
       case 'sendMessage': {
-        const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text: String(body['text']), threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0 };
+        const markup = body['reply_markup'] as { inline_keyboard?: { text: string; callback_data: string }[][] } | undefined;
+        const buttons = (markup?.inline_keyboard ?? []).flat().map((button): [string, string] => [button.text, button.callback_data]);
+        const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text: String(body['text']), threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0, buttons };
         sent.push(message);
         for (const waiter of sendWaiters.splice(0)) waiter(message);
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
@@ -109,6 +118,10 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
         return;
       }
+      case 'answerCallbackQuery':
+        answers.push(String(body['text'] ?? ''));
+        answer(response, true);
+        return;
       default:
         // sendChatAction, deleteWebhook, close…
         answer(response, true);
@@ -143,6 +156,16 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       for (const wake of waiting) wake();
       return update_id;
     },
+    press(from, message, data) {
+      const update_id = nextUpdate++;
+      updates.push({
+        update_id,
+        callback_query: { id: `cq-${update_id}`, from: { ...from, is_bot: false }, chat_instance: 'ci', data, message: { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text } },
+      });
+      for (const wake of waiting) wake();
+      return update_id;
+    },
+    answers,
     sent,
     calls,
     acknowledged: () => offset - 1,
