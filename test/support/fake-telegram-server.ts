@@ -119,7 +119,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         return;
       }
       case 'answerCallbackQuery':
-        answers.push(String(body['text'] ?? ''));
+        answers.push(typeof body['text'] === 'string' ? body['text'] : '');
         answer(response, true);
         return;
       default:
