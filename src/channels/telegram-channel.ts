@@ -1,7 +1,8 @@
-import { Bot, InlineKeyboard } from 'grammy';
+import { Bot, GrammyError, InlineKeyboard } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
 import type { ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
 const TELEGRAM_MAX_LENGTH = 4096;
@@ -25,6 +26,20 @@ export function createTelegramChannel(options: { name: string; token: string; ap
     const text = message.text ?? '';
     const named = (message.entities ?? []).some((entity) => entity.type === 'mention' && text.slice(entity.offset + 1, entity.offset + entity.length).toLowerCase() === username);
     return named || message.reply_to_message?.from?.id === bot.botInfo.id;
+  }
+
+  /**
+   * Sends a reply's Markdown as Telegram's HTML; should Telegram refuse the markup ("can't parse
+   * entities"), the same words go as plain text.
+   */
+  async function formatted<T>(markdown: string, call: (text: string, options: { parse_mode?: 'HTML' }) => Promise<T>): Promise<T> {
+    try {
+      return await call(toTelegramHtml(markdown), { parse_mode: 'HTML' });
+    } catch (caught) {
+      if (!(caught instanceof GrammyError && caught.error_code === 400 && /parse entities/i.test(caught.description))) throw caught;
+      logger.warn({ channel: name, problem: caught.description }, `channel "${name}": Telegram refused a reply's formatting; sent as plain text`);
+      return call(markdown, {});
+    }
   }
 
   const chatOf = (target: ReplyTarget): number | string => (/^-?\d+$/.test(target.conversationId) ? Number(target.conversationId) : target.conversationId);
@@ -101,12 +116,12 @@ export function createTelegramChannel(options: { name: string; token: string; ap
     },
 
     async send(target, text) {
-      const sent = await bot.api.sendMessage(chatOf(target), text, threadOf(target));
+      const sent = await formatted(text, (body, options) => bot.api.sendMessage(chatOf(target), body, { ...threadOf(target), ...options }));
       return { messageId: String(sent.message_id) };
     },
 
     async edit(target, messageId, text) {
-      await bot.api.editMessageText(chatOf(target), Number(messageId), text);
+      await formatted(text, (body, options) => bot.api.editMessageText(chatOf(target), Number(messageId), body, options));
     },
 
     async sendChoices(target, text, choices) {

@@ -118,6 +118,14 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect((await host.store.channels.recent('tg', 1))[0]?.status).toBe('answered');
   });
 
+  it('sends the agent\'s Markdown as Telegram\'s HTML', async () => {
+    await start();
+    model.script([{ text: '**Done**: see `notes.txt` <here>' }]);
+    telegram.push(ADA_CHAT, ADA, 'Status?');
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.sent.map((message) => [message.text, message.parseMode])).toEqual([['<b>Done</b>: see <code>notes.txt</code> &lt;here&gt;', 'HTML']]);
+  });
+
   it('splits a reply longer than Telegram allows into several messages', async () => {
     await start();
     const long = `${'a'.repeat(3000)}\n\n${'b'.repeat(3000)}`;

@@ -9,6 +9,8 @@ export interface SentMessage {
   edits: number;
   /** The buttons under it (`[label, data]`), if any. */
   buttons: [string, string][];
+  /** `HTML` when it was sent (or last edited) with Telegram's HTML formatting. */
+  parseMode: string | undefined;
 }
 
 /** A user or a group as updates carry them. */
@@ -70,6 +72,21 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, result }));
   }
 
+  /** Telegram's HTML mode takes only its own tags, balanced; anything else is a 400 "can't parse entities". */
+  function refuseHtml(text: string, response: ServerResponse): boolean {
+    const allowed = new Set(['b', 'strong', 'i', 'em', 'u', 's', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span']);
+    const open: string[] = [];
+    for (const match of text.matchAll(/<(\/?)([a-z-]+)[^>]*>/g)) {
+      const [, closing, tag = ''] = match;
+      const ok = allowed.has(tag) && (closing === '' ? (open.push(tag), true) : open.pop() === tag);
+      if (!ok) {
+        response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: `Bad Request: can't parse entities: unsupported start tag "${tag}"` }));
+        return true;
+      }
+    }
+    return false;
+  }
+
   async function handle(method: string, body: Record<string, unknown>, response: ServerResponse): Promise<void> {
     calls.push(method);
     if (['sendMessage', 'editMessageText'].includes(method) && failing > 0) {
@@ -101,7 +118,10 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       case 'sendMessage': {
         const markup = body['reply_markup'] as { inline_keyboard?: { text: string; callback_data: string }[][] } | undefined;
         const buttons = (markup?.inline_keyboard ?? []).flat().map((button): [string, string] => [button.text, button.callback_data]);
-        const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text: String(body['text']), threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0, buttons };
+        const parseMode = typeof body['parse_mode'] === 'string' ? body['parse_mode'] : undefined;
+        const text = String(body['text']);
+        if (parseMode === 'HTML' && refuseHtml(text, response)) return;
+        const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text, threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0, buttons, parseMode };
         sent.push(message);
         for (const waiter of sendWaiters.splice(0)) waiter(message);
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
@@ -113,7 +133,10 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
           response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: 'Bad Request: message to edit not found' }));
           return;
         }
+        const parseMode = typeof body['parse_mode'] === 'string' ? body['parse_mode'] : undefined;
+        if (parseMode === 'HTML' && refuseHtml(String(body['text']), response)) return;
         message.text = String(body['text']);
+        message.parseMode = parseMode;
         message.edits += 1;
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
         return;
