@@ -5,6 +5,7 @@ import { isLoomError, UsageError } from '../errors/index.ts';
 import type { ChannelEvent, Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
+import { createSlackChannel } from './slack-channel.ts';
 import { splitReply } from './split-reply.ts';
 import { createTelegramChannel } from './telegram-channel.ts';
 import { createWebhookChannel, type WebhookChannel } from './webhook-channel.ts';
@@ -87,15 +88,21 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   /** Per channel and person: when their recent messages came. */
   const recentByUser = new Map<string, number[]>();
 
+  /** The value of a channel's credential variable. @throws {Error} naming the variable when it is not set. */
+  function credential(variable: string): string {
+    const value = options.env[variable];
+    if (value === undefined || value === '') throw new Error(`${variable} is not set in the daemon's environment`);
+    return value;
+  }
+
   function adapterOf(config: ChannelConfig): ChannelAdapter {
-    const credential = config.kind === 'webhook' ? config.secret_env : config.token_env;
-    const secret = options.env[credential];
-    if (secret === undefined || secret === '') throw new Error(`${credential} is not set in the daemon's environment`);
     switch (config.kind) {
       case 'webhook':
-        return createWebhookChannel({ name: config.name, secret, replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+        return createWebhookChannel({ name: config.name, secret: credential(config.secret_env), replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
       case 'telegram':
-        return createTelegramChannel({ name: config.name, token: secret, apiBaseUrl: config.api_base_url, logger });
+        return createTelegramChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
+      case 'slack':
+        return createSlackChannel({ name: config.name, appToken: credential(config.app_token_env), botToken: credential(config.bot_token_env), apiBaseUrl: config.api_base_url, logger });
     }
   }
 

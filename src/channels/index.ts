@@ -4,12 +4,14 @@
  * acknowledged, applies the channel's policy, gives each person a caller the kernel checks, and
  * answers in a session per conversation.
  */
-export type { ChannelAdapter, ChannelState, InboundMessage, InboundSink, ReplyTarget } from './channel-adapter.ts';
+export type { ChannelAdapter, ChannelState, Choice, ChoiceSink, InboundChoice, InboundMessage, InboundSink, ReplyTarget } from './channel-adapter.ts';
 export { decide } from './channel-policy.ts';
 export type { PolicyDecision } from './channel-policy.ts';
 export { createChannelService, EDIT_INTERVAL_MS } from './channel-service.ts';
 export type { ChannelService, ChannelServiceOptions, ChannelView } from './channel-service.ts';
+export { createSlackChannel } from './slack-channel.ts';
 export { splitReply } from './split-reply.ts';
+export { toTelegramHtml } from './telegram-format.ts';
 export { createTelegramChannel } from './telegram-channel.ts';
 export { createWebhookChannel, signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from './webhook-channel.ts';
 export type { WebhookChannel } from './webhook-channel.ts';

@@ -59,6 +59,16 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     /** The Bot API's base URL (a local Bot API server, or a test's). */
     api_base_url: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
   }),
+  z.strictObject({
+    ...channelFields,
+    kind: z.literal('slack'),
+    /** The app-level token (xapp-…, scope connections:write) Socket Mode connects with, by environment variable. */
+    app_token_env: EnvName,
+    /** The bot token (xoxb-…) replies are posted with, by environment variable. */
+    bot_token_env: EnvName,
+    /** The Web API's base URL (a test's, or a proxy). */
+    api_base_url: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
+  }),
 ]);
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
 

@@ -1,0 +1,89 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeSlackServer, startFakeSlackServer } from '../support/fake-slack-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let slack: FakeSlackServer;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-slack-');
+  slack = await startFakeSlackServer();
+});
+afterEach(async () => {
+  await host.close();
+  await slack.close();
+  await dir.remove();
+});
+
+async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
+  const config = { channels: [{ name: 'team', kind: 'slack', agent: 'helper', app_token_env: 'SLACK_APP_TOKEN', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'allowlist', allow_users: ['U42'], ...policy } }] };
+  host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_APP_TOKEN: 'xapp-test', SLACK_BOT_TOKEN: 'xoxb-test' });
+  await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.channels.start();
+  await slack.connected();
+}
+
+async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  for (let round = 0; round < 200 && !(await done()); round += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+const settled = async (count: number): Promise<boolean> => {
+  const recent = await host.store.channels.recent('team', count);
+  return recent.length === count && recent.every((message) => message.status !== 'received');
+};
+
+describe('a Slack channel (Socket Mode and the Web API against a local Slack)', () => {
+  it('answers a direct message as Markdown and acknowledges the envelope once the message is stored', async () => {
+    await start();
+    expect((await host.channels.list())[0]).toMatchObject({ kind: 'slack', state: 'connected' });
+    model.script([{ text: 'Hello **Ada**.' }]);
+    const envelope = slack.message({ channel: 'D1', user: 'U42', text: 'Hi!' });
+    await until(() => settled(1));
+    expect(slack.acks).toContain(envelope);
+    expect(slack.posted).toMatchObject([{ channel: 'D1', threadTs: undefined, text: 'Hello **Ada**.', blocks: [{ type: 'markdown', text: 'Hello **Ada**.' }] }]);
+  });
+
+  it('answers a mention in a channel in a thread of its own, ignores the rest and its own messages', async () => {
+    await start({ groups: 'open', allow_users: [], direct: 'closed' });
+    slack.message({ channel: 'C1', user: 'U7', text: 'just chatting', channel_type: 'channel' });
+    slack.message({ channel: 'C1', user: slack.botUserId, text: 'my own words', channel_type: 'channel', bot_id: 'BBOT' });
+    model.script([{ text: 'On it.' }]);
+    slack.message({ channel: 'C1', user: 'U7', text: `<@${slack.botUserId}> summarise the thread`, channel_type: 'channel', ts: '1700.0001' });
+    await until(() => settled(2));
+    expect(slack.posted).toMatchObject([{ channel: 'C1', threadTs: '1700.0001', text: 'On it.' }]);
+    expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('summarise the thread');
+    expect(JSON.stringify(model.requests[0]?.body['messages'])).not.toContain(`<@${slack.botUserId}>`);
+    expect(slack.acks).toHaveLength(3);
+  });
+
+  it('answers a message Slack delivers twice once', async () => {
+    await start();
+    model.script([{ text: 'Once.' }]);
+    slack.message({ channel: 'D1', user: 'U42', text: 'Ping', ts: '1700.0002' });
+    slack.message({ channel: 'D1', user: 'U42', text: 'Ping', ts: '1700.0002' });
+    await until(() => slack.acks.length === 2);
+    await host.channels.idle();
+    expect(slack.posted.map((message) => message.text)).toEqual(['Once.']);
+  });
+
+  it('asks for an approval with Block Kit buttons and takes the press of an approver', async () => {
+    await start({ approvers: ['U42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Saved.' }]);
+    slack.message({ channel: 'D1', user: 'U42', text: 'Save it' });
+    await until(() => slack.posted.some((message) => message.blocks.some((block) => block.type === 'actions')));
+    const question = slack.posted.find((message) => message.blocks.some((block) => block.type === 'actions'));
+    const values = question?.blocks.find((block) => block.type === 'actions')?.elements?.map((element) => element.value) ?? [];
+    expect(values).toHaveLength(2);
+    slack.press('U9', question as NonNullable<typeof question>, values[0] ?? '');
+    await until(() => slack.ephemeral.length > 0);
+    expect(slack.ephemeral[0]).toEqual({ channel: 'D1', user: 'U9', text: 'Only the approvers of this channel may decide that.' });
+    slack.press('U42', question as NonNullable<typeof question>, values[0] ?? '');
+    await until(() => settled(1));
+    expect(question?.text).toContain('Approved: file_write runs.');
+    expect(slack.posted.at(-1)?.text).toBe('Saved.');
+  });
+});
