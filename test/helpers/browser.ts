@@ -47,13 +47,14 @@ export interface DashboardHarness {
 
 /**
  * Builds the dashboard, opens a test host on `config` (config.toml's shape) in a temporary
- * folder, serves it on 127.0.0.1 and launches Chromium. `packages` mounts `/api/packages`.
+ * folder, serves it on 127.0.0.1 and launches Chromium. `packages` mounts `/api/packages`,
+ * `channels` `/api/channels`; `env` is the host's environment (the test keys by default).
  */
-export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean } = {}): Promise<DashboardHarness> {
+export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean; channels?: boolean; env?: Record<string, string> } = {}): Promise<DashboardHarness> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const outDir = join(dir, 'dist');
   await buildDashboard(outDir);
-  const host = await openTestHost(dir, config, undefined, { runSchedules: options.runSchedules ?? false });
+  const host = await openTestHost(dir, config, options.env, { runSchedules: options.runSchedules ?? false });
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(config),
@@ -62,6 +63,7 @@ export async function startDashboard(prefix: string, config: Record<string, unkn
     logger: createSilentLogger(),
     version: '9.9.9-test',
     ...(options.packages === true ? { packages: host.packages } : {}),
+    ...(options.channels === true ? { channels: host.channels } : {}),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).

@@ -157,3 +157,8 @@ export function demoteForgedTool(id: string, reason = ''): Promise<ForgedToolVie
   const body = reason.trim() === '' ? undefined : JSON.stringify({ reason: reason.trim() });
   return api<ForgedToolView>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, { method: 'POST', ...(body === undefined ? {} : { body, contentType: 'application/json' }) });
 }
+
+/** Lets the person given a pairing code talk to their channel's agent (owner keys only). @throws {ApiError} */
+export function approvePairing(code: string): Promise<{ code: string; channel: string; user_id: string; user_name: string | null }> {
+  return api(`/api/channels/pairings/${encodeURIComponent(code)}/approve`, { method: 'POST' });
+}

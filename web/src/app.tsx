@@ -6,6 +6,7 @@ import { AgentsPage } from './pages/agents-page.tsx';
 import { ApprovalsPage, usePendingApprovals } from './pages/approvals-page.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
 import { EventsPage } from './pages/events-page.tsx';
+import { ChannelsPage } from './pages/channels-page.tsx';
 import { ForgedToolsPage } from './pages/forged-tools-page.tsx';
 import { PackagesPage } from './pages/packages-page.tsx';
 import { UsagePage } from './pages/usage-page.tsx';
@@ -34,6 +35,8 @@ function Page({ route }: { route: Route }) {
       return <ApprovalsPage />;
     case 'packages':
       return <PackagesPage />;
+    case 'channels':
+      return <ChannelsPage />;
     case 'tools':
       return <ForgedToolsPage />;
     case 'not-found':
@@ -105,6 +108,7 @@ export function App() {
           <NavLink to={href.agents} active={section === 'agents'} label="Agents" icon="◎" />
           <NavLink to={href.packages} active={section === 'packages'} label="Packages" icon="▦" />
           <NavLink to={href.tools} active={section === 'tools'} label="Tools" icon="⚒" />
+          <NavLink to={href.channels} active={section === 'channels'} label="Channels" icon="☏" />
           <NavLink to={href.events} active={section === 'events'} label="Events" icon="≋" />
           <NavLink to={href.usage} active={section === 'usage'} label="Usage" icon="◔" />
           <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" count={pending.data?.length} />

@@ -10,6 +10,7 @@ export type Route =
   | { page: 'approvals' }
   | { page: 'packages' }
   | { page: 'tools' }
+  | { page: 'channels' }
   | { page: 'not-found'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -19,7 +20,7 @@ export function parseRoute(hash: string): Route {
   if (first === undefined || (first === 'agents' && second === undefined)) return { page: 'agents' };
   if (first === 'agents' && second !== undefined && third === undefined) return { page: 'agent', agent: second };
   if (first === 'agents' && second !== undefined && third === 'chat' && parts.length === 3) return { page: 'chat', agent: second };
-  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages' || first === 'tools')) return { page: first };
+  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages' || first === 'tools' || first === 'channels')) return { page: first };
   return { page: 'not-found', path };
 }
 
@@ -33,6 +34,7 @@ export const href = {
   approvals: '#/approvals',
   packages: '#/packages',
   tools: '#/tools',
+  channels: '#/channels',
 };
 
 export function navigate(to: string): void {

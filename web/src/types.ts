@@ -221,3 +221,15 @@ export interface PromotionView {
   reason: string | null;
   approvalId?: string;
 }
+
+/** A channel, as `/api/channels` shows it. */
+export interface ChannelView {
+  name: string;
+  kind: string;
+  agent: string;
+  state: 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+  error: string | null;
+  lastMessageAt: string | null;
+  policy: { direct: string; groups: string; require_mention: boolean; messages_per_minute: number; approvers: string[] };
+  pendingPairings: { code: string; userId: string; userName: string | null; requestedAt: string }[];
+}
