@@ -5,6 +5,7 @@ import { isLoomError, UsageError } from '../errors/index.ts';
 import type { ChannelEvent, Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
+import { createDiscordChannel } from './discord-channel.ts';
 import { createSlackChannel } from './slack-channel.ts';
 import { splitReply } from './split-reply.ts';
 import { createTelegramChannel } from './telegram-channel.ts';
@@ -101,6 +102,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         return createWebhookChannel({ name: config.name, secret: credential(config.secret_env), replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
       case 'telegram':
         return createTelegramChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
+      case 'discord':
+        return createDiscordChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
       case 'slack':
         return createSlackChannel({ name: config.name, appToken: credential(config.app_token_env), botToken: credential(config.bot_token_env), apiBaseUrl: config.api_base_url, logger });
     }

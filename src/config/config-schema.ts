@@ -69,6 +69,14 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     /** The Web API's base URL (a test's, or a proxy). */
     api_base_url: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
   }),
+  z.strictObject({
+    ...channelFields,
+    kind: z.literal('discord'),
+    /** The bot token (Developer Portal → Bot), by environment variable. */
+    token_env: EnvName,
+    /** The REST API's base URL; the gateway's address comes from it (a test's, or a proxy). */
+    api_base_url: z.url({ protocol: /^https?$/ }).default('https://discord.com/api'),
+  }),
 ]);
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
 

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeDiscordServer, startFakeDiscordServer } from '../support/fake-discord-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let discord: FakeDiscordServer;
+let host: TestHost;
+const ADA = { id: '500000000000000042', username: 'ada' };
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-discord-');
+  discord = await startFakeDiscordServer();
+});
+afterEach(async () => {
+  await host.close();
+  await discord.close();
+  await dir.remove();
+});
+
+async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
+  const config = { channels: [{ name: 'guild', kind: 'discord', agent: 'helper', token_env: 'DISCORD_TOKEN', api_base_url: discord.apiUrl, policy: { direct: 'allowlist', allow_users: [ADA.id], ...policy } }] };
+  host = await openTestHost(dir.path, config, { ...TEST_KEYS, DISCORD_TOKEN: 'discord-test-token' });
+  await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.channels.start();
+}
+
+async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  for (let round = 0; round < 200 && !(await done()); round += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+const settled = async (count: number): Promise<boolean> => {
+  const recent = await host.store.channels.recent('guild', count);
+  return recent.length === count && recent.every((message) => message.status !== 'received');
+};
+
+describe('a Discord channel (discord.js against a local gateway and REST API)', () => {
+  it('answers a direct message', async () => {
+    await start();
+    expect((await host.channels.list())[0]).toMatchObject({ kind: 'discord', state: 'connected' });
+    model.script([{ text: 'Hello **Ada**.' }]);
+    discord.message({ channelId: '300000000000000001', author: ADA, content: 'Hi!' });
+    await until(() => settled(1));
+    expect(discord.created.map((message) => [message.channelId, message.content])).toEqual([['300000000000000001', 'Hello **Ada**.']]);
+  });
+
+  it('answers a mention in a server channel, and ignores the rest', async () => {
+    await start({ groups: 'open', allow_users: [], direct: 'closed' });
+    discord.message({ channelId: discord.guild.channelId, author: ADA, content: 'just chatting', guild: true });
+    model.script([{ text: 'Here.' }]);
+    discord.message({ channelId: discord.guild.channelId, author: ADA, content: `<@${discord.bot.id}> are you there?`, guild: true, mentionsBot: true });
+    await until(() => settled(2));
+    expect(discord.created.map((message) => message.content)).toEqual(['Here.']);
+    expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('are you there?');
+  });
+
+  it('answers a message dispatched twice once', async () => {
+    await start();
+    model.script([{ text: 'Once.' }]);
+    discord.message({ channelId: '300000000000000001', author: ADA, content: 'Ping', id: '400000000000000001' });
+    discord.message({ channelId: '300000000000000001', author: ADA, content: 'Ping', id: '400000000000000001' });
+    await until(() => settled(1));
+    await host.channels.idle();
+    expect(discord.created.map((message) => message.content)).toEqual(['Once.']);
+  });
+
+  it('asks for an approval with buttons and takes the press of an approver', async () => {
+    await start({ approvers: [ADA.id] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Saved.' }]);
+    discord.message({ channelId: '300000000000000001', author: ADA, content: 'Save it' });
+    await until(() => discord.created.some((message) => message.components.length > 0));
+    const question = discord.created.find((message) => message.components.length > 0) as (typeof discord.created)[number];
+    const approve = question.components[0]?.components?.[0]?.custom_id ?? '';
+    discord.press({ id: '500000000000000099', username: 'mallory' }, question, approve);
+    await until(() => discord.answers.length > 0);
+    expect(discord.answers[0]).toEqual({ type: 4, content: 'Only the approvers of this channel may decide that.', ephemeral: true });
+    discord.press(ADA, question, approve);
+    await until(() => settled(1));
+    expect(question.content).toContain('Approved: file_write runs.');
+    expect(discord.created.at(-1)?.content).toBe('Saved.');
+  });
+});
