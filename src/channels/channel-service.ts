@@ -121,14 +121,14 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     await kernel.publish(event);
   }
 
-  /** Whether the person is over the channel's per-minute rate (this message counted). */
-  function overRate(config: ChannelConfig, userId: string): boolean {
+  /** How many messages the person sent in the last minute, this one counted. */
+  function recentCount(config: ChannelConfig, userId: string): number {
     const key = `${config.name}\u0000${userId}`;
     const now = clock.now();
     const recent = (recentByUser.get(key) ?? []).filter((at) => now - at < RATE_WINDOW_MS);
     recent.push(now);
     recentByUser.set(key, recent);
-    return recent.length > config.policy.messages_per_minute;
+    return recent.length;
   }
 
   async function pairingCode(config: ChannelConfig, message: ChannelMessageRecord): Promise<string> {
@@ -209,6 +209,17 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       await settle('ignored', decision.reason);
       return;
     }
+    // Counted for every message to the bot, refused or not: a flood is held back whoever sends
+    // it, and answered once.
+    const sentLately = recentCount(config, message.userId);
+    const limit = config.policy.messages_per_minute;
+    if (sentLately > limit) {
+      const reason = `more than ${limit} messages a minute`;
+      // Told once a minute; the rest of a flood gets no answer (a reply to each would feed it).
+      if (sentLately === limit + 1) await refused(reason, `You are sending messages faster than ${limit} a minute; please wait a moment.`);
+      else await settle('ignored', reason);
+      return;
+    }
     if (decision.kind === 'refuse') {
       await refused(decision.reason, `Sorry, I can't talk with you here: ${decision.reason}.`);
       return;
@@ -216,10 +227,6 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     if (decision.kind === 'pair') {
       const code = await pairingCode(config, message);
       await refused(`not paired; pairing code ${code} issued`, `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`);
-      return;
-    }
-    if (overRate(config, message.userId)) {
-      await refused(`more than ${config.policy.messages_per_minute} messages a minute`, `You are sending messages faster than ${config.policy.messages_per_minute} a minute; please wait a moment.`);
       return;
     }
 

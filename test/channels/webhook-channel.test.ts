@@ -171,22 +171,37 @@ describe('a webhook channel', () => {
     expect(received[2]?.body.text).toBe('Hi Bob.');
   });
 
-  it('ignores a group message without a mention, answers one with, and tells a flooding person to wait', async () => {
+  it('ignores a group message without a mention, answers one with, and tells a flooding person to wait once', async () => {
     await start({ groups: 'open', require_mention: true, messages_per_minute: 2, allow_users: [] });
     await post({ id: 'g-1', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: 'chatter' });
     model.script([{ text: 'Yes?' }, { text: 'Again?' }]);
     await post({ id: 'g-2', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper hi', mentioned: true });
     await post({ id: 'g-3', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper again', mentioned: true });
     await post({ id: 'g-4', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper and again', mentioned: true });
+    await post({ id: 'g-5', user: { id: 'u-1' }, conversation: { id: 'team', kind: 'group' }, text: '@helper still here', mentioned: true });
     await host.channels.idle();
+    // The first message past the rate is told to wait; the rest of the flood gets no answer.
     expect(received.map((reply) => reply.body.text)).toEqual(['Yes?', 'Again?', 'You are sending messages faster than 2 a minute; please wait a moment.']);
     const statuses = (await host.store.channels.recent('hooks', 10)).map((message) => [message.platformId, message.status]);
     expect(statuses).toEqual([
+      ['g-5', 'ignored'],
       ['g-4', 'refused'],
       ['g-3', 'answered'],
       ['g-2', 'answered'],
       ['g-1', 'ignored'],
     ]);
+  });
+
+  it('holds back a stranger\'s flood: refusals, one notice, then silence', async () => {
+    await start({ messages_per_minute: 2 });
+    for (const id of ['s-1', 's-2', 's-3', 's-4', 's-5']) await post({ id, user: { id: 'u-eve' }, conversation: { id: 'c-eve' }, text: 'let me in' });
+    await host.channels.idle();
+    expect(received.map((reply) => reply.body.text)).toEqual([
+      'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.',
+      'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.',
+      'You are sending messages faster than 2 a minute; please wait a moment.',
+    ]);
+    expect((await host.store.channels.recent('hooks', 2)).map((message) => message.status)).toEqual(['ignored', 'ignored']);
   });
 
   it('answers after a restart what was stored but not answered before a crash', async () => {
