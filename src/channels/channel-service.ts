@@ -6,6 +6,7 @@ import type { ChannelEvent, Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
 import { createDiscordChannel } from './discord-channel.ts';
+import { createEmailChannel } from './email-channel.ts';
 import { createSlackChannel } from './slack-channel.ts';
 import { splitReply } from './split-reply.ts';
 import { createTelegramChannel } from './telegram-channel.ts';
@@ -104,6 +105,25 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         return createTelegramChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
       case 'discord':
         return createDiscordChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
+      case 'email': {
+        const server = (url: string, securePort: number, plainPort: number): { host: string; port: number; secure: boolean } => {
+          const parsed = new URL(url);
+          const secure = parsed.protocol === 'imaps:' || parsed.protocol === 'smtps:';
+          return { host: parsed.hostname, port: parsed.port === '' ? (secure ? securePort : plainPort) : Number(parsed.port), secure };
+        };
+        return createEmailChannel({
+          name: config.name,
+          address: config.address,
+          imap: server(config.imap_url, 993, 143),
+          smtp: server(config.smtp_url, 465, 587),
+          user: credential(config.user_env),
+          password: credential(config.password_env),
+          mailbox: config.mailbox,
+          pollMs: config.poll_seconds * 1000,
+          clock,
+          logger,
+        });
+      }
       case 'slack':
         return createSlackChannel({ name: config.name, appToken: credential(config.app_token_env), botToken: credential(config.bot_token_env), apiBaseUrl: config.api_base_url, logger });
     }

@@ -10,6 +10,7 @@ export type { PolicyDecision } from './channel-policy.ts';
 export { createChannelService, EDIT_INTERVAL_MS } from './channel-service.ts';
 export type { ChannelService, ChannelServiceOptions, ChannelView } from './channel-service.ts';
 export { createDiscordChannel } from './discord-channel.ts';
+export { createEmailChannel, newText } from './email-channel.ts';
 export { createSlackChannel } from './slack-channel.ts';
 export { splitReply } from './split-reply.ts';
 export { toTelegramHtml } from './telegram-format.ts';

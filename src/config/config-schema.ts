@@ -77,6 +77,22 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     /** The REST API's base URL; the gateway's address comes from it (a test's, or a proxy). */
     api_base_url: z.url({ protocol: /^https?$/ }).default('https://discord.com/api'),
   }),
+  z.strictObject({
+    ...channelFields,
+    kind: z.literal('email'),
+    /** The agent's address: replies come from it. */
+    address: z.email(),
+    /** Where new mail is read: `imaps://host:993` (TLS), or `imap://host:143` (STARTTLS required, except on loopback). */
+    imap_url: z.url({ protocol: /^imaps?$/, error: 'expected an IMAP URL such as "imaps://imap.example.com:993"' }),
+    /** Where replies are sent: `smtps://host:465` (TLS), or `smtp://host:587` (STARTTLS required, except on loopback). */
+    smtp_url: z.url({ protocol: /^smtps?$/, error: 'expected an SMTP URL such as "smtps://smtp.example.com:465"' }),
+    /** The account's user name and password (both servers), by environment variable. */
+    user_env: EnvName,
+    password_env: EnvName,
+    mailbox: z.string().min(1).default('INBOX'),
+    /** How often the mailbox is read. */
+    poll_seconds: z.int().min(5).max(3600).default(30),
+  }),
 ]);
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
 

@@ -1,0 +1,170 @@
+import { ImapFlow } from 'imapflow';
+import { simpleParser } from 'mailparser';
+import { createTransport } from 'nodemailer';
+import type { Clock, Logger } from '../contracts/index.ts';
+import type { ChannelAdapter, ChannelState, InboundSink, ReplyTarget } from './channel-adapter.ts';
+
+/** The longest reply one email carries (longer ones go as several). */
+const EMAIL_MAX_LENGTH = 100_000;
+
+/** What a reply in an email thread needs of the thread: its subject and the message it answers. */
+interface ThreadInfo {
+  subject: string;
+  lastMessageId: string;
+  references: string[];
+}
+
+function isLoopback(host: string): boolean {
+  return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
+}
+
+/** An email's own words: the quoted message it replies to cut off (`> …`, "On … wrote:"). */
+export function newText(text: string): string {
+  const lines = text.replaceAll('\r\n', '\n').split('\n');
+  const cut = lines.findIndex((line) => line.startsWith('>') || /^On .+wrote:\s*$/.test(line.trim()));
+  return (cut === -1 ? lines : lines.slice(0, cut)).join('\n').trim();
+}
+
+export interface EmailChannelOptions {
+  name: string;
+  /** The agent's address: replies come from it, mail from it is never answered. */
+  address: string;
+  /** `secure`: TLS from the start; otherwise STARTTLS, required unless `host` is loopback. */
+  imap: { host: string; port: number; secure: boolean };
+  smtp: { host: string; port: number; secure: boolean };
+  user: string;
+  password: string;
+  mailbox: string;
+  pollMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Email: new mail read over IMAP with ImapFlow (polled on the kernel's clock), replies sent over
+ * SMTP with Nodemailer, in the same thread (`In-Reply-To`, `References`, "Re:"). A message is
+ * marked `\Seen` only once it is stored, so one that could not be is read again at the next
+ * poll; its `Message-ID` makes a second copy answered once. Each correspondent is a
+ * conversation, each email thread within it one session. Mail from the agent's own address and
+ * automatic replies (`Auto-Submitted`) are never answered, so two agents cannot loop.
+ */
+export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter {
+  const { name, address, clock, logger } = options;
+  const transport = createTransport({ host: options.smtp.host, port: options.smtp.port, secure: options.smtp.secure, requireTLS: !options.smtp.secure && !isLoopback(options.smtp.host), auth: { user: options.user, pass: options.password } });
+  const threads = new Map<string, ThreadInfo>();
+  const stopping = new AbortController();
+  let state: ChannelState = 'stopped';
+  let error: string | null = null;
+  let imap: ImapFlow | undefined;
+  let loop: Promise<void> | undefined;
+
+  const connect = async (): Promise<ImapFlow> => {
+    const client = new ImapFlow({
+      host: options.imap.host,
+      port: options.imap.port,
+      secure: options.imap.secure,
+      // The password never goes in clear to another machine.
+      ...(options.imap.secure || isLoopback(options.imap.host) ? {} : { doSTARTTLS: true }),
+      auth: { user: options.user, pass: options.password },
+      logger: false,
+      disableAutoIdle: true,
+    });
+    client.on('error', (caught: Error) => {
+      error = caught.message;
+    });
+    await client.connect();
+    return client;
+  };
+
+  /** Reads the mailbox's unseen mail into `sink`, marking each seen once stored. */
+  async function poll(sink: InboundSink): Promise<void> {
+    imap ??= await connect();
+    const client = imap;
+    const lock = await client.getMailboxLock(options.mailbox);
+    try {
+      const uids = (await client.search({ seen: false }, { uid: true })) || [];
+      for (const uid of uids) {
+        const fetched = await client.fetchOne(String(uid), { source: true, uid: true }, { uid: true });
+        if (fetched === false || fetched.source === undefined) continue;
+        const mail = await simpleParser(fetched.source);
+        const from = mail.from?.value[0];
+        const sender = from?.address?.toLowerCase();
+        const submitted = mail.headers.get('auto-submitted');
+        const automatic = typeof submitted === 'string' && submitted.toLowerCase() !== 'no';
+        const text = newText(mail.text ?? '');
+        if (sender !== undefined && sender !== address.toLowerCase() && !automatic && text !== '') {
+          const messageId = mail.messageId ?? `<uid-${uid}@${name}>`;
+          const references = typeof mail.references === 'string' ? [mail.references] : (mail.references ?? []);
+          const root = references[0] ?? mail.inReplyTo ?? messageId;
+          threads.set(root, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
+          await sink({ platformId: messageId, user: { id: sender, name: from?.name === undefined || from.name === '' ? null : from.name }, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
+        }
+        await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true });
+      }
+    } finally {
+      lock.release();
+    }
+  }
+
+  return {
+    kind: 'email',
+    maxMessageLength: EMAIL_MAX_LENGTH,
+
+    async start(sink) {
+      state = 'starting';
+      try {
+        await poll(sink);
+      } catch (caught) {
+        state = 'failed';
+        error = caught instanceof Error ? caught.message : String(caught);
+        throw new Error(`channel "${name}": the mailbox could not be read: ${error}`, { cause: caught });
+      }
+      state = 'connected';
+      loop = (async () => {
+        while (!stopping.signal.aborted) {
+          try {
+            await clock.sleep(options.pollMs, { signal: stopping.signal });
+          } catch {
+            return;
+          }
+          try {
+            await poll(sink);
+            state = 'connected';
+            error = null;
+          } catch (caught) {
+            // The connection is dropped and made again at the next poll.
+            state = 'reconnecting';
+            error = caught instanceof Error ? caught.message : String(caught);
+            logger.warn({ err: caught, channel: name }, `channel "${name}": the mailbox could not be read; trying again at the next poll`);
+            const broken = imap;
+            imap = undefined;
+            await broken?.logout().catch(() => undefined);
+          }
+        }
+      })();
+    },
+
+    async stop() {
+      state = 'stopped';
+      stopping.abort();
+      await loop;
+      await imap?.logout().catch(() => undefined);
+      transport.close();
+    },
+
+    async send(target: ReplyTarget, text: string) {
+      const thread = target.thread === null ? undefined : threads.get(target.thread);
+      const subject = thread === undefined ? 'Re: your message' : /^re:/i.test(thread.subject) ? thread.subject : `Re: ${thread.subject}`;
+      const sent = await transport.sendMail({
+        from: address,
+        to: target.conversationId,
+        subject,
+        text,
+        ...(thread === undefined ? (target.thread === null ? {} : { inReplyTo: target.thread, references: [target.thread] }) : { inReplyTo: thread.lastMessageId, references: thread.references }),
+      });
+      return { messageId: String(sent.messageId) };
+    },
+
+    state: () => ({ state, error }),
+  };
+}
