@@ -27,6 +27,12 @@ export interface ReplyTarget {
  */
 export type InboundSink = (message: InboundMessage) => Promise<{ duplicate: boolean }>;
 
+/** A message changed on the platform after it came in: edited (its new text) or deleted. */
+export type InboundChange = { platformId: string; kind: 'edit'; text: string } | { platformId: string; kind: 'delete' };
+
+/** Receives edits and deletions; one that comes before the message is answered changes what is answered. */
+export type ChangeSink = (change: InboundChange) => Promise<void>;
+
 /** A button a person pressed under one of the bot's messages (an approval's Approve or Deny). */
 export interface InboundChoice {
   user: { id: string; name: string | null };
@@ -53,8 +59,11 @@ export interface ChannelAdapter {
   readonly kind: string;
   /** The longest text one message may carry on the platform (longer replies are split). */
   readonly maxMessageLength: number;
-  /** Starts receiving; messages go to `sink`, pressed buttons to `choices`. Resolves once receiving has begun. */
-  start(sink: InboundSink, choices?: ChoiceSink): Promise<void>;
+  /**
+   * Starts receiving; messages go to `sink`, pressed buttons to `choices`, edits and deletions
+   * to `changes`. Resolves once receiving has begun.
+   */
+  start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink): Promise<void>;
   stop(): Promise<void>;
   /** Sends a message; its platform id, for edits. */
   send(target: ReplyTarget, text: string): Promise<{ messageId: string }>;

@@ -3,7 +3,7 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
 import { isLoomError, UsageError } from '../errors/index.ts';
 import type { ChannelEvent, Kernel } from '../kernel/index.ts';
-import type { ChannelAdapter, ChannelState, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, ChannelState, InboundChange, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
 import { createDiscordChannel } from './discord-channel.ts';
 import { createEmailChannel } from './email-channel.ts';
@@ -208,10 +208,13 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   }
 
   /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
-  async function answer(channel: RunningChannel, message: ChannelMessageRecord): Promise<void> {
+  async function answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<void> {
     const { config } = channel;
     const adapter = channel.adapter;
     if (adapter === undefined) return;
+    // As it stands now: edited or deleted on the platform while it waited.
+    const message = await store.channels.get(config.name, queued.platformId);
+    if (message?.status !== 'received') return;
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
     const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
@@ -347,6 +350,10 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       running.set(config.name, channel);
       try {
         const adapter = adapterOf(config);
+        const onChange = async (change: InboundChange): Promise<void> => {
+          const applied = await store.channels.amend(config.name, change.platformId, change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' }, clock.now());
+          if (!applied) logger.debug({ channel: config.name, platformId: change.platformId, change: change.kind }, 'a message changed after it was answered; the answer stands');
+        };
         const onChoice = async (choice: InboundChoice): Promise<void> => {
           const match = /^(approve|deny):(.+)$/.exec(choice.data);
           await choice.acknowledge(match === null ? 'That button is not one of mine.' : await decideApproval(config, choice.user, match[1] ?? '', match[2] ?? ''));
@@ -377,7 +384,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
             await store.channels.settle(config.name, inbound.platformId, 'answered', answer, clock.now());
           } else if (stored) enqueue(channel, record);
           return { duplicate: !stored };
-        }, onChoice);
+        }, onChoice, onChange);
         channel.adapter = adapter;
       } catch (error) {
         channel.failure = error instanceof Error ? error.message : String(error);

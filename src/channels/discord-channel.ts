@@ -1,6 +1,6 @@
 import { ButtonStyle, Client, ComponentType, Events, GatewayIntentBits, type Message, MessageFlags, Partials, Routes } from 'discord.js';
 import type { Logger } from '../contracts/index.ts';
-import type { ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
 /** Discord's limit on one message's content. */
 const DISCORD_MAX_LENGTH = 2000;
@@ -17,7 +17,7 @@ export function createDiscordChannel(options: { name: string; token: string; api
   const { name, token, logger } = options;
   const client = new Client({
     intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages, GatewayIntentBits.MessageContent],
-    partials: [Partials.Channel],
+    partials: [Partials.Channel, Partials.Message],
     rest: { api: options.apiBaseUrl.replace(/\/+$/, '') },
   });
   let state: ChannelState = 'stopped';
@@ -47,8 +47,17 @@ export function createDiscordChannel(options: { name: string; token: string; api
     kind: 'discord',
     maxMessageLength: DISCORD_MAX_LENGTH,
 
-    async start(sink: InboundSink, choices?: ChoiceSink) {
+    async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
       state = 'starting';
+      const botId = (): string => client.user?.id ?? '';
+      client.on(Events.MessageUpdate, (_before, after) => {
+        if (after.content === null || after.author?.id === botId()) return;
+        const text = after.content.replaceAll(`<@${botId()}>`, '').replaceAll(`<@!${botId()}>`, '').trim();
+        changes?.({ platformId: after.id, kind: 'edit', text }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": an edit could not be handled`));
+      });
+      client.on(Events.MessageDelete, (deleted) => {
+        changes?.({ platformId: deleted.id, kind: 'delete' }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": a deletion could not be handled`));
+      });
       const onMessage = async (message: Message): Promise<void> => {
         if (message.author.bot || message.author.id === client.user?.id || message.content === '') return;
         const direct = message.guildId === null;

@@ -1,7 +1,7 @@
 import { type Logger as SlackLogger, LogLevel, SocketModeClient } from '@slack/socket-mode';
 import { WebClient } from '@slack/web-api';
 import type { Logger } from '../contracts/index.ts';
-import type { ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
 /** Slack's limit on a markdown block's text. */
 const SLACK_MAX_LENGTH = 12_000;
@@ -10,6 +10,10 @@ const SLACK_MAX_LENGTH = 12_000;
 interface SlackMessageEvent {
   type: string;
   subtype?: string;
+  /** `message_changed`: the message as it is now. */
+  message?: { ts: string; text?: string; user?: string };
+  /** `message_deleted`: which one. */
+  deleted_ts?: string;
   bot_id?: string;
   user?: string;
   text?: string;
@@ -80,7 +84,7 @@ export function createSlackChannel(options: { name: string; appToken: string; bo
     kind: 'slack',
     maxMessageLength: SLACK_MAX_LENGTH,
 
-    async start(sink: InboundSink, choices?: ChoiceSink) {
+    async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
       state = 'starting';
       try {
         botUserId = String((await web.auth.test()).user_id ?? '');
@@ -90,6 +94,16 @@ export function createSlackChannel(options: { name: string; appToken: string; bo
         throw new Error(tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${error}`), { cause: caught });
       }
       const onMessage = async ({ event, ack }: { event: SlackMessageEvent; ack: () => Promise<void> }): Promise<void> => {
+        if (event.subtype === 'message_changed' && event.message?.text !== undefined && event.message.user !== botUserId) {
+          await changes?.({ platformId: `${event.channel}:${event.message.ts}`, kind: 'edit', text: event.message.text.replaceAll(`<@${botUserId}>`, '').trim() });
+          await ack();
+          return;
+        }
+        if (event.subtype === 'message_deleted' && event.deleted_ts !== undefined) {
+          await changes?.({ platformId: `${event.channel}:${event.deleted_ts}`, kind: 'delete' });
+          await ack();
+          return;
+        }
         // The bot's own messages and edits, joins and the like are not messages to answer.
         if (event.bot_id !== undefined || event.subtype !== undefined || event.user === undefined || event.user === botUserId || event.text === undefined) {
           await ack();

@@ -1,7 +1,7 @@
 import { Bot, GrammyError, InlineKeyboard } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
-import type { ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
@@ -49,8 +49,13 @@ export function createTelegramChannel(options: { name: string; token: string; ap
     kind: 'telegram',
     maxMessageLength: TELEGRAM_MAX_LENGTH,
 
-    async start(sink: InboundSink, choices?: ChoiceSink) {
+    async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
       state = 'starting';
+      // Telegram tells bots of edits (not of deletions).
+      bot.on('edited_message:text', async (context) => {
+        const edited = context.editedMessage;
+        await changes?.({ platformId: `${edited.chat.id}:${edited.message_id}`, kind: 'edit', text: edited.text });
+      });
       bot.on('callback_query:data', async (context) => {
         const query = context.callbackQuery;
         const from = query.from;
@@ -94,7 +99,7 @@ export function createTelegramChannel(options: { name: string; token: string; ap
         polling = bot
           .start({
             drop_pending_updates: false,
-            allowed_updates: ['message', 'callback_query'],
+            allowed_updates: ['message', 'edited_message', 'callback_query'],
             onStart: () => {
               state = 'connected';
               resolve();

@@ -484,6 +484,13 @@ export interface ChannelRepository {
   receive(record: ChannelMessageRecord): Promise<boolean>;
   /** Records where a stored message stands. */
   settle(channel: string, platformId: string, status: ChannelMessageStatus, note: string | null, at: number): Promise<void>;
+  /** A stored message. */
+  get(channel: string, platformId: string): Promise<ChannelMessageRecord | undefined>;
+  /**
+   * Changes a message not answered yet (still `received`): its new text, or withdrawn (it was
+   * deleted: `ignored`, with `note`). False when it was answered already, or is not stored.
+   */
+  amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean>;
   /** Messages of a channel still `received` (a crash came between storing and answering), oldest first. */
   unsettled(channel: string): Promise<ChannelMessageRecord[]>;
   /** A channel's newest messages, newest first. */

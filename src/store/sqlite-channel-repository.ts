@@ -52,6 +52,9 @@ export class SqliteChannelRepository implements ChannelRepository {
   readonly #connection: SqliteConnection;
   readonly #insert: StatementSync;
   readonly #settle: StatementSync;
+  readonly #get: StatementSync;
+  readonly #revise: StatementSync;
+  readonly #withdraw: StatementSync;
   readonly #unsettled: StatementSync;
   readonly #recent: StatementSync;
   readonly #dropPending: StatementSync;
@@ -67,6 +70,9 @@ export class SqliteChannelRepository implements ChannelRepository {
     const { db } = connection;
     this.#insert = db.prepare(`INSERT INTO channel_messages (${messageColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, platform_id) DO NOTHING`);
     this.#settle = db.prepare('UPDATE channel_messages SET status = ?, note = ?, updated_at = ? WHERE channel = ? AND platform_id = ?');
+    this.#get = db.prepare(`SELECT ${messageColumns} FROM channel_messages WHERE channel = ? AND platform_id = ?`);
+    this.#revise = db.prepare("UPDATE channel_messages SET text = ?, updated_at = ? WHERE channel = ? AND platform_id = ? AND status = 'received'");
+    this.#withdraw = db.prepare("UPDATE channel_messages SET status = 'ignored', note = ?, updated_at = ? WHERE channel = ? AND platform_id = ? AND status = 'received'");
     this.#unsettled = db.prepare(`SELECT ${messageColumns} FROM channel_messages WHERE channel = ? AND status = 'received' ORDER BY received_at, rowid`);
     this.#recent = db.prepare(`SELECT ${messageColumns} FROM channel_messages WHERE channel = ? ORDER BY received_at DESC, rowid DESC LIMIT ?`);
     this.#dropPending = db.prepare('DELETE FROM channel_pairings WHERE channel = ? AND user_id = ? AND approved_at IS NULL');
@@ -108,6 +114,23 @@ export class SqliteChannelRepository implements ChannelRepository {
         this.#settle.run(status, note, at, channel, platformId);
       },
       () => ({ action: `record message "${platformId}" of channel "${channel}" as ${status}` }),
+    );
+  }
+
+  get(channel: string, platformId: string): Promise<ChannelMessageRecord | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#get.get(channel, platformId);
+        return row === undefined ? undefined : parseMessage(row);
+      },
+      () => ({ action: `read message "${platformId}" of channel "${channel}"` }),
+    );
+  }
+
+  amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean> {
+    return this.#connection.execute(
+      () => Number(('text' in change ? this.#revise.run(change.text, at, channel, platformId) : this.#withdraw.run(change.withdrawn, at, channel, platformId)).changes) === 1,
+      () => ({ action: `change message "${platformId}" of channel "${channel}"` }),
     );
   }
 

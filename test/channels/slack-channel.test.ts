@@ -70,6 +70,33 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     expect(slack.posted.map((message) => message.text)).toEqual(['Once.']);
   });
 
+  it('answers a waiting message as it was edited, does not answer one deleted before its turn, and keeps an answer given', async () => {
+    await start();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    model.script([{ text: 'First answer.', gate }, { text: 'Second answer.' }]);
+    slack.message({ channel: 'D1', user: 'U42', text: 'first', ts: '1700.0010' });
+    slack.message({ channel: 'D1', user: 'U42', text: 'second, with a typo', ts: '1700.0011' });
+    slack.message({ channel: 'D1', user: 'U42', text: 'third, never mind', ts: '1700.0012' });
+    await until(() => slack.acks.length === 3);
+    slack.edit('D1', '1700.0011', 'U42', 'second, corrected');
+    slack.remove('D1', '1700.0012');
+    await until(() => slack.acks.length === 5);
+    release();
+    await until(() => settled(3));
+    await host.channels.idle();
+    expect(slack.posted.map((message) => message.text)).toEqual(['First answer.', 'Second answer.']);
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('second, corrected');
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('typo');
+    expect(await host.store.channels.get('team', 'D1:1700.0012')).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
+    // An edit after the answer changes nothing.
+    slack.edit('D1', '1700.0010', 'U42', 'first, edited late');
+    await until(() => slack.acks.length === 6);
+    expect(await host.store.channels.get('team', 'D1:1700.0010')).toMatchObject({ status: 'answered', text: 'first' });
+  });
+
   it('asks for an approval with Block Kit buttons and takes the press of an approver', async () => {
     await start({ approvers: ['U42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Saved.' }]);

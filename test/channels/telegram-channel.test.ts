@@ -65,6 +65,24 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect((await host.store.channels.recent('tg', 2)).map((message) => message.status)).toEqual(['answered', 'ignored']);
   });
 
+  it('answers a message edited while it waited as it was edited', async () => {
+    await start();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    model.script([{ text: 'One.', gate }, { text: 'Two.' }]);
+    telegram.push(ADA_CHAT, ADA, 'first', { messageId: 11 });
+    telegram.push(ADA_CHAT, ADA, 'secnod', { messageId: 12 });
+    await until(async () => (await host.store.channels.recent('tg', 2)).length === 2);
+    const edit = telegram.edit(ADA_CHAT, ADA, 12, 'second');
+    await until(() => telegram.acknowledged() >= edit);
+    release();
+    await until(async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status === 'answered'));
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('"second"');
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('secnod');
+  });
+
   it('answers a message delivered twice once', async () => {
     await start();
     model.script([{ text: 'Only once.' }]);

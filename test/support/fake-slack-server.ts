@@ -22,6 +22,10 @@ export interface FakeSlackServer {
   readonly botUserId: string;
   /** Delivers a message event over Socket Mode; returns its envelope id. */
   message(event: { channel: string; user: string; text: string; ts?: string; thread_ts?: string; channel_type?: string; bot_id?: string }): string;
+  /** Delivers `message_changed` for a message a person sent. */
+  edit(channel: string, ts: string, user: string, text: string): string;
+  /** Delivers `message_deleted` for a message a person sent. */
+  remove(channel: string, ts: string): string;
   /** Delivers a button press (block_actions) on a posted message. */
   press(user: string, message: PostedMessage, value: string): string;
   /** Envelope ids the client acknowledged. */
@@ -141,6 +145,12 @@ export async function startFakeSlackServer(): Promise<FakeSlackServer> {
     message(event) {
       const ts = event.ts ?? `${nextTs++}.000300`;
       return deliver('events_api', { type: 'event_callback', event_id: `Ev${nextEnvelope}`, event: { type: 'message', channel_type: 'im', ...event, ts } });
+    },
+    edit(channel, ts, user, text) {
+      return deliver('events_api', { type: 'event_callback', event: { type: 'message', subtype: 'message_changed', channel, channel_type: 'im', ts: `${nextTs++}.000400`, message: { type: 'message', user, text, ts } } });
+    },
+    remove(channel, ts) {
+      return deliver('events_api', { type: 'event_callback', event: { type: 'message', subtype: 'message_deleted', channel, channel_type: 'im', ts: `${nextTs++}.000500`, deleted_ts: ts } });
     },
     press(user, message, value) {
       return deliver('interactive', { type: 'block_actions', user: { id: user, username: user }, channel: { id: message.channel }, container: { channel_id: message.channel, message_ts: message.ts }, message: { ts: message.ts, text: message.text }, actions: [{ value, action_id: value }] });

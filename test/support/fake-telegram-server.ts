@@ -32,6 +32,8 @@ export interface FakeTelegramServer {
   readonly bot: { id: number; username: string };
   /** Adds a text message from `from` in `chat`; returns its update id. */
   push(chat: FakeChat, from: { id: number; first_name: string }, text: string, options?: { messageId?: number; entities?: { type: string; offset: number; length: number }[] }): number;
+  /** Edits a message a person sent (an `edited_message` update); returns the update id. */
+  edit(chat: FakeChat, from: { id: number; first_name: string }, messageId: number, text: string): number;
   /** Presses a button under one of the bot's messages, as `from`; returns the update id. */
   press(from: { id: number; first_name: string }, message: SentMessage, data: string): number;
   /** What the bot answered to button presses (`answerCallbackQuery` texts), in order. */
@@ -176,6 +178,12 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         update_id,
         message: { message_id, date: now(), chat, from: { ...from, is_bot: false }, text, ...(options.entities === undefined ? {} : { entities: options.entities }) },
       });
+      for (const wake of waiting) wake();
+      return update_id;
+    },
+    edit(chat, from, messageId, text) {
+      const update_id = nextUpdate++;
+      updates.push({ update_id, edited_message: { message_id: messageId, date: now(), edit_date: now(), chat, from: { ...from, is_bot: false }, text } });
       for (const wake of waiting) wake();
       return update_id;
     },

@@ -35,6 +35,21 @@ export function describeChannelsContract(context: StoreContext): void {
       expect((await channels.recent('tg', 2))[1]).toMatchObject({ platformId: 'm1', status: 'answered', note: 'the reply', updatedAt: 3_000 });
     });
 
+    it('amends a message only while it waits: a new text, or withdrawn', async () => {
+      const { channels } = context.store;
+      await channels.receive(message('m1'));
+      await channels.receive(message('m2'));
+      expect(await channels.amend('tg', 'm1', { text: 'edited' }, 2_000)).toBe(true);
+      expect(await channels.get('tg', 'm1')).toEqual(message('m1', { text: 'edited', updatedAt: 2_000 }));
+      expect(await channels.amend('tg', 'm2', { withdrawn: 'deleted' }, 2_000)).toBe(true);
+      expect(await channels.get('tg', 'm2')).toMatchObject({ status: 'ignored', note: 'deleted' });
+      await channels.settle('tg', 'm1', 'answered', 'reply', 3_000);
+      expect(await channels.amend('tg', 'm1', { text: 'too late' }, 4_000)).toBe(false);
+      expect(await channels.amend('tg', 'nope', { text: 'x' }, 4_000)).toBe(false);
+      expect((await channels.get('tg', 'm1'))?.text).toBe('edited');
+      expect(await channels.get('tg', 'nope')).toBeUndefined();
+    });
+
     it('keeps one waiting pairing per person, approves it by code once, and finds it', async () => {
       const { channels } = context.store;
       await channels.requestPairing({ code: 'AAAAAA', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 1, approvedAt: null });
