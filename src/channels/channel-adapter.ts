@@ -75,3 +75,9 @@ export interface ChannelAdapter {
   typing?(target: ReplyTarget): Promise<void>;
   state(): { state: ChannelState; error: string | null };
 }
+
+/** An adapter the platform reaches over HTTP: `POST /hooks/<name>` is handed to it. */
+export interface InboundRequests {
+  /** Answers a POST: the platform's own checks (a signature, a timestamp), then the message taken in. */
+  handle(request: Request): Promise<Response>;
+}

@@ -3,14 +3,14 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
 import { isLoomError, UsageError } from '../errors/index.ts';
 import type { ChannelEvent, Kernel } from '../kernel/index.ts';
-import type { ChannelAdapter, ChannelState, InboundChange, InboundChoice, InboundMessage, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, ChannelState, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
 import { createDiscordChannel } from './discord-channel.ts';
 import { createEmailChannel } from './email-channel.ts';
 import { createSlackChannel } from './slack-channel.ts';
 import { splitReply } from './split-reply.ts';
 import { createTelegramChannel } from './telegram-channel.ts';
-import { createWebhookChannel, type WebhookChannel } from './webhook-channel.ts';
+import { createWebhookChannel } from './webhook-channel.ts';
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
 export const EDIT_INTERVAL_MS = 1000;
@@ -65,8 +65,8 @@ export interface ChannelService {
    * @throws {UsageError} for a code no one was given.
    */
   approve(code: string): Promise<ChannelPairingRecord>;
-  /** The webhook channel named `name`, for the HTTP route. */
-  webhook(name: string): WebhookChannel | undefined;
+  /** The running channel named `name` that takes requests over HTTP (a webhook, Slack's Events API), for `/hooks/<name>`. */
+  inbound(name: string): InboundRequests | undefined;
   /** Resolves once every message taken in so far is settled (tests, shutdown). */
   idle(): Promise<void>;
 }
@@ -125,7 +125,13 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         });
       }
       case 'slack':
-        return createSlackChannel({ name: config.name, appToken: credential(config.app_token_env), botToken: credential(config.bot_token_env), apiBaseUrl: config.api_base_url, logger });
+        return createSlackChannel({
+          name: config.name,
+          botToken: credential(config.bot_token_env),
+          apiBaseUrl: config.api_base_url,
+          receiver: config.mode === 'socket' ? { mode: 'socket', appToken: credential(config.app_token_env ?? '') } : { mode: 'events', signingSecret: credential(config.signing_secret_env ?? ''), clock },
+          logger,
+        });
     }
   }
 
@@ -441,9 +447,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       return pairing;
     },
 
-    webhook(name) {
-      const adapter = running.get(name)?.adapter;
-      return adapter?.kind === 'webhook' ? (adapter as WebhookChannel) : undefined;
+    inbound(name) {
+      const adapter = running.get(name)?.adapter as (ChannelAdapter & Partial<InboundRequests>) | undefined;
+      return adapter?.handle === undefined ? undefined : (adapter as InboundRequests);
     },
 
     async idle() {

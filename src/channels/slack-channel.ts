@@ -1,7 +1,9 @@
 import { type Logger as SlackLogger, LogLevel, SocketModeClient } from '@slack/socket-mode';
 import { WebClient } from '@slack/web-api';
-import type { Logger } from '../contracts/index.ts';
-import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Clock, Logger } from '../contracts/index.ts';
+import { safeParseJson } from '../validation/index.ts';
+import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
 /** Slack's limit on a markdown block's text. */
 const SLACK_MAX_LENGTH = 12_000;
@@ -50,35 +52,127 @@ function slackLogger(logger: Logger): SlackLogger {
   };
 }
 
+/** How Slack reaches Loom: Socket Mode (an app token), or the Events API over HTTP (a signing secret). */
+export type SlackReceiver = { mode: 'socket'; appToken: string } | { mode: 'events'; signingSecret: string; clock: Clock };
+
+/** How far an Events API request's timestamp may be from the clock (Slack's own advice: five minutes). */
+const SLACK_MAX_SKEW_SECONDS = 300;
+
+/** `v0=<hex>` of `v0:<timestamp>:<body>` under the signing secret: Slack's request signature. */
+export function signSlackRequest(secret: string, timestamp: string, body: string): string {
+  return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+}
+
 /**
- * Slack through its official SDKs: Socket Mode (`@slack/socket-mode`) to receive, so the daemon
- * needs no public address, and the Web API (`@slack/web-api`) to reply. An event is acknowledged
- * (its envelope) only after it is stored. Direct messages are conversations of their own; in a
- * channel, each message that speaks to the bot starts a thread the bot answers in. Replies are
- * Markdown blocks (Slack renders standard Markdown in them); approvals get Block Kit buttons.
+ * Slack through its official SDKs: Socket Mode (`@slack/socket-mode`) or the Events API (POSTs
+ * to `/hooks/<name>`, signed with the app's signing secret) to receive, and the Web API
+ * (`@slack/web-api`) to reply. An event is acknowledged (its envelope, or the HTTP 200) only
+ * after it is stored. Direct messages are conversations of their own; in a channel, each message
+ * that speaks to the bot starts a thread the bot answers in. Replies are Markdown blocks (Slack
+ * renders standard Markdown in them); approvals get Block Kit buttons.
  */
-export function createSlackChannel(options: { name: string; appToken: string; botToken: string; apiBaseUrl: string; logger: Logger }): ChannelAdapter {
-  const { name, logger } = options;
+export function createSlackChannel(options: { name: string; botToken: string; apiBaseUrl: string; receiver: SlackReceiver; logger: Logger }): ChannelAdapter & InboundRequests {
+  const { name, logger, receiver } = options;
   const tell = (problem: string): string => `channel "${name}": ${problem}`;
   const slackApiUrl = options.apiBaseUrl.endsWith('/') ? options.apiBaseUrl : `${options.apiBaseUrl}/`;
   const web = new WebClient(options.botToken, { slackApiUrl, logger: slackLogger(logger), retryConfig: { retries: 0 } });
-  const socket = new SocketModeClient({ appToken: options.appToken, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } }, logger: slackLogger(logger) });
+  const socket = receiver.mode === 'socket' ? new SocketModeClient({ appToken: receiver.appToken, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } }, logger: slackLogger(logger) }) : undefined;
   let botUserId = '';
   let state: ChannelState = 'stopped';
   let error: string | null = null;
+  let handlers: { sink: InboundSink; choices: ChoiceSink | undefined; changes: ChangeSink | undefined } | undefined;
 
-  socket.on('connected', () => {
+  socket?.on('connected', () => {
     state = 'connected';
     error = null;
   });
-  socket.on('reconnecting', () => {
+  socket?.on('reconnecting', () => {
     state = 'reconnecting';
   });
-  socket.on('disconnected', () => {
+  socket?.on('disconnected', () => {
     if (state !== 'stopped') state = 'reconnecting';
   });
 
   const threadOf = (target: ReplyTarget): { thread_ts?: string } => (target.thread === null ? {} : { thread_ts: target.thread });
+  const withoutMention = (text: string): string => text.replaceAll(`<@${botUserId}>`, '').trim();
+
+  /** A message event: stored through the sink (or an edit, a deletion), then `ack` (Slack's acknowledgement). */
+  async function onMessage(event: SlackMessageEvent, ack: () => Promise<void>): Promise<void> {
+    const { sink, changes } = handlers ?? {};
+    if (sink === undefined) return;
+    if (event.subtype === 'message_changed' && event.message?.text !== undefined && event.message.user !== botUserId) {
+      await changes?.({ platformId: `${event.channel}:${event.message.ts}`, kind: 'edit', text: withoutMention(event.message.text) });
+    } else if (event.subtype === 'message_deleted' && event.deleted_ts !== undefined) {
+      await changes?.({ platformId: `${event.channel}:${event.deleted_ts}`, kind: 'delete' });
+    } else if (event.bot_id === undefined && event.subtype === undefined && event.user !== undefined && event.user !== botUserId && event.text !== undefined) {
+      // The bot's own messages, joins and the like are not messages to answer.
+      const direct = event.channel_type === 'im';
+      await sink({
+        platformId: `${event.channel}:${event.ts}`,
+        user: { id: event.user, name: null },
+        // A channel message starts a thread the bot answers in (or continues the one it is in).
+        conversation: { id: event.channel, kind: direct ? 'direct' : 'group', thread: event.thread_ts ?? (direct ? null : event.ts) },
+        mentioned: direct || event.text.includes(`<@${botUserId}>`),
+        text: withoutMention(event.text),
+      });
+    }
+    await ack();
+  }
+
+  /** A button press (block_actions). */
+  async function onInteractive(body: SlackBlockActions): Promise<void> {
+    const value = body.actions?.[0]?.value;
+    if (body.type !== 'block_actions' || value === undefined) return;
+    const channel = body.channel?.id ?? body.container?.channel_id ?? '';
+    const messageTs = body.message?.ts ?? body.container?.message_ts;
+    await handlers?.choices?.({
+      user: { id: body.user.id, name: body.user.name ?? body.user.username ?? null },
+      conversationId: channel,
+      data: value,
+      acknowledge: async (text) => {
+        // No toast in Slack: the outcome goes under the question, for everyone in the conversation.
+        if (messageTs !== undefined && !text.startsWith('Only')) await web.chat.update({ channel, ts: messageTs, text: `${body.message?.text ?? ''}\n${text}`, blocks: [] }).catch(() => undefined);
+        else await web.chat.postEphemeral({ channel, user: body.user.id, text }).catch(() => undefined);
+      },
+    });
+  }
+
+  /** An event that could not be stored is not acknowledged: Slack delivers it again. */
+  const report = (caught: unknown): void => {
+    error = caught instanceof Error ? caught.message : String(caught);
+    logger.warn({ err: caught, channel: name }, tell('an event could not be handled'));
+  };
+  socket?.on('message', ({ event, ack }: { event: SlackMessageEvent; ack: () => Promise<void> }) => void onMessage(event, ack).catch(report));
+  socket?.on('interactive', ({ body, ack }: { body: SlackBlockActions; ack: () => Promise<void> }) => {
+    void ack()
+      .then(() => onInteractive(body))
+      .catch(report);
+  });
+
+  /** The Events API's POSTs: the signature and the timestamp checked, the URL verification answered, events taken in. */
+  async function handle(request: Request): Promise<Response> {
+    if (receiver.mode !== 'events') return Response.json({ error: { code: 'ROUTE_NOT_FOUND', message: tell('receives over Socket Mode, not HTTP') } }, { status: 404 });
+    const body = await request.text();
+    const timestamp = request.headers.get('x-slack-request-timestamp') ?? '';
+    const signature = request.headers.get('x-slack-signature') ?? '';
+    const skew = Math.abs(receiver.clock.now() / 1000 - Number(timestamp));
+    const expected = Buffer.from(signSlackRequest(receiver.signingSecret, timestamp, body));
+    if (!(skew <= SLACK_MAX_SKEW_SECONDS) || expected.length !== Buffer.byteLength(signature) || !timingSafeEqual(expected, Buffer.from(signature))) {
+      return Response.json({ error: { code: 'UNAUTHORIZED', message: tell('the Slack signature or timestamp does not hold (signed with the app\'s signing secret, within five minutes)') } }, { status: 401 });
+    }
+    // Interactivity comes as a form with a JSON payload; events as JSON.
+    const form = (request.headers.get('content-type') ?? '').includes('application/x-www-form-urlencoded') ? new URLSearchParams(body).get('payload') : null;
+    const parsed = safeParseJson(form ?? body);
+    if (!parsed.ok) return Response.json({ error: { code: 'INVALID_REQUEST', message: tell(`the body is not JSON: ${parsed.message}`) } }, { status: 400 });
+    const payload = parsed.value as { type?: string; challenge?: string; event?: SlackMessageEvent };
+    if (payload.type === 'url_verification') return Response.json({ challenge: payload.challenge ?? '' });
+    if (form !== null) {
+      void onInteractive(payload as SlackBlockActions).catch(report);
+      return new Response(null, { status: 200 });
+    }
+    if (payload.type === 'event_callback' && payload.event?.type === 'message') await onMessage(payload.event, () => Promise.resolve());
+    return new Response(null, { status: 200 });
+  }
 
   return {
     kind: 'slack',
@@ -86,6 +180,7 @@ export function createSlackChannel(options: { name: string; appToken: string; bo
 
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
       state = 'starting';
+      handlers = { sink, choices, changes };
       try {
         botUserId = String((await web.auth.test()).user_id ?? '');
       } catch (caught) {
@@ -93,72 +188,25 @@ export function createSlackChannel(options: { name: string; appToken: string; bo
         error = caught instanceof Error ? caught.message : String(caught);
         throw new Error(tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${error}`), { cause: caught });
       }
-      const onMessage = async ({ event, ack }: { event: SlackMessageEvent; ack: () => Promise<void> }): Promise<void> => {
-        if (event.subtype === 'message_changed' && event.message?.text !== undefined && event.message.user !== botUserId) {
-          await changes?.({ platformId: `${event.channel}:${event.message.ts}`, kind: 'edit', text: event.message.text.replaceAll(`<@${botUserId}>`, '').trim() });
-          await ack();
-          return;
+      if (socket !== undefined) {
+        try {
+          await socket.start();
+        } catch (caught) {
+          state = 'failed';
+          error = caught instanceof Error ? caught.message : String(caught);
+          throw new Error(tell(`Slack Socket Mode could not connect: ${error}`), { cause: caught });
         }
-        if (event.subtype === 'message_deleted' && event.deleted_ts !== undefined) {
-          await changes?.({ platformId: `${event.channel}:${event.deleted_ts}`, kind: 'delete' });
-          await ack();
-          return;
-        }
-        // The bot's own messages and edits, joins and the like are not messages to answer.
-        if (event.bot_id !== undefined || event.subtype !== undefined || event.user === undefined || event.user === botUserId || event.text === undefined) {
-          await ack();
-          return;
-        }
-        const direct = event.channel_type === 'im';
-        const mentioned = direct || event.text.includes(`<@${botUserId}>`);
-        await sink({
-          platformId: `${event.channel}:${event.ts}`,
-          user: { id: event.user, name: null },
-          // A channel message starts a thread the bot answers in (or continues the one it is in).
-          conversation: { id: event.channel, kind: direct ? 'direct' : 'group', thread: event.thread_ts ?? (direct ? null : event.ts) },
-          mentioned,
-          text: event.text.replaceAll(`<@${botUserId}>`, '').trim(),
-        });
-        await ack();
-      };
-      const onInteractive = async ({ body, ack }: { body: SlackBlockActions; ack: () => Promise<void> }): Promise<void> => {
-        await ack();
-        const value = body.actions?.[0]?.value;
-        if (body.type !== 'block_actions' || value === undefined) return;
-        const channel = body.channel?.id ?? body.container?.channel_id ?? '';
-        const messageTs = body.message?.ts ?? body.container?.message_ts;
-        await choices?.({
-          user: { id: body.user.id, name: body.user.name ?? body.user.username ?? null },
-          conversationId: channel,
-          data: value,
-          acknowledge: async (text) => {
-            // No toast in Slack: the outcome goes under the question, for everyone in the conversation.
-            if (messageTs !== undefined && !text.startsWith('Only')) await web.chat.update({ channel, ts: messageTs, text: `${body.message?.text ?? ''}\n${text}`, blocks: [] }).catch(() => undefined);
-            else await web.chat.postEphemeral({ channel, user: body.user.id, text }).catch(() => undefined);
-          },
-        });
-      };
-      // An event that could not be stored is not acknowledged: Slack delivers it again.
-      const report = (caught: unknown): void => {
-        error = caught instanceof Error ? caught.message : String(caught);
-        logger.warn({ err: caught, channel: name }, tell('an event could not be handled'));
-      };
-      socket.on('message', (args: Parameters<typeof onMessage>[0]) => void onMessage(args).catch(report));
-      socket.on('interactive', (args: Parameters<typeof onInteractive>[0]) => void onInteractive(args).catch(report));
-      try {
-        await socket.start();
-      } catch (caught) {
-        state = 'failed';
-        error = caught instanceof Error ? caught.message : String(caught);
-        throw new Error(tell(`Slack Socket Mode could not connect: ${error}`), { cause: caught });
       }
       state = 'connected';
     },
 
     async stop() {
       state = 'stopped';
-      await socket.disconnect();
+      handlers = undefined;
+      await socket?.disconnect();
     },
+
+    handle,
 
     async send(target, text) {
       const sent = await web.chat.postMessage({ channel: target.conversationId, text, blocks: [{ type: 'markdown', text }], ...threadOf(target) });

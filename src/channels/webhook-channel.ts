@@ -2,7 +2,7 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
-import type { ChannelAdapter, ChannelState, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, ChannelState, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
 /** The headers of a signed request, both ways. */
 export const WEBHOOK_TIMESTAMP_HEADER = 'x-loom-timestamp';
@@ -23,10 +23,7 @@ export function signWebhook(secret: string, timestamp: string, body: string): st
 }
 
 /** A webhook channel: the `/hooks/<name>` handler, and the adapter replying to `reply_url`. */
-export interface WebhookChannel extends ChannelAdapter {
-  /** Answers a POST to `/hooks/<name>`: 202 once stored, 401 for a bad signature or a stale timestamp, 400 for a bad body. */
-  handle(request: Request): Promise<Response>;
-}
+export interface WebhookChannel extends ChannelAdapter, InboundRequests {}
 
 function problem(status: number, code: string, message: string): Response {
   return Response.json({ error: { code, message } }, { status });

@@ -62,12 +62,19 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     ...channelFields,
     kind: z.literal('slack'),
-    /** The app-level token (xapp-…, scope connections:write) Socket Mode connects with, by environment variable. */
-    app_token_env: EnvName,
+    /** How Slack reaches Loom: Socket Mode (no public address), or the Events API POSTing to `/hooks/<name>`. */
+    mode: z.enum(['socket', 'events']).default('socket'),
+    /** Socket Mode: the app-level token (xapp-…, scope connections:write), by environment variable. */
+    app_token_env: EnvName.optional(),
+    /** The Events API: the app's signing secret, by environment variable. */
+    signing_secret_env: EnvName.optional(),
     /** The bot token (xoxb-…) replies are posted with, by environment variable. */
     bot_token_env: EnvName,
     /** The Web API's base URL (a test's, or a proxy). */
     api_base_url: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
+  }).superRefine((channel, context) => {
+    if (channel.mode === 'socket' && channel.app_token_env === undefined) context.addIssue({ code: 'custom', path: ['app_token_env'], message: 'Socket Mode needs the app-level token: app_token_env' });
+    if (channel.mode === 'events' && channel.signing_secret_env === undefined) context.addIssue({ code: 'custom', path: ['signing_secret_env'], message: 'the Events API needs the signing secret: signing_secret_env' });
   }),
   z.strictObject({
     ...channelFields,

@@ -25,9 +25,13 @@ export function createChannelRoutes(options: { channels: ChannelService }): Hono
   return routes;
 }
 
-/** `POST /hooks/<channel>`: a webhook channel's inbound door, authenticated by its signature rather than an API key. */
+/**
+ * `POST /hooks/<channel>`: the inbound door of a channel the platform reaches over HTTP (a
+ * signed webhook, Slack's Events API), authenticated by the platform's signature rather than an
+ * API key.
+ */
 export async function answerWebhook(channels: ChannelService | undefined, name: string, request: Request): Promise<Response> {
-  const webhook = channels?.webhook(name);
-  if (webhook === undefined) throw new HttpRequestError('ROUTE_NOT_FOUND', `no webhook channel named "${name}" is running; [[channels]] in config.toml lists them`);
-  return webhook.handle(request);
+  const channel = channels?.inbound(name);
+  if (channel === undefined) throw new HttpRequestError('ROUTE_NOT_FOUND', `no channel named "${name}" that takes requests over HTTP is running; [[channels]] in config.toml lists them`);
+  return channel.handle(request);
 }

@@ -1,4 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { signSlackRequest } from '../../src/channels/index.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeSlackServer, startFakeSlackServer } from '../support/fake-slack-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
@@ -20,7 +24,7 @@ afterEach(async () => {
 });
 
 async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
-  const config = { channels: [{ name: 'team', kind: 'slack', agent: 'helper', app_token_env: 'SLACK_APP_TOKEN', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'allowlist', allow_users: ['U42'], ...policy } }] };
+  const config = { channels: [{ name: 'team', kind: 'slack', agent: 'helper', mode: 'socket', app_token_env: 'SLACK_APP_TOKEN', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'allowlist', allow_users: ['U42'], ...policy } }] };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_APP_TOKEN: 'xapp-test', SLACK_BOT_TOKEN: 'xoxb-test' });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -31,8 +35,8 @@ async function until(done: () => boolean | Promise<boolean>): Promise<void> {
   for (let round = 0; round < 200 && !(await done()); round += 1) await new Promise((resolve) => setTimeout(resolve, 25));
 }
 
-const settled = async (count: number): Promise<boolean> => {
-  const recent = await host.store.channels.recent('team', count);
+const settled = async (count: number, channel = 'team'): Promise<boolean> => {
+  const recent = await host.store.channels.recent(channel, count);
   return recent.length === count && recent.every((message) => message.status !== 'received');
 };
 
@@ -112,5 +116,43 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     await until(() => settled(1));
     expect(question?.text).toContain('Approved: file_write runs.');
     expect(slack.posted.at(-1)?.text).toBe('Saved.');
+  });
+});
+
+describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', () => {
+  const SECRET = 'slack-signing-secret';
+  let api: RunningHttpServer;
+
+  async function startEvents(): Promise<void> {
+    const config = { channels: [{ name: 'events', kind: 'slack', mode: 'events', agent: 'helper', signing_secret_env: 'SLACK_SIGNING_SECRET', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'open' } }] };
+    host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test' });
+    await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.channels.start();
+    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+  }
+  afterEach(async () => {
+    await api.close();
+  });
+
+  function post(payload: unknown, options: { secret?: string; ageSeconds?: number } = {}): Promise<Response> {
+    const body = JSON.stringify(payload);
+    const timestamp = String(Math.floor(host.clock.now() / 1000) - (options.ageSeconds ?? 0));
+    return fetch(`${api.url}/hooks/events`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signSlackRequest(options.secret ?? SECRET, timestamp, body) }, body });
+  }
+
+  it('answers the URL verification, refuses a bad signature or a stale timestamp, and answers a message event once', async () => {
+    await startEvents();
+    const verification = await post({ type: 'url_verification', challenge: 'c-123' });
+    expect(await verification.json()).toEqual({ challenge: 'c-123' });
+    expect((await post({ type: 'url_verification', challenge: 'x' }, { secret: 'guess' })).status).toBe(401);
+    expect((await post({ type: 'url_verification', challenge: 'x' }, { ageSeconds: 600 })).status).toBe(401);
+    model.script([{ text: 'Via the Events API.' }]);
+    const event = { type: 'event_callback', event_id: 'Ev1', event: { type: 'message', channel: 'D9', channel_type: 'im', user: 'U42', text: 'hello', ts: '1700.0100' } };
+    expect((await post(event)).status).toBe(200);
+    // Slack retries when it is not sure: the same message is answered once.
+    expect((await post(event)).status).toBe(200);
+    await until(() => settled(1, 'events'));
+    await host.channels.idle();
+    expect(slack.posted.map((message) => [message.channel, message.text])).toEqual([['D9', 'Via the Events API.']]);
   });
 });
