@@ -102,7 +102,13 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       case 'webhook':
         return createWebhookChannel({ name: config.name, secret: credential(config.secret_env), replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
       case 'telegram':
-        return createTelegramChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
+        return createTelegramChannel({
+          name: config.name,
+          token: credential(config.token_env),
+          apiBaseUrl: config.api_base_url,
+          ...(config.mode === 'webhook' ? { webhook: { url: config.webhook_url ?? '', secretToken: credential(config.secret_token_env ?? '') } } : {}),
+          logger,
+        });
       case 'discord':
         return createDiscordChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
       case 'email': {

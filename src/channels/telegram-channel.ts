@@ -1,7 +1,7 @@
-import { Bot, GrammyError, InlineKeyboard } from 'grammy';
+import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
 import type { Message } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
-import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
@@ -9,13 +9,25 @@ const TELEGRAM_MAX_LENGTH = 4096;
 
 /**
  * Telegram through grammY (the maintained Bot API framework): long polling, so no public URL is
- * needed. An update is acknowledged (the next `getUpdates` offset) only after its handler, which
- * stores the message first, has returned. `apiBaseUrl` points grammY at another Bot API server
+ * needed, or a webhook Telegram POSTs to. An update is acknowledged (the next `getUpdates`
+ * offset, or the webhook's 200) only after its handler, which stores the message first, has
+ * returned. `apiBaseUrl` points grammY at another Bot API server
  * (a local one, or a test's).
  */
-export function createTelegramChannel(options: { name: string; token: string; apiBaseUrl: string; logger: Logger }): ChannelAdapter {
-  const { name, token, apiBaseUrl, logger } = options;
+export function createTelegramChannel(options: {
+  name: string;
+  token: string;
+  apiBaseUrl: string;
+  /** Receive by webhook instead of long polling: Telegram POSTs to `url` (this channel's `/hooks/<name>`) with `secretToken`. */
+  webhook?: { url: string; secretToken: string };
+  logger: Logger;
+}): ChannelAdapter & InboundRequests {
+  const { name, token, apiBaseUrl, logger, webhook } = options;
   const bot = new Bot(token, { client: { apiRoot: apiBaseUrl.replace(/\/+$/, '') } });
+  const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query'] as const;
+  // grammY's own webhook handler: checks the secret token, runs the handlers (which store the
+  // message) and only then answers 200, so an update is acknowledged once it is stored.
+  const onWebhook = webhook === undefined ? undefined : webhookCallback(bot, 'std/http', { secretToken: webhook.secretToken, onTimeout: 'throw', timeoutMilliseconds: 30_000 });
   let state: ChannelState = 'stopped';
   let error: string | null = null;
   let polling: Promise<void> | undefined;
@@ -95,11 +107,22 @@ export function createTelegramChannel(options: { name: string; token: string; ap
         error = caught instanceof Error ? caught.message : String(caught);
         throw new Error(`Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${error}`, { cause: caught });
       }
+      if (webhook !== undefined) {
+        try {
+          await bot.api.setWebhook(webhook.url, { secret_token: webhook.secretToken, allowed_updates: [...ALLOWED_UPDATES], drop_pending_updates: false });
+        } catch (caught) {
+          state = 'failed';
+          error = caught instanceof Error ? caught.message : String(caught);
+          throw new Error(`Telegram refused the webhook ${webhook.url}: ${error}`, { cause: caught });
+        }
+        state = 'connected';
+        return;
+      }
       await new Promise<void>((resolve) => {
         polling = bot
           .start({
             drop_pending_updates: false,
-            allowed_updates: ['message', 'edited_message', 'callback_query'],
+            allowed_updates: [...ALLOWED_UPDATES],
             onStart: () => {
               state = 'connected';
               resolve();
@@ -112,6 +135,12 @@ export function createTelegramChannel(options: { name: string; token: string; ap
             resolve();
           });
       });
+    },
+
+    async handle(request) {
+      if (onWebhook === undefined) return Response.json({ error: { code: 'ROUTE_NOT_FOUND', message: `channel "${name}" polls Telegram; it takes no webhook` } }, { status: 404 });
+      if (state !== 'connected') return Response.json({ error: { code: 'CHANNEL_STOPPED', message: `channel "${name}" is not running` } }, { status: 503 });
+      return onWebhook(request);
     },
 
     async stop() {

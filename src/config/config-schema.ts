@@ -58,6 +58,16 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     token_env: EnvName,
     /** The Bot API's base URL (a local Bot API server, or a test's). */
     api_base_url: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
+    /** Long polling (no public address needed), or a webhook Telegram POSTs to. */
+    mode: z.enum(['polling', 'webhook']).default('polling'),
+    /** Webhook: the public HTTPS address of this channel's `/hooks/<name>`. */
+    webhook_url: z.url({ protocol: /^https$/, error: 'expected the public https:// address of /hooks/<name>' }).optional(),
+    /** Webhook: the secret Telegram sends with each update, by environment variable. */
+    secret_token_env: EnvName.optional(),
+  }).superRefine((channel, context) => {
+    if (channel.mode !== 'webhook') return;
+    if (channel.webhook_url === undefined) context.addIssue({ code: 'custom', path: ['webhook_url'], message: 'a webhook needs its public address: webhook_url' });
+    if (channel.secret_token_env === undefined) context.addIssue({ code: 'custom', path: ['secret_token_env'], message: 'a webhook needs a secret Telegram sends with each update: secret_token_env' });
   }),
   z.strictObject({
     ...channelFields,

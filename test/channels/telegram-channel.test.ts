@@ -1,6 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
@@ -151,5 +154,31 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     telegram.push(ADA_CHAT, ADA, 'Write a lot');
     await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.sent.map((message) => message.text)).toEqual(['a'.repeat(3000), 'b'.repeat(3000)]);
+  });
+});
+
+describe('a Telegram channel on a webhook', () => {
+  it('registers its address and secret with Telegram, answers an update POSTed with the secret, and refuses one without', async () => {
+    const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, mode: 'webhook', webhook_url: 'https://loom.example.com/hooks/tg', secret_token_env: 'TELEGRAM_SECRET', policy: { direct: 'open' } }] };
+    host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_SECRET: 'hook-secret' });
+    await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.channels.start();
+    expect(telegram.webhooks).toMatchObject([{ url: 'https://loom.example.com/hooks/tg', secret_token: 'hook-secret' }]);
+    expect(telegram.calls).not.toContain('getUpdates');
+    const api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    try {
+      const update = JSON.stringify(telegram.update(ADA_CHAT, ADA, 'via the webhook'));
+      const forged = await fetch(`${api.url}/hooks/tg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'guess' }, body: update });
+      expect(forged.status).toBe(401);
+      model.script([{ text: 'Got it.' }]);
+      const genuine = await fetch(`${api.url}/hooks/tg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'hook-secret' }, body: update });
+      expect(genuine.status).toBe(200);
+      // Stored before Telegram got its 200.
+      expect(await host.store.channels.recent('tg', 1)).toMatchObject([{ text: 'via the webhook' }]);
+      await host.channels.idle();
+      expect(telegram.sent.map((message) => message.text)).toEqual(['Got it.']);
+    } finally {
+      await api.close();
+    }
   });
 });

@@ -42,6 +42,10 @@ export interface FakeTelegramServer {
   readonly sent: SentMessage[];
   /** Every API call, by method. */
   readonly calls: string[];
+  /** The bodies of `setWebhook` calls. */
+  readonly webhooks: Record<string, unknown>[];
+  /** A message update as Telegram would POST it to a webhook. */
+  update(chat: FakeChat, from: { id: number; first_name: string }, text: string): Record<string, unknown>;
   /** The highest update id grammY acknowledged (offset − 1). */
   acknowledged(): number;
   failSends(count: number): void;
@@ -54,6 +58,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
   const bot = { id: 999, username: 'loom_test_bot' };
   const updates: ({ update_id: number } & Record<string, unknown>)[] = [];
   const answers: string[] = [];
+  const webhooks: Record<string, unknown>[] = [];
   const sent: SentMessage[] = [];
   const calls: string[] = [];
   const waiting = new Set<() => void>();
@@ -143,6 +148,10 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
         return;
       }
+      case 'setWebhook':
+        webhooks.push(body);
+        answer(response, true);
+        return;
       case 'answerCallbackQuery':
         answers.push(typeof body['text'] === 'string' ? body['text'] : '');
         answer(response, true);
@@ -197,6 +206,8 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       return update_id;
     },
     answers,
+    webhooks,
+    update: (chat, from, text) => ({ update_id: nextUpdate++, message: { message_id: nextMessage++, date: now(), chat, from: { ...from, is_bot: false }, text } }),
     sent,
     calls,
     acknowledged: () => offset - 1,
