@@ -8,8 +8,8 @@ const DISCORD_MAX_LENGTH = 2000;
 /**
  * Discord through discord.js (the maintained library): the gateway to receive, its REST client to
  * reply (Discord renders Markdown itself). A direct message is a conversation; in a server's
- * channel, a message that mentions the bot is answered (each channel, or thread, one
- * conversation). `apiBaseUrl` points discord.js at another API (a test's); the gateway's address
+ * channel, a message that mentions the bot is answered (each channel one conversation, and
+ * each thread one of its own under its channel's policy). `apiBaseUrl` points discord.js at another API (a test's); the gateway's address
  * comes from its `GET /gateway/bot`. The gateway has no acknowledgement to hold back: a message
  * is stored before it is answered, and one that arrives twice is answered once.
  */
@@ -63,10 +63,13 @@ export function createDiscordChannel(options: { name: string; token: string; api
         const direct = message.guildId === null;
         const botId = client.user?.id ?? '';
         const mentioned = direct || message.mentions.users.has(botId);
+        // A thread is a conversation of its own within its channel: the channel's policy applies,
+        // the session is the thread's.
+        const parent = message.channel.isThread() ? message.channel.parentId : null;
         await sink({
           platformId: message.id,
           user: { id: message.author.id, name: message.author.globalName ?? message.author.username },
-          conversation: { id: message.channelId, kind: direct ? 'direct' : 'group', thread: null },
+          conversation: parent === null ? { id: message.channelId, kind: direct ? 'direct' : 'group', thread: null } : { id: parent, kind: 'group', thread: message.channelId },
           mentioned,
           text: message.content.replaceAll(`<@${botId}>`, '').replaceAll(`<@!${botId}>`, '').trim(),
         });

@@ -280,6 +280,19 @@ export const ConfigSchema = z.strictObject({
         seen.add(channel.name);
       });
     }),
+}).superRefine((config, context) => {
+  // A person is named by channels that exist, and one platform user is one person.
+  const channels = new Set(config.channels.map((channel) => channel.name));
+  const owner = new Map<string, string>();
+  for (const [person, handles] of Object.entries(config.people)) {
+    handles.forEach((handle, index) => {
+      const channel = handle.slice(0, handle.indexOf(':'));
+      if (!channels.has(channel)) context.addIssue({ code: 'custom', path: ['people', person, index], message: `no [[channels]] entry is named "${channel}"${channels.size === 0 ? ' (none is configured)' : ` (configured: ${[...channels].join(', ')})`}` });
+      const other = owner.get(handle);
+      if (other !== undefined) context.addIssue({ code: 'custom', path: ['people', person, index], message: `"${handle}" is already ${other}; a platform user is one person` });
+      owner.set(handle, person);
+    });
+  }
 });
 
 /** A validated configuration with every default filled in. */

@@ -56,6 +56,49 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('are you there?');
   });
 
+  it('keeps a thread a conversation of its own, under its channel\'s allowlist', async () => {
+    await start({ groups: 'allowlist', allow_groups: [discord.guild.channelId], allow_users: [], direct: 'closed' });
+    model.script([{ text: 'In the channel.' }, { text: 'In the thread.' }]);
+    discord.message({ channelId: discord.guild.channelId, author: ADA, content: `<@${discord.bot.id}> my name is Ada`, guild: true, mentionsBot: true });
+    await until(() => settled(1));
+    discord.message({ channelId: discord.guild.threadId, author: ADA, content: `<@${discord.bot.id}> what is my name?`, guild: true, mentionsBot: true });
+    await until(() => settled(2));
+    expect(discord.created.map((message) => [message.channelId, message.content])).toEqual([
+      [discord.guild.channelId, 'In the channel.'],
+      [discord.guild.threadId, 'In the thread.'],
+    ]);
+    // The thread's turn is a session of its own; what Ada said in the channel reaches it only as
+    // what the agent knows of her from other conversations.
+    const [system, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: string }[];
+    expect(conversation).toEqual([{ role: 'user', content: 'what is my name?' }]);
+    expect(system?.content).toContain(`They said (channel:guild:${discord.guild.channelId}) my name is Ada`);
+    expect(await host.store.channels.recent('guild', 2)).toEqual(expect.arrayContaining([expect.objectContaining({ conversationId: discord.guild.channelId, thread: discord.guild.threadId })]));
+  });
+
+  it('answers a waiting message as it was edited, and does not answer one deleted before its turn', async () => {
+    await start();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    model.script([{ text: 'First answer.', gate }, { text: 'Second answer.' }]);
+    const dm = '300000000000000001';
+    discord.message({ channelId: dm, author: ADA, content: 'first', id: '400000000000000010' });
+    discord.message({ channelId: dm, author: ADA, content: 'second, with a typo', id: '400000000000000011' });
+    discord.message({ channelId: dm, author: ADA, content: 'third, never mind', id: '400000000000000012' });
+    await until(async () => (await host.store.channels.recent('guild', 3)).length === 3);
+    discord.edit({ channelId: dm, author: ADA, content: 'second, corrected', id: '400000000000000011' });
+    discord.remove({ channelId: dm, id: '400000000000000012' });
+    await until(async () => (await host.store.channels.get('guild', '400000000000000012'))?.status === 'ignored' && (await host.store.channels.get('guild', '400000000000000011'))?.text === 'second, corrected');
+    release();
+    await until(() => settled(3));
+    await host.channels.idle();
+    expect(discord.created.map((message) => message.content)).toEqual(['First answer.', 'Second answer.']);
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('second, corrected');
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('typo');
+    expect(await host.store.channels.get('guild', '400000000000000012')).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
+  });
+
   it('answers a message dispatched twice once', async () => {
     await start();
     model.script([{ text: 'Once.' }]);

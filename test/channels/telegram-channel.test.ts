@@ -147,6 +147,15 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect(telegram.sent.map((message) => [message.text, message.parseMode])).toEqual([['<b>Done</b>: see <code>notes.txt</code> &lt;here&gt;', 'HTML']]);
   });
 
+  it('sends the same words as plain text when Telegram refuses the markup', async () => {
+    await start();
+    model.script([{ text: '**Done**: see `notes.txt`' }]);
+    telegram.refuseMarkup(100);
+    telegram.push(ADA_CHAT, ADA, 'Status?');
+    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.sent.map((message) => [message.text, message.parseMode])).toEqual([['**Done**: see `notes.txt`', undefined]]);
+  });
+
   it('splits a reply longer than Telegram allows into several messages', async () => {
     await start();
     const long = `${'a'.repeat(3000)}\n\n${'b'.repeat(3000)}`;

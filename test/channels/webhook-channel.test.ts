@@ -59,11 +59,11 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** POSTs a message to the webhook, signed (or as `tamper` says). */
-function post(message: Record<string, unknown>, tamper: { secret?: string; ageSeconds?: number; body?: string } = {}): Promise<Response> {
+/** POSTs a message to the webhook (`hooks` unless `tamper.channel` names another), signed (or as `tamper` says). */
+function post(message: Record<string, unknown>, tamper: { secret?: string; ageSeconds?: number; body?: string; channel?: string } = {}): Promise<Response> {
   const body = tamper.body ?? JSON.stringify(message);
   const timestamp = String(Math.floor(host.clock.now() / 1000) - (tamper.ageSeconds ?? 0));
-  return fetch(`${api.url}/hooks/hooks`, {
+  return fetch(`${api.url}/hooks/${tamper.channel ?? 'hooks'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(tamper.secret ?? SECRET, timestamp, body) },
     body,
@@ -202,6 +202,27 @@ describe('a webhook channel', () => {
       'You are sending messages faster than 2 a minute; please wait a moment.',
     ]);
     expect((await host.store.channels.recent('hooks', 2)).map((message) => message.status)).toEqual(['ignored', 'ignored']);
+  });
+
+  it('knows a person named in [people] on each of their channels', async () => {
+    const replyUrl = await startReceiver();
+    const channel = (name: string): Record<string, unknown> => ({ name, kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open' } });
+    const config = { channels: [channel('hooks'), channel('desk')], people: { ada: ['hooks:u-ada', 'desk:ada@example.com'] } };
+    host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
+    await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.channels.start();
+    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    model.script([{ text: 'Noted.' }, { text: 'Tea.' }, { text: 'Who?' }]);
+    await post(fromAda('m-1', 'I like tea'));
+    await host.channels.idle();
+    await post({ id: 'd-1', user: { id: 'ada@example.com' }, conversation: { id: 'desk-1' }, text: 'What do I like?' }, { channel: 'desk' });
+    await post({ id: 'd-2', user: { id: 'bob@example.com' }, conversation: { id: 'desk-2' }, text: 'What do I like?' }, { channel: 'desk' });
+    await host.channels.idle();
+    const systemOf = (request: number): string => JSON.stringify((model.requests[request]?.body['messages'] as unknown[])[0]);
+    expect(systemOf(1)).toContain('What you know of this person (ada)');
+    expect(systemOf(1)).toContain('They said (channel:hooks:c-1) I like tea');
+    // Someone not in [people] is one person per channel, and knows nothing of Ada.
+    expect(systemOf(2)).not.toContain('like tea');
   });
 
   it('answers after a restart what was stored but not answered before a crash', async () => {

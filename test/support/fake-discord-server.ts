@@ -20,16 +20,20 @@ export interface InteractionAnswer {
 /**
  * Discord on loopback, as discord.js talks to it: the REST API under `/api/v10` (`gateway/bot`,
  * channel messages, typing, interaction callbacks) and the gateway over a WebSocket (HELLO,
- * IDENTIFY → READY and one server's GUILD_CREATE, heartbeats, MESSAGE_CREATE and
- * INTERACTION_CREATE dispatches).
+ * IDENTIFY → READY and one server's GUILD_CREATE with a channel and a thread, heartbeats,
+ * MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE and INTERACTION_CREATE dispatches).
  */
 export interface FakeDiscordServer {
   apiUrl: string;
   readonly bot: { id: string; username: string };
-  /** The server (guild) and its text channel the bot is in. */
-  readonly guild: { id: string; channelId: string };
+  /** The server (guild), its text channel the bot is in, and a thread under that channel. */
+  readonly guild: { id: string; channelId: string; threadId: string };
   /** Dispatches a message; a direct message has no guild. */
   message(options: { channelId: string; author: { id: string; username: string }; content: string; guild?: boolean; id?: string; mentionsBot?: boolean }): string;
+  /** Dispatches an edit of a message dispatched earlier. */
+  edit(options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean }): void;
+  /** Dispatches the deletion of a message. */
+  remove(options: { channelId: string; id: string; guild?: boolean }): void;
   /** Dispatches a button press on one of the bot's messages. */
   press(user: { id: string; username: string }, message: DiscordMessage, customId: string): void;
   readonly created: DiscordMessage[];
@@ -40,7 +44,7 @@ export interface FakeDiscordServer {
 
 export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
   const bot = { id: '900000000000000001', username: 'loom' };
-  const guild = { id: '800000000000000001', channelId: '700000000000000001' };
+  const guild = { id: '800000000000000001', channelId: '700000000000000001', threadId: '700000000000000002' };
   const created: DiscordMessage[] = [];
   const answers: InteractionAnswer[] = [];
   let sockets: WebSocket[] = [];
@@ -79,6 +83,26 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
     type: 0,
     flags: 0,
     components: message.components,
+  });
+
+  /** A person's message as the gateway carries it (created, or edited at `editedAt`). */
+  const userMessage = (options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean; mentionsBot?: boolean }, editedAt: string | null): Record<string, unknown> => ({
+    id: options.id,
+    channel_id: options.channelId,
+    ...(options.guild === true ? { guild_id: guild.id, member: { roles: [], joined_at: now(), deaf: false, mute: false, flags: 0 } } : { channel_type: 1 }),
+    author: { ...options.author, discriminator: '0', global_name: options.author.username, avatar: null, bot: false },
+    content: options.content,
+    timestamp: now(),
+    edited_timestamp: editedAt,
+    tts: false,
+    mention_everyone: false,
+    mentions: options.mentionsBot === true ? [botUser] : [],
+    mention_roles: [],
+    attachments: [],
+    embeds: [],
+    pinned: false,
+    type: 0,
+    flags: 0,
   });
 
   const server: Server = createServer((request, response) => {
@@ -164,7 +188,7 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
           member_count: 2,
           members: [],
           channels: [{ id: guild.channelId, type: 0, name: 'general', position: 0, permission_overwrites: [], guild_id: guild.id }],
-          threads: [],
+          threads: [{ id: guild.threadId, type: 11, name: 'a question', parent_id: guild.channelId, guild_id: guild.id, owner_id: '1', message_count: 1, member_count: 1, thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: now(), locked: false } }],
           presences: [],
           voice_states: [],
           stage_instances: [],
@@ -190,26 +214,14 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
     guild,
     message(options) {
       const id = options.id ?? snowflake();
-      const author = { ...options.author, discriminator: '0', global_name: options.author.username, avatar: null, bot: false };
-      dispatch('MESSAGE_CREATE', {
-        id,
-        channel_id: options.channelId,
-        ...(options.guild === true ? { guild_id: guild.id, member: { roles: [], joined_at: now(), deaf: false, mute: false, flags: 0 } } : { channel_type: 1 }),
-        author,
-        content: options.content,
-        timestamp: now(),
-        edited_timestamp: null,
-        tts: false,
-        mention_everyone: false,
-        mentions: options.mentionsBot === true ? [botUser] : [],
-        mention_roles: [],
-        attachments: [],
-        embeds: [],
-        pinned: false,
-        type: 0,
-        flags: 0,
-      });
+      dispatch('MESSAGE_CREATE', userMessage({ ...options, id }, null));
       return id;
+    },
+    edit(options) {
+      dispatch('MESSAGE_UPDATE', userMessage(options, now()));
+    },
+    remove(options) {
+      dispatch('MESSAGE_DELETE', { id: options.id, channel_id: options.channelId, ...(options.guild === true ? { guild_id: guild.id } : {}) });
     },
     press(user, message, customId) {
       const id = snowflake();

@@ -49,6 +49,8 @@ export interface FakeTelegramServer {
   /** The highest update id grammY acknowledged (offset − 1). */
   acknowledged(): number;
   failSends(count: number): void;
+  /** Refuses the markup of the next `count` HTML sends or edits ("can't parse entities"), as Telegram does with entities it will not take. */
+  refuseMarkup(count: number): void;
   /** Resolves with the next message the bot sends. */
   nextSend(): Promise<SentMessage>;
   close(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
   let nextMessage = 1000;
   let offset = 0;
   let failing = 0;
+  let refusingMarkup = 0;
   const sendWaiters: ((message: SentMessage) => void)[] = [];
   const now = (): number => Math.floor(Date.now() / 1000);
 
@@ -81,6 +84,11 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
 
   /** Telegram's HTML mode takes only its own tags, balanced; anything else is a 400 "can't parse entities". */
   function refuseHtml(text: string, response: ServerResponse): boolean {
+    if (refusingMarkup > 0) {
+      refusingMarkup -= 1;
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: 'Bad Request: can\'t parse entities: too many entities' }));
+      return true;
+    }
     const allowed = new Set(['b', 'strong', 'i', 'em', 'u', 's', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span']);
     const open: string[] = [];
     for (const match of text.matchAll(/<(\/?)([a-z-]+)[^>]*>/g)) {
@@ -211,6 +219,9 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
     sent,
     calls,
     acknowledged: () => offset - 1,
+    refuseMarkup(count) {
+      refusingMarkup = count;
+    },
     failSends(count) {
       failing = count;
     },
