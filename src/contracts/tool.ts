@@ -117,6 +117,12 @@ export interface Tool<Input = unknown> {
   readonly grantedBy?: string;
   readonly inputSchema: z.ZodType<Input>;
   /**
+   * The tool's input as JSON Schema, when it was written that way (an MCP server's tool, a forged
+   * tool): offered to the model and MCP clients unchanged and checked by the runner as written,
+   * in the dialect it declares (2020-12 by default). `inputSchema` then only types the input.
+   */
+  readonly jsonSchema?: JsonObject;
+  /**
    * The capabilities this call needs beyond `tool_invoke(name)`, computed from its input: a
    * path, a host, a command. May throw a LoomError to refuse input it cannot judge.
    */

@@ -193,7 +193,8 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       name: request.name,
       description: `[forged ${tool.record.mode} tool] ${request.description}`,
       ...(own ? { grantedBy: FORGE_TOOL_NAME } : {}),
-      inputSchema: inputSchemaOf(request.inputSchema),
+      inputSchema: ANY_INPUT,
+      jsonSchema: { $schema: DRAFT_07, ...request.inputSchema },
       requires: () => [],
       execute: (input, context) => call(self(), input, context),
     };
@@ -596,14 +597,6 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   };
 }
 
-const LOOSE_INPUT = z.record(z.string(), z.json());
-
-/** A forged tool's input schema for the runner and the model: converted from its JSON Schema, else a loose object. */
-function inputSchemaOf(schema: JsonObject): z.ZodType<JsonObject> {
-  try {
-    const converted = z.fromJSONSchema(schema);
-    return converted instanceof z.ZodObject ? (converted as unknown as z.ZodType<JsonObject>) : LOOSE_INPUT;
-  } catch {
-    return LOOSE_INPUT;
-  }
-}
+/** What types a forged tool's input; its JSON Schema (draft-07 unless it says otherwise) checks it. */
+const ANY_INPUT = z.record(z.string(), z.json());
+const DRAFT_07 = 'http://json-schema.org/draft-07/schema#';

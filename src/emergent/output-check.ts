@@ -1,29 +1,14 @@
-import { Ajv, type ValidateFunction } from 'ajv';
 import type { JsonObject, JsonValue } from '../contracts/index.ts';
+import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
 
-const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: true });
-
-/** A compiled JSON Schema: `undefined` when the value is valid, else what is wrong, JSON paths first. */
-export type SchemaCheck = (value: unknown) => string | undefined;
+export type { SchemaCheck } from '../validation/index.ts';
 
 /**
- * Compiles a tool's JSON Schema (draft-07, as models write them) with Ajv.
+ * Compiles a forged tool's JSON Schema (draft-07 unless it says otherwise, as models write them).
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
 export function compileSchema(schema: JsonObject): SchemaCheck {
-  let validate: ValidateFunction;
-  try {
-    validate = ajv.compile(schema);
-  } catch (error) {
-    throw new Error(`not a valid JSON Schema: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-  return (value) => {
-    if (validate(value)) return undefined;
-    return (validate.errors ?? [])
-      .slice(0, 5)
-      .map((problem) => `${problem.instancePath === '' ? '(output)' : problem.instancePath} ${problem.message ?? 'is invalid'}`)
-      .join('; ');
-  };
+  return compileJsonSchema(schema, { dialect: 'draft-07', root: '(output)' });
 }
 
 /**

@@ -1,9 +1,9 @@
 import type * as AiModule from 'ai';
 import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
-import { z } from 'zod';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
+import { toolJsonSchema } from '../tools/tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';
@@ -103,7 +103,7 @@ function toAiTools(ai: AiSdk, tools: readonly Tool<never>[]): ToolSet {
       // a bad input becomes an error result the model can read rather than an SDK exception.
       converted = ai.tool({
         description: tool.description,
-        inputSchema: ai.jsonSchema(z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as Parameters<AiSdk['jsonSchema']>[0]),
+        inputSchema: ai.jsonSchema(toolJsonSchema(tool) as Parameters<AiSdk['jsonSchema']>[0]),
       });
       aiToolCache.set(tool, converted);
     }

@@ -1,7 +1,7 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
 import type { Capability, Clock, JsonValue, KernelHandle, Logger, LogReader, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
-import { formatIssues } from '../validation/index.ts';
+import { checkToolInput } from '../tools/tool-schema.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
 import type { LoopGuard } from './loop-guard.ts';
 import type { AgentEventSink } from './agent-event.ts';
@@ -16,6 +16,15 @@ export interface ToolAuditEntry {
   reason: string;
 }
 
+/** A tool call that ran (its result may be an error the tool returned), as the audit log records it. */
+export interface ToolFinishEntry {
+  agentId: string;
+  agentName: string;
+  tool: string;
+  isError: boolean;
+  durationMs: number;
+}
+
 /** What the tool runner is built from. */
 export interface ToolRunnerOptions {
   /** The tools, or a function giving the current ones (MCP servers' tools come and go). */
@@ -28,6 +37,8 @@ export interface ToolRunnerOptions {
   logs?: LogReader | undefined;
   /** Records a refusal or failure; must not throw. */
   audit: (entry: ToolAuditEntry) => Promise<void>;
+  /** Records a call that ran to its end (not one that timed out: `audit` has it); must not throw. */
+  finished?: (entry: ToolFinishEntry) => Promise<void>;
   /**
    * The capabilities an agent holds now. Checked on every call, so a grant revoked mid-turn (the
    * agent was killed) stops its next call. Defaults to the agent's capabilities as given.
@@ -263,11 +274,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
             : `agent "${agent.name}" may not call ${tool.name}: ${suggestGrant({ kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name })}`,
         );
       }
-      const parsed = tool.inputSchema.safeParse(call.input, { reportInput: true });
-      if (!parsed.success) {
-        const problems = formatIssues(parsed.error, { style: 'json' }).join('; ');
-        return refuse(agent, tool.name, 'invalid', `invalid input for ${tool.name}: ${problems}`);
-      }
+      const parsed = checkToolInput(tool, call.input);
+      if (!parsed.ok) return refuse(agent, tool.name, 'invalid', `invalid input for ${tool.name}: ${parsed.problems}`);
       const verdict = loopGuard?.check(tool.name, call.input) ?? { action: 'allow' };
       if (verdict.action === 'break') return { result: errorResult(verdict.message), breakLoop: verdict.message };
       if (verdict.action === 'block') return refuse(agent, tool.name, 'blocked', verdict.message);
@@ -288,7 +296,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         logs: options.logs,
         toolbox,
       };
-      const input = parsed.data;
+      const input = parsed.input as never;
       let required: readonly Capability[];
       try {
         required = await tool.requires(input, context);
@@ -326,6 +334,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const timeoutSetting = toolSettings['timeout_seconds'];
       const timeoutMs = typeof timeoutSetting === 'number' ? timeoutSetting * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
       let result: ToolResult;
+      const startedAt = options.clock.now();
       try {
         result = await execute(tool, input, context, timeoutMs);
       } catch (error) {
@@ -336,6 +345,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       }
       if (result.isError === true && /timed out after/.test(result.text)) {
         await options.audit({ agentId: agent.id, agentName: agent.name, tool: tool.name, outcome: 'timeout', reason: result.text });
+      } else {
+        await options.finished?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, isError: result.isError === true, durationMs: options.clock.now() - startedAt });
       }
       const capped = { ...result, text: truncateToolOutput(result.text) };
       return verdict.action === 'warn' ? { result: capped, hint: verdict.hint } : { result: capped };

@@ -4,6 +4,7 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { EVERYTHING_BIN, FIXTURE_SERVER, stdioEntry } from './client-helpers.ts';
+import { BOOK_SCHEMA } from './book-schema.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -50,6 +51,26 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
     const denied = await toolResults('denied', 'echo it');
     expect(denied[0]).toMatchObject({ isError: true, text: 'agent "denied" may not call mcp_everything_echo: add "mcp_everything_echo" to [capabilities].tools' });
     expect(JSON.stringify(server.requests[2]?.body['tools'])).not.toContain('mcp_everything_echo');
+  });
+
+  it('offer the model an MCP tool\'s JSON Schema as the server wrote it, and check calls against it as written', async () => {
+    host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('fixture', [FIXTURE_SERVER])] }, TEST_KEYS, { connectMcpServers: true });
+    await connected('fixture');
+    await host.kernel.spawn(manifest(agent('booker', '"mcp_fixture_book"')));
+    server.script([
+      { toolCalls: [{ name: 'mcp_fixture_book', input: { room: 'large', day: '2026-11-23' } }] },
+      { toolCalls: [{ name: 'mcp_fixture_book', input: { room: 'small', day: 'Monday', extra: true } }] },
+      { toolCalls: [{ name: 'mcp_fixture_book', input: { room: 'large', day: '2026-11-23', people: 8 } }] },
+      { text: 'booked' },
+    ]);
+    const results = await toolResults('booker', 'book the large room');
+    const offered = (server.requests[0]?.body['tools'] as { function: { name: string; parameters: unknown } }[]).find((tool) => tool.function.name === 'mcp_fixture_book');
+    expect(offered?.function.parameters).toEqual(BOOK_SCHEMA);
+    expect(results.map((result) => [result.isError, result.text])).toEqual([
+      [true, 'invalid input for mcp_fixture_book: (input) must have required property \'people\'; (input) must match "then" schema'],
+      [true, 'invalid input for mcp_fixture_book: (input) must NOT have additional properties ("extra"); /day must match pattern "^\\d{4}-\\d{2}-\\d{2}$"'],
+      [false, 'booked large on 2026-11-23'],
+    ]);
   });
 
   it('give the agent an error result when the server crashes mid-call, and reconnect it', async () => {

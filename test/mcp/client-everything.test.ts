@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { checkToolInput, toolJsonSchema } from '../../src/tools/index.ts';
 import type { McpClientManager } from '../../src/mcp/client/index.ts';
 import { callTool, EVERYTHING_BIN, makeManager, startEverythingServer, stdioEntry, toolNamed, waitForStatus } from './client-helpers.ts';
 
@@ -28,8 +28,8 @@ describe('MCP client against server-everything', () => {
     expect(echo.mcpServer).toBe('every-thing');
     expect(echo.description).toMatch(/^\[MCP:every-thing\] /);
     // The server's JSON Schema reaches the model and the runner's validation.
-    expect(z.toJSONSchema(echo.inputSchema, { io: 'input', unrepresentable: 'any' })).toMatchObject({ properties: { message: { type: 'string' } }, required: ['message'] });
-    expect(echo.inputSchema.safeParse({}).success).toBe(false);
+    expect(toolJsonSchema(echo)).toMatchObject({ properties: { message: { type: 'string' } }, required: ['message'] });
+    expect(checkToolInput(echo, {})).toEqual({ ok: false, problems: "(input) must have required property 'message'" });
     expect(await callTool(echo, { message: 'hello' })).toEqual({ text: 'Echo: hello' });
 
     const server = manager.servers()[0];

@@ -1,10 +1,13 @@
 /**
  * A tiny stdio MCP server for the MCP client tests: it reports its pid and environment, can hang
- * until cancelled, crash mid-call, and add a tool (which sends `notifications/tools/list_changed`).
+ * until cancelled, crash mid-call, add a tool (which sends `notifications/tools/list_changed`), and
+ * offers `book`, whose input is a JSON Schema no zod conversion keeps (`$defs`, `$ref`, `oneOf`,
+ * `if`/`then`, `additionalProperties: false`).
  */
-import { McpServer } from '@modelcontextprotocol/server';
+import { fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
+import { BOOK_SCHEMA } from './book-schema.ts';
 
 const server = new McpServer({ name: 'loom-test-fixture', version: '1.0.0' });
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
@@ -24,5 +27,7 @@ server.registerTool('add-tool', { description: 'Adds the tool "added"', inputSch
   server.registerTool('added', { description: 'A tool added at run time', inputSchema: z.object({}) }, () => text('added here'));
   return text('ok');
 });
+
+server.registerTool('book', { description: 'Books a room', inputSchema: fromJsonSchema<{ room: string; day: string }>(BOOK_SCHEMA as never) }, (args) => text(`booked ${args.room} on ${args.day}`));
 
 await server.connect(new StdioServerTransport());

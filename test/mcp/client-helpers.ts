@@ -8,6 +8,7 @@ import type { Logger, Tool, ToolContext, ToolResult } from '../../src/contracts/
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
+import { checkToolInput } from '../../src/tools/index.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
@@ -49,10 +50,11 @@ export function toolNamed(manager: McpClientManager, name: string): Tool<never> 
   return tool;
 }
 
-/** Calls `tool` as the tool runner would: input validated by its schema, then executed. */
+/** Calls `tool` as the tool runner would: input checked against its schema, then executed. */
 export async function callTool(tool: Tool<never>, input: unknown, signal: AbortSignal = new AbortController().signal): Promise<ToolResult> {
-  const parsed = tool.inputSchema.parse(input);
-  return tool.execute(parsed, { signal } as unknown as ToolContext);
+  const checked = checkToolInput(tool, input);
+  if (!checked.ok) throw new Error(checked.problems);
+  return tool.execute(checked.input as never, { signal } as unknown as ToolContext);
 }
 
 /** A free TCP port on 127.0.0.1. */

@@ -77,18 +77,12 @@ interface ServerState {
   legacy: boolean;
 }
 
-const LOOSE_INPUT = z.record(z.string(), z.unknown());
+/** What types an MCP tool's input; its JSON Schema, passed on unchanged, is what checks it. */
+const ANY_OBJECT = z.record(z.string(), z.unknown());
 
-/** A zod schema for an MCP tool's JSON Schema input; a loose object when it cannot be converted. */
-function inputSchemaOf(tool: McpTool): z.ZodType<Record<string, unknown>> {
-  try {
-    const raw: unknown = tool.inputSchema;
-    const schema = z.fromJSONSchema(raw as Parameters<typeof z.fromJSONSchema>[0]);
-    // A schema that does not describe an object would hide the tool's arguments; keep it loose.
-    return schema instanceof z.ZodObject ? schema : LOOSE_INPUT;
-  } catch {
-    return LOOSE_INPUT;
-  }
+/** An MCP tool's JSON Schema as the server wrote it (`$defs`, `$ref`, `anyOf`… kept). */
+function jsonSchemaOf(tool: McpTool): JsonObject {
+  return tool.inputSchema as unknown as JsonObject;
 }
 
 function messageOf(error: unknown): string {
@@ -132,7 +126,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       name,
       description: `[MCP:${server}] ${tool.description ?? tool.title ?? tool.name}`,
       mcpServer: server,
-      inputSchema: inputSchemaOf(tool),
+      inputSchema: ANY_OBJECT,
+      jsonSchema: jsonSchemaOf(tool),
       requires: () => [],
       async execute(input, context): Promise<ToolResult> {
         if (state.client !== client) {

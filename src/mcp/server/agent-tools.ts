@@ -1,6 +1,6 @@
 import { mayReachAgent, type Principal } from '../../access/index.ts';
-import { z } from 'zod';
 import type { AgentView, Caller, Kernel, ToolPrincipal } from '../../kernel/index.ts';
+import { toolJsonSchema } from '../../tools/index.ts';
 
 /** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
 export function agentToolName(agentName: string): string {
@@ -58,7 +58,7 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
         kernel.principalTools(identity).map((tool) => ({
           name: tool.name,
           description: tool.description,
-          inputSchema: z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }),
+          inputSchema: toolJsonSchema(tool),
         })),
       );
     },

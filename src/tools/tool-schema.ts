@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { JsonObject, Tool } from '../contracts/index.ts';
+import { compileJsonSchema, formatIssues, type SchemaCheck } from '../validation/index.ts';
+
+const described = new WeakMap<Tool<never>, JsonObject>();
+const checks = new WeakMap<Tool<never>, SchemaCheck>();
+
+/**
+ * A tool's input as the model and MCP clients see it: its own JSON Schema, unchanged, when it has
+ * one; else its zod schema in JSON Schema.
+ */
+export function toolJsonSchema(tool: Tool<never>): JsonObject {
+  if (tool.jsonSchema !== undefined) return tool.jsonSchema;
+  let schema = described.get(tool);
+  if (schema === undefined) {
+    schema = z.toJSONSchema(tool.inputSchema, { io: 'input', unrepresentable: 'any' }) as JsonObject;
+    described.set(tool, schema);
+  }
+  return schema;
+}
+
+/**
+ * Checks a call's input against the tool's schema: its JSON Schema as written when it has one,
+ * else its zod schema. The input to run with, or what is wrong with it.
+ */
+export function checkToolInput(tool: Tool<never>, input: unknown): { ok: true; input: unknown } | { ok: false; problems: string } {
+  if (tool.jsonSchema !== undefined) {
+    let check = checks.get(tool);
+    if (check === undefined) {
+      try {
+        check = compileJsonSchema(tool.jsonSchema, { dialect: '2020-12', root: '(input)' });
+      } catch (error) {
+        // A schema Ajv cannot compile is the tool's fault, not the call's: its server checks.
+        const reason = error instanceof Error ? error.message : String(error);
+        check = (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `(input) must be an object (the tool's schema could not be read: ${reason})`);
+      }
+      checks.set(tool, check);
+    }
+    const problems = check(input);
+    return problems === undefined ? { ok: true, input } : { ok: false, problems };
+  }
+  const parsed = (tool.inputSchema as z.ZodType).safeParse(input, { reportInput: true });
+  return parsed.success ? { ok: true, input: parsed.data } : { ok: false, problems: formatIssues(parsed.error, { style: 'json' }).join('; ') };
+}
