@@ -13,9 +13,13 @@ export type {
   AgentRecord,
   ApprovalRecord,
   ApprovalRepository,
+  A2aPushAuthentication,
+  A2aPushConfigRecord,
+  A2aPushConfigRepository,
   ApprovalStatus,
   AgentRepository,
   AgentState,
+  EventQuery,
   EventRecord,
   EventRepository,
   MemoryRecord,
@@ -48,6 +52,7 @@ export type {
   WorkflowState,
   WorkflowTaskRecord,
   WorkflowTaskStatus,
+  UsageBucket,
   UsageTotals,
 } from './store.ts';
 export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';

@@ -54,6 +54,14 @@ export interface UsageTotals {
   calls: number;
 }
 
+/** Usage of one agent with one model in one time bucket, as `UsageRepository.series` adds it up. */
+export interface UsageBucket extends UsageTotals {
+  /** The bucket's start: `since + n * stepMs`. */
+  start: number;
+  agentId: string;
+  model: string;
+}
+
 /** A kernel event as the audit log holds it. `seq` orders events and is assigned by the store. */
 export interface EventRecord {
   seq: number;
@@ -161,14 +169,39 @@ export interface UsageRepository {
   totals(options: { since: number; agentId?: string }): Promise<UsageTotals>;
   /** Records with `at >= since` (all when omitted), oldest first. */
   list(options?: { since?: number; agentId?: string; limit?: number }): Promise<UsageRecord[]>;
+  /**
+   * Records with `since <= at < until` added up per bucket of `stepMs` (starting at `since`),
+   * agent and model; for one agent or for all. Oldest bucket first; empty buckets are left out.
+   * @throws {StoreError} when `stepMs` is not a positive integer.
+   */
+  series(options: { since: number; until: number; stepMs: number; agentId?: string }): Promise<UsageBucket[]>;
+}
+
+/** Which events `EventRepository.list` returns. */
+export interface EventQuery {
+  /** Only events with `seq > after`. */
+  after?: number;
+  /** Only events with `seq < before`: the cursor of a newest-first page. */
+  before?: number;
+  agentId?: string;
+  /** Only events of this type. */
+  type?: string;
+  /** Only events of one of these types (with `type`, of both: of `type` if it is listed). */
+  types?: readonly string[];
+  /** `asc` (the default) lists from the oldest, `desc` from the newest. */
+  order?: 'asc' | 'desc';
+  limit?: number;
 }
 
 /** The append-only event and audit log. */
 export interface EventRepository {
   /** Appends an event and returns its sequence number. */
   append(event: Omit<EventRecord, 'seq'>): Promise<number>;
-  /** Events with `seq > after` (all when omitted), in order, at most `limit`. */
-  list(options?: { after?: number; agentId?: string; type?: string; limit?: number }): Promise<EventRecord[]>;
+  /**
+   * Events matching the query, oldest first (newest first with `order: 'desc'`), at most `limit`.
+   * A newest-first page continues with `before` set to the last `seq` it holds.
+   */
+  list(options?: EventQuery): Promise<EventRecord[]>;
 }
 
 /** Requests for human approval. Kept after their agent is killed, for the audit. */
@@ -223,6 +256,46 @@ export interface TaskRepository {
   /** The id of the finished task created first, if any. */
   oldestFinished(): Promise<string | undefined>;
   list(query: TaskQuery): Promise<{ records: TaskRecord[]; total: number }>;
+}
+
+/** Authentication a webhook asked for: sent as `Authorization: <scheme> <credentials>`. */
+export interface A2aPushAuthentication {
+  scheme: string;
+  credentials: string;
+}
+
+/**
+ * A push-notification config of an A2A task (A2A's `TaskPushNotificationConfig`): where the
+ * task's updates are POSTed, and what goes with them.
+ */
+export interface A2aPushConfigRecord {
+  taskId: string;
+  /** Unique within the task. */
+  id: string;
+  /** The client's webhook. */
+  url: string;
+  /** The token sent with every notification (`X-A2A-Notification-Token`); null when none was given. */
+  token: string | null;
+  authentication: A2aPushAuthentication | null;
+  /** The A2A revision the config was set over (`1.0` or `0.3`): the shape its notifications take. */
+  wireVersion: string;
+  /** Who set it: an API key's name (`local` without keys) or the calling agent's id. */
+  createdBy: string;
+  createdAt: number;
+}
+
+/**
+ * Push-notification configs of A2A tasks. A task's configs are deleted with the task (when it
+ * is evicted from the bounded `tasks`).
+ */
+export interface A2aPushConfigRepository {
+  /** Stores a config, or replaces the task's config with the same id (keeping its `createdAt`). */
+  put(record: A2aPushConfigRecord): Promise<void>;
+  get(taskId: string, id: string): Promise<A2aPushConfigRecord | undefined>;
+  /** A task's configs, oldest first. */
+  list(taskId: string): Promise<A2aPushConfigRecord[]>;
+  /** Deletes one config of a task; whether there was one. */
+  delete(taskId: string, id: string): Promise<boolean>;
 }
 
 /**
@@ -518,6 +591,8 @@ export interface Store {
   readonly approvals: ApprovalRepository;
   /** A2A tasks, bounded (the oldest finished evicted first). */
   readonly tasks: TaskRepository;
+  /** Push-notification configs of A2A tasks (deleted with their task). */
+  readonly a2aPushConfigs: A2aPushConfigRepository;
   /** Runs of package bindings. */
   readonly packageRuns: PackageRunRepository;
   /** Installed packages. */

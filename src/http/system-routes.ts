@@ -2,8 +2,9 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
-import type { Kernel, KernelEvent } from '../kernel/index.ts';
+import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
+import { HttpRequestError } from './http-request-error.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
 import { readableAgentIds, reachAgent } from './caller-scope.ts';
 import { principalOf } from './http-context.ts';
@@ -24,9 +25,38 @@ const UsageQuerySchema = z.strictObject({
 const AuditQuerySchema = z.strictObject({
   agent: z.string().min(1).optional(),
   after: z.coerce.number().int().min(0).optional(),
+  /** A newest-first page's cursor: rows with a smaller `seq`. */
+  before: z.coerce.number().int().min(1).optional(),
+  /** One type, or several separated by commas. */
   type: z.string().min(1).optional(),
+  kind: z.enum(Object.keys(AUDIT_KINDS) as [AuditKind, ...AuditKind[]]).optional(),
+  outcome: z.enum(Object.keys(AUDIT_OUTCOMES) as [keyof typeof AUDIT_OUTCOMES, ...(keyof typeof AUDIT_OUTCOMES)[]]).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
+
+/** The ranges `/api/usage/series?range=` knows, each with the width of its buckets. */
+const USAGE_RANGES = {
+  '1h': { rangeMs: 3_600_000, stepMs: 300_000 },
+  '24h': { rangeMs: 86_400_000, stepMs: 3_600_000 },
+  '7d': { rangeMs: 604_800_000, stepMs: 21_600_000 },
+  '30d': { rangeMs: 2_592_000_000, stepMs: 86_400_000 },
+} as const;
+
+/** The most buckets one series answers, so a tiny step over a long range cannot ask for millions. */
+const MAX_USAGE_BUCKETS = 2_000;
+
+const UsageSeriesQuerySchema = z
+  .strictObject({
+    agent: z.string().min(1).optional(),
+    range: z.enum(Object.keys(USAGE_RANGES) as [keyof typeof USAGE_RANGES, ...(keyof typeof USAGE_RANGES)[]]).optional(),
+    /** Epoch milliseconds; with `until` and `step`, instead of `range`. */
+    since: z.coerce.number().int().min(0).optional(),
+    until: z.coerce.number().int().min(0).optional(),
+    step: z.coerce.number().int().min(1_000).optional(),
+  })
+  .refine((query) => query.range === undefined || (query.since === undefined && query.until === undefined && query.step === undefined), { message: 'give either range, or since, until and step' })
+  .refine((query) => query.since === undefined || query.until === undefined || query.since < query.until, { message: 'since must be before until', path: ['since'] });
 
 /** What the system routes need. */
 export interface SystemRoutesOptions {
@@ -36,8 +66,10 @@ export interface SystemRoutesOptions {
 }
 
 /**
- * `/api/health` (public), `/api/usage`, `/api/audit` and `/api/events` (SSE of the kernel's event
- * bus). A `user` key reads only the rows and events of the agents its patterns reach.
+ * `/api/health` (public), `/api/usage` (totals by agent and model), `/api/usage/series` (the same
+ * per time bucket), `/api/audit` (oldest or newest first, filtered by agent, type, kind and
+ * outcome) and `/api/events` (SSE of the kernel's event bus). A `user` key reads only the rows and
+ * events of the agents its patterns reach.
  */
 export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> {
   const { kernel, clock, version } = options;
@@ -55,16 +87,43 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
     return c.json(readable === undefined ? rows : rows.filter((row) => readable.has(row.agent_id)));
   });
 
+  routes.get('/usage/series', async (c) => {
+    const principal = principalOf(c);
+    const { agent, range, since: givenSince, until: givenUntil, step } = readQuery(c, UsageSeriesQuerySchema);
+    if (agent !== undefined && principal.role === 'user') reachAgent(kernel, principal, agent);
+    const preset = USAGE_RANGES[range ?? '24h'];
+    const stepMs = step ?? preset.stepMs;
+    // Buckets end on a whole step of the kernel's clock, so the axis ticks fall on round times.
+    const until = givenUntil ?? Math.ceil((clock.now() + 1) / stepMs) * stepMs;
+    const since = givenSince ?? until - preset.rangeMs;
+    if ((until - since) / stepMs > MAX_USAGE_BUCKETS) {
+      throw new HttpRequestError('INVALID_REQUEST', `cannot add usage up over time: ${Math.ceil((until - since) / stepMs)} buckets asked for, at most ${MAX_USAGE_BUCKETS}; give a larger step`);
+    }
+    const buckets = await kernel.usageSeries({ since, until, stepMs, ...(agent === undefined ? {} : { agent }) });
+    const readable = readableAgentIds(kernel, principal);
+    return c.json({
+      since,
+      until,
+      step_ms: stepMs,
+      buckets: buckets
+        .filter((bucket) => readable === undefined || readable.has(bucket.agentId))
+        .map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cost_usd: bucket.costUsd })),
+    });
+  });
+
   routes.get('/audit', async (c) => {
     const principal = principalOf(c);
-    const query = withoutUndefined(readQuery(c, AuditQuerySchema));
+    const { type, kind, outcome, ...rest } = withoutUndefined(readQuery(c, AuditQuerySchema));
+    const types = auditTypes({ types: type?.split(',').map((name) => name.trim()).filter((name) => name !== ''), kind, outcome });
+    const query = { ...rest, ...(types === undefined ? {} : { types }) };
     const readable = readableAgentIds(kernel, principal);
     if (readable === undefined) return c.json(await kernel.audit(query));
     if (query.agent !== undefined) return c.json(await kernel.audit({ ...query, agent: reachAgent(kernel, principal, query.agent).id }));
-    // One page per readable agent, merged in log order: the limit counts rows the key may see.
+    // One page per readable agent, merged in the page's order: the limit counts rows the key may see.
     const limit = query.limit ?? DEFAULT_AUDIT_LIMIT;
+    const direction = query.order === 'desc' ? -1 : 1;
     const pages = await Promise.all([...readable].map((agent) => kernel.audit({ ...query, agent, limit })));
-    return c.json(pages.flat().sort((first, second) => first.seq - second.seq).slice(0, limit));
+    return c.json(pages.flat().sort((first, second) => direction * (first.seq - second.seq)).slice(0, limit));
   });
 
   routes.get('/events', (c) => {

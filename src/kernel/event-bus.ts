@@ -47,6 +47,36 @@ export type ChannelEvent =
   | { type: 'channel-refused'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; reason: string }
   | { type: 'channel-paired'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string };
 
+/** What every turn event names: the agent, who asked (`owner`, `user:<key>`, `agent:<name>`) and how long it took. */
+interface TurnEventBase {
+  at: number;
+  agentId: string;
+  name: string;
+  /** `message` (a message to the agent) or `task` (a package activity). */
+  kind: 'message' | 'task';
+  via: string;
+  durationMs: number;
+}
+
+/**
+ * How a turn ended, recorded in the audit log: it finished (its final model, model calls, tokens
+ * and cost), was refused before it ran (access, quota, state), was cancelled by its caller, failed
+ * because every model failed (`model-error`), or failed otherwise.
+ */
+export type TurnEvent =
+  | (TurnEventBase & { type: 'turn-finish'; model: string; iterations: number; inputTokens: number; outputTokens: number; costUsd: number })
+  | (TurnEventBase & { type: 'turn-refuse' | 'turn-cancel' | 'model-error' | 'turn-error'; code: string; message: string });
+
+/**
+ * A tool call the tool runner ran (`tool-finish`, or `tool-failed` when the tool answered with an
+ * error) or refused (`tool-denied`, `tool-invalid`, `tool-blocked`, `tool-timeout`), recorded in
+ * the audit log. `name` is the calling agent (or MCP principal).
+ */
+export type ToolCallEvent =
+  | { type: 'tool-finish' | 'tool-failed'; at: number; agentId: string; name: string; tool: string; durationMs: number }
+  // `agentName` and `outcome` repeat `name` and the type, as refusals were recorded before turns were.
+  | { type: 'tool-denied' | 'tool-invalid' | 'tool-blocked' | 'tool-timeout'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string };
+
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
@@ -58,7 +88,9 @@ export type KernelEvent =
   | PackageEvent
   | AgentTypeEvent
   | ForgedToolEvent
-  | ChannelEvent;
+  | ChannelEvent
+  | TurnEvent
+  | ToolCallEvent;
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

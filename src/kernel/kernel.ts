@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
-import type { AgentRecord, Capability, Clock, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, WorkflowRecord } from '../contracts/index.ts';
+import type { AgentRecord, Capability, Clock, EventQuery, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
   LoomError,
@@ -29,6 +29,7 @@ import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn, toolPolicyOf } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
+import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 
 /** What the kernel is built from. It reads no globals and no environment. */
@@ -127,10 +128,19 @@ export interface Kernel {
   session(reference: string): Promise<{ id: string; messages: readonly unknown[] }>;
   /** Empties an agent's session history (its id stays). */
   resetSession(reference: string): Promise<void>;
-  /** The audit log (kernel events, tool refusals), newest last, optionally for one agent or after a sequence number. */
-  audit(options?: { agent?: string; after?: number; type?: string; limit?: number }): Promise<EventRecord[]>;
+  /**
+   * The audit log (kernel events, turns, tool calls and refusals), oldest first unless `order` is
+   * `desc`, optionally for one agent, of some types, after or before a sequence number (500 rows
+   * unless `limit` says otherwise).
+   */
+  audit(options?: { agent?: string } & Omit<EventQuery, 'agentId'>): Promise<EventRecord[]>;
   /** Tokens and cost by agent and model, optionally for one agent (name or id) and since a time. */
   usage(options?: { agent?: string; since?: number }): Promise<UsageRow[]>;
+  /**
+   * Tokens and cost per time bucket of `stepMs` from `since` to `until`, by agent (with its name,
+   * null once killed) and model, optionally for one agent.
+   */
+  usageSeries(options: { since: number; until: number; stepMs: number; agent?: string }): Promise<(UsageBucket & { agentName: string | null })[]>;
   /**
    * The tools a principal that is not an agent (the `[mcp_server]` identity MCP clients act as)
    * may call: those its capabilities grant.
@@ -304,12 +314,15 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
       approvals,
       agentTools: (agent) => emergent.toolsFor(agent),
+      // Refusals and calls that ran go to the audit log and the live event stream alike.
       audit: async (entry) => {
-        try {
-          await store.events.append({ type: `tool-${entry.outcome}`, at: clock.now(), agentId: entry.agentId, data: { ...entry } });
-        } catch (error) {
-          logger.error({ err: error }, 'could not record a tool refusal in the audit log');
-        }
+        const at = clock.now();
+        const { agentId, agentName: name, tool, reason } = entry;
+        await publish(entry.outcome === 'failed' ? { type: 'tool-failed', at, agentId, name, tool, durationMs: 0 } : { type: `tool-${entry.outcome}`, at, agentId, name, agentName: name, tool, outcome: entry.outcome, reason });
+      },
+      finished: async (entry) => {
+        const { agentId, agentName: name, tool, durationMs } = entry;
+        await publish({ type: entry.isError ? 'tool-failed' : 'tool-finish', at: clock.now(), agentId, name, tool, durationMs });
       },
     });
     return runner;
@@ -324,6 +337,19 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     quotas,
     runtime: dependencies.runtime,
     runner: toolRunner,
+    publish: (event) => publish(event),
+  });
+  // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
+  const turns = auditTurns(flow, {
+    clock,
+    agentOf: (reference) => {
+      try {
+        return registry.resolve(reference);
+      } catch {
+        return undefined;
+      }
+    },
+    nameOf: (agentId) => registry.find(agentId)?.name,
     publish: (event) => publish(event),
   });
 
@@ -569,9 +595,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return views;
     },
 
-    send: (reference, message, options) => flow.send(reference, message, options),
+    send: (reference, message, options) => turns.send(reference, message, options),
 
-    runTask: (reference, task, options) => flow.runTask(reference, task, options),
+    runTask: (reference, task, options) => turns.runTask(reference, task, options),
 
     publish: (event) => publish(event),
 
@@ -600,13 +626,17 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     async audit(options = {}) {
-      const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
-      return store.events.list({
-        ...(agentId === undefined ? {} : { agentId }),
-        ...(options.after === undefined ? {} : { after: options.after }),
-        ...(options.type === undefined ? {} : { type: options.type }),
-        limit: options.limit ?? 500,
-      });
+      const { agent, ...query } = options;
+      const agentId = agent === undefined ? undefined : (registry.find(agent)?.id ?? (UUID_PATTERN.test(agent) ? agent : registry.resolve(agent).id));
+      return store.events.list({ ...query, ...(agentId === undefined ? {} : { agentId }), limit: options.limit ?? 500 });
+    },
+
+    async usageSeries(options) {
+      const { agent, ...range } = options;
+      // A killed agent is named by its id: its usage is kept.
+      const agentId = agent === undefined ? undefined : (registry.find(agent)?.id ?? (UUID_PATTERN.test(agent) ? agent : registry.resolve(agent).id));
+      const buckets = await store.usage.series({ ...range, ...(agentId === undefined ? {} : { agentId }) });
+      return buckets.map((bucket) => ({ ...bucket, agentName: registry.find(bucket.agentId)?.name ?? null }));
     },
 
     async usage(options = {}) {
@@ -619,7 +649,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return summarizeUsage(records, (id) => registry.find(id)?.name);
     },
 
-    stream: (reference, message, options = {}) => streamRun((emit) => flow.send(reference, message, { ...options, emit })),
+    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit })),
 
     async shutdown() {
       for (const entry of registry.list()) {
@@ -658,7 +688,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     capabilities,
     spawn: (text, source, parent) => kernel.spawn(parseManifest(text, { source }).manifest, { parent }),
     kill: (reference) => kernel.kill(reference),
-    send: (reference, message, options) => flow.send(reference, message, options),
+    send: (reference, message, options) => turns.send(reference, message, options),
     generate: async (agentId, prompt, signal) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal })).text,
   });
 

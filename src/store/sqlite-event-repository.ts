@@ -1,6 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { EventRecord, EventRepository } from '../contracts/index.ts';
+import type { EventQuery, EventRecord, EventRepository } from '../contracts/index.ts';
+import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { jsonObjectText, limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
@@ -16,27 +17,22 @@ const eventRow = z
     (row): EventRecord => ({ seq: row.seq, at: row.at, type: row.type, agentId: row.agent_id, data: row.data }),
   );
 
-const select = 'SELECT seq, at, type, agent_id, data FROM events WHERE seq > ?';
-const order = 'ORDER BY seq LIMIT ?';
+/** The filters a statement has, beside the `seq` range every one of them takes. */
+type Shape = { agent: boolean; type: boolean; types: boolean; order: 'asc' | 'desc' };
 
-/** `EventRepository` on SQLite. Statements are prepared once, when the store opens. */
+function statementKey(shape: Shape): string {
+  return `${shape.agent ? 'a' : ''}${shape.type ? 't' : ''}${shape.types ? 's' : ''}:${shape.order}`;
+}
+
+/** `EventRepository` on SQLite. Statements are prepared once per combination of filters, on first use. */
 export class SqliteEventRepository implements EventRepository {
   readonly #connection: SqliteConnection;
   readonly #append: StatementSync;
-  readonly #list: StatementSync;
-  readonly #listByAgent: StatementSync;
-  readonly #listByType: StatementSync;
-  readonly #listByAgentAndType: StatementSync;
+  readonly #lists = new Map<string, StatementSync>();
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
-    const { db } = connection;
-    this.#append = db.prepare('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
-    // One statement per filter rather than `? IS NULL OR …`, which keeps SQLite off the indexes.
-    this.#list = db.prepare(`${select} ${order}`);
-    this.#listByAgent = db.prepare(`${select} AND agent_id = ? ${order}`);
-    this.#listByType = db.prepare(`${select} AND type = ? ${order}`);
-    this.#listByAgentAndType = db.prepare(`${select} AND agent_id = ? AND type = ? ${order}`);
+    this.#append = connection.db.prepare('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
   }
 
   append(event: Omit<EventRecord, 'seq'>): Promise<number> {
@@ -46,24 +42,45 @@ export class SqliteEventRepository implements EventRepository {
     );
   }
 
-  list(options: { after?: number; agentId?: string; type?: string; limit?: number } = {}): Promise<EventRecord[]> {
+  list(options: EventQuery = {}): Promise<EventRecord[]> {
     // Sequence numbers start at 1, so 0 means from the first event.
-    const { after = 0, agentId, type } = options;
+    const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, type, types, order = 'asc' } = options;
     return this.#connection.execute(
       () => {
         const limit = limitParameter(options.limit, 'list events');
-        const rows =
-          agentId === undefined
-            ? type === undefined
-              ? this.#list.all(after, limit)
-              : this.#listByType.all(after, type, limit)
-            : type === undefined
-              ? this.#listByAgent.all(after, agentId, limit)
-              : this.#listByAgentAndType.all(after, agentId, type, limit);
-        return rows.map((row) => parseEvent(row));
+        if (!Number.isSafeInteger(after) || !Number.isSafeInteger(before)) {
+          throw new StoreError(`cannot list events: after and before must be integers, got ${after} and ${before}`);
+        }
+        const shape: Shape = { agent: agentId !== undefined, type: type !== undefined, types: types !== undefined, order };
+        const parameters: (string | number)[] = [after, before];
+        if (agentId !== undefined) parameters.push(agentId);
+        if (type !== undefined) parameters.push(type);
+        if (types !== undefined) parameters.push(JSON.stringify(types));
+        parameters.push(limit);
+        return this.#statement(shape).all(...parameters).map((row) => parseEvent(row));
       },
       () => ({ action: 'list events' }),
     );
+  }
+
+  /**
+   * One statement per combination of filters rather than `? IS NULL OR …`, which keeps SQLite off
+   * the indexes; a list of types is one JSON array parameter.
+   */
+  #statement(shape: Shape): StatementSync {
+    const key = statementKey(shape);
+    let statement = this.#lists.get(key);
+    if (statement === undefined) {
+      const where = ['seq > ?', 'seq < ?'];
+      if (shape.agent) where.push('agent_id = ?');
+      if (shape.type) where.push('type = ?');
+      if (shape.types) where.push('type IN (SELECT value FROM json_each(?))');
+      statement = this.#connection.db.prepare(
+        `SELECT seq, at, type, agent_id, data FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${shape.order === 'desc' ? 'DESC' : 'ASC'} LIMIT ?`,
+      );
+      this.#lists.set(key, statement);
+    }
+    return statement;
   }
 }
 

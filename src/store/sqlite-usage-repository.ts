@@ -1,6 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
-import type { UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
+import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
+import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
@@ -35,6 +36,20 @@ const totalsRow = z
     }),
   );
 
+const bucketRow = z
+  .object({ start: z.number(), agent_id: z.string(), model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
+  .transform(
+    (row): UsageBucket => ({
+      start: row.start,
+      agentId: row.agent_id,
+      model: row.model,
+      inputTokens: row.input_tokens,
+      outputTokens: row.output_tokens,
+      costUsd: row.cost_usd,
+      calls: row.calls,
+    }),
+  );
+
 const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cost_usd';
 const sums = `coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
   coalesce(sum(cost_usd), 0.0) AS cost_usd, count(*) AS calls`;
@@ -47,6 +62,8 @@ export class SqliteUsageRepository implements UsageRepository {
   readonly #totalsByAgent: StatementSync;
   readonly #list: StatementSync;
   readonly #listByAgent: StatementSync;
+  readonly #series: StatementSync;
+  readonly #seriesByAgent: StatementSync;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
@@ -61,6 +78,11 @@ export class SqliteUsageRepository implements UsageRepository {
     this.#listByAgent = db.prepare(
       `SELECT ${columns} FROM usage WHERE agent_id = ? AND at >= ? ORDER BY at, rowid LIMIT ?`,
     );
+    // Integer division puts a record in the bucket its time falls in: since + n * step. Numbers are bound as REAL: the casts keep the division an integer one.
+    const bucket = `(CAST(? AS INTEGER) + ((at - CAST(? AS INTEGER)) / CAST(? AS INTEGER)) * CAST(? AS INTEGER)) AS start, agent_id, model, ${sums}`;
+    const grouped = 'GROUP BY start, agent_id, model ORDER BY start, agent_id, model';
+    this.#series = db.prepare(`SELECT ${bucket} FROM usage WHERE at >= ? AND at < ? ${grouped}`);
+    this.#seriesByAgent = db.prepare(`SELECT ${bucket} FROM usage WHERE agent_id = ? AND at >= ? AND at < ? ${grouped}`);
   }
 
   record(usage: UsageRecord): Promise<void> {
@@ -92,6 +114,21 @@ export class SqliteUsageRepository implements UsageRepository {
         const rows =
           agentId === undefined ? this.#list.all(since, limit) : this.#listByAgent.all(agentId, since, limit);
         return rows.map((row) => parseUsage(row));
+      },
+      () => ({ action }),
+    );
+  }
+
+  series(options: { since: number; until: number; stepMs: number; agentId?: string }): Promise<UsageBucket[]> {
+    const { since, until, stepMs, agentId } = options;
+    const action = agentId === undefined ? 'add usage up over time' : `add usage of agent "${agentId}" up over time`;
+    return this.#connection.execute(
+      () => {
+        if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new StoreError(`cannot ${action}: stepMs must be a positive integer, got ${stepMs}`);
+        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until)) throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
+        const bucket = [since, since, stepMs, stepMs];
+        const rows = agentId === undefined ? this.#series.all(...bucket, since, until) : this.#seriesByAgent.all(...bucket, agentId, since, until);
+        return rows.map((row) => parseRow(bucketRow, row, 'usage', ['start', 'agent_id', 'model']));
       },
       () => ({ action }),
     );

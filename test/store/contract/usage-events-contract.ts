@@ -65,6 +65,30 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       expect(await ats({ limit: 2 })).toEqual(['a1@1000', 'a2@2000']);
       expect(await ats({ limit: 0 })).toEqual([]);
     });
+
+    it('usage.series() adds records up per time bucket, agent and model, from since up to (not including) until', async () => {
+      await store.usage.record(usageRecord('a1', 999, { model: 'm1' }));
+      await store.usage.record(usageRecord('a1', 1_000, { model: 'm1', inputTokens: 1, outputTokens: 2, costUsd: 0.5 }));
+      await store.usage.record(usageRecord('a1', 1_099, { model: 'm1', inputTokens: 10, outputTokens: 20, costUsd: 0.25 }));
+      await store.usage.record(usageRecord('a1', 1_050, { model: 'm2', inputTokens: 3, outputTokens: 4, costUsd: 1 }));
+      await store.usage.record(usageRecord('a2', 1_100, { model: 'm1', inputTokens: 5, outputTokens: 6, costUsd: 2 }));
+      await store.usage.record(usageRecord('a1', 1_250, { model: 'm1', inputTokens: 7, outputTokens: 8, costUsd: 4 }));
+      await store.usage.record(usageRecord('a1', 1_300, { model: 'm1' }));
+
+      const all = await store.usage.series({ since: 1_000, until: 1_300, stepMs: 100 });
+      expect(all.map(({ costUsd, ...rest }) => ({ ...rest, cost: Math.round(costUsd * 100) }))).toEqual([
+        { start: 1_000, agentId: 'a1', model: 'm1', inputTokens: 11, outputTokens: 22, calls: 2, cost: 75 },
+        { start: 1_000, agentId: 'a1', model: 'm2', inputTokens: 3, outputTokens: 4, calls: 1, cost: 100 },
+        { start: 1_100, agentId: 'a2', model: 'm1', inputTokens: 5, outputTokens: 6, calls: 1, cost: 200 },
+        { start: 1_200, agentId: 'a1', model: 'm1', inputTokens: 7, outputTokens: 8, calls: 1, cost: 400 },
+      ]);
+      expect((await store.usage.series({ since: 1_000, until: 1_300, stepMs: 100, agentId: 'a2' })).map((bucket) => bucket.start)).toEqual([1_100]);
+      expect(await store.usage.series({ since: 5_000, until: 6_000, stepMs: 100 })).toEqual([]);
+    });
+
+    it('usage.series() refuses a step that is not a positive integer', async () => {
+      await expect(store.usage.series({ since: 0, until: 1_000, stepMs: 0 })).rejects.toThrow(/stepMs must be a positive integer/);
+    });
   });
 
   describe('events', () => {
@@ -109,6 +133,53 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       expect(await list({ agentId: 'a1', after: seq(0), limit: 1 })).toEqual([2]);
       expect(await list({ limit: 2 })).toEqual([0, 1]);
       expect(await list({ after: seq(4) })).toEqual([]);
+    });
+
+    it('events.list() pages newest first with order "desc" and a before cursor, under the same filters', async () => {
+      const seqs: number[] = [];
+      const seq = (index: number): number => seqs[index] ?? Number.NaN;
+      for (const [type, agentId] of [
+        ['agent-spawn', 'a1'],
+        ['turn-finish', 'a1'],
+        ['tool-denied', 'a2'],
+        ['turn-finish', 'a2'],
+        ['tool-finish', 'a1'],
+        ['turn-finish', 'a1'],
+      ] as const) {
+        seqs.push(await store.events.append({ at: 1_000 + seqs.length, type, agentId, data: {} }));
+      }
+      const list = async (options: Parameters<Store['events']['list']>[0]) =>
+        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+
+      const first = await list({ order: 'desc', limit: 4 });
+      expect(first).toEqual([5, 4, 3, 2]);
+      const cursor = seq(first.at(-1) ?? 0);
+      expect(await list({ order: 'desc', before: cursor, limit: 4 })).toEqual([1, 0]);
+      expect(await list({ order: 'desc', before: seq(0) })).toEqual([]);
+      expect(await list({ order: 'desc', agentId: 'a1', before: seq(5), limit: 2 })).toEqual([4, 1]);
+      expect(await list({ order: 'desc', type: 'turn-finish', limit: 2 })).toEqual([5, 3]);
+      expect(await list({ before: seq(3) })).toEqual([0, 1, 2]);
+      expect(await list({ order: 'desc', after: seq(1), before: seq(5) })).toEqual([4, 3, 2]);
+    });
+
+    it('events.list() filters by a list of types, with or without an agent', async () => {
+      const seqs: number[] = [];
+      for (const [type, agentId] of [
+        ['agent-spawn', 'a1'],
+        ['turn-finish', 'a1'],
+        ['tool-denied', 'a2'],
+        ['tool-finish', 'a1'],
+      ] as const) {
+        seqs.push(await store.events.append({ at: 1_000, type, agentId, data: {} }));
+      }
+      const list = async (options: Parameters<Store['events']['list']>[0]) =>
+        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+
+      expect(await list({ types: ['tool-denied', 'tool-finish'] })).toEqual([2, 3]);
+      expect(await list({ types: ['tool-denied', 'tool-finish'], agentId: 'a1' })).toEqual([3]);
+      expect(await list({ types: ['turn-finish', 'tool-finish'], order: 'desc', limit: 1 })).toEqual([3]);
+      expect(await list({ types: [] })).toEqual([]);
+      expect(await list({ types: ['tool-denied'], type: 'tool-finish' })).toEqual([]);
     });
   });
 }

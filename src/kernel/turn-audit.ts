@@ -1,0 +1,64 @@
+import type { Clock } from '../contracts/index.ts';
+import { isLoomError } from '../errors/index.ts';
+import type { TurnResult } from '../runtime/index.ts';
+import type { Caller } from './agent-runtime.ts';
+import type { TurnEvent } from './event-bus.ts';
+import type { MessageFlow, SendOptions, TaskTurn } from './message-flow.ts';
+
+/** Codes of the errors that refuse a turn before it runs (who may ask, the quota, the agent's state). */
+const REFUSAL_CODES: ReadonlySet<string> = new Set(['ACCESS_DENIED', 'CAPABILITY_DENIED', 'QUOTA_EXCEEDED', 'AGENT_STATE', 'AGENT_CHAIN', 'MODULE_UNAVAILABLE']);
+
+/** What {@link auditTurns} needs from the kernel. */
+export interface TurnAuditParts {
+  clock: Clock;
+  /** The agent a reference (id or name) names now, if any: a turn of no agent is not recorded. */
+  agentOf: (reference: string) => { id: string; name: string } | undefined;
+  /** An agent's name by id, for turns asked by another agent. */
+  nameOf: (agentId: string) => string | undefined;
+  /** Records the event in the audit log and tells subscribers; must not throw. */
+  publish: (event: TurnEvent) => Promise<void>;
+}
+
+/** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */
+export function describeCaller(caller: Caller | undefined, nameOf: (agentId: string) => string | undefined): string {
+  if (caller === undefined) return 'owner';
+  if (caller.kind === 'agent') return `agent:${nameOf(caller.agentId) ?? caller.agentId}`;
+  return caller.name === undefined ? caller.role : `${caller.role}:${caller.name}`;
+}
+
+/**
+ * Wraps the message flow's turns so each one leaves a record in the audit log of how it ended:
+ * `turn-finish`, `turn-refuse`, `turn-cancel`, `model-error` or `turn-error` (see
+ * {@link TurnEvent}). The turn's own result or error is passed on unchanged.
+ */
+export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: TurnAuditParts): Pick<MessageFlow, 'send' | 'runTask'> {
+  const { clock } = parts;
+  async function audited(reference: string, kind: TurnEvent['kind'], options: SendOptions, run: () => Promise<TurnResult>): Promise<TurnResult> {
+    const agent = parts.agentOf(reference);
+    const startedAt = clock.now();
+    const base = (): Pick<TurnEvent, 'agentId' | 'name' | 'kind' | 'via' | 'durationMs' | 'at'> => {
+      const at = clock.now();
+      return { at, agentId: agent?.id ?? '', name: agent?.name ?? reference, kind, via: describeCaller(options.caller, parts.nameOf), durationMs: at - startedAt };
+    };
+    let result: TurnResult;
+    try {
+      result = await run();
+    } catch (error) {
+      if (agent !== undefined) {
+        const code = isLoomError(error) ? error.code : 'INTERNAL';
+        const type = options.signal?.aborted === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
+        await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
+      }
+      throw error;
+    }
+    if (agent !== undefined) {
+      const { usage } = result;
+      await parts.publish({ ...base(), type: 'turn-finish', model: result.model, iterations: result.iterations, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: result.costUsd });
+    }
+    return result;
+  }
+  return {
+    send: (reference: string, message: string, options: SendOptions = {}) => audited(reference, 'message', options, () => flow.send(reference, message, options)),
+    runTask: (reference: string, task: TaskTurn, options: SendOptions = {}) => audited(reference, 'task', options, () => flow.runTask(reference, task, options)),
+  };
+}
