@@ -156,8 +156,10 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   rate_limit: z
     .strictObject({
-      /** Cost units each client may spend per minute (a message costs 30, a spawn 50, health 1, reads 5). */
+      /** Cost units each client may spend per minute (a message or an MCP call running a turn costs 30, a spawn 50, health 1, reads and MCP protocol messages 5). */
       per_minute: z.int().positive().default(500),
+      /** Limit the local user too: a loopback client when no API key is configured (off: it is the machine's owner). */
+      loopback: z.boolean().default(false),
     })
     .prefault({}),
   store: z
@@ -325,8 +327,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # agents = ["helper-*"]           # for "user": the agents it may message
 
 [rate_limit]
-# Cost units per client per minute: a message costs 30, a spawn 50, a read 5, health 1.
+# Cost units per client per minute: a message (or an MCP call that runs a turn) costs 30, a
+# spawn 50, a read or an MCP protocol message 5, health 1.
 # per_minute = 500
+# The local user (a loopback client when no API key is configured) is not limited unless:
+# loopback = true
 
 [store]
 # "normal": every acknowledged write survives a crash of Loom (SQLite WAL).

@@ -92,7 +92,8 @@ function costOf(method: string, path: string): number {
   if (method === 'POST' && /^\/api\/packages\/[^/]+\/bindings\/[^/]+\/run$/.test(path)) return ROUTE_COSTS.message;
   if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
   if (method === 'POST' && path === '/v1/chat/completions') return ROUTE_COSTS.message;
-  if (method === 'POST' && (path === '/mcp' || path === '/mcp/messages')) return ROUTE_COSTS.message;
+  // An MCP POST is a protocol message, priced like a read; a call that runs a turn pays the rest
+  // once the MCP server sees it (see `chargeTurn`).
   if (method === 'POST' && (path === '/a2a/tasks/send' || /^\/a2a\/[^/]+(\/rest\/message:(send|stream))?$/.test(path))) return ROUTE_COSTS.message;
   return ROUTE_COSTS.other;
 }
@@ -170,7 +171,11 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       throw error;
     }
     c.set('principal', principal);
-    takeUnits(principal !== undefined && authenticator.keyed ? `key:${principal.name}` : `ip:${address}`, cost);
+    // The local user (a loopback client when no key is configured) is not limited unless asked.
+    const limited = authenticator.keyed || principal === undefined || config.rate_limit.loopback;
+    const client = principal !== undefined && authenticator.keyed ? `key:${principal.name}` : `ip:${address}`;
+    c.set('charge', limited ? (units) => takeUnits(client, units) : () => undefined);
+    c.get('charge')(cost);
     await next();
   });
 
@@ -212,7 +217,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
     return createMcpHttpHandler({ kernel, config, version, logger });
   });
-  const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c) });
+  const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other) });
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
   app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
   app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));

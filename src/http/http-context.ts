@@ -10,6 +10,11 @@ export interface HttpEnv {
     principal: Principal | undefined;
     /** Aborts when the client goes away or the request times out. */
     deadline: RequestDeadline;
+    /**
+     * Charges this request's client `units` more (a call found to run a turn once its body is
+     * read); throws `RATE_LIMITED` when it is out. Charges nothing for an unlimited client.
+     */
+    charge: (units: number) => void;
   };
 }
 

@@ -144,7 +144,7 @@ describe('with API keys', () => {
 describe('rate limiting', () => {
   it('answers 429 with Retry-After when a client spends its units, and serves it again once the clock moves on', async () => {
     // 100 units a minute: two messages (30 each) and two spawns (50 each) would be 160.
-    const served = await open({ config: { rate_limit: { per_minute: 100 } } });
+    const served = await open({ config: { rate_limit: { per_minute: 100, loopback: true } } });
     expect((await served.request('/api/agents', spawnInit('busy'))).status).toBe(201);
     model.script([{ text: 'one' }, { text: 'two' }]);
     expect((await served.request('/api/agents/busy/messages', messageInit('1'))).status).toBe(200);
@@ -157,6 +157,11 @@ describe('rate limiting', () => {
 
     await served.host.clock.advance(retryAfter * 1000);
     expect((await served.request('/api/agents/busy/messages', messageInit('2'))).status).toBe(200);
+  });
+
+  it('does not limit the local user (loopback, no keys) unless [rate_limit].loopback says so', async () => {
+    const served = await open({ config: { rate_limit: { per_minute: 10 } } });
+    for (let index = 0; index < 5; index += 1) expect((await served.request('/api/agents')).status).toBe(200);
   });
 
   it('counts each API key separately', async () => {

@@ -220,7 +220,7 @@ describe('/v1 with API keys', () => {
 describe('/v1 rate limiting', () => {
   it('charges a chat completion as a message (30 units) and answers 429 (RateLimitError) with Retry-After when the client is out of units', async () => {
     // 50 units a minute: one completion (30) fits, a second does not.
-    const served = await open({ config: { rate_limit: { per_minute: 50 } } }, ['helper']);
+    const served = await open({ config: { rate_limit: { per_minute: 50, loopback: true } } }, ['helper']);
     model.script([{ text: 'once' }]);
     const client = clientOf(served);
     await client.chat.completions.create({ model: 'helper', messages: [{ role: 'user', content: '1' }] });

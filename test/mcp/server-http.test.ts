@@ -74,7 +74,7 @@ describe('the MCP endpoint with a client that speaks only 2024-11-05', () => {
 });
 
 describe('the MCP endpoint, tool errors', () => {
-  it('answers a failed turn, an unknown tool and a missing message as tool errors carrying the reason', async () => {
+  it('answers a failed turn and a missing message as tool errors carrying the reason, an unknown tool as the protocol error', async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('helper', model.url));
     model.script([{ status: 400 }]);
@@ -82,9 +82,7 @@ describe('the MCP endpoint, tool errors', () => {
     const failed = await client.callTool({ name: 'loom_agent_helper', arguments: { message: 'hi' } });
     expect(failed.isError).toBe(true);
     expect(firstText(failed)).toContain('openai/gpt-4o');
-    const unknown = await client.callTool({ name: 'loom_agent_nobody', arguments: { message: 'hi' } });
-    expect(unknown).toMatchObject({ isError: true });
-    expect(firstText(unknown)).toContain('loom_agent_nobody');
+    await expect(client.callTool({ name: 'loom_agent_nobody', arguments: { message: 'hi' } })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: loom_agent_nobody') as unknown });
     const empty = await client.callTool({ name: 'loom_agent_helper', arguments: {} });
     expect(empty).toMatchObject({ isError: true });
     expect(firstText(empty)).toContain('message');
@@ -152,7 +150,27 @@ describe('the MCP endpoint, authentication', () => {
     const helperBot = await connect(url, kind, { apiKey: 'helper-secret' });
     expect((await helperBot.listTools()).tools.map((tool) => tool.name)).toEqual(['loom_agent_helper_one']);
     expect(firstText(await helperBot.callTool({ name: 'loom_agent_helper_one', arguments: { message: 'go' } }))).toBe('Done.');
-    expect(await helperBot.callTool({ name: 'loom_agent_private', arguments: { message: 'go' } })).toMatchObject({ isError: true });
+    // An agent the key may not reach is no tool of its: unknown, as if it did not exist.
+    await expect(helperBot.callTool({ name: 'loom_agent_private', arguments: { message: 'go' } })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it('charges protocol messages like reads and a call that runs a turn like a message, and leaves the local user unlimited', async () => {
+    // 100 units a minute: a connect (initialize and tools/list here, 5 each) and two turns (30 each) fit; a third turn does not.
+    const { url, host } = await serve({ ...KEYS, config: { ...KEYS.config, rate_limit: { per_minute: 100 } } });
+    await host.kernel.spawn(agentManifest('helper-one', model.url));
+    model.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
+    const client = await connect(url, 'legacy-streamable', { apiKey: 'helper-secret' });
+    for (let index = 0; index < 4; index += 1) expect((await client.listTools()).tools).toHaveLength(1);
+    expect(firstText(await client.callTool({ name: 'loom_agent_helper_one', arguments: { message: '1' } }))).toBe('one');
+    expect(firstText(await client.callTool({ name: 'loom_agent_helper_one', arguments: { message: '2' } }))).toBe('two');
+    const throttled = await client.callTool({ name: 'loom_agent_helper_one', arguments: { message: '3' } }).catch((error: unknown) => error);
+    expect(JSON.stringify(throttled)).toMatch(/too many requests|429/);
+    await served?.close();
+
+    // No keys: the local user's IDE starting up is never throttled.
+    served = await startMcpHttpServer(dir.path, { config: { rate_limit: { per_minute: 10 } } });
+    const local = await connect(served.url, 'modern');
+    for (let index = 0; index < 20; index += 1) expect((await local.listTools()).tools).toHaveLength(1);
   });
 
   it('refuses a client that is not on loopback when no key is configured', async () => {

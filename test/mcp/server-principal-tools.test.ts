@@ -33,10 +33,9 @@ describe('the [mcp_server] principal\'s tools over MCP', () => {
     const file = join(served.host.home.workspacesDir, MCP_PRINCIPAL_NAME, 'from-mcp.txt');
     expect(await readFile(file, 'utf8')).toBe('written over MCP');
 
-    // A tool outside its grants is refused by the runner, as for an agent.
-    const refused = await client.callTool({ name: 'shell_exec', arguments: { command: 'ls' } });
-    expect(refused.isError).toBe(true);
-    expect(firstText(refused)).toContain('may not call shell_exec');
+    // A tool outside its grants is not served: unknown, the protocol error.
+    await expect(client.callTool({ name: 'shell_exec', arguments: { command: 'ls' } })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: shell_exec') as unknown });
+    // A served tool's call outside its grants is refused by the runner, as for an agent.
     const outside = await client.callTool({ name: 'file_read', arguments: { path: '/etc/hostname' } });
     expect(outside.isError).toBe(true);
     expect(firstText(outside)).toContain('is not granted [capabilities].file_read "/etc/hostname"');
@@ -46,8 +45,7 @@ describe('the [mcp_server] principal\'s tools over MCP', () => {
     served = await startMcpHttpServer(dir.path);
     client = await connectClient(served.url, 'modern');
     expect((await client.listTools()).tools).toEqual([]);
-    const refused = await client.callTool({ name: 'file_write', arguments: { path: 'x.txt', content: 'no' } });
-    expect(refused.isError).toBe(true);
+    await expect(client.callTool({ name: 'file_write', arguments: { path: 'x.txt', content: 'no' } })).rejects.toMatchObject({ code: -32602 });
     expect(existsSync(join(served.host.home.workspacesDir, MCP_PRINCIPAL_NAME, 'x.txt'))).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { type CallToolResult, Server, type Tool } from '@modelcontextprotocol/server';
+import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from '@modelcontextprotocol/server';
 import type { Principal } from '../../access/index.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
 
@@ -11,6 +11,8 @@ export interface LoomMcpServerOptions {
   principal: Principal;
   /** Reported as the server's version. */
   version: string;
+  /** Charges the caller for a call that runs an agent's turn; throws when it is out (see `McpRequestOrigin`). */
+  chargeTurn?: (() => void) | undefined;
 }
 
 function toolOf(agent: AgentSummary): Tool {
@@ -29,12 +31,17 @@ function toolOf(agent: AgentSummary): Tool {
 
 const toolError = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
 
+/** A call naming no tool this caller is served: the protocol error (-32602) of the spec's examples, not a tool error. */
+const unknownTool = (name: string): ProtocolError =>
+  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name} (no Loom agent or tool is served under that name to this caller; list the tools again to see the live ones)`);
+
 /**
  * Builds one MCP server (the SDK's low-level `Server`) serving each agent of `directory` as a
  * tool `loom_agent_{name}` with one `message` parameter. The tool list is read from the
  * directory on every `tools/list`, so it is always current; call `sendToolListChanged()` on the
- * server to tell a connected client when it changed. A failed call (unknown agent, refused,
- * failed turn) is a tool error (`isError`) carrying the reason.
+ * server to tell a connected client when it changed. A call naming no tool served to the caller is
+ * a JSON-RPC error (-32602); a failed call (refused, failed turn, out of rate) is a tool error
+ * (`isError`) carrying the reason.
  */
 export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   const { directory, principal } = options;
@@ -57,14 +64,17 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
     if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
+      const served = (await directory.tools?.(principal)) ?? [];
+      if (!served.some((tool) => tool.name === name)) throw unknownTool(name);
       const result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
       return { content: [{ type: 'text', text: result.text }], ...(result.isError ? { isError: true } : {}) };
     }
     const agent = (await directory.list(principal)).find((candidate) => agentToolName(candidate.name) === name);
-    if (agent === undefined) return toolError(`no Loom agent is served as the tool "${name}"; list the tools again to see the live agents`);
+    if (agent === undefined) throw unknownTool(name);
     const message = args?.['message'];
     if (typeof message !== 'string' || message === '') return toolError(`the tool "${name}" needs a non-empty string "message"`);
     try {
+      options.chargeTurn?.();
       const reply = await directory.send(agent.name, message, principal, ctx.mcpReq.signal);
       return { content: [{ type: 'text', text: reply }] };
     } catch (error) {

@@ -1,12 +1,13 @@
 import { type AuthInfo, createMcpHandler, type McpRequestContext } from '@modelcontextprotocol/server';
-import type { Principal } from '../../access/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Logger } from '../../contracts/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { type AgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
-import { mcpPrincipal } from './mcp-principal.ts';
+import { mcpPrincipal, type McpRequestOrigin } from './mcp-principal.ts';
+
+export type { McpRequestOrigin } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
 
 /** What the `/mcp` endpoints are built from. */
@@ -23,10 +24,6 @@ export interface McpHttpHandlerOptions {
   legacyMessagesPath?: string;
 }
 
-/** Who a request comes from, as the door that received it authenticated it. */
-export interface McpRequestOrigin {
-  principal: Principal;
-}
 
 /** The MCP endpoints of the daemon. */
 export interface McpHttpHandler {
@@ -42,10 +39,10 @@ export interface McpHttpHandler {
 
 const PRINCIPAL_KEY = 'loomPrincipal';
 
-function principalOfContext(ctx: McpRequestContext): Principal {
-  const principal = ctx.authInfo?.extra?.[PRINCIPAL_KEY] as Principal | undefined;
-  if (principal === undefined) throw new Error('an MCP request reached the server factory without a principal');
-  return principal;
+function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
+  const origin = ctx.authInfo?.extra?.[PRINCIPAL_KEY] as McpRequestOrigin | undefined;
+  if (origin === undefined) throw new Error('an MCP request reached the server factory without a principal');
+  return origin;
 }
 
 /**
@@ -59,11 +56,11 @@ function principalOfContext(ctx: McpRequestContext): Principal {
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const logger = (options.logger ?? createSilentLogger()).child({ component: 'mcp-server' });
   const directory = options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config));
-  const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, principal: principalOfContext(ctx), version: options.version });
+  const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });
   const legacySse: LegacySseEndpoints = createLegacySseEndpoints({
-    factory: (principal) => createLoomMcpServer({ directory, principal, version: options.version }),
+    factory: (origin) => createLoomMcpServer({ directory, ...origin, version: options.version }),
     messagesPath: options.legacyMessagesPath ?? '/mcp/messages',
     onerror,
   });
@@ -72,12 +69,12 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     legacySse.toolsChanged();
   });
 
-  const authInfoOf = (principal: Principal): AuthInfo => ({ token: '', clientId: principal.name, scopes: [principal.role], extra: { [PRINCIPAL_KEY]: principal } });
+  const authInfoOf = (origin: McpRequestOrigin): AuthInfo => ({ token: '', clientId: origin.principal.name, scopes: [origin.principal.role], extra: { [PRINCIPAL_KEY]: origin } });
 
   return {
-    fetch: (request, { principal }) => modern.fetch(request, { authInfo: authInfoOf(principal) }),
-    sse: (request, { principal }) => legacySse.open(request, principal),
-    messages: (request, { principal }) => legacySse.post(request, principal),
+    fetch: (request, origin) => modern.fetch(request, { authInfo: authInfoOf(origin) }),
+    sse: (request, origin) => legacySse.open(request, origin),
+    messages: (request, origin) => legacySse.post(request, origin.principal),
     async close() {
       unsubscribe();
       await legacySse.close();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
 import type { Principal } from '../../access/index.ts';
+import type { McpRequestOrigin } from './mcp-principal.ts';
 
 /** Messages larger than this are refused (spec/05: 10 MB). */
 export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
@@ -69,7 +70,7 @@ class SseConnectionTransport implements Transport {
 /** The 2024-11-05 HTTP+SSE endpoints: one MCP server instance per open stream. */
 export interface LegacySseEndpoints {
   /** `GET …/sse`: opens the stream; its first event names the message endpoint. */
-  open(request: Request, principal: Principal): Promise<Response>;
+  open(request: Request, origin: McpRequestOrigin): Promise<Response>;
   /** `POST …/messages?sessionId=…`: one JSON-RPC message for the stream's server; 202 once accepted. */
   post(request: Request, principal: Principal): Promise<Response>;
   /** Sends `notifications/tools/list_changed` on every open stream. */
@@ -80,7 +81,7 @@ export interface LegacySseEndpoints {
 
 export interface LegacySseOptions {
   /** A fresh server for a principal's new stream. */
-  factory: (principal: Principal) => Server;
+  factory: (origin: McpRequestOrigin) => Server;
   /** The path the `endpoint` event names (the session id is appended as a query parameter). */
   messagesPath: string;
   onerror?: (error: Error) => void;
@@ -93,9 +94,10 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
   const connections = new Map<string, { transport: SseConnectionTransport; server: Server }>();
 
   return {
-    async open(request, principal) {
-      const transport = new SseConnectionTransport(randomUUID(), principal);
-      const server = options.factory(principal);
+    async open(request, origin) {
+      const transport = new SseConnectionTransport(randomUUID(), origin.principal);
+      // A turn asked for on this stream is charged to whoever opened it (the same client).
+      const server = options.factory(origin);
       const keepalive = setInterval(() => transport.comment('keepalive'), KEEPALIVE_MS);
       keepalive.unref();
       const stream = new ReadableStream<Uint8Array>({

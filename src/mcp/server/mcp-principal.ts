@@ -1,5 +1,6 @@
 import { capabilitiesFromManifest } from '../../capabilities/index.ts';
 import type { Config } from '../../config/index.ts';
+import type { Principal } from '../../access/index.ts';
 import type { ToolPrincipal } from '../../kernel/index.ts';
 
 /** The principal's name: its workspace is `LOOM_HOME/workspaces/mcp-clients`. */
@@ -13,4 +14,14 @@ export function mcpPrincipal(config: Pick<Config, 'mcp_server'>): ToolPrincipal 
   const capabilities = capabilitiesFromManifest(config.mcp_server.capabilities);
   if (!capabilities.some((capability) => capability.kind === 'tool_invoke' || capability.kind === 'tool_all')) return undefined;
   return { name: MCP_PRINCIPAL_NAME, capabilities };
+}
+
+/** Who a request comes from, as the door that received it authenticated it. */
+export interface McpRequestOrigin {
+  principal: Principal;
+  /**
+   * Charges the caller for a call that runs an agent's turn, beyond what the request itself cost
+   * (protocol messages cost like reads); throws, with the time to wait, when the caller is out.
+   */
+  chargeTurn?: () => void;
 }
