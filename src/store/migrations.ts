@@ -268,6 +268,30 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX channel_pairings_user ON channel_pairings (channel, user_id);
     `,
   },
+  {
+    version: 11,
+    name: 'A2A push-notification configs',
+    // No foreign key to tasks: a config sent with a message is stored before its task is. The
+    // trigger deletes a task's configs with it (an evicted task notifies no one).
+    sql: `
+      CREATE TABLE a2a_push_configs (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        token TEXT,
+        auth_scheme TEXT,
+        auth_credentials TEXT,
+        wire_version TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (task_id, id)
+      ) STRICT;
+      CREATE TRIGGER tasks_delete_push_configs AFTER DELETE ON tasks
+      BEGIN
+        DELETE FROM a2a_push_configs WHERE task_id = old.id;
+      END;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

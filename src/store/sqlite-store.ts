@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository, WorkflowRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
+import { SqliteA2aPushConfigRepository } from './sqlite-a2a-push-config-repository.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
 import { SqliteApprovalRepository } from './sqlite-approval-repository.ts';
 import { SqliteConnection } from './sqlite-connection.ts';
@@ -81,6 +82,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const events: EventRepository = new SqliteEventRepository(connection);
   const approvals: ApprovalRepository = new SqliteApprovalRepository(connection);
   const tasks: TaskRepository = new SqliteTaskRepository(connection);
+  const a2aPushConfigs = new SqliteA2aPushConfigRepository(connection);
   const packageRuns: PackageRunRepository = new SqlitePackageRunRepository(connection);
   const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
   const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
@@ -94,6 +96,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     events,
     approvals,
     tasks,
+    a2aPushConfigs,
     packageRuns,
     packages,
     workflows,

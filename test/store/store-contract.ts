@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
 import { StoreError } from '../../src/errors/index.ts';
+import { describeA2aPushConfigsContract } from './contract/a2a-push-configs-contract.ts';
 import { describeAgentsContract } from './contract/agents-contract.ts';
 import { describeApprovalsContract } from './contract/approvals-contract.ts';
 import { describeChannelsContract } from './contract/channels-contract.ts';
@@ -58,6 +59,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeWorkflowsContract(context);
     describeForgedToolsContract(context);
     describeChannelsContract(context);
+    describeA2aPushConfigsContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {
@@ -87,6 +89,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
           store.packageRuns.list(),
           store.packages.list(),
           store.workflows.get('a1'),
+          store.a2aPushConfigs.list('t1'),
         ];
         for (const attempt of attempts) {
           await expect(attempt).rejects.toBeInstanceOf(StoreError);
