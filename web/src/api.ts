@@ -1,5 +1,5 @@
 import { parseSse } from './sse.ts';
-import { type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView, type PromotionView } from './types.ts';
+import { AUDIT_KINDS, type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView, type PromotionView } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -119,6 +119,7 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
       'cot-trace',
       'workflow-state',
       'workflow-task',
+      ...AUDITED_EVENT_TYPES,
     ];
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
     for (const type of types) source.addEventListener(type, listener);
@@ -162,3 +163,6 @@ export function demoteForgedTool(id: string, reason = ''): Promise<ForgedToolVie
 export function approvePairing(code: string): Promise<{ code: string; channel: string; user_id: string; user_name: string | null }> {
   return api(`/api/channels/pairings/${encodeURIComponent(code)}/approve`, { method: 'POST' });
 }
+
+/** Every type the audit log's kinds name (turns, tool calls, refusals, forged tools, channels…): the live stream listens for them by name. */
+const AUDITED_EVENT_TYPES: readonly string[] = [...new Set(Object.values(AUDIT_KINDS).flat())];

@@ -1,16 +1,17 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { apiKey, setApiKey } from './api.ts';
 import { useApi } from './hooks.ts';
 import { AgentPage } from './pages/agent-page.tsx';
 import { AgentsPage } from './pages/agents-page.tsx';
 import { ApprovalsPage, usePendingApprovals } from './pages/approvals-page.tsx';
+import { labelTableCells } from './components.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
 import { EventsPage } from './pages/events-page.tsx';
 import { ChannelsPage } from './pages/channels-page.tsx';
 import { ForgedToolsPage } from './pages/forged-tools-page.tsx';
 import { PackagesPage } from './pages/packages-page.tsx';
 import { UsagePage } from './pages/usage-page.tsx';
-import { href, type Route, useRoute } from './router.ts';
+import { href, type Route, titleOf, useRoute } from './router.ts';
 import { useEventLog } from './store.ts';
 
 interface Health {
@@ -83,7 +84,7 @@ function KeyForm() {
         window.location.reload();
       }}
     >
-      <input type="password" placeholder="API key (empty for none)" value={value} onInput={(event) => setValue(event.currentTarget.value)} />
+      <input type="password" aria-label="API key" placeholder="API key (empty for none)" value={value} onInput={(event) => setValue(event.currentTarget.value)} />
       <button type="submit" class="btn btn-small">
         Save
       </button>
@@ -97,6 +98,19 @@ export function App() {
   const health = useApi<Health>('/api/health');
   const pending = usePendingApprovals();
   const section = route.page === 'agent' || route.page === 'chat' ? 'agents' : route.page;
+  // One place names every page, so the browser's tab and history say where one is.
+  useEffect(() => {
+    document.title = titleOf(route);
+  }, [route]);
+  // Every page's tables name their columns on each cell, for the stacked layout of narrow screens.
+  useEffect(() => {
+    const main = document.querySelector('main');
+    if (main === null) return undefined;
+    labelTableCells(main);
+    const observer = new MutationObserver(() => labelTableCells(main));
+    observer.observe(main, { childList: true, subtree: true });
+    return () => observer.disconnect();
+  }, []);
   return (
     <div class="layout">
       <aside class="sidebar">
@@ -104,7 +118,7 @@ export function App() {
           <span class="brand-mark">L</span>
           <span>Loom</span>
         </a>
-        <nav>
+        <nav aria-label="Main">
           <NavLink to={href.agents} active={section === 'agents'} label="Agents" icon="◎" />
           <NavLink to={href.packages} active={section === 'packages'} label="Packages" icon="▦" />
           <NavLink to={href.tools} active={section === 'tools'} label="Tools" icon="⚒" />

@@ -48,3 +48,22 @@ export function Card({ title, children, actions }: { title?: ComponentChildren; 
     </section>
   );
 }
+
+/**
+ * Gives every cell of the tables under `root` the name of its column (`data-label`, unless it has
+ * one), so a narrow screen can show each row as a card of labelled lines instead of a table
+ * wider than the screen (see `.table` in styles.css). Cells spanning columns get none.
+ */
+export function labelTableCells(root: ParentNode): void {
+  for (const table of root.querySelectorAll('table.table')) {
+    const heads = [...table.querySelectorAll('thead tr:first-child th')].map((th) => th.textContent.trim());
+    if (heads.length === 0) continue;
+    for (const row of table.querySelectorAll('tbody tr')) {
+      [...row.children].forEach((cell, index) => {
+        const head = heads[index];
+        if (cell.hasAttribute('data-label') || (cell as HTMLTableCellElement).colSpan > 1 || head === undefined || head === '') return;
+        cell.setAttribute('data-label', head);
+      });
+    }
+  }
+}

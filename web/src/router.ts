@@ -24,6 +24,25 @@ export function parseRoute(hash: string): Route {
   return { page: 'not-found', path };
 }
 
+/** The document title of a route: the page, then the agent where there is one, then Loom. */
+export function titleOf(route: Route): string {
+  const page = {
+    agents: 'Agents',
+    agent: 'Agent',
+    chat: 'Chat',
+    events: 'Events',
+    usage: 'Usage',
+    approvals: 'Approvals',
+    packages: 'Packages',
+    tools: 'Tools',
+    channels: 'Channels',
+    'not-found': 'Not found',
+  }[route.page];
+  if (route.page === 'agent') return `${route.agent} · Agents · Loom`;
+  if (route.page === 'chat') return `Chat with ${route.agent} · Loom`;
+  return `${page} · Loom`;
+}
+
 /** Hrefs for the routes. */
 export const href = {
   agents: '#/agents',

@@ -233,3 +233,58 @@ export interface ChannelView {
   policy: { direct: string; groups: string; require_mention: boolean; messages_per_minute: number; approvers: string[] };
   pendingPairings: { code: string; userId: string; userName: string | null; requestedAt: string }[];
 }
+
+/** A row of `/api/audit`: a kernel event, a turn, a tool call or a refusal, as the audit log holds it. */
+export interface AuditRecord {
+  seq: number;
+  at: number;
+  type: string;
+  agentId: string | null;
+  data: Record<string, unknown>;
+}
+
+/** The kinds `/api/audit?kind=` filters on, with the event types each covers (mirrors src/kernel/audit-kinds.ts). */
+export const AUDIT_KINDS = {
+  turn: ['turn-finish', 'turn-refuse', 'turn-cancel', 'turn-error', 'model-error'],
+  tool: ['tool-finish', 'tool-failed', 'tool-denied', 'tool-invalid', 'tool-blocked', 'tool-timeout', 'tool-sandbox-fault'],
+  refusal: ['turn-refuse', 'tool-denied', 'tool-invalid', 'tool-blocked', 'channel-refused'],
+  approval: ['approval-request', 'approval-decide'],
+  'model-error': ['model-error'],
+  agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
+  forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
+  package: ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss'],
+  channel: ['channel-refused', 'channel-paired'],
+  reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
+} as const;
+
+export type AuditKind = keyof typeof AUDIT_KINDS;
+
+/** The outcomes `/api/audit?outcome=` filters on (mirrors src/kernel/audit-kinds.ts). */
+export const AUDIT_OUTCOMES = {
+  ok: ['turn-finish', 'tool-finish'],
+  refused: AUDIT_KINDS.refusal,
+  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify'],
+  cancelled: ['turn-cancel'],
+} as const;
+
+export type AuditOutcome = keyof typeof AUDIT_OUTCOMES;
+
+/** One bucket of `/api/usage/series`: usage of one agent with one model from `start` for `step_ms`. */
+export interface UsageBucketView {
+  start: number;
+  agent_id: string;
+  agent: string | null;
+  model: string;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
+
+/** `/api/usage/series`: the buckets of a range on the daemon's clock. */
+export interface UsageSeriesView {
+  since: number;
+  until: number;
+  step_ms: number;
+  buckets: UsageBucketView[];
+}

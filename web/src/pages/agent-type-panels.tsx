@@ -131,7 +131,7 @@ export function ThoughtTracePanel({ name, version }: { name: string; version: nu
                 <span class="mono">
                   loop {thought.loop + 1} · {thought.phase}
                 </span>
-                <pre class="code">{JSON.stringify(thought.content, null, 2)}</pre>
+                <pre class="code" tabIndex={0} aria-label="Content">{JSON.stringify(thought.content, null, 2)}</pre>
               </li>
             ))}
           </ol>

@@ -60,7 +60,7 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
           expires {expiresIn(approval.expires_at, now)}
         </div>
       </div>
-      <pre class="approval-input" data-testid="approval-input">
+      <pre class="approval-input" data-testid="approval-input" tabIndex={0} aria-label="Input of the call">
         {JSON.stringify(approval.input, null, 2)}
       </pre>
       <ErrorBox message={error} />

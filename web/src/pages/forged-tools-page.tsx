@@ -31,7 +31,7 @@ function Implementation({ tool }: { tool: ForgedToolView }) {
           Source not stored (<code>persist_sandbox_source = false</code>); sha256 <span class="mono">{tool.codeHash ?? '?'}</span>
         </p>
       ) : (
-        <pre class="approval-input" data-testid="tool-source">
+        <pre class="approval-input" data-testid="tool-source" tabIndex={0} aria-label="Source">
           {implementation.code}
         </pre>
       )}
@@ -95,7 +95,7 @@ function ToolDetail({ tool, onChanged }: { tool: ForgedToolView; onChanged: () =
         ))}
       </ul>
       <h3 class="small strong">Schemas</h3>
-      <pre class="approval-input">{JSON.stringify({ input: tool.request.inputSchema, output: tool.request.outputSchema ?? null }, null, 2)}</pre>
+      <pre class="approval-input" tabIndex={0} aria-label="Schemas">{JSON.stringify({ input: tool.request.inputSchema, output: tool.request.outputSchema ?? null }, null, 2)}</pre>
       <h3 class="small strong">{tool.mode === 'compose' ? 'Steps' : 'Code'}</h3>
       <Implementation tool={tool} />
     </section>

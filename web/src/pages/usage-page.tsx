@@ -1,89 +1,245 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
-import { api } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader } from '../components.tsx';
-import { errorText, formatCost, formatTokens } from '../format.ts';
+import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
 import { useEventVersion } from '../store.ts';
-import type { UsageRow } from '../types.ts';
+import type { UsageBucketView, UsageRow, UsageSeriesView } from '../types.ts';
 
-const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 } as const;
-type Range = keyof typeof RANGES;
-const POINTS = 12;
+const RANGES = ['1h', '24h', '7d', '30d'] as const;
+type Range = (typeof RANGES)[number];
+type Metric = 'cost' | 'tokens';
+type Group = 'model' | 'agent';
 
-function total(rows: readonly UsageRow[]): number {
-  return rows.reduce((sum, row) => sum + row.cost_usd, 0);
+/** Line colours of the series, distinguishable in light and dark themes. */
+const PALETTE = ['#6366f1', '#0ea5e9', '#f59e0b', '#10b981', '#ef4444', '#a855f7', '#14b8a6', '#f97316', '#64748b', '#ec4899'];
+
+/** `1.2k`, `3.4M`: token counts short enough for an axis. */
+export function compactTokens(count: number): string {
+  if (Math.abs(count) >= 1_000_000) return `${Number((count / 1_000_000).toFixed(1))}M`;
+  if (Math.abs(count) >= 1_000) return `${Number((count / 1_000).toFixed(1))}k`;
+  return String(Math.round(count));
 }
 
-/**
- * Cumulative cost at evenly spaced times over `range`: the API adds usage up since a time, so
- * the cost spent by time t is the total minus what was spent since t.
- */
-async function costSeries(range: Range, signal: AbortSignal): Promise<[number[], number[]]> {
-  const now = Date.now();
-  const step = RANGES[range] / POINTS;
-  const times = Array.from({ length: POINTS + 1 }, (_, index) => Math.round(now - RANGES[range] + index * step));
-  const overall = total(await api<UsageRow[]>('/api/usage', { signal }));
-  const since = await Promise.all(times.map((at) => api<UsageRow[]>(`/api/usage?since=${at}`, { signal })));
-  return [times.map((at) => at / 1000), since.map((rows) => overall - total(rows))];
+/** A cost on an axis: as many decimals as the step between ticks needs, never fewer than two. */
+function axisCost(value: number, step: number): string {
+  const decimals = Math.min(6, Math.max(2, Math.ceil(-Math.log10(step || 1))));
+  return `$${value.toFixed(decimals)}`;
 }
 
-function CostChart({ range }: { range: Range }) {
-  const box = useRef<HTMLDivElement>(null);
-  const [error, setError] = useState<string | undefined>(undefined);
+function sum<T>(rows: readonly T[], value: (row: T) => number): number {
+  return rows.reduce((total, row) => total + value(row), 0);
+}
+
+function groupKey(bucket: UsageBucketView, group: Group): string {
+  return group === 'model' ? bucket.model : (bucket.agent ?? `${bucket.agent_id.slice(0, 8)} (killed)`);
+}
+
+/** A series per model (or agent) over every bucket of the range, empty buckets at zero. */
+export function toSeries(view: UsageSeriesView, metric: Metric, group: Group): { times: number[]; series: { label: string; values: number[] }[] } {
+  const times: number[] = [];
+  for (let start = view.since; start < view.until; start += view.step_ms) times.push(start);
+  const index = new Map(times.map((start, position) => [start, position]));
+  const byKey = new Map<string, number[]>();
+  for (const bucket of view.buckets) {
+    const key = groupKey(bucket, group);
+    let values = byKey.get(key);
+    if (values === undefined) {
+      values = times.map(() => 0);
+      byKey.set(key, values);
+    }
+    const position = index.get(bucket.start);
+    if (position !== undefined) values[position] = (values[position] ?? 0) + (metric === 'cost' ? bucket.cost_usd : bucket.input_tokens + bucket.output_tokens);
+  }
+  const series = [...byKey.entries()].map(([label, values]) => ({ label, values })).sort((a, b) => sum(b.values, (v) => v) - sum(a.values, (v) => v));
+  return { times, series };
+}
+
+/** The current theme's colour for `name` (a CSS custom property), for the canvas. */
+function cssColor(name: string, fallback: string): string {
+  const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return value === '' ? fallback : value;
+}
+
+/** Re-renders when the system switches between light and dark. */
+function useColorScheme(): boolean {
+  const query = typeof window.matchMedia === 'function' ? window.matchMedia('(prefers-color-scheme: dark)') : undefined;
+  const [dark, setDark] = useState(query?.matches ?? false);
   useEffect(() => {
-    const abort = new AbortController();
-    let plot: uPlot | undefined;
-    costSeries(range, abort.signal).then(
-      (data) => {
-        if (box.current === null || abort.signal.aborted) return;
-        box.current.replaceChildren();
-        plot = new uPlot(
+    if (query === undefined) return undefined;
+    const onChange = (event: MediaQueryListEvent): void => setDark(event.matches);
+    query.addEventListener('change', onChange);
+    return () => query.removeEventListener('change', onChange);
+  }, []);
+  return dark;
+}
+
+function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Metric; group: Group }) {
+  const box = useRef<HTMLDivElement>(null);
+  const dark = useColorScheme();
+  const { times, series } = toSeries(view, metric, group);
+  const labels = series.map((entry) => entry.label);
+  useEffect(() => {
+    const element = box.current;
+    if (element === null || series.length === 0) return undefined;
+    const axisColor = cssColor('--muted', '#5b6275');
+    const gridColor = cssColor('--line', '#e5e7ef');
+    const format = (value: number): string => (metric === 'cost' ? formatCost(value) : formatTokens(value));
+    const max = Math.max(0, ...series.flatMap((entry) => entry.values));
+    const plot = new uPlot(
+      {
+        width: Math.max(240, element.clientWidth),
+        height: 260,
+        scales: {
+          // The whole range, even where nothing was used; the y axis from zero to just above the largest bucket.
+          x: { time: true, range: () => [view.since / 1000, view.until / 1000] },
+          y: { range: () => [0, max === 0 ? (metric === 'cost' ? 0.01 : 10) : max * 1.1] },
+        },
+        axes: [
+          { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor } },
           {
-            width: box.current.clientWidth || 720,
-            height: 240,
-            scales: { x: { time: true } },
-            axes: [{ stroke: '#64748b', grid: { stroke: '#eef2f7' } }, { stroke: '#64748b', grid: { stroke: '#eef2f7' }, values: (_plot, ticks) => ticks.map((tick) => formatCost(tick)), size: 70 }],
-            series: [{}, { label: 'Cost (cumulative)', stroke: '#4f46e5', width: 2, fill: 'rgba(79,70,229,0.08)', value: (_plot, value) => (value === null ? '—' : formatCost(value)) }],
+            stroke: axisColor,
+            grid: { stroke: gridColor, width: 1 },
+            ticks: { stroke: gridColor },
+            size: metric === 'cost' ? 72 : 56,
+            values: (_plot, ticks) => {
+              const step = ticks.length > 1 ? (ticks[1] ?? 0) - (ticks[0] ?? 0) : (ticks[0] ?? 1);
+              return ticks.map((tick) => (metric === 'cost' ? axisCost(tick, step) : compactTokens(tick)));
+            },
           },
-          data,
-          box.current,
-        );
-        setError(undefined);
+        ],
+        series: [
+          { label: 'Time' },
+          ...series.map((entry, position) => ({
+            label: entry.label,
+            stroke: PALETTE[position % PALETTE.length] ?? '#6366f1',
+            width: 2,
+            points: { show: true, size: 5 },
+            value: (_plot: uPlot, value: number | null) => (value === null ? '—' : format(value)),
+          })),
+        ],
+        legend: { show: true },
       },
-      (cause: unknown) => {
-        if (!abort.signal.aborted) setError(errorText(cause));
-      },
+      [times.map((start) => start / 1000), ...series.map((entry) => entry.values)],
+      element,
     );
+    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(240, element.clientWidth), height: 260 }));
+    resize.observe(element);
     return () => {
-      abort.abort();
-      plot?.destroy();
+      resize.disconnect();
+      plot.destroy();
     };
-  }, [range]);
+  }, [view, metric, group, dark, labels.join('\u0000')]);
+  if (series.length === 0) return <Empty>No model calls in this range.</Empty>;
+  const what = metric === 'cost' ? 'Cost' : 'Tokens';
   return (
-    <>
-      <ErrorBox message={error} />
-      <div ref={box} class="chart" data-testid="cost-chart" />
-    </>
+    <div
+      ref={box}
+      class="chart"
+      data-testid="cost-chart"
+      data-series={labels.join('\n')}
+      role="img"
+      aria-label={`${what} per ${group} over time: ${series.map((entry) => `${entry.label} ${metric === 'cost' ? formatCost(sum(entry.values, (v) => v)) : formatTokens(sum(entry.values, (v) => v))}`).join(', ')}`}
+    />
   );
 }
 
+function Segmented<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: readonly (readonly [T, string])[]; onChange: (value: T) => void }) {
+  return (
+    <div class="segmented" role="group" aria-label={label}>
+      {options.map(([key, name]) => (
+        <button key={key} type="button" class={value === key ? 'on' : ''} aria-pressed={value === key} onClick={() => onChange(key)}>
+          {name}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** Usage rows added up by one field (the model or the agent). */
+function totalsBy(rows: readonly UsageRow[], key: (row: UsageRow) => string): { key: string; calls: number; input: number; output: number; cost: number }[] {
+  const totals = new Map<string, { key: string; calls: number; input: number; output: number; cost: number }>();
+  for (const row of rows) {
+    const name = key(row);
+    const total = totals.get(name) ?? { key: name, calls: 0, input: 0, output: 0, cost: 0 };
+    total.calls += row.calls;
+    total.input += row.input_tokens;
+    total.output += row.output_tokens;
+    total.cost += row.cost_usd;
+    totals.set(name, total);
+  }
+  return [...totals.values()].sort((a, b) => b.cost - a.cost || b.input + b.output - (a.input + a.output));
+}
+
+function TotalsTable({ label, head, rows, link }: { label: string; head: string; rows: ReturnType<typeof totalsBy>; link?: (key: string) => string | undefined }) {
+  return (
+    <table class="table stack" aria-label={label}>
+      <thead>
+        <tr>
+          <th scope="col">{head}</th>
+          <th scope="col" class="num">
+            Calls
+          </th>
+          <th scope="col" class="num">
+            Input
+          </th>
+          <th scope="col" class="num">
+            Output
+          </th>
+          <th scope="col" class="num">
+            Cost
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => {
+          const to = link?.(row.key);
+          return (
+            <tr key={row.key}>
+              <td data-label={head} class="mono">
+                {to === undefined ? row.key : <a href={to}>{row.key}</a>}
+              </td>
+              <td data-label="Calls" class="num mono">
+                {formatTokens(row.calls)}
+              </td>
+              <td data-label="Input" class="num mono">
+                {formatTokens(row.input)}
+              </td>
+              <td data-label="Output" class="num mono">
+                {formatTokens(row.output)}
+              </td>
+              <td data-label="Cost" class="num mono">
+                {formatCost(row.cost)}
+              </td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+/** Tokens and cost: totals, a chart over a range of the daemon's clock per model or agent, and tables by model, by agent and by both. */
 export function UsagePage() {
   const version = useEventVersion();
   const usage = useApi<UsageRow[]>('/api/usage', [version]);
   const [range, setRange] = useState<Range>('24h');
+  const [metric, setMetric] = useState<Metric>('cost');
+  const [group, setGroup] = useState<Group>('model');
+  const series = useApi<UsageSeriesView>(`/api/usage/series?range=${range}`, [version]);
   const rows = usage.data ?? [];
-  const tokens = rows.reduce((sum, row) => sum + row.input_tokens + row.output_tokens, 0);
-  const calls = rows.reduce((sum, row) => sum + row.calls, 0);
+  const tokens = sum(rows, (row) => row.input_tokens + row.output_tokens);
+  const calls = sum(rows, (row) => row.calls);
+  const agentName = (row: UsageRow): string => row.agent ?? `${row.agent_id.slice(0, 8)} (killed)`;
   return (
     <div class="page">
-      <PageHeader title="Usage" subtitle="Tokens and cost by agent and model, since the store began" />
+      <PageHeader title="Usage" subtitle="Tokens and cost by model and agent, since the store began" />
       <ErrorBox message={usage.error} />
       <div class="stats">
         <div class="stat">
           <div class="stat-label">Total cost</div>
-          <div class="stat-value mono">{formatCost(total(rows))}</div>
+          <div class="stat-value mono">{formatCost(sum(rows, (row) => row.cost_usd))}</div>
         </div>
         <div class="stat">
           <div class="stat-label">Tokens</div>
@@ -95,49 +251,74 @@ export function UsagePage() {
         </div>
       </div>
       <Card
-        title="Cost over time"
+        title={`${metric === 'cost' ? 'Cost' : 'Tokens'} over time, per ${group}`}
         actions={
-          <div class="segmented" role="group" aria-label="Range">
-            {(Object.keys(RANGES) as Range[]).map((key) => (
-              <button key={key} type="button" class={range === key ? 'on' : ''} onClick={() => setRange(key)}>
-                {key}
-              </button>
-            ))}
+          <div class="chart-controls">
+            <Segmented label="Measure" value={metric} options={[['cost', 'Cost'], ['tokens', 'Tokens']]} onChange={setMetric} />
+            <Segmented label="Series" value={group} options={[['model', 'Per model'], ['agent', 'Per agent']]} onChange={setGroup} />
+            <Segmented label="Range" value={range} options={RANGES.map((key) => [key, key] as const)} onChange={setRange} />
           </div>
         }
       >
-        <CostChart range={range} />
+        <ErrorBox message={series.error} />
+        {series.data === undefined ? null : <UsageChart view={series.data} metric={metric} group={group} />}
       </Card>
-      <Card title="By agent and model">
-        {rows.length === 0 ? (
-          <Empty>No model calls yet.</Empty>
-        ) : (
-          <table class="table" aria-label="Usage">
-            <thead>
-              <tr>
-                <th>Agent</th>
-                <th>Model</th>
-                <th class="num">Calls</th>
-                <th class="num">Input</th>
-                <th class="num">Output</th>
-                <th class="num">Cost</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((row) => (
-                <tr key={`${row.agent_id}-${row.model}`}>
-                  <td>{row.agent === null ? <span class="muted mono">{row.agent_id.slice(0, 8)} (killed)</span> : <a href={href.agent(row.agent)}>{row.agent}</a>}</td>
-                  <td class="mono">{row.model}</td>
-                  <td class="num mono">{formatTokens(row.calls)}</td>
-                  <td class="num mono">{formatTokens(row.input_tokens)}</td>
-                  <td class="num mono">{formatTokens(row.output_tokens)}</td>
-                  <td class="num mono">{formatCost(row.cost_usd)}</td>
+      {rows.length === 0 ? (
+        <Empty>No model calls yet.</Empty>
+      ) : (
+        <>
+          <Card title="By model">
+            <TotalsTable label="Usage by model" head="Model" rows={totalsBy(rows, (row) => row.model)} />
+          </Card>
+          <Card title="By agent">
+            <TotalsTable label="Usage by agent" head="Agent" rows={totalsBy(rows, agentName)} link={(key) => (rows.some((row) => row.agent === key) ? href.agent(key) : undefined)} />
+          </Card>
+          <Card title="By agent and model">
+            <table class="table stack" aria-label="Usage">
+              <thead>
+                <tr>
+                  <th scope="col">Agent</th>
+                  <th scope="col">Model</th>
+                  <th scope="col" class="num">
+                    Calls
+                  </th>
+                  <th scope="col" class="num">
+                    Input
+                  </th>
+                  <th scope="col" class="num">
+                    Output
+                  </th>
+                  <th scope="col" class="num">
+                    Cost
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Card>
+              </thead>
+              <tbody>
+                {rows.map((row) => (
+                  <tr key={`${row.agent_id}-${row.model}`}>
+                    <td data-label="Agent">{row.agent === null ? <span class="muted mono">{agentName(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>}</td>
+                    <td data-label="Model" class="mono">
+                      {row.model}
+                    </td>
+                    <td data-label="Calls" class="num mono">
+                      {formatTokens(row.calls)}
+                    </td>
+                    <td data-label="Input" class="num mono">
+                      {formatTokens(row.input_tokens)}
+                    </td>
+                    <td data-label="Output" class="num mono">
+                      {formatTokens(row.output_tokens)}
+                    </td>
+                    <td data-label="Cost" class="num mono">
+                      {formatCost(row.cost_usd)}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Card>
+        </>
+      )}
     </div>
   );
 }
