@@ -55,5 +55,5 @@ export type {
   UsageBucket,
   UsageTotals,
 } from './store.ts';
-export type { AgentReply, KernelHandle, MemoryEntry, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
+export type { AgentReply, KernelHandle, MemoryEntry, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
 export type { LogEntry, LogReader } from './log-reader.ts';

@@ -99,7 +99,25 @@ export interface ToolContext {
   logs?: LogReader | undefined;
   /** Other tools, as this agent (see {@link ToolBox}). */
   toolbox?: ToolBox | undefined;
+  /**
+   * Asks a person a question on the agent's behalf (an MCP server's elicitation): shown where
+   * approvals are (CLI, API, dashboard, the chat), answered with the fields `schema` asks for,
+   * or declined; a turn cancelled meanwhile is `cancel`. Absent where nobody can be asked.
+   */
+  askPerson?: ((question: PersonQuestion) => Promise<PersonAnswer>) | undefined;
 }
+
+/** A question for a person: what is asked, and the JSON Schema of the object that answers it. */
+export interface PersonQuestion {
+  /** Who asks, e.g. `mcp_github` (shown as the request's tool). */
+  from: string;
+  message: string;
+  /** A flat object schema (strings, numbers, booleans, enums), as MCP's form elicitation sends. */
+  schema: JsonObject;
+}
+
+/** A person's answer: the fields, or why there are none. */
+export type PersonAnswer = { action: 'accept'; content: JsonObject } | { action: 'decline' | 'cancel'; reason: string };
 
 /**
  * A tool an agent can call. The tool runner, not the tool, checks capabilities, applies the

@@ -34,6 +34,8 @@ const ListQuerySchema = z.strictObject({ status: z.enum(APPROVAL_STATUS_FILTERS)
 /** The optional body of `POST /api/approvals/:id/approve|deny`. */
 export const ApprovalDecisionBodySchema = z.strictObject({
   reason: z.string().trim().max(2000, { error: 'expected a reason of at most 2000 characters' }).optional(),
+  /** The answer to a question (an MCP server's elicitation): the fields its `input.requestedSchema` asks for. */
+  answer: z.record(z.string(), z.json()).optional(),
 });
 
 /** The API's view of an approval record (snake_case, times as ISO strings). */
@@ -61,7 +63,8 @@ export interface ApprovalRoutesOptions {
 /**
  * `/api/approvals`: list (any role, a user key only its agents' requests; pending by default), and approve or deny (owner only; the
  * decision is recorded as made by the caller's key name, `local` without keys). A body is
- * optional: `{ "reason": "…" }` as JSON.
+ * optional: `{ "reason": "…" }` as JSON, and `"answer": {…}` to approve a question (a request
+ * whose input carries `requestedSchema`).
  */
 export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
@@ -82,8 +85,8 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
     // No body, or an empty one, is no reason; anything else must be the JSON object.
     const length = c.req.header('content-length');
     const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
-    const { reason } = hasBody ? await readJsonBody(c, ApprovalDecisionBodySchema) : {};
-    const record = await kernel.approvals.decide(c.req.param('id') ?? '', { approved, by: principal.name, reason: reason === undefined || reason === '' ? null : reason });
+    const { reason, answer } = hasBody ? await readJsonBody(c, ApprovalDecisionBodySchema) : {};
+    const record = await kernel.approvals.decide(c.req.param('id') ?? '', { approved, by: principal.name, reason: reason === undefined || reason === '' ? null : reason, answer });
     return c.json(toApprovalView(record));
   };
 

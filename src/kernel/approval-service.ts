@@ -1,4 +1,5 @@
-import type { ApprovalRecord, ApprovalStatus, Clock, IdGenerator, JsonValue, Store } from '../contracts/index.ts';
+import type { ApprovalRecord, ApprovalStatus, Clock, IdGenerator, JsonObject, JsonValue, Store } from '../contracts/index.ts';
+import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
 import { LoomError } from '../errors/index.ts';
 
 /** How long a tool call waits for a human when `[approvals].timeout_seconds` is not set. */
@@ -20,6 +21,8 @@ export interface ApprovalDecision {
   /** Who decided: a key's name, `local`, or `timeout` (or `restart`, `cancel`: see the EXPIRED_BY_ names). */
   by: string;
   reason: string | null;
+  /** The answer to a question (a request opened with `answerSchema`), when approved. Kept in memory only: it may be personal. */
+  answer?: JsonObject | undefined;
 }
 
 /** A request opened for a tool call: its id (to show), and the decision to wait for. */
@@ -42,6 +45,8 @@ interface Waiter {
   signal: AbortSignal;
   /** Set while a cancelled turn's request is being closed, so a decision arriving meanwhile waits for it. */
   closing?: Promise<void>;
+  /** A question's check of its answer: approving needs an answer it accepts. */
+  checkAnswer?: SchemaCheck;
 }
 
 /** What a request needs to be closed and announced. */
@@ -77,7 +82,7 @@ export class ApprovalService {
    * cancelled first, the request is closed as `expired` (by `cancel`) and the decision rejects
    * with the signal's reason.
    */
-  async open(agent: { id: string; name: string }, tool: string, input: JsonValue, signal: AbortSignal): Promise<OpenApproval> {
+  async open(agent: { id: string; name: string }, tool: string, input: JsonValue, signal: AbortSignal, options: { answerSchema?: JsonObject } = {}): Promise<OpenApproval> {
     const id = this.#ids.uuid();
     const at = this.#clock.now();
     const expiresAt = at + this.#timeoutMs;
@@ -91,6 +96,7 @@ export class ApprovalService {
     const done = new AbortController();
     const waiter: Waiter = {
       signal,
+      ...(options.answerSchema === undefined ? {} : { checkAnswer: compileJsonSchema(options.answerSchema, { dialect: '2020-12', root: '(answer)' }) }),
       finish: (answer) => {
         if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
         this.#waiters.delete(id);
@@ -170,6 +176,10 @@ export class ApprovalService {
     if (waiter.closing !== undefined) {
       await waiter.closing;
       throw await this.#refusal(id);
+    }
+    if (waiter.checkAnswer !== undefined && decision.approved) {
+      const problems = decision.answer === undefined ? 'it is a question: approve it with an answer' : waiter.checkAnswer(decision.answer);
+      if (problems !== undefined) throw new LoomError('INVALID_ANSWER', 'user', `cannot answer approval "${id}": ${problems}`, { details: { id } });
     }
     const at = this.#clock.now();
     const status = decision.approved ? 'approved' : 'denied';

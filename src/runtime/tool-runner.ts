@@ -1,5 +1,5 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
-import type { Capability, Clock, JsonValue, KernelHandle, Logger, LogReader, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
+import type { Capability, Clock, JsonObject, JsonValue, KernelHandle, Logger, LogReader, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { checkToolInput } from '../tools/tool-schema.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
@@ -58,12 +58,35 @@ export const MAX_TOOL_NESTING = 4;
  * The decision rejects when the turn is cancelled.
  */
 export interface ApprovalGate {
+  /** With `answerSchema`, the request is a question: approving it means answering with an object that schema accepts. */
   open(
     agent: { id: string; name: string },
     tool: string,
     input: JsonValue,
     signal: AbortSignal,
-  ): Promise<{ id: string; expiresAt: number; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
+    options?: { answerSchema?: JsonObject },
+  ): Promise<{ id: string; expiresAt: number; decision: Promise<{ approved: boolean; by: string; reason: string | null; answer?: JsonObject | undefined }> }>;
+}
+
+/**
+ * A person asked through the approvals (an MCP server's elicitation during a call): the question
+ * is a request like a tool call's, shown to the turn's watchers the same way, and approving it
+ * means answering it.
+ */
+function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: string, signal: AbortSignal, emit: AgentEventSink | undefined): (question: PersonQuestion) => Promise<PersonAnswer> {
+  return async (question) => {
+    const input: JsonObject = { message: question.message, requestedSchema: question.schema };
+    try {
+      const request = await approvals.open(agent, question.from, input, signal, { answerSchema: question.schema });
+      emit?.({ type: 'approval-request', approvalId: request.id, toolCallId, toolName: question.from, input, expiresAt: new Date(request.expiresAt).toISOString() });
+      const decision = await request.decision;
+      if (decision.approved && decision.answer !== undefined) return { action: 'accept', content: decision.answer };
+      return { action: 'decline', reason: decision.by === 'timeout' ? (decision.reason ?? 'nobody answered in time') : `declined by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}` };
+    } catch (error) {
+      if (signal.aborted) return { action: 'cancel', reason: 'the turn was cancelled' };
+      throw error;
+    }
+  };
 }
 
 /** The manifest's tool lists: an empty allowlist allows every granted tool; the blocklist removes after. */
@@ -295,6 +318,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         env: options.env,
         logs: options.logs,
         toolbox,
+        ...(options.approvals === undefined ? {} : { askPerson: askPersonFor(options.approvals, agent, call.toolCallId, signal, emit) }),
       };
       const input = parsed.input as never;
       let required: readonly Capability[];

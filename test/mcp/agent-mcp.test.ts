@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ApprovalRecord } from '../../src/contracts/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
@@ -25,6 +28,16 @@ async function connected(name: string): Promise<void> {
   await vi.waitFor(() => {
     expect(host.mcp?.servers().find((entry) => entry.name === name)?.status).toBe('connected');
   }, { timeout: 20_000, interval: 50 });
+}
+
+/** The one pending approval request, once there is one. */
+async function pendingApproval(): Promise<ApprovalRecord> {
+  let found: ApprovalRecord | undefined;
+  await vi.waitFor(async () => {
+    found = (await host.kernel.approvals.list('pending'))[0];
+    expect(found).toBeDefined();
+  }, { timeout: 20_000, interval: 25 });
+  return found as ApprovalRecord;
 }
 
 async function toolResults(agentName: string, message: string): Promise<Extract<AgentEvent, { type: 'tool-result' }>[]> {
@@ -71,6 +84,50 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
       [true, 'invalid input for mcp_fixture_book: (input) must NOT have additional properties ("extra"); /day must match pattern "^\\d{4}-\\d{2}-\\d{2}$"'],
       [false, 'booked large on 2026-11-23'],
     ]);
+  });
+
+  it('ask a person through the approvals when a 2025-era server elicits during a call, and check the answer against its schema', async () => {
+    host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] }, TEST_KEYS, { connectMcpServers: true });
+    await connected('everything');
+    await host.kernel.spawn(manifest(agent('asker', '"mcp_everything_*"')));
+    server.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'thanks' }]);
+    const results = toolResults('asker', 'ask me');
+    const question = await pendingApproval();
+    expect(question).toMatchObject({ tool: 'mcp_everything_elicitation', agentName: 'asker', input: { message: 'Please provide inputs for the following fields:', requestedSchema: { required: ['name'] } } });
+    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null })).rejects.toThrow('it is a question: approve it with an answer');
+    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null, answer: { name: 42 } })).rejects.toThrow('/name must be string');
+    await host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null, answer: { name: 'Ada Lovelace', check: true } });
+    const [result] = await results;
+    expect(result?.isError).toBe(false);
+    expect(result?.text).toContain('- Name: Ada Lovelace');
+    expect(result?.text).toContain('- Agreed to terms: true');
+  });
+
+  it('take a declined question as declined, answer roots with the calling agent\'s workspace, and sample only where [[mcp_servers]] allows it', async () => {
+    const entries = [stdioEntry('fixture', [FIXTURE_SERVER]), stdioEntry('sampler', [FIXTURE_SERVER], { sampling: true })];
+    host = await openTestHost(dir.path, { mcp_servers: entries }, TEST_KEYS, { connectMcpServers: true });
+    await connected('fixture');
+    await connected('sampler');
+    const asker = await host.kernel.spawn(manifest(agent('asker', '"mcp_fixture_*", "mcp_sampler_*"')));
+
+    server.script([{ toolCalls: [{ name: 'mcp_fixture_ask', input: {} }] }, { text: 'ok' }]);
+    const declined = toolResults('asker', 'ask me');
+    const question = await pendingApproval();
+    expect(question).toMatchObject({ tool: 'mcp_fixture_elicitation', input: { message: 'What is your name?' } });
+    await host.kernel.approvals.decide(question.id, { approved: false, by: 'local', reason: 'not now' });
+    expect((await declined).map((result) => result.text)).toEqual(['no name']);
+
+    server.script([{ toolCalls: [{ name: 'mcp_fixture_roots', input: {} }] }, { text: 'ok' }]);
+    expect((await toolResults('asker', 'roots?')).map((result) => result.text)).toEqual([pathToFileURL(join(host.home.workspacesDir, 'asker')).href]);
+    expect(asker.name).toBe('asker');
+
+    server.script([{ toolCalls: [{ name: 'mcp_fixture_sample', input: {} }] }, { text: 'ok' }]);
+    // Not allowed: Loom does not offer sampling to that server, which tells the agent so.
+    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual([expect.stringMatching(/sampling\/createMessage.*did not declare the required capability/)]);
+    server.script([{ toolCalls: [{ name: 'mcp_sampler_sample', input: {} }] }, { text: 'hi from the agent\'s model' }, { text: 'done' }]);
+    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual(['the model said: hi from the agent\'s model']);
+    // The sampling ran on the agent's own model, in its usage.
+    expect(JSON.stringify(server.requests.at(-2)?.body['messages'])).toContain('user: Say hi');
   });
 
   it('give the agent an error result when the server crashes mid-call, and reconnect it', async () => {

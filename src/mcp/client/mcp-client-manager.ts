@@ -6,9 +6,11 @@
  * server's host is resolved and checked at every connection attempt, and the connection is
  * pinned to the addresses that passed (see pinned-fetch.ts).
  */
-import { Client, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { pathToFileURL } from 'node:url';
+import { Client, type ClientCapabilities, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
-import type { Clock, JsonObject, Logger, Tool, ToolResult } from '../../contracts/index.ts';
+import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
@@ -69,6 +71,8 @@ export interface McpClientManager {
 
 interface ServerState {
   entry: McpServerEntry;
+  /** The calls in flight on this server: what a request from the server (elicitation, roots, sampling) is asked for. */
+  calls: Set<ToolContext>;
   status: McpServerStatus['status'];
   error?: string;
   client?: Client;
@@ -109,11 +113,21 @@ function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** What Loom offers a server: form elicitation and roots always, sampling where the entry allows it. */
+function capabilitiesOf(entry: McpServerEntry): ClientCapabilities {
+  return { elicitation: { form: {} }, roots: {}, ...(entry.sampling === true ? { sampling: {} } : {}) };
+}
+
 /** Builds the manager; nothing connects before `start()`. */
 export function createMcpClientManager(options: McpClientManagerOptions): McpClientManager {
   const { clock, env } = options;
   const logger = options.logger.child({ component: 'mcp-client' });
-  const states = options.servers.map((entry): ServerState => ({ entry, status: 'connecting', tools: [], legacy: entry.transport.type === 'sse' }));
+  const states = options.servers.map((entry): ServerState => ({ entry, calls: new Set(), status: 'connecting', tools: [], legacy: entry.transport.type === 'sse' }));
+  // The call a server's request belongs to: carried through the SDK's own work for the call (a
+  // 2026-07-28 input_required round, a 2025-era request on the call's HTTP stream). A stdio
+  // server's request arrives on its own stream: then it is the server's one call in flight.
+  const currentCall = new AsyncLocalStorage<ToolContext>();
+  const callOf = (state: ServerState): ToolContext | undefined => currentCall.getStore() ?? (state.calls.size === 1 ? [...state.calls][0] : undefined);
   const stopping = new AbortController();
   const loops: Promise<void>[] = [];
   let started = false;
@@ -133,16 +147,19 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         if (state.client !== client) {
           return { text: `MCP server "${server}" is not connected (${state.status}${state.error === undefined ? '' : `: ${state.error}`}); try again later`, isError: true };
         }
+        state.calls.add(context);
         try {
-          const result = await client.callTool(
-            { name: tool.name, arguments: input },
-            {
-              signal: context.signal,
-              timeout,
-              onprogress: (progress) => {
-                logger.debug({ server, tool: tool.name, progress: progress.progress, total: progress.total }, 'MCP tool progress');
+          const result = await currentCall.run(context, () =>
+            client.callTool(
+              { name: tool.name, arguments: input },
+              {
+                signal: context.signal,
+                timeout,
+                onprogress: (progress) => {
+                  logger.debug({ server, tool: tool.name, progress: progress.progress, total: progress.total }, 'MCP tool progress');
+                },
               },
-            },
+            ),
           );
           const content = Array.isArray(result.content) ? (result.content as Parameters<typeof textOf>[0]) : [];
           const text = textOf(content);
@@ -155,6 +172,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         } catch (error) {
           if (context.signal.aborted) return { text: `MCP tool "${name}" was cancelled`, isError: true };
           return { text: `MCP tool "${name}" failed: ${messageOf(error)}`, isError: true };
+        } finally {
+          state.calls.delete(context);
         }
       },
     };
@@ -163,6 +182,47 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
 
   function setTools(state: ServerState, client: Client, tools: readonly McpTool[]): void {
     state.tools = tools.map((tool) => toolOf(state, client, tool));
+  }
+
+  /**
+   * What Loom answers when the server asks during a call: a form elicitation becomes a question to
+   * a person through the approvals (declined where nobody can be asked, or the call cannot be
+   * told); roots are the calling agent's workspace; sampling, only where `sampling = true`, runs
+   * on the calling agent's model under its quota.
+   */
+  function answerServerRequests(state: ServerState, created: Client): void {
+    const from = formatMcpToolName(state.entry.name, 'elicitation');
+    created.setRequestHandler('elicitation/create', async (request) => {
+      const call = callOf(state);
+      const params = request.params as { mode?: string; message: string; requestedSchema?: unknown };
+      if (params.mode === 'url' || params.requestedSchema === undefined) {
+        logger.info({ server: state.entry.name }, 'declined a URL elicitation: Loom asks people only for form fields');
+        return { action: 'decline' as const };
+      }
+      if (call?.askPerson === undefined) {
+        logger.warn({ server: state.entry.name, calls: state.calls.size }, 'declined an elicitation: no single call of an agent to ask it for');
+        return { action: 'decline' as const };
+      }
+      const answer = await call.askPerson({ from, message: params.message, schema: params.requestedSchema as JsonObject });
+      return answer.action === 'accept' ? { action: 'accept' as const, content: answer.content as Record<string, string | number | boolean | string[]> } : { action: answer.action };
+    });
+    created.setRequestHandler('roots/list', () => {
+      const call = callOf(state);
+      return Promise.resolve({ roots: call === undefined ? [] : [{ uri: pathToFileURL(call.agent.workspace).href, name: `${call.agent.name}'s workspace` }] });
+    });
+    if (state.entry.sampling !== true) return;
+    created.setRequestHandler('sampling/createMessage', async (request) => {
+      const call = callOf(state);
+      if (call === undefined) throw new Error('Loom cannot tell which agent\'s call this sampling request serves; it runs only during one call');
+      const { messages, systemPrompt } = request.params;
+      const lines = messages.map((message) => {
+        const parts = Array.isArray(message.content) ? message.content : [message.content];
+        return `${message.role}: ${parts.map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join(' ')}`;
+      });
+      const prompt = [...(systemPrompt === undefined ? [] : [systemPrompt]), ...lines].join('\n\n');
+      const text = await call.kernel.generateText(call.agent, prompt, { signal: call.signal });
+      return { role: 'assistant' as const, content: { type: 'text' as const, text }, model: 'loom-agent-model' };
+    });
   }
 
   /**
@@ -213,6 +273,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     const created = new Client(
       { name: 'loom', version: '0.1.0' },
       {
+        capabilities: capabilitiesOf(entry),
         ...(state.legacy ? {} : { versionNegotiation: { mode: 'auto' as const, probe: { timeoutMs: Math.min(timeout, 5_000) } } }),
         listChanged: {
           tools: {
@@ -229,6 +290,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         },
       },
     );
+    answerServerRequests(state, created);
     created.onclose = () => lost();
     created.onerror = (error) => logger.debug({ server: entry.name, error: messageOf(error) }, 'MCP transport error');
     // The connection is pinned to the addresses checked now; once made, one that stops answering

@@ -9,7 +9,7 @@ import { blockedAddressReason, type HostResolver, isMetadataHost, resolveHost, t
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 
 /** One `[[mcp_servers]]` entry, defaults filled in. */
-export type McpServerEntry = Config['mcp_servers'][number];
+export type McpServerEntry = Omit<Config['mcp_servers'][number], 'sampling'> & { sampling?: boolean | undefined };
 
 /** The largest MCP message accepted, in bytes (spec/05's `MAX_MCP_MESSAGE_SIZE`). */
 export const MAX_MCP_MESSAGE_BYTES = 10 * 1024 * 1024;
