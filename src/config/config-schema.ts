@@ -198,6 +198,11 @@ export const ConfigSchema = z.strictObject({
         env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' })).default([]),
         /** Allow a URL on a private or loopback address (refused by default). */
         allow_private_network: z.boolean().default(false),
+        /**
+         * Let the server ask for completions (MCP sampling): run on the model of the agent whose
+         * call it is serving, under that agent's quota. Refused by default.
+         */
+        sampling: z.boolean().default(false),
         transport: z.discriminatedUnion('type', [
           z.strictObject({ type: z.literal('stdio'), command: z.string().min(1), args: z.array(z.string()).default([]) }),
           z.strictObject({ type: z.literal('sse'), url: z.url() }),
