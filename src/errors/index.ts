@@ -19,5 +19,7 @@ export { StoreConflictError } from './store-conflict-error.ts';
 export { StoreError } from './store-error.ts';
 export { StoreNotFoundError } from './store-not-found-error.ts';
 export { TokenBudgetExceededError } from './token-budget-exceeded-error.ts';
+export { TurnCancelledError } from './turn-cancelled-error.ts';
+export { TurnNotRunningError } from './turn-not-running-error.ts';
 export { UnauthorizedError } from './unauthorized-error.ts';
 export { UsageError } from './usage-error.ts';

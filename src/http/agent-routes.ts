@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
+import { AccessDeniedError, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
 import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -11,6 +11,7 @@ import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import type { RequestDeadline } from './request-deadline.ts';
 import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
@@ -43,10 +44,31 @@ function wireEvent(event: AgentEvent): unknown {
   return event.type === 'run-finish' ? { type: event.type, result: toTurnView(event.result) } : event;
 }
 
+/** Who a principal is, as a cancelled turn names them. */
+function byline(principal: Principal): string {
+  return principal.name === 'local' ? `the ${principal.role}` : `"${principal.name}"`;
+}
+
+/**
+ * The signal a turn started over HTTP runs under: the request's time limit, not the client's
+ * connection. A client that leaves does not take the turn with it (see decision 0021); it is
+ * cancelled on purpose (`POST …/turn/cancel`) or when `[daemon].request_timeout_seconds` runs out.
+ */
+function timeLimitOf(deadline: RequestDeadline): AbortSignal {
+  const limit = new AbortController();
+  deadline.expired.catch((error: unknown) => limit.abort(error));
+  return limit.signal;
+}
+
+/** Refuses a viewer key what changes a conversation. */
+function requireSpeaker(principal: Principal, action: string): void {
+  if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not ${action}; it needs the user or owner role`);
+}
+
 /**
  * The agent routes, mounted at `/api/agents`: list and spawn; show and kill; suspend and
- * resume; messages (JSON or SSE); the session. Role checks are made here; the kernel applies
- * its own RBAC on send as well.
+ * resume; messages (JSON or SSE); the running turn (follow it, cancel it); the session. Role
+ * checks are made here; the kernel applies its own RBAC on send and cancel as well.
  */
 export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
@@ -112,30 +134,61 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
 
   routes.post('/:agent/messages', async (c) => {
     const { principal } = reach(c);
-    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not send messages; it needs the user or owner role`);
+    requireSpeaker(principal, 'send messages');
     const { message } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
+    const signal = timeLimitOf(deadline);
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
-      const result = await kernel.send(reference, message, { caller: callerOf(principal), signal: deadline.signal });
+      const result = await kernel.send(reference, message, { caller: callerOf(principal), signal });
       return c.json(toTurnView(result));
     }
 
-    const { first, events, disconnect } = await startTurnStream(kernel, reference, message, callerOf(principal), deadline.signal);
+    const { first, events } = await startTurnStream(kernel, reference, message, callerOf(principal), signal);
     return streamSSE(c, async (stream) => {
-      stream.onAbort(disconnect);
       try {
         if (first.done === true) return;
         await stream.writeSSE({ event: first.value.type, data: JSON.stringify(wireEvent(first.value)) });
+        // A client that left stops getting events, not the turn: it runs to its end (its time
+        // limit stays until then) and `GET …/turn` follows it again.
         for (let next = await events.next(); next.done !== true; next = await events.next()) {
           if (stream.aborted) continue;
-          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) });
+          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) }).catch(() => undefined);
         }
       } finally {
         deadline.dispose();
       }
     });
+  });
+
+  // The agent's running turn on its main session (whoever started it): shown, followed, cancelled.
+  routes.get('/:agent/turn', (c) => {
+    const { name } = reach(c);
+    const deadline = c.get('deadline');
+    if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
+      const view = kernel.runningTurn(name);
+      if (view === undefined) throw new TurnNotRunningError(name, 'show');
+      return c.json(view);
+    }
+    const events = kernel.followTurn(name)[Symbol.asyncIterator]();
+    return streamSSE(c, async (stream) => {
+      try {
+        for (let next = await events.next(); next.done !== true; next = await events.next()) {
+          if (stream.aborted) break;
+          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) });
+        }
+      } finally {
+        await events.return?.(undefined);
+        deadline.dispose();
+      }
+    });
+  });
+
+  routes.post('/:agent/turn/cancel', async (c) => {
+    const { principal, name } = reach(c);
+    requireSpeaker(principal, 'cancel turns');
+    return c.json(await kernel.cancelTurn(name, { caller: callerOf(principal), by: byline(principal) }));
   });
 
   routes.get('/:agent/workflow', async (c) => {
@@ -156,8 +209,9 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   });
 
   routes.get('/:agent/session', async (c) => {
-    reach(c);
-    return c.json(await kernel.session(c.req.param('agent')));
+    const { name } = reach(c);
+    // The turn not yet committed to it, if one runs: a client shows it and follows it with `GET …/turn`.
+    return c.json({ ...(await kernel.session(name)), running: kernel.runningTurn(name) ?? null });
   });
 
   routes.delete('/:agent/session', async (c) => {

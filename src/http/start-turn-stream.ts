@@ -6,14 +6,17 @@ import type { AgentEvent } from '../runtime/index.ts';
 export interface TurnStream {
   first: IteratorResult<AgentEvent>;
   events: AsyncIterator<AgentEvent>;
-  /** Aborts the turn (call it from the stream's `onAbort`). */
+  /**
+   * Aborts the turn. A door whose turns end with their client (the OpenAI-compatible API) calls
+   * it from the stream's `onAbort`; the agent API does not: its turns outlive the client.
+   */
   disconnect: () => void;
 }
 
 /**
  * Starts `kernel.stream` for a streamed HTTP reply and reads its first event. A turn refused
  * before it starts (suspended agent, quota) throws its error, to be answered as an error
- * response rather than as a stream.
+ * response rather than as a stream. `signal` is what the turn runs under (its time limit).
  * @throws {LoomError} the refusal.
  */
 export async function startTurnStream(kernel: Kernel, reference: string, message: string, caller: Caller, signal: AbortSignal): Promise<TurnStream> {

@@ -1,6 +1,16 @@
 import { isLoomError } from '../errors/index.ts';
 import type { AgentEvent, AgentEventSink } from '../runtime/index.ts';
 
+/** The `error` event that ends the stream of a run that failed with `error`. */
+export function errorEvent(error: unknown): Extract<AgentEvent, { type: 'error' }> {
+  return {
+    type: 'error',
+    code: isLoomError(error) ? error.code : 'INTERNAL',
+    category: isLoomError(error) ? error.category : 'system',
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
 /**
  * Turns a run that reports through a callback into an async iterable of its events. A failure
  * of the run becomes a final `error` event, so a stream always ends with `run-finish` or `error`.
@@ -14,14 +24,7 @@ export async function* streamRun(run: (emit: AgentEventSink) => Promise<unknown>
     wake?.();
   };
   run(push)
-    .catch((error: unknown) => {
-      push({
-        type: 'error',
-        code: isLoomError(error) ? error.code : 'INTERNAL',
-        category: isLoomError(error) ? error.category : 'system',
-        message: error instanceof Error ? error.message : String(error),
-      });
-    })
+    .catch((error: unknown) => push(errorEvent(error)))
     .finally(() => {
       done = true;
       wake?.();

@@ -21,12 +21,13 @@ import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild } from './child-confinement.ts';
 import { ApprovalService } from './approval-service.ts';
-import type { AgentRuntime } from './agent-runtime.ts';
+import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
 import { type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
+import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn, toolPolicyOf } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { auditTurns } from './turn-audit.ts';
@@ -158,6 +159,25 @@ export interface Kernel {
   readonly forgedTools: ForgedTools;
   /** The same turn as a stream of agent events, ending with `run-finish` or `error`. */
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
+  /**
+   * The agent's turn on its main session that runs now (else the first one waiting), whoever
+   * asked for it; undefined when it has none.
+   * @throws {AgentNotFoundError}
+   */
+  runningTurn(reference: string): RunningTurnView | undefined;
+  /**
+   * Follows that turn, as a client that left and came back does: its events so far (text
+   * joined), then the rest as they come, ending with `run-finish` or `error` once it is committed.
+   * @throws {AgentNotFoundError} {TurnNotRunningError}
+   */
+  followTurn(reference: string): AsyncIterable<AgentEvent>;
+  /**
+   * Cancels that turn, as `caller` (who must be allowed to message the agent; the owner by
+   * default), named `by` in the session. Resolves once the turn has ended and what it said and did
+   * is committed (a cancelled turn keeps both), with how it ended.
+   * @throws {AgentNotFoundError} {AccessDeniedError} {TurnNotRunningError}
+   */
+  cancelTurn(reference: string, options?: { caller?: Caller; by?: string }): Promise<CancelledTurnView>;
   /**
    * Cancels in-flight turns (what they did is saved) and stops every running agent without
    * changing what is stored, so the next boot resumes them.
@@ -650,6 +670,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit })),
+
+    runningTurn: (reference) => flow.runningTurn(registry.resolve(reference)),
+
+    followTurn: (reference) => flow.followTurn(registry.resolve(reference)),
+
+    cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner'),
 
     async shutdown() {
       for (const entry of registry.list()) {

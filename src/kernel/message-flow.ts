@@ -10,14 +10,18 @@ import {
   AgentNotFoundError,
   AgentStateError,
   CapabilityDeniedError,
+  isLoomError,
   LoomError,
   ModuleUnavailableError,
+  TurnCancelledError,
+  TurnNotRunningError,
 } from '../errors/index.ts';
 import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import { codeModuleOf, type Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
+  type AgentEvent,
   type AgentEventSink,
   compactSession,
   type ModelCallUsage,
@@ -37,8 +41,11 @@ import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGEN
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
+import { errorEvent } from './event-stream.ts';
+import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 import { SessionHistories } from './session-histories.ts';
+import { sealTurn, type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
 
 /** Options for a message to an agent. */
 export interface SendOptions {
@@ -63,6 +70,10 @@ interface TurnPlace {
   sessionId: string;
   conversation?: string;
   person?: string;
+  /** When the message was accepted (its time in the session). */
+  receivedAt: number;
+  /** Whether someone reads the turn's events as they come: model output is then streamed. */
+  stream: boolean;
 }
 
 /** The session of an agent's conversation: a UUID derived from both, so the same conversation always finds it. */
@@ -115,6 +126,20 @@ export interface MessageFlow {
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
+  /** The agent's turn on its main session that runs now (else the first one waiting), if any. */
+  runningTurn(agent: AgentEntry): RunningTurnView | undefined;
+  /**
+   * Follows that turn: its events so far (text joined), then the rest as they come, ending with
+   * `run-finish` or `error` once it is committed.
+   * @throws {TurnNotRunningError} when it has none.
+   */
+  followTurn(agent: AgentEntry): AsyncIterable<AgentEvent>;
+  /**
+   * Cancels that turn as `caller` (who must be allowed to message the agent), and resolves once
+   * it has ended and what it said and did is committed, with how it ended.
+   * @throws {AccessDeniedError} {CapabilityDeniedError} {TurnNotRunningError}
+   */
+  cancelTurn(agent: AgentEntry, caller: Caller, by: string): Promise<CancelledTurnView>;
   /** Resolves once no turn is running or queued, and no background work (a workflow) runs. */
   idle(): Promise<void>;
   /** Empties an agent's session history, after its running turn (if any) ends. */
@@ -216,6 +241,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   const { store, clock, registry, capabilities, quotas } = parts;
   const logger = parts.logger.child({ component: 'message-flow' });
   const turns = new AgentTurns();
+  const liveTurns = new LiveTurns();
   const histories = new SessionHistories(store, clock);
   const nameOf = (id: string): string => registry.find(id)?.name ?? id;
 
@@ -281,6 +307,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
     const { generateText } = await import('ai');
+    const startedAt = clock.now();
     const result = await generateText({
       model: runtime.resolver.resolve(model),
       system: SUMMARY_INSTRUCTION,
@@ -289,7 +316,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       abortSignal: signal,
     });
     // The summary is paid for like any other call.
-    calls.push({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
+    calls.push({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
     return result.text;
   }
 
@@ -347,7 +374,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return result;
   }
 
-  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
+  async function runChat(runtime: AgentRuntime, entry: AgentEntry, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
+    const trace = new TurnTrace(clock);
+    const emit = trace.sink(sink);
     // The turn may have waited in the queue: the agent must still be live, running and within quota.
     const runLogger = await beginTurn(entry, emit, 'send it messages');
 
@@ -371,13 +400,21 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const userMessage: ModelMessage = { role: 'user', content: message };
     const calls: ModelCallUsage[] = [];
     const messages = await compactHistory(runtime, entry, primary, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls });
-    /** Saves the history with this turn's messages (from the user's message on), merged if another writer saved meanwhile. */
-    /** Saves the turn's messages and usage in one commit, then counts the usage against the quota. */
-    const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
+    for (const used of calls) trace.model(used);
+    /**
+     * Saves the turn's messages (from the user's message on, sealed with its record: see
+     * `sealTurn`) and usage in one commit, merged if another writer saved meanwhile, then counts
+     * the usage against the quota.
+     */
+    const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> => {
       const start = updated.indexOf(userMessage);
       const usage = priceCalls(runtime, entry, turnCalls, runLogger);
-      await histories.save({ sessionId, agentId: entry.id }, base, updated, start === -1 ? [userMessage] : updated.slice(start), usage);
-      for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
+      const record = trace.record(ending, (used) => runtime.costs.estimateCost(used.model.provider, used.model.model, used).costUsd, model);
+      // A user message merged into an earlier one (by session repair) is no longer its own.
+      const sealed = sealTurn(start === -1 ? [userMessage] : updated.slice(start), userMessage, place.receivedAt, record, ending);
+      const whole = start === -1 ? [...updated, ...sealed.slice(1)] : [...updated.slice(0, start), ...sealed];
+      await histories.save({ sessionId, agentId: entry.id }, base, whole, sealed, usage);
+      for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
       return usage;
     };
 
@@ -405,19 +442,23 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         logger: runLogger,
         signal,
         emit,
-        stream: emit !== noEvents,
+        stream: place.stream,
+        onModelCall: (used) => trace.model(used),
       });
     } catch (error) {
       // What the turn did before failing is counted, and its messages kept (the user's message
-      // was accepted; tools may have acted). A killed agent has nothing left to keep them in.
+      // was accepted; tools may have acted; a cancelled reply keeps what it said). A killed agent
+      // has nothing left to keep them in.
       const partial = partialOutcomeOf(error);
       if (registry.find(entry.id) === entry) {
-        await save(partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])]);
+        const turnCalls = [...calls, ...(partial?.calls ?? [])];
+        const last = turnCalls.at(-1);
+        await save(partial?.messages ?? messages, turnCalls, endingOf(error, signal), last === undefined ? null : modelName(last.model));
       }
-      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
-      throw error;
+      throw unwound(entry, error, signal);
     }
     if (canonical !== undefined && canonicalBase !== undefined) {
+      const summaries = calls.length;
       // What the agent learned of this person goes with them to their other conversations; a
       // failure here costs that, not the turn.
       try {
@@ -432,9 +473,22 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       } catch (error) {
         runLogger.warn({ err: error, person: canonical.person }, 'could not update what the agent knows of this person across conversations');
       }
+      for (const used of calls.slice(summaries)) trace.model(used);
     }
-    const usage = await save(outcome.messages, [...calls, ...outcome.calls]);
+    const usage = await save(outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model));
     return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
+  }
+
+  /** How a turn that threw `error` ended: cancelled when its signal aborted (a cancel, a suspend, a time limit), else failed. */
+  function endingOf(error: unknown, signal: AbortSignal): TurnEnding {
+    const reason: unknown = signal.aborted ? signal.reason : error;
+    return { status: signal.aborted ? 'cancelled' : 'failed', reason: reason instanceof Error ? reason.message : String(reason) };
+  }
+
+  /** The error a turn that threw `error` fails with: a killed agent says so; a cancelled turn fails with why it was cancelled. */
+  function unwound(entry: AgentEntry, error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted && registry.find(entry.id) !== entry) return new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+    return signal.aborted && isLoomError(signal.reason) ? signal.reason : error;
   }
 
   async function runTaskTurn(runtime: AgentRuntime, entry: AgentEntry, task: TaskTurn, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
@@ -621,6 +675,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
     const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
       const model = primary();
+      const startedAt = clock.now();
       const result = await generateText({
         model: runtime.resolver.resolve(model),
         system: request.system,
@@ -631,7 +686,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         abortSignal: signal,
         ...(output === undefined ? {} : { output }),
       });
-      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 });
+      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
       return result;
     };
     const agentCaller: Caller = { kind: 'agent', agentId: entry.id, chain: chainOf(caller) };
@@ -677,34 +732,30 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         const policy = policyOfTurn();
         const models = modelsOfTurn();
         const runner = parts.runner();
-        try {
-          const outcome = await runAgentLoop({
-            agent: policy.agent,
-            system: withStabilityGuidelines(request.system),
-            messages: request.messages,
-            models,
-            resolver: runtime.resolver,
-            runner,
-            tools: () => runner.toolsFor(policy.agent, policy.filter),
-            settings: policy.settings,
-            filter: policy.filter,
-            approvalRequiredFor: policy.approvalRequiredFor,
-            maxIterations: entry.manifest.resources.max_iterations,
-            maxOutputTokens,
-            temperature: modelConfig?.temperature ?? 0.7,
-            contextWindowTokens: contextWindowOf(runtime, entry, primary()),
-            clock,
-            logger: turn.logger,
-            signal,
-            emit,
-            stream: false,
-          });
-          for (const used of outcome.calls) onCall(used);
-          return outcome.text;
-        } catch (error) {
-          for (const used of partialOutcomeOf(error)?.calls ?? []) onCall(used);
-          throw error;
-        }
+        const outcome = await runAgentLoop({
+          agent: policy.agent,
+          system: withStabilityGuidelines(request.system),
+          messages: request.messages,
+          models,
+          resolver: runtime.resolver,
+          runner,
+          tools: () => runner.toolsFor(policy.agent, policy.filter),
+          settings: policy.settings,
+          filter: policy.filter,
+          approvalRequiredFor: policy.approvalRequiredFor,
+          maxIterations: entry.manifest.resources.max_iterations,
+          maxOutputTokens,
+          temperature: modelConfig?.temperature ?? 0.7,
+          contextWindowTokens: contextWindowOf(runtime, entry, primary()),
+          clock,
+          logger: turn.logger,
+          signal,
+          emit,
+          stream: false,
+          // Each call counts as it answers, whether or not the loop gets to the end.
+          onModelCall: onCall,
+        });
+        return outcome.text;
       },
       report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
       catalog(names) {
@@ -747,21 +798,32 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * decides them, with what `createModuleContext` gives it; what it returns is saved after the
    * user's message, with the usage of every call.
    */
-  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, emit: AgentEventSink, sessionId: string): Promise<TurnResult> {
+  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
+    const trace = new TurnTrace(clock);
+    const emit = trace.sink(sink);
+    const { sessionId } = place;
     const runLogger = await beginTurn(entry, emit, 'send it messages');
     const base = await histories.load(sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
-    // A code agent gets its session as stored: summarising it would need a model it may not have.
+    // A code agent gets its session as stored (without Loom's own metadata): summarising it would
+    // need a model it may not have.
     const history =
       codeModuleOf(entry.manifest) !== undefined
-        ? base.messages
+        ? withoutMetadata(base.messages)
         : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall: (used) => calls.push(used) }, await import('ai'));
-    const save = async (added: readonly ModelMessage[]): Promise<UsageRecord[]> => {
+    for (const used of calls) trace.model(used);
+    const onCall = (used: ModelCallUsage): void => {
+      calls.push(used);
+      trace.model(used);
+    };
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await import('ai'));
+    const save = async (added: readonly ModelMessage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
-      await histories.save({ sessionId, agentId: entry.id }, base, [...history, userMessage, ...added], [userMessage, ...added], usage);
-      for (const record of usage) await quotas.add(entry.id, record.inputTokens + record.outputTokens, record.costUsd);
+      const record = trace.record(ending, (used) => runtime.costs.estimateCost(used.model.provider, used.model.model, used).costUsd, model);
+      const sealed = sealTurn([userMessage, ...added], userMessage, place.receivedAt, record, ending);
+      await histories.save({ sessionId, agentId: entry.id }, base, [...history, ...sealed], sealed, usage);
+      for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
       return usage;
     };
     let outcome: ModuleTurnOutcome;
@@ -769,14 +831,15 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       outcome = await module(context);
     } catch (error) {
       // The request was accepted and models were paid for: both are kept.
-      if (registry.find(entry.id) === entry) await save([]);
-      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
-      throw error;
+      const last = calls.at(-1);
+      if (registry.find(entry.id) === entry) await save([], endingOf(error, signal), last === undefined ? null : modelName(last.model));
+      throw unwound(entry, error, signal);
     }
-    const usage = await save(outcome.messages);
     // A code agent that called no model answers as its module.
     const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
-    return finishTurn(usage, outcome.text, calls.length, model === undefined ? entry.manifest.module : modelName(model), emit);
+    const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
+    const usage = await save(outcome.messages, { status: 'finished' }, answeredBy);
+    return finishTurn(usage, outcome.text, calls.length, answeredBy, emit);
   }
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
@@ -804,22 +867,60 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   async function send(reference: string, message: string, options: SendOptions = {}): Promise<TurnResult> {
     const caller = options.caller ?? OWNER;
     const { entry, runtime } = admit(reference, caller);
-    const emit = options.emit ?? noEvents;
     const module = moduleFor(entry);
+    const receivedAt = clock.now();
     const sessionId = options.conversation === undefined ? entry.sessionId : conversationSessionId(entry.id, options.conversation);
-    const place: TurnPlace = { sessionId, ...(options.conversation === undefined ? {} : { conversation: options.conversation }), ...(options.person === undefined ? {} : { person: options.person }) };
+    const place: TurnPlace = {
+      sessionId,
+      ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
+      ...(options.person === undefined ? {} : { person: options.person }),
+      receivedAt,
+      stream: options.emit !== undefined,
+    };
+    // A turn on the main session can be followed again by a client that left, and cancelled.
+    const live = options.conversation === undefined ? liveTurns.open(entry.id, message, receivedAt) : undefined;
+    const own = options.emit ?? noEvents;
+    const emit: AgentEventSink = live === undefined ? own : (event) => {
+      live.emit(event);
+      own(event);
+    };
+    const signal = live === undefined ? options.signal : options.signal === undefined ? live.controller.signal : AbortSignal.any([options.signal, live.controller.signal]);
     const turn = (): Promise<TurnResult> =>
-      turns.run(entry.id, options.signal, (signal) =>
-        module === undefined ? runChat(runtime, entry, message, caller, signal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, signal, emit, sessionId),
+      turns.run(entry.id, signal, (turnSignal) =>
+        module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
       );
-    // An agent waiting on another must not be waited on by it: that would deadlock both turns.
-    return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
+    try {
+      // An agent waiting on another must not be waited on by it: that would deadlock both turns.
+      const result = await (caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn());
+      live?.end('finished');
+      return result;
+    } catch (error) {
+      live?.end(signal?.aborted === true ? 'cancelled' : 'failed', errorEvent(error));
+      throw error;
+    } finally {
+      if (live !== undefined) liveTurns.close(live);
+    }
+  }
+
+  function currentTurn(agent: AgentEntry, action: string): LiveTurn {
+    const turn = liveTurns.current(agent.id);
+    if (turn === undefined) throw new TurnNotRunningError(agent.name, action);
+    return turn;
   }
 
   return {
     send,
     runTask,
     callModel,
+    runningTurn: (agent) => liveTurns.current(agent.id)?.view(),
+    followTurn: (agent) => currentTurn(agent, 'follow').follow(),
+    async cancelTurn(agent, caller, by) {
+      authorize(agent, caller);
+      const turn = currentTurn(agent, 'cancel');
+      turn.controller.abort(new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`));
+      const status = await turn.ended;
+      return { agent: agent.name, run_id: turn.runId ?? null, status };
+    },
     resetSession: (agent, at) =>
       turns.run(agent.id, undefined, async () => {
         histories.forget(agent.sessionId);

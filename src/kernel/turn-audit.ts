@@ -46,7 +46,7 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     } catch (error) {
       if (agent !== undefined) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
-        const type = options.signal?.aborted === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
+        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
         await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;

@@ -26,6 +26,11 @@ export interface ScriptedReply {
   finishReason?: ScriptedFinishReason;
   /** The reply is held back until this settles (a model call that takes a while). */
   gate?: Promise<unknown>;
+  /**
+   * A streamed reply sends its text, then waits for this to settle before its tool calls and
+   * its end (a reply stopped halfway, e.g. to cancel it). A reply returned whole waits before it is sent.
+   */
+  stall?: Promise<unknown>;
 }
 
 /** An HTTP error the scripted model answers with instead of a reply. */
@@ -123,12 +128,16 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     }
     if (step.gate !== undefined) await step.gate.catch(() => undefined);
     const stream = body['stream'] === true;
+    if (!stream && step.stall !== undefined) await step.stall.catch(() => undefined);
+    // The events that carry the text (and those before it): a stalled stream stops after them.
+    const textEvents = pieces(step.text ?? '').length + (api === 'openai' ? 1 : step.text === undefined ? 1 : 2);
+    const hold = step.stall === undefined ? undefined : { after: textEvents, until: step.stall };
     if (api === 'openai') {
       const streamOptions = body['stream_options'] as { include_usage?: boolean } | undefined;
-      if (stream) writeSse(response, openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })), true);
+      if (stream) await writeSse(response, openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })), true, hold);
       else writeJson(response, openAIReply(step, model));
     } else if (stream) {
-      writeSse(response, anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })), false);
+      await writeSse(response, anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })), false, hold);
     } else {
       writeJson(response, anthropicReply(step, model));
     }
@@ -161,9 +170,14 @@ function writeJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-function writeSse(response: ServerResponse, events: { event?: string; data: unknown }[], done: boolean): void {
+async function writeSse(response: ServerResponse, events: { event?: string; data: unknown }[], done: boolean, hold?: { after: number; until: Promise<unknown> }): Promise<void> {
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  for (const { event, data } of events) {
+  for (const [index, { event, data }] of events.entries()) {
+    if (hold !== undefined && index === hold.after) {
+      await hold.until.catch(() => undefined);
+      // The client may have hung up meanwhile (a cancelled turn).
+      if (response.destroyed) return;
+    }
     response.write(`${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`);
   }
   if (done) response.write('data: [DONE]\n\n');

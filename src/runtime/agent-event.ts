@@ -45,7 +45,7 @@ export type AgentEvent =
   | { type: 'run-start'; runId: string; agentId: string; agentName: string }
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; /** How long the call took, approval wait included (set by the kernel). */ durationMs?: number }
   | { type: 'phase'; phase: RunPhase; detail: string; data?: Record<string, unknown> }
   | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'run-finish'; result: TurnResult }

@@ -49,14 +49,23 @@ export interface AgentLoopOptions {
    * the error, e.g. `activity "scrape" (token_budget.max = 4096)`.
    */
   tokenBudget?: { max: number; label: string };
+  /** Told of each model call as soon as it answered (with its usage and latency), in order. */
+  onModelCall?: (call: ModelCallUsage) => void;
 }
 
 const partialOutcomes = new WeakMap<object, PartialLoopOutcome>();
 
-/** What a failed run had done before it failed. */
+/**
+ * What a failed run had done before it failed. When it was cancelled (its signal aborted), the
+ * messages end with what the model had streamed of the step it was in (an assistant text
+ * message), and a round of tool calls it was in is closed with the results of the calls that
+ * ran and an error result for each that did not.
+ */
 export interface PartialLoopOutcome {
   messages: ModelMessage[];
   calls: ModelCallUsage[];
+  /** The reply's text so far, the cut-off step's included. */
+  text: string;
 }
 
 /** The messages and model calls a failed {@link runAgentLoop} got through, when `error` came from one. */
@@ -64,10 +73,17 @@ export function partialOutcomeOf(error: unknown): PartialLoopOutcome | undefined
   return typeof error === 'object' && error !== null ? partialOutcomes.get(error) : undefined;
 }
 
-/** Usage of one model call, for cost accounting per model. */
+/** Usage of one model call, for cost accounting per model, and when it ran (on the loop's clock). */
 export interface ModelCallUsage extends TurnUsage {
   model: ModelTarget;
+  /** When the call was made, in ms since the epoch. */
+  startedAt?: number;
+  /** How long it took to answer (fallbacks tried included). */
+  latencyMs?: number;
 }
+
+/** Text of the error result of a tool call that a turn ending early (cancelled, failed) never ran. */
+export const NOT_RUN_TOOL_CALL_TEXT = 'not run: the turn ended before this call';
 
 /** What the loop produced. */
 export interface AgentLoopOutcome {
@@ -132,6 +148,17 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let continuations = 0;
   let lastModel = options.models[0];
   if (lastModel === undefined) throw new Error('runAgentLoop needs at least one model');
+  // What the model has streamed of the step under way: kept if the turn is cancelled mid-step.
+  let streamed = '';
+  const stepOptions: AgentLoopOptions = {
+    ...options,
+    emit: (event) => {
+      if (event.type === 'text-delta') streamed += event.text;
+      options.emit(event);
+    },
+  };
+  // The round of tool calls under way, to close with results if the turn ends inside it.
+  let round: { calls: readonly { toolCallId: string; toolName: string }[]; results: ToolResultPart[] } | undefined;
 
   try {
     for (let iteration = 1; ; iteration += 1) {
@@ -140,13 +167,20 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       messages = repairSession(messages).messages;
       const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
+      const startedAt = options.clock.now();
       const { value: step, model } = await callWithFallback(
         options.models,
-        (target, signal) => (options.stream ? streamStep : generateStep)(ai, options, target, request, aiTools, signal),
+        (target, signal) => {
+          streamed = '';
+          return (options.stream ? streamStep : generateStep)(ai, stepOptions, target, request, aiTools, signal);
+        },
         { clock: options.clock, logger: options.logger, signal: options.signal },
       );
+      streamed = '';
       lastModel = model;
-      calls.push({ model, ...step.usage });
+      const modelCall: ModelCallUsage = { model, ...step.usage, startedAt, latencyMs: options.clock.now() - startedAt };
+      calls.push(modelCall);
+      options.onModelCall?.(modelCall);
       const budget = options.tokenBudget;
       if (budget !== undefined) {
         const inputTokens = calls.reduce((total, call) => total + call.inputTokens, 0);
@@ -172,11 +206,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       }
 
       const results: ToolResultPart[] = [];
+      round = { calls: step.toolCalls, results };
       const hints: string[] = [];
       let stop: string | undefined;
       for (const call of step.toolCalls) {
-        emit({ type: 'tool-call', ...call });
+        // A cancelled turn starts no more calls.
         options.signal.throwIfAborted();
+        emit({ type: 'tool-call', ...call });
         const outcome = await options.runner.run(call, {
           agent: options.agent,
           filter: options.filter,
@@ -198,6 +234,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
       }
       messages.push({ role: 'tool', content: results });
+      round = undefined;
       if (typeof options.tools === 'function') {
         const next = currentTools();
         if (namesOf(next) !== namesOf(shown)) {
@@ -221,8 +258,18 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     }
   } catch (error) {
     // What the run did before it failed still counts: the caller records its usage and keeps
-    // its messages (tools may have acted on the world).
-    if (typeof error === 'object' && error !== null) partialOutcomes.set(error, { messages, calls });
+    // its messages (tools may have acted on the world). A round of tool calls is closed, so the
+    // history stays well formed; a cancelled turn keeps what the model had said of its last step.
+    if (round !== undefined) {
+      const answered = new Set(round.results.map((result) => result.toolCallId));
+      const notRun = round.calls
+        .filter((call) => !answered.has(call.toolCallId))
+        .map((call): ToolResultPart => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'error-text', value: NOT_RUN_TOOL_CALL_TEXT } }));
+      messages.push({ role: 'tool', content: [...round.results, ...notRun] });
+    }
+    const cut = options.signal.aborted && streamed.trim() !== '' ? streamed : '';
+    if (cut !== '') messages.push({ role: 'assistant', content: [{ type: 'text', text: cut }] });
+    if (typeof error === 'object' && error !== null) partialOutcomes.set(error, { messages, calls, text: text + cut });
     throw error;
   }
 }

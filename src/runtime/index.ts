@@ -3,7 +3,7 @@
  * session repair, output truncation, guidelines, compaction).
  */
 export type { AgentEvent, AgentEventSink, RunPhase, TurnResult, TurnUsage } from './agent-event.ts';
-export { CONTINUE_PROMPT, partialOutcomeOf, runAgentLoop } from './agent-loop.ts';
+export { CONTINUE_PROMPT, NOT_RUN_TOOL_CALL_TEXT, partialOutcomeOf, runAgentLoop } from './agent-loop.ts';
 export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage, PartialLoopOutcome } from './agent-loop.ts';
 export { canonicalJson } from './canonical-json.ts';
 export { formatCount } from './format-count.ts';

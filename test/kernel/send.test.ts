@@ -279,13 +279,17 @@ describe('kernel.send()', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it('keeps the user\'s message in the session when every model fails', async () => {
+  it('keeps the user\'s message in the session when every model fails, marked failed and followed by a note saying why', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('doomed')));
     server.script([{ status: 401 }]);
     await expect(host.kernel.send('doomed', 'are you there?')).rejects.toThrow(/openai\/gpt-4o/);
     const session = await host.store.sessions.get(host.kernel.get('doomed').session_id);
-    expect(session?.messages).toEqual([{ role: 'user', content: 'are you there?' }]);
+    expect(session?.messages).toMatchObject([
+      { role: 'user', content: 'are you there?', providerOptions: { loom: { turn: { status: 'failed', reason: expect.stringContaining('openai/gpt-4o') as string } } } },
+      { role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: .*401/) as string, providerOptions: { loom: { note: 'failed' } } }] },
+    ]);
+    expect(session?.messages).toHaveLength(2);
   });
 
   it('continues a reply cut off by the token limit', async () => {

@@ -114,7 +114,10 @@ describe('a python: agent', () => {
     await host.kernel.spawn(manifest(await pythonAgent('mortal', HANDLER)));
     await expect(host.kernel.send('mortal', 'exit')).rejects.toThrow(/agent "mortal"'s script exited \(code 7\) before it answered/);
     expect(await host.store.events.list({ type: 'code-module-fault' })).toMatchObject([{ data: { name: 'mortal', fault: 'exited' } }]);
-    expect((await host.kernel.session('mortal')).messages).toEqual([{ role: 'user', content: 'exit' }]);
+    expect((await host.kernel.session('mortal')).messages).toMatchObject([
+      { role: 'user', content: 'exit', providerOptions: { loom: { turn: { status: 'failed' } } } },
+      { role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: .*exited/) as string }] },
+    ]);
     expect((await host.kernel.send('mortal', 'alive?')).text).toBe('py: alive?');
   });
 

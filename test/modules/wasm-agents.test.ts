@@ -63,10 +63,11 @@ describe('a wasm: agent on the core ABI', () => {
     const result = await host.kernel.send('echo', 'hello "world"');
     expect(result).toMatchObject({ text: 'echo: hello "world"', iterations: 0, costUsd: 0, model: loaded.manifest.module });
     const session = await host.kernel.session('echo');
-    expect(session.messages).toEqual([
-      { role: 'user', content: 'hello "world"' },
+    expect(session.messages).toMatchObject([
+      { role: 'user', content: 'hello "world"', providerOptions: { loom: { turn: { status: 'finished', model: loaded.manifest.module } } } },
       { role: 'assistant', content: 'echo: hello "world"' },
     ]);
+    expect(session.messages).toHaveLength(2);
   });
 
   it('hands the module the session and who is calling', async () => {
@@ -138,8 +139,11 @@ describe('a wasm: module that misbehaves', () => {
     await host.kernel.spawn(manifest(wasmAgent('wild', wasm.misbehave, `[code]\n${limits}`)));
     await expectFault(host.kernel.send('wild', message), fault, pattern);
     expect(await host.store.events.list({ type: 'code-module-fault' })).toMatchObject([{ data: { name: 'wild', fault } }]);
-    // The message was accepted: it stays in the session, with no reply.
-    expect((await host.kernel.session('wild')).messages).toEqual([{ role: 'user', content: message }]);
+    // The message was accepted: it stays in the session, with a note that there was no reply.
+    expect((await host.kernel.session('wild')).messages).toMatchObject([
+      { role: 'user', content: message, providerOptions: { loom: { turn: { status: 'failed' } } } },
+      { role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: /) as string }] },
+    ]);
     expect((await host.kernel.send('wild', 'still there?')).text).toBe('echo: still there?');
   });
 

@@ -1,0 +1,134 @@
+import type { AgentEvent } from '../runtime/index.ts';
+import type { TurnStatus } from './turn-record.ts';
+
+/** The turn an agent runs on its main session now, as the API shows it. Times are ISO 8601. */
+export interface RunningTurnView {
+  /** The run's id once it started; null while it waits behind another turn of the agent. */
+  run_id: string | null;
+  message: string;
+  received_at: string;
+  state: 'running' | 'queued';
+}
+
+/** How a cancelled turn ended: `cancelled`, or `finished`/`failed` when it ended before the cancel took. */
+export interface CancelledTurnView {
+  agent: string;
+  run_id: string | null;
+  status: TurnStatus;
+}
+
+type Listener = (event: AgentEvent | undefined) => void;
+
+/**
+ * One turn on an agent's main session, from the moment it was accepted until it is committed: its
+ * events so far (text deltas joined), so that a client that left can follow it again, and the
+ * controller that cancels it.
+ */
+export class LiveTurn {
+  readonly agentId: string;
+  readonly message: string;
+  readonly receivedAt: number;
+  readonly controller = new AbortController();
+  runId: string | undefined;
+  status: TurnStatus | undefined;
+  readonly #events: AgentEvent[] = [];
+  readonly #listeners = new Set<Listener>();
+  readonly #ended: Promise<TurnStatus>;
+  #resolve!: (status: TurnStatus) => void;
+
+  constructor(agentId: string, message: string, receivedAt: number) {
+    this.agentId = agentId;
+    this.message = message;
+    this.receivedAt = receivedAt;
+    this.#ended = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  /** Resolves with how the turn ended, once what it did is committed. */
+  get ended(): Promise<TurnStatus> {
+    return this.#ended;
+  }
+
+  /** Keeps an event of the turn and hands it to its followers. */
+  emit(event: AgentEvent): void {
+    if (this.status !== undefined) return;
+    if (event.type === 'run-start') this.runId = event.runId;
+    const last = this.#events.at(-1);
+    // One text event per stretch of text: a follower needs the text, not each token.
+    if (event.type === 'text-delta' && last?.type === 'text-delta') this.#events[this.#events.length - 1] = { type: 'text-delta', text: last.text + event.text };
+    else this.#events.push(event);
+    for (const listener of this.#listeners) listener(event);
+  }
+
+  /** Ends the turn (after its commit): `final` is its last event when the flow did not emit one (an error). */
+  end(status: TurnStatus, final?: AgentEvent): void {
+    if (this.status !== undefined) return;
+    if (final !== undefined) this.emit(final);
+    this.status = status;
+    for (const listener of this.#listeners) listener(undefined);
+    this.#listeners.clear();
+    this.#resolve(status);
+  }
+
+  /** The turn's events so far, then the rest as they come, until it ends. */
+  async *follow(): AsyncGenerator<AgentEvent> {
+    // The events so far and the subscription are taken in the same tick: none is missed or repeated.
+    const queue: (AgentEvent | undefined)[] = [...this.#events];
+    if (this.status !== undefined) queue.push(undefined);
+    let wake: (() => void) | undefined;
+    const listener: Listener = (event) => {
+      queue.push(event);
+      wake?.();
+    };
+    if (this.status === undefined) this.#listeners.add(listener);
+    try {
+      for (;;) {
+        if (queue.length === 0) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        const event = queue.shift();
+        if (event === undefined) return;
+        yield event;
+      }
+    } finally {
+      this.#listeners.delete(listener);
+    }
+  }
+
+  view(): RunningTurnView {
+    return { run_id: this.runId ?? null, message: this.message, received_at: new Date(this.receivedAt).toISOString(), state: this.runId === undefined ? 'queued' : 'running' };
+  }
+}
+
+/**
+ * The turns on agents' main sessions that are accepted and not yet committed, per agent in the
+ * order they run (turns of one agent run one at a time).
+ */
+export class LiveTurns {
+  readonly #byAgent = new Map<string, LiveTurn[]>();
+
+  /** Registers a turn just accepted; call `close` when it has ended. */
+  open(agentId: string, message: string, receivedAt: number): LiveTurn {
+    const turn = new LiveTurn(agentId, message, receivedAt);
+    const list = this.#byAgent.get(agentId);
+    if (list === undefined) this.#byAgent.set(agentId, [turn]);
+    else list.push(turn);
+    return turn;
+  }
+
+  /** Forgets a turn that ended. */
+  close(turn: LiveTurn): void {
+    const list = this.#byAgent.get(turn.agentId);
+    if (list === undefined) return;
+    const rest = list.filter((other) => other !== turn);
+    if (rest.length === 0) this.#byAgent.delete(turn.agentId);
+    else this.#byAgent.set(turn.agentId, rest);
+  }
+
+  /** The agent's turn that runs now, else the first one waiting. */
+  current(agentId: string): LiveTurn | undefined {
+    const list = this.#byAgent.get(agentId) ?? [];
+    return list.find((turn) => turn.runId !== undefined) ?? list[0];
+  }
+}

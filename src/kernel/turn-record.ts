@@ -1,0 +1,173 @@
+import type { ModelMessage, TextPart } from 'ai';
+import type { Clock, JsonObject } from '../contracts/index.ts';
+import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
+
+/**
+ * The key under a message's `providerOptions` where Loom keeps what it knows of the message
+ * (when it came, the turn it started). Providers read only their own key, so the model never
+ * sees it; it is stored with the message, in the turn's one commit.
+ */
+export const LOOM_METADATA_KEY = 'loom';
+
+/** How a turn ended: it answered, someone (or something: a suspend, a shutdown, a time limit) cancelled it, or it failed. */
+export type TurnStatus = 'finished' | 'cancelled' | 'failed';
+
+/** How a turn ended, and why when it did not finish. */
+export type TurnEnding = { status: 'finished' } | { status: 'cancelled' | 'failed'; reason: string };
+
+/** One step of a turn's trace, in the order it happened: a model call or a tool call. */
+export type TraceStep =
+  | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; costUsd: number; startedAt: number; latencyMs: number }
+  | { kind: 'tool'; toolCallId: string; toolName: string; startedAt: number; durationMs: number; isError: boolean };
+
+/**
+ * What a session keeps of a turn, on the turn's user message under `providerOptions.loom.turn`
+ * (next to `at`, when the message came): its run id, how it ended, its totals and its trace.
+ * Times are ms since the epoch on the kernel's clock.
+ */
+export type TurnRecord = {
+  id: string;
+  status: TurnStatus;
+  /** Why it was cancelled or failed; null when it finished. */
+  reason: string | null;
+  startedAt: number;
+  finishedAt: number;
+  /** `provider/model` that answered last; null when no model answered. */
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  steps: TraceStep[];
+};
+
+type PendingStep = { kind: 'model'; call: ModelCallUsage } | Extract<TraceStep, { kind: 'tool' }>;
+
+/**
+ * Records a turn's trace as it runs: model calls as they answer (`model`), tool calls from their
+ * `tool-call` to their `tool-result` event (`sink`), on the kernel's clock.
+ */
+export class TurnTrace {
+  readonly #clock: Clock;
+  readonly #steps: PendingStep[] = [];
+  readonly #toolStarts = new Map<string, number>();
+  readonly #toolNames = new Map<string, string>();
+  readonly startedAt: number;
+  runId: string | undefined;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+    this.startedAt = clock.now();
+  }
+
+  /** Adds a model call that answered. */
+  model(call: ModelCallUsage): void {
+    this.#steps.push({ kind: 'model', call });
+  }
+
+  /**
+   * Wraps a turn's event sink: it notes the run id, times each tool call, and adds the call's
+   * `durationMs` to its `tool-result` event.
+   */
+  sink(emit: AgentEventSink): AgentEventSink {
+    return (event) => {
+      if (event.type === 'run-start') this.runId = event.runId;
+      if (event.type === 'tool-call') {
+        this.#toolStarts.set(event.toolCallId, this.#clock.now());
+        this.#toolNames.set(event.toolCallId, event.toolName);
+      }
+      if (event.type === 'tool-result') {
+        const now = this.#clock.now();
+        const startedAt = this.#toolStarts.get(event.toolCallId) ?? now;
+        this.#toolStarts.delete(event.toolCallId);
+        const durationMs = now - startedAt;
+        this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError });
+        emit({ ...event, durationMs });
+        return;
+      }
+      emit(event);
+    };
+  }
+
+  /**
+   * The turn's record as it ended, model calls priced by `price`. A tool call with no result
+   * (the turn ended during it) is in it as an error that lasted until the end.
+   */
+  record(ending: TurnEnding, price: (call: ModelCallUsage) => number, model: string | null): TurnRecord {
+    const finishedAt = this.#clock.now();
+    const cut = [...this.#toolStarts].map(([toolCallId, startedAt]): PendingStep => ({ kind: 'tool', toolCallId, toolName: this.#toolNames.get(toolCallId) ?? 'tool', startedAt, durationMs: finishedAt - startedAt, isError: true }));
+    const steps = [...this.#steps, ...cut].map((step): TraceStep =>
+      step.kind === 'tool'
+        ? step
+        : {
+            kind: 'model',
+            model: `${step.call.model.provider}/${step.call.model.model}`,
+            inputTokens: step.call.inputTokens,
+            outputTokens: step.call.outputTokens,
+            costUsd: price(step.call),
+            startedAt: step.call.startedAt ?? this.startedAt,
+            latencyMs: step.call.latencyMs ?? 0,
+          },
+    );
+    const models = steps.filter((step) => step.kind === 'model');
+    return {
+      id: this.runId ?? '',
+      status: ending.status,
+      reason: ending.status === 'finished' ? null : ending.reason,
+      startedAt: this.startedAt,
+      finishedAt,
+      model: model ?? models.at(-1)?.model ?? null,
+      inputTokens: models.reduce((total, step) => total + step.inputTokens, 0),
+      outputTokens: models.reduce((total, step) => total + step.outputTokens, 0),
+      costUsd: models.reduce((total, step) => total + step.costUsd, 0),
+      steps,
+    };
+  }
+}
+
+/** `message` with Loom's metadata set to `metadata` (other providers' options kept). */
+function withMetadata<Message extends ModelMessage>(message: Message, metadata: JsonObject): Message {
+  return { ...message, providerOptions: { ...message.providerOptions, [LOOM_METADATA_KEY]: metadata } };
+}
+
+/** The note that ends a turn that did not finish, for the model to read next time and the transcript to show. */
+export function endingNote(ending: TurnEnding): string | undefined {
+  if (ending.status === 'finished') return undefined;
+  return ending.status === 'cancelled' ? `[This reply was cut short: ${ending.reason}]` : `[No reply: ${ending.reason}]`;
+}
+
+/**
+ * A turn's messages as its session keeps them (`turn` starts with its user message): the user
+ * message carries when it came and the turn's record; a cancelled turn ends with a note saying
+ * so (after what it said), and a failed turn that said nothing with one saying why, so the model
+ * knows next time and the next message never merges into this one.
+ */
+export function sealTurn(turn: readonly ModelMessage[], userMessage: ModelMessage, receivedAt: number, record: TurnRecord, ending: TurnEnding): ModelMessage[] {
+  const sealed = turn.map((message) => (message === userMessage ? withMetadata(message, { at: receivedAt, turn: record }) : message));
+  const note = endingNote(ending);
+  const last = sealed.at(-1);
+  if (note === undefined || (ending.status === 'failed' && last?.role !== 'user')) return sealed;
+  const part: TextPart = { type: 'text', text: note, providerOptions: { [LOOM_METADATA_KEY]: { note: ending.status } } };
+  if (last?.role === 'assistant' && (typeof last.content === 'string' || last.content.every((item) => item.type === 'text'))) {
+    const content = typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : last.content;
+    sealed[sealed.length - 1] = { ...last, content: [...content, part] };
+  } else {
+    sealed.push({ role: 'assistant', content: [part] });
+  }
+  return sealed;
+}
+
+/** Drops Loom's metadata (see {@link LOOM_METADATA_KEY}) from a message and its parts: a history as a code module sees it. */
+function stripMetadata<Value>(value: Value): Value {
+  if (typeof value !== 'object' || value === null || !('providerOptions' in value)) return value;
+  const { providerOptions, ...rest } = value as { providerOptions?: Record<string, unknown> };
+  const { [LOOM_METADATA_KEY]: _loom, ...others } = providerOptions ?? {};
+  return (Object.keys(others).length === 0 ? rest : { ...rest, providerOptions: others }) as Value;
+}
+
+/** A history without Loom's metadata, for code that reads it as plain messages (code agents' modules). */
+export function withoutMetadata(messages: readonly ModelMessage[]): ModelMessage[] {
+  return messages.map((message) => {
+    const stripped = stripMetadata(message);
+    return Array.isArray(stripped.content) ? ({ ...stripped, content: stripped.content.map((part) => stripMetadata(part)) } as ModelMessage) : stripped;
+  });
+}
