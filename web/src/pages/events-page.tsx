@@ -122,9 +122,9 @@ function tone(type: string): string {
 
 function FilterSelect<T extends string>({ label, value, options, onChange }: { label: string; value: T | ''; options: readonly (readonly [T, string])[]; onChange: (value: T | '') => void }) {
   return (
-    <label class="filter">
-      <span class="filter-label">{label}</span>
-      <select value={value} onChange={(event) => onChange(event.currentTarget.value as T | '')}>
+    <div class="filter">
+      <label for={`events-filter-${label.toLowerCase()}`}>{label}</label>
+      <select id={`events-filter-${label.toLowerCase()}`} value={value} onChange={(event) => onChange(event.currentTarget.value as T | '')}>
         <option value="">All</option>
         {options.map(([key, name]) => (
           <option key={key} value={key}>
@@ -132,7 +132,7 @@ function FilterSelect<T extends string>({ label, value, options, onChange }: { l
           </option>
         ))}
       </select>
-    </label>
+    </div>
   );
 }
 

@@ -80,13 +80,15 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
   const dark = useColorScheme();
   const { times, series } = toSeries(view, metric, group);
   const labels = series.map((entry) => entry.label);
+  const largest = Math.max(0, ...series.flatMap((entry) => entry.values));
+  // The y axis runs from zero to a tenth above the largest bucket, so the data fills the chart.
+  const yMax = largest === 0 ? (metric === 'cost' ? 0.01 : 10) : largest * 1.1;
   useEffect(() => {
     const element = box.current;
     if (element === null || series.length === 0) return undefined;
     const axisColor = cssColor('--muted', '#5b6275');
     const gridColor = cssColor('--line', '#e5e7ef');
     const format = (value: number): string => (metric === 'cost' ? formatCost(value) : formatTokens(value));
-    const max = Math.max(0, ...series.flatMap((entry) => entry.values));
     const plot = new uPlot(
       {
         width: Math.max(240, element.clientWidth),
@@ -94,7 +96,7 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
         scales: {
           // The whole range, even where nothing was used; the y axis from zero to just above the largest bucket.
           x: { time: true, range: () => [view.since / 1000, view.until / 1000] },
-          y: { range: () => [0, max === 0 ? (metric === 'cost' ? 0.01 : 10) : max * 1.1] },
+          y: { range: () => [0, yMax] },
         },
         axes: [
           { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor } },
@@ -119,7 +121,7 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
             value: (_plot: uPlot, value: number | null) => (value === null ? '—' : format(value)),
           })),
         ],
-        legend: { show: true },
+        legend: { show: true, live: false },
       },
       [times.map((start) => start / 1000), ...series.map((entry) => entry.values)],
       element,
@@ -139,6 +141,10 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
       class="chart"
       data-testid="cost-chart"
       data-series={labels.join('\n')}
+      data-from={view.since}
+      data-to={view.until}
+      data-largest={largest}
+      data-y-max={yMax}
       role="img"
       aria-label={`${what} per ${group} over time: ${series.map((entry) => `${entry.label} ${metric === 'cost' ? formatCost(sum(entry.values, (v) => v)) : formatTokens(sum(entry.values, (v) => v))}`).join(', ')}`}
     />
