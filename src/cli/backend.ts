@@ -2,7 +2,7 @@ import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
-import { type AgentDetailView, type AgentView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
@@ -33,6 +33,8 @@ export interface CliBackend {
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string): Promise<TurnView>;
   stream(reference: string, message: string): AsyncIterable<CliEvent>;
+  /** Cancels the agent's running turn (what it said is kept) and resolves once it is committed. */
+  cancelTurn(reference: string): Promise<CancelledTurnView>;
   usage(agent?: string): Promise<UsageRow[]>;
   /** Approval requests with the status, oldest first (pending ones by default). */
   approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
@@ -95,6 +97,7 @@ function inProcess(kernel: Kernel, packages: PackageService, channels: ChannelSe
         yield event.type === 'run-finish' ? { type: 'run-finish', result: toTurnView(event.result) } : event;
       }
     },
+    cancelTurn: (reference) => kernel.cancelTurn(reference, { by: 'the owner' }),
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
     approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
     decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
@@ -159,6 +162,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       if (!response.ok || response.body === null) throw await apiError(response);
       yield* readServerSentEvents(response.body);
     },
+    cancelTurn: (reference) => call('POST', `${agent(reference)}/turn/cancel`),
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
     approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
     decideApproval: (id, approved, reason) => call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined ? undefined : { reason }),

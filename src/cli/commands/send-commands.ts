@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { LoomError, UsageError } from '../../errors/index.ts';
+import { isLoomError, LoomError, UsageError } from '../../errors/index.ts';
 import type { CliEvent } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
 import { type CliIo, readAll } from '../cli-io.ts';
@@ -43,7 +43,10 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
 }
 
 /** What `loom chat` takes besides messages. */
-const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D).';
+const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D). Ctrl-C stops a reply; at an empty prompt it leaves.';
+
+/** What `loom chat` prints when a reply was cancelled. */
+const CANCELLED_LINE = '[cancelled: what was said so far is kept in the session]';
 
 /** `loom send` and `loom chat`. */
 export function registerSendCommands(program: Command, io: CliIo): void {
@@ -77,6 +80,22 @@ export function registerSendCommands(program: Command, io: CliIo): void {
         // At a terminal: line editing and history (arrow keys), as in any shell.
         const terminal = io.interactive === true;
         const prompt = createInterface({ input: io.stdin, terminal, ...(terminal ? { output: process.stdout, historySize: 500 } : {}) });
+        // Ctrl-C while a reply streams cancels the reply (the agent's turn), not the program.
+        let replying = false;
+        let cancelling: Promise<unknown> | undefined;
+        const cancelReply = (): void => {
+          cancelling ??= backend.cancelTurn(reference).catch((error: unknown) => {
+            // It may have ended just before: nothing to cancel is no failure.
+            if (!isLoomError(error) || error.code !== 'TURN_NOT_RUNNING') io.stderr(`error: could not cancel the reply: ${error instanceof Error ? error.message : String(error)}\n`);
+          });
+        };
+        // At a terminal readline reads Ctrl-C as a key: during a reply it cancels; at an empty
+        // prompt it leaves, as in a shell; on a line being typed it clears the line.
+        prompt.on('SIGINT', () => {
+          if (replying) cancelReply();
+          else if (prompt.line === '') prompt.close();
+          else prompt.write(null, { ctrl: true, name: 'u' });
+        });
         try {
           io.stdout(`Chatting with ${name}. Type /help for commands, /exit or Ctrl-D to leave.\n`);
           for await (const input of prompt) {
@@ -102,17 +121,40 @@ export function registerSendCommands(program: Command, io: CliIo): void {
               continue;
             }
             io.stdout(`${name}> `);
+            // Not at a terminal (stdin piped), Ctrl-C is a signal: taken only while a reply streams.
+            process.on('SIGINT', cancelReply);
+            replying = true;
             try {
               const finish = await renderStream(io, backend.stream(reference, message));
               if (finish !== undefined) io.stdout(`${formatTurnFooter(finish.result)}\n`);
             } catch (error) {
-              // A failed turn is reported and the conversation goes on.
-              io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+              // A cancelled reply is said so; a failed turn is reported; the conversation goes on.
+              if (isLoomError(error) && error.code === 'TURN_CANCELLED') io.stdout(`${CANCELLED_LINE}\n`);
+              else io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+            } finally {
+              replying = false;
+              process.off('SIGINT', cancelReply);
+              await cancelling;
+              cancelling = undefined;
             }
           }
         } finally {
           prompt.close();
         }
+      });
+    });
+
+  program
+    .command('cancel <agent>')
+    .description("cancel the agent's running reply (whoever asked for it); what it said so far is kept in its session")
+    .option('--json', 'print { agent, run_id, status }')
+    .addHelpText('after', '\nExit status 2 when the agent has no turn running.\n\nExample:\n  $ loom cancel researcher\n')
+    .action(async (reference: string, options: { json?: boolean }) => {
+      await withBackend(io, async (backend) => {
+        const view = await backend.cancelTurn(reference);
+        if (options.json === true) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
+        else if (view.status === 'cancelled') io.stdout(`Cancelled the turn of ${view.agent}; what it said so far is kept in its session.\n`);
+        else io.stdout(`The turn of ${view.agent} ended (${view.status}) before it could be cancelled.\n`);
       });
     });
 }
