@@ -11,8 +11,6 @@ import type { ActivityRunView, BindingView, PackageNotifyRecord, PackageRunView,
 const RUNS_SHOWN = 20;
 /** How many owner notifications the page lists. */
 const NOTICES_SHOWN = 5;
-/** The audit log lists oldest first: read a generous page of notifications and keep the newest. */
-const NOTICES_READ = 1000;
 
 /**
  * A trigger in words, as the CLI says it: `schedule "0 7 * * 1-5"`, `heartbeat every 30m within
@@ -199,8 +197,9 @@ function PackageCard({ pkg, version, onRan }: { pkg: PackageView; version: strin
 
 /** The newest owner notifications (`package-notify`: an activity failed and its fallback is NotifyOwner), from the audit log. */
 function Notifications({ version }: { version: string }) {
-  const notices = useApi<PackageNotifyRecord[]>(`/api/audit?type=package-notify&limit=${NOTICES_READ}`, [version]);
-  const newest = (notices.data ?? []).slice(-NOTICES_SHOWN).reverse();
+  // Newest first, straight from the log: however many there are, the latest are the ones shown.
+  const notices = useApi<PackageNotifyRecord[]>(`/api/audit?type=package-notify&order=desc&limit=${NOTICES_SHOWN}`, [version]);
+  const newest = notices.data ?? [];
   if (newest.length === 0) return null;
   return (
     <section class="notice" role="status" aria-label="Owner notifications" data-testid="package-notices">
