@@ -1,32 +1,41 @@
 import { randomUUID } from 'node:crypto';
-import {
-  A2A_VERSION_HEADER,
-  type AgentCard,
-  ListTasksResponse,
-  type Message,
-  Role,
-  SendMessageRequest,
-  SendMessageResponse,
-  StreamResponse,
-  Task,
-  TaskState,
-  taskStateFromJSON,
-  type Task as TaskValue,
-} from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER, type AgentCard, type Message, Role, SendMessageRequest, TaskState, type Task as TaskValue } from '@a2a-js/sdk';
 import { LegacyA2AError, LegacyJsonRpcTransportHandler, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
-import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
-import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import type { Config } from '../config/index.ts';
-import type { Logger } from '../contracts/index.ts';
+import type { A2aPushConfigRepository, Clock, EventRecord, Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
-import { buildAgentCard, endpointsOf, toLegacyCard } from './agent-cards.ts';
+import type { HostResolver } from '../tools/builtin/net-guard.ts';
+import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
+import { CardCache } from './card-cache.ts';
+import { CheckedRequestHandler } from './checked-request-handler.ts';
 import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
+import { LoomPushConfigStore } from './push-config-store.ts';
+import { PushNotifier } from './push-notifier.ts';
+import { answerRestRequest, primed, restErrorResponse, sseResponse } from './rest-binding.ts';
 import type { A2aTaskRepository } from './task-repository.ts';
+
+/** How push notifications are kept and delivered (see {@link A2aServerOptions.push}). */
+export interface A2aPushOptions {
+  /** Where push-notification configs are kept (the store's `a2aPushConfigs`). */
+  repository: A2aPushConfigRepository;
+  /** Retries wait on it. */
+  clock: Clock;
+  /** Records each delivery in the audit log (the store's `events.append`). */
+  record?: ((event: Omit<EventRecord, 'seq'>) => Promise<unknown>) | undefined;
+  /** Resolves webhook hosts (the system resolver unless a test injects another). */
+  resolve?: HostResolver | undefined;
+  /** Attempts per notification (default 4), the first retry's delay (default 1 s, doubling), one POST's timeout (default 10 s). */
+  attempts?: number | undefined;
+  backoffMs?: number | undefined;
+  timeoutMs?: number | undefined;
+}
 
 /** What the A2A server is built from. */
 export interface A2aServerOptions {
@@ -46,6 +55,13 @@ export interface A2aServerOptions {
    * or when it returns undefined.
    */
   callerOf?: (c: Context) => Caller | undefined;
+  /**
+   * Push notifications (`capabilities.pushNotifications` on the cards): without them, or with
+   * `[a2a].push_notifications = false`, push-notification requests are answered
+   * PushNotificationNotSupportedError. Webhooks pass the address guard of `web_fetch`;
+   * `[a2a].push_allow_private_network` lets loopback and private addresses through.
+   */
+  push?: A2aPushOptions | undefined;
 }
 
 /** Loom's A2A server: the routes, and its task store (shared by A2A 1.0, 0.3 and the legacy endpoints). */
@@ -63,62 +79,6 @@ export interface A2aServer {
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 /** Default of {@link A2aServerOptions.maxRequestBytes}. */
 export const DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-
-/** The SDK's request handler, refusing messages with no text or too much of it before a task starts. */
-class CheckedRequestHandler extends DefaultRequestHandler {
-  readonly #maxBytes: number;
-  constructor(card: AgentCard, store: BoundedTaskStore, executor: LoomAgentExecutor, maxBytes: number) {
-    super(card, store, executor);
-    this.#maxBytes = maxBytes;
-  }
-  #check(params: SendMessageRequest): void {
-    const text = textOf(params.message);
-    if (text.trim() === '') throw new RequestMalformedError('the message has no text part: Loom agents take text');
-    const bytes = Buffer.byteLength(text);
-    if (bytes > this.#maxBytes) throw new RequestMalformedError(`the message is ${bytes} bytes; the limit is ${this.#maxBytes}`);
-  }
-  override sendMessage(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessage']> {
-    this.#check(params);
-    return super.sendMessage(params, context);
-  }
-  override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
-    this.#check(params);
-    yield* super.sendMessageStream(params, context);
-  }
-}
-
-const JSON_HEADERS = { 'content-type': 'application/json' };
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
-
-function sse(events: AsyncIterable<unknown>, onError: (error: unknown) => unknown): Response {
-  const encoder = new TextEncoder();
-  const iterator = events[Symbol.asyncIterator]();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const next = await iterator.next();
-        if (next.done === true) controller.close();
-        else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`));
-      } catch (error) {
-        controller.enqueue(encoder.encode(`event: error\ndata: ${JSON.stringify(onError(error))}\n\n`));
-        controller.close();
-      }
-    },
-    async cancel() {
-      await iterator.return?.(undefined);
-    },
-  });
-  return new Response(stream, { status: 200, headers: SSE_HEADERS });
-}
-
-/** Reads the first event before answering, so errors raised before the stream starts answer as plain JSON. */
-async function primed<T>(stream: AsyncGenerator<T>): Promise<AsyncGenerator<T>> {
-  const first = await stream.next();
-  return (async function* () {
-    if (first.done !== true) yield first.value;
-    yield* stream;
-  })();
-}
 
 /** The status string of spec/05's task shape. */
 function legacyStatus(state: TaskState | undefined): string {
@@ -164,20 +124,51 @@ export function toLegacyTask(task: TaskValue): unknown {
  *   agent), `/.well-known/agent.json` (spec/05 shape), `/a2a/agents`;
  * - JSON-RPC: `POST /a2a/{agent}` (1.0 with `A2A-Version: 1.0`, 0.3 without the header);
  * - HTTP+JSON 1.0: `/a2a/{agent}/rest/message:send`, `message:stream`, `tasks`, `tasks/{id}`,
- *   `tasks/{id}:cancel`, `tasks/{id}:subscribe`;
+ *   `tasks/{id}:cancel`, `tasks/{id}:subscribe`, `tasks/{id}/pushNotificationConfigs[/{id}]`;
  * - HTTP+JSON 0.3 (the SDK's own 0.3 router): `/a2a/{agent}/v1/message:send`, `v1/message:stream`,
- *   `v1/tasks/{id}`, `v1/tasks/{id}:cancel`, `v1/tasks/{id}:subscribe`, `v1/card`;
+ *   `v1/tasks/{id}`, `v1/tasks/{id}:cancel`, `v1/tasks/{id}:subscribe`,
+ *   `v1/tasks/{id}/pushNotificationConfigs[/{id}]`, `v1/card`;
  * - legacy (spec/05): `POST /a2a/tasks/send`, `GET /a2a/tasks/{id}`, `POST /a2a/tasks/{id}/cancel`.
+ *
+ * Every route answers with a trailing slash too. A card requested without `A2A-Version` is the
+ * card both revisions read (`toDualCard`); with `A2A-Version: 0.3` the 0.3 card, with `1.0` the
+ * 1.0 card; cards carry `Cache-Control`, `ETag` and `Last-Modified` and answer 304 when current.
  */
 export function createA2aServer(options: A2aServerOptions): A2aServer {
   const { kernel } = options;
   const logger = options.logger.child({ component: 'a2a' });
   const listenPath = options.config.a2a.listen_path;
   const base = listenPath === '/' ? '' : listenPath;
-  const store = new BoundedTaskStore({ repository: options.repository, now: options.now ?? Date.now, ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
-  // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any request reads them.
+  const now = options.now ?? Date.now;
+  const store = new BoundedTaskStore({ repository: options.repository, now, ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
+  const push = options.push !== undefined && options.config.a2a.push_notifications ? options.push : undefined;
+  const allowPrivateNetwork = options.config.a2a.push_allow_private_network;
+  const notifier =
+    push === undefined
+      ? undefined
+      : new PushNotifier({
+          repository: push.repository,
+          clock: push.clock,
+          logger,
+          allowPrivateNetwork,
+          record: push.record,
+          agentIdOf: (name) => findAgent(name)?.id ?? null,
+          resolve: push.resolve,
+          attempts: push.attempts,
+          backoffMs: push.backoffMs,
+          timeoutMs: push.timeoutMs,
+        });
+  const pushConfigs = push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
+  // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any
+  // request reads them; a client waiting on a webhook is told.
   const recovered = store
-    .failUnfinished((task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'))
+    .failUnfinished(
+      (task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'),
+      (task) => {
+        const agent: unknown = task.metadata?.['loomAgent'];
+        notifier?.notifyStored(typeof agent === 'string' ? agent : '', task);
+      },
+    )
     .then((count) => {
       if (count > 0) logger.warn({ tasks: count }, 'failed the A2A tasks the previous daemon left unfinished');
     })
@@ -187,13 +178,13 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router (by its Node request). */
   const legacyRestCallers = new WeakMap<IncomingMessage, Caller>();
 
-  const findAgent = (name: string): AgentDetailView | undefined => {
+  function findAgent(name: string): AgentDetailView | undefined {
     try {
       return kernel.get(name);
     } catch {
       return undefined;
     }
-  };
+  }
   const defaultAgent = (): AgentDetailView | undefined => {
     const configured = options.config.a2a.default_agent;
     if (configured !== undefined) {
@@ -204,7 +195,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     return first === undefined ? undefined : findAgent(first.id);
   };
   const originOf = (c: Context): string => new URL(c.req.url).origin;
-  const cardOf = (agent: AgentDetailView | undefined, origin: string): AgentCard => buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'));
+  const cardOf = (agent: AgentDetailView | undefined, origin: string): AgentCard => buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined });
 
   /** The SDK handlers of an agent, built once per agent (and again if its origin changes). */
   const handlersOf = (agent: AgentDetailView, origin: string) => {
@@ -212,10 +203,11 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     if (cached !== undefined && cached.origin === origin) return cached;
     let executor = executors.get(agent.name);
     if (executor === undefined) {
-      executor = new LoomAgentExecutor(kernel, agent.name, logger, store);
+      const name = agent.name;
+      executor = new LoomAgentExecutor(kernel, name, logger, store, notifier === undefined ? undefined : (event) => notifier.observe(name, event));
       executors.set(agent.name, executor);
     }
-    const handler = new CheckedRequestHandler(cardOf(agent, origin), store, executor, options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+    const handler = new CheckedRequestHandler({ card: cardOf(agent, origin), store, executor, maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, pushConfigs });
     const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? { kind: 'user', role: 'owner' }));
     const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
@@ -227,26 +219,36 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   };
   const unknownAgent = (c: Context, name: string): Response => c.json({ error: { code: 'AGENT_NOT_FOUND', message: `no agent named "${name}"` } }, 404);
 
+  /** A route's path and the same path with a trailing slash (clients that normalise URLs add one). */
+  const slashed = (path: string): string[] => [path, `${path}/`];
+
   // Cards (public).
   const publicRoutes = new Hono();
+  const cards = new CardCache(now);
+  const cardResponse = (c: Context, key: string, card: unknown): Response => {
+    const answer = cards.answer(`${key} ${originOf(c)}`, card, { ifNoneMatch: c.req.header('if-none-match'), ifModifiedSince: c.req.header('if-modified-since') }, A2A_VERSION_HEADER);
+    return new Response(answer.body ?? null, { status: answer.status, headers: answer.headers });
+  };
+  /** The card in the shape the request asks for: 0.3 or 1.0 by `A2A-Version`, both without it. */
   const serveCard = (c: Context, agent: AgentDetailView | undefined): Response => {
     const card = cardOf(agent, originOf(c));
-    const version = c.req.header(A2A_VERSION_HEADER);
-    c.header('vary', A2A_VERSION_HEADER);
-    return version === undefined || version.startsWith('0.') ? c.json(toLegacyCard(card)) : c.json(card);
+    const version = c.req.header(A2A_VERSION_HEADER)?.trim();
+    const key = `card ${agent?.name ?? ''}`;
+    if (version === undefined || version === '') return cardResponse(c, `${key} dual`, toDualCard(card));
+    return version.startsWith('0.') ? cardResponse(c, `${key} 0.3`, toLegacyCard(card)) : cardResponse(c, `${key} 1.0`, card);
   };
-  publicRoutes.get('/.well-known/agent-card.json', (c) => serveCard(c, defaultAgent()));
-  publicRoutes.get('/.well-known/agent.json', (c) => c.json(toLegacyCard(cardOf(defaultAgent(), originOf(c)))));
-  publicRoutes.get(`${base}/agents`, (c) => {
+  publicRoutes.on('GET', slashed('/.well-known/agent-card.json'), (c) => serveCard(c, defaultAgent()));
+  publicRoutes.on('GET', slashed('/.well-known/agent.json'), (c) => serveCard(c, defaultAgent()));
+  publicRoutes.on('GET', slashed(`${base}/agents`), (c) => {
     const origin = originOf(c);
     const agents = kernel.list().flatMap((view) => {
       const agent = findAgent(view.id);
-      return agent === undefined ? [] : [toLegacyCard(cardOf(agent, origin))];
+      return agent === undefined ? [] : [toDualCard(cardOf(agent, origin))];
     });
-    return c.json({ agents, total: agents.length });
+    return cardResponse(c, 'agents', { agents, total: agents.length });
   });
-  publicRoutes.get(`${base}/:agent/.well-known/agent-card.json`, (c) => {
-    const name = c.req.param('agent');
+  publicRoutes.on('GET', slashed(`${base}/:agent/.well-known/agent-card.json`), (c) => {
+    const name = c.req.param('agent') ?? '';
     const agent = findAgent(name);
     return agent === undefined ? unknownAgent(c, name) : serveCard(c, agent);
   });
@@ -258,7 +260,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   // Legacy endpoints (spec/05), on the default agent.
-  routes.post(`${base}/tasks/send`, async (c) => {
+  routes.on('POST', slashed(`${base}/tasks/send`), async (c) => {
     let body: unknown;
     try {
       body = await c.req.json();
@@ -286,13 +288,13 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
   const legacyNotFound = (c: Context, id: string): Response => c.json({ error: { code: 'TASK_NOT_FOUND', message: `no task "${id}" (unknown, or evicted)` } }, 404);
   // Loaded in the caller's context: a task it may not see is as missing as an unknown one.
-  routes.get(`${base}/tasks/:id`, async (c) => {
-    const id = c.req.param('id');
+  routes.on('GET', slashed(`${base}/tasks/:id`), async (c) => {
+    const id = c.req.param('id') ?? '';
     const task = await store.load(id, contextOf(c, '1.0'));
     return task === undefined ? legacyNotFound(c, id) : c.json(toLegacyTask(task));
   });
-  routes.post(`${base}/tasks/:id/cancel`, async (c) => {
-    const id = c.req.param('id');
+  routes.on('POST', slashed(`${base}/tasks/:id/cancel`), async (c) => {
+    const id = c.req.param('id') ?? '';
     const task = await store.load(id, contextOf(c, '1.0'));
     if (task === undefined) return legacyNotFound(c, id);
     if (isTerminalState(task.status?.state)) return c.json(toLegacyTask(task));
@@ -312,8 +314,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   // JSON-RPC (1.0 with the A2A-Version header, 0.3 without).
-  routes.post(`${base}/:agent`, async (c) => {
-    const name = c.req.param('agent');
+  routes.on('POST', slashed(`${base}/:agent`), async (c) => {
+    const name = c.req.param('agent') ?? '';
     const agent = findAgent(name);
     if (agent === undefined) return unknownAgent(c, name);
     const sdk = handlersOf(agent, originOf(c));
@@ -346,7 +348,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
         } catch (error) {
           return c.json({ jsonrpc: '2.0', id: rpcId, error: mapError(error) });
         }
-        return sse(stream, (error) => ({ jsonrpc: '2.0', id: rpcId, error: mapError(error) }));
+        return sseResponse(stream, (error) => ({ jsonrpc: '2.0', id: rpcId, error: mapError(error) }));
       }
       return c.json(answer as object);
     } catch (error) {
@@ -357,23 +359,18 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   // HTTP+JSON (1.0).
-  const restError = (error: unknown): Response => {
-    const status = restStatusFor(error);
-    return new Response(JSON.stringify(toRestErrorBody(error, status)), { status, headers: JSON_HEADERS });
-  };
-  routes.on(['GET', 'POST'], `${base}/:agent/rest/*`, async (c) => {
+  routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/rest/*`, async (c) => {
     const name = c.req.param('agent');
     const agent = findAgent(name);
     if (agent === undefined) return unknownAgent(c, name);
     const { handler } = handlersOf(agent, originOf(c));
     const prefix = `${base}/${name}/rest`;
-    const rest = decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length));
-    const query = c.req.query();
-    const version = c.req.header(A2A_VERSION_HEADER);
+    const path = decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)).replace(/(.)\/+$/, '$1');
     try {
-      const context = contextOf(c, version);
+      // This binding is 1.0's: a request without the header is a 1.0 request (push notifications are shaped by it).
+      const context = contextOf(c, c.req.header(A2A_VERSION_HEADER) ?? '1.0');
       validateVersion(context.requestedVersion, await handler.getAgentCard(), 'HTTP+JSON');
-      const readBody = async (): Promise<unknown> => {
+      const body = async (): Promise<unknown> => {
         const text = await c.req.text();
         if (text.trim() === '') return {};
         try {
@@ -382,58 +379,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
           throw new RequestMalformedError('Invalid JSON payload.');
         }
       };
-      const requireMessage = (params: SendMessageRequest): SendMessageRequest => {
-        if (params.message === undefined || params.message.messageId === '') throw new RequestMalformedError('message.messageId is required');
-        return params;
-      };
-      const method = c.req.method;
-      if (method === 'POST' && rest === '/message:send') {
-        const result = await handler.sendMessage(requireMessage(SendMessageRequest.fromJSON(await readBody())), context);
-        const payload = 'messageId' in result ? { $case: 'message' as const, value: result } : { $case: 'task' as const, value: result };
-        return c.json(SendMessageResponse.toJSON({ payload }) as object);
-      }
-      if (method === 'POST' && rest === '/message:stream') {
-        const stream = await primed(handler.sendMessageStream(requireMessage(SendMessageRequest.fromJSON(await readBody())), context));
-        return sse((async function* () { for await (const event of stream) yield StreamResponse.toJSON(event); })(), (error) => toRestErrorBody(error, restStatusFor(error)));
-      }
-      if (method === 'GET' && rest === '/tasks') {
-        const status = query['status'];
-        const result = await handler.listTasks(
-          {
-            tenant: '',
-            contextId: query['contextId'] ?? '',
-            status: status === undefined || status === '' ? TaskState.TASK_STATE_UNSPECIFIED : taskStateFromJSON(Number.isNaN(Number(status)) ? status : Number(status)),
-            pageSize: query['pageSize'] === undefined ? undefined : Number.parseInt(query['pageSize'], 10),
-            pageToken: query['pageToken'] ?? '',
-            historyLength: query['historyLength'] === undefined ? undefined : Number.parseInt(query['historyLength'], 10),
-            statusTimestampAfter: query['statusTimestampAfter'],
-            includeArtifacts: query['includeArtifacts'] === 'true',
-          },
-          context,
-        );
-        return c.json(ListTasksResponse.toJSON(result) as object);
-      }
-      const match = /^\/tasks\/([^/:]+)(:cancel|:subscribe)?$/.exec(rest);
-      if (match !== null) {
-        const id = match[1] ?? '';
-        if (match[2] === ':cancel' && method === 'POST') return c.json(Task.toJSON(await handler.cancelTask({ id, tenant: '', metadata: {} }, context)) as object);
-        if (match[2] === ':subscribe') {
-          const stream = await primed(handler.resubscribe({ id, tenant: '' }, context));
-          return sse((async function* () { for await (const event of stream) yield StreamResponse.toJSON(event); })(), (error) => toRestErrorBody(error, restStatusFor(error)));
-        }
-        if (match[2] === undefined && method === 'GET') {
-          const historyLength = query['historyLength'];
-          return c.json(Task.toJSON(await handler.getTask({ id, tenant: '', ...(historyLength === undefined ? {} : { historyLength: Number.parseInt(historyLength, 10) }) }, context)) as object);
-        }
-      }
-      return c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${method} ${rest}` } }, 404);
+      const answer = await answerRestRequest(handler, { method: c.req.method, path, query: c.req.query(), body, context });
+      return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${c.req.method} ${path}` } }, 404);
     } catch (error) {
-      return restError(error);
+      return restErrorResponse(error);
     }
   });
 
   // HTTP+JSON (0.3): the SDK's 0.3 REST router answers on the Node request and response themselves.
-  routes.on(['GET', 'POST'], `${base}/:agent/v1/*`, async (c) => {
+  routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/v1/*`, async (c) => {
     const name = c.req.param('agent');
     const agent = findAgent(name);
     if (agent === undefined) return unknownAgent(c, name);
@@ -469,6 +423,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     store,
     close: () => {
       for (const executor of executors.values()) executor.abortAll();
+      notifier?.close();
     },
   };
 }

@@ -62,6 +62,37 @@ export function textOf(message: Message | undefined): string {
     .join('\n\n');
 }
 
+/**
+ * What a client's message says, as the text a Loom agent is given: its text parts, and its
+ * `data` parts as JSON text, joined by blank lines. Other parts (files) are refused before a task
+ * starts (see `unsupportedPartOf`), so none are left out silently.
+ */
+export function inputTextOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .map((part) => {
+      if (part.content?.$case === 'text') return part.content.value;
+      if (part.content?.$case === 'data') return JSON.stringify(part.content.value ?? null);
+      return '';
+    })
+    .filter((text) => text !== '')
+    .join('\n\n');
+}
+
+/**
+ * The first part of `message` a Loom agent cannot take, described for an error message (its kind
+ * and media type), or undefined when every part is text or data.
+ */
+export function unsupportedPartOf(message: Message | undefined): string | undefined {
+  for (const part of message?.parts ?? []) {
+    const kind = part.content?.$case;
+    if (kind === 'text' || kind === 'data') continue;
+    const mediaType = part.mediaType === '' ? 'no media type' : `media type "${part.mediaType}"`;
+    const what = kind === 'raw' ? 'a file (bytes)' : kind === 'url' ? 'a file (URL)' : 'a part with no content';
+    return `${what} of ${mediaType}${part.filename === '' ? '' : ` named "${part.filename}"`}`;
+  }
+  return undefined;
+}
+
 /** An agent's message in a task. */
 export function agentMessage(taskId: string, contextId: string, text: string): Message {
   return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
@@ -82,13 +113,24 @@ export class LoomAgentExecutor implements AgentExecutor {
   readonly #agent: string;
   readonly #logger: Logger;
   readonly #store: TaskStore | undefined;
+  readonly #observe: ((event: AgentExecutionEvent) => void) | undefined;
   readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string; record: (event: AgentExecutionEvent) => void }>();
 
-  constructor(kernel: Kernel, agent: string, logger: Logger, store?: TaskStore) {
+  /**
+   * `observe` is given every event the executor publishes, in order, to the task's end (push
+   * notifications: the SDK's own event queue stops reading at `input-required`).
+   */
+  constructor(kernel: Kernel, agent: string, logger: Logger, store?: TaskStore, observe?: (event: AgentExecutionEvent) => void) {
     this.#kernel = kernel;
     this.#agent = agent;
     this.#logger = logger;
     this.#store = store;
+    this.#observe = observe;
+  }
+
+  #published(bus: ExecutionEventBus, event: AgentExecutionEvent): void {
+    bus.publish(event);
+    this.#observe?.(event);
   }
 
   execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
@@ -108,7 +150,7 @@ export class LoomAgentExecutor implements AgentExecutor {
         });
     };
     const publish = (event: AgentExecutionEvent): void => {
-      bus.publish(event);
+      this.#published(bus, event);
       record(event);
     };
     const run = { controller: new AbortController(), finished: false, contextId, record };
@@ -126,7 +168,8 @@ export class LoomAgentExecutor implements AgentExecutor {
     };
     try {
       if (request.task === undefined) {
-        bus.publish(
+        this.#published(
+          bus,
           AgentEvent.task({
             id: taskId,
             contextId,
@@ -138,10 +181,10 @@ export class LoomAgentExecutor implements AgentExecutor {
           }),
         );
       } else {
-        bus.publish(AgentEvent.task(request.task));
+        this.#published(bus, AgentEvent.task(request.task));
       }
       status(TaskState.TASK_STATE_WORKING);
-      const text = textOf(request.userMessage);
+      const text = inputTextOf(request.userMessage);
       let reply = '';
       for await (const event of this.#kernel.stream(this.#agent, text, { caller, signal: run.controller.signal })) {
         if (run.finished) break;
@@ -193,7 +236,7 @@ export class LoomAgentExecutor implements AgentExecutor {
       if (!run.finished) {
         run.finished = true;
         const canceled = AgentEvent.statusUpdate({ taskId, contextId: run.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined });
-        bus.publish(canceled);
+        this.#published(bus, canceled);
         run.record(canceled);
       }
     }

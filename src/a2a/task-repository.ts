@@ -1,4 +1,4 @@
-import type { TaskQuery, TaskRecord, TaskRepository } from '../contracts/index.ts';
+import type { A2aPushConfigRecord, A2aPushConfigRepository, TaskQuery, TaskRecord, TaskRepository } from '../contracts/index.ts';
 
 /** An A2A task as the store holds it (the contract's `TaskRecord`). */
 export type A2aTaskRecord = TaskRecord;
@@ -45,5 +45,31 @@ export class InMemoryA2aTaskRepository implements A2aTaskRepository {
       .reverse()
       .sort((a, b) => b.updatedAt - a.updatedAt);
     return Promise.resolve({ records: matching.slice(query.offset, query.offset + query.limit).map((record) => structuredClone(record)), total: matching.length });
+  }
+}
+
+/** {@link A2aPushConfigRepository} in memory (configs are not deleted with their task here). */
+export class InMemoryA2aPushConfigRepository implements A2aPushConfigRepository {
+  readonly #configs = new Map<string, A2aPushConfigRecord>();
+
+  put(record: A2aPushConfigRecord): Promise<void> {
+    const key = `${record.taskId}\u0000${record.id}`;
+    const existing = this.#configs.get(key);
+    this.#configs.set(key, structuredClone({ ...record, createdAt: existing?.createdAt ?? record.createdAt }));
+    return Promise.resolve();
+  }
+
+  get(taskId: string, id: string): Promise<A2aPushConfigRecord | undefined> {
+    const record = this.#configs.get(`${taskId}\u0000${id}`);
+    return Promise.resolve(record === undefined ? undefined : structuredClone(record));
+  }
+
+  list(taskId: string): Promise<A2aPushConfigRecord[]> {
+    const records = [...this.#configs.values()].filter((record) => record.taskId === taskId).sort((a, b) => a.createdAt - b.createdAt);
+    return Promise.resolve(records.map((record) => structuredClone(record)));
+  }
+
+  delete(taskId: string, id: string): Promise<boolean> {
+    return Promise.resolve(this.#configs.delete(`${taskId}\u0000${id}`));
   }
 }

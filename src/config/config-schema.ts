@@ -230,6 +230,10 @@ export const ConfigSchema = z.strictObject({
       listen_path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' }).default('/a2a'),
       /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
       default_agent: z.string().optional(),
+      /** Deliver A2A push notifications (task updates POSTed to a client's webhook). */
+      push_notifications: z.boolean().default(true),
+      /** Allow push-notification webhooks on loopback and private addresses (refused by default; cloud metadata always). */
+      push_allow_private_network: z.boolean().default(false),
       external_agents: z.array(z.strictObject({ name: z.string().min(1), url: z.url() })).default([]),
     })
     .prefault({}),
@@ -377,6 +381,8 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # enabled = true
 # listen_path = "/a2a"
 # default_agent = "researcher"
+# push_notifications = true              # POST task updates to a client's webhook
+# push_allow_private_network = false     # webhooks on loopback/private addresses (e.g. a local test receiver)
 # [[a2a.external_agents]]
 # name = "research-agent"
 # url = "https://research.example.com"

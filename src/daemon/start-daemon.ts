@@ -54,7 +54,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, bindHost, packages: host.packages, channels: host.channels, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });

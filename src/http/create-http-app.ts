@@ -23,7 +23,7 @@ import { serveDashboard } from './serve-dashboard.ts';
 // are imported on the first A2A or MCP request instead, to keep the daemon's start and idle memory small.
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
-import type { TaskRepository } from '../contracts/index.ts';
+import type { A2aPushConfigRepository, EventRepository, TaskRepository } from '../contracts/index.ts';
 import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
@@ -47,6 +47,10 @@ export interface HttpAppOptions {
   mcp?: { servers(): McpServerStatus[] };
   /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
   tasks?: TaskRepository;
+  /** Where A2A push-notification configs are kept (the store's `a2aPushConfigs`); in memory when omitted. */
+  a2aPushConfigs?: A2aPushConfigRepository;
+  /** The audit log A2A push deliveries are recorded in (the store's `events`); not recorded when omitted. */
+  events?: EventRepository;
   /** The address the server binds, which decides the names it answers; defaults to `[daemon].host`. */
   bindHost?: string;
   /** Agent packages, for `/api/packages`; without them those routes answer 404. */
@@ -225,13 +229,15 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   if (config.a2a.enabled) {
     // The A2A routes are an app of their own, built on the first A2A request; the caller rides in its env.
     const a2a = once(async () => {
-      const { createA2aServer, InMemoryA2aTaskRepository } = await import('../a2a/index.ts');
+      const { createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } = await import('../a2a/index.ts');
+      const events = options.events;
       const server = createA2aServer({
         kernel,
         config,
         repository: options.tasks ?? new InMemoryA2aTaskRepository(),
         logger,
         now: () => clock.now(),
+        push: { repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(), clock, record: events === undefined ? undefined : (event) => events.append(event) },
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
           return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
@@ -248,6 +254,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
     app.all('/.well-known/agent-card.json', forward);
     app.all('/.well-known/agent.json', forward);
+    app.all('/.well-known/agent-card.json/', forward);
+    app.all('/.well-known/agent.json/', forward);
     app.all(base === '' ? '/*' : base, forward);
     if (base !== '') app.all(`${base}/*`, forward);
   }

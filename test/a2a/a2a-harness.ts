@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { createA2aServer, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
+import { createA2aServer, type A2aPushOptions, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
@@ -16,10 +16,25 @@ export interface A2aHarness {
   close(): Promise<void>;
 }
 
-export async function startA2a(dir: string, options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository } = {}): Promise<A2aHarness> {
+/**
+ * Starts the server as the daemon builds it: push-notification configs in the host's SQLite store,
+ * deliveries on the host's fake clock and recorded in its audit log (`push` overrides some of
+ * that; `push: false` leaves push notifications out).
+ */
+export async function startA2a(dir: string, options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository; push?: Partial<A2aPushOptions> | false } = {}): Promise<A2aHarness> {
   const host = await openTestHost(dir, options.config ?? {});
   const repository = options.repository ?? new InMemoryA2aTaskRepository();
-  const a2a = createA2aServer({ kernel: host.kernel, config: ConfigSchema.parse(options.config ?? {}), repository, logger: createSilentLogger(), ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
+  const push: A2aPushOptions | undefined =
+    options.push === false ? undefined : { repository: host.store.a2aPushConfigs, clock: host.clock, record: (event) => host.store.events.append(event), ...options.push };
+  const a2a = createA2aServer({
+    kernel: host.kernel,
+    config: ConfigSchema.parse(options.config ?? {}),
+    repository,
+    logger: createSilentLogger(),
+    now: () => host.clock.now(),
+    push,
+    ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }),
+  });
   const app = new Hono();
   app.route('/', a2a.publicRoutes);
   app.route('/', a2a.routes);

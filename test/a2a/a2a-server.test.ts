@@ -76,19 +76,19 @@ function replyOf(result: unknown): string {
 }
 
 describe('agent cards', () => {
-  it('serves a card per agent (1.0 with A2A-Version, spec/05 shape without), the default card, and /a2a/agents', async () => {
+  it('serves a card per agent (1.0 with A2A-Version, spec/05 fields beside 1.0\'s without), the default card, and /a2a/agents', async () => {
     await api.host.kernel.spawn(manifest(agentToml('helper', model.url, 'description = "Helps"\n[capabilities]\ntools = ["file_read"]')));
     const v1 = (await (await api.request('/a2a/helper/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
     expect(v1.name).toBe('helper');
     expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']);
     expect(v1.skills.map((skill) => skill.id)).toEqual(['file_read']);
     const legacy = (await (await api.request('/.well-known/agent.json')).json()) as Record<string, unknown>;
-    expect(legacy).toMatchObject({ name: 'helper', description: 'Helps', url: `${api.url}/a2a/helper`, capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: true }, defaultInputModes: ['text'] });
+    expect(legacy).toMatchObject({ name: 'helper', description: 'Helps', url: `${api.url}/a2a/helper`, capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: true }, defaultInputModes: ['text/plain', 'application/json'] });
     expect(legacy['additionalInterfaces']).toEqual([
       { url: `${api.url}/a2a/helper`, transport: 'JSONRPC' },
       { url: `${api.url}/a2a/helper`, transport: 'HTTP+JSON' },
     ]);
-    expect(legacy['skills']).toEqual([{ id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [] }]);
+    expect(legacy['skills']).toEqual([{ id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [], securityRequirements: [] }]);
     const list = (await (await api.request('/a2a/agents')).json()) as { agents: { name: string }[]; total: number };
     expect(list).toMatchObject({ total: 1, agents: [{ name: 'helper' }] });
     expect((await api.request('/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).status).toBe(200);

@@ -1,0 +1,58 @@
+import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
+import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import { A2A_INPUT_MODES } from './agent-cards.ts';
+import { inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
+
+/**
+ * The SDK dispatches push notifications only while its own event queue is read, which ends at
+ * `input-required` and when a streaming client goes away; Loom's executor dispatches them instead
+ * (it sees every event of a turn to its end), so the SDK is given this sender, which does nothing.
+ */
+const EXECUTOR_DISPATCHES: PushNotificationSender = { send: () => Promise.resolve() };
+
+/** What {@link CheckedRequestHandler} is built from. */
+export interface CheckedRequestHandlerOptions {
+  card: AgentCard;
+  store: TaskStore;
+  executor: LoomAgentExecutor;
+  /** Largest message text accepted, in UTF-8 bytes. */
+  maxBytes: number;
+  /** Where push-notification configs are kept (needed when the card advertises push notifications). */
+  pushConfigs?: PushNotificationStore | undefined;
+}
+
+/**
+ * The SDK's request handler, refusing before a task starts a message Loom's agents cannot take:
+ * a part that is neither text nor data (ContentTypeNotSupportedError, -32005), no text at all,
+ * or too much of it (RequestMalformedError, -32602).
+ */
+export class CheckedRequestHandler extends DefaultRequestHandler {
+  readonly #maxBytes: number;
+
+  constructor(options: CheckedRequestHandlerOptions) {
+    super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
+    this.#maxBytes = options.maxBytes;
+  }
+
+  #check(params: SendMessageRequest): void {
+    const unsupported = unsupportedPartOf(params.message);
+    if (unsupported !== undefined) {
+      throw new ContentTypeNotSupportedError(`the message holds ${unsupported}: Loom agents take ${A2A_INPUT_MODES.join(' and ')} (text and data parts) only`);
+    }
+    const text = inputTextOf(params.message);
+    if (text.trim() === '') throw new RequestMalformedError('the message has no text: Loom agents take text and data parts');
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.#maxBytes) throw new RequestMalformedError(`the message is ${bytes} bytes; the limit is ${this.#maxBytes}`);
+  }
+
+  override sendMessage(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessage']> {
+    this.#check(params);
+    return super.sendMessage(params, context);
+  }
+
+  override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
+    this.#check(params);
+    yield* super.sendMessageStream(params, context);
+  }
+}

@@ -1,0 +1,295 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { type Message, Role, type SendMessageRequest, TaskState } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { settleWithClock } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { agentToml, OWNER_AND_HELPER_KEYS, startApi, type Api } from '../http/api-harness.ts';
+import { type A2aHarness, startA2a } from './a2a-harness.ts';
+
+/** A webhook receiver on 127.0.0.1: records every POST, answers with the statuses queued (200 after them). */
+interface Receiver {
+  url: string;
+  received: { headers: IncomingHttpHeaders; body: unknown }[];
+  answer(...statuses: number[]): void;
+  /** Resolves once `predicate` holds for what was received (checked on every POST). */
+  until(predicate: (received: Receiver['received']) => boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const received: Receiver['received'] = [];
+  const statuses: number[] = [];
+  const waiters: { predicate: (received: Receiver['received']) => boolean; resolve: () => void }[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+      response.writeHead(statuses.shift() ?? 200).end();
+      for (const waiter of [...waiters]) {
+        if (waiter.predicate(received)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve();
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    answer: (...next) => statuses.push(...next),
+    until: (predicate) => (predicate(received) ? Promise.resolve() : new Promise((resolve) => waiters.push({ predicate, resolve }))),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let receiver: Receiver;
+let api: A2aHarness | undefined;
+let daemon: Api | undefined;
+
+/** Loom with webhooks on loopback allowed (the receiver runs on 127.0.0.1). */
+const LOOPBACK_WEBHOOKS = { a2a: { push_allow_private_network: true } };
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-a2a-push-');
+  receiver = await startReceiver();
+});
+afterEach(async () => {
+  await api?.close();
+  await daemon?.close();
+  api = undefined;
+  daemon = undefined;
+  await receiver.close();
+  await dir.remove();
+});
+
+function userMessage(text: string): Message {
+  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+const pushConfig = (url: string, token: string, taskId = '') => ({ tenant: '', id: '', taskId, url, token, authentication: undefined });
+/** A message, with a push config for its task when `push` is given (answered at once with `returnImmediately`). */
+function send(text: string, push?: { url: string; token: string; returnImmediately?: boolean }): SendMessageRequest {
+  return {
+    tenant: '',
+    message: userMessage(text),
+    configuration: push === undefined ? undefined : { acceptedOutputModes: [], taskPushNotificationConfig: pushConfig(push.url, push.token), returnImmediately: push.returnImmediately ?? false },
+    metadata: undefined,
+  };
+}
+
+async function clientOf(server: { url: string }, agent: string, transport: 'JSONRPC' | 'HTTP+JSON', version: '1.0' | '0.3', key?: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => fetch(input, key === undefined ? init : { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } });
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+      preferredTransports: [transport],
+    }),
+  );
+  const cardUrl = `${server.url}/a2a/${agent}/.well-known/agent-card.json`;
+  if (version === '1.0') return factory.createFromUrl(cardUrl, '');
+  return factory.createFromAgentCard(parseLegacyAgentCard(await (await fetch(cardUrl, { headers: { 'A2A-Version': '0.3' } })).json()));
+}
+
+/** The state a notification carries: a 1.0 `StreamResponse` (task or status update), or a 0.3 task. */
+function stateOf(body: unknown): string | undefined {
+  const value = body as { task?: { status?: { state?: string } }; statusUpdate?: { status?: { state?: string } }; kind?: string; status?: { state?: string } };
+  return value.task?.status?.state ?? value.statusUpdate?.status?.state ?? (value.kind === 'task' ? value.status?.state : undefined);
+}
+const states = (received: Receiver['received']): (string | undefined)[] => received.map((entry) => stateOf(entry.body)).filter((state) => state !== undefined);
+const reached = (state: string) => (received: Receiver['received']) => states(received).includes(state);
+
+const modes = [
+  ['JSONRPC', '1.0'],
+  ['HTTP+JSON', '1.0'],
+  ['JSONRPC', '0.3'],
+  ['HTTP+JSON', '0.3'],
+] as const;
+
+describe.each(modes)('push notifications over %s (A2A %s)', (transport, version) => {
+  const completed = version === '1.0' ? 'TASK_STATE_COMPLETED' : 'completed';
+
+  it('sets, gets, lists and deletes a task\'s push-notification configs', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'done' }]);
+    const client = await clientOf(api, 'echo', transport, version);
+    expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(true);
+    const task = await client.sendMessage(send('Hi'));
+    const taskId = (task as { id: string }).id;
+
+    const created = await client.createTaskPushNotificationConfig(pushConfig(receiver.url, 'tok-1', taskId));
+    expect(created).toMatchObject({ taskId, url: receiver.url, token: 'tok-1' });
+    expect(created.id).not.toBe('');
+    const named = await client.createTaskPushNotificationConfig({ ...pushConfig(`${receiver.url}?inbox=2`, 'tok-2', taskId), id: 'second' });
+    expect(named.id).toBe('second');
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id })).toMatchObject({ id: created.id, url: receiver.url, token: 'tok-1' });
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' });
+    expect(listed.configs.map((config) => config.id)).toEqual([created.id, 'second']);
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: created.id });
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['second']);
+    await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id })).rejects.toThrow(/not found/i);
+    // Kept in the store, not in the server: a new server over the same database lists it.
+    expect((await api.host.store.a2aPushConfigs.list(taskId)).map((config) => config.id)).toEqual(['second']);
+    // A config for an unknown task is refused as the task is.
+    await expect(client.createTaskPushNotificationConfig(pushConfig(receiver.url, 'tok', 'no-such-task'))).rejects.toThrow(/not found/i);
+  });
+
+  it('POSTs the task\'s updates to the webhook with the token it gave, to the end (the client answered at once), and records each delivery in the audit log', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'Pushed reply.' }]);
+    const client = await clientOf(api, 'echo', transport, version);
+    const result = await client.sendMessage(send('Hi', { url: receiver.url, token: 'secret-token', returnImmediately: true }));
+    const taskId = (result as { id: string }).id;
+    expect((result as { status?: { state: TaskState } }).status?.state).not.toBe(TaskState.TASK_STATE_COMPLETED);
+    await vi.waitFor(() => expect(states(receiver.received)).toContain(completed), { timeout: 5000, interval: 10 });
+
+    for (const { headers } of receiver.received) {
+      expect(headers['x-a2a-notification-token']).toBe('secret-token');
+      expect(headers['content-type']).toBe(version === '1.0' ? 'application/a2a+json' : 'application/json');
+    }
+    const last = receiver.received.at(-1)?.body as Record<string, unknown>;
+    if (version === '1.0') {
+      expect(receiver.received.map((entry) => Object.keys(entry.body as object)[0])).toEqual(['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate']);
+      expect(last).toMatchObject({ statusUpdate: { taskId, status: { state: 'TASK_STATE_COMPLETED' } } });
+      expect(JSON.stringify(receiver.received[2]?.body)).toContain('Pushed reply.');
+    } else {
+      // 0.3 webhooks get the whole task each time.
+      expect(last).toMatchObject({ kind: 'task', id: taskId, status: { state: 'completed' } });
+      expect(JSON.stringify(last)).toContain('Pushed reply.');
+    }
+    const delivered = await api.host.kernel.audit({ types: ['a2a-push-delivered'] });
+    expect(delivered).toHaveLength(receiver.received.length);
+    expect(delivered[0]).toMatchObject({ agentId: api.host.kernel.get('echo').id, data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 } });
+    expect(JSON.stringify(delivered)).not.toContain('secret-token');
+  });
+});
+
+describe('push delivery', () => {
+  it('goes on after input-required: the updates once a human approves reach the webhook too', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]')));
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'a.txt', content: 'ok' } }] }, { text: 'written' }]);
+    const client = await clientOf(api, 'careful', 'JSONRPC', '1.0');
+    const result = await client.sendMessage(send('write a.txt', { url: receiver.url, token: 't' }));
+    expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    await receiver.until(reached('TASK_STATE_INPUT_REQUIRED'));
+    const [pending] = await api.host.kernel.approvals.list();
+    await api.host.kernel.approvals.decide(pending?.id ?? '', { approved: true, by: 'owner', reason: null });
+    await vi.waitFor(() => expect(states(receiver.received)).toContain('TASK_STATE_COMPLETED'), { timeout: 5000, interval: 10 });
+    expect(states(receiver.received)).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+  });
+
+  it('retries a failing webhook with backoff on the injected clock (1 s, then 2 s) until it answers', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'eventually' }]);
+    receiver.answer(503, 500);
+    const client = await clientOf(api, 'echo', 'JSONRPC', '1.0');
+    const start = api.host.clock.now();
+    await client.sendMessage(send('Hi', { url: receiver.url, token: 't' }));
+    await receiver.until((received) => received.length === 1);
+    // No retry while the clock stands still.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(receiver.received).toHaveLength(1);
+    await settleWithClock(api.host.clock, receiver.until(reached('TASK_STATE_COMPLETED')));
+    // The first notification (the task) was sent three times, the same each time; the rest once.
+    expect(receiver.received.slice(0, 3).map((entry) => entry.body)).toEqual([receiver.received[0]?.body, receiver.received[0]?.body, receiver.received[0]?.body]);
+    expect(api.host.clock.now() - start).toBeGreaterThanOrEqual(3000);
+    const [first] = await api.host.kernel.audit({ types: ['a2a-push-delivered'] });
+    expect(first?.data).toMatchObject({ update: 'task', attempts: 3, status: 200 });
+  });
+
+  it('gives up after four attempts and records the failure with the webhook\'s answer', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, push: { attempts: 4 } });
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'nobody listens' }]);
+    receiver.answer(503, 503, 503, 503, 404);
+    const client = await clientOf(api, 'echo', 'JSONRPC', '1.0');
+    await client.sendMessage(send('Hi', { url: receiver.url, token: 't' }));
+    const failed = async () => {
+      await vi.waitFor(async () => expect(await api?.host.kernel.audit({ types: ['a2a-push-failed'] })).toHaveLength(2), { timeout: 5000, interval: 10 });
+    };
+    await settleWithClock(api.host.clock, failed());
+    const records = await api.host.kernel.audit({ types: ['a2a-push-failed'] });
+    // Four 503s for the task, then a 404 for the next update, which is not retried.
+    expect(records[0]?.data).toMatchObject({ update: 'task', attempts: 4, status: 503, reason: 'the webhook answered 503' });
+    expect(records[1]?.data).toMatchObject({ update: 'statusUpdate', attempts: 1, status: 404 });
+  });
+});
+
+describe('the webhook address guard', () => {
+  it('refuses a webhook on loopback unless [a2a].push_allow_private_network is set, saying so; cloud metadata always', async () => {
+    api = await startA2a(dir.path);
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'done' }]);
+    for (const version of ['1.0', '0.3'] as const) {
+      const client = await clientOf(api, 'echo', 'JSONRPC', version);
+      const error = await client.sendMessage(send('Hi', { url: receiver.url, token: 't' })).then(
+        () => undefined,
+        (caught: unknown) => caught as Error,
+      );
+      expect(error?.message).toMatch(/loopback addresses are refused; set \[a2a\]\.push_allow_private_network = true/);
+      expect(error).toMatchObject({ envelopeCode: -32602 });
+    }
+    expect(model.requests).toHaveLength(0);
+    await api.close();
+
+    api = await startA2a(`${dir.path}/allowed`, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'done' }]);
+    const client = await clientOf(api, 'echo', 'HTTP+JSON', '1.0');
+    const task = await client.sendMessage(send('Hi'));
+    const taskId = (task as { id: string }).id;
+    await expect(client.createTaskPushNotificationConfig(pushConfig('http://169.254.169.254/latest/meta-data', 't', taskId))).rejects.toThrow(/cloud metadata addresses are never called/);
+    await expect(client.createTaskPushNotificationConfig(pushConfig('ftp://example.com/hook', 't', taskId))).rejects.toThrow(/only http and https/);
+    expect(await api.host.store.a2aPushConfigs.list(taskId)).toEqual([]);
+  });
+});
+
+describe('push notifications in the daemon', () => {
+  it('a push config for a task the caller may not reach is refused like the task itself', async () => {
+    daemon = await startApi(dir.path, { config: { ...OWNER_AND_HELPER_KEYS.config, ...LOOPBACK_WEBHOOKS }, env: OWNER_AND_HELPER_KEYS.env });
+    await daemon.host.kernel.spawn(manifest(agentToml('private', model.url)));
+    await daemon.host.kernel.spawn(manifest(agentToml('helper-one', model.url)));
+    model.script([{ text: 'secret plan' }, { text: 'helping' }]);
+    const owner = await clientOf(daemon, 'private', 'JSONRPC', '1.0', 'admin-secret');
+    const secret = (await owner.sendMessage(send('plan'))) as { id: string };
+    const helperOnPrivate = await clientOf(daemon, 'private', 'JSONRPC', '1.0', 'helper-secret');
+    for (const attempt of [
+      helperOnPrivate.createTaskPushNotificationConfig(pushConfig(receiver.url, 't', secret.id)),
+      helperOnPrivate.listTaskPushNotificationConfig({ tenant: '', taskId: secret.id, pageSize: 0, pageToken: '' }),
+    ]) {
+      await expect(attempt).rejects.toMatchObject({ envelopeCode: -32001 });
+    }
+    const rest = await daemon.request(`/a2a/private/rest/tasks/${secret.id}/pushNotificationConfigs`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer helper-secret', 'content-type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({ url: receiver.url, token: 't' }),
+    });
+    expect(rest.status).toBe(404);
+    // Its own task, on an agent it reaches: allowed.
+    const helper = await clientOf(daemon, 'helper-one', 'JSONRPC', '1.0', 'helper-secret');
+    const own = (await helper.sendMessage(send('help'))) as { id: string };
+    expect(await helper.createTaskPushNotificationConfig(pushConfig(receiver.url, 't', own.id))).toMatchObject({ taskId: own.id });
+  });
+
+  it('without push notifications ([a2a].push_notifications = false) the HTTP+JSON config routes answer PushNotificationNotSupportedError, not 404', async () => {
+    daemon = await startApi(dir.path, { config: { a2a: { push_notifications: false } } });
+    await daemon.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    const card = (await (await daemon.request('/a2a/echo/.well-known/agent-card.json')).json()) as { capabilities: { pushNotifications: boolean } };
+    expect(card.capabilities.pushNotifications).toBe(false);
+    const response = await daemon.request('/a2a/echo/rest/tasks/some-task/pushNotificationConfigs', { method: 'POST', headers: { 'content-type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify({ url: receiver.url }) });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toContain('PUSH_NOTIFICATION_NOT_SUPPORTED');
+  });
+});
