@@ -1,5 +1,5 @@
 import { type Config, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../config/index.ts';
-import type { Store } from '../contracts/index.ts';
+import type { Logger, Store } from '../contracts/index.ts';
 import { openHost } from '../host/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import type { PackageService } from '../packages/index.ts';
@@ -23,6 +23,12 @@ function cliLogLevel(env: CliIo['env']): LogLevel {
   return LOG_LEVELS.find((known) => known === level) ?? 'warn';
 }
 
+/** The logger of a command's in-process kernel: on standard error, readable lines at a terminal, JSON lines otherwise. */
+function cliLogger(io: CliIo): Logger {
+  const interactive = io.interactive === true;
+  return createLogger({ level: cliLogLevel(io.env), format: interactive ? 'pretty' : 'json', colorize: interactive });
+}
+
 /** The home folder this run uses, created when missing. */
 export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Config }> {
   const home = resolveLoomHome(io.env, io.cwd);
@@ -36,7 +42,7 @@ export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Con
  */
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const { home, config } = await openHome(io);
-  const host = await openHost({ home, config, env: io.env, logger: createLogger({ level: cliLogLevel(io.env) }) });
+  const host = await openHost({ home, config, env: io.env, logger: cliLogger(io) });
   return {
     home,
     config,

@@ -9,6 +9,8 @@ export interface CliIo {
   cwd: string;
   /** Whether a person is at a terminal (notes and questions are for them; scripts get neither). */
   interactive?: boolean;
+  /** Whether standard output is a terminal (the daemon prints readable log lines there, JSON lines otherwise). */
+  stdoutIsTerminal?: boolean;
 }
 
 /** The process's own streams and environment. */
@@ -20,6 +22,7 @@ export function processIo(): CliIo {
     env: process.env,
     cwd: process.cwd(),
     interactive: process.stdin.isTTY && process.stderr.isTTY,
+    stdoutIsTerminal: process.stdout.isTTY,
   };
 }
 

@@ -92,7 +92,9 @@ export function toErrorResponse(error: unknown, now: number, logger: Logger): Er
     const seconds = retryAfterSeconds(error.details, now);
     if (seconds !== undefined) headers['retry-after'] = String(seconds);
   }
-  if (status >= 500) logger.warn({ err: error, code: error.code }, `an HTTP request failed: ${error.message}`);
+  // One line, no stack: a known error says what failed in its message. A failed model call was
+  // logged once already, where it failed (callWithFallback), so it is not logged again here.
+  if (status >= 500 && error.code !== 'MODEL_CALL_FAILED') logger.warn({ code: error.code, status }, `an HTTP request failed: ${error.message}`);
   const hasDetails = Object.keys(error.details).length > 0;
   return { status, body: { error: { code: error.code, message: error.message, ...(hasDetails ? { details: error.details } : {}) } }, headers };
 }

@@ -56,6 +56,9 @@ interface ClassifiedError {
  *
  * When `signal` aborts, the chain stops at once and rethrows the signal's reason; no other model is tried.
  *
+ * Logging: each retry is a debug line; each model given up is one warning with its cause (and the
+ * model tried next). Callers do not log a `ModelCallFailedError` again.
+ *
  * @throws {ModelCallFailedError} (code `MODEL_CALL_FAILED`) when every model failed; it lists each
  *   model with its last error, and carries them in `details.failures`.
  * @example
@@ -78,8 +81,9 @@ export async function callWithFallback<T>(
   // When every model failed for the user's own reasons (a missing key), the whole failure is theirs.
   let onlyUserErrors = true;
 
-  for (const model of models) {
+  for (const [index, model] of models.entries()) {
     const name = `${model.provider}/${model.model}`;
+    const next = models[index + 1];
     for (let attemptNumber = 1; ; attemptNumber++) {
       signal.throwIfAborted();
       try {
@@ -93,14 +97,15 @@ export async function callWithFallback<T>(
         const classified = classifyModelError(error, clock.now());
         const delayMs = classified.retryAfterMs ?? Math.min(maxDelayMs, baseDelayMs * 2 ** (attemptNumber - 1));
         const willRetry = classified.retryable && attemptNumber <= retries && delayMs <= maxDelayMs;
-        logger.warn(
-          { model: name, attempt: attemptNumber, status: classified.status, retryable: classified.retryable, retryInMs: willRetry ? delayMs : null },
-          `model call to "${name}" failed: ${classified.message}`,
-        );
+        const fields = { model: name, attempt: attemptNumber, status: classified.status, retryable: classified.retryable, retryInMs: willRetry ? delayMs : null };
         if (willRetry) {
+          // A retry is routine: the one line a failed model call gets is written when it is given up.
+          logger.debug(fields, `model call to "${name}" failed (attempt ${attemptNumber}): ${classified.message}; retrying in ${delayMs} ms`);
           await clock.sleep(delayMs, { signal });
           continue;
         }
+        const tries = attemptNumber === 1 ? '' : ` (${attemptNumber} attempts)`;
+        logger.warn(fields, `model call to "${name}" failed${tries}: ${classified.message}${next === undefined ? '' : `; falling back to "${next.provider}/${next.model}"`}`);
         failures.push({ model: name, attempts: attemptNumber, status: classified.status, retryable: classified.retryable, message: classified.message });
         break;
       }

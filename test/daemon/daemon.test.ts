@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 
@@ -44,17 +45,21 @@ async function waitForDaemon(): Promise<DaemonFile> {
   throw new Error('the daemon did not come up');
 }
 
-function startForeground(env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
+function startForeground(env: Record<string, string> = {}, flags: string[] = []): { child: ChildProcess; output: () => string; stdout: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0', ...flags], {
     env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let stdout = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stdout += chunk.toString();
+  });
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+  return { child, output: () => output, stdout: () => stdout, exited };
 }
 
 const manifest = 'name = "keeper"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n';
@@ -82,6 +87,37 @@ describe('the daemon', () => {
     await daemon.exited;
     expect(daemon.output()).toContain('No model key found: looked for ANTHROPIC_API_KEY');
     expect(daemon.output()).toContain('Ollama at http://127.0.0.1:11434');
+  });
+
+  it('prints only JSON lines on standard output when it is not a terminal, and the same records in the log file', async () => {
+    const daemon = startForeground();
+    await waitForDaemon();
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    const lines = daemon.stdout().trim().split('\n');
+    const records = lines.map((line) => JSON.parse(line) as { msg: string });
+    expect(records.map((record) => record.msg)).toEqual([expect.stringMatching(/^Loom is listening at http:\/\/127\.0\.0\.1:\d+/), 'Loom stopped']);
+    const file = (await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).trim().split('\n');
+    expect(file.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(records.map((record) => record.msg));
+  });
+
+  it('prints readable lines with --log-format pretty (time, level, message) while the log file keeps JSON lines', async () => {
+    const daemon = startForeground({}, ['--log-format', 'pretty']);
+    const info = await waitForDaemon();
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    const lines = daemon.stdout().trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^\\[\\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\] INFO: Loom is listening at ${info.url.replace(/[.]/g, '\\.')}\\. No model key found`));
+    expect(lines).toContain(`Loom ${LOOM_VERSION} (pid ${info.pid}), JSON logs in ${join(home, 'logs', 'daemon.log')}. Press Ctrl-C to stop.`);
+    expect(lines.at(-1)).toMatch(/INFO: Loom stopped$/);
+    expect(daemon.stdout()).not.toContain('{"level"');
+    expect(await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).toContain('"msg":"Loom stopped"');
+  });
+
+  it('refuses an unknown --log-format with exit status 2', async () => {
+    const daemon = startForeground({}, ['--log-format', 'fancy']);
+    expect(await daemon.exited).toBe(2);
+    expect(daemon.output()).toContain('--log-format: expected one of auto, json, pretty, got "fancy"');
   });
 
   it('comes back with the same agents running after a restart', async () => {

@@ -59,9 +59,9 @@ describe('callWithFallback()', () => {
 
   it('retries a 429 after the retry-after delay on the clock, then succeeds on the same model', async () => {
     primary.script([{ status: 429, headers: { 'retry-after': '2' } }, { text: 'after the wait' }]);
-    const warned = logger.next('warn');
+    const retrying = logger.next('debug');
     const pending = callWithFallback([claude(), gpt()], turn, { clock, logger });
-    expect((await warned).bindings).toMatchObject({ status: 429, retryInMs: 2000 });
+    expect((await retrying).bindings).toMatchObject({ status: 429, retryInMs: 2000 });
 
     await clock.advance(1999);
     expect(primary.requests).toHaveLength(1);
@@ -76,9 +76,9 @@ describe('callWithFallback()', () => {
 
   it('honours retry-after-ms over retry-after', async () => {
     primary.script([{ status: 503, headers: { 'retry-after-ms': '250', 'retry-after': '20' } }, { text: 'ok' }]);
-    const warned = logger.next('warn');
+    const retrying = logger.next('debug');
     const pending = callWithFallback([claude()], turn, { clock, logger });
-    expect((await warned).bindings['retryInMs']).toBe(250);
+    expect((await retrying).bindings['retryInMs']).toBe(250);
     await clock.advance(250);
     expect((await pending).value).toBe('ok');
   });
@@ -88,8 +88,8 @@ describe('callWithFallback()', () => {
     secondary.script([{ text: 'fallback' }]);
     const delays: unknown[] = [];
     const pending = callWithFallback([claude(), gpt()], turn, { clock, logger, retries: 2, baseDelayMs: 100 });
-    await logger.next('warn');
-    const secondFailure = logger.next('warn');
+    await logger.next('debug');
+    const secondFailure = logger.next('debug');
     await clock.advance(100);
     await secondFailure;
     await clock.advance(200);
@@ -98,6 +98,25 @@ describe('callWithFallback()', () => {
     expect(delays).toEqual([100, 200, null]);
     expect(result.value).toBe('fallback');
     expect(result.failures[0]).toMatchObject({ attempts: 3, status: 503 });
+  });
+
+  it('logs a model that failed after its retries as one warning with its cause and the model tried next (regression: a warning per attempt)', async () => {
+    primary.script([{ status: 500 }, { status: 502 }, { status: 503 }]);
+    const pending = callWithFallback([claude()], turn, { clock, logger, retries: 2, baseDelayMs: 100 });
+    await logger.next('debug');
+    await clock.advance(100);
+    await logger.next('debug');
+    await clock.advance(200);
+    await expect(pending).rejects.toBeInstanceOf(ModelCallFailedError);
+    const warnings = logger.entries.filter((entry) => entry.level !== 'debug');
+    expect(warnings.map((entry) => entry.message)).toEqual([expect.stringMatching(/^model call to "anthropic\/claude-sonnet-4-5" failed \(3 attempts\): HTTP 503/)]);
+    expect(logger.entries.filter((entry) => entry.level === 'debug')).toHaveLength(2);
+
+    primary.script([{ status: 401 }]);
+    secondary.script([{ text: 'from gpt' }]);
+    const before = logger.entries.length;
+    await callWithFallback([claude(), gpt()], turn, { clock, logger });
+    expect(logger.entries.slice(before).map((entry) => [entry.level, entry.message])).toEqual([['warn', expect.stringMatching(/failed: HTTP 401.*; falling back to "openai\/gpt-4o"$/)]]);
   });
 
   it('moves on at once after a 401, without retrying the model', async () => {
@@ -137,9 +156,9 @@ describe('callWithFallback()', () => {
   it('stops at once when aborted during a retry wait, trying no other model', async () => {
     primary.script([{ status: 429, headers: { 'retry-after': '5' } }]);
     const controller = new AbortController();
-    const warned = logger.next('warn');
+    const retrying = logger.next('debug');
     const pending = callWithFallback([claude(), gpt()], turn, { clock, logger, signal: controller.signal });
-    await warned;
+    await retrying;
     controller.abort(new Error('user cancelled'));
     await expect(pending).rejects.toThrow('user cancelled');
     expect(clock.pending()).toBe(0);
@@ -160,7 +179,7 @@ describe('callWithFallback()', () => {
       return calls === 1 ? Promise.reject(new DOMException('The operation timed out.', 'TimeoutError')) : Promise.resolve('second try');
     };
     const pending = callWithFallback([claude()], flaky, { clock, logger, baseDelayMs: 10 });
-    await logger.next('warn');
+    await logger.next('debug');
     await clock.advance(10);
     expect((await pending).value).toBe('second try');
   });

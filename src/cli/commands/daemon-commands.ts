@@ -5,10 +5,10 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Config, ConfigSchema, ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
+import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../../config/index.ts';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
-import { createLogger, LogRing } from '../../logging/index.ts';
+import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../logging/index.ts';
 import { openSqliteStore } from '../../store/index.ts';
 import { openHome } from '../cli-context.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
@@ -32,18 +32,51 @@ async function health(url: string): Promise<{ status: string; version?: string; 
   }
 }
 
+/** `--log-format`: readable lines at a terminal and JSON lines otherwise (`auto`), or either always. */
+const LOG_FORMAT_CHOICES = ['auto', ...LOG_FORMATS] as const;
+
+function parseLogFormat(value: string, from = '--log-format'): (typeof LOG_FORMAT_CHOICES)[number] {
+  const format = LOG_FORMAT_CHOICES.find((choice) => choice === value);
+  if (format === undefined) throw new UsageError(`${from}: expected one of ${LOG_FORMAT_CHOICES.join(', ')}, got "${value}"`);
+  return format;
+}
+
+/**
+ * What the daemon prints on standard output: readable lines at a terminal, JSON lines when it is
+ * not one (a pipe, a service manager), unless `--log-format` or `LOOM_LOG_FORMAT` says otherwise.
+ * @throws {UsageError} for an unknown `LOOM_LOG_FORMAT`.
+ */
+export function daemonLogFormat(io: CliIo, flag?: (typeof LOG_FORMAT_CHOICES)[number]): LogFormat {
+  const fromEnv = io.env['LOOM_LOG_FORMAT'];
+  const chosen = flag ?? (fromEnv === undefined || fromEnv === '' ? 'auto' : parseLogFormat(fromEnv, 'LOOM_LOG_FORMAT'));
+  if (chosen !== 'auto') return chosen;
+  return io.stdoutIsTerminal === true ? 'pretty' : 'json';
+}
+
+/** The daemon's log file, JSON lines whatever its standard output shows. */
+export function daemonLogPath(home: LoomHome): string {
+  return join(home.logsDir, 'daemon.log');
+}
+
 interface StartOptions {
   host?: string;
   port?: number;
   foreground?: boolean;
+  logFormat?: (typeof LOG_FORMAT_CHOICES)[number];
 }
 
 /** Runs the daemon in this process until SIGINT or SIGTERM. */
 async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const { home, config } = await openHome(io);
+  const format = daemonLogFormat(io, options.logFormat);
+  const logFile = daemonLogPath(home);
   // The daemon keeps its last 1,000 records at info and above for event-log agents.
   const logs = new LogRing();
-  const logger = createLogger({ level: config.log.level, ring: logs });
+  const logger = createLogger({ level: config.log.level, ring: logs, file: logFile, format, fd: 1, colorize: format === 'pretty' && io.stdoutIsTerminal === true });
+  // With JSON lines on standard output, it holds nothing else.
+  const say = (text: string): void => {
+    if (format === 'pretty') io.stdout(text);
+  };
   const daemon = await startDaemon({
     home,
     config,
@@ -54,12 +87,12 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.port === undefined ? {} : { port: options.port }),
   });
-  io.stdout(`Loom ${LOOM_VERSION} is listening at ${daemon.info.url} (pid ${daemon.info.pid}). Press Ctrl-C to stop.\n`);
+  say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      io.stdout('Stopping Loom…\n');
+      say('Stopping Loom…\n');
       void daemon.stop().finally(resolve);
     };
     process.on('SIGINT', stop);
@@ -75,12 +108,14 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
     io.stdout(`Loom is already running at ${running.url} (pid ${running.pid}).\n`);
     return;
   }
-  const logPath = join(home.logsDir, 'daemon.log');
+  const logPath = daemonLogPath(home);
   const log = openSync(logPath, 'a');
   const args = [join(import.meta.dirname, '../../../bin/loom.js'), 'start', '--foreground'];
   if (options.host !== undefined) args.push('--host', options.host);
   if (options.port !== undefined) args.push('--port', String(options.port));
-  const child = spawn(process.execPath, args, { cwd: io.cwd, env: { ...io.env }, detached: true, stdio: ['ignore', log, log] });
+  // The daemon writes its JSON lines into the log file itself; what else it says on standard
+  // error (a crash) lands there too, and standard output would only repeat the log.
+  const child = spawn(process.execPath, args, { cwd: io.cwd, env: { ...io.env }, detached: true, stdio: ['ignore', 'ignore', log] });
   closeSync(log);
   child.unref();
   const deadline = Date.now() + DAEMON_WAIT_MS;
@@ -105,7 +140,8 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .option('--host <host>', 'the address to listen on (default [daemon].host, 127.0.0.1)')
     .option('--port <port>', 'the port to listen on (default [daemon].port, 4200; 0 picks a free one)', parsePort)
     .option('--foreground', 'run in this terminal until Ctrl-C (what `npm start` does)')
-    .addHelpText('after', '\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n')
+    .option('--log-format <format>', 'with --foreground, what standard output shows: auto (readable lines at a terminal, JSON lines otherwise), pretty or json (default LOOM_LOG_FORMAT, else auto)', (value) => parseLogFormat(value))
+    .addHelpText('after', '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n')
     .action(async (options: StartOptions) => {
       if (options.foreground === true) await runForeground(io, options);
       else await runBackground(io, options);
