@@ -203,6 +203,28 @@ export const ConfigSchema = z.strictObject({
          * call it is serving, under that agent's quota. Refused by default.
          */
         sampling: z.boolean().default(false),
+        /**
+         * OAuth 2.1 for a remote (sse/http) server: `authorization_code` (a person logs in once
+         * with `loom mcp login <name>`; tokens are kept and refreshed) or `client_credentials`
+         * (an unattended daemon with its own client id and secret).
+         */
+        oauth: z
+          .strictObject({
+            grant: z.enum(['authorization_code', 'client_credentials']).default('authorization_code'),
+            /** A client registered with the authorization server; without it Loom registers itself (dynamic registration). */
+            client_id: z.string().min(1).optional(),
+            /** The variable holding the client's secret (required for client_credentials). */
+            client_secret_env: EnvName.optional(),
+            scope: z.string().min(1).optional(),
+            /** The authorization server's issuer the client credentials belong to: they are sent to no other. */
+            issuer: z.url().optional(),
+          })
+          .superRefine((oauth, context) => {
+            if (oauth.grant === 'client_credentials' && (oauth.client_id === undefined || oauth.client_secret_env === undefined || oauth.issuer === undefined)) {
+              context.addIssue({ code: 'custom', path: ['client_id'], message: 'client_credentials needs client_id, client_secret_env and issuer' });
+            }
+          })
+          .optional(),
         transport: z.discriminatedUnion('type', [
           z.strictObject({ type: z.literal('stdio'), command: z.string().min(1), args: z.array(z.string()).default([]) }),
           z.strictObject({ type: z.literal('sse'), url: z.url() }),
@@ -213,6 +235,8 @@ export const ConfigSchema = z.strictObject({
             headers: z.record(z.string(), z.string()).default({}),
           }),
         ]),
+      }).superRefine((server, context) => {
+        if (server.oauth !== undefined && server.transport.type === 'stdio') context.addIssue({ code: 'custom', path: ['oauth'], message: 'OAuth is for remote servers (transport sse or http); a stdio server gets its secrets through env' });
       }),
     )
     .default([]),

@@ -19,6 +19,8 @@ export interface LoomHome {
   /** One folder per agent. */
   workspacesDir: string;
   logsDir: string;
+  /** OAuth sessions of remote MCP servers, a file each (mode 0600, the folder 0700). */
+  mcpOAuthDir: string;
 }
 
 /** Expands a leading `~` to the user's home folder. */
@@ -40,6 +42,7 @@ export function resolveLoomHome(env: Readonly<Record<string, string | undefined>
     skillsDir: join(root, 'skills'),
     workspacesDir: join(root, 'workspaces'),
     logsDir: join(root, 'logs'),
+    mcpOAuthDir: join(dataDir, 'mcp-oauth'),
   };
 }
 

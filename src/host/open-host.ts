@@ -97,7 +97,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     const clock = options.clock ?? createSystemClock();
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
-        ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock })
+        ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock, oauthDir: options.home.mcpOAuthDir })
         : undefined;
     const runtime = createRuntime(options, mcp === undefined ? undefined : () => mcp.tools());
     const codeModules = createCodeModules({ clock, logger: options.logger, env: options.env, workspaceOf: (agent) => runtime.workspaceOf(agent) });

@@ -20,15 +20,16 @@ export function stdioEntry(name: string, args: string[], extra: Partial<McpServe
   return { name, timeout_secs: 30, env: [], allow_private_network: false, transport: { type: 'stdio', command: process.execPath, args }, ...extra };
 }
 
-/** A manager on a fake clock with a silent logger, resolving host names with `resolve` when given (the system resolver otherwise). */
+/** A manager on a fake clock with a silent logger, resolving host names with `resolve` when given (the system resolver otherwise), keeping OAuth sessions in `oauthDir`. */
 export function makeManager(
   servers: McpServerEntry[],
   env: Record<string, string | undefined> = process.env,
   logger: Logger = createSilentLogger(),
   resolve?: HostResolver,
+  oauthDir?: string,
 ): { manager: McpClientManager; clock: FakeClock } {
   const clock = createFakeClock();
-  const manager = createMcpClientManager({ servers, env, logger, clock, resolve });
+  const manager = createMcpClientManager({ servers, env, logger, clock, resolve, oauthDir });
   return { manager, clock };
 }
 

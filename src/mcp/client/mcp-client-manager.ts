@@ -8,13 +8,14 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pathToFileURL } from 'node:url';
-import { Client, type ClientCapabilities, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
+import { Client, type ClientCapabilities, type OAuthClientProvider, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
-import { createPinnedFetch } from './pinned-fetch.ts';
+import { mcpOAuthProvider } from './mcp-oauth.ts';
+import { createPinnedFetch, withCheckedOtherHosts } from './pinned-fetch.ts';
 import {
   checkStdioCommand,
   expandHeaders,
@@ -44,6 +45,8 @@ export interface McpClientManagerOptions {
    * attempt resolves once and connects only to the addresses that passed the check.
    */
   resolve?: HostResolver | undefined;
+  /** Where the OAuth sessions of `oauth` servers are kept (`LOOM_HOME/mcp-oauth`); without it such servers fail to connect. */
+  oauthDir?: string | undefined;
 }
 
 /** One server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
@@ -225,6 +228,14 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     });
   }
 
+  /** The OAuth provider of an `oauth` server (its session kept in `oauthDir`). */
+  function authOf(entry: McpServerEntry): { authProvider?: OAuthClientProvider } {
+    if (entry.oauth === undefined) return {};
+    if (options.oauthDir === undefined) throw new McpServerRefusedError(`MCP server "${entry.name}" uses OAuth, but this process keeps no OAuth sessions`);
+    const provider = mcpOAuthProvider(entry, { dir: options.oauthDir, env });
+    return provider === undefined ? {} : { authProvider: provider };
+  }
+
   /**
    * The transport of one connection attempt, and what to release when it ends (an HTTP connection
    * pool). `unreachable` is called when an sse/http server stops answering at the checked address.
@@ -247,14 +258,16 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       case 'sse': {
         const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
         const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
-        return { transport: new SSEClientTransport(vetted.url, { fetch: sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, pinned.fetch) }), release: pinned.close };
+        const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
+        return { transport: new SSEClientTransport(vetted.url, { fetch, ...authOf(entry) }), release: pinned.close };
       }
       case 'http': {
         const headers = expandHeaders(entry.name, transport.headers, env);
         const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
         const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
+        const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
         return {
-          transport: new StreamableHTTPClientTransport(vetted.url, { fetch: sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, pinned.fetch), requestInit: { headers } }),
+          transport: new StreamableHTTPClientTransport(vetted.url, { fetch, requestInit: { headers }, ...authOf(entry) }),
           release: pinned.close,
         };
       }
