@@ -92,10 +92,9 @@ export class PushNotifier {
     this.#track(step);
   }
 
-  /** Notifies a task's webhooks of its state as stored (a task failed at start-up, say). */
+  /** Notifies a task's webhooks of the task as stored (one failed at start-up, say): the whole task, its state included. */
   notifyStored(agent: string, task: Task): void {
     this.observe(agent, { kind: 'task', data: task });
-    this.observe(agent, { kind: 'statusUpdate', data: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined } });
   }
 
   /** Resolves once every notification taken so far is delivered or given up. */

@@ -8,7 +8,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { settleWithClock } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { agentToml, OWNER_AND_HELPER_KEYS, startApi, type Api } from '../http/api-harness.ts';
+import { agentToml, type HangingModelServer, OWNER_AND_HELPER_KEYS, startApi, startHangingModelServer, type Api } from '../http/api-harness.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createA2aServer } from '../../src/a2a/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 
 /** A webhook receiver on 127.0.0.1: records every POST, answers with the statuses queued (200 after them). */
@@ -167,8 +170,15 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
       expect(last).toMatchObject({ kind: 'task', id: taskId, status: { state: 'completed' } });
       expect(JSON.stringify(last)).toContain('Pushed reply.');
     }
-    const delivered = await api.host.kernel.audit({ types: ['a2a-push-delivered'] });
-    expect(delivered).toHaveLength(receiver.received.length);
+    // Recorded once the webhook has answered: the last record may follow the last POST by a moment.
+    const delivered = await vi.waitFor(
+      async () => {
+        const records = await api?.host.kernel.audit({ types: ['a2a-push-delivered'] });
+        expect(records).toHaveLength(receiver.received.length);
+        return records ?? [];
+      },
+      { timeout: 5000, interval: 10 },
+    );
     expect(delivered[0]).toMatchObject({ agentId: api.host.kernel.get('echo').id, data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 } });
     expect(JSON.stringify(delivered)).not.toContain('secret-token');
   });
@@ -224,6 +234,41 @@ describe('push delivery', () => {
     // Four 503s for the task, then a 404 for the next update, which is not retried.
     expect(records[0]?.data).toMatchObject({ update: 'task', attempts: 4, status: 503, reason: 'the webhook answered 503' });
     expect(records[1]?.data).toMatchObject({ update: 'statusUpdate', attempts: 1, status: 404 });
+  });
+});
+
+describe('push after a restart', () => {
+  let hanging: HangingModelServer | undefined;
+  afterEach(async () => {
+    await hanging?.close();
+    hanging = undefined;
+  });
+
+  it('a task whose daemon stopped during its turn is failed at the next start, and its webhook is told', async () => {
+    hanging = await startHangingModelServer();
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url)));
+    const client = await clientOf(api, 'slow', 'JSONRPC', '1.0');
+    const task = (await client.sendMessage(send('Tell me a long story', { url: receiver.url, token: 'again', returnImmediately: true }))) as { id: string };
+    await receiver.until(reached('TASK_STATE_WORKING'));
+    // The next daemon, over the same tasks and configs (the first one's turn never ends: as after a crash).
+    const next = createA2aServer({
+      kernel: api.host.kernel,
+      config: ConfigSchema.parse(LOOPBACK_WEBHOOKS),
+      repository: api.repository,
+      logger: createSilentLogger(),
+      now: () => api?.host.clock.now() ?? 0,
+      push: { repository: api.host.store.a2aPushConfigs, clock: api.host.clock },
+    });
+    try {
+      await receiver.until(reached('TASK_STATE_FAILED'));
+      const last = receiver.received.at(-1);
+      expect(last?.headers['x-a2a-notification-token']).toBe('again');
+      expect(last?.body).toMatchObject({ task: { id: task.id, status: { state: 'TASK_STATE_FAILED' } } });
+      expect(JSON.stringify(last?.body)).toContain('the Loom daemon stopped while it ran');
+    } finally {
+      next.close();
+    }
   });
 });
 
