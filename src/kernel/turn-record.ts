@@ -18,7 +18,17 @@ export type TurnEnding = { status: 'finished' } | { status: 'cancelled' | 'faile
 /** One step of a turn's trace, in the order it happened: a model call or a tool call. */
 export type TraceStep =
   | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; costUsd: number; startedAt: number; latencyMs: number }
-  | { kind: 'tool'; toolCallId: string; toolName: string; startedAt: number; durationMs: number; isError: boolean };
+  | {
+      kind: 'tool';
+      toolCallId: string;
+      toolName: string;
+      startedAt: number;
+      /** From the call to its result, a wait for a person's approval included. */
+      durationMs: number;
+      isError: boolean;
+      /** How a person decided the call, when it waited for one. */
+      approval?: 'approved' | 'denied';
+    };
 
 /**
  * What a session keeps of a turn, on the turn's user message under `providerOptions.loom.turn`
@@ -40,6 +50,9 @@ export type TurnRecord = {
   steps: TraceStep[];
 };
 
+/** How the tool runner words a call a person did not approve. */
+const NOT_APPROVED = /^the call to \S+ was not approved/;
+
 type PendingStep = { kind: 'model'; call: ModelCallUsage } | Extract<TraceStep, { kind: 'tool' }>;
 
 /**
@@ -51,6 +64,7 @@ export class TurnTrace {
   readonly #steps: PendingStep[] = [];
   readonly #toolStarts = new Map<string, number>();
   readonly #toolNames = new Map<string, string>();
+  readonly #asked = new Set<string>();
   readonly startedAt: number;
   runId: string | undefined;
 
@@ -75,12 +89,15 @@ export class TurnTrace {
         this.#toolStarts.set(event.toolCallId, this.#clock.now());
         this.#toolNames.set(event.toolCallId, event.toolName);
       }
+      if (event.type === 'approval-request') this.#asked.add(event.toolCallId);
       if (event.type === 'tool-result') {
         const now = this.#clock.now();
         const startedAt = this.#toolStarts.get(event.toolCallId) ?? now;
         this.#toolStarts.delete(event.toolCallId);
         const durationMs = now - startedAt;
-        this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError });
+        // The tool runner answers a refused call with this; an approved call ran, whatever it answered.
+        const approval = !this.#asked.has(event.toolCallId) ? undefined : event.isError && NOT_APPROVED.test(event.text) ? 'denied' : 'approved';
+        this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError, ...(approval === undefined ? {} : { approval }) });
         emit({ ...event, durationMs });
         return;
       }

@@ -171,7 +171,7 @@ describe('following a turn and its trace', () => {
     expect(record).toMatchObject({ status: 'finished', model: 'openai/gpt-4o', inputTokens: 270, outputTokens: 10, startedAt, finishedAt: startedAt + 3500 });
     expect(record.steps).toEqual<TraceStep[]>([
       { kind: 'model', model: 'openai/gpt-4o', inputTokens: 120, outputTokens: 7, costUsd: expect.any(Number) as number, startedAt, latencyMs: 1500 },
-      { kind: 'tool', toolCallId: expect.any(String) as string, toolName: 'file_write', startedAt: startedAt + 1500, durationMs: 2000, isError: false },
+      { kind: 'tool', toolCallId: expect.any(String) as string, toolName: 'file_write', startedAt: startedAt + 1500, durationMs: 2000, isError: false, approval: 'approved' },
       { kind: 'model', model: 'openai/gpt-4o', inputTokens: 150, outputTokens: 3, costUsd: expect.any(Number) as number, startedAt: startedAt + 3500, latencyMs: 0 },
     ]);
     expect(record.costUsd).toBeGreaterThan(0);

@@ -1,30 +1,37 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { decideApproval, streamMessage } from '../api.ts';
+import { ApiError, decideApproval } from '../api.ts';
+import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
+import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
+import type { ChatEvent, ChatSessionView, TurnRecord } from '../chat-types.ts';
 import { ErrorBox, PageHeader, StateBadge } from '../components.tsx';
-import { errorText, formatCost, formatTokens } from '../format.ts';
+import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
+import { Markdown } from '../markdown.tsx';
 import { href } from '../router.ts';
-import { toTranscript } from '../session.ts';
-import type { AgentEvent, AgentView, SessionView, TurnView } from '../types.ts';
-import { ToolCallLine, ToolResultLine, Transcript } from './transcript.tsx';
+import type { AgentView, TurnView } from '../types.ts';
+import { ToolCallView, TraceView } from './transcript.tsx';
+import '../chat.css';
 
-type Part =
-  | { kind: 'text'; text: string }
-  | { kind: 'tool-call'; toolName: string; input: unknown }
-  | { kind: 'tool-result'; toolName: string; text: string; isError: boolean }
-  | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined };
+type LivePart = ChatItem | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined };
 
-interface Turn {
+/** The turn streaming now: the person's message and what has come of it so far. */
+interface LiveTurn {
   message: string;
-  parts: Part[];
+  at: number;
+  parts: LivePart[];
   phase: string | undefined;
   result: TurnView | undefined;
   error: string | undefined;
+  cancelled: string | undefined;
   done: boolean;
 }
 
-/** Folds one streamed event into the turn; text deltas extend the last text part. */
-export function applyEvent(turn: Turn, event: AgentEvent): Turn {
+function newTurn(message: string, at: number): LiveTurn {
+  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, done: false };
+}
+
+/** Folds one streamed event into the live turn; text deltas extend the last text part, a tool result completes its call. */
+export function applyEvent(turn: LiveTurn, event: ChatEvent): LiveTurn {
   switch (event.type) {
     case 'text-delta': {
       const parts = [...turn.parts];
@@ -34,17 +41,21 @@ export function applyEvent(turn: Turn, event: AgentEvent): Turn {
       return { ...turn, parts, phase: undefined };
     }
     case 'tool-call':
-      return { ...turn, parts: [...turn.parts, { kind: 'tool-call', toolName: event.toolName, input: event.input }], phase: `running ${event.toolName}` };
-    case 'tool-result':
       return {
         ...turn,
-        // A call decided elsewhere (the approvals page, the CLI) shows its outcome here too.
-        parts: [
-          ...turn.parts.map((part): Part => (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined ? { ...part, outcome: event.isError ? 'denied' : 'approved' } : part)),
-          { kind: 'tool-result', toolName: event.toolName, text: event.text, isError: event.isError },
-        ],
-        phase: undefined,
+        parts: [...turn.parts, { kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, output: undefined, isError: false, durationMs: undefined }],
+        phase: `running ${event.toolName}`,
       };
+    case 'tool-result': {
+      const durationMs = 'durationMs' in event ? event.durationMs : undefined;
+      const parts = turn.parts.map((part): LivePart => {
+        // A call decided elsewhere (the approvals page, the CLI) shows its outcome here too.
+        if (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined) return { ...part, outcome: event.isError ? 'denied' : 'approved' };
+        if (part.kind === 'tool' && part.toolCallId === event.toolCallId) return { ...part, output: event.text, isError: event.isError, durationMs };
+        return part;
+      });
+      return { ...turn, parts, phase: undefined };
+    }
     case 'approval-request':
       return { ...turn, parts: [...turn.parts, { kind: 'approval', approvalId: event.approvalId, toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, outcome: undefined }], phase: `waiting for approval of ${event.toolName}` };
     case 'phase':
@@ -52,6 +63,7 @@ export function applyEvent(turn: Turn, event: AgentEvent): Turn {
     case 'run-finish':
       return { ...turn, result: event.result, phase: undefined, done: true };
     case 'error':
+      if (event.code === 'TURN_CANCELLED') return { ...turn, cancelled: event.message, phase: undefined, done: true };
       return { ...turn, error: `${event.code}: ${event.message}`, phase: undefined, done: true };
     case 'run-start':
       return { ...turn, phase: 'thinking' };
@@ -99,43 +111,137 @@ function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: st
   );
 }
 
-function TurnView({ turn }: { turn: Turn }) {
+/** A time on a message: the clock time, the full date and time on hover. */
+function Stamp({ at }: { at: number | undefined }) {
+  if (at === undefined) return null;
+  const date = new Date(at);
   return (
-    <div class="turn">
-      <div class="bubble bubble-user">
-        <div class="bubble-role">You</div>
-        <div class="bubble-text">{turn.message}</div>
+    <time class="stamp" dateTime={date.toISOString()} title={formatTime(at)}>
+      {date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}
+    </time>
+  );
+}
+
+function UserBubble({ text, at }: { text: string; at: number | undefined }) {
+  return (
+    <div class="bubble bubble-user" data-testid="user-message">
+      <div class="bubble-role">
+        You <Stamp at={at} />
       </div>
-      {turn.parts.map((part, index) => {
-        switch (part.kind) {
+      <div class="bubble-text">{text}</div>
+    </div>
+  );
+}
+
+function AgentText({ text, at, streaming }: { text: string; at: number | undefined; streaming: boolean }) {
+  return (
+    <div class="bubble bubble-agent" data-testid="reply">
+      <div class="bubble-role">
+        Agent <Stamp at={at} />
+      </div>
+      <Markdown text={text} class="bubble-markdown" />
+      {streaming ? <span class="caret" /> : null}
+    </div>
+  );
+}
+
+/** The items of a turn: text as Markdown, tool calls expandable, Loom's notes and asides set apart. */
+function Items({ items, at, streaming }: { items: readonly LivePart[]; at: number | undefined; streaming: boolean }) {
+  return (
+    <>
+      {items.map((item, index) => {
+        const last = index === items.length - 1;
+        switch (item.kind) {
           case 'text':
+            return <AgentText key={index} text={item.text} at={last ? at : undefined} streaming={streaming && last} />;
+          case 'tool':
+            return <ToolCallView key={item.toolCallId === '' ? index : item.toolCallId} item={item} running={streaming} />;
+          case 'note':
             return (
-              <div key={index} class="bubble bubble-agent" data-testid="reply">
-                <div class="bubble-role">Agent</div>
-                <div class="bubble-text">
-                  {part.text}
-                  {!turn.done && index === turn.parts.length - 1 ? <span class="caret" /> : null}
-                </div>
+              <div key={index} class={`turn-note turn-note-${item.status}`} data-testid="turn-note">
+                {item.text}
               </div>
             );
-          case 'tool-call':
-            return <ToolCallLine key={index} toolName={part.toolName} input={part.input} />;
-          case 'tool-result':
-            return <ToolResultLine key={index} toolName={part.toolName} text={part.text} isError={part.isError} />;
+          case 'aside':
+            return (
+              <div key={index} class="turn-aside">
+                {item.text}
+              </div>
+            );
           case 'approval':
-            return <ApprovalLine key={index} approvalId={part.approvalId} toolName={part.toolName} input={part.input} outcome={part.outcome} />;
+            return <ApprovalLine key={index} approvalId={item.approvalId} toolName={item.toolName} input={item.input} outcome={item.outcome} />;
         }
       })}
-      {!turn.done ? (
-        <div class="thinking">
+    </>
+  );
+}
+
+function StatusBadge({ status, reason }: { status: 'cancelled' | 'failed'; reason: string | null | undefined }) {
+  return (
+    <span class={`turn-status turn-status-${status}`} data-testid="turn-status" title={reason ?? undefined}>
+      {status}
+    </span>
+  );
+}
+
+/** Tokens, cost, model calls and model of a turn. */
+function UsageLine({ inputTokens, outputTokens, costUsd, calls, model }: { inputTokens: number; outputTokens: number; costUsd: number; calls: number; model: string | null }) {
+  return (
+    <span data-testid="turn-usage">
+      {formatTokens(inputTokens)} in · {formatTokens(outputTokens)} out · {formatCost(costUsd)} · {calls} model call{calls === 1 ? '' : 's'}
+      {model === null ? null : (
+        <>
+          {' '}
+          · <span class="mono">{model}</span>
+        </>
+      )}
+    </span>
+  );
+}
+
+function RecordFooter({ record }: { record: TurnRecord }) {
+  const calls = record.steps.filter((step) => step.kind === 'model').length;
+  return (
+    <div class="turn-footer">
+      {record.status === 'finished' ? null : <StatusBadge status={record.status} reason={record.reason} />}
+      <UsageLine inputTokens={record.inputTokens} outputTokens={record.outputTokens} costUsd={record.costUsd} calls={calls} model={record.model} />
+      <TraceView record={record} />
+    </div>
+  );
+}
+
+/** A committed turn, as the session keeps it. */
+function HistoryTurn({ turn }: { turn: ChatTurn }) {
+  return (
+    <div class="turn" data-testid="turn" data-status={turn.record?.status ?? 'unknown'}>
+      {turn.message === '' ? null : <UserBubble text={turn.message} at={turn.at} />}
+      <Items items={turn.items} at={turn.record?.finishedAt} streaming={false} />
+      {turn.record === undefined ? null : <RecordFooter record={turn.record} />}
+    </div>
+  );
+}
+
+/** The turn streaming now. */
+function LiveTurnView({ turn }: { turn: LiveTurn }) {
+  const running = !turn.done;
+  return (
+    <div class="turn turn-live" data-testid="live-turn">
+      <UserBubble text={turn.message} at={turn.at} />
+      <Items items={turn.parts} at={undefined} streaming={running} />
+      {running ? (
+        <div class="thinking" role="status">
           <span class="spinner" /> {turn.phase ?? 'waiting for the agent'}…
         </div>
       ) : null}
       {turn.error === undefined ? null : <ErrorBox message={turn.error} />}
+      {turn.cancelled === undefined ? null : (
+        <div class="turn-footer">
+          <StatusBadge status="cancelled" reason={turn.cancelled} />
+        </div>
+      )}
       {turn.result === undefined ? null : (
-        <div class="turn-usage" data-testid="turn-usage">
-          {formatTokens(turn.result.usage.input_tokens)} in · {formatTokens(turn.result.usage.output_tokens)} out · {formatCost(turn.result.cost_usd)} · {turn.result.iterations} model call
-          {turn.result.iterations === 1 ? '' : 's'} · <span class="mono">{turn.result.model}</span>
+        <div class="turn-footer">
+          <UsageLine inputTokens={turn.result.usage.input_tokens} outputTokens={turn.result.usage.output_tokens} costUsd={turn.result.cost_usd} calls={turn.result.iterations} model={turn.result.model} />
         </div>
       )}
     </div>
@@ -144,36 +250,101 @@ function TurnView({ turn }: { turn: Turn }) {
 
 export function ChatPage({ name }: { name: string }) {
   const agent = useApi<AgentView>(`/api/agents/${encodeURIComponent(name)}`);
-  const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`);
-  const [turns, setTurns] = useState<Turn[]>([]);
+  const session = useApi<ChatSessionView>(`/api/agents/${encodeURIComponent(name)}/session`);
+  const [live, setLive] = useState<LiveTurn | undefined>(undefined);
   const [draft, setDraft] = useState('');
-  const sending = turns.some((turn) => !turn.done);
+  const [stopping, setStopping] = useState(false);
+  const [problem, setProblem] = useState<string | undefined>(undefined);
+  const [confirmReset, setConfirmReset] = useState(false);
   const bottom = useRef<HTMLDivElement>(null);
-  const abort = useRef<AbortController | undefined>(undefined);
+  const input = useRef<HTMLTextAreaElement>(null);
+  // Listening to a turn: aborted when the page goes, which leaves the turn running.
+  const listening = useRef<AbortController | undefined>(undefined);
+  const running = live !== undefined && !live.done;
 
-  useEffect(() => () => abort.current?.abort(), []);
+  useEffect(() => () => listening.current?.abort(), []);
+  useEffect(() => {
+    input.current?.focus();
+  }, []);
   useEffect(() => {
     bottom.current?.scrollIntoView({ block: 'end' });
-  }, [turns]);
+  }, [session.data, live]);
 
-  const send = async (event: Event): Promise<void> => {
+  /** Streams a turn's events into the live turn, then shows the committed session. */
+  const listen = async (start: (onEvent: (event: ChatEvent) => void, signal: AbortSignal) => Promise<void>, turn: LiveTurn): Promise<void> => {
+    listening.current?.abort();
+    const controller = new AbortController();
+    listening.current = controller;
+    setLive(turn);
+    try {
+      await start((event) => setLive((current) => (current === undefined ? current : applyEvent(current, event))), controller.signal);
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      // A turn that ended between the session's answer and this one is in the session now.
+      if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) setLive((current) => (current === undefined ? current : { ...current, error: errorText(error), done: true }));
+    }
+    if (controller.signal.aborted) return;
+    setLive((current) => (current === undefined ? current : { ...current, done: true }));
+    setStopping(false);
+    session.reload();
+  };
+
+  // A turn running when the page opens (started here before, or elsewhere) is followed.
+  const pending = session.data?.running ?? null;
+  useEffect(() => {
+    if (pending === null || live !== undefined) return;
+    void listen((onEvent, signal) => followTurn(name, onEvent, signal), newTurn(pending.message, Date.parse(pending.received_at)));
+  }, [pending?.received_at, live === undefined]);
+
+  // Once the committed session is back, it shows the turn that was live.
+  useEffect(() => {
+    if (live?.done === true) setLive(undefined);
+  }, [session.data]);
+
+  const send = (event: Event): void => {
     event.preventDefault();
     const message = draft.trim();
-    if (message === '' || sending) return;
+    if (message === '' || running) return;
     setDraft('');
-    const index = turns.length;
-    const update = (change: (turn: Turn) => Turn): void => setTurns((current) => current.map((turn, i) => (i === index ? change(turn) : turn)));
-    setTurns((current) => [...current, { message, parts: [], phase: undefined, result: undefined, error: undefined, done: false }]);
-    abort.current = new AbortController();
+    setProblem(undefined);
+    void listen((onEvent, signal) => sendMessage(name, message, onEvent, signal), newTurn(message, Date.now()));
+  };
+
+  const stop = async (): Promise<void> => {
+    if (!running || stopping) return;
+    setStopping(true);
     try {
-      await streamMessage(name, message, (agentEvent) => update((turn) => applyEvent(turn, agentEvent)), abort.current.signal);
-      update((turn) => ({ ...turn, done: true }));
+      await cancelTurn(name);
     } catch (error) {
-      update((turn) => ({ ...turn, error: errorText(error), done: true }));
+      setStopping(false);
+      if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) setProblem(`could not stop the reply: ${errorText(error)}`);
     }
   };
 
-  const history = toTranscript(session.data?.messages ?? []);
+  // Esc stops the reply, wherever the focus is on this page.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent): void => {
+      if (event.key === 'Escape' && running) {
+        event.preventDefault();
+        void stop();
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [running, stopping]);
+
+  const reset = async (): Promise<void> => {
+    setConfirmReset(false);
+    try {
+      await resetSession(name);
+      setLive(undefined);
+      session.reload();
+    } catch (error) {
+      setProblem(`could not reset the session: ${errorText(error)}`);
+    }
+  };
+
+  const history = toChatTurns(session.data?.messages ?? []);
   return (
     <div class="page chat-page">
       <PageHeader
@@ -187,25 +358,39 @@ export function ChatPage({ name }: { name: string }) {
             <a href={href.agents}>Agents</a> / <a href={href.agent(name)}>{name}</a> / chat
           </span>
         }
+        actions={
+          confirmReset ? (
+            <span class="reset-confirm">
+              Empty the session of {name}?{' '}
+              <button type="button" class="btn btn-small btn-danger-ghost" onClick={() => void reset()}>
+                Reset
+              </button>
+              <button type="button" class="btn btn-small" onClick={() => setConfirmReset(false)}>
+                Keep it
+              </button>
+            </span>
+          ) : (
+            <button type="button" class="btn btn-small" disabled={running || history.length === 0} onClick={() => setConfirmReset(true)}>
+              Reset session
+            </button>
+          )
+        }
       />
-      <ErrorBox message={agent.error} />
-      <div class="chat-log" aria-live="polite">
-        {history.length === 0 && turns.length === 0 ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
-        {history.length === 0 ? null : (
-          <>
-            <Transcript items={history} />
-            <div class="divider">earlier messages above</div>
-          </>
-        )}
-        {turns.map((turn, index) => (
-          <TurnView key={index} turn={turn} />
+      <ErrorBox message={agent.error ?? session.error} />
+      <div class="chat-log" aria-live="polite" data-testid="chat-log">
+        {history.length === 0 && live === undefined ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
+        {history.map((turn, index) => (
+          <HistoryTurn key={index} turn={turn} />
         ))}
+        {live === undefined ? null : <LiveTurnView turn={live} />}
         <div ref={bottom} />
       </div>
-      <form class="composer" onSubmit={(event) => void send(event)}>
+      <ErrorBox message={problem} />
+      <form class="composer" onSubmit={send}>
         <textarea
+          ref={input}
           aria-label="Message"
-          placeholder={`Message ${name}… (Enter to send, Shift+Enter for a new line)`}
+          placeholder={`Message ${name}… (Enter to send, Shift+Enter for a new line, Esc to stop a reply)`}
           rows={2}
           value={draft}
           onInput={(event) => setDraft(event.currentTarget.value)}
@@ -216,9 +401,15 @@ export function ChatPage({ name }: { name: string }) {
             }
           }}
         />
-        <button type="submit" class="btn btn-primary" disabled={sending || draft.trim() === ''}>
-          {sending ? 'Replying…' : 'Send'}
-        </button>
+        {running ? (
+          <button type="button" class="btn btn-danger-ghost" disabled={stopping} onClick={() => void stop()} title="Stop the reply (Esc); what it said so far is kept">
+            {stopping ? 'Stopping…' : 'Stop'}
+          </button>
+        ) : (
+          <button type="submit" class="btn btn-primary" disabled={draft.trim() === ''}>
+            Send
+          </button>
+        )}
       </form>
     </div>
   );

@@ -1,0 +1,47 @@
+import type { AgentEvent } from './types.ts';
+
+/** The turn an agent runs on its main session now, as `GET /api/agents/{agent}/turn` and the session view show it. */
+export interface RunningTurnView {
+  run_id: string | null;
+  message: string;
+  received_at: string;
+  state: 'running' | 'queued';
+}
+
+/** The session view: its messages, and the turn not yet committed to it. */
+export interface ChatSessionView {
+  id: string;
+  messages: readonly unknown[];
+  running: RunningTurnView | null;
+}
+
+/** How a cancel ended (`POST …/turn/cancel`). */
+export interface CancelledTurnView {
+  agent: string;
+  run_id: string | null;
+  status: TurnStatus;
+}
+
+export type TurnStatus = 'finished' | 'cancelled' | 'failed';
+
+/** One step of a turn's trace (see the kernel's `TraceStep`). */
+export type TraceStep =
+  | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; costUsd: number; startedAt: number; latencyMs: number }
+  | { kind: 'tool'; toolCallId: string; toolName: string; startedAt: number; durationMs: number; isError: boolean; approval?: 'approved' | 'denied' };
+
+/** What the session keeps of a turn, on its user message under `providerOptions.loom.turn`. */
+export interface TurnRecord {
+  id: string;
+  status: TurnStatus;
+  reason: string | null;
+  startedAt: number;
+  finishedAt: number;
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  steps: TraceStep[];
+}
+
+/** An agent event as the chat reads it: a tool result may carry its duration. */
+export type ChatEvent = AgentEvent | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number };
