@@ -2,15 +2,16 @@ import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, type Kernel, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
+import { checkAgentModels, formatModelProblem } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
-import type { ChannelService, ChannelView } from '../channels/index.ts';
+import type { ChannelView } from '../channels/index.ts';
 import type { ChannelPairingRecord } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
-import { openCliContext, openHome } from './cli-context.ts';
+import { type CliContext, openCliContext, openHome } from './cli-context.ts';
 import type { CliIo } from './cli-io.ts';
 
 /** An agent event as the CLI renders it: a finished run carries the turn's JSON view. */
@@ -23,9 +24,10 @@ export type CliEvent = Exclude<AgentEvent, { type: 'run-finish' }> | { type: 'ru
 export interface CliBackend {
   /** `daemon <url>` or `in-process`, for messages. */
   readonly kind: 'daemon' | 'in-process';
-  spawn(manifest: Manifest, parent?: string): Promise<AgentView>;
+  /** Spawns an agent; the warnings say why it cannot run where it runs (a missing key, a model server that does not answer). */
+  spawn(manifest: Manifest, parent?: string): Promise<SpawnedAgent>;
   /** Replaces a live agent's manifest (its session and memory stay). */
-  update(reference: string, manifest: Manifest): Promise<AgentView>;
+  update(reference: string, manifest: Manifest): Promise<SpawnedAgent>;
   list(): Promise<AgentView[]>;
   get(reference: string): Promise<AgentDetailView>;
   suspend(reference: string): Promise<AgentView>;
@@ -50,6 +52,12 @@ export interface CliBackend {
   channels: ChannelClient;
   close(): Promise<void>;
 }
+
+/** A spawned or updated agent as `loom agent show --json` shows it, with warnings about it (as `POST /api/agents` answers). */
+export type SpawnedAgent = AgentDetailView & { warnings: string[] };
+
+/** How long an in-process spawn waits for the agent's model server before warning it does not answer. */
+const SPAWN_PROBE_TIMEOUT_MS = 1_000;
 
 /** A pairing the owner approved, as the CLI prints it. */
 export interface PairingView {
@@ -81,11 +89,16 @@ export interface ForgedToolClient {
   demote(id: string, reason?: string): Promise<ForgedToolView>;
 }
 
-function inProcess(kernel: Kernel, packages: PackageService, channels: ChannelService, close: () => Promise<void>): CliBackend {
+function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
+  const { kernel, packages, channels } = context;
+  const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
+    const problems = await checkAgentModels(manifest, { defaultModel: context.config.default_model, env, timeoutMs: SPAWN_PROBE_TIMEOUT_MS });
+    return { ...kernel.get(view.id), warnings: problems.map((problem) => formatModelProblem(view.name, problem)) };
+  };
   return {
     kind: 'in-process',
-    spawn: (manifest, parent) => kernel.spawn(manifest, parent === undefined ? {} : { parent }),
-    update: (reference, manifest) => kernel.update(reference, manifest),
+    spawn: async (manifest, parent) => withWarnings(await kernel.spawn(manifest, parent === undefined ? {} : { parent }), manifest),
+    update: async (reference, manifest) => withWarnings(await kernel.update(reference, manifest), manifest),
     list: () => Promise.resolve(kernel.list()),
     get: (reference) => Promise.resolve(kernel.get(reference)),
     suspend: (reference) => kernel.suspend(reference),
@@ -113,7 +126,7 @@ function inProcess(kernel: Kernel, packages: PackageService, channels: ChannelSe
       demote: (id, reason) => kernel.forgedTools.demote(id, 'local', reason ?? null),
     },
     channels: { list: () => channels.list(), approve: async (code) => pairingView(await channels.approve(code)) },
-    close,
+    close: () => context.close(),
   };
 }
 
@@ -234,13 +247,39 @@ async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGen
   }
 }
 
+/** The daemon a command talks to, and how it was found. */
+export interface DaemonTarget {
+  url: string;
+  /** `LOOM_URL` (or `--url`), or the home's daemon file. */
+  from: 'url' | 'daemon-file';
+  /** The process, when the daemon file names it. */
+  pid?: number;
+}
+
+/** The daemon `--url`/`LOOM_URL` names (without a trailing slash), if either is given. */
+export function givenDaemonUrl(env: CliIo['env']): string | undefined {
+  const url = env['LOOM_URL']?.trim();
+  return url === undefined || url === '' ? undefined : url.replace(/\/+$/, '');
+}
+
 /**
- * GETs `path` (a JSON view) from the daemon serving `home`, with `LOOM_API_KEY` as its key when
- * set; undefined when no daemon runs.
+ * The daemon for this command: the one `--url`/`LOOM_URL` names (another home, another machine),
+ * else the one running for `home`; undefined when neither.
+ */
+export async function findDaemon(home: LoomHome, env: CliIo['env']): Promise<DaemonTarget | undefined> {
+  const url = givenDaemonUrl(env);
+  if (url !== undefined) return { url, from: 'url' };
+  const info = await readDaemonFile(home);
+  return info === undefined ? undefined : { url: info.url, from: 'daemon-file', pid: info.pid };
+}
+
+/**
+ * GETs `path` (a JSON view) from the daemon (see {@link findDaemon}), with `LOOM_API_KEY` as its
+ * key when set; undefined when no daemon runs.
  * @throws {LoomError} the daemon's error when it refuses.
  */
 export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: string): Promise<T | undefined> {
-  const daemon = await readDaemonFile(home);
+  const daemon = await findDaemon(home, env);
   if (daemon === undefined) return undefined;
   const key = env['LOOM_API_KEY'];
   const response = await fetch(`${daemon.url}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
@@ -249,17 +288,17 @@ export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: 
 }
 
 /**
- * The backend for one command: the daemon `LOOM_URL` names, else the one running for this home
- * (with `LOOM_API_KEY` as its key when set), else a kernel booted in this process.
+ * The backend for one command: the daemon `--url`/`LOOM_URL` names, else the one running for this
+ * home (with `LOOM_API_KEY` as its key when set), else a kernel booted in this process.
  */
 export async function openBackend(io: CliIo): Promise<CliBackend> {
-  // LOOM_URL points the CLI at a daemon elsewhere (another home, another machine).
-  const url = io.env['LOOM_URL'];
-  if (url !== undefined && url.trim() !== '') return overHttp(url.trim().replace(/\/+$/, ''), io.env['LOOM_API_KEY']);
+  // No home is opened for a daemon named by URL: it may serve another home, on another machine.
+  const url = givenDaemonUrl(io.env);
+  if (url !== undefined) return overHttp(url, io.env['LOOM_API_KEY']);
   const { home } = await openHome(io);
-  const daemon = await readDaemonFile(home);
+  const daemon = await findDaemon(home, io.env);
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
   if (io.interactive === true) io.stderr(`(no daemon runs for ${home.root}: acting on its store directly)\n`);
   const context = await openCliContext(io);
-  return inProcess(context.kernel, context.packages, context.channels, () => context.close());
+  return inProcess(context, io.env);
 }

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { isLoomError } from '../errors/index.ts';
+import { isLoomError, UsageError } from '../errors/index.ts';
 import { type CliIo, EXIT, ExitStatus, processIo } from './cli-io.ts';
 import { registerA2aCommands } from './commands/a2a-commands.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
@@ -26,10 +26,16 @@ function buildProgram(io: CliIo): Command {
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.stdout(text), writeErr: (text) => io.stderr(text) })
+    .option('--url <url>', 'the daemon to talk to, e.g. http://10.0.0.5:4200 (default LOOM_URL, else the one running for LOOM_HOME)', parseDaemonUrl)
     .addHelpText(
       'after',
-      '\nEnvironment:\n  LOOM_HOME       the home folder (default ~/.loom)\n  LOOM_LOG_LEVEL  debug | info | warn | error | silent (default warn for commands)\n  LOOM_DEBUG=1    print stack traces with errors\n\nExample:\n  $ loom init\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n',
-    );
+      '\nEnvironment:\n  LOOM_HOME        the home folder (default ~/.loom)\n  LOOM_URL         the daemon to talk to (as --url)\n  LOOM_API_KEY     the key sent to the daemon\n  LOOM_LOG_LEVEL   debug | info | warn | error | silent (default warn for commands)\n  LOOM_LOG_FORMAT  auto | pretty | json: what the daemon prints (loom start --foreground)\n  LOOM_DEBUG=1     print stack traces with errors\n\nExit status: 0 done, 1 anything else (a failure of Loom or a model provider), 2 bad input.\n\nExample:\n  $ loom init\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n  $ loom --url http://10.0.0.5:4200 agent list\n',
+    )
+    // --url is LOOM_URL for this run: every command finds its daemon through the environment.
+    .hook('preAction', (command) => {
+      const url = command.opts<{ url?: string }>().url;
+      if (url !== undefined) io.env = { ...io.env, LOOM_URL: url };
+    });
   registerInitCommand(program, io);
   registerDaemonCommands(program, io);
   registerManifestCommands(program, io);
@@ -44,6 +50,12 @@ function buildProgram(io: CliIo): Command {
   registerToolsCommands(program, io);
   registerModelCommands(program, io);
   return program;
+}
+
+/** `--url`: an http(s) URL. */
+function parseDaemonUrl(value: string): string {
+  if (!/^https?:\/\/[^/\s]+/i.test(value.trim())) throw new UsageError(`--url: expected the daemon's http(s) URL, e.g. http://127.0.0.1:4200, got "${value}"`);
+  return value.trim();
 }
 
 function report(error: unknown, io: CliIo): number {

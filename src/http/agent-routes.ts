@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { AccessDeniedError, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
-import { type ManifestFormat, parseManifest } from '../manifest/index.ts';
+import { type Manifest, type ManifestFormat, parseManifest } from '../manifest/index.ts';
+import { checkAgentModels, formatModelProblem, type ModelReadinessOptions } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { mayReachAgent, type Principal } from '../access/index.ts';
 import { reachAgent } from './caller-scope.ts';
@@ -29,7 +30,12 @@ const MANIFEST_FORMATS: Readonly<Record<string, ManifestFormat>> = {
 export interface AgentRoutesOptions {
   kernel: Kernel;
   clock: Clock;
+  /** The daemon's default model and environment: a spawn or update warns when the agent's models cannot be called. */
+  readiness?: ModelReadinessOptions;
 }
+
+/** How long a spawn waits for an agent's model server to answer before warning it is unreachable. */
+const SPAWN_PROBE_TIMEOUT_MS = 1_000;
 
 /** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
 export type SpawnResponse = AgentDetailView & { warnings: string[] };
@@ -74,6 +80,13 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
   const routes = new Hono<HttpEnv>();
 
+  /** Why the agent's models cannot be called (a missing key, a server that does not answer), as warnings. */
+  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => {
+    if (options.readiness === undefined) return [];
+    const problems = await checkAgentModels(manifest, { ...options.readiness, timeoutMs: SPAWN_PROBE_TIMEOUT_MS });
+    return problems.map((problem) => formatModelProblem(name, problem));
+  };
+
   /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
   const reach = (c: HttpContext): { principal: Principal; name: string } => {
     const principal = principalOf(c);
@@ -95,7 +108,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await kernel.spawn(manifest, parent === undefined ? {} : { parent });
-    const body: SpawnResponse = { ...kernel.get(view.id), warnings };
+    const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
     return c.json(body, 201);
   });
 
@@ -108,7 +121,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await kernel.update(c.req.param('agent'), manifest);
-    const body: SpawnResponse = { ...kernel.get(view.id), warnings };
+    const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
     return c.json(body);
   });
 

@@ -208,7 +208,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   });
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
-  app.route('/api/agents', createAgentRoutes({ kernel, clock }));
+  app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));

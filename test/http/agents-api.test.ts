@@ -40,7 +40,10 @@ describe('PUT /api/agents/{agent}', () => {
     const put = (text: string): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/toml' }, body: text });
     const response = await api.request('/api/agents/editor', put('name = "editor"\ndescription = "now with a tool"\n[capabilities]\ntools = ["agent_list"]\n'));
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ id: spawned.id, session_id: spawned.session_id, description: 'now with a tool', capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }], warnings: [] });
+    expect(await response.json()).toMatchObject({ id: spawned.id, session_id: spawned.session_id, description: 'now with a tool', capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }] });
+    // No [model] and no [default_model]: updated all the same, with the warning that it cannot run.
+    const unrunnable = (await (await api.request('/api/agents/editor', put('name = "editor"\n'))).json()) as { warnings: string[] };
+    expect(unrunnable.warnings).toEqual([expect.stringContaining('agent "editor" cannot run: it has no [model] and config.toml has no [default_model]; run `loom init`')]);
     const renamed = await api.request('/api/agents/editor', put('name = "someone-else"\n'));
     expect(renamed.status).toBe(400);
     expect(((await renamed.json()) as { error: { code: string } }).error.code).toBe('AGENT_RENAME');

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 
 /** A real kernel served over real HTTP on 127.0.0.1, port 0. */
 export interface Api {
@@ -46,7 +46,8 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(options.config ?? {}),
-    env: options.env ?? {},
+    // The daemon's one environment: the host's model keys (spawns warn without them) and the API keys.
+    env: { ...TEST_KEYS, ...options.env },
     clock: host.clock,
     logger: createSilentLogger(),
     version: '9.9.9-test',

@@ -4,7 +4,7 @@ import { UsageError } from '../../errors/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { getFromDaemon } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
-import type { CliIo } from '../cli-io.ts';
+import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
 
 // Every command module loads with `loom start`: the A2A client (and its SDK) loads when a command uses it.
 const loadClient = () => import('../../a2a/a2a-client.ts');
@@ -61,7 +61,8 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
       const card = await discoverAgent(url);
       const result = await sendA2aMessage(card, message);
       io.stdout(options.json === true ? `${JSON.stringify({ task_id: result.taskId, state: result.state, text: result.text }, null, 2)}\n` : `${result.text}\n`);
-      if (result.state === 'failed' || result.state === 'rejected' || result.state === 'canceled') process.exitCode = 1;
+      // The reply was printed; a task that did not complete is a failure (exit status 1), as the README's table says.
+      if (result.state === 'failed' || result.state === 'rejected' || result.state === 'canceled') throw new ExitStatus(EXIT.failure);
     });
 
   a2a

@@ -27,6 +27,11 @@ export async function withBackend<T>(io: CliIo, action: (backend: CliBackend) =>
   }
 }
 
+/** Prints the warnings the daemon (or kernel) gave that the manifest's own did not say already. */
+function warnAgain(io: CliIo, given: readonly string[], printed: readonly string[]): void {
+  for (const warning of given) if (!printed.includes(warning)) io.stderr(`warning: ${warning}\n`);
+}
+
 function printJson(io: CliIo, value: unknown): void {
   io.stdout(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -64,6 +69,7 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
       const { manifest, warnings } = await readManifest(path, io);
       for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
       const view = await withBackend(io, (backend) => backend.spawn(manifest, options.parent));
+      warnAgain(io, view.warnings, warnings);
       if (options.json === true) printJson(io, view);
       else io.stdout(`spawned ${view.name} (${view.id})\n`);
     });
@@ -77,6 +83,7 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
       const { manifest, warnings } = await readManifest(path, io);
       for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
       const view = await withBackend(io, (backend) => backend.update(reference, manifest));
+      warnAgain(io, view.warnings, warnings);
       if (options.json === true) printJson(io, view);
       else io.stdout(`updated ${view.name} (${view.id})\n`);
     });

@@ -7,9 +7,13 @@ import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../../config/index.ts';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
+import type { AgentRecord } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
+import { ManifestSchema } from '../../manifest/index.ts';
+import { checkAgentModels, type ModelProblem } from '../../models/index.ts';
 import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../logging/index.ts';
 import { openSqliteStore } from '../../store/index.ts';
+import { givenDaemonUrl } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
@@ -63,6 +67,7 @@ interface StartOptions {
   port?: number;
   foreground?: boolean;
   logFormat?: (typeof LOG_FORMAT_CHOICES)[number];
+  json?: boolean;
 }
 
 /** Runs the daemon in this process until SIGINT or SIGTERM. */
@@ -104,8 +109,9 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
 async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   const { home } = await openHome(io);
   const running = await readDaemonFile(home);
+  const json = options.json === true;
   if (running !== undefined) {
-    io.stdout(`Loom is already running at ${running.url} (pid ${running.pid}).\n`);
+    io.stdout(json ? `${JSON.stringify({ started: false, url: running.url, pid: running.pid, log: daemonLogPath(home) }, null, 2)}\n` : `Loom is already running at ${running.url} (pid ${running.pid}).\n`);
     return;
   }
   const logPath = daemonLogPath(home);
@@ -122,7 +128,7 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   while (Date.now() < deadline) {
     const info = await readDaemonFile(home);
     if (info !== undefined && info.pid === child.pid && (await health(info.url)) !== undefined) {
-      io.stdout(`Loom is running at ${info.url} (pid ${info.pid}); logs in ${logPath}.\n`);
+      io.stdout(json ? `${JSON.stringify({ started: true, url: info.url, pid: info.pid, log: logPath }, null, 2)}\n` : `Loom is running at ${info.url} (pid ${info.pid}); logs in ${logPath}.\n`);
       return;
     }
     if (child.pid === undefined || !isProcessAlive(child.pid)) break;
@@ -140,6 +146,7 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .option('--host <host>', 'the address to listen on (default [daemon].host, 127.0.0.1)')
     .option('--port <port>', 'the port to listen on (default [daemon].port, 4200; 0 picks a free one)', parsePort)
     .option('--foreground', 'run in this terminal until Ctrl-C (what `npm start` does)')
+    .option('--json', 'in the background, print { started, url, pid, log } (started is false when one already runs)')
     .option('--log-format <format>', 'with --foreground, what standard output shows: auto (readable lines at a terminal, JSON lines otherwise), pretty or json (default LOOM_LOG_FORMAT, else auto)', (value) => parseLogFormat(value))
     .addHelpText('after', '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n')
     .action(async (options: StartOptions) => {
@@ -151,11 +158,17 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .command('stop')
     .description('stop the running daemon (in-flight turns are cancelled and their work saved)')
     .addHelpText('after', '\nExample:\n  $ loom stop\n')
-    .action(async () => {
+    .option('--json', 'print { stopped, pid }')
+    .action(async (options: { json?: boolean }) => {
       const { home } = await openHome(io);
       const info = await readDaemonFile(home);
+      const url = givenDaemonUrl(io.env);
+      // Stopping is signalling a process of this machine: a daemon named only by URL is not one.
+      if (url !== undefined && url !== info?.url) {
+        throw new UsageError(`loom stop stops the daemon of this home (${home.root}${info === undefined ? ', none runs' : `, at ${info.url}`}), not the one at ${url} (--url or LOOM_URL); stop that one where it runs`);
+      }
       if (info === undefined) {
-        io.stdout('Loom is not running.\n');
+        io.stdout(options.json === true ? `${JSON.stringify({ stopped: false, pid: null }, null, 2)}\n` : 'Loom is not running.\n');
         return;
       }
       process.kill(info.pid, 'SIGTERM');
@@ -164,15 +177,24 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         if (Date.now() > deadline) throw new LoomError('DAEMON_STOP_FAILED', 'system', `the daemon (pid ${info.pid}) did not stop within ${DAEMON_WAIT_MS / 1000} s`);
         await delay(100);
       }
-      io.stdout(`Loom stopped (pid ${info.pid}).\n`);
+      io.stdout(options.json === true ? `${JSON.stringify({ stopped: true, pid: info.pid }, null, 2)}\n` : `Loom stopped (pid ${info.pid}).\n`);
     });
 
   program
     .command('status')
     .description('say whether the daemon runs, where, and how many agents it holds')
-    .option('--json', 'print { running, url, pid, version, agents, started_at }')
-    .addHelpText('after', '\nExit status 0 when the daemon answers, 1 when it does not run or does not answer.\n\nExample:\n  $ loom status --json\n')
+    .option('--json', 'print { running, url, pid, version, agents, started_at, home }')
+    .addHelpText('after', '\nWith --url (or LOOM_URL), the daemon at that address. Exit status 0 when the daemon answers, 1 when it\ndoes not run or does not answer.\n\nExample:\n  $ loom status --json\n  $ loom --url http://10.0.0.5:4200 status\n')
     .action(async (options: { json?: boolean }) => {
+      const url = givenDaemonUrl(io.env);
+      if (url !== undefined) {
+        const answer = await health(url);
+        const status = { running: answer !== undefined, url, version: answer?.version ?? null, agents: answer?.agents ?? null };
+        if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
+        else io.stdout(answer === undefined ? `No Loom daemon answers at ${url}.\n` : `Loom ${answer.version ?? '?'} is running at ${url} (${answer.agents ?? '?'} agents).\n`);
+        if (answer === undefined) throw new ExitStatus(EXIT.failure);
+        return;
+      }
       const { home } = await openHome(io);
       const info = await readDaemonFile(home);
       const answer = info === undefined ? undefined : await health(info.url);
@@ -189,9 +211,13 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
 
   program
     .command('doctor')
-    .description('check this machine: Node version, home folder, database, model keys, Ollama, the port')
-    .addHelpText('after', '\nExit status 1 when a check that Loom needs fails.\n\nExample:\n  $ loom doctor\n')
-    .action(async () => {
+    .description('check this machine: Node version, home folder, database, model keys, Ollama, the port, and agents that cannot run')
+    .option('--json', 'print { ok, checks: [{ ok, essential, text }], agents: [{ name, state, problems: [{ field, model, kind, problem, fix }] }], daemon_file }')
+    .addHelpText(
+      'after',
+      "\nAn agent cannot run when a model it calls needs a key that is not set (checked in this shell's\nenvironment), or its model server (Ollama, a base_url) does not answer; each is listed with the fix.\nExit status 1 when a check that Loom needs fails (marked ✗); agents that cannot run are warnings (!).\n\nExample:\n  $ loom doctor\n  $ loom doctor --json\n",
+    )
+    .action(async (options: { json?: boolean }) => {
       const checks: { ok: boolean; essential: boolean; text: string }[] = [];
       const major = Number(process.versions.node.split('.')[0]);
       checks.push({ ok: major >= 24, essential: true, text: `Node.js ${process.version}${major >= 24 ? '' : ' (Loom needs 24 or later)'}` });
@@ -206,11 +232,16 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         checks.push({ ok: false, essential: true, text: `config ${home.configPath}: ${error instanceof Error ? error.message : String(error)}` });
         config = ConfigSchema.parse({});
       }
+      let records: AgentRecord[] = [];
       try {
         const store = openSqliteStore({ path: home.databasePath });
-        const integrity = store.integrityCheck();
-        await store.close();
-        checks.push({ ok: integrity.join() === 'ok', essential: true, text: `database ${home.databasePath}: ${integrity.join('; ')}` });
+        try {
+          const integrity = store.integrityCheck();
+          checks.push({ ok: integrity.join() === 'ok', essential: true, text: `database ${home.databasePath}: ${integrity.join('; ')}` });
+          records = await store.agents.list();
+        } finally {
+          await store.close();
+        }
       } catch (error) {
         checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
       }
@@ -234,10 +265,35 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         const free = await portIsFree(config.daemon.host, config.daemon.port);
         checks.push({ ok: free, essential: true, text: `port ${config.daemon.host}:${config.daemon.port} ${free ? 'is free' : 'is taken by another program ([daemon].port or --port picks another)'}` });
       }
+      const agents = await agentsThatCannotRun(records, config, io.env);
+      const ok = !checks.some((check) => check.essential && !check.ok);
+      if (options.json === true) {
+        io.stdout(`${JSON.stringify({ ok, checks, agents, daemon_file: daemonFilePath(home) }, null, 2)}\n`);
+        if (!ok) throw new ExitStatus(EXIT.failure);
+        return;
+      }
       for (const check of checks) io.stdout(`${check.ok ? '✓' : check.essential ? '✗' : '!'} ${check.text}\n`);
+      const live = records.length;
+      if (agents.length === 0) io.stdout(`✓ ${live === 0 ? 'no agents yet' : `${live} agent${live === 1 ? '' : 's'}, each with a model it can call`}\n`);
+      for (const agent of agents) {
+        for (const problem of agent.problems) io.stdout(`! agent "${agent.name}" cannot run: ${problem.problem}\n    fix: ${problem.fix}\n`);
+      }
       io.stdout(`daemon file: ${daemonFilePath(home)}\n`);
-      if (checks.some((check) => check.essential && !check.ok)) throw new LoomError('DOCTOR_FAILED', 'system', 'some checks failed (marked ✗)');
+      if (!ok) throw new LoomError('DOCTOR_FAILED', 'system', 'some checks failed (marked ✗)');
     });
+}
+
+/** The stored agents whose models cannot be called, each with what is wrong and the fix. */
+async function agentsThatCannotRun(records: readonly AgentRecord[], config: Config, env: CliIo['env']): Promise<{ name: string; state: string; problems: ModelProblem[] }[]> {
+  const found = await Promise.all(
+    records.map(async (record) => {
+      const manifest = ManifestSchema.safeParse(record.manifest);
+      // A stored manifest that no longer parses is reported when the kernel restores it.
+      const problems = manifest.success ? await checkAgentModels(manifest.data, { defaultModel: config.default_model, env }) : [];
+      return { name: record.name, state: record.state, problems };
+    }),
+  );
+  return found.filter((agent) => agent.problems.length > 0);
 }
 
 function portIsFree(host: string, port: number): Promise<boolean> {

@@ -53,14 +53,23 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       'after',
       '\nAn existing config.toml is never overwritten; a [default_model] is added to it only when it has none.\nWithout --default-model, init looks for ANTHROPIC_API_KEY, OPENAI_API_KEY, GROQ_API_KEY, OPENROUTER_API_KEY,\nthen a local Ollama, and uses the first it finds.\n\nExample:\n  $ loom init\n  $ loom init --default-model openai-compatible/scripted --base-url http://127.0.0.1:4300/v1\n',
     )
-    .action(async (options: { defaultModel?: string; baseUrl?: string }) => {
+    .option('--json', 'print { home, config, config_written, database, default_model, default_model_source }')
+    .action(async (options: { defaultModel?: string; baseUrl?: string; json?: boolean }) => {
       const home = resolveLoomHome(io.env, io.cwd);
       const { configWritten } = await ensureLoomHome(home);
-      io.stdout(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
+      const json = options.json === true;
+      const say = (text: string): void => {
+        if (!json) io.stdout(text);
+      };
+      const done = (model: ModelTarget | undefined, source: string | null): void => {
+        if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
+      };
+      say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
       const config = await loadConfig(home);
       if (config.default_model !== undefined) {
         if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${config.default_model.provider}/${config.default_model.model}); edit [default_model] in ${home.configPath} to change it`);
-        io.stdout(`Default model: ${config.default_model.provider}/${config.default_model.model}\n`);
+        say(`Default model: ${config.default_model.provider}/${config.default_model.model}\n`);
+        done(config.default_model, 'config.toml');
         return;
       }
       let chosen: { model: ModelTarget; why: string } | undefined;
@@ -74,12 +83,14 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         }
       }
       if (chosen === undefined) {
-        io.stdout(
+        done(undefined, null);
+        say(
           'No model found (no ANTHROPIC_API_KEY, OPENAI_API_KEY, GROQ_API_KEY or OPENROUTER_API_KEY, no Ollama at 127.0.0.1:11434).\nTo try Loom without one, serve a scripted model in another terminal and make it the default:\n  $ npx loom model serve --script examples/models/hello.json --port 4300\n  $ npx loom init --default-model openai-compatible/scripted --base-url http://127.0.0.1:4300/v1\n',
         );
         return;
       }
       await appendFile(home.configPath, `\n# Set by loom init (${chosen.why}): the model of agents whose manifest has no [model].\n${stringify({ default_model: chosen.model })}\n`);
-      io.stdout(`Default model: ${chosen.model.provider}/${chosen.model.model} (${chosen.why})\n`);
+      say(`Default model: ${chosen.model.provider}/${chosen.model.model} (${chosen.why})\n`);
+      done(chosen.model, chosen.why);
     });
 }

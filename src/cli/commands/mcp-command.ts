@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
-import { readDaemonFile } from '../../daemon/index.ts';
 import type { Principal } from '../../access/index.ts';
 import type { AgentDirectory } from '../../mcp/server/index.ts';
+import { findDaemon } from '../backend.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
@@ -31,13 +31,13 @@ export function registerMcpCommand(program: Command, io: CliIo): Command {
     .description('serve Loom\'s agents over MCP on stdio (for Claude Desktop, Cursor, VS Code…): each agent is a tool loom_agent_<name>')
     .addHelpText(
       'after',
-      '\nStandard output carries only MCP messages; logs go to standard error. With a daemon running the\ncalls go to it (set LOOM_API_KEY when it requires a key); otherwise agents run in this process.\n\nExample (an IDE\'s mcpServers config):\n  { "mcpServers": { "loom": { "command": "loom", "args": ["mcp"] } } }\n',
+      '\nStandard output carries only MCP messages; logs go to standard error. With a daemon running (or named\nby --url or LOOM_URL) the calls go to it (set LOOM_API_KEY when it requires a key); otherwise agents run in this process.\n\nExample (an IDE\'s mcpServers config):\n  { "mcpServers": { "loom": { "command": "loom", "args": ["mcp"] } } }\n',
     )
     .action(async () => {
       // Loaded here, not at the top: every command module loads with `loom start`, which needs no MCP server SDK.
       const { daemonAgentDirectory, kernelAgentDirectory, mcpPrincipal, serveMcpStdio } = await import('../../mcp/server/index.ts');
       const { home } = await openHome(io);
-      const daemon = await readDaemonFile(home);
+      const daemon = await findDaemon(home, io.env);
       let directory: AgentDirectory;
       let release: () => Promise<void>;
       if (daemon !== undefined) {

@@ -17,14 +17,16 @@ export function registerModelCommands(program: Command, io: CliIo, options: { un
       return port;
     })
     .option('--host <host>', 'where to listen', '127.0.0.1')
+    .option('--json', 'print { url, steps, loop } on one line once it listens (for scripts that start it)')
     .addHelpText(
       'after',
       '\nEach request gets the next step: a reply ({ "text": "…", "toolCalls": [{ "name": "agent_list", "input": {} }], "usage": {…} })\nor an HTTP error ({ "status": 429 }). Point an agent (or [default_model]) at it with provider = "openai-compatible"\nand base_url = the URL printed. See docs/scripted-model.md.\n\nExample:\n  $ loom model serve --script examples/models/hello.json --port 4300\n',
     )
-    .action(async (flags: { script: string; port?: number; host: string }) => {
+    .action(async (flags: { script: string; port?: number; host: string; json?: boolean }) => {
       const script = await loadModelScript(resolve(io.cwd, flags.script));
       const server = await startScriptedModelServer({ steps: script.steps, loop: script.loop, host: flags.host, recordRequests: false, ...(flags.port === undefined ? {} : { port: flags.port }) });
-      io.stdout(
+      if (flags.json === true) io.stdout(`${JSON.stringify({ url: server.url, steps: script.steps.length, loop: script.loop })}\n`);
+      else io.stdout(
         `Scripted model at ${server.url} (${script.steps.length} step${script.steps.length === 1 ? '' : 's'}${script.loop ? ', looping' : ''}).\n  OpenAI API:    POST ${server.url}/chat/completions\n  Anthropic API: POST ${server.url}/messages\nPoint [default_model] at it: provider = "openai-compatible", model = "scripted", base_url = "${server.url}". Press Ctrl-C to stop.\n`,
       );
       await (options.untilStopped ?? untilSignal)();

@@ -1,0 +1,144 @@
+import type { ModelFetch, ModelTarget } from './resolve-model.ts';
+import { DEFAULT_API_KEY_ENV, modelEndpoint } from './resolve-model.ts';
+
+/** How long {@link checkAgentModels} waits for a model server to answer before calling it unreachable. */
+export const DEFAULT_REACHABILITY_TIMEOUT_MS = 1_500;
+
+/** Why an agent's model cannot be called, with the fix. */
+export interface ModelProblem {
+  /** Where the model is named: `[model]`, `[[fallback_models]][0]`, `[default_model] (config.toml)`. */
+  field: string;
+  /** `provider/model`, or null when there is no model at all. */
+  model: string | null;
+  kind: 'no-model' | 'missing-key' | 'unreachable';
+  /** What is wrong, as a sentence without the agent's name: `model "anthropic/…" needs ANTHROPIC_API_KEY, which is not set`. */
+  problem: string;
+  /** What to do about it. */
+  fix: string;
+}
+
+/** The parts of a manifest that say which models an agent calls. */
+export interface ModelsOfManifest {
+  module: string;
+  model?: ModelTarget | undefined;
+  fallback_models: readonly ModelTarget[];
+}
+
+/** Where the models of a manifest are written, and which they are. */
+interface NamedTarget {
+  field: string;
+  target: ModelTarget;
+  /** The config section to fix, for the default model. */
+  fromConfig: boolean;
+}
+
+/** Options of {@link checkAgentModels} and {@link checkModelKeys}. */
+export interface ModelReadinessOptions {
+  /** `[default_model]` of config.toml: the model of an agent without `[model]`. */
+  defaultModel?: ModelTarget | undefined;
+  /** The environment the daemon reads keys from (the daemon's, not the caller's). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+function targetsOf(manifest: ModelsOfManifest, defaultModel: ModelTarget | undefined): NamedTarget[] {
+  const targets: NamedTarget[] = [];
+  if (manifest.model !== undefined) targets.push({ field: '[model]', target: manifest.model, fromConfig: false });
+  else if (defaultModel !== undefined) targets.push({ field: '[default_model] (config.toml)', target: defaultModel, fromConfig: true });
+  manifest.fallback_models.forEach((target, index) => targets.push({ field: `[[fallback_models]][${index}]`, target, fromConfig: false }));
+  return targets;
+}
+
+/** Whether the module calls models at all (code agents run their own program). */
+function callsModels(module: string): boolean {
+  return module.startsWith('builtin:');
+}
+
+const nameOf = (target: ModelTarget): string => `${target.provider}/${target.model}`;
+
+/**
+ * What keeps an agent's models from being called that can be seen without the network: no model
+ * at all (no `[model]` and no `[default_model]`), or a key variable that is not set.
+ * @example checkModelKeys(manifest, { defaultModel: config.default_model, env: process.env })
+ */
+export function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptions): ModelProblem[] {
+  if (!callsModels(manifest.module)) return [];
+  const targets = targetsOf(manifest, options.defaultModel);
+  const problems: ModelProblem[] = [];
+  if (manifest.model === undefined && options.defaultModel === undefined) {
+    problems.push({
+      field: '[model]',
+      model: null,
+      kind: 'no-model',
+      problem: 'it has no [model] and config.toml has no [default_model]',
+      fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest',
+    });
+  }
+  for (const { field, target, fromConfig } of targets) {
+    const { keyVariable } = modelEndpoint(target);
+    // A keyless provider (Ollama, an OpenAI-compatible server) runs without its key variable.
+    if (keyVariable === null || DEFAULT_API_KEY_ENV[target.provider] === null) continue;
+    if ((options.env[keyVariable] ?? '').trim() !== '') continue;
+    problems.push({
+      field,
+      model: nameOf(target),
+      kind: 'missing-key',
+      problem: `model "${nameOf(target)}" (${field}) needs ${keyVariable}, which is not set`,
+      fix: `set ${keyVariable} in the daemon's environment and restart it${target.api_key_env === undefined ? `, or name the variable that holds the key in ${fromConfig ? '[default_model]' : field}.api_key_env` : ''}`,
+    });
+  }
+  return problems;
+}
+
+/** Whether something answers HTTP at `baseUrl` (any status counts: it is there). */
+async function answers(baseUrl: string, fetch: ModelFetch, timeoutMs: number): Promise<boolean> {
+  try {
+    const response = await fetch(`${baseUrl.replace(/\/+$/, '')}/models`, { signal: AbortSignal.timeout(timeoutMs) });
+    await response.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Everything {@link checkModelKeys} finds, and model servers that do not answer: Ollama, an
+ * OpenAI-compatible server, or any `base_url` given (hosted providers at their own addresses
+ * are not probed). Each server is asked once, however many models name it.
+ * @example const problems = await checkAgentModels(manifest, { defaultModel, env, fetch });
+ */
+export async function checkAgentModels(manifest: ModelsOfManifest, options: ModelReadinessOptions & { fetch?: ModelFetch; timeoutMs?: number }): Promise<ModelProblem[]> {
+  const problems = checkModelKeys(manifest, options);
+  if (!callsModels(manifest.module)) return problems;
+  const fetch = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_REACHABILITY_TIMEOUT_MS;
+  const probes = new Map<string, Promise<boolean>>();
+  for (const { field, target, fromConfig } of targetsOf(manifest, options.defaultModel)) {
+    const local = target.provider === 'ollama' || target.provider === 'openai-compatible';
+    if (!local && target.base_url === undefined) continue;
+    const { baseUrl } = modelEndpoint(target);
+    if (baseUrl === '') continue;
+    let probe = probes.get(baseUrl);
+    if (probe === undefined) {
+      probe = answers(baseUrl, fetch, timeoutMs);
+      probes.set(baseUrl, probe);
+    }
+    if (await probe) continue;
+    const where = fromConfig ? '[default_model].base_url' : `${field}.base_url`;
+    problems.push({
+      field,
+      model: nameOf(target),
+      kind: 'unreachable',
+      problem: `model "${nameOf(target)}" (${field}): nothing answers at ${baseUrl}`,
+      fix:
+        target.provider === 'ollama' && target.base_url === undefined
+          ? `start Ollama (ollama serve) and pull the model (ollama pull ${target.model}), or set ${where} to where it runs`
+          : `start the model server at ${baseUrl}, or set ${where} to where it runs`,
+    });
+  }
+  return problems;
+}
+
+/** A problem as one warning line about the agent `name`, with its fix. */
+export function formatModelProblem(name: string, problem: ModelProblem): string {
+  return `agent "${name}" cannot run: ${problem.problem}; ${problem.fix}`;
+}
