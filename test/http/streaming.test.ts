@@ -94,7 +94,8 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
 describe('request timeout', () => {
   it('answers 504 REQUEST_TIMEOUT and cancels the turn when a message outlasts daemon.request_timeout_seconds', async () => {
     hanging = await startHangingModelServer();
-    await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('slow', hanging.url) });
+    // Spawned in the kernel: a spawn over HTTP probes the model server, which would take its one hanging answer.
+    await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url)));
     const pending = api.request('/api/agents/slow/messages', message('Hi', 'application/json'));
     await hanging.received;
     await api.host.clock.advance(60_000);
