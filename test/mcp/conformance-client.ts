@@ -1,0 +1,173 @@
+/**
+ * Loom's MCP client as the official conformance suite's client under test:
+ * `node test/mcp/conformance-client.ts <server-url>`, with the scenario in
+ * `MCP_CONFORMANCE_SCENARIO` (set by `conformance client --command …`, which appends the URL).
+ *
+ * It does what an agent's use of an `[[mcp_servers]]` entry does, through Loom's own code and
+ * nothing else: `createMcpClientManager` connects (era negotiated as the daemon does), the tools
+ * become agent tools, and each one is called the way the tool runner calls it (arguments checked
+ * against the server's JSON Schema as written, then `execute`). Arguments are made from each
+ * tool's schema (defaults, constants, enums, then a value of the type), as a model would fill
+ * them; in `json-schema-2020-12-preservation` the echo tool is given, as the scenario asks, the
+ * schema Loom would offer the model for the other tool. A server's question during a call
+ * (elicitation) is answered by a stand-in person who accepts the form without changing a field.
+ * Exits 0 when every step worked, 1 otherwise; logs go to stderr.
+ */
+import { createSystemClock } from '../../src/clock/index.ts';
+import type { JsonObject, PersonAnswer, PersonQuestion, Tool, ToolContext, ToolResult } from '../../src/contracts/index.ts';
+import { createLogger } from '../../src/logging/index.ts';
+import { createMcpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
+import { checkToolInput, formatMcpToolName } from '../../src/tools/index.ts';
+
+/** How long the client waits for the connection (the manager retries once with the other era on a failure). */
+const CONNECT_TIMEOUT_MS = 8_000;
+/** How long one tool call may take. */
+const CALL_TIMEOUT_SECS = 10;
+const SERVER_NAME = 'conformance';
+
+const log = (message: string, details: Record<string, unknown> = {}): void => {
+  process.stderr.write(`${JSON.stringify({ message, ...details })}\n`);
+};
+
+/** A value for `schema`, as a model filling the tool's arguments would give: the schema's own hints first. */
+export function exampleValue(schema: unknown, depth = 0): unknown {
+  if (typeof schema !== 'object' || schema === null || depth > 8) return 'conformance';
+  const node = schema as Record<string, unknown>;
+  if ('default' in node) return node['default'];
+  if ('const' in node) return node['const'];
+  if (Array.isArray(node['enum']) && node['enum'].length > 0) return node['enum'][0];
+  if (Array.isArray(node['examples']) && node['examples'].length > 0) return node['examples'][0];
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const options = node[key];
+    if (Array.isArray(options) && options.length > 0) return exampleValue(options[0], depth + 1);
+  }
+  const type = Array.isArray(node['type']) ? (node['type'] as unknown[])[0] : node['type'];
+  switch (type) {
+    case 'number':
+    case 'integer':
+      return typeof node['minimum'] === 'number' ? node['minimum'] : 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'null':
+      return null;
+    case 'object':
+      return exampleObject(node, depth + 1);
+    default:
+      return node['properties'] !== undefined ? exampleObject(node, depth + 1) : 'conformance';
+  }
+}
+
+function exampleObject(schema: Record<string, unknown>, depth: number): JsonObject {
+  const properties = (schema['properties'] ?? {}) as Record<string, unknown>;
+  const required = Array.isArray(schema['required']) ? (schema['required'] as string[]) : Object.keys(properties);
+  const result: Record<string, unknown> = {};
+  for (const name of required) result[name] = exampleValue(properties[name], depth);
+  return result as JsonObject;
+}
+
+/** A stand-in person: accepts the form as shown, touching no field (so defaults are the client's to apply). */
+function askPerson(question: PersonQuestion): Promise<PersonAnswer> {
+  log('answering an elicitation: accepted with no field changed', { from: question.from, schema: question.schema });
+  return Promise.resolve({ action: 'accept', content: {} });
+}
+
+async function callTool(tool: Tool<never>, input: unknown): Promise<ToolResult> {
+  const checked = checkToolInput(tool, input);
+  if (!checked.ok) throw new Error(`the arguments made for "${tool.name}" fail its schema: ${checked.problems}`);
+  const context = {
+    signal: AbortSignal.timeout(CALL_TIMEOUT_SECS * 1000),
+    agent: { name: 'conformance-agent', workspace: process.cwd() },
+    askPerson,
+  } as unknown as ToolContext;
+  return tool.execute(checked.input as never, context);
+}
+
+/** The arguments a model would be asked to fill for `tool`: made from the schema Loom offers it. */
+function argumentsFor(tool: Tool<never>, tools: readonly Tool<never>[], scenario: string): unknown {
+  // The scenario asks the client to hand back, verbatim, the schema it holds for its focal tool.
+  if (scenario === 'json-schema-2020-12-preservation' && tool.name.endsWith('_json_schema_echo')) {
+    const focal = tools.find((candidate) => candidate.name.endsWith('_json_schema_2020_12_tool'));
+    return { schema: focal?.jsonSchema ?? {} };
+  }
+  return tool.jsonSchema === undefined ? {} : exampleValue({ type: 'object', ...tool.jsonSchema });
+}
+
+/** The calls `MCP_CONFORMANCE_CONTEXT` asks for, if it names any. */
+function scenarioToolCalls(): { name: string; arguments: unknown }[] | undefined {
+  const raw = process.env['MCP_CONFORMANCE_CONTEXT'];
+  if (raw === undefined) return undefined;
+  try {
+    const context = JSON.parse(raw) as { toolCalls?: { name: string; arguments?: unknown }[] };
+    return context.toolCalls?.map((call) => ({ name: call.name, arguments: call.arguments ?? {} }));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits for the connection; gives up at once on a refusal for want of credentials (Loom is given none here). */
+async function connected(manager: ReturnType<typeof createMcpClientManager>): Promise<{ ok: boolean; error?: string | undefined }> {
+  const deadline = Date.now() + CONNECT_TIMEOUT_MS;
+  for (;;) {
+    const status = manager.servers()[0];
+    if (status?.status === 'connected') return { ok: true };
+    if (status?.status === 'failed' && /\b401\b|unauthori[sz]ed|login/i.test(status.error ?? '')) return { ok: false, error: status.error };
+    if (Date.now() > deadline) return { ok: false, error: status?.error ?? `still ${status?.status}` };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function main(): Promise<number> {
+  const url = process.argv[2];
+  const scenario = process.env['MCP_CONFORMANCE_SCENARIO'] ?? '(none)';
+  if (url === undefined) {
+    log('usage: node test/mcp/conformance-client.ts <server-url>');
+    return 2;
+  }
+  const entry: McpServerEntry = {
+    name: SERVER_NAME,
+    timeout_secs: CALL_TIMEOUT_SECS,
+    env: [],
+    allow_private_network: true,
+    transport: { type: 'http', url, headers: {} },
+  };
+  const manager = createMcpClientManager({
+    servers: [entry],
+    env: {},
+    logger: createLogger({ level: process.env['LOOM_CONFORMANCE_LOG'] === 'debug' ? 'debug' : 'warn', fd: 2, format: 'json' }),
+    clock: createSystemClock(),
+  });
+  manager.start();
+  try {
+    const connection = await connected(manager);
+    if (!connection.ok) {
+      log('could not connect', { scenario, error: connection.error });
+      return 1;
+    }
+    const tools = manager.tools();
+    log('connected', { scenario, tools: tools.map((tool) => ({ name: tool.name, schema: tool.jsonSchema })) });
+    // A scenario may say which calls to make (as a model would choose them); otherwise every tool is called once.
+    const asked = scenarioToolCalls();
+    const calls = asked === undefined
+      ? tools.map((tool) => ({ tool, input: argumentsFor(tool, tools, scenario) }))
+      : asked.map((call) => ({ tool: tools.find((candidate) => candidate.name === formatMcpToolName(SERVER_NAME, call.name)), input: call.arguments }));
+    let failed = false;
+    for (const { tool, input } of calls) {
+      if (tool === undefined) {
+        log('the scenario asks for a tool the server did not list');
+        failed = true;
+        continue;
+      }
+      const result = await callTool(tool, input).catch((error: unknown) => ({ text: error instanceof Error ? error.message : String(error), isError: true }));
+      log('called', { tool: tool.name, isError: result.isError === true, text: result.text.slice(0, 500) });
+      // A tool error is the server's answer (some scenarios ask for one); a call that could not be made is ours.
+      if (result.isError === true && /^MCP tool ".*" (failed|was cancelled)|fail its schema/.test(result.text)) failed = true;
+    }
+    return failed ? 1 : 0;
+  } finally {
+    await manager.stop();
+  }
+}
+
+process.exitCode = await main();
