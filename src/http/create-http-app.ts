@@ -6,6 +6,7 @@ import type { Config } from '../config/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
+import { createManifestRoutes } from './manifest-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
 import { answerWebhook, createChannelRoutes } from './channel-routes.ts';
 import { createForgedToolRoutes } from './forged-tool-routes.ts';
@@ -209,6 +210,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
+  app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));

@@ -7,7 +7,7 @@ import { build } from 'vite';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { openTestHost, type TestHost } from './test-host.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from './test-host.ts';
 
 /** Debian's Chromium, which the browser tests drive (never a downloaded browser). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -58,7 +58,8 @@ export async function startDashboard(prefix: string, config: Record<string, unkn
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(config),
-    env: { LOOM_DASHBOARD_DIR: outDir },
+    // The daemon's one environment: the host's model keys (a spawn warns without them), and where the dashboard is.
+    env: { ...(options.env ?? TEST_KEYS), LOOM_DASHBOARD_DIR: outDir },
     clock: host.clock,
     logger: createSilentLogger(),
     version: '9.9.9-test',

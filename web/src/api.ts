@@ -1,5 +1,6 @@
 import { parseSse } from './sse.ts';
 import { AUDIT_KINDS, type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView, type PromotionView } from './types.ts';
+import type { ManifestValidation } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -166,3 +167,29 @@ export function approvePairing(code: string): Promise<{ code: string; channel: s
 
 /** Every type the audit log's kinds name (turns, tool calls, refusals, forged tools, channels…): the live stream listens for them by name. */
 const AUDITED_EVENT_TYPES: readonly string[] = [...new Set(Object.values(AUDIT_KINDS).flat())];
+
+/** Checks a manifest without spawning anything: every error at its line, and the warnings. @throws {ApiError} */
+export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<ManifestValidation> {
+  return api<ManifestValidation>('/api/manifests/validate', { method: 'POST', body: text, contentType: format === 'toml' ? 'application/toml' : 'application/json', ...(signal === undefined ? {} : { signal }) });
+}
+
+/** What a failed API call means to a page: the daemon went away, the thing asked for does not exist, or anything else. */
+export interface Failure {
+  kind: 'gone' | 'not-found' | 'other';
+  code: string;
+  message: string;
+}
+
+/**
+ * Sorts a failed call for a page to say plainly: no answer at all (the daemon stopped: keep what
+ * the user typed and say so), a 404 (nothing by that name: no error box, just say it), or the
+ * daemon's own message.
+ */
+export function failureOf(error: unknown): Failure {
+  if (error instanceof ApiError) {
+    if (error.status === 0) return { kind: 'gone', code: error.code, message: `The Loom daemon at ${window.location.origin} does not answer. Start it again (npm start, or loom start); this page picks up when it is back.` };
+    if (error.status === 404) return { kind: 'not-found', code: error.code, message: error.message };
+    return { kind: 'other', code: error.code, message: error.message };
+  }
+  return { kind: 'other', code: 'ERROR', message: error instanceof Error ? error.message : String(error) };
+}

@@ -288,3 +288,19 @@ export interface UsageSeriesView {
   step_ms: number;
   buckets: UsageBucketView[];
 }
+
+/** One thing wrong with a manifest, at its line (`POST /api/manifests/validate`). */
+export interface ManifestIssue {
+  message: string;
+  field: string;
+  line?: number;
+  column?: number;
+}
+
+/** The answer of `POST /api/manifests/validate`: every error at its line, and the warnings a spawn would give. */
+export interface ManifestValidation {
+  valid: boolean;
+  format: 'toml' | 'json';
+  errors: ManifestIssue[];
+  warnings: string[];
+}

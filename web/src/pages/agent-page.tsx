@@ -1,16 +1,57 @@
 import { stringify } from 'smol-toml';
-import { useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { api, type Failure, failureOf } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
 import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
-import { href } from '../router.ts';
+import { href, navigate } from '../router.ts';
 import { toTranscript } from '../session.ts';
 import { useEventVersion } from '../store.ts';
 import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow } from '../types.ts';
 import { usageByAgent } from './agents-page.tsx';
+import { ManifestEditor } from './manifest-editor.tsx';
 import { Transcript } from './transcript.tsx';
+import './agent-page.css';
+
+/** How long the page says an agent was killed before it goes to the agent list. */
+export const KILLED_NOTICE_MS = 1_500;
+
+/** How often a page whose daemon went away asks again. */
+const RETRY_GONE_MS = 3_000;
+
+/**
+ * The agent, fetched again on each kernel event; on a failure the last good answer stays (a
+ * daemon that went away does not blank the page) and the failure says what happened.
+ */
+function useAgent(name: string, version: number): { data: AgentDetailView | undefined; failure: Failure | undefined; reload: () => void } {
+  const [data, setData] = useState<AgentDetailView | undefined>(undefined);
+  const [failure, setFailure] = useState<Failure | undefined>(undefined);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const abort = new AbortController();
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    api<AgentDetailView>(`/api/agents/${encodeURIComponent(name)}`, { signal: abort.signal }).then(
+      (agent) => {
+        setData(agent);
+        setFailure(undefined);
+      },
+      (error: unknown) => {
+        if (abort.signal.aborted) return;
+        const found = failureOf(error);
+        setFailure(found);
+        if (found.kind === 'not-found') setData(undefined);
+        // No event comes from a daemon that is gone: ask again until it answers.
+        if (found.kind === 'gone') retry = setTimeout(() => setTick((count) => count + 1), RETRY_GONE_MS);
+      },
+    );
+    return () => {
+      abort.abort();
+      if (retry !== undefined) clearTimeout(retry);
+    };
+  }, [name, version, tick]);
+  return { data, failure, reload: () => setTick((count) => count + 1) };
+}
 
 /** What a capability grants, in words: `file_read /data/*`, `llm_max_tokens 50000`. */
 export function describeCapability(capability: Capability): { kind: string; value: string } {
@@ -39,7 +80,7 @@ function AgentLink({ id, agents }: { id: string; agents: readonly AgentView[] })
 
 export function AgentPage({ name }: { name: string }) {
   const version = useEventVersion();
-  const agent = useApi<AgentDetailView>(`/api/agents/${encodeURIComponent(name)}`, [version]);
+  const agent = useAgent(name, version);
   const agents = useApi<AgentView[]>('/api/agents', [version]);
   const usage = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}`, [version]);
   const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`, [version]);
@@ -47,14 +88,27 @@ export function AgentPage({ name }: { name: string }) {
   const [actionError, setActionError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const [confirmKill, setConfirmKill] = useState(false);
+  const [killed, setKilled] = useState<AgentView[] | undefined>(undefined);
+  const [editing, setEditing] = useState(false);
+  const [savedWarnings, setSavedWarnings] = useState<string[]>([]);
+
+  // Once killed, the page says so, then goes to the agent list.
+  useEffect(() => {
+    if (killed === undefined) return undefined;
+    const timer = setTimeout(() => navigate(href.agents), KILLED_NOTICE_MS);
+    return () => clearTimeout(timer);
+  }, [killed]);
 
   const act = async (action: 'suspend' | 'resume' | 'kill'): Promise<void> => {
     setBusy(true);
     setActionError(undefined);
     try {
       const path = `/api/agents/${encodeURIComponent(name)}`;
-      await api(action === 'kill' ? path : `${path}/${action}`, { method: action === 'kill' ? 'DELETE' : 'POST' });
-      agent.reload();
+      if (action === 'kill') setKilled(await api<AgentView[]>(path, { method: 'DELETE' }));
+      else {
+        await api(`${path}/${action}`, { method: 'POST' });
+        agent.reload();
+      }
     } catch (error) {
       setActionError(errorText(error));
     } finally {
@@ -63,11 +117,42 @@ export function AgentPage({ name }: { name: string }) {
     }
   };
 
+  if (killed !== undefined) {
+    const others = killed.filter((view) => view.name !== name).map((view) => view.name);
+    return (
+      <div class="page">
+        <PageHeader title={name} subtitle={<a href={href.agents}>← Agents</a>} />
+        <div class="agent-gone" role="status" data-testid="agent-killed">
+          <strong>{name} was killed</strong>
+          {others.length === 0 ? '' : `, with ${others.join(', ')}`}: its session and memory are gone. Going to the <a href={href.agents}>agent list</a>…
+        </div>
+      </div>
+    );
+  }
+
+  const gone = agent.failure?.kind === 'gone' ? (
+    <div class="agent-gone" role="status" data-testid="daemon-gone">
+      {agent.failure.message}
+    </div>
+  ) : null;
+
   if (agent.data === undefined) {
     return (
       <div class="page">
         <PageHeader title={name} subtitle={<a href={href.agents}>← Agents</a>} />
-        {agent.error === undefined ? <Empty>Loading…</Empty> : <ErrorBox message={agent.error} />}
+        {agent.failure === undefined ? (
+          <Empty>Loading…</Empty>
+        ) : agent.failure.kind === 'not-found' ? (
+          <Empty>
+            <span data-testid="no-such-agent">
+              No such agent: there is no agent named “{name}”. See the <a href={href.agents}>agent list</a>.
+            </span>
+          </Empty>
+        ) : agent.failure.kind === 'gone' ? (
+          gone
+        ) : (
+          <ErrorBox message={agent.failure.message} />
+        )}
       </div>
     );
   }
@@ -94,6 +179,11 @@ export function AgentPage({ name }: { name: string }) {
             <a class="btn btn-primary" href={href.chat(data.name)}>
               Chat
             </a>
+            {alive && !editing ? (
+              <button type="button" class="btn" onClick={() => setEditing(true)}>
+                Edit manifest
+              </button>
+            ) : null}
             {data.state === 'running' ? (
               <button type="button" class="btn" disabled={busy} onClick={() => void act('suspend')}>
                 Suspend
@@ -118,7 +208,15 @@ export function AgentPage({ name }: { name: string }) {
           </>
         }
       />
+      {gone}
       <ErrorBox message={actionError} />
+      {savedWarnings.length === 0 ? null : (
+        <ul class="manifest-warnings" data-testid="saved-warnings" aria-label="Warnings about the saved manifest">
+          {savedWarnings.map((warning, index) => (
+            <li key={index}>warning: {warning}</li>
+          ))}
+        </ul>
+      )}
       <div class="stats">
         <div class="stat">
           <div class="stat-label">Model</div>
@@ -178,6 +276,18 @@ export function AgentPage({ name }: { name: string }) {
       </div>
       {data.module === 'builtin:workflow' ? <WorkflowPanel name={data.name} version={version} /> : null}
       {data.module === 'builtin:chain-of-thought' ? <ThoughtTracePanel name={data.name} version={version} /> : null}
+      {editing ? (
+        <ManifestEditor
+          agent={data.name}
+          initialText={manifestToml(data.manifest)}
+          onCancel={() => setEditing(false)}
+          onSaved={(saved) => {
+            setEditing(false);
+            setSavedWarnings(saved.warnings);
+            agent.reload();
+          }}
+        />
+      ) : null}
       <Card
         title="Manifest"
         actions={

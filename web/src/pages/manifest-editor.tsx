@@ -1,7 +1,8 @@
-import { useState } from 'preact/hooks';
-import { api, ApiError } from '../api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, validateManifest } from '../api.ts';
 import { errorText } from '../format.ts';
-import type { AgentDetailView } from '../types.ts';
+import type { AgentDetailView, ManifestValidation } from '../types.ts';
+import './manifest-editor.css';
 
 /** A manifest to start from: a chat agent with memory of its own. */
 export const MANIFEST_TEMPLATE = `name = "my-agent"
@@ -41,19 +42,63 @@ export function lineNamedBy(message: string, text: string): number | undefined {
   return section === undefined ? undefined : from + 1;
 }
 
-export function ManifestEditor({ onSpawned, onCancel }: { onSpawned: (agent: AgentDetailView & { warnings: string[] }) => void; onCancel: () => void }) {
-  const [text, setText] = useState(MANIFEST_TEMPLATE);
+/** How long the editor waits after the last keystroke before asking the daemon to check the text. */
+export const VALIDATE_DELAY_MS = 400;
+
+/** A spawned or updated agent as the API answers: the agent, with warnings about it. */
+export type SavedAgent = AgentDetailView & { warnings: string[] };
+
+interface ManifestEditorProps {
+  onCancel: () => void;
+  /** Spawning: called with the new agent. */
+  onSpawned?: (agent: SavedAgent) => void;
+  /** Editing a live agent: its name (saved through `PUT /api/agents/{agent}`), and what to call once saved. */
+  agent?: string;
+  onSaved?: (agent: SavedAgent) => void;
+  /** The text to start from (the template when spawning). */
+  initialText?: string;
+}
+
+/**
+ * A manifest editor: the daemon checks the text as it is typed (debounced), and each error shows
+ * at its line with the warnings a spawn would print; Spawn (or Save, for a live agent) sends it.
+ */
+export function ManifestEditor({ onSpawned, onCancel, agent, onSaved, initialText }: ManifestEditorProps) {
+  const updating = agent !== undefined;
+  const [text, setText] = useState(initialText ?? MANIFEST_TEMPLATE);
   const [format, setFormat] = useState<'toml' | 'json'>('toml');
   const [error, setError] = useState<{ code: string; message: string; line: number | undefined } | undefined>(undefined);
+  const [check, setCheck] = useState<ManifestValidation | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    const abort = new AbortController();
+    const timer = setTimeout(() => {
+      validateManifest(text, format, abort.signal).then(
+        (answer) => setCheck(answer),
+        // An older daemon without the route, or one that went away: the editor still spawns.
+        () => {
+          if (!abort.signal.aborted) setCheck(undefined);
+        },
+      );
+    }, VALIDATE_DELAY_MS);
+    return () => {
+      clearTimeout(timer);
+      abort.abort();
+    };
+  }, [text, format]);
 
   const submit = async (event: Event): Promise<void> => {
     event.preventDefault();
     setBusy(true);
     setError(undefined);
     try {
-      const agent = await api<AgentDetailView & { warnings: string[] }>('/api/agents', { method: 'POST', body: text, contentType: format === 'toml' ? 'application/toml' : 'application/json' });
-      onSpawned(agent);
+      const contentType = format === 'toml' ? 'application/toml' : 'application/json';
+      if (updating) {
+        onSaved?.(await api<SavedAgent>(`/api/agents/${encodeURIComponent(agent)}`, { method: 'PUT', body: text, contentType }));
+      } else {
+        onSpawned?.(await api<SavedAgent>('/api/agents', { method: 'POST', body: text, contentType }));
+      }
     } catch (cause) {
       const code = cause instanceof ApiError ? cause.code : 'ERROR';
       const message = errorText(cause);
@@ -64,40 +109,58 @@ export function ManifestEditor({ onSpawned, onCancel }: { onSpawned: (agent: Age
   };
 
   const lineCount = text.split('\n').length;
+  // The live check marks its lines until a refused save says what the daemon said.
+  const live = error === undefined ? (check?.errors ?? []) : [];
+  const badLines = new Set<number>([...live.map((issue) => issue.line).filter((line): line is number => line !== undefined), ...(error?.line === undefined ? [] : [error.line])]);
+  const title = updating ? `Edit the manifest of ${agent}` : 'Spawn an agent';
   return (
-    <form class="card editor" onSubmit={(event) => void submit(event)} aria-label="Spawn an agent">
+    <form class="card editor" onSubmit={(event) => void submit(event)} aria-label={title}>
       <div class="card-head">
-        <h2>Spawn an agent</h2>
+        <h2>{title}</h2>
         <div class="segmented" role="group" aria-label="Manifest format">
-          <button type="button" class={format === 'toml' ? 'on' : ''} onClick={() => setFormat('toml')}>
+          <button type="button" class={format === 'toml' ? 'on' : ''} aria-pressed={format === 'toml'} onClick={() => setFormat('toml')}>
             TOML
           </button>
-          <button type="button" class={format === 'json' ? 'on' : ''} onClick={() => setFormat('json')}>
+          <button type="button" class={format === 'json' ? 'on' : ''} aria-pressed={format === 'json'} onClick={() => setFormat('json')}>
             JSON
           </button>
         </div>
       </div>
       <p class="hint">
-        Write the agent's manifest. It is checked by the daemon; what is wrong shows below, naming the field.
+        {updating
+          ? 'Change the manifest and save: the agent keeps its id, session and memory. The name must stay the same.'
+          : "Write the agent's manifest. It is checked by the daemon as you type; what is wrong shows at its line."}
       </p>
-      <div class={error === undefined ? 'code-editor' : 'code-editor has-error'}>
+      <div class={badLines.size === 0 ? 'code-editor' : 'code-editor has-error'}>
         <div class="gutter" aria-hidden="true">
           {Array.from({ length: lineCount }, (_, index) => (
-            <div class={error?.line === index + 1 ? 'gutter-line bad' : 'gutter-line'}>{index + 1}</div>
+            <div class={badLines.has(index + 1) ? 'gutter-line bad' : 'gutter-line'} data-line={index + 1}>
+              {index + 1}
+            </div>
           ))}
         </div>
         <textarea
           name="manifest"
           aria-label="Manifest"
+          aria-invalid={badLines.size > 0}
           spellcheck={false}
           rows={Math.max(14, lineCount + 1)}
           value={text}
           onInput={(event) => {
             setText(event.currentTarget.value);
-            if (error !== undefined) setError({ ...error, line: undefined });
+            if (error !== undefined) setError(undefined);
           }}
         />
       </div>
+      {live.length === 0 ? null : (
+        <ul class="manifest-issues" data-testid="manifest-issues" aria-label="Problems in the manifest" aria-live="polite">
+          {live.map((issue, index) => (
+            <li key={index}>
+              <span class="manifest-issue-line mono">{issue.line === undefined ? 'manifest' : `line ${issue.line}`}</span> {issue.message}
+            </li>
+          ))}
+        </ul>
+      )}
       {error === undefined ? null : (
         <div class="field-error" role="alert" data-testid="manifest-error">
           <strong>{error.code}</strong>
@@ -105,12 +168,19 @@ export function ManifestEditor({ onSpawned, onCancel }: { onSpawned: (agent: Age
           <div>{error.message}</div>
         </div>
       )}
+      {check === undefined || check.warnings.length === 0 ? null : (
+        <ul class="manifest-warnings" data-testid="manifest-warnings" aria-label="Warnings">
+          {check.warnings.map((warning, index) => (
+            <li key={index}>warning: {warning}</li>
+          ))}
+        </ul>
+      )}
       <div class="form-actions">
         <button type="button" class="btn btn-ghost" onClick={onCancel}>
           Cancel
         </button>
         <button type="submit" class="btn btn-primary" disabled={busy}>
-          {busy ? 'Spawning…' : 'Spawn'}
+          {updating ? (busy ? 'Saving…' : 'Save') : busy ? 'Spawning…' : 'Spawn'}
         </button>
       </div>
     </form>

@@ -1,0 +1,63 @@
+import { Hono } from 'hono';
+import { detectManifestFormat, type ManifestFormat } from '../manifest/index.ts';
+import { checkAgentModels, formatModelProblem, type ModelReadinessOptions } from '../models/index.ts';
+import type { HttpEnv } from './http-context.ts';
+import { HttpRequestError } from './http-request-error.ts';
+import { checkManifestText, type ManifestIssue } from './manifest-check.ts';
+import { mediaTypeOf } from './request-input.ts';
+
+/** How long a validation waits for the manifest's model server before warning it does not answer. */
+const VALIDATE_PROBE_TIMEOUT_MS = 500;
+
+const FORMATS: Readonly<Record<string, ManifestFormat | undefined>> = {
+  'application/toml': 'toml',
+  'application/x-toml': 'toml',
+  'application/json': 'json',
+  'text/plain': undefined,
+  '': undefined,
+};
+
+/** The answer of `POST /api/manifests/validate`. */
+export interface ManifestValidation {
+  valid: boolean;
+  format: ManifestFormat;
+  /** Every issue, each with the line and column it is about (1-based), in the order of the text. */
+  errors: ManifestIssue[];
+  /** What `loom agent spawn` would warn about: keys a table header swallowed; for a valid manifest, why it could not run here. */
+  warnings: string[];
+}
+
+/** What the manifest routes need. */
+export interface ManifestRoutesOptions {
+  /** The daemon's default model and environment, to warn about an agent that could not run. */
+  readiness?: ModelReadinessOptions;
+}
+
+/**
+ * The manifest routes, mounted at `/api/manifests`: `POST /validate` checks a manifest (TOML or
+ * JSON, by content type or by its first character) without spawning anything, and answers 200
+ * with every error at its line and the warnings a spawn would give (an editor calls it as the
+ * user types). Any role may ask: it reveals nothing but the daemon's opinion of the text.
+ */
+export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<HttpEnv> {
+  const routes = new Hono<HttpEnv>();
+
+  routes.post('/validate', async (c) => {
+    const type = mediaTypeOf(c);
+    if (!(type in FORMATS)) {
+      throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot validate a manifest: send it as "application/toml" or "application/json", got "${type}"`);
+    }
+    const text = await c.req.text();
+    const format = FORMATS[type] ?? detectManifestFormat(text);
+    const check = checkManifestText(text, format);
+    const warnings = [...check.warnings];
+    if (check.manifest !== undefined && options.readiness !== undefined) {
+      const problems = await checkAgentModels(check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS });
+      warnings.push(...problems.map((problem) => formatModelProblem(check.manifest?.name ?? '', problem)));
+    }
+    const body: ManifestValidation = { valid: check.valid, format, errors: check.errors, warnings };
+    return c.json(body);
+  });
+
+  return routes;
+}
