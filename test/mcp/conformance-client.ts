@@ -11,16 +11,23 @@
  * them; in `json-schema-2020-12-preservation` the echo tool is given, as the scenario asks, the
  * schema Loom would offer the model for the other tool. A server's question during a call
  * (elicitation) is answered by a stand-in person who accepts the form without changing a field.
+ * In `auth/*` scenarios the entry gets `[mcp_servers.oauth]` (authorization code; the scenario's
+ * pre-registered client where it gives one) and `loginMcpServer` runs first, as `loom mcp login`
+ * does, with the person's browser played by a fetch that follows the authorization server's
+ * redirect to Loom's loopback listener.
  * Exits 0 when every step worked, 1 otherwise; logs go to stderr.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createSystemClock } from '../../src/clock/index.ts';
 import type { JsonObject, PersonAnswer, PersonQuestion, Tool, ToolContext, ToolResult } from '../../src/contracts/index.ts';
 import { createLogger } from '../../src/logging/index.ts';
-import { createMcpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
+import { createMcpClientManager, loginMcpServer, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import { checkToolInput, formatMcpToolName } from '../../src/tools/index.ts';
 
 /** How long the client waits for the connection (the manager retries once with the other era on a failure). */
-const CONNECT_TIMEOUT_MS = 8_000;
+const CONNECT_TIMEOUT_MS = 25_000;
 /** How long one tool call may take. */
 const CALL_TIMEOUT_SECS = 10;
 const SERVER_NAME = 'conformance';
@@ -94,16 +101,22 @@ function argumentsFor(tool: Tool<never>, tools: readonly Tool<never>[], scenario
   return tool.jsonSchema === undefined ? {} : exampleValue({ type: 'object', ...tool.jsonSchema });
 }
 
-/** The calls `MCP_CONFORMANCE_CONTEXT` asks for, if it names any. */
-function scenarioToolCalls(): { name: string; arguments: unknown }[] | undefined {
+/** What the scenario tells the client (`MCP_CONFORMANCE_CONTEXT`): calls to make, credentials of a registered client. */
+function scenarioContext(): Record<string, unknown> {
   const raw = process.env['MCP_CONFORMANCE_CONTEXT'];
-  if (raw === undefined) return undefined;
+  if (raw === undefined) return {};
   try {
-    const context = JSON.parse(raw) as { toolCalls?: { name: string; arguments?: unknown }[] };
-    return context.toolCalls?.map((call) => ({ name: call.name, arguments: call.arguments ?? {} }));
+    const context: unknown = JSON.parse(raw);
+    return typeof context === 'object' && context !== null ? (context as Record<string, unknown>) : {};
   } catch {
-    return undefined;
+    return {};
   }
+}
+
+/** The calls the scenario asks for, if it names any. */
+function scenarioToolCalls(): { name: string; arguments: unknown }[] | undefined {
+  const calls = scenarioContext()['toolCalls'] as { name: string; arguments?: unknown }[] | undefined;
+  return calls?.map((call) => ({ name: call.name, arguments: call.arguments ?? {} }));
 }
 
 /** Waits for the connection; gives up at once on a refusal for want of credentials (Loom is given none here). */
@@ -132,11 +145,51 @@ async function main(): Promise<number> {
     allow_private_network: true,
     transport: { type: 'http', url, headers: {} },
   };
+  const oauthDir = scenario.startsWith('auth/') ? await mkdtemp(join(tmpdir(), 'loom-conformance-oauth-')) : undefined;
+  try {
+    return await run(scenario, entry, oauthDir);
+  } finally {
+    if (oauthDir !== undefined) await rm(oauthDir, { recursive: true, force: true });
+  }
+}
+
+/** Logs in where the scenario is about OAuth, connects, and makes the calls. */
+async function run(scenario: string, entry: McpServerEntry, oauthDir: string | undefined): Promise<number> {
+  const env: Record<string, string> = {};
+  if (oauthDir !== undefined) {
+    // A pre-registered client, where the scenario gives one; otherwise Loom registers itself.
+    const registered = scenarioContext();
+    entry.oauth = { grant: 'authorization_code', ...(typeof registered['client_id'] === 'string' ? { client_id: registered['client_id'] } : {}) };
+    if (typeof registered['client_secret'] === 'string') {
+      env['CONFORMANCE_CLIENT_SECRET'] = registered['client_secret'];
+      entry.oauth.client_secret_env = 'CONFORMANCE_CLIENT_SECRET';
+    }
+    // `loom mcp login`, with the person's browser played here: the suite's authorization server
+    // answers the authorization address at once with a redirect to Loom's loopback listener.
+    const login = loginMcpServer(entry, {
+      dir: oauthDir,
+      env,
+      showAuthorizationUrl: (authorization) => {
+        void (async () => {
+          const answer = await fetch(authorization, { redirect: 'manual' });
+          const location = answer.headers.get('location');
+          if (location !== null) await fetch(new URL(location, authorization));
+        })().catch((error: unknown) => log('the stand-in browser failed', { error: String(error) }));
+      },
+      timeoutMs: CONNECT_TIMEOUT_MS,
+    });
+    const refused = await login.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
+    if (refused !== undefined) {
+      log('the login failed', { scenario, error: refused });
+      return 1;
+    }
+  }
   const manager = createMcpClientManager({
     servers: [entry],
-    env: {},
+    env,
     logger: createLogger({ level: process.env['LOOM_CONFORMANCE_LOG'] === 'debug' ? 'debug' : 'warn', fd: 2, format: 'json' }),
     clock: createSystemClock(),
+    oauthDir,
   });
   manager.start();
   try {
