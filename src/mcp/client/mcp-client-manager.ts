@@ -116,6 +116,19 @@ function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** An accepted form's fields, each one left out filled with the schema's `default` where it has one (SEP-1034). */
+function withDefaults(schema: JsonObject, content: JsonObject): JsonObject {
+  const properties = schema['properties'];
+  if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) return content;
+  const filled: JsonObject = { ...content };
+  for (const [key, property] of Object.entries(properties)) {
+    if (filled[key] !== undefined || property === null || typeof property !== 'object' || Array.isArray(property)) continue;
+    const fallback = property['default'];
+    if (fallback !== undefined) filled[key] = fallback;
+  }
+  return filled;
+}
+
 /** What Loom offers a server: form elicitation and roots always, sampling where the entry allows it. */
 function capabilitiesOf(entry: McpServerEntry): ClientCapabilities {
   return { elicitation: { form: {} }, roots: {}, ...(entry.sampling === true ? { sampling: {} } : {}) };
@@ -206,8 +219,10 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         logger.warn({ server: state.entry.name, calls: state.calls.size }, 'declined an elicitation: no single call of an agent to ask it for');
         return { action: 'decline' as const };
       }
-      const answer = await call.askPerson({ from, message: params.message, schema: params.requestedSchema as JsonObject });
-      return answer.action === 'accept' ? { action: 'accept' as const, content: answer.content as Record<string, string | number | boolean | string[]> } : { action: answer.action };
+      const schema = params.requestedSchema as JsonObject;
+      const answer = await call.askPerson({ from, message: params.message, schema });
+      if (answer.action !== 'accept') return { action: answer.action };
+      return { action: 'accept' as const, content: withDefaults(schema, answer.content) as Record<string, string | number | boolean | string[]> };
     });
     created.setRequestHandler('roots/list', () => {
       const call = callOf(state);
