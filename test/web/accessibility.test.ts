@@ -25,24 +25,14 @@ const VIEWPORTS = [
 ] as const;
 const SCHEMES = ['light', 'dark'] as const;
 
-/**
- * Violations in pages whose code belongs to other work under way (the agent page), reported to
- * it rather than fixed here. Each is matched by page, rule and element, so any other violation
- * still fails. Remove an entry once it is fixed.
- */
-const REPORTED_ELSEWHERE: readonly { path: string; rule: string; target: string }[] = [
-  // agent-page.tsx: the manifest's <pre class="code"> scrolls but cannot be focused; give it tabIndex={0} and aria-label="Manifest".
-  { path: '#/agents/helper', rule: 'scrollable-region-focusable', target: 'pre' },
-];
-
 /** Runs axe on the page and returns its serious and critical violations, one readable line each. */
-async function seriousViolations(page: Page, path: string): Promise<string[]> {
+async function seriousViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ path: AXE_SCRIPT });
   // Expressions run in the page (the tests' own TypeScript has no DOM types).
   const violations = await page.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((results) => results.violations)");
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .flatMap((violation) => violation.nodes.filter((node) => !REPORTED_ELSEWHERE.some((known) => known.path === path && known.rule === violation.id && node.target.join(' ') === known.target)).map((node) => `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`));
+    .flatMap((violation) => violation.nodes.map((node) => `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`));
 }
 
 describe('every dashboard page, in Chromium at desktop and phone width, light and dark', () => {
@@ -98,7 +88,7 @@ describe('every dashboard page, in Chromium at desktop and phone width, light an
             expect(background, `${entry.path} in the ${scheme} theme`).toBe(scheme === 'dark' ? 'rgb(15, 18, 32)' : 'rgb(246, 247, 251)');
             const widths = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
             expect(widths.scroll, `${entry.path} is wider than the screen at ${viewport.width} px`).toBeLessThanOrEqual(widths.client);
-            for (const line of await seriousViolations(page, entry.path)) found.push(`${entry.path}: ${line}`);
+            for (const line of await seriousViolations(page)) found.push(`${entry.path}: ${line}`);
           }
           expect(found).toEqual([]);
         } finally {

@@ -301,7 +301,7 @@ export function AgentPage({ name }: { name: string }) {
           </div>
         }
       >
-        <pre class="code" data-testid="manifest">
+        <pre class="code" data-testid="manifest" tabIndex={0} aria-label="Manifest">
           {view === 'toml' ? manifestToml(data.manifest) : JSON.stringify(data.manifest, null, 2)}
         </pre>
       </Card>
