@@ -8,7 +8,7 @@ import { checkAgentModels, formatModelProblem } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
-import type { ChannelPairingRecord } from '../contracts/index.ts';
+import type { ChannelPairingRecord, JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
@@ -41,7 +41,8 @@ export interface CliBackend {
   /** Approval requests with the status, oldest first (pending ones by default). */
   approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
   /** Approves or denies a pending request; in-process the decision is recorded as by `local`. */
-  decideApproval(id: string, approved: boolean, reason?: string): Promise<ApprovalView>;
+  /** `answer`: the fields answering a question (a request whose input carries `requestedSchema`). */
+  decideApproval(id: string, approved: boolean, reason?: string, answer?: JsonObject): Promise<ApprovalView>;
   /** Empties an agent's session history. */
   resetSession(reference: string): Promise<void>;
   /** Agent packages: the daemon's API, or the in-process host's service (same views). */
@@ -113,7 +114,7 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
     cancelTurn: (reference) => kernel.cancelTurn(reference, { by: 'the owner' }),
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
     approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
-    decideApproval: async (id, approved, reason) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null })),
+    decideApproval: async (id, approved, reason, answer) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null, answer })),
     resetSession: (reference) => kernel.resetSession(reference),
     packages,
     forgedTools: {
@@ -178,7 +179,8 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     cancelTurn: (reference) => call('POST', `${agent(reference)}/turn/cancel`),
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
     approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
-    decideApproval: (id, approved, reason) => call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined ? undefined : { reason }),
+    decideApproval: (id, approved, reason, answer) =>
+      call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined && answer === undefined ? undefined : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) }),
     resetSession: async (reference) => {
       const response = await fetch(`${url}${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
       if (!response.ok) throw await apiError(response);

@@ -8,6 +8,7 @@ import { registerDaemonCommands } from './commands/daemon-commands.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
 import { registerMcpCommand } from './commands/mcp-command.ts';
+import { registerMcpLoginCommand } from './commands/mcp-login-command.ts';
 import { registerMcpServersCommand } from './commands/mcp-servers-command.ts';
 import { registerModelCommands } from './commands/model-commands.ts';
 import { registerPackageCommands } from './commands/package-commands.ts';
@@ -43,7 +44,9 @@ function buildProgram(io: CliIo): Command {
   registerSendCommands(program, io);
   registerUsageCommand(program, io);
   registerChannelsCommand(program, io);
-  registerMcpServersCommand(registerMcpCommand(program, io), io);
+  const mcp = registerMcpCommand(program, io);
+  registerMcpServersCommand(mcp, io);
+  registerMcpLoginCommand(mcp, io);
   registerA2aCommands(program, io);
   registerApprovalsCommands(program, io);
   registerPackageCommands(program, io);

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import type { ApprovalView } from '../../src/http/index.ts';
@@ -11,6 +11,7 @@ import { runCli } from '../helpers/run-cli.ts';
 import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { pendingApprovalRecord } from '../helpers/approval-record.ts';
+import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -131,6 +132,31 @@ describe('loom approvals while a daemon runs', () => {
       { id: first.approvalId, status: 'approved', decided_by: 'local' },
       { id: second.approvalId, status: 'denied', decided_by: 'local' },
     ]);
+  });
+
+  it('answers a question an MCP server asks during a call with --answer, checked against its schema', async () => {
+    await daemon.stop();
+    const config = ConfigSchema.parse({ mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] });
+    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config, env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+    const { kernel } = daemon.host;
+    await vi.waitFor(() => expect(daemon.host.mcp?.servers()[0]?.status).toBe('connected'), { timeout: 20_000, interval: 50 });
+    await kernel.spawn(manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`));
+    model.reset();
+    model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Thanks.' }]);
+    const asked = nextApproval(kernel);
+    const turn = kernel.stream('asker', 'ask me');
+    const results: string[] = [];
+    const done = (async () => {
+      for await (const event of turn) if (event.type === 'tool-result') results.push(event.text);
+    })();
+    const id = await asked;
+    const refused = await loom(['approvals', 'approve', id, '--answer', 'name=42']);
+    expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('/name must be string') as unknown });
+    expect((await loom(['approvals', 'approve', id, '--answer', 'bad'])).stderr).toContain('--answer "bad": expected field=value');
+    expect((await loom(['approvals', 'approve', id.slice(0, 8), '--answer', 'name=Ada Lovelace', '--answer', 'check=true'])).code).toBe(0);
+    await done;
+    expect(results[0]).toContain('- Name: Ada Lovelace');
+    expect(results[0]).toContain('- Agreed to terms: true');
   });
 
   it('reaches the daemon LOOM_URL names, whatever home the CLI would use', async () => {

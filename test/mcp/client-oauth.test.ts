@@ -1,4 +1,6 @@
-import { stat } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
@@ -129,6 +131,30 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     resource.live.clear();
     expect(await callTool(toolNamed(manager, 'mcp_hosted_whoami'), {})).toEqual({ text: 'authorized' });
     expect(resource.grants).toEqual(['authorization_code', 'refresh_token']);
+  });
+
+  it('logs in from the command line: loom mcp login prints the address, waits for the browser, and keeps the tokens', async () => {
+    const home = join(dir.path, 'home');
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, 'config.toml'), `[[mcp_servers]]\nname = "hosted"\nallow_private_network = true\n[mcp_servers.transport]\ntype = "http"\nurl = "${resource.url}"\n[mcp_servers.oauth]\nclient_id = "loom-test"\n`);
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/loom.js'), 'mcp', 'login', 'hosted'], { env: { ...process.env, LOOM_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const address = await new Promise<URL>((resolve) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        const found = /^\s+(http:\/\/\S+)$/m.exec(stderr)?.[1];
+        if (found !== undefined) resolve(new URL(found));
+      });
+    });
+    expect(stderr).toContain('Open this address to log in to "hosted":');
+    await browse(address);
+    expect(await exited).toBe(0);
+    expect(stdout).toBe('Logged in to "hosted". The daemon uses these tokens from its next connection to it.\n');
+    expect((await stat(mcpOAuthFile(join(home, 'data', 'mcp-oauth'), 'hosted'))).mode & 0o777).toBe(0o600);
+    expect(resource.grants).toEqual(['authorization_code']);
   });
 
   it('gets tokens by client credentials for an unattended daemon, and refuses a login for it', async () => {

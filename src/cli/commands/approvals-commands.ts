@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { JsonObject, JsonValue } from '../../contracts/index.ts';
 import type { ApprovalView } from '../../http/index.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
@@ -9,6 +10,29 @@ import { withBackend } from './agent-commands.ts';
 interface DecideOptions {
   reason?: string;
   json?: boolean;
+  answer?: string[];
+}
+
+/**
+ * The answer to a question (`--answer field=value`, repeated): a value that reads as JSON (a
+ * number, `true`, a list) is taken as such, anything else as text.
+ */
+function answerOf(fields: readonly string[]): JsonObject | undefined {
+  if (fields.length === 0) return undefined;
+  const answer: JsonObject = {};
+  for (const field of fields) {
+    const equals = field.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--answer "${field}": expected field=value, e.g. --answer name=Ada`);
+    const value = field.slice(equals + 1);
+    let parsed: JsonValue = value;
+    try {
+      parsed = JSON.parse(value) as JsonValue;
+    } catch {
+      // Plain text.
+    }
+    answer[field.slice(0, equals)] = parsed;
+  }
+  return answer;
 }
 
 function oneLine(value: unknown, max: number): string {
@@ -45,17 +69,21 @@ async function approvalId(backend: CliBackend, given: string): Promise<string> {
 
 function registerDecideCommand(approvals: Command, io: CliIo, verb: 'approve' | 'deny'): void {
   const approved = verb === 'approve';
-  approvals
-    .command(`${verb} <id>`)
+  const command = approvals.command(`${verb} <id>`);
+  if (approved) {
+    command.option('--answer <field=value>', 'answer a question (an MCP server asking a person; the fields of its requestedSchema): one field each, repeated; JSON values (numbers, true, lists) are taken as such', (value: string, previous: string[] = []) => [...previous, value]);
+  }
+  command
     .description(approved ? 'approve a pending tool call: the waiting agent runs it' : 'deny a pending tool call: the waiting agent gets an error instead of the result')
     .option('--reason <text>', approved ? 'why (recorded with the decision)' : 'why (recorded, and told to the agent)')
     .option('--json', 'print the decided approval as JSON')
     .addHelpText(
       'after',
-      `\nThe id is the one \`loom approvals list\` shows, or a unique start of it. A request that was already decided (or expired) is refused.\n\nExample:\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11 --reason "${approved ? 'looks right' : 'not in that folder'}"\n`,
+      `\nThe id is the one \`loom approvals list\` shows, or a unique start of it. A request that was already decided (or expired) is refused.\n\nExample:\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11 --reason "${approved ? 'looks right' : 'not in that folder'}"\n${approved ? '  $ loom approvals approve 5f2a --answer name="Ada Lovelace" --answer check=true   # a question: deny declines it\n' : ''}`,
     )
     .action(async (id: string, options: DecideOptions) => {
-      const view = await withBackend(io, async (backend) => backend.decideApproval(await approvalId(backend, id), approved, options.reason));
+      const answer = answerOf(options.answer ?? []);
+      const view = await withBackend(io, async (backend) => backend.decideApproval(await approvalId(backend, id), approved, options.reason, answer));
       if (options.json === true) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
       else io.stdout(`${view.status} ${view.tool} for ${view.agent} (${view.id})${view.reason === null ? '' : `: ${view.reason}`}\n`);
     });

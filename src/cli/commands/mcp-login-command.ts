@@ -1,0 +1,35 @@
+import type { Command } from 'commander';
+import { UsageError } from '../../errors/index.ts';
+import { openHome } from '../cli-context.ts';
+import type { CliIo } from '../cli-io.ts';
+
+/** `loom mcp login <server>`: logs Loom in to a remote MCP server behind OAuth, once. */
+export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
+  mcp
+    .command('login <server>')
+    .description('log in to a remote MCP server behind OAuth ([mcp_servers.oauth], authorization_code): prints the address to open, keeps the tokens for the daemon')
+    .option('--timeout <seconds>', 'how long to wait for the browser to come back', '300')
+    .addHelpText(
+      'after',
+      '\nThe tokens are kept in LOOM_HOME/data/mcp-oauth/<server>.json (readable by you only) and refreshed by the\ndaemon; a running daemon picks them up at its next connection attempt.\n\nExample:\n  $ loom mcp login tracker\n',
+    )
+    .action(async (server: string, options: { timeout: string }) => {
+      const timeoutSeconds = Number(options.timeout);
+      if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new UsageError(`--timeout "${options.timeout}": expected a number of seconds`);
+      const { home, config } = await openHome(io);
+      const entry = config.mcp_servers.find((candidate) => candidate.name === server);
+      if (entry === undefined) {
+        const names = config.mcp_servers.map((candidate) => candidate.name);
+        throw new UsageError(`no [[mcp_servers]] entry is named "${server}"${names.length === 0 ? '' : ` (configured: ${names.join(', ')})`}`);
+      }
+      // Loaded here: every command module loads with `loom start`, which needs no MCP client SDK up front.
+      const { loginMcpServer } = await import('../../mcp/client/index.ts');
+      await loginMcpServer(entry, {
+        dir: home.mcpOAuthDir,
+        env: io.env,
+        timeoutMs: timeoutSeconds * 1000,
+        showAuthorizationUrl: (url) => io.stderr(`Open this address to log in to "${server}":\n\n  ${url.href}\n\nWaiting for the browser to come back…\n`),
+      });
+      io.stdout(`Logged in to "${server}". The daemon uses these tokens from its next connection to it.\n`);
+    });
+}
