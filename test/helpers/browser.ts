@@ -48,13 +48,13 @@ export interface DashboardHarness {
 /**
  * Builds the dashboard, opens a test host on `config` (config.toml's shape) in a temporary
  * folder, serves it on 127.0.0.1 and launches Chromium. `packages` mounts `/api/packages`,
- * `channels` `/api/channels`; `env` is the host's environment (the test keys by default).
+ * `channels` `/api/channels`, `connectMcpServers` connects `[[mcp_servers]]`; `env` is the host's environment (the test keys by default).
  */
-export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean; channels?: boolean; env?: Record<string, string> } = {}): Promise<DashboardHarness> {
+export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean; channels?: boolean; connectMcpServers?: boolean; env?: Record<string, string> } = {}): Promise<DashboardHarness> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const outDir = join(dir, 'dist');
   await buildDashboard(outDir);
-  const host = await openTestHost(dir, config, options.env, { runSchedules: options.runSchedules ?? false });
+  const host = await openTestHost(dir, config, options.env, { runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(config),

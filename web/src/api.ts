@@ -60,9 +60,13 @@ export async function api<T>(path: string, init: { method?: string; body?: strin
   return (await response.json()) as T;
 }
 
-/** Approves or denies a pending tool call (owner keys only); an empty reason is none. @throws {ApiError} */
-export function decideApproval(id: string, approved: boolean, reason = ''): Promise<ApprovalView> {
-  const body = reason.trim() === '' ? undefined : JSON.stringify({ reason: reason.trim() });
+/**
+ * Approves or denies a pending tool call (owner keys only); an empty reason is none. `answer`
+ * answers a question (an MCP server asking a person). @throws {ApiError}
+ */
+export function decideApproval(id: string, approved: boolean, reason = '', answer?: Record<string, unknown>): Promise<ApprovalView> {
+  const fields = { ...(reason.trim() === '' ? {} : { reason: reason.trim() }), ...(answer === undefined ? {} : { answer }) };
+  const body = Object.keys(fields).length === 0 ? undefined : JSON.stringify(fields);
   return api<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
     method: 'POST',
     ...(body === undefined ? {} : { body, contentType: 'application/json' }),

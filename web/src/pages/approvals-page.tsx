@@ -6,6 +6,7 @@ import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
 import { useApprovalVersion } from '../store.ts';
 import type { ApprovalView } from '../types.ts';
+import { QuestionForm, questionOf } from './question-form.tsx';
 
 /** `in 4 min 10 s`, or `overdue` once the time has passed. */
 export function expiresIn(expiresAt: string, now: number): string {
@@ -36,11 +37,12 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
-  const decide = async (approved: boolean): Promise<void> => {
+  const question = questionOf(approval.input);
+  const decide = async (approved: boolean, answer?: Record<string, unknown>): Promise<void> => {
     setBusy(true);
     setError(undefined);
     try {
-      await decideApproval(approval.id, approved, reason);
+      await decideApproval(approval.id, approved, reason, answer);
       onDecided();
     } catch (cause) {
       setError(errorText(cause));
@@ -48,21 +50,25 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
     }
   };
   return (
-    <section class="card approval-card" data-testid="approval" data-approval={approval.id} aria-label={`${approval.agent} wants to run ${approval.tool}`}>
+    <section class="card approval-card" data-testid="approval" data-approval={approval.id} aria-label={question === undefined ? `${approval.agent} wants to run ${approval.tool}` : `${approval.tool} asks for ${approval.agent}`}>
       <div class="approval-head">
         <div>
           <a class="strong" href={href.agent(approval.agent)}>
             {approval.agent}
           </a>{' '}
-          <span class="muted">wants to run</span> <span class="mono strong">{approval.tool}</span>
+          <span class="muted">{question === undefined ? 'wants to run' : 'is asked by'}</span> <span class="mono strong">{approval.tool}</span>
         </div>
         <div class="small muted" title={`requested ${formatTime(approval.requested_at)}; denied at ${formatTime(approval.expires_at)} if nobody decides`}>
           expires {expiresIn(approval.expires_at, now)}
         </div>
       </div>
-      <pre class="approval-input" data-testid="approval-input" tabIndex={0} aria-label="Input of the call">
-        {JSON.stringify(approval.input, null, 2)}
-      </pre>
+      {question === undefined ? (
+        <pre class="approval-input" data-testid="approval-input" tabIndex={0} aria-label="Input of the call">
+          {JSON.stringify(approval.input, null, 2)}
+        </pre>
+      ) : (
+        <QuestionForm question={question} busy={busy} onAnswer={(answer) => void decide(true, answer)} />
+      )}
       <ErrorBox message={error} />
       <div class="approval-actions">
         <input
@@ -75,11 +81,13 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
           onInput={(event) => setReason(event.currentTarget.value)}
         />
         <button type="button" class="btn btn-danger-ghost" disabled={busy} onClick={() => void decide(false)}>
-          Deny
+          {question === undefined ? 'Deny' : 'Decline'}
         </button>
-        <button type="button" class="btn btn-primary" disabled={busy} onClick={() => void decide(true)}>
-          Approve
-        </button>
+        {question === undefined ? (
+          <button type="button" class="btn btn-primary" disabled={busy} onClick={() => void decide(true)}>
+            Approve
+          </button>
+        ) : null}
       </div>
     </section>
   );
