@@ -178,10 +178,21 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
   /** Asks the conversation about a tool call that waits for approval: buttons for the approvers where the platform has them, else how to answer. */
   async function askApproval(config: ChannelConfig, adapter: ChannelAdapter, target: ReplyTarget, request: { approvalId: string; toolName: string; input: unknown }): Promise<void> {
+    const short = request.approvalId.slice(0, 8);
+    const asked = questionOf(request.input);
+    if (asked !== undefined) {
+      // A question an MCP server asks: its form is answered in the dashboard or the CLI; here it can be declined.
+      const text = `${request.toolName} asks, for ${config.agent}: ${asked.message}\nFields: ${asked.fields}.\nAnswer it on the dashboard's Approvals page or with: loom approvals approve ${short} --answer field=value`;
+      if (config.policy.approvers.length > 0 && adapter.sendChoices !== undefined) {
+        await deliver(config.name, () => (adapter.sendChoices as NonNullable<ChannelAdapter['sendChoices']>)(target, text, [{ label: 'Decline', data: `deny:${request.approvalId}` }]));
+      } else {
+        await reply(config.name, adapter, target, config.policy.approvers.length > 0 ? `${text}\nReply "deny ${short}" to decline it.` : text);
+      }
+      return;
+    }
     const input = JSON.stringify(request.input) ?? '';
     const shown = input.length > SHOWN_INPUT_CHARS ? `${input.slice(0, SHOWN_INPUT_CHARS)}…` : input;
     const question = `${config.agent} wants to run ${request.toolName} ${shown}`;
-    const short = request.approvalId.slice(0, 8);
     if (config.policy.approvers.length === 0) {
       await reply(config.name, adapter, target, `${question}\nIt waits for the owner's approval: loom approvals approve ${short}`);
       return;
@@ -195,6 +206,16 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       return;
     }
     await reply(config.name, adapter, target, `${question}\nReply "approve ${short}" or "deny ${short}".`);
+  }
+
+  /** An approval's input when it is a question (an MCP server's elicitation): its message and its fields, named. */
+  function questionOf(input: unknown): { message: string; fields: string } | undefined {
+    if (input === null || typeof input !== 'object' || Array.isArray(input)) return undefined;
+    const { message, requestedSchema } = input as { message?: unknown; requestedSchema?: { properties?: Record<string, unknown>; required?: string[] } };
+    if (typeof message !== 'string' || requestedSchema === undefined) return undefined;
+    const required = new Set(requestedSchema.required ?? []);
+    const fields = Object.keys(requestedSchema.properties ?? {}).map((key) => (required.has(key) ? `${key} (required)` : key));
+    return { message, fields: fields.join(', ') || 'none' };
   }
 
   /**
@@ -216,6 +237,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     } catch (error) {
       return `It could not be decided: ${error instanceof Error ? error.message : String(error)}`;
     }
+    if (questionOf(approval.input) !== undefined) return approved ? `Answered: ${approval.tool}.` : `Declined: ${approval.tool} gets no answer.`;
     return approved ? `Approved: ${approval.tool} runs.` : `Denied: ${approval.tool} does not run.`;
   }
 

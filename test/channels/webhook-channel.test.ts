@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/index.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
@@ -7,6 +7,7 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 
 const model = useScriptedModelServer();
 const SECRET = 'whsec-test-secret';
@@ -202,6 +203,30 @@ describe('a webhook channel', () => {
       'You are sending messages faster than 2 a minute; please wait a moment.',
     ]);
     expect((await host.store.channels.recent('hooks', 2)).map((message) => message.status)).toEqual(['ignored', 'ignored']);
+  });
+
+  it('shows a question an MCP server asks during the turn, says where to answer it, and takes "deny <id>" as declining it', async () => {
+    const replyUrl = await startReceiver();
+    const config = {
+      channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open', approvers: ['u-ada'] } }],
+      mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])],
+    };
+    host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET }, { connectMcpServers: true });
+    await vi.waitFor(() => expect(host.mcp?.servers()[0]?.status).toBe('connected'), { timeout: 20_000, interval: 50 });
+    await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["mcp_everything_*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.channels.start();
+    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Maybe later, then.' }]);
+    await post(fromAda('m-1', 'ask me'));
+    await vi.waitFor(() => expect(received.length).toBeGreaterThan(0), { timeout: 20_000, interval: 20 });
+    const short = /approve ([0-9a-f]{8})/.exec(received[0]?.body.text ?? '')?.[1] ?? '';
+    expect(received[0]?.body.text).toBe(
+      `mcp_everything_elicitation asks, for helper: Please provide inputs for the following fields:\nFields: name (required), check, firstLine, email, homepage, birthdate, integer, number, untitledSingleSelectEnum, untitledMultipleSelectEnum, titledSingleSelectEnum, titledMultipleSelectEnum, legacyTitledEnum.\nAnswer it on the dashboard's Approvals page or with: loom approvals approve ${short} --answer field=value\nReply "deny ${short}" to decline it.`,
+    );
+    await post(fromAda('m-2', `deny ${short}`));
+    await host.channels.idle();
+    expect(received.map((reply) => reply.body.text).slice(1)).toEqual(['Declined: mcp_everything_elicitation gets no answer.', 'Maybe later, then.']);
+    expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('User declined to provide the requested information');
   });
 
   it('knows a person named in [people] on each of their channels', async () => {
