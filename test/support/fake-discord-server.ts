@@ -66,43 +66,40 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
   }
 
   const botUser = { ...bot, discriminator: '0', global_name: null, avatar: null, bot: true };
-  const messageObject = (message: DiscordMessage): Record<string, unknown> => ({
-    id: message.id,
-    channel_id: message.channelId,
-    author: botUser,
-    content: message.content,
+  /** A message object as Discord sends it: who wrote what, where, and when it was last edited. */
+  const messageBody = (fields: { id: string; channelId: string; author: Record<string, unknown>; content: string; editedAt: string | null; mentions: unknown[] }): Record<string, unknown> => ({
+    id: fields.id,
+    channel_id: fields.channelId,
+    author: fields.author,
+    content: fields.content,
     timestamp: now(),
-    edited_timestamp: null,
+    edited_timestamp: fields.editedAt,
     tts: false,
     mention_everyone: false,
-    mentions: [],
+    mentions: fields.mentions,
     mention_roles: [],
     attachments: [],
     embeds: [],
     pinned: false,
     type: 0,
     flags: 0,
+  });
+  const messageObject = (message: DiscordMessage): Record<string, unknown> => ({
+    ...messageBody({ id: message.id, channelId: message.channelId, author: botUser, content: message.content, editedAt: null, mentions: [] }),
     components: message.components,
   });
 
   /** A person's message as the gateway carries it (created, or edited at `editedAt`). */
   const userMessage = (options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean; mentionsBot?: boolean }, editedAt: string | null): Record<string, unknown> => ({
-    id: options.id,
-    channel_id: options.channelId,
+    ...messageBody({
+      id: options.id,
+      channelId: options.channelId,
+      author: { ...options.author, discriminator: '0', global_name: options.author.username, avatar: null, bot: false },
+      content: options.content,
+      editedAt,
+      mentions: options.mentionsBot === true ? [botUser] : [],
+    }),
     ...(options.guild === true ? { guild_id: guild.id, member: { roles: [], joined_at: now(), deaf: false, mute: false, flags: 0 } } : { channel_type: 1 }),
-    author: { ...options.author, discriminator: '0', global_name: options.author.username, avatar: null, bot: false },
-    content: options.content,
-    timestamp: now(),
-    edited_timestamp: editedAt,
-    tts: false,
-    mention_everyone: false,
-    mentions: options.mentionsBot === true ? [botUser] : [],
-    mention_roles: [],
-    attachments: [],
-    embeds: [],
-    pinned: false,
-    type: 0,
-    flags: 0,
   });
 
   const server: Server = createServer((request, response) => {

@@ -270,15 +270,8 @@ export const AUDIT_OUTCOMES = {
 export type AuditOutcome = keyof typeof AUDIT_OUTCOMES;
 
 /** One bucket of `/api/usage/series`: usage of one agent with one model from `start` for `step_ms`. */
-export interface UsageBucketView {
+export interface UsageBucketView extends UsageRow {
   start: number;
-  agent_id: string;
-  agent: string | null;
-  model: string;
-  calls: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
 }
 
 /** `/api/usage/series`: the buckets of a range on the daemon's clock. */
