@@ -145,7 +145,9 @@ describe('the chat page, in Chromium against a real daemon', () => {
     await visible(page.getByRole('button', { name: 'Stop' }));
     release();
     await visible(page.locator('[data-testid="turn"][data-status="finished"]').getByTestId('reply'), 'The first half,');
-    expect(await page.getByTestId('live-turn').count()).toBe(0);
+    // The live turn gives way to the committed one (in the render after the session is read back).
+    await page.getByTestId('live-turn').waitFor({ ...VISIBLE, state: 'detached' });
+    expect(await page.locator('[data-testid="turn"]').count()).toBe(1);
     await visible(page.getByRole('button', { name: 'Send' }));
   });
 
