@@ -20,9 +20,11 @@ import {
   checkStdioCommand,
   expandHeaders,
   MAX_MCP_MESSAGE_BYTES,
+  type McpFetch,
   type McpServerEntry,
   sizeLimitedFetch,
   stdioEnvironment,
+  type VetMcpUrlOptions,
   vetMcpUrl,
 } from './security.ts';
 import { formatMcpToolName } from '../../tools/index.ts';
@@ -243,6 +245,17 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     });
   }
 
+  /**
+   * A remote server's URL, checked, and the fetch its transport uses: pinned to the addresses that
+   * passed, other hosts (an OAuth authorization server) checked the same way, messages size-limited.
+   */
+  async function remoteFetch(entry: McpServerEntry, text: string, vet: VetMcpUrlOptions, unreachable: (error: Error) => void): Promise<{ url: URL; fetch: McpFetch; release: () => void }> {
+    const vetted = await vetMcpUrl(entry.name, text, entry.allow_private_network, vet);
+    const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
+    const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
+    return { url: vetted.url, fetch, release: pinned.close };
+  }
+
   /** The OAuth provider of an `oauth` server (its session kept in `oauthDir`). */
   function authOf(entry: McpServerEntry): { authProvider?: OAuthClientProvider } {
     if (entry.oauth === undefined) return {};
@@ -271,20 +284,13 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
           release: () => undefined,
         };
       case 'sse': {
-        const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
-        const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
-        const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
-        return { transport: new SSEClientTransport(vetted.url, { fetch, ...authOf(entry) }), release: pinned.close };
+        const { url, fetch, release } = await remoteFetch(entry, transport.url, vet, unreachable);
+        return { transport: new SSEClientTransport(url, { fetch, ...authOf(entry) }), release };
       }
       case 'http': {
         const headers = expandHeaders(entry.name, transport.headers, env);
-        const vetted = await vetMcpUrl(entry.name, transport.url, entry.allow_private_network, vet);
-        const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
-        const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
-        return {
-          transport: new StreamableHTTPClientTransport(vetted.url, { fetch, requestInit: { headers }, ...authOf(entry) }),
-          release: pinned.close,
-        };
+        const { url, fetch, release } = await remoteFetch(entry, transport.url, vet, unreachable);
+        return { transport: new StreamableHTTPClientTransport(url, { fetch, requestInit: { headers }, ...authOf(entry) }), release };
       }
     }
   }
