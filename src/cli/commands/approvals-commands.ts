@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import type { JsonObject, JsonValue } from '../../contracts/index.ts';
 import type { ApprovalView } from '../../http/index.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
+import { parseKeyValues } from '../parse-key-values.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { CliBackend } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
@@ -13,27 +13,8 @@ interface DecideOptions {
   answer?: string[];
 }
 
-/**
- * The answer to a question (`--answer field=value`, repeated): a value that reads as JSON (a
- * number, `true`, a list) is taken as such, anything else as text.
- */
-function answerOf(fields: readonly string[]): JsonObject | undefined {
-  if (fields.length === 0) return undefined;
-  const answer: JsonObject = {};
-  for (const field of fields) {
-    const equals = field.indexOf('=');
-    if (equals <= 0) throw new UsageError(`--answer "${field}": expected field=value, e.g. --answer name=Ada`);
-    const value = field.slice(equals + 1);
-    let parsed: JsonValue = value;
-    try {
-      parsed = JSON.parse(value) as JsonValue;
-    } catch {
-      // Plain text.
-    }
-    answer[field.slice(0, equals)] = parsed;
-  }
-  return answer;
-}
+/** `--answer field=value`: one field of a question's answer. */
+const ANSWER_FLAG = { name: '--answer', form: 'field=value', example: 'name=Ada' };
 
 function oneLine(value: unknown, max: number): string {
   const flat = JSON.stringify(value).replace(/\s+/g, ' ');
@@ -82,7 +63,8 @@ function registerDecideCommand(approvals: Command, io: CliIo, verb: 'approve' | 
       `\nThe id is the one \`loom approvals list\` shows, or a unique start of it. A request that was already decided (or expired) is refused.\n\nExample:\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11\n  $ loom approvals ${verb} 0b6e1c1e-8d7f-4d1a-9f43-2a0f3c9d5e11 --reason "${approved ? 'looks right' : 'not in that folder'}"\n${approved ? '  $ loom approvals approve 5f2a --answer name="Ada Lovelace" --answer check=true   # a question: deny declines it\n' : ''}`,
     )
     .action(async (id: string, options: DecideOptions) => {
-      const answer = answerOf(options.answer ?? []);
+      // A question's answer (`--answer field=value`, repeated); none without the flag.
+      const answer = options.answer === undefined || options.answer.length === 0 ? undefined : parseKeyValues(ANSWER_FLAG, options.answer);
       const view = await withBackend(io, async (backend) => backend.decideApproval(await approvalId(backend, id), approved, options.reason, answer));
       if (options.json === true) io.stdout(`${JSON.stringify(view, null, 2)}\n`);
       else io.stdout(`${view.status} ${view.tool} for ${view.agent} (${view.id})${view.reason === null ? '' : `: ${view.reason}`}\n`);

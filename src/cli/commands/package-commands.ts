@@ -3,13 +3,13 @@ import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { capabilitiesFromManifest, describeCapability } from '../../capabilities/index.ts';
-import type { JsonObject } from '../../contracts/index.ts';
 import { PackageError, UsageError } from '../../errors/index.ts';
 import { packageEnvironment } from '../../host/index.ts';
 import { applySettings, emitGraphProblems, installPlan, isInstallCode, loadPackage, preparePackage, publishToRegistry } from '../../packages/index.ts';
 import { loadSkillFolder, parseSkillReference } from '../../packages/skills.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
+import { parseKeyValues } from '../parse-key-values.ts';
 import { formatInstallPlan, formatPackage, formatPackageList, formatRun, formatRuns } from '../package-format.ts';
 import { withBackend } from './agent-commands.ts';
 
@@ -41,23 +41,8 @@ async function confirm(io: CliIo, question: string): Promise<boolean> {
   }
 }
 
-/** `--input key=value`: the value as JSON when it parses (numbers, booleans, lists), else the text. */
-function parseInputs(entries: readonly string[]): JsonObject {
-  const inputs: JsonObject = {};
-  for (const entry of entries) {
-    const equals = entry.indexOf('=');
-    if (equals <= 0) throw new UsageError(`--input "${entry}": expected key=value, e.g. --input topic="solar storage"`);
-    const text = entry.slice(equals + 1);
-    let value: JsonObject[string] = text;
-    try {
-      value = JSON.parse(text) as JsonObject[string];
-    } catch {
-      // plain text
-    }
-    inputs[entry.slice(0, equals)] = value;
-  }
-  return inputs;
-}
+/** `--input key=value`: an input of a run. */
+const INPUT_FLAG = { name: '--input', form: 'key=value', example: 'topic="solar storage"' };
 
 /** `loom package …`: validate, install, list, show, run, runs, uninstall, publish. */
 export function registerPackageCommands(program: Command, io: CliIo): void {
@@ -161,7 +146,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the run as JSON')
     .addHelpText('after', '\nA binding still running is not started twice: the command fails and the fire is recorded as skipped.\n\nExample:\n  $ loom package run chief-of-staff deep-dive --input topic="heat pumps"\n')
     .action(async (slug: string, binding: string, options: JsonOption & { input: string[] }) => {
-      const run = await withBackend(io, (backend) => backend.packages.run(slug, binding, parseInputs(options.input)));
+      const run = await withBackend(io, (backend) => backend.packages.run(slug, binding, parseKeyValues(INPUT_FLAG, options.input)));
       if (options.json === true) printJson(io, run);
       else io.stdout(formatRun(run));
     });
