@@ -1,6 +1,7 @@
 import type { Capability } from '../capabilities/index.ts';
 import type { AgentState } from '../contracts/index.ts';
 import type { Manifest } from '../manifest/index.ts';
+import { modelName } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 
 /**
@@ -45,7 +46,7 @@ export function toAgentView(entry: AgentEntry): AgentView {
     session_id: entry.sessionId,
     module: manifest.module,
     schedule: manifest.schedule.mode,
-    model: manifest.model === undefined ? null : `${manifest.model.provider}/${manifest.model.model}`,
+    model: manifest.model === undefined ? null : modelName(manifest.model),
     tags: [...manifest.tags],
     capabilities: [...entry.capabilities],
     created_at: new Date(entry.createdAt).toISOString(),

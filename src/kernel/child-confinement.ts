@@ -5,7 +5,7 @@ import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
-import { type ModelTarget, type ModelTier, modelEndpoint, resolveModelReference } from '../models/index.ts';
+import { type ModelTarget, type ModelTier, modelEndpoint, modelName, resolveModelReference } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 
 /**
@@ -321,8 +321,6 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
   return models;
 }
 
-const nameOf = (target: ModelTarget): string => `${target.provider}/${target.model}`;
-
 /** `host:port` of a URL, as `net_connect` grants name it; undefined when it does not parse. */
 function hostPortOf(url: string): string | undefined {
   try {
@@ -341,7 +339,7 @@ function hostPortOf(url: string): string | undefined {
  * carries no key must be one the parent calls or may reach.
  */
 function checkModels(parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): void {
-  const parentModels = modelsOf(parent.manifest, context).map((model) => ({ name: nameOf(model.target), ...modelEndpoint(model.target) }));
+  const parentModels = modelsOf(parent.manifest, context).map((model) => ({ name: modelName(model.target), ...modelEndpoint(model.target) }));
   const caps = parent.capabilities;
   const queries = caps.some((capability) => capability.kind === 'llm_query');
   const networkAllowed = parent.manifest.exec_policy?.allow_network !== false;
@@ -350,7 +348,7 @@ function checkModels(parent: ConfinedParent, child: Manifest, context: Confineme
     return networkAllowed && target !== undefined && isGranted(caps, { kind: 'net_connect', pattern: target });
   };
   for (const { field, target } of modelsOf(child, context)) {
-    const name = nameOf(target);
+    const name = modelName(target);
     const { keyVariable, baseUrl } = modelEndpoint(target);
     const mayQuery = queries ? isGranted(caps, { kind: 'llm_query', pattern: name }) : parentModels.some((model) => model.name === name);
     if (!mayQuery) {

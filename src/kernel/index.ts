@@ -14,7 +14,7 @@ export type { AgentTypeEvent, ChannelEvent, EventBus, KernelEvent, KernelEventLi
 export { createKernel } from './kernel.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
 export type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
-export { modelName, toolPolicyOf } from './message-flow.ts';
+export { toolPolicyOf } from './message-flow.ts';
 export type { SendOptions, TaskTurn, ToolPolicy } from './message-flow.ts';
 export { CHILD_WORKSPACES_FOLDER, confineChild, MANIFEST_FIELD_POWER } from './child-confinement.ts';
 export type { ConfinedParent, ConfinementContext, ConfinementProblem, FieldPower } from './child-confinement.ts';

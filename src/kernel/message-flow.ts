@@ -19,7 +19,7 @@ import {
 import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import { codeModuleOf, type Manifest } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
-import { type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
+import { modelName, type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEvent,
   type AgentEventSink,
@@ -169,11 +169,6 @@ export interface ModelCallRequest<T> {
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
   return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
-}
-
-/** `provider/model`, as usage records and results name a model. */
-export function modelName(target: ModelTarget): string {
-  return `${target.provider}/${target.model}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ModelMessage, TextPart } from 'ai';
 import type { Clock, JsonObject } from '../contracts/index.ts';
+import { modelName } from '../models/index.ts';
 import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
 
 /**
@@ -117,7 +118,7 @@ export class TurnTrace {
         ? step
         : {
             kind: 'model',
-            model: `${step.call.model.provider}/${step.call.model.model}`,
+            model: modelName(step.call.model),
             inputTokens: step.call.inputTokens,
             outputTokens: step.call.outputTokens,
             costUsd: price(step.call),

@@ -2,6 +2,7 @@ import { APICallError } from '@ai-sdk/provider';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { ModelCallFailedError, type ModelFailure } from './errors/model-call-failed-error.ts';
+import { modelName } from './model-name.ts';
 import type { ModelTarget } from './resolve-model.ts';
 
 /** Retries per model after its first failure, when the options give none. */
@@ -82,7 +83,7 @@ export async function callWithFallback<T>(
   let onlyUserErrors = true;
 
   for (const [index, model] of models.entries()) {
-    const name = `${model.provider}/${model.model}`;
+    const name = modelName(model);
     const next = models[index + 1];
     for (let attemptNumber = 1; ; attemptNumber++) {
       signal.throwIfAborted();
@@ -105,7 +106,7 @@ export async function callWithFallback<T>(
           continue;
         }
         const tries = attemptNumber === 1 ? '' : ` (${attemptNumber} attempts)`;
-        logger.warn(fields, `model call to "${name}" failed${tries}: ${classified.message}${next === undefined ? '' : `; falling back to "${next.provider}/${next.model}"`}`);
+        logger.warn(fields, `model call to "${name}" failed${tries}: ${classified.message}${next === undefined ? '' : `; falling back to "${modelName(next)}"`}`);
         failures.push({ model: name, attempts: attemptNumber, status: classified.status, retryable: classified.retryable, message: classified.message });
         break;
       }

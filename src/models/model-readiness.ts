@@ -1,3 +1,4 @@
+import { modelName } from './model-name.ts';
 import type { ModelFetch, ModelTarget } from './resolve-model.ts';
 import { DEFAULT_API_KEY_ENV, modelEndpoint } from './resolve-model.ts';
 
@@ -53,8 +54,6 @@ function callsModels(module: string): boolean {
   return module.startsWith('builtin:');
 }
 
-const nameOf = (target: ModelTarget): string => `${target.provider}/${target.model}`;
-
 /**
  * What keeps an agent's models from being called that can be seen without the network: no model
  * at all (no `[model]` and no `[default_model]`), or a key variable that is not set.
@@ -80,9 +79,9 @@ export function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadine
     if ((options.env[keyVariable] ?? '').trim() !== '') continue;
     problems.push({
       field,
-      model: nameOf(target),
+      model: modelName(target),
       kind: 'missing-key',
-      problem: `model "${nameOf(target)}" (${field}) needs ${keyVariable}, which is not set`,
+      problem: `model "${modelName(target)}" (${field}) needs ${keyVariable}, which is not set`,
       fix: `set ${keyVariable} in the daemon's environment and restart it${target.api_key_env === undefined ? `, or name the variable that holds the key in ${fromConfig ? '[default_model]' : field}.api_key_env` : ''}`,
     });
   }
@@ -126,9 +125,9 @@ export async function checkAgentModels(manifest: ModelsOfManifest, options: Mode
     const where = fromConfig ? '[default_model].base_url' : `${field}.base_url`;
     problems.push({
       field,
-      model: nameOf(target),
+      model: modelName(target),
       kind: 'unreachable',
-      problem: `model "${nameOf(target)}" (${field}): nothing answers at ${baseUrl}`,
+      problem: `model "${modelName(target)}" (${field}): nothing answers at ${baseUrl}`,
       fix:
         target.provider === 'ollama' && target.base_url === undefined
           ? `start Ollama (ollama serve) and pull the model (ollama pull ${target.model}), or set ${where} to where it runs`

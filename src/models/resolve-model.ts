@@ -2,6 +2,7 @@ import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type { MODEL_PROVIDERS } from '../manifest/schema.ts';
 import { MissingApiKeyError } from './errors/missing-api-key-error.ts';
 import { ModelConfigError } from './errors/model-config-error.ts';
+import { modelName } from './model-name.ts';
 
 /** A provider name, as the manifest spells it. */
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
@@ -135,7 +136,7 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
     // A key variable named explicitly for a keyless provider is still optional: local servers
     // often accept any key, and refusing to start would be worse than sending none.
     if (DEFAULT_API_KEY_ENV[target.provider] === null) return undefined;
-    throw new MissingApiKeyError(`${target.provider}/${target.model}`, variable);
+    throw new MissingApiKeyError(modelName(target), variable);
   };
 
   const compatible = (target: ModelTarget, name: string, baseURL: string): LanguageModelV4 => {

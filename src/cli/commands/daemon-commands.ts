@@ -10,7 +10,7 @@ import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemo
 import type { AgentRecord } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
-import { checkAgentModels, type ModelProblem } from '../../models/index.ts';
+import { checkAgentModels, type ModelProblem, modelName } from '../../models/index.ts';
 import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../logging/index.ts';
 import { openSqliteStore } from '../../store/index.ts';
 import { givenDaemonUrl } from '../backend.ts';
@@ -246,7 +246,7 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
       }
       if (config.default_model === undefined) checks.push({ ok: false, essential: false, text: 'no [default_model]: agents without [model] cannot run (loom init sets one)' });
-      else checks.push({ ok: true, essential: false, text: `default model ${config.default_model.provider}/${config.default_model.model}` });
+      else checks.push({ ok: true, essential: false, text: `default model ${modelName(config.default_model)}` });
       const keys = modelKeysIn(io.env);
       checks.push({
         ok: keys.found.length > 0,

@@ -4,7 +4,7 @@ import { stringify } from 'smol-toml';
 import { ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import { MODEL_PROVIDERS } from '../../manifest/index.ts';
-import type { ModelTarget } from '../../models/index.ts';
+import { modelName, type ModelTarget } from '../../models/index.ts';
 import type { CliIo } from '../cli-io.ts';
 
 /** Where a local Ollama answers, for `loom init`'s look around. */
@@ -67,8 +67,8 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
       const config = await loadConfig(home);
       if (config.default_model !== undefined) {
-        if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${config.default_model.provider}/${config.default_model.model}); edit [default_model] in ${home.configPath} to change it`);
-        say(`Default model: ${config.default_model.provider}/${config.default_model.model}\n`);
+        if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${modelName(config.default_model)}); edit [default_model] in ${home.configPath} to change it`);
+        say(`Default model: ${modelName(config.default_model)}\n`);
         done(config.default_model, 'config.toml');
         return;
       }
@@ -90,7 +90,7 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         return;
       }
       await appendFile(home.configPath, `\n# Set by loom init (${chosen.why}): the model of agents whose manifest has no [model].\n${stringify({ default_model: chosen.model })}\n`);
-      say(`Default model: ${chosen.model.provider}/${chosen.model.model} (${chosen.why})\n`);
+      say(`Default model: ${modelName(chosen.model)} (${chosen.why})\n`);
       done(chosen.model, chosen.why);
     });
 }
