@@ -7,9 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import type { Config } from '../config/index.ts';
-import type { A2aPushConfigRepository, Clock, EventRecord, Logger } from '../contracts/index.ts';
+import type { Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
-import type { HostResolver } from '../tools/builtin/net-guard.ts';
 import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -17,25 +16,15 @@ import { CardCache } from './card-cache.ts';
 import { CheckedRequestHandler } from './checked-request-handler.ts';
 import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
 import { LoomPushConfigStore } from './push-config-store.ts';
-import { PushNotifier } from './push-notifier.ts';
+import { PushNotifier, type PushNotifierOptions } from './push-notifier.ts';
 import { answerRestRequest, primed, restErrorResponse, sseResponse } from './rest-binding.ts';
 import type { A2aTaskRepository } from './task-repository.ts';
 
-/** How push notifications are kept and delivered (see {@link A2aServerOptions.push}). */
-export interface A2aPushOptions {
-  /** Where push-notification configs are kept (the store's `a2aPushConfigs`). */
-  repository: A2aPushConfigRepository;
-  /** Retries wait on it. */
-  clock: Clock;
-  /** Records each delivery in the audit log (the store's `events.append`). */
-  record?: ((event: Omit<EventRecord, 'seq'>) => Promise<unknown>) | undefined;
-  /** Resolves webhook hosts (the system resolver unless a test injects another). */
-  resolve?: HostResolver | undefined;
-  /** Attempts per notification (default 4), the first retry's delay (default 1 s, doubling), one POST's timeout (default 10 s). */
-  attempts?: number | undefined;
-  backoffMs?: number | undefined;
-  timeoutMs?: number | undefined;
-}
+/**
+ * How push notifications are kept and delivered (see {@link A2aServerOptions.push}): the
+ * notifier's options that come from outside the A2A server.
+ */
+export type A2aPushOptions = Pick<PushNotifierOptions, 'repository' | 'clock' | 'record' | 'resolve' | 'attempts' | 'backoffMs' | 'timeoutMs'>;
 
 /** What the A2A server is built from. */
 export interface A2aServerOptions {
@@ -146,28 +135,14 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const notifier =
     push === undefined
       ? undefined
-      : new PushNotifier({
-          repository: push.repository,
-          clock: push.clock,
-          logger,
-          allowPrivateNetwork,
-          record: push.record,
-          agentIdOf: (name) => findAgent(name)?.id ?? null,
-          resolve: push.resolve,
-          attempts: push.attempts,
-          backoffMs: push.backoffMs,
-          timeoutMs: push.timeoutMs,
-        });
+      : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => findAgent(name)?.id ?? null });
   const pushConfigs = push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
   // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any
   // request reads them; a client waiting on a webhook is told.
   const recovered = store
     .failUnfinished(
       (task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'),
-      (task) => {
-        const agent: unknown = task.metadata?.['loomAgent'];
-        notifier?.notifyStored(typeof agent === 'string' ? agent : '', task);
-      },
+      (task, agent) => notifier?.notifyStored(agent, task),
     )
     .then((count) => {
       if (count > 0) logger.warn({ tasks: count }, 'failed the A2A tasks the previous daemon left unfinished');

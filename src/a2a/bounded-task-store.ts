@@ -70,10 +70,10 @@ export class BoundedTaskStore implements TaskStore {
   /**
    * Fails every task left unfinished (submitted, working, input-required, auth-required): at
    * start, those are the tasks whose turns ended with the process that ran them. `message` says
-   * why, as the task's status message; `onFailed` is told of each once it is stored. Returns how
-   * many were failed.
+   * why, as the task's status message; `onFailed` is told of each, with its agent's name, once it
+   * is stored. Returns how many were failed.
    */
-  async failUnfinished(message: (task: Task) => Message, onFailed?: (task: Task) => void): Promise<number> {
+  async failUnfinished(message: (task: Task) => Message, onFailed?: (task: Task, agent: string) => void): Promise<number> {
     let failed = 0;
     for (const state of UNFINISHED) {
       // Each pass fails what it read, so the next read at offset 0 sees the rest (bounded by the store's size).
@@ -84,7 +84,7 @@ export class BoundedTaskStore implements TaskStore {
           const task = Task.fromJSON(record.task);
           task.status = { state: TaskState.TASK_STATE_FAILED, message: message(task), timestamp: new Date(this.#now()).toISOString() };
           await this.save(task);
-          onFailed?.(task);
+          onFailed?.(task, record.agent);
           failed += 1;
         }
       }

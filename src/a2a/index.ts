@@ -1,13 +1,8 @@
-export { A2A_INPUT_MODES, A2A_OUTPUT_MODES, buildAgentCard, endpointsOf, toDualCard, toLegacyCard, type A2aEndpoints, type AgentCardOptions, type DualAgentCard, type LegacyAgentCard } from './agent-cards.ts';
-export { CARD_MAX_AGE_SECONDS } from './card-cache.ts';
+export { A2A_INPUT_MODES, buildAgentCard, endpointsOf, toDualCard, toLegacyCard, type A2aEndpoints, type LegacyAgentCard } from './agent-cards.ts';
 export { LoomA2aUser, LoomAgentExecutor, textOf } from './agent-executor.ts';
 export { BoundedTaskStore, DEFAULT_MAX_TASKS, isTerminalState } from './bounded-task-store.ts';
 export { isPublicA2aPath } from './public-paths.ts';
 export { createA2aServer, resultText, toLegacyTask, type A2aPushOptions, type A2aServer, type A2aServerOptions } from './a2a-routes.ts';
-export { MAX_PUSH_CONFIGS_PER_TASK } from './push-config-store.ts';
-export { DEFAULT_PUSH_ATTEMPTS, DEFAULT_PUSH_BACKOFF_MS, DEFAULT_PUSH_TIMEOUT_MS, PUSH_TOKEN_HEADER } from './push-notifier.ts';
-export { PushWebhookRefusedError } from './push-webhook-refused-error.ts';
-export { PUSH_PRIVATE_NETWORK_SWITCH } from './webhook-guard.ts';
 export { InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository, type A2aTaskQuery, type A2aTaskRecord, type A2aTaskRepository } from './task-repository.ts';
 export {
   A2A_CLIENT_TIMEOUT_MS,

@@ -1,8 +1,6 @@
 import type { JsonObject, JsonValue } from '../contracts/index.ts';
 import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
 
-export type { SchemaCheck } from '../validation/index.ts';
-
 /**
  * Compiles a forged tool's JSON Schema (draft-07 unless it says otherwise, as models write them).
  * @throws {Error} naming what is wrong when the schema itself is invalid.

@@ -3,7 +3,7 @@ import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
-import { toolJsonSchema } from '../tools/tool-schema.ts';
+import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';

@@ -1,7 +1,7 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
 import type { Capability, Clock, JsonObject, JsonValue, KernelHandle, Logger, LogReader, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
-import { checkToolInput } from '../tools/tool-schema.ts';
+import { checkToolInput } from './tool-schema.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
 import type { LoopGuard } from './loop-guard.ts';
 import type { AgentEventSink } from './agent-event.ts';
@@ -65,7 +65,15 @@ export interface ApprovalGate {
     input: JsonValue,
     signal: AbortSignal,
     options?: { answerSchema?: JsonObject },
-  ): Promise<{ id: string; expiresAt: number; decision: Promise<{ approved: boolean; by: string; reason: string | null; answer?: JsonObject | undefined }> }>;
+  ): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> }>;
+}
+
+/** A person's decision on a request; `answer` answers a question. */
+interface ApprovalDecision {
+  approved: boolean;
+  by: string;
+  reason: string | null;
+  answer?: JsonObject | undefined;
 }
 
 /**
@@ -77,16 +85,30 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
   return async (question) => {
     const input: JsonObject = { message: question.message, requestedSchema: question.schema };
     try {
-      const request = await approvals.open(agent, question.from, input, signal, { answerSchema: question.schema });
-      emit?.({ type: 'approval-request', approvalId: request.id, toolCallId, toolName: question.from, input, expiresAt: new Date(request.expiresAt).toISOString() });
-      const decision = await request.decision;
+      const decision = await askApproval(approvals, { agent, toolCallId, toolName: question.from, input, signal, emit }, { answerSchema: question.schema });
       if (decision.approved && decision.answer !== undefined) return { action: 'accept', content: decision.answer };
-      return { action: 'decline', reason: decision.by === 'timeout' ? (decision.reason ?? 'nobody answered in time') : `declined by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}` };
+      return { action: 'decline', reason: decision.by === 'timeout' ? (decision.reason ?? 'nobody answered in time') : `declined${byWhom(decision)}` };
     } catch (error) {
       if (signal.aborted) return { action: 'cancel', reason: 'the turn was cancelled' };
       throw error;
     }
   };
+}
+
+/** A request put to a person: opened, shown to the turn's watchers (`approval-request`), decided. */
+async function askApproval(
+  approvals: ApprovalGate,
+  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined },
+  options?: { answerSchema?: JsonObject },
+): Promise<ApprovalDecision> {
+  const opened = await approvals.open(request.agent, request.toolName, request.input, request.signal, options);
+  request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString() });
+  return opened.decision;
+}
+
+/** ` by <who>`, and their reason when they gave one. */
+function byWhom(decision: ApprovalDecision): string {
+  return ` by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`;
 }
 
 /** The manifest's tool lists: an empty allowlist allows every granted tool; the blocklist removes after. */
@@ -345,11 +367,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         if (options.approvals === undefined) {
           return refuse(agent, tool.name, 'denied', `${tool.name} needs a human's approval ([autonomous].approval_required_for), and nobody can approve here`);
         }
-        const request = await options.approvals.open(agent, tool.name, call.input as JsonValue, signal);
-        emit?.({ type: 'approval-request', approvalId: request.id, toolCallId: call.toolCallId, toolName: tool.name, input: call.input, expiresAt: new Date(request.expiresAt).toISOString() });
-        const decision = await request.decision;
+        const decision = await askApproval(options.approvals, { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit });
         if (!decision.approved) {
-          const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : ` by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`;
+          const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : byWhom(decision);
           return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}`);
         }
       }

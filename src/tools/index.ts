@@ -32,7 +32,6 @@ export {
   webFetchTool,
   webSearchTool,
 };
-export { checkToolInput, toolJsonSchema } from './tool-schema.ts';
 export { explainShellRefusal } from './builtin/shell-refusal.ts';
 export { LOG_TOOLS } from './builtin/log-tools.ts';
 // How MCP servers' tools are named (spec/05), here so that packages and capabilities can name

@@ -4,5 +4,5 @@ export type { FormatIssueOptions, PathStyle } from './format-issue.ts';
 export { objectKeysAt } from './schema-keys.ts';
 export { safeParseJson } from './safe-parse-json.ts';
 export type { JsonParseResult } from './safe-parse-json.ts';
-export { compileJsonSchema, dialectOf } from './json-schema.ts';
+export { compileJsonSchema } from './json-schema.ts';
 export type { SchemaCheck, SchemaDialect } from './json-schema.ts';

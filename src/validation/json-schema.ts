@@ -8,12 +8,13 @@ export type SchemaCheck = (value: unknown) => string | undefined;
 export type SchemaDialect = 'draft-07' | '2020-12';
 
 // Schemas come from other programs (MCP servers, models): unknown keywords and formats are theirs
-// to use, and a `$id` two servers share must not collide, so nothing is kept between compiles.
+// to use, and a `$id` two servers share must not collide, so nothing is kept between compiles (a
+// compiled schema is dropped from Ajv's cache at once: its callers keep what they reuse).
 const OPTIONS: Options = { strict: false, allErrors: true, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false };
 const validators = { 'draft-07': new Ajv(OPTIONS), '2020-12': new Ajv2020(OPTIONS) };
 
 /** The dialect a schema declares with `$schema`, else `fallback`. */
-export function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDialect): SchemaDialect {
+function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDialect): SchemaDialect {
   const declared = schema['$schema'];
   if (typeof declared !== 'string') return fallback;
   if (/draft-0[4-7]/.test(declared)) return 'draft-07';
@@ -27,11 +28,14 @@ export function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: S
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
 export function compileJsonSchema(schema: Readonly<Record<string, unknown>>, options: { dialect: SchemaDialect; root: string }): SchemaCheck {
+  const ajv = validators[dialectOf(schema, options.dialect)];
   let validate: ValidateFunction;
   try {
-    validate = validators[dialectOf(schema, options.dialect)].compile(schema);
+    validate = ajv.compile(schema);
   } catch (error) {
     throw new Error(`not a valid JSON Schema: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    ajv.removeSchema(schema);
   }
   return (value) => {
     if (validate(value)) return undefined;

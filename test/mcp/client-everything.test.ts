@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkToolInput, toolJsonSchema } from '../../src/tools/index.ts';
+import { checkToolInput, toolJsonSchema } from '../../src/runtime/index.ts';
 import type { McpClientManager } from '../../src/mcp/client/index.ts';
 import { callTool, EVERYTHING_BIN, makeManager, startEverythingServer, stdioEntry, toolNamed, waitForStatus } from './client-helpers.ts';
 

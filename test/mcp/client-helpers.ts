@@ -8,7 +8,7 @@ import type { Logger, Tool, ToolContext, ToolResult } from '../../src/contracts/
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
-import { checkToolInput } from '../../src/tools/index.ts';
+import { checkToolInput } from '../../src/runtime/index.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;

@@ -24,7 +24,8 @@ import { createSystemClock } from '../../src/clock/index.ts';
 import type { JsonObject, PersonAnswer, PersonQuestion, Tool, ToolContext, ToolResult } from '../../src/contracts/index.ts';
 import { createLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, loginMcpServer, type McpServerEntry } from '../../src/mcp/client/index.ts';
-import { checkToolInput, formatMcpToolName } from '../../src/tools/index.ts';
+import { checkToolInput } from '../../src/runtime/index.ts';
+import { formatMcpToolName } from '../../src/tools/index.ts';
 
 /** How long the client waits for the connection (the manager retries once with the other era on a failure). */
 const CONNECT_TIMEOUT_MS = 25_000;

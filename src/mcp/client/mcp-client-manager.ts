@@ -121,10 +121,10 @@ function isJsonObject(value: unknown): value is JsonObject {
 /** An accepted form's fields, each one left out filled with the schema's `default` where it has one (SEP-1034). */
 function withDefaults(schema: JsonObject, content: JsonObject): JsonObject {
   const properties = schema['properties'];
-  if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) return content;
+  if (!isJsonObject(properties)) return content;
   const filled: JsonObject = { ...content };
   for (const [key, property] of Object.entries(properties)) {
-    if (filled[key] !== undefined || property === null || typeof property !== 'object' || Array.isArray(property)) continue;
+    if (filled[key] !== undefined || !isJsonObject(property)) continue;
     const fallback = property['default'];
     if (fallback !== undefined) filled[key] = fallback;
   }

@@ -62,10 +62,14 @@ export class McpLoginRequiredError extends Error {
   }
 }
 
-/** The `authorization_code` provider over a server's stored session. */
+/**
+ * The `authorization_code` provider over a server's stored session: read from its file once, kept
+ * in memory (the SDK asks for the tokens before every request), written whole on every change.
+ */
 class StoredSessionProvider implements OAuthClientProvider {
   readonly #entry: McpServerEntry;
   readonly #file: string;
+  #session: Promise<StoredSession> | undefined;
   readonly #secret: string | undefined;
   readonly #redirect: URL | undefined;
   readonly #onRedirect: ((url: URL) => void) | undefined;
@@ -77,6 +81,17 @@ class StoredSessionProvider implements OAuthClientProvider {
     this.#secret = options.secret;
     this.#redirect = options.redirectUrl;
     this.#onRedirect = options.onRedirect;
+  }
+
+  #read(): Promise<StoredSession> {
+    this.#session ??= readSession(this.#file);
+    return this.#session;
+  }
+
+  async #update(change: (session: StoredSession) => StoredSession): Promise<void> {
+    const session = change({ ...(await this.#read()) });
+    this.#session = Promise.resolve(session);
+    await writeSession(this.#file, session);
   }
 
   get redirectUrl(): URL {
@@ -108,19 +123,19 @@ class StoredSessionProvider implements OAuthClientProvider {
   async clientInformation(): Promise<StoredOAuthClientInformation | undefined> {
     const configured = this.#entry.oauth?.client_id;
     if (configured !== undefined) return { client_id: configured, ...(this.#secret === undefined ? {} : { client_secret: this.#secret }) };
-    return (await readSession(this.#file)).client;
+    return (await this.#read()).client;
   }
 
   async saveClientInformation(client: StoredOAuthClientInformation): Promise<void> {
-    await writeSession(this.#file, { ...(await readSession(this.#file)), client });
+    await this.#update((session) => ({ ...session, client }));
   }
 
   async tokens(): Promise<StoredOAuthTokens | undefined> {
-    return (await readSession(this.#file)).tokens;
+    return (await this.#read()).tokens;
   }
 
   async saveTokens(tokens: StoredOAuthTokens): Promise<void> {
-    await writeSession(this.#file, { ...(await readSession(this.#file)), tokens });
+    await this.#update((session) => ({ ...session, tokens }));
   }
 
   redirectToAuthorization(url: URL): void {
@@ -129,32 +144,34 @@ class StoredSessionProvider implements OAuthClientProvider {
   }
 
   async saveCodeVerifier(codeVerifier: string): Promise<void> {
-    await writeSession(this.#file, { ...(await readSession(this.#file)), codeVerifier });
+    await this.#update((session) => ({ ...session, codeVerifier }));
   }
 
   async codeVerifier(): Promise<string> {
-    const verifier = (await readSession(this.#file)).codeVerifier;
+    const verifier = (await this.#read()).codeVerifier;
     if (verifier === undefined) throw new McpLoginRequiredError(this.#entry.name);
     return verifier;
   }
 
   async saveDiscoveryState(discovery: OAuthDiscoveryState): Promise<void> {
-    await writeSession(this.#file, { ...(await readSession(this.#file)), discovery });
+    await this.#update((session) => ({ ...session, discovery }));
   }
 
   async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
-    return (await readSession(this.#file)).discovery;
+    return (await this.#read()).discovery;
   }
 
   async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
     if (scope === 'all') {
+      this.#session = Promise.resolve({});
       await rm(this.#file, { force: true });
       return;
     }
-    const session = await readSession(this.#file);
     const key = ({ client: 'client', tokens: 'tokens', verifier: 'codeVerifier', discovery: 'discovery' } as const)[scope];
-    delete session[key];
-    await writeSession(this.#file, session);
+    await this.#update((session) => {
+      delete session[key];
+      return session;
+    });
   }
 }
 

@@ -1,6 +1,6 @@
 import { mayReachAgent, type Principal } from '../../access/index.ts';
 import type { AgentView, Caller, Kernel, ToolPrincipal } from '../../kernel/index.ts';
-import { toolJsonSchema } from '../../tools/index.ts';
+import { toolJsonSchema } from '../../runtime/index.ts';
 
 /** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
 export function agentToolName(agentName: string): string {
@@ -27,8 +27,8 @@ export interface AgentDirectory {
   subscribe(listener: () => void): () => void;
   /** Tools besides the agents (the `[mcp_server]` principal's), for `principal`. */
   tools?(principal: Principal): Promise<ServedTool[]>;
-  /** Runs one of {@link tools} through the kernel's tool runner. */
-  callTool?(name: string, input: unknown, principal: Principal, signal: AbortSignal): Promise<{ text: string; isError: boolean }>;
+  /** Runs one of {@link tools} through the kernel's tool runner; undefined when `name` is none of them. */
+  callTool?(name: string, input: unknown, principal: Principal, signal: AbortSignal): Promise<{ text: string; isError: boolean } | undefined>;
 }
 
 /** A tool served besides the agents, with its input as JSON schema. */
@@ -64,7 +64,7 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
     },
     callTool: async (name, input, principal, signal) => {
       const identity = served(principal);
-      if (identity === undefined) return { text: `the tool "${name}" is not served to this key`, isError: true };
+      if (identity === undefined || !kernel.principalTools(identity).some((tool) => tool.name === name)) return undefined;
       const result = await kernel.runPrincipalTool(identity, name, input, signal);
       return { text: result.text, isError: result.isError === true };
     },

@@ -1,18 +1,15 @@
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from '@modelcontextprotocol/server';
-import type { Principal } from '../../access/index.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
+import type { McpRequestOrigin } from './mcp-principal.ts';
 
 /** The name Loom's MCP server reports to clients. */
 export const LOOM_MCP_SERVER_NAME = 'loom';
 
-/** What one MCP server instance serves: agents from `directory`, acting as `principal`. */
-export interface LoomMcpServerOptions {
+/** What one MCP server instance serves: agents from `directory`, to the caller of `McpRequestOrigin`. */
+export interface LoomMcpServerOptions extends McpRequestOrigin {
   directory: AgentDirectory;
-  principal: Principal;
   /** Reported as the server's version. */
   version: string;
-  /** Charges the caller for a call that runs an agent's turn; throws when it is out (see `McpRequestOrigin`). */
-  chargeTurn?: (() => void) | undefined;
 }
 
 function toolOf(agent: AgentSummary): Tool {
@@ -64,9 +61,8 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
     if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
-      const served = (await directory.tools?.(principal)) ?? [];
-      if (!served.some((tool) => tool.name === name)) throw unknownTool(name);
       const result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
+      if (result === undefined) throw unknownTool(name);
       return { content: [{ type: 'text', text: result.text }], ...(result.isError ? { isError: true } : {}) };
     }
     const agent = (await directory.list(principal)).find((candidate) => agentToolName(candidate.name) === name);

@@ -6,8 +6,6 @@ import { createSilentLogger } from '../../logging/index.ts';
 import { type AgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { mcpPrincipal, type McpRequestOrigin } from './mcp-principal.ts';
-
-export type { McpRequestOrigin } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
 
 /** What the `/mcp` endpoints are built from. */

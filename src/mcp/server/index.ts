@@ -4,10 +4,11 @@ export type { AgentDirectory, AgentSummary, DaemonDirectoryOptions } from './age
 export { createLoomMcpServer, LOOM_MCP_SERVER_NAME } from './create-loom-mcp-server.ts';
 export type { LoomMcpServerOptions } from './create-loom-mcp-server.ts';
 export { createMcpHttpHandler } from './create-mcp-http-handler.ts';
-export type { McpHttpHandler, McpHttpHandlerOptions, McpRequestOrigin } from './create-mcp-http-handler.ts';
+export type { McpHttpHandler, McpHttpHandlerOptions } from './create-mcp-http-handler.ts';
 export { createLegacySseEndpoints, MAX_MCP_MESSAGE_BYTES } from './legacy-sse-endpoints.ts';
 export type { LegacySseEndpoints, LegacySseOptions } from './legacy-sse-endpoints.ts';
 export { serveMcpStdio } from './serve-mcp-stdio.ts';
 export type { McpStdioOptions, McpStdioServer } from './serve-mcp-stdio.ts';
 export { MCP_PRINCIPAL_NAME, mcpPrincipal } from './mcp-principal.ts';
+export type { McpRequestOrigin } from './mcp-principal.ts';
 export type { ServedTool } from './agent-tools.ts';
