@@ -5,3 +5,4 @@
 export { createAuthenticator, LOOM_API_KEY_NAME, mayReachAgent } from './create-authenticator.ts';
 export type { Authenticator, Credentials, Principal } from './create-authenticator.ts';
 export { isLoopbackAddress } from './is-loopback-address.ts';
+export { isLoopbackBind } from './is-loopback-bind.ts';

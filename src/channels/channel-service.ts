@@ -2,8 +2,8 @@ import { randomInt } from 'node:crypto';
 import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
 import { isLoomError, UsageError } from '../errors/index.ts';
-import type { ChannelEvent, Kernel } from '../kernel/index.ts';
-import type { ChannelAdapter, ChannelState, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
+import type { Kernel } from '../kernel/index.ts';
+import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
 import { createDiscordChannel } from './discord-channel.ts';
 import { createEmailChannel } from './email-channel.ts';
@@ -13,9 +13,9 @@ import { createTelegramChannel } from './telegram-channel.ts';
 import { createWebhookChannel } from './webhook-channel.ts';
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
-export const EDIT_INTERVAL_MS = 1000;
+const EDIT_INTERVAL_MS = 1000;
 /** The waits between attempts to deliver a reply while the platform is away (about a minute in all). */
-export const DELIVERY_RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16_000, 30_000];
+const DELIVERY_RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16_000, 30_000];
 const PAIRING_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 /** `approve <id>` or `deny <id>` (an id or its first 8 characters), the reply command where a platform has no buttons. */
 const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
@@ -149,8 +149,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     }
   }
 
-  async function audit(event: ChannelEvent): Promise<void> {
-    await kernel.publish(event);
+  /** Records that the channel turned `user` away (the audit log's `channel-refused`). */
+  async function auditRefused(config: ChannelConfig, user: { id: string; name: string | null }, reason: string): Promise<void> {
+    await kernel.publish({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: user.id, userName: user.name, reason });
   }
 
   /** How many messages the person sent in the last minute, this one counted. */
@@ -163,49 +164,56 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     return recent.length;
   }
 
-  async function pairingCode(config: ChannelConfig, message: ChannelMessageRecord): Promise<string> {
-    const existing = await store.channels.pairingOf(config.name, message.userId);
+  /** The person's pairing code: the one still waiting in `existing` (their pairing as stored), else a new one. */
+  async function pairingCode(config: ChannelConfig, message: ChannelMessageRecord, existing: ChannelPairingRecord | undefined): Promise<string> {
     if (existing !== undefined && existing.approvedAt === null) return existing.code;
     const code = Array.from({ length: 6 }, () => PAIRING_ALPHABET[randomInt(PAIRING_ALPHABET.length)]).join('');
     await store.channels.requestPairing({ code, channel: config.name, userId: message.userId, userName: message.userName, createdAt: clock.now(), approvedAt: null });
     return code;
   }
 
+  /** Sends each of `parts` as a message of its own, in order. */
+  async function sendParts(channel: string, adapter: ChannelAdapter, target: ReplyTarget, parts: readonly string[]): Promise<void> {
+    for (const part of parts) await deliver(channel, () => adapter.send(target, part));
+  }
+
   /** Sends `text` as the reply, in as many messages as the platform's limit needs. */
   async function reply(channel: string, adapter: ChannelAdapter, target: ReplyTarget, text: string): Promise<void> {
-    for (const part of splitReply(text, adapter.maxMessageLength)) await deliver(channel, () => adapter.send(target, part));
+    await sendParts(channel, adapter, target, splitReply(text, adapter.maxMessageLength));
   }
 
   /** Asks the conversation about a tool call that waits for approval: buttons for the approvers where the platform has them, else how to answer. */
   async function askApproval(config: ChannelConfig, adapter: ChannelAdapter, target: ReplyTarget, request: { approvalId: string; toolName: string; input: unknown }): Promise<void> {
     const short = request.approvalId.slice(0, 8);
     const asked = questionOf(request.input);
+    // `hint`: how to answer where there are approvers but no buttons; `unattended`: what follows where there are none.
+    let ask: { text: string; choices: Choice[]; hint: string; unattended: string };
     if (asked !== undefined) {
-      // A question an MCP server asks: its form is answered in the dashboard or the CLI; here it can be declined.
-      const text = `${request.toolName} asks, for ${config.agent}: ${asked.message}\nFields: ${asked.fields}.\nAnswer it on the dashboard's Approvals page or with: loom approvals approve ${short} --answer field=value`;
-      if (config.policy.approvers.length > 0 && adapter.sendChoices !== undefined) {
-        await deliver(config.name, () => (adapter.sendChoices as NonNullable<ChannelAdapter['sendChoices']>)(target, text, [{ label: 'Decline', data: `deny:${request.approvalId}` }]));
-      } else {
-        await reply(config.name, adapter, target, config.policy.approvers.length > 0 ? `${text}\nReply "deny ${short}" to decline it.` : text);
-      }
-      return;
+      // A question an MCP server asks: its form is answered in the dashboard or the CLI (as its
+      // text says); here it can be declined.
+      ask = {
+        text: `${request.toolName} asks, for ${config.agent}: ${asked.message}\nFields: ${asked.fields}.\nAnswer it on the dashboard's Approvals page or with: loom approvals approve ${short} --answer field=value`,
+        choices: [{ label: 'Decline', data: `deny:${request.approvalId}` }],
+        hint: `\nReply "deny ${short}" to decline it.`,
+        unattended: '',
+      };
+    } else {
+      const input = JSON.stringify(request.input) ?? '';
+      const shown = input.length > SHOWN_INPUT_CHARS ? `${input.slice(0, SHOWN_INPUT_CHARS)}…` : input;
+      ask = {
+        text: `${config.agent} wants to run ${request.toolName} ${shown}`,
+        choices: [
+          { label: 'Approve', data: `approve:${request.approvalId}` },
+          { label: 'Deny', data: `deny:${request.approvalId}` },
+        ],
+        hint: `\nReply "approve ${short}" or "deny ${short}".`,
+        unattended: `\nIt waits for the owner's approval: loom approvals approve ${short}`,
+      };
     }
-    const input = JSON.stringify(request.input) ?? '';
-    const shown = input.length > SHOWN_INPUT_CHARS ? `${input.slice(0, SHOWN_INPUT_CHARS)}…` : input;
-    const question = `${config.agent} wants to run ${request.toolName} ${shown}`;
-    if (config.policy.approvers.length === 0) {
-      await reply(config.name, adapter, target, `${question}\nIt waits for the owner's approval: loom approvals approve ${short}`);
-      return;
-    }
-    if (adapter.sendChoices !== undefined) {
-      const choices = [
-        { label: 'Approve', data: `approve:${request.approvalId}` },
-        { label: 'Deny', data: `deny:${request.approvalId}` },
-      ];
-      await deliver(config.name, () => (adapter.sendChoices as NonNullable<ChannelAdapter['sendChoices']>)(target, question, choices));
-      return;
-    }
-    await reply(config.name, adapter, target, `${question}\nReply "approve ${short}" or "deny ${short}".`);
+    const sendChoices = adapter.sendChoices?.bind(adapter);
+    if (config.policy.approvers.length === 0) await reply(config.name, adapter, target, `${ask.text}${ask.unattended}`);
+    else if (sendChoices !== undefined) await deliver(config.name, () => sendChoices(target, ask.text, ask.choices));
+    else await reply(config.name, adapter, target, `${ask.text}${ask.hint}`);
   }
 
   /** An approval's input when it is a question (an MCP server's elicitation): its message and its fields, named. */
@@ -225,7 +233,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
    */
   async function decideApproval(config: ChannelConfig, user: { id: string; name: string | null }, verb: string, reference: string): Promise<string> {
     if (!config.policy.approvers.includes(user.id)) {
-      await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: user.id, userName: user.name, reason: 'an approval decision from someone not in the channel\'s approvers' });
+      await auditRefused(config, user, 'an approval decision from someone not in the channel\'s approvers');
       return 'Only the approvers of this channel may decide that.';
     }
     const pending = (await kernel.approvals.list('pending')).filter((approval) => approval.id.startsWith(reference.toLowerCase()));
@@ -250,19 +258,21 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     const message = await store.channels.get(config.name, queued.platformId);
     if (message?.status !== 'received') return;
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
+    const user = { id: message.userId, name: message.userName };
     const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
-      await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: message.userId, userName: message.userName, reason });
+      await auditRefused(config, user, reason);
       await reply(config.name, adapter, target, text);
       await settle('refused', reason);
     };
 
-    const pairing = await store.channels.pairingOf(config.name, message.userId);
+    // Only a direct message under the pairing policy asks whether the person is paired.
+    const pairing = message.conversationKind === 'direct' && config.policy.direct === 'pairing' ? await store.channels.pairingOf(config.name, message.userId) : undefined;
     const paired = pairing !== undefined && pairing.approvedAt !== null;
-    const inbound: InboundMessage = { platformId: message.platformId, user: { id: message.userId, name: message.userName }, conversation: { id: message.conversationId, kind: message.conversationKind, thread: message.thread }, mentioned: message.mentioned, text: message.text };
+    const inbound: InboundMessage = { platformId: message.platformId, user, conversation: { id: message.conversationId, kind: message.conversationKind, thread: message.thread }, mentioned: message.mentioned, text: message.text };
     const decision = decide(inbound, config.policy, paired);
     if (decision.kind === 'ignore') {
-      if (decision.audit) await audit({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: message.userId, userName: message.userName, reason: decision.reason });
+      if (decision.audit) await auditRefused(config, user, decision.reason);
       await settle('ignored', decision.reason);
       return;
     }
@@ -282,7 +292,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       return;
     }
     if (decision.kind === 'pair') {
-      const code = await pairingCode(config, message);
+      const code = await pairingCode(config, message, pairing);
       await refused(`not paired; pairing code ${code} issued`, `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`);
       return;
     }
@@ -293,6 +303,14 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     let lastEdit = 0;
     let edits: Promise<void> = Promise.resolve();
     const edit = adapter.edit?.bind(adapter);
+    /** Shows `text` as the reply so far: sent as a message the first time, that message edited after. */
+    const show = async (text: string): Promise<void> => {
+      if (sent === undefined) sent = { messageId: (await adapter.send(target, text)).messageId, text };
+      else if (sent.text !== text && edit !== undefined) {
+        await edit(target, sent.messageId, text);
+        sent = { ...sent, text };
+      }
+    };
     try {
       const result = await kernel.send(config.agent, message.text, {
         caller: { kind: 'user', role: 'user', name: `${config.name}:${message.userId}`, agents: [config.agent] },
@@ -309,27 +327,15 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           if (streamed.length > adapter.maxMessageLength || (sent !== undefined && now - lastEdit < EDIT_INTERVAL_MS)) return;
           const text = streamed;
           lastEdit = now;
-          edits = edits.then(async () => {
-            if (sent === undefined) sent = { messageId: (await adapter.send(target, text)).messageId, text };
-            else if (sent.text !== text) {
-              await edit(target, sent.messageId, text);
-              sent = { ...sent, text };
-            }
-          });
+          edits = edits.then(() => show(text));
           edits = edits.catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not update a streamed reply'));
         },
       });
       await edits;
       const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
       try {
-        await deliver(config.name, async () => {
-          if (sent === undefined) sent = { messageId: (await adapter.send(target, first)).messageId, text: first };
-          else if (sent.text !== first && edit !== undefined) {
-            await edit(target, sent.messageId, first);
-            sent = { ...sent, text: first };
-          }
-        });
-        for (const part of rest) await deliver(config.name, () => adapter.send(target, part));
+        await deliver(config.name, () => show(first));
+        await sendParts(config.name, adapter, target, rest);
       } catch (error) {
         // The answer is in the session; only the platform did not take it.
         await settle('failed', `the reply could not be delivered: ${error instanceof Error ? error.message : String(error)}`);
@@ -360,7 +366,6 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   }
 
   let started: Promise<void> | undefined;
-  let stopped = false;
   const stopping = new AbortController();
 
   /** Runs a delivery to the platform, again after a wait while it fails (the platform away), until the waits run out. */
@@ -379,7 +384,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
   async function startAll(): Promise<void> {
     for (const config of options.channels) {
-      if (stopped) return;
+      if (stopping.signal.aborted) return;
       const channel: RunningChannel = { config, adapter: undefined, failure: null };
       running.set(config.name, channel);
       try {
@@ -437,7 +442,6 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     },
 
     async stop() {
-      stopped = true;
       stopping.abort();
       await started;
       for (const channel of running.values()) await channel.adapter?.stop();
@@ -471,7 +475,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const pairing = await store.channels.approvePairing(normalized, clock.now());
       if (pairing === undefined) throw new UsageError(`no one was given the pairing code "${normalized}"; the waiting codes are listed by \`loom channels list\``);
       const config = running.get(pairing.channel)?.config ?? options.channels.find((candidate) => candidate.name === pairing.channel);
-      await audit({ type: 'channel-paired', at: clock.now(), agentId: config === undefined ? null : agentIdOf(config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
+      await kernel.publish({ type: 'channel-paired', at: clock.now(), agentId: config === undefined ? null : agentIdOf(config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
       return pairing;
     },
 

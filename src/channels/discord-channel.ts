@@ -42,18 +42,18 @@ export function createDiscordChannel(options: { name: string; token: string; api
     return sent.id;
   };
   const channelOf = (target: ReplyTarget): string => target.thread ?? target.conversationId;
+  const botId = (): string => client.user?.id ?? '';
+  /** A message's text without the bot's mention (`<@id>`, or `<@!id>` as older clients write it). */
+  const withoutMention = (text: string): string => text.replaceAll(`<@${botId()}>`, '').replaceAll(`<@!${botId()}>`, '').trim();
 
   return {
     kind: 'discord',
     maxMessageLength: DISCORD_MAX_LENGTH,
 
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
-      state = 'starting';
-      const botId = (): string => client.user?.id ?? '';
       client.on(Events.MessageUpdate, (_before, after) => {
         if (after.content === null || after.author?.id === botId()) return;
-        const text = after.content.replaceAll(`<@${botId()}>`, '').replaceAll(`<@!${botId()}>`, '').trim();
-        changes?.({ platformId: after.id, kind: 'edit', text }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": an edit could not be handled`));
+        changes?.({ platformId: after.id, kind: 'edit', text: withoutMention(after.content) }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": an edit could not be handled`));
       });
       client.on(Events.MessageDelete, (deleted) => {
         changes?.({ platformId: deleted.id, kind: 'delete' }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": a deletion could not be handled`));
@@ -61,8 +61,7 @@ export function createDiscordChannel(options: { name: string; token: string; api
       const onMessage = async (message: Message): Promise<void> => {
         if (message.author.bot || message.author.id === client.user?.id || message.content === '') return;
         const direct = message.guildId === null;
-        const botId = client.user?.id ?? '';
-        const mentioned = direct || message.mentions.users.has(botId);
+        const mentioned = direct || message.mentions.users.has(botId());
         // A thread is a conversation of its own within its channel: the channel's policy applies,
         // the session is the thread's.
         const parent = message.channel.isThread() ? message.channel.parentId : null;
@@ -71,7 +70,7 @@ export function createDiscordChannel(options: { name: string; token: string; api
           user: { id: message.author.id, name: message.author.globalName ?? message.author.username },
           conversation: parent === null ? { id: message.channelId, kind: direct ? 'direct' : 'group', thread: null } : { id: parent, kind: 'group', thread: message.channelId },
           mentioned,
-          text: message.content.replaceAll(`<@${botId}>`, '').replaceAll(`<@!${botId}>`, '').trim(),
+          text: withoutMention(message.content),
         });
       };
       client.on(Events.MessageCreate, (message) => {
@@ -95,9 +94,7 @@ export function createDiscordChannel(options: { name: string; token: string; api
         await client.login(token);
         await ready;
       } catch (caught) {
-        state = 'failed';
-        error = caught instanceof Error ? caught.message : String(caught);
-        throw new Error(`channel "${name}": Discord refused the bot token or could not be reached: ${error}`, { cause: caught });
+        throw new Error(`channel "${name}": Discord refused the bot token or could not be reached: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
       }
       state = 'connected';
     },

@@ -1,6 +1,7 @@
 import { ImapFlow } from 'imapflow';
 import { simpleParser } from 'mailparser';
 import { createTransport } from 'nodemailer';
+import { isLoopbackBind } from '../access/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { ChannelAdapter, ChannelState, InboundSink, ReplyTarget } from './channel-adapter.ts';
 
@@ -12,10 +13,6 @@ interface ThreadInfo {
   subject: string;
   lastMessageId: string;
   references: string[];
-}
-
-function isLoopback(host: string): boolean {
-  return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
 }
 
 /** An email's own words: the quoted message it replies to cut off (`> …`, "On … wrote:"). */
@@ -50,7 +47,7 @@ export interface EmailChannelOptions {
  */
 export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter {
   const { name, address, clock, logger } = options;
-  const transport = createTransport({ host: options.smtp.host, port: options.smtp.port, secure: options.smtp.secure, requireTLS: !options.smtp.secure && !isLoopback(options.smtp.host), auth: { user: options.user, pass: options.password } });
+  const transport = createTransport({ host: options.smtp.host, port: options.smtp.port, secure: options.smtp.secure, requireTLS: !options.smtp.secure && !isLoopbackBind(options.smtp.host), auth: { user: options.user, pass: options.password } });
   const threads = new Map<string, ThreadInfo>();
   const stopping = new AbortController();
   let state: ChannelState = 'stopped';
@@ -64,7 +61,7 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
       port: options.imap.port,
       secure: options.imap.secure,
       // The password never goes in clear to another machine.
-      ...(options.imap.secure || isLoopback(options.imap.host) ? {} : { doSTARTTLS: true }),
+      ...(options.imap.secure || isLoopbackBind(options.imap.host) ? {} : { doSTARTTLS: true }),
       auth: { user: options.user, pass: options.password },
       logger: false,
       disableAutoIdle: true,
@@ -111,13 +108,10 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
     maxMessageLength: EMAIL_MAX_LENGTH,
 
     async start(sink) {
-      state = 'starting';
       try {
         await poll(sink);
       } catch (caught) {
-        state = 'failed';
-        error = caught instanceof Error ? caught.message : String(caught);
-        throw new Error(`channel "${name}": the mailbox could not be read: ${error}`, { cause: caught });
+        throw new Error(`channel "${name}": the mailbox could not be read: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
       }
       state = 'connected';
       loop = (async () => {

@@ -1,9 +1,10 @@
 import { type Logger as SlackLogger, LogLevel, SocketModeClient } from '@slack/socket-mode';
 import { WebClient } from '@slack/web-api';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { signatureMatches } from './signature-matches.ts';
 
 /** Slack's limit on a markdown block's text. */
 const SLACK_MAX_LENGTH = 12_000;
@@ -156,8 +157,7 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
     const timestamp = request.headers.get('x-slack-request-timestamp') ?? '';
     const signature = request.headers.get('x-slack-signature') ?? '';
     const skew = Math.abs(receiver.clock.now() / 1000 - Number(timestamp));
-    const expected = Buffer.from(signSlackRequest(receiver.signingSecret, timestamp, body));
-    if (!(skew <= SLACK_MAX_SKEW_SECONDS) || expected.length !== Buffer.byteLength(signature) || !timingSafeEqual(expected, Buffer.from(signature))) {
+    if (!(skew <= SLACK_MAX_SKEW_SECONDS) || !signatureMatches(signSlackRequest(receiver.signingSecret, timestamp, body), signature)) {
       return Response.json({ error: { code: 'UNAUTHORIZED', message: tell('the Slack signature or timestamp does not hold (signed with the app\'s signing secret, within five minutes)') } }, { status: 401 });
     }
     // Interactivity comes as a form with a JSON payload; events as JSON.
@@ -179,22 +179,17 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
     maxMessageLength: SLACK_MAX_LENGTH,
 
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
-      state = 'starting';
       handlers = { sink, choices, changes };
       try {
         botUserId = String((await web.auth.test()).user_id ?? '');
       } catch (caught) {
-        state = 'failed';
-        error = caught instanceof Error ? caught.message : String(caught);
-        throw new Error(tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${error}`), { cause: caught });
+        throw new Error(tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${caught instanceof Error ? caught.message : String(caught)}`), { cause: caught });
       }
       if (socket !== undefined) {
         try {
           await socket.start();
         } catch (caught) {
-          state = 'failed';
-          error = caught instanceof Error ? caught.message : String(caught);
-          throw new Error(tell(`Slack Socket Mode could not connect: ${error}`), { cause: caught });
+          throw new Error(tell(`Slack Socket Mode could not connect: ${caught instanceof Error ? caught.message : String(caught)}`), { cause: caught });
         }
       }
       state = 'connected';

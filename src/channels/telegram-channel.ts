@@ -1,11 +1,16 @@
 import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
-import type { Message } from 'grammy/types';
+import type { Message, User } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
 import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
 const TELEGRAM_MAX_LENGTH = 4096;
+
+/** How a Telegram user is named: first and last name, else the username. */
+function nameOf(user: User): string | null {
+  return [user.first_name, user.last_name].filter(Boolean).join(' ') || (user.username ?? null);
+}
 
 /**
  * Telegram through grammY (the maintained Bot API framework): long polling, so no public URL is
@@ -62,7 +67,6 @@ export function createTelegramChannel(options: {
     maxMessageLength: TELEGRAM_MAX_LENGTH,
 
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
-      state = 'starting';
       // Telegram tells bots of edits (not of deletions).
       bot.on('edited_message:text', async (context) => {
         const edited = context.editedMessage;
@@ -73,7 +77,7 @@ export function createTelegramChannel(options: {
         const from = query.from;
         const answered = { done: false };
         await choices?.({
-          user: { id: String(from.id), name: [from.first_name, from.last_name].filter(Boolean).join(' ') || (from.username ?? null) },
+          user: { id: String(from.id), name: nameOf(from) },
           conversationId: String(query.message?.chat.id ?? from.id),
           data: query.data,
           acknowledge: async (text) => {
@@ -90,7 +94,7 @@ export function createTelegramChannel(options: {
         const direct = message.chat.type === 'private';
         await sink({
           platformId: `${message.chat.id}:${message.message_id}`,
-          user: { id: String(message.from.id), name: [message.from.first_name, message.from.last_name].filter(Boolean).join(' ') || (message.from.username ?? null) },
+          user: { id: String(message.from.id), name: nameOf(message.from) },
           conversation: { id: String(message.chat.id), kind: direct ? 'direct' : 'group', thread: message.is_topic_message === true && message.message_thread_id !== undefined ? String(message.message_thread_id) : null },
           mentioned: direct || mentions(message),
           text: message.text,
@@ -103,17 +107,13 @@ export function createTelegramChannel(options: {
       try {
         await bot.init();
       } catch (caught) {
-        state = 'failed';
-        error = caught instanceof Error ? caught.message : String(caught);
-        throw new Error(`Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${error}`, { cause: caught });
+        throw new Error(`Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
       }
       if (webhook !== undefined) {
         try {
           await bot.api.setWebhook(webhook.url, { secret_token: webhook.secretToken, allowed_updates: [...ALLOWED_UPDATES], drop_pending_updates: false });
         } catch (caught) {
-          state = 'failed';
-          error = caught instanceof Error ? caught.message : String(caught);
-          throw new Error(`Telegram refused the webhook ${webhook.url}: ${error}`, { cause: caught });
+          throw new Error(`Telegram refused the webhook ${webhook.url}: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
         }
         state = 'connected';
         return;

@@ -1,8 +1,9 @@
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
 import type { ChannelAdapter, ChannelState, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { signatureMatches } from './signature-matches.ts';
 
 /** The headers of a signed request, both ways. */
 export const WEBHOOK_TIMESTAMP_HEADER = 'x-loom-timestamp';
@@ -48,9 +49,7 @@ export function createWebhookChannel(options: { name: string; secret: string; re
     if (!Number.isInteger(seconds)) return `${WEBHOOK_TIMESTAMP_HEADER} must be Unix seconds, got ${JSON.stringify(timestamp.slice(0, 40))}`;
     const skew = Math.abs(clock.now() / 1000 - seconds);
     if (skew > maxSkewSeconds) return `the timestamp is ${Math.round(skew)} s from the daemon's clock, more than ${maxSkewSeconds} s: a replayed or delayed request is refused`;
-    const expected = Buffer.from(signWebhook(secret, timestamp, body));
-    const given = Buffer.from(signature);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return 'the signature does not match the body (HMAC-SHA256 of "<timestamp>.<body>" with the channel\'s secret)';
+    if (!signatureMatches(signWebhook(secret, timestamp, body), signature)) return 'the signature does not match the body (HMAC-SHA256 of "<timestamp>.<body>" with the channel\'s secret)';
     return undefined;
   }
 

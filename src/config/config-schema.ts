@@ -3,6 +3,7 @@ import { LOG_LEVELS } from '../logging/index.ts';
 import { ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
 import { ModelPriceOverridesSchema } from '../models/index.ts';
 
+/** The name of an environment variable, where config.toml names one instead of holding its value. */
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' });
 
 /**
@@ -146,7 +147,7 @@ export const ConfigSchema = z.strictObject({
             name: z.string().min(1),
             role: z.enum(['owner', 'user', 'viewer']),
             /** The environment variable holding the secret (never the secret itself). */
-            key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' }),
+            key_env: EnvName,
             /** For the user role: the agents (name patterns) it may message. */
             agents: z.array(z.string().min(1)).default(['*']),
           }),
@@ -195,7 +196,7 @@ export const ConfigSchema = z.strictObject({
         name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { error: 'expected letters, digits, "_" or "-"' }),
         timeout_secs: z.int().positive().default(30),
         /** Environment variables passed to a stdio server (besides PATH). */
-        env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' })).default([]),
+        env: z.array(EnvName).default([]),
         /** Allow a URL on a private or loopback address (refused by default). */
         allow_private_network: z.boolean().default(false),
         /**

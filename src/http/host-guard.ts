@@ -1,6 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
-import { isLoopbackAddress } from '../access/index.ts';
+import { isLoopbackBind } from '../access/index.ts';
 import { HttpRequestError } from './http-request-error.ts';
+
+// Still named by this folder's index.ts; the function itself lives in access/.
+export { isLoopbackBind };
 
 /** The names a loopback daemon answers to, whatever else is configured. */
 export const LOOPBACK_HOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
@@ -13,12 +16,6 @@ export interface HostGuardOptions {
   allowedHosts: readonly string[];
   /** `[http].allowed_origins`: more browser origins that may call. */
   allowedOrigins: readonly string[];
-}
-
-/** Whether the server binds a loopback address, where only this machine can reach it. */
-export function isLoopbackBind(host: string): boolean {
-  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  return bare.toLowerCase() === 'localhost' || isLoopbackAddress(bare);
 }
 
 /** The host name of a `Host` header value (`evil.example:4200` → `evil.example`, `[::1]:4200` → `[::1]`), lower-cased. */

@@ -2,7 +2,7 @@ import type { StatementSync } from 'node:sqlite';
 import { z } from 'zod';
 import type { ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { parseRow, type SqliteRow } from './sqlite-rows.ts';
+import { limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
 
 const STATUSES = ['received', 'answered', 'refused', 'ignored', 'failed'] as const satisfies readonly ChannelMessageStatus[];
 
@@ -143,7 +143,7 @@ export class SqliteChannelRepository implements ChannelRepository {
 
   recent(channel: string, limit: number): Promise<ChannelMessageRecord[]> {
     return this.#connection.execute(
-      () => this.#recent.all(channel, limit).map(parseMessage),
+      () => this.#recent.all(channel, limitParameter(limit, `list the recent messages of channel "${channel}"`)).map(parseMessage),
       () => ({ action: `list the recent messages of channel "${channel}"` }),
     );
   }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { signSlackRequest } from '../../src/channels/index.ts';
+import { signSlackRequest } from '../../src/channels/slack-channel.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/index.ts';
+import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
