@@ -44,7 +44,7 @@ import type { CapabilityManager } from './capability-manager.ts';
 import { errorEvent } from './event-stream.ts';
 import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
-import { SessionHistories } from './session-histories.ts';
+import { SessionHistories, type SessionHistory } from './session-histories.ts';
 import { sealTurn, type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
 
 /** Options for a message to an agent. */
@@ -74,6 +74,18 @@ interface TurnPlace {
   receivedAt: number;
   /** Whether someone reads the turn's events as they come: model output is then streamed. */
   stream: boolean;
+}
+
+/** A turn under way on a session, as its commit needs it (see `commitTurn`). */
+interface OpenTurn {
+  runtime: AgentRuntime;
+  entry: AgentEntry;
+  place: TurnPlace;
+  /** The session as the turn read it. */
+  base: SessionHistory;
+  userMessage: ModelMessage;
+  trace: TurnTrace;
+  logger: Logger;
 }
 
 /** The session of an agent's conversation: a UUID derived from both, so the same conversation always finds it. */
@@ -324,6 +336,26 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     });
   }
 
+  /**
+   * Commits a turn in one write: `session` (its history as the turn leaves it) with the turn's
+   * messages, from the user's message on, sealed with its record (see `sealTurn`), and the usage
+   * of `calls`, each priced once; merged if another writer saved meanwhile. Then counts the usage
+   * against the quota. `model` answered the turn; null leaves it to the trace (its last model).
+   */
+  async function commitTurn(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> {
+    const { entry, place, userMessage } = turn;
+    const usage = priceCalls(turn.runtime, entry, calls, turn.logger);
+    const costs = new Map(calls.map((call, index) => [call, usage[index]?.costUsd ?? 0]));
+    const record = turn.trace.record(ending, costs, model);
+    const start = session.indexOf(userMessage);
+    // A user message merged into an earlier one (by session repair) is no longer its own.
+    const sealed = sealTurn(start === -1 ? [userMessage] : session.slice(start), userMessage, place.receivedAt, record, ending);
+    const whole = start === -1 ? [...session, ...sealed.slice(1)] : [...session.slice(0, start), ...sealed];
+    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, usage);
+    for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
+    return usage;
+  }
+
   /** The context window a turn plans for: the agent's `[compaction].max_context_tokens`, else the model's. */
   function contextWindowOf(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget): number {
     return entry.manifest.compaction.max_context_tokens ?? runtime.contextWindowTokens?.(model) ?? DEFAULT_CONTEXT_WINDOW_TOKENS;
@@ -375,8 +407,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     // The turn may have waited in the queue: the agent must still be live, running and within quota.
     const runLogger = await beginTurn(entry, emit, 'send it messages');
 
-    const { sessionId } = place;
-    const base = await histories.load(sessionId);
+    const base = await histories.load(place.sessionId);
     const conversation = place.conversation ?? 'main';
     const canonical = place.person === undefined ? undefined : { person: place.person, sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)) };
     const canonicalBase = canonical === undefined ? undefined : await histories.load(canonical.sessionId);
@@ -396,22 +427,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const calls: ModelCallUsage[] = [];
     const messages = await compactHistory(runtime, entry, primary, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls });
     for (const used of calls) trace.model(used);
-    /**
-     * Saves the turn's messages (from the user's message on, sealed with its record: see
-     * `sealTurn`) and usage in one commit, merged if another writer saved meanwhile, then counts
-     * the usage against the quota.
-     */
-    const save = async (updated: ModelMessage[], turnCalls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> => {
-      const start = updated.indexOf(userMessage);
-      const usage = priceCalls(runtime, entry, turnCalls, runLogger);
-      const record = trace.record(ending, (used) => runtime.costs.estimateCost(used.model.provider, used.model.model, used).costUsd, model);
-      // A user message merged into an earlier one (by session repair) is no longer its own.
-      const sealed = sealTurn(start === -1 ? [userMessage] : updated.slice(start), userMessage, place.receivedAt, record, ending);
-      const whole = start === -1 ? [...updated, ...sealed.slice(1)] : [...updated.slice(0, start), ...sealed];
-      await histories.save({ sessionId, agentId: entry.id }, base, whole, sealed, usage);
-      for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
-      return usage;
-    };
+    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
 
     const modelConfig = entry.manifest.model;
     // `llm_max_tokens` caps what one model call may write.
@@ -445,11 +461,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // was accepted; tools may have acted; a cancelled reply keeps what it said). A killed agent
       // has nothing left to keep them in.
       const partial = partialOutcomeOf(error);
-      if (registry.find(entry.id) === entry) {
-        const turnCalls = [...calls, ...(partial?.calls ?? [])];
-        const last = turnCalls.at(-1);
-        await save(partial?.messages ?? messages, turnCalls, endingOf(error, signal), last === undefined ? null : modelName(last.model));
-      }
+      if (registry.find(entry.id) === entry) await commitTurn(turn, partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])], endingOf(error, signal), null);
       throw unwound(entry, error, signal);
     }
     if (canonical !== undefined && canonicalBase !== undefined) {
@@ -470,7 +482,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       }
       for (const used of calls.slice(summaries)) trace.model(used);
     }
-    const usage = await save(outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model));
+    const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model));
     return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
   }
 
@@ -796,9 +808,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
     const trace = new TurnTrace(clock);
     const emit = trace.sink(sink);
-    const { sessionId } = place;
     const runLogger = await beginTurn(entry, emit, 'send it messages');
-    const base = await histories.load(sessionId);
+    const base = await histories.load(place.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
     // A code agent gets its session as stored (without Loom's own metadata): summarising it would
@@ -813,27 +824,19 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       trace.model(used);
     };
     const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await import('ai'));
-    const save = async (added: readonly ModelMessage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> => {
-      const usage = priceCalls(runtime, entry, calls, runLogger);
-      const record = trace.record(ending, (used) => runtime.costs.estimateCost(used.model.provider, used.model.model, used).costUsd, model);
-      const sealed = sealTurn([userMessage, ...added], userMessage, place.receivedAt, record, ending);
-      await histories.save({ sessionId, agentId: entry.id }, base, [...history, ...sealed], sealed, usage);
-      for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
-      return usage;
-    };
+    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);
     } catch (error) {
       // The request was accepted and models were paid for: both are kept.
-      const last = calls.at(-1);
-      if (registry.find(entry.id) === entry) await save([], endingOf(error, signal), last === undefined ? null : modelName(last.model));
+      if (registry.find(entry.id) === entry) await commitTurn(turn, [...history, userMessage], calls, endingOf(error, signal), null);
       throw unwound(entry, error, signal);
     }
     // A code agent that called no model answers as its module.
     const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
     const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
-    const usage = await save(outcome.messages, { status: 'finished' }, answeredBy);
+    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy);
     return finishTurn(usage, outcome.text, calls.length, answeredBy, emit);
   }
 

@@ -107,10 +107,12 @@ export class TurnTrace {
   }
 
   /**
-   * The turn's record as it ended, model calls priced by `price`. A tool call with no result
-   * (the turn ended during it) is in it as an error that lasted until the end.
+   * The turn's record as it ended. `costs` holds the price of each model call (as the turn's usage
+   * records have it; a call not in it counts as free); `model` answered the turn, else the last
+   * model called did. A tool call with no result (the turn ended during it) is in it as an error
+   * that lasted until the end.
    */
-  record(ending: TurnEnding, price: (call: ModelCallUsage) => number, model: string | null): TurnRecord {
+  record(ending: TurnEnding, costs: ReadonlyMap<ModelCallUsage, number>, model: string | null): TurnRecord {
     const finishedAt = this.#clock.now();
     const cut = [...this.#toolStarts].map(([toolCallId, startedAt]): PendingStep => ({ kind: 'tool', toolCallId, toolName: this.#toolNames.get(toolCallId) ?? 'tool', startedAt, durationMs: finishedAt - startedAt, isError: true }));
     const steps = [...this.#steps, ...cut].map((step): TraceStep =>
@@ -121,7 +123,7 @@ export class TurnTrace {
             model: modelName(step.call.model),
             inputTokens: step.call.inputTokens,
             outputTokens: step.call.outputTokens,
-            costUsd: price(step.call),
+            costUsd: costs.get(step.call) ?? 0,
             startedAt: step.call.startedAt ?? this.startedAt,
             latencyMs: step.call.latencyMs ?? 0,
           },
