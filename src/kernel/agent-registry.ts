@@ -45,12 +45,17 @@ export class AgentRegistry {
     return this.#byId.get(id);
   }
 
+  /** The agent with this id, else with this name; undefined when there is none. */
+  lookup(reference: string): AgentEntry | undefined {
+    return this.#byId.get(reference) ?? this.#byId.get(this.#byName.get(reference) ?? '');
+  }
+
   /**
    * The agent with this id, else with this name.
    * @throws {AgentNotFoundError} when there is none.
    */
   resolve(reference: string): AgentEntry {
-    const entry = this.#byId.get(reference) ?? this.#byId.get(this.#byName.get(reference) ?? '');
+    const entry = this.lookup(reference);
     if (entry === undefined) throw new AgentNotFoundError(reference);
     return entry;
   }

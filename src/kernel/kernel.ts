@@ -362,13 +362,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {
     clock,
-    agentOf: (reference) => {
-      try {
-        return registry.resolve(reference);
-      } catch {
-        return undefined;
-      }
-    },
+    agentOf: (reference) => registry.lookup(reference),
     nameOf: (agentId) => registry.find(agentId)?.name,
     publish: (event) => publish(event),
   });
@@ -405,6 +399,15 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return { id: request.id, decision: request.decision };
     },
   });
+
+  /**
+   * The id an agent's records (usage, audit, forged tools) are kept under: a live agent's, named by
+   * id or name, else the reference itself when it is an id (a killed agent's records stay).
+   * @throws {AgentNotFoundError} for a name no live agent has.
+   */
+  function recordedAgentId(reference: string): string {
+    return registry.find(reference)?.id ?? (UUID_PATTERN.test(reference) ? reference : registry.resolve(reference).id);
+  }
 
   /** A door acting as an agent: its tools through the runner, exactly as its own calls. */
   function agentToolbox(reference: string, signal: AbortSignal): { agent: ToolAgent; toolbox: ToolBox } {
@@ -647,24 +650,19 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async audit(options = {}) {
       const { agent, ...query } = options;
-      const agentId = agent === undefined ? undefined : (registry.find(agent)?.id ?? (UUID_PATTERN.test(agent) ? agent : registry.resolve(agent).id));
+      const agentId = agent === undefined ? undefined : recordedAgentId(agent);
       return store.events.list({ ...query, ...(agentId === undefined ? {} : { agentId }), limit: options.limit ?? 500 });
     },
 
     async usageSeries(options) {
       const { agent, ...range } = options;
-      // A killed agent is named by its id: its usage is kept.
-      const agentId = agent === undefined ? undefined : (registry.find(agent)?.id ?? (UUID_PATTERN.test(agent) ? agent : registry.resolve(agent).id));
+      const agentId = agent === undefined ? undefined : recordedAgentId(agent);
       const buckets = await store.usage.series({ ...range, ...(agentId === undefined ? {} : { agentId }) });
       return buckets.map((bucket) => ({ ...bucket, agentName: registry.find(bucket.agentId)?.name ?? null }));
     },
 
     async usage(options = {}) {
-      // A killed agent is named by its id: its usage is kept.
-      const agentId =
-        options.agent === undefined
-          ? undefined
-          : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
+      const agentId = options.agent === undefined ? undefined : recordedAgentId(options.agent);
       const records = await store.usage.list({ ...(agentId === undefined ? {} : { agentId }), ...(options.since === undefined ? {} : { since: options.since }) });
       return summarizeUsage(records, (id) => registry.find(id)?.name);
     },
@@ -689,7 +687,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     forgedTools: {
       async list(options = {}) {
-        const agentId = options.agent === undefined ? undefined : (registry.find(options.agent)?.id ?? (UUID_PATTERN.test(options.agent) ? options.agent : registry.resolve(options.agent).id));
+        const agentId = options.agent === undefined ? undefined : recordedAgentId(options.agent);
         return emergent.list(agentId === undefined ? {} : { agentId });
       },
       get: (id) => emergent.get(id),
