@@ -4,7 +4,7 @@
  * grant. The host is resolved once, every address is judged, and the delivery is then pinned to
  * those addresses (`requestPinned`), so a DNS answer that changes later cannot move it.
  */
-import { blockedAddressReason, type HostResolver, isMetadataHost, resolveHost, type VettedAddress } from '../tools/builtin/net-guard.ts';
+import { type HostResolver, type VettedAddress, vetHostAddresses } from '../tools/builtin/net-guard.ts';
 import { PushWebhookRefusedError } from './push-webhook-refused-error.ts';
 
 /** The config switch that lets webhooks on private and loopback addresses through. */
@@ -53,17 +53,13 @@ export function parseWebhookUrl(text: string): URL {
  */
 export async function vetWebhookUrl(text: string, options: VetWebhookOptions): Promise<VettedWebhook> {
   const url = parseWebhookUrl(text);
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const refuse = (why: string, address?: string): PushWebhookRefusedError =>
     new PushWebhookRefusedError(`push-notification URL ${url.origin} is refused: ${why}`, { details: { url: url.origin, ...(address === undefined ? {} : { address }) } });
-  if (isMetadataHost(host)) throw refuse(`"${host}" is a cloud metadata host`);
-  const addresses = await resolveHost(host, options.signal ?? new AbortController().signal, options.resolve);
-  for (const { address } of addresses) {
-    const reason = blockedAddressReason(address);
-    if (reason === undefined) continue;
-    const resolved = address === host ? '' : ` ("${host}" resolves to ${address})`;
-    if (reason === 'cloud metadata') throw refuse(`cloud metadata addresses are never called${resolved}`, address);
-    if (!options.allowPrivateNetwork) throw refuse(`${reason} addresses are refused${resolved}; set ${PUSH_PRIVATE_NETWORK_SWITCH} in config.toml to allow them`, address);
-  }
-  return { url, addresses };
+  const vetted = await vetHostAddresses(url, options.allowPrivateNetwork, options);
+  if ('addresses' in vetted) return { url, addresses: vetted.addresses };
+  const { refused } = vetted;
+  if (refused.kind === 'metadata-host') throw refuse(`"${refused.host}" is a cloud metadata host`);
+  const resolved = refused.address === refused.host ? '' : ` ("${refused.host}" resolves to ${refused.address})`;
+  if (refused.reason === 'cloud metadata') throw refuse(`cloud metadata addresses are never called${resolved}`, refused.address);
+  throw refuse(`${refused.reason} addresses are refused${resolved}; set ${PUSH_PRIVATE_NETWORK_SWITCH} in config.toml to allow them`, refused.address);
 }

@@ -5,7 +5,7 @@
  * vetted URL is pinned to the checked addresses by `createPinnedFetch`.
  */
 import type { Config } from '../../config/index.ts';
-import { blockedAddressReason, type HostResolver, isMetadataHost, resolveHost, type VettedAddress } from '../../tools/builtin/net-guard.ts';
+import { type HostResolver, type VettedAddress, vetHostAddresses } from '../../tools/builtin/net-guard.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 
 /** One `[[mcp_servers]]` entry, defaults filled in. */
@@ -79,18 +79,13 @@ export async function vetMcpUrl(server: string, text: string, allowPrivate: bool
       details: { server, url: url.origin, ...(address === undefined ? {} : { address }) },
     });
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(`only http and https are supported, not "${url.protocol}"`);
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  if (isMetadataHost(host)) throw refuse('it is a cloud metadata host');
-  const addresses = await resolveHost(host, options.signal ?? new AbortController().signal, options.resolve);
-  for (const { address } of addresses) {
-    const reason = blockedAddressReason(address);
-    const resolved = address === host ? '' : ` (${host} resolves to ${address})`;
-    if (reason === 'cloud metadata') throw refuse(`it is a cloud metadata address${resolved}`, address);
-    if (reason !== undefined && !allowPrivate) {
-      throw refuse(`${reason} addresses are refused unless allow_private_network = true${resolved}`, address);
-    }
-  }
-  return { url, addresses };
+  const vetted = await vetHostAddresses(url, allowPrivate, options);
+  if ('addresses' in vetted) return { url, addresses: vetted.addresses };
+  const { refused } = vetted;
+  if (refused.kind === 'metadata-host') throw refuse('it is a cloud metadata host');
+  const resolved = refused.address === refused.host ? '' : ` (${refused.host} resolves to ${refused.address})`;
+  if (refused.reason === 'cloud metadata') throw refuse(`it is a cloud metadata address${resolved}`, refused.address);
+  throw refuse(`${refused.reason} addresses are refused unless allow_private_network = true${resolved}`, refused.address);
 }
 
 /** The fetch the SDK's HTTP transports take. */

@@ -306,3 +306,23 @@ function sameIpv6(left: string, right: string): boolean {
   const b = ipv6Groups(right);
   return a !== undefined && b !== undefined && a.every((group, index) => group === b[index]);
 }
+
+/** Why a server-chosen URL's host is refused: a cloud-metadata name, or an address it resolves to. */
+export type HostRefusal = { kind: 'metadata-host'; host: string } | { kind: 'address'; host: string; address: string; reason: BlockedAddressReason };
+
+/**
+ * Resolves the host of a URL Loom was handed (an MCP server's, a push webhook's) and judges every
+ * address: a cloud-metadata host or address is always refused, loopback, private, link-local and
+ * unspecified ones unless `allowPrivate`. The addresses to pin the connection to, or the first
+ * refusal for the caller to word. Throws a WebRequestError when the host cannot be resolved.
+ */
+export async function vetHostAddresses(url: URL, allowPrivate: boolean, options: { resolve?: HostResolver | undefined; signal?: AbortSignal | undefined }): Promise<{ addresses: VettedAddress[] } | { refused: HostRefusal }> {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (isMetadataHost(host)) return { refused: { kind: 'metadata-host', host } };
+  const addresses = await resolveHost(host, options.signal ?? new AbortController().signal, options.resolve);
+  for (const { address } of addresses) {
+    const reason = blockedAddressReason(address);
+    if (reason === 'cloud metadata' || (reason !== undefined && !allowPrivate)) return { refused: { kind: 'address', host, address, reason } };
+  }
+  return { addresses };
+}
