@@ -1,6 +1,5 @@
 import { parseSse } from './sse.ts';
-import { AUDIT_KINDS, type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, PACKAGE_EVENT_TYPES, type PackageRunView, type PromotionView } from './types.ts';
-import type { ManifestValidation } from './types.ts';
+import { AUDIT_KINDS, type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, type ManifestValidation, type PackageRunView, type PromotionView } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -85,13 +84,17 @@ export function runBinding(slug: string, binding: string, inputs: Record<string,
   });
 }
 
-/** Sends a message and calls `onEvent` for each agent event as the reply streams. @throws {ApiError} when the turn is refused. */
-export async function streamMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal?: AbortSignal): Promise<void> {
-  const response = await fetch(`/api/agents/${encodeURIComponent(agent)}/messages`, {
-    method: 'POST',
-    headers: headersWith({ 'content-type': 'application/json', accept: 'text/event-stream' }),
-    body: JSON.stringify({ message }),
-    ...(signal === undefined ? {} : { signal }),
+/**
+ * Opens an endpoint that answers with a stream of agent events (`POST …/messages`, `GET …/turn`)
+ * and calls `onEvent` for each as it arrives. Aborting `signal` stops listening.
+ * @throws {ApiError} when the endpoint refuses.
+ */
+export async function streamEvents(path: string, init: { method?: string; body?: string; contentType?: string }, onEvent: (event: AgentEvent) => void, signal: AbortSignal): Promise<void> {
+  const response = await fetch(path, {
+    method: init.method ?? 'GET',
+    headers: headersWith({ ...(init.contentType === undefined ? {} : { 'content-type': init.contentType }), accept: 'text/event-stream' }),
+    ...(init.body === undefined ? {} : { body: init.body }),
+    signal,
   });
   if (!response.ok) throw await toApiError(response);
   if (response.body === null) throw new ApiError(response.status, 'NO_BODY', 'the reply had no body');
@@ -100,6 +103,9 @@ export async function streamMessage(agent: string, message: string, onEvent: (ev
     onEvent(JSON.parse(sse.data) as AgentEvent);
   }
 }
+
+/** Every type the audit log's kinds name (agents, approvals, turns, tool calls, packages, workflows…): the live stream listens for them by name. */
+const AUDITED_EVENT_TYPES: readonly string[] = [...new Set(Object.values(AUDIT_KINDS).flat())];
 
 export type ConnectionState = 'connecting' | 'open' | 'closed';
 
@@ -112,22 +118,8 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
   const key = apiKey();
   if (key === '') {
     const source = new EventSource('/api/events');
-    const types = [
-      'agent-spawn',
-      'agent-suspend',
-      'agent-resume',
-      'agent-update',
-      'agent-kill',
-      'approval-request',
-      'approval-decide',
-      ...PACKAGE_EVENT_TYPES,
-      'cot-trace',
-      'workflow-state',
-      'workflow-task',
-      ...AUDITED_EVENT_TYPES,
-    ];
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
-    for (const type of types) source.addEventListener(type, listener);
+    for (const type of AUDITED_EVENT_TYPES) source.addEventListener(type, listener);
     source.onmessage = listener;
     source.onopen = () => onState('open');
     source.onerror = () => onState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
@@ -168,9 +160,6 @@ export function demoteForgedTool(id: string, reason = ''): Promise<ForgedToolVie
 export function approvePairing(code: string): Promise<{ code: string; channel: string; user_id: string; user_name: string | null }> {
   return api(`/api/channels/pairings/${encodeURIComponent(code)}/approve`, { method: 'POST' });
 }
-
-/** Every type the audit log's kinds name (turns, tool calls, refusals, forged tools, channels…): the live stream listens for them by name. */
-const AUDITED_EVENT_TYPES: readonly string[] = [...new Set(Object.values(AUDIT_KINDS).flat())];
 
 /** Checks a manifest without spawning anything: every error at its line, and the warnings. @throws {ApiError} */
 export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<ManifestValidation> {

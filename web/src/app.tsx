@@ -4,7 +4,7 @@ import { useApi } from './hooks.ts';
 import { AgentPage } from './pages/agent-page.tsx';
 import { AgentsPage } from './pages/agents-page.tsx';
 import { ApprovalsPage, usePendingApprovals } from './pages/approvals-page.tsx';
-import { labelTableCells } from './components.tsx';
+import { followTableCells } from './components.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
 import { EventsPage } from './pages/events-page.tsx';
 import { ChannelsPage } from './pages/channels-page.tsx';
@@ -105,11 +105,7 @@ export function App() {
   // Every page's tables name their columns on each cell, for the stacked layout of narrow screens.
   useEffect(() => {
     const main = document.querySelector('main');
-    if (main === null) return undefined;
-    labelTableCells(main);
-    const observer = new MutationObserver(() => labelTableCells(main));
-    observer.observe(main, { childList: true, subtree: true });
-    return () => observer.disconnect();
+    return main === null ? undefined : followTableCells(main);
   }, []);
   return (
     <div class="layout">

@@ -1,4 +1,5 @@
-import type { TurnRecord } from './chat-types.ts';
+import type { TraceStep, TurnRecord } from './chat-types.ts';
+import { isErrorOutput, isRecord, outputText, toolNameOf } from './session.ts';
 
 /** One thing shown in a turn, after the person's message. */
 export type ChatItem =
@@ -19,9 +20,7 @@ export interface ChatTurn {
 
 type Loose = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Loose {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+type ToolStep = Extract<TraceStep, { kind: 'tool' }>;
 
 /** Loom's metadata of a message or a part (`providerOptions.loom`). */
 function loomOf(value: Loose): Loose | undefined {
@@ -40,12 +39,6 @@ function textOf(content: unknown): string {
     .join('\n\n');
 }
 
-function outputText(output: unknown): string {
-  if (typeof output === 'string') return output;
-  if (isRecord(output) && 'value' in output) return typeof output['value'] === 'string' ? output['value'] : JSON.stringify(output['value'], null, 2);
-  return JSON.stringify(output, null, 2);
-}
-
 function isTurnRecord(value: unknown): value is TurnRecord {
   return isRecord(value) && typeof value['status'] === 'string' && Array.isArray(value['steps']);
 }
@@ -60,7 +53,6 @@ export function toChatTurns(messages: readonly unknown[]): ChatTurn[] {
   const turns: ChatTurn[] = [];
   const tools = new Map<string, Extract<ChatItem, { kind: 'tool' }>>();
   let current: ChatTurn | undefined;
-  type ToolStep = Extract<NonNullable<ChatTurn['record']>['steps'][number], { kind: 'tool' }>;
   const toolSteps = (turn: ChatTurn | undefined): Map<string, ToolStep> =>
     new Map((turn?.record?.steps ?? []).flatMap((step) => (step.kind === 'tool' ? [[step.toolCallId, step] as const] : [])));
   let timings = new Map<string, ToolStep>();
@@ -96,23 +88,23 @@ export function toChatTurns(messages: readonly unknown[]): ChatTurn[] {
     for (const part of content as unknown[]) {
       if (!isRecord(part)) continue;
       const type = part['type'];
+      const toolCallId = typeof part['toolCallId'] === 'string' ? part['toolCallId'] : '';
+      const toolName = toolNameOf(part);
       if (type === 'text' && typeof part['text'] === 'string') {
         const note = loomOf(part)?.['note'];
         if (note === 'cancelled' || note === 'failed') push({ kind: 'note', status: note, text: part['text'] });
         else if (part['text'].trim() !== '') push({ kind: 'text', text: part['text'] });
       } else if (type === 'tool-call') {
-        const toolCallId = typeof part['toolCallId'] === 'string' ? part['toolCallId'] : '';
         const step = timings.get(toolCallId);
-        const item: ChatItem = { kind: 'tool', toolCallId, toolName: typeof part['toolName'] === 'string' ? part['toolName'] : 'tool', input: part['input'] ?? part['args'], output: undefined, isError: false, durationMs: step?.durationMs, approval: step?.approval };
+        const item: ChatItem = { kind: 'tool', toolCallId, toolName, input: part['input'] ?? part['args'], output: undefined, isError: false, durationMs: step?.durationMs, approval: step?.approval };
         tools.set(toolCallId, item);
         push(item);
       } else if (type === 'tool-result') {
-        const toolCallId = typeof part['toolCallId'] === 'string' ? part['toolCallId'] : '';
-        const output = part['output'];
-        const isError = isRecord(output) && typeof output['type'] === 'string' && output['type'].startsWith('error');
+        const output = outputText(part['output'] ?? part['result'], 2);
+        const isError = isErrorOutput(part['output']);
         const call = tools.get(toolCallId);
-        if (call === undefined) push({ kind: 'tool', toolCallId, toolName: typeof part['toolName'] === 'string' ? part['toolName'] : 'tool', input: undefined, output: outputText(output ?? part['result']), isError, durationMs: timings.get(toolCallId)?.durationMs });
-        else Object.assign(call, { output: outputText(output ?? part['result']), isError });
+        if (call === undefined) push({ kind: 'tool', toolCallId, toolName, input: undefined, output, isError, durationMs: timings.get(toolCallId)?.durationMs });
+        else Object.assign(call, { output, isError });
       }
     }
   }

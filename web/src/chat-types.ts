@@ -1,4 +1,4 @@
-import type { AgentEvent } from './types.ts';
+import type { SessionView } from './types.ts';
 
 /** The turn an agent runs on its main session now, as `GET /api/agents/{agent}/turn` and the session view show it. */
 export interface RunningTurnView {
@@ -9,11 +9,7 @@ export interface RunningTurnView {
 }
 
 /** The session view: its messages, and the turn not yet committed to it. */
-export interface ChatSessionView {
-  id: string;
-  messages: readonly unknown[];
-  running: RunningTurnView | null;
-}
+export type ChatSessionView = SessionView & { running: RunningTurnView | null };
 
 /** How a cancel ended (`POST …/turn/cancel`). */
 export interface CancelledTurnView {
@@ -42,6 +38,3 @@ export interface TurnRecord {
   costUsd: number;
   steps: TraceStep[];
 }
-
-/** An agent event as the chat reads it: a tool result may carry its duration. */
-export type ChatEvent = AgentEvent | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number };

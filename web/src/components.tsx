@@ -1,9 +1,13 @@
 import type { ComponentChildren } from 'preact';
 import type { AgentState } from './types.ts';
 
-export function StateBadge({ state }: { state: AgentState }) {
+/**
+ * A state as a coloured badge. `tone` picks the colour (`badge-<tone>` in styles.css) when the
+ * state has none of its own; `testId` names it for tests (`state-badge` unless given).
+ */
+export function StateBadge({ state, tone = state, testId = 'state-badge' }: { state: AgentState; tone?: string; testId?: string }) {
   return (
-    <span class={`badge badge-${state}`} data-testid="state-badge">
+    <span class={`badge badge-${tone}`} data-testid={testId}>
       <span class="badge-dot" />
       {state}
     </span>
@@ -35,9 +39,10 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <div class="empty">{children}</div>;
 }
 
-export function Card({ title, children, actions }: { title?: ComponentChildren; children: ComponentChildren; actions?: ComponentChildren }) {
+/** A card; `label` names its region for assistive technology. */
+export function Card({ title, label, children, actions }: { title?: ComponentChildren; label?: string; children: ComponentChildren; actions?: ComponentChildren }) {
   return (
-    <section class="card">
+    <section class="card" aria-label={label}>
       {title === undefined ? null : (
         <div class="card-head">
           <h2>{title}</h2>
@@ -49,12 +54,25 @@ export function Card({ title, children, actions }: { title?: ComponentChildren; 
   );
 }
 
+/** A row of buttons of which one is pressed: `options` pairs each value with its button's text. */
+export function Segmented<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: readonly (readonly [T, string])[]; onChange: (value: T) => void }) {
+  return (
+    <div class="segmented" role="group" aria-label={label}>
+      {options.map(([key, name]) => (
+        <button key={key} type="button" class={value === key ? 'on' : ''} aria-pressed={value === key} onClick={() => onChange(key)}>
+          {name}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 /**
  * Gives every cell of the tables under `root` the name of its column (`data-label`, unless it has
  * one), so a narrow screen can show each row as a card of labelled lines instead of a table
  * wider than the screen (see `.table` in styles.css). Cells spanning columns get none.
  */
-export function labelTableCells(root: ParentNode): void {
+function labelTableCells(root: ParentNode): void {
   for (const table of root.querySelectorAll('table.table')) {
     const heads = [...table.querySelectorAll('thead tr:first-child th')].map((th) => th.textContent.trim());
     if (heads.length === 0) continue;
@@ -66,4 +84,25 @@ export function labelTableCells(root: ParentNode): void {
       });
     }
   }
+}
+
+/** Whether a node added to the page brings table rows or cells to label: a labelled table, a part of one, or something holding one. */
+function bringsTableCells(node: Node): boolean {
+  if (!(node instanceof Element)) return false;
+  if (node.matches('thead, tbody, tr, th, td')) return node.closest('table.table') !== null;
+  return node.matches('table.table') || node.querySelector('table.table') !== null;
+}
+
+/**
+ * Labels the table cells under `root` now and whenever tables or rows are added to it (see
+ * `labelTableCells`); other changes (a streamed chat reply, a ticking countdown) are let be.
+ * Returns a function that stops.
+ */
+export function followTableCells(root: Element): () => void {
+  labelTableCells(root);
+  const observer = new MutationObserver((records) => {
+    if (records.some((record) => [...record.addedNodes].some(bringsTableCells))) labelTableCells(root);
+  });
+  observer.observe(root, { childList: true, subtree: true });
+  return () => observer.disconnect();
 }

@@ -17,7 +17,7 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
  * then sanitised by DOMPurify, so nothing the model writes (a `<script>`, an `onerror`, a
  * `javascript:` link, a form) runs or reaches the page.
  */
-export function renderMarkdown(text: string): string {
+function renderMarkdown(text: string): string {
   const html = marked.parse(text) as string;
   return DOMPurify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'], FORBID_ATTR: ['style'] });
 }

@@ -26,10 +26,10 @@ export function parseRoute(hash: string): Route {
 
 /** The document title of a route: the page, then the agent where there is one, then Loom. */
 export function titleOf(route: Route): string {
+  if (route.page === 'agent') return `${route.agent} · Agents · Loom`;
+  if (route.page === 'chat') return `Chat with ${route.agent} · Loom`;
   const page = {
     agents: 'Agents',
-    agent: 'Agent',
-    chat: 'Chat',
     events: 'Events',
     usage: 'Usage',
     approvals: 'Approvals',
@@ -38,8 +38,6 @@ export function titleOf(route: Route): string {
     channels: 'Channels',
     'not-found': 'Not found',
   }[route.page];
-  if (route.page === 'agent') return `${route.agent} · Agents · Loom`;
-  if (route.page === 'chat') return `Chat with ${route.agent} · Loom`;
   return `${page} · Loom`;
 }
 

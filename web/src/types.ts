@@ -52,12 +52,12 @@ export interface SessionView {
   messages: readonly unknown[];
 }
 
-/** An agent event as `POST …/messages` streams it (a finished run carries the turn view). */
+/** An agent event as `POST …/messages` streams it (a finished run carries the turn view, a tool result how long the tool ran where known). */
 export type AgentEvent =
   | { type: 'run-start'; runId: string; agentId: string; agentName: string }
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number }
   | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'phase'; phase: string; detail: string }
   | { type: 'run-finish'; result: TurnView }
@@ -252,7 +252,7 @@ export const AUDIT_KINDS = {
   'model-error': ['model-error'],
   agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
-  package: ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss'],
+  package: PACKAGE_EVENT_TYPES,
   channel: ['channel-refused', 'channel-paired'],
   reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
 } as const;

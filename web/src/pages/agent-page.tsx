@@ -1,7 +1,7 @@
 import { stringify } from 'smol-toml';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Failure, failureOf } from '../api.ts';
-import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
+import { Card, Empty, ErrorBox, PageHeader, Segmented, StateBadge } from '../components.tsx';
 import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -10,7 +10,7 @@ import { toTranscript } from '../session.ts';
 import { useEventVersion } from '../store.ts';
 import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow } from '../types.ts';
 import { usageByAgent } from './agents-page.tsx';
-import { ManifestEditor } from './manifest-editor.tsx';
+import { ManifestEditor, WarningList } from './manifest-editor.tsx';
 import { Transcript } from './transcript.tsx';
 import './agent-page.css';
 
@@ -210,13 +210,7 @@ export function AgentPage({ name }: { name: string }) {
       />
       {gone}
       <ErrorBox message={actionError} />
-      {savedWarnings.length === 0 ? null : (
-        <ul class="manifest-warnings" data-testid="saved-warnings" aria-label="Warnings about the saved manifest">
-          {savedWarnings.map((warning, index) => (
-            <li key={index}>warning: {warning}</li>
-          ))}
-        </ul>
-      )}
+      <WarningList warnings={savedWarnings} label="Warnings about the saved manifest" testId="saved-warnings" />
       <div class="stats">
         <div class="stat">
           <div class="stat-label">Model</div>
@@ -291,14 +285,15 @@ export function AgentPage({ name }: { name: string }) {
       <Card
         title="Manifest"
         actions={
-          <div class="segmented" role="group" aria-label="Manifest view">
-            <button type="button" class={view === 'toml' ? 'on' : ''} onClick={() => setView('toml')}>
-              TOML
-            </button>
-            <button type="button" class={view === 'json' ? 'on' : ''} onClick={() => setView('json')}>
-              JSON
-            </button>
-          </div>
+          <Segmented
+            label="Manifest view"
+            value={view}
+            options={[
+              ['toml', 'TOML'],
+              ['json', 'JSON'],
+            ]}
+            onChange={setView}
+          />
         }
       >
         <pre class="code" data-testid="manifest" tabIndex={0} aria-label="Manifest">

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { decideApproval } from '../api.ts';
-import { Empty, ErrorBox, PageHeader } from '../components.tsx';
+import { Empty, ErrorBox, PageHeader, Segmented } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
@@ -141,14 +141,15 @@ export function ApprovalsPage() {
     <div class="page">
       <PageHeader
         actions={
-          <div class="segmented" role="group" aria-label="Which approvals">
-            <button type="button" class={showDecided ? '' : 'on'} aria-pressed={!showDecided} onClick={() => setShowDecided(false)}>
-              Pending
-            </button>
-            <button type="button" class={showDecided ? 'on' : ''} aria-pressed={showDecided} onClick={() => setShowDecided(true)}>
-              Decided
-            </button>
-          </div>
+          <Segmented
+            label="Which approvals"
+            value={showDecided ? 'decided' : 'pending'}
+            options={[
+              ['pending', 'Pending'],
+              ['decided', 'Decided'],
+            ]}
+            onChange={(which) => setShowDecided(which === 'decided')}
+          />
         }
         title="Approvals"
         subtitle={

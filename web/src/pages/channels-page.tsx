@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { approvePairing } from '../api.ts';
-import { Empty, ErrorBox, PageHeader } from '../components.tsx';
+import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
@@ -9,12 +9,7 @@ import type { ChannelView } from '../types.ts';
 /** A channel's connection state, as a badge (connected, reconnecting, failed…). */
 function ChannelState({ channel }: { channel: ChannelView }) {
   const tone = channel.state === 'connected' ? 'running' : channel.state === 'failed' ? 'failed' : 'suspended';
-  return (
-    <span class={`badge badge-${tone}`} data-testid="channel-state">
-      <span class="badge-dot" />
-      {channel.state}
-    </span>
-  );
+  return <StateBadge state={channel.state} tone={tone} testId="channel-state" />;
 }
 
 /** Channels: each one's state, last message and error; the people waiting for pairing, approved with a button. */
@@ -94,10 +89,7 @@ export function ChannelsPage() {
         </div>
       )}
       {waiting.length === 0 ? null : (
-        <section class="card" aria-label="Waiting for pairing">
-          <div class="card-head">
-            <h2>Waiting for pairing</h2>
-          </div>
+        <Card title="Waiting for pairing" label="Waiting for pairing">
           <ul class="pairing-list">
             {waiting.map(({ channel, pairing }) => (
               <li key={pairing.code} data-testid="pairing" class="approval-head">
@@ -111,7 +103,7 @@ export function ChannelsPage() {
               </li>
             ))}
           </ul>
-        </section>
+        </Card>
       )}
     </div>
   );

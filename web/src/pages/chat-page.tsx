@@ -1,15 +1,15 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, decideApproval } from '../api.ts';
 import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
-import type { ChatEvent, ChatSessionView, TurnRecord } from '../chat-types.ts';
+import type { ChatSessionView, TurnRecord } from '../chat-types.ts';
 import { ErrorBox, PageHeader, StateBadge } from '../components.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { Markdown } from '../markdown.tsx';
 import { href } from '../router.ts';
-import type { AgentView, TurnView } from '../types.ts';
-import { ToolCallView, TraceView } from './transcript.tsx';
+import type { AgentEvent, AgentView, TurnView } from '../types.ts';
+import { ApprovalHeader, compactJson, ToolCallView, TraceView } from './transcript.tsx';
 import '../chat.css';
 
 type LivePart = ChatItem | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined };
@@ -31,7 +31,7 @@ function newTurn(message: string, at: number): LiveTurn {
 }
 
 /** Folds one streamed event into the live turn; text deltas extend the last text part, a tool result completes its call. */
-export function applyEvent(turn: LiveTurn, event: ChatEvent): LiveTurn {
+function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
   switch (event.type) {
     case 'text-delta': {
       const parts = [...turn.parts];
@@ -47,11 +47,10 @@ export function applyEvent(turn: LiveTurn, event: ChatEvent): LiveTurn {
         phase: `running ${event.toolName}`,
       };
     case 'tool-result': {
-      const durationMs = 'durationMs' in event ? event.durationMs : undefined;
       const parts = turn.parts.map((part): LivePart => {
         // A call decided elsewhere (the approvals page, the CLI) shows its outcome here too.
         if (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined) return { ...part, outcome: event.isError ? 'denied' : 'approved' };
-        if (part.kind === 'tool' && part.toolCallId === event.toolCallId) return { ...part, output: event.text, isError: event.isError, durationMs };
+        if (part.kind === 'tool' && part.toolCallId === event.toolCallId) return { ...part, output: event.text, isError: event.isError, durationMs: event.durationMs };
         return part;
       });
       return { ...turn, parts, phase: undefined };
@@ -87,12 +86,7 @@ function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: st
     }
   };
   return (
-    <div class="approval-line" data-testid="approval-request">
-      <span class="tool-icon">⏸</span>
-      <span class="mono">
-        <strong>{toolName}</strong>
-        <span class="muted">({JSON.stringify(input)})</span>
-      </span>
+    <ApprovalHeader toolName={toolName} input={compactJson(input)}>
       {status === 'approved' || status === 'denied' ? (
         <span class="approval-status">{status}</span>
       ) : (
@@ -107,7 +101,7 @@ function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: st
         </>
       )}
       <ErrorBox message={error} />
-    </div>
+    </ApprovalHeader>
   );
 }
 
@@ -271,7 +265,7 @@ export function ChatPage({ name }: { name: string }) {
   }, [session.data, live]);
 
   /** Streams a turn's events into the live turn, then shows the committed session. */
-  const listen = async (start: (onEvent: (event: ChatEvent) => void, signal: AbortSignal) => Promise<void>, turn: LiveTurn): Promise<void> => {
+  const listen = async (start: (onEvent: (event: AgentEvent) => void, signal: AbortSignal) => Promise<void>, turn: LiveTurn): Promise<void> => {
     listening.current?.abort();
     const controller = new AbortController();
     listening.current = controller;
@@ -344,7 +338,7 @@ export function ChatPage({ name }: { name: string }) {
     }
   };
 
-  const history = toChatTurns(session.data?.messages ?? []);
+  const history = useMemo(() => toChatTurns(session.data?.messages ?? []), [session.data]);
   return (
     <div class="page chat-page">
       <PageHeader

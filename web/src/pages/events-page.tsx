@@ -34,6 +34,8 @@ interface Filters {
 /** One line of the page, from the stored history or the live stream. */
 interface Row {
   key: string;
+  /** Where a stored row is in the audit log (none on a live one). */
+  seq?: number;
   at: number;
   type: string;
   agentId: string | null;
@@ -44,7 +46,7 @@ interface Row {
 
 function fromRecord(record: AuditRecord): Row {
   const name = typeof record.data['name'] === 'string' ? record.data['name'] : (record.agentId ?? '');
-  return { key: `seq-${record.seq}`, at: record.at, type: record.type, agentId: record.agentId, name, data: record.data, live: false };
+  return { key: `seq-${record.seq}`, seq: record.seq, at: record.at, type: record.type, agentId: record.agentId, name, data: record.data, live: false };
 }
 
 function fromLive(event: KernelEvent, index: number): Row {
@@ -145,7 +147,6 @@ export function EventsPage() {
   const [filters, setFilters] = useState<Filters>({ agent: '', kind: '', outcome: '' });
   const agents = useApi<AgentView[]>('/api/agents');
   const [history, setHistory] = useState<Row[]>([]);
-  const [oldestSeq, setOldestSeq] = useState<number | undefined>(undefined);
   const [more, setMore] = useState(false);
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -158,7 +159,6 @@ export function EventsPage() {
       const page = await api<AuditRecord[]>(auditQuery(filters, before), signal === undefined ? {} : { signal });
       const rows = page.map(fromRecord);
       setHistory((current) => (before === undefined ? rows : [...current, ...rows]));
-      setOldestSeq(page.at(-1)?.seq);
       setMore(page.length === EVENTS_PAGE_SIZE);
       setError(undefined);
     } catch (cause) {
@@ -182,6 +182,8 @@ export function EventsPage() {
     .map((event, index) => fromLive(event, events.length - index))
     .filter((row) => matches(row, filters) && !history.some((stored) => sameEvent(stored, row)));
   const rows = [...live, ...history];
+  // The next page of history is what came before the oldest stored row shown.
+  const oldestSeq = history.at(-1)?.seq;
   const agentNames = [...new Set((agents.data ?? []).map((agent) => agent.name))].sort();
   const filtered = filters.agent !== '' || filters.kind !== '' || filters.outcome !== '';
 
@@ -210,7 +212,7 @@ export function EventsPage() {
         loading ? null : <Empty>{filtered ? 'No event matches these filters.' : 'Nothing has happened yet. Turns, tool calls, approvals and agents spawned, suspended or killed show up here.'}</Empty>
       ) : (
         <div class="card table-card">
-          <table class="table stack" aria-label="Events">
+          <table class="table" aria-label="Events">
             <thead>
               <tr>
                 <th scope="col">Time</th>
@@ -222,14 +224,14 @@ export function EventsPage() {
             <tbody>
               {rows.map((row) => (
                 <tr key={row.key} class={row.live ? 'event-row live' : 'event-row'} data-type={row.type}>
-                  <td class="mono small nowrap" data-label="Time">
+                  <td class="mono small nowrap">
                     {formatTime(row.at)}
                   </td>
-                  <td data-label="Event">
+                  <td>
                     <span class={`event-type tone-${tone(row.type)}`}>{row.type}</span>
                   </td>
-                  <td data-label="Agent">{row.name === '' ? <span class="muted">—</span> : agentNames.includes(row.name) ? <a href={href.agent(row.name)}>{row.name}</a> : <span>{row.name}</span>}</td>
-                  <td class="event-what" data-label="What happened">
+                  <td>{row.name === '' ? <span class="muted">—</span> : agentNames.includes(row.name) ? <a href={href.agent(row.name)}>{row.name}</a> : <span>{row.name}</span>}</td>
+                  <td class="event-what">
                     <span>{summarize(row.type, row.data)}</span>
                     <details>
                       <summary>details</summary>

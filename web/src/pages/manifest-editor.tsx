@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, validateManifest } from '../api.ts';
+import { Segmented } from '../components.tsx';
 import { errorText } from '../format.ts';
 import type { AgentDetailView, ManifestValidation } from '../types.ts';
 import './manifest-editor.css';
@@ -57,6 +58,18 @@ interface ManifestEditorProps {
   onSaved?: (agent: SavedAgent) => void;
   /** The text to start from (the template when spawning). */
   initialText?: string;
+}
+
+/** The warnings about a manifest (an agent that cannot run, say), one a line; nothing when there are none. */
+export function WarningList({ warnings, label, testId }: { warnings: readonly string[]; label: string; testId: string }) {
+  if (warnings.length === 0) return null;
+  return (
+    <ul class="manifest-warnings" data-testid={testId} aria-label={label}>
+      {warnings.map((warning, index) => (
+        <li key={index}>warning: {warning}</li>
+      ))}
+    </ul>
+  );
 }
 
 /**
@@ -117,14 +130,15 @@ export function ManifestEditor({ onSpawned, onCancel, agent, onSaved, initialTex
     <form class="card editor" onSubmit={(event) => void submit(event)} aria-label={title}>
       <div class="card-head">
         <h2>{title}</h2>
-        <div class="segmented" role="group" aria-label="Manifest format">
-          <button type="button" class={format === 'toml' ? 'on' : ''} aria-pressed={format === 'toml'} onClick={() => setFormat('toml')}>
-            TOML
-          </button>
-          <button type="button" class={format === 'json' ? 'on' : ''} aria-pressed={format === 'json'} onClick={() => setFormat('json')}>
-            JSON
-          </button>
-        </div>
+        <Segmented
+          label="Manifest format"
+          value={format}
+          options={[
+            ['toml', 'TOML'],
+            ['json', 'JSON'],
+          ]}
+          onChange={setFormat}
+        />
       </div>
       <p class="hint">
         {updating
@@ -168,13 +182,7 @@ export function ManifestEditor({ onSpawned, onCancel, agent, onSaved, initialTex
           <div>{error.message}</div>
         </div>
       )}
-      {check === undefined || check.warnings.length === 0 ? null : (
-        <ul class="manifest-warnings" data-testid="manifest-warnings" aria-label="Warnings">
-          {check.warnings.map((warning, index) => (
-            <li key={index}>warning: {warning}</li>
-          ))}
-        </ul>
-      )}
+      <WarningList warnings={check?.warnings ?? []} label="Warnings" testId="manifest-warnings" />
       <div class="form-actions">
         <button type="button" class="btn btn-ghost" onClick={onCancel}>
           Cancel

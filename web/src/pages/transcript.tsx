@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import type { ChatItem } from '../chat-history.ts';
 import type { TraceStep, TurnRecord } from '../chat-types.ts';
 import { formatCost, formatTokens } from '../format.ts';
@@ -27,6 +28,22 @@ function shortInput(input: unknown): string {
   return text.length > 120 ? `${text.slice(0, 120)}…` : text;
 }
 
+/** A tool call that waits for (or was given) a person's approval: its name and input, then what `children` add (the decision, buttons). */
+export function ApprovalHeader({ toolName, input, children }: { toolName: string; input: string; children: ComponentChildren }) {
+  return (
+    <div class="approval-line" data-testid="approval-request">
+      <span class="tool-icon" aria-hidden="true">
+        ⏸
+      </span>
+      <span class="mono">
+        <strong>{toolName}</strong>
+        <span class="muted">({input})</span>
+      </span>
+      {children}
+    </div>
+  );
+}
+
 /**
  * One tool call: its name, input and status (and duration once known) on a line that expands to
  * the full input and the full output.
@@ -37,16 +54,9 @@ export function ToolCallView({ item, running = false }: { item: Extract<ChatItem
   return (
     <>
       {item.approval === undefined ? null : (
-        <div class="approval-line" data-testid="approval-request">
-          <span class="tool-icon" aria-hidden="true">
-            ⏸
-          </span>
-          <span class="mono">
-            <strong>{item.toolName}</strong>
-            <span class="muted">({shortInput(item.input)})</span>
-          </span>
+        <ApprovalHeader toolName={item.toolName} input={shortInput(item.input)}>
           <span class="approval-status">{item.approval}</span>
-        </div>
+        </ApprovalHeader>
       )}
     <details class={`tool-call-view${item.isError ? ' tool-error' : ''}`} data-testid="tool-call">
       {/* Once the call has its result, the summary is the result's line (red when it failed). */}
@@ -121,7 +131,7 @@ export function TraceView({ record }: { record: TurnRecord }) {
 }
 
 /** One tool call line: `⚙ name(input)`. */
-export function ToolCallLine({ toolName, input }: { toolName: string; input: unknown }) {
+function ToolCallLine({ toolName, input }: { toolName: string; input: unknown }) {
   return (
     <div class="tool-line tool-call" data-testid="tool-call">
       <span class="tool-icon">⚙</span>
@@ -134,7 +144,7 @@ export function ToolCallLine({ toolName, input }: { toolName: string; input: unk
 }
 
 /** One tool result line, red when the tool failed; a long result shows its start and expands to the whole. */
-export function ToolResultLine({ toolName, text, isError }: { toolName: string; text: string; isError: boolean }) {
+function ToolResultLine({ toolName, text, isError }: { toolName: string; text: string; isError: boolean }) {
   const long = text.length > 400;
   return (
     <div class={isError ? 'tool-line tool-result error' : 'tool-line tool-result'} data-testid="tool-result">

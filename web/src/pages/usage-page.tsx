@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
-import { Card, Empty, ErrorBox, PageHeader } from '../components.tsx';
+import { Card, Empty, ErrorBox, PageHeader, Segmented } from '../components.tsx';
 import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
@@ -16,7 +17,7 @@ type Group = 'model' | 'agent';
 const PALETTE = ['#6366f1', '#0ea5e9', '#f59e0b', '#10b981', '#ef4444', '#a855f7', '#14b8a6', '#f97316', '#64748b', '#ec4899'];
 
 /** `1.2k`, `3.4M`: token counts short enough for an axis. */
-export function compactTokens(count: number): string {
+function compactTokens(count: number): string {
   if (Math.abs(count) >= 1_000_000) return `${Number((count / 1_000_000).toFixed(1))}M`;
   if (Math.abs(count) >= 1_000) return `${Number((count / 1_000).toFixed(1))}k`;
   return String(Math.round(count));
@@ -32,12 +33,17 @@ function sum<T>(rows: readonly T[], value: (row: T) => number): number {
   return rows.reduce((total, row) => total + value(row), 0);
 }
 
+/** The agent a usage row is of: its name, or the start of its id once it was killed. */
+function agentLabel(row: UsageRow): string {
+  return row.agent ?? `${row.agent_id.slice(0, 8)} (killed)`;
+}
+
 function groupKey(bucket: UsageBucketView, group: Group): string {
-  return group === 'model' ? bucket.model : (bucket.agent ?? `${bucket.agent_id.slice(0, 8)} (killed)`);
+  return group === 'model' ? bucket.model : agentLabel(bucket);
 }
 
 /** A series per model (or agent) over every bucket of the range, empty buckets at zero. */
-export function toSeries(view: UsageSeriesView, metric: Metric, group: Group): { times: number[]; series: { label: string; values: number[] }[] } {
+function toSeries(view: UsageSeriesView, metric: Metric, group: Group): { times: number[]; series: { label: string; values: number[] }[] } {
   const times: number[] = [];
   for (let start = view.since; start < view.until; start += view.step_ms) times.push(start);
   const index = new Map(times.map((start, position) => [start, position]));
@@ -78,7 +84,7 @@ function useColorScheme(): boolean {
 function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Metric; group: Group }) {
   const box = useRef<HTMLDivElement>(null);
   const dark = useColorScheme();
-  const { times, series } = toSeries(view, metric, group);
+  const { times, series } = useMemo(() => toSeries(view, metric, group), [view, metric, group]);
   const labels = series.map((entry) => entry.label);
   const largest = Math.max(0, ...series.flatMap((entry) => entry.values));
   // The y axis runs from zero to a tenth above the largest bucket, so the data fills the chart.
@@ -132,7 +138,7 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
       resize.disconnect();
       plot.destroy();
     };
-  }, [view, metric, group, dark, labels.join('\u0000')]);
+  }, [view, metric, group, dark]);
   if (series.length === 0) return <Empty>No model calls in this range.</Empty>;
   const what = metric === 'cost' ? 'Cost' : 'Tokens';
   return (
@@ -151,21 +157,18 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
   );
 }
 
-function Segmented<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: readonly (readonly [T, string])[]; onChange: (value: T) => void }) {
-  return (
-    <div class="segmented" role="group" aria-label={label}>
-      {options.map(([key, name]) => (
-        <button key={key} type="button" class={value === key ? 'on' : ''} aria-pressed={value === key} onClick={() => onChange(key)}>
-          {name}
-        </button>
-      ))}
-    </div>
-  );
+/** Usage added up under a key: calls, tokens in and out, and cost. */
+interface Totals {
+  key: string;
+  calls: number;
+  input: number;
+  output: number;
+  cost: number;
 }
 
 /** Usage rows added up by one field (the model or the agent). */
-function totalsBy(rows: readonly UsageRow[], key: (row: UsageRow) => string): { key: string; calls: number; input: number; output: number; cost: number }[] {
-  const totals = new Map<string, { key: string; calls: number; input: number; output: number; cost: number }>();
+function totalsBy(rows: readonly UsageRow[], key: (row: UsageRow) => string): Totals[] {
+  const totals = new Map<string, Totals>();
   for (const row of rows) {
     const name = key(row);
     const total = totals.get(name) ?? { key: name, calls: 0, input: 0, output: 0, cost: 0 };
@@ -178,12 +181,24 @@ function totalsBy(rows: readonly UsageRow[], key: (row: UsageRow) => string): { 
   return [...totals.values()].sort((a, b) => b.cost - a.cost || b.input + b.output - (a.input + a.output));
 }
 
-function TotalsTable({ label, head, rows, link }: { label: string; head: string; rows: ReturnType<typeof totalsBy>; link?: (key: string) => string | undefined }) {
+/** A column that says what a row of a totals table is (the model, the agent). */
+interface KeyColumn<T> {
+  head: string;
+  class?: string;
+  cell: (row: T) => ComponentChildren;
+}
+
+/** Rows of usage: the columns that say what each is, then its calls, tokens in and out, and cost. */
+function TotalsTable<T extends Totals>({ label, keys, rows }: { label: string; keys: readonly KeyColumn<T>[]; rows: readonly T[] }) {
   return (
-    <table class="table stack" aria-label={label}>
+    <table class="table" aria-label={label}>
       <thead>
         <tr>
-          <th scope="col">{head}</th>
+          {keys.map((column) => (
+            <th key={column.head} scope="col">
+              {column.head}
+            </th>
+          ))}
           <th scope="col" class="num">
             Calls
           </th>
@@ -199,28 +214,19 @@ function TotalsTable({ label, head, rows, link }: { label: string; head: string;
         </tr>
       </thead>
       <tbody>
-        {rows.map((row) => {
-          const to = link?.(row.key);
-          return (
-            <tr key={row.key}>
-              <td data-label={head} class="mono">
-                {to === undefined ? row.key : <a href={to}>{row.key}</a>}
+        {rows.map((row) => (
+          <tr key={row.key}>
+            {keys.map((column) => (
+              <td key={column.head} class={column.class}>
+                {column.cell(row)}
               </td>
-              <td data-label="Calls" class="num mono">
-                {formatTokens(row.calls)}
-              </td>
-              <td data-label="Input" class="num mono">
-                {formatTokens(row.input)}
-              </td>
-              <td data-label="Output" class="num mono">
-                {formatTokens(row.output)}
-              </td>
-              <td data-label="Cost" class="num mono">
-                {formatCost(row.cost)}
-              </td>
-            </tr>
-          );
-        })}
+            ))}
+            <td class="num mono">{formatTokens(row.calls)}</td>
+            <td class="num mono">{formatTokens(row.input)}</td>
+            <td class="num mono">{formatTokens(row.output)}</td>
+            <td class="num mono">{formatCost(row.cost)}</td>
+          </tr>
+        ))}
       </tbody>
     </table>
   );
@@ -237,7 +243,6 @@ export function UsagePage() {
   const rows = usage.data ?? [];
   const tokens = sum(rows, (row) => row.input_tokens + row.output_tokens);
   const calls = sum(rows, (row) => row.calls);
-  const agentName = (row: UsageRow): string => row.agent ?? `${row.agent_id.slice(0, 8)} (killed)`;
   return (
     <div class="page">
       <PageHeader title="Usage" subtitle="Tokens and cost by model and agent, since the store began" />
@@ -274,54 +279,24 @@ export function UsagePage() {
       ) : (
         <>
           <Card title="By model">
-            <TotalsTable label="Usage by model" head="Model" rows={totalsBy(rows, (row) => row.model)} />
+            <TotalsTable label="Usage by model" keys={[{ head: 'Model', class: 'mono', cell: (total) => total.key }]} rows={totalsBy(rows, (row) => row.model)} />
           </Card>
           <Card title="By agent">
-            <TotalsTable label="Usage by agent" head="Agent" rows={totalsBy(rows, agentName)} link={(key) => (rows.some((row) => row.agent === key) ? href.agent(key) : undefined)} />
+            <TotalsTable
+              label="Usage by agent"
+              keys={[{ head: 'Agent', class: 'mono', cell: (total) => (rows.some((row) => row.agent === total.key) ? <a href={href.agent(total.key)}>{total.key}</a> : total.key) }]}
+              rows={totalsBy(rows, agentLabel)}
+            />
           </Card>
           <Card title="By agent and model">
-            <table class="table stack" aria-label="Usage">
-              <thead>
-                <tr>
-                  <th scope="col">Agent</th>
-                  <th scope="col">Model</th>
-                  <th scope="col" class="num">
-                    Calls
-                  </th>
-                  <th scope="col" class="num">
-                    Input
-                  </th>
-                  <th scope="col" class="num">
-                    Output
-                  </th>
-                  <th scope="col" class="num">
-                    Cost
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((row) => (
-                  <tr key={`${row.agent_id}-${row.model}`}>
-                    <td data-label="Agent">{row.agent === null ? <span class="muted mono">{agentName(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>}</td>
-                    <td data-label="Model" class="mono">
-                      {row.model}
-                    </td>
-                    <td data-label="Calls" class="num mono">
-                      {formatTokens(row.calls)}
-                    </td>
-                    <td data-label="Input" class="num mono">
-                      {formatTokens(row.input_tokens)}
-                    </td>
-                    <td data-label="Output" class="num mono">
-                      {formatTokens(row.output_tokens)}
-                    </td>
-                    <td data-label="Cost" class="num mono">
-                      {formatCost(row.cost_usd)}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <TotalsTable
+              label="Usage"
+              keys={[
+                { head: 'Agent', cell: ({ row }) => (row.agent === null ? <span class="muted mono">{agentLabel(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>) },
+                { head: 'Model', class: 'mono', cell: ({ row }) => row.model },
+              ]}
+              rows={rows.map((row) => ({ key: `${row.agent_id}-${row.model}`, calls: row.calls, input: row.input_tokens, output: row.output_tokens, cost: row.cost_usd, row }))}
+            />
           </Card>
         </>
       )}
