@@ -7,7 +7,7 @@ import { codeModuleOf, codeSettingsOf, type Manifest } from '../manifest/index.t
 import type { CodeModuleRunner } from './code-module-runner.ts';
 import type { HostCallPort } from './host-calls.ts';
 import type { CodeAgentRequest } from './protocol.ts';
-import { createPythonAgent, PYTHON_HELPER_DIR } from './python/python-agent.ts';
+import { createPythonAgent } from './python/python-agent.ts';
 import { prepareWasmModule } from './wasm/wasm-abi.ts';
 import { createWasmAgent } from './wasm/wasm-agent.ts';
 import { createWasmPool } from './wasm/wasm-pool.ts';
@@ -85,7 +85,7 @@ export function createCodeModules(options: CodeModulesOptions): CodeModules {
         : createPythonAgent({
             ...common,
             interpreter: settings.interpreter,
-            env: { ...granted, PATH: options.env['PATH'] ?? '/usr/bin:/bin', PYTHONPATH: PYTHON_HELPER_DIR, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1', PYTHONIOENCODING: 'utf-8' },
+            env: { ...granted, PATH: options.env['PATH'] ?? '/usr/bin:/bin' },
           });
     runners.set(agent.id, { module: agent.manifest.module, runner });
     return runner;

@@ -88,9 +88,10 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
 
   function start(): Process {
     // Its working folder; the workspace hook makes it at spawn, but it may have been removed since.
-    // -B: importing loom_agent writes no bytecode into Loom's own folder.
     mkdirSync(options.workspace, { recursive: true });
-    const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // -B: importing loom_agent writes no bytecode into Loom's own folder; -u: replies are not held in a buffer.
+    const env = { ...options.env, PYTHONPATH: PYTHON_HELPER_DIR, PYTHONIOENCODING: 'utf-8' };
+    const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
     const process: Process = { child, stderrTail: [], exited: false };
     onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
       fail(process, tooLarge(bytes));
