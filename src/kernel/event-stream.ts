@@ -1,5 +1,6 @@
 import { isLoomError } from '../errors/index.ts';
 import type { AgentEvent, AgentEventSink } from '../runtime/index.ts';
+import { PushQueue } from './push-queue.ts';
 
 /** The `error` event that ends the stream of a run that failed with `error`. */
 export function errorEvent(error: unknown): Extract<AgentEvent, { type: 'error' }> {
@@ -16,29 +17,9 @@ export function errorEvent(error: unknown): Extract<AgentEvent, { type: 'error' 
  * of the run becomes a final `error` event, so a stream always ends with `run-finish` or `error`.
  */
 export async function* streamRun(run: (emit: AgentEventSink) => Promise<unknown>): AsyncGenerator<AgentEvent> {
-  const queue: AgentEvent[] = [];
-  let wake: (() => void) | undefined;
-  let done = false;
-  const push = (event: AgentEvent): void => {
-    queue.push(event);
-    wake?.();
-  };
-  run(push)
-    .catch((error: unknown) => push(errorEvent(error)))
-    .finally(() => {
-      done = true;
-      wake?.();
-    });
-  for (;;) {
-    const event = queue.shift();
-    if (event !== undefined) {
-      yield event;
-      continue;
-    }
-    if (done) return;
-    await new Promise<void>((resolve) => {
-      wake = resolve;
-    });
-    wake = undefined;
-  }
+  const queue = new PushQueue<AgentEvent>();
+  run((event) => queue.push(event))
+    .catch((error: unknown) => queue.push(errorEvent(error)))
+    .finally(() => queue.close());
+  yield* queue;
 }

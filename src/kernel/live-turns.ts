@@ -1,4 +1,5 @@
 import type { AgentEvent } from '../runtime/index.ts';
+import { PushQueue } from './push-queue.ts';
 import type { TurnStatus } from './turn-record.ts';
 
 /** The turn an agent runs on its main session now, as the API shows it. Times are ISO 8601. */
@@ -72,25 +73,13 @@ export class LiveTurn {
   /** The turn's events so far, then the rest as they come, until it ends. */
   async *follow(): AsyncGenerator<AgentEvent> {
     // The events so far and the subscription are taken in the same tick: none is missed or repeated.
-    const queue: (AgentEvent | undefined)[] = [...this.#events];
-    if (this.status !== undefined) queue.push(undefined);
-    let wake: (() => void) | undefined;
-    const listener: Listener = (event) => {
-      queue.push(event);
-      wake?.();
-    };
+    const queue = new PushQueue<AgentEvent>();
+    for (const event of this.#events) queue.push(event);
+    const listener: Listener = (event) => (event === undefined ? queue.close() : queue.push(event));
     if (this.status === undefined) this.#listeners.add(listener);
+    else queue.close();
     try {
-      for (;;) {
-        if (queue.length === 0) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        const event = queue.shift();
-        if (event === undefined) return;
-        yield event;
-      }
+      yield* queue;
     } finally {
       this.#listeners.delete(listener);
     }

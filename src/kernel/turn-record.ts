@@ -63,8 +63,9 @@ type PendingStep = { kind: 'model'; call: ModelCallUsage } | Extract<TraceStep, 
 export class TurnTrace {
   readonly #clock: Clock;
   readonly #steps: PendingStep[] = [];
-  readonly #toolStarts = new Map<string, number>();
-  readonly #toolNames = new Map<string, string>();
+  /** Tool calls waiting for their result, by call id. */
+  readonly #running = new Map<string, { toolName: string; startedAt: number }>();
+  /** Calls waiting for a person's approval (until their result). */
   readonly #asked = new Set<string>();
   readonly startedAt: number;
   runId: string | undefined;
@@ -86,18 +87,16 @@ export class TurnTrace {
   sink(emit: AgentEventSink): AgentEventSink {
     return (event) => {
       if (event.type === 'run-start') this.runId = event.runId;
-      if (event.type === 'tool-call') {
-        this.#toolStarts.set(event.toolCallId, this.#clock.now());
-        this.#toolNames.set(event.toolCallId, event.toolName);
-      }
+      if (event.type === 'tool-call') this.#running.set(event.toolCallId, { toolName: event.toolName, startedAt: this.#clock.now() });
       if (event.type === 'approval-request') this.#asked.add(event.toolCallId);
       if (event.type === 'tool-result') {
         const now = this.#clock.now();
-        const startedAt = this.#toolStarts.get(event.toolCallId) ?? now;
-        this.#toolStarts.delete(event.toolCallId);
+        const startedAt = this.#running.get(event.toolCallId)?.startedAt ?? now;
+        this.#running.delete(event.toolCallId);
         const durationMs = now - startedAt;
+        const asked = this.#asked.delete(event.toolCallId);
         // The tool runner answers a refused call with this; an approved call ran, whatever it answered.
-        const approval = !this.#asked.has(event.toolCallId) ? undefined : event.isError && NOT_APPROVED.test(event.text) ? 'denied' : 'approved';
+        const approval = !asked ? undefined : event.isError && NOT_APPROVED.test(event.text) ? 'denied' : 'approved';
         this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError, ...(approval === undefined ? {} : { approval }) });
         emit({ ...event, durationMs });
         return;
@@ -114,7 +113,7 @@ export class TurnTrace {
    */
   record(ending: TurnEnding, costs: ReadonlyMap<ModelCallUsage, number>, model: string | null): TurnRecord {
     const finishedAt = this.#clock.now();
-    const cut = [...this.#toolStarts].map(([toolCallId, startedAt]): PendingStep => ({ kind: 'tool', toolCallId, toolName: this.#toolNames.get(toolCallId) ?? 'tool', startedAt, durationMs: finishedAt - startedAt, isError: true }));
+    const cut = [...this.#running].map(([toolCallId, { toolName, startedAt }]): PendingStep => ({ kind: 'tool', toolCallId, toolName, startedAt, durationMs: finishedAt - startedAt, isError: true }));
     const steps = [...this.#steps, ...cut].map((step): TraceStep =>
       step.kind === 'tool'
         ? step
