@@ -20,7 +20,6 @@ export { CHILD_WORKSPACES_FOLDER, confineChild, MANIFEST_FIELD_POWER } from './c
 export type { ConfinedParent, ConfinementContext, ConfinementProblem, FieldPower } from './child-confinement.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';
 export type { QuotaLimits } from './quota-tracker.ts';
-export { LOOM_METADATA_KEY } from './turn-record.ts';
 export type { TraceStep, TurnRecord, TurnStatus } from './turn-record.ts';
 export { toTurnView } from './turn-view.ts';
 export type { TurnView } from './turn-view.ts';

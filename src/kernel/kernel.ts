@@ -462,8 +462,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return { manifest, granted };
   }
 
-  /** A code agent's module must be there and load before the agent is stored. */
+  /** A code agent's module must be there and load before the agent is stored (other agents pass). */
   async function checkCodeModule(manifest: Manifest): Promise<void> {
+    if (codeModuleOf(manifest) === undefined) return;
     const modules = dependencies.runtime?.codeModules;
     if (modules === undefined) throw new ModuleUnavailableError(`cannot run agent "${manifest.name}": module "${manifest.module}" is a code module, and this Loom runs none in this process`);
     await modules.check(manifest);
@@ -509,7 +510,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
       const { manifest, granted } = admitManifest(requested, parent, 'update');
-      if (codeModuleOf(manifest) !== undefined) await checkCodeModule(manifest);
+      await checkCodeModule(manifest);
       // Its children must still fit inside it.
       for (const childId of entry.children) {
         const child = registry.find(childId);
@@ -539,11 +540,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
       const { manifest, granted } = admitManifest(requested, parent, 'spawn');
-      if (codeModuleOf(manifest) !== undefined) {
-        await checkCodeModule(manifest);
-        const taken = registry.holderOf(name);
-        if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
-      }
+      await checkCodeModule(manifest);
+      // Another spawn of the name may have got in while the check waited.
+      const taken = registry.holderOf(name);
+      if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
 
       const at = clock.now();
       const entry: AgentEntry = {

@@ -581,16 +581,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
   }
 
-  /** Code agents' turns, once the runtime has code modules. */
-  let codeTurns: AgentModule | undefined;
-
   /** The module an agent's turns run on, when its type has its own steps (a code agent's is its module). */
   function moduleFor(entry: AgentEntry): AgentModule | undefined {
     if (entry.manifest.module === 'builtin:workflow') return workflowModule(workflowPort(entry));
     if (codeModuleOf(entry.manifest) !== undefined) {
+      // The runtime's code modules are read at each turn: a runtime may be given them late.
       const modules = parts.runtime?.codeModules;
-      if (modules !== undefined) codeTurns ??= codeAgentModule(modules);
-      return codeTurns;
+      return modules === undefined ? undefined : codeAgentModule(modules);
     }
     return AGENT_MODULES[entry.manifest.module];
   }

@@ -20,7 +20,7 @@ export interface TurnAuditParts {
 }
 
 /** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */
-export function describeCaller(caller: Caller | undefined, nameOf: (agentId: string) => string | undefined): string {
+function describeCaller(caller: Caller | undefined, nameOf: (agentId: string) => string | undefined): string {
   if (caller === undefined) return 'owner';
   if (caller.kind === 'agent') return `agent:${nameOf(caller.agentId) ?? caller.agentId}`;
   return caller.name === undefined ? caller.role : `${caller.role}:${caller.name}`;

@@ -8,7 +8,7 @@ import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
  * (when it came, the turn it started). Providers read only their own key, so the model never
  * sees it; it is stored with the message, in the turn's one commit.
  */
-export const LOOM_METADATA_KEY = 'loom';
+const LOOM_METADATA_KEY = 'loom';
 
 /** How a turn ended: it answered, someone (or something: a suspend, a shutdown, a time limit) cancelled it, or it failed. */
 export type TurnStatus = 'finished' | 'cancelled' | 'failed';
@@ -149,7 +149,7 @@ function withMetadata<Message extends ModelMessage>(message: Message, metadata: 
 }
 
 /** The note that ends a turn that did not finish, for the model to read next time and the transcript to show. */
-export function endingNote(ending: TurnEnding): string | undefined {
+function endingNote(ending: TurnEnding): string | undefined {
   if (ending.status === 'finished') return undefined;
   return ending.status === 'cancelled' ? `[This reply was cut short: ${ending.reason}]` : `[No reply: ${ending.reason}]`;
 }
