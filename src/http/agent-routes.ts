@@ -12,7 +12,6 @@ import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf, requireOwner } from './http-context.ts';
-import type { RequestDeadline } from './request-deadline.ts';
 import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
@@ -53,17 +52,6 @@ function wireEvent(event: AgentEvent): unknown {
 /** Who a principal is, as a cancelled turn names them. */
 function byline(principal: Principal): string {
   return principal.name === 'local' ? `the ${principal.role}` : `"${principal.name}"`;
-}
-
-/**
- * The signal a turn started over HTTP runs under: the request's time limit, not the client's
- * connection. A client that leaves does not take the turn with it (see decision 0021); it is
- * cancelled on purpose (`POST …/turn/cancel`) or when `[daemon].request_timeout_seconds` runs out.
- */
-function timeLimitOf(deadline: RequestDeadline): AbortSignal {
-  const limit = new AbortController();
-  deadline.expired.catch((error: unknown) => limit.abort(error));
-  return limit.signal;
 }
 
 /** Refuses a viewer key what changes a conversation. */
@@ -151,7 +139,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const { message } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
-    const signal = timeLimitOf(deadline);
+    // The turn runs under the request's time limit, not the client's connection: a client that
+    // leaves does not take the turn with it (see decision 0021); it is cancelled on purpose
+    // (`POST …/turn/cancel`) or when `[daemon].request_timeout_seconds` runs out. (Every request
+    // here has a time limit; without one, a signal that never aborts.)
+    const signal = deadline.timeLimit ?? new AbortController().signal;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
       const result = await kernel.send(reference, message, { caller: callerOf(principal), signal });

@@ -7,6 +7,11 @@ export interface RequestDeadline {
   readonly signal: AbortSignal;
   /** Rejects with the timeout error when the time runs out (never resolves otherwise). */
   readonly expired: Promise<never>;
+  /**
+   * Aborts, with the timeout error, when the time runs out, and not when the client leaves: what a
+   * turn that outlives its client runs under. Absent on a request that has no time limit.
+   */
+  readonly timeLimit?: AbortSignal;
   /** Stops the timer; call it when the request is answered. */
   dispose(): void;
 }
@@ -30,6 +35,7 @@ export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSign
   return {
     signal: AbortSignal.any([clientSignal, timeout.signal]),
     expired,
+    timeLimit: timeout.signal,
     dispose: () => timer.abort(),
   };
 }
