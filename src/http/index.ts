@@ -20,8 +20,6 @@ export { createSystemRoutes, EVENTS_HEARTBEAT_MS } from './system-routes.ts';
 export type { SystemRoutesOptions } from './system-routes.ts';
 export { toErrorResponse } from './to-error-response.ts';
 export type { ErrorBody, ErrorResponse } from './to-error-response.ts';
-export { checkManifestText } from './manifest-check.ts';
-export type { ManifestCheck, ManifestIssue } from './manifest-check.ts';
 export { createManifestRoutes } from './manifest-routes.ts';
 export type { ManifestRoutesOptions, ManifestValidation } from './manifest-routes.ts';
 export { mcpServersView } from './mcp-servers-view.ts';

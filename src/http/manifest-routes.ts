@@ -1,9 +1,8 @@
 import { Hono } from 'hono';
-import { detectManifestFormat, type ManifestFormat } from '../manifest/index.ts';
+import { checkManifestText, detectManifestFormat, type ManifestFormat, type ManifestIssue } from '../manifest/index.ts';
 import { checkAgentModels, formatModelProblem, type ModelReadinessOptions } from '../models/index.ts';
 import type { HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
-import { checkManifestText, type ManifestIssue } from './manifest-check.ts';
 import { mediaTypeOf } from './request-input.ts';
 
 /** How long a validation waits for the manifest's model server before warning it does not answer. */

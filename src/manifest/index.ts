@@ -1,4 +1,6 @@
 /** Agent manifests: the schema, and loading from TOML or JSON with clear errors. */
+export { checkManifestText } from './check-manifest-text.ts';
+export type { ManifestCheck, ManifestIssue } from './check-manifest-text.ts';
 export { codeModuleOf, codeSettingsOf, resolveModulePath } from './code-module.ts';
 export type { CodeModuleRef } from './code-module.ts';
 export { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';

@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, extname, resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ManifestError } from '../errors/index.ts';
-import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
+import { type FormatIssueOptions, formatIssues, objectKeysAt, type PathStyle, safeParseJson } from '../validation/index.ts';
 import { resolveModulePath } from './code-module.ts';
 import { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
 import { type Manifest, ManifestSchema, MANIFEST_KEYS } from './schema.ts';
@@ -39,31 +39,64 @@ function fail(source: string, problem: string, details: string[] = []): never {
   });
 }
 
-function parseTomlText(text: string, source: string): Record<string, unknown> {
+// The steps below are shared by parseManifest and checkManifestText (which answers every issue
+// with its position instead of throwing the first), so both say the same things.
+
+/** Why `text` cannot be a manifest, whatever it says: it is empty, or too large; undefined when it may be one. */
+export function manifestTextProblem(text: string): string | undefined {
+  if (text.trim() === '') return 'the manifest is empty; it needs at least a name, e.g. name = "my-agent"';
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) return `the manifest is larger than ${MAX_MANIFEST_BYTES} bytes`;
+  return undefined;
+}
+
+/** A TOML syntax error: its first line, the lines after it that show where (none blank), and its position (1-based). */
+export interface TomlSyntaxError {
+  headline: string;
+  excerpt: string[];
+  line: number;
+  column: number;
+}
+
+/**
+ * A manifest's TOML as a table, the keys a table header swallowed put back where they were meant
+ * (a warning each, naming `source`); or its syntax error.
+ * @throws what the TOML parser throws other than a syntax error.
+ */
+export function readManifestToml(text: string, source: string): { table: Record<string, unknown>; warnings: string[] } | { syntax: TomlSyntaxError } {
+  let table: Record<string, unknown>;
   try {
-    return parseToml(text);
+    table = parseToml(text);
   } catch (error) {
-    if (error instanceof TomlError) {
-      const [headline = 'invalid TOML', ...excerpt] = error.message.replace(/^Invalid TOML document: /, '').split('\n');
-      fail(
-        source,
-        `TOML syntax error at line ${error.line}, column ${error.column}: ${headline}`,
-        excerpt.filter((line) => line.trim() !== ''),
-      );
-    }
-    throw error;
+    if (!(error instanceof TomlError)) throw error;
+    const [headline = 'invalid TOML', ...excerpt] = error.message.replace(/^Invalid TOML document: /, '').split('\n');
+    return { syntax: { headline, excerpt: excerpt.filter((line) => line.trim() !== ''), line: error.line, column: error.column } };
   }
+  return { table, warnings: hoistMisplacedKeys(table, source, text) };
+}
+
+/** What a JSON manifest that is not an object is told. */
+export const NOT_A_JSON_OBJECT = 'expected a JSON object at the top level';
+
+/** Whether a parsed JSON manifest is an object (a manifest's top level must be one). */
+export function isJsonObject(document: unknown): boolean {
+  return typeof document === 'object' && document !== null && !Array.isArray(document);
+}
+
+/** Advice for an unknown key that is a top-level key of the manifest: a table header above it swallowed it. */
+export function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | undefined {
+  if (path.length === 0 || !MANIFEST_KEYS.has(key)) return undefined;
+  return `"${key}" is a top-level key: in TOML, a key after a [table] header belongs to that table, so move it above the first header`;
+}
+
+/** How a manifest's schema issues are worded in `style`: an unknown key with the keys it may have meant, and the hint above. */
+export function manifestIssueOptions(style: PathStyle): FormatIssueOptions {
+  return { style, knownKeys: (path) => objectKeysAt(ManifestSchema, path), unknownKeyHint };
 }
 
 function parseJsonText(text: string, source: string): unknown {
   const result = safeParseJson(text);
   if (!result.ok) fail(source, `JSON syntax error: ${result.message}`);
   return result.value;
-}
-
-function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | undefined {
-  if (path.length === 0 || !MANIFEST_KEYS.has(key)) return undefined;
-  return `"${key}" is a top-level key: in TOML, a key after a [table] header belongs to that table, so move it above the first header`;
 }
 
 /**
@@ -74,29 +107,23 @@ function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | und
  */
 export function parseManifest(text: string, options: ParseManifestOptions): LoadedManifest {
   const { source } = options;
-  if (text.trim() === '') fail(source, 'the manifest is empty; it needs at least a name, e.g. name = "my-agent"');
-  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) fail(source, `the manifest is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  const problem = manifestTextProblem(text);
+  if (problem !== undefined) fail(source, problem);
   const format = options.format ?? detectManifestFormat(text);
   let document: unknown;
   const warnings: string[] = [];
   if (format === 'toml') {
-    const table = parseTomlText(text, source);
-    warnings.push(...hoistMisplacedKeys(table, source, text));
-    document = table;
+    const read = readManifestToml(text, source);
+    if ('syntax' in read) fail(source, `TOML syntax error at line ${read.syntax.line}, column ${read.syntax.column}: ${read.syntax.headline}`, read.syntax.excerpt);
+    document = read.table;
+    warnings.push(...read.warnings);
   } else {
     document = parseJsonText(text, source);
-    if (typeof document !== 'object' || document === null || Array.isArray(document)) {
-      fail(source, 'expected a JSON object at the top level');
-    }
+    if (!isJsonObject(document)) fail(source, NOT_A_JSON_OBJECT);
   }
   const result = ManifestSchema.safeParse(document, { reportInput: true });
   if (!result.success) {
-    const style = format === 'toml' ? 'toml' : 'json';
-    const [first = 'invalid manifest', ...rest] = formatIssues(result.error, {
-      style,
-      knownKeys: (path) => objectKeysAt(ManifestSchema, path),
-      unknownKeyHint,
-    });
+    const [first = 'invalid manifest', ...rest] = formatIssues(result.error, manifestIssueOptions(format));
     fail(source, first, rest.length === 0 ? [] : [`and ${rest.length} more:`, ...rest]);
   }
   return { manifest: result.data, warnings };

@@ -1,8 +1,8 @@
 import { findNodeAtLocation, type Node as JsonNode, parse as parseJsonc, parseTree, type ParseError as JsonParseError, printParseErrorCode } from 'jsonc-parser';
-import { parse as parseToml, TomlError } from 'smol-toml';
 import { type AST, parseTOML } from 'toml-eslint-parser';
-import { hoistMisplacedKeys, type Manifest, type ManifestFormat, MANIFEST_KEYS, ManifestSchema, MAX_MANIFEST_BYTES } from '../manifest/index.ts';
-import { formatIssue, formatPath, objectKeysAt } from '../validation/index.ts';
+import { formatIssue, formatPath } from '../validation/index.ts';
+import { isJsonObject, type ManifestFormat, manifestIssueOptions, manifestTextProblem, NOT_A_JSON_OBJECT, readManifestToml } from './load-manifest.ts';
+import { type Manifest, ManifestSchema } from './schema.ts';
 
 /** One thing wrong with a manifest, and where it stands in the text (1-based; undefined when nowhere in particular). */
 export interface ManifestIssue {
@@ -93,33 +93,24 @@ function locate(path: Path, find: (path: Path) => { line: number; column: number
   return { line: undefined, column: undefined };
 }
 
-function unknownKeyHint(key: string, path: readonly PropertyKey[]): string | undefined {
-  if (path.length === 0 || !MANIFEST_KEYS.has(key)) return undefined;
-  return `"${key}" is a top-level key: in TOML, a key after a [table] header belongs to that table, so move it above the first header`;
-}
-
 /**
- * Checks a manifest's text as `loom manifest check` does, but answers every issue at once, each
- * with the line and column it is about, for an editor to mark as the user types.
+ * Checks a manifest's text with the steps of `parseManifest`, but answers every issue at once,
+ * each with the line and column it is about, for an editor to mark as the user types.
  * @example checkManifestText('name = "x"\n[model]\nprovider = "openai"\n', 'toml').errors[0]
  * // { message: '[model].model: missing, expected a string', field: '[model].model', line: 2, column: 1 }
  */
 export function checkManifestText(text: string, format: ManifestFormat): ManifestCheck {
   const whole = (message: string, line?: number, column?: number): ManifestCheck => ({ valid: false, format, errors: [{ message, field: '', line, column }], warnings: [] });
-  if (text.trim() === '') return whole('the manifest is empty; it needs at least a name, e.g. name = "my-agent"');
-  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) return whole(`the manifest is larger than ${MAX_MANIFEST_BYTES} bytes`);
+  const problem = manifestTextProblem(text);
+  if (problem !== undefined) return whole(problem);
   let document: unknown;
   const warnings: string[] = [];
   let find: (path: Path) => { line: number; column: number } | undefined;
   if (format === 'toml') {
-    try {
-      document = parseToml(text);
-    } catch (error) {
-      if (!(error instanceof TomlError)) throw error;
-      const headline = error.message.replace(/^Invalid TOML document: /, '').split('\n')[0] ?? 'invalid TOML';
-      return whole(`TOML syntax error: ${headline}`, error.line, error.column);
-    }
-    warnings.push(...hoistMisplacedKeys(document as Record<string, unknown>, 'manifest', text));
+    const read = readManifestToml(text, 'manifest');
+    if ('syntax' in read) return whole(`TOML syntax error: ${read.syntax.headline}`, read.syntax.line, read.syntax.column);
+    document = read.table;
+    warnings.push(...read.warnings);
     const positions = tomlPositions(text);
     find = (path) => positions.get(JSON.stringify(path));
   } else {
@@ -130,14 +121,14 @@ export function checkManifestText(text: string, format: ManifestFormat): Manifes
       const { line, column } = positionOf(text, first.offset);
       return whole(`JSON syntax error: ${printParseErrorCode(first.error)}`, line, column);
     }
-    if (typeof document !== 'object' || document === null || Array.isArray(document)) return whole('expected a JSON object at the top level', 1, 1);
+    if (!isJsonObject(document)) return whole(NOT_A_JSON_OBJECT, 1, 1);
     const tree = parseTree(text);
     find = (path) => jsonPosition(tree, text, path);
   }
   const result = ManifestSchema.safeParse(document, { reportInput: true });
   if (result.success) return { valid: true, format, errors: [], warnings, manifest: result.data };
   const errors = result.error.issues.flatMap((issue) => {
-    const messages = formatIssue(issue, { style: format, knownKeys: (path) => objectKeysAt(ManifestSchema, path), unknownKeyHint });
+    const messages = formatIssue(issue, manifestIssueOptions(format));
     // An issue about unknown keys gives a line per key, in the order of `issue.keys`.
     const paths: Path[] = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...(issue.path as Path), key]) : [issue.path as Path];
     return messages.map((message, index) => {
