@@ -4,7 +4,7 @@ import { readDaemonFile } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
-import { checkAgentModels, formatModelProblem } from '../models/index.ts';
+import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
@@ -57,9 +57,6 @@ export interface CliBackend {
 /** A spawned or updated agent as `loom agent show --json` shows it, with warnings about it (as `POST /api/agents` answers). */
 export type SpawnedAgent = AgentDetailView & { warnings: string[] };
 
-/** How long an in-process spawn waits for the agent's model server before warning it does not answer. */
-const SPAWN_PROBE_TIMEOUT_MS = 1_000;
-
 /** A pairing the owner approved, as the CLI prints it. */
 export interface PairingView {
   code: string;
@@ -93,8 +90,8 @@ export interface ForgedToolClient {
 function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
   const { kernel, packages, channels } = context;
   const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
-    const problems = await checkAgentModels(manifest, { defaultModel: context.config.default_model, env, timeoutMs: SPAWN_PROBE_TIMEOUT_MS });
-    return { ...kernel.get(view.id), warnings: problems.map((problem) => formatModelProblem(view.name, problem)) };
+    const warnings = await modelWarnings(view.name, manifest, { defaultModel: context.config.default_model, env });
+    return { ...kernel.get(view.id), warnings };
   };
   return {
     kind: 'in-process',

@@ -4,26 +4,20 @@ import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { AccessDeniedError, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
-import { type Manifest, type ManifestFormat, parseManifest } from '../manifest/index.ts';
-import { checkAgentModels, formatModelProblem, type ModelReadinessOptions } from '../models/index.ts';
+import { type Manifest, parseManifest } from '../manifest/index.ts';
+import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { mayReachAgent, type Principal } from '../access/index.ts';
 import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpContext, type HttpEnv, principalOf, requireOwner } from './http-context.ts';
-import { mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
+import { MANIFEST_MEDIA_TYPES, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
 export const MessageBodySchema = z.strictObject({ message: z.string().min(1, { error: 'expected a non-empty message' }) });
 
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
-
-const MANIFEST_FORMATS: Readonly<Record<string, ManifestFormat>> = {
-  'application/toml': 'toml',
-  'application/x-toml': 'toml',
-  'application/json': 'json',
-};
 
 /** What the agent routes need. */
 export interface AgentRoutesOptions {
@@ -32,9 +26,6 @@ export interface AgentRoutesOptions {
   /** The daemon's default model and environment: a spawn or update warns when the agent's models cannot be called. */
   readiness?: ModelReadinessOptions;
 }
-
-/** How long a spawn waits for an agent's model server to answer before warning it is unreachable. */
-const SPAWN_PROBE_TIMEOUT_MS = 1_000;
 
 /** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
 export type SpawnResponse = AgentDetailView & { warnings: string[] };
@@ -69,11 +60,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const routes = new Hono<HttpEnv>();
 
   /** Why the agent's models cannot be called (a missing key, a server that does not answer), as warnings. */
-  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => {
-    if (options.readiness === undefined) return [];
-    const problems = await checkAgentModels(manifest, { ...options.readiness, timeoutMs: SPAWN_PROBE_TIMEOUT_MS });
-    return problems.map((problem) => formatModelProblem(name, problem));
-  };
+  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => (options.readiness === undefined ? [] : modelWarnings(name, manifest, options.readiness));
 
   /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
   const reach = (c: HttpContext): { principal: Principal; name: string } => {
@@ -90,7 +77,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     requireOwner(principalOf(c), 'spawn agents');
     const { parent } = readQuery(c, SpawnQuerySchema);
     const type = mediaTypeOf(c);
-    const format = MANIFEST_FORMATS[type];
+    const format = MANIFEST_MEDIA_TYPES[type];
     if (format === undefined) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }
@@ -103,7 +90,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   routes.put('/:agent', async (c) => {
     requireOwner(principalOf(c), 'update agents');
     const type = mediaTypeOf(c);
-    const format = MANIFEST_FORMATS[type];
+    const format = MANIFEST_MEDIA_TYPES[type];
     if (format === undefined) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }

@@ -21,6 +21,6 @@ export type { SystemRoutesOptions } from './system-routes.ts';
 export { toErrorResponse } from './to-error-response.ts';
 export type { ErrorBody, ErrorResponse } from './to-error-response.ts';
 export { createManifestRoutes } from './manifest-routes.ts';
-export type { ManifestRoutesOptions, ManifestValidation } from './manifest-routes.ts';
+export type { ManifestValidation } from './manifest-routes.ts';
 export { mcpServersView } from './mcp-servers-view.ts';
 export type { McpServerView } from './mcp-servers-view.ts';

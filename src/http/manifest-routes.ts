@@ -1,20 +1,15 @@
 import { Hono } from 'hono';
 import { checkManifestText, detectManifestFormat, type ManifestFormat, type ManifestIssue } from '../manifest/index.ts';
-import { checkAgentModels, formatModelProblem, type ModelReadinessOptions } from '../models/index.ts';
+import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
-import { mediaTypeOf } from './request-input.ts';
+import { MANIFEST_MEDIA_TYPES, mediaTypeOf } from './request-input.ts';
 
 /** How long a validation waits for the manifest's model server before warning it does not answer. */
 const VALIDATE_PROBE_TIMEOUT_MS = 500;
 
-const FORMATS: Readonly<Record<string, ManifestFormat | undefined>> = {
-  'application/toml': 'toml',
-  'application/x-toml': 'toml',
-  'application/json': 'json',
-  'text/plain': undefined,
-  '': undefined,
-};
+/** Media types a manifest may also come as, its format then told by its first character. */
+const UNTYPED_MEDIA_TYPES: ReadonlySet<string> = new Set(['text/plain', '']);
 
 /** The answer of `POST /api/manifests/validate`. */
 export interface ManifestValidation {
@@ -27,7 +22,7 @@ export interface ManifestValidation {
 }
 
 /** What the manifest routes need. */
-export interface ManifestRoutesOptions {
+interface ManifestRoutesOptions {
   /** The daemon's default model and environment, to warn about an agent that could not run. */
   readiness?: ModelReadinessOptions;
 }
@@ -43,16 +38,15 @@ export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<
 
   routes.post('/validate', async (c) => {
     const type = mediaTypeOf(c);
-    if (!(type in FORMATS)) {
+    if (!(type in MANIFEST_MEDIA_TYPES) && !UNTYPED_MEDIA_TYPES.has(type)) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot validate a manifest: send it as "application/toml" or "application/json", got "${type}"`);
     }
     const text = await c.req.text();
-    const format = FORMATS[type] ?? detectManifestFormat(text);
+    const format = MANIFEST_MEDIA_TYPES[type] ?? detectManifestFormat(text);
     const check = checkManifestText(text, format);
     const warnings = [...check.warnings];
     if (check.manifest !== undefined && options.readiness !== undefined) {
-      const problems = await checkAgentModels(check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS });
-      warnings.push(...problems.map((problem) => formatModelProblem(check.manifest?.name ?? '', problem)));
+      warnings.push(...(await modelWarnings(check.manifest.name, check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS })));
     }
     const body: ManifestValidation = { valid: check.valid, format, errors: check.errors, warnings };
     return c.json(body);

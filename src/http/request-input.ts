@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ManifestFormat } from '../manifest/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import type { HttpContext } from './http-context.ts';
@@ -7,6 +8,13 @@ import type { HttpContext } from './http-context.ts';
 export function mediaTypeOf(c: HttpContext): string {
   return (c.req.header('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
 }
+
+/** The media types a manifest is sent as, and its format in each. */
+export const MANIFEST_MEDIA_TYPES: Readonly<Record<string, ManifestFormat>> = {
+  'application/toml': 'toml',
+  'application/x-toml': 'toml',
+  'application/json': 'json',
+};
 
 /**
  * Reads and validates a JSON request body.

@@ -3,7 +3,10 @@ import type { ModelFetch, ModelTarget } from './resolve-model.ts';
 import { DEFAULT_API_KEY_ENV, modelEndpoint } from './resolve-model.ts';
 
 /** How long {@link checkAgentModels} waits for a model server to answer before calling it unreachable. */
-export const DEFAULT_REACHABILITY_TIMEOUT_MS = 1_500;
+const DEFAULT_REACHABILITY_TIMEOUT_MS = 1_500;
+
+/** How long a spawn or an update waits for the agent's model server before warning it does not answer (see {@link modelWarnings}). */
+const SPAWN_PROBE_TIMEOUT_MS = 1_000;
 
 /** Why an agent's model cannot be called, with the fix. */
 export interface ModelProblem {
@@ -19,7 +22,7 @@ export interface ModelProblem {
 }
 
 /** The parts of a manifest that say which models an agent calls. */
-export interface ModelsOfManifest {
+interface ModelsOfManifest {
   module: string;
   model?: ModelTarget | undefined;
   fallback_models: readonly ModelTarget[];
@@ -33,7 +36,7 @@ interface NamedTarget {
   fromConfig: boolean;
 }
 
-/** Options of {@link checkAgentModels} and {@link checkModelKeys}. */
+/** What {@link checkModelKeys} reads: the daemon's default model and environment. */
 export interface ModelReadinessOptions {
   /** `[default_model]` of config.toml: the model of an agent without `[model]`. */
   defaultModel?: ModelTarget | undefined;
@@ -59,7 +62,7 @@ function callsModels(module: string): boolean {
  * at all (no `[model]` and no `[default_model]`), or a key variable that is not set.
  * @example checkModelKeys(manifest, { defaultModel: config.default_model, env: process.env })
  */
-export function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptions): ModelProblem[] {
+function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptions): ModelProblem[] {
   if (!callsModels(manifest.module)) return [];
   const targets = targetsOf(manifest, options.defaultModel);
   const problems: ModelProblem[] = [];
@@ -99,18 +102,30 @@ async function answers(baseUrl: string, fetch: ModelFetch, timeoutMs: number): P
   }
 }
 
+/** Options of {@link checkAgentModels}. */
+export interface ModelCheckOptions extends ModelReadinessOptions {
+  fetch?: ModelFetch;
+  /** How long a model server has to answer (default 1.5 s). */
+  timeoutMs?: number;
+  /**
+   * Whether each server answered, by base URL: shared across the checks of several agents (one
+   * `loom doctor`), so each server is asked once in all. Each check asks its own by default.
+   */
+  probes?: Map<string, Promise<boolean>>;
+}
+
 /**
  * Everything {@link checkModelKeys} finds, and model servers that do not answer: Ollama, an
  * OpenAI-compatible server, or any `base_url` given (hosted providers at their own addresses
  * are not probed). Each server is asked once, however many models name it.
  * @example const problems = await checkAgentModels(manifest, { defaultModel, env, fetch });
  */
-export async function checkAgentModels(manifest: ModelsOfManifest, options: ModelReadinessOptions & { fetch?: ModelFetch; timeoutMs?: number }): Promise<ModelProblem[]> {
+export async function checkAgentModels(manifest: ModelsOfManifest, options: ModelCheckOptions): Promise<ModelProblem[]> {
   const problems = checkModelKeys(manifest, options);
   if (!callsModels(manifest.module)) return problems;
   const fetch = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? DEFAULT_REACHABILITY_TIMEOUT_MS;
-  const probes = new Map<string, Promise<boolean>>();
+  const probes = options.probes ?? new Map<string, Promise<boolean>>();
   for (const { field, target, fromConfig } of targetsOf(manifest, options.defaultModel)) {
     const local = target.provider === 'ollama' || target.provider === 'openai-compatible';
     if (!local && target.base_url === undefined) continue;
@@ -138,6 +153,18 @@ export async function checkAgentModels(manifest: ModelsOfManifest, options: Mode
 }
 
 /** A problem as one warning line about the agent `name`, with its fix. */
-export function formatModelProblem(name: string, problem: ModelProblem): string {
+function formatModelProblem(name: string, problem: ModelProblem): string {
   return `agent "${name}" cannot run: ${problem.problem}; ${problem.fix}`;
+}
+
+/**
+ * What a spawn or an update warns about the agent `name` with `manifest`: each reason it could
+ * not run (see {@link checkAgentModels}) as one line with its fix. A model server has 1 s to
+ * answer unless `options.timeoutMs` says otherwise.
+ * @example await modelWarnings('helper', manifest, { defaultModel: config.default_model, env })
+ * // ['agent "helper" cannot run: model "anthropic/claude-…" ([model]) needs ANTHROPIC_API_KEY, which is not set; set …']
+ */
+export async function modelWarnings(name: string, manifest: ModelsOfManifest, options: ModelCheckOptions): Promise<string[]> {
+  const problems = await checkAgentModels(manifest, { ...options, timeoutMs: options.timeoutMs ?? SPAWN_PROBE_TIMEOUT_MS });
+  return problems.map((problem) => formatModelProblem(name, problem));
 }

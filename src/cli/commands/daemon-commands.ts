@@ -285,11 +285,13 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
 
 /** The stored agents whose models cannot be called, each with what is wrong and the fix. */
 async function agentsThatCannotRun(records: readonly AgentRecord[], config: Config, env: CliIo['env']): Promise<{ name: string; state: string; problems: ModelProblem[] }[]> {
+  // Each model server is asked once, however many agents name it.
+  const probes = new Map<string, Promise<boolean>>();
   const found = await Promise.all(
     records.map(async (record) => {
       const manifest = ManifestSchema.safeParse(record.manifest);
       // A stored manifest that no longer parses is reported when the kernel restores it.
-      const problems = manifest.success ? await checkAgentModels(manifest.data, { defaultModel: config.default_model, env }) : [];
+      const problems = manifest.success ? await checkAgentModels(manifest.data, { defaultModel: config.default_model, env, probes }) : [];
       return { name: record.name, state: record.state, problems };
     }),
   );
