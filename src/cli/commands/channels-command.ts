@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
 import type { ChannelView } from '../../channels/index.ts';
 import type { CliIo } from '../cli-io.ts';
+import { formatTable } from '../format.ts';
 import { withBackend } from './agent-commands.ts';
 
 function formatList(channels: readonly ChannelView[]): string {
   if (channels.length === 0) return 'no channels: add [[channels]] to config.toml (see the README\'s Channels)\n';
-  const rows = channels.map((channel) => [channel.name, channel.kind, channel.agent, channel.state, channel.lastMessageAt ?? '-', String(channel.pendingPairings.length)]);
-  const header = ['NAME', 'KIND', 'AGENT', 'STATE', 'LAST MESSAGE', 'WAITING'];
-  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => (row[index] ?? '').length)));
-  return [header, ...rows].map((row) => row.map((cell, index) => cell.padEnd(widths[index] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return formatTable(
+    ['NAME', 'KIND', 'AGENT', 'STATE', 'LAST MESSAGE', 'WAITING'],
+    channels.map((channel) => [channel.name, channel.kind, channel.agent, channel.state, channel.lastMessageAt ?? '-', String(channel.pendingPairings.length)]),
+  );
 }
 
 function formatStatus(channels: readonly ChannelView[]): string {
