@@ -1,14 +1,14 @@
 import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile } from '../daemon/index.ts';
-import { type ApprovalStatusFilter, type ApprovalView, toApprovalView } from '../http/index.ts';
+import { type ApprovalStatusFilter, type ApprovalView, type PairingView, toApprovalView, toPairingView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
-import type { ChannelPairingRecord, JsonObject } from '../contracts/index.ts';
+import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
@@ -57,23 +57,10 @@ export interface CliBackend {
 /** A spawned or updated agent as `loom agent show --json` shows it, with warnings about it (as `POST /api/agents` answers). */
 export type SpawnedAgent = AgentDetailView & { warnings: string[] };
 
-/** A pairing the owner approved, as the CLI prints it. */
-export interface PairingView {
-  code: string;
-  channel: string;
-  user_id: string;
-  user_name: string | null;
-  approved_at: string;
-}
-
 /** Channels as the CLI reaches them. */
 export interface ChannelClient {
   list(): Promise<ChannelView[]>;
   approve(code: string): Promise<PairingView>;
-}
-
-function pairingView(pairing: ChannelPairingRecord): PairingView {
-  return { code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() };
 }
 
 /** Forged tools as the CLI reaches them, the same over HTTP and in process. */
@@ -123,7 +110,7 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
       promote: (id) => kernel.forgedTools.promote(id, 'local'),
       demote: (id, reason) => kernel.forgedTools.demote(id, 'local', reason ?? null),
     },
-    channels: { list: () => channels.list(), approve: async (code) => pairingView(await channels.approve(code)) },
+    channels: { list: () => channels.list(), approve: async (code) => toPairingView(await channels.approve(code)) },
     close: () => context.close(),
   };
 }

@@ -1,7 +1,22 @@
 import { Hono } from 'hono';
 import type { ChannelService } from '../channels/index.ts';
+import type { ChannelPairingRecord } from '../contracts/index.ts';
 import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
+
+/** A pairing the owner approved, as the API answers it (and the CLI prints it). */
+export interface PairingView {
+  code: string;
+  channel: string;
+  user_id: string;
+  user_name: string | null;
+  approved_at: string;
+}
+
+/** The API's view of a pairing record (snake_case, its approval time as an ISO string). */
+export function toPairingView(pairing: ChannelPairingRecord): PairingView {
+  return { code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() };
+}
 
 /**
  * `/api/channels`: the channels' state, their last message and the pairing codes waiting (owner
@@ -18,8 +33,7 @@ export function createChannelRoutes(options: { channels: ChannelService }): Hono
 
   routes.post('/pairings/:code/approve', async (c) => {
     requireOwner(principalOf(c), 'approve a pairing');
-    const pairing = await channels.approve(c.req.param('code'));
-    return c.json({ code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() });
+    return c.json(toPairingView(await channels.approve(c.req.param('code'))));
   });
 
   return routes;

@@ -3,6 +3,8 @@ export { createAgentRoutes, MessageBodySchema } from './agent-routes.ts';
 export type { AgentRoutesOptions, SpawnResponse } from './agent-routes.ts';
 export { APPROVAL_STATUS_FILTERS, ApprovalDecisionBodySchema, createApprovalRoutes, toApprovalView } from './approval-routes.ts';
 export type { ApprovalRoutesOptions, ApprovalStatusFilter, ApprovalView } from './approval-routes.ts';
+export { toPairingView } from './channel-routes.ts';
+export type { PairingView } from './channel-routes.ts';
 export { createHttpApp, ROUTE_COSTS } from './create-http-app.ts';
 export type { HttpAppOptions } from './create-http-app.ts';
 export type { HttpContext, HttpEnv } from './http-context.ts';
