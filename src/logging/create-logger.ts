@@ -75,9 +75,6 @@ function prettyLines(colorize: boolean): (line: string) => string {
 
 type Method = Exclude<LogLevel, 'silent'>;
 
-/** pino's numeric level of a level name. */
-const LEVEL_VALUES: Readonly<Record<Method, number>> = { debug: 20, info: 30, warn: 40, error: 50 };
-
 /**
  * A logger over one pino root that keeps its bindings itself, so a record holds each key once:
  * a child's binding replaces its parent's of the same name (`component: "message-flow"` under
@@ -151,8 +148,8 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     if (options.file !== undefined) streams.push({ level, stream: pino.destination({ dest: options.file, append: true, mkdir: true, sync: true }) });
   }
   if (streams.length === 0) return createSilentLogger();
-  // The root lets through what any stream wants; each stream keeps its own level.
-  const rootLevel = streams.map((entry) => entry.level as Method).reduce((lowest, candidate) => (LEVEL_VALUES[candidate] < LEVEL_VALUES[lowest] ? candidate : lowest));
+  // The root lets through what any stream wants (LOG_LEVELS is most verbose first); each stream keeps its own level.
+  const rootLevel = streams.map((entry) => entry.level as Method).reduce((lowest, candidate) => (LOG_LEVELS.indexOf(candidate) < LOG_LEVELS.indexOf(lowest) ? candidate : lowest));
   return new BoundLogger(pino({ ...settings, level: rootLevel }, pino.multistream(streams)), {});
 }
 
