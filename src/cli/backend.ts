@@ -233,15 +233,6 @@ async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGen
   }
 }
 
-/** The daemon a command talks to, and how it was found. */
-export interface DaemonTarget {
-  url: string;
-  /** `LOOM_URL` (or `--url`), or the home's daemon file. */
-  from: 'url' | 'daemon-file';
-  /** The process, when the daemon file names it. */
-  pid?: number;
-}
-
 /** The daemon `--url`/`LOOM_URL` names (without a trailing slash), if either is given. */
 export function givenDaemonUrl(env: CliIo['env']): string | undefined {
   const url = env['LOOM_URL']?.trim();
@@ -249,26 +240,23 @@ export function givenDaemonUrl(env: CliIo['env']): string | undefined {
 }
 
 /**
- * The daemon for this command: the one `--url`/`LOOM_URL` names (another home, another machine),
- * else the one running for `home`; undefined when neither.
+ * The URL of the daemon for this command: the one `--url`/`LOOM_URL` names (another home, another
+ * machine), else the one running for `home` (its daemon file); undefined when neither.
  */
-export async function findDaemon(home: LoomHome, env: CliIo['env']): Promise<DaemonTarget | undefined> {
-  const url = givenDaemonUrl(env);
-  if (url !== undefined) return { url, from: 'url' };
-  const info = await readDaemonFile(home);
-  return info === undefined ? undefined : { url: info.url, from: 'daemon-file', pid: info.pid };
+export async function findDaemonUrl(home: LoomHome, env: CliIo['env']): Promise<string | undefined> {
+  return givenDaemonUrl(env) ?? (await readDaemonFile(home))?.url;
 }
 
 /**
- * GETs `path` (a JSON view) from the daemon (see {@link findDaemon}), with `LOOM_API_KEY` as its
+ * GETs `path` (a JSON view) from the daemon (see {@link findDaemonUrl}), with `LOOM_API_KEY` as its
  * key when set; undefined when no daemon runs.
  * @throws {LoomError} the daemon's error when it refuses.
  */
 export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: string): Promise<T | undefined> {
-  const daemon = await findDaemon(home, env);
-  if (daemon === undefined) return undefined;
+  const url = await findDaemonUrl(home, env);
+  if (url === undefined) return undefined;
   const key = env['LOOM_API_KEY'];
-  const response = await fetch(`${daemon.url}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+  const response = await fetch(`${url}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
   if (!response.ok) throw await apiError(response);
   return (await response.json()) as T;
 }
@@ -282,7 +270,7 @@ export async function openBackend(io: CliIo): Promise<CliBackend> {
   const url = givenDaemonUrl(io.env);
   if (url !== undefined) return overHttp(url, io.env['LOOM_API_KEY']);
   const { home } = await openHome(io);
-  const daemon = await findDaemon(home, io.env);
+  const daemon = await readDaemonFile(home);
   if (daemon !== undefined) return overHttp(daemon.url, io.env['LOOM_API_KEY']);
   if (io.interactive === true) io.stderr(`(no daemon runs for ${home.root}: acting on its store directly)\n`);
   const context = await openCliContext(io);

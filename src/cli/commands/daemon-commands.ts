@@ -58,7 +58,7 @@ export function daemonLogFormat(io: CliIo, flag?: (typeof LOG_FORMAT_CHOICES)[nu
 }
 
 /** The daemon's log file, JSON lines whatever its standard output shows. */
-export function daemonLogPath(home: LoomHome): string {
+function daemonLogPath(home: LoomHome): string {
   return join(home.logsDir, 'daemon.log');
 }
 

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import type { Principal } from '../../access/index.ts';
 import type { AgentDirectory } from '../../mcp/server/index.ts';
-import { findDaemon } from '../backend.ts';
+import { findDaemonUrl } from '../backend.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
@@ -37,11 +37,11 @@ export function registerMcpCommand(program: Command, io: CliIo): Command {
       // Loaded here, not at the top: every command module loads with `loom start`, which needs no MCP server SDK.
       const { daemonAgentDirectory, kernelAgentDirectory, mcpPrincipal, serveMcpStdio } = await import('../../mcp/server/index.ts');
       const { home } = await openHome(io);
-      const daemon = await findDaemon(home, io.env);
+      const daemonUrl = await findDaemonUrl(home, io.env);
       let directory: AgentDirectory;
       let release: () => Promise<void>;
-      if (daemon !== undefined) {
-        directory = daemonAgentDirectory({ url: daemon.url, apiKey: io.env['LOOM_API_KEY'] });
+      if (daemonUrl !== undefined) {
+        directory = daemonAgentDirectory({ url: daemonUrl, apiKey: io.env['LOOM_API_KEY'] });
         release = () => Promise.resolve();
       } else {
         const context = await openCliContext(io);
