@@ -130,7 +130,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     // leaves does not take the turn with it (see decision 0021); it is cancelled on purpose
     // (`POST …/turn/cancel`) or when `[daemon].request_timeout_seconds` runs out. (Every request
     // here has a time limit; without one, a signal that never aborts.)
-    const signal = deadline.timeLimit ?? new AbortController().signal;
+    const signal = deadline.timeLimit;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
       const result = await kernel.send(reference, message, { caller: callerOf(principal), signal });

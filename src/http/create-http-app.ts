@@ -194,7 +194,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.use('*', async (c, next) => {
     if (UNTIMED_PATHS.has(c.req.path) || isA2aStream(c.req.method, c.req.path, config.a2a.listen_path)) {
-      c.set('deadline', { signal: c.req.raw.signal, expired: new Promise<never>(() => undefined), dispose: () => undefined });
+      c.set('deadline', { signal: c.req.raw.signal, timeLimit: new AbortController().signal, expired: new Promise<never>(() => undefined), dispose: () => undefined });
       await next();
       return;
     }

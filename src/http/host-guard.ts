@@ -2,9 +2,6 @@ import type { MiddlewareHandler } from 'hono';
 import { isLoopbackBind } from '../access/index.ts';
 import { HttpRequestError } from './http-request-error.ts';
 
-// Still named by this folder's index.ts; the function itself lives in access/.
-export { isLoopbackBind };
-
 /** The names a loopback daemon answers to, whatever else is configured. */
 export const LOOPBACK_HOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
 

@@ -8,7 +8,7 @@ export type { PairingView } from './channel-routes.ts';
 export { createHttpApp, ROUTE_COSTS } from './create-http-app.ts';
 export type { HttpAppOptions } from './create-http-app.ts';
 export type { HttpContext, HttpEnv } from './http-context.ts';
-export { createHostGuard, isLoopbackBind, LOOPBACK_HOST_NAMES } from './host-guard.ts';
+export { createHostGuard, LOOPBACK_HOST_NAMES } from './host-guard.ts';
 export type { HostGuardOptions } from './host-guard.ts';
 export { HttpRequestError } from './http-request-error.ts';
 export type { HttpErrorCode } from './http-request-error.ts';

@@ -9,9 +9,9 @@ export interface RequestDeadline {
   readonly expired: Promise<never>;
   /**
    * Aborts, with the timeout error, when the time runs out, and not when the client leaves: what a
-   * turn that outlives its client runs under. Absent on a request that has no time limit.
+   * turn that outlives its client runs under. Never aborts on a request that has no time limit.
    */
-  readonly timeLimit?: AbortSignal;
+  readonly timeLimit: AbortSignal;
   /** Stops the timer; call it when the request is answered. */
   dispose(): void;
 }

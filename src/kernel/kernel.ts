@@ -338,7 +338,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       audit: async (entry) => {
         const at = clock.now();
         const { agentId, agentName: name, tool, reason } = entry;
-        await publish(entry.outcome === 'failed' ? { type: 'tool-failed', at, agentId, name, tool, durationMs: 0 } : { type: `tool-${entry.outcome}`, at, agentId, name, agentName: name, tool, outcome: entry.outcome, reason });
+        await publish({ type: `tool-${entry.outcome}`, at, agentId, name, agentName: name, tool, outcome: entry.outcome, reason });
       },
       finished: async (entry) => {
         const { agentId, agentName: name, tool, durationMs } = entry;

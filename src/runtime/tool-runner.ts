@@ -12,7 +12,7 @@ export interface ToolAuditEntry {
   agentId: string;
   agentName: string;
   tool: string;
-  outcome: 'denied' | 'invalid' | 'failed' | 'timeout' | 'blocked';
+  outcome: 'denied' | 'invalid' | 'timeout' | 'blocked';
   reason: string;
 }
 
