@@ -5,12 +5,7 @@ import { isLoomError, UsageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import { decide } from './channel-policy.ts';
-import { createDiscordChannel } from './discord-channel.ts';
-import { createEmailChannel } from './email-channel.ts';
-import { createSlackChannel } from './slack-channel.ts';
 import { splitReply } from './split-reply.ts';
-import { createTelegramChannel } from './telegram-channel.ts';
-import { createWebhookChannel } from './webhook-channel.ts';
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
 const EDIT_INTERVAL_MS = 1000;
@@ -97,11 +92,15 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     return value;
   }
 
-  function adapterOf(config: ChannelConfig): ChannelAdapter {
+  /** The channel's adapter; each platform's SDK is loaded with the first channel on it, so a daemon without channels holds none. */
+  async function adapterOf(config: ChannelConfig): Promise<ChannelAdapter> {
     switch (config.kind) {
-      case 'webhook':
+      case 'webhook': {
+        const { createWebhookChannel } = await import('./webhook-channel.ts');
         return createWebhookChannel({ name: config.name, secret: credential(config.secret_env), replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
-      case 'telegram':
+      }
+      case 'telegram': {
+        const { createTelegramChannel } = await import('./telegram-channel.ts');
         return createTelegramChannel({
           name: config.name,
           token: credential(config.token_env),
@@ -109,9 +108,13 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           ...(config.mode === 'webhook' ? { webhook: { url: config.webhook_url ?? '', secretToken: credential(config.secret_token_env ?? '') } } : {}),
           logger,
         });
-      case 'discord':
+      }
+      case 'discord': {
+        const { createDiscordChannel } = await import('./discord-channel.ts');
         return createDiscordChannel({ name: config.name, token: credential(config.token_env), apiBaseUrl: config.api_base_url, logger });
+      }
       case 'email': {
+        const { createEmailChannel } = await import('./email-channel.ts');
         const server = (url: string, securePort: number, plainPort: number): { host: string; port: number; secure: boolean } => {
           const parsed = new URL(url);
           const secure = parsed.protocol === 'imaps:' || parsed.protocol === 'smtps:';
@@ -130,7 +133,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           logger,
         });
       }
-      case 'slack':
+      case 'slack': {
+        const { createSlackChannel } = await import('./slack-channel.ts');
         return createSlackChannel({
           name: config.name,
           botToken: credential(config.bot_token_env),
@@ -138,6 +142,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           receiver: config.mode === 'socket' ? { mode: 'socket', appToken: credential(config.app_token_env ?? '') } : { mode: 'events', signingSecret: credential(config.signing_secret_env ?? ''), clock },
           logger,
         });
+      }
     }
   }
 
@@ -388,7 +393,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const channel: RunningChannel = { config, adapter: undefined, failure: null };
       running.set(config.name, channel);
       try {
-        const adapter = adapterOf(config);
+        const adapter = await adapterOf(config);
         const onChange = async (change: InboundChange): Promise<void> => {
           const applied = await store.channels.amend(config.name, change.platformId, change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' }, clock.now());
           if (!applied) logger.debug({ channel: config.name, platformId: change.platformId, change: change.kind }, 'a message changed after it was answered; the answer stands');

@@ -1,4 +1,6 @@
-import { parse, type Node } from 'acorn';
+import { createRequire } from 'node:module';
+import type * as AcornModule from 'acorn';
+import type { Node } from 'acorn';
 
 /** The host APIs a sandboxed tool may name in its allowlist. */
 export type SandboxApi = 'fetch' | 'fs.readFile' | 'crypto';
@@ -90,6 +92,14 @@ function isReference(node: AnyNode, parent: AnyNode | undefined): boolean {
   return true;
 }
 
+type Acorn = typeof AcornModule;
+let acorn: Acorn | undefined;
+
+/** The JavaScript parser, loaded with the first forged tool: a daemon that forges none does not hold it. */
+export function javascriptParser(): Acorn {
+  return (acorn ??= createRequire(import.meta.url)('acorn') as Acorn);
+}
+
 /**
  * Checks a sandboxed tool's code before it runs (a real JavaScript parser, no regular
  * expressions): a syntax error, a missing `execute`, spec/02's blocked APIs and known realm
@@ -99,7 +109,7 @@ function isReference(node: AnyNode, parent: AnyNode | undefined): boolean {
 export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[]): CodeProblem[] {
   let program: AnyNode;
   try {
-    program = parse(code, { ecmaVersion: 'latest', sourceType: 'script', locations: true, allowReturnOutsideFunction: false }) as unknown as AnyNode;
+    program = javascriptParser().parse(code, { ecmaVersion: 'latest', sourceType: 'script', locations: true, allowReturnOutsideFunction: false }) as unknown as AnyNode;
   } catch (error) {
     const where = (error as { loc?: { line: number; column: number } }).loc;
     const message = error instanceof Error ? error.message.replace(/ \(\d+:\d+\)$/, '') : String(error);

@@ -1,6 +1,7 @@
-import { parse, type Comment } from 'acorn';
+import type { Comment } from 'acorn';
 import { z } from 'zod';
 import type { JsonObject, JsonValue } from '../contracts/index.ts';
+import { javascriptParser } from './check-code.ts';
 import type { ForgeRequest } from './forge-request.ts';
 
 /** A judge's structured verdict (spec/02). */
@@ -56,7 +57,7 @@ export function judgeSystemPrompt(role: JudgeRole): string {
 export function withoutComments(code: string): string {
   const comments: Comment[] = [];
   try {
-    parse(code, { ecmaVersion: 'latest', sourceType: 'script', onComment: comments });
+    javascriptParser().parse(code, { ecmaVersion: 'latest', sourceType: 'script', onComment: comments });
   } catch {
     return code;
   }

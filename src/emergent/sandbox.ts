@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
 import { z } from 'zod';
 import type { JsonValue } from '../contracts/index.ts';
 
@@ -202,6 +202,8 @@ const TIMED_OUT = 'Script execution timed out.';
  * @throws {Error} when the code does not compile (the code check reports that first).
  */
 export async function compileSandboxProgram(code: string, limits: SandboxLimits): Promise<SandboxedProgram> {
+  // Loaded with the first forged tool: a daemon that runs none does not hold the native module.
+  const { default: isolatedVm } = await import('isolated-vm');
   let disposed = false;
   let isolate: ivm.Isolate | undefined;
   let prelude: ivm.Script | undefined;
@@ -215,7 +217,7 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
 
   async function ready(): Promise<{ isolate: ivm.Isolate; prelude: ivm.Script; program: ivm.Script }> {
     if (isolate === undefined || isolate.isDisposed || prelude === undefined || program === undefined) {
-      isolate = new ivm.Isolate({
+      isolate = new isolatedVm.Isolate({
         memoryLimit: limits.memoryMb,
         // Without a handler, isolated-vm lets V8 abort the whole daemon. With one, only this
         // isolate is lost (its thread never comes back), so the program is retired for good.
@@ -307,7 +309,7 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
       return JSON.stringify({ error: what });
     };
     const asyncBridge = <T>(schema: z.ZodType<T>, name: string, work: (request: T) => Promise<unknown>) =>
-      new ivm.Reference(async (payloadText: unknown): Promise<string> => {
+      new isolatedVm.Reference(async (payloadText: unknown): Promise<string> => {
         bridgeCalls += 1;
         if (bridgeCalls > MAX_BRIDGE_CALLS) return tooMany(`the tool made more than ${MAX_BRIDGE_CALLS} bridge calls (fetch, fs.readFile) in one call`);
         try {
@@ -338,7 +340,7 @@ export async function compileSandboxProgram(code: string, limits: SandboxLimits)
       if (bridges.crypto === true) {
         await jail.set(
           '__loom_crypto',
-          new ivm.Callback((payload: unknown) => {
+          new isolatedVm.Callback((payload: unknown) => {
             cryptoCalls += 1;
             if (cryptoCalls > MAX_CRYPTO_CALLS) return tooMany(`the tool made more than ${MAX_CRYPTO_CALLS} crypto calls in one call`);
             return typeof payload === 'string' ? cryptoBridge(payload) : JSON.stringify({ error: 'crypto: bad arguments' });

@@ -1,7 +1,6 @@
-import { parse, stringify } from 'yaml';
 import { z } from 'zod';
 import type { ForgedToolRecord, JsonObject } from '../contracts/index.ts';
-import { formatIssues } from '../validation/index.ts';
+import { formatIssues, yamlLibrary } from '../validation/index.ts';
 
 /** The format name of an exported forged tool (spec/02). */
 export const EXPORT_SCHEMA = 'agentos.emergent-tool.v1';
@@ -36,7 +35,7 @@ export function exportDocument(record: ForgedToolRecord): string {
       stats: record.stats,
     },
   };
-  return stringify(document, { lineWidth: 0 });
+  return yamlLibrary().stringify(document, { lineWidth: 0 });
 }
 
 /** An export read back: the forge request to test and judge again, or why it cannot be imported. */
@@ -46,7 +45,7 @@ export type ParsedExport = { ok: true; request: JsonObject } | { ok: false; reas
 export function parseExport(text: string): ParsedExport {
   let raw: unknown;
   try {
-    raw = parse(text, { maxAliasCount: 0 });
+    raw = yamlLibrary().parse(text, { maxAliasCount: 0 });
   } catch (error) {
     return { ok: false, reason: `not YAML: ${error instanceof Error ? error.message : String(error)}` };
   }

@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import type * as PinoPretty from 'pino-pretty';
 import type { LogBindings, Logger } from '../contracts/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import type { LogRing } from './log-ring.ts';
@@ -46,6 +47,8 @@ const PRETTY_IGNORED = 'pid,hostname,component,subsystem,err,runId,toolCallId';
  * An error's message is told, not its stack (the JSON lines in the log file keep the stack).
  */
 function prettyLines(colorize: boolean): (line: string) => string {
+  // Loaded only for a terminal: a daemon writing JSON lines never holds it.
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   const pretty = prettyFactory({
     colorize,
     singleLine: true,

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { gunzip, gzipSync } from 'node:zlib';
-import { create, extract, list, type ReadEntry } from 'tar';
+import type { ReadEntry } from 'tar';
 import { PackageError } from '../errors/index.ts';
 
 /**
@@ -69,6 +69,8 @@ export async function packFolder(dir: string): Promise<Buffer> {
   if (entries.length === 0) throw new PackageError(`cannot pack "${dir}": the folder is empty`);
   // The tar stream uncompressed, then gzip from node:zlib: tar's own gzip stream could fail with
   // "zlib: stream error" after its end in rare timings, as an uncaught exception.
+  // tar is loaded with the first archive: a daemon that packs and installs nothing does not hold it.
+  const { create } = await import('tar');
   const stream = create({ cwd: dir, portable: true, mtime: FIXED_MTIME, noDirRecurse: true, linkCache: new ForgetfulMap() }, entries);
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
@@ -115,6 +117,7 @@ export async function unpackArchive(bytes: Uint8Array, destination: string, opti
     }
   } else tarBytes = Buffer.from(bytes);
 
+  const { extract, list } = await import('tar');
   let problem: string | undefined;
   let count = 0;
   let total = 0;

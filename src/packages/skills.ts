@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { cp, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { parse, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
-import { describeValue, formatIssue, objectKeysAt } from '../validation/index.ts';
+import { describeValue, formatIssue, objectKeysAt, yamlLibrary } from '../validation/index.ts';
 
 /**
  * Skills (spec/04 "Skill References"): Agent Skills folders, a `SKILL.md` whose YAML front
@@ -125,9 +124,9 @@ export function parseSkillFile(text: string, source: string): SkillFile {
 
   let document: unknown;
   try {
-    document = parse(lines.slice(1, end).join('\n'), { logLevel: 'error' });
+    document = yamlLibrary().parse(lines.slice(1, end).join('\n'), { logLevel: 'error' });
   } catch (error) {
-    if (!(error instanceof YAMLParseError)) throw error;
+    if (!(error instanceof yamlLibrary().YAMLParseError)) throw error;
     const position = error.linePos?.[0];
     // The front matter starts on the file's second line.
     const at = position === undefined ? '' : ` at line ${position.line + 1}, column ${position.col}`;

@@ -6,3 +6,4 @@ export { safeParseJson } from './safe-parse-json.ts';
 export type { JsonParseResult } from './safe-parse-json.ts';
 export { compileJsonSchema } from './json-schema.ts';
 export type { SchemaCheck, SchemaDialect } from './json-schema.ts';
+export { yamlLibrary } from './yaml.ts';

@@ -1,5 +1,7 @@
-import { Ajv, type Options, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
+import type * as AjvModule from 'ajv';
+import type { Ajv, Options, ValidateFunction } from 'ajv';
+import type * as Ajv2020Module from 'ajv/dist/2020.js';
 
 /** A compiled JSON Schema: `undefined` when the value is valid, else what is wrong, JSON paths first. */
 export type SchemaCheck = (value: unknown) => string | undefined;
@@ -11,7 +13,18 @@ export type SchemaDialect = 'draft-07' | '2020-12';
 // to use, and a `$id` two servers share must not collide, so nothing is kept between compiles (a
 // compiled schema is dropped from Ajv's cache at once: its callers keep what they reuse).
 const OPTIONS: Options = { strict: false, allErrors: true, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false };
-const validators = { 'draft-07': new Ajv(OPTIONS), '2020-12': new Ajv2020(OPTIONS) };
+let validators: Record<SchemaDialect, Ajv> | undefined;
+
+/** Ajv per dialect, loaded with the first schema: a daemon that meets none does not hold it. */
+function validatorsOf(): Record<SchemaDialect, Ajv> {
+  if (validators === undefined) {
+    const require = createRequire(import.meta.url);
+    const { Ajv: Draft07 } = require('ajv') as typeof AjvModule;
+    const { Ajv2020 } = require('ajv/dist/2020.js') as typeof Ajv2020Module;
+    validators = { 'draft-07': new Draft07(OPTIONS), '2020-12': new Ajv2020(OPTIONS) };
+  }
+  return validators;
+}
 
 /** The dialect a schema declares with `$schema`, else `fallback`. */
 function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDialect): SchemaDialect {
@@ -28,7 +41,7 @@ function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDi
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
 export function compileJsonSchema(schema: Readonly<Record<string, unknown>>, options: { dialect: SchemaDialect; root: string }): SchemaCheck {
-  const ajv = validators[dialectOf(schema, options.dialect)];
+  const ajv = validatorsOf()[dialectOf(schema, options.dialect)];
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);

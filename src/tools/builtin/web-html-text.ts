@@ -3,7 +3,17 @@
  * `text (url)`. Scripts, styles and page furniture (navigation, header, footer, aside, forms)
  * are dropped; `<main>` or `<article>` is preferred to the whole body when the page has one.
  */
-import { HTMLElement, NodeType, parse, type Node } from 'node-html-parser';
+import { createRequire } from 'node:module';
+import type * as NodeHtmlParser from 'node-html-parser';
+import type { Node } from 'node-html-parser';
+
+type HtmlParser = typeof NodeHtmlParser;
+let loaded: HtmlParser | undefined;
+
+/** node-html-parser, loaded with the first page read: a daemon that fetches none does not hold it. */
+function htmlParser(): HtmlParser {
+  return (loaded ??= createRequire(import.meta.url)('node-html-parser') as HtmlParser);
+}
 
 /** The title and readable text of an HTML page. */
 export interface ReadableHtml {
@@ -29,7 +39,7 @@ const BLOCKS = new Set([
  * ```
  */
 export function htmlToReadableText(html: string, baseUrl: string): ReadableHtml {
-  const root = parse(html, { comment: false, blockTextElements: { pre: true } });
+  const root = htmlParser().parse(html, { comment: false, blockTextElements: { pre: true } });
   const title = collapse(root.querySelector('title')?.text ?? '');
   const main = root.querySelector('main') ?? root.querySelector('article') ?? root.querySelector('body') ?? root;
   const parts: string[] = [];
@@ -45,6 +55,7 @@ export function htmlToReadableText(html: string, baseUrl: string): ReadableHtml 
 }
 
 function walk(node: Node, baseUrl: string, parts: string[], inPre: boolean): void {
+  const { HTMLElement, NodeType } = htmlParser();
   if (node.nodeType === NodeType.TEXT_NODE) {
     parts.push(inPre ? node.text : node.text.replace(/\s+/g, ' '));
     return;
