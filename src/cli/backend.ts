@@ -34,9 +34,10 @@ export interface CliBackend {
   resume(reference: string): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string): Promise<TurnView>;
-  stream(reference: string, message: string): AsyncIterable<CliEvent>;
-  /** Cancels the agent's running turn (what it said is kept) and resolves once it is committed. */
-  cancelTurn(reference: string): Promise<CancelledTurnView>;
+  /** Streams a turn's events; `signal` stops the stream (in process, it cancels the turn; a daemon's turn outlives its client). */
+  stream(reference: string, message: string, options?: { signal?: AbortSignal }): AsyncIterable<CliEvent>;
+  /** Cancels the agent's running turn (what it said is kept) and resolves once it is committed; `signal` stops waiting. */
+  cancelTurn(reference: string, options?: { signal?: AbortSignal }): Promise<CancelledTurnView>;
   usage(agent?: string): Promise<UsageRow[]>;
   /** Approval requests with the status, oldest first (pending ones by default). */
   approvals(status?: ApprovalStatusFilter): Promise<ApprovalView[]>;
@@ -90,11 +91,12 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
     resume: (reference) => kernel.resume(reference),
     kill: (reference) => kernel.kill(reference),
     send: async (reference, message) => toTurnView(await kernel.send(reference, message)),
-    async *stream(reference, message) {
-      for await (const event of kernel.stream(reference, message)) {
+    async *stream(reference, message, options = {}) {
+      for await (const event of kernel.stream(reference, message, options.signal === undefined ? {} : { signal: options.signal })) {
         yield event.type === 'run-finish' ? { type: 'run-finish', result: toTurnView(event.result) } : event;
       }
     },
+    // In process the cancel is the kernel's own, and done once the turn is committed: nothing to stop waiting for.
     cancelTurn: (reference) => kernel.cancelTurn(reference, { by: 'the owner' }),
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
     approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
@@ -130,11 +132,12 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
     ...extra,
   });
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const response = await fetch(`${url}${path}`, {
       method,
       headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
     });
     if (!response.ok) throw await apiError(response);
     return (await response.json()) as T;
@@ -151,16 +154,17 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     resume: (reference) => call('POST', `${agent(reference)}/resume`),
     kill: (reference) => call('DELETE', agent(reference)),
     send: (reference, message) => call('POST', `${agent(reference)}/messages`, { message }),
-    async *stream(reference, message) {
+    async *stream(reference, message, options = {}) {
       const response = await fetch(`${url}${agent(reference)}/messages`, {
         method: 'POST',
         headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
         body: JSON.stringify({ message }),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       if (!response.ok || response.body === null) throw await apiError(response);
       yield* readServerSentEvents(response.body);
     },
-    cancelTurn: (reference) => call('POST', `${agent(reference)}/turn/cancel`),
+    cancelTurn: (reference, options = {}) => call('POST', `${agent(reference)}/turn/cancel`, undefined, options.signal),
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
     approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
     decideApproval: (id, approved, reason, answer) =>

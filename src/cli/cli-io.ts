@@ -33,8 +33,11 @@ export async function readAll(stream: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Exit statuses: done, anything else, bad input (invalid manifest, unknown agent, refused capability, usage). */
-export const EXIT = { ok: 0, failure: 1, badInput: 2 } as const;
+/**
+ * Exit statuses: done, anything else, bad input (invalid manifest, unknown agent, refused
+ * capability, usage), interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+ */
+export const EXIT = { ok: 0, failure: 1, badInput: 2, interrupted: 130 } as const;
 
 /** Ends a command with an exit status and nothing more to say (what it says was printed already). */
 export class ExitStatus extends Error {

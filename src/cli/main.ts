@@ -30,7 +30,7 @@ function buildProgram(io: CliIo): Command {
     .option('--url <url>', 'the daemon to talk to, e.g. http://10.0.0.5:4200 (default LOOM_URL, else the one running for LOOM_HOME)', parseDaemonUrl)
     .addHelpText(
       'after',
-      '\nEnvironment:\n  LOOM_HOME        the home folder (default ~/.loom)\n  LOOM_URL         the daemon to talk to (as --url)\n  LOOM_API_KEY     the key sent to the daemon\n  LOOM_LOG_LEVEL   debug | info | warn | error | silent (default warn for commands)\n  LOOM_LOG_FORMAT  auto | pretty | json: what the daemon prints (loom start --foreground)\n  LOOM_DEBUG=1     print stack traces with errors\n\nExit status: 0 done, 1 anything else (a failure of Loom or a model provider), 2 bad input.\n\nExample:\n  $ loom init\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n  $ loom --url http://10.0.0.5:4200 agent list\n',
+      '\nEnvironment:\n  LOOM_HOME        the home folder (default ~/.loom)\n  LOOM_URL         the daemon to talk to (as --url)\n  LOOM_API_KEY     the key sent to the daemon\n  LOOM_LOG_LEVEL   debug | info | warn | error | silent (default warn for commands)\n  LOOM_LOG_FORMAT  auto | pretty | json: what the daemon prints (loom start --foreground)\n  LOOM_DEBUG=1     print stack traces with errors\n\nExit status: 0 done, 1 anything else (a failure of Loom or a model provider), 2 bad input, 130 interrupted (Ctrl-C).\n\nExample:\n  $ loom init\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n  $ loom --url http://10.0.0.5:4200 agent list\n',
     )
     // --url is LOOM_URL for this run: every command finds its daemon through the environment.
     .hook('preAction', (command) => {

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, type ClientOptions } from '@modelcontextprotocol/client';
+import { Client, type ClientOptions, ResourceNotFoundError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/run-cli.ts';
@@ -9,7 +9,7 @@ import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { writeDaemonFile } from '../../src/daemon/index.ts';
-import { type Api, startApi } from '../http/api-harness.ts';
+import { type Api, OWNER_AND_HELPER_KEYS, startApi } from '../http/api-harness.ts';
 import { agentManifest, firstText, MODERN_REVISION, waitFor } from './server-harness.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -96,6 +96,27 @@ describe('loom mcp while a daemon runs', () => {
 
     await api.host.kernel.spawn(agentManifest('second', model.url));
     expect(await waiter.done).toEqual(['loom_agent_helper', 'loom_agent_second']);
+  }, 30_000);
+
+  it("serves the daemon's agents as resources for LOOM_API_KEY's principal: reads them, and an agent outside its reach as not found", async () => {
+    api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
+    const address = new URL(api.url);
+    await writeDaemonFile(api.host.home, { pid: process.pid, host: address.hostname, port: Number(address.port), url: api.url, startedAt: new Date().toISOString(), version: 'test' });
+    model.script([{ text: 'From the daemon.' }]);
+    await api.host.kernel.send('helper', 'hi');
+
+    const owner = await connect('legacy', { LOOM_API_KEY: 'admin-secret' });
+    expect((await owner.listResources()).resources.map((resource) => resource.uri)).toEqual(['loom://agents/helper/session', 'loom://agents/helper/turns/last']);
+    const read = async (uri: string): Promise<unknown> => JSON.parse((((await owner.readResource({ uri })).contents[0]) as { text: string }).text);
+    expect(await read('loom://agents/helper/session')).toMatchObject({ agent: 'helper', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant' }], running: null });
+    expect(await read('loom://agents/helper/turns/last')).toMatchObject({ agent: 'helper', turn: { message: 'hi', text: 'From the daemon.', status: 'finished' } });
+    await expect(owner.readResource({ uri: 'loom://agents/nobody/session' })).rejects.toBeInstanceOf(ResourceNotFoundError);
+    await owner.close();
+
+    // helper-bot may reach helper-* only: "helper" is no resource of its, and reads as unknown.
+    const helperBot = await connect('legacy', { LOOM_API_KEY: 'helper-secret' });
+    expect((await helperBot.listResources()).resources).toEqual([]);
+    await expect(helperBot.readResource({ uri: 'loom://agents/helper/turns/last' })).rejects.toMatchObject({ code: -32602, data: { uri: 'loom://agents/helper/turns/last' } });
   }, 30_000);
 
   it('turns the daemon refusing a wrong key into an MCP error naming the reason', async () => {

@@ -1,9 +1,9 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { isLoomError, LoomError, UsageError } from '../../errors/index.ts';
-import type { CliEvent } from '../backend.ts';
+import type { CliBackend, CliEvent } from '../backend.ts';
 import { withBackend } from './agent-commands.ts';
-import { type CliIo, readAll } from '../cli-io.ts';
+import { type CliIo, EXIT, ExitStatus, readAll } from '../cli-io.ts';
 import { formatToolLine, formatTurnFooter, formatUsage } from '../format.ts';
 
 /** Renders a streamed run on the terminal: text as it comes, one line per tool call and result. */
@@ -48,6 +48,50 @@ const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage t
 /** What `loom chat` prints when a reply was cancelled. */
 const CANCELLED_LINE = '[cancelled: what was said so far is kept in the session]';
 
+/** Reports a cancel that failed; one that found the turn ended already is no failure. */
+function reportCancelFailure(io: CliIo, error: unknown): void {
+  if (isLoomError(error) && error.code === 'TURN_NOT_RUNNING') return;
+  if (error instanceof Error && error.name === 'AbortError') return;
+  io.stderr(`error: could not cancel the reply: ${error instanceof Error ? error.message : String(error)}\n`);
+}
+
+/**
+ * `loom send --stream`: prints the reply as it arrives, and its footer on standard error.
+ * Ctrl-C cancels the turn (the daemon's, or this process's kernel's), the same cancel as the
+ * chat's: what the agent said so far is kept in the session, the cancel is said on standard error,
+ * and the command ends with {@link EXIT.interrupted}. A second Ctrl-C stops waiting at once (for
+ * the stream and for the cancel) and ends with the same status.
+ * @throws {ExitStatus} `EXIT.interrupted` after a Ctrl-C; the turn's error when it failed.
+ */
+async function streamReply(io: CliIo, backend: CliBackend, reference: string, message: string): Promise<void> {
+  const leave = new AbortController();
+  let cancelling: Promise<unknown> | undefined;
+  const interrupt = (): void => {
+    if (cancelling === undefined) {
+      cancelling = backend.cancelTurn(reference, { signal: leave.signal }).catch((error: unknown) => reportCancelFailure(io, error));
+      return;
+    }
+    leave.abort();
+  };
+  // Ctrl-C is taken only while the reply streams; before and after, it ends the process as usual.
+  process.on('SIGINT', interrupt);
+  try {
+    const finish = await renderStream(io, backend.stream(reference, message, { signal: leave.signal }));
+    if (finish !== undefined) io.stderr(`${formatTurnFooter(finish.result)}\n`);
+  } catch (error) {
+    if (leave.signal.aborted) throw new ExitStatus(EXIT.interrupted);
+    // Cancelled by this Ctrl-C (a cancel from elsewhere is reported as the error it is).
+    if (cancelling !== undefined && isLoomError(error) && error.code === 'TURN_CANCELLED') {
+      io.stderr(`${CANCELLED_LINE}\n`);
+      throw new ExitStatus(EXIT.interrupted);
+    }
+    throw error;
+  } finally {
+    process.off('SIGINT', interrupt);
+    if (!leave.signal.aborted) await cancelling;
+  }
+}
+
 /** `loom send` and `loom chat`. */
 export function registerSendCommands(program: Command, io: CliIo): void {
   program
@@ -55,14 +99,13 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .description('send a message to an agent and print its reply')
     .option('--json', 'print { text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }')
     .option('--stream', 'print the reply as it arrives, with a line per tool call and result')
-    .addHelpText('after', '\nWith - as the message, it is read from standard input.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
+    .addHelpText('after', '\nWith - as the message, it is read from standard input. With --stream, Ctrl-C cancels the reply (what was said so far\nis kept in the session) and exits with status 130; a second Ctrl-C exits at once.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
     .action(async (reference: string, text: string, options: { json?: boolean; stream?: boolean }) => {
       const message = text === '-' ? (await readAll(io.stdin)).trim() : text;
       if (message === '') throw new UsageError(text === '-' ? 'standard input was empty: there is no message to send' : 'the message is empty');
       await withBackend(io, async (backend) => {
         if (options.stream === true && options.json !== true) {
-          const finish = await renderStream(io, backend.stream(reference, message));
-          if (finish !== undefined) io.stderr(`${formatTurnFooter(finish.result)}\n`);
+          await streamReply(io, backend, reference, message);
           return;
         }
         const turn = await backend.send(reference, message);
@@ -84,10 +127,7 @@ export function registerSendCommands(program: Command, io: CliIo): void {
         let replying = false;
         let cancelling: Promise<unknown> | undefined;
         const cancelReply = (): void => {
-          cancelling ??= backend.cancelTurn(reference).catch((error: unknown) => {
-            // It may have ended just before: nothing to cancel is no failure.
-            if (!isLoomError(error) || error.code !== 'TURN_NOT_RUNNING') io.stderr(`error: could not cancel the reply: ${error instanceof Error ? error.message : String(error)}\n`);
-          });
+          cancelling ??= backend.cancelTurn(reference).catch((error: unknown) => reportCancelFailure(io, error));
         };
         // At a terminal readline reads Ctrl-C as a key: during a reply it cancels; at an empty
         // prompt it leaves, as in a shell; on a line being typed it clears the line.

@@ -1,6 +1,9 @@
+import { z } from 'zod';
 import { mayReachAgent, type Principal } from '../../access/index.ts';
-import type { AgentView, Caller, Kernel, ToolPrincipal } from '../../kernel/index.ts';
+import { isLoomError } from '../../errors/index.ts';
+import type { AgentView, Caller, Kernel, RunningTurnView, ToolPrincipal } from '../../kernel/index.ts';
 import { toolJsonSchema } from '../../runtime/index.ts';
+import type { AgentSessionView } from './last-turn-view.ts';
 
 /** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
 export function agentToolName(agentName: string): string {
@@ -21,6 +24,11 @@ export interface AgentSummary {
 export interface AgentDirectory {
   /** The live agents `principal` may reach. */
   list(principal: Principal): Promise<AgentSummary[]>;
+  /**
+   * The agent's main session, when `principal` may reach the agent; undefined when there is no
+   * such live agent or it is out of the principal's reach (the two are not told apart).
+   */
+  session(agentName: string, principal: Principal, signal?: AbortSignal): Promise<AgentSessionView | undefined>;
   /** Sends `message` to the agent as `principal` and resolves with the reply text. */
   send(agentName: string, message: string, principal: Principal, signal: AbortSignal): Promise<string>;
   /** Calls `listener` whenever agents may have been spawned or killed; returns an unsubscribe. */
@@ -75,6 +83,19 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
           .filter((agent) => mayReachAgent(principal, agent.name))
           .map((agent) => ({ name: agent.name, description: agent.description, state: agent.state })),
       ),
+    async session(agentName, principal) {
+      // By exact name among the live agents (not by id), and only within the principal's reach.
+      const agent = kernel.list().find((candidate) => candidate.name === agentName);
+      if (agent === undefined || !mayReachAgent(principal, agent.name)) return undefined;
+      try {
+        const session = await kernel.session(agent.name);
+        return { agent: agent.name, session_id: session.id, messages: session.messages, running: kernel.runningTurn(agent.name) ?? null };
+      } catch (error) {
+        // Killed since it was listed: as unknown as any other.
+        if (isLoomError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;
+        throw error;
+      }
+    },
     send: async (agentName, message, principal, signal) => (await kernel.send(agentName, message, { caller: callerOf(principal), signal })).text,
     subscribe: (listener) =>
       kernel.events.subscribe((event) => {
@@ -93,6 +114,13 @@ export interface DaemonDirectoryOptions {
   pollMs?: number;
   fetch?: typeof fetch;
 }
+
+/** `GET /api/agents/{agent}/session` as the daemon answers it; a peer's answer, so checked loosely. */
+const DaemonSessionSchema = z.looseObject({
+  id: z.string(),
+  messages: z.array(z.unknown()),
+  running: z.looseObject({ run_id: z.string().nullable(), message: z.string(), received_at: z.string(), state: z.enum(['running', 'queued']) }).nullable().optional(),
+});
 
 async function daemonError(response: Response): Promise<Error> {
   const text = await response.text();
@@ -136,6 +164,21 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
   };
   return {
     list: () => fetchList(),
+    async session(agentName, _principal, signal) {
+      // By exact name among the agents the key may reach, as over the kernel (the API takes ids too).
+      if (!(await fetchList()).some((agent) => agent.name === agentName)) return undefined;
+      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/session`, { headers: headers(false), ...(signal === undefined ? {} : { signal }) });
+      // Unknown (404) and out of the key's reach (403) are one answer, as over the kernel.
+      if (response.status === 404 || response.status === 403) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      if (!response.ok) throw await daemonError(response);
+      const parsed = DaemonSessionSchema.safeParse(await response.json());
+      if (!parsed.success) throw new Error(`the Loom daemon answered GET /api/agents/${agentName}/session with an unexpected body: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      const running: RunningTurnView | null = parsed.data.running ?? null;
+      return { agent: agentName, session_id: parsed.data.id, messages: parsed.data.messages, running };
+    },
     async send(agentName, message, _principal, signal) {
       const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/messages`, {
         method: 'POST',

@@ -1,4 +1,5 @@
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from '@modelcontextprotocol/server';
+import { agentResources, agentResourceTemplates, readAgentResource } from './agent-resources.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
 import type { McpRequestOrigin } from './mcp-principal.ts';
 
@@ -34,19 +35,28 @@ const unknownTool = (name: string): ProtocolError =>
 
 /**
  * Builds one MCP server (the SDK's low-level `Server`) serving each agent of `directory` as a
- * tool `loom_agent_{name}` with one `message` parameter. The tool list is read from the
- * directory on every `tools/list`, so it is always current; call `sendToolListChanged()` on the
- * server to tell a connected client when it changed. A call naming no tool served to the caller is
+ * tool `loom_agent_{name}` with one `message` parameter, and as two read-only resources,
+ * `loom://agents/{name}/session` and `loom://agents/{name}/turns/last` (JSON). Tools and
+ * resources are read from the directory on every list, for the caller's principal, so they are
+ * always current; call `sendToolListChanged()` and `sendResourceListChanged()` on the server to
+ * tell a connected client when agents came or went. A call naming no tool served to the caller is
  * a JSON-RPC error (-32602); a failed call (refused, failed turn, out of rate) is a tool error
- * (`isError`) carrying the reason.
+ * (`isError`) carrying the reason. A read of a resource the caller may not reach is answered as
+ * one that does not exist.
+ *
+ * Low-level handlers rather than `McpServer.registerResource`: what is listed depends on who
+ * asks, and the tools are served the same way; the SDK's `UriTemplate` matches the URIs and its
+ * `ResourceNotFoundError` is the answer to a miss.
  */
 export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   const { directory, principal } = options;
   const server = new Server(
     { name: LOOM_MCP_SERVER_NAME, version: options.version },
     {
-      capabilities: { tools: { listChanged: true } },
-      instructions: 'Each tool loom_agent_<name> sends its `message` to that Loom agent and returns the agent\'s reply.',
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+      instructions:
+        'Each tool loom_agent_<name> sends its `message` to that Loom agent and returns the agent\'s reply. ' +
+        'Each agent\'s session and last turn are read-only resources: loom://agents/<name>/session and loom://agents/<name>/turns/last (JSON).',
     },
   );
 
@@ -77,6 +87,12 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
       return toolError(error instanceof Error ? error.message : String(error));
     }
   });
+
+  server.setRequestHandler('resources/list', async () => ({ resources: agentResources(await directory.list(principal)) }));
+
+  server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: agentResourceTemplates() }));
+
+  server.setRequestHandler('resources/read', (request, ctx) => readAgentResource(directory, principal, request.params.uri, ctx.mcpReq.signal));
 
   return server;
 }

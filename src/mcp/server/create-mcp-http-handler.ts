@@ -45,9 +45,10 @@ function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
 
 /**
  * Builds the daemon's MCP endpoints over `kernel`: every live agent is a tool
- * `loom_agent_{name}`. The door mounting them (the HTTP API) authenticates each request first,
- * as it does every other; the principal's role and agent patterns become the kernel caller.
- * Spawns and kills are announced with `notifications/tools/list_changed` on open modern
+ * `loom_agent_{name}` and two resources (its session, its last turn). The door mounting them (the
+ * HTTP API) authenticates each request first, as it does every other; the principal's role and
+ * agent patterns become the kernel caller. Spawns and kills are announced with
+ * `notifications/tools/list_changed` and `notifications/resources/list_changed` on open modern
  * `subscriptions/listen` streams and legacy SSE streams (the stateless 2025-era Streamable HTTP
  * fallback has no stream to announce on: such clients re-list).
  */
@@ -64,7 +65,8 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   });
   const unsubscribe = directory.subscribe(() => {
     modern.notify.toolsChanged();
-    legacySse.toolsChanged();
+    modern.notify.resourcesChanged();
+    legacySse.listsChanged();
   });
 
   const authInfoOf = (origin: McpRequestOrigin): AuthInfo => ({ token: '', clientId: origin.principal.name, scopes: [origin.principal.role], extra: { [PRINCIPAL_KEY]: origin } });

@@ -1,4 +1,11 @@
-/** Loom as an MCP server: agents as tools `loom_agent_{name}`, over stdio (`loom mcp`) and HTTP (`/mcp`). */
+/**
+ * Loom as an MCP server: agents as tools `loom_agent_{name}` and as read-only resources
+ * (`loom://agents/{name}/session`, `loom://agents/{name}/turns/last`), over stdio (`loom mcp`) and
+ * HTTP (`/mcp`).
+ */
+export { AGENT_LAST_TURN_URI_TEMPLATE, AGENT_SESSION_URI_TEMPLATE, agentResources, agentResourceTemplates, readAgentResource } from './agent-resources.ts';
+export { toLastTurnView } from './last-turn-view.ts';
+export type { AgentSessionView, CommittedTurnView, LastTurnView, TraceStepView, TurnToolCallView } from './last-turn-view.ts';
 export { agentToolName, callerOf, daemonAgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
 export type { AgentDirectory, AgentSummary, DaemonDirectoryOptions } from './agent-tools.ts';
 export { createLoomMcpServer, LOOM_MCP_SERVER_NAME } from './create-loom-mcp-server.ts';

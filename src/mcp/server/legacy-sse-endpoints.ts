@@ -73,8 +73,8 @@ export interface LegacySseEndpoints {
   open(request: Request, origin: McpRequestOrigin): Promise<Response>;
   /** `POST …/messages?sessionId=…`: one JSON-RPC message for the stream's server; 202 once accepted. */
   post(request: Request, principal: Principal): Promise<Response>;
-  /** Sends `notifications/tools/list_changed` on every open stream. */
-  toolsChanged(): void;
+  /** Sends `notifications/tools/list_changed` and `notifications/resources/list_changed` on every open stream. */
+  listsChanged(): void;
   /** Closes every open stream. */
   close(): Promise<void>;
 }
@@ -145,8 +145,12 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
       return plain(202, 'Accepted');
     },
 
-    toolsChanged() {
-      for (const { server } of connections.values()) void server.sendToolListChanged().catch((error: unknown) => options.onerror?.(error instanceof Error ? error : new Error(String(error))));
+    listsChanged() {
+      const report = (error: unknown): void => options.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      for (const { server } of connections.values()) {
+        void server.sendToolListChanged().catch(report);
+        void server.sendResourceListChanged().catch(report);
+      }
     },
 
     async close() {

@@ -23,10 +23,10 @@ export interface McpStdioServer {
 }
 
 /**
- * Serves Loom's agents as MCP tools over stdio, in whichever era the client opens with (the
- * SDK's `serveStdio`: 2026-07-28 via `server/discover`, or a 2025-era `initialize`). Spawned and
- * killed agents are announced with `notifications/tools/list_changed`. Only MCP messages are
- * written to `stdout`.
+ * Serves Loom's agents as MCP tools and resources over stdio, in whichever era the client opens
+ * with (the SDK's `serveStdio`: 2026-07-28 via `server/discover`, or a 2025-era `initialize`).
+ * Spawned and killed agents are announced with `notifications/tools/list_changed` and
+ * `notifications/resources/list_changed`. Only MCP messages are written to `stdout`.
  */
 export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
   const instances = new Set<Server>();
@@ -41,7 +41,10 @@ export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
     { transport: new StdioServerTransport(options.stdin, options.stdout), ...(options.onerror === undefined ? {} : { onerror: options.onerror }) },
   );
   const unsubscribe = options.directory.subscribe(() => {
-    for (const server of instances) void server.sendToolListChanged().catch(report);
+    for (const server of instances) {
+      void server.sendToolListChanged().catch(report);
+      void server.sendResourceListChanged().catch(report);
+    }
   });
   let finish: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => {
