@@ -341,8 +341,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * messages, from the user's message on, sealed with its record (see `sealTurn`), and the usage
    * of `calls`, each priced once; merged if another writer saved meanwhile. Then counts the usage
    * against the quota. `model` answered the turn; null leaves it to the trace (its last model).
+   * `wellFormed` leading messages of `session` are known to make a well-formed history.
    */
-  async function commitTurn(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null): Promise<UsageRecord[]> {
+  async function commitTurn(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, wellFormed = 0): Promise<UsageRecord[]> {
     const { entry, place, userMessage } = turn;
     const usage = priceCalls(turn.runtime, entry, calls, turn.logger);
     const costs = new Map(calls.map((call, index) => [call, usage[index]?.costUsd ?? 0]));
@@ -351,7 +352,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     // A user message merged into an earlier one (by session repair) is no longer its own.
     const sealed = sealTurn(start === -1 ? [userMessage] : session.slice(start), userMessage, place.receivedAt, record, ending);
     const whole = start === -1 ? [...session, ...sealed.slice(1)] : [...session.slice(0, start), ...sealed];
-    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, usage);
+    // Sealing rewrites the turn's messages from the user's on: only what comes before them stays known.
+    const known = Math.min(wellFormed, start === -1 ? session.length : start);
+    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, usage, known);
     for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
     return usage;
   }
@@ -363,7 +366,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   /**
    * The history as a turn sends it: compacted past the agent's `[compaction]` threshold (spec/03),
-   * the summary call paid for like any other, a `compaction` phase announced.
+   * the summary call paid for like any other, a `compaction` phase announced; `messages` itself
+   * when it was not compacted.
    */
   async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[] }): Promise<ModelMessage[]> {
     const settings = entry.manifest.compaction;
@@ -425,7 +429,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const contextWindowTokens = contextWindowOf(runtime, entry, primary);
     const userMessage: ModelMessage = { role: 'user', content: message };
     const calls: ModelCallUsage[] = [];
-    const messages = await compactHistory(runtime, entry, primary, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls });
+    const input = [...base.messages, userMessage];
+    const messages = await compactHistory(runtime, entry, primary, input, { signal, emit, logger: runLogger, calls });
     for (const used of calls) trace.model(used);
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
 
@@ -438,6 +443,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         agent,
         system: withStabilityGuidelines(`${modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)}${known === undefined ? '' : `\n\n${known}`}`),
         messages,
+        // A compacted history is new: the repair reads it whole.
+        wellFormedPrefix: messages === input ? base.wellFormed : 0,
         models,
         resolver: runtime.resolver,
         runner,
@@ -482,7 +489,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       }
       for (const used of calls.slice(summaries)) trace.model(used);
     }
-    const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model));
+    const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model), outcome.wellFormed);
     return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
   }
 

@@ -17,39 +17,56 @@ interface Spend {
   costUsd: number;
 }
 
+/** One agent's spending in the window, oldest first, with its running totals. */
+interface Window {
+  spends: Spend[];
+  tokens: number;
+  costUsd: number;
+}
 
 /**
  * Counts each agent's tokens and cost over a rolling hour and refuses work past its limits.
  * Counts live in memory, seeded from the usage log the first time an agent is checked, so a
- * restart does not reset a quota and a turn does not query the database.
+ * restart does not reset a quota and a turn does not query the database; the totals are kept as
+ * spending comes and leaves, so a check does not add up the hour again.
  */
 export class QuotaTracker {
   readonly #clock: Clock;
   readonly #usage: UsageRepository;
-  readonly #windows = new Map<string, Spend[]>();
+  readonly #windows = new Map<string, Window>();
 
   constructor(clock: Clock, usage: UsageRepository) {
     this.#clock = clock;
     this.#usage = usage;
   }
 
-  async #window(agentId: string): Promise<Spend[]> {
+  async #window(agentId: string): Promise<Window> {
     let window = this.#windows.get(agentId);
     if (window === undefined) {
       const since = this.#clock.now() - QUOTA_WINDOW_MS;
       const records = await this.#usage.list({ agentId, since });
-      window = records.map((record) => ({ at: record.at, tokens: record.inputTokens + record.outputTokens, costUsd: record.costUsd }));
+      window = { spends: [], tokens: 0, costUsd: 0 };
+      for (const record of records) push(window, { at: record.at, tokens: record.inputTokens + record.outputTokens, costUsd: record.costUsd });
       this.#windows.set(agentId, window);
     }
     const cutoff = this.#clock.now() - QUOTA_WINDOW_MS;
-    while (window.length > 0 && (window[0]?.at ?? 0) <= cutoff) window.shift();
+    while (window.spends.length > 0 && (window.spends[0]?.at ?? 0) <= cutoff) {
+      const gone = window.spends.shift() as Spend;
+      window.tokens -= gone.tokens;
+      window.costUsd -= gone.costUsd;
+    }
+    // An empty window owes nothing (no rounding left over from the subtractions).
+    if (window.spends.length === 0) {
+      window.tokens = 0;
+      window.costUsd = 0;
+    }
     return window;
   }
 
   /** What the agent used in the current window. */
   async used(agentId: string): Promise<{ tokens: number; costUsd: number }> {
     const window = await this.#window(agentId);
-    return window.reduce((sum, spend) => ({ tokens: sum.tokens + spend.tokens, costUsd: sum.costUsd + spend.costUsd }), { tokens: 0, costUsd: 0 });
+    return { tokens: window.tokens, costUsd: window.costUsd };
   }
 
   /**
@@ -57,14 +74,13 @@ export class QuotaTracker {
    */
   async check(agentId: string, agentName: string, limits: QuotaLimits): Promise<void> {
     const window = await this.#window(agentId);
-    const used = await this.used(agentId);
-    if (limits.maxTokensPerHour > 0 && used.tokens >= limits.maxTokensPerHour) {
-      const freeAt = this.#freeAt(window, used.tokens, limits.maxTokensPerHour, (spend) => spend.tokens);
-      this.#refuse(agentName, 'tokens', formatCount(used.tokens), formatCount(limits.maxTokensPerHour), freeAt, used.tokens, limits.maxTokensPerHour);
+    if (limits.maxTokensPerHour > 0 && window.tokens >= limits.maxTokensPerHour) {
+      const freeAt = this.#freeAt(window.spends, window.tokens, limits.maxTokensPerHour, (spend) => spend.tokens);
+      this.#refuse(agentName, 'tokens', formatCount(window.tokens), formatCount(limits.maxTokensPerHour), freeAt, window.tokens, limits.maxTokensPerHour);
     }
-    if (limits.maxCostPerHour > 0 && used.costUsd >= limits.maxCostPerHour) {
-      const freeAt = this.#freeAt(window, used.costUsd, limits.maxCostPerHour, (spend) => spend.costUsd);
-      this.#refuse(agentName, 'USD', `$${used.costUsd.toFixed(4)}`, `$${limits.maxCostPerHour.toFixed(2)}`, freeAt, used.costUsd, limits.maxCostPerHour);
+    if (limits.maxCostPerHour > 0 && window.costUsd >= limits.maxCostPerHour) {
+      const freeAt = this.#freeAt(window.spends, window.costUsd, limits.maxCostPerHour, (spend) => spend.costUsd);
+      this.#refuse(agentName, 'USD', `$${window.costUsd.toFixed(4)}`, `$${limits.maxCostPerHour.toFixed(2)}`, freeAt, window.costUsd, limits.maxCostPerHour);
     }
   }
 
@@ -89,12 +105,17 @@ export class QuotaTracker {
 
   /** Adds spending at the clock's current time (the caller records it in the usage log). */
   async add(agentId: string, tokens: number, costUsd: number): Promise<void> {
-    const window = await this.#window(agentId);
-    window.push({ at: this.#clock.now(), tokens, costUsd });
+    push(await this.#window(agentId), { at: this.#clock.now(), tokens, costUsd });
   }
 
   /** Forgets an agent (killed). */
   forget(agentId: string): void {
     this.#windows.delete(agentId);
   }
+}
+
+function push(window: Window, spend: Spend): void {
+  window.spends.push(spend);
+  window.tokens += spend.tokens;
+  window.costUsd += spend.costUsd;
 }

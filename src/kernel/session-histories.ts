@@ -14,6 +14,11 @@ export interface SessionHistory {
   createdAt: number;
   /** Never mutated: a turn builds a new array from it. */
   messages: ModelMessage[];
+  /**
+   * How many leading messages the turn that wrote them found to make a well-formed history (0
+   * when unknown, as for a history read from the store): the next turn's repair checks only the rest.
+   */
+  wellFormed: number;
 }
 
 /** Whether `messages` starts with exactly the message objects of `prefix`. */
@@ -60,7 +65,7 @@ export class SessionHistories {
     if (cached !== undefined && cached.revision === revision) return cached;
     // Read after the revision: a save slipping in between makes the next turn read again.
     const session = await this.#store.sessions.get(sessionId);
-    const loaded = { revision: revision ?? 0, createdAt: session?.createdAt ?? this.#clock.now(), messages: readHistory(session?.messages) };
+    const loaded = { revision: revision ?? 0, createdAt: session?.createdAt ?? this.#clock.now(), messages: readHistory(session?.messages), wellFormed: 0 };
     this.#remember(sessionId, loaded);
     return loaded;
   }
@@ -68,7 +73,8 @@ export class SessionHistories {
   /**
    * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
    * When it is not, `added` (this turn's own messages) is appended to the newer history. The
-   * turn's `usage` commits in the same transaction.
+   * turn's `usage` commits in the same transaction. `wellFormed` leading messages of `messages`
+   * are known to make a well-formed history.
    */
   async save(
     target: { sessionId: string; agentId: string },
@@ -76,9 +82,11 @@ export class SessionHistories {
     messages: ModelMessage[],
     added: readonly ModelMessage[],
     usage: readonly UsageRecord[] = [],
+    wellFormed = 0,
   ): Promise<void> {
     let expected = base;
     let next = messages;
+    let known = wellFormed;
     for (let attempt = 1; ; attempt += 1) {
       try {
         // A turn that only added messages appends them; one that rewrote history (compaction,
@@ -92,13 +100,14 @@ export class SessionHistories {
               { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
               { expectedRevision: expected.revision, usage },
             );
-        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next });
+        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known });
         return;
       } catch (error) {
         if (!(error instanceof StoreConflictError) || attempt >= SAVE_ATTEMPTS) throw error;
         this.#cache.delete(target.sessionId);
         expected = await this.load(target.sessionId);
         next = [...expected.messages, ...added];
+        known = 0;
       }
     }
   }

@@ -19,6 +19,11 @@ export interface AgentLoopOptions {
   system: string;
   /** The history, ending with the new user message. */
   messages: readonly ModelMessage[];
+  /**
+   * How many leading `messages` are known to make a well-formed history (see
+   * {@link AgentLoopOutcome.wellFormed}): the repair before each model call checks only the rest.
+   */
+  wellFormedPrefix?: number;
   /** The models to try, in order: the primary (or routed) model, then the fallbacks. */
   models: readonly ModelTarget[];
   resolver: ModelResolver;
@@ -94,6 +99,11 @@ export interface AgentLoopOutcome {
   calls: ModelCallUsage[];
   /** The model that answered last. */
   model: ModelTarget;
+  /**
+   * How many leading `messages` are known to make a well-formed history: the next turn's
+   * `wellFormedPrefix` for a history that starts with them.
+   */
+  wellFormed: number;
 }
 
 interface StepOutcome {
@@ -143,6 +153,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let aiTools = toAiTools(ai, shown);
   const loopGuard = createLoopGuard();
   let messages = [...options.messages];
+  let wellFormed = options.wellFormedPrefix ?? 0;
   const calls: ModelCallUsage[] = [];
   let text = '';
   let continuations = 0;
@@ -164,7 +175,10 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     for (let iteration = 1; ; iteration += 1) {
       // Repairs are kept in the history; the cut to the context window only shapes this request,
       // so the stored session never loses messages to it (compaction is what shortens a session).
-      messages = repairSession(messages).messages;
+      const repaired = repairSession(messages, { wellFormedPrefix: wellFormed });
+      messages = repaired.messages;
+      // What a repair changed is not re-checked as a prefix: the next call checks it whole.
+      wellFormed = repaired.wellFormed ? messages.length : 0;
       const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
       const startedAt = options.clock.now();
@@ -202,7 +216,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
           messages.push({ role: 'user', content: CONTINUE_PROMPT });
           continue;
         }
-        return { messages, text, iterations: iteration, calls, model: lastModel };
+        return { messages, text, iterations: iteration, calls, model: lastModel, wellFormed };
       }
 
       const results: ToolResultPart[] = [];
@@ -248,12 +262,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       }
       if (stop !== undefined) {
         emit({ type: 'phase', phase: 'loop-guard', detail: stop });
-        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel };
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel, wellFormed };
       }
       if (iteration >= options.maxIterations) {
         const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
         emit({ type: 'phase', phase: 'max-iterations', detail: note });
-        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel };
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel, wellFormed };
       }
     }
   } catch (error) {

@@ -34,12 +34,20 @@ export interface SessionRepairOptions {
   maxContextTokens?: number;
   /** Estimates one message's tokens; defaults to {@link estimateMessageTokens}. */
   estimateTokens?: (message: ModelMessage) => number;
+  /**
+   * How many leading messages are known to make a well-formed history on their own (an earlier
+   * repair found them so, see {@link SessionRepairResult.wellFormed}): only what follows them is
+   * checked, so a turn does not check its whole session again.
+   */
+  wellFormedPrefix?: number;
 }
 
 /** The repaired history and, per phase in the order run, how many things it changed. */
 export interface SessionRepairResult {
   messages: ModelMessage[];
   report: { phase: string; changed: number }[];
+  /** Whether the history was found well formed, so that phases 1-6 left it as it was. */
+  wellFormed: boolean;
 }
 
 type Phase = { name: string; run: (messages: readonly ModelMessage[]) => RepairPhaseResult };
@@ -73,9 +81,9 @@ export function repairSession(
   ];
   // A history that is already well formed (the common case: Loom wrote it) skips phases 1-6,
   // which would each copy it to change nothing.
-  if (isWellFormed(messages)) {
+  if (isWellFormed(messages, options.wellFormedPrefix)) {
     const truncated = truncateToContextWindow(messages, options);
-    return { messages: truncated.messages, report: phases.map((phase, index) => ({ phase: phase.name, changed: index === phases.length - 1 ? truncated.changed : 0 })) };
+    return { messages: truncated.messages, report: phases.map((phase, index) => ({ phase: phase.name, changed: index === phases.length - 1 ? truncated.changed : 0 })), wellFormed: true };
   }
   let current: ModelMessage[] = [...messages];
   const report: SessionRepairResult['report'] = [];
@@ -84,18 +92,22 @@ export function repairSession(
     current = result.messages;
     report.push({ phase: phase.name, changed: result.changed });
   }
-  return { messages: current, report };
+  return { messages: current, report, wellFormed: false };
 }
 
 /**
  * Whether phases 1-6 would leave the history as it is. Conservative: it may say no for a
  * history the phases would not change (approval requests, provider-executed calls), never yes
- * for one they would. One pass, no copies.
+ * for one they would. One pass, no copies. With `from`, the first `from` messages are taken to
+ * be a well-formed history already (one this function said yes to) and only the rest is read.
  */
-export function isWellFormed(messages: readonly ModelMessage[]): boolean {
-  let started = false;
-  let previousRole: string | undefined;
-  for (let index = 0; index < messages.length; index += 1) {
+export function isWellFormed(messages: readonly ModelMessage[], from = 0): boolean {
+  const start = Math.max(0, Math.min(from, messages.length));
+  // A well-formed history never ends in unanswered tool calls, so the messages after it start
+  // fresh: only the role before them matters (and a history of system messages alone has not started).
+  let previousRole: string | undefined = start === 0 ? undefined : (messages[start - 1] as { role?: string }).role;
+  let started = previousRole !== undefined && previousRole !== 'system';
+  for (let index = start; index < messages.length; index += 1) {
     const message = messages[index] as unknown;
     if (!isRecord(message) || typeof message.role !== 'string' || !Object.hasOwn(ALLOWED_PARTS, message.role)) return false;
     const role = message.role as ModelMessage['role'];
@@ -363,9 +375,10 @@ export function truncateToContextWindow(
   options: SessionRepairOptions = {},
 ): RepairPhaseResult {
   const { maxContextTokens, estimateTokens = estimateMessageTokens } = options;
+  if (maxContextTokens === undefined) return { messages: [...messages], changed: 0 };
   const costs = messages.map((message) => estimateTokens(message));
   const total = sum(costs);
-  if (maxContextTokens === undefined || total <= maxContextTokens) return { messages: [...messages], changed: 0 };
+  if (total <= maxContextTokens) return { messages: [...messages], changed: 0 };
 
   let head = 0;
   while (messages[head]?.role === 'system') head += 1;

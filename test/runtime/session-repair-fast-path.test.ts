@@ -83,6 +83,36 @@ describe('the session repair fast path', () => {
     }
   });
 
+  it('isWellFormed() from a well-formed prefix agrees with the check of the whole history', () => {
+    const next = random(20261123);
+    let compared = 0;
+    let damagedAfterPrefix = 0;
+    for (let sample = 0; sample < 1500; sample += 1) {
+      const messages = history(next);
+      const whole = isWellFormed(messages);
+      for (let length = 1; length < messages.length; length += 1) {
+        if (!isWellFormed(messages.slice(0, length))) continue;
+        compared += 1;
+        if (!whole) damagedAfterPrefix += 1;
+        expect(isWellFormed(messages, length)).toBe(whole);
+      }
+    }
+    // Damage after a well-formed prefix was generated, so the resumed check had something to find.
+    expect(compared).toBeGreaterThan(1000);
+    expect(damagedAfterPrefix).toBeGreaterThan(100);
+  });
+
+  it('repairSession() with a well-formed prefix repairs what follows it as a whole repair would', () => {
+    const user = { role: 'user', content: 'hi' } as ModelMessage;
+    const answer = { role: 'assistant', content: 'hello' } as ModelMessage;
+    const orphan = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'x' } }] } as ModelMessage;
+    const damaged = [user, answer, orphan, user];
+    const repaired = repairSession(damaged, { wellFormedPrefix: 2 });
+    expect(repaired.wellFormed).toBe(false);
+    expect(repaired.messages).toEqual(fullRepair(damaged));
+    expect(repairSession([user, answer, user], { wellFormedPrefix: 2 })).toMatchObject({ wellFormed: true, messages: [user, answer, user] });
+  });
+
   it('isWellFormed() refuses the damage each phase repairs', () => {
     const call = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'agent_list', input: {} }] } as ModelMessage;
     const result = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'agent_list', output: { type: 'text', value: 'x' } }] } as ModelMessage;
