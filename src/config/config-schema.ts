@@ -6,6 +6,22 @@ import { ModelPriceOverridesSchema } from '../models/index.ts';
 /** The name of an environment variable, where config.toml names one instead of holding its value. */
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' });
 
+/** Whether `value` is a `postgres://` or `postgresql://` URL. */
+export function isPostgresUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'postgres:' || protocol === 'postgresql:';
+  } catch {
+    return false;
+  }
+}
+
+/** What a PostgreSQL URL is expected to look like, for errors (which never repeat the value: it may hold a password). */
+export const POSTGRES_URL_EXPECTED = 'expected a postgres:// or postgresql:// URL such as "postgres://loom:password@db.example.com:5432/loom"';
+
+/** `[store] url`: a refinement (a custom issue), so that the error does not echo a password back. */
+const PostgresUrlSchema = z.string().refine(isPostgresUrl, { error: `${POSTGRES_URL_EXPECTED} (the value is not shown: it may hold a password)` });
+
 /**
  * `[channels.policy]`: who may talk to the channel's agent, and how much. Deny by default: a
  * direct message from someone unknown gets a pairing code the owner approves; groups are closed.
@@ -167,6 +183,8 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** `normal`: a commit survives a crash of Loom; `full`: also a power cut, at the cost of an fsync per commit. */
       synchronous: z.enum(['normal', 'full']).default('normal'),
+      /** A PostgreSQL database to keep the state in instead of the SQLite file (`LOOM_DATABASE_URL` wins over it). */
+      url: PostgresUrlSchema.optional(),
     })
     .prefault({}),
   log: z
@@ -371,6 +389,9 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # "normal": every acknowledged write survives a crash of Loom (SQLite WAL).
 # "full": it also survives a power cut, at the cost of an fsync per commit.
 # synchronous = "normal"
+# Keep the state in PostgreSQL instead of data/loom.db (the environment's LOOM_DATABASE_URL,
+# when set, wins over this line, and keeps the password out of this file):
+# url = "postgres://loom:password@db.example.com:5432/loom"
 
 [log]
 # debug | info | warn | error | silent

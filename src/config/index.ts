@@ -3,3 +3,5 @@ export { ChannelConfigSchema, ChannelPolicySchema, ConfigSchema, DEFAULT_CONFIG_
 export type { ChannelConfig, Config } from './config-schema.ts';
 export { ensureLoomHome, expandHome, loadConfig, resolveLoomHome } from './loom-home.ts';
 export type { LoomHome } from './loom-home.ts';
+export { resolveStoreUrl } from './resolve-store-url.ts';
+export type { StoreUrlSource } from './resolve-store-url.ts';

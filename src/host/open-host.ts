@@ -1,8 +1,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createSystemClock } from '../clock/index.ts';
-import { type Config, expandHome, type LoomHome } from '../config/index.ts';
-import type { Clock, Logger, Tool } from '../contracts/index.ts';
+import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
+import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
@@ -13,7 +13,7 @@ import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
 import { createPackageInstaller, createPackageRuntime, createPackageService, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
-import { openSqliteStore, type SqliteStore } from '../store/index.ts';
+import { openPostgresStore, openSqliteStore } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
 
@@ -41,10 +41,10 @@ export interface HostOptions {
   logs?: LogRing;
 }
 
-/** A booted kernel with its Node edges: the SQLite store, workspaces, models and tools. */
+/** A booted kernel with its Node edges: the store (SQLite, or PostgreSQL), workspaces, models and tools. */
 export interface Host {
   kernel: Kernel;
-  store: SqliteStore;
+  store: Store;
   runtime: AgentRuntime;
   /** The MCP servers' connections, when the host connects them. */
   mcp: McpClientManager | undefined;
@@ -88,11 +88,24 @@ export function packageEnvironment(config: Config): PackageEnvironment {
 }
 
 /**
- * Opens the home's database and boots a kernel on it: the composition root shared by the CLI's
+ * Opens the store: the PostgreSQL database `LOOM_DATABASE_URL` or `[store] url` names (the
+ * environment wins), else the home's SQLite file.
+ *
+ * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
+ * @throws {StoreError} when the database cannot be opened.
+ */
+async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'logger'>): Promise<Store> {
+  const database = resolveStoreUrl(options.config, options.env);
+  if (database === undefined) return openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
+  return openPostgresStore({ url: database.url, logger: options.logger });
+}
+
+/**
+ * Opens the store and boots a kernel on it: the composition root shared by the CLI's
  * in-process mode and the daemon.
  */
 export async function openHost(options: HostOptions): Promise<Host> {
-  const store = openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
+  const store = await openStore(options);
   try {
     const clock = options.clock ?? createSystemClock();
     const mcp =

@@ -1,7 +1,12 @@
 /**
- * The embedded store: the `Store` contract on one SQLite file (`node:sqlite`, WAL mode).
+ * The store: the `Store` contract on one SQLite file (`node:sqlite`, WAL mode), the embedded
+ * default, or on a PostgreSQL database (`pg`) when `[store] url` names one.
  */
+export { redactDatabaseUrl } from './database-url.ts';
 export { migrations } from './migrations.ts';
 export type { Migration } from './migrations.ts';
+export { MIGRATION_LOCK_KEY, postgresMigrations } from './postgres-migrations.ts';
+export { inspectPostgresDatabase, openPostgresStore } from './open-postgres-store.ts';
+export type { PostgresInspection, PostgresStore, PostgresStoreOptions } from './postgres-store.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, openSqliteStore } from './sqlite-store.ts';
 export type { SqliteStore, SqliteStoreOptions } from './sqlite-store.ts';

@@ -2,8 +2,9 @@ import type { DatabaseSync } from 'node:sqlite';
 import { StoreError } from '../errors/index.ts';
 
 /**
- * One step of the SQLite schema. `version` is the value `PRAGMA user_version` holds once the
- * step is applied; `sql` runs inside the step's transaction, so it must not open or end one.
+ * One step of a store's schema (SQLite's here, PostgreSQL's in `postgres-migrations.ts`).
+ * `version` is the schema version once the step is applied (SQLite's `PRAGMA user_version`);
+ * `sql` runs inside the step's transaction, so it must not open or end one.
  */
 export interface Migration {
   readonly version: number;
@@ -350,7 +351,12 @@ function assertKnown(version: number, latest: number, path: string): void {
   }
 }
 
-function assertOrdered(steps: readonly Migration[]): void {
+/**
+ * Checks that `steps` are in ascending order of version, each a positive integer.
+ *
+ * @throws {StoreError} naming the first step out of order.
+ */
+export function assertOrdered(steps: readonly Migration[]): void {
   let previous = 0;
   for (const step of steps) {
     if (!Number.isSafeInteger(step.version) || step.version <= previous) {

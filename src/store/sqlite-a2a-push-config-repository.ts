@@ -1,35 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { A2aPushConfigRecord, A2aPushConfigRepository } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const configRow = z
-  .object({
-    task_id: z.string(),
-    id: z.string(),
-    url: z.string(),
-    token: z.string().nullable(),
-    auth_scheme: z.string().nullable(),
-    auth_credentials: z.string().nullable(),
-    wire_version: z.string(),
-    created_by: z.string(),
-    created_at: z.number(),
-  })
-  .transform(
-    (row): A2aPushConfigRecord => ({
-      taskId: row.task_id,
-      id: row.id,
-      url: row.url,
-      token: row.token,
-      authentication: row.auth_scheme === null ? null : { scheme: row.auth_scheme, credentials: row.auth_credentials ?? '' },
-      wireVersion: row.wire_version,
-      createdBy: row.created_by,
-      createdAt: row.created_at,
-    }),
-  );
-
-const columns = 'task_id, id, url, token, auth_scheme, auth_credentials, wire_version, created_by, created_at';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { a2aPushConfigColumns as columns, a2aPushConfigRow as configRow } from './table-rows.ts';
 
 function toRecord(row: SqliteRow): A2aPushConfigRecord {
   return parseRow(configRow, row, 'a2a_push_configs', ['task_id', 'id']);

@@ -1,35 +1,11 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { AgentRecord, AgentRepository, AgentState, JsonObject, SessionRecord } from '../contracts/index.ts';
 import { StoreError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonObjectText, parseRow, type SqliteRow } from './sqlite-rows.ts';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { agentColumns as columns, agentRow } from './table-rows.ts';
 
-const agentRow = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    state: z.enum(['running', 'suspended']),
-    parent_id: z.string().nullable(),
-    session_id: z.string(),
-    manifest: jsonObjectText,
-    created_at: z.number(),
-    updated_at: z.number(),
-  })
-  .transform(
-    (row): AgentRecord => ({
-      id: row.id,
-      name: row.name,
-      state: row.state,
-      parentId: row.parent_id,
-      sessionId: row.session_id,
-      manifest: row.manifest,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
-
-const columns = 'id, name, state, parent_id, session_id, manifest, created_at, updated_at';
 
 /** `AgentRepository` on SQLite. Statements are prepared once, when the store opens. */
 export class SqliteAgentRepository implements AgentRepository {

@@ -1,42 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { ApprovalRecord, ApprovalRepository, ApprovalStatus } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonText, limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
-
-const approvalRow = z
-  .object({
-    id: z.string(),
-    agent_id: z.string(),
-    agent_name: z.string(),
-    tool: z.string(),
-    input: jsonText,
-    status: z.enum(STATUSES),
-    requested_at: z.number(),
-    expires_at: z.number(),
-    decided_at: z.number().nullable(),
-    decided_by: z.string().nullable(),
-    reason: z.string().nullable(),
-  })
-  .transform(
-    (row): ApprovalRecord => ({
-      id: row.id,
-      agentId: row.agent_id,
-      agentName: row.agent_name,
-      tool: row.tool,
-      input: row.input,
-      status: row.status,
-      requestedAt: row.requested_at,
-      expiresAt: row.expires_at,
-      decidedAt: row.decided_at,
-      decidedBy: row.decided_by,
-      reason: row.reason,
-    }),
-  );
-
-const columns = 'id, agent_id, agent_name, tool, input, status, requested_at, expires_at, decided_at, decided_by, reason';
+import { parseRow } from './rows.ts';
+import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
+import { approvalColumns as columns, approvalRow } from './table-rows.ts';
 
 /** `ApprovalRepository` on SQLite. */
 export class SqliteApprovalRepository implements ApprovalRepository {

@@ -1,51 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const STATUSES = ['received', 'answered', 'refused', 'ignored', 'failed'] as const satisfies readonly ChannelMessageStatus[];
-
-const messageRow = z
-  .object({
-    channel: z.string(),
-    platform_id: z.string(),
-    user_id: z.string(),
-    user_name: z.string().nullable(),
-    conversation_id: z.string(),
-    conversation_kind: z.enum(['direct', 'group']),
-    thread: z.string().nullable(),
-    mentioned: z.number(),
-    text: z.string(),
-    status: z.enum(STATUSES),
-    note: z.string().nullable(),
-    received_at: z.number(),
-    updated_at: z.number(),
-  })
-  .transform(
-    (row): ChannelMessageRecord => ({
-      channel: row.channel,
-      platformId: row.platform_id,
-      userId: row.user_id,
-      userName: row.user_name,
-      conversationId: row.conversation_id,
-      conversationKind: row.conversation_kind,
-      thread: row.thread,
-      mentioned: row.mentioned === 1,
-      text: row.text,
-      status: row.status,
-      note: row.note,
-      receivedAt: row.received_at,
-      updatedAt: row.updated_at,
-    }),
-  );
-
-const pairingRow = z
-  .object({ code: z.string(), channel: z.string(), user_id: z.string(), user_name: z.string().nullable(), created_at: z.number(), approved_at: z.number().nullable() })
-  .transform((row): ChannelPairingRecord => ({ code: row.code, channel: row.channel, userId: row.user_id, userName: row.user_name, createdAt: row.created_at, approvedAt: row.approved_at }));
-
-const messageColumns = 'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
-const pairingColumns = 'code, channel, user_id, user_name, created_at, approved_at';
+import { parseRow } from './rows.ts';
+import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
+import { channelMessageColumns as messageColumns, channelMessageRow as messageRow, channelPairingColumns as pairingColumns, channelPairingRow as pairingRow } from './table-rows.ts';
 
 /** `ChannelRepository` on SQLite (migration 10). */
 export class SqliteChannelRepository implements ChannelRepository {

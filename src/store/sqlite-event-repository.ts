@@ -1,21 +1,10 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { EventQuery, EventRecord, EventRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonObjectText, limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const eventRow = z
-  .object({
-    seq: z.number(),
-    at: z.number(),
-    type: z.string(),
-    agent_id: z.string().nullable(),
-    data: jsonObjectText,
-  })
-  .transform(
-    (row): EventRecord => ({ seq: row.seq, at: row.at, type: row.type, agentId: row.agent_id, data: row.data }),
-  );
+import { parseRow } from './rows.ts';
+import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
+import { eventRow } from './table-rows.ts';
 
 /** The filters a statement has, beside the `seq` range every one of them takes. */
 type Shape = { agent: boolean; type: boolean; types: boolean; order: 'asc' | 'desc' };

@@ -1,55 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { ForgedToolRecord, ForgedToolRepository, ForgedToolStatus, ForgedToolTier } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonObjectText, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const TIERS = ['session', 'agent', 'shared'] as const satisfies readonly ForgedToolTier[];
-const STATUSES = ['active', 'demoted', 'retired'] as const satisfies readonly ForgedToolStatus[];
-
-const dataSchema = z.object({
-  agentName: z.string(),
-  sessionId: z.string().nullable(),
-  statusReason: z.string().nullable(),
-  mode: z.enum(['compose', 'sandbox']),
-  request: z.record(z.string(), z.json()),
-  codeHash: z.string().nullable(),
-  sourcePersisted: z.boolean(),
-  verdicts: z.array(z.record(z.string(), z.json())),
-  origin: z.enum(['forged', 'imported']),
-});
-
-const forgedToolRow = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    agent_id: z.string(),
-    tier: z.enum(TIERS),
-    status: z.enum(STATUSES),
-    data: jsonObjectText.pipe(dataSchema),
-    calls: z.number(),
-    successes: z.number(),
-    total_ms: z.number(),
-    created_at: z.number(),
-    updated_at: z.number(),
-  })
-  .transform(
-    (row): ForgedToolRecord => ({
-      id: row.id,
-      name: row.name,
-      agentId: row.agent_id,
-      tier: row.tier,
-      status: row.status,
-      ...row.data,
-      request: row.data.request,
-      verdicts: row.data.verdicts,
-      stats: { calls: row.calls, successes: row.successes, totalMs: row.total_ms },
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
-
-const columns = 'id, name, agent_id, tier, status, data, calls, successes, total_ms, created_at, updated_at';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { forgedToolColumns as columns, forgedToolRow, forgedToolValues } from './table-rows.ts';
 
 /** `ForgedToolRepository` on SQLite (migration 9): one row per tool, its request and verdicts as JSON, its stats as columns. */
 export class SqliteForgedToolRepository implements ForgedToolRepository {
@@ -73,21 +27,10 @@ export class SqliteForgedToolRepository implements ForgedToolRepository {
   }
 
   put(record: ForgedToolRecord): Promise<void> {
-    const data = {
-      agentName: record.agentName,
-      sessionId: record.sessionId,
-      statusReason: record.statusReason,
-      mode: record.mode,
-      request: record.request,
-      codeHash: record.codeHash,
-      sourcePersisted: record.sourcePersisted,
-      verdicts: record.verdicts,
-      origin: record.origin,
-    };
     return this.#connection.execute(
       () => {
-        const { stats } = record;
-        this.#put.run(record.id, record.name, record.agentId, record.tier, record.status, JSON.stringify(data), stats.calls, stats.successes, stats.totalMs, record.createdAt, record.updatedAt);
+        const [first, ...rest] = forgedToolValues(record);
+        this.#put.run(first ?? null, ...rest);
       },
       () => ({ action: `store forged tool "${record.name}"` }),
     );

@@ -1,42 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
-import type { InstalledPackageRecord, InstalledPackageRepository, JsonObject } from '../contracts/index.ts';
+import type { InstalledPackageRecord, InstalledPackageRepository } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonObjectText, jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const packageRow = z
-  .object({
-    slug: z.string(),
-    qualified_name: z.string().nullable(),
-    version: z.string(),
-    agent_id: z.string(),
-    source: z.string(),
-    persona: z.string(),
-    agent_json: jsonObjectText,
-    loom_toml: jsonObjectText,
-    settings: jsonText.pipe(z.array(z.string())),
-    skills: jsonText.pipe(z.record(z.string(), z.object({ prompt: z.string(), requires: z.array(z.string()) }))),
-    installed_at: z.number(),
-    last_fires: jsonText.pipe(z.record(z.string(), z.number())),
-  })
-  .transform(
-    (row): InstalledPackageRecord => ({
-      slug: row.slug,
-      qualifiedName: row.qualified_name,
-      version: row.version,
-      agentId: row.agent_id,
-      source: row.source,
-      persona: row.persona,
-      agentJson: row.agent_json,
-      loomToml: row.loom_toml,
-      settings: row.settings,
-      skills: row.skills,
-      installedAt: row.installed_at,
-      lastFires: row.last_fires,
-    }),
-  );
-
-const columns = 'slug, qualified_name, version, agent_id, source, persona, agent_json, loom_toml, settings, skills, installed_at, last_fires';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { installedPackageColumns as columns, installedPackageRow as packageRow, installedPackageValues } from './table-rows.ts';
 
 /** `InstalledPackageRepository` on SQLite (migration 7): one row per package, its documents as JSON. */
 export class SqliteInstalledPackageRepository implements InstalledPackageRepository {
@@ -58,23 +25,10 @@ export class SqliteInstalledPackageRepository implements InstalledPackageReposit
   }
 
   create(record: InstalledPackageRecord): Promise<void> {
-    const json = (value: JsonObject | readonly string[] | Record<string, unknown>): string => JSON.stringify(value);
     return this.#connection.execute(
       () => {
-        this.#create.run(
-          record.slug,
-          record.qualifiedName,
-          record.version,
-          record.agentId,
-          record.source,
-          record.persona,
-          json(record.agentJson),
-          json(record.loomToml),
-          json(record.settings),
-          json(record.skills),
-          record.installedAt,
-          json(record.lastFires),
-        );
+        const [first, ...rest] = installedPackageValues(record);
+        this.#create.run(first ?? null, ...rest);
       },
       () => ({ action: `store installed package "${record.slug}"` }),
     );

@@ -1,21 +1,10 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { MemoryRecord, MemoryRepository } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { memoryColumns as columns, memoryRow } from './table-rows.ts';
 
-const memoryRow = z
-  .object({
-    agent_id: z.string(),
-    key: z.string(),
-    value: jsonText,
-    updated_at: z.number(),
-  })
-  .transform(
-    (row): MemoryRecord => ({ agentId: row.agent_id, key: row.key, value: row.value, updatedAt: row.updated_at }),
-  );
-
-const columns = 'agent_id, key, value, updated_at';
 
 /** `MemoryRepository` on SQLite. Statements are prepared once, when the store opens. */
 export class SqliteMemoryRepository implements MemoryRepository {

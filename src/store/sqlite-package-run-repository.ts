@@ -1,55 +1,10 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
-import type { ActivityRunRecord, PackageRunRecord, PackageRunRepository } from '../contracts/index.ts';
+import type { PackageRunRecord, PackageRunRepository } from '../contracts/index.ts';
 import { StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonObjectText, jsonText, limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const activityRecord = z.object({
-  id: z.string(),
-  status: z.enum(['pending', 'running', 'completed', 'failed', 'skipped']),
-  attempts: z.number(),
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  costUsd: z.number(),
-  output: z.string().nullable(),
-  error: z.string().nullable(),
-  fallback: z.string().nullable(),
-  startedAt: z.number().nullable(),
-  endedAt: z.number().nullable(),
-}) satisfies z.ZodType<ActivityRunRecord>;
-
-const runRow = z
-  .object({
-    id: z.string(),
-    package: z.string(),
-    binding: z.string(),
-    trigger: z.string(),
-    status: z.enum(['running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed']),
-    inputs: jsonObjectText,
-    activities: jsonText.pipe(z.array(activityRecord)),
-    emitted: z.string().nullable(),
-    error: z.string().nullable(),
-    started_at: z.number(),
-    ended_at: z.number().nullable(),
-  })
-  .transform(
-    (row): PackageRunRecord => ({
-      id: row.id,
-      package: row.package,
-      binding: row.binding,
-      trigger: row.trigger,
-      status: row.status,
-      inputs: row.inputs,
-      activities: row.activities,
-      emitted: row.emitted,
-      error: row.error,
-      startedAt: row.started_at,
-      endedAt: row.ended_at,
-    }),
-  );
-
-const columns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at';
+import { parseRow } from './rows.ts';
+import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
+import { interruptedRun, packageRunColumns as columns, packageRunRow as runRow, packageRunValues } from './table-rows.ts';
 
 /** `PackageRunRepository` on SQLite (migration 6): one row per run, its activities as JSON. */
 export class SqlitePackageRunRepository implements PackageRunRepository {
@@ -73,7 +28,7 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
   create(record: PackageRunRecord): Promise<void> {
     return this.#connection.execute(
       () => {
-        this.#create.run(record.id, ...this.#values(record));
+        this.#create.run(record.id, ...packageRunValues(record));
       },
       () => ({ action: `store package run "${record.id}"` }),
     );
@@ -82,7 +37,7 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
   update(record: PackageRunRecord): Promise<void> {
     return this.#connection.execute(
       () => {
-        const [first, ...rest] = this.#values(record);
+        const [first, ...rest] = packageRunValues(record);
         const result = this.#update.run(first, ...rest, record.id);
         if (Number(result.changes) === 0) throw new StoreNotFoundError(`cannot update package run "${record.id}": there is no such run`);
       },
@@ -126,38 +81,15 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
-          const changed = this.#running.all().map(parseRun).map(
-            (run): PackageRunRecord => ({
-              ...run,
-              status: 'interrupted',
-              error,
-              endedAt: at,
-              activities: run.activities.map((activity) => (activity.status === 'running' ? { ...activity, status: 'failed', error, endedAt: at } : activity)),
-            }),
-          );
+          const changed = this.#running.all().map((row) => interruptedRun(parseRun(row), at, error));
           for (const run of changed) {
-            const [first, ...rest] = this.#values(run);
+            const [first, ...rest] = packageRunValues(run);
             this.#update.run(first, ...rest, run.id);
           }
           return changed;
         }),
       () => ({ action: 'mark interrupted package runs' }),
     );
-  }
-
-  #values(record: PackageRunRecord): [string, string, string, string, string, string, string | null, string | null, number, number | null] {
-    return [
-      record.package,
-      record.binding,
-      record.trigger,
-      record.status,
-      JSON.stringify(record.inputs),
-      JSON.stringify(record.activities),
-      record.emitted,
-      record.error,
-      record.startedAt,
-      record.endedAt,
-    ];
   }
 }
 

@@ -1,66 +1,14 @@
-import { z } from 'zod';
-import type { JsonObject, JsonValue } from '../contracts/index.ts';
-import { StoreError } from '../errors/index.ts';
+import { checkLimit, type Row } from './rows.ts';
 
 /** A row as `node:sqlite` returns it. */
-export type SqliteRow = Record<string, unknown>;
+export type SqliteRow = Row;
 
 /**
- * A JSON text column, parsed without throwing: text that is not JSON becomes a validation issue.
- * `JSON.parse` only ever yields JSON values, so the result needs no deeper check than its kind.
- */
-export const jsonText = z.string().transform((text, context): JsonValue => {
-  try {
-    return JSON.parse(text) as JsonValue;
-  } catch (error) {
-    context.addIssue({ code: 'custom', message: `invalid JSON (${error instanceof Error ? error.message : String(error)})` });
-    return z.NEVER;
-  }
-});
-
-/** A JSON text column that must hold an object. */
-export const jsonObjectText = jsonText.pipe(
-  z.custom<JsonObject>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
-    message: 'expected a JSON object',
-  }),
-);
-
-/** A JSON text column that must hold an array. */
-export const jsonArrayText = jsonText.pipe(z.custom<JsonValue[]>((value) => Array.isArray(value), { message: 'expected a JSON array' }));
-
-/**
- * Validates one row read back from `table`, naming the row by its `keyColumns` when it is
- * corrupt.
- *
- * @throws {StoreError} when the row does not match `schema`.
- */
-export function parseRow<T>(schema: z.ZodType<T>, row: SqliteRow, table: string, keyColumns: readonly string[]): T {
-  const result = schema.safeParse(row);
-  if (result.success) return result.data;
-  const key = keyColumns.map((column) => `${column} ${quote(row[column])}`).join(', ');
-  const problems = result.error.issues
-    .map((issue) => `${issue.path.length === 0 ? '(row)' : issue.path.join('.')}: ${issue.message}`)
-    .join('; ');
-  throw new StoreError(
-    `cannot read row ${key} of table "${table}": ${problems}; restore the database from a backup, or delete the row`,
-    { cause: result.error, details: { table } },
-  );
-}
-
-/**
- * The value bound for `LIMIT`: `-1` (no limit) when omitted. `action` names the caller's
+ * The value bound for SQLite's `LIMIT`: `-1` (no limit) when omitted. `action` names the caller's
  * operation in the error.
  *
  * @throws {StoreError} when `limit` is not a non-negative integer.
  */
 export function limitParameter(limit: number | undefined, action: string): number {
-  if (limit === undefined) return -1;
-  if (!Number.isSafeInteger(limit) || limit < 0) {
-    throw new StoreError(`cannot ${action}: limit must be a non-negative integer, got ${limit}`);
-  }
-  return limit;
-}
-
-function quote(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return checkLimit(limit, action) ?? -1;
 }

@@ -1,20 +1,11 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { sessionColumns as columns, sessionMessageRow as messageRow, sessionRow } from './table-rows.ts';
 
-const sessionRow = z.object({
-  id: z.string(),
-  agent_id: z.string(),
-  created_at: z.number(),
-  updated_at: z.number(),
-});
-
-const messageRow = z.object({ message: jsonText });
-
-const columns = 'id, agent_id, created_at, updated_at';
 
 /**
  * `SessionRepository` on SQLite. A session is a row, its messages one row each (`seq` orders

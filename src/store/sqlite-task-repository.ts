@@ -1,32 +1,13 @@
 import type { StatementSync } from 'node:sqlite';
 import type { TaskQuery as A2aTaskQuery, TaskRecord as A2aTaskRecord, TaskRepository as A2aTaskRepository } from '../contracts/index.ts';
+import { parseRow } from './rows.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { taskColumns as columns, taskRow } from './table-rows.ts';
 
-interface TaskRow {
-  id: string;
-  context_id: string;
-  agent: string;
-  state: string;
-  finished: number;
-  task: string;
-  created_at: number;
-  updated_at: number;
+function toRecord(row: SqliteRow): A2aTaskRecord {
+  return parseRow(taskRow, row, 'tasks', ['id']);
 }
-
-function toRecord(row: TaskRow): A2aTaskRecord {
-  return {
-    id: row.id,
-    contextId: row.context_id,
-    agent: row.agent,
-    state: row.state,
-    finished: row.finished === 1,
-    task: JSON.parse(row.task) as unknown,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-const columns = 'id, context_id, agent, state, finished, task, created_at, updated_at';
 
 /** The `tasks` domain on SQLite (migration 5). */
 export class SqliteTaskRepository implements A2aTaskRepository {
@@ -54,7 +35,7 @@ export class SqliteTaskRepository implements A2aTaskRepository {
   get(id: string): Promise<A2aTaskRecord | undefined> {
     return this.#connection.execute(
       () => {
-        const row = this.#get.get(id) as TaskRow | undefined;
+        const row = this.#get.get(id);
         return row === undefined ? undefined : toRecord(row);
       },
       () => ({ action: `read task "${id}"` }),
@@ -107,7 +88,7 @@ export class SqliteTaskRepository implements A2aTaskRepository {
         const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
         const { db } = this.#connection;
         const total = Number((db.prepare(`SELECT COUNT(*) AS n FROM tasks ${clause}`).get(...values) as { n: number }).n);
-        const rows = db.prepare(`SELECT ${columns} FROM tasks ${clause} ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?`).all(...values, query.limit, query.offset) as unknown as TaskRow[];
+        const rows = db.prepare(`SELECT ${columns} FROM tasks ${clause} ORDER BY updated_at DESC, rowid DESC LIMIT ? OFFSET ?`).all(...values, query.limit, query.offset);
         return { records: rows.map(toRecord), total };
       },
       () => ({ action: 'list tasks' }),

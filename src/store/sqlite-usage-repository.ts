@@ -1,54 +1,10 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { limitParameter, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const usageRow = z
-  .object({
-    agent_id: z.string(),
-    at: z.number(),
-    model: z.string(),
-    input_tokens: z.number(),
-    output_tokens: z.number(),
-    cost_usd: z.number(),
-  })
-  .transform(
-    (row): UsageRecord => ({
-      agentId: row.agent_id,
-      at: row.at,
-      model: row.model,
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      costUsd: row.cost_usd,
-    }),
-  );
-
-const totalsRow = z
-  .object({ input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
-  .transform(
-    (row): UsageTotals => ({
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      costUsd: row.cost_usd,
-      calls: row.calls,
-    }),
-  );
-
-const bucketRow = z
-  .object({ start: z.number(), agent_id: z.string(), model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
-  .transform(
-    (row): UsageBucket => ({
-      start: row.start,
-      agentId: row.agent_id,
-      model: row.model,
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      costUsd: row.cost_usd,
-      calls: row.calls,
-    }),
-  );
+import { parseRow } from './rows.ts';
+import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
+import { usageBucketRow as bucketRow, usageRow, usageTotalsRow as totalsRow } from './table-rows.ts';
 
 const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cost_usd';
 const sums = `coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,

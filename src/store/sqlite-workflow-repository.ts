@@ -1,35 +1,9 @@
 import type { StatementSync } from 'node:sqlite';
-import { z } from 'zod';
 import type { WorkflowRecord, WorkflowRepository, WorkflowState } from '../contracts/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { jsonText, parseRow, type SqliteRow } from './sqlite-rows.ts';
-
-const STATES = ['planning', 'awaiting_approval', 'executing', 'paused', 'completed', 'failed', 'stalled', 'cancelled'] as const satisfies readonly WorkflowState[];
-
-const taskRecord = z.object({
-  id: z.string(),
-  title: z.string(),
-  instruction: z.string(),
-  agent: z.string(),
-  dependsOn: z.array(z.string()),
-  acceptance: z.string(),
-  status: z.enum(['pending', 'in_progress', 'completed', 'failed', 'blocked', 'skipped']),
-  attempts: z.number(),
-  result: z.string().nullable(),
-  feedback: z.string().nullable(),
-});
-
-const workflowRow = z
-  .object({
-    agent_id: z.string(),
-    state: z.enum(STATES),
-    data: jsonText.pipe(z.object({ request: z.string(), summary: z.string(), tasks: z.array(taskRecord), replans: z.number(), note: z.string().nullable() })),
-    created_at: z.number(),
-    updated_at: z.number(),
-  })
-  .transform((row): WorkflowRecord => ({ agentId: row.agent_id, state: row.state, ...row.data, createdAt: row.created_at, updatedAt: row.updated_at }));
-
-const columns = 'agent_id, state, data, created_at, updated_at';
+import { parseRow } from './rows.ts';
+import type { SqliteRow } from './sqlite-rows.ts';
+import { workflowColumns as columns, workflowData, workflowRow } from './table-rows.ts';
 
 /** `WorkflowRepository` on SQLite (migration 8): one row per workflow agent, the plan as JSON; removed with its agent. */
 export class SqliteWorkflowRepository implements WorkflowRepository {
@@ -57,10 +31,9 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
   }
 
   put(record: WorkflowRecord): Promise<void> {
-    const data = { request: record.request, summary: record.summary, tasks: record.tasks, replans: record.replans, note: record.note };
     return this.#connection.execute(
       () => {
-        this.#put.run(record.agentId, record.state, JSON.stringify(data), record.createdAt, record.updatedAt);
+        this.#put.run(record.agentId, record.state, workflowData(record), record.createdAt, record.updatedAt);
       },
       () => ({ action: `store the workflow of agent "${record.agentId}"` }),
     );

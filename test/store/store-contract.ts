@@ -10,6 +10,7 @@ import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } 
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
 import { describePackageRunsContract } from './contract/package-runs-contract.ts';
+import { describeTasksContract } from './contract/tasks-contract.ts';
 import { describeWorkflowsContract } from './contract/workflows-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
 
@@ -59,6 +60,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeWorkflowsContract(context);
     describeForgedToolsContract(context);
     describeChannelsContract(context);
+    describeTasksContract(context);
     describeA2aPushConfigsContract(context);
 
     describe('close', () => {
@@ -90,6 +92,10 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
           store.packages.list(),
           store.workflows.get('a1'),
           store.a2aPushConfigs.list('t1'),
+          store.tasks.count(),
+          store.channels.recent('c', 1),
+          store.forgedTools.list(),
+          store.approvals.list(),
         ];
         for (const attempt of attempts) {
           await expect(attempt).rejects.toBeInstanceOf(StoreError);

@@ -5,14 +5,14 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../../config/index.ts';
+import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
 import type { AgentRecord } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
 import { checkAgentModels, type ModelProblem, modelName } from '../../models/index.ts';
 import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../logging/index.ts';
-import { openSqliteStore } from '../../store/index.ts';
+import { inspectPostgresDatabase, openPostgresStore, openSqliteStore, type PostgresInspection, redactDatabaseUrl } from '../../store/index.ts';
 import { givenDaemonUrl } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
@@ -215,10 +215,10 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .option('--json', 'print { ok, checks: [{ ok, essential, text }], agents: [{ name, state, problems: [{ field, model, kind, problem, fix }] }], daemon_file }')
     .addHelpText(
       'after',
-      "\nAn agent cannot run when a model it calls needs a key that is not set (checked in this shell's\nenvironment), or its model server (Ollama, a base_url) does not answer; each is listed with the fix.\nExit status 1 when a check that Loom needs fails (marked ✗); agents that cannot run are warnings (!).\n\nExample:\n  $ loom doctor\n  $ loom doctor --json\n",
+      "\nAn agent cannot run when a model it calls needs a key that is not set (checked in this shell's\nenvironment), or its model server (Ollama, a base_url) does not answer; each is listed with the fix.\nWith [store] url or LOOM_DATABASE_URL, the database check connects to PostgreSQL and reads its\nschema version and clock; it migrates nothing.\nExit status 1 when a check that Loom needs fails (marked ✗); agents that cannot run are warnings (!).\n\nExample:\n  $ loom doctor\n  $ loom doctor --json\n",
     )
     .action(async (options: { json?: boolean }) => {
-      const checks: { ok: boolean; essential: boolean; text: string }[] = [];
+      const checks: DoctorCheck[] = [];
       const major = Number(process.versions.node.split('.')[0]);
       checks.push({ ok: major >= 24, essential: true, text: `Node.js ${process.version}${major >= 24 ? '' : ' (Loom needs 24 or later)'}` });
       const home = resolveLoomHome(io.env, io.cwd);
@@ -232,19 +232,7 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         checks.push({ ok: false, essential: true, text: `config ${home.configPath}: ${error instanceof Error ? error.message : String(error)}` });
         config = ConfigSchema.parse({});
       }
-      let records: AgentRecord[] = [];
-      try {
-        const store = openSqliteStore({ path: home.databasePath });
-        try {
-          const integrity = store.integrityCheck();
-          checks.push({ ok: integrity.join() === 'ok', essential: true, text: `database ${home.databasePath}: ${integrity.join('; ')}` });
-          records = await store.agents.list();
-        } finally {
-          await store.close();
-        }
-      } catch (error) {
-        checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
-      }
+      const records = await checkDatabase(home, config, io.env, checks);
       if (config.default_model === undefined) checks.push({ ok: false, essential: false, text: 'no [default_model]: agents without [model] cannot run (loom init sets one)' });
       else checks.push({ ok: true, essential: false, text: `default model ${modelName(config.default_model)}` });
       const keys = modelKeysIn(io.env);
@@ -281,6 +269,81 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       io.stdout(`daemon file: ${daemonFilePath(home)}\n`);
       if (!ok) throw new LoomError('DOCTOR_FAILED', 'system', 'some checks failed (marked ✗)');
     });
+}
+
+/** A line of `loom doctor`: ✓ when ok, else ✗ when Loom needs it (essential), ! when not. */
+interface DoctorCheck {
+  ok: boolean;
+  essential: boolean;
+  text: string;
+}
+
+/** How far this machine's clock may be from the database server's before doctor warns. */
+const CLOCK_SKEW_WARNING_MS = 1_000;
+
+/**
+ * Checks the store and returns its agents: the PostgreSQL database `LOOM_DATABASE_URL` or
+ * `[store] url` names (the connection, the schema version, the clock), without migrating it;
+ * else the SQLite file (its integrity). Never shows a password.
+ */
+async function checkDatabase(home: LoomHome, config: Config, env: CliIo['env'], checks: DoctorCheck[]): Promise<AgentRecord[]> {
+  let database: ReturnType<typeof resolveStoreUrl>;
+  try {
+    database = resolveStoreUrl(config, env);
+  } catch (error) {
+    checks.push({ ok: false, essential: true, text: `database: ${(error as Error).message}` });
+    return [];
+  }
+  if (database === undefined) {
+    try {
+      const store = openSqliteStore({ path: home.databasePath });
+      try {
+        const integrity = store.integrityCheck();
+        checks.push({ ok: integrity.join() === 'ok', essential: true, text: `database ${home.databasePath}: ${integrity.join('; ')}` });
+        return await store.agents.list();
+      } finally {
+        await store.close();
+      }
+    } catch (error) {
+      checks.push({ ok: false, essential: true, text: `database ${home.databasePath}: ${(error as Error).message}` });
+      return [];
+    }
+  }
+  const target = redactDatabaseUrl(database.url);
+  let found: PostgresInspection;
+  try {
+    found = await inspectPostgresDatabase(database.url, { connectTimeoutMs: 5_000 });
+  } catch (error) {
+    checks.push({ ok: false, essential: true, text: `database ${target} (from ${database.from}): ${(error as Error).message}` });
+    return [];
+  }
+  checks.push({ ok: true, essential: true, text: `database ${target} (from ${database.from}): connected` });
+  const { schemaVersion, latestVersion } = found;
+  checks.push(
+    schemaVersion > latestVersion
+      ? { ok: false, essential: true, text: `database schema version ${schemaVersion} is newer than this Loom knows (${latestVersion}): upgrade Loom, or point [store] url at another database` }
+      : schemaVersion < latestVersion
+        ? { ok: true, essential: true, text: `database schema version ${schemaVersion}: Loom migrates it to ${latestVersion} when it starts` }
+        : { ok: true, essential: true, text: `database schema version ${schemaVersion} (the newest)` },
+  );
+  const skew = found.serverTime - found.localTime;
+  checks.push({
+    ok: Math.abs(skew) <= CLOCK_SKEW_WARNING_MS,
+    essential: false,
+    text: `this machine's clock is ${Math.abs(skew)} ms ${skew > 0 ? 'behind' : 'ahead of'} the database server's${Math.abs(skew) <= CLOCK_SKEW_WARNING_MS ? '' : ' (run NTP on both: schedules and timeouts follow this clock)'}`,
+  });
+  if (schemaVersion !== latestVersion) return [];
+  try {
+    const store = await openPostgresStore({ url: database.url, poolSize: 1 });
+    try {
+      return await store.agents.list();
+    } finally {
+      await store.close();
+    }
+  } catch (error) {
+    checks.push({ ok: false, essential: true, text: `database ${target}: ${(error as Error).message}` });
+    return [];
+  }
 }
 
 /** The stored agents whose models cannot be called, each with what is wrong and the fix. */

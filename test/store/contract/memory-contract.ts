@@ -88,6 +88,14 @@ export function describeMemoryContract(context: StoreContext): void {
       expect((await store.memory.list('a1', 'N')).map((record) => record.key)).toEqual(['NOTE/x', 'Note']);
     });
 
+    it('memory.list() sorts keys beyond ASCII by code point, and finds a prefix among them', async () => {
+      await createAgent('a1');
+      for (const key of ['😀/b', 'ｚ', '😀/a', 'é', 'z', '😀', 'Z']) await store.memory.put(memoryRecord('a1', key, null));
+
+      expect((await store.memory.list('a1')).map((record) => record.key)).toEqual(['Z', 'z', 'é', 'ｚ', '😀', '😀/a', '😀/b']);
+      expect((await store.memory.list('a1', '😀/')).map((record) => record.key)).toEqual(['😀/a', '😀/b']);
+    });
+
     it('memory.put() refuses a key of an unknown agent with StoreNotFoundError', async () => {
       const attempt = store.memory.put(memoryRecord('nobody', 'k'));
 

@@ -1,0 +1,84 @@
+import type pg from 'pg';
+import { StoreError } from '../errors/index.ts';
+import { toPostgresStoreError } from './postgres-errors.ts';
+import type { Row } from './rows.ts';
+import type { OperationContext } from './sqlite-errors.ts';
+
+/** A pool or one of its clients: what runs a statement. */
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** A value bound to a statement's `$n` parameter. */
+export type Parameter = string | number | boolean | null | readonly string[] | readonly number[];
+
+/**
+ * Runs one parameterised statement and returns its rows and how many it changed. Statements are
+ * only ever built from constants; every value goes in `values`.
+ */
+export async function query(db: Queryable, text: string, values: readonly Parameter[] = []): Promise<{ rows: Row[]; changed: number }> {
+  const result = await db.query<Row>(text, values as Parameter[]);
+  return { rows: result.rows, changed: result.rowCount ?? 0 };
+}
+
+/**
+ * The open pool shared by one store's repositories: it refuses work once closed, maps failures
+ * to typed errors and runs transactions.
+ */
+export class PostgresConnection {
+  readonly pool: pg.Pool;
+  /** The URL without its password, for messages. */
+  readonly target: string;
+  #closed = false;
+
+  constructor(pool: pg.Pool, target: string) {
+    this.pool = pool;
+    this.target = target;
+  }
+
+  /** Whether `close()` has been called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Runs `work` as one store operation: refused when the store is closed, failures mapped by
+   * `toPostgresStoreError` with the context `describe` builds. A write is committed before the
+   * promise resolves (a single statement commits on its own; `transaction` commits before it returns).
+   */
+  async execute<T>(work: (db: Queryable) => Promise<T>, describe: () => OperationContext): Promise<T> {
+    if (this.#closed) throw new StoreError(`cannot ${describe().action}: the store ${this.target} is closed`);
+    try {
+      return await work(this.pool);
+    } catch (error) {
+      throw toPostgresStoreError(error, describe(), this.target);
+    }
+  }
+
+  /**
+   * Runs `work` on one client inside `BEGIN … COMMIT`, rolling back when it throws. A client
+   * whose rollback fails (its connection is gone) is destroyed rather than returned to the pool.
+   */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Closes the pool once its clients are idle. Later operations are refused; closing again does nothing. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,291 @@
+import type pg from 'pg';
+import { StoreError } from '../errors/index.ts';
+import { assertOrdered, type Migration } from './migrations.ts';
+
+/**
+ * The advisory lock (one 64-bit key, `Loom` in ASCII) held while the schema is migrated, so that
+ * several Loom nodes starting at once on one database migrate it once, one after another.
+ */
+export const MIGRATION_LOCK_KEY = 0x4c6f6f6d;
+
+/**
+ * The PostgreSQL schema, oldest step first. Append new steps; never edit one that has shipped.
+ * The tables mirror SQLite's (`migrations.ts`) column for column, so both stores read their rows
+ * through the same schemas: text for JSON (kept byte for byte, key order and `\u0000` escapes
+ * included, which JSONB would not keep), BIGINT for times in milliseconds and counts. Where
+ * SQLite breaks ties by `rowid`, an identity column `insert_order` does; `COLLATE "C"` gives
+ * SQLite's binary (code point) order to the text columns that results are sorted by.
+ */
+export const postgresMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'agents, sessions, memory, usage, events, approvals, A2A tasks and push configs, packages, workflows, forged tools, channels',
+    sql: `
+      CREATE TABLE agents (
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        state TEXT NOT NULL CHECK (state IN ('running', 'suspended')),
+        parent_id TEXT REFERENCES agents (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX agents_parent_id ON agents (parent_id);
+
+      CREATE TABLE sessions (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        revision BIGINT NOT NULL DEFAULT 0,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX sessions_agent_id ON sessions (agent_id, created_at, insert_order);
+
+      CREATE TABLE session_messages (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+
+      CREATE TABLE memory (
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        key TEXT COLLATE "C" NOT NULL,
+        value TEXT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (agent_id, key)
+      );
+
+      -- agent_id is deliberately not a foreign key: usage outlives its agent, for accounting.
+      CREATE TABLE usage (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        agent_id TEXT COLLATE "C" NOT NULL,
+        at BIGINT NOT NULL,
+        model TEXT COLLATE "C" NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL
+      );
+      CREATE INDEX usage_agent_id_at ON usage (agent_id, at);
+      CREATE INDEX usage_at ON usage (at);
+
+      -- An identity never hands out a number twice, even after the newest rows go.
+      CREATE TABLE events (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        agent_id TEXT,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX events_agent_id ON events (agent_id, seq);
+      CREATE INDEX events_type ON events (type, seq);
+
+      -- agent_id is not a foreign key: decisions are kept for the audit after the agent is gone.
+      CREATE TABLE approvals (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        input TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        requested_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        decided_by TEXT,
+        reason TEXT,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX approvals_status ON approvals (status, requested_at);
+
+      CREATE TABLE tasks (
+        id TEXT NOT NULL PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        state TEXT NOT NULL,
+        finished BOOLEAN NOT NULL,
+        task TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX tasks_finished_created ON tasks (finished, created_at);
+      CREATE INDEX tasks_context_updated ON tasks (context_id, updated_at);
+      CREATE INDEX tasks_updated ON tasks (updated_at);
+
+      -- No foreign key to tasks: a config sent with a message is stored before its task is.
+      -- Deleting a task deletes its configs in the same statement (the task repository's delete).
+      CREATE TABLE a2a_push_configs (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        token TEXT,
+        auth_scheme TEXT,
+        auth_credentials TEXT,
+        wire_version TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (task_id, id)
+      );
+
+      CREATE TABLE package_runs (
+        id TEXT NOT NULL PRIMARY KEY,
+        package TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed')),
+        inputs TEXT NOT NULL,
+        activities TEXT NOT NULL,
+        emitted TEXT,
+        error TEXT,
+        started_at BIGINT NOT NULL,
+        ended_at BIGINT,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX package_runs_package_started ON package_runs (package, binding, started_at);
+      CREATE INDEX package_runs_started ON package_runs (started_at);
+      CREATE INDEX package_runs_status ON package_runs (status);
+
+      CREATE TABLE installed_packages (
+        slug TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        qualified_name TEXT,
+        version TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        persona TEXT NOT NULL,
+        agent_json TEXT NOT NULL,
+        loom_toml TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        skills TEXT NOT NULL,
+        installed_at BIGINT NOT NULL,
+        last_fires TEXT NOT NULL DEFAULT '{}'
+      );
+
+      CREATE TABLE workflows (
+        agent_id TEXT NOT NULL PRIMARY KEY REFERENCES agents (id) ON DELETE CASCADE,
+        state TEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX workflows_state ON workflows (state, updated_at);
+
+      -- No foreign key to agents: a shared tool outlives the agent that forged it.
+      CREATE TABLE forged_tools (
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        tier TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL,
+        calls BIGINT NOT NULL DEFAULT 0,
+        successes BIGINT NOT NULL DEFAULT 0,
+        total_ms DOUBLE PRECISION NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX forged_tools_agent ON forged_tools (agent_id, created_at);
+
+      -- Keyed by the channel's name in config.toml, not by an agent: a channel outlives the agents it serves.
+      CREATE TABLE channel_messages (
+        channel TEXT NOT NULL,
+        platform_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        conversation_id TEXT NOT NULL,
+        conversation_kind TEXT NOT NULL,
+        thread TEXT,
+        mentioned BOOLEAN NOT NULL,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        note TEXT,
+        received_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (channel, platform_id)
+      );
+      CREATE INDEX channel_messages_status ON channel_messages (channel, status, received_at);
+      CREATE INDEX channel_messages_received ON channel_messages (channel, received_at);
+
+      CREATE TABLE channel_pairings (
+        code TEXT NOT NULL PRIMARY KEY,
+        channel TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        user_name TEXT,
+        created_at BIGINT NOT NULL,
+        approved_at BIGINT,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX channel_pairings_user ON channel_pairings (channel, user_id);
+    `,
+  },
+];
+
+/** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */
+export async function readPostgresSchemaVersion(db: Pick<pg.PoolClient, 'query'>): Promise<number> {
+  const exists = await db.query<{ table: string | null }>("SELECT to_regclass('loom_schema')::text AS table");
+  const table = exists.rows[0]?.table;
+  if (table === undefined || table === null) return 0;
+  const result = await db.query<{ version: number | null }>('SELECT max(version) AS version FROM loom_schema');
+  return result.rows[0]?.version ?? 0;
+}
+
+/**
+ * Brings the database up to the newest step of `steps`, in one transaction under the advisory
+ * lock `MIGRATION_LOCK_KEY`: a second node that starts meanwhile waits, then finds the work done.
+ * Each applied step is recorded in `loom_schema` (version, name, when). `target` is the redacted
+ * URL, for messages. Returns the resulting schema version.
+ *
+ * @throws {StoreError} when the database's schema is newer than `steps` knows (nothing is
+ *   changed), or a step fails (everything this call did is rolled back).
+ */
+export async function applyPostgresMigrations(pool: pg.Pool, target: string, steps: readonly Migration[] = postgresMigrations): Promise<number> {
+  assertOrdered(steps);
+  const latest = steps.at(-1)?.version ?? 0;
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    const initial = await readPostgresSchemaVersion(client);
+    if (initial > latest) {
+      throw new StoreError(
+        `cannot open store ${target}: its schema version is ${initial}, but this Loom knows versions up to ${latest}; ` +
+          'upgrade Loom (every node sharing the database runs the same version), or point [store] url at another database',
+        { details: { database: target, version: initial, latest } },
+      );
+    }
+    if (initial === 0) {
+      await client.query('CREATE TABLE IF NOT EXISTS loom_schema (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+    }
+    let current = initial;
+    for (const step of steps) {
+      if (step.version <= current) continue;
+      try {
+        await client.query(step.sql);
+        await client.query("INSERT INTO loom_schema (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)", [step.version, step.name]);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new StoreError(
+          `cannot migrate store ${target} to schema version ${step.version} (${step.name}): ${reason}; the database stays at version ${initial}`,
+          { cause: error, details: { database: target, version: step.version } },
+        );
+      }
+      current = step.version;
+    }
+    await client.query('COMMIT');
+    return current;
+  } catch (error) {
+    await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,0 +1,149 @@
+import type { JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
+import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
+import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
+import { recordUsage } from './postgres-usage-repository.ts';
+import { parseRow, type Row } from './rows.ts';
+import { sessionMessageRow, sessionRow } from './table-rows.ts';
+
+/** A session with its messages in one statement (one snapshot): a row per message, or one with a null `seq` when it has none. */
+const withMessages = `SELECT sessions.id, sessions.agent_id, sessions.created_at, sessions.updated_at, session_messages.seq, session_messages.message
+  FROM sessions LEFT JOIN session_messages ON session_messages.session_id = sessions.id`;
+
+/**
+ * Inserts `messages` as rows of session `id`, numbered from `from`, in one statement.
+ * Shared with the agent repository, which stores an agent's first session.
+ */
+export async function insertSessionMessages(db: Queryable, id: string, messages: readonly JsonValue[], from: number): Promise<void> {
+  if (messages.length === 0) return;
+  await query(
+    db,
+    `INSERT INTO session_messages (session_id, seq, message)
+     SELECT $1, ($2::integer + item.ordinality - 1)::integer, item.message FROM unnest($3::text[]) WITH ORDINALITY AS item (message, ordinality)`,
+    [id, from, messages.map((message) => JSON.stringify(message))],
+  );
+}
+
+/**
+ * `SessionRepository` on PostgreSQL. A session is a row, its messages one row each (`seq` orders
+ * them), so appending a turn writes only the turn. A save or an append locks the session's row
+ * (`FOR UPDATE`) before it compares revisions, so concurrent writers of one session, from this
+ * process or another node, take turns.
+ */
+export class PostgresSessionRepository implements SessionRepository {
+  readonly #connection: PostgresConnection;
+
+  constructor(connection: PostgresConnection) {
+    this.#connection = connection;
+  }
+
+  get(id: string): Promise<SessionRecord | undefined> {
+    return this.#connection.execute(
+      async (db) => readSessions((await query(db, `${withMessages} WHERE sessions.id = $1 ORDER BY session_messages.seq`, [id])).rows)[0],
+      () => ({ action: `get session "${id}"` }),
+    );
+  }
+
+  listByAgent(agentId: string): Promise<SessionRecord[]> {
+    return this.#connection.execute(
+      async (db) => readSessions((await query(db, `${withMessages} WHERE sessions.agent_id = $1 ORDER BY sessions.created_at, sessions.insert_order, session_messages.seq`, [agentId])).rows),
+      () => ({ action: `list the sessions of agent "${agentId}"` }),
+    );
+  }
+
+  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[] } = {}): Promise<number> {
+    const { expectedRevision } = options;
+    return this.#connection.execute(
+      () =>
+        this.#connection.transaction(async (client) => {
+          const current = (await lockedRevision(client, session.id)) ?? 0;
+          checkRevision(session.id, current, expectedRevision);
+          // With an expected revision, the update also requires it: a session another writer
+          // created after the lock above found none is a conflict, not overwritten.
+          const { rows } = await query(
+            client,
+            `INSERT INTO sessions (id, agent_id, created_at, updated_at, revision) VALUES ($1, $2, $3, $4, 1)
+             ON CONFLICT (id) DO UPDATE SET
+               agent_id = excluded.agent_id,
+               created_at = excluded.created_at,
+               updated_at = excluded.updated_at,
+               revision = sessions.revision + 1
+             ${expectedRevision === undefined ? '' : 'WHERE sessions.revision = $5'}
+             RETURNING revision`,
+            expectedRevision === undefined ? [session.id, session.agentId, session.createdAt, session.updatedAt] : [session.id, session.agentId, session.createdAt, session.updatedAt, expectedRevision],
+          );
+          const revision = rows[0]?.['revision'];
+          if (typeof revision !== 'number') checkRevision(session.id, (await lockedRevision(client, session.id)) ?? 0, expectedRevision, true);
+          await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
+          await insertSessionMessages(client, session.id, session.messages, 0);
+          await recordUsage(client, options.usage ?? []);
+          return Number(revision);
+        }),
+      () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
+    );
+  }
+
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[] }): Promise<number> {
+    return this.#connection.execute(
+      () =>
+        this.#connection.transaction(async (client) => {
+          const current = await lockedRevision(client, id);
+          checkRevision(id, current ?? 0, options.expectedRevision);
+          if (current === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          const { rows } = await query(client, 'UPDATE sessions SET updated_at = $1, revision = revision + 1 WHERE id = $2 RETURNING revision', [options.updatedAt, id]);
+          const next = await query(client, 'SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = $1', [id]);
+          await insertSessionMessages(client, id, messages, Number(next.rows[0]?.['next'] ?? 0));
+          await recordUsage(client, options.usage ?? []);
+          return Number(rows[0]?.['revision']);
+        }),
+      () => ({ action: `append to session "${id}"` }),
+    );
+  }
+
+  revision(id: string): Promise<number | undefined> {
+    return this.#connection.execute(
+      async (db) => {
+        const [row] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1', [id])).rows;
+        return row === undefined ? undefined : Number(row['revision']);
+      },
+      () => ({ action: `read the revision of session "${id}"` }),
+    );
+  }
+
+  delete(id: string): Promise<void> {
+    return this.#connection.execute(
+      async (db) => {
+        await query(db, 'DELETE FROM sessions WHERE id = $1', [id]);
+      },
+      () => ({ action: `delete session "${id}"` }),
+    );
+  }
+}
+
+/** The session's revision, its row locked until the transaction ends; undefined when there is no such session. */
+async function lockedRevision(db: Queryable, id: string): Promise<number | undefined> {
+  const [row] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows;
+  return row === undefined ? undefined : Number(row['revision']);
+}
+
+/** Throws `StoreConflictError` when `expectedRevision` is given and is not `revision` (or always, with `always`). */
+function checkRevision(id: string, revision: number, expectedRevision: number | undefined, always = false): void {
+  if (expectedRevision === undefined || (revision === expectedRevision && !always)) return;
+  throw new StoreConflictError(`cannot save session "${id}": it was saved elsewhere meanwhile (revision ${revision}, expected ${expectedRevision})`, {
+    details: { sessionId: id, revision, expectedRevision },
+  });
+}
+
+/** Sessions from the rows of `withMessages`, in the order their first rows come. */
+function readSessions(rows: readonly Row[]): SessionRecord[] {
+  const sessions = new Map<string, SessionRecord>();
+  for (const row of rows) {
+    const session = parseRow(sessionRow, row, 'sessions', ['id']);
+    let record = sessions.get(session.id);
+    if (record === undefined) {
+      record = { id: session.id, agentId: session.agent_id, messages: [], createdAt: session.created_at, updatedAt: session.updated_at };
+      sessions.set(session.id, record);
+    }
+    if (row['seq'] !== null) record.messages.push(parseRow(sessionMessageRow, { ...row, session_id: session.id }, 'session_messages', ['session_id', 'seq']).message);
+  }
+  return [...sessions.values()];
+}

@@ -1,0 +1,173 @@
+import pg from 'pg';
+import type { Logger, Store } from '../contracts/index.ts';
+import { StoreError } from '../errors/index.ts';
+import { redactDatabaseUrl } from './database-url.ts';
+import { PostgresA2aPushConfigRepository } from './postgres-a2a-push-config-repository.ts';
+import { PostgresAgentRepository } from './postgres-agent-repository.ts';
+import { PostgresApprovalRepository } from './postgres-approval-repository.ts';
+import { PostgresChannelRepository } from './postgres-channel-repository.ts';
+import { PostgresConnection } from './postgres-connection.ts';
+import { toPostgresOpenError } from './postgres-errors.ts';
+import { PostgresEventRepository } from './postgres-event-repository.ts';
+import { PostgresForgedToolRepository } from './postgres-forged-tool-repository.ts';
+import { PostgresInstalledPackageRepository } from './postgres-installed-package-repository.ts';
+import { PostgresMemoryRepository } from './postgres-memory-repository.ts';
+import { applyPostgresMigrations, postgresMigrations, readPostgresSchemaVersion } from './postgres-migrations.ts';
+import { PostgresPackageRunRepository } from './postgres-package-run-repository.ts';
+import { PostgresSessionRepository } from './postgres-session-repository.ts';
+import { PostgresTaskRepository } from './postgres-task-repository.ts';
+import { PostgresUsageRepository } from './postgres-usage-repository.ts';
+import { PostgresWorkflowRepository } from './postgres-workflow-repository.ts';
+
+/** How many connections one store opens at most, unless told otherwise. */
+export const DEFAULT_POSTGRES_POOL_SIZE = 10;
+
+/** How long opening a connection may take before it fails, in milliseconds. */
+export const DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS = 10_000;
+
+/** Options of `openPostgresStore`. */
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database` (libpq's parameters, such as `sslmode`, may follow). */
+  url: string;
+  /** The most connections the pool opens (default 10). */
+  poolSize?: number;
+  /** How long connecting may take, in milliseconds (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Where a connection lost while idle is reported (the pool opens another when next needed). */
+  logger?: Logger;
+}
+
+/** A `Store` on a PostgreSQL database, with what only it has. */
+export interface PostgresStore extends Store {
+  /** The database's URL without its password: safe to show. */
+  readonly target: string;
+  /** The schema version of the database once migrated (the newest row of `loom_schema`). */
+  readonly schemaVersion: number;
+  /**
+   * Asks the server for its schema version and its clock (ms since the epoch) now.
+   * @throws {StoreError} when the store is closed or the server cannot be reached.
+   */
+  ping(): Promise<{ schemaVersion: number; serverTime: number }>;
+}
+
+// BIGINT (int8) comes back as a string by default, since it can exceed 2^53. The store's BIGINTs
+// are milliseconds, counts and sequence numbers, all far below that, so they are read as numbers.
+const INT8_OID = 20;
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : (pg.types.getTypeParser(oid, format ?? 'text') as unknown)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/**
+ * Opens the PostgreSQL store at `options.url`: a pool of connections, and the schema migrated to
+ * the newest version (under an advisory lock, so several nodes may start at once).
+ *
+ * @throws {StoreError} when the server cannot be reached, refuses the user, has no such database,
+ *   or holds a schema newer than this Loom knows; the message names the server and database
+ *   (never the password) and says what to do.
+ * @example
+ * const store = await openPostgresStore({ url: 'postgres://loom:secret@db.internal/loom' });
+ * try { await store.agents.list(); } finally { await store.close(); }
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  const target = redactDatabaseUrl(options.url);
+  const poolSize = options.poolSize ?? DEFAULT_POSTGRES_POOL_SIZE;
+  if (!Number.isSafeInteger(poolSize) || poolSize < 1) throw new StoreError(`cannot open store ${target}: poolSize must be a positive integer, got ${poolSize}`);
+  let pool: pg.Pool;
+  try {
+    pool = new pg.Pool({
+      connectionString: options.url,
+      max: poolSize,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS,
+      application_name: 'loom',
+      types,
+    });
+  } catch (error) {
+    throw toPostgresOpenError(error, target);
+  }
+  // Without a listener, a connection the server drops while idle would crash the process.
+  pool.on('error', (error) => options.logger?.warn({ database: target, err: error.message }, 'lost an idle connection to the database; the pool opens another when needed'));
+  try {
+    const schemaVersion = await applyPostgresMigrations(pool, target);
+    return createPostgresStore(new PostgresConnection(pool, target), schemaVersion);
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw toPostgresOpenError(error, target);
+  }
+}
+
+/** What `inspectPostgresDatabase` finds. */
+export interface PostgresInspection {
+  /** The database's URL without its password. */
+  target: string;
+  /** The schema version the database holds (0 when Loom never ran on it). */
+  schemaVersion: number;
+  /** The newest schema version this Loom knows: the database is migrated to it at open. */
+  latestVersion: number;
+  /** The server's clock, ms since the epoch, read with `localTime` its local counterpart (the midpoint of the round trip). */
+  serverTime: number;
+  localTime: number;
+}
+
+/**
+ * Connects to the PostgreSQL database at `url` once and reads its schema version and its clock,
+ * changing nothing (no migration): what `loom doctor` checks.
+ *
+ * @throws {StoreError} when the server cannot be reached, refuses the user or has no such
+ *   database; the message names the server and database, never the password.
+ */
+export async function inspectPostgresDatabase(url: string, options: { connectTimeoutMs?: number } = {}): Promise<PostgresInspection> {
+  const target = redactDatabaseUrl(url);
+  let client: pg.Client | undefined;
+  try {
+    client = new pg.Client({ connectionString: url, connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS, application_name: 'loom', types });
+    // A connection dropped by the server is reported by the query that needed it.
+    client.on('error', () => undefined);
+    await client.connect();
+    const schemaVersion = await readPostgresSchemaVersion(client);
+    const sent = Date.now();
+    const clock = await client.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now');
+    const localTime = Math.round((sent + Date.now()) / 2);
+    return { target, schemaVersion, latestVersion: postgresMigrations.at(-1)?.version ?? 0, serverTime: clock.rows[0]?.now ?? Number.NaN, localTime };
+  } catch (error) {
+    throw toPostgresOpenError(error, target);
+  } finally {
+    await client?.end().catch(() => undefined);
+  }
+}
+
+function createPostgresStore(connection: PostgresConnection, schemaVersion: number): PostgresStore {
+  return {
+    agents: new PostgresAgentRepository(connection),
+    sessions: new PostgresSessionRepository(connection),
+    memory: new PostgresMemoryRepository(connection),
+    usage: new PostgresUsageRepository(connection),
+    events: new PostgresEventRepository(connection),
+    approvals: new PostgresApprovalRepository(connection),
+    tasks: new PostgresTaskRepository(connection),
+    a2aPushConfigs: new PostgresA2aPushConfigRepository(connection),
+    packageRuns: new PostgresPackageRunRepository(connection),
+    packages: new PostgresInstalledPackageRepository(connection),
+    workflows: new PostgresWorkflowRepository(connection),
+    forgedTools: new PostgresForgedToolRepository(connection),
+    channels: new PostgresChannelRepository(connection),
+    target: connection.target,
+    schemaVersion,
+    ping(): Promise<{ schemaVersion: number; serverTime: number }> {
+      return connection.execute(
+        async (db) => {
+          const now = await db.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now');
+          return { schemaVersion: await readPostgresSchemaVersion(db), serverTime: now.rows[0]?.now ?? Number.NaN };
+        },
+        () => ({ action: 'reach the database' }),
+      );
+    },
+    async close(): Promise<void> {
+      try {
+        await connection.close();
+      } catch (error) {
+        throw new StoreError(`cannot close store ${connection.target}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+    },
+  };
+}

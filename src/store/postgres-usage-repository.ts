@@ -1,0 +1,107 @@
+import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
+import { StoreError } from '../errors/index.ts';
+import { type Parameter, type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
+import { checkLimit, parseRow, type Row } from './rows.ts';
+import { usageBucketRow, usageRow, usageTotalsRow } from './table-rows.ts';
+
+const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cost_usd';
+// sum() of BIGINT is NUMERIC (read back as text): cast back, as no total comes near 2^63.
+const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
+  coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
+
+/**
+ * Records usage in one statement, in order. Shared with the session repository, which records a
+ * turn's usage in the transaction that saves its messages.
+ */
+export async function recordUsage(db: Queryable, records: readonly UsageRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await query(
+    db,
+    `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::double precision[])`,
+    [
+      records.map((record) => record.agentId),
+      records.map((record) => record.at),
+      records.map((record) => record.model),
+      records.map((record) => record.inputTokens),
+      records.map((record) => record.outputTokens),
+      records.map((record) => record.costUsd),
+    ],
+  );
+}
+
+/** `UsageRepository` on PostgreSQL. `agent_id` and `model` are `COLLATE "C"`, so buckets sort as SQLite sorts them. */
+export class PostgresUsageRepository implements UsageRepository {
+  readonly #connection: PostgresConnection;
+
+  constructor(connection: PostgresConnection) {
+    this.#connection = connection;
+  }
+
+  record(usage: UsageRecord): Promise<void> {
+    return this.#connection.execute(
+      async (db) => {
+        await query(db, 'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)', [
+          usage.agentId,
+          usage.at,
+          usage.model,
+          usage.inputTokens,
+          usage.outputTokens,
+          usage.costUsd,
+        ]);
+      },
+      () => ({ action: `record usage of agent "${usage.agentId}"` }),
+    );
+  }
+
+  totals(options: { since: number; agentId?: string }): Promise<UsageTotals> {
+    const { since, agentId } = options;
+    return this.#connection.execute(
+      async (db) => {
+        const { rows } = agentId === undefined ? await query(db, `SELECT ${sums} FROM usage WHERE at >= $1`, [since]) : await query(db, `SELECT ${sums} FROM usage WHERE agent_id = $1 AND at >= $2`, [agentId, since]);
+        return parseRow(usageTotalsRow, rows[0] ?? {}, 'usage', []);
+      },
+      () => ({ action: agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"` }),
+    );
+  }
+
+  list(options: { since?: number; agentId?: string; limit?: number } = {}): Promise<UsageRecord[]> {
+    const { since, agentId } = options;
+    const action = agentId === undefined ? 'list usage' : `list usage of agent "${agentId}"`;
+    return this.#connection.execute(
+      async (db) => {
+        const limit = checkLimit(options.limit, action) ?? null;
+        const where: string[] = [];
+        const values: Parameter[] = [];
+        if (agentId !== undefined) where.push(`agent_id = $${values.push(agentId)}`);
+        if (since !== undefined) where.push(`at >= $${values.push(since)}`);
+        const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
+        const { rows } = await query(db, `SELECT ${columns} FROM usage ${clause} ORDER BY at, id LIMIT $${values.push(limit)}`, values);
+        return rows.map(parseUsage);
+      },
+      () => ({ action }),
+    );
+  }
+
+  series(options: { since: number; until: number; stepMs: number; agentId?: string }): Promise<UsageBucket[]> {
+    const { since, until, stepMs, agentId } = options;
+    const action = agentId === undefined ? 'add usage up over time' : `add usage of agent "${agentId}" up over time`;
+    return this.#connection.execute(
+      async (db) => {
+        if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new StoreError(`cannot ${action}: stepMs must be a positive integer, got ${stepMs}`);
+        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until)) throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
+        // Integer division puts a record in the bucket its time falls in: since + n * step.
+        const text = `SELECT ($1::bigint + ((at - $1::bigint) / $2::bigint) * $2::bigint) AS start, agent_id, model, ${sums}
+          FROM usage WHERE at >= $1 AND at < $3 ${agentId === undefined ? '' : 'AND agent_id = $4'}
+          GROUP BY 1, agent_id, model ORDER BY 1, agent_id, model`;
+        const { rows } = await query(db, text, agentId === undefined ? [since, stepMs, until] : [since, stepMs, until, agentId]);
+        return rows.map((row) => parseRow(usageBucketRow, row, 'usage', ['start', 'agent_id', 'model']));
+      },
+      () => ({ action }),
+    );
+  }
+}
+
+function parseUsage(row: Row): UsageRecord {
+  return parseRow(usageRow, row, 'usage', ['id']);
+}
