@@ -130,19 +130,20 @@ export interface SessionRepository {
    * Creates a session, or replaces every field of an existing one (`createdAt` included), and
    * returns its new revision: 1 when created, one more on each save after. With
    * `expectedRevision`, saves only if the stored revision is still that one (0 for none).
-   * `usage` is recorded in the same transaction (a turn's cost commits with its messages).
+   * `usage` and `events` (appended to the event log) are recorded in the same transaction: a
+   * turn's cost and its audit record commit with its messages.
    * @throws {StoreNotFoundError} when its agent does not exist.
    * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
    */
-  save(session: SessionRecord, options?: { expectedRevision?: number; usage?: readonly UsageRecord[] }): Promise<number>;
+  save(session: SessionRecord, options?: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number>;
   /**
    * Appends messages to a session's history (one more revision), without rewriting what it
-   * holds; with `expectedRevision`, only if the stored revision is still that one. `usage` is
-   * recorded in the same transaction.
+   * holds; with `expectedRevision`, only if the stored revision is still that one. `usage` and
+   * `events` are recorded in the same transaction.
    * @throws {StoreNotFoundError} when the session does not exist.
    * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
    */
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[] }): Promise<number>;
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number>;
   /**
    * The session's revision, without reading its messages; undefined when there is no such
    * session. A holder of a session's history compares it to know whether the history is current.

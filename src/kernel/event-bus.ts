@@ -1,4 +1,4 @@
-import type { JsonValue, Logger } from '../contracts/index.ts';
+import type { EventRecord, JsonValue, Logger } from '../contracts/index.ts';
 import type { ForgedToolEvent } from '../emergent/index.ts';
 import type { ApprovalEvent } from './approval-service.ts';
 
@@ -91,6 +91,12 @@ export type KernelEvent =
   | ChannelEvent
   | TurnEvent
   | ToolCallEvent;
+
+/** A kernel event as the audit log stores it: its type, time and agent, the rest as data. */
+export function auditRecordOf(event: KernelEvent): Omit<EventRecord, 'seq'> {
+  const { type, at, agentId, ...data } = event;
+  return { type, at, agentId, data };
+}
 
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;

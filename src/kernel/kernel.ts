@@ -24,7 +24,7 @@ import { ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
-import { type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
+import { auditRecordOf, type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
@@ -264,11 +264,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
   /** Records the event in the audit log, then tells subscribers. The change itself is already committed. */
   async function publish(event: KernelEvent): Promise<void> {
-    const { type, at, agentId, ...data } = event;
     try {
-      await store.events.append({ type, at, agentId, data: data });
+      await store.events.append(auditRecordOf(event));
     } catch (error) {
-      logger.error({ err: error, eventType: type, agentId }, 'could not record an event in the audit log');
+      logger.error({ err: error, eventType: event.type, agentId: event.agentId }, 'could not record an event in the audit log');
     }
     events.publish(event);
   }
@@ -365,6 +364,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     agentOf: (reference) => registry.lookup(reference),
     nameOf: (agentId) => registry.find(agentId)?.name,
     publish: (event) => publish(event),
+    announce: (event) => events.publish(event),
   });
 
   /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */

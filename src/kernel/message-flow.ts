@@ -35,7 +35,8 @@ import {
   withStabilityGuidelines,
 } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
-import type { KernelEvent } from './event-bus.ts';
+import { auditRecordOf, type KernelEvent } from './event-bus.ts';
+import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { AgentTurns } from './agent-turns.ts';
@@ -74,6 +75,8 @@ interface TurnPlace {
   receivedAt: number;
   /** Whether someone reads the turn's events as they come: model output is then streamed. */
   stream: boolean;
+  /** How the turn's commit writes its audit record (see `TurnSeal`). */
+  seal?: TurnSeal;
 }
 
 /** A turn under way on a session, as its commit needs it (see `commitTurn`). */
@@ -128,7 +131,8 @@ export interface TaskTurn {
 
 /** The message flow, and what the kernel tells it when agents stop. */
 export interface MessageFlow {
-  send(reference: string, message: string, options?: SendOptions): Promise<TurnResult>;
+  /** `seal` is how the turn's commit writes its own audit record (see `TurnSeal`). */
+  send(reference: string, message: string, options?: SendOptions, seal?: TurnSeal): Promise<TurnResult>;
   /**
    * Runs a task turn (see {@link TaskTurn}) under the agent's capabilities, quota and turn order;
    * its usage is recorded like a message's.
@@ -341,9 +345,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * messages, from the user's message on, sealed with its record (see `sealTurn`), and the usage
    * of `calls`, each priced once; merged if another writer saved meanwhile. Then counts the usage
    * against the quota. `model` answered the turn; null leaves it to the trace (its last model).
-   * `wellFormed` leading messages of `session` are known to make a well-formed history.
+   * `wellFormed` leading messages of `session` are known to make a well-formed history. A
+   * finished turn gives its `result`: the turn's audit record (see `TurnSeal`) commits with it.
    */
-  async function commitTurn(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, wellFormed = 0): Promise<UsageRecord[]> {
+  async function commitTurn(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options: { wellFormed?: number; result?: (usage: readonly UsageRecord[]) => TurnResult } = {}): Promise<UsageRecord[]> {
     const { entry, place, userMessage } = turn;
     const usage = priceCalls(turn.runtime, entry, calls, turn.logger);
     const costs = new Map(calls.map((call, index) => [call, usage[index]?.costUsd ?? 0]));
@@ -353,8 +358,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const sealed = sealTurn(start === -1 ? [userMessage] : session.slice(start), userMessage, place.receivedAt, record, ending);
     const whole = start === -1 ? [...session, ...sealed.slice(1)] : [...session.slice(0, start), ...sealed];
     // Sealing rewrites the turn's messages from the user's on: only what comes before them stays known.
-    const known = Math.min(wellFormed, start === -1 ? session.length : start);
-    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, usage, known);
+    const wellFormed = Math.min(options.wellFormed ?? 0, start === -1 ? session.length : start);
+    const { seal } = place;
+    const audit = seal === undefined || options.result === undefined ? undefined : seal.finished(options.result(usage));
+    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
+    if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
     return usage;
   }
@@ -397,10 +405,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return logger.child({ agentId: entry.id, runId });
   }
 
-  /** The turn's result from its recorded usage, announced as `run-finish`. */
-  function finishTurn(usage: readonly UsageRecord[], text: string, iterations: number, model: string, emit: AgentEventSink): TurnResult {
+  /** A turn's result from its recorded usage. */
+  function resultOf(usage: readonly UsageRecord[], text: string, iterations: number, model: string): TurnResult {
     const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
-    const result: TurnResult = { text, usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) }, iterations, costUsd: sum((record) => record.costUsd), model };
+    return { text, usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) }, iterations, costUsd: sum((record) => record.costUsd), model };
+  }
+
+  /** Announces a turn's result as `run-finish`, and returns it. */
+  function finishTurn(result: TurnResult, emit: AgentEventSink): TurnResult {
     emit({ type: 'run-finish', result });
     return result;
   }
@@ -489,8 +501,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       }
       for (const used of calls.slice(summaries)) trace.model(used);
     }
-    const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, modelName(outcome.model), outcome.wellFormed);
-    return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
+    const answeredBy = modelName(outcome.model);
+    const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, outcome.iterations, answeredBy);
+    const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, answeredBy, { wellFormed: outcome.wellFormed, result });
+    return finishTurn(result(usage), emit);
   }
 
   /** How a turn that threw `error` ended: cancelled when its signal aborted (a cancel, a suspend, a time limit), else failed. */
@@ -555,7 +569,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw error;
     }
     const usage = await record(outcome.calls);
-    return finishTurn(usage, outcome.text, outcome.iterations, modelName(outcome.model), emit);
+    return finishTurn(resultOf(usage, outcome.text, outcome.iterations, modelName(outcome.model)), emit);
   }
 
   /**
@@ -840,8 +854,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     // A code agent that called no model answers as its module.
     const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
     const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
-    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy);
-    return finishTurn(usage, outcome.text, calls.length, answeredBy, emit);
+    const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, calls.length, answeredBy);
+    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy, { result });
+    return finishTurn(result(usage), emit);
   }
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
@@ -866,7 +881,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
   }
 
-  async function send(reference: string, message: string, options: SendOptions = {}): Promise<TurnResult> {
+  async function send(reference: string, message: string, options: SendOptions = {}, seal?: TurnSeal): Promise<TurnResult> {
     const caller = options.caller ?? OWNER;
     const { entry, runtime } = admit(reference, caller);
     const module = moduleFor(entry);
@@ -878,6 +893,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       ...(options.person === undefined ? {} : { person: options.person }),
       receivedAt,
       stream: options.emit !== undefined,
+      ...(seal === undefined ? {} : { seal }),
     };
     // A turn on the main session can be followed again by a client that left, and cancelled.
     const live = options.conversation === undefined ? liveTurns.open(entry.id, message, receivedAt) : undefined;

@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import type { Clock, Store, UsageRecord } from '../contracts/index.ts';
+import type { Clock, EventRecord, Store, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError } from '../errors/index.ts';
 
 /** How many sessions' histories a kernel keeps in memory between turns. */
@@ -73,20 +73,20 @@ export class SessionHistories {
   /**
    * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
    * When it is not, `added` (this turn's own messages) is appended to the newer history. The
-   * turn's `usage` commits in the same transaction. `wellFormed` leading messages of `messages`
-   * are known to make a well-formed history.
+   * turn's `usage` and `events` (its audit record) commit in the same transaction. `wellFormed`
+   * leading messages of `messages` are known to make a well-formed history.
    */
   async save(
     target: { sessionId: string; agentId: string },
     base: SessionHistory,
     messages: ModelMessage[],
     added: readonly ModelMessage[],
-    usage: readonly UsageRecord[] = [],
-    wellFormed = 0,
+    options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[]; wellFormed?: number } = {},
   ): Promise<void> {
+    const { usage, events } = options;
     let expected = base;
     let next = messages;
-    let known = wellFormed;
+    let known = options.wellFormed ?? 0;
     for (let attempt = 1; ; attempt += 1) {
       try {
         // A turn that only added messages appends them; one that rewrote history (compaction,
@@ -95,10 +95,10 @@ export class SessionHistories {
         const appended = expected.revision > 0 && startsWithAll(next, expected.messages);
         const updatedAt = this.#clock.now();
         const revision = appended
-          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, usage })
+          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) })
           : await this.#store.sessions.save(
               { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
-              { expectedRevision: expected.revision, usage },
+              { expectedRevision: expected.revision, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) },
             );
         this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known });
         return;

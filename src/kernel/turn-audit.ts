@@ -17,6 +17,18 @@ export interface TurnAuditParts {
   nameOf: (agentId: string) => string | undefined;
   /** Records the event in the audit log and tells subscribers; must not throw. */
   publish: (event: TurnEvent) => Promise<void>;
+  /** Tells subscribers of an event the audit log holds already (one a turn's commit wrote). */
+  announce: (event: TurnEvent) => void;
+}
+
+/**
+ * How a turn's own commit carries its audit record, so that a finished turn is one write: the
+ * commit asks `finished` for the record of its result and writes it with the turn's messages,
+ * then sets `recorded`. A turn whose commit does not (a task turn) is recorded after it returns.
+ */
+export interface TurnSeal {
+  finished(result: TurnResult): TurnEvent;
+  recorded?: TurnEvent;
 }
 
 /** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */
@@ -33,16 +45,18 @@ function describeCaller(caller: Caller | undefined, nameOf: (agentId: string) =>
  */
 export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: TurnAuditParts): Pick<MessageFlow, 'send' | 'runTask'> {
   const { clock } = parts;
-  async function audited(reference: string, kind: TurnEvent['kind'], options: SendOptions, run: () => Promise<TurnResult>): Promise<TurnResult> {
+  async function audited(reference: string, kind: TurnEvent['kind'], options: SendOptions, run: (seal: TurnSeal) => Promise<TurnResult>): Promise<TurnResult> {
     const agent = parts.agentOf(reference);
     const startedAt = clock.now();
     const base = (): Pick<TurnEvent, 'agentId' | 'name' | 'kind' | 'via' | 'durationMs' | 'at'> => {
       const at = clock.now();
       return { at, agentId: agent?.id ?? '', name: agent?.name ?? reference, kind, via: describeCaller(options.caller, parts.nameOf), durationMs: at - startedAt };
     };
+    const finished = ({ usage, ...result }: TurnResult): TurnEvent => ({ ...base(), type: 'turn-finish', model: result.model, iterations: result.iterations, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: result.costUsd });
+    const seal: TurnSeal = { finished };
     let result: TurnResult;
     try {
-      result = await run();
+      result = await run(seal);
     } catch (error) {
       if (agent !== undefined) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
@@ -52,13 +66,13 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
       throw error;
     }
     if (agent !== undefined) {
-      const { usage } = result;
-      await parts.publish({ ...base(), type: 'turn-finish', model: result.model, iterations: result.iterations, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: result.costUsd });
+      if (seal.recorded === undefined) await parts.publish(finished(result));
+      else parts.announce(seal.recorded);
     }
     return result;
   }
   return {
-    send: (reference: string, message: string, options: SendOptions = {}) => audited(reference, 'message', options, () => flow.send(reference, message, options)),
+    send: (reference: string, message: string, options: SendOptions = {}) => audited(reference, 'message', options, (seal) => flow.send(reference, message, options, seal)),
     runTask: (reference: string, task: TaskTurn, options: SendOptions = {}) => audited(reference, 'task', options, () => flow.runTask(reference, task, options)),
   };
 }

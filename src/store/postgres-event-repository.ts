@@ -1,6 +1,6 @@
 import type { EventQuery, EventRecord, EventRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
-import { type Parameter, type PostgresConnection, query } from './postgres-connection.ts';
+import { type Parameter, type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { checkLimit, parseRow, type Row } from './rows.ts';
 import { eventColumns, eventRow } from './table-rows.ts';
 
@@ -10,6 +10,21 @@ import { eventColumns, eventRow } from './table-rows.ts';
  * (Without it, two appends on two connections could commit out of order.)
  */
 export const EVENT_APPEND_LOCK_KEY = 0x4c6f6f6d + 1;
+
+/**
+ * Appends `event` inside `db`'s transaction and returns its sequence number (the event
+ * repository's append, and a session commit's). Takes the append lock, held until the commit.
+ */
+export async function insertEvent(db: Queryable, event: Omit<EventRecord, 'seq'>): Promise<number> {
+  // One statement: the lock is taken before the row gets its number.
+  const { rows } = await query(
+    db,
+    `WITH ordered AS (SELECT pg_advisory_xact_lock($5))
+     INSERT INTO events (at, type, agent_id, data) SELECT $1::bigint, $2::text, $3::text, $4::text FROM ordered RETURNING seq`,
+    [event.at, event.type, event.agentId, JSON.stringify(event.data), EVENT_APPEND_LOCK_KEY],
+  );
+  return Number(rows[0]?.['seq']);
+}
 
 /** `EventRepository` on PostgreSQL: `seq` is an identity column, never handed out twice. */
 export class PostgresEventRepository implements EventRepository {
@@ -21,16 +36,8 @@ export class PostgresEventRepository implements EventRepository {
 
   append(event: Omit<EventRecord, 'seq'>): Promise<number> {
     return this.#connection.execute(
-      async (db) => {
-        // One statement, so one transaction: the lock is taken before the row gets its number and held until it commits.
-        const { rows } = await query(
-          db,
-          `WITH ordered AS (SELECT pg_advisory_xact_lock($5))
-           INSERT INTO events (at, type, agent_id, data) SELECT $1::bigint, $2::text, $3::text, $4::text FROM ordered RETURNING seq`,
-          [event.at, event.type, event.agentId, JSON.stringify(event.data), EVENT_APPEND_LOCK_KEY],
-        );
-        return Number(rows[0]?.['seq']);
-      },
+      // One statement, so one transaction: the lock is held until it commits.
+      (db) => insertEvent(db, event),
       () => ({ action: `append event "${event.type}"` }),
     );
   }

@@ -1,6 +1,7 @@
-import type { JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
+import type { EventRecord, JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
+import { insertEvent } from './postgres-event-repository.ts';
 import { recordUsage } from './postgres-usage-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { sessionMessageRow, sessionRow } from './table-rows.ts';
@@ -50,7 +51,7 @@ export class PostgresSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[] } = {}): Promise<number> {
+  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<number> {
     const { expectedRevision } = options;
     return this.#connection.execute(
       () =>
@@ -76,13 +77,15 @@ export class PostgresSessionRepository implements SessionRepository {
           await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
           await insertSessionMessages(client, session.id, session.messages, 0);
           await recordUsage(client, options.usage ?? []);
+          // Last, so the event log's lock is held for as short a time as can be.
+          for (const event of options.events ?? []) await insertEvent(client, event);
           return Number(revision);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
     );
   }
 
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[] }): Promise<number> {
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
@@ -93,6 +96,8 @@ export class PostgresSessionRepository implements SessionRepository {
           const next = await query(client, 'SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = $1', [id]);
           await insertSessionMessages(client, id, messages, Number(next.rows[0]?.['next'] ?? 0));
           await recordUsage(client, options.usage ?? []);
+          // Last, so the event log's lock is held for as short a time as can be.
+          for (const event of options.events ?? []) await insertEvent(client, event);
           return Number(rows[0]?.['revision']);
         }),
       () => ({ action: `append to session "${id}"` }),

@@ -1,4 +1,4 @@
-import type { StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { EventQuery, EventRecord, EventRepository } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
@@ -13,6 +13,16 @@ function statementKey(shape: Shape): string {
   return `${shape.agent ? 'a' : ''}${shape.type ? 't' : ''}${shape.types ? 's' : ''}:${shape.order}`;
 }
 
+/** Prepares the insert of one event; `appendEvent` runs it (the event repository's, and a session commit's). */
+export function prepareEventInsert(db: DatabaseSync): StatementSync {
+  return db.prepare('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
+}
+
+/** Appends `event` with a statement from `prepareEventInsert` and returns its sequence number. */
+export function appendEvent(insert: StatementSync, event: Omit<EventRecord, 'seq'>): number {
+  return Number(insert.run(event.at, event.type, event.agentId, JSON.stringify(event.data)).lastInsertRowid);
+}
+
 /** `EventRepository` on SQLite. Statements are prepared once per combination of filters, on first use. */
 export class SqliteEventRepository implements EventRepository {
   readonly #connection: SqliteConnection;
@@ -21,12 +31,12 @@ export class SqliteEventRepository implements EventRepository {
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
-    this.#append = connection.db.prepare('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
+    this.#append = prepareEventInsert(connection.db);
   }
 
   append(event: Omit<EventRecord, 'seq'>): Promise<number> {
     return this.#connection.execute(
-      () => Number(this.#append.run(event.at, event.type, event.agentId, JSON.stringify(event.data)).lastInsertRowid),
+      () => appendEvent(this.#append, event),
       () => ({ action: `append event "${event.type}"` }),
     );
   }

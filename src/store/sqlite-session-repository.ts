@@ -1,7 +1,8 @@
 import type { StatementSync } from 'node:sqlite';
-import type { JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
+import type { EventRecord, JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
+import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
 import { parseRow } from './rows.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
 import { sessionColumns as columns, sessionMessageRow as messageRow, sessionRow } from './table-rows.ts';
@@ -24,6 +25,7 @@ export class SqliteSessionRepository implements SessionRepository {
   readonly #revision: StatementSync;
   readonly #delete: StatementSync;
   readonly #recordUsage: StatementSync;
+  readonly #appendEvent: StatementSync;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
@@ -49,12 +51,15 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
     this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#appendEvent = prepareEventInsert(db);
   }
 
-  #record(usage: readonly UsageRecord[] | undefined): void {
-    for (const record of usage ?? []) {
+  /** What commits with a session's messages: the usage of the turn that wrote them, and its audit record. */
+  #record(options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): void {
+    for (const record of options.usage ?? []) {
       this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.costUsd);
     }
+    for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
   }
 
   #read(row: SqliteRow): SessionRecord {
@@ -100,7 +105,7 @@ export class SqliteSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[] } = {}): Promise<number> {
+  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -108,14 +113,14 @@ export class SqliteSessionRepository implements SessionRepository {
           const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt);
           this.#clearMessages.run(session.id);
           this.#insertMessages(session.id, session.messages, 0);
-          this.#record(options.usage);
+          this.#record(options);
           return Number(row?.['revision'] ?? 0);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
     );
   }
 
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[] }): Promise<number> {
+  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -124,7 +129,7 @@ export class SqliteSessionRepository implements SessionRepository {
           if (touched === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
           const next = Number(this.#nextSeq.get(id)?.['next'] ?? 0);
           this.#insertMessages(id, messages, next);
-          this.#record(options.usage);
+          this.#record(options);
           return Number(touched['revision']);
         }),
       () => ({ action: `append to session "${id}"` }),

@@ -71,6 +71,37 @@ describe('kernel.send()', () => {
     expect(sent).not.toContain('first');
   });
 
+  it('repairs a history another process damaged, though the turns before found it well formed', async () => {
+    host = await openTestHost(dir.path);
+    const view = await host.kernel.spawn(manifest(agent('repaired')));
+    server.script([{ text: 'first' }, { text: 'second' }, { text: 'third' }]);
+    await host.kernel.send('repaired', 'one');
+    await host.kernel.send('repaired', 'two');
+    // Another process appends a tool result that answers no call: providers refuse such a history.
+    const revision = (await host.store.sessions.revision(view.session_id)) ?? 0;
+    await host.store.sessions.append(view.session_id, [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'orphan' } }] }], { expectedRevision: revision, updatedAt: 1 });
+    await host.kernel.send('repaired', 'three');
+    const sent = JSON.stringify(server.requests[2]?.body['messages']);
+    expect(sent).toContain('two');
+    expect(sent).not.toContain('orphan');
+  });
+
+  it('commits a finished turn\'s audit record with its messages: one record, told once, even when the log\'s own appends fail', async () => {
+    host = await openTestHost(dir.path);
+    await host.kernel.spawn(manifest(agent('audited')));
+    server.script([{ text: 'Done.', usage: { inputTokens: 12, outputTokens: 3 } }]);
+    const told: string[] = [];
+    const unsubscribe = host.kernel.events.subscribe((event) => told.push(event.type));
+    // A second write for the record would fail now; the turn's own commit does not use it.
+    host.store.events.append = () => Promise.reject(new Error('the event log refuses separate appends'));
+    const result = await host.kernel.send('audited', 'Hi');
+    unsubscribe();
+    const records = await host.store.events.list({ type: 'turn-finish' });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ agentId: host.kernel.get('audited').id, data: { name: 'audited', kind: 'message', via: 'owner', model: result.model, iterations: 1, inputTokens: 12, outputTokens: 3 } });
+    expect(told.filter((type) => type === 'turn-finish')).toHaveLength(1);
+  });
+
   it('runs a tool the model calls inside the workspace and gives it the result', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('writer', '[capabilities]\ntools = ["file_write", "file_read"]')));

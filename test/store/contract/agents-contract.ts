@@ -238,6 +238,22 @@ export function describeAgentsContract(context: StoreContext): void {
       expect(await store.usage.list({ agentId: 'a1' })).toEqual(usage);
     });
 
+    it('sessions.append() and save() record the events they are given in the same transaction, and none when refused', async () => {
+      const agent = await createAgent('a1');
+      const revision = await store.sessions.save(sessionOf(agent, { messages: [] }));
+      const finished = { at: 6_000, type: 'turn-finish', agentId: 'a1', data: { model: 'openai:gpt-4o', iterations: 1 } };
+      const before = await store.events.append({ at: 5_000, type: 'agent-spawn', agentId: 'a1', data: {} });
+      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, events: [finished] })).rejects.toBeInstanceOf(StoreConflictError);
+      expect((await store.events.list()).map((event) => event.type)).toEqual(['agent-spawn']);
+      const next = await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision, updatedAt: 1, events: [finished] });
+      await store.sessions.save(sessionOf(agent, { messages: [] }), { expectedRevision: next, events: [{ ...finished, at: 7_000, type: 'turn-cancel' }] });
+      const events = await store.events.list({ after: before });
+      expect(events.map(({ at, type, agentId, data }) => ({ at, type, agentId, data }))).toEqual([finished, { ...finished, at: 7_000, type: 'turn-cancel' }]);
+      // Numbered after what was appended before, in order.
+      expect(events[0]?.seq).toBeGreaterThan(before);
+      expect(events[1]?.seq).toBeGreaterThan(events[0]?.seq ?? Infinity);
+    });
+
     it('sessions.save() with a stale expected revision is refused and writes nothing', async () => {
       const agent = await createAgent('a1');
       const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
