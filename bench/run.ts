@@ -10,13 +10,14 @@ import { modulesBench } from './modules.ts';
 import { orchestrationBench } from './orchestration.ts';
 import { packagesBench } from './packages.ts';
 import { spawnBench } from './spawn.ts';
-import { toolTurnBench, turnBench } from './turn.ts';
+import { longSessionTurnBench, toolTurnBench, turnBench } from './turn.ts';
 
 const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   spawn: spawnBench,
   boot: bootBench,
   turn: turnBench,
   'tool-turn': toolTurnBench,
+  'turn-long-session': longSessionTurnBench,
   'http-turn': httpTurnBench,
   'cold-start': coldStartBench,
   'idle-rss': idleRssBench,

@@ -24,6 +24,7 @@ import {
   type AgentEvent,
   type AgentEventSink,
   compactSession,
+  type KnownTokens,
   type ModelCallUsage,
   partialOutcomeOf,
   runAgentLoop,
@@ -377,7 +378,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * the summary call paid for like any other, a `compaction` phase announced; `messages` itself
    * when it was not compacted.
    */
-  async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[] }): Promise<ModelMessage[]> {
+  async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }): Promise<ModelMessage[]> {
     const settings = entry.manifest.compaction;
     if (!settings.enabled) return messages;
     const compaction = await compactSession(messages, {
@@ -386,6 +387,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       keepLast: settings.keep_last_n,
       summarize: (older) => summarize(runtime, model, older, turn.signal, turn.calls),
       logger: turn.logger,
+      ...(turn.knownTokens === undefined ? {} : { knownTokens: turn.knownTokens }),
     });
     if (!compaction.compacted) return messages;
     turn.emit({ type: 'phase', phase: 'compaction', detail: `history compacted from ~${compaction.tokensBefore} to ~${compaction.tokensAfter} tokens` });
@@ -442,7 +444,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const userMessage: ModelMessage = { role: 'user', content: message };
     const calls: ModelCallUsage[] = [];
     const input = [...base.messages, userMessage];
-    const messages = await compactHistory(runtime, entry, primary, input, { signal, emit, logger: runLogger, calls });
+    const knownTokens = { count: base.messages.length, tokens: histories.tokensOf(base) };
+    const messages = await compactHistory(runtime, entry, primary, input, { signal, emit, logger: runLogger, calls, knownTokens });
     for (const used of calls) trace.model(used);
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
 
@@ -457,6 +460,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         messages,
         // A compacted history is new: the repair reads it whole.
         wellFormedPrefix: messages === input ? base.wellFormed : 0,
+        ...(messages === input ? { knownTokens } : {}),
         models,
         resolver: runtime.resolver,
         runner,

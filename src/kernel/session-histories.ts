@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { Clock, EventRecord, Store, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError } from '../errors/index.ts';
+import { estimateHistoryTokens } from '../runtime/index.ts';
 
 /** How many sessions' histories a kernel keeps in memory between turns. */
 export const HISTORY_CACHE_LIMIT = 1_000;
@@ -19,6 +20,8 @@ export interface SessionHistory {
    * when unknown, as for a history read from the store): the next turn's repair checks only the rest.
    */
   wellFormed: number;
+  /** The estimated tokens of `messages`, once counted (see `SessionHistories.tokensOf`). */
+  tokens?: number;
 }
 
 /** Whether `messages` starts with exactly the message objects of `prefix`. */
@@ -56,6 +59,12 @@ export class SessionHistories {
     this.#cache.delete(sessionId);
     this.#cache.set(sessionId, history);
     if (this.#cache.size > HISTORY_CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value ?? '');
+  }
+
+  /** The estimated tokens of a history's messages: counted once, then kept with it. */
+  tokensOf(history: SessionHistory): number {
+    history.tokens ??= estimateHistoryTokens(history.messages);
+    return history.tokens;
   }
 
   /** The current history of a session (empty when it has none). */
@@ -100,7 +109,9 @@ export class SessionHistories {
               { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
               { expectedRevision: expected.revision, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) },
             );
-        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known });
+        // A history that grew by the turn's messages is counted from what was known of it before.
+        const tokens = appended && expected.tokens !== undefined ? estimateHistoryTokens(next, { count: expected.messages.length, tokens: expected.tokens }) : undefined;
+        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known, ...(tokens === undefined ? {} : { tokens }) });
         return;
       } catch (error) {
         if (!(error instanceof StoreConflictError) || attempt >= SAVE_ATTEMPTS) throw error;

@@ -7,7 +7,7 @@ import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';
-import { repairSession, truncateToContextWindow } from './session-repair.ts';
+import { estimateHistoryTokens, type KnownTokens, repairSession, truncateToContextWindow } from './session-repair.ts';
 import type { ToolFilter, ToolRunner } from './tool-runner.ts';
 
 /** The text sent when a reply was cut off by the token limit. */
@@ -24,6 +24,8 @@ export interface AgentLoopOptions {
    * {@link AgentLoopOutcome.wellFormed}): the repair before each model call checks only the rest.
    */
   wellFormedPrefix?: number;
+  /** The estimated tokens of the first `messages`, when known: the cut to the context window estimates only the rest. */
+  knownTokens?: KnownTokens;
   /** The models to try, in order: the primary (or routed) model, then the fallbacks. */
   models: readonly ModelTarget[];
   resolver: ModelResolver;
@@ -154,6 +156,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   const loopGuard = createLoopGuard();
   let messages = [...options.messages];
   let wellFormed = options.wellFormedPrefix ?? 0;
+  let knownTokens = options.knownTokens;
   const calls: ModelCallUsage[] = [];
   let text = '';
   let continuations = 0;
@@ -179,7 +182,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       messages = repaired.messages;
       // What a repair changed is not re-checked as a prefix: the next call checks it whole.
       wellFormed = repaired.wellFormed ? messages.length : 0;
-      const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens }).messages;
+      knownTokens = { count: messages.length, tokens: estimateHistoryTokens(messages, repaired.wellFormed ? knownTokens : undefined) };
+      const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens, knownTokens }).messages;
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
       const startedAt = options.clock.now();
       const { value: step, model } = await callWithFallback(

@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import type { Logger } from '../contracts/index.ts';
-import { estimateMessageTokens } from './session-repair.ts';
+import { estimateHistoryTokens, type KnownTokens } from './session-repair.ts';
 
 /** Messages kept verbatim after a compaction. */
 export const COMPACTION_KEEP_LAST = 20;
@@ -16,6 +16,8 @@ export interface CompactionOptions {
   contextWindowTokens: number;
   threshold?: number;
   keepLast?: number;
+  /** The estimated tokens of the first messages, when the caller knows them. */
+  knownTokens?: KnownTokens;
   /** Summarises the older messages; usually a call to the agent's own model. */
   summarize: (older: readonly ModelMessage[]) => Promise<string>;
   logger: Logger;
@@ -46,7 +48,7 @@ function splitPoint(messages: readonly ModelMessage[], keepLast: number): number
  * logged and the history is returned unchanged.
  */
 export async function compactSession(messages: readonly ModelMessage[], options: CompactionOptions): Promise<CompactionResult> {
-  const tokensBefore = messages.reduce((sum, message) => sum + estimateMessageTokens(message), 0);
+  const tokensBefore = estimateHistoryTokens(messages, options.knownTokens);
   const unchanged = { messages: [...messages], compacted: false, tokensBefore, tokensAfter: tokensBefore };
   if (tokensBefore <= options.contextWindowTokens * (options.threshold ?? COMPACTION_THRESHOLD)) return unchanged;
   const start = splitPoint(messages, options.keepLast ?? COMPACTION_KEEP_LAST);
@@ -61,7 +63,7 @@ export async function compactSession(messages: readonly ModelMessage[], options:
   const compacted: ModelMessage[] = [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` }, ...messages.slice(start)];
   // The summary is a user message; a kept tail that starts with one too would read as two turns.
   if (compacted[1]?.role === 'user') compacted.splice(1, 0, { role: 'assistant', content: 'Understood.' });
-  const tokensAfter = compacted.reduce((sum, message) => sum + estimateMessageTokens(message), 0);
+  const tokensAfter = estimateHistoryTokens(compacted);
   return { messages: compacted, compacted: true, tokensBefore, tokensAfter };
 }
 

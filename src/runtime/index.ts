@@ -25,6 +25,7 @@ export {
   CONVERSATION_CONTINUES_TEXT,
   dropOrphanedToolResults,
   ensureAlternation,
+  estimateHistoryTokens,
   estimateMessageTokens,
   fixToolCallReferences,
   HISTORY_TRUNCATED_TEXT,
@@ -36,7 +37,7 @@ export {
   truncateToContextWindow,
   validateContentBlocks,
 } from './session-repair.ts';
-export type { RepairPhaseResult, SessionRepairOptions, SessionRepairResult } from './session-repair.ts';
+export type { KnownTokens, RepairPhaseResult, SessionRepairOptions, SessionRepairResult } from './session-repair.ts';
 export { STABILITY_GUIDELINES, withStabilityGuidelines } from './stability-guidelines.ts';
 export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-output.ts';
 export { createToolRunner } from './tool-runner.ts';

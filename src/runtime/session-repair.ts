@@ -40,6 +40,25 @@ export interface SessionRepairOptions {
    * checked, so a turn does not check its whole session again.
    */
   wellFormedPrefix?: number;
+  /** The estimated tokens of the history's first messages, when known: only the rest is estimated. */
+  knownTokens?: KnownTokens;
+}
+
+/** What is known of a history's first `count` messages: they estimate to `tokens` tokens. */
+export interface KnownTokens {
+  count: number;
+  tokens: number;
+}
+
+/**
+ * The estimated tokens of a history: `known.tokens` for its first `known.count` messages (when
+ * they are still there), plus each later message's estimate.
+ */
+export function estimateHistoryTokens(messages: readonly ModelMessage[], known?: KnownTokens, estimateTokens: (message: ModelMessage) => number = estimateMessageTokens): number {
+  const from = known === undefined || known.count > messages.length ? 0 : known.count;
+  let total = from === 0 ? 0 : (known?.tokens ?? 0);
+  for (let index = from; index < messages.length; index += 1) total += estimateTokens(messages[index] as ModelMessage);
+  return total;
 }
 
 /** The repaired history and, per phase in the order run, how many things it changed. */
@@ -376,9 +395,9 @@ export function truncateToContextWindow(
 ): RepairPhaseResult {
   const { maxContextTokens, estimateTokens = estimateMessageTokens } = options;
   if (maxContextTokens === undefined) return { messages: [...messages], changed: 0 };
-  const costs = messages.map((message) => estimateTokens(message));
-  const total = sum(costs);
+  const total = estimateHistoryTokens(messages, options.knownTokens, estimateTokens);
   if (total <= maxContextTokens) return { messages: [...messages], changed: 0 };
+  const costs = messages.map((message) => estimateTokens(message));
 
   let head = 0;
   while (messages[head]?.role === 'system') head += 1;

@@ -4,6 +4,7 @@ import {
   CONVERSATION_CONTINUES_TEXT,
   dropOrphanedToolResults,
   ensureAlternation,
+  estimateHistoryTokens,
   estimateMessageTokens,
   fixToolCallReferences,
   HISTORY_TRUNCATED_TEXT,
@@ -415,5 +416,23 @@ describe('repairSession()', () => {
     const history = [user('1'), say('2'), user('3'), assistant(call('c1'))];
     const { messages } = repairSession(history, { maxContextTokens: 3, estimateTokens: () => 1 });
     expect(messages).toEqual([user('3'), assistant(call('c1')), tool(interrupted('c1'))]);
+  });
+});
+
+describe('estimateHistoryTokens()', () => {
+  it('counts only what follows the messages already counted, and everything when the count is past the end', () => {
+    const history = [user('a'.repeat(40)), user('b'.repeat(80)), user('c'.repeat(4))];
+    expect(estimateHistoryTokens(history)).toBe(10 + 20 + 1);
+    // The first two are taken as counted (here on purpose at a different figure, to show they are not read).
+    expect(estimateHistoryTokens(history, { count: 2, tokens: 100 })).toBe(101);
+    expect(estimateHistoryTokens(history.slice(0, 1), { count: 2, tokens: 100 })).toBe(10);
+  });
+
+  it('lets truncateToContextWindow() cut as it would after counting every message itself', () => {
+    const history = [user('one '.repeat(40)), { role: 'assistant', content: 'ok' } as ModelMessage, user('two '.repeat(40)), { role: 'assistant', content: 'ok' } as ModelMessage, user('three')];
+    const known = { count: 4, tokens: estimateHistoryTokens(history.slice(0, 4)) };
+    for (const maxContextTokens of [10, 45, 90, 1_000]) {
+      expect(truncateToContextWindow(history, { maxContextTokens, knownTokens: known })).toEqual(truncateToContextWindow(history, { maxContextTokens }));
+    }
   });
 });
