@@ -36,9 +36,12 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
   };
 }
 
-/** A kernel on a new temporary database whose agents all run on `model` (an in-process model: no provider, no network). */
-export function openInstantBenchKernel(model: LanguageModelV4): Promise<BenchKernel> {
-  return openBenchKernel(undefined, {
+/**
+ * A kernel on a new temporary database (or on `databasePath`, e.g. `:memory:`) whose agents all
+ * run on `model` (an in-process model: no provider, no network).
+ */
+export function openInstantBenchKernel(model: LanguageModelV4, databasePath?: string): Promise<BenchKernel> {
+  return openBenchKernel(databasePath, {
     resolver: { resolve: () => model },
     costs: createCostCatalog(),
     tools: BUILTIN_TOOLS,

@@ -33,9 +33,9 @@ const collect = ((): (() => number) => {
  * Durable kernel turns, rotating over 50 agents whose sessions start with `prefill` messages.
  * Also measures the heap the kernel holds per message of the sessions it keeps.
  */
-async function measureKernelTurns(withTool: boolean, prefill = 0): Promise<{ durations: number[]; heapPerMessage: number }> {
+async function measureKernelTurns(withTool: boolean, prefill = 0, databasePath?: string): Promise<{ durations: number[]; heapPerMessage: number }> {
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
-  const bench = await openInstantBenchKernel(model);
+  const bench = await openInstantBenchKernel(model, databasePath);
   try {
     const heapBefore = collect();
     for (let index = 0; index < AGENTS; index += 1) {
@@ -88,6 +88,8 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
   const single = summarize(await measureBareTurns(withTool, true));
   const bare = summarize(await measureBareTurns(withTool));
   const loom = summarize((await measureKernelTurns(withTool)).durations);
+  // The same turns on a SQLite database in memory: what the commit's writes to the file cost.
+  const memory = summarize((await measureKernelTurns(withTool, 0, ':memory:')).durations);
   return {
     bench: name,
     p50_ms: loom.p50_ms,
@@ -97,6 +99,8 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     bare_generate_text_p50_ms: bare.p50_ms,
     bare_generate_text_ops_per_s: bare.ops_per_s,
     ratio_p50_vs_bare: round(loom.p50_ms / bare.p50_ms),
+    in_memory_store_p50_ms: memory.p50_ms,
+    in_memory_store_ratio_p50_vs_bare: round(memory.p50_ms / bare.p50_ms),
     bare_single_prompt_p50_ms: single.p50_ms,
     ratio_p50_vs_single_prompt: round(loom.p50_ms / single.p50_ms),
     target_ratio: withTool ? 3 : 2,

@@ -16,6 +16,9 @@ export interface RequestDeadline {
   dispose(): void;
 }
 
+/** Why a deadline's timer stops once its request is answered (one reason for all: nothing is listening). */
+const ANSWERED = new Error('the request was answered');
+
 /**
  * Starts a deadline of `timeoutMs` on `clock` (so tests move it with a fake clock), also
  * aborted by `clientSignal` (the client disconnecting).
@@ -36,6 +39,6 @@ export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSign
     signal: AbortSignal.any([clientSignal, timeout.signal]),
     expired,
     timeLimit: timeout.signal,
-    dispose: () => timer.abort(),
+    dispose: () => timer.abort(ANSWERED),
   };
 }

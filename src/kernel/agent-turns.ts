@@ -29,10 +29,12 @@ export class AgentTurns {
     }
     const controller = new AbortController();
     const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    // With nothing running or queued, the turn starts at once: there is nothing to wait for.
+    const queued = state.controllers.size > 0;
     state.controllers.add(controller);
     const previous = state.tail;
     const run = (async (): Promise<T> => {
-      await Promise.race([previous.catch(() => undefined), aborted(combined)]);
+      if (queued) await Promise.race([previous.catch(() => undefined), aborted(combined)]);
       combined.throwIfAborted();
       return turn(combined);
     })();
