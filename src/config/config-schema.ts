@@ -198,6 +198,12 @@ export const ConfigSchema = z.strictObject({
       timeout_seconds: z.int().positive().default(300),
     })
     .prefault({}),
+  cluster: z
+    .strictObject({
+      /** The name this daemon shows among the daemons sharing a PostgreSQL database (`hostname:pid` when unset). */
+      node_name: z.string().trim().min(1).max(200).optional(),
+    })
+    .prefault({}),
   scheduler: z
     .strictObject({
       /**
@@ -401,6 +407,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # How long a tool call listed in [autonomous].approval_required_for waits for a human
 # (loom approvals approve|deny, the API or the dashboard) before it is denied.
 # timeout_seconds = 300
+
+[cluster]
+# With [store] url on PostgreSQL, several daemons may share the database: one of them (the
+# leader) fires the schedules. The name this daemon shows in loom status (default hostname:pid):
+# node_name = "web-1"
 
 [scheduler]
 # The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and

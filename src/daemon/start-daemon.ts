@@ -51,10 +51,10 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
   const clock = options.clock ?? createSystemClock();
-  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, ...(options.logs === undefined ? {} : { logs: options.logs }) });
+  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, version: options.version, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });
@@ -66,6 +66,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       startedAt: new Date().toISOString(),
       version: options.version,
     };
+    host.cluster.setUrl(info.url);
     await writeDaemonFile(home, info);
     const keys = modelKeysIn(env);
     logger.info(
@@ -74,6 +75,14 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
         ? `Loom is listening at ${info.url}. No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it).`
         : `Loom is listening at ${info.url}.`,
     );
+    if (host.cluster.store === 'postgres') {
+      logger.info(
+        { node: host.cluster.id, leader: host.cluster.isLeader() },
+        host.cluster.isLeader()
+          ? `This node ("${host.cluster.name}") leads the daemons sharing the database: it fires the schedules.`
+          : `This node ("${host.cluster.name}") joined the daemons sharing the database; another leads and fires the schedules (see loom status).`,
+      );
+    }
     let stopping: Promise<void> | undefined;
     return {
       info,

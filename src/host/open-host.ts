@@ -8,12 +8,13 @@ import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKern
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
+import { type ClusterNode, createSingleNode, defaultNodeName, openPostgresCluster } from '../cluster/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
 import { createPackageInstaller, createPackageRuntime, createPackageService, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
-import { openPostgresStore, openSqliteStore } from '../store/index.ts';
+import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
 
@@ -39,6 +40,8 @@ export interface HostOptions {
   channelFetch?: typeof fetch;
   /** The ring the logger also writes to: event-log agents read it (their own turns' records left out). */
   logs?: LogRing;
+  /** The Loom version this node records in the cluster's view (the daemon's). */
+  version?: string;
 }
 
 /** A booted kernel with its Node edges: the store (SQLite, or PostgreSQL), workspaces, models and tools. */
@@ -52,6 +55,11 @@ export interface Host {
   packages: PackageService & { runtime: PackageRuntime };
   /** `[[channels]]`: running in the daemon; elsewhere their state and pairings only. */
   channels: ChannelService;
+  /**
+   * This process as a node: on PostgreSQL a daemon joins the other daemons of the database (one
+   * leads and fires the schedules); otherwise it is alone, and leads.
+   */
+  cluster: ClusterNode;
   report: BootReport;
   close(): Promise<void>;
 }
@@ -106,8 +114,15 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 
  */
 export async function openHost(options: HostOptions): Promise<Host> {
   const store = await openStore(options);
+  let cluster: ClusterNode | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
+    const ids = createUuidGenerator();
+    const joined = await openCluster(options, clock, ids.uuid());
+    cluster = joined;
+    // Joined before anything starts, so this node knows whether it leads (fires the schedules).
+    await joined.start();
+    const leadership = joined.store === 'postgres' ? joined : undefined;
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
         ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock, oauthDir: options.home.mcpOAuthDir })
@@ -125,13 +140,13 @@ export async function openHost(options: HostOptions): Promise<Host> {
             clock,
             logger: options.logger,
             timezone: options.config.scheduler.timezone,
+            leadership,
             send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message)),
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
           })
         : undefined;
     if (scheduler !== undefined) hooks.push(scheduler);
     const environment = packageEnvironment(options.config);
-    const ids = createUuidGenerator();
     const packageRuntime = createPackageRuntime({
       kernel: {
         runTask: (reference, task, sendOptions) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runTask(reference, task, sendOptions)),
@@ -143,6 +158,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       logger: options.logger,
       environment,
       timers: scheduler,
+      leadership,
     });
     hooks.push(packageRuntime);
     const kernel = createKernel({
@@ -153,7 +169,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       runtime,
       hooks,
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
-      resumeBackgroundWork: options.runSchedules === true,
+      // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
+      resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
     });
     late.kernel = kernel;
     options.logs?.excludeAgents((agentId) => {
@@ -196,20 +213,44 @@ export async function openHost(options: HostOptions): Promise<Host> {
       packages: { ...createPackageService({ installer, runtime: packageRuntime, store }), runtime: packageRuntime },
       channels,
       report,
+      cluster: joined,
       close: async () => {
         await channels.stop();
         await packageRuntime.shutdown();
+        // No timed work is left here: the lock goes, and another node leads while this one ends its turns.
+        scheduler?.stopAll();
+        await joined.stop();
         await kernel.shutdown();
         // What channels were answering has ended with the turns; its outcome is stored before the store closes.
         await channels.idle();
         await codeModules.close();
-        scheduler?.stopAll();
         await mcp?.stop();
         await store.close();
       },
     };
   } catch (error) {
+    await cluster?.stop();
     await store.close();
     throw error;
   }
+}
+
+/**
+ * This process as a node: a daemon on PostgreSQL joins the database's nodes; anything else (a
+ * daemon on SQLite, a CLI command) is a node alone, always leading.
+ */
+async function openCluster(options: HostOptions, clock: Clock, id: string): Promise<ClusterNode> {
+  const name = options.config.cluster.node_name ?? defaultNodeName();
+  const version = options.version ?? 'unknown';
+  const database = options.runSchedules === true ? resolveStoreUrl(options.config, options.env) : undefined;
+  if (database === undefined) return createSingleNode({ id, name, version, clock });
+  return openPostgresCluster({
+    url: database.url,
+    target: redactDatabaseUrl(database.url),
+    id,
+    name,
+    version,
+    schemaVersion: postgresMigrations.at(-1)?.version ?? 0,
+    logger: options.logger,
+  });
 }

@@ -24,7 +24,7 @@ import { serveDashboard } from './serve-dashboard.ts';
 // are imported on the first A2A or MCP request instead, to keep the daemon's start and idle memory small.
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
-import type { A2aPushConfigRepository, EventRepository, TaskRepository } from '../contracts/index.ts';
+import type { A2aPushConfigRepository, ClusterReader, EventRepository, TaskRepository } from '../contracts/index.ts';
 import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
@@ -58,6 +58,8 @@ export interface HttpAppOptions {
   packages?: PackageService;
   /** Channels, for `/api/channels` and the webhooks' `/hooks/<name>`; without them those answer 404. */
   channels?: ChannelService;
+  /** The nodes sharing the store, for `/api/cluster`; without them that answers 404. */
+  cluster?: ClusterReader;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -208,7 +210,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     }
   });
 
-  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion() }));
+  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion(), ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));

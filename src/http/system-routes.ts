@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import type { Clock } from '../contracts/index.ts';
+import type { Clock, ClusterReader } from '../contracts/index.ts';
 import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
@@ -9,6 +9,7 @@ import { readQuery, withoutUndefined } from './request-input.ts';
 import { readableAgentIds, reachAgent } from './caller-scope.ts';
 import { principalOf } from './http-context.ts';
 import { mayReachAgent } from '../access/index.ts';
+import { AccessDeniedError } from '../errors/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
@@ -63,19 +64,32 @@ export interface SystemRoutesOptions {
   kernel: Kernel;
   clock: Clock;
   version: string;
+  /** The nodes sharing the store, for `/api/cluster`; without them that route answers 404. */
+  cluster?: ClusterReader;
 }
 
 /**
  * `/api/health` (public), `/api/usage` (totals by agent and model), `/api/usage/series` (the same
  * per time bucket), `/api/audit` (oldest or newest first, filtered by agent, type, kind and
- * outcome) and `/api/events` (SSE of the kernel's event bus). A `user` key reads only the rows and
- * events of the agents its patterns reach.
+ * outcome), `/api/events` (SSE of the kernel's event bus) and `/api/cluster` (the daemons sharing
+ * the store and their leader; not for a `user` key). A `user` key reads only the rows and events
+ * of the agents its patterns reach.
  */
 export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> {
   const { kernel, clock, version } = options;
   const routes = new Hono<HttpEnv>();
 
   routes.get('/health', (c) => c.json({ status: 'ok', version, agents: kernel.list().length }));
+
+  // The installation's machinery, not any agent's: owners and viewers, as the audit of every agent.
+  const cluster = options.cluster;
+  if (cluster !== undefined) {
+    routes.get('/cluster', async (c) => {
+      const principal = principalOf(c);
+      if (principal.role === 'user') throw new AccessDeniedError(`a user key ("${principal.name}") may not read the cluster's nodes; it needs the owner or viewer role`);
+      return c.json(await cluster.view());
+    });
+  }
 
   // A user key reads only the rows of the agents it reaches (checked like a message to one).
   routes.get('/usage', async (c) => {

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import type { Clock, IdGenerator, InstalledPackageRecord, JsonObject, Logger, PackageRunRecord, Store } from '../contracts/index.ts';
+import type { Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, Kernel, PackageEvent } from '../kernel/index.ts';
 import { cronInstants, intervalInstants, type TimerSpec } from '../scheduler/index.ts';
@@ -23,6 +23,12 @@ export interface PackageRuntimeOptions {
    * the event chains they start run.
    */
   timers?: { addTimer(timer: TimerSpec): () => void } | undefined;
+  /**
+   * When several daemons share the store: what only the leader does at its start (record the
+   * instants missed while nothing fired, resume the runs cut off) is done when this node leads,
+   * and again each time it takes over. Without it this daemon is alone and does it at its start.
+   */
+  leadership?: Leadership | undefined;
 }
 
 /** A binding as `loom package show` lists it. */
@@ -47,7 +53,10 @@ export interface BindingView {
  * suspended or killed they stop. A binding never runs twice at once: a fire meanwhile is
  * recorded as skipped. At the daemon's start, runs cut off by the last stop are marked
  * interrupted and resumed (their finished activities are not run again), and the instants a
- * trigger passed while the daemon was down are recorded as one missed fire, not replayed.
+ * trigger passed while the daemon was down are recorded as one missed fire, not replayed. When
+ * several daemons share the store, that is the leader's work, done again by a node that takes
+ * over; while other nodes live, it resumes only the cut-off runs of timed triggers (which only a
+ * leader starts: the others' manual runs may still be going).
  */
 export interface PackageRuntime extends AgentLifecycleHook {
   readonly name: 'packages';
@@ -87,6 +96,9 @@ interface Subscriber {
   slug: string;
   binding: string;
 }
+
+/** The error a run cut off by a stop is marked with. */
+const INTERRUPTED = 'interrupted: the daemon stopped while the run was going';
 
 /** Missed instants are counted up to this many (a long outage with a short heartbeat). */
 const MAX_MISSED_COUNT = 10_000;
@@ -133,8 +145,13 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
   const inFlight = new Set<Promise<unknown>>();
   const formatters = new Map<string, Intl.DateTimeFormat>();
   const controller = new AbortController();
+  const { leadership } = options;
   // The daemon's start: runs its last stop cut off, resumed as their packages activate.
   let interrupted: Promise<Map<string, PackageRunRecord[]>> | undefined;
+  // Whether this node was alone when it began to lead (decided once per leadership).
+  let alone: Promise<boolean> | undefined;
+  // The ids of the runs going in this process: never taken for another node's cut-off runs.
+  const runningHere = new Set<string>();
 
   const keyOf = (slug: string, binding: string): string => `${slug}\u0000${binding}`;
 
@@ -151,17 +168,75 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return promise;
   }
 
+  /** Every run still marked running, marked interrupted (at most once per leadership), by package. */
   function interruptedRuns(): Promise<Map<string, PackageRunRecord[]>> {
     interrupted ??= (async () => {
       const byPackage = new Map<string, PackageRunRecord[]>();
-      if (options.timers === undefined) return byPackage;
-      const runs = await store.packageRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going');
+      const runs = (await store.packageRuns.interruptRunning(clock.now(), INTERRUPTED)).filter((run) => !runningHere.has(run.id));
       for (const run of runs) byPackage.set(run.package, [...(byPackage.get(run.package) ?? []), run]);
       if (runs.length > 0) logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} package run(s) were cut off by the last stop; resuming them`);
       return byPackage;
     })();
     return interrupted;
   }
+
+  /** The package's runs of timed triggers still marked running but not going here, marked interrupted. */
+  async function interruptTimedRuns(pkg: ActivePackage): Promise<PackageRunRecord[]> {
+    const runs: PackageRunRecord[] = [];
+    for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
+      if (binding.trigger.type !== 'schedule' && binding.trigger.type !== 'heartbeat') continue;
+      for (const run of await store.packageRuns.list({ package: pkg.slug, binding: name, limit: 100 })) {
+        if (run.status !== 'running' || runningHere.has(run.id) || (run.trigger !== 'schedule' && run.trigger !== 'heartbeat')) continue;
+        const now = clock.now();
+        const activities = run.activities.map((activity) => (activity.status === 'running' ? { ...activity, status: 'failed' as const, error: INTERRUPTED, endedAt: now } : activity));
+        const cut: PackageRunRecord = { ...run, status: 'interrupted', error: INTERRUPTED, endedAt: now, activities };
+        await store.packageRuns.update(cut);
+        runs.push(cut);
+      }
+    }
+    if (runs.length > 0) logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} run(s) of package "${pkg.slug}" were cut off when the last leader stopped; resuming them`);
+    return runs;
+  }
+
+  /**
+   * The package's runs cut off by the last stop (of this daemon, or of the leader this node took
+   * over from), marked interrupted, each given once. Alone, every run still marked running; while
+   * other nodes live, only those of the package's timed triggers (which only a leader starts: the
+   * others' manual runs may still be going). Never a run going here.
+   */
+  async function cutOffRuns(pkg: ActivePackage): Promise<PackageRunRecord[]> {
+    alone ??= leadership === undefined ? Promise.resolve(true) : leadership.othersAlive().then((others) => !others);
+    if (!(await alone)) return interruptTimedRuns(pkg);
+    const pending = await interruptedRuns();
+    const runs = pending.get(pkg.slug) ?? [];
+    pending.delete(pkg.slug);
+    return runs;
+  }
+
+  function resume(pkg: ActivePackage, run: PackageRunRecord): void {
+    if (!pkg.prepared.bindings.has(run.binding)) return;
+    fire(pkg.slug, run.binding, run.trigger, {}, run).catch((error: unknown) => logger.error({ err: error, package: pkg.slug, run: run.id }, `resumed run "${run.id}" failed`));
+  }
+
+  /** A node that takes over as leader: what the last leader's timers missed, and the runs it left cut off. */
+  async function takeOver(): Promise<void> {
+    interrupted = undefined;
+    alone = undefined;
+    for (const pkg of [...active.values()]) {
+      const record = await store.packages.get(pkg.slug);
+      if (record === undefined || active.get(pkg.slug) !== pkg) continue;
+      recordMissed(pkg, record, 'no node led');
+      for (const run of await cutOffRuns(pkg)) resume(pkg, run);
+    }
+  }
+
+  let led = leadership?.isLeader() ?? true;
+  const unsubscribe = leadership?.subscribe((leader) => {
+    const tookOver = leader && !led;
+    led = leader;
+    if (!tookOver || options.timers === undefined || controller.signal.aborted) return;
+    takeOver().catch((error: unknown) => logger.error({ err: error }, 'could not take over the timed work of the last leader'));
+  });
 
   function rebuildSubscribers(): void {
     subscribers.clear();
@@ -182,6 +257,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     const base = { at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding, runId: event.run.id };
     switch (event.type) {
       case 'run-start':
+        runningHere.add(event.run.id);
         publish({ ...base, type: 'package-fire', trigger: event.run.trigger });
         return;
       case 'activity-start':
@@ -224,12 +300,23 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     // A resumed run keeps the inputs it started with (an event's output among them).
     const runnable: RunnableBinding =
       resume !== undefined ? { ...binding, inputs: resume.inputs } : Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
+    let runId: string | undefined;
     const run = (async () => {
       try {
         const finished = await runBinding(
           runnable,
           trigger,
-          { kernel, runs: store.packageRuns, clock, ids: options.ids, logger, report: (event) => report(pkg, name, event) },
+          {
+            kernel,
+            runs: store.packageRuns,
+            clock,
+            ids: options.ids,
+            logger,
+            report: (event) => {
+              runId ??= event.run.id;
+              report(pkg, name, event);
+            },
+          },
           { signal: AbortSignal.any([controller.signal, pkg.abort.signal]), ...(resume === undefined ? {} : { resume }) },
         );
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
@@ -241,6 +328,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
         throw error;
       } finally {
         busy.delete(key);
+        if (runId !== undefined) runningHere.delete(runId);
       }
     })();
     return track(run);
@@ -298,22 +386,29 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return first === undefined ? undefined : { count, first };
   }
 
-  function startTimers(pkg: ActivePackage, record: InstalledPackageRecord): void {
+  /** Records, per timed binding, the instants that passed since its last fire as one missed fire. */
+  function recordMissed(pkg: ActivePackage, record: InstalledPackageRecord, by: string): void {
+    for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
+      const { trigger } = binding;
+      if (trigger.type !== 'schedule' && trigger.type !== 'heartbeat') continue;
+      const missed = missedInstants(pkg, trigger, record.lastFires[name] ?? record.installedAt);
+      if (missed === undefined) continue;
+      const text = `${missed.count >= MAX_MISSED_COUNT ? `${MAX_MISSED_COUNT} or more` : missed.count} fire(s) missed while ${by}; not replayed`;
+      void recordNonRun(pkg, name, trigger.type, 'missed', text, missed.first)
+        .then((run) => {
+          publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.first, to: clock.now() });
+          return store.packages.setLastFire(pkg.slug, name, clock.now());
+        })
+        .catch((error: unknown) => logger.error({ err: error }, 'could not record missed fires'));
+    }
+  }
+
+  function startTimers(pkg: ActivePackage): void {
     const timers = options.timers;
     if (timers === undefined) return;
     for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
       const { trigger } = binding;
       if (trigger.type !== 'schedule' && trigger.type !== 'heartbeat') continue;
-      const missed = missedInstants(pkg, trigger, record.lastFires[name] ?? record.installedAt);
-      if (missed !== undefined) {
-        const text = `${missed.count >= MAX_MISSED_COUNT ? `${MAX_MISSED_COUNT} or more` : missed.count} fire(s) missed while the daemon was down; not replayed`;
-        void recordNonRun(pkg, name, trigger.type, 'missed', text, missed.first)
-          .then((run) => {
-            publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.first, to: clock.now() });
-            return store.packages.setLastFire(pkg.slug, name, clock.now());
-          })
-          .catch((error: unknown) => logger.error({ err: error }, 'could not record missed fires'));
-      }
       const instants = trigger.type === 'schedule' ? cronInstants(trigger.cron, pkg.prepared.timezone, clock) : intervalInstants(parseDuration(trigger.interval) ?? 0, clock);
       const window = trigger.type === 'heartbeat' && trigger.window !== undefined ? parseWindow(trigger.window) : undefined;
       pkg.next.set(name, null);
@@ -360,16 +455,12 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map(), abort: new AbortController() };
       active.set(slug, pkg);
       rebuildSubscribers();
-      startTimers(pkg, record);
+      startTimers(pkg);
+      if (options.timers === undefined || (leadership !== undefined && !leadership.isLeader())) return;
+      recordMissed(pkg, record, 'the daemon was down');
       // Each cut-off run is resumed once: taken out here, so a later reactivation (suspend and
       // resume, an update) does not run it again.
-      const pending = await interruptedRuns();
-      const cutOff = pending.get(slug) ?? [];
-      pending.delete(slug);
-      for (const run of cutOff) {
-        if (!prepared.bindings.has(run.binding)) continue;
-        fire(slug, run.binding, run.trigger, {}, run).catch((error: unknown) => logger.error({ err: error, package: slug, run: run.id }, `resumed run "${run.id}" failed`));
-      }
+      for (const run of await cutOffRuns(pkg)) resume(pkg, run);
     },
 
     deactivate(slug) {
@@ -415,6 +506,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     },
 
     async shutdown() {
+      unsubscribe?.();
       controller.abort(new Error('the daemon is stopping'));
       for (const slug of [...active.keys()]) runtime.deactivate(slug);
       await runtime.idle();

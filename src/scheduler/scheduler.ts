@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { matchesPattern } from '../capabilities/index.ts';
-import type { Clock, Logger } from '../contracts/index.ts';
+import type { Clock, Leadership, Logger } from '../contracts/index.ts';
 import { ConfigError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
@@ -36,6 +36,11 @@ export interface SchedulerOptions {
   watch?: WatchFiles | undefined;
   /** The IANA time zone cron expressions are read in; `UTC` by default. */
   timezone?: string | undefined;
+  /**
+   * When several daemons share the store: the scheduler runs only while this node leads, and
+   * claims each instant before it fires it. Without it this daemon is alone and always runs.
+   */
+  leadership?: Leadership | undefined;
 }
 
 /**
@@ -43,7 +48,7 @@ export interface SchedulerOptions {
  * scheduler sleeps on its clock until each instant `next` gives, then calls `fire`.
  */
 export interface TimerSpec {
-  /** Names the timer in logs. */
+  /** Names the timer in logs, and its instants when they are claimed across daemons (keep it stable). */
   name: string;
   /** The next instant to fire at (epoch ms) after the previous one (undefined at first); null ends the timer. */
   next(previous: number | undefined): number | null;
@@ -51,7 +56,11 @@ export interface TimerSpec {
   fire(at: number): void;
 }
 
-/** The scheduler: a lifecycle hook that runs each agent's `[schedule]`, plus `stopAll`. */
+/**
+ * The scheduler: a lifecycle hook that runs each agent's `[schedule]`, plus `stopAll`. With a
+ * `leadership`, what it was given runs only while this node leads; it is kept, and started again
+ * when the node leads again.
+ */
 export interface Scheduler extends AgentLifecycleHook {
   readonly name: 'scheduler';
   /** The IANA time zone cron expressions are read in (`[scheduler].timezone`). */
@@ -105,6 +114,10 @@ type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
  * `agent_message` triggers are not supported (the kernel publishes no message events); they
  * are logged at start, like unknown trigger events.
  *
+ * With `leadership` (several daemons on one database), all of it runs only while this node leads
+ * and stops the moment it no longer does; each instant of a loop or timer fires only once claimed
+ * (so a new leader never repeats one the old leader fired).
+ *
  * @throws {ConfigError} when `timezone` is not a time zone this runtime knows.
  * @example
  * ```ts
@@ -119,6 +132,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   assertTimeZone(timezone);
   const watchFiles = options.watch ?? watchFilesWithNode;
   const baseLogger = options.logger.child({ subsystem: 'scheduler' });
+  const leadership = options.leadership;
+  // Every agent started and not stopped; `active` holds those running here now (all of them
+  // while this node leads, none otherwise).
+  const started = new Map<string, AgentEntry>();
   const active = new Map<string, Activity>();
   // Kept apart from `active` so that a run still going when its agent is stopped and started
   // again (suspend, resume) still blocks an overlapping one.
@@ -144,8 +161,23 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     void run();
   }
 
-  /** Sleeps until each instant `next` gives (null ends the loop), then calls `tick` with it; stops on abort. */
-  function loop(signal: AbortSignal, next: (previous: number | undefined) => number | null, tick: (at: number) => void, logger: Logger): void {
+  /** Whether this node may fire the instant `at` of `key`: always when alone, else when the cluster grants the claim. */
+  async function claim(key: string, at: number, logger: Logger): Promise<boolean> {
+    if (leadership === undefined) return true;
+    try {
+      if (await leadership.claim(key, at)) return true;
+      logger.debug({ key, at }, `did not fire ${key} at ${new Date(at).toISOString()}: another node fired it, or this node no longer leads`);
+    } catch (error) {
+      logger.warn({ err: error, key, at }, `did not fire ${key} at ${new Date(at).toISOString()}: the instant could not be claimed`);
+    }
+    return false;
+  }
+
+  /**
+   * Sleeps until each instant `next` gives (null ends the loop), then calls `tick` with it; stops
+   * on abort. With a leadership, an instant fires only once claimed under `key`.
+   */
+  function loop(signal: AbortSignal, key: string, next: (previous: number | undefined) => number | null, tick: (at: number) => void, logger: Logger): void {
     const run = async (): Promise<void> => {
       let previous: number | undefined;
       for (;;) {
@@ -159,6 +191,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         }
         if (signal.aborted) return;
         previous = at;
+        // Alone, the tick follows the sleep synchronously, as it always has.
+        if (leadership !== undefined && (!(await claim(key, at, logger)) || signal.aborted)) continue;
         tick(at);
       }
     };
@@ -168,7 +202,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   function startContinuous(agent: AgentEntry, activity: Activity, logger: Logger): void {
     const intervalMs = (agent.manifest.schedule.interval_seconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
     const { signal } = activity.controller;
-    loop(signal, intervalInstants(intervalMs, clock), () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger), logger);
+    loop(signal, `agent ${agent.id} continuous`, intervalInstants(intervalMs, clock), () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger), logger);
   }
 
   function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
@@ -186,7 +220,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
     const { signal } = activity.controller;
     const message = `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
-    loop(signal, next, () => wake(agent, message, `cron "${expression}"`, signal, logger), logger);
+    loop(signal, `agent ${agent.id} cron`, next, () => wake(agent, message, `cron "${expression}"`, signal, logger), logger);
   }
 
   function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {
@@ -269,46 +303,76 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  const timers = new Set<AbortController>();
+  /** Every timer added and not stopped, with the controller of its loop while it runs here. */
+  const timers = new Map<TimerSpec, AbortController | undefined>();
+
+  const leads = (): boolean => leadership === undefined || leadership.isLeader();
+
+  function startTimer(timer: TimerSpec): void {
+    const controller = new AbortController();
+    timers.set(timer, controller);
+    const logger = baseLogger.child({ timer: timer.name });
+    loop(controller.signal, timer.name, (previous) => timer.next(previous), (at) => timer.fire(at), logger);
+  }
+
+  function startAgent(agent: AgentEntry): void {
+    if (active.has(agent.id)) return;
+    const { mode } = agent.manifest.schedule;
+    if (mode === 'reactive') return;
+    const activity: Activity = { controller: new AbortController(), cleanups: [] };
+    active.set(agent.id, activity);
+    const logger = baseLogger.child({ agentId: agent.id });
+    switch (mode) {
+      case 'continuous':
+        startContinuous(agent, activity, logger);
+        break;
+      case 'periodic':
+        startPeriodic(agent, activity, logger);
+        break;
+      case 'proactive':
+        startProactive(agent, activity, logger);
+        break;
+    }
+  }
+
+  // Leading starts what was given; no longer leading stops it at once (and keeps it for the next time).
+  const unsubscribe = leadership?.subscribe((leader) => {
+    if (leader) {
+      for (const agent of started.values()) startAgent(agent);
+      for (const [timer, controller] of timers) if (controller === undefined) startTimer(timer);
+      return;
+    }
+    for (const agentId of [...active.keys()]) stopAgent(agentId);
+    for (const [timer, controller] of timers) {
+      controller?.abort();
+      timers.set(timer, undefined);
+    }
+  });
 
   return {
     name: 'scheduler',
     timezone,
     addTimer(timer) {
-      const controller = new AbortController();
-      timers.add(controller);
-      const logger = baseLogger.child({ timer: timer.name });
-      loop(controller.signal, (previous) => timer.next(previous), (at) => timer.fire(at), logger);
+      timers.set(timer, undefined);
+      if (leads()) startTimer(timer);
       return () => {
-        controller.abort();
-        timers.delete(controller);
+        timers.get(timer)?.abort();
+        timers.delete(timer);
       };
     },
     start(agent) {
-      if (active.has(agent.id)) return;
-      const { mode } = agent.manifest.schedule;
-      if (mode === 'reactive') return;
-      const activity: Activity = { controller: new AbortController(), cleanups: [] };
-      active.set(agent.id, activity);
-      const logger = baseLogger.child({ agentId: agent.id });
-      switch (mode) {
-        case 'continuous':
-          startContinuous(agent, activity, logger);
-          break;
-        case 'periodic':
-          startPeriodic(agent, activity, logger);
-          break;
-        case 'proactive':
-          startProactive(agent, activity, logger);
-          break;
-      }
+      started.set(agent.id, agent);
+      if (leads()) startAgent(agent);
     },
     stop(agent) {
+      started.delete(agent.id);
       stopAgent(agent.id);
     },
     stopAll() {
+      unsubscribe?.();
+      started.clear();
       for (const agentId of [...active.keys()]) stopAgent(agentId);
-      for (const timer of timers) timer.abort();
+      for (const controller of timers.values()) controller?.abort();
       timers.clear();
     },
   };

@@ -224,6 +224,38 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX channel_pairings_user ON channel_pairings (channel, user_id);
     `,
   },
+  {
+    version: 2,
+    name: 'cluster: nodes and their heartbeats, claimed instants of timed work',
+    sql: `
+      -- One row per daemon process on this database (src/cluster/). Times are the database
+      -- server's clock, so nodes with skewed clocks agree on who is alive.
+      CREATE TABLE loom_nodes (
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        url TEXT,
+        version TEXT NOT NULL,
+        schema_version INTEGER NOT NULL,
+        -- The server process of the node's lock connection: the leader's holds the advisory lock.
+        lock_pid INTEGER,
+        started_at BIGINT NOT NULL,
+        last_seen BIGINT NOT NULL,
+        stopped_at BIGINT
+      );
+      CREATE INDEX loom_nodes_last_seen ON loom_nodes (last_seen);
+
+      -- Each instant of timed work (a package binding's cron or heartbeat, an agent's schedule)
+      -- the leader fired: claimed before it fires, so no instant fires twice, even across a takeover.
+      CREATE TABLE loom_timer_fires (
+        timer TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        node_id TEXT NOT NULL,
+        claimed_at BIGINT NOT NULL,
+        PRIMARY KEY (timer, at)
+      );
+      CREATE INDEX loom_timer_fires_claimed_at ON loom_timer_fires (claimed_at);
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

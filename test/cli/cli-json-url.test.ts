@@ -137,7 +137,9 @@ describe('--url: the daemon to talk to', () => {
   it('loom status asks that daemon, and exits 1 when nothing answers there', async () => {
     const up = await runCli(home, ['--url', daemon.info.url, 'status', '--json']);
     expect(up.code).toBe(0);
-    expect(JSON.parse(up.stdout)).toEqual({ running: true, url: daemon.info.url, version: LOOM_VERSION, agents: 0 });
+    const status = JSON.parse(up.stdout) as { cluster: { self: string; nodes: unknown[] } };
+    expect(status).toEqual({ running: true, url: daemon.info.url, version: LOOM_VERSION, agents: 0, cluster: { store: 'sqlite', self: status.cluster.self, leader: status.cluster.self, nodes: status.cluster.nodes } });
+    expect(status.cluster.nodes).toEqual([expect.objectContaining({ id: status.cluster.self, url: daemon.info.url, leader: true, self: true, alive: true })]);
     const port = await closedPort();
     const down = await runCli(home, ['--url', `http://127.0.0.1:${port}`, 'status']);
     expect(down).toMatchObject({ code: 1, stdout: `No Loom daemon answers at http://127.0.0.1:${port}.\n` });

@@ -52,6 +52,7 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
     logger: createSilentLogger(),
     version: '9.9.9-test',
     packages: host.packages,
+    cluster: host.cluster,
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
   });

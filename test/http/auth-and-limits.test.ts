@@ -120,6 +120,21 @@ describe('with API keys', () => {
     expect((await served.request('/api/agents/target', bearer('viewer-secret'))).status).toBe(200);
   });
 
+  it('shows the nodes (GET /api/cluster) to owner and viewer keys, and answers 403 to a user key', async () => {
+    const served = await open(KEYS);
+    for (const key of ['admin-secret', 'viewer-secret']) {
+      const response = await served.request('/api/cluster', bearer(key));
+      expect(response.status).toBe(200);
+      const view = (await response.json()) as { store: string; self: string; leader: string; nodes: { id: string; leader: boolean; self: boolean; alive: boolean }[] };
+      expect(view.store).toBe('sqlite');
+      expect(view.leader).toBe(view.self);
+      expect(view.nodes).toEqual([expect.objectContaining({ id: view.self, leader: true, self: true, alive: true })]);
+    }
+    const refused = await served.request('/api/cluster', bearer('helper-secret'));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('a user key ("helper-bot") may not read the cluster\'s nodes; it needs the owner or viewer role');
+  });
+
   it('lets a user message agents matching its patterns, and answers 403 for one outside them', async () => {
     const served = await open(KEYS);
     await served.request('/api/agents', bearer('admin-secret', spawnInit('helper-one')));

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
 import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
-import type { AgentRecord } from '../../contracts/index.ts';
+import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
 import { checkAgentModels, type ModelProblem, modelName } from '../../models/index.ts';
@@ -15,6 +15,7 @@ import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../loggin
 import { inspectPostgresDatabase, openPostgresStore, openSqliteStore, type PostgresInspection, redactDatabaseUrl } from '../../store/index.ts';
 import { givenDaemonUrl } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
+import { formatTable } from '../format.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
 import { LOOM_VERSION } from '../version.ts';
 
@@ -34,6 +35,34 @@ async function health(url: string): Promise<{ status: string; version?: string; 
   } catch {
     return undefined;
   }
+}
+
+/** The daemons sharing the store, as the daemon at `url` sees them (undefined when it does not say: an older daemon, a user key). */
+async function clusterOf(url: string, apiKey: string | undefined): Promise<ClusterView | undefined> {
+  try {
+    const response = await fetch(`${url}/api/cluster`, { signal: AbortSignal.timeout(2_000), headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` } });
+    return response.ok ? ((await response.json()) as ClusterView) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The nodes as `loom status` lists them, when there is more than one ('' otherwise). */
+export function formatCluster(cluster: ClusterView | undefined): string {
+  if (cluster === undefined || cluster.nodes.length < 2) return '';
+  const leader = cluster.nodes.find((node) => node.id === cluster.leader);
+  const alive = cluster.nodes.filter((node) => node.alive).length;
+  const rows = cluster.nodes.map((node) => [
+    node.name,
+    node.url ?? '-',
+    node.version,
+    node.last_seen,
+    [node.alive ? (node.leader ? 'leader' : 'alive') : 'gone', ...(node.self ? ['this node'] : [])].join(', '),
+  ]);
+  const head = `${alive} of ${cluster.nodes.length} nodes alive on the shared database; ${leader === undefined ? 'no leader now (one is elected within seconds)' : `leader: ${leader.name}`}.
+`;
+  return `
+${head}${formatTable(['NODE', 'URL', 'VERSION', 'LAST SEEN', 'STATE'], rows)}`;
 }
 
 /** `--log-format`: readable lines at a terminal and JSON lines otherwise (`auto`), or either always. */
@@ -183,28 +212,30 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
   program
     .command('status')
     .description('say whether the daemon runs, where, and how many agents it holds')
-    .option('--json', 'print { running, url, pid, version, agents, started_at, home }')
-    .addHelpText('after', '\nWith --url (or LOOM_URL), the daemon at that address. Exit status 0 when the daemon answers, 1 when it\ndoes not run or does not answer.\n\nExample:\n  $ loom status --json\n  $ loom --url http://10.0.0.5:4200 status\n')
+    .option('--json', 'print { running, url, pid, version, agents, started_at, home, cluster: { store, self, leader, nodes } }')
+    .addHelpText('after', '\nWith --url (or LOOM_URL), the daemon at that address. When several daemons share a PostgreSQL database,\nit lists them with their last heartbeat and says which one leads (fires the schedules). Exit status 0 when the daemon answers, 1 when it\ndoes not run or does not answer.\n\nExample:\n  $ loom status --json\n  $ loom --url http://10.0.0.5:4200 status\n')
     .action(async (options: { json?: boolean }) => {
       const url = givenDaemonUrl(io.env);
       if (url !== undefined) {
         const answer = await health(url);
-        const status = { running: answer !== undefined, url, version: answer?.version ?? null, agents: answer?.agents ?? null };
+        const cluster = answer === undefined ? undefined : await clusterOf(url, io.env['LOOM_API_KEY']);
+        const status = { running: answer !== undefined, url, version: answer?.version ?? null, agents: answer?.agents ?? null, cluster: cluster ?? null };
         if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
-        else io.stdout(answer === undefined ? `No Loom daemon answers at ${url}.\n` : `Loom ${answer.version ?? '?'} is running at ${url} (${answer.agents ?? '?'} agents).\n`);
+        else io.stdout(answer === undefined ? `No Loom daemon answers at ${url}.\n` : `Loom ${answer.version ?? '?'} is running at ${url} (${answer.agents ?? '?'} agents).\n${formatCluster(cluster)}`);
         if (answer === undefined) throw new ExitStatus(EXIT.failure);
         return;
       }
       const { home } = await openHome(io);
       const info = await readDaemonFile(home);
       const answer = info === undefined ? undefined : await health(info.url);
+      const cluster = info === undefined || answer === undefined ? undefined : await clusterOf(info.url, io.env['LOOM_API_KEY']);
       const status =
         info === undefined
           ? { running: false, home: home.root }
-          : { running: answer !== undefined, url: info.url, pid: info.pid, version: info.version, agents: answer?.agents ?? null, started_at: info.startedAt, home: home.root };
+          : { running: answer !== undefined, url: info.url, pid: info.pid, version: info.version, agents: answer?.agents ?? null, started_at: info.startedAt, home: home.root, cluster: cluster ?? null };
       if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
       else if (info === undefined) io.stdout(`Loom is not running (home ${home.root}). Start it with: loom start\n`);
-      else io.stdout(`Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n`);
+      else io.stdout(`Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n${formatCluster(cluster)}`);
       // Scripts can ask `loom status` whether the daemon serves, as they ask `systemctl is-active`.
       if (answer === undefined) throw new ExitStatus(EXIT.failure);
     });

@@ -1,0 +1,30 @@
+import { hostname } from 'node:os';
+import type { ClusterReader, Leadership } from '../contracts/index.ts';
+
+/**
+ * This daemon as a node of its installation: whether it leads (see {@link Leadership}), the view
+ * of every node, and its own life (join, say where it listens, leave).
+ */
+export interface ClusterNode extends Leadership, ClusterReader {
+  /** A UUID drawn when the process started. */
+  readonly id: string;
+  /** `[cluster] node_name`, else `hostname:pid`. */
+  readonly name: string;
+  /** What the nodes share: one SQLite file (this node alone) or a PostgreSQL database. */
+  readonly store: 'sqlite' | 'postgres';
+  /**
+   * Joins: records the node and makes its first attempt at leadership (resolved once that attempt
+   * is decided, so the caller knows whether it leads before it starts anything).
+   * @throws {StoreError} when the database cannot be reached.
+   */
+  start(): Promise<void>;
+  /** Records where the node's API listens (shown by `GET /api/cluster`). */
+  setUrl(url: string): void;
+  /** Leaves: stops leading at once (listeners told), releases the lock and records the stop. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** A node's name when `[cluster] node_name` gives none: `hostname:pid`. */
+export function defaultNodeName(): string {
+  return `${hostname()}:${process.pid}`;
+}

@@ -1,0 +1,215 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClusterView } from '../../src/contracts/index.ts';
+import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../helpers/run-cli.ts';
+import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
+import { postgresMigrations } from '../../src/store/index.ts';
+
+// Daemons in separate processes, each with its own LOOM_HOME, sharing one PostgreSQL database.
+
+const bin = join(import.meta.dirname, '../../bin/loom.js');
+const HEARTBEAT_TIMER = 'package beat/check';
+
+let postgres: TestPostgres;
+let model: ScriptedModelServer;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = await makeTempDir('loom-cluster-');
+  // Every heartbeat run makes one model call: the script answers each one.
+  model = await startScriptedModelServer({ steps: [{ text: 'all quiet' }], loop: true, recordRequests: false });
+  postgres = await startTestPostgres();
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once('exit', resolve))));
+  await postgres?.stop();
+  await model?.close();
+  await dir?.remove();
+}, 60_000);
+
+interface Node {
+  name: string;
+  home: string;
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Polls `check` every 100 ms until it returns a value, for at most `ms`; throws with `what` otherwise. */
+async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await delay(100);
+  }
+}
+
+function spawnNode(name: string, databaseUrl: string | undefined): Omit<Node, 'url'> {
+  const home = join(dir.path, name);
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', LOOM_LOG_FORMAT: 'json' };
+  if (databaseUrl !== undefined) env['LOOM_DATABASE_URL'] = databaseUrl;
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { name, home, child, output: () => output, exited };
+}
+
+/** Starts a daemon whose home has the package test config and `[cluster] node_name = name`, and waits until it answers. */
+async function startNode(name: string, databaseUrl: string | undefined): Promise<Node> {
+  const home = join(dir.path, name);
+  await mkdir(home, { recursive: true });
+  await writeFile(join(home, 'config.toml'), packageConfigToml(model.url, { cluster: { node_name: name } }));
+  const node = spawnNode(name, databaseUrl);
+  const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
+    if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
+    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
+    return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
+  }).catch((error: unknown) => {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${node.output()}`);
+  });
+  return { ...node, url };
+}
+
+const clusterOf = async (node: Node): Promise<ClusterView> => (await (await fetch(`${node.url}/api/cluster`)).json()) as ClusterView;
+
+interface Claim {
+  at: number;
+  node_id: string;
+}
+
+async function claims(database: string): Promise<Claim[]> {
+  const result = await postgres.query('SELECT at::float8 AS at, node_id FROM loom_timer_fires WHERE timer = $1 ORDER BY at', [HEARTBEAT_TIMER], database);
+  return result.rows as Claim[];
+}
+
+interface RunView {
+  trigger: string;
+  status: string;
+  error: string | null;
+  started_at: string;
+}
+
+describe('several daemons on one PostgreSQL database', () => {
+  it('elect one leader that fires a heartbeat binding; when it is SIGKILLed another takes over within 10 s and no instant fires twice', async () => {
+    const database = await postgres.createDatabase();
+    const first = await startNode('node-a', database.url);
+    // A heartbeat every second, installed once (on the first node, before the second starts).
+    const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+    const installed = await fetch(`${first.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) });
+    expect(installed.status).toBe(201);
+    const second = await startNode('node-b', database.url);
+
+    // Both see both, and the same single leader: the first, which was up when the second joined.
+    const [seenByFirst, seenBySecond] = await Promise.all([clusterOf(first), clusterOf(second)]);
+    expect(seenByFirst.store).toBe('postgres');
+    const firstId = seenByFirst.self;
+    const secondId = seenBySecond.self;
+    expect(firstId).not.toBe(secondId);
+    for (const view of [seenByFirst, seenBySecond]) {
+      expect(view.leader).toBe(firstId);
+      expect(view.nodes.map((node) => [node.name, node.alive, node.leader]).sort()).toEqual([
+        ['node-a', true, true],
+        ['node-b', true, false],
+      ]);
+    }
+    expect(seenBySecond.nodes.find((node) => node.self)?.name).toBe('node-b');
+    expect(seenByFirst.nodes.find((node) => node.name === 'node-b')?.url).toBe(second.url);
+
+    // The leader alone fires the heartbeat.
+    await waitFor('three heartbeats on the leader', 15_000, async () => ((await claims(database.name)).length >= 3 ? true : undefined));
+    expect(new Set((await claims(database.name)).map((claim) => claim.node_id))).toEqual(new Set([firstId]));
+
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const killedAt = Date.now();
+    const before = await claims(database.name);
+
+    const view = await waitFor('the second node to lead', 10_000, async () => {
+      const current = await clusterOf(second);
+      return current.leader === secondId ? current : undefined;
+    });
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    expect(view.nodes.find((node) => node.name === 'node-a')?.leader).toBe(false);
+
+    // The heartbeat goes on, on the new leader.
+    const after = await waitFor('three heartbeats on the new leader', 15_000, async () => {
+      const all = await claims(database.name);
+      return all.filter((claim) => claim.node_id === secondId).length >= 3 ? all : undefined;
+    });
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after.slice(before.length).every((claim) => claim.node_id === secondId)).toBe(true);
+    // No instant twice, and never two within one interval: the new leader did not repeat the old one's.
+    const instants = after.map((claim) => claim.at);
+    expect(new Set(instants).size).toBe(instants.length);
+    for (let index = 1; index < instants.length; index += 1) expect(instants[index]! - instants[index - 1]!).toBeGreaterThanOrEqual(1000);
+
+    // What a user reads through the surviving node: one run per fire, never two at once.
+    const runs = (await (await fetch(`${second.url}/api/packages/runs?package=beat`)).json()) as RunView[];
+    const fired = runs.filter((run) => run.trigger === 'heartbeat' && run.status !== 'missed').map((run) => Date.parse(run.started_at)).sort((a, b) => a - b);
+    expect(fired.length).toBeGreaterThanOrEqual(instants.length - 2);
+    expect(fired.length).toBeLessThanOrEqual(instants.length);
+    for (let index = 1; index < fired.length; index += 1) expect(fired[index]! - fired[index - 1]!).toBeGreaterThan(500);
+    // The instants between the old leader's last fire and the takeover are recorded as missed, not replayed.
+    expect(runs.some((run) => run.status === 'missed' && /fire\(s\) missed while no node led; not replayed/.test(run.error ?? ''))).toBe(true);
+
+    // loom status on the survivor lists both nodes and names the leader.
+    const status = await runCli(second.home, ['status']);
+    expect(status.stdout).toContain('leader: node-b');
+    expect(status.stdout).toMatch(/NODE\s+URL\s+VERSION\s+LAST SEEN\s+STATE/);
+    expect(status.stdout).toMatch(/node-b\s+http:\/\/127\.0\.0\.1:\d+\s+\S+\s+\S+\s+leader, this node/);
+    expect(status.stdout).toMatch(/node-a\s+/);
+    const json = JSON.parse((await runCli(second.home, ['status', '--json'])).stdout) as { cluster: ClusterView };
+    expect(json.cluster.leader).toBe(secondId);
+
+    // A node stopped cleanly says so at once (the one killed is shown gone once its heartbeat is stale).
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    const rows = await postgres.query('SELECT name, stopped_at IS NOT NULL AS stopped FROM loom_nodes ORDER BY name', [], database.name);
+    expect(rows.rows).toEqual([
+      { name: 'node-a', stopped: false },
+      { name: 'node-b', stopped: true },
+    ]);
+  }, 60_000);
+
+  it('refuses to start a node whose Loom knows an older schema than the database holds, saying why', async () => {
+    const database = await postgres.createDatabase();
+    const latest = postgresMigrations.at(-1)?.version ?? 0;
+    // A newer Loom migrated this database one step further.
+    await postgres.query('CREATE TABLE loom_schema (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)', [], database.name);
+    await postgres.query("INSERT INTO loom_schema VALUES ($1, 'from a newer Loom', 0)", [latest + 1], database.name);
+    const home = join(dir.path, 'old-node');
+    await mkdir(home, { recursive: true });
+    const node = spawnNode('old-node', database.url);
+    const code = await Promise.race([node.exited, delay(20_000).then(() => 'still running')]);
+    expect(code).toBe(1);
+    expect(node.output()).toContain(`its schema version is ${latest + 1}, but this Loom knows versions up to ${latest}; upgrade Loom (every node sharing the database runs the same version)`);
+    expect(node.output()).not.toContain('postgres:loom-test-secret');
+  }, 30_000);
+
+  it('shows a daemon on SQLite as the only node, itself the leader', async () => {
+    const node = await startNode('alone', undefined);
+    const view = await clusterOf(node);
+    expect(view).toMatchObject({ store: 'sqlite', self: view.self, leader: view.self });
+    expect(view.nodes).toHaveLength(1);
+    expect(view.nodes[0]).toMatchObject({ id: view.self, name: 'alone', url: node.url, leader: true, self: true, alive: true });
+    expect(Date.parse(view.nodes[0]?.last_seen ?? '')).toBeGreaterThanOrEqual(Date.parse(view.nodes[0]?.started_at ?? ''));
+    // One node: loom status says nothing of nodes.
+    const status = await runCli(node.home, ['status']);
+    expect(status.stdout).toMatch(/^Loom \S+ is running at http:\/\/127\.0\.0\.1:\d+ \(pid \d+, since \S+, 0 agents\)\.\n$/);
+  }, 30_000);
+});
