@@ -87,10 +87,15 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
 
 /** What packages are checked against, from config: model names, MCP servers, the time zone, the default model. */
 export function packageEnvironment(config: Config): PackageEnvironment {
+  let userTimezone = config.scheduler.timezone;
   return {
     aliases: config.models.aliases,
     mcpServers: config.mcp_servers.map((server) => server.name),
-    userTimezone: config.scheduler.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    // Read when a package needs it: the time-zone data costs a daemon without packages start-up time and memory.
+    get userTimezone(): string {
+      userTimezone ??= Intl.DateTimeFormat().resolvedOptions().timeZone;
+      return userTimezone;
+    },
     defaultModel: config.default_model,
   };
 }
