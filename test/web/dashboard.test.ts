@@ -48,8 +48,14 @@ describe('the dashboard, in Chromium against a real daemon', () => {
     };
   });
 
+  /** With LOOM_SCREENSHOTS=1, the README's pictures of the page as it is: at desktop width, and at a phone's (390 px). */
   const screenshot = async (name: string): Promise<void> => {
-    if (SCREENSHOTS !== undefined) await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+    if (SCREENSHOTS === undefined) return;
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+    const desktop = page.viewportSize();
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`) });
+    if (desktop !== null) await page.setViewportSize(desktop);
   };
 
   it('serves the app at / and for client routes, while unknown API routes stay JSON 404s', async () => {
