@@ -45,7 +45,9 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
     await runLoadGenerator(server.url, CONCURRENCY * 2, CONCURRENCY);
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
+    const cpuBefore = process.cpuUsage();
     const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
+    const cpu = process.cpuUsage(cpuBefore);
     loop.disable();
     const summary = summarize(load.durations);
     return {
@@ -57,6 +59,8 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
       chats: CHATS,
       concurrency: CONCURRENCY,
       errors: load.errors,
+      // The daemon's own CPU (user and system) per chat: what bounds its rate on one core, whatever the load generator takes.
+      daemon_cpu_ms_per_chat: round((cpu.user + cpu.system) / 1000 / CHATS),
       event_loop_delay_p50_ms: round(loop.percentile(50) / 1e6),
       event_loop_delay_p99_ms: round(loop.percentile(99) / 1e6),
       event_loop_delay_max_ms: round(loop.max / 1e6),
