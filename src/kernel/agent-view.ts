@@ -1,8 +1,14 @@
 import type { Capability } from '../capabilities/index.ts';
 import type { AgentState } from '../contracts/index.ts';
-import type { Manifest } from '../manifest/index.ts';
+import { type Manifest, namedModel } from '../manifest/index.ts';
 import { modelName } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+
+/** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */
+function modelNameOf(manifest: Manifest): string | null {
+  const named = namedModel(manifest.model);
+  return named === undefined ? null : modelName(named);
+}
 
 /**
  * An agent as the CLI (`--json`) and the HTTP API show it. Field names are snake_case like the
@@ -46,7 +52,7 @@ export function toAgentView(entry: AgentEntry): AgentView {
     session_id: entry.sessionId,
     module: manifest.module,
     schedule: manifest.schedule.mode,
-    model: manifest.model === undefined ? null : modelName(manifest.model),
+    model: modelNameOf(manifest),
     tags: [...manifest.tags],
     capabilities: [...entry.capabilities],
     created_at: new Date(entry.createdAt).toISOString(),

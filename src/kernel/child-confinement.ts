@@ -4,7 +4,7 @@ import { capabilitiesFromManifest, filePatternCovers, isGranted, normalizeFilePa
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
-import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, namedModel, PRIORITIES } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName, resolveModelReference } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 
@@ -305,8 +305,9 @@ function toTarget(model: { provider: ModelTarget['provider']; model: string; api
 /** Every model a manifest may have called: routed tiers, the primary (or default) and fallbacks. */
 function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[] {
   const models: NamedModel[] = [];
-  const primary = manifest.model === undefined ? context.defaultModel : toTarget(manifest.model);
-  if (primary !== undefined) models.push({ field: manifest.model === undefined ? 'the default model (no [model])' : '[model]', target: primary });
+  const named = namedModel(manifest.model);
+  const primary = named ?? context.defaultModel;
+  if (primary !== undefined) models.push({ field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)', target: primary });
   manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
   if (manifest.routing?.enabled === true) {
     for (const [tier, target] of Object.entries(context.tiers ?? {})) {

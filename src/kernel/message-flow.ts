@@ -17,7 +17,7 @@ import {
   TurnNotRunningError,
 } from '../errors/index.ts';
 import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
-import { codeModuleOf, type Manifest } from '../manifest/index.ts';
+import { codeModuleOf, type Manifest, namedModel } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { modelName, type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
@@ -282,7 +282,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    */
   function chooseModels(runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget): { models: ModelTarget[]; tier?: string } {
     const { manifest } = entry;
-    const primary = manifest.model === undefined ? runtime.defaultModel : toTarget(manifest.model);
+    const primary = namedModel(manifest.model) ?? runtime.defaultModel;
     const own = [...(primary === undefined ? [] : [primary]), ...manifest.fallback_models.map(toTarget)];
     if (chosen !== undefined) {
       // A task's model: granted by llm_query, or without any grants one the manifest names.

@@ -22,10 +22,12 @@ export {
   ModelConfigSchema,
   MODEL_PROVIDERS,
   ModelTargetSchema,
+  namedModel,
+  NamedModelConfigSchema,
   PRIORITIES,
   SANDBOX_APIS,
   SCHEDULE_MODES,
   TOOL_PROFILES,
   WorkflowSchema,
 } from './schema.ts';
-export type { CodeSettings, EmergentSettings, Manifest, ManifestCapabilities, ManifestInput } from './schema.ts';
+export type { CodeSettings, EmergentSettings, Manifest, ManifestCapabilities, ManifestInput, ModelConfig } from './schema.ts';

@@ -73,15 +73,51 @@ function requireBaseUrlForCompatible(value: { provider: string; base_url?: strin
   }
 }
 
-/** `[model]`: the model an agent thinks with. */
+/** How an agent calls its model: `[model]`'s settings beside the model it names. */
+const ModelSettings = {
+  max_tokens: z.int().positive().default(4096),
+  temperature: z.number().min(0).max(2).default(0.7),
+  system_prompt: z.string().optional(),
+};
+
+/** `[model]` that must name its model (provider and model), as a package's loom.toml writes it. */
+export const NamedModelConfigSchema = z.strictObject({ ...ModelFields, ...ModelSettings }).superRefine(requireBaseUrlForCompatible);
+
+/**
+ * `[model]`: the model an agent thinks with and how. Without `provider` and `model` it names no
+ * model: the agent runs on the daemon's default model (`default_model` in config.toml), with
+ * these settings (`system_prompt`, `temperature`, `max_tokens`).
+ */
 export const ModelConfigSchema = z
   .strictObject({
     ...ModelFields,
-    max_tokens: z.int().positive().default(4096),
-    temperature: z.number().min(0).max(2).default(0.7),
-    system_prompt: z.string().optional(),
+    provider: ModelFields.provider.optional(),
+    model: ModelFields.model.optional(),
+    ...ModelSettings,
   })
-  .superRefine(requireBaseUrlForCompatible);
+  .superRefine((value, context) => {
+    const neither = 'or leave out both provider and model to run on the daemon\'s default model';
+    if (value.provider !== undefined && value.model === undefined) context.addIssue({ code: 'custom', path: ['model'], message: `required with provider, e.g. model = "gpt-4o"; ${neither}` });
+    if (value.provider === undefined && value.model !== undefined) context.addIssue({ code: 'custom', path: ['provider'], message: `required with model, e.g. provider = "openai"; ${neither}` });
+    for (const key of ['api_key_env', 'base_url'] as const) {
+      if (value.provider === undefined && value.model === undefined && value[key] !== undefined) {
+        context.addIssue({ code: 'custom', path: [key], message: 'only used with the provider and model it belongs to; the default model\'s key and URL are set in config.toml' });
+      }
+    }
+    requireBaseUrlForCompatible({ provider: value.provider ?? '', ...(value.base_url === undefined ? {} : { base_url: value.base_url }) }, context);
+  });
+
+/** `[model]` as a manifest holds it. */
+export type ModelConfig = z.output<typeof ModelConfigSchema>;
+
+/**
+ * The model `[model]` names (provider, model, key variable and URL), or undefined when it names
+ * none: then the agent runs on the daemon's default model.
+ */
+export function namedModel(model: Pick<ModelConfig, 'provider' | 'model' | 'api_key_env' | 'base_url'> | undefined): z.output<typeof FallbackModelSchema> | undefined {
+  if (model?.provider === undefined || model.model === undefined) return undefined;
+  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
+}
 
 /** `[[fallback_models]]`: tried in order when the primary model fails. Also how config names a model. */
 export const FallbackModelSchema = z.strictObject(ModelFields).superRefine(requireBaseUrlForCompatible);

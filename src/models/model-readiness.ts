@@ -1,3 +1,4 @@
+import { type ModelConfig, namedModel } from '../manifest/schema.ts';
 import { modelName } from './model-name.ts';
 import type { ModelFetch, ModelTarget } from './resolve-model.ts';
 import { DEFAULT_API_KEY_ENV, modelEndpoint } from './resolve-model.ts';
@@ -24,7 +25,8 @@ export interface ModelProblem {
 /** The parts of a manifest that say which models an agent calls. */
 interface ModelsOfManifest {
   module: string;
-  model?: ModelTarget | undefined;
+  /** `[model]`; without provider and model it names none (the default model, with its settings). */
+  model?: ModelConfig | undefined;
   fallback_models: readonly ModelTarget[];
 }
 
@@ -46,7 +48,8 @@ export interface ModelReadinessOptions {
 
 function targetsOf(manifest: ModelsOfManifest, defaultModel: ModelTarget | undefined): NamedTarget[] {
   const targets: NamedTarget[] = [];
-  if (manifest.model !== undefined) targets.push({ field: '[model]', target: manifest.model, fromConfig: false });
+  const named = namedModel(manifest.model);
+  if (named !== undefined) targets.push({ field: '[model]', target: named, fromConfig: false });
   else if (defaultModel !== undefined) targets.push({ field: '[default_model] (config.toml)', target: defaultModel, fromConfig: true });
   manifest.fallback_models.forEach((target, index) => targets.push({ field: `[[fallback_models]][${index}]`, target, fromConfig: false }));
   return targets;
@@ -66,12 +69,12 @@ function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptio
   if (!callsModels(manifest.module)) return [];
   const targets = targetsOf(manifest, options.defaultModel);
   const problems: ModelProblem[] = [];
-  if (manifest.model === undefined && options.defaultModel === undefined) {
+  if (namedModel(manifest.model) === undefined && options.defaultModel === undefined) {
     problems.push({
       field: '[model]',
       model: null,
       kind: 'no-model',
-      problem: 'it has no [model] and config.toml has no [default_model]',
+      problem: `it has ${manifest.model === undefined ? 'no [model]' : 'a [model] that names no provider and model'} and config.toml has no [default_model]`,
       fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest',
     });
   }

@@ -4,7 +4,7 @@ import { basename, join, resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
-import { ManifestCapabilitiesSchema, ModelConfigSchema } from '../manifest/index.ts';
+import { ManifestCapabilitiesSchema, NamedModelConfigSchema } from '../manifest/index.ts';
 import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
 import { unpackArchive } from './archive.ts';
@@ -36,7 +36,7 @@ export const LoomTomlSchema = z.strictObject({
       description: z.string().default(''),
     })
     .prefault({}),
-  model: ModelConfigSchema.refine((model) => model.system_prompt === undefined, { error: 'system_prompt is not used here: AGENT.md is the system prompt', path: ['system_prompt'] })
+  model: NamedModelConfigSchema.refine((model) => model.system_prompt === undefined, { error: 'system_prompt is not used here: AGENT.md is the system prompt', path: ['system_prompt'] })
     // A package's own URL with the provider's default key would send the owner's key to a host the package chose.
     .refine((model) => model.base_url === undefined || model.api_key_env !== undefined || DEFAULT_API_KEY_ENV[model.provider] === null, {
       error: (issue) => {

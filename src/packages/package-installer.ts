@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Clock, InstalledPackageRecord, InstalledSkillText, JsonObject, Store } from '../contracts/index.ts';
 import { LoomError, PackageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
-import { type ManifestCapabilities, ManifestSchema } from '../manifest/index.ts';
+import { type ManifestCapabilities, ManifestSchema, namedModel } from '../manifest/index.ts';
 import { modelEndpoint } from '../models/index.ts';
 import { unpackArchive } from './archive.ts';
 import { emitGraphProblems, type GraphPackage, namespacedSource } from './emit-graph.ts';
@@ -99,7 +99,7 @@ export interface PackageInstaller {
 const QUALIFIED_AGENT = /^@[a-z0-9][a-z0-9-]*\/agents\/[a-z0-9][a-z0-9-]*(?:@[0-9A-Za-z.+-]+)?$/;
 
 function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan['model'] {
-  const model = prepared.manifest.model;
+  const model = namedModel(prepared.manifest.model);
   if (model === undefined) return null;
   // The key it will really send: its own variable, or the provider's default one.
   const endpoint = modelEndpoint({ provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url });

@@ -6,7 +6,7 @@ import { isGranted } from '../../src/capabilities/index.ts';
 import type { Tool } from '../../src/contracts/index.ts';
 import { CapabilityEscalationError } from '../../src/errors/index.ts';
 import { type AgentDetailView, toolPolicyOf } from '../../src/kernel/index.ts';
-import { type Manifest, ManifestSchema } from '../../src/manifest/index.ts';
+import { type Manifest, ManifestSchema, namedModel } from '../../src/manifest/index.ts';
 import { modelEndpoint, type ModelTarget } from '../../src/models/index.ts';
 import { createToolRunner } from '../../src/runtime/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
@@ -164,7 +164,7 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
 
 /** Every model an agent may have called, with where its key goes. */
 function modelRoutes(manifest: Manifest): { name: string; keyVariable: string | null; baseUrl: string }[] {
-  const targets: ModelTarget[] = [...(manifest.model === undefined ? [] : [manifest.model]), ...manifest.fallback_models];
+  const targets: ModelTarget[] = [...(namedModel(manifest.model) === undefined ? [] : [namedModel(manifest.model) as ModelTarget]), ...manifest.fallback_models];
   return targets.map((target) => ({ name: `${target.provider}/${target.model}`, ...modelEndpoint(target) }));
 }
 

@@ -46,6 +46,19 @@ describe('kernel.send()', () => {
     expect(session?.messages).toMatchObject([{ role: 'user', content: 'Hi' }, { role: 'assistant' }]);
   });
 
+  it('runs an agent whose [model] names no model on the daemon\'s default model, with its settings', async () => {
+    host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url } });
+    await host.kernel.spawn(manifest('name = "briefed"\n[model]\nsystem_prompt = "Answer in one word."\ntemperature = 0.1\nmax_tokens = 64\n'));
+    server.script([{ text: 'Yes.' }]);
+    const result = await host.kernel.send('briefed', 'Ready?');
+    expect(result.model).toBe('openai/gpt-4o-mini');
+    const body = server.requests[0]?.body ?? {};
+    expect(body['model']).toBe('gpt-4o-mini');
+    expect(JSON.stringify(body['messages'])).toContain('Answer in one word.');
+    expect(body['temperature']).toBe(0.1);
+    expect(host.kernel.get('briefed').model).toBeNull();
+  });
+
   it('sends the stability guidelines and the history of earlier turns', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('memoryful')));

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestError } from '../../src/errors/index.ts';
-import { loadManifestFile, parseManifest } from '../../src/manifest/index.ts';
+import { loadManifestFile, namedModel, parseManifest } from '../../src/manifest/index.ts';
 
 const examples = join(import.meta.dirname, '../../examples/agents');
 
@@ -216,7 +216,15 @@ describe('parseManifest() refuses bad input with one message naming file, field 
   });
 
   it('refuses a missing required field', () => {
-    expect(refusal('[model]\nprovider = "openai"')).toBe('cannot load manifest "a.toml": [model].model: missing, expected a string');
+    expect(refusal('[model]\nprovider = "openai"')).toBe('cannot load manifest "a.toml": [model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model');
+    expect(refusal('[model]\nmodel = "gpt-4o"')).toContain('[model].provider: required with model, e.g. provider = "openai"');
+  });
+
+  it('takes a [model] that names no model as settings for the daemon\'s default model, and refuses a key or URL without one', () => {
+    const { manifest } = parseManifest('name = "a"\n[model]\nsystem_prompt = "Be brief."\ntemperature = 0.2\n', { source: 'a.toml' });
+    expect(manifest.model).toMatchObject({ system_prompt: 'Be brief.', temperature: 0.2, max_tokens: 4096 });
+    expect(namedModel(manifest.model)).toBeUndefined();
+    expect(refusal('[model]\napi_key_env = "MY_KEY"')).toContain('[model].api_key_env: only used with the provider and model it belongs to');
   });
 
   it('refuses an openai-compatible model without base_url', () => {
@@ -284,7 +292,9 @@ describe('loadManifestFile()', () => {
   it('loads the JSON example', async () => {
     const { manifest } = await loadManifestFile(join(examples, 'assistant.json'));
     expect(manifest.name).toBe('assistant');
-    expect(manifest.model?.provider).toBe('ollama');
+    // Its model sets only max_tokens: it runs on the daemon's default model.
+    expect(manifest.model?.max_tokens).toBe(2048);
+    expect(namedModel(manifest.model)).toBeUndefined();
   });
 
   it('refuses a directory', async () => {
