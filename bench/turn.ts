@@ -64,7 +64,9 @@ async function measureKernelTurns(withTool: boolean, prefill = 0, databasePath?:
  */
 async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill = 0): Promise<number[]> {
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
-  const tools = { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute: () => Promise.resolve('none') }) };
+  // The same answer Loom's agent_list gives the kernel's turners, so both sides carry the same history.
+  const listed = Array.from({ length: AGENTS }, (_, index) => `turner-${index} (running)`).join('\n');
+  const tools = { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute: () => Promise.resolve(listed) }) };
   const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => history(prefill));
   const durations: number[] = [];
   for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
