@@ -14,6 +14,7 @@ import { registerModelCommands } from './commands/model-commands.ts';
 import { registerPackageCommands } from './commands/package-commands.ts';
 import { registerToolsCommands } from './commands/tools-commands.ts';
 import { registerSendCommands } from './commands/send-commands.ts';
+import { registerStoreCommands } from './commands/store-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { registerChannelsCommand } from './commands/channels-command.ts';
 import { LOOM_VERSION } from './version.ts';
@@ -52,6 +53,7 @@ function buildProgram(io: CliIo): Command {
   registerPackageCommands(program, io);
   registerToolsCommands(program, io);
   registerModelCommands(program, io);
+  registerStoreCommands(program, io);
   return program;
 }
 

@@ -1,3 +1,4 @@
+import type { CopyStoreOptions, StoreCopyReport } from './copy-store.ts';
 import type { PostgresInspection, PostgresStore, PostgresStoreOptions } from './postgres-store.ts';
 
 // The PostgreSQL store and `pg` load with the first call: a daemon on SQLite never holds them.
@@ -12,4 +13,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 export async function inspectPostgresDatabase(url: string, options: { connectTimeoutMs?: number } = {}): Promise<PostgresInspection> {
   const { inspectPostgresDatabase: inspect } = await import('./postgres-store.ts');
   return inspect(url, options);
+}
+
+/** Copies a SQLite store into an empty PostgreSQL database and verifies the copy (see `copy-store.ts`). */
+export async function copySqliteToPostgres(options: CopyStoreOptions): Promise<StoreCopyReport> {
+  const { copySqliteToPostgres: copy } = await import('./copy-store.ts');
+  return copy(options);
 }
