@@ -9,7 +9,7 @@ import { type Manifest, ManifestSchema } from './schema.ts';
 
 /** One thing wrong with a manifest, and where it stands in the text (1-based; undefined when nowhere in particular). */
 export interface ManifestIssue {
-  /** `[model].model: missing, expected a string`, as `loom manifest check` says it. */
+  /** `[model].model: required with provider, e.g. …`, as `loom manifest check` says it. */
   message: string;
   /** The field, as TOML or JSON writes it (`[model].model`); empty for the document or its syntax. */
   field: string;
@@ -108,7 +108,7 @@ function locate(path: Path, find: (path: Path) => { line: number; column: number
  * Checks a manifest's text with the steps of `parseManifest`, but answers every issue at once,
  * each with the line and column it is about, for an editor to mark as the user types.
  * @example checkManifestText('name = "x"\n[model]\nprovider = "openai"\n', 'toml').errors[0]
- * // { message: '[model].model: missing, expected a string', field: '[model].model', line: 2, column: 1 }
+ * // { message: '[model].model: required with provider, e.g. model = "gpt-4o"; or …', field: '[model].model', line: 2, column: 1 }
  */
 export function checkManifestText(text: string, format: ManifestFormat): ManifestCheck {
   const whole = (message: string, line?: number, column?: number): ManifestCheck => ({ valid: false, format, errors: [{ message, field: '', line, column }], warnings: [] });

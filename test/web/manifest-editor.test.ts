@@ -39,7 +39,7 @@ describe('the manifest editor, in Chromium against a real daemon', () => {
     expect(toml.errors).toEqual([
       { message: 'priority: expected one of low, normal, high, critical, got "urgent"', field: 'priority', line: 2, column: 1 },
       // A missing field points at its table's header.
-      { message: '[model].model: missing, expected a string', field: '[model].model', line: 4, column: 1 },
+      { message: '[model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model', field: '[model].model', line: 4, column: 1 },
       { message: '[capabilities].tols: unknown key, did you mean "tools"?', field: '[capabilities].tols', line: 8, column: 1 },
     ]);
 
@@ -71,7 +71,7 @@ describe('the manifest editor, in Chromium against a real daemon', () => {
     await visible(issues, 'line 5');
     await visible(issues, '[model].modle: unknown key, did you mean "model"?');
     await visible(issues, 'line 3');
-    await visible(issues, '[model].model: missing, expected a string');
+    await visible(issues, '[model].model: required with provider');
     await visible(page.locator('.gutter-line.bad[data-line="5"]'));
     expect(await editor.getAttribute('aria-invalid')).toBe('true');
     // Nothing was spawned: checking is not spawning.
