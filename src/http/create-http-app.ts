@@ -223,7 +223,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const version = options.version ?? defaultVersion();
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
-    return createMcpHttpHandler({ kernel, config, version, logger });
+    return createMcpHttpHandler({ kernel, config, version, logger, clock });
   });
   const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other) });
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));

@@ -90,7 +90,7 @@ describe('the MCP endpoint, tool errors', () => {
 });
 
 describe('the MCP endpoint, tools/list_changed', () => {
-  it.each<ClientKind>(['modern', 'legacy-sse'])('tells a %s client when an agent is spawned and when one is killed', async (kind) => {
+  it.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('tells a %s client when an agent is spawned and when one is killed', async (kind) => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('first', model.url));
     const lists: string[][] = [];

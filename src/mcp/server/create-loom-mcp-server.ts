@@ -1,7 +1,7 @@
 import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from '@modelcontextprotocol/server';
 import { agentResources, agentResourceTemplates, readAgentResource } from './agent-resources.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
-import type { McpRequestOrigin } from './mcp-principal.ts';
+import { type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 
 /** The name Loom's MCP server reports to clients. */
 export const LOOM_MCP_SERVER_NAME = 'loom';
@@ -80,7 +80,8 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     const message = args?.['message'];
     if (typeof message !== 'string' || message === '') return toolError(`the tool "${name}" needs a non-empty string "message"`);
     try {
-      options.chargeTurn?.();
+      // The request's own origin when it carries one (a session's server serves many requests), else the instance's.
+      (originOfAuthInfo(ctx.http?.authInfo) ?? options).chargeTurn?.();
       const reply = await directory.send(agent.name, message, principal, ctx.mcpReq.signal);
       return { content: [{ type: 'text', text: reply }] };
     } catch (error) {

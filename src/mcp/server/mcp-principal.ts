@@ -1,3 +1,4 @@
+import type { AuthInfo } from '@modelcontextprotocol/server';
 import { capabilitiesFromManifest } from '../../capabilities/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Principal } from '../../access/index.ts';
@@ -24,4 +25,17 @@ export interface McpRequestOrigin {
    * (protocol messages cost like reads); throws, with the time to wait, when the caller is out.
    */
   chargeTurn?: () => void;
+}
+
+/** Where a request's origin rides to the server instance: `AuthInfo.extra[ORIGIN_KEY]` (the SDK passes `authInfo` through untouched). */
+const ORIGIN_KEY = 'loomOrigin';
+
+/** The SDK's `AuthInfo` carrying `origin`, for the handlers and factories of the MCP server. */
+export function authInfoOf(origin: McpRequestOrigin): AuthInfo {
+  return { token: '', clientId: origin.principal.name, scopes: [origin.principal.role], extra: { [ORIGIN_KEY]: origin } };
+}
+
+/** The origin {@link authInfoOf} put in `authInfo`; undefined when there is none. */
+export function originOfAuthInfo(authInfo: AuthInfo | undefined): McpRequestOrigin | undefined {
+  return authInfo?.extra?.[ORIGIN_KEY] as McpRequestOrigin | undefined;
 }
