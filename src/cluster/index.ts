@@ -1,10 +1,14 @@
 /**
  * Several daemons on one database: each a node with a heartbeat, one elected leader that fires
- * the schedules (a PostgreSQL advisory lock), and the single node of a daemon on SQLite.
+ * the schedules (a PostgreSQL advisory lock), the shared work queue every node takes triggered
+ * work from, and the single node of a daemon on SQLite.
  */
 export { defaultNodeName } from './cluster-node.ts';
 export type { ClusterNode } from './cluster-node.ts';
-export { openPostgresCluster } from './open-postgres-cluster.ts';
+export { createJobQueue, DEFAULT_JOB_CONCURRENCY, DEFAULT_JOB_LEASE_MS, DEFAULT_JOB_MAX_ATTEMPTS, DEFAULT_JOB_POLL_MS, JOB_CHANNEL, readJobCounts } from './job-queue.ts';
+export type { FailOutcome, JobDatabase, JobQueue, JobQueueOptions } from './job-queue.ts';
+export type { JobWorker, JobWorkerOptions } from './job-worker.ts';
+export { openPostgresCluster, openPostgresJobWorker } from './open-postgres-cluster.ts';
 export type { PostgresClusterOptions } from './postgres-cluster.ts';
 export { createSingleNode } from './single-node.ts';
 export type { SingleNodeOptions } from './single-node.ts';

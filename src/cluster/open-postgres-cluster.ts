@@ -1,4 +1,5 @@
 import type { ClusterNode } from './cluster-node.ts';
+import type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 import type { PostgresClusterOptions } from './postgres-cluster.ts';
 
 // `pg` loads with the first call: a daemon on SQLite never holds it.
@@ -7,4 +8,10 @@ import type { PostgresClusterOptions } from './postgres-cluster.ts';
 export async function openPostgresCluster(options: PostgresClusterOptions): Promise<ClusterNode> {
   const { createPostgresCluster } = await import('./postgres-cluster.ts');
   return createPostgresCluster(options);
+}
+
+/** Creates a node's side of the shared work queue on a PostgreSQL database (see `job-worker.ts`). */
+export async function openPostgresJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
+  const { createJobWorker } = await import('./job-worker.ts');
+  return createJobWorker(options);
 }

@@ -1,7 +1,8 @@
 import pg from 'pg';
-import type { ClusterNodeView, ClusterView, Logger } from '../contracts/index.ts';
+import type { ClusterNodeView, ClusterView, JobCounts, Logger } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { ClusterNode } from './cluster-node.ts';
+import { readJobCounts } from './job-queue.ts';
 
 /**
  * The advisory lock the leader holds for as long as its lock connection lives: `Loom` and `Lead`
@@ -27,6 +28,12 @@ const GONE_NODE_RETENTION_MS = 3_600_000;
 
 /** Claimed instants older than this are deleted by the leader (the newest of each timer is all a claim compares with). */
 const CLAIM_RETENTION_MS = 86_400_000;
+
+/** Jobs done longer ago than this are deleted by the leader, with their attempts. */
+const DONE_JOB_RETENTION_MS = 86_400_000;
+
+/** Jobs failed for good longer ago than this are deleted by the leader, with their attempts. */
+const FAILED_JOB_RETENTION_MS = 7 * 86_400_000;
 
 /** What {@link createPostgresCluster} needs. */
 export interface PostgresClusterOptions {
@@ -218,6 +225,10 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       if (leader) {
         await pool.query(`DELETE FROM loom_nodes WHERE last_seen < ${NOW_MS} - $1`, [GONE_NODE_RETENTION_MS]);
         await pool.query(`DELETE FROM loom_timer_fires WHERE claimed_at < ${NOW_MS} - $1`, [CLAIM_RETENTION_MS]);
+        await pool.query(
+          `DELETE FROM loom_jobs WHERE (state = 'done' AND updated_at < ${NOW_MS} - $1) OR (state = 'failed' AND updated_at < ${NOW_MS} - $2)`,
+          [DONE_JOB_RETENTION_MS, FAILED_JOB_RETENTION_MS],
+        );
       }
       if (heartbeatFailing) logger.info({}, `node "${name}" records its heartbeat again`);
       heartbeatFailing = false;
@@ -227,13 +238,13 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     }
   }
 
-  async function readNodes(): Promise<{ rows: NodeRow[]; leaderPid: number | null }> {
+  async function readNodes(): Promise<{ rows: NodeRow[]; leaderPid: number | null; jobs: JobCounts }> {
     const nodes = await pool.query<NodeRow>(
       `SELECT id, name, url, version, lock_pid, started_at::text, last_seen::text, (stopped_at IS NULL AND last_seen >= ${NOW_MS} - $1) AS alive FROM loom_nodes`,
       [staleAfterMs],
     );
     const lock = await pool.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE ${LEADER_LOCK_ROW}`);
-    return { rows: nodes.rows, leaderPid: lock.rows[0]?.pid ?? null };
+    return { rows: nodes.rows, leaderPid: lock.rows[0]?.pid ?? null, jobs: await readJobCounts(pool) };
   }
 
   return {
@@ -319,7 +330,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
         alive: row.alive,
       }));
       nodes.sort((a, b) => Number(b.alive) - Number(a.alive) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      return { store: 'postgres', self: id, leader: leaderId, nodes };
+      return { store: 'postgres', self: id, leader: leaderId, nodes, jobs: found.jobs };
     },
   };
 }

@@ -37,6 +37,7 @@ export function createSingleNode(options: SingleNodeOptions): ClusterNode {
         self: id,
         leader: id,
         nodes: [{ id, name, url, version, started_at: new Date(startedAt).toISOString(), last_seen: now, leader: true, self: true, alive: true }],
+        jobs: null,
       });
     },
   };

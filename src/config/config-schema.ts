@@ -202,6 +202,13 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** The name this daemon shows among the daemons sharing a PostgreSQL database (`hostname:pid` when unset). */
       node_name: z.string().trim().min(1).max(200).optional(),
+      /**
+       * How long a node holds a job of the shared work queue without renewing its lease (it renews
+       * it every third of this while the job runs); a job whose node died runs again elsewhere after it.
+       */
+      job_lease_seconds: z.number().int().min(1).max(3600).default(30),
+      /** How many jobs of the shared work queue this node runs at once. */
+      job_concurrency: z.number().int().min(1).max(256).default(8),
     })
     .prefault({}),
   scheduler: z
@@ -412,6 +419,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # With [store] url on PostgreSQL, several daemons may share the database: one of them (the
 # leader) fires the schedules. The name this daemon shows in loom status (default hostname:pid):
 # node_name = "web-1"
+# Triggered work (timed package runs, scheduled wake-ups) goes through a queue in the database;
+# any node takes it. A job whose node dies runs again elsewhere once its lease lapses:
+# job_lease_seconds = 30
+# How many jobs this node runs at once:
+# job_concurrency = 8
 
 [scheduler]
 # The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and

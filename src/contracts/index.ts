@@ -3,7 +3,7 @@
  * implementations depend on it.
  */
 export type { Capability } from './capability.ts';
-export type { ClusterNodeView, ClusterReader, ClusterView, Leadership } from './cluster.ts';
+export type { ClaimedJob, ClusterNodeView, ClusterReader, ClusterView, JobCounts, JobHandler, JobKind, JobRequest, Leadership, WorkQueue } from './cluster.ts';
 export type { Clock } from './clock.ts';
 export type { IdGenerator } from './id-generator.ts';
 export type { JsonObject, JsonValue } from './json.ts';

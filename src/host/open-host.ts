@@ -8,7 +8,7 @@ import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKern
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
-import { type ClusterNode, createSingleNode, defaultNodeName, openPostgresCluster } from '../cluster/index.ts';
+import { type ClusterNode, createSingleNode, defaultNodeName, type JobWorker, openPostgresCluster, openPostgresJobWorker } from '../cluster/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -120,6 +120,7 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 
 export async function openHost(options: HostOptions): Promise<Host> {
   const store = await openStore(options);
   let cluster: ClusterNode | undefined;
+  let worker: JobWorker | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
     const ids = createUuidGenerator();
@@ -128,6 +129,9 @@ export async function openHost(options: HostOptions): Promise<Host> {
     // Joined before anything starts, so this node knows whether it leads (fires the schedules).
     await joined.start();
     const leadership = joined.store === 'postgres' ? joined : undefined;
+    // On PostgreSQL, triggered work goes through the shared work queue: any node runs it.
+    const jobs = joined.store === 'postgres' ? await openJobWorker(options, joined.id) : undefined;
+    worker = jobs;
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
         ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock, oauthDir: options.home.mcpOAuthDir })
@@ -146,6 +150,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
             logger: options.logger,
             timezone: options.config.scheduler.timezone,
             leadership,
+            queue: jobs,
             send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message)),
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
           })
@@ -164,6 +169,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       environment,
       timers: scheduler,
       leadership,
+      queue: jobs,
     });
     hooks.push(packageRuntime);
     const kernel = createKernel({
@@ -196,6 +202,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       skillsDir: options.home.skillsDir,
     });
     const report = await kernel.boot();
+    // Jobs are taken once everything they run on is up.
+    await jobs?.start();
     // In the background: a slow or broken server never holds up the start.
     mcp?.start();
     const channels = createChannelService({
@@ -221,6 +229,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       cluster: joined,
       close: async () => {
         await channels.stop();
+        // Jobs running here stop and go back to the queue: another node takes them at once.
+        await jobs?.stop();
         await packageRuntime.shutdown();
         // No timed work is left here: the lock goes, and another node leads while this one ends its turns.
         scheduler?.stopAll();
@@ -234,10 +244,25 @@ export async function openHost(options: HostOptions): Promise<Host> {
       },
     };
   } catch (error) {
+    await worker?.stop();
     await cluster?.stop();
     await store.close();
     throw error;
   }
+}
+
+/** This daemon's side of the shared work queue on the PostgreSQL database its cluster node joined. */
+async function openJobWorker(options: HostOptions, nodeId: string): Promise<JobWorker> {
+  const database = resolveStoreUrl(options.config, options.env);
+  if (database === undefined) throw new Error('cannot open the work queue: the store is not on PostgreSQL');
+  return openPostgresJobWorker({
+    url: database.url,
+    target: redactDatabaseUrl(database.url),
+    nodeId,
+    logger: options.logger,
+    leaseMs: options.config.cluster.job_lease_seconds * 1000,
+    concurrency: options.config.cluster.job_concurrency,
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
-import type { Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store } from '../contracts/index.ts';
+import { z } from 'zod';
+import type { ClaimedJob, Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store, WorkQueue } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, Kernel, PackageEvent } from '../kernel/index.ts';
 import { cronInstants, intervalInstants, type TimerSpec } from '../scheduler/index.ts';
@@ -29,7 +30,22 @@ export interface PackageRuntimeOptions {
    * and again each time it takes over. Without it this daemon is alone and does it at its start.
    */
   leadership?: Leadership | undefined;
+  /**
+   * When several daemons share the store: the shared work queue. Timed triggers' fires and the
+   * runs an emitted event starts are enqueued as `package-run` jobs, which any node takes, and
+   * this node runs the jobs it takes (each job's run has the job's id, so a job run again after
+   * its node died resumes that run instead of starting another). Without it they run here.
+   */
+  queue?: WorkQueue | undefined;
 }
+
+/** What a `package-run` job carries. */
+const PackageRunJobSchema = z.strictObject({
+  package: z.string().min(1),
+  binding: z.string().min(1),
+  trigger: z.string().min(1),
+  inputs: z.record(z.string(), z.unknown()).optional(),
+});
 
 /** A binding as `loom package show` lists it. */
 export interface BindingView {
@@ -145,7 +161,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
   const inFlight = new Set<Promise<unknown>>();
   const formatters = new Map<string, Intl.DateTimeFormat>();
   const controller = new AbortController();
-  const { leadership } = options;
+  const { leadership, queue } = options;
   // The daemon's start: runs its last stop cut off, resumed as their packages activate.
   let interrupted: Promise<Map<string, PackageRunRecord[]>> | undefined;
   // Whether this node was alone when it began to lead (decided once per leadership).
@@ -213,6 +229,13 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return runs;
   }
 
+  /** The runs cut off, less those of jobs: the queue runs those again itself (on whichever node takes them). */
+  async function resumable(runs: PackageRunRecord[]): Promise<PackageRunRecord[]> {
+    if (queue === undefined || runs.length === 0) return runs;
+    const jobs = await queue.jobIds(runs.map((run) => run.id));
+    return runs.filter((run) => !jobs.has(run.id));
+  }
+
   function resume(pkg: ActivePackage, run: PackageRunRecord): void {
     if (!pkg.prepared.bindings.has(run.binding)) return;
     fire(pkg.slug, run.binding, run.trigger, {}, run).catch((error: unknown) => logger.error({ err: error, package: pkg.slug, run: run.id }, `resumed run "${run.id}" failed`));
@@ -226,7 +249,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       const record = await store.packages.get(pkg.slug);
       if (record === undefined || active.get(pkg.slug) !== pkg) continue;
       recordMissed(pkg, record, 'no node led');
-      for (const run of await cutOffRuns(pkg)) resume(pkg, run);
+      for (const run of await resumable(await cutOffRuns(pkg))) resume(pkg, run);
     }
   }
 
@@ -276,23 +299,35 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
         publish({ ...base, type: 'package-emit', event: event.event });
         const output = [...event.run.activities].reverse().find((activity) => activity.status === 'completed')?.output ?? null;
         for (const target of subscribers.get(event.event) ?? []) {
-          void fire(target.slug, target.binding, `event:${event.event}`, { event: { name: event.event, package: pkg.slug, binding, output } }).catch((error: unknown) =>
-            logger.error({ err: error, event: event.event }, `could not start "${target.binding}" of package "${target.slug}" on ${event.event}`),
-          );
+          const inputs: JsonObject = { event: { name: event.event, package: pkg.slug, binding, output } };
+          const started =
+            queue === undefined
+              ? fire(target.slug, target.binding, `event:${event.event}`, inputs)
+              : // One job per run and target: a run resumed after its node died emits again, and adds nothing.
+                enqueueRun(target.slug, target.binding, `event:${event.event}`, inputs, `emit ${event.run.id} ${target.slug}/${target.binding}`);
+          started.catch((error: unknown) => logger.error({ err: error, event: event.event }, `could not start "${target.binding}" of package "${target.slug}" on ${event.event}`));
         }
         return;
       }
     }
   }
 
-  /** Starts a run of the binding unless one is going (then records the skip). Resolves when the run ends. */
-  async function fire(slug: string, name: string, trigger: string, extraInputs: JsonObject = {}, resume?: PackageRunRecord): Promise<PackageRunRecord> {
+  /**
+   * Starts a run of the binding unless one is going (then records the skip). Resolves when the run
+   * ends. A `job`'s run has the job's id and stops when the job's signal aborts (its run is then
+   * left running, for the job's next attempt to resume).
+   */
+  async function fire(slug: string, name: string, trigger: string, extraInputs: JsonObject = {}, resume?: PackageRunRecord, job?: { id: string; signal: AbortSignal }): Promise<PackageRunRecord> {
     const pkg = active.get(slug);
     const binding = pkg?.prepared.bindings.get(name);
     if (pkg === undefined || binding === undefined) throw new LoomError('PACKAGE_INACTIVE', 'user', `package "${slug}" is not active (its agent is suspended, or it is not installed)`);
     const key = keyOf(slug, name);
+    if (busy.has(key) && job !== undefined && resume !== undefined) {
+      // A job's run to resume stays as it is: the job is tried again later.
+      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running here; run "${resume.id}" is resumed at the job's next attempt`, { details: { package: slug, binding: name } });
+    }
     if (busy.has(key)) {
-      const skipped = await recordNonRun(pkg, name, trigger, 'skipped', `not started: the previous run of "${name}" is still going`);
+      const skipped = await recordNonRun(pkg, name, trigger, 'skipped', `not started: the previous run of "${name}" is still going`, undefined, job?.id);
       publish({ type: 'package-skip', at: skipped.startedAt, agentId: pkg.agentId, name: slug, binding: name, runId: skipped.id, trigger, reason: skipped.error ?? '' });
       throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, { details: { package: slug, binding: name, skippedRun: skipped.id } });
     }
@@ -317,7 +352,11 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
               report(pkg, name, event);
             },
           },
-          { signal: AbortSignal.any([controller.signal, pkg.abort.signal]), ...(resume === undefined ? {} : { resume }) },
+          {
+            signal: AbortSignal.any([controller.signal, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])]),
+            ...(resume === undefined ? {} : { resume }),
+            ...(job === undefined ? {} : { runId: job.id }),
+          },
         );
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
         return finished;
@@ -346,9 +385,9 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     }
   }
 
-  async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number): Promise<PackageRunRecord> {
+  async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number, id?: string): Promise<PackageRunRecord> {
     const now = clock.now();
-    const record: PackageRunRecord = { id: options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now };
+    const record: PackageRunRecord = { id: id ?? options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now };
     await store.packageRuns.create(record);
     return record;
   }
@@ -357,11 +396,68 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
   function onTimer(pkg: ActivePackage, name: string, trigger: string, window: ClockWindow | undefined, at: number): void {
     if (window !== undefined && !inWindow(window, minuteOfDay(at, pkg.prepared.timezone, formatters))) return;
     store.packages.setLastFire(pkg.slug, name, at).catch((error: unknown) => logger.error({ err: error }, 'could not record a fire'));
+    if (queue !== undefined) {
+      // The instant's one job (named like the timer's claim): whichever node takes it runs it.
+      enqueueRun(pkg.slug, name, trigger, {}, `package ${pkg.slug}/${name}@${at}`).catch((error: unknown) =>
+        logger.error({ err: error, package: pkg.slug, binding: name }, `could not enqueue the run of "${name}" (package "${pkg.slug}") at ${new Date(at).toISOString()}: it does not run`),
+      );
+      return;
+    }
     fire(pkg.slug, name, trigger).catch((error: unknown) => {
       if (error instanceof LoomError && error.code === 'BINDING_BUSY') logger.warn({ package: pkg.slug, binding: name }, error.message);
       else if (!controller.signal.aborted) logger.error({ err: error, package: pkg.slug, binding: name }, `run of "${name}" (package "${pkg.slug}") failed`);
     });
   }
+
+  /** Hands a run of the binding to the shared work queue (`dedupeKey` names the logical run). */
+  async function enqueueRun(slug: string, binding: string, trigger: string, inputs: JsonObject, dedupeKey: string): Promise<void> {
+    if (queue === undefined) return;
+    const payload: JsonObject = Object.keys(inputs).length === 0 ? { package: slug, binding, trigger } : { package: slug, binding, trigger, inputs };
+    await queue.enqueue({ kind: 'package-run', payload, dedupeKey });
+  }
+
+  /**
+   * Runs a `package-run` job this node took. Its run has the job's id: a run an earlier attempt
+   * finished is not run again, one it left going (its node died or stopped) is resumed (finished
+   * activities kept), so the job leaves one run record however many times it runs.
+   * @throws {LoomError} `PACKAGE_INACTIVE` when the package does not run on this node (the job is tried again, maybe elsewhere).
+   */
+  async function runJob(job: ClaimedJob, signal: AbortSignal): Promise<void> {
+    const parsed = PackageRunJobSchema.safeParse(job.payload);
+    if (!parsed.success) throw new Error(`cannot run job "${job.id}": its payload is not a package run (${parsed.error.message})`);
+    const { package: slug, binding: name, trigger } = parsed.data;
+    const inputs = (parsed.data.inputs ?? {}) as JsonObject;
+    if ((await store.packages.get(slug)) === undefined) {
+      logger.warn({ job: job.id, package: slug, binding: name }, `dropped job "${job.id}": package "${slug}" is not installed any more`);
+      return;
+    }
+    const pkg = active.get(slug);
+    if (pkg === undefined) {
+      throw new LoomError('PACKAGE_INACTIVE', 'user', `cannot run "${name}" of package "${slug}" (job "${job.id}") on this node: the package is not active here (its agent is suspended, or it was installed after this node started)`, {
+        details: { package: slug, binding: name, job: job.id },
+      });
+    }
+    if (!pkg.prepared.bindings.has(name)) {
+      logger.warn({ job: job.id, package: slug, binding: name }, `dropped job "${job.id}": package "${slug}" has no binding "${name}" any more`);
+      return;
+    }
+    const earlier = await store.packageRuns.get(job.id);
+    if (earlier !== undefined && earlier.status !== 'running' && earlier.status !== 'interrupted') return;
+    if (earlier !== undefined) logger.warn({ job: job.id, run: earlier.id, attempt: job.attempt }, `resuming run "${earlier.id}" of "${name}" (package "${slug}"): attempt ${job.attempt} of its job`);
+    try {
+      await fire(slug, name, trigger, inputs, earlier, { id: job.id, signal });
+    } catch (error) {
+      // Recorded as skipped (the job's one run): done.
+      if (error instanceof LoomError && error.code === 'BINDING_BUSY' && earlier === undefined) {
+        logger.warn({ package: slug, binding: name }, error.message);
+        return;
+      }
+      // Its package stopped here: the run was recorded aborted, which ends the job.
+      if (pkg.abort.signal.aborted && !controller.signal.aborted && !signal.aborted) return;
+      throw error;
+    }
+  }
+  queue?.handle('package-run', runJob);
 
   /** How many instants of the trigger fell after `since` and up to now (the daemon was down), up to the cap. */
   function missedInstants(pkg: ActivePackage, trigger: PackageTrigger, since: number): { count: number; first: number } | undefined {
@@ -460,7 +556,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       recordMissed(pkg, record, 'the daemon was down');
       // Each cut-off run is resumed once: taken out here, so a later reactivation (suspend and
       // resume, an update) does not run it again.
-      for (const run of await cutOffRuns(pkg)) resume(pkg, run);
+      for (const run of await resumable(await cutOffRuns(pkg))) resume(pkg, run);
     },
 
     deactivate(slug) {

@@ -95,12 +95,18 @@ const messageOf = (error: unknown): string => (isLoomError(error) || error insta
  * then its fallback applies: `Skip` and `NotifyOwner` (which also notifies the owner) go on to
  * the next activity, `Abort` ends the run. The run emits its event unless it was aborted. Every
  * change is stored before it is reported. With `resume`, activities already completed are not
- * run again.
+ * run again. `runId` names a new run (a job's runs are named by the job, so a job run again
+ * finds its run); a new id is drawn otherwise.
  */
-export async function runBinding(binding: RunnableBinding, trigger: string, parts: BindingRunParts, options: { signal?: AbortSignal; resume?: PackageRunRecord } = {}): Promise<PackageRunRecord> {
+export async function runBinding(
+  binding: RunnableBinding,
+  trigger: string,
+  parts: BindingRunParts,
+  options: { signal?: AbortSignal; resume?: PackageRunRecord; runId?: string } = {},
+): Promise<PackageRunRecord> {
   const { kernel, runs, clock } = parts;
   let run: PackageRunRecord = options.resume ?? {
-    id: parts.ids.uuid(),
+    id: options.runId ?? parts.ids.uuid(),
     package: binding.package,
     binding: binding.name,
     trigger,

@@ -1,7 +1,8 @@
 import { Cron } from 'croner';
+import { z } from 'zod';
 import { matchesPattern } from '../capabilities/index.ts';
-import type { Clock, Leadership, Logger } from '../contracts/index.ts';
-import { ConfigError } from '../errors/index.ts';
+import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
+import { AgentNotFoundError, ConfigError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
 import { globDirectory } from './glob-directory.ts';
@@ -41,7 +42,16 @@ export interface SchedulerOptions {
    * claims each instant before it fires it. Without it this daemon is alone and always runs.
    */
   leadership?: Leadership | undefined;
+  /**
+   * When several daemons share the store: the shared work queue. Each wake-up is enqueued as a
+   * `scheduled-message` job (an instant of a loop once only), which any node takes, and this node
+   * delivers the wake-ups it takes. Without it they are delivered here.
+   */
+  queue?: WorkQueue | undefined;
 }
+
+/** What a `scheduled-message` job carries. */
+const ScheduledMessageJobSchema = z.strictObject({ agent: z.string().min(1), message: z.string(), cause: z.string() });
 
 /**
  * Timed work another subsystem hands the scheduler (a package binding's cron or heartbeat): the
@@ -132,7 +142,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   assertTimeZone(timezone);
   const watchFiles = options.watch ?? watchFilesWithNode;
   const baseLogger = options.logger.child({ subsystem: 'scheduler' });
-  const leadership = options.leadership;
+  const { leadership, queue } = options;
   // Every agent started and not stopped; `active` holds those running here now (all of them
   // while this node leads, none otherwise).
   const started = new Map<string, AgentEntry>();
@@ -141,25 +151,45 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   // again (suspend, resume) still blocks an overlapping one.
   const busy = new Set<string>();
 
-  function wake(agent: AgentEntry, message: string, cause: string, signal: AbortSignal, logger: Logger): void {
+  /** Wakes the agent, here or (with a queue) on whichever node takes the job; `dedupeKey` names a loop's instant. */
+  function wake(agent: AgentEntry, message: string, cause: string, signal: AbortSignal, logger: Logger, dedupeKey?: string): void {
     if (signal.aborted) return;
-    if (busy.has(agent.id)) {
-      logger.warn({ cause }, `skipped a wake-up of agent "${agent.name}" (${cause}): its previous run is still going`);
+    if (queue !== undefined) {
+      queue
+        .enqueue({ kind: 'scheduled-message', payload: { agent: agent.id, message, cause }, dedupeKey })
+        .catch((error: unknown) => logger.error({ err: error, cause }, `could not enqueue a wake-up of agent "${agent.name}" (${cause}): it does not run`));
       return;
     }
-    busy.add(agent.id);
-    logger.debug({ cause }, `waking agent "${agent.name}" (${cause})`);
-    const run = async (): Promise<void> => {
-      try {
-        await send(agent.id, message);
-      } catch (error) {
-        logger.error({ err: error, cause }, `scheduled run of agent "${agent.name}" (${cause}) failed`);
-      } finally {
-        busy.delete(agent.id);
-      }
-    };
-    void run();
+    void deliver(agent.id, agent.name, message, cause, logger);
   }
+
+  /** Sends the wake-up unless the agent's previous one is still going here (then skips it); failures are logged. */
+  async function deliver(agentId: string, name: string, message: string, cause: string, logger: Logger): Promise<void> {
+    if (busy.has(agentId)) {
+      logger.warn({ cause }, `skipped a wake-up of agent "${name}" (${cause}): its previous run is still going`);
+      return;
+    }
+    busy.add(agentId);
+    logger.debug({ cause }, `waking agent "${name}" (${cause})`);
+    try {
+      await send(agentId, message);
+    } catch (error) {
+      // An agent this node does not know (spawned on another node since it started): another attempt, maybe elsewhere.
+      if (queue !== undefined && error instanceof AgentNotFoundError) throw error;
+      logger.error({ err: error, cause }, `scheduled run of agent "${name}" (${cause}) failed`);
+    } finally {
+      busy.delete(agentId);
+    }
+  }
+
+  /** Delivers a `scheduled-message` job this node took. */
+  async function deliverJob(job: ClaimedJob): Promise<void> {
+    const parsed = ScheduledMessageJobSchema.safeParse(job.payload);
+    if (!parsed.success) throw new Error(`cannot run job "${job.id}": its payload is not a scheduled message (${parsed.error.message})`);
+    const { agent, message, cause } = parsed.data;
+    await deliver(agent, started.get(agent)?.name ?? agent, message, cause, baseLogger.child({ agentId: agent, job: job.id }));
+  }
+  queue?.handle('scheduled-message', deliverJob);
 
   /** Whether this node may fire the instant `at` of `key`: always when alone, else when the cluster grants the claim. */
   async function claim(key: string, at: number, logger: Logger): Promise<boolean> {
@@ -177,7 +207,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    * Sleeps until each instant `next` gives (null ends the loop), then calls `tick` with it; stops
    * on abort. With a leadership, an instant fires only once claimed under `key`.
    */
-  function loop(signal: AbortSignal, key: string, next: (previous: number | undefined) => number | null, tick: (at: number) => void, logger: Logger): void {
+  function loop(signal: AbortSignal, key: string, next: (previous: number | undefined) => number | null, tick: (at: number, key: string) => void, logger: Logger): void {
     const run = async (): Promise<void> => {
       let previous: number | undefined;
       for (;;) {
@@ -193,7 +223,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         previous = at;
         // Alone, the tick follows the sleep synchronously, as it always has.
         if (leadership !== undefined && (!(await claim(key, at, logger)) || signal.aborted)) continue;
-        tick(at);
+        tick(at, key);
       }
     };
     run().catch((error: unknown) => logger.error({ err: error }, 'a schedule loop stopped on an error'));
@@ -202,7 +232,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   function startContinuous(agent: AgentEntry, activity: Activity, logger: Logger): void {
     const intervalMs = (agent.manifest.schedule.interval_seconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
     const { signal } = activity.controller;
-    loop(signal, `agent ${agent.id} continuous`, intervalInstants(intervalMs, clock), () => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger), logger);
+    loop(signal, `agent ${agent.id} continuous`, intervalInstants(intervalMs, clock), (at, key) => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger, `${key}@${at}`), logger);
   }
 
   function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
@@ -220,7 +250,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
     const { signal } = activity.controller;
     const message = `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
-    loop(signal, `agent ${agent.id} cron`, next, () => wake(agent, message, `cron "${expression}"`, signal, logger), logger);
+    loop(signal, `agent ${agent.id} cron`, next, (at, key) => wake(agent, message, `cron "${expression}"`, signal, logger, `${key}@${at}`), logger);
   }
 
   function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {

@@ -256,6 +256,48 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX loom_timer_fires_claimed_at ON loom_timer_fires (claimed_at);
     `,
   },
+  {
+    version: 3,
+    name: 'cluster: the shared work queue (jobs and their attempts)',
+    sql: `
+      -- Triggered work any node may run (src/cluster/job-queue.ts): taken with FOR UPDATE SKIP
+      -- LOCKED, held by a lease its node renews; a lease that lapses (its node died) lets another
+      -- node take the job again. Times are the database server's clock.
+      CREATE TABLE loom_jobs (
+        id TEXT NOT NULL PRIMARY KEY,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        -- Names the logical job (a timer's instant): enqueueing it twice makes one job.
+        dedupe_key TEXT UNIQUE,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        -- Attempts handed back by a node stopping cleanly: they do not count against max_attempts.
+        released INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        -- Not taken before (a failed attempt's retry waits).
+        run_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        last_error TEXT
+      );
+      CREATE INDEX loom_jobs_pending ON loom_jobs (created_at, id) WHERE state IN ('queued', 'running');
+      CREATE INDEX loom_jobs_finished ON loom_jobs (state, updated_at) WHERE state IN ('done', 'failed');
+
+      -- One row per time a node took a job: who, when, and how it ended (null while it runs).
+      CREATE TABLE loom_job_attempts (
+        job_id TEXT NOT NULL REFERENCES loom_jobs (id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        node_id TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        finished_at BIGINT,
+        outcome TEXT CHECK (outcome IN ('done', 'failed', 'lost', 'released')),
+        error TEXT,
+        PRIMARY KEY (job_id, attempt)
+      );
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -138,7 +138,7 @@ describe('--url: the daemon to talk to', () => {
     const up = await runCli(home, ['--url', daemon.info.url, 'status', '--json']);
     expect(up.code).toBe(0);
     const status = JSON.parse(up.stdout) as { cluster: { self: string; nodes: unknown[] } };
-    expect(status).toEqual({ running: true, url: daemon.info.url, version: LOOM_VERSION, agents: 0, cluster: { store: 'sqlite', self: status.cluster.self, leader: status.cluster.self, nodes: status.cluster.nodes } });
+    expect(status).toEqual({ running: true, url: daemon.info.url, version: LOOM_VERSION, agents: 0, cluster: { store: 'sqlite', self: status.cluster.self, leader: status.cluster.self, nodes: status.cluster.nodes, jobs: null } });
     expect(status.cluster.nodes).toEqual([expect.objectContaining({ id: status.cluster.self, url: daemon.info.url, leader: true, self: true, alive: true })]);
     const port = await closedPort();
     const down = await runCli(home, ['--url', `http://127.0.0.1:${port}`, 'status']);

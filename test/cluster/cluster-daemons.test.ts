@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJobQueue } from '../../src/cluster/index.ts';
 import type { ClusterView } from '../../src/contracts/index.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
@@ -69,11 +71,11 @@ function spawnNode(name: string, databaseUrl: string | undefined): Omit<Node, 'u
   return { name, home, child, output: () => output, exited };
 }
 
-/** Starts a daemon whose home has the package test config and `[cluster] node_name = name`, and waits until it answers. */
-async function startNode(name: string, databaseUrl: string | undefined): Promise<Node> {
+/** Starts a daemon whose home has the package test config and `[cluster] node_name = name` (and `cluster`), and waits until it answers. */
+async function startNode(name: string, databaseUrl: string | undefined, cluster: Record<string, unknown> = {}): Promise<Node> {
   const home = join(dir.path, name);
   await mkdir(home, { recursive: true });
-  await writeFile(join(home, 'config.toml'), packageConfigToml(model.url, { cluster: { node_name: name } }));
+  await writeFile(join(home, 'config.toml'), packageConfigToml(model.url, { cluster: { node_name: name, ...cluster } }));
   const node = spawnNode(name, databaseUrl);
   const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
     if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
@@ -98,6 +100,7 @@ async function claims(database: string): Promise<Claim[]> {
 }
 
 interface RunView {
+  id: string;
   trigger: string;
   status: string;
   error: string | null;
@@ -164,12 +167,20 @@ describe('several daemons on one PostgreSQL database', () => {
     expect(fired.length).toBeGreaterThanOrEqual(instants.length - 2);
     expect(fired.length).toBeLessThanOrEqual(instants.length);
     for (let index = 1; index < fired.length; index += 1) expect(fired[index]! - fired[index - 1]!).toBeGreaterThan(500);
+    // Each fire went through the work queue: a run has its job's id, and the job ran once.
+    const jobs = await postgres.query("SELECT id, state, attempts FROM loom_jobs WHERE kind = 'package-run'", [], database.name);
+    const jobById = new Map((jobs.rows as { id: string; state: string; attempts: number }[]).map((job) => [job.id, job]));
+    const heartbeatRuns = runs.filter((run) => run.trigger === 'heartbeat' && run.status !== 'missed');
+    expect(heartbeatRuns.length).toBeGreaterThan(0);
+    for (const run of heartbeatRuns) expect(jobById.get(run.id)).toBeDefined();
+    expect(jobs.rows.length).toBeLessThanOrEqual(instants.length);
     // The instants between the old leader's last fire and the takeover are recorded as missed, not replayed.
     expect(runs.some((run) => run.status === 'missed' && /fire\(s\) missed while no node led; not replayed/.test(run.error ?? ''))).toBe(true);
 
     // loom status on the survivor lists both nodes and names the leader.
     const status = await runCli(second.home, ['status']);
     expect(status.stdout).toContain('leader: node-b');
+    expect(status.stdout).toMatch(/^Work queue: \d+ queued, \d+ running, \d+ failed\.$/m);
     expect(status.stdout).toMatch(/NODE\s+URL\s+VERSION\s+LAST SEEN\s+STATE/);
     expect(status.stdout).toMatch(/node-b\s+http:\/\/127\.0\.0\.1:\d+\s+\S+\s+\S+\s+leader, this node/);
     expect(status.stdout).toMatch(/node-a\s+/);
@@ -185,6 +196,64 @@ describe('several daemons on one PostgreSQL database', () => {
       { name: 'node-b', stopped: true },
     ]);
   }, 60_000);
+
+  it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed halfway: its jobs run again on the others', async () => {
+    const database = await postgres.createDatabase();
+    const nodes = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => startNode(name, database.url, { job_lease_seconds: 2, job_concurrency: 8 })));
+    const idOf = new Map(await Promise.all(nodes.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
+    const count = async (sql: string, values: unknown[] = []): Promise<number> => Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
+    const pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    try {
+      // Enqueued by the real queue, as a leader's fires are; echo jobs wait 50 ms each.
+      const queue = createJobQueue({ database: pool, nodeId: 'test' });
+      const enqueued: string[] = [];
+      for (let start = 0; start < 1000; start += 50) {
+        const batch = await Promise.all(Array.from({ length: 50 }, (_, index) => queue.enqueue({ kind: 'echo', payload: { sleep_ms: 50 }, dedupeKey: `load ${start + index}` })));
+        enqueued.push(...batch.map((job) => job.id));
+      }
+      expect(new Set(enqueued).size).toBe(1000);
+
+      await waitFor('half the jobs to be done', 30_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined));
+      const victim = nodes[2] as Node;
+      const victimId = idOf.get(victim.name);
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      const cutOff = (await postgres.query("SELECT id FROM loom_jobs WHERE state = 'running' AND lease_owner = $1", [victimId], database.name)).rows.map((row: { id: string }) => row.id);
+      expect(cutOff.length).toBeGreaterThan(0);
+
+      await waitFor('every job to be done', 40_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) === 1000 ? true : undefined));
+      expect((await postgres.query('SELECT state, count(*)::int AS count FROM loom_jobs GROUP BY state', [], database.name)).rows).toEqual([{ state: 'done', count: 1000 }]);
+      // Exactly one completion per job, and no attempt left open.
+      const completions = (await postgres.query("SELECT job_id, count(*) FILTER (WHERE outcome = 'done')::int AS done FROM loom_job_attempts GROUP BY job_id", [], database.name)).rows as { job_id: string; done: number }[];
+      expect(completions.length).toBe(1000);
+      expect(completions.filter((row) => row.done !== 1)).toEqual([]);
+      expect(await count('SELECT count(*) FROM loom_job_attempts WHERE finished_at IS NULL')).toBe(0);
+      // Every node did its share, the victim until it died.
+      for (const node of nodes) expect(await count("SELECT count(*) FROM loom_job_attempts WHERE outcome = 'done' AND node_id = $1", [idOf.get(node.name)])).toBeGreaterThan(0);
+      // What the victim held when it died was lost with it, and run again to completion by a survivor.
+      const attempts = (await postgres.query('SELECT job_id, attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = ANY($1::text[]) ORDER BY job_id, attempt', [cutOff], database.name)).rows as {
+        job_id: string;
+        attempt: number;
+        node_id: string;
+        outcome: string;
+      }[];
+      for (const id of cutOff) {
+        const own = attempts.filter((row) => row.job_id === id);
+        expect(own.at(-2)).toMatchObject({ node_id: victimId, outcome: 'lost' });
+        expect(own.at(-1)?.outcome).toBe('done');
+        expect(own.at(-1)?.node_id).not.toBe(victimId);
+      }
+      expect(await count("SELECT count(*) FROM loom_job_attempts WHERE node_id = $1 AND outcome NOT IN ('done', 'lost')", [victimId])).toBe(0);
+      // The survivors show the queue empty.
+      expect((await clusterOf(nodes[0] as Node)).jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+    } finally {
+      await pool.end();
+      // The survivors stop cleanly (killed after 15 s if they do not; afterAll kills whatever is left).
+      for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
+      const stopped = await Promise.race([Promise.all(nodes.map((node) => node.exited)).then(() => true), delay(15_000).then(() => false)]);
+      if (!stopped) for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+    }
+  }, 90_000);
 
   it('refuses to start a node whose Loom knows an older schema than the database holds, saying why', async () => {
     const database = await postgres.createDatabase();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
-import type { Leadership } from '../../src/contracts/index.ts';
+import type { ClaimedJob, JobHandler, JobKind, JobRequest, Leadership, WorkQueue } from '../../src/contracts/index.ts';
+import { AgentNotFoundError } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { CONTINUOUS_WAKE_MESSAGE, createScheduler, intervalInstants } from '../../src/scheduler/index.ts';
 import { agentEntry, recordingSend } from './scheduler-fixtures.ts';
@@ -34,6 +35,73 @@ function testLeadership(leading: boolean): Leadership & { set(value: boolean): v
     },
   };
 }
+
+/** A work queue in memory: it records what is enqueued (once per dedupe key) and runs jobs when the test says. */
+function testQueue(): WorkQueue & { jobs: (JobRequest & { id: string })[]; run(job: JobRequest & { id: string }): Promise<void> } {
+  const handlers = new Map<JobKind, JobHandler>();
+  const jobs: (JobRequest & { id: string })[] = [];
+  return {
+    jobs,
+    enqueue(request) {
+      const found = request.dedupeKey === undefined ? undefined : jobs.find((job) => job.dedupeKey === request.dedupeKey);
+      if (found !== undefined) return Promise.resolve({ id: found.id, created: false });
+      const job = { ...request, id: `job-${jobs.length + 1}` };
+      jobs.push(job);
+      return Promise.resolve({ id: job.id, created: true });
+    },
+    handle(kind, handler) {
+      handlers.set(kind, handler);
+    },
+    jobIds: (ids) => Promise.resolve(new Set(ids.filter((id) => jobs.some((job) => job.id === id)))),
+    async run(job) {
+      const handler = handlers.get(job.kind);
+      if (handler === undefined) throw new Error(`no handler for ${job.kind}`);
+      const claimed: ClaimedJob = { id: job.id, kind: job.kind, payload: job.payload, attempt: 1, maxAttempts: 3 };
+      await handler(claimed, new AbortController().signal);
+    },
+  };
+}
+
+describe('scheduler with a work queue (several daemons on one database)', () => {
+  it('enqueues each wake-up as a scheduled-message job named by its instant, and delivers the jobs it is given, skipping one whose agent is still busy here', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1));
+    const leadership = testLeadership(true);
+    const queue = testQueue();
+    let finish: (() => void) | undefined;
+    const { send, calls } = recordingSend(() => clock.now(), () => new Promise<void>((resolve) => (finish = resolve)));
+    const scheduler = createScheduler({ clock, logger: createSilentLogger(), send, leadership, queue });
+    void scheduler.start(agentEntry('worker', '[schedule]\nmode = "continuous"\ninterval_seconds = 60\n'));
+    const since = clock.now();
+    await clock.advance(2 * MINUTE);
+    // Nothing is sent by the leader itself: the wake-ups wait in the queue for a node to take them.
+    expect(calls).toEqual([]);
+    expect(queue.jobs.map((job) => [job.kind, job.dedupeKey, job.payload])).toEqual([
+      ['scheduled-message', `agent id-worker continuous@${since + MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous' }],
+      ['scheduled-message', `agent id-worker continuous@${since + 2 * MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous' }],
+    ]);
+    const [first, second] = queue.jobs;
+    const running = queue.run(first as JobRequest & { id: string });
+    // The second arrives while the first is still going here: skipped, as on one daemon.
+    await queue.run(second as JobRequest & { id: string });
+    expect(calls.map((call) => call.message)).toEqual([CONTINUOUS_WAKE_MESSAGE]);
+    finish?.();
+    await running;
+    scheduler.stopAll();
+  });
+
+  it("fails a wake-up job whose agent this node does not know (so another node may take it), and only logs the agent's own failures", async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1));
+    const queue = testQueue();
+    let error: Error = new AgentNotFoundError('id-elsewhere');
+    const scheduler = createScheduler({ clock, logger: createSilentLogger(), send: () => Promise.reject(error), leadership: testLeadership(true), queue });
+    const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-elsewhere', message: 'wake', cause: 'continuous' } };
+    await expect(queue.run(job)).rejects.toThrow('no agent named or with id "id-elsewhere"');
+    error = new Error('the model failed');
+    await expect(queue.run(job)).resolves.toBeUndefined();
+    await expect(queue.run({ ...job, payload: { agent: 'x' } })).rejects.toThrow(/^cannot run job "job-1": its payload is not a scheduled message/);
+    scheduler.stopAll();
+  });
+});
 
 describe('scheduler with a leadership (several daemons on one database)', () => {
   it('runs nothing while another node leads, starts when this one leads, and stops at once when it no longer does', async () => {

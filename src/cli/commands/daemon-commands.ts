@@ -59,8 +59,9 @@ export function formatCluster(cluster: ClusterView | undefined): string {
     node.last_seen,
     [node.alive ? (node.leader ? 'leader' : 'alive') : 'gone', ...(node.self ? ['this node'] : [])].join(', '),
   ]);
+  const jobs = cluster.jobs === null || cluster.jobs === undefined ? '' : `Work queue: ${cluster.jobs.queued} queued, ${cluster.jobs.running} running, ${cluster.jobs.failed} failed.\n`;
   const head = `${alive} of ${cluster.nodes.length} nodes alive on the shared database; ${leader === undefined ? 'no leader now (one is elected within seconds)' : `leader: ${leader.name}`}.
-`;
+${jobs}`;
   return `
 ${head}${formatTable(['NODE', 'URL', 'VERSION', 'LAST SEEN', 'STATE'], rows)}`;
 }

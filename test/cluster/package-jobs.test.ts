@@ -1,0 +1,174 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createJobQueue } from '../../src/cluster/index.ts';
+import type { ActivityRunRecord, PackageRunRecord } from '../../src/contracts/index.ts';
+import { openPostgresStore } from '../../src/store/index.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+
+// A package run handed to the shared work queue, on a real PostgreSQL server.
+
+const server = useScriptedModelServer();
+let postgres: TestPostgres;
+let template: string;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let hosts: TestHost[];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+  const migrated = await postgres.createDatabase();
+  await (await openPostgresStore({ url: migrated.url })).close();
+  template = migrated.name;
+}, 120_000);
+afterAll(async () => {
+  await postgres?.stop();
+}, 60_000);
+beforeEach(async () => {
+  dir = await makeTempDir('loom-package-jobs-');
+  hosts = [];
+});
+afterEach(async () => {
+  for (const host of hosts) await host.close();
+  await dir.remove();
+});
+
+/** A daemon's host (schedules and the work queue running) on `url`. */
+async function openNode(url: string): Promise<TestHost> {
+  const host = await openTestHost(dir.path, packageConfig(server.url), { ...TEST_KEYS, LOOM_DATABASE_URL: url }, { runSchedules: true });
+  hosts.push(host);
+  return host;
+}
+
+async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await delay(50);
+  }
+}
+
+const activity = (id: string, changes: Partial<ActivityRunRecord>): ActivityRunRecord => ({
+  id,
+  status: 'pending',
+  attempts: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  costUsd: 0,
+  output: null,
+  error: null,
+  fallback: null,
+  startedAt: null,
+  endedAt: null,
+  ...changes,
+});
+
+describe('package runs as jobs of the shared work queue', () => {
+  it('a package-run job whose node died mid-run is taken again after its lease lapses and resumes its one run: the finished activity is not run again', async () => {
+    const database = await postgres.createDatabase({ template });
+    const folder = await writePackage(dir.path, 'chain', {
+      workflows: { work: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) },
+    });
+    const installer = await openNode(database.url);
+    await installer.packages.install(folder);
+    await installer.close();
+    hosts = [];
+
+    // A node took the job, ran the first activity, and died in the second.
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    let jobId: string;
+    let leaseEnds: number;
+    try {
+      const dead = createJobQueue({ database: pool, nodeId: 'dead-node', leaseMs: 3_000 });
+      jobId = (await dead.enqueue({ kind: 'package-run', payload: { package: 'chain', binding: 'work', trigger: 'manual' } })).id;
+      leaseEnds = Date.now() + 3_000;
+      expect(await dead.claim(['package-run'], 1)).toHaveLength(1);
+      const store = await openPostgresStore({ url: database.url });
+      try {
+        const run: PackageRunRecord = {
+          id: jobId,
+          package: 'chain',
+          binding: 'work',
+          trigger: 'manual',
+          status: 'running',
+          inputs: {},
+          activities: [activity('first', { status: 'completed', attempts: 1, output: 'done by the dead node', startedAt: 1, endedAt: 2 }), activity('second', { status: 'running', attempts: 1, startedAt: 2 })],
+          emitted: null,
+          error: null,
+          startedAt: 1,
+          endedAt: null,
+        };
+        await store.packageRuns.create(run);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await pool.end();
+    }
+
+    // One model call is scripted: the second activity's. A second call would fail the run.
+    server.script([{ text: 'second done' }]);
+    const node = await openNode(database.url);
+    const finished = await waitFor('the run to finish', 15_000, async () => {
+      const run = await node.store.packageRuns.get(jobId);
+      return run !== undefined && run.status !== 'running' && run.status !== 'interrupted' ? run : undefined;
+    });
+    expect(finished.status).toBe('completed');
+    // Only the job resumed it, once the dead node's lease lapsed: not the new node's start, which resumes the runs cut off that are not jobs'.
+    expect(Date.now()).toBeGreaterThanOrEqual(leaseEnds);
+    expect(finished.activities.map((entry) => [entry.id, entry.status, entry.attempts, entry.output])).toEqual([
+      ['first', 'completed', 1, 'done by the dead node'],
+      ['second', 'completed', 2, 'second done'],
+    ]);
+    expect(server.requests).toHaveLength(1);
+    // One run record for the job, whatever ran it.
+    expect((await node.store.packageRuns.list({ package: 'chain' })).map((run) => run.id)).toEqual([jobId]);
+    await waitFor('the job to be done', 5_000, async () => (((await postgres.query('SELECT state FROM loom_jobs WHERE id = $1', [jobId], database.name)).rows as { state: string }[])[0]?.state === 'done' ? true : undefined));
+    const attempts = await postgres.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId], database.name);
+    expect(attempts.rows).toEqual([
+      { attempt: 1, node_id: 'dead-node', outcome: 'lost' },
+      { attempt: 2, node_id: node.cluster.id, outcome: 'done' },
+    ]);
+  }, 60_000);
+
+  it('an emitted event starts the bindings it reaches as jobs, one per run and binding, carrying the output', async () => {
+    const database = await postgres.createDatabase({ template });
+    server.script([{ text: 'spoken words' }, { text: 'noted' }]);
+    const node = await openNode(database.url);
+    await node.packages.install(await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } }));
+    await node.packages.install(await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } }));
+    const said = await node.packages.runtime.run('talker', 'say');
+    expect(said).toMatchObject({ status: 'completed', emitted: 'talker.said' });
+    const heard = await waitFor('the listener to run', 15_000, async () => {
+      const [run] = await node.store.packageRuns.list({ package: 'listener' });
+      return run?.status === 'completed' ? run : undefined;
+    });
+    const jobs = await postgres.query("SELECT id, dedupe_key, payload FROM loom_jobs WHERE kind = 'package-run'", [], database.name);
+    expect(jobs.rows).toEqual([{ id: heard.id, dedupe_key: `emit ${said.id} listener/hear`, payload: expect.any(String) as string }]);
+    expect(heard.trigger).toBe('event:talker.said');
+    expect(heard.inputs).toEqual({ event: { name: 'talker.said', package: 'talker', binding: 'say', output: 'spoken words' } });
+  }, 60_000);
+
+  it('a timed fire on PostgreSQL is enqueued once per instant and run by the queue, the run named by its job', async () => {
+    const database = await postgres.createDatabase({ template });
+    server.script([{ text: 'beat' }]);
+    const node = await openNode(database.url);
+    const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('look')]) } });
+    await node.packages.install(folder);
+    await node.clock.advance(60_000);
+    const job = await waitFor('the job to be done', 15_000, async () => {
+      const rows = (await postgres.query("SELECT id, dedupe_key, state FROM loom_jobs WHERE kind = 'package-run'", [], database.name)).rows as { id: string; dedupe_key: string; state: string }[];
+      return rows[0]?.state === 'done' ? rows : undefined;
+    });
+    expect(job).toHaveLength(1);
+    expect(job[0]?.dedupe_key).toMatch(/^package beat\/check@\d+$/);
+    const runs = await node.store.packageRuns.list({ package: 'beat' });
+    expect(runs.map((run) => [run.id, run.trigger, run.status])).toEqual([[job[0]?.id, 'heartbeat', 'completed']]);
+    expect((await node.cluster.view()).jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+  }, 60_000);
+});
