@@ -1,4 +1,5 @@
 import type { ClusterNode } from './cluster-node.ts';
+import type { EventRelay, EventRelayOptions } from './event-relay.ts';
 import type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 import type { PostgresClusterOptions } from './postgres-cluster.ts';
 
@@ -14,4 +15,10 @@ export async function openPostgresCluster(options: PostgresClusterOptions): Prom
 export async function openPostgresJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
   const { createJobWorker } = await import('./job-worker.ts');
   return createJobWorker(options);
+}
+
+/** Creates a node's relay of the events other nodes record (see `event-relay.ts`). */
+export async function openPostgresEventRelay(options: EventRelayOptions): Promise<EventRelay> {
+  const { createEventRelay } = await import('./event-relay.ts');
+  return createEventRelay(options);
 }

@@ -4,11 +4,11 @@ import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
-import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../kernel/index.ts';
+import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
-import { type ClusterNode, createSingleNode, defaultNodeName, type JobWorker, openPostgresCluster, openPostgresJobWorker } from '../cluster/index.ts';
+import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker } from '../cluster/index.ts';
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -107,10 +107,11 @@ export function packageEnvironment(config: Config): PackageEnvironment {
  * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
  * @throws {StoreError} when the database cannot be opened.
  */
-async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'logger'>): Promise<Store> {
+async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'logger'>, nodeId: string): Promise<Store> {
   const database = resolveStoreUrl(options.config, options.env);
   if (database === undefined) return openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
-  return openPostgresStore({ url: database.url, logger: options.logger });
+  // The node's id names its events' notifications, so that its own relay skips them.
+  return openPostgresStore({ url: database.url, logger: options.logger, origin: nodeId });
 }
 
 /**
@@ -118,13 +119,15 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 
  * in-process mode and the daemon.
  */
 export async function openHost(options: HostOptions): Promise<Host> {
-  const store = await openStore(options);
+  const ids = createUuidGenerator();
+  const nodeId = ids.uuid();
+  const store = await openStore(options, nodeId);
   let cluster: ClusterNode | undefined;
   let worker: JobWorker | undefined;
+  let relay: EventRelay | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
-    const ids = createUuidGenerator();
-    const joined = await openCluster(options, clock, ids.uuid());
+    const joined = await openCluster(options, clock, nodeId);
     cluster = joined;
     // Joined before anything starts, so this node knows whether it leads (fires the schedules).
     await joined.start();
@@ -202,6 +205,12 @@ export async function openHost(options: HostOptions): Promise<Host> {
       skillsDir: options.home.skillsDir,
     });
     const report = await kernel.boot();
+    // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
+    relay = joined.store === 'postgres' ? await openEventRelay(options, nodeId, store, kernel) : undefined;
+    if (relay !== undefined) {
+      await relay.start();
+      await kernel.reload();
+    }
     // Jobs are taken once everything they run on is up.
     await jobs?.start();
     // In the background: a slow or broken server never holds up the start.
@@ -228,6 +237,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       report,
       cluster: joined,
       close: async () => {
+        await relay?.stop();
         await channels.stop();
         // Jobs running here stop and go back to the queue: another node takes them at once.
         await jobs?.stop();
@@ -244,11 +254,26 @@ export async function openHost(options: HostOptions): Promise<Host> {
       },
     };
   } catch (error) {
+    await relay?.stop();
     await worker?.stop();
     await cluster?.stop();
     await store.close();
     throw error;
   }
+}
+
+/** This daemon's relay of the events other nodes record: each reaches its kernel (agents held as stored, subscribers told). */
+async function openEventRelay(options: HostOptions, nodeId: string, store: Store, kernel: Kernel): Promise<EventRelay> {
+  const database = resolveStoreUrl(options.config, options.env);
+  if (database === undefined) throw new Error('cannot relay events between nodes: the store is not on PostgreSQL');
+  return openPostgresEventRelay({
+    url: database.url,
+    origin: nodeId,
+    logger: options.logger,
+    events: store.events,
+    deliver: (event) => kernel.receive(kernelEventOf(event)),
+    resync: () => kernel.reload(),
+  });
 }
 
 /** This daemon's side of the shared work queue on the PostgreSQL database its cluster node joined. */

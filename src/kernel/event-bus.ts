@@ -98,6 +98,11 @@ export function auditRecordOf(event: KernelEvent): Omit<EventRecord, 'seq'> {
   return { type, at, agentId, data };
 }
 
+/** A kernel event from its audit record (what another node recorded, read back from the store). */
+export function kernelEventOf(record: EventRecord): KernelEvent {
+  return { ...(record.data as object), type: record.type, at: record.at, agentId: record.agentId } as KernelEvent;
+}
+
 /** A subscriber; it must not throw (if it does, the error is logged and others still run). */
 export type KernelEventListener = (event: KernelEvent) => void;
 

@@ -9,7 +9,7 @@ export { toAgentDetailView, toAgentView } from './agent-view.ts';
 export type { AgentDetailView, AgentView } from './agent-view.ts';
 export { CapabilityManager } from './capability-manager.ts';
 export { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, type AuditOutcome, auditTypes } from './audit-kinds.ts';
-export { createEventBus } from './event-bus.ts';
+export { createEventBus, kernelEventOf } from './event-bus.ts';
 export type { AgentTypeEvent, ChannelEvent, EventBus, KernelEvent, KernelEventListener, KillReason, PackageEvent, ToolCallEvent, TurnEvent } from './event-bus.ts';
 export { createKernel } from './kernel.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';

@@ -183,6 +183,16 @@ export interface Kernel {
    * changing what is stored, so the next boot resumes them.
    */
   shutdown(): Promise<void>;
+  /**
+   * Takes in an event that another process sharing the store recorded (a node of the cluster; see
+   * `src/cluster/event-relay.ts`): an agent spawned, killed, suspended, resumed or updated there
+   * is read from the store and held here as there (its hooks started or stopped, its turns here
+   * stopped); a decision on an approval reaches the turn here that waits for it; then this
+   * node's subscribers hear the event. It is not recorded again.
+   */
+  receive(event: KernelEvent): Promise<void>;
+  /** Reads every agent from the store again and holds each as stored: after events from other nodes may have been missed. */
+  reload(): Promise<void>;
 }
 
 /** Forged tools as the doors reach them; every forge runs as the agent, through its grants. */
@@ -208,6 +218,9 @@ function workspaceWithoutRuntime(agent: { name: string; workspace: string | unde
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The events about an agent's record: another node's make this one read the agent again. */
+const AGENT_EVENTS: ReadonlySet<KernelEvent['type']> = new Set(['agent-spawn', 'agent-kill', 'agent-suspend', 'agent-resume', 'agent-update']);
 
 /** Ids of principals that are not agents start with this (an agent's id is a UUID). */
 const PRINCIPAL_ID_PREFIX = 'principal:';
@@ -302,13 +315,84 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       throw error;
     }
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(reference);
+    await applyState(entry, state, at);
+    await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
+    return toAgentView(entry);
+  }
+
+  /** Holds an agent in the state just stored: its turns stop on suspend, its hooks stop or start. */
+  async function applyState(entry: AgentEntry, state: AgentEntry['state'], at: number): Promise<void> {
     entry.state = state;
     entry.updatedAt = at;
     if (state === 'suspended') flow.stopTurns(entry, 'suspend');
     await runHooks(entry, state === 'running' ? 'start' : 'suspend');
     if (state === 'running' && dependencies.resumeBackgroundWork === true) await flow.resumeWork(entry);
-    await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
-    return toAgentView(entry);
+  }
+
+  /** Holds an agent with the manifest just stored: its hooks start again with it (turns under way keep theirs). */
+  async function applyManifest(entry: AgentEntry, manifest: Manifest, granted: readonly Capability[], at: number): Promise<void> {
+    const running = entry.state === 'running';
+    if (running) await runHooks(entry, 'suspend');
+    entry.manifest = manifest;
+    entry.capabilities = granted;
+    entry.updatedAt = at;
+    capabilities.grant(entry.id, granted);
+    if (running) await runHooks(entry, 'start');
+  }
+
+  /** Holds an agent just stored (spawned here or by another node): granted, registered, started. */
+  async function adopt(entry: AgentEntry): Promise<void> {
+    capabilities.grant(entry.id, entry.capabilities);
+    registry.add(entry);
+    if (entry.state === 'running') await runHooks(entry, 'start');
+  }
+
+  /**
+   * Lets go of agents deleted from the store, children first, so no hook sees a child outliving
+   * its parent: gone from the registry and their grants first, so nothing running can act for them
+   * again; their turns here stopped, their hooks stopped. `retireTools` for a kill made here (the
+   * node that killed them retires their forged tools in the store).
+   */
+  async function forget(doomed: readonly AgentEntry[], retireTools: boolean): Promise<void> {
+    for (const entry of [...doomed].reverse()) {
+      capabilities.revoke(entry.id);
+      quotas.forget(entry.id);
+      registry.remove(entry.id);
+      flow.stopTurns(entry, 'kill');
+      if (entry.state === 'running') await runHooks(entry, 'kill');
+      if (retireTools) await emergent.agentKilled(entry.id);
+    }
+  }
+
+  /**
+   * Brings the agent `agentId` as this kernel holds it in line with the store, after another
+   * process changed it: adopted when new, forgotten (with its descendants) when deleted, its state
+   * and manifest taken when they changed.
+   */
+  async function sync(agentId: string, record: AgentRecord | undefined): Promise<void> {
+    const held = registry.find(agentId);
+    if (record === undefined) {
+      if (held !== undefined) await forget(registry.subtree(held), false);
+      return;
+    }
+    const restored = restore(record);
+    if (typeof restored === 'string') {
+      logger.error({ agentId, problem: restored }, `cannot hold agent "${record.name}" as another node stored it: its manifest is invalid`);
+      return;
+    }
+    if (held === undefined) {
+      // A name held here by another agent is one killed elsewhere whose event has not arrived yet.
+      const holder = registry.holderOf(record.name);
+      const stale = holder === undefined || holder === 'reserved' ? undefined : registry.find(holder);
+      if (stale !== undefined && (await store.agents.get(stale.id)) === undefined) await forget(registry.subtree(stale), false);
+      if (registry.holderOf(record.name) !== undefined) return;
+      await adopt(restored);
+      return;
+    }
+    if (record.updatedAt === held.updatedAt && record.state === held.state) return;
+    if (JSON.stringify(record.manifest) !== JSON.stringify(held.manifest)) await applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
+    if (record.state !== held.state) await applyState(held, record.state, record.updatedAt);
+    held.updatedAt = record.updatedAt;
   }
 
   const approvals = new ApprovalService({
@@ -523,13 +607,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       const at = clock.now();
       await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
-      const running = entry.state === 'running';
-      if (running) await runHooks(entry, 'suspend');
-      entry.manifest = manifest;
-      entry.capabilities = granted;
-      entry.updatedAt = at;
-      capabilities.grant(entry.id, granted);
-      if (running) await runHooks(entry, 'start');
+      await applyManifest(entry, manifest, granted, at);
       await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
       return toAgentView(entry);
     },
@@ -581,9 +659,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       } finally {
         registry.release(name);
       }
-      capabilities.grant(entry.id, granted);
-      registry.add(entry);
-      await runHooks(entry, 'start');
+      await adopt(entry);
       await publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
       return toAgentView(entry);
     },
@@ -602,16 +678,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const views = doomed.map(toAgentView);
       await store.agents.delete(doomed.map((entry) => entry.id));
       const at = clock.now();
-      // Children first, so no hook sees a child outliving its parent.
-      for (const entry of [...doomed].reverse()) {
-        // Gone from the registry and its grants first, so nothing running can act for it again.
-        capabilities.revoke(entry.id);
-        quotas.forget(entry.id);
-        registry.remove(entry.id);
-        flow.stopTurns(entry, 'kill');
-        if (entry.state === 'running') await runHooks(entry, 'kill');
-        await emergent.agentKilled(entry.id);
-      }
+      await forget(doomed, true);
       for (const entry of doomed) {
         await publish({ type: 'agent-kill', at, agentId: entry.id, name: entry.name, reason: entry === root ? 'requested' : 'parent-killed' });
       }
@@ -683,6 +750,19 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       await flow.idle();
       emergent.close();
+    },
+
+    async receive(event) {
+      if (AGENT_EVENTS.has(event.type)) await sync(event.agentId as string, await store.agents.get(event.agentId as string));
+      events.publish(event);
+    },
+
+    async reload() {
+      const records = await store.agents.list();
+      const stored = new Set(records.map((record) => record.id));
+      for (const entry of registry.list()) if (!stored.has(entry.id)) await sync(entry.id, undefined);
+      // In spawn order: a parent is held before its children.
+      for (const record of records) await sync(record.id, record);
     },
 
     forgedTools: {

@@ -27,11 +27,14 @@ export class PostgresConnection {
   readonly pool: pg.Pool;
   /** The URL without its password, for messages. */
   readonly target: string;
+  /** Who writes through this pool, named in each event's notification (`NOTIFY loom_events`), so a node skips its own. */
+  readonly origin: string;
   #closed = false;
 
-  constructor(pool: pg.Pool, target: string) {
+  constructor(pool: pg.Pool, target: string, origin: string) {
     this.pool = pool;
     this.target = target;
+    this.origin = origin;
   }
 
   /** Whether `close()` has been called. */

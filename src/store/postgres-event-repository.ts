@@ -12,16 +12,25 @@ import { eventColumns, eventRow } from './table-rows.ts';
 export const EVENT_APPEND_LOCK_KEY = 0x4c6f6f6d + 1;
 
 /**
- * Appends `event` inside `db`'s transaction and returns its sequence number (the event
- * repository's append, and a session commit's). Takes the append lock, held until the commit.
+ * The channel each appended event is announced on, in its transaction (so at its commit, in the
+ * order of sequence numbers): the payload is `<origin>:<seq>`, the writer's origin (a node's id)
+ * and the event's sequence number; a listener reads the event itself from the table.
  */
-export async function insertEvent(db: Queryable, event: Omit<EventRecord, 'seq'>): Promise<number> {
+export const EVENT_CHANNEL = 'loom_events';
+
+/**
+ * Appends `event` inside `db`'s transaction, announces it on `EVENT_CHANNEL` as `origin`'s, and
+ * returns its sequence number (the event repository's append, and a session commit's). Takes the
+ * append lock, held until the commit.
+ */
+export async function insertEvent(db: Queryable, event: Omit<EventRecord, 'seq'>, origin: string): Promise<number> {
   // One statement: the lock is taken before the row gets its number.
   const { rows } = await query(
     db,
-    `WITH ordered AS (SELECT pg_advisory_xact_lock($5))
-     INSERT INTO events (at, type, agent_id, data) SELECT $1::bigint, $2::text, $3::text, $4::text FROM ordered RETURNING seq`,
-    [event.at, event.type, event.agentId, JSON.stringify(event.data), EVENT_APPEND_LOCK_KEY],
+    `WITH ordered AS (SELECT pg_advisory_xact_lock($5)),
+     added AS (INSERT INTO events (at, type, agent_id, data) SELECT $1::bigint, $2::text, $3::text, $4::text FROM ordered RETURNING seq)
+     SELECT seq, pg_notify('${EVENT_CHANNEL}', $6::text || ':' || seq::text) FROM added`,
+    [event.at, event.type, event.agentId, JSON.stringify(event.data), EVENT_APPEND_LOCK_KEY, origin],
   );
   return Number(rows[0]?.['seq']);
 }
@@ -37,7 +46,7 @@ export class PostgresEventRepository implements EventRepository {
   append(event: Omit<EventRecord, 'seq'>): Promise<number> {
     return this.#connection.execute(
       // One statement, so one transaction: the lock is held until it commits.
-      (db) => insertEvent(db, event),
+      (db) => insertEvent(db, event, this.#connection.origin),
       () => ({ action: `append event "${event.type}"` }),
     );
   }

@@ -78,7 +78,7 @@ export class PostgresSessionRepository implements SessionRepository {
           await insertSessionMessages(client, session.id, session.messages, 0);
           await recordUsage(client, options.usage ?? []);
           // Last, so the event log's lock is held for as short a time as can be.
-          for (const event of options.events ?? []) await insertEvent(client, event);
+          for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(revision);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
@@ -97,7 +97,7 @@ export class PostgresSessionRepository implements SessionRepository {
           await insertSessionMessages(client, id, messages, Number(next.rows[0]?.['next'] ?? 0));
           await recordUsage(client, options.usage ?? []);
           // Last, so the event log's lock is held for as short a time as can be.
-          for (const event of options.events ?? []) await insertEvent(client, event);
+          for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(rows[0]?.['revision']);
         }),
       () => ({ action: `append to session "${id}"` }),

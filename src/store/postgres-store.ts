@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger, Store } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
@@ -35,6 +36,12 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** Where a connection lost while idle is reported (the pool opens another when next needed). */
   logger?: Logger;
+  /**
+   * Named in the notification of each event this store appends (`NOTIFY loom_events`, see
+   * `EVENT_CHANNEL`): a daemon passes its node id, so that it skips its own events. A random
+   * UUID by default.
+   */
+  origin?: string;
 }
 
 /** A `Store` on a PostgreSQL database, with what only it has. */
@@ -89,7 +96,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   pool.on('error', (error) => options.logger?.warn({ database: target, err: error.message }, 'lost an idle connection to the database; the pool opens another when needed'));
   try {
     const schemaVersion = await applyPostgresMigrations(pool, target);
-    return createPostgresStore(new PostgresConnection(pool, target), schemaVersion);
+    return createPostgresStore(new PostgresConnection(pool, target, options.origin ?? randomUUID()), schemaVersion);
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw toPostgresOpenError(error, target);

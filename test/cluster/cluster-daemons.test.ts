@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
@@ -10,84 +9,35 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../support/s
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { runCli } from '../helpers/run-cli.ts';
-import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
+import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { postgresMigrations } from '../../src/store/index.ts';
+import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
 
 // Daemons in separate processes, each with its own LOOM_HOME, sharing one PostgreSQL database.
 
-const bin = join(import.meta.dirname, '../../bin/loom.js');
 const HEARTBEAT_TIMER = 'package beat/check';
 
 let postgres: TestPostgres;
 let model: ScriptedModelServer;
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
-const children: ChildProcess[] = [];
+let nodes: DaemonNodes;
 
 beforeAll(async () => {
   dir = await makeTempDir('loom-cluster-');
   // Every heartbeat run makes one model call: the script answers each one.
   model = await startScriptedModelServer({ steps: [{ text: 'all quiet' }], loop: true, recordRequests: false });
   postgres = await startTestPostgres();
+  nodes = new DaemonNodes(dir.path, model.url);
 }, 120_000);
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once('exit', resolve))));
+  await nodes?.stopAll();
   await postgres?.stop();
   await model?.close();
   await dir?.remove();
 }, 60_000);
 
-interface Node {
-  name: string;
-  home: string;
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Polls `check` every 100 ms until it returns a value, for at most `ms`; throws with `what` otherwise. */
-async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(100);
-  }
-}
-
-function spawnNode(name: string, databaseUrl: string | undefined): Omit<Node, 'url'> {
-  const home = join(dir.path, name);
-  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', LOOM_LOG_FORMAT: 'json' };
-  if (databaseUrl !== undefined) env['LOOM_DATABASE_URL'] = databaseUrl;
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { name, home, child, output: () => output, exited };
-}
-
-/** Starts a daemon whose home has the package test config and `[cluster] node_name = name` (and `cluster`), and waits until it answers. */
-async function startNode(name: string, databaseUrl: string | undefined, cluster: Record<string, unknown> = {}): Promise<Node> {
-  const home = join(dir.path, name);
-  await mkdir(home, { recursive: true });
-  await writeFile(join(home, 'config.toml'), packageConfigToml(model.url, { cluster: { node_name: name, ...cluster } }));
-  const node = spawnNode(name, databaseUrl);
-  const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
-    if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
-    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-    return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
-  }).catch((error: unknown) => {
-    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${node.output()}`);
-  });
-  return { ...node, url };
-}
-
-const clusterOf = async (node: Node): Promise<ClusterView> => (await (await fetch(`${node.url}/api/cluster`)).json()) as ClusterView;
+const clusterOf = async (node: DaemonNode): Promise<ClusterView> => (await (await fetch(`${node.url}/api/cluster`)).json()) as ClusterView;
 
 interface Claim {
   at: number;
@@ -110,12 +60,12 @@ interface RunView {
 describe('several daemons on one PostgreSQL database', () => {
   it('elect one leader that fires a heartbeat binding; when it is SIGKILLed another takes over within 10 s and no instant fires twice', async () => {
     const database = await postgres.createDatabase();
-    const first = await startNode('node-a', database.url);
+    const first = await nodes.start('node-a', database.url);
     // A heartbeat every second, installed once (on the first node, before the second starts).
     const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
     const installed = await fetch(`${first.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) });
     expect(installed.status).toBe(201);
-    const second = await startNode('node-b', database.url);
+    const second = await nodes.start('node-b', database.url);
 
     // Both see both, and the same single leader: the first, which was up when the second joined.
     const [seenByFirst, seenBySecond] = await Promise.all([clusterOf(first), clusterOf(second)]);
@@ -199,8 +149,8 @@ describe('several daemons on one PostgreSQL database', () => {
 
   it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed halfway: its jobs run again on the others', async () => {
     const database = await postgres.createDatabase();
-    const nodes = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => startNode(name, database.url, { job_lease_seconds: 2, job_concurrency: 8 })));
-    const idOf = new Map(await Promise.all(nodes.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
+    const workers = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { job_lease_seconds: 2, job_concurrency: 8 })));
+    const idOf = new Map(await Promise.all(workers.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
     const count = async (sql: string, values: unknown[] = []): Promise<number> => Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
     const pool = new pg.Pool({ connectionString: database.url, max: 4 });
     try {
@@ -214,7 +164,7 @@ describe('several daemons on one PostgreSQL database', () => {
       expect(new Set(enqueued).size).toBe(1000);
 
       await waitFor('half the jobs to be done', 30_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined));
-      const victim = nodes[2] as Node;
+      const victim = workers[2] as DaemonNode;
       const victimId = idOf.get(victim.name);
       victim.child.kill('SIGKILL');
       await victim.exited;
@@ -229,7 +179,7 @@ describe('several daemons on one PostgreSQL database', () => {
       expect(completions.filter((row) => row.done !== 1)).toEqual([]);
       expect(await count('SELECT count(*) FROM loom_job_attempts WHERE finished_at IS NULL')).toBe(0);
       // Every node did its share, the victim until it died.
-      for (const node of nodes) expect(await count("SELECT count(*) FROM loom_job_attempts WHERE outcome = 'done' AND node_id = $1", [idOf.get(node.name)])).toBeGreaterThan(0);
+      for (const node of workers) expect(await count("SELECT count(*) FROM loom_job_attempts WHERE outcome = 'done' AND node_id = $1", [idOf.get(node.name)])).toBeGreaterThan(0);
       // What the victim held when it died was lost with it, and run again to completion by a survivor.
       const attempts = (await postgres.query('SELECT job_id, attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = ANY($1::text[]) ORDER BY job_id, attempt', [cutOff], database.name)).rows as {
         job_id: string;
@@ -245,13 +195,13 @@ describe('several daemons on one PostgreSQL database', () => {
       }
       expect(await count("SELECT count(*) FROM loom_job_attempts WHERE node_id = $1 AND outcome NOT IN ('done', 'lost')", [victimId])).toBe(0);
       // The survivors show the queue empty.
-      expect((await clusterOf(nodes[0] as Node)).jobs).toEqual({ queued: 0, running: 0, failed: 0 });
+      expect((await clusterOf(workers[0] as DaemonNode)).jobs).toEqual({ queued: 0, running: 0, failed: 0 });
     } finally {
       await pool.end();
       // The survivors stop cleanly (killed after 15 s if they do not; afterAll kills whatever is left).
-      for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
-      const stopped = await Promise.race([Promise.all(nodes.map((node) => node.exited)).then(() => true), delay(15_000).then(() => false)]);
-      if (!stopped) for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+      for (const node of workers) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
+      const stopped = await Promise.race([Promise.all(workers.map((node) => node.exited)).then(() => true), delay(15_000).then(() => false)]);
+      if (!stopped) for (const node of workers) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
     }
   }, 90_000);
 
@@ -263,7 +213,7 @@ describe('several daemons on one PostgreSQL database', () => {
     await postgres.query("INSERT INTO loom_schema VALUES ($1, 'from a newer Loom', 0)", [latest + 1], database.name);
     const home = join(dir.path, 'old-node');
     await mkdir(home, { recursive: true });
-    const node = spawnNode('old-node', database.url);
+    const node = nodes.spawn('old-node', database.url);
     const code = await Promise.race([node.exited, delay(20_000).then(() => 'still running')]);
     expect(code).toBe(1);
     expect(node.output()).toContain(`its schema version is ${latest + 1}, but this Loom knows versions up to ${latest}; upgrade Loom (every node sharing the database runs the same version)`);
@@ -271,7 +221,7 @@ describe('several daemons on one PostgreSQL database', () => {
   }, 30_000);
 
   it('shows a daemon on SQLite as the only node, itself the leader', async () => {
-    const node = await startNode('alone', undefined);
+    const node = await nodes.start('alone', undefined);
     const view = await clusterOf(node);
     expect(view).toMatchObject({ store: 'sqlite', self: view.self, leader: view.self });
     expect(view.nodes).toHaveLength(1);

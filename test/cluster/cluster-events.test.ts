@@ -1,0 +1,153 @@
+import type { Client } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { connectClient } from '../mcp/server-harness.ts';
+import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+
+// Two daemons in separate processes on one PostgreSQL database: what one node does, the other
+// hears (LISTEN/NOTIFY) and holds.
+
+let postgres: TestPostgres;
+let model: ScriptedModelServer;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let nodes: DaemonNodes;
+let first: DaemonNode;
+let second: DaemonNode;
+
+beforeAll(async () => {
+  dir = await makeTempDir('loom-cluster-events-');
+  model = await startScriptedModelServer({ steps: [{ text: 'Hello from the model.' }], loop: true, recordRequests: false });
+  postgres = await startTestPostgres();
+  nodes = new DaemonNodes(dir.path, model.url);
+  const database = await postgres.createDatabase();
+  [first, second] = await Promise.all([nodes.start('events-a', database.url), nodes.start('events-b', database.url)]);
+}, 120_000);
+
+afterAll(async () => {
+  await nodes?.stopAll();
+  await postgres?.stop();
+  await model?.close();
+  await dir?.remove();
+}, 60_000);
+
+const manifest = (name: string): string => `name = "${name}"\ndescription = "says hello"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
+
+async function api(node: DaemonNode, path: string, init: { method?: string; toml?: string; json?: unknown } = {}): Promise<{ status: number; body: unknown }> {
+  const headers: Record<string, string> = {};
+  let body: string | undefined;
+  if (init.toml !== undefined) {
+    headers['content-type'] = 'application/toml';
+    body = init.toml;
+  } else if (init.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(init.json);
+  }
+  const response = await fetch(`${node.url}/api${path}`, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body === undefined ? {} : { body }) });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+const agentNames = async (node: DaemonNode): Promise<string[]> => ((await api(node, '/agents')).body as { name: string }[]).map((agent) => agent.name).sort();
+const stateOf = async (node: DaemonNode, name: string): Promise<string | undefined> => ((await api(node, '/agents')).body as { name: string; state: string }[]).find((agent) => agent.name === name)?.state;
+
+/** Follows `GET /api/events` on a node: the events it streams, by type and agent name. */
+async function followEvents(node: DaemonNode): Promise<{ events: { type: string; name: string }[]; close: () => void }> {
+  const controller = new AbortController();
+  const response = await fetch(`${node.url}/api/events`, { signal: controller.signal });
+  expect(response.status).toBe(200);
+  const events: { type: string; name: string }[] = [];
+  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
+  void (async () => {
+    let buffer = '';
+    try {
+      for (;;) {
+        const chunk = await reader?.read();
+        if (chunk === undefined || chunk.done) return;
+        buffer += chunk.value;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame.split('\n').find((line) => line.startsWith('data: '));
+          if (data !== undefined) events.push(JSON.parse(data.slice(6)) as { type: string; name: string });
+        }
+      }
+    } catch {
+      // Closed by the test.
+    }
+  })();
+  return { events, close: () => controller.abort() };
+}
+
+describe('events between nodes', () => {
+  it("holds an agent spawned on one node on the other, streams its turns there, and runs its next turn there on the same session", async () => {
+    const watch = await followEvents(second);
+    try {
+      expect((await api(first, '/agents', { toml: manifest('greeter') })).status).toBe(201);
+      // The other node holds it within moments, without a restart.
+      await waitFor('node B to hold the agent spawned on node A', 10_000, async () => ((await agentNames(second)).includes('greeter') ? true : undefined));
+
+      const reply = await api(first, '/agents/greeter/messages', { json: { message: 'Hi from node A' } });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({ text: 'Hello from the model.' });
+      // Node B's event stream shows node A's spawn and turn.
+      await waitFor("node A's turn on node B's event stream", 10_000, () => Promise.resolve(watch.events.some((event) => event.type === 'turn-finish' && event.name === 'greeter') ? true : undefined));
+      expect(watch.events.filter((event) => event.name === 'greeter').map((event) => event.type)).toEqual(['agent-spawn', 'turn-finish']);
+
+      // The session read from node B holds node A's turn, and node B runs the next one on it.
+      const texts = async (node: DaemonNode): Promise<string[]> =>
+        ((await api(node, '/agents/greeter/session')).body as { messages: { role: string; content: unknown }[] }).messages.map((message) => `${message.role}: ${JSON.stringify(message.content)}`);
+      expect(await texts(second)).toEqual(await texts(first));
+      expect((await texts(second)).join('\n')).toContain('Hi from node A');
+      expect((await api(second, '/agents/greeter/messages', { json: { message: 'Hi from node B' } })).status).toBe(200);
+      const both = await texts(first);
+      expect(both.filter((line) => line.startsWith('user:'))).toEqual(['user: "Hi from node A"', 'user: "Hi from node B"']);
+      expect(both).toHaveLength(4);
+    } finally {
+      watch.close();
+    }
+  }, 60_000);
+
+  it('suspends, resumes, updates and kills an agent on every node when one node does', async () => {
+    expect((await api(second, '/agents', { toml: manifest('worker') })).status).toBe(201);
+    await waitFor('node A to hold the agent', 10_000, async () => ((await agentNames(first)).includes('worker') ? true : undefined));
+
+    expect((await api(second, '/agents/worker/suspend', { method: 'POST' })).status).toBe(200);
+    await waitFor('node A to show it suspended', 10_000, async () => ((await stateOf(first, 'worker')) === 'suspended' ? true : undefined));
+    // Node A refuses it a message, as node B does.
+    const refused = await api(first, '/agents/worker/messages', { json: { message: 'are you there?' } });
+    expect(refused.status).toBe(409);
+    expect(JSON.stringify(refused.body)).toContain('suspended');
+
+    expect((await api(first, '/agents/worker/resume', { method: 'POST' })).status).toBe(200);
+    await waitFor('node B to show it running', 10_000, async () => ((await stateOf(second, 'worker')) === 'running' ? true : undefined));
+
+    // An update on node A is the manifest node B runs.
+    expect((await api(first, '/agents/worker', { method: 'PUT', toml: manifest('worker').replace('says hello', 'works hard') })).status).toBe(200);
+    await waitFor('node B to hold the new manifest', 10_000, async () => (((await api(second, '/agents/worker')).body as { description: string }).description === 'works hard' ? true : undefined));
+
+    expect((await api(first, '/agents/worker', { method: 'DELETE' })).status).toBe(200);
+    await waitFor('node B to let it go', 10_000, async () => (!(await agentNames(second)).includes('worker') ? true : undefined));
+    expect((await api(second, '/agents/worker/messages', { json: { message: 'still there?' } })).status).toBe(404);
+    // The name is free on every node again.
+    expect((await api(second, '/agents', { toml: manifest('worker') })).status).toBe(201);
+    await waitFor('node A to hold the new one', 10_000, async () => ((await agentNames(first)).includes('worker') ? true : undefined));
+  }, 60_000);
+
+  it("tells an MCP client of node B when an agent is spawned and killed on node A (tools/list_changed)", async () => {
+    const lists: string[][] = [];
+    const client: Client = await connectClient(second.url, 'modern', {
+      clientOptions: { listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => lists.push((tools ?? []).map((tool) => tool.name)) } } },
+    });
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('loom_agent_announcer');
+      expect((await api(first, '/agents', { toml: manifest('announcer') })).status).toBe(201);
+      await waitFor('the list with the new agent', 10_000, () => Promise.resolve(lists.some((names) => names.includes('loom_agent_announcer')) ? true : undefined));
+      expect((await api(first, '/agents/announcer', { method: 'DELETE' })).status).toBe(200);
+      await waitFor('the list without it', 10_000, () => Promise.resolve(lists.at(-1)?.includes('loom_agent_announcer') === false ? true : undefined));
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});

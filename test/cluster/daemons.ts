@@ -1,0 +1,85 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { packageConfigToml } from '../packages/support.ts';
+
+// Daemons in separate processes, each with its own LOOM_HOME, for the cluster tests.
+
+const bin = join(import.meta.dirname, '../../bin/loom.js');
+
+/** A daemon process. */
+export interface DaemonNode {
+  name: string;
+  home: string;
+  child: ChildProcess;
+  /** Its API, once it answers. */
+  url: string;
+  /** What it printed so far (stdout and stderr, JSON log lines). */
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Polls `check` every 100 ms until it returns a value, for at most `ms`; throws with `what` otherwise. */
+export async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await delay(100);
+  }
+}
+
+/** Starts daemons under `dir` (one home per name) and stops every one it started. */
+export class DaemonNodes {
+  readonly #dir: string;
+  readonly #modelUrl: string;
+  readonly #children: ChildProcess[] = [];
+
+  /** `modelUrl`: the scripted model server the package test config's aliases point at. */
+  constructor(dir: string, modelUrl: string) {
+    this.#dir = dir;
+    this.#modelUrl = modelUrl;
+  }
+
+  /** Spawns `loom start --foreground` with the home `<dir>/<name>` (on `databaseUrl` when given), without waiting. */
+  spawn(name: string, databaseUrl: string | undefined): Omit<DaemonNode, 'url'> {
+    const home = join(this.#dir, name);
+    const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: this.#dir, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', LOOM_LOG_FORMAT: 'json' };
+    if (databaseUrl !== undefined) env['LOOM_DATABASE_URL'] = databaseUrl;
+    const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#children.push(child);
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    return { name, home, child, output: () => output, exited };
+  }
+
+  /**
+   * Starts a daemon whose home has the package test config, `[cluster] node_name = name` (and
+   * `cluster`) and `extra` tables, and waits until it answers.
+   */
+  async start(name: string, databaseUrl: string | undefined, cluster: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<DaemonNode> {
+    const home = join(this.#dir, name);
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, 'config.toml'), packageConfigToml(this.#modelUrl, { cluster: { node_name: name, ...cluster }, ...extra }));
+    const node = this.spawn(name, databaseUrl);
+    const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
+      if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
+      const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
+      return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
+    }).catch((error: unknown) => {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\n${node.output()}`);
+    });
+    return { ...node, url };
+  }
+
+  /** SIGKILLs every daemon still running and waits for them to exit. */
+  async stopAll(): Promise<void> {
+    const running = this.#children.filter((child) => child.exitCode === null && child.signalCode === null);
+    for (const child of running) child.kill('SIGKILL');
+    await Promise.all(running.map((child) => new Promise((resolve) => child.once('exit', resolve))));
+  }
+}
