@@ -93,6 +93,12 @@ export interface ApprovalRecord {
    */
   decidedBy: string | null;
   reason: string | null;
+  /**
+   * The node whose turn waits for it (the daemon's node id, drawn at each start; see
+   * docs/cluster.md): another node sharing the store records a decision for it and that node hears
+   * it. Null for requests stored before nodes were recorded.
+   */
+  nodeId: string | null;
 }
 
 /** Agents, with the first session each is spawned with. */

@@ -185,6 +185,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
+      node: { id: joined.id, find: (id) => liveNode(joined, id) },
     });
     late.kernel = kernel;
     options.logs?.excludeAgents((agentId) => {
@@ -260,6 +261,12 @@ export async function openHost(options: HostOptions): Promise<Host> {
     await store.close();
     throw error;
   }
+}
+
+/** The node `id` when it is alive, as this node's cluster view shows it. */
+async function liveNode(node: ClusterNode, id: string): Promise<{ name: string; url: string | null } | undefined> {
+  const found = (await node.view()).nodes.find((other) => other.id === id && other.alive);
+  return found === undefined ? undefined : { name: found.name, url: found.url };
 }
 
 /** This daemon's relay of the events other nodes record: each reaches its kernel (agents held as stored, subscribers told). */

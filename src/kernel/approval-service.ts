@@ -37,6 +37,14 @@ export type ApprovalEvent =
   | { type: 'approval-request'; at: number; agentId: string; name: string; approvalId: string; tool: string }
   | { type: 'approval-decide'; at: number; agentId: string; name: string; approvalId: string; tool: string; status: ApprovalStatus; by: string };
 
+/** This process as a node of the cluster (docs/cluster.md), for requests waited for on other nodes sharing the store. */
+export interface ApprovalNode {
+  /** This node's id, recorded on each request it opens. */
+  readonly id: string;
+  /** The node `id` when it runs now (its heartbeat is fresh), with how it is shown; undefined when it is gone or unknown. */
+  find(id: string): Promise<{ name: string; url: string | null } | undefined>;
+}
+
 /** A turn of this process waiting for a request. */
 interface Waiter {
   /** Hands the turn its decision (once; later calls do nothing). */
@@ -47,6 +55,11 @@ interface Waiter {
   closing?: Promise<void>;
   /** A question's check of its answer: approving needs an answer it accepts. */
   checkAnswer?: SchemaCheck;
+}
+
+/** Whether a request is a question (a person asked for input, e.g. an MCP server's elicitation): its input carries the schema of the answer. */
+function isQuestion(input: JsonValue): boolean {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'requestedSchema' in input;
 }
 
 /** What a request needs to be closed and announced. */
@@ -67,9 +80,11 @@ export class ApprovalService {
   readonly #ids: IdGenerator;
   readonly #timeoutMs: number;
   readonly #publish: (event: ApprovalEvent) => void;
+  readonly #node: ApprovalNode | undefined;
   readonly #waiters = new Map<string, Waiter>();
 
-  constructor(options: { store: Store; clock: Clock; ids: IdGenerator; timeoutMs?: number; publish: (event: ApprovalEvent) => void }) {
+  constructor(options: { store: Store; clock: Clock; ids: IdGenerator; timeoutMs?: number; publish: (event: ApprovalEvent) => void; node?: ApprovalNode | undefined }) {
+    this.#node = options.node;
     this.#store = options.store;
     this.#clock = options.clock;
     this.#ids = options.ids;
@@ -107,7 +122,7 @@ export class ApprovalService {
     // Waited for before the row exists: a decision never finds it pending with nobody waiting.
     this.#waiters.set(id, waiter);
     try {
-      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null });
+      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null, nodeId: this.#node?.id ?? null });
     } catch (error) {
       this.#waiters.delete(id);
       throw error;
@@ -164,6 +179,10 @@ export class ApprovalService {
     const waiter = this.#waiters.get(id);
     if (waiter === undefined) {
       const existing = await this.#store.approvals.get(id);
+      if (existing?.status === 'pending') {
+        const asker = await this.#askingNode(existing);
+        if (asker !== undefined) return this.#decideFor(existing, decision, asker);
+      }
       if (existing?.status === 'pending' && !this.#waiters.has(id) && (await this.#close(existing, EXPIRED_BY_RESTART, RESTART_REASON))) {
         const verb = decision.approved ? 'approve' : 'deny';
         throw new LoomError('APPROVAL_DECIDED', 'user', `cannot ${verb} approval "${id}": no turn waits for it any more (${RESTART_REASON}); it is now expired`, {
@@ -197,18 +216,58 @@ export class ApprovalService {
   }
 
   /**
-   * Closes every pending request that no turn of this process waits for as `expired`, by
-   * `restart`, with a reason saying nothing was run. Called at boot: a request left pending by a
-   * previous process (a restart or a crash) can never run its call, since the turn that asked
-   * is gone. Resolves with how many were closed.
+   * Hands a decision another node recorded (heard as its `approval-decide` event) to the turn of
+   * this process that waits for it, if one does.
+   */
+  async heard(id: string): Promise<void> {
+    const waiter = this.#waiters.get(id);
+    if (waiter === undefined || waiter.closing !== undefined) return;
+    const record = await this.#store.approvals.get(id);
+    if (record === undefined || record.status === 'pending') return;
+    waiter.finish({ approved: record.status === 'approved', by: record.decidedBy ?? EXPIRED_BY_RESTART, reason: record.reason });
+  }
+
+  /**
+   * Closes every pending request that no turn waits for as `expired`, by `restart`, with a reason
+   * saying nothing was run. Called at boot: a request left pending by a previous process (a
+   * restart or a crash) can never run its call, since the turn that asked is gone. Requests of
+   * another node that runs are its own. Resolves with how many were closed.
    */
   async expireInterrupted(): Promise<number> {
     let closed = 0;
     for (const record of await this.#store.approvals.list({ status: 'pending' })) {
-      if (this.#waiters.has(record.id)) continue;
+      if (this.#waiters.has(record.id) || (await this.#askingNode(record)) !== undefined) continue;
       if (await this.#close(record, EXPIRED_BY_RESTART, RESTART_REASON)) closed += 1;
     }
     return closed;
+  }
+
+  /** The other node whose turn waits for `request`, while that node runs; undefined for this node's, an old request's or a gone node's. */
+  async #askingNode(request: ApprovalRecord): Promise<{ name: string; url: string | null } | undefined> {
+    const { nodeId } = request;
+    if (this.#node === undefined || nodeId === null || nodeId === this.#node.id) return undefined;
+    return this.#node.find(nodeId);
+  }
+
+  /**
+   * Records a decision on a request another node's turn waits for; that node hears it (the
+   * `approval-decide` event reaches it through the store) and hands it to its turn. An answer to a
+   * question is kept in memory only, so it is given on the node that asked.
+   */
+  async #decideFor(request: ApprovalRecord, decision: ApprovalDecision, asker: { name: string; url: string | null }): Promise<ApprovalRecord> {
+    const { id } = request;
+    if (decision.answer !== undefined || (decision.approved && isQuestion(request.input))) {
+      const where = asker.url === null ? `node "${asker.name}"` : `node "${asker.name}" (${asker.url})`;
+      throw new LoomError('APPROVAL_ELSEWHERE', 'user', `cannot answer question "${id}" on this node: the turn that asked it runs on ${where}, and answers are kept in that node's memory only; answer it there (denying works from any node)`, {
+        details: { id, node: asker.name, url: asker.url },
+      });
+    }
+    const at = this.#clock.now();
+    const status = decision.approved ? 'approved' : 'denied';
+    if (!(await this.#store.approvals.decide(id, { status, at, by: decision.by, reason: decision.reason }))) throw await this.#refusal(id);
+    const record = (await this.#store.approvals.get(id)) as ApprovalRecord;
+    this.#publish({ type: 'approval-decide', at, agentId: record.agentId, name: record.agentName, approvalId: id, tool: record.tool, status, by: decision.by });
+    return record;
   }
 
   /** Approval requests, oldest first; pending ones by default. */

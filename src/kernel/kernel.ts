@@ -20,7 +20,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild } from './child-confinement.ts';
-import { ApprovalService } from './approval-service.ts';
+import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { CapabilityManager } from './capability-manager.ts';
@@ -50,6 +50,8 @@ export interface KernelDependencies {
    * daemon does; a one-off CLI command must not run another process's work.
    */
   resumeBackgroundWork?: boolean;
+  /** This process as a node of the cluster: approvals waited for on other nodes sharing the store are theirs. */
+  node?: ApprovalNode | undefined;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -401,6 +403,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     ids,
     ...(dependencies.approvalTimeoutMs === undefined ? {} : { timeoutMs: dependencies.approvalTimeoutMs }),
     publish: (event) => void publish(event),
+    node: dependencies.node,
   });
   const principalWorkspace = (name: string): string => dependencies.runtime?.workspaceOf({ name, workspace: undefined }) ?? name;
   let runner: ToolRunner | undefined;
@@ -754,6 +757,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async receive(event) {
       if (AGENT_EVENTS.has(event.type)) await sync(event.agentId as string, await store.agents.get(event.agentId as string));
+      if (event.type === 'approval-decide') await approvals.heard(event.approvalId);
       events.publish(event);
     },
 

@@ -293,6 +293,15 @@ export const migrations: readonly Migration[] = [
       END;
     `,
   },
+  {
+    version: 12,
+    name: 'approvals: the node whose turn waits',
+    sql: `
+      -- A daemon's node id (docs/cluster.md): another node sharing the store can tell whether the
+      -- turn that asked still waits. Null for requests stored before.
+      ALTER TABLE approvals ADD COLUMN node_id TEXT;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

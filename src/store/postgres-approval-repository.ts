@@ -1,7 +1,7 @@
 import type { ApprovalRecord, ApprovalRepository, ApprovalStatus } from '../contracts/index.ts';
 import { type PostgresConnection, query } from './postgres-connection.ts';
 import { checkLimit, parseRow, type Row } from './rows.ts';
-import { approvalColumns as columns, approvalRow } from './table-rows.ts';
+import { approvalColumns as columns, approvalRow, approvalValues } from './table-rows.ts';
 
 /** `ApprovalRepository` on PostgreSQL. */
 export class PostgresApprovalRepository implements ApprovalRepository {
@@ -14,19 +14,7 @@ export class PostgresApprovalRepository implements ApprovalRepository {
   create(record: ApprovalRecord): Promise<void> {
     return this.#connection.execute(
       async (db) => {
-        await query(db, `INSERT INTO approvals (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
-          record.id,
-          record.agentId,
-          record.agentName,
-          record.tool,
-          JSON.stringify(record.input),
-          record.status,
-          record.requestedAt,
-          record.expiresAt,
-          record.decidedAt,
-          record.decidedBy,
-          record.reason,
-        ]);
+        await query(db, `INSERT INTO approvals (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, approvalValues(record));
       },
       () => ({ action: `store approval "${record.id}"` }),
     );

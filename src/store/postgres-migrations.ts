@@ -298,6 +298,15 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'approvals: the node whose turn waits',
+    sql: `
+      -- The node whose turn waits for the request: another node records a decision for it, and
+      -- that node hears it (LISTEN/NOTIFY); a node gone leaves nobody waiting.
+      ALTER TABLE approvals ADD COLUMN node_id TEXT;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -3,7 +3,7 @@ import type { ApprovalRecord, ApprovalRepository, ApprovalStatus } from '../cont
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { parseRow } from './rows.ts';
 import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
-import { approvalColumns as columns, approvalRow } from './table-rows.ts';
+import { approvalColumns as columns, approvalRow, approvalValues } from './table-rows.ts';
 
 /** `ApprovalRepository` on SQLite. */
 export class SqliteApprovalRepository implements ApprovalRepository {
@@ -17,7 +17,7 @@ export class SqliteApprovalRepository implements ApprovalRepository {
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
     const { db } = connection;
-    this.#create = db.prepare(`INSERT INTO approvals (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#create = db.prepare(`INSERT INTO approvals (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.#get = db.prepare(`SELECT ${columns} FROM approvals WHERE id = ?`);
     this.#listAll = db.prepare(`SELECT ${columns} FROM approvals ORDER BY requested_at, rowid LIMIT ?`);
     this.#listByStatus = db.prepare(`SELECT ${columns} FROM approvals WHERE status = ? ORDER BY requested_at, rowid LIMIT ?`);
@@ -27,19 +27,7 @@ export class SqliteApprovalRepository implements ApprovalRepository {
   create(record: ApprovalRecord): Promise<void> {
     return this.#connection.execute(
       () => {
-        this.#create.run(
-          record.id,
-          record.agentId,
-          record.agentName,
-          record.tool,
-          JSON.stringify(record.input),
-          record.status,
-          record.requestedAt,
-          record.expiresAt,
-          record.decidedAt,
-          record.decidedBy,
-          record.reason,
-        );
+        this.#create.run(...approvalValues(record));
       },
       () => ({ action: `store approval "${record.id}"` }),
     );

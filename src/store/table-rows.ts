@@ -142,7 +142,13 @@ export const eventRow = z
   })
   .transform((row): EventRecord => ({ seq: row.seq, at: row.at, type: row.type, agentId: row.agent_id, data: row.data }));
 
-export const approvalColumns = 'id, agent_id, agent_name, tool, input, status, requested_at, expires_at, decided_at, decided_by, reason';
+export const approvalColumns = 'id, agent_id, agent_name, tool, input, status, requested_at, expires_at, decided_at, decided_by, reason, node_id';
+
+/** An approval's values, in the order of {@link approvalColumns}. */
+export function approvalValues(record: ApprovalRecord): (string | number | null)[] {
+  const { id, agentId, agentName, tool, input, status, requestedAt, expiresAt, decidedAt, decidedBy, reason, nodeId } = record;
+  return [id, agentId, agentName, tool, JSON.stringify(input), status, requestedAt, expiresAt, decidedAt, decidedBy, reason, nodeId];
+}
 
 /** A row of `approvals`. */
 export const approvalRow = z
@@ -158,6 +164,7 @@ export const approvalRow = z
     decided_at: z.number().nullable(),
     decided_by: z.string().nullable(),
     reason: z.string().nullable(),
+    node_id: z.string().nullable(),
   })
   .transform(
     (row): ApprovalRecord => ({
@@ -172,6 +179,7 @@ export const approvalRow = z
       decidedAt: row.decided_at,
       decidedBy: row.decided_by,
       reason: row.reason,
+      nodeId: row.node_id,
     }),
   );
 

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -15,14 +17,15 @@ let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let nodes: DaemonNodes;
 let first: DaemonNode;
 let second: DaemonNode;
+let databaseUrl: string;
 
 beforeAll(async () => {
   dir = await makeTempDir('loom-cluster-events-');
   model = await startScriptedModelServer({ steps: [{ text: 'Hello from the model.' }], loop: true, recordRequests: false });
   postgres = await startTestPostgres();
   nodes = new DaemonNodes(dir.path, model.url);
-  const database = await postgres.createDatabase();
-  [first, second] = await Promise.all([nodes.start('events-a', database.url), nodes.start('events-b', database.url)]);
+  databaseUrl = (await postgres.createDatabase()).url;
+  [first, second] = await Promise.all([nodes.start('events-a', databaseUrl), nodes.start('events-b', databaseUrl)]);
 }, 120_000);
 
 afterAll(async () => {
@@ -149,5 +152,35 @@ describe('events between nodes', () => {
     } finally {
       await client.close();
     }
+  }, 60_000);
+
+  it("approves on node B a tool call that node A's turn waits for: node A runs it and finishes the turn; a node starting meanwhile leaves it pending", async () => {
+    const guarded = `${manifest('keeper')}\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
+    expect((await api(first, '/agents', { toml: guarded })).status).toBe(201);
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'notes.txt', content: 'approved on node B' } }] }, { text: 'Written.' }]);
+    const turn = api(first, '/agents/keeper/messages', { json: { message: 'Write notes.txt' } });
+
+    type Pending = { id: string; agent: string; tool: string; status: string }[];
+    const pending = await waitFor('the request on node B', 10_000, async () => {
+      const listed = (await api(second, '/approvals')).body as Pending;
+      return listed.find((request) => request.agent === 'keeper');
+    });
+    expect(pending).toMatchObject({ tool: 'file_write', status: 'pending' });
+    // A node starting closes the requests that no turn waits for any more, not node A's.
+    const third = await nodes.start('events-c', databaseUrl);
+    try {
+      expect(((await api(third, '/approvals')).body as Pending).find((request) => request.id === pending.id)).toMatchObject({ status: 'pending' });
+    } finally {
+      third.child.kill('SIGTERM');
+      await third.exited;
+    }
+
+    const approved = await api(second, `/approvals/${pending.id}/approve`, { json: { reason: 'fine by me' } });
+    expect(approved.status).toBe(200);
+    expect(approved.body).toMatchObject({ id: pending.id, status: 'approved' });
+    const reply = await turn;
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ text: 'Written.' });
+    expect(await readFile(join(first.home, 'workspaces', 'keeper', 'notes.txt'), 'utf8')).toBe('approved on node B');
   }, 60_000);
 });

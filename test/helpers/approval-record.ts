@@ -18,6 +18,7 @@ export function pendingApprovalRecord(id: string, requestedAt: number, changes: 
     decidedAt: null,
     decidedBy: null,
     reason: null,
+    nodeId: null,
     ...changes,
   };
 }

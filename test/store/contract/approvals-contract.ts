@@ -14,6 +14,9 @@ export function describeApprovalsContract(context: StoreContext): void {
     expect(await store().approvals.get('p1')).toEqual(pending('p1', 1_000));
     expect(await store().approvals.list({ status: 'pending' })).toEqual([pending('p1', 1_000)]);
     expect(await store().approvals.get('nope')).toBeUndefined();
+    // The node whose turn waits for it is kept.
+    await store().approvals.create(pendingApprovalRecord('p2', 2_000, { nodeId: 'node-7' }));
+    expect(await store().approvals.get('p2')).toMatchObject({ id: 'p2', nodeId: 'node-7' });
   });
 
   it('approvals.decide() decides a pending approval once, and never one already decided', async () => {
