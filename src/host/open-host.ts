@@ -188,6 +188,11 @@ export async function openHost(options: HostOptions): Promise<Host> {
       node: { id: joined.id, find: (id) => liveNode(joined, id) },
     });
     late.kernel = kernel;
+    // A package installed on another node (heard through the event relay): its triggers start here too.
+    kernel.events.subscribe((event) => {
+      if (event.type !== 'package-install') return;
+      packageRuntime.activate(event.name).catch((error: unknown) => options.logger.error({ err: error, package: event.name }, `could not start package "${event.name}" installed on another node`));
+    });
     options.logs?.excludeAgents((agentId) => {
       try {
         return kernel.get(agentId).module === 'builtin:eventlog';

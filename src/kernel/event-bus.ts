@@ -17,7 +17,7 @@ interface PackageEventBase {
  * What the package runtime reports (spec/04), recorded in the audit log like the kernel's own:
  * a trigger fired (a run started), an activity started or ended, the owner was notified of a
  * failure, an event was emitted, a run ended, a fire was skipped (the previous run still going)
- * or fires were missed (the daemon was down).
+ * or fires were missed (the daemon was down); a package was installed.
  */
 export type PackageEvent =
   | (PackageEventBase & { type: 'package-fire'; runId: string; trigger: string })
@@ -27,7 +27,9 @@ export type PackageEvent =
   | (PackageEventBase & { type: 'package-emit'; runId: string; event: string })
   | (PackageEventBase & { type: 'package-run-finish'; runId: string; status: string; error: string | null })
   | (PackageEventBase & { type: 'package-skip'; runId: string; trigger: string; reason: string })
-  | (PackageEventBase & { type: 'package-miss'; runId: string; trigger: string; count: number; from: number; to: number });
+  | (PackageEventBase & { type: 'package-miss'; runId: string; trigger: string; count: number; from: number; to: number })
+  // Installed (its record stored, its agent spawned): the other nodes sharing the store start its triggers.
+  | { type: 'package-install'; at: number; agentId: string; name: string; version: string };
 
 /**
  * What agent types report (spec/03): a chain of thought's trace at the end of a turn; a

@@ -60,7 +60,7 @@ export interface CheckedPackage {
 
 /** What the installer needs. */
 export interface PackageInstallerOptions {
-  kernel: Pick<Kernel, 'spawn' | 'kill' | 'list'>;
+  kernel: Pick<Kernel, 'spawn' | 'kill' | 'list' | 'publish'>;
   store: Pick<Store, 'packages'>;
   runtime: Pick<PackageRuntime, 'activate' | 'deactivate'>;
   clock: Clock;
@@ -240,6 +240,7 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
           };
           await store.packages.create(record);
           await options.runtime.activate(plan.slug);
+          await kernel.publish({ type: 'package-install', at: record.installedAt, agentId: agent.id, name: plan.slug, version: plan.version });
           return record;
         } catch (error) {
           await kernel.kill(agent.id).catch(() => undefined);

@@ -6,6 +6,7 @@ import { makeTempDir } from '../helpers/test-kernel.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
 
 // Two daemons in separate processes on one PostgreSQL database: what one node does, the other
@@ -136,6 +137,17 @@ describe('events between nodes', () => {
     // The name is free on every node again.
     expect((await api(second, '/agents', { toml: manifest('worker') })).status).toBe(201);
     await waitFor('node A to hold the new one', 10_000, async () => ((await agentNames(first)).includes('worker') ? true : undefined));
+  }, 60_000);
+
+  it('runs on node B a package installed on node A, without a restart', async () => {
+    const folder = await writePackage(dir.path, 'digest', { workflows: { summarise: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+    expect((await api(first, '/packages', { json: { source: folder } })).status).toBe(201);
+    await waitFor('node B to hold the package agent', 10_000, async () => ((await agentNames(second)).includes('digest') ? true : undefined));
+    const run = await waitFor('a run on node B', 10_000, async () => {
+      const started = await api(second, '/packages/digest/bindings/summarise/run', { json: {} });
+      return started.status === 201 || started.status === 200 ? started : undefined;
+    });
+    expect(run.body).toMatchObject({ status: 'completed' });
   }, 60_000);
 
   it("tells an MCP client of node B when an agent is spawned and killed on node A (tools/list_changed)", async () => {
