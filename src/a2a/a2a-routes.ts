@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { A2A_VERSION_HEADER, type AgentCard, type Message, Role, SendMessageRequest, TaskState, type Task as TaskValue } from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER, type AgentCard, type Message, Role, SendMessageRequest, Task, TaskState, type Task as TaskValue } from '@a2a-js/sdk';
 import { LegacyA2AError, LegacyJsonRpcTransportHandler, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import type { Config } from '../config/index.ts';
-import type { Logger } from '../contracts/index.ts';
+import type { Clock, Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
 import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
@@ -51,7 +51,21 @@ export interface A2aServerOptions {
    * `[a2a].push_allow_private_network` lets loopback and private addresses through.
    */
   push?: A2aPushOptions | undefined;
+  /**
+   * Whether other nodes share the store now (docs/cluster.md): then the unfinished tasks it holds
+   * may be theirs, running, and are not failed as the previous process's.
+   */
+  othersAlive?: (() => Promise<boolean>) | undefined;
+  /**
+   * Paces the following of a task another node runs (a resubscription here): read again at each
+   * event of its agent this node hears, and every half second. Without it such a task is answered
+   * as it is now.
+   */
+  clock?: Clock | undefined;
 }
+
+/** How often a task running on another node is read again while a client here follows it, when no event of its agent came first. */
+const FOLLOW_POLL_MS = 500;
 
 /** Loom's A2A server: the routes, and its task store (shared by A2A 1.0, 0.3 and the legacy endpoints). */
 export interface A2aServer {
@@ -138,16 +152,49 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => findAgent(name)?.id ?? null });
   const pushConfigs = push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
   // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any
-  // request reads them; a client waiting on a webhook is told.
-  const recovered = store
-    .failUnfinished(
-      (task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'),
-      (task, agent) => notifier?.notifyStored(agent, task),
-    )
-    .then((count) => {
+  // request reads them; a client waiting on a webhook is told. While other nodes share the store,
+  // unfinished tasks may be theirs, running: those are left alone.
+  const recovered = (options.othersAlive?.() ?? Promise.resolve(false))
+    .then(async (othersAlive) => {
+      if (othersAlive) return;
+      const count = await store.failUnfinished(
+        (task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'),
+        (task, agent) => notifier?.notifyStored(agent, task),
+      );
       if (count > 0) logger.warn({ tasks: count }, 'failed the A2A tasks the previous daemon left unfinished');
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not fail the A2A tasks the previous daemon left unfinished'));
+  /** The signal of each request's connection, by the context handed to the SDK: a task followed here stops being followed when its client leaves. */
+  const requestSignals = new WeakMap<ServerCallContext, AbortSignal>();
+  const { clock } = options;
+
+  /** Each new state of a task this process runs no bus for (another node runs it), read from the store until it ends or the client leaves. */
+  async function* followElsewhere(agent: string, first: TaskValue, context: ServerCallContext): AsyncGenerator<TaskValue> {
+    const signal = requestSignals.get(context);
+    if (clock === undefined || signal === undefined) return;
+    let seen = JSON.stringify(Task.toJSON(first));
+    let wake = new AbortController();
+    // Another node's turn events reach this node's bus: read the task again at once.
+    const unsubscribe = kernel.events.subscribe((event) => {
+      if (event.name === agent) wake.abort();
+    });
+    try {
+      while (!signal.aborted) {
+        await clock.sleep(FOLLOW_POLL_MS, { signal: AbortSignal.any([signal, wake.signal]) }).catch(() => undefined);
+        if (signal.aborted) return;
+        if (wake.signal.aborted) wake = new AbortController();
+        const task = await store.load(first.id, context);
+        if (task === undefined) return;
+        const now = JSON.stringify(Task.toJSON(task));
+        if (now === seen) continue;
+        seen = now;
+        yield task;
+        if (isTerminalState(task.status?.state)) return;
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
   const executors = new Map<string, LoomAgentExecutor>();
   const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router (by its Node request). */
@@ -182,7 +229,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       executor = new LoomAgentExecutor(kernel, name, logger, store, notifier === undefined ? undefined : (event) => notifier.observe(name, event));
       executors.set(agent.name, executor);
     }
-    const handler = new CheckedRequestHandler({ card: cardOf(agent, origin), store, executor, maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, pushConfigs });
+    const name = agent.name;
+    const handler = new CheckedRequestHandler({
+      card: cardOf(agent, origin),
+      store,
+      executor,
+      maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      pushConfigs,
+      follow: (task, context) => followElsewhere(name, task, context),
+    });
     const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? { kind: 'user', role: 'owner' }));
     const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
@@ -190,7 +245,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   };
   const contextOf = (c: Context, requestedVersion: string | undefined): ServerCallContext => {
     const caller = options.callerOf?.(c) ?? { kind: 'user', role: 'owner' };
-    return new ServerCallContext({ user: new LoomA2aUser(caller), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
+    const context = new ServerCallContext({ user: new LoomA2aUser(caller), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
+    requestSignals.set(context, c.req.raw.signal);
+    return context;
   };
   const unknownAgent = (c: Context, name: string): Response => c.json({ error: { code: 'AGENT_NOT_FOUND', message: `no agent named "${name}"` } }, 404);
 

@@ -1,4 +1,4 @@
-import type { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
+import type { AgentCard, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
@@ -20,6 +20,11 @@ export interface CheckedRequestHandlerOptions {
   maxBytes: number;
   /** Where push-notification configs are kept (needed when the card advertises push notifications). */
   pushConfigs?: PushNotificationStore | undefined;
+  /**
+   * Follows a task that runs where this process cannot hear it (on another node sharing the
+   * store): each new state of it, until it ends or the client leaves.
+   */
+  follow?: ((task: Task, context: ServerCallContext) => AsyncIterable<Task>) | undefined;
 }
 
 /**
@@ -29,10 +34,12 @@ export interface CheckedRequestHandlerOptions {
  */
 export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
+  readonly #follow: CheckedRequestHandlerOptions['follow'];
 
   constructor(options: CheckedRequestHandlerOptions) {
     super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
     this.#maxBytes = options.maxBytes;
+    this.#follow = options.follow;
   }
 
   #check(params: SendMessageRequest): void {
@@ -54,5 +61,22 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
     this.#check(params);
     yield* super.sendMessageStream(params, context);
+  }
+
+  /**
+   * The SDK's resubscription follows a task through this process's event bus; for a task it has no
+   * bus for (running on another node) it answers the task as it is now and ends. Such a task is
+   * followed through the store instead, each new state as a `task` event, until it ends.
+   */
+  override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['resubscribe']> {
+    let first: Task | undefined;
+    let count = 0;
+    for await (const event of super.resubscribe(params, context)) {
+      count += 1;
+      if (count === 1 && event.payload?.$case === 'task') first = event.payload.value;
+      yield event;
+    }
+    if (count !== 1 || first === undefined || this.#follow === undefined) return;
+    for await (const task of this.#follow(first, context)) yield { payload: { $case: 'task', value: task } };
   }
 }

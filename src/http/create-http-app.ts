@@ -234,7 +234,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     // The A2A routes are an app of their own, built on the first A2A request; the caller rides in its env.
     const a2a = once(async () => {
       const { createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } = await import('../a2a/index.ts');
-      const events = options.events;
+      const { events, cluster } = options;
       const server = createA2aServer({
         kernel,
         config,
@@ -242,6 +242,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         logger,
         now: () => clock.now(),
         push: { repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(), clock, record: events === undefined ? undefined : (event) => events.append(event) },
+        clock,
+        othersAlive: cluster === undefined ? undefined : async () => (await cluster.view()).nodes.some((node) => !node.self && node.alive),
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
           return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };

@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client as A2aClient } from '@a2a-js/sdk/client';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -169,6 +172,7 @@ describe('events between nodes', () => {
   it("approves on node B a tool call that node A's turn waits for: node A runs it and finishes the turn; a node starting meanwhile leaves it pending", async () => {
     const guarded = `${manifest('keeper')}\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
     expect((await api(first, '/agents', { toml: guarded })).status).toBe(201);
+    model.reset();
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'notes.txt', content: 'approved on node B' } }] }, { text: 'Written.' }]);
     const turn = api(first, '/agents/keeper/messages', { json: { message: 'Write notes.txt' } });
 
@@ -194,5 +198,39 @@ describe('events between nodes', () => {
     expect(reply.status).toBe(200);
     expect(reply.body).toMatchObject({ text: 'Written.' });
     expect(await readFile(join(first.home, 'workspaces', 'keeper', 'notes.txt'), 'utf8')).toBe('approved on node B');
+  }, 60_000);
+
+  it("follows over A2A on node B a task node A runs: node B leaves it running, answers its state now, then its updates to completion", async () => {
+    const guarded = `${manifest('scribe')}\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
+    expect((await api(first, '/agents', { toml: guarded })).status).toBe(201);
+    await waitFor('node B to hold the agent', 10_000, async () => ((await agentNames(second)).includes('scribe') ? true : undefined));
+    model.reset();
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'task.txt', content: 'from the task' } }] }, { text: 'Task done.' }]);
+    const clientOf = (node: DaemonNode): Promise<A2aClient> =>
+      new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()], preferredTransports: ['JSONRPC'] })).createFromUrl(
+        `${node.url}/a2a/scribe/.well-known/agent-card.json`,
+        '',
+      );
+    const stateOf = (event: StreamResponse | undefined): TaskState | undefined =>
+      event?.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : event?.payload?.$case === 'task' ? event.payload.value.status?.state : undefined;
+
+    // On node A the task runs until its tool call waits for a person (input-required).
+    const onFirst = await clientOf(first);
+    const sent: StreamResponse[] = [];
+    const message = { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text' as const, value: 'write task.txt' }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+    for await (const event of onFirst.sendMessageStream({ tenant: '', message, configuration: undefined, metadata: undefined })) sent.push(event);
+    expect(stateOf(sent.at(-1))).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const id = sent[0]?.payload?.$case === 'task' ? sent[0].payload.value.id : '';
+
+    // Node B (its first A2A request) leaves node A's task as it is, and follows it.
+    const subscription = (await clientOf(second)).resubscribeTask({ tenant: '', id });
+    const now = await subscription.next();
+    expect(stateOf(now.value as StreamResponse)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const pending = await waitFor('the request', 10_000, async () => ((await api(second, '/approvals')).body as { id: string; agent: string }[]).find((request) => request.agent === 'scribe'));
+    expect((await api(second, `/approvals/${pending.id}/approve`, { json: {} })).status).toBe(200);
+    const updates: StreamResponse[] = [];
+    for await (const event of subscription) updates.push(event);
+    expect(stateOf(updates.at(-1))).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.stringify(updates.at(-1))).toContain('Task done.');
   }, 60_000);
 });
