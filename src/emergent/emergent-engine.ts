@@ -82,8 +82,17 @@ function resultOf(output: JsonValue): ToolResult {
 
 /** The forged tools of every agent: forging, calls, tiers, export and import (spec/02). */
 export interface EmergentEngine {
-  /** Loads stored tools; session tools whose source was not kept are retired. Call once at boot. */
-  load(): Promise<void>;
+  /**
+   * Loads stored tools; sandbox tools whose source was not kept are retired (it ended with the
+   * process that forged them), unless `othersAlive`: then they may be another node's, running
+   * there, and are only not offered here. Call once at boot.
+   */
+  load(options?: { othersAlive?: boolean }): Promise<void>;
+  /**
+   * Holds a tool as another node stored it (forged, promoted, demoted or retired there): offered
+   * here while it is active and its source is stored, dropped otherwise. Writes nothing.
+   */
+  sync(toolId: string): Promise<void>;
   /** The tools an agent is offered beside the shared ones: `forge_tool`, its own forged tools, shared tools. */
   toolsFor(agent: ToolAgent): readonly Tool<never>[];
   /** Forges a tool for `agent` (build, test, judge, register); refusals are outcomes, not throws. */
@@ -491,10 +500,11 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   };
 
   return {
-    async load() {
+    async load(loadOptions = {}) {
       for (const record of await store.forgedTools.list({ status: 'active' })) {
         const parsed = ForgeRequestSchema.safeParse(record.request);
         if (record.mode === 'sandbox' && !record.sourcePersisted) {
+          if (loadOptions.othersAlive === true) continue;
           record.status = 'retired';
           record.statusReason = 'its source was kept only in memory ([emergent].persist_sandbox_source = false), so it ended with the process';
           await save(record);
@@ -506,6 +516,21 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
         }
         admit(record, parsed.data);
       }
+    },
+
+    async sync(toolId) {
+      const record = await store.forgedTools.get(toolId);
+      const held = live.get(toolId);
+      // Forged here with its source in this process only: the record changed, the program stays.
+      if (held !== undefined && memorySource.has(toolId)) {
+        if (record?.status === 'active') held.record = record;
+        else retireLive(held);
+        return;
+      }
+      if (held !== undefined) retireLive(held);
+      if (record === undefined || record.status !== 'active' || (record.mode === 'sandbox' && !record.sourcePersisted)) return;
+      const parsed = ForgeRequestSchema.safeParse(record.request);
+      if (parsed.success) admit(record, parsed.data);
     },
 
     toolsFor(agent) {

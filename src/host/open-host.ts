@@ -185,7 +185,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
-      node: { id: joined.id, find: (id) => liveNode(joined, id) },
+      node: { id: joined.id, find: (id) => liveNode(joined, id), othersAlive: () => joined.othersAlive() },
     });
     late.kernel = kernel;
     // A package installed on another node (heard through the event relay): its triggers start here too.

@@ -50,8 +50,14 @@ export interface KernelDependencies {
    * daemon does; a one-off CLI command must not run another process's work.
    */
   resumeBackgroundWork?: boolean;
-  /** This process as a node of the cluster: approvals waited for on other nodes sharing the store are theirs. */
-  node?: ApprovalNode | undefined;
+  /** This process as a node of the cluster: what other nodes sharing the store hold (approvals waited for, forged tools' source) is theirs. */
+  node?: KernelNode | undefined;
+}
+
+/** This process as a node of the cluster (docs/cluster.md), as the kernel asks about the others. */
+export interface KernelNode extends ApprovalNode {
+  /** Whether another node sharing the store runs now. */
+  othersAlive(): Promise<boolean>;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -223,6 +229,9 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 /** The events about an agent's record: another node's make this one read the agent again. */
 const AGENT_EVENTS: ReadonlySet<KernelEvent['type']> = new Set(['agent-spawn', 'agent-kill', 'agent-suspend', 'agent-resume', 'agent-update']);
+
+/** The events about a forged tool's record: another node's make this one read the tool again. */
+const FORGED_TOOL_EVENTS: ReadonlySet<KernelEvent['type']> = new Set(['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire']);
 
 /** Ids of principals that are not agents start with this (an agent's id is a UUID). */
 const PRINCIPAL_ID_PREFIX = 'principal:';
@@ -579,7 +588,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         report[entry.state] += 1;
       }
       // Stored forged tools, before any agent runs a turn that could call them.
-      await emergent.load();
+      await emergent.load({ othersAlive: (await dependencies.node?.othersAlive()) ?? false });
       for (const entry of registry.list()) {
         if (entry.state === 'running') await runHooks(entry, 'start');
       }
@@ -758,6 +767,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     async receive(event) {
       if (AGENT_EVENTS.has(event.type)) await sync(event.agentId as string, await store.agents.get(event.agentId as string));
       if (event.type === 'approval-decide') await approvals.heard(event.approvalId);
+      if (FORGED_TOOL_EVENTS.has(event.type) && 'toolId' in event && event.toolId !== null) await emergent.sync(event.toolId);
       events.publish(event);
     },
 

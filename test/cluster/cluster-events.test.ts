@@ -153,6 +153,37 @@ describe('events between nodes', () => {
     expect(run.body).toMatchObject({ status: 'completed' });
   }, 60_000);
 
+  it('offers on node B a tool forged on node A (its source stored), and calls it there', async () => {
+    const smith = `${manifest('smith')}\n[capabilities]\ntools = ["forge_tool"]\n\n[emergent]\npersist_sandbox_source = true\njudge_model = "claude-haiku"\n`;
+    expect((await api(first, '/agents', { toml: smith })).status).toBe(201);
+    await waitFor('node B to hold the agent', 10_000, async () => ((await agentNames(second)).includes('smith') ? true : undefined));
+    const double = {
+      name: 'double_it',
+      description: 'Doubles a number',
+      inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+      outputSchema: { type: 'object', properties: { n: { type: 'number' } } },
+      implementation: { mode: 'sandbox', code: 'function execute(input) { return { n: input.n * 2 }; }', allowlist: [] },
+      testCases: [{ input: { n: 2 }, expectedOutput: { n: 4 } }],
+    };
+    model.reset();
+    model.script([{ text: JSON.stringify({ approved: true, confidence: 0.9, issues: [] }) }]);
+    const watch = await followEvents(second);
+    try {
+      const forged = await api(first, '/tools/forged', { json: { agent: 'smith', request: double } });
+      expect(forged.body).toMatchObject({ name: 'double_it' });
+      // Node B has taken the tool in once its event stream shows the forge.
+      await waitFor('the forge on node B', 10_000, () => Promise.resolve(watch.events.some((event) => event.type === 'tool-forge') ? true : undefined));
+    } finally {
+      watch.close();
+    }
+
+    model.script([{ toolCalls: [{ name: 'double_it', input: { n: 21 } }] }, { text: 'It is 42.' }]);
+    const reply = await api(second, '/agents/smith/messages', { json: { message: 'double 21' } });
+    expect(reply.body).toMatchObject({ text: 'It is 42.' });
+    const session = JSON.stringify((await api(second, '/agents/smith/session')).body);
+    expect(session).toContain('{\\"n\\":42}');
+  }, 60_000);
+
   it("tells an MCP client of node B when an agent is spawned and killed on node A (tools/list_changed)", async () => {
     const lists: string[][] = [];
     const client: Client = await connectClient(second.url, 'modern', {
