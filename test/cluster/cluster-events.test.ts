@@ -5,6 +5,7 @@ import { Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client as A2aClient } from '@a2a-js/sdk/client';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
@@ -157,19 +158,11 @@ describe('events between nodes', () => {
     const smith = `${manifest('smith')}\n[capabilities]\ntools = ["forge_tool"]\n\n[emergent]\npersist_sandbox_source = true\njudge_model = "claude-haiku"\n`;
     expect((await api(first, '/agents', { toml: smith })).status).toBe(201);
     await waitFor('node B to hold the agent', 10_000, async () => ((await agentNames(second)).includes('smith') ? true : undefined));
-    const double = {
-      name: 'double_it',
-      description: 'Doubles a number',
-      inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
-      outputSchema: { type: 'object', properties: { n: { type: 'number' } } },
-      implementation: { mode: 'sandbox', code: 'function execute(input) { return { n: input.n * 2 }; }', allowlist: [] },
-      testCases: [{ input: { n: 2 }, expectedOutput: { n: 4 } }],
-    };
     model.reset();
-    model.script([{ text: JSON.stringify({ approved: true, confidence: 0.9, issues: [] }) }]);
+    model.script([APPROVE]);
     const watch = await followEvents(second);
     try {
-      const forged = await api(first, '/tools/forged', { json: { agent: 'smith', request: double } });
+      const forged = await api(first, '/tools/forged', { json: { agent: 'smith', request: DOUBLE_IT } });
       expect(forged.body).toMatchObject({ name: 'double_it' });
       // Node B has taken the tool in once its event stream shows the forge.
       await waitFor('the forge on node B', 10_000, () => Promise.resolve(watch.events.some((event) => event.type === 'tool-forge') ? true : undefined));
