@@ -1,0 +1,110 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createEventRelay, type EventRelay } from '../../src/cluster/event-relay.ts';
+import type { EventRecord } from '../../src/contracts/index.ts';
+import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
+import { createRecordingLogger } from '../support/recording-logger.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+
+// The relay on a real PostgreSQL server: two stores stand for two nodes writing to one database.
+
+let postgres: TestPostgres;
+const open: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+}, 120_000);
+afterAll(async () => {
+  await postgres?.stop();
+}, 60_000);
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+
+async function until(what: string, ms: number, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+async function twoNodes(): Promise<{ url: string; here: PostgresStore; there: PostgresStore }> {
+  const { url } = await postgres.createDatabase();
+  const here = await openPostgresStore({ url, origin: 'node-here' });
+  open.push(here);
+  const there = await openPostgresStore({ url, origin: 'node-there' });
+  open.push(there);
+  return { url, here, there };
+}
+
+function relayOn(url: string, store: PostgresStore, logger = createRecordingLogger()): { relay: EventRelay; delivered: EventRecord[]; resyncs: () => number } {
+  const delivered: EventRecord[] = [];
+  let resyncs = 0;
+  const relay = createEventRelay({
+    url,
+    origin: 'node-here',
+    logger,
+    events: store.events,
+    retryMs: 100,
+    deliver: (event) => {
+      delivered.push(event);
+      return Promise.resolve();
+    },
+    resync: () => {
+      resyncs += 1;
+      return Promise.resolve();
+    },
+  });
+  open.push({ close: () => relay.stop() });
+  return { relay, delivered, resyncs: () => resyncs };
+}
+
+const event = (type: string, at: number): Omit<EventRecord, 'seq'> => ({ type, at, agentId: 'a1', data: { name: 'writer', n: at } });
+
+describe('createEventRelay()', () => {
+  it("hands on the other node's events in order, with their data, and skips its own, including those a session commit appends", async () => {
+    const { url, here, there } = await twoNodes();
+    const { relay, delivered } = relayOn(url, here);
+    await relay.start();
+
+    await there.events.append(event('agent-spawn', 1));
+    await here.events.append(event('agent-spawn', 2));
+    await Promise.all([there.events.append(event('turn-finish', 3)), there.events.append(event('turn-finish', 4))]);
+    // A turn's commit appends its record in the session's transaction: announced the same way.
+    await there.agents.create(
+      { id: 'a1', name: 'writer', state: 'running', parentId: null, sessionId: 's1', manifest: {}, createdAt: 5, updatedAt: 5 },
+      { id: 's1', agentId: 'a1', messages: [], createdAt: 5, updatedAt: 5 },
+    );
+    await there.sessions.append('s1', [{ role: 'user', content: 'hi' }], { expectedRevision: 0, updatedAt: 6, events: [event('turn-finish', 6)] });
+
+    await until('four events', 5_000, () => delivered.length === 4);
+    // Its own event (at 2) never comes.
+    await delay(100);
+    expect(delivered).toHaveLength(4);
+    // The two appended at once may commit in either order; each node sees the order of commit (of seq).
+    expect([delivered[0]?.at, new Set([delivered[1]?.at, delivered[2]?.at]), delivered[3]?.at]).toEqual([1, new Set([3, 4]), 6]);
+    expect(delivered.map((record) => record.seq)).toEqual([...delivered.map((record) => record.seq)].sort((a, b) => a - b));
+    expect(delivered[0]).toMatchObject({ type: 'agent-spawn', agentId: 'a1', data: { name: 'writer', n: 1 } });
+  }, 30_000);
+
+  it('listens again after its connection is cut, asks for a resync, and hears later events; a payload that is not <origin>:<seq> is ignored with a warning', async () => {
+    const { url, here, there } = await twoNodes();
+    const logger = createRecordingLogger();
+    const { relay, delivered, resyncs } = relayOn(url, here, logger);
+    await relay.start();
+    expect(resyncs()).toBe(0);
+
+    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()", [], url.split('/').at(-1));
+    await until('the warning', 5_000, () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')));
+    await until('the resync', 5_000, () => resyncs() === 1);
+
+    await there.events.append(event('agent-kill', 7));
+    await until('the event after the cut', 5_000, () => delivered.length === 1);
+    expect(delivered[0]).toMatchObject({ type: 'agent-kill', at: 7 });
+
+    await postgres.query("SELECT pg_notify('loom_events', 'not a number')", [], url.split('/').at(-1));
+    await until('the warning on the payload', 5_000, () => logger.entries.some((entry) => entry.message?.includes('that is not <origin>:<seq>') === true));
+    expect(delivered).toHaveLength(1);
+  }, 30_000);
+});
