@@ -3,6 +3,7 @@
 import { a2aTaskBench } from './a2a.ts';
 import { bootBench } from './boot.ts';
 import { channelsBench } from './channels.ts';
+import { clusterBench } from './cluster.ts';
 import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
 import { forgedBench } from './forged.ts';
 import { mcpCallBench } from './mcp.ts';
@@ -28,6 +29,7 @@ const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
   forged: forgedBench,
   modules: modulesBench,
   channels: channelsBench,
+  cluster: clusterBench,
 };
 
 const requested = process.argv.slice(2);
