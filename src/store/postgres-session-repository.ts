@@ -89,16 +89,12 @@ export class PostgresSessionRepository implements SessionRepository {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
-          const current = await lockedRevision(client, id);
-          checkRevision(id, current ?? 0, options.expectedRevision);
-          if (current === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
-          const { rows } = await query(client, 'UPDATE sessions SET updated_at = $1, revision = revision + 1 WHERE id = $2 RETURNING revision', [options.updatedAt, id]);
-          const next = await query(client, 'SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = $1', [id]);
-          await insertSessionMessages(client, id, messages, Number(next.rows[0]?.['next'] ?? 0));
+          const { revision, next } = await bumpRevision(client, id, options.updatedAt, options.expectedRevision);
+          await insertSessionMessages(client, id, messages, next);
           await recordUsage(client, options.usage ?? []);
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
-          return Number(rows[0]?.['revision']);
+          return revision;
         }),
       () => ({ action: `append to session "${id}"` }),
     );
@@ -128,6 +124,33 @@ export class PostgresSessionRepository implements SessionRepository {
 async function lockedRevision(db: Queryable, id: string): Promise<number | undefined> {
   const [row] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows;
   return row === undefined ? undefined : Number(row['revision']);
+}
+
+/**
+ * Raises session `id`'s revision for an append, holding its row until the transaction ends, and
+ * answers the new revision and the number of the next message.
+ * @throws {StoreConflictError} when `expectedRevision` is given and the session is at another one.
+ * @throws {StoreNotFoundError} when there is no such session.
+ */
+async function bumpRevision(db: Queryable, id: string, updatedAt: number, expectedRevision: number | undefined): Promise<{ revision: number; next: number }> {
+  if (expectedRevision === undefined) {
+    // Without a revision to compare, lock first: the next number must be read after every earlier append committed.
+    if ((await lockedRevision(db, id)) === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+  }
+  // One round trip: the row is locked by the update. With an expected revision, an append committed
+  // meanwhile has raised it, so the update finds no row, and the next number read under this
+  // statement's snapshot is right whenever it finds one.
+  const { rows } = await query(
+    db,
+    `UPDATE sessions SET updated_at = $1, revision = revision + 1 WHERE id = $2 ${expectedRevision === undefined ? '' : 'AND revision = $3'}
+     RETURNING revision, (SELECT COALESCE(MAX(seq) + 1, 0) FROM session_messages WHERE session_id = $2) AS next`,
+    expectedRevision === undefined ? [updatedAt, id] : [updatedAt, id, expectedRevision],
+  );
+  const [row] = rows;
+  if (row !== undefined) return { revision: Number(row['revision']), next: Number(row['next']) };
+  const [current] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1', [id])).rows;
+  checkRevision(id, current === undefined ? 0 : Number(current['revision']), expectedRevision, current !== undefined);
+  throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
 }
 
 /** Throws `StoreConflictError` when `expectedRevision` is given and is not `revision` (or always, with `always`). */
