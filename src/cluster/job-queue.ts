@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { ClaimedJob, JobCounts, JobKind, JobRequest, JsonObject } from '../contracts/index.ts';
+import { inTransaction } from '../store/index.ts';
 
 /** How long a node holds a job it took before another node may take it again, unless renewed, in milliseconds. */
 export const DEFAULT_JOB_LEASE_MS = 30_000;
@@ -131,23 +132,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
   const retryDelayMs = options.retryDelayMs ?? DEFAULT_JOB_RETRY_DELAY_MS;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 100) throw new Error(`cannot create the job queue: leaseMs must be an integer of at least 100, got ${leaseMs}`);
 
-  async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await database.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-        broken = new Error(messageOf(rollbackError));
-      });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
-  }
+  const transaction = <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(database, work);
 
   const columns = (jobs: readonly Pick<ClaimedJob, 'id' | 'attempt'>[]): [string[], number[]] => [jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
 

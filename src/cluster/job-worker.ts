@@ -2,10 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { ClaimedJob, JobCounts, JobHandler, JobKind, Logger, WorkQueue } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
+import { createPostgresListener } from './postgres-listener.ts';
 import { createJobQueue, DEFAULT_JOB_CONCURRENCY, DEFAULT_JOB_LEASE_MS, DEFAULT_JOB_POLL_MS, JOB_CHANNEL, type JobQueue } from './job-queue.ts';
 
 /** How long a stopping node waits for its jobs to end once told to stop, before it hands them back anyway, in milliseconds. */
 export const DEFAULT_JOB_STOP_TIMEOUT_MS = 10_000;
+
+/** The shortest time a statement of the queue may wait for its answer, in milliseconds (else a lease, when longer). */
+const MIN_STATEMENT_TIMEOUT_MS = 5_000;
 
 /** The longest wait an `echo` job may ask for, in milliseconds. */
 const MAX_ECHO_SLEEP_MS = 60_000;
@@ -46,7 +50,11 @@ export interface JobWorker extends WorkQueue {
 interface Running {
   job: ClaimedJob;
   controller: AbortController;
-  /** When its lease was last extended (this process's clock, for a lease that could not be renewed). */
+  /**
+   * When its lease was last extended, on this process's clock: when the statement that took or
+   * renewed it was sent (the database ran it no earlier), so the lease is never thought longer
+   * than it is.
+   */
   renewedAt: number;
   /** Another node may have it now: its end changes nothing. */
   lost: boolean;
@@ -76,7 +84,16 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const stopTimeoutMs = options.stopTimeoutMs ?? DEFAULT_JOB_STOP_TIMEOUT_MS;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new Error(`cannot create the job worker: concurrency must be a positive integer, got ${concurrency}`);
-  const pool = new pg.Pool({ connectionString: url, max: Math.min(concurrency, 4) + 1, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-jobs' });
+  // A statement unanswered for a whole lease is of no use (the lease it takes or renews has
+  // lapsed), and one stuck on a connection gone silent would hold up the renewals after it: it
+  // fails, and its connection is dropped.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: Math.min(concurrency, 4) + 1,
+    connectionTimeoutMillis: connectTimeoutMs,
+    query_timeout: Math.max(leaseMs, MIN_STATEMENT_TIMEOUT_MS),
+    application_name: 'loom-jobs',
+  });
   pool.on('error', (error) => logger.warn({ err: error.message }, 'lost an idle connection of the job queue; another opens when needed'));
   const queue = createJobQueue({ database: pool, nodeId, leaseMs, ...(options.retryDelayMs === undefined ? {} : { retryDelayMs: options.retryDelayMs }) });
   const handlers = new Map<JobKind, JobHandler>([['echo', echo]]);
@@ -87,10 +104,20 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   let pumping: Promise<void> | undefined;
   let again = false;
   let claimFailing = false;
+  let renewing = false;
   let pollTimer: NodeJS.Timeout | undefined;
   let renewTimer: NodeJS.Timeout | undefined;
-  let listenTimer: NodeJS.Timeout | undefined;
-  let listener: pg.Client | undefined;
+  // Told of each new job on a connection of its own.
+  const listener = createPostgresListener({
+    url,
+    channel: JOB_CHANNEL,
+    applicationName: 'loom-jobs-listen',
+    logger,
+    meanwhile: `looking for new jobs every ${pollMs} ms until listening again`,
+    retryMs: Math.max(pollMs, 2_000),
+    connectTimeoutMs,
+    onNotification: () => wake(),
+  });
 
   /** Takes jobs while there is room; a call meanwhile makes it look once more. */
   function wake(): void {
@@ -113,6 +140,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       while (!stopped && running.size < concurrency) {
         again = false;
         const room = concurrency - running.size;
+        const asked = Date.now();
         const jobs = await queue.claim([...handlers.keys()], room);
         if (claimFailing) logger.info({}, 'takes jobs again');
         claimFailing = false;
@@ -120,7 +148,14 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
           await queue.release(jobs);
           return;
         }
-        for (const job of jobs) run(job);
+        // Answered after a whole lease (the database did not answer meanwhile): the leases may
+        // have lapsed already, so the jobs go back at once rather than run unsure of them.
+        if (jobs.length > 0 && Date.now() - asked >= leaseMs) {
+          logger.warn({ jobs: jobs.length }, `took ${jobs.length} job(s) in an answer that came after their lease of ${leaseMs} ms; handed them back`);
+          await queue.release(jobs);
+          return;
+        }
+        for (const job of jobs) run(job, asked);
         if (jobs.length < room) return;
       }
     } catch (error) {
@@ -129,7 +164,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
     }
   }
 
-  function run(job: ClaimedJob): void {
+  function run(job: ClaimedJob, takenAt: number): void {
     // Taken again by this node (its lease lapsed while the database could not be reached): the old run is superseded.
     const previous = running.get(job.id);
     if (previous !== undefined) {
@@ -137,7 +172,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       previous.controller.abort(new Error(`job "${job.id}" was taken again (attempt ${job.attempt})`));
     }
     const handler = handlers.get(job.kind);
-    const entry: Running = { job, controller: new AbortController(), renewedAt: Date.now(), lost: false, stopping: false, handedBack: false };
+    const entry: Running = { job, controller: new AbortController(), renewedAt: takenAt, lost: false, stopping: false, handedBack: false };
     running.set(job.id, entry);
     const jobLogger = logger.child({ job: job.id, kind: job.kind, attempt: job.attempt });
     const task = (async () => {
@@ -173,22 +208,37 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
     void task.finally(() => tasks.delete(task));
   }
 
-  /** Extends the leases of the jobs running here; a job no longer held, or not renewed for a whole lease, is aborted. */
+  /**
+   * Extends the leases of the jobs running here. A job no longer held is aborted, and so is one
+   * whose lease lapsed without a renewal: the database did not answer for a whole lease, even
+   * when the renewal sent is still waiting for its answer (a network that stopped carrying
+   * bytes, not closed), since another node may have taken it meanwhile.
+   */
   async function renew(): Promise<void> {
+    abandonLapsed();
+    // One renewal at a time: another sent while one waits would only wait behind it, on another connection.
+    if (renewing || running.size === 0) return;
     const entries = [...running.values()];
-    if (entries.length === 0) return;
+    renewing = true;
+    const asked = Date.now();
     try {
       const held = await queue.renew(entries.map((entry) => entry.job));
-      const now = Date.now();
       for (const entry of entries) {
-        if (held.has(entry.job.id)) entry.renewedAt = now;
-        else if (running.get(entry.job.id) === entry) abandon(entry, 'another node took it');
+        if (running.get(entry.job.id) !== entry) continue;
+        if (held.has(entry.job.id)) entry.renewedAt = Math.max(entry.renewedAt, asked);
+        else abandon(entry, 'another node took it');
       }
     } catch (error) {
       logger.warn({ err: messageOf(error), database: target }, `could not renew the leases of ${entries.length} job(s)`);
-      const now = Date.now();
-      for (const entry of entries) if (now - entry.renewedAt >= leaseMs && running.get(entry.job.id) === entry) abandon(entry, 'its lease lapsed without being renewed');
+      abandonLapsed();
+    } finally {
+      renewing = false;
     }
+  }
+
+  function abandonLapsed(): void {
+    const now = Date.now();
+    for (const entry of [...running.values()]) if (now - entry.renewedAt >= leaseMs) abandon(entry, 'its lease lapsed without being renewed');
   }
 
   function abandon(entry: Running, reason: string): void {
@@ -197,39 +247,6 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
     logger.warn({ job: entry.job.id, kind: entry.job.kind }, `stopped job "${entry.job.id}" (${entry.job.kind}): ${reason}`);
     entry.controller.abort(new Error(`job "${entry.job.id}" was lost: ${reason}`));
     wake();
-  }
-
-  function dropListener(client: pg.Client, reason: string): void {
-    if (client !== listener) return;
-    listener = undefined;
-    client.end().catch(() => undefined);
-    if (!stopped) logger.warn({ reason }, `stopped listening for new jobs (${reason}); looking every ${pollMs} ms until listening again`);
-    scheduleListen();
-  }
-
-  function scheduleListen(): void {
-    if (stopped || listenTimer !== undefined) return;
-    listenTimer = setTimeout(() => {
-      listenTimer = undefined;
-      void listen();
-    }, Math.max(pollMs, 2_000));
-    listenTimer.unref();
-  }
-
-  async function listen(): Promise<void> {
-    if (stopped || listener !== undefined) return;
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-jobs-listen', keepAlive: true });
-    client.on('notification', () => wake());
-    client.on('error', (error) => dropListener(client, error.message));
-    client.on('end', () => dropListener(client, 'its connection closed'));
-    try {
-      listener = client;
-      await client.connect();
-      await client.query(`LISTEN ${JOB_CHANNEL}`);
-      if (stopped) await client.end();
-    } catch (error) {
-      dropListener(client, messageOf(error));
-    }
   }
 
   return {
@@ -267,7 +284,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
     async start() {
       if (started || stopped) return;
       started = true;
-      await listen();
+      await listener.start();
       pollTimer = setInterval(wake, pollMs);
       pollTimer.unref();
       renewTimer = setInterval(() => void renew(), Math.max(50, Math.floor(leaseMs / 3)));
@@ -280,10 +297,7 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       stopped = true;
       clearInterval(pollTimer);
       clearInterval(renewTimer);
-      clearTimeout(listenTimer);
-      const client = listener;
-      listener = undefined;
-      await client?.end().catch(() => undefined);
+      await listener.stop();
       await pumping;
       for (const entry of running.values()) {
         entry.stopping = true;

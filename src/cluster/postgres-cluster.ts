@@ -164,7 +164,12 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     client.on('error', (error) => dropLockClient(client, `its lock connection failed (${error.message})`));
     client.on('end', () => dropLockClient(client, 'its lock connection closed'));
     await client.connect();
-    const result = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    // The server frees the lock when this session ends; across a network gone silent it notices
+    // only by TCP keep-alive, after about two hours by the system's default: after ~10 s here
+    // (4 s idle, then 3 probes 2 s apart), so another node may lead.
+    const result = await client.query<{ pid: number }>(
+      "SELECT pg_backend_pid() AS pid, set_config('tcp_keepalives_idle', '4', false), set_config('tcp_keepalives_interval', '2', false), set_config('tcp_keepalives_count', '3', false)",
+    );
     lockClient = client;
     lockPid = result.rows[0]?.pid ?? null;
     return client;

@@ -5,6 +5,7 @@ import { StoreConflictError, StoreError, StoreNotFoundError } from '../errors/in
 import { redactDatabaseUrl } from './database-url.ts';
 import { copiedTables, assertTablesCovered, type CopiedTable } from './copy-tables.ts';
 import { migrations, readSchemaVersion } from './migrations.ts';
+import { inTransaction } from './postgres-connection.ts';
 import { toPostgresOpenError, toPostgresStoreError } from './postgres-errors.ts';
 import { applyPostgresMigrations } from './postgres-migrations.ts';
 import { toOpenError } from './sqlite-errors.ts';
@@ -102,27 +103,21 @@ export async function copySqliteToPostgres(options: CopyStoreOptions): Promise<S
     const pool = openPool(url, target, options.connectTimeoutMs ?? DEFAULT_COPY_CONNECT_TIMEOUT_MS);
     try {
       let postgresSchemaVersion: number;
-      let client: pg.PoolClient;
       try {
         postgresSchemaVersion = await applyPostgresMigrations(pool, target);
-        client = await pool.connect();
       } catch (error) {
         throw toPostgresOpenError(error, target);
       }
-      let broken: Error | undefined;
       try {
-        await client.query('BEGIN');
-        const report = await copyInTransaction({ source, client, sqlitePath, target, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_COPY_LOCK_TIMEOUT_MS, signal });
-        await client.query(report.ok ? 'COMMIT' : 'ROLLBACK');
+        const report = await inTransaction(
+          pool,
+          (client) => copyInTransaction({ source, client, sqlitePath, target, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_COPY_LOCK_TIMEOUT_MS, signal }),
+          (copied) => copied.ok,
+        );
         return { source: sqlitePath, target, sqliteSchemaVersion, postgresSchemaVersion, ...report };
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-        });
         if (signal?.aborted === true && error === signal.reason) throw error;
         throw toPostgresStoreError(error, { action: `copy store "${sqlitePath}" into ${target} (nothing was written)` }, target);
-      } finally {
-        client.release(broken);
       }
     } finally {
       await pool.end().catch(() => undefined);

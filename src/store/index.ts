@@ -7,6 +7,7 @@ export { migrations } from './migrations.ts';
 export type { Migration } from './migrations.ts';
 export { MIGRATION_LOCK_KEY, postgresMigrations } from './postgres-migrations.ts';
 export { EVENT_CHANNEL } from './postgres-event-repository.ts';
+export { inTransaction } from './postgres-connection.ts';
 export { copySqliteToPostgres, inspectPostgresDatabase, openPostgresStore } from './open-postgres-store.ts';
 export type { CopyStoreOptions, StoreCopyReport, TableCopyReport } from './copy-store.ts';
 export type { PostgresInspection, PostgresStore, PostgresStoreOptions } from './postgres-store.ts';

@@ -1,8 +1,43 @@
 import type pg from 'pg';
 import { StoreError } from '../errors/index.ts';
-import { toPostgresStoreError } from './postgres-errors.ts';
+import { NOT_QUERYABLE, toPostgresStoreError } from './postgres-errors.ts';
 import type { Row } from './rows.ts';
 import type { OperationContext } from './sqlite-errors.ts';
+
+
+/**
+ * Runs `work` on a client of `pool` inside `BEGIN … COMMIT`, rolling back when it throws or when
+ * `keep` says its result is not to be kept. A client whose connection is lost meanwhile, or whose
+ * rollback fails, is destroyed rather than returned to the pool. A checked-out client has lost the
+ * pool's error listener, so one is added while it is out: a connection lost then (the server
+ * restarting) would otherwise emit an 'error' nobody hears, which ends the process.
+ */
+export async function inTransaction<T>(pool: Pick<pg.Pool, 'connect'>, work: (client: pg.PoolClient) => Promise<T>, keep: (result: T) => boolean = () => true): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // The statement running fails by itself; the listener only marks the client broken.
+  const onError = (error: Error): void => {
+    broken ??= error;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query(keep(result) ? 'COMMIT' : 'ROLLBACK');
+    return result;
+  } catch (error) {
+    // A statement asked for after the connection failed is refused as "not queryable": the
+    // connection's own error says why (the server shutting down, the connection cut).
+    const failure = broken !== undefined && error instanceof Error && NOT_QUERYABLE.test(error.message) ? broken : error;
+    await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+      broken ??= rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    throw failure;
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
 
 /** A pool or one of its clients: what runs a statement. */
 export type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -57,25 +92,11 @@ export class PostgresConnection {
   }
 
   /**
-   * Runs `work` on one client inside `BEGIN … COMMIT`, rolling back when it throws. A client
-   * whose rollback fails (its connection is gone) is destroyed rather than returned to the pool.
+   * Runs `work` on one client inside `BEGIN … COMMIT`, rolling back when it throws (see
+   * {@link inTransaction}).
    */
-  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-      });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, work);
   }
 
   /** Closes the pool once its clients are idle. Later operations are refused; closing again does nothing. */

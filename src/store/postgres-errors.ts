@@ -1,6 +1,9 @@
 import { isLoomError, type LoomError, StoreConflictError, StoreError, StoreNotFoundError } from '../errors/index.ts';
 import type { OperationContext } from './sqlite-errors.ts';
 
+/** How node-postgres refuses a statement on a client whose connection failed or was closed. */
+export const NOT_QUERYABLE = /^Client (has encountered a connection error|was closed) and is not queryable$/;
+
 // SQLSTATE codes, from https://www.postgresql.org/docs/current/errcodes-appendix.html.
 const UNIQUE_VIOLATION = '23505';
 const FOREIGN_KEY_VIOLATION = '23503';
@@ -46,6 +49,8 @@ function unreachable(error: unknown, server: string): string | undefined {
   if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `${server} cannot be reached (${code})`;
   if (code === 'ECONNRESET' || code === 'EPIPE') return `the connection to ${server} was cut (${code})`;
   if (/timeout expired|Connection terminated/i.test(error.message)) return `${server} did not answer: ${error.message}`;
+  // node-postgres refusing a statement on a client whose connection already failed.
+  if (NOT_QUERYABLE.test(error.message)) return `the connection to ${server} was lost (${error.message})`;
   return undefined;
 }
 

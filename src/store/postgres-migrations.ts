@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { StoreError } from '../errors/index.ts';
 import { assertOrdered, type Migration } from './migrations.ts';
+import { inTransaction } from './postgres-connection.ts';
 
 /**
  * The advisory lock (one 64-bit key, `Loom` in ASCII) held while the schema is migrated, so that
@@ -330,10 +331,7 @@ export async function readPostgresSchemaVersion(db: Pick<pg.PoolClient, 'query'>
 export async function applyPostgresMigrations(pool: pg.Pool, target: string, steps: readonly Migration[] = postgresMigrations): Promise<number> {
   assertOrdered(steps);
   const latest = steps.at(-1)?.version ?? 0;
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     const initial = await readPostgresSchemaVersion(client);
     if (initial > latest) {
@@ -361,14 +359,6 @@ export async function applyPostgresMigrations(pool: pg.Pool, target: string, ste
       }
       current = step.version;
     }
-    await client.query('COMMIT');
     return current;
-  } catch (error) {
-    await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-    });
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }

@@ -149,7 +149,7 @@ describe('several daemons on one PostgreSQL database', () => {
 
   it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed halfway: its jobs run again on the others', async () => {
     const database = await postgres.createDatabase();
-    const workers = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { job_lease_seconds: 2, job_concurrency: 8 })));
+    const workers = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { cluster: { job_lease_seconds: 2, job_concurrency: 8 } })));
     const idOf = new Map(await Promise.all(workers.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
     const count = async (sql: string, values: unknown[] = []): Promise<number> => Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
     const pool = new pg.Pool({ connectionString: database.url, max: 4 });
@@ -166,6 +166,9 @@ describe('several daemons on one PostgreSQL database', () => {
       await waitFor('half the jobs to be done', 30_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined));
       const victim = workers[2] as DaemonNode;
       const victimId = idOf.get(victim.name);
+      // Killed while it holds jobs (on a busy machine it may be between two claims).
+      const holding = "SELECT count(*) FROM loom_jobs WHERE state = 'running' AND lease_owner = $1";
+      await waitFor('the victim to hold jobs', 10_000, async () => ((await count(holding, [victimId])) > 0 ? true : undefined));
       victim.child.kill('SIGKILL');
       await victim.exited;
       const cutOff = (await postgres.query("SELECT id FROM loom_jobs WHERE state = 'running' AND lease_owner = $1", [victimId], database.name)).rows.map((row: { id: string }) => row.id);

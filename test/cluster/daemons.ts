@@ -21,14 +21,24 @@ export interface DaemonNode {
 }
 
 /** Polls `check` every 100 ms until it returns a value, for at most `ms`; throws with `what` otherwise. */
-export async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
+export async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = await check().catch(() => undefined);
+    const value = await Promise.resolve()
+      .then(check)
+      .catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await delay(100);
   }
+}
+
+/** How {@link DaemonNodes.start} starts a daemon. */
+export interface DaemonNodeOptions {
+  /** `[cluster]` beside `node_name`. */
+  cluster?: Record<string, unknown>;
+  /** The scripted model server of this node's aliases, when not the one the nodes were made with. */
+  modelUrl?: string;
 }
 
 /** Starts daemons under `dir` (one home per name) and stops every one it started. */
@@ -36,6 +46,8 @@ export class DaemonNodes {
   readonly #dir: string;
   readonly #modelUrl: string;
   readonly #children: ChildProcess[] = [];
+  /** Every daemon started, so a test can print the logs of its nodes when it fails. */
+  readonly started: DaemonNode[] = [];
 
   /** `modelUrl`: the scripted model server the package test config's aliases point at. */
   constructor(dir: string, modelUrl: string) {
@@ -57,23 +69,33 @@ export class DaemonNodes {
     return { name, home, child, output: () => output, exited };
   }
 
-  /**
-   * Starts a daemon whose home has the package test config, `[cluster] node_name = name` (and
-   * `cluster`) and `extra` tables, and waits until it answers.
-   */
-  async start(name: string, databaseUrl: string | undefined, cluster: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<DaemonNode> {
+  /** Starts a daemon whose home has the package test config and `[cluster] node_name = name`, and waits until it answers. */
+  async start(name: string, databaseUrl: string | undefined, options: DaemonNodeOptions = {}): Promise<DaemonNode> {
     const home = join(this.#dir, name);
     await mkdir(home, { recursive: true });
-    await writeFile(join(home, 'config.toml'), packageConfigToml(this.#modelUrl, { cluster: { node_name: name, ...cluster }, ...extra }));
+    await writeFile(join(home, 'config.toml'), packageConfigToml(options.modelUrl ?? this.#modelUrl, { cluster: { node_name: name, ...options.cluster } }));
     const node = this.spawn(name, databaseUrl);
     const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
       if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
       const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-      return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
+      return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`, { signal: AbortSignal.timeout(2_000) })).ok ? info.url : undefined;
     }).catch((error: unknown) => {
       throw new Error(`${error instanceof Error ? error.message : String(error)}\n${node.output()}`);
     });
-    return { ...node, url };
+    const started = { ...node, url };
+    this.started.push(started);
+    return started;
+  }
+
+  /** Stops a daemon with SIGTERM and answers its exit code (SIGKILLed after 15 s: null). */
+  async stop(node: Omit<DaemonNode, 'url'>): Promise<number | null> {
+    if (node.child.exitCode !== null || node.child.signalCode !== null) return node.child.exitCode;
+    node.child.kill('SIGTERM');
+    const code = await Promise.race([node.exited, delay(15_000).then(() => 'still running' as const)]);
+    if (code !== 'still running') return code;
+    node.child.kill('SIGKILL');
+    await node.exited;
+    return null;
   }
 
   /** SIGKILLs every daemon still running and waits for them to exit. */

