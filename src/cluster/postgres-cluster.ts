@@ -112,6 +112,14 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   pool.on('error', (error) => logger.warn({ err: error.message }, 'lost an idle connection of the cluster heartbeat; another opens when needed'));
   const listeners = new Set<(leader: boolean) => void>();
   let lockClient: pg.Client | undefined;
+  // Statements on the lock connection, one at a time: node-postgres queues a statement sent while
+  // another runs, and warns that it will stop doing so.
+  let lockChain: Promise<unknown> = Promise.resolve();
+  function onLock<T>(work: () => Promise<T>): Promise<T> {
+    const next = lockChain.then(work, work);
+    lockChain = next.catch(() => undefined);
+    return next;
+  }
   let lockPid: number | null = null;
   let leader = false;
   let started = false;
@@ -181,10 +189,10 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       try {
         if (stopped || outdated || leader) return;
         const client = lockClient ?? (await connectLockClient());
-        const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [...LEADER_LOCK_KEYS]);
+        const result = await onLock(() => client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [...LEADER_LOCK_KEYS]));
         if (result.rows[0]?.locked !== true || client !== lockClient) return;
         if (stopped) {
-          await client.query('SELECT pg_advisory_unlock($1, $2)', [...LEADER_LOCK_KEYS]).catch(() => undefined);
+          await onLock(() => client.query('SELECT pg_advisory_unlock($1, $2)', [...LEADER_LOCK_KEYS])).catch(() => undefined);
           return;
         }
         leader = true;
@@ -209,7 +217,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     const client = lockClient;
     if (leader && client !== undefined) {
       try {
-        await client.query('SELECT 1');
+        await onLock(() => client.query('SELECT 1'));
       } catch (error) {
         dropLockClient(client, `its lock connection does not answer (${messageOf(error)})`);
       }
@@ -268,7 +276,14 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     async claim(key, at) {
       const client = lockClient;
       if (!leader || client === undefined) return false;
-      const result = await client.query(CLAIM_SQL, [key, at, id]);
+      let result: pg.QueryResult;
+      try {
+        result = await onLock(() => client.query(CLAIM_SQL, [key, at, id]));
+      } catch (error) {
+        // Unanswered (or failed): this connection cannot be trusted to hold the lock.
+        dropLockClient(client, `its lock connection does not answer (${messageOf(error)})`);
+        throw error;
+      }
       return result.rowCount === 1 && leader;
     },
 
