@@ -71,7 +71,7 @@ function retryAfterSeconds(details: Record<string, unknown>, now: number): numbe
 /**
  * The one place errors become HTTP responses: a status by the error's code (400, 401, 403, 404,
  * 409, 413, 415, 429, 502, 503, 504 stay distinct), the body `{ error: { code, message } }`, and
- * `Retry-After` for 429s. An error that is not a LoomError is a bug: it is logged and answered
+ * `Retry-After` for 429s and for a store failure that may pass (503). An error that is not a LoomError is a bug: it is logged and answered
  * with a 500 that does not leak its message.
  *
  * @example
@@ -87,6 +87,11 @@ export function toErrorResponse(error: unknown, now: number, logger: Logger): Er
   // A model refusing the request itself (bad input) is the caller's to fix, not a gateway failure.
   if (error.code === 'MODEL_CALL_FAILED' && error.category === 'user') status = 400;
   const headers: Record<string, string> = {};
+  // A store that may answer again (a database restarting or busy, a connection lost): the request may be repeated.
+  if (error.code === 'STORE_FAILURE' && error.isRetryable) {
+    status = 503;
+    headers['retry-after'] = '1';
+  }
   // RFC 9110: a 401 says how to authenticate (MCP clients read it to find the scheme).
   if (status === 401) headers['www-authenticate'] = 'Bearer realm="loom"';
   if (status === 429) {

@@ -156,7 +156,8 @@ describe('faults of daemons on PostgreSQL', () => {
     await postgres.stop();
     const failed = await alphaTwo;
     const failure = (await failed.json()) as ErrorBody;
-    expect(failed.status).toBe(500);
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('1');
     expect(failure.error.code).toBe('STORE_FAILURE');
     expect(failure.error.message).toContain(`(database postgres://postgres@127.0.0.1:${postgres.port}/${database.name}); try again`);
     expect(failure.error.message).toMatch(/^cannot append to session "[^"]+": the server is shutting down or starting \(terminating connection due to administrator command\)/);
@@ -165,7 +166,7 @@ describe('faults of daemons on PostgreSQL', () => {
     // While it is down, a turn is refused at once, before the model is called.
     const refused = await send(node, 'alpha', 'alpha question while down');
     const refusal = (await refused.json()) as ErrorBody;
-    expect(refused.status).toBe(500);
+    expect(refused.status).toBe(503);
     expect(refusal.error.code).toBe('STORE_FAILURE');
     expect(refusal.error.message).toContain(`nothing answers at 127.0.0.1:${postgres.port} (connection refused) (database postgres://postgres@127.0.0.1:${postgres.port}/${database.name}); try again`);
     expect(model.requests).toHaveLength(4);
