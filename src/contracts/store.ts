@@ -348,6 +348,12 @@ export interface PackageRunRecord {
   error: string | null;
   startedAt: number;
   endedAt: number | null;
+  /**
+   * The node that runs it (a daemon's node id, drawn at each start; see docs/cluster.md): while
+   * that node lives, a run marked `running` is its own. Null for a run that never ran (skipped,
+   * missed) and for runs recorded before nodes were.
+   */
+  nodeId: string | null;
 }
 
 /** Package runs (spec/04): every run of every binding, kept after it ends. */

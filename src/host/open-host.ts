@@ -173,6 +173,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       timers: scheduler,
       leadership,
       queue: jobs,
+      node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await liveNode(joined, id)) !== undefined },
     });
     hooks.push(packageRuntime);
     const kernel = createKernel({

@@ -37,6 +37,12 @@ export interface PackageRuntimeOptions {
    * its node died resumes that run instead of starting another). Without it they run here.
    */
   queue?: WorkQueue | undefined;
+  /**
+   * When several daemons share the store: this node's id, recorded on the runs it runs, and
+   * whether a node lives. A run marked running whose node lives is that node's: a fire of its
+   * binding here is skipped, and only a run whose node is gone is recovered by a new leader.
+   */
+  node?: { id: string; alive(id: string): Promise<boolean> } | undefined;
 }
 
 /** What a `package-run` job carries. */
@@ -115,6 +121,9 @@ interface Subscriber {
 
 /** The error a run cut off by a stop is marked with. */
 const INTERRUPTED = 'interrupted: the daemon stopped while the run was going';
+
+/** How often the leader looks for runs whose node died, when nodes share the store. */
+const ORPHAN_SWEEP_MS = 10_000;
 
 /** Missed instants are counted up to this many (a long outage with a short heartbeat). */
 const MAX_MISSED_COUNT = 10_000;
@@ -196,13 +205,19 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return interrupted;
   }
 
-  /** The package's runs of timed triggers still marked running but not going here, marked interrupted. */
-  async function interruptTimedRuns(pkg: ActivePackage): Promise<PackageRunRecord[]> {
+  /**
+   * The package's runs still marked running whose node is gone, marked interrupted: with other
+   * nodes alive, a run of a live node is its own. A run that records no node (from before nodes
+   * were recorded) counts as gone when it is a timed trigger's, which only a leader starts.
+   */
+  async function interruptOrphanedRuns(pkg: ActivePackage): Promise<PackageRunRecord[]> {
     const runs: PackageRunRecord[] = [];
-    for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
-      if (binding.trigger.type !== 'schedule' && binding.trigger.type !== 'heartbeat') continue;
+    const timed = (trigger: string): boolean => trigger === 'schedule' || trigger === 'heartbeat';
+    const orphaned = async (run: PackageRunRecord): Promise<boolean> =>
+      run.nodeId === null ? timed(run.trigger) : run.nodeId !== options.node?.id && !((await options.node?.alive(run.nodeId)) ?? false);
+    for (const name of Object.keys(pkg.prepared.loaded.agentJson.workflows)) {
       for (const run of await store.packageRuns.list({ package: pkg.slug, binding: name, limit: 100 })) {
-        if (run.status !== 'running' || runningHere.has(run.id) || (run.trigger !== 'schedule' && run.trigger !== 'heartbeat')) continue;
+        if (run.status !== 'running' || runningHere.has(run.id) || !(await orphaned(run))) continue;
         const now = clock.now();
         const activities = run.activities.map((activity) => (activity.status === 'running' ? { ...activity, status: 'failed' as const, error: INTERRUPTED, endedAt: now } : activity));
         const cut: PackageRunRecord = { ...run, status: 'interrupted', error: INTERRUPTED, endedAt: now, activities };
@@ -210,7 +225,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
         runs.push(cut);
       }
     }
-    if (runs.length > 0) logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} run(s) of package "${pkg.slug}" were cut off when the last leader stopped; resuming them`);
+    if (runs.length > 0) logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} run(s) of package "${pkg.slug}" were cut off when their node stopped; resuming them`);
     return runs;
   }
 
@@ -222,7 +237,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
    */
   async function cutOffRuns(pkg: ActivePackage): Promise<PackageRunRecord[]> {
     alone ??= leadership === undefined ? Promise.resolve(true) : leadership.othersAlive().then((others) => !others);
-    if (!(await alone)) return interruptTimedRuns(pkg);
+    if (!(await alone)) return interruptOrphanedRuns(pkg);
     const pending = await interruptedRuns();
     const runs = pending.get(pkg.slug) ?? [];
     pending.delete(pkg.slug);
@@ -253,12 +268,35 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     }
   }
 
+  /**
+   * With nodes sharing the store, the leader looks for runs whose node died every
+   * {@link ORPHAN_SWEEP_MS} (a node is gone once its heartbeat is 10 s old), and resumes them.
+   */
+  async function sweepOrphans(): Promise<void> {
+    for (const pkg of [...active.values()]) {
+      for (const run of await resumable(await interruptOrphanedRuns(pkg))) if (active.get(pkg.slug) === pkg) resume(pkg, run);
+    }
+  }
+  // One recovery at a time: two would both find a run cut off, and resume it twice.
+  let recovering: Promise<void> = Promise.resolve();
+  const recover = (work: () => Promise<void>, what: string): void => {
+    recovering = recovering.then(work).catch((error: unknown) => logger.error({ err: error }, what));
+  };
+  const stopSweep =
+    options.node === undefined || options.timers === undefined
+      ? undefined
+      : options.timers.addTimer({
+          name: 'package runs/orphans',
+          next: intervalInstants(ORPHAN_SWEEP_MS, clock),
+          fire: () => recover(sweepOrphans, 'could not resume the package runs of a node that died'),
+        });
+
   let led = leadership?.isLeader() ?? true;
   const unsubscribe = leadership?.subscribe((leader) => {
     const tookOver = leader && !led;
     led = leader;
     if (!tookOver || options.timers === undefined || controller.signal.aborted) return;
-    takeOver().catch((error: unknown) => logger.error({ err: error }, 'could not take over the timed work of the last leader'));
+    recover(takeOver, 'could not take over the timed work of the last leader');
   });
 
   function rebuildSubscribers(): void {
@@ -326,8 +364,10 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       // A job's run to resume stays as it is: the job is tried again later.
       throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running here; run "${resume.id}" is resumed at the job's next attempt`, { details: { package: slug, binding: name } });
     }
-    if (busy.has(key)) {
-      const skipped = await recordNonRun(pkg, name, trigger, 'skipped', `not started: the previous run of "${name}" is still going`, undefined, job?.id);
+    const elsewhere = busy.has(key) ? undefined : await runningElsewhere(slug, name, job?.id);
+    if (busy.has(key) || elsewhere !== undefined) {
+      const where = elsewhere === undefined ? '' : ` on another node (run "${elsewhere}")`;
+      const skipped = await recordNonRun(pkg, name, trigger, 'skipped', `not started: the previous run of "${name}" is still going${where}`, undefined, job?.id);
       publish({ type: 'package-skip', at: skipped.startedAt, agentId: pkg.agentId, name: slug, binding: name, runId: skipped.id, trigger, reason: skipped.error ?? '' });
       throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, { details: { package: slug, binding: name, skippedRun: skipped.id } });
     }
@@ -351,6 +391,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
               runId ??= event.run.id;
               report(pkg, name, event);
             },
+            nodeId: options.node?.id ?? null,
           },
           {
             signal: AbortSignal.any([controller.signal, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])]),
@@ -373,6 +414,20 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return track(run);
   }
 
+  /**
+   * The id of a run of the binding that another node, alive, runs now (checked only when nodes
+   * share the store); `except` is the job's own run (taken again here after its node died).
+   */
+  async function runningElsewhere(slug: string, binding: string, except: string | undefined): Promise<string | undefined> {
+    const { node } = options;
+    if (node === undefined) return undefined;
+    for (const run of await store.packageRuns.list({ package: slug, binding, limit: 10 })) {
+      if (run.status !== 'running' || run.id === except || run.nodeId === null || run.nodeId === node.id) continue;
+      if (await node.alive(run.nodeId)) return run.id;
+    }
+    return undefined;
+  }
+
   /** Marks the binding's running runs aborted because their package stopped. */
   async function abortRuns(pkg: ActivePackage, binding: string): Promise<void> {
     const reason = pkg.abort.signal.reason instanceof Error ? pkg.abort.signal.reason.message : 'the package stopped';
@@ -387,7 +442,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
 
   async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number, id?: string): Promise<PackageRunRecord> {
     const now = clock.now();
-    const record: PackageRunRecord = { id: id ?? options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now };
+    const record: PackageRunRecord = { id: id ?? options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now, nodeId: null };
     await store.packageRuns.create(record);
     return record;
   }
@@ -603,6 +658,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
 
     async shutdown() {
       unsubscribe?.();
+      stopSweep?.();
       controller.abort(new Error('the daemon is stopping'));
       for (const slug of [...active.keys()]) runtime.deactivate(slug);
       await runtime.idle();

@@ -52,6 +52,8 @@ export interface BindingRunParts {
   ids: IdGenerator;
   logger: Logger;
   report: (event: RunEvent) => void;
+  /** The node that runs it (recorded on the run; a resumed run becomes this node's). Null outside a cluster's daemon. */
+  nodeId: string | null;
 }
 
 /** The namespaced name of an event a package emits: `briefing.ready` in `chief-of-staff` is `chief-of-staff.briefing.ready`. */
@@ -117,10 +119,11 @@ export async function runBinding(
     error: null,
     startedAt: clock.now(),
     endedAt: null,
+    nodeId: parts.nodeId,
   };
   if (options.resume === undefined) await runs.create(run);
   else {
-    run = { ...run, status: 'running', endedAt: null, error: null };
+    run = { ...run, status: 'running', endedAt: null, error: null, nodeId: parts.nodeId };
     await runs.update(run);
   }
   parts.report({ type: 'run-start', run });

@@ -302,6 +302,14 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE approvals ADD COLUMN node_id TEXT;
     `,
   },
+  {
+    version: 13,
+    name: 'package runs: the node that runs each',
+    sql: `
+      -- A daemon's node id (docs/cluster.md): a run marked running is its node's while that node lives.
+      ALTER TABLE package_runs ADD COLUMN node_id TEXT;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

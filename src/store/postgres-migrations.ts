@@ -308,6 +308,15 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE approvals ADD COLUMN node_id TEXT;
     `,
   },
+  {
+    version: 5,
+    name: 'package runs: the node that runs each',
+    sql: `
+      -- The node that runs it: a run marked running whose node is gone is recovered by the
+      -- leader; one whose node lives is that node's (a fire of its binding elsewhere is skipped).
+      ALTER TABLE package_runs ADD COLUMN node_id TEXT;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

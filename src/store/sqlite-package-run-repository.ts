@@ -17,9 +17,9 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
     const { db } = connection;
-    this.#create = db.prepare(`INSERT INTO package_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#create = db.prepare(`INSERT INTO package_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.#update = db.prepare(
-      'UPDATE package_runs SET package = ?, binding = ?, trigger = ?, status = ?, inputs = ?, activities = ?, emitted = ?, error = ?, started_at = ?, ended_at = ? WHERE id = ?',
+      'UPDATE package_runs SET package = ?, binding = ?, trigger = ?, status = ?, inputs = ?, activities = ?, emitted = ?, error = ?, started_at = ?, ended_at = ?, node_id = ? WHERE id = ?',
     );
     this.#get = db.prepare(`SELECT ${columns} FROM package_runs WHERE id = ?`);
     this.#running = db.prepare(`SELECT ${columns} FROM package_runs WHERE status = 'running' ORDER BY started_at, rowid`);

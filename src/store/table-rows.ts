@@ -252,7 +252,7 @@ const activityRecord = z.object({
   endedAt: z.number().nullable(),
 }) satisfies z.ZodType<ActivityRunRecord>;
 
-export const packageRunColumns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at';
+export const packageRunColumns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id';
 
 /** A row of `package_runs`: one run, its activities as JSON. */
 export const packageRunRow = z
@@ -268,6 +268,7 @@ export const packageRunRow = z
     error: z.string().nullable(),
     started_at: z.number(),
     ended_at: z.number().nullable(),
+    node_id: z.string().nullable(),
   })
   .transform(
     (row): PackageRunRecord => ({
@@ -282,11 +283,12 @@ export const packageRunRow = z
       error: row.error,
       startedAt: row.started_at,
       endedAt: row.ended_at,
+      nodeId: row.node_id,
     }),
   );
 
 /** The values of a package run's columns after `id`, in `packageRunColumns` order. */
-export function packageRunValues(record: PackageRunRecord): [string, string, string, string, string, string, string | null, string | null, number, number | null] {
+export function packageRunValues(record: PackageRunRecord): [string, string, string, string, string, string, string | null, string | null, number, number | null, string | null] {
   return [
     record.package,
     record.binding,
@@ -298,6 +300,7 @@ export function packageRunValues(record: PackageRunRecord): [string, string, str
     record.error,
     record.startedAt,
     record.endedAt,
+    record.nodeId,
   ];
 }
 

@@ -7,6 +7,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { startHangingModelServer } from '../http/api-harness.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
@@ -257,4 +258,42 @@ describe('events between nodes', () => {
     expect(stateOf(updates.at(-1))).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(JSON.stringify(updates.at(-1))).toContain('Task done.');
   }, 60_000);
+});
+
+describe('package runs across nodes', () => {
+  it("skips a fire of a binding whose run goes on another node, and resumes on the leader a run whose node died", async () => {
+    const hanging = await startHangingModelServer();
+    try {
+      // Nodes of their own, whose model holds the first call until the test ends and answers the next.
+      const url = (await postgres.createDatabase()).url;
+      const leader = await nodes.start('runs-a', url, { modelUrl: hanging.url });
+      const other = await nodes.start('runs-b', url, { modelUrl: hanging.url });
+      const folder = await writePackage(dir.path, 'slowpoke', { workflows: { work: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+      expect((await api(leader, '/packages', { json: { source: folder } })).status).toBe(201);
+      await waitFor('node B to hold the package', 10_000, async () => ((await agentNames(other)).includes('slowpoke') ? true : undefined));
+
+      // A run on node B, waiting for its model.
+      void fetch(`${other.url}/api/packages/slowpoke/bindings/work/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
+      await hanging.received;
+      type Run = { id: string; status: string; error: string | null; trigger: string };
+      const runs = async (): Promise<Run[]> => (await api(leader, '/packages/slowpoke/runs')).body as Run[];
+      const [going] = await runs();
+      expect(going).toMatchObject({ status: 'running', trigger: 'manual' });
+
+      // Node A does not run the binding beside it.
+      const refused = await api(leader, '/packages/slowpoke/bindings/work/run', { json: {} });
+      expect(refused.status).toBe(409);
+      expect(JSON.stringify(refused.body)).toContain('BINDING_BUSY');
+      expect((await runs()).find((run) => run.status === 'skipped')?.error).toBe(`not started: the previous run of "work" is still going on another node (run "${going?.id}")`);
+
+      // Node B dies mid-run: once it is gone (10 s without a heartbeat), the leader resumes the run.
+      other.child.kill('SIGKILL');
+      await other.exited;
+      const resumed = await waitFor('the leader to resume the run', 40_000, async () => (await runs()).find((run) => run.id === going?.id && run.status === 'completed'));
+      expect(resumed).toMatchObject({ trigger: 'manual', error: null });
+      expect((await runs()).filter((run) => run.status === 'running')).toEqual([]);
+    } finally {
+      await hanging.close();
+    }
+  }, 90_000);
 });

@@ -102,6 +102,7 @@ describe('package runs as jobs of the shared work queue', () => {
           error: null,
           startedAt: 1,
           endedAt: null,
+          nodeId: 'the-dead-node',
         };
         await store.packageRuns.create(run);
       } finally {

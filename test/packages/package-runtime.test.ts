@@ -224,6 +224,7 @@ describe('after a restart', () => {
       error: null,
       startedAt: 1,
       endedAt: null,
+      nodeId: null,
     });
     await first.close();
     hosts = [];

@@ -32,7 +32,7 @@ function binding(activities: RunnableActivity[], changes: Partial<RunnableBindin
   return { package: 'pipeline', name: 'collect', inputs: {}, activities, totalPerRun: 10_000, emit: 'data-collected', ...changes };
 }
 
-const parts = () => ({ kernel: host.kernel, runs: host.store.packageRuns, clock: host.clock, ids: createUuidGenerator(), logger: createSilentLogger(), report: (event: RunEvent) => events.push(event) });
+const parts = () => ({ kernel: host.kernel, runs: host.store.packageRuns, clock: host.clock, ids: createUuidGenerator(), logger: createSilentLogger(), report: (event: RunEvent) => events.push(event), nodeId: null });
 const promptOf = (index: number): string => ((server.requests[index]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'user')?.content ?? '');
 const BAD_REQUEST = { status: 400 };
 

@@ -178,7 +178,7 @@ describe('SqliteStore', () => {
     });
     const store = open();
     expect(await store.packageRuns.get('r1')).toMatchObject({ id: 'r1', status: 'completed', emitted: 'p.done', startedAt: 1, endedAt: 2 });
-    await store.packageRuns.create({ id: 'r2', package: 'p', binding: 'b', trigger: 'schedule', status: 'missed', inputs: {}, activities: [], emitted: null, error: '3 fire(s) missed', startedAt: 3, endedAt: 4 });
+    await store.packageRuns.create({ id: 'r2', package: 'p', binding: 'b', trigger: 'schedule', status: 'missed', inputs: {}, activities: [], emitted: null, error: '3 fire(s) missed', startedAt: 3, endedAt: 4, nodeId: null });
     expect((await store.packageRuns.list()).map((run) => run.status)).toEqual(['missed', 'completed']);
   });
 

@@ -41,8 +41,8 @@ export async function seedEveryDomain(store: Store, agents: readonly AgentRecord
   await store.a2aPushConfigs.put({ taskId: 'task-a', id: 'hook-2', url: 'https://hooks.example.com/a2a?inbox=7', token: 'tok-ü', authentication: { scheme: 'Bearer', credentials: 'secret' }, wireVersion: '1.0', createdBy: 'ci', createdAt: 9_100 });
   await store.a2aPushConfigs.put({ taskId: 'task-a', id: 'hook-1', url: 'https://hooks.example.com/other', token: null, authentication: null, wireVersion: '0.3', createdBy: 'ci', createdAt: 9_100 });
   const activity = { id: 'gather', status: 'completed' as const, attempts: 1, inputTokens: 10, outputTokens: 5, costUsd: 0.002, output: 'done — ok', error: null, fallback: null, startedAt: 10_000, endedAt: 10_500 };
-  await store.packageRuns.create({ id: 'run-2', package: 'briefing', binding: 'morning', trigger: 'schedule', status: 'completed', inputs: { topic: 'tides' }, activities: [activity], emitted: 'briefing.ready', error: null, startedAt: 10_000, endedAt: 11_000 });
-  await store.packageRuns.create({ id: 'run-1', package: 'briefing', binding: 'morning', trigger: 'manual', status: 'running', inputs: {}, activities: [], emitted: null, error: null, startedAt: 10_000, endedAt: null });
+  await store.packageRuns.create({ id: 'run-2', package: 'briefing', binding: 'morning', trigger: 'schedule', status: 'completed', inputs: { topic: 'tides' }, activities: [activity], emitted: 'briefing.ready', error: null, startedAt: 10_000, endedAt: 11_000, nodeId: 'node-1' });
+  await store.packageRuns.create({ id: 'run-1', package: 'briefing', binding: 'morning', trigger: 'manual', status: 'running', inputs: {}, activities: [], emitted: null, error: null, startedAt: 10_000, endedAt: null, nodeId: null });
   await store.packages.create({
     slug: 'briefing',
     qualifiedName: '@acme/agents/briefing',

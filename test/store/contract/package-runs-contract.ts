@@ -30,6 +30,7 @@ const run = (id: string, startedAt: number, changes: Partial<PackageRunRecord> =
   error: null,
   startedAt,
   endedAt: null,
+  nodeId: 'node-1',
   ...changes,
 });
 
