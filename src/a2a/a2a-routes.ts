@@ -223,13 +223,12 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const handlersOf = (agent: AgentDetailView, origin: string) => {
     const cached = handlers.get(agent.name);
     if (cached !== undefined && cached.origin === origin) return cached;
-    let executor = executors.get(agent.name);
+    const { name } = agent;
+    let executor = executors.get(name);
     if (executor === undefined) {
-      const name = agent.name;
       executor = new LoomAgentExecutor(kernel, name, logger, store, notifier === undefined ? undefined : (event) => notifier.observe(name, event));
-      executors.set(agent.name, executor);
+      executors.set(name, executor);
     }
-    const name = agent.name;
     const handler = new CheckedRequestHandler({
       card: cardOf(agent, origin),
       store,
