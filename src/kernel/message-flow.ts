@@ -25,6 +25,7 @@ import {
   type AgentEventSink,
   compactSession,
   type KnownTokens,
+  loadAi,
   type ModelCallUsage,
   partialOutcomeOf,
   runAgentLoop,
@@ -318,7 +319,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   }
 
   async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
-    const { generateText } = await import('ai');
+    const { generateText } = await loadAi();
     const startedAt = clock.now();
     const result = await generateText({
       model: runtime.resolver.resolve(model),
@@ -634,7 +635,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
     const done = (async () => {
       try {
-        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await import('ai'));
+        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await loadAi());
         await executeWorkflow(context, port);
       } catch (error) {
         if (controller.signal.aborted) return;
@@ -669,7 +670,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       runtime,
       entry,
       { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), ...(request.model === undefined ? {} : { model: request.model }) },
-      await import('ai'),
+      await loadAi(),
     );
     const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];
     try {
@@ -845,7 +846,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       calls.push(used);
       trace.model(used);
     };
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await import('ai'));
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await loadAi());
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
     let outcome: ModuleTurnOutcome;
     try {

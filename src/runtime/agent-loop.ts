@@ -3,6 +3,7 @@ import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
 import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
+import { loadAi } from './load-ai.ts';
 import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
@@ -148,7 +149,7 @@ function toAiTools(ai: AiSdk, tools: readonly Tool<never>[]): ToolSet {
  */
 export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoopOutcome> {
   const { emit } = options;
-  const ai = await import('ai');
+  const ai = await loadAi();
   const currentTools = (): readonly Tool<never>[] => (typeof options.tools === 'function' ? options.tools() : options.tools);
   const namesOf = (tools: readonly Tool<never>[]): string => tools.map((tool) => tool.name).join('\n');
   let shown = currentTools();

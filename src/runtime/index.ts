@@ -6,6 +6,7 @@ export type { AgentEvent, AgentEventSink, RunPhase, TurnResult, TurnUsage } from
 export { CONTINUE_PROMPT, NOT_RUN_TOOL_CALL_TEXT, partialOutcomeOf, runAgentLoop } from './agent-loop.ts';
 export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage, PartialLoopOutcome } from './agent-loop.ts';
 export { canonicalJson } from './canonical-json.ts';
+export { loadAi } from './load-ai.ts';
 export { checkToolInput, toolJsonSchema } from './tool-schema.ts';
 export { formatCount } from './format-count.ts';
 export { COMPACTION_KEEP_LAST, COMPACTION_THRESHOLD, compactSession, SUMMARY_INSTRUCTION, SUMMARY_PREFIX } from './compaction.ts';
