@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Hono } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { streamText } from 'ai';
 import { createSystemClock } from '../src/clock/index.ts';
 import { ConfigSchema } from '../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
@@ -50,6 +53,8 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
     const cpu = process.cpuUsage(cpuBefore);
     loop.disable();
     const summary = summarize(load.durations);
+    // Then the floor: the same chats against a server with nothing of Loom in it.
+    const bare = await measureBareServer();
     return {
       bench: 'http-turn',
       p50_ms: summary.p50_ms,
@@ -64,12 +69,48 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
       event_loop_delay_p50_ms: round(loop.percentile(50) / 1e6),
       event_loop_delay_p99_ms: round(loop.percentile(99) / 1e6),
       event_loop_delay_max_ms: round(loop.max / 1e6),
+      bare_server_ops_per_s: bare.opsPerSecond,
+      bare_server_cpu_ms_per_chat: bare.cpuMsPerChat,
+      loom_cpu_share_ms_per_chat: round((cpu.user + cpu.system) / 1000 / CHATS - bare.cpuMsPerChat),
       targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
       load_generator: 'its own process',
+      bare_server: 'the same chats against Hono, its SSE helper and the AI SDK\'s streamText on the same model, in this process: no agent, no checks, nothing stored',
     };
   } finally {
     await server.close();
     await bench.dispose();
+  }
+}
+
+/**
+ * The floor under a streamed chat: a server with the same libraries and nothing of Loom (Hono's
+ * SSE helper, the AI SDK's `streamText` on the instant model, the same event names), answering
+ * the same load generator. Its rate is what the libraries and the machine allow.
+ */
+async function measureBareServer(): Promise<{ opsPerSecond: number; cpuMsPerChat: number }> {
+  const model = createInstantModel();
+  const app = new Hono();
+  app.post('/api/agents/:agent/messages', async (c) => {
+    const { message } = await c.req.json<{ message: string }>();
+    return streamSSE(c, async (stream) => {
+      await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: c.req.param('agent') }) });
+      const result = streamText({ model, messages: [{ role: 'user', content: message }], maxRetries: 0 });
+      for await (const part of result.fullStream) {
+        if (part.type === 'text-delta') await stream.writeSSE({ event: 'text-delta', data: JSON.stringify({ type: 'text-delta', text: part.text }) });
+      }
+      await stream.writeSSE({ event: 'run-finish', data: JSON.stringify({ type: 'run-finish', result: { text: await result.text } }) });
+    });
+  });
+  const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  try {
+    await runLoadGenerator(server.url, CONCURRENCY * 2, CONCURRENCY);
+    const cpuBefore = process.cpuUsage();
+    const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
+    const cpu = process.cpuUsage(cpuBefore);
+    if (load.errors > 0) throw new Error(`the bare server answered ${load.errors} chats wrongly`);
+    return { opsPerSecond: round((CHATS / load.elapsedMs) * 1000), cpuMsPerChat: round((cpu.user + cpu.system) / 1000 / CHATS) };
+  } finally {
+    await server.close();
   }
 }
 
@@ -138,11 +179,39 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
       const kilobytes = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN');
       // Beside the resident total, what is the daemon's own: the rest is the Node binary and shared libraries, mapped from disk.
       const privateKilobytes = Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 'NaN');
-      return { bench: 'idle-rss', rss_mb: round(kilobytes / 1024), private_mb: round(privateKilobytes / 1024), agents, target_mb: 75, compile_cache: 'warm' };
+      const bare = await measureBareNodeRss();
+      return {
+        bench: 'idle-rss',
+        rss_mb: round(kilobytes / 1024),
+        private_mb: round(privateKilobytes / 1024),
+        agents,
+        bare_node_rss_mb: bare,
+        loom_own_mb: round(kilobytes / 1024 - bare),
+        target_mb: 75,
+        compile_cache: 'warm',
+        bare_node: 'a Node process with an HTTP server that has answered a fetch, nothing else',
+      };
     } finally {
       await daemon.stop();
     }
   } finally {
     await rm(home, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The floor under an idle daemon: the resident memory of a Node process (the same binary) that
+ * serves HTTP on loopback and has answered one request made with `fetch`, as a daemon has.
+ */
+async function measureBareNodeRss(): Promise<number> {
+  const script = "const s = require('node:http').createServer((q, r) => r.end('ok')).listen(0, '127.0.0.1', () => console.log(s.address().port));";
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (chunk: string) => resolve(chunk.trim())));
+    await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
+    return round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN') / 1024);
+  } finally {
+    child.kill();
   }
 }

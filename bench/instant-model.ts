@@ -13,12 +13,16 @@ function afterToolResult(options: LanguageModelV4CallOptions): boolean {
 /**
  * An in-process model that answers at once, for measuring Loom's own overhead per turn. With
  * `toolName` set it first calls that tool (with `toolInput`), then answers once it has the result;
- * with `json`, calls that ask for JSON get what it returns.
+ * with `json`, calls that ask for JSON get what it returns; `onCall` sees each call's options (what
+ * the model was asked).
  */
-export function createInstantModel(options: { toolName?: string; toolInput?: Record<string, unknown>; json?: (callOptions: LanguageModelV4CallOptions) => unknown } = {}): LanguageModelV4 {
+export function createInstantModel(
+  options: { toolName?: string; toolInput?: Record<string, unknown>; json?: (callOptions: LanguageModelV4CallOptions) => unknown; onCall?: (callOptions: LanguageModelV4CallOptions) => void } = {},
+): LanguageModelV4 {
   let calls = 0;
   const content = (callOptions: LanguageModelV4CallOptions): LanguageModelV4Content[] => {
     calls += 1;
+    options.onCall?.(callOptions);
     // A structured step (the call asks for JSON): the JSON `json` gives.
     if (options.json !== undefined && callOptions.responseFormat?.type === 'json') return [{ type: 'text', text: JSON.stringify(options.json(callOptions)) }];
     if (options.toolName !== undefined && !afterToolResult(callOptions)) {
