@@ -100,15 +100,14 @@ export function packageEnvironment(config: Config): PackageEnvironment {
   };
 }
 
+/** Where the store is when it is on PostgreSQL: `LOOM_DATABASE_URL` or `[store] url` (the environment wins). */
+type StoreUrl = NonNullable<ReturnType<typeof resolveStoreUrl>>;
+
 /**
- * Opens the store: the PostgreSQL database `LOOM_DATABASE_URL` or `[store] url` names (the
- * environment wins), else the home's SQLite file.
- *
- * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
+ * Opens the store: the PostgreSQL database `database` names, else the home's SQLite file.
  * @throws {StoreError} when the database cannot be opened.
  */
-async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'logger'>, nodeId: string): Promise<Store> {
-  const database = resolveStoreUrl(options.config, options.env);
+async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'logger'>, database: StoreUrl | undefined, nodeId: string): Promise<Store> {
   if (database === undefined) return openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
   // The node's id names its events' notifications, so that its own relay skips them.
   return openPostgresStore({ url: database.url, logger: options.logger, origin: nodeId });
@@ -117,23 +116,26 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'env' | 
 /**
  * Opens the store and boots a kernel on it: the composition root shared by the CLI's
  * in-process mode and the daemon.
+ * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
  */
 export async function openHost(options: HostOptions): Promise<Host> {
   const ids = createUuidGenerator();
   const nodeId = ids.uuid();
-  const store = await openStore(options, nodeId);
+  // The PostgreSQL database the store is on, when it is: the cluster, the work queue and the event relay share it.
+  const database = resolveStoreUrl(options.config, options.env);
+  const store = await openStore(options, database, nodeId);
   let cluster: ClusterNode | undefined;
   let worker: JobWorker | undefined;
   let relay: EventRelay | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
-    const joined = await openCluster(options, clock, nodeId);
+    const joined = await openCluster(options, clock, nodeId, options.runSchedules === true ? database : undefined);
     cluster = joined;
     // Joined before anything starts, so this node knows whether it leads (fires the schedules).
     await joined.start();
     const leadership = joined.store === 'postgres' ? joined : undefined;
     // On PostgreSQL, triggered work goes through the shared work queue: any node runs it.
-    const jobs = joined.store === 'postgres' ? await openJobWorker(options, joined.id) : undefined;
+    const jobs = joined.store === 'postgres' && database !== undefined ? await openJobWorker(options, database.url, joined.id) : undefined;
     worker = jobs;
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
@@ -213,7 +215,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     });
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
-    relay = joined.store === 'postgres' ? await openEventRelay(options, nodeId, store, kernel) : undefined;
+    relay = joined.store === 'postgres' && database !== undefined ? await openEventRelay(options, database.url, nodeId, store, kernel) : undefined;
     if (relay !== undefined) {
       await relay.start();
       await kernel.reload();
@@ -276,11 +278,9 @@ async function liveNode(node: ClusterNode, id: string): Promise<{ name: string; 
 }
 
 /** This daemon's relay of the events other nodes record: each reaches its kernel (agents held as stored, subscribers told). */
-async function openEventRelay(options: HostOptions, nodeId: string, store: Store, kernel: Kernel): Promise<EventRelay> {
-  const database = resolveStoreUrl(options.config, options.env);
-  if (database === undefined) throw new Error('cannot relay events between nodes: the store is not on PostgreSQL');
+async function openEventRelay(options: HostOptions, url: string, nodeId: string, store: Store, kernel: Kernel): Promise<EventRelay> {
   return openPostgresEventRelay({
-    url: database.url,
+    url,
     origin: nodeId,
     logger: options.logger,
     events: store.events,
@@ -290,12 +290,10 @@ async function openEventRelay(options: HostOptions, nodeId: string, store: Store
 }
 
 /** This daemon's side of the shared work queue on the PostgreSQL database its cluster node joined. */
-async function openJobWorker(options: HostOptions, nodeId: string): Promise<JobWorker> {
-  const database = resolveStoreUrl(options.config, options.env);
-  if (database === undefined) throw new Error('cannot open the work queue: the store is not on PostgreSQL');
+async function openJobWorker(options: HostOptions, url: string, nodeId: string): Promise<JobWorker> {
   return openPostgresJobWorker({
-    url: database.url,
-    target: redactDatabaseUrl(database.url),
+    url,
+    target: redactDatabaseUrl(url),
     nodeId,
     logger: options.logger,
     leaseMs: options.config.cluster.job_lease_seconds * 1000,
@@ -307,10 +305,9 @@ async function openJobWorker(options: HostOptions, nodeId: string): Promise<JobW
  * This process as a node: a daemon on PostgreSQL joins the database's nodes; anything else (a
  * daemon on SQLite, a CLI command) is a node alone, always leading.
  */
-async function openCluster(options: HostOptions, clock: Clock, id: string): Promise<ClusterNode> {
+async function openCluster(options: HostOptions, clock: Clock, id: string, database: StoreUrl | undefined): Promise<ClusterNode> {
   const name = options.config.cluster.node_name ?? defaultNodeName();
   const version = options.version ?? 'unknown';
-  const database = options.runSchedules === true ? resolveStoreUrl(options.config, options.env) : undefined;
   if (database === undefined) return createSingleNode({ id, name, version, clock });
   return openPostgresCluster({
     url: database.url,

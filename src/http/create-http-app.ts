@@ -24,7 +24,7 @@ import { serveDashboard } from './serve-dashboard.ts';
 // are imported on the first A2A or MCP request instead, to keep the daemon's start and idle memory small.
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
-import type { A2aPushConfigRepository, ClusterReader, EventRepository, TaskRepository } from '../contracts/index.ts';
+import type { A2aPushConfigRepository, ClusterReader, EventRepository, Leadership, TaskRepository } from '../contracts/index.ts';
 import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
@@ -58,8 +58,8 @@ export interface HttpAppOptions {
   packages?: PackageService;
   /** Channels, for `/api/channels` and the webhooks' `/hooks/<name>`; without them those answer 404. */
   channels?: ChannelService;
-  /** The nodes sharing the store, for `/api/cluster`; without them that answers 404. */
-  cluster?: ClusterReader;
+  /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
+  cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -243,7 +243,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         now: () => clock.now(),
         push: { repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(), clock, record: events === undefined ? undefined : (event) => events.append(event) },
         clock,
-        othersAlive: cluster === undefined ? undefined : async () => (await cluster.view()).nodes.some((node) => !node.self && node.alive),
+        othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
           return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };

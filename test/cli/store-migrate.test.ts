@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ensureLoomHome, resolveLoomHome } from '../../src/config/index.ts';
 import { writeDaemonFile } from '../../src/daemon/index.ts';
 import { formatStoreCopyReport } from '../../src/cli/commands/store-commands.ts';
@@ -8,22 +8,14 @@ import { openPostgresStore, openSqliteStore, redactDatabaseUrl, type StoreCopyRe
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { readEveryDomain, seedEveryDomain } from '../support/every-domain.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 const examples = join(import.meta.dirname, '../../examples/agents');
 
-let server: TestPostgres;
+const server = useTestPostgres();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;
 let database: { name: string; url: string };
-
-beforeAll(async () => {
-  server = await startTestPostgres();
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-store-migrate-');

@@ -5,36 +5,29 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
 import type { ClusterView } from '../../src/contracts/index.ts';
-import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import type { TestPostgres } from '../support/postgres-server.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { postgresMigrations } from '../../src/store/index.ts';
-import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+import { type DaemonCluster, type DaemonNode, type DaemonNodes, startDaemonCluster, waitFor } from './daemons.ts';
 
 // Daemons in separate processes, each with its own LOOM_HOME, sharing one PostgreSQL database.
 
 const HEARTBEAT_TIMER = 'package beat/check';
 
 let postgres: TestPostgres;
-let model: ScriptedModelServer;
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let dir: DaemonCluster['dir'];
 let nodes: DaemonNodes;
+let cluster: DaemonCluster | undefined;
 
 beforeAll(async () => {
-  dir = await makeTempDir('loom-cluster-');
   // Every heartbeat run makes one model call: the script answers each one.
-  model = await startScriptedModelServer({ steps: [{ text: 'all quiet' }], loop: true, recordRequests: false });
-  postgres = await startTestPostgres();
-  nodes = new DaemonNodes(dir.path, model.url);
+  cluster = await startDaemonCluster('loom-cluster-', [{ text: 'all quiet' }]);
+  ({ dir, postgres, nodes } = cluster);
 }, 120_000);
 
 afterAll(async () => {
-  await nodes?.stopAll();
-  await postgres?.stop();
-  await model?.close();
-  await dir?.remove();
+  await cluster?.stop();
 }, 60_000);
 
 const clusterOf = async (node: DaemonNode): Promise<ClusterView> => (await (await fetch(`${node.url}/api/cluster`)).json()) as ClusterView;

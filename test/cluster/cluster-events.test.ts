@@ -6,39 +6,35 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Clie
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
 import { startHangingModelServer } from '../http/api-harness.ts';
 import { connectClient } from '../mcp/server-harness.ts';
-import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import type { ScriptedModelServer } from '../support/scripted-model-server.ts';
+import type { TestPostgres } from '../support/postgres-server.ts';
 import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
-import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+import { type DaemonCluster, type DaemonNode, type DaemonNodes, startDaemonCluster, waitFor } from './daemons.ts';
 
 // Two daemons in separate processes on one PostgreSQL database: what one node does, the other
 // hears (LISTEN/NOTIFY) and holds.
 
 let postgres: TestPostgres;
 let model: ScriptedModelServer;
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let dir: DaemonCluster['dir'];
 let nodes: DaemonNodes;
 let first: DaemonNode;
 let second: DaemonNode;
 let databaseUrl: string;
 
+let cluster: DaemonCluster | undefined;
+
 beforeAll(async () => {
-  dir = await makeTempDir('loom-cluster-events-');
-  model = await startScriptedModelServer({ steps: [{ text: 'Hello from the model.' }], loop: true, recordRequests: false });
-  postgres = await startTestPostgres();
-  nodes = new DaemonNodes(dir.path, model.url);
+  cluster = await startDaemonCluster('loom-cluster-events-', [{ text: 'Hello from the model.' }]);
+  ({ dir, model, postgres, nodes } = cluster);
   databaseUrl = (await postgres.createDatabase()).url;
   [first, second] = await Promise.all([nodes.start('events-a', databaseUrl), nodes.start('events-b', databaseUrl)]);
 }, 120_000);
 
 afterAll(async () => {
-  await nodes?.stopAll();
-  await postgres?.stop();
-  await model?.close();
-  await dir?.remove();
+  await cluster?.stop();
 }, 60_000);
 
 const manifest = (name: string): string => `name = "${name}"\ndescription = "says hello"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;

@@ -2,7 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { makeTempDir } from '../helpers/test-kernel.ts';
 import { packageConfigToml } from '../packages/support.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { type ScriptStep, startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 
 // Daemons in separate processes, each with its own LOOM_HOME, for the cluster tests.
 
@@ -104,4 +107,34 @@ export class DaemonNodes {
     for (const child of running) child.kill('SIGKILL');
     await Promise.all(running.map((child) => new Promise((resolve) => child.once('exit', resolve))));
   }
+}
+
+/** What a file of daemon cluster tests runs on: a temporary folder, a scripted model, a PostgreSQL server and the daemons. */
+export interface DaemonCluster {
+  dir: Awaited<ReturnType<typeof makeTempDir>>;
+  model: ScriptedModelServer;
+  postgres: TestPostgres;
+  nodes: DaemonNodes;
+  /** Kills the daemons, then stops the servers and removes the folder. */
+  stop(): Promise<void>;
+}
+
+/** Starts what a file of daemon cluster tests runs on: the model answers every call with `steps`, in a loop. */
+export async function startDaemonCluster(prefix: string, steps: ScriptStep[]): Promise<DaemonCluster> {
+  const dir = await makeTempDir(prefix);
+  const model = await startScriptedModelServer({ steps, loop: true, recordRequests: false });
+  const postgres = await startTestPostgres();
+  const nodes = new DaemonNodes(dir.path, model.url);
+  return {
+    dir,
+    model,
+    postgres,
+    nodes,
+    stop: async () => {
+      await nodes.stopAll();
+      await postgres.stop();
+      await model.close();
+      await dir.remove();
+    },
+  };
 }

@@ -1,22 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createEventRelay, type EventRelay } from '../../src/cluster/event-relay.ts';
 import type { EventRecord } from '../../src/contracts/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 // The relay on a real PostgreSQL server: two stores stand for two nodes writing to one database.
 
-let postgres: TestPostgres;
+const postgres = useTestPostgres();
 const open: { close(): Promise<void> }[] = [];
 
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-}, 120_000);
-afterAll(async () => {
-  await postgres?.stop();
-}, 60_000);
 afterEach(async () => {
   for (const item of open.splice(0).reverse()) await item.close();
 });

@@ -1,29 +1,25 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJobQueue, type JobQueue } from '../../src/cluster/index.ts';
 import { createJobWorker, type JobWorker } from '../../src/cluster/job-worker.ts';
 import type { ClaimedJob } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 
-let postgres: TestPostgres;
+const postgres = useTestPostgres();
 let template: string;
 let database: { name: string; url: string };
 const pools: pg.Pool[] = [];
 const workers: JobWorker[] = [];
 
 beforeAll(async () => {
-  postgres = await startTestPostgres();
   const migrated = await postgres.createDatabase();
   const store = await openPostgresStore({ url: migrated.url });
   await store.close();
   template = migrated.name;
 }, 120_000);
-afterAll(async () => {
-  await postgres?.stop();
-}, 60_000);
 afterEach(async () => {
   for (const worker of workers.splice(0)) await worker.stop();
   for (const pool of pools.splice(0)) await pool.end();

@@ -1,32 +1,28 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
 import type { ActivityRunRecord, PackageRunRecord } from '../../src/contracts/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 // A package run handed to the shared work queue, on a real PostgreSQL server.
 
 const server = useScriptedModelServer();
-let postgres: TestPostgres;
+const postgres = useTestPostgres();
 let template: string;
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let hosts: TestHost[];
 
 beforeAll(async () => {
-  postgres = await startTestPostgres();
   const migrated = await postgres.createDatabase();
   await (await openPostgresStore({ url: migrated.url })).close();
   template = migrated.name;
 }, 120_000);
-afterAll(async () => {
-  await postgres?.stop();
-}, 60_000);
 beforeEach(async () => {
   dir = await makeTempDir('loom-package-jobs-');
   hosts = [];

@@ -1,23 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterNode } from '../../src/cluster/index.ts';
 import { createPostgresCluster, type PostgresClusterOptions } from '../../src/cluster/postgres-cluster.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 
-let postgres: TestPostgres;
+const postgres = useTestPostgres();
 let database: { name: string; url: string };
 const nodes: ClusterNode[] = [];
 const latest = postgresMigrations.at(-1)?.version ?? 0;
 
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-}, 120_000);
-afterAll(async () => {
-  await postgres?.stop();
-}, 60_000);
 afterEach(async () => {
   for (const node of nodes.splice(0)) await node.stop();
 });

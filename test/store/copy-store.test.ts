@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreConflictError, StoreError } from '../../src/errors/index.ts';
 import { copiedTables, isPostgresOnlyTable, listSqliteTables } from '../../src/store/copy-tables.ts';
 import { copySqliteToPostgres, migrations, openPostgresStore, openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
@@ -9,21 +9,13 @@ import { applyMigrations } from '../../src/store/migrations.ts';
 import { checksumPostgresTable, checksumSqliteTable } from '../../src/store/table-checksum.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { readEveryDomain, seedEveryDomain } from '../support/every-domain.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { agentRecord, sessionOf } from './store-contract.ts';
 
-let server: TestPostgres;
+const server = useTestPostgres();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let sqlitePath: string;
 let database: { name: string; url: string };
-
-beforeAll(async () => {
-  server = await startTestPostgres();
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-copy-store-');

@@ -1,25 +1,19 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, loadConfig, resolveLoomHome, resolveStoreUrl } from '../../src/config/index.ts';
 import { ConfigError } from '../../src/errors/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 const latestVersion = postgresMigrations.at(-1)?.version ?? 0;
 
-let server: TestPostgres;
+const server = useTestPostgres();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;
 
-beforeAll(async () => {
-  server = await startTestPostgres();
-}, 60_000);
-afterAll(async () => {
-  await server?.stop();
-});
 beforeEach(async () => {
   dir = await makeTempDir('loom-postgres-selection-');
   home = join(dir.path, 'home');

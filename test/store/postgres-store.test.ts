@@ -1,29 +1,25 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
 import { StoreConflictError, StoreError } from '../../src/errors/index.ts';
 import { openPostgresStore, type PostgresStore, postgresMigrations } from '../../src/store/index.ts';
 import { applyPostgresMigrations } from '../../src/store/postgres-migrations.ts';
 import pg from 'pg';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { startTestPostgres } from '../support/postgres-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { agentRecord, describeStoreContract, sessionOf } from './store-contract.ts';
 
 const latestVersion = postgresMigrations.at(-1)?.version ?? 0;
 
-let server: TestPostgres;
+const server = useTestPostgres();
 /** A database migrated once; each contract test gets a copy, so none migrates again. */
 let template: string;
 
 beforeAll(async () => {
-  server = await startTestPostgres();
   const { name, url } = await server.createDatabase();
   const store = await openPostgresStore({ url });
   await store.close();
   template = name;
 }, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
 
 describeStoreContract('PostgreSQL', async () => {
   const { name, url } = await server.createDatabase({ template });
