@@ -175,15 +175,19 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
     const daemon = await startDaemonProcess(home);
     try {
       const agents = ((await (await fetch(`${daemon.url}/api/health`)).json()) as { agents: number }).agents;
-      const status = await readFile(`/proc/${daemon.pid}/status`, 'utf8');
-      const kilobytes = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN');
-      // Beside the resident total, what is the daemon's own: the rest is the Node binary and shared libraries, mapped from disk.
-      const privateKilobytes = Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 'NaN');
+      const atStart = await residentMemory(daemon.pid);
+      // Idle: nothing asked of it for a few seconds, after which a daemon has given back what its start grew.
+      await delay(IDLE_AFTER_MS);
+      const idle = await residentMemory(daemon.pid);
+      const kilobytes = idle.rss;
       const bare = await measureBareNodeRss();
       return {
         bench: 'idle-rss',
         rss_mb: round(kilobytes / 1024),
-        private_mb: round(privateKilobytes / 1024),
+        // Beside the resident total, what is the daemon's own: the rest is the Node binary and shared libraries, mapped from disk.
+        private_mb: round(idle.private / 1024),
+        rss_at_start_mb: round(atStart.rss / 1024),
+        idle_after_ms: IDLE_AFTER_MS,
         agents,
         bare_node_rss_mb: bare,
         loom_own_mb: round(kilobytes / 1024 - bare),
@@ -199,6 +203,15 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
   }
 }
 
+/** How long the daemon is left alone before its resident memory is read as idle. */
+const IDLE_AFTER_MS = 3_000;
+
+/** Resident memory of a process in KB: the total, and its private (anonymous) part. */
+async function residentMemory(pid: number): Promise<{ rss: number; private: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return { rss: Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN'), private: Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 'NaN') };
+}
+
 /**
  * The floor under an idle daemon: the resident memory of a Node process (the same binary) that
  * serves HTTP on loopback and has answered one request made with `fetch`, as a daemon has.
@@ -209,8 +222,7 @@ async function measureBareNodeRss(): Promise<number> {
   try {
     const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (chunk: string) => resolve(chunk.trim())));
     await (await fetch(`http://127.0.0.1:${port}/`)).text();
-    const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
-    return round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 'NaN') / 1024);
+    return round((await residentMemory(child.pid ?? 0)).rss / 1024);
   } finally {
     child.kill();
   }

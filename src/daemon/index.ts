@@ -3,3 +3,4 @@ export { daemonFilePath, DaemonInfoSchema, isProcessAlive, readDaemonFile, remov
 export type { DaemonInfo } from './daemon-file.ts';
 export { modelKeysIn, startDaemon } from './start-daemon.ts';
 export type { RunningDaemon, StartDaemonOptions } from './start-daemon.ts';
+export { releaseStartUpHeap } from './release-start-up-heap.ts';

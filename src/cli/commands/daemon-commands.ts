@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
-import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, startDaemon } from '../../daemon/index.ts';
+import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon } from '../../daemon/index.ts';
 import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
@@ -92,6 +92,9 @@ function daemonLogPath(home: LoomHome): string {
   return join(home.logsDir, 'daemon.log');
 }
 
+/** How long after it answers a daemon gives back the memory its start grew. */
+const START_UP_SETTLE_MS = 1_000;
+
 interface StartOptions {
   host?: string;
   port?: number;
@@ -123,8 +126,11 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     ...(options.port === undefined ? {} : { port: options.port }),
   });
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
+  // Once the start's first requests (`loom start` asks for health) are answered.
+  const release = setTimeout(releaseStartUpHeap, START_UP_SETTLE_MS).unref();
   await new Promise<void>((resolve) => {
     const stop = (): void => {
+      clearTimeout(release);
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       say('Stopping Loom…\n');
