@@ -1,35 +1,26 @@
 // `npm run bench` runs every benchmark; `npm run bench -- <name> …` runs the named ones.
 // Each prints one JSON object per line.
-import { a2aTaskBench } from './a2a.ts';
-import { bootBench } from './boot.ts';
-import { channelsBench } from './channels.ts';
-import { clusterBench } from './cluster.ts';
-import { coldStartBench, httpTurnBench, idleRssBench } from './http.ts';
-import { forgedBench } from './forged.ts';
-import { mcpCallBench } from './mcp.ts';
-import { modulesBench } from './modules.ts';
-import { orchestrationBench } from './orchestration.ts';
-import { packagesBench } from './packages.ts';
-import { spawnBench } from './spawn.ts';
-import { longSessionTurnBench, toolTurnBench, turnBench } from './turn.ts';
-
-const benchmarks: Record<string, () => Promise<Record<string, unknown>>> = {
-  spawn: spawnBench,
-  boot: bootBench,
-  turn: turnBench,
-  'tool-turn': toolTurnBench,
-  'turn-long-session': longSessionTurnBench,
-  'http-turn': httpTurnBench,
-  'cold-start': coldStartBench,
-  'idle-rss': idleRssBench,
-  'a2a-task': a2aTaskBench,
-  'mcp-call': mcpCallBench,
-  packages: packagesBench,
-  orchestration: orchestrationBench,
-  forged: forgedBench,
-  modules: modulesBench,
-  channels: channelsBench,
-  cluster: clusterBench,
+// Each benchmark's module is loaded when it runs, not before: what one loads (the AssemblyScript
+// compiler's WebAssembly, which V8 keeps compiling on background threads; a browser driver) must
+// not share the process, or its CPU, with another's measurement.
+type Bench = () => Promise<Record<string, unknown>>;
+const benchmarks: Record<string, Bench> = {
+  spawn: async () => (await import('./spawn.ts')).spawnBench(),
+  boot: async () => (await import('./boot.ts')).bootBench(),
+  turn: async () => (await import('./turn.ts')).turnBench(),
+  'tool-turn': async () => (await import('./turn.ts')).toolTurnBench(),
+  'turn-long-session': async () => (await import('./turn.ts')).longSessionTurnBench(),
+  'http-turn': async () => (await import('./http.ts')).httpTurnBench(),
+  'cold-start': async () => (await import('./http.ts')).coldStartBench(),
+  'idle-rss': async () => (await import('./http.ts')).idleRssBench(),
+  'a2a-task': async () => (await import('./a2a.ts')).a2aTaskBench(),
+  'mcp-call': async () => (await import('./mcp.ts')).mcpCallBench(),
+  packages: async () => (await import('./packages.ts')).packagesBench(),
+  orchestration: async () => (await import('./orchestration.ts')).orchestrationBench(),
+  forged: async () => (await import('./forged.ts')).forgedBench(),
+  modules: async () => (await import('./modules.ts')).modulesBench(),
+  channels: async () => (await import('./channels.ts')).channelsBench(),
+  cluster: async () => (await import('./cluster.ts')).clusterBench(),
 };
 
 const requested = process.argv.slice(2);
