@@ -273,4 +273,23 @@ describe('body size limit', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'BODY_TOO_LARGE' } });
     expect(model.requests).toHaveLength(0);
   });
+
+  it('takes a chunked body (no Content-Length) under the limit, as one of declared length', async () => {
+    await api.close();
+    api = await startApi(dir.path, { config: { daemon: { body_limit_bytes: 1024 } } });
+    await spawn('chunked-small');
+    model.script([{ text: 'two chunks read' }]);
+    const payload = new TextEncoder().encode(JSON.stringify({ message: 'hello in two chunks' }));
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(payload.slice(0, 10));
+        controller.enqueue(payload.slice(10));
+        controller.close();
+      },
+    });
+    const response = await api.request('/api/agents/chunked-small/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ text: 'two chunks read' });
+    expect(JSON.stringify(model.requests)).toContain('hello in two chunks');
+  });
 });
