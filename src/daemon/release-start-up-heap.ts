@@ -3,18 +3,18 @@ import { runInNewContext } from 'node:vm';
 
 type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
-let collect: Collect | undefined;
+let collect: Collect | null | undefined;
 
 /**
  * V8's own collector, reached without `--expose-gc` on every command line that starts a daemon:
  * the flag is set, a fresh context hands out its `gc`, and the flag is cleared at once, so that no
- * later context (a sandbox's) gets a `gc` of its own.
+ * later context (a sandbox's) gets a `gc` of its own. `null` where this Node hands out none.
  */
-function collector(): Collect {
+function collector(): Collect | null {
   if (collect === undefined) {
     setFlagsFromString('--expose-gc');
     try {
-      collect = runInNewContext('gc') as Collect;
+      collect = runInNewContext('typeof gc === "function" ? gc : null') as Collect | null;
     } finally {
       setFlagsFromString('--no-expose-gc');
     }
@@ -31,8 +31,11 @@ function collector(): Collect {
  * the memory reducer that trims the heap of a process gone idle, only after one. Without it an
  * idle daemon keeps those pages for good (measured: 109 → 90 MB resident with 100 agents, a
  * ~10-30 ms pause once; `npm run bench -- idle-rss`). Under load the young generation grows back
- * as V8 sees fit.
+ * as V8 sees fit. Returns whether it could collect (a Node without the way in above loses only
+ * the memory, never the daemon).
  */
-export function releaseStartUpHeap(): void {
-  collector()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+export function releaseStartUpHeap(): boolean {
+  const collectNow = collector();
+  collectNow?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return collectNow !== null;
 }

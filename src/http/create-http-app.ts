@@ -191,7 +191,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const limitStreamedBody = bodyLimit({ maxSize: maxBodyBytes, onError: bodyTooLarge });
   const checkBodySize: MiddlewareHandler = (c, next) => {
     // Hono's check reads the request's `body` first, which makes the Node adapter build a web
-    // Request and a stream around the socket for every request (profiled under http-turn: ~4 % of
+    // Request and a stream around the socket for every request (profiled under http-turn: 2-3 % of
     // the daemon's CPU). A body of declared length is checked from its header (Node's parser
     // delivers exactly that many bytes), as Hono's check does next; a GET or HEAD without one has
     // no body; a chunked body is counted by Hono's check as it arrives.

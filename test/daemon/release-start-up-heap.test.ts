@@ -15,7 +15,7 @@ describe('releaseStartUpHeap', () => {
     for (let index = 0; index < 300_000; index += 1) survivors.push({ index, name: `object-${index}` });
     const grown = youngGeneration();
     survivors = [];
-    releaseStartUpHeap();
+    expect(releaseStartUpHeap()).toBe(true);
     expect(survivors).toHaveLength(0);
     expect(youngGeneration()).toBeLessThan(grown);
   });
