@@ -244,6 +244,19 @@ describe('requests the API refuses', () => {
   });
 });
 
+/** A JSON POST whose body is streamed in two chunks, cut at byte `at`: sent chunked, without Content-Length. */
+function postedInTwoChunks(value: unknown, at: number): RequestInit {
+  const payload = new TextEncoder().encode(JSON.stringify(value));
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(payload.slice(0, at));
+      controller.enqueue(payload.slice(at));
+      controller.close();
+    },
+  });
+  return { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' };
+}
+
 describe('body size limit', () => {
   it('answers 413 BODY_TOO_LARGE for a body over daemon.body_limit_bytes, and serves the next request', async () => {
     await api.close();
@@ -260,15 +273,7 @@ describe('body size limit', () => {
     await api.close();
     api = await startApi(dir.path, { config: { daemon: { body_limit_bytes: 1024 } } });
     await spawn('chunked');
-    const payload = new TextEncoder().encode(JSON.stringify({ message: 'y'.repeat(4096) }));
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(payload.slice(0, 2000));
-        controller.enqueue(payload.slice(2000));
-        controller.close();
-      },
-    });
-    const response = await api.request('/api/agents/chunked/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' });
+    const response = await api.request('/api/agents/chunked/messages', postedInTwoChunks({ message: 'y'.repeat(4096) }, 2000));
     expect(response.status).toBe(413);
     expect(await response.json()).toMatchObject({ error: { code: 'BODY_TOO_LARGE' } });
     expect(model.requests).toHaveLength(0);
@@ -279,15 +284,7 @@ describe('body size limit', () => {
     api = await startApi(dir.path, { config: { daemon: { body_limit_bytes: 1024 } } });
     await spawn('chunked-small');
     model.script([{ text: 'two chunks read' }]);
-    const payload = new TextEncoder().encode(JSON.stringify({ message: 'hello in two chunks' }));
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(payload.slice(0, 10));
-        controller.enqueue(payload.slice(10));
-        controller.close();
-      },
-    });
-    const response = await api.request('/api/agents/chunked-small/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' });
+    const response = await api.request('/api/agents/chunked-small/messages', postedInTwoChunks({ message: 'hello in two chunks' }, 10));
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ text: 'two chunks read' });
     expect(JSON.stringify(model.requests)).toContain('hello in two chunks');
