@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type Host, openHost } from '../../src/host/index.ts';
@@ -9,6 +9,7 @@ import { daemonLogFormat } from '../../src/cli/commands/daemon-commands.ts';
 import { createHttpApp } from '../../src/http/index.ts';
 import { createLogger } from '../../src/logging/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
+import { loadAi } from '../../src/runtime/index.ts';
 import { settleWithClock } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 
@@ -111,6 +112,13 @@ describe('a failed model call in the daemon\'s log', () => {
   let host: Host;
   const out = collector();
   const clock = createFakeClock();
+
+  beforeAll(async () => {
+    // What the first turn loads (the AI SDK, the Ollama provider's client) is loaded before the fake
+    // clock is stepped: loading takes real time, in which a busy machine let the stepping run the
+    // clock past the test's limit before the retries' backoff was scheduled (a CI run timed out).
+    await Promise.all([loadAi(), import('@ai-sdk/openai-compatible')]);
+  });
 
   beforeEach(async () => {
     dir = await makeTempDir('loom-model-log-');
