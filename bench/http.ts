@@ -12,6 +12,7 @@ import { ConfigSchema } from '../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
+import { startScriptedModelServer } from '../src/models/scripted-model-server.ts';
 import { openBenchKernel, openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { percentile, round, summarize } from './stats.ts';
@@ -161,13 +162,22 @@ export async function coldStartBench(): Promise<Record<string, unknown>> {
   return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), first_ms: round(times[0] ?? 0), runs: times.length, target_ms: 200 };
 }
 
-/** Resident memory of an idle daemon holding 100 agents. */
+/** Chats a daemon serves before its memory is read idle again, and how many at a time. */
+const CHATS_BEFORE_IDLE = 800;
+const CONCURRENCY_BEFORE_IDLE = 20;
+
+/**
+ * Resident memory of an idle daemon holding 100 agents: just started, and idle again after it
+ * served chats (through a scripted model server on loopback, so the provider's client runs).
+ */
 export async function idleRssBench(): Promise<Record<string, unknown>> {
   const home = await mkdtemp(join(tmpdir(), 'loom-bench-idle-'));
+  const model = await startScriptedModelServer({ steps: [{ text: 'Hello there, this is the reply.' }], loop: true, recordRequests: false });
   try {
     const seed = await openBenchKernel(join(home, 'data', 'loom.db'));
+    // Named as the load generator names its slots' agents.
     for (let index = 0; index < 100; index += 1) {
-      await seed.kernel.spawn(parseManifest(`name = "idle-${index}"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n`, { source: 'bench.toml' }).manifest);
+      await seed.kernel.spawn(parseManifest(`name = "chat-${index}"\n[model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "${model.url}"\n`, { source: 'bench.toml' }).manifest);
     }
     await seed.dispose();
     // One start first, so Node's compile cache is warm, as for every start but the first after an install.
@@ -179,19 +189,29 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
       // Idle: nothing asked of it for a few seconds, after which a daemon has given back what its start grew.
       await delay(IDLE_AFTER_MS);
       const idle = await residentMemory(daemon.pid);
-      const kilobytes = idle.rss;
+      const load = await runLoadGenerator(daemon.url, CHATS_BEFORE_IDLE, CONCURRENCY_BEFORE_IDLE);
+      const underLoad = await residentMemory(daemon.pid);
+      // V8's memory reducer collects ~8 s after the load's last full collection.
+      await delay(IDLE_AFTER_LOAD_MS);
+      const idleAfterLoad = await residentMemory(daemon.pid);
       const bare = await measureBareNodeRss();
       return {
         bench: 'idle-rss',
-        rss_mb: round(kilobytes / 1024),
+        rss_mb: round(idle.rss / 1024),
         // Beside the resident total, what is the daemon's own: the rest is the Node binary and shared libraries, mapped from disk.
         private_mb: round(idle.private / 1024),
         rss_at_start_mb: round(atStart.rss / 1024),
         idle_after_ms: IDLE_AFTER_MS,
         agents,
         bare_node_rss_mb: bare,
-        loom_own_mb: round(kilobytes / 1024 - bare),
+        loom_own_mb: round(idle.rss / 1024 - bare),
         target_mb: 75,
+        rss_after_chats_mb: round(underLoad.rss / 1024),
+        rss_idle_after_chats_mb: round(idleAfterLoad.rss / 1024),
+        private_idle_after_chats_mb: round(idleAfterLoad.private / 1024),
+        chats: CHATS_BEFORE_IDLE,
+        chat_errors: load.errors,
+        idle_after_chats_ms: IDLE_AFTER_LOAD_MS,
         compile_cache: 'warm',
         bare_node: 'a Node process with an HTTP server that has answered a fetch, nothing else',
       };
@@ -199,9 +219,13 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
       await daemon.stop();
     }
   } finally {
+    await model.close();
     await rm(home, { recursive: true, force: true });
   }
 }
+
+/** How long the daemon is left alone after its chats before its resident memory is read again. */
+const IDLE_AFTER_LOAD_MS = 12_000;
 
 /** How long the daemon is left alone before its resident memory is read as idle. */
 const IDLE_AFTER_MS = 3_000;
