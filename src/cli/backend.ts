@@ -33,7 +33,8 @@ export interface CliBackend {
   suspend(reference: string): Promise<AgentView>;
   resume(reference: string): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
-  send(reference: string, message: string): Promise<TurnView>;
+  /** Sends a message and waits for the reply; `signal` stops waiting (in process, it cancels the turn; a daemon's turn outlives its client). */
+  send(reference: string, message: string, options?: { signal?: AbortSignal }): Promise<TurnView>;
   /** Streams a turn's events; `signal` stops the stream (in process, it cancels the turn; a daemon's turn outlives its client). */
   stream(reference: string, message: string, options?: { signal?: AbortSignal }): AsyncIterable<CliEvent>;
   /** Cancels the agent's running turn (what it said is kept) and resolves once it is committed; `signal` stops waiting. */
@@ -90,7 +91,7 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
     suspend: (reference) => kernel.suspend(reference),
     resume: (reference) => kernel.resume(reference),
     kill: (reference) => kernel.kill(reference),
-    send: async (reference, message) => toTurnView(await kernel.send(reference, message)),
+    send: async (reference, message, options = {}) => toTurnView(await kernel.send(reference, message, options.signal === undefined ? {} : { signal: options.signal })),
     async *stream(reference, message, options = {}) {
       for await (const event of kernel.stream(reference, message, options.signal === undefined ? {} : { signal: options.signal })) {
         yield event.type === 'run-finish' ? { type: 'run-finish', result: toTurnView(event.result) } : event;
@@ -153,7 +154,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     suspend: (reference) => call('POST', `${agent(reference)}/suspend`),
     resume: (reference) => call('POST', `${agent(reference)}/resume`),
     kill: (reference) => call('DELETE', agent(reference)),
-    send: (reference, message) => call('POST', `${agent(reference)}/messages`, { message }),
+    send: (reference, message, options = {}) => call('POST', `${agent(reference)}/messages`, { message }, options.signal),
     async *stream(reference, message, options = {}) {
       const response = await fetch(`${url}${agent(reference)}/messages`, {
         method: 'POST',

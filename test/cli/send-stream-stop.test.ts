@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
@@ -85,6 +86,24 @@ describe('Ctrl-C in loom send --stream', () => {
       expect(session.messages).toMatchObject([
         { role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } } },
         { role: 'assistant', content: [{ type: 'text', text: 'It was a dark and' }, { type: 'text' }] },
+      ]);
+      expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();
+    }, 30_000);
+
+    it('without --stream too: cancels the turn on the daemon, says so, prints no reply, and exits 130', async () => {
+      server.script([{ text: 'A slow answer', stall: held }]);
+      const cli = startCli(['send', 'teller', 'Answer slowly']);
+      // The model has the request: the daemon runs the turn, and the command waits for its reply.
+      for (let waited = 0; server.requests.length === 0 && waited < 10_000; waited += 10) await delay(10);
+      expect(server.requests).toHaveLength(1);
+      cli.child.kill('SIGINT');
+      expect(await cli.exited).toEqual({ code: 130, signal: null });
+      expect(cli.stderr()).toBe(`${CANCELLED_LINE}\n`);
+      expect(cli.stdout()).toBe('');
+      const session = await daemon.host.kernel.session('teller');
+      expect(session.messages).toMatchObject([
+        { role: 'user', content: 'Answer slowly', providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } } },
+        { role: 'assistant', content: [{ type: 'text' }] },
       ]);
       expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();
     }, 30_000);

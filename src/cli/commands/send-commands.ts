@@ -56,14 +56,15 @@ function reportCancelFailure(io: CliIo, error: unknown): void {
 }
 
 /**
- * `loom send --stream`: prints the reply as it arrives, and its footer on standard error.
+ * Waits for `reply` with Ctrl-C taken, as `loom send` does with and without `--stream`: the first
  * Ctrl-C cancels the turn (the daemon's, or this process's kernel's), the same cancel as the
  * chat's: what the agent said so far is kept in the session, the cancel is said on standard error,
  * and the command ends with {@link EXIT.interrupted}. A second Ctrl-C stops waiting at once (for
- * the stream and for the cancel) and ends with the same status.
+ * the reply and for the cancel) and ends with the same status. Before and after, Ctrl-C ends the
+ * process as usual.
  * @throws {ExitStatus} `EXIT.interrupted` after a Ctrl-C; the turn's error when it failed.
  */
-async function streamReply(io: CliIo, backend: CliBackend, reference: string, message: string): Promise<void> {
+async function replyUnlessInterrupted<T>(io: CliIo, backend: CliBackend, reference: string, reply: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const leave = new AbortController();
   let cancelling: Promise<unknown> | undefined;
   const interrupt = (): void => {
@@ -73,11 +74,9 @@ async function streamReply(io: CliIo, backend: CliBackend, reference: string, me
     }
     leave.abort();
   };
-  // Ctrl-C is taken only while the reply streams; before and after, it ends the process as usual.
   process.on('SIGINT', interrupt);
   try {
-    const finish = await renderStream(io, backend.stream(reference, message, { signal: leave.signal }));
-    if (finish !== undefined) io.stderr(`${formatTurnFooter(finish.result)}\n`);
+    return await reply(leave.signal);
   } catch (error) {
     if (leave.signal.aborted) throw new ExitStatus(EXIT.interrupted);
     // Cancelled by this Ctrl-C (a cancel from elsewhere is reported as the error it is).
@@ -99,16 +98,18 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .description('send a message to an agent and print its reply')
     .option('--json', 'print { text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }')
     .option('--stream', 'print the reply as it arrives, with a line per tool call and result')
-    .addHelpText('after', '\nWith - as the message, it is read from standard input. With --stream, Ctrl-C cancels the reply (what was said so far\nis kept in the session) and exits with status 130; a second Ctrl-C exits at once.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
+    .addHelpText('after', '\nWith - as the message, it is read from standard input. Ctrl-C cancels the reply (what was said so far is kept in the\nsession) and exits with status 130; a second Ctrl-C exits at once.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
     .action(async (reference: string, text: string, options: { json?: boolean; stream?: boolean }) => {
       const message = text === '-' ? (await readAll(io.stdin)).trim() : text;
       if (message === '') throw new UsageError(text === '-' ? 'standard input was empty: there is no message to send' : 'the message is empty');
       await withBackend(io, async (backend) => {
         if (options.stream === true && options.json !== true) {
-          await streamReply(io, backend, reference, message);
+          // Prints the reply as it arrives, and its footer on standard error.
+          const finish = await replyUnlessInterrupted(io, backend, reference, (signal) => renderStream(io, backend.stream(reference, message, { signal })));
+          if (finish !== undefined) io.stderr(`${formatTurnFooter(finish.result)}\n`);
           return;
         }
-        const turn = await backend.send(reference, message);
+        const turn = await replyUnlessInterrupted(io, backend, reference, (signal) => backend.send(reference, message, { signal }));
         io.stdout(options.json === true ? `${JSON.stringify(turn, null, 2)}\n` : `${turn.text}\n`);
       });
     });
