@@ -162,9 +162,13 @@ export async function coldStartBench(): Promise<Record<string, unknown>> {
   return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), first_ms: round(times[0] ?? 0), runs: times.length, target_ms: 200 };
 }
 
+/** How long the daemon is left alone before its resident memory is read as idle. */
+const IDLE_AFTER_MS = 3_000;
 /** Chats a daemon serves before its memory is read idle again, and how many at a time. */
 const CHATS_BEFORE_IDLE = 800;
 const CONCURRENCY_BEFORE_IDLE = 20;
+/** How long the daemon is left alone after its chats before its resident memory is read again. */
+const IDLE_AFTER_LOAD_MS = 12_000;
 
 /**
  * Resident memory of an idle daemon holding 100 agents: just started, and idle again after it
@@ -223,12 +227,6 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
     await rm(home, { recursive: true, force: true });
   }
 }
-
-/** How long the daemon is left alone after its chats before its resident memory is read again. */
-const IDLE_AFTER_LOAD_MS = 12_000;
-
-/** How long the daemon is left alone before its resident memory is read as idle. */
-const IDLE_AFTER_MS = 3_000;
 
 /** Resident memory of a process in KB: the total, and its private (anonymous) part. */
 async function residentMemory(pid: number): Promise<{ rss: number; private: number }> {
