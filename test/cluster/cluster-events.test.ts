@@ -264,12 +264,12 @@ describe('package runs across nodes', () => {
       const url = (await postgres.createDatabase()).url;
       const leader = await nodes.start('runs-a', url, { modelUrl: hanging.url });
       const other = await nodes.start('runs-b', url, { modelUrl: hanging.url });
-      const folder = await writePackage(dir.path, 'slowpoke', { workflows: { work: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+      const folder = await writePackage(dir.path, 'slowpoke', { workflows: { chore: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
       expect((await api(leader, '/packages', { json: { source: folder } })).status).toBe(201);
       await waitFor('node B to hold the package', 10_000, async () => ((await agentNames(other)).includes('slowpoke') ? true : undefined));
 
       // A run on node B, waiting for its model.
-      void fetch(`${other.url}/api/packages/slowpoke/bindings/work/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
+      void fetch(`${other.url}/api/packages/slowpoke/bindings/chore/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
       await hanging.received;
       type Run = { id: string; status: string; error: string | null; trigger: string };
       const runs = async (): Promise<Run[]> => (await api(leader, '/packages/slowpoke/runs')).body as Run[];
@@ -277,10 +277,10 @@ describe('package runs across nodes', () => {
       expect(going).toMatchObject({ status: 'running', trigger: 'manual' });
 
       // Node A does not run the binding beside it.
-      const refused = await api(leader, '/packages/slowpoke/bindings/work/run', { json: {} });
+      const refused = await api(leader, '/packages/slowpoke/bindings/chore/run', { json: {} });
       expect(refused.status).toBe(409);
       expect(JSON.stringify(refused.body)).toContain('BINDING_BUSY');
-      expect((await runs()).find((run) => run.status === 'skipped')?.error).toBe(`not started: the previous run of "work" is still going on another node (run "${going?.id}")`);
+      expect((await runs()).find((run) => run.status === 'skipped')?.error).toBe(`not started: the previous run of "chore" is still going on another node (run "${going?.id}")`);
 
       // Node B dies mid-run: once it is gone (10 s without a heartbeat), the leader resumes the run.
       other.child.kill('SIGKILL');
