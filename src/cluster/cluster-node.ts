@@ -18,6 +18,12 @@ export interface ClusterNode extends Leadership, ClusterReader {
    * @throws {StoreError} when the database cannot be reached.
    */
   start(): Promise<void>;
+  /**
+   * The node `id` when it is alive now (not stopped, its heartbeat fresh), as {@link view} would
+   * show it; undefined when it is gone or unknown. One row read, not the whole view.
+   * @throws {StoreError} when the database cannot be reached.
+   */
+  liveNode(id: string): Promise<{ name: string; url: string | null } | undefined>;
   /** Records where the node's API listens (shown by `GET /api/cluster`). */
   setUrl(url: string): void;
   /** Leaves: stops leading at once (listeners told), releases the lock and records the stop. Idempotent. */

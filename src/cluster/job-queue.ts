@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { ClaimedJob, JobCounts, JobKind, JobRequest, JsonObject } from '../contracts/index.ts';
 import { inTransaction } from '../store/index.ts';
+import { messageOf } from '../errors/index.ts';
 
 /** How long a node holds a job it took before another node may take it again, unless renewed, in milliseconds. */
 export const DEFAULT_JOB_LEASE_MS = 30_000;
@@ -123,16 +124,12 @@ const ATTEMPT_SQL = `
 /** The jobs (id, attempt) this node holds, as a relation of the statement's parameters $1 and $2. */
 const HELD = 'unnest($1::text[], $2::int[]) AS held (id, attempt)';
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-
 /** Creates the queue's statements for `nodeId` on `database` (see {@link JobQueue}). */
 export function createJobQueue(options: JobQueueOptions): JobQueue {
   const { database, nodeId } = options;
   const leaseMs = options.leaseMs ?? DEFAULT_JOB_LEASE_MS;
   const retryDelayMs = options.retryDelayMs ?? DEFAULT_JOB_RETRY_DELAY_MS;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 100) throw new Error(`cannot create the job queue: leaseMs must be an integer of at least 100, got ${leaseMs}`);
-
-  const transaction = <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(database, work);
 
   const columns = (jobs: readonly Pick<ClaimedJob, 'id' | 'attempt'>[]): [string[], number[]] => [jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
 
@@ -164,7 +161,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
 
     async claim(kinds, limit) {
       if (limit <= 0 || kinds.length === 0) return [];
-      return transaction(async (client) => {
+      return inTransaction(database, async (client) => {
         await client.query(EXPIRE_SQL, [kinds]);
         const claimed = await client.query(CLAIM_SQL, [kinds, limit, nodeId, leaseMs]);
         const rows = claimed.rows.map((row) => ClaimedRowSchema.parse(row));

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { ClaimedJob, JobCounts, JobHandler, JobKind, Logger, WorkQueue } from '../contracts/index.ts';
-import { StoreError } from '../errors/index.ts';
+import { messageOf, StoreError } from '../errors/index.ts';
 import { createPostgresListener } from './postgres-listener.ts';
 import { createJobQueue, DEFAULT_JOB_CONCURRENCY, DEFAULT_JOB_LEASE_MS, DEFAULT_JOB_POLL_MS, JOB_CHANNEL, type JobQueue } from './job-queue.ts';
 
@@ -63,8 +63,6 @@ interface Running {
   /** Handed back by the stop already (its handler did not end in time): its end changes nothing. */
   handedBack: boolean;
 }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * The claimer of one node (docs/cluster.md "The work queue"): up to `concurrency` jobs at once,

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { ClusterNodeView, ClusterView, JobCounts, Logger } from '../contracts/index.ts';
-import { StoreError } from '../errors/index.ts';
+import { messageOf, StoreError } from '../errors/index.ts';
 import type { ClusterNode } from './cluster-node.ts';
 import { readJobCounts } from './job-queue.ts';
 
@@ -88,8 +88,6 @@ interface NodeRow {
   last_seen: string;
   alive: boolean;
 }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * A node of several daemons sharing one PostgreSQL database (docs/cluster.md). It records a
@@ -290,6 +288,17 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     async othersAlive() {
       const result = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`, [id, staleAfterMs]);
       return (result.rows[0]?.count ?? 0) > 0;
+    },
+
+    async liveNode(other) {
+      let result: pg.QueryResult<{ name: string; url: string | null }>;
+      try {
+        result = await pool.query<{ name: string; url: string | null }>(`SELECT name, url FROM loom_nodes WHERE id = $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`, [other, staleAfterMs]);
+      } catch (error) {
+        throw new StoreError(`cannot read the nodes on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
+      }
+      const row = result.rows[0];
+      return row === undefined ? undefined : { name: row.name, url: row.url };
     },
 
     async start() {

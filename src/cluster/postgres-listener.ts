@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../contracts/index.ts';
+import { messageOf } from '../errors/index.ts';
 
 /** What {@link createPostgresListener} needs. */
 export interface PostgresListenerOptions {
@@ -31,8 +32,6 @@ export interface PostgresListener {
   /** Closes the connection; no notification is delivered afterwards. Idempotent. */
   stop(): Promise<void>;
 }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * Listens on `channel` on a connection of its own (not a pool's: a pooled connection would stop

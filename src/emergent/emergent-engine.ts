@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock, ForgedToolRecord, ForgedToolTier, IdGenerator, JsonObject, JsonValue, Logger, Store, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
-import { LoomError, UsageError } from '../errors/index.ts';
+import { LoomError, messageOf, UsageError } from '../errors/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import { checkSandboxCode, formatCodeProblems } from './check-code.ts';
@@ -68,10 +68,6 @@ const NO_SETTINGS = { reason: 'its manifest has no [emergent] table (or enabled 
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** A tool's output as the model sees it: JSON text, and the object as structured content. */
@@ -499,10 +495,19 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     },
   };
 
+  /** Offers a stored active tool whose program is stored with it; one whose request no longer reads is logged and not offered. */
+  const holdStored = (record: ForgedToolRecord): void => {
+    const parsed = ForgeRequestSchema.safeParse(record.request);
+    if (!parsed.success) {
+      logger.error({ toolId: record.id, problem: formatIssues(parsed.error, { style: 'json' }).join('; ') }, `stored forged tool "${record.name}" is invalid; it is not offered`);
+      return;
+    }
+    admit(record, parsed.data);
+  };
+
   return {
     async load(loadOptions = {}) {
       for (const record of await store.forgedTools.list({ status: 'active' })) {
-        const parsed = ForgeRequestSchema.safeParse(record.request);
         if (record.mode === 'sandbox' && !record.sourcePersisted) {
           if (loadOptions.othersAlive === true) continue;
           record.status = 'retired';
@@ -510,11 +515,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
           await save(record);
           continue;
         }
-        if (!parsed.success) {
-          logger.error({ toolId: record.id, problem: formatIssues(parsed.error, { style: 'json' }).join('; ') }, `stored forged tool "${record.name}" is invalid; it is not offered`);
-          continue;
-        }
-        admit(record, parsed.data);
+        holdStored(record);
       }
     },
 
@@ -529,8 +530,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       }
       if (held !== undefined) retireLive(held);
       if (record === undefined || record.status !== 'active' || (record.mode === 'sandbox' && !record.sourcePersisted)) return;
-      const parsed = ForgeRequestSchema.safeParse(record.request);
-      if (parsed.success) admit(record, parsed.data);
+      holdStored(record);
     },
 
     toolsFor(agent) {

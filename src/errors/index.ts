@@ -12,6 +12,7 @@ export { ConfigError } from './config-error.ts';
 export { isLoomError, LoomError } from './loom-error.ts';
 export type { ErrorCategory, LoomErrorOptions } from './loom-error.ts';
 export { ManifestError } from './manifest-error.ts';
+export { messageOf } from './message-of.ts';
 export { ModuleUnavailableError } from './module-unavailable-error.ts';
 export { PackageError } from './package-error.ts';
 export { QuotaExceededError } from './quota-exceeded-error.ts';

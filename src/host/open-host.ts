@@ -134,8 +134,10 @@ export async function openHost(options: HostOptions): Promise<Host> {
     // Joined before anything starts, so this node knows whether it leads (fires the schedules).
     await joined.start();
     const leadership = joined.store === 'postgres' ? joined : undefined;
+    // The database the nodes share, when they share one (openCluster joins PostgreSQL only with it).
+    const shared = joined.store === 'postgres' ? database : undefined;
     // On PostgreSQL, triggered work goes through the shared work queue: any node runs it.
-    const jobs = joined.store === 'postgres' && database !== undefined ? await openJobWorker(options, database.url, joined.id) : undefined;
+    const jobs = shared === undefined ? undefined : await openJobWorker(options, shared.url, nodeId);
     worker = jobs;
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
@@ -175,7 +177,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       timers: scheduler,
       leadership,
       queue: jobs,
-      node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await liveNode(joined, id)) !== undefined },
+      node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await joined.liveNode(id)) !== undefined },
     });
     hooks.push(packageRuntime);
     const kernel = createKernel({
@@ -188,7 +190,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
-      node: { id: joined.id, find: (id) => liveNode(joined, id), othersAlive: () => joined.othersAlive() },
+      node: { id: joined.id, find: (id) => joined.liveNode(id), othersAlive: () => joined.othersAlive() },
     });
     late.kernel = kernel;
     // A package installed on another node (heard through the event relay): its triggers start here too.
@@ -215,7 +217,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     });
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
-    relay = joined.store === 'postgres' && database !== undefined ? await openEventRelay(options, database.url, nodeId, store, kernel) : undefined;
+    relay = shared === undefined ? undefined : await openEventRelay(options, shared.url, nodeId, store, kernel);
     if (relay !== undefined) {
       await relay.start();
       await kernel.reload();
@@ -269,12 +271,6 @@ export async function openHost(options: HostOptions): Promise<Host> {
     await store.close();
     throw error;
   }
-}
-
-/** The node `id` when it is alive, as this node's cluster view shows it. */
-async function liveNode(node: ClusterNode, id: string): Promise<{ name: string; url: string | null } | undefined> {
-  const found = (await node.view()).nodes.find((other) => other.id === id && other.alive);
-  return found === undefined ? undefined : { name: found.name, url: found.url };
 }
 
 /** This daemon's relay of the events other nodes record: each reaches its kernel (agents held as stored, subscribers told). */

@@ -62,6 +62,11 @@ function isQuestion(input: JsonValue): boolean {
   return typeof input === 'object' && input !== null && !Array.isArray(input) && 'requestedSchema' in input;
 }
 
+/** The decision a stored, decided request holds, for the turn waiting for it; `by` when it names nobody. */
+function storedDecision(record: ApprovalRecord, by: string): ApprovalDecision {
+  return { approved: record.status === 'approved', by: record.decidedBy ?? by, reason: record.reason };
+}
+
 /** What a request needs to be closed and announced. */
 type RequestSummary = Pick<ApprovalRecord, 'id' | 'agentId' | 'agentName' | 'tool'>;
 
@@ -157,7 +162,7 @@ export class ApprovalService {
           // same home): the turn still waits, so it takes that answer instead of waiting forever.
           const record = await this.#store.approvals.get(id);
           if (record === undefined || record.status === 'pending') waiter.finish(timedOut);
-          else waiter.finish({ approved: record.status === 'approved', by: record.decidedBy ?? EXPIRED_BY_TIMEOUT, reason: record.reason });
+          else waiter.finish(storedDecision(record, EXPIRED_BY_TIMEOUT));
         } catch {
           // The store failed: the call is still not run, and the turn must not wait forever.
           waiter.finish(timedOut);
@@ -200,11 +205,8 @@ export class ApprovalService {
       const problems = decision.answer === undefined ? 'it is a question: approve it with an answer' : waiter.checkAnswer(decision.answer);
       if (problems !== undefined) throw new LoomError('INVALID_ANSWER', 'user', `cannot answer approval "${id}": ${problems}`, { details: { id } });
     }
-    const at = this.#clock.now();
-    const status = decision.approved ? 'approved' : 'denied';
-    if (!(await this.#store.approvals.decide(id, { status, at, by: decision.by, reason: decision.reason }))) throw await this.#refusal(id);
-    const record = (await this.#store.approvals.get(id)) as ApprovalRecord;
-    this.#publish({ type: 'approval-decide', at, agentId: record.agentId, name: record.agentName, approvalId: id, tool: record.tool, status, by: decision.by });
+    const record = await this.#record(id, decision);
+    const status = record.status;
     if (waiter.signal.aborted) {
       // Cancelled while the decision was being written: recorded, but the call will not run.
       throw new LoomError('APPROVAL_DECIDED', 'user', `approval "${id}" was recorded as ${status}, but its turn was cancelled at the same moment; nothing was run — ask the agent again`, {
@@ -224,7 +226,7 @@ export class ApprovalService {
     if (waiter === undefined || waiter.closing !== undefined) return;
     const record = await this.#store.approvals.get(id);
     if (record === undefined || record.status === 'pending') return;
-    waiter.finish({ approved: record.status === 'approved', by: record.decidedBy ?? EXPIRED_BY_RESTART, reason: record.reason });
+    waiter.finish(storedDecision(record, EXPIRED_BY_RESTART));
   }
 
   /**
@@ -262,6 +264,14 @@ export class ApprovalService {
         details: { id, node: asker.name, url: asker.url },
       });
     }
+    return this.#record(id, decision);
+  }
+
+  /**
+   * Records `decision` on pending request `id` and announces it (`approval-decide`).
+   * @throws {LoomError} the refusal when it is no longer pending.
+   */
+  async #record(id: string, decision: ApprovalDecision): Promise<ApprovalRecord> {
     const at = this.#clock.now();
     const status = decision.approved ? 'approved' : 'denied';
     if (!(await this.#store.approvals.decide(id, { status, at, by: decision.by, reason: decision.reason }))) throw await this.#refusal(id);

@@ -401,7 +401,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return;
     }
     if (record.updatedAt === held.updatedAt && record.state === held.state) return;
-    if (JSON.stringify(record.manifest) !== JSON.stringify(held.manifest)) await applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
+    // Both parsed by the manifest's schema, so in one key order whatever order the store kept (PostgreSQL's jsonb reorders keys).
+    if (JSON.stringify(restored.manifest) !== JSON.stringify(held.manifest)) await applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
     if (record.state !== held.state) await applyState(held, record.state, record.updatedAt);
     held.updatedAt = record.updatedAt;
   }

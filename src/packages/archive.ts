@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { gunzip, gzipSync } from 'node:zlib';
 import type { ReadEntry } from 'tar';
-import { PackageError } from '../errors/index.ts';
+import { messageOf, PackageError } from '../errors/index.ts';
 
 /**
  * Packages and skills as `.tgz` archives (install from a file or a registry,
@@ -25,7 +25,6 @@ const TAR_OVERHEAD_PER_ENTRY = 2048;
 const ALLOWED_TYPES = new Set(['File', 'OldFile', 'ContiguousFile', 'Directory']);
 
 const gunzipAsync = promisify(gunzip);
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * A link cache that remembers nothing: tar then stores a file with several hard links as a file

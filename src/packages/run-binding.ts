@@ -1,5 +1,5 @@
 import type { ActivityRunRecord, Capability, Clock, IdGenerator, JsonObject, Logger, PackageRunRecord, PackageRunRepository } from '../contracts/index.ts';
-import { isLoomError, TokenBudgetExceededError } from '../errors/index.ts';
+import { messageOf, TokenBudgetExceededError } from '../errors/index.ts';
 import type { Kernel, TaskTurn } from '../kernel/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 
@@ -86,8 +86,6 @@ const pendingActivity = (id: string): ActivityRunRecord => ({
   startedAt: null,
   endedAt: null,
 });
-
-const messageOf = (error: unknown): string => (isLoomError(error) || error instanceof Error ? error.message : String(error));
 
 /**
  * Runs a binding (spec/04 "AgentWorker Runtime"): its activities in order, each a task turn of

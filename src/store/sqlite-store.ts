@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository, WorkflowRepository } from '../contracts/index.ts';
-import { StoreError } from '../errors/index.ts';
+import { messageOf, StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
 import { SqliteA2aPushConfigRepository } from './sqlite-a2a-push-config-repository.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
@@ -130,8 +130,4 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
       }
     },
   };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
