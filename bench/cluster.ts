@@ -23,6 +23,7 @@ import { BUILTIN_TOOLS } from '../src/tools/index.ts';
 import type { TestPostgres } from '../test/support/postgres-server.ts';
 import { createInstantModel } from './instant-model.ts';
 import { percentile, round, summarize } from './stats.ts';
+import { procStat } from './proc.ts';
 
 /** Turns each node runs before it is measured (compiled code, caches, pool connections). */
 const TURN_WARMUP = 300;
@@ -270,16 +271,6 @@ async function machineTicks(): Promise<{ busy: number; total: number; cores: num
   }
 }
 
-/** Fields of /proc/<pid>/stat after the command's closing parenthesis (field 3 is index 0). */
-async function procStat(pid: number | string): Promise<number[] | undefined> {
-  try {
-    const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * CPU ticks used so far by the PostgreSQL server whose postmaster is `postmaster`: its live
  * processes, and (through the postmaster's children's totals) the backends that already exited.
@@ -442,7 +433,8 @@ async function lostMessages(postgres: TestPostgres, database: string, acknowledg
 
 /** Claim latency (enqueue to the handler starting) with `workers` job workers, each a process with its own pool, and how fast they drain a burst. */
 async function measureClaims(postgres: TestPostgres, template: string, workers: number): Promise<Record<string, unknown>> {
-  const database = await postgres.createDatabase({ template });
+  // Made as every bench database is: a template's per-database settings are not copied.
+  const database = await benchDatabase(postgres, { template });
   const started: NodeProcess[] = [];
   const { default: pgModule } = await import('pg');
   const pool = new pgModule.Pool({ connectionString: database.url, max: BURST_PRODUCERS });

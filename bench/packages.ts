@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -10,6 +10,7 @@ import { createSilentLogger } from '../src/logging/index.ts';
 import { createPackageInstaller, createPackageRuntime, type PackageEnvironment } from '../src/packages/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
 import { startDaemonProcess } from './http.ts';
+import { procStat } from './proc.ts';
 import { createInstantModel } from './instant-model.ts';
 import { round, summarize } from './stats.ts';
 
@@ -31,9 +32,10 @@ async function writePackage(root: string, slug: string, workflows: Record<string
 
 /** CPU seconds (user + system) the process has used, from /proc. */
 async function cpuSeconds(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+  const fields = await procStat(pid);
+  if (fields === undefined) throw new Error(`process ${pid} is gone`);
   // Fields 14 and 15 of stat (utime, stime), in clock ticks of 1/100 s on Linux.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return ((fields[11] ?? Number.NaN) + (fields[12] ?? Number.NaN)) / 100;
 }
 
 /**

@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
@@ -12,6 +11,7 @@ import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -94,7 +94,7 @@ describe('Ctrl-C in loom send --stream', () => {
       server.script([{ text: 'A slow answer', stall: held }]);
       const cli = startCli(['send', 'teller', 'Answer slowly']);
       // The model has the request: the daemon runs the turn, and the command waits for its reply.
-      for (let waited = 0; server.requests.length === 0 && waited < 10_000; waited += 10) await delay(10);
+      await waitFor('the model to have the request', 10_000, () => server.requests.length > 0 || undefined, 10);
       expect(server.requests).toHaveLength(1);
       cli.child.kill('SIGINT');
       expect(await cli.exited).toEqual({ code: 130, signal: null });

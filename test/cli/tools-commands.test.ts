@@ -5,12 +5,12 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { APPROVE } from '../helpers/forge-requests.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;
 
-const APPROVE = { text: JSON.stringify({ approved: true, confidence: 0.9, issues: [] }) };
 const loom = (args: string[]) => runCli(home, args, { env: TEST_KEYS, cwd: dir.path });
 
 const request = {

@@ -9,7 +9,7 @@ import type { TestPostgres } from '../support/postgres-server.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { postgresMigrations } from '../../src/store/index.ts';
-import { type DaemonCluster, type DaemonNode, type DaemonNodes, startDaemonCluster, waitFor } from './daemons.ts';
+import { clusterOf, type DaemonCluster, type DaemonNode, type DaemonNodes, startDaemonCluster, waitFor } from './daemons.ts';
 
 // Daemons in separate processes, each with its own LOOM_HOME, sharing one PostgreSQL database.
 
@@ -29,8 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
 }, 60_000);
-
-const clusterOf = async (node: DaemonNode): Promise<ClusterView> => (await (await fetch(`${node.url}/api/cluster`)).json()) as ClusterView;
 
 interface Claim {
   at: number;
@@ -194,10 +192,8 @@ describe('several daemons on one PostgreSQL database', () => {
       expect((await clusterOf(workers[0] as DaemonNode)).jobs).toEqual({ queued: 0, running: 0, failed: 0 });
     } finally {
       await pool.end();
-      // The survivors stop cleanly (killed after 15 s if they do not; afterAll kills whatever is left).
-      for (const node of workers) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
-      const stopped = await Promise.race([Promise.all(workers.map((node) => node.exited)).then(() => true), delay(15_000).then(() => false)]);
-      if (!stopped) for (const node of workers) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+      // The survivors stop cleanly (killed after 15 s if they do not).
+      await Promise.all(workers.map((node) => nodes.stop(node)));
     }
   }, 90_000);
 

@@ -6,7 +6,7 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Clie
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
-import { startHangingModelServer } from '../http/api-harness.ts';
+import { agentToml, readSse, startHangingModelServer } from '../http/api-harness.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import type { ScriptedModelServer } from '../support/scripted-model-server.ts';
 import type { TestPostgres } from '../support/postgres-server.ts';
@@ -37,7 +37,7 @@ afterAll(async () => {
   await cluster?.stop();
 }, 60_000);
 
-const manifest = (name: string): string => `name = "${name}"\ndescription = "says hello"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
+const manifest = (name: string): string => agentToml(name, model.url, 'description = "says hello"');
 
 async function api(node: DaemonNode, path: string, init: { method?: string; toml?: string; json?: unknown } = {}): Promise<{ status: number; body: unknown }> {
   const headers: Record<string, string> = {};
@@ -63,21 +63,9 @@ async function followEvents(node: DaemonNode): Promise<{ events: { type: string;
   const response = await fetch(`${node.url}/api/events`, { signal: controller.signal });
   expect(response.status).toBe(200);
   const events: { type: string; name: string }[] = [];
-  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
   void (async () => {
-    let buffer = '';
     try {
-      for (;;) {
-        const chunk = await reader?.read();
-        if (chunk === undefined || chunk.done) return;
-        buffer += chunk.value;
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = frame.split('\n').find((line) => line.startsWith('data: '));
-          if (data !== undefined) events.push(JSON.parse(data.slice(6)) as { type: string; name: string });
-        }
-      }
+      for await (const event of readSse(response)) if (event.comment === undefined && event.data !== '') events.push(JSON.parse(event.data) as { type: string; name: string });
     } catch {
       // Closed by the test.
     }
@@ -208,8 +196,7 @@ describe('events between nodes', () => {
     try {
       expect(((await api(third, '/approvals')).body as Pending).find((request) => request.id === pending.id)).toMatchObject({ status: 'pending' });
     } finally {
-      third.child.kill('SIGTERM');
-      await third.exited;
+      await nodes.stop(third);
     }
 
     const approved = await api(second, `/approvals/${pending.id}/approve`, { json: { reason: 'fine by me' } });

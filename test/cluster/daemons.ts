@@ -2,12 +2,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { ClusterView } from '../../src/contracts/index.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { packageConfigToml } from '../packages/support.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { type ScriptStep, startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 
 // Daemons in separate processes, each with its own LOOM_HOME, for the cluster tests.
+
+export { waitFor };
 
 const bin = join(import.meta.dirname, '../../bin/loom.js');
 
@@ -23,17 +27,11 @@ export interface DaemonNode {
   exited: Promise<number | null>;
 }
 
-/** Polls `check` every 100 ms until it returns a value, for at most `ms`; throws with `what` otherwise. */
-export async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await Promise.resolve()
-      .then(check)
-      .catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(100);
-  }
+/** `GET /api/cluster` on a node, failing when it does not answer 200 within `ms`. */
+export async function clusterOf(node: Pick<DaemonNode, 'url'>, ms = 10_000): Promise<ClusterView> {
+  const response = await fetch(`${node.url}/api/cluster`, { signal: AbortSignal.timeout(ms) });
+  if (!response.ok) throw new Error(`GET /api/cluster answered ${response.status}: ${await response.text()}`);
+  return (await response.json()) as ClusterView;
 }
 
 /** How {@link DaemonNodes.start} starts a daemon. */

@@ -5,6 +5,7 @@ import type { EventRecord } from '../../src/contracts/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // The relay on a real PostgreSQL server: two stores stand for two nodes writing to one database.
 
@@ -15,21 +16,13 @@ afterEach(async () => {
   for (const item of open.splice(0).reverse()) await item.close();
 });
 
-async function until(what: string, ms: number, check: () => boolean): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(20);
-  }
-}
-
-async function twoNodes(): Promise<{ url: string; here: PostgresStore; there: PostgresStore }> {
-  const { url } = await postgres.createDatabase();
+async function twoNodes(): Promise<{ name: string; url: string; here: PostgresStore; there: PostgresStore }> {
+  const { name, url } = await postgres.createDatabase();
   const here = await openPostgresStore({ url, origin: 'node-here' });
   open.push(here);
   const there = await openPostgresStore({ url, origin: 'node-there' });
   open.push(there);
-  return { url, here, there };
+  return { name, url, here, there };
 }
 
 function relayOn(url: string, store: PostgresStore, logger = createRecordingLogger()): { relay: EventRelay; delivered: EventRecord[]; resyncs: () => number } {
@@ -72,7 +65,7 @@ describe('createEventRelay()', () => {
     );
     await there.sessions.append('s1', [{ role: 'user', content: 'hi' }], { expectedRevision: 0, updatedAt: 6, events: [event('turn-finish', 6)] });
 
-    await until('four events', 5_000, () => delivered.length === 4);
+    await waitFor('four events', 5_000, () => delivered.length === 4 || undefined, 20);
     // Its own event (at 2) never comes.
     await delay(100);
     expect(delivered).toHaveLength(4);
@@ -83,22 +76,22 @@ describe('createEventRelay()', () => {
   }, 30_000);
 
   it('listens again after its connection is cut, asks for a resync, and hears later events; a payload that is not <origin>:<seq> is ignored with a warning', async () => {
-    const { url, here, there } = await twoNodes();
+    const { name, url, here, there } = await twoNodes();
     const logger = createRecordingLogger();
     const { relay, delivered, resyncs } = relayOn(url, here, logger);
     await relay.start();
     expect(resyncs()).toBe(0);
 
-    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()", [], url.split('/').at(-1));
-    await until('the warning', 5_000, () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')));
-    await until('the resync', 5_000, () => resyncs() === 1);
+    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()", [], name);
+    await waitFor('the warning', 5_000, () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')) || undefined, 20);
+    await waitFor('the resync', 5_000, () => resyncs() === 1 || undefined, 20);
 
     await there.events.append(event('agent-kill', 7));
-    await until('the event after the cut', 5_000, () => delivered.length === 1);
+    await waitFor('the event after the cut', 5_000, () => delivered.length === 1 || undefined, 20);
     expect(delivered[0]).toMatchObject({ type: 'agent-kill', at: 7 });
 
-    await postgres.query("SELECT pg_notify('loom_events', 'not a number')", [], url.split('/').at(-1));
-    await until('the warning on the payload', 5_000, () => logger.entries.some((entry) => entry.message?.includes('that is not <origin>:<seq>') === true));
+    await postgres.query("SELECT pg_notify('loom_events', 'not a number')", [], name);
+    await waitFor('the warning on the payload', 5_000, () => logger.entries.some((entry) => entry.message?.includes('that is not <origin>:<seq>') === true) || undefined, 20);
     expect(delivered).toHaveLength(1);
   }, 30_000);
 });

@@ -11,6 +11,7 @@ import { compileSandboxProgram, type SandboxedProgram } from '../../src/emergent
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { APPROVE } from '../helpers/forge-requests.ts';
 
 const TIMEOUT_MS = 300;
 /** A generous upper bound for containment: the limit plus the host's grace and a slow machine. */
@@ -190,7 +191,6 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
     await host.close();
   });
 
-  const APPROVE = { text: JSON.stringify({ approved: true, confidence: 0.9, issues: [] }) };
   const tool = (name: string, code: string, allowlist: string[] = []) => ({
     name,
     description: 'probe',

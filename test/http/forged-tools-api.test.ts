@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgedToolView } from '../../src/emergent/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
-import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
+import { APPROVE, DOUBLE_IT as double } from '../helpers/forge-requests.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
@@ -20,7 +20,6 @@ afterEach(async () => {
 
 const OWNER = { authorization: 'Bearer admin-secret', 'content-type': 'application/json' };
 const HELPER = { authorization: 'Bearer helper-secret', 'content-type': 'application/json' };
-const double = DOUBLE_IT;
 
 async function open(): Promise<Api> {
   api = await startApi(dir.path, { config: { ...OWNER_AND_HELPER_KEYS.config, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } }, env: OWNER_AND_HELPER_KEYS.env });

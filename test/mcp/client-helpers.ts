@@ -10,8 +10,6 @@ import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
 import { checkToolInput } from '../../src/runtime/index.ts';
 import { freePort } from '../support/free-port.ts';
 
-export { freePort };
-
 const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 export const FILESYSTEM_BIN = `${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`;

@@ -31,8 +31,29 @@ export interface TestPostgres {
  */
 export const TEST_POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
 
-/** The superuser's password on a server this helper starts (the server listens on 127.0.0.1 only). */
-const PASSWORD = 'loom-test-secret';
+/** The superuser's password on a server the test helpers start (the server listens on 127.0.0.1 only). */
+export const TEST_POSTGRES_PASSWORD = 'loom-test-secret';
+
+/**
+ * How the test helpers start an embedded server in `databaseDir` on `port` of 127.0.0.1: its
+ * superuser (as the `postgres` user when run as root), ICU's `en-US` as its default collation, the
+ * flags above; what it says goes to `log`. `persistent`: its data outlives a stop.
+ */
+export function embeddedPostgresOptions(databaseDir: string, port: number, log: string[], persistent: boolean): ConstructorParameters<typeof EmbeddedPostgres>[0] {
+  return {
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: TEST_POSTGRES_PASSWORD,
+    authMethod: 'scram-sha-256',
+    persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=icu', '--icu-locale=en-US'],
+    postgresFlags: TEST_POSTGRES_FLAGS,
+    onLog: (message) => log.push(message),
+    onError: (error) => log.push(String(error)),
+  };
+}
 
 /**
  * A PostgreSQL server for one test file: the one `LOOM_TEST_DATABASE_URL` names when it is set
@@ -50,7 +71,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     // The server runs as the postgres user, which must reach its data folder through this one.
     await chmod(folder, 0o755);
     const { server, port } = await startEmbedded(join(folder, 'data'));
-    const url = `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
+    const url = `postgres://postgres:${TEST_POSTGRES_PASSWORD}@127.0.0.1:${port}/postgres`;
     return onServer(url, async () => {
       await server.stop();
       await rm(folder, { recursive: true, force: true });
@@ -67,19 +88,7 @@ async function startEmbedded(databaseDir: string): Promise<{ server: EmbeddedPos
   // A free port can be taken between finding it and the server binding it: try another.
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const port = await freePort();
-    const server = new EmbeddedPostgres({
-      databaseDir,
-      port,
-      user: 'postgres',
-      password: PASSWORD,
-      authMethod: 'scram-sha-256',
-      persistent: false,
-      createPostgresUser: process.getuid?.() === 0,
-      initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=icu', '--icu-locale=en-US'],
-      postgresFlags: TEST_POSTGRES_FLAGS,
-      onLog: (message) => log.push(message),
-      onError: (error) => log.push(String(error)),
-    });
+    const server = new EmbeddedPostgres(embeddedPostgresOptions(databaseDir, port, log, false));
     try {
       if (attempt === 0) await server.initialise();
       await server.start();

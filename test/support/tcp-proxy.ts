@@ -4,10 +4,6 @@ import { connect, createServer, type Socket } from 'node:net';
 export interface TcpProxy {
   /** The port it listens on (127.0.0.1). */
   readonly port: number;
-  /** How many connections pass through it now. */
-  readonly connections: number;
-  /** Whether it holds every byte (see `pause`). */
-  readonly paused: boolean;
   /** `url` with its host and port replaced by the proxy's (`postgres://user:pw@127.0.0.1:<port>/db`). */
   urlFor(url: string): string;
   /**
@@ -111,12 +107,6 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
 
   return {
     port,
-    get connections() {
-      return links.size;
-    },
-    get paused() {
-      return paused;
-    },
 
     urlFor(url) {
       const proxied = new URL(url);
