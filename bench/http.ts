@@ -9,6 +9,8 @@ import { streamSSE } from 'hono/streaming';
 import { streamText } from 'ai';
 import { createSystemClock } from '../src/clock/index.ts';
 import { ConfigSchema } from '../src/config/index.ts';
+import { daemonEntry } from '../src/config/daemon-build.ts';
+import { INSTALL_DIR } from '../src/config/installation.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
@@ -115,10 +117,22 @@ async function measureBareServer(): Promise<{ opsPerSecond: number; cpuMsPerChat
   }
 }
 
+/**
+ * What `bin/loom.js` runs, and so what the daemon figures measure: `built` (dist/daemon/, as after
+ * `npm install`) or `sources (why)`, e.g. after an edit without `npm run build`.
+ */
+function daemonCode(): string {
+  const entry = daemonEntry(INSTALL_DIR, process.env);
+  return entry.built ? 'built' : `sources (${entry.why ?? ''})`;
+}
+
+/** `LOOM_FROM_SOURCES` as the bench was given it, so that `LOOM_FROM_SOURCES=1 npm run bench` measures the sources. */
+const fromSources = (): Record<string, string> => (process.env['LOOM_FROM_SOURCES'] === undefined ? {} : { LOOM_FROM_SOURCES: process.env['LOOM_FROM_SOURCES'] });
+
 /** Starts `loom start --foreground` on a fresh home and waits (bounded) until /api/health answers. */
 export async function startDaemonProcess(home: string): Promise<{ pid: number; url: string; startedMs: number; stop(): Promise<void> }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home }, stdio: 'ignore' });
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home, ...fromSources() }, stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   for (let attempt = 0; attempt < 2_000; attempt += 1) {
     try {
@@ -159,7 +173,7 @@ export async function coldStartBench(): Promise<Record<string, unknown>> {
   }
   const sorted = [...times].sort((a, b) => a - b);
   // The first start after an install also fills Node's compile cache: it is the max, the others hit the cache.
-  return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), first_ms: round(times[0] ?? 0), runs: times.length, target_ms: 200 };
+  return { bench: 'cold-start', p50_ms: round(percentile(sorted, 0.5)), max_ms: round(sorted.at(-1) ?? 0), first_ms: round(times[0] ?? 0), runs: times.length, target_ms: 200, code: daemonCode() };
 }
 
 /** How long the daemon is left alone before its resident memory is read as idle. */
@@ -217,6 +231,7 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
         chat_errors: load.errors,
         idle_after_chats_ms: IDLE_AFTER_LOAD_MS,
         compile_cache: 'warm',
+        code: daemonCode(),
         bare_node: 'a Node process with an HTTP server that has answered a fetch, nothing else',
       };
     } finally {

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import module from 'node:module';
 import process from 'node:process';
+import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 // Loom runs TypeScript sources directly (Node 24 strips types), so check the version before
 // loading anything: on an older Node the import below would fail with an obscure syntax error.
@@ -15,5 +17,9 @@ if (major < 24) {
 }
 // Cache compiled (and type-stripped) modules between runs: it halves start-up time and memory.
 module.enableCompileCache?.();
-const { main } = await import('../src/cli/main.ts');
+// The built daemon (`npm run build`, run by `npm install`) while it is as new as the sources it was
+// built from, else the sources themselves (decision 0031).
+const { daemonEntry } = await import('../src/config/daemon-build.ts');
+const entry = daemonEntry(dirname(import.meta.dirname), process.env);
+const { main } = await import(pathToFileURL(entry.path).href);
 process.exitCode = await main(process.argv.slice(2));

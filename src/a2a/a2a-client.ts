@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { type AgentCard, type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { LOOM_VERSION } from '../config/installation.ts';
 import { textPart } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 import { resultText } from './a2a-routes.ts';
@@ -9,14 +9,8 @@ import { resultText } from './a2a-routes.ts';
 /** Timeout of card fetches and of each request to a peer (spec/05: 30 s). */
 export const A2A_CLIENT_TIMEOUT_MS = 30_000;
 
-/** Loom's version, from package.json. */
-export function loomVersion(): string {
-  const require = createRequire(import.meta.url);
-  return (require('../../package.json') as { version: string }).version;
-}
-
 /** `Loom/<version> A2A`, sent with every request to a peer. */
-export function a2aUserAgent(version = loomVersion()): string {
+export function a2aUserAgent(version = LOOM_VERSION): string {
   return `Loom/${version} A2A`;
 }
 

@@ -9,7 +9,6 @@ export {
   a2aUserAgent,
   clientFor,
   discoverAgent,
-  loomVersion,
   sendA2aMessage,
   type A2aClientOptions,
   type A2aSendResult,

@@ -17,7 +17,7 @@ import { registerSendCommands } from './commands/send-commands.ts';
 import { registerStoreCommands } from './commands/store-commands.ts';
 import { registerUsageCommand } from './commands/usage-command.ts';
 import { registerChannelsCommand } from './commands/channels-command.ts';
-import { LOOM_VERSION } from './version.ts';
+import { LOOM_VERSION } from '../config/installation.ts';
 
 export { EXIT } from './cli-io.ts';
 

@@ -1,5 +1,6 @@
 import { createSystemClock } from '../clock/index.ts';
 import type { Config, LoomHome } from '../config/index.ts';
+import { RUNS_BUILT } from '../config/installation.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { LogRing } from '../logging/index.ts';
@@ -70,7 +71,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     await writeDaemonFile(home, info);
     const keys = modelKeysIn(env);
     logger.info(
-      { url: info.url, agents: host.kernel.list().length, running: host.report.running, keys: keys.found },
+      { url: info.url, agents: host.kernel.list().length, running: host.report.running, keys: keys.found, code: RUNS_BUILT ? 'built' : 'sources' },
       keys.found.length === 0
         ? `Loom is listening at ${info.url}. No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it).`
         : `Loom is listening at ${info.url}.`,

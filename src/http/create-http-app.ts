@@ -1,8 +1,8 @@
-import { createRequire } from 'node:module';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config/index.ts';
+import { LOOM_VERSION } from '../config/installation.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
@@ -103,11 +103,6 @@ function costOf(method: string, path: string): number {
   // once the MCP server sees it (see `chargeTurn`).
   if (method === 'POST' && (path === '/a2a/tasks/send' || /^\/a2a\/[^/]+(\/rest\/message:(send|stream))?$/.test(path))) return ROUTE_COSTS.message;
   return ROUTE_COSTS.other;
-}
-
-function defaultVersion(): string {
-  const require = createRequire(import.meta.url);
-  return (require('../../package.json') as { version: string }).version;
 }
 
 function socketAddress(c: HttpContext): string {
@@ -220,7 +215,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     }
   });
 
-  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? defaultVersion(), ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
+  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
@@ -230,7 +225,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.post('/hooks/:channel', (c) => answerWebhook(options.channels, c.req.param('channel'), c.req.raw));
   app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
-  const version = options.version ?? defaultVersion();
+  const version = options.version ?? LOOM_VERSION;
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
     return createMcpHttpHandler({ kernel, config, version, logger, clock });

@@ -1,10 +1,10 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Context, MiddlewareHandler, Next } from 'hono';
+import { installedPath } from '../config/installation.ts';
 
 /** Where `vite build web` (the `prepare` script) writes the dashboard. */
-export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dist/', import.meta.url));
+export const DASHBOARD_DIR = installedPath('web', 'dist') + sep;
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',

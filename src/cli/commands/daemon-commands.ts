@@ -17,7 +17,7 @@ import { givenDaemonUrl } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import { formatTable } from '../format.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
-import { LOOM_VERSION } from '../version.ts';
+import { installedPath, LOOM_VERSION } from '../../config/installation.ts';
 
 /** How long `loom start` waits for a background daemon to answer, and `loom stop` for it to end. */
 const DAEMON_WAIT_MS = 15_000;
@@ -152,7 +152,7 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   }
   const logPath = daemonLogPath(home);
   const log = openSync(logPath, 'a');
-  const args = [join(import.meta.dirname, '../../../bin/loom.js'), 'start', '--foreground'];
+  const args = [installedPath('bin', 'loom.js'), 'start', '--foreground'];
   if (options.host !== undefined) args.push('--host', options.host);
   if (options.port !== undefined) args.push('--port', String(options.port));
   // The daemon writes its JSON lines into the log file itself; what else it says on standard

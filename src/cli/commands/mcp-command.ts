@@ -5,7 +5,7 @@ import type { AgentDirectory } from '../../mcp/server/index.ts';
 import { findDaemonUrl } from '../backend.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
-import { LOOM_VERSION } from '../version.ts';
+import { LOOM_VERSION } from '../../config/installation.ts';
 
 /** The principal of the local user running `loom mcp` without a daemon: the owner, as at the CLI. */
 const LOCAL_PRINCIPAL: Principal = { name: 'local', role: 'owner', agents: ['*'] };

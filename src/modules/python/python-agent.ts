@@ -1,7 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { installedPath } from '../../config/installation.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
@@ -9,7 +8,7 @@ import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
 
 /** The folder of `loom_agent.py`, put on every script's PYTHONPATH. */
-export const PYTHON_HELPER_DIR = dirname(fileURLToPath(new URL('./loom_agent.py', import.meta.url)));
+export const PYTHON_HELPER_DIR = installedPath('src', 'modules', 'python');
 
 /** Restarts after a death wait this long, doubling up to the most, and stop after so many in a row without an answer. */
 const RESTART_FIRST_MS = 500;

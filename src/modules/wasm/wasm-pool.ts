@@ -2,13 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { installedPath } from '../../config/installation.ts';
 import type { Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import type { PreparedModule } from './wasm-abi.ts';
 import type { HostCallMessage, WasmJob, WasmWorkerData, WasmWorkerMessage } from './wasm-worker.ts';
 
-const WORKER_URL = new URL('./wasm-worker.ts', import.meta.url);
+// The worker runs from the sources, in the built daemon too (see `installedPath`).
+const WORKER_PATH = installedPath('src', 'modules', 'wasm', 'wasm-worker.ts');
 
 /** The JavaScript heap of a pool thread (a module's own memory is capped apart, by `[code].memory_mb`). */
 export const WASM_THREAD_HEAP_MB = 48;
@@ -65,7 +67,7 @@ export function createWasmPool(options: { idleThreads?: number } = {}): WasmPool
     const signal = new SharedArrayBuffer(4);
     const scratch = mkdtempSync(join(tmpdir(), 'loom-wasm-'));
     const workerData: WasmWorkerData = { scratch, hostPort: channel.port2, signal };
-    const worker = new Worker(WORKER_URL, {
+    const worker = new Worker(WORKER_PATH, {
       workerData,
       transferList: [channel.port2],
       env: {},

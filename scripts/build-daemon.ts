@@ -1,0 +1,129 @@
+/**
+ * Builds the daemon into `dist/daemon/` (run by `npm run build`, and so by `npm install`): Loom's
+ * sources with the libraries a daemon loads at start, in a few chunks instead of ~500 modules, so
+ * that a daemon starts sooner and holds less (decision 0031). `bin/loom.js` runs the build only
+ * while it is as new as every file it was built from; the sources stay runnable as they are.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'rolldown';
+import { BUILD_DIR, BUILD_RECORD, type BuildRecord } from '../src/config/daemon-build.ts';
+
+const INSTALL_DIR = fileURLToPath(new URL('../', import.meta.url));
+
+/**
+ * The libraries every daemon loads at start, bundled in with Loom's code. Any other library that
+ * imports one of them is bundled too (see `inlinedPackages`), so that no library is ever loaded
+ * twice (once bundled, once from node_modules) with two sets of classes and registries.
+ */
+const LOADED_AT_START = ['zod', 'hono', '@hono/node-server', 'commander', 'smol-toml', 'croner'];
+
+/** Libraries that cannot be bundled: a native addon, and files loaded from beside the library's own at run time. */
+const NEVER_BUNDLED = ['isolated-vm', 'pino', 'thread-stream', 'discord.js', '@a2a-js/sdk', 'express'];
+
+interface PackageJson {
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+function packageJson(name: string): PackageJson | undefined {
+  try {
+    return JSON.parse(readFileSync(join(INSTALL_DIR, 'node_modules', name, 'package.json'), 'utf8')) as PackageJson;
+  } catch {
+    return undefined; // an optional dependency not installed
+  }
+}
+
+const dependenciesOf = (manifest: PackageJson): string[] => Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies, ...manifest.peerDependencies });
+
+/**
+ * LOADED_AT_START and, to a fixed point, every library of the daemon's dependency tree that
+ * imports a library in the set.
+ */
+export function inlinedPackages(): Set<string> {
+  const own = packageJson('..') ?? {};
+  const tree = new Map<string, string[]>();
+  const pending = Object.keys(own.dependencies ?? {});
+  for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+    if (tree.has(name)) continue;
+    const manifest = packageJson(name);
+    if (manifest === undefined) continue;
+    tree.set(name, dependenciesOf(manifest));
+    pending.push(...dependenciesOf(manifest));
+  }
+  const inlined = new Set(LOADED_AT_START);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [name, dependencies] of tree) {
+      if (inlined.has(name) || !dependencies.some((dependency) => inlined.has(dependency))) continue;
+      if (NEVER_BUNDLED.includes(name)) throw new Error(`build: ${name} imports a bundled library (${dependencies.filter((dependency) => inlined.has(dependency)).join(', ')}) but cannot be bundled itself`);
+      inlined.add(name);
+      grew = true;
+    }
+  }
+  return inlined;
+}
+
+const packageName = (specifier: string): string => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+
+/**
+ * Leaves every library outside `inlined` to Node, imported by name from the built chunks, after
+ * checking that the name finds the same files from `dist/daemon/` as from where it is imported.
+ */
+function externalLibraries(inlined: ReadonlySet<string>): Plugin {
+  const fromInstallDir = join(INSTALL_DIR, 'src', 'cli', 'main.ts');
+  return {
+    name: 'loom-external-libraries',
+    async resolveId(specifier, importer) {
+      if (isBuiltin(specifier)) return { id: specifier, external: true };
+      if (specifier.startsWith('.') || specifier.startsWith('/') || importer === undefined || inlined.has(packageName(specifier))) return null;
+      const here = await this.resolve(specifier, importer, { skipSelf: true });
+      const there = await this.resolve(specifier, fromInstallDir, { skipSelf: true });
+      if (here !== null && there !== null && here.id !== there.id) throw new Error(`build: ${specifier} (imported by ${relative(INSTALL_DIR, importer)}) is another copy from dist/daemon/: ${relative(INSTALL_DIR, there.id)} instead of ${relative(INSTALL_DIR, here.id)}`);
+      return { id: specifier, external: true };
+    },
+  };
+}
+
+/** Builds the daemon into `outDir` and returns what it recorded there. */
+export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Promise<BuildRecord> {
+  const builtAt = Date.now();
+  const inlined = inlinedPackages();
+  const output = await build({
+    input: { main: join(INSTALL_DIR, 'src', 'cli', 'main.ts') },
+    platform: 'node',
+    plugins: [externalLibraries(inlined)],
+    logLevel: 'warn',
+    output: {
+      dir: outDir,
+      format: 'esm',
+      // Flat, so that every chunk is two folders below the installation (src/config/installation.ts).
+      entryFileNames: '[name].js',
+      chunkFileNames: '[name]-[hash].js',
+      cleanDir: true,
+      // Names stay (stack traces, error names); only the whitespace goes.
+      minify: { mangle: false, compress: false, codegen: { removeWhitespace: true } },
+      // V8 keeps a module's source whole, at two bytes a character if one is not ASCII.
+      charset: 'ascii',
+    },
+  });
+  const sources = new Set(['package.json', 'package-lock.json']);
+  for (const chunk of output.output) {
+    if (chunk.type !== 'chunk') continue;
+    for (const id of chunk.moduleIds) {
+      const path = relative(INSTALL_DIR, id);
+      if (!path.startsWith('..') && !path.startsWith(`node_modules${sep}`) && !id.startsWith('\0')) sources.add(path.split(sep).join('/'));
+    }
+  }
+  const record: BuildRecord = { built_at: builtAt, sources: [...sources].sort(), inlined: [...inlined].sort() };
+  writeFileSync(join(outDir, BUILD_RECORD), `${JSON.stringify(record, null, 2)}\n`);
+  return record;
+}
+
+if (import.meta.main) {
+  const record = await buildDaemon();
+  process.stdout.write(`built the daemon into ${BUILD_DIR.join('/')}/ from ${record.sources.length} files, with ${record.inlined.length} libraries bundled\n`);
+}

@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildDaemon } from '../../scripts/build-daemon.ts';
+import { INSTALL_DIR } from '../../src/config/installation.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { runCli } from '../helpers/run-cli.ts';
+import { TEST_KEYS } from '../helpers/test-host.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+
+// The daemon as `npm install` builds it, run as `bin/loom.js` runs it: built into a folder of its
+// own beside dist/daemon/ (two folders below the installation, as the build must be), so that
+// other tests' daemons keep what they run.
+const outDir = join(INSTALL_DIR, 'dist', `test-build-${process.pid}`);
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let home: string;
+let daemon: ChildProcess | undefined;
+
+beforeAll(async () => {
+  await buildDaemon(outDir);
+}, 60_000);
+afterAll(async () => {
+  await rm(outDir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  dir = await makeTempDir('loom-built-');
+  home = join(dir.path, 'home');
+});
+afterEach(async () => {
+  if (daemon?.exitCode === null) daemon.kill('SIGKILL');
+  await dir.remove();
+});
+
+/** `loom start --foreground` from the build; resolves with its URL and what it has logged so far. */
+async function startBuilt(): Promise<{ url: string; output: () => string }> {
+  const launcher = `const { main } = await import(${JSON.stringify(pathToFileURL(join(outDir, 'main.js')).href)}); process.exitCode = await main(process.argv.slice(1));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', launcher, 'start', '--foreground', '--port', '0'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...TEST_KEYS },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  daemon = child;
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const url = await waitFor('the built daemon to answer', 20_000, async () => {
+    const { url } = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string };
+    return (await fetch(`${url}/api/health`)).ok ? url : undefined;
+  });
+  return { url, output: () => output };
+}
+
+describe('the built daemon (dist/)', () => {
+  it('records what it was built from and bundles no library that another loads from node_modules', () => {
+    const record = JSON.parse(readFileSync(join(outDir, 'build.json'), 'utf8')) as { sources: string[]; inlined: string[] };
+    expect(record.sources).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'src/kernel/kernel.ts']));
+    // zod is shared with the AI SDK and the MCP SDKs: bundling it means bundling them too.
+    expect(record.inlined).toEqual(expect.arrayContaining(['zod', 'hono', 'ai', '@modelcontextprotocol/server']));
+    expect(record.inlined).not.toContain('isolated-vm');
+  });
+
+  it('answers a chat through a provider, serves the dashboard and MCP, and says it runs built', async () => {
+    const manifest = join(dir.path, 'teller.toml');
+    await writeFile(manifest, `name = "teller"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
+    expect((await runCli(home, ['agent', 'spawn', manifest], { env: TEST_KEYS })).code).toBe(0);
+    const built = await startBuilt();
+
+    const version = (JSON.parse(readFileSync(join(INSTALL_DIR, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(await (await fetch(`${built.url}/api/health`)).json()).toMatchObject({ status: 'ok', version, agents: 1 });
+    expect(built.output()).toContain('"code":"built"');
+
+    server.script([{ text: 'Built and answering.' }]);
+    const reply = await fetch(`${built.url}/api/agents/teller/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Are you there?' }) });
+    expect(reply.status).toBe(200);
+    expect(await reply.json()).toMatchObject({ text: 'Built and answering.', model: 'openai/gpt-4o' });
+    expect(server.requests.at(-1)?.body).toMatchObject({ model: 'gpt-4o' });
+
+    const page = await fetch(`${built.url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="app">');
+
+    const client = new Client({ name: 'built-daemon-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${built.url}/mcp`)));
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('loom_agent_teller');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
