@@ -29,11 +29,16 @@ interface PackageJson {
   peerDependencies?: Record<string, string>;
 }
 
-function packageJson(name: string): PackageJson | undefined {
+function readPackageJson(path: string): PackageJson {
+  return JSON.parse(readFileSync(path, 'utf8')) as PackageJson;
+}
+
+/** An installed library's package.json; undefined for an optional one not installed. */
+function installedPackageJson(name: string): PackageJson | undefined {
   try {
-    return JSON.parse(readFileSync(join(INSTALL_DIR, 'node_modules', name, 'package.json'), 'utf8')) as PackageJson;
+    return readPackageJson(join(INSTALL_DIR, 'node_modules', name, 'package.json'));
   } catch {
-    return undefined; // an optional dependency not installed
+    return undefined;
   }
 }
 
@@ -43,13 +48,13 @@ const dependenciesOf = (manifest: PackageJson): string[] => Object.keys({ ...man
  * LOADED_AT_START and, to a fixed point, every library of the daemon's dependency tree that
  * imports a library in the set.
  */
-export function inlinedPackages(): Set<string> {
-  const own = packageJson('..') ?? {};
+function inlinedPackages(): Set<string> {
+  const own = readPackageJson(join(INSTALL_DIR, 'package.json'));
   const tree = new Map<string, string[]>();
   const pending = Object.keys(own.dependencies ?? {});
   for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
     if (tree.has(name)) continue;
-    const manifest = packageJson(name);
+    const manifest = installedPackageJson(name);
     if (manifest === undefined) continue;
     tree.set(name, dependenciesOf(manifest));
     pending.push(...dependenciesOf(manifest));
@@ -82,7 +87,11 @@ function externalLibraries(inlined: ReadonlySet<string>): Plugin {
       if (specifier.startsWith('.') || specifier.startsWith('/') || importer === undefined || inlined.has(packageName(specifier))) return null;
       const here = await this.resolve(specifier, importer, { skipSelf: true });
       const there = await this.resolve(specifier, fromInstallDir, { skipSelf: true });
-      if (here !== null && there !== null && here.id !== there.id) throw new Error(`build: ${specifier} (imported by ${relative(INSTALL_DIR, importer)}) is another copy from dist/daemon/: ${relative(INSTALL_DIR, there.id)} instead of ${relative(INSTALL_DIR, here.id)}`);
+      // Unresolved from both: an optional library not installed, which its importer tries and forgoes.
+      if (here !== null && here.id !== there?.id) {
+        const found = there === null ? 'nothing' : relative(INSTALL_DIR, there.id);
+        throw new Error(`build: ${specifier} (imported by ${relative(INSTALL_DIR, importer)}) finds ${found} from dist/daemon/ instead of ${relative(INSTALL_DIR, here.id)}`);
+      }
       return { id: specifier, external: true };
     },
   };
