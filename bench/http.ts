@@ -2,25 +2,21 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
-import { streamText } from 'ai';
-import { createSystemClock } from '../src/clock/index.ts';
-import { ConfigSchema } from '../src/config/index.ts';
 import { daemonEntry } from '../src/config/daemon-build.ts';
 import { INSTALL_DIR } from '../src/config/installation.ts';
-import { createHttpApp, startHttpServer } from '../src/http/index.ts';
-import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { startScriptedModelServer } from '../src/models/scripted-model-server.ts';
-import { openBenchKernel, openInstantBenchKernel } from './bench-kernel.ts';
-import { createInstantModel } from './instant-model.ts';
+import { openBenchKernel } from './bench-kernel.ts';
+import type { ServeReport } from './http-serve.ts';
 import { percentile, round, summarize } from './stats.ts';
 
 const CHATS = 1000;
 const CONCURRENCY = 50;
+/** Chats served before the measured ones: a running daemon has compiled its hot paths and filled its caches. */
+const WARM_UP_CHATS = 500;
 const bin = join(import.meta.dirname, '../bin/loom.js');
 
 /** Runs `bench/http-load.ts` in its own process against `url` and returns what it saw. */
@@ -33,88 +29,94 @@ async function runLoadGenerator(url: string, chats: number, concurrency: number)
   return JSON.parse(output) as { durations: number[]; errors: number; elapsedMs: number };
 }
 
-/**
- * 1,000 chats over HTTP with SSE, 50 at a time, each on its own agent, against an in-process
- * model. The load comes from another process, so the figures are the daemon's; the daemon's
- * event-loop delay is sampled while it serves them.
- */
-export async function httpTurnBench(): Promise<Record<string, unknown>> {
-  const model = createInstantModel();
-  const bench = await openInstantBenchKernel(model);
-  const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
-  const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), { host: '127.0.0.1', port: 0 });
+/** A server of `bench/http-serve.ts` in its own process. */
+interface ServeProcess {
+  url: string;
+  /** Starts counting the server's CPU time and event-loop delay. */
+  measure(): Promise<void>;
+  /** What the server counted since `measure`. */
+  report(): Promise<ServeReport>;
+  stop(): Promise<void>;
+}
+
+async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'http-serve.ts'), kind, String(CONCURRENCY)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async <T>(): Promise<T> => {
+    const line = await lines.next();
+    if (line.done === true) throw new Error(`the ${kind} server exited`);
+    return JSON.parse(line.value) as T;
+  };
+  const { url } = await next<{ url: string }>();
+  return {
+    url,
+    measure: async () => {
+      child.stdin.write('measure\n');
+      await next<{ measuring: true }>();
+    },
+    report: () => {
+      child.stdin.write('report\n');
+      return next<ServeReport>();
+    },
+    stop: async () => {
+      child.stdin.end('exit\n');
+      await exited;
+    },
+  };
+}
+
+/** The chats of the benchmark against one server (after a round that warms it), and what the server counted while it served them. */
+async function measureServer(kind: 'loom' | 'bare'): Promise<{ load: { durations: number[]; errors: number; elapsedMs: number }; served: ServeReport }> {
+  const server = await startServeProcess(kind);
   try {
-    for (let index = 0; index < CONCURRENCY; index += 1) {
-      await bench.kernel.spawn(parseManifest(`name = "chat-${index}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n`, { source: 'bench.toml' }).manifest);
-    }
-    // A first round warms the daemon (compiled code, caches) as a running daemon is.
-    await runLoadGenerator(server.url, CONCURRENCY * 2, CONCURRENCY);
-    const loop = monitorEventLoopDelay({ resolution: 1 });
-    loop.enable();
-    const cpuBefore = process.cpuUsage();
+    // A first round warms the server (compiled code, caches) as a running daemon is.
+    await runLoadGenerator(server.url, WARM_UP_CHATS, CONCURRENCY);
+    await server.measure();
     const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
-    const cpu = process.cpuUsage(cpuBefore);
-    loop.disable();
-    const summary = summarize(load.durations);
-    // Then the floor: the same chats against a server with nothing of Loom in it.
-    const bare = await measureBareServer();
-    return {
-      bench: 'http-turn',
-      p50_ms: summary.p50_ms,
-      p99_ms: summary.p99_ms,
-      p99_over_p50: round(summary.p99_ms / summary.p50_ms),
-      ops_per_s: round((CHATS / load.elapsedMs) * 1000),
-      chats: CHATS,
-      concurrency: CONCURRENCY,
-      errors: load.errors,
-      // The daemon's own CPU (user and system) per chat: what bounds its rate on one core, whatever the load generator takes.
-      daemon_cpu_ms_per_chat: round((cpu.user + cpu.system) / 1000 / CHATS),
-      event_loop_delay_p50_ms: round(loop.percentile(50) / 1e6),
-      event_loop_delay_p99_ms: round(loop.percentile(99) / 1e6),
-      event_loop_delay_max_ms: round(loop.max / 1e6),
-      bare_server_ops_per_s: bare.opsPerSecond,
-      bare_server_cpu_ms_per_chat: bare.cpuMsPerChat,
-      loom_cpu_share_ms_per_chat: round((cpu.user + cpu.system) / 1000 / CHATS - bare.cpuMsPerChat),
-      targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
-      load_generator: 'its own process',
-      bare_server: 'the same chats against Hono, its SSE helper and the AI SDK\'s streamText on the same model, in this process: no agent, no checks, nothing stored',
-    };
+    return { load, served: await server.report() };
   } finally {
-    await server.close();
-    await bench.dispose();
+    await server.stop();
   }
 }
 
 /**
- * The floor under a streamed chat: a server with the same libraries and nothing of Loom (Hono's
- * SSE helper, the AI SDK's `streamText` on the instant model, the same event names), answering
- * the same load generator. Its rate is what the libraries and the machine allow.
+ * 1,000 chats over HTTP with SSE, 50 at a time, each on its own agent, against an in-process
+ * model; then the same against a bare server (the floor). Each server runs in a process of its
+ * own and the load comes from a third, so each figure is the server's; each server's event-loop
+ * delay is sampled while it serves them.
  */
-async function measureBareServer(): Promise<{ opsPerSecond: number; cpuMsPerChat: number }> {
-  const model = createInstantModel();
-  const app = new Hono();
-  app.post('/api/agents/:agent/messages', async (c) => {
-    const { message } = await c.req.json<{ message: string }>();
-    return streamSSE(c, async (stream) => {
-      await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: c.req.param('agent') }) });
-      const result = streamText({ model, messages: [{ role: 'user', content: message }], maxRetries: 0 });
-      for await (const part of result.fullStream) {
-        if (part.type === 'text-delta') await stream.writeSSE({ event: 'text-delta', data: JSON.stringify({ type: 'text-delta', text: part.text }) });
-      }
-      await stream.writeSSE({ event: 'run-finish', data: JSON.stringify({ type: 'run-finish', result: { text: await result.text } }) });
-    });
-  });
-  const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
-  try {
-    await runLoadGenerator(server.url, CONCURRENCY * 2, CONCURRENCY);
-    const cpuBefore = process.cpuUsage();
-    const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
-    const cpu = process.cpuUsage(cpuBefore);
-    if (load.errors > 0) throw new Error(`the bare server answered ${load.errors} chats wrongly`);
-    return { opsPerSecond: round((CHATS / load.elapsedMs) * 1000), cpuMsPerChat: round((cpu.user + cpu.system) / 1000 / CHATS) };
-  } finally {
-    await server.close();
-  }
+export async function httpTurnBench(): Promise<Record<string, unknown>> {
+  const { load, served } = await measureServer('loom');
+  const bare = await measureServer('bare');
+  if (bare.load.errors > 0) throw new Error(`the bare server answered ${bare.load.errors} chats wrongly`);
+  const summary = summarize(load.durations);
+  const bareSummary = summarize(bare.load.durations);
+  const cpuPerChat = served.cpu_ms / CHATS;
+  const bareCpuPerChat = bare.served.cpu_ms / CHATS;
+  return {
+    bench: 'http-turn',
+    p50_ms: summary.p50_ms,
+    p99_ms: summary.p99_ms,
+    p99_over_p50: round(summary.p99_ms / summary.p50_ms),
+    ops_per_s: round((CHATS / load.elapsedMs) * 1000),
+    chats: CHATS,
+    concurrency: CONCURRENCY,
+    errors: load.errors,
+    // The daemon's own CPU (user and system) per chat: what bounds its rate on one core, whatever the load generator takes.
+    daemon_cpu_ms_per_chat: round(cpuPerChat),
+    event_loop_delay_p50_ms: round(served.loop_p50_ms),
+    event_loop_delay_p99_ms: round(served.loop_p99_ms),
+    event_loop_delay_max_ms: round(served.loop_max_ms),
+    bare_server_ops_per_s: round((CHATS / bare.load.elapsedMs) * 1000),
+    // The same closed loop against the floor: how long a tail the load's shape gives by itself.
+    bare_server_p99_over_p50: round(bareSummary.p99_ms / bareSummary.p50_ms),
+    bare_server_cpu_ms_per_chat: round(bareCpuPerChat),
+    loom_cpu_share_ms_per_chat: round(cpuPerChat - bareCpuPerChat),
+    targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
+    processes: 'the daemon, the bare server and the load generator each in a process of its own',
+    bare_server: "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model: no agent, no checks, nothing stored",
+  };
 }
 
 /**
