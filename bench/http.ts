@@ -48,7 +48,11 @@ async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
     if (line.done === true) throw new Error(`the ${kind} server exited`);
     return JSON.parse(line.value) as T;
   };
-  const { url } = await next<{ url: string }>();
+  child.stdin.on('error', () => undefined); // the server's exit is seen on its output
+  const { url } = await next<{ url: string }>().catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
   return {
     url,
     measure: async () => {
@@ -61,7 +65,10 @@ async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
     },
     stop: async () => {
       child.stdin.end('exit\n');
+      // Bounded: a server that does not close in time is killed.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
+      clearTimeout(timer);
     },
   };
 }

@@ -4,12 +4,12 @@
  * that a daemon starts sooner and holds less (decision 0031). `bin/loom.js` runs the build only
  * while it is as new as every file it was built from; the sources stay runnable as they are.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'rolldown';
-import { BUILD_DIR, BUILD_RECORD, type BuildRecord } from '../src/config/daemon-build.ts';
+import { BUILD_DIR, BUILD_RECORD, type BuildRecord, type BuildSource } from '../src/config/daemon-build.ts';
 
 const INSTALL_DIR = fileURLToPath(new URL('../', import.meta.url));
 
@@ -97,14 +97,52 @@ function externalLibraries(inlined: ReadonlySet<string>): Plugin {
   };
 }
 
+/** A source as the build read it. */
+function sourceOf(id: string): BuildSource {
+  const stats = statSync(id);
+  return { path: relative(INSTALL_DIR, id).split(sep).join('/'), mtime_ms: stats.mtimeMs, size: stats.size };
+}
+
+/**
+ * Notes every file of the installation the build reads, when it reads it: its time and size are
+ * what `daemonEntry` compares (a file changed while the build ran is recorded as it was before).
+ */
+function recordSources(sources: Map<string, BuildSource>): Plugin {
+  return {
+    name: 'loom-record-sources',
+    load(id) {
+      const path = relative(INSTALL_DIR, id);
+      if (!id.startsWith('\0') && !path.startsWith('..') && !path.startsWith(`node_modules${sep}`) && !sources.has(id)) sources.set(id, sourceOf(id));
+      return null;
+    },
+  };
+}
+
+/** The files a previous build wrote into `outDir`, if it recorded them. */
+function previousFiles(outDir: string): string[] {
+  try {
+    const record = JSON.parse(readFileSync(join(outDir, BUILD_RECORD), 'utf8')) as Partial<BuildRecord>;
+    return Array.isArray(record.files) ? record.files : [];
+  } catch {
+    return [];
+  }
+}
+
 /** Builds the daemon into `outDir` and returns what it recorded there. */
 export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Promise<BuildRecord> {
   const builtAt = Date.now();
   const inlined = inlinedPackages();
+  const sources = new Map<string, BuildSource>();
+  for (const file of ['package.json', 'package-lock.json']) {
+    if (existsSync(join(INSTALL_DIR, file))) sources.set(join(INSTALL_DIR, file), sourceOf(join(INSTALL_DIR, file)));
+  }
+  const previous = previousFiles(outDir);
   const output = await build({
     input: { main: join(INSTALL_DIR, 'src', 'cli', 'main.ts') },
     platform: 'node',
-    plugins: [externalLibraries(inlined)],
+    // As Node runs the sources: types stripped, nothing else of tsconfig.json applied.
+    tsconfig: false,
+    plugins: [recordSources(sources), externalLibraries(inlined)],
     logLevel: 'warn',
     output: {
       dir: outDir,
@@ -112,22 +150,23 @@ export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Pro
       // Flat, so that every chunk is two folders below the installation (src/config/installation.ts).
       entryFileNames: '[name].js',
       chunkFileNames: '[name]-[hash].js',
-      cleanDir: true,
       // Names stay (stack traces, error names); only the whitespace goes.
       minify: { mangle: false, compress: false, codegen: { removeWhitespace: true } },
       // V8 keeps a module's source whole, at two bytes a character if one is not ASCII.
       charset: 'ascii',
     },
   });
-  const sources = new Set(['package.json', 'package-lock.json']);
-  for (const chunk of output.output) {
-    if (chunk.type !== 'chunk') continue;
-    for (const id of chunk.moduleIds) {
-      const path = relative(INSTALL_DIR, id);
-      if (!path.startsWith('..') && !path.startsWith(`node_modules${sep}`) && !id.startsWith('\0')) sources.add(path.split(sep).join('/'));
-    }
-  }
-  const record: BuildRecord = { built_at: builtAt, sources: [...sources].sort(), inlined: [...inlined].sort() };
+  const files = output.output.map((file) => file.fileName);
+  // The previous build's chunks stay one build longer: a daemon started from it (running while
+  // `npm install` rebuilt) still loads the chunks it imports on first use.
+  const kept = new Set([...files, ...previous, BUILD_RECORD]);
+  for (const file of readdirSync(outDir)) if (!kept.has(file)) rmSync(join(outDir, file), { force: true, recursive: true });
+  const record: BuildRecord = {
+    built_at: builtAt,
+    sources: [...sources.values()].sort((a, b) => a.path.localeCompare(b.path)),
+    files: files.sort(),
+    inlined: [...inlined].sort(),
+  };
   writeFileSync(join(outDir, BUILD_RECORD), `${JSON.stringify(record, null, 2)}\n`);
   return record;
 }

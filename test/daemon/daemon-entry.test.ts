@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BUILD_RECORD, type BuildRecord, daemonEntry } from '../../src/config/daemon-build.ts';
+import { BUILD_RECORD, type BuildRecord, type BuildSource, daemonEntry } from '../../src/config/daemon-build.ts';
 
 // An installation on disk: two source files and, when built, dist/daemon/ with its record.
 let root: string;
@@ -10,10 +10,16 @@ const BUILT_AT = Date.parse('2026-11-01T12:00:00Z');
 const builtMain = (): string => join(root, 'dist', 'daemon', 'main.js');
 const sourceMain = (): string => join(root, 'src', 'cli', 'main.ts');
 
-function writeSource(path: string, modifiedAt: number): void {
+function writeSource(path: string, modifiedAt: number, text = 'export {};\n'): void {
   mkdirSync(join(root, path, '..'), { recursive: true });
-  writeFileSync(join(root, path), 'export {};\n');
+  writeFileSync(join(root, path), text);
   utimesSync(join(root, path), modifiedAt / 1000, modifiedAt / 1000);
+}
+
+/** A source as a build that read it now would record it. */
+function asRead(path: string): BuildSource {
+  const stats = statSync(join(root, path));
+  return { path, mtime_ms: stats.mtimeMs, size: stats.size };
 }
 
 function writeBuild(record: BuildRecord | string): void {
@@ -29,18 +35,27 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const record = (): BuildRecord => ({ built_at: BUILT_AT, sources: ['src/cli/main.ts', 'src/kernel/kernel.ts'], inlined: ['zod'] });
+const record = (): BuildRecord => ({ built_at: BUILT_AT, sources: [asRead('src/cli/main.ts'), asRead('src/kernel/kernel.ts')], files: ['main.js'], inlined: ['zod'] });
 
 describe('which code bin/loom.js runs', () => {
-  it('runs the build while every file it was built from is older than it', () => {
+  it('runs the build while every file it was built from is as the build read it', () => {
     writeBuild(record());
     expect(daemonEntry(root, {})).toEqual({ path: builtMain(), built: true });
   });
 
-  it('runs the sources once a file the build read changed after it, and says which', () => {
+  it('runs the sources once a file the build read changed, and says which', () => {
     writeBuild(record());
     writeSource('src/kernel/kernel.ts', BUILT_AT + 1_000);
     expect(daemonEntry(root, {})).toEqual({ path: sourceMain(), built: false, why: 'src/kernel/kernel.ts changed since the build' });
+  });
+
+  it('runs the sources when a file was replaced by one with an older time (a copy that keeps times) or the same time and another size', () => {
+    writeBuild(record());
+    writeSource('src/kernel/kernel.ts', BUILT_AT - 120_000);
+    expect(daemonEntry(root, {})).toMatchObject({ built: false, why: 'src/kernel/kernel.ts changed since the build' });
+    writeBuild(record());
+    writeSource('src/kernel/kernel.ts', BUILT_AT - 120_000, 'export const changed = true;\n');
+    expect(daemonEntry(root, {})).toMatchObject({ built: false, why: 'src/kernel/kernel.ts changed since the build' });
   });
 
   it('runs the sources when a file the build read is gone', () => {
@@ -51,8 +66,11 @@ describe('which code bin/loom.js runs', () => {
 
   it('runs the sources when there is no build, or its record is not one', () => {
     expect(daemonEntry(root, {})).toMatchObject({ path: sourceMain(), built: false, why: 'not built (npm run build)' });
-    writeBuild('{"built_at": "yesterday"}');
+    writeBuild('{"built_at": 1, "sources": "all"}');
     expect(daemonEntry(root, {})).toMatchObject({ path: sourceMain(), built: false, why: 'build.json is not a build record' });
+    writeBuild(record());
+    rmSync(builtMain());
+    expect(daemonEntry(root, {})).toMatchObject({ path: sourceMain(), built: false, why: 'the build has no main.js' });
     writeBuild('not json');
     expect(daemonEntry(root, {})).toMatchObject({ path: sourceMain(), built: false });
   });
