@@ -14,14 +14,28 @@ import { BUILD_DIR, BUILD_RECORD, type BuildRecord, type BuildSource } from '../
 const INSTALL_DIR = fileURLToPath(new URL('../', import.meta.url));
 
 /**
- * The libraries every daemon loads at start, bundled in with Loom's code. Any other library that
- * imports one of them is bundled too (see `inlinedPackages`), so that no library is ever loaded
- * twice (once bundled, once from node_modules) with two sets of classes and registries.
+ * The libraries every daemon loads at start, bundled in with Loom's code with all they import. Any
+ * other library that imports one of them is bundled too (see `inlinedPackages`), so that no library
+ * is loaded twice (once bundled, once from node_modules) with two sets of classes and registries,
+ * but for those in MAY_LOAD_TWICE.
  */
-const LOADED_AT_START = ['zod', 'hono', '@hono/node-server', 'commander', 'smol-toml', 'croner'];
+const LOADED_AT_START = ['zod', 'hono', '@hono/node-server', 'commander', 'smol-toml', 'croner', 'pino'];
 
-/** Libraries that cannot be bundled: a native addon, and files loaded from beside the library's own at run time. */
-const NEVER_BUNDLED = ['isolated-vm', 'pino', 'thread-stream', 'discord.js', '@a2a-js/sdk', 'express'];
+/**
+ * Bundled libraries that other libraries may also load, as they are, from node_modules: nothing
+ * passes between the two copies. imapflow (the email channel) logs through a pino of its own;
+ * pino-pretty (loaded by name when the daemon prints for a terminal) only formats lines, and never
+ * writes through the sonic-boom, exit hooks or transport helpers it imports; pgpass splits its own
+ * streams with split2.
+ */
+const MAY_LOAD_TWICE = ['pino', 'sonic-boom', 'on-exit-leak-free', 'pino-abstract-transport', 'split2'];
+
+/**
+ * Libraries that cannot be bundled: a native addon, and files loaded from beside the library's own
+ * at run time. (pino's thread-stream, bundled with it, finds its worker that way too, but only for a
+ * pino transport, which Loom never starts: its log streams are in-process, src/logging/.)
+ */
+const NEVER_BUNDLED = ['isolated-vm', 'discord.js', '@a2a-js/sdk', 'express'];
 
 interface PackageJson {
   dependencies?: Record<string, string>;
@@ -45,8 +59,8 @@ function installedPackageJson(name: string): PackageJson | undefined {
 const dependenciesOf = (manifest: PackageJson): string[] => Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies, ...manifest.peerDependencies });
 
 /**
- * LOADED_AT_START and, to a fixed point, every library of the daemon's dependency tree that
- * imports a library in the set.
+ * LOADED_AT_START with everything it imports and, to a fixed point, every library of the daemon's
+ * dependency tree that imports a library in the set (one in MAY_LOAD_TWICE excepted).
  */
 function inlinedPackages(): Set<string> {
   const own = readPackageJson(join(INSTALL_DIR, 'package.json'));
@@ -59,12 +73,20 @@ function inlinedPackages(): Set<string> {
     tree.set(name, dependenciesOf(manifest));
     pending.push(...dependenciesOf(manifest));
   }
-  const inlined = new Set(LOADED_AT_START);
+  const inlined = new Set<string>();
+  const atStart = [...LOADED_AT_START];
+  for (let name = atStart.pop(); name !== undefined; name = atStart.pop()) {
+    const dependencies = tree.get(name);
+    if (inlined.has(name) || dependencies === undefined) continue;
+    inlined.add(name);
+    atStart.push(...dependencies);
+  }
+  const sharedWith = (dependency: string): boolean => inlined.has(dependency) && !MAY_LOAD_TWICE.includes(dependency);
   for (let grew = true; grew; ) {
     grew = false;
     for (const [name, dependencies] of tree) {
-      if (inlined.has(name) || !dependencies.some((dependency) => inlined.has(dependency))) continue;
-      if (NEVER_BUNDLED.includes(name)) throw new Error(`build: ${name} imports a bundled library (${dependencies.filter((dependency) => inlined.has(dependency)).join(', ')}) but cannot be bundled itself`);
+      if (inlined.has(name) || !dependencies.some(sharedWith)) continue;
+      if (NEVER_BUNDLED.includes(name)) throw new Error(`build: ${name} imports a bundled library (${dependencies.filter(sharedWith).join(', ')}) but cannot be bundled itself`);
       inlined.add(name);
       grew = true;
     }

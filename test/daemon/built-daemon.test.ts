@@ -67,7 +67,7 @@ describe('the built daemon (dist/)', () => {
     expect(record.sources.map((source) => source.path)).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'src/kernel/kernel.ts', 'src/errors/index.ts']));
     expect(daemonEntry(INSTALL_DIR, {}, outDir)).toEqual({ path: join(outDir, 'main.js'), built: true });
     // zod is shared with the AI SDK and the MCP SDKs: bundling it means bundling them too.
-    expect(record.inlined).toEqual(expect.arrayContaining(['zod', 'hono', 'ai', '@modelcontextprotocol/server']));
+    expect(record.inlined).toEqual(expect.arrayContaining(['zod', 'hono', 'ai', '@modelcontextprotocol/server', 'pino', 'sonic-boom']));
     expect(record.inlined).not.toContain('isolated-vm');
   });
 
@@ -80,6 +80,8 @@ describe('the built daemon (dist/)', () => {
     const version = (JSON.parse(readFileSync(join(INSTALL_DIR, 'package.json'), 'utf8')) as { version: string }).version;
     expect(await (await fetch(`${built.url}/api/health`)).json()).toMatchObject({ status: 'ok', version, agents: 1 });
     await waitFor('the start line', 5_000, () => (built.output().includes('"code":"built"') ? true : undefined));
+    // The bundled logger writes the daemon's log file too.
+    expect(await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).toContain('"code":"built"');
 
     server.script([{ text: 'Built and answering.' }]);
     const reply = await fetch(`${built.url}/api/agents/teller/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Are you there?' }) });
