@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
+import { daemonEntry } from '../../src/config/daemon-build.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 
@@ -99,6 +100,21 @@ describe('the daemon', () => {
     expect(records.map((record) => record.msg)).toEqual([expect.stringMatching(/^Loom is listening at http:\/\/127\.0\.0\.1:\d+/), 'Loom stopped']);
     const file = (await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).trim().split('\n');
     expect(file.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(records.map((record) => record.msg));
+  });
+
+  it('runs the built daemon exactly when it is up to date with the sources, and says which it runs', async () => {
+    // After `npm install` (as in CI) the build is up to date; after an edit without `npm run build`, the sources run.
+    const expected = daemonEntry(join(import.meta.dirname, '../..'), {}).built ? 'built' : 'sources';
+    const daemon = startForeground();
+    await waitForDaemon();
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    expect(daemon.stdout()).toContain(`"code":"${expected}"`);
+    const forced = startForeground({ LOOM_FROM_SOURCES: '1' });
+    await waitForDaemon();
+    forced.child.kill('SIGTERM');
+    expect(await forced.exited).toBe(0);
+    expect(forced.stdout()).toContain('"code":"sources"');
   });
 
   it('prints readable lines with --log-format pretty (time, level, message) while the log file keeps JSON lines', async () => {
