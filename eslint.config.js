@@ -21,6 +21,19 @@ export default tseslint.config(
     },
   },
   {
+    // In the built daemon (dist/daemon/) a module's URL is its chunk's: files are found from the
+    // installation folder (src/config/installation.ts), never next to a module (decision 0031).
+    files: ['src/**'],
+    ignores: ['src/config/installation.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[object.type='MetaProperty'][property.name=/^(dirname|filename)$/]", message: 'Find files with installedPath() (src/config/installation.ts): in the built daemon this is the chunk\'s folder.' },
+        { selector: "NewExpression[callee.name='URL'] > MemberExpression.arguments[object.type='MetaProperty']", message: 'Find files with installedPath() (src/config/installation.ts): in the built daemon this URL is the chunk\'s.' },
+      ],
+    },
+  },
+  {
     // The CLI, benchmarks and test fixtures talk to a terminal on purpose.
     files: ['src/cli/**', 'bench/**', 'bin/**', 'test/fixtures/**'],
     rules: { 'no-console': 'off' },
