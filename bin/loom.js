@@ -17,8 +17,8 @@ if (major < 24) {
 }
 // Cache compiled (and type-stripped) modules between runs: it halves start-up time and memory.
 module.enableCompileCache?.();
-// The built daemon (`npm run build`, run by `npm install`) while it is as new as the sources it was
-// built from, else the sources themselves (decision 0031).
+// The built daemon (`npm run build`, run by `npm install`) while every file it was built from is
+// unchanged, else the sources themselves (decision 0031).
 const { daemonEntry } = await import('../src/config/daemon-build.ts');
 const entry = daemonEntry(dirname(import.meta.dirname), process.env);
 const { main } = await import(pathToFileURL(entry.path).href);
