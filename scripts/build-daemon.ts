@@ -2,16 +2,16 @@
  * Builds the daemon into `dist/daemon/` (run by `npm run build`, and so by `npm install`): Loom's
  * sources with the libraries a daemon loads at start, in a few chunks instead of ~500 modules, so
  * that a daemon starts sooner and holds less (decision 0031). `bin/loom.js` runs the build only
- * while it is as new as every file it was built from; the sources stay runnable as they are.
+ * while every file it was built from is unchanged; the sources stay runnable as they are.
  */
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'rolldown';
-import { BUILD_DIR, BUILD_RECORD, type BuildRecord, type BuildSource } from '../src/config/daemon-build.ts';
+import { BUILD_DIR, BUILD_RECORD, type BuildRecord, type BuildSource, readBuildRecord, SOURCE_ENTRY } from '../src/config/daemon-build.ts';
+import { INSTALL_DIR } from '../src/config/installation.ts';
 
-const INSTALL_DIR = fileURLToPath(new URL('../', import.meta.url));
+const ENTRY = join(INSTALL_DIR, ...SOURCE_ENTRY);
 
 /**
  * The libraries every daemon loads at start, bundled in with Loom's code with all they import. Any
@@ -101,14 +101,13 @@ const packageName = (specifier: string): string => specifier.split('/').slice(0,
  * checking that the name finds the same files from `dist/daemon/` as from where it is imported.
  */
 function externalLibraries(inlined: ReadonlySet<string>): Plugin {
-  const fromInstallDir = join(INSTALL_DIR, 'src', 'cli', 'main.ts');
   return {
     name: 'loom-external-libraries',
     async resolveId(specifier, importer) {
       if (isBuiltin(specifier)) return { id: specifier, external: true };
       if (specifier.startsWith('.') || specifier.startsWith('/') || importer === undefined || inlined.has(packageName(specifier))) return null;
       const here = await this.resolve(specifier, importer, { skipSelf: true });
-      const there = await this.resolve(specifier, fromInstallDir, { skipSelf: true });
+      const there = await this.resolve(specifier, ENTRY, { skipSelf: true });
       // Unresolved from both: an optional library not installed, which its importer tries and forgoes.
       if (here !== null && here.id !== there?.id) {
         const found = there === null ? 'nothing' : relative(INSTALL_DIR, there.id);
@@ -140,16 +139,6 @@ function recordSources(sources: Map<string, BuildSource>): Plugin {
   };
 }
 
-/** The files a previous build wrote into `outDir`, if it recorded them. */
-function previousFiles(outDir: string): string[] {
-  try {
-    const record = JSON.parse(readFileSync(join(outDir, BUILD_RECORD), 'utf8')) as Partial<BuildRecord>;
-    return Array.isArray(record.files) ? record.files : [];
-  } catch {
-    return [];
-  }
-}
-
 /** Builds the daemon into `outDir` and returns what it recorded there. */
 export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Promise<BuildRecord> {
   const builtAt = Date.now();
@@ -158,9 +147,10 @@ export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Pro
   for (const file of ['package.json', 'package-lock.json']) {
     if (existsSync(join(INSTALL_DIR, file))) sources.set(join(INSTALL_DIR, file), sourceOf(join(INSTALL_DIR, file)));
   }
-  const previous = previousFiles(outDir);
+  const previousFiles = readBuildRecord(outDir)?.files;
+  const previous = Array.isArray(previousFiles) ? previousFiles : [];
   const output = await build({
-    input: { main: join(INSTALL_DIR, 'src', 'cli', 'main.ts') },
+    input: { main: ENTRY },
     platform: 'node',
     // As Node runs the sources: types stripped, nothing else of tsconfig.json applied.
     tsconfig: false,

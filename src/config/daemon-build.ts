@@ -7,6 +7,9 @@ export const BUILD_DIR = ['dist', 'daemon'] as const;
 /** The file beside the built daemon that says what it was built from. */
 export const BUILD_RECORD = 'build.json';
 
+/** The module the daemon's sources start from, inside the installation: what the build bundles. */
+export const SOURCE_ENTRY = ['src', 'cli', 'main.ts'] as const;
+
 /** A file the build read, as it was when read. */
 export interface BuildSource {
   /** Relative to the installation, with `/`. */
@@ -36,6 +39,15 @@ export interface DaemonEntry {
   why?: string;
 }
 
+/** The record in `buildDir`, as far as it parses; undefined when there is none. */
+export function readBuildRecord(buildDir: string): Partial<BuildRecord> | undefined {
+  try {
+    return JSON.parse(readFileSync(join(buildDir, BUILD_RECORD), 'utf8')) as Partial<BuildRecord>;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The built daemon (`dist/daemon/main.js`) when it was built from the sources as they are now,
  * else the TypeScript sources: any file the build read with another modification time or size
@@ -45,15 +57,11 @@ export interface DaemonEntry {
  * `stat` per source file (~340, ~1 ms).
  */
 export function daemonEntry(installDir: string, env: Readonly<Record<string, string | undefined>>, buildDir = join(installDir, ...BUILD_DIR)): DaemonEntry {
-  const sources = join(installDir, 'src', 'cli', 'main.ts');
+  const sources = join(installDir, ...SOURCE_ENTRY);
   if (env['LOOM_FROM_SOURCES'] === '1') return { path: sources, built: false, why: 'LOOM_FROM_SOURCES=1' };
   const built = join(buildDir, 'main.js');
-  let record: Partial<BuildRecord>;
-  try {
-    record = JSON.parse(readFileSync(join(buildDir, BUILD_RECORD), 'utf8')) as Partial<BuildRecord>;
-  } catch {
-    return { path: sources, built: false, why: 'not built (npm run build)' };
-  }
+  const record = readBuildRecord(buildDir);
+  if (record === undefined) return { path: sources, built: false, why: 'not built (npm run build)' };
   if (!Array.isArray(record.sources)) return { path: sources, built: false, why: `${BUILD_RECORD} is not a build record` };
   if (!existsSync(built)) return { path: sources, built: false, why: 'the build has no main.js' };
   // Joined by hand: a path.join for each of ~350 files is enough to get path's internals optimized
