@@ -75,3 +75,17 @@ export function daemonEntry(installDir: string, env: Readonly<Record<string, str
   }
   return { path: built, built: true };
 }
+
+/**
+ * Why a process started from the sources runs them, for the daemon's start line: `entry`'s reason
+ * (what `bin/loom.js` went by), or, when the build is up to date, that the sources were started
+ * directly. With it, a hint when the sources run only because the build is missing or out of
+ * date, which `npm run build` mends; none when they were asked for (`LOOM_FROM_SOURCES=1`).
+ */
+export function sourcesNote(entry: DaemonEntry): { why: string; hint?: string } {
+  if (entry.built) return { why: 'started from the sources, not through bin/loom.js' };
+  const why = entry.why ?? 'not built (npm run build)';
+  if (why === 'LOOM_FROM_SOURCES=1') return { why };
+  return { why, hint: `running from the TypeScript sources (${why}); \`npm run build\` brings back the built daemon's faster, lighter start` };
+}
+

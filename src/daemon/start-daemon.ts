@@ -1,6 +1,7 @@
 import { createSystemClock } from '../clock/index.ts';
 import type { Config, LoomHome } from '../config/index.ts';
-import { RUNS_BUILT } from '../config/installation.ts';
+import { daemonEntry, sourcesNote } from '../config/daemon-build.ts';
+import { INSTALL_DIR, RUNS_BUILT } from '../config/installation.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { LogRing } from '../logging/index.ts';
@@ -70,11 +71,14 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     host.cluster.setUrl(info.url);
     await writeDaemonFile(home, info);
     const keys = modelKeysIn(env);
+    // Which code runs, and why the sources when they do (a stat per source file: only then).
+    const sources = RUNS_BUILT ? undefined : sourcesNote(daemonEntry(INSTALL_DIR, env));
+    const listening = keys.found.length === 0
+      ? `Loom is listening at ${info.url}. No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it).`
+      : `Loom is listening at ${info.url}.`;
     logger.info(
-      { url: info.url, agents: host.kernel.list().length, running: host.report.running, keys: keys.found, code: RUNS_BUILT ? 'built' : 'sources' },
-      keys.found.length === 0
-        ? `Loom is listening at ${info.url}. No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it).`
-        : `Loom is listening at ${info.url}.`,
+      { url: info.url, agents: host.kernel.list().length, running: host.report.running, keys: keys.found, code: RUNS_BUILT ? 'built' : 'sources', ...(sources === undefined ? {} : { sources_why: sources.why }) },
+      sources?.hint === undefined ? listening : `${listening} Note: ${sources.hint}.`,
     );
     if (host.cluster.store === 'postgres') {
       logger.info(

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BUILD_RECORD, type BuildRecord, type BuildSource, daemonEntry } from '../../src/config/daemon-build.ts';
+import { BUILD_RECORD, type BuildRecord, type BuildSource, daemonEntry, sourcesNote } from '../../src/config/daemon-build.ts';
 
 // An installation on disk: two source files and, when built, dist/daemon/ with its record.
 let root: string;
@@ -79,5 +79,24 @@ describe('which code bin/loom.js runs', () => {
     writeBuild(record());
     expect(daemonEntry(root, { LOOM_FROM_SOURCES: '1' })).toEqual({ path: sourceMain(), built: false, why: 'LOOM_FROM_SOURCES=1' });
     expect(daemonEntry(root, { LOOM_FROM_SOURCES: '0' })).toMatchObject({ built: true });
+  });
+});
+
+describe("what the daemon's start line says of the sources it runs", () => {
+  it('says why, and how to get the build back, when the sources run because the build is out of date or missing', () => {
+    writeBuild(record());
+    writeSource('src/kernel/kernel.ts', BUILT_AT + 1_000);
+    expect(sourcesNote(daemonEntry(root, {}))).toEqual({
+      why: 'src/kernel/kernel.ts changed since the build',
+      hint: "running from the TypeScript sources (src/kernel/kernel.ts changed since the build); `npm run build` brings back the built daemon's faster, lighter start",
+    });
+    rmSync(join(root, 'dist'), { recursive: true });
+    expect(sourcesNote(daemonEntry(root, {})).hint).toContain('(not built (npm run build))');
+  });
+
+  it('gives no hint when the sources were asked for, and says when they were started directly beside an up-to-date build', () => {
+    writeBuild(record());
+    expect(sourcesNote(daemonEntry(root, { LOOM_FROM_SOURCES: '1' }))).toEqual({ why: 'LOOM_FROM_SOURCES=1' });
+    expect(sourcesNote(daemonEntry(root, {}))).toEqual({ why: 'started from the sources, not through bin/loom.js' });
   });
 });

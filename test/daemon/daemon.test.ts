@@ -114,7 +114,7 @@ describe('the daemon', () => {
     await waitForDaemon();
     forced.child.kill('SIGTERM');
     expect(await forced.exited).toBe(0);
-    expect(forced.stdout()).toContain('"code":"sources"');
+    expect(forced.stdout()).toContain('"code":"sources","sources_why":"LOOM_FROM_SOURCES=1"');
   });
 
   it('prints readable lines with --log-format pretty (time, level, message) while the log file keeps JSON lines', async () => {
