@@ -135,8 +135,10 @@ function measureCommitFloor(path: string, withTool: boolean): number[] {
  * a Loom session grows by, so both sides send the model the same history. Nothing is persisted
  * or checked. With `singlePrompt`, every call sends just "hello" (the cheapest possible call);
  * with `request`, every call also carries the system prompt and tools Loom sent (the same request).
+ * With `perStep`, the SDK is called once per step, as Loom calls it (its loop runs the tool
+ * between two calls), instead of running its own multi-step loop.
  */
-async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill = 0, request?: ModelRequest): Promise<number[]> {
+async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill = 0, request?: ModelRequest, perStep = false): Promise<number[]> {
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
   // The same answer Loom's agent_list gives the kernel's turners, so both sides carry the same history.
   const listed = Array.from({ length: AGENTS }, (_, index) => `turner-${index} (running)`).join('\n');
@@ -149,6 +151,11 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
     const history = conversations[turn % AGENTS] ?? [];
     const started = performance.now();
     history.push({ role: 'user', content: 'hello' });
+    if (perStep) {
+      await perStepTurn(model, history, request, listed);
+      if (turn >= WARMUP) durations.push(performance.now() - started);
+      continue;
+    }
     // The bare SDK's own multi-step loop runs the tool.
     const result = await generateText({
       model,
@@ -163,6 +170,22 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
   return durations;
 }
 
+/**
+ * One turn with the SDK called once per step (at most three), as Loom's loop calls it: the tools
+ * are offered without `execute`, and the call's result (`listed`) is added between two calls.
+ */
+async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], request: ModelRequest | undefined, listed: string): Promise<void> {
+  const tools: ToolSet = Object.fromEntries(
+    (request?.tools ?? []).map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) })]),
+  );
+  for (let step = 0; step < 3; step += 1) {
+    const result = await generateText({ model, messages: [...history], ...(request?.system === undefined ? {} : { system: request.system }), maxRetries: 0, tools });
+    history.push(...result.response.messages);
+    if (result.toolCalls.length === 0) return;
+    history.push({ role: 'tool', content: result.toolCalls.map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: listed } })) });
+  }
+}
+
 async function compare(name: string, withTool: boolean): Promise<Record<string, unknown>> {
   const single = summarize(await measureBareTurns(withTool, true));
   const bare = summarize(await measureBareTurns(withTool));
@@ -171,6 +194,8 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
   const floor = summarize(measured.commitFloor);
   // The model asked exactly what Loom asked it (system prompt and tools too), by the bare SDK.
   const sameRequest = summarize(await measureBareTurns(withTool, false, 0, measured.request));
+  // The same request, with the SDK called once per step as Loom's loop calls it (a tool turn has two steps).
+  const perStep = withTool ? summarize(await measureBareTurns(withTool, false, 0, measured.request, true)) : undefined;
   // The same turns on a SQLite database in memory: what the commit's writes to the file cost.
   const memory = summarize((await measureKernelTurns(withTool, { databasePath: ':memory:' })).durations);
   const target = withTool ? 3 : 2;
@@ -191,14 +216,20 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     floor_ratio_vs_bare: floorRatio,
     loom_share_p50_ms: round(loom.p50_ms - sameRequest.p50_ms - floor.p50_ms),
     target_reachable_without_weakening: floorRatio <= target,
+    ...(perStep === undefined
+      ? {}
+      : {
+          bare_per_step_p50_ms: perStep.p50_ms,
+          per_step_floor_ratio_vs_bare: round((perStep.p50_ms + floor.p50_ms) / bare.p50_ms),
+          target_reachable_with_per_step_calls: (perStep.p50_ms + floor.p50_ms) / bare.p50_ms <= target,
+        }),
     in_memory_store_p50_ms: memory.p50_ms,
     in_memory_store_ratio_p50_vs_bare: round(memory.p50_ms / bare.p50_ms),
     bare_single_prompt_p50_ms: single.p50_ms,
     ratio_p50_vs_single_prompt: round(loom.p50_ms / single.p50_ms),
     target_ratio: target,
     target_ops_per_s: 2000,
-    includes:
-      'quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare',
+    includes: `quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare${withTool ? '; per step = the same request with the SDK called once per step, as Loom calls it, the tool result added between the calls; per-step floor ratio = (per step + commit floor) / bare' : ''}`,
   };
 }
 
