@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import type { Config } from '../config/index.ts';
+import { UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
 import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
@@ -40,8 +41,10 @@ export interface A2aServerOptions {
   /** Largest JSON-RPC request body (default 4 MiB): larger ones are refused as an invalid request (-32600). */
   maxRequestBytes?: number;
   /**
-   * The caller of a request (from the API's auth: `c.get('principal')`); the owner when omitted
-   * or when it returns undefined.
+   * The caller of a request (from the API's auth: `c.get('principal')`). When it returns
+   * undefined (nobody authenticated, as on the public card paths), a request that would reach an
+   * agent or a task is refused: deny by default. Omitted, every request is the owner's: a server
+   * mounted without Loom's API in front, whose mounter authenticates.
    */
   callerOf?: (c: Context) => Caller | undefined;
   /**
@@ -242,8 +245,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     handlers.set(agent.name, built);
     return built;
   };
+  /** Who asks: see `callerOf`. @throws {UnauthorizedError} when a request reaching agents or tasks has nobody behind it. */
+  const callerFor = (c: Context): Caller => {
+    if (options.callerOf === undefined) return { kind: 'user', role: 'owner' };
+    const caller = options.callerOf(c);
+    if (caller === undefined) throw new UnauthorizedError('this A2A request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>" (only the agent cards are public)');
+    return caller;
+  };
   const contextOf = (c: Context, requestedVersion: string | undefined): ServerCallContext => {
-    const caller = options.callerOf?.(c) ?? { kind: 'user', role: 'owner' };
+    const caller = callerFor(c);
     const context = new ServerCallContext({ user: new LoomA2aUser(caller), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
     requestSignals.set(context, c.req.raw.signal);
     return context;
@@ -285,7 +295,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   const routes = new Hono();
-  routes.use(`${base}/*`, async (_c, next) => {
+  routes.use(`${base}/*`, async (c: Context, next) => {
+    // Nobody authenticated reaches no agent and no task (the cards above are the public part).
+    callerFor(c);
     await recovered;
     await next();
   });
@@ -431,7 +443,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const url = new URL(c.req.url);
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
     incoming.url = `${url.pathname.slice(base.length + 1 + agentSegment.length)}${url.search}`;
-    legacyRestCallers.set(incoming, options.callerOf?.(c) ?? { kind: 'user', role: 'owner' });
+    legacyRestCallers.set(incoming, callerFor(c));
     if (c.req.method === 'POST') {
       // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
       // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.

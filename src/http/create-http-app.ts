@@ -165,7 +165,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       principal = authenticator.authenticate(
         { authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), address },
         // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
-        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.path, config.a2a.listen_path)) },
+        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) },
       );
     } catch (error) {
       // A refused request still costs its address, so keys cannot be guessed at full speed.

@@ -98,6 +98,28 @@ describe('A2A tasks by key', () => {
   });
 });
 
+describe('A2A without a key', () => {
+  it('reaches no agent and no task, even through an agent named like the public card list: only the cards are public', async () => {
+    const spawned = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('agents', model.url) }));
+    expect(spawned.status).toBe(201);
+    const secret = await taskOf(await a2aClient('private', 'admin-secret'), 'the private plan');
+    const rpc = (method: string, params: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const send = await api.request('/a2a/agents', rpc('message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] } }));
+    expect(send.status).toBe(401);
+    expect(await send.text()).toContain('needs an API key');
+    const list = await api.request('/a2a/agents/', rpc('ListTasks', {}, { 'a2a-version': '1.0' }));
+    expect(list.status).toBe(401);
+    expect(await list.text()).not.toContain(secret);
+    expect((await api.request(`/a2a/tasks/${secret}`)).status).toBe(401);
+    // No turn ran for the agent named "agents".
+    const audit = (await (await api.request('/api/audit?agent=agents', as('admin-secret'))).json()) as { type: string }[];
+    expect(audit.map((row) => row.type)).not.toContain('turn-finish');
+    // The cards stay public.
+    expect((await api.request('/a2a/agents')).status).toBe(200);
+    expect((await api.request('/a2a/agents/.well-known/agent-card.json')).status).toBe(200);
+  });
+});
+
 describe('API reads by key', () => {
   it('/api/audit and /api/usage show a user key only the agents it reaches', async () => {
     model.script([{ text: 'one' }, { text: 'two' }]);
