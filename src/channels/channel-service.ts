@@ -233,15 +233,17 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
   /**
    * A person's decision on an approval, from a button or the reply command: taken only from the
-   * channel's `approvers`; the decision is the kernel's, recorded as by `<channel>:<user id>`.
-   * Returns what to tell them.
+   * channel's `approvers`, and only on the channel's own agent's requests (an approver of one
+   * agent's channel decides nothing of another's, whatever id they give); the decision is the
+   * kernel's, recorded as by `<channel>:<user id>`. Returns what to tell them.
    */
   async function decideApproval(config: ChannelConfig, user: { id: string; name: string | null }, verb: string, reference: string): Promise<string> {
     if (!config.policy.approvers.includes(user.id)) {
       await auditRefused(config, user, 'an approval decision from someone not in the channel\'s approvers');
       return 'Only the approvers of this channel may decide that.';
     }
-    const pending = (await kernel.approvals.list('pending')).filter((approval) => approval.id.startsWith(reference.toLowerCase()));
+    const agentId = agentIdOf(config);
+    const pending = (await kernel.approvals.list('pending')).filter((approval) => approval.agentId === agentId && approval.id.startsWith(reference.toLowerCase()));
     const [approval] = pending;
     if (approval === undefined || pending.length > 1) return pending.length > 1 ? `"${reference}" names more than one request; give more of its id.` : 'That request is no longer waiting.';
     const approved = verb.toLowerCase() === 'approve';

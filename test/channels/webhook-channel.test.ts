@@ -111,6 +111,26 @@ describe('a webhook channel', () => {
     expect(received[3]?.body.text).toBe('Done.');
   });
 
+  it("lets an approver decide only the channel's own agent's requests, not another agent's, whatever id they give", async () => {
+    await start({ approvers: ['u-ada'] });
+    await host.kernel.spawn(manifest(`name = "admin"\n[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'owned.txt', content: 'x' } }] }, { text: 'Not written.' }]);
+    const turn = host.kernel.send('admin', 'Write it');
+    let pending = await host.kernel.approvals.list('pending');
+    for (let round = 0; round < 200 && pending.length === 0; round += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      pending = await host.kernel.approvals.list('pending');
+    }
+    const [request] = pending;
+    expect(request?.tool).toBe('file_write');
+    await post(fromAda('m-1', `approve ${(request?.id ?? '').slice(0, 8)}`));
+    await host.channels.idle();
+    expect(received.at(-1)?.body.text).toBe('That request is no longer waiting.');
+    expect((await host.kernel.approvals.list('pending')).map((approval) => approval.id)).toEqual([request?.id]);
+    await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'not now' });
+    expect((await turn).text).toBe('Not written.');
+  });
+
   it('tells the conversation that an approval waits for the owner when the channel has no approvers', async () => {
     await start({}, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
