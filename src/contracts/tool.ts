@@ -10,6 +10,12 @@ export interface ToolAgent {
   name: string;
   /** The agent's workspace folder, absolute; relative paths in tool input resolve here. */
   workspace: string;
+  /**
+   * Set for a child agent, whose workspace was pinned to its real path when it was spawned: the
+   * free access to the workspace holds only while it still resolves to that path, so a symbolic
+   * link put in its path afterwards does not widen it.
+   */
+  pinnedWorkspace?: boolean;
   /** The capabilities the agent holds, for tools that explain a refusal. */
   capabilities: readonly Capability[];
   /** `[exec_policy]`; every field true when the manifest has none. */

@@ -91,6 +91,12 @@ export interface ConfinementContext {
   now: number;
   /** `[models.aliases]` of config.toml, for `[emergent]`'s judge models. */
   aliases?: Readonly<Record<string, ModelTarget>> | undefined;
+  /**
+   * An absolute, normal path with the symbolic links on the way resolved, as far as it exists
+   * (the kernel's `realPathAsFar`): workspaces are compared, and a child's pinned, as the file
+   * tools will see them. Without it, paths are taken as written.
+   */
+  realPath?: ((path: string) => string) | undefined;
 }
 
 /** The parent as the check sees it: its stored manifest and the capabilities it holds. */
@@ -241,7 +247,10 @@ function costLimit(child: number, parent: number, report: Report): number {
  * parent's workspace, or be a folder the parent may both read and write by its grants (the
  * folder itself and everything in it):
  * everything inside a workspace needs no grant, so the child may reach nothing there that the
- * parent cannot.
+ * parent cannot. Both are compared by their real paths (`context.realPath`), and the child's is
+ * pinned to its own: a symbolic link in the parent's workspace (`repo/escape -> /`) cannot make
+ * the whole disk the child's workspace. A link put in the pinned path later is the file tools'
+ * to refuse (see `ToolAgent.pinnedWorkspace`).
  */
 function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): string {
   const written = child.workspace;
@@ -251,12 +260,15 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
       : written.startsWith('~') || isAbsolute(written)
         ? context.workspaceOf({ name: child.name, workspace: written })
         : join(parentWorkspace, written);
-  const workspace = normalizeFilePath(resolved);
-  if (workspace === undefined) {
+  const normal = normalizeFilePath(resolved);
+  if (normal === undefined) {
     report('workspace', `${JSON.stringify(written)} does not resolve to an absolute path`);
     return resolved;
   }
-  const inside = workspace === parentWorkspace || workspace.startsWith(`${parentWorkspace === '/' ? '' : parentWorkspace}/`);
+  const real = context.realPath ?? ((path: string) => path);
+  const workspace = real(normal);
+  const parentReal = real(parentWorkspace);
+  const inside = workspace === parentReal || workspace.startsWith(`${parentReal === '/' ? '' : parentReal}/`);
   if (inside) return workspace;
   const everything = `${workspace === '/' ? '' : workspace}/*`;
   // The folder itself as well as what is in it: listing a workspace needs no grant either.
@@ -265,7 +277,7 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
   if (!covered('file_read') || !covered('file_write')) {
     report(
       'workspace',
-      `${JSON.stringify(workspace)} lies outside the parent's workspace ${JSON.stringify(parentWorkspace)} and outside what its [capabilities].file_read and file_write grant; ` +
+      `${JSON.stringify(workspace)}${workspace === normal ? '' : ` (${JSON.stringify(normal)} through its symbolic links)`} lies outside the parent's workspace ${JSON.stringify(parentReal)} and outside what its [capabilities].file_read and file_write grant; ` +
         `leave workspace out (the child then works in ${JSON.stringify(join(parentWorkspace, CHILD_WORKSPACES_FOLDER, child.name))}) or choose a folder inside the parent's`,
     );
   }

@@ -222,7 +222,7 @@ export interface ToolPolicy {
  * the one place a manifest's exec policy, tool lists, approvals and tool settings become what
  * the tool runner enforces.
  */
-export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities'>, workspace: string, chain: readonly string[]): ToolPolicy {
+export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities' | 'parentId'>, workspace: string, chain: readonly string[]): ToolPolicy {
   const { manifest } = entry;
   const policy = manifest.exec_policy;
   return {
@@ -230,6 +230,7 @@ export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' 
       id: entry.id,
       name: entry.name,
       workspace,
+      ...(entry.parentId === null ? {} : { pinnedWorkspace: true }),
       capabilities: entry.capabilities,
       execPolicy: {
         allow_shell: policy?.allow_shell ?? true,

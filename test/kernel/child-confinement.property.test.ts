@@ -153,7 +153,7 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
       },
     },
   });
-  const policy = toolPolicyOf(view, host.runtime.workspaceOf({ name: view.name, workspace: view.manifest.workspace }), []);
+  const policy = toolPolicyOf({ ...view, parentId: view.parent }, host.runtime.workspaceOf({ name: view.name, workspace: view.manifest.workspace }), []);
   const outcome = await runner.run(
     { toolCallId: 'call', toolName: call.tool, input: call.input },
     { agent: policy.agent, filter: policy.filter, approvalRequiredFor: policy.approvalRequiredFor, settings: policy.settings, signal: AbortSignal.timeout(5_000) },

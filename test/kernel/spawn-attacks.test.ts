@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/runtime/index.ts';
@@ -66,6 +66,32 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(result.text).toContain('cannot spawn agent "reader" as a child of "boss"');
     expect(result.text).toMatch(/workspace "\/" lies outside the parent's workspace/);
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
+  });
+
+  it('refuses a workspace inside the parent\'s that a symbolic link takes outside it, and a link put in a child\'s workspace later gives it nothing', async () => {
+    await host.kernel.spawn(manifest(parent('')));
+    const outside = join(dir.path, 'outside');
+    await mkdir(outside, { recursive: true });
+    await writeFile(join(outside, 'secret.txt'), 'top secret');
+    const parentWorkspace = host.runtime.workspaceOf({ name: 'boss', workspace: undefined });
+    await mkdir(join(parentWorkspace, 'repo'), { recursive: true });
+    // As a cloned repository or an unpacked archive could bring one.
+    await symlink(outside, join(parentWorkspace, 'repo', 'escape'));
+
+    const refused = await spawnThroughModel(`name = "reader"\nworkspace = "repo/escape"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`);
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toContain(`workspace "${outside}" ("${join(parentWorkspace, 'repo', 'escape')}" through its symbolic links) lies outside the parent's workspace`);
+    expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
+
+    // A workspace inside is taken; a link put in its place afterwards widens nothing.
+    const spawned = await spawnThroughModel(`name = "reader"\nworkspace = "repo/later"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`);
+    expect(spawned.isError).toBe(false);
+    await rm(join(parentWorkspace, 'repo', 'later'), { recursive: true, force: true });
+    await symlink(outside, join(parentWorkspace, 'repo', 'later'));
+    const read = await host.kernel.runAgentTool('reader', 'file_read', { path: 'secret.txt' });
+    expect(read.isError).toBe(true);
+    expect(read.text).toContain(`agent "reader" is not granted [capabilities].file_read "${join(outside, 'secret.txt')}"`);
+    expect(read.text).not.toContain('top secret');
   });
 
   it('binds a child that leaves out the parent\'s [exec_policy] and tool_blocklist: its shell call is refused and never runs', async () => {

@@ -9,7 +9,7 @@ import { resolveToolPath } from './workspace-path.ts';
  * @throws {ToolInputError} for a path that cannot be resolved.
  */
 export async function requirePathCapability(kind: 'file_read' | 'file_write', path: string, context: ToolContext): Promise<Capability[]> {
-  const resolved = await resolveToolPath(path, context.agent.workspace, context.signal);
+  const resolved = await resolveToolPath(path, context.agent.workspace, context.signal, { pinned: context.agent.pinnedWorkspace === true });
   return resolved.insideWorkspace ? [] : [{ kind, pattern: resolved.real }];
 }
 

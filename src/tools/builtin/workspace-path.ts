@@ -9,7 +9,10 @@ const MAX_SYMLINK_HOPS = 40;
 export interface ResolvedToolPath {
   /** Absolute, with `..`, `.` and every symbolic link resolved (for a path that does not exist yet, as far as it exists). */
   real: string;
-  /** Whether `real` is the agent's workspace or inside it, the workspace resolved the same way. */
+  /**
+   * Whether `real` is the agent's workspace or inside it, the workspace resolved the same way
+   * (and, for a pinned workspace, still resolving to itself).
+   */
   insideWorkspace: boolean;
 }
 
@@ -29,7 +32,7 @@ export interface ResolvedToolPath {
  * await resolveToolPath('etc-link/passwd', '/ws', signal); // { real: '/etc/passwd', insideWorkspace: false }
  * ```
  */
-export async function resolveToolPath(inputPath: string, workspace: string, signal: AbortSignal): Promise<ResolvedToolPath> {
+export async function resolveToolPath(inputPath: string, workspace: string, signal: AbortSignal, options: { pinned?: boolean } = {}): Promise<ResolvedToolPath> {
   if (inputPath.includes('\0') || workspace.includes('\0')) {
     throw new ToolInputError(`cannot resolve path "${inputPath}": it contains a NUL character`);
   }
@@ -37,7 +40,9 @@ export async function resolveToolPath(inputPath: string, workspace: string, sign
   const absolute = isAbsolute(inputPath) ? inputPath : `${workspace}${sep}${inputPath}`;
   try {
     const [real, realWorkspace] = await Promise.all([realPathOf(absolute, signal, 0), realPathOf(resolve(workspace), signal, 0)]);
-    return { real, insideWorkspace: isInsideFolder(real, realWorkspace) };
+    // A pinned workspace (a child's) that no longer resolves to itself went through a link put in its path since.
+    const trusted = options.pinned !== true || realWorkspace === resolve(workspace);
+    return { real, insideWorkspace: trusted && isInsideFolder(real, realWorkspace) };
   } catch (error) {
     if (error instanceof ToolInputError || signal.aborted) {
       throw error;
