@@ -8,16 +8,18 @@
  * Host calls are synchronous for the module: the thread posts the call on `hostPort`, sleeps on
  * `signal` (a shared word) until the daemon has answered, and takes the answer off the port.
  */
-import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { devNull } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { HOST_CALL, HOST_MODULE, type PreparedModule } from './wasm-abi.ts';
+import { createWasiOutput } from './wasi-output.ts';
+import { HOST_CALL, HOST_MODULE, type PreparedModule, WASI_MODULE } from './wasm-abi.ts';
 import { WASM_PAGE_BYTES } from './wasm-binary.ts';
 
 /** What the daemon starts the thread with. */
 export interface WasmWorkerData {
-  /** A folder of the daemon's for a WASI module's stdin, stdout and stderr (removed with the thread). */
+  /** A folder of the daemon's for a WASI module's stdin, removed after each message and with the thread (stdout and stderr stay in memory). */
   scratch: string;
   hostPort: MessagePort;
   signal: SharedArrayBuffer;
@@ -148,34 +150,41 @@ function runCore(prepared: PreparedModule, request: string): string {
 }
 
 function runWasi(prepared: PreparedModule, request: string): string {
-  const paths = { stdin: join(data.scratch, 'stdin'), stdout: join(data.scratch, 'stdout'), stderr: join(data.scratch, 'stderr') };
-  writeFileSync(paths.stdin, request);
-  const fds = { stdin: openSync(paths.stdin, 'r'), stdout: openSync(paths.stdout, 'w+'), stderr: openSync(paths.stderr, 'w+') };
-  let memory: WebAssembly.Memory | undefined;
+  const stdinPath = join(data.scratch, 'stdin');
+  const bound: { exports?: CoreExports } = {};
+  const output = createWasiOutput({ maxReplyBytes: job.maxReplyBytes, memory: () => bound.exports?.memory, tooLarge: (message) => new Fault('too-large', message) });
+  const fds: number[] = [];
   try {
-    const wasi = new WASI({ version: 'preview1', args: [job.name], env: job.env, ...fds, returnOnExit: true });
-    const bound: { exports?: CoreExports } = {};
-    const instance = new WebAssembly.Instance(prepared.module, { ...wasi.getImportObject(), ...(prepared.hostCalls ? hostImports(() => bound.exports) : {}) });
+    writeFileSync(stdinPath, request);
+    fds.push(openSync(stdinPath, 'r'));
+    // Writes to stdout and stderr are answered in memory (wasi-output.ts), bounded as they
+    // happen; node:wasi gets the null device for them, so nothing else a module does with
+    // those descriptors (fd_allocate, fd_filestat_set_size) can reach the disk either.
+    fds.push(openSync(devNull, 'w'), openSync(devNull, 'w'));
+    const [stdin, stdout, stderr] = fds as [number, number, number];
+    const wasi = new WASI({ version: 'preview1', args: [job.name], env: job.env, stdin, stdout, stderr, returnOnExit: true });
+    const imports = { [WASI_MODULE]: output.imports(wasi.wasiImport as Record<string, WebAssembly.ImportValue>) };
+    const instance = new WebAssembly.Instance(prepared.module, { ...imports, ...(prepared.hostCalls ? hostImports(() => bound.exports) : {}) });
     bound.exports = instance.exports as unknown as CoreExports;
-    memory = bound.exports.memory;
     let code: number;
     try {
       code = wasi.start(instance);
     } catch (error) {
-      throw asFault(error, memory);
+      throw asFault(error, bound.exports.memory);
     }
-    const stderr = readFileSync(paths.stderr, 'utf8');
-    for (const line of stderr.split('\n')) if (line.trim() !== '') post({ type: 'log', message: line });
-    if (code !== 0) throw new Fault('exited', `the module exited with code ${code}${stderr.trim() === '' ? '' : `: ${stderr.trim().split('\n').slice(-3).join(' | ')}`}`);
-    const size = statSync(paths.stdout).size;
-    if (size > job.maxReplyBytes) throw new Fault('too-large', `the module's reply is ${size} bytes, over its limit of ${job.maxReplyBytes} ([code].max_reply_bytes)`);
+    if (code !== 0) {
+      const last = output.stderrLines().slice(-3);
+      throw new Fault('exited', `the module exited with code ${code}${last.length === 0 ? '' : `: ${last.map((line) => line.trim()).join(' | ')}`}`);
+    }
     try {
-      return decoder.decode(readFileSync(paths.stdout));
+      return decoder.decode(output.stdout());
     } catch {
       throw new Fault('protocol', "the module's reply is not UTF-8 text");
     }
   } finally {
-    for (const fd of Object.values(fds)) closeSync(fd);
+    for (const line of output.stderrLog()) post({ type: 'log', message: line });
+    for (const fd of fds) closeSync(fd);
+    rmSync(stdinPath, { force: true });
   }
 }
 
