@@ -68,9 +68,48 @@ export interface ReferenceScope {
   prev: JsonValue | undefined;
 }
 
-/** Thrown when a reference names a field the value does not have. */
+/**
+ * Thrown when a step's mapping cannot be resolved: a reference names a field the value does not
+ * have, or the input it builds is over {@link MAX_MAPPED_INPUT_CHARS}.
+ */
 export class MappingReferenceError extends Error {
   override readonly name = 'MappingReferenceError';
+}
+
+/**
+ * The most characters one compose step's resolved input may hold: the characters of its strings,
+ * keys and other scalars (JSON punctuation aside), whether written in the mapping or brought in by
+ * references. Ten times the largest body a web tool reads by default, so no real pipeline comes
+ * near it; a mapping that repeats a reference to multiply an output (`"$prev.output"` 4,000 times
+ * over a 50,000-character text would be 200 MB) fails here, counted as it resolves, before the
+ * text is built.
+ */
+export const MAX_MAPPED_INPUT_CHARS = 10_000_000;
+
+/** Counts a step's input as it is resolved; throws once it passes {@link MAX_MAPPED_INPUT_CHARS}. */
+class InputBudget {
+  #used = 0;
+
+  add(chars: number): void {
+    this.#used += chars;
+    if (this.#used > MAX_MAPPED_INPUT_CHARS) {
+      throw new MappingReferenceError(
+        `cannot build the input: its mapping resolves to more than ${MAX_MAPPED_INPUT_CHARS.toLocaleString('en-US')} characters, the limit for one step's input (MAX_MAPPED_INPUT_CHARS); refer to a large value once, not many times`,
+      );
+    }
+  }
+
+  /** Counts a value brought in whole, stopping as soon as the limit is passed. */
+  addValue(value: JsonValue): void {
+    if (typeof value === 'string') this.add(value.length);
+    else if (Array.isArray(value)) for (const item of value) this.addValue(item);
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        this.add(key.length);
+        this.addValue(item);
+      }
+    } else this.add(String(value).length);
+  }
 }
 
 function lookup(reference: Reference, scope: ReferenceScope): JsonValue {
@@ -83,29 +122,42 @@ function lookup(reference: Reference, scope: ReferenceScope): JsonValue {
   return value;
 }
 
-function resolveValue(value: JsonValue, scope: ReferenceScope): JsonValue {
+function resolveValue(value: JsonValue, scope: ReferenceScope, budget: InputBudget): JsonValue {
   if (typeof value === 'string') {
     const found = referencesIn(value);
-    if (found.length === 1 && found[0]?.text === value) return lookup(found[0], scope);
+    if (found.length === 1 && found[0]?.text === value) {
+      const resolved = lookup(found[0], scope);
+      budget.addValue(resolved);
+      return resolved;
+    }
+    // The literal text first, then each reference's text as it is resolved: a mapping that
+    // multiplies a large value fails at the limit before the result is concatenated.
+    budget.add(value.length - found.reduce((sum, reference) => sum + reference.text.length, 0));
     return found.length === 0 ? value : value.replace(REFERENCE, (text) => {
       const resolved = lookup(referencesIn(text)[0] as Reference, scope);
+      budget.addValue(resolved);
       return typeof resolved === 'string' ? resolved : JSON.stringify(resolved);
     });
   }
-  if (Array.isArray(value)) return value.map((item) => resolveValue(item, scope));
+  if (Array.isArray(value)) return value.map((item) => resolveValue(item, scope, budget));
   if (value !== null && typeof value === 'object') {
     const resolved: JsonObject = {};
     // Defined, not assigned: a key "__proto__" stays a key.
-    for (const [key, item] of Object.entries(value)) Object.defineProperty(resolved, key, { value: resolveValue(item, scope), enumerable: true, writable: true, configurable: true });
+    for (const [key, item] of Object.entries(value)) {
+      budget.add(key.length);
+      Object.defineProperty(resolved, key, { value: resolveValue(item, scope, budget), enumerable: true, writable: true, configurable: true });
+    }
     return resolved;
   }
+  budget.add(String(value).length);
   return value;
 }
 
 /**
  * A step's input from its mapping.
- * @throws {MappingReferenceError} when a reference names a field the value does not have.
+ * @throws {MappingReferenceError} when a reference names a field the value does not have, or
+ * the input would be over {@link MAX_MAPPED_INPUT_CHARS} (thrown before it is built).
  */
 export function resolveMapping(mapping: JsonObject, scope: ReferenceScope): JsonObject {
-  return resolveValue(mapping, scope) as JsonObject;
+  return resolveValue(mapping, scope, new InputBudget()) as JsonObject;
 }

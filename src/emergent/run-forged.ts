@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue, ToolBox, ToolResult } from '../contracts/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
+import { MAX_REDIRECTS, REDIRECT_STATUSES, redirectedRequest, type WebRequest } from '../tools/index.ts';
 import { fetchDomainCovers } from './fetch-domain.ts';
 import type { ComposeStep } from './forge-request.ts';
 import { MappingReferenceError, resolveMapping } from './references.ts';
@@ -42,38 +43,66 @@ export async function runCompose(steps: readonly ComposeStep[], input: JsonObjec
  * The host bridges a sandboxed tool gets: only the APIs both its allowlist and the agent's
  * `allowed_sandbox_apis` name. `fetch` is the agent's `http_request` tool and `fs.readFile` its
  * `file_read`, both through `toolbox`, so capabilities, exec policy, the address guard and the
- * audit log apply; a fetch must also name a host in `fetch_domain_allowlist` (empty: none).
+ * audit log apply. Every hop of a fetch must name a host in `fetch_domain_allowlist` (empty:
+ * none): the bridge asks `http_request` not to follow redirects and follows them itself, checking
+ * each one before it is requested (each is then a tool call, with its `net_connect` and the
+ * address guard checked again). A refused host fails the fetch and is reported as `fetch-domain`.
  */
 export function sandboxBridges(allowlist: readonly string[], settings: EmergentSettings, toolbox: ToolBox, onRefusal: (kind: 'fetch-domain' | 'bridge-refused', reason: string) => void): SandboxBridges {
   const allowed = (api: string): boolean => allowlist.includes(api) && (settings.allowed_sandbox_apis as readonly string[]).includes(api);
+  const domains = settings.fetch_domain_allowlist;
+  const refuseOutside = (hop: WebRequest, redirectedFrom: string | undefined): void => {
+    const host = hop.url.hostname;
+    if (domains.some((pattern) => fetchDomainCovers(pattern, host))) return;
+    const reason = `fetch to "${host}" refused${redirectedFrom === undefined ? '' : ` (a redirect from "${redirectedFrom}")`}: not in [emergent].fetch_domain_allowlist${domains.length === 0 ? ' (it is empty)' : ` (${domains.join(', ')})`}`;
+    onRefusal('fetch-domain', reason);
+    throw new Error(reason);
+  };
   const bridges: SandboxBridges = {};
   if (allowed('fetch')) {
     bridges.fetch = async (request) => {
-      let host: string;
+      let hop: WebRequest;
       try {
-        host = new URL(request.url).hostname;
+        hop = { url: new URL(request.url), method: request.method, headers: request.headers, body: request.body };
       } catch {
         throw new Error(`fetch("${request.url}") refused: not an absolute URL`);
       }
-      if (!settings.fetch_domain_allowlist.some((pattern) => fetchDomainCovers(pattern, host))) {
-        const reason = `fetch to "${host}" refused: not in [emergent].fetch_domain_allowlist${settings.fetch_domain_allowlist.length === 0 ? ' (it is empty)' : ` (${settings.fetch_domain_allowlist.join(', ')})`}`;
-        onRefusal('fetch-domain', reason);
-        throw new Error(reason);
+      refuseOutside(hop, undefined);
+      for (let redirects = 0; ; redirects += 1) {
+        const result = await toolbox.invoke('http_request', { url: hop.url.href, method: hop.method, headers: hop.headers, ...(hop.body === undefined ? {} : { body: hop.body }), redirect: 'manual' });
+        if (result.isError === true) {
+          onRefusal('bridge-refused', `fetch("${hop.url.href}"): ${result.text}`);
+          throw new Error(result.text);
+        }
+        const structured = result.structured ?? {};
+        const status = typeof structured['status'] === 'number' ? structured['status'] : 0;
+        const headers = structured['headers'];
+        const responseHeaders: Record<string, string> = headers !== null && typeof headers === 'object' && !Array.isArray(headers) ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])) : {};
+        const location = responseHeaders['location'];
+        if (!REDIRECT_STATUSES.has(status) || location === undefined) {
+          return {
+            url: typeof structured['url'] === 'string' ? structured['url'] : hop.url.href,
+            status,
+            statusText: '',
+            headers: responseHeaders,
+            body: typeof structured['body'] === 'string' ? structured['body'] : result.text,
+          };
+        }
+        let target: URL;
+        try {
+          target = new URL(location, hop.url);
+        } catch {
+          throw new Error(`fetch("${request.url}") failed: "${hop.url.href}" redirects to "${location}", which is not a URL`);
+        }
+        if (redirects >= MAX_REDIRECTS) {
+          const reason = `fetch("${request.url}") failed: more than ${MAX_REDIRECTS} redirects (last to "${target.href}")`;
+          onRefusal('bridge-refused', reason);
+          throw new Error(reason);
+        }
+        const from = hop.url.href;
+        hop = redirectedRequest(hop, status, target);
+        refuseOutside(hop, from);
       }
-      const result = await toolbox.invoke('http_request', { url: request.url, method: request.method, headers: request.headers, ...(request.body === undefined ? {} : { body: request.body }) });
-      if (result.isError === true) {
-        onRefusal('bridge-refused', `fetch("${request.url}"): ${result.text}`);
-        throw new Error(result.text);
-      }
-      const structured = result.structured ?? {};
-      const headers = structured['headers'];
-      return {
-        url: typeof structured['url'] === 'string' ? structured['url'] : request.url,
-        status: typeof structured['status'] === 'number' ? structured['status'] : 0,
-        statusText: '',
-        headers: headers !== null && typeof headers === 'object' && !Array.isArray(headers) ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])) : {},
-        body: typeof structured['body'] === 'string' ? structured['body'] : result.text,
-      };
     };
   }
   if (allowed('fs.readFile')) {

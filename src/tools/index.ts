@@ -33,6 +33,8 @@ export {
   webSearchTool,
 };
 export { explainShellRefusal } from './builtin/shell-refusal.ts';
+// The redirect rules of the web tools, for a caller that follows redirects itself (a forged tool's `fetch`).
+export { MAX_REDIRECTS, REDIRECT_STATUSES, redirectedRequest, type WebRequest } from './builtin/web-request.ts';
 export { LOG_TOOLS } from './builtin/log-tools.ts';
 // How MCP servers' tools are named (spec/05), here so that packages and capabilities can name
 // them without loading the MCP SDK.

@@ -12,6 +12,11 @@ const HttpRequestInput = z.strictObject({
     .describe('The HTTP method; GET when omitted.'),
   headers: z.record(z.string(), z.string()).default({}).describe('Request headers.'),
   body: z.string().optional().describe('The request body, as text.'),
+  redirect: z
+    .enum(['follow', 'manual'])
+    // Optional, not defaulted: callers that build the input themselves need not name it.
+    .optional()
+    .describe('"follow" (the default) follows up to 5 redirects; "manual" returns a redirect response as it is, with its location header.'),
 });
 
 /** Response headers worth showing a model; the rest are noise. */
@@ -29,9 +34,10 @@ const SHOWN_HEADERS = [
 ];
 
 /**
- * `http_request {url, method, headers, body}`: any HTTP method through the same SSRF guard and
- * redirect rules as web_fetch. Returns the status, selected headers and the body as text, cut
- * at `max_content_bytes`; an HTTP error status is data here, not an error result. Settings
+ * `http_request {url, method, headers, body, redirect}`: any HTTP method through the same SSRF
+ * guard and redirect rules as web_fetch. Returns the status, selected headers and the body as
+ * text, cut at `max_content_bytes`; an HTTP error status is data here, not an error result. With
+ * `redirect: "manual"` a redirect is returned as it is, not followed. Settings
  * (`[tools.http_request]`): `max_content_bytes` (default 1,000,000), `timeout_seconds`
  * (default 30).
  */
@@ -46,7 +52,7 @@ export const httpRequestTool: Tool<z.output<typeof HttpRequestInput>> = {
       const settings = readWebSettings('http_request', context.settings);
       const response = await sendWebRequest(
         { url: parseWebUrl(input.url), method: input.method.toUpperCase(), headers: input.headers, body: input.body },
-        { agent: context.agent, signal: context.signal, settings },
+        { agent: context.agent, signal: context.signal, settings, redirect: input.redirect },
       );
       const type = mediaType(response.headers);
       const headers: Record<string, string> = {};

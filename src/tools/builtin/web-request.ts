@@ -21,7 +21,8 @@ export const DEFAULT_WEB_TIMEOUT_SECONDS = 30;
 /** Redirects followed before a request fails. */
 export const MAX_REDIRECTS = 5;
 
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** The statuses whose `location` a client follows. */
+export const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 /** Headers that carry credentials: dropped when a redirect leaves the origin. */
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 /** Headers the client sets itself; a caller's values are ignored. */
@@ -77,12 +78,18 @@ export interface WebRequestOptions {
   agent: ToolAgent;
   signal: AbortSignal;
   settings: WebSettings;
+  /**
+   * `follow` (the default) follows redirects here; `manual` returns a redirect response as it is
+   * (status and `location`), for a caller that must vet every hop itself, as a forged tool's
+   * sandboxed `fetch` does against `[emergent].fetch_domain_allowlist`.
+   */
+  redirect?: 'follow' | 'manual' | undefined;
 }
 
 /**
- * Sends `request` and follows up to MAX_REDIRECTS redirects. The first hop's `net_connect` is
- * the tool's `requires` (the runner checked it); every later hop is checked here against the
- * agent's grants. Every hop goes through the SSRF guard.
+ * Sends `request` and follows up to MAX_REDIRECTS redirects (none with `redirect: 'manual'`).
+ * The first hop's `net_connect` is the tool's `requires` (the runner checked it); every later hop
+ * is checked here against the agent's grants. Every hop goes through the SSRF guard.
  *
  * Throws CapabilityDeniedError for a redirect to a host the agent is not granted,
  * NetAddressRefusedError for a refused address, WebRequestError for anything on the wire
@@ -105,7 +112,7 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
       const addresses = await vetDestination(url, options.agent.capabilities, signal);
       const response = await requestPinned(url, { method, headers, body, addresses, signal });
       const location = response.headers.location;
-      if (!REDIRECT_STATUSES.has(response.statusCode ?? 0) || location === undefined) {
+      if (!REDIRECT_STATUSES.has(response.statusCode ?? 0) || location === undefined || options.redirect === 'manual') {
         const read = await readBody(response, options.settings.maxContentBytes);
         return {
           url,
@@ -122,19 +129,10 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
           details: { url: request.url.href, redirects: MAX_REDIRECTS },
         });
       }
-      const next = parseWebUrl(new URL(location, url).href);
-      if (next.origin !== url.origin) {
-        headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.includes(name.toLowerCase())));
-      }
-      // As browsers do: 303 always, and 301/302 after a POST, turn into a GET without a body.
-      const status = response.statusCode ?? 0;
-      if (status === 303 || ((status === 301 || status === 302) && method.toUpperCase() === 'POST')) {
-        method = method.toUpperCase() === 'HEAD' ? 'HEAD' : 'GET';
-        body = undefined;
-        headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !name.toLowerCase().startsWith('content-')));
-      }
+      const next = redirectedRequest({ url, method, headers, body }, response.statusCode ?? 0, parseWebUrl(new URL(location, url).href));
       redirects.push(url);
-      url = next;
+      ({ url, method, body } = next);
+      headers = { ...next.headers };
     }
   } catch (error) {
     if (signal.aborted) {
@@ -148,6 +146,22 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
     const message = error instanceof Error ? error.message : String(error);
     throw new WebRequestError(`cannot fetch "${url.href}": ${code ?? message}`, { cause: error, details: { url: url.href }, isRetryable: true });
   }
+}
+
+/**
+ * The request a redirect (`status`, to `next`) turns `request` into: credentials dropped when the
+ * origin changes; as browsers do, 303 always, and 301/302 after a POST, turn into a GET (a HEAD
+ * stays one) without a body or its `content-*` headers. Shared by `sendWebRequest` and by a
+ * caller that follows redirects itself (a forged tool's sandboxed `fetch`).
+ */
+export function redirectedRequest(request: WebRequest, status: number, next: URL): WebRequest {
+  let headers = { ...request.headers };
+  if (next.origin !== request.url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.includes(name.toLowerCase())));
+  const method = request.method.toUpperCase();
+  if (status === 303 || ((status === 301 || status === 302) && method === 'POST')) {
+    return { url: next, method: method === 'HEAD' ? 'HEAD' : 'GET', headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !name.toLowerCase().startsWith('content-'))) };
+  }
+  return { url: next, method: request.method, headers, body: request.body };
 }
 
 async function readBody(response: IncomingMessage, maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
