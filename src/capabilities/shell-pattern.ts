@@ -13,6 +13,21 @@ import { splitCommandArgv, splitShellWords } from './shell-words.ts';
  * that is `*` alone means any command, as spec/01's `ShellExec("*")` does.
  */
 
+/** Whether `text` holds a `..` path segment (`..`, `../x`, `x/..`, `x/../y`). */
+function hasParentSegment(text: string): boolean {
+  return text.split('/').includes('..');
+}
+
+/**
+ * Whether the glob word `word` allows the argument `argument`. A wildcard never stands for a `..`
+ * path segment: `cat /ws/*` allows `cat /ws/a.txt`, not `cat /ws/../etc/shadow`, which climbs out
+ * of the folder the grant names. An argument holding `..` is allowed only by a word that writes
+ * `..` itself.
+ */
+function matchesArgument(word: string, argument: string): boolean {
+  return matchesPattern(word, argument) && (!hasParentSegment(argument) || hasParentSegment(word));
+}
+
 /** A pattern word that stands for any number of whole arguments. */
 const ANY_ARGUMENTS = Symbol('**');
 
@@ -51,6 +66,7 @@ function parseShellPattern(pattern: string): ShellPatternWord[] | undefined {
  * ```ts
  * matchesShellCommand('cat /ws/*', 'cat /ws/a.txt'); // true
  * matchesShellCommand('cat /ws/*', 'cat /ws/a.txt /etc/shadow'); // false: "*" stays in its argument
+ * matchesShellCommand('cat /ws/*', 'cat /ws/../etc/shadow'); // false: "*" never stands for ".." 
  * matchesShellCommand('git **', 'git commit -m "fix bug"'); // true
  * matchesShellCommand('*', 'rm -rf /'); // true: "*" alone is any command
  * ```
@@ -71,7 +87,7 @@ function matchesWords(words: readonly ShellPatternWord[], argv: readonly string[
       next[end] =
         word === ANY_ARGUMENTS
           ? reached[end] === true || (end > 0 && next[end - 1] === true)
-          : end > 0 && reached[end - 1] === true && matchesPattern(word, argv[end - 1] as string);
+          : end > 0 && reached[end - 1] === true && matchesArgument(word, argv[end - 1] as string);
     }
     reached = next;
   }
@@ -110,7 +126,7 @@ export function shellPatternCovers(wider: string, narrower: string): boolean {
       next[end] =
         word === ANY_ARGUMENTS
           ? covered[end] === true || (end > 0 && next[end - 1] === true)
-          : taken !== undefined && taken !== ANY_ARGUMENTS && covered[end - 1] === true && patternCovers(word, taken);
+          : taken !== undefined && taken !== ANY_ARGUMENTS && covered[end - 1] === true && patternCovers(word, taken) && (!hasParentSegment(taken) || hasParentSegment(word));
     }
     covered = next;
   }

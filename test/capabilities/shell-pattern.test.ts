@@ -18,6 +18,23 @@ describe('matchesShellCommand() matches argument by argument', () => {
     expect(isGranted([shell('cat /ws/*')], shell('cat /ws/a.txt /etc/shadow'))).toBe(false);
   });
 
+  it('never lets a "*" stand for a ".." segment: "cat /ws/*" does not climb out of /ws', () => {
+    for (const command of ['cat /ws/../etc/shadow', 'cat /ws/a/../../etc/shadow', 'cat /ws/..', "cat '/ws/x/../../etc/hostname'"]) {
+      expect(matchesShellCommand('cat /ws/*', command)).toBe(false);
+      expect(isGranted([shell('cat /ws/*')], shell(command))).toBe(false);
+    }
+    expect(matchesShellCommand('cat /ws/*', 'cat /ws/a..b.txt')).toBe(true);
+    // A grant that writes ".." itself allows it; "**" stands for any arguments, ".." ones too.
+    expect(matchesShellCommand('cat /ws/../shared/*', 'cat /ws/../shared/a.txt')).toBe(true);
+    expect(matchesShellCommand('git **', 'git -C ../other status')).toBe(true);
+  });
+
+  it('does not let a child\'s grant that writes ".." pass under a parent\'s that does not', () => {
+    expect(shellPatternCovers('cat /ws/*', 'cat /ws/../*')).toBe(false);
+    expect(shellPatternCovers('cat /ws/*', 'cat /ws/sub/*')).toBe(true);
+    expect(shellPatternCovers('cat /ws/../*', 'cat /ws/../a.txt')).toBe(true);
+  });
+
   it('lets a "*" match inside one argument, slashes and spaces of a quoted argument included', () => {
     expect(matchesShellCommand('cat /ws/*', 'cat /ws/reports/q4.txt')).toBe(true);
     expect(matchesShellCommand('cat /ws/*', "cat '/ws/my notes.txt'")).toBe(true);
