@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { checkManifestText, detectManifestFormat, type ManifestFormat, type ManifestIssue } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
-import type { HttpEnv } from './http-context.ts';
+import { type HttpEnv, principalOf } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { MANIFEST_MEDIA_TYPES, mediaTypeOf } from './request-input.ts';
 
@@ -31,7 +31,9 @@ interface ManifestRoutesOptions {
  * The manifest routes, mounted at `/api/manifests`: `POST /validate` checks a manifest (TOML or
  * JSON, by content type or by its first character) without spawning anything, and answers 200
  * with every error at its line and the warnings a spawn would give (an editor calls it as the
- * user types). Any role may ask: it reveals nothing but the daemon's opinion of the text.
+ * user types). Any role may ask; the warnings about whether the agent could run here (model
+ * keys unset, a model server that does not answer) only the owner gets: they read the daemon's
+ * environment and make a request to the address the manifest names.
  */
 export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<HttpEnv> {
   const routes = new Hono<HttpEnv>();
@@ -45,7 +47,9 @@ export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<
     const format = MANIFEST_MEDIA_TYPES[type] ?? detectManifestFormat(text);
     const check = checkManifestText(text, format);
     const warnings = [...check.warnings];
-    if (check.manifest !== undefined && options.readiness !== undefined) {
+    // Whether it could run here asks the daemon's environment (which keys are set) and knocks on
+    // the model server it names, wherever that is: the owner's to ask, not any key's.
+    if (check.manifest !== undefined && options.readiness !== undefined && principalOf(c).role === 'owner') {
       warnings.push(...(await modelWarnings(check.manifest.name, check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS })));
     }
     const body: ManifestValidation = { valid: check.valid, format, errors: check.errors, warnings };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { type Message, Role, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -117,6 +118,32 @@ describe('A2A without a key', () => {
     // The cards stay public.
     expect((await api.request('/a2a/agents')).status).toBe(200);
     expect((await api.request('/a2a/agents/.well-known/agent-card.json')).status).toBe(200);
+  });
+});
+
+describe('manifest validation by key', () => {
+  it('tells only the owner whether the agent could run here: no probe of the model server a user key names, no word of which keys are set', async () => {
+    const knocks: string[] = [];
+    const listener = createServer((request, response) => {
+      knocks.push(request.url ?? '');
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = listener.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      const text = `name = "probe"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "http://127.0.0.1:${port}/v1"\napi_key_env = "NOT_SET_ANYWHERE"\n`;
+      const validate = async (key: string): Promise<{ valid: boolean; warnings: string[] }> =>
+        (await (await api.request('/api/manifests/validate', as(key, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: text }))).json()) as { valid: boolean; warnings: string[] };
+      const asUser = await validate('helper-secret');
+      expect(asUser).toEqual({ valid: true, format: 'toml', errors: [], warnings: [] });
+      expect(knocks).toEqual([]);
+      const asOwner = await validate('admin-secret');
+      expect(asOwner.warnings.join('\n')).toContain('needs NOT_SET_ANYWHERE, which is not set');
+      expect(knocks).toEqual(['/v1/models']);
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
   });
 });
 
