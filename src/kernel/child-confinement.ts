@@ -5,8 +5,10 @@ import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, namedModel, PRIORITIES } from '../manifest/index.ts';
-import { type ModelTarget, type ModelTier, modelEndpoint, modelName, resolveModelReference } from '../models/index.ts';
+import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
+import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';
+import { judgeModelFor } from './judge-model.ts';
 
 /**
  * What a manifest empowers is more than its `[capabilities]`: everything inside its workspace
@@ -326,10 +328,15 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
       if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
     }
   }
-  for (const key of ['judge_model', 'promotion_judge_model'] as const) {
-    const reference = manifest.emergent?.enabled === true ? manifest.emergent[key] : undefined;
-    const target = reference === undefined ? undefined : resolveModelReference(reference, context.aliases ?? {});
-    if (target !== undefined) models.push({ field: `[emergent].${key}`, target });
+  // The judges of its forged tools, as the kernel picks them (the default model when it names none).
+  if (manifest.emergent?.enabled === true) {
+    const runtime = { aliases: context.aliases, defaultModel: context.defaultModel };
+    const creation = judgeModelFor(manifest.emergent, 'creation', runtime);
+    const promotion = judgeModelFor(manifest.emergent, 'safety', runtime);
+    const fieldOf = (key: 'judge_model' | 'promotion_judge_model'): string =>
+      manifest.emergent?.[key] !== undefined ? `[emergent].${key}` : manifest.emergent?.judge_model !== undefined ? '[emergent].judge_model' : 'the default model as [emergent]\'s judge (no judge_model)';
+    if (creation !== undefined) models.push({ field: fieldOf('judge_model'), target: creation });
+    if (promotion !== undefined && (creation === undefined || modelName(promotion) !== modelName(creation) || modelEndpoint(promotion).baseUrl !== modelEndpoint(creation).baseUrl)) models.push({ field: fieldOf('promotion_judge_model'), target: promotion });
   }
   return models;
 }
@@ -457,6 +464,10 @@ function confineToolSettings(parent: Manifest, child: Manifest, report: Report):
         if (value > theirs) report(field, `${value} is more than the parent's ${theirs}`);
         result[key] = value;
       } else if (typeof value === 'number' && theirs === undefined) {
+        // The parent runs at the tool's default: the child may go as far as that, no further.
+        const fallback = NUMERIC_TOOL_SETTING_DEFAULTS[key];
+        if (fallback === undefined) report(field, `${value} is set where the parent sets nothing, and no default bounds it; set it in the parent first`);
+        else if (value > fallback) report(field, `${value} is more than the ${fallback} the parent runs with (it leaves the setting at its default)`);
         result[key] = value;
       } else if (JSON.stringify(value) !== JSON.stringify(theirs)) {
         report(field, `${JSON.stringify(value)} differs from the parent's ${theirs === undefined ? 'default' : JSON.stringify(theirs)}; a child may only narrow tool settings`);

@@ -12,7 +12,7 @@ import {
 } from '../errors/index.ts';
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
-import { type ModelTarget, resolveModelReference } from '../models/index.ts';
+import type { ModelTarget } from '../models/index.ts';
 import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
@@ -20,6 +20,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild } from './child-confinement.ts';
+import { judgeModelFor } from './judge-model.ts';
 import { realPathAsFar } from './real-path.ts';
 import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
@@ -467,11 +468,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
   /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */
   function judgeModelOf(agentId: string, role: JudgeRole): ModelTarget | undefined {
-    const settings = registry.find(agentId)?.manifest.emergent;
-    const runtime = dependencies.runtime;
-    const reference = role === 'creation' ? settings?.judge_model : (settings?.promotion_judge_model ?? settings?.judge_model);
-    if (reference === undefined) return runtime?.defaultModel;
-    return resolveModelReference(reference, runtime?.aliases ?? {});
+    return judgeModelFor(registry.find(agentId)?.manifest.emergent, role, dependencies.runtime);
   }
 
   const emergent: EmergentEngine = createEmergentEngine({

@@ -33,6 +33,7 @@ export {
   webSearchTool,
 };
 export { explainShellRefusal } from './builtin/shell-refusal.ts';
+export { NUMERIC_TOOL_SETTING_DEFAULTS } from './tool-setting-defaults.ts';
 // The redirect rules of the web tools, for a caller that follows redirects itself (a forged tool's `fetch`).
 export { MAX_REDIRECTS, REDIRECT_STATUSES, redirectedRequest, type WebRequest } from './builtin/web-request.ts';
 export { LOG_TOOLS } from './builtin/log-tools.ts';

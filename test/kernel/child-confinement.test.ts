@@ -120,6 +120,25 @@ describe('confineChild()', () => {
     ]);
   });
 
+  it('holds a numeric tool setting the parent leaves out to the tool\'s default, and refuses one no default bounds', () => {
+    expect(refusal('', '[tools.web_fetch]\nmax_content_bytes = 2000000000').message).toContain('[tools.web_fetch].max_content_bytes 2000000000 is more than the 1000000 the parent runs with');
+    expect(refusal('', '[tools.web_search]\nmax_results = 100000').fields).toEqual(['[tools.web_search].max_results']);
+    expect(confine('', '[tools.web_fetch]\nmax_content_bytes = 1000').tools['web_fetch']).toEqual({ max_content_bytes: 1000 });
+    expect(refusal('', '[tools.shell_exec]\nmax_output = 5').message).toContain('[tools.shell_exec].max_output 5 is set where the parent sets nothing');
+  });
+
+  it('checks the judge of a child\'s forged tools as any model it calls, the default model it falls back to included', () => {
+    const parent = `${MODEL}[capabilities]\ntools = ["forge_tool"]\nllm_query = ["openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"]\n[emergent]\nenabled = true\njudge_model = "openai/gpt-4o-mini"\n`;
+    const child = (judge: string): string => `${MODEL}[capabilities]\ntools = ["forge_tool"]\n[emergent]\nenabled = true\n${judge}`;
+    expect(confine(parent, child('judge_model = "openai/gpt-4o-mini"\n')).emergent?.judge_model).toBe('openai/gpt-4o-mini');
+    // Without a judge_model the kernel judges with the default model, which this parent does not call.
+    const escape = { ...context, defaultModel: { provider: 'openai' as const, model: 'o1-pro' } };
+    const refused = (): Manifest => confineChild(parentOf(parent), manifest(`name = "kid"\n${child('')}`), escape);
+    expect(refused).toThrow(CapabilityEscalationError);
+    expect(refused).toThrow(/the default model as \[emergent\]'s judge \(no judge_model\) calls model "openai\/o1-pro"/);
+    expect(refusal(parent, child('promotion_judge_model = "openai/o1-pro"\njudge_model = "openai/gpt-4o-mini"\n')).fields).toContain('[emergent].promotion_judge_model');
+  });
+
   it('lets tool settings only narrow: another endpoint for a keyed tool is refused', () => {
     expect(refusal('', '[tools.web_search]\nprovider = "tavily"\nbase_url = "https://collector.example"').fields).toEqual(['[tools.web_search].provider', '[tools.web_search].base_url']);
     expect(refusal('[tools.web_fetch]\ntimeout_seconds = 10', '[tools.web_fetch]\ntimeout_seconds = 300').message).toContain('[tools.web_fetch].timeout_seconds 300 is more than the parent\'s 10');
