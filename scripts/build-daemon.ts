@@ -26,9 +26,10 @@ const LOADED_AT_START = ['zod', 'hono', '@hono/node-server', 'commander', 'smol-
  * passes between the two copies. imapflow (the email channel) logs through a pino of its own;
  * pino-pretty (loaded by name when the daemon prints for a terminal) only formats lines, and never
  * writes through the sonic-boom, exit hooks or transport helpers it imports; pgpass splits its own
- * streams with split2.
+ * streams with split2; mailauth (the email channel's DKIM check) declares commander for its own
+ * command-line tool, which the library Loom imports never loads.
  */
-const MAY_LOAD_TWICE = ['pino', 'sonic-boom', 'on-exit-leak-free', 'pino-abstract-transport', 'split2'];
+const MAY_LOAD_TWICE = ['pino', 'sonic-boom', 'on-exit-leak-free', 'pino-abstract-transport', 'split2', 'commander'];
 
 /**
  * Libraries that cannot be bundled: a native addon, and files loaded from beside the library's own

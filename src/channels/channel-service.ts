@@ -4,6 +4,7 @@ import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store }
 import { isLoomError, UsageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
+import type { EmailChannelOptions } from './email-channel.ts';
 import { decide } from './channel-policy.ts';
 import { splitReply } from './split-reply.ts';
 
@@ -43,6 +44,8 @@ export interface ChannelServiceOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** For adapters' HTTP calls (replies to a webhook); the platform SDKs bring their own. */
   fetch?: typeof fetch;
+  /** For email channels' DKIM key lookups: the system's DNS unless a test injects another. */
+  resolveDns?: EmailChannelOptions['resolver'];
 }
 
 /** The channels of a daemon: their adapters, what comes in, and the owner's pairing decisions. */
@@ -129,6 +132,10 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           password: credential(config.password_env),
           mailbox: config.mailbox,
           pollMs: config.poll_seconds * 1000,
+          senderCheck: config.sender_check,
+          ...(options.resolveDns === undefined ? {} : { resolver: options.resolveDns }),
+          // Not answered (the answer would go to whoever owns the forged address), only audited.
+          onRefused: (user, reason) => auditRefused(config, user, reason),
           clock,
           logger,
         });

@@ -1,4 +1,8 @@
+import { domainToASCII } from 'node:url';
 import { ImapFlow } from 'imapflow';
+import type { DNSResolver } from 'mailauth';
+// The DKIM verifier alone, not the package's index (which loads SPF, ARC, BIMI and VMC too).
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import { createTransport } from 'nodemailer';
 import { isLoopbackBind } from '../access/index.ts';
@@ -22,6 +26,45 @@ export function newText(text: string): string {
   return (cut === -1 ? lines : lines.slice(0, cut)).join('\n').trim();
 }
 
+/** A domain as DNS spells it: lower case, internationalized labels in A-labels (`xn--…`). */
+function asciiDomain(domain: string): string {
+  return domainToASCII(domain.trim().replace(/\.$/, '')) || domain.trim().toLowerCase();
+}
+
+/**
+ * Why a message cannot be taken as from `sender` (its From address), or `null` when it can: it
+ * carries a DKIM signature that verifies (RSA-SHA1 and keys in testing mode do not count, nor one
+ * leaving part of the body unsigned with `l=`) and whose signing domain (`d=`) is the From
+ * address's domain or a domain above it (DMARC's relaxed alignment). Never throws: a check that
+ * fails is a reason.
+ */
+async function senderDoubt(source: Buffer, sender: string, options: { resolver: DNSResolver | undefined; now: number }): Promise<string | null> {
+  const doubt = (why: string): string => `the sender "${sender}" could not be verified: ${why}`;
+  const domain = asciiDomain(sender.slice(sender.lastIndexOf('@') + 1));
+  let result: Awaited<ReturnType<typeof dkimVerify>>;
+  try {
+    result = await dkimVerify(source, { ...(options.resolver === undefined ? {} : { resolver: options.resolver }), curTime: new Date(options.now), rejectRsaSha1: true });
+  } catch (caught) {
+    return doubt(`the DKIM check failed: ${caught instanceof Error ? caught.message : String(caught)}`);
+  }
+  // A second From field or address could be the one a reader is shown, not the one signed.
+  if (result.fromFields !== 1 || result.headerFrom.length !== 1) return doubt(`the message has ${result.fromFields} From fields with ${result.headerFrom.length} addresses; only a single From address can be verified`);
+  if (result.headerFrom[0]?.toLowerCase() !== sender) return doubt(`its From field reads "${result.headerFrom[0] ?? ''}" to the DKIM check`);
+  const found: string[] = [];
+  for (const signature of result.results) {
+    // An entry without a signing domain stands for "not signed" (or a signature too broken to name one).
+    if (typeof signature.signingDomain !== 'string' || signature.signingDomain === '') continue;
+    const signer = asciiDomain(signature.signingDomain);
+    const { status } = signature;
+    if (status.result !== 'pass') found.push(`${signer}'s signature is ${status.result}${status.comment === undefined || status.comment === '' ? '' : ` (${status.comment})`}`);
+    else if (domain !== signer && !domain.endsWith(`.${signer}`)) found.push(`a signature from ${signer}, which is not ${domain} or a domain above it`);
+    else if ((status.underSized ?? 0) > 0) found.push(`${signer}'s signature leaves ${status.underSized} bytes of the body unsigned (l=)`);
+    else if (status.testing === true) found.push(`${signer}'s key is in testing mode (t=y)`);
+    else return null;
+  }
+  return doubt(`no valid DKIM signature from ${domain}: ${found.length === 0 ? 'the message is not signed' : found.join('; ')}`);
+}
+
 export interface EmailChannelOptions {
   name: string;
   /** The agent's address: replies come from it, mail from it is never answered. */
@@ -33,6 +76,16 @@ export interface EmailChannelOptions {
   password: string;
   mailbox: string;
   pollMs: number;
+  /**
+   * `dkim`: mail is taken as from its From address only when a DKIM signature of that address's
+   * domain (or a domain above it) verifies; other mail is not answered, and `onRefused` is told.
+   * `none`: the From header is believed (anyone can write it).
+   */
+  senderCheck: 'dkim' | 'none';
+  /** Looks up DKIM keys (TXT records): Node's `dns.promises.resolve` unless a test injects another. */
+  resolver?: DNSResolver;
+  /** Told of each message not taken in because its sender could not be verified (the service audits it). */
+  onRefused: (user: { id: string; name: string | null }, reason: string) => Promise<void>;
   clock: Clock;
   logger: Logger;
 }
@@ -43,7 +96,10 @@ export interface EmailChannelOptions {
  * marked `\Seen` only once it is stored, so one that could not be is read again at the next
  * poll; its `Message-ID` makes a second copy answered once. Each correspondent is a
  * conversation, each email thread within it one session. Mail from the agent's own address and
- * automatic replies (`Auto-Submitted`) are never answered, so two agents cannot loop.
+ * automatic replies (`Auto-Submitted`) are never answered, so two agents cannot loop. With
+ * `senderCheck: 'dkim'` (the default in config) the From address must be vouched for by a DKIM
+ * signature of its domain; mail that is not is marked seen without an answer (which would go to
+ * the real owner of a forged address) and handed to `onRefused`.
  */
 export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter {
   const { name, address, clock, logger } = options;
@@ -90,11 +146,18 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
         const automatic = typeof submitted === 'string' && submitted.toLowerCase() !== 'no';
         const text = newText(mail.text ?? '');
         if (sender !== undefined && sender !== address.toLowerCase() && !automatic && text !== '') {
-          const messageId = mail.messageId ?? `<uid-${uid}@${name}>`;
-          const references = typeof mail.references === 'string' ? [mail.references] : (mail.references ?? []);
-          const root = references[0] ?? mail.inReplyTo ?? messageId;
-          threads.set(root, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
-          await sink({ platformId: messageId, user: { id: sender, name: from?.name === undefined || from.name === '' ? null : from.name }, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
+          const user = { id: sender, name: from?.name === undefined || from.name === '' ? null : from.name };
+          const doubt = options.senderCheck === 'dkim' ? await senderDoubt(fetched.source, sender, { resolver: options.resolver, now: clock.now() }) : null;
+          if (doubt === null) {
+            const messageId = mail.messageId ?? `<uid-${uid}@${name}>`;
+            const references = typeof mail.references === 'string' ? [mail.references] : (mail.references ?? []);
+            const root = references[0] ?? mail.inReplyTo ?? messageId;
+            threads.set(root, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
+            await sink({ platformId: messageId, user, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
+          } else {
+            logger.info({ channel: name, sender, reason: doubt }, `channel "${name}": a message was not answered: ${doubt}`);
+            await options.onRefused(user, doubt);
+          }
         }
         await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true });
       }

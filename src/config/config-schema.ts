@@ -126,6 +126,12 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     mailbox: z.string().min(1).default('INBOX'),
     /** How often the mailbox is read. */
     poll_seconds: z.int().min(5).max(3600).default(30),
+    /**
+     * Whose mail is taken as from its `From:` address: `dkim`, only mail with a valid DKIM
+     * signature of the From domain (or a domain above it); `none`, any mail (the header is
+     * anyone's to write: only for a mailbox that only trusted senders can reach).
+     */
+    sender_check: z.enum(['dkim', 'none']).default('dkim'),
   }),
 ]);
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
