@@ -23,7 +23,7 @@ async function delegateOverhead(): Promise<Record<string, unknown>> {
   try {
     await bench.kernel.spawn(spawnText('name = "worker"\ndescription = "does the work"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n'));
     await bench.kernel.spawn(
-      spawnText('name = "desk"\nmodule = "builtin:delegate"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\nagent_message = ["worker"]\n[delegate]\nmanaged_agents = ["worker"]\n'),
+      spawnText('name = "desk"\nmodule = "builtin:delegate"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[delegate]\nmanaged_agents = ["worker"]\n'),
     );
     const delegated: number[] = [];
     for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
@@ -74,7 +74,7 @@ async function workflowBookkeeping(): Promise<Record<string, unknown>> {
     const perTask: number[] = [];
     for (let run = 0; run < WORKFLOWS; run += 1) {
       const name = `lead-${run}`;
-      await bench.kernel.spawn(spawnText(`name = "${name}"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\nagent_message = ["worker"]\n[workflow]\nmanaged_agents = ["worker"]\n`));
+      await bench.kernel.spawn(spawnText(`name = "${name}"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[workflow]\nmanaged_agents = ["worker"]\n`));
       await bench.kernel.send(name, 'ten things');
       const started = performance.now();
       await bench.kernel.send(name, 'go');

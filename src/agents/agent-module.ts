@@ -12,8 +12,9 @@ export interface CatalogEntry {
 
 /**
  * What the kernel gives an orchestrating agent type for one turn. Every model call it makes is
- * the agent's own (its models, its quota, its usage); every message to another agent is sent as
- * this agent, so its `agent_message` grants, the depth limit and cycle checks apply.
+ * the agent's own (its models, its quota, its usage); every message to another agent is the
+ * agent's own `agent_message` tool call, so every gate of the tool runner, the depth limit and
+ * the cycle checks apply.
  */
 export interface ModuleTurnContext {
   readonly agent: { id: string; name: string; manifest: Manifest };
@@ -52,8 +53,13 @@ export interface ModuleTurnContext {
    */
   catalog(names: readonly string[]): { available: CatalogEntry[]; leftOut: { name: string; reason: string }[] };
   /**
-   * Sends `message` to `agent` as this agent and returns the reply's text. After `timeoutMs` (on
-   * the kernel's clock) the delegated turn is cancelled and this throws `DELEGATION_TIMEOUT`.
+   * Sends `message` to `agent` as this agent's `agent_message` tool call, through the tool runner
+   * like a model's call (its `tool_invoke` grant, tool lists, exec policy, a person's approval
+   * when `[autonomous].approval_required_for` lists it, audit), and returns the reply's text (capped
+   * like any tool result). After `timeoutMs` of the call (on the kernel's clock; a wait for
+   * approval not counted) the delegated turn is cancelled and this throws `DELEGATION_TIMEOUT`; a
+   * call the runner refuses throws `DELEGATION_REFUSED` (nothing was sent), a delegated turn that
+   * fails `DELEGATION_FAILED` with its message.
    */
   delegate(agent: string, message: string, timeoutMs: number): Promise<string>;
 }

@@ -14,7 +14,7 @@ import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type Fo
 import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
-import { LOG_TOOLS } from '../tools/index.ts';
+import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
@@ -245,6 +245,9 @@ const GENERATE_TEXT_SYSTEM = 'Do what the user message asks and answer with the 
 
 /** How long a forge through a door (CLI, HTTP) may take: its tests and its judge. */
 const FORGE_TIMEOUT_MS = 5 * 60 * 1000;
+
+/** The agent types that hand work to their managed agents (spec/03). */
+const ORCHESTRATOR_MODULES: ReadonlySet<string> = new Set(['builtin:delegate', 'builtin:workflow']);
 
 /** An identity that is not an agent but may call tools: MCP clients acting as `[mcp_server]`. */
 export interface ToolPrincipal {
@@ -517,7 +520,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   /**
    * What a manifest may hold, for a spawn or an update: a child confined by its parent in every
    * field that gives power (see `confineChild`), an orchestrator's managed agents covered by its
-   * `agent_message` grants, an event-log agent granted its log tools.
+   * `agent_message` grants and the `agent_message` tool granted, an event-log agent granted its
+   * log tools.
    */
   function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): { manifest: Manifest; granted: Capability[] } {
     const { name } = requested;
@@ -540,6 +544,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     if (unreachable.length > 0) {
       const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
       throw new CapabilityDeniedError(`cannot ${action} "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
+    }
+    // …and sends them its messages as calls of its agent_message tool (0017).
+    if (ORCHESTRATOR_MODULES.has(manifest.module) && !isGranted(granted, { kind: 'tool_invoke', pattern: agentMessageTool.name })) {
+      throw new CapabilityDeniedError(`cannot ${action} "${name}": a ${manifest.module} agent messages its managed agents with the agent_message tool, which its [capabilities].tools does not grant; add "agent_message" to tools`);
     }
     const code = codeModuleOf(manifest);
     if (code?.kind === 'python') {

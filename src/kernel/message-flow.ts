@@ -18,7 +18,7 @@ import {
 } from '../errors/index.ts';
 import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import { codeModuleOf, type Manifest, namedModel } from '../manifest/index.ts';
-import { LOG_TOOLS } from '../tools/index.ts';
+import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
 import { modelName, type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEvent,
@@ -720,7 +720,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
       return result;
     };
-    const agentCaller: Caller = { kind: 'agent', agentId: entry.id, chain: chainOf(caller) };
+    /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
+    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean }> => {
+      const policy = policyOfTurn();
+      const toolCallId = parts.ids.uuid();
+      emit({ type: 'tool-call', toolCallId, toolName: name, input });
+      const { result } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
+      const isError = result.isError === true;
+      emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
+      return { text: result.text, isError };
+    };
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
       message: turn.message,
@@ -747,18 +756,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },
       generate: async (_step, request) => (await call(request)).text,
-      async callTool(name, input) {
-        const policy = policyOfTurn();
-        const toolCallId = parts.ids.uuid();
-        emit({ type: 'tool-call', toolCallId, toolName: name, input });
-        const { result } = await parts.runner().run(
-          { toolCallId, toolName: name, input },
-          { agent: policy.agent, filter: policy.filter, settings: policy.settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit },
-        );
-        const isError = result.isError === true;
-        emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
-        return { text: result.text, isError };
-      },
+      callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
       async act(_step, request) {
         const policy = policyOfTurn();
         const models = modelsOfTurn();
@@ -805,20 +803,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         return { available, leftOut };
       },
       async delegate(target, text, timeoutMs) {
-        const timeout = new AbortController();
-        const timer = clock.sleep(timeoutMs, { signal: timeout.signal }).then(
-          () => timeout.abort(new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${timeoutMs / 1000} s; the delegation was cancelled`)),
-          () => undefined,
-        );
-        try {
-          return (await send(target, text, { caller: agentCaller, signal: AbortSignal.any([signal, timeout.signal]) })).text;
-        } catch (error) {
-          if (timeout.signal.aborted && !signal.aborted) throw timeout.signal.reason;
-          throw error;
-        } finally {
-          if (!timeout.signal.aborted) timeout.abort();
-          await timer;
-        }
+        // A delegation is the agent's own agent_message call, through every gate of the tool
+        // runner (0017). Its time limit is the call's: it runs from when the call may run (after a
+        // person's approval), and an explicit [tools.agent_message].timeout_seconds bounds it too.
+        const settings = policyOfTurn().settings;
+        const own = settings[AGENT_MESSAGE]?.['timeout_seconds'];
+        const seconds = typeof own === 'number' ? Math.min(own, timeoutMs / 1000) : timeoutMs / 1000;
+        const outcome = await runTool(AGENT_MESSAGE, { target_agent_name: target, message: text }, { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } });
+        if (!outcome.isError) return outcome.text;
+        signal.throwIfAborted();
+        throw delegationError(target, outcome.text, seconds);
       },
     };
     return { context, primary };
@@ -973,6 +967,30 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 }
 
 const noEvents: AgentEventSink = () => undefined;
+
+/** The tool every message an orchestrating agent type sends goes through. */
+const AGENT_MESSAGE = agentMessageTool.name;
+
+/** How the tool runner words the result of a tool that threw (see `createToolRunner`). */
+const AGENT_MESSAGE_FAILED = `${AGENT_MESSAGE} failed: `;
+
+/** How the tool runner words the result of a call that ran out of time. */
+const TIMED_OUT = new RegExp(`^tool "${AGENT_MESSAGE}" timed out after .+ s$`);
+
+/**
+ * The error a delegation ends with when its agent_message call gave the error result `text`:
+ * `DELEGATION_TIMEOUT` when the call ran out of its `seconds` (the delegated turn is cancelled),
+ * `DELEGATION_FAILED` with the delegated turn's own message when it failed, else
+ * `DELEGATION_REFUSED`: a gate of the tool runner stopped it and nothing was sent.
+ */
+function delegationError(target: string, text: string, seconds: number): LoomError {
+  const details = { agent: target };
+  if (TIMED_OUT.test(text)) {
+    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details });
+  }
+  if (text.startsWith(AGENT_MESSAGE_FAILED)) return new LoomError('DELEGATION_FAILED', 'third-party', text.slice(AGENT_MESSAGE_FAILED.length), { details });
+  return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${text}`, { details });
+}
 
 /** The agent types with their own turn; the others run the assistant loop. */
 const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate, 'builtin:chain-of-thought': runChainOfThought };

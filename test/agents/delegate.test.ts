@@ -20,7 +20,7 @@ afterEach(async () => {
 const model = () => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 const specialist = (name: string, description: string) => manifest(`name = "${name}"\ndescription = "${description}"\n${model()}`);
 const frontDesk = (extra = '', managed = '["researcher", "writer"]') =>
-  manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${model()}system_prompt = "You are the front desk."\n[capabilities]\nagent_message = ["researcher", "writer"]\n[delegate]\nmanaged_agents = ${managed}\n${extra}`);
+  manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${model()}system_prompt = "You are the front desk."\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher", "writer"]\n[delegate]\nmanaged_agents = ${managed}\n${extra}`);
 
 async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
   const all: AgentEvent[] = [];
@@ -104,7 +104,7 @@ describe('builtin:delegate', () => {
 
   it("compacts its own long conversation first, as its [compaction] says", async () => {
     const desk = await host.kernel.spawn(
-      manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${model()}[capabilities]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n[compaction]\nmax_context_tokens = 4000\nthreshold = 0.5\nkeep_last_n = 4\n`),
+      manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n[compaction]\nmax_context_tokens = 4000\nthreshold = 0.5\nkeep_last_n = 4\n`),
     );
     const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
     await host.store.sessions.save({ id: desk.session_id, agentId: desk.id, messages: history, createdAt: 0, updatedAt: 0 });

@@ -10,7 +10,7 @@ let host: TestHost;
 
 const model = () => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 const lead = (extra = '') =>
-  manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model()}system_prompt = "You lead projects."\n[capabilities]\nagent_message = ["researcher", "writer"]\n[workflow]\nmanaged_agents = ["researcher", "writer"]\n${extra}`);
+  manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model()}system_prompt = "You lead projects."\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher", "writer"]\n[workflow]\nmanaged_agents = ["researcher", "writer"]\n${extra}`);
 const json = (value: unknown) => ({ text: JSON.stringify(value) });
 const task = (id: string, agent: string, dependsOn: string[] = []) => ({ id, title: `task ${id}`, instruction: `do ${id}`, agent, depends_on: dependsOn, acceptance: `${id} is done` });
 const twoTasks = json({ summary: 'research, then write', missing_info: null, tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1'])] });
