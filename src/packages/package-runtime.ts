@@ -82,7 +82,11 @@ export interface BindingView {
  */
 export interface PackageRuntime extends AgentLifecycleHook {
   readonly name: 'packages';
-  /** Starts an installed package's triggers (done by the hook when its agent starts; idempotent). */
+  /**
+   * Starts an installed package's triggers (idempotent). The hook does it when the agent the
+   * package was installed for starts: the agent its record names, never one whose manifest only
+   * says `[metadata] package = "<slug>"` (anyone who may spawn an agent may write that).
+   */
   activate(slug: string): Promise<void>;
   /** Stops them (idempotent). */
   deactivate(slug: string): void;
@@ -589,29 +593,35 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return null;
   }
 
+  /** Starts the triggers of an installed package (nothing when it is active already or the runtime stopped). */
+  async function activateRecord(record: InstalledPackageRecord): Promise<void> {
+    const { slug } = record;
+    if (active.has(slug) || controller.signal.aborted) return;
+    let prepared: PreparedPackage;
+    try {
+      prepared = preparedFromRecord(record, environment);
+    } catch (error) {
+      logger.error({ err: error, package: slug }, `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map(), abort: new AbortController() };
+    active.set(slug, pkg);
+    rebuildSubscribers();
+    startTimers(pkg);
+    if (options.timers === undefined || (leadership !== undefined && !leadership.isLeader())) return;
+    recordMissed(pkg, record, 'the daemon was down');
+    // Each cut-off run is resumed once: taken out here, so a later reactivation (suspend and
+    // resume, an update) does not run it again.
+    for (const run of await resumable(await cutOffRuns(pkg))) resume(pkg, run);
+  }
+
   const runtime: PackageRuntime = {
     name: 'packages',
 
     async activate(slug) {
       if (active.has(slug) || controller.signal.aborted) return;
       const record = await store.packages.get(slug);
-      if (record === undefined || active.has(slug)) return;
-      let prepared: PreparedPackage;
-      try {
-        prepared = preparedFromRecord(record, environment);
-      } catch (error) {
-        logger.error({ err: error, package: slug }, `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`);
-        return;
-      }
-      const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map(), abort: new AbortController() };
-      active.set(slug, pkg);
-      rebuildSubscribers();
-      startTimers(pkg);
-      if (options.timers === undefined || (leadership !== undefined && !leadership.isLeader())) return;
-      recordMissed(pkg, record, 'the daemon was down');
-      // Each cut-off run is resumed once: taken out here, so a later reactivation (suspend and
-      // resume, an update) does not run it again.
-      for (const run of await resumable(await cutOffRuns(pkg))) resume(pkg, run);
+      if (record !== undefined) await activateRecord(record);
     },
 
     deactivate(slug) {
@@ -664,14 +674,23 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       await runtime.idle();
     },
 
+    // A package belongs to the agent its install spawned, as its record says. `[metadata] package`
+    // is only what a manifest claims: whoever may spawn an agent may write it, so it neither starts
+    // nor stops a package (else killing such a child would stop another agent's package).
     async start(agent: AgentEntry) {
-      const slug = agent.manifest.metadata['package'];
-      if (typeof slug === 'string') await runtime.activate(slug);
+      const record = (await store.packages.list()).find((installed) => installed.agentId === agent.id);
+      if (record !== undefined) {
+        await activateRecord(record);
+        return;
+      }
+      const claimed = agent.manifest.metadata['package'];
+      if (typeof claimed === 'string') {
+        logger.debug({ agentId: agent.id, package: claimed }, `agent "${agent.name}" names package "${claimed}" in its metadata, but no installed package has it as its agent: nothing started`);
+      }
     },
 
     stop(agent: AgentEntry) {
-      const slug = agent.manifest.metadata['package'];
-      if (typeof slug === 'string') runtime.deactivate(slug);
+      for (const pkg of [...active.values()]) if (pkg.agentId === agent.id) runtime.deactivate(pkg.slug);
     },
   };
   return runtime;
