@@ -13,19 +13,25 @@ import { splitCommandArgv, splitShellWords } from './shell-words.ts';
  * that is `*` alone means any command, as spec/01's `ShellExec("*")` does.
  */
 
-/** Whether `text` holds a `..` path segment (`..`, `../x`, `x/..`, `x/../y`). */
-function hasParentSegment(text: string): boolean {
-  return text.split('/').includes('..');
+/**
+ * A `..` path segment: after the start, a `/`, an `=` (`--directory=..`) or a short option
+ * (`-C..`), and before the end or a `/`.
+ */
+const PARENT_SEGMENT = /(?:^|[/=]|^-[A-Za-z])\.\.(?=$|\/)/g;
+
+/** How many `..` path segments `text` holds (`..`, `../x`, `x/../y`, `--dir=..`, `-C..`). */
+function parentSegments(text: string): number {
+  return text.match(PARENT_SEGMENT)?.length ?? 0;
 }
 
 /**
  * Whether the glob word `word` allows the argument `argument`. A wildcard never stands for a `..`
  * path segment: `cat /ws/*` allows `cat /ws/a.txt`, not `cat /ws/../etc/shadow`, which climbs out
- * of the folder the grant names. An argument holding `..` is allowed only by a word that writes
- * `..` itself.
+ * of the folder the grant names. An argument may hold no more `..` segments than the word writes
+ * itself (`cat /ws/../shared/*` allows `cat /ws/../shared/a`, not `cat /ws/../shared/../../etc/x`).
  */
 function matchesArgument(word: string, argument: string): boolean {
-  return matchesPattern(word, argument) && (!hasParentSegment(argument) || hasParentSegment(word));
+  return matchesPattern(word, argument) && parentSegments(argument) <= parentSegments(word);
 }
 
 /** A pattern word that stands for any number of whole arguments. */
@@ -126,7 +132,7 @@ export function shellPatternCovers(wider: string, narrower: string): boolean {
       next[end] =
         word === ANY_ARGUMENTS
           ? covered[end] === true || (end > 0 && next[end - 1] === true)
-          : taken !== undefined && taken !== ANY_ARGUMENTS && covered[end - 1] === true && patternCovers(word, taken) && (!hasParentSegment(taken) || hasParentSegment(word));
+          : taken !== undefined && taken !== ANY_ARGUMENTS && covered[end - 1] === true && patternCovers(word, taken) && parentSegments(taken) <= parentSegments(word);
     }
     covered = next;
   }

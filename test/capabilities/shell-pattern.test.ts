@@ -24,8 +24,13 @@ describe('matchesShellCommand() matches argument by argument', () => {
       expect(isGranted([shell('cat /ws/*')], shell(command))).toBe(false);
     }
     expect(matchesShellCommand('cat /ws/*', 'cat /ws/a..b.txt')).toBe(true);
-    // A grant that writes ".." itself allows it; "**" stands for any arguments, ".." ones too.
+    // An option's value counts: "=.." and "-C.." climb out too.
+    expect(matchesShellCommand('make --directory=*', 'make --directory=..')).toBe(false);
+    expect(matchesShellCommand('git -C* status', 'git -C.. status')).toBe(false);
+    expect(matchesShellCommand('make --directory=*', 'make --directory=build')).toBe(true);
+    // A grant that writes ".." allows as many as it writes, no more; "**" stands for any arguments, ".." ones too.
     expect(matchesShellCommand('cat /ws/../shared/*', 'cat /ws/../shared/a.txt')).toBe(true);
+    expect(matchesShellCommand('cat /ws/../shared/*', 'cat /ws/../shared/../../etc/shadow')).toBe(false);
     expect(matchesShellCommand('git **', 'git -C ../other status')).toBe(true);
   });
 
