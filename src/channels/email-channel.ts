@@ -36,10 +36,12 @@ function asciiDomain(domain: string): string {
  * carries a DKIM signature that verifies (RSA-SHA1 and keys in testing mode do not count, nor one
  * leaving part of the body unsigned with `l=`) and whose signing domain (`d=`) is the From
  * address's domain or a domain above it (DMARC's relaxed alignment). Never throws: a check that
- * fails is a reason.
+ * fails is a reason. `retry` when an aligned signature could not be checked for now (its key's DNS
+ * lookup failed: `temperror`): the mail is left for the next poll rather than refused for good.
  */
-async function senderDoubt(source: Buffer, sender: string, options: { resolver: DNSResolver | undefined; now: number }): Promise<string | null> {
-  const doubt = (why: string): string => `the sender "${sender}" could not be verified: ${why}`;
+async function senderDoubt(source: Buffer, sender: string, options: { resolver: DNSResolver | undefined; now: number }): Promise<{ reason: string; retry: boolean } | null> {
+  let retry = false;
+  const doubt = (why: string): { reason: string; retry: boolean } => ({ reason: `the sender "${sender}" could not be verified: ${why}`, retry });
   const domain = asciiDomain(sender.slice(sender.lastIndexOf('@') + 1));
   let result: Awaited<ReturnType<typeof dkimVerify>>;
   try {
@@ -56,8 +58,10 @@ async function senderDoubt(source: Buffer, sender: string, options: { resolver: 
     if (typeof signature.signingDomain !== 'string' || signature.signingDomain === '') continue;
     const signer = asciiDomain(signature.signingDomain);
     const { status } = signature;
+    const aligned = domain === signer || domain.endsWith(`.${signer}`);
+    if (status.result === 'temperror' && aligned) retry = true;
     if (status.result !== 'pass') found.push(`${signer}'s signature is ${status.result}${status.comment === undefined || status.comment === '' ? '' : ` (${status.comment})`}`);
-    else if (domain !== signer && !domain.endsWith(`.${signer}`)) found.push(`a signature from ${signer}, which is not ${domain} or a domain above it`);
+    else if (!aligned) found.push(`a signature from ${signer}, which is not ${domain} or a domain above it`);
     else if ((status.underSized ?? 0) > 0) found.push(`${signer}'s signature leaves ${status.underSized} bytes of the body unsigned (l=)`);
     else if (status.testing === true) found.push(`${signer}'s key is in testing mode (t=y)`);
     else return null;
@@ -154,9 +158,13 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
             const root = references[0] ?? mail.inReplyTo ?? messageId;
             threads.set(root, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
             await sink({ platformId: messageId, user, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
+          } else if (doubt.retry) {
+            // Its key could not be looked up for now: read again at the next poll, neither taken nor refused.
+            logger.warn({ channel: name, sender, reason: doubt.reason }, `channel "${name}": a message waits for its sender to be verified: ${doubt.reason}`);
+            continue;
           } else {
-            logger.info({ channel: name, sender, reason: doubt }, `channel "${name}": a message was not answered: ${doubt}`);
-            await options.onRefused(user, doubt);
+            logger.info({ channel: name, sender, reason: doubt.reason }, `channel "${name}": a message was not answered: ${doubt.reason}`);
+            await options.onRefused(user, doubt.reason);
           }
         }
         await client.messageFlagsAdd(String(uid), ['\\Seen'], { uid: true });

@@ -20,8 +20,14 @@ const DKIM_RECORDS = new Map([
   ['loom._domainkey.example.com', PUBLISHED],
   ['loom._domainkey.evil.test', PUBLISHED],
 ]);
+/** Lookups the DNS below fails for now (as a server that does not answer), before it answers again. */
+let dnsDown = 0;
 /** The DNS the channel's DKIM check asks: the records above, nothing else (no network). */
 function resolveDns(name: string, type: string): Promise<string[][]> {
+  if (dnsDown > 0) {
+    dnsDown -= 1;
+    return Promise.reject(Object.assign(new Error(`query${type} ETIMEOUT ${name}`), { code: 'ETIMEOUT' }));
+  }
   const record = type === 'TXT' ? DKIM_RECORDS.get(name.toLowerCase()) : undefined;
   if (record === undefined) return Promise.reject(Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: 'ENOTFOUND' }));
   return Promise.resolve([[record]]);
@@ -34,6 +40,7 @@ let host: TestHost;
 let channels: ChannelService;
 
 beforeEach(async () => {
+  dnsDown = 0;
   dir = await makeTempDir('loom-email-');
   imap = await startFakeImapServer(ACCOUNT);
   smtp = await startFakeSmtpServer(ACCOUNT);
@@ -219,6 +226,18 @@ describe('an email channel checks who sent the mail (regression: anyone could wr
     // The turn goes on as the decision is answered: the two replies may come in either order.
     expect(smtp.received.slice(1).map((received) => received.text?.trim()).sort()).toEqual(['Approved: file_write runs.', 'Done.']);
     expect(await host.kernel.approvals.list('approved')).toMatchObject([{ tool: 'file_write' }]);
+  });
+
+  it('leaves a signed mail whose key cannot be looked up for now to the next poll, then answers it', async () => {
+    await start();
+    dnsDown = 1;
+    model.script([{ text: 'Hello Ada.' }]);
+    const uid = imap.deliver(await signed(mail({ from: 'Ada <ada@example.com>', id: '<t1@example.com>', subject: 'Hi', body: 'Hello?' })));
+    await pollUntil(() => smtp.received.length > 0);
+    expect(dnsDown).toBe(0);
+    expect(imap.seen(uid)).toBe(true);
+    expect(smtp.received.map((received) => received.text?.trim())).toEqual(['Hello Ada.']);
+    expect(await refusals()).toEqual([]);
   });
 
   it('with sender_check = "none", answers an unsigned message as from its From header, as before', async () => {
