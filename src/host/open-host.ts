@@ -17,6 +17,7 @@ import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
+import { realPathAsFar } from './real-path.ts';
 
 /** What a host is opened with. The environment is read here, never inside the kernel. */
 export interface HostOptions {
@@ -81,6 +82,7 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     tiers: config.routing,
     // `~` in a manifest's workspace is the home of the environment Loom was given.
     workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),
+    realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
   };
 }

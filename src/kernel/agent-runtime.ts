@@ -38,6 +38,12 @@ export interface AgentRuntime {
   tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
   /** The absolute workspace folder of an agent. */
   workspaceOf(agent: { name: string; workspace: string | undefined }): string;
+  /**
+   * An absolute path with the symbolic links on the way resolved, as far as the folders exist (the
+   * host's file system): a child's workspace is judged and pinned by it. Without it, paths are
+   * taken as written.
+   */
+  realPath?: ((path: string) => string) | undefined;
   /** The modules of code agents (`wasm:`, `python:`); without them such agents cannot run. */
   codeModules?: CodeModules;
   /** The context window of a model, in tokens. */

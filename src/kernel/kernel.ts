@@ -21,7 +21,6 @@ import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild } from './child-confinement.ts';
 import { judgeModelFor } from './judge-model.ts';
-import { realPathAsFar } from './real-path.ts';
 import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
@@ -535,7 +534,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
             tiers: runtime?.tiers,
             aliases: runtime?.aliases,
             now: clock.now(),
-            realPath: realPathAsFar,
+            realPath: runtime?.realPath,
           });
     const granted = capabilitiesFromManifest(manifest.capabilities);
     // An orchestrator reaches its managed agents only by messages its grants cover.
