@@ -70,6 +70,9 @@ export interface A2aServerOptions {
 /** How often a task running on another node is read again while a client here follows it, when no event of its agent came first. */
 const FOLLOW_POLL_MS = 500;
 
+/** A caller that reaches no agent: a viewer limited to none (what a request with no caller set gets, were there one). */
+const NOBODY: Caller = { kind: 'user', role: 'viewer', agents: [] };
+
 /** Loom's A2A server: the routes, and its task store (shared by A2A 1.0, 0.3 and the legacy endpoints). */
 export interface A2aServer {
   /** Agent cards: public. Mount at the root, before the auth middleware (or list the paths in `isPublicA2aPath`). */
@@ -240,7 +243,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       pushConfigs,
       follow: (task, context) => followElsewhere(name, task, context),
     });
-    const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? { kind: 'user', role: 'owner' }));
+    // Every request reaching the listener was given its caller below; one that was not reaches nothing.
+    const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? NOBODY));
     const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
     return built;
