@@ -5,6 +5,7 @@ import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { untilWorkflowState } from './workflow-state.ts';
 
 // A delegate's or workflow's message to its managed agent is its own agent_message tool call:
 // every gate of the tool runner applies to it, as to the model's call (0017, 0008).
@@ -156,15 +157,7 @@ describe('a delegate agent messages its managed agents through the gates of its 
 
 describe('a workflow agent messages its managed agents through the gates of its agent_message tool', () => {
   const task = { id: 't1', title: 'find facts', instruction: 'find facts on tides', agent: 'researcher', depends_on: [], acceptance: 'facts found' };
-  const workflow = async (): Promise<WorkflowRecord | undefined> => host.store.workflows.get(host.kernel.get('lead').id);
-  async function until(states: readonly WorkflowState[]): Promise<WorkflowRecord> {
-    for (let attempt = 0; attempt < 400; attempt += 1) {
-      const current = await workflow();
-      if (current !== undefined && states.includes(current.state)) return current;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    throw new Error(`the workflow never reached ${states.join(' or ')} (it is ${(await workflow())?.state ?? 'missing'})`);
-  }
+  const until = (states: readonly WorkflowState[]): Promise<WorkflowRecord> => untilWorkflowState(host, 'lead', states);
   /** Resolves with the first approval request the kernel announces; rejects when the workflow ends first. */
   function nextApproval(): Promise<Extract<KernelEvent, { type: 'approval-request' }>> {
     return new Promise((resolve, reject) => {

@@ -3,6 +3,7 @@ import type { WorkflowRecord, WorkflowState } from '../../src/contracts/index.ts
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { untilWorkflowState, workflowOf } from './workflow-state.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -32,15 +33,8 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const workflow = async (): Promise<WorkflowRecord | undefined> => host.store.workflows.get(host.kernel.get('lead').id);
-async function until(states: readonly WorkflowState[]): Promise<WorkflowRecord> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    const current = await workflow();
-    if (current !== undefined && states.includes(current.state)) return current;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`the workflow never reached ${states.join(' or ')} (it is ${(await workflow())?.state ?? 'missing'})`);
-}
+const workflow = (): Promise<WorkflowRecord | undefined> => workflowOf(host, 'lead');
+const until = (states: readonly WorkflowState[]): Promise<WorkflowRecord> => untilWorkflowState(host, 'lead', states);
 const bodyOf = (index: number): string => JSON.stringify(server.requests[index]?.body ?? {});
 
 describe('builtin:workflow', () => {
