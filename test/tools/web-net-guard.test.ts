@@ -17,11 +17,24 @@ describe('blockedAddressReason()', () => {
     ['::', 'unspecified'],
     ['169.254.169.254', 'cloud metadata'],
     ['fd00:ec2:0:0::254', 'cloud metadata'],
+    ['100.64.1.2', 'private'],
+    ['198.18.0.1', 'private'],
+    ['224.0.0.1', 'reserved'],
+    ['255.255.255.255', 'reserved'],
+    ['fec0::1', 'private'],
+    ['ff02::1', 'reserved'],
+    // IPv4 carried in IPv6: compatible, translated, NAT64, 6to4.
+    ['::7f00:1', 'loopback'],
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['64:ff9b::7f00:1', 'loopback'],
+    ['64:ff9b::a9fe:a9fe', 'cloud metadata'],
+    ['2002:7f00:1::1', 'loopback'],
+    ['2002:c0a8:101::1', 'private'],
   ])('refuses %s as %s', (address, reason) => {
     expect(blockedAddressReason(address)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('allows the public address %s', (address) => {
+  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('allows the public address %s', (address) => {
     expect(blockedAddressReason(address)).toBeUndefined();
   });
 });

@@ -23,7 +23,7 @@ import { NetAddressRefusedError } from './net-address-refused-error.ts';
 import { WebRequestError } from './web-request-error.ts';
 
 /** Why an address is refused by default. */
-export type BlockedAddressReason = 'loopback' | 'private' | 'link-local' | 'unspecified' | 'cloud metadata';
+export type BlockedAddressReason = 'loopback' | 'private' | 'link-local' | 'unspecified' | 'reserved' | 'cloud metadata';
 
 /** Host names of cloud metadata services, refused like their addresses. */
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.goog']);
@@ -36,11 +36,19 @@ const RANGES: readonly (readonly [BlockedAddressReason, string, number, 'ipv4' |
   ['private', '10.0.0.0', 8, 'ipv4'],
   ['private', '172.16.0.0', 12, 'ipv4'],
   ['private', '192.168.0.0', 16, 'ipv4'],
+  // Carrier-grade NAT (also Tailscale's tailnets), and the benchmarking range: not the internet.
+  ['private', '100.64.0.0', 10, 'ipv4'],
+  ['private', '198.18.0.0', 15, 'ipv4'],
   ['link-local', '169.254.0.0', 16, 'ipv4'],
+  // Multicast, the reserved block and broadcast.
+  ['reserved', '224.0.0.0', 3, 'ipv4'],
   ['unspecified', '::', 128, 'ipv6'],
   ['loopback', '::1', 128, 'ipv6'],
   ['private', 'fc00::', 7, 'ipv6'],
   ['link-local', 'fe80::', 10, 'ipv6'],
+  // Site-local (deprecated, still routed on some networks) and multicast.
+  ['private', 'fec0::', 10, 'ipv6'],
+  ['reserved', 'ff00::', 8, 'ipv6'],
 ];
 
 const BLOCK_LISTS: readonly (readonly [BlockedAddressReason, BlockList])[] = RANGES.map(([reason, network, prefix, family]) => {
@@ -291,14 +299,25 @@ function ipv6Groups(address: string): number[] | undefined {
 }
 
 /** The IPv4 address an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) carries, or undefined. */
+/**
+ * The IPv4 address an IPv6 address carries, judged as that address: IPv4-mapped (`::ffff:a.b.c.d`),
+ * IPv4-compatible (`::a.b.c.d`, not `::` or `::1`), IPv4-translated (`::ffff:0:a.b.c.d`), NAT64
+ * (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
+ */
 function mappedIpv4(address: string): string | undefined {
   const groups = ipv6Groups(address);
-  if (groups?.length !== 8 || groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) {
-    return undefined;
-  }
+  if (groups?.length !== 8) return undefined;
+  const zero = (from: number, to: number): boolean => groups.slice(from, to).every((group) => group === 0);
+  const ipv4 = (high: number, low: number): string => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  const [first = 0, second = 0, third = 0] = groups;
   const high = groups[6] ?? 0;
   const low = groups[7] ?? 0;
-  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  if (zero(0, 5) && groups[5] === 0xffff) return ipv4(high, low);
+  if (zero(0, 6) && high !== 0) return ipv4(high, low);
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) return ipv4(high, low);
+  if (first === 0x64 && second === 0xff9b && zero(2, 6)) return ipv4(high, low);
+  if (first === 0x2002) return ipv4(second, third);
+  return undefined;
 }
 
 function sameIpv6(left: string, right: string): boolean {
