@@ -1,5 +1,5 @@
 import { isGranted } from '../capabilities/index.ts';
-import type { Clock, JsonValue, KernelHandle, MemoryEntry, Store, ToolAgent } from '../contracts/index.ts';
+import type { Capability, Clock, JsonValue, KernelHandle, MemoryEntry, Store, ToolAgent } from '../contracts/index.ts';
 import { AgentChainError, UsageError } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { AgentRegistry } from './agent-registry.ts';
@@ -13,7 +13,8 @@ export interface KernelHandleParts {
   clock: Clock;
   registry: AgentRegistry;
   capabilities: CapabilityManager;
-  spawn(manifestText: string, source: string, parent: string): Promise<AgentView>;
+  /** `limit`: the least privilege of the turn that asks (see `ToolAgent.limit`), which the child must stay within too. */
+  spawn(manifestText: string, source: string, parent: string, limit: readonly Capability[] | undefined): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
   /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */
@@ -56,7 +57,7 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
   return {
     async spawnAgent(caller, manifestText) {
       capabilities.require(caller.id, caller.name, { kind: 'agent_spawn' });
-      const view = await parts.spawn(manifestText, `agent_spawn by "${caller.name}"`, caller.id);
+      const view = await parts.spawn(manifestText, `agent_spawn by "${caller.name}"`, caller.id, caller.limit);
       return { id: view.id, name: view.name };
     },
 

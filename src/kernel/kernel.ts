@@ -1,4 +1,4 @@
-import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
+import { capabilitiesFromManifest, isGranted, validateInheritance } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventQuery, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
@@ -65,6 +65,12 @@ export interface KernelNode extends ApprovalNode {
 export interface SpawnOptions {
   /** The parent's name or id. The child's capabilities must be covered by the parent's. */
   parent?: string;
+  /**
+   * The least privilege of the turn that spawns (a package activity's step, `ToolAgent.limit`):
+   * the child's capabilities must be covered by it as well, so a step cannot make a child holding
+   * what only another step of the same agent may use.
+   */
+  limit?: readonly Capability[];
 }
 
 /** What {@link Kernel.boot} restored. */
@@ -637,6 +643,14 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
       const { manifest, granted } = admitManifest(requested, parent, 'spawn');
+      if (options.limit !== undefined) {
+        try {
+          validateInheritance(options.limit, granted);
+        } catch (error) {
+          if (!(error instanceof CapabilityEscalationError)) throw error;
+          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to what it names: ${error.message}`, { details: error.details });
+        }
+      }
       await checkCodeModule(manifest);
       // Another spawn of the name may have got in while the check waited.
       const taken = registry.holderOf(name);
@@ -811,7 +825,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     clock,
     registry,
     capabilities,
-    spawn: (text, source, parent) => kernel.spawn(parseManifest(text, { source }).manifest, { parent }),
+    spawn: (text, source, parent, limit) => kernel.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }) }),
     kill: (reference) => kernel.kill(reference),
     send: (reference, message, options) => turns.send(reference, message, options),
     generate: async (agentId, prompt, signal) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal })).text,

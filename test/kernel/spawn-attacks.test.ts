@@ -94,6 +94,17 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(read.text).not.toContain('top secret');
   });
 
+  it('keeps a child spawned in a limited step (a package activity) within that step\'s limit, not only its parent\'s grants', async () => {
+    await host.kernel.spawn(manifest(parent('', 'shell = ["ls"]')));
+    const step = [{ kind: 'agent_spawn' as const }, { kind: 'tool_invoke' as const, pattern: 'agent_spawn' }, { kind: 'tool_invoke' as const, pattern: 'file_read' }];
+    const shellChild = manifest(`name = "sheller"\n${model()}\n[capabilities]\ntools = ["shell_exec"]\nshell = ["ls"]\n`);
+    await expect(host.kernel.spawn(shellChild, { parent: 'boss', limit: step })).rejects.toThrow(/cannot spawn agent "sheller" in this step, which is limited to what it names/);
+    expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
+    // Within the step, and within the parent, it spawns.
+    await host.kernel.spawn(manifest(`name = "reader"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`), { parent: 'boss', limit: step });
+    expect(host.kernel.list().map((agent) => agent.name).sort()).toEqual(['boss', 'reader']);
+  });
+
   it('binds a child that leaves out the parent\'s [exec_policy] and tool_blocklist: its shell call is refused and never runs', async () => {
     await host.kernel.spawn(manifest(parent('tool_blocklist = ["shell_exec"]\n[exec_policy]\nallow_shell = false\n', 'shell = ["touch **"]')));
 
