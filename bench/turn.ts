@@ -145,6 +145,8 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
   const execute = () => Promise.resolve(listed);
   const offered = request?.tools.map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema), execute })]);
   const tools: ToolSet = offered === undefined ? { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute }) } : Object.fromEntries(offered);
+  // Per step, the same tools without `execute`: Loom's loop runs them itself.
+  const stepTools: ToolSet = Object.fromEntries((request?.tools ?? []).map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) })]));
   const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => history(prefill));
   const durations: number[] = [];
   for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
@@ -152,7 +154,7 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
     const started = performance.now();
     history.push({ role: 'user', content: 'hello' });
     if (perStep) {
-      await perStepTurn(model, history, request, listed);
+      await perStepTurn(model, history, request?.system, stepTools, listed);
       if (turn >= WARMUP) durations.push(performance.now() - started);
       continue;
     }
@@ -171,15 +173,12 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
 }
 
 /**
- * One turn with the SDK called once per step (at most three), as Loom's loop calls it: the tools
+ * One turn with the SDK called once per step (at most three), as Loom's loop calls it: `tools`
  * are offered without `execute`, and the call's result (`listed`) is added between two calls.
  */
-async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], request: ModelRequest | undefined, listed: string): Promise<void> {
-  const tools: ToolSet = Object.fromEntries(
-    (request?.tools ?? []).map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) })]),
-  );
+async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], system: string | undefined, tools: ToolSet, listed: string): Promise<void> {
   for (let step = 0; step < 3; step += 1) {
-    const result = await generateText({ model, messages: [...history], ...(request?.system === undefined ? {} : { system: request.system }), maxRetries: 0, tools });
+    const result = await generateText({ model, messages: [...history], ...(system === undefined ? {} : { system }), maxRetries: 0, tools });
     history.push(...result.response.messages);
     if (result.toolCalls.length === 0) return;
     history.push({ role: 'tool', content: result.toolCalls.map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: listed } })) });

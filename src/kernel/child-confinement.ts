@@ -95,8 +95,8 @@ export interface ConfinementContext {
   aliases?: Readonly<Record<string, ModelTarget>> | undefined;
   /**
    * An absolute, normal path with the symbolic links on the way resolved, as far as it exists
-   * (the kernel's `realPathAsFar`): workspaces are compared, and a child's pinned, as the file
-   * tools will see them. Without it, paths are taken as written.
+   * (the runtime's `realPath`, from the host): workspaces are compared, and a child's pinned, as
+   * the file tools will see them. Without it, paths are taken as written.
    */
   realPath?: ((path: string) => string) | undefined;
 }
@@ -332,11 +332,10 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
   if (manifest.emergent?.enabled === true) {
     const runtime = { aliases: context.aliases, defaultModel: context.defaultModel };
     const creation = judgeModelFor(manifest.emergent, 'creation', runtime);
-    const promotion = judgeModelFor(manifest.emergent, 'safety', runtime);
-    const fieldOf = (key: 'judge_model' | 'promotion_judge_model'): string =>
-      manifest.emergent?.[key] !== undefined ? `[emergent].${key}` : manifest.emergent?.judge_model !== undefined ? '[emergent].judge_model' : 'the default model as [emergent]\'s judge (no judge_model)';
-    if (creation !== undefined) models.push({ field: fieldOf('judge_model'), target: creation });
-    if (promotion !== undefined && (creation === undefined || modelName(promotion) !== modelName(creation) || modelEndpoint(promotion).baseUrl !== modelEndpoint(creation).baseUrl)) models.push({ field: fieldOf('promotion_judge_model'), target: promotion });
+    if (creation !== undefined) models.push({ field: manifest.emergent.judge_model === undefined ? 'the default model as [emergent]\'s judge (no judge_model)' : '[emergent].judge_model', target: creation });
+    // Without its own, the promotion judge is the creation judge, listed above.
+    const promotion = manifest.emergent.promotion_judge_model === undefined ? undefined : judgeModelFor(manifest.emergent, 'safety', runtime);
+    if (promotion !== undefined) models.push({ field: '[emergent].promotion_judge_model', target: promotion });
   }
   return models;
 }
