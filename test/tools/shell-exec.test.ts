@@ -1,9 +1,9 @@
-import { access, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatCommandLine, isGranted } from '../../src/capabilities/index.ts';
-import type { Capability } from '../../src/contracts/index.ts';
+import type { Capability, ToolContext } from '../../src/contracts/index.ts';
 import { splitCommandLine } from '../../src/tools/builtin/shell-command-line.ts';
 import { MAX_SHELL_OUTPUT_BYTES, shellExecTool } from '../../src/tools/builtin/shell-exec.ts';
 import { explainShellRefusal } from '../../src/tools/builtin/shell-refusal.ts';
@@ -208,6 +208,30 @@ describe('shell_exec execute', () => {
     expect(result.isError).toBe(true);
     expect(result.text).toContain('a command separator');
     await expect(access(join(workspace, 'ran'))).rejects.toThrow();
+  });
+
+  it('shell_exec refuses to run in a child\'s workspace that a symbolic link put in its path since leads elsewhere', async () => {
+    // The child was pinned to <workspace>/repo/child; then `repo` became a link to another folder.
+    const elsewhere = join(workspace, 'elsewhere');
+    await mkdir(join(elsewhere, 'child'), { recursive: true });
+    await writeFile(join(elsewhere, 'child', 'secret.txt'), 'not yours');
+    const pinned = join(workspace, 'repo', 'child');
+    await mkdir(pinned, { recursive: true });
+    const child = (): ToolContext => {
+      const base = context({ workspace: pinned });
+      return { ...base, agent: { ...base.agent, pinnedWorkspace: true } };
+    };
+    const read = { command: nodeCommand("process.stdout.write(require('fs').readdirSync('.').join(','))") };
+    expect(await shellExecTool.execute(read, child())).toMatchObject({ isError: false });
+
+    await rm(join(workspace, 'repo'), { recursive: true });
+    await symlink(elsewhere, join(workspace, 'repo'));
+    const result = await shellExecTool.execute(read, child());
+    expect(result.isError).toBe(true);
+    expect(result.text).toContain(`the workspace "${pinned}" now leads to "${join(elsewhere, 'child')}" through a symbolic link`);
+    expect(result.text).not.toContain('secret.txt');
+    // An agent that is not a child runs where its workspace leads, as before.
+    expect((await shellExecTool.execute(read, context({ workspace: pinned }))).text).toContain('secret.txt');
   });
 
   it('shell_exec gives an error result when the workspace folder does not exist', async () => {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { formatCommandLine, matchesPattern } from '../../capabilities/index.ts';
 import type { Capability, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
@@ -31,7 +31,8 @@ const ShellExecInputSchema = z.object({
  * any arguments, `cat /ws/*` allows `cat /ws/a.txt` but not `cat /ws/a.txt /etc/shadow`, and
  * `*` alone allows any command. It throws `ToolInputError` for a line it refuses to split.
  *
- * The program runs in the agent's workspace with an environment holding only `PATH` (from
+ * The program runs in the agent's workspace (for a child, only while the workspace still resolves to
+ * the real path it was pinned to at the spawn) with an environment holding only `PATH` (from
  * `context.env`) and the variables of `context.env` whose names match one of the agent's
  * `env_read` patterns. Its stdin is empty. On `context.signal` abort its process group gets
  * SIGTERM, then SIGKILL after `SHELL_KILL_GRACE_MS`. stdout and stderr are kept up to
@@ -62,6 +63,15 @@ export const shellExecTool: Tool<{ command: string }> = {
     const folder = await stat(workspace).catch(() => undefined);
     if (folder?.isDirectory() !== true) {
       return { text: `cannot run "${formatCommandLine(argv)}": the workspace "${workspace}" is not an existing folder`, isError: true };
+    }
+    // A child's workspace is pinned to its real path at the spawn: a symbolic link put in that
+    // path since would take the command (and every relative path it names) somewhere else.
+    const real = context.agent.pinnedWorkspace === true ? await realpath(workspace).catch(() => undefined) : workspace;
+    if (real !== workspace) {
+      return {
+        text: `cannot run "${formatCommandLine(argv)}": the workspace "${workspace}" now leads to ${real === undefined ? 'nothing' : `"${real}"`} through a symbolic link put in its path since the agent was spawned; a child's workspace stays where it was`,
+        isError: true,
+      };
     }
     return runCommand(argv, context);
   },
