@@ -58,8 +58,8 @@ export interface ModuleTurnContext {
    * when `[autonomous].approval_required_for` lists it, audit), and returns the reply's text (capped
    * like any tool result). After `timeoutMs` of the call (on the kernel's clock; a wait for
    * approval not counted) the delegated turn is cancelled and this throws `DELEGATION_TIMEOUT`; a
-   * call the runner refuses throws `DELEGATION_REFUSED` (nothing was sent), a delegated turn that
-   * fails `DELEGATION_FAILED` with its message.
+   * call the runner or the kernel's checks refuse throws `DELEGATION_REFUSED` (nothing was sent), a
+   * delegated turn that fails `DELEGATION_FAILED` with its message (the kernel's error as the cause).
    */
   delegate(agent: string, message: string, timeoutMs: number): Promise<string>;
 }

@@ -31,6 +31,7 @@ import {
   runAgentLoop,
   SUMMARY_INSTRUCTION,
   SUMMARY_PREFIX,
+  type ToolCallFailure,
   type ToolFilter,
   type ToolRunner,
   type TurnResult,
@@ -721,14 +722,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       return result;
     };
     /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
-    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean }> => {
+    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure }> => {
       const policy = policyOfTurn();
       const toolCallId = parts.ids.uuid();
       emit({ type: 'tool-call', toolCallId, toolName: name, input });
-      const { result } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
+      const { result, failure } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
       const isError = result.isError === true;
       emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
-      return { text: result.text, isError };
+      return failure === undefined ? { text: result.text, isError } : { text: result.text, isError, failure };
     };
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
@@ -756,7 +757,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },
       generate: async (_step, request) => (await call(request)).text,
-      callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
+      callTool: async (name, input) => {
+        const { text, isError } = await runTool(name, input, policyOfTurn().settings);
+        return { text, isError };
+      },
       async act(_step, request) {
         const policy = policyOfTurn();
         const models = modelsOfTurn();
@@ -812,7 +816,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         const outcome = await runTool(AGENT_MESSAGE, { target_agent_name: target, message: text }, { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } });
         if (!outcome.isError) return outcome.text;
         signal.throwIfAborted();
-        throw delegationError(target, outcome.text, seconds);
+        throw delegationError(target, outcome, seconds);
       },
     };
     return { context, primary };
@@ -971,25 +975,35 @@ const noEvents: AgentEventSink = () => undefined;
 /** The tool every message an orchestrating agent type sends goes through. */
 const AGENT_MESSAGE = agentMessageTool.name;
 
-/** How the tool runner words the result of a tool that threw (see `createToolRunner`). */
-const AGENT_MESSAGE_FAILED = `${AGENT_MESSAGE} failed: `;
-
-/** How the tool runner words the result of a call that ran out of time. */
-const TIMED_OUT = new RegExp(`^tool "${AGENT_MESSAGE}" timed out after .+ s$`);
+/**
+ * Whether the kernel refused the message with `error` before anything was sent (no such agent, a
+ * chain too deep or going round, a grant): the delegating agent's setup to fix, as a gate of the
+ * runner is.
+ */
+const refusedBeforeSending = (error: unknown): boolean =>
+  error instanceof AgentNotFoundError || error instanceof AgentChainError || error instanceof CapabilityDeniedError || error instanceof AccessDeniedError;
 
 /**
- * The error a delegation ends with when its agent_message call gave the error result `text`:
- * `DELEGATION_TIMEOUT` when the call ran out of its `seconds` (the delegated turn is cancelled),
- * `DELEGATION_FAILED` with the delegated turn's own message when it failed, else
- * `DELEGATION_REFUSED`: a gate of the tool runner stopped it and nothing was sent.
+ * The error a delegation ends with when its agent_message call gave an error result, told by how
+ * the call ended (`failure`): `DELEGATION_TIMEOUT` when it ran out of its `seconds` (the delegated
+ * turn is cancelled); `DELEGATION_REFUSED` when a gate of the tool runner or the kernel's own
+ * checks stopped it and nothing was sent; else `DELEGATION_FAILED` with the delegated turn's own
+ * message. The kernel's error, if any, is the cause, its code in `details.cause`.
  */
-function delegationError(target: string, text: string, seconds: number): LoomError {
-  const details = { agent: target };
-  if (TIMED_OUT.test(text)) {
-    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details });
+function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure }, seconds: number): LoomError {
+  const { failure } = outcome;
+  if (failure?.kind === 'timeout') {
+    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details: { agent: target } });
   }
-  if (text.startsWith(AGENT_MESSAGE_FAILED)) return new LoomError('DELEGATION_FAILED', 'third-party', text.slice(AGENT_MESSAGE_FAILED.length), { details });
-  return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${text}`, { details });
+  if (failure?.kind === 'threw') {
+    const { error } = failure;
+    const code = isLoomError(error) ? error.code : undefined;
+    const details = code === undefined ? { agent: target } : { agent: target, cause: code };
+    const message = error instanceof Error ? error.message : String(error);
+    if (refusedBeforeSending(error)) return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${message}`, { details, cause: error });
+    return new LoomError('DELEGATION_FAILED', 'third-party', message, { details, cause: error });
+  }
+  return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${outcome.text}`, { details: { agent: target } });
 }
 
 /** The agent types with their own turn; the others run the assistant loop. */

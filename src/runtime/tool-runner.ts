@@ -149,7 +149,19 @@ export interface ToolCallOutcome {
   hint?: string;
   /** Set when the loop guard's circuit breaker tripped: the loop must end. */
   breakLoop?: string;
+  /**
+   * How a call whose result is an error ended when the tool did not give that result itself:
+   * `refused` by a gate of the runner before it ran (unknown tool, grant, tool lists, input, loop
+   * guard, exec policy, approval), out of its time (`timeout`), or the tool `threw` `error`.
+   */
+  failure?: ToolCallFailure;
 }
+
+/** See `ToolCallOutcome.failure`. */
+export type ToolCallFailure = { kind: 'refused' } | { kind: 'timeout' } | { kind: 'threw'; error: unknown };
+
+const REFUSED: ToolCallFailure = { kind: 'refused' };
+const TIMED_OUT: ToolCallFailure = { kind: 'timeout' };
 
 /** Runs tool calls for agents: the one gate every tool call passes. */
 export interface ToolRunner {
@@ -249,10 +261,11 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
     await options.audit({ agentId: agent.id, agentName: agent.name, tool, outcome, reason });
-    return { result: errorResult(reason) };
+    return { result: errorResult(reason), failure: REFUSED };
   };
 
-  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number): Promise<ToolResult> {
+  /** Runs the call under its time limit; `timedOut` when the limit ended it. */
+  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number): Promise<{ result: ToolResult; timedOut?: true }> {
     const timer = new AbortController();
     const signal = AbortSignal.any([context.signal, timer.signal]);
     let timedOut = false;
@@ -267,9 +280,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     try {
       const result = await Promise.race([tool.execute(input, { ...context, signal }), timeout.then(() => undefined)]);
       // A tool may answer its abort at once; the call still timed out or was cancelled.
-      if (timedOut) return errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`);
-      if (context.signal.aborted || result === undefined) return errorResult(`tool "${tool.name}" was cancelled`);
-      return result;
+      if (timedOut) return { result: errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`), timedOut };
+      if (context.signal.aborted || result === undefined) return { result: errorResult(`tool "${tool.name}" was cancelled`) };
+      return { result };
     } finally {
       // Ends the timeout's sleep; one reason for every call, rather than a new AbortError each.
       timer.abort(CALL_ENDED);
@@ -307,7 +320,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const { agent, filter, settings, signal, loopGuard, approvalRequiredFor, emit } = callOptions;
       const tool = find(agent, call.toolName);
       if (tool === undefined) {
-        return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`) };
+        return { result: errorResult(`unknown tool "${call.toolName}"; the tools you can call are listed in this request`), failure: REFUSED };
       }
       const granted = grantsOf(agent);
       if (!permits(granted, agent, tool, filter)) {
@@ -327,7 +340,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const parsed = checkToolInput(tool, call.input);
       if (!parsed.ok) return refuse(agent, tool.name, 'invalid', `invalid input for ${tool.name}: ${parsed.problems}`);
       const verdict = loopGuard?.check(tool.name, call.input) ?? { action: 'allow' };
-      if (verdict.action === 'break') return { result: errorResult(verdict.message), breakLoop: verdict.message };
+      if (verdict.action === 'break') return { result: errorResult(verdict.message), breakLoop: verdict.message, failure: REFUSED };
       if (verdict.action === 'block') return refuse(agent, tool.name, 'blocked', verdict.message);
 
       const toolPolicy = EXEC_POLICY_BY_TOOL[tool.name];
@@ -383,22 +396,29 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const timeoutSetting = toolSettings['timeout_seconds'];
       const timeoutMs = typeof timeoutSetting === 'number' ? timeoutSetting * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
       let result: ToolResult;
+      let failure: ToolCallFailure | undefined;
       const startedAt = options.clock.now();
       try {
-        result = await execute(tool, input, context, timeoutMs);
+        const ran = await execute(tool, input, context, timeoutMs);
+        result = ran.result;
+        if (ran.timedOut === true) failure = TIMED_OUT;
       } catch (error) {
         // A tool that throws gives the model its message to recover from; a LoomError's is written for people.
         const message = isLoomError(error) || error instanceof Error ? error.message : String(error);
         context.logger.warn({ err: error }, `tool ${tool.name} failed`);
         result = errorResult(`${tool.name} failed: ${message}`);
+        failure = { kind: 'threw', error };
       }
-      if (result.isError === true && /timed out after/.test(result.text)) {
+      if (failure === TIMED_OUT) {
         await options.audit({ agentId: agent.id, agentName: agent.name, tool: tool.name, outcome: 'timeout', reason: result.text });
       } else {
         await options.finished?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, isError: result.isError === true, durationMs: options.clock.now() - startedAt });
       }
       const capped = { ...result, text: truncateToolOutput(result.text) };
-      return verdict.action === 'warn' ? { result: capped, hint: verdict.hint } : { result: capped };
+      const outcome: ToolCallOutcome = { result: capped };
+      if (verdict.action === 'warn') outcome.hint = verdict.hint;
+      if (failure !== undefined) outcome.failure = failure;
+      return outcome;
     },
   };
   return runner;

@@ -138,6 +138,31 @@ describe('a delegate agent messages its managed agents through the gates of its 
     );
   });
 
+  it('ends with DELEGATION_FAILED, the delegated turn\'s own message and its code when that turn fails', async () => {
+    await host.kernel.spawn(manifest(delegate('front-desk')));
+    server.script([json({ agent: 'researcher', reasoning: 'facts' }), { text: 'What are tides?' }, { status: 400, body: { error: { message: 'the researcher\'s model refused the request', type: 'invalid_request_error' } } }]);
+    const failure = await host.kernel.send('front-desk', 'tell me about tides').catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: 'DELEGATION_FAILED', details: { agent: 'researcher', cause: 'MODEL_CALL_FAILED' } });
+    expect((failure as Error).message).toMatch(/^cannot get a reply: .*HTTP 400: the researcher's model refused the request$/);
+  });
+
+  it('ends with DELEGATION_REFUSED, naming the kernel\'s reason, when the message would go round a chain, and nothing is sent', async () => {
+    // front-desk hands to researcher, a delegate that would hand back to front-desk: a cycle.
+    await host.kernel.kill('researcher');
+    await host.kernel.spawn(manifest(`name = "researcher"\nmodule = "builtin:delegate"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["front-desk"]\n[delegate]\nmanaged_agents = ["front-desk"]\n`));
+    await host.kernel.spawn(manifest(delegate('front-desk')));
+    server.script([...delegation('unused', 'unused').slice(0, 2), json({ agent: 'front-desk', reasoning: 'back' }), { text: 'Over to you' }]);
+    const failure = await host.kernel.send('front-desk', 'tell me about tides').catch((error: unknown) => error);
+    // The researcher's own delegation was refused (a cycle), so front-desk's failed with that refusal.
+    expect(failure).toMatchObject({ code: 'DELEGATION_FAILED', details: { agent: 'researcher', cause: 'DELEGATION_REFUSED' } });
+    const refusal = (failure as Error).cause;
+    expect(refusal).toMatchObject({ code: 'DELEGATION_REFUSED', details: { agent: 'front-desk', cause: 'AGENT_CHAIN' } });
+    expect((refusal as Error).message).toBe('cannot delegate to "front-desk": cannot message "front-desk": it is already waiting in this chain of messages (front-desk → researcher)');
+    expect((failure as Error).message).toBe((refusal as Error).message);
+    // Selection and formulation by each delegate; no third model call for front-desk.
+    expect(server.requests).toHaveLength(4);
+  });
+
   it('cannot reach its managed agent when it was stored before it needed the agent_message tool', async () => {
     const desk = await host.kernel.spawn(manifest(delegate('front-desk')));
     const stored = await host.store.agents.get(desk.id);

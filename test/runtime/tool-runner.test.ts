@@ -187,7 +187,26 @@ describe('the tool runner', () => {
     const outcome = await pending;
     expect(aborted).toBe(true);
     expect(outcome.result).toEqual({ isError: true, text: 'tool "sleeper" timed out after 5 s' });
+    expect(outcome.failure).toEqual({ kind: 'timeout' });
     expect(audit).toMatchObject([{ tool: 'sleeper', outcome: 'timeout' }]);
+  });
+
+  it('tells how a call ended apart from its text: refused, thrown (with the error), or the tool\'s own error result', async () => {
+    const thrown = new Error('the disk is on fire');
+    const tools = [
+      { name: 'thrower', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.reject(thrown) },
+      // Its own error text reads like the runner's timeout; it is the tool's answer all the same.
+      { name: 'fetcher', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.resolve({ text: 'the host timed out after 30 s', isError: true }) },
+    ] as unknown as Tool<never>[];
+    const { runner, audit } = setup(tools);
+    const holder = agent([{ kind: 'tool_all' }]);
+    const threw = await runner.run(call('thrower', {}), options(holder));
+    expect(threw).toEqual({ result: { isError: true, text: 'thrower failed: the disk is on fire' }, failure: { kind: 'threw', error: thrown } });
+    expect(await runner.run(call('fetcher', {}), options(holder))).toEqual({ result: { isError: true, text: 'the host timed out after 30 s' } });
+    expect(await runner.run(call('nothing', {}), options(holder))).toMatchObject({ failure: { kind: 'refused' } });
+    expect(await runner.run(call('fetcher', {}), options(agent([])))).toMatchObject({ failure: { kind: 'refused' } });
+    // The tool's own "timed out" answer is a finished call, not a timeout of the runner's.
+    expect(audit.map((entry) => entry.outcome)).toEqual(['denied']);
   });
 
   it('uses the 60 s default timeout', async () => {
