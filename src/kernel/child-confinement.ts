@@ -340,6 +340,18 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
   return models;
 }
 
+/**
+ * The models of `child` (primary or the default model, fallbacks, routed tiers, forged tools'
+ * judges) that a step's `limit` does not name by its `llm_query`: a child spawned in a limited
+ * step calls only the step's model, as the step itself does. Each as `<field> calls model "<name>"`.
+ */
+export function modelsOutsideLimit(child: Manifest, limit: readonly Capability[], context: ConfinementContext): string[] {
+  return modelsOf(child, context).flatMap(({ field, target }) => {
+    const name = modelName(target);
+    return isGranted(limit, { kind: 'llm_query', pattern: name }) ? [] : [`${field} calls model "${name}"`];
+  });
+}
+
 /** `host:port` of a URL, as `net_connect` grants name it; undefined when it does not parse. */
 function hostPortOf(url: string): string | undefined {
   try {

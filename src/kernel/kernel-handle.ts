@@ -18,7 +18,8 @@ export interface KernelHandleParts {
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
   /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */
-  generate(agentId: string, prompt: string, signal: AbortSignal): Promise<string>;
+  /** `limit`: the least privilege of the turn asking (`ToolAgent.limit`), which must name the model. */
+  generate(agentId: string, prompt: string, signal: AbortSignal, limit?: readonly Capability[]): Promise<string>;
 }
 
 interface ScopedKey {
@@ -78,7 +79,7 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
     },
 
     generateText(caller, prompt, { signal }) {
-      return parts.generate(caller.id, prompt, signal);
+      return parts.generate(caller.id, prompt, signal, caller.limit);
     },
 
     listAgents() {

@@ -19,7 +19,7 @@ import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
-import { confineChild } from './child-confinement.ts';
+import { confineChild, type ConfinementContext, modelsOutsideLimit } from './child-confinement.ts';
 import { judgeModelFor } from './judge-model.ts';
 import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
@@ -528,20 +528,22 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
    * `agent_message` grants and the `agent_message` tool granted, an event-log agent granted its
    * log tools.
    */
+  /** What a child's manifest is judged by: the host's workspaces, models and file system. */
+  function confinementContext(): ConfinementContext {
+    const { runtime } = dependencies;
+    return {
+      workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
+      defaultModel: runtime?.defaultModel,
+      tiers: runtime?.tiers,
+      aliases: runtime?.aliases,
+      now: clock.now(),
+      realPath: runtime?.realPath,
+    };
+  }
+
   function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): { manifest: Manifest; granted: Capability[] } {
     const { name } = requested;
-    const { runtime } = dependencies;
-    const manifest =
-      parent === undefined
-        ? requested
-        : confineChild(parent, requested, {
-            workspaceOf: runtime === undefined ? workspaceWithoutRuntime : (agent) => runtime.workspaceOf(agent),
-            defaultModel: runtime?.defaultModel,
-            tiers: runtime?.tiers,
-            aliases: runtime?.aliases,
-            now: clock.now(),
-            realPath: runtime?.realPath,
-          });
+    const manifest = parent === undefined ? requested : confineChild(parent, requested, confinementContext());
     const granted = capabilitiesFromManifest(manifest.capabilities);
     // An orchestrator reaches its managed agents only by messages its grants cover.
     const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
@@ -649,6 +651,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         } catch (error) {
           if (!(error instanceof CapabilityEscalationError)) throw error;
           throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to what it names: ${error.message}`, { details: error.details });
+        }
+        // Its models too: a child calling another model would spend outside the step's model and budget.
+        const models = modelsOutsideLimit(manifest, options.limit, confinementContext());
+        if (models.length > 0) {
+          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to its own model: ${models.join('; ')}; give the child the step's model`, { details: { models } });
         }
       }
       await checkCodeModule(manifest);
@@ -828,7 +835,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     spawn: (text, source, parent, limit) => kernel.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }) }),
     kill: (reference) => kernel.kill(reference),
     send: (reference, message, options) => turns.send(reference, message, options),
-    generate: async (agentId, prompt, signal) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal })).text,
+    generate: async (agentId, prompt, signal, limit) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(limit === undefined ? {} : { limit }) })).text,
   });
 
   return kernel;

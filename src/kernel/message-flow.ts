@@ -184,6 +184,11 @@ export interface ModelCallRequest<T> {
   model?: ModelTarget;
   schema?: z.ZodType<T>;
   signal: AbortSignal;
+  /**
+   * The least privilege of the turn asking (a package step's, `ToolAgent.limit`): the call goes
+   * only to the first of the agent's models the limit's `llm_query` names.
+   */
+  limit?: readonly Capability[];
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -659,6 +664,21 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     }
   }
 
+  /**
+   * The model a call limited to less (`request.limit`) may make: the one it asked for, else the
+   * first of the agent's own chain, if the limit names it.
+   * @throws {CapabilityDeniedError} when the limit names none of them.
+   */
+  function modelWithin<T>(runtime: AgentRuntime, entry: AgentEntry, request: ModelCallRequest<T>): ModelTarget {
+    const limit = request.limit ?? [];
+    const candidates = request.model === undefined ? chooseModels(runtime, entry, request.prompt, 0, 0).models : [request.model];
+    const allowed = candidates.find((model) => isGranted(limit, { kind: 'llm_query', pattern: modelName(model) }));
+    if (allowed === undefined) {
+      throw new CapabilityDeniedError(`agent "${entry.name}" may not ${request.step} in this step: it would call ${candidates.map((model) => `"${modelName(model)}"`).join(', ')}, and the step is limited to its own model`);
+    }
+    return allowed;
+  }
+
   async function callModel<T>(agentId: string, request: ModelCallRequest<T>): Promise<{ text: string; output: T | undefined }> {
     const entry = registry.find(agentId);
     if (entry === undefined) throw new AgentNotFoundError(agentId);
@@ -666,12 +686,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (runtime === undefined) throw new ModuleUnavailableError(`agent "${entry.name}" cannot call a model: this kernel has no model runtime`);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${request.step}`);
     await quotas.check(entry.id, entry.name, { maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour, maxCostPerHour: entry.manifest.resources.max_cost_per_hour });
+    const model = request.limit === undefined ? request.model : modelWithin(runtime, entry, request);
     const callLogger = logger.child({ agentId: entry.id, step: request.step });
     const calls: ModelCallUsage[] = [];
     const { context } = createModuleContext(
       runtime,
       entry,
-      { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), ...(request.model === undefined ? {} : { model: request.model }) },
+      { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), ...(model === undefined ? {} : { model }) },
       await loadAi(),
     );
     const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];

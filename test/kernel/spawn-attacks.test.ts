@@ -95,11 +95,25 @@ describe('a model-written child manifest cannot exceed its parent', () => {
   });
 
   it('keeps a child spawned in a limited step (a package activity) within that step\'s limit, not only its parent\'s grants', async () => {
-    await host.kernel.spawn(manifest(parent('', 'shell = ["ls"]')));
-    const step = [{ kind: 'agent_spawn' as const }, { kind: 'tool_invoke' as const, pattern: 'agent_spawn' }, { kind: 'tool_invoke' as const, pattern: 'file_read' }];
+    // The parent may call two models; the step only its own.
+    await host.kernel.spawn(manifest(parent('', 'shell = ["ls"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]')));
+    const step = [
+      { kind: 'agent_spawn' as const },
+      { kind: 'tool_invoke' as const, pattern: 'agent_spawn' },
+      { kind: 'tool_invoke' as const, pattern: 'file_read' },
+      { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' },
+    ];
     const shellChild = manifest(`name = "sheller"\n${model()}\n[capabilities]\ntools = ["shell_exec"]\nshell = ["ls"]\n`);
     await expect(host.kernel.spawn(shellChild, { parent: 'boss', limit: step })).rejects.toThrow(/cannot spawn agent "sheller" in this step, which is limited to what it names/);
+    // A child on another model would spend outside the step's model (and its token budget).
+    const otherModel = manifest(`name = "spender"\n${model().replace('"gpt-4o"', '"gpt-4o-mini"')}\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["file_read"]\n`);
+    await expect(host.kernel.spawn(otherModel, { parent: 'boss', limit: step })).rejects.toThrow(
+      'cannot spawn agent "spender" in this step, which is limited to its own model: [model] calls model "openai/gpt-4o-mini"; give the child the step\'s model',
+    );
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
+    // Outside a step, the parent's grants cover that model.
+    await host.kernel.spawn(otherModel, { parent: 'boss' });
+    await host.kernel.kill('spender');
     // Within the step, and within the parent, it spawns.
     await host.kernel.spawn(manifest(`name = "reader"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`), { parent: 'boss', limit: step });
     expect(host.kernel.list().map((agent) => agent.name).sort()).toEqual(['boss', 'reader']);
