@@ -47,8 +47,14 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
     return { ownerId: owner.id, scope, key: rest };
   }
 
+  /**
+   * Whether the caller may read `entry`: its grants match the entry's `<scope>.<key>`, a key that
+   * leads back to the entry's agent. The scope of an agent whose name holds a dot (possible only
+   * for agents spawned before names lost it) does not: `bob.vault.password` is agent `bob`'s key
+   * `vault.password`, so `bob.*` must not read agent `bob.vault`'s memory by a search.
+   */
   const readable = (caller: ToolAgent, entry: MemoryEntry): boolean =>
-    isGranted(caller.capabilities, { kind: 'memory_read', pattern: `${entry.scope}.${entry.key}` });
+    !entry.scope.includes('.') && isGranted(caller.capabilities, { kind: 'memory_read', pattern: `${entry.scope}.${entry.key}` });
 
   async function entriesOf(ownerId: string, scope: string, prefix?: string): Promise<MemoryEntry[]> {
     const records = await store.memory.list(ownerId, prefix);

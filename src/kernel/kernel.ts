@@ -9,6 +9,7 @@ import {
   StoreConflictError,
   StoreNotFoundError,
   ModuleUnavailableError,
+  ManifestError,
 } from '../errors/index.ts';
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
@@ -641,6 +642,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async spawn(requested, options = {}) {
       const { name } = requested;
+      // Memory keys (`<agent>.<key>`) and package events (`<agent>.<event>`) split at the first dot.
+      if (name.includes('.')) {
+        throw new ManifestError(`cannot spawn "${name}": a new agent's name may not hold "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot); use "-" or "_" instead, e.g. "${name.replaceAll('.', '-')}"`, {
+          details: { field: 'name' },
+        });
+      }
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);

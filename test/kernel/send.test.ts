@@ -380,6 +380,30 @@ describe('agent and memory tools through the kernel', () => {
     expect((await host.store.memory.get(owner.id, 'plan'))?.value).toBe('world peace');
   });
 
+  it('refuses a new agent name holding a dot, and keeps an older such agent\'s memory from a search under another agent\'s grant', async () => {
+    host = await openTestHost(dir.path);
+    await expect(host.kernel.spawn(manifest(agent('bob.vault')))).rejects.toThrow(
+      'cannot spawn "bob.vault": a new agent\'s name may not hold "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot); use "-" or "_" instead, e.g. "bob-vault"',
+    );
+    // An agent stored before the rule: "bob.vault" holds a secret; "reader" may read agent bob's memory only.
+    const bob = await host.kernel.spawn(manifest(agent('bob')));
+    const vault = { id: 'b0b0b0b0-0000-4000-8000-000000000001', sessionId: 'b0b0b0b0-0000-4000-8000-000000000002' };
+    await host.store.agents.create(
+      { id: vault.id, name: 'bob.vault', state: 'running', parentId: null, sessionId: vault.sessionId, manifest: { name: 'bob.vault' }, createdAt: 0, updatedAt: 0 },
+      { id: vault.sessionId, agentId: vault.id, messages: [], createdAt: 0, updatedAt: 0 },
+    );
+    await host.store.memory.put({ agentId: vault.id, key: 'password', value: 'hunter2', updatedAt: 0 });
+    await host.store.memory.put({ agentId: bob.id, key: 'hint', value: 'hunter2 is not it', updatedAt: 0 });
+    await host.close();
+    host = await openTestHost(dir.path);
+    expect(host.kernel.list().map((view) => view.name).sort()).toEqual(['bob', 'bob.vault']);
+    await host.kernel.spawn(manifest(agent('reader', '[capabilities]\ntools = ["memory_recall"]\nmemory_read = ["bob.*"]')));
+    const search = await host.kernel.runAgentTool('reader', 'memory_recall', { query: 'hunter2' });
+    expect(search.text).toBe('bob.hint = "hunter2 is not it"');
+    // The key itself names agent bob's "vault.password", which does not exist.
+    expect((await host.kernel.runAgentTool('reader', 'memory_recall', { key: 'bob.vault.password' })).text).not.toContain('hunter2');
+  });
+
   it('spawns a child through agent_spawn within the parent\'s capabilities, and refuses an escalating one', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('boss', '[capabilities]\ntools = ["agent_spawn", "agent_list", "agent_kill"]\nagent_spawn = true\nagent_kill = ["worker"]\nnetwork = ["*.example.com"]')));
