@@ -234,6 +234,27 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     await store.forgedTools.put(record);
   }
 
+  /**
+   * The active tools of live agents that have `record`'s name, other than `record`: what sharing
+   * it would take the place of. From the store (tools other nodes hold) and from `live`, read last
+   * and without waiting, so a caller that changes `live` right after sees no tool registered since.
+   */
+  function holdersOf(record: ForgedToolRecord, stored: readonly ForgedToolRecord[]): ForgedToolRecord[] {
+    const holders = new Map<string, ForgedToolRecord>();
+    for (const other of [...stored, ...[...live.values()].map((tool) => tool.record)]) {
+      if (other.id === record.id || other.name !== record.name || options.agent(other.agentId) === undefined) continue;
+      const current = live.get(other.id)?.record ?? other;
+      if (current.status === 'active') holders.set(current.id, current);
+    }
+    return [...holders.values()];
+  }
+
+  /** Why sharing `record` is refused: the tools it would take the place of, and what to do. */
+  function sharingRefusal(record: ForgedToolRecord, holders: readonly ForgedToolRecord[]): string {
+    const named = holders.map((holder) => `agent "${holder.agentName}" has a tool of that name (${holder.id}, ${holder.tier} tier)`).join(', and ');
+    return `cannot share "${record.name}": ${named}, which a shared "${record.name}" would take the place of; demote that tool until it is no longer active (\`loom tools demote <id>\`, one tier each time), or forge this one again under another name and share that`;
+  }
+
   /** Runs every test case; sandbox cases twice, to catch non-determinism. */
   async function runTests(tool: Candidate, agent: ToolAgent, toolbox: ToolBox, signal: AbortSignal): Promise<TestReport[]> {
     const checkInput = compileSchema(tool.request.inputSchema);
@@ -381,10 +402,23 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       release();
       return refuse('judge', `the judge refused it${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`, { verdict, codeHash });
     }
+    // Tested and judged meanwhile, another tool of this name may have been shared or registered.
+    const taken = [...live.values()].find(({ record: other }) => other.name === request.name && other.status === 'active' && (other.tier === 'shared' || other.agentId === agent.id));
+    if (taken !== undefined) {
+      release();
+      const how = taken.record.tier === 'shared' ? `shared by agent "${taken.record.agentName}"` : `registered for agent "${agent.name}"`;
+      return refuse('request', `a tool named "${request.name}" was ${how} while this one was being built; choose another name`, { codeHash });
+    }
     record.verdicts = [{ role: 'creation', at: clock.now(), ...verdict }];
-    await store.forgedTools.put(record);
+    // In `live` before the store is waited on, so a promotion to shared checking names sees it.
     const tool = admit(record, request, request.implementation.mode === 'sandbox' ? request.implementation.code : undefined);
     tool.program = candidate.program;
+    try {
+      await store.forgedTools.put(record);
+    } catch (error) {
+      retireLive(tool);
+      throw error;
+    }
     await event({ ...record }, 'tool-forge', 'registered', null, { ...provenanceOf(record, by), verdict, tests: tests.length });
     logger.info({ agentId: agent.id, tool: record.name, toolId: record.id }, `agent "${agent.name}" forged tool "${record.name}"`);
     return { ok: true, tool: toForgedToolView(record), verdict };
@@ -537,12 +571,22 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       const forging = options.agent(agent.id);
       const enabled = forging?.emergent?.enabled === true;
       const tools: Tool<never>[] = enabled ? [forgeTool as unknown as Tool<never>] : [];
+      const shared: LiveTool[] = [];
       for (const tool of live.values()) {
         const { record } = tool;
         if (record.status !== 'active') continue;
         const own = record.agentId === agent.id;
         if (own && enabled && (record.tier !== 'session' || record.sessionId === forging.sessionId)) tools.push(tool.own);
-        else if (record.tier === 'shared') tools.push(own ? tool.own : tool.other);
+        else if (record.tier === 'shared') shared.push(tool);
+      }
+      // One tool per name (sharing refuses a taken name, but stored state may predate that): the
+      // agent's own wins, then the oldest shared one.
+      const names = new Set(tools.map((tool) => tool.name));
+      shared.sort((a, b) => a.record.createdAt - b.record.createdAt || a.record.id.localeCompare(b.record.id));
+      for (const tool of shared) {
+        if (names.has(tool.record.name)) continue;
+        names.add(tool.record.name);
+        tools.push(tool.record.agentId === agent.id ? tool.own : tool.other);
       }
       return tools;
     },
@@ -579,20 +623,37 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
         return { tool: toForgedToolView(record), ...result };
       }
       if (record.tier === 'shared') return { tool: toForgedToolView(record), outcome: 'refused', reason: 'it is already shared, the highest tier' };
+      const holders = holdersOf(record, await store.forgedTools.list({ status: 'active' }));
+      if (holders.length > 0) {
+        const reason = sharingRefusal(record, holders);
+        await event(record, 'tool-promote', 'refused', reason, provenanceOf(record, by));
+        return { tool: toForgedToolView(record), outcome: 'refused', reason };
+      }
       const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, { action: 'promote forged tool to shared', tool: record.name, toolId: record.id, mode: record.mode, codeHash: record.codeHash, requestedBy: by });
       await event(record, 'tool-promote', 'pending-approval', null, { ...provenanceOf(record, by), approvalId: request.id });
-      void request.decision.then(
-        async (decision) => {
-          if (!decision.approved || record.status !== 'active' || record.tier !== 'agent') {
-            await event(record, 'tool-promote', 'refused', decision.approved ? `it is no longer an active agent-tier tool` : `not approved by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`, { ...provenanceOf(record, decision.by), approvalId: request.id });
-            return;
-          }
-          record.tier = 'shared';
-          await save(record);
-          await event(record, 'tool-promote', 'shared', null, { ...provenanceOf(record, decision.by), approvalId: request.id, requestedBy: by });
-        },
-        (error: unknown) => logger.warn({ err: error, toolId: record.id }, 'a shared-tier promotion request ended without a decision'),
-      );
+      void request.decision
+        .then(
+          async (decision) => {
+            // Checked again: a tool of this name may have been forged while the request waited.
+            const holders = decision.approved ? holdersOf(record, await store.forgedTools.list({ status: 'active' })) : [];
+            const reason = !decision.approved
+              ? `not approved by ${decision.by}${decision.reason === null ? '' : `: ${decision.reason}`}`
+              : record.status !== 'active' || record.tier !== 'agent'
+                ? `it is no longer an active agent-tier tool`
+                : holders.length > 0
+                  ? sharingRefusal(record, holders)
+                  : undefined;
+            if (reason !== undefined) {
+              await event(record, 'tool-promote', 'refused', reason, { ...provenanceOf(record, decision.by), approvalId: request.id });
+              return;
+            }
+            record.tier = 'shared';
+            await save(record);
+            await event(record, 'tool-promote', 'shared', null, { ...provenanceOf(record, decision.by), approvalId: request.id, requestedBy: by });
+          },
+          (error: unknown) => logger.warn({ err: error, toolId: record.id }, 'a shared-tier promotion request ended without a decision'),
+        )
+        .catch((error: unknown) => logger.error({ err: error, toolId: record.id }, 'a shared-tier promotion could not be completed'));
       return { tool: toForgedToolView(record), outcome: 'pending-approval', reason: null, approvalId: request.id };
     },
 

@@ -46,7 +46,7 @@ export interface ToolRunnerOptions {
   grants?: (agent: ToolAgent) => readonly Capability[];
   /** Where calls of tools in `approvalRequiredFor` wait for a human; without it they are refused. */
   approvals?: ApprovalGate;
-  /** Tools of one agent beside the shared ones (its forged tools and `forge_tool`); the shared ones win a name clash. */
+  /** Tools of one agent beside the shared ones (its forged tools and `forge_tool`); the shared ones win a name clash, then the first of a name. */
   agentTools?: (agent: ToolAgent) => readonly Tool<never>[];
 }
 
@@ -252,9 +252,15 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   const current = (agent: ToolAgent): readonly Tool<never>[] => {
     const own = options.agentTools?.(agent) ?? [];
     if (own.length === 0) return shared();
-    const list = shared();
-    const names = new Set(list.map((tool) => tool.name));
-    return [...list, ...own.filter((tool) => !names.has(tool.name))];
+    const tools = [...shared()];
+    const names = new Set(tools.map((tool) => tool.name));
+    // One tool per name, the first, so the tool a model is shown is the one its call runs.
+    for (const tool of own) {
+      if (names.has(tool.name)) continue;
+      names.add(tool.name);
+      tools.push(tool);
+    }
+    return tools;
   };
   const find = (agent: ToolAgent, name: string): Tool<never> | undefined => current(agent).find((tool) => tool.name === name);
   const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);

@@ -310,3 +310,24 @@ describe('the tool runner', () => {
     expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: ['a'] }).map((tool) => tool.name)).toEqual(['b']);
   });
 });
+
+describe('an agent\'s own tools that repeat a name', () => {
+  it('shows the model one tool of the name, the first, and a call of it runs that one (a stray duplicate never shadows it)', async () => {
+    const ran: string[] = [];
+    const named = (who: string): Tool<never> =>
+      ({ name: 'lookup', description: `${who}'s lookup`, inputSchema: z.strictObject({}), requires: () => [], execute: () => (ran.push(who), Promise.resolve({ text: who })) }) as unknown as Tool<never>;
+    const runner = createToolRunner({
+      tools: [],
+      agentTools: () => [named('own'), named('shared')],
+      kernel: unusedKernel,
+      clock: createFakeClock(),
+      logger: createSilentLogger(),
+      env: {},
+      audit: () => Promise.resolve(),
+    });
+    const forAgent = agent([{ kind: 'tool_invoke', pattern: 'lookup' }]);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [] }).map((tool) => tool.description)).toEqual(["own's lookup"]);
+    expect((await runner.run(call('lookup', {}), options(forAgent))).result.text).toBe('own');
+    expect(ran).toEqual(['own']);
+  });
+});
