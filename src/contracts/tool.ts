@@ -30,6 +30,12 @@ export interface ToolAgent {
    * skills name). It can only take away.
    */
   limit?: readonly Capability[];
+  /**
+   * With `limit`: the MCP servers whose tools the turn may call. A tool of another server is
+   * refused even when a name pattern of the limit matches it (`mcp_slack_*` matches the tools of
+   * a server named `slack-notifier` too, `mcp_slack_notifier_*`). Unset: no server is singled out.
+   */
+  limitMcpServers?: readonly string[];
 }
 
 /** A reply from another agent, as `agent_message` returns it. */

@@ -128,6 +128,8 @@ export interface TaskTurn {
   model?: ModelTarget;
   /** Least privilege: every call must be granted by these as well (see `ToolAgent.limit`). */
   limit?: readonly Capability[];
+  /** With `limit`: the only MCP servers whose tools the turn may call (see `ToolAgent.limitMcpServers`). */
+  mcpServers?: readonly string[];
   /** Tokens the turn may use (see `AgentLoopOptions.tokenBudget`). */
   tokenBudget?: { max: number; label: string };
 }
@@ -535,7 +537,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const runLogger = await beginTurn(entry, emit, 'run its work');
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
-    const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit };
+    const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit, ...(task.mcpServers === undefined ? {} : { limitMcpServers: task.mcpServers }) };
     const runner = parts.runner();
     const tools = runner.toolsFor(agent, policy.filter);
     const { models } = chooseModels(runtime, entry, task.prompt, 0, tools.length, task.model);

@@ -160,6 +160,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
         fallback: activity.on_error.fallback,
         instructions: instructions.length === 0 ? undefined : instructions.join('\n\n'),
         limit: [...shared, ...activityNeeds(activity, model)],
+        mcpServers: activity.mcps,
       };
     });
     bindings.set(name, { package: slug, name, inputs: binding.inputs, activities, totalPerRun: binding.budget.total_per_run, emit: binding.emit });

@@ -21,6 +21,8 @@ export interface RunnableActivity {
   instructions?: string | undefined;
   /** Least privilege: what its own `mcps`, `cmds` and skills name. */
   limit: readonly Capability[];
+  /** Its own `mcps`: the only servers whose tools it may call (their names' patterns may match others'). */
+  mcpServers: readonly string[];
 }
 
 /** A binding ready to run. */
@@ -153,6 +155,7 @@ export async function runBinding(
         prompt: activityPrompt(activity, binding.inputs, earlier),
         model: activity.model,
         limit: activity.limit,
+        mcpServers: activity.mcpServers,
         tokenBudget: {
           max: Math.max(0, Math.min(activity.tokenBudget, left)),
           label: runBudgetBinds ? `binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}, ${left} left)` : `activity "${activity.id}" (token_budget.max = ${activity.tokenBudget})`,

@@ -227,7 +227,8 @@ function permits(granted: readonly Capability[], agent: ToolAgent, tool: Tool<ne
     allows(granted, agent, { kind: 'tool_invoke', pattern: tool.grantedBy ?? name }) &&
     (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
     !filter.blocklist.includes(name) &&
-    (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer))
+    (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer)) &&
+    (mcpServer === undefined || agent.limitMcpServers === undefined || agent.limitMcpServers.includes(mcpServer))
   );
 }
 
@@ -331,6 +332,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const granted = grantsOf(agent);
       if (!permits(granted, agent, tool, filter)) {
         const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name });
+        if (hidden && tool.mcpServer !== undefined && agent.limitMcpServers !== undefined && !agent.limitMcpServers.includes(tool.mcpServer)) {
+          const named = agent.limitMcpServers.map((server) => `"${server}"`).join(', ') || 'none';
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: it is a tool of MCP server "${tool.mcpServer}", and the step uses only the servers it names (${named})`);
+        }
         if (hidden && agent.limit !== undefined && tool.grantedBy === undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: the step is limited to the tools it names`);
         }

@@ -151,5 +151,7 @@ describe('least privilege per activity', () => {
       { kind: 'tool_invoke', pattern: 'mcp_slack_*' },
       { kind: 'llm_query', pattern: 'openai/gpt-4o-mini' },
     ]);
+    // By name too: mcp_slack_* would also match a server named "slack-notifier".
+    expect([build?.mcpServers, tell?.mcpServers]).toEqual([[], ['slack']]);
   });
 });

@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 function activity(id: string, fallback: ActivityFallback = 'Abort', changes: Partial<RunnableActivity> = {}): RunnableActivity {
-  return { id, intent: `Do ${id}`, steps: [], model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url }, tokenBudget: 1000, retry: 1, fallback, limit: [], ...changes };
+  return { id, intent: `Do ${id}`, steps: [], model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url }, tokenBudget: 1000, retry: 1, fallback, limit: [], mcpServers: [], ...changes };
 }
 
 function binding(activities: RunnableActivity[], changes: Partial<RunnableBinding> = {}): RunnableBinding {

@@ -272,6 +272,24 @@ describe('the tool runner', () => {
     expect(refused.result.isError).toBe(true);
   });
 
+  it('keeps a limited step to the MCP servers it names, though its name pattern also matches another server\'s tools', async () => {
+    let ran = 0;
+    const fromSlack = { ...hostTool(() => (ran += 1)), name: 'mcp_slack_post', mcpServer: 'slack' } as unknown as Tool<never>;
+    const fromNotifier = { ...hostTool(() => (ran += 1)), name: 'mcp_slack_notifier_post', mcpServer: 'slack-notifier' } as unknown as Tool<never>;
+    const { runner, audit } = setup([fromSlack, fromNotifier]);
+    // A package step naming "slack": its limit's pattern mcp_slack_* matches both servers' tools.
+    const step: ToolAgent = { ...agent([{ kind: 'tool_all' }, { kind: 'net_connect', pattern: '*' }]), limit: [{ kind: 'tool_invoke', pattern: 'mcp_slack_*' }, { kind: 'net_connect', pattern: '*' }], limitMcpServers: ['slack'] };
+    expect(runner.toolsFor(step, { allowlist: [], blocklist: [] }).map((tool) => tool.name)).toEqual(['mcp_slack_post']);
+    const refused = await runner.run(call('mcp_slack_notifier_post', { host: 'a' }), options(step));
+    expect(refused.result).toEqual({
+      isError: true,
+      text: 'agent "tester" may not call mcp_slack_notifier_post in this step: it is a tool of MCP server "slack-notifier", and the step uses only the servers it names ("slack")',
+    });
+    expect((await runner.run(call('mcp_slack_post', { host: 'a' }), options(step))).result).toEqual({ text: 'pong from a' });
+    expect(ran).toBe(1);
+    expect(audit.map((entry) => entry.outcome)).toEqual(['denied']);
+  });
+
   it('checks the grants the agent holds now, not the ones it started the turn with', async () => {
     let ran = 0;
     let current: Capability[] = [{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }];
