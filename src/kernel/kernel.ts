@@ -284,10 +284,22 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const events = createEventBus(logger);
   const quotas = new QuotaTracker(clock, store.usage);
 
+  /**
+   * Whether the agent acts unasked (its schedules, triggers and background work run): it runs, and
+   * so does every agent above it. A child acts unasked only while its parent does (0015), so a
+   * suspended parent holds its children's hooks too.
+   */
+  function actsUnasked(entry: AgentEntry): boolean {
+    for (let current: AgentEntry | undefined = entry; current !== undefined; current = current.parentId === null ? undefined : registry.find(current.parentId)) {
+      if (current.state !== 'running') return false;
+    }
+    return true;
+  }
+
   async function runHooks(entry: AgentEntry, action: 'start' | StopReason): Promise<void> {
     for (const hook of hooks) {
       // A start racing a kill or suspend must not start anything once the agent has stopped.
-      if (action === 'start' && (registry.find(entry.id) !== entry || entry.state !== 'running')) return;
+      if (action === 'start' && (registry.find(entry.id) !== entry || !actsUnasked(entry))) return;
       try {
         if (action === 'start') await hook.start(entry);
         else await hook.stop(entry, action);
@@ -342,12 +354,21 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return toAgentView(entry);
   }
 
-  /** Holds an agent in the state just stored: its turns stop on suspend, its hooks stop or start. */
+  /**
+   * Holds an agent in the state just stored: its turns stop on suspend, its hooks stop or start,
+   * and so do the hooks of the descendants that act unasked only through it.
+   */
   async function applyState(entry: AgentEntry, state: AgentEntry['state'], at: number): Promise<void> {
+    const below = registry.subtree(entry).slice(1);
+    const before = new Set(below.filter(actsUnasked));
     entry.state = state;
     entry.updatedAt = at;
     if (state === 'suspended') flow.stopTurns(entry, 'suspend');
     await runHooks(entry, state === 'running' ? 'start' : 'suspend');
+    for (const child of below) {
+      if (before.has(child) && !actsUnasked(child)) await runHooks(child, 'suspend');
+      else if (!before.has(child) && actsUnasked(child)) await runHooks(child, 'start');
+    }
     if (state === 'running' && dependencies.resumeBackgroundWork === true) await flow.resumeWork(entry);
   }
 

@@ -18,8 +18,12 @@ afterEach(async () => {
 
 const model = (): string => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 
+/** Moves the clock by `advance` until `condition` holds, giving real I/O (a request to the model server) a moment between steps. */
 async function until(condition: () => boolean, advance: () => Promise<void>): Promise<void> {
-  for (let step = 0; step < 200 && !condition(); step += 1) await advance();
+  for (let step = 0; step < 2_000 && !condition(); step += 1) {
+    await advance();
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
 }
 
 describe('scheduled agents in a host that runs schedules', () => {
@@ -36,6 +40,33 @@ describe('scheduled agents in a host that runs schedules', () => {
     await host.kernel.suspend('watcher');
     await host.clock.advance(600_000);
     expect(server.requests).toHaveLength(2);
+  });
+
+  it('holds a child\'s schedule while its parent is suspended, and wakes it again when the parent resumes, also across a restart', async () => {
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
+    const timed = (name: string, extra = ''): string => `name = "${name}"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n${model()}\nsystem_prompt = "You are ${name}."\n${extra}`;
+    await host.kernel.spawn(manifest(timed('boss', '[capabilities]\nagent_spawn = true\ntools = ["agent_spawn"]\n')));
+    await host.kernel.spawn(manifest(timed('kid')), { parent: 'boss' });
+    const callers = (): string[] => server.requests.map((request) => ((request.body['messages'] as { content: string }[])[0]?.content ?? '').replace(/^You are (\w+)\.[\s\S]*$/, '$1'));
+    server.script(Array.from({ length: 6 }, () => ({ text: 'nothing to do' })));
+    await until(() => server.requests.length === 2, () => host.clock.advance(1_000));
+    expect(callers().sort()).toEqual(['boss', 'kid']);
+
+    await host.kernel.suspend('boss');
+    await host.clock.advance(600_000);
+    expect(server.requests).toHaveLength(2);
+    expect(host.kernel.get('kid').state).toBe('running');
+    // A person may still talk to the child: only what it does unasked waits for its parent.
+    expect((await host.kernel.send('kid', 'hello')).text).toBe('nothing to do');
+
+    await host.close();
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
+    await host.clock.advance(600_000);
+    expect(server.requests).toHaveLength(3);
+
+    await host.kernel.resume('boss');
+    await until(() => server.requests.length === 5, () => host.clock.advance(1_000));
+    expect(callers().slice(3).sort()).toEqual(['boss', 'kid']);
   });
 
   it('does not wake anything in a host that does not run schedules (a CLI command)', async () => {
