@@ -18,8 +18,45 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
+/**
+ * The Content-Security-Policy of every dashboard response. The built dashboard is one script and
+ * one stylesheet from `/assets/`, talks only to its own origin, and has no inline script or
+ * style (Preact sets styles through the CSSOM, which the policy allows), so everything else is
+ * refused: an image from another site (a model's Markdown could leak data in its URL), plugins,
+ * a `<base>`, form posts, and being framed by another page (clickjacking an Approve button).
+ */
+const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The security headers sent with every dashboard response (index.html, assets, the not-built page). */
+const DASHBOARD_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': DASHBOARD_CSP,
+  // For browsers that predate `frame-ancestors`.
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
 /** Paths the dashboard never answers: the API, MCP and A2A answer (and 404) for themselves. */
 const API_PREFIXES = ['/api/', '/v1/', '/mcp/', '/.well-known/'];
+
+/** `path` percent-decoded, or `undefined` when its encoding is malformed. */
+function tryDecode(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return undefined;
+  }
+}
 
 async function isFile(path: string): Promise<boolean> {
   try {
@@ -46,7 +83,13 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readon
       await next();
       return;
     }
-    let file = resolve(join(root, decodeURIComponent(path)));
+    const decoded = tryDecode(path);
+    // A path that does not decode (`/%E0%A4%A`) names no file: it goes on like any unknown path.
+    if (decoded === undefined) {
+      await next();
+      return;
+    }
+    let file = resolve(join(root, decoded));
     if (file !== root && !file.startsWith(root + sep)) {
       await next();
       return;
@@ -60,12 +103,12 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readon
       }
       file = join(root, 'index.html');
       if (!(await isFile(file))) {
-        return c.text('The dashboard is not built. Run `npm install` (its prepare script runs `vite build web`) and restart the daemon; the API is at /api.', 503);
+        return c.text('The dashboard is not built. Run `npm install` (its prepare script runs `vite build web`) and restart the daemon; the API is at /api.', 503, DASHBOARD_SECURITY_HEADERS);
       }
     }
     const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
     // Built assets have content hashes in their names; index.html must always be fresh.
     const cache = isAsset ? 'public, max-age=31536000, immutable' : 'no-cache';
-    return c.body(await readFile(file), 200, { 'content-type': type, 'cache-control': cache, 'x-content-type-options': 'nosniff' });
+    return c.body(await readFile(file), 200, { ...DASHBOARD_SECURITY_HEADERS, 'content-type': type, 'cache-control': cache });
   };
 }
