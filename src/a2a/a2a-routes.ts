@@ -48,6 +48,13 @@ export interface A2aServerOptions {
    */
   callerOf?: (c: Context) => Caller | undefined;
   /**
+   * Charges the client of request `c` for the turn its message starts (from the API: the
+   * rate-limit units of a message beyond the read the request was priced as); throws when the
+   * client is out. Called once per request that sends a message, whatever its binding, before the
+   * turn starts; its error is the answer (the API's 429). Omitted, turns are not charged here.
+   */
+  chargeTurn?: ((c: Context) => void) | undefined;
+  /**
    * Push notifications (`capabilities.pushNotifications` on the cards): without them, or with
    * `[a2a].push_notifications = false`, push-notification requests are answered
    * PushNotificationNotSupportedError. Webhooks pass the address guard of `web_fetch`;
@@ -203,8 +210,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   }
   const executors = new Map<string, LoomAgentExecutor>();
   const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
-  /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router (by its Node request). */
-  const legacyRestCallers = new WeakMap<IncomingMessage, Caller>();
+  /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router, and its turn's charge (by its Node request). */
+  const legacyRestCallers = new WeakMap<IncomingMessage, { caller: Caller; chargeTurn: () => void }>();
 
   function findAgent(name: string): AgentDetailView | undefined {
     try {
@@ -244,7 +251,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       follow: (task, context) => followElsewhere(name, task, context),
     });
     // Every request reaching the listener was given its caller below; one that was not reaches nothing.
-    const legacyRest = createLegacyRestListener(handler, (request) => new LoomA2aUser(legacyRestCallers.get(request) ?? NOBODY));
+    const legacyRest = createLegacyRestListener(handler, (request) => {
+      const given = legacyRestCallers.get(request);
+      return given === undefined ? new LoomA2aUser(NOBODY) : new LoomA2aUser(given.caller, given.chargeTurn);
+    });
     const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
     return built;
@@ -256,9 +266,27 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     if (caller === undefined) throw new UnauthorizedError('this A2A request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>" (only the agent cards are public)');
     return caller;
   };
+  /** Requests already charged for their turn (a request sends one message at most), and the refusals met doing so. */
+  const charged = new WeakSet<Request>();
+  const refusals = new WeakMap<Request, Error>();
+  /**
+   * Charges request `c` for its turn, once (see `chargeTurn`). A refusal is recorded as well as
+   * thrown: the SDK answers what a handler throws as its own error, and the request is answered
+   * with the refusal instead (see the middleware below).
+   */
+  const chargeTurnOf = (c: Context) => (): void => {
+    if (options.chargeTurn === undefined || charged.has(c.req.raw)) return;
+    charged.add(c.req.raw);
+    try {
+      options.chargeTurn(c);
+    } catch (error) {
+      if (error instanceof Error) refusals.set(c.req.raw, error);
+      throw error;
+    }
+  };
   const contextOf = (c: Context, requestedVersion: string | undefined): ServerCallContext => {
     const caller = callerFor(c);
-    const context = new ServerCallContext({ user: new LoomA2aUser(caller), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
+    const context = new ServerCallContext({ user: new LoomA2aUser(caller, chargeTurnOf(c)), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
     requestSignals.set(context, c.req.raw.signal);
     return context;
   };
@@ -304,6 +332,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     callerFor(c);
     await recovered;
     await next();
+    // A turn refused for the client's rate is answered with that refusal (429, Retry-After), not
+    // with the error the SDK made of it.
+    const refusal = refusals.get(c.req.raw);
+    if (refusal !== undefined) throw refusal;
   });
 
   // Legacy endpoints (spec/05), on the default agent.
@@ -446,8 +478,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const { incoming, outgoing } = node;
     const url = new URL(c.req.url);
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
-    incoming.url = `${url.pathname.slice(base.length + 1 + agentSegment.length)}${url.search}`;
-    legacyRestCallers.set(incoming, callerFor(c));
+    const rest = url.pathname.slice(base.length + 1 + agentSegment.length);
+    incoming.url = `${rest}${url.search}`;
+    const chargeTurn = chargeTurnOf(c);
+    // The SDK's router answers on the Node response itself, so a refusal met inside it could not be
+    // answered as 429: a message is charged here, before the router sees it, in every spelling the
+    // router takes (any case, a trailing slash). Any other that starts a turn is charged where it
+    // starts (`CheckedRequestHandler`), answered with the router's error.
+    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(safeDecode(rest).toLowerCase().replace(/(.)\/+$/, '$1'))) chargeTurn();
+    legacyRestCallers.set(incoming, { caller: callerFor(c), chargeTurn });
     if (c.req.method === 'POST') {
       // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
       // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.
@@ -473,6 +512,15 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       notifier?.close();
     },
   };
+}
+
+/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** The text of an A2A result (a task's final message or artifacts, or a message). */

@@ -2,15 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
-import { mayReachAgent } from '../access/index.ts';
+import { mayReachAgent, principalKey } from '../access/index.ts';
 import type { Caller, Kernel } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
 export class LoomA2aUser implements User {
   readonly caller: Caller;
-  constructor(caller: Caller) {
+  /** Charges the request's client for the turn a message starts (the API's rate limit); throws when it is out. */
+  readonly chargeTurn: (() => void) | undefined;
+  constructor(caller: Caller, chargeTurn?: () => void) {
     this.caller = caller;
+    this.chargeTurn = chargeTurn;
   }
   get isAuthenticated(): boolean {
     return true;
@@ -26,15 +29,25 @@ export function callerName(caller: Caller): string {
 }
 
 /**
+ * Who the caller is, whole, as a task records its creator (`loomCallerKey`): a key's name, role
+ * and agents together (see `principalKey`), or the calling agent's id.
+ */
+export function callerKey(caller: Caller): string {
+  return caller.kind === 'user' ? principalKey({ name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] }) : `agent:${caller.agentId}`;
+}
+
+/**
  * Whether the A2A caller may see `task`: owners (and Loom itself, with no caller) see every
- * task; any other key only a task of an agent it reaches that it created itself. A task it may
- * not see is answered as missing, never as forbidden, so task ids cannot be probed.
+ * task; any other key only a task of an agent it reaches that it created itself, the same
+ * principal (name, role and agents: a key sharing only the creator's name is another). A task
+ * stored without its creator whole (as before this was recorded) is seen by owners only. A task it
+ * may not see is answered as missing, never as forbidden, so task ids cannot be probed.
  */
 export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
   if (seesEveryTask(caller)) return true;
   const agent: unknown = task.metadata?.['loomAgent'];
-  const creator: unknown = task.metadata?.['loomCaller'];
-  if (typeof agent !== 'string' || creator !== callerName(caller)) return false;
+  const creator: unknown = task.metadata?.['loomCallerKey'];
+  if (typeof agent !== 'string' || creator !== callerKey(caller)) return false;
   return caller.kind !== 'user' || mayReachAgent({ name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] }, agent);
 }
 
@@ -47,6 +60,15 @@ export function seesEveryTask(caller: Caller | undefined): caller is undefined |
 export function callerOfContext(context: ServerCallContext | undefined): Caller | undefined {
   const user = context?.user;
   return user instanceof LoomA2aUser ? user.caller : undefined;
+}
+
+/**
+ * Charges the caller of an SDK call for the turn its message starts, when Loom's door put a
+ * charge in its context. @throws what the charge throws (the API's `RATE_LIMITED`).
+ */
+export function chargeTurnOfContext(context: ServerCallContext | undefined): void {
+  const user = context?.user;
+  if (user instanceof LoomA2aUser) user.chargeTurn?.();
 }
 
 /** A text part. */
@@ -177,7 +199,7 @@ export class LoomAgentExecutor implements AgentExecutor {
             artifacts: [],
             history: [request.userMessage],
             // Set after the client's metadata, so neither can be claimed by a client.
-            metadata: { ...(request.request.metadata ?? {}), loomAgent: this.#agent, loomCaller: callerName(caller) },
+            metadata: { ...(request.request.metadata ?? {}), loomAgent: this.#agent, loomCaller: callerName(caller), loomCallerKey: callerKey(caller) },
           }),
         );
       } else {

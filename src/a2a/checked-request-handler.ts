@@ -2,7 +2,7 @@ import type { AgentCard, SendMessageRequest, SubscribeToTaskRequest, Task } from
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
-import { inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
+import { chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
 
 /**
  * The SDK dispatches push notifications only while its own event queue is read, which ends at
@@ -30,7 +30,9 @@ export interface CheckedRequestHandlerOptions {
 /**
  * The SDK's request handler, refusing before a task starts a message Loom's agents cannot take:
  * a part that is neither text nor data (ContentTypeNotSupportedError, -32005), no text at all,
- * or too much of it (RequestMalformedError, -32602).
+ * or too much of it (RequestMalformedError, -32602). Every message it takes starts a turn, on
+ * every binding (JSON-RPC, HTTP+JSON, 0.3, the legacy shim): the caller is charged for it here,
+ * before the turn starts (see `LoomA2aUser.chargeTurn`).
  */
 export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
@@ -55,11 +57,13 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
 
   override sendMessage(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessage']> {
     this.#check(params);
+    chargeTurnOfContext(context);
     return super.sendMessage(params, context);
   }
 
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
     this.#check(params);
+    chargeTurnOfContext(context);
     yield* super.sendMessageStream(params, context);
   }
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { matchesPattern } from '../capabilities/index.ts';
-import type { Config } from '../config/index.ts';
+import { type Config, LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME } from '../config/index.ts';
 import { AccessDeniedError, UnauthorizedError } from '../errors/index.ts';
 import { isLoopbackAddress } from './is-loopback-address.ts';
 
@@ -31,9 +31,6 @@ export interface Authenticator {
    */
   authenticate(credentials: Credentials, options: { isPublic: boolean }): Principal | undefined;
 }
-
-/** The name `LOOM_API_KEY` is known by: an owner key. */
-export const LOOM_API_KEY_NAME = 'LOOM_API_KEY';
 
 interface StoredKey extends Principal {
   digest: Buffer;
@@ -74,7 +71,7 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
             `refusing a request from "${credentials.address || 'an unknown address'}": with no API key configured only loopback clients are served; set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
           );
         }
-        return { name: 'local', role: 'owner', agents: ['*'] };
+        return { name: LOCAL_PRINCIPAL_NAME, role: 'owner', agents: ['*'] };
       }
       const bearer = credentials.authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
       const secret = bearer ?? credentials.apiKey?.trim();
@@ -87,6 +84,20 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
       return { name: key.name, role: key.role, agents: key.agents };
     },
   };
+}
+
+/**
+ * One string per principal, its name, role and agents together: what a principal owns (an A2A
+ * task, an MCP session) is its own only when all three match, so a key renamed, or given
+ * another role or other agents, owns nothing the old one made.
+ */
+export function principalKey(principal: Principal): string {
+  return JSON.stringify([principal.name, principal.role, principal.agents]);
+}
+
+/** Whether `a` and `b` are the same principal (see {@link principalKey}). */
+export function isSamePrincipal(a: Principal, b: Principal): boolean {
+  return principalKey(a) === principalKey(b);
 }
 
 /** Whether `principal` may read or message the agent named `name` (owners and viewers: any; users: those matching its patterns). */

@@ -136,6 +136,13 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
 ]);
 export type ChannelConfig = z.output<typeof ChannelConfigSchema>;
 
+/** The principal of a loopback client when no API key is configured. */
+export const LOCAL_PRINCIPAL_NAME = 'local';
+/** The principal of the key read from `LOOM_API_KEY`: an owner key. */
+export const LOOM_API_KEY_NAME = 'LOOM_API_KEY';
+/** The names Loom gives principals itself, which no `[[auth.keys]]` entry may take. */
+export const RESERVED_KEY_NAMES: readonly string[] = [LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME];
+
 /** The daemon's `config.toml`. Strict: an unknown key is an error that names it. */
 export const ConfigSchema = z.strictObject({
   daemon: z
@@ -152,8 +159,9 @@ export const ConfigSchema = z.strictObject({
   http: z
     .strictObject({
       /**
-       * Host names the daemon answers besides localhost, 127.0.0.1 and [::1] (e.g. the name a
-       * reverse proxy forwards). On a non-loopback bind with none listed, any name is answered.
+       * Host names the daemon answers besides localhost, 127.0.0.1, [::1] and the bound address
+       * (e.g. the name a reverse proxy forwards). On a non-loopback bind with API keys and none
+       * listed, any name is answered; with no key, only these, whatever the bind.
        */
       allowed_hosts: z.array(z.string().min(1).regex(/^[^\s/]+$/, { error: 'expected a host name such as "loom.example.com"' })).default([]),
       /** Browser origins besides the daemon's own that may call it, e.g. "https://ops.example.com". */
@@ -162,7 +170,7 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   auth: z
     .strictObject({
-      /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. */
+      /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. Names are unique and not in `RESERVED_KEY_NAMES`. */
       keys: z
         .array(
           z.strictObject({
@@ -174,12 +182,24 @@ export const ConfigSchema = z.strictObject({
             agents: z.array(z.string().min(1)).default(['*']),
           }),
         )
-        .default([]),
+        .default([])
+        // A key's name is who it is: what it creates (A2A tasks), its rate limit and its sessions go by it.
+        .superRefine((keys, context) => {
+          const seen = new Set<string>();
+          keys.forEach((key, index) => {
+            if (RESERVED_KEY_NAMES.includes(key.name)) {
+              context.addIssue({ code: 'custom', path: [index, 'name'], message: `"${key.name}" is a name Loom gives a principal itself (${RESERVED_KEY_NAMES.map((name) => `"${name}"`).join(', ')}); name the key otherwise` });
+            } else if (seen.has(key.name)) {
+              context.addIssue({ code: 'custom', path: [index, 'name'], message: `another key is already named "${key.name}"; each key needs its own name` });
+            }
+            seen.add(key.name);
+          });
+        }),
     })
     .prefault({}),
   rate_limit: z
     .strictObject({
-      /** Cost units each client may spend per minute (a message or an MCP call running a turn costs 30, a spawn 50, health 1, reads and MCP protocol messages 5). */
+      /** Cost units each client may spend per minute (a turn, by any door, costs 30, a spawn 50, health 1, reads and MCP/A2A protocol messages 5). */
       per_minute: z.int().positive().default(500),
       /** Limit the local user too: a loopback client when no API key is configured (off: it is the machine's owner). */
       loopback: z.boolean().default(false),
@@ -383,14 +403,16 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # request_timeout_seconds = 300
 
 [http]
-# On a loopback bind only requests for localhost, 127.0.0.1 and [::1] are answered, and a browser
-# may call the daemon only from its own pages: a web page cannot reach it by rebinding its own
-# name to this machine. Behind a reverse proxy, or on another address, name what to accept.
+# On a loopback bind, or on any bind with no API key, only requests for localhost, 127.0.0.1,
+# [::1] and the bound address are answered, and a browser may call the daemon only from its own
+# pages: a web page cannot reach it by rebinding its own name to this machine. Behind a reverse
+# proxy, or on another address, name what to accept.
 # allowed_hosts = ["loom.example.com"]
 # allowed_origins = ["https://ops.example.com"]
 
 # API keys. With none (and no LOOM_API_KEY in the environment), only loopback clients are
-# served. The secret lives in an environment variable, never in this file.
+# served. The secret lives in an environment variable, never in this file. Each key needs its
+# own name, not "local" nor "LOOM_API_KEY" (names Loom gives principals itself).
 # [[auth.keys]]
 # name = "ci"
 # role = "user"                   # owner | user | viewer
@@ -398,8 +420,8 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # agents = ["helper-*"]           # for "user": the agents it may message
 
 [rate_limit]
-# Cost units per client per minute: a message (or an MCP call that runs a turn) costs 30, a
-# spawn 50, a read or an MCP protocol message 5, health 1.
+# Cost units per client per minute: a turn (a message, a workflow command, an MCP call or an A2A
+# message that runs one) costs 30, a spawn 50, a read or a protocol message 5, health 1.
 # per_minute = 500
 # The local user (a loopback client when no API key is configured) is not limited unless:
 # loopback = true

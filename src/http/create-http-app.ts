@@ -13,7 +13,7 @@ import { createForgedToolRoutes } from './forged-tool-routes.ts';
 import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
-import { createAuthenticator, type Principal } from '../access/index.ts';
+import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
 import { createHostGuard } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
@@ -70,7 +70,9 @@ function once<T>(build: () => Promise<T>): () => Promise<T> {
 
 /** Where the API's principal travels to the A2A app (in its env, next to the Node request and response). */
 const A2A_PRINCIPAL = 'loomPrincipal';
-type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined };
+/** Where the request's `chargeTurn` travels to the A2A app, next to its principal. */
+const A2A_CHARGE_TURN = 'loomChargeTurn';
+type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined; [A2A_CHARGE_TURN]?: (() => void) | undefined };
 
 /** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
 function isA2aStream(method: string, path: string, listenPath: string): boolean {
@@ -80,7 +82,12 @@ function isA2aStream(method: string, path: string, listenPath: string): boolean 
   return !rest.includes('/') || rest.endsWith('message:stream') || rest.endsWith(':subscribe');
 }
 
-/** Rate-limit costs by route (spec: message 30, spawn 50, health 1, anything else 5). */
+/**
+ * Rate-limit costs by route (spec: message 30, spawn 50, health 1, anything else 5). A request
+ * that starts a turn costs a message however it is spelled: the API's own routes by their paths
+ * (see `costOf`), MCP and A2A by `chargeTurn` where the turn starts, once their servers have
+ * read the request.
+ */
 export const ROUTE_COSTS = { message: 30, spawn: 50, health: 1, other: 5 } as const;
 
 const PUBLIC_PATHS = new Set(['/api/health']);
@@ -93,15 +100,26 @@ function isWebhookPath(method: string, path: string): boolean {
 // Streams that stay open: the event log, and MCP's SSE and subscription streams.
 const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
 
-function costOf(method: string, path: string): number {
+/** The API's own routes that start a turn (a message, a workflow command, a package binding's run, a chat completion). */
+const TURN_ROUTES: readonly RegExp[] = [
+  /^\/api\/agents\/[^/]+\/messages$/,
+  /^\/api\/agents\/[^/]+\/workflow\/[^/]+$/,
+  /^\/api\/packages\/[^/]+\/bindings\/[^/]+\/run$/,
+  /^\/v1\/chat\/completions$/,
+];
+
+/**
+ * What a request costs at the door. The API's routes are priced by path (trailing slashes
+ * dropped, so no spelling of a turn's route is priced as a read). MCP and A2A requests are
+ * protocol messages, priced like reads: one that starts a turn pays the rest where the turn
+ * starts, once their servers have read it (see `chargeTurn`), whatever path or binding it came by.
+ */
+function costOf(method: string, rawPath: string): number {
+  const path = rawPath.replace(/(.)\/+$/, '$1');
   if (path === '/api/health') return ROUTE_COSTS.health;
-  if (method === 'POST' && (path === '/api/agents' || path === '/api/packages')) return ROUTE_COSTS.spawn;
-  if (method === 'POST' && /^\/api\/packages\/[^/]+\/bindings\/[^/]+\/run$/.test(path)) return ROUTE_COSTS.message;
-  if (method === 'POST' && /^\/api\/agents\/[^/]+\/messages$/.test(path)) return ROUTE_COSTS.message;
-  if (method === 'POST' && path === '/v1/chat/completions') return ROUTE_COSTS.message;
-  // An MCP POST is a protocol message, priced like a read; a call that runs a turn pays the rest
-  // once the MCP server sees it (see `chargeTurn`).
-  if (method === 'POST' && (path === '/a2a/tasks/send' || /^\/a2a\/[^/]+(\/rest\/message:(send|stream))?$/.test(path))) return ROUTE_COSTS.message;
+  if (method !== 'POST') return ROUTE_COSTS.other;
+  if (path === '/api/agents' || path === '/api/packages') return ROUTE_COSTS.spawn;
+  if (TURN_ROUTES.some((route) => route.test(path))) return ROUTE_COSTS.message;
   return ROUTE_COSTS.other;
 }
 
@@ -155,7 +173,15 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
   // First of all: a request a web page could have forged reaches nothing, not even the dashboard.
-  app.use('*', createHostGuard({ bindHost: options.bindHost ?? config.daemon.host, allowedHosts: config.http.allowed_hosts, allowedOrigins: config.http.allowed_origins }));
+  const bindHost = options.bindHost ?? config.daemon.host;
+  app.use('*', createHostGuard({ bindHost, allowedHosts: config.http.allowed_hosts, allowedOrigins: config.http.allowed_origins, keyed: authenticator.keyed }));
+  if (!authenticator.keyed && !isLoopbackBind(bindHost)) {
+    // Served, as documented (e.g. in a container): only loopback clients asking for a loopback name, the bound address or an allowed_hosts name get through.
+    logger.warn(
+      { host: bindHost },
+      `listening on "${bindHost}" with no API key: only clients on this machine are served, as the owner, and only for the names localhost, 127.0.0.1, [::1], "${bindHost}" and [http].allowed_hosts; to serve other machines, set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
+    );
+  }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
@@ -230,7 +256,9 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
     return createMcpHttpHandler({ kernel, config, version, logger, clock });
   });
-  const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other) });
+  /** Charges the request's client for the turn it starts, beyond the read its request was priced as at the door. */
+  const chargeTurn = (c: HttpContext) => () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other);
+  const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: chargeTurn(c) });
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
   app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
   app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));
@@ -253,6 +281,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
           return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
         },
+        chargeTurn: (c) => (c.env as A2aEnv | undefined)?.[A2A_CHARGE_TURN]?.(),
       });
       const inner = new Hono();
       inner.route('/', server.publicRoutes);
@@ -261,7 +290,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       inner.onError((error, c) => respond(c, error));
       return inner;
     });
-    const forward = async (c: HttpContext): Promise<Response> => (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal') });
+    const forward = async (c: HttpContext): Promise<Response> => (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c) });
     const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
     app.all('/.well-known/agent-card.json', forward);
     app.all('/.well-known/agent.json', forward);

@@ -13,6 +13,11 @@ export interface HostGuardOptions {
   allowedHosts: readonly string[];
   /** `[http].allowed_origins`: more browser origins that may call. */
   allowedOrigins: readonly string[];
+  /**
+   * Whether any API key is configured. Without one every loopback client is the owner, so the
+   * names are restricted on every bind (see {@link createHostGuard}).
+   */
+  keyed: boolean;
 }
 
 /** The host name of a `Host` header value (`evil.example:4200` → `evil.example`, `[::1]:4200` → `[::1]`), lower-cased. */
@@ -27,24 +32,31 @@ function hostNameOf(host: string): string {
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
+/** The name a client sends as `Host` for the bound address (`::` → `[::]`), lower-cased. */
+function bindNameOf(bindHost: string): string {
+  const lower = bindHost.trim().toLowerCase();
+  return lower.includes(':') && !lower.startsWith('[') ? `[${lower}]` : hostNameOf(lower);
+}
+
 /**
  * Refuses requests a web page could have sent to a daemon it should not reach (403, before
  * anything else is looked at):
  *
- * - **Host.** On a loopback bind, only `localhost`, `127.0.0.1` and `[::1]` (any port) and the
- *   `allowed_hosts` are answered: a page whose own name was rebound to 127.0.0.1 sends its own
- *   name. On another bind, `allowed_hosts` (with the loopback names) restricts the names when
- *   it lists any.
+ * - **Host.** Only `localhost`, `127.0.0.1` and `[::1]` (any port), the bound address itself (the
+ *   daemon's own URL, which the CLI uses) and the `allowed_hosts` are answered: a page whose own
+ *   name was rebound to 127.0.0.1 sends its own name. This holds on every bind while no API key
+ *   is configured, since every loopback client is then the owner and a browser on this machine
+ *   is such a client. With keys on a non-loopback bind, any name is answered unless
+ *   `allowed_hosts` lists some: the key, which a rebinding page does not have, decides.
  * - **Origin.** A request that carries `Origin` (browsers send it on cross-site and non-GET
  *   requests) must come from the daemon's own origin (`http(s)://` + the request's `Host`) or an
  *   `allowed_origins` entry; `Origin: null` (sandboxed frames, files) is refused. Clients that are
  *   not browsers send no `Origin` and are unaffected.
  */
 export function createHostGuard(options: HostGuardOptions): MiddlewareHandler {
-  const loopback = isLoopbackBind(options.bindHost);
-  // Loopback names are always safe: a rebinding page sends its own name, never these.
-  const allowed = new Set([...LOOPBACK_HOST_NAMES, ...options.allowedHosts.map(hostNameOf)]);
-  const restricted = loopback || options.allowedHosts.length > 0;
+  // Loopback names and the bound address are always safe: a rebinding page sends its own name, never these.
+  const allowed = new Set([...LOOPBACK_HOST_NAMES, bindNameOf(options.bindHost), ...options.allowedHosts.map(hostNameOf)]);
+  const restricted = isLoopbackBind(options.bindHost) || options.allowedHosts.length > 0 || !options.keyed;
   const origins = new Set(options.allowedOrigins.map((origin) => new URL(origin).origin));
 
   return async (c, next) => {

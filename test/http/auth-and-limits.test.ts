@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLoopbackAddress } from '../../src/access/index.ts';
 import { RateLimiter } from '../../src/http/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { agentToml, type Api, type ApiOptions, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
@@ -194,6 +195,70 @@ describe('rate limiting', () => {
     const limited = await served.request('/api/agents', bearer('guess-3'));
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('30');
+  });
+});
+
+/** A request that starts one turn of the agent "echo" (or of the workflow agent "lead"), as some door spells it. */
+interface TurnSpelling {
+  name: string;
+  config?: Record<string, unknown>;
+  workflow?: boolean;
+  request(): [string, RequestInit];
+}
+
+const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+const jsonRpcSend = (): unknown => ({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+const restV03Send = (): unknown => ({ request: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'hi' }] } });
+
+const TURN_SPELLINGS: TurnSpelling[] = [
+  { name: 'POST /api/agents/echo/messages', request: () => ['/api/agents/echo/messages', messageInit('hi')] },
+  { name: 'A2A JSON-RPC, POST /a2a/echo', request: () => ['/a2a/echo', json(jsonRpcSend())] },
+  { name: 'A2A JSON-RPC with a trailing slash, POST /a2a/echo/', request: () => ['/a2a/echo/', json(jsonRpcSend())] },
+  { name: 'A2A 0.3 HTTP+JSON, POST /a2a/echo/v1/message:send', request: () => ['/a2a/echo/v1/message:send', json(restV03Send())] },
+  { name: 'A2A 0.3 HTTP+JSON streamed, POST /a2a/echo/v1/message:stream', request: () => ['/a2a/echo/v1/message:stream', json(restV03Send())] },
+  { name: 'A2A 1.0 HTTP+JSON with a trailing slash, POST /a2a/echo/rest/message:send/', request: () => ['/a2a/echo/rest/message:send/', json({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } })] },
+  { name: 'the legacy shim with a trailing slash, POST /a2a/tasks/send/', request: () => ['/a2a/tasks/send/', json({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'hi' }] } } })] },
+  { name: 'A2A JSON-RPC under a custom [a2a].listen_path, POST /peers/echo', config: { a2a: { listen_path: '/peers' } }, request: () => ['/peers/echo', json(jsonRpcSend())] },
+  { name: 'a workflow command, POST /api/agents/lead/workflow/pause', workflow: true, request: () => ['/api/agents/lead/workflow/pause', { method: 'POST' }] },
+];
+
+describe('rate limiting of turns', () => {
+  // 90 units a minute: three turns (30 each), whatever door they come through; the fourth waits.
+  it.each(TURN_SPELLINGS)('charges a turn started by $name as a message: the fourth in a minute at 90 units is refused 429', async (spelling) => {
+    const served = await open({ config: { rate_limit: { per_minute: 90, loopback: true }, ...spelling.config } });
+    const agent = spelling.workflow === true
+      ? `name = "lead"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["echo"]\n[workflow]\nmanaged_agents = ["echo"]\n`
+      : agentToml('echo', model.url);
+    if (spelling.workflow === true) await served.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    await served.host.kernel.spawn(manifest(agent));
+    // A workflow agent takes a command it cannot apply as a request, and plans it: each turn gets a plan.
+    const plan = { summary: 'one task', missing_info: null, tasks: [{ id: 't1', title: 'task', instruction: 'do it', agent: 'echo', depends_on: [], acceptance: 'done' }] };
+    // A fourth reply, so that a fourth turn let through answers (and fails the test) rather than waits.
+    model.script(['one', 'two', 'three', 'four'].map((text) => ({ text: spelling.workflow === true ? JSON.stringify(plan) : text })));
+    const statuses: number[] = [];
+    for (let turn = 0; turn < 4; turn += 1) {
+      const [path, init] = spelling.request();
+      const response = await served.request(path, init);
+      await response.text();
+      statuses.push(response.status);
+    }
+    expect(statuses.slice(0, 3).every((status) => status >= 200 && status < 300)).toBe(true);
+    expect(statuses[3]).toBe(429);
+  });
+
+  it('answers a refused A2A turn with the API\'s 429 and Retry-After, and starts no turn', async () => {
+    const served = await open({ config: { rate_limit: { per_minute: 90, loopback: true } } });
+    await served.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    model.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }, { text: 'five' }]);
+    for (let turn = 0; turn < 3; turn += 1) expect((await served.request('/a2a/echo/v1/message:send', json(restV03Send()))).status).toBe(201);
+    const before = model.requests.length;
+    for (const [path, init] of [['/a2a/echo/v1/message:send', json(restV03Send())], ['/a2a/echo/', json(jsonRpcSend())]] as const) {
+      const limited = await served.request(path, init);
+      expect(limited.status).toBe(429);
+      expect(await errorCode(limited)).toBe('RATE_LIMITED');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    expect(model.requests.length).toBe(before);
   });
 });
 

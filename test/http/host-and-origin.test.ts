@@ -1,5 +1,10 @@
 import { request as httpRequest } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp } from '../../src/http/index.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
+import { createLogger } from '../../src/logging/index.ts';
+import { createFakeClock } from '../../src/clock/index.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { type Api, startApi } from './api-harness.ts';
 
@@ -96,13 +101,57 @@ describe('Host and Origin on a loopback daemon', () => {
 });
 
 describe('Host on a daemon bound to another address', () => {
-  it('answers any name when allowed_hosts is empty, and only those listed and the loopback names when it is set', async () => {
-    api = await startApi(dir.path, { bindHost: '0.0.0.0', clientAddress: '127.0.0.1' });
+  it('answers any name on a keyed daemon when allowed_hosts is empty, and only those listed and the loopback names when it is set', async () => {
+    api = await startApi(dir.path, { bindHost: '0.0.0.0', clientAddress: '127.0.0.1', env: { LOOM_API_KEY: 'root-secret' } });
     expect((await send(api.url, '/api/health', { host: 'loom.lan:4200' })).status).toBe(200);
     await api.close();
     api = await startApi(dir.path, { bindHost: '0.0.0.0', config: { http: { allowed_hosts: ['loom.lan'] } } });
     expect((await send(api.url, '/api/health', { host: 'loom.lan:4200' })).status).toBe(200);
     expect((await send(api.url, '/api/health', { host: 'localhost:4200' })).status).toBe(200);
     expect((await send(api.url, '/api/health', { host: 'rebound.example' })).status).toBe(403);
+  });
+
+  // The request a page at http://rebound.example:PORT sends once its name points at 127.0.0.1: from
+  // the user's own browser (a loopback client, the owner when no key is configured), with its own
+  // name as Host and its own site as Origin.
+  it('refuses a rebinding page on a daemon bound to 0.0.0.0 with no API key: 403, no agent spawned', async () => {
+    api = await startApi(dir.path, { bindHost: '0.0.0.0' });
+    const rebound = `rebound.example:${port(api.url)}`;
+    const manifest = 'name = "pwned"\n[capabilities]\nshell = ["*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n';
+    const reply = await send(api.url, '/api/agents', { host: rebound, origin: `http://${rebound}`, 'content-type': 'application/toml' }, 'POST', manifest);
+    expect(reply.status).toBe(403);
+    expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'HOST_NOT_ALLOWED' } });
+    expect(reply.body).toContain('add \\"rebound.example\\" to [http].allowed_hosts');
+    expect(api.host.kernel.list()).toEqual([]);
+    for (const [method, path, body] of ROUTES) {
+      const refused = await send(api.url, path, { host: rebound, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, method, body);
+      expect({ path, status: refused.status }).toEqual({ path, status: 403 });
+    }
+  });
+
+  it('still serves the local user, with no API key, at the loopback names, the bound address (the URL the CLI uses) and allowed_hosts', async () => {
+    api = await startApi(dir.path, { bindHost: '0.0.0.0', config: { http: { allowed_hosts: ['loom.lan'] } } });
+    for (const host of [`localhost:${port(api.url)}`, `127.0.0.1:${port(api.url)}`, `[::1]:${port(api.url)}`, `0.0.0.0:${port(api.url)}`, 'loom.lan:4200']) {
+      expect({ host, status: (await send(api.url, '/api/agents', { host, origin: `http://${host}` })).status }).toEqual({ host, status: 200 });
+    }
+    await api.close();
+    api = await startApi(dir.path, { bindHost: '::' });
+    expect((await send(api.url, '/api/agents', { host: `[::]:${port(api.url)}` })).status).toBe(200);
+    expect((await send(api.url, '/api/agents', { host: `rebound.example:${port(api.url)}` })).status).toBe(403);
+  });
+
+  it('warns at start when it listens on another address with no API key, saying who is served and how to serve more', () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', sink: { write: (text: string) => lines.push(text) } });
+    const build = (bindHost: string, env: Record<string, string> = {}) =>
+      createHttpApp({ kernel: {} as Kernel, config: ConfigSchema.parse({}), env, clock: createFakeClock(), logger, bindHost });
+    build('127.0.0.1');
+    build('0.0.0.0', { LOOM_API_KEY: 'root-secret' });
+    expect(lines).toEqual([]);
+    build('0.0.0.0');
+    expect(lines).toHaveLength(1);
+    const record = JSON.parse(lines[0] ?? '{}') as { level: number; msg: string };
+    expect(record.msg).toContain('listening on "0.0.0.0" with no API key: only clients on this machine are served');
+    expect(record.msg).toContain('set LOOM_API_KEY or add [[auth.keys]] to config.toml');
   });
 });

@@ -37,7 +37,7 @@ describe.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('the MC
   it('lists each live agent as loom_agent_<name> with one message parameter and its description', async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('code-reviewer', model.url, 'Reviews code changes'));
-    await host.kernel.spawn(agentManifest('Helper.Two', model.url));
+    await host.kernel.spawn(agentManifest('Helper-Two', model.url));
     const client = await connect(url, kind);
     expect(client.getProtocolEra()).toBe(kind === 'modern' ? 'modern' : 'legacy');
     if (kind === 'modern') expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);

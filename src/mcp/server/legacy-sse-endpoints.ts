@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
-import type { Principal } from '../../access/index.ts';
+import { isSamePrincipal, type Principal } from '../../access/index.ts';
 import type { McpRequestOrigin } from './mcp-principal.ts';
 
 /** Messages larger than this are refused (spec/05: 10 MB). */
@@ -128,8 +128,8 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
     async post(request, principal) {
       const sessionId = new URL(request.url).searchParams.get('sessionId');
       const connection = sessionId === null ? undefined : connections.get(sessionId);
-      // Another principal's session is answered as unknown: session ids are not capabilities.
-      if (connection === undefined || connection.transport.principal.name !== principal.name) return plain(404, 'no open MCP SSE session with this sessionId');
+      // Another principal's session (another name, role or agents) is answered as unknown: session ids are not capabilities.
+      if (connection === undefined || !isSamePrincipal(connection.transport.principal, principal)) return plain(404, 'no open MCP SSE session with this sessionId');
       const length = Number(request.headers.get('content-length') ?? '0');
       if (length > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
       const text = await request.text();
