@@ -10,6 +10,11 @@ export type StopReason = 'suspend' | 'kill' | 'shutdown';
  */
 export interface AgentLifecycleHook {
   readonly name: string;
+  /**
+   * Whether it starts what the agent does unasked (schedules, triggers, package workflows): such a
+   * hook starts only while every agent above it runs, and stops when one of them is suspended.
+   */
+  readonly unasked?: boolean;
   start(agent: AgentEntry): void | Promise<void>;
   stop(agent: AgentEntry, reason: StopReason): void | Promise<void>;
 }

@@ -285,9 +285,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const quotas = new QuotaTracker(clock, store.usage);
 
   /**
-   * Whether the agent acts unasked (its schedules, triggers and background work run): it runs, and
-   * so does every agent above it. A child acts unasked only while its parent does (0015), so a
-   * suspended parent holds its children's hooks too.
+   * Whether the agent may act unasked (its `unasked` hooks run: schedules, triggers, package
+   * workflows): it runs, and so does every agent above it. A child acts unasked only while its
+   * parent does (0015), so a suspended parent holds those hooks of its children too; their other
+   * hooks (workspace, code module) and their turns are theirs.
    */
   function actsUnasked(entry: AgentEntry): boolean {
     for (let current: AgentEntry | undefined = entry; current !== undefined; current = current.parentId === null ? undefined : registry.find(current.parentId)) {
@@ -296,10 +297,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return true;
   }
 
-  async function runHooks(entry: AgentEntry, action: 'start' | StopReason): Promise<void> {
+  /** Runs the agent's hooks (`only: 'unasked'`: those of its unasked work alone). */
+  async function runHooks(entry: AgentEntry, action: 'start' | StopReason, only?: 'unasked'): Promise<void> {
     for (const hook of hooks) {
+      if (only === 'unasked' && hook.unasked !== true) continue;
       // A start racing a kill or suspend must not start anything once the agent has stopped.
-      if (action === 'start' && (registry.find(entry.id) !== entry || !actsUnasked(entry))) return;
+      if (action === 'start' && (registry.find(entry.id) !== entry || entry.state !== 'running')) return;
+      if (action === 'start' && hook.unasked === true && !actsUnasked(entry)) continue;
       try {
         if (action === 'start') await hook.start(entry);
         else await hook.stop(entry, action);
@@ -356,7 +360,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
   /**
    * Holds an agent in the state just stored: its turns stop on suspend, its hooks stop or start,
-   * and so do the hooks of the descendants that act unasked only through it.
+   * and so do the unasked hooks of the descendants that act unasked only through it.
    */
   async function applyState(entry: AgentEntry, state: AgentEntry['state'], at: number): Promise<void> {
     const below = registry.subtree(entry).slice(1);
@@ -366,8 +370,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     if (state === 'suspended') flow.stopTurns(entry, 'suspend');
     await runHooks(entry, state === 'running' ? 'start' : 'suspend');
     for (const child of below) {
-      if (before.has(child) && !actsUnasked(child)) await runHooks(child, 'suspend');
-      else if (!before.has(child) && actsUnasked(child)) await runHooks(child, 'start');
+      if (before.has(child) && !actsUnasked(child)) await runHooks(child, 'suspend', 'unasked');
+      else if (!before.has(child) && actsUnasked(child)) await runHooks(child, 'start', 'unasked');
     }
     if (state === 'running' && dependencies.resumeBackgroundWork === true) await flow.resumeWork(entry);
   }

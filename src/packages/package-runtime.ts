@@ -617,6 +617,7 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
 
   const runtime: PackageRuntime = {
     name: 'packages',
+    unasked: true,
 
     async activate(slug) {
       if (active.has(slug) || controller.signal.aborted) return;

@@ -381,6 +381,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   return {
     name: 'scheduler',
+    unasked: true,
     timezone,
     addTimer(timer) {
       timers.set(timer, undefined);

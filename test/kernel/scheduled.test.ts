@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTINUOUS_WAKE_MESSAGE } from '../../src/scheduler/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -18,11 +20,11 @@ afterEach(async () => {
 
 const model = (): string => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 
-/** Moves the clock by `advance` until `condition` holds, giving real I/O (a request to the model server) a moment between steps. */
+/** Moves the clock by `advance` until `condition` holds, letting real I/O (a request to the model server) go on between steps. */
 async function until(condition: () => boolean, advance: () => Promise<void>): Promise<void> {
   for (let step = 0; step < 2_000 && !condition(); step += 1) {
     await advance();
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
@@ -58,6 +60,9 @@ describe('scheduled agents in a host that runs schedules', () => {
     expect(host.kernel.get('kid').state).toBe('running');
     // A person may still talk to the child: only what it does unasked waits for its parent.
     expect((await host.kernel.send('kid', 'hello')).text).toBe('nothing to do');
+    // A child spawned meanwhile gets what is its own (its workspace), not its schedule.
+    await host.kernel.spawn(manifest(`name = "kid2"\n${model()}`), { parent: 'boss' });
+    expect(existsSync(join(host.home.workspacesDir, 'boss', 'agents', 'kid2'))).toBe(true);
 
     await host.close();
     host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
