@@ -14,7 +14,7 @@ export interface KernelHandleParts {
   registry: AgentRegistry;
   capabilities: CapabilityManager;
   /** `limit`: the least privilege of the turn that asks (see `ToolAgent.limit`), which the child must stay within too. */
-  spawn(manifestText: string, source: string, parent: string, limit: readonly Capability[] | undefined): Promise<AgentView>;
+  spawn(manifestText: string, source: string, parent: string, limit: readonly Capability[] | undefined, limitMcpServers?: readonly string[]): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
   /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */
@@ -64,7 +64,7 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
   return {
     async spawnAgent(caller, manifestText) {
       capabilities.require(caller.id, caller.name, { kind: 'agent_spawn' });
-      const view = await parts.spawn(manifestText, `agent_spawn by "${caller.name}"`, caller.id, caller.limit);
+      const view = await parts.spawn(manifestText, `agent_spawn by "${caller.name}"`, caller.id, caller.limit, caller.limitMcpServers);
       return { id: view.id, name: view.name };
     },
 

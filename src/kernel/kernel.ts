@@ -72,6 +72,12 @@ export interface SpawnOptions {
    * what only another step of the same agent may use.
    */
   limit?: readonly Capability[];
+  /**
+   * With `limit`: the MCP servers the spawning turn may use (`ToolAgent.limitMcpServers`). The
+   * child's `mcp_servers` must be among them, and is set to them when it names none: the limit's
+   * `mcp_<server>_*` patterns also match servers whose names start the same.
+   */
+  limitMcpServers?: readonly string[];
 }
 
 /** What {@link Kernel.boot} restored. */
@@ -676,7 +682,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
-      const { manifest, granted } = admitManifest(requested, parent, 'spawn');
+      const admitted = admitManifest(requested, parent, 'spawn');
+      const { granted } = admitted;
+      let { manifest } = admitted;
       if (options.limit !== undefined) {
         try {
           validateInheritance(options.limit, granted);
@@ -689,6 +697,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         if (models.length > 0) {
           throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to its own model: ${models.join('; ')}; give the child the step's model`, { details: { models } });
         }
+        const servers = options.limitMcpServers;
+        const outside = servers === undefined ? [] : manifest.mcp_servers.filter((server) => !servers.includes(server));
+        if (outside.length > 0) {
+          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which uses only the MCP servers it names (${servers?.map((server) => `"${server}"`).join(', ') || 'none'}): mcp_servers names ${outside.map((server) => `"${server}"`).join(', ')}`, { details: { mcpServers: outside } });
+        }
+        if (servers !== undefined && manifest.mcp_servers.length === 0) manifest = { ...manifest, mcp_servers: [...servers] };
       }
       await checkCodeModule(manifest);
       // Another spawn of the name may have got in while the check waited.
@@ -864,7 +878,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     clock,
     registry,
     capabilities,
-    spawn: (text, source, parent, limit) => kernel.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }) }),
+    spawn: (text, source, parent, limit, limitMcpServers) =>
+      kernel.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }), ...(limitMcpServers === undefined ? {} : { limitMcpServers }) }),
     kill: (reference) => kernel.kill(reference),
     send: (reference, message, options) => turns.send(reference, message, options),
     generate: async (agentId, prompt, signal, limit) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(limit === undefined ? {} : { limit }) })).text,

@@ -119,6 +119,19 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(host.kernel.list().map((agent) => agent.name).sort()).toEqual(['boss', 'reader']);
   });
 
+  it('keeps a child spawned in a step to the step\'s MCP servers by name, which its tool patterns alone do not', async () => {
+    await host.kernel.spawn(manifest(`name = "boss"\n${model()}\n[capabilities]\ntools = ["agent_spawn", "mcp_slack_*"]\nagent_spawn = true\n`));
+    // A step naming "slack": mcp_slack_* also covers mcp_slack_notifier_* (server "slack-notifier").
+    const step = { limit: [{ kind: 'agent_spawn' as const }, { kind: 'tool_invoke' as const, pattern: 'mcp_slack_*' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' }], limitMcpServers: ['slack'] };
+    const child = (extra: string) => manifest(`name = "poster"\n${extra}\n${model()}\n[capabilities]\ntools = ["mcp_slack_notifier_*"]\n`);
+    await expect(host.kernel.spawn(child('mcp_servers = ["slack-notifier"]'), { parent: 'boss', ...step })).rejects.toThrow(
+      'cannot spawn agent "poster" in this step, which uses only the MCP servers it names ("slack"): mcp_servers names "slack-notifier"',
+    );
+    // Naming none, it is bound to the step's.
+    await host.kernel.spawn(child(''), { parent: 'boss', ...step });
+    expect(host.kernel.get('poster').manifest.mcp_servers).toEqual(['slack']);
+  });
+
   it('binds a child that leaves out the parent\'s [exec_policy] and tool_blocklist: its shell call is refused and never runs', async () => {
     await host.kernel.spawn(manifest(parent('tool_blocklist = ["shell_exec"]\n[exec_policy]\nallow_shell = false\n', 'shell = ["touch **"]')));
 
