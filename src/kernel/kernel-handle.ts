@@ -18,8 +18,8 @@ export interface KernelHandleParts {
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
   /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */
-  /** `limit`: the least privilege of the turn asking (`ToolAgent.limit`), which must name the model. */
-  generate(agentId: string, prompt: string, signal: AbortSignal, limit?: readonly Capability[]): Promise<string>;
+  /** `caller`: the agent as the asking turn sees it; a turn limited to less calls its step's model (see `ModelCallRequest.caller`). */
+  generate(agentId: string, prompt: string, signal: AbortSignal, caller?: ToolAgent): Promise<string>;
 }
 
 interface ScopedKey {
@@ -85,7 +85,7 @@ export function createKernelHandle(parts: KernelHandleParts): KernelHandle {
     },
 
     generateText(caller, prompt, { signal }) {
-      return parts.generate(caller.id, prompt, signal, caller.limit);
+      return parts.generate(caller.id, prompt, signal, caller);
     },
 
     listAgents() {

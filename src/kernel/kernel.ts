@@ -882,7 +882,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       kernel.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }), ...(limitMcpServers === undefined ? {} : { limitMcpServers }) }),
     kill: (reference) => kernel.kill(reference),
     send: (reference, message, options) => turns.send(reference, message, options),
-    generate: async (agentId, prompt, signal, limit) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(limit === undefined ? {} : { limit }) })).text,
+    generate: async (agentId, prompt, signal, caller) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(caller === undefined ? {} : { caller }) })).text,
   });
 
   return kernel;

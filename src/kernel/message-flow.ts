@@ -187,10 +187,11 @@ export interface ModelCallRequest<T> {
   schema?: z.ZodType<T>;
   signal: AbortSignal;
   /**
-   * The least privilege of the turn asking (a package step's, `ToolAgent.limit`): the call goes
-   * only to the first of the agent's models the limit's `llm_query` names.
+   * The agent as the turn asking sees it. In a turn limited to less (a package step's,
+   * `ToolAgent.limit`) the call goes to the step's model, or else to the first of the agent's
+   * models the limit's `llm_query` names.
    */
-  limit?: readonly Capability[];
+  caller?: ToolAgent;
 }
 
 function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
@@ -533,11 +534,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return signal.aborted && isLoomError(signal.reason) ? signal.reason : error;
   }
 
+  /** The model of each limited step's turn, by the agent its tools are given (see `modelWithin`). */
+  const stepModels = new WeakMap<ToolAgent, ModelTarget>();
+
   async function runTaskTurn(runtime: AgentRuntime, entry: AgentEntry, task: TaskTurn, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
     const runLogger = await beginTurn(entry, emit, 'run its work');
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
     const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit, ...(task.mcpServers === undefined ? {} : { limitMcpServers: task.mcpServers }) };
+    // What the step's tools ask of a model (`generate_text`) goes to the step's model.
+    if (task.limit !== undefined && task.model !== undefined) stepModels.set(agent, task.model);
     const runner = parts.runner();
     const tools = runner.toolsFor(agent, policy.filter);
     const { models } = chooseModels(runtime, entry, task.prompt, 0, tools.length, task.model);
@@ -667,13 +673,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   }
 
   /**
-   * The model a call limited to less (`request.limit`) may make: the one it asked for, else the
-   * first of the agent's own chain, if the limit names it.
+   * The model a call limited to `limit` may make: the one it asked for, else the model of the
+   * step `caller` runs in, else the first of the agent's own chain; the limit must name it.
    * @throws {CapabilityDeniedError} when the limit names none of them.
    */
-  function modelWithin<T>(runtime: AgentRuntime, entry: AgentEntry, request: ModelCallRequest<T>): ModelTarget {
-    const limit = request.limit ?? [];
-    const candidates = request.model === undefined ? chooseModels(runtime, entry, request.prompt, 0, 0).models : [request.model];
+  function modelWithin<T>(runtime: AgentRuntime, entry: AgentEntry, limit: readonly Capability[], request: ModelCallRequest<T>, caller: ToolAgent): ModelTarget {
+    const step = stepModels.get(caller);
+    const candidates = request.model !== undefined ? [request.model] : step !== undefined ? [step] : chooseModels(runtime, entry, request.prompt, 0, 0).models;
     const allowed = candidates.find((model) => isGranted(limit, { kind: 'llm_query', pattern: modelName(model) }));
     if (allowed === undefined) {
       throw new CapabilityDeniedError(`agent "${entry.name}" may not ${request.step} in this step: it would call ${candidates.map((model) => `"${modelName(model)}"`).join(', ')}, and the step is limited to its own model`);
@@ -688,7 +694,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (runtime === undefined) throw new ModuleUnavailableError(`agent "${entry.name}" cannot call a model: this kernel has no model runtime`);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${request.step}`);
     await quotas.check(entry.id, entry.name, { maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour, maxCostPerHour: entry.manifest.resources.max_cost_per_hour });
-    const model = request.limit === undefined ? request.model : modelWithin(runtime, entry, request);
+    const model = request.caller?.limit === undefined ? request.model : modelWithin(runtime, entry, request.caller.limit, request, request.caller);
     const callLogger = logger.child({ agentId: entry.id, step: request.step });
     const calls: ModelCallUsage[] = [];
     const { context } = createModuleContext(

@@ -80,22 +80,21 @@ describe('kernel.runTask()', () => {
     expect(server.requests[0]?.body['model']).toBe('gpt-4o-mini');
   });
 
-  it('keeps generate_text in a step to the step\'s model: another model of the agent is refused, the step\'s is used', async () => {
+  it('sends generate_text in a step to the step\'s model, and refuses it in a limited turn whose limit names none of the agent\'s models', async () => {
     const agent = worker().replace('tools = ["file_read", "file_write"]', 'tools = ["generate_text"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
     await host.kernel.spawn(manifest(agent));
     const mini = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
-    const step = { prompt: 'Draft it', model: mini, limit: [{ kind: 'tool_invoke' as const, pattern: 'generate_text' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o-mini' }] };
-    server.script([{ toolCalls: [{ name: 'generate_text', input: { prompt: 'a long essay' } }] }, { text: 'gave up' }]);
-    await host.kernel.runTask('worker', step);
-    // The agent's own model (gpt-4o) is outside the step: refused, not called.
-    expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o-mini', 'gpt-4o-mini']);
-    const refusal = (server.requests[1]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'tool');
-    expect(JSON.parse(refusal?.content ?? '{}')).toEqual({ error: 'generate_text failed: agent "worker" may not generate_text in this step: it would call "openai/gpt-4o", and the step is limited to its own model' });
-
-    // A step on the agent's own model: generate_text calls it.
+    const limit = [{ kind: 'tool_invoke' as const, pattern: 'generate_text' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o-mini' }];
+    // A step on gpt-4o-mini: generate_text goes there too, not to the agent's own gpt-4o.
     server.script([{ toolCalls: [{ name: 'generate_text', input: { prompt: 'a short note' } }] }, { text: 'the note' }, { text: 'done' }]);
-    const own = { provider: 'openai' as const, model: 'gpt-4o', base_url: server.url };
-    await host.kernel.runTask('worker', { ...step, model: own, limit: [step.limit[0] as { kind: 'tool_invoke'; pattern: string }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' }] });
-    expect(server.requests.slice(2).map((request) => request.body['model'])).toEqual(['gpt-4o', 'gpt-4o', 'gpt-4o']);
+    await host.kernel.runTask('worker', { prompt: 'Draft it', model: mini, limit });
+    expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o-mini', 'gpt-4o-mini', 'gpt-4o-mini']);
+
+    // A limited turn on the agent's own model whose limit names only gpt-4o-mini: refused, not called.
+    server.script([{ toolCalls: [{ name: 'generate_text', input: { prompt: 'a long essay' } }] }, { text: 'gave up' }]);
+    await host.kernel.runTask('worker', { prompt: 'Draft it', limit });
+    expect(server.requests.slice(3).map((request) => request.body['model'])).toEqual(['gpt-4o', 'gpt-4o']);
+    const refusal = (server.requests[4]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'tool');
+    expect(JSON.parse(refusal?.content ?? '{}')).toEqual({ error: 'generate_text failed: agent "worker" may not generate_text in this step: it would call "openai/gpt-4o", and the step is limited to its own model' });
   });
 });
