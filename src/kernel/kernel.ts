@@ -9,7 +9,6 @@ import {
   StoreConflictError,
   StoreNotFoundError,
   ModuleUnavailableError,
-  ManifestError,
 } from '../errors/index.ts';
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
@@ -330,9 +329,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   }
 
   function restore(record: AgentRecord): AgentEntry | string {
-    const parsed = ManifestSchema.safeParse(record.manifest, { reportInput: true });
+    // A name stored before names lost the dot (0006) is kept: the rest is validated as for any.
+    const dotted = typeof record.manifest['name'] === 'string' && record.manifest['name'].includes('.') ? record.manifest['name'] : undefined;
+    const parsed = ManifestSchema.safeParse(dotted === undefined ? record.manifest : { ...record.manifest, name: dotted.replaceAll('.', '-') }, { reportInput: true });
     if (!parsed.success) return formatIssues(parsed.error, { style: 'toml' }).join('; ');
-    const manifest = parsed.data;
+    const manifest = dotted === undefined ? parsed.data : { ...parsed.data, name: dotted };
     return {
       id: record.id,
       name: record.name,
@@ -673,12 +674,6 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async spawn(requested, options = {}) {
       const { name } = requested;
-      // Memory keys (`<agent>.<key>`) and package events (`<agent>.<event>`) split at the first dot.
-      if (name.includes('.')) {
-        throw new ManifestError(`cannot spawn "${name}": a new agent's name may not hold "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot); use "-" or "_" instead, e.g. "${name.replaceAll('.', '-')}"`, {
-          details: { field: 'name' },
-        });
-      }
       const holder = registry.holderOf(name);
       if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);

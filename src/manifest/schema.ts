@@ -26,15 +26,24 @@ export const DEFAULT_INTERVAL_SECONDS = 60;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * An agent name: it appears in URLs, tool names and folder names, so it is kept to letters,
- * digits, `.`, `_` and `-`; and it may not look like an id, since the CLI takes either.
+ * A name another agent may already have: letters, digits, `.`, `_` and `-` (names first allowed a
+ * dot, and agents stored then keep theirs), and not a UUID, since the CLI takes a name or an id.
  */
-export const AgentNameSchema = z
+export const AgentReferenceSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
     error: 'expected 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',
   })
   .refine((name) => !UUID_PATTERN.test(name), { error: 'expected a name, not a UUID (ids and names must not collide)' });
+
+/**
+ * A new agent's name: it appears in URLs, tool names and folder names, so it is kept to letters,
+ * digits, `_` and `-`, without the dot memory keys and package events split `<agent>.<key>` at
+ * (decision 0006); and it may not look like an id, since the CLI takes either.
+ */
+export const AgentNameSchema = AgentReferenceSchema.regex(/^[^.]*$/, {
+  error: 'expected 1 to 64 letters, digits, "_" or "-", starting with a letter or digit; no "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot)',
+});
 
 const EnvVarNameSchema = z
   .string()
@@ -257,7 +266,7 @@ export const ExecPolicySchema = z.strictObject({
 /** The agent types of spec/03, as `module` names them (`builtin:chat` is the assistant's old name). */
 export const BUILTIN_MODULES = ['builtin:assistant', 'builtin:chat', 'builtin:delegate', 'builtin:workflow', 'builtin:chain-of-thought', 'builtin:eventlog'] as const;
 
-const ManagedAgentsSchema = z.array(AgentNameSchema).default([]);
+const ManagedAgentsSchema = z.array(AgentReferenceSchema).default([]);
 
 /** `[delegate]`: a router that hands each request to the best of its managed agents (spec/03). */
 export const DelegateSchema = z.strictObject({

@@ -382,9 +382,7 @@ describe('agent and memory tools through the kernel', () => {
 
   it('refuses a new agent name holding a dot, and keeps an older such agent\'s memory from a search under another agent\'s grant', async () => {
     host = await openTestHost(dir.path);
-    await expect(host.kernel.spawn(manifest(agent('bob.vault')))).rejects.toThrow(
-      'cannot spawn "bob.vault": a new agent\'s name may not hold "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot); use "-" or "_" instead, e.g. "bob-vault"',
-    );
+    expect(() => manifest(agent('bob.vault'))).toThrow('no "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot)');
     // An agent stored before the rule: "bob.vault" holds a secret; "reader" may read agent bob's memory only.
     const bob = await host.kernel.spawn(manifest(agent('bob')));
     const vault = { id: 'b0b0b0b0-0000-4000-8000-000000000001', sessionId: 'b0b0b0b0-0000-4000-8000-000000000002' };
