@@ -10,6 +10,7 @@ import type { Config } from '../config/index.ts';
 import { UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
+import { safeDecodeUriComponent } from '../validation/index.ts';
 import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -485,7 +486,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     // answered as 429: a message is charged here, before the router sees it, in every spelling the
     // router takes (any case, a trailing slash). Any other that starts a turn is charged where it
     // starts (`CheckedRequestHandler`), answered with the router's error.
-    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(safeDecode(rest).toLowerCase().replace(/(.)\/+$/, '$1'))) chargeTurn();
+    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test((safeDecodeUriComponent(rest) ?? rest).toLowerCase().replace(/(.)\/+$/, '$1'))) chargeTurn();
     legacyRestCallers.set(incoming, { caller: callerFor(c), chargeTurn });
     if (c.req.method === 'POST') {
       // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
@@ -512,15 +513,6 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       notifier?.close();
     },
   };
-}
-
-/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 /** The text of an A2A result (a task's final message or artifacts, or a message). */

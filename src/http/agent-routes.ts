@@ -7,7 +7,7 @@ import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../k
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
-import { mayReachAgent, type Principal } from '../access/index.ts';
+import { LOCAL_PRINCIPAL_NAME, mayReachAgent, type Principal } from '../access/index.ts';
 import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
@@ -42,7 +42,7 @@ function wireEvent(event: AgentEvent): unknown {
 
 /** Who a principal is, as a cancelled turn names them. */
 function byline(principal: Principal): string {
-  return principal.name === 'local' ? `the ${principal.role}` : `"${principal.name}"`;
+  return principal.name === LOCAL_PRINCIPAL_NAME ? `the ${principal.role}` : `"${principal.name}"`;
 }
 
 /** Refuses a viewer key what changes a conversation. */

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { installedPath } from '../config/installation.ts';
+import { safeDecodeUriComponent } from '../validation/index.ts';
 
 /** Where `vite build web` (the `prepare` script) writes the dashboard. */
 export const DASHBOARD_DIR = installedPath('web', 'dist') + sep;
@@ -49,15 +50,6 @@ const DASHBOARD_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 /** Paths the dashboard never answers: the API, MCP and A2A answer (and 404) for themselves. */
 const API_PREFIXES = ['/api/', '/v1/', '/mcp/', '/.well-known/'];
 
-/** `path` percent-decoded, or `undefined` when its encoding is malformed. */
-function tryDecode(path: string): string | undefined {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return undefined;
-  }
-}
-
 async function isFile(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isFile();
@@ -83,7 +75,7 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readon
       await next();
       return;
     }
-    const decoded = tryDecode(path);
+    const decoded = safeDecodeUriComponent(path);
     // A path that does not decode (`/%E0%A4%A`) names no file: it goes on like any unknown path.
     if (decoded === undefined) {
       await next();

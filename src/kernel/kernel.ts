@@ -555,12 +555,6 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return { agent: policy.agent, toolbox };
   }
 
-  /**
-   * What a manifest may hold, for a spawn or an update: a child confined by its parent in every
-   * field that gives power (see `confineChild`), an orchestrator's managed agents covered by its
-   * `agent_message` grants and the `agent_message` tool granted, an event-log agent granted its
-   * log tools.
-   */
   /** What a child's manifest is judged by: the host's workspaces, models and file system. */
   function confinementContext(): ConfinementContext {
     const { runtime } = dependencies;
@@ -574,6 +568,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     };
   }
 
+  /**
+   * What a manifest may hold, for a spawn or an update: a child confined by its parent in every
+   * field that gives power (see `confineChild`), an orchestrator's managed agents covered by its
+   * `agent_message` grants and the `agent_message` tool granted, an event-log agent granted its
+   * log tools.
+   */
   function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): { manifest: Manifest; granted: Capability[] } {
     const { name } = requested;
     const manifest = parent === undefined ? requested : confineChild(parent, requested, confinementContext());

@@ -227,6 +227,7 @@ function permits(granted: readonly Capability[], agent: ToolAgent, tool: Tool<ne
     allows(granted, agent, { kind: 'tool_invoke', pattern: tool.grantedBy ?? name }) &&
     (filter.allowlist.length === 0 || filter.allowlist.includes(name)) &&
     !filter.blocklist.includes(name) &&
+    // The agent's `mcp_servers`: empty names every server. A step's servers: empty names none.
     (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer)) &&
     (mcpServer === undefined || agent.limitMcpServers === undefined || agent.limitMcpServers.includes(mcpServer))
   );

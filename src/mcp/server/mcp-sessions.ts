@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
-import type { Principal } from '../../access/index.ts';
+import { type Principal, principalKey } from '../../access/index.ts';
 import type { Clock } from '../../contracts/index.ts';
 import type { AgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
@@ -69,8 +69,6 @@ interface Session {
 }
 
 /** One key per principal: a session is a capability of exactly the principal that opened it. */
-const ownerOf = (principal: Principal): string => JSON.stringify([principal.name, principal.role, principal.agents]);
-
 const jsonRpcError = (status: number, code: number, message: string): Response =>
   Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers: { 'content-type': 'application/json' } });
 
@@ -251,7 +249,7 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
   return {
     async open(request, origin, parsedBody) {
       sweep();
-      const owner = ownerOf(origin.principal);
+      const owner = principalKey(origin.principal);
       if (!makeRoom(owner)) {
         return jsonRpcError(
           429,
@@ -279,7 +277,7 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
       sweep();
       const session = sessions.get(request.headers.get(MCP_SESSION_HEADER) ?? '');
       // Another principal's session is answered as one that does not exist: an id is no capability of its own.
-      if (session === undefined || session.closed || session.owner !== ownerOf(origin.principal)) return sessionNotFound();
+      if (session === undefined || session.closed || session.owner !== principalKey(origin.principal)) return sessionNotFound();
       session.lastActive = clock.now();
       return watched(session, await session.transport.handleRequest(request, { authInfo: authInfoOf(origin) }));
     },

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
-import { realpath, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { formatCommandLine, matchesPattern } from '../../capabilities/index.ts';
 import type { Capability, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import { splitCommandLine } from './shell-command-line.ts';
 import { ToolInputError } from './tool-input-error.ts';
-import { errorCode } from './workspace-path.ts';
+import { errorCode, leadsElsewhere, realWorkspaceOf } from './workspace-path.ts';
 
 /** How much of each of stdout and stderr `shell_exec` keeps: 1 MiB; the rest is read and dropped. */
 export const MAX_SHELL_OUTPUT_BYTES = 1024 * 1024;
@@ -66,8 +66,8 @@ export const shellExecTool: Tool<{ command: string }> = {
     }
     // A child's workspace is pinned to its real path at the spawn: a symbolic link put in that
     // path since would take the command (and every relative path it names) somewhere else.
-    const real = context.agent.pinnedWorkspace === true ? await realpath(workspace).catch(() => undefined) : workspace;
-    if (real !== workspace) {
+    const real = context.agent.pinnedWorkspace === true ? await realWorkspaceOf(workspace, context.signal).catch(() => undefined) : workspace;
+    if (real === undefined || leadsElsewhere(real, workspace)) {
       return {
         text: `cannot run "${formatCommandLine(argv)}": the workspace "${workspace}" now leads to ${real === undefined ? 'nothing' : `"${real}"`} through a symbolic link put in its path since the agent was spawned; a child's workspace stays where it was`,
         isError: true,

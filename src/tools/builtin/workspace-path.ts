@@ -39,9 +39,8 @@ export async function resolveToolPath(inputPath: string, workspace: string, sign
   // Joined as text, not normalised: `link/../x` must go through `link` as the OS would.
   const absolute = isAbsolute(inputPath) ? inputPath : `${workspace}${sep}${inputPath}`;
   try {
-    const [real, realWorkspace] = await Promise.all([realPathOf(absolute, signal, 0), realPathOf(resolve(workspace), signal, 0)]);
-    // A pinned workspace (a child's) that no longer resolves to itself went through a link put in its path since.
-    const trusted = options.pinned !== true || realWorkspace === resolve(workspace);
+    const [real, realWorkspace] = await Promise.all([realPathOf(absolute, signal, 0), realWorkspaceOf(workspace, signal)]);
+    const trusted = options.pinned !== true || !leadsElsewhere(realWorkspace, workspace);
     return { real, insideWorkspace: trusted && isInsideFolder(real, realWorkspace) };
   } catch (error) {
     if (error instanceof ToolInputError || signal.aborted) {
@@ -49,6 +48,19 @@ export async function resolveToolPath(inputPath: string, workspace: string, sign
     }
     throw new ToolInputError(`cannot resolve path "${inputPath}": ${describeFileError(error)}`, { cause: error });
   }
+}
+
+/** `workspace` with every `..` and symbolic link resolved, as {@link resolveToolPath} resolves paths. */
+export function realWorkspaceOf(workspace: string, signal: AbortSignal): Promise<string> {
+  return realPathOf(resolve(workspace), signal, 0);
+}
+
+/**
+ * Whether a pinned workspace (a child's, pinned to its real path at the spawn) now resolves to
+ * `realWorkspace` elsewhere: a symbolic link was put in its path since.
+ */
+export function leadsElsewhere(realWorkspace: string, workspace: string): boolean {
+  return realWorkspace !== resolve(workspace);
 }
 
 /** Whether the absolute normal path `path` is `folder` or inside it. */
