@@ -1006,11 +1006,10 @@ const AGENT_MESSAGE = agentMessageTool.name;
 
 /**
  * Whether the kernel refused the message with `error` before anything was sent (no such agent, a
- * chain too deep or going round, a grant): the delegating agent's setup to fix, as a gate of the
- * runner is.
+ * chain too deep or going round): the delegating agent's setup to fix, as a gate of the runner
+ * is. (Its grant is the runner's to check; a grant the target lacks fails the target's turn.)
  */
-const refusedBeforeSending = (error: unknown): boolean =>
-  error instanceof AgentNotFoundError || error instanceof AgentChainError || error instanceof CapabilityDeniedError || error instanceof AccessDeniedError;
+const refusedBeforeSending = (error: unknown): boolean => error instanceof AgentNotFoundError || error instanceof AgentChainError;
 
 /**
  * The error a delegation ends with when its agent_message call gave an error result, told by how
