@@ -138,18 +138,24 @@ describe('several daemons on one PostgreSQL database', () => {
     ]);
   }, 60_000);
 
-  it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed halfway: its jobs run again on the others', async () => {
+  it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed holding jobs: they run again on the others', async () => {
     const database = await postgres.createDatabase();
     const workers = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { cluster: { job_lease_seconds: 2, job_concurrency: 8 } })));
     const idOf = new Map(await Promise.all(workers.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
     const count = async (sql: string, values: unknown[] = []): Promise<number> => Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
     const pool = new pg.Pool({ connectionString: database.url, max: 4 });
     try {
-      // Enqueued by the real queue, as a leader's fires are; echo jobs wait 50 ms each.
+      // Enqueued by the real queue, as a leader's fires are; echo jobs wait 50 ms each, and every
+      // fourth of the last hundred 1.5 s, so the victim is surely killed while it holds one.
       const queue = createJobQueue({ database: pool, nodeId: 'test' });
       const enqueued: string[] = [];
+      const isLong = (index: number): boolean => index >= 900 && index % 4 === 0;
       for (let start = 0; start < 1000; start += 50) {
-        const batch = await Promise.all(Array.from({ length: 50 }, (_, index) => queue.enqueue({ kind: 'echo', payload: { sleep_ms: 50 }, dedupeKey: `load ${start + index}` })));
+        const batch = await Promise.all(
+          Array.from({ length: 50 }, (_, offset) => start + offset).map((index) =>
+            queue.enqueue({ kind: 'echo', payload: { sleep_ms: isLong(index) ? 1_500 : 50 }, dedupeKey: `${isLong(index) ? 'long' : 'load'} ${index}` }),
+          ),
+        );
         enqueued.push(...batch.map((job) => job.id));
       }
       expect(new Set(enqueued).size).toBe(1000);
@@ -157,9 +163,9 @@ describe('several daemons on one PostgreSQL database', () => {
       await waitFor('half the jobs to be done', 30_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined));
       const victim = workers[2] as DaemonNode;
       const victimId = idOf.get(victim.name);
-      // Killed while it holds jobs (on a busy machine it may be between two claims).
-      const holding = "SELECT count(*) FROM loom_jobs WHERE state = 'running' AND lease_owner = $1";
-      await waitFor('the victim to hold jobs', 10_000, async () => ((await count(holding, [victimId])) > 0 ? true : undefined));
+      // Killed while it holds a long job (a short one may end between this read and the kill).
+      const holding = "SELECT count(*) FROM loom_jobs WHERE state = 'running' AND lease_owner = $1 AND dedupe_key LIKE 'long %'";
+      await waitFor('the victim to hold a long job', 20_000, async () => ((await count(holding, [victimId])) > 0 ? true : undefined));
       victim.child.kill('SIGKILL');
       await victim.exited;
 
