@@ -14,7 +14,7 @@ import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
-import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
+import { type HttpContext, type HttpEnv, principalOf, requireWholeView } from './http-context.ts';
 import { createHostGuard } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -249,7 +249,10 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));
   if (options.channels !== undefined) app.route('/api/channels', createChannelRoutes({ channels: options.channels }));
   app.post('/hooks/:channel', (c) => answerWebhook(options.channels, c.req.param('channel'), c.req.raw));
-  app.get('/api/mcp/servers', (c) => c.json(mcpServersView(options.config, options.mcp)));
+  app.get('/api/mcp/servers', (c) => {
+    requireWholeView(principalOf(c), 'list the MCP servers');
+    return c.json(mcpServersView(options.config, options.mcp));
+  });
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? LOOM_VERSION;
   const mcp = once(async () => {
@@ -262,7 +265,10 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
   app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
   app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));
-  app.get('/api/a2a/external', (c) => c.json(listExternalAgents()));
+  app.get('/api/a2a/external', (c) => {
+    requireWholeView(principalOf(c), 'list the external A2A agents');
+    return c.json(listExternalAgents());
+  });
   if (config.a2a.enabled) {
     // The A2A routes are an app of their own, built on the first A2A request; the caller rides in its env.
     const a2a = once(async () => {

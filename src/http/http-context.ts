@@ -28,6 +28,14 @@ export function principalOf(c: HttpContext): Principal {
   return principal;
 }
 
+/**
+ * Refuses a user key (one limited to some agents) a view of the whole installation (its MCP
+ * servers, the external agents it knows), naming the action. @throws {AccessDeniedError}
+ */
+export function requireWholeView(principal: Principal, action: string): void {
+  if (principal.role === 'user') throw new AccessDeniedError(`a user key ("${principal.name}") may not ${action}: that shows the whole installation, not its agents; it needs the viewer or owner role`);
+}
+
 /** Refuses a key without the owner role, naming the action. @throws {AccessDeniedError} */
 export function requireOwner(principal: Principal, action: string): void {
   if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);

@@ -169,6 +169,15 @@ describe('API reads by key', () => {
     expect((await api.request('/api/usage?agent=private', as('helper-secret'))).status).toBe(403);
   });
 
+  it('/api/mcp/servers and /api/a2a/external are not shown to a user key, which sees only its agents', async () => {
+    for (const path of ['/api/mcp/servers', '/api/a2a/external']) {
+      const refused = await api.request(path, as('helper-secret'));
+      expect(refused.status).toBe(403);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^a user key \("helper-bot"\) may not list the (MCP servers|external A2A agents): that shows the whole installation/);
+      expect((await api.request(path, as('admin-secret'))).status).toBe(200);
+    }
+  });
+
   it('/api/events streams a user key only the events of agents it reaches', async () => {
     const response = await api.request('/api/events', as('helper-secret'));
     expect(response.status).toBe(200);
