@@ -341,15 +341,30 @@ function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[]
 }
 
 /**
- * The models of `child` (primary or the default model, fallbacks, routed tiers, forged tools'
- * judges) that a step's `limit` does not name by its `llm_query`: a child spawned in a limited
- * step calls only the step's model, as the step itself does. Each as `<field> calls model "<name>"`.
+ * A child spawned in a limited step (a package activity, `ToolAgent.limit`), already confined by
+ * its parent, held to the step as well: its capabilities covered by the step's `limit`, every
+ * model it calls (primary or the default model, fallbacks, routed tiers, forged tools' judges) one
+ * the limit's `llm_query` names, and its `mcp_servers` among the step's `mcpServers` (set to them
+ * when it names none: the limit's `mcp_<server>_*` patterns also match servers whose names start
+ * the same). Returns the manifest to store.
+ * @throws {CapabilityEscalationError} naming what exceeds the step.
  */
-export function modelsOutsideLimit(child: Manifest, limit: readonly Capability[], context: ConfinementContext): string[] {
-  return modelsOf(child, context).flatMap(({ field, target }) => {
-    const name = modelName(target);
-    return isGranted(limit, { kind: 'llm_query', pattern: name }) ? [] : [`${field} calls model "${name}"`];
-  });
+export function confineToStep(child: Manifest, granted: readonly Capability[], step: { limit: readonly Capability[]; mcpServers?: readonly string[] | undefined }, context: ConfinementContext): Manifest {
+  const refusal = (why: string, details: Record<string, JsonValue>): CapabilityEscalationError => new CapabilityEscalationError(`cannot spawn agent "${child.name}" in this step, which ${why}`, { details });
+  try {
+    validateInheritance(step.limit, granted);
+  } catch (error) {
+    if (!(error instanceof CapabilityEscalationError)) throw error;
+    throw new CapabilityEscalationError(`cannot spawn agent "${child.name}" in this step, which is limited to what it names: ${error.message}`, { details: error.details });
+  }
+  // A child calling another model would spend outside the step's model and budget.
+  const models = modelsOf(child, context).flatMap(({ field, target }) => (isGranted(step.limit, { kind: 'llm_query', pattern: modelName(target) }) ? [] : [`${field} calls model "${modelName(target)}"`]));
+  if (models.length > 0) throw refusal(`is limited to its own model: ${models.join('; ')}; give the child the step's model`, { models });
+  const servers = step.mcpServers;
+  if (servers === undefined) return child;
+  const outside = child.mcp_servers.filter((server) => !servers.includes(server));
+  if (outside.length > 0) throw refusal(`uses only the MCP servers it names (${servers.map((server) => `"${server}"`).join(', ') || 'none'}): mcp_servers names ${outside.map((server) => `"${server}"`).join(', ')}`, { mcpServers: outside });
+  return child.mcp_servers.length === 0 ? { ...child, mcp_servers: [...servers] } : child;
 }
 
 /** `host:port` of a URL, as `net_connect` grants name it; undefined when it does not parse. */

@@ -1,4 +1,4 @@
-import { capabilitiesFromManifest, isGranted, validateInheritance } from '../capabilities/index.ts';
+import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventQuery, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
 import {
   CapabilityDeniedError,
@@ -19,7 +19,7 @@ import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
-import { confineChild, type ConfinementContext, modelsOutsideLimit } from './child-confinement.ts';
+import { confineChild, type ConfinementContext, confineToStep } from './child-confinement.ts';
 import { judgeModelFor } from './judge-model.ts';
 import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
@@ -679,26 +679,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
       const admitted = admitManifest(requested, parent, 'spawn');
       const { granted } = admitted;
-      let { manifest } = admitted;
-      if (options.limit !== undefined) {
-        try {
-          validateInheritance(options.limit, granted);
-        } catch (error) {
-          if (!(error instanceof CapabilityEscalationError)) throw error;
-          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to what it names: ${error.message}`, { details: error.details });
-        }
-        // Its models too: a child calling another model would spend outside the step's model and budget.
-        const models = modelsOutsideLimit(manifest, options.limit, confinementContext());
-        if (models.length > 0) {
-          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which is limited to its own model: ${models.join('; ')}; give the child the step's model`, { details: { models } });
-        }
-        const servers = options.limitMcpServers;
-        const outside = servers === undefined ? [] : manifest.mcp_servers.filter((server) => !servers.includes(server));
-        if (outside.length > 0) {
-          throw new CapabilityEscalationError(`cannot spawn agent "${name}" in this step, which uses only the MCP servers it names (${servers?.map((server) => `"${server}"`).join(', ') || 'none'}): mcp_servers names ${outside.map((server) => `"${server}"`).join(', ')}`, { details: { mcpServers: outside } });
-        }
-        if (servers !== undefined && manifest.mcp_servers.length === 0) manifest = { ...manifest, mcp_servers: [...servers] };
-      }
+      const manifest = options.limit === undefined ? admitted.manifest : confineToStep(admitted.manifest, granted, { limit: options.limit, mcpServers: options.limitMcpServers }, confinementContext());
       await checkCodeModule(manifest);
       // Another spawn of the name may have got in while the check waited.
       const taken = registry.holderOf(name);

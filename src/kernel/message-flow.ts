@@ -751,14 +751,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       return result;
     };
     /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
-    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure }> => {
+    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
       const policy = policyOfTurn();
       const toolCallId = parts.ids.uuid();
       emit({ type: 'tool-call', toolCallId, toolName: name, input });
       const { result, failure } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
       const isError = result.isError === true;
       emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
-      return failure === undefined ? { text: result.text, isError } : { text: result.text, isError, failure };
+      return { text: result.text, isError, failure };
     };
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
@@ -786,10 +786,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },
       generate: async (_step, request) => (await call(request)).text,
-      callTool: async (name, input) => {
-        const { text, isError } = await runTool(name, input, policyOfTurn().settings);
-        return { text, isError };
-      },
+      callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
       async act(_step, request) {
         const policy = policyOfTurn();
         const models = modelsOfTurn();
@@ -1018,7 +1015,7 @@ const refusedBeforeSending = (error: unknown): boolean => error instanceof Agent
  * checks stopped it and nothing was sent; else `DELEGATION_FAILED` with the delegated turn's own
  * message. The kernel's error, if any, is the cause, its code in `details.cause`.
  */
-function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure }, seconds: number): LoomError {
+function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure | undefined }, seconds: number): LoomError {
   const { failure } = outcome;
   if (failure?.kind === 'timeout') {
     return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details: { agent: target } });
