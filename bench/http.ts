@@ -14,6 +14,8 @@ import type { ServeReport } from './http-serve.ts';
 import { percentile, round, summarize } from './stats.ts';
 
 const CHATS = 1000;
+/** Rounds of `CHATS` against each server, alternating. */
+const ROUNDS = 3;
 const CONCURRENCY = 50;
 /** Chats served before the measured ones: a running daemon has compiled its hot paths and filled its caches. */
 const WARM_UP_CHATS = 500;
@@ -73,49 +75,86 @@ async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
   };
 }
 
-/** The chats of the benchmark against one server (after a round that warms it), and what the server counted while it served them. */
-async function measureServer(kind: 'loom' | 'bare'): Promise<{ load: { durations: number[]; errors: number; elapsedMs: number }; served: ServeReport }> {
-  const server = await startServeProcess(kind);
-  try {
-    // A first round warms the server (compiled code, caches) as a running daemon is.
-    await runLoadGenerator(server.url, WARM_UP_CHATS, CONCURRENCY);
-    await server.measure();
-    const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
-    return { load, served: await server.report() };
-  } finally {
-    await server.stop();
-  }
+/** What a round of the benchmark's chats gave against one server, and what the server counted while it served them. */
+interface Round {
+  load: { durations: number[]; errors: number; elapsedMs: number };
+  served: ServeReport;
 }
+
+/** One round of the benchmark's chats against `server`. */
+async function measureRound(server: ServeProcess): Promise<Round> {
+  await server.measure();
+  const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
+  return { load, served: await server.report() };
+}
+
+/** The middle value (the lower middle of an even count). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
+}
+
+/** A round's rate, in chats per second. */
+const rateOf = (round: Round): number => (CHATS / round.load.elapsedMs) * 1000;
 
 /**
  * 1,000 chats over HTTP with SSE, 50 at a time, each on its own agent, against an in-process
- * model; then the same against a bare server (the floor). Each server runs in a process of its
- * own and the load comes from a third, so each figure is the server's; each server's event-loop
- * delay is sampled while it serves them.
+ * model, and the same against a bare server (the floor), in `ROUNDS` alternating rounds after a
+ * round that warms each. Each server runs in a process of its own and the load comes from a third,
+ * so each figure is the server's; each server's event-loop delay is sampled while it serves. The
+ * machine's speed drifts between runs (a VM's neighbours): alternating rounds let the two servers
+ * share it, and the figures are the rounds' medians (latencies over all of Loom's chats).
  */
 export async function httpTurnBench(): Promise<Record<string, unknown>> {
-  const { load, served } = await measureServer('loom');
-  const bare = await measureServer('bare');
-  if (bare.load.errors > 0) throw new Error(`the bare server answered ${bare.load.errors} chats wrongly`);
-  const summary = summarize(load.durations);
-  const bareSummary = summarize(bare.load.durations);
-  const cpuPerChat = served.cpu_ms / CHATS;
-  const bareCpuPerChat = bare.served.cpu_ms / CHATS;
+  const loom = await startServeProcess('loom');
+  try {
+    const bareServer = await startServeProcess('bare');
+    try {
+      // A first round warms each server (compiled code, caches) as a running daemon is.
+      await runLoadGenerator(loom.url, WARM_UP_CHATS, CONCURRENCY);
+      await runLoadGenerator(bareServer.url, WARM_UP_CHATS, CONCURRENCY);
+      const rounds: Round[] = [];
+      const bareRounds: Round[] = [];
+      for (let index = 0; index < ROUNDS; index += 1) {
+        rounds.push(await measureRound(loom));
+        bareRounds.push(await measureRound(bareServer));
+      }
+      return httpTurnReport(rounds, bareRounds);
+    } finally {
+      await bareServer.stop();
+    }
+  } finally {
+    await loom.stop();
+  }
+}
+
+function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]): Record<string, unknown> {
+  const bareErrors = bareRounds.reduce((sum, round) => sum + round.load.errors, 0);
+  if (bareErrors > 0) throw new Error(`the bare server answered ${bareErrors} chats wrongly`);
+  const summary = summarize(rounds.flatMap((round) => round.load.durations));
+  const bareSummary = summarize(bareRounds.flatMap((round) => round.load.durations));
+  const cpuPerChat = median(rounds.map((round) => round.served.cpu_ms / CHATS));
+  const bareCpuPerChat = median(bareRounds.map((round) => round.served.cpu_ms / CHATS));
   return {
     bench: 'http-turn',
     p50_ms: summary.p50_ms,
     p99_ms: summary.p99_ms,
     p99_over_p50: round(summary.p99_ms / summary.p50_ms),
-    ops_per_s: round((CHATS / load.elapsedMs) * 1000),
+    ops_per_s: round(median(rounds.map(rateOf))),
+    rounds_ops_per_s: rounds.map((each) => round(rateOf(each))),
     chats: CHATS,
+    rounds: ROUNDS,
     concurrency: CONCURRENCY,
-    errors: load.errors,
+    errors: rounds.reduce((sum, each) => sum + each.load.errors, 0),
     // The daemon's own CPU (user and system) per chat: what bounds its rate on one core, whatever the load generator takes.
     daemon_cpu_ms_per_chat: round(cpuPerChat),
-    event_loop_delay_p50_ms: round(served.loop_p50_ms),
-    event_loop_delay_p99_ms: round(served.loop_p99_ms),
-    event_loop_delay_max_ms: round(served.loop_max_ms),
-    bare_server_ops_per_s: round((CHATS / bare.load.elapsedMs) * 1000),
+    event_loop_delay_p50_ms: round(median(rounds.map((each) => each.served.loop_p50_ms))),
+    event_loop_delay_p99_ms: round(median(rounds.map((each) => each.served.loop_p99_ms))),
+    event_loop_delay_max_ms: round(Math.max(...rounds.map((each) => each.served.loop_max_ms))),
+    bare_server_ops_per_s: round(median(bareRounds.map(rateOf))),
+    bare_server_rounds_ops_per_s: bareRounds.map((each) => round(rateOf(each))),
+    // Per pair of rounds, Loom's rate over the bare server's: the share of the floor's rate Loom keeps.
+    ops_per_s_over_bare: round(median(rounds.map((each, index) => rateOf(each) / rateOf(bareRounds[index] ?? each)))),
     // The same closed loop against the floor: how long a tail the load's shape gives by itself.
     bare_server_p99_over_p50: round(bareSummary.p99_ms / bareSummary.p50_ms),
     bare_server_cpu_ms_per_chat: round(bareCpuPerChat),
