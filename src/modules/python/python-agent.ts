@@ -1,8 +1,10 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { installedPath } from '../../config/installation.ts';
+import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
+import { cutLine } from '../cut-line.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
@@ -14,8 +16,23 @@ export const PYTHON_HELPER_DIR = installedPath('src', 'modules', 'python');
 const RESTART_FIRST_MS = 500;
 const RESTART_MOST_MS = 30_000;
 const RESTARTS_WITHOUT_ANSWER = 5;
-/** The stderr lines kept to explain a death. */
+/** The stderr lines kept to explain a death (all of them count, logged or not). */
 const STDERR_TAIL = 20;
+
+/**
+ * How long a window of a Python module's stderr budget lasts, on the agent's clock. The budget is
+ * per window of time rather than per message (as for WASI) because the process is long-lived: it
+ * writes between messages too (as it starts, from its own threads), and only a budget over time
+ * bounds what it can put into Loom's log whatever it does. A window opens with the first line
+ * after the last one ended.
+ */
+export const PYTHON_STDERR_WINDOW_MS = 60_000;
+/** The most lines of a Python module's stderr logged per window: its first ones; the rest are left out and counted. */
+export const PYTHON_STDERR_LOGGED_LINES = 200;
+/** The most bytes of a Python module's stderr logged per window (lines as logged, each with its newline). */
+export const PYTHON_STDERR_LOGGED_BYTES = 64 * 1024;
+/** A logged line of a Python module's stderr is cut after this many characters. */
+export const PYTHON_STDERR_LINE_CHARS = 1000;
 
 /** A running script and the message it answers. */
 interface Process {
@@ -28,9 +45,10 @@ interface Process {
 /**
  * A `python:` agent's script in one long-lived supervised process (not a sandbox: it can do what
  * its OS user can; the agent needs shell_exec for its interpreter). JSON lines on stdin and
- * stdout, stderr to Loom's log under the agent's name. A process that dies is started again
- * with backoff; a message it was answering gets an error, and one that comes while it is down
- * starts it at once.
+ * stdout, stderr to Loom's log under the agent's name, within a budget per window of time (see
+ * {@link createStderrLog}); writing to stderr never stops the process. A process that dies is
+ * started again with backoff; a message it was answering gets an error, and one that comes while
+ * it is down starts it at once.
  */
 export function createPythonAgent(options: CodeModuleOptions & { interpreter: string }): CodeModuleRunner {
   const { path, name, limits, clock, logger, interpreter } = options;
@@ -39,6 +57,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
   let closed = false;
   let deaths = 0;
   const restartTimer = new AbortController();
+  // The agent's budget, not one process's: a script started again is still in the same window.
+  const stderrLog = createStderrLog(logger, clock);
 
   function fail(process: Process, error: CodeModuleError): void {
     const pending = process.pending;
@@ -98,7 +118,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     });
     onLines(child.stderr, 64 * 1024, (line) => {
       if (line.trim() === '') return;
-      logger.info({ stream: 'stderr' }, line);
+      stderrLog.line(line);
       process.stderrTail.push(line);
       if (process.stderrTail.length > STDERR_TAIL) process.stderrTail.shift();
     });
@@ -118,6 +138,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
       logger.warn({ code, signal, deaths }, `${what} exited`);
       scheduleRestart();
     });
+    // Once its streams are closed (after its last line of stderr): the note of what was left out, if any.
+    child.on('close', () => stderrLog.note());
     // Only a message in flight keeps Loom's process alive for the script (see `turn`).
     child.unref();
     for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as { unref?: () => void }).unref?.();
@@ -172,6 +194,68 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
       restartTimer.abort();
       await stop();
     },
+  };
+}
+
+/** A module's stderr on its way to the log, held to a budget per window of time. */
+interface StderrLog {
+  /** Logs `line`, or counts it as left out when the window's budget is spent. */
+  line(line: string): void;
+  /** Logs the note of what was left out since the last one, if anything was. */
+  note(): void;
+}
+
+/**
+ * Logs a Python module's stderr under a budget: at most {@link PYTHON_STDERR_LOGGED_LINES} lines
+ * and {@link PYTHON_STDERR_LOGGED_BYTES} bytes per {@link PYTHON_STDERR_WINDOW_MS} of `clock`,
+ * each cut at {@link PYTHON_STDERR_LINE_CHARS} characters. The first line over the budget spends
+ * the window: the rest of it is left out (so what is logged is each window's first lines, in order,
+ * with no gaps) and counted, and one warning says how much, when the next window opens with a
+ * line or when the process's streams close. A note cannot come sooner without a timer, which
+ * would keep Loom's process alive for the script (see `turn`).
+ */
+function createStderrLog(logger: Logger, clock: Clock): StderrLog {
+  let windowStart: number | undefined;
+  let spent = false;
+  let loggedLines = 0;
+  let loggedBytes = 0;
+  let droppedLines = 0;
+  let droppedBytes = 0;
+
+  function note(): void {
+    if (droppedLines === 0 || windowStart === undefined) return;
+    logger.warn(
+      { stream: 'stderr', droppedLines, droppedBytes },
+      `stderr: ${droppedLines} lines (${droppedBytes} bytes) left out of the log in the ${PYTHON_STDERR_WINDOW_MS / 1000} s from ${new Date(windowStart).toISOString()} ` +
+        `(Loom logs at most ${PYTHON_STDERR_LOGGED_LINES} lines and ${PYTHON_STDERR_LOGGED_BYTES} bytes of a Python module's stderr per ${PYTHON_STDERR_WINDOW_MS / 1000} s, each line cut at ${PYTHON_STDERR_LINE_CHARS} characters)`,
+    );
+    droppedLines = 0;
+    droppedBytes = 0;
+  }
+
+  return {
+    line(line) {
+      const now = clock.now();
+      if (windowStart === undefined || now - windowStart >= PYTHON_STDERR_WINDOW_MS || now < windowStart) {
+        note();
+        windowStart = now;
+        spent = false;
+        loggedLines = 0;
+        loggedBytes = 0;
+      }
+      const shown = cutLine(line, PYTHON_STDERR_LINE_CHARS);
+      const bytes = Buffer.byteLength(shown) + 1;
+      if (!spent && loggedLines < PYTHON_STDERR_LOGGED_LINES && loggedBytes + bytes <= PYTHON_STDERR_LOGGED_BYTES) {
+        loggedLines += 1;
+        loggedBytes += bytes;
+        logger.info({ stream: 'stderr' }, shown);
+        return;
+      }
+      spent = true;
+      droppedLines += 1;
+      droppedBytes += Buffer.byteLength(line) + 1;
+    },
+    note,
   };
 }
 

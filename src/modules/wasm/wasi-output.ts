@@ -1,3 +1,5 @@
+import { cutLine } from '../cut-line.ts';
+
 /** The most of a WASI module's stderr kept per message: its last this many bytes (for the log and an exit's error). */
 export const WASI_STDERR_KEPT_BYTES = 64 * 1024;
 /** A WASI module that writes more than this to stderr in one message is stopped (a `too-large` fault). */
@@ -120,10 +122,6 @@ export function createWasiOutput(options: WasiOutputOptions): WasiOutput {
     return ERRNO_SUCCESS;
   }
 
-  function cut(line: string): string {
-    return line.length > WASI_STDERR_LINE_CHARS ? `${line.slice(0, WASI_STDERR_LINE_CHARS)}… (${line.length - WASI_STDERR_LINE_CHARS} more characters)` : line;
-  }
-
   /** The kept lines of stderr; one the kept tail begins in the middle of starts with "…". */
   function keptLines(): string[] {
     const lines = new TextDecoder('utf-8').decode(stderrTail()).split('\n');
@@ -142,11 +140,11 @@ export function createWasiOutput(options: WasiOutputOptions): WasiOutput {
       };
     },
     stdout: () => stdout.subarray(0, stdoutLength),
-    stderrLines: () => keptLines().map(cut),
+    stderrLines: () => keptLines().map((line) => cutLine(line, WASI_STDERR_LINE_CHARS)),
     stderrLog() {
       const lines = keptLines();
       const shown = lines.slice(-WASI_STDERR_LOGGED_LINES);
-      const log = shown.map(cut);
+      const log = shown.map((line) => cutLine(line, WASI_STDERR_LINE_CHARS));
       const cutAny = shown.some((line) => line.length > WASI_STDERR_LINE_CHARS);
       if (stderrTotal <= WASI_STDERR_KEPT_BYTES && shown.length === lines.length && !cutAny) return log;
       const shownBytes = shown.reduce((sum, line) => sum + Buffer.byteLength(line.slice(0, WASI_STDERR_LINE_CHARS)) + 1, 0);

@@ -1,0 +1,164 @@
+import { writeFile } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
+import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
+import { type Host, openHost } from '../../src/host/index.ts';
+import { createLogger } from '../../src/logging/index.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { TEST_KEYS } from '../helpers/test-host.ts';
+
+// The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
+const STDERR_WINDOW_MS = 60_000;
+const STDERR_LOGGED_LINES = 200;
+const STDERR_LOGGED_BYTES = 64 * 1024;
+const STDERR_LINE_CHARS = 1000;
+
+/** The environment Loom is given: the test keys and PATH (to find python3). */
+const ENV = { ...TEST_KEYS, PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
+
+const SCRIPT = `import sys
+import loom_agent
+
+def handle(request, host):
+    words = request["message"].split()
+    if words[0] == "flood":
+        for index in range(int(words[1])):
+            sys.stderr.write("line %d\\n" % index)
+        if words[2:] == ["die"]:
+            sys.exit(3)
+        return "flooded %s" % words[1]
+    if words[0] == "wide":
+        for index in range(int(words[1])):
+            sys.stderr.write("%d:%s\\n" % (index, "w" * 3000))
+        return "wide %s" % words[1]
+    print("printed, not answered")
+    return "py: " + request["message"]
+
+loom_agent.run(handle)
+`;
+
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: Host | undefined;
+let clock: FakeClock;
+/** The JSON records the host's logger wrote. */
+let records: Record<string, unknown>[] = [];
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-python-stderr-');
+  records = [];
+  clock = createFakeClock();
+  // A host as the daemon builds it, its log kept here, on a fake clock.
+  host = await openHost({
+    home: resolveLoomHome({ LOOM_HOME: join(dir.path, 'home') }, dir.path),
+    config: ConfigSchema.parse({}),
+    env: ENV,
+    logger: createLogger({ level: 'info', sink: { write: (text: string) => records.push(...text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)) } }),
+    clock,
+    runSchedules: false,
+    connectMcpServers: false,
+  });
+});
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+  await dir.remove();
+});
+
+function kernel(): Host['kernel'] {
+  return (host as Host).kernel;
+}
+
+async function spawnFlooder(name: string): Promise<void> {
+  const path = join(dir.path, `${name}.py`);
+  await writeFile(path, SCRIPT);
+  await kernel().spawn(manifest(`name = "${name}"\nmodule = "python:${path}"\n[capabilities]\nshell = ["python3"]\n`));
+}
+
+/** What the agent's script wrote to stderr, as it reached the log (lines and notes). */
+function stderrLog(agent: string): string[] {
+  return records.filter((record) => record['stream'] === 'stderr' && record['agent'] === agent).map((record) => String(record['msg']));
+}
+
+function isNote(line: string): boolean {
+  return line.startsWith('stderr: ') && line.includes('left out of the log');
+}
+
+/** Waits (in real time, bounded) until `agent`'s log holds `count` notes. */
+async function notes(agent: string, count: number): Promise<string[]> {
+  for (let waited = 0; waited < 100 && stderrLog(agent).filter(isNote).length < count; waited += 1) await delay(50);
+  return stderrLog(agent).filter(isNote);
+}
+
+/** The bytes `line 0` … `line n-1` take, each with its newline, from `from` on. */
+function floodBytes(from: number, to: number): number {
+  let bytes = 0;
+  for (let index = from; index < to; index += 1) bytes += `line ${index}\n`.length;
+  return bytes;
+}
+
+describe('a python: module that floods stderr', () => {
+  it('logs at most its budget and one note of how much was left out, and goes on answering', async () => {
+    await spawnFlooder('noisy');
+    expect((await kernel().send('noisy', 'flood 5000')).text).toBe('flooded 5000');
+    // Still in the same window: its print() is left out too, and it answers.
+    expect((await kernel().send('noisy', 'after')).text).toBe('py: after');
+    // The note comes once its streams close (here, when it is stopped).
+    await kernel().kill('noisy');
+    expect(await notes('noisy', 1)).toHaveLength(1);
+
+    const logged = stderrLog('noisy');
+    expect(logged).toHaveLength(STDERR_LOGGED_LINES + 1);
+    expect(logged.slice(0, STDERR_LOGGED_LINES)).toEqual(Array.from({ length: STDERR_LOGGED_LINES }, (_, index) => `line ${index}`));
+    const dropped = 5000 - STDERR_LOGGED_LINES + 1;
+    const droppedBytes = floodBytes(STDERR_LOGGED_LINES, 5000) + 'printed, not answered\n'.length;
+    expect(logged[STDERR_LOGGED_LINES]).toBe(
+      `stderr: ${dropped} lines (${droppedBytes} bytes) left out of the log in the 60 s from 2026-01-01T00:00:00.000Z ` +
+        `(Loom logs at most ${STDERR_LOGGED_LINES} lines and ${STDERR_LOGGED_BYTES} bytes of a Python module's stderr per 60 s, each line cut at ${STDERR_LINE_CHARS} characters)`,
+    );
+    const note = records.find((record) => record['agent'] === 'noisy' && isNote(String(record['msg'])));
+    // A warning (pino's level 40), with the counts as fields.
+    expect(note).toMatchObject({ level: 40, droppedLines: dropped, droppedBytes });
+  });
+
+  it('logs again in the next window of the agent\'s clock, after the note for the last one', async () => {
+    await spawnFlooder('steady');
+    expect((await kernel().send('steady', 'flood 3000')).text).toBe('flooded 3000');
+    // Let Loom read the rest of the flood from the pipe before the clock moves on.
+    await delay(500);
+    expect(stderrLog('steady')).toHaveLength(STDERR_LOGGED_LINES);
+    await clock.advance(STDERR_WINDOW_MS - 1);
+    expect((await kernel().send('steady', 'one')).text).toBe('py: one');
+    await delay(200);
+    expect(stderrLog('steady')).toHaveLength(STDERR_LOGGED_LINES);
+    await clock.advance(1);
+    expect((await kernel().send('steady', 'two')).text).toBe('py: two');
+    for (let waited = 0; waited < 100 && stderrLog('steady').length < STDERR_LOGGED_LINES + 2; waited += 1) await delay(50);
+    const logged = stderrLog('steady');
+    expect(logged).toHaveLength(STDERR_LOGGED_LINES + 2);
+    expect(logged[STDERR_LOGGED_LINES]).toMatch(
+      new RegExp(`^stderr: ${3000 - STDERR_LOGGED_LINES + 1} lines \\(${floodBytes(STDERR_LOGGED_LINES, 3000) + 'printed, not answered\n'.length} bytes\\) left out of the log in the 60 s from 2026-01-01T00:00:00\\.000Z`),
+    );
+    expect(logged[STDERR_LOGGED_LINES + 1]).toBe('printed, not answered');
+  });
+
+  it('holds long lines to the byte budget, each cut', async () => {
+    await spawnFlooder('wide');
+    expect((await kernel().send('wide', 'wide 500')).text).toBe('wide 500');
+    await kernel().kill('wide');
+    const [note] = await notes('wide', 1);
+    const logged = stderrLog('wide').filter((line) => !isNote(line));
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.every((line) => line.length < STDERR_LINE_CHARS + 50 && line.endsWith('more characters)'))).toBe(true);
+    expect(logged.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0)).toBeLessThanOrEqual(STDERR_LOGGED_BYTES);
+    expect(note).toMatch(new RegExp(`^stderr: ${500 - logged.length} lines \\(\\d+ bytes\\) left out of the log`));
+  });
+
+  it('still explains a death with the end of its stderr, logged or not', async () => {
+    await spawnFlooder('doomed');
+    await expect(kernel().send('doomed', 'flood 2000 die')).rejects.toThrow(/exited \(code 3\) before it answered: line 1997 \| line 1998 \| line 1999$/);
+    expect(await notes('doomed', 1)).toHaveLength(1);
+    expect(stderrLog('doomed').filter((line) => !isNote(line))).toHaveLength(STDERR_LOGGED_LINES);
+  });
+});
