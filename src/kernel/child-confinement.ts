@@ -8,7 +8,7 @@ import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_S
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';
-import { judgeModelFor } from './judge-model.ts';
+import { judgeModelFor, toTarget } from './model-targets.ts';
 
 /**
  * What a manifest empowers is more than its `[capabilities]`: everything inside its workspace
@@ -310,10 +310,6 @@ function confineCode(parent: Manifest, child: Manifest, report: Report): Manifes
 interface NamedModel {
   field: string;
   target: ModelTarget;
-}
-
-function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
-  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
 }
 
 /** Every model a manifest may have called: routed tiers, the primary (or default) and fallbacks. */

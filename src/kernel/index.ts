@@ -14,8 +14,9 @@ export type { AgentTypeEvent, ChannelEvent, EventBus, KernelEvent, KernelEventLi
 export { createKernel } from './kernel.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
 export type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
-export { toolPolicyOf } from './message-flow.ts';
-export type { SendOptions, TaskTurn, ToolPolicy } from './message-flow.ts';
+export type { SendOptions, TaskTurn } from './message-flow.ts';
+export { toolPolicyOf } from './tool-policy.ts';
+export type { ToolPolicy } from './tool-policy.ts';
 export { CHILD_WORKSPACES_FOLDER, confineChild, MANIFEST_FIELD_POWER } from './child-confinement.ts';
 export type { ConfinedParent, ConfinementContext, ConfinementProblem, FieldPower } from './child-confinement.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';

@@ -20,7 +20,6 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild, type ConfinementContext, confineToStep } from './child-confinement.ts';
-import { judgeModelFor } from './judge-model.ts';
 import { type ApprovalNode, ApprovalService } from './approval-service.ts';
 import { type AgentRuntime, type Caller, OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
@@ -29,8 +28,10 @@ import { auditRecordOf, type ChannelEvent, createEventBus, type EventBus, type K
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
-import { createMessageFlow, type SendOptions, type TaskTurn, toolPolicyOf } from './message-flow.ts';
+import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
+import { judgeModelFor } from './model-targets.ts';
+import { toolPolicyOf } from './tool-policy.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 

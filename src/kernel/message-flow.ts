@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import type * as AiSdk from 'ai';
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
@@ -11,15 +9,14 @@ import {
   AgentStateError,
   CapabilityDeniedError,
   isLoomError,
-  LoomError,
   ModuleUnavailableError,
   TurnCancelledError,
   TurnNotRunningError,
 } from '../errors/index.ts';
-import { type AgentModule, type CatalogEntry, codeAgentModule, executeWorkflow, type ModuleTurnContext, type ModuleTurnOutcome, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
-import { codeModuleOf, type Manifest, namedModel } from '../manifest/index.ts';
-import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
-import { modelName, type ModelTarget, pickTier, resolveModelReference, scoreComplexity } from '../models/index.ts';
+import { type AgentModule, codeAgentModule, executeWorkflow, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
+import { codeModuleOf, namedModel } from '../manifest/index.ts';
+import { LOG_TOOLS } from '../tools/index.ts';
+import { modelName, type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEvent,
   type AgentEventSink,
@@ -31,8 +28,6 @@ import {
   runAgentLoop,
   SUMMARY_INSTRUCTION,
   SUMMARY_PREFIX,
-  type ToolCallFailure,
-  type ToolFilter,
   type ToolRunner,
   type TurnResult,
   withStabilityGuidelines,
@@ -45,11 +40,17 @@ import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGEN
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
+import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
 import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
+import { judgeModelsOf, toTarget } from './model-targets.ts';
+import { createModuleTurns } from './module-turns.ts';
+import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
-import { SessionHistories, type SessionHistory } from './session-histories.ts';
-import { sealTurn, type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
+import { SessionHistories } from './session-histories.ts';
+import { defaultSystemPrompt } from './system-prompt.ts';
+import { chainOf, toolPolicyOf } from './tool-policy.ts';
+import { sealTurn, type TurnEnding, TurnTrace } from './turn-record.ts';
 
 /** Options for a message to an agent. */
 export interface SendOptions {
@@ -67,37 +68,6 @@ export interface SendOptions {
    * agent said with them in other conversations, and adds this exchange (see `canonical-memory.ts`).
    */
   person?: string;
-}
-
-/** Where a turn's messages go: its session, and the conversation and person it belongs to. */
-interface TurnPlace {
-  sessionId: string;
-  conversation?: string;
-  person?: string;
-  /** When the message was accepted (its time in the session). */
-  receivedAt: number;
-  /** Whether someone reads the turn's events as they come: model output is then streamed. */
-  stream: boolean;
-  /** How the turn's commit writes its audit record (see `TurnSeal`). */
-  seal?: TurnSeal;
-}
-
-/** A turn under way on a session, as its commit needs it (see `commitTurn`). */
-interface OpenTurn {
-  runtime: AgentRuntime;
-  entry: AgentEntry;
-  place: TurnPlace;
-  /** The session as the turn read it. */
-  base: SessionHistory;
-  userMessage: ModelMessage;
-  trace: TurnTrace;
-  logger: Logger;
-}
-
-/** The session of an agent's conversation: a UUID derived from both, so the same conversation always finds it. */
-export function conversationSessionId(agentId: string, conversation: string): string {
-  const hex = createHash('sha256').update(`${agentId}\0${conversation}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((Number.parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -192,67 +162,6 @@ export interface ModelCallRequest<T> {
    * models the limit's `llm_query` names.
    */
   caller?: ToolAgent;
-}
-
-function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
-  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
-}
-
-/**
- * The judge models of an agent's `[emergent]` (the default model when it names none): models its
- * manifest chose, like its own, so its judges may call them.
- */
-export function judgeModelsOf(runtime: Pick<AgentRuntime, 'aliases' | 'defaultModel'>, manifest: Manifest): ModelTarget[] {
-  const emergent = manifest.emergent;
-  if (emergent === undefined) return [];
-  const models = [emergent.judge_model, emergent.promotion_judge_model]
-    .map((reference) => (reference === undefined ? undefined : resolveModelReference(reference, runtime.aliases ?? {})))
-    .filter((model) => model !== undefined);
-  if (emergent.judge_model === undefined && runtime.defaultModel !== undefined) models.push(runtime.defaultModel);
-  return models;
-}
-
-/** The caller's chain as seen by the agent it reaches. */
-function chainOf(caller: Caller): readonly string[] {
-  return caller.kind === 'agent' ? [...caller.chain, caller.agentId] : [];
-}
-
-/** How the tool runner treats an agent's calls: who it is, its tool lists, its approvals and tool settings. */
-export interface ToolPolicy {
-  agent: ToolAgent;
-  filter: ToolFilter;
-  /** `[autonomous].approval_required_for`. */
-  approvalRequiredFor: readonly string[];
-  settings: Manifest['tools'];
-}
-
-/**
- * The tool policy of an agent in a turn reached through `chain`, read from its stored manifest:
- * the one place a manifest's exec policy, tool lists, approvals and tool settings become what
- * the tool runner enforces.
- */
-export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities' | 'parentId'>, workspace: string, chain: readonly string[]): ToolPolicy {
-  const { manifest } = entry;
-  const policy = manifest.exec_policy;
-  return {
-    agent: {
-      id: entry.id,
-      name: entry.name,
-      workspace,
-      ...(entry.parentId === null ? {} : { pinnedWorkspace: true }),
-      capabilities: entry.capabilities,
-      execPolicy: {
-        allow_shell: policy?.allow_shell ?? true,
-        allow_network: policy?.allow_network ?? true,
-        allow_file_write: policy?.allow_file_write ?? true,
-      },
-      depth: chain.length,
-      chain,
-    },
-    filter: { allowlist: manifest.tool_allowlist, blocklist: manifest.tool_blocklist, mcpServers: manifest.mcp_servers },
-    approvalRequiredFor: manifest.autonomous?.approval_required_for ?? [],
-    settings: manifest.tools,
-  };
 }
 
 /**
@@ -592,11 +501,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return finishTurn(resultOf(usage, outcome.text, outcome.iterations, modelName(outcome.model)), emit);
   }
 
-  /**
-   * A turn of an orchestrating agent type (`builtin:delegate`): the module decides the steps;
-   * this gives it the agent's models (usage counted, quota applied), its catalog and a way to
-   * message other agents as itself, and saves what the module returns after the user's message.
-   */
   /** Per agent: the last pending change of its workflow (changes apply one at a time). */
   const workflowChanges = new Map<string, Promise<unknown>>();
   /** Per agent: its workflow running in the background, to stop it with the agent (and wait for it). */
@@ -714,180 +618,25 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     }
   }
 
-  /**
-   * What an agent type's module works with (see `ModuleTurnContext`): the agent's models, each
-   * call handed to `onCall` (a turn saves them at its end; background work records them at once),
-   * its catalog, delegation as itself, the agent loop with its tools, the audit log.
-   */
-  function createModuleContext(
-    runtime: AgentRuntime,
-    entry: AgentEntry,
-    turn: { message: string; history: readonly ModelMessage[]; caller: Caller; signal: AbortSignal; emit: AgentEventSink; logger: Logger; onCall: (call: ModelCallUsage) => void; model?: ModelTarget },
-    ai: typeof AiSdk,
-  ): { context: ModuleTurnContext; primary: () => ModelTarget } {
-    const { caller, signal, emit, onCall } = turn;
-    const { generateText, NoObjectGeneratedError, Output } = ai;
-    // Chosen at the first model call: a code agent may make none, and need no model at all.
-    let chosen: ModelTarget[] | undefined;
-    const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
-    const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
-    const modelConfig = entry.manifest.model;
-    const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
-    const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
-    const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
-      const model = primary();
-      const startedAt = clock.now();
-      const result = await generateText({
-        model: runtime.resolver.resolve(model),
-        system: request.system,
-        messages: request.messages,
-        maxOutputTokens,
-        temperature: modelConfig?.temperature ?? 0.7,
-        maxRetries: 0,
-        abortSignal: signal,
-        ...(output === undefined ? {} : { output }),
-      });
-      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
-      return result;
-    };
-    /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
-    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
-      const policy = policyOfTurn();
-      const toolCallId = parts.ids.uuid();
-      emit({ type: 'tool-call', toolCallId, toolName: name, input });
-      const { result, failure } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
-      const isError = result.isError === true;
-      emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
-      return { text: result.text, isError, failure };
-    };
-    const context: ModuleTurnContext = {
-      agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
-      message: turn.message,
-      caller: caller.kind === 'agent' ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) } : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
-      history: turn.history,
-      system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
-      signal,
-      emit,
-      clock,
-      logger: turn.logger,
-      async structured(step, schema, request) {
-        let messages = request.messages;
-        let problem = '';
-        for (let attempt = 0; attempt < 2; attempt += 1) {
-          try {
-            return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
-          } catch (error) {
-            if (!NoObjectGeneratedError.isInstance(error)) throw error;
-            onCall({ model: primary(), inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
-            problem = error.cause instanceof Error ? error.cause.message : error.message;
-            messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
-          }
-        }
-        throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
-      },
-      generate: async (_step, request) => (await call(request)).text,
-      callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
-      async act(_step, request) {
-        const policy = policyOfTurn();
-        const models = modelsOfTurn();
-        const runner = parts.runner();
-        const outcome = await runAgentLoop({
-          agent: policy.agent,
-          system: withStabilityGuidelines(request.system),
-          messages: request.messages,
-          models,
-          resolver: runtime.resolver,
-          runner,
-          tools: () => runner.toolsFor(policy.agent, policy.filter),
-          settings: policy.settings,
-          filter: policy.filter,
-          approvalRequiredFor: policy.approvalRequiredFor,
-          maxIterations: entry.manifest.resources.max_iterations,
-          maxOutputTokens,
-          temperature: modelConfig?.temperature ?? 0.7,
-          contextWindowTokens: contextWindowOf(runtime, entry, primary()),
-          clock,
-          logger: turn.logger,
-          signal,
-          emit,
-          stream: false,
-          // Each call counts as it answers, whether or not the loop gets to the end.
-          onModelCall: onCall,
-        });
-        return outcome.text;
-      },
-      report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
-      catalog(names) {
-        const granted = capabilities.granted(entry.id);
-        const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
-        const available: CatalogEntry[] = [];
-        const leftOut: { name: string; reason: string }[] = [];
-        for (const name of wanted) {
-          const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
-          if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
-          else if (other.id === entry.id) leftOut.push({ name, reason: 'itself' });
-          else if (other.state !== 'running') leftOut.push({ name, reason: 'suspended' });
-          else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name })) leftOut.push({ name, reason: 'not covered by its agent_message grants' });
-          else available.push({ name: other.name, description: other.manifest.description });
-        }
-        return { available, leftOut };
-      },
-      async delegate(target, text, timeoutMs) {
-        // A delegation is the agent's own agent_message call, through every gate of the tool
-        // runner (0017). Its time limit is the call's: it runs from when the call may run (after a
-        // person's approval), and an explicit [tools.agent_message].timeout_seconds bounds it too.
-        const settings = policyOfTurn().settings;
-        const own = settings[AGENT_MESSAGE]?.['timeout_seconds'];
-        const seconds = typeof own === 'number' ? Math.min(own, timeoutMs / 1000) : timeoutMs / 1000;
-        const outcome = await runTool(AGENT_MESSAGE, { target_agent_name: target, message: text }, { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } });
-        if (!outcome.isError) return outcome.text;
-        signal.throwIfAborted();
-        throw delegationError(target, outcome, seconds);
-      },
-    };
-    return { context, primary };
-  }
-
-  /**
-   * A turn of an agent type with its own steps (delegate, chain of thought, workflow): the module
-   * decides them, with what `createModuleContext` gives it; what it returns is saved after the
-   * user's message, with the usage of every call.
-   */
-  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
-    const trace = new TurnTrace(clock);
-    const emit = trace.sink(sink);
-    const runLogger = await beginTurn(entry, emit, 'send it messages');
-    const base = await histories.load(place.sessionId);
-    const calls: ModelCallUsage[] = [];
-    const userMessage: ModelMessage = { role: 'user', content: message };
-    // A code agent gets its session as stored (without Loom's own metadata): summarising it would
-    // need a model it may not have.
-    const history =
-      codeModuleOf(entry.manifest) !== undefined
-        ? withoutMetadata(base.messages)
-        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
-    for (const used of calls) trace.model(used);
-    const onCall = (used: ModelCallUsage): void => {
-      calls.push(used);
-      trace.model(used);
-    };
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await loadAi());
-    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
-    let outcome: ModuleTurnOutcome;
-    try {
-      outcome = await module(context);
-    } catch (error) {
-      // The request was accepted and models were paid for: both are kept.
-      if (registry.find(entry.id) === entry) await commitTurn(turn, [...history, userMessage], calls, endingOf(error, signal), null);
-      throw unwound(entry, error, signal);
-    }
-    // A code agent that called no model answers as its module.
-    const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
-    const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
-    const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, calls.length, answeredBy);
-    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy, { result });
-    return finishTurn(result(usage), emit);
-  }
+  const { createModuleContext, runModuleTurn } = createModuleTurns({
+    clock,
+    ids: parts.ids,
+    registry,
+    capabilities,
+    histories,
+    runner: parts.runner,
+    publish: parts.publish,
+    nameOf,
+    chooseModels,
+    contextWindowOf,
+    compactHistory,
+    beginTurn,
+    commitTurn,
+    endingOf,
+    unwound,
+    resultOf,
+    finishTurn,
+  });
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */
   function admit(reference: string, caller: Caller): { entry: AgentEntry; runtime: AgentRuntime } {
@@ -998,39 +747,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
 const noEvents: AgentEventSink = () => undefined;
 
-/** The tool every message an orchestrating agent type sends goes through. */
-const AGENT_MESSAGE = agentMessageTool.name;
-
-/**
- * Whether the kernel refused the message with `error` before anything was sent (no such agent, a
- * chain too deep or going round): the delegating agent's setup to fix, as a gate of the runner
- * is. (Its grant is the runner's to check; a grant the target lacks fails the target's turn.)
- */
-const refusedBeforeSending = (error: unknown): boolean => error instanceof AgentNotFoundError || error instanceof AgentChainError;
-
-/**
- * The error a delegation ends with when its agent_message call gave an error result, told by how
- * the call ended (`failure`): `DELEGATION_TIMEOUT` when it ran out of its `seconds` (the delegated
- * turn is cancelled); `DELEGATION_REFUSED` when a gate of the tool runner or the kernel's own
- * checks stopped it and nothing was sent; else `DELEGATION_FAILED` with the delegated turn's own
- * message. The kernel's error, if any, is the cause, its code in `details.cause`.
- */
-function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure | undefined }, seconds: number): LoomError {
-  const { failure } = outcome;
-  if (failure?.kind === 'timeout') {
-    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details: { agent: target } });
-  }
-  if (failure?.kind === 'threw') {
-    const { error } = failure;
-    const code = isLoomError(error) ? error.code : undefined;
-    const details = code === undefined ? { agent: target } : { agent: target, cause: code };
-    const message = error instanceof Error ? error.message : String(error);
-    if (refusedBeforeSending(error)) return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${message}`, { details, cause: error });
-    return new LoomError('DELEGATION_FAILED', 'third-party', message, { details, cause: error });
-  }
-  return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${outcome.text}`, { details: { agent: target } });
-}
-
 /** The agent types with their own turn; the others run the assistant loop. */
 const AGENT_MODULES: Readonly<Record<string, AgentModule>> = { 'builtin:delegate': runDelegate, 'builtin:chain-of-thought': runChainOfThought };
 
@@ -1042,7 +758,3 @@ const RUNNABLE_MODULES: ReadonlySet<string> = new Set(['builtin:assistant', 'bui
 
 /** What an event-log agent's turns are limited to. */
 const LOG_TOOL_LIMIT: readonly Capability[] = LOG_TOOLS.map((tool) => ({ kind: 'tool_invoke', pattern: tool.name }));
-
-function defaultSystemPrompt(manifest: Manifest): string {
-  return `You are ${manifest.name}${manifest.description === '' ? '' : `: ${manifest.description}`}.`;
-}

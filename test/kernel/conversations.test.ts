@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES } from '../../src/kernel/canonical-memory.ts';
-import { conversationSessionId } from '../../src/kernel/message-flow.ts';
+import { conversationSessionId } from '../../src/kernel/conversation-session.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';

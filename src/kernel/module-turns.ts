@@ -1,0 +1,260 @@
+import type * as AiSdk from 'ai';
+import type { ModelMessage } from 'ai';
+import type { z } from 'zod';
+import { isGranted, tokenCapOf } from '../capabilities/index.ts';
+import type { Clock, IdGenerator, Logger, UsageRecord } from '../contracts/index.ts';
+import { LoomError } from '../errors/index.ts';
+import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from '../agents/index.ts';
+import { codeModuleOf } from '../manifest/index.ts';
+import { agentMessageTool } from '../tools/index.ts';
+import { modelName, type ModelTarget } from '../models/index.ts';
+import { type AgentEventSink, type KnownTokens, loadAi, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRuntime, Caller } from './agent-runtime.ts';
+import type { CapabilityManager } from './capability-manager.ts';
+import { delegationError } from './delegation-error.ts';
+import type { KernelEvent } from './event-bus.ts';
+import type { OpenTurn, TurnPlace } from './open-turn.ts';
+import type { SessionHistories } from './session-histories.ts';
+import { defaultSystemPrompt } from './system-prompt.ts';
+import { chainOf, type ToolPolicy, toolPolicyOf } from './tool-policy.ts';
+import { type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
+
+/**
+ * The turns of agent types with their own steps (delegate, chain of thought, workflow, code
+ * modules): the module decides the steps; this gives it the agent's models (usage counted, quota
+ * applied), its catalog, a way to message other agents as itself, the agent loop with its tools
+ * and the audit log, and saves what the module returns after the user's message.
+ */
+
+/** The tool every message an orchestrating agent type sends goes through. */
+const AGENT_MESSAGE = agentMessageTool.name;
+
+/** What a module's context is made for: a turn's message and history, or work outside a turn. */
+export interface ModuleTurnInput {
+  message: string;
+  history: readonly ModelMessage[];
+  caller: Caller;
+  signal: AbortSignal;
+  emit: AgentEventSink;
+  logger: Logger;
+  /** Receives each model call's usage as it answers. */
+  onCall: (call: ModelCallUsage) => void;
+  /** The model to call instead of the agent's own chain; refused unless the agent may call it. */
+  model?: ModelTarget;
+}
+
+/** What the module turns are built from: the kernel's parts and the message flow's own steps they share. */
+export interface ModuleTurnParts {
+  clock: Clock;
+  ids: IdGenerator;
+  registry: Pick<AgentRegistry, 'find' | 'list'>;
+  capabilities: Pick<CapabilityManager, 'granted'>;
+  histories: Pick<SessionHistories, 'load'>;
+  runner: () => ToolRunner;
+  /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
+  publish: (event: KernelEvent) => Promise<void>;
+  /** An agent's name by id (the id when it is gone). */
+  nameOf: (id: string) => string;
+  // The message flow's own steps, which these turns share with its others (see `message-flow.ts`).
+  chooseModels: (runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget) => { models: ModelTarget[]; tier?: string };
+  contextWindowOf: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget) => number;
+  compactHistory: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }) => Promise<ModelMessage[]>;
+  beginTurn: (entry: AgentEntry, emit: AgentEventSink, purpose: string) => Promise<Logger>;
+  commitTurn: (turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options?: { wellFormed?: number; result?: (usage: readonly UsageRecord[]) => TurnResult }) => Promise<UsageRecord[]>;
+  endingOf: (error: unknown, signal: AbortSignal) => TurnEnding;
+  unwound: (entry: AgentEntry, error: unknown, signal: AbortSignal) => unknown;
+  resultOf: (usage: readonly UsageRecord[], text: string, iterations: number, model: string) => TurnResult;
+  finishTurn: (result: TurnResult, emit: AgentEventSink) => TurnResult;
+}
+
+/** The module turns, as the message flow calls them. */
+export interface ModuleTurns {
+  /** A module's context for a turn or for work outside one (see `createModuleContext` below), and the turn's primary model. */
+  createModuleContext: (runtime: AgentRuntime, entry: AgentEntry, turn: ModuleTurnInput, ai: typeof AiSdk) => { context: ModuleTurnContext; primary: () => ModelTarget };
+  /** Runs a turn on `module` and commits it to `place` (see `runModuleTurn` below). */
+  runModuleTurn: (runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace) => Promise<TurnResult>;
+}
+
+/** Builds the module turns of a message flow; it makes them once, with its own steps in `parts`. */
+export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
+  const { clock, registry, capabilities, histories, nameOf, chooseModels, contextWindowOf, compactHistory, beginTurn, commitTurn, endingOf, unwound, resultOf, finishTurn } = parts;
+
+  /**
+   * What an agent type's module works with (see `ModuleTurnContext`): the agent's models, each
+   * call handed to `onCall` (a turn saves them at its end; background work records them at once),
+   * its catalog, delegation as itself, the agent loop with its tools, the audit log.
+   */
+  function createModuleContext(
+    runtime: AgentRuntime,
+    entry: AgentEntry,
+    turn: ModuleTurnInput,
+    ai: typeof AiSdk,
+  ): { context: ModuleTurnContext; primary: () => ModelTarget } {
+    const { caller, signal, emit, onCall } = turn;
+    const { generateText, NoObjectGeneratedError, Output } = ai;
+    // Chosen at the first model call: a code agent may make none, and need no model at all.
+    let chosen: ModelTarget[] | undefined;
+    const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
+    const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
+    const modelConfig = entry.manifest.model;
+    const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
+    const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
+    const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
+      const model = primary();
+      const startedAt = clock.now();
+      const result = await generateText({
+        model: runtime.resolver.resolve(model),
+        system: request.system,
+        messages: request.messages,
+        maxOutputTokens,
+        temperature: modelConfig?.temperature ?? 0.7,
+        maxRetries: 0,
+        abortSignal: signal,
+        ...(output === undefined ? {} : { output }),
+      });
+      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
+      return result;
+    };
+    /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
+    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
+      const policy = policyOfTurn();
+      const toolCallId = parts.ids.uuid();
+      emit({ type: 'tool-call', toolCallId, toolName: name, input });
+      const { result, failure } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
+      const isError = result.isError === true;
+      emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
+      return { text: result.text, isError, failure };
+    };
+    const context: ModuleTurnContext = {
+      agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
+      message: turn.message,
+      caller: caller.kind === 'agent' ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) } : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
+      history: turn.history,
+      system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
+      signal,
+      emit,
+      clock,
+      logger: turn.logger,
+      async structured(step, schema, request) {
+        let messages = request.messages;
+        let problem = '';
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+          try {
+            return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
+          } catch (error) {
+            if (!NoObjectGeneratedError.isInstance(error)) throw error;
+            onCall({ model: primary(), inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
+            problem = error.cause instanceof Error ? error.cause.message : error.message;
+            messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
+          }
+        }
+        throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
+      },
+      generate: async (_step, request) => (await call(request)).text,
+      callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
+      async act(_step, request) {
+        const policy = policyOfTurn();
+        const models = modelsOfTurn();
+        const runner = parts.runner();
+        const outcome = await runAgentLoop({
+          agent: policy.agent,
+          system: withStabilityGuidelines(request.system),
+          messages: request.messages,
+          models,
+          resolver: runtime.resolver,
+          runner,
+          tools: () => runner.toolsFor(policy.agent, policy.filter),
+          settings: policy.settings,
+          filter: policy.filter,
+          approvalRequiredFor: policy.approvalRequiredFor,
+          maxIterations: entry.manifest.resources.max_iterations,
+          maxOutputTokens,
+          temperature: modelConfig?.temperature ?? 0.7,
+          contextWindowTokens: contextWindowOf(runtime, entry, primary()),
+          clock,
+          logger: turn.logger,
+          signal,
+          emit,
+          stream: false,
+          // Each call counts as it answers, whether or not the loop gets to the end.
+          onModelCall: onCall,
+        });
+        return outcome.text;
+      },
+      report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
+      catalog(names) {
+        const granted = capabilities.granted(entry.id);
+        const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
+        const available: CatalogEntry[] = [];
+        const leftOut: { name: string; reason: string }[] = [];
+        for (const name of wanted) {
+          const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
+          if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
+          else if (other.id === entry.id) leftOut.push({ name, reason: 'itself' });
+          else if (other.state !== 'running') leftOut.push({ name, reason: 'suspended' });
+          else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name })) leftOut.push({ name, reason: 'not covered by its agent_message grants' });
+          else available.push({ name: other.name, description: other.manifest.description });
+        }
+        return { available, leftOut };
+      },
+      async delegate(target, text, timeoutMs) {
+        // A delegation is the agent's own agent_message call, through every gate of the tool
+        // runner (0017). Its time limit is the call's: it runs from when the call may run (after a
+        // person's approval), and an explicit [tools.agent_message].timeout_seconds bounds it too.
+        const settings = policyOfTurn().settings;
+        const own = settings[AGENT_MESSAGE]?.['timeout_seconds'];
+        const seconds = typeof own === 'number' ? Math.min(own, timeoutMs / 1000) : timeoutMs / 1000;
+        const outcome = await runTool(AGENT_MESSAGE, { target_agent_name: target, message: text }, { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } });
+        if (!outcome.isError) return outcome.text;
+        signal.throwIfAborted();
+        throw delegationError(target, outcome, seconds);
+      },
+    };
+    return { context, primary };
+  }
+
+  /**
+   * A turn of an agent type with its own steps (delegate, chain of thought, workflow): the module
+   * decides them, with what `createModuleContext` gives it; what it returns is saved after the
+   * user's message, with the usage of every call.
+   */
+  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
+    const trace = new TurnTrace(clock);
+    const emit = trace.sink(sink);
+    const runLogger = await beginTurn(entry, emit, 'send it messages');
+    const base = await histories.load(place.sessionId);
+    const calls: ModelCallUsage[] = [];
+    const userMessage: ModelMessage = { role: 'user', content: message };
+    // A code agent gets its session as stored (without Loom's own metadata): summarising it would
+    // need a model it may not have.
+    const history =
+      codeModuleOf(entry.manifest) !== undefined
+        ? withoutMetadata(base.messages)
+        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
+    for (const used of calls) trace.model(used);
+    const onCall = (used: ModelCallUsage): void => {
+      calls.push(used);
+      trace.model(used);
+    };
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await loadAi());
+    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+    let outcome: ModuleTurnOutcome;
+    try {
+      outcome = await module(context);
+    } catch (error) {
+      // The request was accepted and models were paid for: both are kept.
+      if (registry.find(entry.id) === entry) await commitTurn(turn, [...history, userMessage], calls, endingOf(error, signal), null);
+      throw unwound(entry, error, signal);
+    }
+    // A code agent that called no model answers as its module.
+    const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
+    const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
+    const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, calls.length, answeredBy);
+    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy, { result });
+    return finishTurn(result(usage), emit);
+  }
+
+  return { createModuleContext, runModuleTurn };
+}

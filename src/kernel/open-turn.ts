@@ -1,0 +1,37 @@
+import type { ModelMessage } from 'ai';
+import type { Logger } from '../contracts/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { AgentRuntime } from './agent-runtime.ts';
+import type { SessionHistory } from './session-histories.ts';
+import type { TurnSeal } from './turn-audit.ts';
+import type { TurnTrace } from './turn-record.ts';
+
+/**
+ * A turn on an agent's session while it runs: where its messages go and what its commit needs,
+ * shared by the message flow and the turns of agent types with their own steps (`module-turns.ts`).
+ */
+
+/** Where a turn's messages go: its session, and the conversation and person it belongs to. */
+export interface TurnPlace {
+  sessionId: string;
+  conversation?: string;
+  person?: string;
+  /** When the message was accepted (its time in the session). */
+  receivedAt: number;
+  /** Whether someone reads the turn's events as they come: model output is then streamed. */
+  stream: boolean;
+  /** How the turn's commit writes its audit record (see `TurnSeal`). */
+  seal?: TurnSeal;
+}
+
+/** A turn under way on a session, as its commit needs it (see `commitTurn` in `message-flow.ts`). */
+export interface OpenTurn {
+  runtime: AgentRuntime;
+  entry: AgentEntry;
+  place: TurnPlace;
+  /** The session as the turn read it. */
+  base: SessionHistory;
+  userMessage: ModelMessage;
+  trace: TurnTrace;
+  logger: Logger;
+}
