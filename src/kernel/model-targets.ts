@@ -24,12 +24,13 @@ export function judgeModelFor(settings: EmergentSettings | undefined, role: Judg
 }
 
 /**
- * The judge models of an agent's `[emergent]` (the default model when it names none): models its
- * manifest chose, like its own, so its judges may call them.
+ * The judge models of an agent's `[emergent]` while it is enabled (the default model when it names
+ * none): models its manifest chose, like its own, so its judges may call them. With `[emergent]`
+ * off there are none, as a child's confinement counts them.
  */
 export function judgeModelsOf(runtime: Pick<AgentRuntime, 'aliases' | 'defaultModel'>, manifest: Manifest): ModelTarget[] {
   const emergent = manifest.emergent;
-  if (emergent === undefined) return [];
+  if (emergent?.enabled !== true) return [];
   const models = [emergent.judge_model, emergent.promotion_judge_model]
     .map((reference) => (reference === undefined ? undefined : resolveModelReference(reference, runtime.aliases ?? {})))
     .filter((model) => model !== undefined);

@@ -80,6 +80,19 @@ describe('kernel.runTask()', () => {
     expect(server.requests[0]?.body['model']).toBe('gpt-4o-mini');
   });
 
+  it('counts the judges of its forged tools among its models only while [emergent] is on', async () => {
+    const mini = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
+    // Off, a judge_model is no model the agent calls: a step may not run on it (a child's confinement does not count it either).
+    await host.kernel.spawn(manifest(worker('[emergent]\nenabled = false\njudge_model = "openai/gpt-4o-mini"')));
+    await expect(host.kernel.runTask('worker', { prompt: 'hi', model: mini })).rejects.toThrow('agent "worker" may not call model "openai/gpt-4o-mini"');
+    expect(server.requests).toEqual([]);
+
+    await host.kernel.kill('worker');
+    await host.kernel.spawn(manifest(worker('[emergent]\njudge_model = "openai/gpt-4o-mini"')));
+    server.script([{ text: 'from the judge model' }]);
+    expect(await host.kernel.runTask('worker', { prompt: 'hi', model: mini })).toMatchObject({ text: 'from the judge model', model: 'openai/gpt-4o-mini' });
+  });
+
   it('sends generate_text in a step to the step\'s model, and refuses it in a limited turn whose limit names none of the agent\'s models', async () => {
     const agent = worker().replace('tools = ["file_read", "file_write"]', 'tools = ["generate_text"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
     await host.kernel.spawn(manifest(agent));
