@@ -103,7 +103,7 @@ const rateOf = (round: Round): number => (CHATS / round.load.elapsedMs) * 1000;
  * round that warms each. Each server runs in a process of its own and the load comes from a third,
  * so each figure is the server's; each server's event-loop delay is sampled while it serves. The
  * machine's speed drifts between runs (a VM's neighbours): alternating rounds let the two servers
- * share it, and the figures are the rounds' medians (latencies over all of Loom's chats).
+ * share it, and the figures are the rounds' medians.
  */
 export async function httpTurnBench(): Promise<Record<string, unknown>> {
   const loom = await startServeProcess('loom');
@@ -131,15 +131,17 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
 function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]): Record<string, unknown> {
   const bareErrors = bareRounds.reduce((sum, round) => sum + round.load.errors, 0);
   if (bareErrors > 0) throw new Error(`the bare server answered ${bareErrors} chats wrongly`);
-  const summary = summarize(rounds.flatMap((round) => round.load.durations));
-  const bareSummary = summarize(bareRounds.flatMap((round) => round.load.durations));
+  // Per round, then the median round: pooled, the rounds' different speeds would read as a tail.
+  const summaries = rounds.map((each) => summarize(each.load.durations));
+  const bareSummaries = bareRounds.map((each) => summarize(each.load.durations));
   const cpuPerChat = median(rounds.map((round) => round.served.cpu_ms / CHATS));
   const bareCpuPerChat = median(bareRounds.map((round) => round.served.cpu_ms / CHATS));
   return {
     bench: 'http-turn',
-    p50_ms: summary.p50_ms,
-    p99_ms: summary.p99_ms,
-    p99_over_p50: round(summary.p99_ms / summary.p50_ms),
+    p50_ms: median(summaries.map((each) => each.p50_ms)),
+    p99_ms: median(summaries.map((each) => each.p99_ms)),
+    p99_over_p50: round(median(summaries.map((each) => each.p99_ms / each.p50_ms))),
+    rounds_p99_over_p50: summaries.map((each) => round(each.p99_ms / each.p50_ms)),
     ops_per_s: round(median(rounds.map(rateOf))),
     rounds_ops_per_s: rounds.map((each) => round(rateOf(each))),
     chats: CHATS,
@@ -156,7 +158,7 @@ function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]):
     // Per pair of rounds, Loom's rate over the bare server's: the share of the floor's rate Loom keeps.
     ops_per_s_over_bare: round(median(rounds.map((each, index) => rateOf(each) / rateOf(bareRounds[index] ?? each)))),
     // The same closed loop against the floor: how long a tail the load's shape gives by itself.
-    bare_server_p99_over_p50: round(bareSummary.p99_ms / bareSummary.p50_ms),
+    bare_server_p99_over_p50: round(median(bareSummaries.map((each) => each.p99_ms / each.p50_ms))),
     bare_server_cpu_ms_per_chat: round(bareCpuPerChat),
     loom_cpu_share_ms_per_chat: round(cpuPerChat - bareCpuPerChat),
     targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
