@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { ConfigSchema, resolveLoomHome, type LoomHome } from '../../src/config/index.ts';
 import { type Host, openHost } from '../../src/host/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import type { Logger } from '../../src/contracts/index.ts';
+import { createLogger, createSilentLogger } from '../../src/logging/index.ts';
 
 /** Keys the scripted server accepts; no real provider is ever called. */
 export const TEST_KEYS = { OPENAI_API_KEY: 'sk-openai-test', ANTHROPIC_API_KEY: 'sk-ant-test', GROQ_API_KEY: 'gsk-test' };
@@ -19,12 +20,19 @@ export async function openTestHost(
   dir: string,
   config: Record<string, unknown> = {},
   env: Record<string, string> = TEST_KEYS,
-  options: { runSchedules?: boolean; connectMcpServers?: boolean; clock?: FakeClock } = {},
+  options: { runSchedules?: boolean; connectMcpServers?: boolean; clock?: FakeClock; logger?: Logger } = {},
 ): Promise<TestHost> {
   const home = resolveLoomHome({ LOOM_HOME: join(dir, 'home') }, dir);
   const clock = options.clock ?? createFakeClock();
-  const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: createSilentLogger(), clock, runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
+  const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: options.logger ?? createSilentLogger(), clock, runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
   return { ...host, home, clock };
+}
+
+/** A logger at `info` whose JSON records are kept in `records`, for tests of what reaches the log. */
+export function createRecordingLogger(): { logger: Logger; records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', sink: { write: (text: string) => records.push(...text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)) } });
+  return { logger, records };
 }
 
 /**

@@ -2,14 +2,11 @@ import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeClock } from '../../src/clock/index.ts';
-import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { CodeModuleError } from '../../src/errors/index.ts';
-import { type Host, openHost } from '../../src/host/index.ts';
-import { createLogger } from '../../src/logging/index.ts';
+import type { Host } from '../../src/host/index.ts';
 import { buildWasm } from '../support/build-wasm.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
+import { createRecordingLogger, openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
 const STDERR_LIMIT_BYTES = 16 * 2 ** 20;
@@ -34,17 +31,10 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   dir = await makeTempDir('loom-output-limits-');
-  records = [];
   // A host as the daemon builds it, its log kept here (on a fake clock: no time limit fires).
-  host = await openHost({
-    home: resolveLoomHome({ LOOM_HOME: join(dir.path, 'home') }, dir.path),
-    config: ConfigSchema.parse({}),
-    env: TEST_KEYS,
-    logger: createLogger({ level: 'info', sink: { write: (text: string) => records.push(...text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)) } }),
-    clock: createFakeClock(),
-    runSchedules: false,
-    connectMcpServers: false,
-  });
+  const recording = createRecordingLogger();
+  records = recording.records;
+  host = await openTestHost(dir.path, {}, TEST_KEYS, { logger: recording.logger });
 });
 afterEach(async () => {
   await host?.close();

@@ -170,6 +170,9 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     process.child.ref();
     process.child.kill('SIGKILL');
     await exited;
+    // Its streams may close later (or never, while a process it started holds stderr): the note
+    // of what was left out so far is logged now, not left to them.
+    stderrLog.note();
   }
 
   return {
