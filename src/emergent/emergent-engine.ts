@@ -40,8 +40,12 @@ export interface EmergentEngineOptions {
   agent(agentId: string): ForgingAgent | undefined;
   /** Whether a judge model serves the agent in this role: its `[emergent]` judge model, else the default model. */
   judgeAvailable(agentId: string, role: JudgeRole): boolean;
-  /** A judge's verdict: a structured model call billed to the agent. */
-  judge(agentId: string, role: JudgeRole, request: { system: string; prompt: string; signal: AbortSignal }): Promise<Verdict>;
+  /**
+   * A judge's verdict: a structured model call billed to the agent. `caller` is the agent as the
+   * turn that forges sees it: in a turn limited to less (a package step's), the judge's model must
+   * be within that limit.
+   */
+  judge(agentId: string, role: JudgeRole, request: { system: string; prompt: string; signal: AbortSignal; caller?: ToolAgent }): Promise<Verdict>;
   /** Records an event in the audit log and tells subscribers. */
   publish(event: ForgedToolEvent): Promise<void>;
   /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
@@ -393,7 +397,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     }
     let verdict: Verdict;
     try {
-      verdict = await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal });
+      verdict = await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal, caller: agent });
     } catch (error) {
       release();
       return refuse('judge', `the judge could not review the tool (${messageOf(error)}); nothing was registered`, { codeHash });

@@ -525,7 +525,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     judgeAvailable: (agentId, role) => dependencies.runtime !== undefined && judgeModelOf(agentId, role) !== undefined,
     async judge(agentId, role, request) {
       const model = judgeModelOf(agentId, role);
-      const reply = await flow.callModel(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }) });
+      const reply = await flow.callModel(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }), ...(request.caller === undefined ? {} : { caller: request.caller }) });
       if (reply.output === undefined) throw new LoomError('JUDGE_NO_VERDICT', 'third-party', 'the judge gave no verdict');
       return reply.output;
     },

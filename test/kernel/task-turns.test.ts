@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CapabilityDeniedError, TokenBudgetExceededError } from '../../src/errors/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { DOUBLE_IT } from '../helpers/forge-requests.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
@@ -91,6 +92,20 @@ describe('kernel.runTask()', () => {
     await host.kernel.spawn(manifest(worker('[emergent]\njudge_model = "openai/gpt-4o-mini"')));
     server.script([{ text: 'from the judge model' }]);
     expect(await host.kernel.runTask('worker', { prompt: 'hi', model: mini })).toMatchObject({ text: 'from the judge model', model: 'openai/gpt-4o-mini' });
+  });
+
+  it('refuses a forge in a step whose limit does not name the judge\'s model, without calling it', async () => {
+    const agent = worker('[emergent]\njudge_model = "openai/gpt-4o-mini"').replace('tools = ["file_read", "file_write"]', 'tools = ["forge_tool"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
+    await host.kernel.spawn(manifest(agent));
+    const limit = [{ kind: 'tool_invoke' as const, pattern: 'forge_tool' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' }];
+    server.script([{ toolCalls: [{ name: 'forge_tool', input: DOUBLE_IT }] }, { text: 'could not forge it' }]);
+    expect((await host.kernel.runTask('worker', { prompt: 'Make a doubling tool', limit })).text).toBe('could not forge it');
+    // The judge (gpt-4o-mini) was never asked: only the step's model was.
+    expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o', 'gpt-4o']);
+    const toolResult = JSON.stringify(server.requests[1]?.body['messages']);
+    expect(toolResult).toContain('refused the tool at the judge stage');
+    expect(toolResult).toMatch(/may not judge \(creation\) in this step: it would call .{0,4}"openai\/gpt-4o-mini.{0,4}", and the step is limited to its own model/);
+    expect(await host.kernel.forgedTools.list({ agent: 'worker' })).toEqual([]);
   });
 
   it('sends generate_text in a step to the step\'s model, and refuses it in a limited turn whose limit names none of the agent\'s models', async () => {
