@@ -25,6 +25,10 @@ export const DEFAULT_INTERVAL_SECONDS = 60;
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Refuses a name that looks like an id: the CLI takes either, so they must not collide. */
+const notAnId = (name: string): boolean => !UUID_PATTERN.test(name);
+const NOT_AN_ID = { error: 'expected a name, not a UUID (ids and names must not collide)' };
+
 /**
  * A name another agent may already have: letters, digits, `.`, `_` and `-` (names first allowed a
  * dot, and agents stored then keep theirs), and not a UUID, since the CLI takes a name or an id.
@@ -34,16 +38,19 @@ export const AgentReferenceSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
     error: 'expected 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',
   })
-  .refine((name) => !UUID_PATTERN.test(name), { error: 'expected a name, not a UUID (ids and names must not collide)' });
+  .refine(notAnId, NOT_AN_ID);
 
 /**
  * A new agent's name: it appears in URLs, tool names and folder names, so it is kept to letters,
  * digits, `_` and `-`, without the dot memory keys and package events split `<agent>.<key>` at
  * (decision 0006); and it may not look like an id, since the CLI takes either.
  */
-export const AgentNameSchema = AgentReferenceSchema.regex(/^[^.]*$/, {
-  error: 'expected 1 to 64 letters, digits, "_" or "-", starting with a letter or digit; no "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot)',
-});
+export const AgentNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
+    error: 'expected 1 to 64 letters, digits, "_" or "-", starting with a letter or digit; no "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot)',
+  })
+  .refine(notAnId, NOT_AN_ID);
 
 const EnvVarNameSchema = z
   .string()

@@ -238,6 +238,11 @@ describe('parseManifest() refuses bad input with one message naming file, field 
     );
   });
 
+  it('says what a new name may hold, without the dot it may not', () => {
+    expect(refusal('name = "bad 6"')).toContain('name: expected 1 to 64 letters, digits, "_" or "-", starting with a letter or digit; no "."');
+    expect(refusal('name = "bad 6"')).not.toContain('".", "_"');
+  });
+
   it('refuses a name that could be taken for an id', () => {
     expect(refusal('name = "6f1c2f0e-8d3a-4b5e-9f1a-2b3c4d5e6f70"')).toContain('name: expected a name, not a UUID');
   });
