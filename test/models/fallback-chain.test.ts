@@ -137,6 +137,12 @@ describe('callWithFallback()', () => {
     expect(result.failures).toMatchObject([{ attempts: 1, status: 429 }]);
   });
 
+  it('names the one model of a chain of one when it fails', async () => {
+    primary.script([{ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'bad prompt' } } }]);
+    const error = await callWithFallback([claude()], turn, { clock, logger }).catch((caught: unknown) => caught);
+    expect((error as ModelCallFailedError).message).toBe('cannot get a reply: the model failed: "anthropic/claude-sonnet-4-5" (1 attempt): HTTP 400: bad prompt');
+  });
+
   it('throws one MODEL_CALL_FAILED error listing every model and its error when all fail', async () => {
     primary.script([{ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'bad prompt' } } }]);
     secondary.script([{ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }]);

@@ -116,7 +116,7 @@ describe('createModelResolver()', () => {
   it('throws MODEL_API_KEY_MISSING naming the variable when the key is unset', () => {
     const empty = createModelResolver({ env: {} });
     expect(() => empty.resolve({ provider: 'anthropic', model: 'claude-sonnet-4-5' })).toThrow(
-      'model "anthropic/claude-sonnet-4-5" needs an API key: set ANTHROPIC_API_KEY',
+      'model "anthropic/claude-sonnet-4-5" needs an API key: set ANTHROPIC_API_KEY where Loom runs (for the daemon, in its environment, then restart it)',
     );
     expect(() => empty.resolve({ provider: 'openrouter', model: 'x/y', api_key_env: 'ROUTER_KEY' })).toThrow(
       expect.objectContaining({ code: 'MODEL_API_KEY_MISSING', details: { model: 'openrouter/x/y', variable: 'ROUTER_KEY' } }),

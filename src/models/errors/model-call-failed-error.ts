@@ -25,8 +25,8 @@ export class ModelCallFailedError extends LoomError {
   /** `category` is `user` when every model failed for the user's own reasons (e.g. missing keys). */
   constructor(failures: readonly ModelFailure[], options?: LoomErrorOptions & { category?: 'user' | 'third-party' }) {
     const listed = failures.map((failure) => `"${failure.model}" (${failure.attempts} ${failure.attempts === 1 ? 'attempt' : 'attempts'}): ${failure.message}`);
-    const noun = failures.length === 1 ? 'model' : 'models';
-    super('MODEL_CALL_FAILED', options?.category ?? 'third-party', `cannot get a reply: all ${failures.length} ${noun} failed: ${listed.join('; ')}`, {
+    const which = failures.length === 1 ? 'the model failed' : `all ${failures.length} models failed`;
+    super('MODEL_CALL_FAILED', options?.category ?? 'third-party', `cannot get a reply: ${which}: ${listed.join('; ')}`, {
       ...(options?.cause === undefined ? {} : { cause: options.cause }),
       details: { failures: failures.map((failure): JsonObject => ({ ...failure })), ...options?.details },
     });
