@@ -106,7 +106,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
       else models.set(activity.model, model);
       activity.mcps.forEach((server, serverIndex) => {
         if (!environment.mcpServers.includes(server)) {
-          problems.push(`${at}.mcps[${serverIndex}]: unknown MCP server "${server}"; ${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`} (add it as [[mcp_servers]] name = "${server}")`);
+          problems.push(`${at}.mcps[${serverIndex}]: unknown MCP server "${server}"; ${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`} (add it as [[mcp_servers]] name = "${server}" with its [mcp_servers.transport], as docs/packages.md shows; a running daemon reads config.toml when it starts)`);
         }
       });
       const own = activityNeeds(activity, model);

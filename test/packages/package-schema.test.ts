@@ -77,7 +77,7 @@ describe("agent.json (spec/04's schema)", () => {
       'agent.json: workflows: emit chains must be acyclic: x → y → x',
     ],
     ['an unknown model', manual([activityJson('a', { model: 'gpt-17' })]), 'agent.json: workflows.job.activities[0].model: unknown model "gpt-17"; expected one of claude-haiku, claude-opus, claude-sonnet'],
-    ['an unknown MCP server', manual([activityJson('a', { mcps: ['notion'] })]), 'agent.json: workflows.job.activities[0].mcps[0]: unknown MCP server "notion"; config.toml configures google-calendar, gmail, slack, slack-notifier (add it as [[mcp_servers]] name = "notion")'],
+    ['an unknown MCP server', manual([activityJson('a', { mcps: ['notion'] })]), 'agent.json: workflows.job.activities[0].mcps[0]: unknown MCP server "notion"; config.toml configures google-calendar, gmail, slack, slack-notifier (add it as [[mcp_servers]] name = "notion" with its [mcp_servers.transport], as docs/packages.md shows; a running daemon reads config.toml when it starts)'],
   ])('refuses %s, naming the file, the path and what was expected', async (_case, agentJson, message) => {
     const text = await refusal(agentJson);
     expect(text).toContain(message);
