@@ -93,9 +93,23 @@ export function manifestIssueOptions(style: PathStyle): FormatIssueOptions {
   return { style, knownKeys: (path) => objectKeysAt(ManifestSchema, path), unknownKeyHint };
 }
 
+/**
+ * The lines at a JSON syntax error, as a TOML one is shown: the line before and the line itself,
+ * numbered, and a caret under the column the parser's message names (none when it names none).
+ */
+function jsonExcerpt(text: string, message: string): string[] {
+  const at = /\(line (\d+) column (\d+)\)/.exec(message);
+  if (at === null) return [];
+  const line = Number(at[1]);
+  const column = Number(at[2]);
+  const lines = text.split('\n');
+  const numbered = [line - 1, line].filter((number) => number >= 1 && number <= lines.length).map((number) => `${number}:  ${lines[number - 1] ?? ''}`);
+  return [...numbered, `${' '.repeat(`${line}:  `.length + column - 1)}^`];
+}
+
 function parseJsonText(text: string, source: string): unknown {
   const result = safeParseJson(text);
-  if (!result.ok) fail(source, `JSON syntax error: ${result.message}`);
+  if (!result.ok) fail(source, `JSON syntax error: ${result.message}`, jsonExcerpt(text, result.message));
   return result.value;
 }
 
@@ -159,6 +173,7 @@ export async function loadManifestFile(path: string, options: { cwd?: string } =
     fail(path, error instanceof Error ? error.message : String(error));
   }
   const format = formatOfPath(path);
+  if (format === undefined && /^\.ya?ml$/i.test(extname(path))) fail(path, 'a manifest is TOML (.toml) or JSON (.json), not YAML: write it in one of those');
   const loaded = parseManifest(text, format === undefined ? { source: path } : { source: path, format });
   // A code agent's module is found next to its manifest.
   return { ...loaded, manifest: resolveModulePath(loaded.manifest, dirname(absolute)) };

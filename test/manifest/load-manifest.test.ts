@@ -254,8 +254,13 @@ describe('parseManifest() refuses bad input with one message naming file, field 
     expect(refusal('name = "x"\nname = "y"\n')).toMatch(/TOML syntax error at line 2, column \d+/);
   });
 
-  it('gives line and column for a JSON syntax error', () => {
+  it('gives line and column for a JSON syntax error, and shows the line with a caret under the column', () => {
     expect(refusal('{\n  "name": "x",\n}', 'a.json')).toMatch(/^cannot load manifest "a\.json": JSON syntax error: .*line 3 column 1/);
+    expect(refusal('{\n  "name": "x",\n  "model": {"provider": "openai",}\n}', 'a.json').split('\n').slice(1)).toEqual([
+      '  2:    "name": "x",',
+      '  3:    "model": {"provider": "openai",}',
+      `  ${' '.repeat('3:  '.length + '  "model": {"provider": "openai",'.length)}^`,
+    ]);
   });
 
   it('refuses an empty manifest', () => {
@@ -292,6 +297,11 @@ describe('loadManifestFile()', () => {
   it('reads JSON by extension even when it looks like TOML', async () => {
     await writeFile(join(dir, 'odd.json'), 'name = "x"');
     await expect(loadManifestFile('odd.json', { cwd: dir })).rejects.toThrow(/cannot load manifest "odd\.json": JSON syntax error/);
+  });
+
+  it('refuses a YAML file by its extension, naming the formats it reads', async () => {
+    await writeFile(join(dir, 'helper.yaml'), 'name: helper\n');
+    await expect(loadManifestFile('helper.yaml', { cwd: dir })).rejects.toThrow('cannot load manifest "helper.yaml": a manifest is TOML (.toml) or JSON (.json), not YAML: write it in one of those');
   });
 
   it('loads the JSON example', async () => {
