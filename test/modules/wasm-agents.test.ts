@@ -235,7 +235,7 @@ describe('spawning a wasm: agent', () => {
   it('is refused with a message naming what is wrong: no file, not a module, no ABI, a relative path without a folder', async () => {
     host = await openTestHost(dir.path);
     const missing = join(dir.path, 'nowhere.wasm');
-    await expect(host.kernel.spawn(manifest(wasmAgent('a', missing)))).rejects.toThrow(`module "wasm:${missing}" names no file: there is nothing at that path`);
+    await expect(host.kernel.spawn(manifest(wasmAgent('a', missing)))).rejects.toThrow(`module "wasm:${missing}" names no file: there is nothing at that path (a module built from source is there only once built: see the build command in its manifest or docs/code-agents.md)`);
     const text = join(dir.path, 'text.wasm');
     await writeFile(text, 'not a module');
     await expect(host.kernel.spawn(manifest(wasmAgent('b', text)))).rejects.toThrow(/it is not a WebAssembly module: .*magic/);
