@@ -21,7 +21,8 @@ import { LOOM_VERSION } from '../config/installation.ts';
 
 export { EXIT } from './cli-io.ts';
 
-function buildProgram(io: CliIo): Command {
+/** The `loom` program with every command, writing to `io`; `main` parses argv with it (tests walk it). */
+export function buildProgram(io: CliIo): Command {
   const program = new Command('loom')
     .description('Loom, an agent operating system: one daemon hosting many long-lived LLM agents.')
     .version(LOOM_VERSION, '-v, --version')

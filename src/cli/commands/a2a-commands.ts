@@ -15,7 +15,13 @@ function isUrl(text: string): boolean {
 
 /** `loom a2a discover|send|list`: Loom's A2A client from the command line. */
 export function registerA2aCommands(program: Command, io: CliIo): void {
-  const a2a = program.command('a2a').description('call agents of other frameworks over A2A (and list the configured ones)');
+  const a2a = program
+    .command('a2a')
+    .description('call agents of other frameworks over A2A (and list the configured ones)')
+    .addHelpText(
+      'after',
+      '\nExternal agents are named as [[a2a.external_agents]] (name, url) in config.toml; a URL works everywhere too.\n\nExample:\n  $ loom a2a discover https://research.example.com\n  $ loom a2a send research-agent "Summarize today\'s arXiv papers on agents"\n  $ loom a2a list\n',
+    );
 
   a2a
     .command('discover <url>')
@@ -69,6 +75,7 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
     .command('list')
     .description('show the external agents of [[a2a.external_agents]]: as the running daemon discovered them, else discovered now')
     .option('--json', 'print { agents, total } as GET /api/a2a/external does')
+    .addHelpText('after', '\nExample:\n  $ loom a2a list\n  $ loom a2a list --json\n')
     .action(async (options: { json?: boolean }) => {
       const { home, config } = await openHome(io);
       let listing = await getFromDaemon<ReturnType<typeof listExternalAgents>>(home, io.env, '/api/a2a/external');

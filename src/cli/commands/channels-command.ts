@@ -31,13 +31,14 @@ function formatStatus(channels: readonly ChannelView[]): string {
 export function registerChannelsCommand(program: Command, io: CliIo): void {
   const channels = program
     .command('channels')
-    .description('list channels (Telegram, webhooks), show their state, approve people who asked to pair')
+    .description('list channels (Telegram, Slack, Discord, email, webhooks), show their state, approve people who asked to pair')
     .addHelpText('after', '\nChannels are configured as [[channels]] in config.toml and run in the daemon.\n\nExample:\n  $ loom channels list\n  $ loom channels status\n  $ loom channels approve K7QH2M\n');
 
   channels
     .command('list')
     .description('one line per channel: kind, agent, state, last message, pairing requests waiting')
     .option('--json', 'print a JSON array of the channels')
+    .addHelpText('after', '\nExample:\n  $ loom channels list\n  $ loom channels list --json\n')
     .action(async (options: { json?: boolean }) => {
       const list = await withBackend(io, (backend) => backend.channels.list());
       io.stdout(options.json === true ? `${JSON.stringify(list, null, 2)}\n` : formatList(list));
@@ -47,6 +48,7 @@ export function registerChannelsCommand(program: Command, io: CliIo): void {
     .command('status')
     .description('each channel in full: state and error, last message, policy, and who waits for pairing (with the command to approve)')
     .option('--json', 'print a JSON array of the channels')
+    .addHelpText('after', '\nExample:\n  $ loom channels status\n  $ loom channels approve K7QH2M   # a code it shows as waiting\n')
     .action(async (options: { json?: boolean }) => {
       const list = await withBackend(io, (backend) => backend.channels.list());
       io.stdout(options.json === true ? `${JSON.stringify(list, null, 2)}\n` : formatStatus(list));

@@ -6,7 +6,10 @@ import type { CliIo } from '../cli-io.ts';
 
 /** `loom model serve`: a scripted model server, for trying Loom without a key and for offline tests. */
 export function registerModelCommands(program: Command, io: CliIo, options: { untilStopped?: () => Promise<void> } = {}): void {
-  const model = program.command('model').description('model tools: a scripted model server for trying Loom without a provider, and for offline tests of your agents');
+  const model = program
+    .command('model')
+    .description('model tools: a scripted model server for trying Loom without a provider, and for offline tests of your agents')
+    .addHelpText('after', '\nExample:\n  $ loom model serve --script examples/models/hello.json --port 4300\n');
   model
     .command('serve')
     .description('serve a scripted model over the OpenAI and Anthropic HTTP APIs until stopped (Ctrl-C)')

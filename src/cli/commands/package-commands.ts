@@ -124,6 +124,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .command('list')
     .description('list installed packages with their next fire time')
     .option('--json', 'print a JSON array of packages (as `show --json` prints each)')
+    .addHelpText('after', '\nExample:\n  $ loom package list\n  $ loom package list --json\n')
     .action(async (options: JsonOption) => {
       const list = await withBackend(io, (backend) => backend.packages.list());
       io.stdout(options.json === true ? `${JSON.stringify(list, null, 2)}\n` : formatPackageList(list));
@@ -133,6 +134,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .command('show <package>')
     .description("a package's bindings with their triggers and next fire times, and its agent's capabilities")
     .option('--json', 'print the package as JSON')
+    .addHelpText('after', '\nExample:\n  $ loom package show chief-of-staff\n  $ loom package show data-pipeline --json\n')
     .action(async (slug: string, options: JsonOption) => {
       const { view, agent } = await withBackend(io, async (backend) => ({ view: await backend.packages.show(slug), agent: await backend.get(slug).catch(() => undefined) }));
       if (options.json === true) printJson(io, view);
@@ -160,6 +162,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
       return limit;
     })
     .option('--json', 'print the runs as JSON')
+    .addHelpText('after', '\nWithout a package, the runs of every package.\n\nExample:\n  $ loom package runs\n  $ loom package runs data-pipeline --limit 5\n')
     .action(async (slug: string | undefined, options: JsonOption & { limit?: number }) => {
       const runs = await withBackend(io, (backend) => backend.packages.runs({ ...(slug === undefined ? {} : { package: slug }), ...(options.limit === undefined ? {} : { limit: options.limit }) }));
       io.stdout(options.json === true ? `${JSON.stringify(runs, null, 2)}\n` : formatRuns(runs));
@@ -169,6 +172,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .command('uninstall <package>')
     .description('stop its triggers, remove its agent and its files (its runs stay in the history)')
     .option('--json', 'print what was removed as JSON')
+    .addHelpText('after', '\nExample:\n  $ loom package uninstall data-pipeline\n')
     .action(async (slug: string, options: JsonOption) => {
       const removed = await withBackend(io, (backend) => backend.packages.uninstall(slug));
       if (options.json === true) printJson(io, removed);

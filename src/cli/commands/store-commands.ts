@@ -42,7 +42,10 @@ export function formatStoreCopyReport(report: StoreCopyReport, configPath: strin
 
 /** `loom store migrate`: moves a home's SQLite store into PostgreSQL. */
 export function registerStoreCommands(program: Command, io: CliIo): void {
-  const store = program.command('store').description("the store: move a home's SQLite store into PostgreSQL");
+  const store = program
+    .command('store')
+    .description("the store: move a home's SQLite store into PostgreSQL")
+    .addHelpText('after', '\nExample:\n  $ loom stop\n  $ loom store migrate --to postgres://loom:secret@db.example.com:5432/loom\n');
   store
     .command('migrate')
     .description("copy this home's SQLite store (LOOM_HOME/data/loom.db) into an empty PostgreSQL database, verified by row counts and checksums per table")

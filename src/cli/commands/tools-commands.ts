@@ -80,15 +80,22 @@ async function registered(io: CliIo, options: JsonOption, work: (backend: CliBac
   else io.stdout(`registered ${tool.name} (${tool.id.slice(0, 8)}) for ${tool.agent}, ${tool.tier} tier\n`);
 }
 
-/** `loom tools …`: forged tools (spec/02). */
+/** `loom tools …`: forged tools (docs/forged-tools.md). */
 export function registerToolsCommands(program: Command, io: CliIo): void {
-  const tools = program.command('tools').description('Forged tools: tools agents built at run time (list, show, forge, export, import, promote, demote)');
+  const tools = program
+    .command('tools')
+    .description('forged tools: tools agents built at run time (list, show, forge, export, import, promote, demote)')
+    .addHelpText(
+      'after',
+      '\nAn agent with [emergent] and the forge_tool grant forges them. A tool is named by its id or a unique start of it\n(at least 4 characters; `loom tools list` shows 8). See docs/forged-tools.md.\n\nExample:\n  $ loom tools list --agent toolsmith\n  $ loom tools show 3f9a2c1e\n  $ loom tools promote 3f9a2c1e\n',
+    );
 
   tools
     .command('list')
-    .description('List forged tools with their tier, status and stats')
+    .description('list forged tools with their tier, status and stats')
     .option('--agent <agent>', 'only the tools of this agent')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ loom tools list\n  $ loom tools list --agent toolsmith --json\n')
     .action(async (options: JsonOption & { agent?: string }) => {
       const list = await withBackend(io, (backend) => backend.forgedTools.list(options.agent));
       if (options.json === true) printJson(io, list);
@@ -97,8 +104,9 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('show <id>')
-    .description('Show a forged tool: verdicts, stats, its steps or source (an id prefix will do)')
+    .description('show a forged tool: verdicts, stats, its steps or source (an id prefix will do)')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ loom tools show 3f9a2c1e\n  $ loom tools show 3f9a2c1e --json\n')
     .action(async (id: string, options: JsonOption) => {
       const tool = await withBackend(io, (backend) => backend.forgedTools.get(id));
       if (options.json === true) printJson(io, tool);
@@ -107,9 +115,13 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('forge <request>')
-    .description("Forge a tool as an agent from a JSON file holding spec/02's request: built, tested and judged like the agent's own forge_tool call")
+    .description("forge a tool as an agent from a JSON file holding a forge request: built, tested and judged like the agent's own forge_tool call")
     .requiredOption('--agent <agent>', 'the agent to forge as (its [emergent] settings and grants apply)')
     .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nThe request holds name, description, inputSchema, optional outputSchema, implementation (compose or sandbox)\nand testCases; see docs/forged-tools.md. A refused forge prints the stage and the reason, and exits with status 1.\n\nExample:\n  $ loom tools forge slugify.json --agent toolsmith\n',
+    )
     .action(async (path: string, options: JsonOption & { agent: string }) => {
       const parsed = safeParseJson(await readInput(io, path));
       if (!parsed.ok) throw new UsageError(`cannot read forge request "${path}": ${parsed.message}`);
@@ -118,8 +130,9 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('export <id>')
-    .description('Export a forged tool as agentos.emergent-tool.v1 YAML (a sandbox tool whose source is not persisted is redacted)')
+    .description('export a forged tool as agentos.emergent-tool.v1 YAML (a sandbox tool whose source is not persisted is redacted)')
     .option('-o, --output <file>', 'write to this file instead of standard output')
+    .addHelpText('after', '\nExample:\n  $ loom tools export 3f9a2c1e -o slugify.yaml\n  $ loom tools import slugify.yaml --agent researcher\n')
     .action(async (id: string, options: { output?: string }) => {
       const text = await withBackend(io, (backend) => backend.forgedTools.export(id));
       if (options.output === undefined) io.stdout(text);
@@ -131,9 +144,10 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('import <file>')
-    .description('Import an exported tool into an agent: tested and judged again before it is offered')
+    .description('import an exported tool into an agent: tested and judged again before it is offered')
     .requiredOption('--agent <agent>', 'the agent to import into')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ loom tools import slugify.yaml --agent researcher\n')
     .action(async (path: string, options: JsonOption & { agent: string }) => {
       const text = await readInput(io, path);
       await registered(io, options, (backend) => backend.forgedTools.import(options.agent, text));
@@ -141,8 +155,12 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('promote <id>')
-    .description('Promote a tool one tier: session → agent by the two-judge panel; agent → shared by a person\'s approval')
+    .description('promote a tool one tier: session → agent by the two-judge panel; agent → shared by a person\'s approval')
     .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nPromoting to the shared tier opens an approval, which only a running daemon can wait for (loom start).\n\nExample:\n  $ loom tools promote 3f9a2c1e\n  $ loom approvals approve 5f2a   # the approval it printed, for the shared tier\n',
+    )
     .action(async (id: string, options: JsonOption) => {
       const result = await withBackend(io, async (backend) => {
         // The shared tier waits for a person's decision, which only a running daemon can wait for.
@@ -163,9 +181,10 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('demote <id>')
-    .description('Demote a tool one tier (a session tool stops being offered)')
+    .description('demote a tool one tier (a session tool stops being offered)')
     .option('--reason <text>', 'why, for the audit log')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ loom tools demote 3f9a2c1e --reason "mangles accented letters"\n')
     .action(async (id: string, options: JsonOption & { reason?: string }) => {
       const tool = await withBackend(io, (backend) => backend.forgedTools.demote(id, options.reason));
       if (options.json === true) printJson(io, tool);
