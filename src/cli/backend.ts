@@ -128,13 +128,46 @@ async function apiError(response: Response): Promise<LoomError> {
   return new LoomError(code, response.status < 500 ? 'user' : 'system', message);
 }
 
+/**
+ * fetch's failures that mean the daemon cannot be reached, by the code of their `cause` (or the
+ * name of a timeout's error): nothing answers there, the connection was cut, or it was too slow.
+ */
+const NETWORK_FAILURES = new Map<string, 'unreachable' | 'cut' | 'slow'>([
+  ...['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT'].map((code) => [code, 'unreachable'] as const),
+  ...['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].map((code) => [code, 'cut'] as const),
+  ...['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'TimeoutError'].map((code) => [code, 'slow'] as const),
+]);
+
+/**
+ * The daemon's answer to a request for `path`. A network failure (see {@link NETWORK_FAILURES})
+ * becomes `DAEMON_UNREACHABLE`, which says where and what to do instead of fetch's bare "fetch
+ * failed"; anything else (an abort) is thrown as it is.
+ * @throws {LoomError} `DAEMON_UNREACHABLE`.
+ */
+async function fetchDaemon(url: string, path: string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(`${url}${path}`, init);
+  } catch (error) {
+    const code = !(error instanceof Error) ? undefined : error.name === 'TimeoutError' ? error.name : (error.cause as NodeJS.ErrnoException | undefined)?.code;
+    const kind = code === undefined ? undefined : NETWORK_FAILURES.get(code);
+    if (kind === undefined) throw error;
+    const fix = '`loom status` tells, `loom start` (or `npm start`) starts it';
+    const message = {
+      unreachable: `cannot reach the Loom daemon at ${url} (${code}); is it running? ${fix}`,
+      cut: `lost the connection to the Loom daemon at ${url} (${code}); is it still running? ${fix}`,
+      slow: `the Loom daemon at ${url} did not answer in time (${code}); is it still running? ${fix}`,
+    }[kind];
+    throw new LoomError('DAEMON_UNREACHABLE', 'system', message, { cause: error, isRetryable: true });
+  }
+}
+
 function overHttp(url: string, apiKey: string | undefined): CliBackend {
   const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
     ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
     ...extra,
   });
   async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const response = await fetch(`${url}${path}`, {
+    const response = await fetchDaemon(url, path, {
       method,
       headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -156,7 +189,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     kill: (reference) => call('DELETE', agent(reference)),
     send: (reference, message, options = {}) => call('POST', `${agent(reference)}/messages`, { message }, options.signal),
     async *stream(reference, message, options = {}) {
-      const response = await fetch(`${url}${agent(reference)}/messages`, {
+      const response = await fetchDaemon(url, `${agent(reference)}/messages`, {
         method: 'POST',
         headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
         body: JSON.stringify({ message }),
@@ -171,7 +204,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     decideApproval: (id, approved, reason, answer) =>
       call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined && answer === undefined ? undefined : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) }),
     resetSession: async (reference) => {
-      const response = await fetch(`${url}${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
+      const response = await fetchDaemon(url, `${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
       if (!response.ok) throw await apiError(response);
     },
     packages: packagesOverHttp(call),
@@ -181,7 +214,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       forge: (name, request) => call('POST', '/api/tools/forged', { agent: name, request }),
       import: (name, document) => call('POST', '/api/tools/forged/import', { agent: name, document }),
       async export(id) {
-        const response = await fetch(`${url}${forged(id)}/export`, { headers: headers() });
+        const response = await fetchDaemon(url, `${forged(id)}/export`, { headers: headers() });
         if (!response.ok) throw await apiError(response);
         return response.text();
       },
@@ -255,13 +288,13 @@ export async function findDaemonUrl(home: LoomHome, env: CliIo['env']): Promise<
 /**
  * GETs `path` (a JSON view) from the daemon (see {@link findDaemonUrl}), with `LOOM_API_KEY` as its
  * key when set; undefined when no daemon runs.
- * @throws {LoomError} the daemon's error when it refuses.
+ * @throws {LoomError} the daemon's error when it refuses; `DAEMON_UNREACHABLE` when it does not answer.
  */
 export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: string): Promise<T | undefined> {
   const url = await findDaemonUrl(home, env);
   if (url === undefined) return undefined;
   const key = env['LOOM_API_KEY'];
-  const response = await fetch(`${url}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+  const response = await fetchDaemon(url, path, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
   if (!response.ok) throw await apiError(response);
   return (await response.json()) as T;
 }

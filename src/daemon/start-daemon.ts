@@ -8,7 +8,7 @@ import type { LogRing } from '../logging/index.ts';
 import { type Host, openHost } from '../host/index.ts';
 import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
-import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
+import { checkDefaultModel, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
 
 /** Options for {@link startDaemon}. */
@@ -42,9 +42,44 @@ export function modelKeysIn(env: Readonly<Record<string, string | undefined>>): 
 }
 
 /**
+ * What the start line says about models: the default model (and why it cannot run, as
+ * model-readiness decides: a keyless one needs no key), else the keys found, and `loom init`
+ * when there is neither.
+ */
+function modelNote(config: Config, env: StartDaemonOptions['env'], keys: { found: string[]; missing: string[] }): string {
+  const defaultModel = config.default_model;
+  if (defaultModel !== undefined) {
+    const [problem] = checkDefaultModel({ defaultModel, env });
+    return problem === undefined ? `Default model: ${modelName(defaultModel)} ([default_model] in config.toml).` : `Agents without [model] cannot run: ${problem.problem}; ${problem.fix}.`;
+  }
+  if (keys.found.length > 0) return 'No default model: agents without [model] cannot run; `loom init` picks one from your keys, then restart the daemon.';
+  return `No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it). No default model either: run \`loom init\` to set one up (or to try Loom with a scripted model), then restart the daemon.`;
+}
+
+/**
+ * Why the daemon cannot listen at `host`:`port`, with the fix: the port is taken, needs
+ * privileges, or the address is not this machine's. Undefined for any other error.
+ */
+function listenError(error: unknown, host: string, port: number, home: LoomHome): LoomError | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const elsewhere = `pass --port or set [daemon].port in ${home.configPath}`;
+  const message =
+    code === 'EADDRINUSE'
+      ? `port ${port} on ${host} is in use (another Loom, or another program); stop it, or ${elsewhere}`
+      : code === 'EACCES'
+        ? `port ${port} on ${host} needs privileges this user lacks (ports below 1024 do); ${elsewhere} to a port from 1024 up`
+        : code === 'EADDRNOTAVAIL'
+          ? `cannot listen on ${host}: no network interface of this machine has that address; pass --host or set [daemon].host in ${home.configPath} (127.0.0.1 serves this machine only)`
+          : undefined;
+  return message === undefined ? undefined : new LoomError(code === 'EADDRINUSE' ? 'PORT_IN_USE' : 'CANNOT_LISTEN', 'user', message, { cause: error });
+}
+
+/**
  * Starts the daemon: the kernel with schedules running, the HTTP API, and the daemon file that
- * tells other commands how to reach it. Starts without any model key, and says what it looked for.
- * @throws {LoomError} `DAEMON_RUNNING` when a daemon already serves this home.
+ * tells other commands how to reach it. Starts without any model key or default model, and says
+ * which default model agents without [model] use, or what it looked for and how to set one.
+ * @throws {LoomError} `DAEMON_RUNNING` when a daemon already serves this home; `PORT_IN_USE` or
+ * `CANNOT_LISTEN` when it cannot listen where it is asked to.
  */
 export async function startDaemon(options: StartDaemonOptions): Promise<RunningDaemon> {
   const { home, config, env, logger } = options;
@@ -59,7 +94,10 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
-    const server = await startHttpServer(app, { host: bindHost, port: options.port ?? config.daemon.port });
+    const port = options.port ?? config.daemon.port;
+    const server = await startHttpServer(app, { host: bindHost, port }).catch((error: unknown) => {
+      throw listenError(error, bindHost, port, home) ?? error;
+    });
     const info: DaemonInfo = {
       pid: process.pid,
       host: bindHost,
@@ -73,11 +111,17 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     const keys = modelKeysIn(env);
     // Which code runs, and why the sources when they do (a stat per source file: only then).
     const sources = RUNS_BUILT ? undefined : sourcesNote(daemonEntry(INSTALL_DIR, env));
-    const listening = keys.found.length === 0
-      ? `Loom is listening at ${info.url}. No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it).`
-      : `Loom is listening at ${info.url}.`;
+    const listening = `Loom is listening at ${info.url}. ${modelNote(config, env, keys)}`;
     logger.info(
-      { url: info.url, agents: host.kernel.list().length, running: host.report.running, keys: keys.found, code: RUNS_BUILT ? 'built' : 'sources', ...(sources === undefined ? {} : { sources_why: sources.why }) },
+      {
+        url: info.url,
+        agents: host.kernel.list().length,
+        running: host.report.running,
+        keys: keys.found,
+        default_model: config.default_model === undefined ? null : modelName(config.default_model),
+        code: RUNS_BUILT ? 'built' : 'sources',
+        ...(sources === undefined ? {} : { sources_why: sources.why }),
+      },
       sources?.hint === undefined ? listening : `${listening} Note: ${sources.hint}.`,
     );
     if (host.cluster.store === 'postgres') {

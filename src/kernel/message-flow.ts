@@ -214,7 +214,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       return { models: [chosen] };
     }
     if (primary === undefined) {
-      throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml`);
+      throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (\`loom init\` sets one; if you just ran it, restart the daemon)`);
     }
     let chain = own;
     let routed: { tier: string; model: ModelTarget } | undefined;

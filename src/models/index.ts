@@ -13,7 +13,7 @@ export { callWithFallback, DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_
 export type { CallWithFallbackOptions, FallbackResult } from './fallback-chain.ts';
 export { createModelResolver, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URLS, modelEndpoint } from './resolve-model.ts';
 export { modelName } from './model-name.ts';
-export { checkAgentModels, modelWarnings } from './model-readiness.ts';
+export { checkAgentModels, checkDefaultModel, modelWarnings } from './model-readiness.ts';
 export type { ModelProblem, ModelReadinessOptions } from './model-readiness.ts';
 export type { ModelEndpoint, ModelFetch, ModelProvider, ModelResolver, ModelResolverOptions, ModelTarget } from './resolve-model.ts';
 export {

@@ -75,7 +75,7 @@ function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptio
       model: null,
       kind: 'no-model',
       problem: `it has ${manifest.model === undefined ? 'no [model]' : 'a [model] that names no provider and model'} and config.toml has no [default_model]`,
-      fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest',
+      fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest (if you just ran `loom init`, restart the daemon)',
     });
   }
   for (const { field, target, fromConfig } of targets) {
@@ -92,6 +92,16 @@ function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptio
     });
   }
   return problems;
+}
+
+/**
+ * What keeps an agent without `[model]` from running that can be seen without the network: no
+ * `[default_model]`, or the key variable it needs not set (none for a keyless provider: Ollama, an
+ * OpenAI-compatible server). Empty when the default model can be called.
+ * @example checkDefaultModel({ defaultModel: config.default_model, env: process.env })
+ */
+export function checkDefaultModel(options: ModelReadinessOptions): ModelProblem[] {
+  return checkModelKeys({ module: 'builtin:assistant', fallback_models: [] }, options);
 }
 
 /** Whether something answers HTTP at `baseUrl` (any status counts: it is there). */

@@ -1,7 +1,8 @@
-import { appendFile } from 'node:fs/promises';
+import { appendFile, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
 import { ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
+import { readDaemonFile } from '../../daemon/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import { MODEL_PROVIDERS } from '../../manifest/index.ts';
 import { modelName, type ModelTarget } from '../../models/index.ts';
@@ -65,11 +66,21 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
       };
       say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
+      // A daemon reads config.toml when it starts: one started before the last change goes on without it.
+      const sayIfDaemonIsStale = async (model: ModelTarget): Promise<void> => {
+        const daemon = await readDaemonFile(home);
+        if (daemon === undefined || (await stat(home.configPath)).mtimeMs <= Date.parse(daemon.startedAt)) return;
+        const notice = `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) runs with the config.toml it started with: restart it to use ${modelName(model)} (loom stop, then loom start or npm start).\n`;
+        // Standard output holds the JSON alone.
+        if (json) io.stderr(notice);
+        else io.stdout(notice);
+      };
       const config = await loadConfig(home);
       if (config.default_model !== undefined) {
         if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${modelName(config.default_model)}); edit [default_model] in ${home.configPath} to change it`);
         say(`Default model: ${modelName(config.default_model)}\n`);
         done(config.default_model, 'config.toml');
+        await sayIfDaemonIsStale(config.default_model);
         return;
       }
       let chosen: { model: ModelTarget; why: string } | undefined;
@@ -92,5 +103,6 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       await appendFile(home.configPath, `\n# Set by loom init (${chosen.why}): the model of agents whose manifest has no [model].\n${stringify({ default_model: chosen.model })}\n`);
       say(`Default model: ${modelName(chosen.model)} (${chosen.why})\n`);
       done(chosen.model, chosen.why);
+      await sayIfDaemonIsStale(chosen.model);
     });
 }
