@@ -93,18 +93,31 @@ export function manifestIssueOptions(style: PathStyle): FormatIssueOptions {
   return { style, knownKeys: (path) => objectKeysAt(ManifestSchema, path), unknownKeyHint };
 }
 
+/** The most characters of a line shown around a JSON syntax error: a one-line body may be long. */
+const EXCERPT_CHARS = 80;
+
 /**
  * The lines at a JSON syntax error, as a TOML one is shown: the line before and the line itself,
  * numbered, and a caret under the column the parser's message names (none when it names none).
+ * Each line is cut to {@link EXCERPT_CHARS} around the column (a one-line body may be long), its
+ * tabs shown as spaces so that the caret stays under the column (the parser counts a tab as one).
  */
 function jsonExcerpt(text: string, message: string): string[] {
   const at = /\(line (\d+) column (\d+)\)/.exec(message);
   if (at === null) return [];
   const line = Number(at[1]);
   const column = Number(at[2]);
-  const lines = text.split('\n');
-  const numbered = [line - 1, line].filter((number) => number >= 1 && number <= lines.length).map((number) => `${number}:  ${lines[number - 1] ?? ''}`);
-  return [...numbered, `${' '.repeat(`${line}:  `.length + column - 1)}^`];
+  const lines = text.split(/\r\n|\r|\n/);
+  const from = Math.max(0, column - 1 - EXCERPT_CHARS / 2);
+  const shown = (number: number): string => {
+    const whole = (lines[number - 1] ?? '').replaceAll('\t', ' ');
+    const cut = whole.slice(from, from + EXCERPT_CHARS);
+    return `${from > 0 ? '…' : ''}${cut}${from + EXCERPT_CHARS < whole.length ? '…' : ''}`;
+  };
+  const width = String(line).length;
+  const label = (number: number): string => `${String(number).padStart(width)}:  `;
+  const numbered = [line - 1, line].filter((number) => number >= 1 && number <= lines.length).map((number) => `${label(number)}${shown(number)}`);
+  return [...numbered, `${' '.repeat(label(line).length + (from > 0 ? 1 : 0) + column - 1 - from)}^`];
 }
 
 function parseJsonText(text: string, source: string): unknown {

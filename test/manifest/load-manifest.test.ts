@@ -261,6 +261,12 @@ describe('parseManifest() refuses bad input with one message naming file, field 
       '  3:    "model": {"provider": "openai",}',
       `  ${' '.repeat('3:  '.length + '  "model": {"provider": "openai",'.length)}^`,
     ]);
+    // A one-line body shows the part around the column, a tab as a space.
+    const long = `{"description": "${'x'.repeat(5000)}",\t}`;
+    const [, excerpt = '', caret = ''] = refusal(long, 'a.json').split('\n');
+    expect(excerpt.length).toBeLessThan(100);
+    expect(excerpt).toMatch(/^ {2}1: {2}…x+", }$/);
+    expect(caret.indexOf('^')).toBe(excerpt.indexOf('}'));
   });
 
   it('refuses an empty manifest', () => {
