@@ -155,7 +155,7 @@ async function fetchDaemon(url: string, path: string, init: RequestInit = {}): P
     const message = {
       unreachable: `cannot reach the Loom daemon at ${url} (${code}); is it running? ${fix}`,
       cut: `lost the connection to the Loom daemon at ${url} (${code}); is it still running? ${fix}`,
-      slow: `the Loom daemon at ${url} did not answer in time (${code}); is it still running? ${fix}`,
+      slow: `the Loom daemon at ${url} did not answer within the time the CLI waits (${code}): a long turn goes on in the daemon (\`loom send --stream\` shows one as it runs); if it is not running, ${fix}`,
     }[kind];
     throw new LoomError('DAEMON_UNREACHABLE', 'system', message, { cause: error, isRetryable: true });
   }

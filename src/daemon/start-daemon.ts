@@ -67,7 +67,9 @@ function listenError(error: unknown, host: string, port: number, home: LoomHome)
     code === 'EADDRINUSE'
       ? `port ${port} on ${host} is in use (another Loom, or another program); stop it, or ${elsewhere}`
       : code === 'EACCES'
-        ? `port ${port} on ${host} needs privileges this user lacks (ports below 1024 do); ${elsewhere} to a port from 1024 up`
+        ? port < 1024
+          ? `port ${port} on ${host} needs privileges this user lacks (ports below 1024 do); ${elsewhere} to a port from 1024 up`
+          : `port ${port} on ${host} may not be used by this user (a security policy refuses it); ${elsewhere} to another port`
         : code === 'EADDRNOTAVAIL'
           ? `cannot listen on ${host}: no network interface of this machine has that address; pass --host or set [daemon].host in ${home.configPath} (127.0.0.1 serves this machine only)`
           : undefined;

@@ -49,7 +49,7 @@ describe('CLI commands against a daemon that does not answer', () => {
       const url = `http://127.0.0.1:${address.port}`;
       const result = await runCli(home, ['--url', url, 'agent', 'list']);
       expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} \\((UND_ERR_SOCKET|ECONNRESET)\\); is it still running\\? `));
+      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} \\((UND_ERR_SOCKET|ECONNRESET|EPIPE)\\); is it still running\\? `));
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

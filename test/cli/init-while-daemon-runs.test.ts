@@ -30,18 +30,19 @@ describe('loom init while a daemon runs for the home', () => {
     await daemon.stop();
   });
 
-  it('says to restart the daemon so it uses the new default model, and says it again when run again', async () => {
+  it('says to restart the daemon so it uses the new default model, and that it started before config.toml changed when run again', async () => {
     const notice = `The Loom daemon at ${daemon.info.url} (pid ${daemon.info.pid}) runs with the config.toml it started with: restart it to use openai-compatible/scripted (loom stop, then loom start or npm start).\n`;
     const init = await runCli(home, ['init', ...defaultModel]);
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('Default model: openai-compatible/scripted (as asked)\n');
     expect(init.stdout.endsWith(notice)).toBe(true);
-    // Run again (the daemon still not restarted): config.toml is newer than the daemon.
-    expect((await runCli(home, ['init'])).stdout).toContain(notice);
+    // Run again (the daemon still not restarted): config.toml is newer than the daemon, whatever changed.
+    const again = `The Loom daemon at ${daemon.info.url} (pid ${daemon.info.pid}) started before config.toml last changed: restart it to use what changed (loom stop, then loom start or npm start).\n`;
+    expect((await runCli(home, ['init'])).stdout).toContain(again);
     // With --json, standard output holds the JSON alone.
     const json = await runCli(home, ['init', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ default_model: { provider: 'openai-compatible', model: 'scripted' } });
-    expect(json.stderr).toBe(notice);
+    expect(json.stderr).toBe(again);
   });
 
   it('has the daemon say, for an agent without [model], that a daemon started before loom init must be restarted', async () => {

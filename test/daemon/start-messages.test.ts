@@ -36,7 +36,8 @@ async function startAndStop(flags: string[], env: Record<string, string> = {}): 
   const listening = await new Promise<string | undefined>((resolve) => {
     const read = (chunk: Buffer): void => {
       output += chunk.toString();
-      const line = output.split('\n').find((text) => text.includes('Loom is listening at'));
+      // Whole lines only (a chunk may end in the middle of one).
+      const line = output.split('\n').slice(0, -1).find((text) => text.includes('Loom is listening at'));
       if (line !== undefined) resolve((JSON.parse(line) as { msg: string }).msg);
     };
     child.stdout.on('data', read);

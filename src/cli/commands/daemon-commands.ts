@@ -115,6 +115,14 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const say = (text: string): void => {
     if (format === 'pretty') io.stdout(text);
   };
+  // A signal while it starts (the start line is out, the handlers below not yet) stops it once it
+  // has started, instead of killing it where it stands.
+  let stopAsked = false;
+  const askStop = (): void => {
+    stopAsked = true;
+  };
+  process.on('SIGINT', askStop);
+  process.on('SIGTERM', askStop);
   const daemon = await startDaemon({
     home,
     config,
@@ -124,6 +132,9 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     version: LOOM_VERSION,
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.port === undefined ? {} : { port: options.port }),
+  }).finally(() => {
+    process.off('SIGINT', askStop);
+    process.off('SIGTERM', askStop);
   });
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
   // Once the start's first requests (`loom start` asks for health) are answered.
@@ -138,6 +149,7 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    if (stopAsked) stop();
   });
 }
 

@@ -66,11 +66,16 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
       };
       say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
-      // A daemon reads config.toml when it starts: one started before the last change goes on without it.
-      const sayIfDaemonIsStale = async (model: ModelTarget): Promise<void> => {
+      // A daemon reads config.toml when it starts: one started before its last change goes on
+      // without it (with `written`, the model init just wrote; else whatever changed since).
+      const sayIfDaemonIsStale = async (written?: ModelTarget): Promise<void> => {
         const daemon = await readDaemonFile(home);
         if (daemon === undefined || (await stat(home.configPath)).mtimeMs <= Date.parse(daemon.startedAt)) return;
-        const notice = `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) runs with the config.toml it started with: restart it to use ${modelName(model)} (loom stop, then loom start or npm start).\n`;
+        const restart = '(loom stop, then loom start or npm start)';
+        const notice =
+          written === undefined
+            ? `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) started before config.toml last changed: restart it to use what changed ${restart}.\n`
+            : `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) runs with the config.toml it started with: restart it to use ${modelName(written)} ${restart}.\n`;
         // Standard output holds the JSON alone.
         if (json) io.stderr(notice);
         else io.stdout(notice);
@@ -80,7 +85,7 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${modelName(config.default_model)}); edit [default_model] in ${home.configPath} to change it`);
         say(`Default model: ${modelName(config.default_model)}\n`);
         done(config.default_model, 'config.toml');
-        await sayIfDaemonIsStale(config.default_model);
+        await sayIfDaemonIsStale();
         return;
       }
       let chosen: { model: ModelTarget; why: string } | undefined;
