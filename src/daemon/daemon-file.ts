@@ -1,4 +1,4 @@
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { LoomHome } from '../config/index.ts';
@@ -62,4 +62,16 @@ export async function readDaemonFile(home: LoomHome): Promise<DaemonInfo | undef
   const info = DaemonInfoSchema.safeParse(parsed.value);
   if (!info.success || !isProcessAlive(info.data.pid)) return undefined;
   return info.data;
+}
+
+/**
+ * Whether config.toml changed after `daemon` started: a daemon reads it when it starts, so one
+ * started before goes on without the change until it is restarted. False when there is no file.
+ */
+export async function startedBeforeConfigChanged(home: LoomHome, daemon: DaemonInfo): Promise<boolean> {
+  const changed = await stat(home.configPath).then(
+    (info) => info.mtimeMs,
+    () => undefined,
+  );
+  return changed !== undefined && changed > Date.parse(daemon.startedAt);
 }

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
@@ -57,6 +57,21 @@ describe('loom init while a daemon runs for the home', () => {
     expect(sent.code).not.toBe(0);
     expect(sent.stderr).toBe(
       'error: agent "bare" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (`loom init` sets one; if you just ran it, restart the daemon)\n',
+    );
+  });
+
+  it('has loom doctor say the daemon runs with config.toml as it was, once it changed', async () => {
+    // A config.toml older than the daemon, as `loom start` leaves it.
+    await writeFile(join(home, 'config.toml'), '');
+    await utimes(join(home, 'config.toml'), new Date(0), new Date(0));
+    const before = await runCli(home, ['doctor']);
+    expect(before.stdout).toContain(`✓ the daemon runs at ${daemon.info.url} (pid ${daemon.info.pid})\n`);
+    await runCli(home, ['init', ...defaultModel]);
+    const after = await runCli(home, ['doctor']);
+    // The default model check reads config.toml as it is now; the daemon line says it holds the old one.
+    expect(after.stdout).toContain('✓ default model openai-compatible/scripted\n');
+    expect(after.stdout).toContain(
+      `! the daemon runs at ${daemon.info.url} (pid ${daemon.info.pid}), with config.toml as it was when it started: it changed since, so restart the daemon to use it (loom stop, then loom start)\n`,
     );
   });
 });

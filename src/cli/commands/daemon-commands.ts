@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
-import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon } from '../../daemon/index.ts';
+import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon, startedBeforeConfigChanged } from '../../daemon/index.ts';
 import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
@@ -298,7 +298,13 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       checks.push({ ok: ollama, essential: false, text: ollama ? 'Ollama answers at http://127.0.0.1:11434' : 'Ollama does not answer at http://127.0.0.1:11434' });
       const daemon = await readDaemonFile(home);
       if (daemon !== undefined) {
-        checks.push({ ok: true, essential: false, text: `the daemon runs at ${daemon.url} (pid ${daemon.pid})` });
+        // The checks above read config.toml as it is now; the daemon holds it as it was when it started.
+        const stale = await startedBeforeConfigChanged(home, daemon);
+        checks.push({
+          ok: !stale,
+          essential: false,
+          text: `the daemon runs at ${daemon.url} (pid ${daemon.pid})${stale ? ', with config.toml as it was when it started: it changed since, so restart the daemon to use it (loom stop, then loom start)' : ''}`,
+        });
       } else {
         const free = await portIsFree(config.daemon.host, config.daemon.port);
         checks.push({ ok: free, essential: true, text: `port ${config.daemon.host}:${config.daemon.port} ${free ? 'is free' : 'is taken by another program ([daemon].port or --port picks another)'}` });

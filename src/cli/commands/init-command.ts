@@ -1,8 +1,8 @@
-import { appendFile, stat } from 'node:fs/promises';
+import { appendFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
 import { ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
-import { readDaemonFile } from '../../daemon/index.ts';
+import { readDaemonFile, startedBeforeConfigChanged } from '../../daemon/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import { MODEL_PROVIDERS } from '../../manifest/index.ts';
 import { modelName, type ModelTarget } from '../../models/index.ts';
@@ -70,7 +70,7 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       // without it (with `written`, the model init just wrote; else whatever changed since).
       const sayIfDaemonIsStale = async (written?: ModelTarget): Promise<void> => {
         const daemon = await readDaemonFile(home);
-        if (daemon === undefined || (await stat(home.configPath)).mtimeMs <= Date.parse(daemon.startedAt)) return;
+        if (daemon === undefined || !(await startedBeforeConfigChanged(home, daemon))) return;
         const restart = '(loom stop, then loom start or npm start)';
         const notice =
           written === undefined
