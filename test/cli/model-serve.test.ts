@@ -76,7 +76,7 @@ describe('loom init and the first reply', () => {
     const first = await runCli(home, ['init'], { env: { ANTHROPIC_API_KEY: 'sk-ant-test' } });
     expect(first.stdout).toContain('Default model: anthropic/claude-haiku-4-5 (found ANTHROPIC_API_KEY)');
     const again = await runCli(home, ['init'], { env: { OPENAI_API_KEY: 'sk-test' } });
-    expect(again.stdout).toContain('(kept as it was)');
+    expect(again.stdout).toContain(`config:   ${join(home, 'config.toml')} (already there)\n`);
     expect(again.stdout).toContain('Default model: anthropic/claude-haiku-4-5\n');
   });
 

@@ -65,7 +65,7 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       const done = (model: ModelTarget | undefined, source: string | null): void => {
         if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
       };
-      say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (kept as it was)'}\n  database: ${home.databasePath}\n`);
+      say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (already there)'}\n  database: ${home.databasePath}\n`);
       // A daemon reads config.toml when it starts: one started before its last change goes on
       // without it (with `written`, the model init just wrote; else whatever changed since).
       const sayIfDaemonIsStale = async (written?: ModelTarget): Promise<void> => {
