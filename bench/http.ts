@@ -89,10 +89,7 @@ async function measureRound(server: ServeProcess): Promise<Round> {
 }
 
 /** The middle value (the lower middle of an even count). */
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN;
-}
+const median = (values: readonly number[]): number => percentile([...values].sort((a, b) => a - b), 0.5);
 
 /** A round's rate, in chats per second. */
 const rateOf = (round: Round): number => (CHATS / round.load.elapsedMs) * 1000;

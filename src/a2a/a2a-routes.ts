@@ -10,7 +10,7 @@ import type { Config } from '../config/index.ts';
 import { UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
-import { safeDecodeUriComponent } from '../validation/index.ts';
+import { safeDecodeUriComponent, trimTrailingSlashes } from '../validation/index.ts';
 import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -212,7 +212,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const executors = new Map<string, LoomAgentExecutor>();
   const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router, and its turn's charge (by its Node request). */
-  const legacyRestCallers = new WeakMap<IncomingMessage, { caller: Caller; chargeTurn: () => void }>();
+  const legacyRestCallers = new WeakMap<IncomingMessage, LoomA2aUser>();
 
   function findAgent(name: string): AgentDetailView | undefined {
     try {
@@ -252,10 +252,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       follow: (task, context) => followElsewhere(name, task, context),
     });
     // Every request reaching the listener was given its caller below; one that was not reaches nothing.
-    const legacyRest = createLegacyRestListener(handler, (request) => {
-      const given = legacyRestCallers.get(request);
-      return given === undefined ? new LoomA2aUser(NOBODY) : new LoomA2aUser(given.caller, given.chargeTurn);
-    });
+    const legacyRest = createLegacyRestListener(handler, (request) => legacyRestCallers.get(request) ?? new LoomA2aUser(NOBODY));
     const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
     handlers.set(agent.name, built);
     return built;
@@ -445,7 +442,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     if (agent === undefined) return unknownAgent(c, name);
     const { handler } = handlersOf(agent, originOf(c));
     const prefix = `${base}/${name}/rest`;
-    const path = decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)).replace(/(.)\/+$/, '$1');
+    const path = trimTrailingSlashes(decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)));
     try {
       // This binding is 1.0's: a request without the header is a 1.0 request (push notifications are shaped by it).
       const context = contextOf(c, c.req.header(A2A_VERSION_HEADER) ?? '1.0');
@@ -486,8 +483,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     // answered as 429: a message is charged here, before the router sees it, in every spelling the
     // router takes (any case, a trailing slash). Any other that starts a turn is charged where it
     // starts (`CheckedRequestHandler`), answered with the router's error.
-    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test((safeDecodeUriComponent(rest) ?? rest).toLowerCase().replace(/(.)\/+$/, '$1'))) chargeTurn();
-    legacyRestCallers.set(incoming, { caller: callerFor(c), chargeTurn });
+    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(trimTrailingSlashes((safeDecodeUriComponent(rest) ?? rest).toLowerCase()))) chargeTurn();
+    legacyRestCallers.set(incoming, new LoomA2aUser(callerFor(c), chargeTurn));
     if (c.req.method === 'POST') {
       // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
       // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
-import { mayReachAgent, principalKey } from '../access/index.ts';
+import { LOCAL_PRINCIPAL_NAME, mayReachAgent, type Principal, principalKey } from '../access/index.ts';
 import type { Caller, Kernel } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
@@ -25,7 +25,12 @@ export class LoomA2aUser implements User {
 
 /** The name a task records as its creator: the API key's name (`local` without keys), or the calling agent's id. */
 export function callerName(caller: Caller): string {
-  return caller.kind === 'user' ? (caller.name ?? 'local') : caller.agentId;
+  return caller.kind === 'user' ? (caller.name ?? LOCAL_PRINCIPAL_NAME) : caller.agentId;
+}
+
+/** The principal a user caller acts as (a key's name, role and agents). */
+function principalOfUser(caller: Caller & { kind: 'user' }): Principal {
+  return { name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] };
 }
 
 /**
@@ -33,7 +38,7 @@ export function callerName(caller: Caller): string {
  * and agents together (see `principalKey`), or the calling agent's id.
  */
 export function callerKey(caller: Caller): string {
-  return caller.kind === 'user' ? principalKey({ name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] }) : `agent:${caller.agentId}`;
+  return caller.kind === 'user' ? principalKey(principalOfUser(caller)) : `agent:${caller.agentId}`;
 }
 
 /**
@@ -48,7 +53,7 @@ export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
   const agent: unknown = task.metadata?.['loomAgent'];
   const creator: unknown = task.metadata?.['loomCallerKey'];
   if (typeof agent !== 'string' || creator !== callerKey(caller)) return false;
-  return caller.kind !== 'user' || mayReachAgent({ name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] }, agent);
+  return caller.kind !== 'user' || mayReachAgent(principalOfUser(caller), agent);
 }
 
 /** Whether the caller sees every task: an owner, or Loom itself (no caller). */

@@ -95,11 +95,6 @@ export function principalKey(principal: Principal): string {
   return JSON.stringify([principal.name, principal.role, principal.agents]);
 }
 
-/** Whether `a` and `b` are the same principal (see {@link principalKey}). */
-export function isSamePrincipal(a: Principal, b: Principal): boolean {
-  return principalKey(a) === principalKey(b);
-}
-
 /** Whether `principal` may read or message the agent named `name` (owners and viewers: any; users: those matching its patterns). */
 export function mayReachAgent(principal: Principal, name: string): boolean {
   return principal.role !== 'user' || principal.agents.some((pattern) => matchesPattern(pattern, name));

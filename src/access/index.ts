@@ -2,8 +2,8 @@
  * Who a caller is and what it may reach: API keys and their principals (roles and agent
  * patterns), below every door (HTTP, MCP, A2A, the CLI) so each asks the same questions.
  */
-export { LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME } from '../config/index.ts';
-export { createAuthenticator, isSamePrincipal, mayReachAgent, principalKey } from './create-authenticator.ts';
+export { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
+export { createAuthenticator, mayReachAgent, principalKey } from './create-authenticator.ts';
 export type { Authenticator, Credentials, Principal } from './create-authenticator.ts';
 export { isLoopbackAddress } from './is-loopback-address.ts';
 export { isLoopbackBind } from './is-loopback-bind.ts';

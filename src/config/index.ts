@@ -8,7 +8,6 @@ export {
   LOCAL_PRINCIPAL_NAME,
   LOOM_API_KEY_NAME,
   POSTGRES_URL_EXPECTED,
-  RESERVED_KEY_NAMES,
 } from './config-schema.ts';
 export type { ChannelConfig, Config } from './config-schema.ts';
 export { ensureLoomHome, expandHome, loadConfig, resolveLoomHome } from './loom-home.ts';

@@ -583,15 +583,11 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
         if (own && enabled && (record.tier !== 'session' || record.sessionId === forging.sessionId)) tools.push(tool.own);
         else if (record.tier === 'shared') shared.push(tool);
       }
-      // One tool per name (sharing refuses a taken name, but stored state may predate that): the
-      // agent's own wins, then the oldest shared one.
-      const names = new Set(tools.map((tool) => tool.name));
+      // In the order that decides which tool of a name an agent gets (sharing refuses a taken name,
+      // but stored state may predate that): the agent's own, then the oldest shared one. The tool
+      // runner keeps the first of each name.
       shared.sort((a, b) => a.record.createdAt - b.record.createdAt || a.record.id.localeCompare(b.record.id));
-      for (const tool of shared) {
-        if (names.has(tool.record.name)) continue;
-        names.add(tool.record.name);
-        tools.push(tool.record.agentId === agent.id ? tool.own : tool.other);
-      }
+      for (const tool of shared) tools.push(tool.record.agentId === agent.id ? tool.own : tool.other);
       return tools;
     },
 

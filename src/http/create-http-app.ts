@@ -30,6 +30,7 @@ import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
 import { toErrorResponse } from './to-error-response.ts';
+import { trimTrailingSlashes } from '../validation/index.ts';
 
 /** What the HTTP API is built from. It reads no globals: the environment is passed in. */
 export interface HttpAppOptions {
@@ -115,7 +116,7 @@ const TURN_ROUTES: readonly RegExp[] = [
  * starts, once their servers have read it (see `chargeTurn`), whatever path or binding it came by.
  */
 function costOf(method: string, rawPath: string): number {
-  const path = rawPath.replace(/(.)\/+$/, '$1');
+  const path = trimTrailingSlashes(rawPath);
   if (path === '/api/health') return ROUTE_COSTS.health;
   if (method !== 'POST') return ROUTE_COSTS.other;
   if (path === '/api/agents' || path === '/api/packages') return ROUTE_COSTS.spawn;

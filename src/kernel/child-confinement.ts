@@ -351,10 +351,13 @@ export function confineToStep(child: Manifest, granted: readonly Capability[], s
     validateInheritance(step.limit, granted);
   } catch (error) {
     if (!(error instanceof CapabilityEscalationError)) throw error;
-    throw new CapabilityEscalationError(`cannot spawn agent "${child.name}" in this step, which is limited to what it names: ${error.message}`, { details: error.details });
+    throw refusal(`is limited to what it names: ${error.message}`, error.details);
   }
   // A child calling another model would spend outside the step's model and budget.
-  const models = modelsOf(child, context).flatMap(({ field, target }) => (isGranted(step.limit, { kind: 'llm_query', pattern: modelName(target) }) ? [] : [`${field} calls model "${modelName(target)}"`]));
+  const models = modelsOf(child, context).flatMap(({ field, target }) => {
+    const name = modelName(target);
+    return isGranted(step.limit, { kind: 'llm_query', pattern: name }) ? [] : [`${field} calls model "${name}"`];
+  });
   if (models.length > 0) throw refusal(`is limited to its own model: ${models.join('; ')}; give the child the step's model`, { models });
   const servers = step.mcpServers;
   if (servers === undefined) return child;

@@ -31,9 +31,5 @@ export function judgeModelFor(settings: EmergentSettings | undefined, role: Judg
 export function judgeModelsOf(runtime: Pick<AgentRuntime, 'aliases' | 'defaultModel'>, manifest: Manifest): ModelTarget[] {
   const emergent = manifest.emergent;
   if (emergent?.enabled !== true) return [];
-  const models = [emergent.judge_model, emergent.promotion_judge_model]
-    .map((reference) => (reference === undefined ? undefined : resolveModelReference(reference, runtime.aliases ?? {})))
-    .filter((model) => model !== undefined);
-  if (emergent.judge_model === undefined && runtime.defaultModel !== undefined) models.push(runtime.defaultModel);
-  return models;
+  return [judgeModelFor(emergent, 'creation', runtime), judgeModelFor(emergent, 'safety', runtime)].filter((model) => model !== undefined);
 }

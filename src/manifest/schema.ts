@@ -33,7 +33,7 @@ const NOT_AN_ID = { error: 'expected a name, not a UUID (ids and names must not 
  * A name another agent may already have: letters, digits, `.`, `_` and `-` (names first allowed a
  * dot, and agents stored then keep theirs), and not a UUID, since the CLI takes a name or an id.
  */
-export const AgentReferenceSchema = z
+const AgentReferenceSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
     error: 'expected 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit',

@@ -229,8 +229,13 @@ function permits(granted: readonly Capability[], agent: ToolAgent, tool: Tool<ne
     !filter.blocklist.includes(name) &&
     // The agent's `mcp_servers`: empty names every server. A step's servers: empty names none.
     (mcpServer === undefined || servers.length === 0 || servers.includes(mcpServer)) &&
-    (mcpServer === undefined || agent.limitMcpServers === undefined || agent.limitMcpServers.includes(mcpServer))
+    !outsideStepServers(agent, tool)
   );
+}
+
+/** Whether `tool` is a tool of an MCP server the step `agent` runs in does not name. */
+function outsideStepServers(agent: ToolAgent, tool: Tool<never>): boolean {
+  return tool.mcpServer !== undefined && agent.limitMcpServers !== undefined && !agent.limitMcpServers.includes(tool.mcpServer);
 }
 
 function errorResult(text: string): ToolResult {
@@ -333,9 +338,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const granted = grantsOf(agent);
       if (!permits(granted, agent, tool, filter)) {
         const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name });
-        if (hidden && tool.mcpServer !== undefined && agent.limitMcpServers !== undefined && !agent.limitMcpServers.includes(tool.mcpServer)) {
-          const named = agent.limitMcpServers.map((server) => `"${server}"`).join(', ') || 'none';
-          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: it is a tool of MCP server "${tool.mcpServer}", and the step uses only the servers it names (${named})`);
+        if (hidden && outsideStepServers(agent, tool)) {
+          const named = (agent.limitMcpServers ?? []).map((server) => `"${server}"`).join(', ') || 'none';
+          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: it is a tool of MCP server "${tool.mcpServer ?? ''}", and the step uses only the servers it names (${named})`);
         }
         if (hidden && agent.limit !== undefined && tool.grantedBy === undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: the step is limited to the tools it names`);

@@ -9,3 +9,8 @@ export function safeDecodeUriComponent(text: string): string | undefined {
     return undefined;
   }
 }
+
+/** `path` without its trailing slashes (`/a/b//` → `/a/b`; `/` stays): clients that normalise URLs add one. */
+export function trimTrailingSlashes(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.replace(/(.)\/+$/, '$1') : path;
+}

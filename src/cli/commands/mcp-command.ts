@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
-import type { Principal } from '../../access/index.ts';
+import { LOCAL_PRINCIPAL_NAME, type Principal } from '../../access/index.ts';
 import type { AgentDirectory } from '../../mcp/server/index.ts';
 import { findDaemonUrl } from '../backend.ts';
 import { openCliContext, openHome } from '../cli-context.ts';
@@ -8,7 +8,7 @@ import type { CliIo } from '../cli-io.ts';
 import { LOOM_VERSION } from '../../config/installation.ts';
 
 /** The principal of the local user running `loom mcp` without a daemon: the owner, as at the CLI. */
-const LOCAL_PRINCIPAL: Principal = { name: 'local', role: 'owner', agents: ['*'] };
+const LOCAL_PRINCIPAL: Principal = { name: LOCAL_PRINCIPAL_NAME, role: 'owner', agents: ['*'] };
 
 /** Standard output as a stream: only MCP messages go there. */
 function stdoutStream(io: CliIo): Writable {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
-import { isSamePrincipal, type Principal } from '../../access/index.ts';
+import { type Principal, principalKey } from '../../access/index.ts';
 import type { McpRequestOrigin } from './mcp-principal.ts';
 
 /** Messages larger than this are refused (spec/05: 10 MB). */
@@ -18,16 +18,14 @@ const encoder = new TextEncoder();
  */
 class SseConnectionTransport implements Transport {
   readonly sessionId: string;
-  readonly principal: Principal;
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
   private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   private closed = false;
 
-  constructor(sessionId: string, principal: Principal) {
+  constructor(sessionId: string) {
     this.sessionId = sessionId;
-    this.principal = principal;
   }
 
   attach(controller: ReadableStreamDefaultController<Uint8Array>): void {
@@ -91,11 +89,12 @@ const plain = (status: number, text: string): Response => new Response(text, { s
 
 /** Builds the legacy HTTP+SSE endpoints (MCP 2024-11-05), for clients that predate Streamable HTTP. */
 export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEndpoints {
-  const connections = new Map<string, { transport: SseConnectionTransport; server: Server }>();
+  // Each with the key of the principal that opened it (see `principalKey`).
+  const connections = new Map<string, { transport: SseConnectionTransport; server: Server; owner: string }>();
 
   return {
     async open(request, origin) {
-      const transport = new SseConnectionTransport(randomUUID(), origin.principal);
+      const transport = new SseConnectionTransport(randomUUID());
       // A turn asked for on this stream is charged to whoever opened it (the same client).
       const server = options.factory(origin);
       const keepalive = setInterval(() => transport.comment('keepalive'), KEEPALIVE_MS);
@@ -119,7 +118,7 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
         await transport.close();
         throw error;
       }
-      connections.set(transport.sessionId, { transport, server });
+      connections.set(transport.sessionId, { transport, server, owner: principalKey(origin.principal) });
       request.signal.addEventListener('abort', () => void transport.close(), { once: true });
       transport.write('endpoint', `${options.messagesPath}?sessionId=${encodeURIComponent(transport.sessionId)}`);
       return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
@@ -129,7 +128,7 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
       const sessionId = new URL(request.url).searchParams.get('sessionId');
       const connection = sessionId === null ? undefined : connections.get(sessionId);
       // Another principal's session (another name, role or agents) is answered as unknown: session ids are not capabilities.
-      if (connection === undefined || !isSamePrincipal(connection.transport.principal, principal)) return plain(404, 'no open MCP SSE session with this sessionId');
+      if (connection === undefined || connection.owner !== principalKey(principal)) return plain(404, 'no open MCP SSE session with this sessionId');
       const length = Number(request.headers.get('content-length') ?? '0');
       if (length > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
       const text = await request.text();

@@ -68,7 +68,6 @@ interface Session {
   closed: boolean;
 }
 
-/** One key per principal: a session is a capability of exactly the principal that opened it. */
 const jsonRpcError = (status: number, code: number, message: string): Response =>
   Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers: { 'content-type': 'application/json' } });
 

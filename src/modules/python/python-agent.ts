@@ -4,7 +4,7 @@ import { installedPath } from '../../config/installation.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
-import { cutLine } from '../cut-line.ts';
+import { cutLine, STDERR_LINE_CHARS } from '../cut-line.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
@@ -26,13 +26,11 @@ const STDERR_TAIL = 20;
  * bounds what it can put into Loom's log whatever it does. A window opens with the first line
  * after the last one ended.
  */
-export const PYTHON_STDERR_WINDOW_MS = 60_000;
+const PYTHON_STDERR_WINDOW_MS = 60_000;
 /** The most lines of a Python module's stderr logged per window: its first ones; the rest are left out and counted. */
-export const PYTHON_STDERR_LOGGED_LINES = 200;
+const PYTHON_STDERR_LOGGED_LINES = 200;
 /** The most bytes of a Python module's stderr logged per window (lines as logged, each with its newline). */
-export const PYTHON_STDERR_LOGGED_BYTES = 64 * 1024;
-/** A logged line of a Python module's stderr is cut after this many characters. */
-export const PYTHON_STDERR_LINE_CHARS = 1000;
+const PYTHON_STDERR_LOGGED_BYTES = 64 * 1024;
 
 /** A running script and the message it answers. */
 interface Process {
@@ -211,7 +209,7 @@ interface StderrLog {
 /**
  * Logs a Python module's stderr under a budget: at most {@link PYTHON_STDERR_LOGGED_LINES} lines
  * and {@link PYTHON_STDERR_LOGGED_BYTES} bytes per {@link PYTHON_STDERR_WINDOW_MS} of `clock`,
- * each cut at {@link PYTHON_STDERR_LINE_CHARS} characters. The first line over the budget spends
+ * each cut at {@link STDERR_LINE_CHARS} characters. The first line over the budget spends
  * the window: the rest of it is left out (so what is logged is each window's first lines, in order,
  * with no gaps) and counted, and one warning says how much, when the next window opens with a
  * line or when the process's streams close. A note cannot come sooner without a timer, which
@@ -230,7 +228,7 @@ function createStderrLog(logger: Logger, clock: Clock): StderrLog {
     logger.warn(
       { stream: 'stderr', droppedLines, droppedBytes },
       `stderr: ${droppedLines} lines (${droppedBytes} bytes) left out of the log in the ${PYTHON_STDERR_WINDOW_MS / 1000} s from ${new Date(windowStart).toISOString()} ` +
-        `(Loom logs at most ${PYTHON_STDERR_LOGGED_LINES} lines and ${PYTHON_STDERR_LOGGED_BYTES} bytes of a Python module's stderr per ${PYTHON_STDERR_WINDOW_MS / 1000} s, each line cut at ${PYTHON_STDERR_LINE_CHARS} characters)`,
+        `(Loom logs at most ${PYTHON_STDERR_LOGGED_LINES} lines and ${PYTHON_STDERR_LOGGED_BYTES} bytes of a Python module's stderr per ${PYTHON_STDERR_WINDOW_MS / 1000} s, each line cut at ${STDERR_LINE_CHARS} characters)`,
     );
     droppedLines = 0;
     droppedBytes = 0;
@@ -246,7 +244,7 @@ function createStderrLog(logger: Logger, clock: Clock): StderrLog {
         loggedLines = 0;
         loggedBytes = 0;
       }
-      const shown = cutLine(line, PYTHON_STDERR_LINE_CHARS);
+      const shown = cutLine(line);
       const bytes = Buffer.byteLength(shown) + 1;
       if (!spent && loggedLines < PYTHON_STDERR_LOGGED_LINES && loggedBytes + bytes <= PYTHON_STDERR_LOGGED_BYTES) {
         loggedLines += 1;

@@ -1,4 +1,4 @@
-import { cutLine } from '../cut-line.ts';
+import { cutLine, STDERR_LINE_CHARS } from '../cut-line.ts';
 
 /** The most of a WASI module's stderr kept per message: its last this many bytes (for the log and an exit's error). */
 export const WASI_STDERR_KEPT_BYTES = 64 * 1024;
@@ -6,8 +6,6 @@ export const WASI_STDERR_KEPT_BYTES = 64 * 1024;
 export const WASI_STDERR_LIMIT_BYTES = 16 * 1024 * 1024;
 /** The most lines of a WASI module's stderr logged per message: its last ones, after a note of what was left out. */
 export const WASI_STDERR_LOGGED_LINES = 100;
-/** A logged line of stderr is cut after this many characters. */
-export const WASI_STDERR_LINE_CHARS = 1000;
 
 const STDOUT = 1;
 const STDERR = 2;
@@ -35,7 +33,7 @@ export interface WasiOutput {
   imports(wasiImport: Record<string, WebAssembly.ImportValue>): Record<string, WebAssembly.ImportValue>;
   /** What the module wrote to stdout. */
   stdout(): Uint8Array;
-  /** The lines of stderr kept (the end of it), each cut at {@link WASI_STDERR_LINE_CHARS}; blank lines left out. */
+  /** The lines of stderr kept (the end of it), each cut at {@link STDERR_LINE_CHARS}; blank lines left out. */
   stderrLines(): string[];
   /** What to log of stderr: a note of what was left out when anything was, then its last {@link WASI_STDERR_LOGGED_LINES} lines. */
   stderrLog(): string[];
@@ -140,17 +138,17 @@ export function createWasiOutput(options: WasiOutputOptions): WasiOutput {
       };
     },
     stdout: () => stdout.subarray(0, stdoutLength),
-    stderrLines: () => keptLines().map((line) => cutLine(line, WASI_STDERR_LINE_CHARS)),
+    stderrLines: () => keptLines().map(cutLine),
     stderrLog() {
       const lines = keptLines();
       const shown = lines.slice(-WASI_STDERR_LOGGED_LINES);
-      const log = shown.map((line) => cutLine(line, WASI_STDERR_LINE_CHARS));
-      const cutAny = shown.some((line) => line.length > WASI_STDERR_LINE_CHARS);
+      const log = shown.map(cutLine);
+      const cutAny = shown.some((line) => line.length > STDERR_LINE_CHARS);
       if (stderrTotal <= WASI_STDERR_KEPT_BYTES && shown.length === lines.length && !cutAny) return log;
-      const shownBytes = shown.reduce((sum, line) => sum + Buffer.byteLength(line.slice(0, WASI_STDERR_LINE_CHARS)) + 1, 0);
+      const shownBytes = shown.reduce((sum, line) => sum + Buffer.byteLength(line.slice(0, STDERR_LINE_CHARS)) + 1, 0);
       const note =
         `stderr: ${Math.max(0, stderrTotal - shownBytes)} of ${stderrTotal} bytes left out of the log ` +
-        `(Loom logs at most the last ${WASI_STDERR_LOGGED_LINES} lines and ${WASI_STDERR_KEPT_BYTES} bytes of a module's stderr per message, each line cut at ${WASI_STDERR_LINE_CHARS} characters)`;
+        `(Loom logs at most the last ${WASI_STDERR_LOGGED_LINES} lines and ${WASI_STDERR_KEPT_BYTES} bytes of a module's stderr per message, each line cut at ${STDERR_LINE_CHARS} characters)`;
       return [note, ...log];
     },
   };
