@@ -54,9 +54,9 @@ export interface LoopGuard {
 /**
  * Creates a loop guard that notices an agent stuck repeating itself.
  *
- * A call's identity is the SHA-256 of its tool name and the canonical JSON of its
- * parameters (object keys sorted recursively), so `{ a, b }` and `{ b, a }` are the same
- * call. The n-th identical call warns from `warnAt` and is refused from `blockAt`. Two
+ * A call's identity is the canonical JSON of its tool name and parameters (object keys
+ * sorted recursively), so `{ a, b }` and `{ b, a }` are the same call; a long one is kept as
+ * its SHA-256. The n-th identical call warns from `warnAt` and is refused from `blockAt`. Two
  * distinct calls alternating (A-B-A-B-…) warn and are refused likewise, counted in full
  * cycles. Independently, every call that repeats an earlier one counts toward `breakAt`;
  * when that total is reached the loop must end (the circuit breaker).
@@ -149,8 +149,12 @@ export function createLoopGuard(options: LoopGuardOptions = {}): LoopGuard {
   };
 }
 
+/** From this length on, a call's JSON is kept as its hash (which starts with no `[`, so never equals one kept whole). */
+const HASHED_FROM = 128;
+
 function callHash(toolName: string, params: unknown): string {
-  return createHash('sha256').update(canonicalJson([toolName, params])).digest('hex');
+  const json = canonicalJson([toolName, params]);
+  return json.length < HASHED_FROM ? json : createHash('sha256').update(json).digest('hex');
 }
 
 type Call = { hash: string; toolName: string };

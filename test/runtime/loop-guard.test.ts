@@ -69,6 +69,14 @@ describe('createLoopGuard()', () => {
     expect(actions([guard.check('b', { ids: [1, 2] }), guard.check('c', { ids: [1, 2] })])).toEqual(['allow', 'allow']);
   });
 
+  it('tells long calls apart and together as it does short ones', () => {
+    const guard = createLoopGuard();
+    const long = (last: string): Record<string, string> => ({ content: `${'x'.repeat(500)}${last}` });
+    expect(actions([guard.check('file_write', long('a')), guard.check('file_write', long('b')), guard.check('file_write', long('a'))])).toEqual(['allow', 'allow', 'allow']);
+    expect(guard.check('file_write', { ...long('a') }).action).toBe('warn');
+    expect(guard.check('file_write', long('b')).action).toBe('allow');
+  });
+
   it('honours custom warn and block thresholds', () => {
     expect(actions(repeat(createLoopGuard({ warnAt: 2, blockAt: 3 }), 3))).toEqual(['allow', 'warn', 'block']);
   });

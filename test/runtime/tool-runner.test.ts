@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createFakeClock } from '../../src/clock/index.ts';
@@ -207,6 +208,35 @@ describe('the tool runner', () => {
     expect(await runner.run(call('fetcher', {}), options(agent([])))).toMatchObject({ failure: { kind: 'refused' } });
     // The tool's own "timed out" answer is a finished call, not a timeout of the runner's.
     expect(audit.map((entry) => entry.outcome)).toEqual(['denied']);
+  });
+
+  it('aborts a running tool with the turn\'s reason when the turn is cancelled, and leaves no listener on the turn\'s signal', async () => {
+    const reasons: unknown[] = [];
+    const waiter: Tool<Record<string, never>> = {
+      name: 'waiter',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: (_input, context) =>
+        new Promise((resolve) => {
+          context.signal.addEventListener('abort', () => {
+            reasons.push(context.signal.reason);
+            resolve({ text: 'stopped' });
+          });
+        }),
+    };
+    const quick: Tool<Record<string, never>> = { name: 'quick', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.resolve({ text: 'done' }) };
+    const { runner, clock } = setup([waiter, quick] as unknown as Tool<never>[]);
+    const turn = new AbortController();
+    const forAgent = { ...options(agent([{ kind: 'tool_all' }])), signal: turn.signal };
+    for (let index = 0; index < 20; index += 1) expect((await runner.run(call('quick', {}), forAgent)).result.text).toBe('done');
+    expect(getEventListeners(turn.signal, 'abort')).toHaveLength(0);
+    const pending = runner.run(call('waiter', {}), forAgent);
+    await clock.advance(1_000);
+    const cancelled = new Error('the turn was cancelled');
+    turn.abort(cancelled);
+    expect((await pending).result).toEqual({ isError: true, text: 'tool "waiter" was cancelled' });
+    expect(reasons).toEqual([cancelled]);
   });
 
   it('uses the 60 s default timeout', async () => {
