@@ -1,4 +1,5 @@
 import { AgentChainError } from '../errors/index.ts';
+import { linkAbort } from '../runtime/index.ts';
 
 interface RunningTurns {
   /** The tail of this agent's queue. */
@@ -28,7 +29,8 @@ export class AgentTurns {
       this.#agents.set(agentId, state);
     }
     const controller = new AbortController();
-    const combined = signal === undefined ? controller.signal : AbortSignal.any([signal, controller.signal]);
+    const unlink = linkAbort(signal, controller);
+    const combined = controller.signal;
     // With nothing running or queued, the turn starts at once: there is nothing to wait for.
     const queued = state.controllers.size > 0;
     state.controllers.add(controller);
@@ -42,6 +44,7 @@ export class AgentTurns {
     try {
       return await run;
     } finally {
+      unlink();
       state.controllers.delete(controller);
       if (state.controllers.size === 0 && this.#agents.get(agentId) === state) this.#agents.delete(agentId);
     }

@@ -22,6 +22,7 @@ import {
   type AgentEventSink,
   compactSession,
   type KnownTokens,
+  linkAbort,
   loadAi,
   type ModelCallUsage,
   partialOutcomeOf,
@@ -681,7 +682,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       live.emit(event);
       own(event);
     };
-    const signal = live === undefined ? options.signal : options.signal === undefined ? live.controller.signal : AbortSignal.any([options.signal, live.controller.signal]);
+    // The caller's signal (a request's) cancels the live turn as its own controller would.
+    const unlink = live === undefined ? undefined : linkAbort(options.signal, live.controller);
+    const signal = live === undefined ? options.signal : live.controller.signal;
     const turn = (): Promise<TurnResult> =>
       turns.run(entry.id, signal, (turnSignal) =>
         module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
@@ -695,6 +698,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       live?.end(signal?.aborted === true ? 'cancelled' : 'failed', errorEvent(error));
       throw error;
     } finally {
+      unlink?.();
       if (live !== undefined) liveTurns.close(live);
     }
   }

@@ -42,4 +42,5 @@ export type { KnownTokens, RepairPhaseResult, SessionRepairOptions, SessionRepai
 export { STABILITY_GUIDELINES, withStabilityGuidelines } from './stability-guidelines.ts';
 export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-output.ts';
 export { createToolRunner } from './tool-runner.ts';
+export { linkAbort } from './link-abort.ts';
 export type { ApprovalGate, ToolAuditEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';
