@@ -13,6 +13,12 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
+/** The model an agent runs on, saying when it is the daemon's default, or that it has none. */
+function modelOf(agent: AgentView): string {
+  if (agent.model !== null) return agent.model;
+  return agent.runs_on === null ? '(none: no [model], no [default_model])' : `${agent.runs_on} (default)`;
+}
+
 /** `loom agent list` as a table. */
 export function formatAgentList(agents: readonly AgentView[]): string {
   if (agents.length === 0) return 'No agents. Spawn one with: loom agent spawn <manifest.toml>\n';
@@ -24,7 +30,7 @@ export function formatAgentList(agents: readonly AgentView[]): string {
       agent.state,
       agent.id,
       agent.parent === null ? '-' : (names.get(agent.parent) ?? agent.parent),
-      agent.model ?? '(default)',
+      modelOf(agent),
     ]),
   );
 }
@@ -39,7 +45,7 @@ export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) =
     `description:  ${agent.description === '' ? '-' : agent.description}`,
     `module:       ${agent.module}`,
     `schedule:     ${agent.schedule}`,
-    `model:        ${agent.model ?? '(daemon default)'}`,
+    `model:        ${modelOf(agent)}`,
     `parent:       ${agent.parent === null ? '-' : `${nameOf(agent.parent)} (${agent.parent})`}`,
     `children:     ${agent.children.length === 0 ? '-' : agent.children.map(nameOf).join(', ')}`,
     `session:      ${agent.session_id}`,

@@ -1,7 +1,7 @@
 import type { Capability } from '../capabilities/index.ts';
 import type { AgentState } from '../contracts/index.ts';
 import { type Manifest, namedModel } from '../manifest/index.ts';
-import { modelName } from '../models/index.ts';
+import { modelName, type ModelTarget } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 
 /** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */
@@ -25,8 +25,13 @@ export interface AgentView {
   session_id: string;
   module: string;
   schedule: Manifest['schedule']['mode'];
-  /** `provider/model`, or null when the agent uses the daemon's default model. */
+  /** `provider/model` its `[model]` names, or null when the agent uses the daemon's default model. */
   model: string | null;
+  /**
+   * `provider/model` its turns start on: its `[model]`, else the daemon's `[default_model]`; null
+   * when it has neither (it cannot run until one is set).
+   */
+  runs_on: string | null;
   tags: string[];
   capabilities: Capability[];
   created_at: string;
@@ -38,9 +43,10 @@ export interface AgentDetailView extends AgentView {
   manifest: Manifest;
 }
 
-/** Builds the view of a live agent. */
-export function toAgentView(entry: AgentEntry): AgentView {
+/** Builds the view of a live agent; `defaultModel` is the daemon's `[default_model]`. */
+export function toAgentView(entry: AgentEntry, defaultModel?: ModelTarget): AgentView {
   const { manifest } = entry;
+  const model = modelNameOf(manifest);
   return {
     id: entry.id,
     name: entry.name,
@@ -52,7 +58,8 @@ export function toAgentView(entry: AgentEntry): AgentView {
     session_id: entry.sessionId,
     module: manifest.module,
     schedule: manifest.schedule.mode,
-    model: modelNameOf(manifest),
+    model,
+    runs_on: model ?? (defaultModel === undefined ? null : modelName(defaultModel)),
     tags: [...manifest.tags],
     capabilities: [...entry.capabilities],
     created_at: new Date(entry.createdAt).toISOString(),
@@ -61,6 +68,6 @@ export function toAgentView(entry: AgentEntry): AgentView {
 }
 
 /** Builds the detailed view of a live agent. */
-export function toAgentDetailView(entry: AgentEntry): AgentDetailView {
-  return { ...toAgentView(entry), manifest: entry.manifest };
+export function toAgentDetailView(entry: AgentEntry, defaultModel?: ModelTarget): AgentDetailView {
+  return { ...toAgentView(entry, defaultModel), manifest: entry.manifest };
 }

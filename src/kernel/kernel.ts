@@ -349,9 +349,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     };
   }
 
+  /** An agent's view, naming the daemon's default model where it runs on it. */
+  const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, dependencies.runtime?.defaultModel);
+
   async function setState(reference: string, state: AgentEntry['state']): Promise<AgentView> {
     const entry = registry.resolve(reference);
-    if (entry.state === state) return toAgentView(entry);
+    if (entry.state === state) return viewOf(entry);
     const at = clock.now();
     try {
       await store.agents.setState(entry.id, state, at);
@@ -363,7 +366,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(reference);
     await applyState(entry, state, at);
     await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
-    return toAgentView(entry);
+    return viewOf(entry);
   }
 
   /**
@@ -670,7 +673,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
       await applyManifest(entry, manifest, granted, at);
       await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
-      return toAgentView(entry);
+      return viewOf(entry);
     },
 
     async spawn(requested, options = {}) {
@@ -724,12 +727,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       await adopt(entry);
       await publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
-      return toAgentView(entry);
+      return viewOf(entry);
     },
 
-    list: () => registry.list().map(toAgentView),
+    list: () => registry.list().map(viewOf),
 
-    get: (reference) => toAgentDetailView(registry.resolve(reference)),
+    get: (reference) => toAgentDetailView(registry.resolve(reference), dependencies.runtime?.defaultModel),
 
     suspend: (reference) => setState(reference, 'suspended'),
 
@@ -738,7 +741,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     async kill(reference) {
       const root = registry.resolve(reference);
       const doomed = registry.subtree(root);
-      const views = doomed.map(toAgentView);
+      const views = doomed.map(viewOf);
       await store.agents.delete(doomed.map((entry) => entry.id));
       const at = clock.now();
       await forget(doomed, true);

@@ -112,6 +112,19 @@ describe('loom agent', () => {
     expect(show.stdout).toContain('state:        running');
   });
 
+  it('names the default model an agent without [model] runs on, or says it has none', async () => {
+    const manifest = await write('plain.toml', 'name = "plain"\n');
+    expect((await runCli(home, ['agent', 'spawn', manifest])).code).toBe(0);
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+running\s+\S+\s+-\s+\(none: no \[model\], no \[default_model\]\)\n/);
+    expect((await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain'])).runs_on).toBeNull();
+
+    await writeFile(join(home, 'config.toml'), '[default_model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n');
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+running\s+\S+\s+-\s+openai\/gpt-4o-mini \(default\)\n/);
+    expect((await runCli(home, ['agent', 'show', 'plain'])).stdout).toContain('model:        openai/gpt-4o-mini (default)\n');
+    const shown = await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain']);
+    expect({ model: shown.model, runs_on: shown.runs_on }).toEqual({ model: null, runs_on: 'openai/gpt-4o-mini' });
+  });
+
   it('spawns a child under a parent and refuses an escalating one', async () => {
     const parent = await runCliJson<AgentJson>(home, ['agent', 'spawn', join(examples, 'coordinator.toml')]);
     const child = await runCliJson<AgentJson>(home, ['agent', 'spawn', join(examples, 'helper.toml'), '--parent', 'coordinator']);

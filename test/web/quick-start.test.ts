@@ -72,6 +72,8 @@ describe('the README\'s quick start with no key, to a streamed reply in the dash
     const url = await running.found;
 
     expect((await runCli(home, ['agent', 'spawn', join(root, 'examples/agents/hello.toml')])).code).toBe(0);
+    // hello has no [model]: the daemon's default is named where it runs.
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*hello\s+running\s+\S+\s+-\s+openai-compatible\/scripted \(default\)\n/);
     const reply = await runCli(home, ['send', 'hello', 'Who is here?', '--stream']);
     expect(reply.code).toBe(0);
     expect(reply.stdout).toContain('agent_list');
@@ -86,6 +88,9 @@ describe('the README\'s quick start with no key, to a streamed reply in the dash
       // The second exchange of the session: the tool call, then the streamed reply.
       await visible(page.getByText('Hello! I am answering from a scripted model').nth(1));
       expect(await page.getByText('agent_list').count()).toBeGreaterThan(0);
+      await page.goto(`${url}/#/agents/hello`);
+      await visible(page.getByTestId('agent-model'));
+      expect(await page.getByTestId('agent-model').innerText()).toBe('openai-compatible/scripted (default)');
     } finally {
       await browser.close();
     }

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import type { AgentState } from './types.ts';
+import type { AgentState, AgentView } from './types.ts';
 
 /**
  * A state as a coloured badge. `tone` picks the colour (`badge-<tone>` in styles.css) when the
@@ -105,4 +105,15 @@ export function followTableCells(root: Element): () => void {
   });
   observer.observe(root, { childList: true, subtree: true });
   return () => observer.disconnect();
+}
+
+/** The model an agent runs on: its own, the daemon's default (marked so), or none. */
+export function ModelName({ agent }: { agent: Pick<AgentView, 'model' | 'runs_on'> }) {
+  if (agent.model !== null) return <>{agent.model}</>;
+  if (agent.runs_on === null) return <span class="muted" title="no [model] in its manifest and no [default_model] in config.toml">none</span>;
+  return (
+    <>
+      {agent.runs_on} <span class="muted">(default)</span>
+    </>
+  );
 }

@@ -18,7 +18,10 @@ export interface AgentView {
   session_id: string;
   module: string;
   schedule: string;
+  /** `provider/model` its [model] names; null on the daemon's default model. */
   model: string | null;
+  /** The model its turns start on: its own, else the daemon's default; null when neither. */
+  runs_on: string | null;
   tags: string[];
   capabilities: Capability[];
   created_at: string;

@@ -1,7 +1,7 @@
 import { stringify } from 'smol-toml';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Failure, failureOf } from '../api.ts';
-import { Card, Empty, ErrorBox, PageHeader, Segmented, StateBadge } from '../components.tsx';
+import { Card, Empty, ErrorBox, ModelName, PageHeader, Segmented, StateBadge } from '../components.tsx';
 import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -214,7 +214,9 @@ export function AgentPage({ name }: { name: string }) {
       <div class="stats">
         <div class="stat">
           <div class="stat-label">Model</div>
-          <div class="stat-value mono">{data.model ?? 'default'}</div>
+          <div class="stat-value mono" data-testid="agent-model">
+            <ModelName agent={data} />
+          </div>
         </div>
         <div class="stat">
           <div class="stat-label">Tokens</div>

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
+import { Empty, ErrorBox, ModelName, PageHeader, StateBadge } from '../components.tsx';
 import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
@@ -75,7 +75,9 @@ export function AgentsPage() {
                     <td>
                       <StateBadge state={agent.state} />
                     </td>
-                    <td class="mono">{agent.model ?? <span class="muted">default</span>}</td>
+                    <td class="mono">
+                      <ModelName agent={agent} />
+                    </td>
                     <td class="num mono">{formatTokens(total?.tokens ?? 0)}</td>
                     <td class="num mono">{formatCost(total?.cost ?? 0)}</td>
                     <td class="num">
