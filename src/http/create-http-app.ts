@@ -97,6 +97,18 @@ const PUBLIC_PATHS = new Set(['/api/health']);
 function isWebhookPath(method: string, path: string): boolean {
   return method === 'POST' && /^\/hooks\/[a-z0-9][a-z0-9_-]*$/.test(path);
 }
+/**
+ * What every answer of the API, MCP and A2A carries (the dashboard's files carry their own, wider
+ * policy): a browser opening one neither guesses another type for it, nor runs or loads anything
+ * in it, nor lets another page frame it.
+ */
+const API_SECURITY_HEADERS: readonly (readonly [string, string])[] = [
+  ['x-content-type-options', 'nosniff'],
+  ['content-security-policy', "default-src 'none'; frame-ancestors 'none'"],
+  // For browsers that predate `frame-ancestors`.
+  ['x-frame-options', 'DENY'],
+];
+
 /** Long-lived streams with no request timeout. */
 // Streams that stay open: the event log, and MCP's SSE and subscription streams.
 const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
@@ -184,6 +196,11 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     );
   }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
+  // First of what the API runs, so that refusals (401, 429) and errors carry them too.
+  app.use('*', async (c, next) => {
+    await next();
+    for (const [name, value] of API_SECURITY_HEADERS) c.res.headers.set(name, value);
+  });
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
     const cost = costOf(c.req.method, c.req.path);

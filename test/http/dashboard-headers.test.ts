@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
-import { type Api, startApi } from './api-harness.ts';
+import { type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let api: Api;
@@ -60,5 +60,33 @@ describe('a dashboard path with a malformed percent-encoding', () => {
     expect(malformed.status).toBe(404);
     expect(malformed.status).toBe(unknown.status);
     expect(((await malformed.json()) as { error: { code: string } }).error.code).toBe('ROUTE_NOT_FOUND');
+  });
+});
+
+describe('the API\'s security headers', () => {
+  it('come with every answer of the API, MCP and A2A, refusals and errors included, and leave the dashboard\'s policy as it is', async () => {
+    const keyed = await startApi(join(dir.path, 'keyed'), OWNER_AND_HELPER_KEYS);
+    try {
+      const answers = [
+        await api.request('/api/health'),
+        await api.request('/api/agents'),
+        await api.request('/api/agents/nobody'),
+        await api.request('/api/no-such-route'),
+        await api.request('/.well-known/agent-card.json'),
+        await keyed.request('/api/agents'),
+        await keyed.request('/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+      ];
+      expect(answers.map((response) => response.status)).toEqual([200, 200, 404, 404, 200, 401, 401]);
+      for (const response of answers) {
+        expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+        expect(response.headers.get('x-frame-options')).toBe('DENY');
+        const csp = directives(response.headers.get('content-security-policy'));
+        expect(csp.get('default-src')).toBe("'none'");
+        expect(csp.get('frame-ancestors')).toBe("'none'");
+      }
+      expect(directives((await api.request('/')).headers.get('content-security-policy')).get('img-src')).toBe("'self' data:");
+    } finally {
+      await keyed.close();
+    }
   });
 });
