@@ -161,8 +161,8 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const code = confineCode(p, child, report);
 
   const resources = {
-    max_tokens_per_hour: limit('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
-    max_cost_per_hour: costLimit(child.resources.max_cost_per_hour, p.resources.max_cost_per_hour, report),
+    max_tokens_per_hour: limitOrNone('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
+    max_cost_per_hour: limitOrNone('[resources].max_cost_per_hour', child.resources.max_cost_per_hour, p.resources.max_cost_per_hour, DEFAULTS.resources.max_cost_per_hour, report),
     max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, DEFAULTS.resources.max_iterations, report),
   };
   const model =
@@ -235,11 +235,16 @@ function limit(field: string, child: number, parent: number, fallback: number, r
   return child;
 }
 
-/** `max_cost_per_hour`, where 0 means no limit. */
-function costLimit(child: number, parent: number, report: Report): number {
-  if (parent === 0 || (child !== 0 && child <= parent)) return child;
-  if (child === 0) return parent;
-  report('[resources].max_cost_per_hour', `${child} is more than the parent's ${parent}`);
+/**
+ * A limit where 0 means none (the hourly tokens and cost), so 0 is above every number: under a
+ * parent with none, any; else as `limit`, and a child's 0 is refused unless it is the field's
+ * default (then it was most likely not written, and the parent's limit is inherited).
+ */
+function limitOrNone(field: string, child: number, parent: number, fallback: number, report: Report): number {
+  if (parent === 0) return child;
+  if (child !== 0) return limit(field, child, parent, fallback, report);
+  if (fallback === 0) return parent;
+  report(field, `0 (no limit) is more than the parent's ${parent}`);
   return child;
 }
 

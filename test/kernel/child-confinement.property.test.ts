@@ -86,7 +86,7 @@ function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Recor
   const fromParent = (key: string, all: readonly string[]): fc.Arbitrary<string[]> => listFrom(parent === undefined ? all : ((parent[key] as string[] | undefined) ?? []), all);
   const parentModels = parent === undefined ? [] : [parent['model'] as Record<string, string>, ...((parent['fallback_models'] as Record<string, string>[] | undefined) ?? [])];
   const model = parent === undefined ? fc.constantFrom(...MODELS) : fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...parentModels) }, { weight: 1, arbitrary: fc.constantFrom(...MODELS) });
-  const resources = fc.record({ max_tokens_per_hour: maybe(fc.constantFrom(1000, 5_000_000)), max_iterations: maybe(fc.constantFrom(5, 100)) }, { requiredKeys: [] });
+  const resources = fc.record({ max_tokens_per_hour: maybe(fc.constantFrom(0, 1000, 5_000_000)), max_cost_per_hour: maybe(fc.constantFrom(0, 0.5, 20)), max_iterations: maybe(fc.constantFrom(5, 100)) }, { requiredKeys: [] });
   return fc.record(
     {
       workspace: maybe(fc.constantFrom(...(parent !== undefined ? ['/', 'sub', '@/data', '@/data/reports', '@'] : ['@/data']))),
@@ -211,7 +211,10 @@ describe('confineChild() over generated manifests', () => {
           }
 
           const limits = (view: AgentDetailView) => view.manifest.resources;
-          expect(limits(childView).max_tokens_per_hour).toBeLessThanOrEqual(limits(parentView).max_tokens_per_hour);
+          // 0 is no limit: above every number.
+          const bound = (value: number): number => (value === 0 ? Number.POSITIVE_INFINITY : value);
+          expect(bound(limits(childView).max_tokens_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_tokens_per_hour));
+          expect(bound(limits(childView).max_cost_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_cost_per_hour));
           expect(limits(childView).max_iterations).toBeLessThanOrEqual(limits(parentView).max_iterations);
         } finally {
           await host.kernel.kill(parent.id);

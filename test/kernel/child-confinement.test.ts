@@ -67,6 +67,15 @@ describe('confineChild()', () => {
     expect(confine('[resources]\nmax_tokens_per_hour = 20000', '[resources]\nmax_tokens_per_hour = 500').resources.max_tokens_per_hour).toBe(500);
   });
 
+  it('reads a limit of 0 as none, above every number: refused under a limited parent, allowed under an unlimited one', () => {
+    expect(refusal('[resources]\nmax_tokens_per_hour = 1000', '[resources]\nmax_tokens_per_hour = 0').message).toContain('[resources].max_tokens_per_hour 0 (no limit) is more than the parent\'s 1000');
+    expect(confine('[resources]\nmax_tokens_per_hour = 0', '[resources]\nmax_tokens_per_hour = 0').resources.max_tokens_per_hour).toBe(0);
+    expect(confine('[resources]\nmax_tokens_per_hour = 0', '[resources]\nmax_tokens_per_hour = 700').resources.max_tokens_per_hour).toBe(700);
+    // max_cost_per_hour is 0 by default: a child that leaves it out runs under its parent's.
+    expect(confine('[resources]\nmax_cost_per_hour = 2.5', '').resources.max_cost_per_hour).toBe(2.5);
+    expect(confine('[resources]\nmax_cost_per_hour = 2.5', '[resources]\nmax_cost_per_hour = 0').resources.max_cost_per_hour).toBe(2.5);
+  });
+
   it('merges the parent\'s restrictions into the child whether or not it repeats them', () => {
     const child = confine(
       'tool_blocklist = ["shell_exec"]\ntool_allowlist = ["file_read", "file_write", "shell_exec"]\nmcp_servers = ["github"]\n[exec_policy]\nallow_network = false\n[autonomous]\napproval_required_for = ["file_write"]\nmax_actions_per_cycle = 10',
