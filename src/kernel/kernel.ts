@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
 import type { AgentRecord, Capability, Clock, EventQuery, EventRecord, IdGenerator, JsonObject, Logger, Store, Tool, ToolAgent, ToolBox, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
 import {
@@ -610,6 +611,30 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     return { manifest, granted };
   }
 
+  /**
+   * `entry`'s children, and theirs, confined again under `manifest` (what `entry` is to hold):
+   * those whose manifest that changes, parents first. A child that would exceed it refuses the
+   * update; what only merges (the exec policy, blocklists, approvals, allowlists, the token cap)
+   * is what the child holds from now on, so tightening a parent tightens the agents it spawned.
+   * @throws {CapabilityEscalationError} naming the child that would exceed its parent.
+   */
+  function reconfined(entry: AgentEntry, manifest: Manifest, granted: Capability[]): { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] {
+    const changed: { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] = [];
+    for (const childId of entry.children) {
+      const child = registry.find(childId);
+      if (child === undefined) continue;
+      let admitted: { manifest: Manifest; granted: Capability[] };
+      try {
+        admitted = admitManifest(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
+      } catch (error) {
+        throw new CapabilityEscalationError(`cannot update "${entry.name}": its child "${child.name}" would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
+      }
+      if (!isDeepStrictEqual(admitted.manifest, child.manifest)) changed.push({ child, admitted });
+      changed.push(...reconfined(child, admitted.manifest, admitted.granted));
+    }
+    return changed;
+  }
+
   /** A code agent's module must be there and load before the agent is stored (other agents pass). */
   async function checkCodeModule(manifest: Manifest): Promise<void> {
     if (codeModuleOf(manifest) === undefined) return;
@@ -659,20 +684,17 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
       const { manifest, granted } = admitManifest(requested, parent, 'update');
       await checkCodeModule(manifest);
-      // Its children must still fit inside it.
-      for (const childId of entry.children) {
-        const child = registry.find(childId);
-        if (child === undefined) continue;
-        try {
-          admitManifest(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
-        } catch (error) {
-          throw new CapabilityEscalationError(`cannot update "${entry.name}": its child "${child.name}" would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
-        }
-      }
+      // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
+      const descendants = reconfined(entry, manifest, granted);
       const at = clock.now();
       await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
       await applyManifest(entry, manifest, granted, at);
       await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
+      for (const { child, admitted } of descendants) {
+        await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
+        await applyManifest(child, admitted.manifest, admitted.granted, at);
+        await publish({ type: 'agent-update', at, agentId: child.id, name: child.name });
+      }
       return viewOf(entry);
     },
 

@@ -47,6 +47,27 @@ describe('kernel.update()', () => {
     expect(host.kernel.get('parent').capabilities).toContainEqual({ kind: 'file_read', pattern: '/data/*' });
   });
 
+  it('tightening a parent tightens the agents it spawned, down the tree, stored and at once', async () => {
+    const powers = '[capabilities]\nagent_spawn = true\ntools = ["shell_exec", "file_write", "agent_list"]\nshell = ["echo *"]\nfile_write = ["/tmp/loom-update-test/*"]\n';
+    await host.kernel.spawn(manifest(toml('boss', powers)));
+    await host.kernel.spawn(manifest(toml('kid', powers)), { parent: 'boss' });
+    await host.kernel.spawn(manifest(toml('grandkid', powers)), { parent: 'kid' });
+
+    await host.kernel.update('boss', manifest(toml('boss', `tool_blocklist = ["shell_exec"]\n[exec_policy]\nallow_shell = false\n[autonomous]\napproval_required_for = ["file_write"]\n${powers}`)));
+    for (const name of ['kid', 'grandkid']) {
+      const held = host.kernel.get(name).manifest;
+      expect({ name, blocklist: held.tool_blocklist, shell: held.exec_policy.allow_shell, approvals: held.autonomous.approval_required_for }).toEqual({ name, blocklist: ['shell_exec'], shell: false, approvals: ['file_write'] });
+      const stored = (await host.store.agents.list()).find((record) => record.name === name);
+      expect(stored?.manifest).toMatchObject({ tool_blocklist: ['shell_exec'], exec_policy: { allow_shell: false } });
+    }
+    expect((await host.kernel.audit({ agent: 'grandkid', type: 'agent-update' }))).toHaveLength(1);
+    server.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'echo escaped' } }] }, { text: 'done' }]);
+    expect((await host.kernel.send('kid', 'run it')).text).toBe('done');
+    const denied = await host.kernel.audit({ agent: 'kid', type: 'tool-denied' });
+    expect(denied.map((event) => event.data['reason'])).toEqual(['agent "kid" may not call shell_exec: its tool_allowlist, tool_blocklist or mcp_servers leaves it out']);
+    expect(await host.kernel.audit({ agent: 'kid', type: 'tool-finish' })).toEqual([]);
+  });
+
   it('loom agent update changes a stored agent from the command line', async () => {
     await host.close();
     const home = join(dir.path, 'home');
