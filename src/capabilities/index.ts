@@ -10,6 +10,7 @@ export { tokenCap as tokenCapOf } from './limits.ts';
 export { matchesPattern, patternCovers } from './pattern.ts';
 export { findEscalations, validateInheritance } from './validate-inheritance.ts';
 export { filePatternCovers, normalizeFilePath } from './file-path.ts';
+export { globDirectory } from './glob-directory.ts';
 export type { PatternCapabilityKind } from './capability.ts';
 export { patternProblem } from './pattern-problem.ts';
 export { matchesShellCommand, shellPatternCovers } from './shell-pattern.ts';

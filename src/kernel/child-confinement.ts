@@ -1,6 +1,6 @@
 import { isAbsolute, join, normalize } from 'node:path/posix';
 import { Cron } from 'croner';
-import { capabilitiesFromManifest, filePatternCovers, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
+import { capabilitiesFromManifest, filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
@@ -155,7 +155,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const workspace = confineWorkspace(parentWorkspace, parent, child, context, report);
   checkModule(p, child, report);
   checkModels(parent, child, context, report);
-  const schedule = confineSchedule(p, child, context.now, parentCaps, [parentWorkspace, workspace], report);
+  const schedule = confineSchedule(p, child, context, parentCaps, [parentWorkspace, workspace], report);
   const tools = confineToolSettings(p, child, report);
   const emergent = confineEmergent(p, child, report);
   const code = confineCode(p, child, report);
@@ -438,9 +438,12 @@ function shortestGapSeconds(schedule: Manifest['schedule'], now: number): number
  * A child may act unasked only if its parent does, and no more often: a timed (continuous or
  * periodic) child needs a timed parent whose runs are at least as far apart; a proactive child
  * a proactive parent, and a file trigger only on files the parent may read. A continuous child
- * left at the default interval takes its parent's.
+ * left at the default interval takes its parent's. A file trigger's folder is compared, and
+ * pinned, by its real path, as a workspace is: a symbolic link in the parent's workspace
+ * (`repo/escape -> /`) cannot have the child woken by, and told the names of, files the parent
+ * may not read.
  */
-function confineSchedule(parent: Manifest, child: Manifest, now: number, parentCaps: readonly Capability[], workspaces: readonly string[], report: Report): Manifest['schedule'] {
+function confineSchedule(parent: Manifest, child: Manifest, context: ConfinementContext, parentCaps: readonly Capability[], workspaces: readonly string[], report: Report): Manifest['schedule'] {
   const mode = child.schedule.mode;
   if (mode === 'reactive') return child.schedule;
   const parentMode = parent.schedule.mode;
@@ -449,18 +452,25 @@ function confineSchedule(parent: Manifest, child: Manifest, now: number, parentC
       report('[schedule].mode', `"proactive" acts unasked, but the parent is "${parentMode}"`);
       return child.schedule;
     }
-    child.schedule.triggers.forEach((trigger, index) => {
-      if (trigger.pattern === undefined || !trigger.event.startsWith('file_')) return;
-      const inside = workspaces.some((folder) => filePatternCovers(`${folder}/*`, trigger.pattern as string));
-      const readable = parentCaps.some((capability) => capability.kind === 'file_read' && filePatternCovers(capability.pattern, trigger.pattern as string));
-      if (!inside && !readable) report(`[[schedule.triggers]][${index}].pattern`, `${JSON.stringify(trigger.pattern)} watches files the parent may not read`);
+    const real = context.realPath ?? ((path: string) => path);
+    const folders = workspaces.map(real);
+    const triggers = child.schedule.triggers.map((trigger, index) => {
+      if (trigger.pattern === undefined || !trigger.event.startsWith('file_')) return trigger;
+      const written = trigger.pattern;
+      const folder = globDirectory(written);
+      const pattern = isAbsolute(folder) ? `${real(folder)}${written.slice(folder.length)}` : written;
+      const inside = folders.some((workspace) => filePatternCovers(`${workspace}/*`, pattern));
+      const readable = parentCaps.some((capability) => capability.kind === 'file_read' && filePatternCovers(capability.pattern, pattern));
+      if (!inside && !readable) report(`[[schedule.triggers]][${index}].pattern`, `${JSON.stringify(written)}${pattern === written ? '' : ` (${JSON.stringify(pattern)} through its symbolic links)`} watches files the parent may not read`);
+      return pattern === written ? trigger : { ...trigger, pattern };
     });
-    return child.schedule;
+    return { ...child.schedule, triggers };
   }
   if (!TIMED_MODES.has(parentMode)) {
     report('[schedule].mode', `"${mode}" acts unasked on a timer, but the parent is "${parentMode}"`);
     return child.schedule;
   }
+  const { now } = context;
   const parentGap = shortestGapSeconds(parent.schedule, now);
   if (mode === 'continuous' && child.schedule.interval_seconds !== undefined && child.schedule.interval_seconds < parentGap) {
     // Left at the default, it takes the parent's pace.

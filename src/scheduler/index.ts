@@ -1,5 +1,4 @@
 /** The scheduler: runs agents' `[schedule]` (continuous, periodic, proactive) as a lifecycle hook. */
-export { globDirectory } from './glob-directory.ts';
 export { CONTINUOUS_WAKE_MESSAGE, createScheduler, cronInstants, DEFAULT_SCHEDULER_TIMEZONE, intervalInstants } from './scheduler.ts';
 export type { Scheduler, SchedulerOptions, TimerSpec } from './scheduler.ts';
 export { FILE_TRIGGER_EVENTS, LIFECYCLE_TRIGGER_EVENTS, SUPPORTED_TRIGGER_EVENTS } from './trigger-events.ts';

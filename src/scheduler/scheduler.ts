@@ -1,11 +1,10 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { matchesPattern } from '../capabilities/index.ts';
+import { globDirectory, matchesPattern } from '../capabilities/index.ts';
 import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
 import { AgentNotFoundError, ConfigError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
-import { globDirectory } from './glob-directory.ts';
 import {
   type FileTriggerEvent,
   isFileTriggerEvent,

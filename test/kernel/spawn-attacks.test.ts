@@ -94,6 +94,26 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(read.text).not.toContain('top secret');
   });
 
+  it('refuses a file trigger that a symbolic link in the parent\'s workspace takes to files the parent may not read, and pins one inside to its real folder', async () => {
+    await host.kernel.spawn(manifest(parent('[schedule]\nmode = "proactive"')));
+    const outside = join(dir.path, 'private');
+    await mkdir(outside, { recursive: true });
+    const parentWorkspace = host.runtime.workspaceOf({ name: 'boss', workspace: undefined });
+    await mkdir(join(parentWorkspace, 'repo', 'inbox'), { recursive: true });
+    await symlink(outside, join(parentWorkspace, 'repo', 'escape'));
+    await symlink(join(parentWorkspace, 'repo', 'inbox'), join(parentWorkspace, 'repo', 'mail'));
+    const spy = (folder: string): string => `name = "spy"\n${model()}\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "${join(parentWorkspace, 'repo', folder)}/*"\n`;
+
+    const refused = await spawnThroughModel(spy('escape'));
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toContain(`[[schedule.triggers]][0].pattern "${join(parentWorkspace, 'repo', 'escape')}/*" ("${outside}/*" through its symbolic links) watches files the parent may not read`);
+    expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
+
+    // A link that stays inside is allowed, and the trigger watches the folder it leads to, whatever the link becomes.
+    expect((await spawnThroughModel(spy('mail'))).isError).toBe(false);
+    expect(host.kernel.get('spy').manifest.schedule.triggers.map((trigger) => trigger.pattern)).toEqual([`${join(parentWorkspace, 'repo', 'inbox')}/*`]);
+  });
+
   it('keeps a child spawned in a limited step (a package activity) within that step\'s limit, not only its parent\'s grants', async () => {
     // The parent may call two models; the step only its own.
     await host.kernel.spawn(manifest(parent('', 'shell = ["ls"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]')));

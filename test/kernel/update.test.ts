@@ -56,7 +56,7 @@ describe('kernel.update()', () => {
     await host.kernel.update('boss', manifest(toml('boss', `tool_blocklist = ["shell_exec"]\n[exec_policy]\nallow_shell = false\n[autonomous]\napproval_required_for = ["file_write"]\n${powers}`)));
     for (const name of ['kid', 'grandkid']) {
       const held = host.kernel.get(name).manifest;
-      expect({ name, blocklist: held.tool_blocklist, shell: held.exec_policy.allow_shell, approvals: held.autonomous.approval_required_for }).toEqual({ name, blocklist: ['shell_exec'], shell: false, approvals: ['file_write'] });
+      expect({ name, blocklist: held.tool_blocklist, shell: held.exec_policy?.allow_shell, approvals: held.autonomous?.approval_required_for }).toEqual({ name, blocklist: ['shell_exec'], shell: false, approvals: ['file_write'] });
       const stored = (await host.store.agents.list()).find((record) => record.name === name);
       expect(stored?.manifest).toMatchObject({ tool_blocklist: ['shell_exec'], exec_policy: { allow_shell: false } });
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { globDirectory } from '../../src/scheduler/index.ts';
+import { globDirectory } from '../../src/capabilities/index.ts';
 
 describe('globDirectory()', () => {
   it('returns the directory before the first "*" of the pattern', () => {
