@@ -48,6 +48,20 @@ describe('loom send', () => {
     expect(result.stderr).toMatch(/\[\d+ in · \d+ out · \$[\d.]+ · 2 iterations · openai\/gpt-4o\]/);
   });
 
+  it('shows the steps of an agent that streams no text, and its answer at the end, with --stream and in a chat', async () => {
+    const thinker = join(dir.path, 'thinker.toml');
+    await writeFile(thinker, `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
+    expect((await loom(['agent', 'spawn', thinker])).code).toBe(0);
+    const fastPath = () => server.script([{ text: JSON.stringify({ complexity: 'trivial', confidence: 0.9, needs_planning: false }) }, { text: 'Paris.' }]);
+    fastPath();
+    const streamed = await loom(['send', 'thinker', 'Capital of France?', '--stream']);
+    expect(streamed.code).toBe(0);
+    expect(streamed.stdout).toBe('  · Assessing the question…\n  · Answering directly (confidence 0.90 ≥ 0.75)…\nParis.\n');
+    fastPath();
+    const chat = await loom(['chat', 'thinker'], 'Capital of France?\n/exit\n');
+    expect(chat.stdout).toMatch(/ {2}· Answering directly \(confidence 0\.90 ≥ 0\.75\)…\nParis\.\n {2}\[/);
+  });
+
   it('exits 2 naming the agent when it does not exist, and 1 with the models tried when every model fails', async () => {
     expect(await loom(['send', 'nobody', 'hi'])).toMatchObject({ code: 2, stderr: 'error: no agent named or with id "nobody"\n' });
     server.script([{ status: 401 }]);

@@ -10,6 +10,8 @@ import { formatToolLine, formatTurnFooter, formatUsage } from '../format.ts';
 async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise<Extract<CliEvent, { type: 'run-finish' }> | undefined> {
   let finish: Extract<CliEvent, { type: 'run-finish' }> | undefined;
   let midLine = false;
+  // Whether any text streamed: an agent loop streams its answer as it comes.
+  let streamed = false;
   const line = (text: string): void => {
     io.stdout(`${midLine ? '\n' : ''}${text}\n`);
     midLine = false;
@@ -19,6 +21,7 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
       case 'text-delta':
         io.stdout(event.text);
         midLine = !event.text.endsWith('\n');
+        if (event.text.trim() !== '') streamed = true;
         break;
       case 'tool-call':
       case 'tool-result':
@@ -27,6 +30,10 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
       case 'approval-request':
         line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
         break;
+      case 'phase':
+        // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction; not each model call.
+        if (event.phase !== 'model-call') line(`  · ${event.detail}`);
+        break;
       case 'run-finish':
         finish = event;
         break;
@@ -34,10 +41,12 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
         if (midLine) io.stdout('\n');
         throw new LoomError(event.code, event.category, event.message);
       case 'run-start':
-      case 'phase':
         break;
     }
   }
+  // An agent that streams no text (a delegate, a chain of thought, a workflow) gives its answer at the end.
+  const answer = finish?.result.text ?? '';
+  if (!streamed && answer !== '') line(answer.endsWith('\n') ? answer.slice(0, -1) : answer);
   if (midLine) io.stdout('\n');
   return finish;
 }
