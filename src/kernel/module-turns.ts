@@ -141,14 +141,21 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
         let messages = request.messages;
         let problem = '';
         for (let attempt = 0; attempt < 2; attempt += 1) {
+          let reply: string;
           try {
-            return (await call({ system: request.system, messages }, Output.object({ schema }))).output as z.output<typeof schema>;
+            const result = await call({ system: request.system, messages }, Output.object({ schema }));
+            // A reply that calls a tool (none is offered here; a model may call one all the same) has no output.
+            if (result.toolCalls.length === 0) return result.output as z.output<typeof schema>;
+            problem = `the reply called ${result.toolCalls.map((toolCall) => toolCall.toolName).join(', ')}, and this step offers no tool`;
+            reply = result.text;
           } catch (error) {
             if (!NoObjectGeneratedError.isInstance(error)) throw error;
             onCall({ model: primary(), inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
             problem = error.cause instanceof Error ? error.cause.message : error.message;
-            messages = [...request.messages, { role: 'assistant', content: error.text ?? '' }, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
+            reply = error.text ?? '';
           }
+          const said: ModelMessage[] = reply.trim() === '' ? [] : [{ role: 'assistant', content: reply }];
+          messages = [...request.messages, ...said, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
         }
         throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
       },

@@ -80,6 +80,18 @@ describe('builtin:delegate', () => {
     await expect(host.kernel.send('front-desk', 'again')).rejects.toThrow(/^agent "front-desk", step "select": the model's reply was not the JSON asked for, twice: /);
   });
 
+  it('reads a reply that calls a tool as one that is not the JSON asked for: asked again, then the step named', async () => {
+    await host.kernel.spawn(frontDesk());
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }] }, { text: JSON.stringify({ agent: 'writer', reasoning: 'prose' }) }, { text: 'Write a haiku.' }, { text: 'old pond' }, { text: 'Here: old pond' }]);
+    expect((await host.kernel.send('front-desk', 'a haiku please')).text).toBe('Here: old pond');
+    expect(bodyOf(1)).toContain('That reply is not the JSON asked for (the reply called agent_list, and this step offers no tool)');
+
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }] }, { toolCalls: [{ name: 'file_read', input: { path: 'x' } }] }]);
+    const refused = host.kernel.send('front-desk', 'again');
+    await expect(refused).rejects.toThrow('agent "front-desk", step "select": the model\'s reply was not the JSON asked for, twice: the reply called file_read, and this step offers no tool');
+    await expect(refused).rejects.toMatchObject({ code: 'STRUCTURED_OUTPUT_INVALID' });
+  });
+
   it('asks again once when the model picks an agent outside its catalog, then gives up naming the choice', async () => {
     await host.kernel.spawn(frontDesk());
     server.script([{ text: JSON.stringify({ agent: 'hacker', reasoning: 'x' }) }, { text: JSON.stringify({ agent: 'hacker', reasoning: 'x' }) }]);
