@@ -13,7 +13,7 @@ const refusedBeforeSending = (error: unknown): boolean => error instanceof Agent
  * the call ended (`failure`): `DELEGATION_TIMEOUT` when it ran out of its `seconds` (the delegated
  * turn is cancelled); `DELEGATION_REFUSED` when a gate of the tool runner or the kernel's own
  * checks stopped it and nothing was sent; else `DELEGATION_FAILED` with the delegated turn's own
- * message. The kernel's error, if any, is the cause, its code in `details.cause`.
+ * message, after the agent's name unless it begins with it. The kernel's error, if any, is the cause, its code in `details.cause`.
  */
 export function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure | undefined }, seconds: number): LoomError {
   const { failure } = outcome;
@@ -26,7 +26,9 @@ export function delegationError(target: string, outcome: { text: string; failure
     const details = code === undefined ? { agent: target } : { agent: target, cause: code };
     const message = error instanceof Error ? error.message : String(error);
     if (refusedBeforeSending(error)) return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${message}`, { details, cause: error });
-    return new LoomError('DELEGATION_FAILED', 'third-party', message, { details, cause: error });
+    // Named, so that the delegated agent's failure (its models, say) does not read as the delegate's own.
+    const named = message.startsWith(`agent "${target}" `) ? message : `agent "${target}" could not answer: ${message}`;
+    return new LoomError('DELEGATION_FAILED', 'third-party', named, { details, cause: error });
   }
   return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${outcome.text}`, { details: { agent: target } });
 }

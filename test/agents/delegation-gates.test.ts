@@ -143,7 +143,7 @@ describe('a delegate agent messages its managed agents through the gates of its 
     server.script([json({ agent: 'researcher', reasoning: 'facts' }), { text: 'What are tides?' }, { status: 400, body: { error: { message: 'the researcher\'s model refused the request', type: 'invalid_request_error' } } }]);
     const failure = await host.kernel.send('front-desk', 'tell me about tides').catch((error: unknown) => error);
     expect(failure).toMatchObject({ code: 'DELEGATION_FAILED', details: { agent: 'researcher', cause: 'MODEL_CALL_FAILED' } });
-    expect((failure as Error).message).toMatch(/^cannot get a reply: .*HTTP 400: the researcher's model refused the request$/);
+    expect((failure as Error).message).toMatch(/^agent "researcher" could not answer: cannot get a reply: .*HTTP 400: the researcher's model refused the request$/);
   });
 
   it('ends with DELEGATION_REFUSED, naming the kernel\'s reason, when the message would go round a chain, and nothing is sent', async () => {
@@ -158,7 +158,7 @@ describe('a delegate agent messages its managed agents through the gates of its 
     const refusal = (failure as Error).cause;
     expect(refusal).toMatchObject({ code: 'DELEGATION_REFUSED', details: { agent: 'front-desk', cause: 'AGENT_CHAIN' } });
     expect((refusal as Error).message).toBe('cannot delegate to "front-desk": cannot message "front-desk": it is already waiting in this chain of messages (front-desk → researcher)');
-    expect((failure as Error).message).toBe((refusal as Error).message);
+    expect((failure as Error).message).toBe(`agent "researcher" could not answer: ${(refusal as Error).message}`);
     // Selection and formulation by each delegate; no third model call for front-desk.
     expect(server.requests).toHaveLength(4);
   });
