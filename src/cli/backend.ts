@@ -11,6 +11,8 @@ import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
+// Not the MCP server's index: that loads the MCP SDK.
+import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
 import type { CliIo } from './cli-io.ts';
 
@@ -80,7 +82,7 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
   const { kernel, packages, channels } = context;
   const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
     const warnings = await modelWarnings(view.name, manifest, { defaultModel: context.config.default_model, env });
-    return { ...kernel.get(view.id), warnings };
+    return { ...kernel.get(view.id), warnings: [...warnings, ...agentToolClash(view.name, kernel.list())] };
   };
   return {
     kind: 'in-process',

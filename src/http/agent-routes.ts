@@ -8,6 +8,8 @@ import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { LOCAL_PRINCIPAL_NAME, mayReachAgent, type Principal } from '../access/index.ts';
+// Not the MCP server's index: that loads the MCP SDK, which the daemon loads on the first MCP request.
+import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
@@ -59,8 +61,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
   const routes = new Hono<HttpEnv>();
 
-  /** Why the agent's models cannot be called (a missing key, a server that does not answer), as warnings. */
-  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => (options.readiness === undefined ? [] : modelWarnings(name, manifest, options.readiness));
+  /** Why the agent's models cannot be called (a missing key, a server that does not answer), and a clash of its MCP tool, as warnings. */
+  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => [
+    ...(options.readiness === undefined ? [] : await modelWarnings(name, manifest, options.readiness)),
+    ...agentToolClash(name, kernel.list()),
+  ];
 
   /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
   const reach = (c: HttpContext): { principal: Principal; name: string } => {

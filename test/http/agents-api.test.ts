@@ -58,6 +58,13 @@ describe('POST /api/agents', () => {
     expect(api.host.kernel.get('researcher').id).toBe(body['id']);
   });
 
+  it('warns when the new agent is served over MCP as the same tool as another (names differing only in case, "-" and "_")', async () => {
+    expect((await spawn('front-desk'))['warnings']).toEqual([]);
+    expect((await spawn('Front_Desk'))['warnings']).toEqual([
+      'agent "Front_Desk" is served over MCP as the tool loom_agent_front_desk, as agent "front-desk" is: MCP clients reach only the one spawned first; rename one to reach both over MCP',
+    ]);
+  });
+
   it('spawns an agent from a JSON manifest', async () => {
     const response = await api.request('/api/agents', json({ name: 'from-json', model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } }));
     expect(response.status).toBe(201);

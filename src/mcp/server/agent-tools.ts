@@ -10,6 +10,18 @@ export function agentToolName(agentName: string): string {
   return `loom_agent_${agentName.toLowerCase().replace(/[^a-z0-9]/g, '_')}`;
 }
 
+/**
+ * A warning when another of `agents` is served over MCP as the same tool as agent `name` (their
+ * names differ only in case, `-` and `_`): the tool calls the one listed first, so MCP clients
+ * cannot reach the other.
+ */
+export function agentToolClash(name: string, agents: readonly { name: string }[]): string[] {
+  const tool = agentToolName(name);
+  const other = agents.find((agent) => agent.name !== name && agentToolName(agent.name) === tool);
+  if (other === undefined) return [];
+  return [`agent "${name}" is served over MCP as the tool ${tool}, as agent "${other.name}" is: MCP clients reach only the one spawned first; rename one to reach both over MCP`];
+}
+
 /** An agent as the MCP server offers it. */
 export interface AgentSummary {
   name: string;
