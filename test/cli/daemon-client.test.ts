@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
+import { ConfigSchema, ensureLoomHome, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -18,6 +18,8 @@ beforeEach(async () => {
   dir = await makeTempDir('loom-cli-daemon-');
   home = join(dir.path, 'home');
   const loomHome = resolveLoomHome({ LOOM_HOME: home }, dir.path);
+  // As `loom start` does: the home and its config.toml are there before the daemon starts.
+  await ensureLoomHome(loomHome);
   daemon = await startDaemon({ home: loomHome, config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
 });
 

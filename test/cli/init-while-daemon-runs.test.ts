@@ -55,8 +55,10 @@ describe('loom init while a daemon runs for the home', () => {
     expect(spawned.stderr).toContain('or [model] to the manifest (if you just ran `loom init`, restart the daemon)\n');
     const sent = await runCli(home, ['send', 'bare', 'hi']);
     expect(sent.code).not.toBe(0);
+    // A refusal from a daemon that started before config.toml changed says so, on the line after.
     expect(sent.stderr).toBe(
-      'error: agent "bare" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (`loom init` sets one; if you just ran it, restart the daemon)\n',
+      'error: agent "bare" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (`loom init` sets one; if you just ran it, restart the daemon)\n' +
+        `note: the daemon at ${daemon.info.url} (pid ${daemon.info.pid}) started before config.toml last changed, and runs with the config it read then; restart it to use what changed (loom stop, then loom start)\n`,
     );
   });
 

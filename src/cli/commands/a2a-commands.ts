@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { ExternalAgentRegistry, listExternalAgents } from '../../a2a/external-agents.ts';
 import { UsageError } from '../../errors/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
-import { getFromDaemon } from '../backend.ts';
+import { getFromDaemon, staleDaemonNote } from '../backend.ts';
+import { formatTable } from '../format.ts';
 import { openHome } from '../cli-context.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
 
@@ -90,10 +91,11 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
         return;
       }
       if (listing.total === 0) {
-        io.stdout('no external agents: add [[a2a.external_agents]] entries (name, url) to config.toml\n');
+        // A daemon started before the entries were added lists none of them.
+        const stale = await staleDaemonNote(io);
+        io.stdout(`no external agents: add [[a2a.external_agents]] entries (name, url) to config.toml\n${stale === undefined ? '' : `${stale}\n`}`);
         return;
       }
-      const lines = listing.agents.map((agent) => `${agent.name}\t${agent.status}\t${agent.url}\t${agent.status === 'failed' ? (agent.error ?? '') : agent.skills.join(', ')}`);
-      io.stdout(`NAME\tSTATUS\tURL\tSKILLS\n${lines.join('\n')}\n`);
+      io.stdout(formatTable(['NAME', 'STATUS', 'URL', 'SKILLS'], listing.agents.map((agent) => [agent.name, agent.status, agent.url, agent.status === 'failed' ? (agent.error ?? '') : agent.skills.join(', ')])));
     });
 }

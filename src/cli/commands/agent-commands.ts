@@ -1,9 +1,9 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { UsageError } from '../../errors/index.ts';
+import { isLoomError, LoomError, UsageError } from '../../errors/index.ts';
 import { loadManifestFile, type LoadedManifest, parseManifest } from '../../manifest/index.ts';
 import type { AgentView } from '../../kernel/index.ts';
-import { type CliBackend, openBackend } from '../backend.ts';
+import { type CliBackend, openBackend, staleDaemonNote } from '../backend.ts';
 import { type CliIo, readAll } from '../cli-io.ts';
 import { formatAgentDetail, formatAgentList } from '../format.ts';
 
@@ -22,6 +22,15 @@ export async function withBackend<T>(io: CliIo, action: (backend: CliBackend) =>
   const backend = await openBackend(io);
   try {
     return await action(backend);
+  } catch (error) {
+    // Not for a daemon that does not answer: what it runs with is beside the point then.
+    const answered = !isLoomError(error) || error.code !== 'DAEMON_UNREACHABLE';
+    const note = backend.kind === 'daemon' && answered ? await staleDaemonNote(io).catch(() => undefined) : undefined;
+    if (note === undefined) throw error;
+    // On the line after the error's own, as it prints.
+    if (isLoomError(error)) throw new LoomError(error.code, error.category, `${error.message}\n${note}`, { details: error.details, cause: error });
+    io.stderr(`${note}\n`);
+    throw error;
   } finally {
     await backend.close();
   }
