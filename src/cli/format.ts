@@ -35,6 +35,17 @@ export function formatAgentList(agents: readonly AgentView[]): string {
   );
 }
 
+/** A schedule with when it runs: its cron, its interval, or what wakes it. */
+function scheduleOf(schedule: AgentDetailView['manifest']['schedule']): string {
+  if (schedule.mode === 'periodic' && schedule.cron !== undefined) return `periodic, cron "${schedule.cron}"`;
+  if (schedule.mode === 'continuous' && schedule.interval_seconds !== undefined) return `continuous, every ${schedule.interval_seconds} s`;
+  if (schedule.mode === 'proactive') {
+    const events = schedule.triggers.map((trigger) => (trigger.pattern === undefined ? trigger.event : `${trigger.event} ${trigger.pattern}`));
+    return `proactive, woken by ${events.length === 0 ? 'nothing (it has no [[schedule.triggers]])' : events.join('; ')}`;
+  }
+  return schedule.mode;
+}
+
 /** `loom agent show` as labelled lines. */
 export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) => string): string {
   const lines = [
@@ -44,7 +55,7 @@ export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) =
     `version:      ${agent.version}`,
     `description:  ${agent.description === '' ? '-' : agent.description}`,
     `module:       ${agent.module}`,
-    `schedule:     ${agent.schedule}`,
+    `schedule:     ${scheduleOf(agent.manifest.schedule)}`,
     `model:        ${modelOf(agent)}`,
     `parent:       ${agent.parent === null ? '-' : `${nameOf(agent.parent)} (${agent.parent})`}`,
     `children:     ${agent.children.length === 0 ? '-' : agent.children.map(nameOf).join(', ')}`,

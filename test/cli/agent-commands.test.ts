@@ -125,6 +125,14 @@ describe('loom agent', () => {
     expect({ model: shown.model, runs_on: shown.runs_on }).toEqual({ model: null, runs_on: 'openai/gpt-4o-mini' });
   });
 
+  it('shows when a scheduled agent runs, or what wakes it', async () => {
+    expect((await runCli(home, ['agent', 'spawn', join(examples, 'morning-report.toml')])).code).toBe(0);
+    expect((await runCli(home, ['agent', 'show', 'morning-report'])).stdout).toContain('schedule:     periodic, cron "0 9 * * 1-5"\n');
+    const watcher = await write('watcher.toml', 'name = "watcher"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "/data/inbox/*.csv"\n[[schedule.triggers]]\nevent = "agent_spawned"\n');
+    expect((await runCli(home, ['agent', 'spawn', watcher])).code).toBe(0);
+    expect((await runCli(home, ['agent', 'show', 'watcher'])).stdout).toContain('schedule:     proactive, woken by file_created /data/inbox/*.csv; agent_spawned\n');
+  });
+
   it('spawns a child under a parent and refuses an escalating one', async () => {
     const parent = await runCliJson<AgentJson>(home, ['agent', 'spawn', join(examples, 'coordinator.toml')]);
     const child = await runCliJson<AgentJson>(home, ['agent', 'spawn', join(examples, 'helper.toml'), '--parent', 'coordinator']);
