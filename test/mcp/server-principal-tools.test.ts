@@ -41,6 +41,22 @@ describe('the [mcp_server] principal\'s tools over MCP', () => {
     expect(firstText(outside)).toContain('is not granted [capabilities].file_read "/etc/hostname"');
   });
 
+  it('are served to owners only: a user key, whose reach the principal\'s grants do not follow, and a viewer get the agents alone', async () => {
+    const keys = { auth: { keys: [{ name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' }, { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] }, { name: 'watcher', role: 'viewer', key_env: 'VIEWER_KEY' }] } };
+    served = await startMcpHttpServer(dir.path, { config: { ...keys, mcp_server: { capabilities: { tools: ['file_write', 'file_read'] } } }, env: { ADMIN_KEY: 'admin-secret', HELPER_KEY: 'helper-secret', VIEWER_KEY: 'viewer-secret' } });
+    client = await connectClient(served.url, 'modern', { apiKey: 'admin-secret' });
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['file_read', 'file_write']);
+    await client.close();
+    for (const apiKey of ['helper-secret', 'viewer-secret']) {
+      client = await connectClient(served.url, 'modern', { apiKey });
+      expect((await client.listTools()).tools).toEqual([]);
+      await expect(client.callTool({ name: 'file_write', arguments: { path: 'x.txt', content: 'no' } })).rejects.toMatchObject({ code: -32602 });
+      await client.close();
+    }
+    client = undefined;
+    expect(existsSync(join(served.host.home.workspacesDir, MCP_PRINCIPAL_NAME, 'x.txt'))).toBe(false);
+  });
+
   it('are not served at all by default: only the agents are', async () => {
     served = await startMcpHttpServer(dir.path);
     client = await connectClient(served.url, 'modern');

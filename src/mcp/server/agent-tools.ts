@@ -66,10 +66,12 @@ export function callerOf(principal: Principal): Caller {
 /**
  * The directory over a kernel in this process; `agent-spawn` and `agent-kill` events signal
  * changes. With `tools` (the `[mcp_server]` principal), it also serves the tools that principal's
- * capabilities grant, run through the kernel's tool runner; not to viewers.
+ * capabilities grant, run through the kernel's tool runner, to owners only: a viewer may change
+ * nothing, and a user key reaches only the agents its patterns name, while the principal's
+ * grants (an `agent_message`, a memory or file tool) are not bounded by them.
  */
 export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): AgentDirectory {
-  const served = (principal: Principal): ToolPrincipal | undefined => (tools === undefined || principal.role === 'viewer' ? undefined : tools);
+  const served = (principal: Principal): ToolPrincipal | undefined => (principal.role === 'owner' ? tools : undefined);
   return {
     tools: (principal) => {
       const identity = served(principal);
