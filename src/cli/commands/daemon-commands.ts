@@ -115,41 +115,48 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const say = (text: string): void => {
     if (format === 'pretty') io.stdout(text);
   };
-  // A signal while it starts (the start line is out, the handlers below not yet) stops it once it
-  // has started, instead of killing it where it stands.
+  // One handler from before the start to the stop: a signal while it starts stops it once it has
+  // started. (Two in turn left a moment with none: Node then stops watching the signal, and a
+  // SIGTERM sent as the start line came out was lost, the daemon running on.)
   let stopAsked = false;
-  const askStop = (): void => {
-    stopAsked = true;
+  let stopNow: (() => void) | undefined;
+  const onSignal = (): void => {
+    if (stopNow === undefined) stopAsked = true;
+    else stopNow();
   };
-  process.on('SIGINT', askStop);
-  process.on('SIGTERM', askStop);
-  const daemon = await startDaemon({
-    home,
-    config,
-    env: io.env,
-    logger,
-    logs,
-    version: LOOM_VERSION,
-    ...(options.host === undefined ? {} : { host: options.host }),
-    ...(options.port === undefined ? {} : { port: options.port }),
-  }).finally(() => {
-    process.off('SIGINT', askStop);
-    process.off('SIGTERM', askStop);
-  });
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const unwatch = (): void => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try {
+    daemon = await startDaemon({
+      home,
+      config,
+      env: io.env,
+      logger,
+      logs,
+      version: LOOM_VERSION,
+      ...(options.host === undefined ? {} : { host: options.host }),
+      ...(options.port === undefined ? {} : { port: options.port }),
+    });
+  } catch (error) {
+    unwatch();
+    throw error;
+  }
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
   // Once the start's first requests (`loom start` asks for health) are answered.
   const release = setTimeout(releaseStartUpHeap, START_UP_SETTLE_MS).unref();
   await new Promise<void>((resolve) => {
-    const stop = (): void => {
+    stopNow = (): void => {
       clearTimeout(release);
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      unwatch();
       say('Stopping Loom…\n');
       void daemon.stop().finally(resolve);
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-    if (stopAsked) stop();
+    if (stopAsked) stopNow();
   });
 }
 
