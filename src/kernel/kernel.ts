@@ -614,11 +614,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   /**
    * `entry`'s children, and theirs, confined again under `manifest` (what `entry` is to hold):
    * those whose manifest that changes, parents first. A child that would exceed it refuses the
-   * update; what only merges (the exec policy, blocklists, approvals, allowlists, the token cap)
-   * is what the child holds from now on, so tightening a parent tightens the agents it spawned.
-   * @throws {CapabilityEscalationError} naming the child that would exceed its parent.
+   * update, named with its place under `updated` (the agent being updated). What merges (the exec
+   * policy, blocklists, approvals) is what the child holds from now on, so tightening a parent
+   * tightens the agents it spawned; what the child holds as its own (an allowlist, a token cap or
+   * a limit it inherited at its spawn) refuses a parent that would go below it.
+   * @throws {CapabilityEscalationError} naming the descendant that would exceed its parent.
    */
-  function reconfined(entry: AgentEntry, manifest: Manifest, granted: Capability[]): { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] {
+  function reconfined(updated: string, entry: AgentEntry, manifest: Manifest, granted: Capability[]): { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] {
     const changed: { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] = [];
     for (const childId of entry.children) {
       const child = registry.find(childId);
@@ -627,10 +629,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       try {
         admitted = admitManifest(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
       } catch (error) {
-        throw new CapabilityEscalationError(`cannot update "${entry.name}": its child "${child.name}" would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
+        const which = entry.name === updated ? `its child "${child.name}"` : `its descendant "${child.name}" (a child of "${entry.name}")`;
+        throw new CapabilityEscalationError(`cannot update "${updated}": ${which} would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
       }
       if (!isDeepStrictEqual(admitted.manifest, child.manifest)) changed.push({ child, admitted });
-      changed.push(...reconfined(child, admitted.manifest, admitted.granted));
+      changed.push(...reconfined(updated, child, admitted.manifest, admitted.granted));
     }
     return changed;
   }
@@ -685,16 +688,23 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const { manifest, granted } = admitManifest(requested, parent, 'update');
       await checkCodeModule(manifest);
       // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
-      const descendants = reconfined(entry, manifest, granted);
+      const descendants = reconfined(entry.name, entry, manifest, granted);
       const at = clock.now();
-      await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
-      await applyManifest(entry, manifest, granted, at);
-      await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
+      // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
       for (const { child, admitted } of descendants) {
-        await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
+        try {
+          await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
+        } catch (error) {
+          // Killed meanwhile (here or on another node): nothing left to narrow.
+          if (error instanceof StoreNotFoundError) continue;
+          throw error;
+        }
         await applyManifest(child, admitted.manifest, admitted.granted, at);
         await publish({ type: 'agent-update', at, agentId: child.id, name: child.name });
       }
+      await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
+      await applyManifest(entry, manifest, granted, at);
+      await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
       return viewOf(entry);
     },
 

@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { Cron } from 'croner';
 import { z } from 'zod';
 import { globDirectory, matchesPattern } from '../capabilities/index.ts';
@@ -135,6 +137,15 @@ type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
  * kernel = createKernel({ ...dependencies, hooks: [scheduler] });
  * ```
  */
+/** Whether `directory` exists and its real path differs from it (a symbolic link on the way). */
+function leadsElsewhere(directory: string): boolean {
+  try {
+    return realpathSync(directory) !== directory;
+  } catch {
+    return false; // not there: watching it fails and says so
+  }
+}
+
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { clock, send, events } = options;
   const timezone = options.timezone ?? DEFAULT_SCHEDULER_TIMEZONE;
@@ -259,6 +270,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return;
     }
     const directory = globDirectory(pattern);
+    // A child's trigger was judged, and pinned, by its folder's real path when it was spawned: a
+    // symbolic link put in that place since (or a folder that did not exist then, made a link)
+    // leads where its parent may not read.
+    if (agent.parentId !== null && isAbsolute(directory) && leadsElsewhere(directory)) {
+      logger.error({ trigger: event, directory }, `skipped trigger "${event}" of agent "${agent.name}": "${directory}" is now a symbolic link (or lies under one), and a child agent's triggers watch only the folder they were judged by; spawn it again to have the folder judged anew`);
+      return;
+    }
     const { signal } = activity.controller;
     const seen = new Set<string>();
     try {

@@ -68,6 +68,24 @@ describe('kernel.update()', () => {
     expect(await host.kernel.audit({ agent: 'kid', type: 'tool-finish' })).toEqual([]);
   });
 
+  it('names a descendant that would exceed the updated agent, stores nothing then, and leaves children an update does not change alone', async () => {
+    await host.kernel.spawn(manifest(toml('boss', '[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n')));
+    await host.kernel.spawn(manifest(toml('kid', '[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n')), { parent: 'boss' });
+    await host.kernel.spawn(manifest(toml('grandkid', '[resources]\nmax_iterations = 20\n[capabilities]\ntools = ["agent_list"]\n')), { parent: 'kid' });
+
+    // kid left max_iterations at its default, so it would take boss's 5; grandkid set 20 itself.
+    await expect(host.kernel.update('boss', manifest(toml('boss', '[resources]\nmax_iterations = 5\n[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n')))).rejects.toThrow(
+      /^cannot update "boss": its descendant "grandkid" \(a child of "kid"\) would then exceed it \(.*\[resources\]\.max_iterations 20 is more than the parent's 5.*\); update or kill the child first$/,
+    );
+    expect(host.kernel.get('boss').manifest.resources.max_iterations).toBe(50);
+    expect(host.kernel.get('kid').manifest.resources.max_iterations).toBe(50);
+
+    await host.kernel.update('boss', manifest(toml('boss', 'description = "only the words change"\n[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n').replace('description = "v2"\n', '')));
+    expect(host.kernel.get('boss').description).toBe('only the words change');
+    expect(await host.kernel.audit({ agent: 'kid', type: 'agent-update' })).toEqual([]);
+    expect(await host.kernel.audit({ agent: 'grandkid', type: 'agent-update' })).toEqual([]);
+  });
+
   it('loom agent update changes a stored agent from the command line', async () => {
     await host.close();
     const home = join(dir.path, 'home');
