@@ -111,3 +111,33 @@ describe('loom init and the first reply', () => {
     expect(await runCli(home, ['status'])).toMatchObject({ code: 1 });
   });
 });
+
+describe('the scripted replies for the orchestrating examples', () => {
+  const examples = join(import.meta.dirname, '../../examples');
+  const onScript = async (name: string): Promise<string> => {
+    const url = await serve(['--script', join(examples, 'models', `${name}.json`), '--port', '0']);
+    const home = join(dir.path, 'home');
+    expect((await runCli(home, ['init', '--default-model', 'openai-compatible/scripted', '--base-url', url])).code).toBe(0);
+    return home;
+  };
+
+  it('front-desk.json: the front desk picks the assistant, hands it the request and answers from its reply', async () => {
+    const home = await onScript('front-desk');
+    for (const agent of ['agents/assistant.json', 'agents/front-desk.toml']) expect((await runCli(home, ['agent', 'spawn', join(examples, agent)])).code).toBe(0);
+    const reply = await runCli(home, ['send', 'front-desk', 'What is in your workspace?', '--stream']);
+    expect(reply.code).toBe(0);
+    expect(reply.stdout).toContain('· left out: researcher');
+    expect(reply.stdout).toContain('· Delegating to assistant…');
+    expect(reply.stdout).toContain('→ agent_message {"target_agent_name":"assistant"');
+    expect(reply.stdout).toContain('I asked the assistant, which handles files and notes.');
+  });
+
+  it('deep-thinker.json: the chain of thought plans two steps, runs them and answers', async () => {
+    const home = await onScript('deep-thinker');
+    expect((await runCli(home, ['agent', 'spawn', join(examples, 'agents/deep-thinker.toml')])).code).toBe(0);
+    const reply = await runCli(home, ['send', 'deep-thinker', 'Why do leaves turn red?', '--stream']);
+    expect(reply.code).toBe(0);
+    expect(reply.stdout).toContain('· Step s1: Lay out the facts the question rests on.\n  · Step s2: Weigh them and draw the conclusion.\n');
+    expect(reply.stdout).toContain('I assessed the question, planned two steps, ran them in order');
+  });
+});
