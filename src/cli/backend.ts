@@ -302,10 +302,6 @@ export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: 
 }
 
 /**
- * The backend for one command: the daemon `--url`/`LOOM_URL` names, else the one running for this
- * home (with `LOOM_API_KEY` as its key when set), else a kernel booted in this process.
- */
-/**
  * When the home's daemon started before config.toml last changed, the line that says so: a
  * command it refuses may be refused for what the file has now and the daemon does not (an MCP
  * server, an external agent). Undefined for a daemon named by URL.
@@ -318,6 +314,10 @@ export async function staleDaemonNote(io: CliIo): Promise<string | undefined> {
   return `note: the daemon at ${daemon.url} (pid ${daemon.pid}) started before config.toml last changed, and runs with the config it read then; restart it to use what changed (loom stop, then loom start)`;
 }
 
+/**
+ * The backend for one command: the daemon `--url`/`LOOM_URL` names, else the one running for this
+ * home (with `LOOM_API_KEY` as its key when set), else a kernel booted in this process.
+ */
 export async function openBackend(io: CliIo): Promise<CliBackend> {
   // No home is opened for a daemon named by URL: it may serve another home, on another machine.
   const url = givenDaemonUrl(io.env);

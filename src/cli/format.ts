@@ -16,7 +16,10 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
 /** The model an agent runs on, saying when it is the daemon's default, or that it has none. */
 function modelOf(agent: AgentView): string {
   if (agent.model !== null) return agent.model;
-  return agent.runs_on === null ? '(none: no [model], no [default_model])' : `${agent.runs_on} (default)`;
+  // A daemon older than `runs_on` sends none: nothing to name then.
+  const runsOn = agent.runs_on ?? null;
+  if (runsOn === null) return 'runs_on' in agent ? '(none: no [model], no [default_model])' : '(default)';
+  return `${runsOn} (default)`;
 }
 
 /** `loom agent list` as a table. */

@@ -185,6 +185,13 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.onError((error, c) => respond(c, error));
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
+  // Around everything, so that refusals (a forged Host, 401, 429) and errors carry them too; the
+  // dashboard's files carry their own, wider policy.
+  app.use('*', async (c, next) => {
+    await next();
+    if (c.res.headers.has('content-security-policy')) return;
+    for (const [name, value] of API_SECURITY_HEADERS) c.res.headers.set(name, value);
+  });
   // First of all: a request a web page could have forged reaches nothing, not even the dashboard.
   const bindHost = options.bindHost ?? config.daemon.host;
   app.use('*', createHostGuard({ bindHost, allowedHosts: config.http.allowed_hosts, allowedOrigins: config.http.allowed_origins, keyed: authenticator.keyed }));
@@ -196,11 +203,6 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     );
   }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
-  // First of what the API runs, so that refusals (401, 429) and errors carry them too.
-  app.use('*', async (c, next) => {
-    await next();
-    for (const [name, value] of API_SECURITY_HEADERS) c.res.headers.set(name, value);
-  });
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
     const cost = costOf(c.req.method, c.req.path);

@@ -28,8 +28,8 @@ export interface AgentView {
   /** `provider/model` its `[model]` names, or null when the agent uses the daemon's default model. */
   model: string | null;
   /**
-   * `provider/model` its turns start on: its `[model]`, else the daemon's `[default_model]`; null
-   * when it has neither (it cannot run until one is set).
+   * `provider/model` of its primary model: its `[model]`, else the daemon's `[default_model]`
+   * (routing tiers and fallbacks aside); null when it has neither (it cannot run until one is set).
    */
   runs_on: string | null;
   tags: string[];

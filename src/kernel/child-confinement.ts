@@ -101,6 +101,11 @@ export interface ConfinementContext {
   realPath?: ((path: string) => string) | undefined;
 }
 
+/** The context's `realPath`, or paths taken as written without one. */
+function realPathOf(context: ConfinementContext): (path: string) => string {
+  return context.realPath ?? ((path: string) => path);
+}
+
 /** The parent as the check sees it: its stored manifest and the capabilities it holds. */
 export interface ConfinedParent {
   name: string;
@@ -272,7 +277,7 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
     report('workspace', `${JSON.stringify(written)} does not resolve to an absolute path`);
     return resolved;
   }
-  const real = context.realPath ?? ((path: string) => path);
+  const real = realPathOf(context);
   const workspace = real(normal);
   const parentReal = real(parentWorkspace);
   const inside = workspace === parentReal || workspace.startsWith(`${parentReal === '/' ? '' : parentReal}/`);
@@ -452,7 +457,7 @@ function confineSchedule(parent: Manifest, child: Manifest, context: Confinement
       report('[schedule].mode', `"proactive" acts unasked, but the parent is "${parentMode}"`);
       return child.schedule;
     }
-    const real = context.realPath ?? ((path: string) => path);
+    const real = realPathOf(context);
     const folders = workspaces.map(real);
     const triggers = child.schedule.triggers.map((trigger, index) => {
       if (trigger.pattern === undefined || !trigger.event.startsWith('file_')) return trigger;

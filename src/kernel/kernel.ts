@@ -350,8 +350,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     };
   }
 
-  /** An agent's view, naming the daemon's default model where it runs on it. */
+  /** An agent's view, and its detailed view, naming the daemon's default model where it runs on it. */
   const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, dependencies.runtime?.defaultModel);
+  const detailOf = (entry: AgentEntry): AgentDetailView => toAgentDetailView(entry, dependencies.runtime?.defaultModel);
 
   async function setState(reference: string, state: AgentEntry['state']): Promise<AgentView> {
     const entry = registry.resolve(reference);
@@ -764,7 +765,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     list: () => registry.list().map(viewOf),
 
-    get: (reference) => toAgentDetailView(registry.resolve(reference), dependencies.runtime?.defaultModel),
+    get: (reference) => detailOf(registry.resolve(reference)),
 
     suspend: (reference) => setState(reference, 'suspended'),
 

@@ -93,7 +93,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     ai: typeof AiSdk,
   ): { context: ModuleTurnContext; primary: () => ModelTarget } {
     const { caller, signal, emit, onCall } = turn;
-    const { generateText, NoObjectGeneratedError, Output } = ai;
+    const { generateText, NoObjectGeneratedError, NoOutputGeneratedError, Output } = ai;
     // Chosen at the first model call: a code agent may make none, and need no model at all.
     let chosen: ModelTarget[] | undefined;
     const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
@@ -144,9 +144,18 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
           let reply: string;
           try {
             const result = await call({ system: request.system, messages }, Output.object({ schema }));
-            // A reply that calls a tool (none is offered here; a model may call one all the same) has no output.
-            if (result.toolCalls.length === 0) return result.output as z.output<typeof schema>;
-            problem = `the reply called ${result.toolCalls.map((toolCall) => toolCall.toolName).join(', ')}, and this step offers no tool`;
+            // A reply that calls a tool (none is offered here; a model may call one all the same), or
+            // ends another way than "stop" with no text (a length limit, a content filter), has no output.
+            if (result.toolCalls.length > 0) {
+              problem = `the reply called ${result.toolCalls.map((toolCall) => toolCall.toolName).join(', ')}, and this step offers no tool`;
+            } else {
+              try {
+                return result.output as z.output<typeof schema>;
+              } catch (error) {
+                if (!NoOutputGeneratedError.isInstance(error)) throw error;
+                problem = `the reply ended (${result.finishReason}) with no output`;
+              }
+            }
             reply = result.text;
           } catch (error) {
             if (!NoObjectGeneratedError.isInstance(error)) throw error;

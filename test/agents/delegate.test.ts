@@ -86,6 +86,11 @@ describe('builtin:delegate', () => {
     expect((await host.kernel.send('front-desk', 'a haiku please')).text).toBe('Here: old pond');
     expect(bodyOf(1)).toContain('That reply is not the JSON asked for (the reply called agent_list, and this step offers no tool)');
 
+    // A reply cut at its length limit with nothing in it has no output either.
+    server.script([{ text: '', finishReason: 'length' }, { text: JSON.stringify({ agent: 'writer', reasoning: 'prose' }) }, { text: 'Write a haiku.' }, { text: 'old pond' }, { text: 'Here: old pond' }]);
+    expect((await host.kernel.send('front-desk', 'another haiku')).text).toBe('Here: old pond');
+    expect(bodyOf(6)).toContain('That reply is not the JSON asked for (the reply ended (length) with no output)');
+
     server.script([{ toolCalls: [{ name: 'agent_list', input: {} }] }, { toolCalls: [{ name: 'file_read', input: { path: 'x' } }] }]);
     const refused = host.kernel.send('front-desk', 'again');
     await expect(refused).rejects.toThrow('agent "front-desk", step "select": the model\'s reply was not the JSON asked for, twice: the reply called file_read, and this step offers no tool');

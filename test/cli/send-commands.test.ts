@@ -48,6 +48,13 @@ describe('loom send', () => {
     expect(result.stderr).toMatch(/\[\d+ in · \d+ out · \$[\d.]+ · 2 iterations · openai\/gpt-4o\]/);
   });
 
+  it('streams a reply cut at its length limit and continued as one text, with no line between its parts', async () => {
+    server.script([{ text: 'The quick bro', finishReason: 'length' }, { text: 'wn fox.' }]);
+    const streamed = await loom(['send', 'helper', 'a sentence please', '--stream']);
+    expect(streamed.code).toBe(0);
+    expect(streamed.stdout).toBe('The quick brown fox.\n');
+  });
+
   it('shows the steps of an agent that streams no text, and its answer at the end, with --stream and in a chat', async () => {
     const thinker = join(dir.path, 'thinker.toml');
     await writeFile(thinker, `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);

@@ -1,4 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -77,10 +78,16 @@ describe('the API\'s security headers', () => {
         await keyed.request('/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
       ];
       expect(answers.map((response) => response.status)).toEqual([200, 200, 404, 404, 200, 401, 401]);
-      for (const response of answers) {
-        expect(response.headers.get('x-content-type-options')).toBe('nosniff');
-        expect(response.headers.get('x-frame-options')).toBe('DENY');
-        const csp = directives(response.headers.get('content-security-policy'));
+      // A forged Host (fetch sends its own), refused before anything else runs.
+      const forged = await new Promise<IncomingMessage>((resolve, reject) => httpGet(`${api.url}/api/agents`, { headers: { host: 'rebound.example' } }, resolve).on('error', reject));
+      forged.resume();
+      expect(forged.statusCode).toBe(403);
+      const fetched = answers.map((response) => (name: string) => response.headers.get(name));
+      const raw = (name: string): string | null => (forged.headers[name] as string | undefined) ?? null;
+      for (const header of [...fetched, raw]) {
+        expect(header('x-content-type-options')).toBe('nosniff');
+        expect(header('x-frame-options')).toBe('DENY');
+        const csp = directives(header('content-security-policy'));
         expect(csp.get('default-src')).toBe("'none'");
         expect(csp.get('frame-ancestors')).toBe("'none'");
       }

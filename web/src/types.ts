@@ -20,7 +20,7 @@ export interface AgentView {
   schedule: string;
   /** `provider/model` its [model] names; null on the daemon's default model. */
   model: string | null;
-  /** The model its turns start on: its own, else the daemon's default; null when neither. */
+  /** Its primary model: its own, else the daemon's default; null when neither. */
   runs_on: string | null;
   tags: string[];
   capabilities: Capability[];

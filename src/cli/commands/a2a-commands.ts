@@ -92,8 +92,9 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
       }
       if (listing.total === 0) {
         // A daemon started before the entries were added lists none of them.
+        io.stdout('no external agents: add [[a2a.external_agents]] entries (name, url) to config.toml\n');
         const stale = await staleDaemonNote(io);
-        io.stdout(`no external agents: add [[a2a.external_agents]] entries (name, url) to config.toml\n${stale === undefined ? '' : `${stale}\n`}`);
+        if (stale !== undefined) io.stderr(`${stale}\n`);
         return;
       }
       io.stdout(formatTable(['NAME', 'STATUS', 'URL', 'SKILLS'], listing.agents.map((agent) => [agent.name, agent.status, agent.url, agent.status === 'failed' ? (agent.error ?? '') : agent.skills.join(', ')])));

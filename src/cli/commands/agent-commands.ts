@@ -23,14 +23,13 @@ export async function withBackend<T>(io: CliIo, action: (backend: CliBackend) =>
   try {
     return await action(backend);
   } catch (error) {
-    // Not for a daemon that does not answer: what it runs with is beside the point then.
-    const answered = !isLoomError(error) || error.code !== 'DAEMON_UNREACHABLE';
+    // Only for a refusal or failure the daemon answered: not an exit of the command's own (Ctrl-C,
+    // a refused forge), a usage error, or a daemon that does not answer.
+    const answered = isLoomError(error) && !(error instanceof UsageError) && error.code !== 'DAEMON_UNREACHABLE';
     const note = backend.kind === 'daemon' && answered ? await staleDaemonNote(io).catch(() => undefined) : undefined;
-    if (note === undefined) throw error;
+    if (note === undefined || !isLoomError(error)) throw error;
     // On the line after the error's own, as it prints.
-    if (isLoomError(error)) throw new LoomError(error.code, error.category, `${error.message}\n${note}`, { details: error.details, cause: error });
-    io.stderr(`${note}\n`);
-    throw error;
+    throw new LoomError(error.code, error.category, `${error.message}\n${note}`, { details: error.details, cause: error });
   } finally {
     await backend.close();
   }

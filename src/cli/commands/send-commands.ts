@@ -31,8 +31,9 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
         line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
         break;
       case 'phase':
-        // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction; not each model call.
-        if (event.phase !== 'model-call') line(`  · ${event.detail}`);
+        // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction;
+        // not each model call, nor a continuation (it goes on with the text mid-sentence).
+        if (event.phase !== 'model-call' && event.phase !== 'continuation') line(`  · ${event.detail}`);
         break;
       case 'run-finish':
         finish = event;
