@@ -12,6 +12,24 @@ const unusedKernel = new Proxy({} as KernelHandle, {
   },
 });
 
+/** A tool that runs until its signal aborts, then tells `onAbort` and answers `text`. */
+function untilAborted(name: string, text: string, onAbort: (signal: AbortSignal) => void = () => undefined): Tool<never> {
+  const tool: Tool<Record<string, never>> = {
+    name,
+    description: 'x',
+    inputSchema: z.strictObject({}),
+    requires: () => [],
+    execute: (_input, context) =>
+      new Promise((resolve) => {
+        context.signal.addEventListener('abort', () => {
+          onAbort(context.signal);
+          resolve({ text });
+        });
+      }),
+  };
+  return tool as unknown as Tool<never>;
+}
+
 function agent(capabilities: Capability[], execPolicy: Partial<ToolAgent['execPolicy']> = {}): ToolAgent {
   return {
     id: 'agent-1',
@@ -167,20 +185,10 @@ describe('the tool runner', () => {
 
   it('times a tool out on the clock, aborting its signal, after [tools.<name>].timeout_seconds', async () => {
     let aborted = false;
-    const sleeper: Tool<Record<string, never>> = {
-      name: 'sleeper',
-      description: 'x',
-      inputSchema: z.strictObject({}),
-      requires: () => [],
-      execute: (_input, context) =>
-        new Promise((resolve) => {
-          context.signal.addEventListener('abort', () => {
-            aborted = true;
-            resolve({ text: 'woke up' });
-          });
-        }),
-    };
-    const { runner, clock, audit } = setup([sleeper as unknown as Tool<never>]);
+    const sleeper = untilAborted('sleeper', 'woke up', () => {
+      aborted = true;
+    });
+    const { runner, clock, audit } = setup([sleeper]);
     const pending = runner.run(call('sleeper', {}), { ...options(agent([{ kind: 'tool_all' }])), settings: { sleeper: { timeout_seconds: 5 } } });
     await clock.advance(4_999);
     expect(aborted).toBe(false);
@@ -212,21 +220,9 @@ describe('the tool runner', () => {
 
   it('aborts a running tool with the turn\'s reason when the turn is cancelled, and leaves no listener on the turn\'s signal', async () => {
     const reasons: unknown[] = [];
-    const waiter: Tool<Record<string, never>> = {
-      name: 'waiter',
-      description: 'x',
-      inputSchema: z.strictObject({}),
-      requires: () => [],
-      execute: (_input, context) =>
-        new Promise((resolve) => {
-          context.signal.addEventListener('abort', () => {
-            reasons.push(context.signal.reason);
-            resolve({ text: 'stopped' });
-          });
-        }),
-    };
+    const waiter = untilAborted('waiter', 'stopped', (signal) => reasons.push(signal.reason));
     const quick: Tool<Record<string, never>> = { name: 'quick', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.resolve({ text: 'done' }) };
-    const { runner, clock } = setup([waiter, quick] as unknown as Tool<never>[]);
+    const { runner, clock } = setup([waiter, quick as unknown as Tool<never>]);
     const turn = new AbortController();
     const forAgent = { ...options(agent([{ kind: 'tool_all' }])), signal: turn.signal };
     for (let index = 0; index < 20; index += 1) expect((await runner.run(call('quick', {}), forAgent)).result.text).toBe('done');
@@ -240,14 +236,8 @@ describe('the tool runner', () => {
   });
 
   it('uses the 60 s default timeout', async () => {
-    const sleeper: Tool<Record<string, never>> = {
-      name: 'sleeper',
-      description: 'x',
-      inputSchema: z.strictObject({}),
-      requires: () => [],
-      execute: (_input, context) => new Promise((resolve) => context.signal.addEventListener('abort', () => resolve({ text: 'late' }))),
-    };
-    const { runner, clock } = setup([sleeper as unknown as Tool<never>]);
+    const sleeper = untilAborted('sleeper', 'late');
+    const { runner, clock } = setup([sleeper]);
     const pending = runner.run(call('sleeper', {}), options(agent([{ kind: 'tool_all' }])));
     await clock.advance(59_999);
     await clock.advance(1);
