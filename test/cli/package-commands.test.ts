@@ -85,7 +85,7 @@ describe('loom package (no daemon)', () => {
     expect((await loom(['package', 'run', 'chief-of-staff', 'nope'])).stderr).toBe('error: package "chief-of-staff" has no binding "nope"; its bindings: morning-briefing, notify-owner, health-check, deep-dive\n');
 
     const removed = await loom(['package', 'uninstall', 'chief-of-staff']);
-    expect(removed.stdout).toMatch(/^Uninstalled chief-of-staff/);
+    expect(removed.stdout).toMatch(/^Uninstalled chief-of-staff \(agent \S+ removed\)\. What it wrote in its workspace is kept \(workspaces\/chief-of-staff in the Loom home/);
     expect((await loom(['agent', 'list'])).stdout).toMatch(/^No agents/);
     expect((await loom(['package', 'runs', '--json'])).stdout).toContain('deep-dive');
   });

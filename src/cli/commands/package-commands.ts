@@ -170,13 +170,13 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
 
   pkg
     .command('uninstall <package>')
-    .description('stop its triggers, remove its agent and its files (its runs stay in the history)')
+    .description('stop its triggers, remove its agent and the package\'s files (its runs stay in the history, and what its agent wrote in its workspace stays there)')
     .option('--json', 'print what was removed as JSON')
     .addHelpText('after', '\nExample:\n  $ loom package uninstall data-pipeline\n')
     .action(async (slug: string, options: JsonOption) => {
       const removed = await withBackend(io, (backend) => backend.packages.uninstall(slug));
       if (options.json === true) printJson(io, removed);
-      else io.stdout(`Uninstalled ${removed.slug} (agent ${removed.agent_id} removed).\n`);
+      else io.stdout(`Uninstalled ${removed.slug} (agent ${removed.agent_id} removed). What it wrote in its workspace is kept (workspaces/${removed.slug} in the Loom home): remove it by hand when you no longer need it.\n`);
     });
 
   pkg
