@@ -647,6 +647,18 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     await modules.check(manifest);
   }
 
+  /**
+   * Spawns and updates, one at a time on this node: a child is judged by its parent's manifest as
+   * it is, and an update confines the children there are. Interleaved (each awaits the store), a
+   * child spawned while its parent's update ran could keep what the update took away.
+   */
+  let lineage: Promise<unknown> = Promise.resolve();
+  const oneAtATime = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = lineage.then(work);
+    lineage = run.catch(() => undefined);
+    return run;
+  };
+
   const kernel: Kernel = {
     events,
     capabilities,
@@ -680,87 +692,91 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return report;
     },
 
-    async update(reference, requested) {
-      const entry = registry.resolve(reference);
-      if (requested.name !== entry.name) {
-        throw new LoomError('AGENT_RENAME', 'user', `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`);
-      }
-      const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
-      const { manifest, granted } = admitManifest(requested, parent, 'update');
-      await checkCodeModule(manifest);
-      // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
-      const descendants = reconfined(entry.name, entry, manifest, granted);
-      const at = clock.now();
-      // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
-      for (const { child, admitted } of descendants) {
-        try {
-          await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
-        } catch (error) {
-          // Killed meanwhile (here or on another node): nothing left to narrow.
-          if (error instanceof StoreNotFoundError) continue;
-          throw error;
+    update(reference, requested) {
+      return oneAtATime(async () => {
+        const entry = registry.resolve(reference);
+        if (requested.name !== entry.name) {
+          throw new LoomError('AGENT_RENAME', 'user', `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`);
         }
-        await applyManifest(child, admitted.manifest, admitted.granted, at);
-        await publish({ type: 'agent-update', at, agentId: child.id, name: child.name });
-      }
-      await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
-      await applyManifest(entry, manifest, granted, at);
-      await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
-      return viewOf(entry);
+        const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
+        const { manifest, granted } = admitManifest(requested, parent, 'update');
+        await checkCodeModule(manifest);
+        // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
+        const descendants = reconfined(entry.name, entry, manifest, granted);
+        const at = clock.now();
+        // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
+        for (const { child, admitted } of descendants) {
+          try {
+            await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
+          } catch (error) {
+            // Killed meanwhile (here or on another node): nothing left to narrow.
+            if (error instanceof StoreNotFoundError) continue;
+            throw error;
+          }
+          await applyManifest(child, admitted.manifest, admitted.granted, at);
+          await publish({ type: 'agent-update', at, agentId: child.id, name: child.name });
+        }
+        await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
+        await applyManifest(entry, manifest, granted, at);
+        await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
+        return viewOf(entry);
+      });
     },
 
-    async spawn(requested, options = {}) {
-      const { name } = requested;
-      const holder = registry.holderOf(name);
-      if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
-      const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
-      const admitted = admitManifest(requested, parent, 'spawn');
-      const { granted } = admitted;
-      const manifest = options.limit === undefined ? admitted.manifest : confineToStep(admitted.manifest, granted, { limit: options.limit, mcpServers: options.limitMcpServers }, confinementContext());
-      await checkCodeModule(manifest);
-      // Another spawn of the name may have got in while the check waited.
-      const taken = registry.holderOf(name);
-      if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
+    spawn(requested, options = {}) {
+      return oneAtATime(async () => {
+        const { name } = requested;
+        const holder = registry.holderOf(name);
+        if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
+        const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
+        const admitted = admitManifest(requested, parent, 'spawn');
+        const { granted } = admitted;
+        const manifest = options.limit === undefined ? admitted.manifest : confineToStep(admitted.manifest, granted, { limit: options.limit, mcpServers: options.limitMcpServers }, confinementContext());
+        await checkCodeModule(manifest);
+        // Another spawn of the name may have got in while the check waited.
+        const taken = registry.holderOf(name);
+        if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
 
-      const at = clock.now();
-      const entry: AgentEntry = {
-        id: ids.uuid(),
-        name,
-        state: 'running',
-        parentId: parent?.id ?? null,
-        children: new Set(),
-        sessionId: ids.uuid(),
-        manifest,
-        capabilities: granted,
-        createdAt: at,
-        updatedAt: at,
-      };
-      // Commit first, register after: a failed commit leaves nothing to undo.
-      registry.reserve(name);
-      try {
-        await store.agents.create(
-          {
-            id: entry.id,
-            name,
-            state: entry.state,
-            parentId: entry.parentId,
-            sessionId: entry.sessionId,
-            manifest: manifest as unknown as JsonObject,
-            createdAt: at,
-            updatedAt: at,
-          },
-          { id: entry.sessionId, agentId: entry.id, messages: [], createdAt: at, updatedAt: at },
-        );
-      } catch (error) {
-        if (error instanceof StoreConflictError) throw new AgentNameTakenError(name, undefined, { cause: error });
-        if (error instanceof StoreNotFoundError && options.parent !== undefined) throw new AgentNotFoundError(options.parent, { cause: error });
-        throw error;
-      } finally {
-        registry.release(name);
-      }
-      await adopt(entry);
-      await publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
-      return viewOf(entry);
+        const at = clock.now();
+        const entry: AgentEntry = {
+          id: ids.uuid(),
+          name,
+          state: 'running',
+          parentId: parent?.id ?? null,
+          children: new Set(),
+          sessionId: ids.uuid(),
+          manifest,
+          capabilities: granted,
+          createdAt: at,
+          updatedAt: at,
+        };
+        // Commit first, register after: a failed commit leaves nothing to undo.
+        registry.reserve(name);
+        try {
+          await store.agents.create(
+            {
+              id: entry.id,
+              name,
+              state: entry.state,
+              parentId: entry.parentId,
+              sessionId: entry.sessionId,
+              manifest: manifest as unknown as JsonObject,
+              createdAt: at,
+              updatedAt: at,
+            },
+            { id: entry.sessionId, agentId: entry.id, messages: [], createdAt: at, updatedAt: at },
+          );
+        } catch (error) {
+          if (error instanceof StoreConflictError) throw new AgentNameTakenError(name, undefined, { cause: error });
+          if (error instanceof StoreNotFoundError && options.parent !== undefined) throw new AgentNotFoundError(options.parent, { cause: error });
+          throw error;
+        } finally {
+          registry.release(name);
+        }
+        await adopt(entry);
+        await publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
+        return viewOf(entry);
+      });
     },
 
     list: () => registry.list().map(viewOf),
