@@ -30,6 +30,8 @@ def handle(request, host):
     if words[0] == "wide":
         for index in range(int(words[1])):
             sys.stderr.write("%d:%s\\n" % (index, "w" * 3000))
+        if words[2:] == ["die"]:
+            sys.exit(3)
         return "wide %s" % words[1]
     if words[0] == "quiet":
         return "quiet"
@@ -148,6 +150,13 @@ describe('a python: module that floods stderr', () => {
     expect(logged.every((line) => line.length < STDERR_LINE_CHARS + 50 && line.endsWith('more characters)'))).toBe(true);
     expect(logged.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0)).toBeLessThanOrEqual(STDERR_LOGGED_BYTES);
     expect(note).toMatch(new RegExp(`^stderr: ${500 - logged.length} lines \\(\\d+ bytes\\) left out of the log`));
+  });
+
+  it('explains a death with the end of its stderr cut as the log cuts it, so the error stays short', async () => {
+    await spawnFlooder('wide-doomed');
+    const error = await kernel().send('wide-doomed', 'wide 3 die').then(() => undefined, (reason: unknown) => reason as Error);
+    expect(error?.message).toMatch(/exited \(code 3\) before it answered: 0:w+… \(2002 more characters\) \| 1:w+… \(2002 more characters\) \| 2:w+… \(2002 more characters\)$/);
+    expect(error?.message.length).toBeLessThan(3 * (STDERR_LINE_CHARS + 40) + 200);
   });
 
   it('still explains a death with the end of its stderr, logged or not', async () => {

@@ -117,7 +117,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     onLines(child.stderr, 64 * 1024, (line) => {
       if (line.trim() === '') return;
       stderrLog.line(line);
-      process.stderrTail.push(line);
+      // Cut as the log cuts it: the tail explains a death in an error, which goes into answers and a model's tool results.
+      process.stderrTail.push(cutLine(line));
       if (process.stderrTail.length > STDERR_TAIL) process.stderrTail.shift();
     });
     child.stdin.on('error', () => undefined);
