@@ -1,6 +1,11 @@
 import { CodeModuleError } from '../errors/index.ts';
-import { CODE_AGENT_PROTOCOL, type CodeModules, type HostCallPort } from '../modules/index.ts';
+import { CODE_AGENT_PROTOCOL, type CodeModules, cutLine, type HostCallPort } from '../modules/index.ts';
 import type { AgentModule } from './agent-module.ts';
+
+/** What one message's `host.log` calls may write to Loom's log: these many lines… */
+const HOST_LOG_LINES = 200;
+/** …and bytes, each line cut as a stderr line is; the rest is counted in one warning. */
+const HOST_LOG_BYTES = 64 * 1024;
 
 /**
  * A code agent (`wasm:` or `python:`): each message goes to its module as a request of the wire
@@ -11,13 +16,25 @@ import type { AgentModule } from './agent-module.ts';
 export function codeAgentModule(modules: CodeModules): AgentModule {
   return async (context) => {
     const { agent } = context;
+    // A module may log in a loop: the log holds a message's first lines, and says how many more there were.
+    const logged = { lines: 0, bytes: 0, leftOut: 0 };
     const port: HostCallPort = {
       async tool(name, input) {
         const result = await context.callTool(name, input);
         return result.isError ? { ok: false, error: result.text } : { ok: true, text: result.text };
       },
       llm: (prompt, system) => context.generate('llm host call', { system: system ?? context.system, messages: [{ role: 'user', content: prompt }] }),
-      log: (level, message) => context.logger[level]({ source: 'module' }, message),
+      log: (level, message) => {
+        const line = cutLine(message);
+        const size = Buffer.byteLength(line) + 1;
+        if (logged.lines >= HOST_LOG_LINES || logged.bytes + size > HOST_LOG_BYTES) {
+          logged.leftOut += 1;
+          return;
+        }
+        logged.lines += 1;
+        logged.bytes += size;
+        context.logger[level]({ source: 'module' }, line);
+      },
     };
     const request = { protocol: CODE_AGENT_PROTOCOL, message: context.message, agent: { id: agent.id, name: agent.name }, session: context.history, caller: context.caller } as const;
     try {
@@ -26,6 +43,10 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
     } catch (error) {
       if (error instanceof CodeModuleError) await context.report({ type: 'code-module-fault', fault: error.fault, message: error.message });
       throw error;
+    } finally {
+      if (logged.leftOut > 0) {
+        context.logger.warn({ source: 'module' }, `host.log: ${logged.leftOut} line${logged.leftOut === 1 ? '' : 's'} of this message left out of the log (a message logs at most ${HOST_LOG_LINES} lines and ${HOST_LOG_BYTES / 1024} KiB)`);
+      }
     }
   };
 }

@@ -33,6 +33,10 @@ def handle(request, host):
         if words[2:] == ["die"]:
             sys.exit(3)
         return "wide %s" % words[1]
+    if words[0] == "logs":
+        for index in range(int(words[1])):
+            host.log("entry %d" % index)
+        return "logged %s" % words[1]
     if words[0] == "quiet":
         return "quiet"
     print("printed, not answered")
@@ -157,6 +161,16 @@ describe('a python: module that floods stderr', () => {
     const error = await kernel().send('wide-doomed', 'wide 3 die').then(() => undefined, (reason: unknown) => reason as Error);
     expect(error?.message).toMatch(/exited \(code 3\) before it answered: 0:w+… \(2002 more characters\) \| 1:w+… \(2002 more characters\) \| 2:w+… \(2002 more characters\)$/);
     expect(error?.message.length).toBeLessThan(3 * (STDERR_LINE_CHARS + 40) + 200);
+  });
+
+  it('logs a message\'s first 200 host.log lines and one warning counting the rest, and the next message\'s again', async () => {
+    await spawnFlooder('chatty');
+    const hostLog = () => records.filter((record) => record['source'] === 'module').map((record) => String(record['msg']));
+    expect((await kernel().send('chatty', 'logs 1000')).text).toBe('logged 1000');
+    expect(hostLog().filter((line) => line.startsWith('entry '))).toEqual(Array.from({ length: 200 }, (_, index) => `entry ${index}`));
+    expect(hostLog().filter((line) => line.startsWith('host.log: '))).toEqual(['host.log: 800 lines of this message left out of the log (a message logs at most 200 lines and 64 KiB)']);
+    expect((await kernel().send('chatty', 'logs 3')).text).toBe('logged 3');
+    expect(hostLog().filter((line) => line.startsWith('entry ')).slice(200)).toEqual(['entry 0', 'entry 1', 'entry 2']);
   });
 
   it('still explains a death with the end of its stderr, logged or not', async () => {
