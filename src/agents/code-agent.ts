@@ -1,10 +1,10 @@
 import { CodeModuleError } from '../errors/index.ts';
-import { CODE_AGENT_PROTOCOL, type CodeModules, cutLine, type HostCallPort } from '../modules/index.ts';
+import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort } from '../modules/index.ts';
 import type { AgentModule } from './agent-module.ts';
 
 /** What one message's `host.log` calls may write to Loom's log: these many lines… */
 const HOST_LOG_LINES = 200;
-/** …and bytes, each line cut as a stderr line is; the rest is counted in one warning. */
+/** …and bytes, each line cut as a stderr line is (the first line over spends it); the rest is counted in one warning. */
 const HOST_LOG_BYTES = 64 * 1024;
 
 /**
@@ -17,7 +17,7 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
   return async (context) => {
     const { agent } = context;
     // A module may log in a loop: the log holds a message's first lines, and says how many more there were.
-    const logged = { lines: 0, bytes: 0, leftOut: 0 };
+    const logged = createLineBudget(HOST_LOG_LINES, HOST_LOG_BYTES);
     const port: HostCallPort = {
       async tool(name, input) {
         const result = await context.callTool(name, input);
@@ -25,15 +25,8 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
       },
       llm: (prompt, system) => context.generate('llm host call', { system: system ?? context.system, messages: [{ role: 'user', content: prompt }] }),
       log: (level, message) => {
-        const line = cutLine(message);
-        const size = Buffer.byteLength(line) + 1;
-        if (logged.lines >= HOST_LOG_LINES || logged.bytes + size > HOST_LOG_BYTES) {
-          logged.leftOut += 1;
-          return;
-        }
-        logged.lines += 1;
-        logged.bytes += size;
-        context.logger[level]({ source: 'module' }, line);
+        const line = logged.take(message);
+        if (line !== undefined) context.logger[level]({ source: 'module' }, line);
       },
     };
     const request = { protocol: CODE_AGENT_PROTOCOL, message: context.message, agent: { id: agent.id, name: agent.name }, session: context.history, caller: context.caller } as const;
@@ -44,9 +37,8 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
       if (error instanceof CodeModuleError) await context.report({ type: 'code-module-fault', fault: error.fault, message: error.message });
       throw error;
     } finally {
-      if (logged.leftOut > 0) {
-        context.logger.warn({ source: 'module' }, `host.log: ${logged.leftOut} line${logged.leftOut === 1 ? '' : 's'} of this message left out of the log (a message logs at most ${HOST_LOG_LINES} lines and ${HOST_LOG_BYTES / 1024} KiB)`);
-      }
+      const { lines } = logged.leftOut();
+      if (lines > 0) context.logger.warn({ source: 'module' }, `host.log: ${lines} line${lines === 1 ? '' : 's'} of this message left out of the log (a message logs at most ${HOST_LOG_LINES} lines and ${HOST_LOG_BYTES / 1024} KiB)`);
     }
   };
 }

@@ -281,6 +281,9 @@ function principalAgent(principal: ToolPrincipal, workspaceOf: (name: string) =>
   };
 }
 
+/** A manifest as admitted for an agent, and the capabilities it grants. */
+type Admitted = { manifest: Manifest; granted: Capability[] };
+
 /** Builds a kernel. Call `boot()` before using it. */
 export function createKernel(dependencies: KernelDependencies): Kernel {
   const { store, clock, ids } = dependencies;
@@ -398,6 +401,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     entry.updatedAt = at;
     capabilities.grant(entry.id, granted);
     if (running) await runHooks(entry, 'start');
+  }
+
+  /** Stores `admitted` as the agent's manifest, holds it with it, and says so (`agent-update`). */
+  async function holdManifest(entry: AgentEntry, admitted: Admitted, at: number): Promise<void> {
+    await store.agents.updateManifest(entry.id, admitted.manifest as unknown as JsonObject, at);
+    await applyManifest(entry, admitted.manifest, admitted.granted, at);
+    await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
   }
 
   /** Holds an agent just stored (spawned here or by another node): granted, registered, started. */
@@ -580,7 +590,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
    * `agent_message` grants and the `agent_message` tool granted, an event-log agent granted its
    * log tools.
    */
-  function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): { manifest: Manifest; granted: Capability[] } {
+  function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): Admitted {
     const { name } = requested;
     const manifest = parent === undefined ? requested : confineChild(parent, requested, confinementContext());
     const granted = capabilitiesFromManifest(manifest.capabilities);
@@ -621,12 +631,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
    * a limit it inherited at its spawn) refuses a parent that would go below it.
    * @throws {CapabilityEscalationError} naming the descendant that would exceed its parent.
    */
-  function reconfined(updated: string, entry: AgentEntry, manifest: Manifest, granted: Capability[]): { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] {
-    const changed: { child: AgentEntry; admitted: { manifest: Manifest; granted: Capability[] } }[] = [];
+  function reconfined(updated: string, entry: AgentEntry, manifest: Manifest, granted: Capability[]): { child: AgentEntry; admitted: Admitted }[] {
+    const changed: { child: AgentEntry; admitted: Admitted }[] = [];
     for (const childId of entry.children) {
       const child = registry.find(childId);
       if (child === undefined) continue;
-      let admitted: { manifest: Manifest; granted: Capability[] };
+      let admitted: Admitted;
       try {
         admitted = admitManifest(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
       } catch (error) {
@@ -707,18 +717,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
         // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
         for (const { child, admitted } of descendants) {
           try {
-            await store.agents.updateManifest(child.id, admitted.manifest as unknown as JsonObject, at);
+            await holdManifest(child, admitted, at);
           } catch (error) {
             // Killed meanwhile (here or on another node): nothing left to narrow.
-            if (error instanceof StoreNotFoundError) continue;
-            throw error;
+            if (!(error instanceof StoreNotFoundError)) throw error;
           }
-          await applyManifest(child, admitted.manifest, admitted.granted, at);
-          await publish({ type: 'agent-update', at, agentId: child.id, name: child.name });
         }
-        await store.agents.updateManifest(entry.id, manifest as unknown as JsonObject, at);
-        await applyManifest(entry, manifest, granted, at);
-        await publish({ type: 'agent-update', at, agentId: entry.id, name: entry.name });
+        await holdManifest(entry, { manifest, granted }, at);
         return viewOf(entry);
       });
     },

@@ -6,4 +6,4 @@ export { createCodeModules } from './code-modules.ts';
 export type { CodeAgent, CodeModules, CodeModulesOptions } from './code-modules.ts';
 export type { HostCallPort } from './host-calls.ts';
 export { CODE_AGENT_PROTOCOL } from './protocol.ts';
-export { cutLine } from './cut-line.ts';
+export { createLineBudget, type LineBudget } from './line-budget.ts';

@@ -28,11 +28,19 @@ export async function openTestHost(
   return { ...host, home, clock };
 }
 
-/** A logger at `info` whose JSON records are kept in `records`, for tests of what reaches the log. */
-export function createRecordingLogger(): { logger: Logger; records: Record<string, unknown>[] } {
+/**
+ * Loom's own logger at `info`, its JSON records kept in `records`, for tests of what reaches the
+ * daemon's log as written (test/support's `createRecordingLogger` keeps the calls instead).
+ */
+export function createJsonLogRecorder(): { logger: Logger; records: Record<string, unknown>[] } {
   const records: Record<string, unknown>[] = [];
   const logger = createLogger({ level: 'info', sink: { write: (text: string) => records.push(...text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)) } });
   return { logger, records };
+}
+
+/** What agent `agent`'s module wrote to stderr, as it reached the log (lines and notes), from `createJsonLogRecorder`'s records. */
+export function stderrLogOf(records: readonly Record<string, unknown>[], agent: string): string[] {
+  return records.filter((record) => record['stream'] === 'stderr' && record['agent'] === agent).map((record) => String(record['msg']));
 }
 
 /**

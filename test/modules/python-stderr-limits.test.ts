@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { Host } from '../../src/host/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { createRecordingLogger, openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
+import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../helpers/test-host.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
 const STDERR_WINDOW_MS = 60_000;
@@ -55,7 +55,7 @@ beforeEach(async () => {
   dir = await makeTempDir('loom-python-stderr-');
   clock = createFakeClock();
   // A host as the daemon builds it, its log kept here, on a fake clock.
-  const recording = createRecordingLogger();
+  const recording = createJsonLogRecorder();
   records = recording.records;
   host = await openTestHost(dir.path, {}, ENV, { logger: recording.logger, clock });
 });
@@ -75,9 +75,8 @@ async function spawnFlooder(name: string): Promise<void> {
   await kernel().spawn(manifest(`name = "${name}"\nmodule = "python:${path}"\n[capabilities]\nshell = ["python3"]\n`));
 }
 
-/** What the agent's script wrote to stderr, as it reached the log (lines and notes). */
 function stderrLog(agent: string): string[] {
-  return records.filter((record) => record['stream'] === 'stderr' && record['agent'] === agent).map((record) => String(record['msg']));
+  return stderrLogOf(records, agent);
 }
 
 function isNote(line: string): boolean {

@@ -6,7 +6,7 @@ import { CodeModuleError } from '../../src/errors/index.ts';
 import type { Host } from '../../src/host/index.ts';
 import { buildWasm } from '../support/build-wasm.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { createRecordingLogger, openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
+import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../helpers/test-host.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
 const STDERR_LIMIT_BYTES = 16 * 2 ** 20;
@@ -32,7 +32,7 @@ afterAll(async () => {
 beforeEach(async () => {
   dir = await makeTempDir('loom-output-limits-');
   // A host as the daemon builds it, its log kept here (on a fake clock: no time limit fires).
-  const recording = createRecordingLogger();
+  const recording = createJsonLogRecorder();
   records = recording.records;
   host = await openTestHost(dir.path, {}, TEST_KEYS, { logger: recording.logger });
 });
@@ -46,9 +46,8 @@ function kernel(): Host['kernel'] {
   return (host as Host).kernel;
 }
 
-/** What the agent's module wrote to stderr, as it reached the log. */
 function stderrLog(agent: string): string[] {
-  return records.filter((record) => record['stream'] === 'stderr' && record['agent'] === agent).map((record) => String(record['msg']));
+  return stderrLogOf(records, agent);
 }
 
 /** The largest file in the wasm pool's scratch folders (`loom-wasm-*` in the temp folder). */

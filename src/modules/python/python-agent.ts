@@ -5,6 +5,7 @@ import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
 import { cutLine, STDERR_LINE_CHARS } from '../cut-line.ts';
+import { createLineBudget } from '../line-budget.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
@@ -218,21 +219,17 @@ interface StderrLog {
  */
 function createStderrLog(logger: Logger, clock: Clock): StderrLog {
   let windowStart: number | undefined;
-  let spent = false;
-  let loggedLines = 0;
-  let loggedBytes = 0;
-  let droppedLines = 0;
-  let droppedBytes = 0;
+  const budget = createLineBudget(PYTHON_STDERR_LOGGED_LINES, PYTHON_STDERR_LOGGED_BYTES);
 
   function note(): void {
-    if (droppedLines === 0 || windowStart === undefined) return;
+    if (windowStart === undefined) return;
+    const { lines: droppedLines, bytes: droppedBytes } = budget.leftOut();
+    if (droppedLines === 0) return;
     logger.warn(
       { stream: 'stderr', droppedLines, droppedBytes },
       `stderr: ${droppedLines} lines (${droppedBytes} bytes) left out of the log in the ${PYTHON_STDERR_WINDOW_MS / 1000} s from ${new Date(windowStart).toISOString()} ` +
         `(Loom logs at most ${PYTHON_STDERR_LOGGED_LINES} lines and ${PYTHON_STDERR_LOGGED_BYTES} bytes of a Python module's stderr per ${PYTHON_STDERR_WINDOW_MS / 1000} s, each line cut at ${STDERR_LINE_CHARS} characters)`,
     );
-    droppedLines = 0;
-    droppedBytes = 0;
   }
 
   return {
@@ -241,21 +238,10 @@ function createStderrLog(logger: Logger, clock: Clock): StderrLog {
       if (windowStart === undefined || now - windowStart >= PYTHON_STDERR_WINDOW_MS || now < windowStart) {
         note();
         windowStart = now;
-        spent = false;
-        loggedLines = 0;
-        loggedBytes = 0;
+        budget.reset();
       }
-      const shown = cutLine(line);
-      const bytes = Buffer.byteLength(shown) + 1;
-      if (!spent && loggedLines < PYTHON_STDERR_LOGGED_LINES && loggedBytes + bytes <= PYTHON_STDERR_LOGGED_BYTES) {
-        loggedLines += 1;
-        loggedBytes += bytes;
-        logger.info({ stream: 'stderr' }, shown);
-        return;
-      }
-      spent = true;
-      droppedLines += 1;
-      droppedBytes += Buffer.byteLength(line) + 1;
+      const shown = budget.take(line);
+      if (shown !== undefined) logger.info({ stream: 'stderr' }, shown);
     },
     note,
   };
