@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseManifest } from '../src/manifest/index.ts';
 import { benchManifest, openBenchKernel } from './bench-kernel.ts';
-import { percentile, round } from './stats.ts';
+import { median, round } from './stats.ts';
 
 const AGENTS = 10_000;
 const RUNS = 5;
@@ -35,11 +35,11 @@ async function measure(databasePath: string): Promise<{ bootMs: number; rss: num
     const { stdout } = await run(process.execPath, ['--expose-gc', join(import.meta.dirname, 'boot-child.ts'), databasePath]);
     reports.push(JSON.parse(stdout) as ChildReport);
   }
-  const median = (pick: (report: ChildReport) => number): number => percentile(reports.map(pick).sort((a, b) => a - b), 0.5);
+  const medianOf = (pick: (report: ChildReport) => number): number => median(reports.map(pick));
   return {
-    bootMs: median((report) => report.boot_ms),
-    rss: median((report) => report.rss_delta_bytes),
-    heap: median((report) => report.heap_delta_bytes),
+    bootMs: medianOf((report) => report.boot_ms),
+    rss: medianOf((report) => report.rss_delta_bytes),
+    heap: medianOf((report) => report.heap_delta_bytes),
     agents: reports[0]?.agents ?? 0,
   };
 }

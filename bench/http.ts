@@ -11,7 +11,7 @@ import { parseManifest } from '../src/manifest/index.ts';
 import { startScriptedModelServer } from '../src/models/scripted-model-server.ts';
 import { openBenchKernel } from './bench-kernel.ts';
 import type { ServeReport } from './http-serve.ts';
-import { percentile, round, summarize } from './stats.ts';
+import { median, percentile, round, summarize } from './stats.ts';
 
 const CHATS = 1000;
 /** Rounds of `CHATS` against each server, alternating. */
@@ -89,7 +89,6 @@ async function measureRound(server: ServeProcess): Promise<Round> {
 }
 
 /** The middle value (the lower middle of an even count). */
-const median = (values: readonly number[]): number => percentile([...values].sort((a, b) => a - b), 0.5);
 
 /** A round's rate, in chats per second. */
 const rateOf = (round: Round): number => (CHATS / round.load.elapsedMs) * 1000;

@@ -5,6 +5,11 @@ export function percentile(sorted: readonly number[], fraction: number): number 
   return sorted[rank] ?? Number.NaN;
 }
 
+/** The median of `values` (in any order). */
+export function median(values: readonly number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 0.5);
+}
+
 /** Rounds to 4 decimals, for readable JSON. */
 export function round(value: number): number {
   return Math.round(value * 10_000) / 10_000;

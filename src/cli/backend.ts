@@ -1,6 +1,6 @@
 import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
-import { readDaemonFile, startedBeforeConfigChanged } from '../daemon/index.ts';
+import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, type PairingView, toApprovalView, toPairingView } from '../http/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
@@ -308,9 +308,8 @@ export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: 
  */
 export async function staleDaemonNote(io: CliIo): Promise<string | undefined> {
   if (givenDaemonUrl(io.env) !== undefined) return undefined;
-  const { home } = await openHome(io);
-  const daemon = await readDaemonFile(home);
-  if (daemon === undefined || !(await startedBeforeConfigChanged(home, daemon))) return undefined;
+  const daemon = await staleDaemon((await openHome(io)).home);
+  if (daemon === undefined) return undefined;
   return `note: the daemon at ${daemon.url} (pid ${daemon.pid}) started before config.toml last changed, and runs with the config it read then; restart it to use what changed (loom stop, then loom start)`;
 }
 

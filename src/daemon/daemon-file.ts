@@ -75,3 +75,9 @@ export async function startedBeforeConfigChanged(home: LoomHome, daemon: DaemonI
   );
   return changed !== undefined && changed > Date.parse(daemon.startedAt);
 }
+
+/** The home's running daemon when it started before config.toml last changed, else undefined. */
+export async function staleDaemon(home: LoomHome): Promise<DaemonInfo | undefined> {
+  const daemon = await readDaemonFile(home);
+  return daemon !== undefined && (await startedBeforeConfigChanged(home, daemon)) ? daemon : undefined;
+}

@@ -270,7 +270,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     }
     return tools;
   };
-  const find = (agent: ToolAgent, name: string): Tool<never> | undefined => current(agent).find((tool) => tool.name === name);
+  // The tool `current` would list under `name`, without building the list: on every call.
+  const find = (agent: ToolAgent, name: string): Tool<never> | undefined => shared().find((tool) => tool.name === name) ?? options.agentTools?.(agent).find((tool) => tool.name === name);
   const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {

@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
 import { ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
-import { readDaemonFile, startedBeforeConfigChanged } from '../../daemon/index.ts';
+import { staleDaemon } from '../../daemon/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import { MODEL_PROVIDERS } from '../../manifest/index.ts';
 import { modelName, type ModelTarget } from '../../models/index.ts';
@@ -69,8 +69,8 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       // A daemon reads config.toml when it starts: one started before its last change goes on
       // without it (with `written`, the model init just wrote; else whatever changed since).
       const sayIfDaemonIsStale = async (written?: ModelTarget): Promise<void> => {
-        const daemon = await readDaemonFile(home);
-        if (daemon === undefined || !(await startedBeforeConfigChanged(home, daemon))) return;
+        const daemon = await staleDaemon(home);
+        if (daemon === undefined) return;
         const restart = '(loom stop, then loom start or npm start)';
         const notice =
           written === undefined
