@@ -48,9 +48,13 @@ function requestOf(callOptions: LanguageModelV4CallOptions): ModelRequest {
 /**
  * Durable kernel turns, rotating over 50 agents whose sessions start with `prefill` messages.
  * Also measures the heap the kernel holds per message of the sessions it keeps, notes what the
- * model was asked, and, on a file (`floor`), what the turns' rows cost to commit by themselves.
+ * model was asked, and, on a file (`floor`), what the turns' rows cost to commit by themselves
+ * (`commitFloor`) and with the bare SDK's calls between them, as in a turn (`durableFloor`).
  */
-async function measureKernelTurns(withTool: boolean, options: { prefill?: number; databasePath?: string; floor?: boolean } = {}): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[] }> {
+async function measureKernelTurns(
+  withTool: boolean,
+  options: { prefill?: number; databasePath?: string; floor?: boolean } = {},
+): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[] }> {
   const { prefill = 0, databasePath, floor = false } = options;
   let request: ModelRequest | undefined;
   const model = createInstantModel({ ...(withTool ? { toolName: 'agent_list' } : {}), onCall: (callOptions) => (request ??= requestOf(callOptions)) });
@@ -71,50 +75,82 @@ async function measureKernelTurns(withTool: boolean, options: { prefill?: number
     let messages = 0;
     for (let index = 0; index < AGENTS; index += 1) messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
     const heapPerMessage = (collect() - heapBefore) / messages;
-    return { durations, heapPerMessage, request, commitFloor: floor ? measureCommitFloor(bench.databasePath, withTool) : [] };
+    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], withoutCallRecord: [], sdkLoop: [] };
+    const writes = openCommitFloor(bench.databasePath, withTool);
+    try {
+      const commitFloor = measureCommitFloor(writes, withTool);
+      // The least a durable turn could cost as Loom makes it: the model asked what Loom asked it,
+      // once per step, and the turn's writes where Loom makes them, with nothing else around them.
+      const durableFloor = request === undefined ? [] : await measureBareTurns(withTool, { request, perStep: true, writes });
+      // For a tool turn, the same floor without the call's own record (the turn's commit only),
+      // and with the SDK running its own loop (the record made in the tool's execute), which
+      // Loom does not, so that every call passes the kernel's tool runner.
+      const withoutCallRecord = withTool && request !== undefined ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } }) : [];
+      const sdkLoop = withTool && request !== undefined ? await measureBareTurns(withTool, { request, writes }) : [];
+      return { durations, heapPerMessage, request, commitFloor, durableFloor, withoutCallRecord, sdkLoop };
+    } finally {
+      writes.close();
+    }
   } finally {
     await bench.dispose();
   }
 }
 
+/** A turn's writes, as {@link openCommitFloor} replays them. */
+interface CommitFloor {
+  /** How many turns' rows it holds (one per session); `index` wraps around them. */
+  turns: number;
+  /** The tool call's own audit record, committed alone when the call ends. */
+  toolRecord(index: number): void;
+  /** The turn's commit: revision, messages, usage and audit record in one transaction. */
+  commitTurn(index: number): void;
+  close(): void;
+}
+
 /**
- * The floor under a durable turn: the statements a turn's commit needs (its session's revision
- * raised, its messages, usage and audit record, in one transaction; with a tool, first the tool
- * call's own audit record, committed when the call ends), run by node:sqlite alone, on the file
- * the turns used (Loom's schema and settings), with rows those turns wrote. Nothing of Loom runs
- * around them: no checks, no JSON encoding, no promises.
+ * The statements a turn's commit needs (its session's revision raised, its messages, usage and
+ * audit record, in one transaction; with a tool, first the tool call's own audit record, committed
+ * when the call ends), by node:sqlite alone on the file the turns used (Loom's schema and
+ * settings), with rows those turns wrote. Nothing of Loom runs around them: no checks, no JSON
+ * encoding, no promises.
  */
-function measureCommitFloor(path: string, withTool: boolean): number[] {
+function openCommitFloor(path: string, withTool: boolean): CommitFloor {
   const db = new DatabaseSync(path);
-  try {
-    db.exec('PRAGMA synchronous = NORMAL');
-    db.exec('PRAGMA foreign_keys = ON');
-    const perTurn = withTool ? 4 : 2;
-    const calls = withTool ? 2 : 1;
-    const sql = (text: string) => db.prepare(text);
-    // One turn of each session, as the turns wrote it.
-    const turns = sql('SELECT id, agent_id FROM sessions').all().map((row) => {
-      const id = String(row['id']);
-      const agent = String(row['agent_id']);
-      const messages = sql('SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?').all(id, perTurn).map((message) => String(message['message'])).reverse();
-      const usage = sql('SELECT model, input_tokens, output_tokens, cost_usd FROM usage WHERE agent_id = ? ORDER BY rowid DESC LIMIT ?').all(agent, calls);
-      const data = (type: string) => String(sql('SELECT data FROM events WHERE agent_id = ? AND type = ? ORDER BY seq DESC LIMIT 1').get(agent, type)?.['data'] ?? '{}');
-      return { id, agent, messages, usage, turnFinish: data('turn-finish'), toolFinish: data('tool-finish') };
-    });
-    const begin = sql('BEGIN IMMEDIATE');
-    const commit = sql('COMMIT');
-    const touch = sql('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? RETURNING revision');
-    const nextSeq = sql('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
-    const insertMessage = sql('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
-    const insertUsage = sql('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
-    const insertEvent = sql('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
-    const durations: number[] = [];
-    for (let index = 0; index < WARMUP + TURNS; index += 1) {
-      const turn = turns[index % turns.length];
-      if (turn === undefined) break;
-      const started = performance.now();
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  const perTurn = withTool ? 4 : 2;
+  const calls = withTool ? 2 : 1;
+  const sql = (text: string) => db.prepare(text);
+  // One turn of each session, as the turns wrote it.
+  const turns = sql('SELECT id, agent_id FROM sessions').all().map((row) => {
+    const id = String(row['id']);
+    const agent = String(row['agent_id']);
+    const messages = sql('SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?').all(id, perTurn).map((message) => String(message['message'])).reverse();
+    const usage = sql('SELECT model, input_tokens, output_tokens, cost_usd FROM usage WHERE agent_id = ? ORDER BY rowid DESC LIMIT ?').all(agent, calls);
+    const data = (type: string) => String(sql('SELECT data FROM events WHERE agent_id = ? AND type = ? ORDER BY seq DESC LIMIT 1').get(agent, type)?.['data'] ?? '{}');
+    return { id, agent, messages, usage, turnFinish: data('turn-finish'), toolFinish: data('tool-finish') };
+  });
+  const begin = sql('BEGIN IMMEDIATE');
+  const commit = sql('COMMIT');
+  const touch = sql('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? RETURNING revision');
+  const nextSeq = sql('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
+  const insertMessage = sql('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
+  const insertUsage = sql('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
+  const insertEvent = sql('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
+  const turnAt = (index: number) => {
+    const turn = turns[index % turns.length];
+    if (turn === undefined) throw new Error('the turns wrote no session');
+    return turn;
+  };
+  return {
+    turns: turns.length,
+    toolRecord(index) {
+      const turn = turnAt(index);
+      insertEvent.run(Date.now(), 'tool-finish', turn.agent, turn.toolFinish);
+    },
+    commitTurn(index) {
+      const turn = turnAt(index);
       const at = Date.now();
-      if (withTool) insertEvent.run(at, 'tool-finish', turn.agent, turn.toolFinish);
       begin.run();
       touch.get(at, turn.id);
       const next = Number(nextSeq.get(turn.id)?.['next'] ?? 0);
@@ -122,39 +158,66 @@ function measureCommitFloor(path: string, withTool: boolean): number[] {
       for (const row of turn.usage) insertUsage.run(turn.agent, at, row['model'] ?? '', row['input_tokens'] ?? 0, row['output_tokens'] ?? 0, row['cost_usd'] ?? 0);
       insertEvent.run(at, 'turn-finish', turn.agent, turn.turnFinish);
       commit.run();
-      if (index >= WARMUP) durations.push(performance.now() - started);
-    }
-    return durations;
-  } finally {
-    db.close();
+    },
+    close: () => db.close(),
+  };
+}
+
+/** The floor's writes alone, one turn after another: what committing a turn's rows costs by itself. */
+function measureCommitFloor(floor: CommitFloor, withTool: boolean): number[] {
+  const durations: number[] = [];
+  for (let index = 0; index < WARMUP + TURNS; index += 1) {
+    const started = performance.now();
+    if (withTool) floor.toolRecord(index);
+    floor.commitTurn(index);
+    if (index >= WARMUP) durations.push(performance.now() - started);
   }
+  return durations;
+}
+
+/** How {@link measureBareTurns} calls the SDK. */
+interface BareOptions {
+  /** Every call sends just "hello" (the cheapest possible call). */
+  singlePrompt?: boolean;
+  /** Messages each conversation starts with. */
+  prefill?: number;
+  /** The system prompt and tools Loom sent (the same request). */
+  request?: ModelRequest | undefined;
+  /** The SDK called once per step, as Loom calls it, instead of its own multi-step loop. */
+  perStep?: boolean;
+  /** A turn's writes, made where Loom makes them: the call's record after it, the commit at the end. */
+  writes?: CommitFloor;
 }
 
 /**
  * The same conversations through the bare AI SDK: 50 of them, each growing by the same messages
- * a Loom session grows by, so both sides send the model the same history. Nothing is persisted
- * or checked. With `singlePrompt`, every call sends just "hello" (the cheapest possible call);
- * with `request`, every call also carries the system prompt and tools Loom sent (the same request).
- * With `perStep`, the SDK is called once per step, as Loom calls it (its loop runs the tool
- * between two calls), instead of running its own multi-step loop.
+ * a Loom session grows by, so both sides send the model the same history. Nothing is checked, and
+ * nothing is persisted unless `writes` are given.
  */
-async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill = 0, request?: ModelRequest, perStep = false): Promise<number[]> {
+async function measureBareTurns(withTool: boolean, options: BareOptions = {}): Promise<number[]> {
+  const { singlePrompt = false, prefill = 0, request, perStep = false, writes } = options;
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
   // The same answer Loom's agent_list gives the kernel's turners, so both sides carry the same history.
   const listed = Array.from({ length: AGENTS }, (_, index) => `turner-${index} (running)`).join('\n');
-  const execute = () => Promise.resolve(listed);
+  let turn = 0;
+  // The SDK's own loop runs the tool: with `writes`, the call's record is made as the call ends.
+  const execute = () => {
+    writes?.toolRecord(turn);
+    return Promise.resolve(listed);
+  };
   const offered = request?.tools.map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema), execute })]);
   const tools: ToolSet = offered === undefined ? { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute }) } : Object.fromEntries(offered);
   // Per step, the same tools without `execute`: Loom's loop runs them itself.
   const stepTools: ToolSet = Object.fromEntries((request?.tools ?? []).map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) })]));
   const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => history(prefill));
   const durations: number[] = [];
-  for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
+  for (; turn < WARMUP + TURNS; turn += 1) {
     const history = conversations[turn % AGENTS] ?? [];
     const started = performance.now();
     history.push({ role: 'user', content: 'hello' });
     if (perStep) {
-      await perStepTurn(model, history, request?.system, stepTools, listed);
+      await perStepTurn(model, history, request?.system, stepTools, listed, writes === undefined ? undefined : () => writes.toolRecord(turn));
+      writes?.commitTurn(turn);
       if (turn >= WARMUP) durations.push(performance.now() - started);
       continue;
     }
@@ -167,6 +230,7 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
       ...(withTool || request !== undefined ? { tools, stopWhen: stepCountIs(3) } : {}),
     });
     if (!singlePrompt) history.push(...result.response.messages);
+    writes?.commitTurn(turn);
     if (turn >= WARMUP) durations.push(performance.now() - started);
   }
   return durations;
@@ -174,27 +238,32 @@ async function measureBareTurns(withTool: boolean, singlePrompt = false, prefill
 
 /**
  * One turn with the SDK called once per step (at most three), as Loom's loop calls it: `tools`
- * are offered without `execute`, and the call's result (`listed`) is added between two calls.
+ * are offered without `execute`, and the call's result (`listed`) is added between two calls,
+ * after `called` (the call's record, when the turn's writes are measured with it).
  */
-async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], system: string | undefined, tools: ToolSet, listed: string): Promise<void> {
+async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], system: string | undefined, tools: ToolSet, listed: string, called?: () => void): Promise<void> {
   for (let step = 0; step < 3; step += 1) {
     const result = await generateText({ model, messages: [...history], ...(system === undefined ? {} : { system }), maxRetries: 0, tools });
     history.push(...result.response.messages);
     if (result.toolCalls.length === 0) return;
+    for (const _ of result.toolCalls) called?.();
     history.push({ role: 'tool', content: result.toolCalls.map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: listed } })) });
   }
 }
 
 async function compare(name: string, withTool: boolean): Promise<Record<string, unknown>> {
-  const single = summarize(await measureBareTurns(withTool, true));
+  const single = summarize(await measureBareTurns(withTool, { singlePrompt: true }));
   const bare = summarize(await measureBareTurns(withTool));
   const measured = await measureKernelTurns(withTool, { floor: true });
   const loom = summarize(measured.durations);
   const floor = summarize(measured.commitFloor);
+  const durable = summarize(measured.durableFloor);
+  const withoutCallRecord = withTool ? summarize(measured.withoutCallRecord) : undefined;
+  const sdkLoop = withTool ? summarize(measured.sdkLoop) : undefined;
   // The model asked exactly what Loom asked it (system prompt and tools too), by the bare SDK.
-  const sameRequest = summarize(await measureBareTurns(withTool, false, 0, measured.request));
+  const sameRequest = summarize(await measureBareTurns(withTool, { request: measured.request }));
   // The same request, with the SDK called once per step as Loom's loop calls it (a tool turn has two steps).
-  const perStep = withTool ? summarize(await measureBareTurns(withTool, false, 0, measured.request, true)) : undefined;
+  const perStep = withTool ? summarize(await measureBareTurns(withTool, { request: measured.request, perStep: true })) : undefined;
   // The same turns on a SQLite database in memory: what the commit's writes to the file cost.
   const memory = summarize((await measureKernelTurns(withTool, { databasePath: ':memory:' })).durations);
   const target = withTool ? 3 : 2;
@@ -214,7 +283,20 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     commit_floor_p99_ms: floor.p99_ms,
     floor_ratio_vs_bare: floorRatio,
     loom_share_p50_ms: round(loom.p50_ms - sameRequest.p50_ms - floor.p50_ms),
-    target_reachable_without_weakening: floorRatio <= target,
+    // The same floor in one piece, the writes made between the calls as in a turn: what one part
+    // leaves in the processor's caches for the next is counted, as it is in Loom's turn.
+    durable_floor_p50_ms: durable.p50_ms,
+    durable_floor_ratio_vs_bare: round(durable.p50_ms / bare.p50_ms),
+    loom_share_over_durable_floor_p50_ms: round(loom.p50_ms - durable.p50_ms),
+    // What the target leaves for all of Loom's own work (checks, queue, history, repair, records, events).
+    target_left_for_loom_ms: round(target * bare.p50_ms - durable.p50_ms),
+    target_reachable_without_weakening: durable.p50_ms / bare.p50_ms <= target,
+    ...(withoutCallRecord === undefined || sdkLoop === undefined
+      ? {}
+      : {
+          durable_floor_without_call_record_ratio_vs_bare: round(withoutCallRecord.p50_ms / bare.p50_ms),
+          durable_floor_sdk_loop_ratio_vs_bare: round(sdkLoop.p50_ms / bare.p50_ms),
+        }),
     ...(perStep === undefined
       ? {}
       : {
@@ -228,7 +310,7 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     ratio_p50_vs_single_prompt: round(loom.p50_ms / single.p50_ms),
     target_ratio: target,
     target_ops_per_s: 2000,
-    includes: `quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare${withTool ? '; per step = the same request with the SDK called once per step, as Loom calls it, the tool result added between the calls; per-step floor ratio = (per step + commit floor) / bare' : ''}`,
+    includes: `quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare; durable floor = the same request${withTool ? ' once per step' : ''} with the turn's writes made between the calls as Loom makes them, in one loop${withTool ? ", also without the call's own record and with the SDK's own loop running the tool" : ''}${withTool ? '; per step = the same request with the SDK called once per step, as Loom calls it, the tool result added between the calls; per-step floor ratio = (per step + commit floor) / bare' : ''}`,
   };
 }
 
@@ -248,7 +330,7 @@ export const toolTurnBench = (): Promise<Record<string, unknown>> => compare('to
 export async function longSessionTurnBench(): Promise<Record<string, unknown>> {
   const bareShort = summarize(await measureBareTurns(false));
   const loomShort = summarize((await measureKernelTurns(false)).durations);
-  const bareLong = summarize(await measureBareTurns(false, false, LONG_SESSION));
+  const bareLong = summarize(await measureBareTurns(false, { prefill: LONG_SESSION }));
   const long = await measureKernelTurns(false, { prefill: LONG_SESSION });
   const loomLong = summarize(long.durations);
   const overheadShort = loomShort.p50_ms - bareShort.p50_ms;
