@@ -22,13 +22,13 @@ const WARM_UP_CHATS = 500;
 const bin = join(import.meta.dirname, '../bin/loom.js');
 
 /** Runs `bench/http-load.ts` in its own process against `url` and returns what it saw. */
-async function runLoadGenerator(url: string, chats: number, concurrency: number): Promise<{ durations: number[]; errors: number; elapsedMs: number }> {
+async function runLoadGenerator(url: string, chats: number, concurrency: number): Promise<{ durations: number[]; errors: number; elapsedMs: number; cpuMs: number }> {
   const child = spawn(process.execPath, [join(import.meta.dirname, 'http-load.ts'), url, String(chats), String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   if (code !== 0) throw new Error(`the load generator exited with ${code}`);
-  return JSON.parse(output) as { durations: number[]; errors: number; elapsedMs: number };
+  return JSON.parse(output) as { durations: number[]; errors: number; elapsedMs: number; cpuMs: number };
 }
 
 /** A server of `bench/http-serve.ts` in its own process. */
@@ -77,7 +77,7 @@ async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
 
 /** What a round of the benchmark's chats gave against one server, and what the server counted while it served them. */
 interface Round {
-  load: { durations: number[]; errors: number; elapsedMs: number };
+  load: { durations: number[]; errors: number; elapsedMs: number; cpuMs: number };
   served: ServeReport;
 }
 
@@ -87,8 +87,6 @@ async function measureRound(server: ServeProcess): Promise<Round> {
   const load = await runLoadGenerator(server.url, CHATS, CONCURRENCY);
   return { load, served: await server.report() };
 }
-
-/** The middle value (the lower middle of an even count). */
 
 /** A round's rate, in chats per second. */
 const rateOf = (round: Round): number => (CHATS / round.load.elapsedMs) * 1000;
@@ -157,6 +155,8 @@ function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]):
     bare_server_p99_over_p50: round(median(bareSummaries.map((each) => each.p99_ms / each.p50_ms))),
     bare_server_cpu_ms_per_chat: round(bareCpuPerChat),
     loom_cpu_share_ms_per_chat: round(cpuPerChat - bareCpuPerChat),
+    // The load generator shares the machine's cores with the server it loads.
+    load_generator_cpu_ms_per_chat: round(median(rounds.map((each) => each.load.cpuMs / CHATS))),
     targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
     processes: 'the daemon, the bare server and the load generator each in a process of its own',
     bare_server: "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model: no agent, no checks, nothing stored",
