@@ -4,11 +4,11 @@ import { capabilitiesFromManifest, filePatternCovers, globDirectory, isGranted, 
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import { fetchDomainCovers } from '../emergent/index.ts';
-import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, namedModel, PRIORITIES } from '../manifest/index.ts';
+import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';
-import { judgeModelFor, toTarget } from './model-targets.ts';
+import { manifestModels } from './model-targets.ts';
 
 /**
  * What a manifest empowers is more than its `[capabilities]`: everything inside its workspace
@@ -316,36 +316,6 @@ function confineCode(parent: Manifest, child: Manifest, report: Report): Manifes
   return { timeout_ms: bound('timeout_ms'), memory_mb: bound('memory_mb'), max_reply_bytes: bound('max_reply_bytes'), interpreter: mine.interpreter };
 }
 
-/** A model an agent may call, with where its field is written. */
-interface NamedModel {
-  field: string;
-  target: ModelTarget;
-}
-
-/** Every model a manifest may have called: routed tiers, the primary (or default) and fallbacks. */
-function modelsOf(manifest: Manifest, context: ConfinementContext): NamedModel[] {
-  const models: NamedModel[] = [];
-  const named = namedModel(manifest.model);
-  const primary = named ?? context.defaultModel;
-  if (primary !== undefined) models.push({ field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)', target: primary });
-  manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
-  if (manifest.routing?.enabled === true) {
-    for (const [tier, target] of Object.entries(context.tiers ?? {})) {
-      if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
-    }
-  }
-  // The judges of its forged tools, as the kernel picks them (the default model when it names none).
-  if (manifest.emergent?.enabled === true) {
-    const runtime = { aliases: context.aliases, defaultModel: context.defaultModel };
-    const creation = judgeModelFor(manifest.emergent, 'creation', runtime);
-    if (creation !== undefined) models.push({ field: manifest.emergent.judge_model === undefined ? 'the default model as [emergent]\'s judge (no judge_model)' : '[emergent].judge_model', target: creation });
-    // Without its own, the promotion judge is the creation judge, listed above.
-    const promotion = manifest.emergent.promotion_judge_model === undefined ? undefined : judgeModelFor(manifest.emergent, 'safety', runtime);
-    if (promotion !== undefined) models.push({ field: '[emergent].promotion_judge_model', target: promotion });
-  }
-  return models;
-}
-
 /**
  * A child spawned in a limited step (a package activity, `ToolAgent.limit`), already confined by
  * its parent, held to the step as well: its capabilities covered by the step's `limit`, every
@@ -364,7 +334,7 @@ export function confineToStep(child: Manifest, granted: readonly Capability[], s
     throw refusal(`is limited to what it names: ${error.message}`, error.details);
   }
   // A child calling another model would spend outside the step's model and budget.
-  const models = modelsOf(child, context).flatMap(({ field, target }) => {
+  const models = manifestModels(child, context).flatMap(({ field, target }) => {
     const name = modelName(target);
     return isGranted(step.limit, { kind: 'llm_query', pattern: name }) ? [] : [`${field} calls model "${name}"`];
   });
@@ -394,7 +364,7 @@ function hostPortOf(url: string): string | undefined {
  * carries no key must be one the parent calls or may reach.
  */
 function checkModels(parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): void {
-  const parentModels = modelsOf(parent.manifest, context).map((model) => ({ name: modelName(model.target), ...modelEndpoint(model.target) }));
+  const parentModels = manifestModels(parent.manifest, context).map((model) => ({ name: modelName(model.target), ...modelEndpoint(model.target) }));
   const caps = parent.capabilities;
   const queries = caps.some((capability) => capability.kind === 'llm_query');
   const networkAllowed = parent.manifest.exec_policy?.allow_network !== false;
@@ -402,7 +372,7 @@ function checkModels(parent: ConfinedParent, child: Manifest, context: Confineme
     const target = hostPortOf(url);
     return networkAllowed && target !== undefined && isGranted(caps, { kind: 'net_connect', pattern: target });
   };
-  for (const { field, target } of modelsOf(child, context)) {
+  for (const { field, target } of manifestModels(child, context)) {
     const name = modelName(target);
     const { keyVariable, baseUrl } = modelEndpoint(target);
     const mayQuery = queries ? isGranted(caps, { kind: 'llm_query', pattern: name }) : parentModels.some((model) => model.name === name);

@@ -44,7 +44,7 @@ import type { CapabilityManager } from './capability-manager.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
 import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
-import { judgeModelsOf, toTarget } from './model-targets.ts';
+import { manifestModels, toTarget } from './model-targets.ts';
 import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
@@ -206,11 +206,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const primary = namedModel(manifest.model) ?? runtime.defaultModel;
     const own = [...(primary === undefined ? [] : [primary]), ...manifest.fallback_models.map(toTarget)];
     if (chosen !== undefined) {
-      // A task's model: granted by llm_query, or without any grants one the manifest names.
+      // A task's model: granted by llm_query, or without any grants one the manifest chose.
       const granted = capabilities.granted(entry.id);
       const allowed = granted.some((capability) => capability.kind === 'llm_query')
         ? isGranted(granted, { kind: 'llm_query', pattern: modelName(chosen) })
-        : [...own, ...judgeModelsOf(runtime, manifest)].some((model) => modelName(model) === modelName(chosen));
+        : manifestModels(manifest, runtime).some(({ target }) => modelName(target) === modelName(chosen));
       if (!allowed) throw new CapabilityDeniedError(`agent "${entry.name}" may not call model "${modelName(chosen)}": grant it [capabilities].llm_query "${modelName(chosen)}"`);
       return { models: [chosen] };
     }

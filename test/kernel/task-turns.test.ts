@@ -94,6 +94,21 @@ describe('kernel.runTask()', () => {
     expect(await host.kernel.runTask('worker', { prompt: 'hi', model: mini })).toMatchObject({ text: 'from the judge model', model: 'openai/gpt-4o-mini' });
   });
 
+  it('counts the tiers it is routed over among its models only while [routing] is on', async () => {
+    // Closed first: this test needs a daemon whose config names a tier's model.
+    await host.close();
+    host = await openTestHost(dir.path, { routing: { fast: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url } } });
+    const mini = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
+    await host.kernel.spawn(manifest(worker('[routing]\nenabled = false')));
+    await expect(host.kernel.runTask('worker', { prompt: 'hi', model: mini })).rejects.toThrow('agent "worker" may not call model "openai/gpt-4o-mini"');
+    expect(server.requests).toEqual([]);
+
+    await host.kernel.kill('worker');
+    await host.kernel.spawn(manifest(worker('[routing]\nenabled = true')));
+    server.script([{ text: 'from the fast tier' }]);
+    expect(await host.kernel.runTask('worker', { prompt: 'hi', model: mini })).toMatchObject({ text: 'from the fast tier', model: 'openai/gpt-4o-mini' });
+  });
+
   it('refuses a forge in a step whose limit does not name the judge\'s model, without calling it', async () => {
     const agent = worker('[emergent]\njudge_model = "openai/gpt-4o-mini"').replace('tools = ["file_read", "file_write"]', 'tools = ["forge_tool"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
     await host.kernel.spawn(manifest(agent));
