@@ -117,7 +117,7 @@ export function createCodeModules(options: CodeModulesOptions): CodeModules {
         bytes = await readFile(ref.path);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        const missing = ref.kind === 'wasm' ? 'names no file: there is nothing at that path (a module built from source is there only once built: see the build command in its manifest or docs/code-agents.md)' : 'names no file: there is nothing at that path';
+        const missing = `names no file: there is nothing at that path${ref.kind === 'wasm' ? ' (a module built from source is there only once built: see the build command in its manifest or docs/code-agents.md)' : ''}`;
         return refuse(code === 'ENOENT' ? missing : code === 'EISDIR' ? 'names a folder, not a file' : `cannot be read: ${(error as Error).message}`);
       }
       try {
