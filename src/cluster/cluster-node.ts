@@ -24,6 +24,13 @@ export interface ClusterNode extends Leadership, ClusterReader {
    * @throws {StoreError} when the database cannot be reached.
    */
   liveNode(id: string): Promise<{ name: string; url: string | null } | undefined>;
+  /**
+   * Runs `work` while no other node of the installation runs its own: the kernel's spawns and
+   * updates, which judge an agent by its parent's manifest and confine its children, so that no
+   * two of them, on any nodes, interleave (decision 0015). Alone on SQLite, `work` runs at once.
+   * @throws {StoreError} when the database cannot be reached.
+   */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
   /** Records where the node's API listens (shown by `GET /api/cluster`). */
   setUrl(url: string): void;
   /** Leaves: stops leading at once (listeners told), releases the lock and records the stop. Idempotent. */

@@ -11,6 +11,12 @@ import { readJobCounts } from './job-queue.ts';
  */
 export const LEADER_LOCK_KEYS = [0x4c6f6f6d, 0x4c656164] as const;
 
+/**
+ * The advisory lock a node holds while it spawns or updates an agent (`exclusive`): `Loom` and
+ * `Tree` in ASCII, two keys like the leader's and apart from it.
+ */
+export const LINEAGE_LOCK_KEYS = [0x4c6f6f6d, 0x54726565] as const;
+
 /** How often a node records its heartbeat, in milliseconds. */
 export const DEFAULT_HEARTBEAT_MS = 2_000;
 
@@ -288,6 +294,28 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     async othersAlive() {
       const result = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`, [id, staleAfterMs]);
       return (result.rows[0]?.count ?? 0) > 0;
+    },
+
+    async exclusive(work) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+        await client.query('SELECT pg_advisory_lock($1, $2)', [...LINEAGE_LOCK_KEYS]).catch((error: unknown) => {
+          client.release(true);
+          throw error;
+        });
+      } catch (error) {
+        throw new StoreError(`cannot take the lock of agents' spawns and updates on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
+      }
+      try {
+        return await work();
+      } finally {
+        // A session's lock: a connection that cannot say unlock is closed, which lets it go.
+        await client.query('SELECT pg_advisory_unlock($1, $2)', [...LINEAGE_LOCK_KEYS]).then(
+          () => client.release(),
+          () => client.release(true),
+        );
+      }
     },
 
     async liveNode(other) {

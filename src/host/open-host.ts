@@ -192,7 +192,13 @@ export async function openHost(options: HostOptions): Promise<Host> {
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
-      node: { id: joined.id, find: (id) => joined.liveNode(id), othersAlive: () => joined.othersAlive() },
+      node: {
+        id: joined.id,
+        find: (id) => joined.liveNode(id),
+        othersAlive: () => joined.othersAlive(),
+        // Alone on SQLite, the kernel's own order is the installation's.
+        ...(joined.store === 'postgres' ? { exclusive: <T>(work: () => Promise<T>) => joined.exclusive(work) } : {}),
+      },
     });
     late.kernel = kernel;
     // A package installed on another node (heard through the event relay): its triggers start here too.

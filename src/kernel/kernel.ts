@@ -61,6 +61,12 @@ export interface KernelDependencies {
 export interface KernelNode extends ApprovalNode {
   /** Whether another node sharing the store runs now. */
   othersAlive(): Promise<boolean>;
+  /**
+   * With nodes sharing the store: runs `work` while no other node runs its own (a lock in the
+   * database). Spawns and updates run in it, after reading again from the store the agents they
+   * judge by, which another node may have changed since this one heard of it.
+   */
+  exclusive?<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** Options for {@link Kernel.spawn}. */
@@ -459,7 +465,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       await adopt(restored);
       return;
     }
-    if (record.updatedAt === held.updatedAt && record.state === held.state) return;
+    // Compared whole, not by their times: two nodes may store a change in the same millisecond.
     // Both parsed by the manifest's schema, so in one key order whatever order the store kept (PostgreSQL's jsonb reorders keys).
     if (JSON.stringify(restored.manifest) !== JSON.stringify(held.manifest)) await applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
     if (record.state !== held.state) await applyState(held, record.state, record.updatedAt);
@@ -658,16 +664,45 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   }
 
   /**
-   * Spawns and updates, one at a time on this node: a child is judged by its parent's manifest as
-   * it is, and an update confines the children there are. Interleaved (each awaits the store), a
-   * child spawned while its parent's update ran could keep what the update took away.
+   * Spawns and updates, one at a time on this node and, with nodes sharing the store, in the
+   * installation: a child is judged by its parent's manifest as it is, and an update confines the
+   * children there are. Interleaved (each awaits the store), a child spawned while its parent's
+   * update ran could keep what the update took away. `fresh` reads again from the store what the
+   * work judges by, once no other node can change it: the node heard of other nodes' changes
+   * through events, which may not have arrived yet.
    */
   let lineage: Promise<unknown> = Promise.resolve();
-  const oneAtATime = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = lineage.then(work);
+  const oneAtATime = <T>(fresh: () => Promise<void>, work: () => Promise<T>): Promise<T> => {
+    const { node } = dependencies;
+    const run = lineage.then(() =>
+      node?.exclusive === undefined
+        ? work()
+        : node.exclusive(async () => {
+            await fresh();
+            return work();
+          }),
+    );
     lineage = run.catch(() => undefined);
     return run;
   };
+
+  /**
+   * The agent `reference` (a name or an id), and with `descendants` every agent below it, read
+   * again from the store (see `oneAtATime`): taken as stored, adopted, or forgotten.
+   */
+  async function refresh(reference: string, descendants: boolean): Promise<void> {
+    const held = registry.lookup(reference);
+    if (held !== undefined && !descendants) return sync(held.id, await store.agents.get(held.id));
+    const records = await store.agents.list();
+    const id = held?.id ?? records.find((record) => record.id === reference || record.name === reference)?.id;
+    if (id === undefined) return;
+    const tree = new Set([id]);
+    // Oldest first, so a parent comes before its children.
+    if (descendants) for (const record of records) if (record.parentId !== null && tree.has(record.parentId)) tree.add(record.id);
+    for (const entry of held === undefined || !descendants ? [] : registry.subtree(held)) tree.add(entry.id);
+    const stored = new Map(records.map((record) => [record.id, record]));
+    for (const agentId of tree) await sync(agentId, stored.get(agentId));
+  }
 
   const kernel: Kernel = {
     events,
@@ -703,7 +738,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     update(reference, requested) {
-      return oneAtATime(async () => {
+      return oneAtATime(() => refresh(reference, true), async () => {
         const entry = registry.resolve(reference);
         if (requested.name !== entry.name) {
           throw new LoomError('AGENT_RENAME', 'user', `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`);
@@ -729,7 +764,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     spawn(requested, options = {}) {
+      const { parent } = options;
       return oneAtATime(async () => {
+        if (parent !== undefined) await refresh(parent, false);
+      }, async () => {
         const { name } = requested;
         const holder = registry.holderOf(name);
         if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);

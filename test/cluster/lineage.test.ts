@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClusterNode } from '../../src/cluster/index.ts';
+import { createPostgresCluster } from '../../src/cluster/postgres-cluster.ts';
+import { createFakeClock } from '../../src/clock/index.ts';
+import { CapabilityEscalationError } from '../../src/errors/index.ts';
+import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
+import { manifest } from '../helpers/test-kernel.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
+
+// Two nodes on one database, each with its kernel, and no event relay between them: what one
+// node stored, the other has not heard of, as between a change and its event's arrival. A spawn
+// or an update judges by the agents as the store holds them, not as the node last heard.
+
+const postgres = useTestPostgres();
+const closers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** A node of the installation on `url`, started. */
+async function clusterNode(url: string, name: string): Promise<ClusterNode> {
+  const node = createPostgresCluster({ url, target: 'test', id: randomUUID(), name, version: 'test', schemaVersion: postgresMigrations.at(-1)?.version ?? 0, logger: createSilentLogger() });
+  await node.start();
+  return node;
+}
+
+/** A node's kernel on `url`, booted, with the installation-wide order of spawns and updates. */
+async function nodeKernel(url: string, name: string): Promise<Kernel> {
+  const store = await openPostgresStore({ url });
+  const node = await clusterNode(url, name);
+  const kernel = createKernel({
+    store,
+    clock: createFakeClock(),
+    ids: createUuidGenerator(),
+    logger: createSilentLogger(),
+    node: { id: node.id, find: (id) => node.liveNode(id), othersAlive: () => node.othersAlive(), exclusive: (work) => node.exclusive(work) },
+  });
+  await kernel.boot();
+  closers.push(async () => {
+    await kernel.shutdown();
+    await node.stop();
+    await store.close();
+  });
+  return kernel;
+}
+
+/** Waits (bounded) until `check` holds. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt += 1) {
+    if (await check()) return;
+    await delay(10);
+  }
+  throw new Error('timed out');
+}
+
+const lead = (tools: string): string => `name = "lead"\n[capabilities]\ntools = [${tools}]\nshell = ["git *"]\n`;
+const helper = `name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["git *"]\n`;
+
+describe('spawns and updates across nodes', () => {
+  it('run one at a time in the installation: a node waits while another holds the lock', async () => {
+    const { url, name } = await postgres.createDatabase();
+    await (await openPostgresStore({ url })).close();
+    const [a, b] = [await clusterNode(url, 'a'), await clusterNode(url, 'b')];
+    closers.push(() => a.stop(), () => b.stop());
+    const order: string[] = [];
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = a.exclusive(async () => {
+      order.push('a starts');
+      await held;
+      order.push('a ends');
+    });
+    await until(() => Promise.resolve(order.length > 0));
+    const second = b.exclusive(() => {
+      order.push('b starts');
+      return Promise.resolve();
+    });
+    // b asks while a holds it, and waits: its request is in the server's locks, not granted.
+    const waiting = async (): Promise<number> => ((await postgres.query('SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = $1 AND NOT granted', ['advisory'], name)).rows[0] as { waiting: number }).waiting;
+    await until(async () => (await waiting()) === 1);
+    expect(order).toEqual(['a starts']);
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['a starts', 'a ends', 'b starts']);
+    // Given back after a failure too.
+    await expect(a.exclusive(() => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
+    expect(await b.exclusive(() => Promise.resolve('free'))).toBe('free');
+  });
+
+  it('judges a child by its parent as another node just updated it', async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await nodeKernel(url, 'a');
+    await a.spawn(manifest(lead('"shell_exec", "file_read"')));
+    const b = await nodeKernel(url, 'b');
+    // b takes the shell away; a has not heard.
+    await b.update('lead', manifest(lead('"file_read"')));
+    expect(a.get('lead').capabilities).toContainEqual({ kind: 'tool_invoke', pattern: 'shell_exec' });
+
+    const spawned = a.spawn(manifest(helper), { parent: 'lead' });
+    await expect(spawned).rejects.toThrow(CapabilityEscalationError);
+    await expect(spawned).rejects.toThrow('cannot spawn agent "helper" as a child of "lead"');
+    expect(a.list().map((agent) => agent.name)).toEqual(['lead']);
+    // a now holds the parent as it is stored.
+    expect(a.get('lead').capabilities).not.toContainEqual({ kind: 'tool_invoke', pattern: 'shell_exec' });
+  });
+
+  it("confines the children another node spawned that this one has not heard of", async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await nodeKernel(url, 'a');
+    await a.spawn(manifest(lead('"shell_exec", "file_read"')));
+    const b = await nodeKernel(url, 'b');
+    // a spawns a child holding the shell; b has not heard of it.
+    await a.spawn(manifest(helper), { parent: 'lead' });
+    expect(b.list().map((agent) => agent.name)).toEqual(['lead']);
+
+    const narrowed = b.update('lead', manifest(lead('"file_read"')));
+    await expect(narrowed).rejects.toThrow('cannot update "lead": its child "helper" would then exceed it');
+    // What merges does reach it: the parent's exec policy, written into the child as b stores it.
+    await b.update('lead', manifest(`${lead('"shell_exec", "file_read"')}[exec_policy]\nallow_network = false\n`));
+    expect(b.get('helper').manifest.exec_policy).toMatchObject({ allow_network: false });
+  });
+});
