@@ -1,4 +1,11 @@
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../contracts/index.ts';
+
+/**
+ * The longest delay a Node timer takes (2³¹ − 1 ms, ~24.8 days): a longer one fires after 1 ms.
+ * A monthly cron or a heartbeat of weeks sleeps longer, so a sleep waits in steps of at most this.
+ */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /** The real clock: wall time and real timers. */
 export function createSystemClock(): Clock {
@@ -9,23 +16,30 @@ export function createSystemClock(): Clock {
     sleep: (ms, options) =>
       new Promise<void>((resolve, reject) => {
         const signal = options?.signal;
-        if (signal === undefined) {
-          setTimeout(resolve, ms);
-          return;
-        }
-        if (signal.aborted) {
+        if (signal?.aborted === true) {
           reject(signal.reason as Error);
           return;
         }
+        // Measured on the monotonic clock, as timers are, so a change of the wall time moves nothing.
+        const until = performance.now() + ms;
+        let timer: NodeJS.Timeout;
         const onAbort = (): void => {
           clearTimeout(timer);
-          reject(signal.reason as Error);
+          reject(signal?.reason as Error);
         };
-        const timer = setTimeout(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }, ms);
-        signal.addEventListener('abort', onAbort, { once: true });
+        const wait = (left: number): void => {
+          timer = setTimeout(() => {
+            const rest = until - performance.now();
+            if (rest >= 1) {
+              wait(rest);
+              return;
+            }
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          }, Math.min(left, LONGEST_TIMER_MS));
+        };
+        wait(ms);
+        signal?.addEventListener('abort', onAbort, { once: true });
       }),
   };
 }

@@ -19,6 +19,18 @@ describe('the system clock', () => {
     await expect(clock.sleep(60_000, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
   });
 
+  it('sleeps past the longest delay a Node timer takes (2^31 - 1 ms) instead of waking at once', async () => {
+    // A yearly cron's next run is more than 24.8 days away: Node fires such a timer after 1 ms.
+    const controller = new AbortController();
+    let woke = false;
+    const sleeping = clock.sleep(2 ** 31 + 60_000, { signal: controller.signal }).then(() => (woke = true));
+    await clock.sleep(50);
+    expect(woke).toBe(false);
+    const reason = new Error('stopped by the test');
+    controller.abort(reason);
+    await expect(sleeping).rejects.toBe(reason);
+  });
+
   it('resolves when the time comes first, and a later abort changes nothing', async () => {
     const controller = new AbortController();
     await clock.sleep(5, { signal: controller.signal });
