@@ -288,8 +288,11 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     }
     const cut = options.signal.aborted && streamed.trim() !== '' ? streamed : '';
     if (cut !== '') messages.push({ role: 'assistant', content: [{ type: 'text', text: cut }] });
-    if (typeof error === 'object' && error !== null) partialOutcomes.set(error, { messages, calls, text: text + cut });
-    throw error;
+    // A value that is not an object cannot carry it (a signal aborted with a string, as the HTTP
+    // server's is when the client goes away): it is thrown as an Error that can, with it as cause.
+    const thrown = typeof error === 'object' && error !== null ? error : new Error(String(error), { cause: error });
+    partialOutcomes.set(thrown, { messages, calls, text: text + cut });
+    throw thrown;
   }
 }
 

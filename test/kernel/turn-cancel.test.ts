@@ -111,6 +111,20 @@ describe('cancelling a turn', () => {
     expect(recordOf(session[0]).steps.filter((step) => step.kind === 'tool').map((step) => step.toolName)).toEqual(['agent_list', 'file_write']);
   });
 
+  it('counts what a turn used before its caller went away, whatever the reason its signal carries', async () => {
+    // The HTTP server aborts a request's signal with a string when its client disconnects.
+    await host.kernel.spawn(manifest(agent('metered', '[capabilities]\ntools = ["agent_list"]\n[resources]\nmax_tokens_per_hour = 300')));
+    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 400, outputTokens: 100 } }, { text: 'too late', gate: held }]);
+    const controller = new AbortController();
+    const turn = host.kernel.send('metered', 'Work', { signal: controller.signal });
+    await requestsReach(2);
+    controller.abort('Client connection prematurely closed.');
+    await expect(turn).rejects.toThrow('Client connection prematurely closed.');
+    expect(await host.kernel.usage({ agent: 'metered' })).toMatchObject([{ input_tokens: 400, output_tokens: 100 }]);
+    // Counted against its hourly limit too: the next message is refused.
+    await expect(host.kernel.send('metered', 'More')).rejects.toThrow('agent "metered" has used 500 of its 300');
+  });
+
   it('refuses to cancel when no turn runs (TURN_NOT_RUNNING), for an unknown agent, and for a caller who may not message the agent', async () => {
     await host.kernel.spawn(manifest(agent('idle')));
     await expect(host.kernel.cancelTurn('idle')).rejects.toMatchObject({ code: 'TURN_NOT_RUNNING', message: 'agent "idle" has no turn running; nothing to cancel' });
