@@ -290,9 +290,14 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     if (cut !== '') messages.push({ role: 'assistant', content: [{ type: 'text', text: cut }] });
     // A value that is not an object cannot carry it (a signal aborted with a string, as the HTTP
     // server's is when the client goes away): it is thrown as an Error that can, with it as cause.
-    const thrown = typeof error === 'object' && error !== null ? error : new Error(String(error), { cause: error });
-    partialOutcomes.set(thrown, { messages, calls, text: text + cut });
-    throw thrown;
+    const outcome = { messages, calls, text: text + cut };
+    if (typeof error === 'object' && error !== null) {
+      partialOutcomes.set(error, outcome);
+      throw error;
+    }
+    const wrapped = new Error(String(error), { cause: error });
+    partialOutcomes.set(wrapped, outcome);
+    throw wrapped;
   }
 }
 
