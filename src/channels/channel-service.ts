@@ -263,17 +263,16 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     return approved ? `Approved: ${approval.tool} runs.` : `Denied: ${approval.tool} does not run.`;
   }
 
-  /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
-  async function answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<void> {
-    const { config } = channel;
-    const adapter = channel.adapter;
-    if (adapter === undefined) return;
-    // As it stands now: edited or deleted on the platform while it waited.
-    const message = await store.channels.get(config.name, queued.platformId);
-    if (message?.status !== 'received') return;
+  /**
+   * The channel's policy and rate applied to a message to the bot (spec/01 step 2), the same for
+   * every message, a reply command included. Returns whether it may be answered; when not, it is
+   * settled here: ignored without a word, or refused with the reply such a message gets, audited
+   * as `decide()` and the rate say.
+   */
+  async function admit(config: ChannelConfig, adapter: ChannelAdapter, message: ChannelMessageRecord): Promise<boolean> {
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
     const user = { id: message.userId, name: message.userName };
-    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    const settle = (status: ChannelMessageRecord['status'], note: string): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
       await auditRefused(config, user, reason);
       await reply(config.name, adapter, target, text);
@@ -288,7 +287,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     if (decision.kind === 'ignore') {
       if (decision.audit) await auditRefused(config, user, decision.reason);
       await settle('ignored', decision.reason);
-      return;
+      return false;
     }
     // Counted for every message to the bot, refused or not: a flood is held back whoever sends
     // it, and answered once.
@@ -299,17 +298,48 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       // Told once a minute; the rest of a flood gets no answer (a reply to each would feed it).
       if (sentLately === limit + 1) await refused(reason, `You are sending messages faster than ${limit} a minute; please wait a moment.`);
       else await settle('ignored', reason);
-      return;
+      return false;
     }
     if (decision.kind === 'refuse') {
       await refused(decision.reason, `Sorry, I can't talk with you here: ${decision.reason}.`);
-      return;
+      return false;
     }
     if (decision.kind === 'pair') {
       const code = await pairingCode(config, message, pairing);
       await refused(`not paired; pairing code ${code} issued`, `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`);
-      return;
+      return false;
     }
+    return true;
+  }
+
+  /**
+   * Answers a reply command (`approve <id>`, `deny <id>`) at once, not behind the turn it would
+   * unblock: admitted by the policy and rate as any message first (a stranger's command in a
+   * closed group is ignored like their chatter there, and counts towards their rate), then
+   * decided (by an approver only, see `decideApproval`).
+   */
+  async function answerCommand(config: ChannelConfig, adapter: ChannelAdapter, message: ChannelMessageRecord, verb: string, reference: string): Promise<void> {
+    try {
+      if (!(await admit(config, adapter, message))) return;
+      const text = await decideApproval(config, { id: message.userId, name: message.userName }, verb, reference);
+      await reply(config.name, adapter, { conversationId: message.conversationId, thread: message.thread }, text).catch(() => undefined);
+      await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
+    } catch (error) {
+      logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
+    }
+  }
+
+  /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
+  async function answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<void> {
+    const { config } = channel;
+    const adapter = channel.adapter;
+    if (adapter === undefined) return;
+    // As it stands now: edited or deleted on the platform while it waited.
+    const message = await store.channels.get(config.name, queued.platformId);
+    if (message?.status !== 'received') return;
+    if (!(await admit(config, adapter, message))) return;
+    const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
+    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
 
     await adapter.typing?.(target).catch(() => undefined);
     let streamed = '';
@@ -429,13 +459,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
             updatedAt: at,
           };
           const stored = await store.channels.receive(record);
-          // A decision on an approval cannot wait behind the turn it would unblock: it is answered at once.
-          const command = APPROVAL_COMMAND.exec(inbound.text);
-          if (stored && command !== null && config.policy.approvers.length > 0) {
-            const answer = await decideApproval(config, inbound.user, command[1] ?? '', command[2] ?? '');
-            await reply(config.name, adapter, { conversationId: inbound.conversation.id, thread: inbound.conversation.thread }, answer).catch(() => undefined);
-            await store.channels.settle(config.name, inbound.platformId, 'answered', answer, clock.now());
-          } else if (stored) enqueue(channel, record);
+          const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(inbound.text) : null;
+          if (stored && command !== null) await answerCommand(config, adapter, record, command[1] ?? '', command[2] ?? '');
+          else if (stored) enqueue(channel, record);
           return { duplicate: !stored };
         }, onChoice, onChange);
         channel.adapter = adapter;

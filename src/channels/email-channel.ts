@@ -19,6 +19,11 @@ interface ThreadInfo {
   references: string[];
 }
 
+/** Where an email thread's state is kept: per sender (the conversation) and root `Message-ID`. */
+function threadKey(sender: string, root: string): string {
+  return `${sender}\u0000${root}`;
+}
+
 /** An email's own words: the quoted message it replies to cut off (`> …`, "On … wrote:"). */
 export function newText(text: string): string {
   const lines = text.replaceAll('\r\n', '\n').split('\n');
@@ -108,6 +113,11 @@ export interface EmailChannelOptions {
 export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter {
   const { name, address, clock, logger } = options;
   const transport = createTransport({ host: options.smtp.host, port: options.smtp.port, secure: options.smtp.secure, requireTLS: !options.smtp.secure && !isLoopbackBind(options.smtp.host), auth: { user: options.user, pass: options.password } });
+  /**
+   * `threadKey(sender, root)` → the thread as that sender last wrote in it. Not keyed by root
+   * alone: a root id is in every copy of the thread, and anyone's mail naming it (a stranger's the
+   * policy refuses) must not set the Subject and References of the reply to another sender.
+   */
   const threads = new Map<string, ThreadInfo>();
   const stopping = new AbortController();
   let state: ChannelState = 'stopped';
@@ -156,7 +166,7 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
             const messageId = mail.messageId ?? `<uid-${uid}@${name}>`;
             const references = typeof mail.references === 'string' ? [mail.references] : (mail.references ?? []);
             const root = references[0] ?? mail.inReplyTo ?? messageId;
-            threads.set(root, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
+            threads.set(threadKey(sender, root), { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
             await sink({ platformId: messageId, user, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
           } else if (doubt.retry) {
             // Its key could not be looked up for now: read again at the next poll, neither taken nor refused.
@@ -218,7 +228,8 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
     },
 
     async send(target: ReplyTarget, text: string) {
-      const thread = target.thread === null ? undefined : threads.get(target.thread);
+      // A conversation is its sender's address: the thread as they wrote in it, not as anyone else did.
+      const thread = target.thread === null ? undefined : threads.get(threadKey(target.conversationId, target.thread));
       const subject = thread === undefined ? 'Re: your message' : /^re:/i.test(thread.subject) ? thread.subject : `Re: ${thread.subject}`;
       const sent = await transport.sendMail({
         from: address,

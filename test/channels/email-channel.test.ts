@@ -250,6 +250,36 @@ describe('an email channel checks who sent the mail (regression: anyone could wr
   });
 });
 
+describe('an email reply keeps the thread of the person it answers (regression: a stranger\'s mail naming the thread rewrote the Subject and References of the reply to someone else)', () => {
+  it('answers Ada in her thread, with her Subject and References, though a refused stranger wrote in it during her turn', async () => {
+    await start();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Your order ships tomorrow.', gate }]);
+    imap.deliver(await signed(mail({ from: 'Ada <ada@example.com>', id: '<m1@example.com>', subject: 'Where is my order?', body: 'where is my order?' })));
+    // Ada's turn is under way (the model holds its answer) when Eve's mail, naming Ada's thread, comes in.
+    await pollUntil(() => model.requests.length > 0);
+    imap.deliver(await signed(mail({ from: 'Eve <eve@evil.test>', id: '<e1@evil.test>', subject: 'ACTION REQUIRED: re-enter your card at https://evil.test/pay', body: 'hello', inReplyTo: '<m1@example.com>' }), 'evil.test'));
+    await pollUntil(() => smtp.received.length > 0);
+    release();
+    await pollUntil(() => smtp.received.length > 1);
+    await channels.idle();
+
+    const replyTo = (recipient: string): (typeof smtp.received)[number] | undefined => smtp.received.find((received) => received.to !== undefined && !Array.isArray(received.to) && received.to.text === recipient);
+    const toAda = replyTo('ada@example.com');
+    expect(toAda?.text?.trim()).toBe('Your order ships tomorrow.');
+    expect(toAda?.subject).toBe('Re: Where is my order?');
+    expect(toAda?.inReplyTo).toBe('<m1@example.com>');
+    expect(toAda?.references).toBe('<m1@example.com>');
+    // Eve is refused in her own thread, as any sender not allowed.
+    const toEve = replyTo('eve@evil.test');
+    expect(toEve?.text?.trim()).toBe('Sorry, I can\'t talk with you here: not on the channel\'s allow_users.');
+    expect(toEve?.subject).toBe('Re: ACTION REQUIRED: re-enter your card at https://evil.test/pay');
+    expect(toEve?.inReplyTo).toBe('<e1@evil.test>');
+    expect(await refusals()).toEqual(['not on the channel\'s allow_users']);
+  });
+});
+
 describe('newText()', () => {
   it('keeps an email\'s own words and cuts the quoted message it replies to', () => {
     expect(newText('Sounds good.\r\n\r\nOn Mon, 5 Jan 2026, Ada wrote:\r\n> earlier')).toBe('Sounds good.');

@@ -297,3 +297,70 @@ describe('a webhook channel', () => {
     expect(hook.status).toBe(404);
   });
 });
+
+describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate like any message (regression: they were decided and answered before either)', () => {
+  const WAITS_FOR_APPROVAL = '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]';
+  const groupMessage = (id: string, user: string, group: string, text: string, mentioned: boolean): Record<string, unknown> => ({ id, user: { id: user }, conversation: { id: group, kind: 'group' }, text, mentioned });
+
+  it('ignores a stranger\'s "approve <id>" in a closed group without a word, as their chatter there', async () => {
+    await start({ approvers: ['u-ada'] });
+    await post(groupMessage('g-1', 'u-eve', 'closed-group', 'approve deadbeef', false));
+    await post(groupMessage('g-2', 'u-eve', 'closed-group', 'hello bot', false));
+    await host.channels.idle();
+    expect(received).toEqual([]);
+    expect((await host.store.channels.recent('hooks', 10)).map((message) => [message.platformId, message.status, message.note])).toEqual([
+      ['g-2', 'ignored', 'groups are closed on this channel'],
+      ['g-1', 'ignored', 'groups are closed on this channel'],
+    ]);
+    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([
+      { data: { userId: 'u-eve', reason: 'groups are closed on this channel' } },
+      { data: { userId: 'u-eve', reason: 'groups are closed on this channel' } },
+    ]);
+  });
+
+  it('holds an unpaired person\'s flood of "approve <id>" to messages_per_minute: pairing answers, one notice, then silence', async () => {
+    await start({ approvers: ['u-ada'], direct: 'pairing', allow_users: [], messages_per_minute: 2 });
+    for (let index = 1; index <= 10; index += 1) await post({ id: `d-${index}`, user: { id: 'u-eve' }, conversation: { id: 'c-eve' }, text: 'approve deadbeef' });
+    await host.channels.idle();
+    const code = (await host.store.channels.pairings('hooks'))[0]?.code ?? '';
+    const pairingAnswer = `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`;
+    expect(received.map((reply) => reply.body.text)).toEqual([pairingAnswer, pairingAnswer, 'You are sending messages faster than 2 a minute; please wait a moment.']);
+    expect((await host.store.channels.recent('hooks', 7)).map((message) => message.status)).toEqual(Array.from({ length: 7 }, () => 'ignored'));
+    expect(model.requests).toEqual([]);
+  });
+
+  it('takes an approver\'s "approve <id>" only where the policy lets her talk: not in a group it closes, not in closed direct messages, not without a mention', async () => {
+    await start({ approvers: ['u-ada'], direct: 'closed', groups: 'allowlist', allow_groups: ['team'] }, WAITS_FOR_APPROVAL);
+    model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
+    const turn = host.kernel.send('helper', 'Write it');
+    const id = await vi.waitFor(async () => {
+      const [pending] = await host.kernel.approvals.list('pending');
+      expect(pending).toBeDefined();
+      return pending?.id ?? '';
+    }, { timeout: 5000, interval: 10 });
+    const command = `approve ${id.slice(0, 8)}`;
+    const stillPending = async (): Promise<string[]> => (await host.kernel.approvals.list('pending')).map((approval) => approval.id);
+
+    await post(groupMessage('g-1', 'u-ada', 'other-group', command, true));
+    expect(received).toEqual([]);
+    expect(await stillPending()).toEqual([id]);
+
+    await post(fromAda('d-1', command));
+    expect(received.map((reply) => [reply.body.conversation.id, reply.body.text])).toEqual([['c-1', 'Sorry, I can\'t talk with you here: direct messages are closed on this channel.']]);
+    expect(await stillPending()).toEqual([id]);
+
+    await post(groupMessage('g-2', 'u-ada', 'team', command, false));
+    expect(received).toHaveLength(1);
+    expect(await stillPending()).toEqual([id]);
+
+    await post(groupMessage('g-3', 'u-ada', 'team', command, true));
+    expect(received.map((reply) => [reply.body.conversation.id, reply.body.text]).slice(1)).toEqual([['team', 'Approved: file_write runs.']]);
+    expect((await turn).text).toBe('Done.');
+    expect((await host.store.channels.recent('hooks', 4)).map((message) => [message.platformId, message.status, message.note])).toEqual([
+      ['g-3', 'answered', 'Approved: file_write runs.'],
+      ['g-2', 'ignored', 'a group message without a mention'],
+      ['d-1', 'refused', 'direct messages are closed on this channel'],
+      ['g-1', 'ignored', 'group "other-group" is not on the channel\'s allow_groups'],
+    ]);
+  });
+});
