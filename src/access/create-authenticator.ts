@@ -18,6 +18,11 @@ export interface Credentials {
   authorization: string | undefined;
   apiKey: string | undefined;
   address: string;
+  /**
+   * Why the request looks forwarded by a reverse proxy (which reaches the daemon from a loopback
+   * address), or undefined: with no key configured such a request is not the local owner.
+   */
+  proxied?: string | undefined;
 }
 
 /** Decides who a request comes from. */
@@ -27,7 +32,7 @@ export interface Authenticator {
   /**
    * The principal of a request; undefined for an anonymous request to a public route.
    * @throws {UnauthorizedError} for a missing or wrong key; {AccessDeniedError} for a
-   *   non-loopback client when no key is configured.
+   *   non-loopback client, or one a proxy forwarded, when no key is configured.
    */
   authenticate(credentials: Credentials, options: { isPublic: boolean }): Principal | undefined;
 }
@@ -69,6 +74,13 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
         if (!isLoopbackAddress(credentials.address)) {
           throw new AccessDeniedError(
             `refusing a request from "${credentials.address || 'an unknown address'}": with no API key configured only loopback clients are served; set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
+          );
+        }
+        if (credentials.proxied !== undefined) {
+          // A public route (health, webhooks, the agent card) is open to anyone, as anywhere.
+          if (options.isPublic) return undefined;
+          throw new AccessDeniedError(
+            `refusing a request that came through a proxy (${credentials.proxied}): with no API key configured, only clients on this machine are served, as the owner, and a proxy on this machine would make every client it serves one; set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
           );
         }
         return { name: LOCAL_PRINCIPAL_NAME, role: 'owner', agents: ['*'] };

@@ -15,7 +15,7 @@ import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf, requireWholeView } from './http-context.ts';
-import { createHostGuard } from './host-guard.ts';
+import { createHostGuard, proxySignOf } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
@@ -202,6 +202,12 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       `listening on "${bindHost}" with no API key: only clients on this machine are served, as the owner, and only for the names localhost, 127.0.0.1, [::1], "${bindHost}" and [http].allowed_hosts; to serve other machines, set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
     );
   }
+  if (!authenticator.keyed && config.http.allowed_hosts.length > 0) {
+    logger.warn(
+      { allowedHosts: config.http.allowed_hosts },
+      'serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy\'s forwarding headers, are refused except on public routes (health, webhooks), since a proxy on this machine would make every client it serves the owner; set LOOM_API_KEY or add [[auth.keys]] to config.toml',
+    );
+  }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
@@ -209,7 +215,12 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     let principal: Principal | undefined;
     try {
       principal = authenticator.authenticate(
-        { authorization: c.req.header('authorization'), apiKey: c.req.header('x-api-key'), address },
+        {
+          authorization: c.req.header('authorization'),
+          apiKey: c.req.header('x-api-key'),
+          address,
+          ...(authenticator.keyed ? {} : { proxied: proxySignOf((name) => c.req.header(name), config.http.allowed_hosts) }),
+        },
         // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
         { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) },
       );

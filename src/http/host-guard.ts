@@ -38,6 +38,26 @@ function bindNameOf(bindHost: string): string {
   return lower.includes(':') && !lower.startsWith('[') ? `[${lower}]` : hostNameOf(lower);
 }
 
+/** The headers a reverse proxy adds to say whom it forwards for. */
+const FORWARDING_HEADERS: readonly string[] = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+
+/**
+ * Why a request looks forwarded by a proxy, or undefined: it carries a forwarding header, or asks
+ * for an `allowed_hosts` name that is not a loopback one (the name a proxy serves the daemon
+ * under). A proxy on this machine reaches the daemon from a loopback address, so without it a
+ * daemon with no key would take every client the proxy serves for the local owner.
+ */
+export function proxySignOf(header: (name: string) => string | undefined, allowedHosts: readonly string[]): string | undefined {
+  const forwarding = FORWARDING_HEADERS.find((name) => header(name) !== undefined);
+  if (forwarding !== undefined) return `it carries the header ${forwarding}`;
+  const host = header('host');
+  const name = host === undefined ? undefined : hostNameOf(host);
+  if (name !== undefined && !LOOPBACK_HOST_NAMES.includes(name) && !name.endsWith('.localhost') && allowedHosts.some((allowed) => hostNameOf(allowed) === name)) {
+    return `it asks for "${name}", a name of [http].allowed_hosts`;
+  }
+  return undefined;
+}
+
 /**
  * Refuses requests a web page could have sent to a daemon it should not reach (403, before
  * anything else is looked at):

@@ -93,10 +93,33 @@ describe('Host and Origin on a loopback daemon', () => {
   });
 
   it('answers the names and origins config.toml allows', async () => {
-    api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.internal'], allowed_origins: ['https://ops.example.com'] } } });
-    expect((await send(api.url, '/api/agents', { host: 'loom.internal' })).status).toBe(200);
-    expect((await send(api.url, '/api/agents', { host: 'loom.internal', origin: 'https://ops.example.com' })).status).toBe(200);
-    expect((await send(api.url, '/api/agents', { host: 'other.internal' })).status).toBe(403);
+    api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.internal'], allowed_origins: ['https://ops.example.com'] } }, env: { LOOM_API_KEY: 'root-secret' } });
+    const key = { authorization: 'Bearer root-secret' };
+    expect((await send(api.url, '/api/agents', { ...key, host: 'loom.internal' })).status).toBe(200);
+    expect((await send(api.url, '/api/agents', { ...key, host: 'loom.internal', origin: 'https://ops.example.com' })).status).toBe(200);
+    expect((await send(api.url, '/api/agents', { ...key, host: 'other.internal' })).status).toBe(403);
+  });
+});
+
+// A reverse proxy on this machine reaches the daemon from 127.0.0.1: with no key configured, every
+// client it serves would be the owner. What it forwards is refused, but for the public routes.
+describe('a daemon with no API key behind a reverse proxy', () => {
+  it('refuses what a proxy forwards (its name in allowed_hosts, or forwarding headers) but for public routes, and still serves local clients', async () => {
+    api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.example.com'] } } });
+    const spawn = { 'content-type': 'application/toml' };
+    const manifest = 'name = "pwned"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n';
+    for (const headers of [{ host: 'loom.example.com' }, { host: `127.0.0.1:${port(api.url)}`, 'x-forwarded-for': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, forwarded: 'for=203.0.113.7' }, { host: `localhost:${port(api.url)}`, 'x-real-ip': '203.0.113.7' }]) {
+      const reply = await send(api.url, '/api/agents', { ...headers, ...spawn }, 'POST', manifest);
+      expect(reply.status).toBe(403);
+      expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'ACCESS_DENIED' } });
+      expect(reply.body).toContain('refusing a request that came through a proxy');
+      expect(reply.body).toContain('set LOOM_API_KEY or add [[auth.keys]]');
+    }
+    expect(api.host.kernel.list()).toEqual([]);
+    // Public routes answer whoever asks, through the proxy too.
+    expect((await send(api.url, '/api/health', { host: 'loom.example.com' })).status).toBe(200);
+    // A client on this machine asking directly is the owner, as before.
+    expect((await send(api.url, '/api/agents', { host: `127.0.0.1:${port(api.url)}`, ...spawn }, 'POST', manifest)).status).toBe(201);
   });
 });
 
@@ -129,11 +152,14 @@ describe('Host on a daemon bound to another address', () => {
     }
   });
 
-  it('still serves the local user, with no API key, at the loopback names, the bound address (the URL the CLI uses) and allowed_hosts', async () => {
+  it('still serves the local user, with no API key, at the loopback names and the bound address (the URL the CLI uses); at allowed_hosts names, the public routes only', async () => {
     api = await startApi(dir.path, { bindHost: '0.0.0.0', config: { http: { allowed_hosts: ['loom.lan'] } } });
-    for (const host of [`localhost:${port(api.url)}`, `127.0.0.1:${port(api.url)}`, `[::1]:${port(api.url)}`, `0.0.0.0:${port(api.url)}`, 'loom.lan:4200']) {
+    for (const host of [`localhost:${port(api.url)}`, `127.0.0.1:${port(api.url)}`, `[::1]:${port(api.url)}`, `0.0.0.0:${port(api.url)}`]) {
       expect({ host, status: (await send(api.url, '/api/agents', { host, origin: `http://${host}` })).status }).toEqual({ host, status: 200 });
     }
+    // The name a proxy serves it under: what comes by it may be anyone's.
+    expect((await send(api.url, '/api/agents', { host: 'loom.lan:4200' })).status).toBe(403);
+    expect((await send(api.url, '/api/health', { host: 'loom.lan:4200' })).status).toBe(200);
     await api.close();
     api = await startApi(dir.path, { bindHost: '::' });
     expect((await send(api.url, '/api/agents', { host: `[::]:${port(api.url)}` })).status).toBe(200);

@@ -1,7 +1,7 @@
 /**
  * The MCP client's HTTP connections are pinned to the addresses checked at connect: a DNS answer
  * that changes afterwards (DNS rebinding) never moves them. Real servers on loopback; the host
- * name `rebind.test` resolves through an injected resolver that answers differently over time.
+ * name `rebind.localhost` resolves through an injected resolver that answers differently over time.
  */
 import type { LookupAddress } from 'node:dns';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
@@ -14,7 +14,7 @@ import { makeTempDir } from '../helpers/test-kernel.ts';
 import { callTool, makeManager, toolNamed, waitForStatus } from './client-helpers.ts';
 import { agentManifest, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 
-/** A self-signed certificate for rebind.test (EC P-256, valid to 2126), trusted by nobody. */
+/** A self-signed certificate for rebind.localhost (EC P-256, valid to 2126), trusted by nobody. */
 const REBIND_TEST_KEY = `-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgRCJvf4937Wljiglt
 9NXp0EuW8q2EsxCUrpnQ6yGLhFyhRANCAATOIauM+WEub0k5r0oR8P50dMVm6iuV
@@ -86,11 +86,12 @@ function entry(name: string, transport: McpServerEntry['transport'], allowPrivat
 
 describe('MCP client connections pinned to the vetted address', () => {
   it.each([
-    ['Streamable HTTP', (port: number): McpServerEntry['transport'] => ({ type: 'http', url: `http://rebind.test:${port}/mcp`, headers: {} })],
-    ['legacy SSE', (port: number): McpServerEntry['transport'] => ({ type: 'sse', url: `http://rebind.test:${port}/mcp/sse` })],
+    ['Streamable HTTP', (port: number): McpServerEntry['transport'] => ({ type: 'http', url: `http://rebind.localhost:${port}/mcp`, headers: {} })],
+    ['legacy SSE', (port: number): McpServerEntry['transport'] => ({ type: 'sse', url: `http://rebind.localhost:${port}/mcp/sse` })],
   ])('over %s, keep talking to the checked address when the host name later resolves elsewhere (DNS rebinding)', async (_kind, transport) => {
-    // The server answers the name the client uses (a loopback daemon refuses other names otherwise).
-    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.test'] } } });
+    // The server answers the name the client uses (a loopback daemon refuses other names otherwise;
+    // one under .localhost, since a daemon with no key serves no other allowed name but to public routes).
+    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.localhost'] } } });
     await served.host.kernel.spawn(agentManifest('helper', 'http://127.0.0.1:9'));
     const port = Number(new URL(served.url).port);
     const elsewhere = await trap('127.0.0.2', port);
@@ -100,18 +101,19 @@ describe('MCP client connections pinned to the vetted address', () => {
     await waitForStatus(manager, 'rebind', 'connected');
     // Every request after the first answer (initialize, tools/list, the event stream) went to 127.0.0.1.
     expect(manager.servers()[0]?.tools.map((tool) => tool.name)).toEqual(['mcp_rebind_loom_agent_helper']);
-    expect(resolve.calls).toEqual(['rebind.test']);
+    expect(resolve.calls).toEqual(['rebind.localhost']);
     expect(elsewhere.connections).toBe(0);
   });
 
   it('drops a connection whose checked address stops answering, and checks the host again to reconnect: a rebind to the metadata address is refused then', async () => {
-    // The server answers the name the client uses (a loopback daemon refuses other names otherwise).
-    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.test'] } } });
+    // The server answers the name the client uses (a loopback daemon refuses other names otherwise;
+    // one under .localhost, since a daemon with no key serves no other allowed name but to public routes).
+    served = await startMcpHttpServer(dir.path, { config: { http: { allowed_hosts: ['rebind.localhost'] } } });
     await served.host.kernel.spawn(agentManifest('helper', 'http://127.0.0.1:9'));
     const port = Number(new URL(served.url).port);
     const resolve = rebindingResolver('127.0.0.1', '169.254.169.254');
     let clock;
-    ({ manager, clock } = makeManager([entry('rebind', { type: 'http', url: `http://rebind.test:${port}/mcp`, headers: {} })], {}, undefined, resolve));
+    ({ manager, clock } = makeManager([entry('rebind', { type: 'http', url: `http://rebind.localhost:${port}/mcp`, headers: {} })], {}, undefined, resolve));
     manager.start();
     await waitForStatus(manager, 'rebind', 'connected');
     const tool = toolNamed(manager, 'mcp_rebind_loom_agent_helper');
@@ -126,8 +128,8 @@ describe('MCP client connections pinned to the vetted address', () => {
     await waitForStatus(manager, 'rebind', 'failed');
     expect(manager.servers()[0]?.error).toBe('the connection was lost');
     await clock.advance(MCP_RETRY_BASE_MS);
-    await vi.waitFor(() => expect(manager?.servers()[0]?.error).toMatch(/it is a cloud metadata address \(rebind\.test resolves to 169\.254\.169\.254\)/));
-    expect(resolve.calls).toEqual(['rebind.test', 'rebind.test']);
+    await vi.waitFor(() => expect(manager?.servers()[0]?.error).toMatch(/it is a cloud metadata address \(rebind\.localhost resolves to 169\.254\.169\.254\)/));
+    expect(resolve.calls).toEqual(['rebind.localhost', 'rebind.localhost']);
     expect(clock.pending()).toBe(0);
   });
 
@@ -159,7 +161,7 @@ describe('MCP client connections pinned to the vetted address', () => {
     expect(manager.servers()[0]?.error).toMatch(/it is a cloud metadata address \(innocent\.test resolves to 169\.254\.169\.254\)/);
   });
 
-  it('keeps TLS on the host name: the server is asked for rebind.test, and a certificate nobody trusts is refused', async () => {
+  it('keeps TLS on the host name: the server is asked for rebind.localhost, and a certificate nobody trusts is refused', async () => {
     const asked: string[] = [];
     const context = createSecureContext({ key: REBIND_TEST_KEY, cert: REBIND_TEST_CERT });
     const server = createTlsServer({
@@ -174,11 +176,11 @@ describe('MCP client connections pinned to the vetted address', () => {
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const resolve = rebindingResolver('127.0.0.1', '127.0.0.1');
-    ({ manager } = makeManager([entry('tls', { type: 'http', url: `https://rebind.test:${portOf(server)}/mcp`, headers: {} })], {}, undefined, resolve));
+    ({ manager } = makeManager([entry('tls', { type: 'http', url: `https://rebind.localhost:${portOf(server)}/mcp`, headers: {} })], {}, undefined, resolve));
     manager.start();
     await waitForStatus(manager, 'tls', 'failed');
     expect(manager.servers()[0]?.error).toMatch(/certificate/i);
-    expect(asked[0]).toBe('rebind.test');
+    expect(asked[0]).toBe('rebind.localhost');
   });
 });
 
@@ -198,25 +200,25 @@ describe('createPinnedFetch()', () => {
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = portOf(server);
-    const pinned = createPinnedFetch('pin', { url: new URL(`http://rebind.test:${port}/mcp`), addresses: [{ address: '127.0.0.1', family: 4 }] });
+    const pinned = createPinnedFetch('pin', { url: new URL(`http://rebind.localhost:${port}/mcp`), addresses: [{ address: '127.0.0.1', family: 4 }] });
     try {
-      const response = await pinned.fetch(`http://rebind.test:${port}/mcp`, { method: 'POST', body: 'hello' });
+      const response = await pinned.fetch(`http://rebind.localhost:${port}/mcp`, { method: 'POST', body: 'hello' });
       expect({ status: response.status, answer: response.headers.get('x-answer'), url: response.url, text: await response.text() }).toEqual({
         status: 201,
         answer: 'yes',
-        url: `http://rebind.test:${port}/mcp`,
+        url: `http://rebind.localhost:${port}/mcp`,
         text: 'created',
       });
-      expect(seen).toEqual({ host: `rebind.test:${port}`, body: 'hello', method: 'POST', type: 'text/plain;charset=UTF-8' });
+      expect(seen).toEqual({ host: `rebind.localhost:${port}`, body: 'hello', method: 'POST', type: 'text/plain;charset=UTF-8' });
     } finally {
       pinned.close();
     }
   });
 
   it('refuses a request for a host other than the one checked', async () => {
-    const pinned = createPinnedFetch('pin', { url: new URL('http://rebind.test:1/mcp'), addresses: [{ address: '127.0.0.1', family: 4 }] });
+    const pinned = createPinnedFetch('pin', { url: new URL('http://rebind.localhost:1/mcp'), addresses: [{ address: '127.0.0.1', family: 4 }] });
     await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toBeInstanceOf(McpServerRefusedError);
-    await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toThrow('MCP server "pin": a request to http://elsewhere.test:1 is refused: only rebind.test was checked for this connection');
+    await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toThrow('MCP server "pin": a request to http://elsewhere.test:1 is refused: only rebind.localhost was checked for this connection');
     pinned.close();
   });
 });
