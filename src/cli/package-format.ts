@@ -28,6 +28,7 @@ export function formatInstallPlan(plan: InstallPlan): string {
     `  time zone: ${plan.timezone}`,
     plan.pricing.model === undefined && plan.pricing.cost === undefined ? undefined : `  pricing:   ${plan.pricing.model ?? '?'} ${plan.pricing.cost === undefined ? '' : `$${plan.pricing.cost}`} (shown only; Loom charges nothing)`,
     `  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`,
+    plan.workspace === null ? undefined : `  workspace: ${plan.workspace.path} exists and holds ${plan.workspace.files} ${plan.workspace.files === 1 ? 'file' : 'files'} from before; the agent can read them`,
     '  bindings:',
     ...plan.bindings.map((binding) => `    ${binding.name}: ${describeTrigger(binding.trigger)}${binding.emit === null ? '' : ` → emits ${binding.emit}`} (${binding.costEstimate})`),
     `  capabilities it asks for${plan.derived ? ' (derived from its activities)' : ' (loom.toml)'}:`,

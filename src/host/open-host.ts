@@ -222,6 +222,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       registries: options.config.registries.map((registry) => registry.location),
       packagesDir: options.home.agentsDir,
       skillsDir: options.home.skillsDir,
+      workspacesDir: options.home.workspacesDir,
     });
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.

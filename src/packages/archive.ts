@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { gunzip, gzipSync } from 'node:zlib';
 import type { ReadEntry } from 'tar';
 import { messageOf, PackageError } from '../errors/index.ts';
+import { listPackageFolder, specialEntryProblem } from './package-folder.ts';
 
 /**
  * Packages and skills as `.tgz` archives (install from a file or a registry,
@@ -17,7 +18,6 @@ import { messageOf, PackageError } from '../errors/index.ts';
 const DEFAULT_MAX_UNPACKED_BYTES = 50 * 1024 * 1024;
 const DEFAULT_MAX_ARCHIVE_ENTRIES = 10_000;
 
-const SKIPPED = new Set(['node_modules', '.git']);
 /** Every entry is stamped with this time, so packing the same folder gives the same bytes. */
 const FIXED_MTIME = new Date(0);
 /** The tar stream around the files: a header, maybe a pax header and padding per entry. */
@@ -36,25 +36,6 @@ class ForgetfulMap<K, V> extends Map<K, V> {
   }
 }
 
-/** The folder's files and folders, relative to it with `/`, sorted by code unit (not by locale, not by disk order). */
-async function folderEntries(dir: string): Promise<string[]> {
-  const found: string[] = [];
-  const walk = async (relative: string): Promise<void> => {
-    const entries = await readdir(join(dir, relative), { withFileTypes: true });
-    for (const entry of entries) {
-      if (SKIPPED.has(entry.name)) continue;
-      const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
-      if (entry.isDirectory()) {
-        found.push(path);
-        await walk(path);
-      } else if (entry.isFile()) found.push(path);
-      else throw new PackageError(`cannot pack "${dir}": "${path}" is ${entry.isSymbolicLink() ? 'a symbolic link' : 'neither a file nor a folder'}; a package holds only files and folders`);
-    }
-  };
-  await walk('');
-  return found.sort((first, second) => (first < second ? -1 : first > second ? 1 : 0));
-}
-
 /**
  * A gzipped tar of the folder's contents: paths relative to it, sorted, portable (no owner, no
  * device), every mtime fixed, so the same folder gives the same bytes. `node_modules` and `.git`
@@ -64,7 +45,9 @@ async function folderEntries(dir: string): Promise<string[]> {
 export async function packFolder(dir: string): Promise<Buffer> {
   const info = await stat(dir).catch(() => undefined);
   if (info?.isDirectory() !== true) throw new PackageError(`cannot pack "${dir}": it is not a folder`);
-  const entries = await folderEntries(dir);
+  const listing = await listPackageFolder(dir);
+  if (!listing.ok) throw new PackageError(`cannot pack "${dir}": ${specialEntryProblem(listing.special, 'package')}`);
+  const entries = listing.entries.map((entry) => entry.path);
   if (entries.length === 0) throw new PackageError(`cannot pack "${dir}": the folder is empty`);
   // The tar stream uncompressed, then gzip from node:zlib: tar's own gzip stream could fail with
   // "zlib: stream error" after its end in rare timings, as an uncaught exception.

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { lstat, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
@@ -8,6 +8,7 @@ import { ManifestCapabilitiesSchema, NamedModelConfigSchema } from '../manifest/
 import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
 import { unpackArchive } from './archive.ts';
+import { listPackageFolder, specialEntryProblem } from './package-folder.ts';
 import { type AgentJson, AgentJsonSchema } from './package-schema.ts';
 
 /** A package slug: its agent's name and its events' namespace, so no dots. */
@@ -80,7 +81,8 @@ function fail(source: string, problem: string, lines: readonly string[] = []): n
 async function readText(dir: string, file: string, source: string, required: boolean): Promise<string | undefined> {
   const path = join(dir, file);
   try {
-    const info = await stat(path);
+    // lstat: never through a link, should the folder have changed since it was listed.
+    const info = await lstat(path);
     if (!info.isFile()) fail(source, `${file} is not a file`);
     if (info.size > MAX_FILE_BYTES) fail(source, `${file} is larger than ${MAX_FILE_BYTES} bytes`);
     return await readFile(path, 'utf8');
@@ -120,13 +122,19 @@ function parseLoomToml(text: string, source: string): LoomToml {
 /**
  * Reads and validates a package folder: AGENT.md (required, not empty), agent.json (spec/04's
  * schema) and the optional loom.toml. The slug is `slug` when given, else the last part of
- * `[package].name`, else `fallbackSlug` (an archive's file name), else the folder's name.
- * @throws {PackageError} naming the folder, the file, the JSON path and what is wrong.
+ * `[package].name`, else `fallbackSlug` (an archive's file name), else the folder's name. The
+ * folder (its bundled skills included) must hold only files and folders, as a packed one does.
+ * @throws {PackageError} naming the folder, the file, the JSON path and what is wrong; for a
+ *   symbolic link, FIFO, socket or device anywhere in the folder, naming it and what it is.
  */
 export async function loadPackageFolder(dir: string, options: { slug?: string; source?: string; fallbackSlug?: string } = {}): Promise<LoadedPackage> {
   const source = options.source ?? dir;
   const info = await stat(dir).catch(() => undefined);
   if (info === undefined || !info.isDirectory()) fail(source, 'no such folder (expected a package folder, a .tgz of one, an install code or @org/agents/name)');
+  // A link would make a file outside the package its persona or a skill (and send it to a model
+  // host the package names); a FIFO or a device would hang the read or fail the install halfway.
+  const listing = await listPackageFolder(dir);
+  if (!listing.ok) fail(source, specialEntryProblem(listing.special, 'package'));
   const persona = (await readText(dir, 'AGENT.md', source, true)) ?? '';
   if (persona.trim() === '') fail(source, 'AGENT.md is empty; it is the persona ("You are a …"), and becomes the system prompt');
   const jsonText = (await readText(dir, 'agent.json', source, true)) ?? '';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Clock, InstalledPackageRecord, InstalledSkillText, JsonObject, Store } from '../contracts/index.ts';
 import { LoomError, PackageError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
@@ -13,11 +13,12 @@ import { isInstallCode, parseInstallCode } from './install-code.ts';
 import { type LoadedPackage, loadPackage, loadPackageArchive } from './load-package.ts';
 import { AgentJsonSchema, type PackageTrigger } from './package-schema.ts';
 import type { PackageRuntime } from './package-runtime.ts';
+import { copyPackageFolder } from './package-folder.ts';
 import { applySettings } from './package-settings.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
 import { resolveFromRegistries } from './registry.ts';
 import { namespacedEvent } from './run-binding.ts';
-import { findInstalledSkill, installSkill, type LoadedSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
+import { checkSkillInstallable, findInstalledSkill, installSkill, type LoadedSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
 
 /** What installing a package would do, shown to the owner before it happens. */
 export interface InstallPlan {
@@ -39,6 +40,12 @@ export interface InstallPlan {
   bindings: { name: string; description: string; trigger: PackageTrigger; emit: string | null; costEstimate: string }[];
   pricing: { model?: string | undefined; cost?: number | undefined };
   timezone: string;
+  /**
+   * The agent's workspace (`workspaces/<slug>` in the Loom home) when it exists already and holds
+   * files: left by an uninstalled package or a killed agent of that name (both keep it). The new
+   * agent can read them, so the owner is told before agreeing. Null otherwise.
+   */
+  workspace: { path: string; files: number } | null;
   /**
    * sha256 over the plan and what it was made from (agent.json, AGENT.md, loom.toml): install
    * given the digest of the plan a person agreed to refuses a package that changed since.
@@ -71,6 +78,12 @@ export interface PackageInstallerOptions {
   packagesDir: string;
   /** Where installed skills are kept. */
   skillsDir: string;
+  /**
+   * Where agents' workspaces are (the Loom home's `workspaces/`). With it, the plan tells of a
+   * package agent's workspace left from before, and a failed install removes the one it made;
+   * without it, the installer leaves workspaces alone.
+   */
+  workspacesDir?: string;
   fetch?: typeof fetch;
 }
 
@@ -85,7 +98,9 @@ export interface PackageInstaller {
   check(source: string, settings?: readonly string[]): Promise<CheckedPackage>;
   /**
    * Installs it when `confirm` agrees with the plan: its skills, its agent (name = slug; the
-   * capabilities shown), its record, its triggers. All or nothing.
+   * capabilities shown), its record, its triggers. All or nothing: a failure on the way removes
+   * what this install added (the skill versions it installed, the agent, the package's files, the
+   * record, the workspace folder it made), keeping what was there before.
    * @returns undefined when the owner declined.
    */
   install(source: string, options: { settings?: readonly string[]; confirm: (plan: InstallPlan) => boolean | Promise<boolean> }): Promise<InstalledPackageRecord | undefined>;
@@ -106,8 +121,11 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
   return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: endpoint.keyVariable, fromPackage: loaded.loomToml.model !== undefined };
 }
 
-/** The plan of a loaded, prepared package (what `validate` and `install` show). */
-export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string): InstallPlan {
+/**
+ * The plan of a loaded, prepared package (what `validate` and `install` show); `workspace` is the
+ * agent's workspace left from before, when the daemon has one (`validate` reads no daemon).
+ */
+export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string, workspace: InstallPlan['workspace'] = null): InstallPlan {
   const plan: Omit<InstallPlan, 'digest'> = {
     slug: loaded.slug,
     qualifiedName: loaded.qualifiedName ?? null,
@@ -126,6 +144,7 @@ export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, sk
     })),
     pricing: loaded.agentJson.pricing,
     timezone: prepared.timezone,
+    workspace,
   };
   const digest = createHash('sha256').update(JSON.stringify({ plan, agentJson: loaded.rawAgentJson, persona: loaded.persona, loomToml: loaded.loomToml })).digest('hex');
   return { ...plan, digest };
@@ -136,6 +155,20 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** How many files (not folders) are in the folder, at any depth; undefined when there is no such folder. */
+async function filesIn(folder: string): Promise<number | undefined> {
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw error;
+  });
+  return entries?.filter((entry) => !entry.isDirectory()).length;
+}
+
+/** Runs each cleanup step, whatever the others do: one that fails must not keep the rest from running. */
+async function undo(steps: readonly (() => Promise<unknown>)[]): Promise<void> {
+  for (const step of steps) await step().catch(() => undefined);
 }
 
 /** Creates the installer. */
@@ -179,6 +212,13 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
     return { ...(await loadPackage(source)), source };
   }
 
+  /** The workspace of the package's agent when it holds files from before (see {@link InstallPlan.workspace}). */
+  async function leftWorkspace(slug: string): Promise<InstallPlan['workspace']> {
+    if (options.workspacesDir === undefined) return null;
+    const files = await filesIn(join(options.workspacesDir, slug));
+    return files === undefined || files === 0 ? null : { path: `workspaces/${slug}`, files };
+  }
+
   const installer: PackageInstaller = {
     async check(source, settings = []) {
       const fetched = await fetchPackage(source);
@@ -202,7 +242,9 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         const graph: GraphPackage[] = [...installed.filter((record) => record.slug !== loaded.slug).map((record) => ({ slug: record.slug, agentJson: AgentJsonSchema.parse(record.agentJson) })), { slug: loaded.slug, agentJson: loaded.agentJson }];
         const problems = emitGraphProblems(graph);
         if (problems.length > 0) throw new PackageError(`cannot install package "${loaded.slug}": ${problems.length === 1 ? (problems[0] ?? '') : `\n${problems.map((line) => `  ${line}`).join('\n')}`}`, { details: { problems } });
-        const plan = installPlan(loaded, prepared, skills.map((skill) => `${skill.reference.qualified}@${skill.version}`), fetched.source);
+        // Refused here, before the plan is shown: a replaced skill would change the prompts of packages installed later.
+        for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
+        const plan = installPlan(loaded, prepared, skills.map((skill) => `${skill.reference.qualified}@${skill.version}`), fetched.source, await leftWorkspace(loaded.slug));
         return { plan, loaded, prepared, skills, prompts, dispose };
       } catch (error) {
         await dispose();
@@ -218,12 +260,22 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         if (kernel.list().some((agent) => agent.name === plan.slug)) throw new LoomError('AGENT_NAME_TAKEN', 'user', `cannot install package "${plan.slug}": an agent named "${plan.slug}" exists (the package's agent takes its slug)`);
         if (!(await installOptions.confirm(plan))) return undefined;
         const manifest = ManifestSchema.parse(prepared.manifest);
-        for (const skill of checked.skills) await installSkill(options.skillsDir, skill);
         const folder = join(options.packagesDir, plan.slug);
-        const agent = await kernel.spawn(manifest);
+        const workspace = options.workspacesDir === undefined ? undefined : join(options.workspacesDir, plan.slug);
+        // One that was there before is the owner's (an earlier agent's files): a failure keeps it.
+        const workspaceExisted = workspace === undefined || (await exists(workspace));
+        const addedSkills: string[] = [];
+        let agentId: string | undefined;
+        let recorded = false;
         try {
+          for (const skill of checked.skills) {
+            const installed = await installSkill(options.skillsDir, skill);
+            if (installed.created) addedSkills.push(installed.folder);
+          }
+          const agent = await kernel.spawn(manifest);
+          agentId = agent.id;
           await rm(folder, { recursive: true, force: true });
-          await cp(loaded.dir, folder, { recursive: true });
+          await copyPackageFolder(loaded.dir, folder, 'package');
           const record: InstalledPackageRecord = {
             slug: plan.slug,
             qualifiedName: plan.qualifiedName,
@@ -239,12 +291,29 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
             lastFires: {},
           };
           await store.packages.create(record);
+          recorded = true;
           await options.runtime.activate(plan.slug);
           await kernel.publish({ type: 'package-install', at: record.installedAt, agentId: agent.id, name: plan.slug, version: plan.version });
           return record;
         } catch (error) {
-          await kernel.kill(agent.id).catch(() => undefined);
-          await rm(folder, { recursive: true, force: true });
+          // Only what this install added goes; what was there before stays.
+          if (recorded) options.runtime.deactivate(plan.slug);
+          const spawned = agentId;
+          const agentGone = spawned === undefined || (await kernel.kill(spawned).then(
+            () => true,
+            () => false,
+          ));
+          await undo([
+            () => (recorded ? store.packages.delete(plan.slug) : Promise.resolve()),
+            () => rm(folder, { recursive: true, force: true }),
+            // Its name and org folders too, when this version was all they held (rmdir leaves any other).
+            ...addedSkills.map((added) => async () => {
+              await rm(added, { recursive: true, force: true });
+              await rmdir(dirname(added)).then(() => rmdir(dirname(dirname(added))));
+            }),
+            // Not while an agent that could not be killed still works in it.
+            () => (workspaceExisted || !agentGone || workspace === undefined ? Promise.resolve() : rm(workspace, { recursive: true, force: true })),
+          ]);
           throw error;
         }
       } finally {

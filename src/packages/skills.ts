@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { cp, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
 import { describeValue, formatIssue, objectKeysAt, yamlLibrary } from '../validation/index.ts';
+import { copyPackageFolder, listPackageFolder, packageFolderDigest, specialEntryProblem } from './package-folder.ts';
 
 /**
  * Skills (spec/04 "Skill References"): Agent Skills folders, a `SKILL.md` whose YAML front
@@ -154,14 +155,16 @@ export function parseSkillFile(text: string, source: string): SkillFile {
 }
 
 /**
- * Reads the skill in `dir` (its `SKILL.md`) as one of `org`'s.
- * @throws {PackageError} naming the folder when it or its SKILL.md is missing, or the file when
- *   SKILL.md is invalid.
+ * Reads the skill in `dir` (its `SKILL.md`) as one of `org`'s. The folder must hold only files
+ * and folders, as a package's does.
+ * @throws {PackageError} naming the folder when it or its SKILL.md is missing, or holds a
+ *   symbolic link, a FIFO, a socket or a device (named, with what it is); the file when SKILL.md
+ *   is invalid.
  */
 export async function loadSkillFolder(dir: string, org: string): Promise<LoadedSkill> {
   if (!ORG.test(org)) throw new PackageError(`cannot load skill "${dir}": the org ${JSON.stringify(org)} must be lowercase letters, digits and "-"`);
   const path = join(dir, 'SKILL.md');
-  const info = await stat(path).catch((error: unknown) => {
+  const info = await lstat(path).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
     throw error;
   });
@@ -169,6 +172,9 @@ export async function loadSkillFolder(dir: string, org: string): Promise<LoadedS
     const folder = await stat(dir).catch(() => undefined);
     fail(dir, folder?.isDirectory() === true ? 'SKILL.md is missing (a skill is a folder holding SKILL.md: front matter with name and description, then instructions)' : 'no such folder (a skill is a folder holding SKILL.md)');
   }
+  // A link would put a file from outside the skill (a secret) into the prompt and the install.
+  const listing = await listPackageFolder(dir);
+  if (!listing.ok) fail(dir, specialEntryProblem(listing.special, 'skill'));
   if (!info.isFile()) fail(dir, 'SKILL.md is not a file');
   if (info.size > MAX_SKILL_BYTES) fail(dir, `SKILL.md is larger than ${MAX_SKILL_BYTES} bytes`);
   const skill = parseSkillFile(await readFile(path, 'utf8'), path);
@@ -286,41 +292,75 @@ export function compareSkillVersions(first: string, second: string): number {
   return 0;
 }
 
-/**
- * Copies the skill's folder to `<skillsDir>/<org>/<name>/<version>/` and returns that folder. An
- * installed copy of the same version is replaced: the new copy is made in a hidden sibling, then
- * renamed into place, so a reader sees the old copy or the new one, never half of one.
- */
-export async function installSkill(skillsDir: string, skill: LoadedSkill): Promise<string> {
+/** Where a skill's version is installed: `<skillsDir>/<org>/<name>/<version>`. */
+function installedFolder(skillsDir: string, skill: LoadedSkill): string {
   const { org } = skill.reference;
   if (!ORG.test(org) || !SKILL_NAME.test(skill.name) || !VERSION.test(skill.version)) {
     throw new PackageError(`cannot install skill "${referenceText(skill.reference)}": its org, name or version cannot name a folder`);
   }
-  const target = join(skillsDir, org, skill.name, skill.version);
-  if (resolve(skill.dir) === resolve(target)) return target;
+  return join(skillsDir, org, skill.name, skill.version);
+}
+
+/**
+ * Whether `target` holds this skill already: false when nothing is there, true when the same
+ * files are.
+ * @throws {PackageError} when another copy of the version is there.
+ */
+async function holdsSameCopy(target: string, skill: LoadedSkill): Promise<boolean> {
+  if ((await lstat(target).catch(() => undefined)) === undefined) return false;
+  // An installed copy that cannot be read as a skill folder (a link in it) is another copy too.
+  const installed = await packageFolderDigest(target, 'skill').catch((error: unknown) => {
+    if (error instanceof PackageError) return undefined;
+    throw error;
+  });
+  if (installed === (await packageFolderDigest(skill.dir, 'skill'))) return true;
+  const name = referenceText(skill.reference);
+  throw new PackageError(
+    `cannot install skill "${name}": another copy of ${name} is installed already ("${target}"), and a version, once installed, is not replaced; give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one`,
+    { details: { skill: name, installed: target } },
+  );
+}
+
+/**
+ * Checks that the skill can be installed: its version is not installed yet, or is installed
+ * with the same files.
+ * @throws {PackageError} naming the skill when another copy of its version is installed: a
+ *   version, once installed, is not replaced (packages installed later that name it would get
+ *   the other copy's instructions).
+ */
+export async function checkSkillInstallable(skillsDir: string, skill: LoadedSkill): Promise<void> {
+  const target = installedFolder(skillsDir, skill);
+  if (resolve(skill.dir) !== resolve(target)) await holdsSameCopy(target, skill);
+}
+
+/**
+ * Copies the skill's folder to `<skillsDir>/<org>/<name>/<version>/` and returns that folder, and
+ * whether this call made it. The copy is made in a hidden sibling, then renamed into place, so a
+ * reader sees a whole copy or none. An installed copy of the same version with the same files is
+ * kept as it is.
+ * @throws {PackageError} when another copy of the version is installed (see {@link checkSkillInstallable}).
+ */
+export async function installSkill(skillsDir: string, skill: LoadedSkill): Promise<{ folder: string; created: boolean }> {
+  const target = installedFolder(skillsDir, skill);
+  if (resolve(skill.dir) === resolve(target) || (await holdsSameCopy(target, skill))) return { folder: target, created: false };
   const parent = dirname(target);
   await mkdir(parent, { recursive: true });
   // Hidden names never look like versions, so findInstalledSkill passes over them.
   const fresh = join(parent, `.${skill.version}.installing-${randomUUID()}`);
-  const old = join(parent, `.${skill.version}.replaced-${randomUUID()}`);
   try {
-    await cp(skill.dir, fresh, { recursive: true });
-    const replacing = await stat(target).then(
-      () => true,
-      () => false,
-    );
-    if (replacing) await rename(target, old);
+    await copyPackageFolder(skill.dir, fresh, 'skill');
     try {
       await rename(fresh, target);
     } catch (error) {
-      if (replacing) await rename(old, target);
+      // Another install put the version in place meanwhile: the same files are fine.
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code === 'ENOTEMPTY' || code === 'EEXIST') && (await holdsSameCopy(target, skill))) return { folder: target, created: false };
       throw error;
     }
   } finally {
     await rm(fresh, { recursive: true, force: true });
-    await rm(old, { recursive: true, force: true });
   }
-  return target;
+  return { folder: target, created: true };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig, resolveLoomHome } from '../../src/config/index.ts';
@@ -88,6 +88,14 @@ describe('loom package (no daemon)', () => {
     expect(removed.stdout).toMatch(/^Uninstalled chief-of-staff \(agent \S+ removed\)\. What it wrote in its workspace is kept \(workspaces\/chief-of-staff in the Loom home/);
     expect((await loom(['agent', 'list'])).stdout).toMatch(/^No agents/);
     expect((await loom(['package', 'runs', '--json'])).stdout).toContain('deep-dive');
+
+    // The next package of that name would find what the first left: the plan says so before asking.
+    const workspace = resolveLoomHome({ LOOM_HOME: home }, dir.path).workspacesDir;
+    await mkdir(join(workspace, 'chief-of-staff'), { recursive: true });
+    await writeFile(join(workspace, 'chief-of-staff', 'notes.txt'), 'from the first install');
+    const again = await loom(['package', 'install', chief]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('  workspace: workspaces/chief-of-staff exists and holds 1 file from before; the agent can read them');
   });
 });
 

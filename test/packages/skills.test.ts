@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -263,8 +263,8 @@ describe('installSkill() and findInstalledSkill()', () => {
     const skillsDir = join(dir, 'installed');
     const older = await loadSkillFolder(await writeSkill(join(dir, 'src-1'), skillMd('notes', { version: '1.9.0', body: 'Old way.' }), { 'extra.txt': 'old' }), 'nebo');
     const newer = await loadSkillFolder(await writeSkill(join(dir, 'src-2'), skillMd('notes', { version: '1.10.0', body: 'New way.' }), { 'extra.txt': 'new' }), 'nebo');
-    expect(await installSkill(skillsDir, newer)).toBe(join(skillsDir, 'nebo', 'notes', '1.10.0'));
-    expect(await installSkill(skillsDir, older)).toBe(join(skillsDir, 'nebo', 'notes', '1.9.0'));
+    expect(await installSkill(skillsDir, newer)).toEqual({ folder: join(skillsDir, 'nebo', 'notes', '1.10.0'), created: true });
+    expect(await installSkill(skillsDir, older)).toEqual({ folder: join(skillsDir, 'nebo', 'notes', '1.9.0'), created: true });
     expect(await readFile(join(skillsDir, 'nebo', 'notes', '1.9.0', 'extra.txt'), 'utf8')).toBe('old');
 
     const latest = await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes'));
@@ -280,19 +280,30 @@ describe('installSkill() and findInstalledSkill()', () => {
     expect(await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/other'))).toBeUndefined();
   });
 
-  it('replaces an installed copy of the same version, leaving no scratch folders', async () => {
+  it('refuses another copy of an installed version, naming it, and keeps the installed one; the same copy again is kept as it is', async () => {
     const skillsDir = join(dir, 'installed');
-    const first = await loadSkillFolder(await writeSkill(join(dir, 'first'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'stale.txt': 'x' }), 'nebo');
-    const second = await loadSkillFolder(await writeSkill(join(dir, 'second'), skillMd('notes', { version: '1.0.0', body: 'Second.' })), 'nebo');
-    await installSkill(skillsDir, first);
-    const target = await installSkill(skillsDir, second);
-    expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('Second.');
-    expect(await readFile(join(target, 'stale.txt'), 'utf8').catch(() => 'gone')).toBe('gone');
-    expect(await readdir(join(skillsDir, 'nebo', 'notes'))).toEqual(['1.0.0']);
-    // Installing the installed copy again leaves it as it is.
+    const first = await loadSkillFolder(await writeSkill(join(dir, 'first'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }), 'nebo');
+    const second = await loadSkillFolder(await writeSkill(join(dir, 'second'), skillMd('notes', { version: '1.0.0', body: 'Second.' }), { 'extra.txt': 'x' }), 'nebo');
+    const same = await loadSkillFolder(await writeSkill(join(dir, 'same'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }), 'nebo');
+    const { folder: target } = await installSkill(skillsDir, first);
+    expect(await messageOf(installSkill(skillsDir, second))).toBe(
+      `cannot install skill "@nebo/skills/notes@1.0.0": another copy of @nebo/skills/notes@1.0.0 is installed already ("${target}"), and a version, once installed, is not replaced; give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one`,
+    );
+    expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('First.');
+    expect(await installSkill(skillsDir, same)).toEqual({ folder: target, created: false });
     const installed = await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes@1.0.0'));
-    expect(installed).toBeDefined();
-    if (installed !== undefined) expect(await installSkill(skillsDir, installed)).toBe(target);
-    expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('Second.');
+    if (installed !== undefined) expect(await installSkill(skillsDir, installed)).toEqual({ folder: target, created: false });
+    // No scratch folders left beside it.
+    expect(await readdir(join(skillsDir, 'nebo', 'notes'))).toEqual(['1.0.0']);
+    expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('First.');
+  });
+
+  it('loadSkillFolder() refuses a skill holding a symbolic link, naming the file relative to the skill', async () => {
+    const secret = join(dir, 'secret.env');
+    await writeFile(secret, 'TOKEN=hunter2\n');
+    const folder = await writeSkill(join(dir, 'linked'), skillMd('linked', { body: 'Read reference.md.' }));
+    await mkdir(join(folder, 'docs'));
+    await symlink(secret, join(folder, 'docs', 'reference.md'));
+    expect(await messageOf(loadSkillFolder(folder, 'nebo'))).toBe(`cannot load skill "${folder}": "docs/reference.md" is a symbolic link; a skill holds only files and folders (put a copy of what it points to in its place)`);
   });
 });
