@@ -29,7 +29,7 @@ export async function readJsonBody<T extends z.ZodType>(c: HttpContext, schema: 
   }
   const parsed = safeParseJson(await c.req.text());
   if (!parsed.ok) throw new HttpRequestError('INVALID_REQUEST', `cannot read the request body: malformed JSON: ${parsed.message}`);
-  return validate(schema, parsed.value, 'the request body');
+  return validate(schema, parsed.value, 'request body');
 }
 
 /**
@@ -37,7 +37,7 @@ export async function readJsonBody<T extends z.ZodType>(c: HttpContext, schema: 
  * @throws {HttpRequestError} `INVALID_REQUEST` naming the parameter.
  */
 export function readQuery<T extends z.ZodType>(c: HttpContext, schema: T): z.output<T> {
-  return validate(schema, c.req.query(), 'the query');
+  return validate(schema, c.req.query(), 'query');
 }
 
 function validate<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {

@@ -24,8 +24,9 @@ export async function startTurnStream(kernel: Kernel, reference: string, message
   const events = kernel.stream(reference, message, { caller, signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
   const first = await events.next();
   if (!first.done && first.value.type === 'error') {
-    const { code, category, message: text } = first.value;
-    throw new LoomError(code, category, text);
+    // With its details: a refused quota's `retryAt` becomes the 429's Retry-After, as for a reply that is not streamed.
+    const { code, category, message: text, details } = first.value;
+    throw new LoomError(code, category, text, details === undefined ? {} : { details });
   }
   return { first, events, disconnect: () => cancel.abort(new Error('the client disconnected')) };
 }

@@ -9,6 +9,7 @@ export function errorEvent(error: unknown): Extract<AgentEvent, { type: 'error' 
     code: isLoomError(error) ? error.code : 'INTERNAL',
     category: isLoomError(error) ? error.category : 'system',
     message: error instanceof Error ? error.message : String(error),
+    ...(isLoomError(error) && Object.keys(error.details).length > 0 ? { details: error.details } : {}),
   };
 }
 

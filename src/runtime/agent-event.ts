@@ -1,3 +1,5 @@
+import type { JsonObject } from '../contracts/index.ts';
+
 /** Tokens used by a run (all model calls added up). */
 export interface TurnUsage {
   inputTokens: number;
@@ -49,7 +51,7 @@ export type AgentEvent =
   | { type: 'phase'; phase: RunPhase; detail: string; data?: Record<string, unknown> }
   | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
   | { type: 'run-finish'; result: TurnResult }
-  | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string };
+  | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string; /** The error's details (a quota's `retryAt`, …), when it has any. */ details?: JsonObject };
 
 /** Receives a run's events as they happen. Must not throw. */
 export type AgentEventSink = (event: AgentEvent) => void;

@@ -135,7 +135,10 @@ describe('POST /v1/chat/completions without stream', () => {
 
     const noModel = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }] }) });
     expect(noModel.status).toBe(400);
-    expect(((await noModel.json()) as { error: { message: string } }).error.message).toContain('model');
+    expect(((await noModel.json()) as { error: { message: string } }).error.message).toBe('invalid request body: model: missing, expected a string');
+    const badContent = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 5 }] }) });
+    expect(badContent.status).toBe(400);
+    expect(((await badContent.json()) as { error: { message: string } }).error.message).toContain('messages[0].content: expected a string, an array of content parts');
 
     const unknownRoute = await served.request('/v1/embeddings', { method: 'POST' });
     expect(unknownRoute.status).toBe(404);
@@ -218,6 +221,20 @@ describe('/v1 with API keys', () => {
 });
 
 describe('/v1 rate limiting', () => {
+  it('answers an agent over its hourly tokens with 429 and Retry-After, streamed or not', async () => {
+    const served = await open({}, []);
+    await served.host.kernel.spawn(manifest(agentToml('metered', model.url, '[resources]\nmax_tokens_per_hour = 10')));
+    model.script([{ text: 'That used 15 tokens.' }]);
+    await clientOf(served).chat.completions.create({ model: 'metered', messages: [{ role: 'user', content: 'Hi' }] });
+    for (const stream of [false, true]) {
+      const refused = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'metered', stream, messages: [{ role: 'user', content: 'Again' }] }) });
+      expect({ stream, status: refused.status }).toEqual({ stream, status: 429 });
+      expect({ stream, retryAfter: Number(refused.headers.get('retry-after')) > 0 }).toEqual({ stream, retryAfter: true });
+      expect(await refused.json()).toMatchObject({ error: { code: 'insufficient_quota' } });
+    }
+    expect(model.requests).toHaveLength(1);
+  });
+
   it('charges a chat completion as a message (30 units) and answers 429 (RateLimitError) with Retry-After when the client is out of units', async () => {
     // 50 units a minute: one completion (30) fits, a second does not.
     const served = await open({ config: { rate_limit: { per_minute: 50, loopback: true } } }, ['helper']);

@@ -7,7 +7,7 @@ const ContentPartSchema = z.looseObject({ type: z.string(), text: z.string().opt
 /** One message of the request: a role and its content (a string, text parts, or null for an assistant's tool calls). */
 const ChatMessageSchema = z.looseObject({
   role: z.string().min(1),
-  content: z.union([z.string(), z.array(ContentPartSchema), z.null()]).optional(),
+  content: z.union([z.string(), z.array(ContentPartSchema), z.null()], { error: 'expected a string, an array of content parts ({"type": "text", "text": …}) or null' }).optional(),
 });
 
 /**
