@@ -29,6 +29,9 @@ export const DEFAULT_ELECTION_RETRY_MS = 2_000;
 /** How long a statement on the lock connection may take before the connection is taken as lost, in milliseconds. */
 export const DEFAULT_LOCK_QUERY_TIMEOUT_MS = 5_000;
 
+/** How long a node waits for another's spawn or update before it gives up (a node hung holding the lock). */
+export const DEFAULT_LINEAGE_WAIT_MS = 30_000;
+
 /** Rows of nodes gone longer than this are deleted by the leader. */
 const GONE_NODE_RETENTION_MS = 3_600_000;
 
@@ -58,6 +61,8 @@ export interface PostgresClusterOptions {
   retryMs?: number;
   lockQueryTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** How long `exclusive` waits for another node's spawn or update (default 30 s). */
+  lineageWaitMs?: number;
 }
 
 /** The server's clock in whole milliseconds, as SQL. */
@@ -112,7 +117,8 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   const retryMs = options.retryMs ?? DEFAULT_ELECTION_RETRY_MS;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-cluster' });
+  const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-cluster', keepAlive: true });
+  const lineageWaitMs = options.lineageWaitMs ?? DEFAULT_LINEAGE_WAIT_MS;
   pool.on('error', (error) => logger.warn({ err: error.message }, 'lost an idle connection of the cluster heartbeat; another opens when needed'));
   const listeners = new Set<(leader: boolean) => void>();
   let lockClient: pg.Client | undefined;
@@ -300,12 +306,20 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
-        await client.query('SELECT pg_advisory_lock($1, $2)', [...LINEAGE_LOCK_KEYS]).catch((error: unknown) => {
-          client.release(true);
-          throw error;
-        });
+        // The wait is bounded, and the server notices within seconds (not TCP's hours) a node
+        // that died holding the lock, whose connection's end lets it go.
+        const settings = "SELECT set_config('lock_timeout', $1, false), set_config('tcp_keepalives_idle', '4', false), set_config('tcp_keepalives_interval', '2', false), set_config('tcp_keepalives_count', '3', false)";
+        await client
+          .query(settings, [`${lineageWaitMs}ms`])
+          .then(() => client.query('SELECT pg_advisory_lock($1, $2)', [...LINEAGE_LOCK_KEYS]))
+          .catch((error: unknown) => {
+            client.release(true);
+            throw error;
+          });
       } catch (error) {
-        throw new StoreError(`cannot take the lock of agents' spawns and updates on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
+        const waited = (error as { code?: string }).code === '55P03';
+        const why = waited ? `another node has been spawning or updating an agent for more than ${lineageWaitMs / 1000} s` : messageOf(error);
+        throw new StoreError(`cannot take the lock of agents' spawns and updates on ${target}: ${why}; try again`, { cause: error, isRetryable: true, details: { database: target } });
       }
       try {
         return await work();

@@ -687,21 +687,32 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   };
 
   /**
-   * The agent `reference` (a name or an id), and with `descendants` every agent below it, read
-   * again from the store (see `oneAtATime`): taken as stored, adopted, or forgotten.
+   * What a spawn or an update judges by, read again from the store (see `oneAtATime`): the agent
+   * `reference` (a name or an id), a spawn's parent; with `tree`, for an update of it, its parent,
+   * itself and every agent below it. Each is taken as stored, adopted, or forgotten.
    */
-  async function refresh(reference: string, descendants: boolean): Promise<void> {
+  async function refresh(reference: string, tree: boolean): Promise<void> {
     const held = registry.lookup(reference);
-    if (held !== undefined && !descendants) return sync(held.id, await store.agents.get(held.id));
+    if (held !== undefined && !tree) return sync(held.id, await store.agents.get(held.id));
     const records = await store.agents.list();
-    const id = held?.id ?? records.find((record) => record.id === reference || record.name === reference)?.id;
-    if (id === undefined) return;
-    const tree = new Set([id]);
-    // Oldest first, so a parent comes before its children.
-    if (descendants) for (const record of records) if (record.parentId !== null && tree.has(record.parentId)) tree.add(record.id);
-    for (const entry of held === undefined || !descendants ? [] : registry.subtree(held)) tree.add(entry.id);
     const stored = new Map(records.map((record) => [record.id, record]));
-    for (const agentId of tree) await sync(agentId, stored.get(agentId));
+    const root = held?.id ?? records.find((record) => record.id === reference || record.name === reference)?.id;
+    if (root === undefined) return;
+    if (!tree) return sync(root, stored.get(root));
+    const children = new Map<string, string[]>();
+    for (const record of records) if (record.parentId !== null) children.set(record.parentId, [...(children.get(record.parentId) ?? []), record.id]);
+    // Its parent first, which the update is judged by; then it and every agent below it, parents
+    // before children, by the store's links (not by creation times, which other nodes' clocks wrote).
+    const parentId = stored.get(root)?.parentId ?? held?.parentId ?? null;
+    const order = parentId === null ? [] : [parentId];
+    for (let next = 0, queue = [root]; next < queue.length; next += 1) {
+      const id = queue[next] as string;
+      order.push(id);
+      queue.push(...(children.get(id) ?? []));
+    }
+    // Held here but gone from the store (killed on another node): forgotten.
+    for (const entry of held === undefined ? [] : registry.subtree(held)) if (!order.includes(entry.id)) order.push(entry.id);
+    for (const id of order) await sync(id, stored.get(id));
   }
 
   const kernel: Kernel = {

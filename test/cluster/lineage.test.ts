@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterNode } from '../../src/cluster/index.ts';
 import { createPostgresCluster } from '../../src/cluster/postgres-cluster.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
-import { CapabilityEscalationError } from '../../src/errors/index.ts';
+import { CapabilityEscalationError, StoreError } from '../../src/errors/index.ts';
 import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
@@ -23,8 +23,8 @@ afterEach(async () => {
 });
 
 /** A node of the installation on `url`, started. */
-async function clusterNode(url: string, name: string): Promise<ClusterNode> {
-  const node = createPostgresCluster({ url, target: 'test', id: randomUUID(), name, version: 'test', schemaVersion: postgresMigrations.at(-1)?.version ?? 0, logger: createSilentLogger() });
+async function clusterNode(url: string, name: string, options: { lineageWaitMs?: number } = {}): Promise<ClusterNode> {
+  const node = createPostgresCluster({ url, target: 'test', id: randomUUID(), name, version: 'test', schemaVersion: postgresMigrations.at(-1)?.version ?? 0, logger: createSilentLogger(), ...options });
   await node.start();
   return node;
 }
@@ -92,6 +92,23 @@ describe('spawns and updates across nodes', () => {
     expect(await b.exclusive(() => Promise.resolve('free'))).toBe('free');
   });
 
+  it('gives up waiting for a node that holds the lock too long, with a store error to retry', async () => {
+    const { url } = await postgres.createDatabase();
+    await (await openPostgresStore({ url })).close();
+    const [a, b] = [await clusterNode(url, 'a'), await clusterNode(url, 'b', { lineageWaitMs: 200 })];
+    closers.push(() => a.stop(), () => b.stop());
+    let release: (() => void) | undefined;
+    const held = a.exclusive(() => new Promise<void>((resolve) => (release = resolve)));
+    await until(() => Promise.resolve(release !== undefined));
+    const refused = b.exclusive(() => Promise.resolve('ran'));
+    await expect(refused).rejects.toThrow(StoreError);
+    await expect(refused).rejects.toThrow('another node has been spawning or updating an agent for more than 0.2 s; try again');
+    release?.();
+    await held;
+    // Its connection went back to the pool in working order: the next wait succeeds.
+    expect(await b.exclusive(() => Promise.resolve('ran'))).toBe('ran');
+  });
+
   it('judges a child by its parent as another node just updated it', async () => {
     const { url } = await postgres.createDatabase();
     const a = await nodeKernel(url, 'a');
@@ -107,6 +124,20 @@ describe('spawns and updates across nodes', () => {
     expect(a.list().map((agent) => agent.name)).toEqual(['lead']);
     // a now holds the parent as it is stored.
     expect(a.get('lead').capabilities).not.toContainEqual({ kind: 'tool_invoke', pattern: 'shell_exec' });
+  });
+
+  it('judges an update of a child by its parent as another node just narrowed it', async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await nodeKernel(url, 'a');
+    await a.spawn(manifest(lead('"shell_exec", "file_read"')));
+    await a.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["file_read"]\n`), { parent: 'lead' });
+    const b = await nodeKernel(url, 'b');
+    // b takes the shell from the parent; a has not heard, and gives it to the child.
+    await b.update('lead', manifest(lead('"file_read"')));
+    const widened = a.update('helper', manifest(helper));
+    await expect(widened).rejects.toThrow(CapabilityEscalationError);
+    await expect(widened).rejects.toThrow('as a child of "lead"');
+    expect(a.get('helper').capabilities).not.toContainEqual({ kind: 'tool_invoke', pattern: 'shell_exec' });
   });
 
   it("confines the children another node spawned that this one has not heard of", async () => {
