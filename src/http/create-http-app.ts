@@ -196,16 +196,16 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const bindHost = options.bindHost ?? config.daemon.host;
   app.use('*', createHostGuard({ bindHost, allowedHosts: config.http.allowed_hosts, allowedOrigins: config.http.allowed_origins, keyed: authenticator.keyed }));
   if (!authenticator.keyed && !isLoopbackBind(bindHost)) {
-    // Served, as documented (e.g. in a container): only loopback clients asking for a loopback name, the bound address or an allowed_hosts name get through.
+    // Served, as documented (e.g. in a container): only loopback clients asking for a loopback name or the bound address are the owner.
     logger.warn(
       { host: bindHost },
-      `listening on "${bindHost}" with no API key: only clients on this machine are served, as the owner, and only for the names localhost, 127.0.0.1, [::1], "${bindHost}" and [http].allowed_hosts; to serve other machines, set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
+      `listening on "${bindHost}" with no API key: only clients on this machine are served, as the owner, and only for the names localhost, 127.0.0.1, [::1] and "${bindHost}"; to serve other machines, set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
     );
   }
   if (!authenticator.keyed && config.http.allowed_hosts.length > 0) {
     logger.warn(
       { allowedHosts: config.http.allowed_hosts },
-      'serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy\'s forwarding headers, are refused except on public routes (health, webhooks), since a proxy on this machine would make every client it serves the owner; set LOOM_API_KEY or add [[auth.keys]] to config.toml',
+      'serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy\'s forwarding headers, reach only the public routes (health, webhooks, the agent card), since a proxy on this machine would make every client it serves the owner; a proxy that adds no such header and passes a loopback Host is not seen: behind a proxy, set LOOM_API_KEY or add [[auth.keys]] to config.toml',
     );
   }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health

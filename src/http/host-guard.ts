@@ -38,14 +38,16 @@ function bindNameOf(bindHost: string): string {
   return lower.includes(':') && !lower.startsWith('[') ? `[${lower}]` : hostNameOf(lower);
 }
 
-/** The headers a reverse proxy adds to say whom it forwards for. */
-const FORWARDING_HEADERS: readonly string[] = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
+/** The headers reverse proxies and CDNs add to say whom and what they forward for. */
+const FORWARDING_HEADERS: readonly string[] = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via', 'cf-connecting-ip', 'true-client-ip'];
 
 /**
  * Why a request looks forwarded by a proxy, or undefined: it carries a forwarding header, or asks
  * for an `allowed_hosts` name that is not a loopback one (the name a proxy serves the daemon
  * under). A proxy on this machine reaches the daemon from a loopback address, so without it a
- * daemon with no key would take every client the proxy serves for the local owner.
+ * daemon with no key would take every client the proxy serves for the local owner. A safety net,
+ * not a guarantee: a proxy that adds none of these and passes a loopback Host (or the client's,
+ * which can be one) is not seen, which is why a daemon behind a proxy needs a key.
  */
 export function proxySignOf(header: (name: string) => string | undefined, allowedHosts: readonly string[]): string | undefined {
   const forwarding = FORWARDING_HEADERS.find((name) => header(name) !== undefined);

@@ -108,7 +108,7 @@ describe('a daemon with no API key behind a reverse proxy', () => {
     api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.example.com'] } } });
     const spawn = { 'content-type': 'application/toml' };
     const manifest = 'name = "pwned"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n';
-    for (const headers of [{ host: 'loom.example.com' }, { host: `127.0.0.1:${port(api.url)}`, 'x-forwarded-for': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, forwarded: 'for=203.0.113.7' }, { host: `localhost:${port(api.url)}`, 'x-real-ip': '203.0.113.7' }]) {
+    for (const headers of [{ host: 'loom.example.com' }, { host: `127.0.0.1:${port(api.url)}`, 'x-forwarded-for': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, forwarded: 'for=203.0.113.7' }, { host: `localhost:${port(api.url)}`, 'x-real-ip': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, via: '1.1 proxy' }]) {
       const reply = await send(api.url, '/api/agents', { ...headers, ...spawn }, 'POST', manifest);
       expect(reply.status).toBe(403);
       expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'ACCESS_DENIED' } });
