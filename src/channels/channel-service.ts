@@ -326,6 +326,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
     } catch (error) {
       logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
+      // Settled, so that a restart does not take it up as a message for the agent.
+      await store.channels.settle(config.name, message.platformId, 'failed', `the approval command could not be answered: ${error instanceof Error ? error.message : String(error)}`, clock.now()).catch(() => undefined);
     }
   }
 

@@ -19,6 +19,13 @@ interface ThreadInfo {
   references: string[];
 }
 
+/**
+ * How many threads' state is kept, the oldest dropped first: a reply in a dropped thread goes out
+ * as "Re: your message" without References, where keeping every thread anyone ever started (a
+ * stranger's mail too, before the policy refuses it) would grow without bound.
+ */
+const MAX_THREADS = 10_000;
+
 /** Where an email thread's state is kept: per sender (the conversation) and root `Message-ID`. */
 function threadKey(sender: string, root: string): string {
   return `${sender}\u0000${root}`;
@@ -166,7 +173,14 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
             const messageId = mail.messageId ?? `<uid-${uid}@${name}>`;
             const references = typeof mail.references === 'string' ? [mail.references] : (mail.references ?? []);
             const root = references[0] ?? mail.inReplyTo ?? messageId;
-            threads.set(threadKey(sender, root), { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
+            // Latest last, so the oldest threads go first once there are too many (anyone can write).
+            const key = threadKey(sender, root);
+            threads.delete(key);
+            threads.set(key, { subject: mail.subject ?? '', lastMessageId: messageId, references: [...references, messageId] });
+            for (const oldest of threads.keys()) {
+              if (threads.size <= MAX_THREADS) break;
+              threads.delete(oldest);
+            }
             await sink({ platformId: messageId, user, conversation: { id: sender, kind: 'direct', thread: root }, mentioned: true, text });
           } else if (doubt.retry) {
             // Its key could not be looked up for now: read again at the next poll, neither taken nor refused.

@@ -3,6 +3,7 @@ export type { AgentEntry } from './agent-entry.ts';
 export type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 export { DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 export { ApprovalService, DEFAULT_APPROVAL_TIMEOUT_MS } from './approval-service.ts';
+export { createLineup } from './one-at-a-time.ts';
 export type { ApprovalDecision, ApprovalEvent, OpenApproval } from './approval-service.ts';
 export type { AgentRuntime, Caller } from './agent-runtime.ts';
 export { toAgentDetailView, toAgentView } from './agent-view.ts';

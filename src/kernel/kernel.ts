@@ -32,6 +32,7 @@ import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
+import { createLineup } from './one-at-a-time.ts';
 import { toolPolicyOf } from './tool-policy.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
@@ -671,10 +672,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
    * work judges by, once no other node can change it: the node heard of other nodes' changes
    * through events, which may not have arrived yet.
    */
-  let lineage: Promise<unknown> = Promise.resolve();
+  const lineup = createLineup();
   const oneAtATime = <T>(fresh: () => Promise<void>, work: () => Promise<T>): Promise<T> => {
     const { node } = dependencies;
-    const run = lineage.then(() =>
+    return lineup(() =>
       node?.exclusive === undefined
         ? work()
         : node.exclusive(async () => {
@@ -682,8 +683,6 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
             return work();
           }),
     );
-    lineage = run.catch(() => undefined);
-    return run;
   };
 
   /**

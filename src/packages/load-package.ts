@@ -81,7 +81,8 @@ function fail(source: string, problem: string, lines: readonly string[] = []): n
 async function readText(dir: string, file: string, source: string, required: boolean): Promise<string | undefined> {
   const path = join(dir, file);
   try {
-    // lstat: never through a link, should the folder have changed since it was listed.
+    // lstat, so that a link found here is refused as one (the folder was listed without links, but
+    // may change between that and this read: a package folder is the owner's to keep still).
     const info = await lstat(path);
     if (!info.isFile()) fail(source, `${file} is not a file`);
     if (info.size > MAX_FILE_BYTES) fail(source, `${file} is larger than ${MAX_FILE_BYTES} bytes`);

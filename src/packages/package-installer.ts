@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Clock, InstalledPackageRecord, InstalledSkillText, JsonObject, Store } from '../contracts/index.ts';
 import { LoomError, PackageError } from '../errors/index.ts';
-import type { Kernel } from '../kernel/index.ts';
+import { createLineup, type Kernel } from '../kernel/index.ts';
 import { type ManifestCapabilities, ManifestSchema, namedModel } from '../manifest/index.ts';
 import { modelEndpoint } from '../models/index.ts';
 import { unpackArchive } from './archive.ts';
@@ -219,6 +219,12 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
     return files === undefined || files === 0 ? null : { path: `workspaces/${slug}`, files };
   }
 
+  /**
+   * Installs and uninstalls, one at a time: a failed install removes the skill versions it added,
+   * which an install running beside it could have found installed and taken as its own.
+   */
+  const oneAtATime = createLineup();
+
   const installer: PackageInstaller = {
     async check(source, settings = []) {
       const fetched = await fetchPackage(source);
@@ -252,7 +258,7 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       }
     },
 
-    async install(source, installOptions) {
+    install: (source, installOptions) => oneAtATime(async () => {
       const checked = await installer.check(source, installOptions.settings);
       try {
         const { plan, loaded, prepared } = checked;
@@ -319,9 +325,9 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       } finally {
         await checked.dispose();
       }
-    },
+    }),
 
-    async uninstall(slug) {
+    uninstall: (slug) => oneAtATime(async () => {
       const record = await store.packages.get(slug);
       if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
       // The events it emits, as other packages name them; a source is compared after namespacing,
@@ -344,7 +350,7 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       await store.packages.delete(slug);
       await rm(join(options.packagesDir, slug), { recursive: true, force: true });
       return record;
-    },
+    }),
   };
   return installer;
 }

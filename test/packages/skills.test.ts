@@ -292,7 +292,8 @@ describe('installSkill() and findInstalledSkill()', () => {
     expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('First.');
     expect(await installSkill(skillsDir, same)).toEqual({ folder: target, created: false });
     const installed = await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes@1.0.0'));
-    if (installed !== undefined) expect(await installSkill(skillsDir, installed)).toEqual({ folder: target, created: false });
+    expect(installed).toBeDefined();
+    expect(await installSkill(skillsDir, installed as NonNullable<typeof installed>)).toEqual({ folder: target, created: false });
     // No scratch folders left beside it.
     expect(await readdir(join(skillsDir, 'nebo', 'notes'))).toEqual(['1.0.0']);
     expect((await findInstalledSkill(skillsDir, parseSkillReference('@nebo/skills/notes')))?.instructions).toBe('First.');
