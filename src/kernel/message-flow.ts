@@ -44,7 +44,7 @@ import type { CapabilityManager } from './capability-manager.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
 import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
-import { manifestModels, toTarget } from './model-targets.ts';
+import { fallbackChain, manifestModels } from './model-targets.ts';
 import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
@@ -204,7 +204,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   function chooseModels(runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget): { models: ModelTarget[]; tier?: string } {
     const { manifest } = entry;
     const primary = namedModel(manifest.model) ?? runtime.defaultModel;
-    const own = [...(primary === undefined ? [] : [primary]), ...manifest.fallback_models.map(toTarget)];
+    const own = fallbackChain(manifest, runtime).map(({ target }) => target);
     if (chosen !== undefined) {
       // A task's model: granted by llm_query, or without any grants one the manifest chose.
       const granted = capabilities.granted(entry.id);

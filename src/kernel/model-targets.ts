@@ -36,17 +36,26 @@ export interface NamedModel {
 }
 
 /**
+ * The models a turn tries in order, unrouted: the primary (or the default model), then the
+ * fallbacks. The first entries of {@link manifestModels}.
+ */
+export function fallbackChain(manifest: Manifest, sources: Pick<ModelSources, 'defaultModel'>): NamedModel[] {
+  const models: NamedModel[] = [];
+  const named = namedModel(manifest.model);
+  const primary = named ?? sources.defaultModel;
+  if (primary !== undefined) models.push({ field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)', target: primary });
+  manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
+  return models;
+}
+
+/**
  * Every model a manifest may have called: its primary (or the default model), fallbacks, the
  * tiers it is routed over while `[routing]` is on, and the judges of its forged tools while
  * `[emergent]` is on (the default model when it names none). The one list of what an agent's
  * manifest chose: a task may run on any of them, and a child's may not go beyond its parent's.
  */
 export function manifestModels(manifest: Manifest, sources: ModelSources): NamedModel[] {
-  const models: NamedModel[] = [];
-  const named = namedModel(manifest.model);
-  const primary = named ?? sources.defaultModel;
-  if (primary !== undefined) models.push({ field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)', target: primary });
-  manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
+  const models = fallbackChain(manifest, sources);
   if (manifest.routing?.enabled === true) {
     for (const [tier, target] of Object.entries(sources.tiers ?? {})) {
       if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
