@@ -54,7 +54,7 @@ function requestOf(callOptions: LanguageModelV4CallOptions): ModelRequest {
 async function measureKernelTurns(
   withTool: boolean,
   options: { prefill?: number; databasePath?: string; floor?: boolean } = {},
-): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[] }> {
+): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[]; bareBeside: number[] }> {
   const { prefill = 0, databasePath, floor = false } = options;
   let request: ModelRequest | undefined;
   const model = createInstantModel({ ...(withTool ? { toolName: 'agent_list' } : {}), onCall: (callOptions) => (request ??= requestOf(callOptions)) });
@@ -75,7 +75,7 @@ async function measureKernelTurns(
     let messages = 0;
     for (let index = 0; index < AGENTS; index += 1) messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
     const heapPerMessage = (collect() - heapBefore) / messages;
-    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], withoutCallRecord: [], sdkLoop: [] };
+    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], withoutCallRecord: [], sdkLoop: [], bareBeside: [] };
     const writes = openCommitFloor(bench.databasePath, withTool);
     try {
       const commitFloor = measureCommitFloor(writes, withTool);
@@ -87,7 +87,10 @@ async function measureKernelTurns(
       // Loom does not, so that every call passes the kernel's tool runner.
       const withoutCallRecord = withTool && request !== undefined ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } }) : [];
       const sdkLoop = withTool && request !== undefined ? await measureBareTurns(withTool, { request, writes }) : [];
-      return { durations, heapPerMessage, request, commitFloor, durableFloor, withoutCallRecord, sdkLoop };
+      // Bare again, beside the floors (the kernel and its sessions still on the heap): whether
+      // those conditions, not the writes, make the floors higher than bare.
+      const bareBeside = await measureBareTurns(withTool);
+      return { durations, heapPerMessage, request, commitFloor, durableFloor, withoutCallRecord, sdkLoop, bareBeside };
     } finally {
       writes.close();
     }
@@ -287,6 +290,7 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     // leaves in the processor's caches for the next is counted, as it is in Loom's turn.
     durable_floor_p50_ms: durable.p50_ms,
     durable_floor_ratio_vs_bare: round(durable.p50_ms / bare.p50_ms),
+    bare_beside_floor_p50_ms: summarize(measured.bareBeside).p50_ms,
     loom_share_over_durable_floor_p50_ms: round(loom.p50_ms - durable.p50_ms),
     // What the target leaves for all of Loom's own work (checks, queue, history, repair, records, events).
     target_left_for_loom_ms: round(target * bare.p50_ms - durable.p50_ms),
