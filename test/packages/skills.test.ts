@@ -14,6 +14,7 @@ import {
   type SkillReference,
   skillsPrompt,
 } from '../../src/packages/skills.ts';
+import { rejectionMessage } from '../helpers/rejection.ts';
 
 let dir: string;
 
@@ -56,14 +57,7 @@ async function findInLibrary(reference: SkillReference): Promise<LoadedSkill> {
 const refs = (...texts: string[]): SkillReference[] => texts.map((text) => parseSkillReference(text));
 const namesOf = (skills: readonly LoadedSkill[]): string[] => skills.map((skill) => `${skill.reference.qualified}@${skill.version}`);
 
-async function messageOf(promise: Promise<unknown>): Promise<string> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(PackageError);
-  return (error as PackageError).message;
-}
+const messageOf = (promise: Promise<unknown>): Promise<string> => rejectionMessage(promise, PackageError);
 
 function messageOfSync(run: () => unknown): string {
   try {
