@@ -75,6 +75,14 @@ function preludeOf(maxOutputBytes: number): string {
   const g = globalThis;
   const fetchRef = g.__loom_fetch, readRef = g.__loom_read, cryptoRef = g.__loom_crypto;
   delete g.__loom_fetch; delete g.__loom_read; delete g.__loom_crypto;
+  // A WebAssembly memory lives outside the isolate's heap, so its memory limit does not count it
+  // (an outside probe held 1.7 GB under a 128 MB limit); shared memory and its waits go with it.
+  delete g.WebAssembly; delete g.SharedArrayBuffer; delete g.Atomics;
+  // What leaves the isolate is bounded here, before it is copied out to the daemon.
+  const bounded = (text, what) => {
+    if (text.length > ${maxOutputBytes}) throw new Error(what + ' is ' + text.length + ' characters, more than the ${maxOutputBytes} a tool may pass out');
+    return text;
+  };
   const call = async (ref, payload) => {
     const reply = JSON.parse(await ref.apply(undefined, [JSON.stringify(payload)], { arguments: { copy: true }, result: { promise: true, copy: true } }));
     if (reply.error !== undefined) throw new Error(reply.error);
@@ -86,7 +94,7 @@ function preludeOf(maxOutputBytes: number): string {
       const headers = {};
       for (const [key, value] of Object.entries(options.headers ?? {})) headers[String(key)] = String(value);
       const request = { url: String(url), method: String(options.method ?? 'GET').toUpperCase(), headers };
-      if (options.body !== undefined) request.body = String(options.body);
+      if (options.body !== undefined) request.body = bounded(String(options.body), 'the request body');
       const response = await call(fetchRef, request);
       const lower = {};
       for (const [key, value] of Object.entries(response.headers)) lower[key.toLowerCase()] = value;
@@ -115,7 +123,7 @@ function preludeOf(maxOutputBytes: number): string {
     const digester = (kind, algorithm, key) => {
       let data = '';
       const hash = {
-        update(chunk) { data += String(chunk); return hash; },
+        update(chunk) { data = bounded(data + String(chunk), 'the data to hash'); return hash; },
         digest(encoding) { return sync({ kind, algorithm, key, data, encoding: encoding ?? 'hex' }); },
       };
       return hash;
@@ -129,8 +137,8 @@ function preludeOf(maxOutputBytes: number): string {
   const parse = JSON.parse, stringify = JSON.stringify;
   const describe = (error) => {
     try {
-      if (error !== null && (typeof error === 'object' || typeof error === 'function') && typeof error.message === 'string') return error.message;
-      return String(error);
+      const text = error !== null && (typeof error === 'object' || typeof error === 'function') && typeof error.message === 'string' ? error.message : String(error);
+      return text.length > ${MAX_ERROR_LENGTH} ? text.slice(0, ${MAX_ERROR_LENGTH}) + '…' : text;
     } catch {
       return 'a value was thrown that cannot be described';
     }

@@ -111,6 +111,24 @@ describe('hangs and bombs are stopped in time', () => {
   });
 });
 
+describe('memory outside the heap, and what leaves the isolate, are bounded', () => {
+  it('has no WebAssembly, SharedArrayBuffer or Atomics, however the name is spelled (their memory is outside the limit)', async () => {
+    const { outcome } = await attempt('const g = globalThis; return ["Web" + "Assembly", "Shared" + "ArrayBuffer", "Ato" + "mics"].map((name) => typeof g[name]);');
+    expect(outcome).toMatchObject({ ok: true, output: ['undefined', 'undefined', 'undefined'] });
+  });
+
+  it('cuts what the tool throws, and refuses data to hash or a request body over the output cap, inside the isolate', async () => {
+    const thrown = await attempt('throw new Error("x".repeat(5_000_000));');
+    expect(thrown.outcome).toMatchObject({ ok: false, error: { kind: 'thrown' } });
+    expect(thrown.outcome.ok ? 0 : thrown.outcome.error.message.length).toBeLessThanOrEqual(2001);
+
+    const compiled = await compileSandboxProgram('function execute(input) { return crypto.createHash("sha256").update("x".repeat(input.size)).digest("hex"); }', LIMITS);
+    programs.push(compiled);
+    expect(await compiled.run({ size: 150_000 }, { bridges: { crypto: true } })).toMatchObject({ ok: false, error: { kind: 'thrown', message: 'the data to hash is 150000 characters, more than the 100000 a tool may pass out' } });
+    expect(await compiled.run({ size: 10 }, { bridges: { crypto: true } })).toMatchObject({ ok: true });
+  });
+});
+
 describe('the tool cannot reach the host entry or pose as a limit', () => {
   it('replacing a global named like the entry changes nothing: the host calls the prelude\'s own', async () => {
     const compiled = await compileSandboxProgram('function execute() { return { honest: true }; }\nfor (const name of ["__loom_run", "__loom_entry"]) Object.defineProperty(globalThis, name, { get() { return async () => ({ fake: true }); }, set() {} });', LIMITS);
