@@ -7,7 +7,7 @@ import { formatIssues } from '../validation/index.ts';
 import { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 import { type ForgeRequest, ForgeRequestSchema } from './forge-request.ts';
 import type { ForgedToolEvent } from './forged-tool-events.ts';
-import { judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict } from './judge.ts';
+import { judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict, withoutComments } from './judge.ts';
 import type { SchemaCheck } from '../validation/index.ts';
 import { compileSchema, subsetMismatch } from './output-check.ts';
 import { referenceProblems } from './references.ts';
@@ -141,7 +141,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     if (tool.program !== undefined && !tool.program.disposed) return tool.program;
     const { implementation } = tool.request;
     if (implementation.mode !== 'sandbox') return 'not a sandbox tool';
-    const code = memorySource.get(tool.record.id) ?? implementation.code;
+    // What the judge read is what runs: the code without its comments (the code can read its own
+    // text, so a comment the judge never saw could carry data for it).
+    const code = withoutComments(memorySource.get(tool.record.id) ?? implementation.code);
     const settings = settingsOf(tool.record);
     tool.program = await compileSandboxProgram(code, {
       timeoutMs: settings?.sandbox_timeout_ms ?? 5000,

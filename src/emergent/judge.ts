@@ -50,9 +50,10 @@ export function judgeSystemPrompt(role: JudgeRole): string {
 }
 
 /**
- * The code without its comments (found by a JavaScript parser): a comment cannot change what
- * the code does, so the judge is not shown it, and a comment addressed to the judge never
- * reaches it. Code that does not parse is returned as it is (it never gets this far).
+ * The code without its comments (found by a JavaScript parser): what the judge is shown and what
+ * runs, so a comment addressed to the judge never reaches it, and none can carry data the code
+ * reads from its own text (`String(execute)`) past the judge. Code that does not parse is returned
+ * as it is (it never gets this far).
  */
 export function withoutComments(code: string): string {
   const comments: Comment[] = [];
