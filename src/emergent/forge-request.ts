@@ -8,8 +8,49 @@ export const FORGED_TOOL_NAME = /^[a-z][a-z0-9_]{1,63}$/;
 // Schema shown to models has no `propertyNames` (which OpenAI's structured tools do not take).
 const JsonObjectSchema = z.object({}).catchall(z.json());
 
+/**
+ * Keywords a forged tool's schemas may not use. The daemon checks every call's input and output
+ * against them with Ajv on its main thread: a `pattern` is a backtracking regular expression the
+ * model wrote (`^(a|a)+$` held the daemon for 3 s on 27 characters, doubling with each more), and
+ * `uniqueItems` compares every pair of a large array (6.5 s on 340 KB of output).
+ */
+const UNSAFE_KEYWORDS: Readonly<Record<string, string>> = {
+  pattern: 'a regular expression the daemon would run on every call (check the text in execute instead)',
+  patternProperties: 'regular expressions the daemon would run on every call (check the names in execute instead)',
+  uniqueItems: 'a comparison of every pair of items on every call (check it in execute instead)',
+};
+
+/** Where a schema holds schemas: under these keywords a map of them, an array of them, or one. */
+const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+const SCHEMA_ARRAYS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
+const SCHEMA_VALUES = ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'additionalItems'];
+
+/** The unsafe keywords a schema uses, with their paths (`properties`, `w`, `pattern`): keywords, not property names. */
+function unsafeKeywords(schema: unknown, path: (string | number)[]): { path: (string | number)[]; keyword: string }[] {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return [];
+  const found: { path: (string | number)[]; keyword: string }[] = [];
+  for (const [key, value] of Object.entries(schema as Record<string, unknown>)) {
+    const at = [...path, key];
+    if (UNSAFE_KEYWORDS[key] !== undefined && !(key === 'uniqueItems' && value === false)) found.push({ path: at, keyword: key });
+    if (SCHEMA_MAPS.includes(key) && typeof value === 'object' && value !== null) for (const [name, inner] of Object.entries(value as Record<string, unknown>)) found.push(...unsafeKeywords(inner, [...at, name]));
+    if (SCHEMA_ARRAYS.includes(key) && Array.isArray(value)) value.forEach((inner: unknown, index) => found.push(...unsafeKeywords(inner, [...at, index])));
+    if (SCHEMA_VALUES.includes(key)) found.push(...(Array.isArray(value) ? value.flatMap((inner: unknown, index) => unsafeKeywords(inner, [...at, index])) : unsafeKeywords(value, at)));
+  }
+  return found;
+}
+
+/** The longest a forged tool's schema may be, as JSON: it goes to the model with every request. */
+const MAX_SCHEMA_CHARACTERS = 20_000;
+
+/** A forged tool's JSON Schema: bounded in size, and without the keywords that cost the daemon without bound. */
+const ForgedSchemaSchema = JsonObjectSchema.superRefine((schema, context) => {
+  const length = JSON.stringify(schema).length;
+  if (length > MAX_SCHEMA_CHARACTERS) context.addIssue({ code: 'custom', message: `is ${length} characters as JSON, more than ${MAX_SCHEMA_CHARACTERS} (it is sent to the model with every request)` });
+  for (const { path, keyword } of unsafeKeywords(schema, [])) context.addIssue({ code: 'custom', path, message: `a forged tool's schema may not use "${keyword}": ${UNSAFE_KEYWORDS[keyword] ?? ''}` });
+});
+
 /** A JSON Schema for an object, as a forged tool's input is described to models. */
-const ObjectSchemaSchema = JsonObjectSchema.refine((schema) => schema['type'] === 'object', { error: 'expected a JSON Schema with "type": "object"' });
+const ObjectSchemaSchema = ForgedSchemaSchema.refine((schema) => schema['type'] === 'object', { error: 'expected a JSON Schema with "type": "object"' });
 
 /** One step of a compose tool: a tool called with an input built from references (see `resolveMapping`). */
 export const ComposeStepSchema = z.strictObject({
@@ -42,7 +83,7 @@ export const ForgeRequestSchema = z.strictObject({
   name: z.string().regex(FORGED_TOOL_NAME, { error: 'expected 2 to 64 lowercase letters, digits or "_", starting with a letter (e.g. "parse_csv")' }),
   description: z.string().min(1, { error: 'expected what the tool does' }).max(2000),
   inputSchema: ObjectSchemaSchema,
-  outputSchema: JsonObjectSchema.optional(),
+  outputSchema: ForgedSchemaSchema.optional(),
   implementation: ImplementationSchema,
   testCases: z.array(TestCaseSchema).min(1, { error: 'expected at least one test case: a tool is tested before it is judged' }).max(20, { error: 'at most 20 test cases' }),
 });

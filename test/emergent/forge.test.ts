@@ -7,6 +7,7 @@ import type { ForgeOutcome } from '../../src/emergent/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { DOUBLE_IT } from '../helpers/forge-requests.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -201,6 +202,22 @@ describe('forge_tool', () => {
     const judged = JSON.parse((server.requests[0]?.body as { messages: { role: string; content: string }[] }).messages.find((message) => message.role === 'user')?.content ?? '{}') as { tool: { implementation: { code: string } } };
     expect(judged.tool.implementation.code).not.toContain('evil.example');
     expect((await host.kernel.runAgentTool('smith', 'topic_notes', { topic: 'kubernetes' })).text).toBe('{"text":"kubernetes"}');
+  });
+
+  it('refuses schemas the daemon could not check in bounded time (a pattern, patternProperties, uniqueItems) or too long, naming where, before any test or judge', async () => {
+    await host.kernel.spawn(forger('smith'));
+    const withInput = (inputSchema: Record<string, unknown>, outputSchema?: Record<string, unknown>) => ({ ...DOUBLE_IT, inputSchema, ...(outputSchema === undefined ? {} : { outputSchema }) });
+    const backtracking = refusal(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', properties: { n: { type: 'number' }, w: { type: 'string', pattern: '^(a|a)+$' } } }), 'test'));
+    expect(backtracking.reason).toContain('inputSchema.properties.w.pattern');
+    expect(backtracking.reason).toContain('a forged tool\'s schema may not use "pattern"');
+    const pairs = refusal(await host.kernel.forgedTools.forge('smith', withInput(DOUBLE_IT.inputSchema, { type: 'object', properties: { n: { type: 'array', uniqueItems: true } } }), 'test'));
+    expect(pairs.reason).toContain('outputSchema.properties.n.uniqueItems');
+    const long = refusal(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', description: 'x'.repeat(30_000), properties: { n: { type: 'number' } } }), 'test'));
+    expect(long.reason).toContain('more than 20000');
+    expect(server.requests).toEqual([]);
+    // A property named "pattern" is a name, not the keyword.
+    server.script([APPROVE]);
+    expect(registered(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', properties: { n: { type: 'number' }, pattern: { type: 'string' } }, required: ['n'] }), 'test')).name).toBe('double_it');
   });
 
   it('refuses check_http_status here: its test fails with the reason, and no judge tokens are spent', async () => {
