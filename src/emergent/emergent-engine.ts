@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock, ForgedToolRecord, ForgedToolTier, IdGenerator, JsonObject, JsonValue, Logger, Store, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
+import { isGranted } from '../capabilities/index.ts';
 import { LoomError, messageOf, UsageError } from '../errors/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
 import { formatIssues } from '../validation/index.ts';
@@ -332,6 +333,8 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     };
     const settings = forging?.emergent;
     if (forging === undefined || settings === undefined || !settings.enabled) return refuse('request', `agent "${agent.name}" may not forge tools: ${NO_SETTINGS.reason}`);
+    // Its own forge_tool call was checked by the runner; a forge through a door (CLI, HTTP) is checked here, as the agent.
+    if (!isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: FORGE_TOOL_NAME })) return refuse('request', `agent "${agent.name}" may not forge tools: its [capabilities].tools does not grant "${FORGE_TOOL_NAME}"`);
     const parsed = ForgeRequestSchema.safeParse(raw, { reportInput: true });
     if (!parsed.success) return refuse('request', `invalid forge request: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
     const request = parsed.data;
@@ -414,6 +417,12 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       release();
       const how = taken.record.tier === 'shared' ? `shared by agent "${taken.record.agentName}"` : `registered for agent "${agent.name}"`;
       return refuse('request', `a tool named "${request.name}" was ${how} while this one was being built; choose another name`, { codeHash });
+    }
+    // …and other forges of the agent may have filled its session's tools (several through doors at once).
+    const filled = [...live.values()].filter((tool) => tool.record.agentId === agent.id && tool.record.tier === 'session' && tool.record.status === 'active').length;
+    if (filled >= settings.max_session_tools) {
+      release();
+      return refuse('request', `agent "${agent.name}" reached its [emergent].max_session_tools (${settings.max_session_tools}) while this tool was being built; reset the session or promote one first`, { codeHash });
     }
     record.verdicts = [{ role: 'creation', at: clock.now(), ...verdict }];
     // In `live` before the store is waited on, so a promotion to shared checking names sees it.

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { mayReachAgent, type Principal } from '../access/index.ts';
 import { type ForgedToolView, registeredOrThrow } from '../emergent/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
+import { LoomError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
@@ -27,8 +27,9 @@ function visible(principal: Principal, tool: ForgedToolView): boolean {
   return tool.tier === 'shared' || mayReachAgent(principal, tool.agent);
 }
 
-function reach(principal: Principal, tool: ForgedToolView): ForgedToolView {
-  if (!visible(principal, tool)) throw new AccessDeniedError(`the key "${principal.name}" may not reach forged tool "${tool.name}": its agent "${tool.agent}" is outside the key's [[auth.keys]].agents patterns`);
+/** The tool asked for as `id`, when the key may see it; else answered as an id no tool has, so a key learns nothing of tools it may not see (their names, their agents, that they exist). */
+function reach(principal: Principal, tool: ForgedToolView, id: string): ForgedToolView {
+  if (!visible(principal, tool)) throw new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
   return tool;
 }
 
@@ -62,10 +63,10 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
     return c.json(registeredOrThrow(await tools.import(body.agent, body.document, principal.name, c.get('deadline').signal)), 201);
   });
 
-  routes.get('/:id', async (c) => c.json(reach(principalOf(c), await tools.get(c.req.param('id')))));
+  routes.get('/:id', async (c) => c.json(reach(principalOf(c), await tools.get(c.req.param('id')), c.req.param('id'))));
 
   routes.get('/:id/export', async (c) => {
-    const tool = reach(principalOf(c), await tools.get(c.req.param('id')));
+    const tool = reach(principalOf(c), await tools.get(c.req.param('id')), c.req.param('id'));
     c.header('content-disposition', `attachment; filename="${tool.name}.emergent-tool.yaml"`);
     return c.body(await tools.export(tool.id), 200, { 'content-type': 'application/yaml; charset=utf-8' });
   });

@@ -220,6 +220,23 @@ describe('forge_tool', () => {
     expect(registered(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', properties: { n: { type: 'number' }, pattern: { type: 'string' } }, required: ['n'] }), 'test')).name).toBe('double_it');
   });
 
+  it('refuses a forge through a door for an agent whose tools do not grant forge_tool, before its code runs or a judge is asked', async () => {
+    await host.kernel.spawn(forger('ungranted', '', '"file_read"'));
+    const refused = refusal(await host.kernel.forgedTools.forge('ungranted', DOUBLE_IT, 'test'));
+    expect(refused).toMatchObject({ stage: 'request', reason: 'agent "ungranted" may not forge tools: its [capabilities].tools does not grant "forge_tool"' });
+    expect(server.requests).toEqual([]);
+    expect(await host.kernel.forgedTools.list({ agent: 'ungranted' })).toEqual([]);
+  });
+
+  it('holds max_session_tools when several forges run at once: the ones that finish after the limit is reached are refused', async () => {
+    await host.kernel.spawn(forger('smith', '[emergent]\nmax_session_tools = 1\n'));
+    server.script([APPROVE, APPROVE, APPROVE]);
+    const outcomes = await Promise.all(['one_it', 'two_it', 'three_it'].map((name) => host.kernel.forgedTools.forge('smith', { ...DOUBLE_IT, name }, 'test')));
+    expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(1);
+    for (const outcome of outcomes.filter((each) => !each.ok)) expect(refusal(outcome).reason).toMatch(/max_session_tools/);
+    expect(await host.kernel.forgedTools.list({ agent: 'smith' })).toHaveLength(1);
+  });
+
   it('refuses check_http_status here: its test fails with the reason, and no judge tokens are spent', async () => {
     await host.kernel.spawn(forger('smith', 'allowed_sandbox_apis = ["fetch"]\nfetch_domain_allowlist = ["httpstat.us"]\n', '"forge_tool", "http_request"'));
     const outcome = refusal(await host.kernel.forgedTools.forge('smith', checkHttpStatus, 'test'));

@@ -67,7 +67,15 @@ describe('/api/tools/forged', () => {
     expect(forge.status).toBe(403);
     expect((await server.request(`/api/tools/forged/${tool.id}/promote`, { method: 'POST', headers: HELPER })).status).toBe(403);
     expect(await (await server.request('/api/tools/forged', { headers: HELPER })).json()).toEqual([]);
-    expect((await server.request(`/api/tools/forged/${tool.id}`, { headers: HELPER })).status).toBe(403);
+    // A tool the key may not see is answered as one that does not exist, by its id or a prefix of it: its name and agent stay unsaid.
+    for (const id of [tool.id, tool.id.slice(0, 4)]) {
+      const hidden = await server.request(`/api/tools/forged/${id}`, { headers: HELPER });
+      expect(hidden.status).toBe(404);
+      const text = await hidden.text();
+      expect(text).toContain(`no forged tool has the id \\"${id}\\"`);
+      expect(text).not.toContain('smith');
+      expect(text).not.toContain(tool.name);
+    }
     expect((await server.request('/api/tools/forged/0000ffff', { headers: OWNER })).status).toBe(404);
 
     const demoted = await server.request(`/api/tools/forged/${tool.id}/demote`, { method: 'POST', headers: OWNER, body: JSON.stringify({ reason: 'not needed' }) });
