@@ -38,8 +38,17 @@ export interface CodeModuleRunner {
 }
 
 /**
+ * How long a message past its time limit, or stopped, waits for what runs its module to stop
+ * before its caller is told, on the daemon's clock. Most stop at once; a wasm thread asleep in a
+ * native call (a WASI sleep) cannot be terminated until it wakes, and neither the caller, the
+ * agent's next message nor the daemon's shutdown may wait for that.
+ */
+export const STOP_WAIT_MS = 1000;
+
+/**
  * Waits for `work`, or stops it: at the time limit (a `timeout` fault) or when `signal` aborts
- * (its reason). `stop` ends what runs the module (terminates the thread, kills the process).
+ * (its reason). `stop` ends what runs the module (terminates the thread, kills the process); the
+ * fault is thrown once it has, or after {@link STOP_WAIT_MS} with `stop` left to go on alone.
  */
 export async function withinLimit<T>(work: Promise<T>, options: { clock: Clock; timeoutMs: number; signal: AbortSignal; what: string; stop: () => Promise<void> }): Promise<T> {
   const { clock, timeoutMs, signal, what, stop } = options;
@@ -55,11 +64,21 @@ export async function withinLimit<T>(work: Promise<T>, options: { clock: Clock; 
   try {
     const first = await Promise.race([work.then((value) => ({ value })), timer, aborted]);
     if (typeof first === 'object') return first.value;
-    await stop();
+    await waitForStop(stop(), clock);
     if (first === 'aborted') throw signal.reason;
     throw new CodeModuleError('timeout', `${what} ran past its time limit of ${timeoutMs / 1000} s ([code].timeout_ms) and was stopped`);
   } finally {
     done.abort();
     await timer;
+  }
+}
+
+/** Waits for `stopping` at most {@link STOP_WAIT_MS} of `clock`; it goes on in the background after that. */
+export async function waitForStop(stopping: Promise<void>, clock: Clock): Promise<void> {
+  const waited = new AbortController();
+  try {
+    await Promise.race([stopping, clock.sleep(STOP_WAIT_MS, { signal: waited.signal })]);
+  } finally {
+    waited.abort();
   }
 }

@@ -62,7 +62,7 @@ function moduleEnv(manifest: Manifest, env: CodeModulesOptions['env']): Record<s
 export function createCodeModules(options: CodeModulesOptions): CodeModules {
   const { clock, logger } = options;
   const runners = new Map<string, { module: string; runner: CodeModuleRunner }>();
-  const pool = createWasmPool();
+  const pool = createWasmPool({ clock });
 
   function runnerOf(agent: CodeAgent): CodeModuleRunner {
     const existing = runners.get(agent.id);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { loadManifestFile } from '../../src/manifest/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { runCli } from '../helpers/run-cli.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
@@ -176,6 +178,47 @@ describe('a python: agent', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await host.kernel.kill('sleepy');
     await expect(again).rejects.toThrow(AgentStateError);
+  });
+
+  it('takes the programs its script started with it when its agent is killed or suspended, or the daemon stops', async () => {
+    const source = `import subprocess
+import loom_agent
+
+def handle(request, host):
+    child = subprocess.Popen(["sleep", "97"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return str(child.pid)
+
+loom_agent.run(handle)
+`;
+    /** Whether `pid` is a live process (a zombie waiting for a parent that does not reap it is not). */
+    const alive = (pid: number): boolean => {
+      try {
+        return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    const gone = (pid: number, after: string): Promise<true> => waitFor(`sleep ${pid} to be stopped after ${after}`, 5000, () => (alive(pid) ? undefined : true));
+    let other: TestHost | undefined = await openTestHost(join(dir.path, 'other'), {}, ENV);
+    const started: number[] = [];
+    try {
+      await host.kernel.spawn(manifest(await pythonAgent('killed', source)));
+      await host.kernel.spawn(manifest(await pythonAgent('suspended', source)));
+      await other.kernel.spawn(manifest(await pythonAgent('stopped', source)));
+      for (const [on, name] of [[host, 'killed'], [host, 'suspended'], [other, 'stopped']] as const) started.push(Number((await on.kernel.send(name, 'start')).text));
+      expect(started.every(alive)).toBe(true);
+      await host.kernel.kill('killed');
+      await gone(started[0] as number, 'a kill');
+      await host.kernel.suspend('suspended');
+      await gone(started[1] as number, 'a suspend');
+      const closing = other;
+      other = undefined;
+      await closing.close();
+      await gone(started[2] as number, 'the daemon stopped');
+    } finally {
+      for (const pid of started.filter(alive)) process.kill(pid, 'SIGKILL');
+      await other?.close();
+    }
   });
 
   it('is refused at spawn without shell_exec for its interpreter, with allow_shell = false, or without its script', async () => {

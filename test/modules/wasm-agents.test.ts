@@ -1,10 +1,16 @@
+import { closeSync, fstatSync, openSync, readlinkSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AgentStateError, CapabilityEscalationError, CodeModuleError } from '../../src/errors/index.ts';
+import type { Logger } from '../../src/contracts/index.ts';
+import { AgentStateError, CapabilityEscalationError, CodeModuleError, ManifestError } from '../../src/errors/index.ts';
 import { loadManifestFile } from '../../src/manifest/index.ts';
 import { buildWasm } from '../support/build-wasm.ts';
+import { buildWat } from '../support/build-wat.ts';
+import { outcomeWithin } from '../support/outcome-within.ts';
+import { createRecordingLogger } from '../support/recording-logger.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
@@ -37,6 +43,26 @@ afterEach(async () => {
 /** A wasm agent's manifest: `module` its path, then more TOML. */
 function wasmAgent(name: string, path: string, extra = ''): string {
   return `name = "${name}"\nmodule = "wasm:${path}"\n${extra}\n`;
+}
+
+/** `text` as a string of the WebAssembly text format (its quotes escaped). */
+function watString(text: string): string {
+  return `"${text.replaceAll('"', '\\22')}"`;
+}
+
+/** Writes a module built from WebAssembly text into the test folder; its path. */
+async function writeWat(name: string, text: string): Promise<string> {
+  const path = join(dir.path, `${name}.wasm`);
+  await writeFile(path, buildWat(text));
+  return path;
+}
+
+/** The error `promise` rejects with (undefined when it resolves). */
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 }
 
 async function expectFault(promise: Promise<unknown>, fault: string, message: RegExp | string): Promise<void> {
@@ -231,6 +257,134 @@ describe('a WASI command module', () => {
   });
 });
 
+describe('a WASI command module and the daemon\'s descriptors', () => {
+  const LOG_CALL = '{"call":"log","message":"descriptors freed"}';
+  const CLOSED = '{"text":"closed"}';
+  const REFUSED = '{"text":"refused"}';
+  // Closes stdin and renumbers stderr over stdout (freeing two numbers of the daemon's table),
+  // makes a host call while the daemon opens files of its own, and says whether the calls worked.
+  const CLOSER = `(module
+    (import "wasi_snapshot_preview1" "fd_close" (func $fd_close (param i32) (result i32)))
+    (import "wasi_snapshot_preview1" "fd_renumber" (func $fd_renumber (param i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+    (import "loom" "host_call" (func $host_call (param i32 i32) (result i64)))
+    (memory (export "memory") 1)
+    (global $heap (mut i32) (i32.const 4096))
+    (data (i32.const 0) ${watString(LOG_CALL)})
+    (data (i32.const 100) ${watString(CLOSED)})
+    (data (i32.const 200) ${watString(REFUSED)})
+    (func (export "loom_alloc") (param $size i32) (result i32)
+      (local $at i32)
+      (local.set $at (global.get $heap))
+      (global.set $heap (i32.add (global.get $heap) (local.get $size)))
+      (local.get $at))
+    (func (export "_start")
+      (local $failed i32)
+      (local.set $failed (i32.or (call $fd_close (i32.const 0)) (call $fd_renumber (i32.const 2) (i32.const 1))))
+      (drop (call $host_call (i32.const 0) (i32.const ${LOG_CALL.length})))
+      (if (local.get $failed)
+        (then (i32.store (i32.const 300) (i32.const 200)) (i32.store (i32.const 304) (i32.const ${REFUSED.length})))
+        (else (i32.store (i32.const 300) (i32.const 100)) (i32.store (i32.const 304) (i32.const ${CLOSED.length}))))
+      (drop (call $fd_write (i32.const 1) (i32.const 300) (i32.const 1) (i32.const 308)))))`;
+
+  it('cannot close or renumber its stdio, so Loom never closes a file the daemon opened in the meantime', async () => {
+    const path = await writeWat('closer', CLOSER);
+    const daemonFile = join(dir.path, 'daemon-file.txt');
+    await writeFile(daemonFile, "the daemon's own file");
+    // While the module waits on its host call, the daemon opens files: the lowest free numbers,
+    // which are the ones the module freed if it could free any.
+    const opened: number[] = [];
+    const logger: Logger = {
+      debug: () => undefined,
+      info: (_bindings, message) => {
+        if (message === 'descriptors freed') for (let index = 0; index < 32; index += 1) opened.push(openSync(daemonFile, 'r'));
+      },
+      warn: () => undefined,
+      error: () => undefined,
+      child: () => logger,
+    };
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { logger });
+    await host.kernel.spawn(manifest(wasmAgent('closer', path)));
+    const reply = await host.kernel.send('closer', 'go');
+    expect(opened).toHaveLength(32);
+    const lost = opened.filter((fd) => {
+      try {
+        fstatSync(fd);
+        return readlinkSync(`/proc/self/fd/${fd}`) !== daemonFile;
+      } catch {
+        return true;
+      }
+    });
+    for (const fd of opened) if (!lost.includes(fd)) closeSync(fd);
+    expect(lost).toEqual([]);
+    expect(reply.text).toBe('refused');
+  });
+});
+
+describe('a WASI command module that sleeps', () => {
+  const LOG_CALL = '{"call":"log","message":"asleep"}';
+  // Reads the request; logs "asleep" (a host call) and asks poll_oneoff for a sleep on the
+  // monotonic clock: some 31 years when the message starts with "s", else 10 ms; then answers
+  // "woke" when the sleep's event came back as asked, "oops" when not.
+  const SLEEPER = `(module
+    (import "wasi_snapshot_preview1" "fd_read" (func $fd_read (param i32 i32 i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll_oneoff (param i32 i32 i32 i32) (result i32)))
+    (import "loom" "host_call" (func $host_call (param i32 i32) (result i64)))
+    (memory (export "memory") 1)
+    (global $heap (mut i32) (i32.const 8192))
+    (data (i32.const 1024) ${watString(LOG_CALL)})
+    (data (i32.const 1100) ${watString('{"text":"woke"}')})
+    (data (i32.const 1200) ${watString('{"text":"oops"}')})
+    (func (export "loom_alloc") (param $size i32) (result i32)
+      (local $at i32)
+      (local.set $at (global.get $heap))
+      (global.set $heap (i32.add (global.get $heap) (local.get $size)))
+      (local.get $at))
+    (func (export "_start")
+      (local $woke i32)
+      (i32.store (i32.const 0) (i32.const 4096))
+      (i32.store (i32.const 4) (i32.const 64))
+      (drop (call $fd_read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))
+      (drop (call $host_call (i32.const 1024) (i32.const ${LOG_CALL.length})))
+      (i64.store (i32.const 256) (i64.const 7))
+      (i32.store8 (i32.const 264) (i32.const 0))
+      (i32.store (i32.const 272) (i32.const 1))
+      ;; The message starts at byte 43 of the request: {"protocol":"loom.code-agent/1","message":"…
+      (i64.store (i32.const 280)
+        (select (i64.const 1000000000000000000) (i64.const 10000000) (i32.eq (i32.load8_u (i32.const 4139)) (i32.const 115))))
+      (i64.store (i32.const 288) (i64.const 0))
+      (i32.store16 (i32.const 296) (i32.const 0))
+      (local.set $woke
+        (i32.and
+          (i32.eqz (call $poll_oneoff (i32.const 256) (i32.const 512) (i32.const 1) (i32.const 16)))
+          (i32.and (i32.eq (i32.load (i32.const 16)) (i32.const 1)) (i64.eq (i64.load (i32.const 512)) (i64.const 7)))))
+      (i32.store (i32.const 32) (select (i32.const 1100) (i32.const 1200) (local.get $woke)))
+      (i32.store (i32.const 36) (i32.const 15))
+      (drop (call $fd_write (i32.const 1) (i32.const 32) (i32.const 1) (i32.const 40)))))`;
+
+  it('is stopped at its time limit while asleep, its agent answers its next message, and a kill in a sleep ends the message', async () => {
+    const path = await writeWat('sleeper', SLEEPER);
+    const logger = createRecordingLogger();
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { logger });
+    await host.kernel.spawn(manifest(wasmAgent('sleeper', path, '[code]\ntimeout_ms = 1000')));
+    const asleep = (count: number): Promise<true> => waitFor(`the module to fall asleep (${count})`, 10_000, () => (logger.entries.filter((entry) => entry.message === 'asleep').length >= count ? true : undefined));
+    // A short sleep is a sleep, and its event comes back as WASI says.
+    expect((await host.kernel.send('sleeper', 'nap')).text).toBe('woke');
+
+    const sleeping = outcomeWithin(host.kernel.send('sleeper', 'sleep'), 5000);
+    await asleep(2);
+    await host.clock.advance(1000);
+    expect(await sleeping).toMatchObject({ error: { fault: 'timeout', message: 'agent "sleeper"\'s module ran past its time limit of 1 s ([code].timeout_ms) and was stopped' } });
+    expect((await outcomeWithin(host.kernel.send('sleeper', 'nap again'), 5000))).toEqual({ value: expect.objectContaining({ text: 'woke' }) as unknown });
+
+    const killed = outcomeWithin(host.kernel.send('sleeper', 'sleep'), 5000);
+    await asleep(4);
+    expect(await outcomeWithin(host.kernel.kill('sleeper'), 5000)).toHaveProperty('value');
+    expect(await killed).toEqual({ error: expect.any(AgentStateError) as unknown });
+  });
+});
+
 describe('spawning a wasm: agent', () => {
   it('is refused with a message naming what is wrong: no file, not a module, no ABI, a relative path without a folder', async () => {
     host = await openTestHost(dir.path);
@@ -247,6 +401,55 @@ describe('spawning a wasm: agent', () => {
       'it follows neither ABI: a WASI command exports _start, and a core module exports memory, loom_alloc and loom_handle; it lacks loom_alloc (function), loom_handle (function)',
     );
     await expect(host.kernel.spawn(manifest(wasmAgent('d', 'echo.wasm')))).rejects.toThrow(/is a relative path, and a manifest sent as text has no folder/);
+    expect(host.kernel.list()).toEqual([]);
+  });
+
+  it('refuses a module with several memories, which together would grow past [code].memory_mb', async () => {
+    // Four memories, each under the cap: a module that grows them all held 32 MiB under memory_mb = 8.
+    const path = await writeWat(
+      'memories',
+      `(module
+        (memory (export "memory") 1)
+        (memory $second 1)
+        (memory $third 1)
+        (memory $fourth 1)
+        (func (export "loom_alloc") (param i32) (result i32) (i32.const 1024))
+        (func (export "loom_handle") (param i32 i32) (result i64)
+          (drop (memory.grow $second (i32.const 127)))
+          (drop (memory.grow $third (i32.const 127)))
+          (drop (memory.grow $fourth (i32.const 127)))
+          (i64.const 0)))`,
+    );
+    host = await openTestHost(dir.path);
+    await expect(host.kernel.spawn(manifest(wasmAgent('hoarder', path, '[code]\nmemory_mb = 8')))).rejects.toThrow(
+      `cannot run agent "hoarder": module "wasm:${path}" the module defines 4 memories; a code agent's module may have one, which [code].memory_mb caps`,
+    );
+    expect(host.kernel.list()).toEqual([]);
+  });
+
+  it('refuses a module that declares GC types, whose objects [code].memory_mb does not hold', async () => {
+    // Allocates 1 MiB arrays in a loop, kept in a list: outside its memory, and beyond terminate() in V8.
+    const path = await writeWat(
+      'collector',
+      `(module
+        (type $bytes (array (mut i8)))
+        (type $node (struct (field $next (ref null $node)) (field $data (ref $bytes))))
+        (memory (export "memory") 1)
+        (global $head (mut (ref null $node)) (ref.null $node))
+        (func (export "loom_alloc") (param i32) (result i32) (i32.const 1024))
+        (func (export "loom_handle") (param i32 i32) (result i64)
+          (loop $more
+            (global.set $head (struct.new $node (global.get $head) (array.new_default $bytes (i32.const 1048576))))
+            (br $more))
+          (i64.const 0)))`,
+    );
+    host = await openTestHost(dir.path);
+    const refusal = await caught(host.kernel.spawn(manifest(wasmAgent('collector', path, '[code]\nmemory_mb = 8'))));
+    expect(refusal).toBeInstanceOf(ManifestError);
+    // Which type comes first is the assembler's choice.
+    expect((refusal as Error).message).toMatch(
+      /^cannot run agent "collector": module "wasm:.*" the module declares WebAssembly GC types \(type \d+ is (an array|a struct)\); their objects live outside its memory, where \[code\]\.memory_mb cannot cap them, so code agents run modules without them$/,
+    );
     expect(host.kernel.list()).toEqual([]);
   });
 

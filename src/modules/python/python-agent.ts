@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { kill } from 'node:process';
 import { installedPath } from '../../config/installation.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
@@ -33,12 +34,28 @@ const PYTHON_STDERR_LOGGED_LINES = 200;
 /** The most bytes of a Python module's stderr logged per window (lines as logged, each with its newline). */
 const PYTHON_STDERR_LOGGED_BYTES = 64 * 1024;
 
+/**
+ * The message a script is answering. It is settled once it has an outcome (its reply, or the
+ * fault that ends it) and none of its host calls is still being answered: a host call is the
+ * agent's act within its turn (a model call is counted when the turn ends), so the turn may not
+ * end before the calls it started.
+ */
+interface Pending {
+  resolve: (text: string) => void;
+  reject: (error: Error) => void;
+  port: HostCallPort;
+  /** Its host calls being answered. */
+  hostCalls: number;
+  /** Its reply's text, or the error that fails it; the first one stands. */
+  outcome?: { text: string } | { error: Error };
+}
+
 /** A running script and the message it answers. */
 interface Process {
   child: ChildProcessWithoutNullStreams;
   stderrTail: string[];
   exited: boolean;
-  pending?: { resolve: (text: string) => void; reject: (error: Error) => void; port: HostCallPort };
+  pending?: Pending;
 }
 
 /**
@@ -61,12 +78,23 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
 
   function fail(process: Process, error: CodeModuleError): void {
     const pending = process.pending;
-    delete process.pending;
-    pending?.reject(error);
+    if (pending === undefined) return;
+    pending.outcome ??= { error };
+    settle(process, pending);
+  }
+
+  /** Ends `pending` when it has an outcome and no host call of its is still being answered. */
+  function settle(process: Process, pending: Pending): void {
+    const { outcome } = pending;
+    if (outcome === undefined || pending.hostCalls > 0) return;
+    if (process.pending === pending) delete process.pending;
+    if ('text' in outcome) pending.resolve(outcome.text);
+    else pending.reject(outcome.error);
   }
 
   function onLine(process: Process, line: string): void {
-    if (line.trim() === '') return;
+    // A process Loom has let go of (stopped, replaced, dead) answers nothing any more.
+    if (current !== process || line.trim() === '') return;
     const parsed = safeParseJson(line);
     const message = parsed.ok ? (parsed.value as { type?: unknown; id?: unknown; call?: unknown; reply?: unknown } | null) : null;
     if (message === null || typeof message !== 'object') {
@@ -76,28 +104,56 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
       return;
     }
     const pending = process.pending;
-    if (message.type === 'host_call') {
-      const answered = pending === undefined ? Promise.resolve({ ok: false as const, error: 'no message is being answered' }) : answerHostCall({ parsed: message.call }, pending.port);
-      void answered.then((result) => write(process, { type: 'host_result', id: message.id, result }));
+    if (message.type === 'host_call' || message.type === 'reply') {
+      if (pending === undefined) {
+        outOfTurn(process, `a ${message.type} line while no message was being answered`, line);
+        return;
+      }
+      // Answered already, its reply waiting on host calls: a host call now would run after the
+      // turn it belongs to (never counted in it), and a second reply would have no message.
+      if (pending.outcome !== undefined) {
+        outOfTurn(process, `a ${message.type} line after its message was answered`, line);
+        return;
+      }
+    }
+    if (message.type === 'host_call' && pending !== undefined) {
+      pending.hostCalls += 1;
+      void answerHostCall({ parsed: message.call }, pending.port).then((result) => {
+        pending.hostCalls -= 1;
+        write(process, { type: 'host_result', id: message.id, result });
+        settle(process, pending);
+      });
       return;
     }
     if (message.type === 'reply' && pending !== undefined) {
-      delete process.pending;
       try {
-        pending.resolve(replyText(message.reply, what));
+        pending.outcome = { text: replyText(message.reply, what) };
         deaths = 0;
       } catch (error) {
-        pending.reject(error as Error);
+        pending.outcome = { error: error as Error };
       }
+      settle(process, pending);
       return;
     }
-    fail(process, new CodeModuleError('protocol', `${what} sent a message Loom did not expect: ${excerpt(line)}`));
+    outOfTurn(process, 'a line of a type the protocol does not have', line);
+  }
+
+  /**
+   * Fails the message a process is answering, if any, and replaces the process: a line out of
+   * turn means its stream is out of step with Loom's, and a reply it still owes would otherwise
+   * answer the next message, perhaps another caller's.
+   */
+  function outOfTurn(process: Process, problem: string, line: string): void {
+    const message = `${what} sent ${problem} (${excerpt(line)}); its process is replaced`;
+    logger.warn({ fault: 'protocol' }, message);
+    fail(process, new CodeModuleError('protocol', message));
+    discard(process);
   }
 
   /** Kills a process whose stream can no longer be trusted; the next message starts another. */
   function discard(process: Process): void {
     if (current === process) current = undefined;
-    process.child.kill('SIGKILL');
+    killGroup(process.child);
   }
 
   function write(process: Process, message: unknown): void {
@@ -109,7 +165,9 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     mkdirSync(options.workspace, { recursive: true });
     // -B: importing loom_agent writes no bytecode into Loom's own folder; -u: replies are not held in a buffer.
     const env = { ...options.env, PYTHONPATH: PYTHON_HELPER_DIR, PYTHONIOENCODING: 'utf-8' };
-    const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // detached: the script leads a process group of its own, which Loom kills whole (killGroup),
+    // so the programs it started do not outlive it.
+    const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const process: Process = { child, stderrTail: [], exited: false };
     onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
       fail(process, tooLarge(bytes));
@@ -130,6 +188,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     });
     child.on('exit', (code, signal) => {
       process.exited = true;
+      // What it started goes with it, however it ended.
+      killGroup(child);
       const tail = process.stderrTail.slice(-3).join(' | ');
       fail(process, new CodeModuleError('exited', `${what} exited (${signal ?? `code ${code}`}) before it answered${tail === '' ? '' : `: ${tail}`}`));
       if (current !== process) return;
@@ -168,7 +228,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     if (process === undefined || process.exited) return;
     const exited = new Promise<void>((resolve) => process.child.once('exit', () => resolve()));
     process.child.ref();
-    process.child.kill('SIGKILL');
+    killGroup(process.child);
     await exited;
     // Its streams may close later (or never, while a process it started holds stderr): the note
     // of what was left out so far is logged now, not left to them.
@@ -181,7 +241,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
       current ??= start();
       const process = current;
       const reply = new Promise<string>((resolve, reject) => {
-        process.pending = { resolve, reject, port };
+        process.pending = { resolve, reject, port, hostCalls: 0 };
       });
       process.child.ref();
       try {
@@ -198,6 +258,23 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
       await stop();
     },
   };
+}
+
+/**
+ * SIGKILLs the process group `child` leads (it was spawned `detached`): the script and every
+ * program it started that stayed in its group. One that left it (`setsid`, `setpgid`) is out of
+ * reach; a Python script is not a sandbox.
+ */
+function killGroup(child: ChildProcessWithoutNullStreams): void {
+  if (child.pid === undefined) return;
+  try {
+    kill(-child.pid, 'SIGKILL');
+  } catch (error) {
+    // ESRCH: the group is gone already (its last member exited); EPERM: its number now names a
+    // group of another user's. Either way nothing of the script's is left to stop.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ESRCH' && code !== 'EPERM') throw error;
+  }
 }
 
 /** A module's stderr on its way to the log, held to a budget per window of time. */

@@ -1,4 +1,4 @@
-import { capMemory, WASM_PAGE_BYTES, WasmBinaryError } from './wasm-binary.ts';
+import { capMemory, refuseGcTypes, WASM_PAGE_BYTES, WasmBinaryError } from './wasm-binary.ts';
 
 /**
  * The two ABIs a `wasm:` module may follow (docs/code-agents.md):
@@ -27,7 +27,7 @@ export interface PreparedModule {
 
 /**
  * Compiles a module's bytes for a code agent: valid WebAssembly, imports Loom provides, the
- * exports of one ABI, memory capped at `memoryMb`.
+ * exports of one ABI, no GC types, one memory at most, capped at `memoryMb`.
  * @throws {Error} a sentence naming what is wrong or missing.
  */
 export async function prepareWasmModule(bytes: Uint8Array, memoryMb: number): Promise<PreparedModule> {
@@ -62,6 +62,7 @@ export async function prepareWasmModule(bytes: Uint8Array, memoryMb: number): Pr
   }
   let capped: Uint8Array;
   try {
+    refuseGcTypes(bytes);
     capped = capMemory(bytes, Math.floor((memoryMb * 2 ** 20) / WASM_PAGE_BYTES)).bytes;
   } catch (error) {
     if (error instanceof WasmBinaryError) throw new Error(error.message, { cause: error });

@@ -3,8 +3,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { installedPath } from '../../config/installation.ts';
-import type { Logger } from '../../contracts/index.ts';
+import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
+import { waitForStop } from '../code-module-runner.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import type { PreparedModule } from './wasm-abi.ts';
 import type { HostCallMessage, WasmJob, WasmWorkerData, WasmWorkerMessage } from './wasm-worker.ts';
@@ -57,7 +58,12 @@ export interface WasmPool {
   close(): Promise<void>;
 }
 
-export function createWasmPool(options: { idleThreads?: number } = {}): WasmPool {
+/**
+ * @param options.clock the daemon's clock: `close` waits a bounded time of it for threads to stop
+ *   ({@link waitForStop}; one asleep in a native call may not).
+ */
+export function createWasmPool(options: { clock: Clock; idleThreads?: number }): WasmPool {
+  const { clock } = options;
   const idleThreads = options.idleThreads ?? Math.max(1, availableParallelism());
   const idle: Thread[] = [];
   const all = new Set<Thread>();
@@ -148,6 +154,9 @@ export function createWasmPool(options: { idleThreads?: number } = {}): WasmPool
 
   async function stopThread(thread: Thread): Promise<void> {
     discard(thread);
+    // A thread asleep in a native call stops only when it wakes (if ever): meanwhile it must not
+    // keep the daemon's process alive (a process exits with such a thread still there).
+    thread.worker.unref();
     await thread.worker.terminate();
   }
 
@@ -164,7 +173,7 @@ export function createWasmPool(options: { idleThreads?: number } = {}): WasmPool
       return { reply, stop: () => stopThread(thread) };
     },
     async close() {
-      await Promise.all([...all].map((thread) => stopThread(thread)));
+      await waitForStop(Promise.all([...all].map((thread) => stopThread(thread))).then(() => undefined), clock);
     },
   };
 }

@@ -13,7 +13,9 @@ import { devNull } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { withFixedDescriptors } from './wasi-descriptors.ts';
 import { createWasiOutput } from './wasi-output.ts';
+import { withWakeableSleep } from './wasi-sleep.ts';
 import { HOST_CALL, HOST_MODULE, type PreparedModule, WASI_MODULE } from './wasm-abi.ts';
 import { WASM_PAGE_BYTES } from './wasm-binary.ts';
 
@@ -163,7 +165,10 @@ function runWasi(prepared: PreparedModule, request: string): string {
     fds.push(openSync(devNull, 'w'), openSync(devNull, 'w'));
     const [stdin, stdout, stderr] = fds as [number, number, number];
     const wasi = new WASI({ version: 'preview1', args: [job.name], env: job.env, stdin, stdout, stderr, returnOnExit: true });
-    const imports = { [WASI_MODULE]: output.imports(wasi.wasiImport as Record<string, WebAssembly.ImportValue>) };
+    // The module may not close or renumber these: they are numbers in the daemon's table that
+    // Loom closes below (wasi-descriptors.ts). Its sleeps are ones terminate() can end (wasi-sleep.ts).
+    const wasiImport = withWakeableSleep(withFixedDescriptors(wasi.wasiImport as Record<string, WebAssembly.ImportValue>), () => bound.exports?.memory);
+    const imports = { [WASI_MODULE]: output.imports(wasiImport) };
     const instance = new WebAssembly.Instance(prepared.module, { ...imports, ...(prepared.hostCalls ? hostImports(() => bound.exports) : {}) });
     bound.exports = instance.exports as unknown as CoreExports;
     let code: number;
