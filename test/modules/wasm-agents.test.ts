@@ -75,6 +75,13 @@ async function expectFault(promise: Promise<unknown>, fault: string, message: Re
   expect((error as Error).message).toMatch(message);
 }
 
+/** A WAT module's `loom_alloc`: a bump allocator over its `$heap` global. */
+const BUMP_ALLOC = `(func (export "loom_alloc") (param $size i32) (result i32)
+      (local $at i32)
+      (local.set $at (global.get $heap))
+      (global.set $heap (i32.add (global.get $heap) (local.get $size)))
+      (local.get $at))`;
+
 describe('a wasm: agent on the core ABI', () => {
   it('answers from a module next to its manifest, and keeps the exchange in its session like any turn', async () => {
     await mkdir(join(dir.path, 'agents'), { recursive: true });
@@ -273,11 +280,7 @@ describe('a WASI command module and the daemon\'s descriptors', () => {
     (data (i32.const 0) ${watString(LOG_CALL)})
     (data (i32.const 100) ${watString(CLOSED)})
     (data (i32.const 200) ${watString(REFUSED)})
-    (func (export "loom_alloc") (param $size i32) (result i32)
-      (local $at i32)
-      (local.set $at (global.get $heap))
-      (global.set $heap (i32.add (global.get $heap) (local.get $size)))
-      (local.get $at))
+    ${BUMP_ALLOC}
     (func (export "_start")
       (local $failed i32)
       (local.set $failed (i32.or (call $fd_close (i32.const 0)) (call $fd_renumber (i32.const 2) (i32.const 1))))
@@ -336,11 +339,7 @@ describe('a WASI command module that sleeps', () => {
     (data (i32.const 1024) ${watString(LOG_CALL)})
     (data (i32.const 1100) ${watString('{"text":"woke"}')})
     (data (i32.const 1200) ${watString('{"text":"oops"}')})
-    (func (export "loom_alloc") (param $size i32) (result i32)
-      (local $at i32)
-      (local.set $at (global.get $heap))
-      (global.set $heap (i32.add (global.get $heap) (local.get $size)))
-      (local.get $at))
+    ${BUMP_ALLOC}
     (func (export "_start")
       (local $woke i32)
       (i32.store (i32.const 0) (i32.const 4096))
