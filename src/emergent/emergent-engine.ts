@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock, ForgedToolRecord, ForgedToolTier, IdGenerator, JsonObject, JsonValue, Logger, Store, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
-import { isGranted } from '../capabilities/index.ts';
 import { LoomError, messageOf, UsageError } from '../errors/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
 import { formatIssues } from '../validation/index.ts';
@@ -333,8 +332,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     };
     const settings = forging?.emergent;
     if (forging === undefined || settings === undefined || !settings.enabled) return refuse('request', `agent "${agent.name}" may not forge tools: ${NO_SETTINGS.reason}`);
-    // Its own forge_tool call was checked by the runner; a forge through a door (CLI, HTTP) is checked here, as the agent.
-    if (!isGranted(agent.capabilities, { kind: 'tool_invoke', pattern: FORGE_TOOL_NAME })) return refuse('request', `agent "${agent.name}" may not forge tools: its [capabilities].tools does not grant "${FORGE_TOOL_NAME}"`);
+    // Its own forge_tool call was checked by the runner; a forge through a door (CLI, HTTP) is
+    // checked here, as the agent, by the same toolbox: grants, allowlist, blocklist, a step's limit.
+    if (toolbox.status(FORGE_TOOL_NAME) !== 'held') return refuse('request', `agent "${agent.name}" may not forge tools: it may not call "${FORGE_TOOL_NAME}" (its [capabilities].tools, tool_allowlist or tool_blocklist)`);
     const parsed = ForgeRequestSchema.safeParse(raw, { reportInput: true });
     if (!parsed.success) return refuse('request', `invalid forge request: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
     const request = parsed.data;

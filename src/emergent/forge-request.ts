@@ -20,21 +20,38 @@ const UNSAFE_KEYWORDS: Readonly<Record<string, string>> = {
   uniqueItems: 'a comparison of every pair of items on every call (check it in execute instead)',
 };
 
-/** Where a schema holds schemas: under these keywords a map of them, an array of them, or one. */
-const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
-const SCHEMA_ARRAYS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
-const SCHEMA_VALUES = ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'additionalItems'];
+/** Keywords whose values are maps of names to schemas: there, a key is a name, not a keyword. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+/** Keywords whose values are data, never schemas (a `$ref` into them is refused below). */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples', 'description', 'title', '$comment']);
+/** Keywords that name a place to find a schema other than a definition of this one. */
+const ELSEWHERE_KEYWORDS = new Set(['$id', '$anchor', '$dynamicRef', '$dynamicAnchor', '$recursiveRef', '$recursiveAnchor']);
+/** The one `$ref` a forged tool's schema may use: to one of its own definitions. */
+const DEFINITION_REF = /^#\/(\$defs|definitions)\/[^/]+$/;
 
-/** The unsafe keywords a schema uses, with their paths (`properties`, `w`, `pattern`): keywords, not property names. */
-function unsafeKeywords(schema: unknown, path: (string | number)[]): { path: (string | number)[]; keyword: string }[] {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return [];
-  const found: { path: (string | number)[]; keyword: string }[] = [];
+/**
+ * What in a schema a forged tool may not use, with its path (`properties`, `w`, `pattern`).
+ * Deny by default: every value is walked as a schema wherever it stands (Ajv, not strict, checks
+ * schemas under keys it does not know too), but for data keywords, and a key is taken as a
+ * keyword but directly under a map of names; a `$ref` may point only at a definition, and no
+ * other means of naming a schema elsewhere is allowed, so nothing the walk skipped is reached.
+ */
+function unsafeKeywords(schema: unknown, path: (string | number)[], names = false): { path: (string | number)[]; keyword: string; why: string }[] {
+  if (Array.isArray(schema)) return schema.flatMap((inner: unknown, index) => unsafeKeywords(inner, [...path, index]));
+  if (typeof schema !== 'object' || schema === null) return [];
+  const found: { path: (string | number)[]; keyword: string; why: string }[] = [];
   for (const [key, value] of Object.entries(schema as Record<string, unknown>)) {
     const at = [...path, key];
-    if (UNSAFE_KEYWORDS[key] !== undefined && !(key === 'uniqueItems' && value === false)) found.push({ path: at, keyword: key });
-    if (SCHEMA_MAPS.includes(key) && typeof value === 'object' && value !== null) for (const [name, inner] of Object.entries(value as Record<string, unknown>)) found.push(...unsafeKeywords(inner, [...at, name]));
-    if (SCHEMA_ARRAYS.includes(key) && Array.isArray(value)) value.forEach((inner: unknown, index) => found.push(...unsafeKeywords(inner, [...at, index])));
-    if (SCHEMA_VALUES.includes(key)) found.push(...(Array.isArray(value) ? value.flatMap((inner: unknown, index) => unsafeKeywords(inner, [...at, index])) : unsafeKeywords(value, at)));
+    if (names) {
+      found.push(...unsafeKeywords(value, at));
+      continue;
+    }
+    if (DATA_KEYWORDS.has(key)) continue;
+    const why = UNSAFE_KEYWORDS[key];
+    if (why !== undefined && !(key === 'uniqueItems' && value === false)) found.push({ path: at, keyword: key, why });
+    if (ELSEWHERE_KEYWORDS.has(key)) found.push({ path: at, keyword: key, why: 'a schema may be found only among its own definitions ($defs)' });
+    if (key === '$ref' && (typeof value !== 'string' || !DEFINITION_REF.test(value))) found.push({ path: at, keyword: key, why: 'a $ref may point only at one of the schema\'s own definitions ("#/$defs/<name>")' });
+    found.push(...unsafeKeywords(value, at, SCHEMA_MAPS.has(key)));
   }
   return found;
 }
@@ -46,7 +63,7 @@ const MAX_SCHEMA_CHARACTERS = 20_000;
 const ForgedSchemaSchema = JsonObjectSchema.superRefine((schema, context) => {
   const length = JSON.stringify(schema).length;
   if (length > MAX_SCHEMA_CHARACTERS) context.addIssue({ code: 'custom', message: `is ${length} characters as JSON, more than ${MAX_SCHEMA_CHARACTERS} (it is sent to the model with every request)` });
-  for (const { path, keyword } of unsafeKeywords(schema, [])) context.addIssue({ code: 'custom', path, message: `a forged tool's schema may not use "${keyword}": ${UNSAFE_KEYWORDS[keyword] ?? ''}` });
+  for (const { path, keyword, why } of unsafeKeywords(schema, [])) context.addIssue({ code: 'custom', path, message: `a forged tool's schema may not use "${keyword}" here: ${why}` });
 });
 
 /** A JSON Schema for an object, as a forged tool's input is described to models. */

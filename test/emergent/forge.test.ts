@@ -212,18 +212,28 @@ describe('forge_tool', () => {
     expect(backtracking.reason).toContain('a forged tool\'s schema may not use "pattern"');
     const pairs = refusal(await host.kernel.forgedTools.forge('smith', withInput(DOUBLE_IT.inputSchema, { type: 'object', properties: { n: { type: 'array', uniqueItems: true } } }), 'test'));
     expect(pairs.reason).toContain('outputSchema.properties.n.uniqueItems');
+    // Wherever it stands: under a key Ajv does not know, under draft-07's dependencies, reached by a $ref.
+    const hidden = { type: 'string', pattern: '^(a|a)+$' };
+    for (const [schema, path] of [
+      [{ type: 'object', properties: { n: { type: 'number' }, s: { $ref: '#/x' } }, x: hidden }, 'inputSchema.x.pattern'],
+      [{ type: 'object', properties: { n: { type: 'number' } }, dependencies: { n: { properties: { s: hidden } } } }, 'inputSchema.dependencies.n.properties.s.pattern'],
+      [{ type: 'object', properties: { n: { type: 'number' }, s: { $ref: '#/properties/t/enum/0' }, t: { enum: [hidden] } } }, 'inputSchema.properties.s."$ref"'],
+    ] as const) {
+      expect(refusal(await host.kernel.forgedTools.forge('smith', withInput(schema), 'test')).reason).toContain(path);
+    }
     const long = refusal(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', description: 'x'.repeat(30_000), properties: { n: { type: 'number' } } }), 'test'));
     expect(long.reason).toContain('more than 20000');
     expect(server.requests).toEqual([]);
-    // A property named "pattern" is a name, not the keyword.
+    // A property named "pattern" is a name, not the keyword; a $ref to its own definition is fine.
     server.script([APPROVE]);
-    expect(registered(await host.kernel.forgedTools.forge('smith', withInput({ type: 'object', properties: { n: { type: 'number' }, pattern: { type: 'string' } }, required: ['n'] }), 'test')).name).toBe('double_it');
+    const fine = { type: 'object', properties: { n: { $ref: '#/$defs/number' }, pattern: { type: 'string', description: 'a pattern' } }, required: ['n'], $defs: { number: { type: 'number' } } };
+    expect(registered(await host.kernel.forgedTools.forge('smith', withInput(fine), 'test')).name).toBe('double_it');
   });
 
   it('refuses a forge through a door for an agent whose tools do not grant forge_tool, before its code runs or a judge is asked', async () => {
     await host.kernel.spawn(forger('ungranted', '', '"file_read"'));
     const refused = refusal(await host.kernel.forgedTools.forge('ungranted', DOUBLE_IT, 'test'));
-    expect(refused).toMatchObject({ stage: 'request', reason: 'agent "ungranted" may not forge tools: its [capabilities].tools does not grant "forge_tool"' });
+    expect(refused).toMatchObject({ stage: 'request', reason: 'agent "ungranted" may not forge tools: it may not call "forge_tool" (its [capabilities].tools, tool_allowlist or tool_blocklist)' });
     expect(server.requests).toEqual([]);
     expect(await host.kernel.forgedTools.list({ agent: 'ungranted' })).toEqual([]);
   });

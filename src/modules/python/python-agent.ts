@@ -153,7 +153,8 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
   /** Kills a process whose stream can no longer be trusted; the next message starts another. */
   function discard(process: Process): void {
     if (current === process) current = undefined;
-    killGroup(process.child);
+    // One already reaped was killed whole when it exited; its group's number may be another's by now.
+    if (!process.exited) killGroup(process.child);
   }
 
   function write(process: Process, message: unknown): void {
