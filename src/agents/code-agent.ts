@@ -1,11 +1,6 @@
 import { CodeModuleError } from '../errors/index.ts';
-import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort } from '../modules/index.ts';
+import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort, MODULE_LOG_BYTES as HOST_LOG_BYTES, MODULE_LOG_LINES as HOST_LOG_LINES } from '../modules/index.ts';
 import type { AgentModule } from './agent-module.ts';
-
-/** What one message's `host.log` calls may write to Loom's log: these many lines… */
-const HOST_LOG_LINES = 200;
-/** …and bytes, each line cut as a stderr line is (the first line over spends it); the rest is counted in one warning. */
-const HOST_LOG_BYTES = 64 * 1024;
 
 /**
  * A code agent (`wasm:` or `python:`): each message goes to its module as a request of the wire

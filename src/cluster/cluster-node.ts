@@ -27,10 +27,11 @@ export interface ClusterNode extends Leadership, ClusterReader {
   /**
    * Runs `work` while no other node of the installation runs its own: the kernel's spawns and
    * updates, which judge an agent by its parent's manifest and confine its children, so that no
-   * two of them, on any nodes, interleave (decision 0015). Alone on SQLite, `work` runs at once.
+   * two of them, on any nodes, interleave (decision 0015). Only nodes sharing a database have one:
+   * alone on SQLite, the kernel's own order is the installation's.
    * @throws {StoreError} when the database cannot be reached.
    */
-  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  exclusive?<T>(work: () => Promise<T>): Promise<T>;
   /** Records where the node's API listens (shown by `GET /api/cluster`). */
   setUrl(url: string): void;
   /** Leaves: stops leading at once (listeners told), releases the lock and records the stop. Idempotent. */

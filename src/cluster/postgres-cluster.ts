@@ -110,7 +110,7 @@ interface NodeRow {
  * `lockQueryTimeoutMs`) stops leading at once. A node that finds the database migrated past the
  * schema it knows stops leading and does not try again (it should be upgraded).
  */
-export function createPostgresCluster(options: PostgresClusterOptions): ClusterNode {
+export function createPostgresCluster(options: PostgresClusterOptions): ClusterNode & Required<Pick<ClusterNode, 'exclusive'>> {
   const { url, target, id, name, version, schemaVersion } = options;
   const logger = options.logger.child({ subsystem: 'cluster', node: name });
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;

@@ -25,7 +25,6 @@ export function createSingleNode(options: SingleNodeOptions): ClusterNode {
     subscribe: () => () => undefined,
     claim: () => Promise.resolve(true),
     othersAlive: () => Promise.resolve(false),
-    exclusive: (work) => work(),
     liveNode: (other) => Promise.resolve(other === id ? { name, url } : undefined),
     start: () => Promise.resolve(),
     setUrl(value) {

@@ -19,6 +19,11 @@ import { type ForgedToolView, type ForgeOutcome, type PromotionResult, toForgedT
 /** The meta-tool an agent forges with; its grant also admits the agent's own forged tools. */
 export const FORGE_TOOL_NAME = 'forge_tool';
 
+/** The error for an id no forged tool has, or one the asker may not see: the same words, so neither tells the other apart. */
+export function forgedToolNotFound(id: string): LoomError {
+  return new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
+}
+
 /** The largest output a sandboxed tool may return, in bytes of JSON. */
 export const MAX_SANDBOX_OUTPUT_BYTES = 1_000_000;
 
@@ -323,6 +328,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     return problems.length === 0 ? undefined : formatCodeProblems(problems);
   }
 
+  /** How many active session tools the agent holds (what [emergent].max_session_tools bounds). */
+  const sessionToolCount = (agentId: string): number => [...live.values()].filter((tool) => tool.record.agentId === agentId && tool.record.tier === 'session' && tool.record.status === 'active').length;
+
   async function forge(agent: ToolAgent, raw: unknown, toolbox: ToolBox, { signal, by }: { signal: AbortSignal; by: string }, origin: 'forged' | 'imported' = 'forged'): Promise<ForgeOutcome> {
     const forging = options.agent(agent.id);
     const nameOf = (value: unknown): string => (value !== null && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : '(unnamed)');
@@ -340,9 +348,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     const request = parsed.data;
     const codeHash = request.implementation.mode === 'sandbox' ? sha256(request.implementation.code) : null;
     if (toolbox.status(request.name) !== 'unknown') return refuse('request', `a tool named "${request.name}" already exists; choose another name`, { codeHash });
-    const sessionTools = [...live.values()].filter((tool) => tool.record.agentId === agent.id && tool.record.tier === 'session' && tool.record.status === 'active');
-    if (sessionTools.length >= settings.max_session_tools) {
-      return refuse('request', `agent "${agent.name}" already has ${sessionTools.length} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`, { codeHash });
+    const sessionTools = sessionToolCount(agent.id);
+    if (sessionTools >= settings.max_session_tools) {
+      return refuse('request', `agent "${agent.name}" already has ${sessionTools} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`, { codeHash });
     }
     try {
       compileSchema(request.inputSchema);
@@ -419,8 +427,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       return refuse('request', `a tool named "${request.name}" was ${how} while this one was being built; choose another name`, { codeHash });
     }
     // …and other forges of the agent may have filled its session's tools (several through doors at once).
-    const filled = [...live.values()].filter((tool) => tool.record.agentId === agent.id && tool.record.tier === 'session' && tool.record.status === 'active').length;
-    if (filled >= settings.max_session_tools) {
+    if (sessionToolCount(agent.id) >= settings.max_session_tools) {
       release();
       return refuse('request', `agent "${agent.name}" reached its [emergent].max_session_tools (${settings.max_session_tools}) while this tool was being built; reset the session or promote one first`, { codeHash });
     }
@@ -505,7 +512,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     // The live record is the one calls and promotions change.
     if (matches.length === 1 && match !== undefined && id.length >= 4) return live.get(match.id)?.record ?? match;
     if (matches.length > 1) throw new UsageError(`forged tool id "${id}" is ambiguous: it starts ${matches.length} ids; give more of it`);
-    throw new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
+    throw forgedToolNotFound(id);
   }
 
   function liveOf(record: ForgedToolRecord): LiveTool {

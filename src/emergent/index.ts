@@ -1,7 +1,7 @@
 /** Forged tools (spec/02): agents build tools at run time, composed or sandboxed, tested, judged, promoted through tiers. */
 export { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 export type { CodeProblem, SandboxApi } from './check-code.ts';
-export { createEmergentEngine, FORGE_TOOL_NAME, MAX_SANDBOX_OUTPUT_BYTES } from './emergent-engine.ts';
+export { createEmergentEngine, FORGE_TOOL_NAME, forgedToolNotFound, MAX_SANDBOX_OUTPUT_BYTES } from './emergent-engine.ts';
 export type { EmergentEngine, EmergentEngineOptions, ForgingAgent } from './emergent-engine.ts';
 export { registeredOrThrow, toForgedToolView } from './forged-tool-view.ts';
 export type { ForgedToolView, ForgeOutcome, PromotionResult } from './forged-tool-view.ts';

@@ -196,8 +196,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
         id: joined.id,
         find: (id) => joined.liveNode(id),
         othersAlive: () => joined.othersAlive(),
-        // Alone on SQLite, the kernel's own order is the installation's.
-        ...(joined.store === 'postgres' ? { exclusive: <T>(work: () => Promise<T>) => joined.exclusive(work) } : {}),
+        ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });
     late.kernel = kernel;

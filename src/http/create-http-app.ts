@@ -15,7 +15,7 @@ import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, principalOf, requireWholeView } from './http-context.ts';
-import { createHostGuard, proxySignOf } from './host-guard.ts';
+import { createHostGuard, createProxySign } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
@@ -209,6 +209,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     );
   }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
+  // With no key, what looks forwarded by a proxy is not the local owner (see `createProxySign`).
+  const proxySign = authenticator.keyed ? undefined : createProxySign(config.http.allowed_hosts);
   app.use('*', async (c: HttpContext, next) => {
     const address = addressOf(c);
     const cost = costOf(c.req.method, c.req.path);
@@ -219,7 +221,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
           authorization: c.req.header('authorization'),
           apiKey: c.req.header('x-api-key'),
           address,
-          ...(authenticator.keyed ? {} : { proxied: proxySignOf((name) => c.req.header(name), config.http.allowed_hosts) }),
+          ...(proxySign === undefined ? {} : { proxied: proxySign((name) => c.req.header(name)) }),
         },
         // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
         { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) },

@@ -1,8 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { mayReachAgent, type Principal } from '../access/index.ts';
-import { type ForgedToolView, registeredOrThrow } from '../emergent/index.ts';
-import { LoomError } from '../errors/index.ts';
+import { forgedToolNotFound, type ForgedToolView, registeredOrThrow } from '../emergent/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
@@ -29,7 +28,7 @@ function visible(principal: Principal, tool: ForgedToolView): boolean {
 
 /** The tool asked for as `id`, when the key may see it; else answered as an id no tool has, so a key learns nothing of tools it may not see (their names, their agents, that they exist). */
 function reach(principal: Principal, tool: ForgedToolView, id: string): ForgedToolView {
-  if (!visible(principal, tool)) throw new LoomError('FORGED_TOOL_NOT_FOUND', 'user', `no forged tool has the id "${id}"; list them with \`loom tools list\``);
+  if (!visible(principal, tool)) throw forgedToolNotFound(id);
   return tool;
 }
 

@@ -42,22 +42,23 @@ function bindNameOf(bindHost: string): string {
 const FORWARDING_HEADERS: readonly string[] = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via', 'cf-connecting-ip', 'true-client-ip'];
 
 /**
- * Why a request looks forwarded by a proxy, or undefined: it carries a forwarding header, or asks
+ * The check of why a request looks forwarded by a proxy (undefined when it does not): it carries a forwarding header, or asks
  * for an `allowed_hosts` name that is not a loopback one (the name a proxy serves the daemon
  * under). A proxy on this machine reaches the daemon from a loopback address, so without it a
  * daemon with no key would take every client the proxy serves for the local owner. A safety net,
  * not a guarantee: a proxy that adds none of these and passes a loopback Host (or the client's,
  * which can be one) is not seen, which is why a daemon behind a proxy needs a key.
  */
-export function proxySignOf(header: (name: string) => string | undefined, allowedHosts: readonly string[]): string | undefined {
-  const forwarding = FORWARDING_HEADERS.find((name) => header(name) !== undefined);
-  if (forwarding !== undefined) return `it carries the header ${forwarding}`;
-  const host = header('host');
-  const name = host === undefined ? undefined : hostNameOf(host);
-  if (name !== undefined && !LOOPBACK_HOST_NAMES.includes(name) && !name.endsWith('.localhost') && allowedHosts.some((allowed) => hostNameOf(allowed) === name)) {
-    return `it asks for "${name}", a name of [http].allowed_hosts`;
-  }
-  return undefined;
+export function createProxySign(allowedHosts: readonly string[]): (header: (name: string) => string | undefined) => string | undefined {
+  // The names a proxy would serve the daemon under, read once.
+  const proxied = new Set(allowedHosts.map(hostNameOf).filter((name) => !LOOPBACK_HOST_NAMES.includes(name) && !name.endsWith('.localhost')));
+  return (header) => {
+    const forwarding = FORWARDING_HEADERS.find((name) => header(name) !== undefined);
+    if (forwarding !== undefined) return `it carries the header ${forwarding}`;
+    const host = header('host');
+    const name = host === undefined ? undefined : hostNameOf(host);
+    return name !== undefined && proxied.has(name) ? `it asks for "${name}", a name of [http].allowed_hosts` : undefined;
+  };
 }
 
 /**

@@ -703,14 +703,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     // Its parent first, which the update is judged by; then it and every agent below it, parents
     // before children, by the store's links (not by creation times, which other nodes' clocks wrote).
     const parentId = stored.get(root)?.parentId ?? held?.parentId ?? null;
-    const order = parentId === null ? [] : [parentId];
-    for (let next = 0, queue = [root]; next < queue.length; next += 1) {
-      const id = queue[next] as string;
-      order.push(id);
-      queue.push(...(children.get(id) ?? []));
-    }
+    // A set in insertion order: walked while it grows, each agent once.
+    const order = new Set(parentId === null ? [root] : [parentId, root]);
+    for (const id of order) for (const child of children.get(id) ?? []) if (id !== parentId) order.add(child);
     // Held here but gone from the store (killed on another node): forgotten.
-    for (const entry of held === undefined ? [] : registry.subtree(held)) if (!order.includes(entry.id)) order.push(entry.id);
+    for (const entry of held === undefined ? [] : registry.subtree(held)) order.add(entry.id);
     for (const id of order) await sync(id, stored.get(id));
   }
 
@@ -774,9 +771,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     spawn(requested, options = {}) {
-      const { parent } = options;
       return oneAtATime(async () => {
-        if (parent !== undefined) await refresh(parent, false);
+        if (options.parent !== undefined) await refresh(options.parent, false);
       }, async () => {
         const { name } = requested;
         const holder = registry.holderOf(name);

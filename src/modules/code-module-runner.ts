@@ -39,9 +39,10 @@ export interface CodeModuleRunner {
 
 /**
  * How long a message past its time limit, or stopped, waits for what runs its module to stop
- * before its caller is told, on the daemon's clock. Most stop at once; a wasm thread asleep in a
- * native call (a WASI sleep) cannot be terminated until it wakes, and neither the caller, the
- * agent's next message nor the daemon's shutdown may wait for that.
+ * before its caller is told, on the daemon's clock. Most stop at once; a wasm thread stuck in a
+ * native call the termination cannot reach (Loom answers WASI's sleep itself so that it can)
+ * would not, and neither the caller, the agent's next message nor the daemon's shutdown may wait
+ * for that.
  */
 export const STOP_WAIT_MS = 1000;
 

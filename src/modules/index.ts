@@ -6,4 +6,4 @@ export { createCodeModules } from './code-modules.ts';
 export type { CodeAgent, CodeModules, CodeModulesOptions } from './code-modules.ts';
 export type { HostCallPort } from './host-calls.ts';
 export { CODE_AGENT_PROTOCOL } from './protocol.ts';
-export { createLineBudget, type LineBudget } from './line-budget.ts';
+export { createLineBudget, MODULE_LOG_BYTES, MODULE_LOG_LINES } from './line-budget.ts';

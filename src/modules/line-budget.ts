@@ -1,5 +1,10 @@
 import { cutLine } from './cut-line.ts';
 
+/** The lines of its output a code module may have logged at a time: one message's `host.log` calls, one window of a Python module's stderr. */
+export const MODULE_LOG_LINES = 200;
+/** …and their bytes, each line cut as logged, with its newline. */
+export const MODULE_LOG_BYTES = 64 * 1024;
+
 /** Lines of a module's output on their way to Loom's log, held to a number of lines and bytes. */
 export interface LineBudget {
   /** `line` cut (see `cutLine`) to be logged, or undefined when the budget is spent: then it is counted as left out. */

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ClusterNode } from '../../src/cluster/index.ts';
 import { createPostgresCluster } from '../../src/cluster/postgres-cluster.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { CapabilityEscalationError, StoreError } from '../../src/errors/index.ts';
@@ -23,7 +22,7 @@ afterEach(async () => {
 });
 
 /** A node of the installation on `url`, started. */
-async function clusterNode(url: string, name: string, options: { lineageWaitMs?: number } = {}): Promise<ClusterNode> {
+async function clusterNode(url: string, name: string, options: { lineageWaitMs?: number } = {}): Promise<ReturnType<typeof createPostgresCluster>> {
   const node = createPostgresCluster({ url, target: 'test', id: randomUUID(), name, version: 'test', schemaVersion: postgresMigrations.at(-1)?.version ?? 0, logger: createSilentLogger(), ...options });
   await node.start();
   return node;

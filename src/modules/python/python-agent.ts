@@ -6,7 +6,7 @@ import type { Clock, Logger } from '../../contracts/index.ts';
 import { CodeModuleError } from '../../errors/index.ts';
 import { type CodeModuleOptions, type CodeModuleRunner, withinLimit } from '../code-module-runner.ts';
 import { cutLine, STDERR_LINE_CHARS } from '../cut-line.ts';
-import { createLineBudget } from '../line-budget.ts';
+import { createLineBudget, MODULE_LOG_BYTES, MODULE_LOG_LINES } from '../line-budget.ts';
 import { answerHostCall, type HostCallPort } from '../host-calls.ts';
 import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
@@ -29,10 +29,9 @@ const STDERR_TAIL = 20;
  * after the last one ended.
  */
 const PYTHON_STDERR_WINDOW_MS = 60_000;
-/** The most lines of a Python module's stderr logged per window: its first ones; the rest are left out and counted. */
-const PYTHON_STDERR_LOGGED_LINES = 200;
-/** The most bytes of a Python module's stderr logged per window (lines as logged, each with its newline). */
-const PYTHON_STDERR_LOGGED_BYTES = 64 * 1024;
+/** The most lines, and bytes, of a Python module's stderr logged per window: its first ones; the rest are left out and counted. */
+const PYTHON_STDERR_LOGGED_LINES = MODULE_LOG_LINES;
+const PYTHON_STDERR_LOGGED_BYTES = MODULE_LOG_BYTES;
 
 /**
  * The message a script is answering. It is settled once it has an outcome (its reply, or the
