@@ -557,6 +557,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       try {
         const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await loadAi());
         await executeWorkflow(context, port);
+        // Said so that a test can tell that nothing more runs (a pause took effect) without a sleep.
+        runLogger.debug({}, `the workflow of agent "${entry.name}" stopped running in the background`);
       } catch (error) {
         if (controller.signal.aborted) return;
         runLogger.error({ err: error }, `the workflow of agent "${entry.name}" stopped on an error`);

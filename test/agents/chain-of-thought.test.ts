@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { confidenceThreshold, planLayers } from '../../src/agents/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
@@ -105,7 +106,7 @@ describe('builtin:chain-of-thought', () => {
     ]);
     const turn = host.kernel.send('thinker', 'two things');
     // The second step's call arrives while the first is still held back.
-    for (let attempt = 0; attempt < 200 && server.requests.length < 4; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the second step's call", () => server.requests.length >= 4);
     expect(server.requests).toHaveLength(4);
     release();
     expect((await turn).text).toBe('Both done.');

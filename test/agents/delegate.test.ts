@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
@@ -137,7 +138,7 @@ describe('builtin:delegate', () => {
     await host.kernel.spawn(frontDesk());
     server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'question' }, { text: 'late', gate: new Promise(() => undefined) }]);
     const turn = host.kernel.send('front-desk', 'ask the researcher').catch((error: unknown) => error);
-    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the researcher's model call", () => server.requests.length >= 3);
     await host.kernel.kill('researcher');
     expect(((await turn) as Error).message).toBe('agent "researcher" was killed during the turn');
     server.script([{ text: JSON.stringify({ agent: 'writer', reasoning: 'the one left' }) }, { text: 'w' }, { text: 'written' }, { text: 'Here it is.' }]);
@@ -148,7 +149,7 @@ describe('builtin:delegate', () => {
     await host.kernel.spawn(frontDesk('delegation_timeout_seconds = 30\n'));
     server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'x' }) }, { text: 'slow question' }, { text: 'late', gate: new Promise(() => undefined) }]);
     const turn = host.kernel.send('front-desk', 'take your time').catch((error: unknown) => error);
-    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the researcher's model call", () => server.requests.length >= 3);
     await host.clock.advance(29_000);
     expect(server.requests).toHaveLength(3);
     await host.clock.advance(1_000);

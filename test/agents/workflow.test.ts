@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkflowRecord, WorkflowState } from '../../src/contracts/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { untilWorkflowState, workflowOf } from './workflow-state.ts';
@@ -17,8 +19,11 @@ const task = (id: string, agent: string, dependsOn: string[] = []) => ({ id, tit
 const twoTasks = json({ summary: 'research, then write', missing_info: null, tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1'])] });
 const accept = json({ accepted: true, feedback: '' });
 
+let logger: RecordingLogger;
+
 async function open(runSchedules = true): Promise<void> {
-  host = await openTestHost(dir.path, {}, undefined, { runSchedules });
+  logger = createRecordingLogger();
+  host = await openTestHost(dir.path, {}, undefined, { runSchedules, logger });
 }
 
 beforeEach(async () => {
@@ -138,8 +143,7 @@ describe('builtin:workflow', () => {
     server.script([{ text: 'a done', gate: new Promise<void>((resolve) => (release = resolve)) }, { text: 'b done' }, accept, accept, { text: 'both' }]);
     await host.kernel.send('lead', 'go');
     // The second task's delegated call arrives while the first is still held back.
-    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(server.requests.length).toBeGreaterThanOrEqual(3);
+    await waitFor("the second task's delegated call", () => server.requests.length >= 3);
     release();
     expect((await until(['completed'])).tasks.map((entry) => entry.status)).toEqual(['completed', 'completed']);
   });
@@ -160,11 +164,11 @@ describe('builtin:workflow', () => {
     let release: () => void = () => undefined;
     server.script([{ text: 'facts', gate: new Promise<void>((resolve) => (release = resolve)) }, accept]);
     await host.kernel.send('lead', 'go');
-    for (let attempt = 0; attempt < 200 && server.requests.length < 2; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the first task's delegated call", () => server.requests.length >= 2);
     expect((await host.kernel.send('lead', 'pause')).text).toContain('Workflow (paused;');
     release();
-    for (let attempt = 0; attempt < 200 && (await workflow())?.tasks[0]?.status !== 'completed'; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The run in the background says when it stops: after the task under way, nothing new started.
+    await waitFor('the paused workflow to stop running', () => logger.entries.some((entry) => entry.message === 'the workflow of agent "lead" stopped running in the background'));
     expect((await workflow())?.tasks.map((entry) => entry.status)).toEqual(['completed', 'pending']);
     expect(server.requests).toHaveLength(3);
 
@@ -178,7 +182,7 @@ describe('builtin:workflow', () => {
     await host.kernel.send('lead', 'a report');
     server.script([{ text: 'never answered', gate: new Promise(() => undefined) }]);
     await host.kernel.send('lead', 'go');
-    for (let attempt = 0; attempt < 200 && server.requests.length < 2; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the first task's delegated call", () => server.requests.length >= 2);
     await host.close();
     expect((await host.store.workflows.get(host.kernel.get('lead').id).catch(() => undefined))?.state ?? 'closed').toBe('closed');
 
