@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigSchema } from '../../src/config/index.ts';
+import type { Logger } from '../../src/contracts/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
@@ -23,6 +24,8 @@ export interface ApiOptions {
   env?: Record<string, string>;
   /** Pretend every client comes from this address. */
   clientAddress?: string;
+  /** The host's logger (silent by default), e.g. a recording one to wait for a line. */
+  logger?: Logger;
   /** Pretend the daemon binds this address (it still listens on 127.0.0.1 only). */
   bindHost?: string;
 }
@@ -42,7 +45,7 @@ export const OWNER_AND_HELPER_KEYS = {
 
 /** Opens a test host in `dir` and serves its kernel. */
 export async function startApi(dir: string, options: ApiOptions = {}): Promise<Api> {
-  const host = await openTestHost(dir, options.config ?? {});
+  const host = await openTestHost(dir, options.config ?? {}, undefined, options.logger === undefined ? {} : { logger: options.logger });
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(options.config ?? {}),

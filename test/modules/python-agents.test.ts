@@ -7,17 +7,20 @@ import { loadManifestFile } from '../../src/manifest/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { runCli } from '../helpers/run-cli.ts';
+import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
+let logger: RecordingLogger;
 
 /** The environment Loom is given: the test keys, PATH (to find python3) and two variables. */
 const ENV = { ...TEST_KEYS, PATH: process.env['PATH'] ?? '/usr/bin:/bin', LOOM_REGION: 'eu-west', UNGRANTED_SECRET: 'hunter2' };
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-python-');
-  host = await openTestHost(dir.path, {}, ENV);
+  logger = createRecordingLogger();
+  host = await openTestHost(dir.path, {}, ENV, { logger });
 });
 afterEach(async () => {
   await host.close();
@@ -147,11 +150,14 @@ describe('a python: agent', () => {
     const starts = async (): Promise<number> => (await readFile(join(dir.path, 'home', 'workspaces', 'phoenix', 'starts.txt'), 'utf8')).split('\n').filter(Boolean).length;
     await expect(host.kernel.send('phoenix', 'exit')).rejects.toThrow(/exited \(code 7\)/);
     expect(await starts()).toBe(1);
+    // Loom logs each start as it spawns the script, in the same step as the clock wakes the restart.
+    const spawned = (): number => logger.entries.filter((entry) => entry.message === 'agent "phoenix"\'s script started').length;
+    expect(spawned()).toBe(1);
     await host.clock.advance(499);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await starts()).toBe(1);
+    expect(spawned()).toBe(1);
     await host.clock.advance(1);
-    for (let waited = 0; waited < 50 && (await starts()) < 2; waited += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(spawned()).toBe(2);
+    await waitFor('the script started again to write its line', async () => (await starts()) >= 2);
     expect(await starts()).toBe(2);
     // The next message finds it warm.
     expect((await host.kernel.send('phoenix', 'hi')).text).toBe('py: hi');
@@ -165,17 +171,18 @@ describe('a python: agent', () => {
 
   it('is stopped at its time limit, and when its agent is killed', async () => {
     await host.kernel.spawn(manifest(await pythonAgent('sleepy', HANDLER, '[capabilities]\nshell = ["python3"]\n[code]\ntimeout_ms = 2000')));
+    const idleSleeps = host.clock.pending();
     const sleeping = host.kernel.send('sleepy', 'sleep');
     sleeping.catch(() => undefined);
-    // Let the script start before the clock runs.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The clock runs once the turn's time limit is counting on it.
+    await waitFor('the time limit to be counting', () => host.clock.pending() > idleSleeps);
     await host.clock.advance(2000);
     await expect(sleeping).rejects.toThrow('agent "sleepy"\'s script ran past its time limit of 2 s ([code].timeout_ms) and was stopped');
     expect((await host.kernel.send('sleepy', 'awake')).text).toBe('py: awake');
 
     const again = host.kernel.send('sleepy', 'sleep');
     again.catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor('the script to have the message', () => host.clock.pending() > idleSleeps);
     await host.kernel.kill('sleepy');
     await expect(again).rejects.toThrow(AgentStateError);
   });
@@ -198,7 +205,7 @@ loom_agent.run(handle)
         return false;
       }
     };
-    const gone = (pid: number, after: string): Promise<true> => waitFor(`sleep ${pid} to be stopped after ${after}`, 5000, () => (alive(pid) ? undefined : true));
+    const gone = (pid: number, after: string): Promise<true> => waitFor(`sleep ${pid} to be stopped after ${after}`, () => !alive(pid));
     let other: TestHost | undefined = await openTestHost(join(dir.path, 'other'), {}, ENV);
     const started: number[] = [];
     try {

@@ -88,7 +88,7 @@ function outOfTurnWarnings(): string[] {
 
 /** The warnings about lines out of turn once there are `count` (Loom reads a script's output as it comes). */
 function nextOutOfTurnWarnings(count: number): Promise<string[]> {
-  return waitFor(`${count} warning(s) of a line out of turn`, 5000, () => (outOfTurnWarnings().length >= count ? outOfTurnWarnings() : undefined));
+  return waitFor(`${count} warning(s) of a line out of turn`, () => (outOfTurnWarnings().length >= count ? outOfTurnWarnings() : undefined));
 }
 
 describe('a python: script that answers out of turn', () => {

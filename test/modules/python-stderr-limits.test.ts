@@ -1,11 +1,11 @@
 import { writeFile } from 'node:fs/promises';
-import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { Host } from '../../src/host/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../helpers/test-host.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
 const STDERR_WINDOW_MS = 60_000;
@@ -16,14 +16,21 @@ const STDERR_LINE_CHARS = 1000;
 /** The environment Loom is given: the test keys and PATH (to find python3). */
 const ENV = { ...TEST_KEYS, PATH: process.env['PATH'] ?? '/usr/bin:/bin' };
 
-const SCRIPT = `import sys
+const SCRIPT = `import fcntl, struct, sys, termios, time
 import loom_agent
+
+def read_by_loom():
+    # Until the stderr pipe is empty: Loom has read (and counted) every line written so far.
+    sys.stderr.flush()
+    while struct.unpack("i", fcntl.ioctl(2, termios.FIONREAD, b"\\0\\0\\0\\0"))[0] > 0:
+        time.sleep(0.001)
 
 def handle(request, host):
     words = request["message"].split()
     if words[0] == "flood":
         for index in range(int(words[1])):
             sys.stderr.write("line %d\\n" % index)
+        read_by_loom()
         if words[2:] == ["die"]:
             sys.exit(3)
         return "flooded %s" % words[1]
@@ -83,9 +90,9 @@ function isNote(line: string): boolean {
   return line.startsWith('stderr: ') && line.includes('left out of the log');
 }
 
-/** Waits (in real time, bounded) until `agent`'s log holds `count` notes. */
+/** Waits until `agent`'s log holds `count` notes. */
 async function notes(agent: string, count: number): Promise<string[]> {
-  for (let waited = 0; waited < 100 && stderrLog(agent).filter(isNote).length < count; waited += 1) await delay(50);
+  await waitFor(`${count} note(s) in the log of "${agent}"`, () => stderrLog(agent).filter(isNote).length >= count);
   return stderrLog(agent).filter(isNote);
 }
 
@@ -122,10 +129,9 @@ describe('a python: module that floods stderr', () => {
 
   it('logs again in the next window of the agent\'s clock, after the note for the last one', async () => {
     await spawnFlooder('steady');
+    // The script answers once Loom has read the whole flood off its pipe (Loom reads the two pipes
+    // in no fixed order), so every line of it counts in this window before the clock moves on.
     expect((await kernel().send('steady', 'flood 3000')).text).toBe('flooded 3000');
-    // Let Loom read the rest of the flood from the pipe before the clock moves on (it was all
-    // written before the answer; only the order Loom reads the two pipes in is not fixed).
-    await delay(1000);
     expect(stderrLog('steady')).toHaveLength(STDERR_LOGGED_LINES);
     // A message just before the window ends, that writes nothing (a line of it could be read late,
     // in the next window): nothing is logged yet.
@@ -134,7 +140,7 @@ describe('a python: module that floods stderr', () => {
     expect(stderrLog('steady')).toHaveLength(STDERR_LOGGED_LINES);
     await clock.advance(1);
     expect((await kernel().send('steady', 'two')).text).toBe('py: two');
-    for (let waited = 0; waited < 100 && stderrLog('steady').length < STDERR_LOGGED_LINES + 2; waited += 1) await delay(50);
+    await waitFor('the note and the line of the next window', () => stderrLog('steady').length >= STDERR_LOGGED_LINES + 2);
     const logged = stderrLog('steady');
     expect(logged).toHaveLength(STDERR_LOGGED_LINES + 2);
     expect(logged[STDERR_LOGGED_LINES]).toMatch(

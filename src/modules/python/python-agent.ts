@@ -168,6 +168,7 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     // detached: the script leads a process group of its own, which Loom kills whole (killGroup),
     // so the programs it started do not outlive it.
     const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    logger.debug({ pid: child.pid }, `${what} started`);
     const process: Process = { child, stderrTail: [], exited: false };
     onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
       fail(process, tooLarge(bytes));
