@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, type SseEvent, startApi } from './api-harness.ts';
 
@@ -102,7 +103,7 @@ describe('the running turn over HTTP', () => {
     const second = new Promise<void>((resolve) => (release = resolve));
     model.script([{ text: 'Another ', stall: second }]);
     const waiting = api.request('/api/agents/helper-teller/messages', as('admin-secret', post('Again', 'application/json')));
-    for (let tries = 0; model.requests.length < 2 && tries < 2000; tries++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor("the second turn's model call", () => model.requests.length >= 2);
     expect((await api.request('/api/agents/helper-teller/turn/cancel', as('admin-secret', { method: 'POST' }))).status).toBe(200);
     const refused = await waiting;
     expect(refused.status).toBe(409);

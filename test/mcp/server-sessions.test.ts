@@ -5,6 +5,7 @@ import { DEFAULT_MCP_SESSION_IDLE_MS, DEFAULT_MCP_SESSIONS_PER_PRINCIPAL, DEFAUL
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { agentManifest, firstText, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 
 // The sessionful 2025-era leg of /mcp (decision 0027), driven by the official client over real HTTP.
@@ -54,9 +55,9 @@ function nextEvent(served: McpHttpServer, predicate: (event: KernelEvent) => boo
   });
 }
 
-/** Waits (bounded) until the scripted model has received `count` requests: a turn is under way. */
+/** Waits until the scripted model has received `count` requests: a turn is under way. */
 async function modelRequests(count: number): Promise<void> {
-  for (let tries = 0; model.requests.length < count && tries < 2000; tries++) await new Promise((resolve) => setTimeout(resolve, 5));
+  await waitFor(`${count} model request(s)`, () => model.requests.length >= count);
   expect(model.requests.length).toBe(count);
 }
 

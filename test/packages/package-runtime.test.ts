@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { PackageRunView } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { activityJson, bindingJson, EXAMPLES, packageConfig, writePackage } from './support.ts';
@@ -195,7 +196,7 @@ describe('runs', () => {
     let release: () => void = () => undefined;
     server.script([{ text: 'done', gate: new Promise<void>((resolve) => (release = resolve)) }]);
     await host.clock.advance(60_000);
-    for (let attempt = 0; attempt < 100 && server.requests.length === 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor("the first fire's model call", () => server.requests.length > 0);
     await host.clock.advance(60_000);
     await expect(host.packages.run('slow', 'tick')).rejects.toThrow('binding "tick" of package "slow" is still running; the fire was recorded as skipped');
     release();

@@ -5,6 +5,7 @@ import { parseManifest } from '../../src/manifest/index.ts';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
 import type { TestHost } from '../helpers/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
 const CONFIG = { rate_limit: { per_minute: 1_000_000 } };
@@ -164,7 +165,7 @@ describe('the chat page, in Chromium against a real daemon', () => {
     await openChat('tracer');
     await say('Write long.txt and read it back');
     // The first model call takes 2.5 s on the kernel's clock, the approval 4 s.
-    for (let tries = 0; model.requests.length < 1 && tries < 2000; tries++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor('the first model call', () => model.requests.length >= 1);
     await host.clock.advance(2500);
     answer();
     const approval = page.getByTestId('approval-request');
