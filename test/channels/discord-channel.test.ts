@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeDiscordServer, startFakeDiscordServer } from '../support/fake-discord-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 
 const model = useScriptedModelServer();
@@ -27,10 +28,6 @@ async function start(policy: Record<string, unknown> = {}, agentToml = ''): Prom
   await host.channels.start();
 }
 
-async function until(done: () => boolean | Promise<boolean>): Promise<void> {
-  for (let round = 0; round < 200 && !(await done()); round += 1) await new Promise((resolve) => setTimeout(resolve, 25));
-}
-
 const settled = async (count: number): Promise<boolean> => {
   const recent = await host.store.channels.recent('guild', count);
   return recent.length === count && recent.every((message) => message.status !== 'received');
@@ -42,7 +39,7 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     expect((await host.channels.list())[0]).toMatchObject({ kind: 'discord', state: 'connected' });
     model.script([{ text: 'Hello **Ada**.' }]);
     discord.message({ channelId: '300000000000000001', author: ADA, content: 'Hi!' });
-    await until(() => settled(1));
+    await waitFor('the message to settle', () => settled(1));
     expect(discord.created.map((message) => [message.channelId, message.content])).toEqual([['300000000000000001', 'Hello **Ada**.']]);
   });
 
@@ -51,7 +48,7 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     discord.message({ channelId: discord.guild.channelId, author: ADA, content: 'just chatting', guild: true });
     model.script([{ text: 'Here.' }]);
     discord.message({ channelId: discord.guild.channelId, author: ADA, content: `<@${discord.bot.id}> are you there?`, guild: true, mentionsBot: true });
-    await until(() => settled(2));
+    await waitFor('both messages to settle', () => settled(2));
     expect(discord.created.map((message) => message.content)).toEqual(['Here.']);
     expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('are you there?');
   });
@@ -60,9 +57,9 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     await start({ groups: 'allowlist', allow_groups: [discord.guild.channelId], allow_users: [], direct: 'closed' });
     model.script([{ text: 'In the channel.' }, { text: 'In the thread.' }]);
     discord.message({ channelId: discord.guild.channelId, author: ADA, content: `<@${discord.bot.id}> my name is Ada`, guild: true, mentionsBot: true });
-    await until(() => settled(1));
+    await waitFor('the first message to settle', () => settled(1));
     discord.message({ channelId: discord.guild.threadId, author: ADA, content: `<@${discord.bot.id}> what is my name?`, guild: true, mentionsBot: true });
-    await until(() => settled(2));
+    await waitFor('the second message to settle', () => settled(2));
     expect(discord.created.map((message) => [message.channelId, message.content])).toEqual([
       [discord.guild.channelId, 'In the channel.'],
       [discord.guild.threadId, 'In the thread.'],
@@ -86,12 +83,12 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     discord.message({ channelId: dm, author: ADA, content: 'first', id: '400000000000000010' });
     discord.message({ channelId: dm, author: ADA, content: 'second, with a typo', id: '400000000000000011' });
     discord.message({ channelId: dm, author: ADA, content: 'third, never mind', id: '400000000000000012' });
-    await until(async () => (await host.store.channels.recent('guild', 3)).length === 3);
+    await waitFor('three stored messages', async () => (await host.store.channels.recent('guild', 3)).length === 3);
     discord.edit({ channelId: dm, author: ADA, content: 'second, corrected', id: '400000000000000011' });
     discord.remove({ channelId: dm, id: '400000000000000012' });
-    await until(async () => (await host.store.channels.get('guild', '400000000000000012'))?.status === 'ignored' && (await host.store.channels.get('guild', '400000000000000011'))?.text === 'second, corrected');
+    await waitFor('the deleted message ignored and the edited one corrected', async () => (await host.store.channels.get('guild', '400000000000000012'))?.status === 'ignored' && (await host.store.channels.get('guild', '400000000000000011'))?.text === 'second, corrected');
     release();
-    await until(() => settled(3));
+    await waitFor('the three messages to settle', () => settled(3));
     await host.channels.idle();
     expect(discord.created.map((message) => message.content)).toEqual(['First answer.', 'Second answer.']);
     expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('second, corrected');
@@ -104,7 +101,7 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     model.script([{ text: 'Once.' }]);
     discord.message({ channelId: '300000000000000001', author: ADA, content: 'Ping', id: '400000000000000001' });
     discord.message({ channelId: '300000000000000001', author: ADA, content: 'Ping', id: '400000000000000001' });
-    await until(() => settled(1));
+    await waitFor('the message to settle', () => settled(1));
     await host.channels.idle();
     expect(discord.created.map((message) => message.content)).toEqual(['Once.']);
   });
@@ -113,14 +110,14 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     await start({ approvers: [ADA.id] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Saved.' }]);
     discord.message({ channelId: '300000000000000001', author: ADA, content: 'Save it' });
-    await until(() => discord.created.some((message) => message.components.length > 0));
+    await waitFor('the approval buttons', () => discord.created.some((message) => message.components.length > 0));
     const question = discord.created.find((message) => message.components.length > 0) as (typeof discord.created)[number];
     const approve = question.components[0]?.components?.[0]?.custom_id ?? '';
     discord.press({ id: '500000000000000099', username: 'mallory' }, question, approve);
-    await until(() => discord.answers.length > 0);
+    await waitFor("the button's answer", () => discord.answers.length > 0);
     expect(discord.answers[0]).toEqual({ type: 4, content: 'Only the approvers of this channel may decide that.', ephemeral: true });
     discord.press(ADA, question, approve);
-    await until(() => settled(1));
+    await waitFor('the message to settle', () => settled(1));
     expect(question.content).toContain('Approved: file_write runs.');
     expect(discord.created.at(-1)?.content).toBe('Saved.');
   });

@@ -6,6 +6,7 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeSlackServer, startFakeSlackServer } from '../support/fake-slack-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 
 const model = useScriptedModelServer();
@@ -31,10 +32,6 @@ async function start(policy: Record<string, unknown> = {}, agentToml = ''): Prom
   await slack.connected();
 }
 
-async function until(done: () => boolean | Promise<boolean>): Promise<void> {
-  for (let round = 0; round < 200 && !(await done()); round += 1) await new Promise((resolve) => setTimeout(resolve, 25));
-}
-
 const settled = async (count: number, channel = 'team'): Promise<boolean> => {
   const recent = await host.store.channels.recent(channel, count);
   return recent.length === count && recent.every((message) => message.status !== 'received');
@@ -46,7 +43,7 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     expect((await host.channels.list())[0]).toMatchObject({ kind: 'slack', state: 'connected' });
     model.script([{ text: 'Hello **Ada**.' }]);
     const envelope = slack.message({ channel: 'D1', user: 'U42', text: 'Hi!' });
-    await until(() => settled(1));
+    await waitFor('the message to settle', () => settled(1));
     expect(slack.acks).toContain(envelope);
     expect(slack.posted).toMatchObject([{ channel: 'D1', threadTs: undefined, text: 'Hello **Ada**.', blocks: [{ type: 'markdown', text: 'Hello **Ada**.' }] }]);
   });
@@ -57,7 +54,7 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     slack.message({ channel: 'C1', user: slack.botUserId, text: 'my own words', channel_type: 'channel', bot_id: 'BBOT' });
     model.script([{ text: 'On it.' }]);
     slack.message({ channel: 'C1', user: 'U7', text: `<@${slack.botUserId}> summarise the thread`, channel_type: 'channel', ts: '1700.0001' });
-    await until(() => settled(2));
+    await waitFor('both messages to settle', () => settled(2));
     expect(slack.posted).toMatchObject([{ channel: 'C1', threadTs: '1700.0001', text: 'On it.' }]);
     expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('summarise the thread');
     expect(JSON.stringify(model.requests[0]?.body['messages'])).not.toContain(`<@${slack.botUserId}>`);
@@ -69,7 +66,7 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     model.script([{ text: 'Once.' }]);
     slack.message({ channel: 'D1', user: 'U42', text: 'Ping', ts: '1700.0002' });
     slack.message({ channel: 'D1', user: 'U42', text: 'Ping', ts: '1700.0002' });
-    await until(() => slack.acks.length === 2);
+    await waitFor('two acknowledgements', () => slack.acks.length === 2);
     await host.channels.idle();
     expect(slack.posted.map((message) => message.text)).toEqual(['Once.']);
   });
@@ -84,12 +81,12 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     slack.message({ channel: 'D1', user: 'U42', text: 'first', ts: '1700.0010' });
     slack.message({ channel: 'D1', user: 'U42', text: 'second, with a typo', ts: '1700.0011' });
     slack.message({ channel: 'D1', user: 'U42', text: 'third, never mind', ts: '1700.0012' });
-    await until(() => slack.acks.length === 3);
+    await waitFor('three acknowledgements', () => slack.acks.length === 3);
     slack.edit('D1', '1700.0011', 'U42', 'second, corrected');
     slack.remove('D1', '1700.0012');
-    await until(() => slack.acks.length === 5);
+    await waitFor('five acknowledgements', () => slack.acks.length === 5);
     release();
-    await until(() => settled(3));
+    await waitFor('the three messages to settle', () => settled(3));
     await host.channels.idle();
     expect(slack.posted.map((message) => message.text)).toEqual(['First answer.', 'Second answer.']);
     expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('second, corrected');
@@ -97,7 +94,7 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     expect(await host.store.channels.get('team', 'D1:1700.0012')).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
     // An edit after the answer changes nothing.
     slack.edit('D1', '1700.0010', 'U42', 'first, edited late');
-    await until(() => slack.acks.length === 6);
+    await waitFor('six acknowledgements', () => slack.acks.length === 6);
     expect(await host.store.channels.get('team', 'D1:1700.0010')).toMatchObject({ status: 'answered', text: 'first' });
   });
 
@@ -105,15 +102,15 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     await start({ approvers: ['U42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Saved.' }]);
     slack.message({ channel: 'D1', user: 'U42', text: 'Save it' });
-    await until(() => slack.posted.some((message) => message.blocks.some((block) => block.type === 'actions')));
+    await waitFor('the approval buttons', () => slack.posted.some((message) => message.blocks.some((block) => block.type === 'actions')));
     const question = slack.posted.find((message) => message.blocks.some((block) => block.type === 'actions'));
     const values = question?.blocks.find((block) => block.type === 'actions')?.elements?.map((element) => element.value) ?? [];
     expect(values).toHaveLength(2);
     slack.press('U9', question as NonNullable<typeof question>, values[0] ?? '');
-    await until(() => slack.ephemeral.length > 0);
+    await waitFor('the ephemeral answer', () => slack.ephemeral.length > 0);
     expect(slack.ephemeral[0]).toEqual({ channel: 'D1', user: 'U9', text: 'Only the approvers of this channel may decide that.' });
     slack.press('U42', question as NonNullable<typeof question>, values[0] ?? '');
-    await until(() => settled(1));
+    await waitFor('the message to settle', () => settled(1));
     expect(question?.text).toContain('Approved: file_write runs.');
     expect(slack.posted.at(-1)?.text).toBe('Saved.');
   });
@@ -151,7 +148,7 @@ describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', ()
     expect((await post(event)).status).toBe(200);
     // Slack retries when it is not sure: the same message is answered once.
     expect((await post(event)).status).toBe(200);
-    await until(() => settled(1, 'events'));
+    await waitFor('the Events API message to settle', () => settled(1, 'events'));
     await host.channels.idle();
     expect(slack.posted.map((message) => [message.channel, message.text])).toEqual([['D9', 'Via the Events API.']]);
   });

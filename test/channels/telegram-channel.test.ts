@@ -7,6 +7,7 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 
 const model = useScriptedModelServer();
@@ -35,12 +36,13 @@ async function start(policy: Record<string, unknown> = {}, agentToml = ''): Prom
   await host.channels.start();
 }
 
-/** Waits (in real time, bounded) until `done` holds; with `clock`, moves the fake clock a second each round. */
-async function until(done: () => boolean | Promise<boolean>, options: { advanceClock?: boolean } = {}): Promise<void> {
-  for (let round = 0; round < 200 && !(await done()); round += 1) {
-    if (options.advanceClock === true) await host.clock.advance(1000);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+/** A check for waitFor that moves the fake clock a second (past a retry's backoff) each time `done` does not hold yet. */
+function pastRetries(done: () => boolean | Promise<boolean>): () => Promise<boolean> {
+  return async () => {
+    if (await done()) return true;
+    await host.clock.advance(1000);
+    return false;
+  };
 }
 
 describe('a Telegram channel (grammY against a local Bot API server)', () => {
@@ -49,10 +51,10 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect((await host.channels.list())[0]).toMatchObject({ name: 'tg', kind: 'telegram', state: 'connected', error: null });
     model.script([{ text: 'Hello Ada, nice to meet you.' }]);
     const update = telegram.push(ADA_CHAT, ADA, 'Hi!');
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.sent.map((message) => [message.chatId, message.text])).toEqual([[42, 'Hello Ada, nice to meet you.']]);
     expect(telegram.calls).toContain('sendChatAction');
-    await until(() => telegram.acknowledged() >= update);
+    await waitFor('the update to be acknowledged', () => telegram.acknowledged() >= update);
     expect(telegram.acknowledged()).toBeGreaterThanOrEqual(update);
     expect(await host.store.channels.recent('tg', 1)).toMatchObject([{ platformId: expect.stringMatching(/^42:\d+$/) as unknown, userName: 'Ada', conversationKind: 'direct', status: 'answered' }]);
   });
@@ -63,7 +65,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'At your service.' }]);
     const mention = `@${telegram.bot.username} can you help?`;
     telegram.push(TEAM, ADA, mention, { entities: [{ type: 'mention', offset: 0, length: telegram.bot.username.length + 1 }] });
-    await until(async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status !== 'received') && (await host.store.channels.recent('tg', 2)).length === 2);
+    await waitFor('both group messages to settle', async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status !== 'received') && (await host.store.channels.recent('tg', 2)).length === 2);
     expect(telegram.sent.map((message) => [message.chatId, message.text])).toEqual([[-1001, 'At your service.']]);
     expect((await host.store.channels.recent('tg', 2)).map((message) => message.status)).toEqual(['answered', 'ignored']);
   });
@@ -77,11 +79,11 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'One.', gate }, { text: 'Two.' }]);
     telegram.push(ADA_CHAT, ADA, 'first', { messageId: 11 });
     telegram.push(ADA_CHAT, ADA, 'secnod', { messageId: 12 });
-    await until(async () => (await host.store.channels.recent('tg', 2)).length === 2);
+    await waitFor('two stored messages', async () => (await host.store.channels.recent('tg', 2)).length === 2);
     const edit = telegram.edit(ADA_CHAT, ADA, 12, 'second');
-    await until(() => telegram.acknowledged() >= edit);
+    await waitFor('the edit to be acknowledged', () => telegram.acknowledged() >= edit);
     release();
-    await until(async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status === 'answered'));
+    await waitFor('both messages to be answered', async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status === 'answered'));
     expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('"second"');
     expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('secnod');
   });
@@ -91,7 +93,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'Only once.' }]);
     telegram.push(ADA_CHAT, ADA, 'Ping', { messageId: 7 });
     telegram.push(ADA_CHAT, ADA, 'Ping', { messageId: 7 });
-    await until(() => telegram.acknowledged() >= 2);
+    await waitFor('two updates acknowledged', () => telegram.acknowledged() >= 2);
     await host.channels.idle();
     expect(telegram.sent.map((message) => message.text)).toEqual(['Only once.']);
     expect(model.requests).toHaveLength(1);
@@ -101,16 +103,16 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     await start({ approvers: ['42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'note.txt', content: 'from the chat' } }] }, { text: 'Written.' }]);
     telegram.push(ADA_CHAT, ADA, 'Write a note');
-    await until(() => telegram.sent.some((message) => message.buttons.length > 0));
+    await waitFor('the approval buttons', () => telegram.sent.some((message) => message.buttons.length > 0));
     const question = telegram.sent.find((message) => message.buttons.length > 0);
     expect(question?.text).toBe('helper wants to run file_write {"path":"note.txt","content":"from the chat"}');
     expect(question?.buttons.map(([label]) => label)).toEqual(['Approve', 'Deny']);
     const approve = question?.buttons[0]?.[1] ?? '';
     telegram.press({ id: 77, first_name: 'Mallory' }, question as NonNullable<typeof question>, approve);
-    await until(() => telegram.answers.length > 0);
+    await waitFor("the button's answer", () => telegram.answers.length > 0);
     expect(telegram.answers[0]).toBe('Only the approvers of this channel may decide that.');
     telegram.press(ADA, question as NonNullable<typeof question>, approve);
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.answers[1]).toBe('Approved: file_write runs.');
     expect(telegram.sent.at(-1)?.text).toBe('Written.');
     expect(await readFile(join(dir.path, 'home', 'workspaces', 'helper', 'note.txt'), 'utf8')).toBe('from the chat');
@@ -120,9 +122,9 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
   it('refuses a person not allowed, in their chat, and audits it', async () => {
     await start();
     telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
-    await until(() => telegram.sent.length > 0);
+    await waitFor('the refusal to be sent', () => telegram.sent.length > 0);
     expect(telegram.sent[0]).toMatchObject({ chatId: 78, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
-    await until(async () => (await host.store.events.list({ type: 'channel-refused' })).length > 0);
+    await waitFor('the channel-refused event', async () => (await host.store.events.list({ type: 'channel-refused' })).length > 0);
     expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } }]);
     expect(model.requests).toHaveLength(0);
   });
@@ -132,10 +134,10 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'Worth the wait.' }]);
     telegram.failSends(3);
     telegram.push(ADA_CHAT, ADA, 'Are you there?');
-    await until(() => telegram.sent.length > 0, { advanceClock: true });
+    await waitFor('the reply, once sends work again', pastRetries(() => telegram.sent.length > 0));
     expect(telegram.sent.map((message) => message.text)).toEqual(['Worth the wait.']);
     expect(telegram.calls.filter((call) => call === 'sendMessage').length).toBeGreaterThanOrEqual(4);
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect((await host.store.channels.recent('tg', 1))[0]?.status).toBe('answered');
   });
 
@@ -143,7 +145,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     await start();
     model.script([{ text: '**Done**: see `notes.txt` <here>' }]);
     telegram.push(ADA_CHAT, ADA, 'Status?');
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.sent.map((message) => [message.text, message.parseMode])).toEqual([['<b>Done</b>: see <code>notes.txt</code> &lt;here&gt;', 'HTML']]);
   });
 
@@ -152,7 +154,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: '**Done**: see `notes.txt`' }]);
     telegram.refuseMarkup(100);
     telegram.push(ADA_CHAT, ADA, 'Status?');
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.sent.map((message) => [message.text, message.parseMode])).toEqual([['**Done**: see `notes.txt`', undefined]]);
   });
 
@@ -161,7 +163,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     const long = `${'a'.repeat(3000)}\n\n${'b'.repeat(3000)}`;
     model.script([{ text: long }]);
     telegram.push(ADA_CHAT, ADA, 'Write a lot');
-    await until(async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect(telegram.sent.map((message) => message.text)).toEqual(['a'.repeat(3000), 'b'.repeat(3000)]);
   });
 });

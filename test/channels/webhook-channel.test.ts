@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
@@ -100,7 +101,7 @@ describe('a webhook channel', () => {
     await start({ approvers: ['u-ada'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
     await post(fromAda('m-1', 'Write it'));
-    for (let round = 0; round < 200 && !received.some((reply) => reply.body.text.includes('Reply "approve')); round += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor('the approval request reply', () => received.some((reply) => reply.body.text.includes('Reply "approve')));
     const short = /Reply "approve ([0-9a-f]{8})"/.exec(received[0]?.body.text ?? '')?.[1] ?? '';
     expect(received[0]?.body.text).toBe(`helper wants to run file_write {"path":"n.txt","content":"x"}\nReply "approve ${short}" or "deny ${short}".`);
     await post({ id: 'm-2', user: { id: 'u-bob' }, conversation: { id: 'c-1' }, text: `approve ${short}` });
@@ -116,12 +117,10 @@ describe('a webhook channel', () => {
     await host.kernel.spawn(manifest(`name = "admin"\n[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'owned.txt', content: 'x' } }] }, { text: 'Not written.' }]);
     const turn = host.kernel.send('admin', 'Write it');
-    let pending = await host.kernel.approvals.list('pending');
-    for (let round = 0; round < 200 && pending.length === 0; round += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      pending = await host.kernel.approvals.list('pending');
-    }
-    const [request] = pending;
+    const [request] = await waitFor("the admin agent's approval request", async () => {
+      const pending = await host.kernel.approvals.list('pending');
+      return pending.length > 0 ? pending : undefined;
+    });
     expect(request?.tool).toBe('file_write');
     await post(fromAda('m-1', `approve ${(request?.id ?? '').slice(0, 8)}`));
     await host.channels.idle();
@@ -135,7 +134,7 @@ describe('a webhook channel', () => {
     await start({}, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
     await post(fromAda('m-1', 'Write it'));
-    for (let round = 0; round < 200 && received.length === 0; round += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor('the reply saying the approval waits for the owner', () => received.length > 0);
     expect(received[0]?.body.text).toMatch(/^helper wants to run file_write .*\nIt waits for the owner's approval: loom approvals approve [0-9a-f]{8}$/);
     const [pending] = await host.kernel.approvals.list('pending');
     await host.kernel.approvals.decide(pending?.id ?? '', { approved: false, by: 'local', reason: 'not now' });
@@ -232,13 +231,13 @@ describe('a webhook channel', () => {
       mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])],
     };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET }, { connectMcpServers: true });
-    await vi.waitFor(() => expect(host.mcp?.servers()[0]?.status).toBe('connected'), { timeout: 20_000, interval: 50 });
+    await waitFor('the everything server to connect', () => host.mcp?.servers()[0]?.status === 'connected');
     await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["mcp_everything_*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
     api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Maybe later, then.' }]);
     await post(fromAda('m-1', 'ask me'));
-    await vi.waitFor(() => expect(received.length).toBeGreaterThan(0), { timeout: 20_000, interval: 20 });
+    await waitFor('the approval request reply', () => received.length > 0);
     const short = /approve ([0-9a-f]{8})/.exec(received[0]?.body.text ?? '')?.[1] ?? '';
     expect(received[0]?.body.text).toBe(
       `mcp_everything_elicitation asks, for helper: Please provide inputs for the following fields:\nFields: name (required), check, firstLine, email, homepage, birthdate, integer, number, untitledSingleSelectEnum, untitledMultipleSelectEnum, titledSingleSelectEnum, titledMultipleSelectEnum, legacyTitledEnum.\nAnswer it on the dashboard's Approvals page or with: loom approvals approve ${short} --answer field=value\nReply "deny ${short}" to decline it.`,
@@ -333,11 +332,7 @@ describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate lik
     await start({ approvers: ['u-ada'], direct: 'closed', groups: 'allowlist', allow_groups: ['team'] }, WAITS_FOR_APPROVAL);
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'Done.' }]);
     const turn = host.kernel.send('helper', 'Write it');
-    const id = await vi.waitFor(async () => {
-      const [pending] = await host.kernel.approvals.list('pending');
-      expect(pending).toBeDefined();
-      return pending?.id ?? '';
-    }, { timeout: 5000, interval: 10 });
+    const id = await waitFor('the approval request', async () => (await host.kernel.approvals.list('pending'))[0]?.id);
     const command = `approve ${id.slice(0, 8)}`;
     const stillPending = async (): Promise<string[]> => (await host.kernel.approvals.list('pending')).map((approval) => approval.id);
 
