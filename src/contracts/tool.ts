@@ -114,7 +114,8 @@ export interface ToolContext {
   /**
    * Asks a person a question on the agent's behalf (an MCP server's elicitation): shown where
    * approvals are (CLI, API, dashboard, the chat), answered with the fields `schema` asks for,
-   * or declined; a turn cancelled meanwhile is `cancel`. Absent where nobody can be asked.
+   * or declined; a turn cancelled meanwhile, the question's `signal` aborted, or the call ended
+   * is `cancel`; Loom stopping meanwhile is `decline`. Absent where nobody can be asked.
    */
   askPerson?: ((question: PersonQuestion) => Promise<PersonAnswer>) | undefined;
 }
@@ -126,6 +127,12 @@ export interface PersonQuestion {
   message: string;
   /** A flat object schema (strings, numbers, booleans, enums), as MCP's form elicitation sends. */
   schema: JsonObject;
+  /**
+   * Aborts when the asker takes the question back (an MCP server cancels its request, or it timed
+   * out): the pending question is then closed (`expired` by `withdrawn`) and the answer is
+   * `cancel`. The question also ends with the tool call that asked it.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** A person's answer: the fields, or why there are none. */

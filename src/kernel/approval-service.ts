@@ -11,9 +11,16 @@ export const EXPIRED_BY_TIMEOUT = 'timeout';
 export const EXPIRED_BY_CANCEL = 'cancel';
 /** `decided_by` of a request asked by a Loom process that is gone (a restart, a crash). */
 export const EXPIRED_BY_RESTART = 'restart';
+/** `decided_by` of a request still waiting when this Loom process stopped (SIGTERM, `loom stop`). */
+export const EXPIRED_BY_SHUTDOWN = 'shutdown';
+/** `decided_by` of a question its asker took back before anyone answered (an MCP server cancelled its request, or the call that asked ended). */
+export const EXPIRED_BY_WITHDRAW = 'withdrawn';
 
 /** The reason stored on a request closed because the process that asked for it is gone. */
 export const RESTART_REASON = 'Loom restarted while this call waited for approval; nothing was run — ask the agent again';
+
+/** The reason stored on a request closed because Loom stopped while it waited. */
+export const SHUTDOWN_REASON = 'Loom was stopped while this waited for a person; nothing was run — ask the agent again';
 
 /** A human's answer to an approval request. */
 export interface ApprovalDecision {
@@ -53,8 +60,12 @@ interface Waiter {
   signal: AbortSignal;
   /** Set while a cancelled turn's request is being closed, so a decision arriving meanwhile waits for it. */
   closing?: Promise<void>;
+  /** Who closed it and why, when `close` did. */
+  closedAs?: { by: string; reason: string };
   /** A question's check of its answer: approving needs an answer it accepts. */
   checkAnswer?: SchemaCheck;
+  /** Closes the request as `expired` by `by`, then hands the turn a decline saying so (once; nothing when it is closing or finished). */
+  close(by: string, reason: string): Promise<void>;
 }
 
 /** Whether a request is a question (a person asked for input, e.g. an MCP server's elicitation): its input carries the schema of the answer. */
@@ -87,6 +98,8 @@ export class ApprovalService {
   readonly #publish: (event: ApprovalEvent) => void;
   readonly #node: ApprovalNode | undefined;
   readonly #waiters = new Map<string, Waiter>();
+  /** Set by {@link shutdown}: nothing more is asked. */
+  #stopped = false;
 
   constructor(options: { store: Store; clock: Clock; ids: IdGenerator; timeoutMs?: number; publish: (event: ApprovalEvent) => void; node?: ApprovalNode | undefined }) {
     this.#node = options.node;
@@ -100,9 +113,19 @@ export class ApprovalService {
   /**
    * Stores a pending request and returns it with the decision to await. When the turn is
    * cancelled first, the request is closed as `expired` (by `cancel`) and the decision rejects
-   * with the signal's reason.
+   * with the signal's reason. When `withdrawn` aborts first (the asker took its question back:
+   * an MCP server cancelled its request, the call that asked ended), it is closed as `expired`
+   * by `withdrawn` and the decision is a refusal by `withdrawn`.
+   * @throws {LoomError} `APPROVALS_STOPPED` once {@link shutdown} has begun.
    */
-  async open(agent: { id: string; name: string }, tool: string, input: JsonValue, signal: AbortSignal, options: { answerSchema?: JsonObject } = {}): Promise<OpenApproval> {
+  async open(
+    agent: { id: string; name: string },
+    tool: string,
+    input: JsonValue,
+    signal: AbortSignal,
+    options: { answerSchema?: JsonObject; withdrawn?: AbortSignal } = {},
+  ): Promise<OpenApproval> {
+    if (this.#stopped) throw new LoomError('APPROVALS_STOPPED', 'system', `cannot ask a person about ${tool} for agent "${agent.name}": Loom is stopping`);
     const id = this.#ids.uuid();
     const at = this.#clock.now();
     const expiresAt = at + this.#timeoutMs;
@@ -113,6 +136,7 @@ export class ApprovalService {
       resolve = onResolve;
       reject = onReject;
     });
+    // Aborted once the request is settled: ends the timeout's sleep and removes the abort listeners.
     const done = new AbortController();
     const waiter: Waiter = {
       signal,
@@ -122,6 +146,19 @@ export class ApprovalService {
         this.#waiters.delete(id);
         done.abort();
         resolve(answer);
+      },
+      close: (by, reason) => {
+        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return waiter.closing ?? Promise.resolve();
+        done.abort();
+        waiter.closedAs = { by, reason };
+        waiter.closing = this.#close(summary, by, reason)
+          // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
+          .catch(() => false)
+          .then(() => {
+            this.#waiters.delete(id);
+            resolve({ approved: false, by, reason });
+          });
+        return waiter.closing;
       },
     };
     // Waited for before the row exists: a decision never finds it pending with nobody waiting.
@@ -133,6 +170,9 @@ export class ApprovalService {
       throw error;
     }
     this.#publish({ type: 'approval-request', at, agentId: agent.id, name: agent.name, approvalId: id, tool });
+    // Closed (a shutdown) while the row was being written: the close found nothing to close, so it is closed now.
+    const closedAs = waiter.closedAs;
+    if (closedAs !== undefined) await this.#close(summary, closedAs.by, closedAs.reason).catch(() => false);
 
     const cancel = (): void => {
       if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
@@ -146,10 +186,25 @@ export class ApprovalService {
           reject(signal.reason);
         });
     };
+    const { withdrawn } = options;
+    const withdraw = (): void => {
+      // A turn cancelled aborts the call's signals too: that is the turn's cancellation, not a withdrawal.
+      if (signal.aborted) {
+        cancel();
+        return;
+      }
+      const why = withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
+      void waiter.close(EXPIRED_BY_WITHDRAW, `the question was withdrawn before anyone answered (${why}); nothing was answered`);
+    };
     if (signal.aborted) cancel();
-    else signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
+    else if (withdrawn?.aborted === true) withdraw();
+    else {
+      signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
+      withdrawn?.addEventListener('abort', withdraw, { once: true, signal: done.signal });
+    }
 
-    this.#clock.sleep(this.#timeoutMs, { signal: AbortSignal.any([signal, done.signal]) }).then(
+    const watched = withdrawn === undefined ? [signal, done.signal] : [signal, withdrawn, done.signal];
+    this.#clock.sleep(this.#timeoutMs, { signal: AbortSignal.any(watched) }).then(
       async () => {
         const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
         const timedOut: ApprovalDecision = { approved: false, by: EXPIRED_BY_TIMEOUT, reason };
@@ -171,6 +226,17 @@ export class ApprovalService {
       () => undefined,
     );
     return { id, expiresAt, decision };
+  }
+
+  /**
+   * Closes every request a turn of this process waits for as `expired`, by `shutdown`, with a
+   * reason saying Loom stopped and nothing was run; each waiting caller gets that as a refusal
+   * (a question, as declined). Their timeouts end with them, so no timer holds the process. Asks
+   * after this are refused. Resolves once every request is closed in the store. Idempotent.
+   */
+  shutdown(): Promise<void> {
+    this.#stopped = true;
+    return Promise.all([...this.#waiters.values()].map((waiter) => waiter.close(EXPIRED_BY_SHUTDOWN, SHUTDOWN_REASON))).then(() => undefined);
   }
 
   /**

@@ -209,8 +209,9 @@ export interface Kernel {
    */
   cancelTurn(reference: string, options?: { caller?: Caller; by?: string }): Promise<CancelledTurnView>;
   /**
-   * Cancels in-flight turns (what they did is saved) and stops every running agent without
-   * changing what is stored, so the next boot resumes them.
+   * Closes every request waiting for a person (approvals and questions, `expired` by
+   * `shutdown`), cancels in-flight turns (what they did is saved) and stops every running agent
+   * without changing what is stored, so the next boot resumes them.
    */
   shutdown(): Promise<void>;
   /**
@@ -907,11 +908,15 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner'),
 
     async shutdown() {
+      // First, so that what waits for a person reads as closed by the shutdown (not by its turn's
+      // cancellation), and no approval's timeout holds the process once it has stopped.
+      const closing = approvals.shutdown();
       for (const entry of registry.list()) {
         // In-flight turns are cancelled; what they did is saved as they unwind.
         flow.stopTurns(entry, 'shutdown');
         if (entry.state === 'running') await runHooks(entry, 'shutdown');
       }
+      await closing;
       await flow.idle();
       emergent.close();
     },

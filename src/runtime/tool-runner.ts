@@ -59,13 +59,17 @@ export const MAX_TOOL_NESTING = 4;
  * The decision rejects when the turn is cancelled.
  */
 export interface ApprovalGate {
-  /** With `answerSchema`, the request is a question: approving it means answering with an object that schema accepts. */
+  /**
+   * With `answerSchema`, the request is a question: approving it means answering with an object
+   * that schema accepts. When `withdrawn` aborts (and `signal` has not), the request is closed and
+   * the decision is a refusal.
+   */
   open(
     agent: { id: string; name: string },
     tool: string,
     input: JsonValue,
     signal: AbortSignal,
-    options?: { answerSchema?: JsonObject },
+    options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
   ): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> }>;
 }
 
@@ -85,9 +89,12 @@ interface ApprovalDecision {
 function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: string, signal: AbortSignal, emit: AgentEventSink | undefined): (question: PersonQuestion) => Promise<PersonAnswer> {
   return async (question) => {
     const input: JsonObject = { message: question.message, requestedSchema: question.schema };
+    const withdrawn = question.signal;
     try {
-      const decision = await askApproval(approvals, { agent, toolCallId, toolName: question.from, input, signal, emit }, { answerSchema: question.schema });
+      const decision = await askApproval(approvals, { agent, toolCallId, toolName: question.from, input, signal, emit }, { answerSchema: question.schema, ...(withdrawn === undefined ? {} : { withdrawn }) });
       if (decision.approved && decision.answer !== undefined) return { action: 'accept', content: decision.answer };
+      // Taken back by its asker (or its call ended): nobody declined it.
+      if (withdrawn?.aborted === true) return { action: 'cancel', reason: decision.reason ?? 'the question was withdrawn' };
       return { action: 'decline', reason: decision.by === 'timeout' ? (decision.reason ?? 'nobody answered in time') : `declined${byWhom(decision)}` };
     } catch (error) {
       if (signal.aborted) return { action: 'cancel', reason: 'the turn was cancelled' };
@@ -100,7 +107,7 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
 async function askApproval(
   approvals: ApprovalGate,
   request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined },
-  options?: { answerSchema?: JsonObject },
+  options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
 ): Promise<ApprovalDecision> {
   const opened = await approvals.open(request.agent, request.toolName, request.input, request.signal, options);
   request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString() });
@@ -299,8 +306,11 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       },
       () => undefined,
     );
+    // A question the tool asks ends with the call: its time limit, or the call returning without waiting for it.
+    const ask = context.askPerson;
+    const askPerson = ask === undefined ? undefined : (question: PersonQuestion): Promise<PersonAnswer> => ask({ ...question, signal: question.signal === undefined ? signal : AbortSignal.any([question.signal, signal]) });
     try {
-      const result = await Promise.race([tool.execute(input, { ...context, signal }), timeout.then(() => undefined)]);
+      const result = await Promise.race([tool.execute(input, { ...context, signal, askPerson }), timeout.then(() => undefined)]);
       // A tool may answer its abort at once; the call still timed out or was cancelled.
       if (timedOut) return { result: errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`), timedOut };
       if (turn.aborted || result === undefined) return { result: errorResult(`tool "${tool.name}" was cancelled`) };

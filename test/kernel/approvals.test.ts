@@ -118,7 +118,7 @@ describe('human approvals', () => {
     expect(existsSync(workspaceFile())).toBe(false);
   });
 
-  it('close a pending request as expired when the daemon stops, so approving it after the restart is refused', async () => {
+  it('close a pending request as expired by shutdown when the daemon stops, so approving it after the restart is refused', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(careful()));
     server.script([writeCall]);
@@ -130,8 +130,10 @@ describe('human approvals', () => {
 
     host = await openTestHost(dir.path);
     expect(await host.kernel.approvals.list()).toEqual([]);
-    expect(await host.kernel.approvals.list('all')).toMatchObject([{ id: request.approvalId, status: 'expired', decidedBy: 'cancel', reason: expect.stringContaining('shutting down') as unknown }]);
-    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by cancel/);
+    expect(await host.kernel.approvals.list('all')).toMatchObject([
+      { id: request.approvalId, status: 'expired', decidedBy: 'shutdown', reason: 'Loom was stopped while this waited for a person; nothing was run — ask the agent again' },
+    ]);
+    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by shutdown/);
     expect(existsSync(workspaceFile())).toBe(false);
   });
 
