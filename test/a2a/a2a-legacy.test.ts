@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
@@ -68,12 +69,8 @@ describe('legacy endpoints (spec/05)', () => {
     hanging = await startHangingModelServer();
     await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url)));
     const sending = api.request('/a2a/tasks/send', post(SEND_BODY.replace('"sessionId": "optional-session-id"', '"sessionId": "s1"')));
-    let id: string | undefined;
-    for (let attempt = 0; attempt < 100 && id === undefined; attempt += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      id = (await api.repository.list({ limit: 1, offset: 0 })).records[0]?.id;
-    }
-    const canceled = await api.request(`/a2a/tasks/${id ?? ''}/cancel`, { method: 'POST' });
+    const id = await waitFor('the task to be stored', async () => (await api.repository.list({ limit: 1, offset: 0 })).records[0]?.id);
+    const canceled = await api.request(`/a2a/tasks/${id}/cancel`, { method: 'POST' });
     expect(canceled.status).toBe(200);
     expect(await canceled.json()).toMatchObject({ id, status: 'cancelled', sessionId: 's1' });
     expect(await (await sending).json()).toMatchObject({ id, status: 'cancelled' });
@@ -85,7 +82,8 @@ describe('legacy endpoints (spec/05)', () => {
     for (let index = 0; index < 4; index += 1) {
       model.script([{ text: `reply ${index}` }]);
       ids.push(((await (await api.request('/a2a/tasks/send', post(SEND_BODY))).json()) as { id: string }).id);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      // Tasks are dated by the host's clock: each one later than the one before.
+      await api.host.clock.advance(1);
     }
     expect(await api.repository.count()).toBe(3);
     expect((await api.request(`/a2a/tasks/${ids[0] ?? ''}`)).status).toBe(404);

@@ -4,8 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { type Message, Role, type SendMessageRequest, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { settleWithClock } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { agentToml, type HangingModelServer, OWNER_AND_HELPER_KEYS, startApi, startHangingModelServer, type Api } from '../http/api-harness.ts';
@@ -154,7 +155,7 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
     const result = await client.sendMessage(send('Hi', { url: receiver.url, token: 'secret-token', returnImmediately: true }));
     const taskId = (result as { id: string }).id;
     expect((result as { status?: { state: TaskState } }).status?.state).not.toBe(TaskState.TASK_STATE_COMPLETED);
-    await vi.waitFor(() => expect(states(receiver.received)).toContain(completed), { timeout: 5000, interval: 10 });
+    await waitFor('the completed task at the webhook', () => states(receiver.received).includes(completed));
 
     for (const { headers } of receiver.received) {
       expect(headers['x-a2a-notification-token']).toBe('secret-token');
@@ -171,14 +172,10 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
       expect(JSON.stringify(last)).toContain('Pushed reply.');
     }
     // Recorded once the webhook has answered: the last record may follow the last POST by a moment.
-    const delivered = await vi.waitFor(
-      async () => {
-        const records = await api?.host.kernel.audit({ types: ['a2a-push-delivered'] });
-        expect(records).toHaveLength(receiver.received.length);
-        return records ?? [];
-      },
-      { timeout: 5000, interval: 10 },
-    );
+    const delivered = await waitFor('a delivery record for each POST', async () => {
+      const records = await api?.host.kernel.audit({ types: ['a2a-push-delivered'] });
+      return records?.length === receiver.received.length ? records : undefined;
+    });
     expect(delivered[0]).toMatchObject({ agentId: api.host.kernel.get('echo').id, data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 } });
     expect(JSON.stringify(delivered)).not.toContain('secret-token');
   });
@@ -195,7 +192,7 @@ describe('push delivery', () => {
     await receiver.until(reached('TASK_STATE_INPUT_REQUIRED'));
     const [pending] = await api.host.kernel.approvals.list();
     await api.host.kernel.approvals.decide(pending?.id ?? '', { approved: true, by: 'owner', reason: null });
-    await vi.waitFor(() => expect(states(receiver.received)).toContain('TASK_STATE_COMPLETED'), { timeout: 5000, interval: 10 });
+    await waitFor('the completed task at the webhook', () => states(receiver.received).includes('TASK_STATE_COMPLETED'));
     expect(states(receiver.received)).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
   });
 
@@ -206,10 +203,11 @@ describe('push delivery', () => {
     receiver.answer(503, 500);
     const client = await clientOf(api, 'echo', 'JSONRPC', '1.0');
     const start = api.host.clock.now();
+    const asleep = api.host.clock.pending();
     await client.sendMessage(send('Hi', { url: receiver.url, token: 't' }));
     await receiver.until((received) => received.length === 1);
-    // No retry while the clock stands still.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // No retry while the clock stands still: the notifier took the 503 and sleeps on the clock.
+    await waitFor('the retry to wait on the clock', () => api?.host.clock.pending() === asleep + 1);
     expect(receiver.received).toHaveLength(1);
     await settleWithClock(api.host.clock, receiver.until(reached('TASK_STATE_COMPLETED')));
     // The first notification (the task) was sent three times, the same each time; the rest once.
@@ -226,10 +224,8 @@ describe('push delivery', () => {
     receiver.answer(503, 503, 503, 503, 404);
     const client = await clientOf(api, 'echo', 'JSONRPC', '1.0');
     await client.sendMessage(send('Hi', { url: receiver.url, token: 't' }));
-    const failed = async () => {
-      await vi.waitFor(async () => expect(await api?.host.kernel.audit({ types: ['a2a-push-failed'] })).toHaveLength(2), { timeout: 5000, interval: 10 });
-    };
-    await settleWithClock(api.host.clock, failed());
+    const failed = waitFor('two failure records', async () => (await api?.host.kernel.audit({ types: ['a2a-push-failed'] }))?.length === 2);
+    await settleWithClock(api.host.clock, failed);
     const records = await api.host.kernel.audit({ types: ['a2a-push-failed'] });
     // Four 503s for the task, then a 404 for the next update, which is not retried.
     expect(records[0]?.data).toMatchObject({ update: 'task', attempts: 4, status: 503, reason: 'the webhook answered 503' });

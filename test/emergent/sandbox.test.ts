@@ -100,13 +100,20 @@ describe('compileSandboxProgram()', () => {
 
   it('a call stopped for its caller (abort) does not take another caller\'s call with it', async () => {
     const compiled = await program('async function execute(input) { await fs.readFile("x"); return input.who; }');
-    const slowRead = () => new Promise<string>((resolve) => setTimeout(() => resolve('data'), 100));
+    // Every read waits until the second call has been stopped, so all three are in flight at the abort.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slowRead = async (): Promise<string> => {
+      await held;
+      return 'data';
+    };
     const controller = new AbortController();
     const first = compiled.run({ who: 'first' }, { bridges: { readFile: slowRead } });
     const second = compiled.run({ who: 'second' }, { bridges: { readFile: slowRead }, signal: controller.signal });
     const third = compiled.run({ who: 'third' }, { bridges: { readFile: slowRead } });
     controller.abort();
     expect(await second).toMatchObject({ ok: false, error: { kind: 'aborted' } });
+    release();
     expect(await first).toMatchObject({ ok: true, output: 'first' });
     expect(await third).toMatchObject({ ok: true, output: 'third' });
   });

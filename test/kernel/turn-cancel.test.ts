@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TraceStep, TurnRecord } from '../../src/kernel/index.ts';
 import { type AgentEvent, NOT_RUN_TOOL_CALL_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 
@@ -48,12 +49,9 @@ function recordOf(message: Record<string, unknown> | undefined): TurnRecord {
   return (message?.['providerOptions'] as { loom: { turn: TurnRecord } }).loom.turn;
 }
 
-/** Waits (in real time, bounded) until the scripted server has received `count` requests. */
+/** Waits until the scripted server has received `count` requests. */
 async function requestsReach(count: number): Promise<void> {
-  for (let tries = 0; server.requests.length < count; tries++) {
-    if (tries > 2000) throw new Error(`the model server got ${server.requests.length} requests, not ${count}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  await waitFor(`the model server to get ${count} request(s)`, () => server.requests.length >= count);
 }
 
 describe('cancelling a turn', () => {

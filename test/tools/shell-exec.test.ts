@@ -8,6 +8,7 @@ import { splitCommandLine } from '../../src/tools/builtin/shell-command-line.ts'
 import { MAX_SHELL_OUTPUT_BYTES, shellExecTool } from '../../src/tools/builtin/shell-exec.ts';
 import { explainShellRefusal } from '../../src/tools/builtin/shell-refusal.ts';
 import { ToolInputError } from '../../src/tools/builtin/tool-input-error.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { createToolContext, type ToolContextOptions } from './tool-context.ts';
 
 let workspace: string;
@@ -161,12 +162,7 @@ describe('shell_exec execute', () => {
       context({ signal: controller.signal }),
     );
     // Wait until the program is really running (it writes `ready`), so the abort must kill it.
-    for (let attempt = 0; attempt < 1_000; attempt += 1) {
-      if (await access(ready).then(() => true, () => false)) {
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitFor('the program to write "ready"', () => access(ready).then(() => true, () => false));
     controller.abort(new Error('tool timed out after 5000 ms'));
     const result = await running;
     expect(result.isError).toBe(true);
