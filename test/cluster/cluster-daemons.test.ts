@@ -75,7 +75,7 @@ describe('several daemons on one PostgreSQL database', () => {
     expect(seenByFirst.nodes.find((node) => node.name === 'node-b')?.url).toBe(second.url);
 
     // The leader alone fires the heartbeat.
-    await waitFor('three heartbeats on the leader', 15_000, async () => ((await claims(database.name)).length >= 3 ? true : undefined));
+    await waitFor('three heartbeats on the leader', async () => ((await claims(database.name)).length >= 3 ? true : undefined));
     expect(new Set((await claims(database.name)).map((claim) => claim.node_id))).toEqual(new Set([firstId]));
 
     first.child.kill('SIGKILL');
@@ -83,7 +83,7 @@ describe('several daemons on one PostgreSQL database', () => {
     const killedAt = Date.now();
     const before = await claims(database.name);
 
-    const view = await waitFor('the second node to lead', 10_000, async () => {
+    const view = await waitFor('the second node to lead', async () => {
       const current = await clusterOf(second);
       return current.leader === secondId ? current : undefined;
     });
@@ -91,7 +91,7 @@ describe('several daemons on one PostgreSQL database', () => {
     expect(view.nodes.find((node) => node.name === 'node-a')?.leader).toBe(false);
 
     // The heartbeat goes on, on the new leader.
-    const after = await waitFor('three heartbeats on the new leader', 15_000, async () => {
+    const after = await waitFor('three heartbeats on the new leader', async () => {
       const all = await claims(database.name);
       return all.filter((claim) => claim.node_id === secondId).length >= 3 ? all : undefined;
     });
@@ -165,7 +165,7 @@ describe('several daemons on one PostgreSQL database', () => {
       const victimId = idOf.get(victim.name);
       // Killed while it holds a long job (a short one may end between this read and the kill).
       const holding = "SELECT count(*) FROM loom_jobs WHERE state = 'running' AND lease_owner = $1 AND dedupe_key LIKE 'long %'";
-      await waitFor('the victim to hold a long job', 20_000, async () => ((await count(holding, [victimId])) > 0 ? true : undefined));
+      await waitFor('the victim to hold a long job', async () => ((await count(holding, [victimId])) > 0 ? true : undefined));
       victim.child.kill('SIGKILL');
       await victim.exited;
 

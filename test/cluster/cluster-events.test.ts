@@ -79,13 +79,13 @@ describe('events between nodes', () => {
     try {
       expect((await api(first, '/agents', { toml: manifest('greeter') })).status).toBe(201);
       // The other node holds it within moments, without a restart.
-      await waitFor('node B to hold the agent spawned on node A', 10_000, async () => ((await agentNames(second)).includes('greeter') ? true : undefined));
+      await waitFor('node B to hold the agent spawned on node A', async () => ((await agentNames(second)).includes('greeter') ? true : undefined));
 
       const reply = await api(first, '/agents/greeter/messages', { json: { message: 'Hi from node A' } });
       expect(reply.status).toBe(200);
       expect(reply.body).toMatchObject({ text: 'Hello from the model.' });
       // Node B's event stream shows node A's spawn and turn.
-      await waitFor("node A's turn on node B's event stream", 10_000, () => Promise.resolve(watch.events.some((event) => event.type === 'turn-finish' && event.name === 'greeter') ? true : undefined));
+      await waitFor("node A's turn on node B's event stream", () => Promise.resolve(watch.events.some((event) => event.type === 'turn-finish' && event.name === 'greeter') ? true : undefined));
       expect(watch.events.filter((event) => event.name === 'greeter').map((event) => event.type)).toEqual(['agent-spawn', 'turn-finish']);
 
       // The session read from node B holds node A's turn, and node B runs the next one on it.
@@ -104,35 +104,35 @@ describe('events between nodes', () => {
 
   it('suspends, resumes, updates and kills an agent on every node when one node does', async () => {
     expect((await api(second, '/agents', { toml: manifest('worker') })).status).toBe(201);
-    await waitFor('node A to hold the agent', 10_000, async () => ((await agentNames(first)).includes('worker') ? true : undefined));
+    await waitFor('node A to hold the agent', async () => ((await agentNames(first)).includes('worker') ? true : undefined));
 
     expect((await api(second, '/agents/worker/suspend', { method: 'POST' })).status).toBe(200);
-    await waitFor('node A to show it suspended', 10_000, async () => ((await stateOf(first, 'worker')) === 'suspended' ? true : undefined));
+    await waitFor('node A to show it suspended', async () => ((await stateOf(first, 'worker')) === 'suspended' ? true : undefined));
     // Node A refuses it a message, as node B does.
     const refused = await api(first, '/agents/worker/messages', { json: { message: 'are you there?' } });
     expect(refused.status).toBe(409);
     expect(JSON.stringify(refused.body)).toContain('suspended');
 
     expect((await api(first, '/agents/worker/resume', { method: 'POST' })).status).toBe(200);
-    await waitFor('node B to show it running', 10_000, async () => ((await stateOf(second, 'worker')) === 'running' ? true : undefined));
+    await waitFor('node B to show it running', async () => ((await stateOf(second, 'worker')) === 'running' ? true : undefined));
 
     // An update on node A is the manifest node B runs.
     expect((await api(first, '/agents/worker', { method: 'PUT', toml: manifest('worker').replace('says hello', 'works hard') })).status).toBe(200);
-    await waitFor('node B to hold the new manifest', 10_000, async () => (((await api(second, '/agents/worker')).body as { description: string }).description === 'works hard' ? true : undefined));
+    await waitFor('node B to hold the new manifest', async () => (((await api(second, '/agents/worker')).body as { description: string }).description === 'works hard' ? true : undefined));
 
     expect((await api(first, '/agents/worker', { method: 'DELETE' })).status).toBe(200);
-    await waitFor('node B to let it go', 10_000, async () => (!(await agentNames(second)).includes('worker') ? true : undefined));
+    await waitFor('node B to let it go', async () => (!(await agentNames(second)).includes('worker') ? true : undefined));
     expect((await api(second, '/agents/worker/messages', { json: { message: 'still there?' } })).status).toBe(404);
     // The name is free on every node again.
     expect((await api(second, '/agents', { toml: manifest('worker') })).status).toBe(201);
-    await waitFor('node A to hold the new one', 10_000, async () => ((await agentNames(first)).includes('worker') ? true : undefined));
+    await waitFor('node A to hold the new one', async () => ((await agentNames(first)).includes('worker') ? true : undefined));
   }, 60_000);
 
   it('runs on node B a package installed on node A, without a restart', async () => {
     const folder = await writePackage(dir.path, 'digest', { workflows: { summarise: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
     expect((await api(first, '/packages', { json: { source: folder } })).status).toBe(201);
-    await waitFor('node B to hold the package agent', 10_000, async () => ((await agentNames(second)).includes('digest') ? true : undefined));
-    const run = await waitFor('a run on node B', 10_000, async () => {
+    await waitFor('node B to hold the package agent', async () => ((await agentNames(second)).includes('digest') ? true : undefined));
+    const run = await waitFor('a run on node B', async () => {
       const started = await api(second, '/packages/digest/bindings/summarise/run', { json: {} });
       return started.status === 201 || started.status === 200 ? started : undefined;
     });
@@ -142,7 +142,7 @@ describe('events between nodes', () => {
   it('offers on node B a tool forged on node A (its source stored), and calls it there', async () => {
     const smith = `${manifest('smith')}\n[capabilities]\ntools = ["forge_tool"]\n\n[emergent]\npersist_sandbox_source = true\njudge_model = "claude-haiku"\n`;
     expect((await api(first, '/agents', { toml: smith })).status).toBe(201);
-    await waitFor('node B to hold the agent', 10_000, async () => ((await agentNames(second)).includes('smith') ? true : undefined));
+    await waitFor('node B to hold the agent', async () => ((await agentNames(second)).includes('smith') ? true : undefined));
     model.reset();
     model.script([APPROVE]);
     const watch = await followEvents(second);
@@ -150,7 +150,7 @@ describe('events between nodes', () => {
       const forged = await api(first, '/tools/forged', { json: { agent: 'smith', request: DOUBLE_IT } });
       expect(forged.body).toMatchObject({ name: 'double_it' });
       // Node B has taken the tool in once its event stream shows the forge.
-      await waitFor('the forge on node B', 10_000, () => Promise.resolve(watch.events.some((event) => event.type === 'tool-forge') ? true : undefined));
+      await waitFor('the forge on node B', () => Promise.resolve(watch.events.some((event) => event.type === 'tool-forge') ? true : undefined));
     } finally {
       watch.close();
     }
@@ -170,9 +170,9 @@ describe('events between nodes', () => {
     try {
       expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('loom_agent_announcer');
       expect((await api(first, '/agents', { toml: manifest('announcer') })).status).toBe(201);
-      await waitFor('the list with the new agent', 10_000, () => Promise.resolve(lists.some((names) => names.includes('loom_agent_announcer')) ? true : undefined));
+      await waitFor('the list with the new agent', () => Promise.resolve(lists.some((names) => names.includes('loom_agent_announcer')) ? true : undefined));
       expect((await api(first, '/agents/announcer', { method: 'DELETE' })).status).toBe(200);
-      await waitFor('the list without it', 10_000, () => Promise.resolve(lists.at(-1)?.includes('loom_agent_announcer') === false ? true : undefined));
+      await waitFor('the list without it', () => Promise.resolve(lists.at(-1)?.includes('loom_agent_announcer') === false ? true : undefined));
     } finally {
       await client.close();
     }
@@ -186,7 +186,7 @@ describe('events between nodes', () => {
     const turn = api(first, '/agents/keeper/messages', { json: { message: 'Write notes.txt' } });
 
     type Pending = { id: string; agent: string; tool: string; status: string }[];
-    const pending = await waitFor('the request on node B', 10_000, async () => {
+    const pending = await waitFor('the request on node B', async () => {
       const listed = (await api(second, '/approvals')).body as Pending;
       return listed.find((request) => request.agent === 'keeper');
     });
@@ -211,7 +211,7 @@ describe('events between nodes', () => {
   it("follows over A2A on node B a task node A runs: node B leaves it running, answers its state now, then its updates to completion", async () => {
     const guarded = `${manifest('scribe')}\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
     expect((await api(first, '/agents', { toml: guarded })).status).toBe(201);
-    await waitFor('node B to hold the agent', 10_000, async () => ((await agentNames(second)).includes('scribe') ? true : undefined));
+    await waitFor('node B to hold the agent', async () => ((await agentNames(second)).includes('scribe') ? true : undefined));
     model.reset();
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'task.txt', content: 'from the task' } }] }, { text: 'Task done.' }]);
     const clientOf = (node: DaemonNode): Promise<A2aClient> =>
@@ -234,7 +234,7 @@ describe('events between nodes', () => {
     const subscription = (await clientOf(second)).resubscribeTask({ tenant: '', id });
     const now = await subscription.next();
     expect(stateOf(now.value as StreamResponse)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    const pending = await waitFor('the request', 10_000, async () => ((await api(second, '/approvals')).body as { id: string; agent: string }[]).find((request) => request.agent === 'scribe'));
+    const pending = await waitFor('the request', async () => ((await api(second, '/approvals')).body as { id: string; agent: string }[]).find((request) => request.agent === 'scribe'));
     expect((await api(second, `/approvals/${pending.id}/approve`, { json: {} })).status).toBe(200);
     const updates: StreamResponse[] = [];
     for await (const event of subscription) updates.push(event);
@@ -253,7 +253,7 @@ describe('package runs across nodes', () => {
       const other = await nodes.start('runs-b', url, { modelUrl: hanging.url });
       const folder = await writePackage(dir.path, 'slowpoke', { workflows: { chore: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
       expect((await api(leader, '/packages', { json: { source: folder } })).status).toBe(201);
-      await waitFor('node B to hold the package', 10_000, async () => ((await agentNames(other)).includes('slowpoke') ? true : undefined));
+      await waitFor('node B to hold the package', async () => ((await agentNames(other)).includes('slowpoke') ? true : undefined));
 
       // A run on node B, waiting for its model.
       void fetch(`${other.url}/api/packages/slowpoke/bindings/chore/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);

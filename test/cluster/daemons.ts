@@ -76,7 +76,7 @@ export class DaemonNodes {
     await mkdir(home, { recursive: true });
     await writeFile(join(home, 'config.toml'), packageConfigToml(options.modelUrl ?? this.#modelUrl, { cluster: { node_name: name, ...options.cluster } }));
     const node = this.spawn(name, databaseUrl);
-    const url = await waitFor(`node "${name}" to answer`, 20_000, async () => {
+    const url = await waitFor(`node "${name}" to answer`, async () => {
       if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);
       const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
       return info.pid === node.child.pid && (await fetch(`${info.url}/api/health`, { signal: AbortSignal.timeout(2_000) })).ok ? info.url : undefined;

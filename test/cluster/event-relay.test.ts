@@ -65,7 +65,7 @@ describe('createEventRelay()', () => {
     );
     await there.sessions.append('s1', [{ role: 'user', content: 'hi' }], { expectedRevision: 0, updatedAt: 6, events: [event('turn-finish', 6)] });
 
-    await waitFor('four events', 5_000, () => delivered.length === 4 || undefined, 20);
+    await waitFor('four events', () => delivered.length === 4);
     // Its own event (at 2) never comes.
     await delay(100);
     expect(delivered).toHaveLength(4);
@@ -83,15 +83,15 @@ describe('createEventRelay()', () => {
     expect(resyncs()).toBe(0);
 
     await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()", [], name);
-    await waitFor('the warning', 5_000, () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')) || undefined, 20);
-    await waitFor('the resync', 5_000, () => resyncs() === 1 || undefined, 20);
+    await waitFor('the warning', () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')));
+    await waitFor('the resync', () => resyncs() === 1);
 
     await there.events.append(event('agent-kill', 7));
-    await waitFor('the event after the cut', 5_000, () => delivered.length === 1 || undefined, 20);
+    await waitFor('the event after the cut', () => delivered.length === 1);
     expect(delivered[0]).toMatchObject({ type: 'agent-kill', at: 7 });
 
     await postgres.query("SELECT pg_notify('loom_events', 'not a number')", [], name);
-    await waitFor('the warning on the payload', 5_000, () => logger.entries.some((entry) => entry.message?.includes('that is not <origin>:<seq>') === true) || undefined, 20);
+    await waitFor('the warning on the payload', () => logger.entries.some((entry) => entry.message?.includes('that is not <origin>:<seq>') === true));
     expect(delivered).toHaveLength(1);
   }, 30_000);
 });

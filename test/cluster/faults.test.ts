@@ -137,14 +137,14 @@ describe('faults of daemons on PostgreSQL', () => {
     await locker.query('BEGIN');
     await locker.query("SELECT 1 FROM sessions WHERE id = (SELECT session_id FROM agents WHERE name = 'alpha') FOR UPDATE");
     const alphaTwo = send(node, 'alpha', 'alpha question 2');
-    await waitFor("alpha's second turn to wait for its session's row", 10_000, async () => {
+    await waitFor("alpha's second turn to wait for its session's row", async () => {
       const waiting = await postgres.query("SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = $1 AND application_name = 'loom' AND wait_event_type = 'Lock'", [database.name]);
       return (waiting.rows[0] as { count: number }).count > 0 ? true : undefined;
     });
     expect(model.requests).toHaveLength(3);
     // Beta's second turn is waiting for its model's answer, which comes after the restart.
     const betaTwo = send(node, 'beta', 'beta question 2');
-    await waitFor("beta's second model call", 10_000, () => (model.requests.length === 4 ? true : undefined));
+    await waitFor("beta's second model call", () => (model.requests.length === 4 ? true : undefined));
 
     // The server ends its connections as it goes down in an order of its own: had it ended the
     // test's (the row's holder) first, alpha's commit could go through before its own connection
@@ -186,7 +186,7 @@ describe('faults of daemons on PostgreSQL', () => {
     expect(alpha.running).toBeNull();
     expect(transcript((await sessionOf(node, 'beta')).messages)).toEqual(['user: beta question 1', 'assistant: beta answer 1', 'user: beta question 2', 'assistant: beta answer 2']);
     // The node leads again (it lost its lock connection with the server), and stops cleanly.
-    const view = await waitFor('the node to lead again', 10_000, async () => {
+    const view = await waitFor('the node to lead again', async () => {
       const current = await clusterOf(node);
       return current.leader === current.self ? current : undefined;
     });
@@ -216,21 +216,21 @@ describe('faults of daemons on PostgreSQL', () => {
       rows('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id]);
     // A job that takes 8 s, enqueued while A runs alone: A takes it.
     const { id: jobId } = await createJobQueue({ database: pool, nodeId: 'test' }).enqueue({ kind: 'echo', payload: { sleep_ms: 8_000 }, dedupeKey: 'slow echo' });
-    await waitFor('node A to take the job', 5_000, async () => ((await attempts(jobId))[0]?.node_id === aId ? true : undefined));
+    await waitFor('node A to take the job', async () => ((await attempts(jobId))[0]?.node_id === aId ? true : undefined));
     const b = await nodes.start('pause-b', database.url, { modelUrl: model.url, cluster });
     const bId = (await clusterOf(b)).self;
     expect((await clusterOf(b)).leader).toBe(aId);
-    await waitFor('A to fire the heartbeat twice', 10_000, async () => ((await claims()).length >= 2 ? true : undefined));
+    await waitFor('A to fire the heartbeat twice', async () => ((await claims()).length >= 2 ? true : undefined));
 
     proxy.pause();
     const pausedAt = Date.now();
     // A's lease lapses unrenewed: B takes the job again.
-    await waitFor('node B to take the job again', 8_000, async () => ((await attempts(jobId))[1]?.node_id === bId ? true : undefined));
+    await waitFor('node B to take the job again', async () => ((await attempts(jobId))[1]?.node_id === bId ? true : undefined));
     // A stopped the job itself once its lease lapsed, without waiting for the database to answer.
-    await waitFor('node A to stop the job', 3_000, () => (logOf(a).includes(`stopped job "${jobId}" (echo): its lease lapsed without being renewed`) ? true : undefined));
+    await waitFor('node A to stop the job', () => (logOf(a).includes(`stopped job "${jobId}" (echo): its lease lapsed without being renewed`) ? true : undefined));
     expect(Date.now() - pausedAt).toBeLessThan(7_000);
     // A's lock connection does not answer for 5 s: A stops leading on its own.
-    await waitFor('node A to stop leading', 12_000, () => (logOf(a).some((message) => message.startsWith('node "pause-a" stopped leading: its lock connection does not answer')) ? true : undefined));
+    await waitFor('node A to stop leading', () => (logOf(a).some((message) => message.startsWith('node "pause-a" stopped leading: its lock connection does not answer')) ? true : undefined));
     expect((await clusterOf(b)).leader).not.toBe(bId);
     // The server frees a lock only once it ends the session holding it, which across a partition it
     // notices by TCP keep-alive (two hours by default): the test plays that part.
@@ -239,12 +239,12 @@ describe('faults of daemons on PostgreSQL', () => {
       [aId],
     );
     expect(ended).toEqual([{ ended: true }]);
-    await waitFor('node B to lead', 8_000, async () => ((await clusterOf(b)).leader === bId ? true : undefined));
-    await waitFor('B to fire the heartbeat twice', 8_000, async () => ((await claims()).filter((claim) => claim.node_id === bId).length >= 2 ? true : undefined));
+    await waitFor('node B to lead', async () => ((await clusterOf(b)).leader === bId ? true : undefined));
+    await waitFor('B to fire the heartbeat twice', async () => ((await claims()).filter((claim) => claim.node_id === bId).length >= 2 ? true : undefined));
 
     proxy.resume();
     // A answers again, records its heartbeat again, and sees B lead.
-    const view = await waitFor('node A to answer again, B leading', 15_000, async () => {
+    const view = await waitFor('node A to answer again, B leading', async () => {
       const current = await clusterOf(a, 2_000);
       return current.leader === bId && current.nodes.every((node) => node.alive) ? current : undefined;
     });
@@ -253,7 +253,7 @@ describe('faults of daemons on PostgreSQL', () => {
       ['pause-b', true, true],
     ]);
     // The job ends done once, by B; A's attempt is recorded lost, and A never tried to complete it.
-    await waitFor('the job to be done', 15_000, async () => ((await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [jobId]))[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () => ((await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [jobId]))[0]?.state === 'done' ? true : undefined));
     expect(await attempts(jobId)).toEqual([
       { attempt: 1, node_id: aId, outcome: 'lost' },
       { attempt: 2, node_id: bId, outcome: 'done' },
@@ -264,7 +264,7 @@ describe('faults of daemons on PostgreSQL', () => {
     ]);
 
     // No instant fired twice: each claimed once, in order, a second apart, A's all before B's.
-    await waitFor('one more fire after the pause', 5_000, async () => {
+    await waitFor('one more fire after the pause', async () => {
       const all = await claims();
       return all.at(-1)?.node_id === bId && all.filter((claim) => claim.node_id === bId).length >= 3 ? true : undefined;
     });
@@ -308,7 +308,7 @@ describe('faults of daemons on PostgreSQL', () => {
     const { id } = await createJobQueue({ database: pool, nodeId: 'test' }).enqueue({ kind: 'echo', payload: {} });
     await delay(3_500);
     proxy.resume();
-    await waitFor('the job to be done', 10_000, async () => ((await pool.query<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id])).rows[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () => ((await pool.query<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id])).rows[0]?.state === 'done' ? true : undefined));
     // Not run on a lease it could not be sure of: handed back (not counted), then run at once.
     expect((await pool.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id])).rows).toEqual([
       { attempt: 1, node_id: aId, outcome: 'released' },
@@ -333,7 +333,7 @@ describe('faults of daemons on PostgreSQL', () => {
       (response) => ({ status: response.status }),
       (error: unknown) => error,
     );
-    await waitFor('the second model call', 10_000, () => (model.requests.length === 2 ? true : undefined));
+    await waitFor('the second model call', () => (model.requests.length === 2 ? true : undefined));
     a.child.kill('SIGKILL');
     await a.exited;
     const outcome = await cut;

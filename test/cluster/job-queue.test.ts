@@ -7,6 +7,7 @@ import type { ClaimedJob } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const postgres = useTestPostgres();
 let template: string;
@@ -44,14 +45,6 @@ function workerOf(nodeId: string, options: { leaseMs?: number; concurrency?: num
 
 async function rows<T>(text: string, values: unknown[] = []): Promise<T[]> {
   return (await postgres.query(text, values, database.name)).rows as T[];
-}
-
-async function until(what: string, ms: number, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(20);
-  }
 }
 
 describe('createJobQueue()', () => {
@@ -122,8 +115,11 @@ describe('createJobQueue()', () => {
     expect(first?.attempt).toBe(1);
     // Held: nobody else takes it.
     expect(await b.claim(['echo'], 1)).toEqual([]);
-    await delay(400);
-    const [second] = await b.claim(['echo'], 1);
+    // Leases are the database's time: b takes the job once a's has lapsed.
+    const [second] = await waitFor("a's lease to lapse and b to take the job", async () => {
+      const claimed = await b.claim(['echo'], 1);
+      return claimed.length > 0 ? claimed : undefined;
+    });
     expect(second).toMatchObject({ id, attempt: 2 });
     expect(await a.renew([first as ClaimedJob])).toEqual(new Set());
     expect(await a.complete(first as ClaimedJob)).toBe(false);
@@ -147,8 +143,10 @@ describe('createJobQueue()', () => {
     expect(await queue.fail(first as ClaimedJob, 'boom 1')).toBe('retry');
     // Not due yet.
     expect(await queue.claim(['echo'], 1)).toEqual([]);
-    await delay(300);
-    const [second] = await queue.claim(['echo'], 1);
+    const [second] = await waitFor('the retry to be due', async () => {
+      const claimed = await queue.claim(['echo'], 1);
+      return claimed.length > 0 ? claimed : undefined;
+    });
     expect(second?.attempt).toBe(2);
     expect(await queue.fail(second as ClaimedJob, 'boom 2')).toBe('failed');
     expect(await rows('SELECT state, last_error FROM loom_jobs WHERE id = $1', [id])).toEqual([{ state: 'failed', last_error: 'boom 2' }]);
@@ -165,8 +163,13 @@ describe('createJobQueue()', () => {
     const b = queueOf('b');
     const { id } = await a.enqueue({ kind: 'echo', payload: {}, maxAttempts: 1 });
     expect(await a.claim(['echo'], 1)).toHaveLength(1);
-    await delay(300);
-    expect(await b.claim(['echo'], 1)).toEqual([]);
+    // b's claims find the lapsed lease and fail the job; none of them takes it.
+    const taken = await waitFor('the lease to lapse', async () => {
+      const claimed = await b.claim(['echo'], 1);
+      if (claimed.length > 0) return claimed;
+      return (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state !== 'running' ? claimed : undefined;
+    });
+    expect(taken).toEqual([]);
     expect(await rows('SELECT state, last_error FROM loom_jobs WHERE id = $1', [id])).toEqual([
       { state: 'failed', last_error: 'attempt 1 of 1 was lost: its node stopped renewing the lease (it died, or lost the database)' },
     ]);
@@ -213,7 +216,7 @@ describe('createJobWorker()', () => {
     await worker.start();
     const started = Date.now();
     const { id } = await worker.enqueue({ kind: 'scheduled-message', payload: { agent: 'x', message: 'hi' } });
-    await until('the job to be done', 5_000, async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done');
+    await waitFor('the job to be done', async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done');
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(seen.map((job) => job.payload)).toEqual([{ agent: 'x', message: 'hi' }]);
   }, 30_000);
@@ -236,7 +239,7 @@ describe('createJobWorker()', () => {
     await worker.start();
     const ok = await Promise.all([1, 2, 3].map(() => worker.enqueue({ kind: 'scheduled-message', payload: {} })));
     const bad = await worker.enqueue({ kind: 'scheduled-message', payload: { fail: true }, maxAttempts: 1 });
-    await until('every job to end', 10_000, async () => (await rows("SELECT id FROM loom_jobs WHERE state IN ('done', 'failed')")).length === 4);
+    await waitFor('every job to end', async () => (await rows("SELECT id FROM loom_jobs WHERE state IN ('done', 'failed')")).length === 4);
     expect(most).toBe(2);
     // Each ran past its 300 ms lease once, without being taken again.
     for (const job of ok) expect(await rows('SELECT state, attempts FROM loom_jobs WHERE id = $1', [job.id])).toEqual([{ state: 'done', attempts: 1 }]);
@@ -253,13 +256,13 @@ describe('createJobWorker()', () => {
     })));
     await a.start();
     const { id } = await a.enqueue({ kind: 'scheduled-message', payload: {} });
-    await until('the job to run on node a', 5_000, async () => (await rows<{ lease_owner: string | null }>('SELECT lease_owner FROM loom_jobs WHERE id = $1', [id]))[0]?.lease_owner === 'a');
+    await waitFor('the job to run on node a', async () => (await rows<{ lease_owner: string | null }>('SELECT lease_owner FROM loom_jobs WHERE id = $1', [id]))[0]?.lease_owner === 'a');
     await a.stop();
     expect(aborted).toEqual([id]);
     const b = workerOf('b', { pollMs: 50 });
     b.handle('scheduled-message', () => Promise.resolve());
     await b.start();
-    await until('node b to finish the job', 5_000, async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done');
+    await waitFor('node b to finish the job', async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done');
     expect(await rows('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id])).toEqual([
       { attempt: 1, node_id: 'a', outcome: 'released' },
       { attempt: 2, node_id: 'b', outcome: 'done' },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPostgresCluster } from '../../src/cluster/postgres-cluster.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
@@ -9,6 +8,7 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
 import { manifest } from '../helpers/test-kernel.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // Two nodes on one database, each with its kernel, and no event relay between them: what one
 // node stored, the other has not heard of, as between a change and its event's arrival. A spawn
@@ -48,15 +48,6 @@ async function nodeKernel(url: string, name: string): Promise<Kernel> {
   return kernel;
 }
 
-/** Waits (bounded) until `check` holds. */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    if (await check()) return;
-    await delay(10);
-  }
-  throw new Error('timed out');
-}
-
 const lead = (tools: string): string => `name = "lead"\n[capabilities]\ntools = [${tools}]\nshell = ["git *"]\n`;
 const helper = `name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["git *"]\n`;
 
@@ -74,14 +65,14 @@ describe('spawns and updates across nodes', () => {
       await held;
       order.push('a ends');
     });
-    await until(() => Promise.resolve(order.length > 0));
+    await waitFor('node a to hold the lock', () => order.length > 0);
     const second = b.exclusive(() => {
       order.push('b starts');
       return Promise.resolve();
     });
     // b asks while a holds it, and waits: its request is in the server's locks, not granted.
     const waiting = async (): Promise<number> => ((await postgres.query('SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = $1 AND NOT granted', ['advisory'], name)).rows[0] as { waiting: number }).waiting;
-    await until(async () => (await waiting()) === 1);
+    await waitFor("node b's request in the server's locks", async () => (await waiting()) === 1);
     expect(order).toEqual(['a starts']);
     release();
     await Promise.all([first, second]);
@@ -98,7 +89,7 @@ describe('spawns and updates across nodes', () => {
     closers.push(() => a.stop(), () => b.stop());
     let release: (() => void) | undefined;
     const held = a.exclusive(() => new Promise<void>((resolve) => (release = resolve)));
-    await until(() => Promise.resolve(release !== undefined));
+    await waitFor('node a to hold the lock', () => release !== undefined);
     const refused = b.exclusive(() => Promise.resolve('ran'));
     await expect(refused).rejects.toThrow(StoreError);
     await expect(refused).rejects.toThrow('another node has been spawning or updating an agent for more than 0.2 s; try again');

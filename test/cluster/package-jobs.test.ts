@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
@@ -8,6 +7,7 @@ import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts'
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 // A package run handed to the shared work queue, on a real PostgreSQL server.
@@ -37,16 +37,6 @@ async function openNode(url: string): Promise<TestHost> {
   const host = await openTestHost(dir.path, packageConfig(server.url), { ...TEST_KEYS, LOOM_DATABASE_URL: url }, { runSchedules: true });
   hosts.push(host);
   return host;
-}
-
-async function waitFor<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(50);
-  }
 }
 
 const activity = (id: string, changes: Partial<ActivityRunRecord>): ActivityRunRecord => ({
@@ -111,7 +101,7 @@ describe('package runs as jobs of the shared work queue', () => {
     // One model call is scripted: the second activity's. A second call would fail the run.
     server.script([{ text: 'second done' }]);
     const node = await openNode(database.url);
-    const finished = await waitFor('the run to finish', 15_000, async () => {
+    const finished = await waitFor('the run to finish', async () => {
       const run = await node.store.packageRuns.get(jobId);
       return run !== undefined && run.status !== 'running' && run.status !== 'interrupted' ? run : undefined;
     });
@@ -125,7 +115,7 @@ describe('package runs as jobs of the shared work queue', () => {
     expect(server.requests).toHaveLength(1);
     // One run record for the job, whatever ran it.
     expect((await node.store.packageRuns.list({ package: 'chain' })).map((run) => run.id)).toEqual([jobId]);
-    await waitFor('the job to be done', 5_000, async () => (((await postgres.query('SELECT state FROM loom_jobs WHERE id = $1', [jobId], database.name)).rows as { state: string }[])[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () => (((await postgres.query('SELECT state FROM loom_jobs WHERE id = $1', [jobId], database.name)).rows as { state: string }[])[0]?.state === 'done' ? true : undefined));
     const attempts = await postgres.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId], database.name);
     expect(attempts.rows).toEqual([
       { attempt: 1, node_id: 'dead-node', outcome: 'lost' },
@@ -141,7 +131,7 @@ describe('package runs as jobs of the shared work queue', () => {
     await node.packages.install(await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } }));
     const said = await node.packages.runtime.run('talker', 'say');
     expect(said).toMatchObject({ status: 'completed', emitted: 'talker.said' });
-    const heard = await waitFor('the listener to run', 15_000, async () => {
+    const heard = await waitFor('the listener to run', async () => {
       const [run] = await node.store.packageRuns.list({ package: 'listener' });
       return run?.status === 'completed' ? run : undefined;
     });
@@ -158,7 +148,7 @@ describe('package runs as jobs of the shared work queue', () => {
     const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('look')]) } });
     await node.packages.install(folder);
     await node.clock.advance(60_000);
-    const job = await waitFor('the job to be done', 15_000, async () => {
+    const job = await waitFor('the job to be done', async () => {
       const rows = (await postgres.query("SELECT id, dedupe_key, state FROM loom_jobs WHERE kind = 'package-run'", [], database.name)).rows as { id: string; dedupe_key: string; state: string }[];
       return rows[0]?.state === 'done' ? rows : undefined;
     });

@@ -6,6 +6,7 @@ import { createPostgresCluster, type PostgresClusterOptions } from '../../src/cl
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const postgres = useTestPostgres();
 let database: { name: string; url: string };
@@ -29,14 +30,6 @@ function node(name: string, options: Partial<PostgresClusterOptions> = {}): Clus
   created.subscribe((leader) => changes.push(leader));
   nodes.push(created);
   return Object.assign(created, { changes });
-}
-
-async function until(what: string, ms: number, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await delay(25);
-  }
 }
 
 describe('createPostgresCluster()', () => {
@@ -68,9 +61,9 @@ describe('createPostgresCluster()', () => {
     await b.start();
     expect(await a.claim('timer', 1_000)).toBe(true);
     await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-leader-lock' AND pid = (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted)", [], database.name);
-    await until('the old leader to step down', 2_000, () => !a.isLeader());
+    await waitFor('the old leader to step down', () => !a.isLeader());
     expect(a.changes).toEqual([true, false]);
-    await until('a new leader', 5_000, () => a.isLeader() || b.isLeader());
+    await waitFor('a new leader', () => a.isLeader() || b.isLeader());
     const leader = a.isLeader() ? a : b;
     const other = leader === a ? b : a;
     expect(other.isLeader()).toBe(false);
@@ -88,7 +81,7 @@ describe('createPostgresCluster()', () => {
     await b.start();
     await a.stop();
     expect(a.changes).toEqual([true, false]);
-    await until('the other node to lead', 3_000, () => b.isLeader());
+    await waitFor('the other node to lead', () => b.isLeader());
     const view = await b.view();
     expect(view.leader).toBe(b.id);
     expect(view.nodes.map((entry) => [entry.name, entry.alive])).toEqual([
@@ -104,7 +97,7 @@ describe('createPostgresCluster()', () => {
     await a.start();
     expect(a.isLeader()).toBe(true);
     await postgres.query("INSERT INTO loom_schema VALUES ($1, 'from a newer Loom', 0)", [latest + 1], database.name);
-    await until('the node to step down', 3_000, () => !a.isLeader());
+    await waitFor('the node to step down', () => !a.isLeader());
     await delay(600);
     expect(a.changes).toEqual([true, false]);
   }, 30_000);
