@@ -12,6 +12,7 @@ import {
   stdioEnvironment,
   vetMcpUrl,
 } from '../../src/mcp/client/index.ts';
+import { McpMessageTooLargeError } from '../../src/mcp/mcp-message-too-large-error.ts';
 import { makeManager, waitForStatus } from './client-helpers.ts';
 
 let manager: McpClientManager | undefined;
@@ -105,18 +106,35 @@ describe('MCP client security', () => {
     expect(manager.servers()[0]?.error).toMatch(/NOPE/);
   });
 
-  it('refuses an HTTP response body over the message limit', async () => {
-    const url = await serve('application/json', JSON.stringify({ data: 'x'.repeat(200) }));
-    const limited = sizeLimitedFetch(100);
-    await expect((await limited(url)).text()).rejects.toThrow(/over 100 bytes/);
+  it('refuses an HTTP response body over the message limit with an error naming the limit and its size', async () => {
+    const body = JSON.stringify({ data: 'x'.repeat(200) });
+    httpServer = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      response.end(body);
+    });
+    await new Promise<void>((resolve) => httpServer?.listen(0, '127.0.0.1', resolve));
+    const address = httpServer.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/`;
+    await expect(sizeLimitedFetch(100)(url)).rejects.toThrow(new McpMessageTooLargeError({ size: 211, limit: 100 }));
+    await expect(sizeLimitedFetch(100)(url)).rejects.toThrow('MCP message of 211 bytes is over the limit of 100 bytes');
+    // Without a Content-Length (chunked), the body fails where it passes the limit.
+    await new Promise<void>((resolve) => httpServer?.close(() => resolve()));
+    const chunkedUrl = await serve('application/json', body);
+    await expect((await sizeLimitedFetch(100)(chunkedUrl)).json()).rejects.toThrow('MCP message of more than 100 bytes is over the limit of 100 bytes');
   });
 
-  it('limits an event stream per event: many small events pass, one large event fails', async () => {
+  it('limits an event stream per event: many small events pass, and one large event becomes the error response to its id while the stream carries on', async () => {
     const small = Array.from({ length: 20 }, (_, index) => `data: event ${index}\n\n`).join('');
     const smallUrl = await serve('text/event-stream', small);
     expect(await (await sizeLimitedFetch(100)(smallUrl)).text()).toBe(small);
     await new Promise<void>((resolve) => httpServer?.close(() => resolve()));
-    const largeUrl = await serve('text/event-stream', `data: ${'y'.repeat(200)}\n\n`);
-    await expect((await sizeLimitedFetch(100)(largeUrl)).text()).rejects.toThrow(/over 100 bytes/);
+
+    // The SDK writes a response's id last; an event with no id it can find answers the POST's request.
+    const large = `event: message\nid: e1\ndata: {"result":{"text":"${'y'.repeat(200)}"},"jsonrpc":"2.0","id":7}\n\ndata: ${'z'.repeat(200)}\n\ndata: after\n\n`;
+    const largeUrl = await serve('text/event-stream', large);
+    const text = await (await sizeLimitedFetch(100)(largeUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call' }) })).text();
+    const error = (id: number, size: number): string =>
+      JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message: `MCP message of ${size} bytes is over the limit of 100 bytes`, data: { size, limit: 100 } } });
+    expect(text).toBe(`event: message\nid: e1\ndata: ${error(7, 275)}\n\nevent: message\ndata: ${error(9, 208)}\n\ndata: after\n\n`);
   });
 });

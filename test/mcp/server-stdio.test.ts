@@ -1,7 +1,8 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, type ClientOptions, ResourceNotFoundError } from '@modelcontextprotocol/client';
+import { Client, type ClientOptions, ProtocolError, ResourceNotFoundError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/run-cli.ts';
@@ -69,6 +70,123 @@ describe.each(['modern', 'legacy'] as const)('loom mcp over stdio with a %s clie
     expect(result.isError, stderr).not.toBe(true);
     expect(firstText(result)).toBe('Oslo.');
     expect(model.requests).toHaveLength(1);
+  }, 30_000);
+
+  it('answers a tool call over 10 MB with an error naming the limit and its size, and serves the next request (it exited with code 13)', async () => {
+    const mcp = await connect(era);
+    const refused = await mcp.callTool({ name: 'loom_agent_helper', arguments: { message: 'x'.repeat(11 * 1024 * 1024) } }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ProtocolError);
+    expect(refused).toMatchObject({ code: -32600, data: { limit: 10_485_760 } });
+    expect((refused as Error).message).toMatch(/^MCP message of 11,5\d\d,\d{3} bytes is over the 10 MB limit \(10,485,760 bytes\)$/);
+    expect(model.requests).toHaveLength(0);
+    expect((await mcp.listTools()).tools.map((tool) => tool.name)).toEqual(['loom_agent_helper']);
+  }, 30_000);
+});
+
+/** One message `loom mcp` wrote, and how it was framed. */
+interface Written {
+  framing: 'line' | 'content-length';
+  message: { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } };
+}
+
+/** `loom mcp` spoken to byte by byte: what is written to its stdin, and each message it writes back, in order. */
+function rawServer(): { child: ChildProcessWithoutNullStreams; next: () => Promise<Written> } {
+  const child = spawn(process.execPath, [ENTRY, 'mcp'], { env: { PATH: process.env['PATH'] ?? '', LOOM_HOME: home, HOME: dir.path, ...TEST_KEYS } });
+  let output = Buffer.alloc(0);
+  const waiting: (() => void)[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    output = Buffer.concat([output, chunk]);
+    for (const wake of waiting.splice(0)) wake();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  child.once('exit', () => {
+    for (const wake of waiting.splice(0)) wake();
+  });
+  const take = (): Written | undefined => {
+    const text = output.toString('latin1');
+    const header = /^Content-Length: (\d+)\r\n\r\n/.exec(text);
+    if (header !== null) {
+      const start = header[0].length;
+      const length = Number(header[1]);
+      if (output.length < start + length) return undefined;
+      const body = output.subarray(start, start + length).toString('utf8');
+      output = output.subarray(start + length);
+      return { framing: 'content-length', message: JSON.parse(body) as Written['message'] };
+    }
+    const newline = output.indexOf(10);
+    if (newline === -1) return undefined;
+    const line = output.subarray(0, newline).toString('utf8');
+    output = output.subarray(newline + 1);
+    return { framing: 'line', message: JSON.parse(line) as Written['message'] };
+  };
+  const next = async (): Promise<Written> => {
+    for (;;) {
+      const written = take();
+      if (written !== undefined) return written;
+      if (child.exitCode !== null) throw new Error(`loom mcp exited with code ${child.exitCode} before answering: ${stderr}`);
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    }
+  };
+  return { child, next };
+}
+
+const framed = (json: string): string => `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
+const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+
+describe('loom mcp framing', () => {
+  let raw: ReturnType<typeof rawServer> | undefined;
+  afterEach(() => {
+    raw?.child.kill();
+    raw = undefined;
+  });
+
+  it('reads Content-Length framed messages and JSON lines, answering each in the framing of the last message received', async () => {
+    raw = rawServer();
+    raw.child.stdin.write(framed(INITIALIZE));
+    expect(await raw.next()).toMatchObject({ framing: 'content-length', message: { id: 1, result: { serverInfo: { name: 'loom' } } } });
+    raw.child.stdin.write(framed(INITIALIZED));
+    raw.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+    const listed = await raw.next();
+    expect(listed).toMatchObject({ framing: 'line', message: { id: 2 } });
+    expect((listed.message.result?.['tools'] as { name: string }[]).map((tool) => tool.name)).toEqual(['loom_agent_helper']);
+    // A header split across writes, then a body followed by the next message in the same write.
+    const ping = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' });
+    raw.child.stdin.write('Content-Len');
+    raw.child.stdin.write(`gth: ${Buffer.byteLength(ping(3))}\r\n\r\n${ping(3)}Content-Length: ${Buffer.byteLength(ping(4))}\r\n\r\n`);
+    raw.child.stdin.write(ping(4));
+    expect(await raw.next()).toMatchObject({ framing: 'content-length', message: { id: 3, result: {} } });
+    expect(await raw.next()).toMatchObject({ framing: 'content-length', message: { id: 4, result: {} } });
+    raw.child.stdin.write(`${ping(5)}\n`);
+    expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: 5, result: {} } });
+  }, 30_000);
+
+  it('drains a message over 10 MB in either framing and answers an error with its id (null when none is found), then serves the next', async () => {
+    raw = rawServer();
+    raw.child.stdin.write(`${INITIALIZE}\n${INITIALIZED}\n`);
+    expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: 1 } });
+
+    // A Content-Length body of 11 MB, its id at the start.
+    const start = '{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"loom_agent_helper","arguments":{"message":"';
+    const end = '"}}}';
+    const size = 11 * 1024 * 1024;
+    raw.child.stdin.write(framed(start + 'x'.repeat(size - start.length - end.length) + end));
+    expect(await raw.next()).toEqual({
+      framing: 'content-length',
+      message: { jsonrpc: '2.0', id: 'big-1', error: { code: -32600, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)', data: { size, limit: 10_485_760 } } },
+    });
+    raw.child.stdin.write(framed(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' })));
+    expect(await raw.next()).toMatchObject({ framing: 'content-length', message: { id: 5, result: {} } });
+
+    // A line of 11 MB that is no JSON at all: Parse error, id null.
+    raw.child.stdin.write(`${'y'.repeat(size)}\n`);
+    expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: null, error: { code: -32700, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)' } } });
+    raw.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list' })}\n`);
+    expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: 6, result: { tools: [{ name: 'loom_agent_helper' }] } } });
+    expect(model.requests).toHaveLength(0);
+    expect(raw.child.exitCode).toBeNull();
   }, 30_000);
 });
 

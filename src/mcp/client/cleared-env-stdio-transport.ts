@@ -1,11 +1,14 @@
 /**
  * A stdio client transport whose child gets exactly the environment it is given. The SDK's
  * `StdioClientTransport` always adds HOME, LOGNAME, SHELL, TERM and USER from the daemon's
- * environment, which spec/05's cleared environment forbids, so Loom spawns the child itself and
- * uses the SDK's own framing (`ReadBuffer`, `serializeMessage`) for the newline-delimited JSON-RPC.
+ * environment, which spec/05's cleared environment forbids, so Loom spawns the child itself. It
+ * sends newline-delimited JSON-RPC (the SDK's `serializeMessage`) and reads with Loom's bounded
+ * reader, which takes `Content-Length` framing too and refuses one message over the limit alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { JsonRpcMessageReader, type JsonRpcReadPart, refusalResponse } from '../jsonrpc-message-reader.ts';
+import { McpMessageTooLargeError } from '../mcp-message-too-large-error.ts';
 
 /** What the child is started from. */
 export interface ClearedEnvStdioOptions {
@@ -13,7 +16,11 @@ export interface ClearedEnvStdioOptions {
   args: readonly string[];
   /** The child's whole environment. */
   env: Record<string, string>;
-  /** The largest message accepted from the child, in bytes; a larger one closes the transport. */
+  /**
+   * The largest message accepted from the child, in bytes. A larger reply fails the request it
+   * answers (a JSON-RPC error with McpMessageTooLargeError's message, delivered in its place);
+   * the connection stays up.
+   */
   maxMessageBytes: number;
 }
 
@@ -31,13 +38,13 @@ export class ClearedEnvStdioTransport implements Transport {
   onmessage?: <T extends JSONRPCMessage>(message: T) => void;
 
   readonly #options: ClearedEnvStdioOptions;
-  readonly #buffer: ReadBuffer;
+  readonly #reader: JsonRpcMessageReader<JSONRPCMessage>;
   #child: ChildProcess | undefined;
   #closed = false;
 
   constructor(options: ClearedEnvStdioOptions) {
     this.#options = options;
-    this.#buffer = new ReadBuffer({ maxBufferSize: options.maxMessageBytes });
+    this.#reader = new JsonRpcMessageReader({ maxMessageBytes: options.maxMessageBytes, parse: parseJSONRPCMessage });
   }
 
   /** The child's process id, once started. */
@@ -64,27 +71,28 @@ export class ClearedEnvStdioTransport implements Transport {
       child.stdin?.on('error', (error) => this.onerror?.(error));
       child.stdout?.on('error', (error) => this.onerror?.(error));
       child.stdout?.on('data', (chunk: Buffer) => {
-        try {
-          this.#buffer.append(chunk);
-        } catch (error) {
-          // A message over the size limit: refuse it and drop the connection.
-          this.onerror?.(error instanceof Error ? error : new Error(String(error)));
-          void this.close();
-          return;
-        }
-        for (;;) {
-          let message: JSONRPCMessage | null;
-          try {
-            message = this.#buffer.readMessage();
-          } catch (error) {
-            this.onerror?.(error instanceof Error ? error : new Error(String(error)));
-            continue;
-          }
-          if (message === null) break;
-          this.onmessage?.(message);
-        }
+        for (const part of this.#reader.push(chunk)) this.#receive(part);
       });
     });
+  }
+
+  /**
+   * One part read from the child. A refused reply (over the limit, or no JSON-RPC) whose id is
+   * known is handed on as the error response to that id, so the SDK fails exactly that request;
+   * a refused request from the server is answered with the error; anything else is reported.
+   */
+  #receive(part: JsonRpcReadPart<JSONRPCMessage>): void {
+    if (part.type === 'message') {
+      this.onmessage?.(part.message);
+      return;
+    }
+    this.onerror?.(part.error);
+    if (part.id === null) return;
+    const response = refusalResponse(part) as JSONRPCMessage;
+    if (part.kind === 'request') void this.send(response).catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))));
+    // An oversized message of no known kind is taken for a reply (what a client mostly receives);
+    // a stray JSON line that merely has an "id" (a server logging to stdout) fails no request.
+    else if (part.kind === 'response' || part.error instanceof McpMessageTooLargeError) this.onmessage?.(response);
   }
 
   send(message: JSONRPCMessage): Promise<void> {
@@ -124,7 +132,7 @@ export class ClearedEnvStdioTransport implements Transport {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#buffer.clear();
+    this.#reader.clear();
     this.onclose?.();
   }
 }

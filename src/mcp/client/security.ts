@@ -6,6 +6,8 @@
  */
 import type { Config } from '../../config/index.ts';
 import { type HostResolver, type VettedAddress, vetHostAddresses } from '../../tools/builtin/net-guard.ts';
+import { BoundedBytes, type JsonRpcId, recoverJsonRpcId } from '../jsonrpc-message-reader.ts';
+import { McpMessageTooLargeError } from '../mcp-message-too-large-error.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 
 /** One `[[mcp_servers]]` entry, defaults filled in. */
@@ -91,47 +93,105 @@ export async function vetMcpUrl(server: string, text: string, allowPrivate: bool
 /** The fetch the SDK's HTTP transports take. */
 export type McpFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
+/** The id of the one JSON-RPC request a POST carries, if it carries exactly one. */
+function requestIdOf(init: RequestInit | undefined): JsonRpcId {
+  if (typeof init?.body !== 'string') return null;
+  try {
+    const value: unknown = JSON.parse(init.body);
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !('method' in value) || !('id' in value)) return null;
+    const { id } = value as { id: unknown };
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A stream that fails with McpMessageTooLargeError once more than `maxBytes` have passed. */
+function bodyLimiter(maxBytes: number): TransformStream<Uint8Array, Uint8Array> {
+  let size = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > maxBytes) controller.error(new McpMessageTooLargeError({ size: undefined, limit: maxBytes }));
+      else controller.enqueue(chunk);
+    },
+  });
+}
+
 /**
- * A fetch for the HTTP transports that refuses a response over `maxBytes`: a JSON body as a
- * whole, an event stream per event (the bytes between blank lines), so a long-lived stream of
- * small messages is fine while one oversized message aborts the read. Requests go through
- * `baseFetch` (the pinned fetch of the connection in Loom; the global fetch by default).
+ * An event stream passed on event by event (the bytes up to a blank line), each held until it is
+ * whole and at most `maxBytes`. An event over that is read past, keeping only its start and end,
+ * and passed on as an event carrying the JSON-RPC error response to its id (recovered from the
+ * message, else the id of the request the POST carried), so the SDK fails that request alone and
+ * the stream carries on. An oversized request or notification from the server is dropped.
+ */
+function eventStreamLimiter(maxBytes: number, postId: JsonRpcId): TransformStream<Uint8Array, Uint8Array> {
+  const encoder = new TextEncoder();
+  let event = new BoundedBytes(maxBytes);
+  let afterNewline = false;
+  const flush = (controller: TransformStreamDefaultController<Uint8Array>): void => {
+    const done = event;
+    event = new BoundedBytes(maxBytes);
+    if (done.size === 0) return;
+    if (!done.over) {
+      controller.enqueue(done.whole());
+      return;
+    }
+    const head = done.head();
+    const dataAt = head.search(/^data:/m);
+    const { id, kind } = recoverJsonRpcId(dataAt === -1 ? '' : head.slice(dataAt + 5), done.tail());
+    const answered = kind === 'request' ? null : (id ?? postId);
+    if (answered === null) return;
+    const eventId = /^id:\s?(.*)$/m.exec(dataAt === -1 ? head : head.slice(0, dataAt))?.[1];
+    const response = {
+      jsonrpc: '2.0',
+      id: answered,
+      error: { code: -32600, message: new McpMessageTooLargeError({ size: done.size, limit: maxBytes }).message, data: { size: done.size, limit: maxBytes } },
+    };
+    controller.enqueue(encoder.encode(`event: message\n${eventId === undefined ? '' : `id: ${eventId}\n`}data: ${JSON.stringify(response)}\n\n`));
+  };
+  return new TransformStream({
+    transform(chunk, controller) {
+      let start = 0;
+      for (let index = 0; index < chunk.length; index += 1) {
+        const byte = chunk[index];
+        if (byte === 13) continue;
+        if (byte === 10 && afterNewline) {
+          event.add(chunk.subarray(start, index + 1));
+          start = index + 1;
+          afterNewline = false;
+          flush(controller);
+          continue;
+        }
+        afterNewline = byte === 10;
+      }
+      event.add(chunk.subarray(start));
+    },
+    flush(controller) {
+      flush(controller);
+    },
+  });
+}
+
+/**
+ * A fetch for the HTTP transports that holds every MCP message to `maxBytes`. A JSON body over
+ * it fails that POST (and so the one request it answers) with McpMessageTooLargeError; an event
+ * stream is limited per event, an oversized event becoming the error response to its request
+ * (see eventStreamLimiter), so a long-lived stream of small messages is fine and one large
+ * message costs only its request. Requests go through `baseFetch` (the pinned fetch of the
+ * connection in Loom; the global fetch by default).
  */
 export function sizeLimitedFetch(maxBytes: number = MAX_MCP_MESSAGE_BYTES, baseFetch: McpFetch = fetch): McpFetch {
   return async (url, init) => {
     const response = await baseFetch(url, init);
-    const length = Number(response.headers.get('content-length') ?? '0');
-    const tooLarge = (): Error => new Error(`MCP message from ${String(url)} is over ${maxBytes} bytes; refused`);
-    if (length > maxBytes) {
-      await response.body?.cancel();
-      throw tooLarge();
-    }
     if (response.body === null) return response;
     const eventStream = (response.headers.get('content-type') ?? '').includes('text/event-stream');
-    let size = 0;
-    let afterNewline = false;
-    const limiter = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        let over = false;
-        if (!eventStream) {
-          size += chunk.byteLength;
-          over = size > maxBytes;
-        } else {
-          for (const byte of chunk) {
-            if (byte === 13) continue;
-            if (byte === 10 && afterNewline) size = 0;
-            else size += 1;
-            afterNewline = byte === 10;
-            if (size > maxBytes) {
-              over = true;
-              break;
-            }
-          }
-        }
-        if (over) controller.error(tooLarge());
-        else controller.enqueue(chunk);
-      },
-    });
+    const length = Number(response.headers.get('content-length') ?? '0');
+    if (!eventStream && length > maxBytes) {
+      await response.body.cancel();
+      throw new McpMessageTooLargeError({ size: length, limit: maxBytes });
+    }
+    const limiter = eventStream ? eventStreamLimiter(maxBytes, requestIdOf(init)) : bodyLimiter(maxBytes);
     return new Response(response.body.pipeThrough(limiter), { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }

@@ -1,9 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/server';
-import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Principal } from '../../access/index.ts';
+import { MAX_MCP_MESSAGE_BYTES } from '../client/security.ts';
 import type { AgentDirectory } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
+import { FramedStdioServerTransport } from './framed-stdio-server-transport.ts';
 
 /** What {@link serveMcpStdio} serves, and over which streams. */
 export interface McpStdioOptions {
@@ -12,12 +14,14 @@ export interface McpStdioOptions {
   version: string;
   stdin: Readable;
   stdout: Writable;
+  /** The largest message accepted, in bytes; MAX_MCP_MESSAGE_BYTES (spec/05's 10 MB) unless a test sets another. */
+  maxMessageBytes?: number;
   onerror?: (error: Error) => void;
 }
 
 /** A running stdio MCP server. */
 export interface McpStdioServer {
-  /** Resolves when the client closes standard input (or {@link close} is called). */
+  /** Resolves when the client closes standard input, standard output fails, or {@link close} is called. */
   readonly closed: Promise<void>;
   close(): Promise<void>;
 }
@@ -27,10 +31,15 @@ export interface McpStdioServer {
  * with (the SDK's `serveStdio`: 2026-07-28 via `server/discover`, or a 2025-era `initialize`).
  * Spawned and killed agents are announced with `notifications/tools/list_changed` and
  * `notifications/resources/list_changed`. Only MCP messages are written to `stdout`.
+ *
+ * Messages are read in either framing (a JSON line, or `Content-Length` headers and a body, per
+ * message) and answered in the framing of the last one received. One over the limit is read past
+ * and answered with a JSON-RPC error naming the limit and its size; the connection carries on.
  */
 export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
   const instances = new Set<Server>();
   const report = (error: unknown): void => options.onerror?.(error instanceof Error ? error : new Error(String(error)));
+  const transport = new FramedStdioServerTransport({ stdin: options.stdin, stdout: options.stdout, maxMessageBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES });
   const handle = serveStdio(
     () => {
       const server = createLoomMcpServer({ directory: options.directory, principal: options.principal, version: options.version });
@@ -38,7 +47,7 @@ export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
       server.onclose = () => instances.delete(server);
       return server;
     },
-    { transport: new StdioServerTransport(options.stdin, options.stdout), ...(options.onerror === undefined ? {} : { onerror: options.onerror }) },
+    { transport, ...(options.onerror === undefined ? {} : { onerror: options.onerror }) },
   );
   const unsubscribe = options.directory.subscribe(() => {
     for (const server of instances) {
@@ -59,7 +68,8 @@ export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
     })();
     return closing;
   };
-  options.stdin.once('end', () => void close());
-  options.stdin.once('close', () => void close());
+  // The transport closes on the end of standard input and on a failed write to standard output;
+  // either way the server is done (an unresolved `closed` left `loom mcp` hanging on nothing).
+  void transport.closed.then(() => close());
   return { closed, close };
 }
