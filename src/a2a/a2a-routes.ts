@@ -19,7 +19,7 @@ import { CheckedRequestHandler } from './checked-request-handler.ts';
 import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
 import { LoomPushConfigStore } from './push-config-store.ts';
 import { PushNotifier, type PushNotifierOptions } from './push-notifier.ts';
-import { answerRestRequest, primed, restErrorResponse, sseResponse } from './rest-binding.ts';
+import { answerRestRequest, contentTypeRefusal, LEGACY_REST_MEDIA_TYPES, primed, REST_MEDIA_TYPES, restErrorResponse, sseResponse, UNSUPPORTED_MEDIA_TYPE, unsupportedMediaTypeResponse } from './rest-binding.ts';
 import type { A2aTaskRepository } from './task-repository.ts';
 
 /**
@@ -443,6 +443,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const { handler } = handlersOf(agent, originOf(c));
     const prefix = `${base}/${name}/rest`;
     const path = trimTrailingSlashes(decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)));
+    // Before anything reads the body: one of another type is refused, never read as JSON.
+    const refused = c.req.method === 'POST' ? contentTypeRefusal(c.req.header('content-type'), REST_MEDIA_TYPES) : undefined;
+    if (refused !== undefined) return unsupportedMediaTypeResponse(refused, REST_MEDIA_TYPES);
     try {
       // This binding is 1.0's: a request without the header is a 1.0 request (push notifications are shaped by it).
       const context = contextOf(c, c.req.header(A2A_VERSION_HEADER) ?? '1.0');
@@ -478,6 +481,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
     const rest = url.pathname.slice(base.length + 1 + agentSegment.length);
     incoming.url = `${rest}${url.search}`;
+    // 0.3's HTTP+JSON is plain JSON only. The SDK's router is handed the body parsed here, so the
+    // type is checked here, before a message is charged.
+    const refused = c.req.method === 'POST' ? contentTypeRefusal(c.req.header('content-type'), LEGACY_REST_MEDIA_TYPES) : undefined;
+    if (refused !== undefined) return c.json(toLegacyHTTPError(refused), UNSUPPORTED_MEDIA_TYPE, { accept: LEGACY_REST_MEDIA_TYPES.join(', ') });
     const chargeTurn = chargeTurnOf(c);
     // The SDK's router answers on the Node response itself, so a refusal met inside it could not be
     // answered as 429: a message is charged here, before the router sees it, in every spelling the

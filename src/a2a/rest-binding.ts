@@ -1,8 +1,45 @@
 import { ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
-import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/**
+ * The media types A2A 1.0's HTTP+JSON binding reads a request body in: `application/a2a+json`,
+ * which the specification says clients SHOULD send (§11.1), and `application/json`, which the
+ * SDK's clients send. Parameters (`; charset=utf-8`) may follow either.
+ */
+export const REST_MEDIA_TYPES: readonly string[] = ['application/a2a+json', 'application/json'];
+
+/** The one media type A2A 0.3's HTTP+JSON binding reads a request body in (it had no `application/a2a+json`). */
+export const LEGACY_REST_MEDIA_TYPES: readonly string[] = ['application/json'];
+
+/** The status of a request whose body is of a type the binding does not read (RFC 9110 §15.5.16). */
+export const UNSUPPORTED_MEDIA_TYPE = 415;
+
+/**
+ * Why a request body of Content-Type `contentType` cannot be read, when it is not one of
+ * `accepted` (compared without parameters, in any case); undefined when it is one, or when there
+ * is none (read as JSON, as the SDK's own server does). The error is the SDK's, so a client reads
+ * its reason (`CONTENT_TYPE_NOT_SUPPORTED`) from the body whatever the status.
+ * @example
+ * contentTypeRefusal('text/plain', REST_MEDIA_TYPES)?.message
+ * // 'unsupported Content-Type "text/plain": this endpoint reads application/a2a+json or application/json (a parameter such as "; charset=utf-8" may follow); send the body as JSON with one of them'
+ */
+export function contentTypeRefusal(contentType: string | undefined, accepted: readonly string[]): ContentTypeNotSupportedError | undefined {
+  if (contentType === undefined || contentType.trim() === '') return undefined;
+  const mediaType = (contentType.split(';', 1)[0] ?? '').trim().toLowerCase();
+  if (accepted.includes(mediaType)) return undefined;
+  const expected = accepted.length === 1 ? (accepted[0] ?? '') : `${accepted.slice(0, -1).join(', ')} or ${accepted.at(-1) ?? ''}`;
+  return new ContentTypeNotSupportedError(
+    `unsupported Content-Type ${JSON.stringify(contentType)}: this endpoint reads ${expected} (a parameter such as "; charset=utf-8" may follow); send the body as JSON with one of them`,
+  );
+}
+
+/** The HTTP+JSON answer to a body it cannot read: 415, the error in the binding's shape, and the types it reads in `Accept`. */
+export function unsupportedMediaTypeResponse(error: ContentTypeNotSupportedError, accepted: readonly string[]): Response {
+  return new Response(JSON.stringify(toRestErrorBody(error, UNSUPPORTED_MEDIA_TYPE)), { status: UNSUPPORTED_MEDIA_TYPE, headers: { ...JSON_HEADERS, accept: accepted.join(', ') } });
+}
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
 /** A JSON response. */
