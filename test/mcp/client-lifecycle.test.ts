@@ -113,16 +113,17 @@ describe('MCP client manager lifecycle', () => {
     expect((await callTool(toolNamed(manager, 'mcp_fixture_pid'), {})).isError).toBeUndefined();
   });
 
-  it('refuses a message over 10 MB: the call fails and the connection is dropped and remade', async () => {
-    let clock;
-    ({ manager, clock } = makeManager([stdioEntry('fixture', [FIXTURE_SERVER])]));
+  it('refuses a reply over 10 MB with an error naming the limit and the size, and keeps the connection for the next call', async () => {
+    ({ manager } = makeManager([stdioEntry('fixture', [FIXTURE_SERVER])]));
     manager.start();
     await waitForStatus(manager, 'fixture', 'connected');
+    const pid = (await callTool(toolNamed(manager, 'mcp_fixture_pid'), {})).text;
     const result = await callTool(toolNamed(manager, 'mcp_fixture_big'), {});
     expect(result.isError).toBe(true);
-    await waitForStatus(manager, 'fixture', 'failed');
-    await clock.advance(1_000);
-    await waitForStatus(manager, 'fixture', 'connected');
+    expect(result.text).toMatch(/10 MB/);
+    expect(manager.servers()[0]?.status).toBe('connected');
+    // The same child answers the next call: nothing was dropped or remade.
+    expect(await callTool(toolNamed(manager, 'mcp_fixture_pid'), {})).toEqual({ text: pid });
   });
 
   it('passes an aborted signal through to the server as a cancellation', async () => {

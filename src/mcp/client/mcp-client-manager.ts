@@ -8,13 +8,13 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pathToFileURL } from 'node:url';
-import { Client, type ClientCapabilities, type OAuthClientProvider, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
+import { Client, type ClientCapabilities, type OAuthClientProvider, SdkError, SdkErrorCode, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
-import { mcpOAuthProvider } from './mcp-oauth.ts';
+import { McpLoginRequiredError, mcpOAuthProvider } from './mcp-oauth.ts';
 import { createPinnedFetch, withCheckedOtherHosts } from './pinned-fetch.ts';
 import {
   checkStdioCommand,
@@ -33,6 +33,30 @@ import { formatMcpToolName } from '../../tools/index.ts';
 export const MCP_RETRY_BASE_MS = 1_000;
 /** The longest wait between two connection attempts, in milliseconds. */
 export const MCP_RETRY_MAX_MS = 60_000;
+/**
+ * How long the first `server/discover` probe of a connection waits for its answer, in
+ * milliseconds. A probe that times out is sent again (on a new connection) with twice the wait,
+ * after a short backoff, until the entry's `timeout_secs` is spent: silence is no evidence of an
+ * older server, so it never selects the 2025 handshake.
+ */
+export const MCP_PROBE_FIRST_TIMEOUT_MS = 5_000;
+/** The first wait before a probe is sent again after a timeout, in milliseconds; it doubles. */
+export const MCP_PROBE_RETRY_BASE_MS = 250;
+
+/**
+ * The protocol era of a connection: `modern` is the 2026-07-28 revision and later (negotiated
+ * with `server/discover`), `legacy` the 2025 revisions' `initialize` handshake.
+ */
+export type McpProtocolEra = 'modern' | 'legacy';
+
+/** What a person must do before a server can connect: log in (`loom mcp login <server>`). */
+export interface McpPendingAction {
+  kind: 'login';
+  /** The exact command that does it. */
+  command: string;
+  /** Why the server needs it. */
+  reason: string;
+}
 
 /** What the manager is built from. */
 export interface McpClientManagerOptions {
@@ -60,6 +84,14 @@ export interface McpServerStatus {
   error?: string;
   /** The server's tools, namespaced (`mcp_{server}_{tool}`); empty unless connected. */
   tools: { name: string; description: string }[];
+  /** The era of the connection, or of the last one that worked while reconnecting; absent before any. */
+  era?: McpProtocolEra;
+  /** The protocol revision negotiated with it (e.g. `2026-07-28`, `2025-11-25`), as `era`. */
+  protocolVersion?: string;
+  /** Why the legacy era was chosen (the server's answer that showed an older server); absent in the modern era. */
+  eraReason?: string;
+  /** What a person must do before the server can connect; absent when nothing. */
+  action?: McpPendingAction;
 }
 
 /** The MCP servers Loom is a client of. */
@@ -72,6 +104,11 @@ export interface McpClientManager {
   tools(): Tool<never>[];
   /** Every configured server with its state and tools. */
   servers(): McpServerStatus[];
+  /**
+   * Connects `server` again now (after `loom mcp login`, say): a server waiting to retry tries at
+   * once, a connected one is closed and connected again. False for a name that is not configured.
+   */
+  reconnect(server: string): boolean;
 }
 
 interface ServerState {
@@ -82,8 +119,23 @@ interface ServerState {
   error?: string;
   client?: Client;
   tools: Tool<never>[];
-  /** Connect with the plain legacy handshake instead of probing for the 2026-07-28 era. */
-  legacy: boolean;
+  /** The era and revision of the last connection that worked (kept while reconnecting). */
+  era?: McpProtocolEra;
+  protocolVersion?: string;
+  eraReason?: string;
+  /**
+   * Set when the last attempt gave evidence of a 2025-era server that the SDK could not act on in
+   * place (a stdio child that exited on the probe): the next attempt runs the 2025 handshake.
+   * Cleared once used, so every reconnection probes for the newer era again.
+   */
+  legacyEvidence?: string;
+  action?: McpPendingAction;
+  /** Aborts the wait before the next attempt (`reconnect()`). */
+  wake?: AbortController;
+  /** The connection being made now: what `reconnect()` closes. */
+  attempt?: Client;
+  /** Set by `reconnect()` on a connection it closed: the next attempt starts without the backoff. */
+  reconnectNow?: boolean;
 }
 
 /** What types an MCP tool's input; its JSON Schema, passed on unchanged, is what checks it. */
@@ -96,6 +148,28 @@ function jsonSchemaOf(tool: McpTool): JsonObject {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The error and its causes, outermost first. */
+function causesOf(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let cause = error; cause !== undefined && chain.length < 8; cause = cause instanceof Error ? cause.cause : undefined) chain.push(cause);
+  return chain;
+}
+
+/** Whether the SDK gave up waiting for an answer: no evidence of anything about the server's era. */
+function isTimeout(error: unknown): boolean {
+  return causesOf(error).some((cause) => cause instanceof SdkError && cause.code === SdkErrorCode.RequestTimeout);
+}
+
+/** Whether era negotiation failed without a verdict (the SDK's typed connect error). */
+function isEraNegotiationFailure(error: unknown): boolean {
+  return causesOf(error).some((cause) => cause instanceof SdkError && cause.code === SdkErrorCode.EraNegotiationFailed);
+}
+
+/** The "a person must log in" error behind a failed connection, if that is what it was. */
+function loginRequiredOf(error: unknown): Error | undefined {
+  return causesOf(error).find((cause): cause is Error => cause instanceof McpLoginRequiredError || (cause instanceof Error && cause.name === 'McpLoginRequiredError'));
 }
 
 /** The text of a result's content: text parts joined, other parts named. */
@@ -140,7 +214,7 @@ function capabilitiesOf(entry: McpServerEntry): ClientCapabilities {
 export function createMcpClientManager(options: McpClientManagerOptions): McpClientManager {
   const { clock, env } = options;
   const logger = options.logger.child({ component: 'mcp-client' });
-  const states = options.servers.map((entry): ServerState => ({ entry, calls: new Set(), status: 'connecting', tools: [], legacy: entry.transport.type === 'sse' }));
+  const states = options.servers.map((entry): ServerState => ({ entry, calls: new Set(), status: 'connecting', tools: [] }));
   // The call a server's request belongs to: carried through the SDK's own work for the call (a
   // 2026-07-28 input_required round, a 2025-era request on the call's HTTP stream). A stdio
   // server's request arrives on its own stream: then it is the server's one call in flight.
@@ -210,7 +284,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
    */
   function answerServerRequests(state: ServerState, created: Client): void {
     const from = formatMcpToolName(state.entry.name, 'elicitation');
-    created.setRequestHandler('elicitation/create', async (request) => {
+    created.setRequestHandler('elicitation/create', async (request, context) => {
       const call = callOf(state);
       const params = request.params as { mode?: string; message: string; requestedSchema?: unknown };
       if (params.mode === 'url' || params.requestedSchema === undefined) {
@@ -222,7 +296,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         return { action: 'decline' as const };
       }
       const schema = params.requestedSchema as JsonObject;
-      const answer = await call.askPerson({ from, message: params.message, schema });
+      // The server may take its question back (a cancellation, its own time limit): the question closes then.
+      const answer = await call.askPerson({ from, message: params.message, schema, signal: context.mcpReq.signal });
       if (answer.action !== 'accept') return { action: answer.action };
       return { action: 'accept' as const, content: withDefaults(schema, answer.content) as Record<string, string | number | boolean | string[]> };
     });
@@ -295,10 +370,18 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     }
   }
 
-  /** One connection: resolves when it is lost (or the manager stops); throws when it cannot be made. */
-  async function connectOnce(state: ServerState): Promise<void> {
+  /**
+   * One connection: resolves when it is lost (or the manager stops); throws when it cannot be made.
+   * The era is negotiated by the SDK (`server/discover` first, the 2025 `initialize` where the
+   * server's answer shows an older server), with the probe waiting `probeTimeoutMs`; a server
+   * whose last attempt gave evidence the SDK could not act on gets the 2025 handshake directly.
+   */
+  async function connectOnce(state: ServerState, probeTimeoutMs: number): Promise<void> {
     const { entry } = state;
     const timeout = entry.timeout_secs * 1000;
+    // Legacy SSE is a 2024-11-05 transport: there is no newer era to probe for on it.
+    const legacyReason = entry.transport.type === 'sse' ? 'the legacy SSE transport speaks only the 2025 revisions' : state.legacyEvidence;
+    delete state.legacyEvidence;
     let lost!: () => void;
     const closed = new Promise<void>((resolve) => {
       lost = resolve;
@@ -308,7 +391,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       { name: 'loom', version: '0.1.0' },
       {
         capabilities: capabilitiesOf(entry),
-        ...(state.legacy ? {} : { versionNegotiation: { mode: 'auto' as const, probe: { timeoutMs: Math.min(timeout, 5_000) } } }),
+        ...(legacyReason !== undefined ? {} : { versionNegotiation: { mode: 'auto' as const, probe: { timeoutMs: probeTimeoutMs } } }),
         listChanged: {
           tools: {
             onChanged: (error, tools) => {
@@ -335,25 +418,45 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       logger.warn({ server: entry.name, error: messageOf(error) }, 'MCP server unreachable at its checked address; reconnecting');
       void created.close().catch(() => undefined);
     });
+    // Whether the stdio child went away before the connection was made: during the probe, that is
+    // how a server built on an SDK that exits on any request before `initialize` answers it.
+    let endedWhileConnecting = false;
+    transport.onclose = () => {
+      if (client === undefined) endedWhileConnecting = true;
+    };
     const onStop = (): void => {
       void created.close().catch(() => undefined);
     };
     stopping.signal.addEventListener('abort', onStop, { once: true });
+    state.attempt = created;
     try {
       await created.connect(transport, { timeout, signal: stopping.signal });
       const { tools } = await created.listTools(undefined, { timeout, signal: stopping.signal });
       client = created;
       state.client = created;
       setTools(state, created, tools);
+      const era = created.getProtocolEra() ?? 'legacy';
+      const protocolVersion = created.getNegotiatedProtocolVersion();
+      if (state.era === 'modern' && era === 'legacy') logger.warn({ server: entry.name, protocolVersion }, 'MCP server answered as a 2025-era server, where its last connection was in the 2026-07-28 era');
+      state.era = era;
+      if (protocolVersion === undefined) delete state.protocolVersion;
+      else state.protocolVersion = protocolVersion;
+      if (era === 'modern') delete state.eraReason;
+      else state.eraReason = legacyReason ?? 'the server answered the 2026-07-28 probe (server/discover) as a 2025-era server';
       state.status = 'connected';
       delete state.error;
-      logger.info({ server: entry.name, transport: entry.transport.type, tools: tools.length }, 'MCP server connected');
+      delete state.action;
+      logger.info({ server: entry.name, transport: entry.transport.type, era, protocolVersion, tools: tools.length }, 'MCP server connected');
       await closed;
     } catch (error) {
       await created.close().catch(() => undefined);
+      if (legacyReason === undefined && entry.transport.type === 'stdio' && endedWhileConnecting && isEraNegotiationFailure(error)) {
+        state.legacyEvidence = 'the server exited on the 2026-07-28 probe (server/discover), as servers on SDKs that take nothing before initialize do';
+      }
       throw error;
     } finally {
       stopping.signal.removeEventListener('abort', onStop);
+      if (state.attempt === created) delete state.attempt;
       release();
       if (state.client === created) {
         delete state.client;
@@ -362,13 +465,59 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     }
   }
 
+  /**
+   * Makes one connection within the entry's `timeout_secs`: a probe that times out is no evidence
+   * of an older server, so it is sent again in the same era, on a new connection, waiting twice as
+   * long after a short backoff on the clock, until the time is spent. The time counted is what the
+   * probes waited and the backoffs, whatever the clock. Resolves when the connection is lost.
+   */
+  async function connectWithinTimeout(state: ServerState): Promise<void> {
+    const { entry } = state;
+    const budget = entry.timeout_secs * 1000;
+    let spent = 0;
+    for (let round = 0; ; round += 1) {
+      const probeTimeout = Math.max(1, Math.min(MCP_PROBE_FIRST_TIMEOUT_MS * 2 ** round, budget - spent));
+      try {
+        await connectOnce(state, probeTimeout);
+        return;
+      } catch (error) {
+        if (stopping.signal.aborted || !isTimeout(error)) throw error;
+        spent += probeTimeout;
+        const pause = MCP_PROBE_RETRY_BASE_MS * 2 ** round;
+        if (spent + pause >= budget) throw new Error(`MCP server "${entry.name}" did not answer within its timeout_secs (${entry.timeout_secs} s): ${messageOf(error)}`, { cause: error });
+        state.error = `no answer within ${Math.round(probeTimeout / 100) / 10} s; asking again`;
+        logger.warn({ server: entry.name, waitedMs: probeTimeout, retryInMs: pause, era: state.legacyEvidence === undefined ? 'negotiated' : 'legacy' }, 'MCP server did not answer in time; asking again in the same era');
+        spent += pause;
+        await clock.sleep(pause, { signal: stopping.signal });
+      }
+    }
+  }
+
+  /** Waits `ms` on the clock before the next attempt, unless `reconnect()` asked for one now (or ends the wait early). */
+  async function pauseBeforeRetry(state: ServerState, ms: number): Promise<'stopped' | 'woken' | 'elapsed'> {
+    if (state.reconnectNow === true) {
+      delete state.reconnectNow;
+      return 'woken';
+    }
+    const wake = new AbortController();
+    state.wake = wake;
+    try {
+      await clock.sleep(ms, { signal: AbortSignal.any([stopping.signal, wake.signal]) });
+    } catch {
+      // woken by reconnect(), or stopped
+    } finally {
+      if (state.wake === wake) delete state.wake;
+    }
+    return stopping.signal.aborted ? 'stopped' : wake.signal.aborted ? 'woken' : 'elapsed';
+  }
+
   async function run(state: ServerState): Promise<void> {
     let failures = 0;
     while (!stopping.signal.aborted) {
       state.status = 'connecting';
       let wasConnected = false;
       try {
-        await connectOnce(state);
+        await connectWithinTimeout(state);
         wasConnected = true;
         if (stopping.signal.aborted) return;
         state.status = 'failed';
@@ -382,17 +531,21 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
           logger.error({ server: state.entry.name, error: state.error }, 'MCP server refused; not retrying');
           return;
         }
-        logger.warn({ server: state.entry.name, error: state.error }, 'MCP server failed to connect');
-        // A server that cannot take the era probe (some exit on it) gets the legacy handshake next time, and so on.
-        if (state.entry.transport.type !== 'sse') state.legacy = !state.legacy;
+        const login = loginRequiredOf(error);
+        if (login === undefined) delete state.action;
+        else state.action = { kind: 'login', command: `loom mcp login ${state.entry.name}`, reason: login.message };
+        // Evidence of a 2025-era server the SDK could not act on in place: its handshake next, at once.
+        if (state.legacyEvidence !== undefined) {
+          logger.warn({ server: state.entry.name, evidence: state.legacyEvidence }, 'MCP server cannot take the 2026-07-28 probe; connecting with the 2025 handshake');
+          continue;
+        }
+        logger.warn({ server: state.entry.name, error: state.error, ...(state.action === undefined ? {} : { action: state.action.command }) }, 'MCP server failed to connect');
       }
       failures = wasConnected ? 1 : failures + 1;
       const delay = Math.min(MCP_RETRY_BASE_MS * 2 ** (failures - 1), MCP_RETRY_MAX_MS);
-      try {
-        await clock.sleep(delay, { signal: stopping.signal });
-      } catch {
-        return;
-      }
+      const paused = await pauseBeforeRetry(state, delay);
+      if (paused === 'stopped') return;
+      if (paused === 'woken') failures = 0;
     }
   }
 
@@ -428,7 +581,24 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         status: state.status,
         ...(state.error === undefined || state.status === 'connected' ? {} : { error: state.error }),
         tools: state.status === 'connected' ? state.tools.map((tool) => ({ name: tool.name, description: tool.description })) : [],
+        ...(state.era === undefined ? {} : { era: state.era }),
+        ...(state.protocolVersion === undefined ? {} : { protocolVersion: state.protocolVersion }),
+        ...(state.eraReason === undefined ? {} : { eraReason: state.eraReason }),
+        ...(state.action === undefined || state.status === 'connected' ? {} : { action: state.action }),
       }));
+    },
+
+    reconnect(server) {
+      const state = states.find((candidate) => candidate.entry.name === server);
+      if (state === undefined) return false;
+      logger.info({ server }, 'MCP server reconnecting on request');
+      if (state.wake !== undefined) {
+        state.wake.abort();
+      } else {
+        state.reconnectNow = true;
+        void (state.client ?? state.attempt)?.close().catch(() => undefined);
+      }
+      return true;
     },
   };
 }
