@@ -13,8 +13,12 @@
  * (elicitation) is answered by a stand-in person who accepts the form without changing a field.
  * In `auth/*` scenarios the entry gets `[mcp_servers.oauth]` (authorization code; the scenario's
  * pre-registered client where it gives one) and `loginMcpServer` runs first, as `loom mcp login`
- * does, with the person's browser played by a fetch that follows the authorization server's
- * redirect to Loom's loopback listener.
+ * does (through the same address guard, the entry allowing private addresses since the suite's
+ * servers are on localhost), with the person's browser played by a fetch that follows the
+ * authorization server's redirect to Loom's loopback listener. When the daemon's side then
+ * reports that a person must log in (`McpLoginRequiredError`: a step-up to a wider scope, a new
+ * authorization server), the person does what the message says: runs the login again, once, and
+ * the calls are made again on a fresh manager.
  * Exits 0 when every step worked, 1 otherwise; logs go to stderr.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,11 +31,15 @@ import { createMcpClientManager, loginMcpServer, type McpServerEntry } from '../
 import { checkToolInput } from '../../src/runtime/index.ts';
 import { formatMcpToolName } from '../../src/tools/index.ts';
 
-/** How long the client waits for the connection (the manager retries once with the other era on a failure). */
+/** How long the client waits for the connection (the manager retries a failed attempt, in the same era, with backoff). */
 const CONNECT_TIMEOUT_MS = 25_000;
 /** How long one tool call may take. */
 const CALL_TIMEOUT_SECS = 10;
 const SERVER_NAME = 'conformance';
+/** How many times the stand-in person logs in again when the daemon's side says a login is needed. */
+const MAX_LOGINS_AGAIN = 1;
+/** What an `McpLoginRequiredError` says, as a connection's error or a call's failure. */
+const LOGIN_REQUIRED = /needs a login: .*run "loom mcp login /;
 
 const log = (message: string, details: Record<string, unknown> = {}): void => {
   process.stderr.write(`${JSON.stringify({ message, ...details })}\n`);
@@ -154,7 +162,26 @@ async function main(): Promise<number> {
   }
 }
 
-/** Logs in where the scenario is about OAuth, connects, and makes the calls. */
+/** `loom mcp login`, with the person's browser played here: the suite's authorization server answers the authorization address at once with a redirect to Loom's loopback listener. */
+async function logIn(scenario: string, entry: McpServerEntry, oauthDir: string, env: Record<string, string>): Promise<boolean> {
+  const login = loginMcpServer(entry, {
+    dir: oauthDir,
+    env,
+    showAuthorizationUrl: (authorization) => {
+      void (async () => {
+        const answer = await fetch(authorization, { redirect: 'manual' });
+        const location = answer.headers.get('location');
+        if (location !== null) await fetch(new URL(location, authorization));
+      })().catch((error: unknown) => log('the stand-in browser failed', { error: String(error) }));
+    },
+    timeoutMs: CONNECT_TIMEOUT_MS,
+  });
+  const refused = await login.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
+  if (refused !== undefined) log('the login failed', { scenario, error: refused });
+  return refused === undefined;
+}
+
+/** Logs in where the scenario is about OAuth, connects, and makes the calls; logs in again when the daemon's side asks a person to. */
 async function run(scenario: string, entry: McpServerEntry, oauthDir: string | undefined): Promise<number> {
   const env: Record<string, string> = {};
   if (oauthDir !== undefined) {
@@ -165,26 +192,18 @@ async function run(scenario: string, entry: McpServerEntry, oauthDir: string | u
       env['CONFORMANCE_CLIENT_SECRET'] = registered['client_secret'];
       entry.oauth.client_secret_env = 'CONFORMANCE_CLIENT_SECRET';
     }
-    // `loom mcp login`, with the person's browser played here: the suite's authorization server
-    // answers the authorization address at once with a redirect to Loom's loopback listener.
-    const login = loginMcpServer(entry, {
-      dir: oauthDir,
-      env,
-      showAuthorizationUrl: (authorization) => {
-        void (async () => {
-          const answer = await fetch(authorization, { redirect: 'manual' });
-          const location = answer.headers.get('location');
-          if (location !== null) await fetch(new URL(location, authorization));
-        })().catch((error: unknown) => log('the stand-in browser failed', { error: String(error) }));
-      },
-      timeoutMs: CONNECT_TIMEOUT_MS,
-    });
-    const refused = await login.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
-    if (refused !== undefined) {
-      log('the login failed', { scenario, error: refused });
-      return 1;
-    }
+    if (!(await logIn(scenario, entry, oauthDir, env))) return 1;
   }
+  for (let again = 0; ; again += 1) {
+    const outcome = await connectAndCall(scenario, entry, env, oauthDir);
+    if (outcome.loginNeeded === undefined || oauthDir === undefined || again >= MAX_LOGINS_AGAIN) return outcome.code;
+    log('the daemon\'s side asks for a login; the person runs it', { scenario, reason: outcome.loginNeeded });
+    if (!(await logIn(scenario, entry, oauthDir, env))) return 1;
+  }
+}
+
+/** One manager's life: connects and makes the calls. `loginNeeded` is set when it stopped for want of a login. */
+async function connectAndCall(scenario: string, entry: McpServerEntry, env: Record<string, string>, oauthDir: string | undefined): Promise<{ code: number; loginNeeded?: string }> {
   const manager = createMcpClientManager({
     servers: [entry],
     env,
@@ -197,7 +216,7 @@ async function run(scenario: string, entry: McpServerEntry, oauthDir: string | u
     const connection = await connected(manager);
     if (!connection.ok) {
       log('could not connect', { scenario, error: connection.error });
-      return 1;
+      return LOGIN_REQUIRED.test(connection.error ?? '') ? { code: 1, loginNeeded: connection.error ?? '' } : { code: 1 };
     }
     const tools = manager.tools();
     log('connected', { scenario, tools: tools.map((tool) => ({ name: tool.name, schema: tool.jsonSchema })) });
@@ -215,10 +234,11 @@ async function run(scenario: string, entry: McpServerEntry, oauthDir: string | u
       }
       const result = await callTool(tool, input).catch((error: unknown) => ({ text: error instanceof Error ? error.message : String(error), isError: true }));
       log('called', { tool: tool.name, isError: result.isError === true, text: result.text.slice(0, 500) });
+      if (result.isError === true && LOGIN_REQUIRED.test(result.text)) return { code: 1, loginNeeded: result.text };
       // A tool error is the server's answer (some scenarios ask for one); a call that could not be made is ours.
       if (result.isError === true && /^MCP tool ".*" (failed|was cancelled)|fail its schema/.test(result.text)) failed = true;
     }
-    return failed ? 1 : 0;
+    return { code: failed ? 1 : 0 };
   } finally {
     await manager.stop();
   }

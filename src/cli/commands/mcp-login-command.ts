@@ -7,7 +7,7 @@ import type { CliIo } from '../cli-io.ts';
 export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
   mcp
     .command('login <server>')
-    .description('log in to a remote MCP server behind OAuth ([mcp_servers.oauth], authorization_code): prints the address to open, keeps the tokens for the daemon')
+    .description('log in to a remote MCP server behind OAuth ([mcp_servers.oauth], authorization_code): prints the address to open, keeps the tokens for the daemon; run it again when the daemon shows the server as needing a login (a wider scope, a new authorization server)')
     .option('--timeout <seconds>', 'how long to wait for the browser to come back', '300')
     .addHelpText(
       'after',
@@ -30,6 +30,6 @@ export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
         timeoutMs: timeoutSeconds * 1000,
         showAuthorizationUrl: (url) => io.stderr(`Open this address to log in to "${server}":\n\n  ${url.href}\n\nWaiting for the browser to come back…\n`),
       });
-      io.stdout(`Logged in to "${server}". The daemon uses these tokens from its next connection to it.\n`);
+      io.stdout(`Logged in to "${server}". A running daemon picks the tokens up at its next connection attempt.\n`);
     });
 }
