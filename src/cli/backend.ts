@@ -302,6 +302,20 @@ export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: 
 }
 
 /**
+ * POSTs to `path` on the daemon (see {@link findDaemonUrl}) with no body, with `LOOM_API_KEY` as
+ * its key when set; false when no daemon runs, true once it has accepted.
+ * @throws {LoomError} the daemon's error when it refuses; `DAEMON_UNREACHABLE` when it does not answer.
+ */
+export async function postToDaemon(home: LoomHome, env: CliIo['env'], path: string): Promise<boolean> {
+  const url = await findDaemonUrl(home, env);
+  if (url === undefined) return false;
+  const key = env['LOOM_API_KEY'];
+  const response = await fetchDaemon(url, path, { method: 'POST', headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
+  if (!response.ok) throw await apiError(response);
+  return true;
+}
+
+/**
  * When the home's daemon started before config.toml last changed, the line that says so: a
  * command it refuses may be refused for what the file has now and the daemon does not (an MCP
  * server, an external agent). Undefined for a daemon named by URL.

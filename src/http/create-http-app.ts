@@ -14,7 +14,7 @@ import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
-import { type HttpContext, type HttpEnv, principalOf, requireWholeView } from './http-context.ts';
+import { type HttpContext, type HttpEnv, principalOf, requireOwner, requireWholeView } from './http-context.ts';
 import { createHostGuard, createProxySign } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -46,7 +46,7 @@ export interface HttpAppOptions {
   /** The client's address; defaults to the socket's remote address (tests inject others). */
   clientAddress?: (c: HttpContext) => string;
   /** The MCP servers' connections, for `GET /api/mcp/servers`. */
-  mcp?: { servers(): McpServerStatus[] };
+  mcp?: { servers(): McpServerStatus[]; reconnect(server: string): boolean };
   /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
   tasks?: TaskRepository;
   /** Where A2A push-notification configs are kept (the store's `a2aPushConfigs`); in memory when omitted. */
@@ -285,6 +285,14 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.get('/api/mcp/servers', (c) => {
     requireWholeView(principalOf(c), 'list the MCP servers');
     return c.json(mcpServersView(options.config, options.mcp));
+  });
+  // `loom mcp login` calls this once it has the tokens, so the server connects without waiting for its backoff.
+  app.post('/api/mcp/servers/:name/reconnect', (c) => {
+    const name = c.req.param('name');
+    requireOwner(principalOf(c), `reconnect the MCP server "${name}"`);
+    if (!config.mcp_servers.some((entry) => entry.name === name)) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `no MCP server named "${name}" is configured ([[mcp_servers]] in config.toml)`);
+    if (options.mcp?.reconnect(name) !== true) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
+    return c.body(null, 204);
   });
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? LOOM_VERSION;

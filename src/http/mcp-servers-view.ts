@@ -1,5 +1,5 @@
 import type { Config } from '../config/index.ts';
-import type { McpServerStatus } from '../mcp/index.ts';
+import type { McpPendingAction, McpProtocolEra, McpServerStatus } from '../mcp/index.ts';
 
 /** One configured MCP server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
 export interface McpServerView {
@@ -8,6 +8,14 @@ export interface McpServerView {
   status: McpServerStatus['status'] | 'not started';
   error?: string;
   tools: { name: string; description: string }[];
+  /** The protocol era of the connection (or of the last that worked): `modern` is 2026-07-28 and later, `legacy` the 2025 revisions. */
+  era?: McpProtocolEra;
+  /** The protocol revision negotiated, e.g. `2026-07-28`. */
+  protocol_version?: string;
+  /** Why the 2025 era was chosen. */
+  era_reason?: string;
+  /** What a person must do first, with the exact command (`loom mcp login <server>`). */
+  action?: McpPendingAction;
 }
 
 /**
@@ -25,7 +33,17 @@ export function mcpServersView(config: Config, mcp: { servers(): McpServerStatus
     const state = live.get(entry.name);
     return state === undefined
       ? { name: entry.name, transport: entry.transport.type, status: 'not started', tools: [] }
-      : { name: state.name, transport: state.transport, status: state.status, ...(state.error === undefined ? {} : { error: state.error }), tools: state.tools };
+      : {
+          name: state.name,
+          transport: state.transport,
+          status: state.status,
+          ...(state.error === undefined ? {} : { error: state.error }),
+          tools: state.tools,
+          ...(state.era === undefined ? {} : { era: state.era }),
+          ...(state.protocolVersion === undefined ? {} : { protocol_version: state.protocolVersion }),
+          ...(state.eraReason === undefined ? {} : { era_reason: state.eraReason }),
+          ...(state.action === undefined ? {} : { action: state.action }),
+        };
   });
   const connected = configured.filter((server) => server.status === 'connected');
   return { configured, connected, total_configured: configured.length, total_connected: connected.length };

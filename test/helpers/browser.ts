@@ -65,6 +65,7 @@ export async function startDashboard(prefix: string, config: Record<string, unkn
     version: '9.9.9-test',
     ...(options.packages === true ? { packages: host.packages } : {}),
     ...(options.channels === true ? { channels: host.channels } : {}),
+    ...(host.mcp === undefined ? {} : { mcp: host.mcp }),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).

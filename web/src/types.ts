@@ -300,3 +300,17 @@ export interface ManifestValidation {
   errors: ManifestIssue[];
   warnings: string[];
 }
+
+/** An MCP server Loom is a client of, as `/api/mcp/servers` shows it (`configured`). */
+export interface McpServerView {
+  name: string;
+  transport: 'stdio' | 'sse' | 'http';
+  status: 'connecting' | 'connected' | 'failed' | 'not started';
+  error?: string;
+  tools: { name: string; description: string }[];
+  /** `modern`: the 2026-07-28 revision and later; `legacy`: a 2025 revision. */
+  era?: 'modern' | 'legacy';
+  protocol_version?: string;
+  era_reason?: string;
+  action?: { kind: 'login'; command: string; reason: string };
+}

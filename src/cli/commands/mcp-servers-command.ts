@@ -1,12 +1,18 @@
 import type { Command } from 'commander';
-import { mcpServersView } from '../../http/index.ts';
+import { type McpServerView, mcpServersView } from '../../http/index.ts';
 import { getFromDaemon } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
 
 interface ServersView {
-  configured: { name: string; transport: string; status: string; error?: string; tools: { name: string }[] }[];
+  configured: McpServerView[];
+}
+
+/** The PROTOCOL column: the revision negotiated and its era, `-` before any connection. */
+function protocolOf(server: McpServerView): string {
+  if (server.protocol_version === undefined) return server.era === undefined ? '-' : `(${server.era})`;
+  return `${server.protocol_version} (${server.era === 'modern' ? '2026 era' : '2025 era'})`;
 }
 
 /** `loom mcp servers`: the configured MCP servers, their state and tools (as the daemon sees them). */
@@ -30,9 +36,16 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
       }
       io.stdout(
         formatTable(
-          ['NAME', 'TRANSPORT', 'STATE', 'TOOLS'],
-          view.configured.map((server) => [server.name, server.transport, server.error === undefined ? server.status : `${server.status}: ${server.error}`, server.tools.map((tool) => tool.name).join(', ') || '-']),
+          ['NAME', 'TRANSPORT', 'STATE', 'PROTOCOL', 'TOOLS'],
+          view.configured.map((server) => [server.name, server.transport, server.error === undefined ? server.status : `${server.status}: ${server.error}`, protocolOf(server), server.tools.map((tool) => tool.name).join(', ') || '-']),
         ),
       );
+      // What needs a person, with the command that does it; and why a server speaks the older era.
+      for (const server of view.configured) {
+        if (server.action !== undefined) io.stdout(`\n${server.name} needs you: run "${server.action.command}" (${server.action.reason})\n`);
+      }
+      for (const server of view.configured) {
+        if (server.era === 'legacy' && server.era_reason !== undefined) io.stdout(`\n${server.name} speaks a 2025 revision: ${server.era_reason}\n`);
+      }
     });
 }

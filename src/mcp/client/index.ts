@@ -1,6 +1,6 @@
 /** The MCP client (spec/05, Part 1): MCP servers' tools become agents' tools. */
 export { createMcpClientManager, MCP_RETRY_BASE_MS, MCP_RETRY_MAX_MS } from './mcp-client-manager.ts';
-export type { McpClientManager, McpClientManagerOptions, McpServerStatus } from './mcp-client-manager.ts';
+export type { McpClientManager, McpClientManagerOptions, McpPendingAction, McpProtocolEra, McpServerStatus } from './mcp-client-manager.ts';
 export { McpServerRefusedError } from './mcp-server-refused-error.ts';
 export { createPinnedFetch } from './pinned-fetch.ts';
 export type { PinnedFetch } from './pinned-fetch.ts';

@@ -5,6 +5,7 @@ import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
 import type { ForgedToolView } from '../types.ts';
+import { McpServersPanel } from './mcp-servers-panel.tsx';
 
 const percent = (value: number | null): string => (value === null ? '—' : `${Math.round(value * 100)}%`);
 const millis = (value: number | null): string => (value === null ? '—' : `${value < 10 ? value.toFixed(2) : value.toFixed(0)} ms`);
@@ -158,6 +159,7 @@ export function ForgedToolsPage() {
         </div>
       )}
       {current === undefined ? null : <ToolDetail tool={current} onChanged={tools.reload} />}
+      <McpServersPanel />
     </div>
   );
 }
