@@ -22,9 +22,9 @@ describe('the MCP conformance suite, client leg', () => {
   });
 
   it.each(REVISIONS)('passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes', async (revision) => {
-    const results = await runConformance(revision, { leg: 'client', command: COMMAND }, { scenarioTimeoutMs: 40_000, totalTimeoutMs: 100_000 });
+    const results = await runConformance(revision, { leg: 'client', command: COMMAND }, { scenarioTimeoutMs: 40_000 });
     const set = await requirementSet(revision, 'client');
     const { unexpected, stale, missing } = compareWithBaseline(revision, 'client', results, [...set.scored, ...set.notScored], baseline);
     expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
-  }, 120_000);
+  }, 900_000);
 });

@@ -48,10 +48,15 @@ export type ConformanceTarget = { leg: 'server'; url: string } | { leg: 'client'
 
 /** Bounds of one run of the suite. */
 export interface ConformanceRunOptions {
-  /** Per scenario, passed as `--timeout`. */
+  /** Per scenario, passed as `--timeout`; the scenario's process is killed at twice this. */
   scenarioTimeoutMs: number;
-  /** The whole run; the suite's process is killed past it. */
-  totalTimeoutMs: number;
+  /**
+   * How many scenarios run at once (each is a suite process and, on the client leg, a Loom client
+   * process); 2 by default, the cores of the machine the suite is sized for. The suite's own
+   * `--requirements` mode starts every scenario of a set at once, which on a loaded 2-core machine
+   * left clients waiting seconds for the CPU and their probes timing out.
+   */
+  concurrency?: number;
 }
 
 const SCENARIO_DIRECTORY = /^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
@@ -61,23 +66,50 @@ async function checkFiles(directory: string): Promise<string[]> {
   return entries.filter((entry) => entry.isFile() && entry.name === 'checks.json').map((entry) => join(entry.parentPath, entry.name));
 }
 
+/** Runs the suite's CLI once with `args` in `cwd`, killed past `ms`; resolves with its output. */
+function runSuite(args: readonly string[], cwd: string, ms: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], signal: AbortSignal.timeout(ms), env: { ...process.env, NO_COLOR: '1' } });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    child.once('error', (error) => reject(new Error(`the conformance suite (${args.join(' ')}) did not finish within ${ms} ms: ${error.message}\n${text.slice(-4000)}`)));
+    // The exit code only says whether something failed; what failed is read from the checks.
+    child.once('close', () => resolve(text));
+  });
+}
+
 /**
- * Runs the suite's `--requirements <revision>` set against `target` (the suite's own test servers
- * listen on localhost; nothing else is reached) and reads each scenario's `checks.json`.
+ * Runs every scenario of the suite's `--requirements <revision>` set against `target` (the suite's
+ * own test servers listen on localhost; nothing else is reached), at most `concurrency` at a time,
+ * and reads each scenario's `checks.json`. Each scenario runs as `--scenario <name> --spec-version
+ * <revision> --force`, which is what the suite's requirements mode runs for it, one by one.
  */
 export async function runConformance(revision: Revision, target: ConformanceTarget, options: ConformanceRunOptions): Promise<ScenarioResult[]> {
   const output = await mkdtemp(join(tmpdir(), `loom-conformance-${target.leg}-`));
   try {
-    const args = [CLI, target.leg, ...(target.leg === 'server' ? ['--url', target.url] : ['--command', target.command]), '--requirements', revision, '--timeout', String(options.scenarioTimeoutMs), '-o', output];
-    const log = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, args, { cwd: output, stdio: ['ignore', 'pipe', 'pipe'], signal: AbortSignal.timeout(options.totalTimeoutMs), env: { ...process.env, NO_COLOR: '1' } });
-      let text = '';
-      child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      child.once('error', (error) => reject(new Error(`the conformance suite did not finish within ${options.totalTimeoutMs} ms: ${error.message}\n${text.slice(-4000)}`)));
-      // The exit code only says whether something failed; what failed is read from the checks below.
-      child.once('close', () => resolve(text));
-    });
+    const set = await requirementSet(revision, target.leg);
+    const queue = [...set.scored, ...set.notScored];
+    const logs: string[] = [];
+    const worker = async (): Promise<void> => {
+      for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) {
+        const args = [
+          target.leg,
+          ...(target.leg === 'server' ? ['--url', target.url] : ['--command', target.command]),
+          '--scenario',
+          scenario,
+          '--spec-version',
+          revision,
+          '--force',
+          '--timeout',
+          String(options.scenarioTimeoutMs),
+          '-o',
+          output,
+        ];
+        logs.push(await runSuite(args, output, options.scenarioTimeoutMs * 2));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, worker));
     const results: ScenarioResult[] = [];
     for (const file of await checkFiles(output)) {
       const directory = relative(output, join(file, '..')).split(sep).join('/');
@@ -86,7 +118,7 @@ export async function runConformance(revision: Revision, target: ConformanceTarg
       const scenario = target.leg === 'server' ? match[1].replace(/^server-/, '') : match[1];
       results.push({ scenario, checks: JSON.parse(await readFile(file, 'utf8')) as ConformanceCheck[] });
     }
-    if (results.length === 0) throw new Error(`the conformance suite wrote no results:\n${log.slice(-4000)}`);
+    if (results.length === 0) throw new Error(`the conformance suite wrote no results:\n${logs.join('\n').slice(-4000)}`);
     return results;
   } finally {
     await rm(output, { recursive: true, force: true });
