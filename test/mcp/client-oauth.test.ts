@@ -6,7 +6,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { OAuth2Server } from 'oauth2-mock-server';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { loginMcpServer, mcpOAuthFile, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
@@ -244,11 +244,21 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     expect(resource.grants).toEqual(['authorization_code', 'refresh_token']);
   });
 
-  it('logs in from the command line: loom mcp login prints the address, waits for the browser, and keeps the tokens', async () => {
+  it('logs in from the command line: loom mcp login prints the address, waits for the browser, keeps the tokens, and tells the running daemon to reconnect', async () => {
+    // The daemon's side of POST /api/mcp/servers/<name>/reconnect, as the CLI reaches it (LOOM_URL).
+    const told: string[] = [];
+    const daemon = createServer((request, response) => {
+      told.push(`${request.method ?? ''} ${request.url ?? ''}`);
+      response.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => daemon.listen(0, '127.0.0.1', resolve));
+    const daemonAddress = daemon.address();
+    const daemonUrl = `http://127.0.0.1:${typeof daemonAddress === 'object' && daemonAddress !== null ? daemonAddress.port : 0}`;
+    onTestFinished(() => new Promise<void>((resolve) => daemon.close(() => resolve())));
     const home = join(dir.path, 'home');
     await mkdir(home, { recursive: true });
     await writeFile(join(home, 'config.toml'), `[[mcp_servers]]\nname = "hosted"\nallow_private_network = true\n[mcp_servers.transport]\ntype = "http"\nurl = "${resource.url}"\n[mcp_servers.oauth]\nclient_id = "loom-test"\n`);
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/loom.js'), 'mcp', 'login', 'hosted'], { env: { ...process.env, LOOM_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/loom.js'), 'mcp', 'login', 'hosted'], { env: { ...process.env, LOOM_HOME: home, LOOM_URL: daemonUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -263,7 +273,8 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     expect(stderr).toContain('Open this address to log in to "hosted":');
     await browse(address);
     expect(await exited).toBe(0);
-    expect(stdout).toBe('Logged in to "hosted". A running daemon picks the tokens up at its next connection attempt.\n');
+    expect(stdout).toBe('Logged in to "hosted". The running daemon reconnects to it now.\n');
+    expect(told).toEqual(['POST /api/mcp/servers/hosted/reconnect']);
     expect((await stat(mcpOAuthFile(join(home, 'data', 'mcp-oauth'), 'hosted'))).mode & 0o777).toBe(0o600);
     expect(resource.grants).toEqual(['authorization_code']);
   });

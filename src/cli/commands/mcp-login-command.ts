@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../errors/index.ts';
+import { postToDaemon } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 
@@ -11,7 +12,7 @@ export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
     .option('--timeout <seconds>', 'how long to wait for the browser to come back', '300')
     .addHelpText(
       'after',
-      '\nThe tokens are kept in LOOM_HOME/data/mcp-oauth/<server>.json (readable by you only) and refreshed by the\ndaemon; a running daemon picks them up at its next connection attempt.\n\nExample:\n  $ loom mcp login tracker\n',
+      '\nThe tokens are kept in LOOM_HOME/data/mcp-oauth/<server>.json (readable by you only) and refreshed by the\ndaemon; a running daemon is told to reconnect to the server at once.\n\nExample:\n  $ loom mcp login tracker\n',
     )
     .action(async (server: string, options: { timeout: string }) => {
       const timeoutSeconds = Number(options.timeout);
@@ -30,6 +31,15 @@ export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
         timeoutMs: timeoutSeconds * 1000,
         showAuthorizationUrl: (url) => io.stderr(`Open this address to log in to "${server}":\n\n  ${url.href}\n\nWaiting for the browser to come back…\n`),
       });
-      io.stdout(`Logged in to "${server}". A running daemon picks the tokens up at its next connection attempt.\n`);
+      // A running daemon is told to try the server at once, not at its next backoff.
+      const told = await postToDaemon(home, io.env, `/api/mcp/servers/${encodeURIComponent(server)}/reconnect`).then(
+        (running) => (running ? 'reconnecting' : 'no daemon'),
+        (error: unknown) => {
+          io.stderr(`note: the daemon could not be told to reconnect to "${server}" (${error instanceof Error ? error.message : String(error)})\n`);
+          return 'not told';
+        },
+      );
+      const next = { reconnecting: 'The running daemon reconnects to it now.', 'no daemon': 'The daemon uses these tokens when it starts.', 'not told': 'A running daemon picks the tokens up at its next connection attempt.' }[told];
+      io.stdout(`Logged in to "${server}". ${next}\n`);
     });
 }
