@@ -94,7 +94,7 @@ describe('Ctrl-C in loom send --stream', () => {
       server.script([{ text: 'A slow answer', stall: held }]);
       const cli = startCli(['send', 'teller', 'Answer slowly']);
       // The model has the request: the daemon runs the turn, and the command waits for its reply.
-      await waitFor('the model to have the request', 10_000, () => server.requests.length > 0 || undefined, 10);
+      await waitFor('the model to have the request', () => server.requests.length > 0 || undefined, { everyMs: 10 });
       expect(server.requests).toHaveLength(1);
       cli.child.kill('SIGINT');
       expect(await cli.exited).toEqual({ code: 130, signal: null });

@@ -160,7 +160,7 @@ describe('several daemons on one PostgreSQL database', () => {
       }
       expect(new Set(enqueued).size).toBe(1000);
 
-      await waitFor('half the jobs to be done', 30_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined));
+      await waitFor('half the jobs to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined), { ms: 30_000 });
       const victim = workers[2] as DaemonNode;
       const victimId = idOf.get(victim.name);
       // Killed while it holds a long job (a short one may end between this read and the kill).
@@ -169,7 +169,7 @@ describe('several daemons on one PostgreSQL database', () => {
       victim.child.kill('SIGKILL');
       await victim.exited;
 
-      await waitFor('every job to be done', 40_000, async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) === 1000 ? true : undefined));
+      await waitFor('every job to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) === 1000 ? true : undefined), { ms: 40_000 });
       // What the victim held when it died: its attempts lost with it. (Read from the attempts, not
       // from the leases right after the kill: on a slow machine a survivor may have taken a lease
       // over before that read.)

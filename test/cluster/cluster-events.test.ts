@@ -272,7 +272,7 @@ describe('package runs across nodes', () => {
       // Node B dies mid-run: once it is gone (10 s without a heartbeat), the leader resumes the run.
       other.child.kill('SIGKILL');
       await other.exited;
-      const resumed = await waitFor('the leader to resume the run', 40_000, async () => (await runs()).find((run) => run.id === going?.id && run.status === 'completed'));
+      const resumed = await waitFor('the leader to resume the run', async () => (await runs()).find((run) => run.id === going?.id && run.status === 'completed'), { ms: 40_000 });
       expect(resumed).toMatchObject({ trigger: 'manual', error: null });
       expect((await runs()).filter((run) => run.status === 'running')).toEqual([]);
     } finally {

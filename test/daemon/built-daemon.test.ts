@@ -53,7 +53,7 @@ async function startBuilt(): Promise<{ url: string; output: () => string }> {
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  const url = await waitFor('the built daemon to answer', 20_000, async () => {
+  const url = await waitFor('the built daemon to answer', async () => {
     const { url } = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string };
     return (await fetch(`${url}/api/health`)).ok ? url : undefined;
   });
@@ -79,7 +79,7 @@ describe('the built daemon (dist/)', () => {
 
     const version = (JSON.parse(readFileSync(join(INSTALL_DIR, 'package.json'), 'utf8')) as { version: string }).version;
     expect(await (await fetch(`${built.url}/api/health`)).json()).toMatchObject({ status: 'ok', version, agents: 1 });
-    await waitFor('the start line', 5_000, () => (built.output().includes('"code":"built"') ? true : undefined));
+    await waitFor('the start line', () => built.output().includes('"code":"built"'));
     // The bundled logger writes the daemon's log file too.
     expect(await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).toContain('"code":"built"');
 

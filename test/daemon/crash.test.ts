@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
 
 const bin = join(import.meta.dirname, '../../bin/loom.js');
@@ -31,16 +31,11 @@ async function startDaemon(): Promise<{ child: ChildProcess; url: string; exited
   });
   children.push(child);
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    try {
-      const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-      if (info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok) return { child, url: info.url, exited };
-    } catch {
-      // not up yet
-    }
-    await delay(50);
-  }
-  throw new Error('the daemon did not come up');
+  const url = await waitFor('the daemon to come up', async () => {
+    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
+    return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
+  });
+  return { child, url, exited };
 }
 
 const post = (url: string, path: string, body: string, type: string): Promise<Response> =>
@@ -57,8 +52,7 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
     }
     // A third turn is under way (the model fails and is being retried) when the daemon is killed.
     const pending = post(first.url, '/api/agents/survivor/messages', JSON.stringify({ message: 'third question' }), 'application/json').catch(() => undefined);
-    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await delay(10);
-    expect(server.requests.length).toBeGreaterThanOrEqual(3);
+    await waitFor('the third turn\'s model call', () => server.requests.length >= 3);
     first.child.kill('SIGKILL');
     await first.exited;
     await pending;
@@ -90,7 +84,7 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     expect(done.status).toBe('completed');
     // The next task's model fails and is being retried when the daemon is killed.
     const pending = send('this one is interrupted').catch(() => undefined);
-    for (let attempt = 0; attempt < 200 && server.requests.length < 3; attempt += 1) await delay(10);
+    await waitFor('the interrupted task\'s model call', () => server.requests.length >= 3);
     first.child.kill('SIGKILL');
     await first.exited;
     await pending;
@@ -124,7 +118,7 @@ describe('a daemon killed (SIGKILL) during a package run', () => {
     // The first activity answers; the second's model call is still going when the daemon is killed.
     server.script([{ text: 'first done' }, { text: 'never sent', gate: new Promise<never>(() => undefined) }]);
     const pending = post(first.url, '/api/packages/two-step/bindings/job/run', '{}', 'application/json').catch(() => undefined);
-    for (let attempt = 0; attempt < 300 && server.requests.length < 2; attempt += 1) await delay(10);
+    await waitFor('the second activity\'s model call', () => server.requests.length >= 2);
     expect(server.requests).toHaveLength(2);
     first.child.kill('SIGKILL');
     await first.exited;
@@ -139,12 +133,10 @@ describe('a daemon killed (SIGKILL) during a package run', () => {
     }
     server.script([{ text: 'second done' }]);
     const second = await startDaemon();
-    let runs: { status: string; activities: { output: string | null }[] }[] = [];
-    for (let attempt = 0; attempt < 300; attempt += 1) {
-      runs = (await (await fetch(`${second.url}/api/packages/runs?package=two-step`)).json()) as typeof runs;
-      if (runs[0]?.status === 'completed') break;
-      await delay(10);
-    }
+    const runs = await waitFor('the resumed run to complete', async () => {
+      const listed = (await (await fetch(`${second.url}/api/packages/runs?package=two-step`)).json()) as { status: string; activities: { output: string | null }[] }[];
+      return listed[0]?.status === 'completed' ? listed : undefined;
+    });
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ status: 'completed', activities: [{ output: 'first done' }, { output: 'second done' }] });
     expect(server.requests).toHaveLength(3);

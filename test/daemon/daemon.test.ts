@@ -2,12 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { daemonEntry } from '../../src/config/daemon-build.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const bin = join(import.meta.dirname, '../../bin/loom.js');
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -31,19 +31,12 @@ interface DaemonFile {
   url: string;
 }
 
-/** Waits (bounded) until the daemon file names a daemon that answers. */
-async function waitForDaemon(): Promise<DaemonFile> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    try {
-      const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as DaemonFile;
-      const response = await fetch(`${info.url}/api/health`);
-      if (response.ok) return info;
-    } catch {
-      // not up yet
-    }
-    await delay(50);
-  }
-  throw new Error('the daemon did not come up');
+/** Waits until the daemon file names a daemon that answers. */
+function waitForDaemon(): Promise<DaemonFile> {
+  return waitFor('the daemon to come up', async () => {
+    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as DaemonFile;
+    return (await fetch(`${info.url}/api/health`)).ok ? info : undefined;
+  });
 }
 
 function startForeground(env: Record<string, string> = {}, flags: string[] = []): { child: ChildProcess; output: () => string; stdout: () => string; exited: Promise<number | null> } {

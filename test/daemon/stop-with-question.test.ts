@@ -35,10 +35,10 @@ async function startDaemon(): Promise<{ child: ChildProcess; url: string; exited
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const up = waitFor('the daemon to answer', 20_000, async () => {
+  const up = waitFor('the daemon to answer', async () => {
     const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
     return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
-  }, 50);
+  }, { everyMs: 50 });
   const gone = exited.then((code) => {
     throw new Error(`the daemon exited (${code}) before it answered; it said:\n${output}`);
   });
@@ -57,10 +57,10 @@ async function writeConfig(): Promise<void> {
 
 /** Spawns agent "asker", granted the fixture's `ask`, with `extra` manifest lines, once the server is connected. */
 async function spawnAsker(url: string, extra = ''): Promise<void> {
-  await waitFor('the MCP server to connect', 20_000, async () => {
+  await waitFor('the MCP server to connect', async () => {
     const { connected } = (await (await fetch(`${url}/api/mcp/servers`)).json()) as { connected: { name: string }[] };
     return connected.some((entry) => entry.name === 'fixture') ? true : undefined;
-  }, 50);
+  }, { everyMs: 50 });
   const manifest = `name = "asker"\n[capabilities]\ntools = ["mcp_fixture_ask"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n${extra}`;
   expect((await fetch(`${url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest })).status).toBe(201);
 }
@@ -77,7 +77,7 @@ const ask = (url: string): Promise<Response | undefined> =>
   fetch(`${url}/api/agents/asker/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'ask me' }) }).catch(() => undefined);
 
 const pendingQuestion = (url: string): Promise<ApprovalView> =>
-  waitFor('the question to be pending', 20_000, async () => ((await (await fetch(`${url}/api/approvals`)).json()) as ApprovalView[])[0], 50);
+  waitFor('the question to be pending', async () => ((await (await fetch(`${url}/api/approvals`)).json()) as ApprovalView[])[0], { everyMs: 50 });
 
 /** The request as the daemon's store holds it, read after the daemon has gone. */
 async function storedApproval(id: string): Promise<unknown> {

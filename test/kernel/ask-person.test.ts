@@ -76,7 +76,7 @@ const runAsk = (signal: AbortSignal = new AbortController().signal, settings: Re
   runner.run({ toolCallId: 'c1', toolName: 'ask', input: {} }, { agent: asker, filter: { allowlist: [], blocklist: [] }, settings: { ask: settings }, signal });
 
 /** The one pending question, once it is stored. */
-const pendingQuestion = (): Promise<ApprovalRecord> => waitFor('the question to be pending', 5_000, async () => (await approvals.list('pending'))[0], 5);
+const pendingQuestion = (): Promise<ApprovalRecord> => waitFor('the question to be pending', async () => (await approvals.list('pending'))[0], { everyMs: 5 });
 
 describe('askPerson()', () => {
   it('answers cancel and closes the question as withdrawn when its signal aborts (the MCP server cancelled its request)', async () => {
@@ -131,7 +131,7 @@ describe('askPerson()', () => {
     const question = await pendingQuestion();
     await clock.advance(1_000);
     expect((await call).result).toEqual({ isError: true, text: 'tool "ask" timed out after 1 s' });
-    await waitFor('the question to close', 5_000, async () => ((await store.approvals.get(question.id))?.status === 'expired' ? true : undefined), 5);
+    await waitFor('the question to close', async () => ((await store.approvals.get(question.id))?.status === 'expired' ? true : undefined), { everyMs: 5 });
     expect(await store.approvals.get(question.id)).toMatchObject({ decidedBy: 'withdrawn', reason: 'the question was withdrawn before anyone answered (timed out after 1 s); nothing was answered' });
     expect(clock.pending()).toBe(0);
   });

@@ -28,12 +28,7 @@ type Check<T> = () => Promise<T | NotYet> | T | NotYet;
  * await waitFor('the model to have the second request', () => server.requests.length >= 2);
  * const id = await waitFor('the approval mail', () => /approve ([0-9a-f]{8})/.exec(mail())?.[1]);
  */
-export async function waitFor<T>(what: string, check: Check<T>, options?: WaitForOptions): Promise<Exclude<T, NotYet>>;
-/** The older form, deadline first (test/daemon/built-daemon.test.ts); new waits use the one above. */
-export async function waitFor<T>(what: string, ms: number, check: Check<T>, everyMs?: number): Promise<Exclude<T, NotYet>>;
-export async function waitFor<T>(what: string, first: Check<T> | number, second?: Check<T> | WaitForOptions, third?: number): Promise<Exclude<T, NotYet>> {
-  const check = (typeof first === 'number' ? second : first) as Check<T>;
-  const options: WaitForOptions = typeof first === 'number' ? { ms: first, ...(third === undefined ? {} : { everyMs: third }) } : ((second as WaitForOptions | undefined) ?? {});
+export async function waitFor<T>(what: string, check: Check<T>, options: WaitForOptions = {}): Promise<Exclude<T, NotYet>> {
   const limit = options.ms ?? DEFAULT_WAIT_MS;
   const deadline = Date.now() + limit;
   for (;;) {
