@@ -219,6 +219,7 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     manager.start();
     await waitForStatus(manager, 'hosted', 'failed');
     expect(manager.servers()[0]?.error).toContain('loom mcp login hosted');
+    expect(manager.servers()[0]?.action).toMatchObject({ kind: 'login', command: 'loom mcp login hosted' });
     await manager.stop();
 
     let shown: URL | undefined;
@@ -338,6 +339,14 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
       reason: 'the server asks for scope "notes:write" beyond the login\'s ("notes:read")',
       message: 'MCP server "hosted" needs a login: the server asks for scope "notes:write" beyond the login\'s ("notes:read"); run "loom mcp login hosted"',
     });
+
+    // Through the daemon's manager: the connection stays up for what the login allows, and the server shows the login to run.
+    ({ manager } = makeManager([hosted], {}, undefined, undefined, oauthDir));
+    manager.start();
+    await waitForStatus(manager, 'hosted', 'connected');
+    expect((await callTool(toolNamed(manager, 'mcp_hosted_whoami'), {})).text).toContain('run "loom mcp login hosted"');
+    expect(manager.servers()[0]).toMatchObject({ status: 'connected', action: { kind: 'login', command: 'loom mcp login hosted', reason: 'the server asks for scope "notes:write" beyond the login\'s ("notes:read")' } });
+    await manager.stop();
 
     expect(scopesOf(await logIn(hosted, oauthDir))).toEqual(['notes:read', 'notes:write']);
     ({ manager } = makeManager([hosted], {}, undefined, undefined, oauthDir));

@@ -7,5 +7,5 @@ export type { PinnedFetch } from './pinned-fetch.ts';
 export { checkStdioCommand, expandHeaders, MAX_MCP_MESSAGE_BYTES, sizeLimitedFetch, stdioEnvironment, vetMcpUrl } from './security.ts';
 export type { McpFetch, McpServerEntry, VetMcpUrlOptions, VettedMcpUrl } from './security.ts';
 export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from '../../tools/index.ts';
-export { loginMcpServer, mcpOAuthFile } from './mcp-oauth.ts';
+export { loginMcpServer, McpLoginRequiredError, mcpOAuthFile } from './mcp-oauth.ts';
 export type { McpLoginOptions, McpOAuthOptions } from './mcp-oauth.ts';

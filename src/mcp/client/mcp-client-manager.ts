@@ -167,9 +167,10 @@ function isEraNegotiationFailure(error: unknown): boolean {
   return causesOf(error).some((cause) => cause instanceof SdkError && cause.code === SdkErrorCode.EraNegotiationFailed);
 }
 
-/** The "a person must log in" error behind a failed connection, if that is what it was. */
-function loginRequiredOf(error: unknown): Error | undefined {
-  return causesOf(error).find((cause): cause is Error => cause instanceof McpLoginRequiredError || (cause instanceof Error && cause.name === 'McpLoginRequiredError'));
+/** The pending action of a connection or a call that failed because a person must log in first, if that is why. */
+function loginActionOf(error: unknown): McpPendingAction | undefined {
+  const login = causesOf(error).find((cause): cause is McpLoginRequiredError => cause instanceof McpLoginRequiredError);
+  return login === undefined ? undefined : { kind: 'login', command: login.command, reason: login.reason };
 }
 
 /** The text of a result's content: text parts joined, other parts named. */
@@ -263,6 +264,13 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
           };
         } catch (error) {
           if (context.signal.aborted) return { text: `MCP tool "${name}" was cancelled`, isError: true };
+          // A call refused for want of a login (a step-up to a wider scope) leaves the connection up
+          // for what its tokens allow, and shows the login to run until the next connection.
+          const action = loginActionOf(error);
+          if (action !== undefined) {
+            state.action = action;
+            logger.warn({ server, tool: tool.name, action: action.command, reason: action.reason }, 'MCP tool call needs a login');
+          }
           return { text: `MCP tool "${name}" failed: ${messageOf(error)}`, isError: true };
         } finally {
           state.calls.delete(context);
@@ -531,9 +539,9 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
           logger.error({ server: state.entry.name, error: state.error }, 'MCP server refused; not retrying');
           return;
         }
-        const login = loginRequiredOf(error);
-        if (login === undefined) delete state.action;
-        else state.action = { kind: 'login', command: `loom mcp login ${state.entry.name}`, reason: login.message };
+        const action = loginActionOf(error);
+        if (action === undefined) delete state.action;
+        else state.action = action;
         // Evidence of a 2025-era server the SDK could not act on in place: its handshake next, at once.
         if (state.legacyEvidence !== undefined) {
           logger.warn({ server: state.entry.name, evidence: state.legacyEvidence }, 'MCP server cannot take the 2026-07-28 probe; connecting with the 2025 handshake');
@@ -584,7 +592,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         ...(state.era === undefined ? {} : { era: state.era }),
         ...(state.protocolVersion === undefined ? {} : { protocolVersion: state.protocolVersion }),
         ...(state.eraReason === undefined ? {} : { eraReason: state.eraReason }),
-        ...(state.action === undefined || state.status === 'connected' ? {} : { action: state.action }),
+        ...(state.action === undefined ? {} : { action: state.action }),
       }));
     },
 
