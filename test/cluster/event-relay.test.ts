@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEventRelay, type EventRelay } from '../../src/cluster/event-relay.ts';
 import type { EventRecord } from '../../src/contracts/index.ts';
@@ -66,9 +65,12 @@ describe('createEventRelay()', () => {
     await there.sessions.append('s1', [{ role: 'user', content: 'hi' }], { expectedRevision: 0, updatedAt: 6, events: [event('turn-finish', 6)] });
 
     await waitFor('four events', () => delivered.length === 4);
-    // Its own event (at 2) never comes.
-    await delay(100);
-    expect(delivered).toHaveLength(4);
+    // Its own event (at 2) never comes: events are handed on in the order of commit, so one more of
+    // the other node's, committed after it, comes next.
+    await there.events.append(event('turn-finish', 7));
+    await waitFor('the fifth event', () => delivered.length === 5);
+    expect(delivered.map((record) => record.at)).not.toContain(2);
+    expect(delivered[4]?.at).toBe(7);
     // The two appended at once may commit in either order; each node sees the order of commit (of seq).
     expect([delivered[0]?.at, new Set([delivered[1]?.at, delivered[2]?.at]), delivered[3]?.at]).toEqual([1, new Set([3, 4]), 6]);
     expect(delivered.map((record) => record.seq)).toEqual([...delivered.map((record) => record.seq)].sort((a, b) => a - b));

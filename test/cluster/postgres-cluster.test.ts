@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterNode } from '../../src/cluster/index.ts';
 import { createPostgresCluster, type PostgresClusterOptions } from '../../src/cluster/postgres-cluster.ts';
@@ -98,7 +97,11 @@ describe('createPostgresCluster()', () => {
     expect(a.isLeader()).toBe(true);
     await postgres.query("INSERT INTO loom_schema VALUES ($1, 'from a newer Loom', 0)", [latest + 1], database.name);
     await waitFor('the node to step down', () => !a.isLeader());
-    await delay(600);
+    // The node goes on recording its heartbeat (and reading the schema) every 200 ms; three more of
+    // them span well past its 200 ms election retry, which would have made it leader again.
+    const heartbeat = async (): Promise<string> => String(((await postgres.query("SELECT last_seen FROM loom_nodes WHERE name = 'a'", [], database.name)).rows as { last_seen: unknown }[])[0]?.last_seen);
+    const seen = new Set([await heartbeat()]);
+    await waitFor('three more heartbeats of the node', async () => seen.add(await heartbeat()).size >= 4);
     expect(a.changes).toEqual([true, false]);
   }, 30_000);
 
