@@ -2,11 +2,12 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTrans
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { type AgentCard, type Message, Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -60,14 +61,7 @@ const taskIdOf = (events: StreamResponse[]): string => {
 
 /** The one pending approval of the kernel, once it exists (bounded wait). */
 async function pendingApproval(): Promise<{ id: string; tool: string }> {
-  return vi.waitFor(
-    async () => {
-      const [pending] = await api.host.kernel.approvals.list();
-      if (pending === undefined) throw new Error('no pending approval yet');
-      return pending;
-    },
-    { timeout: 5000, interval: 10 },
-  );
+  return waitFor('a pending approval', async () => (await api.host.kernel.approvals.list())[0]);
 }
 
 function replyOf(result: unknown): string {
@@ -161,14 +155,10 @@ describe.each([
     const approval = await pendingApproval();
     expect(approval.tool).toBe('file_write');
     await api.host.kernel.approvals.decide(approval.id, { approved: true, by: 'owner', reason: null });
-    const done = await vi.waitFor(
-      async () => {
-        const task = await client.getTask({ tenant: '', id, historyLength: undefined });
-        expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-        return task;
-      },
-      { timeout: 5000, interval: 20 },
-    );
+    const done = await waitFor('the task to complete', async () => {
+      const task = await client.getTask({ tenant: '', id, historyLength: undefined });
+      return task.status?.state === TaskState.TASK_STATE_COMPLETED ? task : undefined;
+    });
     expect(replyOf(done)).toBe('written');
   });
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import type { ApprovalView } from '../../src/http/index.ts';
@@ -12,6 +12,7 @@ import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { pendingApprovalRecord } from '../helpers/approval-record.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -139,7 +140,7 @@ describe('loom approvals while a daemon runs', () => {
     const config = ConfigSchema.parse({ mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] });
     daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config, env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
     const { kernel } = daemon.host;
-    await vi.waitFor(() => expect(daemon.host.mcp?.servers()[0]?.status).toBe('connected'), { timeout: 20_000, interval: 50 });
+    await waitFor('the MCP server to connect', () => daemon.host.mcp?.servers()[0]?.status === 'connected');
     await kernel.spawn(manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`));
     model.reset();
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Thanks.' }]);

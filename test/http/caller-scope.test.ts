@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { type Message, Role, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, startApi } from './api-harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * Every read is filtered by what the caller's key covers: a user key limited to `helper-*` sees
@@ -207,12 +208,7 @@ describe('API reads by key', () => {
     for (const name of ['helper-careful', 'private-careful']) {
       turns.push(api.host.kernel.send(name, 'write').catch(() => undefined));
       // This turn's request is open before the next agent's turn takes the model's next step.
-      await vi.waitFor(
-        async () => {
-          if ((await api.host.kernel.approvals.list()).every((record) => record.agentName !== name)) throw new Error(`no request of ${name} yet`);
-        },
-        { timeout: 5000, interval: 5 },
-      );
+      await waitFor(`the approval request of ${name}`, async () => (await api.host.kernel.approvals.list()).some((record) => record.agentName === name));
     }
     const listed = (await (await api.request('/api/approvals', as('helper-secret'))).json()) as { agent: string }[];
     expect(listed.map((approval) => approval.agent)).toEqual(['helper-careful']);

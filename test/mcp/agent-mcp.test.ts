@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ApprovalRecord } from '../../src/contracts/index.ts';
@@ -8,6 +8,7 @@ import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts'
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { EVERYTHING_BIN, FIXTURE_SERVER, stdioEntry } from './client-helpers.ts';
 import { BOOK_SCHEMA } from './book-schema.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -25,19 +26,12 @@ const agent = (name: string, tools: string): string =>
   `name = "${name}"\n[capabilities]\ntools = [${tools}]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 
 async function connected(name: string): Promise<void> {
-  await vi.waitFor(() => {
-    expect(host.mcp?.servers().find((entry) => entry.name === name)?.status).toBe('connected');
-  }, { timeout: 20_000, interval: 50 });
+  await waitFor(`MCP server "${name}" to connect`, () => host.mcp?.servers().find((entry) => entry.name === name)?.status === 'connected');
 }
 
 /** The one pending approval request, once there is one. */
 async function pendingApproval(): Promise<ApprovalRecord> {
-  let found: ApprovalRecord | undefined;
-  await vi.waitFor(async () => {
-    found = (await host.kernel.approvals.list('pending'))[0];
-    expect(found).toBeDefined();
-  }, { timeout: 20_000, interval: 25 });
-  return found as ApprovalRecord;
+  return waitFor('a pending approval', async () => (await host.kernel.approvals.list('pending'))[0]);
 }
 
 async function toolResults(agentName: string, message: string): Promise<Extract<AgentEvent, { type: 'tool-result' }>[]> {
@@ -138,10 +132,10 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
     const results = await toolResults('crasher', 'crash it');
     expect(results[0]).toMatchObject({ toolName: 'mcp_fixture_crash', isError: true });
     // The manager retries on the host's (fake) clock.
-    await vi.waitFor(async () => {
+    await waitFor('the crashed server to reconnect', async () => {
       await host.clock.advance(1_000);
-      expect(host.mcp?.servers().find((entry) => entry.name === 'fixture')?.status).toBe('connected');
-    }, { timeout: 20_000, interval: 50 });
+      return host.mcp?.servers().find((entry) => entry.name === 'fixture')?.status === 'connected';
+    });
     server.script([{ toolCalls: [{ name: 'mcp_fixture_pid', input: {} }] }, { text: 'alive' }]);
     expect((await toolResults('crasher', 'pid?'))[0]).toMatchObject({ toolName: 'mcp_fixture_pid', isError: false });
   });

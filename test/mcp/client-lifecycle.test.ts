@@ -1,10 +1,11 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { McpClientManager } from '../../src/mcp/client/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { callTool, FILESYSTEM_BIN, FIXTURE_SERVER, makeManager, stdioEntry, toolNamed, waitForStatus } from './client-helpers.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let manager: McpClientManager | undefined;
 let dir: string;
@@ -52,11 +53,11 @@ describe('MCP client manager lifecycle', () => {
     expect(failures()).toBe(1);
 
     await clock.advance(1_000);
-    await vi.waitFor(() => expect(failures()).toBe(2), { timeout: 10_000, interval: 10 });
+    await waitFor('the second failure', () => failures() === 2);
     await clock.advance(1_999);
     expect(failures()).toBe(2);
     await clock.advance(1);
-    await vi.waitFor(() => expect(failures()).toBe(3), { timeout: 10_000, interval: 10 });
+    await waitFor('the third failure', () => failures() === 3);
 
     await writeFile(script, `#!/bin/sh\nexec "${process.execPath}" "${FIXTURE_SERVER}"\n`);
     await chmod(script, 0o755);
@@ -143,7 +144,7 @@ describe('MCP client manager lifecycle', () => {
     await waitForStatus(manager, 'fixture', 'connected');
     expect(manager.tools().map((tool) => tool.name)).not.toContain('mcp_fixture_added');
     await callTool(toolNamed(manager, 'mcp_fixture_add_tool'), {});
-    await vi.waitFor(() => expect(manager?.tools().map((tool) => tool.name)).toContain('mcp_fixture_added'), { timeout: 10_000, interval: 10 });
+    await waitFor('the added tool', () => manager?.tools().some((tool) => tool.name === 'mcp_fixture_added'));
     expect(await callTool(toolNamed(manager, 'mcp_fixture_added'), {})).toEqual({ text: 'added here' });
   });
 
@@ -158,7 +159,7 @@ describe('MCP client manager lifecycle', () => {
     await waitForStatus(manager, 'broken', 'failed');
     const pid = Number((await callTool(toolNamed(manager, 'mcp_fixture_pid'), {})).text);
     await manager.stop();
-    await vi.waitFor(() => expect(isAlive(pid)).toBe(false), { timeout: 10_000, interval: 20 });
+    await waitFor('the stdio child to be gone', () => !isAlive(pid));
     expect(clock.pending()).toBe(0);
     expect(manager.tools()).toEqual([]);
   });

@@ -7,12 +7,13 @@ import type { LookupAddress } from 'node:dns';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { createSecureContext, createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPinnedFetch, MCP_RETRY_BASE_MS, type McpClientManager, McpServerRefusedError, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { callTool, makeManager, toolNamed, waitForStatus } from './client-helpers.ts';
 import { agentManifest, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** A self-signed certificate for rebind.localhost (EC P-256, valid to 2126), trusted by nobody. */
 const REBIND_TEST_KEY = `-----BEGIN PRIVATE KEY-----
@@ -128,7 +129,7 @@ describe('MCP client connections pinned to the vetted address', () => {
     await waitForStatus(manager, 'rebind', 'failed');
     expect(manager.servers()[0]?.error).toBe('the connection was lost');
     await clock.advance(MCP_RETRY_BASE_MS);
-    await vi.waitFor(() => expect(manager?.servers()[0]?.error).toMatch(/it is a cloud metadata address \(rebind\.localhost resolves to 169\.254\.169\.254\)/));
+    await waitFor('the reconnection to be refused', () => /it is a cloud metadata address \(rebind\.localhost resolves to 169\.254\.169\.254\)/.test(manager?.servers()[0]?.error ?? ''));
     expect(resolve.calls).toEqual(['rebind.localhost', 'rebind.localhost']);
     expect(clock.pending()).toBe(0);
   });

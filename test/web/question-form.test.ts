@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard, type DashboardHarness } from '../helpers/browser.ts';
 import { manifest } from '../helpers/test-kernel.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 describe('a question an MCP server asks, answered on the approvals page (Chromium)', () => {
   const model = useScriptedModelServer();
@@ -10,7 +11,7 @@ describe('a question an MCP server asks, answered on the approvals page (Chromiu
 
   beforeAll(async () => {
     harness = await startDashboard('loom-web-question-', { mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] }, { connectMcpServers: true });
-    await vi.waitFor(() => expect(harness.host.mcp?.servers()[0]?.status).toBe('connected'), { timeout: 20_000, interval: 50 });
+    await waitFor('the MCP server to connect', () => harness.host.mcp?.servers()[0]?.status === 'connected');
   });
   afterAll(async () => {
     await harness.close();
