@@ -1,8 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two projects, run one after the other (`sequence.groupOrder`): the suite, then the official MCP
- * conformance legs. The legs start a suite process and, on the client leg, a Loom client process
+ * Two projects, each in a group of its own (`sequence.groupOrder`), so that they never run at the
+ * same time: the suite, and the official MCP conformance legs. The legs start a suite process and, on the client leg, a Loom client process
  * per scenario (two at a time, see test/mcp/conformance-runner.ts); run beside the rest of the
  * suite on a 2-core machine, they and it starved each other of CPU.
  */
