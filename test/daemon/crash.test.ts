@@ -1,42 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
 
-const bin = join(import.meta.dirname, '../../bin/loom.js');
 const server = useScriptedModelServer();
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let home: string;
-let children: ChildProcess[];
-
-beforeEach(async () => {
-  dir = await makeTempDir('loom-crash-');
-  home = join(dir.path, 'home');
-  children = [];
-});
-afterEach(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await dir.remove();
-});
-
-async function startDaemon(): Promise<{ child: ChildProcess; url: string; exited: Promise<void> }> {
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test' },
-    stdio: 'ignore',
-  });
-  children.push(child);
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const url = await waitFor('the daemon to come up', async () => {
-    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-    return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
-  });
-  return { child, url, exited };
-}
+const daemons = useDaemonHome('loom-crash-');
+const startDaemon = (): Promise<DaemonProcess> => daemons.start();
 
 const post = (url: string, path: string, body: string, type: string): Promise<Response> =>
   fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
@@ -57,7 +30,7 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
     await first.exited;
     await pending;
 
-    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
     try {
       expect(store.integrityCheck()).toEqual(['ok']);
     } finally {
@@ -89,7 +62,7 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     await first.exited;
     await pending;
 
-    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
     let interrupted: string;
     try {
       const working = await store.tasks.list({ state: 'TASK_STATE_WORKING', limit: 10, offset: 0 });
@@ -110,9 +83,9 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
 
 describe('a daemon killed (SIGKILL) during a package run', () => {
   it('marks the run interrupted at the next start and resumes it without repeating the activity that finished', async () => {
-    await mkdir(home, { recursive: true });
-    await writeFile(join(home, 'config.toml'), packageConfigToml(server.url));
-    const folder = await writePackage(dir.path, 'two-step', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) } });
+    await mkdir(daemons.home, { recursive: true });
+    await writeFile(join(daemons.home, 'config.toml'), packageConfigToml(server.url));
+    const folder = await writePackage(daemons.dir, 'two-step', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) } });
     const first = await startDaemon();
     expect((await post(first.url, '/api/packages', JSON.stringify({ source: folder }), 'application/json')).status).toBe(201);
     // The first activity answers; the second's model call is still going when the daemon is killed.
@@ -124,7 +97,7 @@ describe('a daemon killed (SIGKILL) during a package run', () => {
     await first.exited;
     await pending;
 
-    const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+    const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
     try {
       const [cut] = await store.packageRuns.list({ package: 'two-step' });
       expect(cut).toMatchObject({ status: 'running', activities: [{ id: 'first', status: 'completed' }, { id: 'second', status: 'running' }] });

@@ -1,58 +1,22 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
 import { FIXTURE_SERVER } from '../mcp/client-helpers.ts';
 
-const bin = join(import.meta.dirname, '../../bin/loom.js');
 const server = useScriptedModelServer();
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let home: string;
-let children: ChildProcess[];
-
-beforeEach(async () => {
-  dir = await makeTempDir('loom-stop-question-');
-  home = join(dir.path, 'home');
-  children = [];
-});
-afterEach(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await dir.remove();
-});
-
-async function startDaemon(): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null>; output: () => string }> {
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const up = waitFor('the daemon to answer', async () => {
-    const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-    return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
-  }, { everyMs: 50 });
-  const gone = exited.then((code) => {
-    throw new Error(`the daemon exited (${code}) before it answered; it said:\n${output}`);
-  });
-  up.catch(() => undefined);
-  gone.catch(() => undefined);
-  const url = await Promise.race([up, gone]);
-  return { child, url, exited, output: () => output };
-}
+const daemons = useDaemonHome('loom-stop-question-');
+const startDaemon = (): Promise<DaemonProcess> => daemons.start();
 
 /** A home whose config.toml runs the fixture MCP server (its `ask` tool asks a person for a name). */
 async function writeConfig(): Promise<void> {
-  await mkdir(home, { recursive: true });
+  await mkdir(daemons.home, { recursive: true });
   const config = `[[mcp_servers]]\nname = "fixture"\ntimeout_secs = 600\n[mcp_servers.transport]\ntype = "stdio"\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(FIXTURE_SERVER)}]\n`;
-  await writeFile(join(home, 'config.toml'), config);
+  await writeFile(join(daemons.home, 'config.toml'), config);
 }
 
 /** Spawns agent "asker", granted the fixture's `ask`, with `extra` manifest lines, once the server is connected. */
@@ -81,7 +45,7 @@ const pendingQuestion = (url: string): Promise<ApprovalView> =>
 
 /** The request as the daemon's store holds it, read after the daemon has gone. */
 async function storedApproval(id: string): Promise<unknown> {
-  const store = openSqliteStore({ path: join(home, 'data', 'loom.db') });
+  const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
   try {
     return await store.approvals.get(id);
   } finally {
