@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Baseline, compareWithBaseline, type ConformanceCheck, readBaseline, REVISIONS, requirementSet, type ScenarioResult } from './conformance-runner.ts';
+import { type Baseline, compareWithBaseline, type ConformanceCheck, readBaseline, REVISIONS, requirementSet, type ScenarioResult, summarize } from './conformance-runner.ts';
 
 const check = (id: string, status: ConformanceCheck['status']): ConformanceCheck => ({ id, status, errorMessage: `${id} said ${status}` });
 const result = (scenario: string, ...checks: ConformanceCheck[]): ScenarioResult => ({ scenario, checks });
@@ -40,6 +40,15 @@ describe('compareWithBaseline()', () => {
       stale: [],
       missing: ['server 2026-07-28 tools-list left no result'],
     });
+  });
+});
+
+describe('summarize()', () => {
+  it('counts the scenarios that pass, scored and not, and the checks by status', () => {
+    const results = [result('ping', check('ping', 'SUCCESS')), result('caching', check('a', 'SUCCESS'), check('b', 'WARNING')), result('tasks', check('t', 'FAILURE'), check('u', 'INFO'))];
+    expect(summarize('2026-07-28', 'server', results, { scored: ['ping', 'caching', 'tools-list'], notScored: ['tasks'] })).toBe(
+      'conformance server 2026-07-28: 1/3 scored scenarios pass, 0/1 not scored; checks 2 passed, 1 failed, 1 warned',
+    );
   });
 });
 

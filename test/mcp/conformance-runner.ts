@@ -178,3 +178,15 @@ export function compareWithBaseline(
   const missing = expectedScenarios.filter((scenario) => !byScenario.has(scenario)).map((scenario) => `${leg} ${revision} ${scenario} left no result`);
   return { unexpected, stale, missing };
 }
+
+/**
+ * One line for the test's output: how many scenarios of the set pass (scored, and run but not
+ * scored) and how many checks passed, failed and warned, so that a run says where Loom stands.
+ */
+export function summarize(revision: Revision, leg: Leg, results: readonly ScenarioResult[], set: { scored: readonly string[]; notScored: readonly string[] }): string {
+  const passes = (result: ScenarioResult): boolean => !result.checks.some(notPassing);
+  const count = (names: readonly string[]): string => `${results.filter((result) => names.includes(result.scenario) && passes(result)).length}/${names.length}`;
+  const checks = results.flatMap((result) => result.checks);
+  const of = (status: ConformanceCheck['status']): number => checks.filter((check) => check.status === status).length;
+  return `conformance ${leg} ${revision}: ${count(set.scored)} scored scenarios pass, ${count(set.notScored)} not scored; checks ${of('SUCCESS')} passed, ${of('FAILURE')} failed, ${of('WARNING')} warned`;
+}

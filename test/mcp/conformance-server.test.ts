@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { type Baseline, compareWithBaseline, readBaseline, requirementSet, REVISIONS, runConformance } from './conformance-runner.ts';
+import { type Baseline, compareWithBaseline, readBaseline, requirementSet, REVISIONS, runConformance, summarize } from './conformance-runner.ts';
 import { agentManifest, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 
 /**
@@ -30,6 +30,7 @@ describe('the MCP conformance suite, server leg', () => {
   it.each(REVISIONS)('passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes', async (revision) => {
     const results = await runConformance(revision, { leg: 'server', url: `${served.url}/mcp` }, { scenarioTimeoutMs: 20_000 });
     const set = await requirementSet(revision, 'server');
+    process.stdout.write(`${summarize(revision, 'server', results, set)}\n`);
     const { unexpected, stale, missing } = compareWithBaseline(revision, 'server', results, [...set.scored, ...set.notScored], baseline);
     expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
   }, 900_000);
