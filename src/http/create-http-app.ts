@@ -291,7 +291,11 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     const name = c.req.param('name');
     requireOwner(principalOf(c), `reconnect the MCP server "${name}"`);
     if (!config.mcp_servers.some((entry) => entry.name === name)) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `no MCP server named "${name}" is configured ([[mcp_servers]] in config.toml)`);
-    if (options.mcp?.reconnect(name) !== true) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
+    if (options.mcp === undefined) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
+    if (!options.mcp.reconnect(name)) {
+      const refused = options.mcp.servers().find((server) => server.name === name)?.error;
+      throw new HttpRequestError('MCP_SERVER_REFUSED', `MCP server "${name}" was refused and is not retried${refused === undefined ? '' : ` (${refused})`}: fix its [[mcp_servers]] entry and restart the daemon`);
+    }
     return c.body(null, 204);
   });
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));

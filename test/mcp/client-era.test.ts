@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FakeClock } from '../../src/clock/index.ts';
 import type { McpClientManager, McpServerEntry } from '../../src/mcp/client/index.ts';
+import { outcomeWithin } from '../support/outcome-within.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { callTool, makeManager, startEverythingServer, stdioEntry, toolNamed, waitForStatus } from './client-helpers.ts';
-import { EXIT_ON_PROBE_SERVER, type EraFixtureServer, startEraFixtureServer } from './era-fixture-servers.ts';
+import { EXIT_ON_PROBE_SERVER, type EraFixtureServer, SLOW_FIRST_ANSWER_SERVER, startEraFixtureServer } from './era-fixture-servers.ts';
 
 /**
  * How Loom's MCP client picks a server's protocol era: the 2026-07-28 `server/discover` probe
@@ -54,6 +55,18 @@ describe('MCP protocol era negotiation', () => {
     expect(await callTool(toolNamed(manager, 'mcp_remote_hello'), {})).toEqual({ text: 'hello' });
   });
 
+  it('connects a 2026-era stdio server whose first answer takes 6 s in the 2026 era (the SDK would take a silent stdio server for a 2025 one)', async () => {
+    const logger = createRecordingLogger();
+    let clock: FakeClock;
+    ({ manager, clock } = makeManager([stdioEntry('slow', [SLOW_FIRST_ANSWER_SERVER, '6000'])], process.env, logger));
+    manager.start();
+    await waitFor('the manager to ask again after the first probe timed out', () => logger.entries.find((entry) => entry.message === 'MCP server did not answer in time; asking again in the same era'));
+    await clock.advance(250);
+    await waitForStatus(manager, 'slow', 'connected');
+    expect(manager.servers()[0]).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
+    expect(await callTool(toolNamed(manager, 'mcp_slow_hello'), {})).toEqual({ text: 'hello, eventually' });
+  });
+
   it('fails a server that answers nothing within timeout_secs without ever sending the 2025 initialize, and probes again on the next attempt', async () => {
     fixture = await startEraFixtureServer();
     fixture.hold = () => 'until released';
@@ -74,6 +87,30 @@ describe('MCP protocol era negotiation', () => {
     expect(manager.servers()[0]).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
     expect(methods(fixture)).not.toContain('initialize');
     expect(manager.reconnect('nobody')).toBe(false);
+  });
+
+  it('does not claim to reconnect a server it refused for good', async () => {
+    // OAuth with nowhere to keep its sessions: refused, and never retried.
+    ({ manager } = makeManager([{ ...httpEntry('http://127.0.0.1:9/mcp'), oauth: { grant: 'authorization_code' } }]));
+    manager.start();
+    await waitForStatus(manager, 'remote', 'failed');
+    expect(manager.servers()[0]?.error).toMatch(/keeps no OAuth sessions/);
+    expect(manager.reconnect('remote')).toBe(false);
+  });
+
+  it('stops, or reconnects, in the middle of a probe without waiting for its answer', async () => {
+    fixture = await startEraFixtureServer();
+    fixture.hold = () => 'until released';
+    ({ manager } = makeManager([httpEntry(fixture.url)]));
+    manager.start();
+    await waitFor('the first probe', () => fixture !== undefined && fixture.requests.length === 1);
+    // reconnect() ends the probe under way and asks again at once.
+    expect(manager.reconnect('remote')).toBe(true);
+    await waitFor('a second probe', () => fixture !== undefined && fixture.requests.length === 2);
+    expect(methods(fixture)).toEqual(['server/discover', 'server/discover']);
+    // The probe waits 5 s for its answer; a stop does not.
+    expect(await outcomeWithin(manager.stop(), 3_000)).toEqual({ value: undefined });
+    manager = undefined;
   });
 
   it('connects a 2025-era server (server-everything over Streamable HTTP) in the 2025 era and says why', async () => {

@@ -119,3 +119,6 @@ export async function startEraFixtureServer(): Promise<EraFixtureServer> {
 
 /** The stdio server that exits on a first message other than `initialize`; it appends each first method it reads to the file in its first argument. */
 export const EXIT_ON_PROBE_SERVER = fileURLToPath(new URL('./exit-on-probe-server.ts', import.meta.url));
+
+/** The stdio 2026-07-28 server whose first answer is held for the milliseconds of its first argument. */
+export const SLOW_FIRST_ANSWER_SERVER = fileURLToPath(new URL('./slow-first-answer-server.ts', import.meta.url));

@@ -31,7 +31,15 @@ async function within(promise: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A child process spoken to over stdin/stdout, with a cleared environment. */
+/**
+ * A child process spoken to over stdin/stdout, with a cleared environment.
+ *
+ * It has `pid` but deliberately no `stderr` accessor: the MCP SDK tells a stdio transport by both
+ * (`detectProbeTransportKind`), and on one it takes a `server/discover` probe that times out for
+ * a 2025-era server. A slow 2026 server would then be connected in the 2025 era; as it is, a
+ * timeout comes back as a timeout, which the client manager asks again in the same era
+ * (decision 0034; test/mcp/client-era.test.ts holds it with a slow stdio server).
+ */
 export class ClearedEnvStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;

@@ -132,8 +132,10 @@ interface ServerState {
   action?: McpPendingAction;
   /** Aborts the wait before the next attempt (`reconnect()`). */
   wake?: AbortController;
-  /** The connection being made now: what `reconnect()` closes. */
-  attempt?: Client;
+  /** Closes the connection being made now (`reconnect()`). */
+  closeAttempt?: () => void;
+  /** Set once the server's loop has ended for good (the server was refused): nothing reconnects it. */
+  ended?: boolean;
   /** Set by `reconnect()` on a connection it closed: the next attempt starts without the backoff. */
   reconnectNow?: boolean;
 }
@@ -165,6 +167,18 @@ function isTimeout(error: unknown): boolean {
 /** Whether era negotiation failed without a verdict (the SDK's typed connect error). */
 function isEraNegotiationFailure(error: unknown): boolean {
   return causesOf(error).some((cause) => cause instanceof SdkError && cause.code === SdkErrorCode.EraNegotiationFailed);
+}
+
+/** A `server/discover` probe that got no answer in its time: no evidence of the server's era. */
+class ProbeTimeoutError extends Error {
+  /** How long the attempt took, in milliseconds. */
+  readonly tookMs: number;
+
+  constructor(tookMs: number, cause: unknown) {
+    super(messageOf(cause), { cause });
+    this.name = 'ProbeTimeoutError';
+    this.tookMs = tookMs;
+  }
 }
 
 /** The pending action of a connection or a call that failed because a person must log in first, if that is why. */
@@ -426,17 +440,30 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       logger.warn({ server: entry.name, error: messageOf(error) }, 'MCP server unreachable at its checked address; reconnecting');
       void created.close().catch(() => undefined);
     });
-    // Whether the stdio child went away before the connection was made: during the probe, that is
-    // how a server built on an SDK that exits on any request before `initialize` answers it.
+    // Whether the stdio child went away before the connection was made, unless Loom closed it: during
+    // the probe, that is how a server built on an SDK that exits on any request before `initialize` answers it.
     let endedWhileConnecting = false;
+    let closedByLoom = false;
     transport.onclose = () => {
-      if (client === undefined) endedWhileConnecting = true;
+      if (client === undefined && !closedByLoom) endedWhileConnecting = true;
     };
-    const onStop = (): void => {
+    // The request the connection waits on: a timeout of `server/discover` is the probe's own.
+    let awaiting: string | undefined;
+    const send = transport.send.bind(transport);
+    transport.send = (message, sendOptions) => {
+      if ('method' in message && 'id' in message) awaiting = message.method;
+      return send(message, sendOptions);
+    };
+    // Closing the transport, not only the client, ends the probe too: the SDK's probe waits on the
+    // raw transport before the client holds it, and would otherwise hold a stop for its whole wait.
+    const closeAttempt = (): void => {
+      closedByLoom = true;
       void created.close().catch(() => undefined);
+      void transport.close().catch(() => undefined);
     };
-    stopping.signal.addEventListener('abort', onStop, { once: true });
-    state.attempt = created;
+    stopping.signal.addEventListener('abort', closeAttempt, { once: true });
+    state.closeAttempt = closeAttempt;
+    const startedAt = performance.now();
     try {
       await created.connect(transport, { timeout, signal: stopping.signal });
       const { tools } = await created.listTools(undefined, { timeout, signal: stopping.signal });
@@ -461,10 +488,11 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       if (legacyReason === undefined && entry.transport.type === 'stdio' && endedWhileConnecting && isEraNegotiationFailure(error)) {
         state.legacyEvidence = 'the server exited on the 2026-07-28 probe (server/discover), as servers on SDKs that take nothing before initialize do';
       }
+      if (client === undefined && awaiting === 'server/discover' && isTimeout(error)) throw new ProbeTimeoutError(performance.now() - startedAt, error);
       throw error;
     } finally {
-      stopping.signal.removeEventListener('abort', onStop);
-      if (state.attempt === created) delete state.attempt;
+      stopping.signal.removeEventListener('abort', closeAttempt);
+      if (state.closeAttempt === closeAttempt) delete state.closeAttempt;
       release();
       if (state.client === created) {
         delete state.client;
@@ -477,7 +505,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
    * Makes one connection within the entry's `timeout_secs`: a probe that times out is no evidence
    * of an older server, so it is sent again in the same era, on a new connection, waiting twice as
    * long after a short backoff on the clock, until the time is spent. The time counted is what the
-   * probes waited and the backoffs, whatever the clock. Resolves when the connection is lost.
+   * attempts took and the backoffs, whatever the clock. Any other failure (a 2025 handshake or a
+   * tool list that timed out) is the attempt's. Resolves when the connection is lost.
    */
   async function connectWithinTimeout(state: ServerState): Promise<void> {
     const { entry } = state;
@@ -489,12 +518,12 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         await connectOnce(state, probeTimeout);
         return;
       } catch (error) {
-        if (stopping.signal.aborted || !isTimeout(error)) throw error;
-        spent += probeTimeout;
+        if (stopping.signal.aborted || !(error instanceof ProbeTimeoutError)) throw error;
+        spent += error.tookMs;
         const pause = MCP_PROBE_RETRY_BASE_MS * 2 ** round;
         if (spent + pause >= budget) throw new Error(`MCP server "${entry.name}" did not answer within its timeout_secs (${entry.timeout_secs} s): ${messageOf(error)}`, { cause: error });
         state.error = `no answer within ${Math.round(probeTimeout / 100) / 10} s; asking again`;
-        logger.warn({ server: entry.name, waitedMs: probeTimeout, retryInMs: pause, era: state.legacyEvidence === undefined ? 'negotiated' : 'legacy' }, 'MCP server did not answer in time; asking again in the same era');
+        logger.warn({ server: entry.name, waitedMs: probeTimeout, retryInMs: pause }, 'MCP server did not answer in time; asking again in the same era');
         spent += pause;
         await clock.sleep(pause, { signal: stopping.signal });
       }
@@ -537,6 +566,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         state.error = messageOf(error);
         if (error instanceof McpServerRefusedError) {
           logger.error({ server: state.entry.name, error: state.error }, 'MCP server refused; not retrying');
+          state.ended = true;
           return;
         }
         const action = loginActionOf(error);
@@ -598,13 +628,14 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
 
     reconnect(server) {
       const state = states.find((candidate) => candidate.entry.name === server);
-      if (state === undefined) return false;
+      if (state === undefined || state.ended === true) return false;
       logger.info({ server }, 'MCP server reconnecting on request');
       if (state.wake !== undefined) {
         state.wake.abort();
       } else {
         state.reconnectNow = true;
-        void (state.client ?? state.attempt)?.close().catch(() => undefined);
+        if (state.client !== undefined) void state.client.close().catch(() => undefined);
+        else state.closeAttempt?.();
       }
       return true;
     },
