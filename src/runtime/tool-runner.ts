@@ -93,8 +93,9 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
     try {
       const decision = await askApproval(approvals, { agent, toolCallId, toolName: question.from, input, signal, emit }, { answerSchema: question.schema, ...(withdrawn === undefined ? {} : { withdrawn }) });
       if (decision.approved && decision.answer !== undefined) return { action: 'accept', content: decision.answer };
-      // Taken back by its asker (or its call ended): nobody declined it.
-      if (withdrawn?.aborted === true) return { action: 'cancel', reason: decision.reason ?? 'the question was withdrawn' };
+      // Taken back by its asker (or its call ended): nobody declined it. The decision says so (by the
+      // approval service's EXPIRED_BY_WITHDRAW), not the signal: a shutdown's decline may come as it aborts.
+      if (decision.by === 'withdrawn') return { action: 'cancel', reason: decision.reason ?? 'the question was withdrawn' };
       return { action: 'decline', reason: decision.by === 'timeout' ? (decision.reason ?? 'nobody answered in time') : `declined${byWhom(decision)}` };
     } catch (error) {
       if (signal.aborted) return { action: 'cancel', reason: 'the turn was cancelled' };

@@ -160,4 +160,15 @@ describe('ApprovalService.shutdown()', () => {
       message: 'cannot ask a person about forge_tool for agent "asker": Loom is stopping',
     });
   });
+  it('answers its asker decline, not cancel, when the turns are stopped right after it, as kernel.shutdown() does', async () => {
+    const turn = new AbortController();
+    const call = runAsk(turn.signal);
+    await pendingQuestion();
+    const closing = approvals.shutdown();
+    turn.abort(new Error('Loom is stopping'));
+    await closing;
+    // The call is cancelled with its turn; what the asker (the MCP server) is answered is the shutdown's decline.
+    expect((await call).result.text).toContain('cancelled');
+    expect(await answers.at(-1)).toMatchObject({ action: 'decline' });
+  });
 });
