@@ -332,19 +332,22 @@ const NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/;
 
 /**
  * Walks the top-level keys of the start of a JSON object as far as it goes: the `id` if it comes
- * before the text runs out, and what kind of message the keys say it is.
+ * before the text runs out, and what kind of message the keys say it is (read past the `id` too,
+ * since other SDKs write `{"jsonrpc":"2.0","id":3,"result":…}`).
  */
 function scanHead(text: string): { id?: JsonRpcId; kind: JsonRpcMessageKind } {
   let kind: JsonRpcMessageKind = 'unknown';
+  let id: JsonRpcId | undefined;
+  const found = (): { id?: JsonRpcId; kind: JsonRpcMessageKind } => (id === undefined ? { kind } : { id, kind });
   let at = skipSpace(text, 0);
-  if (text[at] !== '{') return { kind };
+  if (text[at] !== '{') return found();
   at += 1;
   for (;;) {
     at = skipSpace(text, at);
     const key = STRING.exec(text.slice(at, at + 1024))?.[0];
-    if (key === undefined) return { kind };
+    if (key === undefined) return found();
     at = skipSpace(text, at + key.length);
-    if (text[at] !== ':') return { kind };
+    if (text[at] !== ':') return found();
     at = skipSpace(text, at + 1);
     const name = key.slice(1, -1);
     if (name === 'method') kind = 'request';
@@ -352,15 +355,14 @@ function scanHead(text: string): { id?: JsonRpcId; kind: JsonRpcMessageKind } {
     if (name === 'id') {
       const rest = text.slice(at, at + 1024);
       const string = STRING.exec(rest)?.[0];
-      if (string !== undefined) return { id: JSON.parse(string) as string, kind };
-      const number = NUMBER.exec(rest)?.[0];
-      if (number !== undefined) return { id: Number(number), kind };
-      return { id: null, kind };
+      const number = string === undefined ? NUMBER.exec(rest)?.[0] : undefined;
+      id = string !== undefined ? (JSON.parse(string) as string) : number !== undefined ? Number(number) : null;
     }
+    if (id !== undefined && kind !== 'unknown') return found();
     const next = skipValue(text, at);
-    if (next === undefined) return { kind };
+    if (next === undefined) return found();
     at = skipSpace(text, next);
-    if (text[at] !== ',') return { kind };
+    if (text[at] !== ',') return found();
     at += 1;
   }
 }

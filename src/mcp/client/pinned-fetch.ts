@@ -10,7 +10,7 @@ import https from 'node:https';
 import { Readable } from 'node:stream';
 import { requestPinned } from '../../tools/builtin/net-guard.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
-import { type McpFetch, type VetMcpUrlOptions, type VettedMcpUrl, vetMcpUrl } from './security.ts';
+import { type McpFetch, readBoundedBody, type VetMcpUrlOptions, type VettedMcpUrl, vetMcpUrl } from './security.ts';
 
 /** A fetch pinned to one server's vetted addresses, and the end of its connection pool. */
 export interface PinnedFetch {
@@ -112,7 +112,7 @@ function toResponse(message: IncomingMessage, url: URL, withoutBody: boolean): R
  * A fetch for the requests beside a connection's own (an OAuth authorization server's discovery,
  * registration and token endpoints): requests to `pinned`'s host go through it; any other host
  * is checked like a server URL (`vetMcpUrl`, with the entry's `allow_private_network`) and sent
- * pinned to the addresses that passed, its small answer read whole before the sockets close.
+ * pinned to the addresses that passed, its small answer read whole (at most 10 MB) before the sockets close.
  */
 export function withCheckedOtherHosts(server: string, pinned: McpFetch, home: URL, allowPrivate: boolean, vet: VetMcpUrlOptions): McpFetch {
   return async (input, init) => {
@@ -121,7 +121,7 @@ export function withCheckedOtherHosts(server: string, pinned: McpFetch, home: UR
     const other = createPinnedFetch(server, await vetMcpUrl(server, url.href, allowPrivate, vet));
     try {
       const response = await other.fetch(url, init);
-      const body = NULL_BODY_STATUSES.has(response.status) ? null : await response.arrayBuffer();
+      const body = NULL_BODY_STATUSES.has(response.status) ? null : await readBoundedBody(response);
       return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     } finally {
       other.close();

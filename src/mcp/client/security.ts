@@ -119,6 +119,15 @@ function bodyLimiter(maxBytes: number): TransformStream<Uint8Array, Uint8Array> 
 }
 
 /**
+ * A response's body read whole, at most `maxBytes` of it: past that it fails with
+ * McpMessageTooLargeError, having held no more than the limit.
+ */
+export async function readBoundedBody(response: Response, maxBytes: number = MAX_MCP_MESSAGE_BYTES): Promise<ArrayBuffer> {
+  if (response.body === null) return new ArrayBuffer(0);
+  return new Response(response.body.pipeThrough(bodyLimiter(maxBytes))).arrayBuffer();
+}
+
+/**
  * An event stream passed on event by event (the bytes up to a blank line), each held until it is
  * whole and at most `maxBytes`. An event over that is read past, keeping only its start and end,
  * and passed on as an event carrying the JSON-RPC error response to its id (recovered from the

@@ -37,6 +37,8 @@ export class FramedStdioServerTransport implements Transport {
   #framing: JsonRpcFraming = 'line';
   #started = false;
   #closed = false;
+  /** The wait for stdout to drain that the writes made while it is full share. */
+  #drained: Promise<void> | undefined;
   #resolveClosed: () => void = () => undefined;
 
   constructor(options: FramedStdioServerTransportOptions) {
@@ -92,7 +94,9 @@ export class FramedStdioServerTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the stdio transport is closed'));
     const { stdout } = this.#options;
-    return new Promise((resolve, reject) => {
+    if (stdout.write(frameJsonRpcMessage(message, this.#framing))) return Promise.resolve();
+    // Every write made while stdout is full waits on the same drain: one pair of listeners, however many wait.
+    this.#drained ??= new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => {
         stdout.off('drain', onDrain);
         reject(error);
@@ -102,13 +106,11 @@ export class FramedStdioServerTransport implements Transport {
         resolve();
       };
       stdout.once('error', onError);
-      if (stdout.write(frameJsonRpcMessage(message, this.#framing))) {
-        stdout.off('error', onError);
-        resolve();
-      } else {
-        stdout.once('drain', onDrain);
-      }
+      stdout.once('drain', onDrain);
+    }).finally(() => {
+      this.#drained = undefined;
     });
+    return this.#drained;
   }
 
   close(): Promise<void> {
@@ -119,6 +121,7 @@ export class FramedStdioServerTransport implements Transport {
     stdin.off('error', this.#onstdinerror);
     stdin.off('end', this.#onend);
     stdin.off('close', this.#onend);
+    this.#options.stdout.off('error', this.#onstdouterror);
     if (stdin.listenerCount('data') === 0) stdin.pause();
     this.#reader.clear();
     this.onclose?.();
