@@ -11,8 +11,9 @@ interface ServersView {
 
 /** The PROTOCOL column: the revision negotiated and its era, `-` before any connection. */
 function protocolOf(server: McpServerView): string {
-  if (server.protocol_version === undefined) return server.era === undefined ? '-' : `(${server.era})`;
-  return `${server.protocol_version} (${server.era === 'modern' ? '2026 era' : '2025 era'})`;
+  const era = server.era === undefined ? undefined : server.era === 'modern' ? '2026 era' : '2025 era';
+  if (server.protocol_version === undefined) return era === undefined ? '-' : `(${era})`;
+  return `${server.protocol_version} (${era})`;
 }
 
 /** `loom mcp servers`: the configured MCP servers, their state and tools (as the daemon sees them). */

@@ -21,7 +21,8 @@ function Protocol({ server }: { server: McpServerView }) {
 export function McpServersPanel() {
   const servers = useApi<{ configured: McpServerView[] }>('/api/mcp/servers');
   const list = servers.data?.configured ?? [];
-  if (servers.error === undefined && list.length === 0) return null;
+  // A user key (limited to some agents) may not see the installation's servers: nothing to show it.
+  if (servers.status === 403 || (servers.error === undefined && list.length === 0)) return null;
   return (
     <Card title="MCP servers" label="MCP servers">
       <p class="small muted">
