@@ -27,7 +27,10 @@ import {
 import { LoomError } from '../../errors/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { createPinnedFetch, withCheckedOtherHosts } from './pinned-fetch.ts';
-import { expandHeaders, MAX_MCP_MESSAGE_BYTES, type McpFetch, type McpServerEntry, sizeLimitedFetch, vetMcpUrl } from './security.ts';
+import { expandHeaders, MAX_MCP_MESSAGE_BYTES, type McpFetch, type McpServerEntry, sizeLimitedFetch, type VetMcpUrlOptions, vetMcpUrl } from './security.ts';
+
+/** How long the exchange of a login's code for tokens may take once the browser is back, in milliseconds. */
+const LOGIN_EXCHANGE_MS = 60_000;
 
 /** What is kept for one server between runs. */
 interface StoredSession {
@@ -388,7 +391,7 @@ export async function loginMcpServer(entry: McpServerEntry, options: McpLoginOpt
   const remote = entry as McpServerEntry & { transport: { url: string } };
   const serverUrl = entry.transport.url;
   const timeoutMs = options.timeoutMs ?? 5 * 60_000;
-  const vet = { resolve: options.resolve, signal: AbortSignal.timeout(timeoutMs) };
+  const vet: VetMcpUrlOptions & { signal: AbortSignal } = { resolve: options.resolve, signal: AbortSignal.timeout(timeoutMs) };
   // The daemon's guard, as its connections use it (mcp-client-manager's remoteFetch).
   const vetted = await vetMcpUrl(entry.name, serverUrl, entry.allow_private_network, vet);
   const pinned = createPinnedFetch(entry.name, vetted);
@@ -440,6 +443,8 @@ export async function loginMcpServer(entry: McpServerEntry, options: McpLoginOpt
     const code = returned.searchParams.get('code');
     if (code === null) throw new Error('the login came back without an authorization code');
     const iss = returned.searchParams.get('iss');
+    // The code's exchange gets time of its own: the person may have come back at the end of the wait.
+    vet.signal = AbortSignal.timeout(LOGIN_EXCHANGE_MS);
     const second = await auth(provider, { ...common, authorizationCode: code, ...(iss === null ? {} : { iss }) });
     if (second !== 'AUTHORIZED') throw new Error('the authorization server did not issue tokens for the code');
   } finally {
