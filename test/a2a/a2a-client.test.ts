@@ -19,7 +19,8 @@ const echo: AgentExecutor = {
   async execute(request, bus) {
     const { taskId, contextId } = request;
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [request.userMessage], metadata: undefined }));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The peer yields between its events, as one doing work does (no time passes).
+    await new Promise((resolve) => setImmediate(resolve));
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'a', name: 'answer', description: '', parts: [textPart(`echo: ${textOf(request.userMessage)}`)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
     bus.finished();

@@ -30,6 +30,7 @@ import { createLogger } from '../../src/logging/index.ts';
 import { createMcpClientManager, loginMcpServer, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import { checkToolInput } from '../../src/runtime/index.ts';
 import { formatMcpToolName } from '../../src/tools/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** How long the client waits for the connection (the manager retries a failed attempt, in the same era, with backoff). */
 const CONNECT_TIMEOUT_MS = 25_000;
@@ -130,14 +131,16 @@ function scenarioToolCalls(): { name: string; arguments: unknown }[] | undefined
 
 /** Waits for the connection; gives up at once on a refusal for want of credentials (Loom is given none here). */
 async function connected(manager: ReturnType<typeof createMcpClientManager>): Promise<{ ok: boolean; error?: string | undefined }> {
-  const deadline = Date.now() + CONNECT_TIMEOUT_MS;
-  for (;;) {
+  const settled = (): { ok: boolean; error?: string | undefined } | undefined => {
     const status = manager.servers()[0];
     if (status?.status === 'connected') return { ok: true };
     if (status?.status === 'failed' && /\b401\b|unauthori[sz]ed|login/i.test(status.error ?? '')) return { ok: false, error: status.error };
-    if (Date.now() > deadline) return { ok: false, error: status?.error ?? `still ${status?.status}` };
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    return undefined;
+  };
+  return waitFor('the connection', settled, { ms: CONNECT_TIMEOUT_MS }).catch(() => {
+    const status = manager.servers()[0];
+    return { ok: false, error: status?.error ?? `still ${status?.status}` };
+  });
 }
 
 async function main(): Promise<number> {
