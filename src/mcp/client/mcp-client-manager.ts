@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { Client, type ClientCapabilities, type OAuthClientProvider, SdkError, SdkErrorCode, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
+import { messageOf } from '../../errors/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
@@ -146,10 +147,6 @@ const ANY_OBJECT = z.record(z.string(), z.unknown());
 /** An MCP tool's JSON Schema as the server wrote it (`$defs`, `$ref`, `anyOf`… kept). */
 function jsonSchemaOf(tool: McpTool): JsonObject {
   return tool.inputSchema as unknown as JsonObject;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The error and its causes, outermost first. */
