@@ -574,6 +574,8 @@ function confineEmergent(parent: Manifest, child: Manifest, report: Report): Man
     max_agent_tools: limit(at('max_agent_tools'), own.max_agent_tools, theirs.max_agent_tools, d.max_agent_tools, report),
     sandbox_timeout_ms: limit(at('sandbox_timeout_ms'), own.sandbox_timeout_ms, theirs.sandbox_timeout_ms, d.sandbox_timeout_ms, report),
     sandbox_memory_mb: limit(at('sandbox_memory_mb'), own.sandbox_memory_mb, theirs.sandbox_memory_mb, d.sandbox_memory_mb, report),
+    max_forge_attempts_per_hour: limit(at('max_forge_attempts_per_hour'), own.max_forge_attempts_per_hour, theirs.max_forge_attempts_per_hour, d.max_forge_attempts_per_hour, report),
+    max_nested_calls: limit(at('max_nested_calls'), own.max_nested_calls, theirs.max_nested_calls, d.max_nested_calls, report),
     promotion_threshold: { uses: stricter('uses'), confidence: stricter('confidence') },
   };
 }

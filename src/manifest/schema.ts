@@ -343,6 +343,10 @@ export const EmergentSchema = z.preprocess(
     max_agent_tools: z.int().min(0).max(1000).default(50),
     sandbox_timeout_ms: z.int().min(10).max(60_000).default(5000),
     sandbox_memory_mb: z.int().min(8).max(1024).default(128),
+    /** Forge requests (refused ones too) an agent may make in an hour; 0: none. */
+    max_forge_attempts_per_hour: z.int().min(0).max(10_000).default(20),
+    /** Tool calls one top-level call may make through its toolbox (compose steps, sandbox bridges), all levels together. */
+    max_nested_calls: z.int().min(1).max(10_000).default(50),
     judge_model: JudgeModelSchema.optional(),
     promotion_judge_model: JudgeModelSchema.optional(),
     promotion_threshold: z
