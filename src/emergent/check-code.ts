@@ -12,38 +12,51 @@ export interface CodeProblem {
   message: string;
 }
 
-/** Names a sandboxed tool may not use at all, and why (spec/02's blocked APIs, and realm escapes). */
-const BLOCKED_NAMES: Readonly<Record<string, string>> = {
-  eval: 'it runs arbitrary code',
-  Function: 'it builds functions from text, which runs arbitrary code',
-  require: 'there is no module system in the sandbox',
-  process: 'there is no process in the sandbox',
-  child_process: 'a tool may not start processes',
-  module: 'there is no module system in the sandbox',
-  exports: 'there is no module system in the sandbox',
-  WebAssembly: 'a tool may not compile other code',
-  Atomics: 'a tool may not share memory',
-  SharedArrayBuffer: 'a tool may not share memory',
-  importScripts: 'a tool may not load code',
-};
+// The lists below are Maps, not object literals: a lookup in an object literal also finds what
+// every object inherits (`toString`, `hasOwnProperty`, `valueOf`, `constructor`), which refused
+// ordinary code with a function's source for a reason.
 
-/** Properties whose access is a known road out of a realm or into its prototypes. */
-const BLOCKED_PROPERTIES: Readonly<Record<string, string>> = {
-  constructor: 'it reaches the Function constructor, a way to run arbitrary code',
-  __proto__: 'it rewrites prototypes',
-  __defineGetter__: 'it rewrites objects behind the code\'s back',
-  __defineSetter__: 'it rewrites objects behind the code\'s back',
-  __lookupGetter__: 'it reaches hidden accessors',
-  prepareStackTrace: 'it reaches the engine\'s stack frames',
-  caller: 'it reaches the calling function',
-  callee: 'it reaches the calling function',
-};
+/** Names a sandboxed tool may not use at all, and why (spec/02's blocked APIs, and realm escapes). */
+const BLOCKED_NAMES: ReadonlyMap<string, string> = new Map([
+  ['eval', 'it runs arbitrary code'],
+  ['Function', 'it builds functions from text, which runs arbitrary code'],
+  ['require', 'there is no module system in the sandbox'],
+  ['process', 'there is no process in the sandbox'],
+  ['child_process', 'a tool may not start processes'],
+  ['module', 'there is no module system in the sandbox'],
+  ['exports', 'there is no module system in the sandbox'],
+  ['WebAssembly', 'a tool may not compile other code'],
+  ['Atomics', 'a tool may not share memory'],
+  ['SharedArrayBuffer', 'a tool may not share memory'],
+  ['importScripts', 'a tool may not load code'],
+]);
+
+/**
+ * Properties whose access is a known road out of a realm or into its prototypes: read as a
+ * member (`f.constructor`, `f["constructor"]`) or taken out by destructuring
+ * (`const { constructor } = f`). An object literal may still use them as data keys
+ * (`{ constructor: 1 }`), and a class its `constructor()`.
+ */
+const BLOCKED_PROPERTIES: ReadonlyMap<string, string> = new Map([
+  ['constructor', 'it reaches the Function constructor, a way to run arbitrary code'],
+  ['__proto__', 'it rewrites prototypes'],
+  ['__defineGetter__', 'it rewrites objects behind the code\'s back'],
+  ['__defineSetter__', 'it rewrites objects behind the code\'s back'],
+  ['__lookupGetter__', 'it reaches hidden accessors'],
+  ['prepareStackTrace', 'it reaches the engine\'s stack frames'],
+  ['caller', 'it reaches the calling function'],
+  ['callee', 'it reaches the calling function'],
+]);
 
 /** `fs` methods that change files: never allowed (only `fs.readFile` is). */
 const FS_MUTATORS = new Set(['writeFile', 'writeFileSync', 'appendFile', 'appendFileSync', 'unlink', 'unlinkSync', 'mkdir', 'mkdirSync', 'rm', 'rmSync', 'rmdir', 'rmdirSync', 'rename', 'renameSync', 'copyFile', 'copyFileSync', 'cp', 'symlink', 'link', 'chmod', 'chown', 'truncate', 'open', 'openSync', 'createWriteStream', 'utimes']);
 
 /** Free names a tool uses that only an allowlisted API provides. */
-const API_OF_NAME: Readonly<Record<string, SandboxApi>> = { fetch: 'fetch', fs: 'fs.readFile', crypto: 'crypto' };
+const API_OF_NAME: ReadonlyMap<string, SandboxApi> = new Map([
+  ['fetch', 'fetch'],
+  ['fs', 'fs.readFile'],
+  ['crypto', 'crypto'],
+]);
 
 type AnyNode = Node & Record<string, unknown>;
 
@@ -71,6 +84,15 @@ function propertyName(node: AnyNode): string | undefined {
   const property = node['property'] as AnyNode;
   if (node['computed'] !== true && property.type === 'Identifier') return property['name'] as string;
   if (property.type === 'Literal' && typeof property['value'] === 'string') return property['value'];
+  return undefined;
+}
+
+/** The key an object pattern's or literal's property names, when it is written out (`{ a }`, `{ "a": x }`, `{ ["a"]: x }`). */
+function keyName(property: AnyNode): string | undefined {
+  const key = property['key'] as AnyNode | undefined;
+  if (key === undefined) return undefined;
+  if (property['computed'] !== true && key.type === 'Identifier') return key['name'] as string;
+  if (key.type === 'Literal' && typeof key['value'] === 'string') return key['value'];
   return undefined;
 }
 
@@ -144,21 +166,28 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         const init = node['init'] as AnyNode | null;
         if (id.type !== 'ObjectPattern' || init === null || !isFsObject(init)) break;
         for (const property of id['properties'] as AnyNode[]) {
-          const key = property['key'] as AnyNode | undefined;
-          const name = key === undefined || property['computed'] === true ? undefined : key.type === 'Identifier' ? (key['name'] as string) : typeof key['value'] === 'string' ? key['value'] : undefined;
-          if (name !== undefined && FS_MUTATORS.has(name)) at(key as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+          const name = keyName(property);
+          if (name !== undefined && FS_MUTATORS.has(name)) at(property['key'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
         }
         break;
       }
+      case 'ObjectPattern':
+        // `const { constructor } = f` reads `f.constructor` as surely as the member access does.
+        for (const property of node['properties'] as AnyNode[]) {
+          const name = keyName(property);
+          const blocked = name === undefined ? undefined : BLOCKED_PROPERTIES.get(name);
+          if (blocked !== undefined) at(property['key'] as AnyNode, `".${String(name)}" is not allowed in a sandboxed tool: ${blocked}`);
+        }
+        break;
       case 'Identifier': {
         const name = node['name'] as string;
         if (!isReference(node, parent)) break;
-        const blocked = BLOCKED_NAMES[name];
+        const blocked = BLOCKED_NAMES.get(name);
         if (blocked !== undefined) {
           at(node, `"${name}" is not allowed in a sandboxed tool: ${blocked}`);
           break;
         }
-        const api = API_OF_NAME[name];
+        const api = API_OF_NAME.get(name);
         if (api !== undefined && !allowed.has(api) && !reported.has(api)) {
           reported.add(api);
           at(node, `"${name}" is used but "${api}" is not in the tool's allowlist; add "${api}" to implementation.allowlist (and the agent's [emergent].allowed_sandbox_apis)`);
@@ -172,7 +201,7 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
           if (isFsObject(object)) at(node, 'computed access on "fs" (fs[...]) is not allowed in a sandboxed tool: name the method, fs.readFile');
           break;
         }
-        const blocked = BLOCKED_PROPERTIES[name];
+        const blocked = BLOCKED_PROPERTIES.get(name);
         if (blocked !== undefined) at(node['property'] as AnyNode, `".${name}" is not allowed in a sandboxed tool: ${blocked}`);
         else if (isFsObject(object) && FS_MUTATORS.has(name)) at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
         break;
