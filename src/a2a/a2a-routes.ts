@@ -6,15 +6,16 @@ import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
-import type { Config } from '../config/index.ts';
+import { matchesPattern } from '../capabilities/index.ts';
+import { type Config, LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
 import { UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
-import type { AgentDetailView, Caller, Kernel } from '../kernel/index.ts';
+import { type AgentDetailView, type Caller, type Kernel, OWNER } from '../kernel/index.ts';
 import { safeDecodeUriComponent, trimTrailingSlashes } from '../validation/index.ts';
-import { buildAgentCard, endpointsOf, toDualCard, toLegacyCard } from './agent-cards.ts';
+import { buildAgentCard, endpointsOf, toCardJson, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
 import { BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
-import { CardCache } from './card-cache.ts';
+import { CARD_MAX_AGE_SECONDS, CardCache } from './card-cache.ts';
 import { CheckedRequestHandler } from './checked-request-handler.ts';
 import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
 import { LoomPushConfigStore } from './push-config-store.ts';
@@ -48,6 +49,15 @@ export interface A2aServerOptions {
    * mounted without Loom's API in front, whose mounter authenticates.
    */
   callerOf?: (c: Context) => Caller | undefined;
+  /**
+   * Whether the API in front asks for keys (its authenticator's `keyed`). Then a card is shown
+   * only to a caller whose key reaches its agent, or to anyone when `[a2a].public_agents` names
+   * it (to nobody else: 404, as an unknown agent, on every card path and every agent's
+   * endpoints), and cards declare the key schemes. Omitted, it is read from each request's
+   * caller: a daemon without keys serves its loopback clients as the owner named `local`, a name
+   * no key may take. Without `callerOf`, no keys: every card is shown, and none declares a scheme.
+   */
+  keyed?: boolean | undefined;
   /**
    * Charges the client of request `c` for the turn its message starts (from the API: the
    * rate-limit units of a message beyond the read the request was priced as); throws when the
@@ -210,7 +220,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     }
   }
   const executors = new Map<string, LoomAgentExecutor>();
-  const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string }>();
+  const handlers = new Map<string, { handler: CheckedRequestHandler; jsonRpc: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler; legacyRest: Promise<NodeRequestListener | undefined>; origin: string; keyed: boolean }>();
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router, and its turn's charge (by its Node request). */
   const legacyRestCallers = new WeakMap<IncomingMessage, LoomA2aUser>();
 
@@ -231,12 +241,40 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     return first === undefined ? undefined : findAgent(first.id);
   };
   const originOf = (c: Context): string => new URL(c.req.url).origin;
-  const cardOf = (agent: AgentDetailView | undefined, origin: string): AgentCard => buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined });
+  /** Who reads a card: see `callerOf` (undefined: nobody authenticated, as on the public card paths). */
+  const readerOf = (c: Context): Caller | undefined => (options.callerOf === undefined ? OWNER : options.callerOf(c));
+  /** Whether the API asks for keys, as `caller` (who asks) shows it: see `keyed`. */
+  const keyedFor = (caller: Caller | undefined): boolean => {
+    if (options.callerOf === undefined) return false;
+    if (options.keyed !== undefined) return options.keyed;
+    return !(caller?.kind === 'user' && caller.name === LOCAL_PRINCIPAL_NAME);
+  };
+  const publicAgents = options.config.a2a.public_agents;
+  /**
+   * Whether `caller` may see the card of the agent named `name`: with keys, when
+   * `[a2a].public_agents` names it or the caller's key reaches it (owners and viewers reach every
+   * agent, a user key those its patterns match); without keys, always.
+   */
+  const sees = (caller: Caller | undefined, name: string): boolean => {
+    if (!keyedFor(caller) || publicAgents.some((pattern) => matchesPattern(pattern, name))) return true;
+    if (caller === undefined) return false;
+    if (caller.kind !== 'user' || caller.role !== 'user' || caller.agents === undefined) return true;
+    return caller.agents.some((pattern) => matchesPattern(pattern, name));
+  };
+  /** The live agent `name` names, when request `c`'s caller may see it: one it may not is as unknown as a missing one. */
+  const visibleAgent = (c: Context, name: string): AgentDetailView | undefined => {
+    const agent = findAgent(name);
+    return agent !== undefined && sees(readerOf(c), agent.name) ? agent : undefined;
+  };
+  const cardOf = (agent: AgentDetailView | undefined, origin: string, keyed: boolean): AgentCard =>
+    buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined, keyed });
 
-  /** The SDK handlers of an agent, built once per agent (and again if its origin changes). */
-  const handlersOf = (agent: AgentDetailView, origin: string) => {
+  /** The SDK handlers of an agent for request `c`, built once per agent (and again if its origin, or whether keys are asked, changes). */
+  const handlersOf = (agent: AgentDetailView, c: Context) => {
+    const origin = originOf(c);
+    const keyed = keyedFor(readerOf(c));
     const cached = handlers.get(agent.name);
-    if (cached !== undefined && cached.origin === origin) return cached;
+    if (cached !== undefined && cached.origin === origin && cached.keyed === keyed) return cached;
     const { name } = agent;
     let executor = executors.get(name);
     if (executor === undefined) {
@@ -244,7 +282,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       executors.set(name, executor);
     }
     const handler = new CheckedRequestHandler({
-      card: cardOf(agent, origin),
+      card: cardOf(agent, origin, keyed),
       store,
       executor,
       maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
@@ -253,7 +291,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     });
     // Every request reaching the listener was given its caller below; one that was not reaches nothing.
     const legacyRest = createLegacyRestListener(handler, (request) => legacyRestCallers.get(request) ?? new LoomA2aUser(NOBODY));
-    const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin };
+    const built = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin, keyed };
     handlers.set(agent.name, built);
     return built;
   };
@@ -293,35 +331,64 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   /** A route's path and the same path with a trailing slash (clients that normalise URLs add one). */
   const slashed = (path: string): string[] => [path, `${path}/`];
 
-  // Cards (public).
+  // Cards (public: with keys, each shown only to the callers that may see its agent).
   const publicRoutes = new Hono();
   const cards = new CardCache(now);
-  const cardResponse = (c: Context, key: string, card: unknown): Response => {
+  /**
+   * With keys, what a card path answers depends on the caller's key: no cache may keep one
+   * caller's answer for another (`private`, and `Vary` naming the headers a key comes in).
+   */
+  const perCaller = (headers: Headers, keyed: boolean): void => {
+    if (!keyed) return;
+    headers.set('cache-control', `private, max-age=${CARD_MAX_AGE_SECONDS}`);
+    headers.set('vary', [headers.get('vary'), 'Authorization', 'X-API-Key'].filter((value) => value !== null).join(', '));
+  };
+  const cardResponse = (c: Context, key: string, card: unknown, keyed: boolean): Response => {
     const answer = cards.answer(`${key} ${originOf(c)}`, card, { ifNoneMatch: c.req.header('if-none-match'), ifModifiedSince: c.req.header('if-modified-since') }, A2A_VERSION_HEADER);
-    return new Response(answer.body ?? null, { status: answer.status, headers: answer.headers });
+    const headers = new Headers(answer.headers);
+    perCaller(headers, keyed);
+    return new Response(answer.body ?? null, { status: answer.status, headers });
+  };
+  /** A card path's 404: the same for an agent the caller may not see as for one that does not exist. */
+  const cardNotFound = (c: Context, message: string, keyed: boolean): Response => {
+    const response = c.json({ error: { code: 'AGENT_NOT_FOUND', message } }, 404);
+    perCaller(response.headers, keyed);
+    return response;
   };
   /** The card in the shape the request asks for: 0.3 or 1.0 by `A2A-Version`, both without it. */
   const serveCard = (c: Context, agent: AgentDetailView | undefined): Response => {
-    const card = cardOf(agent, originOf(c));
+    const keyed = keyedFor(readerOf(c));
+    const card = cardOf(agent, originOf(c), keyed);
     const version = c.req.header(A2A_VERSION_HEADER)?.trim();
     const key = `card ${agent?.name ?? ''}`;
-    if (version === undefined || version === '') return cardResponse(c, `${key} dual`, toDualCard(card));
-    return version.startsWith('0.') ? cardResponse(c, `${key} 0.3`, toLegacyCard(card)) : cardResponse(c, `${key} 1.0`, card);
+    if (version === undefined || version === '') return cardResponse(c, `${key} dual`, toDualCard(card), keyed);
+    return version.startsWith('0.') ? cardResponse(c, `${key} 0.3`, toLegacyCard(card), keyed) : cardResponse(c, `${key} 1.0`, toCardJson(card), keyed);
   };
-  publicRoutes.on('GET', slashed('/.well-known/agent-card.json'), (c) => serveCard(c, defaultAgent()));
-  publicRoutes.on('GET', slashed('/.well-known/agent.json'), (c) => serveCard(c, defaultAgent()));
+  /** The default agent's card; a 404 naming no agent when the caller may not see it (the placeholder card when there are no agents). */
+  const serveDefaultCard = (c: Context): Response => {
+    const agent = defaultAgent();
+    const reader = readerOf(c);
+    if (agent === undefined || sees(reader, agent.name)) return serveCard(c, agent);
+    return cardNotFound(c, 'no agent card here for this caller: an agent\'s card is shown to an API key that reaches the agent ("Authorization: Bearer <key>" or "X-API-Key: <key>"), or to anyone when [a2a].public_agents names it', keyedFor(reader));
+  };
+  publicRoutes.on('GET', slashed('/.well-known/agent-card.json'), serveDefaultCard);
+  publicRoutes.on('GET', slashed('/.well-known/agent.json'), serveDefaultCard);
   publicRoutes.on('GET', slashed(`${base}/agents`), (c) => {
     const origin = originOf(c);
+    const reader = readerOf(c);
+    const keyed = keyedFor(reader);
     const agents = kernel.list().flatMap((view) => {
       const agent = findAgent(view.id);
-      return agent === undefined ? [] : [toDualCard(cardOf(agent, origin))];
+      return agent === undefined || !sees(reader, agent.name) ? [] : [toDualCard(cardOf(agent, origin, keyed))];
     });
-    return cardResponse(c, 'agents', { agents, total: agents.length });
+    // One list per caller: each keeps its own Last-Modified.
+    const who = reader === undefined ? 'anonymous' : reader.kind === 'user' ? `${reader.role} ${reader.name ?? ''}` : reader.agentId;
+    return cardResponse(c, `agents ${who}`, { agents, total: agents.length }, keyed);
   });
   publicRoutes.on('GET', slashed(`${base}/:agent/.well-known/agent-card.json`), (c) => {
     const name = c.req.param('agent') ?? '';
-    const agent = findAgent(name);
-    return agent === undefined ? unknownAgent(c, name) : serveCard(c, agent);
+    const agent = visibleAgent(c, name);
+    return agent === undefined ? cardNotFound(c, `no agent named "${name}"`, keyedFor(readerOf(c))) : serveCard(c, agent);
   });
 
   const routes = new Hono();
@@ -353,7 +420,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const agent = defaultAgent();
     if (agent === undefined) return c.json({ error: { code: 'AGENT_NOT_FOUND', message: 'no agent is running to take the task' } }, 404);
     const sessionId = typeof request.params?.sessionId === 'string' ? request.params.sessionId : undefined;
-    const { handler } = handlersOf(agent, originOf(c));
+    const { handler } = handlersOf(agent, c);
     const params = SendMessageRequest.fromJSON({
       message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...(sessionId === undefined ? {} : { contextId: sessionId }) },
       ...(sessionId === undefined ? {} : { metadata: { sessionId } }),
@@ -378,7 +445,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     const owner: unknown = task.metadata?.['loomAgent'];
     const agent = findAgent(typeof owner === 'string' ? owner : '') ?? defaultAgent();
     if (agent !== undefined) {
-      const { handler } = handlersOf(agent, originOf(c));
+      const { handler } = handlersOf(agent, c);
       await handler.cancelTask({ id, tenant: '', metadata: {} }, contextOf(c, '1.0')).catch(() => undefined);
     }
     let latest = (await store.load(id)) ?? task;
@@ -393,9 +460,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   // JSON-RPC (1.0 with the A2A-Version header, 0.3 without).
   routes.on('POST', slashed(`${base}/:agent`), async (c) => {
     const name = c.req.param('agent') ?? '';
-    const agent = findAgent(name);
+    const agent = visibleAgent(c, name);
     if (agent === undefined) return unknownAgent(c, name);
-    const sdk = handlersOf(agent, originOf(c));
+    const sdk = handlersOf(agent, c);
     const version = c.req.header(A2A_VERSION_HEADER);
     const legacy = version === undefined || version === '0.3';
     const mapError = (error: unknown): unknown => (legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error));
@@ -438,9 +505,9 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   // HTTP+JSON (1.0).
   routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/rest/*`, async (c) => {
     const name = c.req.param('agent');
-    const agent = findAgent(name);
+    const agent = visibleAgent(c, name);
     if (agent === undefined) return unknownAgent(c, name);
-    const { handler } = handlersOf(agent, originOf(c));
+    const { handler } = handlersOf(agent, c);
     const prefix = `${base}/${name}/rest`;
     const path = trimTrailingSlashes(decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)));
     // Before anything reads the body: one of another type is refused, never read as JSON.
@@ -469,10 +536,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   // HTTP+JSON (0.3): the SDK's 0.3 REST router answers on the Node request and response themselves.
   routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/v1/*`, async (c) => {
     const name = c.req.param('agent');
-    const agent = findAgent(name);
+    const agent = visibleAgent(c, name);
     if (agent === undefined) return unknownAgent(c, name);
     const node = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
-    const listener = await handlersOf(agent, originOf(c)).legacyRest;
+    const listener = await handlersOf(agent, c).legacyRest;
     if (listener === undefined || node?.incoming === undefined || node.outgoing === undefined) {
       return c.json({ code: -32004, message: 'A2A 0.3 HTTP+JSON is not available on this server; use JSON-RPC' }, 501);
     }

@@ -1,4 +1,4 @@
-import type { AgentCard } from '@a2a-js/sdk';
+import { type AgentCard, SecurityScheme } from '@a2a-js/sdk';
 import type { AgentDetailView } from '../kernel/index.ts';
 
 /** Where an agent's A2A endpoints live, relative to the server's origin and listen path. */
@@ -45,6 +45,29 @@ export const A2A_OUTPUT_MODES: readonly string[] = ['text/plain'];
 export interface AgentCardOptions {
   /** Whether the server delivers push notifications (`capabilities.pushNotifications`). */
   pushNotifications?: boolean;
+  /**
+   * Whether the API asks for keys: the card then declares the two ways a key is sent (the
+   * `bearer` and `apiKey` schemes) and requires one of them. Without keys it declares none.
+   */
+  keyed?: boolean;
+}
+
+/** The card's name of the `Authorization: Bearer <key>` scheme. */
+export const BEARER_SCHEME = 'bearer';
+/** The card's name of the `X-API-Key: <key>` scheme. */
+export const API_KEY_SCHEME = 'apiKey';
+
+/** The security schemes a card of a daemon with keys declares, in the A2A 1.0 types. */
+function keySchemes(): AgentCard['securitySchemes'] {
+  return {
+    [BEARER_SCHEME]: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Loom API key: "Authorization: Bearer <key>"', scheme: 'Bearer', bearerFormat: '' } } },
+    [API_KEY_SCHEME]: { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'A Loom API key: "X-API-Key: <key>"', location: 'header', name: 'X-API-Key' } } },
+  };
+}
+
+/** One of the schemes, either (each requirement is an alternative). */
+function keyRequirements(): AgentCard['securityRequirements'] {
+  return [{ schemes: { [BEARER_SCHEME]: { list: [] } } }, { schemes: { [API_KEY_SCHEME]: { list: [] } } }];
 }
 
 /**
@@ -64,13 +87,52 @@ export function buildAgentCard(agent: AgentDetailView | undefined, endpoints: A2
     provider: undefined,
     version: agent?.version ?? '0.1.0',
     capabilities: { streaming: true, pushNotifications: options.pushNotifications ?? false, extensions: [] },
-    securitySchemes: {},
-    securityRequirements: [],
+    securitySchemes: options.keyed === true ? keySchemes() : {},
+    securityRequirements: options.keyed === true ? keyRequirements() : [],
     defaultInputModes: [...A2A_INPUT_MODES],
     defaultOutputModes: [...A2A_OUTPUT_MODES],
     skills: skillsOf(agent),
     signatures: [],
   };
+}
+
+/**
+ * The A2A 1.0 card as JSON (the 1.0 card's wire shape, ProtoJSON): a security scheme is an object
+ * with one field naming its kind (`httpAuthSecurityScheme`, `apiKeySecurityScheme`), where the
+ * SDK's types hold `{ scheme: { $case, value } }`. The rest is written as the SDK's types hold it.
+ */
+export type AgentCardJson = Omit<AgentCard, 'securitySchemes'> & { securitySchemes: Record<string, unknown> };
+
+/** Converts a card to {@link AgentCardJson}. */
+export function toCardJson(card: AgentCard): AgentCardJson {
+  return { ...card, securitySchemes: Object.fromEntries(Object.entries(card.securitySchemes).map(([name, scheme]) => [name, SecurityScheme.toJSON(scheme)])) };
+}
+
+/** A security scheme in A2A 0.3's shape (OpenAPI's: `type` names the kind). */
+export type LegacySecurityScheme =
+  | { type: 'http'; scheme: string; description?: string; bearerFormat?: string }
+  | { type: 'apiKey'; in: 'header' | 'query' | 'cookie'; name: string; description?: string };
+
+/** 0.3's security requirements: each an alternative, naming schemes and their scopes. */
+export type LegacySecurityRequirement = Record<string, string[]>;
+
+/** The 0.3 shape of the schemes Loom declares (HTTP and API key; a card holds no others). */
+function legacySchemesOf(card: AgentCard): Record<string, LegacySecurityScheme> {
+  const schemes: Record<string, LegacySecurityScheme> = {};
+  for (const [name, { scheme }] of Object.entries(card.securitySchemes)) {
+    if (scheme?.$case === 'httpAuthSecurityScheme') {
+      const { description, bearerFormat } = scheme.value;
+      schemes[name] = { type: 'http', scheme: scheme.value.scheme, ...(description === '' ? {} : { description }), ...(bearerFormat === '' ? {} : { bearerFormat }) };
+    } else if (scheme?.$case === 'apiKeySecurityScheme') {
+      const { description, location } = scheme.value;
+      schemes[name] = { type: 'apiKey', in: location === 'query' || location === 'cookie' ? location : 'header', name: scheme.value.name, ...(description === '' ? {} : { description }) };
+    }
+  }
+  return schemes;
+}
+
+function legacyRequirementsOf(card: AgentCard): LegacySecurityRequirement[] {
+  return card.securityRequirements.map((requirement) => Object.fromEntries(Object.entries(requirement.schemes).map(([name, scopes]) => [name, [...scopes.list]])));
 }
 
 /** The card in spec/05's (A2A 0.3) shape: `/.well-known/agent.json`, `/a2a/agents`, and card requests without `A2A-Version`. */
@@ -86,6 +148,10 @@ export interface LegacyAgentCard {
   skills: { id: string; name: string; description: string; tags: string[]; examples: string[] }[];
   defaultInputModes: string[];
   defaultOutputModes: string[];
+  /** How a key is sent, when the card requires one (absent otherwise, as the SDK writes 0.3 cards). */
+  securitySchemes?: Record<string, LegacySecurityScheme>;
+  /** The schemes required, each an alternative (absent when none is). */
+  security?: LegacySecurityRequirement[];
 }
 
 /** Converts a card to spec/05's shape. */
@@ -104,6 +170,8 @@ export function toLegacyCard(card: AgentCard): LegacyAgentCard {
     skills: card.skills.map((skill) => ({ id: skill.id, name: skill.name, description: skill.description, tags: skill.tags, examples: skill.examples })),
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,
+    ...(Object.keys(card.securitySchemes).length === 0 ? {} : { securitySchemes: legacySchemesOf(card) }),
+    ...(card.securityRequirements.length === 0 ? {} : { security: legacyRequirementsOf(card) }),
   };
 }
 
@@ -114,10 +182,12 @@ export function toLegacyCard(card: AgentCard): LegacyAgentCard {
  * and 1.0 clients ignore). Where both revisions name a field the same (`capabilities`, `skills`)
  * it holds the union of both shapes.
  */
-export type DualAgentCard = Omit<AgentCard, 'capabilities'> & Omit<LegacyAgentCard, 'capabilities' | 'skills'> & {
+export type DualAgentCard = Omit<AgentCard, 'capabilities' | 'securitySchemes'> & Omit<LegacyAgentCard, 'capabilities' | 'skills' | 'securitySchemes' | 'security'> & {
   capabilities: NonNullable<AgentCard['capabilities']> & LegacyAgentCard['capabilities'];
-  /** 0.3's `security` (the same requirements as 1.0's `securityRequirements`: none). */
-  security: [];
+  /** Each scheme in both shapes at once: 0.3's (`type`, `scheme`, `in`, `name`) beside 1.0's field naming its kind. */
+  securitySchemes: Record<string, Record<string, unknown>>;
+  /** 0.3's `security`: the same requirements as 1.0's `securityRequirements`. */
+  security: LegacySecurityRequirement[];
 };
 
 /** Converts a 1.0 card to the {@link DualAgentCard} (a 0.3 client sees its 0.3 fields, a 1.0 client its 1.0 fields). */
@@ -132,6 +202,16 @@ export function toDualCard(card: AgentCard): DualAgentCard {
     capabilities: { ...legacy.capabilities, extensions: card.capabilities?.extensions ?? [] },
     // An empty list of a skill's modes means "the agent's defaults" in 1.0, but may read as "none" to a 0.3 client: left out.
     skills: card.skills.map(({ inputModes, outputModes, ...skill }) => ({ ...skill, ...(inputModes.length === 0 ? {} : { inputModes }), ...(outputModes.length === 0 ? {} : { outputModes }) }) as AgentCard['skills'][number]),
-    security: [],
+    securitySchemes: dualSchemesOf(card),
+    security: legacyRequirementsOf(card),
   };
+}
+
+/**
+ * Each scheme of `card` in both revisions' shapes: a 0.3 client reads `type` and its fields, a
+ * 1.0 client the field naming the kind (`httpAuthSecurityScheme`, `apiKeySecurityScheme`).
+ */
+function dualSchemesOf(card: AgentCard): Record<string, Record<string, unknown>> {
+  const legacy = legacySchemesOf(card);
+  return Object.fromEntries(Object.entries(card.securitySchemes).map(([name, scheme]) => [name, { ...legacy[name], ...(SecurityScheme.toJSON(scheme) as Record<string, unknown>) }]));
 }

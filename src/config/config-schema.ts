@@ -312,6 +312,12 @@ export const ConfigSchema = z.strictObject({
       listen_path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' }).default('/a2a'),
       /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
       default_agent: z.string().optional(),
+      /**
+       * With API keys configured, the agents (name patterns) whose cards anyone may read without a
+       * key; every other card is shown only to a key that reaches its agent. Calling an agent still
+       * needs a key that reaches it.
+       */
+      public_agents: z.array(z.string().min(1)).default([]),
       /** Deliver A2A push notifications (task updates POSTed to a client's webhook). */
       push_notifications: z.boolean().default(true),
       /** Allow push-notification webhooks on loopback and private addresses (refused by default; cloud metadata always). */
@@ -478,6 +484,7 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # enabled = true
 # listen_path = "/a2a"
 # default_agent = "researcher"
+# public_agents = ["helper-*"]          # with API keys: cards anyone may read without a key (none by default)
 # push_notifications = true              # POST task updates to a client's webhook
 # push_allow_private_network = false     # webhooks on loopback/private addresses (e.g. a local test receiver)
 # [[a2a.external_agents]]
