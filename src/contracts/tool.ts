@@ -36,6 +36,12 @@ export interface ToolAgent {
    * a server named `slack-notifier` too, `mcp_slack_notifier_*`). Unset: no server is singled out.
    */
   limitMcpServers?: readonly string[];
+  /**
+   * `[emergent].max_nested_calls`: how many tool calls one top-level call may make through its
+   * toolbox (compose steps, sandbox bridges), every level counted together. Unset: the runner's
+   * default (50).
+   */
+  maxNestedCalls?: number;
 }
 
 /** A reply from another agent, as `agent_message` returns it. */
@@ -90,10 +96,21 @@ export interface ToolResult {
  * how a forged tool's steps and sandbox bridges act.
  */
 export interface ToolBox {
-  /** Runs a call and returns its result; a refusal is an error result, as the model would see it. */
-  invoke(toolName: string, input: unknown): Promise<ToolResult>;
+  /**
+   * Runs a call as part of the call that holds this toolbox: under that call's signal (its time
+   * limit and cancellation), seen by the turn's loop guard, and counted against the top-level
+   * call's budget of nested calls. Returns its result; a refusal is an error result, as the model
+   * would see it, and so is a call asked for once the holding call is over (it is not started).
+   * With `composeStep`, the call is a compose step: the tool it calls is one compose level deeper.
+   */
+  invoke(toolName: string, input: unknown, options?: { composeStep?: boolean }): Promise<ToolResult>;
   /** Whether a tool exists, and whether the agent may call it now. */
   status(toolName: string): 'held' | 'not-held' | 'unknown';
+  /**
+   * How many compose steps the call that holds this toolbox is nested in: 0 for a call the model
+   * (or a door) made, 1 for a tool a compose step called, and so on. Unset: 0.
+   */
+  readonly composeDepth?: number;
 }
 
 /** Everything a tool's `execute` may use. */

@@ -15,11 +15,28 @@ function stepValue(result: ToolResult): JsonValue {
 }
 
 /**
+ * How many compose tools may nest: a compose step may call a compose tool, whose steps may not
+ * call a third (each level multiplies the calls one model call makes).
+ */
+export const MAX_COMPOSE_LEVELS = 2;
+
+/**
  * Runs a compose tool: each step's tool is called through `toolbox` (so the agent's grants are
  * checked again at every call, exactly as if its model had made it), its input built from the
- * step's mapping. The tool's output is the last step's value.
+ * step's mapping. Each step is part of the tool's own call (its time limit and cancellation stop
+ * the steps, and they count against the budget of nested calls). The tool's output is the last
+ * step's value. A compose tool deeper than MAX_COMPOSE_LEVELS runs no step and fails.
  */
 export async function runCompose(steps: readonly ComposeStep[], input: JsonObject, toolbox: ToolBox): Promise<ForgedRun> {
+  const level = (toolbox.composeDepth ?? 0) + 1;
+  if (level > MAX_COMPOSE_LEVELS) {
+    return {
+      ok: false,
+      problem:
+        `not run: it was called by a step of a compose tool that is itself a step of another, and compose tools nest at most ${MAX_COMPOSE_LEVELS} levels ` +
+        '(a compose step may call a compose tool, whose steps may not call a third); give the calling tool the steps of this one instead',
+    };
+  }
   const outputs = new Map<string, JsonValue>();
   let prev: JsonValue | undefined;
   for (const [index, step] of steps.entries()) {
@@ -31,7 +48,7 @@ export async function runCompose(steps: readonly ComposeStep[], input: JsonObjec
       if (error instanceof MappingReferenceError) return { ok: false, problem: `${where}: ${error.message}` };
       throw error;
     }
-    const result = await toolbox.invoke(step.tool, stepInput);
+    const result = await toolbox.invoke(step.tool, stepInput, { composeStep: true });
     if (result.isError === true) return { ok: false, problem: `${where} failed: ${result.text}` };
     prev = stepValue(result);
     outputs.set(step.name, prev);

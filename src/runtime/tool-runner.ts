@@ -55,6 +55,31 @@ export interface ToolRunnerOptions {
 export const MAX_TOOL_NESTING = 4;
 
 /**
+ * How many tool calls one top-level call may make through its toolbox, every level counted
+ * together, when the agent sets no `[emergent].max_nested_calls` (the manifest's default too).
+ */
+export const DEFAULT_MAX_NESTED_CALLS = 50;
+
+/**
+ * The nested calls of one top-level call, shared by every level under it: its budget, and the
+ * loop guard's word on them, which the top-level call's outcome passes on to the loop.
+ */
+export interface NestedCalls {
+  /** The top-level call's tool, named in a refusal. */
+  readonly root: string;
+  /** `[emergent].max_nested_calls`, or DEFAULT_MAX_NESTED_CALLS. */
+  readonly limit: number;
+  /** The calls made so far (the ones the budget refused not counted). */
+  made: number;
+  /** Whether the budget's refusal has been audited: only the first is, so a tool that keeps asking does not fill the audit log. */
+  refusalAudited: boolean;
+  /** The loop guard's first warning on a nested call. */
+  hint?: string;
+  /** Set when the loop guard's circuit breaker tripped on a nested call: the loop must end. */
+  breakLoop?: string;
+}
+
+/**
  * Asks a human to approve a tool call: the request is opened (and shown) first, then decided.
  * The decision rejects when the turn is cancelled.
  */
@@ -149,6 +174,10 @@ export interface ToolCallOptions {
   loopGuard?: LoopGuard;
   /** How many tools this call is nested in (0 for a model's call); see `MAX_TOOL_NESTING`. */
   nesting?: number;
+  /** Set for a call made through a toolbox: the nested calls of its top-level call. */
+  nestedCalls?: NestedCalls;
+  /** How many compose steps this call is nested in (see `ToolBox.composeDepth`); 0 when unset. */
+  composeDepth?: number;
 }
 
 /** The outcome of a call: the result the model sees, a hint to append, or the end of the loop. */
@@ -177,8 +206,10 @@ export interface ToolRunner {
   /** The tools an agent may call (and so the only ones its model is shown). */
   toolsFor(agent: ToolAgent, filter: ToolFilter): Tool<never>[];
   /**
-   * Other tools as the agent of `options`, one level deeper (`options.nesting` + 1): what a
-   * tool's `context.toolbox` is, and how a door acts as an agent outside a turn.
+   * Other tools as the agent of `options`, one level deeper (`options.nesting` + 1), under
+   * `options.signal`, seen by `options.loopGuard`, and within the budget of `options.nestedCalls`
+   * (a new one, of the agent's `maxNestedCalls`, when unset): what a tool's `context.toolbox` is,
+   * and how a door acts as an agent outside a turn.
    */
   toolbox(options: ToolCallOptions, callId: string, caller?: string): ToolBox;
   run(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome>;
@@ -251,6 +282,19 @@ function errorResult(text: string): ToolResult {
   return { text, isError: true };
 }
 
+/** Why a call's signal aborted, as words after "its call": `timed out after 3 s`, `was cancelled`, `ended`. */
+function endedBecause(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  if (reason === CALL_ENDED) return 'had ended';
+  if (reason instanceof Error && reason.message.startsWith('timed out')) return reason.message;
+  return 'was cancelled';
+}
+
+/** The budget of a top-level call's nested calls: the agent's `maxNestedCalls`, or DEFAULT_MAX_NESTED_CALLS. */
+function startNestedCalls(agent: ToolAgent, root: string): NestedCalls {
+  return { root, limit: agent.maxNestedCalls ?? DEFAULT_MAX_NESTED_CALLS, made: 0, refusalAudited: false };
+}
+
 /**
  * Builds the tool runner. For each call, in order: the tool exists; the agent holds
  * `tool_invoke` for it; the input validates; the loop guard allows it; every capability the
@@ -293,7 +337,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
    * over: one controller linked to the turn's signal (`linkAbort`), rather than `AbortSignal.any`,
    * which, when the call ended, dispatched the abort twice (~9 against ~4 µs a call in a loop).
    */
-  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number): Promise<{ result: ToolResult; timedOut?: true }> {
+  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number, toolboxFor: (signal: AbortSignal) => ToolBox): Promise<{ result: ToolResult; timedOut?: true }> {
     const turn = context.signal;
     const call = new AbortController();
     const signal = call.signal;
@@ -311,7 +355,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     const ask = context.askPerson;
     const askPerson = ask === undefined ? undefined : (question: PersonQuestion): Promise<PersonAnswer> => ask({ ...question, signal: question.signal === undefined ? signal : AbortSignal.any([question.signal, signal]) });
     try {
-      const result = await Promise.race([tool.execute(input, { ...context, signal, askPerson }), timeout.then(() => undefined)]);
+      // The tools it calls are part of this call: its time limit and cancellation stop them too.
+      const result = await Promise.race([tool.execute(input, { ...context, signal, askPerson, toolbox: toolboxFor(signal) }), timeout.then(() => undefined)]);
       // A tool may answer its abort at once; the call still timed out or was cancelled.
       if (timedOut) return { result: errorResult(`tool "${tool.name}" timed out after ${timeoutMs / 1000} s`), timedOut };
       if (turn.aborted || result === undefined) return { result: errorResult(`tool "${tool.name}" was cancelled`) };
@@ -330,16 +375,39 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     },
 
     toolbox(callOptions, callId, caller = 'a tool') {
-      const { agent, filter } = callOptions;
+      const { agent, filter, signal } = callOptions;
       const nesting = callOptions.nesting ?? 0;
+      const composeDepth = callOptions.composeDepth ?? 0;
+      const nestedCalls = callOptions.nestedCalls ?? startNestedCalls(agent, caller);
       return {
-        async invoke(toolName, input) {
+        composeDepth,
+        async invoke(toolName, input, invokeOptions) {
+          // Part of the holding call: once it is over (out of time, cancelled, returned) nothing more starts.
+          if (signal.aborted) return errorResult(`${caller} did not start ${toolName}: its call ${endedBecause(signal)}`);
           if (nesting + 1 > MAX_TOOL_NESTING) {
             return refuse(agent, toolName, 'denied', `${caller} may not call ${toolName}: tools may call tools only ${MAX_TOOL_NESTING} levels deep`).then((outcome) => outcome.result);
           }
-          // The loop guard watches the model's calls; a tool's own calls are bounded by its nesting.
-          const { loopGuard: _guard, ...inner } = callOptions;
-          const outcome = await runner.run({ toolCallId: `${callId}/${toolName}`, toolName, input }, { ...inner, nesting: nesting + 1 });
+          if (nestedCalls.made >= nestedCalls.limit) {
+            const reason =
+              `${caller} may not call ${toolName}: the call of ${nestedCalls.root} has made ${nestedCalls.limit} nested tool calls, ` +
+              `all it may make ([emergent].max_nested_calls = ${nestedCalls.limit}); have the tool call fewer tools, or raise [emergent].max_nested_calls`;
+            if (nestedCalls.refusalAudited) return errorResult(reason);
+            nestedCalls.refusalAudited = true;
+            return (await refuse(agent, toolName, 'denied', reason)).result;
+          }
+          nestedCalls.made += 1;
+          const inner: ToolCallOptions = { ...callOptions, nesting: nesting + 1, nestedCalls, composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth };
+          let outcome: ToolCallOutcome;
+          try {
+            outcome = await runner.run({ toolCallId: `${callId}/${toolName}`, toolName, input }, inner);
+          } catch (error) {
+            // The runner throws for a call whose signal aborted before it ran: to the holding tool, an error result.
+            if (signal.aborted) return errorResult(`${caller} did not start ${toolName}: its call ${endedBecause(signal)}`);
+            throw error;
+          }
+          // The loop guard's word on a nested call reaches the loop through the top-level call.
+          if (outcome.hint !== undefined) nestedCalls.hint ??= outcome.hint;
+          if (outcome.breakLoop !== undefined) nestedCalls.breakLoop ??= outcome.breakLoop;
           return outcome.result;
         },
         status(toolName) {
@@ -386,7 +454,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${toolPolicy} is false`);
       }
       const toolSettings = settings[tool.name] ?? {};
-      const toolbox = runner.toolbox(callOptions, call.toolCallId, tool.name);
+      // A top-level call starts the budget its nested calls share; a nested one passes its own on.
+      const nestedCalls = callOptions.nestedCalls ?? startNestedCalls(agent, tool.name);
+      const toolboxFor = (callSignal: AbortSignal): ToolBox => runner.toolbox({ ...callOptions, signal: callSignal, nestedCalls }, call.toolCallId, tool.name);
+      const toolbox = toolboxFor(signal);
       const context: ToolContext = {
         signal,
         agent,
@@ -437,7 +508,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       let failure: ToolCallFailure | undefined;
       const startedAt = options.clock.now();
       try {
-        const ran = await execute(tool, input, context, timeoutMs);
+        const ran = await execute(tool, input, context, timeoutMs, toolboxFor);
         result = ran.result;
         if (ran.timedOut === true) failure = TIMED_OUT;
       } catch (error) {
@@ -456,6 +527,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const outcome: ToolCallOutcome = { result: capped };
       if (verdict.action === 'warn') outcome.hint = verdict.hint;
       if (failure !== undefined) outcome.failure = failure;
+      if (callOptions.nestedCalls === undefined) {
+        if (outcome.hint === undefined && nestedCalls.hint !== undefined) outcome.hint = nestedCalls.hint;
+        if (nestedCalls.breakLoop !== undefined) outcome.breakLoop = nestedCalls.breakLoop;
+      }
       return outcome;
     },
   };
