@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
-import { LOCAL_PRINCIPAL_NAME, mayReachAgent, type Principal, principalKey } from '../access/index.ts';
-import type { Caller, Kernel } from '../kernel/index.ts';
+import { LOCAL_PRINCIPAL_NAME, type Principal, principalKey } from '../access/index.ts';
+import { type Caller, type Kernel, reachesAgent } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -53,7 +53,7 @@ export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
   const agent: unknown = task.metadata?.['loomAgent'];
   const creator: unknown = task.metadata?.['loomCallerKey'];
   if (typeof agent !== 'string' || creator !== callerKey(caller)) return false;
-  return caller.kind !== 'user' || mayReachAgent(principalOfUser(caller), agent);
+  return caller.kind !== 'user' || reachesAgent(principalOfUser(caller), agent);
 }
 
 /** Whether the caller sees every task: an owner, or Loom itself (no caller). */

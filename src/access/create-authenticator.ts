@@ -1,17 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { matchesPattern } from '../capabilities/index.ts';
+import type { Principal } from '../contracts/index.ts';
 import { type Config, LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME } from '../config/index.ts';
 import { AccessDeniedError, UnauthorizedError } from '../errors/index.ts';
 import { isLoopbackAddress } from './is-loopback-address.ts';
 
-/** Who a request comes from, once authenticated. */
-export interface Principal {
-  /** The key's name; `local` for a loopback client when no keys are configured. */
-  name: string;
-  role: 'owner' | 'user' | 'viewer';
-  /** Name patterns of the agents a `user` may read and message. */
-  agents: readonly string[];
-}
 
 /** What a request presents: its headers and the client's address. */
 export interface Credentials {
@@ -36,6 +28,9 @@ export interface Authenticator {
    */
   authenticate(credentials: Credentials, options: { isPublic: boolean }): Principal | undefined;
 }
+
+/** The person at this machine when no key is configured (the local CLI, a loopback client): the owner. */
+export const LOCAL_OWNER: Principal = Object.freeze({ name: LOCAL_PRINCIPAL_NAME, role: 'owner', agents: Object.freeze(['*']) });
 
 interface StoredKey extends Principal {
   digest: Buffer;
@@ -83,7 +78,7 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
             `refusing a request that came through a proxy (${credentials.proxied}): with no API key configured, only clients on this machine are served, as the owner, and a proxy on this machine would make every client it serves one; set LOOM_API_KEY or add [[auth.keys]] to config.toml`,
           );
         }
-        return { name: LOCAL_PRINCIPAL_NAME, role: 'owner', agents: ['*'] };
+        return LOCAL_OWNER;
       }
       const bearer = credentials.authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
       const secret = bearer ?? credentials.apiKey?.trim();
@@ -105,9 +100,4 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
  */
 export function principalKey(principal: Principal): string {
   return JSON.stringify([principal.name, principal.role, principal.agents]);
-}
-
-/** Whether `principal` may read or message the agent named `name` (owners and viewers: any; users: those matching its patterns). */
-export function mayReachAgent(principal: Principal, name: string): boolean {
-  return principal.role !== 'user' || principal.agents.some((pattern) => matchesPattern(pattern, name));
 }

@@ -2,7 +2,8 @@ import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, type PairingView, toApprovalView, toPairingView } from '../http/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { LOCAL_OWNER } from '../access/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
@@ -79,7 +80,9 @@ export interface ForgedToolClient {
 }
 
 function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
-  const { kernel, packages, channels } = context;
+  const { packages, channels } = context;
+  // The person at the terminal is the owner of this LOOM_HOME; the kernel judges them as any door's caller.
+  const kernel = kernelAs(context.kernel, LOCAL_OWNER);
   const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
     const warnings = await modelWarnings(view.name, manifest, { defaultModel: context.config.default_model, env });
     return { ...kernel.get(view.id), warnings: [...warnings, ...agentToolClash(view.name, kernel.list())] };
@@ -100,20 +103,20 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
       }
     },
     // In process the cancel is the kernel's own, and done once the turn is committed: nothing to stop waiting for.
-    cancelTurn: (reference) => kernel.cancelTurn(reference, { by: 'the owner' }),
+    cancelTurn: (reference) => kernel.cancelTurn(reference),
     usage: (agent) => kernel.usage(agent === undefined ? {} : { agent }),
-    approvals: async (status = 'pending') => (await kernel.approvals.list(status)).map(toApprovalView),
-    decideApproval: async (id, approved, reason, answer) => toApprovalView(await kernel.approvals.decide(id, { approved, by: 'local', reason: reason ?? null, answer })),
+    approvals: async (status = 'pending') => (await kernel.approvals(status)).map(toApprovalView),
+    decideApproval: async (id, approved, reason, answer) => toApprovalView(await kernel.decide(id, { approved, reason: reason ?? null, answer })),
     resetSession: (reference) => kernel.resetSession(reference),
     packages,
     forgedTools: {
       list: (agent) => kernel.forgedTools.list(agent === undefined ? {} : { agent }),
       get: (id) => kernel.forgedTools.get(id),
-      forge: async (agent, request) => registeredOrThrow(await kernel.forgedTools.forge(agent, request, 'local')),
-      import: async (agent, document) => registeredOrThrow(await kernel.forgedTools.import(agent, document, 'local')),
-      export: (id) => kernel.forgedTools.export(id),
-      promote: (id) => kernel.forgedTools.promote(id, 'local'),
-      demote: (id, reason) => kernel.forgedTools.demote(id, 'local', reason ?? null),
+      forge: async (agent, request) => registeredOrThrow(await kernel.forgedTools.forge(agent, request)),
+      import: async (agent, document) => registeredOrThrow(await kernel.forgedTools.import(agent, document)),
+      export: async (id) => (await kernel.forgedTools.export(id)).document,
+      promote: (id) => kernel.forgedTools.promote(id),
+      demote: (id, reason) => kernel.forgedTools.demote(id, reason ?? null),
     },
     channels: { list: () => channels.list(), approve: async (code) => toPairingView(await channels.approve(code)) },
     close: () => context.close(),

@@ -58,3 +58,4 @@ export type {
 } from './store.ts';
 export type { AgentReply, KernelHandle, MemoryEntry, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
 export type { LogEntry, LogReader } from './log-reader.ts';
+export type { Principal, PrincipalRole } from './principal.ts';

@@ -2,18 +2,16 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
-import { AccessDeniedError, TurnNotRunningError } from '../errors/index.ts';
-import { type AgentDetailView, type Caller, type Kernel, toTurnView } from '../kernel/index.ts';
+import { TurnNotRunningError } from '../errors/index.ts';
+import { type AgentDetailView, type Kernel, toTurnView } from '../kernel/index.ts';
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
-import { LOCAL_PRINCIPAL_NAME, mayReachAgent, type Principal } from '../access/index.ts';
 // Not the MCP server's index: that loads the MCP SDK, which the daemon loads on the first MCP request.
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
-import { reachAgent } from './caller-scope.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
-import { type HttpContext, type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import { type HttpEnv, kernelOf } from './http-context.ts';
 import { MANIFEST_MEDIA_TYPES, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
@@ -33,29 +31,15 @@ export interface AgentRoutesOptions {
 export type SpawnResponse = AgentDetailView & { warnings: string[] };
 
 
-function callerOf(principal: Principal): Caller {
-  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
-}
-
 /** An SSE event's data: the agent event, with a finished run's result in the API's turn shape. */
 function wireEvent(event: AgentEvent): unknown {
   return event.type === 'run-finish' ? { type: event.type, result: toTurnView(event.result) } : event;
 }
 
-/** Who a principal is, as a cancelled turn names them. */
-function byline(principal: Principal): string {
-  return principal.name === LOCAL_PRINCIPAL_NAME ? `the ${principal.role}` : `"${principal.name}"`;
-}
-
-/** Refuses a viewer key what changes a conversation. */
-function requireSpeaker(principal: Principal, action: string): void {
-  if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not ${action}; it needs the user or owner role`);
-}
-
 /**
  * The agent routes, mounted at `/api/agents`: list and spawn; show and kill; suspend and
- * resume; messages (JSON or SSE); the running turn (follow it, cancel it); the session. Role
- * checks are made here; the kernel applies its own RBAC on send and cancel as well.
+ * resume; messages (JSON or SSE); the running turn (follow it, cancel it); the session. Each
+ * route makes one call on the kernel as its caller (`kernelOf`), which decides what it may do.
  */
 export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
@@ -67,19 +51,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     ...agentToolClash(name, kernel.list()),
   ];
 
-  /** Resolves the agent (404 when unknown) and checks the principal may reach it (403). */
-  const reach = (c: HttpContext): { principal: Principal; name: string } => {
-    const principal = principalOf(c);
-    return { principal, name: reachAgent(kernel, principal, c.req.param('agent') ?? '').name };
-  };
-
-  routes.get('/', (c) => {
-    const principal = principalOf(c);
-    return c.json(kernel.list().filter((agent) => mayReachAgent(principal, agent.name)));
-  });
+  routes.get('/', (c) => c.json(kernelOf(c, kernel).list()));
 
   routes.post('/', async (c) => {
-    requireOwner(principalOf(c), 'spawn agents');
+    const caller = kernelOf(c, kernel);
+    caller.require('spawn agents');
     const { parent } = readQuery(c, SpawnQuerySchema);
     const type = mediaTypeOf(c);
     const format = MANIFEST_MEDIA_TYPES[type];
@@ -87,47 +63,37 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
-    const view = await kernel.spawn(manifest, parent === undefined ? {} : { parent });
+    const view = await caller.spawn(manifest, parent === undefined ? {} : { parent });
     const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
     return c.json(body, 201);
   });
 
   routes.put('/:agent', async (c) => {
-    requireOwner(principalOf(c), 'update agents');
+    const caller = kernelOf(c, kernel);
+    caller.require('update agents');
     const type = mediaTypeOf(c);
     const format = MANIFEST_MEDIA_TYPES[type];
     if (format === undefined) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
-    const view = await kernel.update(c.req.param('agent'), manifest);
+    const view = await caller.update(c.req.param('agent'), manifest);
     const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
     return c.json(body);
   });
 
-  routes.get('/:agent', (c) => {
-    reach(c);
-    return c.json(kernel.get(c.req.param('agent')));
-  });
+  routes.get('/:agent', (c) => c.json(kernelOf(c, kernel).get(c.req.param('agent'))));
 
-  routes.delete('/:agent', async (c) => {
-    requireOwner(principalOf(c), 'kill agents');
-    return c.json(await kernel.kill(c.req.param('agent')));
-  });
+  routes.delete('/:agent', async (c) => c.json(await kernelOf(c, kernel).kill(c.req.param('agent'))));
 
-  routes.post('/:agent/suspend', async (c) => {
-    requireOwner(principalOf(c), 'suspend agents');
-    return c.json(await kernel.suspend(c.req.param('agent')));
-  });
+  routes.post('/:agent/suspend', async (c) => c.json(await kernelOf(c, kernel).suspend(c.req.param('agent'))));
 
-  routes.post('/:agent/resume', async (c) => {
-    requireOwner(principalOf(c), 'resume agents');
-    return c.json(await kernel.resume(c.req.param('agent')));
-  });
+  routes.post('/:agent/resume', async (c) => c.json(await kernelOf(c, kernel).resume(c.req.param('agent'))));
 
   routes.post('/:agent/messages', async (c) => {
-    const { principal } = reach(c);
-    requireSpeaker(principal, 'send messages');
+    const caller = kernelOf(c, kernel);
+    // Refused before the body is read: a viewer, or an agent out of the key's reach.
+    caller.require('send messages', caller.get(c.req.param('agent')).name);
     const { message } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
@@ -138,11 +104,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const signal = deadline.timeLimit;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
-      const result = await kernel.send(reference, message, { caller: callerOf(principal), signal });
+      const result = await caller.send(reference, message, { signal });
       return c.json(toTurnView(result));
     }
 
-    const { first, events } = await startTurnStream(kernel, reference, message, callerOf(principal), signal);
+    const { first, events } = await startTurnStream(caller, reference, message, signal);
     return streamSSE(c, async (stream) => {
       try {
         if (first.done === true) return;
@@ -161,14 +127,15 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
 
   // The agent's running turn on its main session (whoever started it): shown, followed, cancelled.
   routes.get('/:agent/turn', (c) => {
-    const { name } = reach(c);
+    const caller = kernelOf(c, kernel);
+    const reference = c.req.param('agent');
     const deadline = c.get('deadline');
     if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
-      const view = kernel.runningTurn(name);
-      if (view === undefined) throw new TurnNotRunningError(name, 'show');
+      const view = caller.runningTurn(reference);
+      if (view === undefined) throw new TurnNotRunningError(caller.get(reference).name, 'show');
       return c.json(view);
     }
-    const events = kernel.followTurn(name)[Symbol.asyncIterator]();
+    const events = caller.followTurn(reference)[Symbol.asyncIterator]();
     return streamSSE(c, async (stream) => {
       try {
         for (let next = await events.next(); next.done !== true; next = await events.next()) {
@@ -182,38 +149,35 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     });
   });
 
-  routes.post('/:agent/turn/cancel', async (c) => {
-    const { principal, name } = reach(c);
-    requireSpeaker(principal, 'cancel turns');
-    return c.json(await kernel.cancelTurn(name, { caller: callerOf(principal), by: byline(principal) }));
-  });
+  routes.post('/:agent/turn/cancel', async (c) => c.json(await kernelOf(c, kernel).cancelTurn(c.req.param('agent'))));
 
   routes.get('/:agent/workflow', async (c) => {
-    const { name } = reach(c);
-    const workflow = await kernel.workflow(name);
+    const caller = kernelOf(c, kernel);
+    const { name } = caller.get(c.req.param('agent'));
+    const workflow = await caller.workflow(name);
     if (workflow === undefined) throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${name}" has no workflow${kernel.get(name).module === 'builtin:workflow' ? ' yet: send it a request' : ' (it is not a workflow agent)'}`);
     return c.json(workflow);
   });
 
   // The workflow's commands, as the chat takes them (spec/03): the same checks as a message.
   routes.post('/:agent/workflow/:action{approve|cancel|pause|resume}', async (c) => {
-    const { principal, name } = reach(c);
-    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not steer workflows; it needs the user or owner role`);
-    if (kernel.get(name).module !== 'builtin:workflow') throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${name}" is not a workflow agent`);
-    const command = { approve: 'go', cancel: 'cancel', pause: 'pause', resume: 'resume' }[c.req.param('action') as 'approve' | 'cancel' | 'pause' | 'resume'];
-    const result = await kernel.send(name, command, { caller: callerOf(principal), signal: c.get('deadline').signal });
-    return c.json({ reply: result.text, workflow: await kernel.workflow(name) });
+    const caller = kernelOf(c, kernel);
+    const agent = caller.get(c.req.param('agent'));
+    caller.require('steer workflows', agent.name);
+    if (agent.module !== 'builtin:workflow') throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${agent.name}" is not a workflow agent`);
+    const command = ({ approve: 'go', cancel: 'cancel', pause: 'pause', resume: 'resume' } as const)[c.req.param('action') as 'approve' | 'cancel' | 'pause' | 'resume'];
+    return c.json(await caller.steerWorkflow(agent.name, command, c.get('deadline').signal));
   });
 
   routes.get('/:agent/session', async (c) => {
-    const { name } = reach(c);
+    const caller = kernelOf(c, kernel);
+    const reference = c.req.param('agent');
     // The turn not yet committed to it, if one runs: a client shows it and follows it with `GET …/turn`.
-    return c.json({ ...(await kernel.session(name)), running: kernel.runningTurn(name) ?? null });
+    return c.json({ ...(await caller.session(reference)), running: caller.runningTurn(reference) ?? null });
   });
 
   routes.delete('/:agent/session', async (c) => {
-    requireOwner(principalOf(c), 'reset sessions');
-    await kernel.resetSession(c.req.param('agent'));
+    await kernelOf(c, kernel).resetSession(c.req.param('agent'));
     return c.body(null, 204);
   });
 

@@ -1,10 +1,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
-import { type HttpContext, type HttpEnv, principalOf } from './http-context.ts';
-import { readableAgentIds } from './caller-scope.ts';
+import { type HttpContext, type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 
 /** An approval as the API, the CLI's `--json` and the dashboard show it. */
@@ -72,21 +70,17 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
 
   routes.get('/', async (c) => {
     const { status } = readQuery(c, ListQuerySchema);
-    const readable = readableAgentIds(kernel, principalOf(c));
-    const records = await kernel.approvals.list(status ?? 'pending');
-    return c.json(records.filter((record) => readable === undefined || readable.has(record.agentId)).map(toApprovalView));
+    return c.json((await kernelOf(c, kernel).approvals(status ?? 'pending')).map(toApprovalView));
   });
 
   const decide = async (c: HttpContext, approved: boolean): Promise<Response> => {
-    const principal = principalOf(c);
-    if (principal.role !== 'owner') {
-      throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${approved ? 'approve' : 'deny'} tool calls; it needs the owner role`);
-    }
+    const caller = kernelOf(c, kernel);
+    caller.require(approved ? 'approve tool calls' : 'deny tool calls');
     // No body, or an empty one, is no reason; anything else must be the JSON object.
     const length = c.req.header('content-length');
     const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
     const { reason, answer } = hasBody ? await readJsonBody(c, ApprovalDecisionBodySchema) : {};
-    const record = await kernel.approvals.decide(c.req.param('id') ?? '', { approved, by: principal.name, reason: reason === undefined || reason === '' ? null : reason, answer });
+    const record = await caller.decide(c.req.param('id') ?? '', { approved, reason: reason === undefined || reason === '' ? null : reason, answer });
     return c.json(toApprovalView(record));
   };
 

@@ -1,7 +1,8 @@
 import { Hono } from 'hono';
 import type { ChannelService } from '../channels/index.ts';
 import type { ChannelPairingRecord } from '../contracts/index.ts';
-import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import type { Kernel } from '../kernel/index.ts';
+import { type HttpEnv, kernelOf } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 
 /** A pairing the owner approved, as the API answers it (and the CLI prints it). */
@@ -22,17 +23,17 @@ export function toPairingView(pairing: ChannelPairingRecord): PairingView {
  * `/api/channels`: the channels' state, their last message and the pairing codes waiting (owner
  * only: a code lets a person in), and the owner's approval of a code.
  */
-export function createChannelRoutes(options: { channels: ChannelService }): Hono<HttpEnv> {
-  const { channels } = options;
+export function createChannelRoutes(options: { channels: ChannelService; kernel: Kernel }): Hono<HttpEnv> {
+  const { channels, kernel } = options;
   const routes = new Hono<HttpEnv>();
 
   routes.get('/', async (c) => {
-    requireOwner(principalOf(c), 'list channels and their pairing codes');
+    kernelOf(c, kernel).require('list channels and their pairing codes');
     return c.json(await channels.list());
   });
 
   routes.post('/pairings/:code/approve', async (c) => {
-    requireOwner(principalOf(c), 'approve a pairing');
+    kernelOf(c, kernel).require('approve a pairing');
     return c.json(toPairingView(await channels.approve(c.req.param('code'))));
   });
 

@@ -4,7 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config/index.ts';
 import { LOOM_VERSION } from '../config/installation.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
-import type { Kernel } from '../kernel/index.ts';
+import { callerOf, type Kernel } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createManifestRoutes } from './manifest-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
@@ -14,7 +14,7 @@ import { createPackageRoutes } from './package-routes.ts';
 import type { PackageService } from '../packages/index.ts';
 import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
-import { type HttpContext, type HttpEnv, principalOf, requireOwner, requireWholeView } from './http-context.ts';
+import { type HttpContext, type HttpEnv, kernelOf, principalOf } from './http-context.ts';
 import { createHostGuard, createProxySign } from './host-guard.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -150,7 +150,7 @@ function socketAddress(c: HttpContext): string {
  * from the kernel or from the request itself, is answered as `{ error: { code, message } }`
  * by {@link toErrorResponse}. Order of checks: the Host and Origin (see `createHostGuard`), who
  * is asking (loopback or API key), their
- * rate, the body size, then the route with its role checks.
+ * rate, the body size, then the route, which asks the kernel what the caller may do.
  *
  * @example
  * const app = createHttpApp({ kernel, config, env: process.env, clock, logger });
@@ -279,17 +279,17 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
-  if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages }));
-  if (options.channels !== undefined) app.route('/api/channels', createChannelRoutes({ channels: options.channels }));
+  if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages, kernel }));
+  if (options.channels !== undefined) app.route('/api/channels', createChannelRoutes({ channels: options.channels, kernel }));
   app.post('/hooks/:channel', (c) => answerWebhook(options.channels, c.req.param('channel'), c.req.raw));
   app.get('/api/mcp/servers', (c) => {
-    requireWholeView(principalOf(c), 'list the MCP servers');
+    kernelOf(c, kernel).require('list the MCP servers');
     return c.json(mcpServersView(options.config, options.mcp));
   });
   // `loom mcp login` calls this once it has the tokens, so the server connects without waiting for its backoff.
   app.post('/api/mcp/servers/:name/reconnect', (c) => {
     const name = c.req.param('name');
-    requireOwner(principalOf(c), `reconnect the MCP server "${name}"`);
+    kernelOf(c, kernel).require('reconnect MCP servers');
     if (!config.mcp_servers.some((entry) => entry.name === name)) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `no MCP server named "${name}" is configured ([[mcp_servers]] in config.toml)`);
     if (options.mcp === undefined) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
     if (!options.mcp.reconnect(name)) {
@@ -311,7 +311,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
   app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));
   app.get('/api/a2a/external', (c) => {
-    requireWholeView(principalOf(c), 'list the external A2A agents');
+    kernelOf(c, kernel).require('list the external A2A agents');
     return c.json(listExternalAgents());
   });
   if (config.a2a.enabled) {
@@ -330,7 +330,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
-          return principal === undefined ? undefined : { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
+          return principal === undefined ? undefined : callerOf(principal);
         },
         chargeTurn: (c) => (c.env as A2aEnv | undefined)?.[A2A_CHARGE_TURN]?.(),
       });

@@ -1,9 +1,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { mayReachAgent, type Principal } from '../access/index.ts';
-import { forgedToolNotFound, type ForgedToolView, registeredOrThrow } from '../emergent/index.ts';
+import { registeredOrThrow } from '../emergent/index.ts';
 import type { Kernel } from '../kernel/index.ts';
-import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/tools/forged`: forge as `agent`, with spec/02's request. */
@@ -21,17 +20,6 @@ export const ImportBodySchema = z.strictObject({
 const DemoteBodySchema = z.strictObject({ reason: z.string().min(1).optional() });
 const ListQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
 
-/** A key sees the tools of the agents it reaches, and every shared tool. */
-function visible(principal: Principal, tool: ForgedToolView): boolean {
-  return tool.tier === 'shared' || mayReachAgent(principal, tool.agent);
-}
-
-/** The tool asked for as `id`, when the key may see it; else answered as an id no tool has, so a key learns nothing of tools it may not see (their names, their agents, that they exist). */
-function reach(principal: Principal, tool: ForgedToolView, id: string): ForgedToolView {
-  if (!visible(principal, tool)) throw forgedToolNotFound(id);
-  return tool;
-}
-
 /**
  * `/api/tools/forged` (spec/02): list and show (any role; a key sees the tools of the agents it
  * reaches, and shared tools), export; forge and import as an agent, promote, demote (owner).
@@ -39,49 +27,44 @@ function reach(principal: Principal, tool: ForgedToolView, id: string): ForgedTo
  */
 export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEnv> {
   const { kernel } = options;
-  const tools = kernel.forgedTools;
+  const tools = (c: Parameters<typeof kernelOf>[0]) => kernelOf(c, kernel).forgedTools;
   const routes = new Hono<HttpEnv>();
 
   routes.get('/', async (c) => {
-    const principal = principalOf(c);
     const { agent } = readQuery(c, ListQuerySchema);
-    return c.json((await tools.list(agent === undefined ? {} : { agent })).filter((tool) => visible(principal, tool)));
+    return c.json(await tools(c).list(agent === undefined ? {} : { agent }));
   });
 
   routes.post('/', async (c) => {
-    const principal = principalOf(c);
-    requireOwner(principal, 'forge tools');
+    const caller = kernelOf(c, kernel);
+    caller.require('forge tools');
     const body = await readJsonBody(c, ForgeBodySchema);
-    return c.json(registeredOrThrow(await tools.forge(body.agent, body.request, principal.name, c.get('deadline').signal)), 201);
+    return c.json(registeredOrThrow(await caller.forgedTools.forge(body.agent, body.request, c.get('deadline').signal)), 201);
   });
 
   routes.post('/import', async (c) => {
-    const principal = principalOf(c);
-    requireOwner(principal, 'import tools');
+    const caller = kernelOf(c, kernel);
+    caller.require('import tools');
     const body = await readJsonBody(c, ImportBodySchema);
-    return c.json(registeredOrThrow(await tools.import(body.agent, body.document, principal.name, c.get('deadline').signal)), 201);
+    return c.json(registeredOrThrow(await caller.forgedTools.import(body.agent, body.document, c.get('deadline').signal)), 201);
   });
 
-  routes.get('/:id', async (c) => c.json(reach(principalOf(c), await tools.get(c.req.param('id')), c.req.param('id'))));
+  routes.get('/:id', async (c) => c.json(await tools(c).get(c.req.param('id'))));
 
   routes.get('/:id/export', async (c) => {
-    const tool = reach(principalOf(c), await tools.get(c.req.param('id')), c.req.param('id'));
+    const { tool, document } = await tools(c).export(c.req.param('id'));
     c.header('content-disposition', `attachment; filename="${tool.name}.emergent-tool.yaml"`);
-    return c.body(await tools.export(tool.id), 200, { 'content-type': 'application/yaml; charset=utf-8' });
+    return c.body(document, 200, { 'content-type': 'application/yaml; charset=utf-8' });
   });
 
-  routes.post('/:id/promote', async (c) => {
-    const principal = principalOf(c);
-    requireOwner(principal, 'promote forged tools');
-    return c.json(await tools.promote(c.req.param('id'), principal.name));
-  });
+  routes.post('/:id/promote', async (c) => c.json(await tools(c).promote(c.req.param('id'))));
 
   routes.post('/:id/demote', async (c) => {
-    const principal = principalOf(c);
-    requireOwner(principal, 'demote forged tools');
+    const caller = kernelOf(c, kernel);
+    caller.require('demote forged tools');
     const length = c.req.header('content-length');
     const { reason } = length === undefined || length === '0' ? {} : await readJsonBody(c, DemoteBodySchema);
-    return c.json(await tools.demote(c.req.param('id'), principal.name, reason ?? null));
+    return c.json(await caller.forgedTools.demote(c.req.param('id'), reason ?? null));
   });
 
   return routes;

@@ -1,6 +1,6 @@
-import { AccessDeniedError } from '../errors/index.ts';
 import type { Context } from 'hono';
 import type { Principal } from '../access/index.ts';
+import { type CallerKernel, type Kernel, kernelAs } from '../kernel/index.ts';
 import type { RequestDeadline } from './request-deadline.ts';
 
 /** The Hono environment of the API: what the middleware hands to the routes. */
@@ -28,15 +28,7 @@ export function principalOf(c: HttpContext): Principal {
   return principal;
 }
 
-/**
- * Refuses a user key (one limited to some agents) a view of the whole installation (its MCP
- * servers, the external agents it knows), naming the action. @throws {AccessDeniedError}
- */
-export function requireWholeView(principal: Principal, action: string): void {
-  if (principal.role === 'user') throw new AccessDeniedError(`a user key ("${principal.name}") may not ${action}: that shows the whole installation, not its agents; it needs the viewer or owner role`);
-}
-
-/** Refuses a key without the owner role, naming the action. @throws {AccessDeniedError} */
-export function requireOwner(principal: Principal, action: string): void {
-  if (principal.role !== 'owner') throw new AccessDeniedError(`a ${principal.role} key ("${principal.name}") may not ${action}; it needs the owner role`);
+/** The kernel as the request's principal sees it: every check of role and reach is made there. */
+export function kernelOf(c: HttpContext, kernel: Kernel): CallerKernel {
+  return kernelAs(kernel, principalOf(c));
 }

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { checkManifestText, detectManifestFormat, type ManifestFormat, type ManifestIssue } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
+import { refusalOf } from '../kernel/index.ts';
 import { type HttpEnv, principalOf } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { MANIFEST_MEDIA_TYPES, mediaTypeOf } from './request-input.ts';
@@ -49,7 +50,7 @@ export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<
     const warnings = [...check.warnings];
     // Whether it could run here asks the daemon's environment (which keys are set) and knocks on
     // the model server it names, wherever that is: the owner's to ask, not any key's.
-    if (check.manifest !== undefined && options.readiness !== undefined && principalOf(c).role === 'owner') {
+    if (check.manifest !== undefined && options.readiness !== undefined && refusalOf(principalOf(c), 'probe model servers') === undefined) {
       warnings.push(...(await modelWarnings(check.manifest.name, check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS })));
     }
     const body: ManifestValidation = { valid: check.valid, format, errors: check.errors, warnings };

@@ -1,9 +1,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { mayReachAgent, type Principal } from '../access/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
 import type { PackageService } from '../packages/index.ts';
-import { type HttpEnv, principalOf, requireOwner } from './http-context.ts';
+import type { Kernel } from '../kernel/index.ts';
+import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/packages` and `POST /api/packages/check`. */
@@ -25,68 +24,62 @@ const RunsQuerySchema = z.strictObject({
 });
 
 
-/** A package's agent is named by its slug: a user key reads and runs only the packages its agents patterns match. */
-function reachPackage(principal: Principal, slug: string): void {
-  if (!mayReachAgent(principal, slug)) throw new AccessDeniedError(`the key "${principal.name}" may not reach package "${slug}"; its [[auth.keys]].agents patterns do not match its agent`);
-}
-
 /**
  * `/api/packages` (spec/04): list and show (any role; a user key only the packages whose agent
  * it reaches), check and install, uninstall (owner), run a binding (owner, or a user key that
- * reaches the package; not a viewer), and the runs.
+ * reaches the package; not a viewer), and the runs. A package's agent is named by its slug: the
+ * kernel judges a package as it judges its agent.
  */
-export function createPackageRoutes(options: { packages: PackageService }): Hono<HttpEnv> {
-  const { packages } = options;
+export function createPackageRoutes(options: { packages: PackageService; kernel: Kernel }): Hono<HttpEnv> {
+  const { packages, kernel } = options;
   const routes = new Hono<HttpEnv>();
 
   routes.get('/', async (c) => {
-    const principal = principalOf(c);
-    return c.json((await packages.list()).filter((view) => mayReachAgent(principal, view.slug)));
+    const caller = kernelOf(c, kernel);
+    return c.json((await packages.list()).filter((view) => caller.reaches(view.slug)));
   });
 
   routes.post('/check', async (c) => {
-    requireOwner(principalOf(c), 'check packages for install');
+    kernelOf(c, kernel).require('check packages for install');
     const body = await readJsonBody(c, InstallBodySchema);
     return c.json(await packages.check(body.source, body.settings));
   });
 
   routes.post('/', async (c) => {
-    requireOwner(principalOf(c), 'install packages');
+    kernelOf(c, kernel).require('install packages');
     const body = await readJsonBody(c, InstallBodySchema);
     return c.json(await packages.install(body.source, body.settings, body.digest), 201);
   });
 
   routes.get('/runs', async (c) => {
-    const principal = principalOf(c);
+    const caller = kernelOf(c, kernel);
     const query = readQuery(c, RunsQuerySchema);
-    if (query.package !== undefined) reachPackage(principal, query.package);
+    if (query.package !== undefined) caller.requirePackage('read packages', query.package);
     const runs = await packages.runs({ ...(query.package === undefined ? {} : { package: query.package }), ...(query.limit === undefined ? {} : { limit: query.limit }) });
-    return c.json(runs.filter((run) => mayReachAgent(principal, run.package)));
+    return c.json(runs.filter((run) => caller.reaches(run.package)));
   });
 
   routes.get('/:slug', async (c) => {
     const slug = c.req.param('slug');
-    reachPackage(principalOf(c), slug);
+    kernelOf(c, kernel).requirePackage('read packages', slug);
     return c.json(await packages.show(slug));
   });
 
   routes.get('/:slug/runs', async (c) => {
     const slug = c.req.param('slug');
-    reachPackage(principalOf(c), slug);
+    kernelOf(c, kernel).requirePackage('read packages', slug);
     const { limit } = readQuery(c, RunsQuerySchema.pick({ limit: true }));
     return c.json(await packages.runs({ package: slug, ...(limit === undefined ? {} : { limit }) }));
   });
 
   routes.delete('/:slug', async (c) => {
-    requireOwner(principalOf(c), 'uninstall packages');
+    kernelOf(c, kernel).require('uninstall packages');
     return c.json(await packages.uninstall(c.req.param('slug')));
   });
 
   routes.post('/:slug/bindings/:binding/run', async (c) => {
-    const principal = principalOf(c);
     const slug = c.req.param('slug');
-    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not run package bindings`);
-    reachPackage(principal, slug);
+    kernelOf(c, kernel).requirePackage('run package bindings', slug);
     const length = c.req.header('content-length');
     const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
     const { inputs } = hasBody ? await readJsonBody(c, RunBodySchema) : { inputs: {} };

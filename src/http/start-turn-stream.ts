@@ -1,5 +1,5 @@
 import { LoomError } from '../errors/index.ts';
-import type { Caller, Kernel } from '../kernel/index.ts';
+import type { CallerKernel } from '../kernel/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 
 /** A streamed turn whose first event is already read, and the way to stop it when the client leaves. */
@@ -14,14 +14,14 @@ export interface TurnStream {
 }
 
 /**
- * Starts `kernel.stream` for a streamed HTTP reply and reads its first event. A turn refused
+ * Starts the caller's `stream` for a streamed HTTP reply and reads its first event. A turn refused
  * before it starts (suspended agent, quota) throws its error, to be answered as an error
  * response rather than as a stream. `signal` is what the turn runs under (its time limit).
  * @throws {LoomError} the refusal.
  */
-export async function startTurnStream(kernel: Kernel, reference: string, message: string, caller: Caller, signal: AbortSignal): Promise<TurnStream> {
+export async function startTurnStream(caller: CallerKernel, reference: string, message: string, signal: AbortSignal): Promise<TurnStream> {
   const cancel = new AbortController();
-  const events = kernel.stream(reference, message, { caller, signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
+  const events = caller.stream(reference, message, { signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
   const first = await events.next();
   if (!first.done && first.value.type === 'error') {
     // With its details: a refused quota's `retryAt` becomes the 429's Retry-After, as for a reply that is not streamed.

@@ -6,16 +6,10 @@ import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, type Kernel, t
 import type { HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
-import { readableAgentIds, reachAgent } from './caller-scope.ts';
-import { principalOf } from './http-context.ts';
-import { mayReachAgent } from '../access/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
+import { kernelOf } from './http-context.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
-
-/** Rows `/api/audit` answers when the query gives no `limit` (the kernel's default). */
-const DEFAULT_AUDIT_LIMIT = 500;
 
 const UsageQuerySchema = z.strictObject({
   agent: z.string().min(1).optional(),
@@ -85,26 +79,17 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
   const cluster = options.cluster;
   if (cluster !== undefined) {
     routes.get('/cluster', async (c) => {
-      const principal = principalOf(c);
-      if (principal.role === 'user') throw new AccessDeniedError(`a user key ("${principal.name}") may not read the cluster's nodes; it needs the owner or viewer role`);
+      kernelOf(c, kernel).require("read the cluster's nodes");
       return c.json(await cluster.view());
     });
   }
 
   // A user key reads only the rows of the agents it reaches (checked like a message to one).
-  routes.get('/usage', async (c) => {
-    const principal = principalOf(c);
-    const query = withoutUndefined(readQuery(c, UsageQuerySchema));
-    if (query.agent !== undefined && principal.role === 'user') reachAgent(kernel, principal, query.agent);
-    const rows = await kernel.usage(query);
-    const readable = readableAgentIds(kernel, principal);
-    return c.json(readable === undefined ? rows : rows.filter((row) => readable.has(row.agent_id)));
-  });
+  routes.get('/usage', async (c) => c.json(await kernelOf(c, kernel).usage(withoutUndefined(readQuery(c, UsageQuerySchema)))));
 
   routes.get('/usage/series', async (c) => {
-    const principal = principalOf(c);
+    const caller = kernelOf(c, kernel);
     const { agent, range, since: givenSince, until: givenUntil, step } = readQuery(c, UsageSeriesQuerySchema);
-    if (agent !== undefined && principal.role === 'user') reachAgent(kernel, principal, agent);
     const preset = USAGE_RANGES[range ?? '24h'];
     const stepMs = step ?? preset.stepMs;
     // Buckets end on a whole step of the kernel's clock, so the axis ticks fall on round times.
@@ -113,42 +98,29 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
     if ((until - since) / stepMs > MAX_USAGE_BUCKETS) {
       throw new HttpRequestError('INVALID_REQUEST', `cannot add usage up over time: ${Math.ceil((until - since) / stepMs)} buckets asked for, at most ${MAX_USAGE_BUCKETS}; give a larger step`);
     }
-    const buckets = await kernel.usageSeries({ since, until, stepMs, ...(agent === undefined ? {} : { agent }) });
-    const readable = readableAgentIds(kernel, principal);
+    const buckets = await caller.usageSeries({ since, until, stepMs, ...(agent === undefined ? {} : { agent }) });
     return c.json({
       since,
       until,
       step_ms: stepMs,
-      buckets: buckets
-        .filter((bucket) => readable === undefined || readable.has(bucket.agentId))
-        .map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cost_usd: bucket.costUsd })),
+      buckets: buckets.map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cost_usd: bucket.costUsd })),
     });
   });
 
   routes.get('/audit', async (c) => {
-    const principal = principalOf(c);
     const { type, kind, outcome, ...rest } = withoutUndefined(readQuery(c, AuditQuerySchema));
     const types = auditTypes({ types: type?.split(',').map((name) => name.trim()).filter((name) => name !== ''), kind, outcome });
-    const query = { ...rest, ...(types === undefined ? {} : { types }) };
-    const readable = readableAgentIds(kernel, principal);
-    if (readable === undefined) return c.json(await kernel.audit(query));
-    if (query.agent !== undefined) return c.json(await kernel.audit({ ...query, agent: reachAgent(kernel, principal, query.agent).id }));
-    // One page per readable agent, merged in the page's order: the limit counts rows the key may see.
-    const limit = query.limit ?? DEFAULT_AUDIT_LIMIT;
-    const direction = query.order === 'desc' ? -1 : 1;
-    const pages = await Promise.all([...readable].map((agent) => kernel.audit({ ...query, agent, limit })));
-    return c.json(pages.flat().sort((first, second) => direction * (first.seq - second.seq)).slice(0, limit));
+    return c.json(await kernelOf(c, kernel).audit({ ...rest, ...(types === undefined ? {} : { types }) }));
   });
 
   routes.get('/events', (c) => {
-    const principal = principalOf(c);
+    const caller = kernelOf(c, kernel);
     return streamSSE(c, async (stream) => {
       const stop = new AbortController();
       const queue: KernelEvent[] = [];
       let wake: (() => void) | undefined;
-      const unsubscribe = kernel.events.subscribe((event) => {
-        // Every kernel event names its agent; a user key sees those of the agents it reaches.
-        if (!mayReachAgent(principal, event.name)) return;
+      // Every kernel event names its agent; a user key sees those of the agents it reaches.
+      const unsubscribe = caller.subscribe((event) => {
         queue.push(event);
         wake?.();
       });

@@ -6,6 +6,8 @@ export { ApprovalService, DEFAULT_APPROVAL_TIMEOUT_MS } from './approval-service
 export { createLineup } from './one-at-a-time.ts';
 export type { ApprovalDecision, ApprovalEvent, OpenApproval } from './approval-service.ts';
 export type { AgentRuntime, Caller } from './agent-runtime.ts';
+export { type Action, AUTHORITY, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
+export { CallerKernel, kernelAs } from './caller-kernel.ts';
 export { toAgentDetailView, toAgentView } from './agent-view.ts';
 export type { AgentDetailView, AgentView } from './agent-view.ts';
 export { CapabilityManager } from './capability-manager.ts';

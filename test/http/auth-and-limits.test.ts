@@ -133,7 +133,7 @@ describe('with API keys', () => {
     }
     const refused = await served.request('/api/cluster', bearer('helper-secret'));
     expect(refused.status).toBe(403);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('a user key ("helper-bot") may not read the cluster\'s nodes; it needs the owner or viewer role');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('a user key ("helper-bot") may not read the cluster\'s nodes: that shows the whole installation, not its agents; it needs the viewer or owner role');
   });
 
   it('lets a user message agents matching its patterns, and answers 403 for one outside them', async () => {

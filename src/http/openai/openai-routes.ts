@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Clock, Logger } from '../../contracts/index.ts';
-import { AccessDeniedError, LoomError } from '../../errors/index.ts';
-import type { Caller, Kernel } from '../../kernel/index.ts';
+import { LoomError } from '../../errors/index.ts';
+import type { Kernel } from '../../kernel/index.ts';
 import type { TurnResult } from '../../runtime/index.ts';
-import { mayReachAgent, type Principal } from '../../access/index.ts';
-import { type HttpEnv, principalOf } from '../http-context.ts';
+import { type HttpEnv, kernelOf } from '../http-context.ts';
 import { readJsonBody } from '../request-input.ts';
 import { startTurnStream } from '../start-turn-stream.ts';
 import { ChatCompletionRequestSchema, lastUserMessage } from './chat-completion-request.ts';
@@ -57,10 +56,6 @@ export interface ChatCompletionChunk {
   usage?: OpenAiUsage | null;
 }
 
-function callerOf(principal: Principal): Caller {
-  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
-}
-
 function usageOf(result: TurnResult): OpenAiUsage {
   const { inputTokens, outputTokens } = result.usage;
   return { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
@@ -86,29 +81,24 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
   const unixNow = (): number => Math.floor(clock.now() / 1000);
 
   routes.get('/models', (c) => {
-    const principal = principalOf(c);
-    const data: OpenAiModel[] = kernel
+    const data: OpenAiModel[] = kernelOf(c, kernel)
       .list()
-      .filter((agent) => mayReachAgent(principal, agent.name))
       .map((agent) => ({ id: agent.name, object: 'model', created: Math.floor(Date.parse(agent.created_at) / 1000), owned_by: 'loom' }));
     return c.json({ object: 'list', data });
   });
 
   routes.post('/chat/completions', async (c) => {
-    const principal = principalOf(c);
+    const caller = kernelOf(c, kernel);
     const request = await readJsonBody(c, ChatCompletionRequestSchema);
-    const { name } = kernel.get(request.model);
-    if (!mayReachAgent(principal, name)) {
-      throw new AccessDeniedError(`the key "${principal.name}" may not reach agent "${name}"; its [[auth.keys]].agents patterns do not match it`);
-    }
-    if (principal.role === 'viewer') throw new AccessDeniedError(`a viewer key ("${principal.name}") may not send messages; it needs the user or owner role`);
+    const { name } = caller.get(request.model);
+    caller.require('send messages', name);
     const message = lastUserMessage(request);
     const deadline = c.get('deadline');
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
     const created = unixNow();
 
     if (request.stream !== true) {
-      const result = await kernel.send(name, message, { caller: callerOf(principal), signal: deadline.signal });
+      const result = await caller.send(name, message, { signal: deadline.signal });
       const body: ChatCompletion = {
         id,
         object: 'chat.completion',
@@ -129,7 +119,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
-    const { first, events, disconnect } = await startTurnStream(kernel, name, message, callerOf(principal), deadline.signal);
+    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal);
     return streamSSE(c, async (stream) => {
       stream.onAbort(disconnect);
       const write = async (data: unknown): Promise<void> => {

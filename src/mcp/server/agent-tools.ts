@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { mayReachAgent, type Principal } from '../../access/index.ts';
+import type { Principal } from '../../access/index.ts';
 import { isLoomError } from '../../errors/index.ts';
-import type { AgentView, Caller, Kernel, RunningTurnView, ToolPrincipal } from '../../kernel/index.ts';
+import { type AgentView, type Kernel, kernelAs, type RunningTurnView, type ToolPrincipal } from '../../kernel/index.ts';
 import { toolJsonSchema } from '../../runtime/index.ts';
 import type { AgentSessionView } from './last-turn-view.ts';
 
@@ -58,11 +58,6 @@ export interface ServedTool {
   inputSchema: Record<string, unknown>;
 }
 
-/** The kernel caller of a principal reaching Loom over MCP. */
-export function callerOf(principal: Principal): Caller {
-  return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
-}
-
 /**
  * The directory over a kernel in this process; `agent-spawn` and `agent-kill` events signal
  * changes. With `tools` (the `[mcp_server]` principal), it also serves the tools that principal's
@@ -71,7 +66,7 @@ export function callerOf(principal: Principal): Caller {
  * grants (an `agent_message`, a memory or file tool) are not bounded by them.
  */
 export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): AgentDirectory {
-  const served = (principal: Principal): ToolPrincipal | undefined => (principal.role === 'owner' ? tools : undefined);
+  const served = (principal: Principal): ToolPrincipal | undefined => (kernelAs(kernel, principal).may("call the installation's own MCP tools") ? tools : undefined);
   return {
     tools: (principal) => {
       const identity = served(principal);
@@ -90,27 +85,22 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
       const result = await kernel.runPrincipalTool(identity, name, input, signal);
       return { text: result.text, isError: result.isError === true };
     },
-    list: (principal) =>
-      Promise.resolve(
-        kernel
-          .list()
-          .filter((agent) => mayReachAgent(principal, agent.name))
-          .map((agent) => ({ name: agent.name, description: agent.description, state: agent.state })),
-      ),
+    list: (principal) => Promise.resolve(kernelAs(kernel, principal).list().map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }))),
     async session(agentName, principal) {
-      // By exact name among the live agents (not by id), and only within the principal's reach.
-      const agent = kernel.list().find((candidate) => candidate.name === agentName);
-      if (agent === undefined || !mayReachAgent(principal, agent.name)) return undefined;
+      // By exact name among the live agents the principal reaches (not by id): out of reach is as unknown.
+      const caller = kernelAs(kernel, principal);
+      const agent = caller.list().find((candidate) => candidate.name === agentName);
+      if (agent === undefined) return undefined;
       try {
-        const session = await kernel.session(agent.name);
-        return { agent: agent.name, session_id: session.id, messages: session.messages, running: kernel.runningTurn(agent.name) ?? null };
+        const session = await caller.session(agent.name);
+        return { agent: agent.name, session_id: session.id, messages: session.messages, running: caller.runningTurn(agent.name) ?? null };
       } catch (error) {
         // Killed since it was listed: as unknown as any other.
         if (isLoomError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;
         throw error;
       }
     },
-    send: async (agentName, message, principal, signal) => (await kernel.send(agentName, message, { caller: callerOf(principal), signal })).text,
+    send: async (agentName, message, principal, signal) => (await kernelAs(kernel, principal).send(agentName, message, { signal })).text,
     subscribe: (listener) =>
       kernel.events.subscribe((event) => {
         if (event.type === 'agent-spawn' || event.type === 'agent-kill') listener();

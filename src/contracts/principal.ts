@@ -1,0 +1,16 @@
+/** The roles a person may hold: `owner` everything, `user` its agents, `viewer` reads everything and changes nothing. */
+export type PrincipalRole = 'owner' | 'user' | 'viewer';
+
+/**
+ * Who asks through a door, once authenticated: an API key's holder (its name, role and agent
+ * patterns), `local` (the person at this machine, the owner, when no key is configured), a person
+ * on a chat channel (a `user` reaching the channel's agent), or the `[mcp_server]` identity. The
+ * kernel decides what a principal may do (`src/kernel/authority.ts`); the doors only say who it is.
+ */
+export interface Principal {
+  /** The key's name; `local` for a loopback client when no keys are configured; `<channel>:<user id>` for a channel person. */
+  name: string;
+  role: PrincipalRole;
+  /** Name patterns of the agents a `user` may read and message (`*` for owners and viewers). */
+  agents: readonly string[];
+}

@@ -1,0 +1,245 @@
+import type { ApprovalRecord, ApprovalStatus, EventQuery, EventRecord, Principal, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
+import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../emergent/index.ts';
+import type { Manifest } from '../manifest/index.ts';
+import type { AgentEvent, TurnResult } from '../runtime/index.ts';
+import type { ApprovalDecision } from './approval-service.ts';
+import type { AgentDetailView, AgentView } from './agent-view.ts';
+import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
+import type { KernelEvent } from './event-bus.ts';
+import type { Kernel, SpawnOptions } from './kernel.ts';
+import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
+import type { SendOptions } from './message-flow.ts';
+import type { UsageRow } from './usage-report.ts';
+import { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
+
+/** How many audit rows a page holds unless the query says otherwise (the kernel's own default). */
+const DEFAULT_AUDIT_LIMIT = 500;
+
+/**
+ * The kernel as one principal sees it: every operation checks the principal's role and reach
+ * inside ({@link AUTHORITY}), and every read shows only what it may see. Doors authenticate,
+ * parse, make one call here and render; they decide nothing. Built by {@link kernelAs}.
+ */
+export class CallerKernel {
+  readonly principal: Principal;
+  readonly #kernel: Kernel;
+
+  constructor(kernel: Kernel, principal: Principal) {
+    this.#kernel = kernel;
+    this.principal = principal;
+  }
+
+  /** Whether the principal may do `action` (on the agent named `agent`). */
+  may(action: Action, agent?: string): boolean {
+    return refusalOf(this.principal, action, agent === undefined ? undefined : { kind: 'agent', name: agent }) === undefined;
+  }
+
+  /** @throws {AccessDeniedError} when the principal may not do `action` (on `agent`), naming why. */
+  require(action: Action, agent?: string): void {
+    requireAllowed(this.principal, action, agent === undefined ? undefined : { kind: 'agent', name: agent });
+  }
+
+  /** @throws {AccessDeniedError} when the principal may not do `action` on the package `slug` (named by its agent). */
+  requirePackage(action: Action, slug: string): void {
+    requireAllowed(this.principal, action, { kind: 'package', name: slug });
+  }
+
+  /** Whether the agent named `name` is in the principal's reach. */
+  reaches(name: string): boolean {
+    return reachesAgent(this.principal, name);
+  }
+
+  /** Who the principal is, as a cancelled turn or a decision names them: `the owner` for `local`, else the key's name quoted. */
+  get byline(): string {
+    return this.principal.name === LOCAL_PRINCIPAL_NAME ? `the ${this.principal.role}` : `"${this.principal.name}"`;
+  }
+
+  /** The ids of the live agents the principal may read, or undefined when it may read every row. */
+  readableAgentIds(): ReadonlySet<string> | undefined {
+    if (this.principal.role !== 'user') return undefined;
+    return new Set(this.list().map((agent) => agent.id));
+  }
+
+  /** The live agents the principal reaches, in spawn order. */
+  list(): AgentView[] {
+    return this.#kernel.list().filter((agent) => this.reaches(agent.name));
+  }
+
+  /**
+   * The live agent `reference` names, when the principal reaches it.
+   * @throws {AgentNotFoundError} when there is none; {AccessDeniedError} when it is out of reach.
+   */
+  get(reference: string): AgentDetailView {
+    const agent = this.#kernel.get(reference);
+    this.require('read agents', agent.name);
+    return agent;
+  }
+
+  async spawn(manifest: Manifest, options: Pick<SpawnOptions, 'parent'> = {}): Promise<AgentView> {
+    this.require('spawn agents');
+    return this.#kernel.spawn(manifest, options);
+  }
+
+  async update(reference: string, manifest: Manifest): Promise<AgentView> {
+    this.require('update agents');
+    return this.#kernel.update(reference, manifest);
+  }
+
+  async kill(reference: string): Promise<AgentView[]> {
+    this.require('kill agents');
+    return this.#kernel.kill(reference);
+  }
+
+  async suspend(reference: string): Promise<AgentView> {
+    this.require('suspend agents');
+    return this.#kernel.suspend(reference);
+  }
+
+  async resume(reference: string): Promise<AgentView> {
+    this.require('resume agents');
+    return this.#kernel.resume(reference);
+  }
+
+  /** Sends a message as the principal. @throws as `Kernel.send`; {AccessDeniedError} for a viewer or an agent out of reach. */
+  async send(reference: string, message: string, options: Omit<SendOptions, 'caller'> = {}): Promise<TurnResult> {
+    this.require('send messages', this.get(reference).name);
+    return this.#kernel.send(reference, message, { ...options, caller: callerOf(this.principal) });
+  }
+
+  /** The same turn as a stream of events. The checks run before the first event (a refusal throws). */
+  stream(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'emit'> = {}): AsyncIterable<AgentEvent> {
+    this.require('send messages', this.get(reference).name);
+    return this.#kernel.stream(reference, message, { ...options, caller: callerOf(this.principal) });
+  }
+
+  /** A workflow command (`go`, `cancel`, `pause`, `resume`) sent as a message, with the workflow after it. */
+  async steerWorkflow(reference: string, command: 'go' | 'cancel' | 'pause' | 'resume', signal: AbortSignal): Promise<{ reply: string; workflow: WorkflowRecord | undefined }> {
+    const agent = this.get(reference);
+    this.require('steer workflows', agent.name);
+    const result = await this.#kernel.send(agent.name, command, { caller: callerOf(this.principal), signal });
+    return { reply: result.text, workflow: await this.#kernel.workflow(agent.name) };
+  }
+
+  async workflow(reference: string): Promise<WorkflowRecord | undefined> {
+    return this.#kernel.workflow(this.get(reference).name);
+  }
+
+  runningTurn(reference: string): RunningTurnView | undefined {
+    return this.#kernel.runningTurn(this.get(reference).name);
+  }
+
+  followTurn(reference: string): AsyncIterable<AgentEvent> {
+    return this.#kernel.followTurn(this.get(reference).name);
+  }
+
+  async cancelTurn(reference: string): Promise<CancelledTurnView> {
+    const name = this.get(reference).name;
+    this.require('cancel turns', name);
+    return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline });
+  }
+
+  async session(reference: string): Promise<{ id: string; messages: readonly unknown[] }> {
+    return this.#kernel.session(this.get(reference).name);
+  }
+
+  async resetSession(reference: string): Promise<void> {
+    this.require('reset sessions');
+    await this.#kernel.resetSession(reference);
+  }
+
+  /** The agent a query names, when the principal reaches it (its id), or undefined for none named. */
+  #queried(agent: string | undefined): string | undefined {
+    return agent === undefined ? undefined : this.get(agent).id;
+  }
+
+  /** The audit log rows the principal may read: every row for owners and viewers, its agents' rows for a `user`. */
+  async audit(query: { agent?: string } & Omit<EventQuery, 'agentId'> = {}): Promise<EventRecord[]> {
+    const readable = this.readableAgentIds();
+    if (readable === undefined) return this.#kernel.audit(query);
+    const agent = this.#queried(query.agent);
+    if (agent !== undefined) return this.#kernel.audit({ ...query, agent });
+    // One page per readable agent, merged in the page's order: the limit counts rows the key may see.
+    const limit = query.limit ?? DEFAULT_AUDIT_LIMIT;
+    const direction = query.order === 'desc' ? -1 : 1;
+    const pages = await Promise.all([...readable].map((id) => this.#kernel.audit({ ...query, agent: id, limit })));
+    return pages.flat().sort((first, second) => direction * (first.seq - second.seq)).slice(0, limit);
+  }
+
+  async usage(query: { agent?: string; since?: number } = {}): Promise<UsageRow[]> {
+    this.#queried(query.agent);
+    const rows = await this.#kernel.usage(query);
+    const readable = this.readableAgentIds();
+    return readable === undefined ? rows : rows.filter((row) => readable.has(row.agent_id));
+  }
+
+  async usageSeries(query: { since: number; until: number; stepMs: number; agent?: string }): Promise<(UsageBucket & { agentName: string | null })[]> {
+    this.#queried(query.agent);
+    const buckets = await this.#kernel.usageSeries(query);
+    const readable = this.readableAgentIds();
+    return readable === undefined ? buckets : buckets.filter((bucket) => readable.has(bucket.agentId));
+  }
+
+  /** Subscribes to the kernel events of the agents the principal reaches. Returns the unsubscribe. */
+  subscribe(listener: (event: KernelEvent) => void): () => void {
+    return this.#kernel.events.subscribe((event) => {
+      if (this.reaches(event.name)) listener(event);
+    });
+  }
+
+  /** The approval requests of the agents the principal reaches. */
+  async approvals(status: ApprovalStatus | 'all' = 'pending'): Promise<ApprovalRecord[]> {
+    const readable = this.readableAgentIds();
+    const records = await this.#kernel.approvals.list(status);
+    return readable === undefined ? records : records.filter((record) => readable.has(record.agentId));
+  }
+
+  /** Approves or denies a request as the principal (named as the decider). */
+  async decide(id: string, decision: Omit<ApprovalDecision, 'by'>): Promise<ApprovalRecord> {
+    this.require(decision.approved ? 'approve tool calls' : 'deny tool calls');
+    return this.#kernel.approvals.decide(id, { ...decision, by: this.principal.name });
+  }
+
+  /** Whether the principal sees a forged tool: shared ones, and those of the agents it reaches. */
+  #sees(tool: ForgedToolView): boolean {
+    return tool.tier === 'shared' || this.reaches(tool.agent);
+  }
+
+  /** Forged tools (spec/02) as the principal sees and may change them. */
+  readonly forgedTools = {
+    list: async (options: { agent?: string } = {}): Promise<ForgedToolView[]> => (await this.#kernel.forgedTools.list(options)).filter((tool) => this.#sees(tool)),
+    /** @throws the not-found error for a tool the principal may not see, as for an id no tool has. */
+    get: async (id: string): Promise<ForgedToolView> => {
+      const tool = await this.#kernel.forgedTools.get(id);
+      if (!this.#sees(tool)) throw forgedToolNotFound(id);
+      return tool;
+    },
+    export: async (id: string): Promise<{ tool: ForgedToolView; document: string }> => {
+      const tool = await this.forgedTools.get(id);
+      return { tool, document: await this.#kernel.forgedTools.export(tool.id) };
+    },
+    forge: async (agent: string, request: unknown, signal?: AbortSignal): Promise<ForgeOutcome> => {
+      this.require('forge tools');
+      return this.#kernel.forgedTools.forge(agent, request, this.principal.name, signal);
+    },
+    import: async (agent: string, document: string, signal?: AbortSignal): Promise<ForgeOutcome> => {
+      this.require('import tools');
+      return this.#kernel.forgedTools.import(agent, document, this.principal.name, signal);
+    },
+    promote: async (id: string): Promise<Awaited<ReturnType<Kernel['forgedTools']['promote']>>> => {
+      this.require('promote forged tools');
+      return this.#kernel.forgedTools.promote(id, this.principal.name);
+    },
+    demote: async (id: string, reason: string | null): Promise<ForgedToolView> => {
+      this.require('demote forged tools');
+      return this.#kernel.forgedTools.demote(id, this.principal.name, reason);
+    },
+  };
+}
+
+/**
+ * The kernel as `principal` sees it: what every door calls. @example
+ * await kernelAs(kernel, principal).send('helper', 'hello', { signal })
+ */
+export function kernelAs(kernel: Kernel, principal: Principal): CallerKernel {
+  return new CallerKernel(kernel, principal);
+}

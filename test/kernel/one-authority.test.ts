@@ -1,0 +1,244 @@
+import type { Client } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../helpers/run-cli.ts';
+import { agentToml, type Api, startApi } from '../http/api-harness.ts';
+import { connectClient, firstText } from '../mcp/server-harness.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+
+/**
+ * One authority: every role against every operation through every door, judged against one
+ * table. A door that checked on its own (or forgot to) shows here as a cell that differs.
+ */
+
+type Role = 'owner' | 'user on the agent' | 'user on another agent' | 'viewer';
+const ROLES: readonly Role[] = ['owner', 'user on the agent', 'user on another agent', 'viewer'];
+
+type Operation =
+  | 'see the agent'
+  | 'read the agent'
+  | 'send a message'
+  | 'read its session'
+  | 'reset its session'
+  | 'cancel its turn'
+  | 'spawn an agent'
+  | 'suspend an agent'
+  | 'kill an agent'
+  | 'read its audit log'
+  | 'read its usage'
+  | 'decide an approval'
+  | 'forge a tool'
+  | 'install a package'
+  | 'list the MCP servers';
+
+const EVERYONE_WHO_REACHES: readonly Role[] = ['owner', 'user on the agent', 'viewer'];
+
+/** The table, written once: who may do what to the agent "helper-one". */
+const ALLOWED: Record<Operation, readonly Role[]> = {
+  'see the agent': EVERYONE_WHO_REACHES,
+  'read the agent': EVERYONE_WHO_REACHES,
+  'send a message': ['owner', 'user on the agent'],
+  'read its session': EVERYONE_WHO_REACHES,
+  'reset its session': ['owner'],
+  'cancel its turn': ['owner', 'user on the agent'],
+  'spawn an agent': ['owner'],
+  'suspend an agent': ['owner'],
+  'kill an agent': ['owner'],
+  'read its audit log': EVERYONE_WHO_REACHES,
+  'read its usage': EVERYONE_WHO_REACHES,
+  'decide an approval': ['owner'],
+  'forge a tool': ['owner'],
+  'install a package': ['owner'],
+  'list the MCP servers': ['owner', 'viewer'],
+};
+
+const KEYS: Record<Role, string> = {
+  owner: 'owner-secret',
+  'user on the agent': 'helper-secret',
+  'user on another agent': 'other-secret',
+  viewer: 'viewer-secret',
+};
+
+const CONFIG = {
+  // Every case is a request or a few: the rate limit is not what is tried here.
+  rate_limit: { per_minute: 1_000_000 },
+  auth: {
+    keys: [
+      { name: 'admin', role: 'owner', key_env: 'OWNER_KEY' },
+      { name: 'helper-bot', role: 'user', key_env: 'HELPER_KEY', agents: ['helper-*'] },
+      { name: 'other-bot', role: 'user', key_env: 'OTHER_KEY', agents: ['other-*'] },
+      { name: 'watcher', role: 'viewer', key_env: 'VIEWER_KEY' },
+    ],
+  },
+};
+const ENV = { OWNER_KEY: KEYS.owner, HELPER_KEY: KEYS['user on the agent'], OTHER_KEY: KEYS['user on another agent'], VIEWER_KEY: KEYS.viewer };
+
+/** What a door did: the operation ran (or was judged and went on to its own answer), was refused, or something else happened. */
+type Outcome = 'allowed' | 'denied' | `unexpected: ${string}`;
+
+/** A door's way of doing an operation as a role. */
+type Door = Partial<Record<Operation, (role: Role) => Promise<Outcome>>>;
+
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let api: Api;
+let spawned = 0;
+
+beforeAll(async () => {
+  dir = await makeTempDir('loom-one-authority-');
+  api = await startApi(dir.path, { config: CONFIG, env: ENV });
+  const response = await owner('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper-one', model.url, 'description = "the agent every role is tried on"') });
+  expect(response.status).toBe(201);
+});
+afterAll(async () => {
+  await api.close();
+  await dir.remove();
+});
+beforeEach(() => {
+  model.reset();
+});
+
+const as = (role: Role, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[role]}` } });
+const owner = (path: string, init: RequestInit = {}): Promise<Response> => api.request(path, as('owner', init));
+
+/** Reads a response as an outcome: a refusal is 403, `allowed` the status the operation answers when it may run. */
+async function judged(response: Response, allowed: number): Promise<Outcome> {
+  if (response.status === 403) {
+    await response.body?.cancel();
+    return 'denied';
+  }
+  if (response.status === allowed) {
+    await response.body?.cancel();
+    return 'allowed';
+  }
+  return `unexpected: ${response.status} ${await response.text()}`;
+}
+
+/** A fresh agent the owner spawns, named within the reach of the user on the agent: the roles are judged, not the reach. */
+async function freshAgent(): Promise<string> {
+  spawned += 1;
+  const name = `helper-fresh-${spawned}`;
+  const response = await owner('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) });
+  expect(response.status).toBe(201);
+  return name;
+}
+
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+const HTTP: Door = {
+  'see the agent': async (role) => {
+    const response = await api.request('/api/agents', as(role));
+    if (response.status !== 200) return `unexpected: ${response.status}`;
+    return ((await response.json()) as { name: string }[]).some((agent) => agent.name === 'helper-one') ? 'allowed' : 'denied';
+  },
+  'read the agent': async (role) => judged(await api.request('/api/agents/helper-one', as(role)), 200),
+  'send a message': async (role) => {
+    model.script([{ text: 'hello back' }]);
+    return judged(await api.request('/api/agents/helper-one/messages', as(role, json({ message: 'hello' }))), 200);
+  },
+  'read its session': async (role) => judged(await api.request('/api/agents/helper-one/session', as(role)), 200),
+  'reset its session': async (role) => judged(await api.request('/api/agents/helper-one/session', as(role, { method: 'DELETE' })), 204),
+  // No turn runs: one who may cancel is told so (409); one who may not is refused first.
+  'cancel its turn': async (role) => judged(await api.request('/api/agents/helper-one/turn/cancel', as(role, { method: 'POST' })), 409),
+  'spawn an agent': async (role) => {
+    spawned += 1;
+    return judged(await api.request('/api/agents', as(role, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(`helper-spawned-${spawned}`, model.url) })), 201);
+  },
+  'suspend an agent': async (role) => judged(await api.request(`/api/agents/${await freshAgent()}/suspend`, as(role, { method: 'POST' })), 200),
+  'kill an agent': async (role) => judged(await api.request(`/api/agents/${await freshAgent()}`, as(role, { method: 'DELETE' })), 200),
+  'read its audit log': async (role) => judged(await api.request('/api/audit?agent=helper-one', as(role)), 200),
+  'read its usage': async (role) => judged(await api.request('/api/usage?agent=helper-one', as(role)), 200),
+  // No such request: one who may decide is told so (404); one who may not is refused first.
+  'decide an approval': async (role) => judged(await api.request('/api/approvals/no-such-request/approve', as(role, { method: 'POST' })), 404),
+  // An empty request: one who may forge is told what is missing (400); one who may not is refused first.
+  'forge a tool': async (role) => judged(await api.request('/api/tools/forged', as(role, json({}))), 400),
+  'install a package': async (role) => judged(await api.request('/api/packages', as(role, json({}))), 400),
+  'list the MCP servers': async (role) => judged(await api.request('/api/mcp/servers', as(role)), 200),
+};
+
+const OPENAI: Door = {
+  'see the agent': async (role) => {
+    const response = await api.request('/v1/models', as(role));
+    if (response.status !== 200) return `unexpected: ${response.status}`;
+    return ((await response.json()) as { data: { id: string }[] }).data.some((entry) => entry.id === 'helper-one') ? 'allowed' : 'denied';
+  },
+  'send a message': async (role) => {
+    model.script([{ text: 'hello back' }]);
+    return judged(await api.request('/v1/chat/completions', as(role, json({ model: 'helper-one', messages: [{ role: 'user', content: 'hello' }] }))), 200);
+  },
+};
+
+/** One MCP client per role over the daemon's `/mcp`, connected when first used. */
+const mcpClients = new Map<Role, Client>();
+async function mcpAs(role: Role): Promise<Client> {
+  let client = mcpClients.get(role);
+  if (client === undefined) {
+    client = await connectClient(api.url, 'modern', { apiKey: KEYS[role] });
+    mcpClients.set(role, client);
+  }
+  return client;
+}
+afterAll(async () => {
+  for (const client of mcpClients.values()) await client.close();
+});
+
+const MCP: Door = {
+  'see the agent': async (role) => ((await (await mcpAs(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied'),
+  'send a message': async (role) => {
+    model.script([{ text: 'hello back' }]);
+    try {
+      const result = await (await mcpAs(role)).callTool({ name: 'loom_agent_helper_one', arguments: { message: 'hello' } });
+      if (result.isError !== true) return firstText(result) === 'hello back' ? 'allowed' : `unexpected: ${firstText(result)}`;
+      return /may not/.test(firstText(result)) ? 'denied' : `unexpected: ${firstText(result)}`;
+    } catch (error) {
+      // A tool the caller is not served is unknown to it.
+      return /Unknown tool/.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+    }
+  },
+  'read its session': async (role) => {
+    try {
+      await (await mcpAs(role)).readResource({ uri: 'loom://agents/helper-one/session' });
+      return 'allowed';
+    } catch (error) {
+      return /not found/i.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+    }
+  },
+};
+
+/** `loom <args>` against the daemon at its URL with the role's key, as a person at another machine runs it. */
+async function cliAs(role: Role, args: readonly string[]): Promise<Outcome> {
+  const result = await runCli(`${dir.path}/cli-home`, args, { env: { LOOM_URL: api.url, LOOM_API_KEY: KEYS[role] } });
+  if (result.code === 0) return 'allowed';
+  return /may not/.test(result.stderr) ? 'denied' : `unexpected: exit ${result.code}: ${result.stderr}`;
+}
+
+const CLI: Door = {
+  'see the agent': async (role) => {
+    const result = await runCli(`${dir.path}/cli-home`, ['agent', 'list', '--json'], { env: { LOOM_URL: api.url, LOOM_API_KEY: KEYS[role] } });
+    if (result.code !== 0) return `unexpected: exit ${result.code}: ${result.stderr}`;
+    return (JSON.parse(result.stdout) as { name: string }[]).some((agent) => agent.name === 'helper-one') ? 'allowed' : 'denied';
+  },
+  'read the agent': (role) => cliAs(role, ['agent', 'show', 'helper-one']),
+  'send a message': async (role) => {
+    model.script([{ text: 'hello back' }]);
+    return cliAs(role, ['send', 'helper-one', 'hello']);
+  },
+  'suspend an agent': async (role) => cliAs(role, ['agent', 'suspend', await freshAgent()]),
+  'kill an agent': async (role) => cliAs(role, ['agent', 'kill', await freshAgent()]),
+  'read its usage': (role) => cliAs(role, ['usage', '--agent', 'helper-one']),
+};
+
+const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'the CLI against a daemon': CLI };
+
+for (const [doorName, door] of Object.entries(DOORS)) {
+  describe(`through ${doorName}`, () => {
+    for (const [operation, run] of Object.entries(door) as [Operation, (role: Role) => Promise<Outcome>][]) {
+      for (const role of ROLES) {
+        const expected: Outcome = ALLOWED[operation].includes(role) ? 'allowed' : 'denied';
+        it(`${role}: ${operation} is ${expected}`, async () => {
+          expect(await run(role)).toBe(expected);
+        });
+      }
+    }
+  });
+}
