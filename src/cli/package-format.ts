@@ -16,6 +16,29 @@ export function describeTrigger(trigger: PackageTrigger, sources?: readonly stri
   }
 }
 
+type PlannedSkill = InstallPlan['skillSources'][number];
+
+/** Where a skill of a plan comes from, in words: `from registry "…" (SKIL-…)`, `bundled by package "…" from "…"`. */
+function describeOrigin(origin: PlannedSkill['origin']): string {
+  switch (origin.kind) {
+    case 'registry':
+      return `from registry "${origin.registry}" (${origin.code})`;
+    case 'bundled':
+      return `bundled by package "${origin.package}" from ${origin.registry === null ? `"${origin.source}"` : `registry "${origin.registry}"`}`;
+    case 'unknown':
+      return `of unknown origin (${origin.reason})`;
+  }
+}
+
+/** The plan's skills: each with where it comes from and its digest, when they were looked up; else their names. */
+function skillLines(plan: InstallPlan): string[] {
+  if (plan.skillSources.length === 0) return [`  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`];
+  return [
+    '  skills (where each comes from, and the digest of its files):',
+    ...plan.skillSources.map((skill) => `    ${skill.skill} ${describeOrigin(skill.origin)}, digest ${skill.digest}${skill.installed ? ' (installed already, the same files)' : ''}`),
+  ];
+}
+
 /** What installing would do, for the owner to agree to. */
 export function formatInstallPlan(plan: InstallPlan): string {
   const grants = capabilitiesFromManifest(plan.capabilities).map(describeCapability);
@@ -27,7 +50,7 @@ export function formatInstallPlan(plan: InstallPlan): string {
       : `  model:     ${plan.model.name}${plan.model.baseUrl === null ? '' : ` at ${plan.model.baseUrl}`}${plan.model.apiKeyEnv === null ? '' : `, key from $${plan.model.apiKeyEnv}`}${plan.model.fromPackage ? ' (named by the package\'s loom.toml)' : ''}`,
     `  time zone: ${plan.timezone}`,
     plan.pricing.model === undefined && plan.pricing.cost === undefined ? undefined : `  pricing:   ${plan.pricing.model ?? '?'} ${plan.pricing.cost === undefined ? '' : `$${plan.pricing.cost}`} (shown only; Loom charges nothing)`,
-    `  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`,
+    ...skillLines(plan),
     plan.workspace === null ? undefined : `  workspace: ${plan.workspace.path} exists and holds ${plan.workspace.files} ${plan.workspace.files === 1 ? 'file' : 'files'} from before; the agent can read them`,
     '  bindings:',
     ...plan.bindings.map((binding) => `    ${binding.name}: ${describeTrigger(binding.trigger)}${binding.emit === null ? '' : ` → emits ${binding.emit}`} (${binding.costEstimate})`),

@@ -13,12 +13,13 @@ import { isInstallCode, parseInstallCode } from './install-code.ts';
 import { type LoadedPackage, loadPackage, loadPackageArchive } from './load-package.ts';
 import { AgentJsonSchema, type PackageTrigger } from './package-schema.ts';
 import type { PackageRuntime } from './package-runtime.ts';
-import { copyPackageFolder } from './package-folder.ts';
+import { copyPackageFolder, packageFolderDigest } from './package-folder.ts';
 import { applySettings } from './package-settings.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
-import { resolveFromRegistries } from './registry.ts';
+import { findInRegistries, resolveFromRegistries } from './registry.ts';
 import { namespacedEvent } from './run-binding.ts';
-import { checkSkillInstallable, findInstalledSkill, installSkill, type LoadedSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
+import { describeSkillOrigin, readSkillOrigin, type SkillOrigin, skillOriginPath, type SourcedSkill, vouchesForSkill } from './skill-origin.ts';
+import { checkSkillInstallable, findInstalledSkill, installedSkillFolder, installSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
 
 /** What installing a package would do, shown to the owner before it happens. */
 export interface InstallPlan {
@@ -37,6 +38,11 @@ export interface InstallPlan {
   derived: boolean;
   /** Every skill it brings, dependencies included: `@org/skills/name@version`. */
   skills: string[];
+  /**
+   * Where each of {@link skills} comes from, in the same order (docs/packages.md, "Where a skill
+   * comes from"). Empty when the skills were named but not looked up (`loom package validate`).
+   */
+  skillSources: PlannedSkill[];
   bindings: { name: string; description: string; trigger: PackageTrigger; emit: string | null; costEstimate: string }[];
   pricing: { model?: string | undefined; cost?: number | undefined };
   timezone: string;
@@ -53,12 +59,24 @@ export interface InstallPlan {
   digest: string;
 }
 
+/** One skill of a plan: a skill version is its name, its version and the digest of its files. */
+export interface PlannedSkill {
+  /** `@org/skills/name@version`. */
+  skill: string;
+  /** SHA-256 over the skill folder's files (`packageFolderDigest`). */
+  digest: string;
+  /** Where these files come from: the package itself, a registry, or (an installed copy) what its record says. */
+  origin: SkillOrigin;
+  /** True when the same files are installed already: that copy is used, nothing is written. */
+  installed: boolean;
+}
+
 /** A package loaded and checked, ready to install (or only reported, by `validate`). */
 export interface CheckedPackage {
   plan: InstallPlan;
   loaded: LoadedPackage;
   prepared: PreparedPackage;
-  skills: LoadedSkill[];
+  skills: SourcedSkill[];
   /** Every skill's system-prompt text and what it depends on, by qualified name. */
   prompts: ReadonlyMap<string, InstalledSkillText>;
   /** Removes the scratch folders (an archive's unpacked files). */
@@ -125,7 +143,7 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
  * The plan of a loaded, prepared package (what `validate` and `install` show); `workspace` is the
  * agent's workspace left from before, when the daemon has one (`validate` reads no daemon).
  */
-export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly string[], source: string, workspace: InstallPlan['workspace'] = null): InstallPlan {
+export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly (string | PlannedSkill)[], source: string, workspace: InstallPlan['workspace'] = null): InstallPlan {
   const plan: Omit<InstallPlan, 'digest'> = {
     slug: loaded.slug,
     qualifiedName: loaded.qualifiedName ?? null,
@@ -134,7 +152,8 @@ export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, sk
     capabilities: prepared.capabilities,
     model: modelOf(prepared, loaded),
     derived: prepared.derived,
-    skills: [...skills],
+    skills: skills.map((skill) => (typeof skill === 'string' ? skill : skill.skill)),
+    skillSources: skills.filter((skill) => typeof skill !== 'string'),
     bindings: Object.entries(loaded.agentJson.workflows).map(([name, binding]) => ({
       name,
       description: binding.description,
@@ -166,6 +185,16 @@ async function filesIn(folder: string): Promise<number | undefined> {
   return entries?.filter((entry) => !entry.isDirectory()).length;
 }
 
+/** The package asking for a skill: where its own `skills/` are, its name and where it came from. */
+interface SkillRequester {
+  dir: string;
+  /** Its qualified name, else its slug. */
+  name: string;
+  source: string;
+  /** The registry it came from; null for a folder or an archive. */
+  registry: string | null;
+}
+
 /** Runs each cleanup step, whatever the others do: one that fails must not keep the rest from running. */
 async function undo(steps: readonly (() => Promise<unknown>)[]): Promise<void> {
   for (const step of steps) await step().catch(() => undefined);
@@ -176,25 +205,60 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
   const { kernel, store, environment } = options;
   const fetchOptions = options.fetch === undefined ? {} : { fetch: options.fetch };
 
-  /** A skill from the package's own `skills/<name>/`, the installed ones, or a registry. */
-  async function findSkill(reference: SkillReference, packageDir: string, scratch: string[]): Promise<LoadedSkill> {
-    const bundled = join(packageDir, 'skills', reference.name);
+  /**
+   * A skill for the package `from` (docs/packages.md, "Where a skill comes from"): from the
+   * package's own `skills/<name>/`; else from a registry that lists it (a registry's copy is the
+   * genuine one: an installed copy with other files is refused by the check that follows); else an
+   * installed copy, which a package from a registry takes only when {@link vouchesForSkill} says so.
+   */
+  async function findSkill(reference: SkillReference, from: SkillRequester, scratch: string[]): Promise<SourcedSkill> {
+    const label = `${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}`;
+    const bundled = join(from.dir, 'skills', reference.name);
     if (await exists(join(bundled, 'SKILL.md'))) {
       const skill = await loadSkillFolder(bundled, reference.org);
-      if (reference.version === undefined || reference.version === skill.version) return skill;
+      if (reference.version === undefined || reference.version === skill.version) {
+        return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'bundled', package: from.name, source: from.source, registry: from.registry } };
+      }
+    }
+    const listed = options.registries.length === 0 ? undefined : await findInRegistries(options.registries, label, fetchOptions);
+    if (listed !== undefined) {
+      const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
+      scratch.push(folder);
+      const skill = await loadSkillFolder(await unpackArchive(listed.bytes, folder), reference.org);
+      if (skill.version !== listed.version) {
+        throw new PackageError(`cannot use skill ${listed.name}@${listed.version} from registry "${listed.registry}": its SKILL.md says version ${skill.version} (metadata.version); the archive is not the version the index lists, so it is refused`);
+      }
+      return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'registry', registry: listed.registry, code: listed.code, sha256: listed.sha256 } };
     }
     const installed = await findInstalledSkill(options.skillsDir, reference);
-    if (installed !== undefined) return installed;
-    if (options.registries.length === 0) {
-      throw new PackageError(`cannot find skill "${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}": it is not in the package's skills/ folder, not installed, and config.toml lists no [[registries]]`);
+    if (installed !== undefined) {
+      const digest = await packageFolderDigest(installed.dir, 'skill');
+      const { origin } = await readSkillOrigin(options.skillsDir, installed, digest);
+      if (from.registry !== null && !vouchesForSkill(origin, reference.org)) {
+        const name = `${installed.reference.qualified}@${installed.version}`;
+        throw new PackageError(
+          `cannot use skill "${name}" for package "${from.name}" from registry "${from.registry}": the package does not bring it, no registry in config.toml lists it, and the installed copy ("${installed.dir}", digest ${digest}) is ${describeSkillOrigin(origin)}; a package from a registry takes a skill it does not bring only from a registry, or as a package of the skill's own organisation from a registry brought it. Publish the skill to a registry listed in [[registries]], or, if you trust the installed copy, install the package from its folder or archive`,
+          { details: { skill: name, package: from.name, installed: { folder: installed.dir, digest, origin } } },
+        );
+      }
+      return { ...installed, digest, origin };
     }
-    const found = await resolveFromRegistries(options.registries, `${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}`, fetchOptions);
-    const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
-    scratch.push(folder);
-    return loadSkillFolder(await unpackArchive(found.bytes, folder), reference.org);
+    if (options.registries.length === 0) {
+      throw new PackageError(`cannot find skill "${label}": it is not in the package's skills/ folder, not installed, and config.toml lists no [[registries]]`);
+    }
+    // Asked again only to say what the registries have under the name instead.
+    return resolveFromRegistries(options.registries, label, fetchOptions).then(
+      () => {
+        throw new PackageError(`cannot find skill "${label}": the registries changed while it was looked up; try again`);
+      },
+      (error: unknown) => {
+        if (!(error instanceof PackageError)) throw error;
+        throw new PackageError(`cannot find skill "${label}": it is not in the package's skills/ folder, not installed, and ${error.message}`, { details: error.details, cause: error });
+      },
+    );
   }
 
-  async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string }> {
+  async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string; registry: string | null }> {
     if (isInstallCode(source) || QUALIFIED_AGENT.test(source)) {
       if (isInstallCode(source) && parseInstallCode(source).kind === 'SKIL') {
         throw new PackageError(`cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Skills come with the packages that name them in agent.json "skills"`);
@@ -207,9 +271,9 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         await dispose();
         throw new PackageError(`cannot install "${source}": the registry lists it as ${found.name}, but its loom.toml names ${loaded.qualifiedName}; the archive is not the package it claims to be`);
       }
-      return { loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version }, dispose, source: `${found.name}@${found.version} (${found.code}, ${found.registry})` };
+      return { loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version }, dispose, source: `${found.name}@${found.version} (${found.code}, ${found.registry})`, registry: found.registry };
     }
-    return { ...(await loadPackage(source)), source };
+    return { ...(await loadPackage(source)), source, registry: null };
   }
 
   /** The workspace of the package's agent when it holds files from before (see {@link InstallPlan.workspace}). */
@@ -236,11 +300,12 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       try {
         const loaded = applySettings(fetched.loaded, settings);
         const roots = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
-        const skills = await resolveSkillClosure(roots, (reference) => findSkill(reference, loaded.dir, scratch));
+        const requester: SkillRequester = { dir: loaded.dir, name: loaded.qualifiedName ?? loaded.slug, source: fetched.source, registry: fetched.registry };
+        const skills = await resolveSkillClosure(roots, (reference) => findSkill(reference, requester, scratch));
         const bySkill = new Map(skills.map((skill) => [skill.reference.qualified, skill]));
         const prompts = new Map<string, InstalledSkillText>();
         for (const skill of skills) {
-          const closure = await resolveSkillClosure([skill.reference], (reference) => Promise.resolve(bySkill.get(reference.qualified) as LoadedSkill));
+          const closure = await resolveSkillClosure([skill.reference], (reference) => Promise.resolve(bySkill.get(reference.qualified) as SourcedSkill));
           prompts.set(skill.reference.qualified, { prompt: skillsPrompt([skill]), requires: closure.slice(0, -1).map((entry) => entry.reference.qualified) });
         }
         const prepared = preparePackage(loaded, environment, prompts);
@@ -249,8 +314,14 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         const problems = emitGraphProblems(graph);
         if (problems.length > 0) throw new PackageError(`cannot install package "${loaded.slug}": ${problems.length === 1 ? (problems[0] ?? '') : `\n${problems.map((line) => `  ${line}`).join('\n')}`}`, { details: { problems } });
         // Refused here, before the plan is shown: a replaced skill would change the prompts of packages installed later.
-        for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
-        const plan = installPlan(loaded, prepared, skills.map((skill) => `${skill.reference.qualified}@${skill.version}`), fetched.source, await leftWorkspace(loaded.slug));
+        const planned: PlannedSkill[] = [];
+        for (const skill of skills) {
+          await checkSkillInstallable(options.skillsDir, skill);
+          // Checked just above: what is installed at its version, if anything, holds the same files.
+          const installed = await exists(installedSkillFolder(options.skillsDir, skill));
+          planned.push({ skill: `${skill.reference.qualified}@${skill.version}`, digest: skill.digest, origin: skill.origin, installed });
+        }
+        const plan = installPlan(loaded, prepared, planned, fetched.source, await leftWorkspace(loaded.slug));
         return { plan, loaded, prepared, skills, prompts, dispose };
       } catch (error) {
         await dispose();
@@ -270,13 +341,13 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         const workspace = options.workspacesDir === undefined ? undefined : join(options.workspacesDir, plan.slug);
         // One that was there before is the owner's (an earlier agent's files): a failure keeps it.
         const workspaceExisted = workspace === undefined || (await exists(workspace));
-        const addedSkills: string[] = [];
+        const addedSkills: { folder: string; origin: string }[] = [];
         let agentId: string | undefined;
         let recorded = false;
         try {
           for (const skill of checked.skills) {
-            const installed = await installSkill(options.skillsDir, skill);
-            if (installed.created) addedSkills.push(installed.folder);
+            const installed = await installSkill(options.skillsDir, skill, { installedBy: plan.slug, installedAt: options.clock.now() });
+            if (installed.created) addedSkills.push({ folder: installed.folder, origin: skillOriginPath(options.skillsDir, skill) });
           }
           const agent = await kernel.spawn(manifest);
           agentId = agent.id;
@@ -313,9 +384,16 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
             () => (recorded ? store.packages.delete(plan.slug) : Promise.resolve()),
             () => rm(folder, { recursive: true, force: true }),
             // Its name and org folders too, when this version was all they held (rmdir leaves any other).
-            ...addedSkills.map((added) => async () => {
+            ...addedSkills.map(({ folder: added, origin }) => async () => {
               await rm(added, { recursive: true, force: true });
-              await rmdir(dirname(added)).then(() => rmdir(dirname(dirname(added))));
+              await rmdir(dirname(added))
+                .then(() => rmdir(dirname(dirname(added))))
+                .catch(() => undefined);
+              // And its record, with the .origins folders it alone filled.
+              await rm(origin, { force: true });
+              await rmdir(dirname(origin))
+                .then(() => rmdir(dirname(dirname(origin))))
+                .then(() => rmdir(dirname(dirname(dirname(origin)))));
             }),
             // Not while an agent that could not be killed still works in it.
             () => (workspaceExisted || !agentGone || workspace === undefined ? Promise.resolve() : rm(workspace, { recursive: true, force: true })),

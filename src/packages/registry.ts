@@ -117,6 +117,8 @@ export interface ResolvedArchive {
   name: string;
   version: string;
   code: string;
+  /** The archive's SHA-256, as the index gives it and as checked. */
+  sha256: string;
   bytes: Uint8Array;
   /** The registry it came from, as given. */
   registry: string;
@@ -345,9 +347,29 @@ function lookUp(index: RegistryIndex, wanted: Wanted): { name: string; kind: 'ag
  *   digest does not match (the archive, the expected and the actual digest named).
  */
 export async function resolveFromRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<ResolvedArchive> {
+  const near: string[] = [];
+  const found = await lookUpInRegistries(registries, reference, options, near);
+  if (found !== undefined) return found;
+  const wanted = parseReference(reference);
+  const searched = registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.map((registry) => `"${registry}"`).join(', ');
+  const label = 'code' in wanted ? wanted.code : reference;
+  throw new PackageError(`cannot find "${label}" in the registries searched: ${searched}${near.length === 0 ? '' : ` (${near.join('; ')})`}`, { details: { reference, registries: [...registries] } });
+}
+
+/**
+ * As {@link resolveFromRegistries}, but undefined when no registry lists the reference (a
+ * registry that cannot be read, a malformed index or a bad archive is still an error): what
+ * the installer asks first for a skill a package does not bring, since a registry's copy is the
+ * genuine one (docs/packages.md, "Where a skill comes from").
+ * @throws {PackageError} as {@link resolveFromRegistries} does, except for a reference found nowhere.
+ */
+export function findInRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<ResolvedArchive | undefined> {
+  return lookUpInRegistries(registries, reference, options, []);
+}
+
+async function lookUpInRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal }, near: string[]): Promise<ResolvedArchive | undefined> {
   const wanted = parseReference(reference);
   const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal };
-  const near: string[] = [];
   for (const registry of registries) {
     const index = parseIndex(await readFromRegistry(registry, 'index.json', MAX_INDEX_BYTES, read), registry);
     const found = lookUp(index, wanted);
@@ -372,9 +394,7 @@ export async function resolveFromRegistries(registries: readonly string[], refer
         { details: { registry, archive: published.archive, expected: published.sha256, actual } },
       );
     }
-    return { kind, name, version, code: published.code, bytes, registry };
+    return { kind, name, version, code: published.code, sha256: actual, bytes, registry };
   }
-  const searched = registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.map((registry) => `"${registry}"`).join(', ');
-  const label = 'code' in wanted ? wanted.code : reference;
-  throw new PackageError(`cannot find "${label}" in the registries searched: ${searched}${near.length === 0 ? '' : ` (${near.join('; ')})`}`, { details: { reference, registries: [...registries] } });
+  return undefined;
 }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PackageError } from '../errors/index.ts';
 import { describeValue, formatIssue, objectKeysAt, yamlLibrary } from '../validation/index.ts';
 import { copyPackageFolder, listPackageFolder, packageFolderDigest, specialEntryProblem } from './package-folder.ts';
+import { describeSkillOrigin, readSkillOrigin, type SourcedSkill, writeSkillOrigin } from './skill-origin.ts';
 
 /**
  * Skills (spec/04 "Skill References"): Agent Skills folders, a `SKILL.md` whose YAML front
@@ -195,15 +196,15 @@ const ROOTS = "the agent's skills";
  * // a → b, a → c, b → d, c → d
  * await resolveSkillClosure([a], find) // [d, b, c, a]
  */
-export async function resolveSkillClosure(roots: readonly SkillReference[], find: (reference: SkillReference) => Promise<LoadedSkill>): Promise<LoadedSkill[]> {
+export async function resolveSkillClosure<Skill extends LoadedSkill>(roots: readonly SkillReference[], find: (reference: SkillReference) => Promise<Skill>): Promise<Skill[]> {
   const pins = new Map<string, { version: string; by: string }>();
-  const cache = new Map<string, LoadedSkill>();
+  const cache = new Map<string, Skill>();
 
-  const load = async (reference: SkillReference, requiredBy: string): Promise<LoadedSkill> => {
+  const load = async (reference: SkillReference, requiredBy: string): Promise<Skill> => {
     const key = referenceText(reference);
     const cached = cache.get(key);
     if (cached !== undefined) return cached;
-    let skill: LoadedSkill;
+    let skill: Skill;
     try {
       skill = await find(reference);
     } catch (error) {
@@ -219,8 +220,8 @@ export async function resolveSkillClosure(roots: readonly SkillReference[], find
 
   // One depth-first walk; true when a pin turned up for a skill already taken at another
   // version, and the walk must start again with that pin. Pins only grow, so this ends.
-  const walk = async (order: LoadedSkill[]): Promise<boolean> => {
-    const taken = new Map<string, LoadedSkill>();
+  const walk = async (order: Skill[]): Promise<boolean> => {
+    const taken = new Map<string, Skill>();
     const visit = async (reference: SkillReference, requiredBy: string, path: readonly string[]): Promise<boolean> => {
       const { qualified, version } = reference;
       if (version !== undefined) {
@@ -255,7 +256,7 @@ export async function resolveSkillClosure(roots: readonly SkillReference[], find
   };
 
   for (;;) {
-    const order: LoadedSkill[] = [];
+    const order: Skill[] = [];
     if (!(await walk(order))) return order;
   }
 }
@@ -292,8 +293,11 @@ export function compareSkillVersions(first: string, second: string): number {
   return 0;
 }
 
-/** Where a skill's version is installed: `<skillsDir>/<org>/<name>/<version>`. */
-function installedFolder(skillsDir: string, skill: LoadedSkill): string {
+/**
+ * Where a skill's version is installed: `<skillsDir>/<org>/<name>/<version>`.
+ * @throws {PackageError} when its org, name or version cannot name a folder.
+ */
+export function installedSkillFolder(skillsDir: string, skill: LoadedSkill): string {
   const { org } = skill.reference;
   if (!ORG.test(org) || !SKILL_NAME.test(skill.name) || !VERSION.test(skill.version)) {
     throw new PackageError(`cannot install skill "${referenceText(skill.reference)}": its org, name or version cannot name a folder`);
@@ -301,23 +305,42 @@ function installedFolder(skillsDir: string, skill: LoadedSkill): string {
   return join(skillsDir, org, skill.name, skill.version);
 }
 
+/** What to do to use a new copy in place of the installed one: remove that one first. */
+function removalFix(target: string, installedBy: string | null): string {
+  const uninstall = installedBy === null ? '' : ` (package "${installedBy}" installed it: uninstall it unless you trust it, loom package uninstall ${installedBy})`;
+  return `delete the installed copy "${target}"${uninstall}, then install again`;
+}
+
 /**
  * Whether `target` holds this skill already: false when nothing is there, true when the same
  * files are.
- * @throws {PackageError} when another copy of the version is there.
+ * @throws {PackageError} when another copy of the version is there; for a skill whose origin is
+ *   known, naming where each copy came from and each digest.
  */
-async function holdsSameCopy(target: string, skill: LoadedSkill): Promise<boolean> {
+async function holdsSameCopy(skillsDir: string, target: string, skill: LoadedSkill | SourcedSkill): Promise<boolean> {
   if ((await lstat(target).catch(() => undefined)) === undefined) return false;
   // An installed copy that cannot be read as a skill folder (a link in it) is another copy too.
   const installed = await packageFolderDigest(target, 'skill').catch((error: unknown) => {
     if (error instanceof PackageError) return undefined;
     throw error;
   });
-  if (installed === (await packageFolderDigest(skill.dir, 'skill'))) return true;
+  const digest = 'digest' in skill ? skill.digest : await packageFolderDigest(skill.dir, 'skill');
+  if (installed === digest) return true;
   const name = referenceText(skill.reference);
+  if (!('origin' in skill)) {
+    throw new PackageError(
+      `cannot install skill "${name}": another copy of ${name} is installed already ("${target}"), and a version, once installed, is not replaced; give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one`,
+      { details: { skill: name, installed: target } },
+    );
+  }
+  const recorded = installed === undefined ? { origin: { kind: 'unknown', reason: 'it cannot be read as a skill folder' } as const, installedBy: null } : await readSkillOrigin(skillsDir, skill, installed);
+  const fix =
+    skill.origin.kind === 'registry'
+      ? `if you trust registry "${skill.origin.registry}", ${removalFix(target, recorded.installedBy)}; otherwise do not install this package`
+      : `give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one; or, to use this copy, ${removalFix(target, recorded.installedBy)}`;
   throw new PackageError(
-    `cannot install skill "${name}": another copy of ${name} is installed already ("${target}"), and a version, once installed, is not replaced; give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one`,
-    { details: { skill: name, installed: target } },
+    `cannot install skill "${name}": another copy of ${name} is installed already ("${target}", ${describeSkillOrigin(recorded.origin)}, digest ${installed ?? 'unreadable'}), and this copy, ${describeSkillOrigin(skill.origin)}, holds other files (digest ${digest}); a version, once installed, is not replaced, nor used in place of other files: ${fix}`,
+    { details: { skill: name, installed: { folder: target, digest: installed ?? null, origin: recorded.origin }, wanted: { digest, origin: skill.origin } } },
   );
 }
 
@@ -326,23 +349,24 @@ async function holdsSameCopy(target: string, skill: LoadedSkill): Promise<boolea
  * with the same files.
  * @throws {PackageError} naming the skill when another copy of its version is installed: a
  *   version, once installed, is not replaced (packages installed later that name it would get
- *   the other copy's instructions).
+ *   the other copy's instructions), and for a {@link SourcedSkill} both origins and digests.
  */
-export async function checkSkillInstallable(skillsDir: string, skill: LoadedSkill): Promise<void> {
-  const target = installedFolder(skillsDir, skill);
-  if (resolve(skill.dir) !== resolve(target)) await holdsSameCopy(target, skill);
+export async function checkSkillInstallable(skillsDir: string, skill: LoadedSkill | SourcedSkill): Promise<void> {
+  const target = installedSkillFolder(skillsDir, skill);
+  if (resolve(skill.dir) !== resolve(target)) await holdsSameCopy(skillsDir, target, skill);
 }
 
 /**
  * Copies the skill's folder to `<skillsDir>/<org>/<name>/<version>/` and returns that folder, and
  * whether this call made it. The copy is made in a hidden sibling, then renamed into place, so a
  * reader sees a whole copy or none. An installed copy of the same version with the same files is
- * kept as it is.
+ * kept as it is. For a {@link SourcedSkill} with `record`, where the copy came from is recorded
+ * when this call makes it ({@link skillOriginPath}); a copy kept keeps its first record.
  * @throws {PackageError} when another copy of the version is installed (see {@link checkSkillInstallable}).
  */
-export async function installSkill(skillsDir: string, skill: LoadedSkill): Promise<{ folder: string; created: boolean }> {
-  const target = installedFolder(skillsDir, skill);
-  if (resolve(skill.dir) === resolve(target) || (await holdsSameCopy(target, skill))) return { folder: target, created: false };
+export async function installSkill(skillsDir: string, skill: LoadedSkill | SourcedSkill, record?: { installedBy: string; installedAt: number }): Promise<{ folder: string; created: boolean }> {
+  const target = installedSkillFolder(skillsDir, skill);
+  if (resolve(skill.dir) === resolve(target) || (await holdsSameCopy(skillsDir, target, skill))) return { folder: target, created: false };
   const parent = dirname(target);
   await mkdir(parent, { recursive: true });
   // Hidden names never look like versions, so findInstalledSkill passes over them.
@@ -354,11 +378,20 @@ export async function installSkill(skillsDir: string, skill: LoadedSkill): Promi
     } catch (error) {
       // Another install put the version in place meanwhile: the same files are fine.
       const code = (error as NodeJS.ErrnoException).code;
-      if ((code === 'ENOTEMPTY' || code === 'EEXIST') && (await holdsSameCopy(target, skill))) return { folder: target, created: false };
+      if ((code === 'ENOTEMPTY' || code === 'EEXIST') && (await holdsSameCopy(skillsDir, target, skill))) return { folder: target, created: false };
       throw error;
     }
   } finally {
     await rm(fresh, { recursive: true, force: true });
+  }
+  if ('origin' in skill && record !== undefined) {
+    try {
+      await writeSkillOrigin(skillsDir, skill, record);
+    } catch (error) {
+      // A copy without its record would be taken as of unknown origin: none at all is plainer.
+      await rm(target, { recursive: true, force: true });
+      throw error;
+    }
   }
   return { folder: target, created: true };
 }
