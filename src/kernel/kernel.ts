@@ -30,6 +30,7 @@ import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
+import { BudgetLedger } from './budget-ledger.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
 import { createLineup } from './one-at-a-time.ts';
@@ -301,6 +302,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const capabilities = new CapabilityManager();
   const events = createEventBus(logger);
   const quotas = new QuotaTracker(clock, store.usage);
+  // Every model call of an agent reserves from its budgets here first, and settles after.
+  const ledger = new BudgetLedger(quotas);
 
   /**
    * Whether the agent may act unasked (its `unasked` hooks run: schedules, triggers, package
@@ -518,6 +521,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     registry,
     capabilities,
     quotas,
+    ledger,
     runtime: dependencies.runtime,
     runner: toolRunner,
     publish: (event) => publish(event),

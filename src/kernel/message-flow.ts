@@ -16,7 +16,7 @@ import {
 import { type AgentModule, codeAgentModule, executeWorkflow, runChainOfThought, runDelegate, type WorkflowPort, workflowModule } from '../agents/index.ts';
 import { codeModuleOf, namedModel } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
-import { modelName, type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
+import { modelName, type ModelResolver, type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
   type AgentEvent,
   type AgentEventSink,
@@ -38,6 +38,7 @@ import { auditRecordOf, type KernelEvent } from './event-bus.ts';
 import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
+import { type Budget, type BudgetLedger, type CallSpend, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
@@ -80,6 +81,8 @@ export interface MessageFlowParts {
   registry: AgentRegistry;
   capabilities: CapabilityManager;
   quotas: QuotaTracker;
+  /** Every model call of an agent reserves from its budgets here first (see `BudgetLedger`). */
+  ledger: BudgetLedger;
   runtime: AgentRuntime | undefined;
   runner: () => ToolRunner;
   /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
@@ -101,8 +104,16 @@ export interface TaskTurn {
   limit?: readonly Capability[];
   /** With `limit`: the only MCP servers whose tools the turn may call (see `ToolAgent.limitMcpServers`). */
   mcpServers?: readonly string[];
-  /** Tokens the turn may use (see `AgentLoopOptions.tokenBudget`). */
+  /**
+   * Tokens the turn may use (see `AgentLoopOptions.tokenBudget`): each model call of the turn (a
+   * `generate_text` or a judge its tools ask for included) is refused once they are spent.
+   */
   tokenBudget?: { max: number; label: string };
+  /**
+   * Told what each model call of the turn spent as it settles, failed calls that reported usage
+   * included: a package run counts every attempt of its activities with it.
+   */
+  onSpend?: (spent: CallSpend) => void;
 }
 
 /** The message flow, and what the kernel tells it when agents stop. */
@@ -171,7 +182,7 @@ export interface ModelCallRequest<T> {
  * suspending the agent aborts them.
  */
 export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
-  const { store, clock, registry, capabilities, quotas } = parts;
+  const { store, clock, registry, capabilities, quotas, ledger } = parts;
   const logger = parts.logger.child({ component: 'message-flow' });
   const turns = new AgentTurns();
   const liveTurns = new LiveTurns();
@@ -238,11 +249,23 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return routed !== undefined && chain[0] === routed.model ? { models: chain, tier: routed.tier } : { models: chain };
   }
 
-  async function summarize(runtime: AgentRuntime, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
+  /**
+   * The resolver an agent's work calls models through: each call reserves from the agent's hourly
+   * quota and from `budgets` first, and settles with what it spent (see `BudgetLedger.meter`).
+   */
+  function meteredResolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
+    const { resources } = entry.manifest;
+    return ledger.meter(runtime.resolver, {
+      budgets: [ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }), ...budgets],
+      price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,
+    });
+  }
+
+  async function summarize(resolver: ModelResolver, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
     const { generateText } = await loadAi();
     const startedAt = clock.now();
     const result = await generateText({
-      model: runtime.resolver.resolve(model),
+      model: resolver.resolve(model),
       system: SUMMARY_INSTRUCTION,
       messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTION }],
       maxRetries: 0,
@@ -265,8 +288,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   /**
    * Commits a turn in one write: `session` (its history as the turn leaves it) with the turn's
    * messages, from the user's message on, sealed with its record (see `sealTurn`), and the usage
-   * of `calls`, each priced once; merged if another writer saved meanwhile. Then counts the usage
-   * against the quota. `model` answered the turn; null leaves it to the trace (its last model).
+   * of `calls`, each priced once; merged if another writer saved meanwhile (the budget ledger
+   * counted each call against the quota as it was made). `model` answered the turn; null leaves it to the trace (its last model).
    * `wellFormed` leading messages of `session` are known to make a well-formed history. A
    * finished turn gives its `result`: the turn's audit record (see `TurnSeal`) commits with it.
    */
@@ -285,7 +308,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const audit = seal === undefined || options.result === undefined ? undefined : seal.finished(options.result(usage));
     await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
-    for (const item of usage) await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
     return usage;
   }
 
@@ -299,14 +321,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * the summary call paid for like any other, a `compaction` phase announced; `messages` itself
    * when it was not compacted.
    */
-  async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }): Promise<ModelMessage[]> {
+  async function compactHistory(runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { resolver: ModelResolver; signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }): Promise<ModelMessage[]> {
     const settings = entry.manifest.compaction;
     if (!settings.enabled) return messages;
     const compaction = await compactSession(messages, {
       contextWindowTokens: contextWindowOf(runtime, entry, model),
       threshold: settings.threshold,
       keepLast: settings.keep_last_n,
-      summarize: (older) => summarize(runtime, model, older, turn.signal, turn.calls),
+      summarize: (older) => summarize(turn.resolver, model, older, turn.signal, turn.calls),
       logger: turn.logger,
       ...(turn.knownTokens === undefined ? {} : { knownTokens: turn.knownTokens }),
     });
@@ -366,9 +388,18 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const calls: ModelCallUsage[] = [];
     const input = [...base.messages, userMessage];
     const knownTokens = { count: base.messages.length, tokens: histories.tokensOf(base) };
-    const messages = await compactHistory(runtime, entry, primary, input, { signal, emit, logger: runLogger, calls, knownTokens });
-    for (const used of calls) trace.model(used);
+    const resolver = meteredResolver(runtime, entry);
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+    let messages: ModelMessage[];
+    try {
+      messages = await compactHistory(runtime, entry, primary, input, { resolver, signal, emit, logger: runLogger, calls, knownTokens });
+    } catch (error) {
+      // Refused by a budget before the turn said anything: the message is kept, with why.
+      for (const used of calls) trace.model(used);
+      if (registry.find(entry.id) === entry) await commitTurn(turn, input, calls, endingOf(error, signal), null);
+      throw unwound(entry, error, signal);
+    }
+    for (const used of calls) trace.model(used);
 
     const modelConfig = entry.manifest.model;
     // `llm_max_tokens` caps what one model call may write.
@@ -383,7 +414,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         wellFormedPrefix: messages === input ? base.wellFormed : 0,
         ...(messages === input ? { knownTokens } : {}),
         models,
-        resolver: runtime.resolver,
+        resolver,
         runner,
         tools: () => runner.toolsFor(agent, filter),
         settings,
@@ -417,7 +448,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         let next = [...canonicalBase.messages, ...added];
         if (next.length > CANONICAL_MAX_MESSAGES) {
           const older = next.slice(0, -CANONICAL_KEEP_MESSAGES);
-          const summary = await summarize(runtime, outcome.model, older, signal, calls);
+          const summary = await summarize(resolver, outcome.model, older, signal, calls);
           next = [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` }, ...next.slice(-CANONICAL_KEEP_MESSAGES)];
         }
         await histories.save({ sessionId: canonical.sessionId, agentId: entry.id }, canonicalBase, next, added);
@@ -432,10 +463,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return finishTurn(result(usage), emit);
   }
 
-  /** How a turn that threw `error` ended: cancelled when its signal aborted (a cancel, a suspend, a time limit), else failed. */
+  /**
+   * How a turn that threw `error` ended: cancelled when its signal aborted (a cancel, a suspend, a
+   * time limit) or a budget refused its next model call (what it said is kept, as a cancel keeps
+   * it), else failed.
+   */
   function endingOf(error: unknown, signal: AbortSignal): TurnEnding {
     const reason: unknown = signal.aborted ? signal.reason : error;
-    return { status: signal.aborted ? 'cancelled' : 'failed', reason: reason instanceof Error ? reason.message : String(reason) };
+    return { status: signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed', reason: reason instanceof Error ? reason.message : String(reason) };
   }
 
   /** The error a turn that threw `error` fails with: a killed agent says so; a cancelled turn fails with why it was cancelled. */
@@ -446,6 +481,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   /** The model of each limited step's turn, by the agent its tools are given (see `modelWithin`). */
   const stepModels = new WeakMap<ToolAgent, ModelTarget>();
+  /** The budgets of a task turn, by the agent its tools are given: the model calls its tools ask for draw from them too. */
+  const turnBudgets = new WeakMap<ToolAgent, readonly Budget[]>();
 
   async function runTaskTurn(runtime: AgentRuntime, entry: AgentEntry, task: TaskTurn, caller: Caller, signal: AbortSignal, emit: AgentEventSink): Promise<TurnResult> {
     const runLogger = await beginTurn(entry, emit, 'run its work');
@@ -462,12 +499,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const base = modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest);
     const record = async (calls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
-      for (const item of usage) {
-        await store.usage.record(item);
-        await quotas.add(entry.id, item.inputTokens + item.outputTokens, item.costUsd);
-      }
+      for (const item of usage) await store.usage.record(item);
       return usage;
     };
+    const budgets: Budget[] = [];
+    if (task.tokenBudget !== undefined) budgets.push(new TokenBudget(task.tokenBudget.max, task.tokenBudget.label));
+    if (task.onSpend !== undefined) budgets.push(spendListener(task.onSpend));
+    turnBudgets.set(agent, budgets);
     let outcome;
     try {
       outcome = await runAgentLoop({
@@ -475,7 +513,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         system: withStabilityGuidelines(task.instructions === undefined ? base : `${base}\n\n${task.instructions}`),
         messages: [{ role: 'user', content: task.prompt }],
         models,
-        resolver: runtime.resolver,
+        resolver: meteredResolver(runtime, entry, budgets),
         runner,
         tools: () => runner.toolsFor(agent, policy.filter),
         settings: policy.settings,
@@ -555,7 +593,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
     const done = (async () => {
       try {
-        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record }, await loadAi());
+        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record, resolver: meteredResolver(runtime, entry) }, await loadAi());
         await executeWorkflow(context, port);
         // Said so that a test can tell that nothing more runs (a pause took effect) without a sleep.
         runLogger.debug({}, `the workflow of agent "${entry.name}" stopped running in the background`);
@@ -571,12 +609,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     void done.finally(() => workflowDone.delete(done));
   }
 
-  /** Records one model call's usage at once (work outside a turn) and counts it against the quota. */
+  /** Records one model call's usage at once (work outside a turn; the budget ledger counted it against the quota as it was made). */
   async function recordNow(runtime: AgentRuntime, entry: AgentEntry, used: ModelCallUsage, runLogger: Logger): Promise<void> {
-    for (const usage of priceCalls(runtime, entry, [used], runLogger)) {
-      await store.usage.record(usage);
-      await quotas.add(entry.id, usage.inputTokens + usage.outputTokens, usage.costUsd);
-    }
+    for (const usage of priceCalls(runtime, entry, [used], runLogger)) await store.usage.record(usage);
   }
 
   /**
@@ -600,14 +635,15 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const runtime = parts.runtime;
     if (runtime === undefined) throw new ModuleUnavailableError(`agent "${entry.name}" cannot call a model: this kernel has no model runtime`);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${request.step}`);
-    await quotas.check(entry.id, entry.name, { maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour, maxCostPerHour: entry.manifest.resources.max_cost_per_hour });
+    // Asked by a task turn's tools (a step's `generate_text`, a judge), it draws from that turn's budgets too.
+    const budgets = request.caller === undefined ? [] : (turnBudgets.get(request.caller) ?? []);
     const model = request.caller?.limit === undefined ? request.model : modelWithin(runtime, entry, request.caller.limit, request, request.caller);
     const callLogger = logger.child({ agentId: entry.id, step: request.step });
     const calls: ModelCallUsage[] = [];
     const { context } = createModuleContext(
       runtime,
       entry,
-      { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), ...(model === undefined ? {} : { model }) },
+      { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), resolver: meteredResolver(runtime, entry, budgets), ...(model === undefined ? {} : { model }) },
       await loadAi(),
     );
     const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];
@@ -630,6 +666,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     runner: parts.runner,
     publish: parts.publish,
     nameOf,
+    meteredResolver,
     chooseModels,
     contextWindowOf,
     compactHistory,

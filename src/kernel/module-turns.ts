@@ -7,7 +7,7 @@ import { LoomError } from '../errors/index.ts';
 import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from '../agents/index.ts';
 import { codeModuleOf } from '../manifest/index.ts';
 import { agentMessageTool } from '../tools/index.ts';
-import { modelName, type ModelTarget } from '../models/index.ts';
+import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';
 import { type AgentEventSink, type KnownTokens, loadAi, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentRegistry } from './agent-registry.ts';
@@ -23,8 +23,8 @@ import { type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
 
 /**
  * The turns of agent types with their own steps (delegate, chain of thought, workflow, code
- * modules): the module decides the steps; this gives it the agent's models (usage counted, quota
- * applied), its catalog, a way to message other agents as itself, the agent loop with its tools
+ * modules): the module decides the steps; this gives it the agent's models (usage counted, every
+ * call metered by the budget ledger), its catalog, a way to message other agents as itself, the agent loop with its tools
  * and the audit log, and saves what the module returns after the user's message.
  */
 
@@ -43,6 +43,8 @@ export interface ModuleTurnInput {
   onCall: (call: ModelCallUsage) => void;
   /** The model to call instead of the agent's own chain; refused unless the agent may call it. */
   model?: ModelTarget;
+  /** What every model call resolves its model through: metered by the budget ledger (see `meteredResolver` in `message-flow.ts`). */
+  resolver: ModelResolver;
 }
 
 /** What the module turns are built from: the kernel's parts and the message flow's own steps they share. */
@@ -57,10 +59,12 @@ export interface ModuleTurnParts {
   publish: (event: KernelEvent) => Promise<void>;
   /** An agent's name by id (the id when it is gone). */
   nameOf: (id: string) => string;
+  /** The resolver an agent's work calls models through, each call reserved from its budgets and settled after. */
+  meteredResolver: (runtime: AgentRuntime, entry: AgentEntry) => ModelResolver;
   // The message flow's own steps, which these turns share with its others (see `message-flow.ts`).
   chooseModels: (runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget) => { models: ModelTarget[]; tier?: string };
   contextWindowOf: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget) => number;
-  compactHistory: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }) => Promise<ModelMessage[]>;
+  compactHistory: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { resolver: ModelResolver; signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }) => Promise<ModelMessage[]>;
   beginTurn: (entry: AgentEntry, emit: AgentEventSink, purpose: string) => Promise<Logger>;
   commitTurn: (turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options?: { wellFormed?: number; result?: (usage: readonly UsageRecord[]) => TurnResult }) => Promise<UsageRecord[]>;
   endingOf: (error: unknown, signal: AbortSignal) => TurnEnding;
@@ -105,7 +109,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       const model = primary();
       const startedAt = clock.now();
       const result = await generateText({
-        model: runtime.resolver.resolve(model),
+        model: turn.resolver.resolve(model),
         system: request.system,
         messages: request.messages,
         maxOutputTokens,
@@ -179,7 +183,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
           system: withStabilityGuidelines(request.system),
           messages: request.messages,
           models,
-          resolver: runtime.resolver,
+          resolver: turn.resolver,
           runner,
           tools: () => runner.toolsFor(policy.agent, policy.filter),
           settings: policy.settings,
@@ -243,19 +247,20 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     const base = await histories.load(place.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
+    const resolver = parts.meteredResolver(runtime, entry);
+    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
     // A code agent gets its session as stored (without Loom's own metadata): summarising it would
     // need a model it may not have.
     const history =
       codeModuleOf(entry.manifest) !== undefined
         ? withoutMetadata(base.messages)
-        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { signal, emit, logger: runLogger, calls })).slice(0, -1);
+        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { resolver, signal, emit, logger: runLogger, calls })).slice(0, -1);
     for (const used of calls) trace.model(used);
     const onCall = (used: ModelCallUsage): void => {
       calls.push(used);
       trace.model(used);
     };
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall }, await loadAi());
-    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver }, await loadAi());
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);

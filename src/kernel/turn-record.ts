@@ -10,7 +10,7 @@ import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
  */
 const LOOM_METADATA_KEY = 'loom';
 
-/** How a turn ended: it answered, someone (or something: a suspend, a shutdown, a time limit) cancelled it, or it failed. */
+/** How a turn ended: it answered, someone (or something: a suspend, a shutdown, a time limit, a spent budget) cancelled it, or it failed. */
 export type TurnStatus = 'finished' | 'cancelled' | 'failed';
 
 /** How a turn ended, and why when it did not finish. */

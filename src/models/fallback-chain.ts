@@ -1,6 +1,6 @@
 import { APICallError } from '@ai-sdk/provider';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { isLoomError } from '../errors/index.ts';
+import { isLoomError, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
 import { ModelCallFailedError, type ModelFailure } from './errors/model-call-failed-error.ts';
 import { modelName } from './model-name.ts';
 import type { ModelTarget } from './resolve-model.ts';
@@ -56,6 +56,9 @@ interface ClassifiedError {
  * or the AI SDK retries too, on the real clock and multiplying the attempts.
  *
  * When `signal` aborts, the chain stops at once and rethrows the signal's reason; no other model is tried.
+ * A budget's refusal (`QuotaExceededError`, `TokenBudgetExceededError`: the kernel's budget ledger
+ * refused the call before it was made) is rethrown as it is too: another try or model would draw
+ * from the same budget.
  *
  * Logging: each retry is a debug line; each model given up is one warning with its cause (and the
  * model tried next). Callers do not log a `ModelCallFailedError` again.
@@ -93,6 +96,7 @@ export async function callWithFallback<T>(
       } catch (error) {
         // An abort is the caller's decision, not the model's failure: stop everything.
         signal.throwIfAborted();
+        if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) throw error;
         lastError = error;
         onlyUserErrors &&= isLoomError(error) && error.category === 'user';
         const classified = classifyModelError(error, clock.now());

@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai';
 import type { Logger } from '../contracts/index.ts';
+import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
 import { estimateHistoryTokens, type KnownTokens } from './session-repair.ts';
 
 /** Messages kept verbatim after a compaction. */
@@ -46,6 +47,8 @@ function splitPoint(messages: readonly ModelMessage[], keepLast: number): number
  * never splitting a tool call from its result. The result is a new array (the caller swaps it
  * in at once, so a failure leaves the old history whole); when summarising fails, the failure is
  * logged and the history is returned unchanged.
+ * @throws {QuotaExceededError} {TokenBudgetExceededError} when a budget refused the summary's
+ *   model call: the turn's next call would be refused too, so the turn ends here.
  */
 export async function compactSession(messages: readonly ModelMessage[], options: CompactionOptions): Promise<CompactionResult> {
   const tokensBefore = estimateHistoryTokens(messages, options.knownTokens);
@@ -57,6 +60,7 @@ export async function compactSession(messages: readonly ModelMessage[], options:
   try {
     summary = await options.summarize(messages.slice(0, start));
   } catch (error) {
+    if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) throw error;
     options.logger.warn({ err: error }, 'could not compact the session; carrying on with the full history');
     return unchanged;
   }

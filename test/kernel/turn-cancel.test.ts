@@ -111,16 +111,17 @@ describe('cancelling a turn', () => {
 
   it('counts what a turn used before its caller went away, whatever the reason its signal carries', async () => {
     // The HTTP server aborts a request's signal with a string when its client disconnects.
-    await host.kernel.spawn(manifest(agent('metered', '[capabilities]\ntools = ["agent_list"]\n[resources]\nmax_tokens_per_hour = 300')));
-    server.script([{ toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 400, outputTokens: 100 } }, { text: 'too late', gate: held }]);
+    await host.kernel.spawn(manifest(agent('metered', '[capabilities]\ntools = ["agent_list"]\n[resources]\nmax_tokens_per_hour = 600')));
+    const listing = (inputTokens: number, outputTokens: number) => ({ toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens, outputTokens } });
+    server.script([listing(400, 100), { text: 'too late', gate: held }, listing(50, 50)]);
     const controller = new AbortController();
     const turn = host.kernel.send('metered', 'Work', { signal: controller.signal });
     await requestsReach(2);
     controller.abort('Client connection prematurely closed.');
     await expect(turn).rejects.toThrow('Client connection prematurely closed.');
     expect(await host.kernel.usage({ agent: 'metered' })).toMatchObject([{ input_tokens: 400, output_tokens: 100 }]);
-    // Counted against its hourly limit too: the next message is refused.
-    await expect(host.kernel.send('metered', 'More')).rejects.toThrow('agent "metered" has used 500 of its 300');
+    // Counted against its hourly limit too: the next message's first call spends the last 100 tokens, and its next call is refused.
+    await expect(host.kernel.send('metered', 'More')).rejects.toThrow('agent "metered" has used 600 of its 600');
   });
 
   it('refuses to cancel when no turn runs (TURN_NOT_RUNNING), for an unknown agent, and for a caller who may not message the agent', async () => {

@@ -1,0 +1,246 @@
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
+import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
+import type { ModelResolver, ModelTarget } from '../models/index.ts';
+import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
+
+/**
+ * The one ledger every model call of an agent goes through (docs/decisions/0040-budget-ledger.md):
+ * before the call it reserves from each budget that covers it, after the call it settles with
+ * what the provider reported, and a budget that is spent refuses the call.
+ */
+
+/** What a model call spends, or is expected to: its tokens and their price. */
+export interface CallSpend {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+/** A budget's claim for one call: settled with what the call spent, or released when it reported nothing. Each is done once; later calls do nothing. */
+export interface Reservation {
+  settle(spent: CallSpend): void;
+  release(): void;
+}
+
+/** A budget model calls draw from. */
+export interface Budget {
+  /**
+   * Holds `estimate` (at most what is left) for one call.
+   * @throws {QuotaExceededError} {TokenBudgetExceededError} when nothing is left: the call must not be made.
+   */
+  reserve(estimate: CallSpend): Reservation | Promise<Reservation>;
+}
+
+/** Whether `error` is a budget's refusal (a quota or a token budget spent): not the model's failure, so no retry or fallback helps. */
+export function isBudgetRefusal(error: unknown): error is QuotaExceededError | TokenBudgetExceededError {
+  return error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError;
+}
+
+const NOTHING: Reservation = { settle: () => undefined, release: () => undefined };
+
+/**
+ * A number of tokens (input + output of every call that draws from it) for one piece of work: a
+ * package activity's `token_budget.max`, or what is left of its run's `total_per_run`. A call is
+ * refused once nothing is left (reservations of calls under way count as spent), so the work ends
+ * at most one call's worth past `max`.
+ */
+export class TokenBudget implements Budget {
+  readonly max: number;
+  /** Names the budget in a refusal: `activity "scrape" (token_budget.max = 4096)`. */
+  readonly label: string;
+  inputTokens = 0;
+  outputTokens = 0;
+  #reserved = 0;
+
+  constructor(max: number, label: string) {
+    this.max = max;
+    this.label = label;
+  }
+
+  /** Tokens settled so far. */
+  get used(): number {
+    return this.inputTokens + this.outputTokens;
+  }
+
+  reserve(estimate: CallSpend): Reservation {
+    const left = this.max - this.used - this.#reserved;
+    if (left <= 0) {
+      throw new TokenBudgetExceededError(`stopped before a model call: ${this.label} allows ${this.max} tokens and ${this.used} were used; raise the budget to let the work go further`, {
+        details: { max: this.max, used: this.used, inputTokens: this.inputTokens, outputTokens: this.outputTokens },
+      });
+    }
+    const held = Math.min(left, estimate.inputTokens + estimate.outputTokens);
+    this.#reserved += held;
+    let open = true;
+    const close = (): boolean => {
+      if (!open) return false;
+      open = false;
+      this.#reserved -= held;
+      return true;
+    };
+    return {
+      settle: (spent) => {
+        if (!close()) return;
+        this.inputTokens += spent.inputTokens;
+        this.outputTokens += spent.outputTokens;
+      },
+      release: () => {
+        close();
+      },
+    };
+  }
+}
+
+/** A budget that refuses nothing and is told what each call spent (a package run counting its attempts). */
+export function spendListener(listener: (spent: CallSpend) => void): Budget {
+  return {
+    reserve: () => {
+      let open = true;
+      return {
+        settle: (spent) => {
+          if (!open) return;
+          open = false;
+          listener(spent);
+        },
+        release: () => {
+          open = false;
+        },
+      };
+    },
+  };
+}
+
+/** Who pays for the calls of a metered resolver, and what covers them. */
+export interface CallScope {
+  /** Every budget the calls draw from, in the order they are asked (the first to refuse names itself). */
+  budgets: readonly Budget[];
+  /** The price of a call's tokens on `target` (0 when unknown). */
+  price: (target: ModelTarget, usage: { inputTokens: number; outputTokens: number }) => number;
+}
+
+/**
+ * The kernel's budget ledger: agents' hourly quotas (kept by the {@link QuotaTracker}) and the
+ * budgets of a piece of work, drawn from at each model call by the models of a metered resolver.
+ */
+export class BudgetLedger {
+  readonly #quotas: QuotaTracker;
+
+  constructor(quotas: QuotaTracker) {
+    this.#quotas = quotas;
+  }
+
+  /** An agent's hourly tokens and cost (its `[resources]`), as a budget. */
+  hourly(agentId: string, agentName: string, limits: QuotaLimits): Budget {
+    return { reserve: (estimate) => this.#quotas.reserve(agentId, agentName, limits, estimate) };
+  }
+
+  /**
+   * `resolver` with every model it gives metered: each call (`doGenerate`, `doStream`) reserves
+   * from every budget of `scope` first, and is refused with the budget's error when one is spent;
+   * it settles with the usage the provider reported, or releases the reservation when it failed
+   * without any. Retries and fallbacks call the model again, so each is metered too.
+   */
+  meter(resolver: ModelResolver, scope: CallScope): ModelResolver {
+    return { resolve: (target) => meteredModel(resolver.resolve(target), target, scope) };
+  }
+}
+
+/** Holds `estimate` in every budget, or none of them. */
+async function reserveAll(budgets: readonly Budget[], estimate: CallSpend): Promise<Reservation> {
+  if (budgets.length === 0) return NOTHING;
+  const held: Reservation[] = [];
+  try {
+    for (const budget of budgets) held.push(await budget.reserve(estimate));
+  } catch (error) {
+    for (const reservation of held) reservation.release();
+    throw error;
+  }
+  return {
+    settle: (spent) => {
+      for (const reservation of held) reservation.settle(spent);
+    },
+    release: () => {
+      for (const reservation of held) reservation.release();
+    },
+  };
+}
+
+/** Characters per token, for the estimate of a prompt (the same rough rule the context window cut uses). */
+const CHARS_PER_TOKEN = 4;
+
+/** A rough count of the tokens a prompt sends: its text, tool inputs and results. */
+export function estimatePromptTokens(prompt: LanguageModelV4Prompt): number {
+  let characters = 0;
+  const sized = (value: unknown): number => (typeof value === 'string' ? value.length : value === undefined ? 0 : (JSON.stringify(value)?.length ?? 0));
+  for (const message of prompt) {
+    if (typeof message.content === 'string') {
+      characters += message.content.length;
+      continue;
+    }
+    for (const part of message.content) {
+      if (part.type === 'text' || part.type === 'reasoning') characters += part.text.length;
+      else if (part.type === 'tool-call') characters += sized(part.input);
+      else if (part.type === 'tool-result') characters += sized(part.output.type === 'text' || part.output.type === 'error-text' ? part.output.value : part.output);
+    }
+  }
+  return Math.ceil(characters / CHARS_PER_TOKEN);
+}
+
+function spendOf(target: ModelTarget, usage: LanguageModelV4Usage, scope: CallScope): CallSpend {
+  const tokens = { inputTokens: usage.inputTokens.total ?? 0, outputTokens: usage.outputTokens.total ?? 0 };
+  return { ...tokens, costUsd: scope.price(target, tokens) };
+}
+
+/** `model` metered as {@link BudgetLedger.meter} says. */
+function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallScope): LanguageModelV4 {
+  const reserve = (options: LanguageModelV4CallOptions): Promise<Reservation> => {
+    const estimate = { inputTokens: estimatePromptTokens(options.prompt), outputTokens: options.maxOutputTokens ?? 0 };
+    return reserveAll(scope.budgets, { ...estimate, costUsd: scope.price(target, estimate) });
+  };
+  return {
+    specificationVersion: 'v4',
+    provider: model.provider,
+    modelId: model.modelId,
+    get supportedUrls() {
+      return model.supportedUrls;
+    },
+    async doGenerate(options) {
+      const reservation = await reserve(options);
+      try {
+        const result = await model.doGenerate(options);
+        reservation.settle(spendOf(target, result.usage, scope));
+        return result;
+      } finally {
+        reservation.release();
+      }
+    },
+    async doStream(options) {
+      const reservation = await reserve(options);
+      let result;
+      try {
+        result = await model.doStream(options);
+      } catch (error) {
+        reservation.release();
+        throw error;
+      }
+      // A stream settles at its `finish` part; one that ends, fails or is aborted before it spent nothing known.
+      const signal = options.abortSignal;
+      const onAbort = (): void => reservation.release();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const close = (spent?: CallSpend): void => {
+        signal?.removeEventListener('abort', onAbort);
+        if (spent === undefined) reservation.release();
+        else reservation.settle(spent);
+      };
+      const settled = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
+        transform(part, controller) {
+          if (part.type === 'finish') close(spendOf(target, part.usage, scope));
+          controller.enqueue(part);
+        },
+        flush: () => close(),
+        cancel: () => close(),
+      });
+      return { ...result, stream: result.stream.pipeThrough(settled) };
+    },
+  };
+}
