@@ -1,0 +1,80 @@
+/**
+ * Forged compose tools that call compose tools, through the whole daemon: a model's call of one
+ * runs its steps and its inner tool's steps as tool calls in the audit log, and a compose tool
+ * that would be a third level fails its own test when it is forged.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_COMPOSE_LEVELS } from '../../src/emergent/run-forged.ts';
+import { APPROVE } from '../helpers/forge-requests.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { startTestServer, type TestServer } from '../tools/web-tool-context.ts';
+
+const server = useScriptedModelServer();
+let web: TestServer;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeAll(async () => {
+  web = await startTestServer((_request, response) => response.end('ok'));
+});
+afterAll(async () => {
+  await web.close();
+});
+beforeEach(async () => {
+  web.received.length = 0;
+  dir = await makeTempDir('loom-nested-compose-');
+  host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+/** Forges a compose tool for "composer" whose steps call `tool` (with `input`) `count` times. */
+async function forgeCompose(name: string, tool: string, count: number, input: (index: number) => Record<string, string> = () => ({})) {
+  server.script([APPROVE]);
+  return host.kernel.forgedTools.forge(
+    'composer',
+    {
+      name,
+      description: `Calls ${tool} ${count} times`,
+      inputSchema: { type: 'object', properties: {} },
+      implementation: { mode: 'compose', steps: Array.from({ length: count }, (_, index) => ({ name: `s${index + 1}`, tool, inputMapping: input(index + 1) })) },
+      testCases: [{ input: {} }],
+    },
+    'test',
+  );
+}
+
+describe('forged compose tools that call compose tools', () => {
+  beforeEach(async () => {
+    await host.kernel.spawn(
+      manifest(
+        `name = "composer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request"]\nnetwork = ["127.0.0.1:${web.port}"]\n[emergent]\n`,
+      ),
+    );
+    expect((await forgeCompose('leaf', 'http_request', 3, (index) => ({ url: `${web.origin}/leaf/${index}`, method: 'GET' }))).ok).toBe(true);
+    expect((await forgeCompose('middle', 'leaf', 2)).ok).toBe(true);
+    web.received.length = 0;
+  });
+
+  it('runs two levels from one model call, every nested call a tool call in the audit log', async () => {
+    // The forges' test runs are in the log already.
+    const before = (await host.kernel.audit({ agent: 'composer', type: 'tool-finish' })).length;
+    server.script([{ toolCalls: [{ name: 'middle', input: {} }] }, { text: 'done' }]);
+    const reply = await host.kernel.send('composer', 'run middle');
+    expect(reply.text).toBe('done');
+    expect(web.received.map((request) => request.url)).toEqual(['/leaf/1', '/leaf/2', '/leaf/3', '/leaf/1', '/leaf/2', '/leaf/3']);
+    const calls = (await host.kernel.audit({ agent: 'composer', type: 'tool-finish' })).slice(before);
+    expect(calls.map((entry) => entry.data['tool'])).toEqual([...Array.from({ length: 2 }, () => ['http_request', 'http_request', 'http_request', 'leaf']).flat(), 'middle']);
+  });
+
+  it('fails the test of a compose tool that would be a third level, without a request of the innermost', async () => {
+    const outcome = await forgeCompose('top', 'middle', 2);
+    expect(outcome).toMatchObject({ ok: false, stage: 'test' });
+    expect(outcome.ok ? '' : outcome.reason).toContain(`leaf failed: not run: it was called by a step of a compose tool that is itself a step of another, and compose tools nest at most ${MAX_COMPOSE_LEVELS} levels`);
+    expect(web.received).toEqual([]);
+  });
+});
