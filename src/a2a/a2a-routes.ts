@@ -93,7 +93,11 @@ const NOBODY: Caller = { kind: 'user', role: 'viewer', agents: [] };
 
 /** Loom's A2A server: the routes, and its task store (shared by A2A 1.0, 0.3 and the legacy endpoints). */
 export interface A2aServer {
-  /** Agent cards: public. Mount at the root, before the auth middleware (or list the paths in `isPublicA2aPath`). */
+  /**
+   * Agent cards: no key needed to ask (with keys, each card is shown only to the callers that may
+   * see its agent: see `keyed`). Mount at the root, before the auth middleware (or list the paths
+   * in `isPublicA2aPath`).
+   */
   readonly publicRoutes: Hono;
   /** Everything else, behind the API's auth and rate limit. Mount at the root (paths include the listen path). */
   readonly routes: Hono;

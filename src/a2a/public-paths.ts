@@ -2,7 +2,8 @@
 
 /**
  * Whether a `method` request for `path` is one of the public A2A reads (agent cards) for
- * `listenPath`. Only GET and HEAD are: a card's path can also name an agent's JSON-RPC endpoint
+ * `listenPath`: asked without a key (with keys, the card routes show a caller only the cards of
+ * the agents it may see, and `[a2a].public_agents` to a caller with no key). Only GET and HEAD are: a card's path can also name an agent's JSON-RPC endpoint
  * (an agent named `agents` answers POSTs at `<listen_path>/agents`), which must never be public.
  */
 export function isPublicA2aPath(method: string, path: string, listenPath = '/a2a'): boolean {
