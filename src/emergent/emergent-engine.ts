@@ -37,7 +37,8 @@ export interface ForgingAgent {
 
 /** What the engine is built from (the kernel provides each). */
 export interface EmergentEngineOptions {
-  store: Pick<Store, 'forgedTools'>;
+  /** Forged tools, and the audit log that forge attempts are counted from (`[emergent].max_forge_attempts_per_hour`). */
+  store: Pick<Store, 'forgedTools' | 'events'>;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -74,6 +75,20 @@ interface LiveTool extends Candidate {
 }
 
 const NO_SETTINGS = { reason: 'its manifest has no [emergent] table (or enabled = false)' } as const;
+
+/** The window `[emergent].max_forge_attempts_per_hour` counts over. */
+export const FORGE_RATE_WINDOW_MS = 60 * 60 * 1000;
+
+/** The audit outcome of a forge refused by the rate: it is not counted as an attempt itself. */
+const RATE_LIMITED = 'rate-limited';
+
+/** Audit records read per page when counting an agent's recent forge attempts. */
+const ATTEMPT_PAGE = 200;
+
+/** The name a forge request gives, as far as it can be read before the request is checked. */
+function nameOfRequest(value: unknown): string {
+  return value !== null && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : '(unnamed)';
+}
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -328,14 +343,79 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     return problems.length === 0 ? undefined : formatCodeProblems(problems);
   }
 
+  /** Forges of each agent under way in this process, not yet in the audit log: they count as attempts too. */
+  const attemptsUnderWay = new Map<string, number>();
+  /** Rate checks take turns, so two forges at once cannot both take the last attempt of the hour. */
+  let rateTurn: Promise<unknown> = Promise.resolve();
+
+  /**
+   * When the agent's counted forge attempts of the last hour were made, newest first: those under
+   * way here, then those in the audit log (every forge, registered or refused at any stage, records
+   * one `tool-forge` entry; one refused by the rate itself is not counted). Read from the store, so
+   * the count survives a restart and covers every node sharing it. Stops at `enough`.
+   */
+  async function recentAttempts(agentId: string, enough: number): Promise<number[]> {
+    const now = clock.now();
+    const since = now - FORGE_RATE_WINDOW_MS;
+    const times: number[] = Array.from({ length: attemptsUnderWay.get(agentId) ?? 0 }, () => now);
+    let before: number | undefined;
+    while (times.length < enough) {
+      const page = await store.events.list({ agentId, type: 'tool-forge', order: 'desc', limit: ATTEMPT_PAGE, ...(before === undefined ? {} : { before }) });
+      for (const record of page) {
+        if (record.at <= since) return times;
+        if (record.data['outcome'] !== RATE_LIMITED) times.push(record.at);
+      }
+      const last = page.at(-1);
+      if (page.length < ATTEMPT_PAGE || last === undefined) return times;
+      before = last.seq;
+    }
+    return times;
+  }
+
+  /**
+   * Runs one forge attempt of `agent` within its `[emergent].max_forge_attempts_per_hour`: past
+   * the rate it is refused before any work (audited as `rate-limited`, naming the limit and when
+   * the next attempt is allowed); otherwise it counts as under way until its own audit entry is
+   * written. An agent that may not forge at all is left to `work` to refuse.
+   */
+  async function attempt(agent: ToolAgent, raw: unknown, meta: { by: string; origin: 'forged' | 'imported' }, work: () => Promise<ForgeOutcome>): Promise<ForgeOutcome> {
+    const settings = options.agent(agent.id)?.emergent;
+    if (settings === undefined || !settings.enabled) return work();
+    const limit = settings.max_forge_attempts_per_hour;
+    const check = rateTurn.then(async (): Promise<string | undefined> => {
+      if (limit === 0) return `agent "${agent.name}" may not forge tools: its [emergent].max_forge_attempts_per_hour is 0; raise it in its manifest to let it forge`;
+      const times = await recentAttempts(agent.id, limit);
+      const oldest = times[limit - 1];
+      if (oldest === undefined) {
+        attemptsUnderWay.set(agent.id, (attemptsUnderWay.get(agent.id) ?? 0) + 1);
+        return undefined;
+      }
+      const next = oldest + FORGE_RATE_WINDOW_MS;
+      const minutes = Math.max(1, Math.ceil((next - clock.now()) / 60_000));
+      return `agent "${agent.name}" has made ${limit} forge attempts in the last hour, its [emergent].max_forge_attempts_per_hour (refused attempts count too); the next attempt is allowed at ${new Date(next).toISOString()} (in ${minutes} min)`;
+    });
+    rateTurn = check.catch(() => undefined);
+    const refusal = await check;
+    if (refusal !== undefined) {
+      await event({ agentId: agent.id, agentName: agent.name, name: nameOfRequest(raw), id: null }, 'tool-forge', RATE_LIMITED, `request: ${refusal}`, { by: meta.by, origin: meta.origin });
+      return { ok: false, stage: 'request', reason: refusal };
+    }
+    try {
+      return await work();
+    } finally {
+      const left = (attemptsUnderWay.get(agent.id) ?? 1) - 1;
+      if (left === 0) attemptsUnderWay.delete(agent.id);
+      else attemptsUnderWay.set(agent.id, left);
+    }
+  }
+
   /** How many active session tools the agent holds (what [emergent].max_session_tools bounds). */
   const sessionToolCount = (agentId: string): number => [...live.values()].filter((tool) => tool.record.agentId === agentId && tool.record.tier === 'session' && tool.record.status === 'active').length;
 
   async function forge(agent: ToolAgent, raw: unknown, toolbox: ToolBox, { signal, by }: { signal: AbortSignal; by: string }, origin: 'forged' | 'imported' = 'forged'): Promise<ForgeOutcome> {
     const forging = options.agent(agent.id);
-    const nameOf = (value: unknown): string => (value !== null && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : '(unnamed)');
     const refuse = async (stage: Exclude<ForgeOutcome, { ok: true }>['stage'], reason: string, extra: { verdict?: Verdict; codeHash?: string | null } = {}): Promise<ForgeOutcome> => {
-      await event({ agentId: agent.id, agentName: agent.name, name: nameOf(raw), id: null }, 'tool-forge', 'refused', `${stage}: ${reason}`, { by, origin, ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }), ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) });
+      await event({ agentId: agent.id, agentName: agent.name, name: nameOfRequest(raw), id: null }, 'tool-forge', 'refused', `${stage}: ${reason}`, { by, origin, ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }), ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) });
       return { ok: false, stage, reason, ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) };
     };
     const settings = forging?.emergent;
@@ -541,7 +621,8 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     requires: () => [],
     async execute(input, context) {
       if (context.toolbox === undefined) return { text: 'forge_tool cannot run here: it needs the tool runner', isError: true };
-      const outcome = await forge(context.agent, input, context.toolbox, { signal: context.signal, by: FORGE_TOOL_NAME });
+      const toolbox = context.toolbox;
+      const outcome = await attempt(context.agent, input, { by: FORGE_TOOL_NAME, origin: 'forged' }, () => forge(context.agent, input, toolbox, { signal: context.signal, by: FORGE_TOOL_NAME }));
       if (!outcome.ok) return { text: `forge_tool refused the tool at the ${outcome.stage} stage: ${outcome.reason}`, isError: true };
       const { tool, verdict } = outcome;
       return {
@@ -609,16 +690,17 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       return tools;
     },
 
-    forge: (agent, request, toolbox, forgeOptions) => forge(agent, request, toolbox, forgeOptions),
+    forge: (agent, request, toolbox, forgeOptions) => attempt(agent, request, { by: forgeOptions.by, origin: 'forged' }, () => forge(agent, request, toolbox, forgeOptions)),
 
-    async importTool(agent, text, toolbox, forgeOptions) {
-      const parsed = parseExport(text);
-      if (!parsed.ok) {
-        await event({ agentId: agent.id, agentName: agent.name, name: parsed.name ?? '(unnamed)', id: null }, 'tool-forge', 'refused', `import: ${parsed.reason}`, { by: forgeOptions.by, origin: 'imported' });
-        return { ok: false, stage: 'request', reason: parsed.reason };
-      }
-      return forge(agent, parsed.request, toolbox, forgeOptions, 'imported');
-    },
+    importTool: (agent, text, toolbox, forgeOptions) =>
+      attempt(agent, undefined, { by: forgeOptions.by, origin: 'imported' }, async () => {
+        const parsed = parseExport(text);
+        if (!parsed.ok) {
+          await event({ agentId: agent.id, agentName: agent.name, name: parsed.name ?? '(unnamed)', id: null }, 'tool-forge', 'refused', `import: ${parsed.reason}`, { by: forgeOptions.by, origin: 'imported' });
+          return { ok: false, stage: 'request', reason: parsed.reason };
+        }
+        return forge(agent, parsed.request, toolbox, forgeOptions, 'imported');
+      }),
 
     async exportTool(id) {
       const record = await find(id);
