@@ -228,6 +228,35 @@ const CLI: Door = {
   'read its usage': (role) => cliAs(role, ['usage', '--agent', 'helper-one']),
 };
 
+/** What the agent's model was told its `agent_message` call gave (the tool's result in its last request). */
+function lastToolResult(): string {
+  const last = model.requests.at(-1)?.body as { messages?: { role: string; content: unknown }[] } | undefined;
+  const tool = last?.messages?.findLast((message) => message.role === 'tool');
+  return typeof tool?.content === 'string' ? tool.content : JSON.stringify(tool?.content ?? null);
+}
+
+/** Agents asking through `agent_message`: one granted it for `helper-*`, one granted it only for `other-*`. */
+describe('an agent through agent_message', () => {
+  const askers = { 'an agent granted agent_message for it': 'asker-granted', 'an agent granted agent_message for others only': 'asker-elsewhere' } as const;
+  beforeAll(async () => {
+    for (const [name, pattern] of [['asker-granted', 'helper-*'], ['asker-elsewhere', 'other-*']] as const) {
+      const body = agentToml(name, model.url, `[capabilities]\ntools = ["agent_message"]\nagent_message = ["${pattern}"]`);
+      expect((await owner('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body })).status).toBe(201);
+    }
+  });
+  for (const [who, asker] of Object.entries(askers)) {
+    const expected: Outcome = asker === 'asker-granted' ? 'allowed' : 'denied';
+    it(`${who}: send a message is ${expected}`, async () => {
+      model.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'helper-one', message: 'hello' } }] }, { text: 'hello back' }, { text: 'done' }]);
+      const response = await owner(`/api/agents/${asker}/messages`, json({ message: 'ask helper-one' }));
+      expect(response.status).toBe(200);
+      const result = lastToolResult();
+      const outcome: Outcome = result.includes('hello back') ? 'allowed' : result.includes('agent_message') ? 'denied' : `unexpected: ${result}`;
+      expect(outcome).toBe(expected);
+    });
+  }
+});
+
 const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'the CLI against a daemon': CLI };
 
 for (const [doorName, door] of Object.entries(DOORS)) {
