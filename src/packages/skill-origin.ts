@@ -115,7 +115,7 @@ export async function readSkillOrigin(skillsDir: string, skill: LoadedSkill, dig
   if (!parsed.success) throw new PackageError(`${cannot}: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}; ${fix}`, { details: { path } });
   const recorded = parsed.data;
   if (recorded.digest !== digest) {
-    return { origin: { kind: 'unknown', reason: `its files changed since it was installed ${describeSkillOrigin(recorded.origin)}` }, installedBy: recorded.installedBy };
+    return { origin: { kind: 'unknown', reason: `its files changed since it was installed, ${describeSkillOrigin(recorded.origin)}` }, installedBy: recorded.installedBy };
   }
   return { origin: recorded.origin, installedBy: recorded.installedBy };
 }

@@ -178,6 +178,29 @@ describe('a skill planted by another package never serves a package from a regis
 });
 
 describe('where a skill comes from is recorded and kept', () => {
+  it('takes an installed copy whose files changed since it was installed as of unknown origin, which a package from a registry does not take', async () => {
+    const host = await open();
+    await publishToRegistry({ registry, source: await skillPackage('toolkit', '@nebo/agents/toolkit', '@nebo/skills/helper@1.0.0', { helper: helperMd(GENUINE) }), kind: 'agent', name: '@nebo/agents/toolkit', version: '1.0.0' });
+    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await host.packages.install('@nebo/agents/toolkit');
+    // Edited on disk after the install: the record no longer speaks for these files.
+    const target = join(host.home.skillsDir, 'nebo', 'helper', '1.0.0');
+    await writeFile(join(target, 'SKILL.md'), helperMd(HOSTILE));
+
+    const message = await rejectionMessage(host.packages.install('@nebo/agents/good'), PackageError);
+    expect(message).toContain(`and the installed copy ("${target}", digest ${await packageFolderDigest(target, 'skill')}) is of unknown origin (its files changed since it was installed, bundled by package "@nebo/agents/toolkit" from registry "${registryUrl}")`);
+    expect((await host.packages.list()).map((pkg) => pkg.slug)).toEqual(['toolkit']);
+  });
+
+  it('refuses a skill archive whose SKILL.md gives another version than the registry lists', async () => {
+    const host = await open();
+    await publishToRegistry({ registry, source: await skillFolder('mislabelled', helperMd(GENUINE, '2.0.0')), kind: 'skill', name: '@nebo/skills/helper', version: '1.0.0' });
+    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await expect(host.packages.check('@nebo/agents/good')).rejects.toThrow(
+      `cannot use skill @nebo/skills/helper@1.0.0 from registry "${registryUrl}": its SKILL.md says version 2.0.0 (metadata.version); the archive is not the version the index lists, so it is refused`,
+    );
+  });
+
   it('records the registry, code and digest of a skill installed from a registry, and keeps that record when a package brings the same files later', async () => {
     const host = await open();
     const { helper, skillCode } = await publishGood();
