@@ -1,7 +1,8 @@
 /**
- * Forged compose tools that call compose tools, through the whole daemon: a model's call of one
- * runs its steps and its inner tool's steps as tool calls in the audit log, and a compose tool
- * that would be a third level fails its own test when it is forged.
+ * Forged tools that call tools, through the whole daemon: a model's call of a compose tool runs
+ * its steps and its inner tool's steps as tool calls in the audit log, a compose tool that would
+ * be a third level fails its own test when it is forged, and a sandboxed tool's fetch is part of
+ * its call, ending with its time limit.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_COMPOSE_LEVELS } from '../../src/emergent/run-forged.ts';
@@ -9,6 +10,7 @@ import { APPROVE } from '../helpers/forge-requests.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startTestServer, type TestServer } from '../tools/web-tool-context.ts';
 
 const server = useScriptedModelServer();
@@ -16,8 +18,14 @@ let web: TestServer;
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
 
+/** Requests to /hang, answered only when the test says so. */
+const hanging: (() => void)[] = [];
+
 beforeAll(async () => {
-  web = await startTestServer((_request, response) => response.end('ok'));
+  web = await startTestServer((request, response) => {
+    if (request.url === '/hang') hanging.push(() => response.end('late'));
+    else response.end('ok');
+  });
 });
 afterAll(async () => {
   await web.close();
@@ -76,5 +84,53 @@ describe('forged compose tools that call compose tools', () => {
     expect(outcome).toMatchObject({ ok: false, stage: 'test' });
     expect(outcome.ok ? '' : outcome.reason).toContain(`leaf failed: not run: it was called by a step of a compose tool that is itself a step of another, and compose tools nest at most ${MAX_COMPOSE_LEVELS} levels`);
     expect(web.received).toEqual([]);
+  });
+});
+
+describe('a sandboxed tool\'s fetch', () => {
+  it('is cancelled when the tool\'s call times out, and the fetch after it is not started', async () => {
+    await host.kernel.spawn(
+      manifest(
+        `name = "fetcher"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request"]\nnetwork = ["localhost:${web.port}"]\n` +
+          '[emergent]\nallowed_sandbox_apis = ["fetch"]\nfetch_domain_allowlist = ["localhost"]\n[tools.probe]\ntimeout_seconds = 3\n',
+      ),
+    );
+    server.script([APPROVE]);
+    const code =
+      'async function execute(input) { if (input.origin === "none") return { skipped: true }; const seen = []; ' +
+      'for (const path of ["/hang", "/after"]) { try { const r = await fetch(input.origin + path); seen.push(await r.text()); } catch (e) { seen.push("refused"); } } return { seen }; }';
+    const forged = await host.kernel.forgedTools.forge(
+      'fetcher',
+      {
+        name: 'probe',
+        description: 'Fetches two paths in turn',
+        inputSchema: { type: 'object', properties: { origin: { type: 'string' } } },
+        implementation: { mode: 'sandbox', code, allowlist: ['fetch'] },
+        testCases: [{ input: { origin: 'none' } }],
+      },
+      'test',
+    );
+    if (!forged.ok) throw new Error(`expected probe to be forged, got ${forged.reason}`);
+
+    const origin = `http://localhost:${web.port}`;
+    server.script([{ toolCalls: [{ name: 'probe', input: { origin } }] }, { text: 'done' }]);
+    const reply = host.kernel.send('fetcher', 'probe it');
+    await waitFor('the first fetch to reach the server', () => hanging.length === 1);
+    await host.clock.advance(3_000);
+    expect((await reply).text).toBe('done');
+    // The model's last request carries the tool's result.
+    const messages = server.requests.at(-1)?.body['messages'] as { role: string; content: string }[];
+    expect(JSON.parse(messages.find((message) => message.role === 'tool')?.content ?? '{}')).toEqual({ error: 'tool "probe" timed out after 3 s' });
+
+    // Answer the first fetch, were it still waiting: its http_request call was cancelled with the probe's.
+    hanging.shift()?.();
+    const fetches = await waitFor('the first fetch\'s call to end', async () => {
+      const ended = await host.kernel.audit({ agent: 'fetcher', types: ['tool-finish', 'tool-failed'] });
+      const calls = ended.filter((entry) => entry.data['tool'] === 'http_request');
+      return calls.length > 0 && calls;
+    });
+    expect(fetches.map((entry) => entry.type)).toEqual(['tool-failed']);
+    await waitFor('the probe to end', async () => (await host.kernel.forgedTools.get(forged.tool.id)).calls === 1);
+    expect(web.received.map((request) => request.url)).toEqual(['/hang']);
   });
 });
