@@ -140,8 +140,10 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
 }
 
 /**
- * The plan of a loaded, prepared package (what `validate` and `install` show); `workspace` is the
- * agent's workspace left from before, when the daemon has one (`validate` reads no daemon).
+ * The plan of a loaded, prepared package (what `validate` and `install` show); `skills` are the
+ * skills as the install resolved them (origin and digest each), or only their names (`validate`
+ * looks none up); `workspace` is the agent's workspace left from before, when the daemon has one
+ * (`validate` reads no daemon).
  */
 export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly (string | PlannedSkill)[], source: string, workspace: InstallPlan['workspace'] = null): InstallPlan {
   const plan: Omit<InstallPlan, 'digest'> = {
