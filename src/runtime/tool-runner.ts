@@ -170,6 +170,7 @@ export interface ToolCallOptions {
   /** Receives the `approval-request` event of a call that waits for a human. */
   emit?: AgentEventSink;
   settings: Readonly<Record<string, Readonly<Record<string, JsonValue>>>>;
+  /** The turn's signal; for a call made through a toolbox, the signal of the call that holds it. */
   signal: AbortSignal;
   loopGuard?: LoopGuard;
   /** How many tools this call is nested in (0 for a model's call); see `MAX_TOOL_NESTING`. */
@@ -286,7 +287,7 @@ function errorResult(text: string): ToolResult {
 function endedBecause(signal: AbortSignal): string {
   const reason: unknown = signal.reason;
   if (reason === CALL_ENDED) return 'had ended';
-  if (reason instanceof Error && reason.message.startsWith('timed out')) return reason.message;
+  if (reason instanceof Error && TIME_LIMITS.has(reason)) return reason.message;
   return 'was cancelled';
 }
 
@@ -295,17 +296,21 @@ function startNestedCalls(agent: ToolAgent, root: string): NestedCalls {
   return { root, limit: agent.maxNestedCalls ?? DEFAULT_MAX_NESTED_CALLS, made: 0, refusalAudited: false };
 }
 
+/** Why a tool call's own signal aborts once the call is over (nothing is listening by then). */
+const CALL_ENDED = new Error('the tool call ended');
+
+/** The reasons calls' signals were aborted with when their time limits passed. */
+const TIME_LIMITS = new WeakSet<Error>();
+
 /**
  * Builds the tool runner. For each call, in order: the tool exists; the agent holds
  * `tool_invoke` for it; the input validates; the loop guard allows it; every capability the
  * input needs is granted and allowed by `[exec_policy]`; then it runs under a timeout (60 s, or
  * `[tools.<name>].timeout_seconds`) through an AbortSignal, and its output is capped at 50,000
  * characters. Every failure becomes an error result the model can read; refusals are audited.
+ * The calls a tool makes through its toolbox pass the same gates as part of its call: under its
+ * signal, seen by the loop guard, and within the top-level call's budget of nested calls.
  */
-
-/** Why a tool call's own signal aborts once the call is over (nothing is listening by then). */
-const CALL_ENDED = new Error('the tool call ended');
-
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   const toolList = options.tools;
   const shared = (): readonly Tool<never>[] => (typeof toolList === 'function' ? toolList() : toolList);
@@ -347,7 +352,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     const timeout = options.clock.sleep(timeoutMs, { signal }).then(
       () => {
         timedOut = true;
-        call.abort(new Error(`timed out after ${timeoutMs / 1000} s`));
+        const reason = new Error(`timed out after ${timeoutMs / 1000} s`);
+        TIME_LIMITS.add(reason);
+        call.abort(reason);
       },
       () => undefined,
     );
