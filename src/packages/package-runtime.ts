@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import type { ClaimedJob, Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store, WorkQueue } from '../contracts/index.ts';
-import { LoomError } from '../errors/index.ts';
+import type { ActivityRunRecord, ClaimedJob, Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store, WorkQueue } from '../contracts/index.ts';
+import { LoomError, messageOf } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, Kernel, PackageEvent } from '../kernel/index.ts';
 import { cronInstants, intervalInstants, type TimerSpec } from '../scheduler/index.ts';
 import { namespacedSource } from './emit-graph.ts';
@@ -9,6 +9,7 @@ import { type LoadedPackage, LoomTomlSchema } from './load-package.ts';
 import { AgentJsonSchema, type ClockWindow, inWindow, type PackageTrigger, parseDuration, parseWindow } from './package-schema.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
 import { type RunEvent, runBinding, type RunnableBinding } from './run-binding.ts';
+import { type MeteredRun, meterRun } from './run-spending.ts';
 
 /** What the package runtime needs. */
 export interface PackageRuntimeOptions {
@@ -380,32 +381,38 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     const runnable: RunnableBinding =
       resume !== undefined ? { ...binding, inputs: resume.inputs } : Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
     let runId: string | undefined;
+    // Every attempt's model calls count against the run's total_per_run, failed ones included.
+    const metered = meterRun(runnable, kernel, store.packageRuns, resume);
+    const stops = [controller.signal, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])];
     const run = (async () => {
       try {
-        const finished = await runBinding(
-          runnable,
-          trigger,
-          {
-            kernel,
-            runs: store.packageRuns,
-            clock,
-            ids: options.ids,
-            logger,
-            report: (event) => {
-              runId ??= event.run.id;
-              report(pkg, name, event);
+        const finished = metered.complete(
+          await runBinding(
+            runnable,
+            trigger,
+            {
+              kernel: metered.kernel,
+              runs: metered.runs,
+              clock,
+              ids: options.ids,
+              logger,
+              report: (event) => {
+                runId ??= event.run.id;
+                report(pkg, name, metered.report(event));
+              },
+              nodeId: options.node?.id ?? null,
             },
-            nodeId: options.node?.id ?? null,
-          },
-          {
-            signal: AbortSignal.any([controller.signal, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])]),
-            ...(resume === undefined ? {} : { resume }),
-            ...(job === undefined ? {} : { runId: job.id }),
-          },
+            {
+              signal: AbortSignal.any([...stops, metered.stopped]),
+              ...(resume === undefined ? {} : { resume }),
+              ...(job === undefined ? {} : { runId: job.id }),
+            },
+          ),
         );
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
         return finished;
       } catch (error) {
+        if (metered.stopped.aborted && runId !== undefined && !stops.some((signal) => signal.aborted)) return await endRefused(pkg, name, trigger, runId, metered);
         // Stopped with its package (not by the daemon stopping, whose runs resume at the next start):
         // the run ends as aborted, and emits nothing.
         if (pkg.abort.signal.aborted && !controller.signal.aborted) await abortRuns(pkg, name);
@@ -442,6 +449,26 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       await store.packageRuns.update({ ...run, status: 'aborted', activities, error: reason, endedAt: now });
       publish({ type: 'package-run-finish', at: now, agentId: pkg.agentId, name: pkg.slug, binding, runId: run.id, status: 'aborted', error: reason });
     }
+  }
+
+  /**
+   * Ends a run its agent's hourly quota refused (see `meterRun`), with the refusal as its reason:
+   * skipped when it had spent nothing (a scheduled fire of an agent whose hour is spent), else
+   * aborted. Its attempt under way is marked so too.
+   */
+  async function endRefused(pkg: ActivePackage, binding: string, trigger: string, runId: string, metered: MeteredRun): Promise<PackageRunRecord> {
+    const stored = await store.packageRuns.get(runId);
+    if (stored === undefined) throw new LoomError('PACKAGE_RUN_NOT_FOUND', 'system', `cannot end run "${runId}" of "${binding}" (package "${pkg.slug}"): its record is gone`);
+    const reason = messageOf(metered.stopped.reason);
+    const now = clock.now();
+    const skipped = metered.spent() === 0 && !stored.activities.some((activity) => activity.status === 'completed');
+    const activities = stored.activities.map((activity): ActivityRunRecord => (activity.status === 'running' ? { ...activity, status: skipped ? 'skipped' : 'failed', error: reason, endedAt: now } : activity));
+    const error = skipped ? `not started: ${reason}` : `stopped: ${reason}`;
+    const ended: PackageRunRecord = { ...stored, status: skipped ? 'skipped' : 'aborted', error, activities, endedAt: now, ...(skipped ? { nodeId: null } : {}) };
+    await store.packageRuns.update(ended);
+    if (skipped) publish({ type: 'package-skip', at: now, agentId: pkg.agentId, name: pkg.slug, binding, runId, trigger, reason: error });
+    else publish({ type: 'package-run-finish', at: now, agentId: pkg.agentId, name: pkg.slug, binding, runId, status: 'aborted', error });
+    return ended;
   }
 
   async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number, id?: string): Promise<PackageRunRecord> {
