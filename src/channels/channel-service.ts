@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
-import { isLoomError, UsageError } from '../errors/index.ts';
-import type { Kernel } from '../kernel/index.ts';
+import { isLoomError, messageOf, UsageError } from '../errors/index.ts';
+import type { ChannelEvent, Kernel } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import type { EmailChannelOptions } from './email-channel.ts';
 import { decide } from './channel-policy.ts';
@@ -67,6 +67,29 @@ export interface ChannelService {
   inbound(name: string): InboundRequests | undefined;
   /** Resolves once every message taken in so far is settled (tests, shutdown). */
   idle(): Promise<void>;
+}
+
+/** What a message the channel could not deliver was. */
+export type UndeliveredKind = 'reply' | 'error-reply' | 'refusal' | 'approval-request' | 'approval-answer';
+
+/**
+ * A message of the channel the platform did not take, retries spent (the audit log's
+ * `channel-reply-failed`): what it was, the message it answered, where it was going and why.
+ * `name` is the channel's agent, `agentId` its id when it exists.
+ */
+export interface ChannelReplyFailedEvent {
+  type: 'channel-reply-failed';
+  at: number;
+  agentId: string | null;
+  name: string;
+  channel: string;
+  kind: UndeliveredKind;
+  /** The platform's id of the message it answered. */
+  platformId: string;
+  conversationId: string;
+  thread: string | null;
+  userId: string;
+  reason: string;
 }
 
 interface RunningChannel {
@@ -164,6 +187,20 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   /** Records that the channel turned `user` away (the audit log's `channel-refused`). */
   async function auditRefused(config: ChannelConfig, user: { id: string; name: string | null }, reason: string): Promise<void> {
     await kernel.publish({ type: 'channel-refused', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, userId: user.id, userName: user.name, reason });
+  }
+
+  /**
+   * Records that the platform did not take `kind`, in answer to `message`, retries spent: in the
+   * daemon's log and the audit log (`channel-reply-failed`), where the channel's refusals are.
+   */
+  async function undelivered(config: ChannelConfig, message: ChannelMessageRecord, kind: UndeliveredKind, error: unknown): Promise<void> {
+    const reason = messageOf(error);
+    const what = kind === 'reply' ? 'the reply' : kind === 'error-reply' ? 'the error reply' : kind === 'refusal' ? 'the refusal' : kind === 'approval-request' ? 'the approval request' : 'the answer to an approval command';
+    logger.error({ err: error, channel: config.name, platformId: message.platformId, conversationId: message.conversationId, kind, problem: reason }, `could not deliver ${what} to message "${message.platformId}" on channel "${config.name}": ${reason}`);
+    const event: ChannelReplyFailedEvent = { type: 'channel-reply-failed', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, kind, platformId: message.platformId, conversationId: message.conversationId, thread: message.thread, userId: message.userId, reason };
+    // The kernel's event union (src/kernel/event-bus.ts) does not name this type yet; the audit
+    // log stores any event as its type, time, agent and data.
+    await kernel.publish(event as unknown as ChannelEvent).catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));
   }
 
   /** How many messages the person sent in the last minute, this one counted. */
@@ -275,7 +312,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     const settle = (status: ChannelMessageRecord['status'], note: string): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
       await auditRefused(config, user, reason);
-      await reply(config.name, adapter, target, text);
+      // Refused whether or not the platform takes the words that say so.
+      await reply(config.name, adapter, target, text).catch((error: unknown) => undelivered(config, message, 'refusal', error));
       await settle('refused', reason);
     };
 
@@ -322,7 +360,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     try {
       if (!(await admit(config, adapter, message))) return;
       const text = await decideApproval(config, { id: message.userId, name: message.userName }, verb, reference);
-      await reply(config.name, adapter, { conversationId: message.conversationId, thread: message.thread }, text).catch(() => undefined);
+      // Decided whether or not the platform takes the words that say so.
+      await reply(config.name, adapter, { conversationId: message.conversationId, thread: message.thread }, text).catch((error: unknown) => undelivered(config, message, 'approval-answer', error));
       await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
     } catch (error) {
       logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
@@ -346,7 +385,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     await adapter.typing?.(target).catch(() => undefined);
     let streamed = '';
     let sent: { messageId: string; text: string } | undefined;
-    let lastEdit = 0;
+    /** When the reply so far was last put on its way (sent, then edited); undefined before its first words. */
+    let lastShown: number | undefined;
     let edits: Promise<void> = Promise.resolve();
     const edit = adapter.edit?.bind(adapter);
     /** Shows `text` as the reply so far: sent as a message the first time, that message edited after. */
@@ -364,15 +404,17 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
         emit: (event) => {
           if (event.type === 'approval-request') {
-            edits = edits.then(() => askApproval(config, adapter, target, event)).catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not ask for an approval'));
+            edits = edits.then(() => askApproval(config, adapter, target, event)).catch((error: unknown) => undelivered(config, message, 'approval-request', error));
             return;
           }
           if (edit === undefined || event.type !== 'text-delta') return;
           streamed += event.text;
           const now = clock.now();
-          if (streamed.length > adapter.maxMessageLength || (sent !== undefined && now - lastEdit < EDIT_INTERVAL_MS)) return;
+          // Timed from when the first words were put on their way, not from when the platform took
+          // them: the words streamed while that send is under way wait for the next edit.
+          if (streamed.length > adapter.maxMessageLength || (lastShown !== undefined && now - lastShown < EDIT_INTERVAL_MS)) return;
           const text = streamed;
-          lastEdit = now;
+          lastShown = now;
           edits = edits.then(() => show(text));
           edits = edits.catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not update a streamed reply'));
         },
@@ -384,7 +426,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         await sendParts(config.name, adapter, target, rest);
       } catch (error) {
         // The answer is in the session; only the platform did not take it.
-        await settle('failed', `the reply could not be delivered: ${error instanceof Error ? error.message : String(error)}`);
+        await settle('failed', `the reply could not be delivered: ${messageOf(error)}`);
+        await undelivered(config, message, 'reply', error);
         return;
       }
       await settle('answered', result.text);
@@ -393,7 +436,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const why = error instanceof Error ? error.message : String(error);
       logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
       const text = isLoomError(error) && error.category === 'user' ? `Sorry, I can't do that: ${why}` : 'Sorry, something went wrong while I was answering; please try again.';
-      await reply(config.name, adapter, target, text).catch(() => undefined);
+      await reply(config.name, adapter, target, text).catch((failure: unknown) => undelivered(config, message, 'error-reply', failure));
       await settle('failed', why);
     }
   }

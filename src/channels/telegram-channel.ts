@@ -1,6 +1,7 @@
 import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
 import type { Message, User } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
+import { messageOf } from '../errors/index.ts';
 import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
@@ -46,12 +47,20 @@ export function createTelegramChannel(options: {
   }
 
   /**
-   * Sends a reply's Markdown as Telegram's HTML; should Telegram refuse the markup ("can't parse
-   * entities"), the same words go as plain text.
+   * Sends a reply's Markdown as Telegram's HTML; should the formatter fail or refuse it (too long,
+   * nested too deep), or Telegram refuse the markup ("can't parse entities"), the same words go as
+   * plain text. A formatting problem never keeps a reply from being sent.
    */
   async function formatted<T>(markdown: string, call: (text: string, options: { parse_mode?: 'HTML' }) => Promise<T>): Promise<T> {
+    let html: string;
     try {
-      return await call(toTelegramHtml(markdown), { parse_mode: 'HTML' });
+      html = toTelegramHtml(markdown);
+    } catch (caught) {
+      logger.warn({ channel: name, problem: messageOf(caught) }, `channel "${name}": a reply could not be formatted; sent as plain text`);
+      return call(markdown, {});
+    }
+    try {
+      return await call(html, { parse_mode: 'HTML' });
     } catch (caught) {
       if (!(caught instanceof GrammyError && caught.error_code === 400 && /parse entities/i.test(caught.description))) throw caught;
       logger.warn({ channel: name, problem: caught.description }, `channel "${name}": Telegram refused a reply's formatting; sent as plain text`);
