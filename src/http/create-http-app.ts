@@ -328,6 +328,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         push: { repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(), clock, record: events === undefined ? undefined : (event) => events.append(event) },
         clock,
         othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
+        keyed: authenticator.keyed,
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
           return principal === undefined ? undefined : callerOf(principal);

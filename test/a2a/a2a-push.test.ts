@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { type Message, Role, type SendMessageRequest, TaskState } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -96,11 +96,13 @@ async function clientOf(server: { url: string }, agent: string, transport: 'JSON
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
       preferredTransports: [transport],
+      // The card is read with the key too: with keys, a card is shown only to a key that reaches its agent.
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
   const cardUrl = `${server.url}/a2a/${agent}/.well-known/agent-card.json`;
   if (version === '1.0') return factory.createFromUrl(cardUrl, '');
-  return factory.createFromAgentCard(parseLegacyAgentCard(await (await fetch(cardUrl, { headers: { 'A2A-Version': '0.3' } })).json()));
+  return factory.createFromAgentCard(parseLegacyAgentCard(await (await fetchImpl(cardUrl, { headers: { 'A2A-Version': '0.3' } })).json()));
 }
 
 /** The state a notification carries: a 1.0 `StreamResponse` (task or status update), or a 0.3 task. */
@@ -305,12 +307,17 @@ describe('push notifications in the daemon', () => {
     model.script([{ text: 'secret plan' }, { text: 'helping' }]);
     const owner = await clientOf(daemon, 'private', 'JSONRPC', '1.0', 'admin-secret');
     const secret = (await owner.sendMessage(send('plan'))) as { id: string };
-    const helperOnPrivate = await clientOf(daemon, 'private', 'JSONRPC', '1.0', 'helper-secret');
+    // The helper key is not shown the agent's card; a client given it anyway (the owner's) is answered 404, as for an unknown agent.
+    await expect(clientOf(daemon, 'private', 'JSONRPC', '1.0', 'helper-secret')).rejects.toThrow(/404/);
+    const helperFetch: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: 'Bearer helper-secret' } });
+    const helperOnPrivate = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: helperFetch })], preferredTransports: ['JSONRPC'] }),
+    ).createFromAgentCard(await owner.getAgentCard());
     for (const attempt of [
       helperOnPrivate.createTaskPushNotificationConfig(pushConfig(receiver.url, 't', secret.id)),
       helperOnPrivate.listTaskPushNotificationConfig({ tenant: '', taskId: secret.id, pageSize: 0, pageToken: '' }),
     ]) {
-      await expect(attempt).rejects.toMatchObject({ envelopeCode: -32001 });
+      await expect(attempt).rejects.toThrow(/404/);
     }
     const rest = await daemon.request(`/a2a/private/rest/tasks/${secret.id}/pushNotificationConfigs`, {
       method: 'POST',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { type Message, Role, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -38,11 +38,15 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** The official A2A client for an agent, sending `key`. */
+/** The official A2A client for an agent, sending `key` (its card too: with keys, a card is shown only to a key that reaches its agent). */
 async function a2aClient(agent: string, key: string, transport: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): Promise<Client> {
   const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } });
   const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })], preferredTransports: [transport] }),
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+      preferredTransports: [transport],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
   );
   return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
 }
@@ -101,7 +105,7 @@ describe('A2A tasks by key', () => {
 });
 
 describe('A2A without a key', () => {
-  it('reaches no agent and no task, even through an agent named like the public card list: only the cards are public', async () => {
+  it('reaches no agent, no task and no card, even through an agent named like the card list', async () => {
     const spawned = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('agents', model.url) }));
     expect(spawned.status).toBe(201);
     const secret = await taskOf(await a2aClient('private', 'admin-secret'), 'the private plan');
@@ -116,9 +120,10 @@ describe('A2A without a key', () => {
     // No turn ran for the agent named "agents".
     const audit = (await (await api.request('/api/audit?agent=agents', as('admin-secret'))).json()) as { type: string }[];
     expect(audit.map((row) => row.type)).not.toContain('turn-finish');
-    // The cards stay public.
-    expect((await api.request('/a2a/agents')).status).toBe(200);
-    expect((await api.request('/a2a/agents/.well-known/agent-card.json')).status).toBe(200);
+    // The card list answers, with no card in it; the cards answer 404, as for an unknown agent.
+    expect(await (await api.request('/a2a/agents')).json()).toEqual({ agents: [], total: 0 });
+    expect((await api.request('/a2a/agents/.well-known/agent-card.json')).status).toBe(404);
+    expect((await api.request('/a2a/agents/.well-known/agent-card.json', as('admin-secret'))).status).toBe(200);
   });
 });
 

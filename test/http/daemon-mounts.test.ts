@@ -19,8 +19,8 @@ const withKeys = {
 };
 
 describe('what the daemon serves besides /api', () => {
-  it('serves agent cards publicly, and everything else only with a key', async () => {
-    api = await startApi(dir.path, withKeys);
+  it('serves the cards of [a2a].public_agents without a key, and everything else only with a key', async () => {
+    api = await startApi(dir.path, { ...withKeys, config: { ...withKeys.config, a2a: { public_agents: ['carded'] } } });
     await api.host.kernel.spawn(manifest('name = "carded"\ndescription = "Has a card"'));
     const card = await api.request('/.well-known/agent-card.json');
     expect(card.status).toBe(200);
