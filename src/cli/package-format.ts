@@ -1,5 +1,5 @@
 import { capabilitiesFromManifest, describeCapability } from '../capabilities/index.ts';
-import type { InstallPlan, PackageRunView, PackageTrigger, PackageView } from '../packages/index.ts';
+import { describeSkillOrigin, type InstallPlan, type PackageRunView, type PackageTrigger, type PackageView } from '../packages/index.ts';
 import { formatTable } from './format.ts';
 
 /** A trigger in a few words: `schedule 0 7 * * 1-5`, `heartbeat 30m 08:00-18:00`, `event a.b, c.d`, `manual`. */
@@ -16,26 +16,12 @@ export function describeTrigger(trigger: PackageTrigger, sources?: readonly stri
   }
 }
 
-type PlannedSkill = InstallPlan['skillSources'][number];
-
-/** Where a skill of a plan comes from, in words: `from registry "…" (SKIL-…)`, `bundled by package "…" from "…"`. */
-function describeOrigin(origin: PlannedSkill['origin']): string {
-  switch (origin.kind) {
-    case 'registry':
-      return `from registry "${origin.registry}" (${origin.code})`;
-    case 'bundled':
-      return `bundled by package "${origin.package}" from ${origin.registry === null ? `"${origin.source}"` : `registry "${origin.registry}"`}`;
-    case 'unknown':
-      return `of unknown origin (${origin.reason})`;
-  }
-}
-
 /** The plan's skills: each with where it comes from and its digest, when they were looked up; else their names. */
 function skillLines(plan: InstallPlan): string[] {
   if (plan.skillSources.length === 0) return [`  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`];
   return [
     '  skills (where each comes from, and the digest of its files):',
-    ...plan.skillSources.map((skill) => `    ${skill.skill} ${describeOrigin(skill.origin)}, digest ${skill.digest}${skill.installed ? ' (installed already, the same files)' : ''}`),
+    ...plan.skillSources.map((skill) => `    ${skill.skill} ${describeSkillOrigin(skill.origin)}, digest ${skill.digest}${skill.installed ? ' (installed already, the same files)' : ''}`),
   ];
 }
 

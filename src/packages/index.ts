@@ -21,5 +21,7 @@ export { applySettings } from './package-settings.ts';
 export { preparePackage } from './prepare-package.ts';
 export type { PackageEnvironment, PreparedPackage } from './prepare-package.ts';
 export { publishToRegistry, resolveFromRegistries } from './registry.ts';
+export { describeSkillOrigin } from './skill-origin.ts';
+export type { SkillOrigin } from './skill-origin.ts';
 export { activityPrompt, namespacedEvent, runBinding } from './run-binding.ts';
 export type { ActivityFallback, BindingRunParts, RunEvent, RunnableActivity, RunnableBinding } from './run-binding.ts';
