@@ -40,6 +40,7 @@ export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' 
       },
       depth: chain.length,
       chain,
+      ...(manifest.emergent === undefined ? {} : { maxNestedCalls: manifest.emergent.max_nested_calls }),
     },
     filter: { allowlist: manifest.tool_allowlist, blocklist: manifest.tool_blocklist, mcpServers: manifest.mcp_servers },
     approvalRequiredFor: manifest.autonomous?.approval_required_for ?? [],

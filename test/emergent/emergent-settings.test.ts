@@ -11,6 +11,8 @@ describe('[emergent] in a manifest', () => {
       max_agent_tools: 50,
       sandbox_timeout_ms: 5000,
       sandbox_memory_mb: 128,
+      max_forge_attempts_per_hour: 20,
+      max_nested_calls: 50,
       promotion_threshold: { uses: 5, confidence: 0.8 },
       allowed_sandbox_apis: [],
       fetch_domain_allowlist: [],

@@ -68,6 +68,21 @@ describe('forged compose tools that call compose tools', () => {
     web.received.length = 0;
   });
 
+  it("holds a model's call to the agent's [emergent].max_nested_calls, every level counted together", async () => {
+    // middle makes 8 nested calls (leaf, 3 requests, leaf, 3 requests); the agent now allows 5.
+    await host.kernel.update(
+      'composer',
+      manifest(
+        `name = "composer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request"]\nnetwork = ["127.0.0.1:${web.port}"]\n[emergent]\nmax_nested_calls = 5\n`,
+      ),
+    );
+    server.script([{ toolCalls: [{ name: 'middle', input: {} }] }, { text: 'done' }]);
+    await host.kernel.send('composer', 'run middle');
+    expect(web.received.map((request) => request.url)).toEqual(['/leaf/1', '/leaf/2', '/leaf/3']);
+    const refused = await host.kernel.audit({ agent: 'composer', type: 'tool-denied' });
+    expect(refused.map((entry) => JSON.stringify(entry.data['reason']))).toContainEqual(expect.stringContaining('[emergent].max_nested_calls = 5'));
+  });
+
   it('runs two levels from one model call, every nested call a tool call in the audit log', async () => {
     // The forges' test runs are in the log already.
     const before = (await host.kernel.audit({ agent: 'composer', type: 'tool-finish' })).length;
