@@ -4,7 +4,7 @@ import { Cron } from 'croner';
 import { z } from 'zod';
 import { globDirectory, matchesPattern } from '../capabilities/index.ts';
 import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
-import { AgentNotFoundError, ConfigError } from '../errors/index.ts';
+import { AgentNotFoundError, ConfigError, messageOf, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
 import {
@@ -120,7 +120,8 @@ type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
  * `continuous`; a wake-up at each time of the `cron` expression (in `timezone`) for `periodic`;
  * a message per matching file or lifecycle event for `proactive`. `stop(agent)` ends all of it
  * at once. Runs of one agent never overlap: a wake-up due while the previous run is still going
- * is skipped and logged, so nothing queues up. A run that fails is logged; the schedule goes on.
+ * is skipped and logged, so nothing queues up. A wake-up a budget refuses (the agent's hour is
+ * spent) is logged as skipped, with the refusal; a run that fails is logged; the schedule goes on.
  *
  * `agent_message` triggers are not supported (the kernel publishes no message events); they
  * are logged at start, like unknown trigger events.
@@ -173,7 +174,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     void deliver(agent.id, agent.name, message, cause, logger);
   }
 
-  /** Sends the wake-up unless the agent's previous one is still going here (then skips it); failures are logged. */
+  /** Sends the wake-up unless the agent's previous one is still going here (then skips it); refusals by a budget and failures are logged. */
   async function deliver(agentId: string, name: string, message: string, cause: string, logger: Logger): Promise<void> {
     if (busy.has(agentId)) {
       logger.warn({ cause }, `skipped a wake-up of agent "${name}" (${cause}): its previous run is still going`);
@@ -186,6 +187,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     } catch (error) {
       // An agent this node does not know (spawned on another node since it started): another attempt, maybe elsewhere.
       if (queue !== undefined && error instanceof AgentNotFoundError) throw error;
+      // Not a failure of the run: the budget says when the agent may work again.
+      if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) {
+        logger.warn({ cause, code: error.code, details: error.details }, `skipped a wake-up of agent "${name}" (${cause}): ${messageOf(error)}`);
+        return;
+      }
       logger.error({ err: error, cause }, `scheduled run of agent "${name}" (${cause}) failed`);
     } finally {
       busy.delete(agentId);

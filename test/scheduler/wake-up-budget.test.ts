@@ -1,0 +1,39 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { createJsonLogRecorder, openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-wake-up-budget-');
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+describe('a scheduled wake-up and the budget ledger', () => {
+  it('records a wake-up refused by the agent\'s hourly quota as skipped, with the reason, not as a failed run', async () => {
+    const log = createJsonLogRecorder();
+    host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true, logger: log.logger });
+    await host.kernel.spawn(
+      manifest(`name = "sleeper"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n[resources]\nmax_tokens_per_hour = 100\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`),
+    );
+    server.script([{ text: 'worked', usage: { inputTokens: 80, outputTokens: 40 } }, { text: 'never sent' }]);
+
+    await host.clock.advance(60_000);
+    await waitFor('the first wake-up to be answered', async () => (await host.store.usage.list()).length === 1);
+    await host.clock.advance(60_000);
+    const skipped = (): Record<string, unknown> | undefined => log.records.find((record) => String(record['msg']).startsWith('skipped a wake-up of agent "sleeper"'));
+    await waitFor('the second wake-up to be skipped', () => skipped() !== undefined);
+
+    expect(skipped()).toMatchObject({ level: 40, cause: 'continuous', code: 'QUOTA_EXCEEDED' });
+    expect(String(skipped()?.['msg'])).toMatch(/^skipped a wake-up of agent "sleeper" \(continuous\): agent "sleeper" has used 120 of its 100 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/);
+    expect(log.records.filter((record) => String(record['msg']).startsWith('scheduled run of agent "sleeper"'))).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+});
