@@ -83,6 +83,22 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
   let error: string | null = null;
   let handlers: { sink: InboundSink; choices: ChoiceSink | undefined; changes: ChangeSink | undefined } | undefined;
 
+  /**
+   * Sends a reply as a Markdown block (Slack renders it); should Slack refuse the block
+   * (`invalid_blocks`), the same words go as the message's plain text, so a reply is never lost
+   * to its formatting.
+   */
+  async function formatted<T>(text: string, call: (blocks: { blocks?: { type: 'markdown'; text: string }[] }) => Promise<T>): Promise<T> {
+    try {
+      return await call({ blocks: [{ type: 'markdown', text }] });
+    } catch (caught) {
+      const refusal = (caught as { data?: { error?: unknown } } | undefined)?.data?.error;
+      if (refusal !== 'invalid_blocks' && refusal !== 'invalid_blocks_format') throw caught;
+      logger.warn({ channel: name, problem: refusal }, `channel "${name}": Slack refused a reply's Markdown block; sent as plain text`);
+      return call({});
+    }
+  }
+
   socket?.on('connected', () => {
     state = 'connected';
     error = null;
@@ -204,12 +220,12 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
     handle,
 
     async send(target, text) {
-      const sent = await web.chat.postMessage({ channel: target.conversationId, text, blocks: [{ type: 'markdown', text }], ...threadOf(target) });
+      const sent = await formatted(text, (blocks) => web.chat.postMessage({ channel: target.conversationId, text, ...blocks, ...threadOf(target) }));
       return { messageId: String(sent.ts) };
     },
 
     async edit(target, messageId, text) {
-      await web.chat.update({ channel: target.conversationId, ts: messageId, text, blocks: [{ type: 'markdown', text }] });
+      await formatted(text, (blocks) => web.chat.update({ channel: target.conversationId, ts: messageId, text, ...blocks }));
     },
 
     async sendChoices(target, text, choices) {
