@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { type Message, Role, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { TaskState } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { a2aClient as sdkClient, textMessage } from '../a2a/a2a-sdk-client.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -38,27 +39,9 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** The official A2A client for an agent, sending `key` (its card too: with keys, a card is shown only to a key that reaches its agent). */
-async function a2aClient(agent: string, key: string, transport: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } });
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      preferredTransports: [transport],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
-}
-
-function message(text: string): { tenant: string; message: Message; configuration: undefined; metadata: undefined } {
-  return {
-    tenant: '',
-    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
-    configuration: undefined,
-    metadata: undefined,
-  };
-}
+/** The official A2A client for an agent of the daemon under test, sending `key` (its card too: with keys, a card is shown only to a key that reaches its agent). */
+const a2aClient = (agent: string, key: string, transport: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): Promise<Client> => sdkClient(api.url, agent, key, transport);
+const message = textMessage;
 
 async function taskOf(client: Client, text: string): Promise<string> {
   model.script([{ text: `re: ${text}` }]);

@@ -4,6 +4,7 @@ import { makeTempDir } from '../helpers/test-kernel.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
 import { connectClient, firstText } from '../mcp/server-harness.ts';
+import { a2aClient, textMessage } from '../a2a/a2a-sdk-client.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 /**
@@ -205,6 +206,38 @@ const MCP: Door = {
   },
 };
 
+/** Sends through A2A with the SDK's client over `transport`: a card out of reach is 404, as an unknown agent; a refusal fails the task or the call. */
+async function a2aSend(role: Role, transport: 'JSONRPC' | 'HTTP+JSON'): Promise<Outcome> {
+  let client;
+  try {
+    client = await a2aClient(api.url, 'helper-one', KEYS[role], transport);
+  } catch (error) {
+    return /404/.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+  }
+  model.script([{ text: 'hello back' }]);
+  try {
+    const result = await client.sendMessage(textMessage('hello'));
+    const text = JSON.stringify(result);
+    if (text.includes('hello back')) return 'allowed';
+    return /may not/.test(text) ? 'denied' : `unexpected: ${text}`;
+  } catch (error) {
+    return /may not/.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+  }
+}
+
+const A2A: Door = {
+  'see the agent': async (role) => {
+    const response = await api.request('/a2a/agents', as(role));
+    if (response.status !== 200) return `unexpected: ${response.status}`;
+    return JSON.stringify(await response.json()).includes('"helper-one"') ? 'allowed' : 'denied';
+  },
+  'send a message': (role) => a2aSend(role, 'JSONRPC'),
+};
+
+const A2A_REST: Door = {
+  'send a message': (role) => a2aSend(role, 'HTTP+JSON'),
+};
+
 /** `loom <args>` against the daemon at its URL with the role's key, as a person at another machine runs it. */
 async function cliAs(role: Role, args: readonly string[]): Promise<Outcome> {
   const result = await runCli(`${dir.path}/cli-home`, args, { env: { LOOM_URL: api.url, LOOM_API_KEY: KEYS[role] } });
@@ -257,7 +290,7 @@ describe('an agent through agent_message', () => {
   }
 });
 
-const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'the CLI against a daemon': CLI };
+const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'A2A JSON-RPC': A2A, 'A2A HTTP+JSON': A2A_REST, 'the CLI against a daemon': CLI };
 
 for (const [doorName, door] of Object.entries(DOORS)) {
   describe(`through ${doorName}`, () => {
