@@ -12,7 +12,7 @@ import type { SchemaCheck } from '../validation/index.ts';
 import { compileSchema, subsetMismatch } from './output-check.ts';
 import { referenceProblems } from './references.ts';
 import { type ForgedRun, runCompose, runSandboxed, sandboxBridges } from './run-forged.ts';
-import { compileSandboxProgram, type SandboxedProgram } from './sandbox.ts';
+import { compileSandboxProgram, createSandboxPool, type SandboxedProgram } from './sandbox.ts';
 import { exportDocument, parseExport } from './tool-export.ts';
 import { type ForgedToolView, type ForgeOutcome, type PromotionResult, toForgedToolView } from './forged-tool-view.ts';
 
@@ -135,7 +135,11 @@ export interface EmergentEngine {
   sessionEnded(agentId: string): Promise<void>;
   /** The agent was killed: its session and agent tools are retired (shared tools stay). */
   agentKilled(agentId: string): Promise<void>;
-  /** Releases every sandbox isolate. */
+  /**
+   * Releases every sandbox isolate at once, whatever it is doing (a call in a busy loop, a forge's
+   * tests): its sandbox process is ended, calls under way fail as cancelled, forges under way are
+   * refused. Call when Loom stops.
+   */
   close(): void;
 }
 
@@ -146,6 +150,12 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   const live = new Map<string, LiveTool>();
   /** Sandbox source kept in memory only (its agent does not persist it), by tool id. */
   const memorySource = new Map<string, string>();
+  /** Where this engine's isolates live: a sandbox process of its own, ended with it (`close`). */
+  const sandboxPool = createSandboxPool();
+  /** The programs compiled here (those disposed since are dropped at the next compile): offered tools' and those being tested for a forge. */
+  const programs = new Set<SandboxedProgram>();
+  /** Aborted by `close`: forges under way stop (a judge's call too), and no call waits on a sandbox. */
+  const closing = new AbortController();
 
   const event = (record: Pick<ForgedToolRecord, 'agentId' | 'agentName' | 'name'> & { id: string | null }, type: ForgedToolEvent['type'], outcome: string, reason: string | null, provenance: JsonObject): Promise<void> =>
     options.publish({ type, at: clock.now(), agentId: record.agentId, name: record.agentName, tool: record.name, toolId: record.id, outcome, reason, provenance });
@@ -165,12 +175,19 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     // text, so a comment the judge never saw could carry data for it).
     const code = withoutComments(memorySource.get(tool.record.id) ?? implementation.code);
     const settings = settingsOf(tool.record);
-    tool.program = await compileSandboxProgram(code, {
-      timeoutMs: settings?.sandbox_timeout_ms ?? 5000,
-      memoryMb: settings?.sandbox_memory_mb ?? 128,
-      maxOutputBytes: MAX_SANDBOX_OUTPUT_BYTES,
-    });
-    return tool.program;
+    const program = await compileSandboxProgram(
+      code,
+      {
+        timeoutMs: settings?.sandbox_timeout_ms ?? 5000,
+        memoryMb: settings?.sandbox_memory_mb ?? 128,
+        maxOutputBytes: MAX_SANDBOX_OUTPUT_BYTES,
+      },
+      { pool: sandboxPool },
+    );
+    for (const held of programs) if (held.disposed) programs.delete(held);
+    programs.add(program);
+    tool.program = program;
+    return program;
   }
 
   /** Runs a tool once for the agent whose toolbox is given. */
@@ -412,7 +429,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   /** How many active session tools the agent holds (what [emergent].max_session_tools bounds). */
   const sessionToolCount = (agentId: string): number => [...live.values()].filter((tool) => tool.record.agentId === agentId && tool.record.tier === 'session' && tool.record.status === 'active').length;
 
-  async function forge(agent: ToolAgent, raw: unknown, toolbox: ToolBox, { signal, by }: { signal: AbortSignal; by: string }, origin: 'forged' | 'imported' = 'forged'): Promise<ForgeOutcome> {
+  async function forge(agent: ToolAgent, raw: unknown, toolbox: ToolBox, forgeOptions: { signal: AbortSignal; by: string }, origin: 'forged' | 'imported' = 'forged'): Promise<ForgeOutcome> {
+    const { by } = forgeOptions;
+    const signal = AbortSignal.any([forgeOptions.signal, closing.signal]);
     const forging = options.agent(agent.id);
     const refuse = async (stage: Exclude<ForgeOutcome, { ok: true }>['stage'], reason: string, extra: { verdict?: Verdict; codeHash?: string | null } = {}): Promise<ForgeOutcome> => {
       await event({ agentId: agent.id, agentName: agent.name, name: nameOfRequest(raw), id: null }, 'tool-forge', 'refused', `${stage}: ${reason}`, { by, origin, ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }), ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) });
@@ -779,7 +798,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     agentKilled: (agentId) => retireWhere(agentId, ['session', 'agent'], 'its agent was killed'),
 
     close() {
-      for (const tool of live.values()) tool.program?.dispose();
+      closing.abort(new LoomError('LOOM_STOPPING', 'system', 'Loom is stopping'));
+      for (const program of [...programs]) program.dispose();
+      sandboxPool.close();
     },
   };
 }

@@ -1,17 +1,12 @@
-import { createHash, createHmac, randomUUID } from 'node:crypto';
-import type ivm from 'isolated-vm';
+import { type ChildProcess, fork } from 'node:child_process';
 import { z } from 'zod';
+import { installedPath } from '../config/installation.ts';
 import type { JsonValue } from '../contracts/index.ts';
+import { MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS, type SandboxFailure, type SandboxLimits, type SandboxOutcome } from './sandbox-isolate.ts';
+import type { SandboxReply, SandboxRequest } from './sandbox-process.ts';
 
-/** The hard limits of one sandboxed program. */
-export interface SandboxLimits {
-  /** Wall clock per call, covering sync and async code, hung promises and bridge calls. */
-  timeoutMs: number;
-  /** The isolate's heap. */
-  memoryMb: number;
-  /** The largest output, in bytes of JSON. */
-  maxOutputBytes: number;
-}
+export { MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS };
+export type { SandboxFailure, SandboxLimits, SandboxOutcome };
 
 /**
  * Host functions the isolate may reach, present only when both the tool's allowlist and its
@@ -21,18 +16,9 @@ export interface SandboxLimits {
 export interface SandboxBridges {
   fetch?: (request: { url: string; method: string; headers: Record<string, string>; body?: string }) => Promise<{ url: string; status: number; statusText: string; headers: Record<string, string>; body: string }>;
   readFile?: (path: string) => Promise<string>;
-  /** Hashing on the host: `crypto.createHash(alg)`, `crypto.createHmac(alg, key)`, `crypto.randomUUID()`. */
+  /** Hashing in the sandbox: `crypto.createHash(alg)`, `crypto.createHmac(alg, key)`, `crypto.randomUUID()`. */
   crypto?: true;
 }
-
-/** Why a call failed: a limit it hit, what it threw, its output, a cancellation, or too many bridge calls. */
-export interface SandboxFailure {
-  kind: 'timeout' | 'memory' | 'thrown' | 'output' | 'aborted' | 'bridge';
-  message: string;
-}
-
-/** One call's outcome. */
-export type SandboxOutcome = { ok: true; output: JsonValue; durationMs: number } | { ok: false; error: SandboxFailure; durationMs: number };
 
 /** A tool's code, compiled once on a warm isolate; each call runs in a fresh context. */
 export interface SandboxedProgram {
@@ -42,148 +28,36 @@ export interface SandboxedProgram {
   readonly disposed: boolean;
 }
 
-/** Bridge calls to the agent's tools (fetch, fs.readFile) one call may make. */
-export const MAX_BRIDGE_CALLS = 20;
-
-/** Host crypto calls (digests, UUIDs) one call may make; cheap, so capped apart from fetch and reads. */
-export const MAX_CRYPTO_CALLS = 1_000;
-
-/** Longest error message carried out of the isolate. */
-const MAX_ERROR_LENGTH = 2000;
-
 /**
- * A released context is not collected until its isolate is (V8 keeps ~160 KB of each), so an
- * isolate is rebuilt once its heap passes this share of the limit.
+ * The sandbox processes of a daemon (or of a benchmark, a test): where its programs' isolates
+ * live. One process serves every program; one that V8 lost an isolate in is replaced, and ended
+ * once its calls are over.
  */
-const RECYCLE_HEAP_SHARE = 0.4;
-
-/** Slack given to the isolate's own timeout before the host gives up on it. */
-const HOST_GRACE_MS = 50;
-
-
-/**
- * Runs before the tool's code in every context: turns the raw bridge references into `fetch`,
- * `fs` and `crypto`, and removes them from the global object, so the code sees only those. Its
- * value is the entry the host calls (never on the global object, so the tool's code cannot
- * replace it): JSON in, and out a tagged string — `o` + the output's JSON, `t` + what the tool
- * threw, `u` + why the output is not JSON, `l` + the length of an output over the cap. A tool's
- * own error is always data here, so it can never pass for a limit the host enforces.
- */
-function preludeOf(maxOutputBytes: number): string {
-  return `(() => {
-  'use strict';
-  const g = globalThis;
-  const fetchRef = g.__loom_fetch, readRef = g.__loom_read, cryptoRef = g.__loom_crypto;
-  delete g.__loom_fetch; delete g.__loom_read; delete g.__loom_crypto;
-  // A WebAssembly memory lives outside the isolate's heap, so its memory limit does not count it
-  // (an outside probe held 1.7 GB under a 128 MB limit); shared memory and its waits go with it.
-  delete g.WebAssembly; delete g.SharedArrayBuffer; delete g.Atomics;
-  // What leaves the isolate is bounded here, before it is copied out to the daemon.
-  const bounded = (text, what) => {
-    if (text.length > ${maxOutputBytes}) throw new Error(what + ' is ' + text.length + ' characters, more than the ${maxOutputBytes} a tool may pass out');
-    return text;
-  };
-  const call = async (ref, payload) => {
-    const reply = JSON.parse(await ref.apply(undefined, [JSON.stringify(payload)], { arguments: { copy: true }, result: { promise: true, copy: true } }));
-    if (reply.error !== undefined) throw new Error(reply.error);
-    return reply.value;
-  };
-  if (fetchRef !== undefined) {
-    g.fetch = async (url, init) => {
-      const options = init ?? {};
-      const headers = {};
-      for (const [key, value] of Object.entries(options.headers ?? {})) headers[String(key)] = String(value);
-      const request = { url: String(url), method: String(options.method ?? 'GET').toUpperCase(), headers };
-      if (options.body !== undefined) request.body = bounded(String(options.body), 'the request body');
-      const response = await call(fetchRef, request);
-      const lower = {};
-      for (const [key, value] of Object.entries(response.headers)) lower[key.toLowerCase()] = value;
-      return {
-        status: response.status,
-        ok: response.status >= 200 && response.status < 300,
-        statusText: response.statusText,
-        redirected: response.url !== request.url,
-        url: response.url,
-        headers: { get: (name) => lower[String(name).toLowerCase()] ?? null },
-        text: async () => response.body,
-        json: async () => JSON.parse(response.body),
-      };
-    };
-  }
-  if (readRef !== undefined) {
-    const readFile = async (path) => call(readRef, { path: String(path) });
-    g.fs = { readFile, promises: { readFile } };
-  }
-  if (cryptoRef !== undefined) {
-    const sync = (payload) => {
-      const reply = JSON.parse(cryptoRef(JSON.stringify(payload)));
-      if (reply.error !== undefined) throw new Error(reply.error);
-      return reply.value;
-    };
-    const digester = (kind, algorithm, key) => {
-      let data = '';
-      const hash = {
-        update(chunk) { data = bounded(data + String(chunk), 'the data to hash'); return hash; },
-        digest(encoding) { return sync({ kind, algorithm, key, data, encoding: encoding ?? 'hex' }); },
-      };
-      return hash;
-    };
-    g.crypto = {
-      createHash: (algorithm) => digester('hash', String(algorithm)),
-      createHmac: (algorithm, key) => digester('hmac', String(algorithm), String(key)),
-      randomUUID: () => sync({ kind: 'uuid' }),
-    };
-  }
-  const parse = JSON.parse, stringify = JSON.stringify;
-  const describe = (error) => {
-    try {
-      const text = error !== null && (typeof error === 'object' || typeof error === 'function') && typeof error.message === 'string' ? error.message : String(error);
-      return text.length > ${MAX_ERROR_LENGTH} ? text.slice(0, ${MAX_ERROR_LENGTH}) + '…' : text;
-    } catch {
-      return 'a value was thrown that cannot be described';
-    }
-  };
-  return async (json) => {
-    let output;
-    try {
-      if (typeof execute !== 'function') return 't' + 'the tool defines no execute(input) function';
-      output = await execute(parse(json));
-    } catch (error) {
-      return 't' + describe(error);
-    }
-    let text;
-    try {
-      text = stringify(output);
-    } catch (error) {
-      return 'u' + "the tool's output cannot be turned into JSON: " + describe(error);
-    }
-    if (typeof text !== 'string') return 'u' + 'execute(input) returned ' + (output === undefined ? 'undefined' : 'a ' + typeof output) + ', not a JSON value';
-    if (text.length > ${maxOutputBytes}) return 'l' + text.length;
-    return 'o' + text;
-  };
-})();`;
+export interface SandboxPool {
+  /** Ends every sandbox process now: calls under way fail as cancelled, later compiles and calls are refused. */
+  close(): void;
+  /** The pids of its processes now (none when no program is held and the idle time has passed). */
+  pids(): number[];
 }
+
+/** How long past a call's own time limit the daemon waits for the sandbox process to answer before it ends the process. */
+export const SANDBOX_PROCESS_GRACE_MS = 2_000;
+
+/** How long a sandbox process with no programs stays, for the next forge. */
+export const SANDBOX_IDLE_MS = 10_000;
+
+/** How long a new sandbox process has to start. */
+const START_TIMEOUT_MS = 30_000;
+
+/** The sandbox process runs from the sources, in the built daemon too (see `installedPath`). */
+const PROCESS_PATH = installedPath('src', 'emergent', 'sandbox-process.ts');
+
+/** Longest error message carried out of the sandbox. */
+const MAX_ERROR_LENGTH = 2000;
 
 function messageOf(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text;
-}
-
-const ENCODINGS = new Set(['hex', 'base64', 'base64url']);
-
-/** The host side of `crypto`: strings in, a JSON reply out; never throws. */
-function cryptoBridge(payloadText: string): string {
-  try {
-    const payload = JSON.parse(payloadText) as { kind: string; algorithm?: string; key?: string; data?: string; encoding?: string };
-    if (payload.kind === 'uuid') return JSON.stringify({ value: randomUUID() });
-    const encoding = payload.encoding ?? 'hex';
-    if (!ENCODINGS.has(encoding)) return JSON.stringify({ error: `digest("${encoding}"): expected "hex", "base64" or "base64url"` });
-    const algorithm = payload.algorithm ?? '';
-    const hash = payload.kind === 'hmac' ? createHmac(algorithm, payload.key ?? '') : createHash(algorithm);
-    return JSON.stringify({ value: hash.update(payload.data ?? '').digest(encoding as 'hex') });
-  } catch (error) {
-    return JSON.stringify({ error: messageOf(error) });
-  }
 }
 
 /** What an isolate's bridges send the host, checked before a bridge sees it. */
@@ -195,254 +69,343 @@ const FetchRequestSchema = z.strictObject({
 });
 const ReadRequestSchema = z.strictObject({ path: z.string() });
 
-/** The message isolated-vm gives when its own `timeout` stops running code. */
-const TIMED_OUT = 'Script execution timed out.';
+/**
+ * Carries out one bridge request of an isolate: the JSON text its code sent, checked here (the
+ * tool's own code may have replaced JSON.stringify inside its realm), the reply as JSON text.
+ * Never throws.
+ */
+async function answerBridge(bridges: SandboxBridges | undefined, name: 'fetch' | 'readFile', payloadText: string): Promise<string> {
+  try {
+    if (name === 'fetch') {
+      const fetcher = bridges?.fetch;
+      if (fetcher === undefined) return JSON.stringify({ error: 'fetch() is not allowed' });
+      const request = FetchRequestSchema.safeParse(JSON.parse(payloadText));
+      if (!request.success) return JSON.stringify({ error: `fetch(): bad arguments (${z.prettifyError(request.error)})` });
+      const { url, method, headers, body } = request.data;
+      return JSON.stringify({ value: await fetcher(body === undefined ? { url, method, headers } : { url, method, headers, body }) });
+    }
+    const reader = bridges?.readFile;
+    if (reader === undefined) return JSON.stringify({ error: 'fs.readFile() is not allowed' });
+    const request = ReadRequestSchema.safeParse(JSON.parse(payloadText));
+    if (!request.success) return JSON.stringify({ error: `fs.readFile(): bad arguments (${z.prettifyError(request.error)})` });
+    return JSON.stringify({ value: await reader(request.data.path) });
+  } catch (error) {
+    return JSON.stringify({ error: messageOf(error) });
+  }
+}
+
+/** One sandbox process, as the daemon sees it. */
+interface SandboxProcess {
+  child: ChildProcess;
+  started: Promise<void>;
+  /** V8 lost an isolate in it: no new work goes there, and it ends once its calls are over. */
+  retired: boolean;
+  ended: boolean;
+  /** Calls waiting for their outcome, and their bridges. */
+  calls: Map<number, { finish: (outcome: SandboxOutcome) => void; bridges: SandboxBridges }>;
+  /** Compiles waiting for their answer: an error message, or undefined. */
+  compiles: Map<number, (error: string | undefined) => void>;
+}
+
+/** The pool's side of a program: where it is compiled now. */
+interface Binding {
+  process: SandboxProcess;
+  id: number;
+}
+
+/** The implementation behind {@link SandboxPool}, with what `compileSandboxProgram` needs. */
+interface PoolInternals extends SandboxPool {
+  compile(code: string, limits: SandboxLimits): Promise<SandboxedProgram>;
+}
 
 /**
- * Compiles a sandboxed tool's code for an isolate of its own (`isolated-vm`: a separate V8 heap
- * and realm, never the daemon's). Every call gets a fresh context, the input as a JSON string,
- * and gives back a JSON string checked against the size cap before it is parsed. A call that
- * passes its time limit, or an isolate that passes its memory limit, is stopped (the isolate is
- * rebuilt for the next call). Calls of one program take turns, so stopping one never stops
- * another. If V8 itself runs out of memory in the isolate (some allocation patterns, such as a
- * growing `Map`, outrun isolated-vm's limit), the process lives on but that isolate's thread is
- * lost: the call is a `memory` failure and the program refuses every later call.
- * @throws {Error} when the code does not compile (the code check reports that first).
+ * Creates a pool of sandbox processes. Isolates run in a child process, not in the daemon: when
+ * V8 itself runs out of memory in an isolate (some allocation patterns, such as a growing `Map`,
+ * outrun isolated-vm's limit), isolated-vm can never release that isolate's heap or thread, and a
+ * process holding one cannot exit by itself. Here that costs the sandbox process, which is
+ * replaced (the next call compiles the program again in the new one) and killed once its other
+ * calls have ended; the daemon holds no isolate, so it always stops. The processes do not keep
+ * the daemon alive, and the one process left is ended `SANDBOX_IDLE_MS` after its last program
+ * is disposed.
  */
-export async function compileSandboxProgram(code: string, limits: SandboxLimits): Promise<SandboxedProgram> {
-  // Loaded with the first forged tool: a daemon that runs none does not hold the native module.
-  const { default: isolatedVm } = await import('isolated-vm');
-  let disposed = false;
-  let isolate: ivm.Isolate | undefined;
-  let prelude: ivm.Script | undefined;
-  let program: ivm.Script | undefined;
-  /** Set when V8 lost an isolate of this program to out-of-memory (see `onCatastrophicError`). */
-  let lost = false;
-  /** Stops the call in progress, when V8 loses its isolate. */
-  let onCatastrophe: (() => void) | undefined;
-  /** The end of the last call in line: calls take turns on the one isolate. */
-  let queue: Promise<void> = Promise.resolve();
+export function createSandboxPool(): SandboxPool {
+  return createPoolInternals();
+}
 
-  async function ready(): Promise<{ isolate: ivm.Isolate; prelude: ivm.Script; program: ivm.Script }> {
-    if (isolate === undefined || isolate.isDisposed || prelude === undefined || program === undefined) {
-      isolate = new isolatedVm.Isolate({
-        memoryLimit: limits.memoryMb,
-        // Without a handler, isolated-vm lets V8 abort the whole daemon. With one, only this
-        // isolate is lost (its thread never comes back), so the program is retired for good.
-        onCatastrophicError: () => {
-          lost = true;
-          onCatastrophe?.();
-        },
-      });
-      prelude = await isolate.compileScript(preludeOf(limits.maxOutputBytes), { filename: 'loom-prelude.js' });
-      program = await isolate.compileScript(code, { filename: 'tool.js' });
-    }
-    return { isolate, prelude, program };
-  }
-  // Compile now, so broken code fails at forge time rather than at the first call.
-  await ready();
+function createPoolInternals(): PoolInternals {
+  const processes = new Set<SandboxProcess>();
+  let current: SandboxProcess | undefined;
+  let closed = false;
+  let programs = 0;
+  let nextId = 1;
+  let idleTimer: NodeJS.Timeout | undefined;
+  /** While a process has calls or compiles waiting, its channel keeps the event loop alive; otherwise it does not. */
+  const wait = (process: SandboxProcess): void => {
+    const channel = process.child.channel;
+    if (channel === undefined || channel === null) return;
+    if (process.calls.size + process.compiles.size > 0) channel.ref();
+    else channel.unref();
+  };
 
-  function kill(): void {
-    if (isolate !== undefined && !isolate.isDisposed) {
-      try {
-        isolate.dispose();
-      } catch {
-        // Already going away.
-      }
-    }
+  /** Ends a process at once: what it was doing fails as cancelled. */
+  function end(process: SandboxProcess, reason: string): void {
+    if (process.ended) return;
+    process.ended = true;
+    processes.delete(process);
+    if (current === process) current = undefined;
+    process.child.kill('SIGKILL');
+    for (const { finish } of [...process.calls.values()]) finish({ ok: false, error: { kind: 'aborted', message: reason }, durationMs: 0 });
+    for (const answer of [...process.compiles.values()]) answer(reason);
+    process.calls.clear();
+    process.compiles.clear();
   }
 
-  async function run(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
-    const started = performance.now();
-    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
-    if (disposed) return fail('aborted', 'the tool was retired');
-    if (options.signal?.aborted === true) return fail('aborted', 'the call was cancelled');
-    // Wait for this program's previous call: disposing the isolate to stop one call must not
-    // take another caller's call with it.
-    const previous = queue;
-    let endTurn!: () => void;
-    const turn = new Promise<void>((resolve) => {
-      endTurn = resolve;
-    });
-    queue = previous.then(() => turn);
-    try {
-      const { signal } = options;
-      if (signal === undefined) await previous;
-      else {
-        let onAbort!: () => void;
-        const aborted = new Promise<'aborted'>((resolve) => {
-          onAbort = () => resolve('aborted');
-          signal.addEventListener('abort', onAbort, { once: true });
+  const endIfRetiredAndIdle = (process: SandboxProcess): void => {
+    if (process.retired && process.calls.size === 0 && process.compiles.size === 0) end(process, 'its sandbox process was replaced');
+  };
+
+  function post(process: SandboxProcess, request: SandboxRequest): void {
+    void process.started.then(
+      () => {
+        if (process.ended || !process.child.connected) return;
+        process.child.send(request, (error: Error | null) => {
+          if (error !== null) end(process, `the sandbox process could not be reached: ${error.message}`);
         });
-        const waited = await Promise.race([previous.then(() => 'turn' as const), aborted]);
-        signal.removeEventListener('abort', onAbort);
-        if (waited === 'aborted') return fail('aborted', 'the call was cancelled');
-      }
-      if (disposed) return fail('aborted', 'the tool was retired');
-      return await runInTurn(input, options, fail);
-    } finally {
-      endTurn();
-    }
+      },
+      () => undefined,
+    );
   }
 
-  async function runInTurn(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }, failAt: (kind: SandboxFailure['kind'], message: string) => SandboxOutcome): Promise<SandboxOutcome> {
-    const started = performance.now();
-    const elapsed = (): number => performance.now() - started;
-    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => failAt(kind, message);
-    const memoryFailure = (): SandboxOutcome => fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
-    const timeoutFailure = (): SandboxOutcome => fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
-    if (lost) return fail('memory', `the tool exhausted its isolate's memory in a way V8 cannot recover from, so it is retired until Loom restarts (forge it again to replace it)`);
-    let inputJson: string;
+  function start(): SandboxProcess {
+    // Nothing of the daemon's environment is needed there (keys least of all).
+    const child = fork(PROCESS_PATH, [], { execArgv: [], env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'json' });
+    child.unref();
+    let ready!: () => void;
+    let failed!: (error: Error) => void;
+    const started = new Promise<void>((resolve, reject) => {
+      ready = resolve;
+      failed = reject;
+    });
+    started.catch(() => undefined);
+    const process: SandboxProcess = { child, started, retired: false, ended: false, calls: new Map(), compiles: new Map() };
+    processes.add(process);
+    const startTimer = setTimeout(() => {
+      failed(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS / 1000} s`));
+      end(process, 'the sandbox process did not start');
+    }, START_TIMEOUT_MS);
+    startTimer.unref();
+    child.on('message', (reply: SandboxReply) => {
+      switch (reply.type) {
+        case 'ready':
+          clearTimeout(startTimer);
+          ready();
+          return;
+        case 'compiled':
+          process.compiles.get(reply.program)?.(reply.error);
+          return;
+        case 'outcome':
+          process.calls.get(reply.call)?.finish(reply.outcome);
+          return;
+        case 'bridge': {
+          const bridges = process.calls.get(reply.call)?.bridges;
+          void answerBridge(bridges, reply.name, reply.payload).then((text) => post(process, { type: 'bridge-reply', call: reply.call, seq: reply.seq, reply: text }));
+          return;
+        }
+        case 'lost':
+          process.retired = true;
+          if (current === process) current = undefined;
+          endIfRetiredAndIdle(process);
+          return;
+      }
+    });
+    child.on('error', (error) => {
+      clearTimeout(startTimer);
+      failed(error);
+      end(process, `the sandbox process failed: ${error.message}`);
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(startTimer);
+      failed(new Error(`the sandbox process ended (${signal ?? `exit code ${code ?? '?'}`})`));
+      end(process, `the sandbox process ended (${signal ?? `exit code ${code ?? '?'}`})`);
+    });
+    // Until it answers its first request, a starting process keeps the event loop alive through its waiters.
+    child.channel?.unref();
+    return process;
+  }
+
+  function live(): SandboxProcess {
+    if (current === undefined || current.retired || current.ended) current = start();
+    return current;
+  }
+
+  async function bind(code: string, limits: SandboxLimits): Promise<Binding> {
+    if (closed) throw new Error('the sandbox is closed: Loom is stopping');
+    const process = live();
+    const id = nextId++;
+    const error = await new Promise<string | undefined>((resolve) => {
+      process.compiles.set(id, (answer) => {
+        process.compiles.delete(id);
+        wait(process);
+        resolve(answer);
+        endIfRetiredAndIdle(process);
+      });
+      wait(process);
+      post(process, { type: 'compile', program: id, code, limits });
+    });
+    if (error !== undefined) throw new Error(error);
+    return { process, id };
+  }
+
+  function programDisposed(): void {
+    programs -= 1;
+    if (programs > 0 || closed) return;
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      for (const process of [...processes]) if (process.calls.size === 0 && process.compiles.size === 0) end(process, 'the sandbox process was idle');
+    }, SANDBOX_IDLE_MS);
+    idleTimer.unref();
+  }
+
+  async function compile(code: string, limits: SandboxLimits): Promise<SandboxedProgram> {
+    clearTimeout(idleTimer);
+    programs += 1;
+    let binding: Binding;
     try {
-      inputJson = JSON.stringify(input);
+      binding = await bind(code, limits);
     } catch (error) {
-      return fail('thrown', `the input cannot be turned into JSON: ${messageOf(error)}`);
+      programDisposed();
+      throw error;
     }
-    let current: ivm.Isolate;
-    let setup: ivm.Script;
-    let code: ivm.Script;
-    let context: ivm.Context;
-    try {
-      ({ isolate: current, prelude: setup, program: code } = await ready());
-      context = await current.createContext();
-    } catch (error) {
-      kill();
-      return fail('thrown', `the sandbox could not start: ${messageOf(error)}`);
-    }
-    let bridgeCalls = 0;
-    let cryptoCalls = 0;
-    let exceeded: string | undefined;
-    const tooMany = (what: string): string => {
-      exceeded ??= what;
-      return JSON.stringify({ error: what });
+    let disposed = false;
+    /** The end of the last call in line: calls take turns, so stopping one never stops another. */
+    let queue: Promise<void> = Promise.resolve();
+
+    const release = (old: Binding): void => {
+      if (!old.process.ended) post(old.process, { type: 'dispose', program: old.id });
     };
-    const asyncBridge = <T>(schema: z.ZodType<T>, name: string, work: (request: T) => Promise<unknown>) =>
-      new isolatedVm.Reference(async (payloadText: unknown): Promise<string> => {
-        bridgeCalls += 1;
-        if (bridgeCalls > MAX_BRIDGE_CALLS) return tooMany(`the tool made more than ${MAX_BRIDGE_CALLS} bridge calls (fetch, fs.readFile) in one call`);
+
+    async function bound(): Promise<Binding> {
+      if (!binding.process.retired && !binding.process.ended) return binding;
+      release(binding);
+      binding = await bind(code, limits);
+      return binding;
+    }
+
+    async function run(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
+      const started = performance.now();
+      const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
+      if (disposed) return fail('aborted', 'the tool was retired');
+      const { signal } = options;
+      if (signal?.aborted === true) return fail('aborted', 'the call was cancelled');
+      let inputJson: string;
+      try {
+        inputJson = JSON.stringify(input);
+      } catch (error) {
+        return fail('thrown', `the input cannot be turned into JSON: ${messageOf(error)}`);
+      }
+      const previous = queue;
+      let endTurn!: () => void;
+      const turn = new Promise<void>((resolve) => {
+        endTurn = resolve;
+      });
+      queue = previous.then(() => turn);
+      try {
+        if (signal === undefined) await previous;
+        else {
+          let onAbort!: () => void;
+          const aborted = new Promise<'aborted'>((resolve) => {
+            onAbort = () => resolve('aborted');
+            signal.addEventListener('abort', onAbort, { once: true });
+          });
+          const waited = await Promise.race([previous.then(() => 'turn' as const), aborted]);
+          signal.removeEventListener('abort', onAbort);
+          if (waited === 'aborted') return fail('aborted', 'the call was cancelled');
+        }
+        if (disposed) return fail('aborted', 'the tool was retired');
+        let target: Binding;
         try {
-          // What the isolate sends is checked before the bridge sees it: the tool's own code
-          // may have replaced JSON.stringify inside its realm.
-          const request = schema.safeParse(typeof payloadText === 'string' ? JSON.parse(payloadText) : undefined);
-          if (!request.success) return JSON.stringify({ error: `${name}: bad arguments (${z.prettifyError(request.error)})` });
-          return JSON.stringify({ value: await work(request.data) });
+          target = await bound();
         } catch (error) {
-          return JSON.stringify({ error: messageOf(error) });
+          return fail(closed ? 'aborted' : 'thrown', `the sandbox could not start: ${messageOf(error)}`);
         }
-      });
-    const { bridges } = options;
-    const references: ivm.Reference[] = [];
-    const timers: { timer?: NodeJS.Timeout } = {};
-    let onAbort: (() => void) | undefined;
-    let killed = false;
-    try {
-      const jail = context.global;
-      if (bridges.fetch !== undefined) {
-        const fetcher = bridges.fetch;
-        await jail.set('__loom_fetch', asyncBridge(FetchRequestSchema, 'fetch()', (request) => fetcher(request.body === undefined ? { url: request.url, method: request.method, headers: request.headers } : { url: request.url, method: request.method, headers: request.headers, body: request.body })));
-      }
-      if (bridges.readFile !== undefined) {
-        const reader = bridges.readFile;
-        await jail.set('__loom_read', asyncBridge(ReadRequestSchema, 'fs.readFile()', (request) => reader(request.path)));
-      }
-      if (bridges.crypto === true) {
-        await jail.set(
-          '__loom_crypto',
-          new isolatedVm.Callback((payload: unknown) => {
-            cryptoCalls += 1;
-            if (cryptoCalls > MAX_CRYPTO_CALLS) return tooMany(`the tool made more than ${MAX_CRYPTO_CALLS} crypto calls in one call`);
-            return typeof payload === 'string' ? cryptoBridge(payload) : JSON.stringify({ error: 'crypto: bad arguments' });
-          }),
-        );
-      }
-      const budget = (): number => Math.max(1, Math.ceil(limits.timeoutMs - elapsed()));
-      const work = (async (): Promise<unknown> => {
-        const entry = (await setup.run(context, { timeout: budget(), reference: true })) as ivm.Reference<(json: string) => Promise<string>>;
-        references.push(entry);
-        await code.run(context, { timeout: budget() });
-        return entry.apply(undefined, [inputJson], { arguments: { copy: true }, result: { promise: true, copy: true }, timeout: budget() });
-      })();
-      // The host's own clock: a promise that never settles runs no code for V8's timeout to stop.
-      const stopped = new Promise<'timeout' | 'aborted' | 'lost'>((resolve) => {
-        timers.timer = setTimeout(() => resolve('timeout'), limits.timeoutMs + HOST_GRACE_MS);
-        onCatastrophe = () => resolve('lost');
-        onAbort = () => resolve('aborted');
-        if (options.signal?.aborted === true) resolve('aborted');
-        else options.signal?.addEventListener('abort', onAbort, { once: true });
-      });
-      const settled = await Promise.race([work.then((text) => ({ text }), (error: unknown) => ({ error })), stopped]);
-      if (typeof settled === 'string') {
-        work.catch(() => undefined);
-        killed = true;
-        kill();
-        if (settled === 'lost') return memoryFailure();
-        return settled === 'timeout' ? timeoutFailure() : fail('aborted', 'the call was cancelled');
-      }
-      if (exceeded !== undefined) return fail('bridge', exceeded);
-      if ('error' in settled) {
-        // Only isolated-vm rejects here (a tool's own errors come back as data): the isolate
-        // disposed under the call is its memory limit; its timeout cannot fire before the budget.
-        if (lost || current.isDisposed) {
-          kill();
-          return memoryFailure();
-        }
-        const message = messageOf(settled.error);
-        if (message === TIMED_OUT && elapsed() >= limits.timeoutMs - 10) return timeoutFailure();
-        return fail('thrown', message);
-      }
-      const text = settled.text;
-      if (typeof text !== 'string' || text.length === 0) return fail('output', "the tool's result could not be read");
-      const tag = text[0];
-      const rest = text.slice(1);
-      switch (tag) {
-        case 't':
-          return fail('thrown', messageOf(rest));
-        case 'u':
-          return fail('output', messageOf(rest));
-        case 'l':
-          return fail('output', `the tool's output is ${Number(rest).toLocaleString('en-US')} characters of JSON, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
-        case 'o': {
-          const bytes = Buffer.byteLength(rest, 'utf8');
-          if (bytes > limits.maxOutputBytes) return fail('output', `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
-          try {
-            return { ok: true, output: JSON.parse(rest) as JsonValue, durationMs: performance.now() - started };
-          } catch (error) {
-            return fail('output', `the tool's output is not JSON: ${messageOf(error)}`);
-          }
-        }
-        default:
-          return fail('output', "the tool's result could not be read");
-      }
-    } catch (error) {
-      // Setting up the context failed (the isolate was disposed under it): the call fails, the program lives on.
-      kill();
-      return fail(lost || current.isDisposed ? 'memory' : 'thrown', `the sandbox failed: ${messageOf(error)}`);
-    } finally {
-      onCatastrophe = undefined;
-      clearTimeout(timers.timer);
-      if (onAbort !== undefined) options.signal?.removeEventListener('abort', onAbort);
-      for (const reference of references) {
-        try {
-          reference.release();
-        } catch {
-          // The isolate is gone.
-        }
-      }
-      if (!killed && !lost && !current.isDisposed) {
-        context.release();
-        if (current.getHeapStatisticsSync().used_heap_size > limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_SHARE) kill();
+        return await call(target, inputJson, options, fail);
+      } finally {
+        endTurn();
       }
     }
+
+    function call(target: Binding, inputJson: string, options: { bridges: SandboxBridges; signal?: AbortSignal }, fail: (kind: SandboxFailure['kind'], message: string) => SandboxOutcome): Promise<SandboxOutcome> {
+      const { process } = target;
+      const { bridges, signal } = options;
+      const id = nextId++;
+      return new Promise<SandboxOutcome>((resolve) => {
+        // The process stops a call at its limit itself; one that does not answer long after is stuck, and is ended.
+        const timer = setTimeout(() => {
+          finish(fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and its sandbox process did not stop it, so the process was ended`));
+          end(process, 'its sandbox process stopped answering and was ended');
+        }, limits.timeoutMs + SANDBOX_PROCESS_GRACE_MS);
+        const onAbort = (): void => {
+          post(process, { type: 'abort', call: id });
+          finish(fail('aborted', 'the call was cancelled'));
+        };
+        const finish = (outcome: SandboxOutcome): void => {
+          if (!process.calls.has(id)) return;
+          process.calls.delete(id);
+          wait(process);
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(outcome);
+          endIfRetiredAndIdle(process);
+        };
+        process.calls.set(id, { finish, bridges });
+        wait(process);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        post(process, { type: 'run', program: target.id, call: id, inputJson, bridges: { fetch: bridges.fetch !== undefined, readFile: bridges.readFile !== undefined, crypto: bridges.crypto === true } });
+      });
+    }
+
+    return {
+      run,
+      dispose() {
+        if (disposed) return;
+        disposed = true;
+        release(binding);
+        programDisposed();
+      },
+      get disposed() {
+        return disposed;
+      },
+    };
   }
 
   return {
-    run,
-    dispose() {
-      disposed = true;
-      kill();
+    compile,
+    close() {
+      closed = true;
+      clearTimeout(idleTimer);
+      for (const process of [...processes]) end(process, 'Loom is stopping');
     },
-    get disposed() {
-      return disposed;
-    },
+    pids: () => [...processes].filter((process) => !process.ended && process.child.pid !== undefined).map((process) => process.child.pid as number),
   };
+}
+
+let sharedPool: PoolInternals | undefined;
+
+/**
+ * Compiles a sandboxed tool's code for an isolate of its own (`isolated-vm`: a separate V8 heap
+ * and realm, in a sandbox process of `pool`, never in the daemon). Every call gets a fresh
+ * context, the input as a JSON string, and gives back a JSON string checked against the size cap
+ * before it is parsed. A call that passes its time limit, or an isolate that passes its memory
+ * limit or meets a fatal error, is stopped and its isolate disposed (rebuilt for the next call).
+ * If V8 itself runs out of memory in the isolate, the call is a `memory` failure and the sandbox
+ * process is replaced: the next call runs in a new one. Calls of one program take turns, so
+ * stopping one never stops another.
+ * @param options.pool the pool to run in (a daemon's own, so that it ends with it); by default one
+ *   shared by the process.
+ * @throws {Error} when the code does not compile (the code check reports that first), or the
+ *   pool is closed.
+ */
+export async function compileSandboxProgram(code: string, limits: SandboxLimits, options: { pool?: SandboxPool } = {}): Promise<SandboxedProgram> {
+  const pool = (options.pool as PoolInternals | undefined) ?? (sharedPool ??= createPoolInternals());
+  return pool.compile(code, limits);
 }
