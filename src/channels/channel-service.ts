@@ -70,27 +70,10 @@ export interface ChannelService {
 }
 
 /** What a message the channel could not deliver was. */
-export type UndeliveredKind = 'reply' | 'error-reply' | 'refusal' | 'approval-request' | 'approval-answer';
+export type UndeliveredKind = ChannelReplyFailedEvent['kind'];
 
-/**
- * A message of the channel the platform did not take, retries spent (the audit log's
- * `channel-reply-failed`): what it was, the message it answered, where it was going and why.
- * `name` is the channel's agent, `agentId` its id when it exists.
- */
-export interface ChannelReplyFailedEvent {
-  type: 'channel-reply-failed';
-  at: number;
-  agentId: string | null;
-  name: string;
-  channel: string;
-  kind: UndeliveredKind;
-  /** The platform's id of the message it answered. */
-  platformId: string;
-  conversationId: string;
-  thread: string | null;
-  userId: string;
-  reason: string;
-}
+/** A message of the channel the platform did not take, retries spent (the audit log's `channel-reply-failed`). */
+export type ChannelReplyFailedEvent = Extract<ChannelEvent, { type: 'channel-reply-failed' }>;
 
 interface RunningChannel {
   config: ChannelConfig;
@@ -200,7 +183,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     const event: ChannelReplyFailedEvent = { type: 'channel-reply-failed', at: clock.now(), agentId: agentIdOf(config), name: config.agent, channel: config.name, kind, platformId: message.platformId, conversationId: message.conversationId, thread: message.thread, userId: message.userId, reason };
     // The kernel's event union (src/kernel/event-bus.ts) does not name this type yet; the audit
     // log stores any event as its type, time, agent and data.
-    await kernel.publish(event as unknown as ChannelEvent).catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));
+    await kernel.publish(event).catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));
   }
 
   /** How many messages the person sent in the last minute, this one counted. */

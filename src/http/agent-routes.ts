@@ -12,7 +12,7 @@ import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
-import { MANIFEST_MEDIA_TYPES, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
+import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
 export const MessageBodySchema = z.strictObject({ message: z.string().min(1, { error: 'expected a non-empty message' }) });
@@ -58,7 +58,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     caller.require('spawn agents');
     const { parent } = readQuery(c, SpawnQuerySchema);
     const type = mediaTypeOf(c);
-    const format = MANIFEST_MEDIA_TYPES[type];
+    const format = manifestFormatOf(type);
     if (format === undefined) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }
@@ -72,7 +72,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const caller = kernelOf(c, kernel);
     caller.require('update agents');
     const type = mediaTypeOf(c);
-    const format = MANIFEST_MEDIA_TYPES[type];
+    const format = manifestFormatOf(type);
     if (format === undefined) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
     }

@@ -4,7 +4,7 @@ import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import { refusalOf } from '../kernel/index.ts';
 import { type HttpEnv, principalOf } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
-import { MANIFEST_MEDIA_TYPES, mediaTypeOf } from './request-input.ts';
+import { manifestFormatOf, mediaTypeOf } from './request-input.ts';
 
 /** How long a validation waits for the manifest's model server before warning it does not answer. */
 const VALIDATE_PROBE_TIMEOUT_MS = 500;
@@ -41,11 +41,11 @@ export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<
 
   routes.post('/validate', async (c) => {
     const type = mediaTypeOf(c);
-    if (!(type in MANIFEST_MEDIA_TYPES) && !UNTYPED_MEDIA_TYPES.has(type)) {
+    if (manifestFormatOf(type) === undefined && !UNTYPED_MEDIA_TYPES.has(type)) {
       throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot validate a manifest: send it as "application/toml" or "application/json", got "${type}"`);
     }
     const text = await c.req.text();
-    const format = MANIFEST_MEDIA_TYPES[type] ?? detectManifestFormat(text);
+    const format = manifestFormatOf(type) ?? detectManifestFormat(text);
     const check = checkManifestText(text, format);
     const warnings = [...check.warnings];
     // Whether it could run here asks the daemon's environment (which keys are set) and knocks on

@@ -10,11 +10,16 @@ export function mediaTypeOf(c: HttpContext): string {
 }
 
 /** The media types a manifest is sent as, and its format in each. */
-export const MANIFEST_MEDIA_TYPES: Readonly<Record<string, ManifestFormat>> = {
-  'application/toml': 'toml',
-  'application/x-toml': 'toml',
-  'application/json': 'json',
-};
+const MANIFEST_MEDIA_TYPES: ReadonlyMap<string, ManifestFormat> = new Map([
+  ['application/toml', 'toml'],
+  ['application/x-toml', 'toml'],
+  ['application/json', 'json'],
+]);
+
+/** The manifest format a media type names, or undefined for any other type (a Map: a type such as `constructor` names none). */
+export function manifestFormatOf(type: string): ManifestFormat | undefined {
+  return MANIFEST_MEDIA_TYPES.get(type);
+}
 
 /**
  * Reads and validates a JSON request body.

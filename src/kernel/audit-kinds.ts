@@ -11,7 +11,7 @@ export const AUDIT_KINDS = {
   agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
   package: ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss', 'package-install'],
-  channel: ['channel-refused', 'channel-paired'],
+  channel: ['channel-refused', 'channel-paired', 'channel-reply-failed'],
   reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -26,7 +26,7 @@ export type AuditKind = keyof typeof AUDIT_KINDS;
 export const AUDIT_OUTCOMES = {
   ok: ['turn-finish', 'tool-finish'],
   refused: AUDIT_KINDS.refusal,
-  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify'],
+  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify', 'channel-reply-failed'],
   cancelled: ['turn-cancel'],
 } as const satisfies Record<string, readonly string[]>;
 

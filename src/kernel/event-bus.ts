@@ -47,7 +47,24 @@ export type AgentTypeEvent =
  */
 export type ChannelEvent =
   | { type: 'channel-refused'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; reason: string }
-  | { type: 'channel-paired'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string };
+  | { type: 'channel-paired'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string }
+  /**
+   * A message of the channel the platform did not take, retries spent: what it was, the message it
+   * answered (`platformId`), where it was going and why. `name` is the channel's agent.
+   */
+  | {
+      type: 'channel-reply-failed';
+      at: number;
+      agentId: string | null;
+      name: string;
+      channel: string;
+      kind: 'reply' | 'error-reply' | 'refusal' | 'approval-request' | 'approval-answer';
+      platformId: string;
+      conversationId: string;
+      thread: string | null;
+      userId: string;
+      reason: string;
+    };
 
 /** What every turn event names: the agent, who asked (`owner`, `user:<key>`, `agent:<name>`) and how long it took. */
 interface TurnEventBase {

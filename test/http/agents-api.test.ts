@@ -106,6 +106,14 @@ describe('POST /api/agents', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'UNSUPPORTED_MEDIA_TYPE' } });
   });
 
+  it('answers 415 for a media type named like what every object inherits ("constructor", "toString")', async () => {
+    for (const type of ['constructor', 'tostring', '__proto__']) {
+      const response = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': type }, body: 'name = "x"' });
+      expect(response.status).toBe(415);
+      expect(await response.json()).toMatchObject({ error: { code: 'UNSUPPORTED_MEDIA_TYPE' } });
+    }
+  });
+
   it('answers 404 when ?parent= names no agent', async () => {
     const response = await api.request('/api/agents?parent=ghost', toml(agentToml('orphan', model.url)));
     expect(response.status).toBe(404);
