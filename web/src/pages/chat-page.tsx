@@ -1,5 +1,6 @@
+import { Fragment } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, decideApproval } from '../api.ts';
+import { api, ApiError, decideApproval, failureOf } from '../api.ts';
 import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
 import type { ChatSessionView, TurnRecord } from '../chat-types.ts';
@@ -23,11 +24,30 @@ interface LiveTurn {
   result: TurnView | undefined;
   error: string | undefined;
   cancelled: string | undefined;
+  /** Why the turn did not run or failed: the HTTP status (200 when the stream said so) and the daemon's code and words. */
+  failure: { status: number; code: string; message: string } | undefined;
+  /** For a message sent from this page: how many turns the history had when it was sent. */
+  after: number | undefined;
   done: boolean;
 }
 
-function newTurn(message: string, at: number): LiveTurn {
-  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, done: false };
+/**
+ * A message the daemon refused to take (a suspended agent, one with no model, a rate limit…).
+ * It is in no session, so the page keeps it: after the `after` turns of the history it was sent
+ * behind, with the daemon's reason.
+ */
+interface RefusedSend {
+  id: number;
+  message: string;
+  at: number;
+  after: number;
+  status: number;
+  code: string;
+  reason: string;
+}
+
+function newTurn(message: string, at: number, after?: number): LiveTurn {
+  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, failure: undefined, after, done: false };
 }
 
 /** Folds one streamed event into the live turn; text deltas extend the last text part, a tool result completes its call. */
@@ -63,7 +83,7 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
       return { ...turn, result: event.result, phase: undefined, done: true };
     case 'error':
       if (event.code === 'TURN_CANCELLED') return { ...turn, cancelled: event.message, phase: undefined, done: true };
-      return { ...turn, error: `${event.code}: ${event.message}`, phase: undefined, done: true };
+      return { ...turn, error: `${event.code}: ${event.message}`, failure: { status: 200, code: event.code, message: event.message }, phase: undefined, done: true };
     case 'run-start':
       return { ...turn, phase: 'thinking' };
   }
@@ -242,6 +262,43 @@ function LiveTurnView({ turn }: { turn: LiveTurn }) {
   );
 }
 
+/** What to do about a refusal, by its code and the agent's state: a sentence, and the action that fixes it here when there is one. */
+function refusalFix(refusal: RefusedSend, agent: AgentView | undefined): { text: string; resume: boolean } {
+  if (refusal.status === 0) return { text: 'Start the daemon again (loom start, or npm start), then send it again.', resume: false };
+  if (agent?.state === 'suspended') return { text: `Resume ${agent.name}, then send the message again.`, resume: true };
+  if (refusal.code === 'MODULE_UNAVAILABLE' && /model/i.test(refusal.reason)) {
+    return { text: 'Give it a model: run `loom init` (it picks a default model from your keys or a local Ollama), or add [model] to its manifest with Edit on its page; then send the message again.', resume: false };
+  }
+  if (refusal.status === 429) return { text: 'Wait a moment, then send the message again.', resume: false };
+  if (refusal.status === 401 || refusal.status === 403) return { text: 'Set an API key that may send messages to this agent (Settings, at the foot of the menu), then send it again.', resume: false };
+  return { text: 'Fix what the reason says, then send the message again.', resume: false };
+}
+
+/** A message the daemon did not take: the message, why (the daemon's words) and what to do, with Resume and Send again. */
+function RefusedTurn({ refusal, agent, onResume, onRetry, busy }: { refusal: RefusedSend; agent: AgentView | undefined; onResume: () => void; onRetry: () => void; busy: boolean }) {
+  const fix = refusalFix(refusal, agent);
+  return (
+    <div class="turn" data-testid="refused-turn">
+      <UserBubble text={refusal.message} at={refusal.at} />
+      <div class="error-box" role="alert" data-testid="refusal">
+        <strong>Not sent.</strong> {refusal.reason}
+      </div>
+      <div class="turn-footer" data-testid="refusal-fix">
+        <span class="turn-status turn-status-failed">refused</span>
+        <span>{fix.text}</span>
+        {fix.resume && agent !== undefined ? (
+          <button type="button" class="btn btn-small btn-primary" disabled={busy} onClick={onResume}>
+            Resume {agent.name}
+          </button>
+        ) : null}
+        <button type="button" class="btn btn-small" disabled={busy} onClick={onRetry}>
+          Send again
+        </button>
+      </div>
+    </div>
+  );
+}
+
 export function ChatPage({ name }: { name: string }) {
   const agent = useApi<AgentView>(`/api/agents/${encodeURIComponent(name)}`);
   const session = useApi<ChatSessionView>(`/api/agents/${encodeURIComponent(name)}/session`);
@@ -250,11 +307,14 @@ export function ChatPage({ name }: { name: string }) {
   const [stopping, setStopping] = useState(false);
   const [problem, setProblem] = useState<string | undefined>(undefined);
   const [confirmReset, setConfirmReset] = useState(false);
+  const [refused, setRefused] = useState<RefusedSend[]>([]);
+  const [resuming, setResuming] = useState(false);
   const bottom = useRef<HTMLDivElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
   // Listening to a turn: aborted when the page goes, which leaves the turn running.
   const listening = useRef<AbortController | undefined>(undefined);
   const running = live !== undefined && !live.done;
+  const history = useMemo(() => toChatTurns(session.data?.messages ?? []), [session.data]);
 
   useEffect(() => () => listening.current?.abort(), []);
   useEffect(() => {
@@ -275,7 +335,10 @@ export function ChatPage({ name }: { name: string }) {
     } catch (error) {
       if (controller.signal.aborted) return;
       // A turn that ended between the session's answer and this one is in the session now.
-      if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) setLive((current) => (current === undefined ? current : { ...current, error: errorText(error), done: true }));
+      if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) {
+        const failure = { status: error instanceof ApiError ? error.status : 0, code: error instanceof ApiError ? error.code : 'ERROR', message: failureOf(error).message };
+        setLive((current) => (current === undefined ? current : { ...current, error: errorText(error), failure, done: true }));
+      }
     }
     if (controller.signal.aborted) return;
     setLive((current) => (current === undefined ? current : { ...current, done: true }));
@@ -290,18 +353,49 @@ export function ChatPage({ name }: { name: string }) {
     void listen((onEvent, signal) => followTurn(name, onEvent, signal), newTurn(pending.message, Date.parse(pending.received_at)));
   }, [pending?.received_at, live === undefined]);
 
-  // Once the committed session is back, it shows the turn that was live.
+  // Once the committed session is back, it shows the turn that was live. A message sent from here
+  // that failed and is not in it (refused: the agent is suspended, has no model…) stays on the
+  // page as a refused message, with the daemon's reason.
   useEffect(() => {
-    if (live?.done === true) setLive(undefined);
+    if (live?.done !== true) return;
+    const { failure, after } = live;
+    if (failure !== undefined && after !== undefined && history.length <= after) {
+      setRefused((list) => [...list, { id: (list.at(-1)?.id ?? 0) + 1, message: live.message, at: live.at, after, status: failure.status, code: failure.code, reason: failure.message }]);
+      agent.reload();
+    }
+    setLive(undefined);
   }, [session.data]);
+
+  const deliver = (message: string): void => {
+    setProblem(undefined);
+    void listen((onEvent, signal) => sendMessage(name, message, onEvent, signal), newTurn(message, Date.now(), history.length));
+  };
 
   const send = (event: Event): void => {
     event.preventDefault();
     const message = draft.trim();
     if (message === '' || running) return;
     setDraft('');
-    setProblem(undefined);
-    void listen((onEvent, signal) => sendMessage(name, message, onEvent, signal), newTurn(message, Date.now()));
+    deliver(message);
+  };
+
+  /** Sends a refused message again, in its place at the end of the conversation. */
+  const retry = (refusal: RefusedSend): void => {
+    if (running) return;
+    setRefused((list) => list.filter((item) => item.id !== refusal.id));
+    deliver(refusal.message);
+  };
+
+  const resume = async (): Promise<void> => {
+    setResuming(true);
+    try {
+      await api(`/api/agents/${encodeURIComponent(name)}/resume`, { method: 'POST' });
+      agent.reload();
+    } catch (error) {
+      setProblem(`could not resume ${name}: ${errorText(error)}`);
+    } finally {
+      setResuming(false);
+    }
   };
 
   const stop = async (): Promise<void> => {
@@ -332,13 +426,17 @@ export function ChatPage({ name }: { name: string }) {
     try {
       await resetSession(name);
       setLive(undefined);
+      setRefused([]);
       session.reload();
     } catch (error) {
       setProblem(`could not reset the session: ${errorText(error)}`);
     }
   };
 
-  const history = useMemo(() => toChatTurns(session.data?.messages ?? []), [session.data]);
+  const refusedAfter = (count: number) =>
+    refused
+      .filter((refusal) => refusal.after === count || (count === history.length && refusal.after > count))
+      .map((refusal) => <RefusedTurn key={`refused-${refusal.id}`} refusal={refusal} agent={agent.data} busy={resuming || running} onResume={() => void resume()} onRetry={() => retry(refusal)} />);
   return (
     <div class="page chat-page">
       <PageHeader
@@ -372,9 +470,13 @@ export function ChatPage({ name }: { name: string }) {
       />
       <ErrorBox message={agent.error ?? session.error} />
       <div class="chat-log" aria-live="polite" data-testid="chat-log">
-        {history.length === 0 && live === undefined ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
+        {history.length === 0 && live === undefined && refused.length === 0 ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
+        {refusedAfter(0)}
         {history.map((turn, index) => (
-          <HistoryTurn key={index} turn={turn} />
+          <Fragment key={index}>
+            <HistoryTurn turn={turn} />
+            {refusedAfter(index + 1)}
+          </Fragment>
         ))}
         {live === undefined ? null : <LiveTurnView turn={live} />}
         <div ref={bottom} />
