@@ -1,6 +1,11 @@
 import { LoomError, type LoomErrorOptions } from './loom-error.ts';
 
-/** A request refused because the agent used up an hourly quota. `details.retryAt` says when it frees up. */
+/**
+ * A turn or a model call refused because the agent used up an hourly quota (`[resources]`
+ * `max_tokens_per_hour` or `max_cost_per_hour`), before the turn started or before the call was
+ * sent. `details.budget` names the field, `details.limit` and `details.used` the amounts, and
+ * `details.retryAt` when enough of the hour's spending ages out for work to go on.
+ */
 export class QuotaExceededError extends LoomError {
   constructor(message: string, options?: LoomErrorOptions) {
     super('QUOTA_EXCEEDED', 'user', message, options);

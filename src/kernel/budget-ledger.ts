@@ -150,11 +150,16 @@ async function reserveAll(budgets: readonly Budget[], estimate: CallSpend): Prom
   if (budgets.length === 0) return NOTHING;
   const held: Reservation[] = [];
   try {
-    for (const budget of budgets) held.push(await budget.reserve(estimate));
+    for (const budget of budgets) {
+      const reservation = budget.reserve(estimate);
+      // Most budgets answer at once: only a budget still loading is waited for.
+      held.push(reservation instanceof Promise ? await reservation : reservation);
+    }
   } catch (error) {
     for (const reservation of held) reservation.release();
     throw error;
   }
+  if (held.length === 1) return held[0] as Reservation;
   return {
     settle: (spent) => {
       for (const reservation of held) reservation.settle(spent);

@@ -734,7 +734,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       live?.end('finished');
       return result;
     } catch (error) {
-      live?.end(signal?.aborted === true ? 'cancelled' : 'failed', errorEvent(error));
+      // A budget that stopped the turn ended it as a cancel would: what it said is kept.
+      live?.end(signal?.aborted === true || isBudgetRefusal(error) ? 'cancelled' : 'failed', errorEvent(error));
       throw error;
     } finally {
       unlink?.();

@@ -46,7 +46,7 @@ export class QuotaTracker {
   }
 
   async #window(agentId: string): Promise<Window> {
-    let window = this.#windows.get(agentId);
+    let window = this.#current(agentId);
     if (window === undefined) {
       const since = this.#clock.now() - QUOTA_WINDOW_MS;
       const records = await this.#usage.list({ agentId, since });
@@ -58,6 +58,13 @@ export class QuotaTracker {
         this.#windows.set(agentId, window);
       }
     }
+    return this.#current(agentId) ?? window;
+  }
+
+  /** The agent's window, its spending older than the hour dropped; undefined until it is seeded. */
+  #current(agentId: string): Window | undefined {
+    const window = this.#windows.get(agentId);
+    if (window === undefined) return undefined;
     const cutoff = this.#clock.now() - QUOTA_WINDOW_MS;
     while (window.spends.length > 0 && (window.spends[0]?.at ?? 0) <= cutoff) {
       const gone = window.spends.shift() as Spend;
@@ -105,8 +112,14 @@ export class QuotaTracker {
    * only when nothing is left, so the hour ends at most one call's worth past a limit.
    * @throws {QuotaExceededError} as {@link QuotaTracker.check} does.
    */
-  async reserve(agentId: string, agentName: string, limits: QuotaLimits, estimate: CallSpend): Promise<Reservation> {
-    const window = await this.#window(agentId);
+  reserve(agentId: string, agentName: string, limits: QuotaLimits, estimate: CallSpend): Reservation | Promise<Reservation> {
+    // Seeded once per agent from the usage log; after that a reservation waits for nothing.
+    const current = this.#current(agentId);
+    if (current === undefined) return this.#window(agentId).then(() => this.reserve(agentId, agentName, limits, estimate));
+    return this.#hold(agentId, current, agentName, limits, estimate);
+  }
+
+  #hold(agentId: string, window: Window, agentName: string, limits: QuotaLimits, estimate: CallSpend): Reservation {
     this.#refuseSpent(window, agentName, limits);
     const left = (limit: number, used: number): number => (limit > 0 ? Math.max(0, limit - used) : Number.POSITIVE_INFINITY);
     const heldTokens = Math.min(estimate.inputTokens + estimate.outputTokens, left(limits.maxTokensPerHour, window.tokens + window.reservedTokens));

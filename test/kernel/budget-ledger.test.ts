@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QuotaExceededError } from '../../src/errors/index.ts';
+import { QuotaExceededError, TokenBudgetExceededError } from '../../src/errors/index.ts';
 import type { TurnRecord } from '../../src/kernel/index.ts';
+import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
@@ -73,6 +74,20 @@ describe('the budget ledger caps every model call of a turn', () => {
     expect((await host.kernel.send('spender', 'again')).text).toBe('fresh hour');
   });
 
+  it('stops a streamed turn the same way: its stream ends with QUOTA_EXCEEDED and when the hour frees', async () => {
+    await host.kernel.spawn(manifest(looper('streamer', 'max_tokens_per_hour = 300')));
+    server.script([...loopingReplies(3, { inputTokens: 100, outputTokens: 20 }), { text: 'a fourth call ends the turn' }]);
+    const retryAt = new Date(host.clock.now() + 60 * 60 * 1000).toISOString();
+
+    const events: AgentEvent[] = [];
+    for await (const event of host.kernel.stream('streamer', 'keep listing')) events.push(event);
+
+    expect(events.filter((event) => event.type === 'tool-result')).toHaveLength(3);
+    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'QUOTA_EXCEEDED', details: { budget: '[resources].max_tokens_per_hour', limit: 300, used: 360, retryAt } });
+    expect(server.requests).toHaveLength(3);
+    expect(recordOf((await sessionOf('streamer'))[0])).toMatchObject({ status: 'cancelled', inputTokens: 300, outputTokens: 60 });
+  });
+
   it('stops a looping turn once max_cost_per_hour is spent, naming the limit and when it frees', async () => {
     // openai/gpt-4o costs $2.50 per million tokens in and $10 out: each reply here costs $0.0075.
     await host.kernel.spawn(manifest(looper('payer', 'max_cost_per_hour = 0.02')));
@@ -94,5 +109,29 @@ describe('the budget ledger caps every model call of a turn', () => {
     const session = await sessionOf('payer');
     expect(recordOf(session[0])).toMatchObject({ status: 'cancelled', inputTokens: 3000, outputTokens: 1500 });
     expect(recordOf(session[0]).costUsd).toBeCloseTo(0.0225, 6);
+  });
+
+  it('counts a step\'s generate_text against the step\'s token budget: the step\'s next call is refused once it is spent', async () => {
+    await host.kernel.spawn(
+      manifest(`name = "drafter"\n[capabilities]\ntools = ["generate_text"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`),
+    );
+    // The step's first call (50 tokens) asks generate_text for a draft, which spends 200 more: the budget of 100 is spent.
+    server.script([
+      { toolCalls: [{ name: 'generate_text', input: { prompt: 'a long draft' } }], usage: { inputTokens: 40, outputTokens: 10 } },
+      { text: 'the draft', usage: { inputTokens: 20, outputTokens: 180 } },
+      { text: 'never sent' },
+    ]);
+
+    const refusal = await host.kernel.runTask('drafter', { prompt: 'Draft it', tokenBudget: { max: 100, label: 'activity "draft" (token_budget.max = 100)' } }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+    expect(refusal).toBeInstanceOf(TokenBudgetExceededError);
+    expect((refusal as TokenBudgetExceededError).message).toBe('stopped before a model call: activity "draft" (token_budget.max = 100) allows 100 tokens and 250 were used; raise the budget to let the work go further');
+    expect((refusal as TokenBudgetExceededError).details).toMatchObject({ inputTokens: 60, outputTokens: 190 });
+    expect(server.requests).toHaveLength(2);
+    const usage = await host.store.usage.list();
+    expect(usage.reduce((total, record) => total + record.inputTokens + record.outputTokens, 0)).toBe(250);
   });
 });
