@@ -22,20 +22,37 @@ function modelOf(agent: AgentView): string {
   return `${runsOn} (default)`;
 }
 
-/** `loom agent list` as a table. */
+/** Why a running agent cannot run (a daemon older than `cannot_run` sends none). */
+function cannotRunOf(agent: AgentView): AgentView['cannot_run'] {
+  return agent.state === 'running' ? (agent.cannot_run ?? null) : null;
+}
+
+/** An agent's state as lists show it: "cannot run" for a running agent with no model or no key. */
+export function stateOf(agent: AgentView): string {
+  const problem = cannotRunOf(agent);
+  if (problem === null) return agent.state;
+  return problem.kind === 'no-model' ? 'cannot run: no model' : 'cannot run: no key';
+}
+
+/** `loom agent list` as a table, then a line for each agent that cannot run: why, and the fix. */
 export function formatAgentList(agents: readonly AgentView[]): string {
   if (agents.length === 0) return 'No agents. Spawn one with: loom agent spawn <manifest.toml>\n';
   const names = new Map(agents.map((agent) => [agent.id, agent.name]));
-  return formatTable(
+  const table = formatTable(
     ['NAME', 'STATE', 'ID', 'PARENT', 'MODEL'],
     agents.map((agent) => [
       agent.name,
-      agent.state,
+      stateOf(agent),
       agent.id,
       agent.parent === null ? '-' : (names.get(agent.parent) ?? agent.parent),
       modelOf(agent),
     ]),
   );
+  const notes = agents.flatMap((agent) => {
+    const problem = cannotRunOf(agent);
+    return problem === null ? [] : [`${agent.name} cannot run: ${problem.reason}; ${problem.fix}\n`];
+  });
+  return notes.length === 0 ? table : `${table}\n${notes.join('')}`;
 }
 
 /** A schedule with when it runs: its cron, its interval, or what wakes it. */
@@ -51,10 +68,12 @@ function scheduleOf(schedule: AgentDetailView['manifest']['schedule']): string {
 
 /** `loom agent show` as labelled lines. */
 export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) => string): string {
+  const problem = cannotRunOf(agent);
   const lines = [
     `name:         ${agent.name}`,
     `id:           ${agent.id}`,
-    `state:        ${agent.state}`,
+    `state:        ${stateOf(agent)}`,
+    ...(problem === null ? [] : [`              ${problem.reason}; ${problem.fix}`]),
     `version:      ${agent.version}`,
     `description:  ${agent.description === '' ? '-' : agent.description}`,
     `module:       ${agent.module}`,

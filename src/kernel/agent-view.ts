@@ -2,6 +2,8 @@ import type { Capability } from '../capabilities/index.ts';
 import type { AgentState } from '../contracts/index.ts';
 import { type Manifest, namedModel } from '../manifest/index.ts';
 import { modelName, type ModelTarget } from '../models/index.ts';
+// Not yet exported by src/models/index.ts: import it from there once it is.
+import { checkPrimaryModel } from '../models/model-readiness.ts';
 import type { AgentEntry } from './agent-entry.ts';
 
 /** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */
@@ -32,10 +34,39 @@ export interface AgentView {
    * (routing tiers and fallbacks aside); null when it has neither (it cannot run until one is set).
    */
   runs_on: string | null;
+  /**
+   * Why it cannot run, seen without the network (decision 0041): it has no model at all
+   * (`no-model`), or the key variable of the model it runs on is not set (`missing-key`); null
+   * when nothing local stands in its way. Lists show such an agent as "cannot run", not running.
+   */
+  cannot_run: CannotRunView | null;
   tags: string[];
   capabilities: Capability[];
   created_at: string;
   updated_at: string;
+}
+
+/** Why an agent cannot run, with the fix (see {@link AgentView.cannot_run}). */
+export interface CannotRunView {
+  kind: 'no-model' | 'missing-key';
+  /** `provider/model` it would run on; null when it has none. */
+  model: string | null;
+  /** What is wrong, as a sentence without the agent's name. */
+  reason: string;
+  /** What to do about it. */
+  fix: string;
+}
+
+/** The daemon's settings a view reads: its `[default_model]`, and the environment model keys are read from. */
+export interface AgentViewContext {
+  defaultModel?: ModelTarget | undefined;
+  env?: Readonly<Record<string, string | undefined>> | undefined;
+}
+
+function cannotRunOf(manifest: Manifest, context: AgentViewContext): CannotRunView | null {
+  const problem = checkPrimaryModel(manifest, context);
+  if (problem === undefined || problem.kind === 'unreachable') return null;
+  return { kind: problem.kind, model: problem.model, reason: problem.problem, fix: problem.fix };
 }
 
 /** The view of an agent, with its full manifest (for `show`). */
@@ -43,8 +74,11 @@ export interface AgentDetailView extends AgentView {
   manifest: Manifest;
 }
 
-/** Builds the view of a live agent; `defaultModel` is the daemon's `[default_model]`. */
-export function toAgentView(entry: AgentEntry, defaultModel?: ModelTarget): AgentView {
+/**
+ * Builds the view of a live agent; `defaultModel` is the daemon's `[default_model]`, `env` the
+ * environment its model keys are read from (without it, a missing key is not seen).
+ */
+export function toAgentView(entry: AgentEntry, defaultModel?: ModelTarget, env?: AgentViewContext['env']): AgentView {
   const { manifest } = entry;
   const model = modelNameOf(manifest);
   return {
@@ -60,6 +94,7 @@ export function toAgentView(entry: AgentEntry, defaultModel?: ModelTarget): Agen
     schedule: manifest.schedule.mode,
     model,
     runs_on: model ?? (defaultModel === undefined ? null : modelName(defaultModel)),
+    cannot_run: cannotRunOf(manifest, { defaultModel, env }),
     tags: [...manifest.tags],
     capabilities: [...entry.capabilities],
     created_at: new Date(entry.createdAt).toISOString(),
@@ -68,6 +103,6 @@ export function toAgentView(entry: AgentEntry, defaultModel?: ModelTarget): Agen
 }
 
 /** Builds the detailed view of a live agent. */
-export function toAgentDetailView(entry: AgentEntry, defaultModel?: ModelTarget): AgentDetailView {
-  return { ...toAgentView(entry, defaultModel), manifest: entry.manifest };
+export function toAgentDetailView(entry: AgentEntry, defaultModel?: ModelTarget, env?: AgentViewContext['env']): AgentDetailView {
+  return { ...toAgentView(entry, defaultModel, env), manifest: entry.manifest };
 }

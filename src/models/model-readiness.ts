@@ -104,6 +104,20 @@ export function checkDefaultModel(options: ModelReadinessOptions): ModelProblem[
   return checkModelKeys({ module: 'builtin:assistant', fallback_models: [] }, options);
 }
 
+/**
+ * Why an agent cannot run on the model it runs on (its `[model]`, else `[default_model]`), from
+ * local facts only, cheap enough for every list: it has no model at all, or the key variable of
+ * that model is not set. Fallback models are not looked at (see {@link checkModelKeys} for all of
+ * them), nor whether a model server answers (see {@link checkAgentModels}). Undefined when it can
+ * run as far as can be told without the network. `env` undefined: only the no-model case is seen.
+ * @example checkPrimaryModel(manifest, { defaultModel: config.default_model, env: process.env })
+ */
+export function checkPrimaryModel(manifest: ModelsOfManifest, options: { defaultModel?: ModelTarget | undefined; env?: Readonly<Record<string, string | undefined>> | undefined }): ModelProblem | undefined {
+  const { env } = options;
+  const problems = checkModelKeys({ ...manifest, fallback_models: [] }, { defaultModel: options.defaultModel, env: env ?? {} });
+  return problems.find((problem) => problem.kind === 'no-model' || env !== undefined);
+}
+
 /** Whether something answers HTTP at `baseUrl` (any status counts: it is there). */
 async function answers(baseUrl: string, fetch: ModelFetch, timeoutMs: number): Promise<boolean> {
   try {

@@ -115,7 +115,7 @@ describe('loom agent', () => {
   it('names the default model an agent without [model] runs on, or says it has none', async () => {
     const manifest = await write('plain.toml', 'name = "plain"\n');
     expect((await runCli(home, ['agent', 'spawn', manifest])).code).toBe(0);
-    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+running\s+\S+\s+-\s+\(none: no \[model\], no \[default_model\]\)\n/);
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+cannot run: no model\s+\S+\s+-\s+\(none: no \[model\], no \[default_model\]\)\n/);
     expect((await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain'])).runs_on).toBeNull();
 
     await writeFile(join(home, 'config.toml'), '[default_model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n');

@@ -14,6 +14,51 @@ export function StateBadge({ state, tone = state, testId = 'state-badge' }: { st
   );
 }
 
+/** Why an agent cannot run, as the API's agent view gives it (`cannot_run`; decision 0041). */
+export interface CannotRun {
+  kind: 'no-model' | 'missing-key';
+  model: string | null;
+  reason: string;
+  fix: string;
+}
+
+/** An agent as the state badge reads it; a daemon older than `cannot_run` sends none. */
+type AgentStateOf = Pick<AgentView, 'state'> & { cannot_run?: CannotRun | null };
+
+/** Why a running agent cannot run, or null when nothing local stands in its way (or it is not running). */
+export function cannotRun(agent: AgentStateOf): CannotRun | null {
+  return agent.state === 'running' ? (agent.cannot_run ?? null) : null;
+}
+
+/**
+ * An agent's state as a badge: "cannot run" (red, with why and the fix on hover) for a running
+ * agent with no model or no key for it, never a green "running".
+ */
+export function AgentStateBadge({ agent }: { agent: AgentStateOf }) {
+  const problem = cannotRun(agent);
+  if (problem === null) return <StateBadge state={agent.state} />;
+  return (
+    <span class="badge badge-failed" data-testid="state-badge" title={`${problem.reason}; ${problem.fix}`}>
+      <span class="badge-dot" />
+      cannot run
+    </span>
+  );
+}
+
+/** Why an agent cannot run and what to do, as a notice at the top of its pages; nothing when it can. */
+export function CannotRunNotice({ agent }: { agent: AgentStateOf & Pick<AgentView, 'name'> }) {
+  const problem = cannotRun(agent);
+  if (problem === null) return null;
+  return (
+    <div class="notice" role="status" data-testid="cannot-run">
+      <strong>
+        {agent.name} cannot run: {problem.reason}.
+      </strong>
+      <span>To fix it: {problem.fix}.</span>
+    </div>
+  );
+}
+
 export function PageHeader({ title, subtitle, actions }: { title: ComponentChildren; subtitle?: ComponentChildren; actions?: ComponentChildren }) {
   return (
     <header class="page-header">

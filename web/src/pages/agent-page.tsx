@@ -1,7 +1,7 @@
 import { stringify } from 'smol-toml';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Failure, failureOf } from '../api.ts';
-import { Card, Empty, ErrorBox, ModelName, PageHeader, Segmented, StateBadge } from '../components.tsx';
+import { AgentStateBadge, CannotRunNotice, Card, Empty, ErrorBox, ModelName, PageHeader, Segmented } from '../components.tsx';
 import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -166,7 +166,7 @@ export function AgentPage({ name }: { name: string }) {
       <PageHeader
         title={
           <span class="title-with-badge">
-            {data.name} <StateBadge state={data.state} />
+            {data.name} <AgentStateBadge agent={data} />
           </span>
         }
         subtitle={
@@ -209,6 +209,7 @@ export function AgentPage({ name }: { name: string }) {
         }
       />
       {gone}
+      <CannotRunNotice agent={data} />
       <ErrorBox message={actionError} />
       <WarningList warnings={savedWarnings} label="Warnings about the saved manifest" testId="saved-warnings" />
       <div class="stats">

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Empty, ErrorBox, ModelName, PageHeader, StateBadge } from '../components.tsx';
+import { AgentStateBadge, cannotRun, Empty, ErrorBox, ModelName, PageHeader } from '../components.tsx';
 import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
@@ -26,13 +26,14 @@ export function AgentsPage() {
   const [editing, setEditing] = useState(false);
   const totals = usageByAgent(usage.data ?? []);
   const list = agents.data ?? [];
-  const running = list.filter((agent) => agent.state === 'running').length;
+  const running = list.filter((agent) => agent.state === 'running' && cannotRun(agent) === null).length;
+  const stuck = list.filter((agent) => cannotRun(agent) !== null).length;
 
   return (
     <div class="page">
       <PageHeader
         title="Agents"
-        subtitle={agents.data === undefined ? 'Loading…' : `${list.length} agent${list.length === 1 ? '' : 's'} · ${running} running`}
+        subtitle={agents.data === undefined ? 'Loading…' : `${list.length} agent${list.length === 1 ? '' : 's'} · ${running} running${stuck === 0 ? '' : ` · ${stuck} cannot run`}`}
         actions={
           editing ? undefined : (
             <button type="button" class="btn btn-primary" onClick={() => setEditing(true)}>
@@ -73,7 +74,7 @@ export function AgentsPage() {
                       {agent.description === '' ? null : <div class="muted small truncate">{agent.description}</div>}
                     </td>
                     <td>
-                      <StateBadge state={agent.state} />
+                      <AgentStateBadge agent={agent} />
                     </td>
                     <td class="mono">
                       <ModelName agent={agent} />

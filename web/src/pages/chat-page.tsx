@@ -4,7 +4,7 @@ import { api, ApiError, decideApproval, failureOf } from '../api.ts';
 import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
 import type { ChatSessionView, TurnRecord } from '../chat-types.ts';
-import { ErrorBox, PageHeader, StateBadge } from '../components.tsx';
+import { AgentStateBadge, CannotRunNotice, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { Markdown } from '../markdown.tsx';
@@ -442,7 +442,7 @@ export function ChatPage({ name }: { name: string }) {
       <PageHeader
         title={
           <span class="title-with-badge">
-            Chat with {name} {agent.data === undefined ? null : <StateBadge state={agent.data.state} />}
+            Chat with {name} {agent.data === undefined ? null : <AgentStateBadge agent={agent.data} />}
           </span>
         }
         subtitle={
@@ -469,6 +469,7 @@ export function ChatPage({ name }: { name: string }) {
         }
       />
       <ErrorBox message={agent.error ?? session.error} />
+      {agent.data === undefined ? null : <CannotRunNotice agent={agent.data} />}
       <div class="chat-log" aria-live="polite" data-testid="chat-log">
         {history.length === 0 && live === undefined && refused.length === 0 ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
         {refusedAfter(0)}
