@@ -18,6 +18,7 @@ const benchmarks: Record<string, Bench> = {
   packages: async () => (await import('./packages.ts')).packagesBench(),
   orchestration: async () => (await import('./orchestration.ts')).orchestrationBench(),
   forged: async () => (await import('./forged.ts')).forgedBench(),
+  'sandbox-oom': async () => (await import('./sandbox-oom.ts')).sandboxOomBench(),
   modules: async () => (await import('./modules.ts')).modulesBench(),
   channels: async () => (await import('./channels.ts')).channelsBench(),
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
