@@ -26,6 +26,12 @@ export interface SessionRecord {
   messages: JsonValue[];
   createdAt: number;
   updatedAt: number;
+  /**
+   * The conversation the session holds, named by who holds it and through which door
+   * (`principal:<key>`, `principal:<key>/a2a:<context id>`, a channel's thread): null, or absent
+   * when written, for the agent's main session, which is its owner's. Read back, always given.
+   */
+  conversation?: string | null;
 }
 
 /** One key of an agent's memory. */

@@ -310,6 +310,15 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE package_runs ADD COLUMN node_id TEXT;
     `,
   },
+  {
+    version: 14,
+    name: 'sessions: the conversation each holds',
+    sql: `
+      -- Who holds the session and through which door (decision 0043); null for the agent's main
+      -- session, its owner's, which every session stored before is.
+      ALTER TABLE sessions ADD COLUMN conversation TEXT;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -317,6 +317,15 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE package_runs ADD COLUMN node_id TEXT;
     `,
   },
+  {
+    version: 6,
+    name: 'sessions: the conversation each holds',
+    sql: `
+      -- Who holds the session and through which door (decision 0043); null for the agent's main
+      -- session, its owner's, which every session stored before is.
+      ALTER TABLE sessions ADD COLUMN conversation TEXT;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -7,7 +7,7 @@ import { parseRow, type Row } from './rows.ts';
 import { sessionMessageRow, sessionRow } from './table-rows.ts';
 
 /** A session with its messages in one statement (one snapshot): a row per message, or one with a null `seq` when it has none. */
-const withMessages = `SELECT sessions.id, sessions.agent_id, sessions.created_at, sessions.updated_at, session_messages.seq, session_messages.message
+const withMessages = `SELECT sessions.id, sessions.agent_id, sessions.created_at, sessions.updated_at, sessions.conversation, session_messages.seq, session_messages.message
   FROM sessions LEFT JOIN session_messages ON session_messages.session_id = sessions.id`;
 
 /**
@@ -62,15 +62,16 @@ export class PostgresSessionRepository implements SessionRepository {
           // created after the lock above found none is a conflict, not overwritten.
           const { rows } = await query(
             client,
-            `INSERT INTO sessions (id, agent_id, created_at, updated_at, revision) VALUES ($1, $2, $3, $4, 1)
+            `INSERT INTO sessions (id, agent_id, created_at, updated_at, conversation, revision) VALUES ($1, $2, $3, $4, $5, 1)
              ON CONFLICT (id) DO UPDATE SET
                agent_id = excluded.agent_id,
                created_at = excluded.created_at,
                updated_at = excluded.updated_at,
+               conversation = excluded.conversation,
                revision = sessions.revision + 1
-             ${expectedRevision === undefined ? '' : 'WHERE sessions.revision = $5'}
+             ${expectedRevision === undefined ? '' : 'WHERE sessions.revision = $6'}
              RETURNING revision`,
-            expectedRevision === undefined ? [session.id, session.agentId, session.createdAt, session.updatedAt] : [session.id, session.agentId, session.createdAt, session.updatedAt, expectedRevision],
+            [session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null, ...(expectedRevision === undefined ? [] : [expectedRevision])],
           );
           const revision = rows[0]?.['revision'];
           if (typeof revision !== 'number') checkRevision(session.id, (await lockedRevision(client, session.id)) ?? 0, expectedRevision, true);
@@ -168,7 +169,7 @@ function readSessions(rows: readonly Row[]): SessionRecord[] {
     const session = parseRow(sessionRow, row, 'sessions', ['id']);
     let record = sessions.get(session.id);
     if (record === undefined) {
-      record = { id: session.id, agentId: session.agent_id, messages: [], createdAt: session.created_at, updatedAt: session.updated_at };
+      record = { id: session.id, agentId: session.agent_id, messages: [], createdAt: session.created_at, updatedAt: session.updated_at, conversation: session.conversation };
       sessions.set(session.id, record);
     }
     if (row['seq'] !== null) record.messages.push(parseRow(sessionMessageRow, { ...row, session_id: session.id }, 'session_messages', ['session_id', 'seq']).message);

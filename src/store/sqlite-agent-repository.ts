@@ -24,7 +24,7 @@ export class SqliteAgentRepository implements AgentRepository {
     const { db } = connection;
     this.#insert = db.prepare(`INSERT INTO agents (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
     // A plain INSERT, not the session repository's upsert: a taken session id is a conflict here.
-    this.#insertSession = db.prepare('INSERT INTO sessions (id, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?)');
+    this.#insertSession = db.prepare('INSERT INTO sessions (id, agent_id, created_at, updated_at, conversation) VALUES (?, ?, ?, ?, ?)');
     this.#insertMessage = db.prepare('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
     // rowid breaks ties between agents created in the same millisecond, in insertion order.
     this.#list = db.prepare(`SELECT ${columns} FROM agents ORDER BY created_at, rowid`);
@@ -54,7 +54,7 @@ export class SqliteAgentRepository implements AgentRepository {
             agent.createdAt,
             agent.updatedAt,
           );
-          this.#insertSession.run(session.id, session.agentId, session.createdAt, session.updatedAt);
+          this.#insertSession.run(session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null);
           session.messages.forEach((message, seq) => this.#insertMessage.run(session.id, seq, JSON.stringify(message)));
         });
       },

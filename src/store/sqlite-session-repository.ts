@@ -36,11 +36,12 @@ export class SqliteSessionRepository implements SessionRepository {
     // An upsert rather than INSERT OR REPLACE: REPLACE deletes the old row first, which would
     // change its rowid (the tie-break for listByAgent order) and cascade to its messages.
     this.#upsert = db.prepare(
-      `INSERT INTO sessions (${columns}, revision) VALUES (?, ?, ?, ?, 1)
+      `INSERT INTO sessions (${columns}, revision) VALUES (?, ?, ?, ?, ?, 1)
        ON CONFLICT (id) DO UPDATE SET
          agent_id = excluded.agent_id,
          created_at = excluded.created_at,
          updated_at = excluded.updated_at,
+         conversation = excluded.conversation,
          revision = sessions.revision + 1
        RETURNING revision`,
     );
@@ -65,7 +66,7 @@ export class SqliteSessionRepository implements SessionRepository {
   #read(row: SqliteRow): SessionRecord {
     const session = parseRow(sessionRow, row, 'sessions', ['id']);
     const messages = this.#messages.all(session.id).map((message) => parseRow(messageRow, message, 'session_messages', ['session_id', 'seq']).message);
-    return { id: session.id, agentId: session.agent_id, messages, createdAt: session.created_at, updatedAt: session.updated_at };
+    return { id: session.id, agentId: session.agent_id, messages, createdAt: session.created_at, updatedAt: session.updated_at, conversation: session.conversation };
   }
 
   /** The stored revision, 0 when there is no such session. */
@@ -110,7 +111,7 @@ export class SqliteSessionRepository implements SessionRepository {
       () =>
         this.#connection.transaction(() => {
           this.#expect(session.id, options.expectedRevision);
-          const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt);
+          const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null);
           this.#clearMessages.run(session.id);
           this.#insertMessages(session.id, session.messages, 0);
           this.#record(options);

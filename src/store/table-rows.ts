@@ -56,7 +56,7 @@ export const agentRow = z
     }),
   );
 
-export const sessionColumns = 'id, agent_id, created_at, updated_at';
+export const sessionColumns = 'id, agent_id, created_at, updated_at, conversation';
 
 /** A row of `sessions` (its messages are rows of `session_messages`). */
 export const sessionRow = z.object({
@@ -64,6 +64,7 @@ export const sessionRow = z.object({
   agent_id: z.string(),
   created_at: z.number(),
   updated_at: z.number(),
+  conversation: z.string().nullable(),
 });
 
 /** A row of `session_messages`. */

@@ -170,7 +170,7 @@ export function describeAgentsContract(context: StoreContext): void {
     });
     const createAgent = (id: string, overrides: Partial<AgentRecord> = {}) => createAgentIn(store, id, overrides);
 
-    it('sessions.save() creates a session that get() and listByAgent() return', async () => {
+    it('sessions.save() creates a session that get() and listByAgent() return, with the conversation it holds', async () => {
       const agent = await createAgent('a1', { createdAt: 1_000 });
       const session: SessionRecord = {
         id: 's2',
@@ -178,12 +178,20 @@ export function describeAgentsContract(context: StoreContext): void {
         messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'text', text: 'hello' }] }],
         createdAt: 2_000,
         updatedAt: 2_500,
+        conversation: 'principal:["bob","user",["helper-*"]]/a2a:ctx-1',
       };
 
       await store.sessions.save(session);
 
       expect(await store.sessions.get('s2')).toEqual(session);
       expect(await store.sessions.listByAgent('a1')).toEqual([sessionOf(agent), session]);
+    });
+
+    it('sessions.save() without a conversation stores the agent\'s main conversation (null)', async () => {
+      const agent = await createAgent('a1');
+      const { conversation: _none, ...written } = sessionOf(agent, { id: 's3' });
+      await store.sessions.save(written);
+      expect((await store.sessions.get('s3'))?.conversation).toBeNull();
     });
 
     it('sessions.save() replaces the session with the same id', async () => {

@@ -29,6 +29,7 @@ export function sessionOf(agent: AgentRecord, overrides: Partial<SessionRecord> 
     messages: [],
     createdAt: agent.createdAt,
     updatedAt: agent.createdAt,
+    conversation: null,
     ...overrides,
   };
 }
