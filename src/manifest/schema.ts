@@ -73,10 +73,10 @@ function patternList(kind: PatternCapabilityKind) {
 const StringListSchema = z.array(z.string().min(1, { error: 'expected a non-empty string' })).default([]);
 
 const ModelFields = {
-  provider: z.enum(MODEL_PROVIDERS),
-  model: z.string().min(1, { error: 'expected a model name' }),
-  api_key_env: EnvVarNameSchema.optional(),
-  base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+  provider: z.enum(MODEL_PROVIDERS).describe('Who serves the model.'),
+  model: z.string().min(1, { error: 'expected a model name' }).describe('The model\'s name at that provider, e.g. `"claude-sonnet-4-5"`.'),
+  api_key_env: EnvVarNameSchema.optional().describe('The environment variable holding the key, when not the provider\'s usual one (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …).'),
+  base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe('The server\'s address, overriding the provider\'s; required for `openai-compatible`.'),
 };
 
 function requireBaseUrlForCompatible(value: { provider: string; base_url?: string | undefined }, context: z.RefinementCtx): void {
@@ -91,9 +91,9 @@ function requireBaseUrlForCompatible(value: { provider: string; base_url?: strin
 
 /** How an agent calls its model: `[model]`'s settings beside the model it names. */
 const ModelSettings = {
-  max_tokens: z.int().positive().default(4096),
-  temperature: z.number().min(0).max(2).default(0.7),
-  system_prompt: z.string().optional(),
+  max_tokens: z.int().positive().default(4096).describe('The most tokens one model call may write.'),
+  temperature: z.number().min(0).max(2).default(0.7).describe('Sampling temperature, 0–2.'),
+  system_prompt: z.string().optional().describe('The agent\'s instructions.'),
 };
 
 /** `[model]` that must name its model (provider and model), as a package's loom.toml writes it. */
@@ -143,9 +143,9 @@ export const ModelTargetSchema = FallbackModelSchema;
 
 /** `[[schedule.triggers]]`: an event that wakes a proactive agent. */
 export const TriggerSchema = z.strictObject({
-  event: z.string().min(1, { error: 'expected an event name such as "file_created"' }),
-  pattern: z.string().min(1).optional(),
-  message: z.string().optional(),
+  event: z.string().min(1, { error: 'expected an event name such as "file_created"' }).describe('`file_created` or `file_changed` (with a glob `pattern`), `agent_spawned`, `agent_killed`, `agent_suspended` or `agent_resumed` (the `pattern` filters agent names).'),
+  pattern: z.string().min(1).optional().describe('What the event must match.'),
+  message: z.string().optional().describe('The message the agent is woken with.'),
 });
 
 function isValidCron(expression: string): boolean {
@@ -160,10 +160,10 @@ function isValidCron(expression: string): boolean {
 /** `[schedule]`: when the agent runs. */
 export const ScheduleSchema = z
   .strictObject({
-    mode: z.enum(SCHEDULE_MODES).default('reactive'),
-    interval_seconds: z.int().positive().optional(),
-    cron: z.string().optional(),
-    triggers: z.array(TriggerSchema).default([]),
+    mode: z.enum(SCHEDULE_MODES).default('reactive').describe('`reactive`: runs when messaged; `continuous`: woken every `interval_seconds`; `periodic`: at each time of `cron`; `proactive`: on each of `triggers`. A key for another mode is refused.'),
+    interval_seconds: z.int().positive().optional().describe('`continuous` only; 60 when left out.'),
+    cron: z.string().optional().describe('`periodic` only, and required then, e.g. `"0 9 * * *"`; read in config.toml\'s `[scheduler].timezone` (UTC when unset).'),
+    triggers: z.array(TriggerSchema).default([]).describe('`proactive` only: the events that wake the agent.'),
   })
   .superRefine((schedule, context) => {
     if (schedule.mode === 'periodic' && schedule.cron === undefined) {
@@ -194,9 +194,9 @@ export const ScheduleSchema = z
 
 /** `[resources]`: quotas. A cost limit of 0 means no limit. */
 export const ResourcesSchema = z.strictObject({
-  max_tokens_per_hour: z.int().nonnegative().default(1_000_000),
-  max_cost_per_hour: z.number().nonnegative().default(0),
-  max_iterations: z.int().positive().default(50),
+  max_tokens_per_hour: z.int().nonnegative().default(1_000_000).describe('Tokens over a rolling hour; 0 = no limit.'),
+  max_cost_per_hour: z.number().nonnegative().default(0).describe('USD over a rolling hour; 0 = no limit.'),
+  max_iterations: z.int().positive().default(50).describe('Model calls in one turn.'),
 });
 
 /**
@@ -205,26 +205,26 @@ export const ResourcesSchema = z.strictObject({
  * at load (`patternProblem`: a host for `network`, a path for `file_*`, a command for `shell`).
  */
 export const ManifestCapabilitiesSchema = z.strictObject({
-  tools: patternList('tool_invoke'),
-  memory_read: patternList('memory_read'),
-  memory_write: patternList('memory_write'),
-  network: patternList('net_connect'),
-  shell: patternList('shell_exec'),
-  agent_spawn: z.boolean().default(false),
-  agent_message: patternList('agent_message'),
-  agent_kill: patternList('agent_kill'),
-  file_read: patternList('file_read'),
-  file_write: patternList('file_write'),
-  net_listen: z.array(z.int().min(1).max(65_535)).default([]),
-  llm_query: patternList('llm_query'),
-  llm_max_tokens: z.int().positive().optional(),
-  env_read: patternList('env_read'),
-  ofp_discover: z.boolean().default(false),
-  ofp_connect: patternList('ofp_connect'),
-  ofp_advertise: z.boolean().default(false),
-  econ_spend: z.number().nonnegative().optional(),
-  econ_earn: z.boolean().default(false),
-  econ_transfer: patternList('econ_transfer'),
+  tools: patternList('tool_invoke').describe('Tools it may call (`ToolInvoke`); `"*"` is every tool, e.g. `["web_fetch", "file_*"]`.'),
+  memory_read: patternList('memory_read').describe('Memory keys it may read, e.g. `["*"]`.'),
+  memory_write: patternList('memory_write').describe('Memory keys it may write, e.g. `["self.*"]`.'),
+  network: patternList('net_connect').describe('Hosts it may connect to: `host`, `host:port`, `[ipv6]:port` (no CIDR ranges), e.g. `["*.wikipedia.org", "api.openai.com:443"]`.'),
+  shell: patternList('shell_exec').describe('Commands it may run, matched argument by argument (`*` within one argument, a bare `**` for any number of arguments, `"*"` alone for any command), e.g. `["git **"]`; `["python3"]` for a `python:` agent.'),
+  agent_spawn: z.boolean().default(false).describe('May spawn child agents (within its own capabilities).'),
+  agent_message: patternList('agent_message').describe('Agents it may message, e.g. `["summarizer"]`.'),
+  agent_kill: patternList('agent_kill').describe('Agents it may kill, e.g. `["helper-*"]`.'),
+  file_read: patternList('file_read').describe('Paths it may read, e.g. `["/data/*"]`.'),
+  file_write: patternList('file_write').describe('Paths it may write, e.g. `["/data/out/*"]`.'),
+  net_listen: z.array(z.int().min(1).max(65_535)).default([]).describe('Ports it may listen on.'),
+  llm_query: patternList('llm_query').describe('Models it may call, e.g. `["anthropic/*"]`.'),
+  llm_max_tokens: z.int().positive().optional().describe('A cap on its tokens (none = no cap).'),
+  env_read: patternList('env_read').describe('Environment variables it may read, e.g. `["GITHUB_*"]`.'),
+  ofp_discover: z.boolean().default(false).describe('May discover peers.'),
+  ofp_connect: patternList('ofp_connect').describe('Peers it may connect to.'),
+  ofp_advertise: z.boolean().default(false).describe('May advertise itself to peers.'),
+  econ_spend: z.number().nonnegative().optional().describe('USD it may spend (none = may spend nothing).'),
+  econ_earn: z.boolean().default(false).describe('May earn.'),
+  econ_transfer: patternList('econ_transfer').describe('Who it may transfer to.'),
 });
 
 /**
@@ -232,16 +232,16 @@ export const ManifestCapabilitiesSchema = z.strictObject({
  * other keys belong to the tool, so any JSON value is accepted for them.
  */
 export const ToolConfigSchema = z
-  .object({ timeout_seconds: z.number().positive().optional() })
+  .object({ timeout_seconds: z.number().positive().optional().describe('The tool\'s time limit (60 s when left out).') })
   .catchall(z.json());
 
 /** `[routing]`: pick a model tier by the complexity of each request. */
 export const RoutingSchema = z
   .strictObject({
-    enabled: z.boolean().default(true),
-    frontier_threshold: z.number().min(0).max(1).default(0.8),
-    smart_threshold: z.number().min(0).max(1).default(0.5),
-    balanced_threshold: z.number().min(0).max(1).default(0.3),
+    enabled: z.boolean().default(true).describe('Score each request and pick a tier.'),
+    frontier_threshold: z.number().min(0).max(1).default(0.8).describe('A score at least this is served by the `frontier` tier.'),
+    smart_threshold: z.number().min(0).max(1).default(0.5).describe('At least this, `smart`; the thresholds must be ordered balanced ≤ smart ≤ frontier.'),
+    balanced_threshold: z.number().min(0).max(1).default(0.3).describe('At least this, `balanced`; below it, `fast`.'),
   })
   .superRefine((routing, context) => {
     if (!(routing.balanced_threshold <= routing.smart_threshold && routing.smart_threshold <= routing.frontier_threshold)) {
@@ -255,9 +255,9 @@ export const RoutingSchema = z
 
 /** `[autonomous]`: guardrails for agents that run unattended. */
 export const AutonomousSchema = z.strictObject({
-  approval_required_for: StringListSchema,
-  max_actions_per_cycle: z.int().positive().default(100),
-  idle_timeout_seconds: z.int().positive().default(3600),
+  approval_required_for: StringListSchema.describe('Tool names whose every call waits for a person\'s approval.'),
+  max_actions_per_cycle: z.int().positive().default(100).describe('The most actions in one unattended cycle (a child\'s is at most its parent\'s).'),
+  idle_timeout_seconds: z.int().positive().default(3600).describe('Seconds an unattended agent may stay idle (a child\'s is at most its parent\'s).'),
 });
 
 /**
@@ -265,9 +265,9 @@ export const AutonomousSchema = z.strictObject({
  * restrict; `false` forbids the action even where a capability grants it.
  */
 export const ExecPolicySchema = z.strictObject({
-  allow_shell: z.boolean().default(true),
-  allow_network: z.boolean().default(true),
-  allow_file_write: z.boolean().default(true),
+  allow_shell: z.boolean().default(true).describe('`false`: no shell command, whatever `[capabilities].shell` grants.'),
+  allow_network: z.boolean().default(true).describe('`false`: no network, whatever `[capabilities].network` grants.'),
+  allow_file_write: z.boolean().default(true).describe('`false`: no file write, whatever `[capabilities].file_write` grants.'),
 });
 
 /** The agent types of spec/03, as `module` names them (`builtin:chat` is the assistant's old name). */
@@ -278,28 +278,28 @@ const ManagedAgentsSchema = z.array(AgentReferenceSchema).default([]);
 /** `[delegate]`: a router that hands each request to the best of its managed agents (spec/03). */
 export const DelegateSchema = z.strictObject({
   /** The agents it may route to; empty: every agent its `agent_message` grants reach. */
-  managed_agents: ManagedAgentsSchema,
+  managed_agents: ManagedAgentsSchema.describe('The agents it may hand work to; empty: every agent its `agent_message` grants reach.'),
   /** How long a delegated agent may take before the delegation is cancelled. */
-  delegation_timeout_seconds: z.int().positive().default(180),
+  delegation_timeout_seconds: z.int().positive().default(180).describe('How long a delegated turn may take before it is cancelled (counted from when the hand-over runs, not the wait for a person).'),
 });
 
 /** `[workflow]`: a planner that delegates tasks and checks their results (spec/03). */
 export const WorkflowSchema = z.strictObject({
-  managed_agents: ManagedAgentsSchema,
-  max_task_attempts: z.int().min(1).max(20).default(3),
-  max_replans: z.int().min(0).max(20).default(3),
-  max_parallel_tasks: z.int().min(1).max(16).default(1),
-  delegation_timeout_seconds: z.int().positive().default(180),
+  managed_agents: ManagedAgentsSchema.describe('The agents it may hand work to; empty: every agent its `agent_message` grants reach.'),
+  max_task_attempts: z.int().min(1).max(20).default(3).describe('Tries per task before it is blocked.'),
+  max_replans: z.int().min(0).max(20).default(3).describe('Times the plan may be redone.'),
+  max_parallel_tasks: z.int().min(1).max(16).default(1).describe('Ready tasks delegated at once.'),
+  delegation_timeout_seconds: z.int().positive().default(180).describe('How long a delegated turn may take before it is cancelled (counted from when the hand-over runs, not the wait for a person).'),
 });
 
 /** `[chain_of_thought]`: assess, plan, execute, synthesize until confident enough (spec/03). */
 export const ChainOfThoughtSchema = z
   .strictObject({
-    max_loops: z.int().min(1).max(32).default(8),
-    max_steps: z.int().min(1).max(20).default(5),
-    initial_confidence_threshold: z.number().min(0).max(1).default(0.75),
-    min_confidence_threshold: z.number().min(0).max(1).default(0.4),
-    network_timeout_seconds: z.int().positive().default(180),
+    max_loops: z.int().min(1).max(32).default(8).describe('Synthesize-and-check rounds before it accepts what it has.'),
+    max_steps: z.int().min(1).max(20).default(5).describe('Steps in a plan.'),
+    initial_confidence_threshold: z.number().min(0).max(1).default(0.75).describe('The confidence the first loop needs; the bar falls each loop towards the minimum.'),
+    min_confidence_threshold: z.number().min(0).max(1).default(0.4).describe('The confidence the last loop needs; at most the initial threshold.'),
+    network_timeout_seconds: z.int().positive().default(180).describe('How long one step may take.'),
   })
   .superRefine((settings, context) => {
     if (settings.min_confidence_threshold > settings.initial_confidence_threshold) {
@@ -309,13 +309,13 @@ export const ChainOfThoughtSchema = z
 
 /** `[compaction]`: when and how an agent's conversation is summarised (spec/03 "Chat History Compaction"). */
 export const CompactionSchema = z.strictObject({
-  enabled: z.boolean().default(true),
+  enabled: z.boolean().default(true).describe('Summarise older messages when the history grows past the threshold.'),
   /** The most recent messages, never summarised. */
-  keep_last_n: z.int().min(1).default(20),
+  keep_last_n: z.int().min(1).default(20).describe('The most recent messages, never summarised (the new message included).'),
   /** Compact past this share of the context window. */
-  threshold: z.number().gt(0).max(1).default(0.75),
+  threshold: z.number().gt(0).max(1).default(0.75).describe('Compact past this share of the context window.'),
   /** The context window in tokens; default: the model's (`[context_windows]` of config.toml, else 128,000). */
-  max_context_tokens: z.int().positive().optional(),
+  max_context_tokens: z.int().positive().optional().describe('The context window in tokens; default: the model\'s (`[context_windows]` of config.toml, else 128,000).'),
 });
 
 /** The host APIs a sandboxed forged tool may be given (spec/02), each also named in the tool's `allowlist`. */
@@ -338,26 +338,27 @@ const FetchDomainSchema = z.string().regex(/^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]
 export const EmergentSchema = z.preprocess(
   (value) => (value === true ? {} : value === false ? { enabled: false } : value),
   z.strictObject({
-    enabled: z.boolean().default(true),
-    max_session_tools: z.int().min(0).max(100).default(10),
-    max_agent_tools: z.int().min(0).max(1000).default(50),
-    sandbox_timeout_ms: z.int().min(10).max(60_000).default(5000),
-    sandbox_memory_mb: z.int().min(8).max(1024).default(128),
+    enabled: z.boolean().default(true).describe('`false` turns forging off.'),
+    max_session_tools: z.int().min(0).max(100).default(10).describe('Forged tools one session may hold.'),
+    max_agent_tools: z.int().min(0).max(1000).default(50).describe('Tools the agent may keep in its agent tier.'),
+    sandbox_timeout_ms: z.int().min(10).max(60_000).default(5000).describe('A sandboxed call\'s time limit.'),
+    sandbox_memory_mb: z.int().min(8).max(1024).default(128).describe('A sandbox isolate\'s memory limit.'),
     /** Forge requests (refused ones too) an agent may make in an hour; 0: none. */
-    max_forge_attempts_per_hour: z.int().min(0).max(10_000).default(20),
+    max_forge_attempts_per_hour: z.int().min(0).max(10_000).default(20).describe('Forge requests (refused ones too) in an hour; 0: none.'),
     /** Tool calls one top-level call may make through its toolbox (compose steps, sandbox bridges), all levels together. */
-    max_nested_calls: z.int().min(1).max(10_000).default(50),
-    judge_model: JudgeModelSchema.optional(),
-    promotion_judge_model: JudgeModelSchema.optional(),
+    max_nested_calls: z.int().min(1).max(10_000).default(50).describe('Tool calls one top-level call may make through its toolbox (compose steps, sandbox bridges), all levels together.'),
+    judge_model: JudgeModelSchema.optional().describe('The model that judges a forged tool: `provider/model` or an alias; default config.toml\'s `[default_model]` (none: every forge is refused).'),
+    promotion_judge_model: JudgeModelSchema.optional().describe('The second judge of the panel that promotes a tool to the agent tier.'),
     promotion_threshold: z
       .strictObject({
-        uses: z.int().min(1).default(5),
-        confidence: z.number().min(0).max(1).default(0.8),
+        uses: z.int().min(1).default(5).describe('Successful calls before the panel is asked.'),
+        confidence: z.number().min(0).max(1).default(0.8).describe('The confidence the panel must reach.'),
       })
-      .prefault({}),
-    allowed_sandbox_apis: z.array(z.enum(SANDBOX_APIS)).default([]),
-    fetch_domain_allowlist: z.array(FetchDomainSchema).default([]),
-    persist_sandbox_source: z.boolean().default(false),
+      .prefault({})
+      .describe('When a session tool is put to the promotion panel.'),
+    allowed_sandbox_apis: z.array(z.enum(SANDBOX_APIS)).default([]).describe('Host APIs a sandboxed tool may be given, when its own allowlist also names them.'),
+    fetch_domain_allowlist: z.array(FetchDomainSchema).default([]).describe('Hosts a sandboxed tool\'s `fetch` may reach.'),
+    persist_sandbox_source: z.boolean().default(false).describe('Keep sandboxed code at rest (needed for export and the agent tier).'),
   }),
 );
 
@@ -367,13 +368,13 @@ export const EmergentSchema = z.preprocess(
  */
 export const CodeSchema = z.strictObject({
   /** Wall clock per message, host calls included. */
-  timeout_ms: z.int().min(100).max(3_600_000).default(30_000),
+  timeout_ms: z.int().min(100).max(3_600_000).default(30_000).describe('Wall clock per message, host calls included.'),
   /** The most memory a `wasm:` module may grow to (a Python process is not held to it). */
-  memory_mb: z.int().min(1).max(4096).default(64),
+  memory_mb: z.int().min(1).max(4096).default(64).describe('The most memory a `wasm:` module may grow to (a Python process is not held to it).'),
   /** The largest reply (and host call) a module may send, in bytes. */
-  max_reply_bytes: z.int().min(1024).max(16 * 1024 * 1024).default(1_000_000),
+  max_reply_bytes: z.int().min(1024).max(16 * 1024 * 1024).default(1_000_000).describe('The largest reply (and host call) a module may send, in bytes.'),
   /** The program a `python:` module runs under, by name on PATH or absolute. */
-  interpreter: z.string().min(1).default('python3'),
+  interpreter: z.string().min(1).default('python3').describe('The program a `python:` module runs under, by name on PATH or absolute.'),
 });
 
 /** `[code]` of a validated manifest, every default filled in. */
@@ -387,44 +388,44 @@ const TYPE_TABLES = { delegate: 'builtin:delegate', workflow: 'builtin:workflow'
 
 /** The whole manifest. */
 export const ManifestSchema = z.strictObject({
-  name: AgentNameSchema.default('unnamed'),
+  name: AgentNameSchema.default('unnamed').describe('Unique among live agents. Letters, digits, `_`, `-`; at most 64; not a UUID. No `.`: memory keys and package events name an agent as `<agent>.<key>`, split at the first dot (an agent stored with one before keeps its name; other agents can no longer read its memory).'),
   version: z
     .string()
     .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/, { error: 'expected a semantic version such as "0.1.0"' })
-    .default('0.1.0'),
-  description: z.string().default(''),
-  author: z.string().default(''),
+    .default('0.1.0').describe('Semantic version.'),
+  description: z.string().default('').describe('What the agent does.'),
+  author: z.string().default('').describe('Who wrote it.'),
   module: z
     .string()
     .regex(/^(?:builtin:[a-z][a-z0-9_-]*|wasm:.+\.wasm|python:.+\.py)$/, {
       error: 'expected "builtin:<name>", "wasm:<path>.wasm" or "python:<path>.py"',
     })
-    .default('builtin:assistant'),
-  schedule: ScheduleSchema.prefault({}),
-  model: ModelConfigSchema.optional(),
-  fallback_models: z.array(FallbackModelSchema).default([]),
-  resources: ResourcesSchema.prefault({}),
-  priority: z.enum(PRIORITIES).default('normal'),
-  capabilities: ManifestCapabilitiesSchema.prefault({}),
-  profile: z.enum(TOOL_PROFILES).optional(),
-  tools: z.record(z.string().min(1), ToolConfigSchema).default({}),
-  skills: StringListSchema,
-  mcp_servers: StringListSchema,
-  metadata: z.record(z.string(), z.json()).default({}),
-  tags: StringListSchema,
-  routing: RoutingSchema.optional(),
-  autonomous: AutonomousSchema.optional(),
-  workspace: z.string().min(1).optional(),
-  generate_identity_files: z.boolean().default(false),
-  exec_policy: ExecPolicySchema.optional(),
-  tool_allowlist: StringListSchema,
-  tool_blocklist: StringListSchema,
-  delegate: DelegateSchema.optional(),
-  workflow: WorkflowSchema.optional(),
-  chain_of_thought: ChainOfThoughtSchema.optional(),
-  compaction: CompactionSchema.prefault({}),
-  emergent: EmergentSchema.optional(),
-  code: CodeSchema.optional(),
+    .default('builtin:assistant').describe('The agent type: `builtin:assistant` (the agent loop; `builtin:chat` is its old name), `builtin:delegate`, `builtin:workflow`, `builtin:chain-of-thought` or `builtin:eventlog`; or a code agent: `wasm:<path>.wasm`, `python:<path>.py`, the path relative to the manifest file.'),
+  schedule: ScheduleSchema.prefault({}).describe('When the agent runs: when messaged (`reactive`, the default), every few seconds, on a cron schedule, or on events.'),
+  model: ModelConfigSchema.optional().describe('The model the agent thinks with, and how. Without `provider` and `model` it names no model: the agent runs on the daemon\'s default model with these settings (most examples do; name both to pin a model). Left out: the daemon\'s default model.'),
+  fallback_models: z.array(FallbackModelSchema).default([]).describe('Tried in order when the model fails.'),
+  resources: ResourcesSchema.prefault({}).describe('Quotas.'),
+  priority: z.enum(PRIORITIES).default('normal').describe('Scheduling priority.'),
+  capabilities: ManifestCapabilitiesSchema.prefault({}).describe('What the agent is granted; everything else is refused (nothing is granted by default). See docs/capabilities.md.'),
+  profile: z.enum(TOOL_PROFILES).optional().describe('A named tool set; accepted, with no effect today: the tools an agent may call come from `[capabilities]`.'),
+  tools: z.record(z.string().min(1), ToolConfigSchema).default({}).describe('Per-tool settings, `[tools.<name>]`: `timeout_seconds`, plus the tool\'s own keys (any value).'),
+  skills: StringListSchema.describe('Skill allowlist (empty = all).'),
+  mcp_servers: StringListSchema.describe('MCP server allowlist (empty = all connected servers).'),
+  metadata: z.record(z.string(), z.json()).default({}).describe('Your own key–values.'),
+  tags: StringListSchema.describe('Discovery tags.'),
+  routing: RoutingSchema.optional().describe('Pick a model tier by request complexity; config.toml\'s `[routing.<tier>]` says which model serves each tier.'),
+  autonomous: AutonomousSchema.optional().describe('Guardrails for agents that run unattended.'),
+  workspace: z.string().min(1).optional().describe('The agent\'s working folder (`~` expanded); default `LOOM_HOME/workspaces/<name>`.'),
+  generate_identity_files: z.boolean().default(false).describe('Write identity files into the workspace.'),
+  exec_policy: ExecPolicySchema.optional().describe('Can only take away: a field left out does not restrict, `false` forbids even what a capability grants.'),
+  tool_allowlist: StringListSchema.describe('Only these tools (empty = no restriction).'),
+  tool_blocklist: StringListSchema.describe('Removed after the allowlist.'),
+  delegate: DelegateSchema.optional().describe('A delegate\'s settings (`module = "builtin:delegate"` only).'),
+  workflow: WorkflowSchema.optional().describe('A workflow\'s settings (`module = "builtin:workflow"` only).'),
+  chain_of_thought: ChainOfThoughtSchema.optional().describe('A chain-of-thought agent\'s settings (`module = "builtin:chain-of-thought"` only).'),
+  compaction: CompactionSchema.prefault({}).describe('When and how the conversation is summarised (every type that keeps one).'),
+  emergent: EmergentSchema.optional().describe('The agent may forge tools at run time, when its capabilities also grant the tool `forge_tool`. `emergent = true` is short for an empty table. See docs/forged-tools.md.'),
+  code: CodeSchema.optional().describe('A code agent\'s limits. Only with a `wasm:` or `python:` module.'),
 }).superRefine((manifest, context) => {
   if (manifest.code !== undefined && manifest.module.startsWith('builtin:')) {
     context.addIssue({ code: 'custom', path: ['code'], message: `only used with a code module (module = "wasm:<path>.wasm" or "python:<path>.py"), but module is "${manifest.module}"` });

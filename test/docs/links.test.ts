@@ -43,5 +43,6 @@ describe('links in README.md, CONTRIBUTING.md and docs/', () => {
     expect(headingSlug('MCP: tools from MCP servers, and Loom\'s agents as MCP tools')).toBe('mcp-tools-from-mcp-servers-and-looms-agents-as-mcp-tools');
     expect(headingSlug('Code agents: wasm and Python')).toBe('code-agents-wasm-and-python');
     expect(headingSlug('`loom agent spawn`')).toBe('loom-agent-spawn');
+    expect(headingSlug('`[tools.<name>]`')).toBe('toolsname');
   });
 });

@@ -56,9 +56,12 @@ export function anchorsOf(file: string): Set<string> {
 
 /** GitHub's anchor for a heading's text (what github-slugger computes). */
 export function headingSlug(heading: string): string {
+  // A link's text stays, its target goes; HTML tags go, but not inside code spans, where `<name>` is text.
   const text = heading
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // a link's text stays, its target goes
-    .replace(/<[^>]+>/g, '');
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .split(/(`[^`]*`)/)
+    .map((part) => (part.startsWith('`') ? part : part.replace(/<[^>]+>/g, '')))
+    .join('');
   return text
     .toLowerCase()
     .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LOOM_VERSION } from '../../src/cli/index.ts';
+import { type OpenApiDocument, openApiDocument } from '../../src/http/openapi-routes.ts';
+import { useDaemonHome } from '../helpers/daemon-process.ts';
+
+/** Whether the daemon's app mounts the document's route yet (src/http/create-http-app.ts). */
+const MOUNTED = readFileSync(join(import.meta.dirname, '../../src/http/create-http-app.ts'), 'utf8').includes('createOpenApiRoutes');
+
+/** A value for each path parameter: a real agent where the request leaves it be, names that exist nowhere where it would destroy. */
+function concrete(path: string, method: string): string {
+  const agent = method === 'delete' ? 'no-such-agent' : 'helper';
+  const values: Record<string, string> = { agent, id: 'no-such-id', slug: 'no-such-package', binding: 'none', code: 'NOCODE', channel: 'no-such-channel', name: 'no-such-server', action: 'approve' };
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? name);
+}
+
+/** Every `$ref` in `value`. */
+function refs(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(refs);
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => (key === '$ref' && typeof inner === 'string' ? [inner] : refs(inner)));
+}
+
+describe('the OpenAPI document of the HTTP API', () => {
+  const document: OpenApiDocument = openApiDocument({ version: LOOM_VERSION });
+  const daemon = useDaemonHome('loom-openapi-');
+
+  it('is OpenAPI 3.1 whose references resolve and whose path parameters are declared', () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe(LOOM_VERSION);
+    for (const reference of refs(document)) {
+      const [, section, name] = /^#\/components\/(\w+)\/(\w+)$/.exec(reference) ?? [];
+      const components = document.components as unknown as Record<string, Record<string, unknown>>;
+      expect(components[section ?? '']?.[name ?? ''], reference).toBeDefined();
+    }
+    for (const [path, methods] of Object.entries(document.paths)) {
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+      for (const [method, operation] of Object.entries(methods)) {
+        const declared = ((operation['parameters'] ?? []) as { name: string; in: string }[]).filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name);
+        expect(declared.sort(), `${method.toUpperCase()} ${path}`).toEqual([...names].sort());
+      }
+    }
+    // The manifest body is the manifest schema itself.
+    expect(Object.keys((document.components.schemas['Manifest']?.['properties'] ?? {}) as object)).toEqual(expect.arrayContaining(['name', 'model', 'capabilities', 'schedule']));
+  });
+
+  it('lists only paths a real daemon answers (none is an unknown route)', async () => {
+    const { url } = await daemon.start();
+    const spawned = await fetch(`${url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: 'name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n' });
+    expect(spawned.status).toBe(201);
+    const unknown: string[] = [];
+    let asked = 0;
+    for (const [path, methods] of Object.entries(document.paths)) {
+      if (path === '/api/openapi.json' && !MOUNTED) continue;
+      for (const method of Object.keys(methods)) {
+        const abort = new AbortController();
+        const withBody = method === 'post' || method === 'put';
+        const response = await fetch(`${url}${concrete(path, method)}`, {
+          method: method.toUpperCase(),
+          signal: abort.signal,
+          headers: withBody ? { 'content-type': 'application/json' } : {},
+          ...(withBody ? { body: '{}' } : {}),
+        });
+        asked += 1;
+        // Streams (the event log, MCP's) stay open: their status is all this needs.
+        // The router's own answer for a path it has no route for ("no route POST /x; …"); a route's
+        // handler may answer 404 too (an unknown agent; a webhook channel that is not configured).
+        if (response.status === 404) {
+          const answer = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
+          if (answer.error?.code === 'ROUTE_NOT_FOUND' && (answer.error.message ?? '').startsWith('no route ')) unknown.push(`${method.toUpperCase()} ${path}`);
+        }
+        abort.abort();
+      }
+    }
+    expect(asked).toBeGreaterThan(60);
+    expect(unknown).toEqual([]);
+  }, 60_000);
+
+  it('tells an unknown route from a known one (the check above can fail)', async () => {
+    const { url } = await daemon.start();
+    const response = await fetch(`${url}/api/no-such-route`);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ROUTE_NOT_FOUND', message: expect.stringMatching(/^no route GET \/api\/no-such-route/) as unknown });
+  });
+
+  it.skipIf(!MOUNTED)('is served by the daemon at GET /api/openapi.json', async () => {
+    const { url } = await daemon.start();
+    const response = await fetch(`${url}/api/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(JSON.parse(JSON.stringify(document)));
+  });
+});
