@@ -43,7 +43,7 @@ export async function forgedBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel({ json: () => ({ approved: true, confidence: 0.95, issues: [] }) });
   const bench = await openInstantBenchKernel(model);
   try {
-    const manifest = parseManifest('name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool", "agent_list"]\n[emergent]\njudge_model = "openai/gpt-4o"\nmax_session_tools = 100\n', { source: 'bench.toml' }).manifest;
+    const manifest = parseManifest('name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool", "agent_list"]\n[emergent]\njudge_model = "openai/gpt-4o"\nmax_session_tools = 100\nmax_forge_attempts_per_hour = 100\n', { source: 'bench.toml' }).manifest;
     await bench.kernel.spawn(manifest);
 
     const program = await compileSandboxProgram(CONVERT, { timeoutMs: 5000, memoryMb: 128, maxOutputBytes: 1_000_000 });
