@@ -5,6 +5,7 @@ import { registerA2aCommands } from './commands/a2a-commands.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
 import { registerApprovalsCommands } from './commands/approvals-commands.ts';
 import { registerDaemonCommands } from './commands/daemon-commands.ts';
+import { registerDemoCommand } from './commands/demo-command.ts';
 import { registerInitCommand } from './commands/init-command.ts';
 import { registerManifestCommands } from './commands/manifest-commands.ts';
 import { registerMcpCommand } from './commands/mcp-command.ts';
@@ -41,6 +42,7 @@ export function buildProgram(io: CliIo): Command {
     });
   registerInitCommand(program, io);
   registerDaemonCommands(program, io);
+  registerDemoCommand(program, io);
   registerManifestCommands(program, io);
   registerAgentCommands(program, io);
   registerSendCommands(program, io);

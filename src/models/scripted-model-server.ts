@@ -1,4 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
@@ -86,6 +88,34 @@ export interface ScriptedModelServerOptions {
   loop?: boolean;
   /** Forget requests instead of keeping them all (a long-running `loom model serve`). */
   recordRequests?: boolean;
+  /**
+   * How long a streamed reply waits before each event after its first, in milliseconds: a pace of
+   * 30 shows the text arriving word by word. 0 (the default) sends a reply at once.
+   */
+  paceMs?: number;
+  /**
+   * Scripts by model name: a request whose `model` names one takes that script's next step (each
+   * loops or runs out on its own, at its own pace when it has one); any other takes `steps`. So
+   * one server can give each agent its own script (`provider = "openai-compatible"`, `model =
+   * "careful-writer"`).
+   */
+  scripts?: Readonly<Record<string, ModelScript>>;
+}
+
+/** A script as a file holds it (see {@link loadModelScript}). */
+export interface ModelScript {
+  steps: ScriptStep[];
+  loop: boolean;
+  /** The pace of its streamed replies (see {@link ScriptedModelServerOptions.paceMs}); the server's when left out. */
+  paceMs?: number | undefined;
+}
+
+/** Steps still to play, and what to start over with. */
+interface ScriptQueue {
+  steps: ScriptStep[];
+  looped: readonly ScriptStep[];
+  loop: boolean;
+  paceMs: number;
 }
 
 /**
@@ -96,8 +126,9 @@ export interface ScriptedModelServerOptions {
  * call fails the test that made it), or, with `loop`, starts it over. `loom model serve` runs it.
  */
 export async function startScriptedModelServer(options: ScriptedModelServerOptions = {}): Promise<ScriptedModelServer> {
-  const steps: ScriptStep[] = [...(options.steps ?? [])];
-  const looped = [...(options.steps ?? [])];
+  const main: ScriptQueue = { steps: [...(options.steps ?? [])], looped: [...(options.steps ?? [])], loop: options.loop === true, paceMs: options.paceMs ?? 0 };
+  const { steps } = main;
+  const named = new Map(Object.entries(options.scripts ?? {}).map(([name, script]): [string, ScriptQueue] => [name, { steps: [...script.steps], looped: [...script.steps], loop: script.loop, paceMs: script.paceMs ?? options.paceMs ?? 0 }]));
   const requests: RecordedRequest[] = [];
 
   const server = createServer((request, response) => {
@@ -118,9 +149,10 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
     if (options.recordRequests !== false) requests.push({ api, path, headers: request.headers, body });
-    if (steps.length === 0 && options.loop === true) steps.push(...looped);
-    const step = steps.shift() ?? { status: 500, body: api === 'openai' ? openAIError('script exhausted') : anthropicError('script exhausted') };
     const model = typeof body['model'] === 'string' ? body['model'] : 'scripted';
+    const queue = named.get(model) ?? main;
+    if (queue.steps.length === 0 && queue.loop) queue.steps.push(...queue.looped);
+    const step = queue.steps.shift() ?? { status: 500, body: api === 'openai' ? openAIError('script exhausted') : anthropicError('script exhausted') };
     if (isError(step)) {
       const errorBody = step.body ?? (api === 'openai' ? openAIError(`scripted HTTP ${step.status}`) : anthropicError(`scripted HTTP ${step.status}`));
       response.writeHead(step.status, { 'content-type': 'application/json', ...step.headers }).end(JSON.stringify(errorBody));
@@ -134,10 +166,10 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     const hold = step.stall === undefined ? undefined : { after: textEvents, until: step.stall };
     if (api === 'openai') {
       const streamOptions = body['stream_options'] as { include_usage?: boolean } | undefined;
-      if (stream) await writeSse(response, openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })), true, hold);
+      if (stream) await writeSse(response, openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })), true, hold, queue.paceMs);
       else writeJson(response, openAIReply(step, model));
     } else if (stream) {
-      await writeSse(response, anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })), false, hold);
+      await writeSse(response, anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })), false, hold, queue.paceMs);
     } else {
       writeJson(response, anthropicReply(step, model));
     }
@@ -170,9 +202,14 @@ function writeJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-async function writeSse(response: ServerResponse, events: { event?: string; data: unknown }[], done: boolean, hold?: { after: number; until: Promise<unknown> }): Promise<void> {
+async function writeSse(response: ServerResponse, events: { event?: string; data: unknown }[], done: boolean, hold: { after: number; until: Promise<unknown> } | undefined, paceMs: number): Promise<void> {
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   for (const [index, { event, data }] of events.entries()) {
+    if (paceMs > 0 && index > 0) {
+      // The pace of a person watching the words arrive: real time, as a real provider's.
+      await delay(paceMs);
+      if (response.destroyed) return;
+    }
     if (hold !== undefined && index === hold.after) {
       await hold.until.catch(() => undefined);
       // The client may have hung up meanwhile (a cancelled turn).
@@ -324,16 +361,21 @@ const StepSchema = z.union([
 /** A script file: its steps, and whether it starts over when it runs out. */
 export const ModelScriptSchema = z.union([
   z.array(StepSchema).min(1, { error: 'expected at least one step' }),
-  z.strictObject({ loop: z.boolean().default(false), steps: z.array(StepSchema).min(1, { error: 'expected at least one step' }) }),
+  z.strictObject({
+    loop: z.boolean().default(false),
+    /** Milliseconds before each streamed event after the first (see `paceMs`). */
+    pace_ms: z.int().min(0).max(10_000).optional(),
+    steps: z.array(StepSchema).min(1, { error: 'expected at least one step' }),
+  }),
 ]);
 
 /**
- * Reads a script for `loom model serve`: a JSON array of steps, or `{ "loop": true, "steps": [...] }`.
- * A step is a reply (`text`, `toolCalls` of `{ name, input }`, `usage`, `finishReason`) or an
- * HTTP error (`status`, `body`).
+ * Reads a script for `loom model serve`: a JSON array of steps, or `{ "loop": true, "pace_ms": 30,
+ * "steps": [...] }`. A step is a reply (`text`, `toolCalls` of `{ name, input }`, `usage`,
+ * `finishReason`) or an HTTP error (`status`, `body`).
  * @throws {LoomError} `MODEL_SCRIPT_INVALID` naming the file and the JSON path.
  */
-export async function loadModelScript(path: string): Promise<{ steps: ScriptStep[]; loop: boolean }> {
+export async function loadModelScript(path: string): Promise<ModelScript> {
   const text = await readFile(path, 'utf8').catch((error: unknown) => {
     throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `cannot read model script "${path}": ${error instanceof Error ? error.message : String(error)}`);
   });
@@ -341,6 +383,23 @@ export async function loadModelScript(path: string): Promise<{ steps: ScriptStep
   if (!json.ok) throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `model script "${path}": JSON syntax error: ${json.message}`);
   const parsed = ModelScriptSchema.safeParse(json.value, { reportInput: true });
   if (!parsed.success) throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `model script "${path}": ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
-  const script = Array.isArray(parsed.data) ? { steps: parsed.data, loop: false } : parsed.data;
-  return { steps: script.steps as ScriptStep[], loop: script.loop };
+  if (Array.isArray(parsed.data)) return { steps: parsed.data as ScriptStep[], loop: false };
+  const { steps, loop, pace_ms: paceMs } = parsed.data;
+  return { steps: steps as ScriptStep[], loop, ...(paceMs === undefined ? {} : { paceMs }) };
+}
+
+/**
+ * Reads every `*.json` script in `dir`, each named by its file name without `.json` (the model
+ * name that plays it: `careful-writer.json` for `model = "careful-writer"`).
+ * @throws {LoomError} `MODEL_SCRIPT_INVALID` for a folder that cannot be read, holds no script, or a script that is malformed.
+ */
+export async function loadModelScripts(dir: string): Promise<Record<string, ModelScript>> {
+  const names = await readdir(dir).catch((error: unknown) => {
+    throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `cannot read the model scripts in "${dir}": ${error instanceof Error ? error.message : String(error)}`);
+  });
+  const files = names.filter((name) => name.endsWith('.json')).sort();
+  if (files.length === 0) throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `cannot serve the model scripts in "${dir}": it holds no .json file`);
+  const scripts: Record<string, ModelScript> = {};
+  for (const file of files) scripts[basename(file, '.json')] = await loadModelScript(join(dir, file));
+  return scripts;
 }
