@@ -3,7 +3,7 @@ import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, type Principal, principalKey } from '../access/index.ts';
-import { type Caller, type Kernel, reachesAgent } from '../kernel/index.ts';
+import { type Caller, type Kernel, kernelAs, reachesAgent } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -213,7 +213,13 @@ export class LoomAgentExecutor implements AgentExecutor {
       status(TaskState.TASK_STATE_WORKING);
       const text = inputTextOf(request.userMessage);
       let reply = '';
-      for await (const event of this.#kernel.stream(this.#agent, text, { caller, signal: run.controller.signal })) {
+      // Each context is a conversation of its own, within the caller's (an owner's, a key's).
+      const thread = `a2a:${contextId}`;
+      const events =
+        caller.kind === 'user'
+          ? kernelAs(this.#kernel, principalOfUser(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal })
+          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, signal: run.controller.signal });
+      for await (const event of events) {
         if (run.finished) break;
         switch (event.type) {
           case 'text-delta':

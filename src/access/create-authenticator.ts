@@ -92,12 +92,3 @@ export function createAuthenticator(config: Config, env: Readonly<Record<string,
     },
   };
 }
-
-/**
- * One string per principal, its name, role and agents together: what a principal owns (an A2A
- * task, an MCP session) is its own only when all three match, so a key renamed, or given
- * another role or other agents, owns nothing the old one made.
- */
-export function principalKey(principal: Principal): string {
-  return JSON.stringify([principal.name, principal.role, principal.agents]);
-}

@@ -3,7 +3,8 @@
  * patterns), below every door (HTTP, MCP, A2A, the CLI) so each asks the same questions.
  */
 export { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
-export { createAuthenticator, LOCAL_OWNER, principalKey } from './create-authenticator.ts';
+export { createAuthenticator, LOCAL_OWNER } from './create-authenticator.ts';
+export { principalKey } from '../contracts/principal.ts';
 export type { Authenticator, Credentials } from './create-authenticator.ts';
 export type { Principal } from '../contracts/index.ts';
 export { isLoopbackAddress } from './is-loopback-address.ts';

@@ -59,3 +59,4 @@ export type {
 export type { AgentReply, KernelHandle, MemoryEntry, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
 export type { LogEntry, LogReader } from './log-reader.ts';
 export type { Principal, PrincipalRole } from './principal.ts';
+export { principalKey } from './principal.ts';

@@ -14,3 +14,12 @@ export interface Principal {
   /** Name patterns of the agents a `user` may read and message (`*` for owners and viewers). */
   agents: readonly string[];
 }
+
+/**
+ * One string per principal, its name, role and agents together: what a principal owns (an A2A
+ * task, an MCP session) is its own only when all three match, so a key renamed, or given
+ * another role or other agents, owns nothing the old one made.
+ */
+export function principalKey(principal: Principal): string {
+  return JSON.stringify([principal.name, principal.role, principal.agents]);
+}

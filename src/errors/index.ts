@@ -22,5 +22,6 @@ export { StoreNotFoundError } from './store-not-found-error.ts';
 export { TokenBudgetExceededError } from './token-budget-exceeded-error.ts';
 export { TurnCancelledError } from './turn-cancelled-error.ts';
 export { TurnNotRunningError } from './turn-not-running-error.ts';
+export { SessionNotFoundError } from './session-not-found-error.ts';
 export { UnauthorizedError } from './unauthorized-error.ts';
 export { UsageError } from './usage-error.ts';

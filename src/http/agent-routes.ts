@@ -15,7 +15,14 @@ import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
 /** The body of `POST /api/agents/:agent/messages`. */
-export const MessageBodySchema = z.strictObject({ message: z.string().min(1, { error: 'expected a non-empty message' }) });
+export const MessageBodySchema = z.strictObject({
+  message: z.string().min(1, { error: 'expected a non-empty message' }),
+  /** A session the caller holds, to go on with (see `GET …/sessions`); its own session when left out. */
+  session: z.string().min(1).optional(),
+});
+
+/** `?session=<id>`: a session the caller holds, for the session routes; its own when left out. */
+const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional() });
 
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
 
@@ -94,7 +101,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const caller = kernelOf(c, kernel);
     // Refused before the body is read: a viewer, or an agent out of the key's reach.
     caller.require('send messages', caller.get(c.req.param('agent')).name);
-    const { message } = await readJsonBody(c, MessageBodySchema);
+    const { message, session: sessionId } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
     // The turn runs under the request's time limit, not the client's connection: a client that
@@ -104,11 +111,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const signal = deadline.timeLimit;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
-      const result = await caller.send(reference, message, { signal });
+      const result = await caller.send(reference, message, { signal, sessionId });
       return c.json(toTurnView(result));
     }
 
-    const { first, events } = await startTurnStream(caller, reference, message, signal);
+    const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId });
     return streamSSE(c, async (stream) => {
       try {
         if (first.done === true) return;
@@ -169,15 +176,22 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     return c.json(await caller.steerWorkflow(agent.name, command, c.get('deadline').signal));
   });
 
+  // The caller's own session of the agent (the main one for the owner), or one it holds by `?session=`.
   routes.get('/:agent/session', async (c) => {
     const caller = kernelOf(c, kernel);
     const reference = c.req.param('agent');
+    const { session: sessionId } = readQuery(c, SessionQuerySchema);
+    const session = await caller.session(reference, { sessionId });
     // The turn not yet committed to it, if one runs: a client shows it and follows it with `GET …/turn`.
-    return c.json({ ...(await caller.session(reference)), running: caller.runningTurn(reference) ?? null });
+    const running = sessionId === undefined ? caller.runningTurn(reference) : kernel.runningTurn(reference, session.conversation === null ? {} : { conversation: session.conversation });
+    return c.json({ ...session, running: running ?? null });
   });
 
+  routes.get('/:agent/sessions', async (c) => c.json(await kernelOf(c, kernel).sessions(c.req.param('agent'))));
+
   routes.delete('/:agent/session', async (c) => {
-    await kernelOf(c, kernel).resetSession(c.req.param('agent'));
+    const { session: sessionId } = readQuery(c, SessionQuerySchema);
+    await kernelOf(c, kernel).resetSession(c.req.param('agent'), { sessionId });
     return c.body(null, 204);
   });
 

@@ -1,5 +1,5 @@
 import { LoomError } from '../errors/index.ts';
-import type { CallerKernel } from '../kernel/index.ts';
+import type { CallerKernel, SessionChoice } from '../kernel/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 
 /** A streamed turn whose first event is already read, and the way to stop it when the client leaves. */
@@ -19,9 +19,9 @@ export interface TurnStream {
  * response rather than as a stream. `signal` is what the turn runs under (its time limit).
  * @throws {LoomError} the refusal.
  */
-export async function startTurnStream(caller: CallerKernel, reference: string, message: string, signal: AbortSignal): Promise<TurnStream> {
+export async function startTurnStream(caller: CallerKernel, reference: string, message: string, signal: AbortSignal, where: SessionChoice = {}): Promise<TurnStream> {
   const cancel = new AbortController();
-  const events = caller.stream(reference, message, { signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
+  const events = caller.stream(reference, message, { ...where, signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
   const first = await events.next();
   if (!first.done && first.value.type === 'error') {
     // With its details: a refused quota's `retryAt` becomes the 429's Retry-After, as for a reply that is not streamed.

@@ -1,4 +1,5 @@
-import type { ApprovalRecord, ApprovalStatus, EventQuery, EventRecord, Principal, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
+import { type ApprovalRecord, type ApprovalStatus, type EventQuery, type EventRecord, type Principal, principalKey, type UsageBucket, type WorkflowRecord } from '../contracts/index.ts';
+import { SessionNotFoundError } from '../errors/index.ts';
 import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../emergent/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
@@ -9,7 +10,16 @@ import type { KernelEvent } from './event-bus.ts';
 import type { Kernel, SpawnOptions } from './kernel.ts';
 import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import type { SendOptions } from './message-flow.ts';
+import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
+
+/** Which session of an agent a call is about: one the caller chose by id, or its own (within a door's `thread`). */
+export interface SessionChoice {
+  /** A door's conversation within the principal's (an A2A context, a `/v1` user). */
+  thread?: string | undefined;
+  /** A session the principal holds, chosen by id (the dashboard's session picker). */
+  sessionId?: string | undefined;
+}
 import { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
 
 /** How many audit rows a page holds unless the query says otherwise (the kernel's own default). */
@@ -100,16 +110,62 @@ export class CallerKernel {
     return this.#kernel.resume(reference);
   }
 
-  /** Sends a message as the principal. @throws as `Kernel.send`; {AccessDeniedError} for a viewer or an agent out of reach. */
-  async send(reference: string, message: string, options: Omit<SendOptions, 'caller'> = {}): Promise<TurnResult> {
-    this.require('send messages', this.get(reference).name);
-    return this.#kernel.send(reference, message, { ...options, caller: callerOf(this.principal) });
+  /**
+   * The conversation of the principal's own messages, or of a door's `thread` within them (an
+   * A2A context, a `/v1` user): the owner's own is the agent's main session (undefined); any other
+   * key has one of its own, named by the whole key (name, role and agents), so a key renamed or
+   * given other agents holds nothing the old one did.
+   */
+  conversation(thread?: string): string | undefined {
+    if (this.principal.role === 'owner') return thread;
+    const own = `principal:${principalKey(this.principal)}`;
+    return thread === undefined ? own : `${own}/${thread}`;
+  }
+
+  /** Whether the principal holds a session of `conversation` (null: the main session): owners hold every one, a key its own and its threads'. */
+  holds(conversation: string | null): boolean {
+    if (this.principal.role === 'owner') return true;
+    const own = this.conversation();
+    return conversation !== null && (conversation === own || conversation.startsWith(`${own}/`));
+  }
+
+  /**
+   * The conversation of `where`: the session `sessionId` names, when the principal holds it, else
+   * the principal's own (or its `thread`).
+   * @throws {SessionNotFoundError} for a session of the agent the principal does not hold, as for one that does not exist.
+   */
+  async #conversationOf(agent: string, where: SessionChoice): Promise<string | undefined> {
+    if (where.sessionId === undefined) return this.conversation(where.thread);
+    const session = (await this.#kernel.sessions(agent)).find((candidate) => candidate.id === where.sessionId);
+    if (session === undefined || !this.holds(session.conversation)) throw new SessionNotFoundError(agent, where.sessionId);
+    return session.conversation ?? undefined;
+  }
+
+  /** Sends a message as the principal, into its own session or the one it chose. @throws as `Kernel.send`; {AccessDeniedError} for a viewer or an agent out of reach. */
+  async send(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'conversation'> & SessionChoice = {}): Promise<TurnResult> {
+    const { thread, sessionId, ...rest } = options;
+    const { name } = this.get(reference);
+    this.require('send messages', name);
+    const conversation = await this.#conversationOf(name, { thread, sessionId });
+    return this.#kernel.send(name, message, { ...rest, caller: callerOf(this.principal), ...(conversation === undefined ? {} : { conversation }) });
   }
 
   /** The same turn as a stream of events. The checks run before the first event (a refusal throws). */
-  stream(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'emit'> = {}): AsyncIterable<AgentEvent> {
-    this.require('send messages', this.get(reference).name);
-    return this.#kernel.stream(reference, message, { ...options, caller: callerOf(this.principal) });
+  stream(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'emit' | 'conversation'> & SessionChoice = {}): AsyncIterable<AgentEvent> {
+    const { thread, sessionId, ...rest } = options;
+    const { name } = this.get(reference);
+    this.require('send messages', name);
+    if (sessionId === undefined) {
+      const conversation = this.conversation(thread);
+      return this.#kernel.stream(name, message, { ...rest, caller: callerOf(this.principal), ...(conversation === undefined ? {} : { conversation }) });
+    }
+    const kernel = this.#kernel;
+    const chosen = this.#conversationOf(name, { sessionId });
+    const caller = callerOf(this.principal);
+    return (async function* resumed(): AsyncGenerator<AgentEvent> {
+      const conversation = await chosen;
+      yield* kernel.stream(name, message, { ...rest, caller, ...(conversation === undefined ? {} : { conversation }) });
+    })();
   }
 
   /** A workflow command (`go`, `cancel`, `pause`, `resume`) sent as a message, with the workflow after it. */
@@ -124,27 +180,44 @@ export class CallerKernel {
     return this.#kernel.workflow(this.get(reference).name);
   }
 
-  runningTurn(reference: string): RunningTurnView | undefined {
-    return this.#kernel.runningTurn(this.get(reference).name);
+  /** The turn running on the principal's own session of the agent (or its `thread`'s), if any. */
+  runningTurn(reference: string, thread?: string): RunningTurnView | undefined {
+    const conversation = this.conversation(thread);
+    return this.#kernel.runningTurn(this.get(reference).name, conversation === undefined ? {} : { conversation });
   }
 
-  followTurn(reference: string): AsyncIterable<AgentEvent> {
-    return this.#kernel.followTurn(this.get(reference).name);
+  followTurn(reference: string, thread?: string): AsyncIterable<AgentEvent> {
+    const conversation = this.conversation(thread);
+    return this.#kernel.followTurn(this.get(reference).name, conversation === undefined ? {} : { conversation });
   }
 
-  async cancelTurn(reference: string): Promise<CancelledTurnView> {
+  /** Cancels the turn running on the principal's own session of the agent (or its `thread`'s). */
+  async cancelTurn(reference: string, thread?: string): Promise<CancelledTurnView> {
     const name = this.get(reference).name;
     this.require('cancel turns', name);
-    return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline });
+    const conversation = this.conversation(thread);
+    return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline, ...(conversation === undefined ? {} : { conversation }) });
   }
 
-  async session(reference: string): Promise<{ id: string; messages: readonly unknown[] }> {
-    return this.#kernel.session(this.get(reference).name);
+  /** The principal's own session of the agent (the main one for the owner), or the one `sessionId` names when it holds it. @throws {SessionNotFoundError} */
+  async session(reference: string, where: SessionChoice = {}): Promise<SessionView> {
+    const { name } = this.get(reference);
+    const conversation = await this.#conversationOf(name, where);
+    return this.#kernel.session(name, conversation === undefined ? {} : { conversation });
   }
 
-  async resetSession(reference: string): Promise<void> {
+  /** The sessions of the agent the principal holds: every one for the owner, its own and its threads' for any other key. */
+  async sessions(reference: string): Promise<SessionSummary[]> {
+    const { name } = this.get(reference);
+    return (await this.#kernel.sessions(name)).filter((session) => this.holds(session.conversation));
+  }
+
+  /** Empties the agent's main session, or the one `sessionId` names. */
+  async resetSession(reference: string, where: Pick<SessionChoice, 'sessionId'> = {}): Promise<void> {
     this.require('reset sessions');
-    await this.#kernel.resetSession(reference);
+    const { name } = this.get(reference);
+    const conversation = where.sessionId === undefined ? undefined : await this.#conversationOf(name, where);
+    await this.#kernel.resetSession(name, conversation === undefined ? {} : { conversation });
   }
 
   /** The agent a query names, when the principal reaches it (its id), or undefined for none named. */

@@ -30,6 +30,8 @@ import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
 import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
+import { conversationSessionId } from './conversation-session.ts';
+import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
 import { BudgetLedger } from './budget-ledger.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
@@ -156,10 +158,15 @@ export interface Kernel {
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** A workflow agent's current plan and its progress, if it has one. */
   workflow(reference: string): Promise<WorkflowRecord | undefined>;
-  /** An agent's session: its id and the messages of its history. */
-  session(reference: string): Promise<{ id: string; messages: readonly unknown[] }>;
-  /** Empties an agent's session history (its id stays). */
-  resetSession(reference: string): Promise<void>;
+  /**
+   * An agent's session: its main session (its owner's), or the one of `conversation`, with its id
+   * and the messages of its history (none yet for a conversation that has not begun).
+   */
+  session(reference: string, options?: { conversation?: string }): Promise<SessionView>;
+  /** Every session of an agent, oldest first, without their messages. */
+  sessions(reference: string): Promise<SessionSummary[]>;
+  /** Empties an agent's main session history, or that of `conversation` (its id stays). */
+  resetSession(reference: string, options?: { conversation?: string }): Promise<void>;
   /**
    * The audit log (kernel events, turns, tool calls and refusals), oldest first unless `order` is
    * `desc`, optionally for one agent, of some types, after or before a sequence number (500 rows
@@ -195,20 +202,20 @@ export interface Kernel {
    * asked for it; undefined when it has none.
    * @throws {AgentNotFoundError}
    */
-  runningTurn(reference: string): RunningTurnView | undefined;
+  runningTurn(reference: string, options?: { conversation?: string }): RunningTurnView | undefined;
   /**
    * Follows that turn, as a client that left and came back does: its events so far (text
    * joined), then the rest as they come, ending with `run-finish` or `error` once it is committed.
    * @throws {AgentNotFoundError} {TurnNotRunningError}
    */
-  followTurn(reference: string): AsyncIterable<AgentEvent>;
+  followTurn(reference: string, options?: { conversation?: string }): AsyncIterable<AgentEvent>;
   /**
    * Cancels that turn, as `caller` (who must be allowed to message the agent; the owner by
    * default), named `by` in the session. Resolves once the turn has ended and what it said and did
    * is committed (a cancelled turn keeps both), with how it ended.
    * @throws {AgentNotFoundError} {AccessDeniedError} {TurnNotRunningError}
    */
-  cancelTurn(reference: string, options?: { caller?: Caller; by?: string }): Promise<CancelledTurnView>;
+  cancelTurn(reference: string, options?: { caller?: Caller; by?: string; conversation?: string }): Promise<CancelledTurnView>;
   /**
    * Closes every request waiting for a person (approvals and questions, `expired` by
    * `shutdown`), cancels in-flight turns (what they did is saved) and stops every running agent
@@ -871,17 +878,24 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     workflow: (reference) => store.workflows.get(registry.resolve(reference).id),
 
-    async session(reference) {
+    async session(reference, options = {}) {
       const entry = registry.resolve(reference);
-      const session = await store.sessions.get(entry.sessionId);
-      return { id: entry.sessionId, messages: session?.messages ?? [] };
+      const id = options.conversation === undefined ? entry.sessionId : conversationSessionId(entry.id, options.conversation);
+      const session = await store.sessions.get(id);
+      return { id, conversation: options.conversation ?? null, messages: session?.messages ?? [] };
     },
 
-    async resetSession(reference) {
+    async sessions(reference) {
+      const entry = registry.resolve(reference);
+      return (await store.sessions.listByAgent(entry.id)).map(toSessionSummary);
+    },
+
+    async resetSession(reference, options = {}) {
       const entry = registry.resolve(reference);
       const at = clock.now();
-      await flow.resetSession(entry, at);
-      await emergent.sessionEnded(entry.id);
+      await flow.resetSession(entry, at, options.conversation);
+      // Tools forged in a session are the main session's (spec/02's session tier).
+      if (options.conversation === undefined) await emergent.sessionEnded(entry.id);
     },
 
     async audit(options = {}) {
@@ -905,11 +919,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit })),
 
-    runningTurn: (reference) => flow.runningTurn(registry.resolve(reference)),
+    runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
 
-    followTurn: (reference) => flow.followTurn(registry.resolve(reference)),
+    followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation),
 
-    cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner'),
+    cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
 
     async shutdown() {
       // First, so that what waits for a person reads as closed by the shutdown (not by its turn's

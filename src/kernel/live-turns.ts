@@ -2,7 +2,7 @@ import type { AgentEvent } from '../runtime/index.ts';
 import { PushQueue } from './push-queue.ts';
 import type { TurnStatus } from './turn-record.ts';
 
-/** The turn an agent runs on its main session now, as the API shows it. Times are ISO 8601. */
+/** The turn an agent runs on a session now, as the API shows it. Times are ISO 8601. */
 export interface RunningTurnView {
   /** The run's id once it started; null while it waits behind another turn of the agent. */
   run_id: string | null;
@@ -21,12 +21,14 @@ export interface CancelledTurnView {
 type Listener = (event: AgentEvent | undefined) => void;
 
 /**
- * One turn on an agent's main session, from the moment it was accepted until it is committed: its
+ * One turn on a session of an agent, from the moment it was accepted until it is committed: its
  * events so far (text deltas joined), so that a client that left can follow it again, and the
  * controller that cancels it.
  */
 export class LiveTurn {
   readonly agentId: string;
+  /** The conversation whose session it runs on; undefined for the agent's main session. */
+  readonly conversation: string | undefined;
   readonly message: string;
   readonly receivedAt: number;
   readonly controller = new AbortController();
@@ -37,8 +39,9 @@ export class LiveTurn {
   readonly #ended: Promise<TurnStatus>;
   #resolve!: (status: TurnStatus) => void;
 
-  constructor(agentId: string, message: string, receivedAt: number) {
+  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number) {
     this.agentId = agentId;
+    this.conversation = conversation;
     this.message = message;
     this.receivedAt = receivedAt;
     this.#ended = new Promise((resolve) => (this.#resolve = resolve));
@@ -90,34 +93,41 @@ export class LiveTurn {
   }
 }
 
+/** Where live turns are kept: an agent's session, named by its agent and conversation. */
+function sessionKey(agentId: string, conversation: string | undefined): string {
+  return conversation === undefined ? agentId : `${agentId}\0${conversation}`;
+}
+
 /**
- * The turns on agents' main sessions that are accepted and not yet committed, per agent in the
+ * The turns on agents' sessions that are accepted and not yet committed, per session in the
  * order they run (turns of one agent run one at a time).
  */
 export class LiveTurns {
-  readonly #byAgent = new Map<string, LiveTurn[]>();
+  readonly #bySession = new Map<string, LiveTurn[]>();
 
-  /** Registers a turn just accepted; call `close` when it has ended. */
-  open(agentId: string, message: string, receivedAt: number): LiveTurn {
-    const turn = new LiveTurn(agentId, message, receivedAt);
-    const list = this.#byAgent.get(agentId);
-    if (list === undefined) this.#byAgent.set(agentId, [turn]);
+  /** Registers a turn just accepted on the session of `conversation` (the main one when undefined); call `close` when it has ended. */
+  open(agentId: string, conversation: string | undefined, message: string, receivedAt: number): LiveTurn {
+    const turn = new LiveTurn(agentId, conversation, message, receivedAt);
+    const key = sessionKey(agentId, conversation);
+    const list = this.#bySession.get(key);
+    if (list === undefined) this.#bySession.set(key, [turn]);
     else list.push(turn);
     return turn;
   }
 
   /** Forgets a turn that ended. */
   close(turn: LiveTurn): void {
-    const list = this.#byAgent.get(turn.agentId);
+    const key = sessionKey(turn.agentId, turn.conversation);
+    const list = this.#bySession.get(key);
     if (list === undefined) return;
     const rest = list.filter((other) => other !== turn);
-    if (rest.length === 0) this.#byAgent.delete(turn.agentId);
-    else this.#byAgent.set(turn.agentId, rest);
+    if (rest.length === 0) this.#bySession.delete(key);
+    else this.#bySession.set(key, rest);
   }
 
-  /** The agent's turn that runs now, else the first one waiting. */
-  current(agentId: string): LiveTurn | undefined {
-    const list = this.#byAgent.get(agentId) ?? [];
+  /** The turn on that session of the agent that runs now, else the first one waiting. */
+  current(agentId: string, conversation?: string): LiveTurn | undefined {
+    const list = this.#bySession.get(sessionKey(agentId, conversation)) ?? [];
     return list.find((turn) => turn.runId !== undefined) ?? list[0];
   }
 }

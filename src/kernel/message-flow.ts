@@ -129,24 +129,24 @@ export interface MessageFlow {
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
-  /** The agent's turn on its main session that runs now (else the first one waiting), if any. */
-  runningTurn(agent: AgentEntry): RunningTurnView | undefined;
+  /** The agent's turn on the session of `conversation` (its main session without one) that runs now (else the first one waiting), if any. */
+  runningTurn(agent: AgentEntry, conversation?: string): RunningTurnView | undefined;
   /**
    * Follows that turn: its events so far (text joined), then the rest as they come, ending with
    * `run-finish` or `error` once it is committed.
    * @throws {TurnNotRunningError} when it has none.
    */
-  followTurn(agent: AgentEntry): AsyncIterable<AgentEvent>;
+  followTurn(agent: AgentEntry, conversation?: string): AsyncIterable<AgentEvent>;
   /**
    * Cancels that turn as `caller` (who must be allowed to message the agent), and resolves once
    * it has ended and what it said and did is committed, with how it ended.
    * @throws {AccessDeniedError} {CapabilityDeniedError} {TurnNotRunningError}
    */
-  cancelTurn(agent: AgentEntry, caller: Caller, by: string): Promise<CancelledTurnView>;
+  cancelTurn(agent: AgentEntry, caller: Caller, by: string, conversation?: string): Promise<CancelledTurnView>;
   /** Resolves once no turn is running or queued, and no background work (a workflow) runs. */
   idle(): Promise<void>;
-  /** Empties an agent's session history, after its running turn (if any) ends. */
-  resetSession(agent: AgentEntry, at: number): Promise<void>;
+  /** Empties the session of an agent's `conversation` (its main session without one), after its running turn (if any) ends. */
+  resetSession(agent: AgentEntry, at: number, conversation?: string): Promise<void>;
   /** Goes on with the agent's background work (an executing workflow) after a start or a resume. */
   resumeWork(agent: AgentEntry): Promise<void>;
   /**
@@ -306,7 +306,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const wellFormed = Math.min(options.wellFormed ?? 0, start === -1 ? session.length : start);
     const { seal } = place;
     const audit = seal === undefined || options.result === undefined ? undefined : seal.finished(options.result(usage));
-    await histories.save({ sessionId: place.sessionId, agentId: entry.id }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
+    await histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
   }
@@ -370,7 +370,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
     const base = await histories.load(place.sessionId);
     const conversation = place.conversation ?? 'main';
-    const canonical = place.person === undefined ? undefined : { person: place.person, sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)) };
+    const canonical = place.person === undefined ? undefined : { person: place.person, conversation: canonicalConversation(place.person), sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)) };
     const canonicalBase = canonical === undefined ? undefined : await histories.load(canonical.sessionId);
     const known = canonical === undefined || canonicalBase === undefined ? undefined : renderCanonical(canonicalBase.messages, canonical.person, conversation);
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
@@ -451,7 +451,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
           const summary = await summarize(resolver, outcome.model, older, signal, calls);
           next = [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary}` }, ...next.slice(-CANONICAL_KEEP_MESSAGES)];
         }
-        await histories.save({ sessionId: canonical.sessionId, agentId: entry.id }, canonicalBase, next, added);
+        await histories.save({ sessionId: canonical.sessionId, agentId: entry.id, conversation: canonical.conversation }, canonicalBase, next, added);
       } catch (error) {
         runLogger.warn({ err: error, person: canonical.person }, 'could not update what the agent knows of this person across conversations');
       }
@@ -705,7 +705,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { entry, runtime } = admit(reference, caller);
     const module = moduleFor(entry);
     const receivedAt = clock.now();
-    const sessionId = options.conversation === undefined ? entry.sessionId : conversationSessionId(entry.id, options.conversation);
+    const sessionId = sessionOf(entry, options.conversation);
     const place: TurnPlace = {
       sessionId,
       ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
@@ -714,16 +714,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       stream: options.emit !== undefined,
       ...(seal === undefined ? {} : { seal }),
     };
-    // A turn on the main session can be followed again by a client that left, and cancelled.
-    const live = options.conversation === undefined ? liveTurns.open(entry.id, message, receivedAt) : undefined;
+    // A turn can be followed again by a client that left, and cancelled, on whichever session it runs.
+    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt);
     const own = options.emit ?? noEvents;
-    const emit: AgentEventSink = live === undefined ? own : (event) => {
+    const emit: AgentEventSink = (event) => {
       live.emit(event);
       own(event);
     };
     // The caller's signal (a request's) cancels the live turn as its own controller would.
-    const unlink = live === undefined ? undefined : linkAbort(options.signal, live.controller);
-    const signal = live === undefined ? options.signal : live.controller.signal;
+    const unlink = linkAbort(options.signal, live.controller);
+    const signal = live.controller.signal;
     const turn = (): Promise<TurnResult> =>
       turns.run(entry.id, signal, (turnSignal) =>
         module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
@@ -731,42 +731,46 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     try {
       // An agent waiting on another must not be waited on by it: that would deadlock both turns.
       const result = await (caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn());
-      live?.end('finished');
+      live.end('finished');
       return result;
     } catch (error) {
       // A budget that stopped the turn ended it as a cancel would: what it said is kept.
-      live?.end(signal?.aborted === true || isBudgetRefusal(error) ? 'cancelled' : 'failed', errorEvent(error));
+      live.end(signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed', errorEvent(error));
       throw error;
     } finally {
-      unlink?.();
-      if (live !== undefined) liveTurns.close(live);
+      unlink();
+      liveTurns.close(live);
     }
   }
 
-  function currentTurn(agent: AgentEntry, action: string): LiveTurn {
-    const turn = liveTurns.current(agent.id);
+  function currentTurn(agent: AgentEntry, conversation: string | undefined, action: string): LiveTurn {
+    const turn = liveTurns.current(agent.id, conversation);
     if (turn === undefined) throw new TurnNotRunningError(agent.name, action);
     return turn;
   }
+
+  /** The session of a conversation of the agent: its main session without one. */
+  const sessionOf = (agent: AgentEntry, conversation: string | undefined): string => (conversation === undefined ? agent.sessionId : conversationSessionId(agent.id, conversation));
 
   return {
     send,
     runTask,
     callModel,
-    runningTurn: (agent) => liveTurns.current(agent.id)?.view(),
-    followTurn: (agent) => currentTurn(agent, 'follow').follow(),
-    async cancelTurn(agent, caller, by) {
+    runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
+    followTurn: (agent, conversation) => currentTurn(agent, conversation, 'follow').follow(),
+    async cancelTurn(agent, caller, by, conversation) {
       authorize(agent, caller);
-      const turn = currentTurn(agent, 'cancel');
+      const turn = currentTurn(agent, conversation, 'cancel');
       turn.controller.abort(new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`));
       const status = await turn.ended;
       return { agent: agent.name, run_id: turn.runId ?? null, status };
     },
-    resetSession: (agent, at) =>
+    resetSession: (agent, at, conversation) =>
       turns.run(agent.id, undefined, async () => {
-        histories.forget(agent.sessionId);
-        const current = await store.sessions.get(agent.sessionId);
-        await store.sessions.save({ id: agent.sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at });
+        const sessionId = sessionOf(agent, conversation);
+        histories.forget(sessionId);
+        const current = await store.sessions.get(sessionId);
+        await store.sessions.save({ id: sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at, conversation: conversation ?? null });
       }),
     async idle() {
       await turns.idle();

@@ -86,7 +86,7 @@ export class SessionHistories {
    * leading messages of `messages` are known to make a well-formed history.
    */
   async save(
-    target: { sessionId: string; agentId: string },
+    target: { sessionId: string; agentId: string; conversation?: string | undefined },
     base: SessionHistory,
     messages: ModelMessage[],
     added: readonly ModelMessage[],
@@ -106,7 +106,7 @@ export class SessionHistories {
         const revision = appended
           ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) })
           : await this.#store.sessions.save(
-              { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt },
+              { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt, conversation: target.conversation ?? null },
               { expectedRevision: expected.revision, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) },
             );
         // A history that grew by the turn's messages is counted from what was known of it before.

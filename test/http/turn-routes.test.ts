@@ -57,13 +57,17 @@ describe('the running turn over HTTP', () => {
     const first = readSse(started);
     await readUntil(first, 'text-delta');
 
-    const session = (await (await api.request('/api/agents/helper-teller/session', as('helper-secret'))).json()) as { messages: unknown[]; running: Record<string, unknown> | null };
+    const session = (await (await api.request('/api/agents/helper-teller/session', as('admin-secret'))).json()) as { messages: unknown[]; running: Record<string, unknown> | null };
     expect(session.messages).toEqual([]);
     expect(session.running).toMatchObject({ message: 'Tell me a story', state: 'running', run_id: expect.any(String) as string });
-    const shown = await api.request('/api/agents/helper-teller/turn', as('helper-secret'));
+    const shown = await api.request('/api/agents/helper-teller/turn', as('admin-secret'));
     expect(await shown.json()).toEqual(session.running);
+    // Another key has a session of its own: the owner's turn is not in it.
+    const others = (await (await api.request('/api/agents/helper-teller/session', as('helper-secret'))).json()) as { running: unknown };
+    expect(others.running).toBeNull();
+    expect((await api.request('/api/agents/helper-teller/turn', as('helper-secret'))).status).toBe(409);
 
-    const follower = readSse(await api.request('/api/agents/helper-teller/turn', as('helper-secret', { headers: { accept: 'text/event-stream' } })));
+    const follower = readSse(await api.request('/api/agents/helper-teller/turn', as('admin-secret', { headers: { accept: 'text/event-stream' } })));
     const replayed = await readUntil(follower, 'text-delta');
     expect(replayed[0]?.event).toBe('run-start');
     expect(textOf(replayed)).toBe('Chapter one. ');
@@ -72,10 +76,10 @@ describe('the running turn over HTTP', () => {
     expect(JSON.parse(rest.at(-1)?.data ?? '{}')).toMatchObject({ type: 'run-finish', result: { text: 'Chapter one. ', usage: { input_tokens: 10 } } });
     await readUntil(first, 'run-finish');
 
-    const after = (await (await api.request('/api/agents/helper-teller/session', as('helper-secret'))).json()) as { messages: unknown[]; running: unknown };
+    const after = (await (await api.request('/api/agents/helper-teller/session', as('admin-secret'))).json()) as { messages: unknown[]; running: unknown };
     expect(after.running).toBeNull();
     expect(after.messages).toHaveLength(2);
-    const none = await api.request('/api/agents/helper-teller/turn', as('helper-secret'));
+    const none = await api.request('/api/agents/helper-teller/turn', as('admin-secret'));
     expect(none.status).toBe(409);
     expect(await none.json()).toMatchObject({ error: { code: 'TURN_NOT_RUNNING', message: 'agent "helper-teller" has no turn running; nothing to show' } });
   });
@@ -93,7 +97,9 @@ describe('the running turn over HTTP', () => {
     const end = await readUntil(streamed, 'error');
     expect(JSON.parse(end.at(-1)?.data ?? '{}')).toMatchObject({ code: 'TURN_CANCELLED', message: expect.stringContaining('cancelled by "helper-bot"') as string });
 
-    const session = (await (await api.request('/api/agents/helper-teller/session', as('admin-secret'))).json()) as { messages: Record<string, unknown>[] };
+    // The key's turn is in its own session, which the owner reads by its id.
+    const [own] = (await (await api.request('/api/agents/helper-teller/sessions', as('helper-secret'))).json()) as { id: string }[];
+    const session = (await (await api.request(`/api/agents/helper-teller/session?session=${own?.id ?? ''}`, as('admin-secret'))).json()) as { messages: Record<string, unknown>[] };
     expect(session.messages).toMatchObject([
       { role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { id: view.run_id, status: 'cancelled' } } } },
       { role: 'assistant', content: [{ type: 'text', text: 'It was a dark ' }, { providerOptions: { loom: { note: 'cancelled' } } }] },

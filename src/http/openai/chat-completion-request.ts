@@ -12,7 +12,8 @@ const ChatMessageSchema = z.looseObject({
 
 /**
  * The body of `POST /v1/chat/completions`, validated loosely: `model` and `messages` are
- * required; `stream` and `stream_options.include_usage` are read; every other field of the
+ * required; `stream`, `stream_options.include_usage` and `user` (the conversation within the
+ * key's own: each `user` has a session of its own) are read; every other field of the
  * OpenAI request (temperature, tools, n, …) is accepted and ignored, since the agent's
  * manifest decides its model and settings.
  */
@@ -21,7 +22,13 @@ export const ChatCompletionRequestSchema = z.looseObject({
   messages: z.array(ChatMessageSchema).min(1, { error: 'expected at least one message' }),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+  user: z.string().min(1).max(256).nullish(),
 });
+
+/** The conversation a request belongs to within its key's: `v1`, or `v1:<user>` when it names its end user. */
+export function threadOf(request: ChatCompletionRequest): string {
+  return request.user === null || request.user === undefined ? 'v1' : `v1:${request.user}`;
+}
 
 /** A validated chat completion request. */
 export type ChatCompletionRequest = z.output<typeof ChatCompletionRequestSchema>;

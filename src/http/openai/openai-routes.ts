@@ -8,7 +8,7 @@ import type { TurnResult } from '../../runtime/index.ts';
 import { type HttpEnv, kernelOf } from '../http-context.ts';
 import { readJsonBody } from '../request-input.ts';
 import { startTurnStream } from '../start-turn-stream.ts';
-import { ChatCompletionRequestSchema, lastUserMessage } from './chat-completion-request.ts';
+import { ChatCompletionRequestSchema, lastUserMessage, threadOf } from './chat-completion-request.ts';
 import { toOpenAiErrorResponse } from './to-openai-error-response.ts';
 
 /** What the OpenAI-compatible routes need. */
@@ -98,7 +98,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
     const created = unixNow();
 
     if (request.stream !== true) {
-      const result = await caller.send(name, message, { signal: deadline.signal });
+      const result = await caller.send(name, message, { signal: deadline.signal, thread: threadOf(request) });
       const body: ChatCompletion = {
         id,
         object: 'chat.completion',
@@ -119,7 +119,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
-    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal);
+    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal, { thread: threadOf(request) });
     return streamSSE(c, async (stream) => {
       stream.onAbort(disconnect);
       const write = async (data: unknown): Promise<void> => {
