@@ -10,7 +10,7 @@ import { matchesPattern } from '../capabilities/index.ts';
 import { type Config, LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
 import { UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { type AgentDetailView, type Caller, type Kernel, OWNER } from '../kernel/index.ts';
+import { type AgentDetailView, type Caller, type Kernel, OWNER, principalOfCaller, reachesAgent } from '../kernel/index.ts';
 import { safeDecodeUriComponent, trimTrailingSlashes } from '../validation/index.ts';
 import { buildAgentCard, endpointsOf, toCardJson, toDualCard, toLegacyCard } from './agent-cards.ts';
 import { agentMessage, LoomA2aUser, LoomAgentExecutor, textOf, textPart } from './agent-executor.ts';
@@ -262,8 +262,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const sees = (caller: Caller | undefined, name: string): boolean => {
     if (!keyedFor(caller) || publicAgents.some((pattern) => matchesPattern(pattern, name))) return true;
     if (caller === undefined) return false;
-    if (caller.kind !== 'user' || caller.role !== 'user' || caller.agents === undefined) return true;
-    return caller.agents.some((pattern) => matchesPattern(pattern, name));
+    return caller.kind !== 'user' || reachesAgent(principalOfCaller(caller), name);
   };
   /** The live agent `name` names, when request `c`'s caller may see it: one it may not is as unknown as a missing one. */
   const visibleAgent = (c: Context, name: string): AgentDetailView | undefined => {

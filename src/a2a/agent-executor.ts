@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
-import { LOCAL_PRINCIPAL_NAME, type Principal, principalKey } from '../access/index.ts';
-import { type Caller, type Kernel, kernelAs, reachesAgent } from '../kernel/index.ts';
+import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
+import { type Caller, type Kernel, kernelAs, principalOfCaller, reachesAgent, refusalOf } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -28,17 +28,12 @@ export function callerName(caller: Caller): string {
   return caller.kind === 'user' ? (caller.name ?? LOCAL_PRINCIPAL_NAME) : caller.agentId;
 }
 
-/** The principal a user caller acts as (a key's name, role and agents). */
-function principalOfUser(caller: Caller & { kind: 'user' }): Principal {
-  return { name: callerName(caller), role: caller.role, agents: caller.agents ?? ['*'] };
-}
-
 /**
  * Who the caller is, whole, as a task records its creator (`loomCallerKey`): a key's name, role
  * and agents together (see `principalKey`), or the calling agent's id.
  */
 export function callerKey(caller: Caller): string {
-  return caller.kind === 'user' ? principalKey(principalOfUser(caller)) : `agent:${caller.agentId}`;
+  return caller.kind === 'user' ? principalKey(principalOfCaller(caller)) : `agent:${caller.agentId}`;
 }
 
 /**
@@ -53,12 +48,12 @@ export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
   const agent: unknown = task.metadata?.['loomAgent'];
   const creator: unknown = task.metadata?.['loomCallerKey'];
   if (typeof agent !== 'string' || creator !== callerKey(caller)) return false;
-  return caller.kind !== 'user' || reachesAgent(principalOfUser(caller), agent);
+  return caller.kind !== 'user' || reachesAgent(principalOfCaller(caller), agent);
 }
 
 /** Whether the caller sees every task: an owner, or Loom itself (no caller). */
-export function seesEveryTask(caller: Caller | undefined): caller is undefined | (Caller & { kind: 'user'; role: 'owner' }) {
-  return caller === undefined || (caller.kind === 'user' && caller.role === 'owner');
+export function seesEveryTask(caller: Caller | undefined): caller is undefined | (Caller & { kind: 'user' }) {
+  return caller === undefined || (caller.kind === 'user' && refusalOf(principalOfCaller(caller), 'read every A2A task') === undefined);
 }
 
 /** The caller of an SDK call, when Loom's door put one in its context. */
@@ -217,7 +212,7 @@ export class LoomAgentExecutor implements AgentExecutor {
       const thread = `a2a:${contextId}`;
       const events =
         caller.kind === 'user'
-          ? kernelAs(this.#kernel, principalOfUser(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal })
+          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal })
           : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, signal: run.controller.signal });
       for await (const event of events) {
         if (run.finished) break;

@@ -1,5 +1,6 @@
 import { matchesPattern } from '../capabilities/index.ts';
 import type { Principal, PrincipalRole } from '../contracts/index.ts';
+import { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
 import { AccessDeniedError } from '../errors/index.ts';
 import type { Caller } from './agent-runtime.ts';
 
@@ -55,6 +56,8 @@ export const AUTHORITY = {
   // Whether a manifest could run asks the daemon's environment (which keys are set) and knocks on
   // the model server it names: the owner's to ask.
   'probe model servers': { roles: OWNERS, reach: false },
+  // Tasks are kept per creator: the owner reads every one, any other key those it created.
+  'read every A2A task': { roles: OWNERS, reach: false },
   // The `[mcp_server]` principal's own tools reach beyond any one agent.
   "call the installation's own MCP tools": { roles: OWNERS, reach: false },
 } as const satisfies Record<string, Rule>;
@@ -101,4 +104,9 @@ export function requireAllowed(principal: Principal, action: Action, target?: { 
 /** The kernel caller a person is: the one place a principal becomes what the message flow checks. */
 export function callerOf(principal: Principal): Caller {
   return { kind: 'user', role: principal.role, name: principal.name, agents: principal.agents };
+}
+
+/** The person a kernel caller is (`local`, the owner, when it names nobody; every agent when it names no patterns). */
+export function principalOfCaller(caller: Caller & { kind: 'user' }): Principal {
+  return { name: caller.name ?? LOCAL_PRINCIPAL_NAME, role: caller.role, agents: caller.agents ?? ['*'] };
 }

@@ -6,7 +6,7 @@ export { ApprovalService, DEFAULT_APPROVAL_TIMEOUT_MS } from './approval-service
 export { createLineup } from './one-at-a-time.ts';
 export type { ApprovalDecision, ApprovalEvent, OpenApproval } from './approval-service.ts';
 export type { AgentRuntime, Caller } from './agent-runtime.ts';
-export { type Action, AUTHORITY, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
+export { type Action, AUTHORITY, callerOf, principalOfCaller, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
 export { CallerKernel, kernelAs, type SessionChoice } from './caller-kernel.ts';
 export type { SessionSummary, SessionView } from './session-view.ts';
 export { toAgentDetailView, toAgentView } from './agent-view.ts';
