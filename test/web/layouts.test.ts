@@ -101,8 +101,17 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
   let harness: DashboardHarness;
 
   /** Each page and something that shows once its data is in. */
-  const pages: { path: string; ready: (page: Page) => Locator }[] = [
+  const pages: { path: string; ready: (page: Page) => Locator; open?: (page: Page) => Promise<void> }[] = [
     { path: '#/agents', ready: (page) => page.locator('tr[data-agent="research-assistant"]') },
+    {
+      path: '#/agents',
+      ready: (page) => page.locator('tr[data-agent="research-assistant"]'),
+      // The spawn editor opened: the manifest, its line numbers and its live check.
+      open: async (page) => {
+        await page.getByRole('button', { name: /spawn agent/i }).click();
+        await visible(page.getByRole('textbox', { name: 'Manifest' }));
+      },
+    },
     { path: '#/agents/research-assistant', ready: (page) => page.getByTestId('state-badge') },
     { path: '#/agents/careful-writer/chat', ready: (page) => page.getByRole('button', { name: 'Approve' }) },
     { path: '#/approvals', ready: (page) => page.getByRole('button', { name: /approve/i }).first() },
@@ -110,6 +119,15 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
     { path: '#/usage', ready: (page) => page.getByTestId('cost-chart').locator('canvas') },
     { path: '#/packages', ready: (page) => page.getByText('reporter').first() },
     { path: '#/tools', ready: (page) => page.getByTestId('forged-tool').first() },
+    {
+      path: '#/tools',
+      ready: (page) => page.getByTestId('forged-tool').first(),
+      // A forged tool opened: its verdicts, schemas and source.
+      open: async (page) => {
+        await page.getByRole('button', { name: 'double_the_number' }).click();
+        await visible(page.getByTestId('tool-detail'));
+      },
+    },
     { path: '#/channels', ready: (page) => page.getByTestId('channel').first() },
   ];
 
@@ -176,7 +194,8 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
           for (const entry of pages) {
             await page.goto(`${harness.server.url}/${entry.path}`);
             await visible(entry.ready(page));
-            const where = `${entry.path} (${scheme})`;
+            await entry.open?.(page);
+            const where = `${entry.path}${entry.open === undefined ? '' : ' (opened)'} (${scheme})`;
             if (scheme === 'light') {
               const widths = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
               if (widths.scroll > widths.client) found.push(`${where}: ${widths.scroll} px wide on a ${widths.client} px screen`);
