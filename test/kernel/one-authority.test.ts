@@ -1,9 +1,12 @@
-import type { Client } from '@modelcontextprotocol/client';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
-import { connectClient, firstText } from '../mcp/server-harness.ts';
+import { connectClient, firstText, MODERN_REVISION } from '../mcp/server-harness.ts';
 import { a2aClient, textMessage } from '../a2a/a2a-sdk-client.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
@@ -183,28 +186,55 @@ afterAll(async () => {
   for (const client of mcpClients.values()) await client.close();
 });
 
-const MCP: Door = {
-  'see the agent': async (role) => ((await (await mcpAs(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied'),
-  'send a message': async (role) => {
-    model.script([{ text: 'hello back' }]);
-    try {
-      const result = await (await mcpAs(role)).callTool({ name: 'loom_agent_helper_one', arguments: { message: 'hello' } });
-      if (result.isError !== true) return firstText(result) === 'hello back' ? 'allowed' : `unexpected: ${firstText(result)}`;
-      return /may not/.test(firstText(result)) ? 'denied' : `unexpected: ${firstText(result)}`;
-    } catch (error) {
-      // A tool the caller is not served is unknown to it.
-      return /Unknown tool/.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
-    }
-  },
-  'read its session': async (role) => {
-    try {
-      await (await mcpAs(role)).readResource({ uri: 'loom://agents/helper-one/session' });
-      return 'allowed';
-    } catch (error) {
-      return /not found/i.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
-    }
-  },
-};
+/** `loom mcp` over stdio, one process per role, pointed at the daemon (LOOM_URL) with the role's key. */
+const stdioClients = new Map<Role, Client>();
+const ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'loom.js');
+async function stdioAs(role: Role): Promise<Client> {
+  let client = stdioClients.get(role);
+  if (client === undefined) {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [ENTRY, 'mcp'],
+      env: { PATH: process.env['PATH'] ?? '', LOOM_HOME: join(dir.path, 'stdio-home'), HOME: dir.path, LOOM_URL: api.url, LOOM_API_KEY: KEYS[role] },
+    });
+    client = new Client({ name: 'one-authority', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } });
+    await client.connect(transport);
+    stdioClients.set(role, client);
+  }
+  return client;
+}
+afterAll(async () => {
+  for (const client of stdioClients.values()) await client.close();
+});
+
+/** The MCP door's operations over a client of `connect`'s. */
+function mcpDoor(connect: (role: Role) => Promise<Client>): Door {
+  return {
+    'see the agent': async (role) => ((await (await connect(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied'),
+    'send a message': async (role) => {
+      model.script([{ text: 'hello back' }]);
+      try {
+        const result = await (await connect(role)).callTool({ name: 'loom_agent_helper_one', arguments: { message: 'hello' } });
+        if (result.isError !== true) return firstText(result) === 'hello back' ? 'allowed' : `unexpected: ${firstText(result)}`;
+        return /may not/.test(firstText(result)) ? 'denied' : `unexpected: ${firstText(result)}`;
+      } catch (error) {
+        // A tool the caller is not served is unknown to it.
+        return /Unknown tool/.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+      }
+    },
+    'read its session': async (role) => {
+      try {
+        await (await connect(role)).readResource({ uri: 'loom://agents/helper-one/session' });
+        return 'allowed';
+      } catch (error) {
+        return /not found|-32602/i.test(String(error)) ? 'denied' : `unexpected: ${String(error)}`;
+      }
+    },
+  };
+}
+
+const MCP = mcpDoor(mcpAs);
+const MCP_STDIO = mcpDoor(stdioAs);
 
 /** Sends through A2A with the SDK's client over `transport`: a card out of reach is 404, as an unknown agent; a refusal fails the task or the call. */
 async function a2aSend(role: Role, transport: 'JSONRPC' | 'HTTP+JSON'): Promise<Outcome> {
@@ -290,7 +320,7 @@ describe('an agent through agent_message', () => {
   }
 });
 
-const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'A2A JSON-RPC': A2A, 'A2A HTTP+JSON': A2A_REST, 'the CLI against a daemon': CLI };
+const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'MCP over stdio (loom mcp against the daemon)': MCP_STDIO, 'A2A JSON-RPC': A2A, 'A2A HTTP+JSON': A2A_REST, 'the CLI against a daemon': CLI };
 
 for (const [doorName, door] of Object.entries(DOORS)) {
   describe(`through ${doorName}`, () => {
