@@ -15,6 +15,14 @@ if (major < 24) {
   );
   process.exit(1);
 }
+// A reader that stops early (`loom --help | head`) closes the pipe: the rest of the output has
+// nowhere to go, which is no error to report. Leave quietly, with the status so far.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(process.exitCode ?? 0);
+  });
+}
 // Cache compiled (and type-stripped) modules between runs: it halves start-up time and memory.
 module.enableCompileCache?.();
 // The built daemon (`npm run build`, run by `npm install`) while every file it was built from is

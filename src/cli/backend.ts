@@ -158,7 +158,11 @@ async function fetchDaemon(url: string, path: string, init: RequestInit = {}): P
     if (kind === undefined) throw error;
     const fix = '`loom status` tells, `loom start` (or `npm start`) starts it';
     const message = {
-      unreachable: `cannot reach the Loom daemon at ${url} (${code}); is it running? ${fix}`,
+      // Nothing listens there: the usual case, a daemon not started (or stopped).
+      unreachable:
+        code === 'ECONNREFUSED'
+          ? `the daemon at ${url} is not running: start it with \`loom start\` (or \`npm start\`); \`loom status\` tells where it runs`
+          : `cannot reach the Loom daemon at ${url} (${code}); is it running? ${fix}`,
       cut: `lost the connection to the Loom daemon at ${url} (${code}); is it still running? ${fix}`,
       slow: `the Loom daemon at ${url} did not answer within the time the CLI waits (${code}): a long turn goes on in the daemon (\`loom send --stream\` shows one as it runs); if it is not running, ${fix}`,
     }[kind];

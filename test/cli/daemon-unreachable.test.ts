@@ -17,12 +17,10 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const fix = '`loom status` tells, `loom start` (or `npm start`) starts it\n';
-
 describe('CLI commands against a daemon that does not answer', () => {
-  it('say that nothing answers at the URL given, and how to find out and start it, instead of "fetch failed"', async () => {
+  it('say that the daemon at the URL given is not running and how to start it, instead of "fetch failed"', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    const unreachable = `error: cannot reach the Loom daemon at ${url} (ECONNREFUSED); is it running? ${fix}`;
+    const unreachable = `error: the daemon at ${url} is not running: start it with \`loom start\` (or \`npm start\`); \`loom status\` tells where it runs\n`;
     // A call, a stream, and a GET of the commands reading the daemon's views: each the same line, exit status 1.
     expect(await runCli(home, ['--url', url, 'agent', 'list'])).toEqual({ code: 1, stdout: '', stderr: unreachable });
     expect(await runCli(home, ['send', 'helper', 'hi', '--stream'], { env: { LOOM_URL: url } })).toMatchObject({ code: 1, stderr: unreachable });
@@ -36,7 +34,7 @@ describe('CLI commands against a daemon that does not answer', () => {
     // A live pid (this process) with a port nothing listens on: a daemon that hangs, or a pid reused.
     await writeFile(join(home, 'daemon.json'), JSON.stringify({ pid: process.pid, host: '127.0.0.1', port: Number(new URL(url).port), url, startedAt: new Date().toISOString(), version: 'test' }));
     const result = await runCli(home, ['agent', 'reset', 'helper']);
-    expect(result.stderr).toBe(`error: cannot reach the Loom daemon at ${url} (ECONNREFUSED); is it running? ${fix}`);
+    expect(result.stderr).toBe(`error: the daemon at ${url} is not running: start it with \`loom start\` (or \`npm start\`); \`loom status\` tells where it runs\n`);
     expect(result.code).toBe(1);
   });
 

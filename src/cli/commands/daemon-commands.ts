@@ -193,6 +193,34 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   throw new LoomError('DAEMON_START_FAILED', 'system', `the daemon did not start; the end of ${logPath}:\n${tail}`);
 }
 
+/** The options of `loom start` that npm takes for itself when they come before `--`. */
+const NPM_TAKES = [
+  ['port', 'npm_config_port'],
+  ['host', 'npm_config_host'],
+  ['log-format', 'npm_config_log_format'],
+] as const;
+
+/**
+ * Refuses what `npm start --port 4210` hands Loom: npm keeps `--port` (as `npm_config_port`) and
+ * passes "4210" on as a stray word, so the daemon would start on its default port. Says the form
+ * that works, `npm start -- --port 4210`.
+ * @throws {UsageError} for stray words, or an option npm took.
+ */
+function refuseOptionsNpmTook(io: CliIo, words: readonly string[], options: StartOptions): void {
+  const taken = NPM_TAKES.filter(([, variable]) => (io.env[variable] ?? '') !== '').map(([name, variable]) => {
+    const value = io.env[variable];
+    // `--port 4210` leaves "true" with the value among the stray words; `--port=4210` leaves the value.
+    return { name, value: value === 'true' ? words[0] : value };
+  });
+  const given = (name: string): boolean => (name === 'port' ? options.port : name === 'host' ? options.host : options.logFormat) !== undefined;
+  const lost = taken.filter(({ name }) => !given(name));
+  if (io.env['npm_lifecycle_event'] !== undefined && lost.length > 0) {
+    const flags = lost.map(({ name, value }) => `--${name}${value === undefined ? '' : ` ${value}`}`).join(' ');
+    throw new UsageError(`cannot start Loom with ${flags}: npm kept ${lost.length === 1 ? 'it' : 'them'} for itself, as npm does with options before \`--\`; run \`npm ${io.env['npm_lifecycle_event'] === 'start' ? 'start' : `run ${io.env['npm_lifecycle_event']}`} -- ${flags}\``);
+  }
+  if (words.length > 0) throw new UsageError(`loom start takes no arguments, got ${words.map((word) => `"${word}"`).join(' ')}; options are written --port 4210 (through npm: npm start -- --port 4210)`);
+}
+
 /** `loom start`, `loom stop`, `loom status`, `loom doctor`. */
 export function registerDaemonCommands(program: Command, io: CliIo): void {
   program
@@ -203,8 +231,11 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .option('--foreground', 'run in this terminal until Ctrl-C (what `npm start` does)')
     .option('--json', 'in the background, print { started, url, pid, log } (started is false when one already runs)')
     .option('--log-format <format>', 'with --foreground, what standard output shows: auto (readable lines at a terminal, JSON lines otherwise), pretty or json (default LOOM_LOG_FORMAT, else auto)', (value) => parseLogFormat(value))
-    .addHelpText('after', '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n')
-    .action(async (options: StartOptions) => {
+    .addHelpText('after', '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\nThrough npm, options follow `--`: npm start -- --port 4210\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n')
+    // Stray words are refused below, saying why: `npm start --port 4210` leaves "4210" here.
+    .allowExcessArguments(true)
+    .action(async (options: StartOptions, command: Command) => {
+      refuseOptionsNpmTook(io, command.args, options);
       if (options.foreground === true) await runForeground(io, options);
       else await runBackground(io, options);
     });

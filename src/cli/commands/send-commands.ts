@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { isLoomError, LoomError, UsageError } from '../../errors/index.ts';
 import type { CliBackend, CliEvent } from '../backend.ts';
@@ -54,6 +55,12 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
 
 /** What `loom chat` takes besides messages. */
 const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D). Ctrl-C stops a reply; at an empty prompt it leaves.';
+
+/** What `loom chat` asks with at a terminal. */
+const CHAT_PROMPT = 'you> ';
+
+/** What `loom chat` says to a Ctrl-C at the prompt right after one that stopped a reply. */
+const STAY_LINE = '(still here: the reply was stopped. Ctrl-C again, /exit or Ctrl-D leaves)';
 
 /** What `loom chat` prints when a reply was cancelled. */
 const CANCELLED_LINE = '[cancelled: what was said so far is kept in the session]';
@@ -131,9 +138,19 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .action(async (reference: string) => {
       await withBackend(io, async (backend) => {
         const name = (await backend.get(reference)).name;
-        // At a terminal: line editing and history (arrow keys), as in any shell.
+        // At a terminal: line editing and history (arrow keys), as in any shell, and a prompt.
         const terminal = io.interactive === true;
-        const prompt = createInterface({ input: io.stdin, terminal, ...(terminal ? { output: process.stdout, historySize: 500 } : {}) });
+        const output = new Writable({
+          write(chunk: Buffer | string, _encoding, done) {
+            io.stdout(chunk.toString());
+            done();
+          },
+        });
+        const prompt = createInterface({ input: io.stdin, terminal, ...(terminal ? { output, historySize: 500 } : {}) });
+        prompt.setPrompt(CHAT_PROMPT);
+        const ask = (): void => {
+          if (terminal) prompt.prompt();
+        };
         // Ctrl-C while a reply streams cancels the reply (the agent's turn), not the program.
         let replying = false;
         let cancelling: Promise<unknown> | undefined;
@@ -141,53 +158,72 @@ export function registerSendCommands(program: Command, io: CliIo): void {
           cancelling ??= backend.cancelTurn(reference).catch((error: unknown) => reportCancelFailure(io, error));
         };
         // At a terminal readline reads Ctrl-C as a key: during a reply it cancels; at an empty
-        // prompt it leaves, as in a shell; on a line being typed it clears the line.
+        // prompt it leaves, as in a shell; on a line being typed it clears the line. A Ctrl-C that
+        // stopped a reply is often pressed twice: the second, landing at the empty prompt right
+        // after, does not leave; it says how to, and the next one does.
+        let justStopped = false;
         prompt.on('SIGINT', () => {
-          if (replying) cancelReply();
-          else if (prompt.line === '') prompt.close();
-          else prompt.write(null, { ctrl: true, name: 'u' });
+          if (replying) {
+            justStopped = true;
+            cancelReply();
+          } else if (prompt.line !== '') prompt.write(null, { ctrl: true, name: 'u' });
+          else if (justStopped) {
+            justStopped = false;
+            io.stdout(`\n${STAY_LINE}\n`);
+            ask();
+          } else prompt.close();
         });
+
+        /** One line typed in the chat: a command, or a message whose reply streams. */
+        const handle = async (message: string): Promise<void> => {
+          if (message === '') return;
+          if (message === '/help') {
+            io.stdout(`${CHAT_HELP}\n`);
+            return;
+          }
+          if (message === '/reset') {
+            await backend.resetSession(reference);
+            io.stdout(`The session of ${name} is empty now.\n`);
+            return;
+          }
+          if (message === '/usage') {
+            const rows = await backend.usage(name);
+            io.stdout(rows.length === 0 ? 'No usage yet.\n' : formatUsage(rows));
+            return;
+          }
+          if (message.startsWith('/')) {
+            io.stderr(`unknown command ${message.split(/\s/)[0] ?? message}; ${CHAT_HELP}\n`);
+            return;
+          }
+          io.stdout(`${name}> `);
+          // Not at a terminal (stdin piped), Ctrl-C is a signal: taken only while a reply streams.
+          process.on('SIGINT', cancelReply);
+          replying = true;
+          try {
+            const finish = await renderStream(io, backend.stream(reference, message));
+            if (finish !== undefined) io.stdout(`${formatTurnFooter(finish.result)}\n`);
+          } catch (error) {
+            // A cancelled reply is said so; a failed turn is reported; the conversation goes on.
+            if (isLoomError(error) && error.code === 'TURN_CANCELLED') io.stdout(`${CANCELLED_LINE}\n`);
+            else io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+          } finally {
+            replying = false;
+            process.off('SIGINT', cancelReply);
+            await cancelling;
+            cancelling = undefined;
+          }
+        };
+
         try {
           io.stdout(`Chatting with ${name}. Type /help for commands, /exit or Ctrl-D to leave.\n`);
+          ask();
           for await (const input of prompt) {
             const message = input.trim();
-            if (message === '') continue;
             if (message === '/exit' || message === '/quit') break;
-            if (message === '/help') {
-              io.stdout(`${CHAT_HELP}\n`);
-              continue;
-            }
-            if (message === '/reset') {
-              await backend.resetSession(reference);
-              io.stdout(`The session of ${name} is empty now.\n`);
-              continue;
-            }
-            if (message === '/usage') {
-              const rows = await backend.usage(name);
-              io.stdout(rows.length === 0 ? 'No usage yet.\n' : formatUsage(rows));
-              continue;
-            }
-            if (message.startsWith('/')) {
-              io.stderr(`unknown command ${message.split(/\s/)[0] ?? message}; ${CHAT_HELP}\n`);
-              continue;
-            }
-            io.stdout(`${name}> `);
-            // Not at a terminal (stdin piped), Ctrl-C is a signal: taken only while a reply streams.
-            process.on('SIGINT', cancelReply);
-            replying = true;
-            try {
-              const finish = await renderStream(io, backend.stream(reference, message));
-              if (finish !== undefined) io.stdout(`${formatTurnFooter(finish.result)}\n`);
-            } catch (error) {
-              // A cancelled reply is said so; a failed turn is reported; the conversation goes on.
-              if (isLoomError(error) && error.code === 'TURN_CANCELLED') io.stdout(`${CANCELLED_LINE}\n`);
-              else io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-            } finally {
-              replying = false;
-              process.off('SIGINT', cancelReply);
-              await cancelling;
-              cancelling = undefined;
-            }
+            // Anything typed (an empty line too) ends the grace of a Ctrl-C that stopped a reply.
+            if (!replying) justStopped = false;
+            await handle(message);
+            ask();
           }
         } finally {
           prompt.close();

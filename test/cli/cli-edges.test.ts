@@ -1,0 +1,52 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/run-cli.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+
+const root = join(import.meta.dirname, '../..');
+
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let home: string;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-cli-edges-');
+  home = join(dir.path, 'home');
+});
+afterEach(async () => {
+  await dir.remove();
+});
+
+describe('loom with its output piped to a reader that stops early', () => {
+  it('exits quietly, with no EPIPE stack trace, when the pipe closes before it has written (loom --help | head)', async () => {
+    const child = spawn(process.execPath, [join(root, 'bin/loom.js'), '--help'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The reader is gone before loom writes a byte.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});
+
+describe('loom start given options that npm kept for itself', () => {
+  it('says to write `npm start -- --port 4210` when `npm start --port 4210` left only "4210"', async () => {
+    // What npm hands the script for `npm start --port 4210`: npm_config_port=true and the stray "4210".
+    const result = await runCli(home, ['start', '--foreground', '4210'], { env: { npm_lifecycle_event: 'start', npm_config_port: 'true' } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('error: cannot start Loom with --port 4210: npm kept it for itself, as npm does with options before `--`; run `npm start -- --port 4210`\n');
+  });
+
+  it('says the same for `npm start --port=4210`, which leaves no stray word', async () => {
+    const result = await runCli(home, ['start', '--foreground'], { env: { npm_lifecycle_event: 'start', npm_config_port: '4210' } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('run `npm start -- --port 4210`');
+  });
+
+  it('refuses a stray word outside npm, showing how options are written', async () => {
+    const result = await runCli(home, ['start', '4210']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('error: loom start takes no arguments, got "4210"; options are written --port 4210 (through npm: npm start -- --port 4210)\n');
+  });
+});
