@@ -3,7 +3,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { type OpenApiDocument, openApiDocument } from '../../src/http/openapi-routes.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { useDaemonHome } from '../helpers/daemon-process.ts';
+import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
 
 /** Whether the daemon's app mounts the document's route yet (src/http/create-http-app.ts). */
 const MOUNTED = readFileSync(join(import.meta.dirname, '../../src/http/create-http-app.ts'), 'utf8').includes('createOpenApiRoutes');
@@ -43,6 +48,25 @@ describe('the OpenAPI document of the HTTP API', () => {
     }
     // The manifest body is the manifest schema itself.
     expect(Object.keys((document.components.schemas['Manifest']?.['properties'] ?? {}) as object)).toEqual(expect.arrayContaining(['name', 'model', 'capabilities', 'schedule']));
+  });
+
+  it('lists every route the HTTP app registers (a route added without an entry fails here)', async () => {
+    const dir = await makeTempDir('loom-openapi-routes-');
+    const host = await openTestHost(dir.path);
+    try {
+      const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({}), env: TEST_KEYS, clock: host.clock, logger: createSilentLogger(), packages: host.packages, channels: host.channels, cluster: host.cluster });
+      // Hono's own list: middleware and the A2A app's catch-alls are `*` paths; a route of every method is ALL.
+      const registered = app.routes
+        // `/a2a` alone is where the A2A app is mounted: its own routes are listed under it.
+        .filter((route) => !route.path.includes('*') && !route.path.endsWith('/') && route.path !== '/a2a')
+        .map((route) => ({ method: route.method === 'ALL' ? 'get' : route.method.toLowerCase(), path: route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}') }));
+      expect(registered.length).toBeGreaterThan(40);
+      const missing = registered.filter(({ method, path }) => document.paths[path]?.[method] === undefined).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+      expect(missing).toEqual([]);
+    } finally {
+      await host.close();
+      await dir.remove();
+    }
   });
 
   it('lists only paths a real daemon answers (none is an unknown route)', async () => {
