@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SANDBOX_APIS } from '../manifest/index.ts';
+import { measureJsonSchema, SchemaRefusedError } from '../validation/index.ts';
 
 /** How a forged tool, or a compose step, is named: what models and tool lists write. */
 export const FORGED_TOOL_NAME = /^[a-z][a-z0-9_]{1,63}$/;
@@ -95,15 +96,35 @@ export const TestCaseSchema = z.strictObject({
   expectedOutput: z.json().optional(),
 });
 
-/** `forge_tool`'s input: spec/02's request exactly. */
-export const ForgeRequestSchema = z.strictObject({
-  name: z.string().regex(FORGED_TOOL_NAME, { error: 'expected 2 to 64 lowercase letters, digits or "_", starting with a letter (e.g. "parse_csv")' }),
-  description: z.string().min(1, { error: 'expected what the tool does' }).max(2000),
-  inputSchema: ObjectSchemaSchema,
-  outputSchema: ForgedSchemaSchema.optional(),
-  implementation: ImplementationSchema,
-  testCases: z.array(TestCaseSchema).min(1, { error: 'expected at least one test case: a tool is tested before it is judged' }).max(20, { error: 'at most 20 test cases' }),
-});
+/**
+ * `forge_tool`'s input: spec/02's request exactly. Its schemas are measured as every schema Loom
+ * checks values against is (`measureJsonSchema`, draft-07 unless they say otherwise, as the tool
+ * compiles them): one whose checks of a value could grow without bound (a recursive `$ref`
+ * through an `anyOf` of branches that meet again) is refused here, before any test runs, naming
+ * where in it, e.g. `inputSchema at "/$defs/n/anyOf/0/$ref": "$ref" cycle through "anyOf" …`.
+ */
+export const ForgeRequestSchema = z
+  .strictObject({
+    name: z.string().regex(FORGED_TOOL_NAME, { error: 'expected 2 to 64 lowercase letters, digits or "_", starting with a letter (e.g. "parse_csv")' }),
+    description: z.string().min(1, { error: 'expected what the tool does' }).max(2000),
+    inputSchema: ObjectSchemaSchema,
+    outputSchema: ForgedSchemaSchema.optional(),
+    implementation: ImplementationSchema,
+    testCases: z.array(TestCaseSchema).min(1, { error: 'expected at least one test case: a tool is tested before it is judged' }).max(20, { error: 'at most 20 test cases' }),
+  })
+  .superRefine((request, context) => {
+    for (const field of ['inputSchema', 'outputSchema'] as const) {
+      const schema = request[field];
+      if (schema === undefined) continue;
+      try {
+        measureJsonSchema(schema, { dialect: 'draft-07' });
+      } catch (error) {
+        if (!(error instanceof SchemaRefusedError)) throw error;
+        // At the request's root, so that it reads `inputSchema at "/…": …`.
+        context.addIssue({ code: 'custom', path: [], message: `${field} ${error.message}` });
+      }
+    }
+  });
 
 /** A forge request, defaults filled in. */
 export type ForgeRequest = z.output<typeof ForgeRequestSchema>;

@@ -8,6 +8,8 @@ export interface McpServerView {
   status: McpServerStatus['status'] | 'not started';
   error?: string;
   tools: { name: string; description: string }[];
+  /** The server's tools left out of agents' tools, with why (a schema Loom refuses); absent when none. */
+  refused_tools?: { name: string; reason: string }[];
   /** The protocol era of the connection (or of the last that worked): `modern` is 2026-07-28 and later, `legacy` the 2025 revisions. */
   era?: McpProtocolEra;
   /** The protocol revision negotiated, e.g. `2026-07-28`. */
@@ -39,6 +41,7 @@ export function mcpServersView(config: Config, mcp: { servers(): McpServerStatus
           status: state.status,
           ...(state.error === undefined ? {} : { error: state.error }),
           tools: state.tools,
+          ...(state.refusedTools === undefined ? {} : { refused_tools: state.refusedTools }),
           ...(state.era === undefined ? {} : { era: state.era }),
           ...(state.protocolVersion === undefined ? {} : { protocol_version: state.protocolVersion }),
           ...(state.eraReason === undefined ? {} : { era_reason: state.eraReason }),

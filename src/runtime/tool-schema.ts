@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JsonObject, Tool } from '../contracts/index.ts';
-import { compileJsonSchema, formatIssues, type SchemaCheck } from '../validation/index.ts';
+import { compileJsonSchema, formatIssues, type SchemaCheck, SchemaRefusedError } from '../validation/index.ts';
 
 const described = new WeakMap<Tool<never>, JsonObject>();
 const checks = new WeakMap<Tool<never>, SchemaCheck>();
@@ -21,7 +21,10 @@ export function toolJsonSchema(tool: Tool<never>): JsonObject {
 
 /**
  * Checks a call's input against the tool's schema: its JSON Schema as written when it has one,
- * else its zod schema. The input to run with, or what is wrong with it.
+ * else its zod schema. The input to run with, or what is wrong with it. A JSON Schema whose checks
+ * Loom cannot bound (`SchemaRefusedError`: an MCP server's tools with one are left out before
+ * this) fails every call, naming why; one Ajv cannot compile checks only that the input is an
+ * object, and leaves the rest to the tool.
  */
 export function checkToolInput(tool: Tool<never>, input: unknown): { ok: true; input: unknown } | { ok: false; problems: string } {
   if (tool.jsonSchema !== undefined) {
@@ -30,9 +33,13 @@ export function checkToolInput(tool: Tool<never>, input: unknown): { ok: true; i
       try {
         check = compileJsonSchema(tool.jsonSchema, { dialect: '2020-12', root: '(input)' });
       } catch (error) {
-        // A schema Ajv cannot compile is the tool's fault, not the call's: its server checks.
         const reason = error instanceof Error ? error.message : String(error);
-        check = (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `(input) must be an object (the tool's schema could not be read: ${reason})`);
+        // No input can be checked against a refused schema at a bounded cost, so none passes unchecked;
+        // a schema Ajv cannot compile is the tool's fault, not the call's: its server checks.
+        check =
+          error instanceof SchemaRefusedError
+            ? () => `(input) cannot be checked: Loom refuses the tool's input schema (inputSchema ${reason})`
+            : (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `(input) must be an object (the tool's schema could not be read: ${reason})`);
       }
       checks.set(tool, check);
     }

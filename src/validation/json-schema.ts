@@ -1,30 +1,13 @@
-import { createRequire } from 'node:module';
-import type * as AjvModule from 'ajv';
-import type { Ajv, Options, ValidateFunction } from 'ajv';
-import type * as Ajv2020Module from 'ajv/dist/2020.js';
+import { compileAjvCheck, sizeOf } from './ajv-check.ts';
+import { checkOnThread, startSchemaCheckThread } from './schema-check-thread.ts';
+import { measureSchema, type SchemaBounds } from './schema-bounds.ts';
+import { SchemaRefusedError } from './schema-refused-error.ts';
 
 /** A compiled JSON Schema: `undefined` when the value is valid, else what is wrong, JSON paths first. */
 export type SchemaCheck = (value: unknown) => string | undefined;
 
 /** The JSON Schema dialects Loom checks: draft-07 (draft-04 and -06 read as it) and 2020-12 (2019-09 read as it). */
 export type SchemaDialect = 'draft-07' | '2020-12';
-
-// Schemas come from other programs (MCP servers, models): unknown keywords and formats are theirs
-// to use, and a `$id` two servers share must not collide, so nothing is kept between compiles (a
-// compiled schema is dropped from Ajv's cache at once: its callers keep what they reuse).
-const OPTIONS: Options = { strict: false, allErrors: true, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false };
-let validators: Record<SchemaDialect, Ajv> | undefined;
-
-/** Ajv per dialect, loaded with the first schema: a daemon that meets none does not hold it. */
-function validatorsOf(): Record<SchemaDialect, Ajv> {
-  if (validators === undefined) {
-    const require = createRequire(import.meta.url);
-    const { Ajv: Draft07 } = require('ajv') as typeof AjvModule;
-    const { Ajv2020 } = require('ajv/dist/2020.js') as typeof Ajv2020Module;
-    validators = { 'draft-07': new Draft07(OPTIONS), '2020-12': new Ajv2020(OPTIONS) };
-  }
-  return validators;
-}
 
 /** The dialect a schema declares with `$schema`, else `fallback`. */
 function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDialect): SchemaDialect {
@@ -35,30 +18,60 @@ function dialectOf(schema: Readonly<Record<string, unknown>>, fallback: SchemaDi
   return fallback;
 }
 
+const measured = new WeakMap<object, Map<SchemaDialect, SchemaBounds | SchemaRefusedError>>();
+
 /**
- * Compiles a JSON Schema with Ajv in the dialect it declares (else `options.dialect`). Problems
- * name where they are, `options.root` standing for the value itself.
+ * Checks that values can be checked against `schema` at a bounded cost, before anything compiles
+ * it (its dialect as `compileJsonSchema` reads it), and says what that cost is. Remembered per
+ * schema object.
+ * @throws {SchemaRefusedError} naming where in the schema and the limit it passed, e.g.
+ *   `at "/$defs/n/properties/a/anyOf/0/$ref": "$ref" cycle through "anyOf" …; Loom refuses
+ *   schemas whose checks of one value against one subschema exceed 64`.
+ */
+export function measureJsonSchema(schema: Readonly<Record<string, unknown>>, options: { dialect: SchemaDialect }): SchemaBounds {
+  const dialect = dialectOf(schema, options.dialect);
+  let known = measured.get(schema);
+  if (known === undefined) {
+    known = new Map();
+    measured.set(schema, known);
+  }
+  let bounds = known.get(dialect);
+  if (bounds === undefined) {
+    try {
+      bounds = measureSchema(schema, dialect);
+    } catch (error) {
+      if (!(error instanceof SchemaRefusedError)) throw error;
+      bounds = error;
+    }
+    known.set(dialect, bounds);
+  }
+  if (bounds instanceof SchemaRefusedError) throw bounds;
+  return bounds;
+}
+
+let nextSchemaId = 0;
+
+/**
+ * Compiles a JSON Schema with Ajv in the dialect it declares (else `options.dialect`): the one
+ * place every schema Loom did not write is compiled (a forged tool's, an MCP server's, an
+ * elicitation's). It is measured first (`measureJsonSchema`), and refused if checking a value
+ * against it could cost without bound. Each value is then checked within a bound
+ * (docs/decisions/0035-bounded-schema-work.md): one whose check would cost more than
+ * `MAX_CHECK_WORK` is refused unchecked, naming its size; a schema with regular expressions
+ * (`pattern`, `patternProperties`) is checked on the schema-check thread, stopped past
+ * `MAX_CHECK_MS`; any other on the main thread, its work bounded by its size. Problems name where
+ * they are, `options.root` standing for the value itself: the first five.
+ * @throws {SchemaRefusedError} when the schema passes one of the limits of `measureJsonSchema`.
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
 export function compileJsonSchema(schema: Readonly<Record<string, unknown>>, options: { dialect: SchemaDialect; root: string }): SchemaCheck {
-  const ajv = validatorsOf()[dialectOf(schema, options.dialect)];
-  let validate: ValidateFunction;
-  try {
-    validate = ajv.compile(schema);
-  } catch (error) {
-    throw new Error(`not a valid JSON Schema: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  } finally {
-    ajv.removeSchema(schema);
-  }
-  return (value) => {
-    if (validate(value)) return undefined;
-    return (validate.errors ?? [])
-      .slice(0, 5)
-      .map((problem) => {
-        const where = problem.instancePath === '' ? options.root : problem.instancePath;
-        const extra = problem.keyword === 'additionalProperties' ? ` ("${String((problem.params as { additionalProperty?: unknown }).additionalProperty)}")` : '';
-        return `${where} ${problem.message ?? 'is invalid'}${extra}`;
-      })
-      .join('; ');
-  };
+  const bounds = measureJsonSchema(schema, options);
+  const dialect = dialectOf(schema, options.dialect);
+  // Compiled here first in every case, so that an invalid schema throws now.
+  const check = compileAjvCheck(schema, { dialect, root: options.root, bounds });
+  if (!bounds.matchesPatterns) return check;
+  startSchemaCheckThread();
+  nextSchemaId += 1;
+  const job = { schemaId: nextSchemaId, schema, dialect, root: options.root, bounds };
+  return (value) => sizeOf(value, bounds, options.root).problem ?? checkOnThread(job, value);
 }

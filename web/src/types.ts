@@ -308,6 +308,8 @@ export interface McpServerView {
   status: 'connecting' | 'connected' | 'failed' | 'not started';
   error?: string;
   tools: { name: string; description: string }[];
+  /** Tools left out of agents' tools, with why (a schema Loom refuses). */
+  refused_tools?: { name: string; reason: string }[];
   /** `modern`: the 2026-07-28 revision and later; `legacy`: a 2025 revision. */
   era?: 'modern' | 'legacy';
   protocol_version?: string;

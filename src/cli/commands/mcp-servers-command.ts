@@ -46,6 +46,9 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
         if (server.action !== undefined) io.stdout(`\n${server.name} needs you: run "${server.action.command}" (${server.action.reason})\n`);
       }
       for (const server of view.configured) {
+        for (const tool of server.refused_tools ?? []) io.stdout(`\n${server.name}: ${tool.name} is left out of agents' tools: ${tool.reason}\n`);
+      }
+      for (const server of view.configured) {
         if (server.era === 'legacy' && server.era_reason !== undefined) io.stdout(`\n${server.name} speaks a 2025 revision: ${server.era_reason}\n`);
       }
     });

@@ -12,6 +12,7 @@ import { Client, type ClientCapabilities, type OAuthClientProvider, SdkError, Sd
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import { messageOf } from '../../errors/index.ts';
+import { boundedSchemaValidator, measureJsonSchema, SchemaRefusedError } from '../../validation/index.ts';
 import type { HostResolver } from '../../tools/builtin/net-guard.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
@@ -85,6 +86,11 @@ export interface McpServerStatus {
   error?: string;
   /** The server's tools, namespaced (`mcp_{server}_{tool}`); empty unless connected. */
   tools: { name: string; description: string }[];
+  /**
+   * The server's tools left out of agents' tools, namespaced, each with why: a schema whose
+   * checks Loom cannot bound (`inputSchema at "/…": …`). Absent when none, or not connected.
+   */
+  refusedTools?: { name: string; reason: string }[];
   /** The era of the connection, or of the last one that worked while reconnecting; absent before any. */
   era?: McpProtocolEra;
   /** The protocol revision negotiated with it (e.g. `2026-07-28`, `2025-11-25`), as `era`. */
@@ -120,6 +126,8 @@ interface ServerState {
   error?: string;
   client?: Client;
   tools: Tool<never>[];
+  /** The listed tools left out, and why (see McpServerStatus.refusedTools). */
+  refusedTools: { name: string; reason: string }[];
   /** The era and revision of the last connection that worked (kept while reconnecting). */
   era?: McpProtocolEra;
   protocolVersion?: string;
@@ -147,6 +155,23 @@ const ANY_OBJECT = z.record(z.string(), z.unknown());
 /** An MCP tool's JSON Schema as the server wrote it (`$defs`, `$ref`, `anyOf`… kept). */
 function jsonSchemaOf(tool: McpTool): JsonObject {
   return tool.inputSchema as unknown as JsonObject;
+}
+
+/** Why Loom will not check values against one of `tool`'s schemas (`inputSchema at "/…": …`), or undefined. */
+function schemaRefusal(tool: McpTool): string | undefined {
+  for (const [field, schema] of [
+    ['inputSchema', tool.inputSchema],
+    ['outputSchema', tool.outputSchema],
+  ] as const) {
+    if (schema === undefined) continue;
+    try {
+      measureJsonSchema(schema, { dialect: '2020-12' });
+    } catch (error) {
+      if (error instanceof SchemaRefusedError) return `${field} ${error.message}`;
+      throw error;
+    }
+  }
+  return undefined;
 }
 
 /** The error and its causes, outermost first. */
@@ -226,7 +251,7 @@ function capabilitiesOf(entry: McpServerEntry): ClientCapabilities {
 export function createMcpClientManager(options: McpClientManagerOptions): McpClientManager {
   const { clock, env } = options;
   const logger = options.logger.child({ component: 'mcp-client' });
-  const states = options.servers.map((entry): ServerState => ({ entry, calls: new Set(), status: 'connecting', tools: [] }));
+  const states = options.servers.map((entry): ServerState => ({ entry, calls: new Set(), status: 'connecting', tools: [], refusedTools: [] }));
   // The call a server's request belongs to: carried through the SDK's own work for the call (a
   // 2026-07-28 input_required round, a 2025-era request on the call's HTTP stream). A stdio
   // server's request arrives on its own stream: then it is the server's one call in flight.
@@ -291,8 +316,26 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     return mcpTool as unknown as Tool<never>;
   }
 
+  /**
+   * Offers the server's listed tools, but those with a schema Loom refuses (`measureJsonSchema`):
+   * its `inputSchema` checks every call's input, its `outputSchema` every structured result (in
+   * the SDK, through `boundedSchemaValidator`), and a schema whose checks cannot be bounded would
+   * stall the daemon. Each is logged and shown in the server's status; the others work.
+   */
   function setTools(state: ServerState, client: Client, tools: readonly McpTool[]): void {
-    state.tools = tools.map((tool) => toolOf(state, client, tool));
+    const offered: Tool<never>[] = [];
+    const refused: { name: string; reason: string }[] = [];
+    for (const tool of tools) {
+      const reason = schemaRefusal(tool);
+      if (reason === undefined) {
+        offered.push(toolOf(state, client, tool));
+        continue;
+      }
+      refused.push({ name: formatMcpToolName(state.entry.name, tool.name), reason });
+      logger.warn({ server: state.entry.name, tool: tool.name, reason }, 'MCP tool left out: Loom refuses its schema');
+    }
+    state.tools = offered;
+    state.refusedTools = refused;
   }
 
   /**
@@ -410,6 +453,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       { name: 'loom', version: '0.1.0' },
       {
         capabilities: capabilitiesOf(entry),
+        // The SDK checks structured results against their outputSchema through Loom's one compile point.
+        jsonSchemaValidator: boundedSchemaValidator,
         ...(legacyReason !== undefined ? {} : { versionNegotiation: { mode: 'auto' as const, probe: { timeoutMs: probeTimeoutMs } } }),
         listChanged: {
           tools: {
@@ -494,6 +539,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       if (state.client === created) {
         delete state.client;
         state.tools = [];
+        state.refusedTools = [];
       }
     }
   }
@@ -616,6 +662,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         status: state.status,
         ...(state.error === undefined || state.status === 'connected' ? {} : { error: state.error }),
         tools: state.status === 'connected' ? state.tools.map((tool) => ({ name: tool.name, description: tool.description })) : [],
+        ...(state.status === 'connected' && state.refusedTools.length > 0 ? { refusedTools: state.refusedTools } : {}),
         ...(state.era === undefined ? {} : { era: state.era }),
         ...(state.protocolVersion === undefined ? {} : { protocolVersion: state.protocolVersion }),
         ...(state.eraReason === undefined ? {} : { eraReason: state.eraReason }),

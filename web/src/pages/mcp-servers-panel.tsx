@@ -15,8 +15,8 @@ function Protocol({ server }: { server: McpServerView }) {
 
 /**
  * The MCP servers of `[[mcp_servers]]`: each one's state, the protocol revision and era it was
- * connected in (and why a 2025 one), its tools, and what a person must do first (a login, with
- * the command). Shown only when some are configured.
+ * connected in (and why a 2025 one), its tools (and those left out, with why), and what a person
+ * must do first (a login, with the command). Shown only when some are configured.
  */
 export function McpServersPanel() {
   const servers = useApi<{ configured: McpServerView[] }>('/api/mcp/servers');
@@ -56,7 +56,14 @@ export function McpServersPanel() {
               <td>
                 <Protocol server={server} />
               </td>
-              <td class="small mono">{server.tools.map((tool) => tool.name).join(', ') || '—'}</td>
+              <td class="small">
+                <span class="mono">{server.tools.map((tool) => tool.name).join(', ') || '—'}</span>
+                {(server.refused_tools ?? []).map((tool) => (
+                  <div key={tool.name} class="muted" data-testid="mcp-refused-tool">
+                    Left out <span class="mono">{tool.name}</span>: {tool.reason}
+                  </div>
+                ))}
+              </td>
             </tr>
           ))}
         </tbody>
