@@ -22,6 +22,7 @@ const benchmarks: Record<string, Bench> = {
   modules: async () => (await import('./modules.ts')).modulesBench(),
   channels: async () => (await import('./channels.ts')).channelsBench(),
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
+  cost: async () => (await import('./cost.ts')).costBench(),
 };
 
 const requested = process.argv.slice(2);

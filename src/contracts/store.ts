@@ -47,8 +47,13 @@ export interface UsageRecord {
   agentId: string;
   at: number;
   model: string;
+  /** Every input token, those read from or written to the provider's prompt cache included. */
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache; none when absent (as read back when there were none). */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache; none when absent. */
+  cacheWriteTokens?: number;
   costUsd: number;
 }
 
@@ -56,6 +61,10 @@ export interface UsageRecord {
 export interface UsageTotals {
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache; absent when none were. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the provider's prompt cache; absent when none were. */
+  cacheWriteTokens?: number;
   costUsd: number;
   calls: number;
 }

@@ -1,6 +1,6 @@
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Prompt, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
-import type { ModelResolver, ModelTarget } from '../models/index.ts';
+import { estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens, type ModelResolver, type ModelTarget, type TokenUsage } from '../models/index.ts';
 import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
 
 /**
@@ -11,8 +11,13 @@ import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
 
 /** What a model call spends, or is expected to: its tokens and their price. */
 export interface CallSpend {
+  /** Every input token, those read from or written to the provider's prompt cache included. */
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache (0 when none or not reported). */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache. */
+  cacheWriteTokens?: number;
   costUsd: number;
 }
 
@@ -114,8 +119,8 @@ export function spendListener(listener: (spent: CallSpend) => void): Budget {
 export interface CallScope {
   /** Every budget the calls draw from, in the order they are asked (the first to refuse names itself). */
   budgets: readonly Budget[];
-  /** The price of a call's tokens on `target` (0 when unknown). */
-  price: (target: ModelTarget, usage: { inputTokens: number; outputTokens: number }) => number;
+  /** The price of a call's tokens on `target` (0 when unknown), its cached input at the cache's prices. */
+  price: (target: ModelTarget, usage: TokenUsage & { inputTokens: number; outputTokens: number }) => number;
 }
 
 /**
@@ -170,29 +175,16 @@ async function reserveAll(budgets: readonly Budget[], estimate: CallSpend): Prom
   };
 }
 
-/** Characters per token, for the estimate of a prompt (the same rough rule the context window cut uses). */
-const CHARS_PER_TOKEN = 4;
-
-/** A rough count of the tokens a prompt sends: its text, tool inputs and results. */
-export function estimatePromptTokens(prompt: LanguageModelV4Prompt): number {
-  let characters = 0;
-  const sized = (value: unknown): number => (typeof value === 'string' ? value.length : value === undefined ? 0 : (JSON.stringify(value)?.length ?? 0));
-  for (const message of prompt) {
-    if (typeof message.content === 'string') {
-      characters += message.content.length;
-      continue;
-    }
-    for (const part of message.content) {
-      if (part.type === 'text' || part.type === 'reasoning') characters += part.text.length;
-      else if (part.type === 'tool-call') characters += sized(part.input);
-      else if (part.type === 'tool-result') characters += sized(part.output.type === 'text' || part.output.type === 'error-text' ? part.output.value : part.output);
-    }
-  }
-  return Math.ceil(characters / CHARS_PER_TOKEN);
-}
+/** A rough count of the tokens a prompt sends (moved to the model layer; kept here for the ledger's callers). */
+export { estimatePromptTokens };
 
 function spendOf(target: ModelTarget, usage: LanguageModelV4Usage, scope: CallScope): CallSpend {
-  const tokens = { inputTokens: usage.inputTokens.total ?? 0, outputTokens: usage.outputTokens.total ?? 0 };
+  const tokens = {
+    inputTokens: usage.inputTokens.total ?? 0,
+    outputTokens: usage.outputTokens.total ?? 0,
+    cacheReadTokens: usage.inputTokens.cacheRead ?? 0,
+    cacheWriteTokens: usage.inputTokens.cacheWrite ?? 0,
+  };
   return { ...tokens, costUsd: scope.price(target, tokens) };
 }
 
@@ -228,9 +220,17 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
         reservation.release();
         throw error;
       }
-      // A stream settles at its `finish` part; one that ends, fails or is aborted before it spent nothing known.
+      // A stream settles at its `finish` part. One cut off before it (its signal aborted, its
+      // reader gone: a cancelled turn) was answering: the provider read the whole prompt and wrote
+      // what was streamed, and bills them, so it settles with their estimate. One that ends or
+      // fails without a `finish` reported nothing and is released.
       const signal = options.abortSignal;
-      const onAbort = (): void => reservation.release();
+      let written = 0;
+      const cutOff = (): CallSpend => {
+        const tokens = { inputTokens: estimateCallInputTokens(options), outputTokens: estimateOutputTokens(written) };
+        return { ...tokens, costUsd: scope.price(target, tokens) };
+      };
+      const onAbort = (): void => close(cutOff());
       signal?.addEventListener('abort', onAbort, { once: true });
       const close = (spent?: CallSpend): void => {
         signal?.removeEventListener('abort', onAbort);
@@ -240,10 +240,11 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
       const settled = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
         transform(part, controller) {
           if (part.type === 'finish') close(spendOf(target, part.usage, scope));
+          else if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') written += part.delta.length;
           controller.enqueue(part);
         },
         flush: () => close(),
-        cancel: () => close(),
+        cancel: () => close(cutOff()),
       });
       return { ...result, stream: result.stream.pipeThrough(settled) };
     },

@@ -46,6 +46,8 @@ export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> 
   author: 'inert',
   module: 'widening',
   schedule: 'widening',
+  // Its `cache` setting (the provider's prompt cache) is inert: it changes what a call costs,
+  // which the quotas meter, not what the agent may call or reach.
   model: 'widening',
   fallback_models: 'widening',
   resources: 'limit',

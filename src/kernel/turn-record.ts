@@ -18,7 +18,22 @@ export type TurnEnding = { status: 'finished' } | { status: 'cancelled' | 'faile
 
 /** One step of a turn's trace, in the order it happened: a model call or a tool call. */
 export type TraceStep =
-  | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; costUsd: number; startedAt: number; latencyMs: number }
+  | {
+      kind: 'model';
+      model: string;
+      /** Every input token, those read from or written to the prompt cache included. */
+      inputTokens: number;
+      outputTokens: number;
+      /** Of `inputTokens`, those read from the provider's prompt cache; absent when none were (and in turns recorded before they were counted). */
+      cacheReadTokens?: number;
+      /** Of `inputTokens`, those written to the provider's prompt cache; absent when none were. */
+      cacheWriteTokens?: number;
+      /** True for a call cut off while it answered, whose tokens are estimated. */
+      estimated?: boolean;
+      costUsd: number;
+      startedAt: number;
+      latencyMs: number;
+    }
   | {
       kind: 'tool';
       toolCallId: string;
@@ -47,6 +62,10 @@ export type TurnRecord = {
   model: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache; absent when none were (and in turns recorded before they were counted). */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the provider's prompt cache; absent when none were. */
+  cacheWriteTokens?: number;
   costUsd: number;
   steps: TraceStep[];
 };
@@ -122,6 +141,8 @@ export class TurnTrace {
             model: modelName(step.call.model),
             inputTokens: step.call.inputTokens,
             outputTokens: step.call.outputTokens,
+            ...cachedOf(step.call.cacheReadTokens ?? 0, step.call.cacheWriteTokens ?? 0),
+            ...(step.call.estimated === true ? { estimated: true } : {}),
             costUsd: costs.get(step.call) ?? 0,
             startedAt: step.call.startedAt ?? this.startedAt,
             latencyMs: step.call.latencyMs ?? 0,
@@ -137,10 +158,16 @@ export class TurnTrace {
       model: model ?? models.at(-1)?.model ?? null,
       inputTokens: models.reduce((total, step) => total + step.inputTokens, 0),
       outputTokens: models.reduce((total, step) => total + step.outputTokens, 0),
+      ...cachedOf(models.reduce((total, step) => total + (step.cacheReadTokens ?? 0), 0), models.reduce((total, step) => total + (step.cacheWriteTokens ?? 0), 0)),
       costUsd: models.reduce((total, step) => total + step.costUsd, 0),
       steps,
     };
   }
+}
+
+/** Cached input tokens as a record keeps them: only when there were any (absent means none). */
+function cachedOf(cacheReadTokens: number, cacheWriteTokens: number): { cacheReadTokens?: number; cacheWriteTokens?: number } {
+  return { ...(cacheReadTokens > 0 ? { cacheReadTokens } : {}), ...(cacheWriteTokens > 0 ? { cacheWriteTokens } : {}) };
 }
 
 /** `message` with Loom's metadata set to `metadata` (other providers' options kept). */

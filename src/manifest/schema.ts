@@ -94,6 +94,7 @@ const ModelSettings = {
   max_tokens: z.int().positive().default(4096).describe('The most tokens one model call may write.'),
   temperature: z.number().min(0).max(2).default(0.7).describe('Sampling temperature, 0–2.'),
   system_prompt: z.string().optional().describe('The agent\'s instructions.'),
+  cache: z.boolean().optional().describe('Whether model calls use the provider\'s prompt cache (Anthropic cache breakpoints, OpenAI\'s prompt_cache_key): the tools, system prompt and history are then read from the cache at a fraction of the input price. On when left out; false turns it off.'),
 };
 
 /** `[model]` that must name its model (provider and model), as a package's loom.toml writes it. */

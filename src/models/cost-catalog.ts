@@ -1,16 +1,32 @@
 import { z } from 'zod';
 import type { ModelProvider } from './resolve-model.ts';
 
-/** A model's list price in US dollars per million tokens. */
+/**
+ * A model's list price in US dollars per million tokens. Input tokens read from or written to
+ * the provider's prompt cache have their own prices; without them, the provider's rule applies
+ * (see {@link cachePrices}).
+ */
 export interface ModelPrice {
   input_per_million: number;
   output_per_million: number;
+  /** Input tokens read from the prompt cache. */
+  cache_read_per_million?: number | undefined;
+  /** Input tokens written to the prompt cache. */
+  cache_write_per_million?: number | undefined;
 }
 
-/** Token counts of one call; the AI SDK's `LanguageModelUsage` fits. Missing counts count as 0. */
+/**
+ * Token counts of one call; the AI SDK's `LanguageModelUsage` fits. Missing counts count as 0.
+ * `inputTokens` is every input token, those read from or written to the prompt cache included
+ * (as the AI SDK counts them).
+ */
 export interface TokenUsage {
   inputTokens?: number | undefined;
   outputTokens?: number | undefined;
+  /** Of `inputTokens`, those read from the provider's prompt cache. */
+  cacheReadTokens?: number | undefined;
+  /** Of `inputTokens`, those written to the provider's prompt cache. */
+  cacheWriteTokens?: number | undefined;
 }
 
 /** The cost of a call, and whether the model's price was known (an unknown model costs 0). */
@@ -25,17 +41,40 @@ export interface CostEstimate {
  */
 export const ModelPriceOverridesSchema = z.record(
   z.string().regex(/^[a-z-]+\/.+$/, { error: 'expected a key "provider/model", e.g. "openai/gpt-4o"' }),
-  z.strictObject({ input_per_million: z.number().nonnegative(), output_per_million: z.number().nonnegative() }),
+  z.strictObject({
+    input_per_million: z.number().nonnegative(),
+    output_per_million: z.number().nonnegative(),
+    cache_read_per_million: z.number().nonnegative().optional(),
+    cache_write_per_million: z.number().nonnegative().optional(),
+  }),
 );
 
 /** Price overrides, keyed `provider/model`. */
 export type ModelPriceOverrides = z.infer<typeof ModelPriceOverridesSchema>;
 
-const price = (input: number, output: number): ModelPrice => ({ input_per_million: input, output_per_million: output });
+const price = (input: number, output: number, cacheRead?: number): ModelPrice => ({ input_per_million: input, output_per_million: output, ...(cacheRead === undefined ? {} : { cache_read_per_million: cacheRead }) });
+
+/** Anthropic bills a cache read at a tenth of the input price, and a (five-minute) cache write at 1.25 times it. */
+export const ANTHROPIC_CACHE_READ_FACTOR = 0.1;
+/** See {@link ANTHROPIC_CACHE_READ_FACTOR}. */
+export const ANTHROPIC_CACHE_WRITE_FACTOR = 1.25;
 
 /**
- * List prices (USD per million input / output tokens) of common models, keyed `provider/model`
- * without date suffixes. Prices change: config overrides win.
+ * The per-million prices of cached input on `provider`: the price's own when it has them, else
+ * Anthropic's factors for `anthropic`, else the input price (a provider that caches without
+ * saying what it charges, and OpenAI's cache writes, which cost what input costs).
+ */
+export function cachePrices(provider: ModelProvider, known: ModelPrice): { read: number; write: number } {
+  const anthropic = provider === 'anthropic';
+  return {
+    read: known.cache_read_per_million ?? known.input_per_million * (anthropic ? ANTHROPIC_CACHE_READ_FACTOR : 1),
+    write: known.cache_write_per_million ?? known.input_per_million * (anthropic ? ANTHROPIC_CACHE_WRITE_FACTOR : 1),
+  };
+}
+
+/**
+ * List prices (USD per million input / output tokens, and for OpenAI models cached input) of
+ * common models, keyed `provider/model` without date suffixes. Prices change: config overrides win.
  */
 export const DEFAULT_MODEL_PRICES: Readonly<Record<string, ModelPrice>> = {
   'anthropic/claude-opus-4': price(15, 75),
@@ -48,19 +87,19 @@ export const DEFAULT_MODEL_PRICES: Readonly<Record<string, ModelPrice>> = {
   'anthropic/claude-haiku-4-5': price(1, 5),
   'anthropic/claude-3-7-sonnet': price(3, 15),
   'anthropic/claude-3-5-haiku': price(0.8, 4),
-  'openai/gpt-4o': price(2.5, 10),
-  'openai/gpt-4o-mini': price(0.15, 0.6),
-  'openai/gpt-4.1': price(2, 8),
-  'openai/gpt-4.1-mini': price(0.4, 1.6),
-  'openai/gpt-4.1-nano': price(0.1, 0.4),
-  'openai/gpt-5': price(1.25, 10),
-  'openai/gpt-5-mini': price(0.25, 2),
-  'openai/gpt-5-nano': price(0.05, 0.4),
-  'openai/o1': price(15, 60),
-  'openai/o1-mini': price(1.1, 4.4),
-  'openai/o3': price(2, 8),
-  'openai/o3-mini': price(1.1, 4.4),
-  'openai/o4-mini': price(1.1, 4.4),
+  'openai/gpt-4o': price(2.5, 10, 1.25),
+  'openai/gpt-4o-mini': price(0.15, 0.6, 0.075),
+  'openai/gpt-4.1': price(2, 8, 0.5),
+  'openai/gpt-4.1-mini': price(0.4, 1.6, 0.1),
+  'openai/gpt-4.1-nano': price(0.1, 0.4, 0.025),
+  'openai/gpt-5': price(1.25, 10, 0.125),
+  'openai/gpt-5-mini': price(0.25, 2, 0.025),
+  'openai/gpt-5-nano': price(0.05, 0.4, 0.005),
+  'openai/o1': price(15, 60, 7.5),
+  'openai/o1-mini': price(1.1, 4.4, 0.55),
+  'openai/o3': price(2, 8, 0.5),
+  'openai/o3-mini': price(1.1, 4.4, 0.55),
+  'openai/o4-mini': price(1.1, 4.4, 0.275),
   'groq/llama-3.3-70b-versatile': price(0.59, 0.79),
   'groq/llama-3.1-8b-instant': price(0.05, 0.08),
 };
@@ -70,8 +109,8 @@ export interface CostCatalog {
   /** The price of `provider/model`, or undefined when unknown. Ollama models are local and cost 0. */
   priceOf(provider: ModelProvider, model: string): ModelPrice | undefined;
   /**
-   * The cost in USD of `usage` on `provider/model`. An unknown model costs 0 with `known: false`,
-   * so callers can say the figure is incomplete.
+   * The cost in USD of `usage` on `provider/model`, its cached input at the cache's prices. An
+   * unknown model costs 0 with `known: false`, so callers can say the figure is incomplete.
    */
   estimateCost(provider: ModelProvider, model: string, usage: TokenUsage): CostEstimate;
 }
@@ -105,8 +144,13 @@ export function createCostCatalog(overrides: ModelPriceOverrides = {}): CostCata
     estimateCost(provider, model, usage) {
       const known = priceOf(provider, model);
       if (known === undefined) return { costUsd: 0, known: false };
+      const cached = cachePrices(provider, known);
+      const read = usage.cacheReadTokens ?? 0;
+      const write = usage.cacheWriteTokens ?? 0;
+      // Cached tokens are part of `inputTokens`; a provider that reports more cached than input tokens is not charged below zero for the rest.
+      const uncached = Math.max(0, (usage.inputTokens ?? 0) - read - write);
       const costUsd =
-        ((usage.inputTokens ?? 0) * known.input_per_million + (usage.outputTokens ?? 0) * known.output_per_million) / 1_000_000;
+        (uncached * known.input_per_million + read * cached.read + write * cached.write + (usage.outputTokens ?? 0) * known.output_per_million) / 1_000_000;
       return { costUsd, known: true };
     },
   };

@@ -2,7 +2,7 @@
  * The model layer: provider resolution, the fallback chain with retries, cost estimation and
  * complexity routing. Other folders import only from here.
  */
-export { createCostCatalog, DEFAULT_MODEL_PRICES, ModelPriceOverridesSchema } from './cost-catalog.ts';
+export { ANTHROPIC_CACHE_READ_FACTOR, ANTHROPIC_CACHE_WRITE_FACTOR, cachePrices, createCostCatalog, DEFAULT_MODEL_PRICES, ModelPriceOverridesSchema } from './cost-catalog.ts';
 export type { CostCatalog, CostEstimate, ModelPrice, ModelPriceOverrides, TokenUsage } from './cost-catalog.ts';
 export { DEFAULT_MODEL_ALIASES, knownModelAliases, resolveModelAlias, resolveModelReference } from './model-aliases.ts';
 export { MissingApiKeyError } from './errors/missing-api-key-error.ts';
@@ -13,6 +13,9 @@ export { callWithFallback, DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_
 export type { CallWithFallbackOptions, FallbackResult } from './fallback-chain.ts';
 export { createModelResolver, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URLS, modelEndpoint } from './resolve-model.ts';
 export { modelName } from './model-name.ts';
+export { MAX_ANTHROPIC_CACHE_BREAKPOINTS, planPromptCache } from './prompt-cache.ts';
+export type { CallProviderOptions, PromptCachePlan, PromptCacheRequest } from './prompt-cache.ts';
+export { CHARS_PER_TOKEN, estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens } from './prompt-tokens.ts';
 export { checkAgentModels, checkDefaultModel, modelWarnings } from './model-readiness.ts';
 export type { ModelProblem, ModelReadinessOptions } from './model-readiness.ts';
 export type { ModelEndpoint, ModelFetch, ModelProvider, ModelResolver, ModelResolverOptions, ModelTarget } from './resolve-model.ts';

@@ -1,8 +1,9 @@
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import type * as AiModule from 'ai';
-import type { ModelMessage, ToolResultPart, ToolSet } from 'ai';
+import type { LanguageModelUsage, ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
-import { callWithFallback, type ModelResolver, type ModelTarget } from '../models/index.ts';
+import { callWithFallback, estimateCallInputTokens, estimateOutputTokens, type ModelResolver, type ModelTarget, planPromptCache } from '../models/index.ts';
 import { loadAi } from './load-ai.ts';
 import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
@@ -57,8 +58,24 @@ export interface AgentLoopOptions {
    * the error, e.g. `activity "scrape" (token_budget.max = 4096)`.
    */
   tokenBudget?: { max: number; label: string };
-  /** Told of each model call as soon as it answered (with its usage and latency), in order. */
+  /**
+   * Told of each model call as soon as it answered (with its usage and latency), in order, and of
+   * a call cut off by the turn's end while it was answering (its usage estimated).
+   */
   onModelCall?: (call: ModelCallUsage) => void;
+  /**
+   * Whether calls use the provider's prompt cache (see `planPromptCache`): on unless the
+   * agent's `[model].cache` is false.
+   */
+  cache?: boolean;
+  /** The conversation's key for the prompt cache (its session id); the agent's id when left out. */
+  cacheKey?: string;
+  /**
+   * Context that changes from turn to turn (what the agent knows of the person it talks with):
+   * sent at the start of the newest user message, after the cached prefix (tools, system prompt,
+   * history), so that changing it leaves the prefix cached. Not kept in the history.
+   */
+  context?: string;
 }
 
 const partialOutcomes = new WeakMap<object, PartialLoopOutcome>();
@@ -84,6 +101,15 @@ export function partialOutcomeOf(error: unknown): PartialLoopOutcome | undefined
 /** Usage of one model call, for cost accounting per model, and when it ran (on the loop's clock). */
 export interface ModelCallUsage extends TurnUsage {
   model: ModelTarget;
+  /** Of `inputTokens` (every input token), those read from the provider's prompt cache. */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the provider's prompt cache. */
+  cacheWriteTokens?: number;
+  /**
+   * True when the call was cut off while it answered (the turn was cancelled) and reported no
+   * usage: its tokens are estimated from what it was sent and what it had streamed.
+   */
+  estimated?: boolean;
   /** When the call was made, in ms since the epoch. */
   startedAt?: number;
   /** How long it took to answer (fallbacks tried included). */
@@ -109,12 +135,32 @@ export interface AgentLoopOutcome {
   wellFormed: number;
 }
 
+/** A call's tokens, cached input included. */
+type StepUsage = Pick<ModelCallUsage, 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens'>;
+
 interface StepOutcome {
   text: string;
   response: ModelMessage[];
   toolCalls: { toolCallId: string; toolName: string; input: unknown }[];
   finishReason: string;
-  usage: TurnUsage;
+  usage: StepUsage;
+}
+
+/** What the AI SDK reports of a call, as a step's usage: cached tokens only when there were any. */
+function usageOf(usage: LanguageModelUsage): StepUsage {
+  const cacheReadTokens = usage.inputTokenDetails.cacheReadTokens ?? 0;
+  const cacheWriteTokens = usage.inputTokenDetails.cacheWriteTokens ?? 0;
+  return {
+    inputTokens: usage.inputTokens ?? 0,
+    outputTokens: usage.outputTokens ?? 0,
+    ...(cacheReadTokens > 0 ? { cacheReadTokens } : {}),
+    ...(cacheWriteTokens > 0 ? { cacheWriteTokens } : {}),
+  };
+}
+
+/** The tools in a fixed order (by name), so the cached prefix of a request does not change with the order they were registered in. */
+function inFixedOrder(tools: readonly Tool<never>[]): Tool<never>[] {
+  return [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 // A tool's JSON schema never changes, and building it is costly: build it once per tool.
@@ -152,7 +198,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   const ai = await loadAi();
   const currentTools = (): readonly Tool<never>[] => (typeof options.tools === 'function' ? options.tools() : options.tools);
   const namesOf = (tools: readonly Tool<never>[]): string => tools.map((tool) => tool.name).join('\n');
-  let shown = currentTools();
+  let shown = inFixedOrder(currentTools());
   let aiTools = toAiTools(ai, shown);
   const loopGuard = createLoopGuard();
   let messages = [...options.messages];
@@ -172,6 +218,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       options.emit(event);
     },
   };
+  // The model call answering now (its response began), to count if the turn ends inside it.
+  let answering: { model: ModelTarget; inputTokens: number; startedAt: number } | undefined;
+  // The last message of the previous call's request: the end of the prefix it cached.
+  let previousEnd: ModelMessage | undefined;
+  // The newest user message when the run began: per-turn context goes at its start.
+  const turnMessage = options.messages.at(-1);
   // The round of tool calls under way, to close with results if the turn ends inside it.
   let round: { calls: readonly { toolCallId: string; toolName: string }[]; results: ToolResultPart[] } | undefined;
 
@@ -184,18 +236,24 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       // What a repair changed is not re-checked as a prefix: the next call checks it whole.
       wellFormed = repaired.wellFormed ? messages.length : 0;
       knownTokens = { count: messages.length, tokens: estimateHistoryTokens(messages, repaired.wellFormed ? knownTokens : undefined) };
-      const request = truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens, knownTokens }).messages;
+      const request = withContext(truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens, knownTokens }).messages, turnMessage, options.context);
+      // The first call of a turn cached the history up to the message before the user's.
+      const end = previousEnd === undefined ? request.length - 2 : request.indexOf(previousEnd);
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
       const startedAt = options.clock.now();
       const { value: step, model } = await callWithFallback(
         options.models,
         (target, signal) => {
           streamed = '';
-          return (options.stream ? streamStep : generateStep)(ai, stepOptions, target, request, aiTools, signal);
+          answering = undefined;
+          const call: CallRequest = { target, messages: request, previousEnd: end, tools: aiTools, signal, onAnswer: (inputTokens) => (answering = { model: target, inputTokens, startedAt }) };
+          return (options.stream ? streamStep : generateStep)(ai, stepOptions, call);
         },
         { clock: options.clock, logger: options.logger, signal: options.signal },
       );
       streamed = '';
+      answering = undefined;
+      previousEnd = request.at(-1);
       lastModel = model;
       const modelCall: ModelCallUsage = { model, ...step.usage, startedAt, latencyMs: options.clock.now() - startedAt };
       calls.push(modelCall);
@@ -256,8 +314,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       round = undefined;
       if (typeof options.tools === 'function') {
         const next = currentTools();
-        if (namesOf(next) !== namesOf(shown)) {
-          shown = next;
+        if (namesOf(inFixedOrder(next)) !== namesOf(shown)) {
+          shown = inFixedOrder(next);
           aiTools = toAiTools(ai, shown);
         }
       }
@@ -286,6 +344,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         .map((call): ToolResultPart => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'error-text', value: NOT_RUN_TOOL_CALL_TEXT } }));
       messages.push({ role: 'tool', content: [...round.results, ...notRun] });
     }
+    // A call cut off while it answered was billed for its prompt and what it had written: it is
+    // counted at an estimate, so a cancelled turn does not show it as free.
+    if (answering !== undefined && options.signal.aborted) {
+      const cutOff: ModelCallUsage = { model: answering.model, inputTokens: answering.inputTokens, outputTokens: estimateOutputTokens(streamed.length), estimated: true, startedAt: answering.startedAt, latencyMs: options.clock.now() - answering.startedAt };
+      calls.push(cutOff);
+      options.onModelCall?.(cutOff);
+    }
     const cut = options.signal.aborted && streamed.trim() !== '' ? streamed : '';
     if (cut !== '') messages.push({ role: 'assistant', content: [{ type: 'text', text: cut }] });
     // A value that is not an object cannot carry it (a signal aborted with a string, as the HTTP
@@ -301,38 +366,71 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   }
 }
 
-/** What both kinds of model call send. Retries are the fallback chain's, so the SDK makes none. */
-function callSettings(options: AgentLoopOptions, target: ModelTarget, messages: readonly ModelMessage[], tools: ToolSet, signal: AbortSignal) {
+/** One model call of the loop: to which model, with what, and who to tell when it begins to answer. */
+interface CallRequest {
+  target: ModelTarget;
+  messages: readonly ModelMessage[];
+  /** Which of `messages` ended the previous call's request (-1 when none is known). */
+  previousEnd: number;
+  tools: ToolSet;
+  signal: AbortSignal;
+  /** Told, with the estimated input tokens, when the provider's streamed answer begins. */
+  onAnswer: (inputTokens: number) => void;
+}
+
+/** `messages` with `context` at the start of `turnMessage` (when it is still there and a user's); `messages` itself when there is none. */
+function withContext(messages: readonly ModelMessage[], turnMessage: ModelMessage | undefined, context: string | undefined): readonly ModelMessage[] {
+  if (context === undefined || context === '' || turnMessage?.role !== 'user') return messages;
+  const index = messages.indexOf(turnMessage);
+  if (index === -1) return messages;
+  const content = typeof turnMessage.content === 'string' ? [{ type: 'text' as const, text: turnMessage.content }] : turnMessage.content;
+  const copy = [...messages];
+  copy[index] = { ...turnMessage, content: [{ type: 'text', text: context }, ...content] };
+  return copy;
+}
+
+/** `model` telling `onAnswer` when a streamed answer begins (the provider has then read the prompt). */
+function answerWatched(model: LanguageModelV4, onAnswer: (inputTokens: number) => void): LanguageModelV4 {
   return {
-    model: options.resolver.resolve(target),
-    system: options.system,
-    messages: [...messages],
-    tools,
-    maxRetries: 0,
-    maxOutputTokens: options.maxOutputTokens,
-    temperature: options.temperature,
-    abortSignal: signal,
+    specificationVersion: 'v4',
+    provider: model.provider,
+    modelId: model.modelId,
+    get supportedUrls() {
+      return model.supportedUrls;
+    },
+    doGenerate: (callOptions) => model.doGenerate(callOptions),
+    async doStream(callOptions) {
+      const result = await model.doStream(callOptions);
+      onAnswer(estimateCallInputTokens(callOptions));
+      return result;
+    },
   };
 }
 
+/** What both kinds of model call send, prompt cache marks included. Retries are the fallback chain's, so the SDK makes none. */
+function callSettings(options: AgentLoopOptions, call: CallRequest) {
+  const model = answerWatched(options.resolver.resolve(call.target), call.onAnswer);
+  const common = { model, tools: call.tools, maxRetries: 0, maxOutputTokens: options.maxOutputTokens, temperature: options.temperature, abortSignal: call.signal };
+  if (options.cache === false) return { ...common, system: options.system, messages: [...call.messages] };
+  const names = Object.keys(call.tools);
+  const plan = planPromptCache(call.target, { system: options.system, messages: call.messages, previousEnd: call.previousEnd, hasTools: names.length > 0, key: options.cacheKey ?? options.agent.id });
+  const lastName = names.at(-1);
+  const lastTool = lastName === undefined ? undefined : call.tools[lastName];
+  const tools = plan.lastToolOptions === undefined || lastName === undefined || lastTool === undefined ? call.tools : { ...call.tools, [lastName]: { ...lastTool, providerOptions: plan.lastToolOptions } };
+  return { ...common, tools, system: plan.system, messages: plan.messages, ...(plan.providerOptions === undefined ? {} : { providerOptions: plan.providerOptions }) };
+}
+
 /** One model call, streamed: text deltas are emitted as they arrive. */
-async function streamStep(
-  ai: AiSdk,
-  options: AgentLoopOptions,
-  target: ModelTarget,
-  messages: readonly ModelMessage[],
-  tools: ToolSet,
-  signal: AbortSignal,
-): Promise<StepOutcome> {
+async function streamStep(ai: AiSdk, options: AgentLoopOptions, call: CallRequest): Promise<StepOutcome> {
   const result = ai.streamText({
-    ...callSettings(options, target, messages, tools, signal),
+    ...callSettings(options, call),
     // Errors arrive as `error` parts and are thrown below, for the fallback chain to judge.
     onError: () => undefined,
   });
   let text = '';
   const toolCalls: StepOutcome['toolCalls'] = [];
   let finishReason = 'unknown';
-  let usage: TurnUsage = { inputTokens: 0, outputTokens: 0 };
+  let usage: StepUsage = { inputTokens: 0, outputTokens: 0 };
   for await (const part of result.fullStream) {
     switch (part.type) {
       case 'text-delta':
@@ -344,7 +442,7 @@ async function streamStep(
         break;
       case 'finish':
         finishReason = part.finishReason;
-        usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
+        usage = usageOf(part.totalUsage);
         break;
       case 'error':
         throw part.error;
@@ -357,20 +455,13 @@ async function streamStep(
 }
 
 /** One model call, returned whole. */
-async function generateStep(
-  ai: AiSdk,
-  options: AgentLoopOptions,
-  target: ModelTarget,
-  messages: readonly ModelMessage[],
-  tools: ToolSet,
-  signal: AbortSignal,
-): Promise<StepOutcome> {
-  const result = await ai.generateText(callSettings(options, target, messages, tools, signal));
+async function generateStep(ai: AiSdk, options: AgentLoopOptions, call: CallRequest): Promise<StepOutcome> {
+  const result = await ai.generateText(callSettings(options, call));
   return {
     text: result.text,
     response: result.response.messages,
-    toolCalls: result.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input as unknown })),
+    toolCalls: result.toolCalls.map((toolCall) => ({ toolCallId: toolCall.toolCallId, toolName: toolCall.toolName, input: toolCall.input as unknown })),
     finishReason: result.finishReason,
-    usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
+    usage: usageOf(result.usage),
   };
 }

@@ -319,6 +319,16 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN conversation TEXT;
     `,
   },
+  {
+    version: 15,
+    name: 'usage: cached input tokens',
+    sql: `
+      -- Of a call's input tokens, those read from and written to the provider's prompt cache,
+      -- which are priced apart (decision 0044); 0 for calls recorded before they were counted.
+      ALTER TABLE usage ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -326,6 +326,16 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN conversation TEXT;
     `,
   },
+  {
+    version: 7,
+    name: 'usage: cached input tokens',
+    sql: `
+      -- Of a call's input tokens, those read from and written to the provider's prompt cache,
+      -- which are priced apart (decision 0044); 0 for calls recorded before they were counted.
+      ALTER TABLE usage ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

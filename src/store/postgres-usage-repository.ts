@@ -4,9 +4,10 @@ import { type Parameter, type PostgresConnection, type Queryable, query } from '
 import { checkLimit, parseRow, type Row } from './rows.ts';
 import { usageBucketRow, usageRow, usageTotalsRow } from './table-rows.ts';
 
-const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cost_usd';
+const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd';
 // sum() of BIGINT is NUMERIC (read back as text): cast back, as no total comes near 2^63.
 const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
+  coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens, coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
   coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
 
 /**
@@ -17,14 +18,16 @@ export async function recordUsage(db: Queryable, records: readonly UsageRecord[]
   if (records.length === 0) return;
   await query(
     db,
-    `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd)
-     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::double precision[])`,
+    `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::double precision[])`,
     [
       records.map((record) => record.agentId),
       records.map((record) => record.at),
       records.map((record) => record.model),
       records.map((record) => record.inputTokens),
       records.map((record) => record.outputTokens),
+      records.map((record) => record.cacheReadTokens ?? 0),
+      records.map((record) => record.cacheWriteTokens ?? 0),
       records.map((record) => record.costUsd),
     ],
   );
@@ -41,14 +44,7 @@ export class PostgresUsageRepository implements UsageRepository {
   record(usage: UsageRecord): Promise<void> {
     return this.#connection.execute(
       async (db) => {
-        await query(db, 'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)', [
-          usage.agentId,
-          usage.at,
-          usage.model,
-          usage.inputTokens,
-          usage.outputTokens,
-          usage.costUsd,
-        ]);
+        await recordUsage(db, [usage]);
       },
       () => ({ action: `record usage of agent "${usage.agentId}"` }),
     );

@@ -51,14 +51,14 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#nextSeq = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
-    this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     this.#appendEvent = prepareEventInsert(db);
   }
 
   /** What commits with a session's messages: the usage of the turn that wrote them, and its audit record. */
   #record(options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): void {
     for (const record of options.usage ?? []) {
-      this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.costUsd);
+      this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.cacheReadTokens ?? 0, record.cacheWriteTokens ?? 0, record.costUsd);
     }
     for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
   }

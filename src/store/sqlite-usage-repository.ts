@@ -6,8 +6,9 @@ import { parseRow } from './rows.ts';
 import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
 import { usageBucketRow as bucketRow, usageRow, usageTotalsRow as totalsRow } from './table-rows.ts';
 
-const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cost_usd';
+const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd';
 const sums = `coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
+  coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens, coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
   coalesce(sum(cost_usd), 0.0) AS cost_usd, count(*) AS calls`;
 
 /** `UsageRepository` on SQLite. Statements are prepared once, when the store opens. */
@@ -25,7 +26,7 @@ export class SqliteUsageRepository implements UsageRepository {
     this.#connection = connection;
     const { db } = connection;
     this.#record = db.prepare(
-      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)',
+      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     // One statement per filter rather than `? IS NULL OR …`, which keeps SQLite off the indexes.
     this.#totals = db.prepare(`SELECT ${sums} FROM usage WHERE at >= ?`);
@@ -44,7 +45,7 @@ export class SqliteUsageRepository implements UsageRepository {
   record(usage: UsageRecord): Promise<void> {
     return this.#connection.execute(
       () => {
-        this.#record.run(usage.agentId, usage.at, usage.model, usage.inputTokens, usage.outputTokens, usage.costUsd);
+        this.#record.run(usage.agentId, usage.at, usage.model, usage.inputTokens, usage.outputTokens, usage.cacheReadTokens ?? 0, usage.cacheWriteTokens ?? 0, usage.costUsd);
       },
       () => ({ action: `record usage of agent "${usage.agentId}"` }),
     );

@@ -82,6 +82,11 @@ export const memoryRow = z
   })
   .transform((row): MemoryRecord => ({ agentId: row.agent_id, key: row.key, value: row.value, updatedAt: row.updated_at }));
 
+/** The cached input tokens of a usage row or sum, as the store gives them: only when there were any. */
+function cachedTokens(row: { cache_read_tokens: number; cache_write_tokens: number }): { cacheReadTokens?: number; cacheWriteTokens?: number } {
+  return { ...(row.cache_read_tokens > 0 ? { cacheReadTokens: row.cache_read_tokens } : {}), ...(row.cache_write_tokens > 0 ? { cacheWriteTokens: row.cache_write_tokens } : {}) };
+}
+
 /** A row of `usage`. */
 export const usageRow = z
   .object({
@@ -90,6 +95,8 @@ export const usageRow = z
     model: z.string(),
     input_tokens: z.number(),
     output_tokens: z.number(),
+    cache_read_tokens: z.number(),
+    cache_write_tokens: z.number(),
     cost_usd: z.number(),
   })
   .transform(
@@ -99,17 +106,19 @@ export const usageRow = z
       model: row.model,
       inputTokens: row.input_tokens,
       outputTokens: row.output_tokens,
+      ...cachedTokens(row),
       costUsd: row.cost_usd,
     }),
   );
 
-/** Usage totals: sums over `usage` (`input_tokens`, `output_tokens`, `cost_usd`, `calls`). */
+/** Usage totals: sums over `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_write_tokens`, `cost_usd`, `calls`). */
 export const usageTotalsRow = z
-  .object({ input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
+  .object({ input_tokens: z.number(), output_tokens: z.number(), cache_read_tokens: z.number(), cache_write_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
   .transform(
     (row): UsageTotals => ({
       inputTokens: row.input_tokens,
       outputTokens: row.output_tokens,
+      ...cachedTokens(row),
       costUsd: row.cost_usd,
       calls: row.calls,
     }),
@@ -117,7 +126,7 @@ export const usageTotalsRow = z
 
 /** One bucket of `usage.series`: its start, agent and model, and the sums. */
 export const usageBucketRow = z
-  .object({ start: z.number(), agent_id: z.string(), model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
+  .object({ start: z.number(), agent_id: z.string(), model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cache_read_tokens: z.number(), cache_write_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
   .transform(
     (row): UsageBucket => ({
       start: row.start,
@@ -125,6 +134,7 @@ export const usageBucketRow = z
       model: row.model,
       inputTokens: row.input_tokens,
       outputTokens: row.output_tokens,
+      ...cachedTokens(row),
       costUsd: row.cost_usd,
       calls: row.calls,
     }),
