@@ -29,6 +29,7 @@ import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
+import { createOpenApiRoutes } from './openapi-routes.ts';
 import { toErrorResponse } from './to-error-response.ts';
 import { trimTrailingSlashes } from '../validation/index.ts';
 
@@ -275,6 +276,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   });
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
+  app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
