@@ -305,6 +305,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     // Sealing rewrites the turn's messages from the user's on: only what comes before them stays known.
     const wellFormed = Math.min(options.wellFormed ?? 0, start === -1 ? session.length : start);
     const { seal } = place;
+    if (seal !== undefined && ending.status === 'cancelled') seal.stopped = true;
     const audit = seal === undefined || options.result === undefined ? undefined : seal.finished(options.result(usage));
     await histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;

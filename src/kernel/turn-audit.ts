@@ -29,6 +29,11 @@ export interface TurnAuditParts {
 export interface TurnSeal {
   finished(result: TurnResult): TurnEvent;
   recorded?: TurnEvent;
+  /**
+   * Set by the commit of a turn that ran and was stopped (cancelled, or a budget refused its next
+   * model call): it is recorded as a cancel, not as a refusal before it ran.
+   */
+  stopped?: boolean;
 }
 
 /** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */
@@ -60,7 +65,7 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     } catch (error) {
       if (agent !== undefined) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
-        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
+        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
         await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;

@@ -67,9 +67,13 @@ describe('the budget ledger caps every model call of a turn', () => {
     expect(session.filter((message) => message['role'] === 'tool')).toHaveLength(3);
     expect(JSON.stringify(session.at(-1))).toContain('cut short: agent \\"spender\\" has used 360 of its 300 tokens per hour');
 
+    // The audit log reads it as a turn that ran and was cut short, not as one refused before it ran.
+    expect((await host.kernel.audit({ agent: 'spender', types: ['turn-cancel', 'turn-refuse'] })).map((row) => [row.type, row.data['code']])).toEqual([['turn-cancel', 'QUOTA_EXCEEDED']]);
+
     // The next message is refused before it reaches the model, until the window frees.
     await expect(host.kernel.send('spender', 'again')).rejects.toThrow(QuotaExceededError);
     expect(server.requests).toHaveLength(3);
+    expect((await host.kernel.audit({ agent: 'spender', types: ['turn-refuse'] })).map((row) => row.data['code'])).toEqual(['QUOTA_EXCEEDED']);
     await host.clock.advance(60 * 60 * 1000 + 1);
     expect((await host.kernel.send('spender', 'again')).text).toBe('fresh hour');
   });
