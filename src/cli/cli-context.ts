@@ -1,5 +1,6 @@
 import { type Config, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../config/index.ts';
 import type { Logger, Store } from '../contracts/index.ts';
+import { logAiSdkWarnings } from '../daemon/index.ts';
 import { openHost } from '../host/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import type { PackageService } from '../packages/index.ts';
@@ -42,7 +43,10 @@ export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Con
  */
 export async function openCliContext(io: CliIo): Promise<CliContext> {
   const { home, config } = await openHome(io);
-  const host = await openHost({ home, config, env: io.env, logger: cliLogger(io) });
+  const logger = cliLogger(io);
+  const host = await openHost({ home, config, env: io.env, logger });
+  // The model library's warnings are log lines of the command, not raw lines on standard error.
+  const restoreWarnings = logAiSdkWarnings(logger);
   return {
     home,
     config,
@@ -54,6 +58,7 @@ export async function openCliContext(io: CliIo): Promise<CliContext> {
       // A manual run's event chain ends before the process does.
       await host.packages.runtime.idle();
       await host.close();
+      restoreWarnings();
     },
   };
 }

@@ -4,3 +4,4 @@ export type { DaemonInfo } from './daemon-file.ts';
 export { modelKeysIn, startDaemon } from './start-daemon.ts';
 export type { RunningDaemon, StartDaemonOptions } from './start-daemon.ts';
 export { releaseStartUpHeap } from './release-start-up-heap.ts';
+export { logAiSdkWarnings } from './ai-sdk-warnings-to-log.ts';

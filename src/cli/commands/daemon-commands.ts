@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
-import { daemonFilePath, isProcessAlive, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon, startedBeforeConfigChanged } from '../../daemon/index.ts';
+import { daemonFilePath, isProcessAlive, logAiSdkWarnings, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon, startedBeforeConfigChanged } from '../../daemon/index.ts';
 import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
@@ -111,6 +111,8 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   // The daemon keeps its last 1,000 records at info and above for event-log agents.
   const logs = new LogRing();
   const logger = createLogger({ level: config.log.level, ring: logs, file: logFile, format, fd: 1, colorize: format === 'pretty' && io.stdoutIsTerminal === true });
+  // The model library's warnings are the daemon's log lines, not raw lines on standard error.
+  const restoreWarnings = logAiSdkWarnings(logger);
   // With JSON lines on standard output, it holds nothing else.
   const say = (text: string): void => {
     if (format === 'pretty') io.stdout(text);
@@ -144,6 +146,7 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     });
   } catch (error) {
     unwatch();
+    restoreWarnings();
     throw error;
   }
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
@@ -154,7 +157,10 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
       clearTimeout(release);
       unwatch();
       say('Stopping Loom…\n');
-      void daemon.stop().finally(resolve);
+      void daemon.stop().finally(() => {
+        restoreWarnings();
+        resolve();
+      });
     };
     if (stopAsked) stopNow();
   });

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigSchema, ensureLoomHome, resolveLoomHome } from '../../config/index.ts';
 import { installedPath, LOOM_VERSION } from '../../config/installation.ts';
-import { type RunningDaemon, startDaemon } from '../../daemon/index.ts';
+import { logAiSdkWarnings, type RunningDaemon, startDaemon } from '../../daemon/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createLogger, LogRing } from '../../logging/index.ts';
@@ -96,11 +96,13 @@ export function registerDemoCommand(program: Command, io: CliIo, options: { unti
       const scripts = await loadModelScripts(installedPath('examples', 'models'));
       let model: ScriptedModelServer | undefined;
       let daemon: RunningDaemon | undefined;
+      let restoreWarnings = (): void => undefined;
       try {
         model = await startScriptedModelServer({ scripts, paceMs, recordRequests: false });
         const config = ConfigSchema.parse({ default_model: { provider: 'openai-compatible', model: DEMO_DEFAULT_SCRIPT, base_url: model.url } });
         const logs = new LogRing();
         const logger = createLogger({ level: 'warn', ring: logs, file: join(home.logsDir, 'daemon.log'), format: 'pretty', colorize: io.interactive === true });
+        restoreWarnings = logAiSdkWarnings(logger);
         daemon = await startDaemon({ home, config, env: io.env, logger, logs, version: LOOM_VERSION, ...(flags.port === undefined ? {} : { port: flags.port }) });
         await spawnDemoAgents(daemon.host.kernel, model.url);
         io.stdout(demoText(daemon.info.url, home.root, paceMs));
@@ -109,6 +111,7 @@ export function registerDemoCommand(program: Command, io: CliIo, options: { unti
       } finally {
         await daemon?.stop();
         await model?.close();
+        restoreWarnings();
       }
     });
 }
