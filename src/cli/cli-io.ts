@@ -11,6 +11,8 @@ export interface CliIo {
   interactive?: boolean;
   /** Whether standard output is a terminal (the daemon prints readable log lines there, JSON lines otherwise). */
   stdoutIsTerminal?: boolean;
+  /** How wide the terminal of standard error is, in columns, when it is one: long errors are wrapped to it. */
+  columns?: number | undefined;
 }
 
 /** The process's own streams and environment. */
@@ -23,6 +25,7 @@ export function processIo(): CliIo {
     cwd: process.cwd(),
     interactive: process.stdin.isTTY && process.stderr.isTTY,
     stdoutIsTerminal: process.stdout.isTTY,
+    columns: process.stderr.isTTY ? process.stderr.columns : undefined,
   };
 }
 

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { isLoomError, UsageError } from '../errors/index.ts';
 import { type CliIo, EXIT, ExitStatus, processIo } from './cli-io.ts';
+import { formatErrorForTerminal } from './wrap-error.ts';
 import { registerA2aCommands } from './commands/a2a-commands.ts';
 import { registerAgentCommands } from './commands/agent-commands.ts';
 import { registerApprovalsCommands } from './commands/approvals-commands.ts';
@@ -75,7 +76,8 @@ function report(error: unknown, io: CliIo): number {
   }
   const debug = io.env['LOOM_DEBUG'] === '1';
   const message = error instanceof Error ? error.message : String(error);
-  io.stderr(`error: ${message}\n`);
+  // At a terminal a long refusal is wrapped to its width, its reason on the first line.
+  io.stderr(io.columns === undefined || io.columns < 40 ? `error: ${message}\n` : formatErrorForTerminal(message, io.columns));
   if (debug && error instanceof Error && error.stack !== undefined) io.stderr(`${error.stack}\n`);
   if (isLoomError(error)) return error.category === 'user' ? EXIT.badInput : EXIT.failure;
   if (!debug) io.stderr('(set LOOM_DEBUG=1 for the stack trace)\n');
