@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import type { AgentState, AgentView } from './types.ts';
+import type { AgentState, AgentView, CannotRunView } from './types.ts';
 
 /**
  * A state as a coloured badge. `tone` picks the colour (`badge-<tone>` in styles.css) when the
@@ -14,19 +14,11 @@ export function StateBadge({ state, tone = state, testId = 'state-badge' }: { st
   );
 }
 
-/** Why an agent cannot run, as the API's agent view gives it (`cannot_run`; decision 0041). */
-export interface CannotRun {
-  kind: 'no-model' | 'missing-key';
-  model: string | null;
-  reason: string;
-  fix: string;
-}
+/** An agent as the state badge reads it. */
+type AgentStateOf = Pick<AgentView, 'state' | 'cannot_run'>;
 
-/** An agent as the state badge reads it; a daemon older than `cannot_run` sends none. */
-type AgentStateOf = Pick<AgentView, 'state'> & { cannot_run?: CannotRun | null };
-
-/** Why a running agent cannot run, or null when nothing local stands in its way (or it is not running). */
-export function cannotRun(agent: AgentStateOf): CannotRun | null {
+/** Why a running agent cannot run (decision 0041), or null when nothing local stands in its way (or it is not running). */
+export function cannotRun(agent: AgentStateOf): CannotRunView | null {
   return agent.state === 'running' ? (agent.cannot_run ?? null) : null;
 }
 

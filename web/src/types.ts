@@ -22,10 +22,24 @@ export interface AgentView {
   model: string | null;
   /** Its primary model: its own, else the daemon's default; null when neither. */
   runs_on: string | null;
+  /**
+   * Why it cannot run, seen without the network (decision 0041): no model at all, or its model's
+   * key is not set; null when nothing local stands in its way. Absent from a daemon older than it.
+   */
+  cannot_run?: CannotRunView | null;
   tags: string[];
   capabilities: Capability[];
   created_at: string;
   updated_at: string;
+}
+
+/** Why an agent cannot run, with the fix (`cannot_run` of the agent view). */
+export interface CannotRunView {
+  kind: 'no-model' | 'missing-key';
+  /** `provider/model` it would run on; null when it has none. */
+  model: string | null;
+  reason: string;
+  fix: string;
 }
 
 export interface AgentDetailView extends AgentView {
