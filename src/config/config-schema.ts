@@ -218,6 +218,17 @@ export const ConfigSchema = z.strictObject({
       level: z.enum(LOG_LEVELS).default('info'),
     })
     .prefault({}),
+  /** What the daemon tells monitoring: Prometheus metrics and OpenTelemetry traces (docs/observability.md). */
+  telemetry: z
+    .strictObject({
+      /** Serve `GET /metrics` to any client the daemon serves; off: only an owner's key reads it. */
+      metrics_public: z.boolean().default(false),
+      /** Where traces go over OTLP/HTTP (e.g. `http://127.0.0.1:4318`); `OTEL_EXPORTER_OTLP_ENDPOINT` sets it too. Unset: no traces. */
+      otlp_endpoint: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+      /** Put messages and tool inputs and outputs in the traces' spans; off: only their sizes, names and counts. */
+      capture_content: z.boolean().default(false),
+    })
+    .prefault({}),
   approvals: z
     .strictObject({
       /** How long a tool call waits for a human's approval before it is denied. */
@@ -443,6 +454,14 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 [log]
 # debug | info | warn | error | silent
 # level = "info"
+
+[telemetry]
+# GET /metrics (Prometheus text) answers an owner's key; true serves it to any client served.
+# metrics_public = false
+# Send traces (OpenTelemetry, GenAI conventions) over OTLP/HTTP; OTEL_EXPORTER_OTLP_ENDPOINT works too.
+# otlp_endpoint = "http://127.0.0.1:4318"
+# Put messages and tool inputs and outputs in the spans (off: sizes and counts only).
+# capture_content = false
 
 [approvals]
 # How long a tool call listed in [autonomous].approval_required_for waits for a human

@@ -29,6 +29,8 @@ export interface Reservation {
 
 /** A budget model calls draw from. */
 export interface Budget {
+  /** The agent whose hourly quota this is (see {@link BudgetLedger.hourly}): who a metered call is made for. */
+  readonly agent?: { id: string; name: string };
   /**
    * Holds `estimate` (at most what is left) for one call.
    * @throws {QuotaExceededError} {TokenBudgetExceededError} when nothing is left: the call must not be made.
@@ -136,7 +138,7 @@ export class BudgetLedger {
 
   /** An agent's hourly tokens and cost (its `[resources]`), as a budget. */
   hourly(agentId: string, agentName: string, limits: QuotaLimits): Budget {
-    return { reserve: (estimate) => this.#quotas.reserve(agentId, agentName, limits, estimate) };
+    return { agent: { id: agentId, name: agentName }, reserve: (estimate) => this.#quotas.reserve(agentId, agentName, limits, estimate) };
   }
 
   /**
@@ -147,6 +149,57 @@ export class BudgetLedger {
    */
   meter(resolver: ModelResolver, scope: CallScope): ModelResolver {
     return { resolve: (target) => meteredModel(resolver.resolve(target), target, scope) };
+  }
+}
+
+/**
+ * How a metered model call ended: `ok` (it reported usage), `cut-off` (its stream was cut off
+ * while it answered; `spent` is an estimate), `error` (it failed without usage), `refused` (a
+ * budget refused it: it was never sent).
+ */
+export type MeteredCallOutcome = 'ok' | 'cut-off' | 'error' | 'refused';
+
+/** A model call as the ledger saw it end, for metrics and traces. */
+export interface MeteredCall {
+  /** The agent it was made for; undefined when its scope names none. */
+  agent: { id: string; name: string } | undefined;
+  target: ModelTarget;
+  outcome: MeteredCallOutcome;
+  /** What it spent; zeros when it reported nothing. */
+  spent: CallSpend;
+  /** When it started and how long it took, in ms of `performance.now()` (real time, as monitoring wants it). */
+  startedAt: number;
+  durationMs: number;
+  /** What it was asked (the prompt and tools), for a trace that captures content. */
+  request: Pick<LanguageModelV4CallOptions, 'prompt' | 'tools' | 'maxOutputTokens' | 'temperature'>;
+  /** Why it failed, when it did. */
+  error?: unknown;
+}
+
+/** Listeners told of every metered model call, whichever kernel's ledger made it. */
+const callObservers = new Set<(call: MeteredCall) => void>();
+
+/**
+ * Tells `listener` of every model call a budget ledger meters in this process (Prometheus
+ * metrics, OpenTelemetry spans), as it ends. Process-wide rather than per ledger: the monitoring
+ * edges (the HTTP app, the exporter) do not hold the kernel's ledger. A listener must not throw
+ * (if it does, the error is swallowed: monitoring never fails a call). Returns a function that
+ * stops it.
+ */
+export function observeModelCalls(listener: (call: MeteredCall) => void): () => void {
+  callObservers.add(listener);
+  return () => callObservers.delete(listener);
+}
+
+const NO_SPEND: CallSpend = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+
+function tell(call: MeteredCall): void {
+  for (const listener of callObservers) {
+    try {
+      listener(call);
+    } catch {
+      // Monitoring never fails a model call.
+    }
   }
 }
 
@@ -190,9 +243,22 @@ function spendOf(target: ModelTarget, usage: LanguageModelV4Usage, scope: CallSc
 
 /** `model` metered as {@link BudgetLedger.meter} says. */
 function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallScope): LanguageModelV4 {
-  const reserve = (options: LanguageModelV4CallOptions): Promise<Reservation> => {
+  const agent = scope.budgets.find((budget) => budget.agent !== undefined)?.agent;
+  const observed = (options: LanguageModelV4CallOptions) => {
+    const startedAt = globalThis.performance.now();
+    return (outcome: MeteredCallOutcome, spent: CallSpend = NO_SPEND, error?: unknown): void => {
+      if (callObservers.size === 0) return;
+      tell({ agent, target, outcome, spent, startedAt, durationMs: globalThis.performance.now() - startedAt, request: options, ...(error === undefined ? {} : { error }) });
+    };
+  };
+  const reserve = async (options: LanguageModelV4CallOptions, end: ReturnType<typeof observed>): Promise<Reservation> => {
     const estimate = { inputTokens: estimatePromptTokens(options.prompt), outputTokens: options.maxOutputTokens ?? 0 };
-    return reserveAll(scope.budgets, { ...estimate, costUsd: scope.price(target, estimate) });
+    try {
+      return await reserveAll(scope.budgets, { ...estimate, costUsd: scope.price(target, estimate) });
+    } catch (error) {
+      end('refused', NO_SPEND, error);
+      throw error;
+    }
   };
   return {
     specificationVersion: 'v4',
@@ -202,22 +268,30 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
       return model.supportedUrls;
     },
     async doGenerate(options) {
-      const reservation = await reserve(options);
+      const end = observed(options);
+      const reservation = await reserve(options, end);
       try {
         const result = await model.doGenerate(options);
-        reservation.settle(spendOf(target, result.usage, scope));
+        const spent = spendOf(target, result.usage, scope);
+        reservation.settle(spent);
+        end('ok', spent);
         return result;
+      } catch (error) {
+        end('error', NO_SPEND, error);
+        throw error;
       } finally {
         reservation.release();
       }
     },
     async doStream(options) {
-      const reservation = await reserve(options);
+      const end = observed(options);
+      const reservation = await reserve(options, end);
       let result;
       try {
         result = await model.doStream(options);
       } catch (error) {
         reservation.release();
+        end('error', NO_SPEND, error);
         throw error;
       }
       // A stream settles at its `finish` part. One cut off before it (its signal aborted, its
@@ -230,21 +304,25 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
         const tokens = { inputTokens: estimateCallInputTokens(options), outputTokens: estimateOutputTokens(written) };
         return { ...tokens, costUsd: scope.price(target, tokens) };
       };
-      const onAbort = (): void => close(cutOff());
+      const onAbort = (): void => close(cutOff(), 'cut-off');
       signal?.addEventListener('abort', onAbort, { once: true });
-      const close = (spent?: CallSpend): void => {
+      let closed = false;
+      const close = (spent: CallSpend | undefined, outcome: MeteredCallOutcome): void => {
         signal?.removeEventListener('abort', onAbort);
         if (spent === undefined) reservation.release();
         else reservation.settle(spent);
+        if (closed) return;
+        closed = true;
+        end(outcome, spent);
       };
       const settled = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
         transform(part, controller) {
-          if (part.type === 'finish') close(spendOf(target, part.usage, scope));
+          if (part.type === 'finish') close(spendOf(target, part.usage, scope), 'ok');
           else if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') written += part.delta.length;
           controller.enqueue(part);
         },
-        flush: () => close(),
-        cancel: () => close(cutOff()),
+        flush: () => close(undefined, 'error'),
+        cancel: () => close(cutOff(), 'cut-off'),
       });
       return { ...result, stream: result.stream.pipeThrough(settled) };
     },
