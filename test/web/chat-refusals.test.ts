@@ -84,5 +84,11 @@ describe('the chat page with a refused message, in Chromium against a real daemo
     await say('Anyone?');
     await visible(page.getByTestId('refused-turn').nth(1).getByTestId('user-message'), 'Anyone?');
     expect(await page.getByTestId('refused-turn').count()).toBe(2);
+
+    // Another agent's chat, reached in the page (a hash change), shows none of them.
+    await harness.host.kernel.spawn(parseManifest(`name = "other"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`, { source: 'other.toml' }).manifest);
+    await openChat('other');
+    await visible(page.getByText('Say something to other.'));
+    expect(await page.getByTestId('refused-turn').count()).toBe(0);
   });
 });

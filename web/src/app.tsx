@@ -27,7 +27,8 @@ function Page({ route }: { route: Route }) {
     case 'agent':
       return <AgentPage name={route.agent} />;
     case 'chat':
-      return <ChatPage name={route.agent} />;
+      // Keyed by agent: a conversation on screen (a refused message, a live turn) belongs to its agent only.
+      return <ChatPage key={route.agent} name={route.agent} />;
     case 'events':
       return <EventsPage />;
     case 'usage':
