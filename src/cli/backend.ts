@@ -205,7 +205,14 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       if (!response.ok || response.body === null) throw await apiError(response);
-      yield* readServerSentEvents(response.body);
+      try {
+        yield* readServerSentEvents(response.body);
+      } catch (error) {
+        // The daemon went away mid-reply: fetch says only "terminated".
+        if (options.signal?.aborted === true || !(error instanceof TypeError) || error.message !== 'terminated') throw error;
+        const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? 'terminated';
+        throw new LoomError('DAEMON_UNREACHABLE', 'system', `lost the connection to the Loom daemon at ${url} while the reply streamed (${code}); is it still running? \`loom status\` tells, \`loom start\` (or \`npm start\`) starts it; what the agent said before is kept in its session`, { cause: error });
+      }
     },
     cancelTurn: (reference, options = {}) => call('POST', `${agent(reference)}/turn/cancel`, undefined, options.signal),
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),

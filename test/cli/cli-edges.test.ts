@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/run-cli.ts';
@@ -48,5 +49,29 @@ describe('loom start given options that npm kept for itself', () => {
     const result = await runCli(home, ['start', '4210']);
     expect(result.code).toBe(2);
     expect(result.stderr).toBe('error: loom start takes no arguments, got "4210"; options are written --port 4210 (through npm: npm start -- --port 4210)\n');
+  });
+});
+
+describe('loom send --stream when the daemon goes away mid-reply', () => {
+  it('says the connection to the daemon was lost while the reply streamed, not "terminated"', async () => {
+    // A daemon that starts a reply, then dies.
+    const server = createServer((request, response) => {
+      if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`event: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => response.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no port');
+      const url = `http://127.0.0.1:${address.port}`;
+      const result = await runCli(home, ['--url', url, 'send', 'helper', 'hi', '--stream']);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('Half a \n');
+      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} while the reply streamed \\(`));
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -17,34 +17,40 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
     io.stdout(`${midLine ? '\n' : ''}${text}\n`);
     midLine = false;
   };
-  for await (const event of events) {
-    switch (event.type) {
-      case 'text-delta':
-        io.stdout(event.text);
-        midLine = !event.text.endsWith('\n');
-        if (event.text.trim() !== '') streamed = true;
-        break;
-      case 'tool-call':
-      case 'tool-result':
-        line(formatToolLine(event));
-        break;
-      case 'approval-request':
-        line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
-        break;
-      case 'phase':
-        // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction;
-        // not each model call, nor a continuation (it goes on with the text mid-sentence).
-        if (event.phase !== 'model-call' && event.phase !== 'continuation') line(`  · ${event.detail}`);
-        break;
-      case 'run-finish':
-        finish = event;
-        break;
-      case 'error':
-        if (midLine) io.stdout('\n');
-        throw new LoomError(event.code, event.category, event.message);
-      case 'run-start':
-        break;
+  try {
+    for await (const event of events) {
+      switch (event.type) {
+        case 'text-delta':
+          io.stdout(event.text);
+          midLine = !event.text.endsWith('\n');
+          if (event.text.trim() !== '') streamed = true;
+          break;
+        case 'tool-call':
+        case 'tool-result':
+          line(formatToolLine(event));
+          break;
+        case 'approval-request':
+          line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
+          break;
+        case 'phase':
+          // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction;
+          // not each model call, nor a continuation (it goes on with the text mid-sentence).
+          if (event.phase !== 'model-call' && event.phase !== 'continuation') line(`  · ${event.detail}`);
+          break;
+        case 'run-finish':
+          finish = event;
+          break;
+        case 'error':
+          throw new LoomError(event.code, event.category, event.message);
+        case 'run-start':
+          break;
+      }
     }
+  } catch (error) {
+    // The turn failed, or the stream broke (the daemon went away): the error goes on a line of its own.
+    if (midLine) io.stdout('\n');
+    midLine = false;
+    throw error;
   }
   // An agent that streams no text (a delegate, a chain of thought, a workflow) gives its answer at the end.
   const answer = finish?.result.text ?? '';
