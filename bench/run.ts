@@ -23,6 +23,7 @@ const benchmarks: Record<string, Bench> = {
   channels: async () => (await import('./channels.ts')).channelsBench(),
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
   cost: async () => (await import('./cost.ts')).costBench(),
+  'turn-telemetry': async () => (await import('./telemetry.ts')).turnTelemetryBench(),
 };
 
 const requested = process.argv.slice(2);

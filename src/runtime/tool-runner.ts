@@ -7,6 +7,8 @@ import type { LoopGuard } from './loop-guard.ts';
 import type { AgentEventSink } from './agent-event.ts';
 import { truncateToolOutput } from './truncate-tool-output.ts';
 import { linkAbort } from './link-abort.ts';
+// The spans alone, not the telemetry index: that loads the metrics and exporter libraries, which a daemon without telemetry never needs.
+import { withToolSpan } from '../telemetry/spans.ts';
 
 /** A refused or failed tool call, as the audit log records it. */
 export interface ToolAuditEntry {
@@ -541,5 +543,13 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       return outcome;
     },
   };
+  // With tracing on, each call (a nested one too) is an `execute_tool` span; off, it runs as it is.
+  const runCall = runner.run.bind(runner);
+  runner.run = (call, callOptions) =>
+    withToolSpan(
+      { toolName: call.toolName, toolCallId: call.toolCallId, agentName: callOptions.agent.name, input: call.input },
+      () => runCall(call, callOptions),
+      (outcome) => ({ isError: outcome.result.isError === true, text: outcome.result.text, failure: outcome.failure?.kind }),
+    );
   return runner;
 }

@@ -1,6 +1,11 @@
 /**
- * Telemetry: the daemon's Prometheus metrics (and, later, its OpenTelemetry traces). Other
- * folders import only from here.
+ * Telemetry: the daemon's Prometheus metrics and its OpenTelemetry traces. Other folders import
+ * only from here, but for the runtime, which imports `spans.ts` itself: this index loads the
+ * metrics and exporter libraries, which a daemon without telemetry never needs at boot.
  */
 export { createLoomMetrics } from './loom-metrics.ts';
 export type { LoomMetrics, LoomMetricsSources, McpConnection } from './loom-metrics.ts';
+export { capturesContent, spansEnabled, withToolSpan, withTurnSpan } from './spans.ts';
+export type { ToolSpanAttributes, TurnSpanAttributes } from './spans.ts';
+export { startTracing, tracingEndpoint } from './tracing.ts';
+export type { Tracing, TracingOptions } from './tracing.ts';

@@ -1,0 +1,140 @@
+import { type Attributes, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+
+/**
+ * OpenTelemetry spans with the GenAI semantic conventions, made only while tracing is on (see
+ * `startTracing`): with it off, each wrapper calls straight through and no span object is made.
+ * Kept apart from the exporter and the metrics so the runtime can load it at boot cheaply.
+ */
+
+let enabled = false;
+let capture = false;
+
+/** Turns span making on or off, and whether spans carry messages and tool inputs and outputs. Called by `startTracing`. */
+export function setSpans(options: { enabled: boolean; captureContent: boolean }): void {
+  enabled = options.enabled;
+  capture = options.captureContent;
+}
+
+/** Whether spans are made now (tracing is on). */
+export function spansEnabled(): boolean {
+  return enabled;
+}
+
+/** Whether spans carry content (`[telemetry].capture_content`). */
+export function capturesContent(): boolean {
+  return enabled && capture;
+}
+
+/** The tracer spans come from: the global provider's, which `startTracing` sets. */
+export function loomTracer() {
+  return trace.getTracer('loom');
+}
+
+/** A span ended with an error: its status, `error.type` and the exception. */
+export function failSpan(span: Span, error: unknown): void {
+  span.setAttribute('error.type', errorType(error));
+  span.recordException(error instanceof Error ? error : new Error(String(error)));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}
+
+/** The `error.type` of `error`: a Loom error's code, else its class name. */
+export function errorType(error: unknown): string {
+  if (typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string') return error.code;
+  return error instanceof Error ? error.name : 'unknown';
+}
+
+/** Content as a span attribute: JSON, cut at 64 KB so one large message cannot swell an export. */
+export function contentAttribute(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  return text.length > 65_536 ? `${text.slice(0, 65_536)}…` : text;
+}
+
+/** What an `invoke_agent` span says of its turn. */
+export interface TurnSpanAttributes {
+  agentId: string;
+  agentName: string;
+  /** The session the turn belongs to. */
+  conversationId?: string | undefined;
+  /** The user's message (recorded only with `capture_content`). */
+  message?: string | undefined;
+}
+
+/**
+ * Runs a turn inside an `invoke_agent {agent}` span (GenAI conventions: `gen_ai.operation.name`,
+ * `gen_ai.agent.id`, `gen_ai.agent.name`, `gen_ai.conversation.id`), the parent of its `chat`
+ * and `execute_tool` spans; a turn that throws ends it with the error. With tracing off, `run()`.
+ *
+ * @example
+ * const result = await withTurnSpan({ agentId: entry.id, agentName: entry.name, conversationId: place.sessionId, message }, () => runChat(...));
+ */
+export function withTurnSpan<T>(attributes: TurnSpanAttributes, run: () => Promise<T>): Promise<T> {
+  if (!enabled) return run();
+  const spanAttributes: Attributes = {
+    'gen_ai.operation.name': 'invoke_agent',
+    'gen_ai.agent.id': attributes.agentId,
+    'gen_ai.agent.name': attributes.agentName,
+    ...(attributes.conversationId === undefined ? {} : { 'gen_ai.conversation.id': attributes.conversationId }),
+    ...(capture && attributes.message !== undefined ? { 'gen_ai.input.messages': contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]) } : {}),
+  };
+  return loomTracer().startActiveSpan(`invoke_agent ${attributes.agentName}`, { kind: SpanKind.INTERNAL, attributes: spanAttributes }, async (span) => {
+    try {
+      const result = await run();
+      if (capture && typeof result === 'object' && result !== null && 'text' in result && typeof result.text === 'string') {
+        span.setAttribute('gen_ai.output.messages', contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: result.text }] }]));
+      }
+      return result;
+    } catch (error) {
+      failSpan(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** What an `execute_tool` span says of its call. */
+export interface ToolSpanAttributes {
+  toolName: string;
+  toolCallId: string;
+  agentName: string;
+  description?: string | undefined;
+  /** The call's input (recorded only with `capture_content`). */
+  input?: unknown;
+}
+
+/**
+ * Runs a tool call inside an `execute_tool {tool}` span (`gen_ai.tool.name`,
+ * `gen_ai.tool.call.id`, `gen_ai.tool.type`); `outcome` reads from the call's result whether it
+ * failed (an error result sets the span's status, `error.type` its `failure`: refused, timeout,
+ * threw, else `tool_error`) and its text (recorded only with `capture_content`). With tracing
+ * off, `run()`.
+ */
+export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promise<T>, outcome: (result: T) => { isError: boolean; text: string; failure?: string | undefined }): Promise<T> {
+  if (!enabled) return run();
+  const spanAttributes: Attributes = {
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': attributes.toolName,
+    'gen_ai.tool.call.id': attributes.toolCallId,
+    'gen_ai.tool.type': 'function',
+    'gen_ai.agent.name': attributes.agentName,
+    ...(attributes.description === undefined ? {} : { 'gen_ai.tool.description': attributes.description }),
+    ...(capture && attributes.input !== undefined ? { 'gen_ai.tool.call.arguments': contentAttribute(attributes.input) } : {}),
+  };
+  return loomTracer().startActiveSpan(`execute_tool ${attributes.toolName}`, { kind: SpanKind.INTERNAL, attributes: spanAttributes }, async (span) => {
+    try {
+      const result = await run();
+      const { isError, text, failure } = outcome(result);
+      if (capture) span.setAttribute('gen_ai.tool.call.result', contentAttribute(text));
+      if (isError) {
+        span.setAttribute('error.type', failure ?? 'tool_error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: text.slice(0, 500) });
+      }
+      return result;
+    } catch (error) {
+      failSpan(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}

@@ -1,0 +1,103 @@
+import { type Attributes, context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+// The ledger's call observer, not yet re-exported by the kernel's index.
+import { type MeteredCall, observeModelCalls } from '../kernel/budget-ledger.ts';
+import { capturesContent, contentAttribute, errorType, loomTracer, setSpans } from './spans.ts';
+
+/** Options of {@link startTracing}. */
+export interface TracingOptions {
+  /** The OTLP/HTTP endpoint's base URL (`http://127.0.0.1:4318`); spans go to its `/v1/traces`. */
+  endpoint: string;
+  /** Put messages and tool inputs and outputs in the spans. */
+  captureContent?: boolean;
+  serviceName?: string;
+  serviceVersion?: string;
+}
+
+/** Tracing while it runs. */
+export interface Tracing {
+  /** Sends the spans ended so far. */
+  forceFlush(): Promise<void>;
+  /** Sends what is left and stops tracing: spans are no longer made. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Where traces go: `[telemetry].otlp_endpoint`, else `OTEL_EXPORTER_OTLP_ENDPOINT`; undefined
+ * (tracing off) when neither is set.
+ */
+export function tracingEndpoint(telemetry: { otlp_endpoint?: string | undefined }, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const fromEnv = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
+  return telemetry.otlp_endpoint ?? (fromEnv === undefined || fromEnv === '' ? undefined : fromEnv);
+}
+
+/**
+ * Starts OpenTelemetry tracing with the official SDK: spans (`invoke_agent` per turn, `chat` per
+ * model call the budget ledger meters, `execute_tool` per tool call) are batched and exported
+ * over OTLP/HTTP (JSON) to `endpoint`. It sets the process's global tracer provider and an
+ * AsyncLocalStorage context manager, so a turn's spans nest under it. One tracing per process.
+ *
+ * @example
+ * const endpoint = tracingEndpoint(config.telemetry, env);
+ * const tracing = endpoint === undefined ? undefined : startTracing({ endpoint, captureContent: config.telemetry.capture_content, serviceVersion: LOOM_VERSION });
+ * // on stop: await tracing?.shutdown();
+ */
+export function startTracing(options: TracingOptions): Tracing {
+  const contextManager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(contextManager);
+  const exporter = new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, '')}/v1/traces` });
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'loom', ...(options.serviceVersion === undefined ? {} : { 'service.version': options.serviceVersion }) }),
+    // Sent each second, up to 8,192 spans held: a busy daemon's turns (four spans or more each) are not dropped between exports.
+    spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 8192, maxExportBatchSize: 1024 })],
+  });
+  trace.setGlobalTracerProvider(provider);
+  setSpans({ enabled: true, captureContent: options.captureContent === true });
+  const unobserve = observeModelCalls(recordChatSpan);
+  return {
+    forceFlush: () => provider.forceFlush(),
+    async shutdown() {
+      unobserve();
+      setSpans({ enabled: false, captureContent: false });
+      try {
+        await provider.shutdown();
+      } finally {
+        trace.disable();
+        context.disable();
+      }
+    },
+  };
+}
+
+/** A `chat {model}` span for a metered model call, as a child of the span active where it ended (its turn's). */
+function recordChatSpan(call: MeteredCall): void {
+  const origin = globalThis.performance.timeOrigin;
+  const { spent, target, request } = call;
+  const attributes: Attributes = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': target.provider,
+    'gen_ai.request.model': target.model,
+    'gen_ai.usage.input_tokens': spent.inputTokens,
+    'gen_ai.usage.output_tokens': spent.outputTokens,
+    'gen_ai.usage.cache_read.input_tokens': spent.cacheReadTokens ?? 0,
+    'gen_ai.usage.cache_creation.input_tokens': spent.cacheWriteTokens ?? 0,
+    'loom.cost_usd': spent.costUsd,
+    'loom.model_call.outcome': call.outcome,
+    ...(call.agent === undefined ? {} : { 'gen_ai.agent.id': call.agent.id, 'gen_ai.agent.name': call.agent.name }),
+    ...(request.maxOutputTokens === undefined ? {} : { 'gen_ai.request.max_tokens': request.maxOutputTokens }),
+    ...(request.temperature === undefined ? {} : { 'gen_ai.request.temperature': request.temperature }),
+  };
+  if (capturesContent()) {
+    attributes['gen_ai.input.messages'] = contentAttribute(request.prompt.filter((message) => message.role !== 'system'));
+    attributes['gen_ai.system_instructions'] = contentAttribute(request.prompt.filter((message) => message.role === 'system').map((message) => message.content));
+  }
+  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt, attributes }, context.active());
+  if (call.outcome === 'error' || call.outcome === 'refused') {
+    span.setAttribute('error.type', call.error === undefined ? call.outcome : errorType(call.error));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: call.error instanceof Error ? call.error.message : call.outcome });
+  }
+  span.end(origin + call.startedAt + call.durationMs);
+}

@@ -1,0 +1,126 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startTracing, type Tracing, withTurnSpan } from '../../src/telemetry/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+
+/** A span as the OTLP/HTTP JSON export carries it, its attributes flattened. */
+interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  attributes: Record<string, string | number | boolean>;
+}
+
+/** A local OTLP/HTTP receiver on 127.0.0.1: what an OpenTelemetry collector would be given. */
+async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; paths: string[]; close(): Promise<void> }> {
+  const spans: ReceivedSpan[] = [];
+  const paths: string[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      paths.push(`${request.method ?? ''} ${request.url ?? ''} ${request.headers['content-type'] ?? ''}`);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: Record<string, unknown>[] }[] }[] };
+      for (const resource of body.resourceSpans) {
+        for (const scope of resource.scopeSpans) {
+          for (const span of scope.spans) {
+            const attributes: ReceivedSpan['attributes'] = {};
+            for (const { key, value } of (span['attributes'] ?? []) as { key: string; value: Record<string, unknown> }[]) {
+              const inner = value['stringValue'] ?? value['intValue'] ?? value['doubleValue'] ?? value['boolValue'];
+              attributes[key] = 'intValue' in value ? Number(inner) : (inner as string | number | boolean);
+            }
+            const text = (key: string): string => (typeof span[key] === 'string' ? span[key] : '');
+            spans.push({ traceId: text('traceId'), spanId: text('spanId'), parentSpanId: text('parentSpanId'), name: text('name'), attributes });
+          }
+        }
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    paths,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let tracing: Tracing | undefined;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-otlp-');
+  host = await openTestHost(dir.path);
+  receiver = await startReceiver();
+});
+afterEach(async () => {
+  await tracing?.shutdown();
+  tracing = undefined;
+  await host.close();
+  await receiver.close();
+  await dir.remove();
+});
+
+/** One turn with a tool call, inside its `invoke_agent` span as the message flow is to run it; the spans once exported. */
+async function tracedTurn(captureContent: boolean): Promise<ReceivedSpan[]> {
+  tracing = startTracing({ endpoint: receiver.url, captureContent, serviceVersion: '9.9.9-test' });
+  await host.kernel.spawn(manifest(`name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`));
+  server.script([
+    { toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 300, outputTokens: 20 } },
+    { text: 'One agent runs.', usage: { inputTokens: 340, outputTokens: 8 } },
+  ]);
+  const agent = host.kernel.get('traced');
+  await withTurnSpan({ agentId: agent.id, agentName: 'traced', conversationId: agent.session_id, message: 'Which agents run?' }, () => host.kernel.send('traced', 'Which agents run?'));
+  await tracing.forceFlush();
+  await waitFor('the receiver to get the turn\'s spans', () => receiver.spans.length >= 4);
+  return receiver.spans;
+}
+
+describe('OpenTelemetry traces over OTLP/HTTP', () => {
+  it('exports invoke_agent, chat and execute_tool spans with the GenAI attributes, nested in one trace, without content', async () => {
+    const spans = await tracedTurn(false);
+    expect(receiver.paths[0]).toMatch(/^POST \/v1\/traces application\/json/);
+    const turn = spans.find((span) => span.name === 'invoke_agent traced');
+    expect(turn?.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'traced' });
+    const chats = spans.filter((span) => span.name === 'chat claude-sonnet-4-5');
+    expect(chats).toHaveLength(2);
+    for (const chat of chats) {
+      expect(chat.traceId).toBe(turn?.traceId);
+      expect(chat.parentSpanId).toBe(turn?.spanId);
+    }
+    expect(chats.map((chat) => chat.attributes)).toEqual([
+      expect.objectContaining({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gen_ai.usage.input_tokens': 300, 'gen_ai.usage.output_tokens': 20, 'gen_ai.usage.cache_read.input_tokens': 0, 'gen_ai.agent.name': 'traced' }),
+      expect.objectContaining({ 'gen_ai.usage.input_tokens': 340, 'gen_ai.usage.output_tokens': 8 }),
+    ]);
+    expect(Number(chats[0]?.attributes['loom.cost_usd'])).toBeCloseTo((300 * 3 + 20 * 15) / 1_000_000, 12);
+    const tool = spans.find((span) => span.name === 'execute_tool agent_list');
+    expect(tool?.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'agent_list', 'gen_ai.tool.type': 'function' });
+    expect(tool?.parentSpanId).toBe(turn?.spanId);
+    // Without capture_content, no message or tool input and output leaves the daemon.
+    const keys = spans.flatMap((span) => Object.keys(span.attributes));
+    expect(keys).not.toContain('gen_ai.input.messages');
+    expect(keys).not.toContain('gen_ai.tool.call.arguments');
+    expect(keys).not.toContain('gen_ai.tool.call.result');
+  });
+
+  it('puts messages and tool inputs and outputs in the spans with capture_content', async () => {
+    const spans = await tracedTurn(true);
+    const chat = spans.find((span) => span.name === 'chat claude-sonnet-4-5');
+    expect(String(chat?.attributes['gen_ai.input.messages'])).toContain('Which agents run?');
+    const tool = spans.find((span) => span.name === 'execute_tool agent_list');
+    expect(tool?.attributes['gen_ai.tool.call.arguments']).toBe('{}');
+    expect(String(tool?.attributes['gen_ai.tool.call.result'])).toContain('traced');
+    const turn = spans.find((span) => span.name === 'invoke_agent traced');
+    expect(String(turn?.attributes['gen_ai.output.messages'])).toContain('One agent runs.');
+  });
+});
