@@ -120,4 +120,10 @@ describe('loom demo', () => {
     const workspace = join(home, 'demo', 'workspaces', 'careful-writer');
     expect(await readFile(join(workspace, 'haiku.txt'), 'utf8')).toContain('Loom threads the agents');
   });
+
+  it('refuses a second demo on the same home, naming the one that runs and its dashboard', async () => {
+    const second = await runCli(home, ['demo', '--port', '0']);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toBe(`error: cannot start the demo: another demo runs at ${url} (pid ${String(demo?.pid)}); use that one (its dashboard: ${url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal\n`);
+  });
 });

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ConfigSchema, ensureLoomHome, resolveLoomHome } from '../../config/index.ts';
 import { installedPath, LOOM_VERSION } from '../../config/installation.ts';
-import { logAiSdkWarnings, type RunningDaemon, startDaemon } from '../../daemon/index.ts';
-import { UsageError } from '../../errors/index.ts';
+import { logAiSdkWarnings, readDaemonFile, type RunningDaemon, startDaemon } from '../../daemon/index.ts';
+import { isLoomError, LoomError, UsageError } from '../../errors/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createLogger, LogRing } from '../../logging/index.ts';
 import { loadManifestFile, type Manifest, ModelConfigSchema } from '../../manifest/index.ts';
@@ -103,7 +103,12 @@ export function registerDemoCommand(program: Command, io: CliIo, options: { unti
         const logs = new LogRing();
         const logger = createLogger({ level: 'warn', ring: logs, file: join(home.logsDir, 'daemon.log'), format: 'pretty', colorize: io.interactive === true });
         restoreWarnings = logAiSdkWarnings(logger);
-        daemon = await startDaemon({ home, config, env: io.env, logger, logs, version: LOOM_VERSION, ...(flags.port === undefined ? {} : { port: flags.port }) });
+        daemon = await startDaemon({ home, config, env: io.env, logger, logs, version: LOOM_VERSION, ...(flags.port === undefined ? {} : { port: flags.port }) }).catch(async (error: unknown) => {
+          // The demo's own home: another demo holds it (its daemon file names it).
+          const running = isLoomError(error) && error.code === 'DAEMON_RUNNING' ? await readDaemonFile(home) : undefined;
+          if (running === undefined) throw error;
+          throw new LoomError('DAEMON_RUNNING', 'user', `cannot start the demo: another demo runs at ${running.url} (pid ${running.pid}); use that one (its dashboard: ${running.url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal`, { cause: error });
+        });
         await spawnDemoAgents(daemon.host.kernel, model.url);
         io.stdout(demoText(daemon.info.url, home.root, paceMs));
         await (options.untilStopped ?? untilSignal)();
