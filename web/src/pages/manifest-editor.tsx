@@ -9,9 +9,10 @@ import './manifest-editor.css';
 export const MANIFEST_TEMPLATE = `name = "my-agent"
 description = "What this agent is for"
 
+# No provider or model: it runs on the daemon's default model ([default_model] in config.toml).
+# To pin one, add e.g. provider = "anthropic" and model = "claude-sonnet-4-5" (needs ANTHROPIC_API_KEY).
 [model]
-provider = "openai"
-model = "gpt-4o-mini"
+max_tokens = 2048
 
 [capabilities]
 tools = ["memory_store", "memory_recall"]
