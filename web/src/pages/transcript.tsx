@@ -2,7 +2,9 @@ import type { ComponentChildren } from 'preact';
 import type { ChatItem } from '../chat-history.ts';
 import type { TraceStep, TurnRecord } from '../chat-types.ts';
 import { formatCost, formatTokens } from '../format.ts';
+import { Markdown } from '../markdown.tsx';
 import type { TranscriptItem } from '../session.ts';
+import '../chat.css';
 
 export function compactJson(value: unknown): string {
   const text = JSON.stringify(value);
@@ -173,10 +175,11 @@ export function Transcript({ items }: { items: readonly TranscriptItem[] }) {
       {items.map((item, index) => {
         switch (item.kind) {
           case 'text':
+            // As the chat shows them: what the agent wrote as Markdown (rendered safely), the person's words as typed.
             return (
-              <div key={index} class={`bubble bubble-${item.role === 'user' ? 'user' : 'agent'}`}>
+              <div key={index} class={`bubble bubble-${item.role === 'user' ? 'user' : 'agent'}`} data-testid={item.role === 'assistant' ? 'history-reply' : 'history-message'}>
                 <div class="bubble-role">{item.role === 'user' ? 'You' : item.role === 'assistant' ? 'Agent' : item.role}</div>
-                <div class="bubble-text">{item.text}</div>
+                {item.role === 'assistant' ? <Markdown text={item.text} class="bubble-markdown" /> : <div class="bubble-text">{item.text}</div>}
               </div>
             );
           case 'tool-call':
