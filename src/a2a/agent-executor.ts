@@ -44,7 +44,7 @@ export function callerKey(caller: Caller): string {
  * may not see is answered as missing, never as forbidden, so task ids cannot be probed.
  */
 export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
-  if (seesEveryTask(caller)) return true;
+  if (caller === undefined || seesEveryTask(caller)) return true;
   const agent: unknown = task.metadata?.['loomAgent'];
   const creator: unknown = task.metadata?.['loomCallerKey'];
   if (typeof agent !== 'string' || creator !== callerKey(caller)) return false;
@@ -52,7 +52,7 @@ export function isTaskVisible(task: Task, caller: Caller | undefined): boolean {
 }
 
 /** Whether the caller sees every task: an owner, or Loom itself (no caller). */
-export function seesEveryTask(caller: Caller | undefined): caller is undefined | (Caller & { kind: 'user' }) {
+export function seesEveryTask(caller: Caller | undefined): boolean {
   return caller === undefined || (caller.kind === 'user' && refusalOf(principalOfCaller(caller), 'read every A2A task') === undefined);
 }
 
