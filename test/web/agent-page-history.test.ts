@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseManifest } from '../../src/manifest/index.ts';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
@@ -13,8 +14,13 @@ describe('the session history on an agent\'s page', () => {
   beforeAll(async () => {
     harness = await startDashboard('loom-web-history-', { rate_limit: { per_minute: 1_000_000 } });
   }, 120_000);
+  let serverClosed = false;
   afterAll(async () => {
-    await harness?.close();
+    if (!serverClosed) return harness?.close();
+    // The last test stopped the HTTP server itself: close the rest.
+    await harness.browser.close();
+    await harness.host.close();
+    await rm(harness.dir, { recursive: true, force: true });
   });
 
   it('renders what the agent wrote as Markdown, runs none of its HTML, and shows the person\'s words as typed', async () => {
@@ -35,5 +41,14 @@ describe('the session history on an agent\'s page', () => {
     expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
     // The person's message is shown as typed, not as Markdown.
     await visible(page.getByTestId('history-message'), 'Write **this** down');
+  });
+
+  it('has the sidebar say the daemon does not answer once it is gone, not the version it had', async () => {
+    const page = await harness.browser.newPage();
+    await page.goto(`${harness.server.url}/#/agents`);
+    await visible(page.getByTestId('daemon-status'), 'daemon 9.9.9-test');
+    await harness.server.close();
+    serverClosed = true;
+    await visible(page.getByTestId('daemon-status'), 'daemon unreachable');
   });
 });

@@ -96,7 +96,8 @@ function KeyForm() {
 export function App() {
   const route = useRoute();
   const { state } = useEventLog();
-  const health = useApi<Health>('/api/health');
+  // Asked again whenever the live events drop or come back: the daemon gone is said, not its old version.
+  const health = useApi<Health>('/api/health', [state]);
   const pending = usePendingApprovals();
   const section = route.page === 'agent' || route.page === 'chat' ? 'agents' : route.page;
   // One place names every page, so the browser's tab and history say where one is.
@@ -125,7 +126,7 @@ export function App() {
           <NavLink to={href.approvals} active={section === 'approvals'} label="Approvals" icon="✓" count={pending.data?.length} />
         </nav>
         <div class="sidebar-foot">
-          <div class="daemon-status" title={`live events: ${state}`}>
+          <div class="daemon-status" title={`live events: ${state}`} data-testid="daemon-status">
             <span class={`status-dot status-${health.error === undefined && state === 'open' ? 'ok' : health.error === undefined ? 'wait' : 'down'}`} />
             {health.error === undefined ? (health.data === undefined ? 'connecting…' : `daemon ${health.data.version}`) : 'daemon unreachable'}
           </div>
