@@ -50,6 +50,8 @@ import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 import { SessionHistories } from './session-histories.ts';
+// The light half of the telemetry module: the SDK loads only when tracing starts.
+import { withTurnSpan } from '../telemetry/spans.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, toolPolicyOf } from './tool-policy.ts';
 import { sealTurn, type TurnEnding, TurnTrace } from './turn-record.ts';
@@ -281,7 +283,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return calls.map((call) => {
       const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
       if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
-      return { agentId: entry.id, at: clock.now(), model: modelName(call.model), inputTokens: call.inputTokens, outputTokens: call.outputTokens, costUsd: cost.costUsd };
+      return {
+        agentId: entry.id,
+        at: clock.now(),
+        model: modelName(call.model),
+        inputTokens: call.inputTokens,
+        outputTokens: call.outputTokens,
+        ...(call.cacheReadTokens === undefined ? {} : { cacheReadTokens: call.cacheReadTokens }),
+        ...(call.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: call.cacheWriteTokens }),
+        costUsd: cost.costUsd,
+      };
     });
   }
 
@@ -409,7 +420,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     try {
       outcome = await runAgentLoop({
         agent,
-        system: withStabilityGuidelines(`${modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)}${known === undefined ? '' : `\n\n${known}`}`),
+        // What the agent knows of the person changes from turn to turn: it goes after the cached prefix.
+        system: withStabilityGuidelines(modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)),
+        ...(known === undefined ? {} : { context: known }),
+        cache: modelConfig?.cache !== false,
+        cacheKey: place.sessionId,
         messages,
         // A compacted history is new: the repair reads it whole.
         wellFormedPrefix: messages === input ? base.wellFormed : 0,
@@ -513,6 +528,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         agent,
         system: withStabilityGuidelines(task.instructions === undefined ? base : `${base}\n\n${task.instructions}`),
         messages: [{ role: 'user', content: task.prompt }],
+        cache: modelConfig?.cache !== false,
         models,
         resolver: meteredResolver(runtime, entry, budgets),
         runner,
@@ -727,7 +743,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const signal = live.controller.signal;
     const turn = (): Promise<TurnResult> =>
       turns.run(entry.id, signal, (turnSignal) =>
-        module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
+        withTurnSpan({ agentId: entry.id, agentName: entry.name, conversationId: place.sessionId, message }, () =>
+          module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
+        ),
       );
     try {
       // An agent waiting on another must not be waited on by it: that would deadlock both turns.

@@ -66,9 +66,10 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     ]);
     // The thread's turn is a session of its own; what Ada said in the channel reaches it only as
     // what the agent knows of her from other conversations.
-    const [system, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: string }[];
-    expect(conversation).toEqual([{ role: 'user', content: 'what is my name?' }]);
-    expect(system?.content).toContain(`They said (channel:guild:${discord.guild.channelId}) my name is Ada`);
+    const [, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: { type: string; text: string }[] }[];
+    expect(conversation).toHaveLength(1);
+    expect(conversation[0]?.content.at(-1)).toEqual({ type: 'text', text: 'what is my name?' });
+    expect(conversation[0]?.content[0]?.text).toContain(`They said (channel:guild:${discord.guild.channelId}) my name is Ada`);
     expect(await host.store.channels.recent('guild', 2)).toEqual(expect.arrayContaining([expect.objectContaining({ conversationId: discord.guild.channelId, thread: discord.guild.threadId })]));
   });
 

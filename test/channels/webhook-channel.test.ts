@@ -87,11 +87,14 @@ describe('a webhook channel', () => {
     await post(fromAda('m-2', 'Another thread', 'c-2'));
     await host.channels.idle();
     // Each conversation has its own session; the agent's main one is untouched. What Ada said in
-    // the first is known in the second, as what the agent knows of her.
-    const [system, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: unknown }[];
-    expect(JSON.stringify(conversation)).not.toContain('Hi there');
-    expect(JSON.stringify(system)).toContain('What you know of this person (hooks:u-ada)');
-    expect(JSON.stringify(system)).toContain('They said (channel:hooks:c-1) Hi there');
+    // the first is known in the second, as what the agent knows of her: context at the start of
+    // the newest message, after the cached prefix, not a message of the history.
+    const [, ...conversation] = model.requests[1]?.body['messages'] as { role: string; content: unknown }[];
+    expect(conversation).toHaveLength(1);
+    const parts = conversation[0]?.content as { type: string; text: string }[];
+    expect(parts.at(-1)).toEqual({ type: 'text', text: 'Another thread' });
+    expect(parts[0]?.text).toContain('What you know of this person (hooks:u-ada)');
+    expect(parts[0]?.text).toContain('They said (channel:hooks:c-1) Hi there');
     expect((await host.kernel.session('helper')).messages).toEqual([]);
     const [stored] = await host.store.channels.recent('hooks', 1);
     expect(stored).toMatchObject({ platformId: 'm-2', status: 'answered', note: 'Hello again.' });
@@ -262,11 +265,12 @@ describe('a webhook channel', () => {
     await post({ id: 'd-1', user: { id: 'ada@example.com' }, conversation: { id: 'desk-1' }, text: 'What do I like?' }, { channel: 'desk' });
     await post({ id: 'd-2', user: { id: 'bob@example.com' }, conversation: { id: 'desk-2' }, text: 'What do I like?' }, { channel: 'desk' });
     await host.channels.idle();
-    const systemOf = (request: number): string => JSON.stringify((model.requests[request]?.body['messages'] as unknown[])[0]);
-    expect(systemOf(1)).toContain('What you know of this person (ada)');
-    expect(systemOf(1)).toContain('They said (channel:hooks:c-1) I like tea');
+    // What the agent knows of the person comes with the newest message.
+    const newestOf = (request: number): string => JSON.stringify((model.requests[request]?.body['messages'] as unknown[]).at(-1));
+    expect(newestOf(1)).toContain('What you know of this person (ada)');
+    expect(newestOf(1)).toContain('They said (channel:hooks:c-1) I like tea');
     // Someone not in [people] is one person per channel, and knows nothing of Ada.
-    expect(systemOf(2)).not.toContain('like tea');
+    expect(JSON.stringify(model.requests[2]?.body['messages'])).not.toContain('like tea');
   });
 
   it('answers after a restart what was stored but not answered before a crash', async () => {
