@@ -30,6 +30,7 @@ import { mcpServersView } from './mcp-servers-view.ts';
 import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
 import { createOpenApiRoutes } from './openapi-routes.ts';
+import { createMetricsRoutes } from './metrics-routes.ts';
 import { toErrorResponse } from './to-error-response.ts';
 import { trimTrailingSlashes } from '../validation/index.ts';
 
@@ -209,7 +210,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       'serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy\'s forwarding headers, reach only the public routes (health, webhooks, the agent card), since a proxy on this machine would make every client it serves the owner; a proxy that adds no such header and passes a loopback Host is not seen: behind a proxy, set LOOM_API_KEY or add [[auth.keys]] to config.toml',
     );
   }
-  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path])); // static files only (no data): public, like /api/health
+  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path, '/metrics'])); // static files only (no data): public, like /api/health
   // With no key, what looks forwarded by a proxy is not the local owner (see `createProxySign`).
   const proxySign = authenticator.keyed ? undefined : createProxySign(config.http.allowed_hosts);
   app.use('*', async (c: HttpContext, next) => {
@@ -225,7 +226,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
           ...(proxySign === undefined ? {} : { proxied: proxySign((name) => c.req.header(name)) }),
         },
         // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
-        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) },
+        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) || (config.telemetry.metrics_public && c.req.path === '/metrics') },
       );
     } catch (error) {
       // A refused request still costs its address, so keys cannot be guessed at full speed.
@@ -277,6 +278,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION }));
+  app.route('/', createMetricsRoutes({ kernel, config, mcp: options.mcp }).routes);
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));

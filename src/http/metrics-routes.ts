@@ -1,10 +1,9 @@
 import { Hono } from 'hono';
 import type { Config } from '../config/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { createCostCatalog } from '../models/index.ts';
 import { createLoomMetrics, type LoomMetrics, type McpConnection } from '../telemetry/index.ts';
-import { type HttpEnv, principalOf } from './http-context.ts';
+import { type HttpEnv, kernelOf } from './http-context.ts';
 
 /** What `GET /metrics` reads. */
 export interface MetricsRoutesOptions {
@@ -24,9 +23,8 @@ export function createMetricsRoutes(options: MetricsRoutesOptions): { routes: Ho
   const metrics = createLoomMetrics({ kernel: options.kernel, costs: createCostCatalog(options.config.prices), mcp: options.mcp });
   const routes = new Hono<HttpEnv>();
   routes.get('/metrics', async (c) => {
-    if (!options.config.telemetry.metrics_public && principalOf(c).role !== 'owner') {
-      throw new AccessDeniedError('only an owner\'s key may read /metrics; set [telemetry].metrics_public = true in config.toml to serve it to any client');
-    }
+    // Public, every client the daemon serves reads them (the route is then public: no principal).
+    if (!options.config.telemetry.metrics_public) kernelOf(c, options.kernel).require('read the metrics');
     return c.body(await metrics.text(), 200, { 'content-type': metrics.contentType });
   });
   return { routes, metrics };

@@ -75,6 +75,7 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
   return {
     '/api/health': { get: { tag: 'system', summary: 'whether the daemon answers: `{ status, version, agents }`', public: true, responses: { '200': ok('the daemon answers', { type: 'object', properties: { status: { const: 'ok' }, version: { type: 'string' }, agents: { type: 'integer' } } }) } } },
     '/api/openapi.json': { get: { tag: 'system', summary: 'this document', description: 'Any key (owner, user or viewer); the local user without keys.', responses: { '200': ok('the OpenAPI document') } } },
+    '/metrics': { get: { tag: 'system', summary: 'the daemon\'s metrics in Prometheus text format (docs/observability.md lists them)', description: 'An owner\'s key, or any client with `[telemetry].metrics_public = true`.', responses: { '200': ok('the metrics, `text/plain; version=0.0.4`'), ...errors(403) } } },
     '/api/cluster': { get: { tag: 'system', summary: 'the daemons sharing the store, the leader and the work queue (owner and viewer keys)', responses: { '200': ok('the nodes'), ...errors(403) } } },
     '/api/agents': {
       get: { tag: 'agents', summary: 'the agents (the objects of `loom agent list --json`)', responses: { '200': ok('the agents', { type: 'array', items: agentView }) } },

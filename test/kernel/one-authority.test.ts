@@ -33,7 +33,8 @@ type Operation =
   | 'decide an approval'
   | 'forge a tool'
   | 'install a package'
-  | 'list the MCP servers';
+  | 'list the MCP servers'
+  | 'read the metrics';
 
 const EVERYONE_WHO_REACHES: readonly Role[] = ['owner', 'user on the agent', 'viewer'];
 
@@ -54,6 +55,7 @@ const ALLOWED: Record<Operation, readonly Role[]> = {
   'forge a tool': ['owner'],
   'install a package': ['owner'],
   'list the MCP servers': ['owner', 'viewer'],
+  'read the metrics': ['owner'],
 };
 
 const KEYS: Record<Role, string> = {
@@ -158,6 +160,7 @@ const HTTP: Door = {
   'forge a tool': async (role) => judged(await api.request('/api/tools/forged', as(role, json({}))), 400),
   'install a package': async (role) => judged(await api.request('/api/packages', as(role, json({}))), 400),
   'list the MCP servers': async (role) => judged(await api.request('/api/mcp/servers', as(role)), 200),
+  'read the metrics': async (role) => judged(await api.request('/metrics', as(role)), 200),
 };
 
 const OPENAI: Door = {
