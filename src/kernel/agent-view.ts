@@ -1,9 +1,7 @@
 import type { Capability } from '../capabilities/index.ts';
 import type { AgentState } from '../contracts/index.ts';
 import { type Manifest, namedModel } from '../manifest/index.ts';
-import { modelName, type ModelTarget } from '../models/index.ts';
-// Not yet exported by src/models/index.ts: import it from there once it is.
-import { checkPrimaryModel } from '../models/model-readiness.ts';
+import { checkPrimaryModel, modelName, type ModelTarget } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 
 /** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */

@@ -372,8 +372,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   }
 
   /** An agent's view, and its detailed view, naming the daemon's default model where it runs on it. */
-  const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, dependencies.runtime?.defaultModel);
-  const detailOf = (entry: AgentEntry): AgentDetailView => toAgentDetailView(entry, dependencies.runtime?.defaultModel);
+  const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, dependencies.runtime?.defaultModel, dependencies.runtime?.env);
+  const detailOf = (entry: AgentEntry): AgentDetailView => toAgentDetailView(entry, dependencies.runtime?.defaultModel, dependencies.runtime?.env);
 
   async function setState(reference: string, state: AgentEntry['state']): Promise<AgentView> {
     const entry = registry.resolve(reference);

@@ -16,7 +16,7 @@ export { modelName } from './model-name.ts';
 export { MAX_ANTHROPIC_CACHE_BREAKPOINTS, planPromptCache } from './prompt-cache.ts';
 export type { CallProviderOptions, PromptCachePlan, PromptCacheRequest } from './prompt-cache.ts';
 export { CHARS_PER_TOKEN, estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens } from './prompt-tokens.ts';
-export { checkAgentModels, checkDefaultModel, modelWarnings } from './model-readiness.ts';
+export { checkAgentModels, checkDefaultModel, checkPrimaryModel, modelWarnings } from './model-readiness.ts';
 export type { ModelProblem, ModelReadinessOptions } from './model-readiness.ts';
 export type { ModelEndpoint, ModelFetch, ModelProvider, ModelResolver, ModelResolverOptions, ModelTarget } from './resolve-model.ts';
 export {

@@ -109,7 +109,8 @@ describe('loom agent', () => {
     expect(list.stdout).toContain('anthropic/claude-sonnet-4-20250514');
     const show = await runCli(home, ['agent', 'show', 'researcher']);
     expect(show.stdout).toContain('[capabilities].network "*.wikipedia.org"');
-    expect(show.stdout).toContain('state:        running');
+    // Running, but without ANTHROPIC_API_KEY it cannot answer: the state says so.
+    expect(show.stdout).toContain('state:        cannot run: no key');
   });
 
   it('names the default model an agent without [model] runs on, or says it has none', async () => {
@@ -119,7 +120,7 @@ describe('loom agent', () => {
     expect((await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain'])).runs_on).toBeNull();
 
     await writeFile(join(home, 'config.toml'), '[default_model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n');
-    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+running\s+\S+\s+-\s+openai\/gpt-4o-mini \(default\)\n/);
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+cannot run: no key\s+\S+\s+-\s+openai\/gpt-4o-mini \(default\)\n/);
     expect((await runCli(home, ['agent', 'show', 'plain'])).stdout).toContain('model:        openai/gpt-4o-mini (default)\n');
     const shown = await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain']);
     expect({ model: shown.model, runs_on: shown.runs_on }).toEqual({ model: null, runs_on: 'openai/gpt-4o-mini' });
