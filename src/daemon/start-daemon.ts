@@ -10,6 +10,8 @@ import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
+// Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
+import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
 
 /** Options for {@link startDaemon}. */
 export interface StartDaemonOptions {
@@ -90,6 +92,9 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
   const clock = options.clock ?? createSystemClock();
+  // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
+  const endpoint = tracingEndpoint(config.telemetry, env);
+  const tracing = endpoint === undefined ? undefined : (await import('../telemetry/tracing.ts')).startTracing({ endpoint, captureContent: config.telemetry.capture_content, serviceVersion: options.version });
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, version: options.version, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
@@ -143,6 +148,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
           const closed = server.close();
           await host.close();
           await closed;
+          await tracing?.shutdown();
           await removeDaemonFile(home, info.pid);
           logger.info({}, 'Loom stopped');
         })();
@@ -151,6 +157,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     };
   } catch (error) {
     await host.close();
+    await tracing?.shutdown();
     throw error;
   }
 }

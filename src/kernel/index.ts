@@ -24,6 +24,8 @@ export type { ToolPolicy } from './tool-policy.ts';
 export { CHILD_WORKSPACES_FOLDER, confineChild, MANIFEST_FIELD_POWER } from './child-confinement.ts';
 export type { ConfinedParent, ConfinementContext, ConfinementProblem, FieldPower } from './child-confinement.ts';
 export { QUOTA_WINDOW_MS, QuotaTracker } from './quota-tracker.ts';
+export { observeModelCalls } from './budget-ledger.ts';
+export type { MeteredCall, MeteredCallOutcome } from './budget-ledger.ts';
 export type { QuotaLimits } from './quota-tracker.ts';
 export type { TraceStep, TurnRecord, TurnStatus } from './turn-record.ts';
 export { toTurnView } from './turn-view.ts';

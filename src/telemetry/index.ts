@@ -7,5 +7,6 @@ export { createLoomMetrics } from './loom-metrics.ts';
 export type { LoomMetrics, LoomMetricsSources, McpConnection } from './loom-metrics.ts';
 export { capturesContent, spansEnabled, withToolSpan, withTurnSpan } from './spans.ts';
 export type { ToolSpanAttributes, TurnSpanAttributes } from './spans.ts';
-export { startTracing, tracingEndpoint } from './tracing.ts';
+export { startTracing } from './tracing.ts';
+export { tracingEndpoint } from './tracing-endpoint.ts';
 export type { Tracing, TracingOptions } from './tracing.ts';

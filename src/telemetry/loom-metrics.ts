@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Kernel, KernelEvent } from '../kernel/index.ts';
 // Not yet re-exported by the kernel's index (see docs/observability.md): the ledger's call observer.
-import { type MeteredCall, observeModelCalls } from '../kernel/budget-ledger.ts';
+import { type MeteredCall, observeModelCalls } from '../kernel/index.ts';
 import { type CostCatalog, modelName } from '../models/index.ts';
 
 /** An MCP server's connection as the metrics see it. */

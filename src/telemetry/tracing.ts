@@ -4,7 +4,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 // The ledger's call observer, not yet re-exported by the kernel's index.
-import { type MeteredCall, observeModelCalls } from '../kernel/budget-ledger.ts';
+import { type MeteredCall, observeModelCalls } from '../kernel/index.ts';
 import { capturesContent, contentAttribute, errorType, loomTracer, setSpans } from './spans.ts';
 
 /** Options of {@link startTracing}. */
@@ -25,14 +25,6 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/**
- * Where traces go: `[telemetry].otlp_endpoint`, else `OTEL_EXPORTER_OTLP_ENDPOINT`; undefined
- * (tracing off) when neither is set.
- */
-export function tracingEndpoint(telemetry: { otlp_endpoint?: string | undefined }, env: Readonly<Record<string, string | undefined>>): string | undefined {
-  const fromEnv = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
-  return telemetry.otlp_endpoint ?? (fromEnv === undefined || fromEnv === '' ? undefined : fromEnv);
-}
 
 /**
  * Starts OpenTelemetry tracing with the official SDK: spans (`invoke_agent` per turn, `chat` per
