@@ -1,9 +1,28 @@
 import { z } from 'zod';
 import { SANDBOX_APIS } from '../manifest/index.ts';
+import { MCP_TOOL_PREFIX } from '../tools/index.ts';
 import { measureJsonSchema, SchemaRefusedError } from '../validation/index.ts';
 
 /** How a forged tool, or a compose step, is named: what models and tool lists write. */
 export const FORGED_TOOL_NAME = /^[a-z][a-z0-9_]{1,63}$/;
+
+/**
+ * Why `name` may not be a forged tool's name, or undefined when it may. The one rule for every
+ * door that names a forged tool (forge, import, a stored tool read back, promotion): names
+ * starting with `mcp_` are MCP servers' tools (`mcp_<server>_<tool>`, src/tools/mcp-tool-name.ts),
+ * which a grant such as `"mcp_github_*"` and a package step's `mcps` give. A forged tool there
+ * would be offered, shared, to agents granted only that server, and run in place of its tool.
+ *
+ * @example
+ * ```ts
+ * forgedToolNameProblem('parse_csv'); // undefined
+ * forgedToolNameProblem('mcp_github_create_issue'); // 'a forged tool\'s name may not start with "mcp_": …'
+ * ```
+ */
+export function forgedToolNameProblem(name: string): string | undefined {
+  if (!name.startsWith(MCP_TOOL_PREFIX)) return undefined;
+  return `a forged tool's name may not start with "${MCP_TOOL_PREFIX}": names "${MCP_TOOL_PREFIX}<server>_<tool>" are MCP servers' tools, given by grants such as "${MCP_TOOL_PREFIX}github_*" and a package step's mcps; choose a name without that prefix`;
+}
 
 // An object of JSON values; written as a catch-all object rather than a record, so the JSON
 // Schema shown to models has no `propertyNames` (which OpenAI's structured tools do not take).
@@ -105,7 +124,13 @@ export const TestCaseSchema = z.strictObject({
  */
 export const ForgeRequestSchema = z
   .strictObject({
-    name: z.string().regex(FORGED_TOOL_NAME, { error: 'expected 2 to 64 lowercase letters, digits or "_", starting with a letter (e.g. "parse_csv")' }),
+    name: z
+      .string()
+      .regex(FORGED_TOOL_NAME, { error: 'expected 2 to 64 lowercase letters, digits or "_", starting with a letter (e.g. "parse_csv")' })
+      .superRefine((name, context) => {
+        const problem = forgedToolNameProblem(name);
+        if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+      }),
     description: z.string().min(1, { error: 'expected what the tool does' }).max(2000),
     inputSchema: ObjectSchemaSchema,
     outputSchema: ForgedSchemaSchema.optional(),
