@@ -103,7 +103,7 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
       since,
       until,
       step_ms: stepMs,
-      buckets: buckets.map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cost_usd: bucket.costUsd })),
+      buckets: buckets.map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cache_read_tokens: bucket.cacheReadTokens ?? 0, cache_write_tokens: bucket.cacheWriteTokens ?? 0, cost_usd: bucket.costUsd })),
     });
   });
 

@@ -34,7 +34,7 @@ export interface TurnToolCallView {
 
 /** One step of a turn's trace (the kernel's `TraceStep`), snake_case and with ISO times, as the API's views are. */
 export type TraceStepView =
-  | { kind: 'model'; model: string; input_tokens: number; output_tokens: number; cost_usd: number; started_at: string; latency_ms: number }
+  | { kind: 'model'; model: string; input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; estimated: boolean; cost_usd: number; started_at: string; latency_ms: number }
   | { kind: 'tool'; tool_call_id: string; tool_name: string; started_at: string; duration_ms: number; is_error: boolean; approval: 'approved' | 'denied' | null };
 
 /**
@@ -79,7 +79,7 @@ const isRecord = (value: unknown): value is Loose => typeof value === 'object' &
 
 // Read back from the store, so checked; loosely (unknown keys kept), since older Loom versions wrote them.
 const TraceStepSchema = z.discriminatedUnion('kind', [
-  z.looseObject({ kind: z.literal('model'), model: z.string(), inputTokens: z.number(), outputTokens: z.number(), costUsd: z.number(), startedAt: z.number(), latencyMs: z.number() }),
+  z.looseObject({ kind: z.literal('model'), model: z.string(), inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number().optional(), cacheWriteTokens: z.number().optional(), estimated: z.boolean().optional(), costUsd: z.number(), startedAt: z.number(), latencyMs: z.number() }),
   z.looseObject({
     kind: z.literal('tool'),
     toolCallId: z.string(),
@@ -135,7 +135,7 @@ function outputOf(output: unknown): { value: unknown; isError: boolean } {
 
 function toStepView(step: TraceStep | z.infer<typeof TraceStepSchema>): TraceStepView {
   return step.kind === 'model'
-    ? { kind: 'model', model: step.model, input_tokens: step.inputTokens, output_tokens: step.outputTokens, cost_usd: step.costUsd, started_at: iso(step.startedAt), latency_ms: step.latencyMs }
+    ? { kind: 'model', model: step.model, input_tokens: step.inputTokens, output_tokens: step.outputTokens, cache_read_tokens: step.cacheReadTokens ?? 0, cache_write_tokens: step.cacheWriteTokens ?? 0, estimated: step.estimated ?? false, cost_usd: step.costUsd, started_at: iso(step.startedAt), latency_ms: step.latencyMs }
     : { kind: 'tool', tool_call_id: step.toolCallId, tool_name: step.toolName, started_at: iso(step.startedAt), duration_ms: step.durationMs, is_error: step.isError, approval: step.approval ?? null };
 }
 
