@@ -56,7 +56,7 @@ const channelFields = {
   policy: ChannelPolicySchema.prefault({}),
 };
 
-/** `[[channels]]`: a place people talk to an agent from (see the README's Channels). */
+/** `[[channels]]`: a place people talk to an agent from (see docs/channels.md). */
 export const ChannelConfigSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     ...channelFields,
@@ -410,7 +410,7 @@ export type Config = z.output<typeof ConfigSchema>;
 
 /** The commented `config.toml` that `loom init` writes. Every value shown is the default. */
 export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is the default; uncomment a line to change it.
-# Reference: the README's "Configuration" section.
+# Reference: docs/configuration.md.
 
 [daemon]
 # Where the daemon listens. Keep it on loopback unless API keys are configured.
@@ -517,7 +517,7 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # base_url = "http://127.0.0.1:11434/v1"
 # api_key_env = "OLLAMA_API_KEY"
 
-# The model serving each tier, for agents with [routing] enabled (see the README's "Routing").
+# The model serving each tier, for agents with [routing] enabled (see docs/agents.md, "Models and providers").
 # [routing.frontier]
 # provider = "anthropic"
 # model = "claude-opus-4-1"
@@ -546,8 +546,8 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # name = "team"
 # location = "https://registry.example.com/loom"
 
-# Channels: people talk to an agent from Telegram or a signed webhook (see the README's
-# "Channels"). Deny by default: a stranger gets a code you approve with "loom channels approve".
+# Channels: people talk to an agent from Telegram or a signed webhook (see
+# docs/channels.md). Deny by default: a stranger gets a code you approve with "loom channels approve".
 # [[channels]]
 # name = "support"
 # kind = "telegram"

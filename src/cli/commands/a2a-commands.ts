@@ -68,7 +68,7 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
       const card = await discoverAgent(url);
       const result = await sendA2aMessage(card, message);
       io.stdout(options.json === true ? `${JSON.stringify({ task_id: result.taskId, state: result.state, text: result.text }, null, 2)}\n` : `${result.text}\n`);
-      // The reply was printed; a task that did not complete is a failure (exit status 1), as the README's table says.
+      // The reply was printed; a task that did not complete is a failure (exit status 1), as docs/cli.md's table says.
       if (result.state === 'failed' || result.state === 'rejected' || result.state === 'canceled') throw new ExitStatus(EXIT.failure);
     });
 

@@ -5,7 +5,7 @@ import { formatTable } from '../format.ts';
 import { withBackend } from './agent-commands.ts';
 
 function formatList(channels: readonly ChannelView[]): string {
-  if (channels.length === 0) return 'no channels: add [[channels]] to config.toml (see the README\'s Channels)\n';
+  if (channels.length === 0) return 'no channels: add [[channels]] to config.toml (see docs/channels.md)\n';
   return formatTable(
     ['NAME', 'KIND', 'AGENT', 'STATE', 'LAST MESSAGE', 'WAITING'],
     channels.map((channel) => [channel.name, channel.kind, channel.agent, channel.state, channel.lastMessageAt ?? '-', String(channel.pendingPairings.length)]),

@@ -32,7 +32,7 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
         return;
       }
       if (view.configured.length === 0) {
-        io.stdout('No MCP servers configured. Add [[mcp_servers]] to config.toml (see the README).\n');
+        io.stdout('No MCP servers configured. Add [[mcp_servers]] to config.toml (see docs/mcp.md).\n');
         return;
       }
       io.stdout(
