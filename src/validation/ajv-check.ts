@@ -31,7 +31,11 @@ const MAX_PROBLEMS = 5;
 // compiled schema is dropped from Ajv's cache at once: its callers keep what they reuse). A `$ref`
 // is compiled once, as a function of its own, never copied into each place that uses it: inlined,
 // a definition of a thousand subschemas used a thousand times compiles a million.
-const OPTIONS: Options = { strict: false, allErrors: false, inlineRefs: false, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false };
+// `ownProperties`: a value's properties are its own, never what every object inherits. Without
+// it `required: ["constructor", "toString"]` held for `{}`, and `properties: { hasOwnProperty:
+// { type: "string" } }` checked the inherited function, failing every value; it costs one
+// `hasOwnProperty` call per property a schema names, on the values that have it.
+const OPTIONS: Options = { strict: false, allErrors: false, inlineRefs: false, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false, ownProperties: true };
 type Validators = Record<SchemaDialect, Ajv>;
 let validators: { first: Validators; every: Validators } | undefined;
 
