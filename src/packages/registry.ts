@@ -181,10 +181,24 @@ async function readBody(response: Response, limit: number, url: URL, registry: s
 interface ReadOptions {
   fetch: typeof fetch;
   signal?: AbortSignal | undefined;
+  /** How long one request may take, its body included; {@link REGISTRY_TIMEOUT_MS} unless set. */
+  timeoutMs?: number | undefined;
 }
 
-/** How long one request to an HTTP registry may take. */
+/** How registries are read: the fetch to use, a signal that cancels, the time limit of one request (default {@link REGISTRY_TIMEOUT_MS}). */
+export interface RegistryReadOptions {
+  fetch?: typeof fetch;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** How long one request to an HTTP registry may take, from asking to the last byte of its body. */
 export const REGISTRY_TIMEOUT_MS = 30_000;
+
+/** A time limit in words: `30 s`, `250 ms`. */
+function durationOf(ms: number): string {
+  return ms >= 1000 && ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
 
 /** A registry URL's host, for the plain-http rule: loopback only. */
 function isLoopbackHost(url: URL): boolean {
@@ -201,14 +215,24 @@ async function readFromRegistry(registry: string, path: string, limit: number, o
       throw new PackageError(`cannot read registry "${registry}": plain http is accepted only on this machine (loopback); use https`);
     }
     let response: Response;
-    const signal = options.signal === undefined ? AbortSignal.timeout(REGISTRY_TIMEOUT_MS) : AbortSignal.any([options.signal, AbortSignal.timeout(REGISTRY_TIMEOUT_MS)]);
+    const timeoutMs = options.timeoutMs ?? REGISTRY_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal === undefined ? timeout : AbortSignal.any([options.signal, timeout]);
+    // The limit covers the body too: a registry that sends its headers, then a byte a second,
+    // is cut off at it, as one that never answers is.
+    const tooSlow = (error: unknown): PackageError =>
+      new PackageError(`cannot read registry "${registry}": GET ${url.href} took longer than ${durationOf(timeoutMs)}, the time limit for one request to a registry (REGISTRY_TIMEOUT_MS); check that the registry answers, or point [[registries]] at one that does`, {
+        cause: error,
+        details: { registry, url: url.href, timeoutMs },
+        isRetryable: true,
+      });
     try {
       // Redirects are not followed: a registry is named by its URL, and a redirect could lead anywhere.
       response = await options.fetch(url, { signal, redirect: 'manual' });
     } catch (error) {
       options.signal?.throwIfAborted();
-      const timedOut = signal.aborted;
-      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} ${timedOut ? `took longer than ${REGISTRY_TIMEOUT_MS / 1000} s` : `failed (${messageOf(error)})`}`, { cause: error, isRetryable: true });
+      if (timeout.aborted) throw tooSlow(error);
+      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} failed (${messageOf(error)})`, { cause: error, isRetryable: true });
     }
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel().catch(() => undefined);
@@ -221,7 +245,13 @@ async function readFromRegistry(registry: string, path: string, limit: number, o
         isRetryable: response.status >= 500 || response.status === 429,
       });
     }
-    return readBody(response, limit, url, registry);
+    try {
+      return await readBody(response, limit, url, registry);
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      if (timeout.aborted && !(error instanceof PackageError)) throw tooSlow(error);
+      throw error;
+    }
   }
   const file = join(registry, path);
   let bytes: Buffer;
@@ -346,7 +376,7 @@ function lookUp(index: RegistryIndex, wanted: Wanted): { name: string; kind: 'ag
  *   named), a malformed index.json (the registry and the JSON path named); or an archive whose
  *   digest does not match (the archive, the expected and the actual digest named).
  */
-export async function resolveFromRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<ResolvedArchive> {
+export async function resolveFromRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions = {}): Promise<ResolvedArchive> {
   const near: string[] = [];
   const found = await lookUpInRegistries(registries, reference, options, near);
   if (found !== undefined) return found;
@@ -363,13 +393,13 @@ export async function resolveFromRegistries(registries: readonly string[], refer
  * genuine one (docs/packages.md, "Where a skill comes from").
  * @throws {PackageError} as {@link resolveFromRegistries} does, except for a reference found nowhere.
  */
-export function findInRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal } = {}): Promise<ResolvedArchive | undefined> {
+export function findInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions = {}): Promise<ResolvedArchive | undefined> {
   return lookUpInRegistries(registries, reference, options, []);
 }
 
-async function lookUpInRegistries(registries: readonly string[], reference: string, options: { fetch?: typeof fetch; signal?: AbortSignal }, near: string[]): Promise<ResolvedArchive | undefined> {
+async function lookUpInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions, near: string[]): Promise<ResolvedArchive | undefined> {
   const wanted = parseReference(reference);
-  const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal };
+  const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal, timeoutMs: options.timeoutMs };
   for (const registry of registries) {
     const index = parseIndex(await readFromRegistry(registry, 'index.json', MAX_INDEX_BYTES, read), registry);
     const found = lookUp(index, wanted);
