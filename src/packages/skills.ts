@@ -112,10 +112,38 @@ function problemLines(error: z.ZodError): string[] {
 }
 
 /**
+ * What to say of front matter whose aliases expand past the YAML library's limit: the top-level
+ * field (and its line in SKILL.md) whose value does it, found by reading each field's value on its
+ * own, else the front matter as a whole.
+ */
+function aliasBombProblem(frontMatter: string, error: ReferenceError): string {
+  const yaml = yamlLibrary();
+  const lineCounter = new yaml.LineCounter();
+  const document = yaml.parseDocument(frontMatter, { logLevel: 'error', lineCounter });
+  const fix = 'write the value out, or use fewer aliases (*name)';
+  if (yaml.isMap(document.contents)) {
+    for (const pair of document.contents.items) {
+      if (!yaml.isNode(pair.value)) continue;
+      try {
+        pair.value.toJS(document);
+      } catch (inner) {
+        if (!(inner instanceof ReferenceError)) throw inner;
+        const key = yaml.isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        const offset = yaml.isNode(pair.key) ? pair.key.range?.[0] : undefined;
+        // The front matter starts on the file's second line.
+        const at = offset === undefined ? '' : ` (line ${lineCounter.linePos(offset).line + 1})`;
+        return `the front matter's field ${JSON.stringify(key)}${at} expands its YAML aliases too far (${inner.message}); ${fix}`;
+      }
+    }
+  }
+  return `the front matter expands its YAML aliases too far (${error.message}); ${fix}`;
+}
+
+/**
  * Parses a `SKILL.md`: YAML front matter between `---` lines, then the instructions.
  * @param source The file, as error messages name it.
  * @throws {PackageError} naming the file, each field and what was expected (a did-you-mean for
- *   an unknown key), or the YAML syntax error and its line.
+ *   an unknown key), the YAML syntax error and its line, or the field whose aliases expand too far.
  */
 export function parseSkillFile(text: string, source: string): SkillFile {
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
@@ -128,6 +156,8 @@ export function parseSkillFile(text: string, source: string): SkillFile {
   try {
     document = yamlLibrary().parse(lines.slice(1, end).join('\n'), { logLevel: 'error' });
   } catch (error) {
+    // The YAML library refuses aliases that would expand past its limit (a "billion laughs").
+    if (error instanceof ReferenceError) fail(source, aliasBombProblem(lines.slice(1, end).join('\n'), error));
     if (!(error instanceof yamlLibrary().YAMLParseError)) throw error;
     const position = error.linePos?.[0];
     // The front matter starts on the file's second line.
