@@ -3,11 +3,11 @@ import { z } from 'zod';
 import type { Clock, ForgedToolRecord, ForgedToolTier, IdGenerator, JsonObject, JsonValue, Logger, Store, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
 import { LoomError, messageOf, UsageError } from '../errors/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
-import { formatIssues } from '../validation/index.ts';
+import { formatIssues, jsonDepthProblem } from '../validation/index.ts';
 import { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 import { type ForgeRequest, ForgeRequestSchema } from './forge-request.ts';
 import type { ForgedToolEvent } from './forged-tool-events.ts';
-import { judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict, withoutComments } from './judge.ts';
+import { boundedVerdict, cutText, judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict, withoutComments } from './judge.ts';
 import type { SchemaCheck } from '../validation/index.ts';
 import { compileSchema, subsetMismatch } from './output-check.ts';
 import { referenceProblems } from './references.ts';
@@ -85,6 +85,9 @@ const RATE_LIMITED = 'rate-limited';
 /** Audit records read per page when counting an agent's recent forge attempts. */
 const ATTEMPT_PAGE = 200;
 
+/** How much of a second run's output a "not deterministic" refusal quotes. */
+const MAX_PROBLEM_OUTPUT_CHARS = 500;
+
 /** The name a forge request gives, as far as it can be read before the request is checked. */
 function nameOfRequest(value: unknown): string {
   return value !== null && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : '(unnamed)';
@@ -151,7 +154,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
   /** Sandbox source kept in memory only (its agent does not persist it), by tool id. */
   const memorySource = new Map<string, string>();
   /** Where this engine's isolates live: a sandbox process of its own, ended with it (`close`). */
-  const sandboxPool = createSandboxPool();
+  const sandboxPool = createSandboxPool({ logger: logger.child({ component: 'sandbox' }) });
   /** The programs compiled here (those disposed since are dropped at the next compile): offered tools' and those being tested for a forge. */
   const programs = new Set<SandboxedProgram>();
   /** Aborted by `close`: forges under way stop (a judge's call too), and no call waits on a sandbox. */
@@ -204,9 +207,16 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     return runSandboxed(program, input, bridges, signal);
   }
 
-  /** Checks a run's output against the declared schema; a mismatch fails the run. */
+  /**
+   * Checks a run's output: within MAX_JSON_DEPTH (a sandboxed tool's is checked as it leaves its
+   * sandbox; a compose tool's is a tool's result), then against the declared schema; either
+   * problem fails the run.
+   */
   function checked(tool: Pick<LiveTool, 'checkOutput'>, run: ForgedRun): ForgedRun {
-    if (!run.ok || tool.checkOutput === undefined) return run;
+    if (!run.ok) return run;
+    const tooDeep = jsonDepthProblem('the output', run.output);
+    if (tooDeep !== undefined) return { ok: false, problem: tooDeep };
+    if (tool.checkOutput === undefined) return run;
     const problem = tool.checkOutput(run.output);
     return problem === undefined ? run : { ok: false, problem: `the output does not match the tool's outputSchema: ${problem}` };
   }
@@ -321,8 +331,10 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       }
       if (tool.request.implementation.mode === 'sandbox') {
         const second = checked(tool, await runOnce(tool, testCase.input, toolbox, signal, agent));
-        if (!second.ok || JSON.stringify(second.output) !== JSON.stringify(first.output)) {
-          reports.push({ ...base, output: first.output, passed: false, problem: `not deterministic: a second run gave ${second.ok ? JSON.stringify(second.output) : `an error (${second.problem})`}` });
+        const differs = second.ok ? JSON.stringify(second.output) : undefined;
+        if (differs === undefined || differs !== JSON.stringify(first.output)) {
+          const gave = second.ok ? cutText(differs ?? '', MAX_PROBLEM_OUTPUT_CHARS) : `an error (${second.problem})`;
+          reports.push({ ...base, output: first.output, passed: false, problem: `not deterministic: a second run gave ${gave}` });
           continue;
         }
       }
@@ -442,6 +454,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     // Its own forge_tool call was checked by the runner; a forge through a door (CLI, HTTP) is
     // checked here, as the agent, by the same toolbox: grants, allowlist, blocklist, a step's limit.
     if (toolbox.status(FORGE_TOOL_NAME) !== 'held') return refuse('request', `agent "${agent.name}" may not forge tools: it may not call "${FORGE_TOOL_NAME}" (its [capabilities].tools, tool_allowlist or tool_blocklist)`);
+    // Measured before zod walks it (recursively): a test input thousands of levels deep overflowed its stack.
+    const tooDeep = jsonDepthProblem('the request', raw);
+    if (tooDeep !== undefined) return refuse('request', `invalid forge request: ${tooDeep}`);
     const parsed = ForgeRequestSchema.safeParse(raw, { reportInput: true });
     if (!parsed.success) return refuse('request', `invalid forge request: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
     const request = parsed.data;
@@ -509,7 +524,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     }
     let verdict: Verdict;
     try {
-      verdict = await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal, caller: agent });
+      verdict = boundedVerdict(await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal, caller: agent }));
     } catch (error) {
       release();
       return refuse('judge', `the judge could not review the tool (${messageOf(error)}); nothing was registered`, { codeHash });
@@ -552,7 +567,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     const history = { calls: record.stats.calls, successes: record.stats.successes, meanLatencyMs: record.stats.calls === 0 ? 0 : record.stats.totalMs / record.stats.calls };
     const document = judgeDocument(tool.request, tool.request.testCases.map((test) => ({ input: test.input, ...(test.expectedOutput === undefined ? {} : { expectedOutput: test.expectedOutput }), passed: true })), history);
     const roles = ['safety', 'correctness'] as const;
-    const verdicts = await Promise.all(roles.map((role) => options.judge(record.agentId, role, { system: judgeSystemPrompt(role), prompt: document, signal })));
+    const verdicts = (await Promise.all(roles.map((role) => options.judge(record.agentId, role, { system: judgeSystemPrompt(role), prompt: document, signal })))).map(boundedVerdict);
     const stored = verdicts.map((verdict, index): JsonObject => ({ role: roles[index] as string, at: clock.now(), ...verdict }));
     const threshold = settings.promotion_threshold.confidence;
     const weak = verdicts.map((verdict, index) => ({ verdict, role: roles[index] as string })).filter(({ verdict }) => !verdict.approved || verdict.confidence < threshold);

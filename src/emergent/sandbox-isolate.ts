@@ -1,11 +1,14 @@
 /**
  * The inside of the sandbox process (`sandbox-process.ts`): a forged tool's code compiled for an
- * isolate of its own. It imports nothing of Loom's but types, so the process loads only this,
- * isolated-vm and Node's crypto. The daemon talks to it through `sandbox.ts`.
+ * isolate of its own. It imports nothing of Loom's but types and the JSON depth measure, so the
+ * process loads only this, isolated-vm and Node's crypto. The daemon talks to it through `sandbox.ts`.
  */
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type ivm from 'isolated-vm';
 import type { JsonValue } from '../contracts/index.ts';
+// Imported by its file, not through validation/index.ts, which would load Ajv and zod into every
+// sandbox process: json-depth.ts imports nothing.
+import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage } from '../validation/json-depth.ts';
 
 /** The hard limits of one sandboxed program. */
 export interface SandboxLimits {
@@ -35,12 +38,19 @@ export interface SandboxFailure {
   message: string;
 }
 
-/** One call's outcome. */
+/** One call's outcome, as the daemon reads it. */
 export type SandboxOutcome = { ok: true; output: JsonValue; durationMs: number } | { ok: false; error: SandboxFailure; durationMs: number };
+
+/**
+ * One call's outcome as the sandbox process passes it on: the output as JSON text, within the
+ * size cap and {@link MAX_JSON_DEPTH}, never parsed here (the daemon parses it, after checking it
+ * again), so no value of the tool's is walked by anything recursive in this process.
+ */
+export type IsolateOutcome = { ok: true; outputJson: string; durationMs: number } | { ok: false; error: SandboxFailure; durationMs: number };
 
 /** A tool's code, compiled once on a warm isolate; each call runs in a fresh context. */
 export interface IsolateProgram {
-  run(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }): Promise<SandboxOutcome>;
+  run(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }): Promise<IsolateOutcome>;
   /** Releases the isolate; a later `run` fails. */
   dispose(): void;
 }
@@ -177,6 +187,8 @@ const ENCODINGS = new Set(['hex', 'base64', 'base64url']);
 /** The host side of `crypto`: strings in, a JSON reply out; never throws. */
 function cryptoBridge(payloadText: string): string {
   try {
+    // The tool's code may have replaced JSON.stringify in its realm: the text is anything it likes.
+    if (jsonTextDepth(payloadText) > MAX_JSON_DEPTH) return JSON.stringify({ error: tooDeepMessage('crypto: the arguments') });
     const payload = JSON.parse(payloadText) as { kind: string; algorithm?: string; key?: string; data?: string; encoding?: string };
     if (payload.kind === 'uuid') return JSON.stringify({ value: randomUUID() });
     const encoding = payload.encoding ?? 'hex';
@@ -248,9 +260,9 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
     }
   }
 
-  async function run(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
+  async function run(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }): Promise<IsolateOutcome> {
     const started = performance.now();
-    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
+    const fail = (kind: SandboxFailure['kind'], message: string): IsolateOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
     if (disposed) return fail('aborted', 'the tool was retired');
     if (options.signal?.aborted === true) return fail('aborted', 'the call was cancelled');
     // Wait for this program's previous call: disposing the isolate to stop one call must not
@@ -281,12 +293,12 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
     }
   }
 
-  async function runInTurn(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }, failAt: (kind: SandboxFailure['kind'], message: string) => SandboxOutcome): Promise<SandboxOutcome> {
+  async function runInTurn(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }, failAt: (kind: SandboxFailure['kind'], message: string) => IsolateOutcome): Promise<IsolateOutcome> {
     const started = performance.now();
     const elapsed = (): number => performance.now() - started;
-    const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => failAt(kind, message);
-    const memoryFailure = (): SandboxOutcome => fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
-    const timeoutFailure = (): SandboxOutcome => fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
+    const fail = (kind: SandboxFailure['kind'], message: string): IsolateOutcome => failAt(kind, message);
+    const memoryFailure = (): IsolateOutcome => fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
+    const timeoutFailure = (): IsolateOutcome => fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
     if (lost) return fail('memory', `the tool exhausted its isolate's memory in a way V8 cannot recover from; its sandbox process is being replaced, so call it again`);
     let current: ivm.Isolate;
     let setup: ivm.Script;
@@ -384,11 +396,11 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
         case 'o': {
           const bytes = Buffer.byteLength(rest, 'utf8');
           if (bytes > limits.maxOutputBytes) return fail('output', `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
-          try {
-            return { ok: true, output: JSON.parse(rest) as JsonValue, durationMs: performance.now() - started };
-          } catch (error) {
-            return fail('output', `the tool's output is not JSON: ${messageOf(error)}`);
-          }
+          // Measured on the text, without recursion, before anything here or in the daemon parses
+          // or copies it: JSON thousands of levels deep overflowed the native stack of whatever
+          // walked it next (Node's IPC), and ended this process with every call in it.
+          if (jsonTextDepth(rest) > MAX_JSON_DEPTH) return fail('output', tooDeepMessage("the tool's output"));
+          return { ok: true, outputJson: rest, durationMs: performance.now() - started };
         }
         default:
           return fail('output', "the tool's result could not be read");

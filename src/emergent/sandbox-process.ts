@@ -4,7 +4,7 @@
  * the process ends) ends with this process, never the daemon's. It speaks only to its parent,
  * over the IPC channel, in the messages below; `sandbox.ts` is the other side.
  */
-import type { SandboxLimits, SandboxOutcome } from './sandbox-isolate.ts';
+import type { IsolateOutcome, SandboxLimits } from './sandbox-isolate.ts';
 import { compileIsolateProgram, type IsolateBridges, type IsolateProgram } from './sandbox-isolate.ts';
 
 /** What the daemon asks of the sandbox process. */
@@ -19,7 +19,8 @@ export type SandboxRequest =
 export type SandboxReply =
   | { type: 'ready' }
   | { type: 'compiled'; program: number; error?: string }
-  | { type: 'outcome'; call: number; outcome: SandboxOutcome }
+  /** The output stays JSON text (checked for size and depth): nothing here walks it, and the IPC carries one string. */
+  | { type: 'outcome'; call: number; outcome: IsolateOutcome }
   | { type: 'bridge'; call: number; seq: number; name: 'fetch' | 'readFile'; payload: string }
   /** V8 lost an isolate here: the process must be replaced once its calls have ended. */
   | { type: 'lost' };
@@ -88,7 +89,16 @@ function main(): void {
   }
 
   process.on('message', (request: SandboxRequest) => {
-    void handle(request);
+    // A call that fails here fails alone: an error escaping would end the process, and every
+    // other call in it.
+    handle(request).catch((error: unknown) => {
+      if (request.type !== 'run') return;
+      try {
+        send({ type: 'outcome', call: request.call, outcome: { ok: false, error: { kind: 'thrown', message: `the sandbox process could not finish the call: ${error instanceof Error ? error.message : String(error)}` }, durationMs: 0 } });
+      } catch {
+        // The daemon's own time limit ends the call.
+      }
+    });
   });
   // The daemon is gone (stopped, or killed): so is everything here. Not a normal exit, which
   // would wait for an isolate V8 has lost, for ever.

@@ -1,8 +1,9 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { z } from 'zod';
 import { installedPath } from '../config/installation.ts';
-import type { JsonValue } from '../contracts/index.ts';
-import { MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS, type SandboxFailure, type SandboxLimits, type SandboxOutcome } from './sandbox-isolate.ts';
+import type { JsonValue, Logger } from '../contracts/index.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH, measureJsonValue, safeParseJson, tooDeepMessage } from '../validation/index.ts';
+import { type IsolateOutcome, MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS, type SandboxFailure, type SandboxLimits, type SandboxOutcome } from './sandbox-isolate.ts';
 import type { SandboxReply, SandboxRequest } from './sandbox-process.ts';
 
 export { MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS };
@@ -76,6 +77,9 @@ const ReadRequestSchema = z.strictObject({ path: z.string() });
  */
 async function answerBridge(bridges: SandboxBridges | undefined, name: 'fetch' | 'readFile', payloadText: string): Promise<string> {
   try {
+    const call = name === 'fetch' ? 'fetch()' : 'fs.readFile()';
+    if (typeof payloadText !== 'string') return JSON.stringify({ error: `${call}: bad arguments` });
+    if (jsonTextDepth(payloadText) > MAX_JSON_DEPTH) return JSON.stringify({ error: tooDeepMessage(`${call}: the arguments`) });
     if (name === 'fetch') {
       const fetcher = bridges?.fetch;
       if (fetcher === undefined) return JSON.stringify({ error: 'fetch() is not allowed' });
@@ -94,6 +98,27 @@ async function answerBridge(bridges: SandboxBridges | undefined, name: 'fetch' |
   }
 }
 
+/**
+ * The daemon's reading of a call's outcome: the output's JSON text checked again for size and
+ * depth (without recursion) before it is parsed, so nothing deeper than `MAX_JSON_DEPTH` is ever
+ * built here from a tool's output.
+ */
+function readOutcome(outcome: IsolateOutcome, maxOutputBytes: number): SandboxOutcome {
+  if (!outcome.ok) return outcome;
+  const { outputJson, durationMs } = outcome;
+  const failed = (message: string): SandboxOutcome => ({ ok: false, error: { kind: 'output', message }, durationMs });
+  if (typeof outputJson !== 'string') return failed("the tool's result could not be read");
+  const bytes = Buffer.byteLength(outputJson, 'utf8');
+  if (bytes > maxOutputBytes) return failed(`the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+  if (jsonTextDepth(outputJson) > MAX_JSON_DEPTH) return failed(tooDeepMessage("the tool's output"));
+  const parsed = safeParseJson(outputJson);
+  if (!parsed.ok) return failed(`the tool's output is not JSON: ${messageOf(parsed.message)}`);
+  return { ok: true, output: parsed.value as JsonValue, durationMs };
+}
+
+/** A call that failed, in either form of an outcome. */
+type Failed = Extract<SandboxOutcome, { ok: false }>;
+
 /** One sandbox process, as the daemon sees it. */
 interface SandboxProcess {
   child: ChildProcess;
@@ -102,7 +127,7 @@ interface SandboxProcess {
   retired: boolean;
   ended: boolean;
   /** Calls waiting for their outcome, and their bridges. */
-  calls: Map<number, { finish: (outcome: SandboxOutcome) => void; bridges: SandboxBridges }>;
+  calls: Map<number, { finish: (outcome: IsolateOutcome) => void; bridges: SandboxBridges }>;
   /** Compiles waiting for their answer: an error message, or undefined. */
   compiles: Map<number, (error: string | undefined) => void>;
 }
@@ -128,11 +153,11 @@ interface PoolInternals extends SandboxPool {
  * the daemon alive, and the one process left is ended `SANDBOX_IDLE_MS` after its last program
  * is disposed.
  */
-export function createSandboxPool(): SandboxPool {
-  return createPoolInternals();
+export function createSandboxPool(options: { logger?: Logger } = {}): SandboxPool {
+  return createPoolInternals(options.logger);
 }
 
-function createPoolInternals(): PoolInternals {
+function createPoolInternals(logger?: Logger): PoolInternals {
   const processes = new Set<SandboxProcess>();
   let current: SandboxProcess | undefined;
   let closed = false;
@@ -212,6 +237,7 @@ function createPoolInternals(): PoolInternals {
           return;
         }
         case 'lost':
+          logger?.warn({ pid: child.pid ?? null, calls: process.calls.size }, 'V8 lost an isolate to out-of-memory in a sandbox process; it is replaced, and ended once its calls are over');
           process.retired = true;
           if (current === process) current = undefined;
           endIfRetiredAndIdle(process);
@@ -225,6 +251,13 @@ function createPoolInternals(): PoolInternals {
     });
     child.on('exit', (code, signal) => {
       clearTimeout(startTimer);
+      // Ended by the pool (idle, replaced, stopped, stuck), it was logged or meant; otherwise it died.
+      if (!process.ended) {
+        logger?.error(
+          { pid: child.pid ?? null, exitCode: code, signal, calls: process.calls.size, compiles: process.compiles.size },
+          `a sandbox process ended unexpectedly (${signal ?? `exit code ${code ?? '?'}`}); its ${process.calls.size} calls and ${process.compiles.size} compiles under way fail, and the next starts a new one`,
+        );
+      }
       failed(new Error(`the sandbox process ended (${signal ?? `exit code ${code ?? '?'}`})`));
       end(process, `the sandbox process ended (${signal ?? `exit code ${code ?? '?'}`})`);
     });
@@ -293,10 +326,12 @@ function createPoolInternals(): PoolInternals {
 
     async function run(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
       const started = performance.now();
-      const fail = (kind: SandboxFailure['kind'], message: string): SandboxOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
+      const fail = (kind: SandboxFailure['kind'], message: string): Failed => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
       if (disposed) return fail('aborted', 'the tool was retired');
       const { signal } = options;
       if (signal?.aborted === true) return fail('aborted', 'the call was cancelled');
+      // The tool runner checks every input's depth; a direct caller's (a forge's test case) too.
+      if (measureJsonValue(input).depth > MAX_JSON_DEPTH) return fail('thrown', tooDeepMessage('the input'));
       let inputJson: string;
       try {
         inputJson = JSON.stringify(input);
@@ -334,7 +369,7 @@ function createPoolInternals(): PoolInternals {
       }
     }
 
-    function call(target: Binding, inputJson: string, options: { bridges: SandboxBridges; signal?: AbortSignal }, fail: (kind: SandboxFailure['kind'], message: string) => SandboxOutcome): Promise<SandboxOutcome> {
+    function call(target: Binding, inputJson: string, options: { bridges: SandboxBridges; signal?: AbortSignal }, fail: (kind: SandboxFailure['kind'], message: string) => Failed): Promise<SandboxOutcome> {
       const { process } = target;
       const { bridges, signal } = options;
       const id = nextId++;
@@ -342,19 +377,20 @@ function createPoolInternals(): PoolInternals {
         // The process stops a call at its limit itself; one that does not answer long after is stuck, and is ended.
         const timer = setTimeout(() => {
           finish(fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and its sandbox process did not stop it, so the process was ended`));
+          logger?.warn({ pid: process.child.pid ?? null, calls: process.calls.size, timeoutMs: limits.timeoutMs }, 'a sandbox process stopped answering past a call\'s time limit and was ended; its other calls fail');
           end(process, 'its sandbox process stopped answering and was ended');
         }, limits.timeoutMs + SANDBOX_PROCESS_GRACE_MS);
         const onAbort = (): void => {
           post(process, { type: 'abort', call: id });
           finish(fail('aborted', 'the call was cancelled'));
         };
-        const finish = (outcome: SandboxOutcome): void => {
+        const finish = (outcome: IsolateOutcome): void => {
           if (!process.calls.has(id)) return;
           process.calls.delete(id);
           wait(process);
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
-          resolve(outcome);
+          resolve(readOutcome(outcome, limits.maxOutputBytes));
           endIfRetiredAndIdle(process);
         };
         process.calls.set(id, { finish, bridges });

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { ManifestFormat } from '../manifest/index.ts';
-import { formatIssues, safeParseJson } from '../validation/index.ts';
+import { formatIssues, jsonTextDepth, MAX_JSON_DEPTH, safeParseJson, tooDeepMessage } from '../validation/index.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import type { HttpContext } from './http-context.ts';
 
@@ -24,15 +24,18 @@ export function manifestFormatOf(type: string): ManifestFormat | undefined {
 /**
  * Reads and validates a JSON request body.
  * @throws {HttpRequestError} `UNSUPPORTED_MEDIA_TYPE` unless the body is `application/json`;
- *   `INVALID_REQUEST` for malformed JSON (naming the parser's position) or a body the schema
- *   refuses (naming the field).
+ *   `INVALID_REQUEST` for malformed JSON (naming the parser's position), JSON nested deeper than
+ *   `MAX_JSON_DEPTH` (measured on the text, before anything recursive walks it), or a body the
+ *   schema refuses (naming the field).
  */
 export async function readJsonBody<T extends z.ZodType>(c: HttpContext, schema: T): Promise<z.output<T>> {
   const type = mediaTypeOf(c);
   if (type !== 'application/json') {
     throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot read the request body: expected Content-Type "application/json", got "${type || 'none'}"`);
   }
-  const parsed = safeParseJson(await c.req.text());
+  const text = await c.req.text();
+  if (jsonTextDepth(text) > MAX_JSON_DEPTH) throw new HttpRequestError('INVALID_REQUEST', `cannot read the request body: ${tooDeepMessage('it')}`);
+  const parsed = safeParseJson(text);
   if (!parsed.ok) throw new HttpRequestError('INVALID_REQUEST', `cannot read the request body: malformed JSON: ${parsed.message}`);
   return validate(schema, parsed.value, 'request body');
 }

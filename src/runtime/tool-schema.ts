@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JsonObject, Tool } from '../contracts/index.ts';
-import { compileJsonSchema, formatIssues, type SchemaCheck, SchemaRefusedError } from '../validation/index.ts';
+import { compileJsonSchema, formatIssues, jsonDepthProblem, type SchemaCheck, SchemaRefusedError } from '../validation/index.ts';
 
 const described = new WeakMap<Tool<never>, JsonObject>();
 const checks = new WeakMap<Tool<never>, SchemaCheck>();
@@ -24,9 +24,12 @@ export function toolJsonSchema(tool: Tool<never>): JsonObject {
  * else its zod schema. The input to run with, or what is wrong with it. A JSON Schema whose checks
  * Loom cannot bound (`SchemaRefusedError`: an MCP server's tools with one are left out before
  * this) fails every call, naming why; one Ajv cannot compile checks only that the input is an
- * object, and leaves the rest to the tool.
+ * object, and leaves the rest to the tool. An input nested deeper than `MAX_JSON_DEPTH` fails
+ * first, before zod or Ajv (both recursive) walk it.
  */
 export function checkToolInput(tool: Tool<never>, input: unknown): { ok: true; input: unknown } | { ok: false; problems: string } {
+  const tooDeep = jsonDepthProblem('(input)', input);
+  if (tooDeep !== undefined) return { ok: false, problems: tooDeep };
   if (tool.jsonSchema !== undefined) {
     let check = checks.get(tool);
     if (check === undefined) {

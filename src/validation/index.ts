@@ -5,6 +5,8 @@ export { objectKeysAt } from './schema-keys.ts';
 export { safeParseJson } from './safe-parse-json.ts';
 export { safeDecodeUriComponent, trimTrailingSlashes } from './safe-decode-uri.ts';
 export type { JsonParseResult } from './safe-parse-json.ts';
+export { jsonDepthProblem, jsonTextDepth, MAX_JSON_DEPTH, measureJsonValue, tooDeepMessage } from './json-depth.ts';
+export type { JsonDepth } from './json-depth.ts';
 export { compileJsonSchema, measureJsonSchema } from './json-schema.ts';
 export { MAX_CHECK_WORK, MAX_EVERY_PROBLEM_WORK } from './ajv-check.ts';
 export { CHECK_THREAD_HEAP_MB, CHECK_THREAD_START_MS, MAX_CHECK_MS } from './schema-check-thread.ts';
