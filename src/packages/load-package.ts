@@ -9,7 +9,7 @@ import { DEFAULT_API_KEY_ENV } from '../models/index.ts';
 import { formatIssues, objectKeysAt, safeParseJson } from '../validation/index.ts';
 import { unpackArchive } from './archive.ts';
 import { listPackageFolder, specialEntryProblem } from './package-folder.ts';
-import { type AgentJson, AgentJsonSchema } from './package-schema.ts';
+import { type AgentJson, AgentJsonSchema, inheritedKeyProblems } from './package-schema.ts';
 
 /** A package slug: its agent's name and its events' namespace, so no dots. */
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
@@ -100,9 +100,10 @@ async function readText(dir: string, file: string, source: string, required: boo
  * @throws {PackageError} naming the source.
  */
 export function parseAgentJson(document: unknown, source: string): AgentJson {
+  const inherited = inheritedKeyProblems(document);
   const parsed = AgentJsonSchema.safeParse(document, { reportInput: true });
-  if (parsed.success) return parsed.data;
-  const lines = formatIssues(parsed.error, { style: 'json', knownKeys: (path) => objectKeysAt(AgentJsonSchema, path) }).map((line) => `agent.json: ${line}`);
+  if (parsed.success && inherited.length === 0) return parsed.data;
+  const lines = [...inherited, ...(parsed.success ? [] : formatIssues(parsed.error, { style: 'json', knownKeys: (path) => objectKeysAt(AgentJsonSchema, path) }))].map((line) => `agent.json: ${line}`);
   return fail(source, lines.length === 1 ? (lines[0] ?? '') : `agent.json has ${lines.length} problems:`, lines.length === 1 ? [] : lines);
 }
 

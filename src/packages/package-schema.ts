@@ -129,6 +129,9 @@ export const ActivitySchema = z.strictObject({
   on_error: z.strictObject({ retry: z.int().min(0).max(10), fallback: z.enum(FALLBACKS) }),
 });
 
+/** Path segments that would reach an object's prototype rather than its data. */
+const PROTOTYPE_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** `WorkflowBinding`: what to run and when. */
 export const BindingSchema = z.strictObject({
   trigger: PackageTriggerSchema,
@@ -173,8 +176,36 @@ export function valueAtPath(document: unknown, path: readonly string[]): unknown
   return value;
 }
 
-/** Path segments that would reach an object's prototype rather than its data. */
-const PROTOTYPE_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);
+/** The own keys of `value` when it is a plain object (a parsed document's), else none. */
+function ownKeysOf(value: unknown): string[] {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.keys(value) : [];
+}
+
+/** `value[key]` when `value` is an object that has `key` itself, else undefined. */
+function ownValue(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null && Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+/**
+ * What in a parsed `agent.json` names a binding or an input with a key every object inherits,
+ * one line per key (`workflows.__proto__: …`). Read from the document as parsed, before the
+ * schema: zod drops a `__proto__` key of a map without a word (an object built from it would take
+ * it as its prototype), so a binding named so would never run; `constructor` and `prototype`,
+ * as binding names, would be looked up where an object has them already.
+ */
+export function inheritedKeyProblems(document: unknown): string[] {
+  const refused = (name: string, what: string, names: ReadonlySet<string>): string =>
+    `${JSON.stringify(name)} cannot be ${what}: it names what every object inherits (${[...names].map((key) => `"${key}"`).join(', ')} are refused); choose another name`;
+  const workflows = ownValue(document, 'workflows');
+  const problems: string[] = [];
+  for (const name of ownKeysOf(workflows)) {
+    if (PROTOTYPE_SEGMENTS.has(name)) problems.push(`workflows.${name}: ${refused(name, 'a binding name', PROTOTYPE_SEGMENTS)}`);
+    for (const input of ownKeysOf(ownValue(ownValue(workflows, name), 'inputs'))) {
+      if (input === '__proto__') problems.push(`workflows.${name}.inputs.${input}: ${refused(input, 'an input name', new Set(['__proto__']))}`);
+    }
+  }
+  return problems;
+}
 
 /** The checks of one `agent.json` that need more than one field (see the top of this file). */
 function checkPackage(agent: z.output<typeof AgentJsonObjectSchema>, context: z.RefinementCtx): void {
