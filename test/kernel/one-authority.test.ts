@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
@@ -5,6 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
 import { runCli } from '../helpers/run-cli.ts';
+import { TEST_KEYS } from '../helpers/test-host.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
 import { connectClient, firstText, MODERN_REVISION } from '../mcp/server-harness.ts';
 import { a2aClient, textMessage } from '../a2a/a2a-sdk-client.ts';
@@ -293,6 +295,34 @@ const CLI: Door = {
   'kill an agent': async (role) => cliAs(role, ['agent', 'kill', await freshAgent()]),
   'read its usage': (role) => cliAs(role, ['usage', '--agent', 'helper-one']),
 };
+
+/**
+ * The CLI with no daemon: the person at the terminal is the owner of the home (`local`), so only
+ * the owner's column applies; the kernel judges them by the same table.
+ */
+describe('through the CLI in process (no daemon)', () => {
+  const home = (): string => `${dir.path}/in-process-home`;
+  const loom = (args: readonly string[]): ReturnType<typeof runCli> => runCli(home(), args, { env: TEST_KEYS });
+  beforeAll(async () => {
+    await writeFile(`${dir.path}/helper-one.toml`, agentToml('helper-one', model.url));
+    expect((await loom(['agent', 'spawn', `${dir.path}/helper-one.toml`])).code).toBe(0);
+  });
+  const operations: Partial<Record<Operation, () => Promise<boolean>>> = {
+    'see the agent': async () => (JSON.parse((await loom(['agent', 'list', '--json'])).stdout) as { name: string }[]).some((agent) => agent.name === 'helper-one'),
+    'read the agent': async () => (await loom(['agent', 'show', 'helper-one'])).code === 0,
+    'send a message': async () => {
+      model.script([{ text: 'hello back' }]);
+      return (await loom(['send', 'helper-one', 'hello'])).stdout.includes('hello back');
+    },
+    'read its usage': async () => (await loom(['usage', '--agent', 'helper-one'])).code === 0,
+    'suspend an agent': async () => (await loom(['agent', 'suspend', 'helper-one'])).code === 0 && (await loom(['agent', 'resume', 'helper-one'])).code === 0,
+  };
+  for (const [operation, run] of Object.entries(operations) as [Operation, () => Promise<boolean>][]) {
+    it(`owner: ${operation} is ${ALLOWED[operation].includes('owner') ? 'allowed' : 'denied'}`, async () => {
+      expect(await run()).toBe(ALLOWED[operation].includes('owner'));
+    });
+  }
+});
 
 /** What the agent's model was told its `agent_message` call gave (the tool's result in its last request). */
 function lastToolResult(): string {
