@@ -5,7 +5,7 @@ import { LoomError, messageOf, UsageError } from '../errors/index.ts';
 import type { EmergentSettings } from '../manifest/index.ts';
 import { formatIssues, jsonDepthProblem } from '../validation/index.ts';
 import { checkSandboxCode, formatCodeProblems } from './check-code.ts';
-import { type ForgeRequest, ForgeRequestSchema } from './forge-request.ts';
+import { type ForgeRequest, ForgeRequestSchema, forgedToolNameProblem } from './forge-request.ts';
 import type { ForgedToolEvent } from './forged-tool-events.ts';
 import { boundedVerdict, cutText, judgeDocument, judgeSystemPrompt, type JudgeRole, type TestReport, type Verdict, withoutComments } from './judge.ts';
 import type { SchemaCheck } from '../validation/index.ts';
@@ -310,7 +310,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
 
   /** Runs every test case; sandbox cases twice, to catch non-determinism. */
   async function runTests(tool: Candidate, agent: ToolAgent, toolbox: ToolBox, signal: AbortSignal): Promise<TestReport[]> {
-    const checkInput = compileSchema(tool.request.inputSchema);
+    const checkInput = compileSchema(tool.request.inputSchema, '(input)');
     const reports: TestReport[] = [];
     for (const testCase of tool.request.testCases) {
       const base = { input: testCase.input, ...(testCase.expectedOutput === undefined ? {} : { expectedOutput: testCase.expectedOutput }) };
@@ -467,7 +467,7 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       return refuse('request', `agent "${agent.name}" already has ${sessionTools} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`, { codeHash });
     }
     try {
-      compileSchema(request.inputSchema);
+      compileSchema(request.inputSchema, '(input)');
       if (request.outputSchema !== undefined) compileSchema(request.outputSchema);
     } catch (error) {
       return refuse('request', `${messageOf(error)}`, { codeHash });
@@ -751,6 +751,13 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
 
     async promote(id, by) {
       const record = await find(id);
+      // A name in the MCP servers' namespace (stored before the rule) goes no further.
+      const nameProblem = forgedToolNameProblem(record.name);
+      if (nameProblem !== undefined) {
+        const reason = `cannot promote "${record.name}": ${nameProblem}`;
+        await event(record, 'tool-promote', 'refused', reason, provenanceOf(record, by));
+        return { tool: toForgedToolView(record), outcome: 'refused', reason };
+      }
       const tool = liveOf(record);
       if (record.tier === 'session') {
         const result = await promoteToAgent(tool, by);

@@ -5,12 +5,12 @@ import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
  * Compiles a forged tool's JSON Schema (draft-07 unless it says otherwise, as models write them),
  * through the one compile point every schema Loom did not write goes through: its checks of a
  * value are bounded before it compiles (`measureJsonSchema`), and each value is checked within
- * `MAX_CHECK_WORK`.
+ * `MAX_CHECK_WORK`. `root` names the value in a problem: the tool's input or its output.
  * @throws {SchemaRefusedError} when checking values against it could cost without bound.
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
-export function compileSchema(schema: JsonObject): SchemaCheck {
-  return compileJsonSchema(schema, { dialect: 'draft-07', root: '(output)' });
+export function compileSchema(schema: JsonObject, root: '(input)' | '(output)' = '(output)'): SchemaCheck {
+  return compileJsonSchema(schema, { dialect: 'draft-07', root });
 }
 
 /**

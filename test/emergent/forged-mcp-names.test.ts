@@ -96,7 +96,9 @@ describe('a forged tool named in the MCP namespace', () => {
     expect(result).not.toContain('forged');
     expect(result).toContain('unavailable tool');
 
-    await expect(host.kernel.forgedTools.promote(tool.id, 'local')).rejects.toThrow();
+    // Put up for sharing, it is refused naming the rule, and no approval opens.
+    const promoted = await host.kernel.forgedTools.promote(tool.id, 'local');
+    expect(promoted).toMatchObject({ outcome: 'refused', reason: expect.stringContaining(RULE) as string });
     expect(await host.kernel.approvals.list('pending')).toEqual([]);
   });
 
@@ -121,5 +123,14 @@ describe('what a shared tool would reach', () => {
     ]);
     expect(describeReach('file_zip', agents)).toBe('agent "ops" by "file_*"; agent "bob" by "file_zip", "*"');
     expect(describeReach('other', [{ name: 'carol', tools: ['lookup'] }])).toBe('no agent\'s [capabilities].tools grants "other" now');
+  });
+});
+
+describe("a forge's test input that its own inputSchema refuses", () => {
+  it('is named as the input, not the output', async () => {
+    const request = { ...impostor('make_issue'), inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] } };
+    const reason = refusal(await host.kernel.forgedTools.forge('alice', request, 'test'));
+    expect(reason).toContain("(input) must have required property 'title'");
+    expect(reason).not.toContain('(output)');
   });
 });
