@@ -10,7 +10,7 @@ import { loadManifestFile, type Manifest, ModelConfigSchema } from '../../manife
 import { loadModelScripts, type ScriptedModelServer, startScriptedModelServer } from '../../models/scripted-model-server.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
-import { DEFAULT_SERVE_PACE_MS } from './model-commands.ts';
+import { DEFAULT_SERVE_PACE_MS, parsePace, untilSignal } from './model-commands.ts';
 
 /**
  * The example agents `loom demo` spawns, each playing its own script (`examples/models/<name>.json`),
@@ -83,7 +83,7 @@ export function registerDemoCommand(program: Command, io: CliIo, options: { unti
     .command('demo')
     .description('try Loom without a key: the daemon with a scripted model, the example agents spawned, until Ctrl-C')
     .option('--port <port>', 'the port of the daemon (default: [daemon].port, 4200; 0 picks a free one)', parseDemoPort)
-    .option('--pace <ms>', `how long the scripted model waits before each streamed word, in milliseconds (default ${DEFAULT_SERVE_PACE_MS})`, parseDemoPace)
+    .option('--pace <ms>', `how long the scripted model waits before each streamed word, in milliseconds (default ${DEFAULT_SERVE_PACE_MS})`, parsePace)
     .addHelpText(
       'after',
       '\nThe demo has a home of its own (demo/ in LOOM_HOME, default ~/.loom/demo): your agents and config.toml are not touched.\nIts agents play the scripts in examples/models/; see docs/scripted-model.md.\n\nExample:\n  $ loom demo\n  $ loom --url http://127.0.0.1:4200 chat hello\n',
@@ -125,22 +125,4 @@ function parseDemoPort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port: expected a port number from 0 to 65535, got "${value}"`);
   return port;
-}
-
-function parseDemoPace(value: string): number {
-  const pace = Number(value);
-  if (!Number.isInteger(pace) || pace < 0 || pace > 10_000) throw new UsageError(`--pace: expected milliseconds from 0 to 10000, got "${value}"`);
-  return pace;
-}
-
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }

@@ -60,13 +60,15 @@ export function registerModelCommands(program: Command, io: CliIo, options: { un
 /** How long `loom model serve` waits before each streamed word unless told: enough to watch the reply arrive. */
 export const DEFAULT_SERVE_PACE_MS = 30;
 
-function parsePace(value: string): number {
+/** `--pace`: whole milliseconds from 0 to 10,000. @throws {UsageError} naming the option and the value. */
+export function parsePace(value: string): number {
   const pace = Number(value);
   if (!Number.isInteger(pace) || pace < 0 || pace > 10_000) throw new UsageError(`--pace: expected milliseconds from 0 to 10000, got "${value}"`);
   return pace;
 }
 
-function untilSignal(): Promise<void> {
+/** Resolves at the first SIGINT or SIGTERM (a foreground command's end), removing its listeners. */
+export function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
