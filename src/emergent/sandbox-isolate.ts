@@ -8,6 +8,7 @@ import type ivm from 'isolated-vm';
 import type { JsonValue } from '../contracts/index.ts';
 // Imported by its file, not through validation/index.ts, which would load Ajv and zod into every
 // sandbox process: json-depth.ts imports nothing.
+import { waitForTurn } from './wait-for-turn.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage } from '../validation/json-depth.ts';
 
 /** The hard limits of one sandboxed program. */
@@ -274,18 +275,7 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
     });
     queue = previous.then(() => turn);
     try {
-      const { signal } = options;
-      if (signal === undefined) await previous;
-      else {
-        let onAbort!: () => void;
-        const aborted = new Promise<'aborted'>((resolve) => {
-          onAbort = () => resolve('aborted');
-          signal.addEventListener('abort', onAbort, { once: true });
-        });
-        const waited = await Promise.race([previous.then(() => 'turn' as const), aborted]);
-        signal.removeEventListener('abort', onAbort);
-        if (waited === 'aborted') return fail('aborted', 'the call was cancelled');
-      }
+      if (!(await waitForTurn(previous, options.signal))) return fail('aborted', 'the call was cancelled');
       if (disposed) return fail('aborted', 'the tool was retired');
       return await runInTurn(inputJson, options, fail);
     } finally {

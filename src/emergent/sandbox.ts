@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { installedPath } from '../config/installation.ts';
 import type { JsonValue, Logger } from '../contracts/index.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH, measureJsonValue, safeParseJson, tooDeepMessage } from '../validation/index.ts';
+import { waitForTurn } from './wait-for-turn.ts';
 import { type IsolateOutcome, MAX_BRIDGE_CALLS, MAX_CRYPTO_CALLS, type SandboxFailure, type SandboxLimits, type SandboxOutcome } from './sandbox-isolate.ts';
 import type { SandboxReply, SandboxRequest } from './sandbox-process.ts';
 
@@ -345,17 +346,7 @@ function createPoolInternals(logger?: Logger): PoolInternals {
       });
       queue = previous.then(() => turn);
       try {
-        if (signal === undefined) await previous;
-        else {
-          let onAbort!: () => void;
-          const aborted = new Promise<'aborted'>((resolve) => {
-            onAbort = () => resolve('aborted');
-            signal.addEventListener('abort', onAbort, { once: true });
-          });
-          const waited = await Promise.race([previous.then(() => 'turn' as const), aborted]);
-          signal.removeEventListener('abort', onAbort);
-          if (waited === 'aborted') return fail('aborted', 'the call was cancelled');
-        }
+        if (!(await waitForTurn(previous, signal))) return fail('aborted', 'the call was cancelled');
         if (disposed) return fail('aborted', 'the tool was retired');
         let target: Binding;
         try {
