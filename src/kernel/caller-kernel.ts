@@ -136,7 +136,7 @@ export class CallerKernel {
    */
   async #conversationOf(agent: string, where: SessionChoice): Promise<string | undefined> {
     if (where.sessionId === undefined) return this.conversation(where.thread);
-    const session = (await this.#kernel.sessions(agent)).find((candidate) => candidate.id === where.sessionId);
+    const session = await this.#kernel.findSession(agent, where.sessionId);
     if (session === undefined || !this.holds(session.conversation)) throw new SessionNotFoundError(agent, where.sessionId);
     return session.conversation ?? undefined;
   }

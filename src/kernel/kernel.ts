@@ -165,6 +165,8 @@ export interface Kernel {
   session(reference: string, options?: { conversation?: string }): Promise<SessionView>;
   /** Every session of an agent, oldest first, without their messages. */
   sessions(reference: string): Promise<SessionSummary[]>;
+  /** One session of an agent by id, without its messages; undefined when the agent has none of that id. */
+  findSession(reference: string, id: string): Promise<SessionSummary | undefined>;
   /** Empties an agent's main session history, or that of `conversation` (its id stays). */
   resetSession(reference: string, options?: { conversation?: string }): Promise<void>;
   /**
@@ -888,6 +890,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     async sessions(reference) {
       const entry = registry.resolve(reference);
       return (await store.sessions.listByAgent(entry.id)).map(toSessionSummary);
+    },
+
+    async findSession(reference, id) {
+      const entry = registry.resolve(reference);
+      const session = await store.sessions.get(id);
+      return session === undefined || session.agentId !== entry.id ? undefined : toSessionSummary(session);
     },
 
     async resetSession(reference, options = {}) {
