@@ -1,13 +1,12 @@
-import { writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { stripVTControlCharacters } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { heldReply, tellerHome } from '../helpers/teller-home.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const server = useScriptedModelServer();
@@ -18,11 +17,8 @@ let held: Promise<void>;
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-cli-chat-prompt-');
-  home = join(dir.path, 'home');
-  held = new Promise((resolve) => (release = resolve));
-  const manifest = join(dir.path, 'teller.toml');
-  await writeFile(manifest, `name = "teller"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
-  expect((await runCli(home, ['agent', 'spawn', manifest], { env: TEST_KEYS })).code).toBe(0);
+  home = await tellerHome(dir.path, server.url);
+  ({ held, release } = heldReply());
 });
 afterEach(async () => {
   release();

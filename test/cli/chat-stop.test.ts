@@ -1,5 +1,4 @@
-import { writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
@@ -10,6 +9,7 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { heldReply, tellerHome } from '../helpers/teller-home.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -19,11 +19,8 @@ let held: Promise<void>;
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-cli-chat-stop-');
-  home = join(dir.path, 'home');
-  held = new Promise((resolve) => (release = resolve));
-  const manifest = join(dir.path, 'teller.toml');
-  await writeFile(manifest, `name = "teller"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
-  expect((await runCli(home, ['agent', 'spawn', manifest], { env: TEST_KEYS })).code).toBe(0);
+  home = await tellerHome(dir.path, server.url);
+  ({ held, release } = heldReply());
 });
 afterEach(async () => {
   release();

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -15,6 +14,7 @@ import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { TEST_KEYS } from '../helpers/test-host.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
+import { heldReply, tellerHome } from '../helpers/teller-home.ts';
 
 const ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'loom.js');
 const CANCELLED_LINE = '[cancelled: what was said so far is kept in the session]';
@@ -28,11 +28,8 @@ const children: ChildProcess[] = [];
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-cli-send-stop-');
-  home = join(dir.path, 'home');
-  held = new Promise((resolve) => (release = resolve));
-  const manifest = join(dir.path, 'teller.toml');
-  await writeFile(manifest, `name = "teller"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
-  expect((await runCli(home, ['agent', 'spawn', manifest], { env: TEST_KEYS })).code).toBe(0);
+  home = await tellerHome(dir.path, server.url);
+  ({ held, release } = heldReply());
 });
 afterEach(async () => {
   release();
