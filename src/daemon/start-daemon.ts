@@ -8,7 +8,8 @@ import type { LogRing } from '../logging/index.ts';
 import { type Host, openHost } from '../host/index.ts';
 import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
-import { checkDefaultModel, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
+import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
+import { createLoomMetrics, type LoomMetrics } from '../telemetry/loom-metrics.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
 // Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
 import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
@@ -95,10 +96,13 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
   const endpoint = tracingEndpoint(config.telemetry, env);
   const tracing = endpoint === undefined ? undefined : (await import('../telemetry/tracing.ts')).startTracing({ endpoint, captureContent: config.telemetry.capture_content, serviceVersion: options.version });
+  let metrics: LoomMetrics | undefined;
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, version: options.version, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    // Counted from the start: each turn, call and run of this daemon, until it stops.
+    metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, metrics, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const port = options.port ?? config.daemon.port;
@@ -148,6 +152,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
           const closed = server.close();
           await host.close();
           await closed;
+          metrics?.dispose();
           await tracing?.shutdown();
           await removeDaemonFile(home, info.pid);
           logger.info({}, 'Loom stopped');
@@ -156,6 +161,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       },
     };
   } catch (error) {
+    metrics?.dispose();
     await host.close();
     await tracing?.shutdown();
     throw error;

@@ -31,6 +31,7 @@ import { createOpenAiRoutes, toOpenAiErrorResponse } from './openai/index.ts';
 import { createSystemRoutes } from './system-routes.ts';
 import { createOpenApiRoutes } from './openapi-routes.ts';
 import { createMetricsRoutes } from './metrics-routes.ts';
+import type { LoomMetrics } from '../telemetry/index.ts';
 import { toErrorResponse } from './to-error-response.ts';
 import { trimTrailingSlashes } from '../validation/index.ts';
 
@@ -47,6 +48,8 @@ export interface HttpAppOptions {
   version?: string;
   /** The client's address; defaults to the socket's remote address (tests inject others). */
   clientAddress?: (c: HttpContext) => string;
+  /** The daemon's metrics, served at `GET /metrics` (made and disposed of by whoever runs the daemon); without them no such route. */
+  metrics?: LoomMetrics;
   /** The MCP servers' connections, for `GET /api/mcp/servers`. */
   mcp?: { servers(): McpServerStatus[]; reconnect(server: string): boolean };
   /** Where A2A tasks are kept (the store's `tasks`); in memory when omitted. */
@@ -278,7 +281,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION }));
-  app.route('/', createMetricsRoutes({ kernel, config, mcp: options.mcp }).routes);
+  if (options.metrics !== undefined) app.route('/', createMetricsRoutes({ kernel, metrics: options.metrics, metricsPublic: config.telemetry.metrics_public }));
   app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));

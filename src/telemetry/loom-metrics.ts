@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Kernel, KernelEvent } from '../kernel/index.ts';
-// Not yet re-exported by the kernel's index (see docs/observability.md): the ledger's call observer.
 import { type MeteredCall, observeModelCalls } from '../kernel/index.ts';
 import { type CostCatalog, modelName } from '../models/index.ts';
 

@@ -4,6 +4,8 @@ import { ConfigSchema } from '../../src/config/index.ts';
 import type { Logger } from '../../src/contracts/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
+import { createCostCatalog } from '../../src/models/index.ts';
+import { createLoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 
 /** A real kernel served over real HTTP on 127.0.0.1, port 0. */
@@ -46,9 +48,13 @@ export const OWNER_AND_HELPER_KEYS = {
 /** Opens a test host in `dir` and serves its kernel. */
 export async function startApi(dir: string, options: ApiOptions = {}): Promise<Api> {
   const host = await openTestHost(dir, options.config ?? {}, undefined, options.logger === undefined ? {} : { logger: options.logger });
+  const config = ConfigSchema.parse(options.config ?? {});
+  // As the daemon does: its metrics counted from the start, served at /metrics.
+  const metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices) });
   const app = createHttpApp({
     kernel: host.kernel,
-    config: ConfigSchema.parse(options.config ?? {}),
+    config,
+    metrics,
     // The daemon's one environment: the host's model keys (spawns warn without them) and the API keys.
     env: { ...TEST_KEYS, ...options.env },
     clock: host.clock,
@@ -67,6 +73,7 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
     request: (path, init) => fetch(`${server.url}${path}`, init),
     close: async () => {
       await server.close();
+      metrics.dispose();
       await host.close();
     },
   };

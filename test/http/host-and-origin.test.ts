@@ -170,7 +170,7 @@ describe('Host on a daemon bound to another address', () => {
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', sink: { write: (text: string) => lines.push(text) } });
     const build = (bindHost: string, env: Record<string, string> = {}) =>
-      createHttpApp({ kernel: { events: { subscribe: () => () => undefined } } as unknown as Kernel, config: ConfigSchema.parse({}), env, clock: createFakeClock(), logger, bindHost });
+      createHttpApp({ kernel: {} as Kernel, config: ConfigSchema.parse({}), env, clock: createFakeClock(), logger, bindHost });
     build('127.0.0.1');
     build('0.0.0.0', { LOOM_API_KEY: 'root-secret' });
     expect(lines).toEqual([]);

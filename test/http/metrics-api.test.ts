@@ -7,7 +7,8 @@ import type { HttpEnv } from '../../src/http/http-context.ts';
 import { createMetricsRoutes } from '../../src/http/metrics-routes.ts';
 import { toErrorResponse } from '../../src/http/to-error-response.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import type { LoomMetrics } from '../../src/telemetry/index.ts';
+import { createCostCatalog } from '../../src/models/index.ts';
+import { createLoomMetrics, type LoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
@@ -46,9 +47,8 @@ async function serve(config: Record<string, unknown>): Promise<void> {
     c.set('principal', principal);
     await next();
   });
-  const mounted = createMetricsRoutes({ kernel: host.kernel, config: parsed });
-  metrics = mounted.metrics;
-  app.route('/', mounted.routes);
+  metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(parsed.prices) });
+  app.route('/', createMetricsRoutes({ kernel: host.kernel, metrics, metricsPublic: parsed.telemetry.metrics_public }));
   http = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
 }
 
