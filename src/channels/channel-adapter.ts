@@ -73,7 +73,21 @@ export interface ChannelAdapter {
   sendChoices?(target: ReplyTarget, text: string, choices: readonly Choice[]): Promise<{ messageId: string }>;
   /** Shows that a reply is being written, where the platform can. */
   typing?(target: ReplyTarget): Promise<void>;
+  /**
+   * Whether a failed send is a refusal the platform would repeat (the bot blocked, the chat gone,
+   * the request malformed), so that trying again in a minute cannot deliver it; absent, every
+   * failure is taken for the platform being away and tried again.
+   */
+  refusedForGood?(error: unknown): boolean;
   state(): { state: ChannelState; error: string | null };
+}
+
+/**
+ * Whether an HTTP status refuses a request for good: a 4xx but for those that mean "not now"
+ * (408 Request Timeout, 409 Conflict, 425 Too Early, 429 Too Many Requests).
+ */
+export function isRefusalForGood(status: number): boolean {
+  return status >= 400 && status < 500 && ![408, 409, 425, 429].includes(status);
 }
 
 /** An adapter the platform reaches over HTTP: `POST /hooks/<name>` is handed to it. */

@@ -440,14 +440,18 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   let started: Promise<void> | undefined;
   const stopping = new AbortController();
 
-  /** Runs a delivery to the platform, again after a wait while it fails (the platform away), until the waits run out. */
+  /**
+   * Runs a delivery to the platform, again after a wait while it fails (the platform away), until
+   * the waits run out; a refusal the platform would repeat (`refusedForGood`) is not tried again.
+   */
   async function deliver<T>(channel: string, action: () => Promise<T>): Promise<T> {
+    const adapter = running.get(channel)?.adapter;
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await action();
       } catch (error) {
         const wait = DELIVERY_RETRY_MS[attempt];
-        if (wait === undefined || stopping.signal.aborted) throw error;
+        if (wait === undefined || stopping.signal.aborted || adapter?.refusedForGood?.(error) === true) throw error;
         logger.warn({ err: error, channel, attempt: attempt + 1, retryInMs: wait }, 'a reply could not be delivered; trying again');
         await clock.sleep(wait, { signal: stopping.signal });
       }

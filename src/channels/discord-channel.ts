@@ -1,6 +1,6 @@
-import { ButtonStyle, Client, ComponentType, Events, GatewayIntentBits, type Message, MessageFlags, Partials, Routes } from 'discord.js';
+import { ButtonStyle, Client, ComponentType, DiscordAPIError, Events, GatewayIntentBits, type Message, MessageFlags, Partials, Routes } from 'discord.js';
 import type { Logger } from '../contracts/index.ts';
-import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 
 /** Discord's limit on one message's content. */
 const DISCORD_MAX_LENGTH = 2000;
@@ -103,6 +103,8 @@ export function createDiscordChannel(options: { name: string; token: string; api
       state = 'stopped';
       await client.destroy();
     },
+
+    refusedForGood: (error) => error instanceof DiscordAPIError && isRefusalForGood(error.status),
 
     async send(target, text) {
       return { messageId: await post(channelOf(target), { content: text }) };

@@ -241,6 +241,9 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
       transport.close();
     },
 
+    // SMTP's 5xx replies are permanent failures (the mailbox unknown, the message refused); 4xx ones are worth trying again.
+    refusedForGood: (error) => typeof error === 'object' && error !== null && 'responseCode' in error && typeof error.responseCode === 'number' && error.responseCode >= 500,
+
     async send(target: ReplyTarget, text: string) {
       // A conversation is its sender's address: the thread as they wrote in it, not as anyone else did.
       const thread = target.thread === null ? undefined : threads.get(threadKey(target.conversationId, target.thread));

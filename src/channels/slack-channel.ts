@@ -1,9 +1,9 @@
 import { type Logger as SlackLogger, LogLevel, SocketModeClient } from '@slack/socket-mode';
-import { WebClient } from '@slack/web-api';
+import { WebAPIHTTPError, WebAPIPlatformError, WebClient } from '@slack/web-api';
 import { createHmac } from 'node:crypto';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { safeParseJson } from '../validation/index.ts';
-import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { signatureMatches } from './signature-matches.ts';
 
 /** Slack's limit on a markdown block's text. */
@@ -219,6 +219,8 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
 
     handle,
 
+    refusedForGood: (error) => isSlackRefusalForGood(error),
+
     async send(target, text) {
       const sent = await formatted(text, (blocks) => web.chat.postMessage({ channel: target.conversationId, text, ...blocks, ...threadOf(target) }));
       return { messageId: String(sent.ts) };
@@ -243,4 +245,13 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
 
     state: () => ({ state, error }),
   };
+}
+
+/** Slack's platform errors that mean "not now" rather than "never": these are tried again. */
+const SLACK_TRANSIENT_ERRORS = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout', 'ratelimited']);
+
+/** Whether Slack refused a call for good: a platform error (`channel_not_found`, `not_in_channel`…) but for the transient few, or an HTTP 4xx. */
+function isSlackRefusalForGood(error: unknown): boolean {
+  if (error instanceof WebAPIPlatformError) return !SLACK_TRANSIENT_ERRORS.has(error.data.error);
+  return error instanceof WebAPIHTTPError && isRefusalForGood(error.statusCode);
 }

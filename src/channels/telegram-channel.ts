@@ -2,7 +2,7 @@ import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
 import type { Message, User } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
 import { messageOf } from '../errors/index.ts';
-import type { ChangeSink, ChannelAdapter, ChannelState, ChoiceSink, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
@@ -73,6 +73,7 @@ export function createTelegramChannel(options: {
 
   return {
     kind: 'telegram',
+    refusedForGood: (error) => error instanceof GrammyError && isRefusalForGood(error.error_code),
     maxMessageLength: TELEGRAM_MAX_LENGTH,
 
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {

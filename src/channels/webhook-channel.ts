@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
-import type { ChannelAdapter, ChannelState, InboundRequests, InboundSink, ReplyTarget } from './channel-adapter.ts';
+import { isRefusalForGood, type ChannelAdapter, type ChannelState, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { signatureMatches } from './signature-matches.ts';
 
 /** The headers of a signed request, both ways. */
@@ -62,11 +62,12 @@ export function createWebhookChannel(options: { name: string; secret: string; re
       body,
       signal: AbortSignal.timeout(30_000),
     });
-    if (!response.ok) throw new Error(`channel "${name}": ${replyUrl} answered the reply with HTTP ${response.status}`);
+    if (!response.ok) throw new WebhookReplyError(`channel "${name}": ${replyUrl} answered the reply with HTTP ${response.status}`, response.status);
   }
 
   return {
     kind: 'webhook',
+    refusedForGood: (error) => error instanceof WebhookReplyError && isRefusalForGood(error.status),
     maxMessageLength: 100_000,
 
     async start(received) {
@@ -116,4 +117,15 @@ export function createWebhookChannel(options: { name: string; secret: string; re
 
     state: () => ({ state, error }),
   };
+}
+
+/** The reply URL answered a reply with an HTTP error: its status says whether to try again. */
+class WebhookReplyError extends Error {
+  readonly status: number;
+
+  constructor(message: string, status: number) {
+    super(message);
+    this.name = 'WebhookReplyError';
+    this.status = status;
+  }
 }

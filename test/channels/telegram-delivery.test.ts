@@ -22,20 +22,30 @@ const ADA_CHAT = { id: 42, type: 'private' as const };
 
 /**
  * A Bot API in front of the fake one, on loopback: it passes every call on, except that while
- * `refusing` is set it refuses sends and edits as Telegram does a bot the person blocked.
+ * `refusing` is set it refuses sends and edits as Telegram does a bot the person blocked, and
+ * while `away` is above 0 it answers that many sends 502 Bad Gateway (Telegram down for a while).
+ * `sendAttempts` counts the sends that reached it.
  */
 interface RefusingBotApi {
   url: string;
   refusing: boolean;
+  away: number;
+  sendAttempts: number;
   close(): Promise<void>;
 }
 
 async function startRefusingBotApi(upstream: string): Promise<RefusingBotApi> {
-  const api = { url: '', refusing: false, close: (): Promise<void> => Promise.resolve() };
+  const api = { url: '', refusing: false, away: 0, sendAttempts: 0, close: (): Promise<void> => Promise.resolve() };
   const server: Server = createServer((request, response) => {
     void (async () => {
       let body = '';
       for await (const chunk of request) body += (chunk as Buffer).toString('utf8');
+      if (/\/sendMessage$/.test(request.url ?? '')) api.sendAttempts += 1;
+      if (api.away > 0 && /\/sendMessage$/.test(request.url ?? '')) {
+        api.away -= 1;
+        response.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 502, description: 'Bad Gateway' }));
+        return;
+      }
       if (api.refusing && /\/(sendMessage|editMessageText)$/.test(request.url ?? '')) {
         response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' }));
         return;
@@ -147,6 +157,10 @@ describe('a Telegram reply the Bot API refuses', () => {
     const message = await settled();
     expect(message).toMatchObject({ status: 'failed', note: 'the reply could not be delivered: Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' });
     expect(telegram.sent).toEqual([]);
+    // A blocked bot stays blocked: the refusal is taken at its word, not tried again for a minute
+    // (two sends: the streamed reply's first words, then the whole reply, each once).
+    expect(botApi.sendAttempts).toBe(2);
+    expect(log.records.filter((record) => record['msg'] === 'a reply could not be delivered; trying again')).toEqual([]);
 
     const logged = log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply');
     expect(logged).toMatchObject({ channel: 'tg', platformId: message?.platformId, conversationId: '42', msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "tg": Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)` });
@@ -157,6 +171,18 @@ describe('a Telegram reply the Bot API refuses', () => {
     });
     expect(audited).toMatchObject([{ type: 'channel-reply-failed', data: { channel: 'tg', name: 'helper', kind: 'reply', platformId: message?.platformId, conversationId: '42', thread: null, userId: '42', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);
     expect(audited[0]?.agentId).toBe(host.kernel.get('helper').id);
+  });
+
+  it('is tried again while Telegram is away (502), and delivered once it is back', async () => {
+    await start();
+    model.script([{ text: 'Here at last.' }]);
+    botApi.away = 3;
+    telegram.push(ADA_CHAT, ADA, 'Hello?');
+    expect(await settled()).toMatchObject({ status: 'answered' });
+    expect(telegram.sent.map((sent) => sent.text)).toEqual(['Here at last.']);
+    // The streamed first words meet the first 502; the whole reply is tried again past two more.
+    expect(botApi.sendAttempts).toBe(4);
+    expect(log.records.filter((record) => record['msg'] === 'a reply could not be delivered; trying again')).toHaveLength(2);
   });
 
   it('records a refusal the person could not be sent, and still settles their message as refused', async () => {
