@@ -13,6 +13,7 @@ import { compileSchema, subsetMismatch } from './output-check.ts';
 import { referenceProblems } from './references.ts';
 import { type ForgedRun, runCompose, runSandboxed, sandboxBridges } from './run-forged.ts';
 import { compileSandboxProgram, createSandboxPool, type SandboxedProgram } from './sandbox.ts';
+import { describeReach, type ToolGrants } from './shared-tool-reach.ts';
 import { exportDocument, parseExport } from './tool-export.ts';
 import { type ForgedToolView, type ForgeOutcome, type PromotionResult, toForgedToolView } from './forged-tool-view.ts';
 
@@ -54,6 +55,8 @@ export interface EmergentEngineOptions {
   judge(agentId: string, role: JudgeRole, request: { system: string; prompt: string; signal: AbortSignal; caller?: ToolAgent }): Promise<Verdict>;
   /** Records an event in the audit log and tells subscribers. */
   publish(event: ForgedToolEvent): Promise<void>;
+  /** Every live agent's `[capabilities].tools` grants: what a promotion to shared shows its approver the tool would reach. */
+  toolGrants(): ToolGrants[];
   /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
   requestApproval(agent: { id: string; name: string }, input: JsonObject): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
 }
@@ -770,7 +773,16 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
         await event(record, 'tool-promote', 'refused', reason, provenanceOf(record, by));
         return { tool: toForgedToolView(record), outcome: 'refused', reason };
       }
-      const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, { action: 'promote forged tool to shared', tool: record.name, toolId: record.id, mode: record.mode, codeHash: record.codeHash, requestedBy: by });
+      const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, {
+        action: 'promote forged tool to shared',
+        tool: record.name,
+        toolId: record.id,
+        mode: record.mode,
+        codeHash: record.codeHash,
+        requestedBy: by,
+        // What approving would do: every agent whose grants name the tool (a wildcard too) gets it.
+        reach: describeReach(record.name, options.toolGrants()),
+      });
       await event(record, 'tool-promote', 'pending-approval', null, { ...provenanceOf(record, by), approvalId: request.id });
       void request.decision
         .then(

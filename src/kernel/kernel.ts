@@ -566,6 +566,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return reply.output;
     },
     publish: (event) => publish(event),
+    toolGrants: () => registry.list().map((entry) => ({ name: entry.name, tools: entry.manifest.capabilities.tools })),
     async requestApproval(agent, input) {
       // Decided by a person, or closed by the approval timeout (or a restart).
       const request = await approvals.open(agent, 'forge_tool', input, new AbortController().signal);
