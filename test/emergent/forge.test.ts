@@ -404,7 +404,7 @@ describe('tiers', () => {
     const [pending] = await host.kernel.approvals.list('pending');
     expect(pending).toMatchObject({ id: asked.approvalId, tool: 'forge_tool' });
     // The approver is shown whom sharing would reach: every other agent whose grants name the tool.
-    expect(pending?.input['reach']).toBe('agent "granted" by "slugify"');
+    expect(pending?.input).toMatchObject({ reach: 'agent "granted" by "slugify"' });
     await host.kernel.approvals.decide(asked.approvalId as string, { approved: true, by: 'alice', reason: null });
     await expect.poll(async () => (await host.kernel.forgedTools.get(tool.id)).tier).toBe('shared');
 
