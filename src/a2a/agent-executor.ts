@@ -212,8 +212,8 @@ export class LoomAgentExecutor implements AgentExecutor {
       const thread = `a2a:${contextId}`;
       const events =
         caller.kind === 'user'
-          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal })
-          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, signal: run.controller.signal });
+          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal, door: 'a2a' })
+          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, signal: run.controller.signal, door: 'a2a' });
       for await (const event of events) {
         if (run.finished) break;
         switch (event.type) {

@@ -20,6 +20,9 @@ export function isPostgresUrl(value: string): boolean {
 export const POSTGRES_URL_EXPECTED = 'expected a postgres:// or postgresql:// URL such as "postgres://loom:password@db.example.com:5432/loom"';
 
 /** `[store] url`: a refinement (a custom issue), so that the error does not echo a password back. */
+/** What a sink does with a call carrying untrusted text. */
+const TaintActionSchema = z.enum(['approve', 'refuse', 'off']);
+
 const PostgresUrlSchema = z.string().refine(isPostgresUrl, { error: `${POSTGRES_URL_EXPECTED} (the value is not shown: it may hold a password)` });
 
 /**
@@ -233,6 +236,27 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** How long a tool call waits for a human's approval before it is denied. */
       timeout_seconds: z.int().positive().default(300),
+    })
+    .prefault({}),
+  /** Taint tracking: what a tool call carrying untrusted text into a sink meets (docs/security-model.md). */
+  taint: z
+    .strictObject({
+      /** Every sink's action, over the defaults (approve for all but file_write, which is off). */
+      policy: TaintActionSchema.optional(),
+      /** One sink's action, over `policy`. */
+      sinks: z
+        .strictObject({
+          shell_exec: TaintActionSchema.optional(),
+          file_write: TaintActionSchema.optional(),
+          /** Not a GET, to another host than the text came from. */
+          http_request: TaintActionSchema.optional(),
+          agent_spawn: TaintActionSchema.optional(),
+          /** `agent_message` and `a2a_send`. */
+          agent_message: TaintActionSchema.optional(),
+        })
+        .default({}),
+      /** Callers besides the owner whose messages are trusted: an API key's name, or "<channel>:<platform user id>". */
+      trusted: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
   cluster: z

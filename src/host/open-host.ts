@@ -190,6 +190,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       runtime,
       hooks,
       approvalTimeoutMs: options.config.approvals.timeout_seconds * 1000,
+      taint: options.config.taint,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
       node: {

@@ -7,6 +7,7 @@ export const AUDIT_KINDS = {
   tool: ['tool-finish', 'tool-failed', 'tool-denied', 'tool-invalid', 'tool-blocked', 'tool-timeout', 'tool-sandbox-fault'],
   refusal: ['turn-refuse', 'tool-denied', 'tool-invalid', 'tool-blocked', 'channel-refused'],
   approval: ['approval-request', 'approval-decide'],
+  taint: ['tool-tainted'],
   'model-error': ['model-error'],
   agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],

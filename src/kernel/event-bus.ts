@@ -94,7 +94,13 @@ export type TurnEvent =
 export type ToolCallEvent =
   | { type: 'tool-finish' | 'tool-failed'; at: number; agentId: string; name: string; tool: string; durationMs: number }
   // `agentName` and `outcome` repeat `name` and the type, as refusals were recorded before turns were.
-  | { type: 'tool-denied' | 'tool-invalid' | 'tool-blocked' | 'tool-timeout'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string };
+  | { type: 'tool-denied' | 'tool-invalid' | 'tool-blocked' | 'tool-timeout'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string }
+  /**
+   * Taint tracking found the call carrying untrusted text into `sink`; `action` says what
+   * follows (`refuse`: a `tool-denied` record; `approve`: an approval request). `source` names
+   * where the text came from (`tool`, `origin`), `excerpt` what the call carries of it.
+   */
+  | { type: 'tool-tainted'; at: number; agentId: string; name: string; tool: string; sink: string; action: 'approve' | 'refuse'; source: { tool: string; origin: string }; excerpt: string };
 
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =

@@ -14,7 +14,7 @@ import {
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
 import type { ModelTarget } from '../models/index.ts';
-import { type AgentEvent, createToolRunner, type ToolRunner, type TurnResult } from '../runtime/index.ts';
+import { type AgentEvent, createToolRunner, type TaintSettings, TaintTracker, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
@@ -52,6 +52,8 @@ export interface KernelDependencies {
   runtime?: AgentRuntime;
   /** How long a tool call waits for a human's approval before it is denied. */
   approvalTimeoutMs?: number;
+  /** `[taint]`: what tool calls carrying untrusted text into a sink meet; the defaults when unset. */
+  taint?: TaintSettings;
   /**
    * Go on with agents' background work (an executing workflow) at boot and on resume. The
    * daemon does; a one-off CLI command must not run another process's work.
@@ -495,6 +497,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     node: dependencies.node,
   });
   const principalWorkspace = (name: string): string => dependencies.runtime?.workspaceOf({ name, workspace: undefined }) ?? name;
+  const taint = new TaintTracker(dependencies.taint);
   let runner: ToolRunner | undefined;
   // Built on first use: the runner acts through the kernel handle, which needs the kernel.
   const toolRunner = (): ToolRunner => {
@@ -509,6 +512,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
       approvals,
       agentTools: (agent) => emergent.toolsFor(agent),
+      taint,
+      tainted: async ({ agentId, agentName: name, tool, sink, action, source, excerpt }) => {
+        await publish({ type: 'tool-tainted', at: clock.now(), agentId, name, tool, sink, action, source: { tool: source.tool, origin: source.origin }, excerpt });
+      },
       // Refusals and calls that ran go to the audit log and the live event stream alike.
       audit: async (entry) => {
         const at = clock.now();
@@ -533,6 +540,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     ledger,
     runtime: dependencies.runtime,
     runner: toolRunner,
+    taint,
     publish: (event) => publish(event),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.

@@ -29,6 +29,7 @@ import {
   runAgentLoop,
   SUMMARY_INSTRUCTION,
   SUMMARY_PREFIX,
+  type TaintTracker,
   type ToolRunner,
   type TurnResult,
   withStabilityGuidelines,
@@ -54,6 +55,7 @@ import { SessionHistories } from './session-histories.ts';
 import { withTurnSpan } from '../telemetry/spans.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, toolPolicyOf } from './tool-policy.ts';
+import { untrustedSenderOf } from './untrusted-sender.ts';
 import { sealTurn, type TurnEnding, TurnTrace } from './turn-record.ts';
 
 /** Options for a message to an agent. */
@@ -72,6 +74,8 @@ export interface SendOptions {
    * agent said with them in other conversations, and adds this exchange (see `canonical-memory.ts`).
    */
   person?: string;
+  /** The door the message came through when it is one whose text is untrusted whoever sends it (A2A): see `untrustedSenderOf`. */
+  door?: 'a2a';
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -87,6 +91,8 @@ export interface MessageFlowParts {
   ledger: BudgetLedger;
   runtime: AgentRuntime | undefined;
   runner: () => ToolRunner;
+  /** Taint tracking: a message from outside is labelled untrusted for its turn's tools. */
+  taint?: TaintTracker;
   /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
   publish: (event: KernelEvent) => Promise<void>;
 }
@@ -390,6 +396,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { filter, approvalRequiredFor, settings } = policy;
     // An event-log agent uses its log tools and nothing else, whatever else it holds (spec/03).
     const agent: ToolAgent = entry.manifest.module === 'builtin:eventlog' ? { ...policy.agent, limit: LOG_TOOL_LIMIT } : policy.agent;
+    const sender = parts.taint === undefined ? undefined : untrustedSenderOf(caller, place.door, parts.taint.trusted);
+    if (sender !== undefined) parts.taint?.label(agent, sender, message);
     const runner = parts.runner();
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
@@ -730,6 +738,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       receivedAt,
       stream: options.emit !== undefined,
       ...(seal === undefined ? {} : { seal }),
+      ...(options.door === undefined ? {} : { door: options.door }),
     };
     // A turn can be followed again by a client that left, and cancelled, on whichever session it runs.
     const live = liveTurns.open(entry.id, options.conversation, message, receivedAt);

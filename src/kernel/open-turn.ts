@@ -22,6 +22,8 @@ export interface TurnPlace {
   stream: boolean;
   /** How the turn's commit writes its audit record (see `TurnSeal`). */
   seal?: TurnSeal;
+  /** `SendOptions.door`: the door whose messages are untrusted whoever sends them. */
+  door?: 'a2a';
 }
 
 /** A turn under way on a session, as its commit needs it (see `commitTurn` in `message-flow.ts`). */

@@ -42,5 +42,9 @@ export type { KnownTokens, RepairPhaseResult, SessionRepairOptions, SessionRepai
 export { STABILITY_GUIDELINES, withStabilityGuidelines } from './stability-guidelines.ts';
 export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-output.ts';
 export { createToolRunner } from './tool-runner.ts';
+export { DEFAULT_TAINT_ACTIONS, describeTaint, MAX_REMEMBERED_FILES, TAINT_SINKS, TaintTracker } from './taint/taint-tracker.ts';
+export type { TaintAction, TaintFinding, TaintSettings, TaintSink, TaintTool } from './taint/taint-tracker.ts';
+export { normaliseText, TAINT_RUN_LENGTH, TAINT_WHOLE_LENGTH, UntrustedText } from './taint/untrusted-text.ts';
+export type { TaintSource } from './taint/untrusted-text.ts';
 export { linkAbort } from './link-abort.ts';
-export type { ApprovalGate, ToolAuditEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';
+export type { ApprovalGate, TaintAuditEntry, ToolAuditEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';

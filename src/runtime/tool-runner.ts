@@ -9,6 +9,7 @@ import { truncateToolOutput } from './truncate-tool-output.ts';
 import { linkAbort } from './link-abort.ts';
 // The spans alone, not the telemetry index: that loads the metrics and exporter libraries, which a daemon without telemetry never needs.
 import { withToolSpan } from '../telemetry/spans.ts';
+import { describeTaint, type TaintFinding, type TaintTracker } from './taint/taint-tracker.ts';
 
 /** A refused or failed tool call, as the audit log records it. */
 export interface ToolAuditEntry {
@@ -26,6 +27,13 @@ export interface ToolFinishEntry {
   tool: string;
   isError: boolean;
   durationMs: number;
+}
+
+/** A call found carrying untrusted text into a sink (taint tracking), as the audit log records it. */
+export interface TaintAuditEntry extends TaintFinding {
+  agentId: string;
+  agentName: string;
+  tool: string;
 }
 
 /** What the tool runner is built from. */
@@ -51,6 +59,10 @@ export interface ToolRunnerOptions {
   approvals?: ApprovalGate;
   /** Tools of one agent beside the shared ones (its forged tools and `forge_tool`); the shared ones win a name clash, then the first of a name. */
   agentTools?: (agent: ToolAgent) => readonly Tool<never>[];
+  /** Taint tracking: labels what sources return, and finds calls carrying it into a sink. */
+  taint?: TaintTracker;
+  /** Records a call `taint` found carrying untrusted text, before it is refused or put to a human; must not throw. */
+  tainted?: (entry: TaintAuditEntry) => Promise<void>;
 }
 
 /** How deep tools may call tools through their toolbox (a compose step calling a forged tool calling…). */
@@ -498,15 +510,21 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         }
       }
 
+      // Untrusted text carried into a sink is refused, or put to a human (docs/security-model.md).
+      const taint = options.taint?.check(agent, tool, parsed.input);
+      const tainted = taint === undefined ? undefined : describeTaint(tool.name, taint);
+      if (taint !== undefined) await options.tainted?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, ...taint });
+      if (taint?.action === 'refuse') return refuse(agent, tool.name, 'denied', `${tainted ?? ''}; [taint] refuses it`);
       // Only a call that would otherwise run is put to a human.
-      if (approvalRequiredFor?.includes(tool.name) === true) {
+      if (approvalRequiredFor?.includes(tool.name) === true || tainted !== undefined) {
         if (options.approvals === undefined) {
-          return refuse(agent, tool.name, 'denied', `${tool.name} needs a human's approval ([autonomous].approval_required_for), and nobody can approve here`);
+          const needs = tainted === undefined ? `${tool.name} needs a human's approval ([autonomous].approval_required_for)` : `${tainted}; it needs a human's approval ([taint])`;
+          return refuse(agent, tool.name, 'denied', `${needs}, and nobody can approve here`);
         }
         const decision = await askApproval(options.approvals, { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit });
         if (!decision.approved) {
           const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : byWhom(decision);
-          return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}`);
+          return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}${tainted === undefined ? '' : `; ${tainted}`}`);
         }
       }
       // A cancelled turn runs nothing more.
@@ -533,6 +551,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         await options.finished?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, isError: result.isError === true, durationMs: options.clock.now() - startedAt });
       }
       const capped = { ...result, text: truncateToolOutput(result.text) };
+      options.taint?.observe(agent, tool, parsed.input, capped);
       const outcome: ToolCallOutcome = { result: capped };
       if (verdict.action === 'warn') outcome.hint = verdict.hint;
       if (failure !== undefined) outcome.failure = failure;

@@ -15,6 +15,7 @@ const KIND_LABELS: Record<AuditKind, string> = {
   tool: 'Tool calls',
   refusal: 'Refusals',
   approval: 'Approvals',
+  taint: 'Untrusted text',
   'model-error': 'Model errors',
   agent: 'Agent lifecycle',
   forge: 'Forged tools',
@@ -102,6 +103,10 @@ export function summarize(type: string, data: Record<string, unknown>): string {
       return `${text(data['tool'])} waits for a person`;
     case 'approval-decide':
       return `${text(data['tool'])} ${text(data['status'])} by ${text(data['by'])}`;
+    case 'tool-tainted': {
+      const source = (data['source'] ?? {}) as Record<string, unknown>;
+      return `${text(data['tool'])} carries untrusted text from ${text(source['tool'])} (${text(source['origin'])}) · ${data['action'] === 'refuse' ? 'refused' : 'sent for approval'}`;
+    }
     default:
       if (type.startsWith('tool-') || type === 'channel-refused') return [text(data['tool']), text(data['reason'])].filter((part) => part !== '').join(': ');
       return '';
@@ -118,7 +123,7 @@ function tone(type: string): string {
   if ((AUDIT_OUTCOMES.ok as readonly string[]).includes(type) || type === 'agent-spawn') return 'ok';
   if ((AUDIT_OUTCOMES.refused as readonly string[]).includes(type) || type === 'agent-kill') return 'refused';
   if ((AUDIT_OUTCOMES.failed as readonly string[]).includes(type)) return 'failed';
-  if (type === 'turn-cancel' || type === 'agent-suspend' || type === 'approval-request') return 'waiting';
+  if (type === 'turn-cancel' || type === 'agent-suspend' || type === 'approval-request' || type === 'tool-tainted') return 'waiting';
   return 'neutral';
 }
 
