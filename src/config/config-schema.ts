@@ -492,6 +492,15 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # (loom approvals approve|deny, the API or the dashboard) before it is denied.
 # timeout_seconds = 300
 
+[taint]
+# Text from outside an agent (fetched pages, searches, MCP results, A2A, messages from anyone but
+# the owner, files other agents wrote) is untrusted within its turn. A tool call carrying it into a
+# sink is put to a person ("approve"), refused ("refuse") or let through ("off"), by sink:
+# sinks = { shell_exec = "approve", file_write = "off", http_request = "approve", agent_spawn = "approve", agent_message = "approve" }
+# policy = "refuse" would set every sink not named in sinks at once (unset: each its default).
+# Senders besides the owner whose messages are trusted (a key's name, "<channel>:<user id>"):
+# trusted = ["telegram:42"]
+
 [cluster]
 # With [store] url on PostgreSQL, several daemons may share the database: one of them (the
 # leader) fires the schedules. The name this daemon shows in loom status (default hostname:pid):

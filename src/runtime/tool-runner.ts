@@ -319,7 +319,8 @@ const TIME_LIMITS = new WeakSet<Error>();
 /**
  * Builds the tool runner. For each call, in order: the tool exists; the agent holds
  * `tool_invoke` for it; the input validates; the loop guard allows it; every capability the
- * input needs is granted and allowed by `[exec_policy]`; then it runs under a timeout (60 s, or
+ * input needs is granted and allowed by `[exec_policy]`; a call carrying untrusted text into a sink
+ * is refused or put to a human (`options.taint`); then it runs under a timeout (60 s, or
  * `[tools.<name>].timeout_seconds`) through an AbortSignal, and its output is capped at 50,000
  * characters. Every failure becomes an error result the model can read; refusals are audited.
  * The calls a tool makes through its toolbox pass the same gates as part of its call: under its
@@ -513,8 +514,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       // Untrusted text carried into a sink is refused, or put to a human (docs/security-model.md).
       const taint = options.taint?.check(agent, tool, parsed.input);
       const tainted = taint === undefined ? undefined : describeTaint(tool.name, taint);
-      if (taint !== undefined) await options.tainted?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, ...taint });
-      if (taint?.action === 'refuse') return refuse(agent, tool.name, 'denied', `${tainted ?? ''}; [taint] refuses it`);
+      if (taint !== undefined) {
+        await options.tainted?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, ...taint });
+        if (taint.action === 'refuse') return refuse(agent, tool.name, 'denied', `${describeTaint(tool.name, taint)}; [taint] refuses it`);
+      }
       // Only a call that would otherwise run is put to a human.
       if (approvalRequiredFor?.includes(tool.name) === true || tainted !== undefined) {
         if (options.approvals === undefined) {
