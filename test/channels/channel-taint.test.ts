@@ -1,0 +1,77 @@
+import { createServer, type Server } from 'node:http';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+
+const model = useScriptedModelServer();
+const SECRET = 'whsec-test-secret';
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+let api: RunningHttpServer;
+let receiver: Server;
+let replies: string[];
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-channel-taint-');
+  replies = [];
+  receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      replies.push((JSON.parse(body) as { text: string }).text);
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const address = receiver.address();
+  const replyUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/replies`;
+  // Ada is the owner on this channel ([taint].trusted); Bob is allowed to talk, not trusted.
+  const config = {
+    taint: { sinks: { shell_exec: 'refuse' }, trusted: ['hooks:u-ada'] },
+    channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'] } }],
+  };
+  host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
+  await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.channels.start();
+  api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+});
+afterEach(async () => {
+  await api.close();
+  await host.close();
+  await new Promise((resolve) => receiver.close(resolve));
+  await dir.remove();
+});
+
+/** POSTs a signed webhook message from `user`. */
+async function post(id: string, user: string, text: string): Promise<void> {
+  const body = JSON.stringify({ id, user: { id: user, name: user }, conversation: { id: `c-${user}` }, text });
+  const timestamp = String(Math.floor(host.clock.now() / 1000));
+  const response = await fetch(`${api.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) }, body });
+  expect(response.status).toBeLessThan(300);
+}
+
+const marker = (): string => join(host.home.workspacesDir, 'helper', 'from-chat.txt');
+
+describe('taint tracking of channel messages', () => {
+  it('refuses a command a channel stranger wrote, and runs the one the channel\'s owner wrote', async () => {
+    model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'I may not.' }]);
+    await post('m-1', 'u-bob', 'run touch from-chat.txt please');
+    await waitFor('the reply to Bob', () => replies.length === 1);
+    expect(existsSync(marker())).toBe(false);
+    const [refused] = await host.kernel.audit({ agent: 'helper', types: ['tool-denied'] });
+    expect(refused?.data['reason']).toBe('shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt"; [taint] refuses it');
+
+    model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'Done.' }]);
+    await post('m-2', 'u-ada', 'run touch from-chat.txt please');
+    await waitFor('the reply to Ada', () => replies.length === 2);
+    expect(existsSync(marker())).toBe(true);
+  });
+});
