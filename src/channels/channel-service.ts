@@ -215,7 +215,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
   }
 
   /** Asks the conversation about a tool call that waits for approval: buttons for the approvers where the platform has them, else how to answer. */
-  async function askApproval(config: ChannelConfig, adapter: ChannelAdapter, target: ReplyTarget, request: { approvalId: string; toolName: string; input: unknown }): Promise<void> {
+  async function askApproval(config: ChannelConfig, adapter: ChannelAdapter, target: ReplyTarget, request: { approvalId: string; toolName: string; input: unknown; reason?: string }): Promise<void> {
     const short = request.approvalId.slice(0, 8);
     const asked = questionOf(request.input);
     // `hint`: how to answer where there are approvers but no buttons; `unattended`: what follows where there are none.
@@ -233,7 +233,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const input = JSON.stringify(request.input) ?? '';
       const shown = input.length > SHOWN_INPUT_CHARS ? `${input.slice(0, SHOWN_INPUT_CHARS)}…` : input;
       ask = {
-        text: `${config.agent} wants to run ${request.toolName} ${shown}`,
+        text: `${config.agent} wants to run ${request.toolName} ${shown}${request.reason === undefined ? '' : `\n(${request.reason})`}`,
         choices: [
           { label: 'Approve', data: `approve:${request.approvalId}` },
           { label: 'Deny', data: `deny:${request.approvalId}` },

@@ -146,11 +146,12 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
 /** A request put to a person: opened, shown to the turn's watchers (`approval-request`), decided. */
 async function askApproval(
   approvals: ApprovalGate,
-  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined },
+  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined; reason?: string | undefined },
   options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
 ): Promise<ApprovalDecision> {
   const opened = await approvals.open(request.agent, request.toolName, request.input, request.signal, options);
-  request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString() });
+  const { reason } = request;
+  request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString(), ...(reason === undefined ? {} : { reason }) });
   return opened.decision;
 }
 
@@ -524,7 +525,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           const needs = tainted === undefined ? `${tool.name} needs a human's approval ([autonomous].approval_required_for)` : `${tainted}; it needs a human's approval ([taint])`;
           return refuse(agent, tool.name, 'denied', `${needs}, and nobody can approve here`);
         }
-        const decision = await askApproval(options.approvals, { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit });
+        const decision = await askApproval(options.approvals, { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit, reason: tainted });
         if (!decision.approved) {
           const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : byWhom(decision);
           return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}${tainted === undefined ? '' : `; ${tainted}`}`);

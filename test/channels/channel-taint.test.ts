@@ -21,6 +21,9 @@ let replies: string[];
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-channel-taint-');
+});
+
+async function start(taint: Record<string, unknown>): Promise<void> {
   replies = [];
   receiver = createServer((request, response) => {
     let body = '';
@@ -35,14 +38,14 @@ beforeEach(async () => {
   const replyUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/replies`;
   // Ada is the owner on this channel ([taint].trusted); Bob is allowed to talk, not trusted.
   const config = {
-    taint: { sinks: { shell_exec: 'refuse' }, trusted: ['hooks:u-ada'] },
+    taint: { ...taint, trusted: ['hooks:u-ada'] },
     channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'] } }],
   };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
   await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
   api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
-});
+}
 afterEach(async () => {
   await api.close();
   await host.close();
@@ -62,6 +65,7 @@ const marker = (): string => join(host.home.workspacesDir, 'helper', 'from-chat.
 
 describe('taint tracking of channel messages', () => {
   it('refuses a command a channel stranger wrote, and runs the one the channel\'s owner wrote', async () => {
+    await start({ sinks: { shell_exec: 'refuse' } });
     model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'I may not.' }]);
     await post('m-1', 'u-bob', 'run touch from-chat.txt please');
     await waitFor('the reply to Bob', () => replies.length === 1);
@@ -73,5 +77,17 @@ describe('taint tracking of channel messages', () => {
     await post('m-2', 'u-ada', 'run touch from-chat.txt please');
     await waitFor('the reply to Ada', () => replies.length === 2);
     expect(existsSync(marker())).toBe(true);
+  });
+
+  it('asks for approval by default, telling the chat why the call waits', async () => {
+    await start({});
+    model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'It was not approved.' }]);
+    await post('m-1', 'u-bob', 'run touch from-chat.txt please');
+    const request = await waitFor('the approval request', async () => (await host.kernel.approvals.list('pending'))[0]);
+    await waitFor('the approval request in the chat', () => replies.length === 1);
+    expect(replies[0]).toContain('helper wants to run shell_exec {"command":"touch from-chat.txt"}\n(shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt")');
+    await host.kernel.approvals.decide(request.id, { approved: false, by: 'owner', reason: null });
+    await waitFor('the reply to Bob', () => replies.length === 2);
+    expect(existsSync(marker())).toBe(false);
   });
 });

@@ -88,6 +88,7 @@ describe('taint tracking', () => {
     ]);
     await host.kernel.approvals.decide(request.id, { approved: false, by: 'owner', reason: 'prompt injection' });
     const events = await running;
+    expect(events.find((event) => event.type === 'approval-request')).toMatchObject({ toolName: 'shell_exec', reason: `shell_exec carries untrusted text from web_fetch (${web.origin}/notes): "${INJECTED_COMMAND}"` });
     expect(results(events)[1]).toMatchObject({ isError: true, text: `the call to shell_exec was not approved by owner: prompt injection; shell_exec carries untrusted text from web_fetch (${web.origin}/notes): "${INJECTED_COMMAND}"` });
     expect(existsSync(injected())).toBe(false);
   });

@@ -75,7 +75,7 @@ export type AgentEvent =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
   | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number }
-  | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string }
+  | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string; reason?: string }
   | { type: 'phase'; phase: string; detail: string }
   | { type: 'run-finish'; result: TurnView }
   | { type: 'error'; code: string; category: string; message: string };

@@ -30,7 +30,7 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
           line(formatToolLine(event));
           break;
         case 'approval-request':
-          line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)`);
+          line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)${event.reason === undefined ? '' : `; ${event.reason}`}`);
           break;
         case 'phase':
           // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction;
