@@ -44,7 +44,7 @@ export { TOOL_OUTPUT_MAX_CHARS, truncateToolOutput } from './truncate-tool-outpu
 export { createToolRunner } from './tool-runner.ts';
 export { DEFAULT_TAINT_ACTIONS, describeTaint, MAX_REMEMBERED_FILES, TAINT_SINKS, TaintTracker } from './taint/taint-tracker.ts';
 export type { TaintAction, TaintFinding, TaintSettings, TaintSink, TaintTool } from './taint/taint-tracker.ts';
-export { normaliseText, TAINT_RUN_LENGTH, TAINT_WHOLE_LENGTH, UntrustedText } from './taint/untrusted-text.ts';
+export { CallArgument, normaliseText, TAINT_RUN_LENGTH, TAINT_WHOLE_LENGTH, UntrustedText } from './taint/untrusted-text.ts';
 export type { TaintSource } from './taint/untrusted-text.ts';
 export { linkAbort } from './link-abort.ts';
 export type { ApprovalGate, TaintAuditEntry, ToolAuditEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';

@@ -1,6 +1,6 @@
 import { basename, isAbsolute, relative, resolve } from 'node:path';
 import type { ToolAgent } from '../../contracts/index.ts';
-import { argumentStrings, hostsIn, normaliseText, type TaintSource, UntrustedText } from './untrusted-text.ts';
+import { type CallArgument, callArguments, hostsIn, normaliseText, type TaintSource, UntrustedText } from './untrusted-text.ts';
 
 /** What a sink does with a call carrying untrusted text: ask a human, refuse it, or let it run. */
 export type TaintAction = 'approve' | 'refuse' | 'off';
@@ -113,7 +113,7 @@ export class TaintTracker {
     const action = this.#actions[sink.sink];
     const ledger = this.#turns.get(agent);
     if (action === 'off' || ledger === undefined) return undefined;
-    const found = findCarried(ledger, argumentStrings(input), sink.host, sink.sink === 'shell_exec');
+    const found = findCarried(ledger, callArguments(input), sink.host, sink.sink === 'shell_exec');
     return found === undefined ? undefined : { sink: sink.sink, action, ...found };
   }
 
@@ -144,7 +144,7 @@ export class TaintTracker {
     if (path === undefined) return;
     const absolute = resolve(agent.workspace, path);
     const ledger = this.#turns.get(agent);
-    const carried = ledger === undefined ? undefined : findCarried(ledger, argumentStrings(fields['content']), undefined);
+    const carried = ledger === undefined ? undefined : findCarried(ledger, callArguments(fields['content']), undefined);
     const write: FileWrite = { agentId: agent.id, agentName: agent.name, ...(carried === undefined ? {} : { source: carried.source }) };
     this.#files.delete(absolute);
     this.#files.set(absolute, write);
@@ -169,17 +169,16 @@ export class TaintTracker {
 }
 
 /** The untrusted text the arguments carry (skipping texts from `sameHost`; `whole`: rule 2 too), with an excerpt. */
-function findCarried(ledger: TurnLedger, argumentsText: readonly string[], sameHost: string | undefined, whole = false): Omit<TaintFinding, 'sink' | 'action'> | undefined {
-  for (const argument of argumentsText) {
-    const hosts = hostsIn(argument);
+function findCarried(ledger: TurnLedger, callArgs: readonly CallArgument[], sameHost: string | undefined, whole = false): Omit<TaintFinding, 'sink' | 'action'> | undefined {
+  for (const argument of callArgs) {
     for (const text of ledger.texts) {
       if (sameHost !== undefined && text.source.host === sameHost) continue;
-      const excerpt = text.carriedBy(argument, hosts, whole);
+      const excerpt = text.carriedBy(argument, whole);
       if (excerpt !== undefined) return { source: text.source, excerpt };
     }
     for (const [name, source] of ledger.files) {
       if (sameHost !== undefined && source.host === sameHost) continue;
-      if (argument.includes(name)) return { source, excerpt: name };
+      if (argument.text.includes(name)) return { source, excerpt: name };
     }
   }
   return undefined;

@@ -61,19 +61,35 @@ function eachRunHash(text: string, visit: (hash: number, start: number) => boole
   for (let index = 0; index < text.length; index += 1) {
     if (index >= TAINT_RUN_LENGTH) hash = (hash - Math.imul(text.charCodeAt(index - TAINT_RUN_LENGTH), LEAVING_WEIGHT)) >>> 0;
     hash = (Math.imul(hash, BASE) + text.charCodeAt(index)) >>> 0;
-    // 30 bits, so that V8 keeps them as small integers in the set (twenty times faster than doubles).
+    // 30 bits, so that V8 keeps them as small integers in the map (many times faster than doubles).
     if (index >= TAINT_RUN_LENGTH - 1 && visit(hash & 0x3fffffff, index - TAINT_RUN_LENGTH + 1) === true) return;
   }
 }
 
 /**
- * A piece of untrusted text, indexed for the matching rule: the hashes of its runs are made the
- * first time a call is checked against it (most fetched pages never meet a sink).
+ * A string argument of a call, normalised, with the hashes of its runs (the first place each
+ * starts) and the hosts of its URLs: made once per check and matched against every untrusted
+ * text of the turn. The argument is indexed, not the texts: arguments are short next to the pages
+ * a turn reads, and a turn keeps no index between its calls.
  */
+export class CallArgument {
+  readonly text: string;
+  readonly hosts: ReadonlySet<string>;
+  readonly runs = new Map<number, number>();
+
+  constructor(normalised: string) {
+    this.text = normalised;
+    this.hosts = hostsIn(normalised);
+    eachRunHash(normalised, (hash, start) => {
+      if (!this.runs.has(hash)) this.runs.set(hash, start);
+    });
+  }
+}
+
+/** A piece of untrusted text, normalised, with where it came from. */
 export class UntrustedText {
   readonly source: TaintSource;
   readonly #text: string;
-  #runs: Set<number> | undefined;
   readonly #hosts: Set<string>;
 
   constructor(source: TaintSource, text: string) {
@@ -83,49 +99,39 @@ export class UntrustedText {
   }
 
   /**
-   * What of the text a normalised argument carries (by rules 1 to 3; rule 2 when `whole`, for a
-   * command), as an excerpt; undefined when nothing.
+   * What of the text an argument carries (by rules 1 to 3; rule 2 when `whole`, for a command), as
+   * an excerpt; undefined when nothing. One pass of the rolling hash over the text.
    */
-  carriedBy(argument: string, argumentHosts: ReadonlySet<string>, whole = false): string | undefined {
-    if (whole && argument.length >= TAINT_WHOLE_LENGTH && this.#text.includes(argument)) return argument;
-    if (argument.length >= TAINT_RUN_LENGTH) {
-      const runs = this.#runHashes();
-      let found: number | undefined;
-      // A hash met is checked against the text itself: a collision marks nothing.
-      eachRunHash(argument, (hash, start) => {
-        if (runs.has(hash) && this.#text.includes(argument.slice(start, start + TAINT_RUN_LENGTH))) found = start;
-        return found !== undefined;
+  carriedBy(argument: CallArgument, whole = false): string | undefined {
+    const wanted = argument.text;
+    if (whole && wanted.length >= TAINT_WHOLE_LENGTH && this.#text.includes(wanted)) return wanted;
+    let excerpt: string | undefined;
+    if (argument.runs.size > 0) {
+      eachRunHash(this.#text, (hash, at) => {
+        const start = argument.runs.get(hash);
+        // A hash met is compared with the argument itself: a collision marks nothing.
+        if (start !== undefined && this.#text.startsWith(wanted.slice(start, start + TAINT_RUN_LENGTH), at)) excerpt = excerptOf(wanted, start, this.#text, at);
+        return excerpt !== undefined;
       });
-      if (found !== undefined) return this.#longestFrom(argument, found);
     }
-    for (const host of argumentHosts) if (this.#hosts.has(host)) return host;
+    if (excerpt !== undefined) return excerpt;
+    for (const host of argument.hosts) if (this.#hosts.has(host)) return host;
     return undefined;
-  }
-
-  #runHashes(): Set<number> {
-    if (this.#runs === undefined) {
-      const runs = new Set<number>();
-      eachRunHash(this.#text, (hash) => {
-        runs.add(hash);
-      });
-      this.#runs = runs;
-    }
-    return this.#runs;
-  }
-
-  /** The run of the text starting at `start` in `argument`, as far as it goes up to MAX_EXCERPT_LENGTH characters. */
-  #longestFrom(argument: string, start: number): string {
-    let end = start + TAINT_RUN_LENGTH;
-    while (end < argument.length && end - start < MAX_EXCERPT_LENGTH && this.#text.includes(argument.slice(start, end + 1))) end += 1;
-    return argument.slice(start, end).trim();
   }
 }
 
-/** The string values in a tool call's input, at any depth, normalised. */
-export function argumentStrings(input: unknown): string[] {
-  const found: string[] = [];
+/** The run both texts share from `start` in `argument` and `at` in `text`, up to MAX_EXCERPT_LENGTH characters. */
+function excerptOf(argument: string, start: number, text: string, at: number): string {
+  let length = TAINT_RUN_LENGTH;
+  while (length < MAX_EXCERPT_LENGTH && start + length < argument.length && argument[start + length] === text[at + length]) length += 1;
+  return argument.slice(start, start + length).trim();
+}
+
+/** The string values in a tool call's input, at any depth, normalised and indexed. */
+export function callArguments(input: unknown): CallArgument[] {
+  const found: CallArgument[] = [];
   const visit = (value: unknown, depth: number): void => {
-    if (typeof value === 'string') found.push(normaliseText(value));
+    if (typeof value === 'string') found.push(new CallArgument(normaliseText(value)));
     else if (depth < 16 && Array.isArray(value)) for (const item of value) visit(item, depth + 1);
     else if (depth < 16 && typeof value === 'object' && value !== null) for (const item of Object.values(value)) visit(item, depth + 1);
   };
