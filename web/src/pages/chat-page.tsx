@@ -13,7 +13,7 @@ import type { AgentEvent, AgentView, TurnView } from '../types.ts';
 import { ApprovalHeader, compactJson, ToolCallView, TraceView } from './transcript.tsx';
 import '../chat.css';
 
-type LivePart = ChatItem | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined };
+type LivePart = ChatItem | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined; reason?: string | undefined };
 
 /** The turn streaming now: the person's message and what has come of it so far. */
 interface LiveTurn {
@@ -76,7 +76,7 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
       return { ...turn, parts, phase: undefined };
     }
     case 'approval-request':
-      return { ...turn, parts: [...turn.parts, { kind: 'approval', approvalId: event.approvalId, toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, outcome: undefined }], phase: `waiting for approval of ${event.toolName}` };
+      return { ...turn, parts: [...turn.parts, { kind: 'approval', approvalId: event.approvalId, toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, outcome: undefined, reason: event.reason }], phase: `waiting for approval of ${event.toolName}` };
     case 'phase':
       return { ...turn, phase: event.detail === '' ? event.phase : `${event.phase}: ${event.detail}` };
     case 'run-finish':
@@ -89,8 +89,8 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
   }
 }
 
-/** A tool call waiting for approval, with Approve and Deny buttons (the tool's result follows in the stream). */
-function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined }) {
+/** A tool call waiting for approval, with Approve and Deny buttons and why it waits when taint tracking held it (the tool's result follows in the stream). */
+function ApprovalLine({ approvalId, toolName, input, outcome, reason }: { approvalId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined; reason: string | undefined }) {
   const [clicked, setStatus] = useState<'pending' | 'busy' | 'approved' | 'denied'>('pending');
   const status = clicked === 'approved' || clicked === 'denied' ? clicked : (outcome ?? clicked);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -119,6 +119,11 @@ function ApprovalLine({ approvalId, toolName, input, outcome }: { approvalId: st
             Deny
           </button>
         </>
+      )}
+      {reason === undefined ? null : (
+        <span class="approval-reason" data-testid="approval-reason">
+          {reason}
+        </span>
       )}
       <ErrorBox message={error} />
     </ApprovalHeader>
@@ -183,7 +188,7 @@ function Items({ items, at, streaming }: { items: readonly LivePart[]; at: numbe
               </div>
             );
           case 'approval':
-            return <ApprovalLine key={index} approvalId={item.approvalId} toolName={item.toolName} input={item.input} outcome={item.outcome} />;
+            return <ApprovalLine key={index} approvalId={item.approvalId} toolName={item.toolName} input={item.input} outcome={item.outcome} reason={item.reason} />;
         }
       })}
     </>
