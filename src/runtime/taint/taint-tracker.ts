@@ -76,6 +76,7 @@ const AGENT_MESSAGE_TOOLS = new Set(['agent_message', 'a2a_send']);
  */
 export class TaintTracker {
   readonly #actions: Readonly<Record<TaintSink, TaintAction>>;
+  /** `[taint].trusted`: callers besides the owner whose messages are not labelled (see `untrustedSenderOf`). */
   readonly trusted: readonly string[];
   readonly #turns = new WeakMap<ToolAgent, TurnLedger>();
   readonly #files = new Map<string, FileWrite>();
@@ -85,11 +86,6 @@ export class TaintTracker {
     for (const sink of TAINT_SINKS) actions[sink] = settings.sinks?.[sink] ?? settings.policy ?? DEFAULT_TAINT_ACTIONS[sink];
     this.#actions = actions;
     this.trusted = settings.trusted ?? [];
-  }
-
-  /** The action of `sink`. */
-  actionOf(sink: TaintSink): TaintAction {
-    return this.#actions[sink];
   }
 
   /** Whether every sink is off: then nothing is labelled. */
