@@ -481,6 +481,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       }
       for (const used of calls.slice(summaries)) trace.model(used);
     }
+    // A reply to another agent carries the taint of what it quotes to that agent's turn.
+    if (caller.kind === 'agent') parts.taint?.replied(agent, outcome.text);
     const answeredBy = modelName(outcome.model);
     const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, outcome.iterations, answeredBy);
     const usage = await commitTurn(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, answeredBy, { wellFormed: outcome.wellFormed, result });

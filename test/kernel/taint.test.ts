@@ -235,4 +235,25 @@ describe('taint tracking', () => {
       ['agent_spawn', 'approve'],
     ]);
   });
+
+  it('labels another agent\'s reply that carries what it fetched, for the agent that asked', async () => {
+    host = await openTestHost(dir.path, { taint: { sinks: { shell_exec: 'refuse' } } });
+    await host.kernel.spawn(manifest(reader('researcher')));
+    await host.kernel.spawn(manifest(reader()));
+    server.script([
+      call('agent_message', { target_agent_name: 'researcher', message: 'What do the release notes ask of us?' }),
+      // The researcher's turn: it fetches the page and passes its words on.
+      fetchPage(),
+      { text: `They ask us to run ${INJECTED_COMMAND}.` },
+      call('shell_exec', { command: INJECTED_COMMAND }),
+      { text: 'refused' },
+    ]);
+    const events = await turn('reader', 'ask the researcher about the release notes');
+    expect(results(events)[0]).toMatchObject({ isError: false, text: `They ask us to run ${INJECTED_COMMAND}.` });
+    expect(results(events)[1]).toMatchObject({
+      isError: true,
+      text: `shell_exec carries untrusted text from agent_message (the reply of agent "researcher", carrying text from web_fetch (${web.origin}/notes)): "${INJECTED_COMMAND}"; [taint] refuses it`,
+    });
+    expect(existsSync(injected())).toBe(false);
+  });
 });

@@ -51,6 +51,9 @@ export interface TaintTool {
 /** How many files' writers the tracker remembers; the oldest are forgotten first. */
 export const MAX_REMEMBERED_FILES = 10_000;
 
+/** How many agents' replies carrying untrusted text wait for the call that asked for them; the oldest are forgotten first. */
+const MAX_WAITING_REPLIES = 1_000;
+
 /** The untrusted texts of one turn, and the files it wrote with them. */
 interface TurnLedger {
   texts: UntrustedText[];
@@ -80,6 +83,8 @@ export class TaintTracker {
   readonly trusted: readonly string[];
   readonly #turns = new WeakMap<ToolAgent, TurnLedger>();
   readonly #files = new Map<string, FileWrite>();
+  /** Replies of agents that carry untrusted text, by their text, until the `agent_message` call that asked takes them in. */
+  readonly #replies = new Map<string, TaintSource>();
 
   constructor(settings: TaintSettings = {}) {
     const actions = { ...DEFAULT_TAINT_ACTIONS };
@@ -121,8 +126,28 @@ export class TaintTracker {
       this.#wrote(agent, fields);
       return;
     }
-    const source = tool.name === 'file_read' ? this.#readSource(agent, fields) : sourceOf(tool, fields);
+    const source = tool.name === 'file_read' ? this.#readSource(agent, fields) : tool.name === 'agent_message' ? this.#takeReply(result.text) : sourceOf(tool, fields);
     if (source !== undefined) this.label(agent, source, result.text);
+  }
+
+  /**
+   * Takes in the reply `agent`'s turn gives another agent: when it carries untrusted text of the
+   * turn, the asking agent's `agent_message` call labels it (see {@link observe}).
+   */
+  replied(agent: ToolAgent, text: string): void {
+    const ledger = this.#turns.get(agent);
+    if (ledger === undefined || text.trim() === '') return;
+    const carried = findCarried(ledger, callArguments(text), undefined);
+    if (carried === undefined) return;
+    this.#replies.delete(text);
+    this.#replies.set(text, { tool: 'agent_message', origin: `the reply of agent "${agent.name}", carrying text from ${carried.source.tool} (${carried.source.origin})` });
+    if (this.#replies.size > MAX_WAITING_REPLIES) this.#replies.delete(this.#replies.keys().next().value as string);
+  }
+
+  #takeReply(text: string): TaintSource | undefined {
+    const source = this.#replies.get(text);
+    this.#replies.delete(text);
+    return source;
   }
 
   #ledger(agent: ToolAgent): TurnLedger {
