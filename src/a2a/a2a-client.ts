@@ -5,6 +5,8 @@ import { LOOM_VERSION } from '../config/installation.ts';
 import { textPart } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 import { resultText } from './a2a-routes.ts';
+// The light half of the telemetry module: the SDK loads only when tracing starts.
+import { traceContextFields } from '../telemetry/spans.ts';
 
 /** Timeout of card fetches and of each request to a peer (spec/05: 30 s). */
 export const A2A_CLIENT_TIMEOUT_MS = 30_000;
@@ -25,6 +27,7 @@ export interface A2aClientOptions {
   fetchImpl?: typeof fetch;
 }
 
+/** `fetch` with Loom's User-Agent, the request timeout, and the active span's trace context. */
 function fetchWith(options: A2aClientOptions): typeof fetch {
   const base = options.fetchImpl ?? fetch;
   const userAgent = a2aUserAgent(options.version);
@@ -32,6 +35,8 @@ function fetchWith(options: A2aClientOptions): typeof fetch {
   return (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set('user-agent', userAgent);
+    // The caller's trace goes with the request (W3C `traceparent`), so the peer's spans join it.
+    for (const [name, value] of Object.entries(traceContextFields())) headers.set(name, value);
     const timeout = AbortSignal.timeout(timeoutMs);
     const signals = [timeout, init?.signal, options.signal].filter((signal): signal is AbortSignal => signal !== undefined && signal !== null);
     return base(input, { ...init, headers, signal: AbortSignal.any(signals) });

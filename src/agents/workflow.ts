@@ -1,3 +1,4 @@
+import { SpanKind } from '@opentelemetry/api';
 import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { WorkflowRecord, WorkflowState, WorkflowTaskRecord } from '../contracts/index.ts';
@@ -5,6 +6,8 @@ import { isLoomError, LoomError } from '../errors/index.ts';
 import { WorkflowSchema } from '../manifest/index.ts';
 import type { AgentModule, ModuleTurnContext } from './agent-module.ts';
 import { planLayers } from './chain-of-thought.ts';
+// The light half of the telemetry module: the SDK loads only when tracing starts.
+import { withSpan } from '../telemetry/spans.ts';
 
 /** Where a workflow agent's plan is kept, and how its execution is started (the kernel's side). */
 export interface WorkflowPort {
@@ -179,9 +182,15 @@ function blockDependants(tasks: WorkflowTaskRecord[]): WorkflowTaskRecord[] {
  * judged against its acceptance criteria; a rejected one is retried with a better instruction (up
  * to `max_task_attempts`), blocked, replanned (completed tasks kept, at most `max_replans`) or
  * stalls the workflow for the user. Every change is stored; it stops when the state is no longer
- * `executing` (paused, cancelled) and ends completed, or failed when a task failed.
+ * `executing` (paused, cancelled) and ends completed, or failed when a task failed. It runs in a
+ * `workflow {agent}` span, the parent of each task's `workflow_task {id}` span and so of the
+ * turns it delegates (with tracing off, no span is made).
  */
-export async function executeWorkflow(context: ModuleTurnContext, port: WorkflowPort): Promise<void> {
+export function executeWorkflow(context: ModuleTurnContext, port: WorkflowPort): Promise<void> {
+  return withSpan(`workflow ${context.agent.name}`, SpanKind.INTERNAL, { 'gen_ai.agent.id': context.agent.id, 'gen_ai.agent.name': context.agent.name }, () => runWorkflow(context, port));
+}
+
+async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Promise<void> {
   const settings = context.agent.manifest.workflow ?? WorkflowSchema.parse({});
   const now = (): number => context.clock.now();
   const patchTask = (id: string, change: Partial<WorkflowTaskRecord>) =>
@@ -254,6 +263,10 @@ export async function executeWorkflow(context: ModuleTurnContext, port: Workflow
       await port.update((current) => ({ ...(current as WorkflowRecord), state: failed.length === 0 ? 'completed' : 'failed', note: summary, updatedAt: now() }));
       return;
     }
-    await Promise.all(ready.slice(0, settings.max_parallel_tasks).map((task) => runTask(task, record)));
+    await Promise.all(
+      ready.slice(0, settings.max_parallel_tasks).map((task) =>
+        withSpan(`workflow_task ${task.id}`, SpanKind.INTERNAL, { 'loom.workflow.task.id': task.id, 'loom.workflow.task.agent': task.agent, 'loom.workflow.task.attempt': task.attempts + 1 }, () => runTask(task, record)),
+      ),
+    );
   }
 }

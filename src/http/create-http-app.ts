@@ -32,6 +32,8 @@ import { createSystemRoutes } from './system-routes.ts';
 import { createOpenApiRoutes } from './openapi-routes.ts';
 import { createMetricsRoutes } from './metrics-routes.ts';
 import type { LoomMetrics } from '../telemetry/index.ts';
+// The light half of the telemetry module: the SDK loads only when tracing starts.
+import { withRemoteParent } from '../telemetry/spans.ts';
 import { toErrorResponse } from './to-error-response.ts';
 import { trimTrailingSlashes } from '../validation/index.ts';
 
@@ -190,6 +192,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.onError((error, c) => respond(c, error));
   app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
 
+  // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.
+  app.use('*', (c, next) => withRemoteParent(c.req.raw.headers, next));
   // Around everything, so that refusals (a forged Host, 401, 429) and errors carry them too; the
   // dashboard's files carry their own, wider policy.
   app.use('*', async (c, next) => {

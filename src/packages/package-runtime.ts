@@ -9,6 +9,7 @@ import { type LoadedPackage, LoomTomlSchema } from './load-package.ts';
 import { AgentJsonSchema, type ClockWindow, inWindow, type PackageTrigger, parseDuration, parseWindow } from './package-schema.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
 import { type RunEvent, runBinding, type RunnableBinding } from './run-binding.ts';
+import { withPackageRunSpan } from './package-run-span.ts';
 import { type MeteredRun, meterRun } from './run-spending.ts';
 
 /** What the package runtime needs. */
@@ -387,26 +388,28 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     const run = (async () => {
       try {
         const finished = metered.complete(
-          await runBinding(
-            runnable,
-            trigger,
-            {
-              kernel: metered.kernel,
-              runs: metered.runs,
-              clock,
-              ids: options.ids,
-              logger,
-              report: (event) => {
-                runId ??= event.run.id;
-                report(pkg, name, metered.report(event));
+          await withPackageRunSpan({ package: slug, binding: name, trigger }, () =>
+            runBinding(
+              runnable,
+              trigger,
+              {
+                kernel: metered.kernel,
+                runs: metered.runs,
+                clock,
+                ids: options.ids,
+                logger,
+                report: (event) => {
+                  runId ??= event.run.id;
+                  report(pkg, name, metered.report(event));
+                },
+                nodeId: options.node?.id ?? null,
               },
-              nodeId: options.node?.id ?? null,
-            },
-            {
-              signal: AbortSignal.any([...stops, metered.stopped]),
-              ...(resume === undefined ? {} : { resume }),
-              ...(job === undefined ? {} : { runId: job.id }),
-            },
+              {
+                signal: AbortSignal.any([...stops, metered.stopped]),
+                ...(resume === undefined ? {} : { resume }),
+                ...(job === undefined ? {} : { runId: job.id }),
+              },
+            ),
           ),
         );
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });

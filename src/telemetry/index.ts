@@ -5,8 +5,8 @@
  */
 export { createLoomMetrics } from './loom-metrics.ts';
 export type { LoomMetrics, LoomMetricsSources, McpConnection } from './loom-metrics.ts';
-export { capturesContent, spansEnabled, withToolSpan, withTurnSpan } from './spans.ts';
-export type { ToolSpanAttributes, TurnSpanAttributes } from './spans.ts';
+export { capturesContent, spansEnabled, traceContextFields, withRemoteParent, withSpan, withToolSpan, withTurnSpan } from './spans.ts';
+export type { ToolSpanAttributes, TraceCarrier, TurnSpanAttributes } from './spans.ts';
 export { startTracing } from './tracing.ts';
 export { tracingEndpoint } from './tracing-endpoint.ts';
 export type { Tracing, TracingOptions } from './tracing.ts';

@@ -1,4 +1,4 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from '@opentelemetry/api';
 
 /**
  * OpenTelemetry spans with the GenAI semantic conventions, made only while tracing is on (see
@@ -73,21 +73,12 @@ export function withTurnSpan<T>(attributes: TurnSpanAttributes, run: () => Promi
     'gen_ai.operation.name': 'invoke_agent',
     'gen_ai.agent.id': attributes.agentId,
     'gen_ai.agent.name': attributes.agentName,
-    ...(attributes.conversationId === undefined ? {} : { 'gen_ai.conversation.id': attributes.conversationId }),
-    ...(capture && attributes.message !== undefined ? { 'gen_ai.input.messages': contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]) } : {}),
   };
-  return loomTracer().startActiveSpan(`invoke_agent ${attributes.agentName}`, { kind: SpanKind.INTERNAL, attributes: spanAttributes }, async (span) => {
-    try {
-      const result = await run();
-      if (capture && typeof result === 'object' && result !== null && 'text' in result && typeof result.text === 'string') {
-        span.setAttribute('gen_ai.output.messages', contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: result.text }] }]));
-      }
-      return result;
-    } catch (error) {
-      failSpan(span, error);
-      throw error;
-    } finally {
-      span.end();
+  if (attributes.conversationId !== undefined) spanAttributes['gen_ai.conversation.id'] = attributes.conversationId;
+  if (capture && attributes.message !== undefined) spanAttributes['gen_ai.input.messages'] = contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]);
+  return inSpan(`invoke_agent ${attributes.agentName}`, SpanKind.INTERNAL, spanAttributes, run, (span, result) => {
+    if (capture && typeof result === 'object' && result !== null && 'text' in result && typeof result.text === 'string') {
+      span.setAttribute('gen_ai.output.messages', contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: result.text }] }]));
     }
   });
 }
@@ -117,18 +108,36 @@ export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promi
     'gen_ai.tool.call.id': attributes.toolCallId,
     'gen_ai.tool.type': 'function',
     'gen_ai.agent.name': attributes.agentName,
-    ...(attributes.description === undefined ? {} : { 'gen_ai.tool.description': attributes.description }),
-    ...(capture && attributes.input !== undefined ? { 'gen_ai.tool.call.arguments': contentAttribute(attributes.input) } : {}),
   };
-  return loomTracer().startActiveSpan(`execute_tool ${attributes.toolName}`, { kind: SpanKind.INTERNAL, attributes: spanAttributes }, async (span) => {
+  if (attributes.description !== undefined) spanAttributes['gen_ai.tool.description'] = attributes.description;
+  if (capture && attributes.input !== undefined) spanAttributes['gen_ai.tool.call.arguments'] = contentAttribute(attributes.input);
+  return inSpan(`execute_tool ${attributes.toolName}`, SpanKind.INTERNAL, spanAttributes, run, (span, result) => {
+    const { isError, text, failure } = outcome(result);
+    if (capture) span.setAttribute('gen_ai.tool.call.result', contentAttribute(text));
+    if (isError) {
+      span.setAttribute('error.type', failure ?? 'tool_error');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: text.slice(0, 500) });
+    }
+  });
+}
+
+/**
+ * Runs `run` inside an active span `name` (its children nest under it), ended when `run` settles:
+ * `ended` sees the result first; a throw ends it with the error. With tracing off, `run()`.
+ *
+ * @example
+ * await withSpan(`workflow ${name}`, SpanKind.INTERNAL, { 'loom.workflow.goal': goal }, () => runPlan());
+ */
+export function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes, run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
+  if (!enabled) return run();
+  return inSpan(name, kind, attributes, run, ended);
+}
+
+function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
+  return loomTracer().startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
       const result = await run();
-      const { isError, text, failure } = outcome(result);
-      if (capture) span.setAttribute('gen_ai.tool.call.result', contentAttribute(text));
-      if (isError) {
-        span.setAttribute('error.type', failure ?? 'tool_error');
-        span.setStatus({ code: SpanStatusCode.ERROR, message: text.slice(0, 500) });
-      }
+      ended?.(span, result);
       return result;
     } catch (error) {
       failSpan(span, error);
@@ -137,4 +146,39 @@ export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promi
       span.end();
     }
   });
+}
+
+/** Where a W3C trace context may be read from: request headers, or an MCP request's `_meta`. */
+export type TraceCarrier = Headers | Readonly<Record<string, unknown>>;
+
+/** Reads `traceparent` and `tracestate` from headers or a plain object, taking only strings (a peer's `_meta` is unchecked). */
+const carrierGetter: TextMapGetter<TraceCarrier> = {
+  keys: (carrier) => (carrier instanceof Headers ? [...carrier.keys()] : Object.keys(carrier)),
+  get: (carrier, key) => {
+    const value = carrier instanceof Headers ? carrier.get(key) : carrier[key];
+    return typeof value === 'string' ? value : undefined;
+  },
+};
+
+/**
+ * The W3C trace context (`traceparent`, `tracestate`) of the span active now, to send with an
+ * outgoing request (as headers, or in an MCP request's `_meta`); empty with tracing off or
+ * outside any span.
+ */
+export function traceContextFields(): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (enabled) propagation.inject(context.active(), fields);
+  return fields;
+}
+
+/**
+ * Runs `run` with the trace context `carrier` brings (an incoming request's `traceparent`) as
+ * the active one, so the spans made in it (a turn's `invoke_agent`) are the caller's span's
+ * children, in its trace. With tracing off, or no valid `traceparent`, `run()`.
+ */
+export function withRemoteParent<T>(carrier: TraceCarrier | undefined, run: () => T): T {
+  if (!enabled || carrier === undefined) return run();
+  const remote = propagation.extract(context.active(), carrier, carrierGetter);
+  if (trace.getSpanContext(remote) === undefined) return run();
+  return context.with(remote, run);
 }

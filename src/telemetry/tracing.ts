@@ -1,5 +1,6 @@
-import { type Attributes, context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -47,6 +48,8 @@ export function startTracing(options: TracingOptions): Tracing {
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 8192, maxExportBatchSize: 1024 })],
   });
   trace.setGlobalTracerProvider(provider);
+  // W3C `traceparent`: sent with MCP and A2A calls, read from incoming requests.
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   setSpans({ enabled: true, captureContent: options.captureContent === true });
   const unobserve = observeModelCalls(recordChatSpan);
   return {
@@ -58,6 +61,7 @@ export function startTracing(options: TracingOptions): Tracing {
         await provider.shutdown();
       } finally {
         trace.disable();
+        propagation.disable();
         context.disable();
       }
     },

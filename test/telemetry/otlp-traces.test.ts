@@ -1,67 +1,21 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTracing, type Tracing, withTurnSpan } from '../../src/telemetry/index.ts';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
-/** A span as the OTLP/HTTP JSON export carries it, its attributes flattened. */
-interface ReceivedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  attributes: Record<string, string | number | boolean>;
-}
-
-/** A local OTLP/HTTP receiver on 127.0.0.1: what an OpenTelemetry collector would be given. */
-async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; paths: string[]; close(): Promise<void> }> {
-  const spans: ReceivedSpan[] = [];
-  const paths: string[] = [];
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      paths.push(`${request.method ?? ''} ${request.url ?? ''} ${request.headers['content-type'] ?? ''}`);
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: Record<string, unknown>[] }[] }[] };
-      for (const resource of body.resourceSpans) {
-        for (const scope of resource.scopeSpans) {
-          for (const span of scope.spans) {
-            const attributes: ReceivedSpan['attributes'] = {};
-            for (const { key, value } of (span['attributes'] ?? []) as { key: string; value: Record<string, unknown> }[]) {
-              const inner = value['stringValue'] ?? value['intValue'] ?? value['doubleValue'] ?? value['boolValue'];
-              attributes[key] = 'intValue' in value ? Number(inner) : (inner as string | number | boolean);
-            }
-            const text = (key: string): string => (typeof span[key] === 'string' ? span[key] : '');
-            spans.push({ traceId: text('traceId'), spanId: text('spanId'), parentSpanId: text('parentSpanId'), name: text('name'), attributes });
-          }
-        }
-      }
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    spans,
-    paths,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let receiver: OtlpReceiver;
 let tracing: Tracing | undefined;
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-otlp-');
   host = await openTestHost(dir.path);
-  receiver = await startReceiver();
+  receiver = await startOtlpReceiver();
 });
 afterEach(async () => {
   await tracing?.shutdown();

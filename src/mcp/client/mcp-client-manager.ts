@@ -30,6 +30,7 @@ import {
   vetMcpUrl,
 } from './security.ts';
 import { formatMcpToolName } from '../../tools/index.ts';
+import { tracedFetch, withMcpClientSpan } from '../mcp-spans.ts';
 
 /** The first retry delay after a failure, in milliseconds; it doubles up to {@link MCP_RETRY_MAX_MS}. */
 export const MCP_RETRY_BASE_MS = 1_000;
@@ -279,15 +280,17 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         state.calls.add(context);
         try {
           const result = await currentCall.run(context, () =>
-            client.callTool(
-              { name: tool.name, arguments: input },
-              {
-                signal: context.signal,
-                timeout,
-                onprogress: (progress) => {
-                  logger.debug({ server, tool: tool.name, progress: progress.progress, total: progress.total }, 'MCP tool progress');
+            withMcpClientSpan({ tool: tool.name, server, transport: state.entry.transport.type === 'stdio' ? 'pipe' : 'tcp' }, (_meta) =>
+              client.callTool(
+                { name: tool.name, arguments: input, ...(_meta === undefined ? {} : { _meta }) },
+                {
+                  signal: context.signal,
+                  timeout,
+                  onprogress: (progress) => {
+                    logger.debug({ server, tool: tool.name, progress: progress.progress, total: progress.total }, 'MCP tool progress');
+                  },
                 },
-              },
+              ),
             ),
           );
           const content = Array.isArray(result.content) ? (result.content as Parameters<typeof textOf>[0]) : [];
@@ -389,7 +392,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
   async function remoteFetch(entry: McpServerEntry, text: string, vet: VetMcpUrlOptions, unreachable: (error: Error) => void): Promise<{ url: URL; fetch: McpFetch; release: () => void }> {
     const vetted = await vetMcpUrl(entry.name, text, entry.allow_private_network, vet);
     const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
-    const fetch = sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet));
+    const fetch = tracedFetch(sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet)));
     return { url: vetted.url, fetch, release: pinned.close };
   }
 

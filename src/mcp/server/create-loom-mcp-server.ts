@@ -1,4 +1,5 @@
-import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type Tool } from '@modelcontextprotocol/server';
+import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type ServerContext, type Tool } from '@modelcontextprotocol/server';
+import { withMcpServerSpan } from '../mcp-spans.ts';
 import { agentResources, agentResourceTemplates, readAgentResource } from './agent-resources.ts';
 import { type AgentDirectory, type AgentSummary, agentToolName } from './agent-tools.ts';
 import { type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
@@ -68,8 +69,7 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     return { tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))] };
   });
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
-    const { name, arguments: args } = request.params;
+  const callTool = async (name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> => {
     if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
       const result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
       if (result === undefined) throw unknownTool(name);
@@ -87,7 +87,12 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     } catch (error) {
       return toolError(error instanceof Error ? error.message : String(error));
     }
-  });
+  };
+
+  // Each call is a server span, in the caller's trace when its `_meta` (or HTTP request) carries a `traceparent`.
+  server.setRequestHandler('tools/call', (request, ctx) =>
+    withMcpServerSpan({ tool: request.params.name, transport: ctx.http === undefined ? 'pipe' : 'tcp' }, request.params._meta, () => callTool(request.params.name, request.params.arguments, ctx)),
+  );
 
   server.setRequestHandler('resources/list', async () => ({ resources: agentResources(await directory.list(principal)) }));
 
