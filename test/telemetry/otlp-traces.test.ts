@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTracing, type Tracing, withTurnSpan } from '../../src/telemetry/index.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
@@ -5,6 +7,7 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -76,5 +79,30 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
     expect(String(tool?.attributes['gen_ai.tool.call.result'])).toContain('traced');
     const turn = spans.find((span) => span.name === 'invoke_agent traced');
     expect(String(turn?.attributes['gen_ai.output.messages'])).toContain('One agent runs.');
+  });
+});
+
+describe('package runs as parent spans', () => {
+  it('runs a binding inside a package_run span, its activities\' model calls under it', async () => {
+    // A home of its own: the test's other host has the directory's.
+    const home = join(dir.path, 'packages-home');
+    await mkdir(home);
+    const packagesHost = await openTestHost(home, packageConfig(server.url));
+    try {
+      tracing = startTracing({ endpoint: receiver.url });
+      await packagesHost.packages.install(await writePackage(home, 'digest', { workflows: { nightly: bindingJson({ type: 'manual' }, [activityJson('gather')]) } }));
+      server.script([{ text: 'Gathered.', usage: { inputTokens: 40, outputTokens: 5 } }]);
+      const run = await packagesHost.packages.run('digest', 'nightly');
+      expect(run.status).toBe('completed');
+      await tracing.forceFlush();
+      await waitFor('the receiver to get the run\'s span', () => receiver.spans.some((span) => span.name === 'package_run digest/nightly'));
+      const parent = receiver.spans.find((span) => span.name === 'package_run digest/nightly');
+      expect(parent?.attributes).toEqual({ 'loom.package.name': 'digest', 'loom.package.binding': 'nightly', 'loom.package.trigger': 'manual', 'loom.package.run.id': run.id, 'loom.package.run.status': 'completed' });
+      const chat = receiver.spans.find((span) => span.name.startsWith('chat '));
+      expect(chat).toMatchObject({ traceId: parent?.traceId, parentSpanId: parent?.spanId });
+      expect(chat?.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 40, 'gen_ai.usage.output_tokens': 5 });
+    } finally {
+      await packagesHost.close();
+    }
   });
 });
