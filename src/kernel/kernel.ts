@@ -28,7 +28,7 @@ import { CapabilityManager } from './capability-manager.ts';
 import { auditRecordOf, type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
-import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
+import type { CancelledTurnView, RunningTurnView, TurnCounts } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
@@ -207,6 +207,8 @@ export interface Kernel {
    * @throws {AgentNotFoundError}
    */
   runningTurn(reference: string, options?: { conversation?: string }): RunningTurnView | undefined;
+  /** How many turns run now and how many wait behind another turn of their agent, across every agent and session (the metrics' gauges). */
+  turnCounts(): TurnCounts;
   /**
    * Follows that turn, as a client that left and came back does: its events so far (text
    * joined), then the rest as they come, ending with `run-finish` or `error` once it is committed.
@@ -937,6 +939,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit })),
 
     runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
+
+    turnCounts: () => flow.turnCounts(),
 
     followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation),
 

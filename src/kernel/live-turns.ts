@@ -93,6 +93,12 @@ export class LiveTurn {
   }
 }
 
+/** Turns under way across the kernel: running, and accepted but waiting for their agent. */
+export interface TurnCounts {
+  running: number;
+  queued: number;
+}
+
 /** Where live turns are kept: an agent's session, named by its agent and conversation. */
 function sessionKey(agentId: string, conversation: string | undefined): string {
   return conversation === undefined ? agentId : `${agentId}\0${conversation}`;
@@ -123,6 +129,19 @@ export class LiveTurns {
     const rest = list.filter((other) => other !== turn);
     if (rest.length === 0) this.#bySession.delete(key);
     else this.#bySession.set(key, rest);
+  }
+
+  /** How many turns run now, and how many wait behind another turn of their agent, across every session. */
+  counts(): TurnCounts {
+    let running = 0;
+    let queued = 0;
+    for (const list of this.#bySession.values()) {
+      for (const turn of list) {
+        if (turn.runId === undefined) queued += 1;
+        else running += 1;
+      }
+    }
+    return { running, queued };
   }
 
   /** The turn on that session of the agent that runs now, else the first one waiting. */

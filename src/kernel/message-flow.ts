@@ -45,7 +45,7 @@ import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation,
 import type { CapabilityManager } from './capability-manager.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
-import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView } from './live-turns.ts';
+import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView, type TurnCounts } from './live-turns.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
@@ -139,6 +139,8 @@ export interface MessageFlow {
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
   /** The agent's turn on the session of `conversation` (its main session without one) that runs now (else the first one waiting), if any. */
   runningTurn(agent: AgentEntry, conversation?: string): RunningTurnView | undefined;
+  /** How many turns run now and how many wait, across every agent and session. */
+  turnCounts(): TurnCounts;
   /**
    * Follows that turn: its events so far (text joined), then the rest as they come, ending with
    * `run-finish` or `error` once it is committed.
@@ -787,6 +789,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     runTask,
     callModel,
     runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
+    turnCounts: () => liveTurns.counts(),
     followTurn: (agent, conversation) => currentTurn(agent, conversation, 'follow').follow(),
     async cancelTurn(agent, caller, by, conversation) {
       authorize(agent, caller);

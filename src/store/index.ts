@@ -13,3 +13,5 @@ export type { CopyStoreOptions, StoreCopyReport, TableCopyReport } from './copy-
 export type { PostgresInspection, PostgresStore, PostgresStoreOptions } from './postgres-store.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, openSqliteStore } from './sqlite-store.ts';
 export type { SqliteStore, SqliteStoreOptions } from './sqlite-store.ts';
+export { observeStoreCommits } from './store-commits.ts';
+export type { StoreCommit } from './store-commits.ts';

@@ -3,6 +3,7 @@ import { StoreError } from '../errors/index.ts';
 import { NOT_QUERYABLE, toPostgresStoreError } from './postgres-errors.ts';
 import type { Row } from './rows.ts';
 import type { OperationContext } from './sqlite-errors.ts';
+import { commitStart, tellCommit } from './store-commits.ts';
 
 
 /**
@@ -93,10 +94,13 @@ export class PostgresConnection {
 
   /**
    * Runs `work` on one client inside `BEGIN … COMMIT`, rolling back when it throws (see
-   * {@link inTransaction}).
+   * {@link inTransaction}). A commit is told to the store's commit observers (the metrics).
    */
-  transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inTransaction(this.pool, work);
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const started = commitStart();
+    const result = await inTransaction(this.pool, work);
+    tellCommit('postgres', started);
+    return result;
   }
 
   /** Closes the pool once its clients are idle. Later operations are refused; closing again does nothing. */

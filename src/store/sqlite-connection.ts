@@ -1,6 +1,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { StoreError } from '../errors/index.ts';
 import { type OperationContext, toStoreError } from './sqlite-errors.ts';
+import { commitStart, tellCommit } from './store-commits.ts';
 
 /**
  * The open database shared by one store's repositories: it refuses work once closed, maps
@@ -49,13 +50,16 @@ export class SqliteConnection {
 
   /**
    * Runs `work` inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws. Synchronous, so
-   * no other operation of this process can interleave with the transaction.
+   * no other operation of this process can interleave with the transaction. A commit is told to
+   * the store's commit observers (the metrics).
    */
   transaction<T>(work: () => T): T {
+    const started = commitStart();
     this.#begin.run();
     try {
       const result = work();
       this.#commit.run();
+      tellCommit('sqlite', started);
       return result;
     } catch (error) {
       // A failed COMMIT can leave the transaction open; a failed statement never ends it.

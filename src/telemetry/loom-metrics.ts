@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Kernel, KernelEvent } from '../kernel/index.ts';
 import { type MeteredCall, observeModelCalls } from '../kernel/index.ts';
 import { type CostCatalog, modelName } from '../models/index.ts';
+import { observeStoreCommits } from '../store/index.ts';
 
 /** An MCP server's connection as the metrics see it. */
 export interface McpConnection {
@@ -11,7 +12,7 @@ export interface McpConnection {
 
 /** What {@link createLoomMetrics} reads and listens to. */
 export interface LoomMetricsSources {
-  kernel: Pick<Kernel, 'events' | 'list' | 'runningTurn' | 'approvals'>;
+  kernel: Pick<Kernel, 'events' | 'turnCounts' | 'approvals'>;
   /** Prices each kind of token (the daemon's catalog, its `[prices]` applied). */
   costs: CostCatalog;
   /** The MCP servers' connections, when the daemon connects any. */
@@ -33,6 +34,8 @@ export interface LoomMetrics {
 const TURN_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 /** Model call durations. */
 const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 80];
+/** Store commit durations: a WAL append on a local disk to a PostgreSQL round trip under load. */
+const COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5];
 /** Tool call durations. */
 const TOOL_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
 
@@ -58,8 +61,8 @@ const MCP_STATES = ['connecting', 'connected', 'failed'] as const;
 /**
  * The daemon's metrics (docs/observability.md lists each), fed by the kernel's event bus (turns,
  * tool calls, package runs) and by the budget ledger's metered model calls (tokens, cost and
- * latency of every model call, retries and cut-off calls included), and read at each scrape
- * (running turns, pending approvals, MCP connections). In a cluster a node also hears the
+ * latency of every model call, retries and cut-off calls included), by the store's commits, and
+ * read at each scrape (running and queued turns, pending approvals, MCP connections). In a cluster a node also hears the
  * events other nodes record, so turn and tool counts are the cluster's; model calls are this
  * node's own.
  */
@@ -81,21 +84,22 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   const cost = new Counter({ name: 'loom_cost_usd_total', help: 'What model calls cost in US dollars, by agent, model and kind of token (as loom_tokens_total).', labelNames: ['agent', 'model', 'kind'], registers });
   const toolCalls = new Counter({ name: 'loom_tool_calls_total', help: 'Tool calls by tool and outcome (ok, error, denied, invalid, blocked, timeout).', labelNames: ['tool', 'outcome'], registers });
   const toolSeconds = new Histogram({ name: 'loom_tool_call_duration_seconds', help: 'How long tool calls that ran took, by tool.', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers });
+  const commitSeconds = new Histogram({ name: 'loom_store_commit_duration_seconds', help: 'How long store transactions took from BEGIN to COMMIT (a turn\'s messages and usage, a spawn, a run\'s step), by store (sqlite, postgres).', labelNames: ['store'], buckets: COMMIT_BUCKETS, registers });
   const scheduleRuns = new Counter({ name: 'loom_schedule_runs_total', help: 'Runs of packages\' scheduled bindings by package and outcome (the run\'s status, skipped, missed).', labelNames: ['agent', 'outcome'], registers });
   new Gauge({
     name: 'loom_running_turns',
-    help: 'Agents whose main session has a turn running now.',
+    help: 'Turns running now, on every agent and session.',
     registers,
     collect() {
-      let running = 0;
-      for (const agent of kernel.list()) {
-        try {
-          if (kernel.runningTurn(agent.name)?.state === 'running') running += 1;
-        } catch {
-          // Killed between the list and the look.
-        }
-      }
-      this.set(running);
+      this.set(kernel.turnCounts().running);
+    },
+  });
+  new Gauge({
+    name: 'loom_queued_turns',
+    help: 'Turns accepted and waiting for an earlier turn of their agent to end (the turn queue\'s depth).',
+    registers,
+    collect() {
+      this.set(kernel.turnCounts().queued);
     },
   });
   new Gauge({
@@ -159,6 +163,7 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
 
   const unsubscribe = kernel.events.subscribe(onEvent);
   const unobserve = observeModelCalls(onModelCall);
+  const unobserveCommits = observeStoreCommits((commit) => commitSeconds.observe({ store: commit.store }, commit.durationMs / 1000));
   return {
     text: () => registry.metrics(),
     contentType: registry.contentType,
@@ -166,6 +171,7 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
     dispose() {
       unsubscribe();
       unobserve();
+      unobserveCommits();
     },
   };
 }

@@ -10,6 +10,7 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog } from '../../src/models/index.ts';
 import { createLoomMetrics, type LoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
@@ -109,6 +110,30 @@ describe('GET /metrics', () => {
     expect(after.get('loom_tool_calls_total{tool="agent_list",outcome="ok"}')).toBe(1);
     expect(after.get('loom_tool_call_duration_seconds_count{tool="agent_list"}')).toBe(1);
     expect(after.get('loom_running_turns')).toBe(0);
+  });
+
+  it('shows a turn running and the one queued behind it, and times the store\'s commits', async () => {
+    await serve(KEYS);
+    await host.kernel.spawn(manifest(`name = "busy"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`));
+    const commitsBefore = (await scrape()).get('loom_store_commit_duration_seconds_count{store="sqlite"}') ?? 0;
+    let answer = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (answer = resolve));
+    server.script([{ text: 'First.', gate }, { text: 'Second.' }]);
+    const first = host.kernel.send('busy', 'one');
+    const second = host.kernel.send('busy', 'two');
+    await waitFor('the first turn to reach the model', () => server.requests.length === 1);
+    const during = await scrape();
+    expect(during.get('loom_running_turns')).toBe(1);
+    expect(during.get('loom_queued_turns')).toBe(1);
+
+    answer();
+    expect((await Promise.all([first, second])).map((result) => result.text)).toEqual(['First.', 'Second.']);
+    const after = await scrape();
+    expect(after.get('loom_running_turns')).toBe(0);
+    expect(after.get('loom_queued_turns')).toBe(0);
+    // Each turn's messages and usage are committed in one transaction.
+    expect((after.get('loom_store_commit_duration_seconds_count{store="sqlite"}') ?? 0) - commitsBefore).toBeGreaterThanOrEqual(2);
+    expect(after.get('loom_store_commit_duration_seconds_bucket{le="+Inf",store="sqlite"}')).toBe(after.get('loom_store_commit_duration_seconds_count{store="sqlite"}'));
   });
 
   it('answers only an owner\'s key, unless [telemetry].metrics_public is set', async () => {
