@@ -18,12 +18,25 @@ export interface ScriptedToolCall {
 /** Finish reasons in the AI SDK's words; mapped to each API's own. */
 export type ScriptedFinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter';
 
+/** The tokens a scripted reply reports. */
+export interface ScriptedUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
+}
+
 /** A reply the scripted model gives. */
 export interface ScriptedReply {
   text?: string;
   toolCalls?: ScriptedToolCall[];
-  /** Default `{ inputTokens: 10, outputTokens: 5 }`. */
-  usage?: { inputTokens: number; outputTokens: number };
+  /**
+   * Default `{ inputTokens: 10, outputTokens: 5 }`. `inputTokens` counts every input token;
+   * `cacheReadTokens` and `cacheWriteTokens` (none by default) say how many of them the prompt
+   * cache read and wrote: OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+   * `cache_read_input_tokens` and `cache_creation_input_tokens` (its `input_tokens` the rest).
+   */
+  usage?: ScriptedUsage;
   /** Default `tool-calls` when there are tool calls, else `stop`. */
   finishReason?: ScriptedFinishReason;
   /** The reply is held back until this settles (a model call that takes a while). */
@@ -229,8 +242,15 @@ function anthropicError(message: string): unknown {
   return { type: 'error', error: { type: 'scripted_error', message } };
 }
 
-function usageOf(step: ScriptedReply): { inputTokens: number; outputTokens: number } {
+function usageOf(step: ScriptedReply): ScriptedUsage {
   return step.usage ?? { inputTokens: 10, outputTokens: 5 };
+}
+
+/** Anthropic's input usage: `input_tokens` is what the cache neither read nor wrote. */
+function anthropicInput(usage: ScriptedUsage): Record<string, number> {
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  return { input_tokens: Math.max(0, usage.inputTokens - read - write), ...(read > 0 ? { cache_read_input_tokens: read } : {}), ...(write > 0 ? { cache_creation_input_tokens: write } : {}) };
 }
 
 function finishOf(step: ScriptedReply): ScriptedFinishReason {
@@ -240,9 +260,10 @@ function finishOf(step: ScriptedReply): ScriptedFinishReason {
 const OPENAI_FINISH: Record<ScriptedFinishReason, string> = { stop: 'stop', length: 'length', 'tool-calls': 'tool_calls', 'content-filter': 'content_filter' };
 const ANTHROPIC_STOP: Record<ScriptedFinishReason, string> = { stop: 'end_turn', length: 'max_tokens', 'tool-calls': 'tool_use', 'content-filter': 'refusal' };
 
-function openAIUsage(step: ScriptedReply): Record<string, number> {
+function openAIUsage(step: ScriptedReply): Record<string, unknown> {
   const usage = usageOf(step);
-  return { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens };
+  const cached = usage.cacheReadTokens ?? 0;
+  return { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens, ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}) };
 }
 
 function withIds(calls: ScriptedToolCall[] | undefined, prefix: string): Required<ScriptedToolCall>[] {
@@ -314,7 +335,7 @@ function anthropicReply(step: ScriptedReply, model: string): unknown {
     content,
     stop_reason: ANTHROPIC_STOP[finishOf(step)],
     stop_sequence: null,
-    usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+    usage: { ...anthropicInput(usage), output_tokens: usage.outputTokens },
   };
 }
 
@@ -323,7 +344,7 @@ function anthropicStream(step: ScriptedReply, model: string): Record<string, unk
   const events: Record<string, unknown>[] = [
     {
       type: 'message_start',
-      message: { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.inputTokens, output_tokens: 1 } },
+      message: { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...anthropicInput(usage), output_tokens: 1 } },
     },
   ];
   let index = 0;
@@ -353,7 +374,7 @@ const StepSchema = z.union([
   z.strictObject({
     text: z.string().optional(),
     toolCalls: z.array(ToolCallSchema).optional(),
-    usage: z.strictObject({ inputTokens: z.int().min(0), outputTokens: z.int().min(0) }).optional(),
+    usage: z.strictObject({ inputTokens: z.int().min(0), outputTokens: z.int().min(0), cacheReadTokens: z.int().min(0).optional(), cacheWriteTokens: z.int().min(0).optional() }).optional(),
     finishReason: z.enum(['stop', 'length', 'tool-calls', 'content-filter']).optional(),
   }),
 ]);

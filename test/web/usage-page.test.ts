@@ -72,12 +72,35 @@ describe('the dashboard Usage page, in Chromium against a real daemon', () => {
       await visible(found);
       return found.getByRole('cell').allTextContents();
     };
-    expect(await row(byModel, /^openai\/gpt-4o$/)).toEqual(['openai/gpt-4o', '2', '6,000', '1,200', expect.stringMatching(/^\$/) as string]);
-    expect(await row(byModel, /^openai\/gpt-4o-mini$/)).toEqual(['openai/gpt-4o-mini', '1', '300', '100', expect.stringMatching(/^\$/) as string]);
-    expect((await row(page.getByRole('table', { name: 'Usage by agent' }), /^scout$/)).slice(0, 4)).toEqual(['scout', '1', '300', '100']);
+    expect(await row(byModel, /^openai\/gpt-4o$/)).toEqual(['openai/gpt-4o', '2', '6,000', '0', '0', '1,200', expect.stringMatching(/^\$/) as string]);
+    expect(await row(byModel, /^openai\/gpt-4o-mini$/)).toEqual(['openai/gpt-4o-mini', '1', '300', '0', '0', '100', expect.stringMatching(/^\$/) as string]);
+    expect((await row(page.getByRole('table', { name: 'Usage by agent' }), /^scout$/)).slice(0, 6)).toEqual(['scout', '1', '300', '0', '0', '100']);
 
     await page.getByRole('button', { name: '1h', exact: true }).click();
     await expect.poll(async () => Number(await chart().getAttribute('data-to')) - Number(await chart().getAttribute('data-from'))).toBe(HOUR);
     expect(await legend()).toEqual(['openai/gpt-4o']);
+  });
+
+  it('shows what the prompt cache read and wrote: per model and agent, in the totals, and on the turn and each model call of its trace', async () => {
+    await harness.host.kernel.spawn(manifest('name = "keeper"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "' + model.url + '"\n'));
+    model.script([{ text: 'Cached.', usage: { inputTokens: 4_000, outputTokens: 20, cacheReadTokens: 3_000, cacheWriteTokens: 500 } }]);
+    await harness.host.kernel.send('keeper', 'remember');
+    await page.goto(`${harness.server.url}/#/agents`);
+    await page.goto(`${harness.server.url}/#/usage`);
+    const byModel = page.getByRole('table', { name: 'Usage by model' });
+    const cached = byModel.locator('tbody tr').filter({ has: page.getByRole('cell', { name: 'anthropic/claude-sonnet-4-5' }) });
+    await visible(cached);
+    expect(await byModel.locator('thead th').allTextContents()).toEqual(['Model', 'Calls', 'Input', 'Cache read', 'Cache write', 'Output', 'Cost']);
+    expect((await cached.getByRole('cell').allTextContents()).slice(0, 6)).toEqual(['anthropic/claude-sonnet-4-5', '1', '4,000', '3,000', '500', '20']);
+    const byAgent = page.getByRole('table', { name: 'Usage by agent' }).locator('tbody tr').filter({ has: page.getByRole('cell', { name: 'keeper' }) });
+    expect((await byAgent.getByRole('cell').allTextContents()).slice(0, 5)).toEqual(['keeper', '1', '4,000', '3,000', '500']);
+    await visible(page.locator('.stat').filter({ hasText: 'Cache read' }), '3,000');
+
+    await page.goto(`${harness.server.url}/#/agents/keeper/chat`);
+    const turn = page.locator('[data-testid="turn"][data-status="finished"]');
+    await visible(turn.getByTestId('turn-usage'), '4,000 in · 3,000 cache read · 500 cache write · 20 out');
+    const trace = turn.getByTestId('turn-trace');
+    await trace.locator('summary').click();
+    await visible(trace.getByTestId('trace-model'), '4,000 in · 3,000 cache read · 500 cache write · 20 out');
   });
 });

@@ -22,7 +22,7 @@ export type TurnStatus = 'finished' | 'cancelled' | 'failed';
 
 /** One step of a turn's trace (see the kernel's `TraceStep`). */
 export type TraceStep =
-  | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; costUsd: number; startedAt: number; latencyMs: number }
+  | { kind: 'model'; model: string; inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number; costUsd: number; startedAt: number; latencyMs: number }
   | { kind: 'tool'; toolCallId: string; toolName: string; startedAt: number; durationMs: number; isError: boolean; approval?: 'approved' | 'denied' };
 
 /** What the session keeps of a turn, on its user message under `providerOptions.loom.turn`. */
@@ -35,6 +35,10 @@ export interface TurnRecord {
   model: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache (absent when none). */
+  cacheReadTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache (absent when none). */
+  cacheWriteTokens?: number;
   costUsd: number;
   steps: TraceStep[];
 }

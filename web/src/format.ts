@@ -4,6 +4,11 @@ export function formatTokens(count: number): string {
   return integer.format(count);
 }
 
+/** ` · 1,200 cache read · 300 cache write`: what the prompt cache read and wrote, each only when any; empty when neither. */
+export function formatCached(read: number | undefined, write: number | undefined): string {
+  return `${(read ?? 0) > 0 ? ` · ${formatTokens(read ?? 0)} cache read` : ''}${(write ?? 0) > 0 ? ` · ${formatTokens(write ?? 0)} cache write` : ''}`;
+}
+
 export function formatCost(usd: number): string {
   if (usd === 0) return '$0.00';
   if (usd < 0.01) return `$${usd.toFixed(4)}`;

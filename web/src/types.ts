@@ -51,8 +51,13 @@ export interface UsageRow {
   agent: string | null;
   model: string;
   calls: number;
+  /** Every input token, those read from or written to the prompt cache included. */
   input_tokens: number;
   output_tokens: number;
+  /** Of `input_tokens`, those read from the prompt cache. */
+  cache_read_tokens: number;
+  /** Of `input_tokens`, those written to the prompt cache. */
+  cache_write_tokens: number;
   cost_usd: number;
 }
 

@@ -5,7 +5,7 @@ import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.t
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
 import type { ChatSessionView, TurnRecord } from '../chat-types.ts';
 import { AgentStateBadge, CannotRunNotice, ErrorBox, PageHeader } from '../components.tsx';
-import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
+import { errorText, formatCached, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { Markdown } from '../markdown.tsx';
 import { href } from '../router.ts';
@@ -203,11 +203,11 @@ function StatusBadge({ status, reason }: { status: 'cancelled' | 'failed'; reaso
   );
 }
 
-/** Tokens, cost, model calls and model of a turn. */
-function UsageLine({ inputTokens, outputTokens, costUsd, calls, model }: { inputTokens: number; outputTokens: number; costUsd: number; calls: number; model: string | null }) {
+/** Tokens (cached ones too), cost, model calls and model of a turn. */
+function UsageLine({ inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, costUsd, calls, model }: { inputTokens: number; outputTokens: number; cacheReadTokens?: number | undefined; cacheWriteTokens?: number | undefined; costUsd: number; calls: number; model: string | null }) {
   return (
     <span data-testid="turn-usage">
-      {formatTokens(inputTokens)} in · {formatTokens(outputTokens)} out · {formatCost(costUsd)} · {calls} model call{calls === 1 ? '' : 's'}
+      {formatTokens(inputTokens)} in{formatCached(cacheReadTokens, cacheWriteTokens)} · {formatTokens(outputTokens)} out · {formatCost(costUsd)} · {calls} model call{calls === 1 ? '' : 's'}
       {model === null ? null : (
         <>
           {' '}
@@ -223,7 +223,7 @@ function RecordFooter({ record }: { record: TurnRecord }) {
   return (
     <div class="turn-footer">
       {record.status === 'finished' ? null : <StatusBadge status={record.status} reason={record.reason} />}
-      <UsageLine inputTokens={record.inputTokens} outputTokens={record.outputTokens} costUsd={record.costUsd} calls={calls} model={record.model} />
+      <UsageLine inputTokens={record.inputTokens} outputTokens={record.outputTokens} cacheReadTokens={record.cacheReadTokens} cacheWriteTokens={record.cacheWriteTokens} costUsd={record.costUsd} calls={calls} model={record.model} />
       <TraceView record={record} />
     </div>
   );

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import type { ChatItem } from '../chat-history.ts';
 import type { TraceStep, TurnRecord } from '../chat-types.ts';
-import { formatCost, formatTokens } from '../format.ts';
+import { formatCached, formatCost, formatTokens } from '../format.ts';
 import { Markdown } from '../markdown.tsx';
 import type { TranscriptItem } from '../session.ts';
 import '../chat.css';
@@ -102,7 +102,7 @@ function stepLine(step: TraceStep) {
         <span class="trace-kind">model</span>
         <span class="mono">{step.model}</span>
         <span>
-          {formatTokens(step.inputTokens)} in · {formatTokens(step.outputTokens)} out · {formatCost(step.costUsd)}
+          {formatTokens(step.inputTokens)} in{formatCached(step.cacheReadTokens, step.cacheWriteTokens)} · {formatTokens(step.outputTokens)} out · {formatCost(step.costUsd)}
         </span>
         <span class="trace-time">{formatDuration(step.latencyMs)}</span>
       </li>

@@ -157,11 +157,13 @@ function UsageChart({ view, metric, group }: { view: UsageSeriesView; metric: Me
   );
 }
 
-/** Usage added up under a key: calls, tokens in and out, and cost. */
+/** Usage added up under a key: calls, tokens in (of them, read from and written to the prompt cache) and out, and cost. */
 interface Totals {
   key: string;
   calls: number;
   input: number;
+  cacheRead: number;
+  cacheWrite: number;
   output: number;
   cost: number;
 }
@@ -171,9 +173,11 @@ function totalsBy(rows: readonly UsageRow[], key: (row: UsageRow) => string): To
   const totals = new Map<string, Totals>();
   for (const row of rows) {
     const name = key(row);
-    const total = totals.get(name) ?? { key: name, calls: 0, input: 0, output: 0, cost: 0 };
+    const total = totals.get(name) ?? { key: name, calls: 0, input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 };
     total.calls += row.calls;
     total.input += row.input_tokens;
+    total.cacheRead += row.cache_read_tokens;
+    total.cacheWrite += row.cache_write_tokens;
     total.output += row.output_tokens;
     total.cost += row.cost_usd;
     totals.set(name, total);
@@ -188,7 +192,7 @@ interface KeyColumn<T> {
   cell: (row: T) => ComponentChildren;
 }
 
-/** Rows of usage: the columns that say what each is, then its calls, tokens in and out, and cost. */
+/** Rows of usage: the columns that say what each is, then its calls, tokens in (and of them, cached) and out, and cost. */
 function TotalsTable<T extends Totals>({ label, keys, rows }: { label: string; keys: readonly KeyColumn<T>[]; rows: readonly T[] }) {
   return (
     <table class="table" aria-label={label}>
@@ -204,6 +208,12 @@ function TotalsTable<T extends Totals>({ label, keys, rows }: { label: string; k
           </th>
           <th scope="col" class="num">
             Input
+          </th>
+          <th scope="col" class="num" title="Input tokens read from the prompt cache">
+            Cache read
+          </th>
+          <th scope="col" class="num" title="Input tokens written to the prompt cache">
+            Cache write
           </th>
           <th scope="col" class="num">
             Output
@@ -223,6 +233,8 @@ function TotalsTable<T extends Totals>({ label, keys, rows }: { label: string; k
             ))}
             <td class="num mono">{formatTokens(row.calls)}</td>
             <td class="num mono">{formatTokens(row.input)}</td>
+            <td class="num mono">{formatTokens(row.cacheRead)}</td>
+            <td class="num mono">{formatTokens(row.cacheWrite)}</td>
             <td class="num mono">{formatTokens(row.output)}</td>
             <td class="num mono">{formatCost(row.cost)}</td>
           </tr>
@@ -255,6 +267,10 @@ export function UsagePage() {
         <div class="stat">
           <div class="stat-label">Tokens</div>
           <div class="stat-value mono">{formatTokens(tokens)}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Cache read</div>
+          <div class="stat-value mono" title="Input tokens read from the prompt cache">{formatTokens(sum(rows, (row) => row.cache_read_tokens))}</div>
         </div>
         <div class="stat">
           <div class="stat-label">Model calls</div>
@@ -295,7 +311,7 @@ export function UsagePage() {
                 { head: 'Agent', cell: ({ row }) => (row.agent === null ? <span class="muted mono">{agentLabel(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>) },
                 { head: 'Model', class: 'mono', cell: ({ row }) => row.model },
               ]}
-              rows={rows.map((row) => ({ key: `${row.agent_id}-${row.model}`, calls: row.calls, input: row.input_tokens, output: row.output_tokens, cost: row.cost_usd, row }))}
+              rows={rows.map((row) => ({ key: `${row.agent_id}-${row.model}`, calls: row.calls, input: row.input_tokens, cacheRead: row.cache_read_tokens, cacheWrite: row.cache_write_tokens, output: row.output_tokens, cost: row.cost_usd, row }))}
             />
           </Card>
         </>
