@@ -1,4 +1,4 @@
-import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from '@opentelemetry/api';
+import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace, type Tracer } from '@opentelemetry/api';
 
 /**
  * OpenTelemetry spans with the GenAI semantic conventions, made only while tracing is on (see
@@ -13,6 +13,7 @@ let capture = false;
 export function setSpans(options: { enabled: boolean; captureContent: boolean }): void {
   enabled = options.enabled;
   capture = options.captureContent;
+  tracer = undefined;
 }
 
 /** Whether spans are made now (tracing is on). */
@@ -25,9 +26,12 @@ export function capturesContent(): boolean {
   return enabled && capture;
 }
 
-/** The tracer spans come from: the global provider's, which `startTracing` sets. */
-export function loomTracer() {
-  return trace.getTracer('loom');
+let tracer: Tracer | undefined;
+
+/** The tracer spans come from: the global provider's, which `startTracing` sets; looked up once per tracing, not per span. */
+export function loomTracer(): Tracer {
+  tracer ??= trace.getTracer('loom');
+  return tracer;
 }
 
 /** A span ended with an error: its status, `error.type` and the exception. */

@@ -72,6 +72,7 @@ export function startTracing(options: TracingOptions): Tracing {
 function recordChatSpan(call: MeteredCall): void {
   const origin = globalThis.performance.timeOrigin;
   const { spent, target, request } = call;
+  // Built by assignment, not spreads: this runs for every model call.
   const attributes: Attributes = {
     'gen_ai.operation.name': 'chat',
     'gen_ai.provider.name': target.provider,
@@ -82,15 +83,18 @@ function recordChatSpan(call: MeteredCall): void {
     'gen_ai.usage.cache_creation.input_tokens': spent.cacheWriteTokens ?? 0,
     'loom.cost_usd': spent.costUsd,
     'loom.model_call.outcome': call.outcome,
-    ...(call.agent === undefined ? {} : { 'gen_ai.agent.id': call.agent.id, 'gen_ai.agent.name': call.agent.name }),
-    ...(request.maxOutputTokens === undefined ? {} : { 'gen_ai.request.max_tokens': request.maxOutputTokens }),
-    ...(request.temperature === undefined ? {} : { 'gen_ai.request.temperature': request.temperature }),
   };
+  if (call.agent !== undefined) {
+    attributes['gen_ai.agent.id'] = call.agent.id;
+    attributes['gen_ai.agent.name'] = call.agent.name;
+  }
+  if (request.maxOutputTokens !== undefined) attributes['gen_ai.request.max_tokens'] = request.maxOutputTokens;
+  if (request.temperature !== undefined) attributes['gen_ai.request.temperature'] = request.temperature;
   if (capturesContent()) {
     attributes['gen_ai.input.messages'] = contentAttribute(request.prompt.filter((message) => message.role !== 'system'));
     attributes['gen_ai.system_instructions'] = contentAttribute(request.prompt.filter((message) => message.role === 'system').map((message) => message.content));
   }
-  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt, attributes }, context.active());
+  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt, attributes });
   if (call.outcome === 'error' || call.outcome === 'refused') {
     span.setAttribute('error.type', call.error === undefined ? call.outcome : errorType(call.error));
     span.setStatus({ code: SpanStatusCode.ERROR, message: call.error instanceof Error ? call.error.message : call.outcome });
