@@ -106,3 +106,40 @@ describe('package runs as parent spans', () => {
     }
   });
 });
+
+describe('workflows as parent spans', () => {
+  it('runs an approved workflow inside a workflow span under the approving turn, a workflow_task span per task holding what it delegates', async () => {
+    const home = join(dir.path, 'workflow-home');
+    await mkdir(home);
+    const workflowHost = await openTestHost(home, {}, undefined, { runSchedules: true });
+    try {
+      tracing = startTracing({ endpoint: receiver.url });
+      const model = `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+      await workflowHost.kernel.spawn(manifest(`name = "researcher"\ndescription = "Finds facts"\n${model}`));
+      await workflowHost.kernel.spawn(manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n`));
+      const plan = { summary: 'look it up', missing_info: null, tasks: [{ id: 't1', title: 'task t1', instruction: 'do t1', agent: 'researcher', depends_on: [], acceptance: 't1 is done' }] };
+      server.script([{ text: JSON.stringify(plan) }]);
+      await workflowHost.kernel.send('lead', 'find the tides');
+      server.script([{ text: 'tides follow the moon' }, { text: JSON.stringify({ accepted: true, feedback: '' }) }, { text: 'Done: tides follow the moon.' }]);
+      await workflowHost.kernel.send('lead', 'go');
+      await tracing.forceFlush();
+      await waitFor('the receiver to get the workflow\'s span', async () => {
+        await tracing?.forceFlush();
+        return receiver.spans.some((span) => span.name === 'workflow lead');
+      });
+      const workflow = receiver.spans.find((span) => span.name === 'workflow lead');
+      expect(workflow?.attributes).toMatchObject({ 'gen_ai.agent.name': 'lead' });
+      const task = receiver.spans.find((span) => span.name === 'workflow_task t1');
+      expect(task).toMatchObject({ traceId: workflow?.traceId, parentSpanId: workflow?.spanId });
+      expect(task?.attributes).toEqual({ 'loom.workflow.task.id': 't1', 'loom.workflow.task.agent': 'researcher', 'loom.workflow.task.attempt': 1 });
+      // The task delegates through agent_message: its tool call, and the researcher's turn under that.
+      const message = receiver.spans.find((span) => span.name === 'execute_tool agent_message');
+      expect(message).toMatchObject({ traceId: workflow?.traceId, parentSpanId: task?.spanId });
+      expect(receiver.spans.find((span) => span.name === 'invoke_agent researcher')).toMatchObject({ traceId: workflow?.traceId, parentSpanId: message?.spanId });
+      // The workflow starts from the turn that approved it.
+      expect(receiver.spans.find((span) => span.spanId === workflow?.parentSpanId)?.name).toBe('invoke_agent lead');
+    } finally {
+      await workflowHost.close();
+    }
+  });
+});
