@@ -53,7 +53,8 @@ async function startReceiver(): Promise<{ url: string; spans: () => Promise<numb
   };
 }
 
-type Mode = 'off' | 'metrics' | 'exporter';
+/** `off_again` is off once more: how far two runs of the same thing differ on this machine. */
+type Mode = 'off' | 'off_again' | 'metrics' | 'exporter';
 
 /** What one mode measured over every round: each turn's wall time, and the process's CPU time over its rounds (exports included). */
 interface Measured {
@@ -71,7 +72,7 @@ interface Measured {
 async function measure(rounds: number, turnsPerRound: number): Promise<{ modes: Record<Mode, Measured>; spans: number }> {
   const bench = await openInstantBenchKernel(createInstantModel({ toolName: 'agent_list' }));
   const receiver = await startReceiver();
-  const modes: Record<Mode, Measured> = { off: { durations: [], cpuMs: 0, turns: 0 }, metrics: { durations: [], cpuMs: 0, turns: 0 }, exporter: { durations: [], cpuMs: 0, turns: 0 } };
+  const modes: Record<Mode, Measured> = { off: { durations: [], cpuMs: 0, turns: 0 }, off_again: { durations: [], cpuMs: 0, turns: 0 }, metrics: { durations: [], cpuMs: 0, turns: 0 }, exporter: { durations: [], cpuMs: 0, turns: 0 } };
   try {
     const agent = await bench.kernel.spawn(parseManifest('name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n[capabilities]\ntools = ["agent_list"]\n', { source: 'bench.toml' }).manifest);
     // The message flow's turn, inside its span (with tracing off, a direct call), on conversation
@@ -81,7 +82,7 @@ async function measure(rounds: number, turnsPerRound: number): Promise<{ modes: 
     const turn = (index: number, conversation: string) =>
       withTurnSpan({ agentId: agent.id, agentName: 'traced', conversationId: conversation }, () => bench.kernel.send('traced', `turn ${index}`, { conversation }));
     for (let index = 0; index < WARMUP; index++) await turn(index, `warmup-${index % SESSIONS}`);
-    const order: Mode[] = ['off', 'metrics', 'exporter'];
+    const order: Mode[] = ['off', 'metrics', 'off_again', 'exporter'];
     let index = 0;
     for (let round = 0; round < rounds; round++) {
       // Each round starts with another mode, so none always runs first.
@@ -156,8 +157,10 @@ export async function turnTelemetryBench(): Promise<Record<string, unknown>> {
     turns: TURNS,
     rounds: ROUNDS,
     off: { ...summarize(modes.off.durations), cpu_ms_per_turn: round(cpuPerTurn('off')) },
+    off_again: { ...summarize(modes.off_again.durations), cpu_ms_per_turn: round(cpuPerTurn('off_again')) },
     metrics: { ...summarize(modes.metrics.durations), cpu_ms_per_turn: round(cpuPerTurn('metrics')) },
     exporter: { ...summarize(modes.exporter.durations), cpu_ms_per_turn: round(cpuPerTurn('exporter')), spans_received: spans },
+    off_again_p50_ratio: round(p50('off_again') / p50('off')),
     metrics_p50_ratio: round(p50('metrics') / p50('off')),
     exporter_p50_ratio: round(p50('exporter') / p50('off')),
     exporter_cpu_ratio: round(cpuPerTurn('exporter') / cpuPerTurn('off')),
