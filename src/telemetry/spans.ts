@@ -130,7 +130,7 @@ export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promi
  * `ended` sees the result first; a throw ends it with the error. With tracing off, `run()`.
  *
  * @example
- * await withSpan(`workflow ${name}`, SpanKind.INTERNAL, { 'loom.workflow.goal': goal }, () => runPlan());
+ * await withSpan(`workflow ${agent.name}`, SpanKind.INTERNAL, { 'gen_ai.agent.name': agent.name }, () => runWorkflow(context, port));
  */
 export function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes, run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
   if (!enabled) return run();
