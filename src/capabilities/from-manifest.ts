@@ -3,7 +3,9 @@ import type { Capability, CapabilityKind, PatternCapabilityKind } from './capabi
 
 /**
  * The `[capabilities]` key of the manifest that grants each capability kind. `tools = ["*"]`
- * is `tool_all`; every other `tools` entry is a `tool_invoke`.
+ * is `tool_all`; every other `tools` entry is a `tool_invoke`. The manifest refuses the keys of
+ * `net_listen`, `ofp_*`, `econ_earn` and `econ_transfer` (nothing in Loom honours them), so no
+ * manifest grants those kinds; the kinds stay for the capability algebra and its messages.
  */
 export const MANIFEST_KEY_BY_KIND: Readonly<Record<CapabilityKind, keyof ManifestCapabilities>> = {
   file_read: 'file_read',
@@ -31,9 +33,8 @@ export const MANIFEST_KEY_BY_KIND: Readonly<Record<CapabilityKind, keyof Manifes
 
 /**
  * The capabilities a validated `[capabilities]` block grants, one per list entry, in the order
- * of the manifest's keys. `tools = ["*"]` becomes `tool_all`; `agent_spawn`, `ofp_discover`,
- * `ofp_advertise` and `econ_earn` grant only when `true`; `llm_max_tokens` and `econ_spend`
- * only when set. Throws nothing: the block has already passed `ManifestCapabilitiesSchema`.
+ * of the manifest's keys. `tools = ["*"]` becomes `tool_all`; `agent_spawn` grants only when
+ * `true`; `llm_max_tokens` and `econ_spend` only when set. Throws nothing: the block has already passed `ManifestCapabilitiesSchema`.
  *
  * @example
  * ```ts
@@ -48,11 +49,6 @@ export function capabilitiesFromManifest(block: ManifestCapabilities): Capabilit
       capabilities.push({ kind, pattern });
     }
   };
-  const addFlag = (kind: 'agent_spawn' | 'ofp_discover' | 'ofp_advertise' | 'econ_earn', isGranted: boolean): void => {
-    if (isGranted) {
-      capabilities.push({ kind });
-    }
-  };
   for (const tool of block.tools) {
     capabilities.push(tool === '*' ? { kind: 'tool_all' } : { kind: 'tool_invoke', pattern: tool });
   }
@@ -60,27 +56,19 @@ export function capabilitiesFromManifest(block: ManifestCapabilities): Capabilit
   addPatterns('memory_write', block.memory_write);
   addPatterns('net_connect', block.network);
   addPatterns('shell_exec', block.shell);
-  addFlag('agent_spawn', block.agent_spawn);
+  if (block.agent_spawn) capabilities.push({ kind: 'agent_spawn' });
   addPatterns('agent_message', block.agent_message);
   addPatterns('agent_kill', block.agent_kill);
   addPatterns('file_read', block.file_read);
   addPatterns('file_write', block.file_write);
-  for (const port of block.net_listen) {
-    capabilities.push({ kind: 'net_listen', port });
-  }
   addPatterns('llm_query', block.llm_query);
   if (block.llm_max_tokens !== undefined) {
     capabilities.push({ kind: 'llm_max_tokens', max_tokens: block.llm_max_tokens });
   }
   addPatterns('env_read', block.env_read);
-  addFlag('ofp_discover', block.ofp_discover);
-  addPatterns('ofp_connect', block.ofp_connect);
-  addFlag('ofp_advertise', block.ofp_advertise);
   if (block.econ_spend !== undefined) {
     capabilities.push({ kind: 'econ_spend', max_usd: block.econ_spend });
   }
-  addFlag('econ_earn', block.econ_earn);
-  addPatterns('econ_transfer', block.econ_transfer);
   return capabilities;
 }
 

@@ -16,6 +16,8 @@ export {
   DelegateSchema,
   DEFAULT_INTERVAL_SECONDS,
   EmergentSchema,
+  FILE_TRIGGER_EVENTS,
+  LIFECYCLE_TRIGGER_EVENTS,
   MANIFEST_KEYS,
   ManifestCapabilitiesSchema,
   ManifestSchema,
@@ -28,6 +30,7 @@ export {
   SANDBOX_APIS,
   SCHEDULE_MODES,
   TOOL_PROFILES,
+  TRIGGER_EVENTS,
   WorkflowSchema,
 } from './schema.ts';
 export type { CodeSettings, EmergentSettings, Manifest, ManifestCapabilities, ManifestInput, ModelConfig } from './schema.ts';

@@ -142,12 +142,39 @@ export const FallbackModelSchema = z.strictObject(ModelFields).superRefine(requi
 /** A model named by provider and model (plus key variable and URL), as config and fallbacks write it. */
 export const ModelTargetSchema = FallbackModelSchema;
 
+/** Trigger events fired by files appearing or changing under a glob `pattern`. */
+export const FILE_TRIGGER_EVENTS = ['file_created', 'file_changed'] as const;
+
+/** Trigger events fired by the kernel's lifecycle events (the `pattern`, when given, filters agent names). */
+export const LIFECYCLE_TRIGGER_EVENTS = ['agent_spawned', 'agent_killed', 'agent_suspended', 'agent_resumed'] as const;
+
+/** Every `[[schedule.triggers]]` event Loom runs. */
+export const TRIGGER_EVENTS = [...FILE_TRIGGER_EVENTS, ...LIFECYCLE_TRIGGER_EVENTS] as const;
+
+/** Events the seed names that Loom refuses at load, with why. */
+const UNSUPPORTED_TRIGGER_EVENTS: Readonly<Record<string, string>> = {
+  agent_message: 'not supported by Loom: the kernel publishes no event for a message between agents; grant the sender [capabilities].agent_message to this agent and let it message it',
+};
+
 /** `[[schedule.triggers]]`: an event that wakes a proactive agent. */
-export const TriggerSchema = z.strictObject({
-  event: z.string().min(1, { error: 'expected an event name such as "file_created"' }).describe('`file_created` or `file_changed` (with a glob `pattern`), `agent_spawned`, `agent_killed`, `agent_suspended` or `agent_resumed` (the `pattern` filters agent names).'),
-  pattern: z.string().min(1).optional().describe('What the event must match.'),
-  message: z.string().optional().describe('The message the agent is woken with.'),
-});
+export const TriggerSchema = z
+  .strictObject({
+    event: z
+      .string()
+      .superRefine((event, context) => {
+        if ((TRIGGER_EVENTS as readonly string[]).includes(event)) return;
+        const unsupported = UNSUPPORTED_TRIGGER_EVENTS[event];
+        context.addIssue({ code: 'custom', input: event, message: unsupported === undefined ? `unknown event "${event}"; expected one of ${TRIGGER_EVENTS.join(', ')}` : `"${event}" is ${unsupported}` });
+      })
+      .describe('`file_created` or `file_changed` (with a glob `pattern`, required), `agent_spawned`, `agent_killed`, `agent_suspended` or `agent_resumed` (the `pattern` filters agent names). Any other event is refused at load.'),
+    pattern: z.string().min(1).optional().describe('What the event must match: the files\' glob for `file_*` (required), agent names for `agent_*`.'),
+    message: z.string().optional().describe('The message the agent is woken with.'),
+  })
+  .superRefine((trigger, context) => {
+    if ((FILE_TRIGGER_EVENTS as readonly string[]).includes(trigger.event) && trigger.pattern === undefined) {
+      context.addIssue({ code: 'custom', path: ['pattern'], message: `required when event = "${trigger.event}": the files to watch, e.g. pattern = "/data/inbox/*.json"` });
+    }
+  });
 
 function isValidCron(expression: string): boolean {
   try {
@@ -164,7 +191,7 @@ export const ScheduleSchema = z
     mode: z.enum(SCHEDULE_MODES).default('reactive').describe('`reactive`: runs when messaged; `continuous`: woken every `interval_seconds`; `periodic`: at each time of `cron`; `proactive`: on each of `triggers`. A key for another mode is refused.'),
     interval_seconds: z.int().positive().optional().describe('`continuous` only; 60 when left out.'),
     cron: z.string().optional().describe('`periodic` only, and required then, e.g. `"0 9 * * *"`; read in config.toml\'s `[scheduler].timezone` (UTC when unset).'),
-    triggers: z.array(TriggerSchema).default([]).describe('`proactive` only: the events that wake the agent.'),
+    triggers: z.array(TriggerSchema).default([]).describe('`proactive` only, and at least one then: the events that wake the agent.'),
   })
   .superRefine((schedule, context) => {
     if (schedule.mode === 'periodic' && schedule.cron === undefined) {
@@ -183,6 +210,9 @@ export const ScheduleSchema = z
         message: `only used when mode = "continuous", but mode is "${schedule.mode}"`,
       });
     }
+    if (schedule.mode === 'proactive' && schedule.triggers.length === 0) {
+      context.addIssue({ code: 'custom', path: ['triggers'], message: 'required when mode = "proactive": at least one [[schedule.triggers]], e.g. event = "file_created" with pattern = "/data/inbox/*.json"' });
+    }
     if (schedule.triggers.length > 0 && schedule.mode !== 'proactive') {
       context.addIssue({ code: 'custom', path: ['triggers'], message: `only used when mode = "proactive", but mode is "${schedule.mode}"` });
     }
@@ -200,6 +230,25 @@ export const ResourcesSchema = z.strictObject({
   max_iterations: z.int().positive().default(50).describe('Model calls in one turn.'),
 });
 
+/** Why the seed's peer-to-peer and payment grants are refused: nothing in Loom would honour them. */
+const PEER_NETWORK = 'not supported by Loom: it has no peer-to-peer network (agents reach other daemons through A2A and MCP, under [capabilities].network); remove the key';
+const PAYMENTS = 'not supported by Loom: it has no payment system; [capabilities].econ_spend caps what an agent\'s model calls may cost; remove the key';
+const LISTENING = 'not supported by Loom: no tool opens a listening socket (the daemon serves HTTP, MCP and A2A for its agents); remove the key';
+
+/**
+ * A `[capabilities]` key of the seed that Loom refuses whatever its value: accepting it would
+ * promise a grant (or a protection) that nothing enforces. Its message says why.
+ */
+function unsupportedGrant(reason: string) {
+  return z
+    .unknown()
+    .optional()
+    .superRefine((value, context) => {
+      if (value !== undefined) context.addIssue({ code: 'custom', message: reason });
+    })
+    .describe(`Refused at load: ${reason.replace(/; remove the key$/, '')}.`);
+}
+
 /**
  * `[capabilities]`: what the agent is granted. Everything not listed is denied. Each key maps
  * to one capability kind (see `capabilitiesFromManifest`); every pattern is checked for its kind
@@ -216,16 +265,16 @@ export const ManifestCapabilitiesSchema = z.strictObject({
   agent_kill: patternList('agent_kill').describe('Agents it may kill, e.g. `["helper-*"]`.'),
   file_read: patternList('file_read').describe('Paths it may read, e.g. `["/data/*"]`.'),
   file_write: patternList('file_write').describe('Paths it may write, e.g. `["/data/out/*"]`.'),
-  net_listen: z.array(z.int().min(1).max(65_535)).default([]).describe('Ports it may listen on.'),
+  net_listen: unsupportedGrant(LISTENING),
   llm_query: patternList('llm_query').describe('Models it may call, e.g. `["anthropic/*"]`.'),
   llm_max_tokens: z.int().positive().optional().describe('A cap on its tokens (none = no cap).'),
   env_read: patternList('env_read').describe('Environment variables it may read, e.g. `["GITHUB_*"]`.'),
-  ofp_discover: z.boolean().default(false).describe('May discover peers.'),
-  ofp_connect: patternList('ofp_connect').describe('Peers it may connect to.'),
-  ofp_advertise: z.boolean().default(false).describe('May advertise itself to peers.'),
+  ofp_discover: unsupportedGrant(PEER_NETWORK),
+  ofp_connect: unsupportedGrant(PEER_NETWORK),
+  ofp_advertise: unsupportedGrant(PEER_NETWORK),
   econ_spend: z.number().nonnegative().optional().describe('USD it may spend (none = may spend nothing).'),
-  econ_earn: z.boolean().default(false).describe('May earn.'),
-  econ_transfer: patternList('econ_transfer').describe('Who it may transfer to.'),
+  econ_earn: unsupportedGrant(PAYMENTS),
+  econ_transfer: unsupportedGrant(PAYMENTS),
 });
 
 /**

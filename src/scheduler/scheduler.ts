@@ -123,8 +123,8 @@ type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
  * is skipped and logged, so nothing queues up. A wake-up a budget refuses (the agent's hour is
  * spent) is logged as skipped, with the refusal; a run that fails is logged; the schedule goes on.
  *
- * `agent_message` triggers are not supported (the kernel publishes no message events); they
- * are logged at start, like unknown trigger events.
+ * The manifest refuses an unknown trigger event, a `file_*` trigger without a pattern and a
+ * `proactive` schedule without triggers at load; here they would be logged and skipped.
  *
  * With `leadership` (several daemons on one database), all of it runs only while this node leads
  * and stops the moment it no longer does; each instant of a loop or timer fires only once claimed
@@ -331,9 +331,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const { event } = trigger;
       if (isFileTriggerEvent(event)) startFileTrigger(agent, trigger, event, activity, logger);
       else if (isLifecycleTriggerEvent(event)) startLifecycleTrigger(agent, trigger, event, activity, logger);
-      else if (event === 'agent_message') {
-        logger.warn({ trigger: event }, `skipped trigger "agent_message" of agent "${agent.name}": not supported yet, the kernel publishes no message events`);
-      } else {
+      else {
+        // The manifest refuses any other event at load; a stored one is kept out the same way.
         logger.warn(
           { trigger: event },
           `skipped trigger "${event}" of agent "${agent.name}": unknown event; expected one of ${SUPPORTED_TRIGGER_EVENTS.join(', ')}`,

@@ -1,10 +1,13 @@
 import type { KernelEvent } from '../kernel/index.ts';
+import { FILE_TRIGGER_EVENTS, type LIFECYCLE_TRIGGER_EVENTS as LIFECYCLE_TRIGGER_NAMES, TRIGGER_EVENTS } from '../manifest/index.ts';
 
-/** Trigger events fired by files appearing or changing under a glob `pattern`. */
-export const FILE_TRIGGER_EVENTS = ['file_created', 'file_changed'] as const;
+export { FILE_TRIGGER_EVENTS };
 
 /** A file trigger event name. */
 export type FileTriggerEvent = (typeof FILE_TRIGGER_EVENTS)[number];
+
+/** A lifecycle trigger event name. */
+export type LifecycleTriggerEvent = (typeof LIFECYCLE_TRIGGER_NAMES)[number];
 
 /** Trigger events fired by the kernel's lifecycle events, each with the kernel event it follows. */
 export const LIFECYCLE_TRIGGER_EVENTS = {
@@ -12,13 +15,10 @@ export const LIFECYCLE_TRIGGER_EVENTS = {
   agent_killed: 'agent-kill',
   agent_suspended: 'agent-suspend',
   agent_resumed: 'agent-resume',
-} as const satisfies Record<string, KernelEvent['type']>;
+} as const satisfies Record<LifecycleTriggerEvent, KernelEvent['type']>;
 
-/** A lifecycle trigger event name. */
-export type LifecycleTriggerEvent = keyof typeof LIFECYCLE_TRIGGER_EVENTS;
-
-/** Every trigger event the scheduler understands, for error messages. */
-export const SUPPORTED_TRIGGER_EVENTS: readonly string[] = [...FILE_TRIGGER_EVENTS, ...Object.keys(LIFECYCLE_TRIGGER_EVENTS)];
+/** Every trigger event the scheduler understands (the manifest refuses any other), for messages. */
+export const SUPPORTED_TRIGGER_EVENTS: readonly string[] = TRIGGER_EVENTS;
 
 /** Whether `event` names a file trigger. */
 export function isFileTriggerEvent(event: string): event is FileTriggerEvent {

@@ -28,16 +28,10 @@ describe('capabilitiesFromManifest()', () => {
       agent_kill: ['worker-*'],
       file_read: ['/data/*'],
       file_write: ['/out/*'],
-      net_listen: [8080, 9090],
       llm_query: ['claude-*'],
       llm_max_tokens: 4000,
       env_read: ['HOME'],
-      ofp_discover: true,
-      ofp_connect: ['peer-*'],
-      ofp_advertise: true,
       econ_spend: 2.5,
-      econ_earn: true,
-      econ_transfer: ['treasurer'],
     });
     const capabilities = capabilitiesFromManifest(block);
     expect(capabilities).toEqual([
@@ -51,17 +45,10 @@ describe('capabilitiesFromManifest()', () => {
         { kind: 'agent_kill', pattern: 'worker-*' },
         { kind: 'file_read', pattern: '/data/*' },
         { kind: 'file_write', pattern: '/out/*' },
-        { kind: 'net_listen', port: 8080 },
-        { kind: 'net_listen', port: 9090 },
         { kind: 'llm_query', pattern: 'claude-*' },
         { kind: 'llm_max_tokens', max_tokens: 4000 },
         { kind: 'env_read', pattern: 'HOME' },
-        { kind: 'ofp_discover' },
-        { kind: 'ofp_connect', pattern: 'peer-*' },
-        { kind: 'ofp_advertise' },
         { kind: 'econ_spend', max_usd: 2.5 },
-        { kind: 'econ_earn' },
-        { kind: 'econ_transfer', pattern: 'treasurer' },
     ]);
   });
 
@@ -71,7 +58,7 @@ describe('capabilitiesFromManifest()', () => {
   });
 
   it('grants no boolean kind that is false', () => {
-    const block = ManifestCapabilitiesSchema.parse({ agent_spawn: false, ofp_discover: false, ofp_advertise: false, econ_earn: false });
+    const block = ManifestCapabilitiesSchema.parse({ agent_spawn: false });
     expect(capabilitiesFromManifest(block)).toEqual([]);
   });
 

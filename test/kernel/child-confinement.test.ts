@@ -124,7 +124,7 @@ describe('confineChild()', () => {
       '[schedule].cron "* * * * *" runs more often (every 60 s at the shortest) than the parent (every 86400 s)',
     );
     expect(confine('[schedule]\nmode = "periodic"\ncron = "0 * * * *"', '[schedule]\nmode = "periodic"\ncron = "30 9 * * 1"').schedule.cron).toBe('30 9 * * 1');
-    expect(refusal('[schedule]\nmode = "proactive"', '[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "/etc/*"').fields).toEqual([
+    expect(refusal('[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"', '[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "/etc/*"').fields).toEqual([
       '[[schedule.triggers]][0].pattern',
     ]);
   });

@@ -95,7 +95,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
   });
 
   it('refuses a file trigger that a symbolic link in the parent\'s workspace takes to files the parent may not read, and pins one inside to its real folder', async () => {
-    await host.kernel.spawn(manifest(parent('[schedule]\nmode = "proactive"')));
+    await host.kernel.spawn(manifest(parent('[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"')));
     const outside = join(dir.path, 'private');
     await mkdir(outside, { recursive: true });
     const parentWorkspace = host.runtime.workspaceOf({ name: 'boss', workspace: undefined });

@@ -146,11 +146,8 @@ max_iterations = 3
 
 [capabilities]
 tools = ["*"]
-net_listen = [8080]
 llm_max_tokens = 1000
 econ_spend = 2.5
-econ_earn = true
-ofp_discover = true
 
 [tools.file_read]
 timeout_seconds = 5
@@ -177,11 +174,35 @@ allow_shell = false
     expect(manifest.metadata).toEqual({ owner: { team: 'research' } });
     expect(manifest.routing).toEqual({ enabled: false, frontier_threshold: 0.8, smart_threshold: 0.5, balanced_threshold: 0.3 });
     expect(manifest.exec_policy).toEqual({ allow_shell: false, allow_network: true, allow_file_write: true });
-    expect(manifest.capabilities).toMatchObject({ net_listen: [8080], llm_max_tokens: 1000, econ_spend: 2.5, econ_earn: true });
+    expect(manifest.capabilities).toMatchObject({ llm_max_tokens: 1000, econ_spend: 2.5 });
   });
 });
 
 describe('parseManifest() refuses bad input with one message naming file, field and expectation', () => {
+  it('refuses the seed\'s peer-to-peer and payment grants, and net_listen, as not supported by Loom', () => {
+    expect(refusal('[capabilities]\nnet_listen = [8080]')).toBe(
+      'cannot load manifest "a.toml": [capabilities].net_listen: not supported by Loom: no tool opens a listening socket (the daemon serves HTTP, MCP and A2A for its agents); remove the key',
+    );
+    for (const grant of ['ofp_discover = true', 'ofp_connect = ["peer-*"]', 'ofp_advertise = false']) {
+      expect(refusal(`[capabilities]\n${grant}`)).toContain(`[capabilities].${grant.split(' ')[0]}: not supported by Loom: it has no peer-to-peer network`);
+    }
+    for (const grant of ['econ_earn = true', 'econ_transfer = ["treasurer"]']) {
+      expect(refusal(`[capabilities]\n${grant}`)).toContain(`[capabilities].${grant.split(' ')[0]}: not supported by Loom: it has no payment system`);
+    }
+  });
+
+  it('refuses an unknown trigger event, an agent_message trigger, a file trigger without a pattern and a proactive agent without triggers, naming the field', () => {
+    const proactive = (trigger: string): string => `[schedule]\nmode = "proactive"\n[[schedule.triggers]]\n${trigger}`;
+    expect(refusal(proactive('event = "cosmic_ray"'))).toBe(
+      'cannot load manifest "a.toml": [schedule].triggers[0].event: unknown event "cosmic_ray"; expected one of file_created, file_changed, agent_spawned, agent_killed, agent_suspended, agent_resumed',
+    );
+    expect(refusal(proactive('event = "agent_message"'))).toContain('[schedule].triggers[0].event: "agent_message" is not supported by Loom: the kernel publishes no event for a message between agents');
+    expect(refusal(proactive('event = "file_created"'))).toBe(
+      'cannot load manifest "a.toml": [schedule].triggers[0].pattern: required when event = "file_created": the files to watch, e.g. pattern = "/data/inbox/*.json"',
+    );
+    expect(refusal('[schedule]\nmode = "proactive"')).toContain('[schedule].triggers: required when mode = "proactive": at least one [[schedule.triggers]]');
+  });
+
   it('refuses a bad enum value', () => {
     expect(refusal('[schedule]\nmode = "sometimes"')).toBe(
       'cannot load manifest "a.toml": [schedule].mode: expected one of reactive, continuous, periodic, proactive, got "sometimes"',
