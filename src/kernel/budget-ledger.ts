@@ -2,6 +2,7 @@ import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Stream
 import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
 import { estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens, type ModelResolver, type ModelTarget, type TokenUsage } from '../models/index.ts';
 import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
+import type { LifetimeSpend } from './lifetime-spend.ts';
 
 /**
  * The one ledger every model call of an agent goes through (docs/decisions/0040-budget-ledger.md):
@@ -131,9 +132,12 @@ export interface CallScope {
  */
 export class BudgetLedger {
   readonly #quotas: QuotaTracker;
+  /** Agents' lifetime spending, held to `[capabilities].econ_spend`. */
+  readonly lifetime: LifetimeSpend | undefined;
 
-  constructor(quotas: QuotaTracker) {
+  constructor(quotas: QuotaTracker, lifetime?: LifetimeSpend) {
     this.#quotas = quotas;
+    this.lifetime = lifetime;
   }
 
   /** An agent's hourly tokens and cost (its `[resources]`), as a budget. */

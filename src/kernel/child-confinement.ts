@@ -146,8 +146,8 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const p = parent.manifest;
   const parentCaps = parent.capabilities;
 
-  // Capabilities: each child grant covered by one of the parent's; a missing token cap inherited.
-  let capabilities = inheritTokenCap(p, child);
+  // Capabilities: each child grant covered by one of the parent's; a missing token or spending cap inherited.
+  let capabilities = inheritCaps(p, child);
   let uncovered: JsonValue[] = [];
   try {
     validateInheritance(parentCaps, capabilitiesFromManifest(capabilities));
@@ -220,13 +220,17 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
 }
 
 /**
- * A token cap only restricts, so a child that sets none runs under its parent's cap rather
- * than being refused; the cap is written into the child's manifest, where `show` displays it.
+ * A token cap and a lifetime spending cap (`econ_spend`) only restrict, so a child that sets
+ * neither runs under its parent's rather than being refused; the caps are written into the
+ * child's manifest, where `show` displays them.
  */
-function inheritTokenCap(parent: Manifest, child: Manifest): Manifest['capabilities'] {
-  const cap = parent.capabilities.llm_max_tokens;
-  if (cap === undefined || child.capabilities.llm_max_tokens !== undefined) return child.capabilities;
-  return { ...child.capabilities, llm_max_tokens: cap };
+function inheritCaps(parent: Manifest, child: Manifest): Manifest['capabilities'] {
+  let capabilities = child.capabilities;
+  for (const key of ['llm_max_tokens', 'econ_spend'] as const) {
+    const cap = parent.capabilities[key];
+    if (cap !== undefined && capabilities[key] === undefined) capabilities = { ...capabilities, [key]: cap };
+  }
+  return capabilities;
 }
 
 type Report = (field: string, problem: string) => void;

@@ -33,6 +33,7 @@ import { createMessageFlow, type SendOptions, type TaskTurn } from './message-fl
 import { conversationSessionId } from './conversation-session.ts';
 import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
 import { BudgetLedger } from './budget-ledger.ts';
+import { LifetimeSpend } from './lifetime-spend.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
 import { createLineup } from './one-at-a-time.ts';
@@ -316,7 +317,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const events = createEventBus(logger);
   const quotas = new QuotaTracker(clock, store.usage);
   // Every model call of an agent reserves from its budgets here first, and settles after.
-  const ledger = new BudgetLedger(quotas);
+  const ledger = new BudgetLedger(quotas, new LifetimeSpend(store.usage));
 
   /**
    * Whether the agent may act unasked (its `unasked` hooks run: schedules, triggers, package
@@ -451,6 +452,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     for (const entry of [...doomed].reverse()) {
       capabilities.revoke(entry.id);
       quotas.forget(entry.id);
+      ledger.lifetime?.forget(entry.id);
       registry.remove(entry.id);
       flow.stopTurns(entry, 'kill');
       if (entry.state === 'running') await runHooks(entry, 'kill');

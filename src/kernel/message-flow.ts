@@ -40,6 +40,7 @@ import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { type Budget, type BudgetLedger, type CallSpend, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
+import { lifetimeBudgets, timeLimitedResolver } from './agent-call-limits.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
@@ -265,8 +266,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    */
   function meteredResolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
     const { resources } = entry.manifest;
-    return ledger.meter(runtime.resolver, {
-      budgets: [ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }), ...budgets],
+    return ledger.meter(timeLimitedResolver(runtime.resolver, entry.manifest, clock), {
+      budgets: [ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }), ...lifetimeBudgets(ledger, entry, capabilities.granted(entry.id)), ...budgets],
       price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,
     });
   }

@@ -272,7 +272,7 @@ export const ManifestCapabilitiesSchema = z.strictObject({
   ofp_discover: unsupportedGrant(PEER_NETWORK),
   ofp_connect: unsupportedGrant(PEER_NETWORK),
   ofp_advertise: unsupportedGrant(PEER_NETWORK),
-  econ_spend: z.number().nonnegative().optional().describe('USD it may spend (none = may spend nothing).'),
+  econ_spend: z.number().nonnegative().optional().describe('A hard cap in USD on what its model calls may cost over its whole life: a call whose estimated cost is more than what is left is refused (none = no cap; a child without one gets its parent\'s). Kept with the hourly quotas; a model with no known price counts as free.'),
   econ_earn: unsupportedGrant(PAYMENTS),
   econ_transfer: unsupportedGrant(PAYMENTS),
 });
@@ -349,7 +349,7 @@ export const ChainOfThoughtSchema = z
     max_steps: z.int().min(1).max(20).default(5).describe('Steps in a plan.'),
     initial_confidence_threshold: z.number().min(0).max(1).default(0.75).describe('The confidence the first loop needs; the bar falls each loop towards the minimum.'),
     min_confidence_threshold: z.number().min(0).max(1).default(0.4).describe('The confidence the last loop needs; at most the initial threshold.'),
-    network_timeout_seconds: z.int().positive().default(180).describe('How long one step may take.'),
+    network_timeout_seconds: z.int().positive().default(180).describe('How long one model call may take (the assessment, the plan, each step, the synthesis); a call still going then is cancelled and the turn fails, naming this setting.'),
   })
   .superRefine((settings, context) => {
     if (settings.min_confidence_threshold > settings.initial_confidence_threshold) {

@@ -1,0 +1,28 @@
+import type { Capability, Clock } from '../contracts/index.ts';
+import type { Manifest } from '../manifest/index.ts';
+import { type ModelResolver, withCallTimeLimit } from '../models/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { Budget, BudgetLedger } from './budget-ledger.ts';
+
+/**
+ * The limits an agent's manifest puts on each of its model calls, beyond the hourly quota: how
+ * long one call may take, and what the agent may spend in its life.
+ */
+
+/**
+ * `resolver` with the agent's per-call time limit, when its manifest sets one:
+ * `[chain_of_thought].network_timeout_seconds` holds each model call of a chain-of-thought agent
+ * (assessing, planning, each step, synthesizing) on `clock`. Otherwise `resolver` as it is.
+ */
+export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest, clock: Clock): ModelResolver {
+  const seconds = manifest.chain_of_thought?.network_timeout_seconds;
+  if (seconds === undefined) return resolver;
+  return withCallTimeLimit(resolver, { clock, timeoutMs: seconds * 1000, setting: '[chain_of_thought].network_timeout_seconds' });
+}
+
+/** The agent's lifetime spending cap as a budget, when it is granted `econ_spend` (the least grant, if several). */
+export function lifetimeBudgets(ledger: BudgetLedger, entry: Pick<AgentEntry, 'id' | 'name'>, granted: readonly Capability[]): Budget[] {
+  const caps = granted.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+  if (caps.length === 0 || ledger.lifetime === undefined) return [];
+  return [ledger.lifetime.budget(entry.id, entry.name, Math.min(...caps))];
+}

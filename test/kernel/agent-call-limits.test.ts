@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { QuotaExceededError } from '../../src/errors/index.ts';
+import type { AgentEvent } from '../../src/runtime/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-call-limits-');
+  host = await openTestHost(dir.path);
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+const model = (): string => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nmax_tokens = 1000\n`;
+
+async function refusalOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+describe('[chain_of_thought].network_timeout_seconds', () => {
+  it('cancels a chain-of-thought agent\'s model call that takes longer, naming the setting', async () => {
+    await host.kernel.spawn(manifest(`name = "thinker"\nmodule = "builtin:chain-of-thought"\n${model()}[chain_of_thought]\nnetwork_timeout_seconds = 5\n`));
+    let answer = (): void => undefined;
+    server.script([{ text: '{}', stall: new Promise<void>((resolve) => (answer = resolve)) }]);
+    const events: AgentEvent[] = [];
+    const done = (async () => {
+      for await (const event of host.kernel.stream('thinker', 'is it slow?')) events.push(event);
+    })();
+    await waitFor('the assessment to reach the model', () => server.requests.length === 1);
+    await host.clock.advance(4_999);
+    expect(events.some((event) => event.type === 'error')).toBe(false);
+    await host.clock.advance(1);
+    await done;
+    answer();
+    expect(events.at(-1)).toMatchObject({ type: 'error' });
+    const error = events.at(-1) as Extract<AgentEvent, { type: 'error' }>;
+    expect(error.message).toContain('the call to model "openai/gpt-4o" took longer than 5 s ([chain_of_thought].network_timeout_seconds) and was cancelled');
+  });
+});
+
+describe('[capabilities].econ_spend', () => {
+  const spender = (): string => `name = "spender"\n${model()}[capabilities]\necon_spend = 0.03\n`;
+  // 2,000 tokens in and 1,000 out of gpt-4o: $0.005 + $0.01.
+  const reply = { text: 'done', usage: { inputTokens: 2000, outputTokens: 1000 } };
+
+  it('refuses a model call once the agent has spent its lifetime cap, before it is sent, and after a restart too', async () => {
+    await host.kernel.spawn(manifest(spender()));
+    server.script([reply, reply, reply]);
+    expect((await host.kernel.send('spender', 'one')).text).toBe('done');
+    expect((await host.kernel.send('spender', 'two')).text).toBe('done');
+
+    const refusal = await refusalOf(host.kernel.send('spender', 'three'));
+    expect(refusal).toBeInstanceOf(QuotaExceededError);
+    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.03 in its life and has spent $0.0300');
+    expect((refusal as QuotaExceededError).details).toMatchObject({ budget: '[capabilities].econ_spend', limit: 0.03 });
+    expect(server.requests).toHaveLength(2);
+
+    // A new hour does not free it, nor does a restart: the cap is over the agent's life.
+    await host.close();
+    host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+    await host.clock.advance(2 * 60 * 60 * 1000);
+    expect(await refusalOf(host.kernel.send('spender', 'four'))).toBeInstanceOf(QuotaExceededError);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('refuses a call whose estimated cost is more than what is left, where an hourly quota would let it start', async () => {
+    await host.kernel.spawn(manifest(`name = "spender"\n${model()}[capabilities]\necon_spend = 0.005\n`));
+    server.script([reply]);
+    // max_tokens = 1000 of gpt-4o's output alone may cost $0.01.
+    const refusal = await refusalOf(host.kernel.send('spender', 'one'));
+    expect((refusal as QuotaExceededError).message).toContain('has spent $0.0000; the next model call would cost about $0.01');
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('gives a child without a cap its parent\'s', async () => {
+    await host.kernel.spawn(manifest(`name = "boss"\n${model()}[capabilities]\nagent_spawn = true\necon_spend = 0.03\n`));
+    await host.kernel.spawn(manifest(`name = "kid"\n${model()}`), { parent: 'boss' });
+    expect(host.kernel.get('kid').manifest.capabilities.econ_spend).toBe(0.03);
+  });
+});
