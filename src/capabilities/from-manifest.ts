@@ -1,5 +1,6 @@
 import type { ManifestCapabilities } from '../manifest/index.ts';
 import type { Capability, CapabilityKind, PatternCapabilityKind } from './capability.ts';
+import { TOOL_PROFILE_TOOLS, type ToolProfile } from './tool-profiles.ts';
 
 /**
  * The `[capabilities]` key of the manifest that grants each capability kind. `tools = ["*"]`
@@ -34,7 +35,9 @@ export const MANIFEST_KEY_BY_KIND: Readonly<Record<CapabilityKind, keyof Manifes
 /**
  * The capabilities a validated `[capabilities]` block grants, one per list entry, in the order
  * of the manifest's keys. `tools = ["*"]` becomes `tool_all`; `agent_spawn` grants only when
- * `true`; `llm_max_tokens` and `econ_spend` only when set. Throws nothing: the block has already passed `ManifestCapabilitiesSchema`.
+ * `true`; `llm_max_tokens` and `econ_spend` only when set. With the manifest's `profile`, an
+ * empty `tools` grants the profile's tools (see `TOOL_PROFILE_TOOLS`). Throws nothing: the block
+ * has already passed `ManifestCapabilitiesSchema`.
  *
  * @example
  * ```ts
@@ -42,14 +45,17 @@ export const MANIFEST_KEY_BY_KIND: Readonly<Record<CapabilityKind, keyof Manifes
  * // [{ kind: 'net_connect', pattern: 'api.openai.com' }, { kind: 'agent_spawn' }]
  * ```
  */
-export function capabilitiesFromManifest(block: ManifestCapabilities): Capability[] {
+export function capabilitiesFromManifest(block: ManifestCapabilities, profile?: ToolProfile): Capability[] {
   const capabilities: Capability[] = [];
+  // A profile grants its tools when `tools` is empty; a `tools` list (checked at load to lie
+  // within the profile) narrows it.
+  const tools = profile !== undefined && block.tools.length === 0 ? TOOL_PROFILE_TOOLS[profile] : block.tools;
   const addPatterns = (kind: PatternCapabilityKind, patterns: readonly string[]): void => {
     for (const pattern of patterns) {
       capabilities.push({ kind, pattern });
     }
   };
-  for (const tool of block.tools) {
+  for (const tool of tools) {
     capabilities.push(tool === '*' ? { kind: 'tool_all' } : { kind: 'tool_invoke', pattern: tool });
   }
   addPatterns('memory_read', block.memory_read);

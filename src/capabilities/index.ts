@@ -11,6 +11,8 @@ export { matchesPattern, patternCovers } from './pattern.ts';
 export { findEscalations, validateInheritance } from './validate-inheritance.ts';
 export { filePatternCovers, normalizeFilePath } from './file-path.ts';
 export { globDirectory } from './glob-directory.ts';
+export { TOOL_PROFILE_TOOLS, TOOL_PROFILES, toolsOutsideProfile } from './tool-profiles.ts';
+export type { ToolProfile } from './tool-profiles.ts';
 export type { PatternCapabilityKind } from './capability.ts';
 export { patternProblem } from './pattern-problem.ts';
 export { matchesShellCommand, shellPatternCovers } from './shell-pattern.ts';

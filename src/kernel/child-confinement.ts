@@ -53,8 +53,8 @@ export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> 
   resources: 'limit',
   priority: 'limit',
   capabilities: 'widening',
-  // A named tool preset with no effect today: the tools an agent may call come from `[capabilities]`.
-  profile: 'inert',
+  // Grants its tools as `[capabilities].tools` would, so a child's are checked with its grants.
+  profile: 'widening',
   tools: 'widening',
   skills: 'restricting',
   mcp_servers: 'restricting',
@@ -150,7 +150,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   let capabilities = inheritCaps(p, child);
   let uncovered: JsonValue[] = [];
   try {
-    validateInheritance(parentCaps, capabilitiesFromManifest(capabilities));
+    validateInheritance(parentCaps, capabilitiesFromManifest(capabilities, child.profile));
   } catch (error) {
     if (!(error instanceof CapabilityEscalationError)) throw error;
     const listed = error.details?.['uncovered'];

@@ -372,7 +372,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       children: new Set(),
       sessionId: record.sessionId,
       manifest,
-      capabilities: capabilitiesFromManifest(manifest.capabilities),
+      capabilities: capabilitiesFromManifest(manifest.capabilities, manifest.profile),
       createdAt: record.createdAt,
       updatedAt: record.updatedAt,
     };
@@ -627,7 +627,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   function admitManifest(requested: Manifest, parent: AgentEntry | undefined, action: 'spawn' | 'update'): Admitted {
     const { name } = requested;
     const manifest = parent === undefined ? requested : confineChild(parent, requested, confinementContext());
-    const granted = capabilitiesFromManifest(manifest.capabilities);
+    const granted = capabilitiesFromManifest(manifest.capabilities, manifest.profile);
     // An orchestrator reaches its managed agents only by messages its grants cover.
     const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
     const unreachable = managed.filter((agent) => !isGranted(granted, { kind: 'agent_message', pattern: agent }));

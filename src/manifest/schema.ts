@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { type PatternCapabilityKind, patternProblem } from '../capabilities/index.ts';
+import { type PatternCapabilityKind, patternProblem, TOOL_PROFILE_TOOLS, TOOL_PROFILES, toolsOutsideProfile } from '../capabilities/index.ts';
 
 /**
  * The agent manifest: one zod schema, the single source of truth for every field, its type and
@@ -17,8 +17,8 @@ export const SCHEDULE_MODES = ['reactive', 'continuous', 'periodic', 'proactive'
 /** Scheduling priorities. */
 export const PRIORITIES = ['low', 'normal', 'high', 'critical'] as const;
 
-/** Named tool profiles: a preset tool set an agent can start from. */
-export const TOOL_PROFILES = ['minimal', 'coding', 'research', 'messaging', 'automation', 'full'] as const;
+/** Named tool profiles: a preset tool set an agent is granted by naming it (see `TOOL_PROFILE_TOOLS`). */
+export { TOOL_PROFILES };
 
 /** Interval of a continuous agent when the manifest gives none. */
 export const DEFAULT_INTERVAL_SECONDS = 60;
@@ -457,7 +457,7 @@ export const ManifestSchema = z.strictObject({
   resources: ResourcesSchema.prefault({}).describe('Quotas.'),
   priority: z.enum(PRIORITIES).default('normal').describe('Scheduling priority.'),
   capabilities: ManifestCapabilitiesSchema.prefault({}).describe('What the agent is granted; everything else is refused (nothing is granted by default). See docs/capabilities.md.'),
-  profile: z.enum(TOOL_PROFILES).optional().describe('A named tool set; accepted, with no effect today: the tools an agent may call come from `[capabilities]`.'),
+  profile: z.enum(TOOL_PROFILES).optional().describe(`A named tool set it is granted: ${TOOL_PROFILES.map((name) => `\`${name}\` (${TOOL_PROFILE_TOOLS[name].join(', ')})`).join('; ')}. \`[capabilities].tools\` may narrow it, never widen it. Grants the tools only: the hosts, commands and files they reach still need their \`[capabilities]\`. See docs/capabilities.md.`),
   tools: z.record(z.string().min(1), ToolConfigSchema).default({}).describe('Per-tool settings, `[tools.<name>]`: `timeout_seconds`, plus the tool\'s own keys (any value).'),
   skills: StringListSchema.describe('Skill allowlist (empty = all).'),
   mcp_servers: StringListSchema.describe('MCP server allowlist (empty = all connected servers).'),
@@ -477,6 +477,16 @@ export const ManifestSchema = z.strictObject({
   emergent: EmergentSchema.optional().describe('The agent may forge tools at run time, when its capabilities also grant the tool `forge_tool`. `emergent = true` is short for an empty table. See docs/forged-tools.md.'),
   code: CodeSchema.optional().describe('A code agent\'s limits. Only with a `wasm:` or `python:` module.'),
 }).superRefine((manifest, context) => {
+  if (manifest.profile !== undefined) {
+    const outside = toolsOutsideProfile(manifest.profile, manifest.capabilities.tools);
+    if (outside.length > 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['capabilities', 'tools'],
+        message: `${outside.map((tool) => `"${tool}"`).join(', ')} ${outside.length === 1 ? 'is' : 'are'} not in profile "${manifest.profile}" (${TOOL_PROFILE_TOOLS[manifest.profile].join(', ')}); tools may narrow a profile, not widen it: choose a wider profile, or leave profile out and list the tools`,
+      });
+    }
+  }
   if (manifest.code !== undefined && manifest.module.startsWith('builtin:')) {
     context.addIssue({ code: 'custom', path: ['code'], message: `only used with a code module (module = "wasm:<path>.wasm" or "python:<path>.py"), but module is "${manifest.module}"` });
   }

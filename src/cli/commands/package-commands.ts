@@ -138,7 +138,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .action(async (slug: string, options: JsonOption) => {
       const { view, agent } = await withBackend(io, async (backend) => ({ view: await backend.packages.show(slug), agent: await backend.get(slug).catch(() => undefined) }));
       if (options.json === true) printJson(io, view);
-      else io.stdout(formatPackage(view, agent === undefined ? undefined : capabilitiesFromManifest(agent.manifest.capabilities).map(describeCapability)));
+      else io.stdout(formatPackage(view, agent === undefined ? undefined : capabilitiesFromManifest(agent.manifest.capabilities, agent.manifest.profile).map(describeCapability)));
     });
 
   pkg
