@@ -16,6 +16,7 @@ import { createPackageInstaller, createPackageRuntime, createPackageService, typ
 import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
+import { readIdentityFiles } from './identity-files.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
 import { realPathAsFar } from './real-path.ts';
 
@@ -84,6 +85,7 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
+    identityFiles: readIdentityFiles,
   };
 }
 

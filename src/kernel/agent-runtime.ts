@@ -1,6 +1,7 @@
 import type { LogReader, Tool } from '../contracts/index.ts';
 import type { CodeModules } from '../modules/index.ts';
 import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
+import type { IdentityFile } from './identity-prompt.ts';
 
 /** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
 export type Caller =
@@ -48,4 +49,10 @@ export interface AgentRuntime {
   codeModules?: CodeModules;
   /** The context window of a model, in tokens. */
   contextWindowTokens?(model: ModelTarget): number;
+  /**
+   * The identity files of a workspace (`SOUL.md`, …), each within its budget, for agents with
+   * `generate_identity_files`; those missing are left out. Without it such agents run on their
+   * manifest's prompt.
+   */
+  identityFiles?(workspace: string): Promise<readonly IdentityFile[]>;
 }

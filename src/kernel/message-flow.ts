@@ -54,7 +54,7 @@ import type { QuotaTracker } from './quota-tracker.ts';
 import { SessionHistories } from './session-histories.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withTurnSpan } from '../telemetry/spans.ts';
-import { defaultSystemPrompt } from './system-prompt.ts';
+import { systemPromptOf } from './identity-prompt.ts';
 import { chainOf, toolPolicyOf } from './tool-policy.ts';
 import { untrustedSenderOf } from './untrusted-sender.ts';
 import { sealTurn, type TurnEnding, TurnTrace } from './turn-record.ts';
@@ -432,7 +432,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       outcome = await runAgentLoop({
         agent,
         // What the agent knows of the person changes from turn to turn: it goes after the cached prefix.
-        system: withStabilityGuidelines(modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest)),
+        system: withStabilityGuidelines(await systemPromptOf(runtime, entry.manifest, workspace)),
         ...(known === undefined ? {} : { context: known }),
         cache: modelConfig?.cache !== false,
         cacheKey: place.sessionId,
@@ -525,7 +525,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const { models } = chooseModels(runtime, entry, task.prompt, 0, tools.length, task.model);
     const primary = models[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
-    const base = modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest);
+    const base = await systemPromptOf(runtime, entry.manifest, workspace);
     const record = async (calls: readonly ModelCallUsage[]): Promise<UsageRecord[]> => {
       const usage = priceCalls(runtime, entry, calls, runLogger);
       for (const item of usage) await store.usage.record(item);

@@ -17,6 +17,7 @@ import { delegationError } from './delegation-error.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { SessionHistories } from './session-histories.ts';
+import { systemPromptOf } from './identity-prompt.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, type ToolPolicy, toolPolicyOf } from './tool-policy.ts';
 import { type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
@@ -45,6 +46,8 @@ export interface ModuleTurnInput {
   model?: ModelTarget;
   /** What every model call resolves its model through: metered by the budget ledger (see `meteredResolver` in `message-flow.ts`). */
   resolver: ModelResolver;
+  /** The agent's system prompt, when read already (identity files); its manifest's otherwise. */
+  system?: string;
 }
 
 /** What the module turns are built from: the kernel's parts and the message flow's own steps they share. */
@@ -136,7 +139,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       message: turn.message,
       caller: caller.kind === 'agent' ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) } : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
       history: turn.history,
-      system: modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
+      system: turn.system ?? modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
       signal,
       emit,
       clock,
@@ -260,7 +263,8 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       calls.push(used);
       trace.model(used);
     };
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver }, await loadAi());
+    const system = await systemPromptOf(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system }, await loadAi());
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);

@@ -466,7 +466,7 @@ export const ManifestSchema = z.strictObject({
   routing: RoutingSchema.optional().describe('Pick a model tier by request complexity; config.toml\'s `[routing.<tier>]` says which model serves each tier.'),
   autonomous: AutonomousSchema.optional().describe('Guardrails for agents that run unattended.'),
   workspace: z.string().min(1).optional().describe('The agent\'s working folder (`~` expanded); default `LOOM_HOME/workspaces/<name>`.'),
-  generate_identity_files: z.boolean().default(false).describe('Write identity files into the workspace.'),
+  generate_identity_files: z.boolean().default(false).describe('`true`: the identity files (SOUL.md, IDENTITY.md, USER.md, TOOLS.md, MEMORY.md, AGENTS.md, HEARTBEAT.md) missing from the workspace are written from the manifest when the agent starts, never over a file that exists, and the system prompt is read from them at each turn (SOUL.md in place of `system_prompt`; at most 32 KB of each). See docs/identity-files.md.'),
   exec_policy: ExecPolicySchema.optional().describe('Can only take away: a field left out does not restrict, `false` forbids even what a capability grants.'),
   tool_allowlist: StringListSchema.describe('Only these tools (empty = no restriction).'),
   tool_blocklist: StringListSchema.describe('Removed after the allowlist.'),
