@@ -162,7 +162,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
             timezone: options.config.scheduler.timezone,
             leadership,
             queue: jobs,
-            send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message)),
+            send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message, { cycle: true })),
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
           })
         : undefined;

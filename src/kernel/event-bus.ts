@@ -105,7 +105,7 @@ export type ToolCallEvent =
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
-  | { type: 'agent-suspend'; at: number; agentId: string; name: string }
+  | { type: 'agent-suspend'; at: number; agentId: string; name: string; /** Set when the kernel suspended it on its own (an idle unattended agent). */ reason?: string }
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
   | { type: 'agent-update'; at: number; agentId: string; name: string }
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }

@@ -33,6 +33,7 @@ import { createMessageFlow, type SendOptions, type TaskTurn } from './message-fl
 import { conversationSessionId } from './conversation-session.ts';
 import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
 import { BudgetLedger } from './budget-ledger.ts';
+import { AutonomousGuard } from './autonomous-guard.ts';
 import { LifetimeSpend } from './lifetime-spend.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
@@ -382,7 +383,19 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
   const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, dependencies.runtime?.defaultModel, dependencies.runtime?.env);
   const detailOf = (entry: AgentEntry): AgentDetailView => toAgentDetailView(entry, dependencies.runtime?.defaultModel, dependencies.runtime?.env);
 
-  async function setState(reference: string, state: AgentEntry['state']): Promise<AgentView> {
+  /**
+   * After an unattended cycle: suspends the agent when its cycles have taken no action for its
+   * `[autonomous].idle_timeout_seconds`, the reason in the audit log's `agent-suspend` and the log.
+   */
+  async function suspendIfIdle(reference: string): Promise<void> {
+    const entry = registry.lookup(reference);
+    const reason = entry === undefined || entry.state !== 'running' ? undefined : guard.idleReason(entry);
+    if (entry === undefined || reason === undefined) return;
+    logger.warn({ agentId: entry.id }, `suspended agent "${entry.name}": ${reason}; resume it with loom agent resume ${entry.name}`);
+    await setState(entry.id, 'suspended', reason);
+  }
+
+  async function setState(reference: string, state: AgentEntry['state'], reason?: string): Promise<AgentView> {
     const entry = registry.resolve(reference);
     if (entry.state === state) return viewOf(entry);
     const at = clock.now();
@@ -395,7 +408,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     }
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(reference);
     await applyState(entry, state, at);
-    await publish({ type: state === 'running' ? 'agent-resume' : 'agent-suspend', at, agentId: entry.id, name: entry.name });
+    // A resumed agent's idle time starts again.
+    if (state === 'running') guard.forget(entry.id);
+    await publish(state === 'running' ? { type: 'agent-resume', at, agentId: entry.id, name: entry.name } : { type: 'agent-suspend', at, agentId: entry.id, name: entry.name, ...(reason === undefined ? {} : { reason }) });
     return viewOf(entry);
   }
 
@@ -453,6 +468,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       capabilities.revoke(entry.id);
       quotas.forget(entry.id);
       ledger.lifetime?.forget(entry.id);
+      guard.forget(entry.id);
       registry.remove(entry.id);
       flow.stopTurns(entry, 'kill');
       if (entry.state === 'running') await runHooks(entry, 'kill');
@@ -533,6 +549,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     });
     return runner;
   };
+  const guard = new AutonomousGuard(clock);
   const flow = createMessageFlow({
     store,
     clock,
@@ -546,6 +563,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     runner: toolRunner,
     taint,
     publish: (event) => publish(event),
+    guard,
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {
@@ -876,7 +894,11 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return views;
     },
 
-    send: (reference, message, options) => turns.send(reference, message, options),
+    async send(reference, message, options) {
+      const result = await turns.send(reference, message, options);
+      if (options?.cycle === true) await suspendIfIdle(reference);
+      return result;
+    },
 
     runTask: (reference, task, options) => turns.runTask(reference, task, options),
 

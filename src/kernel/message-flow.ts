@@ -41,6 +41,7 @@ import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { type Budget, type BudgetLedger, type CallSpend, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
 import { lifetimeBudgets, timeLimitedResolver } from './agent-call-limits.ts';
+import type { AutonomousGuard } from './autonomous-guard.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
@@ -77,6 +78,11 @@ export interface SendOptions {
   person?: string;
   /** The door the message came through when it is one whose text is untrusted whoever sends it (A2A): see `untrustedSenderOf`. */
   door?: 'a2a';
+  /**
+   * A scheduled wake-up of an agent that acts unasked: with `[autonomous]`, its tool calls are
+   * capped by `max_actions_per_cycle` (see `AutonomousGuard`).
+   */
+  cycle?: boolean;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -96,6 +102,8 @@ export interface MessageFlowParts {
   taint?: TaintTracker;
   /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
   publish: (event: KernelEvent) => Promise<void>;
+  /** Caps the tool calls of unattended cycles (`[autonomous]`). */
+  guard?: AutonomousGuard;
 }
 
 /**
@@ -401,7 +409,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const agent: ToolAgent = entry.manifest.module === 'builtin:eventlog' ? { ...policy.agent, limit: LOG_TOOL_LIMIT } : policy.agent;
     const sender = parts.taint === undefined ? undefined : untrustedSenderOf(caller, place.door, parts.taint.trusted);
     if (sender !== undefined) parts.taint?.label(agent, sender, message);
-    const runner = parts.runner();
+    const runner = place.cycle === true && parts.guard !== undefined ? parts.guard.cycleRunner(parts.runner(), entry) : parts.runner();
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
@@ -740,6 +748,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       sessionId,
       ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
       ...(options.person === undefined ? {} : { person: options.person }),
+      ...(options.cycle === true ? { cycle: true } : {}),
       receivedAt,
       stream: options.emit !== undefined,
       ...(seal === undefined ? {} : { seal }),

@@ -24,6 +24,8 @@ export interface TurnPlace {
   seal?: TurnSeal;
   /** `SendOptions.door`: the door whose messages are untrusted whoever sends them. */
   door?: 'a2a';
+  /** A scheduled wake-up of an agent that acts unasked (see `SendOptions.cycle`). */
+  cycle?: boolean;
 }
 
 /** A turn under way on a session, as its commit needs it (see `commitTurn` in `message-flow.ts`). */

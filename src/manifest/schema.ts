@@ -306,8 +306,8 @@ export const RoutingSchema = z
 /** `[autonomous]`: guardrails for agents that run unattended. */
 export const AutonomousSchema = z.strictObject({
   approval_required_for: StringListSchema.describe('Tool names whose every call waits for a person\'s approval.'),
-  max_actions_per_cycle: z.int().positive().default(100).describe('The most actions in one unattended cycle (a child\'s is at most its parent\'s).'),
-  idle_timeout_seconds: z.int().positive().default(3600).describe('Seconds an unattended agent may stay idle (a child\'s is at most its parent\'s).'),
+  max_actions_per_cycle: z.int().positive().default(100).describe('The most tool calls in one unattended cycle (a scheduled wake-up of a continuous, periodic or proactive agent): the next is not run and the cycle ends. A person\'s messages are not capped. A child\'s is at most its parent\'s.'),
+  idle_timeout_seconds: z.int().positive().default(3600).describe('A continuous, periodic or proactive agent whose wake-ups take no action (no tool call) for this long is suspended at the end of the wake-up that finds it so, with the reason in the audit log; resuming it starts the time again. A child\'s is at most its parent\'s.'),
 });
 
 /**
