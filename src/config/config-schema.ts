@@ -365,6 +365,12 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       /** Name → model; adds to and overrides the built-in names (claude-sonnet, claude-haiku, gpt-4o, …). */
       aliases: z.record(z.string().min(1), ModelTargetSchema).default({}),
+      /**
+       * How many agents' model calls may run at once; the others wait, and the next free slot goes
+       * to the agent of the highest `priority` (critical > high > normal > low; one that waits
+       * long enough climbs, so none starves). 0: no limit, and priority orders nothing.
+       */
+      max_concurrent_calls: z.int().min(0).max(1024).default(0),
     })
     .prefault({}),
   /** Registries that install codes and qualified names resolve through, searched in order. */
@@ -566,6 +572,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # Context windows in tokens (default 128000); compaction starts at 75% of it.
 # [context_windows]
 # "ollama/llama3.2" = 8192
+
+# How many agents' model calls may run at once (0, the default: no limit); the others wait, and
+# each free slot goes to the agent of the highest priority (critical > high > normal > low).
+# [models]
+# max_concurrent_calls = 4
 
 # Model names packages' activities use ("model": "claude-sonnet"). These add to and override
 # the built-in names: claude-opus, claude-sonnet, claude-haiku, gpt-5, gpt-5-mini, gpt-4o, gpt-4o-mini.

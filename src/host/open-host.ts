@@ -86,6 +86,7 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
     identityFiles: readIdentityFiles,
+    ...(config.models.max_concurrent_calls === 0 ? {} : { maxConcurrentModelCalls: config.models.max_concurrent_calls }),
   };
 }
 

@@ -1,13 +1,28 @@
-import type { Capability, Clock } from '../contracts/index.ts';
+import type { Capability, Clock, Logger } from '../contracts/index.ts';
 import type { Manifest } from '../manifest/index.ts';
-import { type ModelResolver, withCallTimeLimit } from '../models/index.ts';
+import { aroundModelCalls, type ModelResolver, withCallTimeLimit } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
+import type { PriorityGate } from './priority-gate.ts';
 
 /**
  * The limits an agent's manifest puts on each of its model calls, beyond the hourly quota: how
- * long one call may take, and what the agent may spend in its life.
+ * long one call may take, what the agent may spend in its life, and its place in the queue for
+ * the daemon's model-call slots.
  */
+
+/**
+ * `resolver` whose calls each hold one of `gate`'s slots while they run (a stream until it ends),
+ * waiting for it by the agent's `priority`. Without a gate (no `[models].max_concurrent_calls`),
+ * `resolver` as it is.
+ */
+export function slottedResolver(resolver: ModelResolver, manifest: Manifest, gate: PriorityGate | undefined, logger: Logger): ModelResolver {
+  if (gate === undefined) return resolver;
+  return aroundModelCalls(resolver, async (_target, options) => {
+    if (gate.full) logger.debug({ priority: manifest.priority, waiting: gate.waiting + 1 }, `a model call of agent "${manifest.name}" waits for a slot ([models].max_concurrent_calls), as ${manifest.priority} priority`);
+    return { options, end: await gate.acquire(manifest.priority, options.abortSignal) };
+  });
+}
 
 /**
  * `resolver` with the agent's per-call time limit, when its manifest sets one:

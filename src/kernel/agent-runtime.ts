@@ -55,4 +55,9 @@ export interface AgentRuntime {
    * manifest's prompt.
    */
   identityFiles?(workspace: string): Promise<readonly IdentityFile[]>;
+  /**
+   * How many model calls of agents may run at once (`[models].max_concurrent_calls`); the others
+   * wait, served by their agent's `priority`. Unset: no limit.
+   */
+  maxConcurrentModelCalls?: number;
 }

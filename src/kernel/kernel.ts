@@ -34,6 +34,7 @@ import { conversationSessionId } from './conversation-session.ts';
 import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
 import { BudgetLedger } from './budget-ledger.ts';
 import { AutonomousGuard } from './autonomous-guard.ts';
+import { PriorityGate } from './priority-gate.ts';
 import { LifetimeSpend } from './lifetime-spend.ts';
 import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
@@ -564,6 +565,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     taint,
     publish: (event) => publish(event),
     guard,
+    ...(dependencies.runtime?.maxConcurrentModelCalls === undefined ? {} : { modelSlots: new PriorityGate(dependencies.runtime.maxConcurrentModelCalls) }),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {

@@ -40,8 +40,9 @@ import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
 import { type Budget, type BudgetLedger, type CallSpend, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
-import { lifetimeBudgets, timeLimitedResolver } from './agent-call-limits.ts';
+import { lifetimeBudgets, slottedResolver, timeLimitedResolver } from './agent-call-limits.ts';
 import type { AutonomousGuard } from './autonomous-guard.ts';
+import type { PriorityGate } from './priority-gate.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation, canonicalExchange, renderCanonical } from './canonical-memory.ts';
 import type { CapabilityManager } from './capability-manager.ts';
@@ -104,6 +105,8 @@ export interface MessageFlowParts {
   publish: (event: KernelEvent) => Promise<void>;
   /** Caps the tool calls of unattended cycles (`[autonomous]`). */
   guard?: AutonomousGuard;
+  /** The daemon's model-call slots, handed out by agents' `priority` (`[models].max_concurrent_calls`); none: no limit. */
+  modelSlots?: PriorityGate;
 }
 
 /**
@@ -274,7 +277,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    */
   function meteredResolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
     const { resources } = entry.manifest;
-    return ledger.meter(timeLimitedResolver(runtime.resolver, entry.manifest, clock), {
+    return ledger.meter(slottedResolver(timeLimitedResolver(runtime.resolver, entry.manifest, clock), entry.manifest, parts.modelSlots, parts.logger.child({ agentId: entry.id })), {
       budgets: [ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }), ...lifetimeBudgets(ledger, entry, capabilities.granted(entry.id)), ...budgets],
       price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,
     });

@@ -455,7 +455,7 @@ export const ManifestSchema = z.strictObject({
   model: ModelConfigSchema.optional().describe('The model the agent thinks with, and how. Without `provider` and `model` it names no model: the agent runs on the daemon\'s default model with these settings (most examples do; name both to pin a model). Left out: the daemon\'s default model.'),
   fallback_models: z.array(FallbackModelSchema).default([]).describe('Tried in order when the model fails.'),
   resources: ResourcesSchema.prefault({}).describe('Quotas.'),
-  priority: z.enum(PRIORITIES).default('normal').describe('Scheduling priority.'),
+  priority: z.enum(PRIORITIES).default('normal').describe('Its place in the queue when agents\' model calls wait for a slot (config.toml\'s `[models].max_concurrent_calls`): critical > high > normal > low, first come first served among equals; a call passed over often enough climbs, so none starves. A child\'s is at most its parent\'s.'),
   capabilities: ManifestCapabilitiesSchema.prefault({}).describe('What the agent is granted; everything else is refused (nothing is granted by default). See docs/capabilities.md.'),
   profile: z.enum(TOOL_PROFILES).optional().describe(`A named tool set it is granted: ${TOOL_PROFILES.map((name) => `\`${name}\` (${TOOL_PROFILE_TOOLS[name].join(', ')})`).join('; ')}. \`[capabilities].tools\` may narrow it, never widen it. Grants the tools only: the hosts, commands and files they reach still need their \`[capabilities]\`. See docs/capabilities.md.`),
   tools: z.record(z.string().min(1), ToolConfigSchema).default({}).describe('Per-tool settings, `[tools.<name>]`: `timeout_seconds`, plus the tool\'s own keys (any value).'),

@@ -1,5 +1,6 @@
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import type { Clock } from '../contracts/index.ts';
+import { aroundModelCalls, type ModelCallScope } from './around-model-calls.ts';
 import { modelName } from './model-name.ts';
 import type { ModelResolver, ModelTarget } from './resolve-model.ts';
 
@@ -35,11 +36,11 @@ const ENDED = new Error('the model call ended');
  * ```
  */
 export function withCallTimeLimit(resolver: ModelResolver, limit: CallTimeLimit): ModelResolver {
-  return { resolve: (target) => timedModel(resolver.resolve(target), target, limit) };
+  return aroundModelCalls(resolver, (target, options) => startLimit(target, options, limit));
 }
 
 /** Starts the limit of one call: a signal that aborts on the caller's or on the time, and a stop for the timer. */
-function startLimit(target: ModelTarget, options: LanguageModelV4CallOptions, limit: CallTimeLimit): { options: LanguageModelV4CallOptions; stop: () => void } {
+function startLimit(target: ModelTarget, options: LanguageModelV4CallOptions, limit: CallTimeLimit): ModelCallScope {
   const timeout = new AbortController();
   const timer = new AbortController();
   limit.clock.sleep(limit.timeoutMs, { signal: timer.signal }).then(
@@ -47,36 +48,5 @@ function startLimit(target: ModelTarget, options: LanguageModelV4CallOptions, li
     () => undefined,
   );
   const signal = options.abortSignal === undefined ? timeout.signal : AbortSignal.any([options.abortSignal, timeout.signal]);
-  return { options: { ...options, abortSignal: signal }, stop: () => timer.abort(ENDED) };
-}
-
-function timedModel(model: LanguageModelV4, target: ModelTarget, limit: CallTimeLimit): LanguageModelV4 {
-  return {
-    specificationVersion: 'v4',
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
-    },
-    async doGenerate(options) {
-      const { options: limited, stop } = startLimit(target, options, limit);
-      try {
-        return await model.doGenerate(limited);
-      } finally {
-        stop();
-      }
-    },
-    async doStream(options) {
-      const { options: limited, stop } = startLimit(target, options, limit);
-      let result;
-      try {
-        result = await model.doStream(limited);
-      } catch (error) {
-        stop();
-        throw error;
-      }
-      const ends = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({ flush: stop, cancel: stop });
-      return { ...result, stream: result.stream.pipeThrough(ends) };
-    },
-  };
+  return { options: { ...options, abortSignal: signal }, end: () => timer.abort(ENDED) };
 }
