@@ -1,6 +1,6 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
-import { estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens, type ModelResolver, type ModelTarget, type TokenUsage } from '../models/index.ts';
+import { delegatingModel, estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens, type ModelResolver, type ModelTarget, type TokenUsage } from '../models/index.ts';
 import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
 import type { LifetimeSpend } from './lifetime-spend.ts';
 
@@ -264,13 +264,7 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
       throw error;
     }
   };
-  return {
-    specificationVersion: 'v4',
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
-    },
+  return delegatingModel(model, {
     async doGenerate(options) {
       const end = observed(options);
       const reservation = await reserve(options, end);
@@ -330,5 +324,5 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
       });
       return { ...result, stream: result.stream.pipeThrough(settled) };
     },
-  };
+  });
 }

@@ -1,4 +1,5 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { delegatingModel } from './delegating-model.ts';
 import type { ModelResolver, ModelTarget } from './resolve-model.ts';
 
 /** What {@link aroundModelCalls}'s `begin` gives a call: the options it runs with, and what to do when it ends. */
@@ -28,13 +29,7 @@ function once(end: () => void): () => void {
 }
 
 function wrapped(model: LanguageModelV4, begin: (options: LanguageModelV4CallOptions) => ModelCallScope | Promise<ModelCallScope>): LanguageModelV4 {
-  return {
-    specificationVersion: 'v4',
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
-    },
+  return delegatingModel(model, {
     async doGenerate(options) {
       const scope = await begin(options);
       try {
@@ -61,5 +56,5 @@ function wrapped(model: LanguageModelV4, begin: (options: LanguageModelV4CallOpt
       const ends = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({ flush: end, cancel: end });
       return { ...result, stream: result.stream.pipeThrough(ends) };
     },
-  };
+  });
 }

@@ -5,6 +5,7 @@
 export { ANTHROPIC_CACHE_READ_FACTOR, ANTHROPIC_CACHE_WRITE_FACTOR, cachePrices, createCostCatalog, DEFAULT_MODEL_PRICES, ModelPriceOverridesSchema } from './cost-catalog.ts';
 export type { CostCatalog, CostEstimate, ModelPrice, ModelPriceOverrides, TokenUsage } from './cost-catalog.ts';
 export { aroundModelCalls } from './around-model-calls.ts';
+export { delegatingModel } from './delegating-model.ts';
 export type { ModelCallScope } from './around-model-calls.ts';
 export { ModelCallTimeoutError, withCallTimeLimit } from './call-time-limit.ts';
 export type { CallTimeLimit } from './call-time-limit.ts';

@@ -3,7 +3,7 @@ import type * as AiModule from 'ai';
 import type { LanguageModelUsage, ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
-import { callWithFallback, estimateCallInputTokens, estimateOutputTokens, type ModelResolver, type ModelTarget, planPromptCache } from '../models/index.ts';
+import { callWithFallback, delegatingModel, estimateCallInputTokens, estimateOutputTokens, type ModelResolver, type ModelTarget, planPromptCache } from '../models/index.ts';
 import { loadAi } from './load-ai.ts';
 import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
@@ -391,20 +391,13 @@ function withContext(messages: readonly ModelMessage[], turnMessage: ModelMessag
 
 /** `model` telling `onAnswer` when a streamed answer begins (the provider has then read the prompt). */
 function answerWatched(model: LanguageModelV4, onAnswer: (inputTokens: number) => void): LanguageModelV4 {
-  return {
-    specificationVersion: 'v4',
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
-    },
-    doGenerate: (callOptions) => model.doGenerate(callOptions),
+  return delegatingModel(model, {
     async doStream(callOptions) {
       const result = await model.doStream(callOptions);
       onAnswer(estimateCallInputTokens(callOptions));
       return result;
     },
-  };
+  });
 }
 
 /** What both kinds of model call send, prompt cache marks included. Retries are the fallback chain's, so the SDK makes none. */
