@@ -271,9 +271,15 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return routed !== undefined && chain[0] === routed.model ? { models: chain, tier: routed.tier } : { models: chain };
   }
 
+  /** The tool runner of an unattended cycle: its tool calls capped by `[autonomous]` (see `AutonomousGuard`). */
+  function cycleRunner(entry: AgentEntry): ToolRunner {
+    return parts.guard === undefined ? parts.runner() : parts.guard.cycleRunner(parts.runner(), entry);
+  }
+
   /**
    * The resolver an agent's work calls models through: each call reserves from the agent's hourly
-   * quota and from `budgets` first, and settles with what it spent (see `BudgetLedger.meter`).
+   * quota and from `budgets` first, and settles with what it spent (see `BudgetLedger.meter`), within
+   * the agent's lifetime cap, its per-call time limit and its place in the queue for a model slot.
    */
   function meteredResolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
     const { resources } = entry.manifest;
@@ -412,7 +418,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const agent: ToolAgent = entry.manifest.module === 'builtin:eventlog' ? { ...policy.agent, limit: LOG_TOOL_LIMIT } : policy.agent;
     const sender = parts.taint === undefined ? undefined : untrustedSenderOf(caller, place.door, parts.taint.trusted);
     if (sender !== undefined) parts.taint?.label(agent, sender, message);
-    const runner = place.cycle === true && parts.guard !== undefined ? parts.guard.cycleRunner(parts.runner(), entry) : parts.runner();
+    const runner = place.cycle === true ? cycleRunner(entry) : parts.runner();
     const tools = runner.toolsFor(agent, filter);
     const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
     const primary = models[0] as ModelTarget;
@@ -705,6 +711,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     capabilities,
     histories,
     runner: parts.runner,
+    cycleRunner,
     publish: parts.publish,
     nameOf,
     meteredResolver,

@@ -48,6 +48,8 @@ export interface ModuleTurnInput {
   resolver: ModelResolver;
   /** The agent's system prompt, when read already (identity files); its manifest's otherwise. */
   system?: string;
+  /** The tool runner of this turn, when it is not the kernel's own (an unattended cycle's is capped). */
+  runner?: ToolRunner;
 }
 
 /** What the module turns are built from: the kernel's parts and the message flow's own steps they share. */
@@ -58,6 +60,8 @@ export interface ModuleTurnParts {
   capabilities: Pick<CapabilityManager, 'granted'>;
   histories: Pick<SessionHistories, 'load'>;
   runner: () => ToolRunner;
+  /** The tool runner of an unattended cycle of `entry` (see `AutonomousGuard.cycleRunner`). */
+  cycleRunner?: (entry: AgentEntry) => ToolRunner;
   /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
   publish: (event: KernelEvent) => Promise<void>;
   /** An agent's name by id (the id when it is gone). */
@@ -107,6 +111,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
+    const runnerOfTurn = (): ToolRunner => turn.runner ?? parts.runner();
     const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
     const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
       const model = primary();
@@ -129,7 +134,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       const policy = policyOfTurn();
       const toolCallId = parts.ids.uuid();
       emit({ type: 'tool-call', toolCallId, toolName: name, input });
-      const { result, failure } = await parts.runner().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
+      const { result, failure } = await runnerOfTurn().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
       const isError = result.isError === true;
       emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
       return { text: result.text, isError, failure };
@@ -180,7 +185,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       async act(_step, request) {
         const policy = policyOfTurn();
         const models = modelsOfTurn();
-        const runner = parts.runner();
+        const runner = runnerOfTurn();
         const outcome = await runAgentLoop({
           agent: policy.agent,
           system: withStabilityGuidelines(request.system),
@@ -264,7 +269,8 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       trace.model(used);
     };
     const system = await systemPromptOf(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system }, await loadAi());
+    const runner = place.cycle === true ? parts.cycleRunner?.(entry) : undefined;
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) }, await loadAi());
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);
