@@ -49,6 +49,24 @@ describe('[autonomous] guardrails of an agent that runs unattended', () => {
     expect((await toolResults()).slice(3).every((text) => !text.startsWith('not run'))).toBe(true);
   });
 
+  it('caps the tool calls of an agent type with its own steps too: a chain-of-thought step that acts past the cap ends there', async () => {
+    await host.kernel.spawn(
+      manifest(`name = "watcher"\nmodule = "builtin:chain-of-thought"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n[autonomous]\nmax_actions_per_cycle = 1\n[capabilities]\ntools = ["agent_list"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`),
+    );
+    const json = (value: unknown) => ({ text: JSON.stringify(value) });
+    server.script([
+      json({ complexity: 'simple', confidence: 0.2, needs_planning: true }),
+      json({ steps: [{ id: 's1', prompt: 'list the agents twice', depends_on: [], can_parallelize: false, needs_tools: true }], rationale: 'one step' }),
+      { toolCalls: [list, list] },
+      json({ answer: 'listed', confidence: 0.9, gaps: [] }),
+      { text: 'done' },
+    ]);
+    await cycle(1);
+    // The step's loop ended after its first call: the synthesis is the next model call, and it reads why.
+    expect(server.requests).toHaveLength(5);
+    expect(JSON.stringify(server.requests[3]?.body)).toContain('this unattended cycle made its 1 tool calls ([autonomous].max_actions_per_cycle = 1)');
+  });
+
   it('suspends an agent whose cycles take no action for idle_timeout_seconds, and records why', async () => {
     await host.kernel.spawn(manifest(watcher('idle_timeout_seconds = 150')));
     server.script([{ toolCalls: [list] }, { text: 'listed' }, { text: 'nothing' }, { text: 'nothing' }, { text: 'nothing' }, { text: 'nothing' }]);
