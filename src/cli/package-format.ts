@@ -42,6 +42,7 @@ export function formatInstallPlan(plan: InstallPlan): string {
     ...plan.bindings.map((binding) => `    ${binding.name}: ${describeTrigger(binding.trigger)}${binding.emit === null ? '' : ` → emits ${binding.emit}`} (${binding.costEstimate})`),
     `  capabilities it asks for${plan.derived ? ' (derived from its activities)' : ' (loom.toml)'}:`,
     ...(grants.length === 0 ? ['    none'] : grants.map((grant) => `    ${grant}`)),
+    ...plan.warnings.map((warning) => `  warning: ${warning}`),
   ];
   return `${lines.filter((line) => line !== undefined).join('\n')}\n`;
 }

@@ -52,6 +52,8 @@ export interface InstallPlan {
    * agent can read them, so the owner is told before agreeing. Null otherwise.
    */
   workspace: { path: string; files: number } | null;
+  /** What installs but will not work as written until the owner acts (see {@link PreparedPackage.warnings}). */
+  warnings: string[];
   /**
    * sha256 over the plan and what it was made from (agent.json, AGENT.md, loom.toml): install
    * given the digest of the plan a person agreed to refuses a package that changed since.
@@ -166,6 +168,7 @@ export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, sk
     pricing: loaded.agentJson.pricing,
     timezone: prepared.timezone,
     workspace,
+    warnings: prepared.warnings,
   };
   const digest = createHash('sha256').update(JSON.stringify({ plan, agentJson: loaded.rawAgentJson, persona: loaded.persona, loomToml: loaded.loomToml })).digest('hex');
   return { ...plan, digest };

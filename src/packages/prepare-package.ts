@@ -33,6 +33,11 @@ export interface PreparedPackage {
   manifest: ManifestInput;
   /** Each binding, runnable (skills' instructions filled in when the skills were given). */
   bindings: ReadonlyMap<string, RunnableBinding>;
+  /**
+   * What installs but will not work as written, each with its JSON path: an activity naming an
+   * MCP server that config.toml does not configure runs without that server's tools.
+   */
+  warnings: string[];
 }
 
 /** `provider/model`. */
@@ -82,9 +87,10 @@ function isStepScoped(capability: Capability): boolean {
 }
 
 /**
- * Checks a loaded package against the daemon (every model name resolves, every MCP server is
- * configured, loom.toml's capabilities cover every activity), and works out what its agent
- * holds and what each activity may use: least privilege per step. An activity's limit is what
+ * Checks a loaded package against the daemon (every model name resolves, loom.toml's
+ * capabilities cover every activity; an MCP server config.toml lacks is a warning, since the
+ * owner adds servers after installing), and works out what its agent holds and what each
+ * activity may use: least privilege per step. An activity's limit is what
  * the package holds that is not tied to a command, an MCP server or a model, plus its own
  * commands (`"<cmd> **"`), its own servers' tools (`mcp_<server>_*`) and its own model.
  * @throws {PackageError} naming every problem, each with its JSON path.
@@ -92,6 +98,7 @@ function isStepScoped(capability: Capability): boolean {
 export function preparePackage(loaded: LoadedPackage, environment: PackageEnvironment, skills?: ReadonlyMap<string, InstalledSkillText>): PreparedPackage {
   const { agentJson, loomToml, slug } = loaded;
   const problems: string[] = [];
+  const warnings: string[] = [];
   const aliases = knownModelAliases(environment.aliases);
   const requested = loomToml.capabilities;
   const requestedGrants = requested === undefined ? undefined : capabilitiesFromManifest(requested);
@@ -106,7 +113,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
       else models.set(activity.model, model);
       activity.mcps.forEach((server, serverIndex) => {
         if (!environment.mcpServers.includes(server)) {
-          problems.push(`${at}.mcps[${serverIndex}]: unknown MCP server "${server}"; ${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`} (add it as [[mcp_servers]] name = "${server}" with its [mcp_servers.transport], as docs/packages.md shows; a running daemon reads config.toml when it starts)`);
+          warnings.push(`${at}.mcps[${serverIndex}]: MCP server "${server}" is not configured (${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`}); the activity runs without its tools until you add it as [[mcp_servers]] name = "${server}" with its [mcp_servers.transport], as docs/packages.md shows, and restart the daemon`);
         }
       });
       const own = activityNeeds(activity, model);
@@ -179,7 +186,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
     metadata: { package: slug, ...(loaded.qualifiedName === undefined ? {} : { qualified_name: loaded.qualifiedName }) },
     tags: ['package'],
   };
-  return { loaded, timezone, capabilities, derived: requested === undefined, manifest, bindings };
+  return { loaded, timezone, capabilities, derived: requested === undefined, manifest, bindings, warnings };
 }
 
 /** The `[capabilities]` a package without loom.toml's asks for: what its activities need, and its agent's own model. */

@@ -77,11 +77,19 @@ describe("agent.json (spec/04's schema)", () => {
       'agent.json: workflows: emit chains must be acyclic: x → y → x',
     ],
     ['an unknown model', manual([activityJson('a', { model: 'gpt-17' })]), 'agent.json: workflows.job.activities[0].model: unknown model "gpt-17"; expected one of claude-haiku, claude-opus, claude-sonnet'],
-    ['an unknown MCP server', manual([activityJson('a', { mcps: ['notion'] })]), 'agent.json: workflows.job.activities[0].mcps[0]: unknown MCP server "notion"; config.toml configures google-calendar, gmail, slack, slack-notifier (add it as [[mcp_servers]] name = "notion" with its [mcp_servers.transport], as docs/packages.md shows; a running daemon reads config.toml when it starts)'],
   ])('refuses %s, naming the file, the path and what was expected', async (_case, agentJson, message) => {
     const text = await refusal(agentJson);
     expect(text).toContain(message);
     expect(text).toMatch(/^cannot load package "/);
+  });
+
+  it('takes an activity naming an MCP server config.toml lacks, with a warning naming the path and how to add it', async () => {
+    const folder = await writePackage(dir.path, 'notes', manual([activityJson('a', { mcps: ['notion'] })]));
+    const prepared = preparePackage((await loadPackage(folder)).loaded, environment);
+    expect(prepared.warnings).toEqual([
+      'agent.json: workflows.job.activities[0].mcps[0]: MCP server "notion" is not configured (config.toml configures google-calendar, gmail, slack, slack-notifier); the activity runs without its tools until you add it as [[mcp_servers]] name = "notion" with its [mcp_servers.transport], as docs/packages.md shows, and restart the daemon',
+    ]);
+    expect(prepared.bindings.get('job')?.activities[0]?.mcpServers).toEqual(['notion']);
   });
 
   it('refuses a loom.toml tool pattern that would give every step the shell or MCP servers', async () => {
