@@ -186,5 +186,7 @@ export async function buildDaemon(outDir = join(INSTALL_DIR, ...BUILD_DIR)): Pro
 
 if (import.meta.main) {
   const record = await buildDaemon();
-  process.stdout.write(`built the daemon into ${BUILD_DIR.join('/')}/ from ${record.sources.length} files, with ${record.inlined.length} libraries bundled\n`);
+  // npm runs this at install (`prepare`) with the project's own Node first on the PATH: the one
+  // line an install prints of it, where npm on an older Node would warn of every package.
+  process.stdout.write(`built the daemon into ${BUILD_DIR.join('/')}/ from ${record.sources.length} files, with ${record.inlined.length} libraries bundled; Loom runs on Node ${process.version} (the "node" dev dependency, first on the PATH in npm start and npx loom)\n`);
 }
