@@ -32,6 +32,8 @@ describe('an agent that cannot run, in the dashboard', () => {
     const blank = page.locator('tr[data-agent="blank"]').getByTestId('state-badge');
     await visible(blank, /cannot run/i);
     expect(await blank.getAttribute('title')).toContain('no [default_model]');
+    // As written: the badge's style used to capitalise every word ("Cannot Run").
+    expect(await blank.innerText()).toBe('cannot run');
     await visible(page.locator('tr[data-agent="ready"]').getByTestId('state-badge'), /^running$/i);
     await visible(page.getByText('2 agents · 1 running · 1 cannot run'));
   });
