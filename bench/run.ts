@@ -24,6 +24,7 @@ const benchmarks: Record<string, Bench> = {
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
   cost: async () => (await import('./cost.ts')).costBench(),
   'turn-telemetry': async () => (await import('./telemetry.ts')).turnTelemetryBench(),
+  'cli-agent-list': async () => (await import('./cli.ts')).cliAgentListBench(),
 };
 
 const requested = process.argv.slice(2);

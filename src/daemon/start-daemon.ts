@@ -9,7 +9,7 @@ import { type Host, openHost } from '../host/index.ts';
 import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
-import { createLoomMetrics, type LoomMetrics } from '../telemetry/loom-metrics.ts';
+import type { LoomMetrics } from '../telemetry/loom-metrics.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
 // Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
 import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
@@ -100,7 +100,9 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, version: options.version, ...(options.logs === undefined ? {} : { logs: options.logs }) });
   try {
     const bindHost = options.host ?? config.daemon.host;
-    // Counted from the start: each turn, call and run of this daemon, until it stops.
+    // Counted from the start: each turn, call and run of this daemon, until it stops. Loaded
+    // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
+    const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
     const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, metrics, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
