@@ -180,7 +180,7 @@ export interface PackageRunView {
   activities: ActivityRunView[];
 }
 
-/** The kernel events the package runtime publishes on `/api/events` (mirrors src/kernel/event-bus.ts). */
+/** The kernel events the package runtime and installer publish on `/api/events` (mirrors src/kernel/event-bus.ts). */
 export const PACKAGE_EVENT_TYPES = [
   'package-fire',
   'package-activity-start',
@@ -190,6 +190,7 @@ export const PACKAGE_EVENT_TYPES = [
   'package-run-finish',
   'package-skip',
   'package-miss',
+  'package-install',
 ] as const;
 
 /** The type of a package event. */
@@ -265,7 +266,7 @@ export interface AuditRecord {
   data: Record<string, unknown>;
 }
 
-/** The kinds `/api/audit?kind=` filters on, with the event types each covers (mirrors src/kernel/audit-kinds.ts). */
+/** The kinds `/api/audit?kind=` filters on, with the event types each covers (mirrors src/kernel/audit-kinds.ts; test/web/audit-kinds-mirror.test.ts fails when they differ). */
 export const AUDIT_KINDS = {
   turn: ['turn-finish', 'turn-refuse', 'turn-cancel', 'turn-error', 'model-error'],
   tool: ['tool-finish', 'tool-failed', 'tool-denied', 'tool-invalid', 'tool-blocked', 'tool-timeout', 'tool-sandbox-fault'],
@@ -276,7 +277,7 @@ export const AUDIT_KINDS = {
   agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
   package: PACKAGE_EVENT_TYPES,
-  channel: ['channel-refused', 'channel-paired'],
+  channel: ['channel-refused', 'channel-paired', 'channel-reply-failed'],
   reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
 } as const;
 
@@ -286,7 +287,7 @@ export type AuditKind = keyof typeof AUDIT_KINDS;
 export const AUDIT_OUTCOMES = {
   ok: ['turn-finish', 'tool-finish'],
   refused: AUDIT_KINDS.refusal,
-  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify'],
+  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify', 'channel-reply-failed'],
   cancelled: ['turn-cancel'],
 } as const;
 
