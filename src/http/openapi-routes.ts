@@ -235,16 +235,34 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 /**
+ * Where a daemon serves a route the document lists: A2A's under `[a2a].listen_path` (`a2aPath`;
+ * `/` puts them at the root), none of them when A2A is off (`null`), as listed when not given.
+ */
+function servedPath(path: string, a2aPath: string | null | undefined): string | undefined {
+  const isA2a = path === A2A_PATH || path.startsWith(`${A2A_PATH}/`);
+  if (a2aPath === null && (isA2a || path.startsWith('/.well-known/agent'))) return undefined;
+  if (a2aPath === undefined || a2aPath === null || !isA2a) return path;
+  return `${a2aPath === '/' ? '' : a2aPath}${path.slice(A2A_PATH.length)}` || '/';
+}
+
+/** Where the document lists A2A's routes: `[a2a].listen_path`'s default. */
+const A2A_PATH = '/a2a';
+
+/**
  * Loom's HTTP API as an OpenAPI 3.1 document: every route the daemon answers, with request
  * bodies from the routes' own zod schemas and the manifest's from the manifest schema. Served
- * at `GET /api/openapi.json` and written to docs/reference/openapi.json.
+ * at `GET /api/openapi.json` and written to docs/reference/openapi.json. `a2aPath` is the
+ * daemon's `[a2a].listen_path`, or null when `[a2a].enabled = false`: the served document lists
+ * A2A's routes where that daemon answers them (docs/reference's, under `/a2a`).
  */
-export function openApiDocument(options: { version: string }): OpenApiDocument {
+export function openApiDocument(options: { version: string; a2aPath?: string | null }): OpenApiDocument {
   const schemas: Record<string, JsonObject> = {};
   const schemaOf = (name: string, schema: z.ZodType): JsonObject => (schemas[name] === undefined ? registerSchema(schemas, name, schema) : ref(name));
   schemaOf('Manifest', ManifestSchema);
   const paths: OpenApiDocument['paths'] = {};
-  for (const [route, methods] of Object.entries(operations(schemaOf))) {
+  for (const [listed, methods] of Object.entries(operations(schemaOf))) {
+    const route = servedPath(listed, options.a2aPath);
+    if (route === undefined) continue;
     paths[route] = {};
     for (const [method, { tag, public: isPublic, ...operation }] of Object.entries(methods)) {
       paths[route][method] = { tags: [tag], ...(operation as JsonObject), ...(isPublic === true ? { security: [] } : {}) };
@@ -331,7 +349,7 @@ const TAG_TEXT: Record<string, string> = {
  * `GET /api/openapi.json` (mount under `/api`): the document above. Any caller the API serves may
  * read it (owner, user or viewer key; the local user without keys): it describes routes, not data.
  */
-export function createOpenApiRoutes(options: { version: string }): Hono<HttpEnv> {
+export function createOpenApiRoutes(options: { version: string; a2aPath: string | null }): Hono<HttpEnv> {
   const routes = new Hono<HttpEnv>();
   let document: OpenApiDocument | undefined;
   routes.get('/openapi.json', (c) => c.json((document ??= openApiDocument(options))));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { type OpenApiDocument, openApiDocument } from '../../src/http/openapi-routes.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp } from '../../src/http/index.ts';
+import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useDaemonHome } from '../helpers/daemon-process.ts';
 import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
@@ -102,6 +102,38 @@ describe('the OpenAPI document of the HTTP API', () => {
     const response = await fetch(`${url}/api/no-such-route`);
     expect(response.status).toBe(404);
     expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ROUTE_NOT_FOUND', message: expect.stringMatching(/^no route GET \/api\/no-such-route/) as unknown });
+  });
+
+  it('lists A2A routes where a daemon serves them: under a changed [a2a].listen_path, and not at all with A2A off', async () => {
+    const dir = await makeTempDir('loom-openapi-a2a-');
+    const host = await openTestHost(dir.path);
+    try {
+      for (const a2a of [{ listen_path: '/peers' }, { enabled: false }]) {
+        const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({ a2a }), env: TEST_KEYS, clock: host.clock, logger: createSilentLogger(), packages: host.packages, channels: host.channels, cluster: host.cluster });
+        const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+        try {
+          const served = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as OpenApiDocument;
+          const listed = Object.keys(served.paths);
+          expect(listed.filter((path) => path.startsWith('/a2a'))).toEqual([]);
+          const a2aPaths = listed.filter((path) => path.startsWith('/peers') || path.startsWith('/.well-known/agent'));
+          expect(a2aPaths.length, JSON.stringify(a2a)).toBe('listen_path' in a2a ? Object.keys(document.paths).filter((path) => path.startsWith('/a2a') || path.startsWith('/.well-known/agent')).length : 0);
+          const answer = async (path: string) => {
+            const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+            return ((await response.json()) as { error?: { code: string } }).error?.code;
+          };
+          expect(await answer('/a2a/helper')).toBe('ROUTE_NOT_FOUND');
+          if ('listen_path' in a2a) {
+            expect(listed).toEqual(expect.arrayContaining(['/peers/{agent}', '/peers/agents', '/peers/tasks/send']));
+            expect(await answer('/peers/helper')).toBe('AGENT_NOT_FOUND');
+          }
+        } finally {
+          await server.close();
+        }
+      }
+    } finally {
+      await host.close();
+      await dir.remove();
+    }
   });
 
   it('is served by the daemon at GET /api/openapi.json', async () => {
