@@ -23,6 +23,10 @@ export interface RoutingThresholds {
 
 /** Message length (in characters) at which the length signal is full. */
 export const LENGTH_SATURATION_CHARS = 2000;
+/** Parts of a request (list items, questions) at which the parts signal is full. */
+export const PARTS_SATURATION_COUNT = 5;
+/** Distinct reasoning words at which the reasoning signal is full. */
+export const REASONING_SATURATION_COUNT = 3;
 /** Tool count at which the tool signal is full. */
 export const TOOL_SATURATION_COUNT = 10;
 /** History depth (messages) at which the history signal is full. */
@@ -31,27 +35,50 @@ export const HISTORY_SATURATION_DEPTH = 20;
 const FENCED_CODE = /```/;
 // Code-like syntax outside fences: calls, braces with semicolons, arrows, declarations, markup.
 const CODE_LIKE = /(\b(function|const|let|var|def|class|import|return|SELECT|FROM)\b.*[({=;:])|=>|\w+\([^)]*\)\s*[;{]|[{};]\s*$|<\/?[a-z]+[^>]*>/m;
+// The parts of a request: list items (`1.`, `2)`, `-`, `*`, `•` at a line's start) and questions.
+const LIST_ITEM = /^\s*(?:\d+[.)]|[-*•])\s+\S/gm;
+const QUESTION = /\?(?=\s|$)/g;
+// Words that ask for reasoning rather than recall, each counted once.
+const REASONING_WORDS = /\b(analy[sz]\w*|compar\w*|design\w*|architect\w*|prove|proof|deriv\w*|optimi[sz]\w*|refactor\w*|debug\w*|trade-?offs?|step by step|evaluat\w*|algorithm\w*|implement\w*|diagnos\w*|why)\b/gi;
+
+/** What the message itself asks for, in [0, 1]: length, code, parts, reasoning words. */
+function messageComplexity(text: string): number {
+  const length = Math.min(1, text.length / LENGTH_SATURATION_CHARS);
+  const code = FENCED_CODE.test(text) ? 1 : CODE_LIKE.test(text) ? 0.6 : 0;
+  const parts = Math.min(1, ((text.match(LIST_ITEM)?.length ?? 0) + (text.match(QUESTION)?.length ?? 0)) / PARTS_SATURATION_COUNT);
+  const words = new Set((text.match(REASONING_WORDS) ?? []).map((word) => word.toLowerCase().slice(0, 6)));
+  const reasoning = Math.min(1, words.size / REASONING_SATURATION_COUNT);
+  return 0.45 * length + 0.25 * code + 0.15 * parts + 0.15 * reasoning;
+}
 
 /**
- * A complexity score in [0, 1] for a request, the weighted sum of four signals, each in [0, 1]:
+ * A complexity score in [0, 1] for a request: what its message asks for, raised by the context it
+ * runs in. The message alone spans the whole range, so a first message with no tools can reach
+ * any tier; the context (tools, history) can raise a score by at most half of what is left to 1,
+ * never make a short chat `frontier`. `score = 1 − (1 − message) × (1 − context)`, where:
  *
- * | signal  | weight | full at |
- * |---------|--------|---------|
- * | length  | 0.35   | {@link LENGTH_SATURATION_CHARS} characters, linear below |
- * | code    | 0.25   | a fenced block (```) gives 1; code-like syntax without fences gives 0.6 |
- * | tools   | 0.20   | {@link TOOL_SATURATION_COUNT} tools, linear below |
- * | history | 0.20   | {@link HISTORY_SATURATION_DEPTH} earlier messages, linear below |
+ * | part    | signal    | weight | full at |
+ * |---------|-----------|--------|---------|
+ * | message | length    | 0.45   | {@link LENGTH_SATURATION_CHARS} characters, linear below |
+ * | message | code      | 0.25   | a fenced block (```) gives 1; code-like syntax without fences gives 0.6 |
+ * | message | parts     | 0.15   | {@link PARTS_SATURATION_COUNT} list items and questions |
+ * | message | reasoning | 0.15   | {@link REASONING_SATURATION_COUNT} distinct words such as analyse, compare, design, prove, optimise, debug, trade-off, why |
+ * | context | tools     | 0.25   | {@link TOOL_SATURATION_COUNT} tools, linear below |
+ * | context | history   | 0.25   | {@link HISTORY_SATURATION_DEPTH} earlier messages, linear below |
  *
- * A short chat message with no tools and no history scores near 0; a long message with a fenced
- * code block, many tools and a deep history scores 1.
+ * Examples (docs/agents.md has more): `hi there` scores 0.002 (fast); 600 characters of prose,
+ * 0.14 (fast); the same length asking to analyse, compare and say why, in 9 questions, 0.44
+ * (balanced); "Why does this fail? Debug it:" over a 750-character fenced block, 0.55 (smart); five
+ * numbered asks (analyse, compare, optimise, trade-offs) over 1,950 characters with a fenced
+ * block, 0.99 (frontier), each as a first message with no tools; a one-line question with 10
+ * tools after 20 messages, 0.52 (smart).
  */
 export function scoreComplexity(input: ComplexityInput): number {
-  const length = Math.min(1, input.messageText.length / LENGTH_SATURATION_CHARS);
-  const code = FENCED_CODE.test(input.messageText) ? 1 : CODE_LIKE.test(input.messageText) ? 0.6 : 0;
+  const message = messageComplexity(input.messageText);
   const tools = Math.min(1, Math.max(0, input.toolCount) / TOOL_SATURATION_COUNT);
   const history = Math.min(1, Math.max(0, input.historyDepth) / HISTORY_SATURATION_DEPTH);
-  const score = 0.35 * length + 0.25 * code + 0.2 * tools + 0.2 * history;
-  return Math.min(1, Math.max(0, score));
+  const context = 0.25 * tools + 0.25 * history;
+  return Math.min(1, Math.max(0, 1 - (1 - message) * (1 - context)));
 }
 
 /**

@@ -11,9 +11,34 @@ describe('scoreComplexity()', () => {
     expect(score).toBeLessThan(0.05);
   });
 
-  it('scores a long message with a fenced code block, many tools and deep history at 1', () => {
+  it('scores a long message with a fenced code block, many tools and deep history as frontier', () => {
     const messageText = `Refactor this:\n\`\`\`ts\n${'const x = compute(a, b);\n'.repeat(100)}\`\`\``;
-    expect(scoreComplexity({ messageText, toolCount: 25, historyDepth: 50 })).toBe(1);
+    expect(scoreComplexity({ messageText, toolCount: 25, historyDepth: 50 })).toBeGreaterThanOrEqual(0.8);
+  });
+
+  it('spans the whole range with the message alone: a first message with no tools reaches frontier, and 1', () => {
+    const asks = '1. Analyse the design below.\n2. Compare it with an event-sourced one.\n3. Optimise the hot path.\n4. What are the trade-offs?\n5. Which would you pick?\n';
+    const code = `\`\`\`ts\n${'const total = items.reduce((sum, item) => sum + item.price, 0);\n'.repeat(28)}\`\`\``;
+    const first = { toolCount: 0, historyDepth: 0 };
+    expect(pickTier(scoreComplexity({ messageText: `${asks}${code}`, ...first }), thresholds)).toBe('frontier');
+    expect(scoreComplexity({ messageText: `${asks}${code}\n${'x'.repeat(200)}`, ...first })).toBe(1);
+    // The examples of docs/agents.md, each a tier of its own.
+    const examples = [
+      ['hi there', 'fast'],
+      ['Tell me about the history of the Roman empire. '.repeat(13), 'fast'],
+      ['Analyse and compare the causes of the fall of Rome; why did it happen? '.repeat(9), 'balanced'],
+      [`Why does this fail? Debug it:\n\`\`\`ts\n${'const x = f(a);\n'.repeat(45)}\`\`\``, 'smart'],
+    ] as const;
+    for (const [messageText, tier] of examples) expect(pickTier(scoreComplexity({ messageText, ...first }), thresholds), messageText.slice(0, 30)).toBe(tier);
+  });
+
+  it('lets tools and history raise a score but never make a one-line question frontier', () => {
+    const question = 'What is the weather in Paris today?';
+    const alone = scoreComplexity({ messageText: question, toolCount: 0, historyDepth: 0 });
+    const busy = scoreComplexity({ messageText: question, toolCount: 10, historyDepth: 20 });
+    expect(busy).toBeGreaterThan(alone);
+    expect(pickTier(busy, thresholds)).toBe('smart');
+    expect(scoreComplexity({ messageText: question, toolCount: 100, historyDepth: 1000 })).toBeLessThan(0.8);
   });
 
   it('scores higher with each signal added: length, code, tools, history', () => {
@@ -34,10 +59,10 @@ describe('scoreComplexity()', () => {
     expect(fenced).toBeGreaterThan(codeLike);
   });
 
-  it('weighs tools at 0.2 and history at 0.2 when saturated', () => {
-    expect(scoreComplexity({ messageText: '', toolCount: 10, historyDepth: 0 })).toBeCloseTo(0.2, 10);
-    expect(scoreComplexity({ messageText: '', toolCount: 0, historyDepth: 20 })).toBeCloseTo(0.2, 10);
-    expect(scoreComplexity({ messageText: 'x'.repeat(2000), toolCount: 0, historyDepth: 0 })).toBeCloseTo(0.35, 10);
+  it('weighs tools at 0.25 and history at 0.25 when saturated, the message\'s length at 0.45', () => {
+    expect(scoreComplexity({ messageText: '', toolCount: 10, historyDepth: 0 })).toBeCloseTo(0.25, 10);
+    expect(scoreComplexity({ messageText: '', toolCount: 0, historyDepth: 20 })).toBeCloseTo(0.25, 10);
+    expect(scoreComplexity({ messageText: 'x'.repeat(2000), toolCount: 0, historyDepth: 0 })).toBeCloseTo(0.45, 10);
   });
 });
 
