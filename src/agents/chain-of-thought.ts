@@ -98,7 +98,7 @@ const round = (value: number): string => value.toFixed(2);
  * no planning is needed and the confidence reaches the first threshold); plan up to `max_steps`
  * steps; run them in dependency layers (parallel ones at once, tools only for the steps that need
  * them); synthesize an answer with a confidence; while it is below the loop's decaying threshold,
- * replan (at most `max(2, max_steps / 2)` new steps, finished results kept) and go again; finally
+ * replan (at most half of `max_steps` new steps, at least one; finished results kept) and go again; finally
  * write the answer for the user, which is what the session keeps. The trace is recorded.
  */
 export const runChainOfThought: AgentModule = async (context) => {
@@ -135,7 +135,8 @@ export const runChainOfThought: AgentModule = async (context) => {
   const steps: PlanStep[] = [];
   const results = new Map<string, string>();
   let pending = plan.steps;
-  const replanMax = Math.max(2, Math.floor(settings.max_steps / 2));
+  // spec/03: a replan is capped at half of MaxSteps (one at least, so that a replan can add a step).
+  const replanMax = Math.max(1, Math.floor(settings.max_steps / 2));
 
   for (let loop = 0; ; loop += 1) {
     await execute(context, pending, steps, results, loop, think);
@@ -167,7 +168,7 @@ export const runChainOfThought: AgentModule = async (context) => {
       data: { loop: loop + 1, confidence: synthesis.confidence, threshold, gaps: synthesis.gaps },
     });
     const replan = await context.structured('replan', planSchema(replanMax), {
-      system: `${context.system}\n\nThe answer so far is not good enough. Plan at most ${replanMax} new steps that fill these gaps: ${synthesis.gaps.join('; ') || '(none named)'}. Steps may depend on the finished ones (${steps.map((step) => step.id).join(', ')}); use new ids.`,
+      system: `${context.system}\n\nThe answer so far is not good enough. Plan at most ${replanMax} new ${replanMax === 1 ? 'step' : 'steps'} that fill these gaps: ${synthesis.gaps.join('; ') || '(none named)'}. Steps may depend on the finished ones (${steps.map((step) => step.id).join(', ')}); use new ids.`,
       messages: [...question, { role: 'user', content: resultsText(steps, results) }],
     });
     think(loop, 'replan', replan);

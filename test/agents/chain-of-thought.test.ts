@@ -86,6 +86,26 @@ describe('builtin:chain-of-thought', () => {
     expect((trace?.data['trace'] as { phase: string }[]).map((entry) => entry.phase)).toEqual(['assess', 'plan', 'execute', 'execute', 'synthesize', 'replan', 'execute', 'synthesize']);
   });
 
+  it("caps a replan at half of max_steps, as spec/03 says: 1 new step of 2 or 3, 3 of 6", async () => {
+    for (const [maxSteps, cap] of [[2, 'at most 1 new step that'], [3, 'at most 1 new step that'], [6, 'at most 3 new steps that']] as const) {
+      await host.kernel.spawn(thinker(`max_loops = 2\nmax_steps = ${maxSteps}\n`));
+      server.script([
+        json({ complexity: 'complex', confidence: 0.3, needs_planning: true }),
+        json({ steps: [step('a')], rationale: 'one' }),
+        { text: 'result a' },
+        json({ answer: 'draft', confidence: 0.2, gaps: ['numbers'] }),
+        json({ steps: [step('b', ['a'])], rationale: 'fill the gap' }),
+        { text: 'result b' },
+        json({ answer: 'better', confidence: 0.9, gaps: [] }),
+        { text: 'The answer.' },
+      ]);
+      const before = server.requests.length;
+      await host.kernel.send('thinker', 'a hard question');
+      expect(JSON.stringify(server.requests[before + 4]?.body), `max_steps = ${maxSteps}`).toContain(`Plan ${cap} fill`);
+      await host.kernel.kill('thinker');
+    }
+  });
+
   it('accepts what it has at the last loop even below the threshold', async () => {
     await host.kernel.spawn(thinker('max_loops = 1\n'));
     server.script([json({ complexity: 'medium', confidence: 0.2, needs_planning: true }), json({ steps: [step('a')], rationale: 'one' }), { text: 'a' }, json({ answer: 'meh', confidence: 0.1, gaps: ['all'] }), { text: 'Best I can do.' }]);
