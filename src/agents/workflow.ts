@@ -147,7 +147,8 @@ export function workflowModule(port: WorkflowPort): AgentModule {
         kept,
       );
       if (plan.question !== null) return reply(plan.question);
-      const saved = await port.update(() => ({ ...current, state: 'awaiting_approval', summary: plan.summary, tasks: plan.tasks, replans: current.replans + (state === 'stalled' ? 1 : 0), note: null, updatedAt: now() }));
+      const replans = current.replans + (state === 'stalled' ? 1 : 0);
+      const saved = await port.update(() => ({ ...current, state: 'awaiting_approval', summary: plan.summary, tasks: replannedTasks(current.tasks, plan.tasks, replans, state === 'stalled'), replans, note: null, updatedAt: now() }));
       return reply(`${describeWorkflow(saved)}${plan.leftOut}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
     }
 
@@ -160,20 +161,42 @@ export function workflowModule(port: WorkflowPort): AgentModule {
   };
 }
 
-/** Marks tasks whose dependencies failed or were blocked as blocked (and their dependants after them). */
+/**
+ * Marks the pending tasks an upstream failure strands (spec/03's task lifecycle): `blocked` when
+ * a task it depends on failed, or was blocked itself after it ran; `skipped` when what it depends
+ * on never ran (blocked or skipped in turn), their dependants after them.
+ */
 function blockDependants(tasks: WorkflowTaskRecord[]): WorkflowTaskRecord[] {
   let changed = true;
   let result = tasks;
   while (changed) {
     changed = false;
-    const dead = new Set(result.filter((task) => task.status === 'failed' || task.status === 'blocked' || task.status === 'skipped').map((task) => task.id));
+    const byId = new Map(result.map((task) => [task.id, task]));
+    const isDead = (task: WorkflowTaskRecord | undefined): boolean => task !== undefined && (task.status === 'failed' || task.status === 'blocked' || task.status === 'skipped');
+    // A task that failed, or was blocked once it had run (all it depends on completed).
+    const failedItself = (task: WorkflowTaskRecord): boolean => task.status === 'failed' || (task.status === 'blocked' && task.dependsOn.every((id) => byId.get(id)?.status === 'completed'));
     result = result.map((task) => {
-      if (task.status !== 'pending' || !task.dependsOn.some((id) => dead.has(id))) return task;
+      const dead = task.dependsOn.filter((id) => isDead(byId.get(id)));
+      if (task.status !== 'pending' || dead.length === 0) return task;
       changed = true;
-      return { ...task, status: 'blocked', feedback: `blocked: ${task.dependsOn.filter((id) => dead.has(id)).join(', ')} did not complete` };
+      const failed = dead.filter((id) => failedItself(byId.get(id) as WorkflowTaskRecord));
+      if (failed.length > 0) return { ...task, status: 'blocked', feedback: `blocked: ${failed.join(', ')} did not complete` };
+      return { ...task, status: 'skipped', feedback: `skipped: ${dead.join(', ')} never ran, after a failure upstream` };
     });
   }
   return result;
+}
+
+/**
+ * The tasks of a plan after a replan: the new plan's (the completed tasks first), then those of
+ * the old plan it drops, `skipped` (spec/03: "skipped due to … replan"), so the record keeps what
+ * was planned and why it did not run. A plan that never ran (a change asked for before "go") is
+ * replaced outright, keeping only what was skipped before.
+ */
+function replannedTasks(before: readonly WorkflowTaskRecord[], after: readonly WorkflowTaskRecord[], replan: number, ran: boolean): WorkflowTaskRecord[] {
+  const planned = new Set(after.map((task) => task.id));
+  const dropped = before.filter((task) => !planned.has(task.id) && task.status !== 'completed' && (ran || task.status === 'skipped'));
+  return [...after, ...dropped.map((task): WorkflowTaskRecord => (task.status === 'skipped' ? task : { ...task, status: 'skipped', feedback: `skipped: replan ${replan} dropped it` }))];
 }
 
 /**
@@ -237,7 +260,12 @@ async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Prom
       const kept = latest.tasks.filter((other) => other.status === 'completed');
       const plan = await makePlan(context, [{ role: 'user', content: `The request: ${latest.request}\n\nThe plan so far:\n${describeWorkflow(latest)}\n\nTask ${task.id} failed: ${verdict.feedback}\n\nPlan the rest again, keeping the completed tasks (${kept.map((other) => other.id).join(', ') || 'none'}).` }], kept);
       if (plan.question !== null) await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled: ${plan.question}`, updatedAt: now() }));
-      else await port.update((current) => ({ ...(current as WorkflowRecord), summary: plan.summary, tasks: plan.tasks, replans: (current as WorkflowRecord).replans + 1, updatedAt: now() }));
+      else {
+        await port.update((current) => {
+          const replans = (current as WorkflowRecord).replans + 1;
+          return { ...(current as WorkflowRecord), summary: plan.summary, tasks: replannedTasks((current as WorkflowRecord).tasks, plan.tasks, replans, true), replans, updatedAt: now() };
+        });
+      }
     } else {
       const why = decision.action === 'replan' ? `replanned ${settings.max_replans} times already` : decision.reason;
       await patchTask(task.id, { status: 'pending', feedback: verdict.feedback });

@@ -127,10 +127,34 @@ describe('builtin:workflow', () => {
     await host.kernel.send('lead', 'go');
     const done = await until(['completed', 'failed']);
     expect(done).toMatchObject({ state: 'completed', replans: 1, note: 'Done after one replan.' });
-    expect(done.tasks.map((entry) => [entry.id, entry.status])).toEqual([
-      ['t1', 'completed'],
-      ['t3', 'completed'],
-      ['t4', 'completed'],
+    // The task the replan dropped stays in the record, skipped (spec/03), where it vanished.
+    expect(done.tasks.map((entry) => [entry.id, entry.status, entry.feedback])).toEqual([
+      ['t1', 'completed', null],
+      ['t3', 'completed', null],
+      ['t4', 'completed', null],
+      ['t2', 'skipped', 'skipped: replan 1 dropped it'],
+    ]);
+    expect((await host.kernel.send('lead', 'status')).text).toContain('- t2 [skipped] task t2 → writer after t1 (skipped: replan 1 dropped it)');
+  });
+
+  it('blocks the task whose dependency failed and skips what depends on it in turn, then ends failed', async () => {
+    await host.kernel.kill('lead');
+    await host.kernel.spawn(lead('max_task_attempts = 1\n'));
+    server.script([json({ summary: 'research, write, edit', missing_info: null, tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1']), task('t3', 'writer', ['t2'])] })]);
+    await host.kernel.send('lead', 'a report');
+    server.script([
+      { text: 'nothing found' },
+      json({ accepted: false, feedback: 'no facts' }),
+      json({ action: 'retry', improved_instruction: 'try again', reason: 'fixable' }),
+      { text: 'The research failed, so nothing was written.' },
+    ]);
+    await host.kernel.send('lead', 'go');
+    const ended = await until(['completed', 'failed']);
+    expect(ended.state).toBe('failed');
+    expect(ended.tasks.map((entry) => [entry.id, entry.status, entry.feedback])).toEqual([
+      ['t1', 'failed', 'failed after 1 attempts: no facts'],
+      ['t2', 'blocked', 'blocked: t1 did not complete'],
+      ['t3', 'skipped', 'skipped: t2 never ran, after a failure upstream'],
     ]);
   });
 
