@@ -49,9 +49,11 @@ export interface ModuleTurnContext {
   report(event: AgentTypeReport): Promise<void>;
   /**
    * The agents this one may hand work to: `names` (every live agent but itself when empty),
-   * those that exist, run, and its `agent_message` grants cover; the others with why they are out.
+   * those that exist, run, its `agent_message` grants cover and pass a health check (one of
+   * their models can run: a model, its key, a server that answers; their last turn did not fail
+   * on every model in the last five minutes); the others with why they are out.
    */
-  catalog(names: readonly string[]): { available: CatalogEntry[]; leftOut: { name: string; reason: string }[] };
+  catalog(names: readonly string[]): Promise<{ available: CatalogEntry[]; leftOut: { name: string; reason: string }[] }>;
   /**
    * Sends `message` to `agent` as this agent's `agent_message` tool call, through the tool runner
    * like a model's call (its `tool_invoke` grant, tool lists, exec policy, a person's approval

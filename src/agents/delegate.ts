@@ -23,7 +23,7 @@ export const runDelegate: AgentModule = async (context) => {
   const { agent, message, emit } = context;
   const settings = agent.manifest.delegate ?? DelegateSchema.parse({});
   emit({ type: 'phase', phase: 'select', detail: 'Selecting the best agent…' });
-  const { available, leftOut } = context.catalog(settings.managed_agents);
+  const { available, leftOut } = await context.catalog(settings.managed_agents);
   if (leftOut.length > 0) {
     emit({ type: 'phase', phase: 'catalog', detail: `left out: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`, data: { leftOut } });
   }

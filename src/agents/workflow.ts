@@ -72,7 +72,7 @@ const planningSystem = (context: ModuleTurnContext, catalog: string): string =>
 /** Asks the model for a plan, checks it (agents in the catalog, dependencies acyclic), and asks again once with the problem. */
 async function makePlan(context: ModuleTurnContext, messages: ModelMessage[], keep: readonly WorkflowTaskRecord[] = []): Promise<{ summary: string; question: string | null; tasks: WorkflowTaskRecord[]; leftOut: string }> {
   const settings = context.agent.manifest.workflow ?? WorkflowSchema.parse({});
-  const { available, leftOut } = context.catalog(settings.managed_agents);
+  const { available, leftOut } = await context.catalog(settings.managed_agents);
   if (available.length === 0) throw new LoomError('NO_MANAGED_AGENT', 'user', `workflow "${context.agent.name}" has no agent to assign tasks to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`);
   const names = available.map((entry) => entry.name);
   const leftOutText = leftOut.length === 0 ? '' : `\n(Left out of the plan: ${leftOut.map((entry) => `${entry.name}, ${entry.reason}`).join('; ')}.)`;

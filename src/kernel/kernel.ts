@@ -18,6 +18,7 @@ import { type AgentEvent, createToolRunner, type TaintSettings, TaintTracker, ty
 import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import { trackRecentFailures } from './agent-health.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { confineChild, type ConfinementContext, confineToStep } from './child-confinement.ts';
@@ -566,6 +567,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     publish: (event) => publish(event),
     guard,
     ...(dependencies.runtime?.maxConcurrentModelCalls === undefined ? {} : { modelSlots: new PriorityGate(dependencies.runtime.maxConcurrentModelCalls) }),
+    recentFailures: trackRecentFailures(events, clock),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {

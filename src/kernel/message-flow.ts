@@ -35,6 +35,7 @@ import {
   withStabilityGuidelines,
 } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { RecentFailures } from './agent-health.ts';
 import { auditRecordOf, type KernelEvent } from './event-bus.ts';
 import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
@@ -107,6 +108,8 @@ export interface MessageFlowParts {
   guard?: AutonomousGuard;
   /** The daemon's model-call slots, handed out by agents' `priority` (`[models].max_concurrent_calls`); none: no limit. */
   modelSlots?: PriorityGate;
+  /** The agents whose last turn failed on every model, lately (orchestrators leave them out). */
+  recentFailures?: RecentFailures;
 }
 
 /**
@@ -724,6 +727,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     unwound,
     resultOf,
     finishTurn,
+    recentFailures: parts.recentFailures,
   });
 
   /** The checks every turn passes before it is queued: the caller, the state, the module. */

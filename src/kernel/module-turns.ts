@@ -10,6 +10,7 @@ import { agentMessageTool } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';
 import { type AgentEventSink, type KnownTokens, loadAi, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import { type RecentFailures, unhealthyReason } from './agent-health.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime, Caller } from './agent-runtime.ts';
 import type { CapabilityManager } from './capability-manager.ts';
@@ -78,6 +79,8 @@ export interface ModuleTurnParts {
   unwound: (entry: AgentEntry, error: unknown, signal: AbortSignal) => unknown;
   resultOf: (usage: readonly UsageRecord[], text: string, iterations: number, model: string) => TurnResult;
   finishTurn: (result: TurnResult, emit: AgentEventSink) => TurnResult;
+  /** The agents whose last turn failed on every model, lately: left out of catalogs. */
+  recentFailures?: RecentFailures | undefined;
 }
 
 /** The module turns, as the message flow calls them. */
@@ -212,18 +215,23 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
         return outcome.text;
       },
       report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
-      catalog(names) {
+      async catalog(names) {
         const granted = capabilities.granted(entry.id);
         const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
         const available: CatalogEntry[] = [];
         const leftOut: { name: string; reason: string }[] = [];
+        const health = { defaultModel: runtime.defaultModel, env: runtime.env, recentFailures: parts.recentFailures, probes: new Map<string, Promise<boolean>>() };
         for (const name of wanted) {
           const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
           if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
           else if (other.id === entry.id) leftOut.push({ name, reason: 'itself' });
           else if (other.state !== 'running') leftOut.push({ name, reason: 'suspended' });
           else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name })) leftOut.push({ name, reason: 'not covered by its agent_message grants' });
-          else available.push({ name: other.name, description: other.manifest.description });
+          else {
+            const unhealthy = await unhealthyReason(other, health);
+            if (unhealthy === undefined) available.push({ name: other.name, description: other.manifest.description });
+            else leftOut.push({ name, reason: unhealthy });
+          }
         }
         return { available, leftOut };
       },

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { openTestHost, settleWithClock, type TestHost } from '../helpers/test-host.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
 const server = useScriptedModelServer();
@@ -112,6 +112,25 @@ describe('builtin:delegate', () => {
     const events = await collect(host.kernel.stream('front-desk', 'hi'));
     expect(events).toContainEqual(expect.objectContaining({ type: 'phase', phase: 'catalog', detail: 'left out: writer (suspended)' }));
     expect(bodyOf(0)).not.toContain('- writer');
+  });
+
+  it('leaves out an agent none of whose models can run, and one whose last turn failed on every model, saying why', async () => {
+    await host.kernel.spawn(frontDesk());
+    // Nothing answers at port 9 of this machine: the writer's model server is down.
+    await host.kernel.kill('writer');
+    await host.kernel.spawn(manifest('name = "writer"\ndescription = "Writes prose"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "http://127.0.0.1:9/v1"\n'));
+    server.script([{ status: 500 }, { status: 500 }, { status: 500 }]);
+    const failed = host.kernel.send('researcher', 'are you there?').then(() => 'answered', (error: unknown) => (error as Error).message);
+    expect(await settleWithClock(host.clock, failed)).toContain('the model failed');
+    const refused = host.kernel.send('front-desk', 'write me a poem');
+    await expect(refused).rejects.toThrow('delegate "front-desk" has no agent to hand the request to: researcher (its last turn failed on every model (');
+    await expect(refused).rejects.toThrow('writer (cannot run: model "openai/gpt-4o" ([model]): nothing answers at http://127.0.0.1:9/v1)');
+    // Five minutes on, the researcher gets another chance; the writer's server is still down.
+    await host.clock.advance(5 * 60_000);
+    server.script([{ text: JSON.stringify({ agent: 'researcher', reasoning: 'the one left' }) }, { text: 'q' }, { text: 'a' }, { text: 'done' }]);
+    const events = await collect(host.kernel.stream('front-desk', 'hi'));
+    expect(events).toContainEqual(expect.objectContaining({ type: 'phase', phase: 'catalog', detail: 'left out: writer (cannot run: model "openai/gpt-4o" ([model]): nothing answers at http://127.0.0.1:9/v1)' }));
+    expect(events.find((event) => event.type === 'run-finish')).toMatchObject({ result: { text: 'done' } });
   });
 
   it('refuses to spawn a delegate whose managed agents its agent_message grants do not cover', async () => {
