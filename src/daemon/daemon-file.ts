@@ -12,6 +12,11 @@ export const DaemonInfoSchema = z.object({
   url: z.string(),
   startedAt: z.string(),
   version: z.string(),
+  /**
+   * When the daemon last found config.toml as it runs with it: its start, or a change of
+   * `[default_model]` alone, which it follows (absent from daemons before it did).
+   */
+  configReadAt: z.string().optional(),
 });
 
 /** A running daemon's address and process. */
@@ -73,7 +78,7 @@ export async function startedBeforeConfigChanged(home: LoomHome, daemon: DaemonI
     (info) => info.mtimeMs,
     () => undefined,
   );
-  return changed !== undefined && changed > Date.parse(daemon.startedAt);
+  return changed !== undefined && changed > Date.parse(daemon.configReadAt ?? daemon.startedAt);
 }
 
 /** The home's running daemon when it started before config.toml last changed, else undefined. */

@@ -11,6 +11,7 @@ import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import type { LoomMetrics } from '../telemetry/loom-metrics.ts';
 import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
+import { followDefaultModel } from './follow-default-model.ts';
 // Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
 import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
 
@@ -121,6 +122,18 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     };
     host.cluster.setUrl(info.url);
     await writeDaemonFile(home, info);
+    // `loom init` with the daemon running: a new default model takes effect without a restart.
+    const following = followDefaultModel({
+      home,
+      config,
+      runtime: host.runtime,
+      logger,
+      onRead: async (current) => {
+        if (!current) return;
+        info.configReadAt = new Date().toISOString();
+        await writeDaemonFile(home, info);
+      },
+    });
     const keys = modelKeysIn(env);
     // Which code runs, and why the sources when they do (a stat per source file: only then).
     const sources = RUNS_BUILT ? undefined : sourcesNote(daemonEntry(INSTALL_DIR, env));
@@ -151,6 +164,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       host,
       stop: () => {
         stopping ??= (async () => {
+          following.close();
           const closed = server.close();
           await host.close();
           await closed;

@@ -286,8 +286,15 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION, a2aPath: config.a2a.enabled ? config.a2a.listen_path : null }));
   if (options.metrics !== undefined) app.route('/', createMetricsRoutes({ kernel, metrics: options.metrics, metricsPublic: config.telemetry.metrics_public }));
-  app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness: { defaultModel: config.default_model, env: options.env } }));
-  app.route('/api/manifests', createManifestRoutes({ readiness: { defaultModel: config.default_model, env: options.env } }));
+  // Read at each request: a running daemon follows [default_model] in config.toml.
+  const readiness = {
+    get defaultModel() {
+      return config.default_model;
+    },
+    env: options.env,
+  };
+  app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness }));
+  app.route('/api/manifests', createManifestRoutes({ readiness }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));
   if (options.packages !== undefined) app.route('/api/packages', createPackageRoutes({ packages: options.packages, kernel }));

@@ -75,7 +75,7 @@ function checkModelKeys(manifest: ModelsOfManifest, options: ModelReadinessOptio
       model: null,
       kind: 'no-model',
       problem: `it has ${manifest.model === undefined ? 'no [model]' : 'a [model] that names no provider and model'} and config.toml has no [default_model]`,
-      fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest (if you just ran `loom init`, restart the daemon)',
+      fix: 'run `loom init` (it picks a default model from your keys or a local Ollama), or add [default_model] to config.toml, or [model] to the manifest',
     });
   }
   for (const { field, target, fromConfig } of targets) {

@@ -2,7 +2,7 @@ import { appendFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { stringify } from 'smol-toml';
 import { ensureLoomHome, loadConfig, resolveLoomHome } from '../../config/index.ts';
-import { staleDaemon } from '../../daemon/index.ts';
+import { readDaemonFile, staleDaemon } from '../../daemon/index.ts';
 import { UsageError } from '../../errors/index.ts';
 import { MODEL_PROVIDERS } from '../../manifest/index.ts';
 import { modelName, type ModelTarget } from '../../models/index.ts';
@@ -66,16 +66,16 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
       };
       say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (already there)'}\n  database: ${home.databasePath}\n`);
-      // A daemon reads config.toml when it starts: one started before its last change goes on
-      // without it (with `written`, the model init just wrote; else whatever changed since).
+      // A daemon reads config.toml when it starts, but follows [default_model] as it runs: the
+      // model init just wrote (`written`) takes effect at once; other changes since it started
+      // take a restart.
       const sayIfDaemonIsStale = async (written?: ModelTarget): Promise<void> => {
-        const daemon = await staleDaemon(home);
+        const daemon = written === undefined ? await staleDaemon(home) : await readDaemonFile(home);
         if (daemon === undefined) return;
-        const restart = '(loom stop, then loom start or npm start)';
         const notice =
           written === undefined
-            ? `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) started before config.toml last changed: restart it to use what changed ${restart}.\n`
-            : `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) runs with the config.toml it started with: restart it to use ${modelName(written)} ${restart}.\n`;
+            ? `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) started before config.toml last changed: restart it to use what changed (loom stop, then loom start or npm start).\n`
+            : `The Loom daemon at ${daemon.url} (pid ${daemon.pid}) takes ${modelName(written)} as its default model now: it follows [default_model] in config.toml, no restart needed.\n`;
         // Standard output holds the JSON alone.
         if (json) io.stderr(notice);
         else io.stdout(notice);
