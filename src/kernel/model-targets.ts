@@ -7,8 +7,8 @@ import { type ModelTarget, type ModelTier, resolveModelReference } from '../mode
 // choose; a child's confinement checks the same ones.
 
 /** A model as a manifest names it (a `[[fallback_models]]` entry) as a target: provider, model, key variable and URL. */
-export function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined }): ModelTarget {
-  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
+export function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined; structured_outputs?: boolean | undefined }): ModelTarget {
+  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url, ...(model.structured_outputs === undefined ? {} : { structured_outputs: model.structured_outputs }) };
 }
 
 /**

@@ -77,6 +77,10 @@ const ModelFields = {
   model: z.string().min(1, { error: 'expected a model name' }).describe('The model\'s name at that provider, e.g. `"claude-sonnet-4-5"`.'),
   api_key_env: EnvVarNameSchema.optional().describe('The environment variable holding the key, when not the provider\'s usual one (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …).'),
   base_url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional().describe('The server\'s address, overriding the provider\'s; required for `openai-compatible`.'),
+  structured_outputs: z
+    .boolean()
+    .optional()
+    .describe('Whether a structured reply (an orchestrating agent type\'s steps) sends its JSON schema to an OpenAI-compatible server (`response_format: json_schema`, constrained decoding) rather than asking for any JSON (`json_object`). On when left out for `ollama` and `openai-compatible` (vLLM, LM Studio, llama.cpp), off for `groq` and `openrouter`; a server that refuses it is sent `json_object` instead.'),
 };
 
 function requireBaseUrlForCompatible(value: { provider: string; base_url?: string | undefined }, context: z.RefinementCtx): void {
@@ -131,9 +135,9 @@ export type ModelConfig = z.output<typeof ModelConfigSchema>;
  * The model `[model]` names (provider, model, key variable and URL), or undefined when it names
  * none: then the agent runs on the daemon's default model.
  */
-export function namedModel(model: Pick<ModelConfig, 'provider' | 'model' | 'api_key_env' | 'base_url'> | undefined): z.output<typeof FallbackModelSchema> | undefined {
+export function namedModel(model: Pick<ModelConfig, 'provider' | 'model' | 'api_key_env' | 'base_url' | 'structured_outputs'> | undefined): z.output<typeof FallbackModelSchema> | undefined {
   if (model?.provider === undefined || model.model === undefined) return undefined;
-  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url };
+  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url, ...(model.structured_outputs === undefined ? {} : { structured_outputs: model.structured_outputs }) };
 }
 
 /** `[[fallback_models]]`: tried in order when the primary model fails. Also how config names a model. */

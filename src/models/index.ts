@@ -13,7 +13,9 @@ export { DEFAULT_MODEL_ALIASES, knownModelAliases, resolveModelAlias, resolveMod
 export { MissingApiKeyError } from './errors/missing-api-key-error.ts';
 export { ModelCallFailedError } from './errors/model-call-failed-error.ts';
 export type { ModelFailure } from './errors/model-call-failed-error.ts';
+export { EmptyModelReplyError } from './errors/empty-model-reply-error.ts';
 export { ModelConfigError } from './errors/model-config-error.ts';
+export { STRUCTURED_OUTPUTS_BY_DEFAULT } from './structured-outputs.ts';
 export { callWithFallback, DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, DEFAULT_MODEL_RETRIES } from './fallback-chain.ts';
 export type { CallWithFallbackOptions, FallbackResult } from './fallback-chain.ts';
 export { createModelResolver, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URLS, modelEndpoint } from './resolve-model.ts';

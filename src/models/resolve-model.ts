@@ -3,6 +3,8 @@ import type { MODEL_PROVIDERS } from '../manifest/schema.ts';
 import { MissingApiKeyError } from './errors/missing-api-key-error.ts';
 import { ModelConfigError } from './errors/model-config-error.ts';
 import { modelName } from './model-name.ts';
+import { localModelMiddleware } from './local-model-middleware.ts';
+import { jsonSchemaFallback, sendsJsonSchema } from './structured-outputs.ts';
 
 /** A provider name, as the manifest spells it. */
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
@@ -16,6 +18,8 @@ export interface ModelTarget {
   model: string;
   api_key_env?: string | undefined;
   base_url?: string | undefined;
+  /** Whether a structured reply sends its JSON schema (`[model].structured_outputs`); the provider's default when left out. */
+  structured_outputs?: boolean | undefined;
 }
 
 /** The fetch function a provider uses; injectable so tests and proxies can intercept calls. */
@@ -139,11 +143,20 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
     throw new MissingApiKeyError(modelName(target), variable);
   };
 
+  // The models whose servers refused a JSON schema, by name and URL: their later calls send json_object at once.
+  const refusedJsonSchema = new Set<string>();
+
   const compatible = (target: ModelTarget, name: string, baseURL: string): LanguageModelV4 => {
     const key = apiKey(target);
     return lazyModel(`${name}.chat`, target.model, async () => {
-      const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
-      return createOpenAICompatible({ name, baseURL, includeUsage: true, ...(key === undefined ? {} : { apiKey: key }), ...fetchOption }).chatModel(target.model);
+      const [{ createOpenAICompatible }, { wrapLanguageModel }] = await Promise.all([import('@ai-sdk/openai-compatible'), import('ai')]);
+      const settings = { name, baseURL, includeUsage: true, ...(key === undefined ? {} : { apiKey: key }), ...fetchOption };
+      const plain = createOpenAICompatible(settings).chatModel(target.model);
+      // Local models write tool calls as text and answer empty more often than hosted ones: both are handled here.
+      const middleware = [localModelMiddleware(modelName(target))];
+      if (!sendsJsonSchema(target.provider, target.structured_outputs)) return wrapLanguageModel({ model: plain, middleware });
+      const structured = createOpenAICompatible({ ...settings, supportsStructuredOutputs: true }).chatModel(target.model);
+      return wrapLanguageModel({ model: structured, middleware: [...middleware, jsonSchemaFallback(plain, refusedJsonSchema, `${modelName(target)} at ${baseURL}`)] });
     });
   };
 

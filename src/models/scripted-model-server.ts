@@ -113,6 +113,12 @@ export interface ScriptedModelServerOptions {
    * "careful-writer"`).
    */
   scripts?: Readonly<Record<string, ModelScript>>;
+  /**
+   * `response_format` types the server refuses, as a server without structured outputs does: a
+   * chat completion that asks for one (e.g. `json_schema`) is answered 400 naming it, and uses no
+   * step of the script. What a client sent is in `requests` all the same.
+   */
+  refuseResponseFormats?: readonly string[];
 }
 
 /** A script as a file holds it (see {@link loadModelScript}). */
@@ -162,6 +168,11 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
     if (options.recordRequests !== false) requests.push({ api, path, headers: request.headers, body });
+    const format = (body['response_format'] as { type?: unknown } | undefined)?.type;
+    if (api === 'openai' && typeof format === 'string' && options.refuseResponseFormats?.includes(format) === true) {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(openAIError(`response_format type "${format}" is not supported by this server`)));
+      return;
+    }
     const model = typeof body['model'] === 'string' ? body['model'] : 'scripted';
     const queue = named.get(model) ?? main;
     if (queue.steps.length === 0 && queue.loop) queue.steps.push(...queue.looped);

@@ -1,0 +1,148 @@
+import { generateText, Output, stepCountIs, streamText, tool } from 'ai';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { parseManifest } from '../../src/manifest/index.ts';
+import { createModelResolver, type ModelTarget } from '../../src/models/index.ts';
+import { parseTextToolCalls } from '../../src/models/text-tool-calls.ts';
+import { fallbackChain } from '../../src/kernel/model-targets.ts';
+import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
+
+// Models served by Ollama, vLLM, LM Studio or llama.cpp, at the wire: the real OpenAI-compatible
+// provider talks to the scripted server, which records what it was sent.
+
+let server: ScriptedModelServer;
+let refusing: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModelServer();
+  refusing = await startScriptedModelServer({ refuseResponseFormats: ['json_schema'] });
+});
+afterAll(async () => {
+  await server.close();
+  await refusing.close();
+});
+beforeEach(() => {
+  server.reset();
+  refusing.reset();
+});
+afterEach(() => {
+  expect(server.remaining()).toBe(0);
+  expect(refusing.remaining()).toBe(0);
+});
+
+const PlanSchema = z.object({ steps: z.array(z.string()) });
+const ollama = (extra: Partial<ModelTarget> = {}): ModelTarget => ({ provider: 'ollama', model: 'qwen3:8b', base_url: server.url, ...extra });
+const weather = () =>
+  tool({
+    description: 'Current weather of a city',
+    inputSchema: z.object({ city: z.string() }),
+    execute: ({ city }) => Promise.resolve({ city, celsius: 3 }),
+  });
+
+describe('structured output on OpenAI-compatible servers', () => {
+  it('sends the JSON schema (response_format json_schema) to Ollama and openai-compatible servers', async () => {
+    const resolver = createModelResolver({ env: {} });
+    for (const target of [ollama(), { provider: 'openai-compatible', model: 'local', base_url: server.url } as const]) {
+      server.script([{ text: '{"steps":["read","write"]}' }]);
+      const result = await generateText({ model: resolver.resolve(target), prompt: 'Plan', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
+      expect(result.output).toEqual({ steps: ['read', 'write'] });
+    }
+    for (const request of server.requests) {
+      const format = request.body['response_format'] as { type: string; json_schema: { schema: { properties: Record<string, unknown> } } };
+      expect(format.type).toBe('json_schema');
+      expect(Object.keys(format.json_schema.schema.properties)).toEqual(['steps']);
+    }
+  });
+
+  it('sends json_object without the schema when [model].structured_outputs = false', async () => {
+    const resolver = createModelResolver({ env: {} });
+    server.script([{ text: '{"steps":["a"]}' }, { text: '{"steps":["b"]}' }]);
+    for (const target of [ollama(), ollama({ structured_outputs: false })]) {
+      const result = await generateText({ model: resolver.resolve(target), prompt: 'Plan', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
+      expect(result.output).toMatchObject({ steps: [expect.any(String)] });
+    }
+    expect(server.requests.map((request) => (request.body['response_format'] as { type: string }).type)).toEqual(['json_schema', 'json_object']);
+  });
+
+  it('falls back to json_object when the server refuses json_schema, and sends json_object at once after', async () => {
+    const resolver = createModelResolver({ env: {} });
+    const target = ollama({ base_url: refusing.url });
+    refusing.script([{ text: '{"steps":["one"]}' }, { text: '{"steps":["two"]}' }]);
+    const first = await generateText({ model: resolver.resolve(target), prompt: 'Plan', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
+    const second = await generateText({ model: resolver.resolve(target), prompt: 'Plan again', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
+    expect([first.output, second.output]).toEqual([{ steps: ['one'] }, { steps: ['two'] }]);
+    expect(refusing.requests.map((request) => (request.body['response_format'] as { type: string }).type)).toEqual(['json_schema', 'json_object', 'json_object']);
+    expect(first.warnings?.map((warning) => ('message' in warning ? warning.message : ''))).toContainEqual(expect.stringContaining('refused response_format json_schema'));
+  });
+
+  it('reads structured_outputs from [model] into the model a turn calls', () => {
+    const { manifest } = parseManifest('name = "planner"\n[model]\nprovider = "ollama"\nmodel = "qwen3:8b"\nstructured_outputs = false\n', { source: 'planner.toml' });
+    expect(fallbackChain(manifest, {})[0]?.target.structured_outputs).toBe(false);
+  });
+});
+
+describe('tool calls a local model writes as text', () => {
+  const resolver = createModelResolver({ env: {} });
+
+  it.each([
+    ['Qwen/Hermes <tool_call> tags', '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo"}}\n</tool_call>'],
+    ['Llama 3.1 <|python_tag|>', '<|python_tag|>{"name": "weather", "parameters": {"city": "Oslo"}}<|eom_id|>'],
+    ['Mistral [TOOL_CALLS]', '[TOOL_CALLS][{"name": "weather", "arguments": {"city": "Oslo"}}]'],
+    ['a bare JSON reply', '{"name": "weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}'],
+    ['a fenced JSON reply', '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```'],
+  ])('generateText() runs the tool of %s and sends its result back', async (_form, text) => {
+    server.script([{ text }, { text: 'It is 3 degrees in Oslo.' }]);
+    const result = await generateText({ model: resolver.resolve(ollama()), prompt: 'Weather in Oslo?', tools: { weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    expect(result.steps[0]?.toolCalls.map((call) => [call.toolName, call.input])).toEqual([['weather', { city: 'Oslo' }]]);
+    expect(result.text).toBe('It is 3 degrees in Oslo.');
+    expect(JSON.stringify(server.requests[1]!.body['messages'])).toContain('celsius');
+  });
+
+  it('streamText() passes the words before a <tool_call> on as text and runs the call after them', async () => {
+    server.script([{ text: 'Let me check the weather.\n<tool_call>{"name": "weather", "arguments": {"city": "Oslo"}}</tool_call>' }, { text: 'It is 3 degrees.' }]);
+    const result = streamText({ model: resolver.resolve(ollama()), prompt: 'Weather in Oslo?', tools: { weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+    expect(deltas.join('')).toBe('Let me check the weather.\nIt is 3 degrees.');
+    expect(deltas.length).toBeGreaterThan(2);
+    expect((await result.steps)[0]?.toolCalls.map((call) => call.input)).toEqual([{ city: 'Oslo' }]);
+  });
+
+  it('leaves prose that shows JSON, or names no offered tool, as the text it is, and repairs only the call', async () => {
+    const prose = 'Use this form: {"name": "rm", "arguments": {"path": "/"}} and no other.';
+    const unknown = '{"name": "shell", "arguments": {"cmd": "ls"}}';
+    server.script([{ text: prose }, { text: unknown }, { text: '<tool_call>{"name": "weather", "arguments": {"city": "Rome"}}</tool_call>' }]);
+    const first = await generateText({ model: resolver.resolve(ollama()), prompt: 'Explain', tools: { weather: weather() }, maxRetries: 0 });
+    const second = streamText({ model: resolver.resolve(ollama()), prompt: 'List', tools: { weather: weather() }, maxRetries: 0 });
+    const third = streamText({ model: resolver.resolve(ollama()), prompt: 'Weather in Rome?', tools: { weather: weather() }, maxRetries: 0 });
+    expect([first.text, await second.text, await third.text]).toEqual([prose, unknown, '']);
+    expect([first.toolCalls.length, (await second.toolCalls).length]).toEqual([0, 0]);
+    expect((await third.toolCalls).map((call) => call.input)).toEqual([{ city: 'Rome' }]);
+    expect(await third.finishReason).toBe('tool-calls');
+  });
+
+  it('parseTextToolCalls() reads several tagged calls and keeps the text around them', () => {
+    const parsed = parseTextToolCalls('First.<tool_call>{"name":"a","arguments":{}}</tool_call> then <tool_call>{"name":"b","arguments":{"x":1}}</tool_call> done', new Set(['a', 'b']));
+    expect(parsed).toEqual({ calls: [{ toolName: 'a', input: {} }, { toolName: 'b', input: { x: 1 } }], text: 'First. then  done' });
+    expect(parseTextToolCalls('<tool_call>{"name":"a", broken</tool_call>', new Set(['a']))).toBeUndefined();
+  });
+});
+
+describe('an empty reply from a local model', () => {
+  const resolver = createModelResolver({ env: {} });
+
+  it('generateText() fails with an error naming the model and what to change', async () => {
+    server.script([{ text: '', usage: { inputTokens: 4000, outputTokens: 0 } }]);
+    await expect(generateText({ model: resolver.resolve(ollama()), prompt: 'Hello', maxRetries: 0 })).rejects.toThrow(
+      /model "ollama\/qwen3:8b" sent an empty reply \(no text and no tool call; finish reason "stop", 0 output tokens\).*num_ctx/,
+    );
+  });
+
+  it('streamText() ends in the same error, not an empty answer', async () => {
+    server.script([{ text: '  ' }]);
+    const result = streamText({ model: resolver.resolve(ollama()), prompt: 'Hello', tools: { weather: weather() }, maxRetries: 0, onError: () => undefined });
+    const errors: unknown[] = [];
+    for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ code: 'MODEL_EMPTY_REPLY' });
+  });
+});
