@@ -253,6 +253,7 @@ function packagesOverHttp(call: <T>(method: string, path: string, body?: unknown
     show: (slug) => call('GET', slugPath(slug)),
     check: (source, settings = []) => call('POST', '/api/packages/check', { source, settings }),
     install: (source, settings = [], digest) => call('POST', '/api/packages', { source, settings, ...(digest === undefined ? {} : { digest }) }),
+    installSkill: (code) => call('POST', '/api/packages/skills', { code }),
     uninstall: (slug) => call('DELETE', slugPath(slug)),
     run: (slug, binding, inputs = {}) => call('POST', `${slugPath(slug)}/bindings/${encodeURIComponent(binding)}/run`, { inputs }),
     runs: (query = {}) => {

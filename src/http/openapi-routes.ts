@@ -6,7 +6,7 @@ import { APPROVAL_STATUS_FILTERS, ApprovalDecisionBodySchema } from './approval-
 import { ForgeBodySchema, ImportBodySchema } from './forged-tool-routes.ts';
 import type { HttpEnv } from './http-context.ts';
 import { ChatCompletionRequestSchema } from './openai/index.ts';
-import { InstallBodySchema, RunBodySchema } from './package-routes.ts';
+import { InstallBodySchema, RunBodySchema, SkillInstallBodySchema } from './package-routes.ts';
 
 /** A JSON value as the document holds it. */
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -181,6 +181,7 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
       post: { tag: 'packages', summary: 'install a package (owner)', requestBody: body(schemaOf('InstallBody', InstallBodySchema)), responses: { '201': ok('the installed package'), ...errors(400, 403, 409) } },
     },
     '/api/packages/check': { post: { tag: 'packages', summary: 'the plan an install would carry out, with its `digest` (owner)', requestBody: body(schemaOf('InstallBody', InstallBodySchema)), responses: { '200': ok('the plan'), ...errors(400, 403) } } },
+    '/api/packages/skills': { post: { tag: 'packages', summary: 'install a skill by its install code, with the skills it depends on (owner)', requestBody: body(schemaOf('SkillInstallBody', SkillInstallBodySchema)), responses: { '201': ok('the skills installed, dependencies first', { type: 'array', items: { type: 'object' } }), ...errors(400, 403) } } },
     '/api/packages/runs': { get: { tag: 'packages', summary: 'recent runs, newest first', parameters: [query('package', 'one package'), query('limit', '1–1000')], responses: { '200': ok('the runs') } } },
     '/api/packages/{slug}': {
       get: { tag: 'packages', summary: 'one package: bindings, next fire times, capabilities', parameters: [path('slug', 'the package')], responses: { '200': ok('the package'), ...errors(404) } },

@@ -15,6 +15,12 @@ export const InstallBodySchema = z.strictObject({
   digest: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected the digest of a plan from POST /api/packages/check' }).optional(),
 });
 
+/** The body of `POST /api/packages/skills`. */
+export const SkillInstallBodySchema = z.strictObject({
+  /** The skill's install code, `SKIL-XXXX-XXXX`, looked up in config.toml's registries. */
+  code: z.string().regex(/^\s*SKIL-/i, { error: 'expected a skill\'s install code, SKIL-XXXX-XXXX' }),
+});
+
 /** The body of `POST /api/packages/:slug/bindings/:binding/run`. */
 export const RunBodySchema = z.strictObject({ inputs: z.record(z.string(), z.json()).default({}) });
 
@@ -49,6 +55,12 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
     kernelOf(c, kernel).require('install packages');
     const body = await readJsonBody(c, InstallBodySchema);
     return c.json(await packages.install(body.source, body.settings, body.digest), 201);
+  });
+
+  routes.post('/skills', async (c) => {
+    kernelOf(c, kernel).require('install packages');
+    const body = await readJsonBody(c, SkillInstallBodySchema);
+    return c.json(await packages.installSkill(body.code), 201);
   });
 
   routes.get('/runs', async (c) => {

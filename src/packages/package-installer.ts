@@ -16,10 +16,11 @@ import type { PackageRuntime } from './package-runtime.ts';
 import { copyPackageFolder, packageFolderDigest } from './package-folder.ts';
 import { applySettings } from './package-settings.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
-import { findInRegistries, resolveFromRegistries } from './registry.ts';
+import { resolveFromRegistries } from './registry.ts';
+import { createSkillFinder, type SkillRequester } from './skill-finder.ts';
 import { namespacedEvent } from './run-binding.ts';
-import { describeSkillOrigin, readSkillOrigin, type SkillOrigin, skillOriginPath, type SourcedSkill, vouchesForSkill } from './skill-origin.ts';
-import { checkSkillInstallable, findInstalledSkill, installedSkillFolder, installSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
+import { type SkillOrigin, skillOriginPath, type SourcedSkill } from './skill-origin.ts';
+import { checkSkillInstallable, installedSkillFolder, installSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, skillsPrompt } from './skills.ts';
 
 /** What installing a package would do, shown to the owner before it happens. */
 export interface InstallPlan {
@@ -129,6 +130,24 @@ export interface PackageInstaller {
    * @throws {LoomError} `PACKAGE_NOT_FOUND`; `PACKAGE_IN_USE` when another package's event trigger listens to it.
    */
   uninstall(slug: string): Promise<InstalledPackageRecord>;
+  /**
+   * Installs a skill by its install code (`SKIL-XXXX-XXXX`, spec/04), looked up in the
+   * registries, with the skills it depends on (from registries, or installed copies a registry's
+   * skill may take). Skills carry no capabilities: nothing is asked. A version installed already
+   * with the same files is kept as it is.
+   * @throws {PackageError} for a malformed code, a package's code, no registry, a code no registry
+   *   lists, a dependency that cannot be found, or an installed copy with other files.
+   */
+  installSkill(code: string): Promise<InstalledSkill[]>;
+}
+
+/** A skill {@link PackageInstaller.installSkill} installed (or found installed already), dependencies first. */
+export interface InstalledSkill {
+  /** `@org/skills/name@version`. */
+  skill: string;
+  origin: SkillOrigin;
+  /** False when the same files were installed already. */
+  created: boolean;
 }
 
 const QUALIFIED_AGENT = /^@[a-z0-9][a-z0-9-]*\/agents\/[a-z0-9][a-z0-9-]*(?:@[0-9A-Za-z.+-]+)?$/;
@@ -190,16 +209,6 @@ async function filesIn(folder: string): Promise<number | undefined> {
   return entries?.filter((entry) => !entry.isDirectory()).length;
 }
 
-/** The package asking for a skill: where its own `skills/` are, its name and where it came from. */
-interface SkillRequester {
-  dir: string;
-  /** Its qualified name, else its slug. */
-  name: string;
-  source: string;
-  /** The registry it came from; null for a folder or an archive. */
-  registry: string | null;
-}
-
 /** Runs each cleanup step, whatever the others do: one that fails must not keep the rest from running. */
 async function undo(steps: readonly (() => Promise<unknown>)[]): Promise<void> {
   for (const step of steps) await step().catch(() => undefined);
@@ -210,63 +219,12 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
   const { kernel, store, environment } = options;
   const fetchOptions = options.fetch === undefined ? {} : { fetch: options.fetch };
 
-  /**
-   * A skill for the package `from` (docs/packages.md, "Where a skill comes from"): from the
-   * package's own `skills/<name>/`; else from a registry that lists it (a registry's copy is the
-   * genuine one: an installed copy with other files is refused by the check that follows); else an
-   * installed copy, which a package from a registry takes only when {@link vouchesForSkill} says so.
-   */
-  async function findSkill(reference: SkillReference, from: SkillRequester, scratch: string[]): Promise<SourcedSkill> {
-    const label = `${reference.qualified}${reference.version === undefined ? '' : `@${reference.version}`}`;
-    const bundled = join(from.dir, 'skills', reference.name);
-    if (await exists(join(bundled, 'SKILL.md'))) {
-      const skill = await loadSkillFolder(bundled, reference.org);
-      if (reference.version === undefined || reference.version === skill.version) {
-        return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'bundled', package: from.name, source: from.source, registry: from.registry } };
-      }
-    }
-    const listed = options.registries.length === 0 ? undefined : await findInRegistries(options.registries, label, fetchOptions);
-    if (listed !== undefined) {
-      const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
-      scratch.push(folder);
-      const skill = await loadSkillFolder(await unpackArchive(listed.bytes, folder), reference.org);
-      if (skill.version !== listed.version) {
-        throw new PackageError(`cannot use skill ${listed.name}@${listed.version} from registry "${listed.registry}": its SKILL.md says version ${skill.version} (metadata.version); the archive is not the version the index lists, so it is refused`);
-      }
-      return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'registry', registry: listed.registry, code: listed.code, sha256: listed.sha256 } };
-    }
-    const installed = await findInstalledSkill(options.skillsDir, reference);
-    if (installed !== undefined) {
-      const digest = await packageFolderDigest(installed.dir, 'skill');
-      const { origin } = await readSkillOrigin(options.skillsDir, installed, digest);
-      if (from.registry !== null && !vouchesForSkill(origin, reference.org)) {
-        const name = `${installed.reference.qualified}@${installed.version}`;
-        throw new PackageError(
-          `cannot use skill "${name}" for package "${from.name}" from registry "${from.registry}": the package does not bring it, no registry in config.toml lists it, and the installed copy ("${installed.dir}", digest ${digest}) is ${describeSkillOrigin(origin)}; a package from a registry takes a skill it does not bring only from a registry, or as a package of the skill's own organisation from a registry brought it. Publish the skill to a registry listed in [[registries]], or, if you trust the installed copy, install the package from its folder or archive`,
-          { details: { skill: name, package: from.name, installed: { folder: installed.dir, digest, origin } } },
-        );
-      }
-      return { ...installed, digest, origin };
-    }
-    if (options.registries.length === 0) {
-      throw new PackageError(`cannot find skill "${label}": it is not in the package's skills/ folder, not installed, and config.toml lists no [[registries]]`);
-    }
-    // Asked again only to say what the registries have under the name instead.
-    return resolveFromRegistries(options.registries, label, fetchOptions).then(
-      () => {
-        throw new PackageError(`cannot find skill "${label}": the registries changed while it was looked up; try again`);
-      },
-      (error: unknown) => {
-        if (!(error instanceof PackageError)) throw error;
-        throw new PackageError(`cannot find skill "${label}": it is not in the package's skills/ folder, not installed, and ${error.message}`, { details: error.details, cause: error });
-      },
-    );
-  }
+  const findSkill = createSkillFinder({ registries: options.registries, skillsDir: options.skillsDir, ...fetchOptions });
 
   async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string; registry: string | null }> {
     if (isInstallCode(source) || QUALIFIED_AGENT.test(source)) {
       if (isInstallCode(source) && parseInstallCode(source).kind === 'SKIL') {
-        throw new PackageError(`cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Skills come with the packages that name them in agent.json "skills"`);
+        throw new PackageError(`cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Install the skill with: loom package install ${parseInstallCode(source).code} (POST /api/packages/skills)`);
       }
       if (options.registries.length === 0) throw new PackageError(`cannot install "${source}": config.toml lists no [[registries]] to look it up in`);
       const found = await resolveFromRegistries(options.registries, source, fetchOptions);
@@ -407,6 +365,34 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         }
       } finally {
         await checked.dispose();
+      }
+    }),
+
+    installSkill: (code) => oneAtATime(async () => {
+      const parsed = parseInstallCode(code);
+      if (parsed.kind !== 'SKIL') throw new PackageError(`cannot install "${code}" as a skill: it is a package's install code (AGNT-…); a skill's starts with SKIL-`);
+      if (options.registries.length === 0) throw new PackageError(`cannot install skill "${parsed.code}": config.toml lists no [[registries]] to look it up in`);
+      const found = await resolveFromRegistries(options.registries, parsed.code, fetchOptions);
+      const scratch: string[] = [];
+      try {
+        const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
+        scratch.push(folder);
+        const root = await loadSkillFolder(await unpackArchive(found.bytes, folder), parseSkillReference(found.name, parsed.code).org);
+        if (root.reference.qualified !== found.name || root.version !== found.version) {
+          throw new PackageError(`cannot install skill "${parsed.code}": the registry "${found.registry}" lists it as ${found.name}@${found.version}, but its SKILL.md is ${root.reference.qualified}@${root.version}; the archive is not the skill it claims to be`);
+        }
+        const sourced: SourcedSkill = { ...root, digest: await packageFolderDigest(root.dir, 'skill'), origin: { kind: 'registry', registry: found.registry, code: found.code, sha256: found.sha256 } };
+        const requester: SkillRequester = { dir: null, name: found.name, source: `${found.name}@${found.version} (${found.code}, ${found.registry})`, registry: found.registry };
+        const skills = await resolveSkillClosure([root.reference], (reference) => (reference.qualified === found.name && (reference.version ?? found.version) === found.version ? Promise.resolve(sourced) : findSkill(reference, requester, scratch)));
+        for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
+        const installed: InstalledSkill[] = [];
+        for (const skill of skills) {
+          const { created } = await installSkill(options.skillsDir, skill, { installedBy: parsed.code, installedAt: options.clock.now() });
+          installed.push({ skill: `${skill.reference.qualified}@${skill.version}`, origin: skill.origin, created });
+        }
+        return installed;
+      } finally {
+        await Promise.all(scratch.map((folder) => rm(folder, { recursive: true, force: true })));
       }
     }),
 

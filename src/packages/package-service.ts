@@ -1,6 +1,6 @@
 import type { JsonObject, Store } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
-import type { InstallPlan, PackageInstaller } from './package-installer.ts';
+import type { InstalledSkill, InstallPlan, PackageInstaller } from './package-installer.ts';
 import type { PackageRuntime } from './package-runtime.ts';
 import { type PackageRunView, type PackageView, toPackageRunView, toPackageView } from './package-views.ts';
 
@@ -18,6 +18,8 @@ export interface PackageService {
    */
   install(source: string, settings?: readonly string[], digest?: string): Promise<PackageView>;
   uninstall(slug: string): Promise<{ slug: string; agent_id: string }>;
+  /** Installs a skill by its install code (`SKIL-XXXX-XXXX`), with its dependencies (see `PackageInstaller.installSkill`). */
+  installSkill(code: string): Promise<InstalledSkill[]>;
   /** Runs a binding now and resolves with the finished run. */
   run(slug: string, binding: string, inputs?: JsonObject): Promise<PackageRunView>;
   /** Runs newest first, optionally of one package. */
@@ -57,6 +59,7 @@ export function createPackageService(parts: { installer: PackageInstaller; runti
       const record = await installer.uninstall(slug);
       return { slug: record.slug, agent_id: record.agentId };
     },
+    installSkill: (code) => installer.installSkill(code),
     run: async (slug, binding, inputs = {}) => toPackageRunView(await runtime.run(slug, binding, inputs)),
     runs: async (query = {}) => {
       if (query.package !== undefined) await find(query.package);

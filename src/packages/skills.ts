@@ -337,7 +337,8 @@ export function installedSkillFolder(skillsDir: string, skill: LoadedSkill): str
 
 /** What to do to use a new copy in place of the installed one: remove that one first. */
 function removalFix(target: string, installedBy: string | null): string {
-  const uninstall = installedBy === null ? '' : ` (package "${installedBy}" installed it: uninstall it unless you trust it, loom package uninstall ${installedBy})`;
+  // A skill installed by its own code records the code; a package's install, the package's slug.
+  const uninstall = installedBy === null ? '' : /^SKIL-/.test(installedBy) ? ` (installed by its code, loom package install ${installedBy})` : ` (package "${installedBy}" installed it: uninstall it unless you trust it, loom package uninstall ${installedBy})`;
   return `delete the installed copy "${target}"${uninstall}, then install again`;
 }
 

@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { capabilitiesFromManifest, describeCapability } from '../../capabilities/index.ts';
 import { PackageError, UsageError } from '../../errors/index.ts';
 import { packageEnvironment } from '../../host/index.ts';
-import { applySettings, emitGraphProblems, installPlan, isInstallCode, loadPackage, preparePackage, publishToRegistry } from '../../packages/index.ts';
+import { applySettings, checkPackageSkills, describeSkillOrigin, emitGraphProblems, installPlan, isInstallCode, loadPackage, parseInstallCode, preparePackage, publishToRegistry } from '../../packages/index.ts';
 import { loadSkillFolder, parseSkillReference } from '../../packages/skills.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
@@ -61,16 +60,11 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .option('--json', 'print what installing it would do, as JSON')
     .addHelpText('after', '\nEvent sources naming another package (package.event) are checked at install, against the installed packages.\n\nExample:\n  $ loom package validate examples/packages/chief-of-staff\n  $ loom package validate ./my-agent --set workflows.morning-briefing.trigger.cron="0 8 * * *"\n')
     .action(async (source: string, options: JsonOption & { set: string[] }) => {
-      const { config } = await openHome(io);
+      const { home, config } = await openHome(io);
       const { loaded: raw, dispose } = await loadPackage(resolve(io.cwd, source));
       try {
         const loaded = applySettings(raw, options.set);
-        const skills = loaded.agentJson.skills.map((skill, index) => parseSkillReference(skill, `agent.json: skills[${index}]`));
-        for (const skill of skills) {
-          // A skill bundled in the package's skills/ folder must be a valid one (others come from registries at install).
-          const folder = resolve(loaded.dir, 'skills', skill.name);
-          if (existsSync(resolve(folder, 'SKILL.md'))) await loadSkillFolder(folder, skill.org);
-        }
+        await checkPackageSkills(loaded, { registries: config.registries.map((registry) => registry.location), skillsDir: home.skillsDir }, resolve(io.cwd, source));
         const prepared = preparePackage(loaded, packageEnvironment(config));
         const external = new Set<string>();
         const problems = emitGraphProblems([{ slug: loaded.slug, agentJson: loaded.agentJson }]).filter((problem) => {
@@ -95,15 +89,22 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
 
   pkg
     .command('install <source>')
-    .description('install a package from a folder, a .tgz, an install code (AGNT-XXXX-XXXX) or @org/agents/name[@version]')
+    .description('install a package from a folder, a .tgz, an install code (AGNT-XXXX-XXXX) or @org/agents/name[@version]; or a skill by its install code (SKIL-XXXX-XXXX)')
     .option('--set <path=value>', 'override a path the package lists in defaults.configurable (repeatable)', collect, [])
     .option('-y, --yes', 'install without asking (for scripts): the package gets the capabilities shown')
     .option('--json', 'print the installed package as JSON')
     .addHelpText(
       'after',
-      '\nShows the capabilities the package asks for and installs only when you agree. Its agent is named\nafter the package and holds exactly those; each activity runs with only what it names.\n\nExample:\n  $ loom package install examples/packages/chief-of-staff\n  $ loom package install AGNT-7QK2-M4XD --yes\n  $ loom package install ./briefing --set workflows.morning-briefing.trigger.cron="0 8 * * *" --yes\n',
+      '\nShows the capabilities the package asks for and installs only when you agree. Its agent is named\nafter the package and holds exactly those; each activity runs with only what it names.\n\nExample:\n  $ loom package install examples/packages/chief-of-staff\n  $ loom package install AGNT-7QK2-M4XD --yes\n  $ loom package install SKIL-3M9Q-ZX7A\n  $ loom package install ./briefing --set workflows.morning-briefing.trigger.cron="0 8 * * *" --yes\n',
     )
     .action(async (source: string, options: JsonOption & { set: string[]; yes?: boolean }) => {
+      if (isInstallCode(source) && parseInstallCode(source).kind === 'SKIL') {
+        // A skill carries no capabilities: there is nothing to agree to.
+        const skills = await withBackend(io, (backend) => backend.packages.installSkill(source));
+        if (options.json === true) printJson(io, skills);
+        else io.stdout(skills.map((skill) => `${skill.created ? 'Installed' : 'Already installed'} skill ${skill.skill} (${describeSkillOrigin(skill.origin)}).\n`).join(''));
+        return;
+      }
       const from = sourceFor(source, io);
       const view = await withBackend(io, async (backend) => {
         const plan = await backend.packages.check(from, options.set);
