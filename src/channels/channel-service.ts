@@ -414,6 +414,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
         return;
       }
       await settle('answered', result.text);
+      logger.info({ channel: config.name, conversationId: message.conversationId }, `channel "${config.name}": delivered the reply of agent "${config.agent}" to ${message.userName ?? message.userId} (${1 + rest.length} message${rest.length === 0 ? '' : 's'})`);
     } catch (error) {
       await edits;
       const why = error instanceof Error ? error.message : String(error);

@@ -4,7 +4,7 @@ import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
-import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf } from '../kernel/index.ts';
+import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
@@ -204,6 +204,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       },
     });
     late.kernel = kernel;
+    // Every kernel event worth asking about is a line of the daemon's log (what event-log agents read).
+    const stopEventLog = logKernelEvents(kernel.events, options.logger.child({ component: 'kernel' }));
     // A package installed on another node (heard through the event relay): its triggers start here too.
     kernel.events.subscribe((event) => {
       if (event.type !== 'package-install') return;
@@ -274,6 +276,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
         await codeModules.close();
         await mcp?.stop();
         await store.close();
+        stopEventLog();
       },
     };
   } catch (error) {

@@ -10,6 +10,8 @@ export { type Action, AUTHORITY, callerOf, principalOfCaller, reachesAgent, refu
 export { CallerKernel, kernelAs, type SessionChoice } from './caller-kernel.ts';
 export type { SessionSummary, SessionView } from './session-view.ts';
 export { toAgentDetailView, toAgentView } from './agent-view.ts';
+export { kernelEventLine, logKernelEvents } from './kernel-event-log.ts';
+export type { KernelEventLine } from './kernel-event-log.ts';
 export type { AgentDetailView, AgentView } from './agent-view.ts';
 export { CapabilityManager } from './capability-manager.ts';
 export { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, type AuditOutcome, auditTypes } from './audit-kinds.ts';

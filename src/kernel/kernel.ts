@@ -576,6 +576,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     nameOf: (agentId) => registry.find(agentId)?.name,
     publish: (event) => publish(event),
     announce: (event) => events.publish(event),
+    logger,
   });
 
   /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */

@@ -1,4 +1,4 @@
-import type { Clock } from '../contracts/index.ts';
+import type { Clock, Logger } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { Caller } from './agent-runtime.ts';
@@ -19,6 +19,8 @@ export interface TurnAuditParts {
   publish: (event: TurnEvent) => Promise<void>;
   /** Tells subscribers of an event the audit log holds already (one a turn's commit wrote). */
   announce: (event: TurnEvent) => void;
+  /** Where a turn's start is logged (its end is a kernel event, logged from the bus). */
+  logger?: Logger;
 }
 
 /**
@@ -53,6 +55,7 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
   async function audited(reference: string, kind: TurnEvent['kind'], options: SendOptions, run: (seal: TurnSeal) => Promise<TurnResult>): Promise<TurnResult> {
     const agent = parts.agentOf(reference);
     const startedAt = clock.now();
+    if (agent !== undefined) parts.logger?.info({ subsystem: 'turns', agentId: agent.id, event: 'turn-start' }, `${kind} turn of agent "${agent.name}" (via ${describeCaller(options.caller, parts.nameOf)}) started`);
     const base = (): Pick<TurnEvent, 'agentId' | 'name' | 'kind' | 'via' | 'durationMs' | 'at'> => {
       const at = clock.now();
       return { at, agentId: agent?.id ?? '', name: agent?.name ?? reference, kind, via: describeCaller(options.caller, parts.nameOf), durationMs: at - startedAt };

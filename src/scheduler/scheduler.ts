@@ -181,7 +181,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return;
     }
     busy.add(agentId);
-    logger.debug({ cause }, `waking agent "${name}" (${cause})`);
+    logger.info({ cause, agentId }, `waking agent "${name}" for a scheduled run (${cause})`);
     try {
       await send(agentId, message);
     } catch (error) {

@@ -11,7 +11,8 @@ import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
 import { checkAgentModels, type ModelProblem, modelName } from '../../models/index.ts';
-import { createLogger, LOG_FORMATS, type LogFormat, LogRing } from '../../logging/index.ts';
+import { createSystemClock } from '../../clock/index.ts';
+import { createLogger, LOG_FORMATS, type LogFormat, LogRing, persistLogRing } from '../../logging/index.ts';
 import { inspectPostgresDatabase, openPostgresStore, openSqliteStore, type PostgresInspection, redactDatabaseUrl } from '../../store/index.ts';
 import { givenDaemonUrl } from '../backend.ts';
 import { openHome } from '../cli-context.ts';
@@ -92,6 +93,11 @@ function daemonLogPath(home: LoomHome): string {
   return join(home.logsDir, 'daemon.log');
 }
 
+/** The daemon's log ring, kept across restarts (the last 1,000 records at info and above, JSON lines). */
+function logRingPath(home: LoomHome): string {
+  return join(home.logsDir, 'log-ring.jsonl');
+}
+
 /** How long after it answers a daemon gives back the memory its start grew. */
 const START_UP_SETTLE_MS = 1_000;
 
@@ -108,9 +114,20 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const { home, config } = await openHome(io);
   const format = daemonLogFormat(io, options.logFormat);
   const logFile = daemonLogPath(home);
-  // The daemon keeps its last 1,000 records at info and above for event-log agents.
+  // The daemon keeps its last 1,000 records at info and above for event-log agents, across restarts.
   const logs = new LogRing();
   const logger = createLogger({ level: config.log.level, ring: logs, file: logFile, format, fd: 1, colorize: format === 'pretty' && io.stdoutIsTerminal === true });
+  let ringFailed = false;
+  const ring = await persistLogRing(logs, {
+    file: logRingPath(home),
+    clock: createSystemClock(),
+    onError: (error) => {
+      // Said once: a warning for each failed write would fill the ring itself.
+      if (ringFailed) return;
+      ringFailed = true;
+      logger.warn({ err: error }, `could not write the log ring to ${logRingPath(home)}; it is kept in memory only`);
+    },
+  });
   // The model library's warnings are the daemon's log lines, not raw lines on standard error.
   const restoreWarnings = logAiSdkWarnings(logger);
   // With JSON lines on standard output, it holds nothing else.
@@ -147,6 +164,7 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   } catch (error) {
     unwatch();
     restoreWarnings();
+    await ring.close();
     throw error;
   }
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
@@ -157,10 +175,13 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
       clearTimeout(release);
       unwatch();
       say('Stopping Loom…\n');
-      void daemon.stop().finally(() => {
-        restoreWarnings();
-        resolve();
-      });
+      void daemon
+        .stop()
+        .then(() => ring.close())
+        .finally(() => {
+          restoreWarnings();
+          resolve();
+        });
     };
     if (stopAsked) stopNow();
   });

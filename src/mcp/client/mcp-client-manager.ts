@@ -526,7 +526,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       state.status = 'connected';
       delete state.error;
       delete state.action;
-      logger.info({ server: entry.name, transport: entry.transport.type, era, protocolVersion, tools: tools.length }, 'MCP server connected');
+      logger.info({ server: entry.name, transport: entry.transport.type, era, protocolVersion, tools: tools.length }, `MCP server "${entry.name}" connected (${tools.length} tool${tools.length === 1 ? '' : 's'})`);
       await closed;
     } catch (error) {
       await created.close().catch(() => undefined);
@@ -605,7 +605,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         if (stopping.signal.aborted) return;
         state.status = 'failed';
         state.error = 'the connection was lost';
-        logger.warn({ server: state.entry.name }, 'MCP server connection lost; reconnecting');
+        logger.warn({ server: state.entry.name }, `MCP server "${state.entry.name}" disconnected: the connection was lost; reconnecting`);
       } catch (error) {
         if (stopping.signal.aborted) return;
         state.status = 'failed';
@@ -650,6 +650,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
 
     async stop() {
       stopping.abort(new Error('the MCP client manager stopped'));
+      for (const state of states) if (state.status === 'connected') logger.info({ server: state.entry.name }, `MCP server "${state.entry.name}" disconnected: Loom stops`);
       await Promise.all(states.map(async (state) => state.client?.close().catch(() => undefined)));
       await Promise.all(loops);
     },
