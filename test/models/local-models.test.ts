@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { generateText, Output, stepCountIs, streamText, tool } from 'ai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -6,6 +8,8 @@ import { createModelResolver, type ModelTarget } from '../../src/models/index.ts
 import { parseTextToolCalls } from '../../src/models/text-tool-calls.ts';
 import { fallbackChain } from '../../src/kernel/model-targets.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
+import { openTestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 
 // Models served by Ollama, vLLM, LM Studio or llama.cpp, at the wire: the real OpenAI-compatible
 // provider talks to the scripted server, which records what it was sent.
@@ -144,5 +148,36 @@ describe('an empty reply from a local model', () => {
     for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatchObject({ code: 'MODEL_EMPTY_REPLY' });
+  });
+});
+
+describe('agents on a local model, through the kernel', () => {
+  const local = () => `[model]\nprovider = "ollama"\nmodel = "qwen3:8b"\nbase_url = "${server.url}"\n`;
+
+  it("a delegate agent's choice of agent is asked for with its schema, and a specialist's text tool call runs through the tool runner", async () => {
+    const dir = await makeTempDir('loom-local-models-');
+    const host = await openTestHost(dir.path);
+    try {
+      await host.kernel.spawn(manifest(`name = "researcher"\ndescription = "Finds facts"\n${local()}[capabilities]\ntools = ["file_write"]\n`));
+      await host.kernel.spawn(manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${local()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n`));
+      server.script([
+        { text: JSON.stringify({ agent: 'researcher', reasoning: 'facts' }) },
+        { text: 'Note the boiling point of water.' },
+        // The researcher writes its calls as text: the one it is offered runs; one it is not stays words.
+        { text: 'Noting it.\n<tool_call>{"name": "file_write", "arguments": {"path": "notes.txt", "content": "100 C"}}</tool_call>' },
+        { text: '<tool_call>{"name": "shell_exec", "arguments": {"command": "ls"}}</tool_call>' },
+        { text: 'Noted: 100 C.' },
+      ]);
+      const result = await host.kernel.send('front-desk', 'note when water boils');
+      expect(result.text).toBe('Noted: 100 C.');
+      const selection = server.requests[0]!.body['response_format'] as { type: string; json_schema: { schema: { properties: Record<string, unknown> } } };
+      expect(selection.type).toBe('json_schema');
+      expect(Object.keys(selection.json_schema.schema.properties)).toContain('agent');
+      expect(await readFile(join(host.home.workspacesDir, 'researcher', 'notes.txt'), 'utf8')).toBe('100 C');
+      expect(JSON.stringify(server.requests[4]!.body['messages'])).toContain('<tool_call>{\\"name\\": \\"shell_exec\\"');
+    } finally {
+      await host.close();
+      await dir.remove();
+    }
   });
 });
