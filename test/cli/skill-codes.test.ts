@@ -74,6 +74,10 @@ describe('skills by install code', () => {
     try {
       const installed = await loom(['package', 'install', code, '--json']);
       expect(JSON.parse(installed.stdout)).toEqual([{ skill: '@acme/skills/formatter@1.2.0', origin: { kind: 'registry', registry, code, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown }, created: true }]);
+      // The route itself refuses a package's code, naming what it takes.
+      const refused = await fetch(`${daemon.info.url}/api/packages/skills`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'AGNT-0000-0000' }) });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(await refused.json())).toContain("expected a skill's install code, SKIL-XXXX-XXXX");
     } finally {
       await daemon.stop();
     }
