@@ -209,6 +209,23 @@ async function filesIn(folder: string): Promise<number | undefined> {
   return entries?.filter((entry) => !entry.isDirectory()).length;
 }
 
+/**
+ * Removes a skill version an install added (a failed install's undoing): its folder, with its name
+ * and org folders when this version was all they held (rmdir leaves any other), and its record,
+ * with the .origins folders it alone filled.
+ */
+async function removeAddedSkill(added: { folder: string; origin: string }): Promise<void> {
+  const { folder, origin } = added;
+  await rm(folder, { recursive: true, force: true });
+  await rmdir(dirname(folder))
+    .then(() => rmdir(dirname(dirname(folder))))
+    .catch(() => undefined);
+  await rm(origin, { force: true });
+  await rmdir(dirname(origin))
+    .then(() => rmdir(dirname(dirname(origin))))
+    .then(() => rmdir(dirname(dirname(dirname(origin)))));
+}
+
 /** Runs each cleanup step, whatever the others do: one that fails must not keep the rest from running. */
 async function undo(steps: readonly (() => Promise<unknown>)[]): Promise<void> {
   for (const step of steps) await step().catch(() => undefined);
@@ -346,18 +363,8 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
           await undo([
             () => (recorded ? store.packages.delete(plan.slug) : Promise.resolve()),
             () => rm(folder, { recursive: true, force: true }),
-            // Its name and org folders too, when this version was all they held (rmdir leaves any other).
-            ...addedSkills.map(({ folder: added, origin }) => async () => {
-              await rm(added, { recursive: true, force: true });
-              await rmdir(dirname(added))
-                .then(() => rmdir(dirname(dirname(added))))
-                .catch(() => undefined);
-              // And its record, with the .origins folders it alone filled.
-              await rm(origin, { force: true });
-              await rmdir(dirname(origin))
-                .then(() => rmdir(dirname(dirname(origin))))
-                .then(() => rmdir(dirname(dirname(dirname(origin)))));
-            }),
+            // Each skill version it added, with the folders and records it alone filled.
+            ...addedSkills.map((added) => () => removeAddedSkill(added)),
             // Not while an agent that could not be killed still works in it.
             () => (workspaceExisted || !agentGone || workspace === undefined ? Promise.resolve() : rm(workspace, { recursive: true, force: true })),
           ]);
@@ -386,9 +393,17 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         const skills = await resolveSkillClosure([root.reference], (reference) => (reference.qualified === found.name && (reference.version ?? found.version) === found.version ? Promise.resolve(sourced) : findSkill(reference, requester, scratch)));
         for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
         const installed: InstalledSkill[] = [];
-        for (const skill of skills) {
-          const { created } = await installSkill(options.skillsDir, skill, { installedBy: parsed.code, installedAt: options.clock.now() });
-          installed.push({ skill: `${skill.reference.qualified}@${skill.version}`, origin: skill.origin, created });
+        const added: { folder: string; origin: string }[] = [];
+        try {
+          for (const skill of skills) {
+            const { folder: written, created } = await installSkill(options.skillsDir, skill, { installedBy: parsed.code, installedAt: options.clock.now() });
+            if (created) added.push({ folder: written, origin: skillOriginPath(options.skillsDir, skill) });
+            installed.push({ skill: `${skill.reference.qualified}@${skill.version}`, origin: skill.origin, created });
+          }
+        } catch (error) {
+          // All or nothing, as a package's install: what this one added goes, what was there stays.
+          await undo(added.map((each) => () => removeAddedSkill(each)));
+          throw error;
         }
         return installed;
       } finally {
