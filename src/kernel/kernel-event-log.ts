@@ -55,6 +55,8 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
     case 'tool-blocked':
     case 'tool-timeout':
       return line(event.reason.includes('quota') || event.reason.includes('budget') ? 'quotas' : 'tools', `refused tool "${event.tool}" to ${agent} (${event.outcome}): ${event.reason}`, { tool: event.tool, outcome: event.outcome });
+    case 'tool-tainted':
+      return line('tools', `held tool "${event.tool}" of ${agent}: it carries text from ${event.source.origin} (by ${event.source.tool}) into ${event.sink}; ${event.action === 'refuse' ? 'refused' : 'sent for approval'}`, { tool: event.tool, action: event.action });
     case 'tool-failed':
       return line('tools', `tool "${event.tool}" of ${agent} answered with an error after ${seconds(event.durationMs)}`, { tool: event.tool, durationMs: event.durationMs });
     case 'tool-finish':

@@ -8,6 +8,7 @@ import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from 
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
 import { type Host, openHost } from '../../src/host/index.ts';
+import { type KernelEvent, kernelEventLine } from '../../src/kernel/index.ts';
 import { createLogger, createSilentLogger, LOG_RING_FLUSH_DELAY_MS, LogRing, persistLogRing } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
@@ -107,6 +108,15 @@ describe('kernel events in the daemon log', () => {
       await host.close();
       await new Promise((resolve) => receiver.close(resolve));
     }
+  });
+});
+
+describe('kernelEventLine()', () => {
+  it('words a held tool call, and gives an event type added later a line under the category its name starts with', () => {
+    const tainted: KernelEvent = { type: 'tool-tainted', at: 1, agentId: 'a1', name: 'worker', tool: 'shell_exec', sink: 'command', action: 'refuse', source: { tool: 'web_fetch', origin: 'https://example.com' }, excerpt: 'rm' };
+    expect(kernelEventLine(tainted)).toMatchObject({ category: 'tools', message: 'held tool "shell_exec" of agent "worker": it carries text from https://example.com (by web_fetch) into command; refused' });
+    const later = { type: 'schedule-run', at: 1, agentId: 'a1', name: 'worker' } as unknown as KernelEvent;
+    expect(kernelEventLine(later)).toMatchObject({ category: 'schedule', message: 'schedule-run of agent "worker"', fields: { agentId: 'a1' } });
   });
 });
 
