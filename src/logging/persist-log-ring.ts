@@ -38,8 +38,11 @@ export interface PersistedLogRing {
   readonly restored: number;
   /** Writes what is waiting now. */
   flush(): Promise<void>;
-  /** Writes what is waiting and stops writing. */
-  close(): Promise<void>;
+  /**
+   * Writes what is waiting (unless `write` is false: a daemon that did not start must not write
+   * into the file of one that runs) and stops writing.
+   */
+  close(options?: { write?: boolean }): Promise<void>;
 }
 
 /**
@@ -115,7 +118,11 @@ export async function persistLogRing(ring: LogRing, options: PersistLogRingOptio
   return {
     restored: restored.length,
     flush,
-    async close() {
+    async close(closeOptions = {}) {
+      if (closeOptions.write === false) {
+        timer?.abort();
+        pending = [];
+      }
       await flush();
       closed = true;
     },

@@ -164,7 +164,8 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   } catch (error) {
     unwatch();
     restoreWarnings();
-    await ring.close();
+    // Another daemon may run on this home (DAEMON_RUNNING): its ring file is its own.
+    await ring.close({ write: false });
     throw error;
   }
   say(`Loom ${LOOM_VERSION} (pid ${daemon.info.pid}), JSON logs in ${logFile}. Press Ctrl-C to stop.\n`);
