@@ -12,7 +12,7 @@ import {
   ModuleUnavailableError,
 } from '../errors/index.ts';
 import { createEmergentEngine, type EmergentEngine, type ForgedToolView, type ForgeOutcome, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
-import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest } from '../manifest/index.ts';
+import { codeModuleOf, codeSettingsOf, type Manifest, ManifestSchema, parseManifest, withoutRetiredKeys } from '../manifest/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 import { type AgentEvent, createToolRunner, type TaintSettings, TaintTracker, type ToolRunner, type TurnResult } from '../runtime/index.ts';
 import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
@@ -361,10 +361,19 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     events.publish(event);
   }
 
+  /** The agents whose stored manifest's retired keys the log has been told of (once a process). */
+  const toldRetired = new Set<string>();
+
   function restore(record: AgentRecord): AgentEntry | string {
     // A name stored before names lost the dot (0006) is kept: the rest is validated as for any.
     const dotted = typeof record.manifest['name'] === 'string' && record.manifest['name'].includes('.') ? record.manifest['name'] : undefined;
-    const parsed = ManifestSchema.safeParse(dotted === undefined ? record.manifest : { ...record.manifest, name: dotted.replaceAll('.', '-') }, { reportInput: true });
+    // Keys an earlier Loom stored and ignored, refused now, are taken out: the agent runs as it did.
+    const { manifest: stored, dropped } = withoutRetiredKeys(record.manifest);
+    const parsed = ManifestSchema.safeParse(dotted === undefined ? stored : { ...stored, name: dotted.replaceAll('.', '-') }, { reportInput: true });
+    if (parsed.success && dropped.length > 0 && !toldRetired.has(record.id)) {
+      toldRetired.add(record.id);
+      logger.warn({ agentId: record.id, dropped }, `agent "${record.name}" was stored with what this Loom refuses and no Loom acted on; it runs without it: ${dropped.join('; ')}`);
+    }
     if (!parsed.success) return formatIssues(parsed.error, { style: 'toml' }).join('; ');
     const manifest = dotted === undefined ? parsed.data : { ...parsed.data, name: dotted };
     return {

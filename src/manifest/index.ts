@@ -4,6 +4,7 @@ export type { ManifestCheck, ManifestIssue } from './check-manifest-text.ts';
 export { codeModuleOf, codeSettingsOf, resolveModulePath } from './code-module.ts';
 export type { CodeModuleRef } from './code-module.ts';
 export { hoistMisplacedKeys } from './hoist-misplaced-keys.ts';
+export { withoutRetiredKeys } from './retired-keys.ts';
 export { detectManifestFormat, loadManifestFile, MAX_MANIFEST_BYTES, parseManifest } from './load-manifest.ts';
 export type { LoadedManifest, ManifestFormat, ParseManifestOptions } from './load-manifest.ts';
 export {

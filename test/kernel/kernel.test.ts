@@ -300,4 +300,29 @@ describe('kernel.boot()', () => {
       { id: '00000000-0000-4000-8000-000000000001', name: 'broken', problem: 'priority: expected one of low, normal, high, critical, got "urgent"' },
     ]);
   });
+
+  it('restores an agent an earlier Loom stored with grants and triggers it ignored, which this one refuses at load, as it ran', async () => {
+    const first = await boot();
+    const stored = {
+      name: 'legacy',
+      capabilities: { tools: ['file_read'], net_listen: ['0.0.0.0:8080'], econ_earn: 5, ofp_discover: true },
+      schedule: { mode: 'proactive', triggers: [{ event: 'agent_message' }, { event: 'file_created' }] },
+    };
+    await first.store.agents.create(
+      { id: '00000000-0000-4000-8000-000000000003', name: 'legacy', state: 'running', parentId: null, sessionId: '00000000-0000-4000-8000-000000000004', manifest: stored, createdAt: 0, updatedAt: 0 },
+      { id: '00000000-0000-4000-8000-000000000004', agentId: '00000000-0000-4000-8000-000000000003', messages: [], createdAt: 0, updatedAt: 0 },
+    );
+    await first.close();
+    const second = await openTestKernel(databasePath);
+    open.push(second);
+    expect(second.report.skipped).toEqual([]);
+    const legacy = second.kernel.get('legacy');
+    expect(legacy.state).toBe('running');
+    // Neither trigger ever fired, so the agent only ever answered messages: it is reactive now, as it was in fact.
+    expect(legacy.manifest.schedule).toMatchObject({ mode: 'reactive', triggers: [] });
+    expect(legacy.manifest.capabilities).toMatchObject({ tools: ['file_read'] });
+    expect(Object.keys(legacy.manifest.capabilities)).not.toContain('net_listen');
+    // Written today, the same grant is refused at load, naming the field.
+    expect(() => manifest('name = "fresh"\n[capabilities]\nnet_listen = ["0.0.0.0:8080"]\n')).toThrow(/net_listen.*not supported by Loom/);
+  });
 });
