@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { ChannelConfig } from '../config/index.ts';
-import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Store } from '../contracts/index.ts';
-import { isLoomError, messageOf, UsageError } from '../errors/index.ts';
-import type { ChannelEvent, Kernel } from '../kernel/index.ts';
+import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Principal, Store } from '../contracts/index.ts';
+import { AccessDeniedError, isLoomError, messageOf, UsageError } from '../errors/index.ts';
+import { type ChannelEvent, type Kernel, kernelAs } from '../kernel/index.ts';
 import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import type { EmailChannelOptions } from './email-channel.ts';
 import { decide } from './channel-policy.ts';
@@ -37,7 +37,8 @@ export interface ChannelServiceOptions {
   channels: readonly ChannelConfig[];
   /** `[people]` of config.toml: a person's name → their `<channel>:<user id>` identities. */
   people?: Readonly<Record<string, readonly string[]>>;
-  kernel: Pick<Kernel, 'send' | 'get' | 'publish' | 'approvals'>;
+  /** Each person on a channel asks it as a principal of their own (see `channelPrincipal`). */
+  kernel: Kernel;
   store: Pick<Store, 'channels'>;
   clock: Clock;
   logger: Logger;
@@ -80,6 +81,23 @@ interface RunningChannel {
   adapter: ChannelAdapter | undefined;
   /** Why it could not start (missing credentials). */
   failure: string | null;
+}
+
+/**
+ * Who a person on a channel is to the kernel, once the channel's policy admitted them (paired,
+ * allowed, or the channel open): `<channel>:<user id>`, a `user` reaching the channel's agent
+ * only, deciding its tool calls when they are among the channel's `approvers`, speaking in the
+ * chat of `conversation` (shared with everyone in it). The kernel judges what they may do
+ * (src/kernel/authority.ts); the channel only says who they are.
+ */
+export function channelPrincipal(config: ChannelConfig, userId: string, conversation?: string): Principal {
+  return {
+    name: `${config.name}:${userId}`,
+    role: 'user',
+    agents: [config.agent],
+    ...(config.policy.approvers.includes(userId) ? { approves: [config.agent] } : {}),
+    ...(conversation === undefined ? {} : { conversation }),
+  };
 }
 
 export function createChannelService(options: ChannelServiceOptions): ChannelService {
@@ -265,18 +283,22 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
    * kernel's, recorded as by `<channel>:<user id>`. Returns what to tell them.
    */
   async function decideApproval(config: ChannelConfig, user: { id: string; name: string | null }, verb: string, reference: string): Promise<string> {
-    if (!config.policy.approvers.includes(user.id)) {
+    const approved = verb.toLowerCase() === 'approve';
+    const caller = kernelAs(kernel, channelPrincipal(config, user.id));
+    const refused = async (): Promise<string> => {
       await auditRefused(config, user, 'an approval decision from someone not in the channel\'s approvers');
       return 'Only the approvers of this channel may decide that.';
-    }
-    const agentId = agentIdOf(config);
-    const pending = (await kernel.approvals.list('pending')).filter((approval) => approval.agentId === agentId && approval.id.startsWith(reference.toLowerCase()));
+    };
+    // The kernel judges (a channel's approvers decide its agent's requests): asked before the id is looked up, so a stranger learns nothing of it.
+    if (!caller.may(approved ? 'approve tool calls' : 'deny tool calls', config.agent)) return refused();
+    // The waiting requests of the agents the person reaches: the channel's agent's.
+    const pending = (await caller.approvals('pending')).filter((approval) => approval.id.startsWith(reference.toLowerCase()));
     const [approval] = pending;
     if (approval === undefined || pending.length > 1) return pending.length > 1 ? `"${reference}" names more than one request; give more of its id.` : 'That request is no longer waiting.';
-    const approved = verb.toLowerCase() === 'approve';
     try {
-      await kernel.approvals.decide(approval.id, { approved, by: `${config.name}:${user.id}`, reason: null });
+      await caller.decide(approval.id, { approved, reason: null });
     } catch (error) {
+      if (error instanceof AccessDeniedError) return refused();
       return `It could not be decided: ${error instanceof Error ? error.message : String(error)}`;
     }
     if (questionOf(approval.input) !== undefined) return approved ? `Answered: ${approval.tool}.` : `Declined: ${approval.tool} gets no answer.`;
@@ -381,9 +403,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       }
     };
     try {
-      const result = await kernel.send(config.agent, message.text, {
-        caller: { kind: 'user', role: 'user', name: `${config.name}:${message.userId}`, agents: [config.agent] },
-        conversation: `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`,
+      const speaker = channelPrincipal(config, message.userId, `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`);
+      const result = await kernelAs(kernel, speaker).send(config.agent, message.text, {
         person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
         emit: (event) => {
           if (event.type === 'approval-request') {

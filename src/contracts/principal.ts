@@ -13,6 +13,17 @@ export interface Principal {
   role: PrincipalRole;
   /** Name patterns of the agents a `user` may read and message (`*` for owners and viewers). */
   agents: readonly string[];
+  /**
+   * Name patterns of the agents whose tool calls this principal may approve or deny whatever its
+   * role: a channel's `approvers` for the channel's agent. None when left out.
+   */
+  approves?: readonly string[];
+  /**
+   * The conversation the principal speaks in when it is not one of its own: a channel person
+   * speaks in the chat they wrote in (`channel:<channel>:<conversation>[:<thread>]`), which
+   * everyone in that chat shares. Left out, a key's turns go into a session of its own.
+   */
+  conversation?: string;
 }
 
 /**

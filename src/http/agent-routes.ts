@@ -14,15 +14,31 @@ import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 
-/** The body of `POST /api/agents/:agent/messages`. */
-export const MessageBodySchema = z.strictObject({
-  message: z.string().min(1, { error: 'expected a non-empty message' }),
-  /** A session the caller holds, to go on with (see `GET …/sessions`); its own session when left out. */
-  session: z.string().min(1).optional(),
-});
+/**
+ * A conversation of the caller's own named by the client (`loom mcp` against a daemon names each
+ * of its client sessions `mcp:<id>`): a session within the caller's, as an A2A context is.
+ */
+const ThreadSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/, { error: 'expected a thread name of 1 to 200 letters, digits and ":._-", starting with a letter or digit' })
+  .optional();
 
-/** `?session=<id>`: a session the caller holds, for the session routes; its own when left out. */
-const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional() });
+/** Either a session by id or a thread by name, not both. */
+const oneSessionChoice = (choice: { session?: string | undefined; thread?: string | undefined }): boolean => choice.session === undefined || choice.thread === undefined;
+const ONE_CHOICE = { error: 'give "session" or "thread", not both', path: ['thread'] };
+
+/** The body of `POST /api/agents/:agent/messages`. */
+export const MessageBodySchema = z
+  .strictObject({
+    message: z.string().min(1, { error: 'expected a non-empty message' }),
+    /** A session the caller holds, to go on with (see `GET …/sessions`); its own session when left out. */
+    session: z.string().min(1).optional(),
+    thread: ThreadSchema,
+  })
+  .refine(oneSessionChoice, ONE_CHOICE);
+
+/** `?session=<id>` (a session the caller holds) or `?thread=<name>` (one of its own), for the session routes; its own when left out. */
+const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_CHOICE);
 
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
 
@@ -101,7 +117,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const caller = kernelOf(c, kernel);
     // Refused before the body is read: a viewer, or an agent out of the key's reach.
     caller.require('send messages', caller.get(c.req.param('agent')).name);
-    const { message, session: sessionId } = await readJsonBody(c, MessageBodySchema);
+    const { message, session: sessionId, thread } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
     // The turn runs under the request's time limit, not the client's connection: a client that
@@ -111,11 +127,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const signal = deadline.timeLimit;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
-      const result = await caller.send(reference, message, { signal, sessionId });
+      const result = await caller.send(reference, message, { signal, sessionId, thread });
       return c.json(toTurnView(result));
     }
 
-    const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId });
+    const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId, thread });
     return streamSSE(c, async (stream) => {
       try {
         if (first.done === true) return;
@@ -180,18 +196,18 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   routes.get('/:agent/session', async (c) => {
     const caller = kernelOf(c, kernel);
     const reference = c.req.param('agent');
-    const { session: sessionId } = readQuery(c, SessionQuerySchema);
-    const session = await caller.session(reference, { sessionId });
+    const { session: sessionId, thread } = readQuery(c, SessionQuerySchema);
+    const session = await caller.session(reference, { sessionId, thread });
     // The turn not yet committed to it, if one runs: a client shows it and follows it with `GET …/turn`.
-    const running = sessionId === undefined ? caller.runningTurn(reference) : kernel.runningTurn(reference, session.conversation === null ? {} : { conversation: session.conversation });
+    const running = sessionId === undefined ? caller.runningTurn(reference, thread) : kernel.runningTurn(reference, session.conversation === null ? {} : { conversation: session.conversation });
     return c.json({ ...session, running: running ?? null });
   });
 
   routes.get('/:agent/sessions', async (c) => c.json(await kernelOf(c, kernel).sessions(c.req.param('agent'))));
 
   routes.delete('/:agent/session', async (c) => {
-    const { session: sessionId } = readQuery(c, SessionQuerySchema);
-    await kernelOf(c, kernel).resetSession(c.req.param('agent'), { sessionId });
+    const { session: sessionId, thread } = readQuery(c, SessionQuerySchema);
+    await kernelOf(c, kernel).resetSession(c.req.param('agent'), { sessionId, thread });
     return c.body(null, 204);
   });
 

@@ -124,8 +124,8 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
     },
     '/api/agents/{agent}/turn/cancel': { post: { tag: 'agents', summary: 'cancel the running turn, answering once it is committed: `{ agent, run_id, status }`', parameters: [AGENT], responses: { '200': ok('the cancelled turn'), ...errors(403, 404, 409) } } },
     '/api/agents/{agent}/session': {
-      get: { tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out')], responses: { '200': ok('the session'), ...errors(404) } },
-      delete: { tag: 'agents', summary: 'empty the session history', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out')], responses: { '204': { description: 'emptied' }, ...errors(403, 404) } },
+      get: { tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')], responses: { '200': ok('the session'), ...errors(404) } },
+      delete: { tag: 'agents', summary: 'empty the session history', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')], responses: { '204': { description: 'emptied' }, ...errors(403, 404) } },
     },
     '/api/agents/{agent}/sessions': { get: { tag: 'agents', summary: 'the agent\'s sessions the caller holds: every one for the owner, its own and its threads\' for any other key', parameters: [AGENT], responses: { '200': ok('the sessions', { type: 'array', items: { type: 'object' } }), ...errors(404) } } },
     '/api/agents/{agent}/workflow': { get: { tag: 'agents', summary: 'a workflow agent\'s plan, each task\'s status and attempts', parameters: [AGENT], responses: { '200': ok('the workflow'), ...errors(404) } } },

@@ -11,6 +11,8 @@ interface Rule {
   reach: boolean;
   /** Why the roles are so few, where it is not plain. */
   why?: string;
+  /** A principal whose `approves` patterns match the agent acted on may too, whatever its role (a channel's approvers). */
+  approvers?: boolean;
 }
 
 const EVERYONE: readonly PrincipalRole[] = ['owner', 'user', 'viewer'];
@@ -36,8 +38,9 @@ export const AUTHORITY = {
   'cancel turns': { roles: SPEAKERS, reach: true },
   'steer workflows': { roles: SPEAKERS, reach: true },
   'reset sessions': { roles: OWNERS, reach: false },
-  'approve tool calls': { roles: OWNERS, reach: false },
-  'deny tool calls': { roles: OWNERS, reach: false },
+  // And a channel's approvers, for the channel's agent (`Principal.approves`).
+  'approve tool calls': { roles: OWNERS, reach: false, approvers: true },
+  'deny tool calls': { roles: OWNERS, reach: false, approvers: true },
   'forge tools': { roles: OWNERS, reach: false },
   'import tools': { roles: OWNERS, reach: false },
   'promote forged tools': { roles: OWNERS, reach: false },
@@ -72,6 +75,11 @@ export function reachesAgent(principal: Principal, name: string): boolean {
   return principal.role !== 'user' || principal.agents.some((pattern) => matchesPattern(pattern, name));
 }
 
+/** Whether `principal` decides the tool calls of the agent named `name` whatever its role (a channel's approvers). */
+function approvesFor(principal: Principal, name: string): boolean {
+  return principal.approves?.some((pattern) => matchesPattern(pattern, name)) === true;
+}
+
 /** The roles of a rule as a refusal names them: "the owner role", "the user or owner role". */
 function rolesText(roles: readonly PrincipalRole[]): string {
   return `the ${roles.join(' or ')} role`;
@@ -83,7 +91,12 @@ function rolesText(roles: readonly PrincipalRole[]): string {
  */
 export function refusalOf(principal: Principal, action: Action, target?: { kind: 'agent' | 'package'; name: string }): string | undefined {
   const rule: Rule = AUTHORITY[action];
+  if (rule.approvers === true && target?.kind === 'agent' && approvesFor(principal, target.name)) return undefined;
   if (!rule.roles.includes(principal.role)) {
+    if (rule.approvers === true && (principal.approves?.length ?? 0) > 0) {
+      const patterns = principal.approves?.map((pattern) => `"${pattern}"`).join(', ') ?? '';
+      return `"${principal.name}" may not ${action} ${target === undefined ? 'that are not waiting' : `of agent "${target.name}"`}: it decides only the waiting ones of the agents ${patterns}`;
+    }
     return `a ${principal.role} key ("${principal.name}") may not ${action}${rule.why === undefined ? '' : `: ${rule.why}`}; it needs ${rolesText(rule.roles)}`;
   }
   if (rule.reach && target !== undefined && !reachesAgent(principal, target.name)) {

@@ -118,13 +118,16 @@ export class CallerKernel {
    */
   conversation(thread?: string): string | undefined {
     if (this.principal.role === 'owner') return thread;
+    // A channel person speaks in the chat they wrote in, shared with everyone in it.
+    if (this.principal.conversation !== undefined) return this.principal.conversation;
     const own = `principal:${principalKey(this.principal)}`;
     return thread === undefined ? own : `${own}/${thread}`;
   }
 
-  /** Whether the principal holds a session of `conversation` (null: the main session): owners hold every one, a key its own and its threads'. */
+  /** Whether the principal holds a session of `conversation` (null: the main session): owners hold every one, a key its own and its threads', a channel person its chat's. */
   holds(conversation: string | null): boolean {
     if (this.principal.role === 'owner') return true;
+    if (this.principal.conversation !== undefined) return conversation === this.principal.conversation;
     const own = this.conversation();
     return conversation !== null && (conversation === own || conversation.startsWith(`${own}/`));
   }
@@ -212,11 +215,11 @@ export class CallerKernel {
     return (await this.#kernel.sessions(name)).filter((session) => this.holds(session.conversation));
   }
 
-  /** Empties the agent's main session, or the one `sessionId` names. */
-  async resetSession(reference: string, where: Pick<SessionChoice, 'sessionId'> = {}): Promise<void> {
+  /** Empties the agent's main session, or the one `sessionId` (or the principal's `thread`) names. */
+  async resetSession(reference: string, where: SessionChoice = {}): Promise<void> {
     this.require('reset sessions');
     const { name } = this.get(reference);
-    const conversation = where.sessionId === undefined ? undefined : await this.#conversationOf(name, where);
+    const conversation = where.sessionId === undefined && where.thread === undefined ? undefined : await this.#conversationOf(name, where);
     await this.#kernel.resetSession(name, conversation === undefined ? {} : { conversation });
   }
 
@@ -266,9 +269,18 @@ export class CallerKernel {
     return readable === undefined ? records : records.filter((record) => readable.has(record.agentId));
   }
 
-  /** Approves or denies a request as the principal (named as the decider). */
+  /**
+   * Approves or denies a request as the principal (named as the decider): an owner any request, a
+   * channel's approver (`Principal.approves`) those of its agent while they wait.
+   * @throws {AccessDeniedError} naming why.
+   */
   async decide(id: string, decision: Omit<ApprovalDecision, 'by'>): Promise<ApprovalRecord> {
-    this.require(decision.approved ? 'approve tool calls' : 'deny tool calls');
+    const action = decision.approved ? 'approve tool calls' : 'deny tool calls';
+    if (!this.may(action)) {
+      // Allowed for some agents only: judged by the agent of the request, when it waits.
+      const request = (await this.#kernel.approvals.list('pending')).find((record) => record.id === id);
+      this.require(action, request?.agentName);
+    }
     return this.#kernel.approvals.decide(id, { ...decision, by: this.principal.name });
   }
 

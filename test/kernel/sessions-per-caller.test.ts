@@ -139,6 +139,22 @@ describe('sessions per caller', () => {
     expect(bobList.filter((session) => session.conversation?.includes('/a2a:') === true)).toHaveLength(2);
   });
 
+  it('gives a thread a key names over HTTP a session of its own, within the key, and refuses a bad name or both choices at once', async () => {
+    await say('bob', 'said in the thread', 'thread reply', { thread: 'mcp:one' });
+    expect(lastPrompt()).not.toContain('what do you know?');
+    const thread = await getJson<Session>('bob', '/api/agents/helper/session?thread=mcp:one');
+    expect(thread.conversation).toMatch(/^principal:.*\/mcp:one$/);
+    expect(JSON.stringify(thread.messages)).toContain('said in the thread');
+    expect(JSON.stringify((await getJson<Session>('bob', '/api/agents/helper/session')).messages)).not.toContain('said in the thread');
+
+    const badName = await api.request('/api/agents/helper/messages', as('bob', post({ message: 'x', thread: '../main' })));
+    expect(badName.status).toBe(400);
+    expect(JSON.stringify(await badName.json())).toContain('thread');
+    const both = await api.request(`/api/agents/helper/session?thread=mcp:one&session=${thread.id}`, as('bob'));
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(await both.json())).toContain('give \\"session\\" or \\"thread\\", not both');
+  });
+
   it('gives each /v1 user a session of its own', async () => {
     const complete = async (user: string, content: string): Promise<void> => {
       model.script([{ text: `re: ${content}` }]);

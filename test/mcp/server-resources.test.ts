@@ -75,15 +75,17 @@ describe.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('agent 
     expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(['loom://agents/{name}/session', 'loom://agents/{name}/turns/last']);
   });
 
-  it("reads an agent's session and last turn after a turn", async () => {
+  it("reads the caller's session of an agent and its last turn after a turn the client asked for", async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('helper', model.url));
-    model.script([{ text: 'Oslo.' }]);
-    await host.kernel.send('helper', 'Capital of Norway?');
     const client = await connect(url, kind);
+    model.script([{ text: 'Oslo.' }]);
+    await client.callTool({ name: 'loom_agent_helper', arguments: { message: 'Capital of Norway?' } });
 
     const session = await readJson<AgentSessionView>(client, 'loom://agents/helper/session');
-    expect(session).toMatchObject({ agent: 'helper', session_id: host.kernel.get('helper').session_id, running: null });
+    expect(session).toMatchObject({ agent: 'helper', running: null });
+    // A stateless request is the owner's own: the agent's main session; a 2025-era session or an SSE stream has one of its own.
+    expect(session.session_id === host.kernel.get('helper').session_id).toBe(kind === 'modern');
     expect(session.messages).toMatchObject([
       { role: 'user', content: 'Capital of Norway?' },
       { role: 'assistant', content: [{ type: 'text', text: 'Oslo.' }] },

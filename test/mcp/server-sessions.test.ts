@@ -212,7 +212,7 @@ describe('a 2025-era Streamable HTTP client gets a session', () => {
     const reply = held();
     model.script([{ text: 'Once upon a time', stall: reply.promise }, { text: 'never sent' }]);
     const ended = nextEvent(served as McpHttpServer, (event) => event.type === 'turn-finish' || event.type === 'turn-cancel');
-    const { client } = await connect(url);
+    const { client, transport } = await connect(url);
 
     const controller = new AbortController();
     const call = client.callTool({ name: 'loom_agent_helper', arguments: { message: 'Tell me a story' } }, { signal: controller.signal });
@@ -220,7 +220,8 @@ describe('a 2025-era Streamable HTTP client gets a session', () => {
     controller.abort(new Error('stop'));
     await expect(call).rejects.toThrow();
     expect(await ended).toMatchObject({ type: 'turn-cancel', name: 'helper' });
-    const session = await host.kernel.session('helper');
+    // The MCP session's own conversation of the agent.
+    const session = await host.kernel.session('helper', { conversation: `mcp:${transport.sessionId ?? ''}` });
     expect(session.messages[0]).toMatchObject({ role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { status: 'cancelled' } } } });
     expect(model.requests).toHaveLength(1);
   });

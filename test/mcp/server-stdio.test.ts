@@ -220,10 +220,10 @@ describe('loom mcp while a daemon runs', () => {
     api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
     const address = new URL(api.url);
     await writeDaemonFile(api.host.home, { pid: process.pid, host: address.hostname, port: Number(address.port), url: api.url, startedAt: new Date().toISOString(), version: 'test' });
-    model.script([{ text: 'From the daemon.' }]);
-    await api.host.kernel.send('helper', 'hi');
-
     const owner = await connect('legacy', { LOOM_API_KEY: 'admin-secret' });
+    // Asked through this client: its session's (the connection's own conversation) is the one it reads.
+    model.script([{ text: 'From the daemon.' }]);
+    expect(firstText(await owner.callTool({ name: 'loom_agent_helper', arguments: { message: 'hi' } }))).toBe('From the daemon.');
     expect((await owner.listResources()).resources.map((resource) => resource.uri)).toEqual(['loom://agents/helper/session', 'loom://agents/helper/turns/last']);
     const read = async (uri: string): Promise<unknown> => JSON.parse((((await owner.readResource({ uri })).contents[0]) as { text: string }).text);
     expect(await read('loom://agents/helper/session')).toMatchObject({ agent: 'helper', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant' }], running: null });

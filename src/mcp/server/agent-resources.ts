@@ -3,7 +3,7 @@ import type { Principal } from '../../access/index.ts';
 import type { AgentDirectory, AgentSummary } from './agent-tools.ts';
 import { type AgentSessionView, toLastTurnView } from './last-turn-view.ts';
 
-/** The URI template of an agent's main session: its messages as JSON. */
+/** The URI template of the caller's session of an agent: its messages as JSON. */
 export const AGENT_SESSION_URI_TEMPLATE = 'loom://agents/{name}/session';
 
 /** The URI template of an agent's last turn: its messages, tool calls, outcome and usage as JSON. */
@@ -28,8 +28,8 @@ const KINDS: readonly AgentResourceKind[] = [
     template: new UriTemplate(AGENT_SESSION_URI_TEMPLATE),
     title: 'Loom agent session',
     description:
-      "A Loom agent's main session as JSON: { agent, session_id, messages, running }. messages are the conversation's model messages as stored (AI SDK shape; Loom's metadata under providerOptions.loom); running is the turn not yet committed, or null.",
-    describe: (agent) => `The main session of the Loom agent "${agent}" as JSON: its messages as stored, and the turn running now, if any.`,
+      "The caller's session of a Loom agent as JSON (this MCP client session's own; a stateless request's, the key's own; the owner's, the agent's main session): { agent, session_id, messages, running }. messages are the conversation's model messages as stored (AI SDK shape; Loom's metadata under providerOptions.loom); running is the turn not yet committed, or null.",
+    describe: (agent) => `Your session of the Loom agent "${agent}" as JSON: its messages as stored, and the turn running now, if any.`,
     view: (session) => session,
   },
   {
@@ -62,16 +62,17 @@ export function agentResources(agents: readonly AgentSummary[]): Resource[] {
 }
 
 /**
- * Reads one agent resource for `principal`.
+ * Reads one agent resource for `principal`: its own session of the agent, or its `thread`'s (the
+ * client session's).
  * @throws {ResourceNotFoundError} when `uri` names no agent resource, no live agent, or an agent
  *   out of the principal's reach: one answer for all three, so a caller cannot probe for names
  *   (on the wire `-32602` with `data.uri`, as the 2026-07-28 revision requires; see docs/mcp-server.md).
  */
-export async function readAgentResource(directory: AgentDirectory, principal: Principal, uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+export async function readAgentResource(directory: AgentDirectory, principal: Principal, uri: string, signal?: AbortSignal, thread?: string): Promise<ReadResourceResult> {
   for (const kind of KINDS) {
     const name = kind.template.match(uri)?.['name'];
     if (typeof name !== 'string') continue;
-    const session = await directory.session(name, principal, signal);
+    const session = await directory.session(name, principal, signal, thread);
     if (session === undefined) break;
     return { contents: [{ uri, mimeType: JSON_MEDIA_TYPE, text: JSON.stringify(kind.view(session), null, 2) }] };
   }

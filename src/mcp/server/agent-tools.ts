@@ -22,6 +22,15 @@ export function agentToolClash(name: string, agents: readonly { name: string }[]
   return [`agent "${name}" is served over MCP as the tool ${tool}, as agent "${other.name}" is: MCP clients reach only the one spawned first; rename one to reach both over MCP`];
 }
 
+/**
+ * The conversation of one MCP client session (a 2025-era Streamable HTTP session, a 2024-era SSE
+ * stream, a stdio connection): `mcp:<session id>`, a thread within the caller's own conversation,
+ * so two client sessions of one key do not share a session of the agent.
+ */
+export function mcpThread(sessionId: string): string {
+  return `mcp:${sessionId}`;
+}
+
 /** An agent as the MCP server offers it. */
 export interface AgentSummary {
   name: string;
@@ -37,12 +46,14 @@ export interface AgentDirectory {
   /** The live agents `principal` may reach. */
   list(principal: Principal): Promise<AgentSummary[]>;
   /**
-   * The agent's main session, when `principal` may reach the agent; undefined when there is no
-   * such live agent or it is out of the principal's reach (the two are not told apart).
+   * The principal's own session of the agent (the main one for the owner), or that of its
+   * `thread` (an MCP client session's, {@link mcpThread}), when `principal` may reach the agent;
+   * undefined when there is no such live agent or it is out of the principal's reach (the two are
+   * not told apart).
    */
-  session(agentName: string, principal: Principal, signal?: AbortSignal): Promise<AgentSessionView | undefined>;
-  /** Sends `message` to the agent as `principal` and resolves with the reply text. */
-  send(agentName: string, message: string, principal: Principal, signal: AbortSignal): Promise<string>;
+  session(agentName: string, principal: Principal, signal?: AbortSignal, thread?: string): Promise<AgentSessionView | undefined>;
+  /** Sends `message` to the agent as `principal`, into its own session or its `thread`'s, and resolves with the reply text. */
+  send(agentName: string, message: string, principal: Principal, signal: AbortSignal, thread?: string): Promise<string>;
   /** Calls `listener` whenever agents may have been spawned or killed; returns an unsubscribe. */
   subscribe(listener: () => void): () => void;
   /** Tools besides the agents (the `[mcp_server]` principal's), for `principal`. */
@@ -86,21 +97,21 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
       return { text: result.text, isError: result.isError === true };
     },
     list: (principal) => Promise.resolve(kernelAs(kernel, principal).list().map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }))),
-    async session(agentName, principal) {
+    async session(agentName, principal, _signal, thread) {
       // By exact name among the live agents the principal reaches (not by id): out of reach is as unknown.
       const caller = kernelAs(kernel, principal);
       const agent = caller.list().find((candidate) => candidate.name === agentName);
       if (agent === undefined) return undefined;
       try {
-        const session = await caller.session(agent.name);
-        return { agent: agent.name, session_id: session.id, messages: session.messages, running: caller.runningTurn(agent.name) ?? null };
+        const session = await caller.session(agent.name, { thread });
+        return { agent: agent.name, session_id: session.id, messages: session.messages, running: caller.runningTurn(agent.name, thread) ?? null };
       } catch (error) {
         // Killed since it was listed: as unknown as any other.
         if (isLoomError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;
         throw error;
       }
     },
-    send: async (agentName, message, principal, signal) => (await kernelAs(kernel, principal).send(agentName, message, { signal })).text,
+    send: async (agentName, message, principal, signal, thread) => (await kernelAs(kernel, principal).send(agentName, message, { signal, thread })).text,
     subscribe: (listener) =>
       kernel.events.subscribe((event) => {
         if (event.type === 'agent-spawn' || event.type === 'agent-kill') listener();
@@ -168,10 +179,11 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
   };
   return {
     list: () => fetchList(),
-    async session(agentName, _principal, signal) {
+    async session(agentName, _principal, signal, thread) {
       // By exact name among the agents the key may reach, as over the kernel (the API takes ids too).
       if (!(await fetchList()).some((agent) => agent.name === agentName)) return undefined;
-      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/session`, { headers: headers(false), ...(signal === undefined ? {} : { signal }) });
+      const query = thread === undefined ? '' : `?thread=${encodeURIComponent(thread)}`;
+      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/session${query}`, { headers: headers(false), ...(signal === undefined ? {} : { signal }) });
       // Unknown (404) and out of the key's reach (403) are one answer, as over the kernel.
       if (response.status === 404 || response.status === 403) {
         await response.body?.cancel();
@@ -183,11 +195,11 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
       const running: RunningTurnView | null = parsed.data.running ?? null;
       return { agent: agentName, session_id: parsed.data.id, messages: parsed.data.messages, running };
     },
-    async send(agentName, message, _principal, signal) {
+    async send(agentName, message, _principal, signal, thread) {
       const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/messages`, {
         method: 'POST',
         headers: headers(true),
-        body: JSON.stringify({ message }),
+        body: JSON.stringify({ message, thread }),
         signal,
       });
       if (!response.ok) throw await daemonError(response);

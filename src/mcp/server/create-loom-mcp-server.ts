@@ -10,6 +10,11 @@ export const LOOM_MCP_SERVER_NAME = 'loom';
 /** What one MCP server instance serves: agents from `directory`, to the caller of `McpRequestOrigin`. */
 export interface LoomMcpServerOptions extends McpRequestOrigin {
   directory: AgentDirectory;
+  /**
+   * The conversation of the client session this instance serves (`mcp:<session id>`, see
+   * `mcpThread`); undefined for a stateless request, whose turns go into the principal's own session.
+   */
+  thread?: string | undefined;
   /** Reported as the server's version. */
   version: string;
 }
@@ -50,7 +55,7 @@ const unknownTool = (name: string): ProtocolError =>
  * `ResourceNotFoundError` is the answer to a miss.
  */
 export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
-  const { directory, principal } = options;
+  const { directory, principal, thread } = options;
   const server = new Server(
     { name: LOOM_MCP_SERVER_NAME, version: options.version },
     {
@@ -82,7 +87,7 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     try {
       // The request's own origin when it carries one (a session's server serves many requests), else the instance's.
       (originOfAuthInfo(ctx.http?.authInfo) ?? options).chargeTurn?.();
-      const reply = await directory.send(agent.name, message, principal, ctx.mcpReq.signal);
+      const reply = await directory.send(agent.name, message, principal, ctx.mcpReq.signal, thread);
       return { content: [{ type: 'text', text: reply }] };
     } catch (error) {
       return toolError(error instanceof Error ? error.message : String(error));
@@ -98,7 +103,7 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
 
   server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: agentResourceTemplates() }));
 
-  server.setRequestHandler('resources/read', (request, ctx) => readAgentResource(directory, principal, request.params.uri, ctx.mcpReq.signal));
+  server.setRequestHandler('resources/read', (request, ctx) => readAgentResource(directory, principal, request.params.uri, ctx.mcpReq.signal, thread));
 
   return server;
 }

@@ -4,7 +4,7 @@ import type { Config } from '../../config/index.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
-import { type AgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
+import { type AgentDirectory, kernelAgentDirectory, mcpThread } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
@@ -89,7 +89,8 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const modern = createMcpHandler(factory, { onerror });
   const sessions: McpSessions = createMcpSessions({ directory, version: options.version, clock: options.clock ?? createSystemClock(), ...options.sessions, onerror });
   const legacySse: LegacySseEndpoints = createLegacySseEndpoints({
-    factory: (origin) => createLoomMcpServer({ directory, ...origin, version: options.version }),
+    // Each stream is a client session with a conversation of its own.
+    factory: (origin, sessionId) => createLoomMcpServer({ directory, ...origin, thread: mcpThread(sessionId), version: options.version }),
     messagesPath: options.legacyMessagesPath ?? '/mcp/messages',
     onerror,
   });

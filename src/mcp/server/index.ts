@@ -6,7 +6,7 @@
 export { AGENT_LAST_TURN_URI_TEMPLATE, AGENT_SESSION_URI_TEMPLATE, agentResources, agentResourceTemplates, readAgentResource } from './agent-resources.ts';
 export { toLastTurnView } from './last-turn-view.ts';
 export type { AgentSessionView, CommittedTurnView, LastTurnView, TraceStepView, TurnToolCallView } from './last-turn-view.ts';
-export { agentToolName, daemonAgentDirectory, kernelAgentDirectory } from './agent-tools.ts';
+export { agentToolName, daemonAgentDirectory, kernelAgentDirectory, mcpThread } from './agent-tools.ts';
 export type { AgentDirectory, AgentSummary, DaemonDirectoryOptions } from './agent-tools.ts';
 export { createLoomMcpServer, LOOM_MCP_SERVER_NAME } from './create-loom-mcp-server.ts';
 export type { LoomMcpServerOptions } from './create-loom-mcp-server.ts';

@@ -78,8 +78,8 @@ export interface LegacySseEndpoints {
 }
 
 export interface LegacySseOptions {
-  /** A fresh server for a principal's new stream. */
-  factory: (origin: McpRequestOrigin) => Server;
+  /** A fresh server for a principal's new stream, whose session id is `sessionId`. */
+  factory: (origin: McpRequestOrigin, sessionId: string) => Server;
   /** The path the `endpoint` event names (the session id is appended as a query parameter). */
   messagesPath: string;
   onerror?: (error: Error) => void;
@@ -96,7 +96,7 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
     async open(request, origin) {
       const transport = new SseConnectionTransport(randomUUID());
       // A turn asked for on this stream is charged to whoever opened it (the same client).
-      const server = options.factory(origin);
+      const server = options.factory(origin, transport.sessionId);
       const keepalive = setInterval(() => transport.comment('keepalive'), KEEPALIVE_MS);
       keepalive.unref();
       const stream = new ReadableStream<Uint8Array>({

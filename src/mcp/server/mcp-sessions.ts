@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { type Principal, principalKey } from '../../access/index.ts';
 import type { Clock } from '../../contracts/index.ts';
-import type { AgentDirectory } from './agent-tools.ts';
+import { type AgentDirectory, mcpThread } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { createMcpSessionEventStore, type McpSessionEventLimits } from './mcp-session-event-store.ts';
 import { authInfoOf, type McpRequestOrigin } from './mcp-principal.ts';
@@ -168,7 +168,7 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
     const callTool = directory.callTool?.bind(directory);
     return {
       ...directory,
-      send: (agentName, message, principal, signal) => track(() => directory.send(agentName, message, principal, signal)),
+      send: (agentName, message, principal, signal, thread) => track(() => directory.send(agentName, message, principal, signal, thread)),
       ...(callTool === undefined ? {} : { callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) => track(() => callTool(name, input, principal, signal)) }),
     };
   };
@@ -207,8 +207,10 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
    */
   const openSession = async (request: Request, origin: McpRequestOrigin, owner: string, parsedBody: unknown, settled: () => void): Promise<Response> => {
     let session: Session | undefined;
+    // Known before the server is made: the session's turns go into a conversation of its own.
+    const sessionId = randomUUID();
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: () => sessionId,
       eventStore: createMcpSessionEventStore(options.events),
       retryInterval: retryMs,
       onsessioninitialized: (id) => {
@@ -221,7 +223,7 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
       },
     });
     // The principal is fixed for the session's life; what a turn is charged to comes with each request (see `authInfoOf`).
-    const server = createLoomMcpServer({ directory: trackedDirectory(() => session), principal: origin.principal, version: options.version });
+    const server = createLoomMcpServer({ directory: trackedDirectory(() => session), principal: origin.principal, thread: mcpThread(sessionId), version: options.version });
     server.onclose = () => {
       if (session !== undefined) void closeSession(session);
     };

@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Principal } from '../../access/index.ts';
 import { MAX_MCP_MESSAGE_BYTES } from '../client/security.ts';
-import type { AgentDirectory } from './agent-tools.ts';
+import { type AgentDirectory, mcpThread } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { FramedStdioServerTransport } from './framed-stdio-server-transport.ts';
 
@@ -38,11 +39,13 @@ export interface McpStdioServer {
  */
 export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
   const instances = new Set<Server>();
+  // One stdio connection is one client session: its turns go into a conversation of their own.
+  const thread = mcpThread(randomUUID());
   const report = (error: unknown): void => options.onerror?.(error instanceof Error ? error : new Error(String(error)));
   const transport = new FramedStdioServerTransport({ stdin: options.stdin, stdout: options.stdout, maxMessageBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES });
   const handle = serveStdio(
     () => {
-      const server = createLoomMcpServer({ directory: options.directory, principal: options.principal, version: options.version });
+      const server = createLoomMcpServer({ directory: options.directory, principal: options.principal, thread, version: options.version });
       instances.add(server);
       server.onclose = () => instances.delete(server);
       return server;
