@@ -1,12 +1,21 @@
 import { writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
+import { channelPrincipal } from '../../src/channels/index.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { kernelAs } from '../../src/kernel/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
 import { connectClient, firstText, MODERN_REVISION } from '../mcp/server-harness.ts';
 import { a2aClient, textMessage } from '../a2a/a2a-sdk-client.ts';
@@ -17,8 +26,12 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
  * table. A door that checked on its own (or forgot to) shows here as a cell that differs.
  */
 
-type Role = 'owner' | 'user on the agent' | 'user on another agent' | 'viewer';
-const ROLES: readonly Role[] = ['owner', 'user on the agent', 'user on another agent', 'viewer'];
+/** Who holds an API key (every door but a channel), and who writes on a channel (its door only). */
+type KeyRole = 'owner' | 'user on the agent' | 'user on another agent' | 'viewer';
+type ChannelRole = 'a paired channel person' | 'an unpaired channel person' | "a channel's approver";
+type Role = KeyRole | ChannelRole;
+const ROLES: readonly KeyRole[] = ['owner', 'user on the agent', 'user on another agent', 'viewer'];
+const CHANNEL_ROLES: readonly ChannelRole[] = ['a paired channel person', 'an unpaired channel person', "a channel's approver"];
 
 type Operation =
   | 'see the agent'
@@ -39,12 +52,14 @@ type Operation =
   | 'read the metrics';
 
 const EVERYONE_WHO_REACHES: readonly Role[] = ['owner', 'user on the agent', 'viewer'];
+/** A channel person the channel's policy admits (paired, or on its allow_users) speaks to its agent. */
+const ADMITTED_CHANNEL_PEOPLE: readonly Role[] = ['a paired channel person', "a channel's approver"];
 
 /** The table, written once: who may do what to the agent "helper-one". */
 const ALLOWED: Record<Operation, readonly Role[]> = {
   'see the agent': EVERYONE_WHO_REACHES,
   'read the agent': EVERYONE_WHO_REACHES,
-  'send a message': ['owner', 'user on the agent'],
+  'send a message': ['owner', 'user on the agent', ...ADMITTED_CHANNEL_PEOPLE],
   'read its session': EVERYONE_WHO_REACHES,
   'reset its session': ['owner'],
   'cancel its turn': ['owner', 'user on the agent'],
@@ -53,14 +68,14 @@ const ALLOWED: Record<Operation, readonly Role[]> = {
   'kill an agent': ['owner'],
   'read its audit log': EVERYONE_WHO_REACHES,
   'read its usage': EVERYONE_WHO_REACHES,
-  'decide an approval': ['owner'],
+  'decide an approval': ['owner', "a channel's approver"],
   'forge a tool': ['owner'],
   'install a package': ['owner'],
   'list the MCP servers': ['owner', 'viewer'],
   'read the metrics': ['owner'],
 };
 
-const KEYS: Record<Role, string> = {
+const KEYS: Record<KeyRole, string> = {
   owner: 'owner-secret',
   'user on the agent': 'helper-secret',
   'user on another agent': 'other-secret',
@@ -85,7 +100,7 @@ const ENV = { OWNER_KEY: KEYS.owner, HELPER_KEY: KEYS['user on the agent'], OTHE
 type Outcome = 'allowed' | 'denied' | `unexpected: ${string}`;
 
 /** A door's way of doing an operation as a role. */
-type Door = Partial<Record<Operation, (role: Role) => Promise<Outcome>>>;
+type Door = Partial<Record<Operation, (role: KeyRole) => Promise<Outcome>>>;
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -106,7 +121,7 @@ beforeEach(() => {
   model.reset();
 });
 
-const as = (role: Role, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[role]}` } });
+const as = (role: KeyRole, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[role]}` } });
 const owner = (path: string, init: RequestInit = {}): Promise<Response> => api.request(path, as('owner', init));
 
 /** Reads a response as an outcome: a refusal is 403, `allowed` the status the operation answers when it may run. */
@@ -178,8 +193,8 @@ const OPENAI: Door = {
 };
 
 /** One MCP client per role over the daemon's `/mcp`, connected when first used. */
-const mcpClients = new Map<Role, Client>();
-async function mcpAs(role: Role): Promise<Client> {
+const mcpClients = new Map<KeyRole, Client>();
+async function mcpAs(role: KeyRole): Promise<Client> {
   let client = mcpClients.get(role);
   if (client === undefined) {
     client = await connectClient(api.url, 'modern', { apiKey: KEYS[role] });
@@ -192,9 +207,9 @@ afterAll(async () => {
 });
 
 /** `loom mcp` over stdio, one process per role, pointed at the daemon (LOOM_URL) with the role's key. */
-const stdioClients = new Map<Role, Client>();
+const stdioClients = new Map<KeyRole, Client>();
 const ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'loom.js');
-async function stdioAs(role: Role): Promise<Client> {
+async function stdioAs(role: KeyRole): Promise<Client> {
   let client = stdioClients.get(role);
   if (client === undefined) {
     const transport = new StdioClientTransport({
@@ -213,7 +228,7 @@ afterAll(async () => {
 });
 
 /** The MCP door's operations over a client of `connect`'s. */
-function mcpDoor(connect: (role: Role) => Promise<Client>): Door {
+function mcpDoor(connect: (role: KeyRole) => Promise<Client>): Door {
   return {
     'see the agent': async (role) => ((await (await connect(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied'),
     'send a message': async (role) => {
@@ -242,7 +257,7 @@ const MCP = mcpDoor(mcpAs);
 const MCP_STDIO = mcpDoor(stdioAs);
 
 /** Sends through A2A with the SDK's client over `transport`: a card out of reach is 404, as an unknown agent; a refusal fails the task or the call. */
-async function a2aSend(role: Role, transport: 'JSONRPC' | 'HTTP+JSON'): Promise<Outcome> {
+async function a2aSend(role: KeyRole, transport: 'JSONRPC' | 'HTTP+JSON'): Promise<Outcome> {
   let client;
   try {
     client = await a2aClient(api.url, 'helper-one', KEYS[role], transport);
@@ -274,7 +289,7 @@ const A2A_REST: Door = {
 };
 
 /** `loom <args>` against the daemon at its URL with the role's key, as a person at another machine runs it. */
-async function cliAs(role: Role, args: readonly string[]): Promise<Outcome> {
+async function cliAs(role: KeyRole, args: readonly string[]): Promise<Outcome> {
   const result = await runCli(`${dir.path}/cli-home`, args, { env: { LOOM_URL: api.url, LOOM_API_KEY: KEYS[role] } });
   if (result.code === 0) return 'allowed';
   return /may not/.test(result.stderr) ? 'denied' : `unexpected: exit ${result.code}: ${result.stderr}`;
@@ -353,11 +368,116 @@ describe('an agent through agent_message', () => {
   }
 });
 
+/**
+ * A channel (a webhook, over real HTTP): its people have no key; the channel's policy admits them
+ * (paired, or on allow_users) and says who they are, and the kernel judges them by the same table.
+ */
+describe('through a channel (webhook)', () => {
+  const SECRET = 'whsec-one-authority';
+  const USERS: Record<ChannelRole, string> = { 'a paired channel person': 'u-paired', 'an unpaired channel person': 'u-stranger', "a channel's approver": 'u-approver' };
+  let host: TestHost;
+  let server: RunningHttpServer;
+  let receiver: Server;
+  const replies: string[] = [];
+  let sent = 0;
+
+  /** Posts `text` from the role's person, signed, and waits until it is settled; the channel's last reply. */
+  async function write(role: ChannelRole, text: string): Promise<string> {
+    sent += 1;
+    const body = JSON.stringify({ id: `m-${sent}`, user: { id: USERS[role] }, conversation: { id: `c-${USERS[role]}` }, text });
+    const timestamp = String(Math.floor(host.clock.now() / 1000));
+    const before = replies.length;
+    const response = await fetch(`${server.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) }, body });
+    expect(response.status).toBe(202);
+    await host.channels.idle();
+    return replies.length > before ? (replies.at(-1) ?? '') : '(no reply)';
+  }
+
+  beforeAll(async () => {
+    receiver = createServer((request, response) => {
+      let text = '';
+      request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      request.on('end', () => {
+        replies.push((JSON.parse(text) as { text: string }).text);
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const port = (receiver.address() as AddressInfo).port;
+    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: `http://127.0.0.1:${port}/replies`, policy: { direct: 'pairing', allow_users: ['u-approver'], approvers: ['u-approver'] } }] };
+    host = await openTestHost(`${dir.path}/channel`, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
+    await host.kernel.spawn(manifest(`${agentToml('helper-one', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
+    await host.channels.start();
+    server = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    // The paired person asked for a code and the owner approved it.
+    await write('a paired channel person', 'hello?');
+    await host.channels.approve((await host.store.channels.pairings('hooks'))[0]?.code ?? '');
+  });
+  afterAll(async () => {
+    await server.close();
+    await host.close();
+    await new Promise((resolve) => receiver.close(resolve));
+  });
+
+  /** Reads the channel's answer: the agent's reply or a decision is allowed; the pairing offer or a refusal is denied. */
+  const outcomeOf = (reply: string, allowed: RegExp): Outcome => (allowed.test(reply) ? 'allowed' : /^I can't talk with you here yet|^Only the approvers/.test(reply) ? 'denied' : `unexpected: ${reply}`);
+
+  const operations: Partial<Record<Operation, (role: ChannelRole) => Promise<Outcome>>> = {
+    'send a message': async (role) => {
+      model.script([{ text: 'hello back' }]);
+      return outcomeOf(await write(role, 'hello'), /^hello back$/);
+    },
+    // A tool call of the agent waits for a person: the role answers "approve <id>" on the channel.
+    'decide an approval': async (role) => {
+      model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'done' }]);
+      const turn = host.kernel.send('helper-one', 'write it');
+      const [request] = await waitFor('the approval request', async () => {
+        const pending = await host.kernel.approvals.list('pending');
+        return pending.length > 0 ? pending : undefined;
+      });
+      const outcome = outcomeOf(await write(role, `approve ${(request?.id ?? '').slice(0, 8)}`), /^Approved: file_write runs\.$/);
+      if ((await host.kernel.approvals.list('pending')).length > 0) await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'cleaning up' });
+      await turn;
+      return outcome;
+    },
+  };
+  it("is judged by the kernel, not the channel: a channel's approver decides its agent's requests through kernelAs, and is refused another agent's, named", async () => {
+    const channel = ConfigSchema.parse({ channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: 'http://127.0.0.1:9/r', policy: { approvers: ['u-approver'] } }] }).channels[0];
+    if (channel === undefined) throw new Error('no channel parsed');
+    await host.kernel.spawn(manifest(`${agentToml('other-agent', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
+    const approver = kernelAs(host.kernel, channelPrincipal(channel, 'u-approver'));
+    for (const [agent, allowed] of [['helper-one', true], ['other-agent', false]] as const) {
+      model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'done' }]);
+      const turn = host.kernel.send(agent, 'write it');
+      const [request] = await waitFor(`the approval request of ${agent}`, async () => {
+        const pending = await host.kernel.approvals.list('pending');
+        return pending.length > 0 ? pending : undefined;
+      });
+      const decided = approver.decide(request?.id ?? '', { approved: true, reason: null });
+      if (allowed) await expect(decided).resolves.toMatchObject({ status: 'approved', decidedBy: 'hooks:u-approver' });
+      else {
+        await expect(decided).rejects.toThrow('"hooks:u-approver" may not approve tool calls of agent "other-agent": it decides only the waiting ones of the agents "helper-one"');
+        await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'cleaning up' });
+      }
+      await turn;
+    }
+  });
+
+  for (const [operation, run] of Object.entries(operations) as [Operation, (role: ChannelRole) => Promise<Outcome>][]) {
+    for (const role of CHANNEL_ROLES) {
+      const expected: Outcome = ALLOWED[operation].includes(role) ? 'allowed' : 'denied';
+      it(`${role}: ${operation} is ${expected}`, async () => {
+        expect(await run(role)).toBe(expected);
+      });
+    }
+  }
+});
+
 const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'MCP over stdio (loom mcp against the daemon)': MCP_STDIO, 'A2A JSON-RPC': A2A, 'A2A HTTP+JSON': A2A_REST, 'the CLI against a daemon': CLI };
 
 for (const [doorName, door] of Object.entries(DOORS)) {
   describe(`through ${doorName}`, () => {
-    for (const [operation, run] of Object.entries(door) as [Operation, (role: Role) => Promise<Outcome>][]) {
+    for (const [operation, run] of Object.entries(door) as [Operation, (role: KeyRole) => Promise<Outcome>][]) {
       for (const role of ROLES) {
         const expected: Outcome = ALLOWED[operation].includes(role) ? 'allowed' : 'denied';
         it(`${role}: ${operation} is ${expected}`, async () => {

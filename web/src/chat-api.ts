@@ -3,12 +3,18 @@ import type { CancelledTurnView } from './chat-types.ts';
 import type { AgentEvent } from './types.ts';
 
 /**
- * Sends a message and calls `onEvent` for each event of its turn as it streams. Aborting `signal`
- * stops listening, not the turn: it runs on, and `followTurn` finds it again.
+ * Sends a message, into the session `session` names (one the caller holds) or the caller's own,
+ * and calls `onEvent` for each event of its turn as it streams. Aborting `signal` stops
+ * listening, not the turn: it runs on, and `followTurn` finds it again.
  * @throws {ApiError} when the turn is refused.
  */
-export function sendMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal: AbortSignal): Promise<void> {
-  return streamEvents(`/api/agents/${encodeURIComponent(agent)}/messages`, { method: 'POST', body: JSON.stringify({ message }), contentType: 'application/json' }, onEvent, signal);
+export function sendMessage(agent: string, message: string, onEvent: (event: AgentEvent) => void, signal: AbortSignal, session?: string): Promise<void> {
+  return streamEvents(`/api/agents/${encodeURIComponent(agent)}/messages`, { method: 'POST', body: JSON.stringify({ message, session }), contentType: 'application/json' }, onEvent, signal);
+}
+
+/** `GET|DELETE …/session` of the session `session` names, or of the caller's own when undefined. */
+export function sessionPath(agent: string, session: string | undefined): string {
+  return `/api/agents/${encodeURIComponent(agent)}/session${session === undefined ? '' : `?session=${encodeURIComponent(session)}`}`;
 }
 
 /**
@@ -24,7 +30,7 @@ export function cancelTurn(agent: string): Promise<CancelledTurnView> {
   return api<CancelledTurnView>(`/api/agents/${encodeURIComponent(agent)}/turn/cancel`, { method: 'POST' });
 }
 
-/** Empties the agent's session (owner keys only). @throws {ApiError} */
-export function resetSession(agent: string): Promise<void> {
-  return api<undefined>(`/api/agents/${encodeURIComponent(agent)}/session`, { method: 'DELETE' });
+/** Empties the agent's session, or the one `session` names (owner keys only). @throws {ApiError} */
+export function resetSession(agent: string, session?: string): Promise<void> {
+  return api<undefined>(sessionPath(agent, session), { method: 'DELETE' });
 }

@@ -1,15 +1,16 @@
 import { Fragment } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, decideApproval, failureOf } from '../api.ts';
-import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
+import { cancelTurn, followTurn, resetSession, sendMessage, sessionPath } from '../chat-api.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
-import type { ChatSessionView, TurnRecord } from '../chat-types.ts';
+import type { ChatSessionView, SessionSummary, TurnRecord } from '../chat-types.ts';
 import { AgentStateBadge, CannotRunNotice, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatCached, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { Markdown } from '../markdown.tsx';
 import { href } from '../router.ts';
 import type { AgentEvent, AgentView, TurnView } from '../types.ts';
+import { SessionPicker } from './session-picker.tsx';
 import { ApprovalHeader, compactJson, ToolCallView, TraceView } from './transcript.tsx';
 import '../chat.css';
 
@@ -306,7 +307,11 @@ function RefusedTurn({ refusal, agent, onResume, onRetry, busy }: { refusal: Ref
 
 export function ChatPage({ name }: { name: string }) {
   const agent = useApi<AgentView>(`/api/agents/${encodeURIComponent(name)}`);
-  const session = useApi<ChatSessionView>(`/api/agents/${encodeURIComponent(name)}/session`);
+  // The session shown and sent to: the caller's own (the owner's: the agent's main session) unless another is chosen.
+  const [chosen, setChosen] = useState<string | undefined>(undefined);
+  const session = useApi<ChatSessionView>(sessionPath(name, chosen));
+  const sessions = useApi<SessionSummary[]>(`/api/agents/${encodeURIComponent(name)}/sessions`);
+  const [ownId, setOwnId] = useState<string | undefined>(undefined);
   const [live, setLive] = useState<LiveTurn | undefined>(undefined);
   const [draft, setDraft] = useState('');
   const [stopping, setStopping] = useState(false);
@@ -319,9 +324,14 @@ export function ChatPage({ name }: { name: string }) {
   // Listening to a turn: aborted when the page goes, which leaves the turn running.
   const listening = useRef<AbortController | undefined>(undefined);
   const running = live !== undefined && !live.done;
+  // `POST …/turn/cancel` stops a turn on the caller's own session only.
+  const stoppable = chosen === undefined || chosen === ownId;
   const history = useMemo(() => toChatTurns(session.data?.messages ?? []), [session.data]);
 
   useEffect(() => () => listening.current?.abort(), []);
+  useEffect(() => {
+    if (chosen === undefined && session.data !== undefined) setOwnId(session.data.id);
+  }, [session.data, chosen]);
   useEffect(() => {
     input.current?.focus();
   }, []);
@@ -349,12 +359,13 @@ export function ChatPage({ name }: { name: string }) {
     setLive((current) => (current === undefined ? current : { ...current, done: true }));
     setStopping(false);
     session.reload();
+    sessions.reload();
   };
 
-  // A turn running when the page opens (started here before, or elsewhere) is followed.
+  // A turn running on the caller's own session when the page opens (started here before, or elsewhere) is followed.
   const pending = session.data?.running ?? null;
   useEffect(() => {
-    if (pending === null || live !== undefined) return;
+    if (pending === null || live !== undefined || chosen !== undefined) return;
     void listen((onEvent, signal) => followTurn(name, onEvent, signal), newTurn(pending.message, Date.parse(pending.received_at)));
   }, [pending?.received_at, live === undefined]);
 
@@ -373,7 +384,7 @@ export function ChatPage({ name }: { name: string }) {
 
   const deliver = (message: string): void => {
     setProblem(undefined);
-    void listen((onEvent, signal) => sendMessage(name, message, onEvent, signal), newTurn(message, Date.now(), history.length));
+    void listen((onEvent, signal) => sendMessage(name, message, onEvent, signal, chosen), newTurn(message, Date.now(), history.length));
   };
 
   const send = (event: Event): void => {
@@ -404,7 +415,7 @@ export function ChatPage({ name }: { name: string }) {
   };
 
   const stop = async (): Promise<void> => {
-    if (!running || stopping) return;
+    if (!running || stopping || !stoppable) return;
     setStopping(true);
     try {
       await cancelTurn(name);
@@ -429,7 +440,7 @@ export function ChatPage({ name }: { name: string }) {
   const reset = async (): Promise<void> => {
     setConfirmReset(false);
     try {
-      await resetSession(name);
+      await resetSession(name, chosen);
       setLive(undefined);
       setRefused([]);
       session.reload();
@@ -473,6 +484,18 @@ export function ChatPage({ name }: { name: string }) {
           )
         }
       />
+      {sessions.data === undefined || sessions.data.length === 0 ? null : (
+        <SessionPicker
+          sessions={sessions.data}
+          ownId={ownId}
+          chosen={chosen}
+          disabled={running}
+          onChoose={(id) => {
+            setRefused([]);
+            setChosen(id);
+          }}
+        />
+      )}
       <ErrorBox message={agent.error ?? session.error} />
       {agent.data === undefined ? null : <CannotRunNotice agent={agent.data} />}
       <div class="chat-log" aria-live="polite" data-testid="chat-log">
@@ -504,7 +527,7 @@ export function ChatPage({ name }: { name: string }) {
           }}
         />
         {running ? (
-          <button type="button" class="btn btn-danger-ghost" disabled={stopping} onClick={() => void stop()} title="Stop the reply (Esc); what it said so far is kept">
+          <button type="button" class="btn btn-danger-ghost" disabled={stopping || !stoppable} onClick={() => void stop()} title={stoppable ? 'Stop the reply (Esc); what it said so far is kept' : 'Only a reply on your own session can be stopped here'}>
             {stopping ? 'Stopping…' : 'Stop'}
           </button>
         ) : (
