@@ -11,15 +11,12 @@ export interface RunningTurnView {
 /** The session view: its messages, and the turn not yet committed to it. */
 export type ChatSessionView = SessionView & { running: RunningTurnView | null };
 
-/** A session in `GET /api/agents/<agent>/sessions`: the owner gets every one, any other key its own. */
-export interface SessionSummary {
-  id: string;
-  /** null: the agent's main session (the owner's); `principal:<key>[/<thread>]` a key's; `channel:<channel>:<chat>` a chat's. */
-  conversation: string | null;
-  messages: number;
-  created_at: string;
-  updated_at: string;
-}
+/**
+ * What the session picker reads of a session in `GET /api/agents/<agent>/sessions` (the owner gets
+ * every one, any other key its own): its id, its conversation (null: the agent's main session;
+ * `principal:<key>[/<thread>]` a key's; `channel:<channel>:<chat>` a chat's) and how many messages it holds.
+ */
+export type SessionSummary = { id: string; conversation: string | null; messages: number };
 
 /** How a cancel ended (`POST …/turn/cancel`). */
 export interface CancelledTurnView {
