@@ -116,7 +116,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   routes.post('/:agent/messages', async (c) => {
     const caller = kernelOf(c, kernel);
     // Refused before the body is read: a viewer, or an agent out of the key's reach.
-    caller.require('send messages', caller.get(c.req.param('agent')).name);
+    caller.require('send messages', caller.agentName(c.req.param('agent')));
     const { message, session: sessionId, thread } = await readJsonBody(c, MessageBodySchema);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');

@@ -85,6 +85,17 @@ export class CallerKernel {
     return agent;
   }
 
+  /**
+   * The name of the live agent `reference` names, when the principal reaches it: as {@link get}
+   * without building the agent's view (a turn's doors ask it on every message).
+   * @throws {AgentNotFoundError} when there is none; {AccessDeniedError} when it is out of reach.
+   */
+  agentName(reference: string): string {
+    const name = this.#kernel.nameOf(reference);
+    this.require('read agents', name);
+    return name;
+  }
+
   async spawn(manifest: Manifest, options: Pick<SpawnOptions, 'parent'> = {}): Promise<AgentView> {
     this.require('spawn agents');
     return this.#kernel.spawn(manifest, options);
@@ -147,7 +158,7 @@ export class CallerKernel {
   /** Sends a message as the principal, into its own session or the one it chose. @throws as `Kernel.send`; {AccessDeniedError} for a viewer or an agent out of reach. */
   async send(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'conversation'> & SessionChoice = {}): Promise<TurnResult> {
     const { thread, sessionId, ...rest } = options;
-    const { name } = this.get(reference);
+    const name = this.agentName(reference);
     this.require('send messages', name);
     const conversation = await this.#conversationOf(name, { thread, sessionId });
     return this.#kernel.send(name, message, { ...rest, caller: callerOf(this.principal), ...(conversation === undefined ? {} : { conversation }) });
@@ -156,7 +167,7 @@ export class CallerKernel {
   /** The same turn as a stream of events. The checks run before the first event (a refusal throws). */
   stream(reference: string, message: string, options: Omit<SendOptions, 'caller' | 'emit' | 'conversation'> & SessionChoice = {}): AsyncIterable<AgentEvent> {
     const { thread, sessionId, ...rest } = options;
-    const { name } = this.get(reference);
+    const name = this.agentName(reference);
     this.require('send messages', name);
     if (sessionId === undefined) {
       const conversation = this.conversation(thread);
@@ -180,23 +191,23 @@ export class CallerKernel {
   }
 
   async workflow(reference: string): Promise<WorkflowRecord | undefined> {
-    return this.#kernel.workflow(this.get(reference).name);
+    return this.#kernel.workflow(this.agentName(reference));
   }
 
   /** The turn running on the principal's own session of the agent (or its `thread`'s), if any. */
   runningTurn(reference: string, thread?: string): RunningTurnView | undefined {
     const conversation = this.conversation(thread);
-    return this.#kernel.runningTurn(this.get(reference).name, conversation === undefined ? {} : { conversation });
+    return this.#kernel.runningTurn(this.agentName(reference), conversation === undefined ? {} : { conversation });
   }
 
   followTurn(reference: string, thread?: string): AsyncIterable<AgentEvent> {
     const conversation = this.conversation(thread);
-    return this.#kernel.followTurn(this.get(reference).name, conversation === undefined ? {} : { conversation });
+    return this.#kernel.followTurn(this.agentName(reference), conversation === undefined ? {} : { conversation });
   }
 
   /** Cancels the turn running on the principal's own session of the agent (or its `thread`'s). */
   async cancelTurn(reference: string, thread?: string): Promise<CancelledTurnView> {
-    const name = this.get(reference).name;
+    const name = this.agentName(reference);
     this.require('cancel turns', name);
     const conversation = this.conversation(thread);
     return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline, ...(conversation === undefined ? {} : { conversation }) });
@@ -204,21 +215,21 @@ export class CallerKernel {
 
   /** The principal's own session of the agent (the main one for the owner), or the one `sessionId` names when it holds it. @throws {SessionNotFoundError} */
   async session(reference: string, where: SessionChoice = {}): Promise<SessionView> {
-    const { name } = this.get(reference);
+    const name = this.agentName(reference);
     const conversation = await this.#conversationOf(name, where);
     return this.#kernel.session(name, conversation === undefined ? {} : { conversation });
   }
 
   /** The sessions of the agent the principal holds: every one for the owner, its own and its threads' for any other key. */
   async sessions(reference: string): Promise<SessionSummary[]> {
-    const { name } = this.get(reference);
+    const name = this.agentName(reference);
     return (await this.#kernel.sessions(name)).filter((session) => this.holds(session.conversation));
   }
 
   /** Empties the agent's main session, or the one `sessionId` (or the principal's `thread`) names. */
   async resetSession(reference: string, where: SessionChoice = {}): Promise<void> {
     this.require('reset sessions');
-    const { name } = this.get(reference);
+    const name = this.agentName(reference);
     const conversation = where.sessionId === undefined && where.thread === undefined ? undefined : await this.#conversationOf(name, where);
     await this.#kernel.resetSession(name, conversation === undefined ? {} : { conversation });
   }

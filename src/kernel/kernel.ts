@@ -139,6 +139,8 @@ export interface Kernel {
   list(): AgentView[];
   /** @throws {AgentNotFoundError} */
   get(reference: string): AgentDetailView;
+  /** The name of the live agent `reference` (a name or an id) names, without building its view. @throws {AgentNotFoundError} */
+  nameOf(reference: string): string;
   /** Persists the suspended state and stops the agent. Suspending a suspended agent does nothing. */
   suspend(reference: string): Promise<AgentView>;
   /** Persists the running state and starts the agent. Resuming a running agent does nothing. */
@@ -890,6 +892,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     list: () => registry.list().map(viewOf),
 
     get: (reference) => detailOf(registry.resolve(reference)),
+
+    nameOf: (reference) => registry.resolve(reference).name,
 
     suspend: (reference) => setState(reference, 'suspended'),
 

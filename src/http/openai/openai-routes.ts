@@ -90,7 +90,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
   routes.post('/chat/completions', async (c) => {
     const caller = kernelOf(c, kernel);
     const request = await readJsonBody(c, ChatCompletionRequestSchema);
-    const { name } = caller.get(request.model);
+    const name = caller.agentName(request.model);
     caller.require('send messages', name);
     const message = lastUserMessage(request);
     const deadline = c.get('deadline');
