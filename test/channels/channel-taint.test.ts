@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -10,13 +9,14 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { type ReplyReceiver, startReplyReceiver } from '../helpers/reply-receiver.ts';
 
 const model = useScriptedModelServer();
 const SECRET = 'whsec-test-secret';
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;
 let api: RunningHttpServer;
-let receiver: Server;
+let receiver: ReplyReceiver;
 let replies: string[];
 
 beforeEach(async () => {
@@ -24,18 +24,9 @@ beforeEach(async () => {
 });
 
 async function start(taint: Record<string, unknown>): Promise<void> {
-  replies = [];
-  receiver = createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    request.on('end', () => {
-      replies.push((JSON.parse(body) as { text: string }).text);
-      response.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const address = receiver.address();
-  const replyUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/replies`;
+  receiver = await startReplyReceiver();
+  replies = receiver.replies;
+  const replyUrl = receiver.url;
   // Ada is the owner on this channel ([taint].trusted); Bob is allowed to talk, not trusted.
   const config = {
     taint: { ...taint, trusted: ['hooks:u-ada'] },
@@ -49,7 +40,7 @@ async function start(taint: Record<string, unknown>): Promise<void> {
 afterEach(async () => {
   await api.close();
   await host.close();
-  await new Promise((resolve) => receiver.close(resolve));
+  await receiver.close();
   await dir.remove();
 });
 

@@ -1,6 +1,4 @@
 import { writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
@@ -14,6 +12,7 @@ import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../sr
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { type ReplyReceiver, startReplyReceiver } from '../helpers/reply-receiver.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../helpers/run-cli.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
@@ -377,8 +376,7 @@ describe('through a channel (webhook)', () => {
   const USERS: Record<ChannelRole, string> = { 'a paired channel person': 'u-paired', 'an unpaired channel person': 'u-stranger', "a channel's approver": 'u-approver' };
   let host: TestHost;
   let server: RunningHttpServer;
-  let receiver: Server;
-  const replies: string[] = [];
+  let receiver: ReplyReceiver;
   let sent = 0;
 
   /** Posts `text` from the role's person, signed, and waits until it is settled; the channel's last reply. */
@@ -386,6 +384,7 @@ describe('through a channel (webhook)', () => {
     sent += 1;
     const body = JSON.stringify({ id: `m-${sent}`, user: { id: USERS[role] }, conversation: { id: `c-${USERS[role]}` }, text });
     const timestamp = String(Math.floor(host.clock.now() / 1000));
+    const { replies } = receiver;
     const before = replies.length;
     const response = await fetch(`${server.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) }, body });
     expect(response.status).toBe(202);
@@ -394,17 +393,8 @@ describe('through a channel (webhook)', () => {
   }
 
   beforeAll(async () => {
-    receiver = createServer((request, response) => {
-      let text = '';
-      request.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-      request.on('end', () => {
-        replies.push((JSON.parse(text) as { text: string }).text);
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const port = (receiver.address() as AddressInfo).port;
-    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: `http://127.0.0.1:${port}/replies`, policy: { direct: 'pairing', allow_users: ['u-approver'], approvers: ['u-approver'] } }] };
+    receiver = await startReplyReceiver();
+    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: receiver.url, policy: { direct: 'pairing', allow_users: ['u-approver'], approvers: ['u-approver'] } }] };
     host = await openTestHost(`${dir.path}/channel`, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
     await host.kernel.spawn(manifest(`${agentToml('helper-one', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
     await host.channels.start();
@@ -416,7 +406,7 @@ describe('through a channel (webhook)', () => {
   afterAll(async () => {
     await server.close();
     await host.close();
-    await new Promise((resolve) => receiver.close(resolve));
+    await receiver.close();
   });
 
   /** Reads the channel's answer: the agent's reply or a decision is allowed; the pairing offer or a refusal is denied. */
