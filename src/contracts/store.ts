@@ -390,6 +390,51 @@ export interface PackageRunRepository {
   interruptRunning(at: number, error: string): Promise<PackageRunRecord[]>;
 }
 
+/**
+ * Where a scheduled wake-up of an agent stands (decision 0046). `running`: the agent is working on
+ * it; `completed` or `failed`: its turn ended so; `skipped`: it did not run, and `reason` says why
+ * (the previous run still going, a budget spent, missed while the daemon was down and not caught
+ * up); `interrupted`: the daemon stopped while it ran.
+ */
+export type ScheduleRunOutcome = 'running' | 'completed' | 'failed' | 'skipped' | 'interrupted';
+
+/** One due wake-up of an agent's `[schedule]` (or one forced with `loom agent run`), run or not. */
+export interface ScheduleRunRecord {
+  id: string;
+  agentId: string;
+  /** What made it due: `continuous`, `cron`, or `manual` (forced now). */
+  trigger: string;
+  /** The instant it was due (epoch ms); for a record of several missed instants, the first of them. */
+  dueAt: number;
+  /** When the agent began on it; null when it never ran. */
+  startedAt: number | null;
+  /** When it ended (or was recorded as skipped); null while it runs. */
+  finishedAt: number | null;
+  outcome: ScheduleRunOutcome;
+  /** Why it was skipped, interrupted or failed; null otherwise. */
+  reason: string | null;
+  /** Whether it was due while the daemon was down, and run late by `[schedule].catch_up`. */
+  caughtUp: boolean;
+  /** How many due instants the record stands for: 1, or more for missed instants skipped together. */
+  count: number;
+}
+
+/** Scheduled wake-ups of agents: every one due, run or skipped, kept with the agent (deleted when it is killed). */
+export interface ScheduleRunRepository {
+  create(record: ScheduleRunRecord): Promise<void>;
+  /**
+   * Replaces the stored run with `record` (same id).
+   * @throws {StoreNotFoundError} when there is none.
+   */
+  update(record: ScheduleRunRecord): Promise<void>;
+  /** The agent's runs, newest due first, at most `limit` (default 100). */
+  list(agentId: string, query?: { limit?: number }): Promise<ScheduleRunRecord[]>;
+  /** The latest instant a scheduled (not forced) wake-up of the agent was due, run or not; undefined before its first. */
+  lastDue(agentId: string): Promise<number | undefined>;
+  /** Marks every run still `running` as `interrupted`, finished at `at` with `reason`; returns them. Called at start: their process is gone. */
+  interruptRunning(at: number, reason: string): Promise<ScheduleRunRecord[]>;
+}
+
 /** A skill as an installed package keeps it: its text for the system prompt, and what it needs. */
 export interface InstalledSkillText {
   /** The skill's own instructions, as the system prompt shows them. */
@@ -623,6 +668,8 @@ export interface Store {
   readonly a2aPushConfigs: A2aPushConfigRepository;
   /** Runs of package bindings. */
   readonly packageRuns: PackageRunRepository;
+  /** Scheduled wake-ups of agents, run or skipped. */
+  readonly scheduleRuns: ScheduleRunRepository;
   /** Installed packages. */
   readonly packages: InstalledPackageRepository;
   /** Workflow agents' plans. */

@@ -39,6 +39,7 @@ export const copiedTables: readonly CopiedTable[] = [
   { name: 'tasks', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'a2a_push_configs', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'package_runs', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
+  { name: 'schedule_runs', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'installed_packages', sqliteOrder: 'slug', postgresOrder: 'slug COLLATE "C"' },
   { name: 'forged_tools', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'channel_messages', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },

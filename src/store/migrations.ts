@@ -329,6 +329,27 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 17,
+    name: 'schedule runs',
+    sql: `
+      -- Every due wake-up of an agent's [schedule], run or skipped (decision 0046); gone with the agent.
+      CREATE TABLE schedule_runs (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        trigger TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        started_at INTEGER,
+        finished_at INTEGER,
+        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'failed', 'skipped', 'interrupted')),
+        reason TEXT,
+        caught_up INTEGER NOT NULL CHECK (caught_up IN (0, 1)),
+        count INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX schedule_runs_agent_due ON schedule_runs (agent_id, due_at);
+      CREATE INDEX schedule_runs_outcome ON schedule_runs (outcome);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

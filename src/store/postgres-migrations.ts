@@ -336,6 +336,28 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 9,
+    name: 'schedule runs',
+    sql: `
+      -- Every due wake-up of an agent's [schedule], run or skipped (decision 0046); gone with the agent.
+      CREATE TABLE schedule_runs (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        trigger TEXT NOT NULL,
+        due_at BIGINT NOT NULL,
+        started_at BIGINT,
+        finished_at BIGINT,
+        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'failed', 'skipped', 'interrupted')),
+        reason TEXT,
+        caught_up BOOLEAN NOT NULL,
+        count INTEGER NOT NULL,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE INDEX schedule_runs_agent_due ON schedule_runs (agent_id, due_at);
+      CREATE INDEX schedule_runs_outcome ON schedule_runs (outcome);
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -15,6 +15,7 @@ import { PostgresInstalledPackageRepository } from './postgres-installed-package
 import { PostgresMemoryRepository } from './postgres-memory-repository.ts';
 import { applyPostgresMigrations, postgresMigrations, readPostgresSchemaVersion } from './postgres-migrations.ts';
 import { PostgresPackageRunRepository } from './postgres-package-run-repository.ts';
+import { PostgresScheduleRunRepository } from './postgres-schedule-run-repository.ts';
 import { PostgresSessionRepository } from './postgres-session-repository.ts';
 import { PostgresTaskRepository } from './postgres-task-repository.ts';
 import { PostgresUsageRepository } from './postgres-usage-repository.ts';
@@ -154,6 +155,7 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     tasks: new PostgresTaskRepository(connection),
     a2aPushConfigs: new PostgresA2aPushConfigRepository(connection),
     packageRuns: new PostgresPackageRunRepository(connection),
+    scheduleRuns: new PostgresScheduleRunRepository(connection),
     packages: new PostgresInstalledPackageRepository(connection),
     workflows: new PostgresWorkflowRepository(connection),
     forgedTools: new PostgresForgedToolRepository(connection),

@@ -14,6 +14,7 @@ import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
 import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
+import { SqliteScheduleRunRepository } from './sqlite-schedule-run-repository.ts';
 import { SqliteChannelRepository } from './sqlite-channel-repository.ts';
 import { SqliteForgedToolRepository } from './sqlite-forged-tool-repository.ts';
 import { SqliteWorkflowRepository } from './sqlite-workflow-repository.ts';
@@ -84,6 +85,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const tasks: TaskRepository = new SqliteTaskRepository(connection);
   const a2aPushConfigs = new SqliteA2aPushConfigRepository(connection);
   const packageRuns: PackageRunRepository = new SqlitePackageRunRepository(connection);
+  const scheduleRuns = new SqliteScheduleRunRepository(connection);
   const packages: InstalledPackageRepository = new SqliteInstalledPackageRepository(connection);
   const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
   const forgedTools = new SqliteForgedToolRepository(connection);
@@ -98,6 +100,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     tasks,
     a2aPushConfigs,
     packageRuns,
+    scheduleRuns,
     packages,
     workflows,
     forgedTools,

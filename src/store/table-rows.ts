@@ -14,6 +14,7 @@ import type {
   InstalledPackageRecord,
   MemoryRecord,
   PackageRunRecord,
+  ScheduleRunRecord,
   TaskRecord,
   UsageBucket,
   UsageRecord,
@@ -324,6 +325,42 @@ export function interruptedRun(run: PackageRunRecord, at: number, error: string)
     endedAt: at,
     activities: run.activities.map((activity) => (activity.status === 'running' ? { ...activity, status: 'failed', error, endedAt: at } : activity)),
   };
+}
+
+export const scheduleRunColumns = 'id, agent_id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count';
+
+/** A row of `schedule_runs`: one due wake-up of an agent. */
+export const scheduleRunRow = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    trigger: z.string(),
+    due_at: z.number(),
+    started_at: z.number().nullable(),
+    finished_at: z.number().nullable(),
+    outcome: z.enum(['running', 'completed', 'failed', 'skipped', 'interrupted']),
+    reason: z.string().nullable(),
+    caught_up: flag,
+    count: z.number(),
+  })
+  .transform(
+    (row): ScheduleRunRecord => ({
+      id: row.id,
+      agentId: row.agent_id,
+      trigger: row.trigger,
+      dueAt: row.due_at,
+      startedAt: row.started_at,
+      finishedAt: row.finished_at,
+      outcome: row.outcome,
+      reason: row.reason,
+      caughtUp: row.caught_up,
+      count: row.count,
+    }),
+  );
+
+/** The values of a schedule run's columns after `id`, in `scheduleRunColumns` order, its flag as `caughtUp` gives it (a store turns it into its own type). */
+export function scheduleRunValues(record: ScheduleRunRecord): [string, string, number, number | null, number | null, string, string | null, boolean, number] {
+  return [record.agentId, record.trigger, record.dueAt, record.startedAt, record.finishedAt, record.outcome, record.reason, record.caughtUp, record.count];
 }
 
 export const installedPackageColumns = 'slug, qualified_name, version, agent_id, source, persona, agent_json, loom_toml, settings, skills, installed_at, last_fires';

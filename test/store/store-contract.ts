@@ -10,6 +10,7 @@ import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } 
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
 import { describePackageRunsContract } from './contract/package-runs-contract.ts';
+import { describeScheduleRunsContract } from './contract/schedule-runs-contract.ts';
 import { describeTasksContract } from './contract/tasks-contract.ts';
 import { describeWorkflowsContract } from './contract/workflows-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
@@ -56,6 +57,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeUsageAndEventsContract(context);
     describeApprovalsContract(context);
     describePackageRunsContract(context);
+    describeScheduleRunsContract(context);
     describeInstalledPackagesContract(context);
     describeWorkflowsContract(context);
     describeForgedToolsContract(context);
