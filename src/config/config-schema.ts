@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../logging/index.ts';
-import { ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
+import { CATCH_UP_POLICIES, ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
 import { ModelPriceOverridesSchema } from '../models/index.ts';
 
 /** The name of an environment variable, where config.toml names one instead of holding its value. */
@@ -279,6 +279,14 @@ export const ConfigSchema = z.strictObject({
        * unset) and packages' `"timezone": "user_local"` (the system's when unset).
        */
       timezone: z.string().min(1).optional(),
+      /**
+       * What becomes of agents' wake-ups due while the daemon was down, unless an agent's
+       * `[schedule].catch_up` says otherwise: `once` (the latest is run late), `all` (each is run,
+       * oldest first) or `skip` (none is run). Each is recorded as a run (decision 0046).
+       */
+      catch_up: z.enum(CATCH_UP_POLICIES).default('once'),
+      /** How old a missed wake-up may be and still be caught up, unless an agent's `[schedule].catch_up_window_seconds` says otherwise. */
+      catch_up_window_seconds: z.int().positive().default(3600),
     })
     .prefault({}),
   /** MCP servers whose tools agents may use (spec/05), as `mcp_{server}_{tool}`. */
@@ -521,6 +529,11 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and
 # packages whose agent.json says "timezone": "user_local" (the system's time zone when unset).
 # timezone = "Europe/Berlin"
+# Wake-ups of continuous and periodic agents due while the daemon was down: "once" runs the latest
+# late, "all" runs each (oldest first), "skip" none; each is recorded (loom agent runs <agent>).
+# Only those due within the window are caught up. An agent's [schedule] may say otherwise.
+# catch_up = "once"
+# catch_up_window_seconds = 3600
 
 # MCP servers whose tools agents may use, named mcp_<server>_<tool>. Stdio servers get a cleared
 # environment: PATH plus the variables listed in env.

@@ -392,11 +392,12 @@ export interface PackageRunRepository {
 
 /**
  * Where a scheduled wake-up of an agent stands (decision 0046). `running`: the agent is working on
- * it; `completed` or `failed`: its turn ended so; `skipped`: it did not run, and `reason` says why
+ * it; `completed` or `failed`: its turn ended so; `unchanged`: its check found nothing new, and
+ * no model was called (decision 0049); `skipped`: it did not run, and `reason` says why
  * (the previous run still going, a budget spent, missed while the daemon was down and not caught
  * up); `interrupted`: the daemon stopped while it ran.
  */
-export type ScheduleRunOutcome = 'running' | 'completed' | 'failed' | 'skipped' | 'interrupted';
+export type ScheduleRunOutcome = 'running' | 'completed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted';
 
 /** One due wake-up of an agent's `[schedule]` (or one forced with `loom agent run`), run or not. */
 export interface ScheduleRunRecord {

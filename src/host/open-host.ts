@@ -155,6 +155,10 @@ export async function openHost(options: HostOptions): Promise<Host> {
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), codeModules];
     // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
     const late: { kernel?: Kernel } = {};
+    const wakeRuns = (): Kernel['wakeRuns'] => {
+      if (late.kernel === undefined) throw new Error('the kernel is not ready');
+      return late.kernel.wakeRuns;
+    };
     const scheduler =
       options.runSchedules === true
         ? createScheduler({
@@ -163,7 +167,12 @@ export async function openHost(options: HostOptions): Promise<Host> {
             timezone: options.config.scheduler.timezone,
             leadership,
             queue: jobs,
-            send: (agentId, message) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.send(agentId, message, { cycle: true })),
+            runs: {
+              run: async (agentId, wake) => wakeRuns().run(agentId, wake),
+              skip: async (agentId, wake, reason) => wakeRuns().skip(agentId, wake, reason),
+              lastDue: async (agentId) => wakeRuns().lastDue(agentId),
+            },
+            catchUp: { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds },
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
           })
         : undefined;
@@ -196,6 +205,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       taint: options.config.taint,
       // A workflow under way is the leader's to go on with (at its start; see docs/cluster.md).
       resumeBackgroundWork: options.runSchedules === true && joined.isLeader(),
+      scheduleTimezone: options.config.scheduler.timezone,
       node: {
         id: joined.id,
         find: (id) => joined.liveNode(id),
@@ -229,6 +239,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       skillsDir: options.home.skillsDir,
       workspacesDir: options.home.workspacesDir,
     });
+    // Wake-ups the last stop cut off: the daemon alone knows no other process runs them.
+    if (scheduler !== undefined && leadership === undefined) await store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going');
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
     relay = shared === undefined ? undefined : await openEventRelay(options, shared.url, nodeId, store, kernel);

@@ -13,6 +13,7 @@ export const AUDIT_KINDS = {
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
   package: ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss', 'package-install'],
   channel: ['channel-refused', 'channel-paired', 'channel-reply-failed'],
+  schedule: ['schedule-run-finish'],
   reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
 } as const satisfies Record<string, readonly string[]>;
 

@@ -66,6 +66,23 @@ export type ChannelEvent =
       reason: string;
     };
 
+/**
+ * A scheduled wake-up of an agent ended (decision 0046): run (`completed`, `failed`), or not
+ * (`skipped`, with the reason; `count` instants when missed ones are recorded together).
+ */
+export type ScheduleEvent = {
+  type: 'schedule-run-finish';
+  at: number;
+  agentId: string;
+  name: string;
+  runId: string;
+  trigger: string;
+  outcome: string;
+  caughtUp: boolean;
+  count: number;
+  reason: string | null;
+};
+
 /** What every turn event names: the agent, who asked (`owner`, `user:<key>`, `agent:<name>`) and how long it took. */
 interface TurnEventBase {
   at: number;
@@ -114,6 +131,7 @@ export type KernelEvent =
   | AgentTypeEvent
   | ForgedToolEvent
   | ChannelEvent
+  | ScheduleEvent
   | TurnEvent
   | ToolCallEvent;
 

@@ -43,6 +43,7 @@ import { createLineup } from './one-at-a-time.ts';
 import { toolPolicyOf } from './tool-policy.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
+import { createWakeRuns, type WakeRuns } from './wake-runs.ts';
 
 /** What the kernel is built from. It reads no globals and no environment. */
 export interface KernelDependencies {
@@ -65,6 +66,8 @@ export interface KernelDependencies {
   resumeBackgroundWork?: boolean;
   /** This process as a node of the cluster: what other nodes sharing the store hold (approvals waited for, forged tools' source) is theirs. */
   node?: KernelNode | undefined;
+  /** The IANA time zone cron schedules are read in (`[scheduler].timezone`), as a forced wake-up's message names it. */
+  scheduleTimezone?: string | undefined;
 }
 
 /** This process as a node of the cluster (docs/cluster.md), as the kernel asks about the others. */
@@ -118,6 +121,8 @@ export interface Kernel {
   boot(): Promise<BootReport>;
   /** Records what the package runtime and channels report in the audit log, then tells subscribers (like the kernel's own events). */
   publish(event: PackageEvent | ChannelEvent): Promise<void>;
+  /** Scheduled wake-ups as runs: wake an agent (recorded), record what was skipped, list an agent's runs (decision 0046). */
+  readonly wakeRuns: WakeRuns;
   /**
    * Spawns an agent (spec/01 spawn flow): ids, session, capabilities, inheritance check,
    * commit, registration, `agent-spawn` event. Nothing is left behind when it fails.
@@ -590,6 +595,18 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     logger,
   });
 
+  const wakeRuns = createWakeRuns({
+    store,
+    clock,
+    ids,
+    logger,
+    resolve: (reference) => registry.resolve(reference),
+    // An unattended cycle: [autonomous].max_actions_per_cycle caps its tool calls.
+    send: (agentId, message) => turns.send(agentId, message, { cycle: true }),
+    publish: (event) => publish(event),
+    timezone: dependencies.scheduleTimezone,
+  });
+
   /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */
   function judgeModelOf(agentId: string, role: JudgeRole): ModelTarget | undefined {
     return judgeModelFor(registry.find(agentId)?.manifest.emergent, role, dependencies.runtime);
@@ -921,6 +938,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     runTask: (reference, task, options) => turns.runTask(reference, task, options),
 
     publish: (event) => publish(event),
+
+    wakeRuns,
 
     principalTools: (principal) => toolRunner().toolsFor(principalAgent(principal, principalWorkspace), NO_FILTER),
 

@@ -20,6 +20,9 @@ export const PRIORITIES = ['low', 'normal', 'high', 'critical'] as const;
 /** Named tool profiles: a preset tool set an agent is granted by naming it (see `TOOL_PROFILE_TOOLS`). */
 export { TOOL_PROFILES };
 
+/** What becomes of wake-ups due while the daemon was down: one run late, every one, or none (decision 0046). */
+export const CATCH_UP_POLICIES = ['once', 'all', 'skip'] as const;
+
 /** Interval of a continuous agent when the manifest gives none. */
 export const DEFAULT_INTERVAL_SECONDS = 60;
 
@@ -196,6 +199,8 @@ export const ScheduleSchema = z
     interval_seconds: z.int().positive().optional().describe('`continuous` only; 60 when left out.'),
     cron: z.string().optional().describe('`periodic` only, and required then, e.g. `"0 9 * * *"`; read in config.toml\'s `[scheduler].timezone` (UTC when unset).'),
     triggers: z.array(TriggerSchema).default([]).describe('`proactive` only, and at least one then: the events that wake the agent.'),
+    catch_up: z.enum(CATCH_UP_POLICIES).optional().describe('`continuous` and `periodic` only: what becomes of wake-ups due while the daemon was down. `once`: the latest is run late; `all`: each is run, oldest first; `skip`: none is run. Each is recorded (`loom agent runs`). Left out: config.toml\'s `[scheduler].catch_up` (`once`).'),
+    catch_up_window_seconds: z.int().positive().optional().describe('`continuous` and `periodic` only: how old a missed wake-up may be and still be caught up; older ones are recorded as skipped. Left out: config.toml\'s `[scheduler].catch_up_window_seconds` (3600).'),
   })
   .superRefine((schedule, context) => {
     if (schedule.mode === 'periodic' && schedule.cron === undefined) {
@@ -216,6 +221,11 @@ export const ScheduleSchema = z
     }
     if (schedule.mode === 'proactive' && schedule.triggers.length === 0) {
       context.addIssue({ code: 'custom', path: ['triggers'], message: 'required when mode = "proactive": at least one [[schedule.triggers]], e.g. event = "file_created" with pattern = "/data/inbox/*.json"' });
+    }
+    for (const key of ['catch_up', 'catch_up_window_seconds'] as const) {
+      if (schedule[key] !== undefined && schedule.mode !== 'continuous' && schedule.mode !== 'periodic') {
+        context.addIssue({ code: 'custom', path: [key], message: `only used when mode = "continuous" or "periodic", but mode is "${schedule.mode}"` });
+      }
     }
     if (schedule.triggers.length > 0 && schedule.mode !== 'proactive') {
       context.addIssue({ code: 'custom', path: ['triggers'], message: `only used when mode = "proactive", but mode is "${schedule.mode}"` });

@@ -5,8 +5,9 @@ import { z } from 'zod';
 import { globDirectory, matchesPattern } from '../capabilities/index.ts';
 import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
 import { AgentNotFoundError, ConfigError, messageOf, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
-import type { AgentEntry, AgentLifecycleHook, EventBus } from '../kernel/index.ts';
+import { type AgentEntry, type AgentLifecycleHook, CONTINUOUS_WAKE_MESSAGE, type EventBus, periodicWakeMessage, type Wake, type WakeRuns } from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
+import { type CatchUpSettings, DEFAULT_CATCH_UP, planCatchUp } from './catch-up.ts';
 import {
   type FileTriggerEvent,
   isFileTriggerEvent,
@@ -17,8 +18,7 @@ import {
 } from './trigger-events.ts';
 import { watchFilesWithNode, type WatchFiles } from './watch-files.ts';
 
-/** The message a `continuous` agent receives at each interval. */
-export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
+export { CONTINUOUS_WAKE_MESSAGE };
 
 /** The time zone cron expressions are read in when none is configured. */
 export const DEFAULT_SCHEDULER_TIMEZONE = 'UTC';
@@ -28,10 +28,18 @@ export interface SchedulerOptions {
   clock: Clock;
   logger: Logger;
   /**
-   * Delivers a message to an agent and resolves when its run ends. A function rather than the
-   * kernel, since the kernel is built (with this scheduler as a hook) before it can send.
+   * Wakes agents and records each wake-up as a run (the kernel's `wakeRuns`; the daemon gives it):
+   * with it, wake-ups missed while the daemon was down are caught up by `catchUp`. A function's
+   * object rather than the kernel, since the kernel is built (with this scheduler as a hook) after.
    */
-  send: (agentId: string, message: string) => Promise<unknown>;
+  runs?: Pick<WakeRuns, 'run' | 'skip' | 'lastDue'> | undefined;
+  /** The daemon's `[scheduler].catch_up` settings, which an agent's `[schedule]` may override; {@link DEFAULT_CATCH_UP} by default. */
+  catchUp?: CatchUpSettings | undefined;
+  /**
+   * Without `runs`: delivers a message to an agent and resolves when its run ends; nothing is
+   * recorded and nothing missed is caught up (a scheduler under test).
+   */
+  send?: ((agentId: string, message: string) => Promise<unknown>) | undefined;
   /** The kernel's event bus, for `agent_*` triggers. Without it those triggers are logged and skipped. */
   events?: EventBus | undefined;
   /** The file watcher for `file_*` triggers; {@link watchFilesWithNode} by default. */
@@ -51,8 +59,15 @@ export interface SchedulerOptions {
   queue?: WorkQueue | undefined;
 }
 
-/** What a `scheduled-message` job carries. */
-const ScheduledMessageJobSchema = z.strictObject({ agent: z.string().min(1), message: z.string(), cause: z.string() });
+/** What a `scheduled-message` job carries (`trigger`, `due` and `caughtUp` since runs are recorded). */
+const ScheduledMessageJobSchema = z.strictObject({
+  agent: z.string().min(1),
+  message: z.string(),
+  cause: z.string(),
+  trigger: z.string().optional(),
+  due: z.number().optional(),
+  caughtUp: z.boolean().optional(),
+});
 
 /**
  * Timed work another subsystem hands the scheduler (a package binding's cron or heartbeat): the
@@ -89,8 +104,22 @@ export interface Scheduler extends AgentLifecycleHook {
  * @throws {Error} croner's, for an invalid expression (validate before).
  */
 export function cronInstants(expression: string, timezone: string, clock: Clock): (previous: number | undefined) => number | null {
+  const after = cronAfter(expression, timezone);
+  return (previous) => after(Math.max(clock.now(), previous ?? Number.NEGATIVE_INFINITY));
+}
+
+/**
+ * The first instant of a 5-field cron expression in `timezone` strictly after a given one (null when none is left).
+ * @throws {Error} croner's, for an invalid expression (validate before).
+ */
+export function cronAfter(expression: string, timezone: string): (at: number) => number | null {
   const cron = new Cron(expression, { paused: true, timezone });
-  return (previous) => cron.nextRun(new Date(Math.max(clock.now(), previous ?? Number.NEGATIVE_INFINITY)))?.getTime() ?? null;
+  return (at) => cron.nextRun(new Date(at))?.getTime() ?? null;
+}
+
+/** The first instant strictly after a given one of a cadence every `intervalMs` from `anchor`. */
+export function intervalAfter(anchor: number, intervalMs: number): (at: number) => number {
+  return (at) => anchor + (Math.floor((at - anchor) / intervalMs) + 1) * intervalMs;
 }
 
 /**
@@ -148,7 +177,9 @@ function leadsElsewhere(directory: string): boolean {
 }
 
 export function createScheduler(options: SchedulerOptions): Scheduler {
-  const { clock, send, events } = options;
+  const { clock, send, events, runs } = options;
+  if (send === undefined && runs === undefined) throw new Error('cannot create the scheduler: it needs `runs` (or `send`) to wake agents');
+  const catchUpDefaults = options.catchUp ?? DEFAULT_CATCH_UP;
   const timezone = options.timezone ?? DEFAULT_SCHEDULER_TIMEZONE;
   assertTimeZone(timezone);
   const watchFiles = options.watch ?? watchFilesWithNode;
@@ -162,20 +193,35 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   // again (suspend, resume) still blocks an overlapping one.
   const busy = new Set<string>();
 
-  /** Wakes the agent, here or (with a queue) on whichever node takes the job; `dedupeKey` names a loop's instant. */
-  function wake(agent: AgentEntry, message: string, cause: string, signal: AbortSignal, logger: Logger, dedupeKey?: string): void {
+  /**
+   * Wakes the agent, here or (with a queue) on whichever node takes the job; `dedupeKey` names a
+   * loop's instant. Resolves when the wake-up has ended here (or is enqueued); never rejects.
+   */
+  async function wake(agent: AgentEntry, due: Wake, signal: AbortSignal, logger: Logger, dedupeKey?: string): Promise<void> {
     if (signal.aborted) return;
+    const { cause } = due;
     if (queue !== undefined) {
-      queue
-        .enqueue({ kind: 'scheduled-message', payload: { agent: agent.id, message, cause }, dedupeKey })
+      const payload = { agent: agent.id, message: due.message, cause, trigger: due.trigger, due: due.dueAt, ...(due.caughtUp === true ? { caughtUp: true } : {}) };
+      await queue
+        .enqueue({ kind: 'scheduled-message', payload, dedupeKey })
         .catch((error: unknown) => logger.error({ err: error, cause }, `could not enqueue a wake-up of agent "${agent.name}" (${cause}): it does not run`));
       return;
     }
-    void deliver(agent.id, agent.name, message, cause, logger);
+    await deliver(agent.id, agent.name, due, logger).catch((error: unknown) => logger.error({ err: error, cause }, `could not wake agent "${agent.name}" (${cause})`));
   }
 
-  /** Sends the wake-up unless the agent's previous one is still going here (then skips it); refusals by a budget and failures are logged. */
-  async function deliver(agentId: string, name: string, message: string, cause: string, logger: Logger): Promise<void> {
+  /**
+   * Wakes the agent: through `runs`, which records the run (and skips it when the previous one
+   * still goes); else sends the wake-up unless the previous one is still going here (then skips
+   * it), refusals by a budget and failures logged.
+   */
+  async function deliver(agentId: string, name: string, due: Wake, logger: Logger): Promise<void> {
+    if (runs !== undefined) {
+      await runs.run(agentId, due);
+      return;
+    }
+    const { cause, message } = due;
+    if (send === undefined) return;
     if (busy.has(agentId)) {
       logger.warn({ cause }, `skipped a wake-up of agent "${name}" (${cause}): its previous run is still going`);
       return;
@@ -203,7 +249,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const parsed = ScheduledMessageJobSchema.safeParse(job.payload);
     if (!parsed.success) throw new Error(`cannot run job "${job.id}": its payload is not a scheduled message (${parsed.error.message})`);
     const { agent, message, cause } = parsed.data;
-    await deliver(agent, started.get(agent)?.name ?? agent, message, cause, baseLogger.child({ agentId: agent, job: job.id }));
+    const due: Wake = { trigger: parsed.data.trigger ?? cause, cause, message, dueAt: parsed.data.due ?? clock.now(), caughtUp: parsed.data.caughtUp };
+    await deliver(agent, started.get(agent)?.name ?? agent, due, baseLogger.child({ agentId: agent, job: job.id }));
   }
   queue?.handle('scheduled-message', deliverJob);
 
@@ -245,10 +292,37 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     run().catch((error: unknown) => logger.error({ err: error }, 'a schedule loop stopped on an error'));
   }
 
+  /**
+   * Catches up the wake-ups the schedule passed while the daemon was down: from the later of its
+   * last recorded instant and the agent's last change (a suspended agent misses nothing) up to
+   * now, by `[schedule].catch_up` (else the daemon's); each one run or skipped is recorded.
+   */
+  async function catchUp(agent: AgentEntry, after: (since: number) => (at: number) => number | null, dueAt: (at: number) => Wake, key: string, signal: AbortSignal, logger: Logger): Promise<void> {
+    if (runs === undefined) return;
+    const now = clock.now();
+    const since = Math.max((await runs.lastDue(agent.id)) ?? Number.NEGATIVE_INFINITY, agent.updatedAt);
+    const { schedule } = agent.manifest;
+    const settings: CatchUpSettings = { policy: schedule.catch_up ?? catchUpDefaults.policy, windowSeconds: schedule.catch_up_window_seconds ?? catchUpDefaults.windowSeconds };
+    const plan = planCatchUp(after(since), since, now, settings);
+    for (const skipped of plan.skipped) {
+      if (signal.aborted) return;
+      const due = dueAt(skipped.dueAt);
+      logger.warn({ cause: due.cause, count: skipped.count }, `skipped ${skipped.count} wake-up(s) of agent "${agent.name}" (${due.cause}): ${skipped.reason}`);
+      await runs.skip(agent.id, { ...due, count: skipped.count }, skipped.reason);
+    }
+    for (const at of plan.run) {
+      logger.info({ cause: dueAt(at).cause, dueAt: at }, `catching up a wake-up of agent "${agent.name}" due at ${new Date(at).toISOString()} while the daemon was down`);
+      await wake(agent, { ...dueAt(at), caughtUp: true }, signal, logger, `${key}@${at}`);
+    }
+  }
+
   function startContinuous(agent: AgentEntry, activity: Activity, logger: Logger): void {
     const intervalMs = (agent.manifest.schedule.interval_seconds ?? DEFAULT_INTERVAL_SECONDS) * 1000;
     const { signal } = activity.controller;
-    loop(signal, `agent ${agent.id} continuous`, intervalInstants(intervalMs, clock), (at, key) => wake(agent, CONTINUOUS_WAKE_MESSAGE, 'continuous', signal, logger, `${key}@${at}`), logger);
+    const key = `agent ${agent.id} continuous`;
+    const dueAt = (at: number): Wake => ({ trigger: 'continuous', cause: 'continuous', message: CONTINUOUS_WAKE_MESSAGE, dueAt: at });
+    loop(signal, key, intervalInstants(intervalMs, clock), (at) => void wake(agent, dueAt(at), signal, logger, `${key}@${at}`), logger);
+    catchUp(agent, (since) => intervalAfter(since, intervalMs), dueAt, key, signal, logger).catch((error: unknown) => logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`));
   }
 
   function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
@@ -265,8 +339,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return;
     }
     const { signal } = activity.controller;
-    const message = `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
-    loop(signal, `agent ${agent.id} cron`, next, (at, key) => wake(agent, message, `cron "${expression}"`, signal, logger, `${key}@${at}`), logger);
+    const key = `agent ${agent.id} cron`;
+    const dueAt = (at: number): Wake => ({ trigger: 'cron', cause: `cron "${expression}"`, message: periodicWakeMessage(expression, timezone), dueAt: at });
+    loop(signal, key, next, (at) => void wake(agent, dueAt(at), signal, logger, `${key}@${at}`), logger);
+    catchUp(agent, () => cronAfter(expression, timezone), dueAt, key, signal, logger).catch((error: unknown) => logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`));
   }
 
   function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {
@@ -297,7 +373,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           const created = !seen.has(path);
           seen.add(path);
           if (created !== (event === 'file_created')) return;
-          wake(agent, trigger.message ?? `[trigger] ${event}: ${path}`, `${event} ${path}`, signal, logger);
+          void wake(agent, { trigger: event, cause: `${event} ${path}`, message: trigger.message ?? `[trigger] ${event}: ${path}`, dueAt: clock.now() }, signal, logger);
         },
         (error) => logger.error({ err: error, directory }, `the watcher on "${directory}" for agent "${agent.name}" failed`),
       );
@@ -321,7 +397,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (kernelEvent.agentId === agent.id) return;
       if (pattern !== undefined && !matchesPattern(pattern, kernelEvent.name)) return;
       const message = trigger.message ?? `[trigger] ${event}: agent "${kernelEvent.name}" (${kernelEvent.agentId})`;
-      wake(agent, message, `${event} ${kernelEvent.name}`, signal, logger);
+      void wake(agent, { trigger: event, cause: `${event} ${kernelEvent.name}`, message, dueAt: clock.now() }, signal, logger);
     });
     activity.cleanups.push(unsubscribe);
   }

@@ -341,7 +341,7 @@ export const migrations: readonly Migration[] = [
         due_at INTEGER NOT NULL,
         started_at INTEGER,
         finished_at INTEGER,
-        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'failed', 'skipped', 'interrupted')),
+        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'unchanged', 'failed', 'skipped', 'interrupted')),
         reason TEXT,
         caught_up INTEGER NOT NULL CHECK (caught_up IN (0, 1)),
         count INTEGER NOT NULL

@@ -348,7 +348,7 @@ export const postgresMigrations: readonly Migration[] = [
         due_at BIGINT NOT NULL,
         started_at BIGINT,
         finished_at BIGINT,
-        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'failed', 'skipped', 'interrupted')),
+        outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'unchanged', 'failed', 'skipped', 'interrupted')),
         reason TEXT,
         caught_up BOOLEAN NOT NULL,
         count INTEGER NOT NULL,

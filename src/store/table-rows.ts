@@ -338,7 +338,7 @@ export const scheduleRunRow = z
     due_at: z.number(),
     started_at: z.number().nullable(),
     finished_at: z.number().nullable(),
-    outcome: z.enum(['running', 'completed', 'failed', 'skipped', 'interrupted']),
+    outcome: z.enum(['running', 'completed', 'unchanged', 'failed', 'skipped', 'interrupted']),
     reason: z.string().nullable(),
     caught_up: flag,
     count: z.number(),

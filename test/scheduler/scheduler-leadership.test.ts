@@ -76,8 +76,8 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     // Nothing is sent by the leader itself: the wake-ups wait in the queue for a node to take them.
     expect(calls).toEqual([]);
     expect(queue.jobs.map((job) => [job.kind, job.dedupeKey, job.payload])).toEqual([
-      ['scheduled-message', `agent id-worker continuous@${since + MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous' }],
-      ['scheduled-message', `agent id-worker continuous@${since + 2 * MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous' }],
+      ['scheduled-message', `agent id-worker continuous@${since + MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + MINUTE }],
+      ['scheduled-message', `agent id-worker continuous@${since + 2 * MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + 2 * MINUTE }],
     ]);
     const [first, second] = queue.jobs;
     const running = queue.run(first as JobRequest & { id: string });

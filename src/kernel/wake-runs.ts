@@ -1,0 +1,160 @@
+import type { Clock, IdGenerator, Logger, ScheduleRunRecord, Store } from '../contracts/index.ts';
+import { AgentStateError, LoomError, messageOf, QuotaExceededError, StoreNotFoundError, TokenBudgetExceededError } from '../errors/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { ScheduleEvent } from './event-bus.ts';
+
+/** The message a `continuous` agent receives at each interval. */
+export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
+
+/** The message a `periodic` agent receives at each time of its cron expression. */
+export function periodicWakeMessage(expression: string, timezone: string): string {
+  return `[scheduled] periodic wake-up (cron "${expression}", ${timezone}): time for your scheduled work.`;
+}
+
+/** One due wake-up of an agent: what made it due, when, and what the agent is told. */
+export interface Wake {
+  /** `continuous`, `cron` or `manual` (forced now), as the run records it. */
+  trigger: string;
+  /** What made it due, as the log says it: `continuous`, `cron "0 9 * * *"`, `forced by the owner`. */
+  cause: string;
+  /** The message the agent is woken with. */
+  message: string;
+  /** The instant it was due (epoch ms). */
+  dueAt: number;
+  /** Due while the daemon was down, and run late by `[schedule].catch_up`. */
+  caughtUp?: boolean | undefined;
+}
+
+/** What the wake-up runs are built from: the kernel's parts. */
+export interface WakeRunsParts {
+  store: Pick<Store, 'scheduleRuns'>;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  /** The live agent a name or id names. @throws {AgentNotFoundError} */
+  resolve(reference: string): AgentEntry;
+  /** Delivers the wake-up's message to the agent (its main session) and resolves when its turn ends. */
+  send(agentId: string, message: string): Promise<unknown>;
+  /** Records the event in the audit log and tells subscribers (the metrics count it). */
+  publish(event: ScheduleEvent): Promise<void>;
+  /** The IANA time zone cron expressions are read in (`[scheduler].timezone`), as a forced wake-up's message names it; UTC by default. */
+  timezone?: string | undefined;
+}
+
+/**
+ * Scheduled wake-ups as runs (decision 0046): each one due is recorded before the agent is woken,
+ * and again with its outcome when the turn ends, so none passes unrecorded.
+ */
+export interface WakeRuns {
+  /**
+   * Wakes the agent and records the run: `completed`, `failed` (the turn failed), or `skipped`
+   * with the reason when its previous wake-up still runs here or a budget refuses the turn.
+   * Resolves with the record when the run has ended.
+   * @throws {AgentNotFoundError} before anything is recorded, when no live agent has that name or id.
+   */
+  run(reference: string, wake: Wake): Promise<ScheduleRunRecord>;
+  /** Records instants that were due and not run (`count` of them from `dueAt`) as skipped, with the reason. */
+  skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
+  /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
+  list(reference: string, options?: { limit?: number }): Promise<ScheduleRunRecord[]>;
+  /** The latest instant a scheduled wake-up of the agent was due (forced ones left out); undefined before its first. */
+  lastDue(reference: string): Promise<number | undefined>;
+  /**
+   * Forces a wake-up of a `continuous` or `periodic` agent now, told the message its schedule
+   * would send, recorded as a `manual` run; resolves when it has ended.
+   * @throws {AgentNotFoundError}; a LoomError `AGENT_NOT_SCHEDULED` for an agent with no timed schedule.
+   */
+  now(reference: string, options: { by: string }): Promise<ScheduleRunRecord>;
+}
+
+/** Creates the wake-up runs of a kernel. */
+export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
+  const { store, clock, ids } = parts;
+  const resolve = (reference: string): AgentEntry => parts.resolve(reference);
+  const logger = parts.logger.child({ subsystem: 'scheduler' });
+  // The agents whose wake-up runs here now: another one meanwhile is skipped, never queued.
+  const running = new Set<string>();
+
+  async function finish(agent: AgentEntry, record: ScheduleRunRecord): Promise<ScheduleRunRecord> {
+    try {
+      await store.scheduleRuns.update(record);
+    } catch (error) {
+      // Killed during the run: its runs went with it.
+      if (error instanceof StoreNotFoundError) return record;
+      throw error;
+    }
+    await announce(agent, record);
+    return record;
+  }
+
+  async function announce(agent: AgentEntry, record: ScheduleRunRecord): Promise<void> {
+    const event: ScheduleEvent = {
+      type: 'schedule-run-finish',
+      at: record.finishedAt ?? clock.now(),
+      agentId: agent.id,
+      name: agent.name,
+      runId: record.id,
+      trigger: record.trigger,
+      outcome: record.outcome,
+      caughtUp: record.caughtUp,
+      count: record.count,
+      reason: record.reason,
+    };
+    await parts.publish(event).catch((error: unknown) => logger.error({ err: error, agentId: agent.id }, 'could not record the end of a schedule run'));
+  }
+
+  async function skip(agent: AgentEntry, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>, reason: string, count = 1): Promise<ScheduleRunRecord> {
+    const record: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: null, finishedAt: clock.now(), outcome: 'skipped', reason, caughtUp: wake.caughtUp ?? false, count };
+    await store.scheduleRuns.create(record);
+    await announce(agent, record);
+    return record;
+  }
+
+  async function run(agent: AgentEntry, wake: Wake): Promise<ScheduleRunRecord> {
+    if (running.has(agent.id)) {
+      logger.warn({ agentId: agent.id, cause: wake.cause }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): its previous run is still going`);
+      return skip(agent, wake, 'its previous run was still going');
+    }
+    running.add(agent.id);
+    try {
+      const started: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: clock.now(), finishedAt: null, outcome: 'running', reason: null, caughtUp: wake.caughtUp ?? false, count: 1 };
+      // Recorded before the agent is woken: a run the daemon's stop cuts off is found at its next start.
+      await store.scheduleRuns.create(started);
+      logger.debug({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" (${wake.cause})`);
+      try {
+        await parts.send(agent.id, wake.message);
+        return await finish(agent, { ...started, outcome: 'completed', finishedAt: clock.now() });
+      } catch (error) {
+        // Not a failure of the run: the budget says when the agent may work again.
+        if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) {
+          logger.warn({ agentId: agent.id, cause: wake.cause, code: error.code, details: error.details }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): ${messageOf(error)}`);
+          return await finish(agent, { ...started, outcome: 'skipped', reason: messageOf(error), finishedAt: clock.now() });
+        }
+        // The agent stopped during the turn (suspended, killed, or the daemon stopping).
+        if (error instanceof AgentStateError) return await finish(agent, { ...started, outcome: 'interrupted', reason: messageOf(error), finishedAt: clock.now() });
+        logger.error({ err: error, agentId: agent.id, cause: wake.cause }, `scheduled run of agent "${agent.name}" (${wake.cause}) failed`);
+        return await finish(agent, { ...started, outcome: 'failed', reason: messageOf(error), finishedAt: clock.now() });
+      }
+    } finally {
+      running.delete(agent.id);
+    }
+  }
+
+  return {
+    run: async (reference, wake) => run(resolve(reference), wake),
+    skip: async (reference, wake, reason) => skip(resolve(reference), wake, reason, wake.count),
+    list: async (reference, options = {}) => store.scheduleRuns.list(resolve(reference).id, options),
+    lastDue: async (reference) => store.scheduleRuns.lastDue(resolve(reference).id),
+    async now(reference, options) {
+      const agent = resolve(reference);
+      const { mode, cron } = agent.manifest.schedule;
+      if (mode !== 'continuous' && (mode !== 'periodic' || cron === undefined)) {
+        throw new LoomError('AGENT_NOT_SCHEDULED', 'user', `cannot wake agent "${agent.name}" now: its [schedule] mode is "${mode}", and only a continuous or periodic agent has a wake-up to force; send it a message instead`, {
+          details: { agent: agent.name, mode },
+        });
+      }
+      const message = mode === 'continuous' ? CONTINUOUS_WAKE_MESSAGE : periodicWakeMessage(cron ?? '', parts.timezone ?? 'UTC');
+      return run(agent, { trigger: 'manual', cause: `forced by ${options.by}`, message, dueAt: clock.now() });
+    },
+  };
+}
