@@ -3,7 +3,7 @@ import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, type PairingView, toApprovalView, toPairingView } from '../http/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
@@ -50,6 +50,10 @@ export interface CliBackend {
   decideApproval(id: string, approved: boolean, reason?: string, answer?: JsonObject): Promise<ApprovalView>;
   /** Empties an agent's session history. */
   resetSession(reference: string): Promise<void>;
+  /** An agent's scheduled wake-ups, newest due first (100 unless `limit` says otherwise). */
+  runs(reference: string, limit?: number): Promise<ScheduleRunView[]>;
+  /** Forces a wake-up of a continuous or periodic agent now; resolves with its run once it has ended. */
+  wake(reference: string): Promise<ScheduleRunView>;
   /** Agent packages: the daemon's API, or the in-process host's service (same views). */
   packages: PackageService;
   /** Forged tools: the daemon's `/api/tools/forged`, or the kernel's (a refused forge throws `FORGE_REFUSED`). */
@@ -108,6 +112,8 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
     approvals: async (status = 'pending') => (await kernel.approvals(status)).map(toApprovalView),
     decideApproval: async (id, approved, reason, answer) => toApprovalView(await kernel.decide(id, { approved, reason: reason ?? null, answer })),
     resetSession: (reference) => kernel.resetSession(reference),
+    runs: (reference, limit) => kernel.scheduleRuns(reference, limit === undefined ? {} : { limit }),
+    wake: (reference) => kernel.wakeNow(reference),
     packages,
     forgedTools: {
       list: (agent) => kernel.forgedTools.list(agent === undefined ? {} : { agent }),
@@ -223,6 +229,8 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       const response = await fetchDaemon(url, `${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
       if (!response.ok) throw await apiError(response);
     },
+    runs: (reference, limit) => call('GET', `${agent(reference)}/runs${limit === undefined ? '' : `?limit=${limit}`}`),
+    wake: (reference) => call('POST', `${agent(reference)}/runs`),
     packages: packagesOverHttp(call),
     forgedTools: {
       list: (name) => call('GET', `/api/tools/forged${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),

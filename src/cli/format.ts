@@ -1,5 +1,5 @@
 import { describeCapability } from '../capabilities/index.ts';
-import type { AgentDetailView, AgentView, TurnView, UsageRow } from '../kernel/index.ts';
+import type { AgentDetailView, AgentView, ScheduleRunView, TurnView, UsageRow } from '../kernel/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 
 /** Pads columns so they line up; the last column is not padded. */
@@ -117,4 +117,25 @@ export function formatUsage(rows: readonly UsageRow[]): string {
       rows.map((row) => [row.agent ?? `${row.agent_id} (killed)`, row.model, String(row.calls), String(row.input_tokens), String(row.output_tokens), usd(row.cost_usd)]),
     ) + `total ${usd(total)}\n`
   );
+}
+
+/** An outcome as `loom agent runs` shows it: caught-up runs and skipped groups say so. */
+function outcomeOf(run: ScheduleRunView): string {
+  const caughtUp = run.caught_up ? ' (caught up)' : '';
+  const count = run.count > 1 ? ` ×${run.count}` : '';
+  return `${run.outcome}${count}${caughtUp}`;
+}
+
+/** `loom agent runs` as a table, newest due first, with why a run was skipped, interrupted or failed. */
+export function formatScheduleRuns(agent: string, runs: readonly ScheduleRunView[]): string {
+  if (runs.length === 0) return `No scheduled wake-ups of ${agent} yet.\n`;
+  return formatTable(
+    ['DUE', 'TRIGGER', 'OUTCOME', 'STARTED', 'FINISHED', 'REASON'],
+    runs.map((run) => [run.due_at, run.trigger, outcomeOf(run), run.started_at ?? '-', run.finished_at ?? '-', run.reason ?? '-']),
+  );
+}
+
+/** One wake-up forced with `loom agent run`: how it ended. */
+export function formatScheduleRun(agent: string, run: ScheduleRunView): string {
+  return `woke ${agent}: ${run.outcome}${run.reason === null ? '' : ` (${run.reason})`}\n`;
 }

@@ -42,6 +42,9 @@ const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(
 
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
 
+/** `?limit=`: how many of an agent's scheduled wake-ups `GET …/runs` answers with (100 when left out). */
+export const RunsQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+
 /** What the agent routes need. */
 export interface AgentRoutesOptions {
   kernel: Kernel;
@@ -61,7 +64,8 @@ function wireEvent(event: AgentEvent): unknown {
 
 /**
  * The agent routes, mounted at `/api/agents`: list and spawn; show and kill; suspend and
- * resume; messages (JSON or SSE); the running turn (follow it, cancel it); the session. Each
+ * resume; messages (JSON or SSE); the running turn (follow it, cancel it); the session; the
+ * scheduled wake-ups (list them, force one). Each
  * route makes one call on the kernel as its caller (`kernelOf`), which decides what it may do.
  */
 export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
@@ -204,6 +208,14 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   });
 
   routes.get('/:agent/sessions', async (c) => c.json(await kernelOf(c, kernel).sessions(c.req.param('agent'))));
+
+  // The agent's scheduled wake-ups (decision 0046), run or skipped, newest due first; a POST forces one now.
+  routes.get('/:agent/runs', async (c) => {
+    const { limit } = readQuery(c, RunsQuerySchema);
+    return c.json(await kernelOf(c, kernel).scheduleRuns(c.req.param('agent'), limit === undefined ? {} : { limit }));
+  });
+
+  routes.post('/:agent/runs', async (c) => c.json(await kernelOf(c, kernel).wakeNow(c.req.param('agent'))));
 
   routes.delete('/:agent/session', async (c) => {
     const { session: sessionId, thread } = readQuery(c, SessionQuerySchema);

@@ -128,6 +128,10 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
       delete: { tag: 'agents', summary: 'empty the session history', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')], responses: { '204': { description: 'emptied' }, ...errors(403, 404) } },
     },
     '/api/agents/{agent}/sessions': { get: { tag: 'agents', summary: 'the agent\'s sessions the caller holds: every one for the owner, its own and its threads\' for any other key', parameters: [AGENT], responses: { '200': ok('the sessions', { type: 'array', items: { type: 'object' } }), ...errors(404) } } },
+    '/api/agents/{agent}/runs': {
+      get: { tag: 'agents', summary: 'the agent\'s scheduled wake-ups, newest due first: `{ id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count }` (decision 0046)', parameters: [AGENT, query('limit', '1–1000 (100 when left out)')], responses: { '200': ok('the runs', { type: 'array', items: { type: 'object' } }), ...errors(403, 404) } },
+      post: { tag: 'agents', summary: 'force a wake-up of a continuous or periodic agent now (as `loom agent run`), answering with its run once it has ended', parameters: [AGENT], responses: { '200': ok('the run'), ...errors(403, 404, 409) } },
+    },
     '/api/agents/{agent}/workflow': { get: { tag: 'agents', summary: 'a workflow agent\'s plan, each task\'s status and attempts', parameters: [AGENT], responses: { '200': ok('the workflow'), ...errors(404) } } },
     '/api/agents/{agent}/workflow/{action}': {
       post: {
@@ -154,7 +158,7 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
         parameters: [
           query('agent', 'one agent'),
           query('type', 'event types, comma-separated'),
-          query('kind', 'turn, tool, refusal, approval, model-error, agent, forge, package, channel or reasoning'),
+          query('kind', 'turn, tool, refusal, approval, model-error, agent, forge, package, channel, schedule or reasoning'),
           query('outcome', 'ok, refused, failed or cancelled'),
           query('order', '`desc` lists newest first', { type: 'string', enum: ['asc', 'desc'] }),
           query('before', 'rows before this `seq` (paging back)'),

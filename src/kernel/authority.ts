@@ -38,6 +38,9 @@ export const AUTHORITY = {
   'cancel turns': { roles: SPEAKERS, reach: true },
   'steer workflows': { roles: SPEAKERS, reach: true },
   'reset sessions': { roles: OWNERS, reach: false },
+  // Scheduled wake-ups are history like the audit log's; forcing one is as sending a message.
+  'read schedule runs': { roles: EVERYONE, reach: true },
+  'force wake-ups': { roles: SPEAKERS, reach: true },
   // And a channel's approvers, for the channel's agent (`Principal.approves`).
   'approve tool calls': { roles: OWNERS, reach: false, approvers: true },
   'deny tool calls': { roles: OWNERS, reach: false, approvers: true },

@@ -12,6 +12,7 @@ import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
 import type { SendOptions } from './message-flow.ts';
 import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
+import { type ScheduleRunView, toScheduleRunView } from './schedule-run-view.ts';
 
 /** Which session of an agent a call is about: one the caller chose by id, or its own (within a door's `thread`). */
 export interface SessionChoice {
@@ -232,6 +233,20 @@ export class CallerKernel {
     const name = this.agentName(reference);
     const conversation = where.sessionId === undefined && where.thread === undefined ? undefined : await this.#conversationOf(name, where);
     await this.#kernel.resetSession(name, conversation === undefined ? {} : { conversation });
+  }
+
+  /** The agent's scheduled wake-ups, newest due first (decision 0046). */
+  async scheduleRuns(reference: string, options: { limit?: number } = {}): Promise<ScheduleRunView[]> {
+    const { name } = this.get(reference);
+    this.require('read schedule runs', name);
+    return (await this.#kernel.wakeRuns.list(name, options)).map(toScheduleRunView);
+  }
+
+  /** Forces a wake-up of a continuous or periodic agent now, recorded as a `manual` run; resolves with the run once it has ended. */
+  async wakeNow(reference: string): Promise<ScheduleRunView> {
+    const { name } = this.get(reference);
+    this.require('force wake-ups', name);
+    return toScheduleRunView(await this.#kernel.wakeRuns.now(name, { by: this.byline }));
   }
 
   /** The agent a query names, when the principal reaches it (its id), or undefined for none named. */

@@ -39,4 +39,5 @@ export { summarizeUsage } from './usage-report.ts';
 export type { UsageRow } from './usage-report.ts';
 export { createUuidGenerator } from './uuid-generator.ts';
 export { CONTINUOUS_WAKE_MESSAGE, periodicWakeMessage } from './wake-runs.ts';
+export { type ScheduleRunView, toScheduleRunView } from './schedule-run-view.ts';
 export type { Wake, WakeRuns } from './wake-runs.ts';

@@ -60,7 +60,7 @@ const MCP_STATES = ['connecting', 'connected', 'failed'] as const;
 
 /**
  * The daemon's metrics (docs/observability.md lists each), fed by the kernel's event bus (turns,
- * tool calls, package runs) and by the budget ledger's metered model calls (tokens, cost and
+ * tool calls, scheduled wake-ups, package runs) and by the budget ledger's metered model calls (tokens, cost and
  * latency of every model call, retries and cut-off calls included), by the store's commits, and
  * read at each scrape (running and queued turns, pending approvals, MCP connections). In a cluster a node also hears the
  * events other nodes record, so turn and tool counts are the cluster's; model calls are this
@@ -85,7 +85,12 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   const toolCalls = new Counter({ name: 'loom_tool_calls_total', help: 'Tool calls by tool and outcome (ok, error, denied, invalid, blocked, timeout).', labelNames: ['tool', 'outcome'], registers });
   const toolSeconds = new Histogram({ name: 'loom_tool_call_duration_seconds', help: 'How long tool calls that ran took, by tool.', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers });
   const commitSeconds = new Histogram({ name: 'loom_store_commit_duration_seconds', help: 'How long store transactions took from BEGIN to COMMIT (a turn\'s messages and usage, a spawn, a run\'s step), by store (sqlite, postgres).', labelNames: ['store'], buckets: COMMIT_BUCKETS, registers });
-  const scheduleRuns = new Counter({ name: 'loom_schedule_runs_total', help: 'Runs of packages\' scheduled bindings by package and outcome (the run\'s status, skipped, missed).', labelNames: ['agent', 'outcome'], registers });
+  const scheduleRuns = new Counter({
+    name: 'loom_schedule_runs_total',
+    help: 'Due wake-ups by agent (or package) and outcome: agents\' scheduled wake-ups as they end (completed, failed, interrupted, skipped; each missed one counted), packages\' runs (the run\'s status, skipped, missed).',
+    labelNames: ['agent', 'outcome'],
+    registers,
+  });
   new Gauge({
     name: 'loom_running_turns',
     help: 'Turns running now, on every agent and session.',
@@ -137,7 +142,8 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
       if ('durationMs' in event) toolSeconds.observe({ tool: event.tool }, event.durationMs / 1000);
       return;
     }
-    if (event.type === 'package-run-finish') scheduleRuns.inc({ agent: event.name, outcome: event.status });
+    if (event.type === 'schedule-run-finish') scheduleRuns.inc({ agent: event.name, outcome: event.outcome }, event.count);
+    else if (event.type === 'package-run-finish') scheduleRuns.inc({ agent: event.name, outcome: event.status });
     else if (event.type === 'package-skip') scheduleRuns.inc({ agent: event.name, outcome: 'skipped' });
     else if (event.type === 'package-miss') scheduleRuns.inc({ agent: event.name, outcome: 'missed' }, event.count);
   };

@@ -44,6 +44,8 @@ type Operation =
   | 'kill an agent'
   | 'read its audit log'
   | 'read its usage'
+  | 'read its schedule runs'
+  | 'force a wake-up'
   | 'decide an approval'
   | 'forge a tool'
   | 'install a package'
@@ -67,6 +69,8 @@ const ALLOWED: Record<Operation, readonly Role[]> = {
   'kill an agent': ['owner'],
   'read its audit log': EVERYONE_WHO_REACHES,
   'read its usage': EVERYONE_WHO_REACHES,
+  'read its schedule runs': EVERYONE_WHO_REACHES,
+  'force a wake-up': ['owner', 'user on the agent'],
   'decide an approval': ['owner', "a channel's approver"],
   'forge a tool': ['owner'],
   'install a package': ['owner'],
@@ -170,6 +174,9 @@ const HTTP: Door = {
   'kill an agent': async (role) => judged(await api.request(`/api/agents/${await freshAgent()}`, as(role, { method: 'DELETE' })), 200),
   'read its audit log': async (role) => judged(await api.request('/api/audit?agent=helper-one', as(role)), 200),
   'read its usage': async (role) => judged(await api.request('/api/usage?agent=helper-one', as(role)), 200),
+  'read its schedule runs': async (role) => judged(await api.request('/api/agents/helper-one/runs', as(role)), 200),
+  // helper-one is reactive: one who may force a wake-up is told it has none to force (409); one who may not is refused first.
+  'force a wake-up': async (role) => judged(await api.request('/api/agents/helper-one/runs', as(role, { method: 'POST' })), 409),
   // No such request: one who may decide is told so (404); one who may not is refused first.
   'decide an approval': async (role) => judged(await api.request('/api/approvals/no-such-request/approve', as(role, { method: 'POST' })), 404),
   // An empty request: one who may forge is told what is missing (400); one who may not is refused first.
@@ -308,6 +315,7 @@ const CLI: Door = {
   'suspend an agent': async (role) => cliAs(role, ['agent', 'suspend', await freshAgent()]),
   'kill an agent': async (role) => cliAs(role, ['agent', 'kill', await freshAgent()]),
   'read its usage': (role) => cliAs(role, ['usage', '--agent', 'helper-one']),
+  'read its schedule runs': (role) => cliAs(role, ['agent', 'runs', 'helper-one']),
 };
 
 /**
@@ -329,6 +337,7 @@ describe('through the CLI in process (no daemon)', () => {
       return (await loom(['send', 'helper-one', 'hello'])).stdout.includes('hello back');
     },
     'read its usage': async () => (await loom(['usage', '--agent', 'helper-one'])).code === 0,
+    'read its schedule runs': async () => (await loom(['agent', 'runs', 'helper-one'])).code === 0,
     'suspend an agent': async () => (await loom(['agent', 'suspend', 'helper-one'])).code === 0 && (await loom(['agent', 'resume', 'helper-one'])).code === 0,
   };
   for (const [operation, run] of Object.entries(operations) as [Operation, () => Promise<boolean>][]) {

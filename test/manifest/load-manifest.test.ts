@@ -107,6 +107,12 @@ describe('parseManifest()', () => {
     expect(manifest.schedule.interval_seconds).toBe(60);
   });
 
+  it('refuses catch_up on an agent with no timed schedule, naming the key and the mode', () => {
+    expect(() => parseManifest('[schedule]\nmode = "reactive"\ncatch_up = "all"', { source: 'r.toml' })).toThrow(/\[schedule\]\.catch_up: only used when mode = "continuous" or "periodic", but mode is "reactive"/);
+    expect(() => parseManifest('[schedule]\nmode = "periodic"\ncron = "0 9 * * *"\ncatch_up = "twice"', { source: 'p.toml' })).toThrow(/\[schedule\]\.catch_up: expected one of once, all, skip, got "twice"/);
+    expect(parseManifest('[schedule]\nmode = "continuous"\ncatch_up = "skip"\ncatch_up_window_seconds = 600', { source: 'c.toml' }).manifest.schedule).toMatchObject({ catch_up: 'skip', catch_up_window_seconds: 600 });
+  });
+
   it('accepts every field of the manifest table', () => {
     const { manifest, warnings } = parseManifest(
       `name = "full"

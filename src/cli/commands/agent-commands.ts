@@ -5,7 +5,8 @@ import { loadManifestFile, type LoadedManifest, parseManifest } from '../../mani
 import type { AgentView } from '../../kernel/index.ts';
 import { type CliBackend, openBackend, staleDaemonNote } from '../backend.ts';
 import { type CliIo, readAll } from '../cli-io.ts';
-import { formatAgentDetail, formatAgentList } from '../format.ts';
+import { parseLimit } from '../parse-limit.ts';
+import { formatAgentDetail, formatAgentList, formatScheduleRun, formatScheduleRuns } from '../format.ts';
 
 interface JsonOption {
   json?: boolean;
@@ -57,7 +58,7 @@ function registerStateCommand(agent: Command, io: CliIo, verb: 'suspend' | 'resu
     });
 }
 
-/** `loom agent …`: spawn, list, show, suspend, resume, kill. */
+/** `loom agent …`: spawn, list, show, suspend, resume, kill; runs and run (scheduled wake-ups). */
 export function registerAgentCommands(program: Command, io: CliIo): void {
   const agent = program
     .command('agent')
@@ -125,6 +126,29 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
 
   registerStateCommand(agent, io, 'suspend', 'suspend an agent: it stops running and stays suspended across restarts', 'A suspended agent keeps its session and memory; resume it to run again.');
   registerStateCommand(agent, io, 'resume', 'resume a suspended agent', 'The agent runs again with its session and memory as they were.');
+
+  agent
+    .command('runs <agent>')
+    .description("list an agent's scheduled wake-ups, newest first: run, caught up after a restart, or skipped and why")
+    .option('--limit <n>', 'at most this many (1–1000; 100 by default)', parseLimit)
+    .option('--json', 'print a JSON array')
+    .addHelpText('after', '\nEvery wake-up a continuous or periodic agent was due is recorded, with its outcome: completed, failed,\ninterrupted, or skipped with the reason (the previous run still going, a budget spent, missed while the\ndaemon was down and not caught up). See docs/decisions/0046-schedule-runs-and-catch-up.md.\n\nExample:\n  $ loom agent runs reporter --limit 20\n')
+    .action(async (reference: string, options: JsonOption & { limit?: number }) => {
+      const runs = await withBackend(io, (backend) => backend.runs(reference, options.limit));
+      if (options.json === true) printJson(io, runs);
+      else io.stdout(formatScheduleRuns(reference, runs));
+    });
+
+  agent
+    .command('run <agent>')
+    .description('force a wake-up of a continuous or periodic agent now, and wait for it to end')
+    .option('--json', 'print the run as JSON')
+    .addHelpText('after', '\nThe agent is woken with the message its schedule sends, and the run is recorded as "manual" (loom agent runs).\nA wake-up of its own still running makes this one skipped.\n\nExample:\n  $ loom agent run reporter\n')
+    .action(async (reference: string, options: JsonOption) => {
+      const run = await withBackend(io, (backend) => backend.wake(reference));
+      if (options.json === true) printJson(io, run);
+      else io.stdout(formatScheduleRun(reference, run));
+    });
 
   agent
     .command('reset <agent>')

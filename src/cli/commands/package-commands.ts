@@ -8,6 +8,7 @@ import { applySettings, checkPackageSkills, describeSkillOrigin, emitGraphProble
 import { loadSkillFolder, parseSkillReference } from '../../packages/skills.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
+import { parseLimit } from '../parse-limit.ts';
 import { parseKeyValues } from '../parse-key-values.ts';
 import { formatInstallPlan, formatPackage, formatPackageList, formatRun, formatRuns } from '../package-format.ts';
 import { withBackend } from './agent-commands.ts';
@@ -157,11 +158,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
   pkg
     .command('runs [package]')
     .description('recent runs, newest first: trigger, status, tokens, cost and each activity (skipped and missed fires too)')
-    .option('--limit <n>', 'at most this many runs', (value) => {
-      const limit = Number(value);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError(`--limit: expected a whole number from 1 to 1000, got "${value}"`);
-      return limit;
-    })
+    .option('--limit <n>', 'at most this many runs', parseLimit)
     .option('--json', 'print the runs as JSON')
     .addHelpText('after', '\nWithout a package, the runs of every package.\n\nExample:\n  $ loom package runs\n  $ loom package runs data-pipeline --limit 5\n')
     .action(async (slug: string | undefined, options: JsonOption & { limit?: number }) => {
