@@ -46,6 +46,23 @@ export interface AgentDetailView extends AgentView {
   manifest: Record<string, unknown>;
 }
 
+/** A scheduled wake-up of an agent, run or skipped (mirrors src/kernel/schedule-run-view.ts). */
+export interface ScheduleRunView {
+  id: string;
+  /** `continuous`, `cron`, `manual` (forced now), or a proactive trigger's event. */
+  trigger: string;
+  due_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  outcome: 'running' | 'completed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted';
+  /** Why it was skipped, interrupted or failed. */
+  reason: string | null;
+  /** Due while the daemon was down, and run late. */
+  caught_up: boolean;
+  /** How many due instants it stands for (missed ones skipped together). */
+  count: number;
+}
+
 export interface UsageRow {
   agent_id: string;
   agent: string | null;
@@ -278,6 +295,7 @@ export const AUDIT_KINDS = {
   forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
   package: PACKAGE_EVENT_TYPES,
   channel: ['channel-refused', 'channel-paired', 'channel-reply-failed'],
+  schedule: ['schedule-run-finish'],
   reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
 } as const;
 

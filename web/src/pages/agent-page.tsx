@@ -11,6 +11,7 @@ import { useEventVersion } from '../store.ts';
 import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow } from '../types.ts';
 import { usageByAgent } from './agents-page.tsx';
 import { ManifestEditor, WarningList } from './manifest-editor.tsx';
+import { ScheduleRunsPanel } from './schedule-runs-panel.tsx';
 import { Transcript } from './transcript.tsx';
 import './agent-page.css';
 
@@ -160,6 +161,7 @@ export function AgentPage({ name }: { name: string }) {
   const total = usageByAgent(usage.data ?? []).get(data.id);
   const alive = data.state !== 'terminated';
   const transcript = toTranscript(session.data?.messages ?? []);
+  const scheduleMode = (data.manifest['schedule'] as { mode?: string } | undefined)?.mode;
 
   return (
     <div class="page">
@@ -271,6 +273,7 @@ export function AgentPage({ name }: { name: string }) {
           )}
         </Card>
       </div>
+      {scheduleMode === 'continuous' || scheduleMode === 'periodic' ? <ScheduleRunsPanel name={data.name} version={version} /> : null}
       {data.module === 'builtin:workflow' ? <WorkflowPanel name={data.name} version={version} /> : null}
       {data.module === 'builtin:chain-of-thought' ? <ThoughtTracePanel name={data.name} version={version} /> : null}
       {editing ? (

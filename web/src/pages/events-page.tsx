@@ -21,6 +21,7 @@ const KIND_LABELS: Record<AuditKind, string> = {
   forge: 'Forged tools',
   package: 'Packages',
   channel: 'Channels',
+  schedule: 'Scheduled wake-ups',
   reasoning: 'Reasoning and workflows',
 };
 
