@@ -418,6 +418,8 @@ export interface ScheduleRunRecord {
   caughtUp: boolean;
   /** How many due instants the record stands for: 1, or more for missed instants skipped together. */
   count: number;
+  /** The hash of what the agent's `[schedule.check]` found before the run (decision 0049); null without a check. */
+  checkHash: string | null;
 }
 
 /** Scheduled wake-ups of agents: every one due, run or skipped, kept with the agent (deleted when it is killed). */
@@ -432,6 +434,8 @@ export interface ScheduleRunRepository {
   list(agentId: string, query?: { limit?: number }): Promise<ScheduleRunRecord[]>;
   /** The latest instant a scheduled (not forced) wake-up of the agent was due, run or not; undefined before its first. */
   lastDue(agentId: string): Promise<number | undefined>;
+  /** The check hash of the agent's latest run that recorded one (newest due first); undefined when none did. */
+  lastCheckHash(agentId: string): Promise<string | undefined>;
   /** Marks every run still `running` as `interrupted`, finished at `at` with `reason`; returns them. Called at start: their process is gone. */
   interruptRunning(at: number, reason: string): Promise<ScheduleRunRecord[]>;
 }

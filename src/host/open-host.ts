@@ -170,7 +170,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
             runs: {
               run: async (agentId, wake) => wakeRuns().run(agentId, wake),
               skip: async (agentId, wake, reason) => wakeRuns().skip(agentId, wake, reason),
-              lastDue: async (agentId) => wakeRuns().lastDue(agentId),
+              catchUpSince: async (agentId) => wakeRuns().catchUpSince(agentId),
             },
             catchUp: { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds },
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },

@@ -76,6 +76,13 @@ export class AgentRegistry {
     return result;
   }
 
+  /** The live agents above an agent, its parent first. */
+  ancestors(entry: AgentEntry): AgentEntry[] {
+    const above: AgentEntry[] = [];
+    for (let current = entry.parentId === null ? undefined : this.#byId.get(entry.parentId); current !== undefined; current = current.parentId === null ? undefined : this.#byId.get(current.parentId)) above.push(current);
+    return above;
+  }
+
   /** Every live agent, in spawn order. */
   list(): AgentEntry[] {
     return [...this.#byId.values()];

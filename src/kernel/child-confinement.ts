@@ -171,6 +171,8 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
     max_tokens_per_hour: limitOrNone('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
     max_cost_per_hour: limitOrNone('[resources].max_cost_per_hour', child.resources.max_cost_per_hour, p.resources.max_cost_per_hour, DEFAULTS.resources.max_cost_per_hour, report),
     max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, DEFAULTS.resources.max_iterations, report),
+    max_tokens_per_day: limitOrNone('[resources].max_tokens_per_day', child.resources.max_tokens_per_day, p.resources.max_tokens_per_day, DEFAULTS.resources.max_tokens_per_day, report),
+    max_cost_per_day: limitOrNone('[resources].max_cost_per_day', child.resources.max_cost_per_day, p.resources.max_cost_per_day, DEFAULTS.resources.max_cost_per_day, report),
   };
   const model =
     child.model === undefined

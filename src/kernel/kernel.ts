@@ -336,10 +336,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
    * hooks (workspace, code module) and their turns are theirs.
    */
   function actsUnasked(entry: AgentEntry): boolean {
-    for (let current: AgentEntry | undefined = entry; current !== undefined; current = current.parentId === null ? undefined : registry.find(current.parentId)) {
-      if (current.state !== 'running') return false;
-    }
-    return true;
+    return [entry, ...registry.ancestors(entry)].every((current) => current.state === 'running');
   }
 
   /** Runs the agent's hooks (`only: 'unasked'`: those of its unasked work alone). */
@@ -601,8 +598,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     ids,
     logger,
     resolve: (reference) => registry.resolve(reference),
+    ancestors: (entry) => registry.ancestors(entry),
     // An unattended cycle: [autonomous].max_actions_per_cycle caps its tool calls.
-    send: (agentId, message) => turns.send(agentId, message, { cycle: true }),
+    send: (agentId, message, model) => turns.send(agentId, message, { cycle: true, ...(model === undefined ? {} : { model }) }),
+    runTool: (agentId, tool, input) => kernel.runAgentTool(agentId, tool, input),
     publish: (event) => publish(event),
     timezone: dependencies.scheduleTimezone,
   });

@@ -85,6 +85,8 @@ export interface SendOptions {
    * capped by `max_actions_per_cycle` (see `AutonomousGuard`).
    */
   cycle?: boolean;
+  /** The model for this turn instead of the manifest's (a scheduled wake-up's `[schedule].model`); one the agent may call. */
+  model?: ModelTarget;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -423,7 +425,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (sender !== undefined) parts.taint?.label(agent, sender, message);
     const runner = place.cycle === true ? cycleRunner(entry) : parts.runner();
     const tools = runner.toolsFor(agent, filter);
-    const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length);
+    const { models, tier } = chooseModels(runtime, entry, message, base.messages.length, tools.length, place.model);
     const primary = models[0] as ModelTarget;
     if (tier !== undefined) emit({ type: 'phase', phase: 'model-call', detail: `routed to the ${tier} tier: ${modelName(primary)}` });
     const contextWindowTokens = contextWindowOf(runtime, entry, primary);
@@ -763,6 +765,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
       ...(options.person === undefined ? {} : { person: options.person }),
       ...(options.cycle === true ? { cycle: true } : {}),
+      ...(options.model === undefined ? {} : { model: options.model }),
       receivedAt,
       stream: options.emit !== undefined,
       ...(seal === undefined ? {} : { seal }),

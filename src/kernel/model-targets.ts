@@ -49,8 +49,8 @@ export function fallbackChain(manifest: Manifest, sources: Pick<ModelSources, 'd
 }
 
 /**
- * Every model a manifest may have called: its primary (or the default model), fallbacks, the
- * tiers it is routed over while `[routing]` is on, and the judges of its forged tools while
+ * Every model a manifest may have called: its primary (or the default model), fallbacks, its
+ * scheduled wake-ups' `[schedule].model`, the tiers it is routed over while `[routing]` is on, and the judges of its forged tools while
  * `[emergent]` is on (the default model when it names none). The one list of what an agent's
  * manifest chose: a task may run on any of them, and a child's may not go beyond its parent's.
  */
@@ -61,6 +61,7 @@ export function manifestModels(manifest: Manifest, sources: ModelSources): Named
       if (target !== undefined) models.push({ field: `[routing] tier "${tier}"`, target });
     }
   }
+  if (manifest.schedule.model !== undefined) models.push({ field: '[schedule].model', target: toTarget(manifest.schedule.model) });
   if (manifest.emergent?.enabled === true) {
     const creation = judgeModelFor(manifest.emergent, 'creation', sources);
     if (creation !== undefined) models.push({ field: manifest.emergent.judge_model === undefined ? "the default model as [emergent]'s judge (no judge_model)" : '[emergent].judge_model', target: creation });

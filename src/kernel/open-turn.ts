@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { Logger } from '../contracts/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { ModelTarget } from '../models/index.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { SessionHistory } from './session-histories.ts';
 import type { TurnSeal } from './turn-audit.ts';
@@ -26,6 +27,8 @@ export interface TurnPlace {
   door?: 'a2a';
   /** A scheduled wake-up of an agent that acts unasked (see `SendOptions.cycle`). */
   cycle?: boolean;
+  /** The model the turn runs on instead of the manifest's (a scheduled wake-up's `[schedule].model`). */
+  model?: ModelTarget;
 }
 
 /** A turn under way on a session, as its commit needs it (see `commitTurn` in `message-flow.ts`). */

@@ -1,7 +1,11 @@
-import type { Clock, IdGenerator, Logger, ScheduleRunRecord, Store } from '../contracts/index.ts';
+import type { Clock, IdGenerator, Logger, ScheduleRunRecord, Store, ToolResult } from '../contracts/index.ts';
+import type { ModelTarget } from '../models/index.ts';
 import { AgentStateError, LoomError, messageOf, QuotaExceededError, StoreNotFoundError, TokenBudgetExceededError } from '../errors/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import { dailyBudgetRefusal, dayOf } from './daily-budget.ts';
 import type { ScheduleEvent } from './event-bus.ts';
+import { toTarget } from './model-targets.ts';
+import { runScheduleCheck } from './schedule-check.ts';
 
 /** The message a `continuous` agent receives at each interval. */
 export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
@@ -27,14 +31,18 @@ export interface Wake {
 
 /** What the wake-up runs are built from: the kernel's parts. */
 export interface WakeRunsParts {
-  store: Pick<Store, 'scheduleRuns'>;
+  store: Pick<Store, 'scheduleRuns' | 'usage'>;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
   /** The live agent a name or id names. @throws {AgentNotFoundError} */
   resolve(reference: string): AgentEntry;
-  /** Delivers the wake-up's message to the agent (its main session) and resolves when its turn ends. */
-  send(agentId: string, message: string): Promise<unknown>;
+  /** The live agents above an agent, its parent first. */
+  ancestors(agent: AgentEntry): AgentEntry[];
+  /** Delivers the wake-up's message to the agent (its main session), on `model` when given, and resolves when its turn ends. */
+  send(agentId: string, message: string, model: ModelTarget | undefined): Promise<unknown>;
+  /** Runs one tool call as the agent through the tool runner (every gate applies); a refusal is an error result. */
+  runTool(agentId: string, tool: string, input: unknown): Promise<ToolResult>;
   /** Records the event in the audit log and tells subscribers (the metrics count it). */
   publish(event: ScheduleEvent): Promise<void>;
   /** The IANA time zone cron expressions are read in (`[scheduler].timezone`), as a forced wake-up's message names it; UTC by default. */
@@ -43,7 +51,9 @@ export interface WakeRunsParts {
 
 /**
  * Scheduled wake-ups as runs (decision 0046): each one due is recorded before the agent is woken,
- * and again with its outcome when the turn ends, so none passes unrecorded.
+ * and again with its outcome when the turn ends, so none passes unrecorded. A scheduled one is
+ * skipped once the agent's daily budget is spent, and with a `[schedule.check]` the model is called
+ * only when the check's result changed (decision 0049).
  */
 export interface WakeRuns {
   /**
@@ -57,8 +67,12 @@ export interface WakeRuns {
   skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
   /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
   list(reference: string, options?: { limit?: number }): Promise<ScheduleRunRecord[]>;
-  /** The latest instant a scheduled wake-up of the agent was due (forced ones left out); undefined before its first. */
-  lastDue(reference: string): Promise<number | undefined>;
+  /**
+   * Since when the agent's schedule has instants to catch up: the later of its last scheduled
+   * instant (run or skipped; forced ones left out) and the last change of the agent or of any agent
+   * above it (a suspend, a resume, an update: a child acts unasked only while its parents run).
+   */
+  catchUpSince(reference: string): Promise<number>;
   /**
    * Forces a wake-up of a `continuous` or `periodic` agent now, told the message its schedule
    * would send, recorded as a `manual` run; resolves when it has ended.
@@ -104,7 +118,7 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
   }
 
   async function skip(agent: AgentEntry, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>, reason: string, count = 1): Promise<ScheduleRunRecord> {
-    const record: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: null, finishedAt: clock.now(), outcome: 'skipped', reason, caughtUp: wake.caughtUp ?? false, count };
+    const record: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: null, finishedAt: clock.now(), outcome: 'skipped', reason, caughtUp: wake.caughtUp ?? false, count, checkHash: null };
     await store.scheduleRuns.create(record);
     await announce(agent, record);
     return record;
@@ -117,13 +131,33 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
     }
     running.add(agent.id);
     try {
-      const started: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: clock.now(), finishedAt: null, outcome: 'running', reason: null, caughtUp: wake.caughtUp ?? false, count: 1 };
+      // A person's forced wake-up is theirs to decide: neither the daily budget nor the check stops it.
+      const scheduled = wake.trigger !== 'manual';
+      const spent = scheduled ? await dailyBudgetRefusal(agent, store.usage, dayOf(clock.now(), parts.timezone ?? 'UTC')) : undefined;
+      if (spent !== undefined) {
+        logger.warn({ agentId: agent.id, cause: wake.cause }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): ${spent}`);
+        return await skip(agent, wake, spent);
+      }
+      const started: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: clock.now(), finishedAt: null, outcome: 'running', reason: null, caughtUp: wake.caughtUp ?? false, count: 1, checkHash: null };
       // Recorded before the agent is woken: a run the daemon's stop cuts off is found at its next start.
       await store.scheduleRuns.create(started);
-      logger.debug({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" (${wake.cause})`);
+      const { check, model } = agent.manifest.schedule;
+      let checkHash: string | null = null;
       try {
-        await parts.send(agent.id, wake.message);
-        return await finish(agent, { ...started, outcome: 'completed', finishedAt: clock.now() });
+        if (check !== undefined && scheduled) {
+          const checked = await runScheduleCheck(check, (tool, input) => parts.runTool(agent.id, tool, input));
+          if (!checked.ok) {
+            logger.warn({ agentId: agent.id, cause: wake.cause, tool: check.tool }, `scheduled run of agent "${agent.name}" (${wake.cause}) failed: ${checked.reason}`);
+            return await finish(agent, { ...started, outcome: 'failed', reason: checked.reason, finishedAt: clock.now() });
+          }
+          checkHash = checked.hash;
+          // Nothing new since the last run that looked: the model is not called.
+          if ((await store.scheduleRuns.lastCheckHash(agent.id)) === checkHash) return await finish(agent, { ...started, outcome: 'unchanged', checkHash, finishedAt: clock.now() });
+        }
+        logger.debug({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" (${wake.cause})`);
+        await parts.send(agent.id, wake.message, model === undefined ? undefined : toTarget(model));
+        // Only a run that completed keeps what its check found: a failed one is tried again on the same state.
+        return await finish(agent, { ...started, outcome: 'completed', checkHash, finishedAt: clock.now() });
       } catch (error) {
         // Not a failure of the run: the budget says when the agent may work again.
         if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) {
@@ -144,7 +178,11 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
     run: async (reference, wake) => run(resolve(reference), wake),
     skip: async (reference, wake, reason) => skip(resolve(reference), wake, reason, wake.count),
     list: async (reference, options = {}) => store.scheduleRuns.list(resolve(reference).id, options),
-    lastDue: async (reference) => store.scheduleRuns.lastDue(resolve(reference).id),
+    async catchUpSince(reference) {
+      const agent = resolve(reference);
+      const changed = Math.max(agent.updatedAt, ...parts.ancestors(agent).map((above) => above.updatedAt));
+      return Math.max((await store.scheduleRuns.lastDue(agent.id)) ?? Number.NEGATIVE_INFINITY, changed);
+    },
     async now(reference, options) {
       const agent = resolve(reference);
       const { mode, cron } = agent.manifest.schedule;

@@ -183,6 +183,15 @@ export const TriggerSchema = z
     }
   });
 
+/**
+ * `[schedule.check]`: a tool call made before each scheduled wake-up, through the same gates as
+ * the agent's own calls; the model is called only when its result changed (decision 0049).
+ */
+export const ScheduleCheckSchema = z.strictObject({
+  tool: z.string().min(1, { error: 'expected a tool name such as "shell_exec"' }).describe('The tool to call, one the agent may call (its `[capabilities]` grant it, deny by default): `file_list` for a folder\'s state, `shell_exec` for a command\'s output, `web_http_request` for a URL\'s ETag, `web_fetch` for its content, `mcp_<server>_<tool>` for an MCP tool\'s result.'),
+  input: z.record(z.string(), z.json()).default({}).describe('The tool\'s input, e.g. `{ command = "git -C /repo rev-parse HEAD" }`.'),
+});
+
 function isValidCron(expression: string): boolean {
   try {
     new Cron(expression, { paused: true });
@@ -200,6 +209,8 @@ export const ScheduleSchema = z
     cron: z.string().optional().describe('`periodic` only, and required then, e.g. `"0 9 * * *"`; read in config.toml\'s `[scheduler].timezone` (UTC when unset).'),
     triggers: z.array(TriggerSchema).default([]).describe('`proactive` only, and at least one then: the events that wake the agent.'),
     catch_up: z.enum(CATCH_UP_POLICIES).optional().describe('`continuous` and `periodic` only: what becomes of wake-ups due while the daemon was down. `once`: the latest is run late; `all`: each is run, oldest first; `skip`: none is run. Each is recorded (`loom agent runs`). Left out: config.toml\'s `[scheduler].catch_up` (`once`).'),
+    model: ModelTargetSchema.optional().describe('`continuous` and `periodic` only: the model scheduled wake-ups run on (a cheaper one than `[model]`); messages still get `[model]`. It counts among the models the manifest names, so no `llm_query` grant is needed for it.'),
+    check: ScheduleCheckSchema.optional().describe('`continuous` and `periodic` only: a tool call made before each wake-up; the model is called only when its result changed since the last run (the run is recorded as `unchanged` otherwise). See docs/agents.md#schedules.'),
     catch_up_window_seconds: z.int().positive().optional().describe('`continuous` and `periodic` only: how old a missed wake-up may be and still be caught up; older ones are recorded as skipped. Left out: config.toml\'s `[scheduler].catch_up_window_seconds` (3600).'),
   })
   .superRefine((schedule, context) => {
@@ -222,7 +233,7 @@ export const ScheduleSchema = z
     if (schedule.mode === 'proactive' && schedule.triggers.length === 0) {
       context.addIssue({ code: 'custom', path: ['triggers'], message: 'required when mode = "proactive": at least one [[schedule.triggers]], e.g. event = "file_created" with pattern = "/data/inbox/*.json"' });
     }
-    for (const key of ['catch_up', 'catch_up_window_seconds'] as const) {
+    for (const key of ['catch_up', 'catch_up_window_seconds', 'model', 'check'] as const) {
       if (schedule[key] !== undefined && schedule.mode !== 'continuous' && schedule.mode !== 'periodic') {
         context.addIssue({ code: 'custom', path: [key], message: `only used when mode = "continuous" or "periodic", but mode is "${schedule.mode}"` });
       }
@@ -242,6 +253,8 @@ export const ResourcesSchema = z.strictObject({
   max_tokens_per_hour: z.int().nonnegative().default(1_000_000).describe('Tokens over a rolling hour; 0 = no limit.'),
   max_cost_per_hour: z.number().nonnegative().default(0).describe('USD over a rolling hour; 0 = no limit.'),
   max_iterations: z.int().positive().default(50).describe('Model calls in one turn.'),
+  max_tokens_per_day: z.int().nonnegative().default(0).describe('Tokens per day (in config.toml\'s `[scheduler].timezone`, UTC when unset) past which scheduled wake-ups are skipped until the next day; 0 = no limit. Messages are not stopped.'),
+  max_cost_per_day: z.number().nonnegative().default(0).describe('USD per day past which scheduled wake-ups are skipped until the next day; 0 = no limit.'),
 });
 
 /** Why the seed's peer-to-peer and payment grants are refused: nothing in Loom would honour them. */

@@ -32,7 +32,7 @@ export interface SchedulerOptions {
    * with it, wake-ups missed while the daemon was down are caught up by `catchUp`. A function's
    * object rather than the kernel, since the kernel is built (with this scheduler as a hook) after.
    */
-  runs?: Pick<WakeRuns, 'run' | 'skip' | 'lastDue'> | undefined;
+  runs?: Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> | undefined;
   /** The daemon's `[scheduler].catch_up` settings, which an agent's `[schedule]` may override; {@link DEFAULT_CATCH_UP} by default. */
   catchUp?: CatchUpSettings | undefined;
   /**
@@ -294,13 +294,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /**
    * Catches up the wake-ups the schedule passed while the daemon was down: from the later of its
-   * last recorded instant and the agent's last change (a suspended agent misses nothing) up to
-   * now, by `[schedule].catch_up` (else the daemon's); each one run or skipped is recorded.
+   * last recorded instant and the last change of the agent or an agent above it (a suspended agent
+   * misses nothing) up to now, by `[schedule].catch_up` (else the daemon's); each one run or
+   * skipped is recorded.
    */
   async function catchUp(agent: AgentEntry, after: (since: number) => (at: number) => number | null, dueAt: (at: number) => Wake, key: string, signal: AbortSignal, logger: Logger): Promise<void> {
     if (runs === undefined) return;
     const now = clock.now();
-    const since = Math.max((await runs.lastDue(agent.id)) ?? Number.NEGATIVE_INFINITY, agent.updatedAt);
+    const since = await runs.catchUpSince(agent.id);
     const { schedule } = agent.manifest;
     const settings: CatchUpSettings = { policy: schedule.catch_up ?? catchUpDefaults.policy, windowSeconds: schedule.catch_up_window_seconds ?? catchUpDefaults.windowSeconds };
     const plan = planCatchUp(after(since), since, now, settings);

@@ -344,7 +344,8 @@ export const migrations: readonly Migration[] = [
         outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'unchanged', 'failed', 'skipped', 'interrupted')),
         reason TEXT,
         caught_up INTEGER NOT NULL CHECK (caught_up IN (0, 1)),
-        count INTEGER NOT NULL
+        count INTEGER NOT NULL,
+        check_hash TEXT
       ) STRICT;
       CREATE INDEX schedule_runs_agent_due ON schedule_runs (agent_id, due_at);
       CREATE INDEX schedule_runs_outcome ON schedule_runs (outcome);

@@ -352,6 +352,7 @@ export const postgresMigrations: readonly Migration[] = [
         reason TEXT,
         caught_up BOOLEAN NOT NULL,
         count INTEGER NOT NULL,
+        check_hash TEXT,
         insert_order BIGINT GENERATED ALWAYS AS IDENTITY
       );
       CREATE INDEX schedule_runs_agent_due ON schedule_runs (agent_id, due_at);

@@ -4,7 +4,7 @@ import { type PostgresConnection, type Queryable, query } from './postgres-conne
 import { checkLimit, parseRow, type Row } from './rows.ts';
 import { scheduleRunColumns as columns, scheduleRunRow, scheduleRunValues } from './table-rows.ts';
 
-const update = 'UPDATE schedule_runs SET agent_id = $1, trigger = $2, due_at = $3, started_at = $4, finished_at = $5, outcome = $6, reason = $7, caught_up = $8, count = $9 WHERE id = $10';
+const update = 'UPDATE schedule_runs SET agent_id = $1, trigger = $2, due_at = $3, started_at = $4, finished_at = $5, outcome = $6, reason = $7, caught_up = $8, count = $9, check_hash = $10 WHERE id = $11';
 
 /** `ScheduleRunRepository` on PostgreSQL: one row per due wake-up. */
 export class PostgresScheduleRunRepository implements ScheduleRunRepository {
@@ -17,7 +17,7 @@ export class PostgresScheduleRunRepository implements ScheduleRunRepository {
   create(record: ScheduleRunRecord): Promise<void> {
     return this.#connection.execute(
       async (db) => {
-        await query(db, `INSERT INTO schedule_runs (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [record.id, ...scheduleRunValues(record)]);
+        await query(db, `INSERT INTO schedule_runs (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [record.id, ...scheduleRunValues(record)]);
       },
       () => ({ action: `store schedule run "${record.id}"` }),
     );
@@ -51,6 +51,17 @@ export class PostgresScheduleRunRepository implements ScheduleRunRepository {
         return due === null || due === undefined ? undefined : Number(due);
       },
       () => ({ action: `read the last due wake-up of agent "${agentId}"` }),
+    );
+  }
+
+  lastCheckHash(agentId: string): Promise<string | undefined> {
+    return this.#connection.execute(
+      async (db) => {
+        const [row] = (await query(db, 'SELECT check_hash FROM schedule_runs WHERE agent_id = $1 AND check_hash IS NOT NULL ORDER BY due_at DESC, insert_order DESC LIMIT 1', [agentId])).rows;
+        const hash = row?.['check_hash'];
+        return typeof hash === 'string' ? hash : undefined;
+      },
+      () => ({ action: `read the last check of agent "${agentId}"` }),
     );
   }
 

@@ -19,14 +19,16 @@ export class SqliteScheduleRunRepository implements ScheduleRunRepository {
   readonly #list: StatementSync;
   readonly #lastDue: StatementSync;
   readonly #running: StatementSync;
+  readonly #lastCheck: StatementSync;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
     const { db } = connection;
-    this.#create = db.prepare(`INSERT INTO schedule_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    this.#update = db.prepare('UPDATE schedule_runs SET agent_id = ?, trigger = ?, due_at = ?, started_at = ?, finished_at = ?, outcome = ?, reason = ?, caught_up = ?, count = ? WHERE id = ?');
+    this.#create = db.prepare(`INSERT INTO schedule_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#update = db.prepare('UPDATE schedule_runs SET agent_id = ?, trigger = ?, due_at = ?, started_at = ?, finished_at = ?, outcome = ?, reason = ?, caught_up = ?, count = ?, check_hash = ? WHERE id = ?');
     this.#list = db.prepare(`SELECT ${columns} FROM schedule_runs WHERE agent_id = ? ORDER BY due_at DESC, rowid DESC LIMIT ?`);
     this.#lastDue = db.prepare("SELECT max(due_at) AS due FROM schedule_runs WHERE agent_id = ? AND trigger <> 'manual'");
+    this.#lastCheck = db.prepare('SELECT check_hash FROM schedule_runs WHERE agent_id = ? AND check_hash IS NOT NULL ORDER BY due_at DESC, rowid DESC LIMIT 1');
     this.#running = db.prepare(`SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' ORDER BY due_at, rowid`);
   }
 
@@ -62,6 +64,16 @@ export class SqliteScheduleRunRepository implements ScheduleRunRepository {
         return typeof due === 'number' ? due : undefined;
       },
       () => ({ action: `read the last due wake-up of agent "${agentId}"` }),
+    );
+  }
+
+  lastCheckHash(agentId: string): Promise<string | undefined> {
+    return this.#connection.execute(
+      () => {
+        const hash = this.#lastCheck.get(agentId)?.['check_hash'];
+        return typeof hash === 'string' ? hash : undefined;
+      },
+      () => ({ action: `read the last check of agent "${agentId}"` }),
     );
   }
 

@@ -327,7 +327,7 @@ export function interruptedRun(run: PackageRunRecord, at: number, error: string)
   };
 }
 
-export const scheduleRunColumns = 'id, agent_id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count';
+export const scheduleRunColumns = 'id, agent_id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count, check_hash';
 
 /** A row of `schedule_runs`: one due wake-up of an agent. */
 export const scheduleRunRow = z
@@ -342,6 +342,7 @@ export const scheduleRunRow = z
     reason: z.string().nullable(),
     caught_up: flag,
     count: z.number(),
+    check_hash: z.string().nullable(),
   })
   .transform(
     (row): ScheduleRunRecord => ({
@@ -355,12 +356,13 @@ export const scheduleRunRow = z
       reason: row.reason,
       caughtUp: row.caught_up,
       count: row.count,
+      checkHash: row.check_hash,
     }),
   );
 
 /** The values of a schedule run's columns after `id`, in `scheduleRunColumns` order, its flag as `caughtUp` gives it (a store turns it into its own type). */
-export function scheduleRunValues(record: ScheduleRunRecord): [string, string, number, number | null, number | null, string, string | null, boolean, number] {
-  return [record.agentId, record.trigger, record.dueAt, record.startedAt, record.finishedAt, record.outcome, record.reason, record.caughtUp, record.count];
+export function scheduleRunValues(record: ScheduleRunRecord): [string, string, number, number | null, number | null, string, string | null, boolean, number, string | null] {
+  return [record.agentId, record.trigger, record.dueAt, record.startedAt, record.finishedAt, record.outcome, record.reason, record.caughtUp, record.count, record.checkHash];
 }
 
 export const installedPackageColumns = 'slug, qualified_name, version, agent_id, source, persona, agent_json, loom_toml, settings, skills, installed_at, last_fires';

@@ -62,7 +62,7 @@ describe('confineChild()', () => {
 
   it('lets a child that leaves a limit at its default run under its parent\'s, and refuses one set higher', () => {
     const child = confine('[resources]\nmax_tokens_per_hour = 20000\nmax_cost_per_hour = 2.5\nmax_iterations = 10\npriority = "low"', '');
-    expect(child.resources).toEqual({ max_tokens_per_hour: 20_000, max_cost_per_hour: 2.5, max_iterations: 10 });
+    expect(child.resources).toEqual({ max_tokens_per_hour: 20_000, max_cost_per_hour: 2.5, max_iterations: 10, max_tokens_per_day: 0, max_cost_per_day: 0 });
     expect(refusal('[resources]\nmax_cost_per_hour = 2.5', '[resources]\nmax_cost_per_hour = 5').message).toContain('[resources].max_cost_per_hour 5 is more than the parent\'s 2.5');
     expect(confine('[resources]\nmax_tokens_per_hour = 20000', '[resources]\nmax_tokens_per_hour = 500').resources.max_tokens_per_hour).toBe(500);
   });

@@ -37,7 +37,7 @@ describe('the spec researcher example', () => {
       idle_timeout_seconds: 3600,
     });
     expect(manifest.exec_policy).toEqual({ allow_shell: false, allow_network: true, allow_file_write: false });
-    expect(manifest.resources).toEqual({ max_tokens_per_hour: 1_000_000, max_cost_per_hour: 10, max_iterations: 50 });
+    expect(manifest.resources).toEqual({ max_tokens_per_hour: 1_000_000, max_cost_per_hour: 10, max_iterations: 50, max_tokens_per_day: 0, max_cost_per_day: 0 });
   });
 
   it('warns once per misplaced key, naming the table TOML put it in and the fix', async () => {

@@ -43,6 +43,8 @@ export async function seedEveryDomain(store: Store, agents: readonly AgentRecord
   const activity = { id: 'gather', status: 'completed' as const, attempts: 1, inputTokens: 10, outputTokens: 5, costUsd: 0.002, output: 'done — ok', error: null, fallback: null, startedAt: 10_000, endedAt: 10_500 };
   await store.packageRuns.create({ id: 'run-2', package: 'briefing', binding: 'morning', trigger: 'schedule', status: 'completed', inputs: { topic: 'tides' }, activities: [activity], emitted: 'briefing.ready', error: null, startedAt: 10_000, endedAt: 11_000, nodeId: 'node-1' });
   await store.packageRuns.create({ id: 'run-1', package: 'briefing', binding: 'morning', trigger: 'manual', status: 'running', inputs: {}, activities: [], emitted: null, error: null, startedAt: 10_000, endedAt: null, nodeId: null });
+  await store.scheduleRuns.create({ id: 'wake-2', agentId: first.id, trigger: 'cron', dueAt: 10_000, startedAt: 10_001, finishedAt: 10_500, outcome: 'completed', reason: null, caughtUp: true, count: 1, checkHash: 'sha256:ab' });
+  await store.scheduleRuns.create({ id: 'wake-1', agentId: other.id, trigger: 'continuous', dueAt: 10_000, startedAt: null, finishedAt: 10_000, outcome: 'skipped', reason: '3 wake-ups missed — "not run"', caughtUp: false, count: 3, checkHash: null });
   await store.packages.create({
     slug: 'briefing',
     qualifiedName: '@acme/agents/briefing',
@@ -121,6 +123,7 @@ export async function readEveryDomain(store: Store, agentIds: readonly string[])
     oldestFinishedTask: await store.tasks.oldestFinished(),
     pushConfigs: await store.a2aPushConfigs.list('task-a'),
     packageRuns: await store.packageRuns.list({ limit: 100 }),
+    scheduleRuns: await perAgent((id) => store.scheduleRuns.list(id)),
     packages: await store.packages.list(),
     workflows: await perAgent((id) => store.workflows.get(id)),
     executingWorkflows: await store.workflows.listByState('executing'),

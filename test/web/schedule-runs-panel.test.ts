@@ -25,11 +25,13 @@ describe('the agent page\'s scheduled runs, in Chromium against a real daemon', 
     };
   });
 
-  it('lists a skipped wake-up with why, and "Wake now" adds a run that the page shows as completed', async () => {
+  it('lists a skipped wake-up with why, and "Wake now" adds a run that the page shows as completed, its tokens in today\'s spend', async () => {
     await harness.host.kernel.spawn(manifest(agentToml('monitor', 'mode = "continuous"\ninterval_seconds = 3600')));
     await harness.host.kernel.wakeRuns.skip('monitor', { trigger: 'continuous', cause: 'continuous', dueAt: harness.host.clock.now(), count: 3 }, '3 wake-ups missed while the daemon was down (catch_up = "skip"): not run');
     model.script([{ text: 'all quiet' }]);
 
+    // The browser's today is the daemon's: its clock is the test's.
+    await page.clock.setFixedTime(new Date(harness.host.clock.now()));
     await page.goto(`${harness.server.url}/#/agents/monitor`);
     const table = page.getByRole('table', { name: 'Scheduled runs of monitor' });
     await visible(table.locator('[data-testid="schedule-run"][data-outcome="skipped"]'), 'catch_up = "skip"');
@@ -39,6 +41,8 @@ describe('the agent page\'s scheduled runs, in Chromium against a real daemon', 
 
     await visible(table.locator('[data-testid="schedule-run"][data-outcome="completed"]'), 'manual');
     expect(model.requests).toHaveLength(1);
+    // The wake-up's tokens (the scripted model's 10 in, 5 out) count in today's spend.
+    await visible(page.getByTestId('spent-today'), '15');
   });
 
   it('shows no scheduled runs for a reactive agent', async () => {

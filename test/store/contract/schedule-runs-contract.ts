@@ -14,6 +14,7 @@ const run = (id: string, agentId: string, dueAt: number, changes: Partial<Schedu
   reason: null,
   caughtUp: false,
   count: 1,
+  checkHash: null,
   ...changes,
 });
 
@@ -48,6 +49,15 @@ export function describeScheduleRunsContract(context: StoreContext): void {
       await context.store.scheduleRuns.create(run('r1', 'a1', 1_000, { trigger: 'continuous' }));
       await context.store.scheduleRuns.create(run('r2', 'a1', 5_000, { trigger: 'manual' }));
       expect(await context.store.scheduleRuns.lastDue('a1')).toBe(1_000);
+    });
+
+    it('lastCheckHash() is the check hash of the newest run that recorded one', async () => {
+      await createAgentIn(context.store, 'a1');
+      expect(await context.store.scheduleRuns.lastCheckHash('a1')).toBeUndefined();
+      await context.store.scheduleRuns.create(run('r1', 'a1', 1_000, { checkHash: 'sha256:old' }));
+      await context.store.scheduleRuns.create(run('r2', 'a1', 2_000, { checkHash: 'sha256:new' }));
+      await context.store.scheduleRuns.create(run('r3', 'a1', 3_000));
+      expect(await context.store.scheduleRuns.lastCheckHash('a1')).toBe('sha256:new');
     });
 
     it('interruptRunning() marks only the running runs interrupted, and returns them', async () => {

@@ -18,6 +18,13 @@ import './agent-page.css';
 /** How long the page says an agent was killed before it goes to the agent list. */
 export const KILLED_NOTICE_MS = 1_500;
 
+/** Local midnight today in epoch ms, as `/api/usage?since=` takes it. */
+function startOfToday(): number {
+  const midnight = new Date();
+  midnight.setHours(0, 0, 0, 0);
+  return midnight.getTime();
+}
+
 /** How often a page whose daemon went away asks again. */
 const RETRY_GONE_MS = 3_000;
 
@@ -84,6 +91,7 @@ export function AgentPage({ name }: { name: string }) {
   const agent = useAgent(name, version);
   const agents = useApi<AgentView[]>('/api/agents', [version]);
   const usage = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}`, [version]);
+  const usageToday = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}&since=${startOfToday()}`, [version]);
   const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`, [version]);
   const [view, setView] = useState<'toml' | 'json'>('toml');
   const [actionError, setActionError] = useState<string | undefined>(undefined);
@@ -159,6 +167,7 @@ export function AgentPage({ name }: { name: string }) {
   }
   const data = agent.data;
   const total = usageByAgent(usage.data ?? []).get(data.id);
+  const today = usageByAgent(usageToday.data ?? []).get(data.id);
   const alive = data.state !== 'terminated';
   const transcript = toTranscript(session.data?.messages ?? []);
   const scheduleMode = (data.manifest['schedule'] as { mode?: string } | undefined)?.mode;
@@ -228,6 +237,12 @@ export function AgentPage({ name }: { name: string }) {
         <div class="stat">
           <div class="stat-label">Cost</div>
           <div class="stat-value mono">{formatCost(total?.cost ?? 0)}</div>
+        </div>
+        <div class="stat">
+          <div class="stat-label">Spent today</div>
+          <div class="stat-value mono" data-testid="spent-today">
+            {formatTokens(today?.tokens ?? 0)} · {formatCost(today?.cost ?? 0)}
+          </div>
         </div>
         <div class="stat">
           <div class="stat-label">Created</div>
