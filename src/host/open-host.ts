@@ -154,6 +154,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
     // Workspaces first: a Python script starts in its agent's.
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), codeModules];
     // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
+    // What becomes of the timed wake-ups and fires missed while the daemon was down (decision 0046).
+    const catchUp = { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds };
     const late: { kernel?: Kernel } = {};
     const wakeRuns = (): Kernel['wakeRuns'] => {
       if (late.kernel === undefined) throw new Error('the kernel is not ready');
@@ -172,7 +174,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
               skip: async (agentId, wake, reason) => wakeRuns().skip(agentId, wake, reason),
               catchUpSince: async (agentId) => wakeRuns().catchUpSince(agentId),
             },
-            catchUp: { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds },
+            catchUp,
             events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
           })
         : undefined;
@@ -189,6 +191,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       logger: options.logger,
       environment,
       timers: scheduler,
+      catchUp,
       leadership,
       queue: jobs,
       node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await joined.liveNode(id)) !== undefined },

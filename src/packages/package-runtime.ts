@@ -1,9 +1,8 @@
-import { Cron } from 'croner';
 import { z } from 'zod';
 import type { ActivityRunRecord, ClaimedJob, Clock, IdGenerator, InstalledPackageRecord, JsonObject, Leadership, Logger, PackageRunRecord, Store, WorkQueue } from '../contracts/index.ts';
 import { LoomError, messageOf } from '../errors/index.ts';
 import type { AgentEntry, AgentLifecycleHook, Kernel, PackageEvent } from '../kernel/index.ts';
-import { cronInstants, intervalInstants, type TimerSpec } from '../scheduler/index.ts';
+import { type CatchUpSettings, cronAfter, cronInstants, DEFAULT_CATCH_UP, intervalAfter, intervalInstants, planCatchUp, type TimerSpec } from '../scheduler/index.ts';
 import { namespacedSource } from './emit-graph.ts';
 import { type LoadedPackage, LoomTomlSchema } from './load-package.ts';
 import { AgentJsonSchema, type ClockWindow, inWindow, type PackageTrigger, parseDuration, parseWindow } from './package-schema.ts';
@@ -45,6 +44,12 @@ export interface PackageRuntimeOptions {
    * binding here is skipped, and only a run whose node is gone is recovered by a new leader.
    */
   node?: { id: string; alive(id: string): Promise<boolean> } | undefined;
+  /**
+   * What becomes of timed fires missed while nothing fired (`[scheduler].catch_up` and its window,
+   * decision 0046): each is recorded as missed, and `once` runs the latest late, `all` each.
+   * {@link DEFAULT_CATCH_UP} (`once`) by default.
+   */
+  catchUp?: CatchUpSettings | undefined;
 }
 
 /** What a `package-run` job carries. */
@@ -130,9 +135,6 @@ const INTERRUPTED = 'interrupted: the daemon stopped while the run was going';
 
 /** How often the leader looks for runs whose node died, when nodes share the store. */
 const ORPHAN_SWEEP_MS = 10_000;
-
-/** Missed instants are counted up to this many (a long outage with a short heartbeat). */
-const MAX_MISSED_COUNT = 10_000;
 
 /** Rebuilds a prepared package from what the store holds, against today's configuration. */
 export function preparedFromRecord(record: InstalledPackageRecord, environment: PackageEnvironment): PreparedPackage {
@@ -548,43 +550,54 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
   }
   queue?.handle('package-run', runJob);
 
-  /** How many instants of the trigger fell after `since` and up to now (the daemon was down), up to the cap. */
-  function missedInstants(pkg: ActivePackage, trigger: PackageTrigger, since: number): { count: number; first: number } | undefined {
-    const now = clock.now();
-    let count = 0;
-    let first: number | undefined;
-    if (trigger.type === 'schedule') {
-      const cron = new Cron(trigger.cron, { paused: true, timezone: pkg.prepared.timezone });
-      for (let at = cron.nextRun(new Date(since))?.getTime(); at !== undefined && at <= now && count < MAX_MISSED_COUNT; at = cron.nextRun(new Date(at))?.getTime()) {
-        first ??= at;
-        count += 1;
-      }
-    } else if (trigger.type === 'heartbeat') {
-      const interval = parseDuration(trigger.interval) ?? Number.POSITIVE_INFINITY;
-      const window = trigger.window === undefined ? undefined : parseWindow(trigger.window);
-      for (let at = since + interval; at <= now && count < MAX_MISSED_COUNT; at += interval) {
-        if (window !== undefined && !inWindow(window, minuteOfDay(at, pkg.prepared.timezone, formatters))) continue;
-        first ??= at;
-        count += 1;
-      }
-    }
-    return first === undefined ? undefined : { count, first };
+  /**
+   * The trigger's first instant strictly after a given one (null when none is left): a cron
+   * time, or a heartbeat's beat every interval from `since` that falls inside its window.
+   */
+  function instantsAfter(pkg: ActivePackage, trigger: PackageTrigger, since: number): (at: number) => number | null {
+    if (trigger.type === 'schedule') return cronAfter(trigger.cron, pkg.prepared.timezone);
+    const interval = trigger.type === 'heartbeat' ? parseDuration(trigger.interval) : undefined;
+    if (trigger.type !== 'heartbeat' || interval === undefined) return () => null;
+    const beat = intervalAfter(since, interval);
+    const window = trigger.window === undefined ? undefined : parseWindow(trigger.window);
+    // A window is crossed within a day's beats.
+    const beatsPerDay = Math.ceil((24 * 3600_000) / interval) + 1;
+    return (after) => {
+      let at = beat(after);
+      for (let step = 0; window !== undefined && !inWindow(window, minuteOfDay(at, pkg.prepared.timezone, formatters)) && step < beatsPerDay; step += 1) at = beat(at);
+      return at;
+    };
   }
 
-  /** Records, per timed binding, the instants that passed since its last fire as one missed fire. */
+  /**
+   * Per timed binding, the instants that passed since its last fire while `by` (the daemon was
+   * down, no node led): those not caught up recorded as one missed run, and the rest run late, one
+   * after the other, as `[scheduler].catch_up` says (decision 0046).
+   */
   function recordMissed(pkg: ActivePackage, record: InstalledPackageRecord, by: string): void {
     for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
       const { trigger } = binding;
       if (trigger.type !== 'schedule' && trigger.type !== 'heartbeat') continue;
-      const missed = missedInstants(pkg, trigger, record.lastFires[name] ?? record.installedAt);
-      if (missed === undefined) continue;
-      const text = `${missed.count >= MAX_MISSED_COUNT ? `${MAX_MISSED_COUNT} or more` : missed.count} fire(s) missed while ${by}; not replayed`;
-      void recordNonRun(pkg, name, trigger.type, 'missed', text, missed.first)
-        .then((run) => {
-          publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.first, to: clock.now() });
-          return store.packages.setLastFire(pkg.slug, name, clock.now());
-        })
-        .catch((error: unknown) => logger.error({ err: error }, 'could not record missed fires'));
+      const since = record.lastFires[name] ?? record.installedAt;
+      const now = clock.now();
+      const plan = planCatchUp(instantsAfter(pkg, trigger, since), since, now, options.catchUp ?? DEFAULT_CATCH_UP, by);
+      if (plan.skipped.length === 0 && plan.run.length === 0) continue;
+      const catchUp = async (): Promise<void> => {
+        for (const missed of plan.skipped) {
+          const run = await recordNonRun(pkg, name, trigger.type, 'missed', missed.reason, missed.dueAt);
+          publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.dueAt, to: now });
+        }
+        await store.packages.setLastFire(pkg.slug, name, now);
+        for (const at of plan.run) {
+          if (active.get(pkg.slug) !== pkg) return;
+          // Claimed as the timer would claim it: an instant another node fired is not run again.
+          if (leadership !== undefined && !(await leadership.claim(`package ${pkg.slug}/${name}`, at))) continue;
+          logger.info({ package: pkg.slug, binding: name, dueAt: at }, `catching up "${name}" of package "${pkg.slug}", due at ${new Date(at).toISOString()} while ${by}`);
+          if (queue !== undefined) await enqueueRun(pkg.slug, name, trigger.type, {}, `package ${pkg.slug}/${name}@${at}`);
+          else await fire(pkg.slug, name, trigger.type).catch((error: unknown) => logger.warn({ err: error, package: pkg.slug, binding: name }, `the late run of "${name}" (package "${pkg.slug}") did not complete`));
+        }
+      };
+      track(catchUp()).catch((error: unknown) => logger.error({ err: error }, 'could not catch up missed fires'));
     }
   }
 

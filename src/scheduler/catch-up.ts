@@ -49,9 +49,10 @@ function wakeUps(count: number): string {
  * Plans the catch-up of the instants a schedule passed after `since` and up to `now` (the daemon
  * was down): those older than the window are skipped; of the others `once` runs the latest and
  * skips the rest, `all` runs each (the latest {@link MAX_CATCH_UP_RUNS}), `skip` runs none.
- * `after(at)` is the schedule's first instant strictly after `at`, null when there is none.
+ * `after(at)` is the schedule's first instant strictly after `at`, null when there is none;
+ * `missedWhile` says why they were missed, as the reasons give it.
  */
-export function planCatchUp(after: (at: number) => number | null, since: number, now: number, settings: CatchUpSettings): CatchUpPlan {
+export function planCatchUp(after: (at: number) => number | null, since: number, now: number, settings: CatchUpSettings, missedWhile = 'the daemon was down'): CatchUpPlan {
   const windowStart = now - settings.windowSeconds * 1000;
   const plan: CatchUpPlan = { run: [], skipped: [] };
   const stale = instantsFrom(after, since, (at) => at < windowStart && at <= now, MAX_COUNTED_INSTANTS);
@@ -60,7 +61,7 @@ export function planCatchUp(after: (at: number) => number | null, since: number,
     plan.skipped.push({
       dueAt: firstStale,
       count: stale.length,
-      reason: `${wakeUps(stale.length)} missed while the daemon was down, more than ${settings.windowSeconds} s before it started again (catch_up_window_seconds): not run`,
+      reason: `${wakeUps(stale.length)} missed while ${missedWhile}, more than ${settings.windowSeconds} s ago (catch_up_window_seconds): not run`,
     });
   }
   const fresh = instantsFrom(after, Math.max(since, windowStart - 1), (at) => at <= now, MAX_COUNTED_INSTANTS);
@@ -75,7 +76,7 @@ export function planCatchUp(after: (at: number) => number | null, since: number,
         : settings.policy === 'once'
           ? 'catch_up = "once": only the latest is run'
           : `catch_up = "all" runs the latest ${MAX_CATCH_UP_RUNS}`;
-    plan.skipped.push({ dueAt: firstDropped, count: dropped.length, reason: `${wakeUps(dropped.length)} missed while the daemon was down (${why}): not run` });
+    plan.skipped.push({ dueAt: firstDropped, count: dropped.length, reason: `${wakeUps(dropped.length)} missed while ${missedWhile} (${why}): not run` });
   }
   return plan;
 }

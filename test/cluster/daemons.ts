@@ -40,6 +40,8 @@ export interface DaemonNodeOptions {
   cluster?: Record<string, unknown>;
   /** The scripted model server of this node's aliases, when not the one the nodes were made with. */
   modelUrl?: string;
+  /** `[scheduler]`, e.g. `{ catch_up: 'skip' }`. */
+  scheduler?: Record<string, unknown>;
 }
 
 /** Starts daemons under `dir` (one home per name) and stops every one it started. */
@@ -74,7 +76,7 @@ export class DaemonNodes {
   async start(name: string, databaseUrl: string | undefined, options: DaemonNodeOptions = {}): Promise<DaemonNode> {
     const home = join(this.#dir, name);
     await mkdir(home, { recursive: true });
-    await writeFile(join(home, 'config.toml'), packageConfigToml(options.modelUrl ?? this.#modelUrl, { cluster: { node_name: name, ...options.cluster } }));
+    await writeFile(join(home, 'config.toml'), packageConfigToml(options.modelUrl ?? this.#modelUrl, { cluster: { node_name: name, ...options.cluster }, ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }) }));
     const node = this.spawn(name, databaseUrl);
     const url = await waitFor(`node "${name}" to answer`, async () => {
       if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);

@@ -22,8 +22,8 @@ afterEach(async () => {
   await dir.remove();
 });
 
-async function open(clock?: FakeClock): Promise<TestHost> {
-  const host = await openTestHost(dir.path, packageConfig(server.url), undefined, { runSchedules: true, ...(clock === undefined ? {} : { clock }) });
+async function open(clock?: FakeClock, config: Record<string, unknown> = {}): Promise<TestHost> {
+  const host = await openTestHost(dir.path, { ...packageConfig(server.url), ...config }, undefined, { runSchedules: true, ...(clock === undefined ? {} : { clock }) });
   hosts.push(host);
   return host;
 }
@@ -278,20 +278,40 @@ describe('triggers on the injected clock', () => {
     expect(hours).toEqual([22, 23, 0, 1, 2, 3, 4, 5]);
   });
 
-  it('records the fires missed while the daemon was down as one missed run, without replaying them', async () => {
+  it('with catch_up = "skip", records the fires missed while the daemon was down as one missed run, without replaying them', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
+    const skip = { scheduler: { timezone: 'UTC', catch_up: 'skip', catch_up_window_seconds: 86_400 } };
+    const first = await open(clock, skip);
+    await first.packages.install(await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }));
+    await first.close();
+    hosts = [];
+
+    const second = await open(createFakeClock(Date.UTC(2026, 0, 1, 5, 45)), skip);
+    await second.packages.runtime.idle();
+    const runs: PackageRunView[] = await second.packages.runs({ package: 'hourly' });
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ status: 'missed', trigger: 'schedule', started_at: '2026-01-01T01:00:00.000Z', error: '5 wake-ups missed while the daemon was down (catch_up = "skip"): not run', activities: [] });
+    expect(server.requests).toHaveLength(0);
+    const audit = await second.kernel.audit({ agent: 'hourly', type: 'package-miss' });
+    expect(audit.map((event) => event.data['count'])).toEqual([5]);
+  });
+
+  it('catches up the latest fire missed while the daemon was down (catch_up = "once", the default), and records the older ones as missed', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const first = await open(clock);
     await first.packages.install(await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }));
     await first.close();
     hosts = [];
+    server.script([{ text: 'caught up' }]);
 
+    // Back at 05:45: 05:00 is within the hour's window, 01:00 to 04:00 are not.
     const second = await open(createFakeClock(Date.UTC(2026, 0, 1, 5, 45)));
     await second.packages.runtime.idle();
     const runs: PackageRunView[] = await second.packages.runs({ package: 'hourly' });
-    expect(runs).toHaveLength(1);
-    expect(runs[0]).toMatchObject({ status: 'missed', trigger: 'schedule', started_at: '2026-01-01T01:00:00.000Z', error: '5 fire(s) missed while the daemon was down; not replayed', activities: [] });
-    expect(server.requests).toHaveLength(0);
-    const audit = await second.kernel.audit({ agent: 'hourly', type: 'package-miss' });
-    expect(audit.map((event) => event.data['count'])).toEqual([5]);
+    expect(runs.map((run) => [run.status, run.trigger, run.started_at, run.error])).toEqual([
+      ['completed', 'schedule', '2026-01-01T05:45:00.000Z', null],
+      ['missed', 'schedule', '2026-01-01T01:00:00.000Z', '4 wake-ups missed while the daemon was down, more than 3600 s ago (catch_up_window_seconds): not run'],
+    ]);
+    expect(server.requests).toHaveLength(1);
   });
 });

@@ -126,7 +126,7 @@ describe('wake-ups due while the daemon was down', () => {
 
     const [run] = await settledRuns(back, 'reporter', 1);
     expect(run).toMatchObject({ trigger: 'cron', dueAt: Date.UTC(2026, 0, 5, 9), outcome: 'skipped', count: 1 });
-    expect(run?.reason).toBe('1 wake-up missed while the daemon was down, more than 1800 s before it started again (catch_up_window_seconds): not run');
+    expect(run?.reason).toBe('1 wake-up missed while the daemon was down, more than 1800 s ago (catch_up_window_seconds): not run');
     expect(server.requests).toHaveLength(0);
   });
 
