@@ -1,45 +1,17 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { ScheduleRunRecord } from '../../src/contracts/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import type { TestHost } from '../helpers/test-host.ts';
+import { manifest } from '../helpers/test-kernel.ts';
+import { EIGHT, MINUTE, scheduledAgentToml, useScheduledDaemon } from './scheduled-daemon.ts';
 
 const server = useScriptedModelServer();
-const MINUTE = 60_000;
-/** Monday 5 January 2026, 08:00 UTC. */
-const EIGHT = Date.UTC(2026, 0, 5, 8);
-
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let host: TestHost | undefined;
-
-beforeEach(async () => {
-  dir = await makeTempDir('loom-catch-up-');
-});
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-  await dir.remove();
-});
-
-/** The daemon on `dir`, with `config` and the fake clock `clock` (the same across a restart). */
-async function startDaemon(clock: FakeClock, config: Record<string, unknown> = {}): Promise<TestHost> {
-  host = await openTestHost(dir.path, config, TEST_KEYS, { runSchedules: true, clock });
-  return host;
-}
-
-/** Stops the daemon, lets `ms` pass while it is down, and starts it again. */
-async function downFor(clock: FakeClock, ms: number, config: Record<string, unknown> = {}): Promise<TestHost> {
-  await host?.close();
-  host = undefined;
-  await clock.advance(ms);
-  return startDaemon(clock, config);
-}
-
-function agentToml(name: string, schedule: string): string {
-  return `name = "${name}"\n[schedule]\n${schedule}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
-}
+const daemons = useScheduledDaemon('loom-catch-up-');
+const startDaemon = (clock: FakeClock, config?: Record<string, unknown>): Promise<TestHost> => daemons.start(clock, config);
+const downFor = (clock: FakeClock, ms: number, config?: Record<string, unknown>): Promise<TestHost> => daemons.restartAfter(clock, ms, config);
+const agentToml = (name: string, schedule: string): string => scheduledAgentToml(name, schedule, server.url);
 
 /** The agent's runs once `count` of them are recorded and none runs, oldest due first. */
 async function settledRuns(daemon: TestHost, agent: string, count: number): Promise<ScheduleRunRecord[]> {

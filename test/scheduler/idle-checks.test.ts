@@ -1,38 +1,18 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import type { ScheduleRunRecord } from '../../src/contracts/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import type { TestHost } from '../helpers/test-host.ts';
+import { manifest } from '../helpers/test-kernel.ts';
+import { EIGHT, MINUTE, scheduledAgentToml, useScheduledDaemon } from './scheduled-daemon.ts';
 
 const server = useScriptedModelServer();
-const MINUTE = 60_000;
-/** Monday 5 January 2026, 08:00 UTC. */
-const EIGHT = Date.UTC(2026, 0, 5, 8);
-
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let host: TestHost | undefined;
-
-beforeEach(async () => {
-  dir = await makeTempDir('loom-idle-checks-');
-});
-afterEach(async () => {
-  await host?.close();
-  host = undefined;
-  await dir.remove();
-});
-
-async function daemon(): Promise<TestHost> {
-  host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true, clock: createFakeClock(EIGHT) });
-  return host;
-}
-
-function agentToml(name: string, extra: string, model = 'gpt-4o'): string {
-  return `name = "${name}"\n[schedule]\nmode = "continuous"\ninterval_seconds = 600\n${extra}\n[model]\nprovider = "openai"\nmodel = "${model}"\nbase_url = "${server.url}"\n`;
-}
+const daemons = useScheduledDaemon('loom-idle-checks-');
+const daemon = (): Promise<TestHost> => daemons.start(createFakeClock(EIGHT));
+const agentToml = (name: string, extra: string, model = 'gpt-4o'): string => scheduledAgentToml(name, `mode = "continuous"\ninterval_seconds = 600\n${extra}`, server.url, model);
 
 /** Lets one interval pass and waits for its run to settle; returns the agent's runs, newest first. */
 async function nextRun(daemon: TestHost, agent: string): Promise<ScheduleRunRecord[]> {
@@ -46,10 +26,10 @@ async function nextRun(daemon: TestHost, agent: string): Promise<ScheduleRunReco
 
 describe('a scheduled wake-up with a [schedule.check]', () => {
   it('calls the model only when what the check reads changed: an unchanged file is recorded as unchanged, with no request to the model', async () => {
-    const inbox = join(dir.path, 'inbox.txt');
+    const inbox = join(daemons.dir, 'inbox.txt');
     await writeFile(inbox, 'one order');
     const current = await daemon();
-    await current.kernel.spawn(manifest(agentToml('watcher', `[schedule.check]\ntool = "file_read"\ninput = { path = "${inbox}" }\n[capabilities]\ntools = ["file_read"]\nfile_read = ["${dir.path}/*"]`)));
+    await current.kernel.spawn(manifest(agentToml('watcher', `[schedule.check]\ntool = "file_read"\ninput = { path = "${inbox}" }\n[capabilities]\ntools = ["file_read"]\nfile_read = ["${daemons.dir}/*"]`)));
     server.script([{ text: 'handled one order' }, { text: 'handled two orders' }]);
 
     const [first] = await nextRun(current, 'watcher');
@@ -66,7 +46,7 @@ describe('a scheduled wake-up with a [schedule.check]', () => {
   });
 
   it('goes through the capability gates: a check the agent is not granted fails the run, and the model is not called', async () => {
-    const secret = join(dir.path, 'secret.txt');
+    const secret = join(daemons.dir, 'secret.txt');
     await writeFile(secret, 'not yours');
     const current = await daemon();
     await current.kernel.spawn(manifest(agentToml('nosy', `[schedule.check]\ntool = "file_read"\ninput = { path = "${secret}" }\n[capabilities]\ntools = ["file_read"]`)));
