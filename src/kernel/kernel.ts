@@ -599,8 +599,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     logger,
     resolve: (reference) => registry.resolve(reference),
     ancestors: (entry) => registry.ancestors(entry),
-    // An unattended cycle: [autonomous].max_actions_per_cycle caps its tool calls.
-    send: (agentId, message, model) => turns.send(agentId, message, { cycle: true, ...(model === undefined ? {} : { model }) }),
+    // An unattended cycle: [autonomous] caps its tool calls, and suspends an agent idle too long.
+    send: (agentId, message, model) => kernel.send(agentId, message, { cycle: true, ...(model === undefined ? {} : { model }) }),
     runTool: (agentId, tool, input) => kernel.runAgentTool(agentId, tool, input),
     publish: (event) => publish(event),
     timezone: dependencies.scheduleTimezone,
