@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   // AssemblyScript sources of wasm modules: compiled by asc, not TypeScript.
-  { ignores: ['node_modules/', 'dist/', 'coverage/', 'scratch/', 'web/dist/', 'examples/**/assembly/', 'test/fixtures/wasm/'] },
+  { ignores: ['node_modules/', 'dist/', 'coverage/', 'scratch/', 'web/dist/', 'examples/**/assembly/', 'test/fixtures/wasm/', 'bench/peers/node_modules/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -25,6 +25,8 @@ const benchmarks: Record<string, Bench> = {
   cost: async () => (await import('./cost.ts')).costBench(),
   'turn-telemetry': async () => (await import('./telemetry.ts')).turnTelemetryBench(),
   'cli-agent-list': async () => (await import('./cli.ts')).cliAgentListBench(),
+  // Installs its peers (bench/peers/package.json) into bench/peers/node_modules the first time.
+  peers: async () => (await import('./peers.ts')).peersBench(),
 };
 
 const requested = process.argv.slice(2);
@@ -37,3 +39,6 @@ for (const name of requested.length === 0 ? Object.keys(benchmarks) : requested)
   const bench = benchmarks[name];
   if (bench !== undefined) console.log(JSON.stringify({ ...(await bench()), node: process.version }));
 }
+// Done: what a benchmark loaded may keep timers running (the peers' frameworks refresh model
+// catalogues and flush telemetry on intervals), which would keep the process alive.
+process.exit(0);

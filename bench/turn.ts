@@ -50,12 +50,14 @@ function requestOf(callOptions: LanguageModelV4CallOptions): ModelRequest {
  * Also measures the heap the kernel holds per message of the sessions it keeps, notes what the
  * model was asked, and, on a file (`floor`), what the turns' rows cost to commit by themselves
  * (`commitFloor`) and with the bare SDK's calls between them, as in a turn (`durableFloor`).
+ * `warmup` and `turns` (200 and 2,000 by default) are the kernel turns before measuring and measured;
+ * with `fresh`, each starts on an empty session (its agent's session reset before, unmeasured).
  */
-async function measureKernelTurns(
+export async function measureKernelTurns(
   withTool: boolean,
-  options: { prefill?: number; databasePath?: string; floor?: boolean } = {},
+  options: { prefill?: number; databasePath?: string; floor?: boolean; warmup?: number; turns?: number; fresh?: boolean } = {},
 ): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[]; bareBeside: number[] }> {
-  const { prefill = 0, databasePath, floor = false } = options;
+  const { prefill = 0, databasePath, floor = false, warmup = WARMUP, turns = TURNS, fresh = false } = options;
   let request: ModelRequest | undefined;
   const model = createInstantModel({ ...(withTool ? { toolName: 'agent_list' } : {}), onCall: (callOptions) => (request ??= requestOf(callOptions)) });
   const bench = await openInstantBenchKernel(model, databasePath);
@@ -67,10 +69,12 @@ async function measureKernelTurns(
       if (prefill > 0) await bench.store.sessions.save({ id: agent.session_id, agentId: agent.id, messages: history(prefill) as never[], createdAt: 0, updatedAt: 0 });
     }
     const durations: number[] = [];
-    for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
+    for (let turn = 0; turn < warmup + turns; turn += 1) {
+      // Each turn on an empty session, the reset not measured.
+      if (fresh) await bench.kernel.resetSession(`turner-${turn % AGENTS}`);
       const started = performance.now();
       await bench.kernel.send(`turner-${turn % AGENTS}`, 'hello');
-      if (turn >= WARMUP) durations.push(performance.now() - started);
+      if (turn >= warmup) durations.push(performance.now() - started);
     }
     let messages = 0;
     for (let index = 0; index < AGENTS; index += 1) messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
