@@ -34,6 +34,68 @@ export interface SessionRecord {
   conversation?: string | null;
 }
 
+/**
+ * A turn accepted on an agent's session and not yet committed, as its journal holds it (decision
+ * 0045): what it was asked, and each step it has taken so far. A turn that was running when its
+ * daemon stopped is resumed from it at the next start.
+ */
+export interface TurnJournalRecord {
+  /** The turn's id (its run id). */
+  id: string;
+  agentId: string;
+  sessionId: string;
+  /** The session's conversation; null for the agent's main session. */
+  conversation: string | null;
+  /** What the turn needs to run again: the message, who sent it, and where (opaque to the store). */
+  request: JsonObject;
+  /** The key its caller gave (an `Idempotency-Key`), unique per agent; null without one. */
+  idempotencyKey: string | null;
+  /** When the message was accepted. */
+  receivedAt: number;
+  /** `running` until the turn's commit; a turn given a key is kept `done`, with its outcome, for the caller's retries. */
+  state: 'running' | 'done';
+  /** How a `done` turn ended (its reply), for a retry with its key; null while it runs. */
+  outcome: JsonObject | null;
+  /** Its steps so far, in order (none once it is done). */
+  steps: TurnStepRecord[];
+}
+
+/** One step of a turn as its journal keeps it: a model reply, a tool call's start, a tool call's result (opaque `data`). */
+export interface TurnStepRecord {
+  kind: 'model' | 'tool-start' | 'tool-result';
+  at: number;
+  data: JsonObject;
+}
+
+/** How a turn's commit closes its journal (see `SessionRepository.save`). */
+export interface TurnJournalClose {
+  turnId: string;
+  /** How it ended, kept for a retry when the turn has an idempotency key. */
+  outcome: JsonObject;
+}
+
+/**
+ * The journal of turns under way (decision 0045). Each write is one commit; the turn's last one
+ * is its session's commit (`SessionRepository.save` with `closeTurn`).
+ */
+export interface TurnJournalRepository {
+  /**
+   * Records a turn just accepted, as `running` with no steps.
+   * @throws {StoreConflictError} when its agent already has a turn with its idempotency key.
+   * @throws {StoreNotFoundError} when its agent does not exist.
+   */
+  open(record: Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>): Promise<void>;
+  /** Appends `steps` to a running turn, with `events` (audit records) in the same transaction. */
+  step(turnId: string, steps: readonly TurnStepRecord[], options?: { events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<void>;
+  get(turnId: string): Promise<TurnJournalRecord | undefined>;
+  /** The agent's turn with that idempotency key, running or done. */
+  byKey(agentId: string, idempotencyKey: string): Promise<TurnJournalRecord | undefined>;
+  /** Every running turn, with its steps, oldest first. */
+  running(): Promise<TurnJournalRecord[]>;
+  /** Forgets `done` turns finished before `before` (their keys may be reused); returns how many. */
+  prune(before: number): Promise<number>;
+}
+
 /** One key of an agent's memory. */
 export interface MemoryRecord {
   agentId: string;
@@ -142,6 +204,17 @@ export interface AgentRepository {
   delete(ids: readonly string[]): Promise<void>;
 }
 
+/** What commits with a session's messages (see `SessionRepository.save`). */
+export interface SessionWriteOptions {
+  usage?: readonly UsageRecord[];
+  events?: readonly Omit<EventRecord, 'seq'>[];
+  /**
+   * The turn whose commit this is: its journal is closed in the same transaction (its steps
+   * dropped; the turn forgotten, or kept `done` with its outcome when it has an idempotency key).
+   */
+  closeTurn?: TurnJournalClose;
+}
+
 /** Sessions (conversation histories). */
 export interface SessionRepository {
   get(id: string): Promise<SessionRecord | undefined>;
@@ -156,7 +229,7 @@ export interface SessionRepository {
    * @throws {StoreNotFoundError} when its agent does not exist.
    * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
    */
-  save(session: SessionRecord, options?: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number>;
+  save(session: SessionRecord, options?: SessionWriteOptions & { expectedRevision?: number }): Promise<number>;
   /**
    * Appends messages to a session's history (one more revision), without rewriting what it
    * holds; with `expectedRevision`, only if the stored revision is still that one. `usage` and
@@ -164,7 +237,7 @@ export interface SessionRepository {
    * @throws {StoreNotFoundError} when the session does not exist.
    * @throws {StoreConflictError} when `expectedRevision` is given and no longer current.
    */
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number>;
+  append(id: string, messages: readonly JsonValue[], options: SessionWriteOptions & { expectedRevision?: number; updatedAt: number }): Promise<number>;
   /**
    * The session's revision, without reading its messages; undefined when there is no such
    * session. A holder of a session's history compares it to know whether the history is current.
@@ -683,6 +756,8 @@ export interface Store {
   readonly forgedTools: ForgedToolRepository;
   /** Messages that came in on channels, and pairings. */
   readonly channels: ChannelRepository;
+  /** Turns under way, step by step (decision 0045). */
+  readonly turns: TurnJournalRepository;
   /** Flushes and closes. Further calls reject. */
   close(): Promise<void>;
 }

@@ -44,6 +44,8 @@ export const copiedTables: readonly CopiedTable[] = [
   { name: 'forged_tools', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'channel_messages', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
   { name: 'channel_pairings', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
+  { name: 'turn_journal', sqliteOrder: 'rowid', postgresOrder: 'insert_order' },
+  { name: 'turn_steps', sqliteOrder: 'turn_id, seq', postgresOrder: 'turn_id COLLATE "C", seq' },
 ];
 
 /**

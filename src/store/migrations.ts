@@ -330,6 +330,37 @@ export const migrations: readonly Migration[] = [
     `,
   },
   {
+    version: 16,
+    name: 'turn journal',
+    sql: `
+      -- Turns under way, each step committed as it happens (decision 0045): a turn running when
+      -- its daemon stopped resumes from here. A turn given an idempotency key stays 'done', with
+      -- how it ended, for its caller's retries; others are deleted by their commit.
+      CREATE TABLE turn_journal (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        conversation TEXT,
+        request TEXT NOT NULL,
+        idempotency_key TEXT,
+        received_at INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        outcome TEXT,
+        finished_at INTEGER
+      ) STRICT;
+      CREATE UNIQUE INDEX turn_journal_key ON turn_journal (agent_id, idempotency_key);
+      CREATE INDEX turn_journal_state ON turn_journal (state, received_at);
+      CREATE TABLE turn_steps (
+        turn_id TEXT NOT NULL REFERENCES turn_journal (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (turn_id, seq)
+      ) STRICT;
+    `,
+  },
+  {
     version: 17,
     name: 'schedule runs',
     sql: `

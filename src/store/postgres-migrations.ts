@@ -337,6 +337,36 @@ export const postgresMigrations: readonly Migration[] = [
     `,
   },
   {
+    version: 8,
+    name: 'turn journal',
+    sql: `
+      -- Turns under way, each step committed as it happens (decision 0045); see SQLite's step 16.
+      CREATE TABLE turn_journal (
+        id TEXT NOT NULL PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        conversation TEXT,
+        request TEXT NOT NULL,
+        idempotency_key TEXT,
+        received_at BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        outcome TEXT,
+        finished_at BIGINT,
+        insert_order BIGINT GENERATED ALWAYS AS IDENTITY
+      );
+      CREATE UNIQUE INDEX turn_journal_key ON turn_journal (agent_id, idempotency_key);
+      CREATE INDEX turn_journal_state ON turn_journal (state, received_at);
+      CREATE TABLE turn_steps (
+        turn_id TEXT NOT NULL REFERENCES turn_journal (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (turn_id, seq)
+      );
+    `,
+  },
+  {
     version: 9,
     name: 'schedule runs',
     sql: `

@@ -1,7 +1,8 @@
-import type { EventRecord, JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
+import type { JsonValue, SessionRecord, SessionRepository, SessionWriteOptions } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
+import { closeTurn } from './postgres-turn-journal-repository.ts';
 import { recordUsage } from './postgres-usage-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { sessionMessageRow, sessionRow } from './table-rows.ts';
@@ -51,7 +52,7 @@ export class PostgresSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<number> {
+  save(session: SessionRecord, options: SessionWriteOptions & { expectedRevision?: number } = {}): Promise<number> {
     const { expectedRevision } = options;
     return this.#connection.execute(
       () =>
@@ -78,6 +79,7 @@ export class PostgresSessionRepository implements SessionRepository {
           await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
           await insertSessionMessages(client, session.id, session.messages, 0);
           await recordUsage(client, options.usage ?? []);
+          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt);
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(revision);
@@ -86,13 +88,14 @@ export class PostgresSessionRepository implements SessionRepository {
     );
   }
 
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number> {
+  append(id: string, messages: readonly JsonValue[], options: SessionWriteOptions & { expectedRevision?: number; updatedAt: number }): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
           const { revision, next } = await bumpRevision(client, id, options.updatedAt, options.expectedRevision);
           await insertSessionMessages(client, id, messages, next);
           await recordUsage(client, options.usage ?? []);
+          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt);
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return revision;

@@ -20,6 +20,7 @@ import { PostgresSessionRepository } from './postgres-session-repository.ts';
 import { PostgresTaskRepository } from './postgres-task-repository.ts';
 import { PostgresUsageRepository } from './postgres-usage-repository.ts';
 import { PostgresWorkflowRepository } from './postgres-workflow-repository.ts';
+import { PostgresTurnJournalRepository } from './postgres-turn-journal-repository.ts';
 
 /** How many connections one store opens at most, unless told otherwise. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -160,6 +161,7 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     workflows: new PostgresWorkflowRepository(connection),
     forgedTools: new PostgresForgedToolRepository(connection),
     channels: new PostgresChannelRepository(connection),
+    turns: new PostgresTurnJournalRepository(connection),
     target: connection.target,
     schemaVersion,
     ping(): Promise<{ schemaVersion: number; serverTime: number }> {

@@ -1,9 +1,10 @@
 import type { StatementSync } from 'node:sqlite';
-import type { EventRecord, JsonValue, SessionRecord, SessionRepository, UsageRecord } from '../contracts/index.ts';
+import type { JsonValue, SessionRecord, SessionRepository, SessionWriteOptions, TurnJournalClose } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
 import { parseRow } from './rows.ts';
+import { prepareTurnClose } from './sqlite-turn-journal-repository.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
 import { sessionColumns as columns, sessionMessageRow as messageRow, sessionRow } from './table-rows.ts';
 
@@ -26,6 +27,7 @@ export class SqliteSessionRepository implements SessionRepository {
   readonly #delete: StatementSync;
   readonly #recordUsage: StatementSync;
   readonly #appendEvent: StatementSync;
+  readonly #closeTurn: (close: TurnJournalClose, at: number) => void;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
@@ -53,14 +55,16 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
     this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     this.#appendEvent = prepareEventInsert(db);
+    this.#closeTurn = prepareTurnClose(db);
   }
 
-  /** What commits with a session's messages: the usage of the turn that wrote them, and its audit record. */
-  #record(options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): void {
+  /** What commits with a session's messages: the usage of the turn that wrote them, its audit record, and the close of its journal. */
+  #record(options: SessionWriteOptions, at: number): void {
     for (const record of options.usage ?? []) {
       this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.cacheReadTokens ?? 0, record.cacheWriteTokens ?? 0, record.costUsd);
     }
     for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
+    if (options.closeTurn !== undefined) this.#closeTurn(options.closeTurn, at);
   }
 
   #read(row: SqliteRow): SessionRecord {
@@ -106,7 +110,7 @@ export class SqliteSessionRepository implements SessionRepository {
     );
   }
 
-  save(session: SessionRecord, options: { expectedRevision?: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<number> {
+  save(session: SessionRecord, options: SessionWriteOptions & { expectedRevision?: number } = {}): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -114,14 +118,14 @@ export class SqliteSessionRepository implements SessionRepository {
           const row = this.#upsert.get(session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null);
           this.#clearMessages.run(session.id);
           this.#insertMessages(session.id, session.messages, 0);
-          this.#record(options);
+          this.#record(options, session.updatedAt);
           return Number(row?.['revision'] ?? 0);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
     );
   }
 
-  append(id: string, messages: readonly JsonValue[], options: { expectedRevision?: number; updatedAt: number; usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<number> {
+  append(id: string, messages: readonly JsonValue[], options: SessionWriteOptions & { expectedRevision?: number; updatedAt: number }): Promise<number> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
@@ -130,7 +134,7 @@ export class SqliteSessionRepository implements SessionRepository {
           if (touched === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
           const next = Number(this.#nextSeq.get(id)?.['next'] ?? 0);
           this.#insertMessages(id, messages, next);
-          this.#record(options);
+          this.#record(options, options.updatedAt);
           return Number(touched['revision']);
         }),
       () => ({ action: `append to session "${id}"` }),

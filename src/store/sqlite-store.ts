@@ -20,6 +20,7 @@ import { SqliteForgedToolRepository } from './sqlite-forged-tool-repository.ts';
 import { SqliteWorkflowRepository } from './sqlite-workflow-repository.ts';
 import { SqliteTaskRepository } from './sqlite-task-repository.ts';
 import { SqliteUsageRepository } from './sqlite-usage-repository.ts';
+import { SqliteTurnJournalRepository } from './sqlite-turn-journal-repository.ts';
 
 /** How long a write waits for another process's lock before it fails, in milliseconds. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -90,6 +91,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
   const workflows: WorkflowRepository = new SqliteWorkflowRepository(connection);
   const forgedTools = new SqliteForgedToolRepository(connection);
   const channels = new SqliteChannelRepository(connection);
+  const turns = new SqliteTurnJournalRepository(connection);
   return {
     agents,
     sessions,
@@ -105,6 +107,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
     workflows,
     forgedTools,
     channels,
+    turns,
     schemaVersion,
     integrityCheck(): string[] {
       if (connection.closed) {

@@ -16,6 +16,8 @@ import type {
   PackageRunRecord,
   ScheduleRunRecord,
   TaskRecord,
+  TurnJournalRecord,
+  TurnStepRecord,
   UsageBucket,
   UsageRecord,
   UsageTotals,
@@ -561,3 +563,37 @@ export const channelPairingColumns = 'code, channel, user_id, user_name, created
 export const channelPairingRow = z
   .object({ code: z.string(), channel: z.string(), user_id: z.string(), user_name: z.string().nullable(), created_at: z.number(), approved_at: z.number().nullable() })
   .transform((row): ChannelPairingRecord => ({ code: row.code, channel: row.channel, userId: row.user_id, userName: row.user_name, createdAt: row.created_at, approvedAt: row.approved_at }));
+
+export const turnJournalColumns = 'id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome';
+
+/** A row of `turn_journal` (its steps are rows of `turn_steps`). */
+export const turnJournalRow = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    session_id: z.string(),
+    conversation: z.string().nullable(),
+    request: jsonObjectText,
+    idempotency_key: z.string().nullable(),
+    received_at: z.number(),
+    state: z.enum(['running', 'done']),
+    outcome: jsonObjectText.nullable(),
+  })
+  .transform((row): Omit<TurnJournalRecord, 'steps'> => ({
+    id: row.id,
+    agentId: row.agent_id,
+    sessionId: row.session_id,
+    conversation: row.conversation,
+    request: row.request,
+    idempotencyKey: row.idempotency_key,
+    receivedAt: row.received_at,
+    state: row.state,
+    outcome: row.outcome,
+  }));
+
+export const turnStepColumns = 'turn_id, seq, kind, at, data';
+
+/** A row of `turn_steps`. */
+export const turnStepRow = z
+  .object({ turn_id: z.string(), seq: z.number(), kind: z.enum(['model', 'tool-start', 'tool-result']), at: z.number(), data: jsonObjectText })
+  .transform((row): TurnStepRecord & { turnId: string } => ({ turnId: row.turn_id, kind: row.kind, at: row.at, data: row.data }));

@@ -68,7 +68,7 @@ describe('SqliteStore', () => {
     const tables = withRawDatabase((db) =>
       db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
     ).map((row) => row['name']);
-    expect(tables).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'usage', 'workflows']);
+    expect(tables).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'turn_journal', 'turn_steps', 'usage', 'workflows']);
   });
 
   it('does not re-apply migrations when an existing file is reopened', async () => {

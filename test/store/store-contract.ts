@@ -13,6 +13,7 @@ import { describePackageRunsContract } from './contract/package-runs-contract.ts
 import { describeScheduleRunsContract } from './contract/schedule-runs-contract.ts';
 import { describeTasksContract } from './contract/tasks-contract.ts';
 import { describeWorkflowsContract } from './contract/workflows-contract.ts';
+import { describeTurnJournalContract } from './contract/turn-journal-contract.ts';
 import { describeUsageAndEventsContract } from './contract/usage-events-contract.ts';
 
 export { agentRecord, sessionOf } from './contract/fixtures.ts';
@@ -64,6 +65,7 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
     describeChannelsContract(context);
     describeTasksContract(context);
     describeA2aPushConfigsContract(context);
+    describeTurnJournalContract(context);
 
     describe('close', () => {
       it('every repository rejects with StoreError after close()', async () => {
@@ -98,6 +100,8 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
           store.channels.recent('c', 1),
           store.forgedTools.list(),
           store.approvals.list(),
+          store.turns.running(),
+          store.turns.step('t1', []),
         ];
         for (const attempt of attempts) {
           await expect(attempt).rejects.toBeInstanceOf(StoreError);

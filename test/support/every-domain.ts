@@ -99,6 +99,9 @@ export async function seedEveryDomain(store: Store, agents: readonly AgentRecord
   await store.channels.requestPairing({ code: 'PAIR-2', channel: 'tg', userId: '7', userName: null, createdAt: 14_000, approvedAt: null });
   await store.channels.requestPairing({ code: 'PAIR-1', channel: 'tg', userId: '8', userName: 'Bob', createdAt: 14_000, approvedAt: null });
   await store.channels.approvePairing('PAIR-1', 14_500);
+  await store.turns.open({ id: 'turn-b', agentId: first.id, sessionId: 'session-x', conversation: 'principal:k', request: { message: 'go on — ünïcode' }, idempotencyKey: 'key-1', receivedAt: 15_000 });
+  await store.turns.open({ id: 'turn-a', agentId: first.id, sessionId: 'session-x', conversation: null, request: { message: 'hello' }, idempotencyKey: null, receivedAt: 15_000 });
+  await store.turns.step('turn-b', [{ kind: 'model', at: 15_100, data: { text: 'x' } }, { kind: 'tool-start', at: 15_101, data: { toolCallId: 'c1' } }]);
 }
 
 /**
@@ -131,5 +134,6 @@ export async function readEveryDomain(store: Store, agentIds: readonly string[])
     channelMessages: await store.channels.recent('tg', 100),
     unsettled: await store.channels.unsettled('tg'),
     pairings: await store.channels.pairings(),
+    runningTurns: await store.turns.running(),
   };
 }

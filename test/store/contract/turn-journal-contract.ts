@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import type { TurnJournalRecord } from '../../../src/contracts/index.ts';
+import { StoreConflictError, StoreNotFoundError } from '../../../src/errors/index.ts';
+import { createAgentIn, sessionOf, type StoreContext } from './fixtures.ts';
+
+const opened = (id: string, agentId: string, overrides: Partial<TurnJournalRecord> = {}): Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'> => ({
+  id,
+  agentId,
+  sessionId: `session-${agentId}`,
+  conversation: null,
+  request: { message: 'hello — ünïcode', caller: { kind: 'owner' } },
+  idempotencyKey: null,
+  receivedAt: 1_000,
+  ...overrides,
+});
+
+/** The turn journal part of the Store contract (decision 0045). */
+export function describeTurnJournalContract(context: StoreContext): void {
+  describe('turn journal', () => {
+    it('keeps a running turn with its steps in order, events committed with a step', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await store.turns.open(opened('t1', 'a1'));
+      await store.turns.step('t1', [
+        { kind: 'model', at: 1_001, data: { response: [{ role: 'assistant', content: 'x' }] } },
+        { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
+      ]);
+      await store.turns.step('t1', [{ kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } }], { events: [{ at: 1_003, type: 'tool-finish', agentId: 'a1', data: { tool: 'file_read' } }] });
+      const turn = await store.turns.get('t1');
+      expect(turn).toEqual({ ...opened('t1', 'a1'), state: 'running', outcome: null, steps: [
+        { kind: 'model', at: 1_001, data: { response: [{ role: 'assistant', content: 'x' }] } },
+        { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
+        { kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } },
+      ] });
+      expect((await store.events.list({ type: 'tool-finish' })).map((event) => event.data)).toEqual([{ tool: 'file_read' }]);
+      expect((await store.turns.running()).map((record) => [record.id, record.steps.length])).toEqual([['t1', 3]]);
+    });
+
+    it('lists running turns oldest first, and a step of no running turn is refused', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await createAgentIn(store, 'a2');
+      await store.turns.open(opened('late', 'a1', { receivedAt: 2_000 }));
+      await store.turns.open(opened('early', 'a2', { receivedAt: 1_500, conversation: 'principal:k' }));
+      expect((await store.turns.running()).map((turn) => [turn.id, turn.conversation])).toEqual([['early', 'principal:k'], ['late', null]]);
+      await expect(store.turns.step('nope', [{ kind: 'model', at: 1, data: {} }])).rejects.toBeInstanceOf(StoreNotFoundError);
+      await expect(store.turns.open(opened('t9', 'ghost'))).rejects.toBeInstanceOf(StoreNotFoundError);
+    });
+
+    it("closes with its session's commit: forgotten without a key, kept done with its outcome with one", async () => {
+      const { store } = context;
+      const agent = await createAgentIn(store, 'a1');
+      await store.turns.open(opened('plain', 'a1'));
+      await store.turns.open(opened('keyed', 'a1', { idempotencyKey: 'k-1' }));
+      await store.turns.step('keyed', [{ kind: 'model', at: 1_001, data: {} }]);
+      await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'hi' }], updatedAt: 3_000 }), { closeTurn: { turnId: 'plain', outcome: { status: 'finished' } } });
+      await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'again' }], { updatedAt: 4_000, closeTurn: { turnId: 'keyed', outcome: { status: 'finished', text: 'done' } } });
+      expect(await store.turns.get('plain')).toBeUndefined();
+      expect(await store.turns.byKey('a1', 'k-1')).toEqual({ ...opened('keyed', 'a1', { idempotencyKey: 'k-1' }), state: 'done', outcome: { status: 'finished', text: 'done' }, steps: [] });
+      expect(await store.turns.running()).toEqual([]);
+      await expect(store.turns.step('keyed', [{ kind: 'model', at: 1, data: {} }])).rejects.toBeInstanceOf(StoreNotFoundError);
+      // The key stays taken while the turn is remembered, then is freed by a prune.
+      await expect(store.turns.open(opened('again', 'a1', { idempotencyKey: 'k-1' }))).rejects.toBeInstanceOf(StoreConflictError);
+      expect(await store.turns.prune(4_000)).toBe(0);
+      expect(await store.turns.prune(4_001)).toBe(1);
+      await store.turns.open(opened('again', 'a1', { idempotencyKey: 'k-1' }));
+      expect((await store.turns.byKey('a1', 'k-1'))?.id).toBe('again');
+    });
+
+    it('goes with its agent', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await store.turns.open(opened('t1', 'a1', { idempotencyKey: 'k' }));
+      await store.turns.step('t1', [{ kind: 'model', at: 1, data: {} }]);
+      await store.agents.delete(['a1']);
+      expect(await store.turns.get('t1')).toBeUndefined();
+      expect(await store.turns.running()).toEqual([]);
+    });
+  });
+}
