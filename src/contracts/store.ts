@@ -92,6 +92,11 @@ export interface TurnJournalRepository {
   byKey(agentId: string, idempotencyKey: string): Promise<TurnJournalRecord | undefined>;
   /** Every running turn, with its steps, oldest first. */
   running(): Promise<TurnJournalRecord[]>;
+  /**
+   * Closes a turn that ended without a session commit (refused when it left the queue, or its
+   * agent can no longer run it), as a session commit's `closeTurn` would.
+   */
+  finish(close: TurnJournalClose, at: number): Promise<void>;
   /** Forgets `done` turns finished before `before` (their keys may be reused); returns how many. */
   prune(before: number): Promise<number>;
 }

@@ -182,4 +182,11 @@ export interface Tool<Input = unknown> {
    */
   requires(input: Input, context: ToolContext): readonly Capability[] | Promise<readonly Capability[]>;
   execute(input: Input, context: ToolContext): Promise<ToolResult>;
+  /**
+   * Whether running a call again has the same effect as running it once (decision 0045), for
+   * every input or for this one: a call that was running when its daemon stopped is run again
+   * when its turn resumes only when this says so; otherwise the model is told that its outcome is
+   * unknown. Absent means not idempotent.
+   */
+  readonly idempotent?: boolean | ((input: Input) => boolean);
 }

@@ -41,6 +41,7 @@ import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
 import { createLineup } from './one-at-a-time.ts';
 import { toolPolicyOf } from './tool-policy.ts';
+import { resumeTurns } from './turn-journal.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 import { createWakeRuns, type WakeRuns } from './wake-runs.ts';
@@ -581,6 +582,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     guard,
     ...(dependencies.runtime?.maxConcurrentModelCalls === undefined ? {} : { modelSlots: new PriorityGate(dependencies.runtime.maxConcurrentModelCalls) }),
     recentFailures: trackRecentFailures(events, clock),
+    announce: (event) => events.publish(event),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {
@@ -816,6 +818,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       if (dependencies.resumeBackgroundWork === true) {
         for (const entry of registry.list()) if (entry.state === 'running') await flow.resumeWork(entry);
+        // Turns the last process stopped in go on (decision 0045); on a cluster, only when no other node runs.
+        if (!((await dependencies.node?.othersAlive()) ?? false)) await resumeTurns({ store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options) });
       }
       logger.debug({ running: report.running, suspended: report.suspended, skipped: report.skipped.length }, 'kernel booted');
       return report;

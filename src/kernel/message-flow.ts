@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Capability, Clock, IdGenerator, Logger, Store, ToolAgent, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
+import type { Capability, Clock, IdGenerator, JsonValue, Logger, Store, ToolAgent, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -9,7 +9,9 @@ import {
   AgentStateError,
   CapabilityDeniedError,
   isLoomError,
+  LoomError,
   ModuleUnavailableError,
+  StoreConflictError,
   TurnCancelledError,
   TurnNotRunningError,
 } from '../errors/index.ts';
@@ -37,6 +39,7 @@ import {
 import type { AgentEntry } from './agent-entry.ts';
 import type { RecentFailures } from './agent-health.ts';
 import { auditRecordOf, type KernelEvent } from './event-bus.ts';
+import { outcomeRecord, requestRecord, resumeOf, TurnJournalWriter } from './turn-journal.ts';
 import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
@@ -87,6 +90,13 @@ export interface SendOptions {
   cycle?: boolean;
   /** The model for this turn instead of the manifest's (a scheduled wake-up's `[schedule].model`); one the agent may call. */
   model?: ModelTarget;
+  /**
+   * The caller's key for this message (an `Idempotency-Key`): a message sent again with the same
+   * key gets the turn it started (its reply once it ends) instead of starting another.
+   */
+  idempotencyKey?: string;
+  /** A turn its daemon stopped in, resumed from its journal (decision 0045); the kernel gives it at start. */
+  resume?: TurnJournalRecord;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -112,6 +122,8 @@ export interface MessageFlowParts {
   modelSlots?: PriorityGate;
   /** The agents whose last turn failed on every model, lately (orchestrators leave them out). */
   recentFailures?: RecentFailures;
+  /** Tells subscribers of an event the audit log holds already (one a turn's journal committed). */
+  announce: (event: KernelEvent) => void;
 }
 
 /**
@@ -346,10 +358,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const whole = start === -1 ? [...session, ...sealed.slice(1)] : [...session.slice(0, start), ...sealed];
     // Sealing rewrites the turn's messages from the user's on: only what comes before them stays known.
     const wellFormed = Math.min(options.wellFormed ?? 0, start === -1 ? session.length : start);
-    const { seal } = place;
+    const { seal, journal } = place;
     if (seal !== undefined && ending.status === 'cancelled') seal.stopped = true;
-    const audit = seal === undefined || options.result === undefined ? undefined : seal.finished(options.result(usage));
-    await histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)] });
+    const result = options.result?.(usage);
+    const audit = seal === undefined || result === undefined ? undefined : seal.finished(result);
+    // The turn's journal closes with its commit: a retry with its key gets how it ended.
+    const closeTurn = journal === undefined ? undefined : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
+    await histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)], ...(closeTurn === undefined ? {} : { closeTurn }) });
+    if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
   }
@@ -381,14 +397,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   }
 
   /** The checks a turn repeats when it leaves the queue (the agent is live, running, within quota), then `run-start`. */
-  async function beginTurn(entry: AgentEntry, emit: AgentEventSink, purpose: string): Promise<Logger> {
+  async function beginTurn(entry: AgentEntry, emit: AgentEventSink, purpose: string, turnId?: string): Promise<Logger> {
     if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${purpose}`);
     await quotas.check(entry.id, entry.name, {
       maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
       maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
     });
-    const runId = parts.ids.uuid();
+    const runId = turnId ?? parts.ids.uuid();
     emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
     return logger.child({ agentId: entry.id, runId });
   }
@@ -409,7 +425,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const trace = new TurnTrace(clock);
     const emit = trace.sink(sink);
     // The turn may have waited in the queue: the agent must still be live, running and within quota.
-    const runLogger = await beginTurn(entry, emit, 'send it messages');
+    const { journal } = place;
+    const runLogger = await beginTurn(entry, emit, 'send it messages', journal?.turnId);
 
     const base = await histories.load(place.sessionId);
     const conversation = place.conversation ?? 'main';
@@ -445,6 +462,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       throw unwound(entry, error, signal);
     }
     for (const used of calls) trace.model(used);
+    // A resumed turn goes on from its journal: what it said and did is not done again.
+    const resumed = journal?.record === undefined ? undefined : resumeOf(journal.record);
+    if (resumed !== undefined) {
+      messages = [...messages, ...resumed.added];
+      for (const used of resumed.resume.calls) trace.model(used);
+      emit({ type: 'phase', phase: 'resume', detail: `resumed after a restart, from step ${journal?.record?.steps.length ?? 0} of its journal` });
+    }
 
     const modelConfig = entry.manifest.model;
     // `llm_max_tokens` caps what one model call may write.
@@ -462,6 +486,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         // A compacted history is new: the repair reads it whole.
         wellFormedPrefix: messages === input ? base.wellFormed : 0,
         ...(messages === input ? { knownTokens } : {}),
+        ...(journal === undefined ? {} : { journal: new TurnJournalWriter(store, clock, journal.turnId, parts.announce) }),
+        ...(resumed === undefined ? {} : { resume: resumed.resume }),
         models,
         resolver,
         runner,
@@ -754,11 +780,72 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
   }
 
+  /** Turns of this process by journal id, while they run: a retry with a turn's key waits for it. */
+  const inflight = new Map<string, Promise<TurnResult>>();
+
+  /**
+   * A message sent again with the key of `earlier` (a turn of the agent): that turn's reply, once
+   * it ends, instead of a new turn. Its record in the audit log is its own turn's.
+   * @throws the error it ended with; `TURN_RUNNING` when it runs elsewhere (another node).
+   */
+  async function replay(earlier: TurnJournalRecord, options: SendOptions, seal: TurnSeal | undefined): Promise<TurnResult> {
+    if (seal !== undefined) seal.replayed = true;
+    const running = inflight.get(earlier.id);
+    if (running !== undefined) return finishTurn(await running, options.emit ?? noEvents);
+    const outcome = earlier.state === 'done' ? earlier.outcome : null;
+    if (outcome === null) {
+      throw new LoomError('TURN_RUNNING', 'user', `the message with idempotency key "${earlier.idempotencyKey ?? ''}" started a turn that is still running on another node; retry later`);
+    }
+    const reason = typeof outcome['reason'] === 'string' ? outcome['reason'] : 'it did not finish';
+    if (outcome['status'] === 'finished') return finishTurn(outcome['result'] as unknown as TurnResult, options.emit ?? noEvents);
+    if (outcome['status'] === 'cancelled') throw new TurnCancelledError(`the turn this message started was cancelled: ${reason}`);
+    throw new LoomError('TURN_FAILED', 'system', `the turn this message started failed: ${reason}`);
+  }
+
+  /**
+   * Records a message to an agent that runs the assistant loop in the turn journal before it is
+   * queued (decision 0045); a message whose key started a turn already gets that turn's reply.
+   */
+  async function openJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number): Promise<{ turnId: string } | { earlier: TurnJournalRecord }> {
+    const key = options.idempotencyKey ?? null;
+    if (key !== null) {
+      const earlier = await store.turns.byKey(entry.id, key);
+      if (earlier !== undefined) return { earlier };
+    }
+    const turnId = parts.ids.uuid();
+    const request = requestRecord({ message, caller, ...(options.person === undefined ? {} : { person: options.person }), ...(options.door === undefined ? {} : { door: options.door }) });
+    try {
+      await store.turns.open({ id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt });
+    } catch (error) {
+      // The same key sent twice at once: the second gets the first's turn.
+      const earlier = key !== null && error instanceof StoreConflictError ? await store.turns.byKey(entry.id, key) : undefined;
+      if (earlier === undefined) throw error;
+      return { earlier };
+    }
+    return { turnId };
+  }
+
   async function send(reference: string, message: string, options: SendOptions = {}, seal?: TurnSeal): Promise<TurnResult> {
     const caller = options.caller ?? OWNER;
-    const { entry, runtime } = admit(reference, caller);
+    const { resume } = options;
+    let admitted: { entry: AgentEntry; runtime: AgentRuntime };
+    try {
+      admitted = admit(reference, caller);
+    } catch (error) {
+      // A resumed turn its agent can no longer run ends here, with why.
+      if (resume !== undefined) await store.turns.finish({ turnId: resume.id, outcome: { status: 'failed', reason: error instanceof Error ? error.message : String(error) } }, clock.now());
+      throw error;
+    }
+    const { entry, runtime } = admitted;
     const module = moduleFor(entry);
-    const receivedAt = clock.now();
+    const receivedAt = resume?.receivedAt ?? clock.now();
+    let journal: TurnPlace['journal'];
+    if (resume !== undefined) journal = { turnId: resume.id, record: resume };
+    else if (module === undefined) {
+      const opened = await openJournal(entry, message, caller, options, receivedAt);
+      if ('earlier' in opened) return replay(opened.earlier, options, seal);
+      journal = { turnId: opened.turnId };
+    }
     const sessionId = sessionOf(entry, options.conversation);
     const place: TurnPlace = {
       sessionId,
@@ -770,6 +857,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       stream: options.emit !== undefined,
       ...(seal === undefined ? {} : { seal }),
       ...(options.door === undefined ? {} : { door: options.door }),
+      ...(journal === undefined ? {} : { journal }),
     };
     // A turn can be followed again by a client that left, and cancelled, on whichever session it runs.
     const live = liveTurns.open(entry.id, options.conversation, message, receivedAt);
@@ -787,16 +875,24 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
           module === undefined ? runChat(runtime, entry, message, caller, turnSignal, emit, place) : runModuleTurn(runtime, entry, module, message, caller, turnSignal, emit, place),
         ),
       );
+    // An agent waiting on another must not be waited on by it: that would deadlock both turns.
+    const running = caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
+    if (journal !== undefined) inflight.set(journal.turnId, running);
     try {
-      // An agent waiting on another must not be waited on by it: that would deadlock both turns.
-      const result = await (caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn());
+      const result = await running;
       live.end('finished');
       return result;
     } catch (error) {
       // A budget that stopped the turn ended it as a cancel would: what it said is kept.
-      live.end(signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed', errorEvent(error));
+      const status = signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed';
+      live.end(status, errorEvent(error));
+      // A turn that ended without its commit (refused when it left the queue) closes its journal here.
+      if (journal !== undefined && journal.closed !== true) {
+        await store.turns.finish({ turnId: journal.turnId, outcome: { status, reason: error instanceof Error ? error.message : String(error) } }, clock.now()).catch((closeError: unknown) => logger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn'));
+      }
       throw error;
     } finally {
+      if (journal !== undefined) inflight.delete(journal.turnId);
       unlink();
       liveTurns.close(live);
     }

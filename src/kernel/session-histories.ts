@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import type { Clock, EventRecord, Store, UsageRecord } from '../contracts/index.ts';
+import type { Clock, EventRecord, Store, TurnJournalClose, UsageRecord } from '../contracts/index.ts';
 import { StoreConflictError } from '../errors/index.ts';
 import { estimateHistoryTokens } from '../runtime/index.ts';
 
@@ -82,7 +82,8 @@ export class SessionHistories {
   /**
    * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
    * When it is not, `added` (this turn's own messages) is appended to the newer history. The
-   * turn's `usage` and `events` (its audit record) commit in the same transaction. `wellFormed`
+   * turn's `usage` and `events` (its audit record) commit in the same transaction, and its
+   * journal closes with them (`closeTurn`). `wellFormed`
    * leading messages of `messages` are known to make a well-formed history.
    */
   async save(
@@ -90,9 +91,10 @@ export class SessionHistories {
     base: SessionHistory,
     messages: ModelMessage[],
     added: readonly ModelMessage[],
-    options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[]; wellFormed?: number } = {},
+    options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[]; wellFormed?: number; closeTurn?: TurnJournalClose } = {},
   ): Promise<void> {
-    const { usage, events } = options;
+    const { usage, events, closeTurn } = options;
+    const written = { ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }), ...(closeTurn === undefined ? {} : { closeTurn }) };
     let expected = base;
     let next = messages;
     let known = options.wellFormed ?? 0;
@@ -104,10 +106,10 @@ export class SessionHistories {
         const appended = expected.revision > 0 && startsWithAll(next, expected.messages);
         const updatedAt = this.#clock.now();
         const revision = appended
-          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) })
+          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, ...written })
           : await this.#store.sessions.save(
               { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt, conversation: target.conversation ?? null },
-              { expectedRevision: expected.revision, ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }) },
+              { expectedRevision: expected.revision, ...written },
             );
         // A history that grew by the turn's messages is counted from what was known of it before.
         const tokens = appended && expected.tokens !== undefined ? estimateHistoryTokens(next, { count: expected.messages.length, tokens: expected.tokens }) : undefined;

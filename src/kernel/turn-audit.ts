@@ -36,6 +36,11 @@ export interface TurnSeal {
    * model call): it is recorded as a cancel, not as a refusal before it ran.
    */
   stopped?: boolean;
+  /**
+   * Set when the message repeated an earlier one's idempotency key and got that turn's reply: the
+   * earlier turn has its own record, so none is written.
+   */
+  replayed?: boolean;
 }
 
 /** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */
@@ -66,14 +71,14 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     try {
       result = await run(seal);
     } catch (error) {
-      if (agent !== undefined) {
+      if (agent !== undefined && seal.replayed !== true) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
         const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
         await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;
     }
-    if (agent !== undefined) {
+    if (agent !== undefined && seal.replayed !== true) {
       if (seal.recorded === undefined) await parts.publish(finished(result));
       else parts.announce(seal.recorded);
     }

@@ -25,6 +25,8 @@ export type RunPhase =
   | 'loop-guard'
   | 'max-iterations'
   | 'token-budget'
+  // A turn its daemon stopped in goes on from its journal (decision 0045).
+  | 'resume'
   // The delegate's steps (spec/03): its catalog, choosing, rewriting, handing over, answering.
   | 'catalog'
   | 'select'

@@ -10,7 +10,7 @@ import type { AgentEventSink, TurnUsage } from './agent-event.ts';
 import { MAX_CONTINUATIONS } from './constants.ts';
 import { createLoopGuard } from './loop-guard.ts';
 import { estimateHistoryTokens, type KnownTokens, repairSession, truncateToContextWindow } from './session-repair.ts';
-import type { ToolFilter, ToolRunner } from './tool-runner.ts';
+import type { ToolCallRequest, ToolFilter, ToolFinishEntry, ToolRunner } from './tool-runner.ts';
 
 /** The text sent when a reply was cut off by the token limit. */
 export const CONTINUE_PROMPT = 'Please continue exactly where you stopped.';
@@ -76,6 +76,64 @@ export interface AgentLoopOptions {
    * history), so that changing it leaves the prefix cached. Not kept in the history.
    */
   context?: string;
+  /** Where the run commits each step as it happens (decision 0045); see {@link LoopJournal}. */
+  journal?: LoopJournal;
+  /**
+   * What a resumed turn did before its daemon stopped (`messages` already ends with what it
+   * said): the run goes on from there and runs again only what is safe to (see {@link LoopResume}).
+   */
+  resume?: LoopResume;
+}
+
+/**
+ * Where a run reports its steps as they happen, each committed before the next starts (a turn's
+ * journal, decision 0045): a turn its daemon stopped in resumes from them.
+ */
+export interface LoopJournal {
+  /**
+   * The model answered. `added` is every message the run added to the history since the reply it
+   * reported last, this reply last. It may be held back and committed with the next step; a
+   * final reply is committed by the turn's own commit.
+   */
+  modelReply(step: { added: ModelMessage[]; text: string; call: ModelCallUsage; toolCalls: readonly ToolCallRequest[] }): Promise<void>;
+  /** A call passed every gate and is about to run; resolves once its start is committed. */
+  toolStart(call: ToolCallRequest, tool: Tool<never>): Promise<void>;
+  /** A call's result, with the audit record of a call that ran; resolves once committed. */
+  toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void>;
+  /** Commits what is held back (a call now waits for a person). */
+  flush(): Promise<void>;
+}
+
+/** What a resumed turn had done, from its journal. */
+export interface LoopResume {
+  /** Its model calls so far, in order. */
+  calls: ModelCallUsage[];
+  /** Its reply's text so far. */
+  text: string;
+  /** The model calls of the loop it had made (the next one is one more). */
+  iterations: number;
+  /**
+   * The round of tool calls it stopped in: the calls its last reply asked for, the results it
+   * had, and the calls that had started without a result, each with whether it was idempotent
+   * (see `Tool.idempotent`) as its start recorded.
+   */
+  round?: { calls: ToolCallRequest[]; results: ToolResultPart[]; started: ReadonlyMap<string, boolean> };
+}
+
+/** The result of a call that was running when the daemon stopped and is not safe to run again. */
+export const UNKNOWN_OUTCOME_TEXT = 'the daemon stopped during this call; it may or may not have run. Check before doing it again';
+
+/** Whether running `tool` again with `input` has the same effect as running it once (see `Tool.idempotent`). */
+export function isIdempotent(tool: Tool<never> | undefined, input: unknown): boolean {
+  const declared = tool?.idempotent;
+  if (typeof declared === 'function') {
+    try {
+      return (declared as (input: unknown) => boolean)(input);
+    } catch {
+      return false;
+    }
+  }
+  return declared === true;
 }
 
 const partialOutcomes = new WeakMap<object, PartialLoopOutcome>();
@@ -204,8 +262,11 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let messages = [...options.messages];
   let wellFormed = options.wellFormedPrefix ?? 0;
   let knownTokens = options.knownTokens;
-  const calls: ModelCallUsage[] = [];
-  let text = '';
+  const calls: ModelCallUsage[] = [...(options.resume?.calls ?? [])];
+  let text = options.resume?.text ?? '';
+  const { journal } = options;
+  // How many of `messages` the journal has (those it was resumed with included).
+  let journaled = messages.length;
   let continuations = 0;
   let lastModel = options.models[0];
   if (lastModel === undefined) throw new Error('runAgentLoop needs at least one model');
@@ -227,8 +288,92 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   // The round of tool calls under way, to close with results if the turn ends inside it.
   let round: { calls: readonly { toolCallId: string; toolName: string }[]; results: ToolResultPart[] } | undefined;
 
+  /**
+   * Runs the calls of a round the model asked for, in order, those with a result already (a
+   * resumed round's) skipped; a call that had started when the daemon stopped runs again only
+   * when it is idempotent, else its result says its outcome is unknown.
+   */
+  async function runRound(toolCalls: readonly ToolCallRequest[], results: ToolResultPart[], started: ReadonlyMap<string, boolean>): Promise<{ hints: string[]; stop: string | undefined }> {
+    round = { calls: toolCalls, results };
+    const hints: string[] = [];
+    let stop: string | undefined;
+    const done = new Set(results.map((result) => result.toolCallId));
+    for (const call of toolCalls) {
+      if (done.has(call.toolCallId)) continue;
+      // A cancelled turn starts no more calls.
+      options.signal.throwIfAborted();
+      emit({ type: 'tool-call', ...call });
+      let result: { text: string; isError: boolean };
+      let finished: ToolFinishEntry | undefined;
+      if (started.get(call.toolCallId) === false) {
+        result = { text: UNKNOWN_OUTCOME_TEXT, isError: true };
+      } else {
+        const outcome = await options.runner.run(call, {
+          agent: options.agent,
+          filter: options.filter,
+          approvalRequiredFor: options.approvalRequiredFor,
+          emit: journal === undefined ? emit : (event) => {
+            // A call waiting for a person may wait long: what the turn said is committed first.
+            if (event.type === 'approval-request') void journal.flush();
+            emit(event);
+          },
+          settings: options.settings,
+          signal: options.signal,
+          loopGuard,
+          ...(journal === undefined ? {} : { onStart: (tool: Tool<never>) => journal.toolStart(call, tool), holdFinish: true }),
+        });
+        result = { text: outcome.result.text, isError: outcome.result.isError === true };
+        finished = outcome.finished;
+        if (outcome.hint !== undefined) hints.push(outcome.hint);
+        if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
+      }
+      await journal?.toolResult(call, result, finished);
+      emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError });
+      results.push({
+        type: 'tool-result',
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: result.isError ? { type: 'error-text', value: result.text } : { type: 'text', value: result.text },
+      });
+    }
+    messages.push({ role: 'tool', content: results });
+    round = undefined;
+    return { hints, stop };
+  }
+
+  /** After a round: the tools shown next, the loop guard's word; a reason to stop, when the run must end. */
+  function afterRound(outcome: { hints: string[]; stop: string | undefined }, iteration: number): string | undefined {
+    if (typeof options.tools === 'function') {
+      const next = currentTools();
+      if (namesOf(inFixedOrder(next)) !== namesOf(shown)) {
+        shown = inFixedOrder(next);
+        aiTools = toAiTools(ai, shown);
+      }
+    }
+    const { hints, stop } = outcome;
+    if (hints.length > 0) {
+      emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
+      messages.push({ role: 'user', content: hints.join('\n') });
+    }
+    if (stop !== undefined) {
+      emit({ type: 'phase', phase: 'loop-guard', detail: stop });
+      return `[stopped: ${stop}]`;
+    }
+    if (iteration >= options.maxIterations) {
+      const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
+      emit({ type: 'phase', phase: 'max-iterations', detail: note });
+      return `[${note}]`;
+    }
+    return undefined;
+  }
+
   try {
-    for (let iteration = 1; ; iteration += 1) {
+    const resumed = options.resume;
+    if (resumed?.round !== undefined) {
+      const ending = afterRound(await runRound(resumed.round.calls, [...resumed.round.results], resumed.round.started), resumed.iterations);
+      if (ending !== undefined) return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: resumed.iterations, calls, model: lastModel, wellFormed };
+    }
+    for (let iteration = (resumed?.iterations ?? 0) + 1; ; iteration += 1) {
       // Repairs are kept in the history; the cut to the context window only shapes this request,
       // so the stored session never loses messages to it (compaction is what shortens a session).
       const repaired = repairSession(messages, { wellFormedPrefix: wellFormed });
@@ -271,6 +416,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       }
       messages.push(...step.response);
       text += step.text;
+      if (journal !== undefined) {
+        // A history the repair shortened is reported from where it now ends.
+        const added = messages.slice(Math.min(journaled, messages.length - step.response.length));
+        journaled = messages.length;
+        await journal.modelReply({ added, text: step.text, call: modelCall, toolCalls: step.toolCalls });
+      }
 
       if (step.toolCalls.length === 0) {
         if (step.finishReason === 'length' && continuations < MAX_CONTINUATIONS && iteration < options.maxIterations) {
@@ -282,56 +433,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         return { messages, text, iterations: iteration, calls, model: lastModel, wellFormed };
       }
 
-      const results: ToolResultPart[] = [];
-      round = { calls: step.toolCalls, results };
-      const hints: string[] = [];
-      let stop: string | undefined;
-      for (const call of step.toolCalls) {
-        // A cancelled turn starts no more calls.
-        options.signal.throwIfAborted();
-        emit({ type: 'tool-call', ...call });
-        const outcome = await options.runner.run(call, {
-          agent: options.agent,
-          filter: options.filter,
-          approvalRequiredFor: options.approvalRequiredFor,
-          emit,
-          settings: options.settings,
-          signal: options.signal,
-          loopGuard,
-        });
-        const isError = outcome.result.isError === true;
-        emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: outcome.result.text, isError });
-        results.push({
-          type: 'tool-result',
-          toolCallId: call.toolCallId,
-          toolName: call.toolName,
-          output: isError ? { type: 'error-text', value: outcome.result.text } : { type: 'text', value: outcome.result.text },
-        });
-        if (outcome.hint !== undefined) hints.push(outcome.hint);
-        if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
-      }
-      messages.push({ role: 'tool', content: results });
-      round = undefined;
-      if (typeof options.tools === 'function') {
-        const next = currentTools();
-        if (namesOf(inFixedOrder(next)) !== namesOf(shown)) {
-          shown = inFixedOrder(next);
-          aiTools = toAiTools(ai, shown);
-        }
-      }
-      if (hints.length > 0) {
-        emit({ type: 'phase', phase: 'loop-guard', detail: hints.join(' ') });
-        messages.push({ role: 'user', content: hints.join('\n') });
-      }
-      if (stop !== undefined) {
-        emit({ type: 'phase', phase: 'loop-guard', detail: stop });
-        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[stopped: ${stop}]`, iterations: iteration, calls, model: lastModel, wellFormed };
-      }
-      if (iteration >= options.maxIterations) {
-        const note = `stopped after ${iteration} iterations ([resources].max_iterations = ${options.maxIterations})`;
-        emit({ type: 'phase', phase: 'max-iterations', detail: note });
-        return { messages, text: `${text}${text === '' ? '' : '\n\n'}[${note}]`, iterations: iteration, calls, model: lastModel, wellFormed };
-      }
+      const ending = afterRound(await runRound(step.toolCalls, [], NONE_STARTED), iteration);
+      if (ending !== undefined) return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: iteration, calls, model: lastModel, wellFormed };
     }
   } catch (error) {
     // What the run did before it failed still counts: the caller records its usage and keeps
@@ -365,6 +468,9 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     throw wrapped;
   }
 }
+
+/** A round of calls none of which ran before. */
+const NONE_STARTED: ReadonlyMap<string, boolean> = new Map();
 
 /** One model call of the loop: to which model, with what, and who to tell when it begins to answer. */
 interface CallRequest {

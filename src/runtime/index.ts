@@ -3,8 +3,8 @@
  * session repair, output truncation, guidelines, compaction).
  */
 export type { AgentEvent, AgentEventSink, RunPhase, TurnResult, TurnUsage } from './agent-event.ts';
-export { CONTINUE_PROMPT, NOT_RUN_TOOL_CALL_TEXT, partialOutcomeOf, runAgentLoop } from './agent-loop.ts';
-export type { AgentLoopOptions, AgentLoopOutcome, ModelCallUsage, PartialLoopOutcome } from './agent-loop.ts';
+export { CONTINUE_PROMPT, isIdempotent, NOT_RUN_TOOL_CALL_TEXT, partialOutcomeOf, runAgentLoop, UNKNOWN_OUTCOME_TEXT } from './agent-loop.ts';
+export type { AgentLoopOptions, AgentLoopOutcome, LoopJournal, LoopResume, ModelCallUsage, PartialLoopOutcome } from './agent-loop.ts';
 export { canonicalJson } from './canonical-json.ts';
 export { loadAi } from './load-ai.ts';
 export { checkToolInput, toolJsonSchema } from './tool-schema.ts';
@@ -47,4 +47,4 @@ export type { TaintAction, TaintFinding, TaintSettings, TaintSink, TaintTool } f
 export { CallArgument, normaliseText, TAINT_RUN_LENGTH, TAINT_WHOLE_LENGTH, UntrustedText } from './taint/untrusted-text.ts';
 export type { TaintSource } from './taint/untrusted-text.ts';
 export { linkAbort } from './link-abort.ts';
-export type { ApprovalGate, TaintAuditEntry, ToolAuditEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';
+export type { ApprovalGate, TaintAuditEntry, ToolAuditEntry, ToolFinishEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';

@@ -194,6 +194,17 @@ export interface ToolCallOptions {
   nestedCalls?: NestedCalls;
   /** How many compose steps this call is nested in (see `ToolBox.composeDepth`); 0 when unset. */
   composeDepth?: number;
+  /**
+   * Awaited once the call has passed every gate (an approval included), right before the tool
+   * runs: the turn's journal records its start (decision 0045). Not passed on to nested calls.
+   */
+  onStart?: (tool: Tool<never>) => Promise<void>;
+  /**
+   * Set by a turn that journals its steps: a call that ran gives its audit record in
+   * `ToolCallOutcome.finished` instead of having it recorded apart, so that it commits with the
+   * call's result in the journal.
+   */
+  holdFinish?: boolean;
 }
 
 /** The outcome of a call: the result the model sees, a hint to append, or the end of the loop. */
@@ -209,6 +220,8 @@ export interface ToolCallOutcome {
    * guard, exec policy, approval), out of its time (`timeout`), or the tool `threw` `error`.
    */
   failure?: ToolCallFailure;
+  /** The audit record of a call that ran, when `ToolCallOptions.holdFinish` kept it for the caller to record. */
+  finished?: ToolFinishEntry;
 }
 
 /** See `ToolCallOutcome.failure`. */
@@ -419,7 +432,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
             return (await refuse(agent, toolName, 'denied', reason)).result;
           }
           nestedCalls.made += 1;
-          const inner: ToolCallOptions = { ...callOptions, nesting: nesting + 1, nestedCalls, composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth };
+          const { onStart: _onStart, holdFinish: _holdFinish, ...outer } = callOptions;
+          const inner: ToolCallOptions = { ...outer, nesting: nesting + 1, nestedCalls, composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth };
           let outcome: ToolCallOutcome;
           try {
             outcome = await runner.run({ toolCallId: `${callId}/${toolName}`, toolName, input }, inner);
@@ -533,6 +547,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       }
       // A cancelled turn runs nothing more.
       signal.throwIfAborted();
+      await callOptions.onStart?.(tool);
       const timeoutSetting = toolSettings['timeout_seconds'];
       const timeoutMs = typeof timeoutSetting === 'number' ? timeoutSetting * 1000 : DEFAULT_TOOL_TIMEOUT_MS;
       let result: ToolResult;
@@ -549,14 +564,17 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         result = errorResult(`${tool.name} failed: ${message}`);
         failure = { kind: 'threw', error };
       }
+      let finished: ToolFinishEntry | undefined;
       if (failure === TIMED_OUT) {
         await options.audit({ agentId: agent.id, agentName: agent.name, tool: tool.name, outcome: 'timeout', reason: result.text });
       } else {
-        await options.finished?.({ agentId: agent.id, agentName: agent.name, tool: tool.name, isError: result.isError === true, durationMs: options.clock.now() - startedAt });
+        finished = { agentId: agent.id, agentName: agent.name, tool: tool.name, isError: result.isError === true, durationMs: options.clock.now() - startedAt };
+        if (callOptions.holdFinish !== true) await options.finished?.(finished);
       }
       const capped = { ...result, text: truncateToolOutput(result.text) };
       options.taint?.observe(agent, tool, parsed.input, capped);
       const outcome: ToolCallOutcome = { result: capped };
+      if (finished !== undefined && callOptions.holdFinish === true) outcome.finished = finished;
       if (verdict.action === 'warn') outcome.hint = verdict.hint;
       if (failure !== undefined) outcome.failure = failure;
       if (callOptions.nestedCalls === undefined) {

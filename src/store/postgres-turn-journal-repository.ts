@@ -87,6 +87,13 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
     );
   }
 
+  finish(close: TurnJournalClose, at: number): Promise<void> {
+    return this.#connection.execute(
+      () => this.#connection.transaction((client) => closeTurn(client, close, at)),
+      () => ({ action: `close turn "${close.turnId}"` }),
+    );
+  }
+
   prune(before: number): Promise<number> {
     return this.#connection.execute(
       async (db) => (await query(db, "DELETE FROM turn_journal WHERE state = 'done' AND finished_at < $1", [before])).changed,

@@ -34,6 +34,7 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
   readonly #insertStep: StatementSync;
   readonly #prune: StatementSync;
   readonly #appendEvent: StatementSync;
+  readonly #close: (close: TurnJournalClose, at: number) => void;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
@@ -47,6 +48,7 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     this.#insertStep = db.prepare(`INSERT INTO turn_steps (${turnStepColumns}) VALUES (?, ?, ?, ?, ?)`);
     this.#prune = db.prepare("DELETE FROM turn_journal WHERE state = 'done' AND finished_at < ?");
     this.#appendEvent = prepareEventInsert(db);
+    this.#close = prepareTurnClose(db);
   }
 
   #read(row: SqliteRow): TurnJournalRecord {
@@ -108,6 +110,13 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     return this.#connection.execute(
       () => this.#running.all().map((row) => this.#read(row)),
       () => ({ action: 'list the running turns' }),
+    );
+  }
+
+  finish(close: TurnJournalClose, at: number): Promise<void> {
+    return this.#connection.execute(
+      () => this.#connection.transaction(() => this.#close(close, at)),
+      () => ({ action: `close turn "${close.turnId}"` }),
     );
   }
 

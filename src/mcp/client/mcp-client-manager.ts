@@ -270,6 +270,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       name,
       description: `[MCP:${server}] ${tool.description ?? tool.title ?? tool.name}`,
       mcpServer: server,
+      // Run again on a resumed turn only when its server says that is safe (decision 0045).
+      idempotent: tool.annotations?.idempotentHint === true || tool.annotations?.readOnlyHint === true,
       inputSchema: ANY_OBJECT,
       jsonSchema: jsonSchemaOf(tool),
       requires: () => [],

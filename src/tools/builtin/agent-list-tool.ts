@@ -6,6 +6,8 @@ const AgentListInput = z.strictObject({});
 /** `agent_list {}`: the live agents, with their state, description and tags. */
 export const agentListTool: Tool<z.output<typeof AgentListInput>> = {
   name: 'agent_list',
+  // Run again on a resumed turn (decision 0045): it only reads.
+  idempotent: true,
   description: 'List the live agents with their state, description and tags.',
   inputSchema: AgentListInput,
   requires: () => [],

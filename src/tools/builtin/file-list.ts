@@ -22,6 +22,8 @@ const FileListInputSchema = z.object({
  */
 export const fileListTool: Tool<{ path: string }> = {
   name: 'file_list',
+  // Run again on a resumed turn (decision 0045): it only reads.
+  idempotent: true,
   description: 'List a folder: one entry per line, folders end with "/". Relative paths are in your workspace.',
   inputSchema: FileListInputSchema,
   requires: (input, context) => requirePathCapability('file_read', input.path, context),

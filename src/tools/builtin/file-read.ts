@@ -27,6 +27,8 @@ const FileReadInputSchema = z.object({
  */
 export const fileReadTool: Tool<{ path: string }> = {
   name: 'file_read',
+  // Run again on a resumed turn (decision 0045): it only reads.
+  idempotent: true,
   description: 'Read a UTF-8 text file (at most 10 MB). Relative paths are in your workspace.',
   inputSchema: FileReadInputSchema,
   requires: (input, context) => requirePathCapability('file_read', input.path, context),

@@ -12,6 +12,8 @@ const GenerateTextInput = z.strictObject({
  */
 export const generateTextTool: Tool<z.output<typeof GenerateTextInput>> = {
   name: 'generate_text',
+  // Run again on a resumed turn (decision 0045): it only asks a model again, nothing else.
+  idempotent: true,
   description: 'Ask your own model to write text for a prompt (summarise, rewrite, classify, draft) in one call, without tools. Returns the text.',
   inputSchema: GenerateTextInput,
   requires: () => [],

@@ -24,7 +24,7 @@ function withLogs(context: ToolContext, read: (logs: LogReader) => ToolResult): 
 const Count = z.int().min(1).max(1000);
 
 function logTool<T>(name: string, description: string, inputSchema: z.ZodType<T>, read: (logs: LogReader, input: T) => ToolResult): Tool<T> {
-  return { name, description, inputSchema, requires: () => [], execute: (input, context) => withLogs(context, (logs) => read(logs, input)) };
+  return { name, description, inputSchema, requires: () => [], idempotent: true, execute: (input, context) => withLogs(context, (logs) => read(logs, input)) };
 }
 
 export const getRecentLogsTool = logTool('get_recent_logs', 'The most recent log entries of the Loom daemon, newest first.', z.strictObject({ count: Count.default(20) }), (logs, input) =>

@@ -16,6 +16,8 @@ type MemoryRecallInput = z.output<typeof MemoryRecallInput>;
  */
 export const memoryRecallTool: Tool<MemoryRecallInput> = {
   name: 'memory_recall',
+  // Run again on a resumed turn (decision 0045): it only reads.
+  idempotent: true,
   description: 'Recall values from persistent memory by exact "key", by key "prefix", or by a text "query".',
   inputSchema: MemoryRecallInput,
   requires: (input) => ('key' in input ? [{ kind: 'memory_read', pattern: input.key }] : []),

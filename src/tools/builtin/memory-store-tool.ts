@@ -12,6 +12,8 @@ const MemoryStoreInput = z.strictObject({
  */
 export const memoryStoreTool: Tool<z.output<typeof MemoryStoreInput>> = {
   name: 'memory_store',
+  // Run again on a resumed turn (decision 0045): it only stores the same value under the same key again.
+  idempotent: true,
   description: 'Store a value in persistent memory under a scoped key such as "self.notes". It survives restarts.',
   inputSchema: MemoryStoreInput,
   requires: (input) => [{ kind: 'memory_write', pattern: input.key }],

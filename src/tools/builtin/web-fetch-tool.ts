@@ -18,6 +18,8 @@ const WebFetchInput = z.strictObject({
  */
 export const webFetchTool: Tool<z.output<typeof WebFetchInput>> = {
   name: 'web_fetch',
+  // Run again on a resumed turn (decision 0045): it only GETs.
+  idempotent: true,
   description:
     'Fetch a web page or document by URL (GET) and return it as readable text: HTML is reduced to its title and main text, JSON and plain text are returned as they are.',
   inputSchema: WebFetchInput,

@@ -33,6 +33,9 @@ const SHOWN_HEADERS = [
   'x-ratelimit-reset',
 ];
 
+/** The methods that only read, run again when their turn resumes. */
+const READING_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
  * `http_request {url, method, headers, body, redirect}`: any HTTP method through the same SSRF
  * guard and redirect rules as web_fetch. Returns the status, selected headers and the body as
@@ -47,6 +50,8 @@ export const httpRequestTool: Tool<z.output<typeof HttpRequestInput>> = {
     'Send an HTTP request (any method, with headers and a text body) and return the status, the main response headers and the body as text. Use for APIs.',
   inputSchema: HttpRequestInput,
   requires: (input) => [netConnectFor(parseWebUrl(input.url))],
+  // Run again on a resumed turn only when it reads (decision 0045): GET, HEAD and OPTIONS.
+  idempotent: (input) => READING_METHODS.has(input.method.toUpperCase()),
   async execute(input, context) {
     try {
       const settings = readWebSettings('http_request', context.settings);

@@ -72,6 +72,8 @@ const SearxngResponse = z.looseObject({
  */
 export const webSearchTool: Tool<z.output<typeof WebSearchInput>> = {
   name: 'web_search',
+  // Run again on a resumed turn (decision 0045): it only searches.
+  idempotent: true,
   description: 'Search the web and return a numbered list of results (title, URL, snippet). Use web_fetch to read a result.',
   inputSchema: WebSearchInput,
   requires(_input, context) {

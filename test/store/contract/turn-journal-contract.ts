@@ -67,6 +67,18 @@ export function describeTurnJournalContract(context: StoreContext): void {
       expect((await store.turns.byKey('a1', 'k-1'))?.id).toBe('again');
     });
 
+    it('closes a turn that ended without a session commit', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await store.turns.open(opened('plain', 'a1'));
+      await store.turns.open(opened('keyed', 'a1', { idempotencyKey: 'k' }));
+      await store.turns.step('keyed', [{ kind: 'model', at: 1, data: {} }]);
+      await store.turns.finish({ turnId: 'plain', outcome: { status: 'failed' } }, 2_000);
+      await store.turns.finish({ turnId: 'keyed', outcome: { status: 'failed', reason: 'suspended' } }, 2_000);
+      expect(await store.turns.get('plain')).toBeUndefined();
+      expect(await store.turns.get('keyed')).toMatchObject({ state: 'done', outcome: { status: 'failed', reason: 'suspended' }, steps: [] });
+    });
+
     it('goes with its agent', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');

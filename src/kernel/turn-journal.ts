@@ -1,0 +1,171 @@
+import type { ModelMessage, ToolResultPart } from 'ai';
+import type { Clock, JsonObject, JsonValue, Logger, Store, Tool, TurnJournalRecord, TurnStepRecord } from '../contracts/index.ts';
+import { isIdempotent, type LoopJournal, type LoopResume, type ModelCallUsage, type ToolCallRequest, type ToolFinishEntry } from '../runtime/index.ts';
+import type { Caller } from './agent-runtime.ts';
+import type { SendOptions } from './message-flow.ts';
+import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
+import type { TurnEnding } from './turn-record.ts';
+
+/**
+ * A turn's journal (decision 0045): what it was asked, recorded when it is accepted, and each
+ * step as it happens, so that a turn running when its daemon stopped resumes at the next start.
+ */
+
+/** What a journaled turn needs to run again: `TurnJournalRecord.request`. */
+export interface TurnRequest {
+  message: string;
+  caller: Caller;
+  person?: string;
+  /** The door whose messages are untrusted whoever sends them (see `SendOptions.door`). */
+  door?: 'a2a';
+}
+
+/** The request of a journaled turn, as the store keeps it. */
+export function requestRecord(request: TurnRequest): JsonObject {
+  return JSON.parse(JSON.stringify(request)) as JsonObject;
+}
+
+/** The request a journal holds; undefined when it is not one this Loom wrote. */
+export function readRequest(record: JsonObject): TurnRequest | undefined {
+  const { message, caller, person, door } = record as { message?: unknown; caller?: unknown; person?: unknown; door?: unknown };
+  if (typeof message !== 'string' || typeof caller !== 'object' || caller === null || !('kind' in caller)) return undefined;
+  return { message, caller: caller as Caller, ...(typeof person === 'string' ? { person } : {}), ...(door === 'a2a' ? { door } : {}) };
+}
+
+/** How a turn that ended is remembered for a retry with its key (see `TurnJournalClose.outcome`). */
+export function outcomeRecord(ending: TurnEnding, result: JsonValue | undefined): JsonObject {
+  return ending.status === 'finished' ? { status: 'finished', result: result ?? null } : { status: ending.status, reason: ending.reason };
+}
+
+/** The audit record of a call that ran, as the kernel's `finished` would publish it. */
+function finishEvent(entry: ToolFinishEntry, at: number): ToolCallEvent {
+  return { type: entry.isError ? 'tool-failed' : 'tool-finish', at, agentId: entry.agentId, name: entry.agentName, tool: entry.tool, durationMs: entry.durationMs };
+}
+
+/**
+ * Writes a running turn's steps to the store as the agent loop reports them. A model reply is
+ * held back and committed with what follows it (the start of its first call, or that call's
+ * result when a gate refused it), and a final reply with the turn's own commit; a call's result
+ * commits with its audit record: a tool round costs one commit per call and one for the reply.
+ */
+export class TurnJournalWriter implements LoopJournal {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #turnId: string;
+  /** Tells subscribers of an audit record committed with a step. */
+  readonly #announce: (event: ToolCallEvent) => void;
+  #held: TurnStepRecord[] = [];
+
+  constructor(store: Store, clock: Clock, turnId: string, announce: (event: ToolCallEvent) => void) {
+    this.#store = store;
+    this.#clock = clock;
+    this.#turnId = turnId;
+    this.#announce = announce;
+  }
+
+  async #commit(step: TurnStepRecord | undefined, events: readonly ToolCallEvent[] = []): Promise<void> {
+    const steps = step === undefined ? this.#held : [...this.#held, step];
+    if (steps.length === 0) return;
+    this.#held = [];
+    await this.#store.turns.step(this.#turnId, steps, { events: events.map(auditRecordOf) });
+    for (const event of events) this.#announce(event);
+  }
+
+  modelReply(step: { added: ModelMessage[]; text: string; call: ModelCallUsage; toolCalls: readonly ToolCallRequest[] }): Promise<void> {
+    this.#held.push({ kind: 'model', at: this.#clock.now(), data: { added: step.added, text: step.text, call: step.call, toolCalls: step.toolCalls } as unknown as JsonObject });
+    return Promise.resolve();
+  }
+
+  toolStart(call: ToolCallRequest, tool: Tool<never>): Promise<void> {
+    return this.#commit({ kind: 'tool-start', at: this.#clock.now(), data: { toolCallId: call.toolCallId, toolName: call.toolName, idempotent: isIdempotent(tool, call.input) } });
+  }
+
+  toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void> {
+    const at = this.#clock.now();
+    return this.#commit({ kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError } }, finished === undefined ? [] : [finishEvent(finished, at)]);
+  }
+
+  flush(): Promise<void> {
+    return this.#commit(undefined);
+  }
+}
+
+/** One step's data as the writer above stored it. */
+type ModelStepData = { added: ModelMessage[]; text: string; call: ModelCallUsage; toolCalls: ToolCallRequest[] };
+
+/**
+ * Where a journaled turn stands: the messages it added after its user message, and how the loop
+ * goes on (its model calls, its text, the round of calls it was in).
+ */
+export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; resume: LoopResume } {
+  const added: ModelMessage[] = [];
+  const calls: ModelCallUsage[] = [];
+  let text = '';
+  let iterations = 0;
+  let last: ModelStepData | undefined;
+  let results: ToolResultPart[] = [];
+  let started = new Map<string, boolean>();
+  for (const step of record.steps) {
+    if (step.kind === 'model') {
+      const data = step.data as unknown as ModelStepData;
+      added.push(...data.added);
+      calls.push(data.call);
+      text += data.text;
+      iterations += 1;
+      last = data;
+      results = [];
+      started = new Map();
+    } else if (step.kind === 'tool-start') {
+      const { toolCallId, idempotent } = step.data as { toolCallId: string; idempotent?: boolean };
+      started.set(toolCallId, idempotent === true);
+    } else {
+      const { toolCallId, toolName, text: output, isError } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean };
+      started.delete(toolCallId);
+      results.push({ type: 'tool-result', toolCallId, toolName, output: isError ? { type: 'error-text', value: output } : { type: 'text', value: output } });
+    }
+  }
+  const resume: LoopResume = { calls, text, iterations };
+  if (last !== undefined && last.toolCalls.length > 0) resume.round = { calls: last.toolCalls, results, started };
+  return { added, resume };
+}
+
+/** How long a turn given an idempotency key is remembered after it ends, for its caller's retries. */
+export const IDEMPOTENCY_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/** What {@link resumeTurns} needs: the store, how a message is sent (the kernel's audited send), a logger. */
+export interface ResumeParts {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  send: (agentId: string, message: string, options: SendOptions) => Promise<unknown>;
+}
+
+/**
+ * Resumes every turn the journal holds as running (its daemon stopped in it), in the order they
+ * were accepted, each from where it stopped; forgets turns given a key that ended more than
+ * {@link IDEMPOTENCY_KEY_RETENTION_MS} ago. Returns how many turns were resumed; they run in the
+ * background, as their agents' queues allow.
+ */
+export async function resumeTurns(parts: ResumeParts): Promise<number> {
+  const { store, logger } = parts;
+  await store.turns.prune(parts.clock.now() - IDEMPOTENCY_KEY_RETENTION_MS);
+  let resumed = 0;
+  for (const record of await store.turns.running()) {
+    const request = readRequest(record.request);
+    if (request === undefined) {
+      await store.turns.finish({ turnId: record.id, outcome: { status: 'failed', reason: 'its journal does not say what it was asked' } }, parts.clock.now());
+      continue;
+    }
+    const options: SendOptions = {
+      caller: request.caller,
+      resume: record,
+      ...(record.conversation === null ? {} : { conversation: record.conversation }),
+      ...(request.person === undefined ? {} : { person: request.person }),
+      ...(request.door === undefined ? {} : { door: request.door }),
+    };
+    parts.send(record.agentId, request.message, options).catch((error: unknown) => logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'));
+    resumed += 1;
+  }
+  if (resumed > 0) logger.info({ turns: resumed }, `resuming ${resumed} turn(s) the daemon stopped in`);
+  return resumed;
+}

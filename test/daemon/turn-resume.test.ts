@@ -1,0 +1,148 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+const model = useScriptedModelServer();
+const daemons = useDaemonHome('loom-resume-');
+
+/**
+ * The world a tool acts on: an HTTP server on 127.0.0.1 that counts the requests it gets, and
+ * holds those to `/hold` unanswered (a tool call under way when the daemon is killed).
+ */
+let world: { server: Server; url: string; hits: { method: string; path: string }[]; held: ServerResponse[] };
+
+beforeEach(async () => {
+  const hits: { method: string; path: string }[] = [];
+  const held: ServerResponse[] = [];
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    hits.push({ method: request.method ?? '', path: request.url ?? '' });
+    request.resume();
+    // `/hold-once` holds only its first request: a call run again gets an answer.
+    if (request.url === '/hold' || (request.url === '/hold-once' && hits.filter((hit) => hit.path === '/hold-once').length === 1)) held.push(response);
+    else response.end('the order is placed');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  world = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, held };
+});
+
+afterEach(async () => {
+  for (const response of world.held) response.destroy();
+  await new Promise<void>((resolve) => world.server.close(() => resolve()));
+});
+
+const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+
+/** An agent that may call `http_request` on the world's server, its calls approved by a person when `approval` is set. */
+function manifest(approval = false): string {
+  return `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n${approval ? '[autonomous]\napproval_required_for = ["http_request"]\n' : ''}`;
+}
+
+/** Starts a daemon with the clerk and sends it "place the order" without waiting for the reply. */
+async function startTurn(approval = false): Promise<DaemonProcess> {
+  const daemon = await daemons.start();
+  expect((await post(daemon.url, '/api/agents', manifest(approval), 'application/toml')).status).toBe(201);
+  void post(daemon.url, '/api/agents/clerk/messages', JSON.stringify({ message: 'place the order' })).catch(() => undefined);
+  return daemon;
+}
+
+async function kill(daemon: DaemonProcess): Promise<void> {
+  daemon.child.kill('SIGKILL');
+  await daemon.exited;
+}
+
+type Session = { messages: { role: string; content: unknown }[]; running: unknown };
+
+/** The clerk's session once no turn runs on it and it ends with an answer. */
+async function finishedSession(daemon: DaemonProcess): Promise<Session> {
+  return waitFor('the resumed turn to be committed', async () => {
+    const session = (await (await fetch(`${daemon.url}/api/agents/clerk/session`)).json()) as Session;
+    return session.running === null && session.messages.length > 0 ? session : undefined;
+  });
+}
+
+/** How many times the session holds `needle` in a message of `role`. */
+function copies(session: Session, role: string, needle: string): number {
+  return session.messages.filter((message) => message.role === role && JSON.stringify(message.content).includes(needle)).length;
+}
+
+const order = (path: string, method = 'POST'): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method, body: 'one order' } });
+
+describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', () => {
+  it('during a call that is not idempotent: the call is not run again, and the model is told its outcome is unknown', async () => {
+    model.script([{ toolCalls: [order('/hold')] }, { text: 'I will check whether the order went through.' }]);
+    const first = await startTurn();
+    await waitFor('the tool call to reach the world', () => world.hits.length >= 1);
+    await kill(first);
+
+    const second = await daemons.start();
+    const session = await finishedSession(second);
+    expect(world.hits).toEqual([{ method: 'POST', path: '/hold' }]);
+    // The model's reply with the call was taken from the journal: only the next step was asked.
+    expect(model.requests).toHaveLength(2);
+    expect(JSON.stringify(model.requests[1]?.body)).toContain('it may or may not have run');
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    expect(copies(session, 'assistant', 'http_request')).toBe(1);
+    expect(copies(session, 'tool', UNKNOWN_OUTCOME_TEXT.slice(0, 40))).toBe(1);
+    expect(copies(session, 'assistant', 'I will check whether the order went through.')).toBe(1);
+    await kill(second);
+  });
+
+  it('during a call that is idempotent (a GET): the call runs again and the turn goes on with its result', async () => {
+    model.script([{ toolCalls: [order('/hold-once', 'GET')] }, { text: 'Here is the page.' }]);
+    const first = await startTurn();
+    await waitFor('the tool call to reach the world', () => world.hits.length >= 1);
+    await kill(first);
+
+    const second = await daemons.start();
+    const session = await finishedSession(second);
+    expect(world.hits).toEqual([{ method: 'GET', path: '/hold-once' }, { method: 'GET', path: '/hold-once' }]);
+    expect(model.requests).toHaveLength(2);
+    expect(copies(session, 'tool', 'the order is placed')).toBe(1);
+    expect(copies(session, 'assistant', 'Here is the page.')).toBe(1);
+    await kill(second);
+  });
+
+  it('after a tool result, during the last model call: the call is not run again and the model gets its result', async () => {
+    model.script([{ toolCalls: [order('/place')] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const first = await startTurn();
+    await waitFor('the model call after the tool result', () => model.requests.length >= 2);
+    await kill(first);
+
+    model.script([{ text: 'The order is placed.' }]);
+    const second = await daemons.start();
+    const session = await finishedSession(second);
+    expect(world.hits).toEqual([{ method: 'POST', path: '/place' }]);
+    expect(model.requests).toHaveLength(3);
+    expect(JSON.stringify(model.requests[2]?.body)).toContain('the order is placed');
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    expect(copies(session, 'assistant', 'http_request')).toBe(1);
+    expect(copies(session, 'tool', 'the order is placed')).toBe(1);
+    expect(copies(session, 'assistant', 'The order is placed.')).toBe(1);
+    await kill(second);
+  });
+
+  it('after the model asked for a call that waits for a person: the call is asked again, approved, and runs once', async () => {
+    model.script([{ toolCalls: [order('/place')] }, { text: 'Done.' }]);
+    const first = await startTurn(true);
+    await waitFor('the approval request', async () => ((await (await fetch(`${first.url}/api/approvals?status=pending`)).json()) as unknown[]).length === 1);
+    await kill(first);
+
+    const second = await daemons.start();
+    const pending = await waitFor('the resumed turn to ask again', async () => {
+      const listed = (await (await fetch(`${second.url}/api/approvals?status=pending`)).json()) as { id: string }[];
+      return listed[0];
+    });
+    expect((await post(second.url, `/api/approvals/${pending.id}/approve`, '{}')).status).toBe(200);
+    const session = await finishedSession(second);
+    expect(world.hits).toEqual([{ method: 'POST', path: '/place' }]);
+    expect(model.requests).toHaveLength(2);
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    expect(copies(session, 'tool', 'the order is placed')).toBe(1);
+    expect(copies(session, 'assistant', 'Done.')).toBe(1);
+    await kill(second);
+  });
+});
