@@ -10,6 +10,7 @@ import type { AgentEvent } from '../runtime/index.ts';
 // Not the MCP server's index: that loads the MCP SDK, which the daemon loads on the first MCP request.
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { HttpRequestError } from './http-request-error.ts';
+import { idempotencyKeyOf } from './idempotency-key.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
@@ -130,12 +131,15 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     // here has a time limit; without one, a signal that never aborts.)
     const signal = deadline.timeLimit;
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
+    // The caller's retry of a message it did not get the reply to gets the same turn (decision 0045).
+    const idempotencyKey = idempotencyKeyOf(c);
+    const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
     if (!wantsStream) {
-      const result = await caller.send(reference, message, { signal, sessionId, thread });
+      const result = await caller.send(reference, message, { signal, sessionId, thread, ...keyed });
       return c.json(toTurnView(result));
     }
 
-    const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId, thread });
+    const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId, thread, ...keyed });
     return streamSSE(c, async (stream) => {
       try {
         if (first.done === true) return;

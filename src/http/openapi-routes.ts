@@ -51,6 +51,7 @@ const errors = (...statuses: number[]): Record<string, JsonObject> =>
 const path = (name: string, description: string): JsonObject => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 const query = (name: string, description: string, schema: JsonObject = { type: 'string' }): JsonObject => ({ name, in: 'query', required: false, description, schema });
 const AGENT = path('agent', 'the agent\'s name or id');
+const IDEMPOTENCY_KEY: JsonObject = { name: 'Idempotency-Key', in: 'header', required: false, description: 'a key of the caller\'s (1 to 255 printable ASCII characters): the same message sent again with it gets the turn the first one started (its reply once it ends), for 24 hours after that turn ended', schema: { type: 'string', maxLength: 255 } };
 const body = (schema: JsonObject, required = true): JsonObject => ({ required, content: json(schema) });
 
 /** One operation: its summary, who may call it, and what it takes and gives. */
@@ -114,7 +115,7 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
         tag: 'agents',
         summary: 'send a message; the reply as JSON, or the run as SSE with `Accept: text/event-stream`',
         description: 'JSON: `{ text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }`. SSE: one event per agent event (`run-start`, `text-delta`, `tool-call`, `tool-result`, `phase`, `run-finish`, `error`). A client that disconnects does not cancel the turn.',
-        parameters: [AGENT],
+        parameters: [AGENT, IDEMPOTENCY_KEY],
         requestBody: body(schemaOf('MessageBody', MessageBodySchema)),
         responses: { '200': { description: 'the reply', content: { 'application/json': { schema: ref('Reply') }, 'text/event-stream': { schema: { type: 'string' } } } }, ...errors(400, 403, 404, 409, 429, 502, 504) },
       },
@@ -221,7 +222,7 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
     '/a2a/tasks/{id}/cancel': { post: { tag: 'a2a', summary: 'the older task endpoint: cancel a task', parameters: [path('id', 'the task\'s id')], responses: { '200': ok('the task'), ...errors(404) } } },
     '/v1/models': { get: { tag: 'openai', summary: 'OpenAI-compatible: the agents as models', responses: { '200': ok('the models') } } },
     '/v1/chat/completions': {
-      post: { tag: 'openai', summary: 'OpenAI-compatible: `model` names an agent; `stream: true` streams chunks', requestBody: body(schemaOf('ChatCompletionRequest', ChatCompletionRequestSchema)), responses: { '200': { description: 'a chat completion, or chunks as SSE', content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } } } } },
+      post: { tag: 'openai', summary: 'OpenAI-compatible: `model` names an agent; `stream: true` streams chunks', parameters: [IDEMPOTENCY_KEY], requestBody: body(schemaOf('ChatCompletionRequest', ChatCompletionRequestSchema)), responses: { '200': { description: 'a chat completion, or chunks as SSE', content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } } } } },
     },
   };
 }

@@ -807,7 +807,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * queued (decision 0045); a message whose key started a turn already gets that turn's reply.
    */
   async function openJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number): Promise<{ turnId: string } | { earlier: TurnJournalRecord }> {
-    const key = options.idempotencyKey ?? null;
+    // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
+    const key = options.idempotencyKey === undefined ? null : options.conversation === undefined ? options.idempotencyKey : `${options.conversation}\n${options.idempotencyKey}`;
     if (key !== null) {
       const earlier = await store.turns.byKey(entry.id, key);
       if (earlier !== undefined) return { earlier };

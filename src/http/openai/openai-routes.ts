@@ -7,6 +7,7 @@ import type { Kernel } from '../../kernel/index.ts';
 import type { TurnResult } from '../../runtime/index.ts';
 import { type HttpEnv, kernelOf } from '../http-context.ts';
 import { readJsonBody } from '../request-input.ts';
+import { idempotencyKeyOf } from '../idempotency-key.ts';
 import { startTurnStream } from '../start-turn-stream.ts';
 import { ChatCompletionRequestSchema, lastUserMessage, threadOf } from './chat-completion-request.ts';
 import { toOpenAiErrorResponse } from './to-openai-error-response.ts';
@@ -97,8 +98,11 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
     const created = unixNow();
 
+    // A client's retry with the same `Idempotency-Key` gets the turn its first request started (decision 0045).
+    const idempotencyKey = idempotencyKeyOf(c);
+    const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
     if (request.stream !== true) {
-      const result = await caller.send(name, message, { signal: deadline.signal, thread: threadOf(request) });
+      const result = await caller.send(name, message, { signal: deadline.signal, thread: threadOf(request), ...keyed });
       const body: ChatCompletion = {
         id,
         object: 'chat.completion',
@@ -119,7 +123,7 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
-    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal, { thread: threadOf(request) });
+    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal, { thread: threadOf(request), ...keyed });
     return streamSSE(c, async (stream) => {
       stream.onAbort(disconnect);
       const write = async (data: unknown): Promise<void> => {
