@@ -17,12 +17,15 @@ export interface BenchKernel {
   dispose(): Promise<void>;
 }
 
-/** Opens (and boots) a kernel on the database at `databasePath`, or on a new temporary one. */
-export async function openBenchKernel(databasePath?: string, runtime?: AgentRuntime): Promise<BenchKernel> {
+/**
+ * Opens (and boots) a kernel on the database at `databasePath`, or on a new temporary one; with
+ * `resume`, as a daemon boots: the turns its journal holds as running resume.
+ */
+export async function openBenchKernel(databasePath?: string, runtime?: AgentRuntime, options: { resume?: boolean } = {}): Promise<BenchKernel> {
   const dir = databasePath === undefined ? await mkdtemp(join(tmpdir(), 'loom-bench-')) : undefined;
   const path = databasePath ?? join(dir ?? '', 'loom.db');
   const store = openSqliteStore({ path });
-  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }) });
+  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }), ...(options.resume === true ? { resumeBackgroundWork: true } : {}) });
   await kernel.boot();
   return {
     kernel,
@@ -40,14 +43,14 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
  * A kernel on a new temporary database (or on `databasePath`, e.g. `:memory:`) whose agents all
  * run on `model` (an in-process model: no provider, no network).
  */
-export function openInstantBenchKernel(model: LanguageModelV4, databasePath?: string): Promise<BenchKernel> {
+export function openInstantBenchKernel(model: LanguageModelV4, databasePath?: string, options: { resume?: boolean } = {}): Promise<BenchKernel> {
   return openBenchKernel(databasePath, {
     resolver: { resolve: () => model },
     costs: createCostCatalog(),
     tools: BUILTIN_TOOLS,
     env: {},
     workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  });
+  }, options);
 }
 
 /** A realistic manifest: model, fallback, quotas, a dozen capability patterns. */

@@ -9,6 +9,7 @@ const benchmarks: Record<string, Bench> = {
   boot: async () => (await import('./boot.ts')).bootBench(),
   turn: async () => (await import('./turn.ts')).turnBench(),
   'tool-turn': async () => (await import('./turn.ts')).toolTurnBench(),
+  resume: async () => (await import('./resume.ts')).resumeBench(),
   'turn-long-session': async () => (await import('./turn.ts')).longSessionTurnBench(),
   'http-turn': async () => (await import('./http.ts')).httpTurnBench(),
   'cold-start': async () => (await import('./http.ts')).coldStartBench(),

@@ -39,6 +39,7 @@ export type {
   SessionWriteOptions,
   Store,
   TurnJournalClose,
+  TurnJournalOpen,
   TurnJournalRecord,
   TurnJournalRepository,
   TurnStepRecord,

@@ -67,6 +67,9 @@ export interface TurnStepRecord {
   data: JsonObject;
 }
 
+/** A turn as it is first recorded: running, with no steps. */
+export type TurnJournalOpen = Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>;
+
 /** How a turn's commit closes its journal (see `SessionRepository.save`). */
 export interface TurnJournalClose {
   turnId: string;
@@ -84,9 +87,14 @@ export interface TurnJournalRepository {
    * @throws {StoreConflictError} when its agent already has a turn with its idempotency key.
    * @throws {StoreNotFoundError} when its agent does not exist.
    */
-  open(record: Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>): Promise<void>;
-  /** Appends `steps` to a running turn, with `events` (audit records) in the same transaction. */
-  step(turnId: string, steps: readonly TurnStepRecord[], options?: { events?: readonly Omit<EventRecord, 'seq'>[] }): Promise<void>;
+  open(record: TurnJournalOpen): Promise<void>;
+  /**
+   * Appends `steps` to a running turn, with `events` (audit records) in the same transaction;
+   * with `open`, records the turn first, in the same transaction (a turn is recorded with its
+   * first step, see decision 0045).
+   * @throws {StoreNotFoundError} when there is no such running turn (and no `open`).
+   */
+  step(turnId: string, steps: readonly TurnStepRecord[], options?: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen }): Promise<void>;
   get(turnId: string): Promise<TurnJournalRecord | undefined>;
   /** The agent's turn with that idempotency key, running or done. */
   byKey(agentId: string, idempotencyKey: string): Promise<TurnJournalRecord | undefined>;

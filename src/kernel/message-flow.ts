@@ -39,7 +39,7 @@ import {
 import type { AgentEntry } from './agent-entry.ts';
 import type { RecentFailures } from './agent-health.ts';
 import { auditRecordOf, type KernelEvent } from './event-bus.ts';
-import { outcomeRecord, requestRecord, resumeOf, TurnJournalWriter } from './turn-journal.ts';
+import { type JournalPlace, outcomeRecord, requestRecord, resumeOf, TurnJournalWriter } from './turn-journal.ts';
 import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
@@ -363,7 +363,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const result = options.result?.(usage);
     const audit = seal === undefined || result === undefined ? undefined : seal.finished(result);
     // The turn's journal closes with its commit: a retry with its key gets how it ended.
-    const closeTurn = journal === undefined ? undefined : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
+    const closeTurn = journal === undefined || journal.pending !== undefined ? undefined : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
     await histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)], ...(closeTurn === undefined ? {} : { closeTurn }) });
     if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
@@ -486,7 +486,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         // A compacted history is new: the repair reads it whole.
         wellFormedPrefix: messages === input ? base.wellFormed : 0,
         ...(messages === input ? { knownTokens } : {}),
-        ...(journal === undefined ? {} : { journal: new TurnJournalWriter(store, clock, journal.turnId, parts.announce) }),
+        ...(journal === undefined ? {} : { journal: new TurnJournalWriter(store, clock, journal, parts.announce) }),
         ...(resumed === undefined ? {} : { resume: resumed.resume }),
         models,
         resolver,
@@ -806,7 +806,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * Records a message to an agent that runs the assistant loop in the turn journal before it is
    * queued (decision 0045); a message whose key started a turn already gets that turn's reply.
    */
-  async function openJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number): Promise<{ turnId: string } | { earlier: TurnJournalRecord }> {
+  async function openJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number): Promise<JournalPlace | { earlier: TurnJournalRecord }> {
     // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
     const key = options.idempotencyKey === undefined ? null : options.conversation === undefined ? options.idempotencyKey : `${options.conversation}\n${options.idempotencyKey}`;
     if (key !== null) {
@@ -815,8 +815,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     }
     const turnId = parts.ids.uuid();
     const request = requestRecord({ message, caller, ...(options.person === undefined ? {} : { person: options.person }), ...(options.door === undefined ? {} : { door: options.door }) });
+    const record = { id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt };
+    // Recorded with its first step that could not be done again (see `TurnJournalWriter`); a
+    // turn with a key at once, so that a retry finds it.
+    if (key === null) return { turnId, pending: record };
     try {
-      await store.turns.open({ id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt });
+      await store.turns.open(record);
     } catch (error) {
       // The same key sent twice at once: the second gets the first's turn.
       const earlier = key !== null && error instanceof StoreConflictError ? await store.turns.byKey(entry.id, key) : undefined;
@@ -845,7 +849,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     else if (module === undefined) {
       const opened = await openJournal(entry, message, caller, options, receivedAt);
       if ('earlier' in opened) return replay(opened.earlier, options, seal);
-      journal = { turnId: opened.turnId };
+      journal = opened;
     }
     const sessionId = sessionOf(entry, options.conversation);
     const place: TurnPlace = {
@@ -888,7 +892,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       const status = signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed';
       live.end(status, errorEvent(error));
       // A turn that ended without its commit (refused when it left the queue) closes its journal here.
-      if (journal !== undefined && journal.closed !== true) {
+      if (journal !== undefined && journal.closed !== true && journal.pending === undefined) {
         await store.turns.finish({ turnId: journal.turnId, outcome: { status, reason: error instanceof Error ? error.message : String(error) } }, clock.now()).catch((closeError: unknown) => logger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn'));
       }
       throw error;

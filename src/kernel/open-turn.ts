@@ -1,10 +1,11 @@
 import type { ModelMessage } from 'ai';
-import type { Logger, TurnJournalRecord } from '../contracts/index.ts';
+import type { Logger } from '../contracts/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { SessionHistory } from './session-histories.ts';
 import type { TurnSeal } from './turn-audit.ts';
+import type { JournalPlace } from './turn-journal.ts';
 import type { TurnTrace } from './turn-record.ts';
 
 /**
@@ -29,11 +30,8 @@ export interface TurnPlace {
   cycle?: boolean;
   /** The model the turn runs on instead of the manifest's (a scheduled wake-up's `[schedule].model`). */
   model?: ModelTarget;
-  /**
-   * The turn's journal (decision 0045): its id, the record it resumes from after a restart, and
-   * whether its commit closed it.
-   */
-  journal?: { turnId: string; record?: TurnJournalRecord; closed?: boolean };
+  /** The turn's journal (decision 0045), for a turn of the assistant loop. */
+  journal?: JournalPlace;
 }
 
 /** A turn under way on a session, as its commit needs it (see `commitTurn` in `message-flow.ts`). */

@@ -1,5 +1,5 @@
 import type { ModelMessage, ToolResultPart } from 'ai';
-import type { Clock, JsonObject, JsonValue, Logger, Store, Tool, TurnJournalRecord, TurnStepRecord } from '../contracts/index.ts';
+import type { Clock, JsonObject, JsonValue, Logger, Store, Tool, TurnJournalOpen, TurnJournalRecord, TurnStepRecord } from '../contracts/index.ts';
 import { isIdempotent, type LoopJournal, type LoopResume, type ModelCallUsage, type ToolCallRequest, type ToolFinishEntry } from '../runtime/index.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { SendOptions } from './message-flow.ts';
@@ -43,23 +43,37 @@ function finishEvent(entry: ToolFinishEntry, at: number): ToolCallEvent {
 }
 
 /**
- * Writes a running turn's steps to the store as the agent loop reports them. A model reply is
- * held back and committed with what follows it (the start of its first call, or that call's
- * result when a gate refused it), and a final reply with the turn's own commit; a call's result
- * commits with its audit record: a tool round costs one commit per call and one for the reply.
+ * A turn's journal as the message flow holds it: its id, the record a resumed turn goes on from,
+ * the turn itself while it is not written yet (`pending`), and whether its commit closed it.
+ */
+export interface JournalPlace {
+  turnId: string;
+  record?: TurnJournalRecord;
+  /** The turn as it will be recorded with its first committed step; undefined once it is written. */
+  pending?: TurnJournalOpen;
+  closed?: boolean;
+}
+
+/**
+ * Writes a running turn's steps to the store as the agent loop reports them, committing only
+ * where a step could not be done again: before a call that is not idempotent starts, and with
+ * each result of a call that ran (with its audit record, which no longer commits apart). What
+ * comes between (the turn itself, a model reply, an idempotent call's start, a refused call's
+ * result) is held back and committed with the next; a final reply commits with the turn. So a
+ * turn costs no more commits than before, but for each call that is not idempotent.
  */
 export class TurnJournalWriter implements LoopJournal {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #turnId: string;
+  readonly #place: JournalPlace;
   /** Tells subscribers of an audit record committed with a step. */
   readonly #announce: (event: ToolCallEvent) => void;
   #held: TurnStepRecord[] = [];
 
-  constructor(store: Store, clock: Clock, turnId: string, announce: (event: ToolCallEvent) => void) {
+  constructor(store: Store, clock: Clock, place: JournalPlace, announce: (event: ToolCallEvent) => void) {
     this.#store = store;
     this.#clock = clock;
-    this.#turnId = turnId;
+    this.#place = place;
     this.#announce = announce;
   }
 
@@ -67,7 +81,9 @@ export class TurnJournalWriter implements LoopJournal {
     const steps = step === undefined ? this.#held : [...this.#held, step];
     if (steps.length === 0) return;
     this.#held = [];
-    await this.#store.turns.step(this.#turnId, steps, { events: events.map(auditRecordOf) });
+    const { pending } = this.#place;
+    await this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending }) });
+    delete this.#place.pending;
     for (const event of events) this.#announce(event);
   }
 
@@ -77,12 +93,23 @@ export class TurnJournalWriter implements LoopJournal {
   }
 
   toolStart(call: ToolCallRequest, tool: Tool<never>): Promise<void> {
-    return this.#commit({ kind: 'tool-start', at: this.#clock.now(), data: { toolCallId: call.toolCallId, toolName: call.toolName, idempotent: isIdempotent(tool, call.input) } });
+    const idempotent = isIdempotent(tool, call.input);
+    const step: TurnStepRecord = { kind: 'tool-start', at: this.#clock.now(), data: { toolCallId: call.toolCallId, toolName: call.toolName, idempotent } };
+    // A call that can run again needs no record before it runs.
+    if (!idempotent) return this.#commit(step);
+    this.#held.push(step);
+    return Promise.resolve();
   }
 
   toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void> {
     const at = this.#clock.now();
-    return this.#commit({ kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError } }, finished === undefined ? [] : [finishEvent(finished, at)]);
+    const step: TurnStepRecord = { kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError } };
+    // A call refused by a gate did nothing: its result rides with the next commit.
+    if (finished === undefined) {
+      this.#held.push(step);
+      return Promise.resolve();
+    }
+    return this.#commit(step, [finishEvent(finished, at)]);
   }
 
   flush(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { EventRecord, TurnJournalClose, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
+import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
@@ -13,6 +13,18 @@ export async function closeTurn(db: Queryable, close: TurnJournalClose, at: numb
   await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
   const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL', [close.turnId]);
   if (changed === 0) await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2 WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
+}
+
+/** Records a turn as running with no steps. @throws {StoreConflictError} when its agent has a turn with its key. */
+async function insertTurn(db: Queryable, record: TurnJournalOpen): Promise<void> {
+  const { changed } = await query(
+    db,
+    `INSERT INTO turn_journal (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', NULL) ON CONFLICT (agent_id, idempotency_key) DO NOTHING`,
+    [record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt],
+  );
+  if (changed === 0) {
+    throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey ?? ''}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
+  }
 }
 
 /** `TurnJournalRepository` on PostgreSQL (migration 8): a row per turn, a row per step. */
@@ -31,26 +43,18 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
     return turns.map((turn) => ({ ...turn, steps: steps.filter((step) => step.turnId === turn.id).map(({ turnId: _turn, ...step }) => step) }));
   }
 
-  open(record: Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>): Promise<void> {
+  open(record: TurnJournalOpen): Promise<void> {
     return this.#connection.execute(
-      async (db) => {
-        const { changed } = await query(
-          db,
-          `INSERT INTO turn_journal (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', NULL) ON CONFLICT (agent_id, idempotency_key) DO NOTHING`,
-          [record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt],
-        );
-        if (changed === 0) {
-          throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey ?? ''}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
-        }
-      },
+      (db) => insertTurn(db, record),
       () => ({ action: `record turn "${record.id}"`, missing: `agent "${record.agentId}" does not exist` }),
     );
   }
 
-  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<void> {
+  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {}): Promise<void> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
+          if (options.open !== undefined) await insertTurn(client, options.open);
           // The turn's row is locked, so two writers of one turn take turns numbering its steps.
           const [turn] = (await query(client, "SELECT id FROM turn_journal WHERE id = $1 AND state = 'running' FOR UPDATE", [turnId])).rows;
           if (turn === undefined) throw new StoreNotFoundError(`cannot record a step of turn "${turnId}": there is no such running turn`);
@@ -62,7 +66,7 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
         }),
-      () => ({ action: `record a step of turn "${turnId}"` }),
+      () => ({ action: `record a step of turn "${turnId}"`, missing: `agent "${options.open?.agentId ?? ''}" does not exist` }),
     );
   }
 

@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { EventRecord, TurnJournalClose, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
+import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
@@ -60,29 +60,32 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     return { ...turn, steps };
   }
 
-  open(record: Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>): Promise<void> {
+  #open(record: TurnJournalOpen): void {
+    if (record.idempotencyKey !== null && this.#byKey.get(record.agentId, record.idempotencyKey) !== undefined) {
+      throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
+    }
+    this.#insert.run(record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt);
+  }
+
+  open(record: TurnJournalOpen): Promise<void> {
     return this.#connection.execute(
-      () => {
-        if (record.idempotencyKey !== null && this.#byKey.get(record.agentId, record.idempotencyKey) !== undefined) {
-          throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
-        }
-        this.#insert.run(record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt);
-      },
+      () => this.#open(record),
       () => ({ action: `record turn "${record.id}"`, missing: `agent "${record.agentId}" does not exist` }),
     );
   }
 
-  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[] } = {}): Promise<void> {
+  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {}): Promise<void> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
+          if (options.open !== undefined) this.#open(options.open);
           const row = this.#nextSeq.get(turnId, turnId);
           if (row?.['state'] !== 'running') throw new StoreNotFoundError(`cannot record a step of turn "${turnId}": there is no such running turn`);
           const next = Number(row['next']);
           steps.forEach((step, index) => this.#insertStep.run(turnId, next + index, step.kind, step.at, JSON.stringify(step.data)));
           for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
         }),
-      () => ({ action: `record a step of turn "${turnId}"` }),
+      () => ({ action: `record a step of turn "${turnId}"`, missing: `agent "${options.open?.agentId ?? ''}" does not exist` }),
     );
   }
 

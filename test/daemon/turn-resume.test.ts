@@ -91,17 +91,23 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     await kill(second);
   });
 
-  it('during a call that is idempotent (a GET): the call runs again and the turn goes on with its result', async () => {
-    model.script([{ toolCalls: [order('/hold-once', 'GET')] }, { text: 'Here is the page.' }]);
+  it('during a call that is idempotent (a GET): nothing it did needed keeping, so its step is asked again and the call runs again', async () => {
+    model.script([{ toolCalls: [order('/place')] }, { toolCalls: [order('/hold-once', 'GET')] }]);
     const first = await startTurn();
-    await waitFor('the tool call to reach the world', () => world.hits.length >= 1);
+    await waitFor('the second tool call to reach the world', () => world.hits.length >= 2);
     await kill(first);
 
+    // The reply asking for the GET was held back (the call could run again): the model is asked for that step again.
+    model.script([{ toolCalls: [order('/hold-once', 'GET')] }, { text: 'Here is the page.' }]);
     const second = await daemons.start();
     const session = await finishedSession(second);
-    expect(world.hits).toEqual([{ method: 'GET', path: '/hold-once' }, { method: 'GET', path: '/hold-once' }]);
-    expect(model.requests).toHaveLength(2);
-    expect(copies(session, 'tool', 'the order is placed')).toBe(1);
+    expect(world.hits).toEqual([{ method: 'POST', path: '/place' }, { method: 'GET', path: '/hold-once' }, { method: 'GET', path: '/hold-once' }]);
+    expect(model.requests).toHaveLength(4);
+    // The POST is not run again: its result came from the journal.
+    expect(JSON.stringify(model.requests[2]?.body)).toContain('the order is placed');
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    expect(copies(session, 'assistant', 'http_request')).toBe(2);
+    expect(copies(session, 'tool', 'the order is placed')).toBe(2);
     expect(copies(session, 'assistant', 'Here is the page.')).toBe(1);
     await kill(second);
   });

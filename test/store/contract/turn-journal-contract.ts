@@ -79,6 +79,15 @@ export function describeTurnJournalContract(context: StoreContext): void {
       expect(await store.turns.get('keyed')).toMatchObject({ state: 'done', outcome: { status: 'failed', reason: 'suspended' }, steps: [] });
     });
 
+    it('records a turn with its first step in one write', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await store.turns.step('t1', [{ kind: 'model', at: 1_001, data: { text: 'x' } }], { open: opened('t1', 'a1'), events: [{ at: 1_001, type: 'tool-finish', agentId: 'a1', data: {} }] });
+      expect(await store.turns.get('t1')).toEqual({ ...opened('t1', 'a1'), state: 'running', outcome: null, steps: [{ kind: 'model', at: 1_001, data: { text: 'x' } }] });
+      await expect(store.turns.step('t2', [{ kind: 'model', at: 1, data: {} }], { open: opened('t2', 'ghost') })).rejects.toBeInstanceOf(StoreNotFoundError);
+      expect(await store.turns.get('t2')).toBeUndefined();
+    });
+
     it('goes with its agent', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');
