@@ -78,7 +78,9 @@ export class TurnJournalWriter implements LoopJournal {
   }
 
   async #commit(step: TurnStepRecord | undefined, events: readonly ToolCallEvent[] = []): Promise<void> {
-    const steps = step === undefined ? this.#held : [...this.#held, step];
+    // A call's start held back says nothing its result, committed with it, does not.
+    const held = step?.kind === 'tool-result' ? this.#held.filter((other) => other.kind !== 'tool-start' || other.data['toolCallId'] !== step.data['toolCallId']) : this.#held;
+    const steps = step === undefined ? held : [...held, step];
     if (steps.length === 0) return;
     this.#held = [];
     const { pending } = this.#place;

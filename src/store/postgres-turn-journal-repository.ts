@@ -10,9 +10,11 @@ import { turnJournalColumns as columns, turnJournalRow, turnStepColumns, turnSte
  * its steps dropped, and the turn deleted, or kept `done` with its outcome when it has an idempotency key.
  */
 export async function closeTurn(db: Queryable, close: TurnJournalClose, at: number): Promise<void> {
-  await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
+  // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
   const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL', [close.turnId]);
-  if (changed === 0) await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2 WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
+  if (changed > 0) return;
+  await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
+  await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2 WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
 }
 
 /** Records a turn as running with no steps. @throws {StoreConflictError} when its agent has a turn with its key. */

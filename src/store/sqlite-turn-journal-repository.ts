@@ -17,8 +17,10 @@ export function prepareTurnClose(db: DatabaseSync): (close: TurnJournalClose, at
   const forget = db.prepare('DELETE FROM turn_journal WHERE id = ? AND idempotency_key IS NULL');
   const keep = db.prepare("UPDATE turn_journal SET state = 'done', outcome = ?, finished_at = ? WHERE id = ?");
   return (close, at) => {
+    // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
+    if (Number(forget.run(close.turnId).changes) > 0) return;
     dropSteps.run(close.turnId);
-    if (Number(forget.run(close.turnId).changes) === 0) keep.run(JSON.stringify(close.outcome), at, close.turnId);
+    keep.run(JSON.stringify(close.outcome), at, close.turnId);
   };
 }
 
