@@ -406,6 +406,8 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const speaker = channelPrincipal(config, message.userId, `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`);
       const result = await kernelAs(kernel, speaker).send(config.agent, message.text, {
         person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
+        // A message queued again after a restart gets the turn it started, resumed (decision 0045), not a second one.
+        idempotencyKey: `channel:${config.name}:${message.platformId}`,
         emit: (event) => {
           if (event.type === 'approval-request') {
             edits = edits.then(() => askApproval(config, adapter, target, event)).catch((error: unknown) => undelivered(config, message, 'approval-request', error));
