@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Capability, Clock, IdGenerator, JsonValue, Logger, Store, ToolAgent, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
+import type { Capability, Clock, IdGenerator, JsonValue, Logger, Store, ToolAgent, TurnJournalOpen, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -802,30 +802,30 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     throw new LoomError('TURN_FAILED', 'system', `the turn this message started failed: ${reason}`);
   }
 
-  /**
-   * Records a message to an agent that runs the assistant loop in the turn journal before it is
-   * queued (decision 0045); a message whose key started a turn already gets that turn's reply.
-   */
-  async function openJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number): Promise<JournalPlace | { earlier: TurnJournalRecord }> {
-    // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
-    const key = options.idempotencyKey === undefined ? null : options.conversation === undefined ? options.idempotencyKey : `${options.conversation}\n${options.idempotencyKey}`;
-    if (key !== null) {
-      const earlier = await store.turns.byKey(entry.id, key);
-      if (earlier !== undefined) return { earlier };
-    }
-    const turnId = parts.ids.uuid();
+  /** A message to an agent as its turn's journal records it (see `TurnJournalOpen`), under `key` (null without one). */
+  function journalRecord(turnId: string, entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number, key: string | null): TurnJournalOpen {
     const request = requestRecord({ message, caller, ...(options.person === undefined ? {} : { person: options.person }), ...(options.door === undefined ? {} : { door: options.door }) });
-    const record = { id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt };
-    // Recorded with its first step that could not be done again (see `TurnJournalWriter`); a
-    // turn with a key at once, so that a retry finds it.
-    if (key === null) return { turnId, pending: record };
+    return { id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt };
+  }
+
+  /**
+   * Records a message with an idempotency key to an agent that runs the assistant loop in the turn
+   * journal before it is queued (decision 0045), so that a retry finds it; a message whose key
+   * started a turn already gets that turn's reply.
+   */
+  async function openKeyedJournal(entry: AgentEntry, message: string, caller: Caller, options: SendOptions & { idempotencyKey: string }, receivedAt: number): Promise<JournalPlace | { earlier: TurnJournalRecord }> {
+    // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
+    const key = options.conversation === undefined ? options.idempotencyKey : `${options.conversation}\n${options.idempotencyKey}`;
+    const earlier = await store.turns.byKey(entry.id, key);
+    if (earlier !== undefined) return { earlier };
+    const turnId = parts.ids.uuid();
     try {
-      await store.turns.open(record);
+      await store.turns.open(journalRecord(turnId, entry, message, caller, options, receivedAt, key));
     } catch (error) {
       // The same key sent twice at once: the second gets the first's turn.
-      const earlier = key !== null && error instanceof StoreConflictError ? await store.turns.byKey(entry.id, key) : undefined;
-      if (earlier === undefined) throw error;
-      return { earlier };
+      const first = error instanceof StoreConflictError ? await store.turns.byKey(entry.id, key) : undefined;
+      if (first === undefined) throw error;
+      return { earlier: first };
     }
     return { turnId };
   }
@@ -846,10 +846,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const receivedAt = resume?.receivedAt ?? clock.now();
     let journal: TurnPlace['journal'];
     if (resume !== undefined) journal = { turnId: resume.id, record: resume };
-    else if (module === undefined) {
-      const opened = await openJournal(entry, message, caller, options, receivedAt);
+    else if (module === undefined && options.idempotencyKey !== undefined) {
+      const opened = await openKeyedJournal(entry, message, caller, { ...options, idempotencyKey: options.idempotencyKey }, receivedAt);
       if ('earlier' in opened) return replay(opened.earlier, options, seal);
       journal = opened;
+    } else if (module === undefined) {
+      // Recorded with its first step that could not be done again (see `TurnJournalWriter`).
+      const turnId = parts.ids.uuid();
+      journal = { turnId, pending: () => journalRecord(turnId, entry, message, caller, options, receivedAt, null) };
     }
     const sessionId = sessionOf(entry, options.conversation);
     const place: TurnPlace = {

@@ -49,8 +49,11 @@ function finishEvent(entry: ToolFinishEntry, at: number): ToolCallEvent {
 export interface JournalPlace {
   turnId: string;
   record?: TurnJournalRecord;
-  /** The turn as it will be recorded with its first committed step; undefined once it is written. */
-  pending?: TurnJournalOpen;
+  /**
+   * The turn as it will be recorded with its first committed step (built then: most turns never
+   * commit a step of their own); undefined once it is written.
+   */
+  pending?: () => TurnJournalOpen;
   closed?: boolean;
 }
 
@@ -84,7 +87,7 @@ export class TurnJournalWriter implements LoopJournal {
     if (steps.length === 0) return;
     this.#held = [];
     const { pending } = this.#place;
-    await this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending }) });
+    await this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) });
     delete this.#place.pending;
     for (const event of events) this.#announce(event);
   }
