@@ -265,7 +265,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       return { models: [chosen] };
     }
     if (primary === undefined) {
-      throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (\`loom init\` sets one; if you just ran it, restart the daemon)`);
+      throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (\`loom init\` sets one, and a running daemon takes it up)`);
     }
     let chain = own;
     let routed: { tier: string; model: ModelTarget } | undefined;
@@ -804,7 +804,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   /** A message to an agent as its turn's journal records it (see `TurnJournalOpen`), under `key` (null without one). */
   function journalRecord(turnId: string, entry: AgentEntry, message: string, caller: Caller, options: SendOptions, receivedAt: number, key: string | null): TurnJournalOpen {
-    const request = requestRecord({ message, caller, ...(options.person === undefined ? {} : { person: options.person }), ...(options.door === undefined ? {} : { door: options.door }) });
+    const request = requestRecord({
+      message,
+      caller,
+      ...(options.person === undefined ? {} : { person: options.person }),
+      ...(options.door === undefined ? {} : { door: options.door }),
+      ...(options.cycle === true ? { cycle: true } : {}),
+      ...(options.model === undefined ? {} : { model: options.model }),
+    });
     return { id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt };
   }
 

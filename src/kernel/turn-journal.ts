@@ -1,6 +1,8 @@
 import type { ModelMessage, ToolResultPart } from 'ai';
 import type { Clock, JsonObject, JsonValue, Logger, Store, Tool, TurnJournalOpen, TurnJournalRecord, TurnStepRecord } from '../contracts/index.ts';
 import { isIdempotent, type LoopJournal, type LoopResume, type ModelCallUsage, type ToolCallRequest, type ToolFinishEntry } from '../runtime/index.ts';
+import { ModelTargetSchema } from '../manifest/index.ts';
+import type { ModelTarget } from '../models/index.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { SendOptions } from './message-flow.ts';
 import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
@@ -18,6 +20,10 @@ export interface TurnRequest {
   person?: string;
   /** The door whose messages are untrusted whoever sends them (see `SendOptions.door`). */
   door?: 'a2a';
+  /** A scheduled wake-up's turn: its tool calls capped per cycle (see `SendOptions.cycle`). */
+  cycle?: boolean;
+  /** The model the turn ran on instead of the manifest's (`[schedule].model`, see `SendOptions.model`). */
+  model?: ModelTarget;
 }
 
 /** The request of a journaled turn, as the store keeps it. */
@@ -27,9 +33,17 @@ export function requestRecord(request: TurnRequest): JsonObject {
 
 /** The request a journal holds; undefined when it is not one this Loom wrote. */
 export function readRequest(record: JsonObject): TurnRequest | undefined {
-  const { message, caller, person, door } = record as { message?: unknown; caller?: unknown; person?: unknown; door?: unknown };
+  const { message, caller, person, door, cycle, model } = record as { message?: unknown; caller?: unknown; person?: unknown; door?: unknown; cycle?: unknown; model?: unknown };
   if (typeof message !== 'string' || typeof caller !== 'object' || caller === null || !('kind' in caller)) return undefined;
-  return { message, caller: caller as Caller, ...(typeof person === 'string' ? { person } : {}), ...(door === 'a2a' ? { door } : {}) };
+  const target = ModelTargetSchema.safeParse(model);
+  return {
+    message,
+    caller: caller as Caller,
+    ...(typeof person === 'string' ? { person } : {}),
+    ...(door === 'a2a' ? { door } : {}),
+    ...(cycle === true ? { cycle } : {}),
+    ...(target.success ? { model: target.data } : {}),
+  };
 }
 
 /** How a turn that ended is remembered for a retry with its key (see `TurnJournalClose.outcome`). */
@@ -194,6 +208,8 @@ export async function resumeTurns(parts: ResumeParts): Promise<number> {
       ...(record.conversation === null ? {} : { conversation: record.conversation }),
       ...(request.person === undefined ? {} : { person: request.person }),
       ...(request.door === undefined ? {} : { door: request.door }),
+      ...(request.cycle === undefined ? {} : { cycle: request.cycle }),
+      ...(request.model === undefined ? {} : { model: request.model }),
     };
     parts.send(record.agentId, request.message, options).catch((error: unknown) => logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'));
     resumed += 1;
