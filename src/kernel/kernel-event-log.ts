@@ -73,6 +73,12 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
       return line('scheduler', `package "${event.name}": skipped a fire of ${event.binding} (${event.trigger}): ${event.reason}`, { binding: event.binding });
     case 'package-miss':
       return line('scheduler', `package "${event.name}": ${event.binding} missed ${event.count} fire${event.count === 1 ? '' : 's'} (${event.trigger}) while the daemon was down`, { binding: event.binding });
+    case 'schedule-run-finish':
+      return line(
+        'scheduler',
+        `scheduled run of ${agent} (${event.trigger}${event.caughtUp ? ', caught up' : ''}) ${event.outcome}${event.count > 1 ? ` (${event.count} wake-ups)` : ''}${event.reason === null ? '' : `: ${event.reason}`}`,
+        { runId: event.runId, outcome: event.outcome },
+      );
     case 'package-install':
       return line('packages', `installed package "${event.name}" ${event.version}`);
     case 'channel-refused':

@@ -154,7 +154,7 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
           // Nothing new since the last run that looked: the model is not called.
           if ((await store.scheduleRuns.lastCheckHash(agent.id)) === checkHash) return await finish(agent, { ...started, outcome: 'unchanged', checkHash, finishedAt: clock.now() });
         }
-        logger.debug({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" (${wake.cause})`);
+        logger.info({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" for a scheduled run (${wake.cause})`);
         await parts.send(agent.id, wake.message, model === undefined ? undefined : toTarget(model));
         // Only a run that completed keeps what its check found: a failed one is tried again on the same state.
         return await finish(agent, { ...started, outcome: 'completed', checkHash, finishedAt: clock.now() });

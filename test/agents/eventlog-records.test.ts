@@ -81,6 +81,7 @@ describe('kernel events in the daemon log', () => {
     const logged = lines(ring);
     expect(logged).toContainEqual(expect.stringMatching(/^info loom\.mcp-client: MCP server "fixture" connected \(\d+ tools?\)/));
     expect(logged).toContainEqual(expect.stringMatching(/^info loom\.scheduler: waking agent "worker" for a scheduled run \(continuous\)$/));
+    expect(logged).toContainEqual(expect.stringMatching(/^info loom\.scheduler: scheduled run of agent "worker" \(continuous\) completed$/));
     expect(logged).toContainEqual(expect.stringMatching(/^info loom\.mcp-client: MCP server "fixture" disconnected: Loom stops/));
   });
 
