@@ -17,6 +17,12 @@ export const DaemonInfoSchema = z.object({
    * `[default_model]` alone, which it follows (absent from daemons before it did).
    */
   configReadAt: z.string().optional(),
+  /**
+   * config.toml's modification time (ms) as the daemon runs with it, null when there was none:
+   * a file whose time differs has changed since. Compared as it is, not against a clock, since a
+   * file system stamps times coarsely (absent from daemons before it was kept).
+   */
+  configMtimeMs: z.number().nullable().optional(),
 });
 
 /** A running daemon's address and process. */
@@ -74,11 +80,18 @@ export async function readDaemonFile(home: LoomHome): Promise<DaemonInfo | undef
  * started before goes on without the change until it is restarted. False when there is no file.
  */
 export async function startedBeforeConfigChanged(home: LoomHome, daemon: DaemonInfo): Promise<boolean> {
-  const changed = await stat(home.configPath).then(
+  const changed = await configMtime(home);
+  if (changed === null) return false;
+  if (daemon.configMtimeMs !== undefined) return changed !== daemon.configMtimeMs;
+  return changed > Date.parse(daemon.configReadAt ?? daemon.startedAt);
+}
+
+/** config.toml's modification time in ms, null when there is no file. */
+export async function configMtime(home: LoomHome): Promise<number | null> {
+  return stat(home.configPath).then(
     (info) => info.mtimeMs,
-    () => undefined,
+    () => null,
   );
-  return changed !== undefined && changed > Date.parse(daemon.configReadAt ?? daemon.startedAt);
 }
 
 /** The home's running daemon when it started before config.toml last changed, else undefined. */

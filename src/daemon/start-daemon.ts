@@ -10,7 +10,7 @@ import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import type { LoomMetrics } from '../telemetry/loom-metrics.ts';
-import { type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
+import { configMtime, type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
 import { followDefaultModel } from './follow-default-model.ts';
 // Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
 import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
@@ -93,6 +93,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   if (running !== undefined) {
     throw new LoomError('DAEMON_RUNNING', 'user', `a Loom daemon already serves ${home.root} at ${running.url} (pid ${running.pid}); stop it with: loom stop`);
   }
+  // The config.toml this daemon runs with: as close to when it was read as the daemon can see it.
+  const configMtimeMs = await configMtime(home);
   const clock = options.clock ?? createSystemClock();
   // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
   const endpoint = tracingEndpoint(config.telemetry, env);
@@ -119,6 +121,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       url: server.url,
       startedAt: new Date().toISOString(),
       version: options.version,
+      configMtimeMs,
     };
     host.cluster.setUrl(info.url);
     await writeDaemonFile(home, info);
@@ -131,6 +134,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       onRead: async (current) => {
         if (!current) return;
         info.configReadAt = new Date().toISOString();
+        info.configMtimeMs = await configMtime(home);
         await writeDaemonFile(home, info);
       },
     });
