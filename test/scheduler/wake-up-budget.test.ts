@@ -33,7 +33,10 @@ describe('a scheduled wake-up and the budget ledger', () => {
 
     expect(skipped()).toMatchObject({ level: 40, cause: 'continuous', code: 'QUOTA_EXCEEDED' });
     expect(String(skipped()?.['msg'])).toMatch(/^skipped a wake-up of agent "sleeper" \(continuous\): agent "sleeper" has used 120 of its 100 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/);
-    expect(log.records.filter((record) => String(record['msg']).startsWith('scheduled run of agent "sleeper"'))).toEqual([]);
+    // Recorded as skipped, with the quota's words, and never as a failed run.
+    const runLines = log.records.map((record) => String(record['msg'])).filter((msg) => msg.startsWith('scheduled run of agent "sleeper"'));
+    expect(runLines.filter((msg) => / failed\b/.test(msg))).toEqual([]);
+    expect(runLines).toContainEqual(expect.stringMatching(/^scheduled run of agent "sleeper" \(continuous\) skipped: agent "sleeper" has used 120 of its 100 tokens per hour/));
     expect(server.requests).toHaveLength(1);
   });
 });
