@@ -35,7 +35,7 @@ import type { LoomMetrics } from '../telemetry/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withRemoteParent } from '../telemetry/spans.ts';
 import { toErrorResponse } from './to-error-response.ts';
-import { trimTrailingSlashes } from '../validation/index.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 
 /** What the HTTP API is built from. It reads no globals: the environment is passed in. */
 export interface HttpAppOptions {
@@ -81,6 +81,11 @@ const A2A_PRINCIPAL = 'loomPrincipal';
 /** Where the request's `chargeTurn` travels to the A2A app, next to its principal. */
 const A2A_CHARGE_TURN = 'loomChargeTurn';
 type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined; [A2A_CHARGE_TURN]?: (() => void) | undefined };
+
+/** Whether a POST goes to a door whose SDK parses the body itself: MCP's endpoints, and A2A's under `listenPath` (when A2A is on). */
+function isSdkParsedPath(path: string, listenPath: string | undefined): boolean {
+  return path === '/mcp' || path === '/mcp/messages' || (listenPath !== undefined && path.startsWith(`${listenPath}/`));
+}
 
 /** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
 function isA2aStream(method: string, path: string, listenPath: string): boolean {
@@ -266,6 +271,13 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     return limitStreamedBody(c, next);
   };
   app.use('*', checkBodySize);
+  // Bodies the MCP and A2A SDKs parse and walk themselves: measured on the text first, as
+  // readJsonBody does for Loom's own routes, so nothing past MAX_JSON_DEPTH reaches a walker.
+  app.use('*', async (c, next) => {
+    if (c.req.method !== 'POST' || !isSdkParsedPath(c.req.path, config.a2a.enabled ? config.a2a.listen_path : undefined)) return next();
+    if (jsonTextDepth(await c.req.raw.clone().text()) <= MAX_JSON_DEPTH) return next();
+    return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `cannot read the request body: ${tooDeepMessage('it')}` } }, 400);
+  });
 
   app.use('*', async (c, next) => {
     if (UNTIMED_PATHS.has(c.req.path) || isA2aStream(c.req.method, c.req.path, config.a2a.listen_path)) {
