@@ -10,6 +10,9 @@ export interface RetiredKeysDropped {
   dropped: string[];
 }
 
+/** What the log says of a `proactive` schedule left with no trigger that fires. */
+const PROACTIVE_LEFT_BARE = 'schedule.mode: "proactive" with no trigger that fires, so "reactive" (answering messages) as it always was';
+
 const isTable = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
@@ -50,12 +53,12 @@ export function withoutRetiredKeys(stored: Record<string, unknown>): RetiredKeys
     });
     if (fired.length !== triggers.length) {
       const proactiveLeftBare = schedule['mode'] === 'proactive' && fired.length === 0;
-      if (proactiveLeftBare) dropped.push('schedule.mode: "proactive" with no trigger that fires, so "reactive" (answering messages) as it always was');
+      if (proactiveLeftBare) dropped.push(PROACTIVE_LEFT_BARE);
       const { triggers: _dropped, ...rest } = schedule;
       manifest = { ...manifest, schedule: proactiveLeftBare ? { ...rest, mode: 'reactive' } : fired.length === 0 ? rest : { ...rest, triggers: fired } };
     }
   } else if (isTable(schedule) && schedule['mode'] === 'proactive' && schedule['triggers'] === undefined) {
-    dropped.push('schedule.mode: "proactive" with no trigger that fires, so "reactive" (answering messages) as it always was');
+    dropped.push(PROACTIVE_LEFT_BARE);
     manifest = { ...manifest, schedule: { ...schedule, mode: 'reactive' } };
   }
   return { manifest, dropped };

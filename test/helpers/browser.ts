@@ -42,6 +42,8 @@ export interface DashboardHarness {
   host: TestHost;
   server: RunningHttpServer;
   browser: BrowserContext;
+  /** Stops the HTTP server alone (the daemon gone, as the dashboard sees it); `close` then closes the rest. */
+  stopServer(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,14 +72,21 @@ export async function startDashboard(prefix: string, config: Record<string, unkn
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   // A fresh profile in the test's temporary folder (Playwright passes it as --user-data-dir).
   const browser = await launchChromium(join(dir, 'chromium-profile'));
+  let serverStopped = false;
+  const stopServer = async (): Promise<void> => {
+    if (serverStopped) return;
+    serverStopped = true;
+    await server.close();
+  };
   return {
     dir,
     host,
     server,
     browser,
+    stopServer,
     close: async () => {
       await browser.close();
-      await server.close();
+      await stopServer();
       await host.close();
       await rm(dir, { recursive: true, force: true });
     },

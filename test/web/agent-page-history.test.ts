@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseManifest } from '../../src/manifest/index.ts';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
@@ -14,14 +13,7 @@ describe('the session history on an agent\'s page', () => {
   beforeAll(async () => {
     harness = await startDashboard('loom-web-history-', { rate_limit: { per_minute: 1_000_000 } });
   }, 120_000);
-  let serverClosed = false;
-  afterAll(async () => {
-    if (!serverClosed) return harness?.close();
-    // The last test stopped the HTTP server itself: close the rest.
-    await harness.browser.close();
-    await harness.host.close();
-    await rm(harness.dir, { recursive: true, force: true });
-  });
+  afterAll(() => harness?.close());
 
   it('renders what the agent wrote as Markdown, runs none of its HTML, and shows the person\'s words as typed', async () => {
     const toml = `name = "writer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
@@ -47,8 +39,7 @@ describe('the session history on an agent\'s page', () => {
     const page = await harness.browser.newPage();
     await page.goto(`${harness.server.url}/#/agents`);
     await visible(page.getByTestId('daemon-status'), 'daemon 9.9.9-test');
-    await harness.server.close();
-    serverClosed = true;
+    await harness.stopServer();
     await visible(page.getByTestId('daemon-status'), 'daemon unreachable');
   });
 });

@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
@@ -19,14 +18,7 @@ describe('the agent page, in Chromium against a real daemon', () => {
     harness = await startDashboard('loom-web-agent-page-', CONFIG);
   }, 120_000);
 
-  let serverClosed = false;
-  afterAll(async () => {
-    if (!serverClosed) return harness?.close();
-    // The last test stopped the HTTP server itself: close the rest.
-    await harness.browser.close();
-    await harness.host.close();
-    await rm(harness.dir, { recursive: true, force: true });
-  });
+  afterAll(() => harness?.close());
 
   beforeEach(async () => {
     page = await harness.browser.newPage();
@@ -89,8 +81,7 @@ describe('the agent page, in Chromium against a real daemon', () => {
     await harness.host.kernel.spawn(manifest(agentToml('steady')));
     await page.goto(`${harness.server.url}/#/agents/steady`);
     await visible(page.getByTestId('manifest'), 'name = "steady"');
-    await harness.server.close();
-    serverClosed = true;
+    await harness.stopServer();
     await visible(page.getByTestId('daemon-gone'), `The Loom daemon at ${harness.server.url} does not answer. Start it again`);
     await visible(page.getByTestId('manifest'), 'name = "steady"');
     expect(await page.getByRole('alert').count()).toBe(0);
