@@ -3,11 +3,11 @@ import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { type ApprovalStatusFilter, type ApprovalView, type PairingView, toApprovalView, toPairingView } from '../http/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toAgentSkillsView, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
-import type { PackageService } from '../packages/index.ts';
+import { offerInstalledSkills, type PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -87,16 +87,23 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
   const { packages, channels } = context;
   // The person at the terminal is the owner of this LOOM_HOME; the kernel judges them as any door's caller.
   const kernel = kernelAs(context.kernel, LOCAL_OWNER);
+  // As the daemon's agent routes do: an agent's detail shows its skills, a spawn warns of those it cannot have.
+  const detailOf = async (reference: string): Promise<{ detail: AgentDetailView; problems: string[] }> => {
+    const view = kernel.get(reference);
+    const offered = await offerInstalledSkills(context.home.skillsDir, view.manifest.skills);
+    return { detail: { ...view, skills: toAgentSkillsView(offered) }, problems: offered.problems };
+  };
   const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
     const warnings = await modelWarnings(view.name, manifest, { defaultModel: context.config.default_model, env });
-    return { ...kernel.get(view.id), warnings: [...warnings, ...agentToolClash(view.name, kernel.list())] };
+    const { detail, problems } = await detailOf(view.id);
+    return { ...detail, warnings: [...warnings, ...agentToolClash(view.name, kernel.list()), ...problems] };
   };
   return {
     kind: 'in-process',
     spawn: async (manifest, parent) => withWarnings(await kernel.spawn(manifest, parent === undefined ? {} : { parent }), manifest),
     update: async (reference, manifest) => withWarnings(await kernel.update(reference, manifest), manifest),
     list: () => Promise.resolve(kernel.list()),
-    get: (reference) => Promise.resolve(kernel.get(reference)),
+    get: async (reference) => (await detailOf(reference)).detail,
     suspend: (reference) => kernel.suspend(reference),
     resume: (reference) => kernel.resume(reference),
     kill: (reference) => kernel.kill(reference),

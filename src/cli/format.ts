@@ -66,6 +66,18 @@ function scheduleOf(schedule: AgentDetailView['manifest']['schedule']): string {
   return schedule.mode;
 }
 
+/** The skills part of `loom agent show`: what the allowlist asks for, each skill offered, and why any named is not. */
+function skillLines(agent: AgentDetailView): string[] {
+  const { skills } = agent;
+  if (skills === undefined) return [];
+  const asked = agent.manifest.skills.length === 0 ? 'all installed (skills = [])' : agent.manifest.skills.join(', ');
+  return [
+    `skills:       ${asked}${skills.skills.length === 0 ? '; none offered' : ''}`,
+    ...skills.skills.map((skill) => `  ${skill.skill}${skill.in_prompt ? '' : ` (listed by name only: past the ${skills.budget_bytes}-byte budget for skills)`}`),
+    ...skills.problems.map((problem) => `  warning: ${problem}`),
+  ];
+}
+
 /** `loom agent show` as labelled lines. */
 export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) => string): string {
   const problem = cannotRunOf(agent);
@@ -86,6 +98,7 @@ export function formatAgentDetail(agent: AgentDetailView, nameOf: (id: string) =
     `created:      ${agent.created_at}`,
     `capabilities:${agent.capabilities.length === 0 ? ' none (deny by default)' : ''}`,
     ...agent.capabilities.map((capability) => `  ${describeCapability(capability)}`),
+    ...skillLines(agent),
   ];
   return lines.join('\n') + '\n';
 }

@@ -107,7 +107,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
     const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, metrics, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, skills: host.runtime.skills, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, metrics, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const port = options.port ?? config.daemon.port;

@@ -12,11 +12,12 @@ import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, t
 // Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
-import { createPackageInstaller, createPackageRuntime, createPackageService, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
+import { createPackageInstaller, createPackageRuntime, createPackageService, offerInstalledSkills, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
 import { readIdentityFiles } from './identity-files.ts';
+import { createSkillsHook } from './skills-hook.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
 import { realPathAsFar } from './real-path.ts';
 
@@ -86,6 +87,7 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
     identityFiles: readIdentityFiles,
+    skills: (allowlist) => offerInstalledSkills(home.skillsDir, allowlist),
     ...(config.models.max_concurrent_calls === 0 ? {} : { maxConcurrentModelCalls: config.models.max_concurrent_calls }),
   };
 }
@@ -153,6 +155,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
     runtime.codeModules = codeModules;
     // Workspaces first: a Python script starts in its agent's.
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), codeModules];
+    if (runtime.skills !== undefined) hooks.push(createSkillsHook(runtime.skills, options.logger));
     // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
     // What becomes of the timed wake-ups and fires missed while the daemon was down (decision 0046).
     const catchUp = { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds };

@@ -3,7 +3,7 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { TurnNotRunningError } from '../errors/index.ts';
-import { type AgentDetailView, type Kernel, toTurnView } from '../kernel/index.ts';
+import { type AgentDetailView, type Kernel, type OfferedSkills, toAgentSkillsView, toTurnView } from '../kernel/index.ts';
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -52,6 +52,8 @@ export interface AgentRoutesOptions {
   clock: Clock;
   /** The daemon's default model and environment: a spawn or update warns when the agent's models cannot be called. */
   readiness?: ModelReadinessOptions;
+  /** The installed skills a manifest's `skills` offer (the runtime's): an agent's detail shows them, a spawn or update warns of those it names and cannot have. */
+  skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
 }
 
 /** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
@@ -74,10 +76,17 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const routes = new Hono<HttpEnv>();
 
   /** Why the agent's models cannot be called (a missing key, a server that does not answer), and a clash of its MCP tool, as warnings. */
-  const cannotRun = async (name: string, manifest: Manifest): Promise<string[]> => [
+  const cannotRun = async (name: string, manifest: Manifest, offered: OfferedSkills | undefined): Promise<string[]> => [
     ...(options.readiness === undefined ? [] : await modelWarnings(name, manifest, options.readiness)),
     ...agentToolClash(name, kernel.list()),
+    ...(offered?.problems ?? []),
   ];
+
+  /** The agent's detail, with its skills when this app reads the skills folder. */
+  const detailOf = async (view: AgentDetailView): Promise<{ detail: AgentDetailView; offered: OfferedSkills | undefined }> => {
+    const offered = await options.skills?.(view.manifest.skills);
+    return { detail: offered === undefined ? view : { ...view, skills: toAgentSkillsView(offered) }, offered };
+  };
 
   routes.get('/', (c) => c.json(kernelOf(c, kernel).list()));
 
@@ -92,7 +101,8 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.spawn(manifest, parent === undefined ? {} : { parent });
-    const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
+    const { detail, offered } = await detailOf(kernel.get(view.id));
+    const body: SpawnResponse = { ...detail, warnings: [...warnings, ...(await cannotRun(view.name, manifest, offered))] };
     return c.json(body, 201);
   });
 
@@ -106,11 +116,12 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.update(c.req.param('agent'), manifest);
-    const body: SpawnResponse = { ...kernel.get(view.id), warnings: [...warnings, ...(await cannotRun(view.name, manifest))] };
+    const { detail, offered } = await detailOf(kernel.get(view.id));
+    const body: SpawnResponse = { ...detail, warnings: [...warnings, ...(await cannotRun(view.name, manifest, offered))] };
     return c.json(body);
   });
 
-  routes.get('/:agent', (c) => c.json(kernelOf(c, kernel).get(c.req.param('agent'))));
+  routes.get('/:agent', async (c) => c.json((await detailOf(kernelOf(c, kernel).get(c.req.param('agent')))).detail));
 
   routes.delete('/:agent', async (c) => c.json(await kernelOf(c, kernel).kill(c.req.param('agent'))));
 

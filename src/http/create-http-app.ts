@@ -4,7 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config/index.ts';
 import { LOOM_VERSION } from '../config/installation.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { callerOf, type Kernel } from '../kernel/index.ts';
+import { callerOf, type Kernel, type OfferedSkills } from '../kernel/index.ts';
 import { createAgentRoutes } from './agent-routes.ts';
 import { createManifestRoutes } from './manifest-routes.ts';
 import { createApprovalRoutes } from './approval-routes.ts';
@@ -66,6 +66,8 @@ export interface HttpAppOptions {
   packages?: PackageService;
   /** Channels, for `/api/channels` and the webhooks' `/hooks/<name>`; without them those answer 404. */
   channels?: ChannelService;
+  /** The installed skills a manifest's `skills` offer (the runtime's), shown in an agent's detail; without it, not shown. */
+  skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
   cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
 }
@@ -305,7 +307,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     },
     env: options.env,
   };
-  app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness }));
+  app.route('/api/agents', createAgentRoutes({ kernel, clock, readiness, skills: options.skills }));
   app.route('/api/manifests', createManifestRoutes({ readiness }));
   app.route('/api/approvals', createApprovalRoutes({ kernel }));
   app.route('/api/tools/forged', createForgedToolRoutes({ kernel }));

@@ -1,6 +1,7 @@
 import type { LogReader, Tool } from '../contracts/index.ts';
 import type { CodeModules } from '../modules/index.ts';
 import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
+import type { OfferedSkills } from './agent-skills.ts';
 import type { IdentityFile } from './identity-prompt.ts';
 
 /** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
@@ -55,6 +56,12 @@ export interface AgentRuntime {
    * manifest's prompt.
    */
   identityFiles?(workspace: string): Promise<readonly IdentityFile[]>;
+  /**
+   * The installed skills a manifest's `skills` allowlist offers (all of them for an empty one),
+   * with the text for the system prompt within its budget; never throws for a skill it cannot
+   * offer (that is a problem in the answer). Without it agents get no skills.
+   */
+  skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /**
    * How many model calls of agents may run at once (`[models].max_concurrent_calls`); the others
    * wait, served by their agent's `priority`. Unset: no limit.

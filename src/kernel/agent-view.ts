@@ -3,6 +3,7 @@ import type { AgentState } from '../contracts/index.ts';
 import { type Manifest, namedModel } from '../manifest/index.ts';
 import { checkPrimaryModel, modelName, type ModelTarget } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { OfferedSkills } from './agent-skills.ts';
 
 /** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */
 function modelNameOf(manifest: Manifest): string | null {
@@ -70,6 +71,21 @@ function cannotRunOf(manifest: Manifest, context: AgentViewContext): CannotRunVi
 /** The view of an agent, with its full manifest (for `show`). */
 export interface AgentDetailView extends AgentView {
   manifest: Manifest;
+  /**
+   * What its `skills` offer it of the installed skills, and what they name that cannot be
+   * offered: filled in by the doors that read the skills folder (`GET /api/agents/{agent}`,
+   * `loom agent show`), else absent.
+   */
+  skills?: AgentSkillsView;
+}
+
+/** An agent's skills as `loom agent show` shows them: each offered (in its prompt whole, or listed only), and the problems. */
+export type AgentSkillsView = Omit<OfferedSkills, 'prompt'>;
+
+/** The view of what an agent is offered, without the prompt's text. */
+export function toAgentSkillsView(offered: OfferedSkills): AgentSkillsView {
+  const { prompt: _prompt, ...view } = offered;
+  return view;
 }
 
 /**

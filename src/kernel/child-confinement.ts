@@ -188,7 +188,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const autonomous = confineAutonomous(p, child, report);
   const tool_allowlist = narrowAllowlist('tool_allowlist', child.tool_allowlist, p.tool_allowlist, report);
   const mcp_servers = narrowAllowlist('mcp_servers', child.mcp_servers, p.mcp_servers, report);
-  const skills = narrowAllowlist('skills', child.skills, p.skills, report);
+  const skills = narrowAllowlist('skills', child.skills, p.skills, report, skillCovers);
 
   if (problems.length > 0) {
     const grants = problems.find((entry) => entry.field === '[capabilities]');
@@ -523,12 +523,22 @@ const DEFAULT_AUTONOMOUS = ManifestSchema.parse({ autonomous: {} }).autonomous a
  * An allowlist where empty means "all": under a parent's non-empty list, a child's empty list
  * becomes the parent's, and a non-empty one may name only what the parent's names.
  */
-function narrowAllowlist(field: string, child: readonly string[], parent: readonly string[], report: Report): string[] {
+function narrowAllowlist(field: string, child: readonly string[], parent: readonly string[], report: Report, covers = (held: string, name: string): boolean => held === name): string[] {
   if (parent.length === 0) return [...child];
   if (child.length === 0) return [...parent];
-  const extra = child.filter((name) => !parent.includes(name));
+  const extra = child.filter((name) => !parent.some((held) => covers(held, name)));
   if (extra.length > 0) report(field, `${extra.map((name) => JSON.stringify(name)).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not in the parent's ${field} (${parent.map((name) => JSON.stringify(name)).join(', ')})`);
   return [...child];
+}
+
+/**
+ * Whether the parent's `skills` entry `held` lets a child name `name`: the same entry, or a
+ * pinned version of the skill the parent names unpinned (`@org/skills/n` covers
+ * `@org/skills/n@1.0.0`). A plain name and a qualified one never cover each other: which org's
+ * skill a plain name stands for depends on what is installed.
+ */
+function skillCovers(held: string, name: string): boolean {
+  return held === name || (held.startsWith('@') && !held.slice(1).includes('@') && name.startsWith(`${held}@`));
 }
 
 /** `[exec_policy]`: each switch is on only when both allow it. */

@@ -60,6 +60,7 @@ import type { QuotaTracker } from './quota-tracker.ts';
 import { SessionHistories } from './session-histories.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withTurnSpan } from '../telemetry/spans.ts';
+import { agentSystemPrompt } from './agent-skills.ts';
 import { systemPromptOf } from './identity-prompt.ts';
 import { chainOf, toolPolicyOf } from './tool-policy.ts';
 import { untrustedSenderOf } from './untrusted-sender.ts';
@@ -478,7 +479,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       outcome = await runAgentLoop({
         agent,
         // What the agent knows of the person changes from turn to turn: it goes after the cached prefix.
-        system: withStabilityGuidelines(await systemPromptOf(runtime, entry.manifest, workspace)),
+        system: withStabilityGuidelines(await agentSystemPrompt(runtime, entry.manifest, workspace)),
         ...(known === undefined ? {} : { context: known }),
         cache: modelConfig?.cache !== false,
         cacheKey: place.sessionId,

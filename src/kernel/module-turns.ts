@@ -18,7 +18,7 @@ import { delegationError } from './delegation-error.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
 import type { SessionHistories } from './session-histories.ts';
-import { systemPromptOf } from './identity-prompt.ts';
+import { agentSystemPrompt } from './agent-skills.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, type ToolPolicy, toolPolicyOf } from './tool-policy.ts';
 import { type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
@@ -276,7 +276,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       calls.push(used);
       trace.model(used);
     };
-    const system = await systemPromptOf(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
+    const system = await agentSystemPrompt(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
     const runner = place.cycle === true ? parts.cycleRunner?.(entry) : undefined;
     const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) }, await loadAi());
     let outcome: ModuleTurnOutcome;

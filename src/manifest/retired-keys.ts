@@ -1,4 +1,4 @@
-import { FILE_TRIGGER_EVENTS, TRIGGER_EVENTS } from './schema.ts';
+import { FILE_TRIGGER_EVENTS, SKILL_ENTRY_PATTERN, TRIGGER_EVENTS } from './schema.ts';
 
 /** `[capabilities]` keys the seed grants that Loom once took and ignored, and now refuses at load. */
 const RETIRED_GRANTS = ['net_listen', 'ofp_discover', 'ofp_connect', 'ofp_advertise', 'econ_earn', 'econ_transfer'] as const;
@@ -19,7 +19,9 @@ const isTable = (value: unknown): value is Record<string, unknown> => typeof val
  * Takes out of a manifest stored by an earlier Loom what this one refuses at load but the earlier
  * one accepted and did nothing with (decision 0047): the peer-to-peer, payment and listening grants,
  * triggers on events that never fired (an unknown event, `agent_message`, a file event with no
- * pattern), and a `proactive` schedule left with no trigger, which is `reactive` in all it ever did.
+ * pattern), and a `proactive` schedule left with no trigger, which is `reactive` in all it ever did;
+ * and `skills` entries that name no skill (the list was inert before decision 0063: a name that
+ * cannot be a skill's offered nothing then, and cannot be installed now).
  * The agent then runs exactly as it did, instead of not being restored at all. A manifest given at
  * spawn or update is never passed through this: there, those keys are refused with their reason.
  *
@@ -60,6 +62,15 @@ export function withoutRetiredKeys(stored: Record<string, unknown>): RetiredKeys
   } else if (isTable(schedule) && schedule['mode'] === 'proactive' && schedule['triggers'] === undefined) {
     dropped.push(PROACTIVE_LEFT_BARE);
     manifest = { ...manifest, schedule: { ...schedule, mode: 'reactive' } };
+  }
+  const skills = stored['skills'];
+  if (Array.isArray(skills) && skills.some((entry) => typeof entry !== 'string' || !SKILL_ENTRY_PATTERN.test(entry))) {
+    const kept = skills.filter((entry, index) => {
+      const named = typeof entry === 'string' && SKILL_ENTRY_PATTERN.test(entry);
+      if (!named) dropped.push(`skills[${index}]: ${JSON.stringify(entry)} names no skill (expected "name" or "@org/skills/name[@version]")`);
+      return named;
+    });
+    manifest = { ...manifest, skills: kept };
   }
   return { manifest, dropped };
 }

@@ -75,6 +75,20 @@ function patternList(kind: PatternCapabilityKind) {
 
 const StringListSchema = z.array(z.string().min(1, { error: 'expected a non-empty string' })).default([]);
 
+/**
+ * One entry of a manifest's `skills`: a skill's name (`note-taker`) or its qualified reference,
+ * `@org/skills/name`, optionally pinned, `@org/skills/name@1.0.0` (as packages write them).
+ */
+export const SKILL_ENTRY_PATTERN = /^(?:[a-z0-9]+(?:-[a-z0-9]+)*|@[a-z0-9][a-z0-9-]*\/skills\/[a-z0-9][a-z0-9-]*(?:@[0-9A-Za-z][0-9A-Za-z.+-]*)?)$/;
+
+const SkillListSchema = z
+  .array(
+    z.string().regex(SKILL_ENTRY_PATTERN, {
+      error: 'expected a skill\'s name such as "note-taker" (lowercase letters, digits and single hyphens), or its qualified reference such as "@org/skills/note-taker" or "@org/skills/note-taker@1.0.0"',
+    }),
+  )
+  .default([]);
+
 const ModelFields = {
   provider: z.enum(MODEL_PROVIDERS).describe('Who serves the model.'),
   model: z.string().min(1, { error: 'expected a model name' }).describe('The model\'s name at that provider, e.g. `"claude-sonnet-4-5"`.'),
@@ -486,7 +500,7 @@ export const ManifestSchema = z.strictObject({
   capabilities: ManifestCapabilitiesSchema.prefault({}).describe('What the agent is granted; everything else is refused (nothing is granted by default). See docs/capabilities.md.'),
   profile: z.enum(TOOL_PROFILES).optional().describe(`A named tool set it is granted: ${TOOL_PROFILES.map((name) => `\`${name}\` (${TOOL_PROFILE_TOOLS[name].join(', ')})`).join('; ')}. \`[capabilities].tools\` may narrow it, never widen it. Grants the tools only: the hosts, commands and files they reach still need their \`[capabilities]\`. See docs/capabilities.md.`),
   tools: z.record(z.string().min(1), ToolConfigSchema).default({}).describe('Per-tool settings, `[tools.<name>]`: `timeout_seconds`, plus the tool\'s own keys (any value).'),
-  skills: StringListSchema.describe('Skill allowlist (empty = all).'),
+  skills: SkillListSchema.describe('Skill allowlist (empty = all installed): the installed skills whose instructions go in the agent\'s system prompt, each named `name` (the one org\'s skill of that name), `@org/skills/name` (its latest installed version) or `@org/skills/name@version`, with the skills they depend on. Their instructions go in whole, in this order (all installed: by qualified name), within 32 KB; past it a skill is listed by name and description. A named skill that is not installed is warned about at spawn and update; the agent runs without it. A child\'s are within its parent\'s. See docs/manifest.md#skills.'),
   mcp_servers: StringListSchema.describe('MCP server allowlist (empty = all connected servers).'),
   metadata: z.record(z.string(), z.json()).default({}).describe('Your own key–values.'),
   tags: StringListSchema.describe('Discovery tags.'),

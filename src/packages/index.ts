@@ -21,6 +21,7 @@ export { applySettings } from './package-settings.ts';
 export { preparePackage } from './prepare-package.ts';
 export type { PackageEnvironment, PreparedPackage } from './prepare-package.ts';
 export { publishToRegistry, resolveFromRegistries } from './registry.ts';
+export { composeSkillsPrompt, offerInstalledSkills } from './offer-skills.ts';
 export { describeSkillOrigin } from './skill-origin.ts';
 export { checkPackageSkills } from './skill-finder.ts';
 export type { SkillOrigin } from './skill-origin.ts';

@@ -428,6 +428,26 @@ export async function installSkill(skillsDir: string, skill: LoadedSkill | Sourc
 }
 
 /**
+ * Every skill installed in `skillsDir` (`<org>/<name>/`), unversioned, sorted by qualified name.
+ * Folders that cannot be an org's or a skill's (hidden ones, such as `.origins`) are passed over;
+ * a skill folder with no version in it is listed, and {@link findInstalledSkill} finds none.
+ */
+export async function listInstalledSkills(skillsDir: string): Promise<SkillReference[]> {
+  const folders = async (dir: string, pattern: RegExp): Promise<string[]> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    });
+    return entries.filter((entry) => entry.isDirectory() && pattern.test(entry.name)).map((entry) => entry.name);
+  };
+  const found: SkillReference[] = [];
+  for (const org of await folders(skillsDir, ORG)) {
+    for (const name of await folders(join(skillsDir, org), SKILL_NAME)) found.push({ org, name, qualified: `@${org}/skills/${name}` });
+  }
+  return found.sort((first, second) => (first.qualified < second.qualified ? -1 : first.qualified > second.qualified ? 1 : 0));
+}
+
+/**
  * An installed skill: the pinned version, or the highest installed version when none is pinned
  * (see {@link compareSkillVersions}); undefined when none is installed.
  * @throws {PackageError} when the installed SKILL.md is invalid.

@@ -62,6 +62,7 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
     version: '9.9.9-test',
     packages: host.packages,
     cluster: host.cluster,
+    skills: host.runtime.skills,
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
     ...(options.bindHost === undefined ? {} : { bindHost: options.bindHost }),
   });
