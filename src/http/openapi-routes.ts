@@ -314,6 +314,18 @@ export function openApiDocument(options: { version: string; a2aPath?: string | n
             capabilities: { type: 'array', items: { type: 'object' } },
             created_at: { type: 'string' },
             updated_at: { type: 'string' },
+            skills: {
+              type: 'object',
+              description: 'one agent\'s view (spawn, update, show): what its manifest\'s `skills` offer it of the installed skills, in its prompt\'s order, and why a skill it names is not offered',
+              properties: {
+                skills: {
+                  type: 'array',
+                  items: { type: 'object', properties: { skill: { type: 'string', description: '`@org/skills/name@version`' }, name: { type: 'string' }, description: { type: 'string' }, in_prompt: { type: 'boolean', description: 'false: past the budget, listed by name and description only' } } },
+                },
+                problems: { type: 'array', items: { type: 'string' } },
+                budget_bytes: { type: 'integer' },
+              },
+            },
           },
         },
         Reply: {

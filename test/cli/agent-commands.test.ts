@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/test-kernel.ts';
@@ -111,6 +111,23 @@ describe('loom agent', () => {
     expect(show.stdout).toContain('[capabilities].network "*.wikipedia.org"');
     // Running, but without ANTHROPIC_API_KEY it cannot answer: the state says so.
     expect(show.stdout).toContain('state:        cannot run: no key');
+  });
+
+  it("warns at spawn of the researcher's skills, none installed, and shows an agent's skills once one is", async () => {
+    const spawn = await runCli(home, ['agent', 'spawn', join(examples, 'researcher.toml')]);
+    expect(spawn.code).toBe(0);
+    for (const name of ['web-search', 'pdf-reader', 'regex-expert']) {
+      expect(spawn.stderr).toContain(`warning: skill "${name}" is not installed (looked for "${join(home, 'skills', '<org>', name)}" in every org); install it with its code (loom package install SKIL-…)`);
+    }
+    const before = await runCli(home, ['agent', 'show', 'researcher']);
+    expect(before.stdout).toContain('skills:       web-search, pdf-reader, regex-expert; none offered\n');
+    expect(before.stdout).toContain('  warning: skill "pdf-reader" is not installed');
+
+    await mkdir(join(home, 'skills', 'acme', 'pdf-reader', '1.2.0'), { recursive: true });
+    await writeFile(join(home, 'skills', 'acme', 'pdf-reader', '1.2.0', 'SKILL.md'), '---\nname: pdf-reader\ndescription: Reads PDFs.\nmetadata:\n  version: "1.2.0"\n---\nOpen the PDF page by page.\n');
+    const after = await runCli(home, ['agent', 'show', 'researcher']);
+    expect(after.stdout).toContain('skills:       web-search, pdf-reader, regex-expert\n  @acme/skills/pdf-reader@1.2.0\n  warning: skill "web-search" is not installed');
+    expect(after.stdout).not.toContain('warning: skill "pdf-reader"');
   });
 
   it('names the default model an agent without [model] runs on, or says it has none', async () => {

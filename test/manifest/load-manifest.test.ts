@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestError } from '../../src/errors/index.ts';
-import { loadManifestFile, namedModel, parseManifest } from '../../src/manifest/index.ts';
+import { loadManifestFile, namedModel, parseManifest, withoutRetiredKeys } from '../../src/manifest/index.ts';
 
 const examples = join(import.meta.dirname, '../../examples/agents');
 
@@ -195,6 +195,20 @@ describe('parseManifest() refuses bad input with one message naming file, field 
     for (const grant of ['econ_earn = true', 'econ_transfer = ["treasurer"]']) {
       expect(refusal(`[capabilities]\n${grant}`)).toContain(`[capabilities].${grant.split(' ')[0]}: not supported by Loom: it has no payment system`);
     }
+  });
+
+  it('refuses a skills entry that is neither a skill name nor @org/skills/name[@version], naming the entry', () => {
+    expect(refusal('skills = ["web-search", "Web Search"]')).toBe(
+      'cannot load manifest "a.toml": skills[1]: expected a skill\'s name such as "note-taker" (lowercase letters, digits and single hyphens), or its qualified reference such as "@org/skills/note-taker" or "@org/skills/note-taker@1.0.0", got "Web Search"',
+    );
+    expect(refusal('skills = ["@acme/note-taker"]')).toContain('skills[0]: expected a skill\'s name');
+    expect(parseManifest('skills = ["note-taker", "@acme/skills/note-taker", "@acme/skills/pdf-reader@1.2.0"]', { source: 'a.toml' }).manifest.skills).toHaveLength(3);
+  });
+
+  it('takes out of a stored manifest the skills entries an earlier Loom kept and never read, saying which', () => {
+    const { manifest, dropped } = withoutRetiredKeys({ name: 'old', skills: ['web-search', 'Web Search', '@acme/skills/notes'] });
+    expect(manifest['skills']).toEqual(['web-search', '@acme/skills/notes']);
+    expect(dropped).toEqual(['skills[1]: "Web Search" names no skill (expected "name" or "@org/skills/name[@version]")']);
   });
 
   it('refuses an unknown trigger event, an agent_message trigger, a file trigger without a pattern and a proactive agent without triggers, naming the field', () => {
