@@ -81,6 +81,8 @@ export type ScheduleEvent = {
   caughtUp: boolean;
   count: number;
   reason: string | null;
+  /** The error code of a budget that refused the run (`QUOTA_EXCEEDED`, `DAILY_BUDGET_SPENT`, …), when one did. */
+  code?: string;
 };
 
 /** What every turn event names: the agent, who asked (`owner`, `user:<key>`, `agent:<name>`) and how long it took. */

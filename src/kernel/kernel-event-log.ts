@@ -77,7 +77,7 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
       return line(
         'scheduler',
         `scheduled run of ${agent} (${event.trigger}${event.caughtUp ? ', caught up' : ''}) ${event.outcome}${event.count > 1 ? ` (${event.count} wake-ups)` : ''}${event.reason === null ? '' : `: ${event.reason}`}`,
-        { runId: event.runId, outcome: event.outcome },
+        { runId: event.runId, outcome: event.outcome, ...(event.code === undefined ? {} : { code: event.code }) },
       );
     case 'package-install':
       return line('packages', `installed package "${event.name}" ${event.version}`);

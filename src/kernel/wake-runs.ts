@@ -81,6 +81,9 @@ export interface WakeRuns {
   now(reference: string, options: { by: string }): Promise<ScheduleRunRecord>;
 }
 
+/** The code in the log line of a scheduled run skipped because the agent's daily budget is spent. */
+const DAILY_BUDGET_SPENT = 'DAILY_BUDGET_SPENT';
+
 /** Creates the wake-up runs of a kernel. */
 export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
   const { store, clock, ids } = parts;
@@ -89,7 +92,7 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
   // The agents whose wake-up runs here now: another one meanwhile is skipped, never queued.
   const running = new Set<string>();
 
-  async function finish(agent: AgentEntry, record: ScheduleRunRecord): Promise<ScheduleRunRecord> {
+  async function finish(agent: AgentEntry, record: ScheduleRunRecord, code?: string): Promise<ScheduleRunRecord> {
     try {
       await store.scheduleRuns.update(record);
     } catch (error) {
@@ -97,11 +100,12 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       if (error instanceof StoreNotFoundError) return record;
       throw error;
     }
-    await announce(agent, record);
+    await announce(agent, record, code);
     return record;
   }
 
-  async function announce(agent: AgentEntry, record: ScheduleRunRecord): Promise<void> {
+  /** Tells of the run's end: its one line in the daemon's log, with `code` when a budget refused it. */
+  async function announce(agent: AgentEntry, record: ScheduleRunRecord, code?: string): Promise<void> {
     const event: ScheduleEvent = {
       type: 'schedule-run-finish',
       at: record.finishedAt ?? clock.now(),
@@ -113,14 +117,15 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       caughtUp: record.caughtUp,
       count: record.count,
       reason: record.reason,
+      ...(code === undefined ? {} : { code }),
     };
     await parts.publish(event).catch((error: unknown) => logger.error({ err: error, agentId: agent.id }, 'could not record the end of a schedule run'));
   }
 
-  async function skip(agent: AgentEntry, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>, reason: string, count = 1): Promise<ScheduleRunRecord> {
+  async function skip(agent: AgentEntry, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>, reason: string, count = 1, code?: string): Promise<ScheduleRunRecord> {
     const record: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: null, finishedAt: clock.now(), outcome: 'skipped', reason, caughtUp: wake.caughtUp ?? false, count, checkHash: null };
     await store.scheduleRuns.create(record);
-    await announce(agent, record);
+    await announce(agent, record, code);
     return record;
   }
 
@@ -134,10 +139,8 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       // A person's forced wake-up is theirs to decide: neither the daily budget nor the check stops it.
       const scheduled = wake.trigger !== 'manual';
       const spent = scheduled ? await dailyBudgetRefusal(agent, store.usage, dayOf(clock.now(), parts.timezone ?? 'UTC')) : undefined;
-      if (spent !== undefined) {
-        logger.warn({ agentId: agent.id, cause: wake.cause }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): ${spent}`);
-        return await skip(agent, wake, spent);
-      }
+      // Skipped runs are logged once, by their end's line (the reason and the code in it).
+      if (spent !== undefined) return await skip(agent, wake, spent, 1, DAILY_BUDGET_SPENT);
       const started: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: clock.now(), finishedAt: null, outcome: 'running', reason: null, caughtUp: wake.caughtUp ?? false, count: 1, checkHash: null };
       // Recorded before the agent is woken: a run the daemon's stop cuts off is found at its next start.
       await store.scheduleRuns.create(started);
@@ -161,8 +164,7 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       } catch (error) {
         // Not a failure of the run: the budget says when the agent may work again.
         if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) {
-          logger.warn({ agentId: agent.id, cause: wake.cause, code: error.code, details: error.details }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): ${messageOf(error)}`);
-          return await finish(agent, { ...started, outcome: 'skipped', reason: messageOf(error), finishedAt: clock.now() });
+          return await finish(agent, { ...started, outcome: 'skipped', reason: messageOf(error), finishedAt: clock.now() }, error.code);
         }
         // The agent stopped during the turn (suspended, killed, or the daemon stopping).
         if (error instanceof AgentStateError) return await finish(agent, { ...started, outcome: 'interrupted', reason: messageOf(error), finishedAt: clock.now() });

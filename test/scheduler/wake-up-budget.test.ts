@@ -28,15 +28,15 @@ describe('a scheduled wake-up and the budget ledger', () => {
     await host.clock.advance(60_000);
     await waitFor('the first wake-up to be answered', async () => (await host.store.usage.list()).length === 1);
     await host.clock.advance(60_000);
-    const skipped = (): Record<string, unknown> | undefined => log.records.find((record) => String(record['msg']).startsWith('skipped a wake-up of agent "sleeper"'));
+    const runLines = (): Record<string, unknown>[] => log.records.filter((record) => String(record['msg']).startsWith('scheduled run of agent "sleeper"'));
+    const skipped = (): Record<string, unknown> | undefined => runLines().find((record) => record['outcome'] === 'skipped');
     await waitFor('the second wake-up to be skipped', () => skipped() !== undefined);
 
-    expect(skipped()).toMatchObject({ level: 40, cause: 'continuous', code: 'QUOTA_EXCEEDED' });
-    expect(String(skipped()?.['msg'])).toMatch(/^skipped a wake-up of agent "sleeper" \(continuous\): agent "sleeper" has used 120 of its 100 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/);
-    // Recorded as skipped, with the quota's words, and never as a failed run.
-    const runLines = log.records.map((record) => String(record['msg'])).filter((msg) => msg.startsWith('scheduled run of agent "sleeper"'));
-    expect(runLines.filter((msg) => / failed\b/.test(msg))).toEqual([]);
-    expect(runLines).toContainEqual(expect.stringMatching(/^scheduled run of agent "sleeper" \(continuous\) skipped: agent "sleeper" has used 120 of its 100 tokens per hour/));
+    // Logged once: its run's line, with the quota's words and code, and never as a failed run.
+    expect(skipped()).toMatchObject({ level: 30, subsystem: 'scheduler', code: 'QUOTA_EXCEEDED' });
+    expect(String(skipped()?.['msg'])).toMatch(/^scheduled run of agent "sleeper" \(continuous\) skipped: agent "sleeper" has used 120 of its 100 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/);
+    expect(log.records.filter((record) => String(record['msg']).includes('skipped'))).toHaveLength(1);
+    expect(runLines().filter((record) => / failed\b/.test(String(record['msg'])))).toEqual([]);
     expect(server.requests).toHaveLength(1);
   });
 });
