@@ -65,6 +65,7 @@ export async function startDashboard(prefix: string, config: Record<string, unkn
     clock: host.clock,
     logger: createSilentLogger(),
     version: '9.9.9-test',
+    skills: host.runtime.skills,
     ...(options.packages === true ? { packages: host.packages } : {}),
     ...(options.channels === true ? { channels: host.channels } : {}),
     ...(host.mcp === undefined ? {} : { mcp: host.mcp }),

@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
@@ -56,6 +58,18 @@ describe('the agent page, in Chromium against a real daemon', () => {
     const after = harness.host.kernel.get('editable');
     expect([after.id, after.session_id, after.description]).toEqual([spawned.id, spawned.session_id, 'after the edit']);
     await visible(page.getByText('Session history (2)'));
+  });
+
+  it("shows the skills an agent is offered, and warns of one it names that is not installed", async () => {
+    const folder = join(harness.host.home.skillsDir, 'acme', 'note-taker', '1.0.0');
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'SKILL.md'), '---\nname: note-taker\ndescription: Keeps notes.\nmetadata:\n  version: "1.0.0"\n---\nWrite notes as lists.\n');
+    await harness.host.kernel.spawn(manifest(`skills = ["note-taker", "pdf-reader"]\n${agentToml('skilled')}`));
+
+    await page.goto(`${harness.server.url}/#/agents/skilled`);
+    const skills = page.getByRole('list', { name: 'Skills', exact: true });
+    await visible(skills, '@acme/skills/note-taker@1.0.0');
+    await visible(page.getByTestId('skill-problems'), 'warning: skill "pdf-reader" is not installed');
   });
 
   it('says an agent was killed, then goes to the agent list', async () => {

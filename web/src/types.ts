@@ -44,6 +44,12 @@ export interface CannotRunView {
 
 export interface AgentDetailView extends AgentView {
   manifest: Record<string, unknown>;
+  /** What its manifest's `skills` offer it of the installed skills (mirrors src/kernel/agent-view.ts `AgentSkillsView`). */
+  skills?: {
+    skills: { skill: string; name: string; description: string; in_prompt: boolean }[];
+    problems: string[];
+    budget_bytes: number;
+  };
 }
 
 /** A scheduled wake-up of an agent, run or skipped (mirrors src/kernel/schedule-run-view.ts). */

@@ -15,6 +15,29 @@ import { ScheduleRunsPanel } from './schedule-runs-panel.tsx';
 import { Transcript } from './transcript.tsx';
 import './agent-page.css';
 
+/** The installed skills an agent's manifest offers it: each, whether its instructions fit in the prompt, and why a skill it names is not offered. */
+function SkillsCard({ skills, allowlist }: { skills: NonNullable<AgentDetailView['skills']>; allowlist: unknown }) {
+  const all = !Array.isArray(allowlist) || allowlist.length === 0;
+  return (
+    <Card title={`Skills (${skills.skills.length})`}>
+      {skills.skills.length === 0 ? (
+        <Empty>{all ? 'No skills installed: skills = [] offers every installed skill.' : 'None of the skills its manifest names is installed.'}</Empty>
+      ) : (
+        <ul class="capabilities" aria-label="Skills">
+          {skills.skills.map((skill) => (
+            <li key={skill.skill} title={skill.description}>
+              <span class="cap-kind mono">{skill.name}</span>
+              <span class="mono">{skill.skill}</span>
+              {skill.in_prompt ? null : <span class="muted"> listed by name only: past the {skills.budget_bytes}-byte budget</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <WarningList warnings={skills.problems} label="Skills not offered" testId="skill-problems" />
+    </Card>
+  );
+}
+
 /** How long the page says an agent was killed before it goes to the agent list. */
 export const KILLED_NOTICE_MS = 1_500;
 
@@ -287,6 +310,7 @@ export function AgentPage({ name }: { name: string }) {
             </ul>
           )}
         </Card>
+        {data.skills === undefined ? null : <SkillsCard skills={data.skills} allowlist={data.manifest['skills']} />}
       </div>
       {scheduleMode === 'continuous' || scheduleMode === 'periodic' ? <ScheduleRunsPanel name={data.name} version={version} /> : null}
       {data.module === 'builtin:workflow' ? <WorkflowPanel name={data.name} version={version} /> : null}
