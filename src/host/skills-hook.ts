@@ -12,6 +12,8 @@ export function createSkillsHook(skills: (allowlist: readonly string[]) => Promi
   return {
     name: 'skills',
     start: async (agent) => {
+      // An empty list names nothing that could be missing; reading every skill for each agent at boot would cost start-up.
+      if (agent.manifest.skills.length === 0) return;
       const { problems } = await skills(agent.manifest.skills);
       for (const problem of problems) logger.info({ agentId: agent.id, agent: agent.name, code: 'SKILL_NOT_OFFERED' }, `agent "${agent.name}": ${problem}`);
     },
