@@ -4,7 +4,7 @@ import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { PushNotificationStore, ServerCallContext, StoredPushNotificationConfig } from '@a2a-js/sdk/server';
 import type { A2aPushConfigRecord, A2aPushConfigRepository } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
-import type { HostResolver } from '../tools/builtin/net-guard.ts';
+import type { HostResolver } from '../tools/index.ts';
 import { callerName, callerOfContext } from './agent-executor.ts';
 import { vetWebhookUrl } from './webhook-guard.ts';
 

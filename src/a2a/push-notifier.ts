@@ -2,7 +2,7 @@ import { type StreamResponse, type Task, type TaskState, taskStateToJSON } from 
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { type AgentExecutionEvent, InMemoryTaskStore, ResultManager, ServerCallContext, V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import type { A2aPushConfigRecord, A2aPushConfigRepository, Clock, EventRecord, JsonObject, Logger } from '../contracts/index.ts';
-import { requestPinned, type HostResolver } from '../tools/builtin/net-guard.ts';
+import { requestPinned, type HostResolver } from '../tools/index.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 import { PushWebhookRefusedError } from './push-webhook-refused-error.ts';
 import { vetWebhookUrl } from './webhook-guard.ts';

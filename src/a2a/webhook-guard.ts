@@ -4,7 +4,7 @@
  * grant. The host is resolved once, every address is judged, and the delivery is then pinned to
  * those addresses (`requestPinned`), so a DNS answer that changes later cannot move it.
  */
-import { type HostResolver, type VettedAddress, vetHostAddresses } from '../tools/builtin/net-guard.ts';
+import { type HostResolver, type VettedAddress, vetHostAddresses } from '../tools/index.ts';
 import { PushWebhookRefusedError } from './push-webhook-refused-error.ts';
 
 /** The config switch that lets webhooks on private and loopback addresses through. */

@@ -1,4 +1,4 @@
-import { type ModelConfig, namedModel } from '../manifest/schema.ts';
+import { type ModelConfig, namedModel } from '../manifest/index.ts';
 import { modelName } from './model-name.ts';
 import type { ModelFetch, ModelTarget } from './resolve-model.ts';
 import { DEFAULT_API_KEY_ENV, modelEndpoint } from './resolve-model.ts';

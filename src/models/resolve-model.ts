@@ -1,5 +1,5 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import type { MODEL_PROVIDERS } from '../manifest/schema.ts';
+import type { MODEL_PROVIDERS } from '../manifest/index.ts';
 import { MissingApiKeyError } from './errors/missing-api-key-error.ts';
 import { ModelConfigError } from './errors/model-config-error.ts';
 import { modelName } from './model-name.ts';

@@ -24,6 +24,7 @@ export { publishToRegistry, resolveFromRegistries } from './registry.ts';
 export { composeSkillsPrompt, offerInstalledSkills } from './offer-skills.ts';
 export { describeSkillOrigin } from './skill-origin.ts';
 export { checkPackageSkills } from './skill-finder.ts';
+export { loadSkillFolder, parseSkillReference } from './skills.ts';
 export type { SkillOrigin } from './skill-origin.ts';
 export { activityPrompt, namespacedEvent, runBinding } from './run-binding.ts';
 export type { ActivityFallback, BindingRunParts, RunEvent, RunnableActivity, RunnableBinding } from './run-binding.ts';

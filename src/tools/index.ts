@@ -37,6 +37,8 @@ export { NUMERIC_TOOL_SETTING_DEFAULTS } from './tool-setting-defaults.ts';
 // The redirect rules of the web tools, for a caller that follows redirects itself (a forged tool's `fetch`).
 export { MAX_REDIRECTS, REDIRECT_STATUSES, redirectedRequest, type WebRequest } from './builtin/web-request.ts';
 export { LOG_TOOLS } from './builtin/log-tools.ts';
+// The web tools' address guard, for the other clients that reach a URL an outsider names (A2A push, MCP servers).
+export { requestPinned, vetHostAddresses, type HostResolver, type VettedAddress } from './builtin/net-guard.ts';
 // How MCP servers' tools are named (spec/05), here so that packages and capabilities can name
 // them without loading the MCP SDK.
 export { extractMcpServer, formatMcpToolName, isMcpTool, MCP_TOOL_PREFIX, normalizeMcpName, parseMcpToolName } from './mcp-tool-name.ts';

@@ -1,4 +1,4 @@
-import { LoomError } from '../errors/loom-error.ts';
+import { LoomError } from '../errors/index.ts';
 
 /**
  * A JSON Schema Loom will not check values against: it passes one of the limits of

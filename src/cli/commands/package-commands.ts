@@ -5,7 +5,7 @@ import { capabilitiesFromManifest, describeCapability } from '../../capabilities
 import { PackageError, UsageError } from '../../errors/index.ts';
 import { packageEnvironment } from '../../host/index.ts';
 import { applySettings, checkPackageSkills, describeSkillOrigin, emitGraphProblems, installPlan, isInstallCode, loadPackage, parseInstallCode, preparePackage, publishToRegistry } from '../../packages/index.ts';
-import { loadSkillFolder, parseSkillReference } from '../../packages/skills.ts';
+import { loadSkillFolder, parseSkillReference } from '../../packages/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { parseLimit } from '../parse-limit.ts';

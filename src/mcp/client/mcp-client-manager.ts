@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import { messageOf } from '../../errors/index.ts';
 import { boundedSchemaValidator, measureJsonSchema, SchemaRefusedError } from '../../validation/index.ts';
-import type { HostResolver } from '../../tools/builtin/net-guard.ts';
+import type { HostResolver } from '../../tools/index.ts';
 import { ClearedEnvStdioTransport } from './cleared-env-stdio-transport.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 import { McpLoginRequiredError, mcpOAuthProvider } from './mcp-oauth.ts';

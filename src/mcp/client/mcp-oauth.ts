@@ -25,7 +25,7 @@ import {
   type StoredOAuthTokens,
 } from '@modelcontextprotocol/client';
 import { LoomError } from '../../errors/index.ts';
-import type { HostResolver } from '../../tools/builtin/net-guard.ts';
+import type { HostResolver } from '../../tools/index.ts';
 import { createPinnedFetch, withCheckedOtherHosts } from './pinned-fetch.ts';
 import { expandHeaders, MAX_MCP_MESSAGE_BYTES, type McpFetch, type McpServerEntry, sizeLimitedFetch, type VetMcpUrlOptions, vetMcpUrl } from './security.ts';
 

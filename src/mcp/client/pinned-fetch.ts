@@ -8,7 +8,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
-import { requestPinned } from '../../tools/builtin/net-guard.ts';
+import { requestPinned } from '../../tools/index.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
 import { type McpFetch, readBoundedBody, type VetMcpUrlOptions, type VettedMcpUrl, vetMcpUrl } from './security.ts';
 

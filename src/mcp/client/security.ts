@@ -5,7 +5,7 @@
  * vetted URL is pinned to the checked addresses by `createPinnedFetch`.
  */
 import type { Config } from '../../config/index.ts';
-import { type HostResolver, type VettedAddress, vetHostAddresses } from '../../tools/builtin/net-guard.ts';
+import { type HostResolver, type VettedAddress, vetHostAddresses } from '../../tools/index.ts';
 import { BoundedBytes, type JsonRpcId, recoverJsonRpcId } from '../jsonrpc-message-reader.ts';
 import { McpMessageTooLargeError } from '../mcp-message-too-large-error.ts';
 import { McpServerRefusedError } from './mcp-server-refused-error.ts';
