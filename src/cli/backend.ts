@@ -12,7 +12,7 @@ import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
-// Not the MCP server's index: that loads the MCP SDK.
+// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
 import type { CliIo } from './cli-io.ts';

@@ -9,7 +9,7 @@ import { createCostCatalog, createModelResolver, type ModelFetch } from '../mode
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
 import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker } from '../cluster/index.ts';
-// Deliberately not the index files: the A2A and MCP SDKs load only when a host uses them.
+// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
 import { createPackageInstaller, createPackageRuntime, createPackageService, offerInstalledSkills, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';

@@ -7,7 +7,7 @@ import { type AgentDetailView, type Kernel, type OfferedSkills, toAgentSkillsVie
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
-// Not the MCP server's index: that loads the MCP SDK, which the daemon loads on the first MCP request.
+// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { idempotencyKeyOf } from './idempotency-key.ts';

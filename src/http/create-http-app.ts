@@ -20,8 +20,7 @@ import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
-// Deliberately not '../a2a/index.ts' nor '../mcp/index.ts': those load the A2A and MCP SDKs, which
-// are imported on the first A2A or MCP request instead, to keep the daemon's start and idle memory small.
+// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
 import type { A2aPushConfigRepository, ClusterReader, EventRepository, Leadership, TaskRepository } from '../contracts/index.ts';

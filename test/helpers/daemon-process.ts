@@ -23,8 +23,11 @@ export interface DaemonHome {
   readonly dir: string;
   /** LOOM_HOME, inside `dir`. */
   readonly home: string;
-  /** Starts a daemon on the home (port 0, an OpenAI key that only the scripted model takes) and waits until it answers. */
-  start(): Promise<DaemonProcess>;
+  /**
+   * Starts a daemon on the home (port 0, an OpenAI key that only the scripted model takes) and waits
+   * until it answers; `env` adds to its environment (e.g. `NODE_OPTIONS`).
+   */
+  start(options?: { env?: Readonly<Record<string, string>> }): Promise<DaemonProcess>;
 }
 
 /**
@@ -54,10 +57,10 @@ export function useDaemonHome(prefix: string): DaemonHome {
     get home() {
       return join(folder(), 'home');
     },
-    async start() {
+    async start(options = {}) {
       const home = join(folder(), 'home');
       const child = spawn(process.execPath, [BIN, 'start', '--foreground', '--port', '0'], {
-        env: { PATH: process.env['PATH'] ?? '', HOME: folder(), LOOM_HOME: home, OPENAI_API_KEY: 'sk-test' },
+        env: { PATH: process.env['PATH'] ?? '', HOME: folder(), LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', ...options.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
