@@ -1,6 +1,8 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { LAYERING } from './test/architecture/layering-rules.ts';
+import { layeringLintConfig } from './test/architecture/lint-restrictions.ts';
 
 export default tseslint.config(
   // AssemblyScript sources of wasm modules: compiled by asc, not TypeScript.
@@ -33,6 +35,10 @@ export default tseslint.config(
       ],
     },
   },
+  // The layering of src/ (decision 0064): no import up the floors, another folder only through its
+  // index, no node: module in the kernel or the runtime beyond the allowed ones. The same rules as
+  // test/architecture/layering.test.ts, from the same list; the test also finds cycles.
+  ...layeringLintConfig(LAYERING),
   {
     // The CLI, benchmarks and test fixtures talk to a terminal on purpose.
     files: ['src/cli/**', 'bench/**', 'bin/**', 'test/fixtures/**'],

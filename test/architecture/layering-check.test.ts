@@ -57,7 +57,7 @@ describe('checkLayering()', () => {
     const root = sources({ 'src/middle/disk.ts': "import { readFileSync } from 'node:fs';\nimport { createHash } from 'node:crypto';\nexport { createHash, readFileSync };\n", 'src/extra/index.ts': "export { base } from '../base/index.ts';\n" });
     const problems = checkLayering(root, { ...RULES, exceptions: { 'base -> top': 'once needed' } });
     expect(problems.map((problem) => problem.message)).toEqual([
-      'src/extra/ stands on no floor: add it to the floors of test/architecture/layering.test.ts, above every folder it imports',
+      'src/extra/ stands on no floor: add it to the floors of test/architecture/layering-rules.ts, above every folder it imports',
       'the exception "base -> top" is needed no more: no import makes that arrow; remove it from the exceptions',
       "src/middle/disk.ts:1 imports 'node:fs' (value) into src/middle/, which stays free of Node's edges (STYLE.md): take it as a dependency, or add it to the allowed node: modules with the reason",
     ]);

@@ -68,7 +68,7 @@ export function checkLayering(repository: string, rules: LayeringRules): Layerin
 
   const units = new Set([...arrows.keys()].flatMap((key) => key.split(' -> ')));
   for (const unit of [...units].sort()) {
-    if (!floorOf.has(unit)) problems.push({ rule: 'unplaced folder', message: `src/${unit}/ stands on no floor: add it to the floors of test/architecture/layering.test.ts, above every folder it imports` });
+    if (!floorOf.has(unit)) problems.push({ rule: 'unplaced folder', message: `src/${unit}/ stands on no floor: add it to the floors of test/architecture/layering-rules.ts, above every folder it imports` });
   }
   for (const [key, sites] of arrows) {
     const [from, to] = key.split(' -> ') as [string, string];
