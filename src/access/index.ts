@@ -5,7 +5,6 @@
 export { LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
 export { createAuthenticator, LOCAL_OWNER } from './create-authenticator.ts';
 export { principalKey } from '../contracts/index.ts';
-export type { Authenticator, Credentials } from './create-authenticator.ts';
 export type { Principal } from '../contracts/index.ts';
 export { isLoopbackAddress } from './is-loopback-address.ts';
 export { isLoopbackBind } from './is-loopback-bind.ts';

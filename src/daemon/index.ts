@@ -1,6 +1,5 @@
 /** The daemon: the kernel, its HTTP API and schedules, reachable through `LOOM_HOME/daemon.json`. */
-export { daemonFilePath, DaemonInfoSchema, isProcessAlive, readDaemonFile, removeDaemonFile, staleDaemon, startedBeforeConfigChanged, writeDaemonFile } from './daemon-file.ts';
-export type { DaemonInfo } from './daemon-file.ts';
+export { daemonFilePath, isProcessAlive, readDaemonFile, staleDaemon, startedBeforeConfigChanged, writeDaemonFile } from './daemon-file.ts';
 export { modelKeysIn, startDaemon } from './start-daemon.ts';
 export type { RunningDaemon, StartDaemonOptions } from './start-daemon.ts';
 export { releaseStartUpHeap } from './release-start-up-heap.ts';

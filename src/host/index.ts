@@ -1,4 +1,3 @@
 /** The composition root: a kernel with its Node edges, for the CLI and the daemon. */
-export { createRuntime, openHost, packageEnvironment } from './open-host.ts';
+export { openHost, packageEnvironment } from './open-host.ts';
 export type { Host, HostOptions } from './open-host.ts';
-export { createWorkspaceHook } from './workspace-hook.ts';

@@ -1,13 +1,7 @@
-/** MCP both ways: agents use MCP servers' tools (client); MCP clients call Loom's agents (server). */
-export { createMcpClientManager, formatMcpToolName, MAX_MCP_MESSAGE_BYTES, parseMcpToolName } from './client/index.ts';
+/**
+ * MCP both ways: agents use MCP servers' tools (client, `./client/index.ts`); MCP clients call
+ * Loom's agents (server, `./server/index.ts`). Both load the MCP SDK, so other folders import them
+ * where first used (test/architecture/lazy-sdks.test.ts); this index holds their types.
+ */
 export type { McpClientManager, McpPendingAction, McpProtocolEra, McpServerStatus } from './client/index.ts';
-export {
-  agentToolName,
-  createLegacySseEndpoints,
-  createLoomMcpServer,
-  createMcpHttpHandler,
-  daemonAgentDirectory,
-  kernelAgentDirectory,
-  serveMcpStdio,
-} from './server/index.ts';
 export type { McpHttpHandler, McpHttpHandlerOptions } from './server/index.ts';

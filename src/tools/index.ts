@@ -16,23 +16,7 @@ import { webFetchTool } from './builtin/web-fetch-tool.ts';
 import { httpRequestTool } from './builtin/web-http-request-tool.ts';
 import { webSearchTool } from './builtin/web-search-tool.ts';
 
-export {
-  agentKillTool,
-  agentListTool,
-  agentMessageTool,
-  agentSpawnTool,
-  fileListTool,
-  fileReadTool,
-  fileWriteTool,
-  generateTextTool,
-  httpRequestTool,
-  memoryRecallTool,
-  memoryStoreTool,
-  shellExecTool,
-  webFetchTool,
-  webSearchTool,
-};
-export { explainShellRefusal } from './builtin/shell-refusal.ts';
+export { agentMessageTool };
 export { NUMERIC_TOOL_SETTING_DEFAULTS } from './tool-setting-defaults.ts';
 // The redirect rules of the web tools, for a caller that follows redirects itself (a forged tool's `fetch`).
 export { MAX_REDIRECTS, REDIRECT_STATUSES, redirectedRequest, type WebRequest } from './builtin/web-request.ts';
