@@ -5,34 +5,20 @@ import { LAYERING } from './layering-rules.ts';
 
 const REPOSITORY = fileURLToPath(new URL('../../', import.meta.url));
 
-function messages(problems: readonly LayeringProblem[], rule: LayeringProblem['rule']): string[] {
-  return problems.filter((problem) => problem.rule === rule).map((problem) => problem.message);
-}
+/** Each rule of test/architecture/layering-check.ts, as the test that says it. */
+const RULES: readonly (readonly [string, LayeringProblem['rule']])[] = [
+  ['places every folder on a floor', 'unplaced folder'],
+  ['has no cycle between folders, counting type imports', 'cycle'],
+  ['imports another folder only through its index, but for the listed entries', 'around the index'],
+  ['never imports a folder on a higher floor', 'up the floors'],
+  ['keeps node: modules out of the kernel and the runtime, but for the allowed ones', 'node: import'],
+  ['lists no exception that no import needs', 'stale exception'],
+];
 
 describe('the layering of src/', () => {
   const problems = checkLayering(REPOSITORY, LAYERING);
 
-  it('places every folder on a floor', () => {
-    expect(messages(problems, 'unplaced folder')).toEqual([]);
-  });
-
-  it('has no cycle between folders, counting type imports', () => {
-    expect(messages(problems, 'cycle')).toEqual([]);
-  });
-
-  it('imports another folder only through its index, but for the listed entries', () => {
-    expect(messages(problems, 'around the index')).toEqual([]);
-  });
-
-  it('never imports a folder on a higher floor', () => {
-    expect(messages(problems, 'up the floors')).toEqual([]);
-  });
-
-  it('keeps node: modules out of the kernel and the runtime, but for the allowed ones', () => {
-    expect(messages(problems, 'node: import')).toEqual([]);
-  });
-
-  it('lists no exception that no import needs', () => {
-    expect(messages(problems, 'stale exception')).toEqual([]);
+  it.each(RULES)('%s', (_name, rule) => {
+    expect(problems.filter((problem) => problem.rule === rule).map((problem) => problem.message)).toEqual([]);
   });
 });
