@@ -60,9 +60,14 @@ export interface TurnJournalRecord {
   steps: TurnStepRecord[];
 }
 
-/** One step of a turn as its journal keeps it: a model reply, a tool call's start, a tool call's result (opaque `data`). */
+/**
+ * One step of a turn as its journal keeps it: a model reply, a tool call's start, a tool call's
+ * result, or the events its stream showed since the last commit (`stream`, committed with the
+ * step after them, so that a client reconnecting after a restart gets them again: decision 0059).
+ * `data` is opaque to the store.
+ */
 export interface TurnStepRecord {
-  kind: 'model' | 'tool-start' | 'tool-result';
+  kind: 'model' | 'tool-start' | 'tool-result' | 'stream';
   at: number;
   data: JsonObject;
 }

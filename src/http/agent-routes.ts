@@ -3,7 +3,7 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { TurnNotRunningError } from '../errors/index.ts';
-import { type AgentDetailView, type Kernel, type OfferedSkills, toAgentSkillsView, toTurnView } from '../kernel/index.ts';
+import { type AgentDetailView, type EventId, eventIdOf, type Kernel, type OfferedSkills, parseEventId, toAgentSkillsView, toTurnView } from '../kernel/index.ts';
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -41,6 +41,11 @@ export const MessageBodySchema = z
 /** `?session=<id>` (a session the caller holds) or `?thread=<name>` (one of its own), for the session routes; its own when left out. */
 const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_CHOICE);
 
+/** `GET …/turn`: the session as for the session routes, and `?last_event_id=` for a client that cannot send the `Last-Event-ID` header. */
+const TurnQuerySchema = z
+  .strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema, last_event_id: z.string().max(300).optional() })
+  .refine(oneSessionChoice, ONE_CHOICE);
+
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
 
 /** `?limit=`: how many of an agent's scheduled wake-ups `GET …/runs` answers with (100 when left out). */
@@ -63,6 +68,20 @@ export type SpawnResponse = AgentDetailView & { warnings: string[] };
 /** An SSE event's data: the agent event, with a finished run's result in the API's turn shape. */
 function wireEvent(event: AgentEvent): unknown {
   return event.type === 'run-finish' ? { type: event.type, result: toTurnView(event.result) } : event;
+}
+
+/** An event of a turn as an SSE message, with the id a client reconnects with (`GET …/turn` with `Last-Event-ID`). */
+function sseOf(event: AgentEvent): { id?: string; event: string; data: string } {
+  const id = eventIdOf(event);
+  return { ...(id === undefined ? {} : { id }), event: event.type, data: JSON.stringify(wireEvent(event)) };
+}
+
+/** A `Last-Event-ID` (or `?last_event_id=`) as the kernel takes it. @throws {HttpRequestError} when it is not an id this daemon gives. */
+function lastEventIdOf(value: string | undefined): EventId | undefined {
+  if (value === undefined || value === '') return undefined;
+  const id = parseEventId(value);
+  if (id === undefined) throw new HttpRequestError('INVALID_REQUEST', `Last-Event-ID "${value.slice(0, 100)}" is not an event id of a turn's stream: expected "<turn id>:<epoch>:<seq>", as the stream's "id:" lines give`);
+  return id;
 }
 
 /**
@@ -154,12 +173,12 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     return streamSSE(c, async (stream) => {
       try {
         if (first.done === true) return;
-        await stream.writeSSE({ event: first.value.type, data: JSON.stringify(wireEvent(first.value)) });
+        await stream.writeSSE(sseOf(first.value));
         // A client that left stops getting events, not the turn: it runs to its end (its time
         // limit stays until then) and `GET …/turn` follows it again.
         for (let next = await events.next(); next.done !== true; next = await events.next()) {
           if (stream.aborted) continue;
-          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) }).catch(() => undefined);
+          await stream.writeSSE(sseOf(next.value)).catch(() => undefined);
         }
       } finally {
         deadline.dispose();
@@ -167,22 +186,28 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     });
   });
 
-  // The agent's running turn on its main session (whoever started it): shown, followed, cancelled.
-  routes.get('/:agent/turn', (c) => {
+  // The running turn on the caller's own session of the agent, or on the one it chose (whoever
+  // started it): shown, followed (from the event after `Last-Event-ID`, decision 0059), cancelled.
+  routes.get('/:agent/turn', async (c) => {
     const caller = kernelOf(c, kernel);
     const reference = c.req.param('agent');
     const deadline = c.get('deadline');
+    const { session: sessionId, thread, last_event_id: lastEventId } = readQuery(c, TurnQuerySchema);
     if (!(c.req.header('accept') ?? '').includes('text/event-stream')) {
-      const view = caller.runningTurn(reference);
+      const view = await caller.runningTurn(reference, { sessionId, thread });
       if (view === undefined) throw new TurnNotRunningError(caller.get(reference).name, 'show');
       return c.json(view);
     }
-    const events = caller.followTurn(reference)[Symbol.asyncIterator]();
+    // The header wins: a browser's EventSource sends it on each reconnect, with the URL it first had.
+    const after = lastEventIdOf(c.req.header('last-event-id') ?? lastEventId);
+    const events = (await caller.followTurn(reference, { sessionId, thread }, after))[Symbol.asyncIterator]();
     return streamSSE(c, async (stream) => {
       try {
         for (let next = await events.next(); next.done !== true; next = await events.next()) {
           if (stream.aborted) break;
-          await stream.writeSSE({ event: next.value.type, data: JSON.stringify(wireEvent(next.value)) });
+          const item = next.value;
+          if ('rewind' in item) await stream.writeSSE({ event: 'rewind', data: JSON.stringify({ type: 'rewind', reason: item.rewind }) });
+          else await stream.writeSSE({ id: item.id, event: item.event.type, data: JSON.stringify(wireEvent(item.event)) });
         }
       } finally {
         await events.return?.(undefined);
@@ -191,7 +216,10 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     });
   });
 
-  routes.post('/:agent/turn/cancel', async (c) => c.json(await kernelOf(c, kernel).cancelTurn(c.req.param('agent'))));
+  routes.post('/:agent/turn/cancel', async (c) => {
+    const { session: sessionId, thread } = readQuery(c, SessionQuerySchema);
+    return c.json(await kernelOf(c, kernel).cancelTurn(c.req.param('agent'), { sessionId, thread }));
+  });
 
   routes.get('/:agent/workflow', async (c) => {
     const caller = kernelOf(c, kernel);
@@ -218,7 +246,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const { session: sessionId, thread } = readQuery(c, SessionQuerySchema);
     const session = await caller.session(reference, { sessionId, thread });
     // The turn not yet committed to it, if one runs: a client shows it and follows it with `GET …/turn`.
-    const running = sessionId === undefined ? caller.runningTurn(reference, thread) : kernel.runningTurn(reference, session.conversation === null ? {} : { conversation: session.conversation });
+    const running = await caller.runningTurn(reference, { sessionId, thread });
     return c.json({ ...session, running: running ?? null });
   });
 

@@ -52,6 +52,9 @@ const path = (name: string, description: string): JsonObject => ({ name, in: 'pa
 const query = (name: string, description: string, schema: JsonObject = { type: 'string' }): JsonObject => ({ name, in: 'query', required: false, description, schema });
 const AGENT = path('agent', 'the agent\'s name or id');
 const IDEMPOTENCY_KEY: JsonObject = { name: 'Idempotency-Key', in: 'header', required: false, description: 'a key of the caller\'s (1 to 255 printable ASCII characters): the same message sent again with it gets the turn the first one started (its reply once it ends), for 24 hours after that turn ended', schema: { type: 'string', maxLength: 255 } };
+/** `?session=` and `?thread=`, as the session routes take them. */
+const SESSION_CHOICE: JsonObject[] = [query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')];
+const LAST_EVENT_ID: JsonObject = { name: 'Last-Event-ID', in: 'header', required: false, description: 'the id of the last event the client got (`<turn id>:<epoch>:<seq>`): the stream goes on after it', schema: { type: 'string', maxLength: 300 } };
 const body = (schema: JsonObject, required = true): JsonObject => ({ required, content: json(schema) });
 
 /** One operation: its summary, who may call it, and what it takes and gives. */
@@ -121,12 +124,17 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
       },
     },
     '/api/agents/{agent}/turn': {
-      get: { tag: 'agents', summary: 'the running turn `{ run_id, message, received_at, state }`; with `Accept: text/event-stream` its events so far, then the rest', parameters: [AGENT], responses: { '200': ok('the running turn'), ...errors(404, 409) } },
+      get: {
+        tag: 'agents',
+        summary: 'the running turn `{ run_id, message, received_at, state }` on the caller\'s session (or the one chosen); with `Accept: text/event-stream` its events so far, each with an `id:`, then the rest; with `Last-Event-ID` only those after that one, across a restart too (decision 0059)',
+        parameters: [AGENT, ...SESSION_CHOICE, query('last_event_id', 'the id of the last event the client got, for a client that cannot send the `Last-Event-ID` header (the header wins)'), LAST_EVENT_ID],
+        responses: { '200': ok('the running turn'), ...errors(400, 404, 409) },
+      },
     },
-    '/api/agents/{agent}/turn/cancel': { post: { tag: 'agents', summary: 'cancel the running turn, answering once it is committed: `{ agent, run_id, status }`', parameters: [AGENT], responses: { '200': ok('the cancelled turn'), ...errors(403, 404, 409) } } },
+    '/api/agents/{agent}/turn/cancel': { post: { tag: 'agents', summary: 'cancel the running turn on the caller\'s session (or the one chosen), answering once it is committed: `{ agent, run_id, status }`', parameters: [AGENT, ...SESSION_CHOICE], responses: { '200': ok('the cancelled turn'), ...errors(403, 404, 409) } } },
     '/api/agents/{agent}/session': {
-      get: { tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')], responses: { '200': ok('the session'), ...errors(404) } },
-      delete: { tag: 'agents', summary: 'empty the session history', parameters: [AGENT, query('session', 'a session the caller holds; its own when left out'), query('thread', 'a conversation of the caller\'s own, by name (`mcp:<id>`: a `loom mcp` client session); not with session')], responses: { '204': { description: 'emptied' }, ...errors(403, 404) } },
+      get: { tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', parameters: [AGENT, ...SESSION_CHOICE], responses: { '200': ok('the session'), ...errors(404) } },
+      delete: { tag: 'agents', summary: 'empty the session history', parameters: [AGENT, ...SESSION_CHOICE], responses: { '204': { description: 'emptied' }, ...errors(403, 404) } },
     },
     '/api/agents/{agent}/sessions': { get: { tag: 'agents', summary: 'the agent\'s sessions the caller holds: every one for the owner, its own and its threads\' for any other key', parameters: [AGENT], responses: { '200': ok('the sessions', { type: 'array', items: { type: 'object' } }), ...errors(404) } } },
     '/api/agents/{agent}/runs': {

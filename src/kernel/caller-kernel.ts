@@ -8,7 +8,7 @@ import type { AgentDetailView, AgentView } from './agent-view.ts';
 import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { Kernel, SpawnOptions } from './kernel.ts';
-import type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
+import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
 import type { SendOptions } from './message-flow.ts';
 import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
@@ -195,22 +195,29 @@ export class CallerKernel {
     return this.#kernel.workflow(this.agentName(reference));
   }
 
-  /** The turn running on the principal's own session of the agent (or its `thread`'s), if any. */
-  runningTurn(reference: string, thread?: string): RunningTurnView | undefined {
-    const conversation = this.conversation(thread);
-    return this.#kernel.runningTurn(this.agentName(reference), conversation === undefined ? {} : { conversation });
+  /** The turn running on the principal's own session of the agent (or its `thread`'s), or on the one `sessionId` names when it holds it, if any. @throws {SessionNotFoundError} */
+  async runningTurn(reference: string, where: SessionChoice = {}): Promise<RunningTurnView | undefined> {
+    const name = this.agentName(reference);
+    const conversation = await this.#conversationOf(name, where);
+    return this.#kernel.runningTurn(name, conversation === undefined ? {} : { conversation });
   }
 
-  followTurn(reference: string, thread?: string): AsyncIterable<AgentEvent> {
-    const conversation = this.conversation(thread);
-    return this.#kernel.followTurn(this.agentName(reference), conversation === undefined ? {} : { conversation });
+  /**
+   * Follows the turn running on the principal's own session of the agent (or the one `where`
+   * chooses), after the event `after` when given (a client's `Last-Event-ID`, decision 0059).
+   * @throws {SessionNotFoundError} {TurnNotRunningError}
+   */
+  async followTurn(reference: string, where: SessionChoice = {}, after?: EventId): Promise<AsyncIterable<FollowedEvent>> {
+    const name = this.agentName(reference);
+    const conversation = await this.#conversationOf(name, where);
+    return this.#kernel.followTurn(name, { ...(conversation === undefined ? {} : { conversation }), ...(after === undefined ? {} : { after }) });
   }
 
-  /** Cancels the turn running on the principal's own session of the agent (or its `thread`'s). */
-  async cancelTurn(reference: string, thread?: string): Promise<CancelledTurnView> {
+  /** Cancels the turn running on the principal's own session of the agent (or its `thread`'s), or on the one `sessionId` names when it holds it. @throws {SessionNotFoundError} {TurnNotRunningError} */
+  async cancelTurn(reference: string, where: SessionChoice = {}): Promise<CancelledTurnView> {
     const name = this.agentName(reference);
     this.require('cancel turns', name);
-    const conversation = this.conversation(thread);
+    const conversation = await this.#conversationOf(name, where);
     return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline, ...(conversation === undefined ? {} : { conversation }) });
   }
 

@@ -24,7 +24,8 @@ export { composeIdentityPrompt, IDENTITY_FILE_BUDGET_BYTES, IDENTITY_FILES } fro
 export type { IdentityFile, IdentityFileName } from './identity-prompt.ts';
 export { createKernel } from './kernel.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
-export type { CancelledTurnView, RunningTurnView } from './live-turns.ts';
+export type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
+export { eventIdOf, parseEventId } from './live-turns.ts';
 export type { SendOptions, TaskTurn } from './message-flow.ts';
 export { toolPolicyOf } from './tool-policy.ts';
 export type { ToolPolicy } from './tool-policy.ts';

@@ -29,7 +29,7 @@ import { CapabilityManager } from './capability-manager.ts';
 import { auditRecordOf, type ChannelEvent, createEventBus, type EventBus, type KernelEvent, type PackageEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
 import { createKernelHandle } from './kernel-handle.ts';
-import type { CancelledTurnView, RunningTurnView, TurnCounts } from './live-turns.ts';
+import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView, TurnCounts } from './live-turns.ts';
 import { createMessageFlow, type SendOptions, type TaskTurn } from './message-flow.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { type SessionSummary, type SessionView, toSessionSummary } from './session-view.ts';
@@ -223,10 +223,11 @@ export interface Kernel {
   turnCounts(): TurnCounts;
   /**
    * Follows that turn, as a client that left and came back does: its events so far (text
-   * joined), then the rest as they come, ending with `run-finish` or `error` once it is committed.
+   * joined), each with its id, then the rest as they come, ending with `run-finish` or `error`
+   * once it is committed; with `after`, only the events after that one (decision 0059).
    * @throws {AgentNotFoundError} {TurnNotRunningError}
    */
-  followTurn(reference: string, options?: { conversation?: string }): AsyncIterable<AgentEvent>;
+  followTurn(reference: string, options?: { conversation?: string; after?: EventId }): AsyncIterable<FollowedEvent>;
   /**
    * Cancels that turn, as `caller` (who must be allowed to message the agent; the owner by
    * default), named `by` in the session. Resolves once the turn has ended and what it said and did
@@ -1006,7 +1007,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     turnCounts: () => flow.turnCounts(),
 
-    followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation),
+    followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
 
     cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
 

@@ -1,4 +1,5 @@
 import type { AgentEvent } from '../runtime/index.ts';
+import { TurnNotRunningError } from '../errors/index.ts';
 import { PushQueue } from './push-queue.ts';
 import type { TurnStatus } from './turn-record.ts';
 
@@ -18,12 +19,67 @@ export interface CancelledTurnView {
   status: TurnStatus;
 }
 
-type Listener = (event: AgentEvent | undefined) => void;
+type Listener = (entry: StreamEntry | undefined) => void;
+
+/**
+ * One event of a turn's stream as it is kept: numbered in the turn (`seq`), with the run of the
+ * turn that emitted it (`epoch`: a turn resumed after a restart runs again under a new one). A
+ * stretch of text deltas is kept as one, `first` to `seq`, with the text's length after each.
+ */
+export interface StreamEntry {
+  first: number;
+  seq: number;
+  epoch: string;
+  event: AgentEvent;
+  /** For a stretch of text: the text's length after each delta, `first` to `seq`. */
+  ends?: number[];
+}
+
+/** An event a follower gets, with its id (`Last-Event-ID`); or `rewind` (see {@link LiveTurn.follow}). */
+export type FollowedEvent = { id: string; event: AgentEvent } | { rewind: string };
+
+/** The stream events not yet saved, as a journal step keeps them (see {@link LiveTurn.unsaved}). */
+export interface StreamStepData {
+  entries: StreamEntry[];
+}
+
+/** The id of an event of a turn's stream: `<turn id>:<epoch>:<seq>`. */
+function eventId(turnId: string, entry: { epoch: string; seq: number }): string {
+  return `${turnId}:${entry.epoch}:${entry.seq}`;
+}
+
+/** An event id as {@link eventId} writes it; undefined when it is not one. */
+export function parseEventId(id: string): { turnId: string; epoch: string; seq: number } | undefined {
+  const match = /^(.+):([^:]+):(\d{1,15})$/.exec(id);
+  if (match === null) return undefined;
+  return { turnId: match[1] as string, epoch: match[2] as string, seq: Number(match[3]) };
+}
+
+/** An event of a turn's stream, named by its id's parts. */
+export type EventId = NonNullable<ReturnType<typeof parseEventId>>;
+
+/**
+ * Follows `turn` after `after` (all of it without), as `LiveTurn.follow` does.
+ * @throws {TurnNotRunningError} when `after` is an event of another turn: that one has ended.
+ */
+function followFrom(turn: LiveTurn, agentName: string, after: EventId | undefined): AsyncIterable<FollowedEvent> {
+  if (after !== undefined && after.turnId !== turn.turnId) throw TurnNotRunningError.ended(agentName, eventId(after.turnId, after));
+  return turn.follow(after);
+}
+
+/** The ids the live turns gave the events they emitted, for a door that streams them as they come (see {@link eventIdOf}). */
+const EVENT_IDS = new WeakMap<AgentEvent, string>();
+
+/** The id a live turn gave `event` as it emitted it (the SSE `id:` a client reconnects with); undefined for an event no turn emitted. */
+export function eventIdOf(event: AgentEvent): string | undefined {
+  return EVENT_IDS.get(event);
+}
 
 /**
  * One turn on a session of an agent, from the moment it was accepted until it is committed: its
- * events so far (text deltas joined), so that a client that left can follow it again, and the
- * controller that cancels it.
+ * events so far (text deltas joined), each with an id, so that a client that left can follow it
+ * again from where it was, and the controller that cancels it. A turn resumed after a restart
+ * starts with the events its journal saved (`saved`), and goes on numbering after them.
  */
 export class LiveTurn {
   readonly agentId: string;
@@ -31,19 +87,35 @@ export class LiveTurn {
   readonly conversation: string | undefined;
   readonly message: string;
   readonly receivedAt: number;
+  /** The turn's id: its journal's, when it has one. */
+  readonly turnId: string;
   readonly controller = new AbortController();
   runId: string | undefined;
   status: TurnStatus | undefined;
-  readonly #events: AgentEvent[] = [];
+  readonly #epoch: string;
+  readonly #entries: StreamEntry[] = [];
+  /** How many of `#entries` the journal has. */
+  #saved = 0;
+  #seq = 0;
+  /** The tool calls the saved events announced: a resumed turn that runs one of them again does not announce it twice. */
+  readonly #announced = new Set<string>();
   readonly #listeners = new Set<Listener>();
   readonly #ended: Promise<TurnStatus>;
   #resolve!: (status: TurnStatus) => void;
 
-  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number) {
+  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number, stream: { turnId: string; epoch: string; saved?: readonly StreamEntry[] }) {
     this.agentId = agentId;
     this.conversation = conversation;
     this.message = message;
     this.receivedAt = receivedAt;
+    this.turnId = stream.turnId;
+    this.#epoch = stream.epoch;
+    for (const entry of stream.saved ?? []) {
+      this.#entries.push(entry);
+      this.#seq = Math.max(this.#seq, entry.seq);
+      if (entry.event.type === 'tool-call') this.#announced.add(entry.event.toolCallId);
+    }
+    this.#saved = this.#entries.length;
     this.#ended = new Promise((resolve) => (this.#resolve = resolve));
   }
 
@@ -52,15 +124,37 @@ export class LiveTurn {
     return this.#ended;
   }
 
-  /** Keeps an event of the turn and hands it to its followers. */
+  /** Keeps an event of the turn, gives it its id and hands it to its followers. */
   emit(event: AgentEvent): void {
     if (this.status !== undefined) return;
+    if (event.type === 'tool-call' && this.#announced.has(event.toolCallId)) return;
     if (event.type === 'run-start') this.runId = event.runId;
-    const last = this.#events.at(-1);
-    // One text event per stretch of text: a follower needs the text, not each token.
-    if (event.type === 'text-delta' && last?.type === 'text-delta') this.#events[this.#events.length - 1] = { type: 'text-delta', text: last.text + event.text };
-    else this.#events.push(event);
-    for (const listener of this.#listeners) listener(event);
+    this.#seq += 1;
+    const seq = this.#seq;
+    EVENT_IDS.set(event, eventId(this.turnId, { epoch: this.#epoch, seq }));
+    const last = this.#entries.at(-1);
+    // One text entry per stretch of text not yet saved: a follower needs the text, not each token.
+    if (event.type === 'text-delta' && last?.event.type === 'text-delta' && this.#entries.length > this.#saved && last.epoch === this.#epoch) {
+      const text = last.event.text + event.text;
+      const joined: StreamEntry = { first: last.first, seq, epoch: this.#epoch, event: { type: 'text-delta', text }, ends: [...(last.ends ?? []), text.length] };
+      this.#entries[this.#entries.length - 1] = joined;
+      for (const listener of this.#listeners) listener({ first: seq, seq, epoch: this.#epoch, event });
+      return;
+    }
+    const entry: StreamEntry = { first: seq, seq, epoch: this.#epoch, event, ...(event.type === 'text-delta' ? { ends: [event.text.length] } : {}) };
+    this.#entries.push(entry);
+    for (const listener of this.#listeners) listener(entry);
+  }
+
+  /**
+   * The events not yet saved, as a journal step (kind `stream`) to commit with the journal's next
+   * step, and from then on taken as saved; undefined when there are none.
+   */
+  unsaved(): StreamStepData | undefined {
+    if (this.#entries.length === this.#saved) return undefined;
+    const entries = this.#entries.slice(this.#saved);
+    this.#saved = this.#entries.length;
+    return { entries };
   }
 
   /** Ends the turn (after its commit): `final` is its last event when the flow did not emit one (an error). */
@@ -73,12 +167,30 @@ export class LiveTurn {
     this.#resolve(status);
   }
 
-  /** The turn's events so far, then the rest as they come, until it ends. */
-  async *follow(): AsyncGenerator<AgentEvent> {
+  /** Whether the event `id` names is one the turn still has (one a daemon that died had not saved is not). */
+  has(id: EventId): boolean {
+    return id.turnId === this.turnId && this.#entries.some((entry) => entry.epoch === id.epoch && entry.first <= id.seq && id.seq <= entry.seq);
+  }
+
+  /**
+   * The turn's events so far, then the rest as they come, until it ends; with `after` (an event
+   * id of this turn), only those after it. When the turn no longer has that event (it was not
+   * saved when the daemon stopped; the turn went on from its journal), the follower first gets
+   * `rewind`, then every event from the start: what it showed after the last saved one is gone.
+   */
+  async *follow(after?: EventId): AsyncGenerator<FollowedEvent> {
     // The events so far and the subscription are taken in the same tick: none is missed or repeated.
-    const queue = new PushQueue<AgentEvent>();
-    for (const event of this.#events) queue.push(event);
-    const listener: Listener = (event) => (event === undefined ? queue.close() : queue.push(event));
+    const queue = new PushQueue<FollowedEvent>();
+    const from = after !== undefined && this.has(after) ? after.seq : 0;
+    if (after !== undefined && from === 0) queue.push({ rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start` });
+    for (const entry of this.#entries) {
+      if (entry.seq <= from) continue;
+      const id = eventId(this.turnId, entry);
+      // A stretch of text the follower has the start of: the rest of it.
+      if (entry.first <= from && entry.event.type === 'text-delta') queue.push({ id, event: { type: 'text-delta', text: entry.event.text.slice(entry.ends?.[from - entry.first] ?? 0) } });
+      else queue.push({ id, event: entry.event });
+    }
+    const listener: Listener = (entry) => (entry === undefined ? queue.close() : queue.push({ id: eventId(this.turnId, entry), event: entry.event }));
     if (this.status === undefined) this.#listeners.add(listener);
     else queue.close();
     try {
@@ -92,6 +204,13 @@ export class LiveTurn {
     return { run_id: this.runId ?? null, message: this.message, received_at: new Date(this.receivedAt).toISOString(), state: this.runId === undefined ? 'queued' : 'running' };
   }
 }
+
+/**
+ * How long a turn's events are kept after it ended, for a client whose stream broke just before
+ * the end to get the rest with its `Last-Event-ID` (decision 0059); and how many ended turns at most.
+ */
+export const ENDED_TURN_WINDOW_MS = 2 * 60 * 1000;
+const ENDED_TURNS_KEPT = 200;
 
 /** Turns under way across the kernel: running, and accepted but waiting for their agent. */
 export interface TurnCounts {
@@ -110,10 +229,31 @@ function sessionKey(agentId: string, conversation: string | undefined): string {
  */
 export class LiveTurns {
   readonly #bySession = new Map<string, LiveTurn[]>();
+  /** Turns that ended lately, by turn id, with when they are forgotten. */
+  readonly #ended = new Map<string, { turn: LiveTurn; until: number }>();
 
-  /** Registers a turn just accepted on the session of `conversation` (the main one when undefined); call `close` when it has ended. */
-  open(agentId: string, conversation: string | undefined, message: string, receivedAt: number): LiveTurn {
-    const turn = new LiveTurn(agentId, conversation, message, receivedAt);
+  #prune(now: number): void {
+    for (const [turnId, { until }] of this.#ended) if (until <= now) this.#ended.delete(turnId);
+  }
+
+  /**
+   * Follows the turn on that session of the agent: the one that runs now (after `after`, when it
+   * is one of its events), or the one `after` is an event of when that one ended lately (the
+   * rest of it, then its end).
+   * @throws {TurnNotRunningError} when neither is there.
+   */
+  follow(agent: { id: string; name: string }, conversation: string | undefined, after: EventId | undefined, now: number): AsyncIterable<FollowedEvent> {
+    this.#prune(now);
+    const ended = after === undefined ? undefined : this.#ended.get(after.turnId)?.turn;
+    if (ended !== undefined && ended.agentId === agent.id && ended.conversation === conversation) return ended.follow(after);
+    const turn = this.current(agent.id, conversation);
+    if (turn === undefined) throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
+    return followFrom(turn, agent.name, after);
+  }
+
+  /** Registers a turn just accepted on the session of `conversation` (the main one when undefined), its stream as `LiveTurn` takes it; call `close` when it has ended. */
+  open(agentId: string, conversation: string | undefined, message: string, receivedAt: number, stream: ConstructorParameters<typeof LiveTurn>[4]): LiveTurn {
+    const turn = new LiveTurn(agentId, conversation, message, receivedAt, stream);
     const key = sessionKey(agentId, conversation);
     const list = this.#bySession.get(key);
     if (list === undefined) this.#bySession.set(key, [turn]);
@@ -121,8 +261,14 @@ export class LiveTurns {
     return turn;
   }
 
-  /** Forgets a turn that ended. */
-  close(turn: LiveTurn): void {
+  /** Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS} of `now` with one of its event ids. */
+  close(turn: LiveTurn, now: number): void {
+    this.#prune(now);
+    this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
+    for (const oldest of this.#ended.keys()) {
+      if (this.#ended.size <= ENDED_TURNS_KEPT) break;
+      this.#ended.delete(oldest);
+    }
     const key = sessionKey(turn.agentId, turn.conversation);
     const list = this.#bySession.get(key);
     if (list === undefined) return;

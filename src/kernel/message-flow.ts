@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
-import type { Capability, Clock, IdGenerator, JsonValue, Logger, Store, ToolAgent, TurnJournalOpen, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
+import type { Capability, Clock, IdGenerator, JsonObject, JsonValue, Logger, Store, ToolAgent, TurnJournalOpen, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
 import {
   AccessDeniedError,
   AgentChainError,
@@ -20,7 +20,6 @@ import { codeModuleOf, namedModel } from '../manifest/index.ts';
 import { LOG_TOOLS } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget, pickTier, scoreComplexity } from '../models/index.ts';
 import {
-  type AgentEvent,
   type AgentEventSink,
   compactSession,
   type KnownTokens,
@@ -39,7 +38,7 @@ import {
 import type { AgentEntry } from './agent-entry.ts';
 import type { RecentFailures } from './agent-health.ts';
 import { auditRecordOf, type KernelEvent } from './event-bus.ts';
-import { type JournalPlace, outcomeRecord, requestRecord, resumeOf, TurnJournalWriter } from './turn-journal.ts';
+import { type JournalPlace, outcomeRecord, requestRecord, resumeOf, savedStreamOf, TurnJournalWriter } from './turn-journal.ts';
 import type { TurnSeal } from './turn-audit.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
@@ -52,7 +51,7 @@ import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation,
 import type { CapabilityManager } from './capability-manager.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
-import { type CancelledTurnView, type LiveTurn, LiveTurns, type RunningTurnView, type TurnCounts } from './live-turns.ts';
+import { type CancelledTurnView, type EventId, type FollowedEvent, type LiveTurn, LiveTurns, type RunningTurnView, type StreamEntry, type TurnCounts } from './live-turns.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
@@ -172,11 +171,12 @@ export interface MessageFlow {
   /** How many turns run now and how many wait, across every agent and session. */
   turnCounts(): TurnCounts;
   /**
-   * Follows that turn: its events so far (text joined), then the rest as they come, ending with
-   * `run-finish` or `error` once it is committed.
-   * @throws {TurnNotRunningError} when it has none.
+   * Follows that turn: its events so far (text joined), each with its id, then the rest as they
+   * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the
+   * last event a client got, `Last-Event-ID`), only those after it (see `LiveTurn.follow`).
+   * @throws {TurnNotRunningError} when it has none, or when `after` names an event of a turn that has ended.
    */
-  followTurn(agent: AgentEntry, conversation?: string): AsyncIterable<AgentEvent>;
+  followTurn(agent: AgentEntry, conversation?: string, after?: EventId): AsyncIterable<FollowedEvent>;
   /**
    * Cancels that turn as `caller` (who must be allowed to message the agent), and resolves once
    * it has ended and what it said and did is committed, with how it ended.
@@ -468,7 +468,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (resumed !== undefined) {
       messages = [...messages, ...resumed.added];
       for (const used of resumed.resume.calls) trace.model(used);
-      emit({ type: 'phase', phase: 'resume', detail: `resumed after a restart, from step ${journal?.record?.steps.length ?? 0} of its journal` });
+      emit({ type: 'phase', phase: 'resume', detail: `resumed after a restart, from step ${journal?.record?.steps.filter((step) => step.kind !== 'stream').length ?? 0} of its journal` });
     }
 
     const modelConfig = entry.manifest.model;
@@ -871,13 +871,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       ...(options.cycle === true ? { cycle: true } : {}),
       ...(options.model === undefined ? {} : { model: options.model }),
       receivedAt,
-      stream: options.emit !== undefined,
+      // A resumed turn streams: its client may come back to it (decision 0059).
+      stream: options.emit !== undefined || resume !== undefined,
       ...(seal === undefined ? {} : { seal }),
       ...(options.door === undefined ? {} : { door: options.door }),
       ...(journal === undefined ? {} : { journal }),
     };
-    // A turn can be followed again by a client that left, and cancelled, on whichever session it runs.
-    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt);
+    // A turn can be followed again by a client that left, and cancelled, on whichever session it
+    // runs; its events keep their ids across a restart (decision 0059).
+    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt, streamOf(journal?.turnId ?? parts.ids.uuid(), resume));
+    if (journal !== undefined) journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
     const own = options.emit ?? noEvents;
     const emit: AgentEventSink = (event) => {
       live.emit(event);
@@ -911,7 +914,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     } finally {
       if (journal !== undefined) inflight.delete(journal.turnId);
       unlink();
-      liveTurns.close(live);
+      liveTurns.close(live, clock.now());
     }
   }
 
@@ -920,6 +923,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (turn === undefined) throw new TurnNotRunningError(agent.name, action);
     return turn;
   }
+
+  /** A live turn's stream: under a new epoch for this run of it, after the events its journal saved when it is resumed. */
+  const streamOf = (turnId: string, resume: TurnJournalRecord | undefined): { turnId: string; epoch: string; saved?: StreamEntry[] } => ({
+    turnId,
+    epoch: parts.ids.uuid().slice(0, 8),
+    ...(resume === undefined ? {} : { saved: savedStreamOf(resume) }),
+  });
 
   /** The session of a conversation of the agent: its main session without one. */
   const sessionOf = (agent: AgentEntry, conversation: string | undefined): string => (conversation === undefined ? agent.sessionId : conversationSessionId(agent.id, conversation));
@@ -930,7 +940,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     callModel,
     runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
     turnCounts: () => liveTurns.counts(),
-    followTurn: (agent, conversation) => currentTurn(agent, conversation, 'follow').follow(),
+    followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {
       authorize(agent, caller);
       const turn = currentTurn(agent, conversation, 'cancel');

@@ -7,6 +7,7 @@ import type { Caller } from './agent-runtime.ts';
 import type { SendOptions } from './message-flow.ts';
 import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
 import type { TurnEnding } from './turn-record.ts';
+import type { StreamEntry, StreamStepData } from './live-turns.ts';
 
 /**
  * A turn's journal (decision 0045): what it was asked, recorded when it is accepted, and each
@@ -69,6 +70,11 @@ export interface JournalPlace {
    */
   pending?: () => TurnJournalOpen;
   closed?: boolean;
+  /**
+   * The events the turn's stream showed since the last commit, as a `stream` step to commit with
+   * the next one (decision 0059); undefined when there are none.
+   */
+  stream?: () => JsonObject | undefined;
 }
 
 /**
@@ -97,8 +103,10 @@ export class TurnJournalWriter implements LoopJournal {
   async #commit(step: TurnStepRecord | undefined, events: readonly ToolCallEvent[] = []): Promise<void> {
     // A call's start held back says nothing its result, committed with it, does not.
     const held = step?.kind === 'tool-result' ? this.#held.filter((other) => other.kind !== 'tool-start' || other.data['toolCallId'] !== step.data['toolCallId']) : this.#held;
-    const steps = step === undefined ? held : [...held, step];
-    if (steps.length === 0) return;
+    if (step === undefined && held.length === 0) return;
+    // What the stream showed until now rides with the commit: a client reconnecting after a restart gets it again.
+    const shown = this.#place.stream?.();
+    const steps = [...held, ...(step === undefined ? [] : [step]), ...(shown === undefined ? [] : [{ kind: 'stream' as const, at: this.#clock.now(), data: shown }])];
     this.#held = [];
     const { pending } = this.#place;
     await this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) });
@@ -152,6 +160,7 @@ export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; re
   let results: ToolResultPart[] = [];
   let started = new Map<string, boolean>();
   for (const step of record.steps) {
+    if (step.kind === 'stream') continue;
     if (step.kind === 'model') {
       const data = step.data as unknown as ModelStepData;
       added.push(...data.added);
@@ -164,7 +173,7 @@ export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; re
     } else if (step.kind === 'tool-start') {
       const { toolCallId, idempotent } = step.data as { toolCallId: string; idempotent?: boolean };
       started.set(toolCallId, idempotent === true);
-    } else {
+    } else if (step.kind === 'tool-result') {
       const { toolCallId, toolName, text: output, isError } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean };
       started.delete(toolCallId);
       results.push({ type: 'tool-result', toolCallId, toolName, output: isError ? { type: 'error-text', value: output } : { type: 'text', value: output } });
@@ -173,6 +182,11 @@ export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; re
   const resume: LoopResume = { calls, text, iterations };
   if (last !== undefined && last.toolCalls.length > 0) resume.round = { calls: last.toolCalls, results, started };
   return { added, resume };
+}
+
+/** The events a journaled turn's stream showed before its daemon stopped, in order (decision 0059). */
+export function savedStreamOf(record: TurnJournalRecord): StreamEntry[] {
+  return record.steps.flatMap((step) => (step.kind === 'stream' ? ((step.data as unknown as StreamStepData).entries ?? []) : []));
 }
 
 /** How long a turn given an idempotency key is remembered after it ends, for its caller's retries. */

@@ -327,8 +327,9 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         if (outcome.hint !== undefined) hints.push(outcome.hint);
         if (outcome.breakLoop !== undefined) stop = outcome.breakLoop;
       }
-      await journal?.toolResult(call, result, finished);
+      // Shown before the journal commits it, so that the commit saves it with the stream (decision 0059).
       emit({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError });
+      await journal?.toolResult(call, result, finished);
       results.push({
         type: 'tool-result',
         toolCallId: call.toolCallId,

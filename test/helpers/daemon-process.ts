@@ -24,10 +24,10 @@ export interface DaemonHome {
   /** LOOM_HOME, inside `dir`. */
   readonly home: string;
   /**
-   * Starts a daemon on the home (port 0, an OpenAI key that only the scripted model takes) and waits
-   * until it answers; `env` adds to its environment (e.g. `NODE_OPTIONS`).
+   * Starts a daemon on the home (port 0 unless `port` is given, an OpenAI key that only the
+   * scripted model takes) and waits until it answers; `env` adds to its environment (e.g. `NODE_OPTIONS`).
    */
-  start(options?: { env?: Readonly<Record<string, string>> }): Promise<DaemonProcess>;
+  start(options?: { env?: Readonly<Record<string, string>>; port?: number }): Promise<DaemonProcess>;
 }
 
 /**
@@ -59,7 +59,7 @@ export function useDaemonHome(prefix: string): DaemonHome {
     },
     async start(options = {}) {
       const home = join(folder(), 'home');
-      const child = spawn(process.execPath, [BIN, 'start', '--foreground', '--port', '0'], {
+      const child = spawn(process.execPath, [BIN, 'start', '--foreground', '--port', String(options.port ?? 0)], {
         env: { PATH: process.env['PATH'] ?? '', HOME: folder(), LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', ...options.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

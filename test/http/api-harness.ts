@@ -89,6 +89,8 @@ export function agentToml(name: string, modelUrl: string, extra = ''): string {
 export interface SseEvent {
   event: string | undefined;
   data: string;
+  /** Its `id:` line, when it has one (a turn's events: what `Last-Event-ID` takes). */
+  id?: string;
   /** Comment lines (`: heartbeat`) arrive as events with `comment` set. */
   comment?: string;
 }
@@ -104,15 +106,37 @@ export async function* readSse(response: Response): AsyncGenerator<SseEvent> {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       let event: string | undefined;
+      let id: string | undefined;
       const data: string[] = [];
       for (const line of block.split('\n')) {
         if (line.startsWith(':')) yield { event: undefined, data: '', comment: line.slice(1).trim() };
         else if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('id:')) id = line.slice(3).trim();
         else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
       }
-      if (event !== undefined || data.length > 0) yield { event, data: data.join('\n') };
+      if (event !== undefined || data.length > 0) yield { event, data: data.join('\n'), ...(id === undefined ? {} : { id }) };
     }
   }
+}
+
+/** Reads SSE events (comments skipped) until one named `name`, returning all read. @throws when the stream ends first. */
+export async function readSseUntil(events: AsyncGenerator<SseEvent>, name: string): Promise<SseEvent[]> {
+  const all: SseEvent[] = [];
+  for (;;) {
+    const next = await events.next();
+    if (next.done === true) throw new Error(`the stream ended before "${name}"; got ${all.map((event) => event.event).join(', ')}`);
+    if (next.value.comment !== undefined) continue;
+    all.push(next.value);
+    if (next.value.event === name) return all;
+  }
+}
+
+/** The text of the `text-delta` events among `events`, joined. */
+export function sseText(events: readonly SseEvent[]): string {
+  return events
+    .filter((event) => event.event === 'text-delta')
+    .map((event) => (JSON.parse(event.data) as { text: string }).text)
+    .join('');
 }
 
 /**

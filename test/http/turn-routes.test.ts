@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir } from '../helpers/test-kernel.ts';
-import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, type SseEvent, startApi } from './api-harness.ts';
+import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, readSseUntil as readUntil, sseText as textOf, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -31,24 +31,6 @@ afterEach(async () => {
   await api.close();
   await dir.remove();
 });
-
-/** Reads SSE events until one named `name`, returning all read. */
-async function readUntil(events: AsyncGenerator<SseEvent>, name: string): Promise<SseEvent[]> {
-  const all: SseEvent[] = [];
-  for (;;) {
-    const next = await events.next();
-    if (next.done === true) throw new Error(`the stream ended before "${name}"; got ${all.map((event) => event.event).join(', ')}`);
-    if (next.value.comment !== undefined) continue;
-    all.push(next.value);
-    if (next.value.event === name) return all;
-  }
-}
-
-const textOf = (events: readonly SseEvent[]): string =>
-  events
-    .filter((event) => event.event === 'text-delta')
-    .map((event) => (JSON.parse(event.data) as { text: string }).text)
-    .join('');
 
 describe('the running turn over HTTP', () => {
   it('shows in the session view and at GET /turn, and GET /turn with SSE replays it and follows it to its end', async () => {

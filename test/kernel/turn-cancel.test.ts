@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TraceStep, TurnRecord } from '../../src/kernel/index.ts';
+import type { FollowedEvent, TraceStep, TurnRecord } from '../../src/kernel/index.ts';
 import { type AgentEvent, NOT_RUN_TOOL_CALL_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -29,6 +29,11 @@ function agent(name: string, extra = ''): string {
 }
 
 /** Reads events until `until` holds for one, returning all read. */
+/** The agent events of a followed turn, without their ids. */
+async function* eventsOf(followed: AsyncIterable<FollowedEvent>): AsyncGenerator<AgentEvent> {
+  for await (const item of followed) if ('event' in item) yield item.event;
+}
+
 async function readUntil(events: AsyncIterator<AgentEvent>, until: (event: AgentEvent, all: AgentEvent[]) => boolean): Promise<AgentEvent[]> {
   const all: AgentEvent[] = [];
   for (;;) {
@@ -149,7 +154,7 @@ describe('following a turn and its trace', () => {
     // The client goes away: the turn goes on.
     await started.return?.(undefined);
 
-    const follower = host.kernel.followTurn('narrator')[Symbol.asyncIterator]();
+    const follower = eventsOf(host.kernel.followTurn('narrator'));
     const replayed = await readUntil(follower, (event) => event.type === 'text-delta');
     expect(replayed[0]).toMatchObject({ type: 'run-start' });
     expect(replayed.filter((event) => event.type === 'text-delta')).toEqual([{ type: 'text-delta', text: 'The first part. ' }]);

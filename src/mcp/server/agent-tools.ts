@@ -104,7 +104,7 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
       if (agent === undefined) return undefined;
       try {
         const session = await caller.session(agent.name, { thread });
-        return { agent: agent.name, session_id: session.id, messages: session.messages, running: caller.runningTurn(agent.name, thread) ?? null };
+        return { agent: agent.name, session_id: session.id, messages: session.messages, running: (await caller.runningTurn(agent.name, { thread })) ?? null };
       } catch (error) {
         // Killed since it was listed: as unknown as any other.
         if (isLoomError(error) && error.code === 'AGENT_NOT_FOUND') return undefined;

@@ -36,6 +36,18 @@ export function describeTurnJournalContract(context: StoreContext): void {
       expect((await store.turns.running()).map((record) => [record.id, record.steps.length])).toEqual([['t1', 3]]);
     });
 
+    it("keeps the events its stream showed as `stream` steps, in order with the others, until the turn's commit drops them (decision 0059)", async () => {
+      const { store } = context;
+      const agent = await createAgentIn(store, 'a1');
+      const shown = { entries: [{ first: 1, seq: 2, epoch: 'e1', event: { type: 'text-delta', text: 'Héllo' }, ends: [2, 5] }] };
+      await store.turns.step('t1', [{ kind: 'tool-start', at: 1_001, data: { toolCallId: 'c1' } }, { kind: 'stream', at: 1_001, data: shown }], { open: opened('t1', 'a1') });
+      await store.turns.step('t1', [{ kind: 'tool-result', at: 1_002, data: { toolCallId: 'c1', text: 'ok' } }, { kind: 'stream', at: 1_002, data: { entries: [] } }]);
+      expect((await store.turns.running())[0]?.steps.map((step) => step.kind)).toEqual(['tool-start', 'stream', 'tool-result', 'stream']);
+      expect((await store.turns.get('t1'))?.steps[1]).toEqual({ kind: 'stream', at: 1_001, data: shown });
+      await store.sessions.save(sessionOf(agent, { messages: [], updatedAt: 2_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+      expect(await store.turns.get('t1')).toBeUndefined();
+    });
+
     it('lists running turns oldest first, and a step of no running turn is refused', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');

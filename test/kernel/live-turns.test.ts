@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { eventIdOf, type FollowedEvent, LiveTurn, parseEventId } from '../../src/kernel/live-turns.ts';
+import type { AgentEvent } from '../../src/runtime/index.ts';
+
+/** What a follower has once the turn has ended. */
+async function followed(turn: LiveTurn, after?: string): Promise<FollowedEvent[]> {
+  const all: FollowedEvent[] = [];
+  for await (const item of turn.follow(after === undefined ? undefined : parseEventId(after))) all.push(item);
+  return all;
+}
+
+const textDelta = (text: string): AgentEvent => ({ type: 'text-delta', text });
+
+describe('a live turn numbers its events so that a follower can go on after the last one it had', () => {
+  it('gives the rest of a stretch of text a follower had the start of, and no more', async () => {
+    const turn = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1' });
+    const hel = textDelta('Hel');
+    turn.emit({ type: 'run-start', runId: 'r', agentId: 'a1', agentName: 'x' });
+    turn.emit(hel);
+    turn.emit(textDelta('lo'));
+    turn.emit(textDelta(' world'));
+    turn.end('finished');
+    expect(eventIdOf(hel)).toBe('t-1:e1:2');
+    expect(await followed(turn, 't-1:e1:2')).toEqual([{ id: 't-1:e1:4', event: { type: 'text-delta', text: 'lo world' } }]);
+    expect(await followed(turn, 't-1:e1:3')).toEqual([{ id: 't-1:e1:4', event: { type: 'text-delta', text: ' world' } }]);
+    expect(await followed(turn, 't-1:e1:4')).toEqual([]);
+    expect((await followed(turn)).map((item) => ('id' in item ? item.id : 'rewind'))).toEqual(['t-1:e1:1', 't-1:e1:4']);
+  });
+
+  it('goes on after the events its journal saved under a new epoch, announces no saved call twice, and rewinds a follower whose event was not saved', async () => {
+    const before = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1' });
+    before.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} });
+    const saved = before.unsaved()?.entries ?? [];
+    before.emit(textDelta('lost'));
+
+    const after = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e2', saved });
+    after.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} });
+    after.emit(textDelta('Done.'));
+    after.end('finished');
+    expect(await followed(after, 't-1:e1:1')).toEqual([{ id: 't-1:e2:2', event: { type: 'text-delta', text: 'Done.' } }]);
+    const rewound = await followed(after, 't-1:e1:2');
+    expect(rewound[0]).toEqual({ rewind: expect.stringContaining('the daemon restarted') as string });
+    expect(rewound.slice(1)).toEqual([
+      { id: 't-1:e1:1', event: { type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} } },
+      { id: 't-1:e2:2', event: { type: 'text-delta', text: 'Done.' } },
+    ]);
+  });
+});
