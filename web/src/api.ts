@@ -86,21 +86,28 @@ export function runBinding(slug: string, binding: string, inputs: Record<string,
 
 /**
  * Opens an endpoint that answers with a stream of agent events (`POST …/messages`, `GET …/turn`)
- * and calls `onEvent` for each as it arrives. Aborting `signal` stops listening.
- * @throws {ApiError} when the endpoint refuses.
+ * and calls `onEvent` for each as it arrives, with its id (what `Last-Event-ID` takes); `onOpen`
+ * once the stream is open. Aborting `signal` stops listening.
+ * @throws {ApiError} when the endpoint refuses; fetch's TypeError when the connection fails or breaks.
  */
-export async function streamEvents(path: string, init: { method?: string; body?: string; contentType?: string }, onEvent: (event: AgentEvent) => void, signal: AbortSignal): Promise<void> {
+export async function streamEvents(
+  path: string,
+  init: { method?: string; body?: string; contentType?: string; headers?: Record<string, string>; onOpen?: () => void },
+  onEvent: (event: AgentEvent, id: string | undefined) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const response = await fetch(path, {
     method: init.method ?? 'GET',
-    headers: headersWith({ ...(init.contentType === undefined ? {} : { 'content-type': init.contentType }), accept: 'text/event-stream' }),
+    headers: headersWith({ ...(init.contentType === undefined ? {} : { 'content-type': init.contentType }), ...init.headers, accept: 'text/event-stream' }),
     ...(init.body === undefined ? {} : { body: init.body }),
     signal,
   });
   if (!response.ok) throw await toApiError(response);
   if (response.body === null) throw new ApiError(response.status, 'NO_BODY', 'the reply had no body');
+  init.onOpen?.();
   for await (const sse of parseSse(response.body)) {
     if (sse.event === undefined || sse.data === '') continue;
-    onEvent(JSON.parse(sse.data) as AgentEvent);
+    onEvent(JSON.parse(sse.data) as AgentEvent, sse.id);
   }
 }
 

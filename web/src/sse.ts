@@ -1,7 +1,8 @@
-/** One server-sent event: its `event:` name (undefined when none) and its `data:` lines joined. */
+/** One server-sent event: its `event:` name (undefined when none), its `data:` lines joined, and its `id:` (undefined when none). */
 export interface SseMessage {
   event: string | undefined;
   data: string;
+  id?: string | undefined;
 }
 
 /**
@@ -34,6 +35,7 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
 
 function toMessage(block: string): SseMessage | undefined {
   let event: string | undefined;
+  let id: string | undefined;
   const data: string[] = [];
   for (const line of block.split('\n')) {
     if (line === '' || line.startsWith(':')) continue;
@@ -43,6 +45,7 @@ function toMessage(block: string): SseMessage | undefined {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'event') event = value;
     else if (field === 'data') data.push(value);
+    else if (field === 'id') id = value;
   }
-  return event === undefined && data.length === 0 ? undefined : { event, data: data.join('\n') };
+  return event === undefined && data.length === 0 ? undefined : { event, data: data.join('\n'), ...(id === undefined ? {} : { id }) };
 }

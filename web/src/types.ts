@@ -106,7 +106,9 @@ export type AgentEvent =
   | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string; reason?: string }
   | { type: 'phase'; phase: string; detail: string }
   | { type: 'run-finish'; result: TurnView }
-  | { type: 'error'; code: string; category: string; message: string };
+  | { type: 'error'; code: string; category: string; message: string }
+  // `GET …/turn` after a restart, to a client that had seen events the daemon had not saved: what follows is the turn from its start.
+  | { type: 'rewind'; reason: string };
 
 /** A kernel event from `/api/events`. */
 export interface KernelEvent {

@@ -2,6 +2,7 @@ import { Fragment } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, decideApproval, failureOf } from '../api.ts';
 import { cancelTurn, followTurn, resetSession, sendMessage, sessionPath } from '../chat-api.ts';
+import { streamTurn } from '../turn-stream.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
 import type { ChatSessionView, SessionSummary, TurnRecord } from '../chat-types.ts';
 import { AgentStateBadge, CannotRunNotice, ErrorBox, PageHeader } from '../components.tsx';
@@ -29,6 +30,8 @@ interface LiveTurn {
   failure: { status: number; code: string; message: string } | undefined;
   /** For a message sent from this page: how many turns the history had when it was sent. */
   after: number | undefined;
+  /** While its stream is broken and taken up again: which try this is. */
+  reconnecting: string | undefined;
   done: boolean;
 }
 
@@ -48,7 +51,7 @@ interface RefusedSend {
 }
 
 function newTurn(message: string, at: number, after?: number): LiveTurn {
-  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, failure: undefined, after, done: false };
+  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, failure: undefined, after, reconnecting: undefined, done: false };
 }
 
 /** Folds one streamed event into the live turn; text deltas extend the last text part, a tool result completes its call. */
@@ -87,6 +90,9 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
       return { ...turn, error: `${event.code}: ${event.message}`, failure: { status: 200, code: event.code, message: event.message }, phase: undefined, done: true };
     case 'run-start':
       return { ...turn, phase: 'thinking' };
+    case 'rewind':
+      // The daemon restarted after this page had seen more than it saved: the turn comes again from its start.
+      return { ...turn, parts: [], phase: 'the daemon restarted; the reply goes on from its last saved step' };
   }
 }
 
@@ -248,7 +254,11 @@ function LiveTurnView({ turn }: { turn: LiveTurn }) {
     <div class="turn turn-live" data-testid="live-turn">
       <UserBubble text={turn.message} at={turn.at} />
       <Items items={turn.parts} at={undefined} streaming={running} />
-      {running ? (
+      {running && turn.reconnecting !== undefined ? (
+        <div class="thinking reconnecting" role="status" data-testid="reconnecting">
+          <span class="spinner" /> reconnecting… {turn.reconnecting}
+        </div>
+      ) : running ? (
         <div class="thinking" role="status">
           <span class="spinner" /> {turn.phase ?? 'waiting for the agent'}…
         </div>
@@ -324,8 +334,6 @@ export function ChatPage({ name }: { name: string }) {
   // Listening to a turn: aborted when the page goes, which leaves the turn running.
   const listening = useRef<AbortController | undefined>(undefined);
   const running = live !== undefined && !live.done;
-  // `POST …/turn/cancel` stops a turn on the caller's own session only.
-  const stoppable = chosen === undefined || chosen === ownId;
   const history = useMemo(() => toChatTurns(session.data?.messages ?? []), [session.data]);
 
   useEffect(() => () => listening.current?.abort(), []);
@@ -339,34 +347,46 @@ export function ChatPage({ name }: { name: string }) {
     bottom.current?.scrollIntoView({ block: 'end' });
   }, [session.data, live]);
 
-  /** Streams a turn's events into the live turn, then shows the committed session. */
-  const listen = async (start: (onEvent: (event: AgentEvent) => void, signal: AbortSignal) => Promise<void>, turn: LiveTurn): Promise<void> => {
+  /**
+   * Streams a turn's events into the live turn, taking the stream up again from its last event
+   * when it breaks (`streamTurn`), then shows the committed session.
+   */
+  const listen = async (start: (onEvent: (event: AgentEvent, id: string | undefined) => void, signal: AbortSignal, onOpen: () => void) => Promise<void>, turn: LiveTurn): Promise<void> => {
     listening.current?.abort();
     const controller = new AbortController();
     listening.current = controller;
     setLive(turn);
+    const where = chosen;
+    const update = (change: (current: LiveTurn) => LiveTurn): void => setLive((current) => (current === undefined ? current : change(current)));
     try {
-      await start((event) => setLive((current) => (current === undefined ? current : applyEvent(current, event))), controller.signal);
+      await streamTurn(
+        start,
+        (lastEventId) => (onEvent, signal, onOpen) => followTurn(name, onEvent, signal, { session: where, lastEventId, onOpen }),
+        (event) => update((current) => applyEvent(current, event)),
+        controller.signal,
+        (state) => update((current) => ({ ...current, reconnecting: state.kind === 'live' ? undefined : `(try ${state.attempt} of ${state.of})` })),
+      );
     } catch (error) {
       if (controller.signal.aborted) return;
       // A turn that ended between the session's answer and this one is in the session now.
-      if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) {
+      if (error instanceof ApiError && error.code === 'STREAM_LOST') update((current) => ({ ...current, error: errorText(error), reconnecting: undefined, done: true }));
+      else if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) {
         const failure = { status: error instanceof ApiError ? error.status : 0, code: error instanceof ApiError ? error.code : 'ERROR', message: failureOf(error).message };
-        setLive((current) => (current === undefined ? current : { ...current, error: errorText(error), failure, done: true }));
+        update((current) => ({ ...current, error: errorText(error), failure, done: true }));
       }
     }
     if (controller.signal.aborted) return;
-    setLive((current) => (current === undefined ? current : { ...current, done: true }));
+    update((current) => ({ ...current, reconnecting: undefined, done: true }));
     setStopping(false);
     session.reload();
     sessions.reload();
   };
 
-  // A turn running on the caller's own session when the page opens (started here before, or elsewhere) is followed.
+  // A turn running on the session shown when the page opens (started here before, or elsewhere) is followed.
   const pending = session.data?.running ?? null;
   useEffect(() => {
-    if (pending === null || live !== undefined || chosen !== undefined) return;
-    void listen((onEvent, signal) => followTurn(name, onEvent, signal), newTurn(pending.message, Date.parse(pending.received_at)));
+    if (pending === null || live !== undefined) return;
+    void listen((onEvent, signal, onOpen) => followTurn(name, onEvent, signal, { session: chosen, onOpen }), newTurn(pending.message, Date.parse(pending.received_at)));
   }, [pending?.received_at, live === undefined]);
 
   // Once the committed session is back, it shows the turn that was live. A message sent from here
@@ -415,10 +435,10 @@ export function ChatPage({ name }: { name: string }) {
   };
 
   const stop = async (): Promise<void> => {
-    if (!running || stopping || !stoppable) return;
+    if (!running || stopping) return;
     setStopping(true);
     try {
-      await cancelTurn(name);
+      await cancelTurn(name, chosen);
     } catch (error) {
       setStopping(false);
       if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) setProblem(`could not stop the reply: ${errorText(error)}`);
@@ -527,7 +547,7 @@ export function ChatPage({ name }: { name: string }) {
           }}
         />
         {running ? (
-          <button type="button" class="btn btn-danger-ghost" disabled={stopping || !stoppable} onClick={() => void stop()} title={stoppable ? 'Stop the reply (Esc); what it said so far is kept' : 'Only a reply on your own session can be stopped here'}>
+          <button type="button" class="btn btn-danger-ghost" disabled={stopping} onClick={() => void stop()} title="Stop the reply (Esc); what it said so far is kept">
             {stopping ? 'Stopping…' : 'Stop'}
           </button>
         ) : (
