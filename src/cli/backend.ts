@@ -15,10 +15,14 @@ import { safeParseJson } from '../validation/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
+import { reconnectingTurn } from './turn-reconnect.ts';
 import type { CliIo } from './cli-io.ts';
 
-/** An agent event as the CLI renders it: a finished run carries the turn's JSON view. */
-export type CliEvent = Exclude<AgentEvent, { type: 'run-finish' }> | { type: 'run-finish'; result: TurnView };
+/**
+ * An agent event as the CLI renders it: a finished run carries the turn's JSON view; a `notice`
+ * is the CLI's own (a broken stream being taken up again, see `reconnectingTurn`).
+ */
+export type CliEvent = Exclude<AgentEvent, { type: 'run-finish' }> | { type: 'run-finish'; result: TurnView } | { type: 'notice'; text: string };
 
 /**
  * What CLI commands act through: a running daemon over HTTP, or (when none runs) a kernel
@@ -218,14 +222,10 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       if (!response.ok || response.body === null) throw await apiError(response);
-      try {
-        yield* readServerSentEvents(response.body);
-      } catch (error) {
-        // The daemon went away mid-reply: fetch says only "terminated".
-        if (options.signal?.aborted === true || !(error instanceof TypeError) || error.message !== 'terminated') throw error;
-        const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? 'terminated';
-        throw new LoomError('DAEMON_UNREACHABLE', 'system', `lost the connection to the Loom daemon at ${url} while the reply streamed (${code}); is it still running? \`loom status\` tells, \`loom start\` (or \`npm start\`) starts it; what the agent said before is kept in its session`, { cause: error });
-      }
+      // A stream that breaks (the daemon restarted, the network failed) is taken up again from its last event (decision 0059).
+      const follow = (lastEventId: string | undefined): Promise<Response> =>
+        fetchDaemon(url, `${agent(reference)}/turn`, { headers: headers({ accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }), ...(options.signal === undefined ? {} : { signal: options.signal }) });
+      yield* reconnectingTurn(response.body, { url, follow, toError: apiError }, options.signal);
     },
     cancelTurn: (reference, options = {}) => call('POST', `${agent(reference)}/turn/cancel`, undefined, options.signal),
     usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
@@ -279,28 +279,6 @@ function packagesOverHttp(call: <T>(method: string, path: string, body?: unknown
       return call('GET', `/api/packages/runs${text === '' ? '' : `?${text}`}`);
     },
   };
-}
-
-/** Parses a `text/event-stream` body into the JSON `data` of each event. */
-async function* readServerSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<CliEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let boundary = buffer.indexOf('\n\n');
-    while (boundary !== -1) {
-      const block = buffer.slice(0, boundary);
-      buffer = buffer.slice(boundary + 2);
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).trimStart())
-        .join('\n');
-      const parsed = data === '' ? undefined : safeParseJson(data);
-      if (parsed?.ok === true) yield parsed.value as CliEvent;
-      boundary = buffer.indexOf('\n\n');
-    }
-  }
 }
 
 /** The daemon `--url`/`LOOM_URL` names (without a trailing slash), if either is given. */

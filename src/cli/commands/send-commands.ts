@@ -42,6 +42,9 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
           break;
         case 'error':
           throw new LoomError(event.code, event.category, event.message);
+        case 'notice':
+          line(`  ⟳ ${event.text}`);
+          break;
         case 'run-start':
           break;
       }
