@@ -16,11 +16,13 @@ type Opener = (onEvent: (event: AgentEvent, id: string | undefined) => void, sig
  * `follow` from the last event's id (`Last-Event-ID`, decision 0059): each event reaches
  * `onEvent` once. Tries {@link RECONNECT_DELAYS_MS} times, waiting longer each time; a stream
  * that comes back starts the count again. A turn that ended while the stream was away (409
- * `TURN_NOT_RUNNING`) ends it quietly: its reply is in the session.
+ * `TURN_NOT_RUNNING`) ends it quietly: its reply is in the session. A stream that fails before its
+ * first event is not taken up again: the message may never have reached the daemon.
  * @throws {ApiError} a refusal; `STREAM_LOST` (status 0) once every try failed.
  */
 export async function streamTurn(open: Opener, follow: (lastEventId: string | undefined) => Opener, onEvent: (event: AgentEvent) => void, signal: AbortSignal, onState: (state: StreamState) => void): Promise<void> {
   let lastEventId: string | undefined;
+  let seenAny = false;
   let ended = false;
   let attempt = 0;
   const opened = (): void => {
@@ -30,6 +32,7 @@ export async function streamTurn(open: Opener, follow: (lastEventId: string | un
   };
   const seen = (event: AgentEvent, id: string | undefined): void => {
     if (id !== undefined) lastEventId = id;
+    seenAny = true;
     if (event.type === 'run-finish' || event.type === 'error') ended = true;
     onEvent(event);
   };
@@ -39,6 +42,8 @@ export async function streamTurn(open: Opener, follow: (lastEventId: string | un
       await connect(seen, signal, opened);
     } catch (error) {
       if (signal.aborted) return;
+      // A message that never reached the daemon (nothing came back) is not followed: it was not sent.
+      if (!seenAny) throw error;
       if (error instanceof ApiError && attempt > 0 && error.code === 'TURN_NOT_RUNNING') return;
       // A refusal is final; a broken connection (fetch's TypeError) or a daemon not up yet (5xx) is tried again.
       if (error instanceof ApiError && error.status < 500) throw error;
