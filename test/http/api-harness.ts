@@ -6,7 +6,9 @@ import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../sr
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog } from '../../src/models/index.ts';
 import { createLoomMetrics } from '../../src/telemetry/loom-metrics.ts';
+import { afterEach, beforeEach } from 'vitest';
 import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
 
 /** A real kernel served over real HTTP on 127.0.0.1, port 0. */
 export interface Api {
@@ -76,6 +78,32 @@ export async function startApi(dir: string, options: ApiOptions = {}): Promise<A
       await server.close();
       metrics.dispose();
       await host.close();
+    },
+  };
+}
+
+/**
+ * For each test of the file: the API on a fresh temporary folder with {@link OWNER_AND_HELPER_KEYS},
+ * and the agent `helper-teller` on the model server at `modelUrl()`, spawned by the owner; closed
+ * after the test. `api()` is the running one.
+ */
+export function useHelperTellerApi(prefix: string, modelUrl: () => string): { api(): Api } {
+  let dir: Awaited<ReturnType<typeof makeTempDir>> | undefined;
+  let api: Api | undefined;
+  beforeEach(async () => {
+    dir = await makeTempDir(prefix);
+    api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
+    const response = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml', authorization: 'Bearer admin-secret' }, body: agentToml('helper-teller', modelUrl()) });
+    if (response.status !== 201) throw new Error(`spawning helper-teller answered ${response.status}: ${await response.text()}`);
+  });
+  afterEach(async () => {
+    await api?.close();
+    await dir?.remove();
+  });
+  return {
+    api: () => {
+      if (api === undefined) throw new Error('useHelperTellerApi: used outside a test');
+      return api;
     },
   };
 }

@@ -1,11 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ENDED_TURN_WINDOW_MS } from '../../src/kernel/live-turns.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, readSseUntil as readUntil, sseText as textOf, startApi } from './api-harness.ts';
+import { type Api, readSse, readSseUntil as readUntil, sseText as textOf, useHelperTellerApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
+const teller = useHelperTellerApi('loom-http-replay-', () => model.url);
 let api: Api;
 let release: () => void;
 let held: Promise<void>;
@@ -14,18 +13,11 @@ const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, hea
 const streamed = (headers: Record<string, string> = {}): RequestInit => ({ headers: { accept: 'text/event-stream', ...headers } });
 const post = (text: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: text }) });
 
-beforeEach(async () => {
-  dir = await makeTempDir('loom-http-replay-');
-  api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
+beforeEach(() => {
+  api = teller.api();
   held = new Promise((resolve) => (release = resolve));
-  const response = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper-teller', model.url) }));
-  expect(response.status).toBe(201);
 });
-afterEach(async () => {
-  release();
-  await api.close();
-  await dir.remove();
-});
+afterEach(() => release());
 
 describe('GET /api/agents/{agent}/turn with Last-Event-ID', () => {
   it('gives a client that lost its stream the events after its last one, then the rest, once each', async () => {
