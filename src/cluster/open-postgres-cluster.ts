@@ -2,6 +2,7 @@ import type { ClusterNode } from './cluster-node.ts';
 import type { EventRelay, EventRelayOptions } from './event-relay.ts';
 import type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 import type { PostgresClusterOptions } from './postgres-cluster.ts';
+import type { TurnLeases, TurnLeasesOptions } from './turn-leases.ts';
 
 // `pg` loads with the first call: a daemon on SQLite never holds it.
 
@@ -21,4 +22,10 @@ export async function openPostgresJobWorker(options: JobWorkerOptions): Promise<
 export async function openPostgresEventRelay(options: EventRelayOptions): Promise<EventRelay> {
   const { createEventRelay } = await import('./event-relay.ts');
   return createEventRelay(options);
+}
+
+/** Creates a node's leases on the turns it runs, and its takeover of other nodes' lapsed turns, on a PostgreSQL database (see `turn-leases.ts`). */
+export async function openTurnLeases(options: TurnLeasesOptions): Promise<TurnLeases> {
+  const { createTurnLeases } = await import('./turn-leases.ts');
+  return createTurnLeases(options);
 }

@@ -270,6 +270,11 @@ export const ConfigSchema = z.strictObject({
       job_lease_seconds: z.number().int().min(1).max(3600).default(30),
       /** How many jobs of the shared work queue this node runs at once. */
       job_concurrency: z.number().int().min(1).max(256).default(8),
+      /**
+       * How long a node holds a running turn without renewing its lease (it renews it every third
+       * of this); a turn whose node died is taken over and finished by another node after it.
+       */
+      turn_lease_seconds: z.number().int().min(1).max(3600).default(15),
     })
     .prefault({}),
   scheduler: z
@@ -524,6 +529,8 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # job_lease_seconds = 30
 # How many jobs this node runs at once:
 # job_concurrency = 8
+# A turn running on a node that dies is taken over by another node once its lease lapses:
+# turn_lease_seconds = 15
 
 [scheduler]
 # The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and

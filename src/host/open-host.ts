@@ -8,7 +8,7 @@ import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKern
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService } from '../channels/index.ts';
-import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker } from '../cluster/index.ts';
+import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -117,7 +117,7 @@ type StoreUrl = NonNullable<ReturnType<typeof resolveStoreUrl>>;
 async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'logger'>, database: StoreUrl | undefined, nodeId: string): Promise<Store> {
   if (database === undefined) return openSqliteStore({ path: options.home.databasePath, synchronous: options.config.store.synchronous });
   // The node's id names its events' notifications, so that its own relay skips them.
-  return openPostgresStore({ url: database.url, logger: options.logger, origin: nodeId });
+  return openPostgresStore({ url: database.url, logger: options.logger, origin: nodeId, turnLeaseMs: options.config.cluster.turn_lease_seconds * 1000 });
 }
 
 /**
@@ -134,6 +134,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
   let cluster: ClusterNode | undefined;
   let worker: JobWorker | undefined;
   let relay: EventRelay | undefined;
+  let leases: TurnLeases | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
     const joined = await openCluster(options, clock, nodeId, options.runSchedules === true ? database : undefined);
@@ -216,6 +217,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
         id: joined.id,
         find: (id) => joined.liveNode(id),
         othersAlive: () => joined.othersAlive(),
+        // On PostgreSQL each running turn is leased to its node (decision 0061).
+        leasesTurns: database !== undefined,
         ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });
@@ -254,6 +257,9 @@ export async function openHost(options: HostOptions): Promise<Host> {
       await relay.start();
       await kernel.reload();
     }
+    // This node's turns are leased to it; a daemon takes over the turns of nodes that stopped renewing theirs.
+    leases = database === undefined ? undefined : await openLeases(options, database.url, nodeId, kernel);
+    leases?.start();
     // Jobs are taken once everything they run on is up.
     await jobs?.start();
     // In the background: a slow or broken server never holds up the start.
@@ -289,6 +295,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
         scheduler?.stopAll();
         await joined.stop();
         await kernel.shutdown();
+        // Renewed until the turns here are committed.
+        await leases?.stop();
         // What channels were answering has ended with the turns; its outcome is stored before the store closes.
         await channels.idle();
         await codeModules.close();
@@ -298,6 +306,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       },
     };
   } catch (error) {
+    await leases?.stop();
     await relay?.stop();
     await worker?.stop();
     await cluster?.stop();
@@ -315,6 +324,22 @@ async function openEventRelay(options: HostOptions, url: string, nodeId: string,
     events: store.events,
     deliver: (event) => kernel.receive(kernelEventOf(event)),
     resync: () => kernel.reload(),
+  });
+}
+
+/**
+ * This process's leases on the turns it runs on the PostgreSQL store; a daemon also takes over and
+ * resumes the turns of nodes that stopped renewing theirs (a CLI command only renews its own).
+ */
+async function openLeases(options: HostOptions, url: string, nodeId: string, kernel: Kernel): Promise<TurnLeases> {
+  return openTurnLeases({
+    url,
+    target: redactDatabaseUrl(url),
+    nodeId,
+    logger: options.logger,
+    leaseMs: options.config.cluster.turn_lease_seconds * 1000,
+    held: () => kernel.journaledTurns(),
+    ...(options.runSchedules === true ? { resume: (turnId: string) => kernel.resumeTurn(turnId) } : {}),
   });
 }
 

@@ -41,7 +41,7 @@ import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
 import { createLineup } from './one-at-a-time.ts';
 import { toolPolicyOf } from './tool-policy.ts';
-import { resumeTurns } from './turn-journal.ts';
+import { type ResumeParts, resumeTurn, resumeTurns } from './turn-journal.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 import { createWakeRuns, type WakeRuns } from './wake-runs.ts';
@@ -75,6 +75,12 @@ export interface KernelDependencies {
 export interface KernelNode extends ApprovalNode {
   /** Whether another node sharing the store runs now. */
   othersAlive(): Promise<boolean>;
+  /**
+   * Nodes share the store and each running turn is leased to its node (PostgreSQL, decision
+   * 0061): a turn of a node that died is taken over by another once its lease lapses
+   * (`Kernel.resumeTurn`), so none is resumed at start.
+   */
+  leasesTurns?: boolean;
   /**
    * With nodes sharing the store: runs `work` while no other node runs its own (a lock in the
    * database). Spawns and updates run in it, after reading again from the store the agents they
@@ -221,6 +227,14 @@ export interface Kernel {
   runningTurn(reference: string, options?: { conversation?: string }): RunningTurnView | undefined;
   /** How many turns run now and how many wait behind another turn of their agent, across every agent and session (the metrics' gauges). */
   turnCounts(): TurnCounts;
+  /** The journal ids of this process's turns under way or queued (decision 0045): its node renews its leases on them (decision 0061). */
+  journaledTurns(): string[];
+  /**
+   * Resumes, in the background, the turn `turnId` of the journal from where it stopped: one this
+   * node took over from a node that stopped renewing its lease (decision 0061). False when the
+   * journal holds no such running turn.
+   */
+  resumeTurn(turnId: string): Promise<boolean>;
   /**
    * Follows that turn, as a client that left and came back does: its events so far (text
    * joined), each with its id, then the rest as they come, ending with `run-finish` or `error`
@@ -595,6 +609,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     logger,
   });
 
+  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options) };
+
   const wakeRuns = createWakeRuns({
     store,
     clock,
@@ -819,8 +835,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       if (dependencies.resumeBackgroundWork === true) {
         for (const entry of registry.list()) if (entry.state === 'running') await flow.resumeWork(entry);
-        // Turns the last process stopped in go on (decision 0045); on a cluster, only when no other node runs.
-        if (!((await dependencies.node?.othersAlive()) ?? false)) await resumeTurns({ store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options) });
+        // Turns the last process stopped in go on (decision 0045); where turns are leased, once their leases lapse (decision 0061).
+        if (dependencies.node?.leasesTurns !== true && !((await dependencies.node?.othersAlive()) ?? false)) await resumeTurns(resumeParts);
       }
       logger.debug({ running: report.running, suspended: report.suspended, skipped: report.skipped.length }, 'kernel booted');
       return report;
@@ -1007,6 +1023,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     turnCounts: () => flow.turnCounts(),
 
+    journaledTurns: () => flow.journaledTurns(),
+
+    async resumeTurn(turnId) {
+      const record = await store.turns.get(turnId);
+      return record?.state === 'running' && (await resumeTurn(resumeParts, record));
+    },
     followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
 
     cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),

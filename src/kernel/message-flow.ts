@@ -170,6 +170,8 @@ export interface MessageFlow {
   runningTurn(agent: AgentEntry, conversation?: string): RunningTurnView | undefined;
   /** How many turns run now and how many wait, across every agent and session. */
   turnCounts(): TurnCounts;
+  /** The journal ids of this process's turns under way or queued: their node renews its leases on them (decision 0061). */
+  journaledTurns(): string[];
   /**
    * Follows that turn: its events so far (text joined), each with its id, then the rest as they
    * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the
@@ -940,6 +942,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     callModel,
     runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
     turnCounts: () => liveTurns.counts(),
+    journaledTurns: () => [...inflight.keys()],
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {
       authorize(agent, caller);

@@ -201,6 +201,30 @@ export interface ResumeParts {
 }
 
 /**
+ * Sends again, in the background, a turn the journal holds as running (its process stopped in it,
+ * or another node's lease on it lapsed), as its caller, to go on from where it stopped; a turn
+ * whose journal does not say what it was asked is closed as failed. Returns whether it was sent.
+ */
+export async function resumeTurn(parts: ResumeParts, record: TurnJournalRecord): Promise<boolean> {
+  const request = readRequest(record.request);
+  if (request === undefined) {
+    await parts.store.turns.finish({ turnId: record.id, outcome: { status: 'failed', reason: 'its journal does not say what it was asked' } }, parts.clock.now());
+    return false;
+  }
+  const options: SendOptions = {
+    caller: request.caller,
+    resume: record,
+    ...(record.conversation === null ? {} : { conversation: record.conversation }),
+    ...(request.person === undefined ? {} : { person: request.person }),
+    ...(request.door === undefined ? {} : { door: request.door }),
+    ...(request.cycle === undefined ? {} : { cycle: request.cycle }),
+    ...(request.model === undefined ? {} : { model: request.model }),
+  };
+  parts.send(record.agentId, request.message, options).catch((error: unknown) => parts.logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'));
+  return true;
+}
+
+/**
  * Resumes every turn the journal holds as running (its daemon stopped in it), in the order they
  * were accepted, each from where it stopped; forgets turns given a key that ended more than
  * {@link IDEMPOTENCY_KEY_RETENTION_MS} ago. Returns how many turns were resumed; they run in the
@@ -210,24 +234,7 @@ export async function resumeTurns(parts: ResumeParts): Promise<number> {
   const { store, logger } = parts;
   await store.turns.prune(parts.clock.now() - IDEMPOTENCY_KEY_RETENTION_MS);
   let resumed = 0;
-  for (const record of await store.turns.running()) {
-    const request = readRequest(record.request);
-    if (request === undefined) {
-      await store.turns.finish({ turnId: record.id, outcome: { status: 'failed', reason: 'its journal does not say what it was asked' } }, parts.clock.now());
-      continue;
-    }
-    const options: SendOptions = {
-      caller: request.caller,
-      resume: record,
-      ...(record.conversation === null ? {} : { conversation: record.conversation }),
-      ...(request.person === undefined ? {} : { person: request.person }),
-      ...(request.door === undefined ? {} : { door: request.door }),
-      ...(request.cycle === undefined ? {} : { cycle: request.cycle }),
-      ...(request.model === undefined ? {} : { model: request.model }),
-    };
-    parts.send(record.agentId, request.message, options).catch((error: unknown) => logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'));
-    resumed += 1;
-  }
+  for (const record of await store.turns.running()) if (await resumeTurn(parts, record)) resumed += 1;
   if (resumed > 0) logger.info({ turns: resumed }, `resuming ${resumed} turn(s) the daemon stopped in`);
   return resumed;
 }

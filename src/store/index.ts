@@ -7,6 +7,7 @@ export { migrations } from './migrations.ts';
 export type { Migration } from './migrations.ts';
 export { MIGRATION_LOCK_KEY, postgresMigrations } from './postgres-migrations.ts';
 export { EVENT_CHANNEL } from './postgres-event-repository.ts';
+export { DEFAULT_TURN_LEASE_MS } from './postgres-turn-journal-repository.ts';
 export { inTransaction } from './postgres-connection.ts';
 export { copySqliteToPostgres, inspectPostgresDatabase, openPostgresStore } from './open-postgres-store.ts';
 export type { CopyStoreOptions, StoreCopyReport, TableCopyReport } from './copy-store.ts';

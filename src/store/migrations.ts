@@ -382,6 +382,17 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX schedule_runs_outcome ON schedule_runs (outcome);
     `,
   },
+  {
+    version: 20,
+    name: 'turn leases',
+    sql: `
+      -- The node that runs a journaled turn and until when it holds it (decision 0061). Only a
+      -- store shared by several nodes (PostgreSQL) fills them; here, alone, they stay null. The
+      -- columns are here so that a copy to PostgreSQL finds the same table.
+      ALTER TABLE turn_journal ADD COLUMN node_id TEXT;
+      ALTER TABLE turn_journal ADD COLUMN lease_until INTEGER;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

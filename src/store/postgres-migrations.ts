@@ -389,6 +389,24 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX schedule_runs_outcome ON schedule_runs (outcome);
     `,
   },
+  {
+    version: 12,
+    name: 'turn and channel leases',
+    sql: `
+      -- A running turn of the journal is leased to the node that runs it (decision 0061): its id,
+      -- and until when (the server's clock, in ms). The node renews it; once it lapses another
+      -- node takes the turn over. Null: no node holds it (written before leases): any node takes it.
+      ALTER TABLE turn_journal ADD COLUMN node_id TEXT;
+      ALTER TABLE turn_journal ADD COLUMN lease_until BIGINT;
+      CREATE INDEX turn_journal_lease ON turn_journal (state, lease_until);
+      -- A channel that polls its platform is polled by one node at a time: the one holding its lease.
+      CREATE TABLE loom_channel_leases (
+        channel TEXT NOT NULL PRIMARY KEY,
+        node_id TEXT NOT NULL,
+        lease_until BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -2,7 +2,7 @@ import type { JsonValue, SessionRecord, SessionRepository, SessionWriteOptions }
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
-import { closeTurn } from './postgres-turn-journal-repository.ts';
+import { closeTurn, type TurnOwner } from './postgres-turn-journal-repository.ts';
 import { recordUsage } from './postgres-usage-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { sessionMessageRow, sessionRow } from './table-rows.ts';
@@ -33,9 +33,12 @@ export async function insertSessionMessages(db: Queryable, id: string, messages:
  */
 export class PostgresSessionRepository implements SessionRepository {
   readonly #connection: PostgresConnection;
+  /** Whose turns its commits close: a commit of a turn another node took over is refused. */
+  readonly #turnOwner: TurnOwner;
 
-  constructor(connection: PostgresConnection) {
+  constructor(connection: PostgresConnection, turnOwner: TurnOwner) {
     this.#connection = connection;
+    this.#turnOwner = turnOwner;
   }
 
   get(id: string): Promise<SessionRecord | undefined> {
@@ -79,7 +82,7 @@ export class PostgresSessionRepository implements SessionRepository {
           await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
           await insertSessionMessages(client, session.id, session.messages, 0);
           await recordUsage(client, options.usage ?? []);
-          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt);
+          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt, this.#turnOwner);
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(revision);
@@ -95,7 +98,7 @@ export class PostgresSessionRepository implements SessionRepository {
           const { revision, next } = await bumpRevision(client, id, options.updatedAt, options.expectedRevision);
           await insertSessionMessages(client, id, messages, next);
           await recordUsage(client, options.usage ?? []);
-          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt);
+          if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt, this.#turnOwner);
           // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return revision;

@@ -44,6 +44,11 @@ export interface PostgresStoreOptions {
    * UUID by default.
    */
   origin?: string;
+  /**
+   * How long the node (`origin`) holds a turn of the journal it records before another node may
+   * take it over, unless renewed (`[cluster] turn_lease_seconds`; 15 s by default; decision 0061).
+   */
+  turnLeaseMs?: number;
 }
 
 /** A `Store` on a PostgreSQL database, with what only it has. */
@@ -98,7 +103,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   pool.on('error', (error) => options.logger?.warn({ database: target, err: error.message }, 'lost an idle connection to the database; the pool opens another when needed'));
   try {
     const schemaVersion = await applyPostgresMigrations(pool, target);
-    return createPostgresStore(new PostgresConnection(pool, target, options.origin ?? randomUUID()), schemaVersion);
+    return createPostgresStore(new PostgresConnection(pool, target, options.origin ?? randomUUID()), schemaVersion, options.turnLeaseMs);
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw toPostgresOpenError(error, target);
@@ -145,10 +150,11 @@ export async function inspectPostgresDatabase(url: string, options: { connectTim
   }
 }
 
-function createPostgresStore(connection: PostgresConnection, schemaVersion: number): PostgresStore {
+function createPostgresStore(connection: PostgresConnection, schemaVersion: number, turnLeaseMs: number | undefined): PostgresStore {
+  const turns = new PostgresTurnJournalRepository(connection, turnLeaseMs);
   return {
     agents: new PostgresAgentRepository(connection),
-    sessions: new PostgresSessionRepository(connection),
+    sessions: new PostgresSessionRepository(connection, turns.owner),
     memory: new PostgresMemoryRepository(connection),
     usage: new PostgresUsageRepository(connection),
     events: new PostgresEventRepository(connection),
@@ -161,7 +167,7 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     workflows: new PostgresWorkflowRepository(connection),
     forgedTools: new PostgresForgedToolRepository(connection),
     channels: new PostgresChannelRepository(connection),
-    turns: new PostgresTurnJournalRepository(connection),
+    turns,
     target: connection.target,
     schemaVersion,
     ping(): Promise<{ schemaVersion: number; serverTime: number }> {

@@ -1,40 +1,80 @@
 import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
-import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
+import { LoomError, StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { turnJournalColumns as columns, turnJournalRow, turnStepColumns, turnStepRow } from './table-rows.ts';
 
-/**
- * Closes a turn's journal inside its session's transaction (see `SessionWriteOptions.closeTurn`):
- * its steps dropped, and the turn deleted, or kept `done` with its outcome when it has an idempotency key.
- */
-export async function closeTurn(db: Queryable, close: TurnJournalClose, at: number): Promise<void> {
-  // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
-  const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL', [close.turnId]);
-  if (changed > 0) return;
-  await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
-  await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2 WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
+/** The server's clock in whole milliseconds, as SQL: a lease is the database's time, so nodes with skewed clocks agree. */
+const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+
+/** How long a node holds a turn it records before another node may take it over, unless renewed (decision 0061). */
+export const DEFAULT_TURN_LEASE_MS = 15_000;
+
+/** Who writes a turn's journal through this store: the node (its id) that runs the turn, and how long its lease on a turn it records lasts. */
+export interface TurnOwner {
+  nodeId: string;
+  leaseMs: number;
 }
 
-/** Records a turn as running with no steps. @throws {StoreConflictError} when its agent has a turn with its key. */
-async function insertTurn(db: Queryable, record: TurnJournalOpen): Promise<void> {
+/**
+ * Refuses a write of a turn another node took over (its lease here lapsed): this node may no
+ * longer record its steps or commit it, which the node that took it over does (decision 0061).
+ */
+function assertHeld(row: Row, turnId: string, owner: TurnOwner, action: string): void {
+  const holder = row['node_id'];
+  if (typeof holder !== 'string' || holder === owner.nodeId) return;
+  throw new LoomError('TURN_TAKEN_OVER', 'system', `cannot ${action} turn "${turnId}": node ${holder} took it over after this node's lease on it lapsed; it finishes there`, { details: { turnId, node: holder } });
+}
+
+/**
+ * Closes a turn's journal inside its session's transaction (see `SessionWriteOptions.closeTurn`):
+ * its steps dropped, and the turn deleted, or kept `done` with its outcome when it has an
+ * idempotency key. Refused (the transaction with it) when another node took the turn over.
+ */
+export async function closeTurn(db: Queryable, close: TurnJournalClose, at: number, owner: TurnOwner): Promise<void> {
+  // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
+  const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL AND (node_id IS NULL OR node_id = $2)', [close.turnId, owner.nodeId]);
+  if (changed > 0) return;
+  const [row] = (await query(db, "SELECT node_id FROM turn_journal WHERE id = $1 AND state = 'running' FOR UPDATE", [close.turnId])).rows;
+  if (row !== undefined) assertHeld(row, close.turnId, owner, 'commit');
+  await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
+  await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2, node_id = NULL, lease_until = NULL WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
+}
+
+/**
+ * Records a turn as running with no steps, leased to the node that records it.
+ * @throws {StoreConflictError} when its agent has a turn with its key.
+ */
+async function insertTurn(db: Queryable, record: TurnJournalOpen, owner: TurnOwner): Promise<void> {
   const { changed } = await query(
     db,
-    `INSERT INTO turn_journal (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', NULL) ON CONFLICT (agent_id, idempotency_key) DO NOTHING`,
-    [record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt],
+    `INSERT INTO turn_journal (${columns}, node_id, lease_until) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', NULL, $8, ${NOW_MS} + $9) ON CONFLICT (agent_id, idempotency_key) DO NOTHING`,
+    [record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt, owner.nodeId, owner.leaseMs],
   );
   if (changed === 0) {
     throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey ?? ''}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
   }
 }
 
-/** `TurnJournalRepository` on PostgreSQL (migration 8): a row per turn, a row per step. */
+/**
+ * `TurnJournalRepository` on PostgreSQL (migration 8): a row per turn, a row per step. Each turn
+ * it records is leased to its node (migration 12, decision 0061; `src/cluster/turn-leases.ts`
+ * renews and takes over leases): a step or commit of a turn another node took over is refused.
+ */
 export class PostgresTurnJournalRepository implements TurnJournalRepository {
   readonly #connection: PostgresConnection;
+  readonly #owner: TurnOwner;
 
-  constructor(connection: PostgresConnection) {
+  /** `leaseMs`: how long a turn this store records is held by its node (the connection's origin) before it must be renewed. */
+  constructor(connection: PostgresConnection, leaseMs = DEFAULT_TURN_LEASE_MS) {
     this.#connection = connection;
+    this.#owner = { nodeId: connection.origin, leaseMs };
+  }
+
+  /** Who this store records turns for (see `closeTurn`). */
+  get owner(): TurnOwner {
+    return this.#owner;
   }
 
   /** The turns of `rows` with their steps, read in one more statement. */
@@ -47,7 +87,7 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
 
   open(record: TurnJournalOpen): Promise<void> {
     return this.#connection.execute(
-      (db) => insertTurn(db, record),
+      (db) => insertTurn(db, record, this.#owner),
       () => ({ action: `record turn "${record.id}"`, missing: `agent "${record.agentId}" does not exist` }),
     );
   }
@@ -56,10 +96,11 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
-          if (options.open !== undefined) await insertTurn(client, options.open);
+          if (options.open !== undefined) await insertTurn(client, options.open, this.#owner);
           // The turn's row is locked, so two writers of one turn take turns numbering its steps.
-          const [turn] = (await query(client, "SELECT id FROM turn_journal WHERE id = $1 AND state = 'running' FOR UPDATE", [turnId])).rows;
+          const [turn] = (await query(client, "SELECT node_id FROM turn_journal WHERE id = $1 AND state = 'running' FOR UPDATE", [turnId])).rows;
           if (turn === undefined) throw new StoreNotFoundError(`cannot record a step of turn "${turnId}": there is no such running turn`);
+          assertHeld(turn, turnId, this.#owner, 'record a step of');
           const [row] = (await query(client, 'SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM turn_steps WHERE turn_id = $1', [turnId])).rows;
           const next = Number(row?.['next'] ?? 0);
           for (const [index, step] of steps.entries()) {
@@ -95,7 +136,7 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
 
   finish(close: TurnJournalClose, at: number): Promise<void> {
     return this.#connection.execute(
-      () => this.#connection.transaction((client) => closeTurn(client, close, at)),
+      () => this.#connection.transaction((client) => closeTurn(client, close, at, this.#owner)),
       () => ({ action: `close turn "${close.turnId}"` }),
     );
   }
