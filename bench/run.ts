@@ -23,6 +23,7 @@ const benchmarks: Record<string, Bench> = {
   modules: async () => (await import('./modules.ts')).modulesBench(),
   channels: async () => (await import('./channels.ts')).channelsBench(),
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
+  failover: async () => (await import('./failover.ts')).failoverBench(),
   cost: async () => (await import('./cost.ts')).costBench(),
   'turn-telemetry': async () => (await import('./telemetry.ts')).turnTelemetryBench(),
   'cli-agent-list': async () => (await import('./cli.ts')).cliAgentListBench(),

@@ -63,7 +63,7 @@ describe('PostgresStore', () => {
     expect(store.schemaVersion).toBe(latestVersion);
     expect(await raw('SELECT version, name FROM loom_schema ORDER BY version')).toEqual(postgresMigrations.map((step) => ({ version: step.version, name: step.name })));
     const tables = await raw("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename COLLATE \"C\"");
-    expect(tables.map((row) => row['tablename'])).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'loom_job_attempts', 'loom_jobs', 'loom_nodes', 'loom_schema', 'loom_timer_fires', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'turn_journal', 'turn_steps', 'usage', 'workflows']);
+    expect(tables.map((row) => row['tablename'])).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'loom_channel_leases', 'loom_job_attempts', 'loom_jobs', 'loom_nodes', 'loom_schema', 'loom_timer_fires', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'turn_journal', 'turn_steps', 'usage', 'workflows']);
   });
 
   it('keeps every domain’s data across close and reopen, without migrating again', async () => {
