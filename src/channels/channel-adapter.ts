@@ -52,8 +52,8 @@ export interface Choice {
   data: string;
 }
 
-/** How a channel's connection stands. */
-export type ChannelState = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+/** How a channel's connection stands; `standby`: another node polls it (it takes over when that node stops). */
+export type ChannelState = 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed' | 'standby';
 
 export interface ChannelAdapter {
   readonly kind: string;

@@ -47,6 +47,40 @@ export interface ChannelServiceOptions {
   fetch?: typeof fetch;
   /** For email channels' DKIM key lookups: the system's DNS unless a test injects another. */
   resolveDns?: EmailChannelOptions['resolver'];
+  /**
+   * With several nodes on one database: the lease a node holds on a channel that polls its
+   * platform, so that one node at a time polls it (decision 0061). Absent, every channel runs here.
+   */
+  pollLease?: ChannelPollLease;
+}
+
+/** A lease on a channel's polling, shared by the nodes of a database (see `src/cluster/channel-leases.ts`). */
+export interface ChannelPollLease {
+  /** How long a lease lasts unrenewed, in milliseconds: the node renews it every third of this (on the service's clock). */
+  readonly leaseMs: number;
+  /** Takes or renews the lease on `channel` for this node; false when another node holds it. */
+  acquire(channel: string): Promise<boolean>;
+  /** Gives the lease up (a clean stop), so that another node takes it at its next look. */
+  release(channel: string): Promise<void>;
+}
+
+/**
+ * Whether a channel takes its messages by asking its platform (long polling, a mailbox, a gateway
+ * or Socket Mode connection), which one node at a time does, rather than by the platform's HTTP
+ * requests to `/hooks/<name>`, which any node answers.
+ */
+export function pollsPlatform(config: ChannelConfig): boolean {
+  switch (config.kind) {
+    case 'telegram':
+      return config.mode === 'polling';
+    case 'slack':
+      return config.mode === 'socket';
+    case 'email':
+    case 'discord':
+      return true;
+    case 'webhook':
+      return false;
+  }
 }
 
 /** The channels of a daemon: their adapters, what comes in, and the owner's pairing decisions. */
@@ -81,6 +115,8 @@ interface RunningChannel {
   adapter: ChannelAdapter | undefined;
   /** Why it could not start (missing credentials). */
   failure: string | null;
+  /** Another node holds its polling lease: it is not started here, and waits to take over. */
+  standby?: boolean;
 }
 
 /**
@@ -482,52 +518,101 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     }
   }
 
+  /** Starts a channel's adapter; false when it could not start (shown failed). */
+  async function openChannel(channel: RunningChannel): Promise<boolean> {
+    const { config } = channel;
+    try {
+      const adapter = await adapterOf(config);
+      const onChange = async (change: InboundChange): Promise<void> => {
+        const applied = await store.channels.amend(config.name, change.platformId, change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' }, clock.now());
+        if (!applied) logger.debug({ channel: config.name, platformId: change.platformId, change: change.kind }, 'a message changed after it was answered; the answer stands');
+      };
+      const onChoice = async (choice: InboundChoice): Promise<void> => {
+        const match = /^(approve|deny):(.+)$/.exec(choice.data);
+        await choice.acknowledge(match === null ? 'That button is not one of mine.' : await decideApproval(config, choice.user, match[1] ?? '', match[2] ?? ''));
+      };
+      await adapter.start(async (inbound) => {
+        const at = clock.now();
+        const record: ChannelMessageRecord = {
+          channel: config.name,
+          platformId: inbound.platformId,
+          userId: inbound.user.id,
+          userName: inbound.user.name,
+          conversationId: inbound.conversation.id,
+          conversationKind: inbound.conversation.kind,
+          thread: inbound.conversation.thread,
+          mentioned: inbound.mentioned,
+          text: inbound.text,
+          status: 'received',
+          note: null,
+          receivedAt: at,
+          updatedAt: at,
+        };
+        const stored = await store.channels.receive(record);
+        const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(inbound.text) : null;
+        if (stored && command !== null) await answerCommand(config, adapter, record, command[1] ?? '', command[2] ?? '');
+        else if (stored) enqueue(channel, record);
+        return { duplicate: !stored };
+      }, onChoice, onChange);
+      channel.adapter = adapter;
+      channel.failure = null;
+    } catch (error) {
+      channel.failure = error instanceof Error ? error.message : String(error);
+      logger.error({ channel: config.name, problem: channel.failure }, `channel "${config.name}" could not start`);
+      return false;
+    }
+    // What a previous process (or the node that polled it before) stored but did not answer.
+    for (const message of await store.channels.unsettled(config.name)) enqueue(channel, message);
+    return true;
+  }
+
+  /**
+   * Holds the polling lease of a channel that polls its platform, for as long as the service
+   * runs: the channel runs here while this node holds it (renewed every third of the lease), and
+   * waits, shown `standby`, while another node does; it starts here when that node stops renewing.
+   */
+  async function holdLease(channel: RunningChannel, lease: ChannelPollLease): Promise<void> {
+    const { name } = channel.config;
+    const everyMs = Math.max(1, Math.floor(lease.leaseMs / 3));
+    while (!stopping.signal.aborted) {
+      const held = await lease.acquire(name).catch((error: unknown) => {
+        logger.warn({ err: error, channel: name }, `channel "${name}": could not take or renew its polling lease`);
+        return false;
+      });
+      if (stopping.signal.aborted) return;
+      if (held && channel.adapter === undefined) {
+        logger.info({ channel: name }, `channel "${name}" is polled by this node now`);
+        channel.standby = false;
+        // One that cannot start here (its credentials missing) is shown failed, and left to another node.
+        if (!(await openChannel(channel))) {
+          await lease.release(name).catch(() => undefined);
+          return;
+        }
+      } else if (!held && channel.adapter !== undefined) {
+        logger.warn({ channel: name }, `channel "${name}": another node holds its polling lease; stopped polling here`);
+        const adapter = channel.adapter;
+        channel.adapter = undefined;
+        channel.standby = true;
+        await adapter.stop();
+      } else if (!held) channel.standby = true;
+      await clock.sleep(everyMs, { signal: stopping.signal }).catch(() => undefined);
+    }
+  }
+
+  /** The loops of channels held by lease, until the service stops. */
+  const leaseLoops: Promise<void>[] = [];
+
   async function startAll(): Promise<void> {
     for (const config of options.channels) {
       if (stopping.signal.aborted) return;
       const channel: RunningChannel = { config, adapter: undefined, failure: null };
       running.set(config.name, channel);
-      try {
-        const adapter = await adapterOf(config);
-        const onChange = async (change: InboundChange): Promise<void> => {
-          const applied = await store.channels.amend(config.name, change.platformId, change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' }, clock.now());
-          if (!applied) logger.debug({ channel: config.name, platformId: change.platformId, change: change.kind }, 'a message changed after it was answered; the answer stands');
-        };
-        const onChoice = async (choice: InboundChoice): Promise<void> => {
-          const match = /^(approve|deny):(.+)$/.exec(choice.data);
-          await choice.acknowledge(match === null ? 'That button is not one of mine.' : await decideApproval(config, choice.user, match[1] ?? '', match[2] ?? ''));
-        };
-        await adapter.start(async (inbound) => {
-          const at = clock.now();
-          const record: ChannelMessageRecord = {
-            channel: config.name,
-            platformId: inbound.platformId,
-            userId: inbound.user.id,
-            userName: inbound.user.name,
-            conversationId: inbound.conversation.id,
-            conversationKind: inbound.conversation.kind,
-            thread: inbound.conversation.thread,
-            mentioned: inbound.mentioned,
-            text: inbound.text,
-            status: 'received',
-            note: null,
-            receivedAt: at,
-            updatedAt: at,
-          };
-          const stored = await store.channels.receive(record);
-          const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(inbound.text) : null;
-          if (stored && command !== null) await answerCommand(config, adapter, record, command[1] ?? '', command[2] ?? '');
-          else if (stored) enqueue(channel, record);
-          return { duplicate: !stored };
-        }, onChoice, onChange);
-        channel.adapter = adapter;
-      } catch (error) {
-        channel.failure = error instanceof Error ? error.message : String(error);
-        logger.error({ channel: config.name, problem: channel.failure }, `channel "${config.name}" could not start`);
+      const lease = options.pollLease;
+      if (lease !== undefined && pollsPlatform(config)) {
+        leaseLoops.push(holdLease(channel, lease).catch((error: unknown) => logger.error({ err: error, channel: config.name }, `channel "${config.name}": its polling lease stopped being held`)));
         continue;
       }
-      // What a previous process stored but did not answer.
-      for (const message of await store.channels.unsettled(config.name)) enqueue(channel, message);
+      await openChannel(channel);
     }
   }
 
@@ -540,7 +625,12 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     async stop() {
       stopping.abort();
       await started;
-      for (const channel of running.values()) await channel.adapter?.stop();
+      await Promise.allSettled(leaseLoops);
+      for (const channel of running.values()) {
+        await channel.adapter?.stop();
+        // Given up at once, so that another node polls it at its next look.
+        if (channel.adapter !== undefined && options.pollLease !== undefined && pollsPlatform(channel.config)) await options.pollLease.release(channel.config.name).catch(() => undefined);
+      }
     },
 
     async list() {
@@ -556,7 +646,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           name: config.name,
           kind: config.kind,
           agent: config.agent,
-          state: channel.failure !== null ? 'failed' : (adapterState?.state ?? 'stopped'),
+          state: channel.failure !== null ? 'failed' : channel.standby === true && channel.adapter === undefined ? 'standby' : (adapterState?.state ?? 'stopped'),
           error: channel.failure ?? adapterState?.error ?? null,
           lastMessageAt: latest === undefined ? null : new Date(latest.receivedAt).toISOString(),
           policy: config.policy,

@@ -4,5 +4,5 @@
  * acknowledged, applies the channel's policy, gives each person a caller the kernel checks, and
  * answers in a session per conversation.
  */
-export { channelPrincipal, createChannelService } from './channel-service.ts';
-export type { ChannelService, ChannelView } from './channel-service.ts';
+export { channelPrincipal, createChannelService, pollsPlatform } from './channel-service.ts';
+export type { ChannelPollLease, ChannelService, ChannelView } from './channel-service.ts';

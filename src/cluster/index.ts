@@ -9,7 +9,8 @@ export { createJobQueue, DEFAULT_JOB_CONCURRENCY, DEFAULT_JOB_LEASE_MS, DEFAULT_
 export type { FailOutcome, JobDatabase, JobQueue, JobQueueOptions } from './job-queue.ts';
 export type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 export type { EventRelay, EventRelayOptions } from './event-relay.ts';
-export { openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases } from './open-postgres-cluster.ts';
+export { openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases } from './open-postgres-cluster.ts';
+export type { ChannelLeases, ChannelLeasesOptions } from './channel-leases.ts';
 export type { TakenTurn, TurnLeaseQueue, TurnLeases, TurnLeasesOptions } from './turn-leases.ts';
 export type { PostgresClusterOptions } from './postgres-cluster.ts';
 export { createSingleNode } from './single-node.ts';

@@ -1,3 +1,4 @@
+import type { ChannelLeases, ChannelLeasesOptions } from './channel-leases.ts';
 import type { ClusterNode } from './cluster-node.ts';
 import type { EventRelay, EventRelayOptions } from './event-relay.ts';
 import type { JobWorker, JobWorkerOptions } from './job-worker.ts';
@@ -28,4 +29,10 @@ export async function openPostgresEventRelay(options: EventRelayOptions): Promis
 export async function openTurnLeases(options: TurnLeasesOptions): Promise<TurnLeases> {
   const { createTurnLeases } = await import('./turn-leases.ts');
   return createTurnLeases(options);
+}
+
+/** Creates a node's leases on the channels that poll their platforms, on a PostgreSQL database (see `channel-leases.ts`). */
+export async function openChannelLeases(options: ChannelLeasesOptions): Promise<ChannelLeases> {
+  const { createChannelLeases } = await import('./channel-leases.ts');
+  return createChannelLeases(options);
 }

@@ -275,6 +275,11 @@ export const ConfigSchema = z.strictObject({
        * of this); a turn whose node died is taken over and finished by another node after it.
        */
       turn_lease_seconds: z.number().int().min(1).max(3600).default(15),
+      /**
+       * How long a node holds the polling of a channel that polls its platform without renewing
+       * its lease; one node at a time polls it, and another takes over after this once it stops.
+       */
+      channel_lease_seconds: z.number().int().min(1).max(3600).default(15),
     })
     .prefault({}),
   scheduler: z
@@ -531,6 +536,9 @@ export const DEFAULT_CONFIG_TOML = `# Loom configuration. Every value below is t
 # job_concurrency = 8
 # A turn running on a node that dies is taken over by another node once its lease lapses:
 # turn_lease_seconds = 15
+# A channel that polls its platform (Telegram long polling, email, Discord, Slack Socket Mode) is
+# polled by one node at a time; another takes over once its lease lapses:
+# channel_lease_seconds = 15
 
 [scheduler]
 # The IANA time zone cron schedules are read in: agents' [schedule].cron (UTC when unset) and

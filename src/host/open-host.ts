@@ -7,8 +7,8 @@ import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { createCodeModules } from '../modules/index.ts';
-import { type ChannelService, createChannelService } from '../channels/index.ts';
-import { type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
+import { type ChannelService, createChannelService, pollsPlatform } from '../channels/index.ts';
+import { type ChannelLeases, type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
@@ -135,6 +135,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
   let worker: JobWorker | undefined;
   let relay: EventRelay | undefined;
   let leases: TurnLeases | undefined;
+  let channelLeases: ChannelLeases | undefined;
   try {
     const clock = options.clock ?? createSystemClock();
     const joined = await openCluster(options, clock, nodeId, options.runSchedules === true ? database : undefined);
@@ -264,6 +265,11 @@ export async function openHost(options: HostOptions): Promise<Host> {
     await jobs?.start();
     // In the background: a slow or broken server never holds up the start.
     mcp?.start();
+    // On PostgreSQL a channel that polls its platform is polled by one node at a time (decision 0061).
+    channelLeases =
+      database === undefined || !options.config.channels.some(pollsPlatform)
+        ? undefined
+        : await openChannelLeases({ url: database.url, nodeId, leaseMs: options.config.cluster.channel_lease_seconds * 1000, logger: options.logger });
     const channels = createChannelService({
       channels: options.config.channels,
       people: options.config.people,
@@ -273,6 +279,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       logger: options.logger,
       env: options.env,
       ...(options.channelFetch === undefined ? {} : { fetch: options.channelFetch }),
+      ...(channelLeases === undefined ? {} : { pollLease: channelLeases }),
     });
     // In the background too: a platform that is slow to answer never holds up the start.
     if (options.runChannels === true) void channels.start();
@@ -288,6 +295,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       close: async () => {
         await relay?.stop();
         await channels.stop();
+        await channelLeases?.close();
         // Jobs running here stop and go back to the queue: another node takes them at once.
         await jobs?.stop();
         await packageRuntime.shutdown();
@@ -306,6 +314,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       },
     };
   } catch (error) {
+    await channelLeases?.close();
     await leases?.stop();
     await relay?.stop();
     await worker?.stop();

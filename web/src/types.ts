@@ -275,7 +275,7 @@ export interface ChannelView {
   name: string;
   kind: string;
   agent: string;
-  state: 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+  state: 'starting' | 'connected' | 'reconnecting' | 'stopped' | 'failed' | 'standby';
   error: string | null;
   lastMessageAt: string | null;
   policy: { direct: string; groups: string; require_mention: boolean; messages_per_minute: number; approvers: string[] };

@@ -1,0 +1,92 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeClock } from '../../src/clock/index.ts';
+import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+// Two nodes on one PostgreSQL database, both configured with the same Telegram channel (long
+// polling, against a local Bot API server): one node at a time polls it, the one holding its
+// lease (decision 0061). Each node has its own fake clock, on which it renews the lease: a node
+// whose clock stands still renews nothing, as a node that died.
+
+const postgres = useTestPostgres();
+const model = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let telegram: FakeTelegramServer;
+const hosts: TestHost[] = [];
+
+const ADA = { id: 42, first_name: 'Ada' };
+const ADA_CHAT = { id: 42, type: 'private' as const };
+/** The lease: a node renews it every third of this, on its own clock. */
+const LEASE_SECONDS = 15;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-channel-lease-');
+  telegram = await startFakeTelegramServer();
+});
+afterEach(async () => {
+  for (const host of hosts.splice(0).reverse()) await host.close();
+  await telegram.close();
+  await dir.remove();
+});
+
+/** A node on `url` with the Telegram channel, in a home of its own. */
+async function node(name: string, url: string): Promise<TestHost> {
+  const config = {
+    store: { url },
+    cluster: { node_name: name, channel_lease_seconds: LEASE_SECONDS },
+    channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42'] } }],
+  };
+  const host = await openTestHost(`${dir.path}/${name}`, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token }, { clock: createFakeClock() });
+  hosts.push(host);
+  return host;
+}
+
+const stateOf = async (host: TestHost): Promise<string | undefined> => (await host.channels.list())[0]?.state;
+
+/** The lease lapses on the database's clock (the one leases are measured on): its expiry moved a second into the past. */
+async function lapse(database: string): Promise<void> {
+  await postgres.query("UPDATE loom_channel_leases SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE channel = 'tg'", [], database);
+}
+
+describe('a channel that polls its platform, configured on two nodes of one database', () => {
+  it('is polled by one node; the other stands by, and takes over once the lease lapses unrenewed, the first then stopping', async () => {
+    const database = await postgres.createDatabase();
+    const a = await node('node-a', database.url);
+    await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    const b = await node('node-b', database.url);
+    await a.channels.start();
+    await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
+    await b.channels.start();
+    await waitFor('node B to stand by', async () => (await stateOf(b)) === 'standby');
+    expect((await postgres.query('SELECT channel FROM loom_channel_leases', [], database.name)).rows).toEqual([{ channel: 'tg' }]);
+
+    model.script([{ text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor('the message to be answered', async () => (await a.store.channels.recent('tg', 1))[0]?.status === 'answered');
+    expect(telegram.sent.map((message) => message.text)).toEqual(['Hello Ada.']);
+    // B, a renewal later, still stands by: A holds the lease.
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    expect(await stateOf(b)).toBe('standby');
+
+    // A stops renewing (its clock stands still, as a dead node's would): once the lease lapses, B's next look takes it.
+    await lapse(database.name);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+    // A, at its next renewal, finds the lease B's and stops polling.
+    await a.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node A to stand by', async () => (await stateOf(a)) === 'standby');
+
+    model.script([{ text: 'Still here.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Are you there?');
+    await waitFor('the second message to be answered', async () => {
+      const recent = await b.store.channels.recent('tg', 2);
+      return recent.length === 2 && recent.every((message) => message.status === 'answered');
+    });
+    expect(telegram.sent.map((message) => message.text)).toEqual(['Hello Ada.', 'Still here.']);
+    expect(model.requests).toHaveLength(2);
+  }, 60_000);
+});
