@@ -18,6 +18,10 @@ const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
 /** How much of a tool call's input an approval request shows. */
 const SHOWN_INPUT_CHARS = 300;
 const RATE_WINDOW_MS = 60_000;
+/** How often a message whose turn runs on another node (taken over there, decision 0061) asks for its reply again. */
+const TURN_ELSEWHERE_RETRY_MS = 2000;
+/** How long it asks at most before it is answered as failed. */
+const TURN_ELSEWHERE_WAIT_MS = 600_000;
 
 /** A channel as `loom channels list` and `GET /api/channels` show it. */
 export interface ChannelView {
@@ -440,7 +444,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     };
     try {
       const speaker = channelPrincipal(config, message.userId, `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`);
-      const result = await kernelAs(kernel, speaker).send(config.agent, message.text, {
+      const result = await untilNotElsewhere(() => kernelAs(kernel, speaker).send(config.agent, message.text, {
         person: personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
         // A message queued again after a restart gets the turn it started, resumed (decision 0045), not a second one.
         idempotencyKey: `channel:${config.name}:${message.platformId}`,
@@ -460,7 +464,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           edits = edits.then(() => show(text));
           edits = edits.catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not update a streamed reply'));
         },
-      });
+      }));
       await edits;
       const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
       try {
@@ -499,6 +503,24 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
 
   let started: Promise<void> | undefined;
   const stopping = new AbortController();
+
+  /**
+   * Runs `send` again, every {@link TURN_ELSEWHERE_RETRY_MS}, while its message's turn runs on
+   * another node (`TURN_RUNNING`: this node took the channel over from a node that died, and
+   * another node took the turn over): once that node finishes it, its reply comes back here to
+   * be delivered. Gives up after {@link TURN_ELSEWHERE_WAIT_MS}, or when the service stops.
+   */
+  async function untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
+    const deadline = clock.now() + TURN_ELSEWHERE_WAIT_MS;
+    for (;;) {
+      try {
+        return await send();
+      } catch (error) {
+        if (!isLoomError(error) || error.code !== 'TURN_RUNNING' || stopping.signal.aborted || clock.now() >= deadline) throw error;
+        await clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: stopping.signal });
+      }
+    }
+  }
 
   /**
    * Runs a delivery to the platform, again after a wait while it fails (the platform away), until
