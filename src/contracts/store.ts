@@ -527,8 +527,12 @@ export interface ScheduleRunRepository {
   lastDue(agentId: string): Promise<number | undefined>;
   /** The check hash of the agent's latest run that recorded one (newest due first); undefined when none did. */
   lastCheckHash(agentId: string): Promise<string | undefined>;
-  /** Marks every run still `running` as `interrupted`, finished at `at` with `reason`; returns them. Called at start: their process is gone. */
-  interruptRunning(at: number, reason: string): Promise<ScheduleRunRecord[]>;
+  /**
+   * Marks every run still `running` as `interrupted`, finished at `at` with `reason`; returns them.
+   * Called at start: their process is gone. With `of`, only the runs of that wake-up (the agent's
+   * instant `dueAt` of `trigger`): its node died, and another runs it again (decision 0061).
+   */
+  interruptRunning(at: number, reason: string, of?: { agentId: string; trigger: string; dueAt: number }): Promise<ScheduleRunRecord[]>;
 }
 
 /** A skill as an installed package keeps it: its text for the system prompt, and what it needs. */

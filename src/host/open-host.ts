@@ -177,6 +177,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
             runs: {
               run: async (agentId, wake) => wakeRuns().run(agentId, wake),
               skip: async (agentId, wake, reason) => wakeRuns().skip(agentId, wake, reason),
+              interruptEarlier: async (agentId, wake) => wakeRuns().interruptEarlier(agentId, wake),
               catchUpSince: async (agentId) => wakeRuns().catchUpSince(agentId),
             },
             catchUp,

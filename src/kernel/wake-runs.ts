@@ -63,6 +63,11 @@ export interface WakeRuns {
    * @throws {AgentNotFoundError} before anything is recorded, when no live agent has that name or id.
    */
   run(reference: string, wake: Wake): Promise<ScheduleRunRecord>;
+  /**
+   * Marks the runs of this wake-up (the agent's instant of its trigger) left `running` as
+   * interrupted: the node running it died, and its job runs it again here (decision 0061).
+   */
+  interruptEarlier(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<ScheduleRunRecord[]>;
   /** Records instants that were due and not run (`count` of them from `dueAt`) as skipped, with the reason. */
   skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
   /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
@@ -179,6 +184,8 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
   return {
     run: async (reference, wake) => run(resolve(reference), wake),
     skip: async (reference, wake, reason) => skip(resolve(reference), wake, reason, wake.count),
+    interruptEarlier: async (reference, wake) =>
+      store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: its node stopped while the run was going; the wake-up was run again by another node', { agentId: resolve(reference).id, trigger: wake.trigger, dueAt: wake.dueAt }),
     list: async (reference, options = {}) => store.scheduleRuns.list(resolve(reference).id, options),
     async catchUpSince(reference) {
       const agent = resolve(reference);

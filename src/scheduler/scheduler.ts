@@ -32,7 +32,7 @@ export interface SchedulerOptions {
    * with it, wake-ups missed while the daemon was down are caught up by `catchUp`. A function's
    * object rather than the kernel, since the kernel is built (with this scheduler as a hook) after.
    */
-  runs?: Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> | undefined;
+  runs?: (Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> & Partial<Pick<WakeRuns, 'interruptEarlier'>>) | undefined;
   /** The daemon's `[scheduler].catch_up` settings, which an agent's `[schedule]` may override; {@link DEFAULT_CATCH_UP} by default. */
   catchUp?: CatchUpSettings | undefined;
   /**
@@ -250,6 +250,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (!parsed.success) throw new Error(`cannot run job "${job.id}": its payload is not a scheduled message (${parsed.error.message})`);
     const { agent, message, cause } = parsed.data;
     const due: Wake = { trigger: parsed.data.trigger ?? cause, cause, message, dueAt: parsed.data.due ?? clock.now(), caughtUp: parsed.data.caughtUp };
+    // Taken again: an earlier attempt's node died (or lost the job) while it ran; its run is not going on any more.
+    if (job.attempt > 1 && parsed.data.due !== undefined) await runs?.interruptEarlier?.(agent, due);
     await deliver(agent, started.get(agent)?.name ?? agent, due, baseLogger.child({ agentId: agent, job: job.id }));
   }
   queue?.handle('scheduled-message', deliverJob);

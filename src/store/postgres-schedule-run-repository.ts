@@ -65,11 +65,14 @@ export class PostgresScheduleRunRepository implements ScheduleRunRepository {
     );
   }
 
-  interruptRunning(at: number, reason: string): Promise<ScheduleRunRecord[]> {
+  interruptRunning(at: number, reason: string, of?: { agentId: string; trigger: string; dueAt: number }): Promise<ScheduleRunRecord[]> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
-          const { rows } = await query(client, `SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' ORDER BY due_at, insert_order FOR UPDATE`);
+          const { rows } =
+            of === undefined
+              ? await query(client, `SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' ORDER BY due_at, insert_order FOR UPDATE`)
+              : await query(client, `SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' AND agent_id = $1 AND trigger = $2 AND due_at = $3 ORDER BY insert_order FOR UPDATE`, [of.agentId, of.trigger, of.dueAt]);
           const changed = rows.map((row): ScheduleRunRecord => ({ ...parseRun(row), outcome: 'interrupted', reason, finishedAt: at }));
           for (const run of changed) await replace(client, run);
           return changed;

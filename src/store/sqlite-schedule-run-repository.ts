@@ -19,6 +19,7 @@ export class SqliteScheduleRunRepository implements ScheduleRunRepository {
   readonly #list: StatementSync;
   readonly #lastDue: StatementSync;
   readonly #running: StatementSync;
+  readonly #runningOf: StatementSync;
   readonly #lastCheck: StatementSync;
 
   constructor(connection: SqliteConnection) {
@@ -30,6 +31,7 @@ export class SqliteScheduleRunRepository implements ScheduleRunRepository {
     this.#lastDue = db.prepare("SELECT max(due_at) AS due FROM schedule_runs WHERE agent_id = ? AND trigger <> 'manual'");
     this.#lastCheck = db.prepare('SELECT check_hash FROM schedule_runs WHERE agent_id = ? AND check_hash IS NOT NULL ORDER BY due_at DESC, rowid DESC LIMIT 1');
     this.#running = db.prepare(`SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' ORDER BY due_at, rowid`);
+    this.#runningOf = db.prepare(`SELECT ${columns} FROM schedule_runs WHERE outcome = 'running' AND agent_id = ? AND trigger = ? AND due_at = ? ORDER BY rowid`);
   }
 
   create(record: ScheduleRunRecord): Promise<void> {
@@ -77,11 +79,12 @@ export class SqliteScheduleRunRepository implements ScheduleRunRepository {
     );
   }
 
-  interruptRunning(at: number, reason: string): Promise<ScheduleRunRecord[]> {
+  interruptRunning(at: number, reason: string, of?: { agentId: string; trigger: string; dueAt: number }): Promise<ScheduleRunRecord[]> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
-          const changed = this.#running.all().map((row): ScheduleRunRecord => ({ ...parseRun(row), outcome: 'interrupted', reason, finishedAt: at }));
+          const rows = of === undefined ? this.#running.all() : this.#runningOf.all(of.agentId, of.trigger, of.dueAt);
+          const changed = rows.map((row): ScheduleRunRecord => ({ ...parseRun(row), outcome: 'interrupted', reason, finishedAt: at }));
           for (const run of changed) this.#update.run(...sqliteValues(run), run.id);
           return changed;
         }),

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
-import type { ClaimedJob, JobHandler, JobKind, JobRequest, Leadership, WorkQueue } from '../../src/contracts/index.ts';
+import type { ClaimedJob, JobHandler, JobKind, JobRequest, Leadership, ScheduleRunRecord, WorkQueue } from '../../src/contracts/index.ts';
 import { AgentNotFoundError } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { CONTINUOUS_WAKE_MESSAGE, createScheduler, intervalInstants } from '../../src/scheduler/index.ts';
+import type { Wake } from '../../src/kernel/index.ts';
 import { agentEntry, recordingSend } from './scheduler-fixtures.ts';
 
 const MINUTE = 60_000;
@@ -37,7 +38,7 @@ function testLeadership(leading: boolean): Leadership & { set(value: boolean): v
 }
 
 /** A work queue in memory: it records what is enqueued (once per dedupe key) and runs jobs when the test says. */
-function testQueue(): WorkQueue & { jobs: (JobRequest & { id: string })[]; run(job: JobRequest & { id: string }): Promise<void> } {
+function testQueue(): WorkQueue & { jobs: (JobRequest & { id: string })[]; run(job: JobRequest & { id: string }, attempt?: number): Promise<void> } {
   const handlers = new Map<JobKind, JobHandler>();
   const jobs: (JobRequest & { id: string })[] = [];
   return {
@@ -53,10 +54,10 @@ function testQueue(): WorkQueue & { jobs: (JobRequest & { id: string })[]; run(j
       handlers.set(kind, handler);
     },
     jobIds: (ids) => Promise.resolve(new Set(ids.filter((id) => jobs.some((job) => job.id === id)))),
-    async run(job) {
+    async run(job, attempt = 1) {
       const handler = handlers.get(job.kind);
       if (handler === undefined) throw new Error(`no handler for ${job.kind}`);
-      const claimed: ClaimedJob = { id: job.id, kind: job.kind, payload: job.payload, attempt: 1, maxAttempts: 3 };
+      const claimed: ClaimedJob = { id: job.id, kind: job.kind, payload: job.payload, attempt, maxAttempts: 3 };
       await handler(claimed, new AbortController().signal);
     },
   };
@@ -86,6 +87,30 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     expect(calls.map((call) => call.message)).toEqual([CONTINUOUS_WAKE_MESSAGE]);
     finish?.();
     await running;
+    scheduler.stopAll();
+  });
+
+  it('a wake-up job taken again (its first node died running it) marks the run its first attempt left running interrupted, then runs it', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1));
+    const queue = testQueue();
+    const calls: string[] = [];
+    const runs = {
+      run: (agentId: string, wake: Wake) => {
+        calls.push(`run ${agentId} ${wake.trigger}@${wake.dueAt}`);
+        return Promise.resolve({} as ScheduleRunRecord);
+      },
+      skip: () => Promise.resolve({} as ScheduleRunRecord),
+      catchUpSince: () => Promise.resolve(Number.NEGATIVE_INFINITY),
+      interruptEarlier: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>) => {
+        calls.push(`interrupt ${agentId} ${wake.trigger}@${wake.dueAt}`);
+        return Promise.resolve([]);
+      },
+    };
+    const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
+    const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
+    await queue.run(job, 1);
+    await queue.run(job, 2);
+    expect(calls).toEqual(['run id-worker continuous@60000', 'interrupt id-worker continuous@60000', 'run id-worker continuous@60000']);
     scheduler.stopAll();
   });
 

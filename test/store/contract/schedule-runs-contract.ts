@@ -70,6 +70,20 @@ export function describeScheduleRunsContract(context: StoreContext): void {
       expect(await context.store.scheduleRuns.list('a1')).toEqual([interrupted, done]);
     });
 
+    it('interruptRunning() of one wake-up marks only its running runs interrupted', async () => {
+      await createAgentIn(context.store, 'a1');
+      await createAgentIn(context.store, 'a2');
+      await context.store.scheduleRuns.create(run('cut', 'a1', 2_000));
+      await context.store.scheduleRuns.create(run('later', 'a1', 3_000));
+      await context.store.scheduleRuns.create(run('other-agent', 'a2', 2_000));
+      const interrupted = run('cut', 'a1', 2_000, { outcome: 'interrupted', reason: 'its node stopped', finishedAt: 9_000 });
+      expect(await context.store.scheduleRuns.interruptRunning(9_000, 'its node stopped', { agentId: 'a1', trigger: 'cron', dueAt: 2_000 })).toEqual([interrupted]);
+      expect((await context.store.scheduleRuns.list('a1')).map((entry) => [entry.id, entry.outcome])).toEqual([['later', 'running'], ['cut', 'interrupted']]);
+      expect((await context.store.scheduleRuns.list('a2')).map((entry) => entry.outcome)).toEqual(['running']);
+      // Another trigger's instant is another wake-up.
+      expect(await context.store.scheduleRuns.interruptRunning(9_500, 'again', { agentId: 'a1', trigger: 'continuous', dueAt: 3_000 })).toEqual([]);
+    });
+
     it('deletes an agent\'s runs with the agent', async () => {
       await createAgentIn(context.store, 'a1');
       await context.store.scheduleRuns.create(run('r1', 'a1', 1_000));
