@@ -5,8 +5,7 @@ import { createJobQueue, type JobQueue } from '../../src/cluster/index.ts';
 import { createJobWorker, type JobWorker } from '../../src/cluster/job-worker.ts';
 import type { ClaimedJob } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { openPostgresStore } from '../../src/store/index.ts';
-import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { migratedTemplate, useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const postgres = useTestPostgres();
@@ -16,10 +15,7 @@ const pools: pg.Pool[] = [];
 const workers: JobWorker[] = [];
 
 beforeAll(async () => {
-  const migrated = await postgres.createDatabase();
-  const store = await openPostgresStore({ url: migrated.url });
-  await store.close();
-  template = migrated.name;
+  template = await migratedTemplate(postgres);
 }, 120_000);
 afterEach(async () => {
   for (const worker of workers.splice(0)) await worker.stop();

@@ -5,7 +5,7 @@ import type { TurnJournalOpen } from '../../src/contracts/index.ts';
 import { isLoomError } from '../../src/errors/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
 import { createAgentIn, sessionOf } from '../store/contract/fixtures.ts';
-import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { migratedTemplate, useTestPostgres } from '../support/use-test-postgres.ts';
 
 // Turn leases on PostgreSQL (decision 0061), two nodes in one process: each a store whose origin
 // is its node id, and the lease statements of that node. A lease lapses when the test moves its
@@ -18,10 +18,7 @@ const stores: PostgresStore[] = [];
 const pools: pg.Pool[] = [];
 
 beforeAll(async () => {
-  const migrated = await postgres.createDatabase();
-  const store = await openPostgresStore({ url: migrated.url });
-  await store.close();
-  template = migrated.name;
+  template = await migratedTemplate(postgres);
 }, 120_000);
 
 afterEach(async () => {

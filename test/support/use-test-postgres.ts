@@ -31,3 +31,15 @@ export function useTestPostgres(): TestPostgres {
     stop: () => running().stop(),
   };
 }
+
+/**
+ * Creates a database on `postgres` migrated to the newest schema (a store opened on it, then
+ * closed) and answers its name: each test copies it (`createDatabase({ template })`) rather than
+ * migrating a database of its own.
+ */
+export async function migratedTemplate(postgres: Pick<TestPostgres, 'createDatabase'>): Promise<string> {
+  const migrated = await postgres.createDatabase();
+  const { openPostgresStore } = await import('../../src/store/index.ts');
+  await (await openPostgresStore({ url: migrated.url })).close();
+  return migrated.name;
+}
