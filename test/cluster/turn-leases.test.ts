@@ -3,6 +3,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTurnLeaseQueue } from '../../src/cluster/turn-leases.ts';
 import type { TurnJournalOpen } from '../../src/contracts/index.ts';
 import { isLoomError } from '../../src/errors/index.ts';
+import { toErrorResponse } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
 import { createAgentIn, sessionOf } from '../store/contract/fixtures.ts';
 import { migratedTemplate, useTestPostgres } from '../support/use-test-postgres.ts';
@@ -98,6 +100,9 @@ describe('turn leases on PostgreSQL', () => {
     );
     const commit = a.store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'place the order' }], updatedAt: 2_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
     expect(await codeOf(commit)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": node node-[bc] took it over/);
+    // Its caller is answered 409, naming the node that holds the turn.
+    const refused = toErrorResponse(await commit.catch((error: unknown) => error), Date.now(), createSilentLogger());
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'TURN_TAKEN_OVER']);
     expect((await a.store.sessions.get(agent.sessionId))?.messages).toEqual([]);
     expect((await a.store.turns.get('t1'))?.steps).toHaveLength(1);
 
