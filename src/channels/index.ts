@@ -5,4 +5,4 @@
  * answers in a session per conversation.
  */
 export { channelPrincipal, createChannelService, pollsPlatform } from './channel-service.ts';
-export type { ChannelPollLease, ChannelService, ChannelView } from './channel-service.ts';
+export type { ChannelService, ChannelView } from './channel-service.ts';

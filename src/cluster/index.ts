@@ -10,8 +10,8 @@ export type { FailOutcome, JobDatabase, JobQueue, JobQueueOptions } from './job-
 export type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 export type { EventRelay, EventRelayOptions } from './event-relay.ts';
 export { openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases } from './open-postgres-cluster.ts';
-export type { ChannelLeases, ChannelLeasesOptions } from './channel-leases.ts';
-export type { TakenTurn, TurnLeaseQueue, TurnLeases, TurnLeasesOptions } from './turn-leases.ts';
+export type { ChannelLeases } from './channel-leases.ts';
+export type { TurnLeases } from './turn-leases.ts';
 export type { PostgresClusterOptions } from './postgres-cluster.ts';
 export { createSingleNode } from './single-node.ts';
 export type { SingleNodeOptions } from './single-node.ts';
