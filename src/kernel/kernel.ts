@@ -1029,6 +1029,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       const record = await store.turns.get(turnId);
       return record?.state === 'running' && (await resumeTurn(resumeParts, record));
     },
+
     followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
 
     cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
