@@ -301,16 +301,23 @@ async function findPostmaster(url: string): Promise<number | undefined> {
   }
 }
 
-/** Mean backends of the database, sampled every 20 ms: waiting on the event log's lock, on a row lock, running a statement, and in a transaction waiting on their node. */
+/**
+ * Mean backends of the database, sampled every 20 ms: waiting on the event log (an advisory lock,
+ * as appends once took, or the table's lock, which a read takes and appends wait for), on the
+ * lock PostgreSQL takes to queue a transaction's `NOTIFY` at its commit, on a row lock, running a
+ * statement, and in a transaction waiting on their node.
+ */
 interface BackendSamples {
   event_lock_waiting: number;
+  notify_lock_waiting: number;
   row_lock_waiting: number;
   active: number;
   idle_in_transaction: number;
 }
 
-const SAMPLE_SQL = `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event = 'advisory')::int AS event_lock_waiting,
-    count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory')::int AS row_lock_waiting,
+const SAMPLE_SQL = `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event IN ('advisory', 'relation'))::int AS event_lock_waiting,
+    count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event = 'object')::int AS notify_lock_waiting,
+    count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event NOT IN ('advisory', 'relation', 'object'))::int AS row_lock_waiting,
     count(*) FILTER (WHERE state = 'active' AND pid <> pg_backend_pid())::int AS active,
     count(*) FILTER (WHERE state = 'idle in transaction')::int AS idle_in_transaction
   FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`;
@@ -320,7 +327,7 @@ async function sampleBackends(url: string): Promise<() => Promise<BackendSamples
   const { default: pgModule } = await import('pg');
   const client = new pgModule.Client({ connectionString: url });
   await client.connect();
-  const sums: BackendSamples = { event_lock_waiting: 0, row_lock_waiting: 0, active: 0, idle_in_transaction: 0 };
+  const sums: BackendSamples = { event_lock_waiting: 0, notify_lock_waiting: 0, row_lock_waiting: 0, active: 0, idle_in_transaction: 0 };
   let samples = 0;
   let stopped = false;
   const loop = (async () => {
@@ -551,6 +558,8 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
       bench: 'cluster',
       turns_per_s: { sqlite: sqliteTurns.turns_per_s, postgres_1_node: oneNode.turns_per_s, postgres_2_nodes: twoNodes.turns_per_s, postgres_2_nodes_shared_agents: shared.turns_per_s },
       ratio_vs_sqlite: { postgres_1_node: ratio(oneNode), postgres_2_nodes: ratio(twoNodes), postgres_2_nodes_shared_agents: ratio(shared) },
+      // Every statement is one round trip (`pg` does not pipeline); counted one turn at a time, so no retry inflates it.
+      round_trips_per_durable_turn: oneNodeOne.statements_per_turn,
       job_claim_ms: { '1_worker': oneWorker, '2_workers': twoWorkers },
       one_turn_at_a_time: {
         sqlite: { p50_ms: sqliteOne.p50_ms, p99_ms: sqliteOne.p99_ms, turns_per_s: sqliteOne.turns_per_s },
@@ -559,14 +568,14 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
       under_load: { sqlite: sqliteTurns, postgres_1_node: oneNode, postgres_2_nodes: twoNodes, postgres_2_nodes_shared_agents: shared },
       shared_agents_messages_lost: sharedLost,
       errors,
-      targets: { errors: 0, shared_agents_messages_lost: 0, job_claim_p50_ms: 10 },
+      targets: { errors: 0, shared_agents_messages_lost: 0, job_claim_p50_ms: 10, postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3 },
       cores: availableParallelism(),
       notes: [
         `turns: kernel.send on an instant model, ${TURN_CONCURRENCY} in flight per node over ${AGENTS_PER_NODE} agents per node, ${TURNS} measured per configuration (split over the nodes) after ${TURN_WARMUP} per node; each node a process of its own, no HTTP`,
         'postgres: embedded server on 127.0.0.1, fsync off; the bench databases set synchronous_commit = on, so a commit waits for its WAL write but no disk flush, as SQLite in WAL mode with synchronous = NORMAL',
         `2 nodes share the machine's ${availableParallelism()} cores with the database server (and the bench): cores_busy shows each one's share; with the machine saturated, a second node adds no throughput here`,
         'cores_busy.others is CPU the machine spent outside the bench, its nodes and its server while a configuration ran: above ~0.1, other work disturbed that figure',
-        'backends: pg_stat_activity sampled every 20 ms during the measured turns; event_lock_waiting = turns queued on the event log append lock, which every turn commit takes',
+        'backends: pg_stat_activity sampled every 20 ms during the measured turns; event_lock_waiting = backends waiting on the event log (appends take no lock of their own: they wait only while a read of the log waits for the appends in flight); notify_lock_waiting = commits queued on the lock PostgreSQL takes to queue their NOTIFY',
         `job claims: echo jobs enqueued at ${JOB_RATE_PER_S}/s by this process (its own pool), latency from before the INSERT to the handler starting in a worker process (NOTIFY, then the claim transaction); burst: ${BURST_JOBS} jobs enqueued by ${BURST_PRODUCERS} producers at once`,
       ],
     };

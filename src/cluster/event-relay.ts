@@ -11,7 +11,7 @@ export interface EventRelayOptions {
   logger: Logger;
   /** Where the events themselves are read (the notifications carry only their numbers). */
   events: Pick<EventRepository, 'list'>;
-  /** Hands on an event another process recorded; called one at a time, in the order of sequence numbers. */
+  /** Hands on an event another process recorded; called one at a time, in the order the events committed. */
   deliver(event: EventRecord): Promise<void>;
   /**
    * Called when notifications may have been missed (the listening connection was lost, or the
@@ -36,10 +36,11 @@ const BATCH = 500;
 /**
  * Events between nodes (docs/cluster.md "Events between nodes"): every event appended to the
  * audit log is announced in its transaction on `loom_events` as `<origin>:<seq>` (see
- * `insertEvent`), so notifications arrive in commit order, which is the order of sequence
- * numbers. The relay listens on a connection of its own, skips its own node's, reads the others'
- * from the events table in batches, and hands each on. When the connection was lost it asks for
- * a resync, since notifications sent meanwhile are gone.
+ * `insertEvent`), so notifications arrive in commit order (which two appends on two connections
+ * may reach in the other order than their sequence numbers). The relay listens on a connection of
+ * its own, skips its own node's, reads the others' from the events table in batches, and hands
+ * each on in the order announced. When the connection was lost it asks for a resync, since
+ * notifications sent meanwhile are gone.
  */
 export function createEventRelay(options: EventRelayOptions): EventRelay {
   const logger = options.logger.child({ subsystem: 'events' });
@@ -68,16 +69,18 @@ export function createEventRelay(options: EventRelayOptions): EventRelay {
         continue;
       }
       const batch = pending.splice(0, BATCH);
-      const wanted = new Set(batch);
-      let events: EventRecord[];
+      const bySeq = new Map<number, EventRecord>();
       try {
-        events = await options.events.list({ after: Math.min(...batch) - 1, before: Math.max(...batch) + 1 });
+        for (const event of await options.events.list({ after: Math.min(...batch) - 1, before: Math.max(...batch) + 1 })) bySeq.set(event.seq, event);
       } catch (error) {
         logger.warn({ err: error, events: batch.length }, `could not read ${batch.length} event(s) another node recorded; they are not handed on here`);
         continue;
       }
-      for (const event of events) {
-        if (!wanted.has(event.seq)) continue;
+      // In the order they were announced, which is the order they committed: appends on two
+      // connections may commit in the other order than their numbers (decision 0053).
+      for (const seq of batch) {
+        const event = bySeq.get(seq);
+        if (event === undefined) continue;
         try {
           await options.deliver(event);
         } catch (error) {

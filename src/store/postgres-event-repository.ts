@@ -5,11 +5,16 @@ import { checkLimit, parseRow, type Row } from './rows.ts';
 import { eventColumns, eventRow } from './table-rows.ts';
 
 /**
- * The advisory lock an append holds until it commits, so events commit in the order of their
- * sequence numbers: a reader that has seen `seq` n never later finds a new event below n.
- * (Without it, two appends on two connections could commit out of order.)
+ * What a read of the log runs first, in its transaction: it waits until every append in flight
+ * has committed or rolled back (an `INSERT` holds `ROW EXCLUSIVE` on the table until then, which
+ * `SHARE` waits for), so the read sees every event numbered below the newest it sees, and an
+ * event appended later gets a higher number (the identity's sequence only goes up). A reader
+ * that has seen `seq` n thus never later finds a new event below n, although appends on two
+ * connections take their numbers and commit in either order: appends never wait for each other
+ * (decision 0053); a read waits for the appends in flight, and appends that start meanwhile wait
+ * for the read, for one statement.
  */
-export const EVENT_APPEND_LOCK_KEY = 0x4c6f6f6d + 1;
+const READ_AFTER_APPENDS_IN_FLIGHT = 'LOCK TABLE events IN SHARE MODE';
 
 /**
  * The channel each appended event is announced on, in its transaction (so at its commit, in the
@@ -20,17 +25,16 @@ export const EVENT_CHANNEL = 'loom_events';
 
 /**
  * Appends `event` inside `db`'s transaction, announces it on `EVENT_CHANNEL` as `origin`'s, and
- * returns its sequence number (the event repository's append, and a session commit's). Takes the
- * append lock, held until the commit.
+ * returns its sequence number (the event repository's append, and a session commit's). Takes no
+ * lock of its own: appends on other connections go on meanwhile, and reads wait for it (see
+ * {@link READ_AFTER_APPENDS_IN_FLIGHT}).
  */
 export async function insertEvent(db: Queryable, event: Omit<EventRecord, 'seq'>, origin: string): Promise<number> {
-  // One statement: the lock is taken before the row gets its number.
   const { rows } = await query(
     db,
-    `WITH ordered AS (SELECT pg_advisory_xact_lock($5)),
-     added AS (INSERT INTO events (at, type, agent_id, data) SELECT $1::bigint, $2::text, $3::text, $4::text FROM ordered RETURNING seq)
-     SELECT seq, pg_notify('${EVENT_CHANNEL}', $6::text || ':' || seq::text) FROM added`,
-    [event.at, event.type, event.agentId, JSON.stringify(event.data), EVENT_APPEND_LOCK_KEY, origin],
+    `WITH added AS (INSERT INTO events (at, type, agent_id, data) VALUES ($1::bigint, $2::text, $3::text, $4::text) RETURNING seq)
+     SELECT seq, pg_notify('${EVENT_CHANNEL}', $5::text || ':' || seq::text) FROM added`,
+    [event.at, event.type, event.agentId, JSON.stringify(event.data), origin],
   );
   return Number(rows[0]?.['seq']);
 }
@@ -45,7 +49,7 @@ export class PostgresEventRepository implements EventRepository {
 
   append(event: Omit<EventRecord, 'seq'>): Promise<number> {
     return this.#connection.execute(
-      // One statement, so one transaction: the lock is held until it commits.
+      // One statement, so one transaction.
       (db) => insertEvent(db, event, this.#connection.origin),
       () => ({ action: `append event "${event.type}"` }),
     );
@@ -54,8 +58,7 @@ export class PostgresEventRepository implements EventRepository {
   list(options: EventQuery = {}): Promise<EventRecord[]> {
     // Sequence numbers start at 1, so 0 means from the first event.
     const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, type, types, order = 'asc' } = options;
-    return this.#connection.execute(
-      async (db) => {
+    const read = async (db: Queryable): Promise<EventRecord[]> => {
         const limit = checkLimit(options.limit, 'list events') ?? null;
         if (!Number.isSafeInteger(after) || !Number.isSafeInteger(before)) {
           throw new StoreError(`cannot list events: after and before must be integers, got ${after} and ${before}`);
@@ -67,7 +70,13 @@ export class PostgresEventRepository implements EventRepository {
         if (types !== undefined) where.push(`type = ANY($${values.push(types)}::text[])`);
         const text = `SELECT ${eventColumns} FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${order === 'desc' ? 'DESC' : 'ASC'} LIMIT $${values.push(limit)}`;
         return (await query(db, text, values)).rows.map(parseEvent);
-      },
+    };
+    return this.#connection.execute(
+      () =>
+        this.#connection.transaction(async (client) => {
+          await client.query(READ_AFTER_APPENDS_IN_FLIGHT);
+          return read(client);
+        }),
       () => ({ action: 'list events' }),
     );
   }

@@ -2,10 +2,12 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
 import { StoreConflictError, StoreError } from '../../src/errors/index.ts';
 import { openPostgresStore, type PostgresStore, postgresMigrations } from '../../src/store/index.ts';
+import { insertEvent } from '../../src/store/postgres-event-repository.ts';
 import { applyPostgresMigrations } from '../../src/store/postgres-migrations.ts';
 import pg from 'pg';
 import { startTestPostgres } from '../support/postgres-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { agentRecord, describeStoreContract, sessionOf } from './store-contract.ts';
 
 const latestVersion = postgresMigrations.at(-1)?.version ?? 0;
@@ -198,6 +200,32 @@ describe('PostgresStore', () => {
 
     expect(new Set(seqs).size).toBe(20);
     expect((await one.events.list()).map((event) => event.seq)).toEqual([...seqs].sort((a, b) => a - b));
+  });
+
+  it("appends while another node's append is in flight, and a read waits for that append so it never skips a lower number", async () => {
+    const store = await open();
+    // Another node's turn commit, its event inserted (its number taken) but not yet committed.
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      const held = await insertEvent(other, { at: 1, type: 'turn-finish', agentId: null, data: { node: 'other' } }, 'other-node');
+
+      // Appends do not wait for each other: this one commits first, with the higher number.
+      const later = await store.events.append({ at: 2, type: 'turn-finish', agentId: null, data: { node: 'this' } });
+      expect(later).toBeGreaterThan(held);
+
+      // A read waits for the append in flight, then sees both: one that saw `later` cannot miss `held`.
+      const reading = store.events.list({ after: 0 });
+      await waitFor('the read to wait for the append in flight', async () => (await raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0]?.['n'] === 1);
+      await other.query('COMMIT');
+      expect((await reading).map((event) => [event.seq, event.data])).toEqual([
+        [held, { node: 'other' }],
+        [later, { node: 'this' }],
+      ]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('reports a corrupt row as a StoreError naming the table and the row', async () => {

@@ -162,6 +162,19 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       expect(await list({ order: 'desc', after: seq(1), before: seq(5) })).toEqual([4, 3, 2]);
     });
 
+    it('events.list() never returns an event without every event numbered below it, while appends run at once', async () => {
+      const appends = Array.from({ length: 40 }, (_, index) => store.events.append({ at: index, type: 'tick', agentId: null, data: { index } }));
+      const reads = Array.from({ length: 8 }, () => store.events.list());
+      const seqs = (await Promise.all(appends)).sort((a, b) => a - b);
+
+      // Each read saw a prefix of the log: a reader paging with `after` never skips one that commits later.
+      for (const read of await Promise.all(reads)) {
+        const seen = read.map((event) => event.seq);
+        expect(seen).toEqual(seqs.slice(0, seen.length));
+      }
+      expect((await store.events.list()).map((event) => event.seq)).toEqual(seqs);
+    });
+
     it('events.list() filters by a list of types, with or without an agent', async () => {
       const seqs: number[] = [];
       for (const [type, agentId] of [
