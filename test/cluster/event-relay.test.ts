@@ -1,7 +1,9 @@
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEventRelay, type EventRelay } from '../../src/cluster/event-relay.ts';
 import type { EventRecord } from '../../src/contracts/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
+import { insertEvent } from '../../src/store/postgres-event-repository.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -74,6 +76,49 @@ describe('createEventRelay()', () => {
     // The two appended at once may commit in either order; each node sees the order of commit.
     expect([delivered[0]?.at, new Set([delivered[1]?.at, delivered[2]?.at]), delivered[3]?.at]).toEqual([1, new Set([3, 4]), 6]);
     expect(delivered[0]).toMatchObject({ type: 'agent-spawn', agentId: 'a1', data: { name: 'writer', n: 1 } });
+  }, 30_000);
+
+  it('hands on events in the order they committed, when a higher number committed first', async () => {
+    const { url, here, there } = await twoNodes();
+    // This node's relay holds its first delivery until `release`, so the next two arrive together.
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const delivered: number[] = [];
+    const relay = createEventRelay({
+      url,
+      origin: 'node-here',
+      logger: createRecordingLogger(),
+      events: here.events,
+      deliver: async (record) => {
+        delivered.push(record.seq);
+        if (delivered.length === 1) await held;
+      },
+      resync: () => Promise.resolve(),
+    });
+    open.push({ close: () => relay.stop() });
+    await relay.start();
+    // A second node listening, to know when both notifications have gone out.
+    const watcher = relayOn(url, here);
+    await watcher.relay.start();
+
+    const first = await there.events.append(event('agent-spawn', 1));
+    await waitFor('the first event, held', () => delivered.length === 1);
+    // Another node's turn commit takes its number, then one appended after it commits first.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      const lower = await insertEvent(other, event('turn-finish', 2), 'node-there');
+      const higher = await there.events.append(event('turn-finish', 3));
+      await other.query('COMMIT');
+      await waitFor('both announced', () => watcher.delivered.length === 3);
+
+      release();
+      await waitFor('both handed on', () => delivered.length === 3);
+      expect(delivered).toEqual([first, higher, lower]);
+    } finally {
+      await other.end();
+    }
   }, 30_000);
 
   it('listens again after its connection is cut, asks for a resync, and hears later events; a payload that is not <origin>:<seq> is ignored with a warning', async () => {
