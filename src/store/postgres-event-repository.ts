@@ -58,7 +58,8 @@ export class PostgresEventRepository implements EventRepository {
   list(options: EventQuery = {}): Promise<EventRecord[]> {
     // Sequence numbers start at 1, so 0 means from the first event.
     const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, type, types, order = 'asc' } = options;
-    const read = async (db: Queryable): Promise<EventRecord[]> => {
+    return this.#connection.execute(
+      async () => {
         const limit = checkLimit(options.limit, 'list events') ?? null;
         if (!Number.isSafeInteger(after) || !Number.isSafeInteger(before)) {
           throw new StoreError(`cannot list events: after and before must be integers, got ${after} and ${before}`);
@@ -69,14 +70,11 @@ export class PostgresEventRepository implements EventRepository {
         if (type !== undefined) where.push(`type = $${values.push(type)}`);
         if (types !== undefined) where.push(`type = ANY($${values.push(types)}::text[])`);
         const text = `SELECT ${eventColumns} FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${order === 'desc' ? 'DESC' : 'ASC'} LIMIT $${values.push(limit)}`;
-        return (await query(db, text, values)).rows.map(parseEvent);
-    };
-    return this.#connection.execute(
-      () =>
-        this.#connection.transaction(async (client) => {
+        return this.#connection.transaction(async (client) => {
           await client.query(READ_AFTER_APPENDS_IN_FLIGHT);
-          return read(client);
-        }),
+          return (await query(client, text, values)).rows.map(parseEvent);
+        });
+      },
       () => ({ action: 'list events' }),
     );
   }
