@@ -77,7 +77,7 @@ export function createEventRelay(options: EventRelayOptions): EventRelay {
         continue;
       }
       // In the order they were announced, which is the order they committed: appends on two
-      // connections may commit in the other order than their numbers (decision 0053).
+      // connections may commit in the other order than their numbers (decision 0058).
       for (const seq of batch) {
         const event = bySeq.get(seq);
         if (event === undefined) continue;

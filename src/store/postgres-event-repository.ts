@@ -11,7 +11,7 @@ import { eventColumns, eventRow } from './table-rows.ts';
  * event appended later gets a higher number (the identity's sequence only goes up). A reader
  * that has seen `seq` n thus never later finds a new event below n, although appends on two
  * connections take their numbers and commit in either order: appends never wait for each other
- * (decision 0053); a read waits for the appends in flight, and appends that start meanwhile wait
+ * (decision 0058); a read waits for the appends in flight, and appends that start meanwhile wait
  * for the read, for one statement.
  */
 const READ_AFTER_APPENDS_IN_FLIGHT = 'LOCK TABLE events IN SHARE MODE';

@@ -193,7 +193,7 @@ describe('PostgresStore', () => {
     expect(await one.sessions.revision('fresh')).toBe(1);
   });
 
-  it('numbers events appended at once from two nodes in the order they commit', async () => {
+  it('numbers events appended at once from two nodes once each, and lists them in the order of their numbers', async () => {
     const [one, two] = await Promise.all([open(), open()]);
 
     const seqs = await Promise.all(Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? one : two).events.append({ at: index, type: 'tick', agentId: null, data: { index } })));
