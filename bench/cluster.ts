@@ -1,5 +1,6 @@
 // `npm run bench -- cluster`: durable turns per second on SQLite, on PostgreSQL with one node and
-// with two nodes on one database, and the work queue's claim latency with one and two workers.
+// with two nodes on one database, and the work queue's claim latency with one and two workers;
+// `npm run bench -- postgres`: its part that sets one PostgreSQL node beside SQLite.
 // Every node runs in a process of its own, as a daemon does: this file is also those processes
 // (`node bench/cluster.ts turns …` drives one node's turns, `node bench/cluster.ts jobs …` is one
 // node's job worker), so the bench stays one file. Everything listens on 127.0.0.1 only.
@@ -513,6 +514,80 @@ async function benchDatabase(postgres: TestPostgres, options: { template?: strin
   return database;
 }
 
+/** SQLite's durable turns and one PostgreSQL node's on the same agents, under load and one at a time, in one run on one machine. */
+interface StoreTurns {
+  sqliteTurns: TurnFigures;
+  sqliteOne: TurnFigures;
+  oneNode: TurnFigures;
+  oneNodeOne: TurnFigures;
+}
+
+/** Measures {@link StoreTurns}: a SQLite file in `folder`, then a database of `server`. */
+async function measureStoreTurns(folder: string, server: TestPostgres, postmaster: number | undefined): Promise<StoreTurns> {
+  const sqlite = join(folder, 'loom.db');
+  await seedAgents(sqlite, ['n0']);
+  const sqliteTurns = await measureTurns(sqlite, [{ prefix: 'n0', offset: 0 }], TURNS, TURN_CONCURRENCY);
+  const sqliteOne = await measureTurns(sqlite, [{ prefix: 'n0', offset: 0 }], SEQUENTIAL_TURNS, 1);
+  const oneNodeDb = await seededDatabase(server, ['n0']);
+  const oneNode = await measureTurns(oneNodeDb.url, [{ prefix: 'n0', offset: 0 }], TURNS, TURN_CONCURRENCY, postmaster);
+  const oneNodeOne = await measureTurns(oneNodeDb.url, [{ prefix: 'n0', offset: 0 }], SEQUENTIAL_TURNS, 1, postmaster);
+  return { sqliteTurns, sqliteOne, oneNode, oneNodeOne };
+}
+
+/** A bench database on `server` with each prefix's agents. */
+async function seededDatabase(server: TestPostgres, prefixes: readonly string[]): Promise<{ name: string; url: string }> {
+  const database = await benchDatabase(server);
+  await seedAgents(database.url, prefixes);
+  return database;
+}
+
+/** Runs `work` with the tests' embedded PostgreSQL server and its postmaster's pid, and a temporary folder; both gone after. */
+async function withServer<T>(work: (folder: string, server: TestPostgres, postmaster: number | undefined) => Promise<T>): Promise<T> {
+  const folder = await mkdtemp(join(tmpdir(), 'loom-bench-cluster-'));
+  let postgres: TestPostgres | undefined;
+  try {
+    const { startTestPostgres } = await import('../test/support/postgres-server.ts');
+    postgres = await startTestPostgres();
+    return await work(folder, postgres, await findPostmaster(postgres.adminUrl));
+  } finally {
+    await postgres?.stop();
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+const TURN_NOTES = [
+  `turns: kernel.send on an instant model, ${TURN_CONCURRENCY} in flight per node over ${AGENTS_PER_NODE} agents per node, ${TURNS} measured per configuration (split over the nodes) after ${TURN_WARMUP} per node; each node a process of its own, no HTTP`,
+  'postgres: embedded server on 127.0.0.1, fsync off; the bench databases set synchronous_commit = on, so a commit waits for its WAL write but no disk flush, as SQLite in WAL mode with synchronous = NORMAL',
+  'round trips per durable turn: statements the node sent (pg sends each as one round trip; it does not pipeline) over 1,000 turns one at a time, so no retry inflates it',
+  'cores_busy.others is CPU the machine spent outside the bench, its nodes and its server while a configuration ran: above ~0.1, other work disturbed that figure',
+];
+
+/**
+ * `npm run bench -- postgres`: durable turns per second on one PostgreSQL node against SQLite's
+ * on the same machine in the same run, and the round trips of a durable turn, each beside its
+ * target (a part of `cluster`, which adds two nodes and the work queue).
+ */
+export async function postgresBench(): Promise<Record<string, unknown>> {
+  return withServer(async (folder, server, postmaster) => {
+    const { sqliteTurns, sqliteOne, oneNode, oneNodeOne } = await measureStoreTurns(folder, server, postmaster);
+    return {
+      bench: 'postgres',
+      turns_per_s: { sqlite: sqliteTurns.turns_per_s, postgres_1_node: oneNode.turns_per_s },
+      postgres_1_node_ratio_vs_sqlite: round(oneNode.turns_per_s / sqliteTurns.turns_per_s),
+      round_trips_per_durable_turn: oneNodeOne.statements_per_turn,
+      errors: [sqliteTurns, sqliteOne, oneNode, oneNodeOne].reduce((total, figures) => total + figures.errors, 0),
+      targets: { postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3, errors: 0 },
+      one_turn_at_a_time: {
+        sqlite: { p50_ms: sqliteOne.p50_ms, p99_ms: sqliteOne.p99_ms, turns_per_s: sqliteOne.turns_per_s },
+        postgres: { p50_ms: oneNodeOne.p50_ms, p99_ms: oneNodeOne.p99_ms, turns_per_s: oneNodeOne.turns_per_s, node_cpu_ms_per_turn: oneNodeOne.node_cpu_ms_per_turn, postgres_cpu_ms_per_turn: oneNodeOne.postgres_cpu_ms_per_turn },
+      },
+      under_load: { sqlite: sqliteTurns, postgres_1_node: oneNode },
+      cores: availableParallelism(),
+      notes: TURN_NOTES,
+    };
+  });
+}
+
 /**
  * Durable turns per second on a SQLite file, on PostgreSQL with one node and with two nodes (two
  * processes on one database, each on its own agents, and both on the same agents), against an
@@ -520,29 +595,11 @@ async function benchDatabase(postgres: TestPostgres, options: { template?: strin
  * latency, p50/p99, with one and with two worker processes.
  */
 export async function clusterBench(): Promise<Record<string, unknown>> {
-  const folder = await mkdtemp(join(tmpdir(), 'loom-bench-cluster-'));
-  let postgres: TestPostgres | undefined;
-  try {
-    const sqlite = join(folder, 'loom.db');
-    await seedAgents(sqlite, ['n0']);
-    const sqliteTurns = await measureTurns(sqlite, [{ prefix: 'n0', offset: 0 }], TURNS, TURN_CONCURRENCY);
-    const sqliteOne = await measureTurns(sqlite, [{ prefix: 'n0', offset: 0 }], SEQUENTIAL_TURNS, 1);
-
-    const { startTestPostgres } = await import('../test/support/postgres-server.ts');
-    postgres = await startTestPostgres();
-    const server = postgres;
-    const postmaster = await findPostmaster(server.adminUrl);
-    const seeded = async (prefixes: readonly string[]): Promise<{ name: string; url: string }> => {
-      const database = await benchDatabase(server);
-      await seedAgents(database.url, prefixes);
-      return database;
-    };
-    const oneNodeDb = await seeded(['n0']);
-    const oneNode = await measureTurns(oneNodeDb.url, [{ prefix: 'n0', offset: 0 }], TURNS, TURN_CONCURRENCY, postmaster);
-    const oneNodeOne = await measureTurns(oneNodeDb.url, [{ prefix: 'n0', offset: 0 }], SEQUENTIAL_TURNS, 1, postmaster);
-    const twoNodesDb = await seeded(['n0', 'n1']);
+  return withServer(async (folder, server, postmaster) => {
+    const { sqliteTurns, sqliteOne, oneNode, oneNodeOne } = await measureStoreTurns(folder, server, postmaster);
+    const twoNodesDb = await seededDatabase(server, ['n0', 'n1']);
     const twoNodes = await measureTurns(twoNodesDb.url, [{ prefix: 'n0', offset: 0 }, { prefix: 'n1', offset: 0 }], TURNS, TURN_CONCURRENCY, postmaster);
-    const sharedDb = await seeded(['n0']);
+    const sharedDb = await seededDatabase(server, ['n0']);
     // Both nodes on the same 48 agents, their slots a third of a rotation apart: turns on one agent from two nodes now and then.
     const shared = await measureTurns(sharedDb.url, [{ prefix: 'n0', offset: 0 }, { prefix: 'n0', offset: 1 }], TURNS, TURN_CONCURRENCY, postmaster);
     const sharedLost = await lostMessages(server, sharedDb.name, 2 * TURN_WARMUP + TURNS - shared.errors);
@@ -558,7 +615,6 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
       bench: 'cluster',
       turns_per_s: { sqlite: sqliteTurns.turns_per_s, postgres_1_node: oneNode.turns_per_s, postgres_2_nodes: twoNodes.turns_per_s, postgres_2_nodes_shared_agents: shared.turns_per_s },
       ratio_vs_sqlite: { postgres_1_node: ratio(oneNode), postgres_2_nodes: ratio(twoNodes), postgres_2_nodes_shared_agents: ratio(shared) },
-      // Every statement is one round trip (`pg` does not pipeline); counted one turn at a time, so no retry inflates it.
       round_trips_per_durable_turn: oneNodeOne.statements_per_turn,
       job_claim_ms: { '1_worker': oneWorker, '2_workers': twoWorkers },
       one_turn_at_a_time: {
@@ -566,23 +622,20 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
         postgres: { p50_ms: oneNodeOne.p50_ms, p99_ms: oneNodeOne.p99_ms, turns_per_s: oneNodeOne.turns_per_s, statements_per_turn: oneNodeOne.statements_per_turn },
       },
       under_load: { sqlite: sqliteTurns, postgres_1_node: oneNode, postgres_2_nodes: twoNodes, postgres_2_nodes_shared_agents: shared },
+      // Turns that failed with both nodes on the same agents (a session saved by the other node meanwhile, its save given up).
+      shared_agents_failed_turns: shared.errors,
       shared_agents_messages_lost: sharedLost,
       errors,
-      targets: { errors: 0, shared_agents_messages_lost: 0, job_claim_p50_ms: 10, postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3 },
+      targets: { errors: 0, shared_agents_failed_turns: 0, shared_agents_messages_lost: 0, job_claim_p50_ms: 10, postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3 },
       cores: availableParallelism(),
       notes: [
-        `turns: kernel.send on an instant model, ${TURN_CONCURRENCY} in flight per node over ${AGENTS_PER_NODE} agents per node, ${TURNS} measured per configuration (split over the nodes) after ${TURN_WARMUP} per node; each node a process of its own, no HTTP`,
-        'postgres: embedded server on 127.0.0.1, fsync off; the bench databases set synchronous_commit = on, so a commit waits for its WAL write but no disk flush, as SQLite in WAL mode with synchronous = NORMAL',
+        ...TURN_NOTES,
         `2 nodes share the machine's ${availableParallelism()} cores with the database server (and the bench): cores_busy shows each one's share; with the machine saturated, a second node adds no throughput here`,
-        'cores_busy.others is CPU the machine spent outside the bench, its nodes and its server while a configuration ran: above ~0.1, other work disturbed that figure',
         'backends: pg_stat_activity sampled every 20 ms during the measured turns; event_lock_waiting = backends waiting on the event log (appends take no lock of their own: they wait only while a read of the log waits for the appends in flight); notify_lock_waiting = commits queued on the lock PostgreSQL takes to queue their NOTIFY',
         `job claims: echo jobs enqueued at ${JOB_RATE_PER_S}/s by this process (its own pool), latency from before the INSERT to the handler starting in a worker process (NOTIFY, then the claim transaction); burst: ${BURST_JOBS} jobs enqueued by ${BURST_PRODUCERS} producers at once`,
       ],
     };
-  } finally {
-    await postgres?.stop();
-    await rm(folder, { recursive: true, force: true });
-  }
+  });
 }
 
 // Run as a node process by the bench (see the top of this file).

@@ -24,6 +24,7 @@ const benchmarks: Record<string, Bench> = {
   channels: async () => (await import('./channels.ts')).channelsBench(),
   cluster: async () => (await import('./cluster.ts')).clusterBench(),
   failover: async () => (await import('./failover.ts')).failoverBench(),
+  postgres: async () => (await import('./cluster.ts')).postgresBench(),
   cost: async () => (await import('./cost.ts')).costBench(),
   'turn-telemetry': async () => (await import('./telemetry.ts')).turnTelemetryBench(),
   'cli-agent-list': async () => (await import('./cli.ts')).cliAgentListBench(),

@@ -1,12 +1,16 @@
 import type { ModelMessage } from 'ai';
 import type { Clock, EventRecord, Store, TurnJournalClose, UsageRecord } from '../contracts/index.ts';
-import { StoreConflictError } from '../errors/index.ts';
+import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { estimateHistoryTokens } from '../runtime/index.ts';
 
 /** How many sessions' histories a kernel keeps in memory between turns. */
 export const HISTORY_CACHE_LIMIT = 1_000;
 
-/** Attempts to save a turn when other writers keep saving the same session. */
+/**
+ * Attempts to save a turn: compared with the revision it started from; then, when another writer
+ * saved the session meanwhile, appended after it behind the session's row lock; a third only when
+ * the session went meanwhile and the turn starts it again.
+ */
 const SAVE_ATTEMPTS = 3;
 
 /** A session's history as a turn starts from it. */
@@ -81,10 +85,12 @@ export class SessionHistories {
 
   /**
    * Saves `messages` as the session's history, expecting it to still be at `base`'s revision.
-   * When it is not, `added` (this turn's own messages) is appended to the newer history. The
-   * turn's `usage` and `events` (its audit record) commit in the same transaction, and its
-   * journal closes with them (`closeTurn`). `wellFormed`
-   * leading messages of `messages` are known to make a well-formed history.
+   * When it is not (another writer, perhaps another node, saved it meanwhile), `added` (this
+   * turn's own messages) is appended after whatever the session holds by then, the session's row
+   * locked first in the store, so that append cannot meet another writer's: the turn is kept,
+   * its messages together, after the other writer's. The turn's `usage` and `events` (its audit
+   * record) commit in the same transaction, and its journal closes with them (`closeTurn`).
+   * `wellFormed` leading messages of `messages` are known to make a well-formed history.
    */
   async save(
     target: { sessionId: string; agentId: string; conversation?: string | undefined },
@@ -98,8 +104,16 @@ export class SessionHistories {
     let expected = base;
     let next = messages;
     let known = options.wellFormed ?? 0;
+    let conflicted = false;
     for (let attempt = 1; ; attempt += 1) {
       try {
+        if (conflicted) {
+          // After whatever another writer saved, behind the session's row lock: no compare to fail.
+          await this.#store.sessions.append(target.sessionId, added as never[], { updatedAt: this.#clock.now(), ...written });
+          // The history it now holds is the other writer's and this turn's: the next turn reads it.
+          this.#cache.delete(target.sessionId);
+          return;
+        }
         // A turn that only added messages appends them; one that rewrote history (compaction,
         // repairs) saves it whole.
         // A session not stored yet (a new conversation's) is created whole.
@@ -116,11 +130,19 @@ export class SessionHistories {
         this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known, ...(tokens === undefined ? {} : { tokens }) });
         return;
       } catch (error) {
-        if (!(error instanceof StoreConflictError) || attempt >= SAVE_ATTEMPTS) throw error;
+        if (attempt >= SAVE_ATTEMPTS) throw error;
         this.#cache.delete(target.sessionId);
-        expected = await this.load(target.sessionId);
-        next = [...expected.messages, ...added];
-        known = 0;
+        if (error instanceof StoreConflictError && !conflicted) {
+          conflicted = true;
+        } else if (error instanceof StoreNotFoundError && conflicted) {
+          // The session went meanwhile (its conversation was reset): the turn starts it again.
+          conflicted = false;
+          expected = await this.load(target.sessionId);
+          next = [...expected.messages, ...added];
+          known = 0;
+        } else {
+          throw error;
+        }
       }
     }
   }

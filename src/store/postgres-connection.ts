@@ -44,7 +44,7 @@ export async function inTransaction<T>(pool: Pick<pg.Pool, 'connect'>, work: (cl
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** A value bound to a statement's `$n` parameter. */
-export type Parameter = string | number | boolean | null | readonly string[] | readonly number[];
+export type Parameter = string | number | boolean | null | readonly string[] | readonly number[] | readonly (string | null)[];
 
 /**
  * Runs one parameterised statement and returns its rows and how many it changed. Statements are
@@ -52,6 +52,22 @@ export type Parameter = string | number | boolean | null | readonly string[] | r
  */
 export async function query(db: Queryable, text: string, values: readonly Parameter[] = []): Promise<{ rows: Row[]; changed: number }> {
   const result = await db.query<Row>(text, values as Parameter[]);
+  return { rows: result.rows, changed: result.rowCount ?? 0 };
+}
+
+/**
+ * A statement prepared once per connection under its `name` and run by name after (`pg` sends
+ * `Parse` only the first time on each connection), so the server parses and plans it once, not
+ * at every turn. For the statements every turn runs; `text` must be a constant, one per name.
+ */
+export interface NamedStatement {
+  name: string;
+  text: string;
+}
+
+/** Runs `statement` with `values` as {@link query} does, prepared on the connection. */
+export async function queryNamed(db: Queryable, statement: NamedStatement, values: readonly Parameter[]): Promise<{ rows: Row[]; changed: number }> {
+  const result = await db.query<Row>({ name: statement.name, text: statement.text, values: values as Parameter[] });
   return { rows: result.rows, changed: result.rowCount ?? 0 };
 }
 
@@ -99,6 +115,17 @@ export class PostgresConnection {
   async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const started = commitStart();
     const result = await inTransaction(this.pool, work);
+    tellCommit('postgres', started);
+    return result;
+  }
+
+  /**
+   * Runs `work`, one statement outside any transaction (it commits by itself), and tells its
+   * commit to the store's commit observers as {@link transaction} does.
+   */
+  async commitOne<T>(work: () => Promise<T>): Promise<T> {
+    const started = commitStart();
+    const result = await work();
     tellCommit('postgres', started);
     return result;
   }

@@ -1,8 +1,9 @@
 import type { JsonValue, SessionRecord, SessionRepository, SessionWriteOptions } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
-import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
+import { type NamedStatement, type PostgresConnection, type Queryable, query, queryNamed } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
-import { closeTurn, type TurnOwner } from './postgres-turn-journal-repository.ts';
+import { assertTurnHeld, closeTurn, type TurnOwner } from './postgres-turn-journal-repository.ts';
+import { appendAtRevision } from './postgres-turn-commit.ts';
 import { recordUsage } from './postgres-usage-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { sessionMessageRow, sessionRow } from './table-rows.ts';
@@ -92,10 +93,28 @@ export class PostgresSessionRepository implements SessionRepository {
   }
 
   append(id: string, messages: readonly JsonValue[], options: SessionWriteOptions & { expectedRevision?: number; updatedAt: number }): Promise<number> {
+    const { expectedRevision } = options;
+    if (expectedRevision !== undefined) {
+      // A turn's commit: one statement, one round trip.
+      return this.#connection.execute(
+        async (db) => {
+          const revision = await this.#connection.commitOne(() => appendAtRevision(db, id, messages, { ...options, expectedRevision }, this.#connection.origin, this.#turnOwner.nodeId));
+          if (revision !== undefined) return revision;
+          // Nothing was written: the turn another node took over, or the session at another revision.
+          if (options.closeTurn !== undefined) await assertTurnHeld(db, options.closeTurn.turnId, this.#turnOwner);
+          const current = await storedRevision(db, id);
+          if (current === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          return checkRevision(id, current, expectedRevision, true);
+        },
+        () => ({ action: `append to session "${id}"` }),
+      );
+    }
+    // Without a revision to compare, the session's row is locked first: the next number must be
+    // read after every earlier append committed.
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
-          const { revision, next } = await bumpRevision(client, id, options.updatedAt, options.expectedRevision);
+          const { revision, next } = await bumpRevision(client, id, options.updatedAt);
           await insertSessionMessages(client, id, messages, next);
           await recordUsage(client, options.usage ?? []);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt, this.#turnOwner);
@@ -109,10 +128,7 @@ export class PostgresSessionRepository implements SessionRepository {
 
   revision(id: string): Promise<number | undefined> {
     return this.#connection.execute(
-      async (db) => {
-        const [row] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1', [id])).rows;
-        return row === undefined ? undefined : Number(row['revision']);
-      },
+      (db) => storedRevision(db, id),
       () => ({ action: `read the revision of session "${id}"` }),
     );
   }
@@ -127,6 +143,15 @@ export class PostgresSessionRepository implements SessionRepository {
   }
 }
 
+/** Every turn reads it first, to know whether the history it holds is current. */
+const REVISION: NamedStatement = { name: 'loom_session_revision', text: 'SELECT revision FROM sessions WHERE id = $1' };
+
+/** The session's revision; undefined when there is no such session. */
+async function storedRevision(db: Queryable, id: string): Promise<number | undefined> {
+  const [row] = (await queryNamed(db, REVISION, [id])).rows;
+  return row === undefined ? undefined : Number(row['revision']);
+}
+
 /** The session's revision, its row locked until the transaction ends; undefined when there is no such session. */
 async function lockedRevision(db: Queryable, id: string): Promise<number | undefined> {
   const [row] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows;
@@ -134,33 +159,26 @@ async function lockedRevision(db: Queryable, id: string): Promise<number | undef
 }
 
 /**
- * Raises session `id`'s revision for an append, holding its row until the transaction ends, and
- * answers the new revision and the number of the next message.
- * @throws {StoreConflictError} when `expectedRevision` is given and the session is at another one.
+ * Raises session `id`'s revision for an append without an expected revision, its row locked
+ * first (until the transaction ends), and answers the new revision and the number of the next
+ * message, read after every earlier append committed.
  * @throws {StoreNotFoundError} when there is no such session.
  */
-async function bumpRevision(db: Queryable, id: string, updatedAt: number, expectedRevision: number | undefined): Promise<{ revision: number; next: number }> {
-  if (expectedRevision === undefined) {
-    // Without a revision to compare, lock first: the next number must be read after every earlier append committed.
-    if ((await lockedRevision(db, id)) === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
-  }
-  // One round trip: the row is locked by the update. With an expected revision, an append committed
-  // meanwhile has raised it, so the update finds no row, and the next number read under this
-  // statement's snapshot is right whenever it finds one.
+async function bumpRevision(db: Queryable, id: string, updatedAt: number): Promise<{ revision: number; next: number }> {
+  if ((await lockedRevision(db, id)) === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
   const { rows } = await query(
     db,
-    `UPDATE sessions SET updated_at = $1, revision = revision + 1 WHERE id = $2 ${expectedRevision === undefined ? '' : 'AND revision = $3'}
+    `UPDATE sessions SET updated_at = $1, revision = revision + 1 WHERE id = $2
      RETURNING revision, (SELECT COALESCE(MAX(seq) + 1, 0) FROM session_messages WHERE session_id = $2) AS next`,
-    expectedRevision === undefined ? [updatedAt, id] : [updatedAt, id, expectedRevision],
+    [updatedAt, id],
   );
   const [row] = rows;
-  if (row !== undefined) return { revision: Number(row['revision']), next: Number(row['next']) };
-  const [current] = (await query(db, 'SELECT revision FROM sessions WHERE id = $1', [id])).rows;
-  checkRevision(id, current === undefined ? 0 : Number(current['revision']), expectedRevision, current !== undefined);
-  throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+  return { revision: Number(row?.['revision']), next: Number(row?.['next']) };
 }
 
 /** Throws `StoreConflictError` when `expectedRevision` is given and is not `revision` (or always, with `always`). */
+function checkRevision(id: string, revision: number, expectedRevision: number | undefined, always: true): never;
+function checkRevision(id: string, revision: number, expectedRevision: number | undefined, always?: boolean): void;
 function checkRevision(id: string, revision: number, expectedRevision: number | undefined, always = false): void {
   if (expectedRevision === undefined || (revision === expectedRevision && !always)) return;
   throw new StoreConflictError(`cannot save session "${id}": it was saved elsewhere meanwhile (revision ${revision}, expected ${expectedRevision})`, {

@@ -28,6 +28,15 @@ function assertHeld(row: Row, turnId: string, owner: TurnOwner, action: string):
 }
 
 /**
+ * Refuses, as `closeTurn` does, a commit of turn `turnId` when the journal holds it as running on
+ * another node (see `appendAtRevision`, whose statement writes nothing then).
+ */
+export async function assertTurnHeld(db: Queryable, turnId: string, owner: TurnOwner): Promise<void> {
+  const [row] = (await query(db, "SELECT node_id FROM turn_journal WHERE id = $1 AND state = 'running'", [turnId])).rows;
+  if (row !== undefined) assertHeld(row, turnId, owner, 'commit');
+}
+
+/**
  * Closes a turn's journal inside its session's transaction (see `SessionWriteOptions.closeTurn`):
  * its steps dropped, and the turn deleted, or kept `done` with its outcome when it has an
  * idempotency key. Refused (the transaction with it) when another node took the turn over.
