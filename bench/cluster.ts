@@ -76,7 +76,9 @@ async function openKernel(store: Store): Promise<Kernel> {
 
 /**
  * Counts the statements this process sends to PostgreSQL (each one round trip: `pg` does not
- * pipeline) and the rollbacks among them (a session saved by another node meanwhile, retried).
+ * pipeline) and the session saves retried among them (a session saved by another node
+ * meanwhile): a rolled-back transaction, or a turn's append done again behind the session's row
+ * lock (its one-statement commit found the session at another revision and wrote nothing).
  */
 async function countStatements(): Promise<{ statements: number; rollbacks: number }> {
   const { default: pgModule } = await import('pg');
@@ -85,7 +87,7 @@ async function countStatements(): Promise<{ statements: number; rollbacks: numbe
   const original = prototype.query;
   prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
     counts.statements += 1;
-    if (args[0] === 'ROLLBACK') counts.rollbacks += 1;
+    if (args[0] === 'ROLLBACK' || (typeof args[0] === 'string' && args[0].endsWith('FOR UPDATE') && args[0].startsWith('SELECT revision FROM sessions'))) counts.rollbacks += 1;
     return original.apply(this, args);
   };
   return counts;
