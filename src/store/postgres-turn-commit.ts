@@ -1,6 +1,7 @@
 import type { JsonValue, SessionWriteOptions } from '../contracts/index.ts';
 import { EVENT_CHANNEL } from './postgres-event-repository.ts';
 import { type NamedStatement, type Parameter, type Queryable, queryNamed } from './postgres-connection.ts';
+import { usageColumnArrays } from './postgres-usage-repository.ts';
 
 /**
  * A turn's commit in one statement, so in one round trip and one transaction of its own (a
@@ -63,21 +64,13 @@ export async function appendAtRevision(
   origin: string,
   nodeId: string,
 ): Promise<number | undefined> {
-  const usage = options.usage ?? [];
   const events = options.events ?? [];
   const values: Parameter[] = [
     options.updatedAt,
     id,
     options.expectedRevision,
     messages.map((message) => JSON.stringify(message)),
-    usage.map((record) => record.agentId),
-    usage.map((record) => record.at),
-    usage.map((record) => record.model),
-    usage.map((record) => record.inputTokens),
-    usage.map((record) => record.outputTokens),
-    usage.map((record) => record.cacheReadTokens ?? 0),
-    usage.map((record) => record.cacheWriteTokens ?? 0),
-    usage.map((record) => record.costUsd),
+    ...usageColumnArrays(options.usage ?? []),
     options.closeTurn?.turnId ?? null,
     options.closeTurn === undefined ? null : JSON.stringify(options.closeTurn.outcome),
     events.map((event) => event.at),

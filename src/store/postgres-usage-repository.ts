@@ -11,6 +11,24 @@ const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(s
   coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
 
 /**
+ * `records` as eight arrays, one per column, in the order `usage (agent_id, at, model,
+ * input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)`: the values of
+ * an `INSERT … SELECT FROM unnest(…)` (here and in a turn's commit).
+ */
+export function usageColumnArrays(records: readonly UsageRecord[]): Parameter[] {
+  return [
+    records.map((record) => record.agentId),
+    records.map((record) => record.at),
+    records.map((record) => record.model),
+    records.map((record) => record.inputTokens),
+    records.map((record) => record.outputTokens),
+    records.map((record) => record.cacheReadTokens ?? 0),
+    records.map((record) => record.cacheWriteTokens ?? 0),
+    records.map((record) => record.costUsd),
+  ];
+}
+
+/**
  * Records usage in one statement, in order. Shared with the session repository, which records a
  * turn's usage in the transaction that saves its messages.
  */
@@ -20,16 +38,7 @@ export async function recordUsage(db: Queryable, records: readonly UsageRecord[]
     db,
     `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::double precision[])`,
-    [
-      records.map((record) => record.agentId),
-      records.map((record) => record.at),
-      records.map((record) => record.model),
-      records.map((record) => record.inputTokens),
-      records.map((record) => record.outputTokens),
-      records.map((record) => record.cacheReadTokens ?? 0),
-      records.map((record) => record.cacheWriteTokens ?? 0),
-      records.map((record) => record.costUsd),
-    ],
+    usageColumnArrays(records),
   );
 }
 
