@@ -28,9 +28,11 @@ export async function insertSessionMessages(db: Queryable, id: string, messages:
 
 /**
  * `SessionRepository` on PostgreSQL. A session is a row, its messages one row each (`seq` orders
- * them), so appending a turn writes only the turn. A save or an append locks the session's row
- * (`FOR UPDATE`) before it compares revisions, so concurrent writers of one session, from this
- * process or another node, take turns.
+ * them), so appending a turn writes only the turn. Every write locks the session's row, so
+ * concurrent writers of one session, from this process or another node, take turns: a save, and
+ * an append without an expected revision, with `FOR UPDATE` before anything else; an append with
+ * one (a turn's commit) is one statement whose update compares and locks at once
+ * (`appendAtRevision`).
  */
 export class PostgresSessionRepository implements SessionRepository {
   readonly #connection: PostgresConnection;
