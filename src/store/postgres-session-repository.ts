@@ -86,7 +86,6 @@ export class PostgresSessionRepository implements SessionRepository {
           await insertSessionMessages(client, session.id, session.messages, 0);
           await recordUsage(client, options.usage ?? []);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt, this.#turnOwner);
-          // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(revision);
         }),
@@ -120,7 +119,6 @@ export class PostgresSessionRepository implements SessionRepository {
           await insertSessionMessages(client, id, messages, next);
           await recordUsage(client, options.usage ?? []);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt, this.#turnOwner);
-          // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return revision;
         }),

@@ -115,7 +115,6 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
           for (const [index, step] of steps.entries()) {
             await query(client, `INSERT INTO turn_steps (${turnStepColumns}) VALUES ($1, $2, $3, $4, $5)`, [turnId, next + index, step.kind, step.at, JSON.stringify(step.data)]);
           }
-          // Last, so the event log's lock is held for as short a time as can be.
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
         }),
       () => ({ action: `record a step of turn "${turnId}"`, missing: `agent "${options.open?.agentId ?? ''}" does not exist` }),
