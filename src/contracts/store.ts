@@ -62,12 +62,12 @@ export interface TurnJournalRecord {
 
 /**
  * One step of a turn as its journal keeps it: a model reply, a tool call's start, a tool call's
- * result, or the events its stream showed since the last commit (`stream`, committed with the
- * step after them, so that a client reconnecting after a restart gets them again: decision 0059).
- * `data` is opaque to the store.
+ * result, the approval request a call waits for (`approval`), or the events its stream showed
+ * since the last commit (`stream`, committed with the step after them, so that a client
+ * reconnecting after a restart gets them again: decision 0059). `data` is opaque to the store.
  */
 export interface TurnStepRecord {
-  kind: 'model' | 'tool-start' | 'tool-result' | 'stream';
+  kind: 'model' | 'tool-start' | 'tool-result' | 'approval' | 'stream';
   at: number;
   data: JsonObject;
 }

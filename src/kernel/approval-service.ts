@@ -86,7 +86,8 @@ type RequestSummary = Pick<ApprovalRecord, 'id' | 'agentId' | 'agentName' | 'too
  * anyone is asked; a decision is stored before the waiting tool call hears it. A request stays
  * `pending` only while a turn of this process waits for it: nobody deciding within the timeout
  * closes it as `expired` (by `timeout`), a cancelled turn closes it (by `cancel`), and requests
- * left by a previous process are closed at boot (`expireInterrupted`, by `restart`). A closed
+ * left by a previous process are closed at boot (`expireInterrupted`, by `restart`), but those a
+ * turn resumed from its journal waits on again (decision 0045, `resume`). A closed
  * request cannot be decided, so nobody is told "approved" for a call that will never run
  * (docs/decisions/0012).
  */
@@ -98,6 +99,11 @@ export class ApprovalService {
   readonly #publish: (event: ApprovalEvent) => void;
   readonly #node: ApprovalNode | undefined;
   readonly #waiters = new Map<string, Waiter>();
+  /**
+   * Pending requests left by a previous process that a turn resumed at start will wait on again
+   * (see {@link resume}): decided before it does, the decision is recorded for it to read.
+   */
+  readonly #resuming = new Set<string>();
   /** Set by {@link shutdown}: nothing more is asked. */
   #stopped = false;
 
@@ -115,7 +121,9 @@ export class ApprovalService {
    * cancelled first, the request is closed as `expired` (by `cancel`) and the decision rejects
    * with the signal's reason. When `withdrawn` aborts first (the asker took its question back:
    * an MCP server cancelled its request, the call that asked ended), it is closed as `expired`
-   * by `withdrawn` and the decision is a refusal by `withdrawn`.
+   * by `withdrawn` and the decision is a refusal by `withdrawn`. `onId` is awaited with the
+   * request's id before the request is stored: a turn's journal records that its call waits for
+   * it (decision 0045), so that a request shown to anyone is one the turn resumes on.
    * @throws {LoomError} `APPROVALS_STOPPED` once {@link shutdown} has begun.
    */
   async open(
@@ -123,13 +131,62 @@ export class ApprovalService {
     tool: string,
     input: JsonValue,
     signal: AbortSignal,
-    options: { answerSchema?: JsonObject; withdrawn?: AbortSignal } = {},
+    options: { answerSchema?: JsonObject; withdrawn?: AbortSignal; onId?: (id: string) => Promise<void> } = {},
   ): Promise<OpenApproval> {
     if (this.#stopped) throw new LoomError('APPROVALS_STOPPED', 'system', `cannot ask a person about ${tool} for agent "${agent.name}": Loom is stopping`);
     const id = this.#ids.uuid();
     const at = this.#clock.now();
     const expiresAt = at + this.#timeoutMs;
     const summary: RequestSummary = { id, agentId: agent.id, agentName: agent.name, tool };
+    // Waited for before the row exists: a decision never finds it pending with nobody waiting.
+    const waiting = this.#wait(summary, signal, options);
+    try {
+      await options.onId?.(id);
+      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null, nodeId: this.#node?.id ?? null });
+    } catch (error) {
+      this.#waiters.delete(id);
+      throw error;
+    }
+    this.#publish({ type: 'approval-request', at, agentId: agent.id, name: agent.name, approvalId: id, tool });
+    // Closed (a shutdown) while the row was being written: the close found nothing to close, so it is closed now.
+    const closedAs = waiting.waiter.closedAs;
+    if (closedAs !== undefined) await this.#close(summary, closedAs.by, closedAs.reason).catch(() => false);
+    waiting.arm(this.#timeoutMs);
+    return { id, expiresAt, decision: waiting.decision };
+  }
+
+  /**
+   * Waits again, for a turn resumed after a restart (decision 0045), on the request its call
+   * waited for when the daemon stopped: still pending, it is decided as any other (until the
+   * time it was to expire at); decided meanwhile, that decision. Undefined when there is no such
+   * request of the agent, or it was closed (expired): the call asks again.
+   * @throws {LoomError} `APPROVALS_STOPPED` once {@link shutdown} has begun.
+   */
+  async resume(agent: { id: string; name: string }, id: string, signal: AbortSignal): Promise<OpenApproval | undefined> {
+    if (this.#stopped) throw new LoomError('APPROVALS_STOPPED', 'system', `cannot wait for approval "${id}" for agent "${agent.name}": Loom is stopping`);
+    if (this.#waiters.has(id)) return undefined;
+    const stored = await this.#store.approvals.get(id);
+    if (stored === undefined || stored.agentId !== agent.id || stored.status === 'expired') {
+      this.#resuming.delete(id);
+      return undefined;
+    }
+    const summary: RequestSummary = { id, agentId: stored.agentId, agentName: stored.agentName, tool: stored.tool };
+    const waiting = this.#wait(summary, signal, {});
+    // Waited for from here on: a decision now reaches the waiter; one recorded before is read below.
+    this.#resuming.delete(id);
+    const record = (await this.#store.approvals.get(id)) ?? stored;
+    if (record.status === 'pending') waiting.arm(Math.max(0, record.expiresAt - this.#clock.now()));
+    else waiting.waiter.finish(storedDecision(record, EXPIRED_BY_RESTART));
+    return { id, expiresAt: record.expiresAt, decision: waiting.decision };
+  }
+
+  /**
+   * A turn's wait for request `summary`, registered at once (so a decision finds it): its
+   * decision, and `arm`, which starts listening for the turn's cancel, the asker's withdrawal and
+   * the timeout of `timeoutMs`.
+   */
+  #wait(summary: RequestSummary, signal: AbortSignal, options: { answerSchema?: JsonObject; withdrawn?: AbortSignal }): { waiter: Waiter; decision: Promise<ApprovalDecision>; arm: (timeoutMs: number) => void } {
+    const { id } = summary;
     let resolve!: (decision: ApprovalDecision) => void;
     let reject!: (error: unknown) => void;
     const decision = new Promise<ApprovalDecision>((onResolve, onReject) => {
@@ -161,71 +218,62 @@ export class ApprovalService {
         return waiter.closing;
       },
     };
-    // Waited for before the row exists: a decision never finds it pending with nobody waiting.
     this.#waiters.set(id, waiter);
-    try {
-      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null, nodeId: this.#node?.id ?? null });
-    } catch (error) {
-      this.#waiters.delete(id);
-      throw error;
-    }
-    this.#publish({ type: 'approval-request', at, agentId: agent.id, name: agent.name, approvalId: id, tool });
-    // Closed (a shutdown) while the row was being written: the close found nothing to close, so it is closed now.
-    const closedAs = waiter.closedAs;
-    if (closedAs !== undefined) await this.#close(summary, closedAs.by, closedAs.reason).catch(() => false);
 
-    const cancel = (): void => {
-      if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
-      done.abort();
-      const why = signal.reason instanceof Error ? signal.reason.message : 'the turn was cancelled';
-      waiter.closing = this.#close(summary, EXPIRED_BY_CANCEL, `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`)
-        // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
-        .catch(() => false)
-        .then(() => {
-          this.#waiters.delete(id);
-          reject(signal.reason);
-        });
-    };
-    const { withdrawn } = options;
-    const withdraw = (): void => {
-      // A turn cancelled aborts the call's signals too: that is the turn's cancellation, not a withdrawal.
-      if (signal.aborted) {
-        cancel();
-        return;
-      }
-      const why = withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
-      void waiter.close(EXPIRED_BY_WITHDRAW, `the question was withdrawn before anyone answered (${why}); nothing was answered`);
-    };
-    if (signal.aborted) cancel();
-    else if (withdrawn?.aborted === true) withdraw();
-    else {
-      signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
-      withdrawn?.addEventListener('abort', withdraw, { once: true, signal: done.signal });
-    }
-
-    const watched = withdrawn === undefined ? [signal, done.signal] : [signal, withdrawn, done.signal];
-    this.#clock.sleep(this.#timeoutMs, { signal: AbortSignal.any(watched) }).then(
-      async () => {
-        const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
-        const timedOut: ApprovalDecision = { approved: false, by: EXPIRED_BY_TIMEOUT, reason };
-        try {
-          if (await this.#close(summary, EXPIRED_BY_TIMEOUT, reason)) {
-            waiter.finish(timedOut);
-            return;
-          }
-          // Decided in the store by someone this process did not hear (another Loom process on the
-          // same home): the turn still waits, so it takes that answer instead of waiting forever.
-          const record = await this.#store.approvals.get(id);
-          if (record === undefined || record.status === 'pending') waiter.finish(timedOut);
-          else waiter.finish(storedDecision(record, EXPIRED_BY_TIMEOUT));
-        } catch {
-          // The store failed: the call is still not run, and the turn must not wait forever.
-          waiter.finish(timedOut);
+    const arm = (timeoutMs: number): void => {
+      const cancel = (): void => {
+        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
+        done.abort();
+        const why = signal.reason instanceof Error ? signal.reason.message : 'the turn was cancelled';
+        waiter.closing = this.#close(summary, EXPIRED_BY_CANCEL, `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`)
+          // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
+          .catch(() => false)
+          .then(() => {
+            this.#waiters.delete(id);
+            reject(signal.reason);
+          });
+      };
+      const { withdrawn } = options;
+      const withdraw = (): void => {
+        // A turn cancelled aborts the call's signals too: that is the turn's cancellation, not a withdrawal.
+        if (signal.aborted) {
+          cancel();
+          return;
         }
-      },
-      () => undefined,
-    );
-    return { id, expiresAt, decision };
+        const why = withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
+        void waiter.close(EXPIRED_BY_WITHDRAW, `the question was withdrawn before anyone answered (${why}); nothing was answered`);
+      };
+      if (signal.aborted) cancel();
+      else if (withdrawn?.aborted === true) withdraw();
+      else {
+        signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
+        withdrawn?.addEventListener('abort', withdraw, { once: true, signal: done.signal });
+      }
+
+      const watched = withdrawn === undefined ? [signal, done.signal] : [signal, withdrawn, done.signal];
+      this.#clock.sleep(timeoutMs, { signal: AbortSignal.any(watched) }).then(
+        async () => {
+          const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
+          const timedOut: ApprovalDecision = { approved: false, by: EXPIRED_BY_TIMEOUT, reason };
+          try {
+            if (await this.#close(summary, EXPIRED_BY_TIMEOUT, reason)) {
+              waiter.finish(timedOut);
+              return;
+            }
+            // Decided in the store by someone this process did not hear (another Loom process on the
+            // same home): the turn still waits, so it takes that answer instead of waiting forever.
+            const record = await this.#store.approvals.get(id);
+            if (record === undefined || record.status === 'pending') waiter.finish(timedOut);
+            else waiter.finish(storedDecision(record, EXPIRED_BY_TIMEOUT));
+          } catch {
+            // The store failed: the call is still not run, and the turn must not wait forever.
+            waiter.finish(timedOut);
+          }
+        },
+        () => undefined,
+      );
+    };
+    return { waiter, decision, arm };
   }
 
   /**
@@ -248,6 +296,8 @@ export class ApprovalService {
    */
   async decide(id: string, decision: ApprovalDecision): Promise<ApprovalRecord> {
     const waiter = this.#waiters.get(id);
+    // Its turn resumes and has not reached it yet: recorded, it reads the decision when it does.
+    if (waiter === undefined && this.#resuming.has(id)) return this.#record(id, decision);
     if (waiter === undefined) {
       const existing = await this.#store.approvals.get(id);
       if (existing?.status === 'pending') {
@@ -298,16 +348,34 @@ export class ApprovalService {
   /**
    * Closes every pending request that no turn waits for as `expired`, by `restart`, with a reason
    * saying nothing was run. Called at boot: a request left pending by a previous process (a
-   * restart or a crash) can never run its call, since the turn that asked is gone. Requests of
-   * another node that runs are its own. Resolves with how many were closed.
+   * restart or a crash) can never run its call, since the turn that asked is gone, unless that
+   * turn resumes (decision 0045): the requests in `resuming` stay pending for it (see
+   * {@link resume}). Requests of another node that runs are its own. Resolves with how many
+   * were closed.
    */
-  async expireInterrupted(): Promise<number> {
+  async expireInterrupted(resuming: ReadonlySet<string> = new Set()): Promise<number> {
     let closed = 0;
     for (const record of await this.#store.approvals.list({ status: 'pending' })) {
+      if (resuming.has(record.id)) {
+        this.#resuming.add(record.id);
+        continue;
+      }
       if (this.#waiters.has(record.id) || (await this.#askingNode(record)) !== undefined) continue;
       if (await this.#close(record, EXPIRED_BY_RESTART, RESTART_REASON)) closed += 1;
     }
     return closed;
+  }
+
+  /**
+   * Closes, as `expired` by `restart`, those of `ids` kept for a resumed turn (see
+   * {@link expireInterrupted}) that it never waited on again: it ended before it reached them.
+   */
+  async release(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      if (!this.#resuming.delete(id)) continue;
+      const record = await this.#store.approvals.get(id);
+      if (record !== undefined) await this.#close(record, EXPIRED_BY_RESTART, RESTART_REASON);
+    }
   }
 
   /** The other node whose turn waits for `request`, while that node runs; undefined for this node's, an old request's or a gone node's. */

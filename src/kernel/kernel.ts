@@ -41,7 +41,7 @@ import { QuotaTracker } from './quota-tracker.ts';
 import { judgeModelFor } from './model-targets.ts';
 import { createLineup } from './one-at-a-time.ts';
 import { toolPolicyOf } from './tool-policy.ts';
-import { type ResumeParts, resumeTurn, resumeTurns } from './turn-journal.ts';
+import { awaitedApprovals, type ResumeParts, resumeTurn, resumeTurns } from './turn-journal.ts';
 import { auditTurns } from './turn-audit.ts';
 import { summarizeUsage, type UsageRow } from './usage-report.ts';
 import { createWakeRuns, type WakeRuns } from './wake-runs.ts';
@@ -609,7 +609,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     logger,
   });
 
-  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options) };
+  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options), release: (ids) => approvals.release(ids) };
 
   const wakeRuns = createWakeRuns({
     store,
@@ -814,8 +814,13 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
 
     async boot() {
       const report: BootReport = { running: 0, suspended: 0, skipped: [] };
-      // Before any agent starts: a request no turn here waits for could never run its call.
-      const interrupted = await approvals.expireInterrupted();
+      // Turns the last process stopped in go on (decision 0045): here, at start; where turns are
+      // leased (decision 0061), on whichever node takes each over once its lease lapses.
+      const journaled = dependencies.resumeBackgroundWork === true ? await store.turns.running() : [];
+      const resumes = journaled.length > 0 && dependencies.node?.leasesTurns !== true && !((await dependencies.node?.othersAlive()) ?? false);
+      // Before any agent starts: a request no turn waits for could never run its call (those a
+      // journaled turn waits on stay, for the node that resumes it).
+      const interrupted = await approvals.expireInterrupted(new Set(journaled.flatMap(awaitedApprovals)));
       if (interrupted > 0) logger.info({ approvals: interrupted }, 'closed approval requests left pending by a previous process');
       for (const record of await store.agents.list()) {
         const entry = restore(record);
@@ -835,8 +840,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       }
       if (dependencies.resumeBackgroundWork === true) {
         for (const entry of registry.list()) if (entry.state === 'running') await flow.resumeWork(entry);
-        // Turns the last process stopped in go on (decision 0045); where turns are leased, once their leases lapse (decision 0061).
-        if (dependencies.node?.leasesTurns !== true && !((await dependencies.node?.othersAlive()) ?? false)) await resumeTurns(resumeParts);
+        if (resumes) await resumeTurns(resumeParts, journaled);
       }
       logger.debug({ running: report.running, suspended: report.suspended, skipped: report.skipped.length }, 'kernel booted');
       return report;

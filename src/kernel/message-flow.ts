@@ -469,7 +469,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const resumed = journal?.record === undefined ? undefined : resumeOf(journal.record);
     if (resumed !== undefined) {
       messages = [...messages, ...resumed.added];
-      for (const used of resumed.resume.calls) trace.model(used);
+      // Its trace goes on too: the model and tool calls from before the restart, in order.
+      for (const step of resumed.trace) {
+        if (step.kind === 'model') trace.model(step.call);
+        else trace.tool(step);
+      }
       emit({ type: 'phase', phase: 'resume', detail: `resumed after a restart, from step ${journal?.record?.steps.filter((step) => step.kind !== 'stream').length ?? 0} of its journal` });
     }
 

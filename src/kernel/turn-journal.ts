@@ -6,7 +6,7 @@ import type { ModelTarget } from '../models/index.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { SendOptions } from './message-flow.ts';
 import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
-import type { TurnEnding } from './turn-record.ts';
+import { approvalOf, type ToolTraceStep, type TurnEnding } from './turn-record.ts';
 import type { StreamEntry, StreamStepData } from './live-turns.ts';
 
 /**
@@ -130,7 +130,7 @@ export class TurnJournalWriter implements LoopJournal {
 
   toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void> {
     const at = this.#clock.now();
-    const step: TurnStepRecord = { kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError } };
+    const step: TurnStepRecord = { kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError, durationMs: finished?.durationMs ?? 0 } };
     // A call refused by a gate did nothing: its result rides with the next commit.
     if (finished === undefined) {
       this.#held.push(step);
@@ -142,46 +142,72 @@ export class TurnJournalWriter implements LoopJournal {
   flush(): Promise<void> {
     return this.#commit(undefined);
   }
+
+  approval(call: ToolCallRequest, approvalId: string): Promise<void> {
+    return this.#commit({ kind: 'approval', at: this.#clock.now(), data: { toolCallId: call.toolCallId, approvalId } });
+  }
 }
 
 /** One step's data as the writer above stored it. */
 type ModelStepData = { added: ModelMessage[]; text: string; call: ModelCallUsage; toolCalls: ToolCallRequest[] };
 
+/** A step of a resumed turn's trace from before its restart: a model call, or a tool call that ended. */
+export type RestoredStep = { kind: 'model'; call: ModelCallUsage } | ToolTraceStep;
+
 /**
- * Where a journaled turn stands: the messages it added after its user message, and how the loop
- * goes on (its model calls, its text, the round of calls it was in).
+ * Where a journaled turn stands: the messages it added after its user message, how the loop
+ * goes on (its model calls, its text, the round of calls it was in, the approval requests its
+ * calls wait for), and its trace so far (its model calls and the tool calls that ended, in order).
  */
-export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; resume: LoopResume } {
+export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; resume: LoopResume; trace: RestoredStep[] } {
   const added: ModelMessage[] = [];
   const calls: ModelCallUsage[] = [];
+  const trace: RestoredStep[] = [];
   let text = '';
   let iterations = 0;
   let last: ModelStepData | undefined;
   let results: ToolResultPart[] = [];
   let started = new Map<string, boolean>();
+  let approvals = new Map<string, { approvalId: string; at: number }>();
   for (const step of record.steps) {
     if (step.kind === 'stream') continue;
     if (step.kind === 'model') {
       const data = step.data as unknown as ModelStepData;
       added.push(...data.added);
       calls.push(data.call);
+      trace.push({ kind: 'model', call: data.call });
       text += data.text;
       iterations += 1;
       last = data;
       results = [];
       started = new Map();
+      approvals = new Map();
     } else if (step.kind === 'tool-start') {
       const { toolCallId, idempotent } = step.data as { toolCallId: string; idempotent?: boolean };
       started.set(toolCallId, idempotent === true);
+    } else if (step.kind === 'approval') {
+      const { toolCallId, approvalId } = step.data as { toolCallId: string; approvalId: string };
+      approvals.set(toolCallId, { approvalId, at: step.at });
     } else if (step.kind === 'tool-result') {
-      const { toolCallId, toolName, text: output, isError } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean };
+      const { toolCallId, toolName, text: output, isError, durationMs = 0 } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number };
       started.delete(toolCallId);
+      const asked = approvals.get(toolCallId);
+      approvals.delete(toolCallId);
+      const startedAt = asked?.at ?? step.at - durationMs;
+      trace.push({ kind: 'tool', toolCallId, toolName, startedAt, durationMs: step.at - startedAt, isError, ...(asked === undefined ? {} : { approval: approvalOf(isError, output) }) });
       results.push({ type: 'tool-result', toolCallId, toolName, output: isError ? { type: 'error-text', value: output } : { type: 'text', value: output } });
     }
   }
   const resume: LoopResume = { calls, text, iterations };
-  if (last !== undefined && last.toolCalls.length > 0) resume.round = { calls: last.toolCalls, results, started };
-  return { added, resume };
+  if (last !== undefined && last.toolCalls.length > 0) {
+    resume.round = { calls: last.toolCalls, results, started, ...(approvals.size === 0 ? {} : { approvals: new Map([...approvals].map(([toolCallId, { approvalId }]) => [toolCallId, approvalId])) }) };
+  }
+  return { added, resume, trace };
+}
+
+/** The approval requests the calls of a journaled turn wait for (decision 0045): they stay pending across the restart. */
+export function awaitedApprovals(record: TurnJournalRecord): string[] {
+  return [...(resumeOf(record).resume.round?.approvals?.values() ?? [])];
 }
 
 /** The events a journaled turn's stream showed before its daemon stopped, in order (decision 0059). */
@@ -192,23 +218,30 @@ export function savedStreamOf(record: TurnJournalRecord): StreamEntry[] {
 /** How long a turn given an idempotency key is remembered after it ends, for its caller's retries. */
 export const IDEMPOTENCY_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-/** What {@link resumeTurns} needs: the store, how a message is sent (the kernel's audited send), a logger. */
+/** What {@link resumeTurn} needs: the store, how a message is sent (the kernel's audited send), a logger. */
 export interface ResumeParts {
   store: Store;
   clock: Clock;
   logger: Logger;
   send: (agentId: string, message: string, options: SendOptions) => Promise<unknown>;
+  /**
+   * Told of a resumed turn's end with the approval requests its calls waited for: those it did
+   * not wait on again (it ended first) are closed (see `ApprovalService.release`).
+   */
+  release?: (approvalIds: readonly string[]) => Promise<void>;
 }
 
 /**
- * Sends again, in the background, a turn the journal holds as running (its process stopped in it,
- * or another node's lease on it lapsed), as its caller, to go on from where it stopped; a turn
- * whose journal does not say what it was asked is closed as failed. Returns whether it was sent.
+ * Resumes one turn the journal holds as running (its process stopped in it, or another node's
+ * lease on it lapsed: decision 0061), from where it stopped, as its caller; a journal that does not say what it was asked is closed as failed.
+ * Resolves once the turn is sent: it runs in the background, as its agent's queue allows.
+ * Returns whether it was resumed.
  */
 export async function resumeTurn(parts: ResumeParts, record: TurnJournalRecord): Promise<boolean> {
+  const { store, logger } = parts;
   const request = readRequest(record.request);
   if (request === undefined) {
-    await parts.store.turns.finish({ turnId: record.id, outcome: { status: 'failed', reason: 'its journal does not say what it was asked' } }, parts.clock.now());
+    await store.turns.finish({ turnId: record.id, outcome: { status: 'failed', reason: 'its journal does not say what it was asked' } }, parts.clock.now());
     return false;
   }
   const options: SendOptions = {
@@ -220,21 +253,25 @@ export async function resumeTurn(parts: ResumeParts, record: TurnJournalRecord):
     ...(request.cycle === undefined ? {} : { cycle: request.cycle }),
     ...(request.model === undefined ? {} : { model: request.model }),
   };
-  parts.send(record.agentId, request.message, options).catch((error: unknown) => parts.logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'));
+  const approvals = awaitedApprovals(record);
+  void parts
+    .send(record.agentId, request.message, options)
+    .catch((error: unknown) => logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'))
+    .then(() => (approvals.length === 0 ? undefined : parts.release?.(approvals)))
+    .catch((error: unknown) => logger.warn({ err: error, turnId: record.id }, 'could not close the approval requests of a resumed turn'));
   return true;
 }
 
 /**
- * Resumes every turn the journal holds as running (its daemon stopped in it), in the order they
- * were accepted, each from where it stopped; forgets turns given a key that ended more than
- * {@link IDEMPOTENCY_KEY_RETENTION_MS} ago. Returns how many turns were resumed; they run in the
- * background, as their agents' queues allow.
+ * Resumes every turn the journal holds as running (see {@link resumeTurn}), in the order they
+ * were accepted; forgets turns given a key that ended more than
+ * {@link IDEMPOTENCY_KEY_RETENTION_MS} ago. Returns how many turns were resumed. `records` are
+ * the running turns when the caller read them already.
  */
-export async function resumeTurns(parts: ResumeParts): Promise<number> {
-  const { store, logger } = parts;
-  await store.turns.prune(parts.clock.now() - IDEMPOTENCY_KEY_RETENTION_MS);
+export async function resumeTurns(parts: ResumeParts, records?: readonly TurnJournalRecord[]): Promise<number> {
+  await parts.store.turns.prune(parts.clock.now() - IDEMPOTENCY_KEY_RETENTION_MS);
   let resumed = 0;
-  for (const record of await store.turns.running()) if (await resumeTurn(parts, record)) resumed += 1;
-  if (resumed > 0) logger.info({ turns: resumed }, `resuming ${resumed} turn(s) the daemon stopped in`);
+  for (const record of records ?? (await parts.store.turns.running())) if (await resumeTurn(parts, record)) resumed += 1;
+  if (resumed > 0) parts.logger.info({ turns: resumed }, `resuming ${resumed} turn(s) the daemon stopped in`);
   return resumed;
 }

@@ -73,7 +73,15 @@ export type TurnRecord = {
 /** How the tool runner words a call a person did not approve. */
 const NOT_APPROVED = /^the call to \S+ was not approved/;
 
-type PendingStep = { kind: 'model'; call: ModelCallUsage } | Extract<TraceStep, { kind: 'tool' }>;
+/** A tool call's step of a trace. */
+export type ToolTraceStep = Extract<TraceStep, { kind: 'tool' }>;
+
+/** How a person decided a call that waited for one, by its result (an approved call ran, whatever it answered). */
+export function approvalOf(isError: boolean, text: string): 'approved' | 'denied' {
+  return isError && NOT_APPROVED.test(text) ? 'denied' : 'approved';
+}
+
+type PendingStep = { kind: 'model'; call: ModelCallUsage } | ToolTraceStep;
 
 /**
  * Records a turn's trace as it runs: model calls as they answer (`model`), tool calls from their
@@ -99,6 +107,11 @@ export class TurnTrace {
     this.#steps.push({ kind: 'model', call });
   }
 
+  /** Adds a tool call that ended before the turn was resumed (from its journal, decision 0045). */
+  tool(step: ToolTraceStep): void {
+    this.#steps.push(step);
+  }
+
   /**
    * Wraps a turn's event sink: it notes the run id, times each tool call, and adds the call's
    * `durationMs` to its `tool-result` event.
@@ -114,8 +127,7 @@ export class TurnTrace {
         this.#running.delete(event.toolCallId);
         const durationMs = now - startedAt;
         const asked = this.#asked.delete(event.toolCallId);
-        // The tool runner answers a refused call with this; an approved call ran, whatever it answered.
-        const approval = !asked ? undefined : event.isError && NOT_APPROVED.test(event.text) ? 'denied' : 'approved';
+        const approval = asked ? approvalOf(event.isError, event.text) : undefined;
         this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError, ...(approval === undefined ? {} : { approval }) });
         emit({ ...event, durationMs });
         return;

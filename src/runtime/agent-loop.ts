@@ -102,6 +102,11 @@ export interface LoopJournal {
   toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void>;
   /** Commits what is held back (a call now waits for a person). */
   flush(): Promise<void>;
+  /**
+   * A call is about to wait for a person's decision on request `approvalId` (not stored yet):
+   * commits it with what is held back, so that a resumed turn waits on that request again.
+   */
+  approval(call: ToolCallRequest, approvalId: string): Promise<void>;
 }
 
 /** What a resumed turn had done, from its journal. */
@@ -117,7 +122,7 @@ export interface LoopResume {
    * had, and the calls that had started without a result, each with whether it was idempotent
    * (see `Tool.idempotent`) as its start recorded.
    */
-  round?: { calls: ToolCallRequest[]; results: ToolResultPart[]; started: ReadonlyMap<string, boolean> };
+  round?: { calls: ToolCallRequest[]; results: ToolResultPart[]; started: ReadonlyMap<string, boolean>; approvals?: ReadonlyMap<string, string> };
 }
 
 /** The result of a call that was running when the daemon stopped and is not safe to run again. */
@@ -291,9 +296,10 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   /**
    * Runs the calls of a round the model asked for, in order, those with a result already (a
    * resumed round's) skipped; a call that had started when the daemon stopped runs again only
-   * when it is idempotent, else its result says its outcome is unknown.
+   * when it is idempotent, else its result says its outcome is unknown; a call that waited for a
+   * person waits on the same request (`approvals`, by call id).
    */
-  async function runRound(toolCalls: readonly ToolCallRequest[], results: ToolResultPart[], started: ReadonlyMap<string, boolean>): Promise<{ hints: string[]; stop: string | undefined }> {
+  async function runRound(toolCalls: readonly ToolCallRequest[], results: ToolResultPart[], started: ReadonlyMap<string, boolean>, approvals?: ReadonlyMap<string, string>): Promise<{ hints: string[]; stop: string | undefined }> {
     round = { calls: toolCalls, results };
     const hints: string[] = [];
     let stop: string | undefined;
@@ -308,19 +314,22 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       if (started.get(call.toolCallId) === false) {
         result = { text: UNKNOWN_OUTCOME_TEXT, isError: true };
       } else {
+        const resumeApproval = approvals?.get(call.toolCallId);
         const outcome = await options.runner.run(call, {
           agent: options.agent,
           filter: options.filter,
           approvalRequiredFor: options.approvalRequiredFor,
           emit: journal === undefined ? emit : (event) => {
-            // A call waiting for a person may wait long: what the turn said is committed first.
+            // A question a tool puts to a person may wait long: what the turn said is committed first
+            // (a call's own approval request is committed before it is asked: `onApproval`).
             if (event.type === 'approval-request') void journal.flush();
             emit(event);
           },
           settings: options.settings,
           signal: options.signal,
           loopGuard,
-          ...(journal === undefined ? {} : { onStart: (tool: Tool<never>) => journal.toolStart(call, tool), holdFinish: true }),
+          ...(journal === undefined ? {} : { onStart: (tool: Tool<never>) => journal.toolStart(call, tool), onApproval: (approvalId: string) => journal.approval(call, approvalId), holdFinish: true }),
+          ...(resumeApproval === undefined ? {} : { resumeApproval }),
         });
         result = { text: outcome.result.text, isError: outcome.result.isError === true };
         finished = outcome.finished;
@@ -371,7 +380,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   try {
     const resumed = options.resume;
     if (resumed?.round !== undefined) {
-      const ending = afterRound(await runRound(resumed.round.calls, [...resumed.round.results], resumed.round.started), resumed.iterations);
+      const ending = afterRound(await runRound(resumed.round.calls, [...resumed.round.results], resumed.round.started, resumed.round.approvals), resumed.iterations);
       if (ending !== undefined) return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: resumed.iterations, calls, model: lastModel, wellFormed };
     }
     for (let iteration = (resumed?.iterations ?? 0) + 1; ; iteration += 1) {

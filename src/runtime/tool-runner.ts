@@ -108,8 +108,13 @@ export interface ApprovalGate {
     tool: string,
     input: JsonValue,
     signal: AbortSignal,
-    options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
+    options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal; onId?: (id: string) => Promise<void> },
   ): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> }>;
+  /**
+   * Waits again on request `id`, which a resumed turn's call waited for when its daemon stopped
+   * (decision 0045); undefined when it cannot be waited on (gone, closed): the call asks anew.
+   */
+  resume?(agent: { id: string; name: string }, id: string, signal: AbortSignal): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> } | undefined>;
 }
 
 /** A person's decision on a request; `answer` answers a question. */
@@ -143,13 +148,17 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
   };
 }
 
-/** A request put to a person: opened, shown to the turn's watchers (`approval-request`), decided. */
+/**
+ * A request put to a person: opened (or, for a resumed call, the one it waited for before its
+ * daemon stopped: `resumeId`), shown to the turn's watchers (`approval-request`), decided.
+ */
 async function askApproval(
   approvals: ApprovalGate,
-  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined; reason?: string | undefined },
-  options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
+  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined; reason?: string | undefined; resumeId?: string | undefined },
+  options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal; onId?: (id: string) => Promise<void> },
 ): Promise<ApprovalDecision> {
-  const opened = await approvals.open(request.agent, request.toolName, request.input, request.signal, options);
+  const resumed = request.resumeId === undefined ? undefined : await approvals.resume?.(request.agent, request.resumeId, request.signal);
+  const opened = resumed ?? (await approvals.open(request.agent, request.toolName, request.input, request.signal, options));
   const { reason } = request;
   request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString(), ...(reason === undefined ? {} : { reason }) });
   return opened.decision;
@@ -199,6 +208,14 @@ export interface ToolCallOptions {
    * runs: the turn's journal records its start (decision 0045). Not passed on to nested calls.
    */
   onStart?: (tool: Tool<never>) => Promise<void>;
+  /**
+   * Awaited with the id of the request the call is about to wait for, before anyone is asked:
+   * the turn's journal records it, so that the turn resumes on that request (decision 0045).
+   * Not passed on to nested calls.
+   */
+  onApproval?: (approvalId: string) => Promise<void>;
+  /** A resumed turn's call: the request it waited for when its daemon stopped, waited on again instead of asking anew. */
+  resumeApproval?: string;
   /**
    * Set by a turn that journals its steps: a call that ran gives its audit record in
    * `ToolCallOutcome.finished` instead of having it recorded apart, so that it commits with the
@@ -432,7 +449,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
             return (await refuse(agent, toolName, 'denied', reason)).result;
           }
           nestedCalls.made += 1;
-          const { onStart: _onStart, holdFinish: _holdFinish, ...outer } = callOptions;
+          const { onStart: _onStart, holdFinish: _holdFinish, onApproval: _onApproval, resumeApproval: _resumeApproval, ...outer } = callOptions;
           const inner: ToolCallOptions = { ...outer, nesting: nesting + 1, nestedCalls, composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth };
           let outcome: ToolCallOutcome;
           try {
@@ -539,7 +556,12 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           const needs = tainted === undefined ? `${tool.name} needs a human's approval ([autonomous].approval_required_for)` : `${tainted}; it needs a human's approval ([taint])`;
           return refuse(agent, tool.name, 'denied', `${needs}, and nobody can approve here`);
         }
-        const decision = await askApproval(options.approvals, { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit, reason: tainted });
+        const { onApproval, resumeApproval } = callOptions;
+        const decision = await askApproval(
+          options.approvals,
+          { agent, toolCallId: call.toolCallId, toolName: tool.name, input: call.input as JsonValue, signal, emit, reason: tainted, resumeId: resumeApproval },
+          onApproval === undefined ? undefined : { onId: onApproval },
+        );
         if (!decision.approved) {
           const why = decision.by === 'timeout' ? ` (${decision.reason ?? 'timed out'})` : byWhom(decision);
           return refuse(agent, tool.name, 'denied', `the call to ${tool.name} was not approved${why}${tainted === undefined ? '' : `; ${tainted}`}`);

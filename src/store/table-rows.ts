@@ -595,5 +595,5 @@ export const turnStepColumns = 'turn_id, seq, kind, at, data';
 
 /** A row of `turn_steps`. */
 export const turnStepRow = z
-  .object({ turn_id: z.string(), seq: z.number(), kind: z.enum(['model', 'tool-start', 'tool-result', 'stream']), at: z.number(), data: jsonObjectText })
+  .object({ turn_id: z.string(), seq: z.number(), kind: z.enum(['model', 'tool-start', 'tool-result', 'approval', 'stream']), at: z.number(), data: jsonObjectText })
   .transform((row): TurnStepRecord & { turnId: string } => ({ turnId: row.turn_id, kind: row.kind, at: row.at, data: row.data }));

@@ -69,6 +69,15 @@ function copies(session: Session, role: string, needle: string): number {
   return session.messages.filter((message) => message.role === role && JSON.stringify(message.content).includes(needle)).length;
 }
 
+/** The approval requests pending on a daemon. */
+const pendingApprovals = async (daemon: DaemonProcess): Promise<{ id: string }[]> => (await (await fetch(`${daemon.url}/api/approvals?status=pending`)).json()) as { id: string }[];
+
+/** The trace of the session's turn (`providerOptions.loom.turn` on its user message): each step's kind, tool and approval. */
+function traceOf(session: Session): { kind: string; toolName: string | undefined; approval: string | undefined }[] {
+  const user = session.messages.find((message) => message.role === 'user') as { providerOptions?: { loom?: { turn?: { steps: { kind: string; toolName?: string; approval?: string }[] } } } } | undefined;
+  return (user?.providerOptions?.loom?.turn?.steps ?? []).map((step) => ({ kind: step.kind, toolName: step.toolName, approval: step.approval }));
+}
+
 const order = (path: string, method = 'POST'): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method, body: 'one order' } });
 
 describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', () => {
@@ -128,27 +137,57 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     expect(copies(session, 'assistant', 'http_request')).toBe(1);
     expect(copies(session, 'tool', 'the order is placed')).toBe(1);
     expect(copies(session, 'assistant', 'The order is placed.')).toBe(1);
+    // The turn's trace holds the call made before the restart, between the model calls.
+    expect(traceOf(session)).toEqual([
+      { kind: 'model', toolName: undefined, approval: undefined },
+      { kind: 'tool', toolName: 'http_request', approval: undefined },
+      { kind: 'model', toolName: undefined, approval: undefined },
+    ]);
     await kill(second);
   });
 
-  it('after the model asked for a call that waits for a person: the call is asked again, approved, and runs once', async () => {
+  it('while a call waits for a person: the request survives the restart, and approving it runs the call once and finishes the turn', async () => {
     model.script([{ toolCalls: [order('/place')] }, { text: 'Done.' }]);
     const first = await startTurn(true);
-    await waitFor('the approval request', async () => ((await (await fetch(`${first.url}/api/approvals?status=pending`)).json()) as unknown[]).length === 1);
+    const asked = await waitFor('the approval request', async () => pendingApprovals(first).then((listed) => listed[0]));
     await kill(first);
 
     const second = await daemons.start();
-    const pending = await waitFor('the resumed turn to ask again', async () => {
-      const listed = (await (await fetch(`${second.url}/api/approvals?status=pending`)).json()) as { id: string }[];
-      return listed[0];
-    });
-    expect((await post(second.url, `/api/approvals/${pending.id}/approve`, '{}')).status).toBe(200);
+    // The same request, still pending: the resumed turn waits on it rather than asking again.
+    expect((await pendingApprovals(second)).map((request) => request.id)).toEqual([asked.id]);
+    expect((await post(second.url, `/api/approvals/${asked.id}/approve`, '{}')).status).toBe(200);
     const session = await finishedSession(second);
     expect(world.hits).toEqual([{ method: 'POST', path: '/place' }]);
     expect(model.requests).toHaveLength(2);
     expect(copies(session, 'user', 'place the order')).toBe(1);
     expect(copies(session, 'tool', 'the order is placed')).toBe(1);
     expect(copies(session, 'assistant', 'Done.')).toBe(1);
+    const all = (await (await fetch(`${second.url}/api/approvals?status=all`)).json()) as { id: string; status: string }[];
+    expect(all.map(({ id, status }) => ({ id, status }))).toEqual([{ id: asked.id, status: 'approved' }]);
+    expect(traceOf(session)).toEqual([
+      { kind: 'model', toolName: undefined, approval: undefined },
+      { kind: 'tool', toolName: 'http_request', approval: 'approved' },
+      { kind: 'model', toolName: undefined, approval: undefined },
+    ]);
+    await kill(second);
+  });
+
+  it('while a call waits for a person: denying the request after the restart gives the model the refusal, and nothing runs', async () => {
+    model.script([{ toolCalls: [order('/place')] }, { text: 'I did not place it.' }]);
+    const first = await startTurn(true);
+    const asked = await waitFor('the approval request', async () => pendingApprovals(first).then((listed) => listed[0]));
+    await kill(first);
+
+    const second = await daemons.start();
+    expect((await post(second.url, `/api/approvals/${asked.id}/deny`, JSON.stringify({ reason: 'not today' }))).status).toBe(200);
+    const session = await finishedSession(second);
+    expect(world.hits).toEqual([]);
+    expect(JSON.stringify(model.requests[1]?.body)).toContain('was not approved');
+    expect(JSON.stringify(model.requests[1]?.body)).toContain('not today');
+    expect(copies(session, 'tool', 'was not approved')).toBe(1);
+    expect(copies(session, 'assistant', 'I did not place it.')).toBe(1);
+    const all = (await (await fetch(`${second.url}/api/approvals?status=all`)).json()) as { id: string; status: string }[];
+    expect(all.map(({ id, status }) => ({ id, status }))).toEqual([{ id: asked.id, status: 'denied' }]);
     await kill(second);
   });
 });
