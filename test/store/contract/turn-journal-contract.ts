@@ -48,6 +48,13 @@ export function describeTurnJournalContract(context: StoreContext): void {
       expect(await store.turns.get('t1')).toBeUndefined();
     });
 
+    it('keeps the approval request a call waits for as a step of its turn', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      await store.turns.step('t1', [{ kind: 'approval', at: 1_002, data: { toolCallId: 'c1', approvalId: 'r1' } }], { open: opened('t1', 'a1') });
+      expect((await store.turns.running()).map((record) => record.steps)).toEqual([[{ kind: 'approval', at: 1_002, data: { toolCallId: 'c1', approvalId: 'r1' } }]]);
+    });
+
     it('lists running turns oldest first, and a step of no running turn is refused', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');
