@@ -619,7 +619,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     resolve: (reference) => registry.resolve(reference),
     ancestors: (entry) => registry.ancestors(entry),
     // An unattended cycle: [autonomous] caps its tool calls, and suspends an agent idle too long.
-    send: (agentId, message, model) => kernel.send(agentId, message, { cycle: true, ...(model === undefined ? {} : { model }) }),
+    // Its run is recorded as started: its turn is recorded when accepted, so the run's work is not lost to a crash.
+    send: (agentId, message, model) => kernel.send(agentId, message, { cycle: true, acknowledged: true, ...(model === undefined ? {} : { model }) }),
     runTool: (agentId, tool, input) => kernel.runAgentTool(agentId, tool, input),
     publish: (event) => publish(event),
     timezone: dependencies.scheduleTimezone,
@@ -1021,7 +1022,8 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
       return summarizeUsage(records, (id) => registry.find(id)?.name);
     },
 
-    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit })),
+    // A streamed reply's first event tells its caller the message is taken: the turn is recorded then.
+    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: true })),
 
     runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
 

@@ -97,6 +97,13 @@ export interface SendOptions {
   idempotencyKey?: string;
   /** A turn its daemon stopped in, resumed from its journal (decision 0045); the kernel gives it at start. */
   resume?: TurnJournalRecord;
+  /**
+   * The door tells its caller the message was taken before the turn ends (a streamed reply's first
+   * event, an A2A task, a scheduled run recorded as started, a channel's webhook answered): the
+   * turn is recorded in its journal when it is accepted, one commit more, so that a daemon that
+   * dies before the turn's first step does not lose it (decision 0045).
+   */
+  acknowledged?: boolean;
 }
 
 /** What the message flow is built from: the kernel's own parts. */
@@ -864,6 +871,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       const opened = await openKeyedJournal(entry, message, caller, { ...options, idempotencyKey: options.idempotencyKey }, receivedAt);
       if ('earlier' in opened) return replay(opened.earlier, options, seal);
       journal = opened;
+    } else if (options.acknowledged === true) {
+      // Its caller was told it is taken: recorded now, whatever the agent's type (see `SendOptions.acknowledged`).
+      const turnId = parts.ids.uuid();
+      await store.turns.open(journalRecord(turnId, entry, message, caller, options, receivedAt, null));
+      journal = { turnId };
     } else if (module === undefined) {
       // Recorded with its first step that could not be done again (see `TurnJournalWriter`).
       const turnId = parts.ids.uuid();

@@ -73,7 +73,7 @@ export interface ModuleTurnParts {
   chooseModels: (runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget) => { models: ModelTarget[]; tier?: string };
   contextWindowOf: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget) => number;
   compactHistory: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { resolver: ModelResolver; signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }) => Promise<ModelMessage[]>;
-  beginTurn: (entry: AgentEntry, emit: AgentEventSink, purpose: string) => Promise<Logger>;
+  beginTurn: (entry: AgentEntry, emit: AgentEventSink, purpose: string, turnId?: string) => Promise<Logger>;
   commitTurn: (turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options?: { wellFormed?: number; result?: (usage: readonly UsageRecord[]) => TurnResult }) => Promise<UsageRecord[]>;
   endingOf: (error: unknown, signal: AbortSignal) => TurnEnding;
   unwound: (entry: AgentEntry, error: unknown, signal: AbortSignal) => unknown;
@@ -259,12 +259,20 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
   async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
     const trace = new TurnTrace(clock);
     const emit = trace.sink(sink);
-    const runLogger = await beginTurn(entry, emit, 'send it messages');
+    const runLogger = await beginTurn(entry, emit, 'send it messages', place.journal?.turnId);
     const base = await histories.load(place.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
     const resolver = parts.meteredResolver(runtime, entry);
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+    // Recorded when it was accepted, and its daemon stopped in it: its steps are not journaled, so
+    // it is not resumed; its message is kept, with a record that says so (decision 0045).
+    if (place.journal?.record !== undefined) {
+      const reason = interruptedReason(entry.manifest.module);
+      runLogger.warn({ turnId: place.journal.turnId }, `a turn of agent "${entry.name}" was interrupted and is not resumed: ${reason}`);
+      await commitTurn(turn, [...base.messages, userMessage], [], { status: 'failed', reason }, null);
+      throw new LoomError('TURN_INTERRUPTED', 'system', `the turn of agent "${entry.name}" was interrupted: ${reason}`);
+    }
     // A code agent gets its session as stored (without Loom's own metadata): summarising it would
     // need a model it may not have.
     const history =
@@ -296,4 +304,9 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
   }
 
   return { createModuleContext, runModuleTurn };
+}
+
+/** Why a turn of an agent of type `module` (not the assistant loop) its daemon stopped in is not resumed. */
+export function interruptedReason(module: string): string {
+  return `the daemon stopped during this turn, and a turn of a ${module} agent is not resumed (its steps are not journaled); what it did before is not known — send the message again`;
 }

@@ -30,7 +30,7 @@ export interface TurnPlace {
   cycle?: boolean;
   /** The model the turn runs on instead of the manifest's (a scheduled wake-up's `[schedule].model`). */
   model?: ModelTarget;
-  /** The turn's journal (decision 0045), for a turn of the assistant loop. */
+  /** The turn's journal (decision 0045): a turn of the assistant loop, or one of another type whose caller was told it is taken (`SendOptions.acknowledged`). */
   journal?: JournalPlace;
 }
 

@@ -191,3 +191,53 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     await kill(second);
   });
 });
+
+describe('a turn whose caller was told it is taken, killed (SIGKILL) before its first step', () => {
+  /** Sends "place the order" as a streamed reply and resolves once its response (the acknowledgment) has begun. */
+  async function streamTurn(daemon: DaemonProcess, agent: string): Promise<void> {
+    const response = await fetch(`${daemon.url}/api/agents/${agent}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'place the order' }) });
+    expect(response.status).toBe(200);
+    void response.body?.cancel().catch(() => undefined);
+  }
+
+  it('an assistant turn streamed to its caller resumes at the next start: its message is not lost', async () => {
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const first = await daemons.start();
+    expect((await post(first.url, '/api/agents', manifest(), 'application/toml')).status).toBe(201);
+    await streamTurn(first, 'clerk');
+    await waitFor('the first model call', () => model.requests.length >= 1);
+    await kill(first);
+
+    model.script([{ text: 'Your order is noted.' }]);
+    const second = await daemons.start();
+    const session = await finishedSession(second);
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    expect(copies(session, 'assistant', 'Your order is noted.')).toBe(1);
+    expect(model.requests).toHaveLength(2);
+    await kill(second);
+  });
+
+  it('a chain-of-thought turn is not resumed: its message is kept with a record saying it was interrupted, in the session and the log', async () => {
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const first = await daemons.start();
+    const thinker = `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
+    expect((await post(first.url, '/api/agents', thinker, 'application/toml')).status).toBe(201);
+    await streamTurn(first, 'thinker');
+    await waitFor('the first model call', () => model.requests.length >= 1);
+    await kill(first);
+
+    const second = await daemons.start();
+    const session = await waitFor('the interrupted turn to be recorded', async () => {
+      const current = (await (await fetch(`${second.url}/api/agents/thinker/session`)).json()) as Session;
+      return current.running === null && current.messages.length > 0 ? current : undefined;
+    });
+    expect(copies(session, 'user', 'place the order')).toBe(1);
+    const user = session.messages[0] as { providerOptions?: { loom?: { turn?: { status: string; reason: string } } } };
+    expect(user.providerOptions?.loom?.turn?.status).toBe('failed');
+    expect(user.providerOptions?.loom?.turn?.reason).toContain('a turn of a builtin:chain-of-thought agent is not resumed');
+    expect(second.output()).toContain('was interrupted and is not resumed');
+    // Nothing was asked of the model again.
+    expect(model.requests).toHaveLength(1);
+    await kill(second);
+  });
+});
