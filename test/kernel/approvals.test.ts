@@ -224,6 +224,41 @@ describe('ApprovalService across processes', () => {
     await expect(open.decision).resolves.toEqual({ approved: true, by: 'owner', reason: null });
   });
 
+  it('expireInterrupted() keeps the requests a resumed turn waits on; a decision made before the turn waits again is recorded, and resume() hands it to the turn', async () => {
+    await store.approvals.create(leftPending('kept', 'agent-1'));
+    await store.approvals.create(leftPending('orphan', 'agent-1'));
+    expect(await service.expireInterrupted(new Set(['kept']))).toBe(1);
+    expect(await service.decide('kept', { approved: true, by: 'owner', reason: null })).toMatchObject({ id: 'kept', status: 'approved', decidedBy: 'owner' });
+    const resumed = await service.resume({ id: 'agent-1', name: 'careful' }, 'kept', new AbortController().signal);
+    await expect(resumed?.decision).resolves.toEqual({ approved: true, by: 'owner', reason: null });
+    expect((await store.approvals.list()).map(({ id, status }) => ({ id, status }))).toEqual([{ id: 'kept', status: 'approved' }, { id: 'orphan', status: 'expired' }]);
+  });
+
+  it('resume() waits on a request still pending until a person decides it, and until the time it was to expire at', async () => {
+    await store.approvals.create({ ...leftPending('decided', 'agent-1'), expiresAt: 1_060_000 });
+    await store.approvals.create({ ...leftPending('undecided', 'agent-1'), expiresAt: 1_030_000 });
+    await service.expireInterrupted(new Set(['decided', 'undecided']));
+    const decided = await service.resume({ id: 'agent-1', name: 'careful' }, 'decided', new AbortController().signal);
+    const undecided = await service.resume({ id: 'agent-1', name: 'careful' }, 'undecided', new AbortController().signal);
+    expect(await service.decide('decided', { approved: false, by: 'owner', reason: 'not now' })).toMatchObject({ status: 'denied' });
+    await expect(decided?.decision).resolves.toEqual({ approved: false, by: 'owner', reason: 'not now' });
+    await clock.advance(30_000);
+    await expect(undecided?.decision).resolves.toMatchObject({ approved: false, by: 'timeout' });
+    expect(await store.approvals.get('undecided')).toMatchObject({ status: 'expired', decidedBy: 'timeout' });
+    // Another agent's request, or one closed, is not waited on: the call asks again.
+    await store.approvals.create(leftPending('other', 'agent-2'));
+    expect(await service.resume({ id: 'agent-1', name: 'careful' }, 'other', new AbortController().signal)).toBeUndefined();
+    expect(await service.resume({ id: 'agent-1', name: 'careful' }, 'undecided', new AbortController().signal)).toBeUndefined();
+  });
+
+  it('release() closes, as expired by restart, a request kept for a resumed turn that ended before it waited on it again', async () => {
+    await store.approvals.create(leftPending('kept', 'agent-1'));
+    await service.expireInterrupted(new Set(['kept']));
+    await service.release(['kept']);
+    expect(await store.approvals.get('kept')).toMatchObject({ status: 'expired', decidedBy: 'restart' });
+    await expect(service.decide('kept', { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by restart/);
+  });
+
   it('decide() refuses a pending request that no turn waits for, closing it as expired instead of reporting an approval that runs nothing', async () => {
     await store.approvals.create(leftPending('orphan', 'agent-1'));
     await expect(service.decide('orphan', { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({
