@@ -1023,7 +1023,9 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     },
 
     // A streamed reply's first event tells its caller the message is taken: the turn is recorded then.
-    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: true })),
+    // Not an A2A task's: a task cut off by a crash is failed at start, its client told to send again
+    // (a2a-routes.ts), so resuming its turn too would run the message twice (decision 0045).
+    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: options.door !== 'a2a' })),
 
     runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
 

@@ -99,7 +99,7 @@ export interface SendOptions {
   resume?: TurnJournalRecord;
   /**
    * The door tells its caller the message was taken before the turn ends (a streamed reply's first
-   * event, an A2A task, a scheduled run recorded as started, a channel's webhook answered): the
+   * event, a scheduled run recorded as started): the
    * turn is recorded in its journal when it is accepted, one commit more, so that a daemon that
    * dies before the turn's first step does not lose it (decision 0045).
    */
