@@ -54,6 +54,18 @@ async function kill(daemon: DaemonProcess): Promise<void> {
   await daemon.exited;
 }
 
+/**
+ * Starts the clerk with its calls approved by a person, kills its daemon while the call waits for
+ * approval (the model then says `reply`), and starts the daemon again: the request and the new daemon.
+ */
+async function killWhileAsked(reply: string): Promise<{ asked: { id: string }; second: DaemonProcess }> {
+  model.script([{ toolCalls: [order('/place')] }, { text: reply }]);
+  const first = await startTurn(true);
+  const asked = await waitFor('the approval request', async () => pendingApprovals(first).then((listed) => listed[0]));
+  await kill(first);
+  return { asked, second: await daemons.start() };
+}
+
 type Session = { messages: { role: string; content: unknown }[]; running: unknown };
 
 /** The clerk's session once no turn runs on it and it ends with an answer. */
@@ -77,6 +89,17 @@ function traceOf(session: Session): { kind: string; toolName: string | undefined
   const user = session.messages.find((message) => message.role === 'user') as { providerOptions?: { loom?: { turn?: { steps: { kind: string; toolName?: string; approval?: string }[] } } } } | undefined;
   return (user?.providerOptions?.loom?.turn?.steps ?? []).map((step) => ({ kind: step.kind, toolName: step.toolName, approval: step.approval }));
 }
+
+/** Every approval request of a daemon, by id and status. */
+const everyApproval = async (daemon: DaemonProcess): Promise<{ id: string; status: string }[]> =>
+  ((await (await fetch(`${daemon.url}/api/approvals?status=all`)).json()) as { id: string; status: string }[]).map(({ id, status }) => ({ id, status }));
+
+/** A trace of one `http_request` call (decided by a person as `approval`) between two model calls, as {@link traceOf} gives it. */
+const oneCallBetweenModelCalls = (approval: string | undefined): ReturnType<typeof traceOf> => [
+  { kind: 'model', toolName: undefined, approval: undefined },
+  { kind: 'tool', toolName: 'http_request', approval },
+  { kind: 'model', toolName: undefined, approval: undefined },
+];
 
 const order = (path: string, method = 'POST'): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method, body: 'one order' } });
 
@@ -138,21 +161,12 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     expect(copies(session, 'tool', 'the order is placed')).toBe(1);
     expect(copies(session, 'assistant', 'The order is placed.')).toBe(1);
     // The turn's trace holds the call made before the restart, between the model calls.
-    expect(traceOf(session)).toEqual([
-      { kind: 'model', toolName: undefined, approval: undefined },
-      { kind: 'tool', toolName: 'http_request', approval: undefined },
-      { kind: 'model', toolName: undefined, approval: undefined },
-    ]);
+    expect(traceOf(session)).toEqual(oneCallBetweenModelCalls(undefined));
     await kill(second);
   });
 
   it('while a call waits for a person: the request survives the restart, and approving it runs the call once and finishes the turn', async () => {
-    model.script([{ toolCalls: [order('/place')] }, { text: 'Done.' }]);
-    const first = await startTurn(true);
-    const asked = await waitFor('the approval request', async () => pendingApprovals(first).then((listed) => listed[0]));
-    await kill(first);
-
-    const second = await daemons.start();
+    const { asked, second } = await killWhileAsked('Done.');
     // The same request, still pending: the resumed turn waits on it rather than asking again.
     expect((await pendingApprovals(second)).map((request) => request.id)).toEqual([asked.id]);
     expect((await post(second.url, `/api/approvals/${asked.id}/approve`, '{}')).status).toBe(200);
@@ -162,23 +176,13 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     expect(copies(session, 'user', 'place the order')).toBe(1);
     expect(copies(session, 'tool', 'the order is placed')).toBe(1);
     expect(copies(session, 'assistant', 'Done.')).toBe(1);
-    const all = (await (await fetch(`${second.url}/api/approvals?status=all`)).json()) as { id: string; status: string }[];
-    expect(all.map(({ id, status }) => ({ id, status }))).toEqual([{ id: asked.id, status: 'approved' }]);
-    expect(traceOf(session)).toEqual([
-      { kind: 'model', toolName: undefined, approval: undefined },
-      { kind: 'tool', toolName: 'http_request', approval: 'approved' },
-      { kind: 'model', toolName: undefined, approval: undefined },
-    ]);
+    expect(await everyApproval(second)).toEqual([{ id: asked.id, status: 'approved' }]);
+    expect(traceOf(session)).toEqual(oneCallBetweenModelCalls('approved'));
     await kill(second);
   });
 
   it('while a call waits for a person: denying the request after the restart gives the model the refusal, and nothing runs', async () => {
-    model.script([{ toolCalls: [order('/place')] }, { text: 'I did not place it.' }]);
-    const first = await startTurn(true);
-    const asked = await waitFor('the approval request', async () => pendingApprovals(first).then((listed) => listed[0]));
-    await kill(first);
-
-    const second = await daemons.start();
+    const { asked, second } = await killWhileAsked('I did not place it.');
     expect((await post(second.url, `/api/approvals/${asked.id}/deny`, JSON.stringify({ reason: 'not today' }))).status).toBe(200);
     const session = await finishedSession(second);
     expect(world.hits).toEqual([]);
@@ -186,8 +190,7 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     expect(JSON.stringify(model.requests[1]?.body)).toContain('not today');
     expect(copies(session, 'tool', 'was not approved')).toBe(1);
     expect(copies(session, 'assistant', 'I did not place it.')).toBe(1);
-    const all = (await (await fetch(`${second.url}/api/approvals?status=all`)).json()) as { id: string; status: string }[];
-    expect(all.map(({ id, status }) => ({ id, status }))).toEqual([{ id: asked.id, status: 'denied' }]);
+    expect(await everyApproval(second)).toEqual([{ id: asked.id, status: 'denied' }]);
     await kill(second);
   });
 });
