@@ -220,6 +220,29 @@ describe('a turn whose caller was told it is taken, killed (SIGKILL) before its 
     await kill(second);
   });
 
+  it('a scheduled run forced now resumes its turn at the next start, and the run is recorded as interrupted', async () => {
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const first = await daemons.start();
+    // Due once a year: nothing but the forced run wakes it.
+    const reporter = `name = "reporter"\n[schedule]\nmode = "periodic"\ncron = "0 0 1 1 *"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
+    expect((await post(first.url, '/api/agents', reporter, 'application/toml')).status).toBe(201);
+    void post(first.url, '/api/agents/reporter/runs', '{}').catch(() => undefined);
+    await waitFor('the wake-up to reach the model', () => model.requests.length >= 1);
+    await kill(first);
+
+    model.script([{ text: 'The report is written.' }]);
+    const second = await daemons.start();
+    const session = await waitFor('the resumed wake-up to be committed', async () => {
+      const current = (await (await fetch(`${second.url}/api/agents/reporter/session`)).json()) as Session;
+      return current.running === null && current.messages.length > 1 ? current : undefined;
+    });
+    expect(copies(session, 'assistant', 'The report is written.')).toBe(1);
+    expect(session.messages.filter((message) => message.role === 'user')).toHaveLength(1);
+    const runs = (await (await fetch(`${second.url}/api/agents/reporter/runs`)).json()) as { outcome: string }[];
+    expect(runs.map((run) => run.outcome)).toEqual(['interrupted']);
+    await kill(second);
+  });
+
   it('a chain-of-thought turn is not resumed: its message is kept with a record saying it was interrupted, in the session and the log', async () => {
     model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
     const first = await daemons.start();
