@@ -251,7 +251,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
       workspacesDir: options.home.workspacesDir,
     });
     // Wake-ups the last stop cut off: the daemon alone knows no other process runs them.
-    if (scheduler !== undefined && leadership === undefined) await store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going');
+    // Its turn, once the agent was woken, was recorded when accepted and resumes (decision 0045): the run says so.
+    if (scheduler !== undefined && leadership === undefined) await store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent\'s session');
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
     relay = shared === undefined ? undefined : await openEventRelay(options, shared.url, nodeId, store, kernel);

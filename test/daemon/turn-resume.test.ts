@@ -238,8 +238,8 @@ describe('a turn whose caller was told it is taken, killed (SIGKILL) before its 
     });
     expect(copies(session, 'assistant', 'The report is written.')).toBe(1);
     expect(session.messages.filter((message) => message.role === 'user')).toHaveLength(1);
-    const runs = (await (await fetch(`${second.url}/api/agents/reporter/runs`)).json()) as { outcome: string }[];
-    expect(runs.map((run) => run.outcome)).toEqual(['interrupted']);
+    const runs = (await (await fetch(`${second.url}/api/agents/reporter/runs`)).json()) as { outcome: string; reason: string }[];
+    expect(runs.map((run) => [run.outcome, run.reason])).toEqual([['interrupted', "interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent's session"]]);
     await kill(second);
   });
 
