@@ -1,4 +1,4 @@
-import { type Attributes, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace, type Tracer } from '@opentelemetry/api';
+import { type Attributes, type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace, TraceFlags, type Tracer } from '@opentelemetry/api';
 
 /**
  * OpenTelemetry spans with the GenAI semantic conventions, made only while tracing is on (see
@@ -73,13 +73,17 @@ export interface TurnSpanAttributes {
  */
 export function withTurnSpan<T>(attributes: TurnSpanAttributes, run: () => Promise<T>): Promise<T> {
   if (!enabled) return run();
-  const spanAttributes: Attributes = {
-    'gen_ai.operation.name': 'invoke_agent',
-    'gen_ai.agent.id': attributes.agentId,
-    'gen_ai.agent.name': attributes.agentName,
+  // Built only when the span is made (not under a caller's unsampled span).
+  const spanAttributes = (): Attributes => {
+    const built: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': attributes.agentId,
+      'gen_ai.agent.name': attributes.agentName,
+    };
+    if (attributes.conversationId !== undefined) built['gen_ai.conversation.id'] = attributes.conversationId;
+    if (capture && attributes.message !== undefined) built['gen_ai.input.messages'] = contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]);
+    return built;
   };
-  if (attributes.conversationId !== undefined) spanAttributes['gen_ai.conversation.id'] = attributes.conversationId;
-  if (capture && attributes.message !== undefined) spanAttributes['gen_ai.input.messages'] = contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]);
   return inSpan(`invoke_agent ${attributes.agentName}`, SpanKind.INTERNAL, spanAttributes, run, (span, result) => {
     if (capture && typeof result === 'object' && result !== null && 'text' in result && typeof result.text === 'string') {
       span.setAttribute('gen_ai.output.messages', contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: result.text }] }]));
@@ -106,15 +110,18 @@ export interface ToolSpanAttributes {
  */
 export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promise<T>, outcome: (result: T) => { isError: boolean; text: string; failure?: string | undefined }): Promise<T> {
   if (!enabled) return run();
-  const spanAttributes: Attributes = {
-    'gen_ai.operation.name': 'execute_tool',
-    'gen_ai.tool.name': attributes.toolName,
-    'gen_ai.tool.call.id': attributes.toolCallId,
-    'gen_ai.tool.type': 'function',
-    'gen_ai.agent.name': attributes.agentName,
+  const spanAttributes = (): Attributes => {
+    const built: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': attributes.toolName,
+      'gen_ai.tool.call.id': attributes.toolCallId,
+      'gen_ai.tool.type': 'function',
+      'gen_ai.agent.name': attributes.agentName,
+    };
+    if (attributes.description !== undefined) built['gen_ai.tool.description'] = attributes.description;
+    if (capture && attributes.input !== undefined) built['gen_ai.tool.call.arguments'] = contentAttribute(attributes.input);
+    return built;
   };
-  if (attributes.description !== undefined) spanAttributes['gen_ai.tool.description'] = attributes.description;
-  if (capture && attributes.input !== undefined) spanAttributes['gen_ai.tool.call.arguments'] = contentAttribute(attributes.input);
   return inSpan(`execute_tool ${attributes.toolName}`, SpanKind.INTERNAL, spanAttributes, run, (span, result) => {
     const { isError, text, failure } = outcome(result);
     if (capture) span.setAttribute('gen_ai.tool.call.result', contentAttribute(text));
@@ -137,19 +144,51 @@ export function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes
   return inSpan(name, kind, attributes, run, ended);
 }
 
-function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
-  return loomTracer().startActiveSpan(name, { kind, attributes }, async (span) => {
-    try {
-      const result = await run();
-      ended?.(span, result);
+/**
+ * Starts span `name` under the active one and runs `run` with it active, ending it when `run`
+ * settles. Written without an async wrapper (`startActiveSpan` would add one, and a promise and a
+ * closure per span, on the turn's own path); under a parent that is not sampled no span is made at
+ * all, so `ended` and the attributes' content are not worked out for nothing.
+ */
+function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes | (() => Attributes), run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
+  const parent = context.active();
+  if (!sampledUnder(parent)) return run();
+  // Set on the span, not given to startSpan, which would check them twice more before the span sets them.
+  const span = loomTracer().startSpan(name, { kind }, parent).setAttributes(typeof attributes === 'function' ? attributes() : attributes);
+  let running: Promise<T>;
+  try {
+    running = context.with(trace.setSpan(parent, span), run);
+  } catch (error) {
+    failSpan(span, error);
+    span.end();
+    throw error;
+  }
+  return running.then(
+    (result) => {
+      try {
+        ended?.(span, result);
+      } finally {
+        span.end();
+      }
       return result;
-    } catch (error) {
+    },
+    (error: unknown) => {
       failSpan(span, error);
-      throw error;
-    } finally {
       span.end();
-    }
-  });
+      throw error;
+    },
+  );
+}
+
+/**
+ * Whether a span made in `parent` would be sampled: true at a trace's root (every root is, by the
+ * SDK's default sampler) and under a recording span; false under a caller's span that is not
+ * sampled (a `traceparent` with flags 00), whose children the parent-based sampler drops anyway.
+ */
+export function sampledUnder(parent: Context): boolean {
+  const span = trace.getSpan(parent);
+  if (span === undefined) return true;
+  return span.isRecording() || (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
 }
 
 /** Where a W3C trace context may be read from: request headers, or an MCP request's `_meta`. */

@@ -6,7 +6,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 // The ledger's call observer, not yet re-exported by the kernel's index.
 import { type MeteredCall, observeModelCalls } from '../kernel/index.ts';
-import { capturesContent, contentAttribute, errorType, loomTracer, setSpans } from './spans.ts';
+import { createSpanIdGenerator } from './span-ids.ts';
+import { capturesContent, contentAttribute, errorType, loomTracer, sampledUnder, setSpans } from './spans.ts';
 
 /** Options of {@link startTracing}. */
 export interface TracingOptions {
@@ -45,6 +46,7 @@ export function startTracing(options: TracingOptions): Tracing {
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'loom', ...(options.serviceVersion === undefined ? {} : { 'service.version': options.serviceVersion }) }),
     // Sent each second, up to 8,192 spans held: a busy daemon's turns (four spans or more each) are not dropped between exports.
+    idGenerator: createSpanIdGenerator(),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 8192, maxExportBatchSize: 1024 })],
   });
   trace.setGlobalTracerProvider(provider);
@@ -70,6 +72,8 @@ export function startTracing(options: TracingOptions): Tracing {
 
 /** A `chat {model}` span for a metered model call, as a child of the span active where it ended (its turn's). */
 function recordChatSpan(call: MeteredCall): void {
+  // Under a caller's unsampled span the SDK would drop it: nothing is built.
+  if (!sampledUnder(context.active())) return;
   const origin = globalThis.performance.timeOrigin;
   const { spent, target, request } = call;
   // Built by assignment, not spreads: this runs for every model call.
@@ -94,7 +98,8 @@ function recordChatSpan(call: MeteredCall): void {
     attributes['gen_ai.input.messages'] = contentAttribute(request.prompt.filter((message) => message.role !== 'system'));
     attributes['gen_ai.system_instructions'] = contentAttribute(request.prompt.filter((message) => message.role === 'system').map((message) => message.content));
   }
-  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt, attributes });
+  // Set on the span, not given to startSpan: the SDK would check them twice more before setting them.
+  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt }).setAttributes(attributes);
   if (call.outcome === 'error' || call.outcome === 'refused') {
     span.setAttribute('error.type', call.error === undefined ? call.outcome : errorType(call.error));
     span.setStatus({ code: SpanStatusCode.ERROR, message: call.error instanceof Error ? call.error.message : call.outcome });
