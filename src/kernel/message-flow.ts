@@ -790,7 +790,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const caller = options.caller ?? OWNER;
     const { entry, runtime } = admit(reference, caller);
     const emit = options.emit ?? noEvents;
-    const turn = (): Promise<TurnResult> => turns.run(entry.id, options.signal, (signal) => runTaskTurn(runtime, entry, task, caller, signal, emit));
+    // A task's turn (a package activity's) is an `invoke_agent` span too, under its run's span.
+    const turn = (): Promise<TurnResult> =>
+      turns.run(entry.id, options.signal, (signal) => withTurnSpan({ agentId: entry.id, agentName: entry.name, message: task.prompt }, () => runTaskTurn(runtime, entry, task, caller, signal, emit)));
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, nameOf, turn) : turn();
   }
 

@@ -83,7 +83,7 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
 });
 
 describe('package runs as parent spans', () => {
-  it('runs a binding inside a package_run span, its activities\' model calls under it', async () => {
+  it('runs a binding inside a package_run span, each activity\'s turn an invoke_agent span under it holding its model calls', async () => {
     // A home of its own: the test's other host has the directory's.
     const home = join(dir.path, 'packages-home');
     await mkdir(home);
@@ -98,8 +98,13 @@ describe('package runs as parent spans', () => {
       await waitFor('the receiver to get the run\'s span', () => receiver.spans.some((span) => span.name === 'package_run digest/nightly'));
       const parent = receiver.spans.find((span) => span.name === 'package_run digest/nightly');
       expect(parent?.attributes).toEqual({ 'loom.package.name': 'digest', 'loom.package.binding': 'nightly', 'loom.package.trigger': 'manual', 'loom.package.run.id': run.id, 'loom.package.run.status': 'completed' });
+      // The activity's turn is an invoke_agent span of the package's agent, under the run's span.
+      const agent = packagesHost.kernel.list().find((entry) => entry.name === 'digest');
+      const turn = receiver.spans.find((span) => span.name === 'invoke_agent digest');
+      expect(turn).toMatchObject({ traceId: parent?.traceId, parentSpanId: parent?.spanId });
+      expect(turn?.attributes).toEqual({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.id': agent?.id, 'gen_ai.agent.name': 'digest' });
       const chat = receiver.spans.find((span) => span.name.startsWith('chat '));
-      expect(chat).toMatchObject({ traceId: parent?.traceId, parentSpanId: parent?.spanId });
+      expect(chat).toMatchObject({ traceId: parent?.traceId, parentSpanId: turn?.spanId });
       expect(chat?.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 40, 'gen_ai.usage.output_tokens': 5 });
     } finally {
       await packagesHost.close();
