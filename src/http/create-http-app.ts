@@ -296,7 +296,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     }
   });
 
-  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
+  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, timezone: options.config.scheduler.timezone, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
   app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION, a2aPath: config.a2a.enabled ? config.a2a.listen_path : null }));
   if (options.metrics !== undefined) app.route('/', createMetricsRoutes({ kernel, metrics: options.metrics, metricsPublic: config.telemetry.metrics_public }));
   // Read at each request: a running daemon follows [default_model] in config.toml.

@@ -151,6 +151,14 @@ function operations(schemaOf: (name: string, schema: z.ZodType) => JsonObject): 
       },
     },
     '/api/usage': { get: { tag: 'usage', summary: 'tokens and cost by agent and model', parameters: [query('agent', 'one agent'), query('since', 'from this time (ISO 8601 or epoch ms)')], responses: { '200': ok('the totals') } } },
+    '/api/usage/today': {
+      get: {
+        tag: 'usage',
+        summary: "today's spend as the daily budgets count it, midnight to midnight in `[scheduler].timezone`: `{ timezone, since, until, tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd }`",
+        parameters: [query('agent', 'one agent')],
+        responses: { '200': ok("today's totals") },
+      },
+    },
     '/api/usage/series': {
       get: {
         tag: 'usage',

@@ -2,11 +2,12 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock, ClusterReader } from '../contracts/index.ts';
-import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, type Kernel, type KernelEvent } from '../kernel/index.ts';
+import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, dayOf, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
 import { HttpRequestError } from './http-request-error.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
+import { usageToday } from './usage-today.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
@@ -16,6 +17,8 @@ const UsageQuerySchema = z.strictObject({
   /** Epoch milliseconds. */
   since: z.coerce.number().int().min(0).optional(),
 });
+
+const UsageTodayQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
 
 const AuditQuerySchema = z.strictObject({
   agent: z.string().min(1).optional(),
@@ -58,12 +61,15 @@ export interface SystemRoutesOptions {
   kernel: Kernel;
   clock: Clock;
   version: string;
+  /** The IANA time zone the daemon's day is counted in (`[scheduler].timezone`), for `/api/usage/today`; UTC when unset. */
+  timezone?: string | undefined;
   /** The nodes sharing the store, for `/api/cluster`; without them that route answers 404. */
   cluster?: ClusterReader;
 }
 
 /**
- * `/api/health` (public), `/api/usage` (totals by agent and model), `/api/usage/series` (the same
+ * `/api/health` (public), `/api/usage` (totals by agent and model), `/api/usage/today` (an agent's
+ * or every agent's spend since the daemon's midnight), `/api/usage/series` (the same
  * per time bucket), `/api/audit` (oldest or newest first, filtered by agent, type, kind and
  * outcome), `/api/events` (SSE of the kernel's event bus) and `/api/cluster` (the daemons sharing
  * the store and their leader; not for a `user` key). A `user` key reads only the rows and events
@@ -86,6 +92,14 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
 
   // A user key reads only the rows of the agents it reaches (checked like a message to one).
   routes.get('/usage', async (c) => c.json(await kernelOf(c, kernel).usage(withoutUndefined(readQuery(c, UsageQuerySchema)))));
+
+  // Today as the daily budgets count it (decision 0049): midnight to midnight in the scheduler's time zone, not the browser's.
+  routes.get('/usage/today', async (c) => {
+    const { agent } = readQuery(c, UsageTodayQuerySchema);
+    const timezone = options.timezone ?? 'UTC';
+    const day = dayOf(clock.now(), timezone);
+    return c.json(usageToday(await kernelOf(c, kernel).usage({ since: day.start, ...(agent === undefined ? {} : { agent }) }), day, timezone));
+  });
 
   routes.get('/usage/series', async (c) => {
     const caller = kernelOf(c, kernel);

@@ -44,3 +44,5 @@ export { createUuidGenerator } from './uuid-generator.ts';
 export { CONTINUOUS_WAKE_MESSAGE, periodicWakeMessage } from './wake-runs.ts';
 export { type ScheduleRunView, toScheduleRunView } from './schedule-run-view.ts';
 export type { Wake, WakeRuns } from './wake-runs.ts';
+export { dayOf } from './daily-budget.ts';
+export type { Day } from './daily-budget.ts';

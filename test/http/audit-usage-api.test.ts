@@ -146,3 +146,32 @@ describe('GET /api/usage/series', () => {
     expect(((await tooMany.json()) as { error: { message: string } }).error.message).toContain('larger step');
   });
 });
+
+describe('GET /api/usage/today', () => {
+  it("counts the daemon's day, midnight to midnight in [scheduler].timezone, not UTC's or a browser's", async () => {
+    // The fake clock starts at 2026-01-01T00:00Z: 09:00 on 1 January in Tokyo.
+    api = await startApi(dir.path, { config: { scheduler: { timezone: 'Asia/Tokyo' } } });
+    await spawn('spender');
+    model.script([{ text: 'yesterday in Tokyo', usage: { inputTokens: 7, outputTokens: 3 } }]);
+    await api.request('/api/agents/spender/messages', json({ message: 'go' }));
+    // 16:00Z: 01:00 on 2 January in Tokyo, still 1 January in UTC.
+    await api.host.clock.advance(16 * 3_600_000);
+    model.script([{ text: 'today in Tokyo', usage: { inputTokens: 100, outputTokens: 50 } }]);
+    await api.request('/api/agents/spender/messages', json({ message: 'go' }));
+
+    const response = await api.request('/api/usage/today?agent=spender');
+    expect(response.status).toBe(200);
+    const today = (await response.json()) as Record<string, unknown>;
+    expect(today).toMatchObject({ timezone: 'Asia/Tokyo', since: Date.parse('2026-01-01T15:00:00Z'), until: Date.parse('2026-01-02T15:00:00Z'), tokens: 150, input_tokens: 100, output_tokens: 50 });
+    expect(today['cost_usd']).toBeGreaterThan(0);
+    // Without an agent, every agent's; a query it does not know is refused.
+    expect(((await (await api.request('/api/usage/today')).json()) as { tokens: number }).tokens).toBe(150);
+    expect((await api.request('/api/usage/today?day=1')).status).toBe(400);
+  });
+
+  it('counts in UTC when no time zone is set', async () => {
+    api = await startApi(dir.path);
+    const today = (await (await api.request('/api/usage/today')).json()) as Record<string, unknown>;
+    expect(today).toMatchObject({ timezone: 'UTC', since: Date.parse('2026-01-01T00:00:00Z'), until: Date.parse('2026-01-02T00:00:00Z'), tokens: 0, cost_usd: 0 });
+  });
+});

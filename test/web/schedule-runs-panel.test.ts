@@ -5,7 +5,8 @@ import { manifest } from '../helpers/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
-const CONFIG = { rate_limit: { per_minute: 1_000_000 } };
+// The daemon counts its days in Tokyo: the page says so, whatever the browser's zone.
+const CONFIG = { rate_limit: { per_minute: 1_000_000 }, scheduler: { timezone: 'Asia/Tokyo' } };
 
 describe('the agent page\'s scheduled runs, in Chromium against a real daemon', () => {
   const model = useScriptedModelServer();
@@ -25,7 +26,7 @@ describe('the agent page\'s scheduled runs, in Chromium against a real daemon', 
     };
   });
 
-  it('lists a skipped wake-up with why, and "Wake now" adds a run that the page shows as completed, its tokens in today\'s spend', async () => {
+  it('lists a skipped wake-up with why, and "Wake now" adds a run that the page shows as completed, its tokens in today\'s spend as the daemon counts it, its time zone named', async () => {
     await harness.host.kernel.spawn(manifest(agentToml('monitor', 'mode = "continuous"\ninterval_seconds = 3600')));
     await harness.host.kernel.wakeRuns.skip('monitor', { trigger: 'continuous', cause: 'continuous', dueAt: harness.host.clock.now(), count: 3 }, '3 wake-ups missed while the daemon was down (catch_up = "skip"): not run');
     model.script([{ text: 'all quiet' }]);
@@ -43,6 +44,7 @@ describe('the agent page\'s scheduled runs, in Chromium against a real daemon', 
     expect(model.requests).toHaveLength(1);
     // The wake-up's tokens (the scripted model's 10 in, 5 out) count in today's spend.
     await visible(page.getByTestId('spent-today'), '15');
+    await visible(page.getByTestId('spent-today-zone'), 'Asia/Tokyo');
   });
 
   it('shows no scheduled runs for a reactive agent', async () => {

@@ -8,7 +8,7 @@ import { useApi } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
 import { toTranscript } from '../session.ts';
 import { useEventVersion } from '../store.ts';
-import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow } from '../types.ts';
+import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow, UsageToday } from '../types.ts';
 import { usageByAgent } from './agents-page.tsx';
 import { ManifestEditor, WarningList } from './manifest-editor.tsx';
 import { ScheduleRunsPanel } from './schedule-runs-panel.tsx';
@@ -40,13 +40,6 @@ function SkillsCard({ skills, allowlist }: { skills: NonNullable<AgentDetailView
 
 /** How long the page says an agent was killed before it goes to the agent list. */
 export const KILLED_NOTICE_MS = 1_500;
-
-/** Local midnight today in epoch ms, as `/api/usage?since=` takes it. */
-function startOfToday(): number {
-  const midnight = new Date();
-  midnight.setHours(0, 0, 0, 0);
-  return midnight.getTime();
-}
 
 /** How often a page whose daemon went away asks again. */
 const RETRY_GONE_MS = 3_000;
@@ -114,7 +107,8 @@ export function AgentPage({ name }: { name: string }) {
   const agent = useAgent(name, version);
   const agents = useApi<AgentView[]>('/api/agents', [version]);
   const usage = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}`, [version]);
-  const usageToday = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}&since=${startOfToday()}`, [version]);
+  // The daemon's today (its midnight in [scheduler].timezone, as the daily budget counts), not the browser's.
+  const usageToday = useApi<UsageToday>(`/api/usage/today?agent=${encodeURIComponent(name)}`, [version]);
   const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`, [version]);
   const [view, setView] = useState<'toml' | 'json'>('toml');
   const [actionError, setActionError] = useState<string | undefined>(undefined);
@@ -190,7 +184,7 @@ export function AgentPage({ name }: { name: string }) {
   }
   const data = agent.data;
   const total = usageByAgent(usage.data ?? []).get(data.id);
-  const today = usageByAgent(usageToday.data ?? []).get(data.id);
+  const today = usageToday.data;
   const alive = data.state !== 'terminated';
   const transcript = toTranscript(session.data?.messages ?? []);
   const scheduleMode = (data.manifest['schedule'] as { mode?: string } | undefined)?.mode;
@@ -262,9 +256,11 @@ export function AgentPage({ name }: { name: string }) {
           <div class="stat-value mono">{formatCost(total?.cost ?? 0)}</div>
         </div>
         <div class="stat">
-          <div class="stat-label">Spent today</div>
+          <div class="stat-label" title={today === undefined ? undefined : `since midnight in ${today.timezone}, the day the daily budget counts`}>
+            Spent today <span data-testid="spent-today-zone">({today?.timezone ?? '…'})</span>
+          </div>
           <div class="stat-value mono" data-testid="spent-today">
-            {formatTokens(today?.tokens ?? 0)} · {formatCost(today?.cost ?? 0)}
+            {formatTokens(today?.tokens ?? 0)} · {formatCost(today?.cost_usd ?? 0)}
           </div>
         </div>
         <div class="stat">

@@ -1,0 +1,31 @@
+import type { Day, UsageRow } from '../kernel/index.ts';
+
+/** Today's spend as `GET /api/usage/today` answers it: the daemon's day, in its time zone. */
+export interface UsageToday {
+  /** The IANA time zone the day is counted in (`[scheduler].timezone`, UTC when unset). */
+  timezone: string;
+  /** The day's midnight and the next one there (epoch ms). */
+  since: number;
+  until: number;
+  /** Input and output tokens, as `[resources].max_tokens_per_day` counts them. */
+  tokens: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd: number;
+}
+
+/** Adds up the usage rows of `day` (those read since its start) into {@link UsageToday}. */
+export function usageToday(rows: readonly UsageRow[], day: Day, timezone: string): UsageToday {
+  const today: UsageToday = { timezone, since: day.start, until: day.next, tokens: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 };
+  for (const row of rows) {
+    today.input_tokens += row.input_tokens;
+    today.output_tokens += row.output_tokens;
+    today.cache_read_tokens += row.cache_read_tokens;
+    today.cache_write_tokens += row.cache_write_tokens;
+    today.cost_usd += row.cost_usd;
+  }
+  today.tokens = today.input_tokens + today.output_tokens;
+  return today;
+}
