@@ -94,6 +94,7 @@ async function emitLatency(): Promise<Record<string, unknown>> {
     let emittedAt = 0;
     const kernel = {
       runTask: bench.kernel.runTask.bind(bench.kernel),
+      runAgentTool: bench.kernel.runAgentTool.bind(bench.kernel),
       publish: (event: PackageEvent) => {
         if (event.type === 'package-emit') emittedAt = performance.now();
         return bench.kernel.publish(event);

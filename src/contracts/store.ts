@@ -416,7 +416,7 @@ export interface A2aPushConfigRepository {
  * still going; `missed`: its trigger's instants passed while the daemon was down (one record
  * for all of them). Neither ran anything.
  */
-export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed';
+export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed' | 'unchanged';
 
 /** Where one activity of a package run stands. */
 export type ActivityRunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
@@ -460,6 +460,12 @@ export interface PackageRunRecord {
    * missed) and for runs recorded before nodes were.
    */
   nodeId: string | null;
+  /**
+   * The hash of what its heartbeat's `check` answered (decision 0062), kept by a run that
+   * completed or was `unchanged` (its check found what the last one did, and no model was called);
+   * null or absent otherwise.
+   */
+  checkHash?: string | null;
 }
 
 /** Package runs (spec/04): every run of every binding, kept after it ends. */
@@ -479,6 +485,8 @@ export interface PackageRunRepository {
    * resumed run does not repeat it). Returns the runs changed. Called at start: their process is gone.
    */
   interruptRunning(at: number, error: string): Promise<PackageRunRecord[]>;
+  /** The check hash of the binding's latest run that kept one (see `PackageRunRecord.checkHash`), or undefined. */
+  lastCheckHash(pkg: string, binding: string): Promise<string | undefined>;
 }
 
 /**

@@ -190,6 +190,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       kernel: {
         runTask: (reference, task, sendOptions) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runTask(reference, task, sendOptions)),
         publish: (event) => late.kernel?.publish(event) ?? Promise.resolve(),
+        runAgentTool: (agent, tool, input, signal) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runAgentTool(agent, tool, input, signal)),
       },
       store,
       clock,

@@ -45,4 +45,6 @@ export { CONTINUOUS_WAKE_MESSAGE, periodicWakeMessage } from './wake-runs.ts';
 export { type ScheduleRunView, toScheduleRunView } from './schedule-run-view.ts';
 export type { Wake, WakeRuns } from './wake-runs.ts';
 export { dayOf } from './daily-budget.ts';
+export { runScheduleCheck } from './schedule-check.ts';
+export type { CheckOutcome } from './schedule-check.ts';
 export type { Day } from './daily-budget.ts';

@@ -21,6 +21,7 @@ export {
   NamedModelConfigSchema,
   PRIORITIES,
   SANDBOX_APIS,
+  ScheduleCheckSchema,
   CATCH_UP_POLICIES,
   TRIGGER_EVENTS,
   WorkflowSchema,

@@ -8,12 +8,13 @@ import { type LoadedPackage, LoomTomlSchema } from './load-package.ts';
 import { AgentJsonSchema, type ClockWindow, inWindow, type PackageTrigger, parseDuration, parseWindow } from './package-schema.ts';
 import { type PackageEnvironment, type PreparedPackage, preparePackage } from './prepare-package.ts';
 import { type RunEvent, runBinding, type RunnableBinding } from './run-binding.ts';
+import { lookBeforeHeartbeat } from './heartbeat-check.ts';
 import { withPackageRunSpan } from './package-run-span.ts';
 import { type MeteredRun, meterRun } from './run-spending.ts';
 
 /** What the package runtime needs. */
 export interface PackageRuntimeOptions {
-  kernel: Pick<Kernel, 'runTask' | 'publish'>;
+  kernel: Pick<Kernel, 'runTask' | 'publish' | 'runAgentTool'>;
   store: Pick<Store, 'packageRuns' | 'packages'>;
   clock: Clock;
   ids: IdGenerator;
@@ -387,9 +388,27 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     // Every attempt's model calls count against the run's total_per_run, failed ones included.
     const metered = meterRun(runnable, kernel, store.packageRuns, resume);
     const stops = [controller.signal, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])];
+    // A heartbeat's check runs first (a resumed run has looked already, a manual run is a person's decision).
+    const firedBy = pkg.prepared.loaded.agentJson.workflows[name]?.trigger;
+    const check = trigger === 'heartbeat' && resume === undefined && firedBy?.type === 'heartbeat' ? firedBy.check : undefined;
     const run = (async () => {
       try {
-        const finished = metered.complete(
+        let checkHash: string | undefined;
+        if (check !== undefined) {
+          const looked = await lookBeforeHeartbeat(check, {
+            runTool: (tool, input) => kernel.runAgentTool(pkg.agentId, tool, input),
+            lastHash: () => store.packageRuns.lastCheckHash(slug, name),
+            record: async (status, error, hash) => {
+              const record = await recordNonRun(pkg, name, trigger, status, error, undefined, job?.id, hash ?? undefined);
+              if (status === 'aborted') logger.warn({ package: slug, binding: name }, `heartbeat of "${name}" (package "${slug}") did not run: ${error ?? ''}`);
+              publish({ type: 'package-run-finish', at: record.endedAt ?? clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: record.id, status, error });
+              return record;
+            },
+          });
+          if (!looked.run) return looked.record;
+          checkHash = looked.hash;
+        }
+        let finished = metered.complete(
           await withPackageRunSpan({ package: slug, binding: name, trigger }, () =>
             runBinding(
               runnable,
@@ -414,6 +433,11 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
             ),
           ),
         );
+        // Only a completed run keeps what its check found: one that did not is tried again on the same state.
+        if (checkHash !== undefined && finished.status === 'completed') {
+          finished = { ...finished, checkHash };
+          await store.packageRuns.update(finished);
+        }
         publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
         return finished;
       } catch (error) {
@@ -476,9 +500,9 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     return ended;
   }
 
-  async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed', error: string, from?: number, id?: string): Promise<PackageRunRecord> {
+  async function recordNonRun(pkg: ActivePackage, binding: string, trigger: string, status: 'skipped' | 'missed' | 'unchanged' | 'aborted', error: string | null, from?: number, id?: string, checkHash?: string): Promise<PackageRunRecord> {
     const now = clock.now();
-    const record: PackageRunRecord = { id: id ?? options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now, nodeId: null };
+    const record: PackageRunRecord = { id: id ?? options.ids.uuid(), package: pkg.slug, binding, trigger, status, inputs: {}, activities: [], emitted: null, error, startedAt: from ?? now, endedAt: now, nodeId: null, ...(checkHash === undefined ? {} : { checkHash }) };
     await store.packageRuns.create(record);
     return record;
   }

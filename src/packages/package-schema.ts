@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { ScheduleCheckSchema } from '../manifest/index.ts';
 
 /**
  * `agent.json` (spec/04 "agent.json Schema"): every field, type, default and required field of
@@ -95,6 +96,8 @@ const HeartbeatTriggerSchema = z.strictObject({
       error: (issue) => `expected a time-of-day window such as "08:00-18:00" (or "22:00-06:00" across midnight), got ${JSON.stringify(issue.input)}`,
     })
     .optional(),
+  // An idle heartbeat spends nothing (decision 0062): `[schedule.check]`'s shape, as agent.json writes it.
+  check: ScheduleCheckSchema.optional(),
 });
 
 const EventTriggerSchema = z.strictObject({

@@ -111,6 +111,7 @@ export function meterRun(binding: RunnableBinding, kernel: Pick<Kernel, 'runTask
       get: (id) => runs.get(id),
       list: (query) => runs.list(query),
       interruptRunning: (at, error) => runs.interruptRunning(at, error),
+      lastCheckHash: (pkg, binding) => runs.lastCheckHash(pkg, binding),
     },
     report(event) {
       if (event.type === 'activity-start') current = event.activity;

@@ -393,6 +393,36 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE turn_journal ADD COLUMN lease_until INTEGER;
     `,
   },
+  {
+    version: 22,
+    name: 'package runs: heartbeat checks',
+    sql: `
+      -- A heartbeat binding's check (decision 0062): a run whose check found nothing new is
+      -- 'unchanged' (no model called); completed and unchanged runs keep the check's hash.
+      CREATE TABLE package_runs_22 (
+        id TEXT PRIMARY KEY,
+        package TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed', 'unchanged')),
+        inputs TEXT NOT NULL,
+        activities TEXT NOT NULL,
+        emitted TEXT,
+        error TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        node_id TEXT,
+        check_hash TEXT
+      ) STRICT;
+      INSERT INTO package_runs_22 (id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id)
+        SELECT id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id FROM package_runs ORDER BY rowid;
+      DROP TABLE package_runs;
+      ALTER TABLE package_runs_22 RENAME TO package_runs;
+      CREATE INDEX package_runs_package_started ON package_runs (package, binding, started_at);
+      CREATE INDEX package_runs_started ON package_runs (started_at);
+      CREATE INDEX package_runs_status ON package_runs (status);
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

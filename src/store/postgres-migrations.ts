@@ -407,6 +407,17 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'package runs: heartbeat checks',
+    sql: `
+      -- A heartbeat binding's check (decision 0062): a run whose check found nothing new is
+      -- 'unchanged' (no model called); completed and unchanged runs keep the check's hash.
+      ALTER TABLE package_runs DROP CONSTRAINT IF EXISTS package_runs_status_check;
+      ALTER TABLE package_runs ADD CONSTRAINT package_runs_status_check CHECK (status IN ('running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed', 'unchanged'));
+      ALTER TABLE package_runs ADD COLUMN check_hash TEXT;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -4,7 +4,7 @@ import { type Parameter, type PostgresConnection, type Queryable, query } from '
 import { checkLimit, parseRow, type Row } from './rows.ts';
 import { interruptedRun, packageRunColumns as columns, packageRunRow, packageRunValues } from './table-rows.ts';
 
-const update = 'UPDATE package_runs SET package = $1, binding = $2, trigger = $3, status = $4, inputs = $5, activities = $6, emitted = $7, error = $8, started_at = $9, ended_at = $10, node_id = $11 WHERE id = $12';
+const update = 'UPDATE package_runs SET package = $1, binding = $2, trigger = $3, status = $4, inputs = $5, activities = $6, emitted = $7, error = $8, started_at = $9, ended_at = $10, node_id = $11, check_hash = $12 WHERE id = $13';
 
 /** `PackageRunRepository` on PostgreSQL: one row per run, its activities as JSON. */
 export class PostgresPackageRunRepository implements PackageRunRepository {
@@ -17,7 +17,7 @@ export class PostgresPackageRunRepository implements PackageRunRepository {
   create(record: PackageRunRecord): Promise<void> {
     return this.#connection.execute(
       async (db) => {
-        await query(db, `INSERT INTO package_runs (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [record.id, ...packageRunValues(record)]);
+        await query(db, `INSERT INTO package_runs (${columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, [record.id, ...packageRunValues(record)]);
       },
       () => ({ action: `store package run "${record.id}"` }),
     );
@@ -68,6 +68,17 @@ export class PostgresPackageRunRepository implements PackageRunRepository {
           return changed;
         }),
       () => ({ action: 'mark interrupted package runs' }),
+    );
+  }
+
+  lastCheckHash(pkg: string, binding: string): Promise<string | undefined> {
+    return this.#connection.execute(
+      async (db) => {
+        const [row] = (await query(db, 'SELECT check_hash FROM package_runs WHERE package = $1 AND binding = $2 AND check_hash IS NOT NULL ORDER BY started_at DESC, insert_order DESC LIMIT 1', [pkg, binding])).rows;
+        const hash = row?.['check_hash'];
+        return typeof hash === 'string' ? hash : undefined;
+      },
+      () => ({ action: `read the last check of binding "${binding}" (package "${pkg}")` }),
     );
   }
 }

@@ -13,16 +13,18 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
   readonly #update: StatementSync;
   readonly #get: StatementSync;
   readonly #running: StatementSync;
+  readonly #lastCheck: StatementSync;
 
   constructor(connection: SqliteConnection) {
     this.#connection = connection;
     const { db } = connection;
-    this.#create = db.prepare(`INSERT INTO package_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#create = db.prepare(`INSERT INTO package_runs (${columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.#update = db.prepare(
-      'UPDATE package_runs SET package = ?, binding = ?, trigger = ?, status = ?, inputs = ?, activities = ?, emitted = ?, error = ?, started_at = ?, ended_at = ?, node_id = ? WHERE id = ?',
+      'UPDATE package_runs SET package = ?, binding = ?, trigger = ?, status = ?, inputs = ?, activities = ?, emitted = ?, error = ?, started_at = ?, ended_at = ?, node_id = ?, check_hash = ? WHERE id = ?',
     );
     this.#get = db.prepare(`SELECT ${columns} FROM package_runs WHERE id = ?`);
     this.#running = db.prepare(`SELECT ${columns} FROM package_runs WHERE status = 'running' ORDER BY started_at, rowid`);
+    this.#lastCheck = db.prepare('SELECT check_hash FROM package_runs WHERE package = ? AND binding = ? AND check_hash IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT 1');
   }
 
   create(record: PackageRunRecord): Promise<void> {
@@ -89,6 +91,16 @@ export class SqlitePackageRunRepository implements PackageRunRepository {
           return changed;
         }),
       () => ({ action: 'mark interrupted package runs' }),
+    );
+  }
+
+  lastCheckHash(pkg: string, binding: string): Promise<string | undefined> {
+    return this.#connection.execute(
+      () => {
+        const hash = this.#lastCheck.get(pkg, binding)?.['check_hash'];
+        return typeof hash === 'string' ? hash : undefined;
+      },
+      () => ({ action: `read the last check of binding "${binding}" (package "${pkg}")` }),
     );
   }
 }

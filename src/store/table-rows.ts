@@ -266,7 +266,7 @@ const activityRecord = z.object({
   endedAt: z.number().nullable(),
 }) satisfies z.ZodType<ActivityRunRecord>;
 
-export const packageRunColumns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id';
+export const packageRunColumns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id, check_hash';
 
 /** A row of `package_runs`: one run, its activities as JSON. */
 export const packageRunRow = z
@@ -275,7 +275,7 @@ export const packageRunRow = z
     package: z.string(),
     binding: z.string(),
     trigger: z.string(),
-    status: z.enum(['running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed']),
+    status: z.enum(['running', 'completed', 'aborted', 'interrupted', 'skipped', 'missed', 'unchanged']),
     inputs: jsonObjectText,
     activities: jsonText.pipe(z.array(activityRecord)),
     emitted: z.string().nullable(),
@@ -283,6 +283,7 @@ export const packageRunRow = z
     started_at: z.number(),
     ended_at: z.number().nullable(),
     node_id: z.string().nullable(),
+    check_hash: z.string().nullable(),
   })
   .transform(
     (row): PackageRunRecord => ({
@@ -298,11 +299,12 @@ export const packageRunRow = z
       startedAt: row.started_at,
       endedAt: row.ended_at,
       nodeId: row.node_id,
+      ...(row.check_hash === null ? {} : { checkHash: row.check_hash }),
     }),
   );
 
 /** The values of a package run's columns after `id`, in `packageRunColumns` order. */
-export function packageRunValues(record: PackageRunRecord): [string, string, string, string, string, string, string | null, string | null, number, number | null, string | null] {
+export function packageRunValues(record: PackageRunRecord): [string, string, string, string, string, string, string | null, string | null, number, number | null, string | null, string | null] {
   return [
     record.package,
     record.binding,
@@ -315,6 +317,7 @@ export function packageRunValues(record: PackageRunRecord): [string, string, str
     record.startedAt,
     record.endedAt,
     record.nodeId,
+    record.checkHash ?? null,
   ];
 }
 

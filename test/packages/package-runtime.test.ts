@@ -278,6 +278,45 @@ describe('triggers on the injected clock', () => {
     expect(hours).toEqual([22, 23, 0, 1, 2, 3, 4, 5]);
   });
 
+  it("calls the model on a heartbeat only when its check's result changed, recording the beat unchanged otherwise", async () => {
+    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
+    const state = join(dir.path, 'inbox-state.txt');
+    await writeFile(state, 'one new mail\n');
+    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'shell_exec', input: { command: `cat ${state}` } } };
+    await host.packages.install(await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }));
+    server.script([{ text: 'triaged' }, { text: 'triaged again' }]);
+
+    await advance(host, 10 * 60_000);
+    await advance(host, 10 * 60_000);
+    expect(server.requests).toHaveLength(1);
+    await writeFile(state, 'two new mails\n');
+    await advance(host, 10 * 60_000);
+
+    expect(server.requests).toHaveLength(2);
+    const runs = (await host.packages.runs({ package: 'watcher' })).reverse();
+    expect(runs.map((run) => [run.status, run.activities.length === 0 ? 'no activity' : run.activities[0]?.status])).toEqual([
+      ['completed', 'completed'],
+      ['unchanged', 'no activity'],
+      ['completed', 'completed'],
+    ]);
+    const finished = await host.kernel.audit({ agent: 'watcher', type: 'package-run-finish' });
+    expect(finished.map((event) => event.data['status'])).toEqual(['completed', 'unchanged', 'completed']);
+  });
+
+  it('records a heartbeat whose check a capability gate refuses as aborted, saying why, and calls no model', async () => {
+    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
+    // The package's agent has no web grant: the check is refused, deny by default.
+    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'web_fetch', input: { url: 'https://example.com/feed' } } };
+    await host.packages.install(await writePackage(dir.path, 'fetcher', { workflows: { beat: bindingJson(trigger, [activityJson('read')]) } }));
+
+    await advance(host, 10 * 60_000);
+
+    expect(server.requests).toHaveLength(0);
+    const [run] = await host.packages.runs({ package: 'fetcher' });
+    expect(run).toMatchObject({ status: 'aborted', activities: [] });
+    expect(run?.error).toContain('its trigger.check (web_fetch) failed, and the model was not called');
+  });
+
   it('with catch_up = "skip", records the fires missed while the daemon was down as one missed run, without replaying them', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const skip = { scheduler: { timezone: 'UTC', catch_up: 'skip', catch_up_window_seconds: 86_400 } };

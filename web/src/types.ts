@@ -197,7 +197,7 @@ export interface ActivityRunView {
 }
 
 /** The states of a package run; `skipped` and `missed` runs never started, and say why in `error`. */
-export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed' | (string & {});
+export type PackageRunStatus = 'running' | 'completed' | 'aborted' | 'interrupted' | 'skipped' | 'missed' | 'unchanged' | (string & {});
 
 /** A run of a binding, with each activity, as `/api/packages/runs` lists it (newest first). */
 export interface PackageRunView {

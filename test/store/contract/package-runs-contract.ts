@@ -83,5 +83,18 @@ export function describePackageRunsContract(context: StoreContext): void {
       expect(await context.store.packageRuns.get('done')).toEqual(done);
       expect(await context.store.packageRuns.interruptRunning(6_000, 'again')).toEqual([]);
     });
+
+    it("keeps a heartbeat check's hash and an unchanged run, and reads back the binding's latest hash", async () => {
+      expect(await context.store.packageRuns.lastCheckHash('chief-of-staff', 'morning-briefing')).toBeUndefined();
+      await context.store.packageRuns.create(run('r1', 1_000, { status: 'completed', checkHash: 'sha256:aa', endedAt: 1_500 }));
+      const unchanged = run('r2', 2_000, { status: 'unchanged', checkHash: 'sha256:bb', endedAt: 2_001, activities: [] });
+      await context.store.packageRuns.create(unchanged);
+      expect(await context.store.packageRuns.get('r2')).toEqual(unchanged);
+      // A later run that kept none (it failed) leaves the last hash as it was; another binding's is its own.
+      await context.store.packageRuns.create(run('r3', 3_000, { status: 'aborted', endedAt: 3_001 }));
+      await context.store.packageRuns.create(run('r4', 4_000, { binding: 'evening', checkHash: 'sha256:cc' }));
+      expect(await context.store.packageRuns.lastCheckHash('chief-of-staff', 'morning-briefing')).toBe('sha256:bb');
+      expect(await context.store.packageRuns.lastCheckHash('chief-of-staff', 'evening')).toBe('sha256:cc');
+    });
   });
 }
