@@ -1,4 +1,4 @@
-import { type Attributes, context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, type Context, context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -53,11 +53,16 @@ export function startTracing(options: TracingOptions): Tracing {
   // W3C `traceparent`: sent with MCP and A2A calls, read from incoming requests.
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   setSpans({ enabled: true, captureContent: options.captureContent === true });
-  const unobserve = observeModelCalls(recordChatSpan);
+  const chats = deferredChatSpans();
+  const unobserve = observeModelCalls(chats.observe);
   return {
-    forceFlush: () => provider.forceFlush(),
+    forceFlush: () => {
+      chats.drain();
+      return provider.forceFlush();
+    },
     async shutdown() {
       unobserve();
+      chats.drain();
       setSpans({ enabled: false, captureContent: false });
       try {
         await provider.shutdown();
@@ -70,10 +75,41 @@ export function startTracing(options: TracingOptions): Tracing {
   };
 }
 
-/** A `chat {model}` span for a metered model call, as a child of the span active where it ended (its turn's). */
-function recordChatSpan(call: MeteredCall): void {
-  // Under a caller's unsampled span the SDK would drop it: nothing is built.
-  if (!sampledUnder(context.active())) return;
+/**
+ * The `chat` spans of model calls, made after the call's turn has moved on: a call that ends
+ * notes its parent context (the turn's span) and the span is built in the next `setImmediate`,
+ * for every call that ended meanwhile at once, so the turn's own path (the model's answer to the
+ * next step) does not wait for the SDK's span work. The span keeps the call's own start and end
+ * times; `drain` builds the waiting ones now (before a flush or the end of tracing, so none is
+ * lost). With `capture_content` a span is built at once: the prompt it copies is the call's.
+ */
+function deferredChatSpans(): { observe: (call: MeteredCall) => void; drain: () => void } {
+  let waiting: { call: MeteredCall; parent: Context }[] = [];
+  let scheduled = false;
+  const drain = (): void => {
+    scheduled = false;
+    const calls = waiting;
+    waiting = [];
+    for (const { call, parent } of calls) recordChatSpan(call, parent);
+  };
+  return {
+    observe(call) {
+      const parent = context.active();
+      // Under a caller's unsampled span the SDK would drop it: nothing is built.
+      if (!sampledUnder(parent)) return;
+      if (capturesContent()) return recordChatSpan(call, parent);
+      waiting.push({ call, parent });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(drain);
+      }
+    },
+    drain,
+  };
+}
+
+/** A `chat {model}` span for a metered model call, as a child of `parent` (the context active where it ended: its turn's). */
+function recordChatSpan(call: MeteredCall, parent: Context): void {
   const origin = globalThis.performance.timeOrigin;
   const { spent, target, request } = call;
   // Built by assignment, not spreads: this runs for every model call.
@@ -99,7 +135,7 @@ function recordChatSpan(call: MeteredCall): void {
     attributes['gen_ai.system_instructions'] = contentAttribute(request.prompt.filter((message) => message.role === 'system').map((message) => message.content));
   }
   // Set on the span, not given to startSpan: the SDK would check them twice more before setting them.
-  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt }).setAttributes(attributes);
+  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt }, parent).setAttributes(attributes);
   if (call.outcome === 'error' || call.outcome === 'refused') {
     span.setAttribute('error.type', call.error === undefined ? call.outcome : errorType(call.error));
     span.setStatus({ code: SpanStatusCode.ERROR, message: call.error instanceof Error ? call.error.message : call.outcome });
