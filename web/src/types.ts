@@ -69,16 +69,10 @@ export interface ScheduleRunView {
   count: number;
 }
 
-/** `GET /api/usage/today`: the spend since the daemon's midnight in its time zone (`[scheduler].timezone`). */
+/** `GET /api/usage/today`, the fields the agent page reads: the spend since the daemon's midnight in its time zone (`[scheduler].timezone`). */
 export interface UsageToday {
   timezone: string;
-  since: number;
-  until: number;
   tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
   cost_usd: number;
 }
 
