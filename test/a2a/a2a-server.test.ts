@@ -138,6 +138,8 @@ describe.each([
     const first = (await stream.next()).value as StreamResponse;
     expect(first.payload?.$case).toBe('task');
     const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
+    // The task is announced before its model call starts: cancel once the call is under way.
+    await hanging.received;
     const canceled = await client.cancelTask({ tenant: '', id, metadata: {} });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await hanging.closed;
