@@ -9,6 +9,8 @@ export { CapabilityEscalationError } from './capability-escalation-error.ts';
 export { CodeModuleError } from './code-module-error.ts';
 export type { CodeModuleFault } from './code-module-error.ts';
 export { ConfigError } from './config-error.ts';
+export { codesOfKind, ERROR_CODES, isErrorCode } from './error-codes.ts';
+export type { ErrorCode, ErrorCodeEntry, ErrorKind } from './error-codes.ts';
 export { isLoomError, LoomError } from './loom-error.ts';
 export type { ErrorCategory, LoomErrorOptions } from './loom-error.ts';
 export { ManifestError } from './manifest-error.ts';

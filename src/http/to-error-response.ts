@@ -1,5 +1,5 @@
 import type { Logger } from '../contracts/index.ts';
-import { isLoomError } from '../errors/index.ts';
+import { ERROR_CODES, isLoomError } from '../errors/index.ts';
 
 /** The JSON body of every error the API answers with. */
 export interface ErrorBody {
@@ -13,55 +13,8 @@ export interface ErrorResponse {
   headers: Record<string, string>;
 }
 
-/** Statuses by error code; anything not listed is 400 when the user is at fault, else 500. */
-const STATUS_BY_CODE: Readonly<Record<string, number>> = {
-  INVALID_REQUEST: 400,
-  MANIFEST_INVALID: 400,
-  USAGE: 400,
-  CONFIG_INVALID: 400,
-  AGENT_CHAIN: 400,
-  UNAUTHORIZED: 401,
-  ACCESS_DENIED: 403,
-  HOST_NOT_ALLOWED: 403,
-  ORIGIN_NOT_ALLOWED: 403,
-  CAPABILITY_DENIED: 403,
-  CAPABILITY_ESCALATION: 403,
-  AGENT_NOT_FOUND: 404,
-  APPROVAL_NOT_FOUND: 404,
-  STORE_NOT_FOUND: 404,
-  ROUTE_NOT_FOUND: 404,
-  WORKFLOW_NOT_FOUND: 404,
-  MCP_SERVER_NOT_FOUND: 404,
-  MCP_SERVER_REFUSED: 409,
-  PACKAGE_NOT_FOUND: 404,
-  BINDING_NOT_FOUND: 404,
-  FORGED_TOOL_NOT_FOUND: 404,
-  SESSION_NOT_FOUND: 404,
-  PACKAGE_INSTALLED: 409,
-  PACKAGE_IN_USE: 409,
-  PACKAGE_CHANGED: 409,
-  PACKAGE_INACTIVE: 409,
-  BINDING_BUSY: 409,
-  FORGED_TOOL_INACTIVE: 409,
-  AGENT_NAME_TAKEN: 409,
-  STORE_CONFLICT: 409,
-  AGENT_STATE: 409,
-  AGENT_NOT_SCHEDULED: 409,
-  APPROVAL_DECIDED: 409,
-  APPROVAL_ELSEWHERE: 409,
-  TURN_NOT_RUNNING: 409,
-  TURN_CANCELLED: 409,
-  TURN_TAKEN_OVER: 409,
-  BODY_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  FORGE_REFUSED: 422,
-  QUOTA_EXCEEDED: 429,
-  RATE_LIMITED: 429,
-  MODEL_CALL_FAILED: 502,
-  CODE_MODULE_FAILED: 502,
-  MODULE_UNAVAILABLE: 503,
-  REQUEST_TIMEOUT: 504,
-};
+/** Statuses by error code, from the one registry; a code not in it is 400 when the user is at fault, else 500. */
+const STATUS_BY_CODE: ReadonlyMap<string, number> = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, entry.status]));
 
 /** Whole seconds until `details.retryAt` (an ISO time or epoch ms), at least 1; undefined without one. */
 function retryAfterSeconds(details: Record<string, unknown>, now: number): number | undefined {
@@ -88,7 +41,7 @@ export function toErrorResponse(error: unknown, now: number, logger: Logger): Er
     logger.error({ err: error }, 'an HTTP request failed unexpectedly');
     return { status: 500, body: { error: { code: 'INTERNAL', message: 'the request failed inside Loom; see the daemon log' } }, headers: {} };
   }
-  let status = STATUS_BY_CODE[error.code] ?? (error.category === 'user' ? 400 : 500);
+  let status = STATUS_BY_CODE.get(error.code) ?? (error.category === 'user' ? 400 : 500);
   // A model refusing the request itself (bad input) is the caller's to fix, not a gateway failure.
   if (error.code === 'MODEL_CALL_FAILED' && error.category === 'user') status = 400;
   const headers: Record<string, string> = {};

@@ -1,12 +1,12 @@
 import type { Clock, Logger } from '../contracts/index.ts';
-import { isLoomError } from '../errors/index.ts';
+import { codesOfKind, isLoomError } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { TurnEvent } from './event-bus.ts';
 import type { MessageFlow, SendOptions, TaskTurn } from './message-flow.ts';
 
 /** Codes of the errors that refuse a turn before it runs (who may ask, the quota, the agent's state). */
-const REFUSAL_CODES: ReadonlySet<string> = new Set(['ACCESS_DENIED', 'CAPABILITY_DENIED', 'QUOTA_EXCEEDED', 'AGENT_STATE', 'AGENT_CHAIN', 'MODULE_UNAVAILABLE']);
+const REFUSAL_CODES: ReadonlySet<string> = codesOfKind('refused');
 
 /** What {@link auditTurns} needs from the kernel. */
 export interface TurnAuditParts {
