@@ -8,7 +8,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { Hono, type Context } from 'hono';
 import { matchesPattern } from '../capabilities/index.ts';
 import { type Config, LOCAL_PRINCIPAL_NAME } from '../config/index.ts';
-import { UnauthorizedError } from '../errors/index.ts';
+import { HttpRequestError, LoomError, UnauthorizedError } from '../errors/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { type AgentDetailView, type Caller, type Kernel, OWNER, principalOfCaller, reachesAgent } from '../kernel/index.ts';
 import { safeDecodeUriComponent, trimTrailingSlashes } from '../validation/index.ts';
@@ -19,6 +19,7 @@ import { CARD_MAX_AGE_SECONDS, CardCache } from './card-cache.ts';
 import { CheckedRequestHandler } from './checked-request-handler.ts';
 import { createLegacyRestListener, type NodeRequestListener } from './legacy-rest-bridge.ts';
 import { LoomPushConfigStore } from './push-config-store.ts';
+import { JsonRpcRequestError, toA2aErrorResponse } from './json-rpc-request-error.ts';
 import { PushNotifier, type PushNotifierOptions } from './push-notifier.ts';
 import { answerRestRequest, contentTypeRefusal, LEGACY_REST_MEDIA_TYPES, primed, REST_MEDIA_TYPES, restErrorResponse, sseResponse, UNSUPPORTED_MEDIA_TYPE, unsupportedMediaTypeResponse } from './rest-binding.ts';
 import type { A2aTaskRepository } from './task-repository.ts';
@@ -329,7 +330,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     requestSignals.set(context, c.req.raw.signal);
     return context;
   };
-  const unknownAgent = (c: Context, name: string): Response => c.json({ error: { code: 'AGENT_NOT_FOUND', message: `no agent named "${name}"` } }, 404);
+  const unknownAgent = (name: string): LoomError => new LoomError('AGENT_NOT_FOUND', 'user', `no agent named "${name}"`);
 
   /** A route's path and the same path with a trailing slash (clients that normalise URLs add one). */
   const slashed = (path: string): string[] => [path, `${path}/`];
@@ -395,6 +396,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   });
 
   const routes = new Hono();
+  // Every refusal below is thrown and answered here: a JSON-RPC error where a JSON-RPC client asked, else Loom's error body.
+  routes.onError((error, c) => toA2aErrorResponse(c, error, now(), logger));
   routes.use(`${base}/*`, async (c: Context, next) => {
     // Nobody authenticated reaches no agent and no task (the cards above are the public part).
     callerFor(c);
@@ -412,16 +415,18 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     try {
       body = await c.req.json();
     } catch {
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } }, 400);
+      throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
     }
     const request = body as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
     const id = typeof request.id === 'string' || typeof request.id === 'number' ? request.id : null;
     const parts = Array.isArray(request.params?.message?.parts) ? (request.params.message.parts as { type?: unknown; text?: unknown }[]) : undefined;
     const text = (parts ?? []).filter((part) => part.type === 'text' && typeof part.text === 'string').map((part) => part.text as string).join('\n\n');
-    if (request.method !== undefined && request.method !== 'tasks/send') return c.json({ jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${typeof request.method === 'string' ? request.method : JSON.stringify(request.method)}` } }, 400);
-    if (text === '') return c.json({ jsonrpc: '2.0', id, error: { code: -32602, message: 'params.message.parts must hold at least one text part' } }, 400);
+    if (request.method !== undefined && request.method !== 'tasks/send') {
+      throw new JsonRpcRequestError({ code: 'ROUTE_NOT_FOUND', rpcCode: -32601, id, status: 400, message: `Method not found: ${typeof request.method === 'string' ? request.method : JSON.stringify(request.method)}` });
+    }
+    if (text === '') throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32602, id, status: 400, message: 'params.message.parts must hold at least one text part' });
     const agent = defaultAgent();
-    if (agent === undefined) return c.json({ error: { code: 'AGENT_NOT_FOUND', message: 'no agent is running to take the task' } }, 404);
+    if (agent === undefined) throw new LoomError('AGENT_NOT_FOUND', 'user', 'no agent is running to take the task');
     const sessionId = typeof request.params?.sessionId === 'string' ? request.params.sessionId : undefined;
     const { handler } = handlersOf(agent, c);
     const params = SendMessageRequest.fromJSON({
@@ -429,21 +434,22 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
       ...(sessionId === undefined ? {} : { metadata: { sessionId } }),
     });
     const result = await handler.sendMessage(params, contextOf(c, '1.0'));
-    if (!('status' in result)) return c.json({ jsonrpc: '2.0', id, error: { code: -32603, message: 'the agent answered without a task' } }, 500);
+    if (!('status' in result)) throw new JsonRpcRequestError({ code: 'INTERNAL', rpcCode: -32603, id, status: 500, message: 'the agent answered without a task' });
     const task = await store.load(result.id);
     return c.json(toLegacyTask(task ?? result));
   });
-  const legacyNotFound = (c: Context, id: string): Response => c.json({ error: { code: 'TASK_NOT_FOUND', message: `no task "${id}" (unknown, or evicted)` } }, 404);
+  const legacyNotFound = (id: string): HttpRequestError => new HttpRequestError('TASK_NOT_FOUND', `no task "${id}" (unknown, or evicted)`);
   // Loaded in the caller's context: a task it may not see is as missing as an unknown one.
   routes.on('GET', slashed(`${base}/tasks/:id`), async (c) => {
     const id = c.req.param('id') ?? '';
     const task = await store.load(id, contextOf(c, '1.0'));
-    return task === undefined ? legacyNotFound(c, id) : c.json(toLegacyTask(task));
+    if (task === undefined) throw legacyNotFound(id);
+    return c.json(toLegacyTask(task));
   });
   routes.on('POST', slashed(`${base}/tasks/:id/cancel`), async (c) => {
     const id = c.req.param('id') ?? '';
     const task = await store.load(id, contextOf(c, '1.0'));
-    if (task === undefined) return legacyNotFound(c, id);
+    if (task === undefined) throw legacyNotFound(id);
     if (isTerminalState(task.status?.state)) return c.json(toLegacyTask(task));
     const owner: unknown = task.metadata?.['loomAgent'];
     const agent = findAgent(typeof owner === 'string' ? owner : '') ?? defaultAgent();
@@ -464,23 +470,23 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   routes.on('POST', slashed(`${base}/:agent`), async (c) => {
     const name = c.req.param('agent') ?? '';
     const agent = visibleAgent(c, name);
-    if (agent === undefined) return unknownAgent(c, name);
+    if (agent === undefined) throw unknownAgent(name);
     const sdk = handlersOf(agent, c);
     const version = c.req.header(A2A_VERSION_HEADER);
     const legacy = version === undefined || version === '0.3';
     const mapError = (error: unknown): unknown => (legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error));
     const contentType = (c.req.header('content-type') ?? 'application/json').split(';', 1)[0]?.trim().toLowerCase();
     if (contentType !== 'application/json') {
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32005, message: `Unsupported Content-Type "${contentType ?? ''}"; expected application/json.` } });
+      throw new JsonRpcRequestError({ code: 'UNSUPPORTED_MEDIA_TYPE', rpcCode: -32005, id: null, status: 200, message: `Unsupported Content-Type "${contentType ?? ''}"; expected application/json.` });
     }
     const raw = await c.req.text();
     const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-    if (Buffer.byteLength(raw) > maxRequestBytes) return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `the request is larger than ${maxRequestBytes} bytes` } });
+    if (Buffer.byteLength(raw) > maxRequestBytes) throw new JsonRpcRequestError({ code: 'BODY_TOO_LARGE', rpcCode: -32600, id: null, status: 200, message: `the request is larger than ${maxRequestBytes} bytes` });
     let body: unknown;
     try {
       body = JSON.parse(raw) as unknown;
     } catch {
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } });
+      throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 200, message: 'Invalid JSON payload.' });
     }
     const id = (body as { id?: unknown } | null)?.id;
     const rpcId = typeof id === 'string' || typeof id === 'number' ? id : null;
@@ -509,7 +515,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/rest/*`, async (c) => {
     const name = c.req.param('agent');
     const agent = visibleAgent(c, name);
-    if (agent === undefined) return unknownAgent(c, name);
+    if (agent === undefined) throw unknownAgent(name);
     const { handler } = handlersOf(agent, c);
     const prefix = `${base}/${name}/rest`;
     const path = trimTrailingSlashes(decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)));
@@ -540,7 +546,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   routes.on(['GET', 'POST', 'DELETE'], `${base}/:agent/v1/*`, async (c) => {
     const name = c.req.param('agent');
     const agent = visibleAgent(c, name);
-    if (agent === undefined) return unknownAgent(c, name);
+    if (agent === undefined) throw unknownAgent(name);
     const node = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
     const listener = await handlersOf(agent, c).legacyRest;
     if (listener === undefined || node?.incoming === undefined || node.outgoing === undefined) {

@@ -92,6 +92,10 @@ export function isRefusalForGood(status: number): boolean {
 
 /** An adapter the platform reaches over HTTP: `POST /hooks/<name>` is handed to it. */
 export interface InboundRequests {
-  /** Answers a POST: the platform's own checks (a signature, a timestamp), then the message taken in. */
+  /**
+   * Answers a POST: the platform's own checks (a signature, a timestamp), then the message taken in.
+   * @throws {LoomError} a request it refuses (`UNAUTHORIZED`, `INVALID_REQUEST`, `ROUTE_NOT_FOUND`,
+   * `CHANNEL_STOPPED`), which the HTTP layer's one error mapping answers.
+   */
   handle(request: Request): Promise<Response>;
 }

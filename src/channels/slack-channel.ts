@@ -2,6 +2,7 @@ import { type Logger as SlackLogger, LogLevel, SocketModeClient } from '@slack/s
 import { WebAPIHTTPError, WebAPIPlatformError, WebClient } from '@slack/web-api';
 import { createHmac } from 'node:crypto';
 import type { Clock, Logger } from '../contracts/index.ts';
+import { HttpRequestError, UnauthorizedError } from '../errors/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { signatureMatches } from './signature-matches.ts';
@@ -168,18 +169,18 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
 
   /** The Events API's POSTs: the signature and the timestamp checked, the URL verification answered, events taken in. */
   async function handle(request: Request): Promise<Response> {
-    if (receiver.mode !== 'events') return Response.json({ error: { code: 'ROUTE_NOT_FOUND', message: tell('receives over Socket Mode, not HTTP') } }, { status: 404 });
+    if (receiver.mode !== 'events') throw new HttpRequestError('ROUTE_NOT_FOUND', tell('receives over Socket Mode, not HTTP'));
     const body = await request.text();
     const timestamp = request.headers.get('x-slack-request-timestamp') ?? '';
     const signature = request.headers.get('x-slack-signature') ?? '';
     const skew = Math.abs(receiver.clock.now() / 1000 - Number(timestamp));
     if (!(skew <= SLACK_MAX_SKEW_SECONDS) || !signatureMatches(signSlackRequest(receiver.signingSecret, timestamp, body), signature)) {
-      return Response.json({ error: { code: 'UNAUTHORIZED', message: tell('the Slack signature or timestamp does not hold (signed with the app\'s signing secret, within five minutes)') } }, { status: 401 });
+      throw new UnauthorizedError(tell('the Slack signature or timestamp does not hold (signed with the app\'s signing secret, within five minutes)'));
     }
     // Interactivity comes as a form with a JSON payload; events as JSON.
     const form = (request.headers.get('content-type') ?? '').includes('application/x-www-form-urlencoded') ? new URLSearchParams(body).get('payload') : null;
     const parsed = safeParseJson(form ?? body);
-    if (!parsed.ok) return Response.json({ error: { code: 'INVALID_REQUEST', message: tell(`the body is not JSON: ${parsed.message}`) } }, { status: 400 });
+    if (!parsed.ok) throw new HttpRequestError('INVALID_REQUEST', tell(`the body is not JSON: ${parsed.message}`));
     const payload = parsed.value as { type?: string; challenge?: string; event?: SlackMessageEvent };
     if (payload.type === 'url_verification') return Response.json({ challenge: payload.challenge ?? '' });
     if (form !== null) {

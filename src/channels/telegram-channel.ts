@@ -1,7 +1,7 @@
 import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
 import type { Message, User } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
-import { messageOf } from '../errors/index.ts';
+import { HttpRequestError, messageOf } from '../errors/index.ts';
 import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
@@ -148,8 +148,8 @@ export function createTelegramChannel(options: {
     },
 
     async handle(request) {
-      if (onWebhook === undefined) return Response.json({ error: { code: 'ROUTE_NOT_FOUND', message: `channel "${name}" polls Telegram; it takes no webhook` } }, { status: 404 });
-      if (state !== 'connected') return Response.json({ error: { code: 'CHANNEL_STOPPED', message: `channel "${name}" is not running` } }, { status: 503 });
+      if (onWebhook === undefined) throw new HttpRequestError('ROUTE_NOT_FOUND', `channel "${name}" polls Telegram; it takes no webhook`);
+      if (state !== 'connected') throw new HttpRequestError('CHANNEL_STOPPED', `channel "${name}" is not running`);
       return onWebhook(request);
     },
 

@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
+import { HttpRequestError, UnauthorizedError } from '../errors/index.ts';
 import { formatIssues, safeParseJson } from '../validation/index.ts';
 import { isRefusalForGood, type ChannelAdapter, type ChannelState, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
 import { signatureMatches } from './signature-matches.ts';
@@ -25,10 +26,6 @@ export function signWebhook(secret: string, timestamp: string, body: string): st
 
 /** A webhook channel: the `/hooks/<name>` handler, and the adapter replying to `reply_url`. */
 export interface WebhookChannel extends ChannelAdapter, InboundRequests {}
-
-function problem(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
-}
 
 /**
  * The generic signed webhook: a system POSTs `{id, user, conversation, text}` with an HMAC-SHA256
@@ -86,12 +83,12 @@ export function createWebhookChannel(options: { name: string; secret: string; re
     async handle(request) {
       const body = await request.text();
       const refused = verify(request.headers.get(WEBHOOK_TIMESTAMP_HEADER) ?? undefined, request.headers.get(WEBHOOK_SIGNATURE_HEADER) ?? undefined, body);
-      if (refused !== undefined) return problem(401, 'UNAUTHORIZED', `channel "${name}": ${refused}`);
+      if (refused !== undefined) throw new UnauthorizedError(`channel "${name}": ${refused}`);
       const json = safeParseJson(body);
-      if (!json.ok) return problem(400, 'INVALID_REQUEST', `channel "${name}": the body is not JSON: ${json.message}`);
+      if (!json.ok) throw new HttpRequestError('INVALID_REQUEST', `channel "${name}": the body is not JSON: ${json.message}`);
       const parsed = WebhookMessageSchema.safeParse(json.value);
-      if (!parsed.success) return problem(400, 'INVALID_REQUEST', `channel "${name}": ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
-      if (sink === undefined) return problem(503, 'CHANNEL_STOPPED', `channel "${name}" is not running`);
+      if (!parsed.success) throw new HttpRequestError('INVALID_REQUEST', `channel "${name}": ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
+      if (sink === undefined) throw new HttpRequestError('CHANNEL_STOPPED', `channel "${name}" is not running`);
       const message = parsed.data;
       const { duplicate } = await sink({
         platformId: message.id,

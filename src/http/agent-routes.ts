@@ -2,14 +2,13 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
-import { TurnNotRunningError } from '../errors/index.ts';
+import { HttpRequestError, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentDetailView, type EventId, eventIdOf, type Kernel, type OfferedSkills, parseEventId, toAgentSkillsView, toTurnView } from '../kernel/index.ts';
 import { type Manifest, parseManifest } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { agentToolClash } from '../mcp/server/agent-tools.ts';
-import { HttpRequestError } from './http-request-error.ts';
 import { idempotencyKeyOf } from './idempotency-key.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';

@@ -4,6 +4,7 @@ import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpContext, type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
+import type { ApprovalView as WireApprovalView } from '../wire/index.ts';
 
 /** An approval as the API, the CLI's `--json` and the dashboard show it. */
 export interface ApprovalView {
@@ -70,7 +71,7 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
 
   routes.get('/', async (c) => {
     const { status } = readQuery(c, ListQuerySchema);
-    return c.json((await kernelOf(c, kernel).approvals(status ?? 'pending')).map(toApprovalView));
+    return c.json((await kernelOf(c, kernel).approvals(status ?? 'pending')).map(toApprovalView) satisfies WireApprovalView[]);
   });
 
   const decide = async (c: HttpContext, approved: boolean): Promise<Response> => {
@@ -81,7 +82,7 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
     const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
     const { reason, answer } = hasBody ? await readJsonBody(c, ApprovalDecisionBodySchema) : {};
     const record = await caller.decide(c.req.param('id') ?? '', { approved, reason: reason === undefined || reason === '' ? null : reason, answer });
-    return c.json(toApprovalView(record));
+    return c.json(toApprovalView(record) satisfies WireApprovalView);
   };
 
   routes.post('/:id/approve', (c) => decide(c, true));

@@ -3,16 +3,8 @@ import type { ChannelService } from '../channels/index.ts';
 import type { ChannelPairingRecord } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
-import { HttpRequestError } from './http-request-error.ts';
-
-/** A pairing the owner approved, as the API answers it (and the CLI prints it). */
-export interface PairingView {
-  code: string;
-  channel: string;
-  user_id: string;
-  user_name: string | null;
-  approved_at: string;
-}
+import { HttpRequestError } from '../errors/index.ts';
+import type { ChannelView, PairingView } from '../wire/index.ts';
 
 /** The API's view of a pairing record (snake_case, its approval time as an ISO string). */
 export function toPairingView(pairing: ChannelPairingRecord): PairingView {
@@ -29,12 +21,12 @@ export function createChannelRoutes(options: { channels: ChannelService; kernel:
 
   routes.get('/', async (c) => {
     kernelOf(c, kernel).require('list channels and their pairing codes');
-    return c.json(await channels.list());
+    return c.json((await channels.list()) satisfies ChannelView[]);
   });
 
   routes.post('/pairings/:code/approve', async (c) => {
     kernelOf(c, kernel).require('approve a pairing');
-    return c.json(toPairingView(await channels.approve(c.req.param('code'))));
+    return c.json(toPairingView(await channels.approve(c.req.param('code'))) satisfies PairingView);
   });
 
   return routes;

@@ -16,7 +16,6 @@ import type { ChannelService } from '../channels/index.ts';
 import { createAuthenticator, isLoopbackBind, type Principal } from '../access/index.ts';
 import { type HttpContext, type HttpEnv, kernelOf, principalOf } from './http-context.ts';
 import { createHostGuard, createProxySign } from './host-guard.ts';
-import { HttpRequestError } from './http-request-error.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
@@ -33,8 +32,9 @@ import { createMetricsRoutes } from './metrics-routes.ts';
 import type { LoomMetrics } from '../telemetry/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withRemoteParent } from '../telemetry/spans.ts';
-import { toErrorResponse } from './to-error-response.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
+import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
+import type { McpServerView } from '../wire/index.ts';
 
 /** What the HTTP API is built from. It reads no globals: the environment is passed in. */
 export interface HttpAppOptions {
@@ -315,7 +315,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.post('/hooks/:channel', (c) => answerWebhook(options.channels, c.req.param('channel'), c.req.raw));
   app.get('/api/mcp/servers', (c) => {
     kernelOf(c, kernel).require('list the MCP servers');
-    return c.json(mcpServersView(options.config, options.mcp));
+    return c.json(mcpServersView(options.config, options.mcp) satisfies { configured: McpServerView[]; connected: McpServerView[] });
   });
   // `loom mcp login` calls this once it has the tokens, so the server connects without waiting for its backoff.
   app.post('/api/mcp/servers/:name/reconnect', (c) => {

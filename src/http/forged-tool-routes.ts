@@ -4,6 +4,7 @@ import { registeredOrThrow } from '../emergent/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
+import type { ForgedToolView, PromotionView } from '../wire/index.ts';
 
 /** The body of `POST /api/tools/forged`: forge as `agent`, with spec/02's request. */
 export const ForgeBodySchema = z.strictObject({
@@ -32,7 +33,7 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
 
   routes.get('/', async (c) => {
     const { agent } = readQuery(c, ListQuerySchema);
-    return c.json(await tools(c).list(agent === undefined ? {} : { agent }));
+    return c.json((await tools(c).list(agent === undefined ? {} : { agent })) satisfies ForgedToolView[]);
   });
 
   routes.post('/', async (c) => {
@@ -49,7 +50,7 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
     return c.json(registeredOrThrow(await caller.forgedTools.import(body.agent, body.document, c.get('deadline').signal)), 201);
   });
 
-  routes.get('/:id', async (c) => c.json(await tools(c).get(c.req.param('id'))));
+  routes.get('/:id', async (c) => c.json((await tools(c).get(c.req.param('id'))) satisfies ForgedToolView));
 
   routes.get('/:id/export', async (c) => {
     const { tool, document } = await tools(c).export(c.req.param('id'));
@@ -57,14 +58,14 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
     return c.body(document, 200, { 'content-type': 'application/yaml; charset=utf-8' });
   });
 
-  routes.post('/:id/promote', async (c) => c.json(await tools(c).promote(c.req.param('id'))));
+  routes.post('/:id/promote', async (c) => c.json((await tools(c).promote(c.req.param('id'))) satisfies PromotionView));
 
   routes.post('/:id/demote', async (c) => {
     const caller = kernelOf(c, kernel);
     caller.require('demote forged tools');
     const length = c.req.header('content-length');
     const { reason } = length === undefined || length === '0' ? {} : await readJsonBody(c, DemoteBodySchema);
-    return c.json(await caller.forgedTools.demote(c.req.param('id'), reason ?? null));
+    return c.json((await caller.forgedTools.demote(c.req.param('id'), reason ?? null)) satisfies ForgedToolView);
   });
 
   return routes;

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { isLoopbackBind } from '../access/index.ts';
-import { HttpRequestError } from './http-request-error.ts';
+import { HttpRequestError } from '../errors/index.ts';
 
 /** The names a loopback daemon answers to, whatever else is configured. */
 export const LOOPBACK_HOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];

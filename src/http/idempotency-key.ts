@@ -1,5 +1,5 @@
 import type { HttpContext } from './http-context.ts';
-import { HttpRequestError } from './http-request-error.ts';
+import { HttpRequestError } from '../errors/index.ts';
 
 /** The longest `Idempotency-Key` taken. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;

@@ -1,26 +1,17 @@
 import { Hono } from 'hono';
-import { checkManifestText, detectManifestFormat, type ManifestFormat, type ManifestIssue } from '../manifest/index.ts';
+import { checkManifestText, detectManifestFormat } from '../manifest/index.ts';
 import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
 import { refusalOf } from '../kernel/index.ts';
 import { type HttpEnv, principalOf } from './http-context.ts';
-import { HttpRequestError } from './http-request-error.ts';
 import { manifestFormatOf, mediaTypeOf } from './request-input.ts';
+import { HttpRequestError } from '../errors/index.ts';
+import type { ManifestValidation } from '../wire/index.ts';
 
 /** How long a validation waits for the manifest's model server before warning it does not answer. */
 const VALIDATE_PROBE_TIMEOUT_MS = 500;
 
 /** Media types a manifest may also come as, its format then told by its first character. */
 const UNTYPED_MEDIA_TYPES: ReadonlySet<string> = new Set(['text/plain', '']);
-
-/** The answer of `POST /api/manifests/validate`. */
-export interface ManifestValidation {
-  valid: boolean;
-  format: ManifestFormat;
-  /** Every issue, each with the line and column it is about (1-based), in the order of the text. */
-  errors: ManifestIssue[];
-  /** What `loom agent spawn` would warn about: keys a table header swallowed; for a valid manifest, why it could not run here. */
-  warnings: string[];
-}
 
 /** What the manifest routes need. */
 interface ManifestRoutesOptions {
@@ -53,8 +44,7 @@ export function createManifestRoutes(options: ManifestRoutesOptions = {}): Hono<
     if (check.manifest !== undefined && options.readiness !== undefined && refusalOf(principalOf(c), 'probe model servers') === undefined) {
       warnings.push(...(await modelWarnings(check.manifest.name, check.manifest, { ...options.readiness, timeoutMs: VALIDATE_PROBE_TIMEOUT_MS })));
     }
-    const body: ManifestValidation = { valid: check.valid, format, errors: check.errors, warnings };
-    return c.json(body);
+    return c.json({ valid: check.valid, format, errors: check.errors, warnings } satisfies ManifestValidation);
   });
 
   return routes;

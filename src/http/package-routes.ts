@@ -4,6 +4,7 @@ import type { PackageService } from '../packages/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
+import type { PackageRunView, PackageView } from '../wire/index.ts';
 
 /** The body of `POST /api/packages` and `POST /api/packages/check`. */
 export const InstallBodySchema = z.strictObject({
@@ -42,7 +43,7 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
 
   routes.get('/', async (c) => {
     const caller = kernelOf(c, kernel);
-    return c.json((await packages.list()).filter((view) => caller.reaches(view.slug)));
+    return c.json((await packages.list()).filter((view) => caller.reaches(view.slug)) satisfies PackageView[]);
   });
 
   routes.post('/check', async (c) => {
@@ -68,20 +69,20 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
     const query = readQuery(c, RunsQuerySchema);
     if (query.package !== undefined) caller.requirePackage('read packages', query.package);
     const runs = await packages.runs({ ...(query.package === undefined ? {} : { package: query.package }), ...(query.limit === undefined ? {} : { limit: query.limit }) });
-    return c.json(runs.filter((run) => caller.reaches(run.package)));
+    return c.json(runs.filter((run) => caller.reaches(run.package)) satisfies PackageRunView[]);
   });
 
   routes.get('/:slug', async (c) => {
     const slug = c.req.param('slug');
     kernelOf(c, kernel).requirePackage('read packages', slug);
-    return c.json(await packages.show(slug));
+    return c.json((await packages.show(slug)) satisfies PackageView);
   });
 
   routes.get('/:slug/runs', async (c) => {
     const slug = c.req.param('slug');
     kernelOf(c, kernel).requirePackage('read packages', slug);
     const { limit } = readQuery(c, RunsQuerySchema.pick({ limit: true }));
-    return c.json(await packages.runs({ package: slug, ...(limit === undefined ? {} : { limit }) }));
+    return c.json((await packages.runs({ package: slug, ...(limit === undefined ? {} : { limit }) })) satisfies PackageRunView[]);
   });
 
   routes.delete('/:slug', async (c) => {
@@ -95,7 +96,7 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
     const length = c.req.header('content-length');
     const hasBody = length === undefined ? c.req.header('transfer-encoding') !== undefined : length !== '0';
     const { inputs } = hasBody ? await readJsonBody(c, RunBodySchema) : { inputs: {} };
-    return c.json(await packages.run(slug, c.req.param('binding'), inputs));
+    return c.json((await packages.run(slug, c.req.param('binding'), inputs)) satisfies PackageRunView);
   });
 
   return routes;

@@ -1,5 +1,5 @@
 import type { Clock } from '../contracts/index.ts';
-import { HttpRequestError } from './http-request-error.ts';
+import { HttpRequestError } from '../errors/index.ts';
 
 /** A request's cancellation: the client going away, or its time running out. */
 export interface RequestDeadline {

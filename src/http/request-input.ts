@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { ManifestFormat } from '../manifest/index.ts';
 import { formatIssues, jsonTextDepth, MAX_JSON_DEPTH, safeParseJson, tooDeepMessage } from '../validation/index.ts';
-import { HttpRequestError } from './http-request-error.ts';
 import type { HttpContext } from './http-context.ts';
+import { HttpRequestError } from '../errors/index.ts';
 
 /** The media type of a request (`application/json`), lower case, without parameters. */
 export function mediaTypeOf(c: HttpContext): string {

@@ -4,10 +4,11 @@ import { z } from 'zod';
 import type { Clock, ClusterReader } from '../contracts/index.ts';
 import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, dayOf, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
-import { HttpRequestError } from './http-request-error.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
+import { HttpRequestError } from '../errors/index.ts';
+import type { AuditRecord, UsageRow, UsageSeriesView, UsageToday } from '../wire/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
@@ -91,14 +92,14 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
   }
 
   // A user key reads only the rows of the agents it reaches (checked like a message to one).
-  routes.get('/usage', async (c) => c.json(await kernelOf(c, kernel).usage(withoutUndefined(readQuery(c, UsageQuerySchema)))));
+  routes.get('/usage', async (c) => c.json((await kernelOf(c, kernel).usage(withoutUndefined(readQuery(c, UsageQuerySchema)))) satisfies UsageRow[]));
 
   // Today as the daily budgets count it (decision 0049): midnight to midnight in the scheduler's time zone, not the browser's.
   routes.get('/usage/today', async (c) => {
     const { agent } = readQuery(c, UsageTodayQuerySchema);
     const timezone = options.timezone ?? 'UTC';
     const day = dayOf(clock.now(), timezone);
-    return c.json(usageToday(await kernelOf(c, kernel).usage({ since: day.start, ...(agent === undefined ? {} : { agent }) }), day, timezone));
+    return c.json(usageToday(await kernelOf(c, kernel).usage({ since: day.start, ...(agent === undefined ? {} : { agent }) }), day, timezone) satisfies UsageToday);
   });
 
   routes.get('/usage/series', async (c) => {
@@ -118,13 +119,13 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
       until,
       step_ms: stepMs,
       buckets: buckets.map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cache_read_tokens: bucket.cacheReadTokens ?? 0, cache_write_tokens: bucket.cacheWriteTokens ?? 0, cost_usd: bucket.costUsd })),
-    });
+    } satisfies UsageSeriesView);
   });
 
   routes.get('/audit', async (c) => {
     const { type, kind, outcome, ...rest } = withoutUndefined(readQuery(c, AuditQuerySchema));
     const types = auditTypes({ types: type?.split(',').map((name) => name.trim()).filter((name) => name !== ''), kind, outcome });
-    return c.json(await kernelOf(c, kernel).audit({ ...rest, ...(types === undefined ? {} : { types }) }));
+    return c.json((await kernelOf(c, kernel).audit({ ...rest, ...(types === undefined ? {} : { types }) })) satisfies AuditRecord[]);
   });
 
   routes.get('/events', (c) => {

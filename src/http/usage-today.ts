@@ -1,20 +1,8 @@
 import type { Day, UsageRow } from '../kernel/index.ts';
+import type { UsageToday } from '../wire/index.ts';
 
-/** Today's spend as `GET /api/usage/today` answers it: the daemon's day, in its time zone. */
-export interface UsageToday {
-  /** The IANA time zone the day is counted in (`[scheduler].timezone`, UTC when unset). */
-  timezone: string;
-  /** The day's midnight and the next one there (epoch ms). */
-  since: number;
-  until: number;
-  /** Input and output tokens, as `[resources].max_tokens_per_day` counts them. */
-  tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  cost_usd: number;
-}
+export type { UsageToday };
+
 
 /** Adds up the usage rows of `day` (those read since its start) into {@link UsageToday}. */
 export function usageToday(rows: readonly UsageRow[], day: Day, timezone: string): UsageToday {

@@ -32,7 +32,7 @@ export interface PackageView {
   active: boolean;
   settings: string[];
   /** Stored and shown; Loom charges nothing. */
-  pricing: JsonValue;
+  pricing: PackagePricing;
   skills: string[];
   bindings: BindingWireView[];
 }
@@ -70,6 +70,19 @@ export interface PackageRunView {
   activities: ActivityRunView[];
 }
 
+/** A package's `[pricing]` as its view shows it: the model and cost it names, if any. */
+export interface PackagePricing {
+  model?: string;
+  cost?: number;
+}
+
+/** The pricing stored with a package (validated at install): its `model` and `cost` when they are a string and a number. */
+function pricingOf(stored: JsonValue | undefined): PackagePricing {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return {};
+  const { model, cost } = stored;
+  return { ...(typeof model === 'string' ? { model } : {}), ...(typeof cost === 'number' ? { cost } : {}) };
+}
+
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 
 /** The wire view of a binding. */
@@ -100,7 +113,7 @@ export async function toPackageView(record: InstalledPackageRecord, runtime: Pic
     installed_at: new Date(record.installedAt).toISOString(),
     active: runtime.isActive(record.slug),
     settings: record.settings,
-    pricing: record.agentJson['pricing'] ?? {},
+    pricing: pricingOf(record.agentJson['pricing']),
     skills: Array.isArray(skills) ? skills.filter((skill): skill is string => typeof skill === 'string') : [],
     bindings: (await runtime.bindings(record.slug)).map(toBindingWireView),
   };

@@ -61,8 +61,23 @@ describe('legacy endpoints (spec/05)', () => {
   });
 
   it('answers 404 for an unknown task (get and cancel)', async () => {
-    expect((await api.request('/a2a/tasks/nope')).status).toBe(404);
+    const unknown = await api.request('/a2a/tasks/nope');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: { code: 'TASK_NOT_FOUND', message: 'no task "nope" (unknown, or evicted)' } });
     expect((await api.request('/a2a/tasks/nope/cancel', { method: 'POST' })).status).toBe(404);
+  });
+
+  it('answers a tasks/send it cannot read with the JSON-RPC error a legacy client reads (400)', async () => {
+    const send = (body: string) => api.request('/a2a/tasks/send', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const malformed = await send('{"jsonrpc": "2.0", "id": 1, ');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Invalid JSON payload.' } });
+    const wrongMethod = await send('{"jsonrpc": "2.0", "id": 7, "method": "tasks/nope", "params": {}}');
+    expect(wrongMethod.status).toBe(400);
+    expect(await wrongMethod.json()).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32601, message: 'Method not found: tasks/nope' } });
+    const empty = await send('{"jsonrpc": "2.0", "id": "x", "method": "tasks/send", "params": {"message": {"role": "user", "parts": []}}}');
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toEqual({ jsonrpc: '2.0', id: 'x', error: { code: -32602, message: 'params.message.parts must hold at least one text part' } });
   });
 
   it('POST /a2a/tasks/{id}/cancel cancels a running task', async () => {

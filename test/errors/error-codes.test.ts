@@ -2,9 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it, vi } from 'vitest';
-import { AgentNotFoundError, ERROR_CODES, isErrorCode, isLoomError, LoomError, PackageError, TurnCancelledError } from '../../src/errors/index.ts';
-import { toErrorResponse } from '../../src/http/to-error-response.ts';
-import { HttpRequestError } from '../../src/http/http-request-error.ts';
+import { AgentNotFoundError, ERROR_CODES, HttpRequestError, isErrorCode, isLoomError, LoomError, PackageError, toErrorResponse, TurnCancelledError } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 
 const src = join(import.meta.dirname, '../../src');

@@ -5,7 +5,7 @@ import { ConfigSchema } from '../../src/config/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import type { HttpEnv } from '../../src/http/http-context.ts';
 import { createMetricsRoutes } from '../../src/http/metrics-routes.ts';
-import { toErrorResponse } from '../../src/http/to-error-response.ts';
+import { toErrorResponse } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog } from '../../src/models/index.ts';
 import { createLoomMetrics, type LoomMetrics } from '../../src/telemetry/loom-metrics.ts';

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ManifestValidation } from '../../src/http/index.ts';
+import type { ManifestValidation } from '../../src/wire/index.ts';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 

@@ -1,11 +1,11 @@
 import type { ComponentChildren } from 'preact';
-import type { AgentState, AgentView, CannotRunView } from './types.ts';
+import type { AgentView, CannotRunView } from './types.ts';
 
 /**
  * A state as a coloured badge. `tone` picks the colour (`badge-<tone>` in styles.css) when the
  * state has none of its own; `testId` names it for tests (`state-badge` unless given).
  */
-export function StateBadge({ state, tone = state, testId = 'state-badge' }: { state: AgentState; tone?: string; testId?: string }) {
+export function StateBadge({ state, tone = state, testId = 'state-badge' }: { state: string; tone?: string; testId?: string }) {
   return (
     <span class={`badge badge-${tone}`} data-testid={testId}>
       <span class="badge-dot" />

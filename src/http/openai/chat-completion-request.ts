@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HttpRequestError } from '../http-request-error.ts';
+import { HttpRequestError } from '../../errors/index.ts';
 
 /** A part of a message's content; only `text` parts carry text, others (images, audio) are skipped. */
 const ContentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });

@@ -1,5 +1,5 @@
 import type { Logger } from '../../contracts/index.ts';
-import { toErrorResponse } from '../to-error-response.ts';
+import { toErrorResponse } from '../../errors/index.ts';
 
 /** An error as the OpenAI API answers it, so OpenAI client libraries raise their own error classes. */
 export interface OpenAiErrorBody {

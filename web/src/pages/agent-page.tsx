@@ -185,7 +185,6 @@ export function AgentPage({ name }: { name: string }) {
   const data = agent.data;
   const total = usageByAgent(usage.data ?? []).get(data.id);
   const today = usageToday.data;
-  const alive = data.state !== 'terminated';
   const transcript = toTranscript(session.data?.messages ?? []);
   const scheduleMode = (data.manifest['schedule'] as { mode?: string } | undefined)?.mode;
 
@@ -207,7 +206,7 @@ export function AgentPage({ name }: { name: string }) {
             <a class="btn btn-primary" href={href.chat(data.name)}>
               Chat
             </a>
-            {alive && !editing ? (
+            {!editing ? (
               <button type="button" class="btn" onClick={() => setEditing(true)}>
                 Edit manifest
               </button>
@@ -222,17 +221,15 @@ export function AgentPage({ name }: { name: string }) {
                 Resume
               </button>
             ) : null}
-            {alive ? (
-              confirmKill ? (
-                <button type="button" class="btn btn-danger" disabled={busy} onClick={() => void act('kill')}>
-                  Really kill?
-                </button>
-              ) : (
-                <button type="button" class="btn btn-danger-ghost" disabled={busy} onClick={() => setConfirmKill(true)}>
-                  Kill
-                </button>
-              )
-            ) : null}
+            {confirmKill ? (
+              <button type="button" class="btn btn-danger" disabled={busy} onClick={() => void act('kill')}>
+                Really kill?
+              </button>
+            ) : (
+              <button type="button" class="btn btn-danger-ghost" disabled={busy} onClick={() => setConfirmKill(true)}>
+                Kill
+              </button>
+            )}
           </>
         }
       />

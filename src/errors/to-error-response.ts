@@ -1,5 +1,6 @@
 import type { Logger } from '../contracts/index.ts';
-import { ERROR_CODES, isLoomError } from '../errors/index.ts';
+import { ERROR_CODES } from './error-codes.ts';
+import { isLoomError } from './loom-error.ts';
 
 /** The JSON body of every error the API answers with. */
 export interface ErrorBody {
