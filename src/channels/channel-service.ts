@@ -3,10 +3,11 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord, ChannelPairingRecord, Clock, Logger, Principal, Store } from '../contracts/index.ts';
 import { AccessDeniedError, isLoomError, messageOf, UsageError } from '../errors/index.ts';
 import { type ChannelEvent, type Kernel, kernelAs } from '../kernel/index.ts';
-import type { ChannelAdapter, ChannelState, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdapter, Choice, InboundChange, InboundChoice, InboundMessage, InboundRequests, ReplyTarget } from './channel-adapter.ts';
 import type { EmailChannelOptions } from './email-channel.ts';
 import { decide } from './channel-policy.ts';
 import { splitReply } from './split-reply.ts';
+import type { ChannelView as WireChannelView } from '../wire/index.ts';
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
 const EDIT_INTERVAL_MS = 1000;
@@ -23,18 +24,9 @@ const TURN_ELSEWHERE_RETRY_MS = 2000;
 /** How long it asks at most before it is answered as failed. */
 const TURN_ELSEWHERE_WAIT_MS = 600_000;
 
-/** A channel as `loom channels list` and `GET /api/channels` show it. */
-export interface ChannelView {
-  name: string;
-  kind: string;
-  agent: string;
-  state: ChannelState;
-  error: string | null;
-  /** When its newest message came in (ISO 8601), if any. */
-  lastMessageAt: string | null;
+/** A channel as `loom channels list` and `GET /api/channels` show it: src/wire's `ChannelView`, with the whole policy. */
+export interface ChannelView extends Omit<WireChannelView, 'policy'> {
   policy: ChannelConfig['policy'];
-  /** Pairing requests waiting for the owner. */
-  pendingPairings: { code: string; userId: string; userName: string | null; requestedAt: string }[];
 }
 
 export interface ChannelServiceOptions {

@@ -1,6 +1,7 @@
 import type { ForgedToolRecord, ForgedToolTier, JsonObject } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { Verdict } from './judge.ts';
+import type { ForgedToolView as WireForgedToolView } from '../wire/index.ts';
 
 /** A forge's result: the tool registered, or the stage that refused it and why (returned to the agent as a tool result). */
 export type ForgeOutcome =
@@ -22,28 +23,13 @@ export function registeredOrThrow(outcome: ForgeOutcome): ForgedToolView {
 /** What `promote` did: promoted, refused (why), or waiting for a person's approval (its id). */
 export type PromotionResult = { tool: ForgedToolView; outcome: 'promoted' | 'refused' | 'pending-approval'; reason: string | null; approvalId?: string };
 
-/** A forged tool as the doors show it. */
-export interface ForgedToolView {
-  id: string;
-  name: string;
-  description: string;
-  agent: string;
-  agentId: string;
+/** A forged tool as the doors show it: src/wire's `ForgedToolView`, with its verdicts and request as the store keeps them. */
+export interface ForgedToolView extends Omit<WireForgedToolView, 'verdicts' | 'request' | 'tier' | 'status'> {
   tier: ForgedToolTier;
   status: ForgedToolRecord['status'];
-  statusReason: string | null;
-  mode: 'compose' | 'sandbox';
-  origin: 'forged' | 'imported';
-  calls: number;
-  successRate: number | null;
-  meanLatencyMs: number | null;
   verdicts: JsonObject[];
-  codeHash: string | null;
-  sourcePersisted: boolean;
   /** The request as stored (a sandbox tool's code only when its source is persisted). */
   request: JsonObject;
-  createdAt: number;
-  updatedAt: number;
 }
 
 /** A stored tool as the doors show it: its stats as rates and means. */

@@ -6,22 +6,9 @@ import { type HttpContext, type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 import type { ApprovalView as WireApprovalView } from '../wire/index.ts';
 
-/** An approval as the API, the CLI's `--json` and the dashboard show it. */
-export interface ApprovalView {
-  id: string;
-  agent_id: string;
-  /** The agent's name when the request was made. */
-  agent: string;
-  tool: string;
+/** An approval as the API, the CLI's `--json` and the dashboard show it: src/wire's `ApprovalView`, its input JSON. */
+export interface ApprovalView extends Omit<WireApprovalView, 'input'> {
   input: JsonValue;
-  status: 'pending' | 'approved' | 'denied' | 'expired';
-  requested_at: string;
-  /** When it is denied (status `expired`) if nobody decides. */
-  expires_at: string;
-  decided_at: string | null;
-  /** A key's name, `local`, or `timeout`, `cancel` or `restart` when Loom closed it. */
-  decided_by: string | null;
-  reason: string | null;
 }
 
 /** Which approvals `GET /api/approvals?status=` lists. */

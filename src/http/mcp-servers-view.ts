@@ -1,21 +1,12 @@
 import type { Config } from '../config/index.ts';
 import type { McpPendingAction, McpProtocolEra, McpServerStatus } from '../mcp/index.ts';
+import type { McpServerView as WireMcpServerView } from '../wire/index.ts';
 
-/** One configured MCP server as `GET /api/mcp/servers` and `loom mcp servers` show it. */
-export interface McpServerView {
-  name: string;
-  transport: 'stdio' | 'sse' | 'http';
+/** One configured MCP server as `GET /api/mcp/servers` and `loom mcp servers` show it: src/wire's `McpServerView`, with the MCP client's own types. */
+export interface McpServerView extends Omit<WireMcpServerView, 'status' | 'era' | 'action'> {
   status: McpServerStatus['status'] | 'not started';
-  error?: string;
-  tools: { name: string; description: string }[];
-  /** The server's tools left out of agents' tools, with why (a schema Loom refuses); absent when none. */
-  refused_tools?: { name: string; reason: string }[];
-  /** The protocol era of the connection (or of the last that worked): `modern` is 2026-07-28 and later, `legacy` the 2025 revisions. */
+  /** The protocol era of the connection (or of the last that worked). */
   era?: McpProtocolEra;
-  /** The protocol revision negotiated, e.g. `2026-07-28`. */
-  protocol_version?: string;
-  /** Why the 2025 era was chosen. */
-  era_reason?: string;
   /** What a person must do first, with the exact command (`loom mcp login <server>`). */
   action?: McpPendingAction;
 }

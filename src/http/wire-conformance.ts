@@ -1,11 +1,12 @@
 import type { ChannelView } from '../channels/index.ts';
-import type { AgentState } from '../contracts/index.ts';
+import type { AgentState, ScheduleRunOutcome } from '../contracts/index.ts';
 import type { ForgedToolView, PromotionResult } from '../emergent/index.ts';
-import type { AgentDetailView, AgentView, CancelledTurnView, RunningTurnView, ScheduleRunView, SessionSummary, SessionView, TraceStep, TurnRecord, TurnStatus, TurnView, UsageRow } from '../kernel/index.ts';
+import type { AgentDetailView, AgentView, TurnView } from '../kernel/index.ts';
 import type { ManifestFormat, ManifestIssue } from '../manifest/index.ts';
-import type { PackageRunView, PackageView } from '../packages/index.ts';
+import type { PackageRunView } from '../packages/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import type * as wire from '../wire/index.ts';
+import type { ApprovalView } from './approval-routes.ts';
 import type { McpServerView } from './mcp-servers-view.ts';
 
 /** An agent event as the turn routes stream it: a finished run carries its turn view, not the runtime's result. */
@@ -21,34 +22,25 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Holds<T extends true> = T;
 
 /**
- * Type-level checks, never called: each view the daemon's kernel and services build can be sent as
- * the wire type the dashboard and the CLI read, so a field renamed, dropped or retyped on either
- * side, or a state one side has and the other does not, fails `npm run typecheck`. (The routes
- * built here type their answers with `satisfies` against the same wire types.)
+ * Type-level checks, never called, for the views the daemon builds with types of its own (most
+ * views are src/wire's types themselves): each can be sent as the wire type the dashboard and the
+ * CLI read, so a field renamed, dropped or retyped on either side, or a state one side has and the
+ * other does not, fails `npm run typecheck`. (The routes type their answers with `satisfies`
+ * against the same wire types.)
  */
 export type WireConformance = [
   Holds<Same<AgentState, wire.AgentState>>,
-  Holds<Same<TurnStatus, wire.TurnStatus>>,
-  Holds<Same<ScheduleRunView['outcome'], wire.ScheduleRunView['outcome']>>,
+  Holds<Same<ScheduleRunOutcome, wire.ScheduleRunView['outcome']>>,
   Holds<Same<AgentView['schedule'], wire.ScheduleMode>>,
   Holds<Same<ChannelView['state'], wire.ChannelState>>,
   Holds<Same<ManifestFormat, wire.ManifestValidation['format']>>,
   Sends<ManifestIssue, wire.ManifestIssue>,
   Sends<AgentView, wire.AgentView>,
   Sends<AgentDetailView, wire.AgentDetailView>,
-  Sends<SessionView, wire.SessionView>,
-  Sends<SessionSummary, wire.SessionSummary>,
-  Sends<ScheduleRunView, wire.ScheduleRunView>,
-  Sends<TurnView, wire.TurnView>,
-  Sends<UsageRow, wire.UsageRow>,
-  Sends<RunningTurnView, wire.RunningTurnView>,
-  Sends<CancelledTurnView, wire.CancelledTurnView>,
-  Sends<TraceStep, wire.TraceStep>,
-  Sends<TurnRecord, wire.TurnRecord>,
   Sends<StreamedAgentEvent, wire.AgentEvent>,
   Sends<ChannelView, wire.ChannelView>,
   Sends<McpServerView, wire.McpServerView>,
-  Sends<PackageView, wire.PackageView>,
+  Sends<ApprovalView, wire.ApprovalView>,
   Sends<PackageRunView, wire.PackageRunView>,
   Sends<ForgedToolView, wire.ForgedToolView>,
   Sends<PromotionResult, wire.PromotionView>,

@@ -1,9 +1,11 @@
 import type { Capability } from '../capabilities/index.ts';
-import type { AgentState } from '../contracts/index.ts';
 import { type Manifest, namedModel } from '../manifest/index.ts';
 import { checkPrimaryModel, modelName, type ModelTarget } from '../models/index.ts';
+import type { AgentView as WireAgentView, CannotRunView } from '../wire/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { OfferedSkills } from './agent-skills.ts';
+
+export type { CannotRunView };
 
 /** The model an agent's `[model]` names, as `provider/model`; null when it runs on the daemon's default model. */
 function modelNameOf(manifest: Manifest): string | null {
@@ -12,48 +14,12 @@ function modelNameOf(manifest: Manifest): string | null {
 }
 
 /**
- * An agent as the CLI (`--json`) and the HTTP API show it. Field names are snake_case like the
- * manifest's; times are ISO 8601.
+ * An agent as the CLI (`--json`) and the HTTP API show it: src/wire's `AgentView`, with the
+ * daemon's own types for its schedule mode and capabilities.
  */
-export interface AgentView {
-  id: string;
-  name: string;
-  version: string;
-  description: string;
-  state: AgentState;
-  parent: string | null;
-  children: string[];
-  session_id: string;
-  module: string;
+export interface AgentView extends Omit<WireAgentView, 'schedule' | 'capabilities'> {
   schedule: Manifest['schedule']['mode'];
-  /** `provider/model` its `[model]` names, or null when the agent uses the daemon's default model. */
-  model: string | null;
-  /**
-   * `provider/model` of its primary model: its `[model]`, else the daemon's `[default_model]`
-   * (routing tiers and fallbacks aside); null when it has neither (it cannot run until one is set).
-   */
-  runs_on: string | null;
-  /**
-   * Why it cannot run, seen without the network (decision 0041): it has no model at all
-   * (`no-model`), or the key variable of the model it runs on is not set (`missing-key`); null
-   * when nothing local stands in its way. Lists show such an agent as "cannot run", not running.
-   */
-  cannot_run: CannotRunView | null;
-  tags: string[];
   capabilities: Capability[];
-  created_at: string;
-  updated_at: string;
-}
-
-/** Why an agent cannot run, with the fix (see {@link AgentView.cannot_run}). */
-export interface CannotRunView {
-  kind: 'no-model' | 'missing-key';
-  /** `provider/model` it would run on; null when it has none. */
-  model: string | null;
-  /** What is wrong, as a sentence without the agent's name. */
-  reason: string;
-  /** What to do about it. */
-  fix: string;
 }
 
 /** The daemon's settings a view reads: its `[default_model]`, and the environment model keys are read from. */

@@ -1,23 +1,10 @@
 import type { AgentEvent } from '../runtime/index.ts';
 import { TurnNotRunningError } from '../errors/index.ts';
 import { PushQueue } from './push-queue.ts';
+import type { CancelledTurnView, RunningTurnView } from '../wire/index.ts';
 import type { TurnStatus } from './turn-record.ts';
 
-/** The turn an agent runs on a session now, as the API shows it. Times are ISO 8601. */
-export interface RunningTurnView {
-  /** The run's id once it started; null while it waits behind another turn of the agent. */
-  run_id: string | null;
-  message: string;
-  received_at: string;
-  state: 'running' | 'queued';
-}
-
-/** How a cancelled turn ended: `cancelled`, or `finished`/`failed` when it ended before the cancel took. */
-export interface CancelledTurnView {
-  agent: string;
-  run_id: string | null;
-  status: TurnStatus;
-}
+export type { CancelledTurnView, RunningTurnView };
 
 type Listener = (entry: StreamEntry | undefined) => void;
 

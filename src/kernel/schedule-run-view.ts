@@ -1,21 +1,7 @@
-import type { ScheduleRunOutcome, ScheduleRunRecord } from '../contracts/index.ts';
+import type { ScheduleRunRecord } from '../contracts/index.ts';
+import type { ScheduleRunView } from '../wire/index.ts';
 
-/** A scheduled wake-up of an agent as the API, the CLI and the dashboard show it (times in ISO 8601). */
-export interface ScheduleRunView {
-  id: string;
-  /** `continuous`, `cron`, `manual` (forced now), or the proactive trigger's event. */
-  trigger: string;
-  due_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  outcome: ScheduleRunOutcome;
-  /** Why it was skipped, interrupted or failed. */
-  reason: string | null;
-  /** Due while the daemon was down, and run late (`[schedule].catch_up`). */
-  caught_up: boolean;
-  /** How many due instants it stands for (more than 1 for missed ones skipped together). */
-  count: number;
-}
+export type { ScheduleRunView };
 
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 

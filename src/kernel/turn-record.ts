@@ -2,6 +2,10 @@ import type { ModelMessage, TextPart } from 'ai';
 import type { Clock, JsonObject } from '../contracts/index.ts';
 import { modelName } from '../models/index.ts';
 import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
+import type { TraceStep, TurnRecord, TurnStatus } from '../wire/index.ts';
+
+// What a session keeps of a turn is part of the API (the dashboard's transcript reads it): written once, in src/wire.
+export type { TraceStep, TurnRecord, TurnStatus };
 
 /**
  * The key under a message's `providerOptions` where Loom keeps what it knows of the message
@@ -10,65 +14,8 @@ import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
  */
 const LOOM_METADATA_KEY = 'loom';
 
-/** How a turn ended: it answered, someone (or something: a suspend, a shutdown, a time limit, a spent budget) cancelled it, or it failed. */
-export type TurnStatus = 'finished' | 'cancelled' | 'failed';
-
 /** How a turn ended, and why when it did not finish. */
 export type TurnEnding = { status: 'finished' } | { status: 'cancelled' | 'failed'; reason: string };
-
-/** One step of a turn's trace, in the order it happened: a model call or a tool call. */
-export type TraceStep =
-  | {
-      kind: 'model';
-      model: string;
-      /** Every input token, those read from or written to the prompt cache included. */
-      inputTokens: number;
-      outputTokens: number;
-      /** Of `inputTokens`, those read from the provider's prompt cache; absent when none were (and in turns recorded before they were counted). */
-      cacheReadTokens?: number;
-      /** Of `inputTokens`, those written to the provider's prompt cache; absent when none were. */
-      cacheWriteTokens?: number;
-      /** True for a call cut off while it answered, whose tokens are estimated. */
-      estimated?: boolean;
-      costUsd: number;
-      startedAt: number;
-      latencyMs: number;
-    }
-  | {
-      kind: 'tool';
-      toolCallId: string;
-      toolName: string;
-      startedAt: number;
-      /** From the call to its result, a wait for a person's approval included. */
-      durationMs: number;
-      isError: boolean;
-      /** How a person decided the call, when it waited for one. */
-      approval?: 'approved' | 'denied';
-    };
-
-/**
- * What a session keeps of a turn, on the turn's user message under `providerOptions.loom.turn`
- * (next to `at`, when the message came): its run id, how it ended, its totals and its trace.
- * Times are ms since the epoch on the kernel's clock.
- */
-export type TurnRecord = {
-  id: string;
-  status: TurnStatus;
-  /** Why it was cancelled or failed; null when it finished. */
-  reason: string | null;
-  startedAt: number;
-  finishedAt: number;
-  /** `provider/model` that answered last; null when no model answered. */
-  model: string | null;
-  inputTokens: number;
-  outputTokens: number;
-  /** Of `inputTokens`, those read from the provider's prompt cache; absent when none were (and in turns recorded before they were counted). */
-  cacheReadTokens?: number;
-  /** Of `inputTokens`, those written to the provider's prompt cache; absent when none were. */
-  cacheWriteTokens?: number;
-  costUsd: number;
-  steps: TraceStep[];
-};
 
 /** How the tool runner words a call a person did not approve. */
 const NOT_APPROVED = /^the call to \S+ was not approved/;

@@ -1,13 +1,7 @@
 import type { TurnResult } from '../runtime/index.ts';
+import type { TurnView } from '../wire/index.ts';
 
-/** A turn's result as `loom send --json` and `POST /api/agents/{agent}/messages` return it. */
-export interface TurnView {
-  text: string;
-  usage: { input_tokens: number; output_tokens: number };
-  iterations: number;
-  cost_usd: number;
-  model: string;
-}
+export type { TurnView };
 
 /** Builds the JSON view of a turn result. */
 export function toTurnView(result: TurnResult): TurnView {

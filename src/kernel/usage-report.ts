@@ -1,21 +1,7 @@
 import type { UsageRecord } from '../contracts/index.ts';
+import type { UsageRow } from '../wire/index.ts';
 
-/** Usage of one agent with one model, as `loom usage` and `/api/usage` show it. */
-export interface UsageRow {
-  agent_id: string;
-  /** The agent's name, or null when it has been killed since. */
-  agent: string | null;
-  model: string;
-  calls: number;
-  /** Every input token, those read from or written to the prompt cache included. */
-  input_tokens: number;
-  output_tokens: number;
-  /** Of `input_tokens`, those read from the provider's prompt cache. */
-  cache_read_tokens: number;
-  /** Of `input_tokens`, those written to the provider's prompt cache. */
-  cache_write_tokens: number;
-  cost_usd: number;
-}
+export type { UsageRow };
 
 /** Adds usage records up by agent and model, most expensive first. */
 export function summarizeUsage(records: readonly UsageRecord[], nameOf: (agentId: string) => string | undefined): UsageRow[] {

@@ -1,56 +1,11 @@
 import type { InstalledPackageRecord, JsonObject, JsonValue, PackageRunRecord } from '../contracts/index.ts';
-import type { BindingView, PackageRuntime } from './package-runtime.ts';
-import type { PackageTrigger } from './package-schema.ts';
+import type { ActivityRunView, BindingView, PackageView } from '../wire/index.ts';
+import type { BindingView as RuntimeBindingView, PackageRuntime } from './package-runtime.ts';
 
-/** A binding as the API, `loom package show --json` and the dashboard show it. */
-export interface BindingWireView {
-  name: string;
-  description: string;
-  trigger: PackageTrigger;
-  /** When it fires next (ISO), for schedule and heartbeat triggers of an active package. */
-  next_fire_at: string | null;
-  /** The namespaced event it emits when a run ends without Abort. */
-  emit: string | null;
-  /** The namespaced events it runs on. */
-  sources: string[];
-  cost_estimate: string;
-  total_per_run: number;
-  running: boolean;
-}
+export type { ActivityRunView, PackageView };
 
-/** An installed package as the API and the CLI's `--json` show it. */
-export interface PackageView {
-  slug: string;
-  qualified_name: string | null;
-  version: string;
-  /** Its agent's name (the slug) and id. */
-  agent: string;
-  agent_id: string;
-  source: string;
-  installed_at: string;
-  /** Whether its triggers run (its agent runs and its configuration resolves). */
-  active: boolean;
-  settings: string[];
-  /** Stored and shown; Loom charges nothing. */
-  pricing: PackagePricing;
-  skills: string[];
-  bindings: BindingWireView[];
-}
-
-/** One activity of a run. */
-export interface ActivityRunView {
-  id: string;
-  status: string;
-  attempts: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-  output: string | null;
-  error: string | null;
-  fallback: string | null;
-  started_at: string | null;
-  ended_at: string | null;
-}
+/** A binding as the API, `loom package show --json` and the dashboard show it (src/wire's `BindingView`). */
+export type BindingWireView = BindingView;
 
 /** A run of a binding, with each activity's status, tokens and cost. */
 export interface PackageRunView {
@@ -71,10 +26,7 @@ export interface PackageRunView {
 }
 
 /** A package's `[pricing]` as its view shows it: the model and cost it names, if any. */
-export interface PackagePricing {
-  model?: string;
-  cost?: number;
-}
+type PackagePricing = PackageView['pricing'];
 
 /** The pricing stored with a package (validated at install): its `model` and `cost` when they are a string and a number. */
 function pricingOf(stored: JsonValue | undefined): PackagePricing {
@@ -86,7 +38,7 @@ function pricingOf(stored: JsonValue | undefined): PackagePricing {
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 
 /** The wire view of a binding. */
-export function toBindingWireView(binding: BindingView): BindingWireView {
+export function toBindingWireView(binding: RuntimeBindingView): BindingWireView {
   return {
     name: binding.name,
     description: binding.description,

@@ -79,8 +79,8 @@ export type TraceStep =
       approval?: 'approved' | 'denied';
     };
 
-/** What a session keeps of a turn, on its user message under `providerOptions.loom.turn` (times in ms since the epoch). */
-export interface TurnRecord {
+/** What a session keeps of a turn, on its user message under `providerOptions.loom.turn` (times in ms since the epoch); a type, not an interface, so it is a JSON value. */
+export type TurnRecord = {
   id: string;
   status: TurnStatus;
   /** Why it was cancelled or failed; null when it finished. */
@@ -97,7 +97,7 @@ export interface TurnRecord {
   cacheWriteTokens?: number;
   costUsd: number;
   steps: TraceStep[];
-}
+};
 
 /**
  * An agent event as `POST …/messages` and `GET …/turn` stream it: a finished run carries the turn
