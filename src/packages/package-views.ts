@@ -1,5 +1,5 @@
 import type { InstalledPackageRecord, JsonObject, JsonValue, PackageRunRecord } from '../contracts/index.ts';
-import type { ActivityRunView, BindingView, PackageView } from '../wire/index.ts';
+import type { ActivityRunView, BindingView, PackageRunView as WirePackageRunView, PackageView } from '../wire/index.ts';
 import type { BindingView as RuntimeBindingView, PackageRuntime } from './package-runtime.ts';
 
 export type { ActivityRunView, PackageView };
@@ -7,22 +7,9 @@ export type { ActivityRunView, PackageView };
 /** A binding as the API, `loom package show --json` and the dashboard show it (src/wire's `BindingView`). */
 export type BindingWireView = BindingView;
 
-/** A run of a binding, with each activity's status, tokens and cost. */
-export interface PackageRunView {
-  id: string;
-  package: string;
-  binding: string;
-  trigger: string;
-  status: string;
+/** A run of a binding, with each activity's status, tokens and cost: src/wire's `PackageRunView`, its inputs JSON. */
+export interface PackageRunView extends Omit<WirePackageRunView, 'inputs'> {
   inputs: JsonObject;
-  emitted: string | null;
-  error: string | null;
-  started_at: string;
-  ended_at: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-  activities: ActivityRunView[];
 }
 
 /** A package's `[pricing]` as its view shows it: the model and cost it names, if any. */
