@@ -83,6 +83,7 @@ export const ERROR_CODES = {
   // Work stopped partway; what it did is kept.
   TURN_CANCELLED: { status: 409, kind: 'stopped' },
   TOKEN_BUDGET_EXCEEDED: { status: 400, kind: 'stopped' },
+  TURN_INTERRUPTED: { status: 500, kind: 'stopped' },
   // A request too large, or in a form Loom does not take.
   BODY_TOO_LARGE: { status: 413, kind: 'too-large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, kind: 'unsupported' },
