@@ -10,7 +10,7 @@ export {
   POSTGRES_URL_EXPECTED,
 } from './config-schema.ts';
 export type { ChannelConfig, Config } from './config-schema.ts';
-export { ensureLoomHome, expandHome, loadConfig, resolveLoomHome } from './loom-home.ts';
+export { ensureLoomHome, expandHome, loadConfig, loadConfigText, resolveLoomHome } from './loom-home.ts';
 export type { LoomHome } from './loom-home.ts';
 export { resolveStoreUrl } from './resolve-store-url.ts';
 export type { StoreUrlSource } from './resolve-store-url.ts';

@@ -68,13 +68,27 @@ export async function ensureLoomHome(home: LoomHome): Promise<{ configWritten: b
  * @throws {ConfigError} naming the file, the field and what was expected.
  */
 export async function loadConfig(home: LoomHome): Promise<Config> {
+  return (await loadConfigText(home)).config;
+}
+
+/**
+ * `loadConfig`, with the text the config was read from (null: there was no file), for a reader
+ * that must know which version of the file it read (the daemon following `[default_model]`).
+ * @throws {ConfigError} naming the file, the field and what was expected.
+ */
+export async function loadConfigText(home: LoomHome): Promise<{ config: Config; text: string | null }> {
   let text: string;
   try {
     text = await readFile(home.configPath, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return ConfigSchema.parse({});
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { config: ConfigSchema.parse({}), text: null };
     throw new ConfigError(`cannot read config "${home.configPath}": ${(error as Error).message}`, { cause: error });
   }
+  return { config: parseConfigText(home, text), text };
+}
+
+/** Parses and validates the text of `home`'s config.toml. @throws {ConfigError} */
+function parseConfigText(home: LoomHome, text: string): Config {
   let document: unknown;
   try {
     document = parseToml(text);

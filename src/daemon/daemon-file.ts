@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -23,6 +24,13 @@ export const DaemonInfoSchema = z.object({
    * file system stamps times coarsely (absent from daemons before it was kept).
    */
   configMtimeMs: z.number().nullable().optional(),
+  /**
+   * The SHA-256 (hex) of config.toml's text as the daemon runs with it, null when there was none:
+   * a file whose text hashes otherwise has changed since. Exact where a modification time is not
+   * (two writes within one tick of the file system's clock share it); preferred to
+   * `configMtimeMs` when present.
+   */
+  configDigest: z.string().nullable().optional(),
 });
 
 /** A running daemon's address and process. */
@@ -80,10 +88,26 @@ export async function readDaemonFile(home: LoomHome): Promise<DaemonInfo | undef
  * started before goes on without the change until it is restarted. False when there is no file.
  */
 export async function startedBeforeConfigChanged(home: LoomHome, daemon: DaemonInfo): Promise<boolean> {
+  if (daemon.configDigest !== undefined) return (await configDigest(home)) !== daemon.configDigest;
   const changed = await configMtime(home);
   if (changed === null) return false;
   if (daemon.configMtimeMs !== undefined) return changed !== daemon.configMtimeMs;
   return changed > Date.parse(daemon.configReadAt ?? daemon.startedAt);
+}
+
+/** The SHA-256 (hex) of `text`, config.toml's contents as read; null for no file. */
+export function digestOf(text: string | null): string | null {
+  return text === null ? null : createHash('sha256').update(text).digest('hex');
+}
+
+/** The SHA-256 (hex) of config.toml's text now, null when there is no file. */
+export async function configDigest(home: LoomHome): Promise<string | null> {
+  return digestOf(
+    await readFile(home.configPath, 'utf8').catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }),
+  );
 }
 
 /** config.toml's modification time in ms, null when there is no file. */

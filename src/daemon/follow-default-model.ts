@@ -1,6 +1,6 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { basename } from 'node:path';
-import { type Config, loadConfig, type LoomHome } from '../config/index.ts';
+import { type Config, loadConfigText, type LoomHome } from '../config/index.ts';
 import type { Logger } from '../contracts/index.ts';
 import type { AgentRuntime } from '../kernel/index.ts';
 import { modelName } from '../models/index.ts';
@@ -13,8 +13,11 @@ export interface FollowDefaultModelOptions {
   /** The agents' runtime: its `defaultModel` is replaced in place (what every turn reads). */
   runtime: Pick<AgentRuntime, 'defaultModel'>;
   logger: Logger;
-  /** Called after a change was read, with whether the daemon now runs with config.toml as it is (nothing else in it changed). */
-  onRead?: (current: boolean) => Promise<void>;
+  /**
+   * Called after a change was read, with whether the daemon now runs with config.toml as it was
+   * read (nothing else in it changed) and the text it read (null: no file).
+   */
+  onRead?: (current: boolean, text: string | null) => Promise<void>;
 }
 
 /** JSON of a config without its default model: what the daemon reads only when it starts. */
@@ -34,8 +37,9 @@ export function followDefaultModel(options: FollowDefaultModelOptions): { close(
   let again = false;
   const read = async (): Promise<void> => {
     let next: Config;
+    let text: string | null;
     try {
-      next = await loadConfig(home);
+      ({ config: next, text } = await loadConfigText(home));
     } catch (error) {
       logger.warn({ err: error }, `config.toml changed but cannot be read, so the daemon goes on with what it has: ${error instanceof Error ? error.message : String(error)}`);
       return;
@@ -49,7 +53,7 @@ export function followDefaultModel(options: FollowDefaultModelOptions): { close(
         next.default_model === undefined ? 'config.toml names no [default_model] any more: agents without [model] cannot run' : `Default model: ${modelName(next.default_model)} ([default_model] in config.toml changed); agents without [model] run on it from their next turn`,
       );
     }
-    await options.onRead?.(restOf(next) === startedWith);
+    await options.onRead?.(restOf(next) === startedWith, text);
   };
   const changed = (): void => {
     if (reading !== undefined) {

@@ -10,7 +10,7 @@ import { startExternalDiscovery } from '../a2a/external-agents.ts';
 import { createHttpApp, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import type { LoomMetrics } from '../telemetry/loom-metrics.ts';
-import { configMtime, type DaemonInfo, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
+import { configDigest, configMtime, type DaemonInfo, digestOf, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
 import { followDefaultModel } from './follow-default-model.ts';
 // Not the telemetry index: that loads the OpenTelemetry SDK, which only a daemon that traces needs.
 import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
@@ -95,6 +95,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   }
   // The config.toml this daemon runs with: as close to when it was read as the daemon can see it.
   const configMtimeMs = await configMtime(home);
+  const configDigestAtStart = await configDigest(home);
   const clock = options.clock ?? createSystemClock();
   // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
   const endpoint = tracingEndpoint(config.telemetry, env);
@@ -122,6 +123,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       startedAt: new Date().toISOString(),
       version: options.version,
       configMtimeMs,
+      configDigest: configDigestAtStart,
     };
     host.cluster.setUrl(info.url);
     await writeDaemonFile(home, info);
@@ -131,10 +133,12 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       config,
       runtime: host.runtime,
       logger,
-      onRead: async (current) => {
+      onRead: async (current, text) => {
         if (!current) return;
         info.configReadAt = new Date().toISOString();
         info.configMtimeMs = await configMtime(home);
+        // The text it read, not the file now: a write after the read is a change still to tell.
+        info.configDigest = digestOf(text);
         await writeDaemonFile(home, info);
       },
     });
