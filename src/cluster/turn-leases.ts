@@ -162,6 +162,9 @@ export function createTurnLeases(options: TurnLeasesOptions): TurnLeases {
       failing.look = false;
       for (const turn of taken) {
         if (stopped) return;
+        // One of its own, still under way here (its renewals failed a while, the database away):
+        // taken back, it is renewed again, and must not run twice.
+        if (held().includes(turn.id)) continue;
         logger.info({ turnId: turn.id, from: turn.previous }, `took over turn "${turn.id}"${turn.previous === null ? '' : ` from node ${turn.previous}`}: its lease lapsed; resuming it from its journal`);
         // A turn that cannot be resumed here keeps the lease unrenewed: it lapses again, and is taken over again.
         await resume(turn.id).catch((error: unknown) => logger.warn({ err: messageOf(error), turnId: turn.id }, `could not resume turn "${turn.id}" taken over`));

@@ -9,9 +9,10 @@ import { usageColumnArrays } from './postgres-usage-repository.ts';
  * row locked by the update), the turn's messages numbered after the last one, its usage, its
  * journal closed, its audit events inserted and announced on `EVENT_CHANNEL`. Every insert reads
  * `bumped`, so when the session is not at the expected revision (or is gone) nothing is written
- * and no row comes back. Nor when the turn it closes is held by another node, which took it over
- * after this node's lease lapsed (decision 0061): its row is locked first, so a takeover either
- * committed before (and is seen) or waits for this commit.
+ * and no row comes back. Nor when the turn it closes is not running here any more: held by
+ * another node, which took it over after this node's lease lapsed (decision 0061), or ended
+ * there already (its row gone or done). Its row is locked first, so a takeover either committed
+ * before (and is seen) or waits for this commit.
  *
  * Why the next message number is right: the statement's snapshot is taken before the update
  * waits for a writer holding the row; a writer that committed after the snapshot raised the
@@ -24,7 +25,7 @@ const APPEND_AT_REVISION: NamedStatement = {
       SELECT state, node_id FROM turn_journal WHERE id = $13 FOR UPDATE
     ), bumped AS (
       UPDATE sessions SET updated_at = $1, revision = revision + 1
-      WHERE id = $2 AND revision = $3 AND NOT EXISTS (SELECT FROM journal WHERE state = 'running' AND node_id IS NOT NULL AND node_id <> $20)
+      WHERE id = $2 AND revision = $3 AND ($13::text IS NULL OR EXISTS (SELECT FROM journal WHERE state = 'running' AND (node_id IS NULL OR node_id = $20)))
       RETURNING revision, (SELECT COALESCE(MAX(seq) + 1, 0) FROM session_messages WHERE session_id = $2) AS next
     ), added_messages AS (
       INSERT INTO session_messages (session_id, seq, message)

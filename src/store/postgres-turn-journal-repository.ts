@@ -32,8 +32,20 @@ function assertHeld(row: Row, turnId: string, owner: TurnOwner, action: string):
  * another node (see `appendAtRevision`, whose statement writes nothing then).
  */
 export async function assertTurnHeld(db: Queryable, turnId: string, owner: TurnOwner): Promise<void> {
-  const [row] = (await query(db, "SELECT node_id FROM turn_journal WHERE id = $1 AND state = 'running'", [turnId])).rows;
-  if (row !== undefined) assertHeld(row, turnId, owner, 'commit');
+  const [row] = (await query(db, 'SELECT node_id, state FROM turn_journal WHERE id = $1', [turnId])).rows;
+  assertRunningHere(row, turnId, owner);
+}
+
+/**
+ * Refuses the commit of turn `turnId` (its journal's row `row`) unless the journal holds it as
+ * running on this node: a commit closes a turn whose journal was written, so a row that is gone
+ * or done means another node took the turn over and ended it (decision 0061).
+ */
+function assertRunningHere(row: Row | undefined, turnId: string, owner: TurnOwner): void {
+  if (row === undefined || row['state'] !== 'running') {
+    throw new LoomError('TURN_TAKEN_OVER', 'system', `cannot commit turn "${turnId}": it is no longer running on this node; another node took it over after this node's lease on it lapsed, and ended it`, { details: { turnId } });
+  }
+  assertHeld(row, turnId, owner, 'commit');
 }
 
 /**
@@ -45,8 +57,8 @@ export async function closeTurn(db: Queryable, close: TurnJournalClose, at: numb
   // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
   const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL AND (node_id IS NULL OR node_id = $2)', [close.turnId, owner.nodeId]);
   if (changed > 0) return;
-  const [row] = (await query(db, "SELECT node_id FROM turn_journal WHERE id = $1 AND state = 'running' FOR UPDATE", [close.turnId])).rows;
-  if (row !== undefined) assertHeld(row, close.turnId, owner, 'commit');
+  const [row] = (await query(db, 'SELECT node_id, state FROM turn_journal WHERE id = $1 FOR UPDATE', [close.turnId])).rows;
+  assertRunningHere(row, close.turnId, owner);
   await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
   await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2, node_id = NULL, lease_until = NULL WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
 }

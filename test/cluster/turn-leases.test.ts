@@ -1,12 +1,13 @@
 import pg from 'pg';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTurnLeaseQueue } from '../../src/cluster/turn-leases.ts';
+import { createTurnLeaseQueue, createTurnLeases } from '../../src/cluster/turn-leases.ts';
 import type { TurnJournalOpen } from '../../src/contracts/index.ts';
 import { isLoomError, toErrorResponse } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
 import { createAgentIn, sessionOf } from '../store/contract/fixtures.ts';
 import { migratedTemplate, useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // Turn leases on PostgreSQL (decision 0061), two nodes in one process: each a store whose origin
 // is its node id, and the lease statements of that node. A lease lapses when the test moves its
@@ -110,6 +111,19 @@ describe('turn leases on PostgreSQL', () => {
     await winner.store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'place the order' }, { role: 'assistant', content: 'done' }], updatedAt: 3_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
     expect(await winner.store.turns.get('t1')).toBeUndefined();
     expect((await b.store.sessions.get(agent.sessionId))?.messages).toHaveLength(2);
+
+    // Node A's commit arriving after the turn ended there is refused too, by either way a turn
+    // commits (the one statement at a revision, and the append a conflict falls back to): the
+    // session holds the turn once.
+    const late = [{ role: 'assistant', content: 'placed (late)' }];
+    const atRevision = a.store.sessions.append(agent.sessionId, late, { expectedRevision: 1, updatedAt: 4_000, closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+    expect(await codeOf(atRevision)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": it is no longer running on this node/);
+    const appended = a.store.sessions.append(agent.sessionId, late, { updatedAt: 4_000, closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+    expect(await codeOf(appended)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": it is no longer running on this node/);
+    expect((await a.store.sessions.get(agent.sessionId))?.messages).toEqual([
+      { role: 'user', content: 'place the order' },
+      { role: 'assistant', content: 'done' },
+    ]);
   });
 
   it('a turn no node holds (recorded before leases, or copied from SQLite) is taken over at once, oldest first', async () => {
@@ -125,5 +139,23 @@ describe('turn leases on PostgreSQL', () => {
       { id: 'late', previous: null },
     ]);
     expect(await a.leases.takeOver()).toEqual([]);
+  });
+
+  it('a node whose own lease lapsed while its turn still runs there (its renewals failed a while) takes the lease back but never resumes the turn a second time', async () => {
+    url = (await postgres.createDatabase({ template })).url;
+    const a = await node('node-a');
+    await createAgentIn(a.store, 'clerk');
+    await a.store.turns.step('t1', [{ kind: 'model', at: 1_001, data: {} }], { open: turn('t1', 'clerk') });
+    await lapse('t1');
+    const resumed: string[] = [];
+    const leases = createTurnLeases({ url, target: 'test', nodeId: 'node-a', logger: createSilentLogger(), leaseMs: 60_000, held: () => ['t1'], resume: (turnId) => (resumed.push(turnId), Promise.resolve(true)) });
+    try {
+      leases.start();
+      await waitFor('node A to take its lease back', async () => (await lease('t1'))?.lapsed === false);
+      expect((await lease('t1'))?.node_id).toBe('node-a');
+      expect(resumed).toEqual([]);
+    } finally {
+      await leases.stop();
+    }
   });
 });
