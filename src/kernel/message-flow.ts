@@ -1,5 +1,4 @@
 import type { ModelMessage } from 'ai';
-import type { z } from 'zod';
 import { isGranted, matchesPattern, tokenCapOf } from '../capabilities/index.ts';
 import type { Capability, Clock, IdGenerator, JsonObject, JsonValue, Logger, Store, ToolAgent, TurnJournalOpen, TurnJournalRecord, UsageRecord, WorkflowRecord } from '../contracts/index.ts';
 import {
@@ -39,10 +38,10 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { RecentFailures } from './agent-health.ts';
 import { auditRecordOf, type KernelEvent } from './event-bus.ts';
 import { type JournalPlace, outcomeRecord, requestRecord, resumeOf, savedStreamOf, TurnJournalWriter } from './turn-journal.ts';
-import type { TurnSeal } from './turn-audit.ts';
+import type { MessageFlow, ModelCallRequest, SendOptions, TaskTurn, TurnSeal } from './message-flow-contract.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import { type AgentRuntime, type Caller, DEFAULT_CONTEXT_WINDOW_TOKENS, MAX_AGENT_DEPTH, OWNER } from './agent-runtime.ts';
-import { type Budget, type BudgetLedger, type CallSpend, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
+import { type Budget, type BudgetLedger, isBudgetRefusal, spendListener, TokenBudget } from './budget-ledger.ts';
 import { lifetimeBudgets, slottedResolver, timeLimitedResolver } from './agent-call-limits.ts';
 import type { AutonomousGuard } from './autonomous-guard.ts';
 import type { PriorityGate } from './priority-gate.ts';
@@ -51,7 +50,7 @@ import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES, canonicalConversation,
 import type { CapabilityManager } from './capability-manager.ts';
 import { conversationSessionId } from './conversation-session.ts';
 import { errorEvent } from './event-stream.ts';
-import { type CancelledTurnView, type EventId, type FollowedEvent, type LiveTurn, LiveTurns, type RunningTurnView, type StreamEntry, type TurnCounts } from './live-turns.ts';
+import { type LiveTurn, LiveTurns, type StreamEntry } from './live-turns.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import { createModuleTurns } from './module-turns.ts';
 import type { OpenTurn, TurnPlace } from './open-turn.ts';
@@ -65,46 +64,7 @@ import { chainOf, toolPolicyOf } from './tool-policy.ts';
 import { untrustedSenderOf } from './untrusted-sender.ts';
 import { sealTurn, type TurnEnding, TurnTrace } from './turn-record.ts';
 
-/** Options for a message to an agent. */
-export interface SendOptions {
-  caller?: Caller;
-  signal?: AbortSignal;
-  /** Receives the run's events as they happen (the streaming doors use it). */
-  emit?: AgentEventSink;
-  /**
-   * The conversation the message belongs to (a chat thread on a channel): its own session of
-   * the agent, made with its first message. Without one, the agent's main session.
-   */
-  conversation?: string;
-  /**
-   * Who the message is from, the same on every channel: the assistant loop then sees what the
-   * agent said with them in other conversations, and adds this exchange (see `canonical-memory.ts`).
-   */
-  person?: string;
-  /** The door the message came through when it is one whose text is untrusted whoever sends it (A2A): see `untrustedSenderOf`. */
-  door?: 'a2a';
-  /**
-   * A scheduled wake-up of an agent that acts unasked: with `[autonomous]`, its tool calls are
-   * capped by `max_actions_per_cycle` (see `AutonomousGuard`).
-   */
-  cycle?: boolean;
-  /** The model for this turn instead of the manifest's (a scheduled wake-up's `[schedule].model`); one the agent may call. */
-  model?: ModelTarget;
-  /**
-   * The caller's key for this message (an `Idempotency-Key`): a message sent again with the same
-   * key gets the turn it started (its reply once it ends) instead of starting another.
-   */
-  idempotencyKey?: string;
-  /** A turn its daemon stopped in, resumed from its journal (decision 0045); the kernel gives it at start. */
-  resume?: TurnJournalRecord;
-  /**
-   * The door tells its caller the message was taken before the turn ends (a streamed reply's first
-   * event, a scheduled run recorded as started): the
-   * turn is recorded in its journal when it is accepted, one commit more, so that a daemon that
-   * dies before the turn's first step does not lose it (decision 0045).
-   */
-  acknowledged?: boolean;
-}
+export type { MessageFlow, ModelCallRequest, SendOptions, TaskTurn } from './message-flow-contract.ts';
 
 /** What the message flow is built from: the kernel's own parts. */
 export interface MessageFlowParts {
@@ -131,98 +91,6 @@ export interface MessageFlowParts {
   recentFailures?: RecentFailures;
   /** Tells subscribers of an event the audit log holds already (one a turn's journal committed). */
   announce: (event: KernelEvent) => void;
-}
-
-/**
- * A turn an agent runs as one step of work rather than as a message in its conversation (a
- * package activity): its prompt stands alone, nothing is added to the agent's session, and it
- * may run with less than the agent holds.
- */
-export interface TaskTurn {
-  prompt: string;
-  /** Added to the agent's system prompt for this turn (skills' instructions). */
-  instructions?: string;
-  /** The model for this turn instead of the manifest's; it must be one the agent may call. */
-  model?: ModelTarget;
-  /** Least privilege: every call must be granted by these as well (see `ToolAgent.limit`). */
-  limit?: readonly Capability[];
-  /** With `limit`: the only MCP servers whose tools the turn may call (see `ToolAgent.limitMcpServers`). */
-  mcpServers?: readonly string[];
-  /**
-   * Tokens the turn may use (see `AgentLoopOptions.tokenBudget`): each model call of the turn (a
-   * `generate_text` or a judge its tools ask for included) is refused once they are spent.
-   */
-  tokenBudget?: { max: number; label: string };
-  /**
-   * Told what each model call of the turn spent as it settles, failed calls that reported usage
-   * included: a package run counts every attempt of its activities with it.
-   */
-  onSpend?: (spent: CallSpend) => void;
-}
-
-/** The message flow, and what the kernel tells it when agents stop. */
-export interface MessageFlow {
-  /** `seal` is how the turn's commit writes its own audit record (see `TurnSeal`). */
-  send(reference: string, message: string, options?: SendOptions, seal?: TurnSeal): Promise<TurnResult>;
-  /**
-   * Runs a task turn (see {@link TaskTurn}) under the agent's capabilities, quota and turn order;
-   * its usage is recorded like a message's.
-   * @throws as `send` does; {TokenBudgetExceededError} when the turn passes its budget (its
-   *   usage is recorded all the same).
-   */
-  runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
-  /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
-  stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
-  /** The agent's turn on the session of `conversation` (its main session without one) that runs now (else the first one waiting), if any. */
-  runningTurn(agent: AgentEntry, conversation?: string): RunningTurnView | undefined;
-  /** How many turns run now and how many wait, across every agent and session. */
-  turnCounts(): TurnCounts;
-  /** The journal ids of this process's turns under way or queued: their node renews its leases on them (decision 0061). */
-  journaledTurns(): string[];
-  /**
-   * Follows that turn: its events so far (text joined), each with its id, then the rest as they
-   * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the
-   * last event a client got, `Last-Event-ID`), only those after it (see `LiveTurn.follow`).
-   * @throws {TurnNotRunningError} when it has none, or when `after` names an event of a turn that has ended.
-   */
-  followTurn(agent: AgentEntry, conversation?: string, after?: EventId): AsyncIterable<FollowedEvent>;
-  /**
-   * Cancels that turn as `caller` (who must be allowed to message the agent), and resolves once
-   * it has ended and what it said and did is committed, with how it ended.
-   * @throws {AccessDeniedError} {CapabilityDeniedError} {TurnNotRunningError}
-   */
-  cancelTurn(agent: AgentEntry, caller: Caller, by: string, conversation?: string): Promise<CancelledTurnView>;
-  /** Resolves once no turn is running or queued, and no background work (a workflow) runs. */
-  idle(): Promise<void>;
-  /** Empties the session of an agent's `conversation` (its main session without one), after its running turn (if any) ends. */
-  resetSession(agent: AgentEntry, at: number, conversation?: string): Promise<void>;
-  /** Goes on with the agent's background work (an executing workflow) after a start or a resume. */
-  resumeWork(agent: AgentEntry): Promise<void>;
-  /**
-   * One model call as the agent outside its turns (the `generate_text` tool, forged tools'
-   * judges): its primary model, or `model` when it may call that one; usage recorded at once and
-   * counted against its quota. With `schema` the reply is JSON matching it (asked twice at most).
-   * @throws {AgentNotFoundError} {AgentStateError} {QuotaExceededError} {CapabilityDeniedError}
-   *   {ModuleUnavailableError}, and the model's errors.
-   */
-  callModel<T>(agentId: string, request: ModelCallRequest<T>): Promise<{ text: string; output: T | undefined }>;
-}
-
-/** A model call made as an agent outside its turns (see `MessageFlow.callModel`). */
-export interface ModelCallRequest<T> {
-  /** What the call is for, in logs and errors (`generate_text`, `judge`). */
-  step: string;
-  system: string;
-  prompt: string;
-  model?: ModelTarget;
-  schema?: z.ZodType<T>;
-  signal: AbortSignal;
-  /**
-   * The agent as the turn asking sees it. In a turn limited to less (a package step's,
-   * `ToolAgent.limit`) the call goes to the step's model, or else to the first of the agent's
-   * models the limit's `llm_query` names.
-   */
-  caller?: ToolAgent;
 }
 
 /**

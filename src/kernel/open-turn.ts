@@ -4,7 +4,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { SessionHistory } from './session-histories.ts';
-import type { TurnSeal } from './turn-audit.ts';
+import type { TurnSeal } from './message-flow-contract.ts';
 import type { JournalPlace } from './turn-journal.ts';
 import type { TurnTrace } from './turn-record.ts';
 

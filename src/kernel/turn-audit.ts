@@ -3,7 +3,7 @@ import { codesOfKind, isLoomError } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { TurnEvent } from './event-bus.ts';
-import type { MessageFlow, SendOptions, TaskTurn } from './message-flow.ts';
+import type { MessageFlow, SendOptions, TaskTurn, TurnSeal } from './message-flow-contract.ts';
 
 /** Codes of the errors that refuse a turn before it runs (who may ask, the quota, the agent's state). */
 const REFUSAL_CODES: ReadonlySet<string> = codesOfKind('refused');
@@ -21,26 +21,6 @@ export interface TurnAuditParts {
   announce: (event: TurnEvent) => void;
   /** Where a turn's start is logged (its end is a kernel event, logged from the bus). */
   logger?: Logger;
-}
-
-/**
- * How a turn's own commit carries its audit record, so that a finished turn is one write: the
- * commit asks `finished` for the record of its result and writes it with the turn's messages,
- * then sets `recorded`. A turn whose commit does not (a task turn) is recorded after it returns.
- */
-export interface TurnSeal {
-  finished(result: TurnResult): TurnEvent;
-  recorded?: TurnEvent;
-  /**
-   * Set by the commit of a turn that ran and was stopped (cancelled, or a budget refused its next
-   * model call): it is recorded as a cancel, not as a refusal before it ran.
-   */
-  stopped?: boolean;
-  /**
-   * Set when the message repeated an earlier one's idempotency key and got that turn's reply: the
-   * earlier turn has its own record, so none is written.
-   */
-  replayed?: boolean;
 }
 
 /** `owner`, `user:<key name>`, `viewer`, or `agent:<name>`: who asked for a turn. */

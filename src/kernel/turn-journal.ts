@@ -4,7 +4,7 @@ import { isIdempotent, type LoopJournal, type LoopResume, type ModelCallUsage, t
 import { ModelTargetSchema } from '../manifest/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { Caller } from './agent-runtime.ts';
-import type { SendOptions } from './message-flow.ts';
+import type { SendOptions } from './message-flow-contract.ts';
 import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
 import { approvalOf, type ToolTraceStep, type TurnEnding } from './turn-record.ts';
 import type { StreamEntry, StreamStepData } from './live-turns.ts';
