@@ -23,11 +23,10 @@ import {
   compactSession,
   type KnownTokens,
   linkAbort,
-  loadAi,
   type ModelCallUsage,
   partialOutcomeOf,
   runAgentLoop,
-  SUMMARY_INSTRUCTION,
+  summarizeMessages,
   SUMMARY_PREFIX,
   type TaintTracker,
   type ToolRunner,
@@ -184,19 +183,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     });
   }
 
-  async function summarize(resolver: ModelResolver, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
-    const { generateText } = await loadAi();
-    const startedAt = clock.now();
-    const result = await generateText({
-      model: resolver.resolve(model),
-      system: SUMMARY_INSTRUCTION,
-      messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTION }],
-      maxRetries: 0,
-      abortSignal: signal,
-    });
-    // The summary is paid for like any other call.
-    calls.push({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
-    return result.text;
+  /** A summary of `older` by `model`, paid for like any other call (its usage goes to `calls`). */
+  function summarize(resolver: ModelResolver, model: ModelTarget, older: readonly ModelMessage[], signal: AbortSignal, calls: ModelCallUsage[]): Promise<string> {
+    return summarizeMessages({ resolver, model, clock, signal, onCall: (used) => calls.push(used) }, older);
   }
 
   /** Prices every model call of a turn, as usage records for the store. */
@@ -553,7 +542,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
     const done = (async () => {
       try {
-        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record, resolver: meteredResolver(runtime, entry) }, await loadAi());
+        const { context } = createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record, resolver: meteredResolver(runtime, entry) });
         await executeWorkflow(context, port);
         // Said so that a test can tell that nothing more runs (a pause took effect) without a sleep.
         runLogger.debug({}, `the workflow of agent "${entry.name}" stopped running in the background`);
@@ -604,7 +593,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       runtime,
       entry,
       { message: request.prompt, history: [], caller: OWNER, signal: request.signal, emit: noEvents, logger: callLogger, onCall: (used) => calls.push(used), resolver: meteredResolver(runtime, entry, budgets), ...(model === undefined ? {} : { model }) },
-      await loadAi(),
     );
     const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];
     try {

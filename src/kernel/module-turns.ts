@@ -1,6 +1,4 @@
-import type * as AiSdk from 'ai';
 import type { ModelMessage } from 'ai';
-import type { z } from 'zod';
 import { isGranted, tokenCapOf } from '../capabilities/index.ts';
 import type { Clock, IdGenerator, Logger, UsageRecord } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
@@ -8,7 +6,7 @@ import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } 
 import { codeModuleOf } from '../manifest/index.ts';
 import { agentMessageTool } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';
-import { type AgentEventSink, type KnownTokens, loadAi, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
+import { type AgentEventSink, generateReply, generateStructured, type KnownTokens, type ModelCallSettings, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { type RecentFailures, unhealthyReason } from './agent-health.ts';
 import type { AgentRegistry } from './agent-registry.ts';
@@ -86,7 +84,7 @@ export interface ModuleTurnParts {
 /** The module turns, as the message flow calls them. */
 export interface ModuleTurns {
   /** A module's context for a turn or for work outside one (see `createModuleContext` below), and the turn's primary model. */
-  createModuleContext: (runtime: AgentRuntime, entry: AgentEntry, turn: ModuleTurnInput, ai: typeof AiSdk) => { context: ModuleTurnContext; primary: () => ModelTarget };
+  createModuleContext: (runtime: AgentRuntime, entry: AgentEntry, turn: ModuleTurnInput) => { context: ModuleTurnContext; primary: () => ModelTarget };
   /** Runs a turn on `module` and commits it to `place` (see `runModuleTurn` below). */
   runModuleTurn: (runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace) => Promise<TurnResult>;
 }
@@ -104,10 +102,8 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     runtime: AgentRuntime,
     entry: AgentEntry,
     turn: ModuleTurnInput,
-    ai: typeof AiSdk,
   ): { context: ModuleTurnContext; primary: () => ModelTarget } {
     const { caller, signal, emit, onCall } = turn;
-    const { generateText, NoObjectGeneratedError, NoOutputGeneratedError, Output } = ai;
     // Chosen at the first model call: a code agent may make none, and need no model at all.
     let chosen: ModelTarget[] | undefined;
     const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
@@ -116,22 +112,8 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
     const runnerOfTurn = (): ToolRunner => turn.runner ?? parts.runner();
     const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
-    const call = async (request: { system: string; messages: ModelMessage[] }, output?: Parameters<typeof generateText>[0]['output']) => {
-      const model = primary();
-      const startedAt = clock.now();
-      const result = await generateText({
-        model: turn.resolver.resolve(model),
-        system: request.system,
-        messages: request.messages,
-        maxOutputTokens,
-        temperature: modelConfig?.temperature ?? 0.7,
-        maxRetries: 0,
-        abortSignal: signal,
-        ...(output === undefined ? {} : { output }),
-      });
-      onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
-      return result;
-    };
+    // Each call of the module's own steps is made by the runtime, on the turn's primary model.
+    const callSettings = (): ModelCallSettings => ({ resolver: turn.resolver, model: primary(), clock, signal, onCall, maxOutputTokens, temperature: modelConfig?.temperature ?? 0.7 });
     /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
     const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
       const policy = policyOfTurn();
@@ -152,38 +134,8 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
       emit,
       clock,
       logger: turn.logger,
-      async structured(step, schema, request) {
-        let messages = request.messages;
-        let problem = '';
-        for (let attempt = 0; attempt < 2; attempt += 1) {
-          let reply: string;
-          try {
-            const result = await call({ system: request.system, messages }, Output.object({ schema }));
-            // A reply that calls a tool (none is offered here; a model may call one all the same), or
-            // ends another way than "stop" with no text (a length limit, a content filter), has no output.
-            if (result.toolCalls.length > 0) {
-              problem = `the reply called ${result.toolCalls.map((toolCall) => toolCall.toolName).join(', ')}, and this step offers no tool`;
-            } else {
-              try {
-                return result.output as z.output<typeof schema>;
-              } catch (error) {
-                if (!NoOutputGeneratedError.isInstance(error)) throw error;
-                problem = `the reply ended (${result.finishReason}) with no output`;
-              }
-            }
-            reply = result.text;
-          } catch (error) {
-            if (!NoObjectGeneratedError.isInstance(error)) throw error;
-            onCall({ model: primary(), inputTokens: error.usage?.inputTokens ?? 0, outputTokens: error.usage?.outputTokens ?? 0 });
-            problem = error.cause instanceof Error ? error.cause.message : error.message;
-            reply = error.text ?? '';
-          }
-          const said: ModelMessage[] = reply.trim() === '' ? [] : [{ role: 'assistant', content: reply }];
-          messages = [...request.messages, ...said, { role: 'user', content: `That reply is not the JSON asked for (${problem}). Answer again with JSON only.` }];
-        }
-        throw new LoomError('STRUCTURED_OUTPUT_INVALID', 'third-party', `agent "${entry.name}", step "${step}": the model's reply was not the JSON asked for, twice: ${problem}`);
-      },
-      generate: async (_step, request) => (await call(request)).text,
+      structured: (step, schema, request) => generateStructured(callSettings(), request, schema, `agent "${entry.name}", step "${step}"`),
+      generate: (_step, request) => generateReply(callSettings(), request),
       callTool: (name, input) => runTool(name, input, policyOfTurn().settings),
       async act(_step, request) {
         const policy = policyOfTurn();
@@ -286,7 +238,7 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     };
     const system = await agentSystemPrompt(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
     const runner = place.cycle === true ? parts.cycleRunner?.(entry) : undefined;
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) }, await loadAi());
+    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) });
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);

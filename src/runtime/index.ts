@@ -9,7 +9,9 @@ export { canonicalJson } from './canonical-json.ts';
 export { loadAi } from './load-ai.ts';
 export { checkToolInput, toolJsonSchema } from './tool-schema.ts';
 export { formatCount } from './format-count.ts';
-export { compactSession, SUMMARY_INSTRUCTION, SUMMARY_PREFIX } from './compaction.ts';
+export { compactSession, SUMMARY_PREFIX } from './compaction.ts';
+export { generateReply, generateStructured, summarizeMessages } from './model-call.ts';
+export type { ModelCallSettings } from './model-call.ts';
 export type { CompactionOptions } from './compaction.ts';
 export { DEFAULT_TOOL_TIMEOUT_MS, MAX_CONTINUATIONS } from './constants.ts';
 export {
