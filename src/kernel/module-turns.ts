@@ -1,25 +1,25 @@
 import type { ModelMessage } from 'ai';
 import { isGranted, tokenCapOf } from '../capabilities/index.ts';
-import type { Clock, IdGenerator, Logger, UsageRecord } from '../contracts/index.ts';
+import type { Logger, UsageRecord } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from '../agents/index.ts';
 import { codeModuleOf } from '../manifest/index.ts';
 import { agentMessageTool } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';
-import { type AgentEventSink, generateReply, generateStructured, type KnownTokens, type ModelCallSettings, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
+import { type AgentEventSink, generateReply, generateStructured, type ModelCallSettings, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
-import { type RecentFailures, unhealthyReason } from './agent-health.ts';
-import type { AgentRegistry } from './agent-registry.ts';
+import { unhealthyReason } from './agent-health.ts';
 import type { AgentRuntime, Caller } from './agent-runtime.ts';
-import type { CapabilityManager } from './capability-manager.ts';
 import { delegationError } from './delegation-error.ts';
-import type { KernelEvent } from './event-bus.ts';
-import type { OpenTurn, TurnPlace } from './open-turn.ts';
-import type { SessionHistories } from './session-histories.ts';
+import type { FlowState } from './flow-state.ts';
+import { compactHistory } from './history-compaction.ts';
+import { contextWindowOf } from './model-choice.ts';
+import type { OpenTurn, SessionTurnContext } from './open-turn.ts';
 import { agentSystemPrompt } from './agent-skills.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, type ToolPolicy, toolPolicyOf } from './tool-policy.ts';
-import { type TurnEnding, TurnTrace, withoutMetadata } from './turn-record.ts';
+import { endingOf, finishTurn, resultOf } from './turn-commit.ts';
+import { TurnTrace, withoutMetadata } from './turn-record.ts';
 
 /**
  * The turns of agent types with their own steps (delegate, chain of thought, workflow, code
@@ -43,7 +43,7 @@ export interface ModuleTurnInput {
   onCall: (call: ModelCallUsage) => void;
   /** The model to call instead of the agent's own chain; refused unless the agent may call it. */
   model?: ModelTarget;
-  /** What every model call resolves its model through: metered by the budget ledger (see `meteredResolver` in `message-flow.ts`). */
+  /** What every model call resolves its model through: metered by the budget ledger (see `ModelChoice.resolver`). */
   resolver: ModelResolver;
   /** The agent's system prompt, when read already (identity files); its manifest's otherwise. */
   system?: string;
@@ -51,47 +51,17 @@ export interface ModuleTurnInput {
   runner?: ToolRunner;
 }
 
-/** What the module turns are built from: the kernel's parts and the message flow's own steps they share. */
-export interface ModuleTurnParts {
-  clock: Clock;
-  ids: IdGenerator;
-  registry: Pick<AgentRegistry, 'find' | 'list'>;
-  capabilities: Pick<CapabilityManager, 'granted'>;
-  histories: Pick<SessionHistories, 'load'>;
-  runner: () => ToolRunner;
-  /** The tool runner of an unattended cycle of `entry` (see `AutonomousGuard.cycleRunner`). */
-  cycleRunner?: (entry: AgentEntry) => ToolRunner;
-  /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
-  publish: (event: KernelEvent) => Promise<void>;
-  /** An agent's name by id (the id when it is gone). */
-  nameOf: (id: string) => string;
-  /** The resolver an agent's work calls models through, each call reserved from its budgets and settled after. */
-  meteredResolver: (runtime: AgentRuntime, entry: AgentEntry) => ModelResolver;
-  // The message flow's own steps, which these turns share with its others (see `message-flow.ts`).
-  chooseModels: (runtime: AgentRuntime, entry: AgentEntry, message: string, historyDepth: number, toolCount: number, chosen?: ModelTarget) => { models: ModelTarget[]; tier?: string };
-  contextWindowOf: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget) => number;
-  compactHistory: (runtime: AgentRuntime, entry: AgentEntry, model: ModelTarget, messages: ModelMessage[], turn: { resolver: ModelResolver; signal: AbortSignal; emit: AgentEventSink; logger: Logger; calls: ModelCallUsage[]; knownTokens?: KnownTokens }) => Promise<ModelMessage[]>;
-  beginTurn: (entry: AgentEntry, emit: AgentEventSink, purpose: string, turnId?: string) => Promise<Logger>;
-  commitTurn: (turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options?: { wellFormed?: number; result?: (usage: readonly UsageRecord[]) => TurnResult }) => Promise<UsageRecord[]>;
-  endingOf: (error: unknown, signal: AbortSignal) => TurnEnding;
-  unwound: (entry: AgentEntry, error: unknown, signal: AbortSignal) => unknown;
-  resultOf: (usage: readonly UsageRecord[], text: string, iterations: number, model: string) => TurnResult;
-  finishTurn: (result: TurnResult, emit: AgentEventSink) => TurnResult;
-  /** The agents whose last turn failed on every model, lately: left out of catalogs. */
-  recentFailures?: RecentFailures | undefined;
-}
-
 /** The module turns, as the message flow calls them. */
 export interface ModuleTurns {
   /** A module's context for a turn or for work outside one (see `createModuleContext` below), and the turn's primary model. */
   createModuleContext: (runtime: AgentRuntime, entry: AgentEntry, turn: ModuleTurnInput) => { context: ModuleTurnContext; primary: () => ModelTarget };
-  /** Runs a turn on `module` and commits it to `place` (see `runModuleTurn` below). */
-  runModuleTurn: (runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace) => Promise<TurnResult>;
+  /** Runs a turn on `module` and commits it to the turn's place (see `runModuleTurn` below). */
+  runModuleTurn: (turn: SessionTurnContext, module: AgentModule) => Promise<TurnResult>;
 }
 
-/** Builds the module turns of a message flow; it makes them once, with its own steps in `parts`. */
-export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
-  const { clock, registry, capabilities, histories, nameOf, chooseModels, contextWindowOf, compactHistory, beginTurn, commitTurn, endingOf, unwound, resultOf, finishTurn } = parts;
+/** Builds the module turns of a message flow over its state (see `FlowState`); it makes them once. */
+export function createModuleTurns(flow: FlowState): ModuleTurns {
+  const { clock, registry, capabilities, histories, nameOf, commits } = flow;
 
   /**
    * What an agent type's module works with (see `ModuleTurnContext`): the agent's models, each
@@ -106,18 +76,18 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     const { caller, signal, emit, onCall } = turn;
     // Chosen at the first model call: a code agent may make none, and need no model at all.
     let chosen: ModelTarget[] | undefined;
-    const modelsOfTurn = (): ModelTarget[] => (chosen ??= chooseModels(runtime, entry, turn.message, turn.history.length, 0, turn.model).models);
+    const modelsOfTurn = (): ModelTarget[] => (chosen ??= flow.models.choose(runtime, entry, { message: turn.message, historyDepth: turn.history.length, toolCount: 0, chosen: turn.model }).models);
     const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
-    const runnerOfTurn = (): ToolRunner => turn.runner ?? parts.runner();
+    const runnerOfTurn = (): ToolRunner => turn.runner ?? flow.runner();
     const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
     // Each call of the module's own steps is made by the runtime, on the turn's primary model.
     const callSettings = (): ModelCallSettings => ({ resolver: turn.resolver, model: primary(), clock, signal, onCall, maxOutputTokens, temperature: modelConfig?.temperature ?? 0.7 });
     /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
     const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
       const policy = policyOfTurn();
-      const toolCallId = parts.ids.uuid();
+      const toolCallId = flow.ids.uuid();
       emit({ type: 'tool-call', toolCallId, toolName: name, input });
       const { result, failure } = await runnerOfTurn().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
       const isError = result.isError === true;
@@ -166,13 +136,13 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
         });
         return outcome.text;
       },
-      report: (event) => parts.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
+      report: (event) => flow.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
       async catalog(names) {
         const granted = capabilities.granted(entry.id);
         const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
         const available: CatalogEntry[] = [];
         const leftOut: { name: string; reason: string }[] = [];
-        const health = { defaultModel: runtime.defaultModel, env: runtime.env, recentFailures: parts.recentFailures, probes: new Map<string, Promise<boolean>>() };
+        const health = { defaultModel: runtime.defaultModel, env: runtime.env, recentFailures: flow.recentFailures, probes: new Map<string, Promise<boolean>>() };
         for (const name of wanted) {
           const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
           if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
@@ -208,21 +178,22 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
    * decides them, with what `createModuleContext` gives it; what it returns is saved after the
    * user's message, with the usage of every call.
    */
-  async function runModuleTurn(runtime: AgentRuntime, entry: AgentEntry, module: AgentModule, message: string, caller: Caller, signal: AbortSignal, sink: AgentEventSink, place: TurnPlace): Promise<TurnResult> {
+  async function runModuleTurn(turnContext: SessionTurnContext, module: AgentModule): Promise<TurnResult> {
+    const { runtime, entry, message, caller, signal, place } = turnContext;
     const trace = new TurnTrace(clock);
-    const emit = trace.sink(sink);
-    const runLogger = await beginTurn(entry, emit, 'send it messages', place.journal?.turnId);
+    const emit = trace.sink(turnContext.emit);
+    const runLogger = await commits.begin(entry, emit, 'send it messages', place.journal?.turnId);
     const base = await histories.load(place.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
-    const resolver = parts.meteredResolver(runtime, entry);
+    const resolver = flow.models.resolver(runtime, entry);
     const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
     // Recorded when it was accepted, and its daemon stopped in it: its steps are not journaled, so
     // it is not resumed; its message is kept, with a record that says so (decision 0045).
     if (place.journal?.record !== undefined) {
       const reason = interruptedReason(entry.manifest.module);
       runLogger.warn({ turnId: place.journal.turnId }, `a turn of agent "${entry.name}" was interrupted and is not resumed: ${reason}`);
-      await commitTurn(turn, [...base.messages, userMessage], [], { status: 'failed', reason }, null);
+      await commits.commit(turn, [...base.messages, userMessage], [], { status: 'failed', reason }, null);
       throw new LoomError('TURN_INTERRUPTED', 'system', `the turn of agent "${entry.name}" was interrupted: ${reason}`);
     }
     // A code agent gets its session as stored (without Loom's own metadata): summarising it would
@@ -230,28 +201,28 @@ export function createModuleTurns(parts: ModuleTurnParts): ModuleTurns {
     const history =
       codeModuleOf(entry.manifest) !== undefined
         ? withoutMetadata(base.messages)
-        : (await compactHistory(runtime, entry, chooseModels(runtime, entry, message, base.messages.length, 0).models[0] as ModelTarget, [...base.messages, userMessage], { resolver, signal, emit, logger: runLogger, calls })).slice(0, -1);
+        : (await compactHistory([...base.messages, userMessage], { runtime, entry, clock, model: flow.models.choose(runtime, entry, { message, historyDepth: base.messages.length, toolCount: 0 }).models[0] as ModelTarget, resolver, signal, emit, logger: runLogger, calls })).slice(0, -1);
     for (const used of calls) trace.model(used);
     const onCall = (used: ModelCallUsage): void => {
       calls.push(used);
       trace.model(used);
     };
     const system = await agentSystemPrompt(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
-    const runner = place.cycle === true ? parts.cycleRunner?.(entry) : undefined;
+    const runner = place.cycle === true ? flow.cycleRunner(entry) : undefined;
     const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) });
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);
     } catch (error) {
       // The request was accepted and models were paid for: both are kept.
-      if (registry.find(entry.id) === entry) await commitTurn(turn, [...history, userMessage], calls, endingOf(error, signal), null);
-      throw unwound(entry, error, signal);
+      if (registry.find(entry.id) === entry) await commits.commit(turn, [...history, userMessage], calls, endingOf(error, signal), null);
+      throw commits.unwound(entry, error, signal);
     }
     // A code agent that called no model answers as its module.
     const model = calls[0]?.model ?? (codeModuleOf(entry.manifest) === undefined ? primary() : undefined);
     const answeredBy = model === undefined ? entry.manifest.module : modelName(model);
     const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, calls.length, answeredBy);
-    const usage = await commitTurn(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy, { result });
+    const usage = await commits.commit(turn, [...history, userMessage, ...outcome.messages], calls, { status: 'finished' }, answeredBy, { result });
     return finishTurn(result(usage), emit);
   }
 

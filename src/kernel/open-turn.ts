@@ -1,8 +1,9 @@
 import type { ModelMessage } from 'ai';
 import type { Logger } from '../contracts/index.ts';
+import type { AgentEventSink } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { ModelTarget } from '../models/index.ts';
-import type { AgentRuntime } from './agent-runtime.ts';
+import type { AgentRuntime, Caller } from './agent-runtime.ts';
 import type { SessionHistory } from './session-histories.ts';
 import type { TurnSeal } from './message-flow-contract.ts';
 import type { JournalPlace } from './turn-journal.ts';
@@ -45,3 +46,26 @@ export interface OpenTurn {
   trace: TurnTrace;
   logger: Logger;
 }
+
+/**
+ * A turn as the parts of the message flow run it, in place of the positional parameters each
+ * took: the runtime and agent it runs on, who asked, how it is stopped, where its events go.
+ */
+export interface TurnContext {
+  runtime: AgentRuntime;
+  entry: AgentEntry;
+  caller: Caller;
+  /** Aborts the turn (a cancel, a kill or suspend, the caller's own signal). */
+  signal: AbortSignal;
+  /** Where the turn's events go (a door's stream, the live turn's followers). */
+  emit: AgentEventSink;
+}
+
+/** A turn on an agent's session: a message, and where it goes (see {@link TurnPlace}). */
+export interface SessionTurnContext extends TurnContext {
+  message: string;
+  place: TurnPlace;
+}
+
+/** Told nothing: the events of a turn no one follows. */
+export const noEvents: AgentEventSink = () => undefined;

@@ -1,0 +1,62 @@
+import type { Clock, IdGenerator, Logger, Store } from '../contracts/index.ts';
+import type { TaintTracker, ToolRunner } from '../runtime/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { RecentFailures } from './agent-health.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRuntime } from './agent-runtime.ts';
+import type { AutonomousGuard } from './autonomous-guard.ts';
+import type { BudgetLedger } from './budget-ledger.ts';
+import type { CapabilityManager } from './capability-manager.ts';
+import type { KernelEvent } from './event-bus.ts';
+import type { ModelChoice } from './model-choice.ts';
+import type { PriorityGate } from './priority-gate.ts';
+import type { QuotaTracker } from './quota-tracker.ts';
+import type { SessionHistories } from './session-histories.ts';
+import type { TurnCommits } from './turn-commit.ts';
+
+/** What the message flow is built from: the kernel's own parts. */
+export interface MessageFlowParts {
+  store: Store;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  registry: AgentRegistry;
+  capabilities: CapabilityManager;
+  quotas: QuotaTracker;
+  /** Every model call of an agent reserves from its budgets here first (see `BudgetLedger`). */
+  ledger: BudgetLedger;
+  runtime: AgentRuntime | undefined;
+  runner: () => ToolRunner;
+  /** Taint tracking: a message from outside is labelled untrusted for its turn's tools. */
+  taint?: TaintTracker;
+  /** Records an event in the audit log and tells subscribers (the kernel's own publish). */
+  publish: (event: KernelEvent) => Promise<void>;
+  /** Caps the tool calls of unattended cycles (`[autonomous]`). */
+  guard?: AutonomousGuard;
+  /** The daemon's model-call slots, handed out by agents' `priority` (`[models].max_concurrent_calls`); none: no limit. */
+  modelSlots?: PriorityGate;
+  /** The agents whose last turn failed on every model, lately (orchestrators leave them out). */
+  recentFailures?: RecentFailures;
+  /** Tells subscribers of an event the audit log holds already (one a turn's journal committed). */
+  announce: (event: KernelEvent) => void;
+}
+
+/**
+ * The state every part of the message flow works over (chat turns, task turns, module turns,
+ * the workflow runner): the kernel's parts, and what the flow makes once from them. Built by
+ * `createMessageFlow`; each part takes it explicitly rather than sharing a closure.
+ */
+export interface FlowState extends MessageFlowParts {
+  /** The message flow's own logger (`component: message-flow`); `parts.logger` is the kernel's. */
+  flowLogger: Logger;
+  /** The sessions' histories, cached between turns. */
+  histories: SessionHistories;
+  /** The models a turn may call, and the metered resolver it calls them through. */
+  models: ModelChoice;
+  /** A turn's first checks, its commit and its usage records. */
+  commits: TurnCommits;
+  /** An agent's name by id (the id when it is gone). */
+  nameOf: (id: string) => string;
+  /** The tool runner of an unattended cycle: its tool calls capped by `[autonomous]` (see `AutonomousGuard`). */
+  cycleRunner: (entry: AgentEntry) => ToolRunner;
+}

@@ -1,0 +1,156 @@
+import type { ModelMessage } from 'ai';
+import type { Clock, IdGenerator, JsonValue, Logger, Store, UsageRecord } from '../contracts/index.ts';
+import { AgentNotFoundError, AgentStateError, isLoomError } from '../errors/index.ts';
+import { modelName } from '../models/index.ts';
+import type { AgentEventSink, ModelCallUsage, TurnResult } from '../runtime/index.ts';
+import type { AgentEntry } from './agent-entry.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRuntime } from './agent-runtime.ts';
+import { isBudgetRefusal } from './budget-ledger.ts';
+import { auditRecordOf } from './event-bus.ts';
+import type { OpenTurn } from './open-turn.ts';
+import type { QuotaTracker } from './quota-tracker.ts';
+import type { SessionHistories } from './session-histories.ts';
+import { outcomeRecord } from './turn-journal.ts';
+import { sealTurn, type TurnEnding } from './turn-record.ts';
+
+/** What {@link TurnCommits} is built from. */
+export interface TurnCommitParts {
+  store: Store;
+  clock: Clock;
+  ids: IdGenerator;
+  /** The message flow's logger: a turn's logger is its child. */
+  logger: Logger;
+  registry: Pick<AgentRegistry, 'find'>;
+  quotas: Pick<QuotaTracker, 'check'>;
+  histories: Pick<SessionHistories, 'save'>;
+}
+
+/** How a turn is committed: one write of its messages, its record, its usage and (when it has one) its journal's close. */
+export interface CommitOptions {
+  /** How many leading messages of the session are known to make a well-formed history. */
+  wellFormed?: number;
+  /** A finished turn's result from its priced usage: its audit record (see `TurnSeal`) commits with it. */
+  result?: (usage: readonly UsageRecord[]) => TurnResult;
+}
+
+/**
+ * The checks a turn repeats when it leaves the queue, the commit that ends it, and the usage of
+ * work outside a turn: every turn of the message flow, whatever its agent's type, begins and
+ * ends here.
+ */
+export class TurnCommits {
+  readonly #parts: TurnCommitParts;
+
+  constructor(parts: TurnCommitParts) {
+    this.#parts = parts;
+  }
+
+  /**
+   * The checks a turn repeats when it leaves the queue (the agent is live, running, within quota), then `run-start`.
+   * @returns the turn's logger.
+   * @throws {AgentNotFoundError} {AgentStateError} {QuotaExceededError}
+   */
+  async begin(entry: AgentEntry, emit: AgentEventSink, purpose: string, turnId?: string): Promise<Logger> {
+    const { registry, quotas } = this.#parts;
+    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
+    if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${purpose}`);
+    await quotas.check(entry.id, entry.name, {
+      maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
+      maxCostPerHour: entry.manifest.resources.max_cost_per_hour,
+    });
+    const runId = turnId ?? this.#parts.ids.uuid();
+    emit({ type: 'run-start', runId, agentId: entry.id, agentName: entry.name });
+    return this.#parts.logger.child({ agentId: entry.id, runId });
+  }
+
+  /** Prices every model call of a turn, as usage records for the store. */
+  price(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): UsageRecord[] {
+    const { clock } = this.#parts;
+    return calls.map((call) => {
+      const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
+      if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
+      return {
+        agentId: entry.id,
+        at: clock.now(),
+        model: modelName(call.model),
+        inputTokens: call.inputTokens,
+        outputTokens: call.outputTokens,
+        ...(call.cacheReadTokens === undefined ? {} : { cacheReadTokens: call.cacheReadTokens }),
+        ...(call.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: call.cacheWriteTokens }),
+        costUsd: cost.costUsd,
+      };
+    });
+  }
+
+  /** Prices `calls` and records their usage at once (work outside a session's turn; the budget ledger counted each against the quota as it was made). */
+  async record(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): Promise<UsageRecord[]> {
+    const usage = this.price(runtime, entry, calls, runLogger);
+    for (const item of usage) await this.#parts.store.usage.record(item);
+    return usage;
+  }
+
+  /**
+   * Commits a turn in one write: `session` (its history as the turn leaves it) with the turn's
+   * messages, from the user's message on, sealed with its record (see `sealTurn`), and the usage
+   * of `calls`, each priced once; merged if another writer saved meanwhile (the budget ledger
+   * counted each call against the quota as it was made). `model` answered the turn; null leaves it to the trace (its last model).
+   * `options.wellFormed` leading messages of `session` are known to make a well-formed history. A
+   * finished turn gives its `options.result`: the turn's audit record (see `TurnSeal`) commits with it.
+   */
+  async commit(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options: CommitOptions = {}): Promise<UsageRecord[]> {
+    const { entry, place, userMessage } = turn;
+    const usage = this.price(turn.runtime, entry, calls, turn.logger);
+    const costs = new Map(calls.map((call, index) => [call, usage[index]?.costUsd ?? 0]));
+    const record = turn.trace.record(ending, costs, model);
+    const start = session.indexOf(userMessage);
+    // A user message merged into an earlier one (by session repair) is no longer its own.
+    const sealed = sealTurn(start === -1 ? [userMessage] : session.slice(start), userMessage, place.receivedAt, record, ending);
+    const whole = start === -1 ? [...session, ...sealed.slice(1)] : [...session.slice(0, start), ...sealed];
+    // Sealing rewrites the turn's messages from the user's on: only what comes before them stays known.
+    const wellFormed = Math.min(options.wellFormed ?? 0, start === -1 ? session.length : start);
+    const { seal, journal } = place;
+    if (seal !== undefined && ending.status === 'cancelled') seal.stopped = true;
+    const result = options.result?.(usage);
+    const audit = seal === undefined || result === undefined ? undefined : seal.finished(result);
+    // The turn's journal closes with its commit: a retry with its key gets how it ended.
+    const closeTurn = journal === undefined || journal.pending !== undefined ? undefined : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
+    await this.#parts.histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)], ...(closeTurn === undefined ? {} : { closeTurn }) });
+    if (journal !== undefined) journal.closed = true;
+    if (seal !== undefined && audit !== undefined) seal.recorded = audit;
+    return usage;
+  }
+
+  /** Whether `entry` is still the registry's (a killed agent has nothing left to keep a turn in). */
+  isLive(entry: AgentEntry): boolean {
+    return this.#parts.registry.find(entry.id) === entry;
+  }
+
+  /** The error a turn that threw `error` fails with: a killed agent says so; a cancelled turn fails with why it was cancelled. */
+  unwound(entry: AgentEntry, error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted && !this.isLive(entry)) return new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+    return signal.aborted && isLoomError(signal.reason) ? signal.reason : error;
+  }
+}
+
+/**
+ * How a turn that threw `error` ended: cancelled when its signal aborted (a cancel, a suspend, a
+ * time limit) or a budget refused its next model call (what it said is kept, as a cancel keeps
+ * it), else failed.
+ */
+export function endingOf(error: unknown, signal: AbortSignal): TurnEnding {
+  const reason: unknown = signal.aborted ? signal.reason : error;
+  return { status: signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed', reason: reason instanceof Error ? reason.message : String(reason) };
+}
+
+/** A turn's result from its recorded usage. */
+export function resultOf(usage: readonly UsageRecord[], text: string, iterations: number, model: string): TurnResult {
+  const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
+  return { text, usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) }, iterations, costUsd: sum((record) => record.costUsd), model };
+}
+
+/** Announces a turn's result as `run-finish`, and returns it. */
+export function finishTurn(result: TurnResult, emit: AgentEventSink): TurnResult {
+  emit({ type: 'run-finish', result });
+  return result;
+}
