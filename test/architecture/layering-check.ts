@@ -128,11 +128,16 @@ function relativeIndex(found: SourceImport): string {
 }
 
 /**
- * One shortest cycle through each strongly connected group of `graph` (Tarjan's algorithm, then
- * a breadth-first search back to the group's first node), so that a tangle of folders is reported
- * once, as a path a reader can follow.
+ * One shortest cycle through each strongly connected group of `graph` (see
+ * {@link stronglyConnectedGroups}, then a breadth-first search back to the group's first node), so
+ * that a tangle of folders is reported once, as a path a reader can follow.
  */
 function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  return stronglyConnectedGroups(graph).map((group) => shortestCycle(graph, new Set(group), group[0] as string));
+}
+
+/** The groups of more than one node of `graph` that all reach one another (Tarjan's algorithm), each sorted: the tangles of an import graph. */
+export function stronglyConnectedGroups(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
   const order = new Map<string, number>();
   const low = new Map<string, number>();
   const stack: string[] = [];
@@ -163,7 +168,7 @@ function cyclesOf(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
     }
   };
   for (const node of [...graph.keys()].sort()) if (!order.has(node)) visit(node);
-  return groups.map((group) => shortestCycle(graph, new Set(group), group[0] as string));
+  return groups;
 }
 
 function shortestCycle(graph: ReadonlyMap<string, ReadonlySet<string>>, group: ReadonlySet<string>, start: string): string[] {
