@@ -27,7 +27,7 @@ const LOG_TOOL_LIMIT: readonly Capability[] = LOG_TOOLS.map((tool) => ({ kind: '
  * it said and did, whether it finished, failed or was cancelled.
  */
 export async function runChatTurn(flow: FlowState, context: SessionTurnContext): Promise<TurnResult> {
-  const { store, clock, histories, registry, capabilities, commits } = flow;
+  const { store, clock, histories, capabilities, commits } = flow;
   const { runtime, entry, message, caller, signal, place } = context;
   const trace = new TurnTrace(clock);
   const emit = trace.sink(context.emit);
@@ -65,7 +65,7 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
   } catch (error) {
     // Refused by a budget before the turn said anything: the message is kept, with why.
     for (const used of calls) trace.model(used);
-    if (registry.find(entry.id) === entry) await commits.commit(turn, input, calls, endingOf(error, signal), null);
+    if (commits.isLive(entry)) await commits.commit(turn, input, calls, endingOf(error, signal), null);
     throw commits.unwound(entry, error, signal);
   }
   for (const used of calls) trace.model(used);
@@ -122,7 +122,7 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
     // was accepted; tools may have acted; a cancelled reply keeps what it said). A killed agent
     // has nothing left to keep them in.
     const partial = partialOutcomeOf(error);
-    if (registry.find(entry.id) === entry) await commits.commit(turn, partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])], endingOf(error, signal), null);
+    if (commits.isLive(entry)) await commits.commit(turn, partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])], endingOf(error, signal), null);
     throw commits.unwound(entry, error, signal);
   }
   if (canonical !== undefined && canonicalBase !== undefined) {

@@ -215,7 +215,7 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
       outcome = await module(context);
     } catch (error) {
       // The request was accepted and models were paid for: both are kept.
-      if (registry.find(entry.id) === entry) await commits.commit(turn, [...history, userMessage], calls, endingOf(error, signal), null);
+      if (commits.isLive(entry)) await commits.commit(turn, [...history, userMessage], calls, endingOf(error, signal), null);
       throw commits.unwound(entry, error, signal);
     }
     // A code agent that called no model answers as its module.

@@ -39,7 +39,7 @@ export class TaskTurns {
    * @throws as a message's turn does; {TokenBudgetExceededError} when it passes its budget.
    */
   async run(turn: TurnContext, task: TaskTurn): Promise<TurnResult> {
-    const { clock, registry, capabilities, commits } = this.#flow;
+    const { clock, capabilities, commits } = this.#flow;
     const { runtime, entry, caller, signal, emit } = turn;
     const runLogger = await commits.begin(entry, emit, 'run its work');
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
@@ -84,8 +84,8 @@ export class TaskTurns {
       });
     } catch (error) {
       // What the turn spent before failing is counted (a budget stop included).
-      if (registry.find(entry.id) === entry) await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
-      if (signal.aborted && registry.find(entry.id) !== entry) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+      if (commits.isLive(entry)) await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
+      if (signal.aborted && !commits.isLive(entry)) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
       throw error;
     }
     const usage = await commits.record(runtime, entry, outcome.calls, runLogger);

@@ -52,8 +52,8 @@ export class TurnCommits {
    * @throws {AgentNotFoundError} {AgentStateError} {QuotaExceededError}
    */
   async begin(entry: AgentEntry, emit: AgentEventSink, purpose: string, turnId?: string): Promise<Logger> {
-    const { registry, quotas } = this.#parts;
-    if (registry.find(entry.id) !== entry) throw new AgentNotFoundError(entry.name);
+    const { quotas } = this.#parts;
+    if (!this.isLive(entry)) throw new AgentNotFoundError(entry.name);
     if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to ${purpose}`);
     await quotas.check(entry.id, entry.name, {
       maxTokensPerHour: entry.manifest.resources.max_tokens_per_hour,
