@@ -8,11 +8,12 @@ import { PostgresAgentRepository } from './postgres-agent-repository.ts';
 import { PostgresApprovalRepository } from './postgres-approval-repository.ts';
 import { PostgresChannelRepository } from './postgres-channel-repository.ts';
 import { PostgresConnection } from './postgres-connection.ts';
+import { PostgresDatabase } from './sql/postgres-database.ts';
+import { SqlMemoryRepository } from './domains/memory.ts';
 import { toPostgresOpenError } from './postgres-errors.ts';
 import { PostgresEventRepository } from './postgres-event-repository.ts';
 import { PostgresForgedToolRepository } from './postgres-forged-tool-repository.ts';
 import { PostgresInstalledPackageRepository } from './postgres-installed-package-repository.ts';
-import { PostgresMemoryRepository } from './postgres-memory-repository.ts';
 import { applyPostgresMigrations, postgresMigrations, readPostgresSchemaVersion } from './postgres-migrations.ts';
 import { PostgresPackageRunRepository } from './postgres-package-run-repository.ts';
 import { PostgresScheduleRunRepository } from './postgres-schedule-run-repository.ts';
@@ -151,11 +152,12 @@ export async function inspectPostgresDatabase(url: string, options: { connectTim
 }
 
 function createPostgresStore(connection: PostgresConnection, schemaVersion: number, turnLeaseMs: number | undefined): PostgresStore {
+  const db = new PostgresDatabase(connection);
   const turns = new PostgresTurnJournalRepository(connection, turnLeaseMs);
   return {
     agents: new PostgresAgentRepository(connection),
     sessions: new PostgresSessionRepository(connection, turns.owner),
-    memory: new PostgresMemoryRepository(connection),
+    memory: new SqlMemoryRepository(db),
     usage: new PostgresUsageRepository(connection),
     events: new PostgresEventRepository(connection),
     approvals: new PostgresApprovalRepository(connection),

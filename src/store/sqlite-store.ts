@@ -8,9 +8,10 @@ import { SqliteA2aPushConfigRepository } from './sqlite-a2a-push-config-reposito
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
 import { SqliteApprovalRepository } from './sqlite-approval-repository.ts';
 import { SqliteConnection } from './sqlite-connection.ts';
+import { SqliteDatabase } from './sql/sqlite-database.ts';
+import { SqlMemoryRepository } from './domains/memory.ts';
 import { toOpenError } from './sqlite-errors.ts';
 import { SqliteEventRepository } from './sqlite-event-repository.ts';
-import { SqliteMemoryRepository } from './sqlite-memory-repository.ts';
 import { SqliteSessionRepository } from './sqlite-session-repository.ts';
 import { SqliteInstalledPackageRepository } from './sqlite-installed-package-repository.ts';
 import { SqlitePackageRunRepository } from './sqlite-package-run-repository.ts';
@@ -77,9 +78,10 @@ export function openSqliteStore(options: SqliteStoreOptions): SqliteStore {
 }
 
 function createSqliteStore(connection: SqliteConnection, schemaVersion: number): SqliteStore {
+  const db = new SqliteDatabase(connection);
   const agents: AgentRepository = new SqliteAgentRepository(connection);
   const sessions: SessionRepository = new SqliteSessionRepository(connection);
-  const memory: MemoryRepository = new SqliteMemoryRepository(connection);
+  const memory: MemoryRepository = new SqlMemoryRepository(db);
   const usage: UsageRepository = new SqliteUsageRepository(connection);
   const events: EventRepository = new SqliteEventRepository(connection);
   const approvals: ApprovalRepository = new SqliteApprovalRepository(connection);

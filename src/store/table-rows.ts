@@ -12,7 +12,6 @@ import type {
   ForgedToolStatus,
   ForgedToolTier,
   InstalledPackageRecord,
-  MemoryRecord,
   PackageRunRecord,
   ScheduleRunRecord,
   TaskRecord,
@@ -72,18 +71,6 @@ export const sessionRow = z.object({
 
 /** A row of `session_messages`. */
 export const sessionMessageRow = z.object({ message: jsonText });
-
-export const memoryColumns = 'agent_id, key, value, updated_at';
-
-/** A row of `memory`. */
-export const memoryRow = z
-  .object({
-    agent_id: z.string(),
-    key: z.string(),
-    value: jsonText,
-    updated_at: z.number(),
-  })
-  .transform((row): MemoryRecord => ({ agentId: row.agent_id, key: row.key, value: row.value, updatedAt: row.updated_at }));
 
 /** The cached input tokens of a usage row or sum, as the store gives them: only when there were any. */
 function cachedTokens(row: { cache_read_tokens: number; cache_write_tokens: number }): { cacheReadTokens?: number; cacheWriteTokens?: number } {
