@@ -3,24 +3,24 @@ import pg from 'pg';
 import type { Logger, Store } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import { redactDatabaseUrl } from './database-url.ts';
-import { PostgresA2aPushConfigRepository } from './postgres-a2a-push-config-repository.ts';
 import { PostgresAgentRepository } from './postgres-agent-repository.ts';
-import { PostgresApprovalRepository } from './postgres-approval-repository.ts';
-import { PostgresChannelRepository } from './postgres-channel-repository.ts';
 import { PostgresConnection } from './postgres-connection.ts';
 import { PostgresDatabase } from './sql/postgres-database.ts';
+import { SqlA2aPushConfigRepository } from './domains/a2a-push-configs.ts';
+import { SqlApprovalRepository } from './domains/approvals.ts';
+import { SqlChannelRepository } from './domains/channels.ts';
+import { SqlForgedToolRepository } from './domains/forged-tools.ts';
+import { SqlInstalledPackageRepository } from './domains/installed-packages.ts';
 import { SqlMemoryRepository } from './domains/memory.ts';
+import { SqlPackageRunRepository } from './domains/package-runs.ts';
+import { SqlScheduleRunRepository } from './domains/schedule-runs.ts';
+import { SqlTaskRepository } from './domains/tasks.ts';
+import { SqlWorkflowRepository } from './domains/workflows.ts';
 import { toPostgresOpenError } from './postgres-errors.ts';
 import { PostgresEventRepository } from './postgres-event-repository.ts';
-import { PostgresForgedToolRepository } from './postgres-forged-tool-repository.ts';
-import { PostgresInstalledPackageRepository } from './postgres-installed-package-repository.ts';
 import { applyPostgresMigrations, postgresMigrations, readPostgresSchemaVersion } from './postgres-migrations.ts';
-import { PostgresPackageRunRepository } from './postgres-package-run-repository.ts';
-import { PostgresScheduleRunRepository } from './postgres-schedule-run-repository.ts';
 import { PostgresSessionRepository } from './postgres-session-repository.ts';
-import { PostgresTaskRepository } from './postgres-task-repository.ts';
 import { PostgresUsageRepository } from './postgres-usage-repository.ts';
-import { PostgresWorkflowRepository } from './postgres-workflow-repository.ts';
 import { PostgresTurnJournalRepository } from './postgres-turn-journal-repository.ts';
 
 /** How many connections one store opens at most, unless told otherwise. */
@@ -160,15 +160,15 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     memory: new SqlMemoryRepository(db),
     usage: new PostgresUsageRepository(connection),
     events: new PostgresEventRepository(connection),
-    approvals: new PostgresApprovalRepository(connection),
-    tasks: new PostgresTaskRepository(connection),
-    a2aPushConfigs: new PostgresA2aPushConfigRepository(connection),
-    packageRuns: new PostgresPackageRunRepository(connection),
-    scheduleRuns: new PostgresScheduleRunRepository(connection),
-    packages: new PostgresInstalledPackageRepository(connection),
-    workflows: new PostgresWorkflowRepository(connection),
-    forgedTools: new PostgresForgedToolRepository(connection),
-    channels: new PostgresChannelRepository(connection),
+    approvals: new SqlApprovalRepository(db),
+    tasks: new SqlTaskRepository(db),
+    a2aPushConfigs: new SqlA2aPushConfigRepository(db),
+    packageRuns: new SqlPackageRunRepository(db),
+    scheduleRuns: new SqlScheduleRunRepository(db),
+    packages: new SqlInstalledPackageRepository(db),
+    workflows: new SqlWorkflowRepository(db),
+    forgedTools: new SqlForgedToolRepository(db),
+    channels: new SqlChannelRepository(db),
     turns,
     target: connection.target,
     schemaVersion,
