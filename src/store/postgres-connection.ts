@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { StoreError } from '../errors/index.ts';
 import { NOT_QUERYABLE, toPostgresStoreError } from './postgres-errors.ts';
 import type { Row } from './rows.ts';
+import type { Parameter } from './sql/statement.ts';
 import type { OperationContext } from './sqlite-errors.ts';
 import { commitStart, tellCommit } from './store-commits.ts';
 
@@ -44,7 +45,7 @@ export async function inTransaction<T>(pool: Pick<pg.Pool, 'connect'>, work: (cl
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** A value bound to a statement's `$n` parameter. */
-export type Parameter = string | number | boolean | null | readonly string[] | readonly number[] | readonly (string | null)[];
+export type { Parameter };
 
 /**
  * Runs one parameterised statement and returns its rows and how many it changed. Statements are
