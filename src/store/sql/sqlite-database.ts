@@ -59,7 +59,11 @@ export class SqliteDatabase implements Database {
   #execute(statement: Sql): Outcome {
     const prepared = this.#prepare(statement);
     const values = bind(statement);
-    if (prepared.columns().length > 0) return { rows: prepared.all(...values), changed: 0 };
+    if (prepared.columns().length > 0) {
+      // As PostgreSQL counts them: the rows read, or written with RETURNING.
+      const rows = prepared.all(...values);
+      return { rows, changed: rows.length };
+    }
     return { rows: [], changed: Number(prepared.run(...values).changes) };
   }
 
