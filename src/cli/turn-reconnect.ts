@@ -94,6 +94,11 @@ export async function* reconnectingTurn(body: ReadableStream<Uint8Array>, source
       if (stopped(signal) || !isBroken(error)) throw error;
     }
     if (stopped(signal)) return;
+    // Broken before any event named its turn: following "the running turn" could show another
+    // message's reply as this one's, so it is not taken up again.
+    if (lastEventId === undefined) {
+      throw new LoomError('DAEMON_UNREACHABLE', 'system', `lost the connection to the Loom daemon at ${source.url} before the reply's first event named its turn, so it is not taken up again; if the daemon runs, the reply goes on there and is kept in the agent's session (loom chat shows it)`);
+    }
     current = undefined;
     while (current === undefined) {
       const delay = RECONNECT_DELAYS_MS[attempt];

@@ -59,7 +59,7 @@ describe('loom send --stream when the daemon goes away mid-reply', () => {
       if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       // Gone for good: the stream's socket closed and nothing listening any more.
-      response.write(`event: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => {
+      response.write(`id: t1:e1:1\nevent: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => {
         server.close();
         response.socket?.destroy();
       });
@@ -75,6 +75,26 @@ describe('loom send --stream when the daemon goes away mid-reply', () => {
       expect(result.stdout).toBe(`Half a \n${[1, 2, 3, 4, 5, 6].map((attempt) => `  ⟳ the connection to the daemon broke; reconnecting… (try ${attempt} of 6)\n`).join('')}`);
       expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} while the reply streamed, and could not get it back \\(6 tries`));
       expect(result.stderr).not.toContain('terminated');
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+  it('does not take up a reply whose stream broke before any event named its turn: it could follow another message\'s reply', async () => {
+    const server = createServer((request, response) => {
+      if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`event: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => response.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no port');
+      const url = `http://127.0.0.1:${address.port}`;
+      const result = await runCli(home, ['--url', url, 'send', 'helper', 'hi', '--stream']);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('Half a \n');
+      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} before the reply's first event named its turn, so it is not taken up again`));
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
