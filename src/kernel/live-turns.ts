@@ -224,16 +224,19 @@ export class LiveTurns {
   }
 
   /**
-   * Follows the turn on that session of the agent: the one that runs now (after `after`, when it
-   * is one of its events), or the one `after` is an event of when that one ended lately (the
-   * rest of it, then its end).
+   * Follows the turn on that session of the agent: with `after`, the turn it is an event of,
+   * while under way (running or queued) or ended lately (the rest of it, then its end); without,
+   * the one that runs now.
    * @throws {TurnNotRunningError} when neither is there.
    */
   follow(agent: { id: string; name: string }, conversation: string | undefined, after: EventId | undefined, now: number): AsyncIterable<FollowedEvent> {
     this.#prune(now);
     const ended = after === undefined ? undefined : this.#ended.get(after.turnId)?.turn;
     if (ended !== undefined && ended.agentId === agent.id && ended.conversation === conversation) return ended.follow(after);
-    const turn = this.current(agent.id, conversation);
+    // The turn the client followed, while it is under way: queued behind another one too (turns
+    // resumed after a restart wait for each other), not whichever of the session's runs now.
+    const own = after === undefined ? undefined : this.#bySession.get(sessionKey(agent.id, conversation))?.find((live) => live.turnId === after.turnId);
+    const turn = own ?? this.current(agent.id, conversation);
     if (turn === undefined) throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
     return followFrom(turn, agent.name, after);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventIdOf, type FollowedEvent, LiveTurn, parseEventId } from '../../src/kernel/live-turns.ts';
+import { eventIdOf, type FollowedEvent, LiveTurn, LiveTurns, parseEventId } from '../../src/kernel/live-turns.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 
 /** What a follower has once the turn has ended. */
@@ -44,5 +44,28 @@ describe('a live turn numbers its events so that a follower can go on after the 
       { id: 't-1:e1:1', event: { type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} } },
       { id: 't-1:e2:2', event: { type: 'text-delta', text: 'Done.' } },
     ]);
+  });
+
+  it('follows the turn a client had events of while it waits behind another turn of its session, not the one that runs', async () => {
+    // Before a restart: turn t-2 had shown a tool call when the daemon died.
+    const before = new LiveTurn('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e1' });
+    before.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_read', input: {} });
+    const saved = before.unsaved()?.entries ?? [];
+    // After it: both turns of the session resume, t-1 first; t-2 waits behind it.
+    const live = new LiveTurns();
+    const first = live.open('a1', undefined, 'first', 0, { turnId: 't-1', epoch: 'e2' });
+    first.emit({ type: 'run-start', runId: 'r1', agentId: 'a1', agentName: 'clerk' });
+    const second = live.open('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e2', saved });
+    const all: FollowedEvent[] = [];
+    const following = (async () => {
+      for await (const item of live.follow({ id: 'a1', name: 'clerk' }, undefined, parseEventId('t-2:e1:1'), 0)) all.push(item);
+    })();
+    first.end('finished');
+    live.close(first, 0);
+    second.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_read', input: {} });
+    second.emit(textDelta('Read it.'));
+    second.end('finished');
+    await following;
+    expect(all).toEqual([{ id: 't-2:e2:2', event: { type: 'text-delta', text: 'Read it.' } }]);
   });
 });
