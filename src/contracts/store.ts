@@ -328,6 +328,12 @@ export interface ApprovalRepository {
    * already decided or does not exist.
    */
   decide(id: string, decision: { status: Exclude<ApprovalStatus, 'pending'>; at: number; by: string; reason: string | null }): Promise<boolean>;
+  /**
+   * Makes `nodeId` the node whose turn waits for a pending approval (a turn resumed there, taken
+   * over from a node that died: decision 0061), so a decision on any node reaches it; returns
+   * false (changing nothing) when it is not pending or does not exist.
+   */
+  adopt(id: string, nodeId: string | null): Promise<boolean>;
 }
 
 /** One stored A2A task: its A2A 1.0 JSON (`Task.toJSON`) and what the store queries by. */

@@ -171,6 +171,9 @@ export class ApprovalService {
       return undefined;
     }
     const summary: RequestSummary = { id, agentId: stored.agentId, agentName: stored.agentName, tool: stored.tool };
+    // Waited for on this node now (its turn taken over from one that died): a decision made on
+    // another node is sent here, not refused as no turn's.
+    if (stored.status === 'pending' && stored.nodeId !== (this.#node?.id ?? null)) await this.#store.approvals.adopt(id, this.#node?.id ?? null);
     const waiting = this.#wait(summary, signal, {});
     // Waited for from here on: a decision now reaches the waiter; one recorded before is read below.
     this.#resuming.delete(id);
@@ -364,6 +367,16 @@ export class ApprovalService {
       if (await this.#close(record, EXPIRED_BY_RESTART, RESTART_REASON)) closed += 1;
     }
     return closed;
+  }
+
+  /**
+   * Keeps `ids` pending for a turn about to resume here, taken over from another node (decision
+   * 0061): a decision made before the turn reaches its call is recorded and read when it does,
+   * as for the turns resumed at start (see {@link expireInterrupted}); `release` closes those it
+   * never reached.
+   */
+  keep(ids: readonly string[]): void {
+    for (const id of ids) this.#resuming.add(id);
   }
 
   /**

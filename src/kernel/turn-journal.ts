@@ -229,6 +229,11 @@ export interface ResumeParts {
    * not wait on again (it ended first) are closed (see `ApprovalService.release`).
    */
   release?: (approvalIds: readonly string[]) => Promise<void>;
+  /**
+   * Told, before a turn resumes, of the approval requests its calls wait for: they stay pending
+   * for it, a decision made meanwhile kept for when it gets there (see `ApprovalService.keep`).
+   */
+  keep?: (approvalIds: readonly string[]) => void;
 }
 
 /**
@@ -254,6 +259,7 @@ export async function resumeTurn(parts: ResumeParts, record: TurnJournalRecord):
     ...(request.model === undefined ? {} : { model: request.model }),
   };
   const approvals = awaitedApprovals(record);
+  if (approvals.length > 0) parts.keep?.(approvals);
   void parts
     .send(record.agentId, request.message, options)
     .catch((error: unknown) => logger.warn({ err: error, agentId: record.agentId, turnId: record.id }, 'a resumed turn did not finish'))

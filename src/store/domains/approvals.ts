@@ -71,6 +71,11 @@ export class SqlApprovalRepository implements ApprovalRepository {
     const statement = sql`UPDATE approvals SET status = ${decision.status}, decided_at = ${decision.at}, decided_by = ${decision.by}, reason = ${decision.reason} WHERE id = ${id} AND status = 'pending'`;
     return (await this.#db.run(statement, () => ({ action: `decide approval "${id}"` }))) === 1;
   }
+
+  async adopt(id: string, nodeId: string | null): Promise<boolean> {
+    const statement = sql`UPDATE approvals SET node_id = ${nodeId} WHERE id = ${id} AND status = 'pending'`;
+    return (await this.#db.run(statement, () => ({ action: `move approval "${id}" to node ${nodeId ?? '(none)'}` }))) === 1;
+  }
 }
 
 function parseApproval(row: Row): ApprovalRecord {

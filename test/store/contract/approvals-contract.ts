@@ -27,6 +27,16 @@ export function describeApprovalsContract(context: StoreContext): void {
     expect(await store().approvals.decide('missing', { status: 'denied', at: 1, by: 'x', reason: null })).toBe(false);
   });
 
+  it('approvals.adopt() moves a pending approval to the node whose turn now waits for it, and no other', async () => {
+    await store().approvals.create(pendingApprovalRecord('p1', 1_000, { nodeId: 'node-dead' }));
+    expect(await store().approvals.adopt('p1', 'node-b')).toBe(true);
+    expect(await store().approvals.get('p1')).toMatchObject({ status: 'pending', nodeId: 'node-b' });
+    await store().approvals.decide('p1', { status: 'approved', at: 2_000, by: 'owner', reason: null });
+    expect(await store().approvals.adopt('p1', 'node-c')).toBe(false);
+    expect(await store().approvals.get('p1')).toMatchObject({ status: 'approved', nodeId: 'node-b' });
+    expect(await store().approvals.adopt('missing', 'node-c')).toBe(false);
+  });
+
   it('approvals.list() filters by status, oldest first, with a limit', async () => {
     await store().approvals.create(pending('late', 3_000));
     await store().approvals.create(pending('early', 1_000));
