@@ -7,7 +7,7 @@ import type { ApprovalDecision } from './approval-service.ts';
 import type { AgentDetailView, AgentView } from './agent-view.ts';
 import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
 import type { KernelEvent } from './event-bus.ts';
-import type { Kernel, SpawnOptions } from './kernel.ts';
+import type { Kernel, SpawnOptions } from './kernel-api.ts';
 import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
 import type { SendOptions } from './message-flow.ts';
 import type { SessionSummary, SessionView } from './session-view.ts';

@@ -23,7 +23,7 @@ export type { OfferedSkill, OfferedSkills } from './agent-skills.ts';
 export { composeIdentityPrompt, IDENTITY_FILE_BUDGET_BYTES, IDENTITY_FILES } from './identity-prompt.ts';
 export type { IdentityFile, IdentityFileName } from './identity-prompt.ts';
 export { createKernel } from './kernel.ts';
-export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel.ts';
+export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel-api.ts';
 export type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
 export { eventIdOf, parseEventId } from './live-turns.ts';
 export type { SendOptions, TaskTurn } from './message-flow.ts';
