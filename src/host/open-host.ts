@@ -6,7 +6,7 @@ import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
-import { createCodeModules } from '../modules/index.ts';
+import { type CodeModules, createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService, pollsPlatform } from '../channels/index.ts';
 import { type ChannelLeases, type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
@@ -70,9 +70,24 @@ export interface Host {
 /** The tools every agent may be granted: the built-ins and `a2a_send`. */
 const LOCAL_TOOLS: readonly Tool<never>[] = [...BUILTIN_TOOLS, a2aSendTool as unknown as Tool<never>];
 
-/** Builds the model runtime from config and the environment; `moreTools` gives tools that come and go (MCP). */
-export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch' | 'logs'>, moreTools?: () => readonly Tool<never>[]): AgentRuntime {
+/** Where an agent's workspace is: `[workspace]` of its manifest (with `~` the home of the environment Loom was given), else under the home's workspaces. */
+function workspacesOf(options: Pick<HostOptions, 'home' | 'env'>): AgentRuntime['workspaceOf'] {
+  const { home, env } = options;
+  return (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, env['HOME'] ?? homedir()));
+}
+
+/** What the runtime is given beside config and the environment, built before it. */
+interface RuntimeParts {
+  /** Tools that come and go (MCP servers'). */
+  moreTools?: (() => readonly Tool<never>[]) | undefined;
+  /** The modules of code agents. */
+  codeModules?: CodeModules | undefined;
+}
+
+/** Builds the model runtime from config, the environment and the parts built before it; nothing changes it afterwards but the default model (decision 0054). */
+function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'fetch' | 'logs'>, parts: RuntimeParts = {}): AgentRuntime {
   const { config, home } = options;
+  const { moreTools, codeModules } = parts;
   return {
     resolver: createModelResolver(options.fetch === undefined ? { env: options.env } : { env: options.env, fetch: options.fetch }),
     costs: createCostCatalog(config.prices),
@@ -82,13 +97,13 @@ export function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'en
     ...(config.default_model === undefined ? {} : { defaultModel: config.default_model }),
     aliases: config.models.aliases,
     tiers: config.routing,
-    // `~` in a manifest's workspace is the home of the environment Loom was given.
-    workspaceOf: (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, options.env['HOME'] ?? homedir())),
+    workspaceOf: workspacesOf(options),
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
     identityFiles: readIdentityFiles,
     skills: (allowlist) => offerInstalledSkills(home.skillsDir, allowlist),
     ...(config.models.max_concurrent_calls === 0 ? {} : { maxConcurrentModelCalls: config.models.max_concurrent_calls }),
+    ...(codeModules === undefined ? {} : { codeModules }),
   };
 }
 
@@ -122,7 +137,9 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'logger'
 
 /**
  * Opens the store and boots a kernel on it: the composition root shared by the CLI's
- * in-process mode and the daemon.
+ * in-process mode and the daemon, and the only one. Every part is built here, in the order it
+ * needs the others, and handed what it uses; the parts built on the kernel (the scheduler, the
+ * package runtime) are registered as its hooks before it boots.
  * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
  */
 export async function openHost(options: HostOptions): Promise<Host> {
@@ -152,58 +169,12 @@ export async function openHost(options: HostOptions): Promise<Host> {
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
         ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock, oauthDir: options.home.mcpOAuthDir })
         : undefined;
-    const runtime = createRuntime(options, mcp === undefined ? undefined : () => mcp.tools());
-    const codeModules = createCodeModules({ clock, logger: options.logger, env: options.env, workspaceOf: (agent) => runtime.workspaceOf(agent) });
-    runtime.codeModules = codeModules;
+    const workspaceOf = workspacesOf(options);
+    const codeModules = createCodeModules({ clock, logger: options.logger, env: options.env, workspaceOf });
+    const runtime = createRuntime(options, { moreTools: mcp === undefined ? undefined : () => mcp.tools(), codeModules });
     // Workspaces first: a Python script starts in its agent's.
-    const hooks: AgentLifecycleHook[] = [createWorkspaceHook((agent) => runtime.workspaceOf(agent)), codeModules];
+    const hooks: AgentLifecycleHook[] = [createWorkspaceHook(workspaceOf), codeModules];
     if (runtime.skills !== undefined) hooks.push(createSkillsHook(runtime.skills, options.logger));
-    // The scheduler is one of the kernel's hooks, so it reaches the kernel late, through these.
-    // What becomes of the timed wake-ups and fires missed while the daemon was down (decision 0046).
-    const catchUp = { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds };
-    const late: { kernel?: Kernel } = {};
-    const wakeRuns = (): Kernel['wakeRuns'] => {
-      if (late.kernel === undefined) throw new Error('the kernel is not ready');
-      return late.kernel.wakeRuns;
-    };
-    const scheduler =
-      options.runSchedules === true
-        ? createScheduler({
-            clock,
-            logger: options.logger,
-            timezone: options.config.scheduler.timezone,
-            leadership,
-            queue: jobs,
-            runs: {
-              run: async (agentId, wake) => wakeRuns().run(agentId, wake),
-              skip: async (agentId, wake, reason) => wakeRuns().skip(agentId, wake, reason),
-              interruptEarlier: async (agentId, wake) => wakeRuns().interruptEarlier(agentId, wake),
-              catchUpSince: async (agentId) => wakeRuns().catchUpSince(agentId),
-            },
-            catchUp,
-            events: { publish: (event) => late.kernel?.events.publish(event), subscribe: (listener) => late.kernel?.events.subscribe(listener) ?? (() => false) },
-          })
-        : undefined;
-    if (scheduler !== undefined) hooks.push(scheduler);
-    const environment = packageEnvironment(options.config);
-    const packageRuntime = createPackageRuntime({
-      kernel: {
-        runTask: (reference, task, sendOptions) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runTask(reference, task, sendOptions)),
-        publish: (event) => late.kernel?.publish(event) ?? Promise.resolve(),
-        runAgentTool: (agent, tool, input, signal) => (late.kernel === undefined ? Promise.reject(new Error('the kernel is not ready')) : late.kernel.runAgentTool(agent, tool, input, signal)),
-      },
-      store,
-      clock,
-      ids,
-      logger: options.logger,
-      environment,
-      timers: scheduler,
-      catchUp,
-      leadership,
-      queue: jobs,
-      node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await joined.liveNode(id)) !== undefined },
-    });
-    hooks.push(packageRuntime);
     const kernel = createKernel({
       store,
       clock,
@@ -225,7 +196,38 @@ export async function openHost(options: HostOptions): Promise<Host> {
         ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });
-    late.kernel = kernel;
+    // The subsystems built on the kernel are its hooks too, registered after the others and before it boots.
+    // What becomes of the timed wake-ups and fires missed while the daemon was down (decision 0046).
+    const catchUp = { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds };
+    const scheduler =
+      options.runSchedules === true
+        ? createScheduler({
+            clock,
+            logger: options.logger,
+            timezone: options.config.scheduler.timezone,
+            leadership,
+            queue: jobs,
+            runs: kernel.wakeRuns,
+            catchUp,
+            events: kernel.events,
+          })
+        : undefined;
+    if (scheduler !== undefined) kernel.addHook(scheduler);
+    const environment = packageEnvironment(options.config);
+    const packageRuntime = createPackageRuntime({
+      kernel,
+      store,
+      clock,
+      ids,
+      logger: options.logger,
+      environment,
+      timers: scheduler,
+      catchUp,
+      leadership,
+      queue: jobs,
+      node: leadership === undefined ? undefined : { id: joined.id, alive: async (id) => (await joined.liveNode(id)) !== undefined },
+    });
+    kernel.addHook(packageRuntime);
     // Every kernel event worth asking about is a line of the daemon's log (what event-log agents read).
     const stopEventLog = logKernelEvents(kernel.events, options.logger.child({ component: 'kernel' }));
     // A package installed on another node (heard through the event relay): its triggers start here too.

@@ -21,23 +21,27 @@ export const DEFAULT_CONTEXT_WINDOW_TOKENS = 128_000;
 
 /**
  * What the kernel needs to run agents' turns: models, prices, tools, the environment tools may
- * read (API keys), and where workspaces live. Built by the composition root (the CLI, the
- * daemon), so the kernel itself reads no environment.
+ * read (API keys), where workspaces live, and the code modules. Built whole by the composition
+ * root (`openHost` in `src/host/open-host.ts`, which the CLI and the daemon both open) and not
+ * changed afterwards (but for the default model), so the kernel itself reads no environment.
  */
 export interface AgentRuntime {
-  resolver: ModelResolver;
-  costs: CostCatalog;
+  readonly resolver: ModelResolver;
+  readonly costs: CostCatalog;
   /** The tools, or a function giving the current ones (built-ins plus connected MCP servers'). */
-  tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
-  env: Readonly<Record<string, string | undefined>>;
+  readonly tools: readonly Tool<never>[] | (() => readonly Tool<never>[]);
+  readonly env: Readonly<Record<string, string | undefined>>;
   /** The daemon's recent log records, read by the event-log tools (the daemon keeps them; others need not). */
-  logs?: LogReader | undefined;
-  /** The model of agents whose manifest has no `[model]`. */
+  readonly logs?: LogReader | undefined;
+  /**
+   * The model of agents whose manifest has no `[model]`. The one field that changes after the
+   * runtime is built: a running daemon follows `[default_model]` in config.toml (decision 0054).
+   */
   defaultModel?: ModelTarget;
   /** `[models.aliases]` of config.toml (judge models and packages may name a model by alias). */
-  aliases?: Readonly<Record<string, ModelTarget>>;
+  readonly aliases?: Readonly<Record<string, ModelTarget>>;
   /** The model serving each routing tier, for agents with `[routing]` enabled. */
-  tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
+  readonly tiers?: Partial<Record<ModelTier, ModelTarget | undefined>>;
   /** The absolute workspace folder of an agent. */
   workspaceOf(agent: { name: string; workspace: string | undefined }): string;
   /**
@@ -45,9 +49,9 @@ export interface AgentRuntime {
    * host's file system): a child's workspace is judged and pinned by it. Without it, paths are
    * taken as written.
    */
-  realPath?: ((path: string) => string) | undefined;
+  readonly realPath?: ((path: string) => string) | undefined;
   /** The modules of code agents (`wasm:`, `python:`); without them such agents cannot run. */
-  codeModules?: CodeModules;
+  readonly codeModules?: CodeModules;
   /** The context window of a model, in tokens. */
   contextWindowTokens?(model: ModelTarget): number;
   /**
@@ -61,10 +65,10 @@ export interface AgentRuntime {
    * with the text for the system prompt within its budget; never throws for a skill it cannot
    * offer (that is a problem in the answer). Without it agents get no skills.
    */
-  skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
+  readonly skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /**
    * How many model calls of agents may run at once (`[models].max_concurrent_calls`); the others
    * wait, served by their agent's `priority`. Unset: no limit.
    */
-  maxConcurrentModelCalls?: number;
+  readonly maxConcurrentModelCalls?: number;
 }

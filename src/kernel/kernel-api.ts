@@ -20,7 +20,7 @@ export interface KernelDependencies {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
-  /** Subsystems told when agents start and stop running (scheduler, triggers, workspaces). */
+  /** Subsystems told when agents start and stop running (workspaces, code modules); those built on the kernel itself are added with `Kernel.addHook`. */
   hooks?: readonly AgentLifecycleHook[];
   /** Models, tools and prices for running turns; without it the kernel manages agents but cannot run them. */
   runtime?: AgentRuntime;
