@@ -3,7 +3,7 @@ import { SessionNotFoundError } from '../errors/index.ts';
 import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../emergent/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
-import type { ApprovalDecision } from './approval-service.ts';
+import type { ApprovalDecision } from './approval-requests.ts';
 import type { AgentDetailView, AgentView } from './agent-view.ts';
 import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
 import type { KernelEvent } from './event-bus.ts';

@@ -3,85 +3,16 @@ import { Cron } from 'croner';
 import { capabilitiesFromManifest, filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
-import { fetchDomainCovers } from '../emergent/index.ts';
 import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
-import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
-import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';
+import { confineAutonomous, confineEmergent, confineToolSettings } from './confine-settings.ts';
+import { limit, limitOrNone, mergeExecPolicy, narrowAllowlist, type Report, skillCovers, union } from './confinement-rules.ts';
 import { manifestModels } from './model-targets.ts';
 
 /**
- * What a manifest empowers is more than its `[capabilities]`: everything inside its workspace
- * needs no grant, `[exec_policy]` and the tool lists take tools away, `[model]` decides which
- * secret goes to which host, `[autonomous]` puts calls before a person, `[resources]` and
- * `[schedule]` decide how much it may spend and how often it acts unasked, and `module` decides
- * what code runs. `confineChild` is the one definition of "a child never exceeds its parent"
- * over all of that. Each field is one of three sorts:
- *
- * - **widening** (capabilities, workspace, models and their keys and URLs, module, schedule,
- *   tool settings): the child's must lie within what the parent may do, or the spawn is refused
- *   with a message naming every field that exceeds it;
- * - **restricting** (exec policy, tool blocklist, approvals, and the allowlists `tool_allowlist`,
- *   `mcp_servers`, `skills`): the parent's restrictions are merged into the child, whether or
- *   not it repeats them;
- * - **limits** (resources, `max_tokens`, tool timeouts, `max_actions_per_cycle`, priority): the
- *   child's may not exceed the parent's. A child that leaves one at its default runs under its
- *   parent's; one that sets it higher is refused.
- *
- * The merged manifest is what is stored, so `loom agent show` displays what binds the child.
+ * `confineChild`: the one definition of "a child never exceeds its parent", over every field of
+ * its manifest (each field's sort is in `manifest-field-power.ts`).
  */
-
-/** How a manifest field bears on a child's power (see the module comment). */
-export type FieldPower = 'widening' | 'restricting' | 'limit' | 'inert';
-
-/**
- * Every top-level manifest field and how `confineChild` treats it. Typed over every key of the
- * manifest, so a field added to the schema does not compile until someone decides what it
- * empowers and how a child inherits it.
- */
-export const MANIFEST_FIELD_POWER: Readonly<Record<keyof Manifest, FieldPower>> = {
-  name: 'inert',
-  version: 'inert',
-  description: 'inert',
-  author: 'inert',
-  module: 'widening',
-  schedule: 'widening',
-  // Its `cache` setting (the provider's prompt cache) is inert: it changes what a call costs,
-  // which the quotas meter, not what the agent may call or reach.
-  model: 'widening',
-  fallback_models: 'widening',
-  resources: 'limit',
-  priority: 'limit',
-  capabilities: 'widening',
-  // Grants its tools as `[capabilities].tools` would, so a child's are checked with its grants.
-  profile: 'widening',
-  tools: 'widening',
-  skills: 'restricting',
-  mcp_servers: 'restricting',
-  metadata: 'inert',
-  tags: 'inert',
-  routing: 'widening',
-  autonomous: 'restricting',
-  workspace: 'widening',
-  // Writes identity files inside the agent's own workspace, which is confined.
-  generate_identity_files: 'inert',
-  exec_policy: 'restricting',
-  tool_allowlist: 'restricting',
-  tool_blocklist: 'restricting',
-  // Agent-type settings give no power: every delegation is a message the kernel checks against
-  // the agent's `agent_message` grants, and every model call counts against its quotas.
-  delegate: 'inert',
-  workflow: 'inert',
-  chain_of_thought: 'inert',
-  // How the agent's own history is summarised.
-  compaction: 'inert',
-  // Forging runs code in a sandbox and calls judge models: enabled only where the parent is,
-  // within its limits, sandbox APIs and fetch domains (see `confineEmergent`).
-  emergent: 'widening',
-  // A code module's limits and interpreter: a child running its parent's module stays within
-  // the parent's (see `confineCode`).
-  code: 'widening',
-};
 
 /** What the check needs to know of the world: where workspaces are and which models serve. */
 export interface ConfinementContext {
@@ -126,7 +57,6 @@ export const CHILD_WORKSPACES_FOLDER = 'agents';
 
 const DEFAULTS = ManifestSchema.parse({});
 const DEFAULT_MODEL_MAX_TOKENS = 4096;
-const DEFAULT_TOOL_TIMEOUT_SECONDS = DEFAULT_TOOL_TIMEOUT_MS / 1000;
 /** How many upcoming runs of a cron expression are looked at to find its shortest gap. */
 const CRON_RUNS_COMPARED = 64;
 
@@ -233,32 +163,6 @@ function inheritCaps(parent: Manifest, child: Manifest): Manifest['capabilities'
     if (cap !== undefined && capabilities[key] === undefined) capabilities = { ...capabilities, [key]: cap };
   }
   return capabilities;
-}
-
-type Report = (field: string, problem: string) => void;
-
-/**
- * A limit of the child: at most the parent's. Left at its default (the author most likely did
- * not write it), the parent's tighter value is inherited; set higher, it is refused.
- */
-function limit(field: string, child: number, parent: number, fallback: number, report: Report, show: (value: number) => string = String): number {
-  if (child <= parent) return child;
-  if (child === fallback) return parent;
-  report(field, `${show(child)} is more than the parent's ${show(parent)}`);
-  return child;
-}
-
-/**
- * A limit where 0 means none (the hourly tokens and cost), so 0 is above every number: under a
- * parent with none, any; else as `limit`, and a child's 0 is refused unless it is the field's
- * default (then it was most likely not written, and the parent's limit is inherited).
- */
-function limitOrNone(field: string, child: number, parent: number, fallback: number, report: Report): number {
-  if (parent === 0) return child;
-  if (child !== 0) return limit(field, child, parent, fallback, report);
-  if (fallback === 0) return parent;
-  report(field, `0 (no limit) is more than the parent's ${parent}`);
-  return child;
 }
 
 /**
@@ -466,134 +370,3 @@ function confineSchedule(parent: Manifest, child: Manifest, context: Confinement
   return child.schedule;
 }
 
-/**
- * Tool settings may only narrow: a child's `timeout_seconds` is a limit (default 60 s), any
- * other numeric setting is at most the parent's when the parent sets it, and any other setting
- * (a provider, a base URL) must be the parent's own. The parent's settings are inherited.
- */
-function confineToolSettings(parent: Manifest, child: Manifest, report: Report): Manifest['tools'] {
-  const merged: Manifest['tools'] = {};
-  for (const [tool, settings] of Object.entries(parent.tools)) merged[tool] = { ...settings };
-  for (const [tool, settings] of Object.entries(child.tools)) {
-    const inherited = parent.tools[tool] ?? {};
-    const result: Record<string, JsonValue | undefined> = { ...inherited };
-    for (const [key, value] of Object.entries(settings)) {
-      const field = `[tools.${tool}].${key}`;
-      const theirs = inherited[key];
-      if (key === 'timeout_seconds' && typeof value === 'number') {
-        const parentTimeout = typeof theirs === 'number' ? theirs : DEFAULT_TOOL_TIMEOUT_SECONDS;
-        result[key] = limit(field, value, parentTimeout, DEFAULT_TOOL_TIMEOUT_SECONDS, report);
-      } else if (typeof value === 'number' && typeof theirs === 'number') {
-        if (value > theirs) report(field, `${value} is more than the parent's ${theirs}`);
-        result[key] = value;
-      } else if (typeof value === 'number' && theirs === undefined) {
-        // The parent runs at the tool's default: the child may go as far as that, no further.
-        const fallback = NUMERIC_TOOL_SETTING_DEFAULTS[key];
-        if (fallback === undefined) report(field, `${value} is set where the parent sets nothing, and no default bounds it; set it in the parent first`);
-        else if (value > fallback) report(field, `${value} is more than the ${fallback} the parent runs with (it leaves the setting at its default)`);
-        result[key] = value;
-      } else if (JSON.stringify(value) !== JSON.stringify(theirs)) {
-        report(field, `${JSON.stringify(value)} differs from the parent's ${theirs === undefined ? 'default' : JSON.stringify(theirs)}; a child may only narrow tool settings`);
-      } else {
-        result[key] = value;
-      }
-    }
-    merged[tool] = result as Manifest['tools'][string];
-  }
-  return merged;
-}
-
-/** `[autonomous]`: the parent's approvals always bind the child; its numbers are limits. */
-function confineAutonomous(parent: Manifest, child: Manifest, report: Report): Manifest['autonomous'] {
-  const theirs = parent.autonomous;
-  const ours = child.autonomous;
-  if (theirs === undefined) return ours;
-  if (ours === undefined) return { ...theirs, approval_required_for: [...theirs.approval_required_for] };
-  const defaults = DEFAULT_AUTONOMOUS;
-  return {
-    approval_required_for: union(theirs.approval_required_for, ours.approval_required_for),
-    max_actions_per_cycle: limit('[autonomous].max_actions_per_cycle', ours.max_actions_per_cycle, theirs.max_actions_per_cycle, defaults.max_actions_per_cycle, report),
-    idle_timeout_seconds: limit('[autonomous].idle_timeout_seconds', ours.idle_timeout_seconds, theirs.idle_timeout_seconds, defaults.idle_timeout_seconds, report),
-  };
-}
-
-const DEFAULT_AUTONOMOUS = ManifestSchema.parse({ autonomous: {} }).autonomous as NonNullable<Manifest['autonomous']>;
-
-/**
- * An allowlist where empty means "all": under a parent's non-empty list, a child's empty list
- * becomes the parent's, and a non-empty one may name only what the parent's names.
- */
-function narrowAllowlist(field: string, child: readonly string[], parent: readonly string[], report: Report, covers = (held: string, name: string): boolean => held === name): string[] {
-  if (parent.length === 0) return [...child];
-  if (child.length === 0) return [...parent];
-  const extra = child.filter((name) => !parent.some((held) => covers(held, name)));
-  if (extra.length > 0) report(field, `${extra.map((name) => JSON.stringify(name)).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not in the parent's ${field} (${parent.map((name) => JSON.stringify(name)).join(', ')})`);
-  return [...child];
-}
-
-/**
- * Whether the parent's `skills` entry `held` lets a child name `name`: the same entry, or a
- * pinned version of the skill the parent names unpinned (`@org/skills/n` covers
- * `@org/skills/n@1.0.0`). A plain name and a qualified one never cover each other: which org's
- * skill a plain name stands for depends on what is installed.
- */
-function skillCovers(held: string, name: string): boolean {
-  return held === name || (held.startsWith('@') && !held.slice(1).includes('@') && name.startsWith(`${held}@`));
-}
-
-/** `[exec_policy]`: each switch is on only when both allow it. */
-function mergeExecPolicy(parent: Manifest['exec_policy'], child: Manifest['exec_policy']): Manifest['exec_policy'] {
-  if (parent === undefined) return child;
-  if (child === undefined) return { ...parent };
-  return {
-    allow_shell: parent.allow_shell && child.allow_shell,
-    allow_network: parent.allow_network && child.allow_network,
-    allow_file_write: parent.allow_file_write && child.allow_file_write,
-  };
-}
-
-function union(first: readonly string[], second: readonly string[]): string[] {
-  return [...new Set([...first, ...second])];
-}
-
-const EMERGENT_DEFAULTS = ManifestSchema.parse({ emergent: {} }).emergent;
-
-/**
- * `[emergent]` of a child: forging only where the parent forges; tool counts, sandbox time and
- * memory at most the parent's; sandbox APIs and fetch domains among the parent's; a promotion
- * threshold at least as strict. (The judge models are checked with the other models.)
- */
-function confineEmergent(parent: Manifest, child: Manifest, report: Report): Manifest['emergent'] {
-  const own = child.emergent;
-  if (own === undefined || !own.enabled) return own;
-  const theirs = parent.emergent;
-  if (theirs === undefined || !theirs.enabled || EMERGENT_DEFAULTS === undefined) {
-    report('[emergent]', 'lets it forge tools, which the parent may not do');
-    return own;
-  }
-  const d = EMERGENT_DEFAULTS;
-  const at = (key: string): string => `[emergent].${key}`;
-  const apis = own.allowed_sandbox_apis.filter((api) => !theirs.allowed_sandbox_apis.includes(api));
-  if (apis.length > 0) report(at('allowed_sandbox_apis'), `gives the sandbox ${apis.map((api) => `"${api}"`).join(', ')}, which the parent's does not`);
-  const domains = own.fetch_domain_allowlist.filter((domain) => !theirs.fetch_domain_allowlist.some((pattern) => fetchDomainCovers(pattern, domain)));
-  if (domains.length > 0) report(at('fetch_domain_allowlist'), `names ${domains.map((domain) => `"${domain}"`).join(', ')}, which the parent's does not cover`);
-  // A lower promotion threshold keeps tools more easily: it may only be stricter.
-  const stricter = (key: 'uses' | 'confidence'): number => {
-    const value = own.promotion_threshold[key];
-    const floor = theirs.promotion_threshold[key];
-    if (value >= floor) return value;
-    if (value === d.promotion_threshold[key]) return floor;
-    report(at(`promotion_threshold.${key}`), `${value} is below the parent's ${floor}`);
-    return value;
-  };
-  return {
-    ...own,
-    max_session_tools: limit(at('max_session_tools'), own.max_session_tools, theirs.max_session_tools, d.max_session_tools, report),
-    max_agent_tools: limit(at('max_agent_tools'), own.max_agent_tools, theirs.max_agent_tools, d.max_agent_tools, report),
-    sandbox_timeout_ms: limit(at('sandbox_timeout_ms'), own.sandbox_timeout_ms, theirs.sandbox_timeout_ms, d.sandbox_timeout_ms, report),
-    sandbox_memory_mb: limit(at('sandbox_memory_mb'), own.sandbox_memory_mb, theirs.sandbox_memory_mb, d.sandbox_memory_mb, report),
-    max_forge_attempts_per_hour: limit(at('max_forge_attempts_per_hour'), own.max_forge_attempts_per_hour, theirs.max_forge_attempts_per_hour, d.max_forge_attempts_per_hour, report),
-    max_nested_calls: limit(at('max_nested_calls'), own.max_nested_calls, theirs.max_nested_calls, d.max_nested_calls, report),
-    promotion_threshold: { uses: stricter('uses'), confidence: stricter('confidence') },
-  };
-}

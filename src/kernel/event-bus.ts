@@ -1,6 +1,6 @@
 import type { EventRecord, JsonValue, Logger } from '../contracts/index.ts';
 import type { ForgedToolEvent } from '../emergent/index.ts';
-import type { ApprovalEvent } from './approval-service.ts';
+import type { ApprovalEvent } from './approval-requests.ts';
 
 /** Why an agent was killed: on request, or because its parent was. */
 export type KillReason = 'requested' | 'parent-killed';

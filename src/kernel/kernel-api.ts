@@ -5,7 +5,8 @@ import type { AgentEvent, TaintSettings, TurnResult } from '../runtime/index.ts'
 import type { AgentLifecycleHook } from './agent-lifecycle-hook.ts';
 import type { AgentRuntime, Caller } from './agent-runtime.ts';
 import type { AgentDetailView, AgentView } from './agent-view.ts';
-import type { ApprovalNode, ApprovalService } from './approval-service.ts';
+import type { ApprovalNode } from './approval-requests.ts';
+import type { ApprovalService } from './approval-service.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { ChannelEvent, EventBus, KernelEvent, PackageEvent } from './event-bus.ts';
 import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView, TurnCounts } from './live-turns.ts';
