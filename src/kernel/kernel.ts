@@ -107,7 +107,7 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     logger,
   });
   const forged: EmergentEngine = createForgeEngine({ store, clock, ids, logger, registry, runtime, flow, approvals, publish });
-  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options), release: (held) => approvals.release(held) };
+  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options), release: (held) => approvals.release(held), keep: (held) => approvals.keep(held) };
 
   const holding = new AgentHolding({ registry, capabilities, quotas, ledger, guard, flow, forged, logger, resumeBackgroundWork }, dependencies.hooks ?? []);
   const restorer = new AgentRestorer(logger);
@@ -198,7 +198,12 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     journaledTurns: () => flow.journaledTurns(),
     async resumeTurn(turnId) {
       const record = await store.turns.get(turnId);
-      return record?.state === 'running' && (await resumeTurn(resumeParts, record));
+      if (record?.state !== 'running') return false;
+      // An agent spawned on another node that this one has not heard of yet: its lease lapses
+      // again and the turn is taken over once this node (or another) knows it. A killed agent's
+      // turn goes on, and is closed as failed.
+      if (registry.find(record.agentId) === undefined && (await store.agents.get(record.agentId)) !== undefined) return false;
+      return resumeTurn(resumeParts, record);
     },
     followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
     cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
