@@ -6,6 +6,7 @@ import { dailyBudgetRefusal, dayOf } from './daily-budget.ts';
 import type { ScheduleEvent } from './event-bus.ts';
 import { toTarget } from './model-targets.ts';
 import { runScheduleCheck } from './schedule-check.ts';
+import { readRequest } from './turn-journal.ts';
 
 /** The message a `continuous` agent receives at each interval. */
 export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
@@ -31,7 +32,7 @@ export interface Wake {
 
 /** What the wake-up runs are built from: the kernel's parts. */
 export interface WakeRunsParts {
-  store: Pick<Store, 'scheduleRuns' | 'usage'>;
+  store: Pick<Store, 'scheduleRuns' | 'usage' | 'turns'>;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -68,6 +69,12 @@ export interface WakeRuns {
    * interrupted: the node running it died, and its job runs it again here (decision 0061).
    */
   interruptEarlier(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<ScheduleRunRecord[]>;
+  /**
+   * Whether the journal holds a wake-up turn of the agent as running: one an earlier attempt of
+   * its job began (recorded when accepted), which goes on from its journal where its node's
+   * lease is taken over (decision 0061), so the wake-up is not run a second time.
+   */
+  turnGoesOn(reference: string): Promise<boolean>;
   /** Records instants that were due and not run (`count` of them from `dueAt`) as skipped, with the reason. */
   skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
   /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
@@ -186,6 +193,10 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
     skip: async (reference, wake, reason) => skip(resolve(reference), wake, reason, wake.count),
     interruptEarlier: async (reference, wake) =>
       store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: its node stopped while the run was going; the wake-up was run again by another node', { agentId: resolve(reference).id, trigger: wake.trigger, dueAt: wake.dueAt }),
+    async turnGoesOn(reference) {
+      const agentId = resolve(reference).id;
+      return (await store.turns.running()).some((turn) => turn.agentId === agentId && readRequest(turn.request)?.cycle === true);
+    },
     list: async (reference, options = {}) => store.scheduleRuns.list(resolve(reference).id, options),
     async catchUpSince(reference) {
       const agent = resolve(reference);

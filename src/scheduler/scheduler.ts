@@ -32,7 +32,7 @@ export interface SchedulerOptions {
    * with it, wake-ups missed while the daemon was down are caught up by `catchUp`. A function's
    * object rather than the kernel, since the kernel is built (with this scheduler as a hook) after.
    */
-  runs?: (Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> & Partial<Pick<WakeRuns, 'interruptEarlier'>>) | undefined;
+  runs?: (Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> & Partial<Pick<WakeRuns, 'interruptEarlier' | 'turnGoesOn'>>) | undefined;
   /** The daemon's `[scheduler].catch_up` settings, which an agent's `[schedule]` may override; {@link DEFAULT_CATCH_UP} by default. */
   catchUp?: CatchUpSettings | undefined;
   /**
@@ -251,7 +251,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const { agent, message, cause } = parsed.data;
     const due: Wake = { trigger: parsed.data.trigger ?? cause, cause, message, dueAt: parsed.data.due ?? clock.now(), caughtUp: parsed.data.caughtUp };
     // Taken again: an earlier attempt's node died (or lost the job) while it ran; its run is not going on any more.
-    if (job.attempt > 1 && parsed.data.due !== undefined) await runs?.interruptEarlier?.(agent, due);
+    if (job.attempt > 1 && parsed.data.due !== undefined) {
+      await runs?.interruptEarlier?.(agent, due);
+      // Its turn was recorded when accepted: it goes on from its journal on the node that takes its lease over.
+      if ((await runs?.turnGoesOn?.(agent)) === true) {
+        await runs?.skip(agent, due, 'the turn an earlier attempt began goes on from its journal, where its node stopped; the wake-up is not run twice');
+        return;
+      }
+    }
     await deliver(agent, started.get(agent)?.name ?? agent, due, baseLogger.child({ agentId: agent, job: job.id }));
   }
   queue?.handle('scheduled-message', deliverJob);

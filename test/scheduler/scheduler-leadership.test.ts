@@ -114,6 +114,38 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     scheduler.stopAll();
   });
 
+  it('does not run a wake-up again whose earlier attempt began a turn the journal holds as running: that turn goes on where it stopped', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 0, 1));
+    const queue = testQueue();
+    const calls: string[] = [];
+    const runs = {
+      run: (agentId: string, wake: Wake) => {
+        calls.push(`run ${agentId} ${wake.trigger}@${wake.dueAt}`);
+        return Promise.resolve({} as ScheduleRunRecord);
+      },
+      skip: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>, reason: string) => {
+        calls.push(`skip ${agentId} ${wake.trigger}@${wake.dueAt}: ${reason}`);
+        return Promise.resolve({} as ScheduleRunRecord);
+      },
+      catchUpSince: () => Promise.resolve(Number.NEGATIVE_INFINITY),
+      interruptEarlier: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>) => {
+        calls.push(`interrupt ${agentId} ${wake.trigger}@${wake.dueAt}`);
+        return Promise.resolve([]);
+      },
+      turnGoesOn: () => Promise.resolve(true),
+    };
+    const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
+    const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
+    await queue.run(job, 1);
+    await queue.run(job, 2);
+    expect(calls).toEqual([
+      'run id-worker continuous@60000',
+      'interrupt id-worker continuous@60000',
+      'skip id-worker continuous@60000: the turn an earlier attempt began goes on from its journal, where its node stopped; the wake-up is not run twice',
+    ]);
+    scheduler.stopAll();
+  });
+
   it("fails a wake-up job whose agent this node does not know (so another node may take it), and only logs the agent's own failures", async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1));
     const queue = testQueue();
