@@ -465,11 +465,12 @@ describe('turns in parallel, and agents stopped during a turn', () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('doomed')));
     server.script([{ text: 'too late' }, { text: 'never' }]);
-    const first = host.kernel.send('doomed', 'one');
-    const second = host.kernel.send('doomed', 'two');
+    // Their refusals are awaited before the kill: they come while it runs.
+    const first = expect(host.kernel.send('doomed', 'one')).rejects.toThrow(/doomed/);
+    const second = expect(host.kernel.send('doomed', 'two')).rejects.toThrow(/doomed/);
     await host.kernel.kill('doomed');
-    await expect(first).rejects.toThrow(/doomed/);
-    await expect(second).rejects.toThrow(/doomed/);
+    await first;
+    await second;
     expect(server.requests.length).toBeLessThanOrEqual(1);
     expect(await host.store.usage.list()).toEqual([]);
   });
