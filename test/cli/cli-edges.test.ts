@@ -52,52 +52,50 @@ describe('loom start given options that npm kept for itself', () => {
   });
 });
 
+/**
+ * `loom send --stream` against a daemon that starts a reply with one text event (its SSE `id:`
+ * line when `id` is given), then dies: the stream's socket closed, and with `gone` nothing
+ * listening any more. Resolves with what the CLI printed and the daemon's URL.
+ */
+async function sendToDyingDaemon(options: { id?: string; gone: boolean }): Promise<{ result: Awaited<ReturnType<typeof runCli>>; url: string }> {
+  const server = createServer((request, response) => {
+    if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    const id = options.id === undefined ? '' : `id: ${options.id}\n`;
+    response.write(`${id}event: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => {
+      if (options.gone) server.close();
+      response.socket?.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    const url = `http://127.0.0.1:${address.port}`;
+    return { result: await runCli(home, ['--url', url, 'send', 'helper', 'hi', '--stream']), url };
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/** `url` as a regular expression matching it literally. */
+const literally = (url: string): string => url.replace(/\./g, '\\.');
+
 describe('loom send --stream when the daemon goes away mid-reply', () => {
   it('tries to take the reply up again, then says the connection to the daemon was lost while the reply streamed, not "terminated"', { timeout: 60_000 }, async () => {
-    // A daemon that starts a reply, then dies.
-    const server = createServer((request, response) => {
-      if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      // Gone for good: the stream's socket closed and nothing listening any more.
-      response.write(`id: t1:e1:1\nevent: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => {
-        server.close();
-        response.socket?.destroy();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no port');
-      const url = `http://127.0.0.1:${address.port}`;
-      const result = await runCli(home, ['--url', url, 'send', 'helper', 'hi', '--stream']);
-      expect(result.code).toBe(1);
-      // What it showed, then each try to take the stream up again (about 16 s in all), then why it stopped.
-      expect(result.stdout).toBe(`Half a \n${[1, 2, 3, 4, 5, 6].map((attempt) => `  ⟳ the connection to the daemon broke; reconnecting… (try ${attempt} of 6)\n`).join('')}`);
-      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} while the reply streamed, and could not get it back \\(6 tries`));
-      expect(result.stderr).not.toContain('terminated');
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    const { result, url } = await sendToDyingDaemon({ id: 't1:e1:1', gone: true });
+    expect(result.code).toBe(1);
+    // What it showed, then each try to take the stream up again (about 16 s in all), then why it stopped.
+    expect(result.stdout).toBe(`Half a \n${[1, 2, 3, 4, 5, 6].map((attempt) => `  ⟳ the connection to the daemon broke; reconnecting… (try ${attempt} of 6)\n`).join('')}`);
+    expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${literally(url)} while the reply streamed, and could not get it back \\(6 tries`));
+    expect(result.stderr).not.toContain('terminated');
   });
-  it('does not take up a reply whose stream broke before any event named its turn: it could follow another message\'s reply', async () => {
-    const server = createServer((request, response) => {
-      if (request.url?.endsWith('/messages') !== true) return void response.writeHead(404).end();
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      response.write(`event: text-delta\ndata: ${JSON.stringify({ type: 'text-delta', text: 'Half a ' })}\n\n`, () => response.socket?.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no port');
-      const url = `http://127.0.0.1:${address.port}`;
-      const result = await runCli(home, ['--url', url, 'send', 'helper', 'hi', '--stream']);
-      expect(result.code).toBe(1);
-      expect(result.stdout).toBe('Half a \n');
-      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} before the reply's first event named its turn, so it is not taken up again`));
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+
+  it("does not take up a reply whose stream broke before any event named its turn: it could follow another message's reply", async () => {
+    const { result, url } = await sendToDyingDaemon({ gone: false });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('Half a \n');
+    expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${literally(url)} before the reply's first event named its turn, so it is not taken up again`));
   });
 });

@@ -63,6 +63,26 @@ function testQueue(): WorkQueue & { jobs: (JobRequest & { id: string })[]; run(j
   };
 }
 
+/** Wake-up runs that write down what the scheduler asks of them; `goesOn`: what `turnGoesOn` answers. */
+function recordingRuns(calls: string[], goesOn: boolean) {
+  return {
+    run: (agentId: string, wake: Wake) => {
+      calls.push(`run ${agentId} ${wake.trigger}@${wake.dueAt}`);
+      return Promise.resolve({} as ScheduleRunRecord);
+    },
+    skip: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>, reason: string) => {
+      calls.push(`skip ${agentId} ${wake.trigger}@${wake.dueAt}: ${reason}`);
+      return Promise.resolve({} as ScheduleRunRecord);
+    },
+    catchUpSince: () => Promise.resolve(Number.NEGATIVE_INFINITY),
+    interruptEarlier: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>) => {
+      calls.push(`interrupt ${agentId} ${wake.trigger}@${wake.dueAt}`);
+      return Promise.resolve([]);
+    },
+    turnGoesOn: () => Promise.resolve(goesOn),
+  };
+}
+
 describe('scheduler with a work queue (several daemons on one database)', () => {
   it('enqueues each wake-up as a scheduled-message job named by its instant, and delivers the jobs it is given, skipping one whose agent is still busy here', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1));
@@ -94,18 +114,7 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const clock = createFakeClock(Date.UTC(2026, 0, 1));
     const queue = testQueue();
     const calls: string[] = [];
-    const runs = {
-      run: (agentId: string, wake: Wake) => {
-        calls.push(`run ${agentId} ${wake.trigger}@${wake.dueAt}`);
-        return Promise.resolve({} as ScheduleRunRecord);
-      },
-      skip: () => Promise.resolve({} as ScheduleRunRecord),
-      catchUpSince: () => Promise.resolve(Number.NEGATIVE_INFINITY),
-      interruptEarlier: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>) => {
-        calls.push(`interrupt ${agentId} ${wake.trigger}@${wake.dueAt}`);
-        return Promise.resolve([]);
-      },
-    };
+    const runs = recordingRuns(calls, false);
     const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
     const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
     await queue.run(job, 1);
@@ -118,22 +127,7 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const clock = createFakeClock(Date.UTC(2026, 0, 1));
     const queue = testQueue();
     const calls: string[] = [];
-    const runs = {
-      run: (agentId: string, wake: Wake) => {
-        calls.push(`run ${agentId} ${wake.trigger}@${wake.dueAt}`);
-        return Promise.resolve({} as ScheduleRunRecord);
-      },
-      skip: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>, reason: string) => {
-        calls.push(`skip ${agentId} ${wake.trigger}@${wake.dueAt}: ${reason}`);
-        return Promise.resolve({} as ScheduleRunRecord);
-      },
-      catchUpSince: () => Promise.resolve(Number.NEGATIVE_INFINITY),
-      interruptEarlier: (agentId: string, wake: Pick<Wake, 'trigger' | 'dueAt'>) => {
-        calls.push(`interrupt ${agentId} ${wake.trigger}@${wake.dueAt}`);
-        return Promise.resolve([]);
-      },
-      turnGoesOn: () => Promise.resolve(true),
-    };
+    const runs = recordingRuns(calls, true);
     const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
     const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
     await queue.run(job, 1);
