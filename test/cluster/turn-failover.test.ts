@@ -6,6 +6,7 @@ import { makeTempDir } from '../helpers/test-kernel.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
 import { clusterOf, type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+import { copies, type Session } from '../helpers/session-copies.ts';
 
 // A turn running on a node that is SIGKILLed is taken over by another node once its lease lapses
 // (decision 0061) and finished there from its journal: two daemons in separate processes on one
@@ -61,11 +62,6 @@ const manifest = (): string =>
   `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n`;
 
 const order = (path: string): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' } });
-
-type Session = { messages: { role: string; content: unknown }[]; running: unknown };
-
-/** How many messages of `role` in the session hold `needle`. */
-const copies = (session: Session, role: string, needle: string): number => session.messages.filter((message) => message.role === role && JSON.stringify(message.content).includes(needle)).length;
 
 /** The messages of a node's JSON log lines so far. */
 function logOf(node: DaemonNode): string[] {

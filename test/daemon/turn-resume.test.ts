@@ -5,6 +5,7 @@ import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { copies, type Session } from '../helpers/session-copies.ts';
 
 const model = useScriptedModelServer();
 const daemons = useDaemonHome('loom-resume-');
@@ -66,19 +67,12 @@ async function killWhileAsked(reply: string): Promise<{ asked: { id: string }; s
   return { asked, second: await daemons.start() };
 }
 
-type Session = { messages: { role: string; content: unknown }[]; running: unknown };
-
 /** The clerk's session once no turn runs on it and it ends with an answer. */
 async function finishedSession(daemon: DaemonProcess): Promise<Session> {
   return waitFor('the resumed turn to be committed', async () => {
     const session = (await (await fetch(`${daemon.url}/api/agents/clerk/session`)).json()) as Session;
     return session.running === null && session.messages.length > 0 ? session : undefined;
   });
-}
-
-/** How many times the session holds `needle` in a message of `role`. */
-function copies(session: Session, role: string, needle: string): number {
-  return session.messages.filter((message) => message.role === role && JSON.stringify(message.content).includes(needle)).length;
 }
 
 /** The approval requests pending on a daemon. */
