@@ -55,11 +55,12 @@ function followFrom(turn: LiveTurn, agentName: string, after: EventId | undefine
 }
 
 /** The ids the live turns gave the events they emitted, for a door that streams them as they come (see {@link eventIdOf}). */
-const EVENT_IDS = new WeakMap<AgentEvent, string>();
+const EVENT_IDS = new WeakMap<AgentEvent, { turnId: string; epoch: string; seq: number }>();
 
 /** The id a live turn gave `event` as it emitted it (the SSE `id:` a client reconnects with); undefined for an event no turn emitted. */
 export function eventIdOf(event: AgentEvent): string | undefined {
-  return EVENT_IDS.get(event);
+  const id = EVENT_IDS.get(event);
+  return id === undefined ? undefined : eventId(id.turnId, id);
 }
 
 /**
@@ -83,6 +84,11 @@ export class LiveTurn {
   readonly #entries: StreamEntry[] = [];
   /** How many of `#entries` the journal has. */
   #saved = 0;
+  /**
+   * Whether a client has been shown the turn's events (its caller streams it, or someone followed
+   * it): until then no one holds an event id to come back with, and the journal saves none.
+   */
+  #shown: boolean;
   #seq = 0;
   /** The tool calls the saved events announced: a resumed turn that runs one of them again does not announce it twice. */
   readonly #announced = new Set<string>();
@@ -90,7 +96,7 @@ export class LiveTurn {
   readonly #ended: Promise<TurnStatus>;
   #resolve!: (status: TurnStatus) => void;
 
-  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number, stream: { turnId: string; epoch: string; saved?: readonly StreamEntry[] }) {
+  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number, stream: { turnId: string; epoch: string; shown: boolean; saved?: readonly StreamEntry[] }) {
     this.agentId = agentId;
     this.conversation = conversation;
     this.message = message;
@@ -103,6 +109,7 @@ export class LiveTurn {
       if (entry.event.type === 'tool-call') this.#announced.add(entry.event.toolCallId);
     }
     this.#saved = this.#entries.length;
+    this.#shown = stream.shown;
     this.#ended = new Promise((resolve) => (this.#resolve = resolve));
   }
 
@@ -118,7 +125,8 @@ export class LiveTurn {
     if (event.type === 'run-start') this.runId = event.runId;
     this.#seq += 1;
     const seq = this.#seq;
-    EVENT_IDS.set(event, eventId(this.turnId, { epoch: this.#epoch, seq }));
+    // The id's text is made when a door asks for it: most events are streamed to no one.
+    EVENT_IDS.set(event, { turnId: this.turnId, epoch: this.#epoch, seq });
     const last = this.#entries.at(-1);
     // One text entry per stretch of text not yet saved: a follower needs the text, not each token.
     if (event.type === 'text-delta' && last?.event.type === 'text-delta' && this.#entries.length > this.#saved && last.epoch === this.#epoch) {
@@ -135,10 +143,11 @@ export class LiveTurn {
 
   /**
    * The events not yet saved, as a journal step (kind `stream`) to commit with the journal's next
-   * step, and from then on taken as saved; undefined when there are none.
+   * step, and from then on taken as saved; undefined when there are none, or when no client has
+   * been shown any (they are saved with the first commit after one has).
    */
   unsaved(): StreamStepData | undefined {
-    if (this.#entries.length === this.#saved) return undefined;
+    if (!this.#shown || this.#entries.length === this.#saved) return undefined;
     const entries = this.#entries.slice(this.#saved);
     this.#saved = this.#entries.length;
     return { entries };
@@ -168,6 +177,7 @@ export class LiveTurn {
   async *follow(after?: EventId): AsyncGenerator<FollowedEvent> {
     // The events so far and the subscription are taken in the same tick: none is missed or repeated.
     const queue = new PushQueue<FollowedEvent>();
+    this.#shown = true;
     const from = after !== undefined && this.has(after) ? after.seq : 0;
     if (after !== undefined && from === 0) queue.push({ rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start` });
     for (const entry of this.#entries) {
@@ -220,7 +230,11 @@ export class LiveTurns {
   readonly #ended = new Map<string, { turn: LiveTurn; until: number }>();
 
   #prune(now: number): void {
-    for (const [turnId, { until }] of this.#ended) if (until <= now) this.#ended.delete(turnId);
+    // Kept in the order they ended, each for the same window: the first one still kept ends the pruning.
+    for (const [turnId, { until }] of this.#ended) {
+      if (until > now) return;
+      this.#ended.delete(turnId);
+    }
   }
 
   /**

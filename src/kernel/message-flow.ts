@@ -101,7 +101,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
     // A turn can be followed again by a client that left, and cancelled, on whichever session it
     // runs; its events keep their ids across a restart (decision 0059).
-    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt, streamOf(journal?.turnId ?? parts.ids.uuid(), resume));
+    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt, streamOf(journal?.turnId ?? parts.ids.uuid(), resume, place.stream));
     if (journal !== undefined) journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
     const own = options.emit ?? noEvents;
     const emit: AgentEventSink = (event) => {
@@ -147,10 +147,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     return turn;
   }
 
-  /** A live turn's stream: under a new epoch for this run of it, after the events its journal saved when it is resumed. */
-  const streamOf = (turnId: string, resume: TurnJournalRecord | undefined): { turnId: string; epoch: string; saved?: StreamEntry[] } => ({
+  /**
+   * A live turn's stream: under a new epoch for this run of it, after the events its journal saved
+   * when it is resumed; `shown` when its caller streams it (or it is resumed: a client may come back).
+   */
+  const streamOf = (turnId: string, resume: TurnJournalRecord | undefined, shown: boolean): { turnId: string; epoch: string; shown: boolean; saved?: StreamEntry[] } => ({
     turnId,
     epoch: parts.ids.uuid().slice(0, 8),
+    shown,
     ...(resume === undefined ? {} : { saved: savedStreamOf(resume) }),
   });
 

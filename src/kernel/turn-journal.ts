@@ -27,9 +27,23 @@ export interface TurnRequest {
   model?: ModelTarget;
 }
 
-/** The request of a journaled turn, as the store keeps it. */
+/** A value as JSON keeps it: without the properties that are undefined. */
+function defined<T extends object>(value: T): JsonObject {
+  const kept: JsonObject = {};
+  for (const [key, inner] of Object.entries(value)) if (inner !== undefined) kept[key] = inner as JsonValue;
+  return kept;
+}
+
+/**
+ * The request of a journaled turn, as the store keeps it: plain JSON, copied field by field (a
+ * turn on the hot path does not round-trip it through a string).
+ */
 export function requestRecord(request: TurnRequest): JsonObject {
-  return JSON.parse(JSON.stringify(request)) as JsonObject;
+  const { caller, model } = request;
+  const record: JsonObject = defined({ ...request, caller: undefined, model: undefined });
+  record['caller'] = caller.kind === 'agent' ? { kind: 'agent', agentId: caller.agentId, chain: [...caller.chain] } : defined({ ...caller, agents: caller.agents === undefined ? undefined : [...caller.agents] });
+  if (model !== undefined) record['model'] = defined(model);
+  return record;
 }
 
 /** The request a journal holds; undefined when it is not one this Loom wrote. */

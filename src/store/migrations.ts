@@ -423,6 +423,46 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX package_runs_status ON package_runs (status);
     `,
   },
+  {
+    version: 23,
+    name: 'turn journal: fewer trees',
+    sql: `
+      -- A tool turn writes its journal and drops it again at its commit, so each tree it touches
+      -- costs a page twice per turn. The steps live in their key's tree alone (WITHOUT ROWID); an
+      -- idempotency key is indexed only where there is one; the running turns are found at start
+      -- by a scan of a table that holds only running and lately finished keyed turns.
+      CREATE TABLE turn_journal_23 (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        conversation TEXT,
+        request TEXT NOT NULL,
+        idempotency_key TEXT,
+        received_at INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        outcome TEXT,
+        finished_at INTEGER,
+        node_id TEXT,
+        lease_until INTEGER
+      ) STRICT;
+      INSERT INTO turn_journal_23 (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome, finished_at, node_id, lease_until)
+        SELECT id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome, finished_at, node_id, lease_until FROM turn_journal ORDER BY rowid;
+      CREATE TABLE turn_steps_23 (
+        turn_id TEXT NOT NULL REFERENCES turn_journal_23 (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (turn_id, seq)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO turn_steps_23 (turn_id, seq, kind, at, data) SELECT turn_id, seq, kind, at, data FROM turn_steps;
+      DROP TABLE turn_steps;
+      DROP TABLE turn_journal;
+      ALTER TABLE turn_journal_23 RENAME TO turn_journal;
+      ALTER TABLE turn_steps_23 RENAME TO turn_steps;
+      CREATE UNIQUE INDEX turn_journal_key ON turn_journal (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

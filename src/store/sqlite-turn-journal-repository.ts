@@ -80,10 +80,14 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
+          let next = 0;
+          // A turn recorded with its first step has none before it and runs.
           if (options.open !== undefined) this.#open(options.open);
-          const row = this.#nextSeq.get(turnId, turnId);
-          if (row?.['state'] !== 'running') throw new StoreNotFoundError(`cannot record a step of turn "${turnId}": there is no such running turn`);
-          const next = Number(row['next']);
+          if (options.open?.id !== turnId) {
+            const row = this.#nextSeq.get(turnId, turnId);
+            if (row?.['state'] !== 'running') throw new StoreNotFoundError(`cannot record a step of turn "${turnId}": there is no such running turn`);
+            next = Number(row['next']);
+          }
           steps.forEach((step, index) => this.#insertStep.run(turnId, next + index, step.kind, step.at, JSON.stringify(step.data)));
           for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
         }),

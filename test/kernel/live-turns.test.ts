@@ -13,7 +13,7 @@ const textDelta = (text: string): AgentEvent => ({ type: 'text-delta', text });
 
 describe('a live turn numbers its events so that a follower can go on after the last one it had', () => {
   it('gives the rest of a stretch of text a follower had the start of, and no more', async () => {
-    const turn = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1' });
+    const turn = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1', shown: true });
     const hel = textDelta('Hel');
     turn.emit({ type: 'run-start', runId: 'r', agentId: 'a1', agentName: 'x' });
     turn.emit(hel);
@@ -28,12 +28,12 @@ describe('a live turn numbers its events so that a follower can go on after the 
   });
 
   it('goes on after the events its journal saved under a new epoch, announces no saved call twice, and rewinds a follower whose event was not saved', async () => {
-    const before = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1' });
+    const before = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1', shown: true });
     before.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} });
     const saved = before.unsaved()?.entries ?? [];
     before.emit(textDelta('lost'));
 
-    const after = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e2', saved });
+    const after = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e2', shown: true, saved });
     after.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_write', input: {} });
     after.emit(textDelta('Done.'));
     after.end('finished');
@@ -46,16 +46,29 @@ describe('a live turn numbers its events so that a follower can go on after the 
     ]);
   });
 
+  it('saves no events while no client was shown any, then all of them once one follows the turn', async () => {
+    const turn = new LiveTurn('a1', undefined, 'hi', 0, { turnId: 't-3', epoch: 'e1', shown: false });
+    turn.emit({ type: 'run-start', runId: 'r', agentId: 'a1', agentName: 'x' });
+    turn.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_read', input: {} });
+    // No one holds an id of these events: nothing to come back to after a restart.
+    expect(turn.unsaved()).toBeUndefined();
+    const following = followed(turn);
+    turn.emit(textDelta('Read it.'));
+    expect(turn.unsaved()?.entries.map((entry) => entry.seq)).toEqual([1, 2, 3]);
+    turn.end('finished');
+    expect((await following).map((item) => ('id' in item ? item.id : 'rewind'))).toEqual(['t-3:e1:1', 't-3:e1:2', 't-3:e1:3']);
+  });
+
   it('follows the turn a client had events of while it waits behind another turn of its session, not the one that runs', async () => {
     // Before a restart: turn t-2 had shown a tool call when the daemon died.
-    const before = new LiveTurn('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e1' });
+    const before = new LiveTurn('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e1', shown: true });
     before.emit({ type: 'tool-call', toolCallId: 'c1', toolName: 'file_read', input: {} });
     const saved = before.unsaved()?.entries ?? [];
     // After it: both turns of the session resume, t-1 first; t-2 waits behind it.
     const live = new LiveTurns();
-    const first = live.open('a1', undefined, 'first', 0, { turnId: 't-1', epoch: 'e2' });
+    const first = live.open('a1', undefined, 'first', 0, { turnId: 't-1', epoch: 'e2', shown: true });
     first.emit({ type: 'run-start', runId: 'r1', agentId: 'a1', agentName: 'clerk' });
-    const second = live.open('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e2', saved });
+    const second = live.open('a1', undefined, 'second', 0, { turnId: 't-2', epoch: 'e2', shown: true, saved });
     const all: FollowedEvent[] = [];
     const following = (async () => {
       for await (const item of live.follow({ id: 'a1', name: 'clerk' }, undefined, parseEventId('t-2:e1:1'), 0)) all.push(item);

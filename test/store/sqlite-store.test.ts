@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreError } from '../../src/errors/index.ts';
+import { StoreConflictError, StoreError } from '../../src/errors/index.ts';
 import { applyMigrations, type Migration } from '../../src/store/migrations.ts';
 import { migrations, openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { agentRecord, describeStoreContract, sessionOf } from './store-contract.ts';
@@ -180,6 +180,30 @@ describe('SqliteStore', () => {
     expect(await store.packageRuns.get('r1')).toMatchObject({ id: 'r1', status: 'completed', emitted: 'p.done', startedAt: 1, endedAt: 2 });
     await store.packageRuns.create({ id: 'r2', package: 'p', binding: 'b', trigger: 'schedule', status: 'missed', inputs: {}, activities: [], emitted: null, error: '3 fire(s) missed', startedAt: 3, endedAt: 4, nodeId: null });
     expect((await store.packageRuns.list()).map((run) => run.status)).toEqual(['missed', 'completed']);
+  });
+
+  it('keeps the turns journaled before migration 23 (their steps, order and keys), and still refuses a key twice', async () => {
+    await mkdir(join(path, '..'), { recursive: true });
+    withRawDatabase((db) => {
+      db.exec('PRAGMA foreign_keys = ON');
+      applyMigrations(db, path, migrations.filter((step) => step.version < 23));
+      db.exec(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
+      const turn = db.prepare(`INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, 'a1', 's1', NULL, '{"message":"hi"}', ?, 5, ?, NULL)`);
+      // Received in the same millisecond: the one written first resumes first.
+      turn.run('t-z', null, 'running');
+      turn.run('t-a', null, 'running');
+      turn.run('t-k', 'key-1', 'done');
+      db.exec(`INSERT INTO turn_steps (turn_id, seq, kind, at, data) VALUES ('t-z', 0, 'model', 6, '{"text":"one"}'), ('t-z', 1, 'tool-result', 7, '{"text":"two"}')`);
+    });
+    const store = open();
+    expect((await store.turns.running()).map((turn) => [turn.id, turn.steps.map((step) => step.kind)])).toEqual([
+      ['t-z', ['model', 'tool-result']],
+      ['t-a', []],
+    ]);
+    expect((await store.turns.byKey('a1', 'key-1'))?.state).toBe('done');
+    await expect(store.turns.open({ id: 't-k2', agentId: 'a1', sessionId: 's1', conversation: null, request: {}, idempotencyKey: 'key-1', receivedAt: 9 })).rejects.toBeInstanceOf(StoreConflictError);
+    await store.turns.finish({ turnId: 't-z', outcome: { status: 'finished', result: null } }, 10);
+    expect((await store.turns.running()).map((turn) => turn.id)).toEqual(['t-a']);
   });
 
   it('reports a corrupt row as a StoreError naming the table and the row', async () => {
