@@ -56,7 +56,7 @@ function requestOf(callOptions: LanguageModelV4CallOptions): ModelRequest {
 export async function measureKernelTurns(
   withTool: boolean,
   options: { prefill?: number; databasePath?: string; floor?: boolean; warmup?: number; turns?: number; fresh?: boolean } = {},
-): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[]; bareBeside: number[] }> {
+): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; journaledFloor: number[]; withoutCallRecord: number[]; sdkLoop: number[]; bareBeside: number[] }> {
   const { prefill = 0, databasePath, floor = false, warmup = WARMUP, turns = TURNS, fresh = false } = options;
   let request: ModelRequest | undefined;
   const model = createInstantModel({ ...(withTool ? { toolName: 'agent_list' } : {}), onCall: (callOptions) => (request ??= requestOf(callOptions)) });
@@ -79,7 +79,7 @@ export async function measureKernelTurns(
     let messages = 0;
     for (let index = 0; index < AGENTS; index += 1) messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
     const heapPerMessage = (collect() - heapBefore) / messages;
-    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], withoutCallRecord: [], sdkLoop: [], bareBeside: [] };
+    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], journaledFloor: [], withoutCallRecord: [], sdkLoop: [], bareBeside: [] };
     const writes = openCommitFloor(bench.databasePath, withTool);
     try {
       const commitFloor = measureCommitFloor(writes, withTool);
@@ -94,7 +94,10 @@ export async function measureKernelTurns(
       // Bare again, beside the floors (the kernel and its sessions still on the heap): whether
       // those conditions, not the writes, make the floors higher than bare.
       const bareBeside = await measureBareTurns(withTool);
-      return { durations, heapPerMessage, request, commitFloor, durableFloor, withoutCallRecord, sdkLoop, bareBeside };
+      // A tool turn's floor with its journal: the call's record commits with the journal's rows,
+      // and the turn's commit deletes them, as Loom does since turns are journaled (decision 0045).
+      const journaledFloor = withTool && request !== undefined ? await measureJournaledFloor(bench.databasePath, request) : [];
+      return { durations, heapPerMessage, request, commitFloor, durableFloor, journaledFloor, withoutCallRecord, sdkLoop, bareBeside };
     } finally {
       writes.close();
     }
@@ -107,9 +110,12 @@ export async function measureKernelTurns(
 interface CommitFloor {
   /** How many turns' rows it holds (one per session); `index` wraps around them. */
   turns: number;
-  /** The tool call's own audit record, committed alone when the call ends. */
+  /**
+   * The tool call's own audit record, committed when the call ends: alone, or (`journaled`) with
+   * the turn's journal (its row, the model's reply and the call's result) as Loom commits it.
+   */
   toolRecord(index: number): void;
-  /** The turn's commit: revision, messages, usage and audit record in one transaction. */
+  /** The turn's commit: revision, messages, usage and audit record in one transaction; `journaled`, its journal deleted in it. */
   commitTurn(index: number): void;
   close(): void;
 }
@@ -121,7 +127,7 @@ interface CommitFloor {
  * settings), with rows those turns wrote. Nothing of Loom runs around them: no checks, no JSON
  * encoding, no promises.
  */
-function openCommitFloor(path: string, withTool: boolean): CommitFloor {
+function openCommitFloor(path: string, withTool: boolean, journaled = false): CommitFloor {
   const db = new DatabaseSync(path);
   db.exec('PRAGMA synchronous = NORMAL');
   db.exec('PRAGMA foreign_keys = ON');
@@ -144,6 +150,11 @@ function openCommitFloor(path: string, withTool: boolean): CommitFloor {
   const insertMessage = sql('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
   const insertUsage = sql('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
   const insertEvent = sql('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
+  // The journal of a tool turn (decision 0045), as the turns wrote and deleted it: the same statements, rows of the same size.
+  const openTurn = sql("INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, ?, ?, NULL, ?, NULL, ?, 'running', NULL)");
+  const insertStep = sql('INSERT INTO turn_steps (turn_id, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)');
+  const closeTurn = sql('DELETE FROM turn_journal WHERE id = ? AND idempotency_key IS NULL');
+  const request = JSON.stringify({ message: 'hello', caller: { kind: 'user', role: 'owner' } });
   const turnAt = (index: number) => {
     const turn = turns[index % turns.length];
     if (turn === undefined) throw new Error('the turns wrote no session');
@@ -153,7 +164,18 @@ function openCommitFloor(path: string, withTool: boolean): CommitFloor {
     turns: turns.length,
     toolRecord(index) {
       const turn = turnAt(index);
-      insertEvent.run(Date.now(), 'tool-finish', turn.agent, turn.toolFinish);
+      if (!journaled) {
+        insertEvent.run(Date.now(), 'tool-finish', turn.agent, turn.toolFinish);
+        return;
+      }
+      const at = Date.now();
+      const turnId = `floor-${index}`;
+      begin.run();
+      openTurn.run(turnId, turn.agent, turn.id, request, at);
+      insertStep.run(turnId, 0, 'model', at, JSON.stringify({ added: [JSON.parse(turn.messages[1] ?? '{}')], text: '', call: turn.usage[0] ?? {} }));
+      insertStep.run(turnId, 1, 'tool-result', at, turn.messages[2] ?? '{}');
+      insertEvent.run(at, 'tool-finish', turn.agent, turn.toolFinish);
+      commit.run();
     },
     commitTurn(index) {
       const turn = turnAt(index);
@@ -164,10 +186,21 @@ function openCommitFloor(path: string, withTool: boolean): CommitFloor {
       turn.messages.forEach((message, offset) => insertMessage.run(turn.id, next + offset, message));
       for (const row of turn.usage) insertUsage.run(turn.agent, at, row['model'] ?? '', row['input_tokens'] ?? 0, row['output_tokens'] ?? 0, row['cost_usd'] ?? 0);
       insertEvent.run(at, 'turn-finish', turn.agent, turn.turnFinish);
+      if (journaled) closeTurn.run(`floor-${index}`);
       commit.run();
     },
     close: () => db.close(),
   };
+}
+
+/** The durable floor of a tool turn with its journal's writes (see `CommitFloor.toolRecord`). */
+async function measureJournaledFloor(path: string, request: ModelRequest): Promise<number[]> {
+  const writes = openCommitFloor(path, true, true);
+  try {
+    return await measureBareTurns(true, { request, perStep: true, writes });
+  } finally {
+    writes.close();
+  }
 }
 
 /** The floor's writes alone, one turn after another: what committing a turn's rows costs by itself. */
@@ -266,6 +299,8 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
   const floor = summarize(measured.commitFloor);
   const durable = summarize(measured.durableFloor);
   const withoutCallRecord = withTool ? summarize(measured.withoutCallRecord) : undefined;
+  // What Loom must write: a tool turn's journal too.
+  const required = withTool ? summarize(measured.journaledFloor) : durable;
   const sdkLoop = withTool ? summarize(measured.sdkLoop) : undefined;
   // The model asked exactly what Loom asked it (system prompt and tools too), by the bare SDK.
   const sameRequest = summarize(await measureBareTurns(withTool, { request: measured.request }));
@@ -296,6 +331,10 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     durable_floor_ratio_vs_bare: round(durable.p50_ms / bare.p50_ms),
     bare_beside_floor_p50_ms: summarize(measured.bareBeside).p50_ms,
     loom_share_over_durable_floor_p50_ms: round(loom.p50_ms - durable.p50_ms),
+    ...(withTool ? { durable_floor_journaled_p50_ms: required.p50_ms, journal_writes_p50_ms: round(required.p50_ms - durable.p50_ms) } : {}),
+    // Issue 42: a turn within 1.25× of what its guarantees require (for a tool turn, its journal too).
+    ratio_p50_vs_durable_floor: round(loom.p50_ms / required.p50_ms),
+    target_ratio_vs_durable_floor: 1.25,
     // What the target leaves for all of Loom's own work (checks, queue, history, repair, records, events).
     target_left_for_loom_ms: round(target * bare.p50_ms - durable.p50_ms),
     target_reachable_without_weakening: durable.p50_ms / bare.p50_ms <= target,
@@ -318,7 +357,7 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     ratio_p50_vs_single_prompt: round(loom.p50_ms / single.p50_ms),
     target_ratio: target,
     target_ops_per_s: 2000,
-    includes: `quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare; durable floor = the same request${withTool ? ' once per step' : ''} with the turn's writes made between the calls as Loom makes them, in one loop${withTool ? ", also without the call's own record and with the SDK's own loop running the tool" : ''}${withTool ? '; per step = the same request with the SDK called once per step, as Loom calls it, the tool result added between the calls; per-step floor ratio = (per step + commit floor) / bare' : ''}`,
+    includes: `quota check, dispatch, session load and save, loop with session repair, usage record and cost, in a file-backed SQLite store; bare = the same conversations through generateText alone; same request = bare with the system prompt and tools Loom sent; commit floor = the rows of a turn committed by node:sqlite alone on the same file; floor ratio = (same request + commit floor) / bare; durable floor = the same request${withTool ? ' once per step' : ''} with the turn's writes made between the calls as Loom makes them, in one loop${withTool ? ", also without the call's own record and with the SDK's own loop running the tool" : ''}${withTool ? '; per step = the same request with the SDK called once per step, as Loom calls it, the tool result added between the calls; per-step floor ratio = (per step + commit floor) / bare; journaled floor = the durable floor with the journal a tool turn writes with the record of its call and deletes in its commit' : ''}`,
   };
 }
 
