@@ -12,7 +12,7 @@ import { type ChannelLeases, type ClusterNode, createSingleNode, defaultNodeName
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
-import { createPackageInstaller, createPackageRuntime, createPackageService, offerInstalledSkills, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
+import { createPackageInstaller, createPackageRuntime, createPackageService, createSkillOffers, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
@@ -101,7 +101,7 @@ function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'f
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
     identityFiles: readIdentityFiles,
-    skills: (allowlist) => offerInstalledSkills(home.skillsDir, allowlist),
+    skills: createSkillOffers(home.skillsDir),
     ...(config.models.max_concurrent_calls === 0 ? {} : { maxConcurrentModelCalls: config.models.max_concurrent_calls }),
     ...(codeModules === undefined ? {} : { codeModules }),
   };

@@ -22,6 +22,7 @@ export { preparePackage } from './prepare-package.ts';
 export type { PackageEnvironment, PreparedPackage } from './prepare-package.ts';
 export { publishToRegistry, resolveFromRegistries } from './registry.ts';
 export { composeSkillsPrompt, offerInstalledSkills } from './offer-skills.ts';
+export { createSkillOffers } from './skill-offers.ts';
 export { describeSkillOrigin } from './skill-origin.ts';
 export { checkPackageSkills } from './skill-finder.ts';
 export { loadSkillFolder, parseSkillReference } from './skills.ts';
