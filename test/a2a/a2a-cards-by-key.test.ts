@@ -8,8 +8,8 @@ import { createA2aServer, InMemoryA2aTaskRepository } from '../../src/a2a/index.
 import { ConfigSchema } from '../../src/config/index.ts';
 import { startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost } from '../support/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, startApi } from '../http/api-harness.ts';
 

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerA2aCommands } from '../../src/cli/commands/a2a-commands.ts';
 import type { CliIo } from '../../src/cli/cli-io.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 import { ExternalAgentRegistry, listExternalAgents } from '../../src/a2a/index.ts';

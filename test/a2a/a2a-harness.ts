@@ -3,7 +3,7 @@ import { ConfigSchema } from '../../src/config/index.ts';
 import { createA2aServer, type A2aPushOptions, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 
 /** Loom's A2A server on a real kernel, over real HTTP on 127.0.0.1. */
 export interface A2aHarness {

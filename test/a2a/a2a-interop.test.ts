@@ -4,7 +4,7 @@ import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 

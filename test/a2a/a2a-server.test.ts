@@ -4,7 +4,7 @@ import { type AgentCard, type Message, Role, type StreamResponse, TaskState } fr
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 import { waitFor } from '../support/wait-for.ts';

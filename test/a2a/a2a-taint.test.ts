@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml } from '../http/api-harness.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 

@@ -4,7 +4,7 @@ import { BoundedTaskStore } from '../../src/a2a/index.ts';
 import type { TaskRepository } from '../../src/contracts/index.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { Task, TaskState } from '@a2a-js/sdk';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 beforeEach(async () => {

@@ -7,8 +7,8 @@ import { createHttpApp } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createMcpHttpHandler } from '../../src/mcp/server/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { agentToml } from '../http/api-harness.ts';
 
 /**

@@ -3,8 +3,8 @@ import type { WorkflowRecord, WorkflowState } from '../../src/contracts/index.ts
 import type { KernelEvent } from '../../src/kernel/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { untilWorkflowState } from './workflow-state.ts';
 
 // A delegate's or workflow's message to its managed agent is its own agent_message tool call:

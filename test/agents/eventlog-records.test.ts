@@ -11,10 +11,10 @@ import { type Host, openHost } from '../../src/host/index.ts';
 import { type KernelEvent, kernelEventLine } from '../../src/kernel/index.ts';
 import { createLogger, createSilentLogger, LOG_RING_FLUSH_DELAY_MS, LogRing, persistLogRing } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
+import { openTestHost, TEST_KEYS } from '../support/test-host.ts';
 import { FIXTURE_SERVER, stdioEntry } from '../mcp/client-helpers.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 // What the event-log agent reads: the daemon's records at info, each kernel event worth asking
 // about among them, kept across a restart.

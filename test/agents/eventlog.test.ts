@@ -5,8 +5,8 @@ import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type Host, openHost } from '../../src/host/index.ts';
 import { createLogger, LogRing } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 

@@ -1,5 +1,5 @@
 import type { WorkflowRecord, WorkflowState } from '../../src/contracts/index.ts';
-import type { TestHost } from '../helpers/test-host.ts';
+import type { TestHost } from '../support/test-host.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /** The workflow record of the agent `agent` on `host`, as stored. */

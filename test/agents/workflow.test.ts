@@ -3,8 +3,8 @@ import type { WorkflowRecord, WorkflowState } from '../../src/contracts/index.ts
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { untilWorkflowState, workflowOf } from './workflow-state.ts';
 
 const server = useScriptedModelServer();

@@ -4,8 +4,8 @@ import { pathToFileURL } from 'node:url';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { useDaemonHome } from '../helpers/daemon-process.ts';
-import { tellerHome } from '../helpers/teller-home.ts';
+import { useDaemonHome } from '../support/daemon-process.ts';
+import { tellerHome } from '../support/teller-home.ts';
 
 /** The hook that makes the daemon write down every module it loads. */
 const RECORDER = pathToFileURL(join(import.meta.dirname, '../support/record-loaded-modules.ts')).href;

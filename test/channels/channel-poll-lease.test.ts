@@ -3,8 +3,8 @@ import { createFakeClock } from '../../src/clock/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 // Two nodes on one PostgreSQL database, both configured with the same Telegram channel (long

@@ -7,9 +7,9 @@ import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../sr
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { type ReplyReceiver, startReplyReceiver } from '../helpers/reply-receiver.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { type ReplyReceiver, startReplyReceiver } from '../support/reply-receiver.ts';
 
 const model = useScriptedModelServer();
 const SECRET = 'whsec-test-secret';

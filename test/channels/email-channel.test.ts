@@ -8,8 +8,8 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeImapServer, type FakeSmtpServer, startFakeImapServer, startFakeSmtpServer } from '../support/fake-mail-servers.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const model = useScriptedModelServer();
 const ACCOUNT = { user: 'agent@loom.test', password: 'mail-secret' };

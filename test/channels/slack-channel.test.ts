@@ -5,9 +5,9 @@ import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../sr
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeSlackServer, startFakeSlackServer } from '../support/fake-slack-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

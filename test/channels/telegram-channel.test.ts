@@ -6,9 +6,9 @@ import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

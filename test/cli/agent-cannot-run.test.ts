@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toAgentView } from '../../src/kernel/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { runCli, runCliJson } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli, runCliJson } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 interface AgentJson {
   name: string;

@@ -1,8 +1,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { runCli, runCliJson } from '../helpers/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { runCli, runCliJson } from '../support/run-cli.ts';
 
 interface AgentJson {
   id: string;

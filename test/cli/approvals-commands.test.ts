@@ -7,10 +7,10 @@ import type { ApprovalView } from '../../src/http/index.ts';
 import type { Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { pendingApprovalRecord } from '../helpers/approval-record.ts';
+import { runCli } from '../support/run-cli.ts';
+import { openTestHost, TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { pendingApprovalRecord } from '../support/approval-record.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { openTestHost } from '../helpers/test-host.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { openTestHost } from '../support/test-host.ts';
+import { runCli } from '../support/run-cli.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;

@@ -4,9 +4,9 @@ import { stripVTControlCharacters } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { heldReply, tellerHome } from '../helpers/teller-home.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { heldReply, tellerHome } from '../support/teller-home.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const server = useScriptedModelServer();

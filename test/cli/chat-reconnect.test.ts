@@ -5,8 +5,8 @@ import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
 import { freePort } from '../support/free-port.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { useDaemonHome } from '../helpers/daemon-process.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { useDaemonHome } from '../support/daemon-process.ts';
+import { runCli } from '../support/run-cli.ts';
 
 const model = useScriptedModelServer();
 const daemons = useDaemonHome('loom-chat-reconnect-');

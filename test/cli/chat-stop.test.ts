@@ -6,10 +6,10 @@ import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { heldReply, tellerHome } from '../helpers/teller-home.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { heldReply, tellerHome } from '../support/teller-home.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -3,8 +3,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;

@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, runCliJson } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli, runCliJson } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const root = join(import.meta.dirname, '../..');

@@ -2,8 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;

@@ -3,8 +3,8 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.ts';
 import { formatErrorForTerminal } from '../../src/cli/wrap-error.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 const examples = join(import.meta.dirname, '../../examples/agents');
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

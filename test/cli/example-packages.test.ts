@@ -4,8 +4,8 @@ import { loadConfig, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import type { PackageView } from '../../src/packages/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { EXAMPLES } from '../packages/support.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -3,7 +3,7 @@ import { accessSync, constants, realpathSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 const run = promisify(execFile);
 const bin = join(import.meta.dirname, '../../bin/loom.js');

@@ -11,10 +11,10 @@ import { type RunningDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { heldReply, tellerHome } from '../helpers/teller-home.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { heldReply, tellerHome } from '../support/teller-home.ts';
 
 const ENTRY = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'loom.js');
 const CANCELLED_LINE = '[cancelled: what was said so far is kept in the session]';

@@ -5,9 +5,9 @@ import { loadConfig, resolveLoomHome } from '../../src/config/index.ts';
 import { startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, EXAMPLES, packageConfigToml, writePackage } from '../packages/support.ts';
 
 // spec/04 "Skill References": skills are installed with the packages that name them, and by code

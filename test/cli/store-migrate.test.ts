@@ -5,8 +5,8 @@ import { writeDaemonFile } from '../../src/daemon/index.ts';
 import { formatStoreCopyReport } from '../../src/cli/commands/store-commands.ts';
 import { copiedTables } from '../../src/store/copy-tables.ts';
 import { openPostgresStore, openSqliteStore, redactDatabaseUrl, type StoreCopyReport } from '../../src/store/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { readEveryDomain, seedEveryDomain } from '../support/every-domain.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 

@@ -2,10 +2,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { APPROVE } from '../support/forge-requests.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

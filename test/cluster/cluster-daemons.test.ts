@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
 import type { ClusterView } from '../../src/contracts/index.ts';
 import type { TestPostgres } from '../support/postgres-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { runCli } from '../support/run-cli.ts';
 import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { postgresMigrations } from '../../src/store/index.ts';
 import { clusterOf, type DaemonCluster, type DaemonNode, type DaemonNodes, startDaemonCluster, waitFor } from './daemons.ts';

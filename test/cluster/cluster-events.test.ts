@@ -5,7 +5,7 @@ import { Role, type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client as A2aClient } from '@a2a-js/sdk/client';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
+import { APPROVE, DOUBLE_IT } from '../support/forge-requests.ts';
 import { agentToml, readSse, startHangingModelServer } from '../http/api-harness.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import type { ScriptedModelServer } from '../support/scripted-model-server.ts';

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ClusterView } from '../../src/contracts/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { packageConfigToml } from '../packages/support.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
 import { waitFor } from '../support/wait-for.ts';

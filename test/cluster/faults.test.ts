@@ -6,7 +6,7 @@ import { startScriptedModelServer, type ScriptedModelServer, type ScriptStep } f
 import { TEST_POSTGRES_PASSWORD } from '../support/postgres-server.ts';
 import { type RestartablePostgres, startRestartablePostgres } from '../support/restartable-postgres.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { agentToml } from '../http/api-harness.ts';
 import { activityJson, bindingJson, writePackage } from '../packages/support.ts';
 import { clusterOf, type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';

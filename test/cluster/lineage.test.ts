@@ -6,7 +6,7 @@ import { CapabilityEscalationError, StoreError } from '../../src/errors/index.ts
 import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
 

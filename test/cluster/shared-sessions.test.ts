@@ -5,7 +5,7 @@ import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 

@@ -2,11 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
 import { clusterOf, type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
-import { copies, type Session } from '../helpers/session-copies.ts';
+import { copies, type Session } from '../support/session-copies.ts';
 
 // A turn running on a node that is SIGKILLed is taken over by another node once its lease lapses
 // (decision 0061) and finished there from its journal: two daemons in separate processes on one

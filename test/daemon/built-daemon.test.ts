@@ -10,9 +10,9 @@ import { type BuildRecord, daemonEntry } from '../../src/config/daemon-build.ts'
 import { INSTALL_DIR } from '../../src/config/installation.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 // The daemon as `npm install` builds it, run as `bin/loom.js` runs it: built into a folder of its
 // own beside dist/daemon/ (two folders below the installation, as the build must be), so that

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, readDaemonFile, staleDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

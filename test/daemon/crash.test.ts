@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
+import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
 

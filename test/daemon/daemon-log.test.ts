@@ -10,8 +10,8 @@ import { createHttpApp } from '../../src/http/index.ts';
 import { createLogger } from '../../src/logging/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
 import { loadAi } from '../../src/runtime/index.ts';
-import { settleWithClock } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { settleWithClock } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 /** What a logger wrote, line by line. */
 function collector(): { lines: string[]; write: (text: string) => void } {

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { useDaemonHome } from '../helpers/daemon-process.ts';
+import { useDaemonHome } from '../support/daemon-process.ts';
 
 // `loom start` keeps its log ring in the Loom home: what the event-log agent reads survives a restart.
 

@@ -5,7 +5,7 @@ import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
-import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
+import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
 import { FIXTURE_SERVER } from '../mcp/client-helpers.ts';
 
 const server = useScriptedModelServer();

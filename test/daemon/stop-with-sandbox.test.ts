@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
-import { useDaemonHome } from '../helpers/daemon-process.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
+import { useDaemonHome } from '../support/daemon-process.ts';
+import { APPROVE } from '../support/forge-requests.ts';
 
 const server = useScriptedModelServer();
 const daemons = useDaemonHome('loom-stop-sandbox-');

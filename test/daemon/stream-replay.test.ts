@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
+import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
 import { readSse, readSseUntil as readUntil, type SseEvent, sseText as textOf } from '../http/api-harness.ts';
 
 const model = useScriptedModelServer();

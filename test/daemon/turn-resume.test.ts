@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { type DaemonProcess, useDaemonHome } from '../helpers/daemon-process.ts';
+import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { copies, type Session } from '../helpers/session-copies.ts';
+import { copies, type Session } from '../support/session-copies.ts';
 
 const model = useScriptedModelServer();
 const daemons = useDaemonHome('loom-resume-');

@@ -12,9 +12,9 @@ import { MAX_JSON_DEPTH, tooDeepMessage } from '../../src/validation/index.ts';
 import { MAX_JUDGE_ISSUE_CHARS, MAX_JUDGE_ISSUES, MAX_JUDGE_VALUE_CHARS } from '../../src/emergent/judge.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { APPROVE, DOUBLE_IT } from '../support/forge-requests.ts';
 import type { ForgeOutcome } from '../../src/emergent/index.ts';
 
 /** Code of a tool returning `{ a }`, `a` arrays nested `depth` deep: the output nests `depth + 1` levels. */

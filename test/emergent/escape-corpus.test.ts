@@ -9,9 +9,9 @@ import { spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { compileSandboxProgram, type SandboxedProgram } from '../../src/emergent/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { APPROVE } from '../support/forge-requests.ts';
 
 const TIMEOUT_MS = 300;
 /** A generous upper bound for containment: the limit plus the host's grace and a slow machine. */

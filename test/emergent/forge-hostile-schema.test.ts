@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgeOutcome } from '../../src/emergent/index.ts';
 import { MAX_SCHEMA_REPEATS } from '../../src/validation/index.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
-import { nestedUnder, RECURSIVE_ANY_OF, RECURSIVE_ANY_OF_POINTER } from '../helpers/hostile-schemas.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { APPROVE } from '../support/forge-requests.ts';
+import { nestedUnder, RECURSIVE_ANY_OF, RECURSIVE_ANY_OF_POINTER } from '../support/hostile-schemas.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 const server = useScriptedModelServer();

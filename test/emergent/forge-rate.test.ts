@@ -6,9 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { APPROVE, DOUBLE_IT } from '../helpers/forge-requests.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { APPROVE, DOUBLE_IT } from '../support/forge-requests.ts';
 import type { ForgeOutcome } from '../../src/emergent/index.ts';
 
 const server = useScriptedModelServer();

@@ -5,9 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgedToolView, ForgeOutcome } from '../../src/emergent/index.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { APPROVE } from '../support/forge-requests.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 const server = useScriptedModelServer();

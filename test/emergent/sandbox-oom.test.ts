@@ -8,9 +8,9 @@ import { compileSandboxProgram, createSandboxPool, type SandboxPool } from '../.
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { APPROVE } from '../helpers/forge-requests.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { APPROVE } from '../support/forge-requests.ts';
 
 /** A tool that doubles `n`, or grows a Map until V8 itself runs out of memory (faster than isolated-vm's limit). */
 const MAP_BOMB = 'function execute(input) { if (input.bomb) { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); } return { n: input.n * 2 }; }';

@@ -5,7 +5,7 @@ import type { AgentDetailView } from '../../src/kernel/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { startApi, type Api } from '../http/api-harness.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -7,8 +7,8 @@ import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog } from '../../src/models/index.ts';
 import { createLoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { afterEach, beforeEach } from 'vitest';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 /** A real kernel served over real HTTP on 127.0.0.1, port 0. */
 export interface Api {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLoopbackAddress } from '../../src/access/index.ts';
 import { RateLimiter } from '../../src/http/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, type ApiOptions, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();

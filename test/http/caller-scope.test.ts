@@ -5,7 +5,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import { a2aClient as sdkClient, textMessage } from '../a2a/a2a-sdk-client.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, startApi } from './api-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { type Api, startApi } from './api-harness.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

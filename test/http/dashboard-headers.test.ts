@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

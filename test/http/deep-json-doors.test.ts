@@ -4,7 +4,7 @@
  * anything walks it, and the daemon answers the next request.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentToml, type Api, startApi } from './api-harness.ts';
 

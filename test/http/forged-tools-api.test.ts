@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgedToolView } from '../../src/emergent/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { APPROVE, DOUBLE_IT as double } from '../helpers/forge-requests.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { APPROVE, DOUBLE_IT as double } from '../support/forge-requests.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();

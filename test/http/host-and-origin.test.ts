@@ -5,7 +5,7 @@ import { createHttpApp } from '../../src/http/index.ts';
 import type { Kernel } from '../../src/kernel/index.ts';
 import { createLogger } from '../../src/logging/index.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { type Api, startApi } from './api-harness.ts';
 
 /**

@@ -11,8 +11,8 @@ import { createCostCatalog } from '../../src/models/index.ts';
 import { createLoomMetrics, type LoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 const KEYS = {

@@ -1,7 +1,7 @@
 import OpenAI, { AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, type ApiOptions, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();

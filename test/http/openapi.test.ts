@@ -4,9 +4,9 @@ import { type OpenApiDocument, openApiDocument } from '../../src/http/openapi-ro
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { useDaemonHome } from '../helpers/daemon-process.ts';
-import { openTestHost, TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { useDaemonHome } from '../support/daemon-process.ts';
+import { openTestHost, TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 /** Whether the daemon's app mounts the document's route yet (src/http/create-http-app.ts). */
 

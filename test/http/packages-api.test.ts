@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PackageRunView, PackageView } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 import { type Api, OWNER_AND_HELPER_KEYS, startApi } from './api-harness.ts';
 

@@ -1,9 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTINUOUS_WAKE_MESSAGE } from '../../src/kernel/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type Api, startApi } from './api-harness.ts';
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { agentToml, type Api, OWNER_AND_HELPER_KEYS, readSse, readSseUntil as readUntil, sseText as textOf, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();

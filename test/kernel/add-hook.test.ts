@@ -5,7 +5,7 @@ import type { Store } from '../../src/contracts/index.ts';
 import { type AgentLifecycleHook, createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let opened: { kernel: Kernel; store: Store }[];

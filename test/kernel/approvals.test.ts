@@ -7,9 +7,9 @@ import { type ApprovalEvent, ApprovalService, createUuidGenerator } from '../../
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { pendingApprovalRecord } from '../helpers/approval-record.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { pendingApprovalRecord } from '../support/approval-record.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -9,7 +9,7 @@ import { createToolRunner, type ToolRunner } from '../../src/runtime/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 const unusedKernel = new Proxy({} as KernelHandle, {
   get: () => () => {

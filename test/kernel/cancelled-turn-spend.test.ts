@@ -3,8 +3,8 @@ import type { TurnRecord } from '../../src/kernel/index.ts';
 import { QuotaExceededError } from '../../src/errors/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 
 // A turn cancelled while its model streamed an answer was billed for the prompt the provider read
 // and what it wrote, though no usage came back: it is counted at an estimate, not as free.

@@ -11,8 +11,8 @@ import { modelEndpoint, type ModelTarget } from '../../src/models/index.ts';
 import { createToolRunner } from '../../src/runtime/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { BUILTIN_TOOLS } from '../../src/tools/index.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 /**
  * Whatever a child can do, through any tool or model, its parent could do. fast-check writes

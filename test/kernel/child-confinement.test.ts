@@ -3,7 +3,7 @@ import { capabilitiesFromManifest } from '../../src/capabilities/index.ts';
 import { CapabilityEscalationError } from '../../src/errors/index.ts';
 import { type ConfinementContext, confineChild } from '../../src/kernel/index.ts';
 import type { Manifest } from '../../src/manifest/index.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { manifest } from '../support/test-kernel.ts';
 
 const context: ConfinementContext = {
   workspaceOf: (agent) => agent.workspace ?? `/home/loom/workspaces/${agent.name}`,

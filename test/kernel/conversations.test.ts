@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CANONICAL_KEEP_MESSAGES, CANONICAL_MAX_MESSAGES } from '../../src/kernel/canonical-memory.ts';
 import { conversationSessionId } from '../../src/kernel/conversation-session.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -7,7 +7,7 @@ import {
   CapabilityEscalationError,
 } from '../../src/errors/index.ts';
 import type { KernelEvent } from '../../src/kernel/index.ts';
-import { makeTempDir, manifest, openTestKernel, recordingHook, type TestKernel } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest, openTestKernel, recordingHook, type TestKernel } from '../support/test-kernel.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -3,8 +3,8 @@ import { AGING_GRANTS, type Priority, PriorityGate } from '../../src/kernel/prio
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { TEST_KEYS, openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 describe('PriorityGate', () => {
   /** Queues one call per priority behind a held slot, then frees it; each call served frees its slot at once. Returns the order they were served. */

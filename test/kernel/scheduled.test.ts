@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTINUOUS_WAKE_MESSAGE } from '../../src/scheduler/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { TEST_KEYS, openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { TEST_KEYS, openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -6,8 +6,8 @@ import type { AgentEvent } from '../../src/runtime/index.ts';
 import { SUMMARY_PREFIX } from '../../src/runtime/index.ts';
 import { startScriptedModelServer } from '../support/scripted-model-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, settleWithClock, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, settleWithClock, type TestHost } from '../support/test-host.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
 import { connectClient } from '../mcp/server-harness.ts';
 import { a2aClient, textMessage } from '../a2a/a2a-sdk-client.ts';

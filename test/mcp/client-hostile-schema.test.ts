@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { McpClientManager } from '../../src/mcp/client/index.ts';
 import { mcpServersView } from '../../src/http/index.ts';
 import { MAX_SCHEMA_REPEATS } from '../../src/validation/index.ts';
-import { RECURSIVE_ANY_OF_POINTER } from '../helpers/hostile-schemas.ts';
+import { RECURSIVE_ANY_OF_POINTER } from '../support/hostile-schemas.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { callTool, EVERYTHING_BIN, FILESYSTEM_BIN, makeManager, stdioEntry, toolNamed, waitForStatus } from './client-helpers.ts';
 

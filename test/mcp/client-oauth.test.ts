@@ -12,7 +12,7 @@ import { ConfigSchema } from '../../src/config/index.ts';
 import { loginMcpServer, mcpOAuthFile, type McpClientManager, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import { McpLoginRequiredError, mcpOAuthProvider } from '../../src/mcp/client/mcp-oauth.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { callTool, makeManager, toolNamed, waitForStatus } from './client-helpers.ts';
 
 /**

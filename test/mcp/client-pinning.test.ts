@@ -10,7 +10,7 @@ import { createSecureContext, createServer as createTlsServer, type Server as Tl
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPinnedFetch, MCP_RETRY_BASE_MS, type McpClientManager, McpServerRefusedError, type McpServerEntry } from '../../src/mcp/client/index.ts';
 import type { HostResolver } from '../../src/tools/builtin/net-guard.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { callTool, makeManager, toolNamed, waitForStatus } from './client-helpers.ts';
 import { agentManifest, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 import { waitFor } from '../support/wait-for.ts';

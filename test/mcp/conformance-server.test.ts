@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type Baseline, compareWithBaseline, readBaseline, requirementSet, REVISIONS, runConformance, summarize } from './conformance-runner.ts';
 import { agentManifest, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';

@@ -7,7 +7,7 @@
 import { fromJsonSchema, McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
-import { doublingChain, RECURSIVE_ANY_OF } from '../helpers/hostile-schemas.ts';
+import { doublingChain, RECURSIVE_ANY_OF } from '../support/hostile-schemas.ts';
 
 const server = new McpServer({ name: 'loom-test-hostile-schema', version: '1.0.0' });
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });

@@ -2,8 +2,8 @@ import { Client, type ClientOptions, SSEClientTransport, StreamableHTTPClientTra
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { manifest } from '../support/test-kernel.ts';
 
 /** The MCP revision of the modern (stateless) era. */
 export const MODERN_REVISION = '2026-07-28';

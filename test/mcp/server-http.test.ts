@@ -1,6 +1,6 @@
 import type { Client, Tool } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentManifest, type ClientKind, MODERN_REVISION, connectClient, firstText, type McpHttpServer, startMcpHttpServer, waitFor } from './server-harness.ts';

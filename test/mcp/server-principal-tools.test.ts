@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MCP_PRINCIPAL_NAME } from '../../src/mcp/server/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { connectClient, firstText, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -1,7 +1,7 @@
 import { type Client, ResourceNotFoundError } from '@modelcontextprotocol/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentSessionView, LastTurnView } from '../../src/mcp/server/index.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentManifest, type ClientKind, connectClient, type McpHttpServer, startMcpHttpServer, waitFor } from './server-harness.ts';

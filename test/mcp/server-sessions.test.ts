@@ -2,7 +2,7 @@ import { Client, type FetchLike, type ReconnectionScheduler, StreamableHTTPClien
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { KernelEvent } from '../../src/kernel/index.ts';
 import { DEFAULT_MCP_SESSION_IDLE_MS, DEFAULT_MCP_SESSIONS_PER_PRINCIPAL, DEFAULT_MCP_SSE_RETRY_MS } from '../../src/mcp/server/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';

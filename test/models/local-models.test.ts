@@ -8,8 +8,8 @@ import { createModelResolver, type ModelTarget } from '../../src/models/index.ts
 import { parseTextToolCalls } from '../../src/models/text-tool-calls.ts';
 import { fallbackChain } from '../../src/kernel/model-targets.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
-import { openTestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 // Models served by Ollama, vLLM, LM Studio or llama.cpp, at the wire: the real OpenAI-compatible
 // provider talks to the scripted server, which records what it was sent.

@@ -3,8 +3,8 @@ import type { TurnRecord } from '../../src/kernel/index.ts';
 import { createCostCatalog } from '../../src/models/index.ts';
 import { type CachingAnthropicServer, startCachingAnthropicServer } from '../support/caching-anthropic-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 
 // A system prompt past Anthropic's minimum cacheable prefix (1024 tokens on Sonnet), as a real agent's instructions are.
 const LONG_PROMPT = `You are a careful research assistant. ${'Check every claim against the sources you were given, say which source supports it, and say plainly when none does. '.repeat(45)}`;

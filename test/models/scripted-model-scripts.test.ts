@@ -2,8 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadModelScript, loadModelScripts, type ScriptedModelServer, startScriptedModelServer } from '../../src/models/scripted-model-server.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 const examples = join(import.meta.dirname, '../../examples');
 

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentStateError, CapabilityDeniedError, CodeModuleError, ManifestError } from '../../src/errors/index.ts';
 import { loadManifestFile } from '../../src/manifest/index.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { runCli } from '../support/run-cli.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -5,8 +5,8 @@ import { CodeModuleError } from '../../src/errors/index.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const server = useScriptedModelServer();
 

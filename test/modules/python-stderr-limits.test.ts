@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { Host } from '../../src/host/index.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../support/test-host.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).

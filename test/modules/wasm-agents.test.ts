@@ -11,8 +11,8 @@ import { outcomeWithin } from '../support/outcome-within.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { readSse, type SseEvent, startApi } from '../http/api-harness.ts';
 
 const server = useScriptedModelServer();

@@ -5,8 +5,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { CodeModuleError } from '../../src/errors/index.ts';
 import type { Host } from '../../src/host/index.ts';
 import { buildWasm } from '../support/build-wasm.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
-import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../helpers/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { createJsonLogRecorder, openTestHost, stderrLogOf, TEST_KEYS } from '../support/test-host.ts';
 
 // The bounds docs/code-agents.md promises (written out, not imported, so the test states them).
 const STDERR_LIMIT_BYTES = 16 * 2 ** 20;

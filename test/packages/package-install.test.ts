@@ -6,10 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { packageEnvironment } from '../../src/host/index.ts';
 import { createPackageInstaller, type PackageInstaller } from '../../src/packages/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { rejectionMessage } from '../helpers/rejection.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { rejectionMessage } from '../support/rejection.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { activityJson, bindingJson, packageConfig, packageConfigToml, writePackage } from './support.ts';
 

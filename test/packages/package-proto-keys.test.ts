@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { loadPackage } from '../../src/packages/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, writePackage } from './support.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

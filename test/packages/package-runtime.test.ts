@@ -5,8 +5,8 @@ import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { PackageRunView } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, EXAMPLES, packageConfig, writePackage } from './support.ts';
 
 const server = useScriptedModelServer();

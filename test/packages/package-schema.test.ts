@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { packageEnvironment } from '../../src/host/index.ts';
 import { AgentJsonSchema, inWindow, loadPackage, parseDuration, parseWindow, preparePackage } from '../../src/packages/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, EXAMPLES, packageConfig, writePackage } from './support.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

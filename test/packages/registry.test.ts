@@ -12,9 +12,9 @@ import { PackageError } from '../../src/errors/index.ts';
 import { packFolder, sha256Hex, unpackArchive } from '../../src/packages/archive.ts';
 import { installCodeFor } from '../../src/packages/install-code.ts';
 import { parseQualifiedName, publishToRegistry, resolveFromRegistries } from '../../src/packages/registry.ts';
-import { openTestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { openTestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { EXAMPLES, packageConfig } from './support.ts';
 

@@ -3,8 +3,8 @@ import { createUuidGenerator } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type ActivityFallback, activityPrompt, type RunEvent, type RunnableActivity, type RunnableBinding, runBinding } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -9,9 +9,9 @@ import { PackageError } from '../../src/errors/index.ts';
 import { installCodeFor } from '../../src/packages/install-code.ts';
 import { packageFolderDigest } from '../../src/packages/package-folder.ts';
 import { publishToRegistry } from '../../src/packages/registry.ts';
-import { rejectionMessage } from '../helpers/rejection.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { rejectionMessage } from '../support/rejection.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from './support.ts';
 

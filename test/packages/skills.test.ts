@@ -14,7 +14,7 @@ import {
   type SkillReference,
   skillsPrompt,
 } from '../../src/packages/skills.ts';
-import { rejectionMessage } from '../helpers/rejection.ts';
+import { rejectionMessage } from '../support/rejection.ts';
 
 let dir: string;
 

@@ -5,8 +5,8 @@ import { createFakeClock } from '../../src/clock/index.ts';
 import type { ScheduleRunRecord } from '../../src/contracts/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import type { TestHost } from '../helpers/test-host.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import type { TestHost } from '../support/test-host.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { EIGHT, MINUTE, scheduledAgentToml, useScheduledDaemon } from './scheduled-daemon.ts';
 
 const server = useScriptedModelServer();

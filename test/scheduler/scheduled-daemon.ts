@@ -1,7 +1,7 @@
 import { afterEach, beforeEach } from 'vitest';
 import type { FakeClock } from '../../src/clock/index.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 export const MINUTE = 60_000;
 /** Monday 5 January 2026, 08:00 UTC. */

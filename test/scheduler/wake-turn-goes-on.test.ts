@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let host: TestHost;

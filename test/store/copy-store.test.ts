@@ -7,7 +7,7 @@ import { copiedTables, isPostgresOnlyTable, listSqliteTables } from '../../src/s
 import { copySqliteToPostgres, migrations, openPostgresStore, openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { applyMigrations } from '../../src/store/migrations.ts';
 import { checksumPostgresTable, checksumSqliteTable } from '../../src/store/table-checksum.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { readEveryDomain, seedEveryDomain } from '../support/every-domain.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { agentRecord, sessionOf } from './store-contract.ts';

@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema, loadConfig, resolveLoomHome, resolveStoreUrl } from '../../src/config/index.ts';
 import { ConfigError } from '../../src/errors/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
-import { runCli } from '../helpers/run-cli.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { runCli } from '../support/run-cli.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 const latestVersion = postgresMigrations.at(-1)?.version ?? 0;

@@ -1,5 +1,5 @@
 import type { AgentRecord, Store } from '../../src/contracts/index.ts';
-import { pendingApprovalRecord } from '../helpers/approval-record.ts';
+import { pendingApprovalRecord } from './approval-record.ts';
 
 /**
  * Writes a little of every domain of the store through its repositories, around the stored

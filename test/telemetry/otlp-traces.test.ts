@@ -5,8 +5,8 @@ import { startTracing, type Tracing, withTurnSpan } from '../../src/telemetry/in
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../helpers/test-host.ts';
-import { makeTempDir, manifest } from '../helpers/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 
 const server = useScriptedModelServer();

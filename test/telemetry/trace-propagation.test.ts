@@ -5,7 +5,7 @@ import { startTracing, type Tracing, withSpan } from '../../src/telemetry/index.
 import { type Api, agentToml, startApi } from '../http/api-harness.ts';
 import { callTool, makeManager, toolNamed, waitForStatus } from '../mcp/client-helpers.ts';
 import { connectClient, firstText } from '../mcp/server-harness.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';

@@ -17,7 +17,7 @@ import {
   measureJsonSchema,
   SchemaRefusedError,
 } from '../../src/validation/index.ts';
-import { doublingChain, nestedUnder, RECURSIVE_ANY_OF, RECURSIVE_ANY_OF_POINTER } from '../helpers/hostile-schemas.ts';
+import { doublingChain, nestedUnder, RECURSIVE_ANY_OF, RECURSIVE_ANY_OF_POINTER } from '../support/hostile-schemas.ts';
 import { BOOK_SCHEMA } from '../mcp/book-schema.ts';
 
 /** The refusal `measureJsonSchema` throws for `schema`, failing when it accepts it. */

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 const REPLY = ['## Findings', '', 'Here is **the point**:', '', '- first', '- second', '', '<script>window.__pwned = "history";</script>', '<img src="x" onerror="window.__pwned = \'img\'">'].join('\n');

@@ -2,8 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.

@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 describe('the dashboard for agent types, in Chromium against a real daemon', () => {

@@ -1,8 +1,8 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
-import { TEST_KEYS } from '../helpers/test-host.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
+import { TEST_KEYS } from '../support/test-host.ts';
 
 describe('the dashboard Channels page, in Chromium against a real daemon', () => {
   let harness: DashboardHarness;

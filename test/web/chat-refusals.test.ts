@@ -1,7 +1,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.

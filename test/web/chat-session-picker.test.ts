@@ -2,8 +2,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/http/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import type { TestHost } from '../helpers/test-host.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import type { TestHost } from '../support/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 

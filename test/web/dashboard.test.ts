@@ -5,8 +5,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningHttpServer } from '../../src/http/index.ts';
 import { parseManifest } from '../../src/manifest/index.ts';
-import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
-import type { TestHost } from '../helpers/test-host.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
+import type { TestHost } from '../support/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 const SCREENSHOTS = process.env['LOOM_SCREENSHOTS'] === '1' ? join(import.meta.dirname, '../../docs/screenshots') : undefined;

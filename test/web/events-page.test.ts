@@ -1,7 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 /** Rows the Events page asks for at a time (EVENTS_PAGE_SIZE in web/src/pages/events-page.tsx). */

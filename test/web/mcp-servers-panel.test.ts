@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
-import { runCli } from '../helpers/run-cli.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
+import { runCli } from '../support/run-cli.ts';
 import { EXIT_ON_PROBE_SERVER, type EraFixtureServer, startEraFixtureServer } from '../mcp/era-fixture-servers.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, visible } from '../helpers/browser.ts';
+import { type DashboardHarness, startDashboard, visible } from '../support/browser.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 

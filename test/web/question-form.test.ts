@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDashboard, type DashboardHarness } from '../helpers/browser.ts';
-import { manifest } from '../helpers/test-kernel.ts';
+import { startDashboard, type DashboardHarness } from '../support/browser.ts';
+import { manifest } from '../support/test-kernel.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../helpers/browser.ts';
+import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../../src/contracts/index.ts';
 import type { StoreContext } from './fixtures.ts';
-import { pendingApprovalRecord } from '../../helpers/approval-record.ts';
+import { pendingApprovalRecord } from '../../support/approval-record.ts';
 
 const pending = (id: string, requestedAt: number): ApprovalRecord => pendingApprovalRecord(id, requestedAt);
 

@@ -30,7 +30,7 @@ export async function openTestHost(
 
 /**
  * Loom's own logger at `info`, its JSON records kept in `records`, for tests of what reaches the
- * daemon's log as written (test/support's `createRecordingLogger` keeps the calls instead).
+ * daemon's log as written (`createRecordingLogger` in recording-logger.ts keeps the calls instead).
  */
 export function createJsonLogRecorder(): { logger: Logger; records: Record<string, unknown>[] } {
   const records: Record<string, unknown>[] = [];

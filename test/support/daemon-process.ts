@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
-import { waitFor } from '../support/wait-for.ts';
+import { waitFor } from './wait-for.ts';
 import { makeTempDir } from './test-kernel.ts';
 
 const BIN = join(import.meta.dirname, '../../bin/loom.js');
