@@ -5,13 +5,14 @@
 export { CAPABILITY_KINDS, CapabilitySchema } from './capability.ts';
 export type { Capability, CapabilityKind } from './capability.ts';
 export { isGranted } from './check.ts';
-export { capabilitiesFromManifest, describeCapability, MANIFEST_KEY_BY_KIND } from './from-manifest.ts';
+export { describeCapability, MANIFEST_KEY_BY_KIND } from './manifest-words.ts';
 export { tokenCap as tokenCapOf } from './limits.ts';
 export { matchesPattern, patternCovers } from './pattern.ts';
 export { findEscalations, validateInheritance } from './validate-inheritance.ts';
 export { filePatternCovers, normalizeFilePath } from './file-path.ts';
 export { globDirectory } from './glob-directory.ts';
 export { TOOL_PROFILE_TOOLS, TOOL_PROFILES, toolsOutsideProfile } from './tool-profiles.ts';
+export type { ToolProfile } from './tool-profiles.ts';
 export type { PatternCapabilityKind } from './capability.ts';
 export { patternProblem } from './pattern-problem.ts';
 export { matchesShellCommand, shellPatternCovers } from './shell-pattern.ts';

@@ -3,7 +3,7 @@ import { CapabilityEscalationError } from '../errors/index.ts';
 import type { Capability } from './capability.ts';
 import { holds, isGranted, patternsOf } from './check.ts';
 import { filePatternCovers } from './file-path.ts';
-import { describeCapability, describeManifestKey, describeManifestValue } from './from-manifest.ts';
+import { describeCapability, describeManifestKey, describeManifestValue } from './manifest-words.ts';
 import { spendingAuthority, tokenCap } from './limits.ts';
 import { netPatternCovers } from './net-address.ts';
 import { patternCovers } from './pattern.ts';

@@ -1,4 +1,5 @@
-import { capabilitiesFromManifest, describeCapability } from '../capabilities/index.ts';
+import { describeCapability } from '../capabilities/index.ts';
+import { capabilitiesFromManifest } from '../manifest/index.ts';
 import { describeSkillOrigin, type InstallPlan, type PackageRunView, type PackageTrigger, type PackageView } from '../packages/index.ts';
 import { formatTable } from './format.ts';
 

@@ -1,6 +1,6 @@
 import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { capabilitiesFromManifest } from '../capabilities/index.ts';
+import { capabilitiesFromManifest } from '../manifest/index.ts';
 import { defaultSystemPrompt, IDENTITY_FILE_BUDGET_BYTES, IDENTITY_FILES, type IdentityFile, type IdentityFileName } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 

@@ -1,6 +1,5 @@
-import { capabilitiesFromManifest } from '../capabilities/index.ts';
 import type { AgentRecord, Logger } from '../contracts/index.ts';
-import { ManifestSchema, withoutRetiredKeys } from '../manifest/index.ts';
+import { capabilitiesFromManifest, ManifestSchema, withoutRetiredKeys } from '../manifest/index.ts';
 import { formatIssues } from '../validation/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 

@@ -1,9 +1,9 @@
 import { isAbsolute, join, normalize } from 'node:path/posix';
 import { Cron } from 'croner';
-import { capabilitiesFromManifest, filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
+import { filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
-import { codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
 import { confineAutonomous, confineEmergent, confineToolSettings } from './confine-settings.ts';
 import { limit, limitOrNone, mergeExecPolicy, narrowAllowlist, type Report, skillCovers, union } from './confinement-rules.ts';

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
-import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
+import { isGranted } from '../capabilities/index.ts';
 import type { Capability, Clock } from '../contracts/index.ts';
 import { CapabilityDeniedError, CapabilityEscalationError, ModuleUnavailableError } from '../errors/index.ts';
-import { codeModuleOf, codeSettingsOf, type Manifest } from '../manifest/index.ts';
+import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, type Manifest } from '../manifest/index.ts';
 import { agentMessageTool, LOG_TOOLS } from '../tools/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentRegistry } from './agent-registry.ts';

@@ -1,4 +1,5 @@
 /** Agent manifests: the schema, and loading from TOML or JSON with clear errors. */
+export { capabilitiesFromManifest } from './capabilities-from-manifest.ts';
 export { checkManifestText } from './check-manifest-text.ts';
 export type { ManifestIssue } from './check-manifest-text.ts';
 export { codeModuleOf, codeSettingsOf } from './code-module.ts';

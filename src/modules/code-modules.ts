@@ -1,9 +1,9 @@
 import { access, constants, readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { capabilitiesFromManifest, isGranted } from '../capabilities/index.ts';
+import { isGranted } from '../capabilities/index.ts';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { CodeModuleError, ManifestError } from '../errors/index.ts';
-import { codeModuleOf, codeSettingsOf, type Manifest } from '../manifest/index.ts';
+import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, type Manifest } from '../manifest/index.ts';
 import type { CodeModuleRunner } from './code-module-runner.ts';
 import type { HostCallPort } from './host-calls.ts';
 import type { CodeAgentRequest } from './protocol.ts';

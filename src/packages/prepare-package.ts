@@ -1,7 +1,7 @@
-import { type Capability, capabilitiesFromManifest, describeCapability, findEscalations, isGranted } from '../capabilities/index.ts';
+import { type Capability, describeCapability, findEscalations, isGranted } from '../capabilities/index.ts';
 import type { InstalledSkillText } from '../contracts/index.ts';
 import { PackageError } from '../errors/index.ts';
-import { type ManifestCapabilities, ManifestCapabilitiesSchema, type ManifestInput } from '../manifest/index.ts';
+import { capabilitiesFromManifest, type ManifestCapabilities, ManifestCapabilitiesSchema, type ManifestInput } from '../manifest/index.ts';
 import { knownModelAliases, type ModelTarget, resolveModelAlias } from '../models/index.ts';
 import { formatMcpToolName } from '../tools/index.ts';
 import type { LoadedPackage } from './load-package.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capabilitiesFromManifest } from '../../src/capabilities/index.ts';
+import { capabilitiesFromManifest } from '../../src/manifest/index.ts';
 import { CapabilityEscalationError } from '../../src/errors/index.ts';
 import { type ConfinementContext, confineChild } from '../../src/kernel/index.ts';
 import type { Manifest } from '../../src/manifest/index.ts';

@@ -1,7 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { capabilitiesFromManifest, describeCapability } from '../../capabilities/index.ts';
+import { describeCapability } from '../../capabilities/index.ts';
+import { capabilitiesFromManifest } from '../../manifest/index.ts';
 import { PackageError, UsageError } from '../../errors/index.ts';
 import { packageEnvironment } from '../../host/index.ts';
 import { applySettings, checkPackageSkills, describeSkillOrigin, emitGraphProblems, installPlan, isInstallCode, loadPackage, parseInstallCode, preparePackage, publishToRegistry } from '../../packages/index.ts';

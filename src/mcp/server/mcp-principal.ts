@@ -1,5 +1,5 @@
 import type { AuthInfo } from '@modelcontextprotocol/server';
-import { capabilitiesFromManifest } from '../../capabilities/index.ts';
+import { capabilitiesFromManifest } from '../../manifest/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Principal } from '../../access/index.ts';
 import type { ToolPrincipal } from '../../kernel/index.ts';
