@@ -5,8 +5,8 @@
  */
 export { defaultNodeName } from './cluster-node.ts';
 export type { ClusterNode } from './cluster-node.ts';
-export { createJobQueue, DEFAULT_JOB_CONCURRENCY, DEFAULT_JOB_LEASE_MS, DEFAULT_JOB_MAX_ATTEMPTS, DEFAULT_JOB_POLL_MS, JOB_CHANNEL, readJobCounts } from './job-queue.ts';
-export type { FailOutcome, JobDatabase, JobQueue, JobQueueOptions } from './job-queue.ts';
+export { createJobQueue } from './job-queue.ts';
+export type { JobQueue, JobQueueOptions } from './job-queue.ts';
 export type { JobWorker, JobWorkerOptions } from './job-worker.ts';
 export type { EventRelay, EventRelayOptions } from './event-relay.ts';
 export { openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases } from './open-postgres-cluster.ts';

@@ -10,11 +10,9 @@ export type { JsonObject, JsonValue } from './json.ts';
 export type { LogBindings, Logger } from './logger.ts';
 export type {
   ActivityRunRecord,
-  ActivityRunStatus,
   AgentRecord,
   ApprovalRecord,
   ApprovalRepository,
-  A2aPushAuthentication,
   A2aPushConfigRecord,
   A2aPushConfigRepository,
   ApprovalStatus,
@@ -30,7 +28,6 @@ export type {
   InstalledPackageRepository,
   PackageRunRecord,
   PackageRunRepository,
-  PackageRunStatus,
   ScheduleRunOutcome,
   ScheduleRunRecord,
   ScheduleRunRepository,
@@ -55,17 +52,15 @@ export type {
   ChannelRepository,
   ForgedToolRecord,
   ForgedToolRepository,
-  ForgedToolStats,
   ForgedToolStatus,
   ForgedToolTier,
   WorkflowRepository,
   WorkflowState,
   WorkflowTaskRecord,
-  WorkflowTaskStatus,
   UsageBucket,
   UsageTotals,
 } from './store.ts';
-export type { AgentReply, KernelHandle, MemoryEntry, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
+export type { KernelHandle, MemoryEntry, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from './tool.ts';
 export type { LogEntry, LogReader } from './log-reader.ts';
 export type { Principal, PrincipalRole } from './principal.ts';
 export { principalKey } from './principal.ts';
