@@ -78,7 +78,9 @@ function fail(source: string, problem: string, lines: readonly string[] = []): n
   throw new PackageError(`cannot load package "${source}": ${problem}${more}`, { details: { source, problem, more: [...lines] } });
 }
 
-async function readText(dir: string, file: string, source: string, required: boolean): Promise<string | undefined> {
+/** Reads one file of the package folder `dir` loaded from `source`; a missing one is undefined, or an error when `required`. */
+async function readText(read: { dir: string; file: string; source: string; required: boolean }): Promise<string | undefined> {
+  const { dir, file, source, required } = read;
   const path = join(dir, file);
   try {
     // lstat, so that a link found here is refused as one (the folder was listed without links, but
@@ -137,13 +139,13 @@ export async function loadPackageFolder(dir: string, options: { slug?: string; s
   // host the package names); a FIFO or a device would hang the read or fail the install halfway.
   const listing = await listPackageFolder(dir);
   if (!listing.ok) fail(source, specialEntryProblem(listing.special, 'package'));
-  const persona = (await readText(dir, 'AGENT.md', source, true)) ?? '';
+  const persona = (await readText({ dir, file: 'AGENT.md', source, required: true })) ?? '';
   if (persona.trim() === '') fail(source, 'AGENT.md is empty; it is the persona ("You are a …"), and becomes the system prompt');
-  const jsonText = (await readText(dir, 'agent.json', source, true)) ?? '';
+  const jsonText = (await readText({ dir, file: 'agent.json', source, required: true })) ?? '';
   const json = safeParseJson(jsonText);
   if (!json.ok) fail(source, `agent.json: JSON syntax error: ${json.message}`);
   const agentJson = parseAgentJson(json.value, source);
-  const tomlText = await readText(dir, 'loom.toml', source, false);
+  const tomlText = await readText({ dir, file: 'loom.toml', source, required: false });
   const loomToml = tomlText === undefined ? LoomTomlSchema.parse({}) : parseLoomToml(tomlText, source);
   const qualifiedName = loomToml.package.name;
   const slug = options.slug ?? (qualifiedName === undefined ? (options.fallbackSlug ?? basename(resolve(dir))) : (QUALIFIED_PACKAGE.exec(qualifiedName)?.[1] ?? ''));

@@ -160,13 +160,24 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
   return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: endpoint.keyVariable, fromPackage: loaded.loomToml.model !== undefined };
 }
 
+/** What {@link installPlan} is made from. */
+export interface InstallPlanOptions {
+  loaded: LoadedPackage;
+  prepared: PreparedPackage;
+  skills: readonly (string | PlannedSkill)[];
+  /** Where the package came from (a folder, a registry reference). */
+  source: string;
+  workspace?: InstallPlan['workspace'] | undefined;
+}
+
 /**
  * The plan of a loaded, prepared package (what `validate` and `install` show); `skills` are the
  * skills as the install resolved them (origin and digest each), or only their names (`validate`
  * looks none up); `workspace` is the agent's workspace left from before, when the daemon has one
  * (`validate` reads no daemon).
  */
-export function installPlan(loaded: LoadedPackage, prepared: PreparedPackage, skills: readonly (string | PlannedSkill)[], source: string, workspace: InstallPlan['workspace'] = null): InstallPlan {
+export function installPlan(options: InstallPlanOptions): InstallPlan {
+  const { loaded, prepared, skills, source, workspace = null } = options;
   const plan: Omit<InstallPlan, 'digest'> = {
     slug: loaded.slug,
     qualifiedName: loaded.qualifiedName ?? null,
@@ -301,7 +312,7 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
           const installed = await exists(installedSkillFolder(options.skillsDir, skill));
           planned.push({ skill: `${skill.reference.qualified}@${skill.version}`, digest: skill.digest, origin: skill.origin, installed });
         }
-        const plan = installPlan(loaded, prepared, planned, fetched.source, await leftWorkspace(loaded.slug));
+        const plan = installPlan({ loaded, prepared, skills: planned, source: fetched.source, workspace: await leftWorkspace(loaded.slug) });
         return { plan, loaded, prepared, skills, prompts, dispose };
       } catch (error) {
         await dispose();

@@ -163,8 +163,9 @@ function parseIndex(bytes: Uint8Array, registry: string): RegistryIndex {
   return parsed.data;
 }
 
-/** Reads at most `limit` bytes of a response's body. */
-async function readBody(response: Response, limit: number, url: URL, registry: string): Promise<Uint8Array> {
+/** Reads at most `limit` bytes of a response's body (`url` of `registry`, named in the error). */
+async function readBody(response: Response, read: { limit: number; url: URL; registry: string }): Promise<Uint8Array> {
+  const { limit, url, registry } = read;
   const chunks: Uint8Array[] = [];
   let length = 0;
   if (response.body !== null) {
@@ -207,7 +208,8 @@ function isLoopbackHost(url: URL): boolean {
 }
 
 /** Reads a file of a registry, a folder or a URL. A missing file is an error: the index names only what must be there. */
-async function readFromRegistry(registry: string, path: string, limit: number, options: ReadOptions): Promise<Uint8Array> {
+async function readFromRegistry(registry: string, wanted: { path: string; limit: number }, options: ReadOptions): Promise<Uint8Array> {
+  const { path, limit } = wanted;
   if (isUrl(registry)) {
     const url = new URL(path, registry.endsWith('/') ? registry : `${registry}/`);
     // Packages hold code and ask for capabilities: over the network they come over TLS.
@@ -246,7 +248,7 @@ async function readFromRegistry(registry: string, path: string, limit: number, o
       });
     }
     try {
-      return await readBody(response, limit, url, registry);
+      return await readBody(response, { limit, url, registry });
     } catch (error) {
       options.signal?.throwIfAborted();
       if (timeout.aborted && !(error instanceof PackageError)) throw tooSlow(error);
@@ -378,7 +380,7 @@ function lookUp(index: RegistryIndex, wanted: Wanted): { name: string; kind: 'ag
  */
 export async function resolveFromRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions = {}): Promise<ResolvedArchive> {
   const near: string[] = [];
-  const found = await lookUpInRegistries(registries, reference, options, near);
+  const found = await lookUpInRegistries(registries, reference, { ...options, near });
   if (found !== undefined) return found;
   const wanted = parseReference(reference);
   const searched = registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.map((registry) => `"${registry}"`).join(', ');
@@ -394,14 +396,16 @@ export async function resolveFromRegistries(registries: readonly string[], refer
  * @throws {PackageError} as {@link resolveFromRegistries} does, except for a reference found nowhere.
  */
 export function findInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions = {}): Promise<ResolvedArchive | undefined> {
-  return lookUpInRegistries(registries, reference, options, []);
+  return lookUpInRegistries(registries, reference, { ...options, near: [] });
 }
 
-async function lookUpInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions, near: string[]): Promise<ResolvedArchive | undefined> {
+/** The reference's archive in the first registry that lists it; `near` collects the registries' near misses. */
+async function lookUpInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions & { near: string[] }): Promise<ResolvedArchive | undefined> {
+  const { near } = options;
   const wanted = parseReference(reference);
   const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal, timeoutMs: options.timeoutMs };
   for (const registry of registries) {
-    const index = parseIndex(await readFromRegistry(registry, 'index.json', MAX_INDEX_BYTES, read), registry);
+    const index = parseIndex(await readFromRegistry(registry, { path: 'index.json', limit: MAX_INDEX_BYTES }, read), registry);
     const found = lookUp(index, wanted);
     if (found === undefined) continue;
     if ('near' in found) {
@@ -416,7 +420,7 @@ async function lookUpInRegistries(registries: readonly string[], reference: stri
         details: { registry, name, version, code: published.code, expected },
       });
     }
-    const bytes = await readFromRegistry(registry, published.archive, MAX_ARCHIVE_BYTES, read);
+    const bytes = await readFromRegistry(registry, { path: published.archive, limit: MAX_ARCHIVE_BYTES }, read);
     const actual = sha256Hex(bytes);
     if (actual !== published.sha256) {
       throw new PackageError(

@@ -26,6 +26,15 @@ export interface MeteredRun {
   readonly stopped: AbortSignal;
 }
 
+/** What {@link meterRun} meters: the binding to run, the kernel and run records it goes through, and the run it resumes. */
+export interface MeterRunOptions {
+  binding: RunnableBinding;
+  kernel: Pick<Kernel, 'runTask'>;
+  runs: PackageRunRepository;
+  /** A run cut off earlier: what its attempts spent counts already. */
+  resume: PackageRunRecord | undefined;
+}
+
 const sumOf = (activities: readonly ActivityRunRecord[]): number => activities.reduce((total, activity) => total + activity.inputTokens + activity.outputTokens, 0);
 
 /**
@@ -39,7 +48,8 @@ const sumOf = (activities: readonly ActivityRunRecord[]): number => activities.r
  * written and reported, so the run's record shows all it spent. A refusal by the agent's hourly
  * quota aborts `stopped` (retries would only be refused too).
  */
-export function meterRun(binding: RunnableBinding, kernel: Pick<Kernel, 'runTask'>, runs: PackageRunRepository, resume: PackageRunRecord | undefined): MeteredRun {
+export function meterRun(options: MeterRunOptions): MeteredRun {
+  const { binding, kernel, runs, resume } = options;
   let spent = resume === undefined ? 0 : sumOf(resume.activities);
   /** The activity whose attempt runs now (told by `activity-start`). */
   let current: string | undefined;

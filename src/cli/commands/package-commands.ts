@@ -78,7 +78,7 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
           return true;
         });
         if (problems.length > 0) throw new PackageError(`package "${loaded.slug}" is not valid:\n${problems.map((line) => `  ${line}`).join('\n')}`);
-        const plan = installPlan(loaded, prepared, loaded.agentJson.skills, resolve(io.cwd, source));
+        const plan = installPlan({ loaded, prepared, skills: loaded.agentJson.skills, source: resolve(io.cwd, source) });
         if (options.json === true) printJson(io, { valid: true, plan, external_sources: [...external] });
         else {
           io.stdout(`${loaded.slug} is valid.\n${formatInstallPlan(plan)}`);
