@@ -1,0 +1,180 @@
+/**
+ * `ChannelAnswers`: the messages a channel took in, answered: each conversation's in order, each
+ * message admitted by the policy first, then the agent's turn as the person who wrote it (its
+ * words streamed by edits where the platform can), and the reply delivered; a reply command
+ * (`approve <id>`, `deny <id>`) answered at once.
+ */
+import type { ChannelMessageRecord } from '../contracts/index.ts';
+import { isLoomError, messageOf } from '../errors/index.ts';
+import { kernelAs } from '../kernel/index.ts';
+import type { ChannelAdapter, ReplyTarget } from './channel-adapter.ts';
+import type { ChannelAdmission } from './channel-admission.ts';
+import { askApproval, decideApproval } from './channel-approvals.ts';
+import { type ChannelContext, channelPrincipal, type RunningChannel } from './channel-context.ts';
+import { deliver, reply, sendParts, undelivered } from './channel-delivery.ts';
+import { splitReply } from './split-reply.ts';
+
+/** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
+const EDIT_INTERVAL_MS = 1000;
+/** How often a message whose turn runs on another node (taken over there, decision 0061) asks for its reply again. */
+const TURN_ELSEWHERE_RETRY_MS = 2000;
+/** How long it asks at most before it is answered as failed. */
+const TURN_ELSEWHERE_WAIT_MS = 600_000;
+
+/** The answering of the service's messages. */
+export class ChannelAnswers {
+  readonly #context: ChannelContext;
+  readonly #admission: ChannelAdmission;
+  /** `<channel>:<user id>` → the person's name in `[people]`. */
+  readonly #personOf = new Map<string, string>();
+  /** Per conversation: its messages are answered in order. */
+  readonly #conversations = new Map<string, Promise<void>>();
+
+  constructor(context: ChannelContext, admission: ChannelAdmission) {
+    this.#context = context;
+    this.#admission = admission;
+    for (const [person, identities] of Object.entries(context.options.people ?? {})) for (const identity of identities) this.#personOf.set(identity, person);
+  }
+
+  /** Answers a stored message after the others of its conversation. */
+  enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
+    const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
+    const previous = this.#conversations.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.#answer(channel, message))
+      .catch((error: unknown) => this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message'));
+    this.#conversations.set(key, next);
+    void next.finally(() => {
+      if (this.#conversations.get(key) === next) this.#conversations.delete(key);
+    });
+  }
+
+  /** Resolves once every message taken in so far is settled. */
+  async idle(): Promise<void> {
+    while (this.#conversations.size > 0) await Promise.allSettled([...this.#conversations.values()]);
+  }
+
+  /**
+   * Answers a reply command (`approve <id>`, `deny <id>`) at once, not behind the turn it would
+   * unblock: admitted by the policy and rate as any message first (a stranger's command in a
+   * closed group is ignored like their chatter there, and counts towards their rate), then
+   * decided (by an approver only, see `decideApproval`).
+   */
+  async answerCommand(channel: { config: RunningChannel['config']; adapter: ChannelAdapter }, message: ChannelMessageRecord, command: { verb: string; reference: string }): Promise<void> {
+    const context = this.#context;
+    const { config, adapter } = channel;
+    const { store, clock } = context.options;
+    try {
+      if (!(await this.#admission.admit(config, adapter, message))) return;
+      const text = await decideApproval(context, config, { user: { id: message.userId, name: message.userName }, ...command });
+      // Decided whether or not the platform takes the words that say so.
+      await reply(context, { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } }, text).catch((error: unknown) =>
+        undelivered(context, { config, message, kind: 'approval-answer', error }),
+      );
+      await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
+    } catch (error) {
+      context.logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
+      // Settled, so that a restart does not take it up as a message for the agent.
+      await store.channels.settle(config.name, message.platformId, 'failed', `the approval command could not be answered: ${error instanceof Error ? error.message : String(error)}`, clock.now()).catch(() => undefined);
+    }
+  }
+
+  /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
+  async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<void> {
+    const context = this.#context;
+    const { logger } = context;
+    const { kernel, store, clock } = context.options;
+    const { config } = channel;
+    const adapter = channel.adapter;
+    if (adapter === undefined) return;
+    // As it stands now: edited or deleted on the platform while it waited.
+    const message = await store.channels.get(config.name, queued.platformId);
+    if (message?.status !== 'received') return;
+    if (!(await this.#admission.admit(config, adapter, message))) return;
+    const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
+    const way = { config, adapter, target };
+    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
+
+    await adapter.typing?.(target).catch(() => undefined);
+    let streamed = '';
+    let sent: { messageId: string; text: string } | undefined;
+    /** When the reply so far was last put on its way (sent, then edited); undefined before its first words. */
+    let lastShown: number | undefined;
+    let edits: Promise<void> = Promise.resolve();
+    const edit = adapter.edit?.bind(adapter);
+    /** Shows `text` as the reply so far: sent as a message the first time, that message edited after. */
+    const show = async (text: string): Promise<void> => {
+      if (sent === undefined) sent = { messageId: (await adapter.send(target, text)).messageId, text };
+      else if (sent.text !== text && edit !== undefined) {
+        await edit(target, sent.messageId, text);
+        sent = { ...sent, text };
+      }
+    };
+    try {
+      const speaker = channelPrincipal(config, message.userId, `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`);
+      const result = await this.#untilNotElsewhere(() =>
+        kernelAs(kernel, speaker).send(config.agent, message.text, {
+          person: this.#personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
+          // A message queued again after a restart gets the turn it started, resumed (decision 0045), not a second one.
+          idempotencyKey: `channel:${config.name}:${message.platformId}`,
+          emit: (event) => {
+            if (event.type === 'approval-request') {
+              edits = edits.then(() => askApproval(context, way, event)).catch((error: unknown) => undelivered(context, { config, message, kind: 'approval-request', error }));
+              return;
+            }
+            if (edit === undefined || event.type !== 'text-delta') return;
+            streamed += event.text;
+            const now = clock.now();
+            // Timed from when the first words were put on their way, not from when the platform took
+            // them: the words streamed while that send is under way wait for the next edit.
+            if (streamed.length > adapter.maxMessageLength || (lastShown !== undefined && now - lastShown < EDIT_INTERVAL_MS)) return;
+            const text = streamed;
+            lastShown = now;
+            edits = edits.then(() => show(text));
+            edits = edits.catch((error: unknown) => logger.warn({ err: error, channel: config.name }, 'could not update a streamed reply'));
+          },
+        }),
+      );
+      await edits;
+      const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
+      try {
+        await deliver(context, config.name, () => show(first));
+        await sendParts(context, way, rest);
+      } catch (error) {
+        // The answer is in the session; only the platform did not take it.
+        await settle('failed', `the reply could not be delivered: ${messageOf(error)}`);
+        await undelivered(context, { config, message, kind: 'reply', error });
+        return;
+      }
+      await settle('answered', result.text);
+      logger.info({ channel: config.name, conversationId: message.conversationId }, `channel "${config.name}": delivered the reply of agent "${config.agent}" to ${message.userName ?? message.userId} (${1 + rest.length} message${rest.length === 0 ? '' : 's'})`);
+    } catch (error) {
+      await edits;
+      const why = error instanceof Error ? error.message : String(error);
+      logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
+      const text = isLoomError(error) && error.category === 'user' ? `Sorry, I can't do that: ${why}` : 'Sorry, something went wrong while I was answering; please try again.';
+      await reply(context, way, text).catch((failure: unknown) => undelivered(context, { config, message, kind: 'error-reply', error: failure }));
+      await settle('failed', why);
+    }
+  }
+
+  /**
+   * Runs `send` again, every {@link TURN_ELSEWHERE_RETRY_MS}, while its message's turn runs on
+   * another node (`TURN_RUNNING`: this node took the channel over from a node that died, and
+   * another node took the turn over): once that node finishes it, its reply comes back here to
+   * be delivered. Gives up after {@link TURN_ELSEWHERE_WAIT_MS}, or when the service stops.
+   */
+  async #untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
+    const { clock } = this.#context.options;
+    const { stopping } = this.#context;
+    const deadline = clock.now() + TURN_ELSEWHERE_WAIT_MS;
+    for (;;) {
+      try {
+        return await send();
+      } catch (error) {
+        if (!isLoomError(error) || error.code !== 'TURN_RUNNING' || stopping.aborted || clock.now() >= deadline) throw error;
+        await clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: stopping });
+      }
+    }
+  }
+}
