@@ -4,7 +4,7 @@ import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResol
 import { LOOM_VERSION } from '../config/installation.ts';
 import { textPart } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
-import { resultText } from './a2a-routes.ts';
+import { resultText } from './task-views.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { traceContextFields } from '../telemetry/spans.ts';
 

@@ -120,6 +120,21 @@ export function agentMessage(taskId: string, contextId: string, text: string): M
   return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
 }
 
+/** What a {@link LoomAgentExecutor} runs on. */
+export interface LoomAgentExecutorOptions {
+  kernel: Kernel;
+  /** The agent whose turns run the tasks. */
+  agent: string;
+  logger: Logger;
+  /** The task store the executor records its own events in once the SDK stops (see the class). */
+  store?: TaskStore | undefined;
+  /**
+   * Given every event the executor publishes, in order, to the task's end (push notifications:
+   * the SDK's own event queue stops reading at `input-required`).
+   */
+  observe?: ((event: AgentExecutionEvent) => void) | undefined;
+}
+
 /**
  * Runs A2A tasks as turns of one Loom agent through `kernel.stream`, mapping its events to task
  * status and artifact updates: text deltas stream into the `response` artifact, an approval
@@ -138,16 +153,12 @@ export class LoomAgentExecutor implements AgentExecutor {
   readonly #observe: ((event: AgentExecutionEvent) => void) | undefined;
   readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string; record: (event: AgentExecutionEvent) => void }>();
 
-  /**
-   * `observe` is given every event the executor publishes, in order, to the task's end (push
-   * notifications: the SDK's own event queue stops reading at `input-required`).
-   */
-  constructor(kernel: Kernel, agent: string, logger: Logger, store?: TaskStore, observe?: (event: AgentExecutionEvent) => void) {
-    this.#kernel = kernel;
-    this.#agent = agent;
-    this.#logger = logger;
-    this.#store = store;
-    this.#observe = observe;
+  constructor(options: LoomAgentExecutorOptions) {
+    this.#kernel = options.kernel;
+    this.#agent = options.agent;
+    this.#logger = options.logger;
+    this.#store = options.store;
+    this.#observe = options.observe;
   }
 
   #published(bus: ExecutionEventBus, event: AgentExecutionEvent): void {

@@ -35,8 +35,13 @@ export class CardCache {
     this.#now = now;
   }
 
-  /** The answer to a request for `card` under `key` (which agent, which revision was asked, which origin). */
-  answer(key: string, card: unknown, conditions: CardConditions, vary: string): CardAnswer {
+  /**
+   * The answer to a request for `card` under `key` (which agent, which revision was asked, which
+   * origin), given the request's conditions; `vary` names the headers the answer varies by.
+   */
+  answer(key: string, card: unknown, request: CardConditions & { vary: string }): CardAnswer {
+    const { vary } = request;
+    const conditions: CardConditions = { ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince };
     const body = JSON.stringify(card);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
     const since = this.#sinceOf(key, etag);

@@ -76,9 +76,9 @@ export function listExternalAgents(registry: ExternalAgentRegistry = externalAge
 }
 
 /** Configures the registry from `[a2a]` and starts discovery in the background (never blocks, never throws). */
-export function startExternalDiscovery(config: { a2a: { enabled: boolean; external_agents: readonly { name: string; url: string }[] } }, logger: Logger, registry: ExternalAgentRegistry = externalAgents, options: A2aClientOptions = {}): Promise<void> {
+export function startExternalDiscovery(config: { a2a: { enabled: boolean; external_agents: readonly { name: string; url: string }[] } }, logger: Logger, registry: ExternalAgentRegistry = externalAgents): Promise<void> {
   registry.configure(config.a2a.enabled ? config.a2a.external_agents : []);
-  return registry.discoverAll(logger.child({ component: 'a2a' }), options).catch(() => undefined);
+  return registry.discoverAll(logger.child({ component: 'a2a' })).catch(() => undefined);
 }
 
 const A2aSendInput = z.strictObject({

@@ -40,7 +40,8 @@ export class JsonRpcRequestError extends LoomError {
  * The one way an A2A route's thrown error becomes its answer: a {@link JsonRpcRequestError} as a
  * JSON-RPC error, anything else by Loom's error mapping (`{ error: { code, message } }`, its status).
  */
-export function toA2aErrorResponse(c: Context, error: unknown, now: number, logger: Logger): Response {
+export function toA2aErrorResponse(c: Context, error: unknown, at: { now: number; logger: Logger }): Response {
+  const { now, logger } = at;
   if (JsonRpcRequestError.isInstance(error)) return c.json({ jsonrpc: '2.0', id: error.rpcId, error: { code: error.rpcCode, message: error.message } }, error.status as 200);
   const { status, body, headers } = toErrorResponse(error, now, logger);
   return c.json(body, status as 400, headers);

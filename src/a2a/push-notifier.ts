@@ -85,7 +85,7 @@ export class PushNotifier {
       this.#tracked.set(taskId, tracked);
     }
     const current = tracked;
-    const step = current.chain.then(() => this.#handle(agent, taskId, current, event)).catch((error: unknown) => {
+    const step = current.chain.then(() => this.#handle({ agent, taskId, tracked: current }, event)).catch((error: unknown) => {
       this.#options.logger.warn({ err: error, taskId, agent }, 'A2A push notification not sent');
     });
     current.chain = step;
@@ -113,7 +113,9 @@ export class PushNotifier {
     void promise.finally(() => this.#pending.delete(promise));
   }
 
-  async #handle(agent: string, taskId: string, tracked: Tracked, event: AgentExecutionEvent): Promise<void> {
+  /** Folds `event` into the task `tracked` follows, and pushes what a client should hear of it. */
+  async #handle(followed: { agent: string; taskId: string; tracked: Tracked }, event: AgentExecutionEvent): Promise<void> {
+    const { agent, taskId, tracked } = followed;
     await tracked.results.processEvent(event);
     const task = tracked.results.getCurrentTask();
     let response: StreamResponse | undefined;
@@ -131,10 +133,12 @@ export class PushNotifier {
     if (isTerminalState(state) && this.#tracked.get(taskId) === tracked) this.#tracked.delete(taskId);
     if (response === undefined) return;
     const configs = await this.#options.repository.list(taskId);
-    await Promise.all(configs.map((config) => this.#deliver(agent, config, response, task === undefined ? undefined : structuredClone(task))));
+    await Promise.all(configs.map((config) => this.#deliver(config, { agent, response, task: task === undefined ? undefined : structuredClone(task) })));
   }
 
-  async #deliver(agent: string, config: A2aPushConfigRecord, response: StreamResponse, task: Task | undefined): Promise<void> {
+  /** Delivers `update` of `agent`'s task to the webhook `config` names, retrying as configured, and records the outcome. */
+  async #deliver(config: A2aPushConfigRecord, update: { agent: string; response: StreamResponse; task: Task | undefined }): Promise<void> {
+    const { agent, response, task } = update;
     const serializer = config.wireVersion === '0.3' ? this.#serializers['0.3'] : this.#serializers['1.0'];
     const { body, contentType } = serializer.serialize(response, task);
     const attempts = Math.max(1, this.#options.attempts ?? DEFAULT_PUSH_ATTEMPTS);

@@ -1,0 +1,75 @@
+/**
+ * The legacy A2A endpoints (spec/05), on the default agent: `POST {listen path}/tasks/send`,
+ * `GET {listen path}/tasks/{id}`, `POST {listen path}/tasks/{id}/cancel`, answering tasks in
+ * spec/05's shape. A task the caller may not see is as missing as an unknown one.
+ */
+import { randomUUID } from 'node:crypto';
+import { SendMessageRequest, TaskState } from '@a2a-js/sdk';
+import type { Hono } from 'hono';
+import { HttpRequestError, LoomError } from '../errors/index.ts';
+import { type A2aRouteContext, slashed } from './a2a-route-context.ts';
+import { agentMessage } from './agent-executor.ts';
+import { isTerminalState } from './bounded-task-store.ts';
+import { JsonRpcRequestError } from './json-rpc-request-error.ts';
+import { toLegacyTask } from './task-views.ts';
+
+const legacyNotFound = (id: string): HttpRequestError => new HttpRequestError('TASK_NOT_FOUND', `no task "${id}" (unknown, or evicted)`);
+
+/** Adds the legacy endpoints to `routes`. */
+export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): void {
+  const { access, agents, base, requests, store } = context;
+  routes.on('POST', slashed(`${base}/tasks/send`), async (c) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
+    }
+    const request = body as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
+    const id = typeof request.id === 'string' || typeof request.id === 'number' ? request.id : null;
+    const parts = Array.isArray(request.params?.message?.parts) ? (request.params.message.parts as { type?: unknown; text?: unknown }[]) : undefined;
+    const text = (parts ?? []).filter((part) => part.type === 'text' && typeof part.text === 'string').map((part) => part.text as string).join('\n\n');
+    if (request.method !== undefined && request.method !== 'tasks/send') {
+      throw new JsonRpcRequestError({ code: 'ROUTE_NOT_FOUND', rpcCode: -32601, id, status: 400, message: `Method not found: ${typeof request.method === 'string' ? request.method : JSON.stringify(request.method)}` });
+    }
+    if (text === '') throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32602, id, status: 400, message: 'params.message.parts must hold at least one text part' });
+    const agent = access.defaultAgent();
+    if (agent === undefined) throw new LoomError('AGENT_NOT_FOUND', 'user', 'no agent is running to take the task');
+    const sessionId = typeof request.params?.sessionId === 'string' ? request.params.sessionId : undefined;
+    const { handler } = agents.of(agent, c);
+    const params = SendMessageRequest.fromJSON({
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...(sessionId === undefined ? {} : { contextId: sessionId }) },
+      ...(sessionId === undefined ? {} : { metadata: { sessionId } }),
+    });
+    const result = await handler.sendMessage(params, requests.contextOf(c, '1.0'));
+    if (!('status' in result)) throw new JsonRpcRequestError({ code: 'INTERNAL', rpcCode: -32603, id, status: 500, message: 'the agent answered without a task' });
+    const task = await store.load(result.id);
+    return c.json(toLegacyTask(task ?? result));
+  });
+  // Loaded in the caller's context: a task it may not see is as missing as an unknown one.
+  routes.on('GET', slashed(`${base}/tasks/:id`), async (c) => {
+    const id = c.req.param('id') ?? '';
+    const task = await store.load(id, requests.contextOf(c, '1.0'));
+    if (task === undefined) throw legacyNotFound(id);
+    return c.json(toLegacyTask(task));
+  });
+  routes.on('POST', slashed(`${base}/tasks/:id/cancel`), async (c) => {
+    const id = c.req.param('id') ?? '';
+    const task = await store.load(id, requests.contextOf(c, '1.0'));
+    if (task === undefined) throw legacyNotFound(id);
+    if (isTerminalState(task.status?.state)) return c.json(toLegacyTask(task));
+    const owner: unknown = task.metadata?.['loomAgent'];
+    const agent = access.findAgent(typeof owner === 'string' ? owner : '') ?? access.defaultAgent();
+    if (agent !== undefined) {
+      const { handler } = agents.of(agent, c);
+      await handler.cancelTask({ id, tenant: '', metadata: {} }, requests.contextOf(c, '1.0')).catch(() => undefined);
+    }
+    let latest = (await store.load(id)) ?? task;
+    if (!isTerminalState(latest.status?.state)) {
+      // No turn runs it any more (e.g. the daemon restarted): mark it canceled in the store.
+      latest = { ...latest, status: { state: TaskState.TASK_STATE_CANCELED, message: agentMessage(id, latest.contextId, 'The task was canceled.'), timestamp: new Date().toISOString() } };
+      await store.save(latest);
+    }
+    return c.json(toLegacyTask(latest));
+  });
+}
