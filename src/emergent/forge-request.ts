@@ -3,6 +3,9 @@ import { SANDBOX_APIS } from '../manifest/index.ts';
 import { MCP_TOOL_PREFIX } from '../tools/index.ts';
 import { measureJsonSchema, SchemaRefusedError } from '../validation/index.ts';
 
+/** The meta-tool an agent forges with; its grant also admits the agent's own forged tools. */
+export const FORGE_TOOL_NAME = 'forge_tool';
+
 /** How a forged tool, or a compose step, is named: what models and tool lists write. */
 export const FORGED_TOOL_NAME = /^[a-z][a-z0-9_]{1,63}$/;
 

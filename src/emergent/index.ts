@@ -1,8 +1,10 @@
 /** Forged tools (spec/02): agents build tools at run time, composed or sandboxed, tested, judged, promoted through tiers. */
 export { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 export type { SandboxApi } from './check-code.ts';
-export { createEmergentEngine, forgedToolNotFound } from './emergent-engine.ts';
-export type { EmergentEngine, EmergentEngineOptions } from './emergent-engine.ts';
+export { createEmergentEngine } from './emergent-engine.ts';
+export type { EmergentEngine } from './emergent-engine.ts';
+export type { EmergentEngineOptions } from './engine-options.ts';
+export { forgedToolNotFound } from './engine-state.ts';
 export { registeredOrThrow } from './forged-tool-view.ts';
 export type { ForgedToolView, ForgeOutcome, PromotionResult } from './forged-tool-view.ts';
 export { fetchDomainCovers } from './fetch-domain.ts';
