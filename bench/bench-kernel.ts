@@ -2,12 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSystemClock } from '../src/clock/index.ts';
-import { type AgentRuntime, createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
+import { type AgentRuntime, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/index.ts';
 import { createCostCatalog } from '../src/models/index.ts';
 import { BUILTIN_TOOLS } from '../src/tools/index.ts';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { buildKernel } from '../test/support/test-kernel.ts';
 
 /** A kernel over a fresh SQLite file in a temporary folder, removed by `dispose`. */
 export interface BenchKernel {
@@ -25,7 +26,7 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
   const dir = databasePath === undefined ? await mkdtemp(join(tmpdir(), 'loom-bench-')) : undefined;
   const path = databasePath ?? join(dir ?? '', 'loom.db');
   const store = openSqliteStore({ path });
-  const kernel = createKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }), ...(options.resume === true ? { resumeBackgroundWork: true } : {}) });
+  const kernel = buildKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }), ...(options.resume === true ? { resumeBackgroundWork: true } : {}) });
   await kernel.boot();
   return {
     kernel,

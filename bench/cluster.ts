@@ -15,12 +15,13 @@ import type pg from 'pg';
 import { createSystemClock } from '../src/clock/index.ts';
 import { createJobQueue, openPostgresJobWorker } from '../src/cluster/index.ts';
 import type { Store } from '../src/contracts/index.ts';
-import { createKernel, createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
+import { createUuidGenerator, type Kernel } from '../src/kernel/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { createCostCatalog } from '../src/models/index.ts';
 import { openPostgresStore, openSqliteStore } from '../src/store/index.ts';
 import { BUILTIN_TOOLS } from '../src/tools/index.ts';
+import { buildKernel } from '../test/support/test-kernel.ts';
 import type { TestPostgres } from '../test/support/postgres-server.ts';
 import { createInstantModel } from './instant-model.ts';
 import { percentile, round, summarize } from './stats.ts';
@@ -63,7 +64,7 @@ async function openStore(location: string): Promise<Store> {
 /** A kernel on `store` whose agents all run on the instant model (no provider, no network). */
 async function openKernel(store: Store): Promise<Kernel> {
   const model = createInstantModel();
-  const kernel = createKernel({
+  const kernel = buildKernel({
     store,
     clock: createSystemClock(),
     ids: createUuidGenerator(),

@@ -12,13 +12,13 @@ export interface ForgingAgent {
   emergent: EmergentSettings | undefined;
 }
 
-/** What the engine is built from (the kernel provides each). */
-export interface EmergentEngineOptions {
-  /** Forged tools, and the audit log that forge attempts are counted from (`[emergent].max_forge_attempts_per_hour`). */
-  store: Pick<Store, 'forgedTools' | 'events'>;
-  clock: Clock;
-  ids: IdGenerator;
-  logger: Logger;
+/**
+ * What the engine needs of the kernel, as narrow ports: a registry lookup, a metered model call
+ * for its judges, the audit log, the agents' grants and an approvals port. The kernel supplies
+ * them (`KernelServices.forging`) before it is built itself, so the engine is built beside it by
+ * the composition root and handed to it.
+ */
+export interface ForgingPorts {
   /** The live agent with this id, undefined once it is gone (or for a principal that is no agent). */
   agent(agentId: string): ForgingAgent | undefined;
   /** Whether a judge model serves the agent in this role: its `[emergent]` judge model, else the default model. */
@@ -35,4 +35,13 @@ export interface EmergentEngineOptions {
   toolGrants(): ToolGrants[];
   /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
   requestApproval(agent: { id: string; name: string }, input: JsonObject): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
+}
+
+/** What the engine is built from: the store, clock, ids and logger the kernel has too, and the kernel's ports. */
+export interface EmergentEngineOptions extends ForgingPorts {
+  /** Forged tools, and the audit log that forge attempts are counted from (`[emergent].max_forge_attempts_per_hour`). */
+  store: Pick<Store, 'forgedTools' | 'events'>;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
 }

@@ -3,7 +3,7 @@ export { checkSandboxCode, formatCodeProblems } from './check-code.ts';
 export type { SandboxApi } from './check-code.ts';
 export { createEmergentEngine } from './emergent-engine.ts';
 export type { EmergentEngine } from './emergent-engine.ts';
-export type { EmergentEngineOptions } from './engine-options.ts';
+export type { EmergentEngineOptions, ForgingPorts } from './engine-options.ts';
 export { forgedToolNotFound } from './engine-state.ts';
 export { registeredOrThrow } from './forged-tool-view.ts';
 export type { ForgedToolView, ForgeOutcome, PromotionResult } from './forged-tool-view.ts';

@@ -4,7 +4,8 @@ import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
-import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
+import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
+import { createEmergentEngine } from '../emergent/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { type CodeModules, createCodeModules } from '../modules/index.ts';
 import { type ChannelService, createChannelService, pollsPlatform } from '../channels/index.ts';
@@ -138,8 +139,9 @@ async function openStore(options: Pick<HostOptions, 'home' | 'config' | 'logger'
 /**
  * Opens the store and boots a kernel on it: the composition root shared by the CLI's
  * in-process mode and the daemon, and the only one. Every part is built here, in the order it
- * needs the others, and handed what it uses; the parts built on the kernel (the scheduler, the
- * package runtime) are registered as its hooks before it boots.
+ * needs the others, and handed what it uses: the kernel's services, the forged-tools engine on
+ * their ports, the kernel proper with the engine; the parts built on the kernel (the scheduler,
+ * the package runtime) are registered as its hooks before it boots.
  * @throws {ConfigError} when `LOOM_DATABASE_URL` is not a PostgreSQL URL.
  */
 export async function openHost(options: HostOptions): Promise<Host> {
@@ -175,7 +177,9 @@ export async function openHost(options: HostOptions): Promise<Host> {
     // Workspaces first: a Python script starts in its agent's.
     const hooks: AgentLifecycleHook[] = [createWorkspaceHook(workspaceOf), codeModules];
     if (runtime.skills !== undefined) hooks.push(createSkillsHook(runtime.skills, options.logger));
-    const kernel = createKernel({
+    // The kernel in two halves, the forged-tools engine between them: built here on the ports of
+    // the kernel's services (its registry, its judges' metered model call, approvals), handed to the kernel proper.
+    const services = createKernelServices({
       store,
       clock,
       ids,
@@ -196,6 +200,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
         ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });
+    const forged = createEmergentEngine({ store, clock, ids, logger: services.logger, ...services.forging });
+    const kernel = createKernel(services, forged);
     // The subsystems built on the kernel are its hooks too, registered after the others and before it boots.
     // What becomes of the timed wake-ups and fires missed while the daemon was down (decision 0046).
     const catchUp = { policy: options.config.scheduler.catch_up, windowSeconds: options.config.scheduler.catch_up_window_seconds };

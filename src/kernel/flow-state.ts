@@ -1,6 +1,7 @@
 import type { Clock, IdGenerator, Logger, Store } from '../contracts/index.ts';
 import type { TaintTracker, ToolRunner } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { AgentModelCalls } from './agent-model-calls.ts';
 import type { RecentFailures } from './agent-health.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
@@ -9,12 +10,11 @@ import type { BudgetLedger } from './budget-ledger.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { ModelChoice } from './model-choice.ts';
-import type { PriorityGate } from './priority-gate.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 import type { SessionHistories } from './session-histories.ts';
 import type { TurnCommits } from './turn-commit.ts';
 
-/** What the message flow is built from: the kernel's own parts. */
+/** What the message flow is built from: the kernel's own parts (see `KernelServices`). */
 export interface MessageFlowParts {
   store: Store;
   clock: Clock;
@@ -33,12 +33,18 @@ export interface MessageFlowParts {
   publish: (event: KernelEvent) => Promise<void>;
   /** Caps the tool calls of unattended cycles (`[autonomous]`). */
   guard?: AutonomousGuard;
-  /** The daemon's model-call slots, handed out by agents' `priority` (`[models].max_concurrent_calls`); none: no limit. */
-  modelSlots?: PriorityGate;
   /** The agents whose last turn failed on every model, lately (orchestrators leave them out). */
   recentFailures?: RecentFailures;
   /** Tells subscribers of an event the audit log holds already (one a turn's journal committed). */
   announce: (event: KernelEvent) => void;
+  /** The sessions' histories, cached between turns. */
+  histories: SessionHistories;
+  /** The models a turn may call, and the metered resolver it calls them through. */
+  models: ModelChoice;
+  /** A turn's first checks, its commit and its usage records. */
+  commits: TurnCommits;
+  /** The model calls agents' tools make outside turns, held to a task turn's limits (see `AgentModelCalls`). */
+  modelCalls: AgentModelCalls;
 }
 
 /**
@@ -49,12 +55,6 @@ export interface MessageFlowParts {
 export interface FlowState extends MessageFlowParts {
   /** The message flow's own logger (`component: message-flow`); `parts.logger` is the kernel's. */
   flowLogger: Logger;
-  /** The sessions' histories, cached between turns. */
-  histories: SessionHistories;
-  /** The models a turn may call, and the metered resolver it calls them through. */
-  models: ModelChoice;
-  /** A turn's first checks, its commit and its usage records. */
-  commits: TurnCommits;
   /** An agent's name by id (the id when it is gone). */
   nameOf: (id: string) => string;
   /** The tool runner of an unattended cycle: its tool calls capped by `[autonomous]` (see `AutonomousGuard`). */

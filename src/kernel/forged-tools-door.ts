@@ -1,43 +1,34 @@
-import type { Clock, IdGenerator, Logger, Store } from '../contracts/index.ts';
-import { createEmergentEngine, type EmergentEngine, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
+import { type EmergentEngine, type ForgingPorts, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { ModelTarget } from '../models/index.ts';
+import type { AgentModelCalls } from './agent-model-calls.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { ApprovalService } from './approval-service.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { ForgedTools } from './kernel-api.ts';
 import type { KernelTools } from './kernel-tools.ts';
-import type { MessageFlow } from './message-flow.ts';
 import { judgeModelFor } from './model-targets.ts';
 
 /** How long a forge through a door (CLI, HTTP) may take: its tests and its judge. */
 export const FORGE_TIMEOUT_MS = 5 * 60 * 1000;
 
-/** What the kernel gives the forged-tools engine: its agents, their models (the judge), the audit log and approvals. */
-export interface ForgeEngineParts {
-  store: Store;
-  clock: Clock;
-  ids: IdGenerator;
-  logger: Logger;
+/** What the forged-tools engine's ports are made of: the registry, the runtime's models, the metered model call, approvals, the audit log. */
+export interface ForgingPortParts {
   registry: Pick<AgentRegistry, 'find' | 'list'>;
   runtime: AgentRuntime | undefined;
-  flow: Pick<MessageFlow, 'callModel'>;
+  modelCalls: Pick<AgentModelCalls, 'call'>;
   approvals: Pick<ApprovalService, 'open'>;
   /** Records the event in the audit log, then tells subscribers. */
   publish: (event: KernelEvent) => Promise<void>;
 }
 
-/** The forged-tools engine as the kernel's agents use it: the judge runs on the agent's models, metered as its own calls. */
-export function createForgeEngine(parts: ForgeEngineParts): EmergentEngine {
-  const { registry, runtime, flow, approvals } = parts;
+/** The ports the forged-tools engine is built on (see `ForgingPorts`): its judges run on the agent's models, metered as its own calls. */
+export function forgingPorts(parts: ForgingPortParts): ForgingPorts {
+  const { registry, runtime, modelCalls, approvals } = parts;
   /** The model a judge of `role` uses for an agent: its `[emergent]` judge model, else the default model. */
   const judgeModelOf = (agentId: string, role: JudgeRole): ModelTarget | undefined => judgeModelFor(registry.find(agentId)?.manifest.emergent, role, runtime);
-  return createEmergentEngine({
-    store: parts.store,
-    clock: parts.clock,
-    ids: parts.ids,
-    logger: parts.logger,
+  return {
     agent(agentId) {
       const entry = registry.find(agentId);
       return entry === undefined ? undefined : { id: entry.id, name: entry.name, sessionId: entry.sessionId, emergent: entry.manifest.emergent };
@@ -45,7 +36,7 @@ export function createForgeEngine(parts: ForgeEngineParts): EmergentEngine {
     judgeAvailable: (agentId, role) => runtime !== undefined && judgeModelOf(agentId, role) !== undefined,
     async judge(agentId, role, request) {
       const model = judgeModelOf(agentId, role);
-      const reply = await flow.callModel(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }), ...(request.caller === undefined ? {} : { caller: request.caller }) });
+      const reply = await modelCalls.call(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }), ...(request.caller === undefined ? {} : { caller: request.caller }) });
       if (reply.output === undefined) throw new LoomError('JUDGE_NO_VERDICT', 'third-party', 'the judge gave no verdict');
       return reply.output;
     },
@@ -56,7 +47,7 @@ export function createForgeEngine(parts: ForgeEngineParts): EmergentEngine {
       const request = await approvals.open(agent, 'forge_tool', input, new AbortController().signal);
       return { id: request.id, decision: request.decision };
     },
-  });
+  };
 }
 
 /**

@@ -15,7 +15,7 @@ import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
 import type { WakeRuns } from './wake-runs.ts';
 
-/** What the kernel is built from. It reads no globals and no environment. */
+/** What the kernel is built from (its services take it, `createKernelServices`). It reads no globals and no environment. */
 export interface KernelDependencies {
   store: Store;
   clock: Clock;

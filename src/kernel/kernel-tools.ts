@@ -31,7 +31,7 @@ export interface KernelToolsParts {
    */
   handle: () => KernelHandle;
   /** An agent's forged tools (and `forge_tool`), beside the shared ones. */
-  forged: () => Pick<EmergentEngine, 'toolsFor'>;
+  forged: Pick<EmergentEngine, 'toolsFor'>;
   /** Records the event in the audit log, then tells subscribers. */
   publish: (event: KernelEvent) => Promise<void>;
 }
@@ -104,7 +104,7 @@ export class KernelTools {
       // A principal's grants come with it; an agent's are read live (revoked when it is killed).
       grants: (agent) => (agent.id.startsWith(PRINCIPAL_ID_PREFIX) ? agent.capabilities : capabilities.granted(agent.id)),
       approvals,
-      agentTools: (agent) => this.#parts.forged().toolsFor(agent),
+      agentTools: (agent) => this.#parts.forged.toolsFor(agent),
       taint,
       tainted: async ({ agentId, agentName: name, tool, sink, action, source, excerpt }) => {
         await publish({ type: 'tool-tainted', at: clock.now(), agentId, name, tool, sink, action, source: { tool: source.tool, origin: source.origin }, excerpt });

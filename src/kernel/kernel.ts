@@ -1,32 +1,23 @@
 import type { KernelHandle } from '../contracts/index.ts';
 import type { EmergentEngine } from '../emergent/index.ts';
 import { parseManifest } from '../manifest/index.ts';
-import { TaintTracker } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { trackRecentFailures } from './agent-health.ts';
 import { AgentHolding } from './agent-holding.ts';
 import { AgentLifecycle } from './agent-lifecycle.ts';
 import { AgentRecords } from './agent-records.ts';
-import { AgentRegistry } from './agent-registry.ts';
 import { AgentRestorer } from './agent-restorer.ts';
 import { OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
-import { ApprovalService } from './approval-service.ts';
-import { AutonomousGuard } from './autonomous-guard.ts';
-import { BudgetLedger } from './budget-ledger.ts';
-import { CapabilityManager } from './capability-manager.ts';
 import { ClusterSync } from './cluster-sync.ts';
-import { auditRecordOf, createEventBus, type KernelEvent } from './event-bus.ts';
 import { streamRun } from './event-stream.ts';
-import { createForgeEngine, FORGE_TIMEOUT_MS, forgedToolsDoor } from './forged-tools-door.ts';
-import type { Kernel, KernelDependencies } from './kernel-api.ts';
+import { FORGE_TIMEOUT_MS, forgedToolsDoor } from './forged-tools-door.ts';
+import type { Kernel } from './kernel-api.ts';
 import { createKernelHandle } from './kernel-handle.ts';
+import type { KernelServices } from './kernel-services.ts';
 import { KernelTools } from './kernel-tools.ts';
-import { LifetimeSpend } from './lifetime-spend.ts';
 import { ManifestAdmission } from './manifest-admission.ts';
 import { createMessageFlow } from './message-flow.ts';
-import { PriorityGate } from './priority-gate.ts';
-import { QuotaTracker } from './quota-tracker.ts';
 import { auditTurns } from './turn-audit.ts';
 import { type ResumeParts, resumeTurn, resumeTurns } from './turn-journal.ts';
 import { createWakeRuns } from './wake-runs.ts';
@@ -35,50 +26,28 @@ import { createWakeRuns } from './wake-runs.ts';
 const GENERATE_TEXT_SYSTEM = 'Do what the user message asks and answer with the resulting text only, without preamble.';
 
 /**
- * Builds a kernel from its parts, each a module with its own state: the registry and grants, the
- * holding of agents (`AgentHolding`), their lifecycle (`AgentLifecycle`), the relay of other
- * nodes' changes (`ClusterSync`), the tool runner and its doors (`KernelTools`), the message flow
- * and its turns, the forged-tools engine, the read views (`AgentRecords`). This function only
- * wires them; what each decides is in its module. Call `boot()` before using the kernel.
+ * Builds the kernel proper on its services (`createKernelServices`) and the forged-tools engine
+ * built on their ports (`KernelServices.forging`): the holding of agents (`AgentHolding`), their
+ * lifecycle (`AgentLifecycle`), the relay of other nodes' changes (`ClusterSync`), the tool runner
+ * and its doors (`KernelTools`), the message flow and its turns, the read views (`AgentRecords`).
+ * This function only wires them; what each decides is in its module. Call `boot()` before using
+ * the kernel.
+ * @example
+ * const services = createKernelServices({ store, clock, ids, logger, runtime });
+ * const kernel = createKernel(services, createEmergentEngine({ store, clock, ids, logger, ...services.forging }));
  */
-export function createKernel(dependencies: KernelDependencies): Kernel {
+export function createKernel(services: KernelServices, forged: EmergentEngine): Kernel {
+  const { dependencies, logger, registry, capabilities, events, quotas, ledger, guard, taint, approvals, publish } = services;
   const { store, clock, ids, runtime } = dependencies;
-  const logger = dependencies.logger.child({ component: 'kernel' });
   const resumeBackgroundWork = dependencies.resumeBackgroundWork === true;
-  const registry = new AgentRegistry();
-  const capabilities = new CapabilityManager();
-  const events = createEventBus(logger);
-  const quotas = new QuotaTracker(clock, store.usage);
-  // Every model call of an agent reserves from its budgets here first, and settles after.
-  const ledger = new BudgetLedger(quotas, new LifetimeSpend(store.usage));
-  const guard = new AutonomousGuard(clock);
-  const taint = new TaintTracker(dependencies.taint);
-
-  /** Records the event in the audit log, then tells subscribers. The change itself is already committed. */
-  async function publish(event: KernelEvent): Promise<void> {
-    try {
-      await store.events.append(auditRecordOf(event));
-    } catch (error) {
-      logger.error({ err: error, eventType: event.type, agentId: event.agentId }, 'could not record an event in the audit log');
-    }
-    events.publish(event);
-  }
 
   /** An agent's view, and its detailed view, naming the daemon's default model where it runs on it. */
   const viewOf = (entry: AgentEntry): AgentView => toAgentView(entry, runtime?.defaultModel, runtime?.env);
   const detailOf = (entry: AgentEntry): AgentDetailView => toAgentDetailView(entry, runtime?.defaultModel, runtime?.env);
 
-  const approvals = new ApprovalService({
-    store,
-    clock,
-    ids,
-    ...(dependencies.approvalTimeoutMs === undefined ? {} : { timeoutMs: dependencies.approvalTimeoutMs }),
-    publish: (event) => void publish(event),
-    node: dependencies.node,
-  });
-  // The runner, the handle and the forged-tools engine reach one another: the runner is built on
-  // its first use, once all three are here.
-  const tools: KernelTools = new KernelTools({ clock, ids, logger, registry, capabilities, approvals, taint, runtime, handle: () => handle, forged: () => forged, publish });
+  // The runner and the handle reach one another (the handle's turns run tools through the
+  // runner): the runner is built on its first use, once both are here.
+  const tools: KernelTools = new KernelTools({ clock, ids, logger, registry, capabilities, approvals, taint, runtime, handle: () => handle, forged, publish });
   const flow = createMessageFlow({
     store,
     clock,
@@ -93,7 +62,10 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     taint,
     publish,
     guard,
-    ...(runtime?.maxConcurrentModelCalls === undefined ? {} : { modelSlots: new PriorityGate(runtime.maxConcurrentModelCalls) }),
+    histories: services.histories,
+    models: services.models,
+    commits: services.commits,
+    modelCalls: services.modelCalls,
     recentFailures: trackRecentFailures(events, clock),
     announce: (event) => events.publish(event),
   });
@@ -106,7 +78,6 @@ export function createKernel(dependencies: KernelDependencies): Kernel {
     announce: (event) => events.publish(event),
     logger,
   });
-  const forged: EmergentEngine = createForgeEngine({ store, clock, ids, logger, registry, runtime, flow, approvals, publish });
   const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options), release: (held) => approvals.release(held), keep: (held) => approvals.keep(held) };
 
   const holding = new AgentHolding({ registry, capabilities, quotas, ledger, guard, flow, forged, logger, resumeBackgroundWork }, dependencies.hooks ?? []);

@@ -13,12 +13,9 @@ import { errorEvent } from './event-stream.ts';
 import type { FlowState, MessageFlowParts } from './flow-state.ts';
 import { type LiveTurn, LiveTurns, type StreamEntry } from './live-turns.ts';
 import type { MessageFlow, SendOptions, TaskTurn, TurnSeal } from './message-flow-contract.ts';
-import { ModelChoice } from './model-choice.ts';
 import { createModuleTurns } from './module-turns.ts';
 import { noEvents, type TurnPlace } from './open-turn.ts';
-import { SessionHistories } from './session-histories.ts';
 import { TaskTurns } from './task-turn.ts';
-import { TurnCommits } from './turn-commit.ts';
 import { sessionOf, TurnIntake } from './turn-intake.ts';
 import { savedStreamOf } from './turn-journal.ts';
 import { WorkflowRunner } from './workflow-runner.ts';
@@ -34,27 +31,23 @@ export type { MessageFlowParts } from './flow-state.ts';
  * This composes the flow's parts, each over the explicit {@link FlowState}: admission
  * (`admission.ts`), the turn journal's intake and idempotent replays (`turn-intake.ts`), model
  * choice (`model-choice.ts`), the turn's commit (`turn-commit.ts`), chat turns (`chat-turn.ts`),
- * module turns (`module-turns.ts`), task turns and model calls outside turns (`task-turn.ts`) and
- * the workflow runner (`workflow-runner.ts`). What stays here is the queue of each agent's turns
+ * module turns (`module-turns.ts`), task turns (`task-turn.ts`) and the workflow runner (`workflow-runner.ts`); model calls outside turns are the kernel's services'
+ * (`agent-model-calls.ts`), shared with the forged-tools engine. What stays here is the queue of each agent's turns
  * and the live turns a client follows or cancels.
  */
 export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
-  const { store, clock, registry } = parts;
+  const { store, clock, registry, histories } = parts;
   const flowLogger = parts.logger.child({ component: 'message-flow' });
   const turns = new AgentTurns();
   const liveTurns = new LiveTurns();
-  const histories = new SessionHistories(store, clock);
   const flow: FlowState = {
     ...parts,
     flowLogger,
-    histories,
-    models: new ModelChoice({ clock, logger: parts.logger, capabilities: parts.capabilities, ledger: parts.ledger, modelSlots: parts.modelSlots }),
-    commits: new TurnCommits({ store, clock, ids: parts.ids, logger: flowLogger, registry, quotas: parts.quotas, histories }),
     nameOf: (id) => registry.find(id)?.name ?? id,
     cycleRunner: (entry) => (parts.guard === undefined ? parts.runner() : parts.guard.cycleRunner(parts.runner(), entry)),
   };
   const moduleTurns = createModuleTurns(flow);
-  const tasks = new TaskTurns(flow, moduleTurns);
+  const tasks = new TaskTurns(flow);
   const workflows = new WorkflowRunner(flow, moduleTurns);
   const intake = new TurnIntake({ store, clock, ids: parts.ids });
 
@@ -161,7 +154,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   return {
     send,
     runTask,
-    callModel: (agentId, request) => tasks.callModel(agentId, request),
+    callModel: (agentId, request) => parts.modelCalls.call(agentId, request),
     runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
     turnCounts: () => liveTurns.counts(),
     journaledTurns: () => intake.journaled(),

@@ -3,10 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createPostgresCluster } from '../../src/cluster/postgres-cluster.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { CapabilityEscalationError, StoreError } from '../../src/errors/index.ts';
-import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
-import { manifest } from '../support/test-kernel.ts';
+import { buildKernel, manifest } from '../support/test-kernel.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -32,7 +32,7 @@ async function clusterNode(url: string, name: string, options: { lineageWaitMs?:
 async function nodeKernel(url: string, name: string): Promise<Kernel> {
   const store = await openPostgresStore({ url });
   const node = await clusterNode(url, name);
-  const kernel = createKernel({
+  const kernel = buildKernel({
     store,
     clock: createFakeClock(),
     ids: createUuidGenerator(),

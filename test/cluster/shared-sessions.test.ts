@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import type { SessionRepository, Store } from '../../src/contracts/index.ts';
-import { createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
-import { manifest } from '../support/test-kernel.ts';
+import { buildKernel, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 
@@ -22,7 +22,7 @@ afterEach(async () => {
 
 /** A node's kernel on `store` (its own pool on the shared database), booted, its agents on the scripted model server. */
 async function nodeKernel(store: Store): Promise<Kernel> {
-  const kernel = createKernel({
+  const kernel = buildKernel({
     store,
     clock: createFakeClock(),
     ids: createUuidGenerator(),

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import type { Store } from '../../src/contracts/index.ts';
-import { type AgentLifecycleHook, createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { type AgentLifecycleHook, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { buildKernel, makeTempDir, manifest } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let opened: { kernel: Kernel; store: Store }[];
@@ -38,7 +38,7 @@ function loggingHook(name: string, log: string[]): AgentLifecycleHook {
 
 function open(hooks: readonly AgentLifecycleHook[]): Kernel {
   const store = openSqliteStore({ path: join(dir.path, 'data', 'loom.db') });
-  const kernel = createKernel({ store, clock: createFakeClock(), ids: createUuidGenerator(), logger: createSilentLogger(), hooks });
+  const kernel = buildKernel({ store, clock: createFakeClock(), ids: createUuidGenerator(), logger: createSilentLogger(), hooks });
   opened.push({ kernel, store });
   return kernel;
 }

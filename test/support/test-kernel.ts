@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
-import { type AgentLifecycleHook, type BootReport, createKernel, createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { createEmergentEngine } from '../../src/emergent/index.ts';
+import { type AgentLifecycleHook, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, type KernelDependencies } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type Manifest, parseManifest } from '../../src/manifest/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
@@ -11,6 +12,16 @@ import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 export async function makeTempDir(prefix = 'loom-test-'): Promise<{ path: string; remove(): Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+/**
+ * A kernel built as the composition root (`openHost`) builds one: the kernel's services, the
+ * forged-tools engine on their ports, then the kernel proper with the engine. Not booted.
+ */
+export function buildKernel(dependencies: KernelDependencies): Kernel {
+  const { store, clock, ids } = dependencies;
+  const services = createKernelServices(dependencies);
+  return createKernel(services, createEmergentEngine({ store, clock, ids, logger: services.logger, ...services.forging }));
 }
 
 /** A booted kernel over a real SQLite file, on a fake clock. */
@@ -26,7 +37,7 @@ export interface TestKernel {
 export async function openTestKernel(databasePath: string, hooks: readonly AgentLifecycleHook[] = []): Promise<TestKernel> {
   const store = openSqliteStore({ path: databasePath });
   const clock = createFakeClock();
-  const kernel = createKernel({ store, clock, ids: createUuidGenerator(), logger: createSilentLogger(), hooks });
+  const kernel = buildKernel({ store, clock, ids: createUuidGenerator(), logger: createSilentLogger(), hooks });
   const report = await kernel.boot();
   return {
     kernel,
