@@ -21,7 +21,6 @@ export { IDENTITY_FILE_BUDGET_BYTES, IDENTITY_FILES } from './identity-prompt.ts
 export type { IdentityFile, IdentityFileName } from './identity-prompt.ts';
 export { createKernel } from './kernel.ts';
 export { createKernelServices } from './kernel-services.ts';
-export type { KernelServices } from './kernel-services.ts';
 export type { BootReport, Kernel, KernelDependencies, SpawnOptions, ToolPrincipal } from './kernel-api.ts';
 export type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
 export { eventIdOf, parseEventId } from './live-turns.ts';
