@@ -85,7 +85,8 @@ export function checked(tool: Pick<LiveTool, 'checkOutput'>, run: ForgedRun): Fo
 }
 
 /** One call of an offered tool, as the tool runner makes it: run, checked, counted, audited on a fault. */
-async function call(state: EngineState, tool: LiveTool, input: JsonObject, context: ToolContext): Promise<ToolResult> {
+async function call(state: EngineState, tool: LiveTool, invocation: { input: JsonObject; context: ToolContext }): Promise<ToolResult> {
+  const { input, context } = invocation;
   const { record } = tool;
   const { clock, store } = state.options;
   if (record.status !== 'active') return { text: `${record.name} is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`, isError: true };
@@ -121,7 +122,7 @@ function toolOf(state: EngineState, tool: Pick<LiveTool, 'record' | 'request'>, 
     inputSchema: ANY_INPUT,
     jsonSchema: { $schema: DRAFT_07, ...request.inputSchema },
     requires: () => [],
-    execute: (input, context) => call(state, face.self(), input, context),
+    execute: (input, context) => call(state, face.self(), { input, context }),
   };
   return forged as unknown as Tool<never>;
 }
