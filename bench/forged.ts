@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { parseManifest } from '../src/manifest/index.ts';
 import type { ToolResult } from '../src/contracts/index.ts';
-import { compileSandboxProgram } from '../src/emergent/index.ts';
+import { compileSandboxProgram } from '../src/forged-tools/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { round, summarize } from './stats.ts';

@@ -6,7 +6,7 @@ import { createSystemClock } from '../src/clock/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { createCostCatalog } from '../src/models/index.ts';
-import { createCodeModules } from '../src/modules/index.ts';
+import { createCodeModules } from '../src/code-modules/index.ts';
 import { BUILTIN_TOOLS } from '../src/tools/index.ts';
 import { buildWasm } from '../test/support/build-wasm.ts';
 import { openBenchKernel } from './bench-kernel.ts';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { generateText, Output } from 'ai';
 import { z } from 'zod';
-import { DelegateSelectionSchema } from '../src/agents/index.ts';
+import { DelegateSelectionSchema } from '../src/agent-types/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';

@@ -7,7 +7,7 @@ import { LOCAL_OWNER } from '../access/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toAgentSkillsView, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { modelWarnings } from '../models/index.ts';
-import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../emergent/index.ts';
+import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../forged-tools/index.ts';
 import { offerInstalledSkills, type PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';

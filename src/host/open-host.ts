@@ -5,9 +5,9 @@ import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../conf
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
 import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
-import { createEmergentEngine } from '../emergent/index.ts';
+import { createEmergentEngine } from '../forged-tools/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
-import { type CodeModules, createCodeModules } from '../modules/index.ts';
+import { type CodeModules, createCodeModules } from '../code-modules/index.ts';
 import { type ChannelService, createChannelService, pollsPlatform } from '../channels/index.ts';
 import { type ChannelLeases, type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { registeredOrThrow } from '../emergent/index.ts';
+import { registeredOrThrow } from '../forged-tools/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';

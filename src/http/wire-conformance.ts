@@ -1,6 +1,6 @@
 import type { ChannelView } from '../channels/index.ts';
 import type { AgentState, ScheduleRunOutcome } from '../contracts/index.ts';
-import type { ForgedToolView, PromotionResult } from '../emergent/index.ts';
+import type { ForgedToolView, PromotionResult } from '../forged-tools/index.ts';
 import type { AgentDetailView, AgentView, TurnView } from '../kernel/index.ts';
 import type { ManifestFormat, ManifestIssue } from '../manifest/index.ts';
 import type { PackageRunView } from '../packages/index.ts';

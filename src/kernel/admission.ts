@@ -1,6 +1,6 @@
 import { matchesPattern } from '../capabilities/index.ts';
 import { AccessDeniedError, AgentChainError, AgentStateError, ModuleUnavailableError } from '../errors/index.ts';
-import { type AgentModule, codeAgentModule, runChainOfThought, runDelegate, workflowModule } from '../agents/index.ts';
+import { type AgentModule, codeAgentModule, runChainOfThought, runDelegate, workflowModule } from '../agent-types/index.ts';
 import { codeModuleOf } from '../manifest/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { type AgentRuntime, type Caller, MAX_AGENT_DEPTH } from './agent-runtime.ts';

@@ -1,5 +1,5 @@
 import type { Capability, Logger } from '../contracts/index.ts';
-import type { EmergentEngine } from '../emergent/index.ts';
+import type { EmergentEngine } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentLifecycleHook, StopReason } from './agent-lifecycle-hook.ts';

@@ -1,6 +1,6 @@
 import type { Clock, IdGenerator, JsonObject, Logger, Store, TurnJournalRecord } from '../contracts/index.ts';
 import { AgentNameTakenError, AgentNotFoundError, LoomError, StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
-import type { EmergentEngine } from '../emergent/index.ts';
+import type { EmergentEngine } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentHolding } from './agent-holding.ts';

@@ -1,5 +1,5 @@
 import type { LogReader, Tool } from '../contracts/index.ts';
-import type { CodeModules } from '../modules/index.ts';
+import type { CodeModules } from '../code-modules/index.ts';
 import type { CostCatalog, ModelResolver, ModelTarget, ModelTier } from '../models/index.ts';
 import type { OfferedSkills } from './agent-skills.ts';
 import type { IdentityFile } from './identity-prompt.ts';

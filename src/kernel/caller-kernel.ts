@@ -1,6 +1,6 @@
 import { type ApprovalRecord, type ApprovalStatus, type EventQuery, type EventRecord, type Principal, principalKey, type UsageBucket, type WorkflowRecord } from '../contracts/index.ts';
 import { SessionNotFoundError } from '../errors/index.ts';
-import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../emergent/index.ts';
+import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 import type { ApprovalDecision } from './approval-requests.ts';

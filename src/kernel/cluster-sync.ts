@@ -1,5 +1,5 @@
 import type { AgentRecord, Logger, Store } from '../contracts/index.ts';
-import type { EmergentEngine } from '../emergent/index.ts';
+import type { EmergentEngine } from '../forged-tools/index.ts';
 import type { AgentHolding } from './agent-holding.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRestorer } from './agent-restorer.ts';

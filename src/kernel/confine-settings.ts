@@ -1,5 +1,5 @@
 import type { JsonValue } from '../contracts/index.ts';
-import { fetchDomainCovers } from '../emergent/index.ts';
+import { fetchDomainCovers } from '../forged-tools/index.ts';
 import { type Manifest, ManifestSchema } from '../manifest/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';

@@ -1,5 +1,5 @@
 import type { EventRecord, JsonValue, Logger } from '../contracts/index.ts';
-import type { ForgedToolEvent } from '../emergent/index.ts';
+import type { ForgedToolEvent } from '../forged-tools/index.ts';
 import type { ApprovalEvent } from './approval-requests.ts';
 
 /** Why an agent was killed: on request, or because its parent was. */

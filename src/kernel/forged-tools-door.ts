@@ -1,4 +1,4 @@
-import { type EmergentEngine, type ForgingPorts, type JudgeRole, VerdictSchema } from '../emergent/index.ts';
+import { type EmergentEngine, type ForgingPorts, type JudgeRole, VerdictSchema } from '../forged-tools/index.ts';
 import { LoomError } from '../errors/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { AgentModelCalls } from './agent-model-calls.ts';

@@ -1,5 +1,5 @@
 import type { Capability, Clock, EventQuery, EventRecord, IdGenerator, Logger, Store, Tool, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
-import type { EmergentEngine, ForgedToolView, ForgeOutcome } from '../emergent/index.ts';
+import type { EmergentEngine, ForgedToolView, ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TaintSettings, TurnResult } from '../runtime/index.ts';
 import type { AgentLifecycleHook } from './agent-lifecycle-hook.ts';

@@ -1,5 +1,5 @@
 import type { Logger } from '../contracts/index.ts';
-import type { ForgingPorts } from '../emergent/index.ts';
+import type { ForgingPorts } from '../forged-tools/index.ts';
 import { TaintTracker } from '../runtime/index.ts';
 import { AgentModelCalls } from './agent-model-calls.ts';
 import { AgentRegistry } from './agent-registry.ts';

@@ -1,5 +1,5 @@
 import type { Clock, IdGenerator, KernelHandle, Logger, Tool, ToolAgent, ToolBox, ToolResult } from '../contracts/index.ts';
-import type { EmergentEngine } from '../emergent/index.ts';
+import type { EmergentEngine } from '../forged-tools/index.ts';
 import { createToolRunner, type TaintTracker, type ToolRunner } from '../runtime/index.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';

@@ -1,5 +1,5 @@
 import type { KernelHandle } from '../contracts/index.ts';
-import type { EmergentEngine } from '../emergent/index.ts';
+import type { EmergentEngine } from '../forged-tools/index.ts';
 import { parseManifest } from '../manifest/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { trackRecentFailures } from './agent-health.ts';

@@ -1,4 +1,4 @@
-import type { JudgeRole } from '../emergent/index.ts';
+import type { JudgeRole } from '../forged-tools/index.ts';
 import { type EmergentSettings, type Manifest, namedModel } from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, resolveModelReference } from '../models/index.ts';
 

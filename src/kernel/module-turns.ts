@@ -2,7 +2,7 @@ import type { ModelMessage } from 'ai';
 import { isGranted, tokenCapOf } from '../capabilities/index.ts';
 import type { Logger, UsageRecord } from '../contracts/index.ts';
 import { LoomError } from '../errors/index.ts';
-import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from '../agents/index.ts';
+import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } from '../agent-types/index.ts';
 import { codeModuleOf } from '../manifest/index.ts';
 import { agentMessageTool } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';

@@ -1,6 +1,6 @@
 import type { WorkflowRecord } from '../contracts/index.ts';
 import { AgentStateError } from '../errors/index.ts';
-import { executeWorkflow, type WorkflowPort } from '../agents/index.ts';
+import { executeWorkflow, type WorkflowPort } from '../agent-types/index.ts';
 import type { ModelCallUsage } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { OWNER } from './agent-runtime.ts';

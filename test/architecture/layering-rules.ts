@@ -23,7 +23,7 @@ export const FLOORS: LayeringRules['floors'] = [
   // 5: the agent loop and the tool runner.
   ['runtime'],
   // 6: agent modules: code agents, the turns of built-in modules, forged tools.
-  ['modules', 'agents', 'emergent'],
+  ['code-modules', 'agent-types', 'forged-tools'],
   // 7: the kernel.
   ['kernel'],
   // 8: subsystems on the kernel: schedules, packages, channels, the cluster, metrics and traces.

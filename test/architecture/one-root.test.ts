@@ -19,7 +19,7 @@ function importersOf(name: string, outside: string): string[] {
  */
 describe('the one composition root', () => {
   it('is the only file of src/ that builds the forged-tools engine; the kernel is handed it', () => {
-    expect(importersOf('createEmergentEngine', 'src/emergent/')).toEqual(['src/host/open-host.ts']);
+    expect(importersOf('createEmergentEngine', 'src/forged-tools/')).toEqual(['src/host/open-host.ts']);
   });
 
   it('is the only file of src/ that builds a kernel, in its two halves', () => {

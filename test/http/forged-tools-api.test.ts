@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ForgedToolView } from '../../src/emergent/index.ts';
+import type { ForgedToolView } from '../../src/forged-tools/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { APPROVE, DOUBLE_IT as double } from '../support/forge-requests.ts';

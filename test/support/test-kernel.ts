@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
-import { createEmergentEngine } from '../../src/emergent/index.ts';
+import { createEmergentEngine } from '../../src/forged-tools/index.ts';
 import { type AgentLifecycleHook, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, type KernelDependencies } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type Manifest, parseManifest } from '../../src/manifest/index.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ForgeRequestSchema } from '../../src/emergent/index.ts';
+import { ForgeRequestSchema } from '../../src/forged-tools/index.ts';
 import { toolJsonSchema } from '../../src/runtime/index.ts';
 import { BUILTIN_TOOLS } from '../../src/tools/index.ts';
 import {

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { ForgedToolView } from '../../emergent/index.ts';
+import type { ForgedToolView } from '../../forged-tools/index.ts';
 import { isLoomError, UsageError } from '../../errors/index.ts';
 import { safeParseJson } from '../../validation/index.ts';
 import type { CliBackend } from '../backend.ts';

@@ -52,7 +52,7 @@ export const SANDBOX_IDLE_MS = 10_000;
 const START_TIMEOUT_MS = 30_000;
 
 /** The sandbox process runs from the sources, in the built daemon too (see `installedPath`). */
-const PROCESS_PATH = installedPath('src', 'emergent', 'sandbox-process.ts');
+const PROCESS_PATH = installedPath('src', 'forged-tools', 'sandbox-process.ts');
 
 /** Longest error message carried out of the sandbox. */
 const MAX_ERROR_LENGTH = 2000;

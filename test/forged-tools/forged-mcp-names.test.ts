@@ -4,9 +4,9 @@
  * named there would run, in place of the server's tool, for agents granted only that server.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ForgedToolView, ForgeOutcome } from '../../src/emergent/index.ts';
-import { forgedToolNameProblem } from '../../src/emergent/forge-request.ts';
-import { describeReach, grantsReaching } from '../../src/emergent/shared-tool-reach.ts';
+import type { ForgedToolView, ForgeOutcome } from '../../src/forged-tools/index.ts';
+import { forgedToolNameProblem } from '../../src/forged-tools/forge-request.ts';
+import { describeReach, grantsReaching } from '../../src/forged-tools/shared-tool-reach.ts';
 import { APPROVE } from '../support/forge-requests.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';

@@ -1,5 +1,5 @@
 import { CodeModuleError } from '../errors/index.ts';
-import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort, MODULE_LOG_BYTES as HOST_LOG_BYTES, MODULE_LOG_LINES as HOST_LOG_LINES } from '../modules/index.ts';
+import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort, MODULE_LOG_BYTES as HOST_LOG_BYTES, MODULE_LOG_LINES as HOST_LOG_LINES } from '../code-modules/index.ts';
 import type { AgentModule } from './agent-module.ts';
 
 /**

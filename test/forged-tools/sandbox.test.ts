@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { checkSandboxCode, compileSandboxProgram, formatCodeProblems, type SandboxedProgram } from '../../src/emergent/index.ts';
-import { MAX_BRIDGE_CALLS } from '../../src/emergent/sandbox.ts';
+import { checkSandboxCode, compileSandboxProgram, formatCodeProblems, type SandboxedProgram } from '../../src/forged-tools/index.ts';
+import { MAX_BRIDGE_CALLS } from '../../src/forged-tools/sandbox.ts';
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 32, maxOutputBytes: 10_000 };
 const programs: SandboxedProgram[] = [];

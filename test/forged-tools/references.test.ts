@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compileSchema, subsetMismatch } from '../../src/emergent/output-check.ts';
-import { MappingReferenceError, referenceProblems, resolveMapping } from '../../src/emergent/references.ts';
+import { compileSchema, subsetMismatch } from '../../src/forged-tools/output-check.ts';
+import { MappingReferenceError, referenceProblems, resolveMapping } from '../../src/forged-tools/references.ts';
 
 const scope = {
   input: { topic: 'looms', n: 3, nested: { deep: true } },

@@ -12,7 +12,7 @@ import { excerpt, replyText } from '../protocol.ts';
 import { safeParseJson } from '../../validation/index.ts';
 
 /** The folder of `loom_agent.py`, put on every script's PYTHONPATH. */
-export const PYTHON_HELPER_DIR = installedPath('src', 'modules', 'python');
+export const PYTHON_HELPER_DIR = installedPath('src', 'code-modules', 'python');
 
 /** Restarts after a death wait this long, doubling up to the most, and stop after so many in a row without an answer. */
 const RESTART_FIRST_MS = 500;

@@ -4,7 +4,7 @@
  * the caller's grants), and no model is offered two tools of one name.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ForgedToolView, ForgeOutcome } from '../../src/emergent/index.ts';
+import type { ForgedToolView, ForgeOutcome } from '../../src/forged-tools/index.ts';
 import { APPROVE } from '../support/forge-requests.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';

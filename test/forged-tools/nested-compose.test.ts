@@ -5,7 +5,7 @@
  * its call, ending with its time limit.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_COMPOSE_LEVELS } from '../../src/emergent/run-forged.ts';
+import { MAX_COMPOSE_LEVELS } from '../../src/forged-tools/run-forged.ts';
 import { APPROVE } from '../support/forge-requests.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_MAPPED_INPUT_CHARS } from '../../src/emergent/references.ts';
+import { MAX_MAPPED_INPUT_CHARS } from '../../src/forged-tools/references.ts';
 import { APPROVE } from '../support/forge-requests.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { CodeModuleError } from '../../src/errors/index.ts';
-import { withinLimit } from '../../src/modules/code-module-runner.ts';
+import { withinLimit } from '../../src/code-modules/code-module-runner.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
 
 // The wait docs/code-agents.md promises (written out, not imported, so the test states it).

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { compileSandboxProgram, type SandboxedProgram } from '../../src/emergent/index.ts';
+import { compileSandboxProgram, type SandboxedProgram } from '../../src/forged-tools/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -174,7 +174,7 @@ function firstLineOf(script: string, timeoutMs: number): Promise<{ line: string 
 
 describe('V8 running out of memory inside an isolate', () => {
   it('a growing Map (V8\'s own out-of-memory, faster than isolated-vm\'s limit) fails the call as memory and the process lives on', async () => {
-    const sandbox = new URL('../../src/emergent/sandbox.ts', import.meta.url).href;
+    const sandbox = new URL('../../src/forged-tools/sandbox.ts', import.meta.url).href;
     const script = `
       import { compileSandboxProgram } from ${JSON.stringify(sandbox)};
       const limits = { timeoutMs: 5000, memoryMb: 32, maxOutputBytes: 1000 };

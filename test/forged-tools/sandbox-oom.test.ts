@@ -4,7 +4,7 @@
  * again at its next call; a stop ends every isolate at once, whatever it is doing.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { compileSandboxProgram, createSandboxPool, type SandboxPool } from '../../src/emergent/sandbox.ts';
+import { compileSandboxProgram, createSandboxPool, type SandboxPool } from '../../src/forged-tools/sandbox.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { outcomeWithin } from '../support/outcome-within.ts';
 import { waitFor } from '../support/wait-for.ts';

@@ -11,7 +11,7 @@ import type { PreparedModule } from './wasm-abi.ts';
 import type { HostCallMessage, WasmJob, WasmWorkerData, WasmWorkerMessage } from './wasm-worker.ts';
 
 // The worker runs from the sources, in the built daemon too (see `installedPath`).
-const WORKER_PATH = installedPath('src', 'modules', 'wasm', 'wasm-worker.ts');
+const WORKER_PATH = installedPath('src', 'code-modules', 'wasm', 'wasm-worker.ts');
 
 /** The JavaScript heap of a pool thread (a module's own memory is capped apart, by `[code].memory_mb`). */
 export const WASM_THREAD_HEAP_MB = 48;

@@ -4,7 +4,7 @@
  * escapes the lists name stay refused however they are spelled.
  */
 import { describe, expect, it } from 'vitest';
-import { checkSandboxCode } from '../../src/emergent/index.ts';
+import { checkSandboxCode } from '../../src/forged-tools/index.ts';
 
 function check(body: string): ReturnType<typeof checkSandboxCode> {
   return checkSandboxCode(`function execute(input) {\n${body}\n}`, []);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ForgeOutcome } from '../../src/emergent/index.ts';
+import type { ForgeOutcome } from '../../src/forged-tools/index.ts';
 import { MAX_SCHEMA_REPEATS } from '../../src/validation/index.ts';
 import { APPROVE } from '../support/forge-requests.ts';
 import { nestedUnder, RECURSIVE_ANY_OF, RECURSIVE_ANY_OF_POINTER } from '../support/hostile-schemas.ts';

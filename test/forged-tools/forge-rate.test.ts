@@ -9,7 +9,7 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { APPROVE, DOUBLE_IT } from '../support/forge-requests.ts';
-import type { ForgeOutcome } from '../../src/emergent/index.ts';
+import type { ForgeOutcome } from '../../src/forged-tools/index.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;

@@ -7,15 +7,15 @@
  * the judge a request of hundreds of MB (pretty-printed, the square of the depth).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { compileSandboxProgram, createSandboxPool, type SandboxPool } from '../../src/emergent/sandbox.ts';
+import { compileSandboxProgram, createSandboxPool, type SandboxPool } from '../../src/forged-tools/sandbox.ts';
 import { MAX_JSON_DEPTH, tooDeepMessage } from '../../src/validation/index.ts';
-import { MAX_JUDGE_ISSUE_CHARS, MAX_JUDGE_ISSUES, MAX_JUDGE_VALUE_CHARS } from '../../src/emergent/judge.ts';
+import { MAX_JUDGE_ISSUE_CHARS, MAX_JUDGE_ISSUES, MAX_JUDGE_VALUE_CHARS } from '../../src/forged-tools/judge.ts';
 import { createRecordingLogger, type RecordingLogger } from '../support/recording-logger.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { APPROVE, DOUBLE_IT } from '../support/forge-requests.ts';
-import type { ForgeOutcome } from '../../src/emergent/index.ts';
+import type { ForgeOutcome } from '../../src/forged-tools/index.ts';
 
 /** Code of a tool returning `{ a }`, `a` arrays nested `depth` deep: the output nests `depth + 1` levels. */
 const nestedOutput = (depth: number): string => `function execute() { let a = []; for (let i = 1; i < ${depth}; i++) a = [a]; return { a }; }`;

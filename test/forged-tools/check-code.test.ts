@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkSandboxCode, formatCodeProblems, type SandboxApi } from '../../src/emergent/index.ts';
+import { checkSandboxCode, formatCodeProblems, type SandboxApi } from '../../src/forged-tools/index.ts';
 
 /** spec/02's four sandbox examples, their code exactly as the spec gives it. */
 const SPEC_EXAMPLES: Record<string, { code: string; allowlist: SandboxApi[] }> = {

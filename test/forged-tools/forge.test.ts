@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ForgeOutcome } from '../../src/emergent/index.ts';
+import type { ForgeOutcome } from '../../src/forged-tools/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
