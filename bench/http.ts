@@ -212,7 +212,8 @@ async function startBareServer(home: string): Promise<{ startedMs: number; stop(
   const file = join(home, 'bare.json');
   const script = `const s = require('node:http').createServer((q, r) => r.end('ok')).listen(0, '127.0.0.1', () => require('node:fs').writeFileSync(${JSON.stringify(file)}, JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));`;
   const started = performance.now();
-  const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
+  // The environment the daemon gets (see startDaemonProcess): nothing inherited that could load more.
+  const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', HOME: home }, stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   for (let attempt = 0; attempt < 2_000; attempt += 1) {
     try {

@@ -80,6 +80,8 @@ export class LiveTurn {
   readonly controller = new AbortController();
   runId: string | undefined;
   status: TurnStatus | undefined;
+  /** Called when a client first follows the turn while it runs (its caller did not stream it). */
+  onShown: (() => void) | undefined;
   readonly #epoch: string;
   readonly #entries: StreamEntry[] = [];
   /** How many of `#entries` the journal has. */
@@ -177,7 +179,11 @@ export class LiveTurn {
   async *follow(after?: EventId): AsyncGenerator<FollowedEvent> {
     // The events so far and the subscription are taken in the same tick: none is missed or repeated.
     const queue = new PushQueue<FollowedEvent>();
-    this.#shown = true;
+    if (!this.#shown) {
+      this.#shown = true;
+      // What it showed before is saved now: the follower holds those events' ids from here on.
+      if (this.status === undefined) this.onShown?.();
+    }
     const from = after !== undefined && this.has(after) ? after.seq : 0;
     if (after !== undefined && from === 0) queue.push({ rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start` });
     for (const entry of this.#entries) {

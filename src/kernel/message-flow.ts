@@ -95,7 +95,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     // A turn can be followed again by a client that left, and cancelled, on whichever session it
     // runs; its events keep their ids across a restart (decision 0059).
     const live = liveTurns.open(entry.id, options.conversation, message, receivedAt, streamOf(journal?.turnId ?? parts.ids.uuid(), resume, place.stream));
-    if (journal !== undefined) journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
+    if (journal !== undefined) {
+      journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
+      live.onShown = () => {
+        void journal.saveStream?.().catch((error: unknown) => flowLogger.debug({ err: error, turnId: journal.turnId }, 'could not save the stream of a turn a client started following'));
+      };
+    }
     const own = options.emit ?? noEvents;
     const emit: AgentEventSink = (event) => {
       live.emit(event);

@@ -89,6 +89,12 @@ export interface JournalPlace {
    * the next one (decision 0059); undefined when there are none.
    */
   stream?: () => JsonObject | undefined;
+  /**
+   * Commits what the stream showed until now as a step of its own, once the turn's record is
+   * written (a client started following it: its event ids must survive a restart); set by the
+   * turn's {@link TurnJournalWriter}, in order with its other commits.
+   */
+  saveStream?: () => Promise<void>;
 }
 
 /**
@@ -106,12 +112,31 @@ export class TurnJournalWriter implements LoopJournal {
   /** Tells subscribers of an audit record committed with a step. */
   readonly #announce: (event: ToolCallEvent) => void;
   #held: TurnStepRecord[] = [];
+  /** The commit under way: the next waits for it, so a turn's steps are numbered in the order they were taken. */
+  #last: Promise<unknown> = Promise.resolve();
 
   constructor(store: Store, clock: Clock, place: JournalPlace, announce: (event: ToolCallEvent) => void) {
     this.#store = store;
     this.#clock = clock;
     this.#place = place;
     this.#announce = announce;
+    place.saveStream = () => this.#saveStream();
+  }
+
+  /** Runs `write` after the commits before it, whether they failed or not. */
+  #inOrder<T>(write: () => Promise<T>): Promise<T> {
+    const next = this.#last.then(write, write);
+    this.#last = next.catch(() => undefined);
+    return next;
+  }
+
+  #saveStream(): Promise<void> {
+    // Not recorded yet: its first commit takes the stream with it. Committed: nothing to follow.
+    if (this.#place.pending !== undefined || this.#place.closed === true) return Promise.resolve();
+    const shown = this.#place.stream?.();
+    if (shown === undefined) return Promise.resolve();
+    const step: TurnStepRecord = { kind: 'stream', at: this.#clock.now(), data: shown };
+    return this.#inOrder(() => this.#store.turns.step(this.#place.turnId, [step]));
   }
 
   async #commit(step: TurnStepRecord | undefined, events: readonly ToolCallEvent[] = []): Promise<void> {
@@ -123,7 +148,7 @@ export class TurnJournalWriter implements LoopJournal {
     const steps = [...held, ...(step === undefined ? [] : [step]), ...(shown === undefined ? [] : [{ kind: 'stream' as const, at: this.#clock.now(), data: shown }])];
     this.#held = [];
     const { pending } = this.#place;
-    await this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) });
+    await this.#inOrder(() => this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) }));
     delete this.#place.pending;
     for (const event of events) this.#announce(event);
   }

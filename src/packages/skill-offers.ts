@@ -8,22 +8,26 @@ const KEPT_OFFERS = 64;
 
 /**
  * The state of the skills folder as an offer depends on it: the path, inode and times of every
- * folder under `dir` (a folder's times change when an entry is added, removed or renamed in it,
- * a link too) and of every SKILL.md (its size too). Read synchronously: a few `stat`s and
+ * folder under `dir`, linked folders followed (a folder's times change when an entry is added,
+ * removed or renamed in it, a link too), of every link, and of every SKILL.md (its size too). Read synchronously: a few `stat`s and
  * `readdir`s of small folders, where reading the skills means parsing every SKILL.md.
  */
 function skillsFolderState(dir: string): string {
   const parts: string[] = [];
+  // Folders already walked (a link may lead back to one), by device and inode.
+  const walked = new Set<string>();
   const walk = (path: string): void => {
+    // `stat` follows links: a linked org, skill or version folder is read through, as the skills are.
     const info = statSync(path, { throwIfNoEntry: false });
     if (info === undefined) {
       parts.push(`${path} -`);
       return;
     }
     parts.push(`${path} ${info.ino} ${info.mtimeMs} ${info.ctimeMs}`);
-    if (!info.isDirectory()) return;
+    if (!info.isDirectory() || walked.has(`${info.dev}:${info.ino}`)) return;
+    walked.add(`${info.dev}:${info.ino}`);
     for (const entry of readdirSync(path, { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(join(path, entry.name));
+      if (entry.isDirectory() || entry.isSymbolicLink()) walk(join(path, entry.name));
       else if (entry.name === 'SKILL.md') {
         const file = statSync(join(path, entry.name), { throwIfNoEntry: false });
         parts.push(`${join(path, entry.name)} ${file?.ino ?? '-'} ${file?.mtimeMs ?? '-'} ${file?.ctimeMs ?? '-'} ${file?.size ?? '-'}`);

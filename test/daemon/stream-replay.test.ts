@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UNKNOWN_OUTCOME_TEXT } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { readSse, readSseUntil as readUntil, type SseEvent, sseText as textOf } from '../http/api-harness.ts';
 
 const model = useScriptedModelServer();
@@ -30,11 +31,17 @@ afterEach(async () => {
 
 const order = (path: string): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' } });
 
-/** Starts a daemon with an agent that may POST to the world, and streams its reply to "place the order". */
-async function startStreaming(): Promise<{ daemon: DaemonProcess; events: AsyncGenerator<SseEvent> }> {
+/** Starts a daemon with an agent that may POST to the world. */
+async function startClerk(): Promise<DaemonProcess> {
   const daemon = await daemons.start();
   const manifest = `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n`;
   expect((await fetch(`${daemon.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest })).status).toBe(201);
+  return daemon;
+}
+
+/** Starts a daemon with an agent that may POST to the world, and streams its reply to "place the order". */
+async function startStreaming(): Promise<{ daemon: DaemonProcess; events: AsyncGenerator<SseEvent> }> {
+  const daemon = await startClerk();
   const response = await fetch(`${daemon.url}/api/agents/clerk/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'place the order' }) });
   return { daemon, events: readSse(response) };
 }
@@ -87,6 +94,31 @@ describe('a client of a turn the daemon is killed (SIGKILL) in reconnects with L
     expect(new Set(after.map((event) => turnOf(event.id)))).toEqual(new Set([turnOf(last)]));
     const seq = (id: string | undefined): number => Number(id?.split(':').at(-1));
     expect(Math.min(...after.map((event) => seq(event.id)))).toBeGreaterThan(seq(last));
+    second.child.kill('SIGKILL');
+  });
+
+  it('keeps the events of a turn sent without a stream that a client started following during a call', async () => {
+    let answer!: () => void;
+    model.script([{ toolCalls: [order('/hold')] }, { text: 'I will check whether the order went through.', gate: new Promise<void>((resolve) => (answer = resolve)) }]);
+    const daemon = await startClerk();
+    // A caller waiting for a JSON reply: no one is shown the turn's events while it starts its call.
+    const reply = fetch(`${daemon.url}/api/agents/clerk/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'place the order' }) }).catch(() => undefined);
+    await waitFor('the call to be under way', () => world.held.length === 1);
+    // The owner opens the agent's page while the call runs, and is shown the turn so far.
+    const followed = readSse(await fetch(`${daemon.url}/api/agents/clerk/turn`, { headers: { accept: 'text/event-stream' } }));
+    const before = await readUntil(followed, 'tool-call');
+    const last = before.at(-1)?.id ?? '';
+    await kill(daemon, followed);
+    await reply;
+
+    const second = await daemons.start();
+    const events = await reconnect(second, last);
+    answer();
+    const after = await readUntil(events, 'run-finish');
+    // Its page goes on where it was: no start over, the call it saw not shown again.
+    expect(after.map((event) => event.event)).not.toContain('rewind');
+    expect(after.map((event) => event.event)).not.toContain('tool-call');
+    expect(textOf(after)).toBe('I will check whether the order went through.');
     second.child.kill('SIGKILL');
   });
 

@@ -53,6 +53,20 @@ describe('an agent turn asks for its skills every time, and the skills folder is
     expect((await offers([])).skills).toEqual([]);
   });
 
+  it('sees an edit in a skill folder linked into the skills folder (a working copy)', async () => {
+    const copy = join(dir, 'work', 'notes');
+    await mkdir(join(copy, '1.0.0'), { recursive: true });
+    const write = (description: string): Promise<void> => writeFile(join(copy, '1.0.0', 'SKILL.md'), ['---', 'name: notes', `description: ${description}`, 'metadata:', '  version: "1.0.0"', '---', '', 'Do it.', ''].join('\n'));
+    await write('Takes notes.');
+    await mkdir(join(skillsDir, 'acme'), { recursive: true });
+    await symlink(copy, join(skillsDir, 'acme', 'notes'));
+    const offers = createSkillOffers(skillsDir);
+    expect((await offers(['@acme/skills/notes'])).skills.map((skill) => skill.description)).toEqual(['Takes notes.']);
+
+    await write('Takes notes in the working copy.');
+    expect((await offers(['@acme/skills/notes'])).skills.map((skill) => skill.description)).toEqual(['Takes notes in the working copy.']);
+  });
+
   it('refuses a skill whose folder got a link into it since it was last offered', async () => {
     const folder = await install('notes', 'Takes notes.');
     await mkdir(join(folder, 'refs'));
