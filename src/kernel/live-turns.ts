@@ -115,6 +115,11 @@ export class LiveTurn {
     this.#ended = new Promise((resolve) => (this.#resolve = resolve));
   }
 
+  /** Whether a client has been shown its events (see `unsaved`). */
+  get shown(): boolean {
+    return this.#shown;
+  }
+
   /** Resolves with how the turn ended, once what it did is committed. */
   get ended(): Promise<TurnStatus> {
     return this.#ended;
@@ -271,10 +276,11 @@ export class LiveTurns {
     return turn;
   }
 
-  /** Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS} of `now` with one of its event ids. */
+  /** Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS} of `now` with one of its event ids (kept only when a client was shown it). */
   close(turn: LiveTurn, now: number): void {
     this.#prune(now);
-    this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
+    // A turn no client was shown has no follower to come back with an event id: nothing to keep.
+    if (turn.shown) this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
     for (const oldest of this.#ended.keys()) {
       if (this.#ended.size <= ENDED_TURNS_KEPT) break;
       this.#ended.delete(oldest);
