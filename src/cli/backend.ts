@@ -1,8 +1,8 @@
 import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
-import { type ApprovalStatusFilter, type ApprovalView, toApprovalView, toPairingView } from '../http/index.ts';
-import type { PairingView } from '../wire/index.ts';
+import { type ApprovalView, toApprovalView, toPairingView } from '../http/index.ts';
+import type { ApprovalStatusFilter, PairingView } from '../wire/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toAgentSkillsView, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';

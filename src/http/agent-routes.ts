@@ -13,37 +13,15 @@ import { idempotencyKeyOf } from './idempotency-key.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
-
-/**
- * A conversation of the caller's own named by the client (`loom mcp` against a daemon names each
- * of its client sessions `mcp:<id>`): a session within the caller's, as an A2A context is.
- */
-const ThreadSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9:._-]{0,199}$/, { error: 'expected a thread name of 1 to 200 letters, digits and ":._-", starting with a letter or digit' })
-  .optional();
-
-/** Either a session by id or a thread by name, not both. */
-const oneSessionChoice = (choice: { session?: string | undefined; thread?: string | undefined }): boolean => choice.session === undefined || choice.thread === undefined;
-const ONE_CHOICE = { error: 'give "session" or "thread", not both', path: ['thread'] };
-
-/** The body of `POST /api/agents/:agent/messages`. */
-export const MessageBodySchema = z
-  .strictObject({
-    message: z.string().min(1, { error: 'expected a non-empty message' }),
-    /** A session the caller holds, to go on with (see `GET …/sessions`); its own session when left out. */
-    session: z.string().min(1).optional(),
-    thread: ThreadSchema,
-  })
-  .refine(oneSessionChoice, ONE_CHOICE);
+import { MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, ThreadSchema } from '../wire/index.ts';
 
 /** `?session=<id>` (a session the caller holds) or `?thread=<name>` (one of its own), for the session routes; its own when left out. */
-const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_CHOICE);
+const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_SESSION_CHOICE);
 
 /** `GET …/turn`: the session as for the session routes, and `?last_event_id=` for a client that cannot send the `Last-Event-ID` header. */
 const TurnQuerySchema = z
   .strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema, last_event_id: z.string().max(300).optional() })
-  .refine(oneSessionChoice, ONE_CHOICE);
+  .refine(oneSessionChoice, ONE_SESSION_CHOICE);
 
 const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
 

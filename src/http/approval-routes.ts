@@ -4,25 +4,14 @@ import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpContext, type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import type { ApprovalView as WireApprovalView } from '../wire/index.ts';
+import { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, type ApprovalView as WireApprovalView } from '../wire/index.ts';
 
 /** An approval as the API, the CLI's `--json` and the dashboard show it: src/wire's `ApprovalView`, its input JSON. */
 export interface ApprovalView extends Omit<WireApprovalView, 'input'> {
   input: JsonValue;
 }
 
-/** Which approvals `GET /api/approvals?status=` lists. */
-export const APPROVAL_STATUS_FILTERS = ['pending', 'approved', 'denied', 'expired', 'all'] as const;
-export type ApprovalStatusFilter = (typeof APPROVAL_STATUS_FILTERS)[number];
-
 const ListQuerySchema = z.strictObject({ status: z.enum(APPROVAL_STATUS_FILTERS).optional() });
-
-/** The optional body of `POST /api/approvals/:id/approve|deny`. */
-export const ApprovalDecisionBodySchema = z.strictObject({
-  reason: z.string().trim().max(2000, { error: 'expected a reason of at most 2000 characters' }).optional(),
-  /** The answer to a question (an MCP server's elicitation): the fields its `input.requestedSchema` asks for. */
-  answer: z.record(z.string(), z.json()).optional(),
-});
 
 /** The API's view of an approval record (snake_case, times as ISO strings). */
 export function toApprovalView(record: ApprovalRecord): ApprovalView {

@@ -4,21 +4,8 @@ import { registeredOrThrow } from '../forged-tools/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import type { ForgedToolView, PromotionView } from '../wire/index.ts';
+import { DemoteBodySchema, ForgeBodySchema, type ForgedToolView, ImportBodySchema, type PromotionView } from '../wire/index.ts';
 
-/** The body of `POST /api/tools/forged`: forge as `agent`, with spec/02's request. */
-export const ForgeBodySchema = z.strictObject({
-  agent: z.string().min(1, { error: 'expected the agent to forge as' }),
-  request: z.record(z.string(), z.json()),
-});
-
-/** The body of `POST /api/tools/forged/import`: an `agentos.emergent-tool.v1` document. */
-export const ImportBodySchema = z.strictObject({
-  agent: z.string().min(1, { error: 'expected the agent to import into' }),
-  document: z.string().min(1, { error: 'expected the exported YAML text' }),
-});
-
-const DemoteBodySchema = z.strictObject({ reason: z.string().min(1).optional() });
 const ListQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
 
 /**

@@ -1,8 +1,8 @@
 /** The HTTP API (Hono): routes, auth, rate limits, and the Node server that serves them. */
-export { createAgentRoutes, MessageBodySchema } from './agent-routes.ts';
+export { createAgentRoutes } from './agent-routes.ts';
 export type { AgentRoutesOptions, SpawnResponse } from './agent-routes.ts';
-export { APPROVAL_STATUS_FILTERS, ApprovalDecisionBodySchema, createApprovalRoutes, toApprovalView } from './approval-routes.ts';
-export type { ApprovalRoutesOptions, ApprovalStatusFilter, ApprovalView } from './approval-routes.ts';
+export { createApprovalRoutes, toApprovalView } from './approval-routes.ts';
+export type { ApprovalRoutesOptions, ApprovalView } from './approval-routes.ts';
 export { toPairingView } from './channel-routes.ts';
 export { createHttpApp, ROUTE_COSTS } from './create-http-app.ts';
 export type { HttpAppOptions } from './create-http-app.ts';

@@ -4,26 +4,7 @@ import type { PackageService } from '../packages/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import type { PackageRunView, PackageView } from '../wire/index.ts';
-
-/** The body of `POST /api/packages` and `POST /api/packages/check`. */
-export const InstallBodySchema = z.strictObject({
-  /** A package folder or `.tgz` on the daemon's machine, an install code, or `@org/agents/name[@version]`. */
-  source: z.string().min(1, { error: 'expected a package folder, a .tgz, an install code or @org/agents/name' }),
-  /** `path=value` overrides of the package's `defaults.configurable` paths. */
-  settings: z.array(z.string()).default([]),
-  /** The `digest` of the plan the owner agreed to (from `/check`): a package that changed since is refused (409). */
-  digest: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected the digest of a plan from POST /api/packages/check' }).optional(),
-});
-
-/** The body of `POST /api/packages/skills`. */
-export const SkillInstallBodySchema = z.strictObject({
-  /** The skill's install code, `SKIL-XXXX-XXXX`, looked up in config.toml's registries. */
-  code: z.string().regex(/^\s*SKIL-/i, { error: 'expected a skill\'s install code, SKIL-XXXX-XXXX' }),
-});
-
-/** The body of `POST /api/packages/:slug/bindings/:binding/run`. */
-export const RunBodySchema = z.strictObject({ inputs: z.record(z.string(), z.json()).default({}) });
+import { InstallBodySchema, type PackageRunView, type PackageView, RunBodySchema, SkillInstallBodySchema } from '../wire/index.ts';
 
 const RunsQuerySchema = z.strictObject({
   package: z.string().min(1).optional(),

@@ -1,14 +1,16 @@
 /**
- * The shapes Loom's HTTP API sends and reads, written once: the daemon's routes, the CLI and the
- * dashboard (web/src) import them from here. Dependency-free: nothing here imports anything but
- * this folder's own files (no zod, no node:), so the browser bundle can take it whole.
+ * The shapes Loom's HTTP API sends and reads, written once: the daemon's routes, the CLI, the MCP
+ * server's directory and the dashboard (web/src) import them from here. The views (views.ts)
+ * import nothing; the route table (routes.ts) and the request bodies (requests.ts) import zod
+ * only. The dashboard takes the views' values and only the types of the rest, so zod stays out
+ * of its bundle.
  */
-export type { AgentDetailView, AgentSkillsView, AgentState, AgentView, CannotRunView, CapabilityView, ScheduleMode, ScheduleRunView, UsageBucketView, UsageRow, UsageSeriesView, UsageToday } from './agents.ts';
-export { AUDIT_KINDS, AUDIT_OUTCOMES, isPackageEvent, PACKAGE_EVENT_TYPES } from './audit.ts';
-export type { AuditKind, AuditOutcome, AuditRecord, KernelEvent, PackageEventType, PackageNotifyRecord } from './audit.ts';
-export type { ChannelState, ChannelView, PairingView } from './channels.ts';
-export type { ErrorBody } from './errors.ts';
-export type { ManifestIssue, ManifestValidation } from './manifests.ts';
-export type { ActivityRunView, BindingView, PackageRunStatus, PackageRunView, PackageTrigger, PackageView } from './packages.ts';
-export type { ApprovalView, ForgedToolView, McpServerView, PromotionView } from './tools.ts';
-export type { AgentEvent, CancelledTurnView, ChatSessionView, RunningTurnView, SessionSummary, SessionView, TraceStep, TurnRecord, TurnStatus, TurnView } from './turns.ts';
+export * from './views.ts';
+export { apiClient, pathOf } from './api-client.ts';
+export type { ApiClient, ApiTransport, CallArgs, CallInput } from './api-client.ts';
+export { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, DemoteBodySchema, ForgeBodySchema, ImportBodySchema, InstallBodySchema, MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, RunBodySchema, SkillInstallBodySchema, ThreadSchema } from './requests.ts';
+export type { ApprovalStatusFilter } from './requests.ts';
+export { API_TAGS } from './route-spec.ts';
+export type { Answer, AnswerOf, ApiHeader, ApiRoute, ApiTag, BodyOf, ErrorStatus, HttpMethod, JsonSchema, Param, ParamsOf, QueryOf, RequestBody } from './route-spec.ts';
+export { API } from './routes.ts';
+export type { RouteName, SpawnedAgent } from './routes.ts';

@@ -53,12 +53,28 @@ describe("the dashboard's wire types", () => {
     expect(copies).toEqual([]);
   });
 
-  it('src/wire depends on nothing: its files import only each other (no package, no node:)', () => {
+  it("src/wire's views depend on nothing (no package, no node:); its route table and request schemas on zod only", () => {
+    const views = new Set(importsOf(join(wire, 'views.ts')).map((specifier) => resolve(wire, specifier)));
     const outside = sources(wire).flatMap((file) =>
       importsOf(file)
-        .filter((specifier) => !specifier.startsWith('./'))
+        .filter((specifier) => !specifier.startsWith('./') && (views.has(file) || specifier !== 'zod'))
         .map((specifier) => `${relative(root, file)} imports ${specifier}`),
     );
+    expect(views.size).toBeGreaterThan(5);
     expect(outside).toEqual([]);
+  });
+
+  it("web/src takes values only from src/wire's views, and types alone from the rest (zod stays out of the bundle)", () => {
+    const views = join(wire, 'views.ts');
+    const valueImports = sources(web).flatMap((file) => {
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+      return source.statements.flatMap((statement) => {
+        if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) || statement.moduleSpecifier === undefined || !ts.isStringLiteral(statement.moduleSpecifier)) return [];
+        const target = resolve(dirname(file), statement.moduleSpecifier.text);
+        const typeOnly = ts.isImportDeclaration(statement) ? statement.importClause?.isTypeOnly === true : statement.isTypeOnly;
+        return inside(target, wire) && target !== views && !typeOnly ? [`${relative(root, file)} imports values of ${relative(root, target)}`] : [];
+      });
+    });
+    expect(valueImports).toEqual([]);
   });
 });

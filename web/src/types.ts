@@ -3,5 +3,5 @@
  * routes type their answers with (test/web/web-imports.test.ts keeps web/src from importing any
  * other part of the daemon).
  */
-export * from '../../src/wire/index.ts';
-export type { CapabilityView as Capability } from '../../src/wire/index.ts';
+export * from '../../src/wire/views.ts';
+export type { CapabilityView as Capability } from '../../src/wire/views.ts';
