@@ -1,20 +1,17 @@
 import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
-import { type ApprovalView, toApprovalView, toPairingView } from '../http/index.ts';
-import type { ApprovalStatusFilter, PairingView } from '../wire/index.ts';
+import { agentDetail, type ApprovalView, type SpawnCheckOptions, spawnedAgent, toApprovalView, toPairingView } from '../http/index.ts';
+import { API, type ApiClient, apiClient, type ApiRequestInit, type ApprovalStatusFilter, type PairingView, pathOf } from '../wire/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, toAgentSkillsView, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
-import { modelWarnings } from '../models/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../forged-tools/index.ts';
-import { offerInstalledSkills, type PackageService } from '../packages/index.ts';
+import { type InstalledSkill, type InstallPlan, offerInstalledSkills, type PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { safeParseJson } from '../validation/index.ts';
-// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
-import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { type CliContext, openCliContext, openHome } from './cli-context.ts';
 import { reconnectingTurn } from './turn-reconnect.ts';
 import type { CliIo } from './cli-io.ts';
@@ -92,23 +89,17 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
   const { packages, channels } = context;
   // The person at the terminal is the owner of this LOOM_HOME; the kernel judges them as any door's caller.
   const kernel = kernelAs(context.kernel, LOCAL_OWNER);
-  // As the daemon's agent routes do: an agent's detail shows its skills, a spawn warns of those it cannot have.
-  const detailOf = async (reference: string): Promise<{ detail: AgentDetailView; problems: string[] }> => {
-    const view = kernel.get(reference);
-    const offered = await offerInstalledSkills(context.home.skillsDir, view.manifest.skills);
-    return { detail: { ...view, skills: toAgentSkillsView(offered) }, problems: offered.problems };
-  };
-  const withWarnings = async (view: AgentView, manifest: Manifest): Promise<SpawnedAgent> => {
-    const warnings = await modelWarnings(view.name, manifest, { defaultModel: context.config.default_model, env });
-    const { detail, problems } = await detailOf(view.id);
-    return { ...detail, warnings: [...warnings, ...agentToolClash(view.name, kernel.list()), ...problems] };
+  // What the daemon's agent routes check a spawn against, from this process: the same function makes the same warnings.
+  const checks: SpawnCheckOptions = {
+    readiness: { defaultModel: context.config.default_model, env },
+    skills: (allowlist) => offerInstalledSkills(context.home.skillsDir, allowlist),
   };
   return {
     kind: 'in-process',
-    spawn: async (manifest, parent) => withWarnings(await kernel.spawn(manifest, parent === undefined ? {} : { parent }), manifest),
-    update: async (reference, manifest) => withWarnings(await kernel.update(reference, manifest), manifest),
+    spawn: async (manifest, parent) => spawnedAgent(kernel, await kernel.spawn(manifest, parent === undefined ? {} : { parent }), manifest, checks),
+    update: async (reference, manifest) => spawnedAgent(kernel, await kernel.update(reference, manifest), manifest, checks),
     list: () => Promise.resolve(kernel.list()),
-    get: async (reference) => (await detailOf(reference)).detail,
+    get: async (reference) => (await agentDetail(kernel, reference, checks)).detail,
     suspend: (reference) => kernel.suspend(reference),
     resume: (reference) => kernel.resume(reference),
     kill: (reference) => kernel.kill(reference),
@@ -189,96 +180,71 @@ async function fetchDaemon(url: string, path: string, init: RequestInit = {}): P
 }
 
 function overHttp(url: string, apiKey: string | undefined): CliBackend {
-  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
-    ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-    ...extra,
-  });
-  async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const response = await fetchDaemon(url, path, {
-      method,
-      headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      ...(signal === undefined ? {} : { signal }),
-    });
-    if (!response.ok) throw await apiError(response);
-    return (await response.json()) as T;
-  }
-  const agent = (reference: string): string => `/api/agents/${encodeURIComponent(reference)}`;
-  const forged = (id: string): string => `/api/tools/forged/${encodeURIComponent(id)}`;
+  const auth: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
+  const fetchWithKey = (path: string, init: Partial<ApiRequestInit> = {}): Promise<Response> => fetchDaemon(url, path, { ...init, headers: { ...auth, ...init.headers } });
+  const api = apiClient({ fetch: fetchWithKey, error: apiError });
+  const agent = (reference: string): { agent: string } => ({ agent: reference });
+  const id = (value: string): { id: string } => ({ id: value });
   return {
     kind: 'daemon',
-    spawn: (manifest, parent) => call('POST', `/api/agents${parent === undefined ? '' : `?parent=${encodeURIComponent(parent)}`}`, manifest),
-    update: (reference, manifest) => call('PUT', agent(reference), manifest),
-    list: () => call('GET', '/api/agents'),
-    get: (reference) => call('GET', agent(reference)),
-    suspend: (reference) => call('POST', `${agent(reference)}/suspend`),
-    resume: (reference) => call('POST', `${agent(reference)}/resume`),
-    kill: (reference) => call('DELETE', agent(reference)),
-    send: (reference, message, options = {}) => call('POST', `${agent(reference)}/messages`, { message }, options.signal),
+    spawn: (manifest, parent) => api.call(API.spawnAgent, { query: { parent }, body: manifest }),
+    update: (reference, manifest) => api.call(API.updateAgent, { params: agent(reference), body: manifest }),
+    list: () => api.call(API.listAgents),
+    get: (reference) => api.call(API.getAgent, { params: agent(reference) }),
+    suspend: (reference) => api.call(API.suspendAgent, { params: agent(reference) }),
+    resume: (reference) => api.call(API.resumeAgent, { params: agent(reference) }),
+    kill: (reference) => api.call(API.killAgent, { params: agent(reference) }),
+    send: (reference, message, options = {}) => api.call(API.sendMessage, { params: agent(reference), body: { message }, ...withSignal(options.signal) }),
     async *stream(reference, message, options = {}) {
-      const response = await fetchDaemon(url, `${agent(reference)}/messages`, {
-        method: 'POST',
-        headers: headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
-        body: JSON.stringify({ message }),
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
-      });
-      if (!response.ok || response.body === null) throw await apiError(response);
+      const response = await api.open(API.sendMessage, { params: agent(reference), body: { message }, headers: { accept: 'text/event-stream' }, ...withSignal(options.signal) });
+      if (response.body === null) throw await apiError(response);
       // A stream that breaks (the daemon restarted, the network failed) is taken up again from its last event (decision 0059).
       const follow = (lastEventId: string | undefined): Promise<Response> =>
-        fetchDaemon(url, `${agent(reference)}/turn`, { headers: headers({ accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }), ...(options.signal === undefined ? {} : { signal: options.signal }) });
+        fetchWithKey(pathOf(API.runningTurn, agent(reference)), { headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, ...withSignal(options.signal) });
       yield* reconnectingTurn(response.body, { url, follow, toError: apiError }, options.signal);
     },
-    cancelTurn: (reference, options = {}) => call('POST', `${agent(reference)}/turn/cancel`, undefined, options.signal),
-    usage: (name) => call('GET', `/api/usage${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
-    approvals: (status = 'pending') => call('GET', `/api/approvals?status=${status}`),
-    decideApproval: (id, approved, reason, answer) =>
-      call('POST', `/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, reason === undefined && answer === undefined ? undefined : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) }),
-    resetSession: async (reference) => {
-      const response = await fetchDaemon(url, `${agent(reference)}/session`, { method: 'DELETE', headers: headers() });
-      if (!response.ok) throw await apiError(response);
-    },
-    runs: (reference, limit) => call('GET', `${agent(reference)}/runs${limit === undefined ? '' : `?limit=${limit}`}`),
-    wake: (reference) => call('POST', `${agent(reference)}/runs`),
-    packages: packagesOverHttp(call),
+    cancelTurn: (reference, options = {}) => api.call(API.cancelTurn, { params: agent(reference), ...withSignal(options.signal) }),
+    usage: (name) => api.call(API.usage, { query: { agent: name } }),
+    approvals: (status = 'pending') => api.call(API.approvals, { query: { status } }),
+    decideApproval: (approval, approved, reason, answer) =>
+      api.call(approved ? API.approve : API.deny, { params: id(approval), body: reason === undefined && answer === undefined ? undefined : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) } }),
+    resetSession: (reference) => api.call(API.resetSession, { params: agent(reference) }),
+    runs: (reference, limit) => api.call(API.scheduleRuns, { params: agent(reference), query: { limit } }),
+    wake: (reference) => api.call(API.wakeAgent, { params: agent(reference) }),
+    packages: packagesOverHttp(api),
     forgedTools: {
-      list: (name) => call('GET', `/api/tools/forged${name === undefined ? '' : `?agent=${encodeURIComponent(name)}`}`),
-      get: (id) => call('GET', forged(id)),
-      forge: (name, request) => call('POST', '/api/tools/forged', { agent: name, request }),
-      import: (name, document) => call('POST', '/api/tools/forged/import', { agent: name, document }),
-      async export(id) {
-        const response = await fetchDaemon(url, `${forged(id)}/export`, { headers: headers() });
-        if (!response.ok) throw await apiError(response);
-        return response.text();
-      },
-      promote: (id) => call('POST', `${forged(id)}/promote`),
-      demote: (id, reason) => call('POST', `${forged(id)}/demote`, reason === undefined ? undefined : { reason }),
+      list: (name) => api.call(API.forgedTools, { query: { agent: name } }),
+      get: (tool) => api.call(API.forgedTool, { params: id(tool) }),
+      forge: (name, request) => api.call(API.forgeTool, { body: { agent: name, request: request as JsonObject } }),
+      import: (name, document) => api.call(API.importTool, { body: { agent: name, document } }),
+      export: (tool) => api.call(API.exportTool, { params: id(tool) }),
+      promote: (tool) => api.call(API.promoteTool, { params: id(tool) }),
+      demote: (tool, reason) => api.call(API.demoteTool, { params: id(tool), body: reason === undefined ? undefined : { reason } }),
     },
     channels: {
-      list: () => call('GET', '/api/channels'),
-      approve: (code) => call('POST', `/api/channels/pairings/${encodeURIComponent(code)}/approve`),
+      list: () => api.call(API.channels),
+      approve: (code) => api.call(API.approvePairing, { params: { code } }),
     },
     close: () => Promise.resolve(),
   };
 }
 
+/** `{ signal }` when there is one (for options under `exactOptionalPropertyTypes`). */
+const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } => (signal === undefined ? {} : { signal });
+
 /** The package service as the daemon's `/api/packages` serves it. */
-function packagesOverHttp(call: <T>(method: string, path: string, body?: unknown) => Promise<T>): PackageService {
-  const slugPath = (slug: string): string => `/api/packages/${encodeURIComponent(slug)}`;
+function packagesOverHttp(api: ApiClient): PackageService {
+  const slug = (value: string): { slug: string } => ({ slug: value });
   return {
-    list: () => call('GET', '/api/packages'),
-    show: (slug) => call('GET', slugPath(slug)),
-    check: (source, settings = []) => call('POST', '/api/packages/check', { source, settings }),
-    install: (source, settings = [], digest) => call('POST', '/api/packages', { source, settings, ...(digest === undefined ? {} : { digest }) }),
-    installSkill: (code) => call('POST', '/api/packages/skills', { code }),
-    uninstall: (slug) => call('DELETE', slugPath(slug)),
-    run: (slug, binding, inputs = {}) => call('POST', `${slugPath(slug)}/bindings/${encodeURIComponent(binding)}/run`, { inputs }),
-    runs: (query = {}) => {
-      const search = new URLSearchParams();
-      if (query.package !== undefined) search.set('package', query.package);
-      if (query.limit !== undefined) search.set('limit', String(query.limit));
-      const text = search.toString();
-      return call('GET', `/api/packages/runs${text === '' ? '' : `?${text}`}`);
-    },
+    list: () => api.call(API.packages),
+    show: (name) => api.call(API.package, { params: slug(name) }),
+    // The plan and the installed skills are the package installer's shapes, not views of src/wire.
+    check: (source, settings = []) => api.call<typeof API.checkPackage, InstallPlan>(API.checkPackage, { body: { source, settings: [...settings] } }),
+    install: (source, settings = [], digest) => api.call(API.installPackage, { body: { source, settings: [...settings], ...(digest === undefined ? {} : { digest }) } }),
+    installSkill: (code) => api.call<typeof API.installSkill, InstalledSkill[]>(API.installSkill, { body: { code } }),
+    uninstall: (name) => api.call(API.uninstallPackage, { params: slug(name) }),
+    run: (name, binding, inputs = {}) => api.call(API.runBinding, { params: { slug: name, binding }, body: { inputs } }),
+    runs: (query = {}) => api.call(API.packageRuns, { query }),
   };
 }
 

@@ -3,13 +3,11 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { HttpRequestError, TurnNotRunningError } from '../errors/index.ts';
-import { type AgentDetailView, type EventId, eventIdOf, type Kernel, type OfferedSkills, parseEventId, toAgentSkillsView, toTurnView } from '../kernel/index.ts';
-import { type Manifest, parseManifest } from '../manifest/index.ts';
-import { type ModelReadinessOptions, modelWarnings } from '../models/index.ts';
+import { type EventId, eventIdOf, type Kernel, parseEventId, toTurnView } from '../kernel/index.ts';
+import { parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
-// An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
-import { agentToolClash } from '../mcp/server/agent-tools.ts';
 import { idempotencyKeyOf } from './idempotency-key.ts';
+import { agentDetail, type SpawnCheckOptions, spawnedAgent } from './spawned-agent.ts';
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
@@ -28,19 +26,11 @@ const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() }
 /** `?limit=`: how many of an agent's scheduled wake-ups `GET …/runs` answers with (100 when left out). */
 export const RunsQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
 
-/** What the agent routes need. */
-export interface AgentRoutesOptions {
+/** What the agent routes need: the kernel, and what a spawn's warnings and an agent's skills are checked against (the daemon's default model and environment, the runtime's installed skills). */
+export interface AgentRoutesOptions extends SpawnCheckOptions {
   kernel: Kernel;
   clock: Clock;
-  /** The daemon's default model and environment: a spawn or update warns when the agent's models cannot be called. */
-  readiness?: ModelReadinessOptions;
-  /** The installed skills a manifest's `skills` offer (the runtime's): an agent's detail shows them, a spawn or update warns of those it names and cannot have. */
-  skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
 }
-
-/** The response to a spawn: the agent as `loom agent show --json` shows it, plus the manifest's warnings. */
-export type SpawnResponse = AgentDetailView & { warnings: string[] };
-
 
 /** An SSE event's data: the agent event, with a finished run's result in the API's turn shape. */
 function wireEvent(event: AgentEvent): unknown {
@@ -71,19 +61,6 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
   const { kernel } = options;
   const routes = new Hono<HttpEnv>();
 
-  /** Why the agent's models cannot be called (a missing key, a server that does not answer), and a clash of its MCP tool, as warnings. */
-  const cannotRun = async (name: string, manifest: Manifest, offered: OfferedSkills | undefined): Promise<string[]> => [
-    ...(options.readiness === undefined ? [] : await modelWarnings(name, manifest, options.readiness)),
-    ...agentToolClash(name, kernel.list()),
-    ...(offered?.problems ?? []),
-  ];
-
-  /** The agent's detail, with its skills when this app reads the skills folder. */
-  const detailOf = async (view: AgentDetailView): Promise<{ detail: AgentDetailView; offered: OfferedSkills | undefined }> => {
-    const offered = await options.skills?.(view.manifest.skills);
-    return { detail: offered === undefined ? view : { ...view, skills: toAgentSkillsView(offered) }, offered };
-  };
-
   routes.get('/', (c) => c.json(kernelOf(c, kernel).list()));
 
   routes.post('/', async (c) => {
@@ -97,9 +74,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.spawn(manifest, parent === undefined ? {} : { parent });
-    const { detail, offered } = await detailOf(kernel.get(view.id));
-    const body: SpawnResponse = { ...detail, warnings: [...warnings, ...(await cannotRun(view.name, manifest, offered))] };
-    return c.json(body, 201);
+    return c.json(await spawnedAgent(kernel, view, manifest, options, warnings), 201);
   });
 
   routes.put('/:agent', async (c) => {
@@ -112,12 +87,10 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.update(c.req.param('agent'), manifest);
-    const { detail, offered } = await detailOf(kernel.get(view.id));
-    const body: SpawnResponse = { ...detail, warnings: [...warnings, ...(await cannotRun(view.name, manifest, offered))] };
-    return c.json(body);
+    return c.json(await spawnedAgent(kernel, view, manifest, options, warnings));
   });
 
-  routes.get('/:agent', async (c) => c.json((await detailOf(kernelOf(c, kernel).get(c.req.param('agent')))).detail));
+  routes.get('/:agent', async (c) => c.json((await agentDetail(kernelOf(c, kernel), c.req.param('agent'), options)).detail));
 
   routes.delete('/:agent', async (c) => c.json(await kernelOf(c, kernel).kill(c.req.param('agent'))));
 

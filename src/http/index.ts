@@ -1,9 +1,11 @@
 /** The HTTP API (Hono): routes, auth, rate limits, and the Node server that serves them. */
 export { createAgentRoutes } from './agent-routes.ts';
-export type { AgentRoutesOptions, SpawnResponse } from './agent-routes.ts';
+export type { AgentRoutesOptions } from './agent-routes.ts';
 export { createApprovalRoutes, toApprovalView } from './approval-routes.ts';
 export type { ApprovalRoutesOptions, ApprovalView } from './approval-routes.ts';
 export { toPairingView } from './channel-routes.ts';
+export { agentDetail, spawnedAgent } from './spawned-agent.ts';
+export type { AgentLookup, SpawnCheckOptions } from './spawned-agent.ts';
 export { createHttpApp, ROUTE_COSTS } from './create-http-app.ts';
 export type { HttpAppOptions } from './create-http-app.ts';
 export type { HttpContext, HttpEnv } from './http-context.ts';

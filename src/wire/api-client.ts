@@ -18,18 +18,31 @@ export type CallInput<R> = (R extends { params: object } ? { params: ParamsOf<R>
 /** The arguments after the route: the input, which may be left out when the route has no path parameter. */
 export type CallArgs<R> = R extends { params: object } ? [input: CallInput<R>] : [input?: CallInput<R>];
 
+/** A request as the client hands it to its transport. */
+export interface ApiRequestInit {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+}
+
 /** How a client reaches the daemon. */
 export interface ApiTransport {
   /** Sends a request for `path` (from the root, with its query): the caller adds the base URL and the key. */
-  fetch(path: string, init: RequestInit): Promise<Response>;
+  fetch(path: string, init: ApiRequestInit): Promise<Response>;
   /** The error a refusal (any status but 2xx) becomes; it reads the `{ error: { code, message } }` body. */
   error(response: Response): Promise<Error>;
 }
 
 /** A client of the API over one transport. */
 export interface ApiClient {
-  /** Calls `route` and resolves with its view (a text for a text or YAML answer, undefined for 204). @throws the transport's error on a refusal. */
-  call<R extends ApiRoute>(route: R, ...args: CallArgs<R>): Promise<AnswerOf<R>>;
+  /**
+   * Calls `route` and resolves with its view (a text for a text or YAML answer, undefined for 204).
+   * `T` narrows the view to what the caller knows of the daemon's answer (the kernel's own view
+   * with its typed manifest), never to anything the route's view does not allow.
+   * @throws the transport's error on a refusal.
+   */
+  call<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(route: R, ...args: CallArgs<R>): Promise<T>;
   /** Sends `route`'s request and resolves with the response itself (a stream to read), once it is a success. @throws the transport's error on a refusal. */
   open<R extends ApiRoute>(route: R, ...args: CallArgs<R>): Promise<Response>;
 }
@@ -75,14 +88,14 @@ export function apiClient(transport: ApiTransport): ApiClient {
   };
   return {
     open: (route, ...args) => open(route, args[0] as AnyInput | undefined),
-    async call<R extends ApiRoute>(route: R, ...args: CallArgs<R>): Promise<AnswerOf<R>> {
+    async call<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(route: R, ...args: CallArgs<R>): Promise<T> {
       const response = await open(route, args[0] as AnyInput | undefined);
       const { content } = route.answer;
       if (response.status === 204 || content === 'none') {
         await response.body?.cancel();
-        return undefined as AnswerOf<R>;
+        return undefined as T;
       }
-      return (content === 'text' || content === 'yaml' ? await response.text() : await response.json()) as AnswerOf<R>;
+      return (content === 'text' || content === 'yaml' ? await response.text() : await response.json()) as T;
     },
   };
 }

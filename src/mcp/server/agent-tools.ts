@@ -3,6 +3,7 @@ import type { Principal } from '../../access/index.ts';
 import { isLoomError } from '../../errors/index.ts';
 import { type AgentView, type Kernel, kernelAs, type RunningTurnView, type ToolPrincipal } from '../../kernel/index.ts';
 import { toolJsonSchema } from '../../runtime/index.ts';
+import { API, apiClient } from '../../wire/index.ts';
 import type { AgentSessionView } from './last-turn-view.ts';
 
 /** The MCP tool an agent is served as: `loom_agent_{name}`, lowercase, anything but `[a-z0-9]` → `_`. */
@@ -137,15 +138,25 @@ const DaemonSessionSchema = z.looseObject({
   running: z.looseObject({ run_id: z.string().nullable(), message: z.string(), received_at: z.string(), state: z.enum(['running', 'queued']) }).nullable().optional(),
 });
 
+/** A refusal of the daemon: its message, and its status (404 and 403 read as an agent out of reach). */
+class DaemonRefusal extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.name = 'DaemonRefusal';
+    this.status = status;
+  }
+}
+
 async function daemonError(response: Response): Promise<Error> {
   const text = await response.text();
   try {
     const body = JSON.parse(text) as { error?: { message?: string } };
-    if (typeof body.error?.message === 'string') return new Error(body.error.message);
+    if (typeof body.error?.message === 'string') return new DaemonRefusal(response.status, body.error.message);
   } catch {
     // not JSON: report the status below
   }
-  return new Error(`the Loom daemon answered ${response.status} ${response.statusText}`);
+  return new DaemonRefusal(response.status, `the Loom daemon answered ${response.status} ${response.statusText}`);
 }
 
 /**
@@ -155,16 +166,9 @@ async function daemonError(response: Response): Promise<Error> {
  */
 export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDirectory {
   const doFetch = options.fetch ?? fetch;
-  const headers = (json: boolean): Record<string, string> => ({
-    ...(options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` }),
-    ...(json ? { 'content-type': 'application/json' } : {}),
-  });
-  const fetchList = async (): Promise<AgentSummary[]> => {
-    const response = await doFetch(`${options.url}/api/agents`, { headers: headers(false) });
-    if (!response.ok) throw await daemonError(response);
-    const agents = (await response.json()) as AgentView[];
-    return agents.map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }));
-  };
+  const auth: Record<string, string> = options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` };
+  const api = apiClient({ fetch: (path, init) => doFetch(`${options.url}${path}`, { ...init, headers: { ...auth, ...init.headers } }), error: daemonError });
+  const fetchList = async (): Promise<AgentSummary[]> => (await api.call(API.listAgents)).map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }));
   const listeners = new Set<() => void>();
   let timer: ReturnType<typeof setInterval> | undefined;
   let lastKey: string | undefined;
@@ -182,29 +186,20 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
     async session(agentName, _principal, signal, thread) {
       // By exact name among the agents the key may reach, as over the kernel (the API takes ids too).
       if (!(await fetchList()).some((agent) => agent.name === agentName)) return undefined;
-      const query = thread === undefined ? '' : `?thread=${encodeURIComponent(thread)}`;
-      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/session${query}`, { headers: headers(false), ...(signal === undefined ? {} : { signal }) });
-      // Unknown (404) and out of the key's reach (403) are one answer, as over the kernel.
-      if (response.status === 404 || response.status === 403) {
-        await response.body?.cancel();
-        return undefined;
+      let answer: unknown;
+      try {
+        answer = await api.call(API.session, { params: { agent: agentName }, query: { thread }, ...(signal === undefined ? {} : { signal }) });
+      } catch (error) {
+        // Unknown (404) and out of the key's reach (403) are one answer, as over the kernel.
+        if (error instanceof DaemonRefusal && (error.status === 404 || error.status === 403)) return undefined;
+        throw error;
       }
-      if (!response.ok) throw await daemonError(response);
-      const parsed = DaemonSessionSchema.safeParse(await response.json());
+      const parsed = DaemonSessionSchema.safeParse(answer);
       if (!parsed.success) throw new Error(`the Loom daemon answered GET /api/agents/${agentName}/session with an unexpected body: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       const running: RunningTurnView | null = parsed.data.running ?? null;
       return { agent: agentName, session_id: parsed.data.id, messages: parsed.data.messages, running };
     },
-    async send(agentName, message, _principal, signal, thread) {
-      const response = await doFetch(`${options.url}/api/agents/${encodeURIComponent(agentName)}/messages`, {
-        method: 'POST',
-        headers: headers(true),
-        body: JSON.stringify({ message, thread }),
-        signal,
-      });
-      if (!response.ok) throw await daemonError(response);
-      return ((await response.json()) as { text: string }).text;
-    },
+    send: async (agentName, message, _principal, signal, thread) => (await api.call(API.sendMessage, { params: { agent: agentName }, body: { message, thread }, signal })).text,
     subscribe(listener) {
       listeners.add(listener);
       if (timer === undefined) {

@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LOOM_VERSION } from '../../src/cli/index.ts';
+import { openApiDocument } from '../../src/http/openapi-routes.ts';
+import { API, apiClient, type ApiClient, type ApiRoute, pathOf } from '../../src/wire/index.ts';
+import { makeTempDir } from '../helpers/test-kernel.ts';
+import { type Api, startApi } from './api-harness.ts';
+
+/** A client of `api` whose refusals read `<status> <code>: <message>`, as the daemon answered them. */
+function clientOf(api: Api): ApiClient {
+  return apiClient({
+    fetch: (path, init) => fetch(`${api.url}${path}`, init),
+    error: async (response) => {
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      return new Error(`${response.status} ${body.error.code}: ${body.error.message}`);
+    },
+  });
+}
+
+describe('the route table', () => {
+  it('is what the OpenAPI document lists: each route once, and no operation besides', () => {
+    const document = openApiDocument({ version: LOOM_VERSION });
+    const listed = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
+    const routes = (Object.values(API) as ApiRoute[]).map((route) => `${route.method.toUpperCase()} ${route.path}`);
+    expect(new Set(routes).size).toBe(routes.length);
+    expect(listed.sort()).toEqual([...routes].sort());
+    // A body the route validates with a src/wire schema is listed as that schema, as a client writes it.
+    expect(document.paths['/api/tools/forged/{id}/demote']?.['post']?.['requestBody']).toEqual({ required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/DemoteBody' } } } });
+    expect(document.components.schemas['DemoteBody']).toEqual({ type: 'object', properties: { reason: { type: 'string', minLength: 1 } }, additionalProperties: false });
+  });
+
+  it('gives the path of a call: its parameters URL-encoded, its query without the entries left out; a missing parameter is named', () => {
+    expect(pathOf(API.runBinding, { slug: '@org/agents/a b', binding: 'daily' })).toBe('/api/packages/%40org%2Fagents%2Fa%20b/bindings/daily/run');
+    expect(pathOf(API.packageRuns, {}, { package: 'news', limit: 5 })).toBe('/api/packages/runs?package=news&limit=5');
+    expect(pathOf(API.usage, {}, { agent: undefined })).toBe('/api/usage');
+    expect(() => pathOf(API.getAgent, {})).toThrow('cannot call /api/agents/{agent}: the path parameter "agent" is missing');
+  });
+});
+
+describe('the client typed by the route table, against a real daemon', () => {
+  let dir: Awaited<ReturnType<typeof makeTempDir>>;
+  let api: Api;
+  beforeEach(async () => {
+    dir = await makeTempDir('loom-api-client-');
+    api = await startApi(dir.path);
+  });
+  afterEach(async () => {
+    await api.close();
+    await dir.remove();
+  });
+
+  it('spawns, shows, lists, empties a session and reads the metrics, each answer as the route gives it', async () => {
+    const client = clientOf(api);
+    const spawned = await client.call(API.spawnAgent, { body: { name: 'helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    expect(spawned).toMatchObject({ name: 'helper', state: 'running', warnings: [] });
+    // A second agent served over MCP as the same tool: the spawn says so, as the route's shared check does.
+    const clash = await client.call(API.spawnAgent, { query: { parent: 'helper' }, body: { name: 'Helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    expect(clash.parent).toBe(spawned.id);
+    expect(clash.warnings).toEqual([expect.stringContaining('is served over MCP as the tool loom_agent_helper, as agent "helper" is')]);
+    const shown = await client.call(API.getAgent, { params: { agent: 'helper' } });
+    expect(shown.manifest['name']).toBe('helper');
+    expect((await client.call(API.listAgents)).map((agent) => agent.name).sort()).toEqual(['Helper', 'helper']);
+    // 204: nothing to read.
+    await expect(client.call(API.resetSession, { params: { agent: 'helper' } })).resolves.toBeUndefined();
+    // A text answer is the text.
+    expect(await client.call(API.metrics)).toContain('# TYPE');
+  });
+
+  it("turns a refusal into the transport's error, with the daemon's code and message", async () => {
+    const client = clientOf(api);
+    await expect(client.call(API.getAgent, { params: { agent: 'nobody' } })).rejects.toThrow(/^404 AGENT_NOT_FOUND: .*nobody/);
+    await client.call(API.spawnAgent, { body: { name: 'helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    // The route validates with the table's schema: an empty message is refused, naming the field.
+    await expect(client.call(API.sendMessage, { params: { agent: 'helper' }, body: { message: '' } })).rejects.toThrow(/^400 INVALID_REQUEST: invalid request body: message: expected a non-empty string/);
+  });
+});
