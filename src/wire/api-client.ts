@@ -8,8 +8,8 @@ import type { AnswerOf, ApiRoute, BodyOf, ParamsOf, QueryOf } from './route-spec
 
 /** What a request of route `R` carries besides the key: its path and query parameters, its body, and a signal. */
 export type CallInput<R> = (R extends { params: object } ? { params: ParamsOf<R> } : { params?: undefined }) & {
-  query?: QueryOf<R>;
-  body?: BodyOf<R>;
+  query?: QueryOf<R> | undefined;
+  body?: BodyOf<R> | undefined;
   /** More request headers (`accept`, `last-event-id`, `idempotency-key`). */
   headers?: Record<string, string>;
   signal?: AbortSignal;

@@ -107,7 +107,7 @@ export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/
 export const arrayOf = (items: JsonSchema = { type: 'object' }): JsonSchema => ({ type: 'array', items });
 
 /** A body of a zod schema, listed in the document as the component `name`. */
-export const bodyOf = (name: string, schema: z.ZodType, required = true): RequestBody => ({ name, schema, required });
+export const bodyOf = <S extends z.ZodType>(name: string, schema: S, required = true): RequestBody & { schema: S } => ({ name, schema, required });
 
 /** The path parameters of route `R`, each a string. */
 export type ParamsOf<R> = R extends { params: infer P } ? { [K in keyof P]: string } : Record<never, string>;

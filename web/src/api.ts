@@ -1,5 +1,6 @@
 import { parseSse } from './sse.ts';
-import { AUDIT_KINDS, type AgentEvent, type ApprovalView, type ForgedToolView, type KernelEvent, type ManifestValidation, type PackageRunView, type PromotionView } from './types.ts';
+import type { AnswerOf, API, BodyOf } from '../../src/wire/index.ts';
+import { AUDIT_KINDS, type AgentEvent, type KernelEvent } from './types.ts';
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -63,10 +64,11 @@ export async function api<T>(path: string, init: { method?: string; body?: strin
  * Approves or denies a pending tool call (owner keys only); an empty reason is none. `answer`
  * answers a question (an MCP server asking a person). @throws {ApiError}
  */
-export function decideApproval(id: string, approved: boolean, reason = '', answer?: Record<string, unknown>): Promise<ApprovalView> {
-  const fields = { ...(reason.trim() === '' ? {} : { reason: reason.trim() }), ...(answer === undefined ? {} : { answer }) };
+export function decideApproval(id: string, approved: boolean, reason = '', answer?: Record<string, unknown>): Promise<AnswerOf<typeof API.approve>> {
+  // The question form's fields are JSON values (strings, numbers, booleans, lists of strings).
+  const fields: BodyOf<typeof API.approve> = { ...(reason.trim() === '' ? {} : { reason: reason.trim() }), ...(answer === undefined ? {} : { answer: answer as NonNullable<BodyOf<typeof API.approve>['answer']> }) };
   const body = Object.keys(fields).length === 0 ? undefined : JSON.stringify(fields);
-  return api<ApprovalView>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
+  return api<AnswerOf<typeof API.approve>>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
     method: 'POST',
     ...(body === undefined ? {} : { body, contentType: 'application/json' }),
   });
@@ -76,10 +78,11 @@ export function decideApproval(id: string, approved: boolean, reason = '', answe
  * Runs a package binding now (owner or user keys; a viewer key gets 403) and resolves with the
  * finished run, as the API waits for it to end. @throws {ApiError} (409 `BINDING_BUSY` while it is still running)
  */
-export function runBinding(slug: string, binding: string, inputs: Record<string, unknown> = {}): Promise<PackageRunView> {
-  return api<PackageRunView>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, {
+export function runBinding(slug: string, binding: string, inputs: BodyOf<typeof API.runBinding>['inputs'] = {}): Promise<AnswerOf<typeof API.runBinding>> {
+  const body: BodyOf<typeof API.runBinding> = { inputs };
+  return api<AnswerOf<typeof API.runBinding>>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, {
     method: 'POST',
-    body: JSON.stringify({ inputs }),
+    body: JSON.stringify(body),
     contentType: 'application/json',
   });
 }
@@ -153,24 +156,25 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
 }
 
 /** Promotes a forged tool one tier (owner keys only): the panel for the agent tier, a person's approval for shared. @throws {ApiError} */
-export function promoteForgedTool(id: string): Promise<PromotionView> {
-  return api<PromotionView>(`/api/tools/forged/${encodeURIComponent(id)}/promote`, { method: 'POST' });
+export function promoteForgedTool(id: string): Promise<AnswerOf<typeof API.promoteTool>> {
+  return api<AnswerOf<typeof API.promoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/promote`, { method: 'POST' });
 }
 
 /** Demotes a forged tool one tier (owner keys only). @throws {ApiError} */
-export function demoteForgedTool(id: string, reason = ''): Promise<ForgedToolView> {
-  const body = reason.trim() === '' ? undefined : JSON.stringify({ reason: reason.trim() });
-  return api<ForgedToolView>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, { method: 'POST', ...(body === undefined ? {} : { body, contentType: 'application/json' }) });
+export function demoteForgedTool(id: string, reason = ''): Promise<AnswerOf<typeof API.demoteTool>> {
+  const fields: BodyOf<typeof API.demoteTool> = { reason: reason.trim() };
+  const body = reason.trim() === '' ? undefined : JSON.stringify(fields);
+  return api<AnswerOf<typeof API.demoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, { method: 'POST', ...(body === undefined ? {} : { body, contentType: 'application/json' }) });
 }
 
 /** Lets the person given a pairing code talk to their channel's agent (owner keys only). @throws {ApiError} */
-export function approvePairing(code: string): Promise<{ code: string; channel: string; user_id: string; user_name: string | null }> {
+export function approvePairing(code: string): Promise<AnswerOf<typeof API.approvePairing>> {
   return api(`/api/channels/pairings/${encodeURIComponent(code)}/approve`, { method: 'POST' });
 }
 
 /** Checks a manifest without spawning anything: every error at its line, and the warnings. @throws {ApiError} */
-export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<ManifestValidation> {
-  return api<ManifestValidation>('/api/manifests/validate', { method: 'POST', body: text, contentType: format === 'toml' ? 'application/toml' : 'application/json', ...(signal === undefined ? {} : { signal }) });
+export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<AnswerOf<typeof API.validateManifest>> {
+  return api<AnswerOf<typeof API.validateManifest>>('/api/manifests/validate', { method: 'POST', body: text, contentType: format === 'toml' ? 'application/toml' : 'application/json', ...(signal === undefined ? {} : { signal }) });
 }
 
 /** What a failed API call means to a page: the daemon went away, the thing asked for does not exist, or anything else. */
