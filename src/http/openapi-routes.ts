@@ -123,8 +123,9 @@ function servedPath(path: string, a2aPath: string | null | undefined): string | 
 const A2A_PATH = '/a2a';
 
 /**
- * Loom's HTTP API as an OpenAPI 3.1 document: every route the daemon answers, with request
- * bodies from the routes' own zod schemas and the manifest's from the manifest schema. Served
+ * Loom's HTTP API as an OpenAPI 3.1 document, generated from the route table (src/wire/routes.ts):
+ * every route the daemon answers, with request bodies from the zod schemas the routes validate
+ * with, and the manifest's from the manifest schema. Served
  * at `GET /api/openapi.json` and written to docs/reference/openapi.json. `a2aPath` is the
  * daemon's `[a2a].listen_path`, or null when `[a2a].enabled = false`: the served document lists
  * A2A's routes where that daemon answers them (docs/reference's, under `/a2a`).
