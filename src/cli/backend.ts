@@ -7,7 +7,7 @@ import { LOCAL_OWNER } from '../access/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../forged-tools/index.ts';
-import { type InstalledSkill, type InstallPlan, offerInstalledSkills, type PackageService } from '../packages/index.ts';
+import { type InstallPlan, offerInstalledSkills, type PackageService } from '../packages/index.ts';
 import type { ChannelView } from '../channels/index.ts';
 import type { JsonObject } from '../contracts/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
@@ -241,7 +241,7 @@ function packagesOverHttp(api: ApiClient): PackageService {
     // The plan and the installed skills are the package installer's shapes, not views of src/wire.
     check: (source, settings = []) => api.call<typeof API.checkPackage, InstallPlan>(API.checkPackage, { body: { source, settings: [...settings] } }),
     install: (source, settings = [], digest) => api.call(API.installPackage, { body: { source, settings: [...settings], ...(digest === undefined ? {} : { digest }) } }),
-    installSkill: (code) => api.call<typeof API.installSkill, InstalledSkill[]>(API.installSkill, { body: { code } }),
+    installSkill: (code) => api.call<typeof API.installSkill, Awaited<ReturnType<PackageService['installSkill']>>>(API.installSkill, { body: { code } }),
     uninstall: (name) => api.call(API.uninstallPackage, { params: slug(name) }),
     run: (name, binding, inputs = {}) => api.call(API.runBinding, { params: { slug: name, binding }, body: { inputs } }),
     runs: (query = {}) => api.call(API.packageRuns, { query }),

@@ -7,10 +7,9 @@
  */
 export * from './views.ts';
 export { apiClient, pathOf } from './api-client.ts';
-export type { ApiClient, ApiRequestInit, ApiTransport, CallArgs, CallInput } from './api-client.ts';
+export type { ApiClient, ApiRequestInit } from './api-client.ts';
 export { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, DemoteBodySchema, ForgeBodySchema, ImportBodySchema, InstallBodySchema, MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, RunBodySchema, SkillInstallBodySchema, ThreadSchema } from './requests.ts';
 export type { ApprovalStatusFilter } from './requests.ts';
 export { API_TAGS } from './route-spec.ts';
-export type { Answer, AnswerOf, ApiHeader, ApiRoute, ApiTag, BodyOf, ErrorStatus, HttpMethod, JsonSchema, Param, ParamsOf, QueryOf, RequestBody } from './route-spec.ts';
+export type { AnswerOf, ApiHeader, ApiRoute, BodyOf, Param, RequestBody } from './route-spec.ts';
 export { API } from './routes.ts';
-export type { RouteName, SpawnedAgent } from './routes.ts';

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { openApiDocument } from '../../src/http/openapi-routes.ts';
 import { API, apiClient, type ApiClient, type ApiRoute, pathOf } from '../../src/wire/index.ts';
-import { makeTempDir } from '../helpers/test-kernel.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 import { type Api, startApi } from './api-harness.ts';
 
 /** A client of `api` whose refusals read `<status> <code>: <message>`, as the daemon answered them. */
