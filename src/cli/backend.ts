@@ -2,7 +2,7 @@ import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { agentDetail, type ApprovalView, type SpawnCheckOptions, spawnedAgent, toApprovalView, toPairingView } from '../http/index.ts';
-import { API, type ApiClient, apiClient, type ApiRequestInit, type ApprovalStatusFilter, type PairingView, pathOf } from '../wire/index.ts';
+import { type AnswerOf, API, type ApiClient, apiClient, type ApiRequestInit, type ApiRoute, type CallArgs, type ApprovalStatusFilter, type PairingView, pathOf } from '../wire/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
 import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
@@ -179,10 +179,17 @@ async function fetchDaemon(url: string, path: string, init: RequestInit = {}): P
   }
 }
 
+/** A request to the daemon at `url`, with `apiKey` as its key when given. */
+const fetchWithKey =
+  (url: string, apiKey: string | undefined) =>
+  (path: string, init: Partial<ApiRequestInit> = {}): Promise<Response> =>
+    fetchDaemon(url, path, { ...init, headers: { ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }), ...init.headers } });
+
+/** The API's client for the daemon at `url`: its refusals are the daemon's LoomErrors. */
+const daemonClient = (url: string, apiKey: string | undefined): ApiClient => apiClient({ fetch: fetchWithKey(url, apiKey), error: apiError });
+
 function overHttp(url: string, apiKey: string | undefined): CliBackend {
-  const auth: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
-  const fetchWithKey = (path: string, init: Partial<ApiRequestInit> = {}): Promise<Response> => fetchDaemon(url, path, { ...init, headers: { ...auth, ...init.headers } });
-  const api = apiClient({ fetch: fetchWithKey, error: apiError });
+  const api = daemonClient(url, apiKey);
   const agent = (reference: string): { agent: string } => ({ agent: reference });
   const id = (value: string): { id: string } => ({ id: value });
   return {
@@ -200,7 +207,7 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
       if (response.body === null) throw await apiError(response);
       // A stream that breaks (the daemon restarted, the network failed) is taken up again from its last event (decision 0059).
       const follow = (lastEventId: string | undefined): Promise<Response> =>
-        fetchWithKey(pathOf(API.runningTurn, agent(reference)), { headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, ...withSignal(options.signal) });
+        fetchWithKey(url, apiKey)(pathOf(API.runningTurn, agent(reference)), { headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, ...withSignal(options.signal) });
       yield* reconnectingTurn(response.body, { url, follow, toError: apiError }, options.signal);
     },
     cancelTurn: (reference, options = {}) => api.call(API.cancelTurn, { params: agent(reference), ...withSignal(options.signal) }),
@@ -263,31 +270,14 @@ export async function findDaemonUrl(home: LoomHome, env: CliIo['env']): Promise<
 }
 
 /**
- * GETs `path` (a JSON view) from the daemon (see {@link findDaemonUrl}), with `LOOM_API_KEY` as its
- * key when set; undefined when no daemon runs.
+ * Calls `route` on the daemon (see {@link findDaemonUrl}), with `LOOM_API_KEY` as its key when set:
+ * its answer, or undefined when no daemon runs.
  * @throws {LoomError} the daemon's error when it refuses; `DAEMON_UNREACHABLE` when it does not answer.
  */
-export async function getFromDaemon<T>(home: LoomHome, env: CliIo['env'], path: string): Promise<T | undefined> {
+export async function callDaemon<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(home: LoomHome, env: CliIo['env'], route: R, ...args: CallArgs<R>): Promise<{ answer: T } | undefined> {
   const url = await findDaemonUrl(home, env);
   if (url === undefined) return undefined;
-  const key = env['LOOM_API_KEY'];
-  const response = await fetchDaemon(url, path, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
-  if (!response.ok) throw await apiError(response);
-  return (await response.json()) as T;
-}
-
-/**
- * POSTs to `path` on the daemon (see {@link findDaemonUrl}) with no body, with `LOOM_API_KEY` as
- * its key when set; false when no daemon runs, true once it has accepted.
- * @throws {LoomError} the daemon's error when it refuses; `DAEMON_UNREACHABLE` when it does not answer.
- */
-export async function postToDaemon(home: LoomHome, env: CliIo['env'], path: string): Promise<boolean> {
-  const url = await findDaemonUrl(home, env);
-  if (url === undefined) return false;
-  const key = env['LOOM_API_KEY'];
-  const response = await fetchDaemon(url, path, { method: 'POST', headers: key === undefined ? {} : { authorization: `Bearer ${key}` } });
-  if (!response.ok) throw await apiError(response);
-  return true;
+  return { answer: await daemonClient(url, env['LOOM_API_KEY']).call<R, T>(route, ...args) };
 }
 
 /**

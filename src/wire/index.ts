@@ -7,7 +7,7 @@
  */
 export * from './views.ts';
 export { apiClient, pathOf } from './api-client.ts';
-export type { ApiClient, ApiRequestInit } from './api-client.ts';
+export type { ApiClient, ApiRequestInit, CallArgs } from './api-client.ts';
 export { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, DemoteBodySchema, ForgeBodySchema, ImportBodySchema, InstallBodySchema, MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, RunBodySchema, SkillInstallBodySchema, ThreadSchema } from './requests.ts';
 export type { ApprovalStatusFilter } from './requests.ts';
 export { API_TAGS } from './route-spec.ts';

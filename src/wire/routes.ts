@@ -4,7 +4,7 @@
  * with its schemas, and `apiClient` (api-client.ts) calls a route typed by it. A route the daemon
  * registers without an entry here fails test/http/openapi.test.ts.
  */
-import type { AgentDetailView, AgentView, ScheduleRunView, UsageRow } from './agents.ts';
+import type { AgentDetailView, AgentView, ScheduleRunView, UsageRow, UsageSeriesView, UsageToday } from './agents.ts';
 import type { ChannelView, PairingView } from './channels.ts';
 import type { ManifestValidation } from './manifests.ts';
 import type { PackageRunView, PackageView } from './packages.ts';
@@ -100,7 +100,7 @@ export const API = {
     tag: 'usage',
     summary: "today's spend as the daily budgets count it, midnight to midnight in `[scheduler].timezone`: `{ timezone, since, until, tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd }`",
     query: { agent: { description: 'one agent' } },
-    answer: json("today's totals"),
+    answer: json<UsageToday>("today's totals"),
   },
   usageSeries: {
     method: 'get',
@@ -114,7 +114,7 @@ export const API = {
       until: { description: 'end (epoch ms)' },
       step: { description: 'bucket size (ms)' },
     },
-    answer: json('the buckets'),
+    answer: json<UsageSeriesView>('the buckets'),
     errors: [400],
   },
   events: { method: 'get', path: '/api/events', tag: 'events', summary: "SSE of the kernel's events (spawn, kill, suspend, resume, approvals, package runs, turns, tool calls, refusals)", answer: other('sse', 'the events, as they happen') },
@@ -158,14 +158,14 @@ export const API = {
   channels: { method: 'get', path: '/api/channels', tag: 'channels', summary: 'channels and their pairings (owner)', answer: json<ChannelView[]>('the channels'), errors: [403] },
   approvePairing: { method: 'post', path: '/api/channels/pairings/{code}/approve', tag: 'channels', summary: 'approve a pairing code (owner)', params: { code: { description: 'the code the person was given' } }, answer: json<PairingView>('the pairing'), errors: [403, 404] },
   hook: { method: 'post', path: '/hooks/{channel}', tag: 'channels', summary: "an inbound message of a signed webhook or Slack's Events API (no key: the platform's signature authenticates)", public: true, params: { channel: { description: "the channel's name" } }, body: OBJECT, answer: json('accepted'), errors: [401, 404] },
-  mcpServers: { method: 'get', path: '/api/mcp/servers', tag: 'mcp', summary: 'the MCP servers, their state, tools and negotiated protocol', answer: json<McpServerView[]>('the servers', arrayOf()), errors: [403] },
+  mcpServers: { method: 'get', path: '/api/mcp/servers', tag: 'mcp', summary: 'the MCP servers, their state, tools and negotiated protocol', answer: json<{ configured: McpServerView[]; connected: McpServerView[]; total_configured: number; total_connected: number }>('the servers: `{ configured, connected, total_configured, total_connected }`', { type: 'object', properties: { configured: arrayOf(), connected: arrayOf(), total_configured: { type: 'integer' }, total_connected: { type: 'integer' } } }), errors: [403] },
   reconnectMcpServer: { method: 'post', path: '/api/mcp/servers/{name}/reconnect', tag: 'mcp', summary: 'connect that MCP server again now (owner; 204)', params: { name: { description: "the server's name" } }, answer: other<undefined>('none', 'reconnecting', 204), errors: [403, 404, 409] },
   mcp: { method: 'post', path: '/mcp', tag: 'mcp', summary: 'MCP over Streamable HTTP: the agents as tools, their sessions and last turns as resources', body: { json: { type: 'object', description: 'a JSON-RPC message' }, required: true }, answer: json('a JSON-RPC answer, or an SSE stream') },
   mcpStream: { method: 'get', path: '/mcp', tag: 'mcp', summary: "the session's stream (2025 revisions)", answer: other('sse', 'server messages') },
   mcpEnd: { method: 'delete', path: '/mcp', tag: 'mcp', summary: 'end the session (2025 revisions)', answer: other('none', 'ended') },
   mcpSse: { method: 'get', path: '/mcp/sse', tag: 'mcp', summary: 'MCP over HTTP+SSE (2024-11-05): the stream', answer: other('sse', 'server messages') },
   mcpMessages: { method: 'post', path: '/mcp/messages', tag: 'mcp', summary: 'MCP over HTTP+SSE (2024-11-05): a client message', query: { sessionId: { description: "the stream's session" } }, body: OBJECT, answer: other('none', 'accepted', 202) },
-  externalAgents: { method: 'get', path: '/api/a2a/external', tag: 'a2a', summary: 'the external A2A agents and their cards', answer: json('the agents', arrayOf()), errors: [403] },
+  externalAgents: { method: 'get', path: '/api/a2a/external', tag: 'a2a', summary: 'the external A2A agents and their cards', answer: json('the agents: `{ agents, total }`', { type: 'object', properties: { agents: arrayOf(), total: { type: 'integer' } } }), errors: [403] },
   agentCard: { method: 'get', path: '/.well-known/agent-card.json', tag: 'a2a', summary: "the default agent's A2A card (`[a2a].default_agent`, else the first agent)", public: true, answer: json('the card'), errors: [404] },
   agentCardOld: { method: 'get', path: '/.well-known/agent.json', tag: 'a2a', summary: "the default agent's card at its older address", public: true, answer: json('the card'), errors: [404] },
   a2aCards: { method: 'get', path: '/a2a/agents', tag: 'a2a', summary: 'the cards the caller may see', public: true, answer: json('the cards', arrayOf()) },

@@ -65,6 +65,16 @@ describe('the client typed by the route table, against a real daemon', () => {
     expect(await client.call(API.metrics)).toContain('# TYPE');
   });
 
+  it('answers the MCP servers and the external agents as objects, as the document now says (it listed arrays)', async () => {
+    const client = clientOf(api);
+    expect(await client.call(API.mcpServers)).toEqual({ configured: [], connected: [], total_configured: 0, total_connected: 0 });
+    expect(await client.call(API.externalAgents)).toEqual({ agents: [], total: 0 });
+    const document = openApiDocument({ version: LOOM_VERSION });
+    const schemaOf = (path: string): unknown => (document.paths[path]?.['get']?.['responses'] as Record<string, { content: Record<string, { schema: unknown }> }>)['200']?.content['application/json']?.schema;
+    expect(schemaOf('/api/mcp/servers')).toMatchObject({ type: 'object', properties: { configured: { type: 'array' }, connected: { type: 'array' } } });
+    expect(schemaOf('/api/a2a/external')).toMatchObject({ type: 'object', properties: { agents: { type: 'array' }, total: { type: 'integer' } } });
+  });
+
   it("turns a refusal into the transport's error, with the daemon's code and message", async () => {
     const client = clientOf(api);
     await expect(client.call(API.getAgent, { params: { agent: 'nobody' } })).rejects.toThrow(/^404 AGENT_NOT_FOUND: .*nobody/);

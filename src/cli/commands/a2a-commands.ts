@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { ExternalAgentRegistry, listExternalAgents } from '../../a2a/external-agents.ts';
 import { UsageError } from '../../errors/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
-import { getFromDaemon, staleDaemonNote } from '../backend.ts';
+import { callDaemon, staleDaemonNote } from '../backend.ts';
+import { API } from '../../wire/index.ts';
 import { formatTable } from '../format.ts';
 import { openHome } from '../cli-context.ts';
 import { type CliIo, EXIT, ExitStatus } from '../cli-io.ts';
@@ -79,7 +80,7 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
     .addHelpText('after', '\nExample:\n  $ loom a2a list\n  $ loom a2a list --json\n')
     .action(async (options: { json?: boolean }) => {
       const { home, config } = await openHome(io);
-      let listing = await getFromDaemon<ReturnType<typeof listExternalAgents>>(home, io.env, '/api/a2a/external');
+      let listing = (await callDaemon<typeof API.externalAgents, ReturnType<typeof listExternalAgents>>(home, io.env, API.externalAgents))?.answer;
       if (listing === undefined) {
         const registry = new ExternalAgentRegistry();
         registry.configure(config.a2a.external_agents);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../errors/index.ts';
-import { postToDaemon } from '../backend.ts';
+import { callDaemon } from '../backend.ts';
+import { API } from '../../wire/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 
@@ -32,8 +33,8 @@ export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
         showAuthorizationUrl: (url) => io.stderr(`Open this address to log in to "${server}":\n\n  ${url.href}\n\nWaiting for the browser to come back…\n`),
       });
       // A running daemon is told to try the server at once, not at its next backoff.
-      const told = await postToDaemon(home, io.env, `/api/mcp/servers/${encodeURIComponent(server)}/reconnect`).then(
-        (running) => (running ? 'reconnecting' : 'no daemon'),
+      const told = await callDaemon(home, io.env, API.reconnectMcpServer, { params: { name: server } }).then(
+        (running) => (running !== undefined ? 'reconnecting' : 'no daemon'),
         (error: unknown) => {
           io.stderr(`note: the daemon could not be told to reconnect to "${server}" (${error instanceof Error ? error.message : String(error)})\n`);
           return 'not told';

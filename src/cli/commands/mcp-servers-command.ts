@@ -1,12 +1,17 @@
 import type { Command } from 'commander';
 import { type McpServerView, mcpServersView } from '../../http/index.ts';
-import { getFromDaemon } from '../backend.ts';
+import { callDaemon } from '../backend.ts';
+import { API } from '../../wire/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
 import { formatTable } from '../format.ts';
 
+/** `GET /api/mcp/servers`' answer, with the MCP client's own types. */
 interface ServersView {
   configured: McpServerView[];
+  connected: McpServerView[];
+  total_configured: number;
+  total_connected: number;
 }
 
 /** The PROTOCOL column: the revision negotiated and its era, `-` before any connection. */
@@ -26,7 +31,7 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
     .action(async (options: { json?: boolean }) => {
       const { home, config } = await openHome(io);
       // Without a daemon nothing is connected: show the configuration.
-      const view: ServersView = (await getFromDaemon<ServersView>(home, io.env, '/api/mcp/servers')) ?? mcpServersView(config, undefined);
+      const view: ServersView = (await callDaemon<typeof API.mcpServers, ServersView>(home, io.env, API.mcpServers))?.answer ?? mcpServersView(config, undefined);
       if (options.json === true) {
         io.stdout(`${JSON.stringify(view, null, 2)}\n`);
         return;
