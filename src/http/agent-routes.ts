@@ -1,6 +1,5 @@
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { z } from 'zod';
 import type { Clock } from '../contracts/index.ts';
 import { HttpRequestError, TurnNotRunningError } from '../errors/index.ts';
 import { type EventId, eventIdOf, type Kernel, parseEventId, toTurnView } from '../kernel/index.ts';
@@ -11,20 +10,7 @@ import { agentDetail, type SpawnCheckOptions, spawnedAgent } from './spawned-age
 import { startTurnStream } from './start-turn-stream.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
-import { MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, ThreadSchema } from '../wire/index.ts';
-
-/** `?session=<id>` (a session the caller holds) or `?thread=<name>` (one of its own), for the session routes; its own when left out. */
-const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_SESSION_CHOICE);
-
-/** `GET …/turn`: the session as for the session routes, and `?last_event_id=` for a client that cannot send the `Last-Event-ID` header. */
-const TurnQuerySchema = z
-  .strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema, last_event_id: z.string().max(300).optional() })
-  .refine(oneSessionChoice, ONE_SESSION_CHOICE);
-
-const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
-
-/** `?limit=`: how many of an agent's scheduled wake-ups `GET …/runs` answers with (100 when left out). */
-export const RunsQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+import { MessageBodySchema, ScheduleRunsQuerySchema, SessionQuerySchema, SpawnQuerySchema, TurnQuerySchema } from '../wire/index.ts';
 
 /** What the agent routes need: the kernel, and what a spawn's warnings and an agent's skills are checked against (the daemon's default model and environment, the runtime's installed skills). */
 export interface AgentRoutesOptions extends SpawnCheckOptions {
@@ -204,7 +190,7 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
 
   // The agent's scheduled wake-ups (decision 0046), run or skipped, newest due first; a POST forces one now.
   routes.get('/:agent/runs', async (c) => {
-    const { limit } = readQuery(c, RunsQuerySchema);
+    const { limit } = readQuery(c, ScheduleRunsQuerySchema);
     return c.json(await kernelOf(c, kernel).scheduleRuns(c.req.param('agent'), limit === undefined ? {} : { limit }));
   });
 

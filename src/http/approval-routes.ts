@@ -1,17 +1,14 @@
 import { Hono } from 'hono';
-import { z } from 'zod';
 import type { ApprovalRecord, JsonValue } from '../contracts/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpContext, type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, type ApprovalView as WireApprovalView } from '../wire/index.ts';
+import { ApprovalDecisionBodySchema, ApprovalsQuerySchema, type ApprovalView as WireApprovalView } from '../wire/index.ts';
 
 /** An approval as the API, the CLI's `--json` and the dashboard show it: src/wire's `ApprovalView`, its input JSON. */
 export interface ApprovalView extends Omit<WireApprovalView, 'input'> {
   input: JsonValue;
 }
-
-const ListQuerySchema = z.strictObject({ status: z.enum(APPROVAL_STATUS_FILTERS).optional() });
 
 /** The API's view of an approval record (snake_case, times as ISO strings). */
 export function toApprovalView(record: ApprovalRecord): ApprovalView {
@@ -46,7 +43,7 @@ export function createApprovalRoutes(options: ApprovalRoutesOptions): Hono<HttpE
   const routes = new Hono<HttpEnv>();
 
   routes.get('/', async (c) => {
-    const { status } = readQuery(c, ListQuerySchema);
+    const { status } = readQuery(c, ApprovalsQuerySchema);
     return c.json((await kernelOf(c, kernel).approvals(status ?? 'pending')).map(toApprovalView) satisfies WireApprovalView[]);
   });
 

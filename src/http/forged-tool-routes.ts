@@ -1,12 +1,9 @@
 import { Hono } from 'hono';
-import { z } from 'zod';
 import { registeredOrThrow } from '../forged-tools/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import { DemoteBodySchema, ForgeBodySchema, type ForgedToolView, ImportBodySchema, type PromotionView } from '../wire/index.ts';
-
-const ListQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
+import { DemoteBodySchema, ForgeBodySchema, ForgedToolsQuerySchema, type ForgedToolView, ImportBodySchema, type PromotionView } from '../wire/index.ts';
 
 /**
  * `/api/tools/forged` (spec/02): list and show (any role; a key sees the tools of the agents it
@@ -19,7 +16,7 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
   const routes = new Hono<HttpEnv>();
 
   routes.get('/', async (c) => {
-    const { agent } = readQuery(c, ListQuerySchema);
+    const { agent } = readQuery(c, ForgedToolsQuerySchema);
     return c.json((await tools(c).list(agent === undefined ? {} : { agent })) satisfies ForgedToolView[]);
   });
 

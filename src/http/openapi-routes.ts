@@ -48,10 +48,21 @@ const HEADERS: Record<ApiHeader, JsonObject> = {
   'Last-Event-ID': { name: 'Last-Event-ID', in: 'header', required: false, description: 'the id of the last event the client got (`<turn id>:<epoch>:<seq>`): the stream goes on after it', schema: { type: 'string', maxLength: 300 } },
 };
 
-/** A route's parameters: its path's, its query's, then its headers. */
+/** A query parameter's JSON schema, from the zod schema the route validates the query with. */
+function queryParameterSchema(schema: z.ZodObject, name: string): JsonObject {
+  const field: z.ZodType | undefined = (schema.shape as Record<string, z.ZodType | undefined>)[name];
+  if (field === undefined) throw new Error(`the route table describes the query parameter "${name}", which its schema does not take`);
+  const { $schema: _schema, ...rest } = z.toJSONSchema(field, { io: 'input', unrepresentable: 'any' }) as JsonObject;
+  return rest;
+}
+
+/** A route's parameters: its path's, its query's (typed by its schema), then its headers. */
 function parametersOf(route: ApiRoute): JsonObject[] {
-  const parameter = (where: 'path' | 'query') => ([name, param]: [string, Param]): JsonObject => ({ name, in: where, required: where === 'path', description: param.description, schema: (param.schema ?? { type: 'string' }) as JsonObject });
-  return [...Object.entries(route.params ?? {}).map(parameter('path')), ...Object.entries(route.query ?? {}).map(parameter('query')), ...(route.headers ?? []).map((name) => HEADERS[name])];
+  const parameter = (where: 'path' | 'query') => ([name, param]: [string, Param]): JsonObject => {
+    const schema = where === 'query' && route.query?.schema !== undefined ? queryParameterSchema(route.query.schema, name) : ((param.schema ?? { type: 'string' }) as JsonObject);
+    return { name, in: where, required: where === 'path', description: param.description, schema };
+  };
+  return [...Object.entries(route.params ?? {}).map(parameter('path')), ...Object.entries(route.query?.params ?? {}).map(parameter('query')), ...(route.headers ?? []).map((name) => HEADERS[name])];
 }
 
 /** A route's request body: its zod schema registered as a component, or the component it names, or its plain schema. */

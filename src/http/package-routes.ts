@@ -1,15 +1,10 @@
 import { Hono } from 'hono';
-import { z } from 'zod';
 import type { PackageService } from '../packages/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import { InstallBodySchema, type PackageRunView, type PackageView, RunBodySchema, SkillInstallBodySchema } from '../wire/index.ts';
+import { InstallBodySchema, PackageRunsQuerySchema, type PackageRunView, type PackageView, RunBodySchema, RunsOfPackageQuerySchema, SkillInstallBodySchema } from '../wire/index.ts';
 
-const RunsQuerySchema = z.strictObject({
-  package: z.string().min(1).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).optional(),
-});
 
 
 /**
@@ -47,7 +42,7 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
 
   routes.get('/runs', async (c) => {
     const caller = kernelOf(c, kernel);
-    const query = readQuery(c, RunsQuerySchema);
+    const query = readQuery(c, PackageRunsQuerySchema);
     if (query.package !== undefined) caller.requirePackage('read packages', query.package);
     const runs = await packages.runs({ ...(query.package === undefined ? {} : { package: query.package }), ...(query.limit === undefined ? {} : { limit: query.limit }) });
     return c.json(runs.filter((run) => caller.reaches(run.package)) satisfies PackageRunView[]);
@@ -62,7 +57,7 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
   routes.get('/:slug/runs', async (c) => {
     const slug = c.req.param('slug');
     kernelOf(c, kernel).requirePackage('read packages', slug);
-    const { limit } = readQuery(c, RunsQuerySchema.pick({ limit: true }));
+    const { limit } = readQuery(c, RunsOfPackageQuerySchema);
     return c.json((await packages.runs({ package: slug, ...(limit === undefined ? {} : { limit }) })) satisfies PackageRunView[]);
   });
 

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
+import { streamSSE } from 'hono/streaming';
 import type { Clock, ClusterReader } from '../contracts/index.ts';
 import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, dayOf, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
@@ -8,18 +8,10 @@ import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
 import { HttpRequestError } from '../errors/index.ts';
-import type { AuditRecord, UsageRow, UsageSeriesView, UsageToday } from '../wire/index.ts';
+import { type AuditRecord, type UsageRangeName, UsageQuerySchema, type UsageRow, UsageSeriesQuerySchema, type UsageSeriesView, type UsageToday, UsageTodayQuerySchema } from '../wire/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
-
-const UsageQuerySchema = z.strictObject({
-  agent: z.string().min(1).optional(),
-  /** Epoch milliseconds. */
-  since: z.coerce.number().int().min(0).optional(),
-});
-
-const UsageTodayQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
 
 const AuditQuerySchema = z.strictObject({
   agent: z.string().min(1).optional(),
@@ -40,22 +32,10 @@ const USAGE_RANGES = {
   '24h': { rangeMs: 86_400_000, stepMs: 3_600_000 },
   '7d': { rangeMs: 604_800_000, stepMs: 21_600_000 },
   '30d': { rangeMs: 2_592_000_000, stepMs: 86_400_000 },
-} as const;
+} as const satisfies Record<UsageRangeName, { rangeMs: number; stepMs: number }>;
 
 /** The most buckets one series answers, so a tiny step over a long range cannot ask for millions. */
 const MAX_USAGE_BUCKETS = 2_000;
-
-const UsageSeriesQuerySchema = z
-  .strictObject({
-    agent: z.string().min(1).optional(),
-    range: z.enum(Object.keys(USAGE_RANGES) as [keyof typeof USAGE_RANGES, ...(keyof typeof USAGE_RANGES)[]]).optional(),
-    /** Epoch milliseconds; with `until` and `step`, instead of `range`. */
-    since: z.coerce.number().int().min(0).optional(),
-    until: z.coerce.number().int().min(0).optional(),
-    step: z.coerce.number().int().min(1_000).optional(),
-  })
-  .refine((query) => query.range === undefined || (query.since === undefined && query.until === undefined && query.step === undefined), { message: 'give either range, or since, until and step' })
-  .refine((query) => query.since === undefined || query.until === undefined || query.since < query.until, { message: 'since must be before until', path: ['since'] });
 
 /** What the system routes need. */
 export interface SystemRoutesOptions {

@@ -8,8 +8,29 @@
 export * from './views.ts';
 export { apiClient, pathOf } from './api-client.ts';
 export type { ApiClient, ApiRequestInit, CallArgs } from './api-client.ts';
-export { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, DemoteBodySchema, ForgeBodySchema, ImportBodySchema, InstallBodySchema, MessageBodySchema, ONE_SESSION_CHOICE, oneSessionChoice, RunBodySchema, SkillInstallBodySchema, ThreadSchema } from './requests.ts';
-export type { ApprovalStatusFilter } from './requests.ts';
+export {
+  ApprovalDecisionBodySchema,
+  ApprovalsQuerySchema,
+  APPROVAL_STATUS_FILTERS,
+  DemoteBodySchema,
+  ForgeBodySchema,
+  ForgedToolsQuerySchema,
+  ImportBodySchema,
+  InstallBodySchema,
+  MessageBodySchema,
+  PackageRunsQuerySchema,
+  RunBodySchema,
+  RunsOfPackageQuerySchema,
+  ScheduleRunsQuerySchema,
+  SessionQuerySchema,
+  SkillInstallBodySchema,
+  SpawnQuerySchema,
+  TurnQuerySchema,
+  UsageQuerySchema,
+  UsageSeriesQuerySchema,
+  UsageTodayQuerySchema,
+} from './requests.ts';
+export type { ApprovalStatusFilter, UsageRangeName } from './requests.ts';
 export { API_TAGS } from './route-spec.ts';
 export type { AnswerOf, ApiHeader, ApiRoute, BodyOf, Param, RequestBody } from './route-spec.ts';
 export { API } from './routes.ts';

@@ -76,3 +76,60 @@ export const SkillInstallBodySchema = z.strictObject({
 
 /** The body of `POST /api/packages/:slug/bindings/:binding/run`. */
 export const RunBodySchema = z.strictObject({ inputs: z.record(z.string(), z.json()).default({}) });
+
+/** `?session=<id>` (a session the caller holds) or `?thread=<name>` (one of its own), for the session routes; its own when left out. */
+export const SessionQuerySchema = z.strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema }).refine(oneSessionChoice, ONE_SESSION_CHOICE);
+
+/** `GET …/turn`: the session as for the session routes, and `?last_event_id=` for a client that cannot send the `Last-Event-ID` header. */
+export const TurnQuerySchema = z
+  .strictObject({ session: z.string().min(1).optional(), thread: ThreadSchema, last_event_id: z.string().max(300).optional() })
+  .refine(oneSessionChoice, ONE_SESSION_CHOICE);
+
+/** `POST /api/agents?parent=`: spawn as a child of that agent. */
+export const SpawnQuerySchema = z.strictObject({ parent: z.string().min(1).optional() });
+
+/** `?limit=`: how many of an agent's scheduled wake-ups `GET …/runs` answers with (100 when left out). */
+export const ScheduleRunsQuerySchema = z.strictObject({ limit: z.coerce.number().int().min(1).max(1000).optional() });
+
+/** `GET /api/approvals?status=`. */
+export const ApprovalsQuerySchema = z.strictObject({ status: z.enum(APPROVAL_STATUS_FILTERS).optional() });
+
+/** `GET /api/tools/forged?agent=`. */
+export const ForgedToolsQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
+
+/** `GET /api/packages/runs`: one package's, and how many. */
+export const PackageRunsQuerySchema = z.strictObject({
+  package: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
+
+/** `GET /api/packages/:slug/runs`: how many. */
+export const RunsOfPackageQuerySchema = PackageRunsQuerySchema.pick({ limit: true });
+
+/** `GET /api/usage`: one agent's, and from when (epoch milliseconds). */
+export const UsageQuerySchema = z.strictObject({
+  agent: z.string().min(1).optional(),
+  since: z.coerce.number().int().min(0).optional(),
+});
+
+/** `GET /api/usage/today?agent=`. */
+export const UsageTodayQuerySchema = z.strictObject({ agent: z.string().min(1).optional() });
+
+/** The spans `GET /api/usage/series?range=` knows. */
+export const USAGE_RANGE_NAMES = ['1h', '24h', '7d', '30d'] as const;
+
+/** One of {@link USAGE_RANGE_NAMES}. */
+export type UsageRangeName = (typeof USAGE_RANGE_NAMES)[number];
+
+/** `GET /api/usage/series`: a preset `range`, or `since`, `until` and `step`. */
+export const UsageSeriesQuerySchema = z
+  .strictObject({
+    agent: z.string().min(1).optional(),
+    range: z.enum(USAGE_RANGE_NAMES).optional(),
+    /** Epoch milliseconds; with `until` and `step`, instead of `range`. */
+    since: z.coerce.number().int().min(0).optional(),
+    until: z.coerce.number().int().min(0).optional(),
+    step: z.coerce.number().int().min(1_000).optional(),
+  })
+  .refine((query) => query.range === undefined || (query.since === undefined && query.until === undefined && query.step === undefined), { message: 'give either range, or since, until and step' })
+  .refine((query) => query.since === undefined || query.until === undefined || query.since < query.until, { message: 'since must be before until', path: ['since'] });

@@ -39,6 +39,22 @@ export interface Param {
   schema?: JsonSchema;
 }
 
+/**
+ * A route's query: the zod schema the route validates it with (the document's types and a
+ * client's come from it) and what each parameter means, or, for a route whose query is read by
+ * another library (the MCP SDK), the descriptions alone.
+ */
+export interface QuerySpec {
+  schema?: z.ZodObject;
+  params: Readonly<Record<string, Param>>;
+}
+
+/** A query of `schema`, each of its parameters described (the type leaves none out and adds none). */
+export const queryOf = <S extends z.ZodObject>(schema: S, params: { readonly [K in keyof S['shape']]-?: string }): QuerySpec & { schema: S } => ({
+  schema,
+  params: Object.fromEntries(Object.entries(params).map(([name, description]) => [name, { description }])),
+});
+
 /** The request headers a route reads besides the key. */
 export type ApiHeader = 'Idempotency-Key' | 'Last-Event-ID';
 
@@ -81,7 +97,7 @@ export interface ApiRoute {
   summary: string;
   description?: string;
   params?: Readonly<Record<string, Param>>;
-  query?: Readonly<Record<string, Param>>;
+  query?: QuerySpec;
   headers?: readonly ApiHeader[];
   body?: RequestBody;
   answer: Answer<unknown>;
@@ -113,7 +129,7 @@ export const bodyOf = <S extends z.ZodType>(name: string, schema: S, required = 
 export type ParamsOf<R> = R extends { params: infer P } ? { [K in keyof P]: string } : Record<never, string>;
 
 /** The query parameters of route `R`, each optional. */
-export type QueryOf<R> = R extends { query: infer Q } ? { [K in keyof Q]?: string | number | undefined } : Record<never, string>;
+export type QueryOf<R> = R extends { query: { schema: infer S extends z.ZodType } } ? z.input<S> : R extends { query: { params: infer Q } } ? { [K in keyof Q]?: string | undefined } : Record<never, string>;
 
 /** The body route `R` reads, as a client writes it: its zod schema's input; unknown for a schema defined elsewhere. */
 export type BodyOf<R> = R extends { body: { schema: infer S extends z.ZodType } } ? z.input<S> : R extends { body: RequestBody } ? unknown : never;

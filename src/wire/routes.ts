@@ -8,8 +8,28 @@ import type { AgentDetailView, AgentView, ScheduleRunView, UsageRow, UsageSeries
 import type { ChannelView, PairingView } from './channels.ts';
 import type { ManifestValidation } from './manifests.ts';
 import type { PackageRunView, PackageView } from './packages.ts';
-import { ApprovalDecisionBodySchema, APPROVAL_STATUS_FILTERS, DemoteBodySchema, ForgeBodySchema, ImportBodySchema, InstallBodySchema, MessageBodySchema, RunBodySchema, SkillInstallBodySchema } from './requests.ts';
-import { type ApiRoute, arrayOf, bodyOf, json, other, type Param, ref, type RequestBody } from './route-spec.ts';
+import {
+  ApprovalDecisionBodySchema,
+  ApprovalsQuerySchema,
+  DemoteBodySchema,
+  ForgeBodySchema,
+  ForgedToolsQuerySchema,
+  ImportBodySchema,
+  InstallBodySchema,
+  MessageBodySchema,
+  PackageRunsQuerySchema,
+  RunBodySchema,
+  RunsOfPackageQuerySchema,
+  ScheduleRunsQuerySchema,
+  SessionQuerySchema,
+  SkillInstallBodySchema,
+  SpawnQuerySchema,
+  TurnQuerySchema,
+  UsageQuerySchema,
+  UsageSeriesQuerySchema,
+  UsageTodayQuerySchema,
+} from './requests.ts';
+import { type ApiRoute, arrayOf, bodyOf, json, other, type Param, queryOf, ref, type RequestBody } from './route-spec.ts';
 import type { ApprovalView, ForgedToolView, McpServerView, PromotionView } from './tools.ts';
 import type { CancelledTurnView, ChatSessionView, RunningTurnView, SessionSummary, TurnView } from './turns.ts';
 
@@ -19,9 +39,10 @@ const TOOL: Param = { description: "the tool's id" };
 const PACKAGE: Param = { description: 'the package' };
 /** `?session=` and `?thread=`, as the session routes take them. */
 const SESSION_CHOICE = {
-  session: { description: 'a session the caller holds; its own when left out' },
-  thread: { description: "a conversation of the caller's own, by name (`mcp:<id>`: a `loom mcp` client session); not with session" },
-} satisfies Record<string, Param>;
+  session: 'a session the caller holds; its own when left out',
+  thread: "a conversation of the caller's own, by name (`mcp:<id>`: a `loom mcp` client session); not with session",
+};
+const SESSION_QUERY = queryOf(SessionQuerySchema, SESSION_CHOICE);
 const MANIFEST: RequestBody = { name: 'Manifest', required: true, media: 'manifest' };
 const OBJECT: RequestBody = { json: { type: 'object' }, required: true };
 const JSON_RPC: RequestBody = { json: { type: 'object', description: 'a JSON-RPC request' }, required: true };
@@ -43,7 +64,7 @@ export const API = {
     tag: 'agents',
     summary: 'spawn an agent from a manifest',
     description: "The body is a manifest, `application/toml` or `application/json`. Answers 201 with the agent and `warnings` (the manifest's, and why the agent cannot run here).",
-    query: { parent: { description: 'spawn as a child of this agent' } },
+    query: queryOf(SpawnQuerySchema, { parent: 'spawn as a child of this agent' }),
     body: MANIFEST,
     answer: json<SpawnedAgent>('the spawned agent, with warnings', AGENT_VIEW, 201),
     errors: [400, 403, 409],
@@ -72,16 +93,16 @@ export const API = {
     tag: 'agents',
     summary: "the running turn `{ run_id, message, received_at, state }` on the caller's session (or the one chosen); with `Accept: text/event-stream` its events so far, each with an `id:`, then the rest; with `Last-Event-ID` only those after that one, across a restart too (decision 0059)",
     params: { agent: AGENT },
-    query: { ...SESSION_CHOICE, last_event_id: { description: 'the id of the last event the client got, for a client that cannot send the `Last-Event-ID` header (the header wins)' } },
+    query: queryOf(TurnQuerySchema, { ...SESSION_CHOICE, last_event_id: 'the id of the last event the client got, for a client that cannot send the `Last-Event-ID` header (the header wins)' }),
     headers: ['Last-Event-ID'],
     answer: json<RunningTurnView>('the running turn'),
     errors: [400, 404, 409],
   },
-  cancelTurn: { method: 'post', path: '/api/agents/{agent}/turn/cancel', tag: 'agents', summary: "cancel the running turn on the caller's session (or the one chosen), answering once it is committed: `{ agent, run_id, status }`", params: { agent: AGENT }, query: SESSION_CHOICE, answer: json<CancelledTurnView>('the cancelled turn'), errors: [403, 404, 409] },
-  session: { method: 'get', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', params: { agent: AGENT }, query: SESSION_CHOICE, answer: json<ChatSessionView>('the session'), errors: [404] },
-  resetSession: { method: 'delete', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'empty the session history', params: { agent: AGENT }, query: SESSION_CHOICE, answer: other<undefined>('none', 'emptied', 204), errors: [403, 404] },
+  cancelTurn: { method: 'post', path: '/api/agents/{agent}/turn/cancel', tag: 'agents', summary: "cancel the running turn on the caller's session (or the one chosen), answering once it is committed: `{ agent, run_id, status }`", params: { agent: AGENT }, query: SESSION_QUERY, answer: json<CancelledTurnView>('the cancelled turn'), errors: [403, 404, 409] },
+  session: { method: 'get', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', params: { agent: AGENT }, query: SESSION_QUERY, answer: json<ChatSessionView>('the session'), errors: [404] },
+  resetSession: { method: 'delete', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'empty the session history', params: { agent: AGENT }, query: SESSION_QUERY, answer: other<undefined>('none', 'emptied', 204), errors: [403, 404] },
   sessions: { method: 'get', path: '/api/agents/{agent}/sessions', tag: 'agents', summary: "the agent's sessions the caller holds: every one for the owner, its own and its threads' for any other key", params: { agent: AGENT }, answer: json<SessionSummary[]>('the sessions', arrayOf()), errors: [404] },
-  scheduleRuns: { method: 'get', path: '/api/agents/{agent}/runs', tag: 'agents', summary: "the agent's scheduled wake-ups, newest due first: `{ id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count }` (decision 0046)", params: { agent: AGENT }, query: { limit: { description: '1–1000 (100 when left out)' } }, answer: json<ScheduleRunView[]>('the runs', arrayOf()), errors: [403, 404] },
+  scheduleRuns: { method: 'get', path: '/api/agents/{agent}/runs', tag: 'agents', summary: "the agent's scheduled wake-ups, newest due first: `{ id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count }` (decision 0046)", params: { agent: AGENT }, query: queryOf(ScheduleRunsQuerySchema, { limit: '1–1000 (100 when left out)' }), answer: json<ScheduleRunView[]>('the runs', arrayOf()), errors: [403, 404] },
   wakeAgent: { method: 'post', path: '/api/agents/{agent}/runs', tag: 'agents', summary: 'force a wake-up of a continuous or periodic agent now (as `loom agent run`), answering with its run once it has ended', params: { agent: AGENT }, answer: json<ScheduleRunView>('the run'), errors: [403, 404, 409] },
   workflow: { method: 'get', path: '/api/agents/{agent}/workflow', tag: 'agents', summary: "a workflow agent's plan, each task's status and attempts", params: { agent: AGENT }, answer: json('the workflow'), errors: [404] },
   steerWorkflow: {
@@ -93,13 +114,13 @@ export const API = {
     answer: json("the workflow's answer"),
     errors: [403, 404, 409],
   },
-  usage: { method: 'get', path: '/api/usage', tag: 'usage', summary: 'tokens and cost by agent and model', query: { agent: { description: 'one agent' }, since: { description: 'from this time (ISO 8601 or epoch ms)' } }, answer: json<UsageRow[]>('the totals') },
+  usage: { method: 'get', path: '/api/usage', tag: 'usage', summary: 'tokens and cost by agent and model', query: queryOf(UsageQuerySchema, { agent: 'one agent', since: 'from this time (epoch ms)' }), answer: json<UsageRow[]>('the totals') },
   usageToday: {
     method: 'get',
     path: '/api/usage/today',
     tag: 'usage',
     summary: "today's spend as the daily budgets count it, midnight to midnight in `[scheduler].timezone`: `{ timezone, since, until, tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd }`",
-    query: { agent: { description: 'one agent' } },
+    query: queryOf(UsageTodayQuerySchema, { agent: 'one agent' }),
     answer: json<UsageToday>("today's totals"),
   },
   usageSeries: {
@@ -107,13 +128,7 @@ export const API = {
     path: '/api/usage/series',
     tag: 'usage',
     summary: 'tokens and cost per time bucket, agent and model: `{ since, until, step_ms, buckets }`',
-    query: {
-      range: { description: 'a preset span (24h by default)', schema: { type: 'string', enum: ['1h', '24h', '7d', '30d'] } },
-      agent: { description: 'one agent' },
-      since: { description: 'start (epoch ms)' },
-      until: { description: 'end (epoch ms)' },
-      step: { description: 'bucket size (ms)' },
-    },
+    query: queryOf(UsageSeriesQuerySchema, { range: 'a preset span (24h by default)', agent: 'one agent', since: 'start (epoch ms)', until: 'end (epoch ms)', step: 'bucket size (ms)' }),
     answer: json<UsageSeriesView>('the buckets'),
     errors: [400],
   },
@@ -123,23 +138,26 @@ export const API = {
     path: '/api/audit',
     tag: 'events',
     summary: 'the audit log',
+    // Validated by src/http/system-routes.ts's own schema (it takes the audit kinds from the kernel).
     query: {
-      agent: { description: 'one agent' },
-      type: { description: 'event types, comma-separated' },
-      kind: { description: 'turn, tool, refusal, approval, model-error, agent, forge, package, channel, schedule or reasoning' },
-      outcome: { description: 'ok, refused, failed or cancelled' },
-      order: { description: '`desc` lists newest first', schema: { type: 'string', enum: ['asc', 'desc'] } },
-      before: { description: 'rows before this `seq` (paging back)' },
-      after: { description: 'rows after this `seq`' },
-      limit: { description: 'how many rows' },
+      params: {
+        agent: { description: 'one agent' },
+        type: { description: 'event types, comma-separated' },
+        kind: { description: 'turn, tool, refusal, approval, model-error, agent, forge, package, channel, schedule or reasoning' },
+        outcome: { description: 'ok, refused, failed or cancelled' },
+        order: { description: '`desc` lists newest first', schema: { type: 'string', enum: ['asc', 'desc'] } },
+        before: { description: 'rows before this `seq` (paging back)' },
+        after: { description: 'rows after this `seq`' },
+        limit: { description: 'how many rows' },
+      },
     },
     answer: json('the rows'),
     errors: [400],
   },
-  approvals: { method: 'get', path: '/api/approvals', tag: 'approvals', summary: 'pending approvals (or all, by status)', query: { status: { description: 'which', schema: { type: 'string', enum: APPROVAL_STATUS_FILTERS } } }, answer: json<ApprovalView[]>('the approvals', arrayOf()) },
+  approvals: { method: 'get', path: '/api/approvals', tag: 'approvals', summary: 'pending approvals (or all, by status)', query: queryOf(ApprovalsQuerySchema, { status: 'which' }), answer: json<ApprovalView[]>('the approvals', arrayOf()) },
   approve: { method: 'post', path: '/api/approvals/{id}/approve', tag: 'approvals', summary: 'approve a tool call, or answer a question with `answer` (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
   deny: { method: 'post', path: '/api/approvals/{id}/deny', tag: 'approvals', summary: 'deny a tool call (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
-  forgedTools: { method: 'get', path: '/api/tools/forged', tag: 'forged tools', summary: 'forged tools', query: { agent: { description: "one agent's" } }, answer: json<ForgedToolView[]>('the tools', arrayOf()) },
+  forgedTools: { method: 'get', path: '/api/tools/forged', tag: 'forged tools', summary: 'forged tools', query: queryOf(ForgedToolsQuerySchema, { agent: "one agent's" }), answer: json<ForgedToolView[]>('the tools', arrayOf()) },
   forgeTool: { method: 'post', path: '/api/tools/forged', tag: 'forged tools', summary: 'forge a tool as an agent (owner); a refused forge is 422 `FORGE_REFUSED`', body: bodyOf('ForgeBody', ForgeBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
   importTool: { method: 'post', path: '/api/tools/forged/import', tag: 'forged tools', summary: 'import an exported tool into an agent: tested and judged again (owner)', body: bodyOf('ImportBody', ImportBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
   forgedTool: { method: 'get', path: '/api/tools/forged/{id}', tag: 'forged tools', summary: 'one forged tool', params: { id: { description: "the tool's id, or a unique start of it" } }, answer: json<ForgedToolView>('the tool'), errors: [404] },
@@ -150,10 +168,10 @@ export const API = {
   installPackage: { method: 'post', path: '/api/packages', tag: 'packages', summary: 'install a package (owner)', body: bodyOf('InstallBody', InstallBodySchema), answer: json<PackageView>('the installed package', undefined, 201), errors: [400, 403, 409] },
   checkPackage: { method: 'post', path: '/api/packages/check', tag: 'packages', summary: 'the plan an install would carry out, with its `digest` (owner)', body: bodyOf('InstallBody', InstallBodySchema), answer: json('the plan'), errors: [400, 403] },
   installSkill: { method: 'post', path: '/api/packages/skills', tag: 'packages', summary: 'install a skill by its install code, with the skills it depends on (owner)', body: bodyOf('SkillInstallBody', SkillInstallBodySchema), answer: json('the skills installed, dependencies first', arrayOf(), 201), errors: [400, 403] },
-  packageRuns: { method: 'get', path: '/api/packages/runs', tag: 'packages', summary: 'recent runs, newest first', query: { package: { description: 'one package' }, limit: { description: '1–1000' } }, answer: json<PackageRunView[]>('the runs') },
+  packageRuns: { method: 'get', path: '/api/packages/runs', tag: 'packages', summary: 'recent runs, newest first', query: queryOf(PackageRunsQuerySchema, { package: 'one package', limit: '1–1000' }), answer: json<PackageRunView[]>('the runs') },
   package: { method: 'get', path: '/api/packages/{slug}', tag: 'packages', summary: 'one package: bindings, next fire times, capabilities', params: { slug: PACKAGE }, answer: json<PackageView>('the package'), errors: [404] },
   uninstallPackage: { method: 'delete', path: '/api/packages/{slug}', tag: 'packages', summary: 'uninstall it (owner)', params: { slug: PACKAGE }, answer: json<{ slug: string; agent_id: string }>('the uninstalled package'), errors: [403, 404] },
-  runsOfPackage: { method: 'get', path: '/api/packages/{slug}/runs', tag: 'packages', summary: "the package's runs", params: { slug: PACKAGE }, query: { limit: { description: '1–1000' } }, answer: json<PackageRunView[]>('the runs'), errors: [404] },
+  runsOfPackage: { method: 'get', path: '/api/packages/{slug}/runs', tag: 'packages', summary: "the package's runs", params: { slug: PACKAGE }, query: queryOf(RunsOfPackageQuerySchema, { limit: '1–1000' }), answer: json<PackageRunView[]>('the runs'), errors: [404] },
   runBinding: { method: 'post', path: '/api/packages/{slug}/bindings/{binding}/run', tag: 'packages', summary: 'run a binding now', params: { slug: PACKAGE, binding: { description: 'the binding' } }, body: bodyOf('RunBody', RunBodySchema, false), answer: json<PackageRunView>('the run'), errors: [400, 403, 404] },
   channels: { method: 'get', path: '/api/channels', tag: 'channels', summary: 'channels and their pairings (owner)', answer: json<ChannelView[]>('the channels'), errors: [403] },
   approvePairing: { method: 'post', path: '/api/channels/pairings/{code}/approve', tag: 'channels', summary: 'approve a pairing code (owner)', params: { code: { description: 'the code the person was given' } }, answer: json<PairingView>('the pairing'), errors: [403, 404] },
@@ -164,7 +182,7 @@ export const API = {
   mcpStream: { method: 'get', path: '/mcp', tag: 'mcp', summary: "the session's stream (2025 revisions)", answer: other('sse', 'server messages') },
   mcpEnd: { method: 'delete', path: '/mcp', tag: 'mcp', summary: 'end the session (2025 revisions)', answer: other('none', 'ended') },
   mcpSse: { method: 'get', path: '/mcp/sse', tag: 'mcp', summary: 'MCP over HTTP+SSE (2024-11-05): the stream', answer: other('sse', 'server messages') },
-  mcpMessages: { method: 'post', path: '/mcp/messages', tag: 'mcp', summary: 'MCP over HTTP+SSE (2024-11-05): a client message', query: { sessionId: { description: "the stream's session" } }, body: OBJECT, answer: other('none', 'accepted', 202) },
+  mcpMessages: { method: 'post', path: '/mcp/messages', tag: 'mcp', summary: 'MCP over HTTP+SSE (2024-11-05): a client message', query: { params: { sessionId: { description: "the stream's session" } } }, body: OBJECT, answer: other('none', 'accepted', 202) },
   externalAgents: { method: 'get', path: '/api/a2a/external', tag: 'a2a', summary: 'the external A2A agents and their cards', answer: json('the agents: `{ agents, total }`', { type: 'object', properties: { agents: arrayOf(), total: { type: 'integer' } } }), errors: [403] },
   agentCard: { method: 'get', path: '/.well-known/agent-card.json', tag: 'a2a', summary: "the default agent's A2A card (`[a2a].default_agent`, else the first agent)", public: true, answer: json('the card'), errors: [404] },
   agentCardOld: { method: 'get', path: '/.well-known/agent.json', tag: 'a2a', summary: "the default agent's card at its older address", public: true, answer: json('the card'), errors: [404] },

@@ -28,6 +28,27 @@ describe('the route table', () => {
     expect(document.components.schemas['DemoteBody']).toEqual({ type: 'object', properties: { reason: { type: 'string', minLength: 1 } }, additionalProperties: false });
   });
 
+  it("describes each route's query by the schema the route validates it with: every parameter it takes, typed as it reads them", async () => {
+    for (const route of Object.values(API) as ApiRoute[]) {
+      if (route.query?.schema === undefined) continue;
+      expect(Object.keys(route.query.params).sort(), `${route.method} ${route.path}`).toEqual(Object.keys(route.query.schema.shape).sort());
+    }
+    const document = openApiDocument({ version: LOOM_VERSION });
+    const parameters = document.paths['/api/usage']?.['get']?.['parameters'];
+    // `since` is epoch milliseconds, as the route reads it (the hand-kept document offered ISO 8601, which the route refuses).
+    expect(parameters).toContainEqual({ name: 'since', in: 'query', required: false, description: 'from this time (epoch ms)', schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } });
+    const dir = await makeTempDir('loom-api-client-query-');
+    const api = await startApi(dir.path);
+    try {
+      const client = clientOf(api);
+      await expect(client.call(API.usage, { query: { since: '2026-01-01' } })).rejects.toThrow(/^400 INVALID_REQUEST: invalid query: since/);
+      expect(await client.call(API.usage, { query: { since: 0 } })).toEqual([]);
+    } finally {
+      await api.close();
+      await dir.remove();
+    }
+  });
+
   it('gives the path of a call: its parameters URL-encoded, its query without the entries left out; a missing parameter is named', () => {
     expect(pathOf(API.runBinding, { slug: '@org/agents/a b', binding: 'daily' })).toBe('/api/packages/%40org%2Fagents%2Fa%20b/bindings/daily/run');
     expect(pathOf(API.packageRuns, {}, { package: 'news', limit: 5 })).toBe('/api/packages/runs?package=news&limit=5');
