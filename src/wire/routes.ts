@@ -8,27 +8,7 @@ import type { AgentDetailView, AgentView, ScheduleRunView, UsageRow, UsageSeries
 import type { ChannelView, PairingView } from './channels.ts';
 import type { ManifestValidation } from './manifests.ts';
 import type { PackageRunView, PackageView } from './packages.ts';
-import {
-  ApprovalDecisionBodySchema,
-  ApprovalsQuerySchema,
-  DemoteBodySchema,
-  ForgeBodySchema,
-  ForgedToolsQuerySchema,
-  ImportBodySchema,
-  InstallBodySchema,
-  MessageBodySchema,
-  PackageRunsQuerySchema,
-  RunBodySchema,
-  RunsOfPackageQuerySchema,
-  ScheduleRunsQuerySchema,
-  SessionQuerySchema,
-  SkillInstallBodySchema,
-  SpawnQuerySchema,
-  TurnQuerySchema,
-  UsageQuerySchema,
-  UsageSeriesQuerySchema,
-  UsageTodayQuerySchema,
-} from './requests.ts';
+import * as schemas from './requests.ts';
 import { type ApiRoute, arrayOf, bodyOf, json, other, type Param, queryOf, ref, type RequestBody } from './route-spec.ts';
 import type { ApprovalView, ForgedToolView, McpServerView, PromotionView } from './tools.ts';
 import type { CancelledTurnView, ChatSessionView, RunningTurnView, SessionSummary, TurnView } from './turns.ts';
@@ -42,7 +22,7 @@ const SESSION_CHOICE = {
   session: 'a session the caller holds; its own when left out',
   thread: "a conversation of the caller's own, by name (`mcp:<id>`: a `loom mcp` client session); not with session",
 };
-const SESSION_QUERY = queryOf(SessionQuerySchema, SESSION_CHOICE);
+const SESSION_QUERY = queryOf(schemas.SessionQuerySchema, SESSION_CHOICE);
 const MANIFEST: RequestBody = { name: 'Manifest', required: true, media: 'manifest' };
 const OBJECT: RequestBody = { json: { type: 'object' }, required: true };
 const JSON_RPC: RequestBody = { json: { type: 'object', description: 'a JSON-RPC request' }, required: true };
@@ -64,7 +44,7 @@ export const API = {
     tag: 'agents',
     summary: 'spawn an agent from a manifest',
     description: "The body is a manifest, `application/toml` or `application/json`. Answers 201 with the agent and `warnings` (the manifest's, and why the agent cannot run here).",
-    query: queryOf(SpawnQuerySchema, { parent: 'spawn as a child of this agent' }),
+    query: queryOf(schemas.SpawnQuerySchema, { parent: 'spawn as a child of this agent' }),
     body: MANIFEST,
     answer: json<SpawnedAgent>('the spawned agent, with warnings', AGENT_VIEW, 201),
     errors: [400, 403, 409],
@@ -83,7 +63,7 @@ export const API = {
     description: 'JSON: `{ text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }`. SSE: one event per agent event (`run-start`, `text-delta`, `tool-call`, `tool-result`, `phase`, `run-finish`, `error`). A client that disconnects does not cancel the turn.',
     params: { agent: AGENT },
     headers: ['Idempotency-Key'],
-    body: bodyOf('MessageBody', MessageBodySchema),
+    body: bodyOf('MessageBody', schemas.MessageBodySchema),
     answer: { ...json<TurnView>('the reply', ref('Reply')), content: 'json-or-sse' },
     errors: [400, 403, 404, 409, 429, 502, 504],
   },
@@ -93,7 +73,7 @@ export const API = {
     tag: 'agents',
     summary: "the running turn `{ run_id, message, received_at, state }` on the caller's session (or the one chosen); with `Accept: text/event-stream` its events so far, each with an `id:`, then the rest; with `Last-Event-ID` only those after that one, across a restart too (decision 0059)",
     params: { agent: AGENT },
-    query: queryOf(TurnQuerySchema, { ...SESSION_CHOICE, last_event_id: 'the id of the last event the client got, for a client that cannot send the `Last-Event-ID` header (the header wins)' }),
+    query: queryOf(schemas.TurnQuerySchema, { ...SESSION_CHOICE, last_event_id: 'the id of the last event the client got, for a client that cannot send the `Last-Event-ID` header (the header wins)' }),
     headers: ['Last-Event-ID'],
     answer: json<RunningTurnView>('the running turn'),
     errors: [400, 404, 409],
@@ -102,7 +82,7 @@ export const API = {
   session: { method: 'get', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'the session history (`messages`) and the turn not yet in it (`running`)', params: { agent: AGENT }, query: SESSION_QUERY, answer: json<ChatSessionView>('the session'), errors: [404] },
   resetSession: { method: 'delete', path: '/api/agents/{agent}/session', tag: 'agents', summary: 'empty the session history', params: { agent: AGENT }, query: SESSION_QUERY, answer: other<undefined>('none', 'emptied', 204), errors: [403, 404] },
   sessions: { method: 'get', path: '/api/agents/{agent}/sessions', tag: 'agents', summary: "the agent's sessions the caller holds: every one for the owner, its own and its threads' for any other key", params: { agent: AGENT }, answer: json<SessionSummary[]>('the sessions', arrayOf()), errors: [404] },
-  scheduleRuns: { method: 'get', path: '/api/agents/{agent}/runs', tag: 'agents', summary: "the agent's scheduled wake-ups, newest due first: `{ id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count }` (decision 0046)", params: { agent: AGENT }, query: queryOf(ScheduleRunsQuerySchema, { limit: '1–1000 (100 when left out)' }), answer: json<ScheduleRunView[]>('the runs', arrayOf()), errors: [403, 404] },
+  scheduleRuns: { method: 'get', path: '/api/agents/{agent}/runs', tag: 'agents', summary: "the agent's scheduled wake-ups, newest due first: `{ id, trigger, due_at, started_at, finished_at, outcome, reason, caught_up, count }` (decision 0046)", params: { agent: AGENT }, query: queryOf(schemas.ScheduleRunsQuerySchema, { limit: '1–1000 (100 when left out)' }), answer: json<ScheduleRunView[]>('the runs', arrayOf()), errors: [403, 404] },
   wakeAgent: { method: 'post', path: '/api/agents/{agent}/runs', tag: 'agents', summary: 'force a wake-up of a continuous or periodic agent now (as `loom agent run`), answering with its run once it has ended', params: { agent: AGENT }, answer: json<ScheduleRunView>('the run'), errors: [403, 404, 409] },
   workflow: { method: 'get', path: '/api/agents/{agent}/workflow', tag: 'agents', summary: "a workflow agent's plan, each task's status and attempts", params: { agent: AGENT }, answer: json('the workflow'), errors: [404] },
   steerWorkflow: {
@@ -114,13 +94,13 @@ export const API = {
     answer: json("the workflow's answer"),
     errors: [403, 404, 409],
   },
-  usage: { method: 'get', path: '/api/usage', tag: 'usage', summary: 'tokens and cost by agent and model', query: queryOf(UsageQuerySchema, { agent: 'one agent', since: 'from this time (epoch ms)' }), answer: json<UsageRow[]>('the totals') },
+  usage: { method: 'get', path: '/api/usage', tag: 'usage', summary: 'tokens and cost by agent and model', query: queryOf(schemas.UsageQuerySchema, { agent: 'one agent', since: 'from this time (epoch ms)' }), answer: json<UsageRow[]>('the totals') },
   usageToday: {
     method: 'get',
     path: '/api/usage/today',
     tag: 'usage',
     summary: "today's spend as the daily budgets count it, midnight to midnight in `[scheduler].timezone`: `{ timezone, since, until, tokens, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd }`",
-    query: queryOf(UsageTodayQuerySchema, { agent: 'one agent' }),
+    query: queryOf(schemas.UsageTodayQuerySchema, { agent: 'one agent' }),
     answer: json<UsageToday>("today's totals"),
   },
   usageSeries: {
@@ -128,7 +108,7 @@ export const API = {
     path: '/api/usage/series',
     tag: 'usage',
     summary: 'tokens and cost per time bucket, agent and model: `{ since, until, step_ms, buckets }`',
-    query: queryOf(UsageSeriesQuerySchema, { range: 'a preset span (24h by default)', agent: 'one agent', since: 'start (epoch ms)', until: 'end (epoch ms)', step: 'bucket size (ms)' }),
+    query: queryOf(schemas.UsageSeriesQuerySchema, { range: 'a preset span (24h by default)', agent: 'one agent', since: 'start (epoch ms)', until: 'end (epoch ms)', step: 'bucket size (ms)' }),
     answer: json<UsageSeriesView>('the buckets'),
     errors: [400],
   },
@@ -154,25 +134,25 @@ export const API = {
     answer: json('the rows'),
     errors: [400],
   },
-  approvals: { method: 'get', path: '/api/approvals', tag: 'approvals', summary: 'pending approvals (or all, by status)', query: queryOf(ApprovalsQuerySchema, { status: 'which' }), answer: json<ApprovalView[]>('the approvals', arrayOf()) },
-  approve: { method: 'post', path: '/api/approvals/{id}/approve', tag: 'approvals', summary: 'approve a tool call, or answer a question with `answer` (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
-  deny: { method: 'post', path: '/api/approvals/{id}/deny', tag: 'approvals', summary: 'deny a tool call (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
-  forgedTools: { method: 'get', path: '/api/tools/forged', tag: 'forged tools', summary: 'forged tools', query: queryOf(ForgedToolsQuerySchema, { agent: "one agent's" }), answer: json<ForgedToolView[]>('the tools', arrayOf()) },
-  forgeTool: { method: 'post', path: '/api/tools/forged', tag: 'forged tools', summary: 'forge a tool as an agent (owner); a refused forge is 422 `FORGE_REFUSED`', body: bodyOf('ForgeBody', ForgeBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
-  importTool: { method: 'post', path: '/api/tools/forged/import', tag: 'forged tools', summary: 'import an exported tool into an agent: tested and judged again (owner)', body: bodyOf('ImportBody', ImportBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
+  approvals: { method: 'get', path: '/api/approvals', tag: 'approvals', summary: 'pending approvals (or all, by status)', query: queryOf(schemas.ApprovalsQuerySchema, { status: 'which' }), answer: json<ApprovalView[]>('the approvals', arrayOf()) },
+  approve: { method: 'post', path: '/api/approvals/{id}/approve', tag: 'approvals', summary: 'approve a tool call, or answer a question with `answer` (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', schemas.ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
+  deny: { method: 'post', path: '/api/approvals/{id}/deny', tag: 'approvals', summary: 'deny a tool call (owner)', params: { id: APPROVAL }, body: bodyOf('ApprovalDecision', schemas.ApprovalDecisionBodySchema, false), answer: json<ApprovalView>('the decided approval'), errors: [400, 403, 404, 409] },
+  forgedTools: { method: 'get', path: '/api/tools/forged', tag: 'forged tools', summary: 'forged tools', query: queryOf(schemas.ForgedToolsQuerySchema, { agent: "one agent's" }), answer: json<ForgedToolView[]>('the tools', arrayOf()) },
+  forgeTool: { method: 'post', path: '/api/tools/forged', tag: 'forged tools', summary: 'forge a tool as an agent (owner); a refused forge is 422 `FORGE_REFUSED`', body: bodyOf('ForgeBody', schemas.ForgeBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
+  importTool: { method: 'post', path: '/api/tools/forged/import', tag: 'forged tools', summary: 'import an exported tool into an agent: tested and judged again (owner)', body: bodyOf('ImportBody', schemas.ImportBodySchema), answer: json<ForgedToolView>('the registered tool', undefined, 201), errors: [400, 403, 422] },
   forgedTool: { method: 'get', path: '/api/tools/forged/{id}', tag: 'forged tools', summary: 'one forged tool', params: { id: { description: "the tool's id, or a unique start of it" } }, answer: json<ForgedToolView>('the tool'), errors: [404] },
   exportTool: { method: 'get', path: '/api/tools/forged/{id}/export', tag: 'forged tools', summary: 'the tool as `agentos.emergent-tool.v1` YAML', params: { id: TOOL }, answer: other<string>('yaml', 'the YAML document'), errors: [404] },
   promoteTool: { method: 'post', path: '/api/tools/forged/{id}/promote', tag: 'forged tools', summary: 'promote the tool one tier (owner)', params: { id: TOOL }, answer: json<PromotionView>('the tool'), errors: [403, 404] },
-  demoteTool: { method: 'post', path: '/api/tools/forged/{id}/demote', tag: 'forged tools', summary: 'demote the tool one tier (owner)', params: { id: TOOL }, body: bodyOf('DemoteBody', DemoteBodySchema, false), answer: json<ForgedToolView>('the tool'), errors: [403, 404] },
+  demoteTool: { method: 'post', path: '/api/tools/forged/{id}/demote', tag: 'forged tools', summary: 'demote the tool one tier (owner)', params: { id: TOOL }, body: bodyOf('DemoteBody', schemas.DemoteBodySchema, false), answer: json<ForgedToolView>('the tool'), errors: [403, 404] },
   packages: { method: 'get', path: '/api/packages', tag: 'packages', summary: 'installed packages', answer: json<PackageView[]>('the packages', arrayOf()) },
-  installPackage: { method: 'post', path: '/api/packages', tag: 'packages', summary: 'install a package (owner)', body: bodyOf('InstallBody', InstallBodySchema), answer: json<PackageView>('the installed package', undefined, 201), errors: [400, 403, 409] },
-  checkPackage: { method: 'post', path: '/api/packages/check', tag: 'packages', summary: 'the plan an install would carry out, with its `digest` (owner)', body: bodyOf('InstallBody', InstallBodySchema), answer: json('the plan'), errors: [400, 403] },
-  installSkill: { method: 'post', path: '/api/packages/skills', tag: 'packages', summary: 'install a skill by its install code, with the skills it depends on (owner)', body: bodyOf('SkillInstallBody', SkillInstallBodySchema), answer: json('the skills installed, dependencies first', arrayOf(), 201), errors: [400, 403] },
-  packageRuns: { method: 'get', path: '/api/packages/runs', tag: 'packages', summary: 'recent runs, newest first', query: queryOf(PackageRunsQuerySchema, { package: 'one package', limit: '1–1000' }), answer: json<PackageRunView[]>('the runs') },
+  installPackage: { method: 'post', path: '/api/packages', tag: 'packages', summary: 'install a package (owner)', body: bodyOf('InstallBody', schemas.InstallBodySchema), answer: json<PackageView>('the installed package', undefined, 201), errors: [400, 403, 409] },
+  checkPackage: { method: 'post', path: '/api/packages/check', tag: 'packages', summary: 'the plan an install would carry out, with its `digest` (owner)', body: bodyOf('InstallBody', schemas.InstallBodySchema), answer: json('the plan'), errors: [400, 403] },
+  installSkill: { method: 'post', path: '/api/packages/skills', tag: 'packages', summary: 'install a skill by its install code, with the skills it depends on (owner)', body: bodyOf('SkillInstallBody', schemas.SkillInstallBodySchema), answer: json('the skills installed, dependencies first', arrayOf(), 201), errors: [400, 403] },
+  packageRuns: { method: 'get', path: '/api/packages/runs', tag: 'packages', summary: 'recent runs, newest first', query: queryOf(schemas.PackageRunsQuerySchema, { package: 'one package', limit: '1–1000' }), answer: json<PackageRunView[]>('the runs') },
   package: { method: 'get', path: '/api/packages/{slug}', tag: 'packages', summary: 'one package: bindings, next fire times, capabilities', params: { slug: PACKAGE }, answer: json<PackageView>('the package'), errors: [404] },
   uninstallPackage: { method: 'delete', path: '/api/packages/{slug}', tag: 'packages', summary: 'uninstall it (owner)', params: { slug: PACKAGE }, answer: json<{ slug: string; agent_id: string }>('the uninstalled package'), errors: [403, 404] },
-  runsOfPackage: { method: 'get', path: '/api/packages/{slug}/runs', tag: 'packages', summary: "the package's runs", params: { slug: PACKAGE }, query: queryOf(RunsOfPackageQuerySchema, { limit: '1–1000' }), answer: json<PackageRunView[]>('the runs'), errors: [404] },
-  runBinding: { method: 'post', path: '/api/packages/{slug}/bindings/{binding}/run', tag: 'packages', summary: 'run a binding now', params: { slug: PACKAGE, binding: { description: 'the binding' } }, body: bodyOf('RunBody', RunBodySchema, false), answer: json<PackageRunView>('the run'), errors: [400, 403, 404] },
+  runsOfPackage: { method: 'get', path: '/api/packages/{slug}/runs', tag: 'packages', summary: "the package's runs", params: { slug: PACKAGE }, query: queryOf(schemas.RunsOfPackageQuerySchema, { limit: '1–1000' }), answer: json<PackageRunView[]>('the runs'), errors: [404] },
+  runBinding: { method: 'post', path: '/api/packages/{slug}/bindings/{binding}/run', tag: 'packages', summary: 'run a binding now', params: { slug: PACKAGE, binding: { description: 'the binding' } }, body: bodyOf('RunBody', schemas.RunBodySchema, false), answer: json<PackageRunView>('the run'), errors: [400, 403, 404] },
   channels: { method: 'get', path: '/api/channels', tag: 'channels', summary: 'channels and their pairings (owner)', answer: json<ChannelView[]>('the channels'), errors: [403] },
   approvePairing: { method: 'post', path: '/api/channels/pairings/{code}/approve', tag: 'channels', summary: 'approve a pairing code (owner)', params: { code: { description: 'the code the person was given' } }, answer: json<PairingView>('the pairing'), errors: [403, 404] },
   hook: { method: 'post', path: '/hooks/{channel}', tag: 'channels', summary: "an inbound message of a signed webhook or Slack's Events API (no key: the platform's signature authenticates)", public: true, params: { channel: { description: "the channel's name" } }, body: OBJECT, answer: json('accepted'), errors: [401, 404] },
