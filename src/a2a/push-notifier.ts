@@ -58,7 +58,7 @@ interface Tracked {
  * the same guard as `web_fetch`'s at every delivery, and the connection is pinned to the checked
  * addresses. A failed POST (no answer, 408, 429, 5xx) is retried with exponential backoff on the
  * injected clock, honouring `Retry-After`; each delivery is recorded in the audit log
- * (`a2a-push-delivered`, `a2a-push-failed`), without its token.
+ * (`a2a-push-deliver`, `a2a-push-fail`), without its token.
  *
  * Streamed text chunks are not sent one by one: the finished artifact carries the whole text.
  */
@@ -174,7 +174,7 @@ export class PushNotifier {
     if (!outcome.ok) this.#options.logger.warn({ ...data, agent }, 'A2A push notification failed');
     if (this.#closing.signal.aborted) return;
     try {
-      await this.#options.record?.({ type: outcome.ok ? 'a2a-push-delivered' : 'a2a-push-failed', at: this.#options.clock.now(), agentId: this.#options.agentIdOf?.(agent) ?? null, data });
+      await this.#options.record?.({ type: outcome.ok ? 'a2a-push-deliver' : 'a2a-push-fail', at: this.#options.clock.now(), agentId: this.#options.agentIdOf?.(agent) ?? null, data });
     } catch (error) {
       this.#options.logger.error({ err: error, taskId: config.taskId }, 'could not record an A2A push notification in the audit log');
     }

@@ -68,10 +68,10 @@ export interface ModuleTurnContext {
 
 /** What an agent type reports (the kernel adds the time and the agent). */
 export type AgentTypeReport =
-  | { type: 'cot-trace'; message: string; trace: JsonObject[] }
-  | { type: 'workflow-state'; state: string; note: string | null }
-  | { type: 'workflow-task'; task: string; status: string; attempts: number; action: string | null; reason: string | null }
-  | { type: 'code-module-fault'; fault: string; message: string };
+  | { type: 'chain-of-thought-finish'; message: string; trace: JsonObject[] }
+  | { type: 'workflow-state-change'; state: string; note: string | null }
+  | { type: 'workflow-task-finish'; task: string; status: string; attempts: number; action: string | null; reason: string | null }
+  | { type: 'code-module-fail'; fault: string; message: string };
 
 /** What a turn adds to the session after the user's message, and the reply. */
 export interface ModuleTurnOutcome {

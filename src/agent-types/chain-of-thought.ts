@@ -110,7 +110,7 @@ export const runChainOfThought: AgentModule = async (context) => {
     trace.push({ loop, phase, content });
   };
   const finish = async (text: string): Promise<{ text: string; messages: ModelMessage[] }> => {
-    await context.report({ type: 'cot-trace', message, trace: trace as unknown as JsonObject[] });
+    await context.report({ type: 'chain-of-thought-finish', message, trace: trace as unknown as JsonObject[] });
     return { text, messages: [{ role: 'assistant', content: text }] };
   };
 

@@ -29,7 +29,7 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
       const text = await modules.turn(agent, request, port, context.signal);
       return { text, messages: [{ role: 'assistant', content: text }] };
     } catch (error) {
-      if (error instanceof CodeModuleError) await context.report({ type: 'code-module-fault', fault: error.fault, message: error.message });
+      if (error instanceof CodeModuleError) await context.report({ type: 'code-module-fail', fault: error.fault, message: error.message });
       throw error;
     } finally {
       const { lines } = logged.leftOut();

@@ -241,14 +241,14 @@ async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Prom
     }
     if (verdict.accepted) {
       await patchTask(task.id, { status: 'completed', result, feedback: null });
-      await context.report({ type: 'workflow-task', task: task.id, status: 'completed', attempts: attempt, action: null, reason: null });
+      await context.report({ type: 'workflow-task-finish', task: task.id, status: 'completed', attempts: attempt, action: null, reason: null });
       return;
     }
     const decision = await context.structured('decide', FailureDecisionSchema, {
       system: `${context.system}\n\nA task's result was not accepted. Decide: retry it with a better instruction, mark it blocked, replan the remaining work, or stall and ask the user.`,
       messages: [{ role: 'user', content: `Task: ${task.title}\nInstruction: ${task.instruction}\nAttempt ${attempt} of ${settings.max_task_attempts}\nWhy it was not accepted: ${verdict.feedback}` }],
     });
-    await context.report({ type: 'workflow-task', task: task.id, status: 'rejected', attempts: attempt, action: decision.action, reason: decision.reason });
+    await context.report({ type: 'workflow-task-finish', task: task.id, status: 'rejected', attempts: attempt, action: decision.action, reason: decision.reason });
     if (decision.action === 'retry' && attempt < settings.max_task_attempts) {
       await patchTask(task.id, { status: 'pending', instruction: decision.improved_instruction ?? task.instruction, feedback: verdict.feedback });
     } else if (decision.action === 'retry') {

@@ -1,7 +1,7 @@
 /**
  * Replies on their way to a platform: sent in as many messages as its limit needs, tried again
  * while the platform is away, and, when it never takes them, recorded as undelivered in the
- * daemon's log and the audit log (`channel-reply-failed`).
+ * daemon's log and the audit log (`channel-reply-fail`).
  */
 import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord } from '../contracts/index.ts';
@@ -14,8 +14,8 @@ import { splitReply } from './split-reply.ts';
 /** The waits between attempts to deliver a reply while the platform is away (about a minute in all). */
 const DELIVERY_RETRY_MS: readonly number[] = [1000, 2000, 4000, 8000, 16_000, 30_000];
 
-/** A message of the channel the platform did not take, retries spent (the audit log's `channel-reply-failed`). */
-export type ChannelReplyFailedEvent = Extract<ChannelEvent, { type: 'channel-reply-failed' }>;
+/** A message of the channel the platform did not take, retries spent (the audit log's `channel-reply-fail`). */
+export type ChannelReplyFailedEvent = Extract<ChannelEvent, { type: 'channel-reply-fail' }>;
 
 /** What a message the channel could not deliver was. */
 export type UndeliveredKind = ChannelReplyFailedEvent['kind'];
@@ -29,7 +29,7 @@ export interface ReplyWay {
 
 /**
  * Records that the platform did not take `kind`, in answer to `message`, retries spent: in the
- * daemon's log and the audit log (`channel-reply-failed`), where the channel's refusals are.
+ * daemon's log and the audit log (`channel-reply-fail`), where the channel's refusals are.
  */
 export async function undelivered(context: ChannelContext, failed: { config: ChannelConfig; message: ChannelMessageRecord; kind: UndeliveredKind; error: unknown }): Promise<void> {
   const { config, message, kind, error } = failed;
@@ -38,7 +38,7 @@ export async function undelivered(context: ChannelContext, failed: { config: Cha
   const reason = messageOf(error);
   const what = kind === 'reply' ? 'the reply' : kind === 'error-reply' ? 'the error reply' : kind === 'refusal' ? 'the refusal' : kind === 'approval-request' ? 'the approval request' : 'the answer to an approval command';
   logger.error({ err: error, channel: config.name, platformId: message.platformId, conversationId: message.conversationId, kind, problem: reason }, `could not deliver ${what} to message "${message.platformId}" on channel "${config.name}": ${reason}`);
-  const event: ChannelReplyFailedEvent = { type: 'channel-reply-failed', at: clock.now(), agentId: agentIdOf(context, config), name: config.agent, channel: config.name, kind, platformId: message.platformId, conversationId: message.conversationId, thread: message.thread, userId: message.userId, reason };
+  const event: ChannelReplyFailedEvent = { type: 'channel-reply-fail', at: clock.now(), agentId: agentIdOf(context, config), name: config.agent, channel: config.name, kind, platformId: message.platformId, conversationId: message.conversationId, thread: message.thread, userId: message.userId, reason };
   // The kernel's event union (src/kernel/event-bus.ts) does not name this type yet; the audit
   // log stores any event as its type, time, agent and data.
   await kernel.publish(event).catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));

@@ -95,7 +95,7 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const pairing = await store.channels.approvePairing(normalized, clock.now());
       if (pairing === undefined) throw new UsageError(`no one was given the pairing code "${normalized}"; the waiting codes are listed by \`loom channels list\``);
       const config = running.get(pairing.channel)?.config ?? options.channels.find((candidate) => candidate.name === pairing.channel);
-      await kernel.publish({ type: 'channel-paired', at: clock.now(), agentId: config === undefined ? null : agentIdOf(context, config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
+      await kernel.publish({ type: 'channel-pair', at: clock.now(), agentId: config === undefined ? null : agentIdOf(context, config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
       return pairing;
     },
 

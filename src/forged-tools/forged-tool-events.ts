@@ -7,7 +7,7 @@ import type { JsonObject } from '../contracts/index.ts';
  * output, a refused bridge call).
  */
 export interface ForgedToolEvent {
-  type: 'tool-forge' | 'tool-promote' | 'tool-demote' | 'tool-retire' | 'tool-sandbox-fault';
+  type: 'tool-forge' | 'tool-promote' | 'tool-demote' | 'tool-retire' | 'tool-sandbox-fail';
   at: number;
   /** The agent the tool belongs to (or that called it, for a sandbox fault). */
   agentId: string;

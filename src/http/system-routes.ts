@@ -8,7 +8,7 @@ import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
 import { HttpRequestError } from '../errors/index.ts';
-import { type AuditRecord, type UsageRangeName, UsageQuerySchema, type UsageRow, UsageSeriesQuerySchema, type UsageSeriesView, type UsageToday, UsageTodayQuerySchema } from '../wire/index.ts';
+import { type AuditRecord, eventTypeProblem, type UsageRangeName, UsageQuerySchema, type UsageRow, UsageSeriesQuerySchema, type UsageSeriesView, type UsageToday, UsageTodayQuerySchema } from '../wire/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
@@ -18,8 +18,19 @@ const AuditQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
   /** A newest-first page's cursor: rows with a smaller `seq`. */
   before: z.coerce.number().int().min(1).optional(),
-  /** One type, or several separated by commas. */
-  type: z.string().min(1).optional(),
+  /** One type, or several separated by commas; each a stored event type (an old name is answered with its new one). */
+  type: z
+    .string()
+    .min(1)
+    .transform((value, context) => {
+      const types = value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+      for (const type of types) {
+        const problem = eventTypeProblem(type);
+        if (problem !== undefined) context.addIssue({ code: 'custom', message: problem, input: value });
+      }
+      return types;
+    })
+    .optional(),
   kind: z.enum(Object.keys(AUDIT_KINDS) as [AuditKind, ...AuditKind[]]).optional(),
   outcome: z.enum(Object.keys(AUDIT_OUTCOMES) as [keyof typeof AUDIT_OUTCOMES, ...(keyof typeof AUDIT_OUTCOMES)[]]).optional(),
   order: z.enum(['asc', 'desc']).optional(),
@@ -104,7 +115,7 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
 
   routes.get('/audit', async (c) => {
     const { type, kind, outcome, ...rest } = withoutUndefined(readQuery(c, AuditQuerySchema));
-    const types = auditTypes({ types: type?.split(',').map((name) => name.trim()).filter((name) => name !== ''), kind, outcome });
+    const types = auditTypes({ types: type, kind, outcome });
     return c.json((await kernelOf(c, kernel).audit({ ...rest, ...(types === undefined ? {} : { types }) })) satisfies AuditRecord[]);
   });
 

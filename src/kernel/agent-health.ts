@@ -17,19 +17,19 @@ export interface RecentFailure {
 
 /** What the kernel remembers of each agent's last turn: whether every model failed it, lately. */
 export interface RecentFailures {
-  /** The agent's last turn when it ended in `model-error` less than {@link RECENT_FAILURE_MS} ago. */
+  /** The agent's last turn when it ended in `model-fail` less than {@link RECENT_FAILURE_MS} ago. */
   of(agentId: string): RecentFailure | undefined;
 }
 
 /**
- * Follows the kernel's turn events: a `model-error` (every model of the turn failed) is
+ * Follows the kernel's turn events: a `model-fail` (every model of the turn failed) is
  * remembered for the agent until one of its turns finishes; it counts for
  * {@link RECENT_FAILURE_MS} on `clock`, after which the agent gets another chance.
  */
 export function trackRecentFailures(events: Pick<EventBus, 'subscribe'>, clock: Clock): RecentFailures {
   const failures = new Map<string, RecentFailure>();
   events.subscribe((event) => {
-    if (event.type === 'model-error') failures.set(event.agentId, { message: event.message, at: event.at });
+    if (event.type === 'model-fail') failures.set(event.agentId, { message: event.message, at: event.at });
     else if (event.type === 'turn-finish' || event.type === 'agent-kill') failures.delete(event.agentId);
   });
   return {

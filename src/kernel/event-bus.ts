@@ -36,24 +36,24 @@ export type PackageEvent =
  * workflow's state changes and each task's outcome; a code agent's module failing a message.
  */
 export type AgentTypeEvent =
-  | { type: 'cot-trace'; at: number; agentId: string; name: string; message: string; trace: JsonValue[] }
-  | { type: 'workflow-state'; at: number; agentId: string; name: string; state: string; note: string | null }
-  | { type: 'workflow-task'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null }
-  | { type: 'code-module-fault'; at: number; agentId: string; name: string; fault: string; message: string };
+  | { type: 'chain-of-thought-finish'; at: number; agentId: string; name: string; message: string; trace: JsonValue[] }
+  | { type: 'workflow-state-change'; at: number; agentId: string; name: string; state: string; note: string | null }
+  | { type: 'workflow-task-finish'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null }
+  | { type: 'code-module-fail'; at: number; agentId: string; name: string; fault: string; message: string };
 
 /**
  * What channels report: a person refused (or ignored in a group) by a channel's policy, and a
  * pairing the owner approved. `name` is the channel's agent, `agentId` its id when it exists.
  */
 export type ChannelEvent =
-  | { type: 'channel-refused'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; reason: string }
-  | { type: 'channel-paired'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string }
+  | { type: 'channel-refuse'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; reason: string }
+  | { type: 'channel-pair'; at: number; agentId: string | null; name: string; channel: string; userId: string; userName: string | null; code: string }
   /**
    * A message of the channel the platform did not take, retries spent: what it was, the message it
    * answered (`platformId`), where it was going and why. `name` is the channel's agent.
    */
   | {
-      type: 'channel-reply-failed';
+      type: 'channel-reply-fail';
       at: number;
       agentId: string | null;
       name: string;
@@ -99,27 +99,27 @@ interface TurnEventBase {
 /**
  * How a turn ended, recorded in the audit log: it finished (its final model, model calls, tokens
  * and cost), was refused before it ran (access, quota, state), was cancelled by its caller, failed
- * because every model failed (`model-error`), or failed otherwise.
+ * because every model failed (`model-fail`), or failed otherwise.
  */
 export type TurnEvent =
   | (TurnEventBase & { type: 'turn-finish'; model: string; iterations: number; inputTokens: number; outputTokens: number; costUsd: number })
-  | (TurnEventBase & { type: 'turn-refuse' | 'turn-cancel' | 'model-error' | 'turn-error'; code: string; message: string });
+  | (TurnEventBase & { type: 'turn-refuse' | 'turn-cancel' | 'model-fail' | 'turn-fail'; code: string; message: string });
 
 /**
- * A tool call the tool runner ran (`tool-finish`, or `tool-failed` when the tool answered with an
- * error) or refused (`tool-denied`, `tool-invalid`, `tool-blocked`, `tool-timeout`), recorded in
+ * A tool call the tool runner ran (`tool-finish`, or `tool-fail` when the tool answered with an
+ * error) or refused (`tool-deny`, `tool-reject`, `tool-block`, `tool-time-out`), recorded in
  * the audit log. `name` is the calling agent (or MCP principal).
  */
 export type ToolCallEvent =
-  | { type: 'tool-finish' | 'tool-failed'; at: number; agentId: string; name: string; tool: string; durationMs: number }
+  | { type: 'tool-finish' | 'tool-fail'; at: number; agentId: string; name: string; tool: string; durationMs: number }
   // `agentName` and `outcome` repeat `name` and the type, as refusals were recorded before turns were.
-  | { type: 'tool-denied' | 'tool-invalid' | 'tool-blocked' | 'tool-timeout'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string }
+  | { type: 'tool-deny' | 'tool-reject' | 'tool-block' | 'tool-time-out'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string }
   /**
    * Taint tracking found the call carrying untrusted text into `sink`; `action` says what
-   * follows (`refuse`: a `tool-denied` record; `approve`: an approval request). `source` names
+   * follows (`refuse`: a `tool-deny` record; `approve`: an approval request). `source` names
    * where the text came from (`tool`, `origin`), `excerpt` what the call carries of it.
    */
-  | { type: 'tool-tainted'; at: number; agentId: string; name: string; tool: string; sink: string; action: 'approve' | 'refuse'; source: { tool: string; origin: string }; excerpt: string };
+  | { type: 'tool-taint'; at: number; agentId: string; name: string; tool: string; sink: string; action: 'approve' | 'refuse'; source: { tool: string; origin: string }; excerpt: string };
 
 /** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
 export type KernelEvent =

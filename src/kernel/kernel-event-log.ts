@@ -47,17 +47,17 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
       return line(QUOTA_CODES.has(event.code) ? 'quotas' : 'turns', `${event.kind} turn of ${agent} (via ${event.via}) refused: ${event.code}: ${event.message}`, { outcome: 'refused', code: event.code, durationMs: event.durationMs });
     case 'turn-cancel':
       return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) cancelled after ${seconds(event.durationMs)}`, { outcome: 'cancelled', durationMs: event.durationMs });
-    case 'model-error':
-    case 'turn-error':
+    case 'model-fail':
+    case 'turn-fail':
       return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) failed after ${seconds(event.durationMs)}: ${event.code}: ${event.message}`, { outcome: 'failed', code: event.code, durationMs: event.durationMs });
-    case 'tool-denied':
-    case 'tool-invalid':
-    case 'tool-blocked':
-    case 'tool-timeout':
+    case 'tool-deny':
+    case 'tool-reject':
+    case 'tool-block':
+    case 'tool-time-out':
       return line(event.reason.includes('quota') || event.reason.includes('budget') ? 'quotas' : 'tools', `refused tool "${event.tool}" to ${agent} (${event.outcome}): ${event.reason}`, { tool: event.tool, outcome: event.outcome });
-    case 'tool-tainted':
+    case 'tool-taint':
       return line('tools', `held tool "${event.tool}" of ${agent}: it carries text from ${event.source.origin} (by ${event.source.tool}) into ${event.sink}; ${event.action === 'refuse' ? 'refused' : 'sent for approval'}`, { tool: event.tool, action: event.action });
-    case 'tool-failed':
+    case 'tool-fail':
       return line('tools', `tool "${event.tool}" of ${agent} answered with an error after ${seconds(event.durationMs)}`, { tool: event.tool, durationMs: event.durationMs });
     case 'tool-finish':
       return line('tools', `tool "${event.tool}" of ${agent} finished in ${seconds(event.durationMs)}`, { tool: event.tool, durationMs: event.durationMs });
@@ -81,11 +81,11 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
       );
     case 'package-install':
       return line('packages', `installed package "${event.name}" ${event.version}`);
-    case 'channel-refused':
+    case 'channel-refuse':
       return line('channels', `channel "${event.channel}" refused ${event.userName ?? event.userId}: ${event.reason}`, { channel: event.channel });
-    case 'channel-paired':
+    case 'channel-pair':
       return line('channels', `channel "${event.channel}" paired ${event.userName ?? event.userId}`, { channel: event.channel });
-    case 'channel-reply-failed':
+    case 'channel-reply-fail':
       return line('channels', `channel "${event.channel}" could not deliver a ${event.kind} to ${event.userId}: ${event.reason}`, { channel: event.channel });
     default: {
       const type: string = event.type;

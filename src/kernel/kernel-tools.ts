@@ -1,14 +1,17 @@
 import type { Clock, IdGenerator, KernelHandle, Logger, Tool, ToolAgent, ToolBox, ToolResult } from '../contracts/index.ts';
 import type { EmergentEngine } from '../forged-tools/index.ts';
-import { createToolRunner, type TaintTracker, type ToolRunner } from '../runtime/index.ts';
+import { createToolRunner, type TaintTracker, type ToolAuditEntry, type ToolRunner } from '../runtime/index.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { ApprovalService } from './approval-service.ts';
 import type { CapabilityManager } from './capability-manager.ts';
-import type { KernelEvent } from './event-bus.ts';
+import type { KernelEvent, ToolCallEvent } from './event-bus.ts';
 import type { ToolPrincipal } from './kernel-api.ts';
 import { workspaceWithoutRuntime } from './manifest-admission.ts';
 import { toolPolicyOf } from './tool-policy.ts';
+
+/** The audit log's type of a call the tool runner refused, by why (decision 0072: `<noun>-<verb>`, the verb bare). */
+const REFUSAL_TYPES = { denied: 'tool-deny', invalid: 'tool-reject', blocked: 'tool-block', timeout: 'tool-time-out' } as const satisfies Record<ToolAuditEntry['outcome'], ToolCallEvent['type']>;
 
 /** Ids of principals that are not agents start with this (an agent's id is a UUID). */
 const PRINCIPAL_ID_PREFIX = 'principal:';
@@ -107,17 +110,17 @@ export class KernelTools {
       agentTools: (agent) => this.#parts.forged.toolsFor(agent),
       taint,
       tainted: async ({ agentId, agentName: name, tool, sink, action, source, excerpt }) => {
-        await publish({ type: 'tool-tainted', at: clock.now(), agentId, name, tool, sink, action, source: { tool: source.tool, origin: source.origin }, excerpt });
+        await publish({ type: 'tool-taint', at: clock.now(), agentId, name, tool, sink, action, source: { tool: source.tool, origin: source.origin }, excerpt });
       },
       // Refusals and calls that ran go to the audit log and the live event stream alike.
       audit: async (entry) => {
         const at = clock.now();
         const { agentId, agentName: name, tool, reason } = entry;
-        await publish({ type: `tool-${entry.outcome}`, at, agentId, name, agentName: name, tool, outcome: entry.outcome, reason });
+        await publish({ type: REFUSAL_TYPES[entry.outcome], at, agentId, name, agentName: name, tool, outcome: entry.outcome, reason });
       },
       finished: async (entry) => {
         const { agentId, agentName: name, tool, durationMs } = entry;
-        await publish({ type: entry.isError ? 'tool-failed' : 'tool-finish', at: clock.now(), agentId, name, tool, durationMs });
+        await publish({ type: entry.isError ? 'tool-fail' : 'tool-finish', at: clock.now(), agentId, name, tool, durationMs });
       },
     });
   }

@@ -32,7 +32,7 @@ function describeCaller(caller: Caller | undefined, nameOf: (agentId: string) =>
 
 /**
  * Wraps the message flow's turns so each one leaves a record in the audit log of how it ended:
- * `turn-finish`, `turn-refuse`, `turn-cancel`, `model-error` or `turn-error` (see
+ * `turn-finish`, `turn-refuse`, `turn-cancel`, `model-fail` or `turn-fail` (see
  * {@link TurnEvent}). The turn's own result or error is passed on unchanged.
  */
 export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: TurnAuditParts): Pick<MessageFlow, 'send' | 'runTask'> {
@@ -53,7 +53,7 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     } catch (error) {
       if (agent !== undefined && seal.replayed !== true) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
-        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-error' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-error';
+        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-fail' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-fail';
         await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;

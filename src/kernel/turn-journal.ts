@@ -68,7 +68,7 @@ export function outcomeRecord(ending: TurnEnding, result: JsonValue | undefined)
 
 /** The audit record of a call that ran, as the kernel's `finished` would publish it. */
 function finishEvent(entry: ToolFinishEntry, at: number): ToolCallEvent {
-  return { type: entry.isError ? 'tool-failed' : 'tool-finish', at, agentId: entry.agentId, name: entry.agentName, tool: entry.tool, durationMs: entry.durationMs };
+  return { type: entry.isError ? 'tool-fail' : 'tool-finish', at, agentId: entry.agentId, name: entry.agentName, tool: entry.tool, durationMs: entry.durationMs };
 }
 
 /**

@@ -38,7 +38,7 @@ export class WorkflowRunner {
           const before = await store.workflows.get(entry.id);
           const updated = change(before);
           await store.workflows.put(updated);
-          if (before?.state !== updated.state) await this.#flow.publish({ type: 'workflow-state', at: clock.now(), agentId: entry.id, name: entry.name, state: updated.state, note: updated.note });
+          if (before?.state !== updated.state) await this.#flow.publish({ type: 'workflow-state-change', at: clock.now(), agentId: entry.id, name: entry.name, state: updated.state, note: updated.note });
           return updated;
         });
         this.#changes.set(entry.id, next.catch(() => undefined));

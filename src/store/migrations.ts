@@ -13,6 +13,39 @@ export interface Migration {
 }
 
 /**
+ * The statement that renames the audit log's event types to `<noun>-<verb>` with the verb bare
+ * (decision 0072), SQLite's step 25 and PostgreSQL's step 16 alike. Written out, not derived from
+ * src/wire/event-types.ts: a shipped step never changes.
+ */
+export const RENAME_EVENT_TYPES_SQL = `
+      -- One name per kind of event for old rows and new (decision 0072): the past tenses and the
+      -- nouns the audit log stored before become bare verbs.
+      UPDATE events SET type = CASE type
+        WHEN 'turn-error' THEN 'turn-fail'
+        WHEN 'model-error' THEN 'model-fail'
+        WHEN 'tool-failed' THEN 'tool-fail'
+        WHEN 'tool-denied' THEN 'tool-deny'
+        WHEN 'tool-invalid' THEN 'tool-reject'
+        WHEN 'tool-blocked' THEN 'tool-block'
+        WHEN 'tool-timeout' THEN 'tool-time-out'
+        WHEN 'tool-tainted' THEN 'tool-taint'
+        WHEN 'tool-sandbox-fault' THEN 'tool-sandbox-fail'
+        WHEN 'channel-refused' THEN 'channel-refuse'
+        WHEN 'channel-paired' THEN 'channel-pair'
+        WHEN 'channel-reply-failed' THEN 'channel-reply-fail'
+        WHEN 'cot-trace' THEN 'chain-of-thought-finish'
+        WHEN 'workflow-state' THEN 'workflow-state-change'
+        WHEN 'workflow-task' THEN 'workflow-task-finish'
+        WHEN 'code-module-fault' THEN 'code-module-fail'
+        WHEN 'a2a-push-delivered' THEN 'a2a-push-deliver'
+        WHEN 'a2a-push-failed' THEN 'a2a-push-fail'
+      END
+      WHERE type IN ('turn-error', 'model-error', 'tool-failed', 'tool-denied', 'tool-invalid', 'tool-blocked', 'tool-timeout', 'tool-tainted',
+        'tool-sandbox-fault', 'channel-refused', 'channel-paired', 'channel-reply-failed', 'cot-trace', 'workflow-state', 'workflow-task',
+        'code-module-fault', 'a2a-push-delivered', 'a2a-push-failed');
+`;
+
+/**
  * The SQLite schema, oldest step first. Append new steps; never edit one that has shipped,
  * since databases in the field already hold its result.
  */
@@ -463,6 +496,7 @@ export const migrations: readonly Migration[] = [
       CREATE UNIQUE INDEX turn_journal_key ON turn_journal (agent_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
     `,
   },
+  { version: 25, name: 'events: one tense', sql: RENAME_EVENT_TYPES_SQL },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { StoreError } from '../errors/index.ts';
-import { assertOrdered, type Migration } from './migrations.ts';
+import { assertOrdered, type Migration, RENAME_EVENT_TYPES_SQL } from './migrations.ts';
 import { inTransaction } from './postgres-connection.ts';
 
 /**
@@ -418,6 +418,7 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE package_runs ADD COLUMN check_hash TEXT;
     `,
   },
+  { version: 16, name: 'events: one tense', sql: RENAME_EVENT_TYPES_SQL },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -43,17 +43,17 @@ const TURN_OUTCOMES: Readonly<Record<string, string>> = {
   'turn-finish': 'finished',
   'turn-refuse': 'refused',
   'turn-cancel': 'cancelled',
-  'model-error': 'model_error',
-  'turn-error': 'error',
+  'model-fail': 'model_error',
+  'turn-fail': 'error',
 };
 
 const TOOL_OUTCOMES: Readonly<Record<string, string>> = {
   'tool-finish': 'ok',
-  'tool-failed': 'error',
-  'tool-denied': 'denied',
-  'tool-invalid': 'invalid',
-  'tool-blocked': 'blocked',
-  'tool-timeout': 'timeout',
+  'tool-fail': 'error',
+  'tool-deny': 'denied',
+  'tool-reject': 'invalid',
+  'tool-block': 'blocked',
+  'tool-time-out': 'timeout',
 };
 
 const MCP_STATES = ['connecting', 'connected', 'failed'] as const;

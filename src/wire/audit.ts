@@ -1,5 +1,7 @@
+import type { EventType } from './event-types.ts';
+
 /** The kernel events the package runtime and installer publish on `/api/events` (their `name` is the package slug). */
-export const PACKAGE_EVENT_TYPES = ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss', 'package-install'] as const;
+export const PACKAGE_EVENT_TYPES = ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss', 'package-install'] as const satisfies readonly EventType[];
 
 /** The type of a package event. */
 export type PackageEventType = (typeof PACKAGE_EVENT_TYPES)[number];
@@ -9,19 +11,19 @@ export type PackageEventType = (typeof PACKAGE_EVENT_TYPES)[number];
  * dashboard's Events page filter on. A refusal is both a refusal and a turn, tool or channel record.
  */
 export const AUDIT_KINDS = {
-  turn: ['turn-finish', 'turn-refuse', 'turn-cancel', 'turn-error', 'model-error'],
-  tool: ['tool-finish', 'tool-failed', 'tool-denied', 'tool-invalid', 'tool-blocked', 'tool-timeout', 'tool-sandbox-fault'],
-  refusal: ['turn-refuse', 'tool-denied', 'tool-invalid', 'tool-blocked', 'channel-refused'],
+  turn: ['turn-finish', 'turn-refuse', 'turn-cancel', 'turn-fail', 'model-fail'],
+  tool: ['tool-finish', 'tool-fail', 'tool-deny', 'tool-reject', 'tool-block', 'tool-time-out', 'tool-sandbox-fail'],
+  refusal: ['turn-refuse', 'tool-deny', 'tool-reject', 'tool-block', 'channel-refuse'],
   approval: ['approval-request', 'approval-decide'],
-  taint: ['tool-tainted'],
-  'model-error': ['model-error'],
+  taint: ['tool-taint'],
+  'model-error': ['model-fail'],
   agent: ['agent-spawn', 'agent-suspend', 'agent-resume', 'agent-update', 'agent-kill'],
-  forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fault'],
+  forge: ['tool-forge', 'tool-promote', 'tool-demote', 'tool-retire', 'tool-sandbox-fail'],
   package: PACKAGE_EVENT_TYPES,
-  channel: ['channel-refused', 'channel-paired', 'channel-reply-failed'],
+  channel: ['channel-refuse', 'channel-pair', 'channel-reply-fail'],
   schedule: ['schedule-run-finish'],
-  reasoning: ['cot-trace', 'workflow-state', 'workflow-task', 'code-module-fault'],
-} as const satisfies Record<string, readonly string[]>;
+  reasoning: ['chain-of-thought-finish', 'workflow-state-change', 'workflow-task-finish', 'code-module-fail'],
+} as const satisfies Record<string, readonly EventType[]>;
 
 /** A kind of audit record. */
 export type AuditKind = keyof typeof AUDIT_KINDS;
@@ -34,9 +36,9 @@ export type AuditKind = keyof typeof AUDIT_KINDS;
 export const AUDIT_OUTCOMES = {
   ok: ['turn-finish', 'tool-finish'],
   refused: AUDIT_KINDS.refusal,
-  failed: ['turn-error', 'model-error', 'tool-failed', 'tool-timeout', 'tool-sandbox-fault', 'code-module-fault', 'package-notify', 'channel-reply-failed'],
+  failed: ['turn-fail', 'model-fail', 'tool-fail', 'tool-time-out', 'tool-sandbox-fail', 'code-module-fail', 'package-notify', 'channel-reply-fail'],
   cancelled: ['turn-cancel'],
-} as const satisfies Record<string, readonly string[]>;
+} as const satisfies Record<string, readonly EventType[]>;
 
 /** An outcome of a turn or a call. */
 export type AuditOutcome = keyof typeof AUDIT_OUTCOMES;

@@ -34,3 +34,5 @@ export type { ApprovalStatusFilter, UsageRangeName } from './requests.ts';
 export { API_TAGS } from './route-spec.ts';
 export type { AnswerOf, ApiHeader, ApiRoute, BodyOf, Param, RequestBody } from './route-spec.ts';
 export { API } from './routes.ts';
+export { EVENT_TYPES, eventTypeProblem, RENAMED_EVENT_TYPES } from './event-types.ts';
+export type { EventType } from './event-types.ts';

@@ -175,7 +175,7 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
     }
     // Recorded once the webhook has answered: the last record may follow the last POST by a moment.
     const delivered = await waitFor('a delivery record for each POST', async () => {
-      const records = await api?.host.kernel.audit({ types: ['a2a-push-delivered'] });
+      const records = await api?.host.kernel.audit({ types: ['a2a-push-deliver'] });
       return records?.length === receiver.received.length ? records : undefined;
     });
     expect(delivered[0]).toMatchObject({ agentId: api.host.kernel.get('echo').id, data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 } });
@@ -215,7 +215,7 @@ describe('push delivery', () => {
     // The first notification (the task) was sent three times, the same each time; the rest once.
     expect(receiver.received.slice(0, 3).map((entry) => entry.body)).toEqual([receiver.received[0]?.body, receiver.received[0]?.body, receiver.received[0]?.body]);
     expect(api.host.clock.now() - start).toBeGreaterThanOrEqual(3000);
-    const [first] = await api.host.kernel.audit({ types: ['a2a-push-delivered'] });
+    const [first] = await api.host.kernel.audit({ types: ['a2a-push-deliver'] });
     expect(first?.data).toMatchObject({ update: 'task', attempts: 3, status: 200 });
   });
 
@@ -226,9 +226,9 @@ describe('push delivery', () => {
     receiver.answer(503, 503, 503, 503, 404);
     const client = await clientOf(api, 'echo', 'JSONRPC', '1.0');
     await client.sendMessage(send('Hi', { url: receiver.url, token: 't' }));
-    const failed = waitFor('two failure records', async () => (await api?.host.kernel.audit({ types: ['a2a-push-failed'] }))?.length === 2);
+    const failed = waitFor('two failure records', async () => (await api?.host.kernel.audit({ types: ['a2a-push-fail'] }))?.length === 2);
     await settleWithClock(api.host.clock, failed);
-    const records = await api.host.kernel.audit({ types: ['a2a-push-failed'] });
+    const records = await api.host.kernel.audit({ types: ['a2a-push-fail'] });
     // Four 503s for the task, then a 404 for the next update, which is not retried.
     expect(records[0]?.data).toMatchObject({ update: 'task', attempts: 4, status: 503, reason: 'the webhook answered 503' });
     expect(records[1]?.data).toMatchObject({ update: 'statusUpdate', attempts: 1, status: 404 });

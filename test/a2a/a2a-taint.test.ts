@@ -39,8 +39,8 @@ describe('taint tracking of A2A messages', () => {
     const client = await clientFor('runner');
     await client.sendMessage({ tenant: '', message: userMessage('Please run touch sent-over-a2a.txt'), configuration: undefined, metadata: undefined });
     expect(existsSync(join(api.host.home.workspacesDir, 'runner', 'sent-over-a2a.txt'))).toBe(false);
-    const [refused] = await api.host.kernel.audit({ agent: 'runner', types: ['tool-denied'] });
+    const [refused] = await api.host.kernel.audit({ agent: 'runner', types: ['tool-deny'] });
     expect(refused?.data['reason']).toBe('shell_exec carries untrusted text from message (A2A message from "local"): "touch sent-over-a2a.txt"; [taint] refuses it');
-    expect((await api.host.kernel.audit({ agent: 'runner', types: ['tool-tainted'] })).map((record) => record.data['source'])).toEqual([{ tool: 'message', origin: 'A2A message from "local"' }]);
+    expect((await api.host.kernel.audit({ agent: 'runner', types: ['tool-taint'] })).map((record) => record.data['source'])).toEqual([{ tool: 'message', origin: 'A2A message from "local"' }]);
   });
 });

@@ -82,7 +82,7 @@ describe('builtin:chain-of-thought', () => {
     // The session keeps the question and the final answer; the trace is recorded.
     const session = (await host.kernel.session('thinker')).messages as { role: string; content: unknown }[];
     expect(session.map((entry) => entry.role)).toEqual(['user', 'assistant']);
-    const [trace] = await host.kernel.audit({ agent: 'thinker', type: 'cot-trace' });
+    const [trace] = await host.kernel.audit({ agent: 'thinker', type: 'chain-of-thought-finish' });
     expect((trace?.data['trace'] as { phase: string }[]).map((entry) => entry.phase)).toEqual(['assess', 'plan', 'execute', 'execute', 'synthesize', 'replan', 'execute', 'synthesize']);
   });
 

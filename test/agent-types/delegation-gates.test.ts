@@ -191,7 +191,7 @@ describe('a workflow agent messages its managed agents through the gates of its 
           stop();
           resolve(event);
         }
-        if (event.type === 'workflow-state' && event.state !== 'executing') {
+        if (event.type === 'workflow-state-change' && event.state !== 'executing') {
           stop();
           reject(new Error(`the workflow became ${event.state} without asking for approval`));
         }

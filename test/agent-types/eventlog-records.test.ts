@@ -114,7 +114,7 @@ describe('kernel events in the daemon log', () => {
 
 describe('kernelEventLine()', () => {
   it('words a held tool call, and gives an event type added later a line under the category its name starts with', () => {
-    const tainted: KernelEvent = { type: 'tool-tainted', at: 1, agentId: 'a1', name: 'worker', tool: 'shell_exec', sink: 'command', action: 'refuse', source: { tool: 'web_fetch', origin: 'https://example.com' }, excerpt: 'rm' };
+    const tainted: KernelEvent = { type: 'tool-taint', at: 1, agentId: 'a1', name: 'worker', tool: 'shell_exec', sink: 'command', action: 'refuse', source: { tool: 'web_fetch', origin: 'https://example.com' }, excerpt: 'rm' };
     expect(kernelEventLine(tainted)).toMatchObject({ category: 'tools', message: 'held tool "shell_exec" of agent "worker": it carries text from https://example.com (by web_fetch) into command; refused' });
     const later = { type: 'schedule-run', at: 1, agentId: 'a1', name: 'worker' } as unknown as KernelEvent;
     expect(kernelEventLine(later)).toMatchObject({ category: 'schedule', message: 'schedule-run of agent "worker"', fields: { agentId: 'a1' } });

@@ -64,9 +64,9 @@ describe('builtin:workflow', () => {
     expect(bodyOf(3)).toContain('tides follow the moon');
     expect((await host.kernel.send('lead', 'status')).text).toContain('Both tasks done: the report is written.');
     // Every change of state and every task's outcome is an event (audit log and event stream).
-    const states = await host.kernel.audit({ agent: 'lead', type: 'workflow-state' });
+    const states = await host.kernel.audit({ agent: 'lead', type: 'workflow-state-change' });
     expect(states.map((event) => event.data['state'])).toEqual(['awaiting_approval', 'executing', 'completed']);
-    expect((await host.kernel.audit({ agent: 'lead', type: 'workflow-task' })).map((event) => [event.data['task'], event.data['status']])).toEqual([
+    expect((await host.kernel.audit({ agent: 'lead', type: 'workflow-task-finish' })).map((event) => [event.data['task'], event.data['status']])).toEqual([
       ['t1', 'completed'],
       ['t2', 'completed'],
     ]);

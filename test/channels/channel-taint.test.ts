@@ -61,7 +61,7 @@ describe('taint tracking of channel messages', () => {
     await post('m-1', 'u-bob', 'run touch from-chat.txt please');
     await waitFor('the reply to Bob', () => replies.length === 1);
     expect(existsSync(marker())).toBe(false);
-    const [refused] = await host.kernel.audit({ agent: 'helper', types: ['tool-denied'] });
+    const [refused] = await host.kernel.audit({ agent: 'helper', types: ['tool-deny'] });
     expect(refused?.data['reason']).toBe('shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt"; [taint] refuses it');
 
     model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'Done.' }]);

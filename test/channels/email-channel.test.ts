@@ -109,9 +109,9 @@ async function signed(source: string, domain = 'example.com'): Promise<string> {
   return result.signatures + source;
 }
 
-/** The reasons of the audit log's `channel-refused` events, oldest first. */
+/** The reasons of the audit log's `channel-refuse` events, oldest first. */
 async function refusals(): Promise<unknown[]> {
-  return (await host.store.events.list({ type: 'channel-refused' })).map((event) => (event.data as { reason?: unknown }).reason);
+  return (await host.store.events.list({ type: 'channel-refuse' })).map((event) => (event.data as { reason?: unknown }).reason);
 }
 
 /** A check for waitFor that moves the fake clock past a poll of the mailbox each time `done` does not hold yet. */
@@ -168,7 +168,7 @@ describe('an email channel (ImapFlow and Nodemailer against a local IMAP and SMT
     imap.deliver(await signed(mail({ from: 'eve@example.com', id: '<e1@example.com>', subject: 'Let me in', body: 'please' })));
     await waitFor('the reply mail', pastPolls(() => smtp.received.length > 0));
     expect(smtp.received[0]?.text?.trim()).toBe('Sorry, I can\'t talk with you here: not on the channel\'s allow_users.');
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'mail', userId: 'eve@example.com' } }]);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'mail', userId: 'eve@example.com' } }]);
   });
 
   it('takes mail from a subdomain of the signing domain as from its From address (relaxed alignment)', async () => {
@@ -198,7 +198,7 @@ describe('an email channel checks who sent the mail (regression: anyone could wr
       `${why}: a signature from evil.test, which is not example.com or a domain above it`,
       `${why}: example.com's signature is neutral (body hash did not verify)`,
     ]);
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'mail', userId: 'ada@example.com', userName: 'Ada' } }, {}, {}]);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'mail', userId: 'ada@example.com', userName: 'Ada' } }, {}, {}]);
 
     // Ada's own, signed mail is answered as before.
     model.script([{ text: 'Hello Ada.' }]);

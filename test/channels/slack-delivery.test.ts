@@ -113,8 +113,8 @@ describe('a Slack reply', () => {
     expect(message).toMatchObject({ status: 'failed', note: 'the reply could not be delivered: An API error occurred: not_in_channel' });
     expect(slack.posted).toEqual([]);
     expect(log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply')).toMatchObject({ channel: 'team', msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "team": An API error occurred: not_in_channel` });
-    const audited = await waitFor('the channel-reply-failed event', async () => {
-      const events = await host.store.events.list({ type: 'channel-reply-failed' });
+    const audited = await waitFor('the channel-reply-fail event', async () => {
+      const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
     expect(audited).toMatchObject([{ data: { channel: 'team', kind: 'reply', conversationId: 'D1', userId: 'U42', reason: 'An API error occurred: not_in_channel' } }]);

@@ -124,8 +124,8 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
     await waitFor('the refusal to be sent', () => telegram.sent.length > 0);
     expect(telegram.sent[0]).toMatchObject({ chatId: 78, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
-    await waitFor('the channel-refused event', async () => (await host.store.events.list({ type: 'channel-refused' })).length > 0);
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } }]);
+    await waitFor('the channel-refuse event', async () => (await host.store.events.list({ type: 'channel-refuse' })).length > 0);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } }]);
     expect(model.requests).toHaveLength(0);
   });
 

@@ -165,11 +165,11 @@ describe('a Telegram reply the Bot API refuses', () => {
     const logged = log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply');
     expect(logged).toMatchObject({ channel: 'tg', platformId: message?.platformId, conversationId: '42', msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "tg": Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)` });
 
-    const audited = await waitFor('the channel-reply-failed event', async () => {
-      const events = await host.store.events.list({ type: 'channel-reply-failed' });
+    const audited = await waitFor('the channel-reply-fail event', async () => {
+      const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
-    expect(audited).toMatchObject([{ type: 'channel-reply-failed', data: { channel: 'tg', name: 'helper', kind: 'reply', platformId: message?.platformId, conversationId: '42', thread: null, userId: '42', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);
+    expect(audited).toMatchObject([{ type: 'channel-reply-fail', data: { channel: 'tg', name: 'helper', kind: 'reply', platformId: message?.platformId, conversationId: '42', thread: null, userId: '42', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);
     expect(audited[0]?.agentId).toBe(host.kernel.get('helper').id);
   });
 
@@ -190,8 +190,8 @@ describe('a Telegram reply the Bot API refuses', () => {
     botApi.refusing = true;
     telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
     expect(await settled()).toMatchObject({ status: 'refused', note: 'not on the channel\'s allow_users' });
-    const audited = await waitFor('the channel-reply-failed event', async () => {
-      const events = await host.store.events.list({ type: 'channel-reply-failed' });
+    const audited = await waitFor('the channel-reply-fail event', async () => {
+      const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
     expect(audited).toMatchObject([{ data: { kind: 'refusal', userId: '78', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);

@@ -177,7 +177,7 @@ describe('a webhook channel', () => {
     const code = /loom channels approve ([A-Z2-9]{6})/.exec(received[0]?.body.text ?? '')?.[1];
     expect(code).toBeDefined();
     expect(model.requests).toHaveLength(0);
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([{ data: { channel: 'hooks', userId: 'u-bob', reason: `not paired; pairing code ${code} issued` } }]);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'hooks', userId: 'u-bob', reason: `not paired; pairing code ${code} issued` } }]);
     // Asking again gives the same code.
     await post({ id: 'm-2', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Still there?' });
     await host.channels.idle();
@@ -187,7 +187,7 @@ describe('a webhook channel', () => {
     expect(view?.pendingPairings).toMatchObject([{ code, userId: 'u-bob', userName: 'Bob' }]);
     await expect(host.channels.approve('NOPE99')).rejects.toThrow('no one was given the pairing code "NOPE99"');
     await host.channels.approve((code ?? '').toLowerCase());
-    expect(await host.store.events.list({ type: 'channel-paired' })).toMatchObject([{ data: { userId: 'u-bob', code } }]);
+    expect(await host.store.events.list({ type: 'channel-pair' })).toMatchObject([{ data: { userId: 'u-bob', code } }]);
     model.script([{ text: 'Hi Bob.' }]);
     await post({ id: 'm-3', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Now?' });
     await host.channels.idle();
@@ -315,7 +315,7 @@ describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate lik
       ['g-2', 'ignored', 'groups are closed on this channel'],
       ['g-1', 'ignored', 'groups are closed on this channel'],
     ]);
-    expect(await host.store.events.list({ type: 'channel-refused' })).toMatchObject([
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([
       { data: { userId: 'u-eve', reason: 'groups are closed on this channel' } },
       { data: { userId: 'u-eve', reason: 'groups are closed on this channel' } },
     ]);

@@ -104,7 +104,7 @@ describe('a python: agent', () => {
     const refused = (await host.kernel.send('caller', `tool file_read {"path": "${secret}"}`)).text;
     expect(refused).toContain(`refused: agent "caller" is not granted [capabilities].file_read "${secret}"`);
     expect((await host.kernel.send('caller', 'tool shell_exec {"command": "id"}')).text).toMatch(/^refused: .*shell_exec/);
-    expect(await host.store.events.list({ type: 'tool-denied' })).toHaveLength(2);
+    expect(await host.store.events.list({ type: 'tool-deny' })).toHaveLength(2);
     await writeFile(join(dir.path, 'home', 'workspaces', 'caller', 'notes.txt'), 'in the workspace');
     expect((await host.kernel.send('caller', 'tool file_read {"path": "notes.txt"}')).text).toBe('ok: in the workspace');
   });
@@ -118,7 +118,7 @@ describe('a python: agent', () => {
   it('answers the message it was on with an error when the script dies, keeps the message, and starts it again for the next', async () => {
     await host.kernel.spawn(manifest(await pythonAgent('mortal', HANDLER)));
     await expect(host.kernel.send('mortal', 'exit')).rejects.toThrow(/agent "mortal"'s script exited \(code 7\) before it answered/);
-    expect(await host.store.events.list({ type: 'code-module-fault' })).toMatchObject([{ data: { name: 'mortal', fault: 'exited' } }]);
+    expect(await host.store.events.list({ type: 'code-module-fail' })).toMatchObject([{ data: { name: 'mortal', fault: 'exited' } }]);
     expect((await host.kernel.session('mortal')).messages).toMatchObject([
       { role: 'user', content: 'exit', providerOptions: { loom: { turn: { status: 'failed' } } } },
       { role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: .*exited/) as string }] },

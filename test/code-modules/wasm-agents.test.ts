@@ -125,7 +125,7 @@ describe('a wasm: agent on the core ABI', () => {
     const notHeld = JSON.parse((await host.kernel.send('reader', 'tool {"call":"tool","name":"shell_exec","input":{"command":"id"}}')).text) as { ok: boolean; error: string };
     expect(notHeld).toMatchObject({ ok: false });
     expect(notHeld.error).toContain('shell_exec');
-    expect(await host.store.events.list({ type: 'tool-denied' })).toHaveLength(2);
+    expect(await host.store.events.list({ type: 'tool-deny' })).toHaveLength(2);
 
     const workspace = join(dir.path, 'home', 'workspaces', 'reader');
     await writeFile(join(workspace, 'notes.txt'), 'kept in the workspace');
@@ -170,7 +170,7 @@ describe('a wasm: module that misbehaves', () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(wasmAgent('wild', wasm.misbehave, `[code]\n${limits}`)));
     await expectFault(host.kernel.send('wild', message), fault, pattern);
-    expect(await host.store.events.list({ type: 'code-module-fault' })).toMatchObject([{ data: { name: 'wild', fault } }]);
+    expect(await host.store.events.list({ type: 'code-module-fail' })).toMatchObject([{ data: { name: 'wild', fault } }]);
     // The message was accepted: it stays in the session, with a note that there was no reply.
     expect((await host.kernel.session('wild')).messages).toMatchObject([
       { role: 'user', content: message, providerOptions: { loom: { turn: { status: 'failed' } } } },

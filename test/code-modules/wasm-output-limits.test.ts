@@ -75,7 +75,7 @@ describe('a WASI module that floods its output', () => {
     await kernel().spawn(manifest(`name = "loud"\nmodule = "wasm:${flood}"\n[code]\nmax_reply_bytes = 100000\n`));
     await expectTooLarge(kernel().send('loud', 'stdout 64'), /^agent "loud"'s module wrote more than its limit of 100000 bytes \(\[code\]\.max_reply_bytes\) to stdout and was stopped$/);
     expect(await largestScratchFile()).toBeLessThan(SCRATCH_BOUND_BYTES);
-    expect(await host?.store.events.list({ type: 'code-module-fault' })).toMatchObject([{ data: { name: 'loud', fault: 'too-large' } }]);
+    expect(await host?.store.events.list({ type: 'code-module-fail' })).toMatchObject([{ data: { name: 'loud', fault: 'too-large' } }]);
     expect((await kernel().send('loud', 'still there?')).text).toBe('flood: still there?');
   });
 

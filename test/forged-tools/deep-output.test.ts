@@ -158,7 +158,7 @@ describe('through a kernel', () => {
     expect(toolResultIn(first + 1)).toBe('{"n":10}');
     expect(toolResultIn(first + 2)).toContain(`maybe_deep failed: ${OUTPUT_TOO_DEEP}`);
     expect(await host.kernel.runAgentTool('smith', 'maybe_deep', { n: 3 })).toMatchObject({ structured: { n: 6 } });
-    const faults = await host.kernel.audit({ agent: 'smith', type: 'tool-sandbox-fault' });
+    const faults = await host.kernel.audit({ agent: 'smith', type: 'tool-sandbox-fail' });
     expect(faults.map((entry) => entry.data['outcome'])).toEqual(['output', 'output']);
   });
 

@@ -236,7 +236,7 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
     expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'bomb' })).toMatchObject({ isError: true, text: expect.stringContaining('went over its 32 MB memory limit') as unknown });
     expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'flood' })).toMatchObject({ isError: true, text: expect.stringContaining('over the 1,000,000-byte cap') as unknown });
     expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'ok' })).toMatchObject({ structured: { fine: true } });
-    const faults = await host.kernel.audit({ agent: 'prober', type: 'tool-sandbox-fault' });
+    const faults = await host.kernel.audit({ agent: 'prober', type: 'tool-sandbox-fail' });
     expect(faults.map((entry) => entry.data['outcome'])).toEqual(['timeout', 'memory', 'output']);
     expect(await host.kernel.forgedTools.get((forged as { tool: { id: string } }).tool.id)).toMatchObject({ calls: 4, successRate: 0.25 });
   });
@@ -261,8 +261,8 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
     const outside = await host.kernel.runAgentTool('fetcher', 'probe', { target: 'http://example.org/' });
     expect(outside.structured).toMatchObject({ refused: expect.stringContaining('not in [emergent].fetch_domain_allowlist') as unknown });
     // Every refused bridge call is in the audit log (and the runner's own refusals besides).
-    const faults = (await host.kernel.audit({ agent: 'fetcher', type: 'tool-sandbox-fault' })).map((entry) => entry.data['outcome']);
+    const faults = (await host.kernel.audit({ agent: 'fetcher', type: 'tool-sandbox-fail' })).map((entry) => entry.data['outcome']);
     expect(faults).toEqual(['bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'bridge-refused', 'fetch-domain']);
-    expect((await host.kernel.audit({ agent: 'fetcher', type: 'tool-denied' })).length).toBeGreaterThanOrEqual(2);
+    expect((await host.kernel.audit({ agent: 'fetcher', type: 'tool-deny' })).length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -330,7 +330,7 @@ describe('forge_tool', () => {
     server.script([{ toolCalls: [{ name: 'read_notes', input: {} }] }, { text: 'done' }]);
     await host.kernel.send('reader', 'read my notes');
     expect(toolResultIn()).toContain('read_notes failed: step 1 "read" (file_read) failed: agent "reader" may not call file_read');
-    const audit = await host.kernel.audit({ agent: 'reader', type: 'tool-denied' });
+    const audit = await host.kernel.audit({ agent: 'reader', type: 'tool-deny' });
     expect(audit.some((entry) => JSON.stringify(entry.data).includes('file_read'))).toBe(true);
   });
 

@@ -87,7 +87,7 @@ describe('a sandboxed fetch and redirects', () => {
       refused: `fetch to "127.0.0.1" refused (a redirect from "http://localhost:${port}/leave"): not in [emergent].fetch_domain_allowlist (localhost)`,
     });
     expect(seen).toEqual(['localhost /leave']);
-    const faults = await host.kernel.audit({ agent: 'fetcher', type: 'tool-sandbox-fault' });
+    const faults = await host.kernel.audit({ agent: 'fetcher', type: 'tool-sandbox-fail' });
     expect(faults.map((entry) => [entry.data['outcome'], entry.data['reason']])).toEqual([
       ['fetch-domain', `fetch to "127.0.0.1" refused (a redirect from "http://localhost:${port}/leave"): not in [emergent].fetch_domain_allowlist (localhost)`],
     ]);

@@ -79,7 +79,7 @@ describe('forged compose tools that call compose tools', () => {
     server.script([{ toolCalls: [{ name: 'middle', input: {} }] }, { text: 'done' }]);
     await host.kernel.send('composer', 'run middle');
     expect(web.received.map((request) => request.url)).toEqual(['/leaf/1', '/leaf/2', '/leaf/3']);
-    const refused = await host.kernel.audit({ agent: 'composer', type: 'tool-denied' });
+    const refused = await host.kernel.audit({ agent: 'composer', type: 'tool-deny' });
     expect(refused.map((entry) => JSON.stringify(entry.data['reason']))).toContainEqual(expect.stringContaining('[emergent].max_nested_calls = 5'));
   });
 
@@ -140,11 +140,11 @@ describe('a sandboxed tool\'s fetch', () => {
     // Answer the first fetch, were it still waiting: its http_request call was cancelled with the probe's.
     hanging.shift()?.();
     const fetches = await waitFor('the first fetch\'s call to end', async () => {
-      const ended = await host.kernel.audit({ agent: 'fetcher', types: ['tool-finish', 'tool-failed'] });
+      const ended = await host.kernel.audit({ agent: 'fetcher', types: ['tool-finish', 'tool-fail'] });
       const calls = ended.filter((entry) => entry.data['tool'] === 'http_request');
       return calls.length > 0 && calls;
     });
-    expect(fetches.map((entry) => entry.type)).toEqual(['tool-failed']);
+    expect(fetches.map((entry) => entry.type)).toEqual(['tool-fail']);
     await waitFor('the probe to end', async () => (await host.kernel.forgedTools.get(forged.tool.id)).calls === 1);
     expect(web.received.map((request) => request.url)).toEqual(['/hang']);
   });

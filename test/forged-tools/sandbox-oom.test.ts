@@ -102,7 +102,7 @@ describe('through a kernel', () => {
     expect(await host.kernel.forgedTools.forge('smith', request('doubler', MAP_BOMB), 'test')).toMatchObject({ ok: true });
     expect(await host.kernel.runAgentTool('smith', 'doubler', { bomb: true })).toMatchObject({ isError: true, text: 'doubler failed: the tool went over its 32 MB memory limit and was stopped' });
     expect(await host.kernel.runAgentTool('smith', 'doubler', { n: 21 })).toMatchObject({ structured: { n: 42 } });
-    const faults = await host.kernel.audit({ agent: 'smith', type: 'tool-sandbox-fault' });
+    const faults = await host.kernel.audit({ agent: 'smith', type: 'tool-sandbox-fail' });
     expect(faults.map((entry) => entry.data['outcome'])).toEqual(['memory']);
   });
 

@@ -49,13 +49,13 @@ describe('GET /api/audit: turns, tool calls and model errors, newest first and p
     expect((await api.request('/api/agents/worker/messages', json({ message: 'go' }))).status).toBe(200);
 
     const rows = await audit('?agent=worker&order=desc');
-    expect(rows.map((row) => row.type)).toEqual(['turn-finish', 'tool-denied', 'tool-finish', 'agent-spawn']);
+    expect(rows.map((row) => row.type)).toEqual(['turn-finish', 'tool-deny', 'tool-finish', 'agent-spawn']);
     expect(rows[0]?.data).toMatchObject({ name: 'worker', kind: 'message', via: 'owner:local', model: 'openai/gpt-4o', iterations: 2, inputTokens: 22, outputTokens: 9 });
     expect(rows[1]?.data).toMatchObject({ tool: 'file_write', reason: expect.stringContaining('file_write') as string });
     expect(rows[2]?.data).toMatchObject({ name: 'worker', tool: 'memory_store', durationMs: expect.any(Number) as number });
   });
 
-  it('records a turn whose every model failed as a model-error, and one refused before it ran as a turn-refuse', async () => {
+  it('records a turn whose every model failed as a model-fail, and one refused before it ran as a turn-refuse', async () => {
     await spawn('fragile');
     model.script([{ status: 400 }]);
     expect((await api.request('/api/agents/fragile/messages', json({ message: 'go' }))).status).toBe(502);
@@ -64,7 +64,7 @@ describe('GET /api/audit: turns, tool calls and model errors, newest first and p
 
     expect((await audit('?kind=model-error')).map((row) => row.data)).toMatchObject([{ name: 'fragile', code: 'MODEL_CALL_FAILED' }]);
     expect((await audit('?outcome=refused')).map((row) => [row.type, row.data['code']])).toEqual([['turn-refuse', 'AGENT_STATE']]);
-    expect((await audit('?kind=turn&order=desc')).map((row) => row.type)).toEqual(['turn-refuse', 'model-error']);
+    expect((await audit('?kind=turn&order=desc')).map((row) => row.type)).toEqual(['turn-refuse', 'model-fail']);
   });
 
   it('pages newest first with ?order=desc&before=, and filters by a comma-separated type list', async () => {
@@ -87,6 +87,21 @@ describe('GET /api/audit: turns, tool calls and model errors, newest first and p
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toContain(name);
     }
+  });
+
+  it('answers 400 naming the new name for a type filter by an old one, and the types for an unknown one (decision 0072)', async () => {
+    const refused = async (query: string): Promise<string> => {
+      const response = await api.request(`/api/audit?${query}`);
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('INVALID_REQUEST');
+      return body.error.message;
+    };
+    expect(await refused('type=tool-finish,tool-denied')).toContain('event type "tool-denied" is now called "tool-deny"');
+    expect(await refused('type=cot-trace')).toContain('"chain-of-thought-finish"');
+    const unknown = await refused('type=agent-spawned');
+    expect(unknown).toContain('unknown event type "agent-spawned"');
+    expect(unknown).toContain('agent-spawn, agent-suspend');
   });
 });
 

@@ -154,7 +154,7 @@ describe('kernel.send()', () => {
     expect(result).toMatchObject({ isError: true });
     expect(result !== undefined && 'text' in result ? result.text : '').toContain(`is not granted [capabilities].file_read "${secret}"`);
     expect(JSON.stringify(server.requests)).not.toContain('the launch codes');
-    const audit = await host.store.events.list({ type: 'tool-denied' });
+    const audit = await host.store.events.list({ type: 'tool-deny' });
     expect(audit).toMatchObject([{ data: { tool: 'file_read', agentName: 'reader' } }]);
   });
 

@@ -72,7 +72,7 @@ async function pendingApproval(): Promise<ApprovalRecord> {
 }
 
 async function taintRecords(agent = 'reader'): Promise<Record<string, unknown>[]> {
-  return (await host.kernel.audit({ agent, types: ['tool-tainted'] })).map((record) => record.data);
+  return (await host.kernel.audit({ agent, types: ['tool-taint'] })).map((record) => record.data);
 }
 
 describe('taint tracking', () => {
@@ -100,7 +100,7 @@ describe('taint tracking', () => {
     const events = await turn('reader', 'summarise the release notes');
     expect(results(events)[1]).toMatchObject({ isError: true, text: `shell_exec carries untrusted text from web_fetch (${web.origin}/notes): "${INJECTED_COMMAND}"; [taint] refuses it` });
     expect(existsSync(injected())).toBe(false);
-    expect((await host.kernel.audit({ agent: 'reader', types: ['tool-denied'] })).map((record) => record.data['reason'])).toEqual([expect.stringContaining(`from web_fetch (${web.origin}/notes)`)]);
+    expect((await host.kernel.audit({ agent: 'reader', types: ['tool-deny'] })).map((record) => record.data['reason'])).toEqual([expect.stringContaining(`from web_fetch (${web.origin}/notes)`)]);
     expect(await taintRecords()).toMatchObject([{ action: 'refuse' }]);
 
     // The owner's own words are trusted: the same command runs.

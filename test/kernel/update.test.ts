@@ -63,7 +63,7 @@ describe('kernel.update()', () => {
     expect((await host.kernel.audit({ agent: 'grandkid', type: 'agent-update' }))).toHaveLength(1);
     server.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'echo escaped' } }] }, { text: 'done' }]);
     expect((await host.kernel.send('kid', 'run it')).text).toBe('done');
-    const denied = await host.kernel.audit({ agent: 'kid', type: 'tool-denied' });
+    const denied = await host.kernel.audit({ agent: 'kid', type: 'tool-deny' });
     expect(denied.map((event) => event.data['reason'])).toEqual(['agent "kid" may not call shell_exec: its tool_allowlist, tool_blocklist or mcp_servers leaves it out']);
     expect(await host.kernel.audit({ agent: 'kid', type: 'tool-finish' })).toEqual([]);
   });

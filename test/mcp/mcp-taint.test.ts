@@ -37,7 +37,7 @@ describe('taint tracking of MCP tools\' results', () => {
     })();
     const request = await waitFor('a pending approval', async () => (await host.kernel.approvals.list('pending'))[0]);
     expect(request).toMatchObject({ tool: 'shell_exec' });
-    expect((await host.kernel.audit({ agent: 'worker', types: ['tool-tainted'] })).map((record) => record.data['source'])).toEqual([{ tool: 'mcp_everything_echo', origin: 'MCP server "everything"' }]);
+    expect((await host.kernel.audit({ agent: 'worker', types: ['tool-taint'] })).map((record) => record.data['source'])).toEqual([{ tool: 'mcp_everything_echo', origin: 'MCP server "everything"' }]);
     await host.kernel.approvals.decide(request.id, { approved: false, by: 'owner', reason: null });
     await running;
     expect(existsSync(join(host.home.workspacesDir, 'worker', 'written-by-mcp-text.txt'))).toBe(false);

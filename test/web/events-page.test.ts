@@ -50,30 +50,30 @@ describe('the dashboard Events page, in Chromium against a real daemon', () => {
 
   it('lists turns, tool calls, refusals and model errors from before the page opened, newest first, and still after a reload', async () => {
     await open();
-    expect((await types()).slice(0, 6)).toEqual(['model-error', 'turn-finish', 'tool-denied', 'tool-finish', 'agent-spawn', 'agent-spawn']);
+    expect((await types()).slice(0, 6)).toEqual(['model-fail', 'turn-finish', 'tool-deny', 'tool-finish', 'agent-spawn', 'agent-spawn']);
     const turn = rows().filter({ hasText: 'turn-finish' });
     await visible(turn, 'keeper');
     await visible(turn, /openai\/gpt-4o · 2 model calls · 50 in \/ 13 out/);
-    await visible(rows().filter({ hasText: 'tool-denied' }), /file_read: .*may not call file_read/);
-    await visible(rows().filter({ hasText: 'model-error' }), 'MODEL_CALL_FAILED');
+    await visible(rows().filter({ hasText: 'tool-deny' }), /file_read: .*may not call file_read/);
+    await visible(rows().filter({ hasText: 'model-fail' }), 'MODEL_CALL_FAILED');
 
     await page.reload();
     await visible(rows().filter({ hasText: 'turn-finish' }), 'keeper');
-    expect((await types()).slice(0, 2)).toEqual(['model-error', 'turn-finish']);
+    expect((await types()).slice(0, 2)).toEqual(['model-fail', 'turn-finish']);
   });
 
   it('narrows the list by kind, outcome and agent, and clears the filters', async () => {
     await open();
     await page.getByLabel('Kind', { exact: true }).selectOption('tool');
-    await expect.poll(types).toEqual(['tool-denied', 'tool-finish']);
+    await expect.poll(types).toEqual(['tool-deny', 'tool-finish']);
     await page.getByLabel('Outcome', { exact: true }).selectOption('refused');
-    await expect.poll(types).toEqual(['tool-denied']);
+    await expect.poll(types).toEqual(['tool-deny']);
     await page.getByLabel('Kind', { exact: true }).selectOption('');
     await page.getByLabel('Outcome', { exact: true }).selectOption('failed');
-    await expect.poll(types).toEqual(['model-error']);
+    await expect.poll(types).toEqual(['model-fail']);
     await page.getByLabel('Outcome', { exact: true }).selectOption('');
     await page.getByLabel('Agent', { exact: true }).selectOption('idler');
-    await expect.poll(types).toEqual(['model-error', 'agent-spawn']);
+    await expect.poll(types).toEqual(['model-fail', 'agent-spawn']);
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await expect.poll(async () => (await types()).length).toBeGreaterThanOrEqual(6);
   });

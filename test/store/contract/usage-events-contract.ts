@@ -141,7 +141,7 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       for (const [type, agentId] of [
         ['agent-spawn', 'a1'],
         ['turn-finish', 'a1'],
-        ['tool-denied', 'a2'],
+        ['tool-deny', 'a2'],
         ['turn-finish', 'a2'],
         ['tool-finish', 'a1'],
         ['turn-finish', 'a1'],
@@ -180,7 +180,7 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       for (const [type, agentId] of [
         ['agent-spawn', 'a1'],
         ['turn-finish', 'a1'],
-        ['tool-denied', 'a2'],
+        ['tool-deny', 'a2'],
         ['tool-finish', 'a1'],
       ] as const) {
         seqs.push(await store.events.append({ at: 1_000, type, agentId, data: {} }));
@@ -188,11 +188,11 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       const list = async (options: Parameters<Store['events']['list']>[0]) =>
         (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
 
-      expect(await list({ types: ['tool-denied', 'tool-finish'] })).toEqual([2, 3]);
-      expect(await list({ types: ['tool-denied', 'tool-finish'], agentId: 'a1' })).toEqual([3]);
+      expect(await list({ types: ['tool-deny', 'tool-finish'] })).toEqual([2, 3]);
+      expect(await list({ types: ['tool-deny', 'tool-finish'], agentId: 'a1' })).toEqual([3]);
       expect(await list({ types: ['turn-finish', 'tool-finish'], order: 'desc', limit: 1 })).toEqual([3]);
       expect(await list({ types: [] })).toEqual([]);
-      expect(await list({ types: ['tool-denied'], type: 'tool-finish' })).toEqual([]);
+      expect(await list({ types: ['tool-deny'], type: 'tool-finish' })).toEqual([]);
     });
   });
 }

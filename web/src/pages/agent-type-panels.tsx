@@ -113,7 +113,7 @@ interface TraceEvent {
 
 /** The last chain of thought of a chain-of-thought agent: each phase, loop by loop. */
 export function ThoughtTracePanel({ name, version }: { name: string; version: number }) {
-  const traces = useApi<TraceEvent[]>(`/api/audit?agent=${encodeURIComponent(name)}&type=cot-trace`, [version]);
+  const traces = useApi<TraceEvent[]>(`/api/audit?agent=${encodeURIComponent(name)}&type=chain-of-thought-finish`, [version]);
   const last = traces.data?.at(-1);
   return (
     <Card title="Last chain of thought">

@@ -94,22 +94,22 @@ export function summarize(type: string, data: Record<string, unknown>): string {
       ].join(' · ');
     case 'turn-refuse':
     case 'turn-cancel':
-    case 'turn-error':
-    case 'model-error':
+    case 'turn-fail':
+    case 'model-fail':
       return `${text(data['code'])}: ${text(data['message'])}`;
     case 'tool-finish':
-    case 'tool-failed':
+    case 'tool-fail':
       return `${text(data['tool'])} · ${duration(data['durationMs'])}`;
     case 'approval-request':
       return `${text(data['tool'])} waits for a person`;
     case 'approval-decide':
       return `${text(data['tool'])} ${text(data['status'])} by ${text(data['by'])}`;
-    case 'tool-tainted': {
+    case 'tool-taint': {
       const source = (data['source'] ?? {}) as Record<string, unknown>;
       return `${text(data['tool'])} carries untrusted text from ${text(source['tool'])} (${text(source['origin'])}) · ${data['action'] === 'refuse' ? 'refused' : 'sent for approval'}`;
     }
     default:
-      if (type.startsWith('tool-') || type === 'channel-refused') return [text(data['tool']), text(data['reason'])].filter((part) => part !== '').join(': ');
+      if (type.startsWith('tool-') || type === 'channel-refuse') return [text(data['tool']), text(data['reason'])].filter((part) => part !== '').join(': ');
       return '';
   }
 }
@@ -124,7 +124,7 @@ function tone(type: string): string {
   if ((AUDIT_OUTCOMES.ok as readonly string[]).includes(type) || type === 'agent-spawn') return 'ok';
   if ((AUDIT_OUTCOMES.refused as readonly string[]).includes(type) || type === 'agent-kill') return 'refused';
   if ((AUDIT_OUTCOMES.failed as readonly string[]).includes(type)) return 'failed';
-  if (type === 'turn-cancel' || type === 'agent-suspend' || type === 'approval-request' || type === 'tool-tainted') return 'waiting';
+  if (type === 'turn-cancel' || type === 'agent-suspend' || type === 'approval-request' || type === 'tool-taint') return 'waiting';
   return 'neutral';
 }
 
