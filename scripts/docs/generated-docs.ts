@@ -5,6 +5,7 @@
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { openApiDocument } from '../../src/http/openapi-routes.ts';
 import { cliReference } from './cli-reference.ts';
+import { eventTypesReference } from './event-types-reference.ts';
 import { httpRoutesReference } from './http-routes-reference.ts';
 import { manifestReference } from './manifest-reference.ts';
 
@@ -16,5 +17,6 @@ export function generatedDocs(): Map<string, string> {
     ['docs/reference/cli.md', cliReference()],
     ['docs/reference/openapi.json', `${JSON.stringify(openapi, null, 2)}\n`],
     ['docs/reference/http-routes.md', httpRoutesReference(openapi)],
+    ['docs/reference/event-types.md', eventTypesReference()],
   ]);
 }

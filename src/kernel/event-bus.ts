@@ -121,7 +121,10 @@ export type ToolCallEvent =
    */
   | { type: 'tool-taint'; at: number; agentId: string; name: string; tool: string; sink: string; action: 'approve' | 'refuse'; source: { tool: string; origin: string }; excerpt: string };
 
-/** Lifecycle events the kernel publishes. Names are `<noun>-<verb>`. */
+/**
+ * The events the kernel publishes. Each type is `<noun>-<verb>` with the verb bare and registered
+ * in `EVENT_TYPES` (src/wire/event-types.ts, decision 0072); test/wire/event-types.test.ts checks this union against it.
+ */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
   | { type: 'agent-suspend'; at: number; agentId: string; name: string; /** Set when the kernel suspended it on its own (an idle unattended agent). */ reason?: string }

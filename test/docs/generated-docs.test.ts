@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatedDocs } from '../../scripts/docs/generated-docs.ts';
 import { ManifestSchema } from '../../src/manifest/index.ts';
+import { EVENT_TYPES } from '../../src/wire/index.ts';
 
 const root = join(import.meta.dirname, '../..');
 
@@ -36,6 +37,12 @@ describe('the generated pages of docs/reference/', () => {
     expect(cli).toContain('Usage: loom agent spawn [options] <manifest>');
     expect(cli).toContain('  $ loom agent spawn examples/agents/researcher.toml');
     expect(cli).toContain('## loom store migrate');
+  });
+
+  it('list every event type of the audit log, with what it was called before', () => {
+    const types = pages.get('docs/reference/event-types.md') ?? '';
+    for (const type of Object.keys(EVENT_TYPES)) expect(types).toContain(`| \`${type}\` |`);
+    expect(types).toContain('| `tool-deny` | a tool call was refused: no capability, or an approval denied | `tool`, `refusal` | `tool-denied` |');
   });
 
   it('would notice a page that differs (the check above can fail)', () => {

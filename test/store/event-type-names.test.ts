@@ -23,7 +23,7 @@ const OLD_ROWS = [...OLD_NAMES.map((type, index) => ({ type, at: 1_000 + index, 
 async function expectRenamed(store: Store): Promise<void> {
   const rows = await store.events.list();
   expect(rows.map((row) => row.type)).toEqual([...Object.values(RENAMED_EVENT_TYPES), 'agent-spawn']);
-  expect(rows.map((row) => row.data)).toEqual(OLD_ROWS.map((row) => JSON.parse(row.data)));
+  expect(rows.map((row) => row.data)).toEqual(OLD_ROWS.map((row) => JSON.parse(row.data) as unknown));
   expect(rows.every((row) => Object.hasOwn(EVENT_TYPES, row.type))).toBe(true);
 
   // A new row under the new name sits beside the migrated one: a filter by a kind finds both.
