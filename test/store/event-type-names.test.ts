@@ -1,14 +1,11 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
-import { migrations, openPostgresStore, openSqliteStore, postgresMigrations } from '../../src/store/index.ts';
-import { applyMigrations } from '../../src/store/migrations.ts';
-import { applyPostgresMigrations } from '../../src/store/postgres-migrations.ts';
+import { migrations, postgresMigrations } from '../../src/store/index.ts';
 import { AUDIT_KINDS, EVENT_TYPES, RENAMED_EVENT_TYPES } from '../../src/wire/index.ts';
+import { postgresStoreFrom, sqliteStoreFrom } from '../support/store-from-version.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 // Event types in one tense (decision 0072; SQLite schema 25, PostgreSQL 16): rows the audit log
@@ -49,17 +46,10 @@ describe('event types renamed on SQLite (schema 25)', () => {
   });
 
   it('reads the rows a store at schema 23 holds under the old names by the new ones', async () => {
-    const path = join(dir, 'data', 'loom.db');
-    await mkdir(join(dir, 'data'), { recursive: true });
-    const db = new DatabaseSync(path);
-    try {
-      applyMigrations(db, path, migrations.filter((step) => step.version <= 23));
+    const store = await sqliteStoreFrom(join(dir, 'data', 'loom.db'), 23, (db) => {
       const insert = db.prepare('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, NULL, ?)');
       for (const row of OLD_ROWS) insert.run(row.at, row.type, row.data);
-    } finally {
-      db.close();
-    }
-    const store = openSqliteStore({ path });
+    });
     try {
       expect(store.schemaVersion).toBe(migrations.at(-1)?.version);
       await expectRenamed(store);
@@ -74,14 +64,9 @@ describe('event types renamed on PostgreSQL (schema 16)', () => {
 
   it('reads the rows a store at schema 14 holds under the old names by the new ones', async () => {
     const { url } = await server.createDatabase();
-    const pool = new pg.Pool({ connectionString: url });
-    try {
-      await applyPostgresMigrations(pool, 'test', postgresMigrations.filter((step) => step.version <= 14));
+    const store = await postgresStoreFrom(url, 14, async (pool) => {
       for (const row of OLD_ROWS) await pool.query('INSERT INTO events (at, type, agent_id, data) VALUES ($1, $2, NULL, $3)', [row.at, row.type, row.data]);
-    } finally {
-      await pool.end();
-    }
-    const store = await openPostgresStore({ url });
+    });
     try {
       expect(store.schemaVersion).toBe(postgresMigrations.at(-1)?.version);
       await expectRenamed(store);

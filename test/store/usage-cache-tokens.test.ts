@@ -1,13 +1,10 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
-import { migrations, openPostgresStore, openSqliteStore, postgresMigrations } from '../../src/store/index.ts';
-import { applyMigrations } from '../../src/store/migrations.ts';
-import { applyPostgresMigrations } from '../../src/store/postgres-migrations.ts';
+import { migrations, postgresMigrations } from '../../src/store/index.ts';
+import { postgresStoreFrom, sqliteStoreFrom } from '../support/store-from-version.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 // The cached input tokens of model calls (SQLite schema 15, PostgreSQL 7): a call recorded before
@@ -37,18 +34,10 @@ describe('usage: cached input tokens on SQLite (schema 15)', () => {
   });
 
   it('keeps the calls recorded at schema 14 and records the cached tokens of new ones', async () => {
-    const path = join(dir, 'data', 'loom.db');
-    await mkdir(join(dir, 'data'), { recursive: true });
-    const db = new DatabaseSync(path);
-    try {
-      db.exec('PRAGMA foreign_keys = ON');
-      applyMigrations(db, path, migrations.filter((step) => step.version <= 14));
+    const store = await sqliteStoreFrom(join(dir, 'data', 'loom.db'), 14, (db) => {
       db.exec(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
       db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)').run(older.agentId, older.at, older.model, older.inputTokens, older.outputTokens, older.costUsd);
-    } finally {
-      db.close();
-    }
-    const store = openSqliteStore({ path });
+    });
     try {
       expect(store.schemaVersion).toBe(migrations.at(-1)?.version);
       await expectCachedTokens(store);
@@ -63,15 +52,10 @@ describe('usage: cached input tokens on PostgreSQL (schema 7)', () => {
 
   it('keeps the calls recorded at schema 6 and records the cached tokens of new ones', async () => {
     const { url } = await server.createDatabase();
-    const pool = new pg.Pool({ connectionString: url });
-    try {
-      await applyPostgresMigrations(pool, 'test', postgresMigrations.filter((step) => step.version <= 6));
+    const store = await postgresStoreFrom(url, 6, async (pool) => {
       await pool.query(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
       await pool.query('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)', [older.agentId, older.at, older.model, older.inputTokens, older.outputTokens, older.costUsd]);
-    } finally {
-      await pool.end();
-    }
-    const store = await openPostgresStore({ url });
+    });
     try {
       expect(store.schemaVersion).toBe(postgresMigrations.at(-1)?.version);
       await expectCachedTokens(store);
