@@ -30,8 +30,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: "MemberExpression[object.type='MetaProperty'][property.name=/^(dirname|filename)$/]", message: 'Find files with installedPath() (src/config/installation.ts): in the built daemon this is the chunk\'s folder.' },
-        { selector: "NewExpression[callee.name='URL'] > MemberExpression.arguments[object.type='MetaProperty']", message: 'Find files with installedPath() (src/config/installation.ts): in the built daemon this URL is the chunk\'s.' },
+        {
+          selector: "MemberExpression[object.type='MetaProperty'][property.name=/^(dirname|filename)$/]",
+          message: "Find files with installedPath() (src/config/installation.ts): in the built daemon this is the chunk's folder.",
+        },
+        {
+          selector: "NewExpression[callee.name='URL'] > MemberExpression.arguments[object.type='MetaProperty']",
+          message: "Find files with installedPath() (src/config/installation.ts): in the built daemon this URL is the chunk's.",
+        },
       ],
     },
   },

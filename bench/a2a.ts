@@ -19,21 +19,40 @@ const AGENTS = 20;
 function send(text: string) {
   return {
     tenant: '',
-    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   };
 }
 
 function completed(result: unknown): boolean {
-  return typeof result === 'object' && result !== null && 'status' in result && (result as { status?: { state?: TaskState } }).status?.state === TaskState.TASK_STATE_COMPLETED;
+  return (
+    typeof result === 'object' &&
+    result !== null &&
+    'status' in result &&
+    (result as { status?: { state?: TaskState } }).status?.state === TaskState.TASK_STATE_COMPLETED
+  );
 }
 
 /** `a2a-task`: SendMessage round trips (JSON-RPC, A2A 1.0) against an in-process model, then 200 tasks in flight at once. */
 export async function a2aTaskBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel();
   const bench = await openInstantBenchKernel(model);
-  const a2a = createA2aServer({ kernel: bench.kernel, config: ConfigSchema.parse({}), repository: new InMemoryA2aTaskRepository(), logger: createSilentLogger() });
+  const a2a = createA2aServer({
+    kernel: bench.kernel,
+    config: ConfigSchema.parse({}),
+    repository: new InMemoryA2aTaskRepository(),
+    logger: createSilentLogger(),
+  });
   const app = new Hono();
   app.route('/', a2a.publicRoutes);
   app.route('/', a2a.routes);
@@ -42,7 +61,9 @@ export async function a2aTaskBench(): Promise<Record<string, unknown>> {
     for (let index = 0; index < AGENTS; index += 1) {
       await bench.kernel.spawn(parseManifest(`name = "a2a-${index}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n`, { source: 'bench.toml' }).manifest);
     }
-    const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()], preferredTransports: ['JSONRPC'] }));
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()], preferredTransports: ['JSONRPC'] }),
+    );
     const clients: Client[] = [];
     for (let index = 0; index < AGENTS; index += 1) clients.push(await factory.createFromUrl(`${server.url}/a2a/a2a-${index}/.well-known/agent-card.json`, ''));
     const first = clients[0];

@@ -26,7 +26,14 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
   const dir = databasePath === undefined ? await mkdtemp(join(tmpdir(), 'loom-bench-')) : undefined;
   const path = databasePath ?? join(dir ?? '', 'loom.db');
   const store = openSqliteStore({ path });
-  const kernel = buildKernel({ store, clock: createSystemClock(), ids: createUuidGenerator(), logger: createSilentLogger(), ...(runtime === undefined ? {} : { runtime }), ...(options.resume === true ? { resumeBackgroundWork: true } : {}) });
+  const kernel = buildKernel({
+    store,
+    clock: createSystemClock(),
+    ids: createUuidGenerator(),
+    logger: createSilentLogger(),
+    ...(runtime === undefined ? {} : { runtime }),
+    ...(options.resume === true ? { resumeBackgroundWork: true } : {}),
+  });
   await kernel.boot();
   return {
     kernel,
@@ -45,13 +52,17 @@ export async function openBenchKernel(databasePath?: string, runtime?: AgentRunt
  * run on `model` (an in-process model: no provider, no network).
  */
 export function openInstantBenchKernel(model: LanguageModelV4, databasePath?: string, options: { resume?: boolean } = {}): Promise<BenchKernel> {
-  return openBenchKernel(databasePath, {
-    resolver: { resolve: () => model },
-    costs: createCostCatalog(),
-    tools: BUILTIN_TOOLS,
-    env: {},
-    workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
-  }, options);
+  return openBenchKernel(
+    databasePath,
+    {
+      resolver: { resolve: () => model },
+      costs: createCostCatalog(),
+      tools: BUILTIN_TOOLS,
+      env: {},
+      workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
+    },
+    options,
+  );
 }
 
 /** A realistic manifest: model, fallback, quotas, a dozen capability patterns. */

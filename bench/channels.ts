@@ -28,8 +28,22 @@ export async function channelsBench(): Promise<Record<string, unknown>> {
   const bench = await openInstantBenchKernel(createInstantModel());
   const clock = createSystemClock();
   const people = Array.from({ length: PEOPLE }, (_, index) => String(1000 + index));
-  const config = ChannelConfigSchema.parse({ name: 'tg', kind: 'telegram', agent: 'assistant', token_env: 'TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: people, messages_per_minute: 10_000 } });
-  const channels = createChannelService({ channels: [config], kernel: bench.kernel, store: bench.store, clock, logger: createSilentLogger(), env: { TOKEN: telegram.token } });
+  const config = ChannelConfigSchema.parse({
+    name: 'tg',
+    kind: 'telegram',
+    agent: 'assistant',
+    token_env: 'TOKEN',
+    api_base_url: telegram.url,
+    policy: { direct: 'allowlist', allow_users: people, messages_per_minute: 10_000 },
+  });
+  const channels = createChannelService({
+    channels: [config],
+    kernel: bench.kernel,
+    store: bench.store,
+    clock,
+    logger: createSilentLogger(),
+    env: { TOKEN: telegram.token },
+  });
   try {
     await bench.kernel.spawn(parseManifest('name = "assistant"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n', { source: 'bench.toml' }).manifest);
     await channels.start();
@@ -46,7 +60,8 @@ export async function channelsBench(): Promise<Record<string, unknown>> {
     return {
       bench: 'channels',
       ...summarize(durations),
-      includes: 'a Telegram update on a loopback Bot API server → grammY long poll → stored in SQLite → policy → durable turn on an instant model (session per chat, canonical memory per person) → sendMessage back at the server',
+      includes:
+        'a Telegram update on a loopback Bot API server → grammY long poll → stored in SQLite → policy → durable turn on an instant model (session per chat, canonical memory per person) → sendMessage back at the server',
     };
   } finally {
     await channels.stop();

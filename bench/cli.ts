@@ -29,7 +29,10 @@ async function childrenCpuMs(): Promise<number> {
 /** Runs `loom <args>` as a user does (`bin/loom.js`, its own process) and resolves with its wall time in ms. */
 async function runCli(home: string, args: readonly string[]): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));

@@ -69,7 +69,13 @@ async function openKernel(store: Store): Promise<Kernel> {
     clock: createSystemClock(),
     ids: createUuidGenerator(),
     logger: createSilentLogger(),
-    runtime: { resolver: { resolve: () => model }, costs: createCostCatalog(), tools: BUILTIN_TOOLS, env: {}, workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}` },
+    runtime: {
+      resolver: { resolve: () => model },
+      costs: createCostCatalog(),
+      tools: BUILTIN_TOOLS,
+      env: {},
+      workspaceOf: (agent) => `/tmp/loom-bench-workspaces/${agent.name}`,
+    },
   });
   await kernel.boot();
   return kernel;
@@ -88,7 +94,8 @@ async function countStatements(): Promise<{ statements: number; rollbacks: numbe
   const original = prototype.query;
   prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
     counts.statements += 1;
-    if (args[0] === 'ROLLBACK' || (typeof args[0] === 'string' && args[0].endsWith('FOR UPDATE') && args[0].startsWith('SELECT revision FROM sessions'))) counts.rollbacks += 1;
+    if (args[0] === 'ROLLBACK' || (typeof args[0] === 'string' && args[0].endsWith('FOR UPDATE') && args[0].startsWith('SELECT revision FROM sessions')))
+      counts.rollbacks += 1;
     return original.apply(this, args);
   };
   return counts;
@@ -98,7 +105,13 @@ async function countStatements(): Promise<{ statements: number; rollbacks: numbe
  * `count` turns, `concurrency` at a time: slot s rotates over agents s, s + concurrency, …
  * (starting `offset` steps in), so within a node no two turns share an agent.
  */
-async function driveTurns(kernel: Kernel, names: readonly string[], count: number, concurrency: number, offset: number): Promise<{ durations: number[]; errors: number; firstError?: string }> {
+async function driveTurns(
+  kernel: Kernel,
+  names: readonly string[],
+  count: number,
+  concurrency: number,
+  offset: number,
+): Promise<{ durations: number[]; errors: number; firstError?: string }> {
   const durations: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
@@ -121,7 +134,8 @@ async function driveTurns(kernel: Kernel, names: readonly string[], count: numbe
   return { durations, errors, ...(firstError === undefined ? {} : { firstError }) };
 }
 
-const tell = (message: Record<string, unknown>): Promise<void> => new Promise((resolve) => process.stdout.write(`${JSON.stringify(message)}\n`, () => resolve()));
+const tell = (message: Record<string, unknown>): Promise<void> =>
+  new Promise((resolve) => process.stdout.write(`${JSON.stringify(message)}\n`, () => resolve()));
 
 /** Resolves when the parent writes `word` on a line; throws when it closes stdin first (it stopped). */
 async function heard(lines: AsyncIterator<string>, word: string): Promise<void> {
@@ -134,7 +148,14 @@ async function heard(lines: AsyncIterator<string>, word: string): Promise<void> 
 
 /** `turns <prefix> <agents> <offset> <warmup> <turns> <concurrency>`: one node's turns, measured after "go". */
 async function turnsNode(args: readonly string[], lines: AsyncIterator<string>): Promise<void> {
-  const [prefix = '', agents, offset, warmup, turns, concurrency] = args.map((arg, index) => (index === 0 ? arg : Number(arg))) as [string, number, number, number, number, number];
+  const [prefix = '', agents, offset, warmup, turns, concurrency] = args.map((arg, index) => (index === 0 ? arg : Number(arg))) as [
+    string,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const location = process.env[STORE_ENV] ?? '';
   const counts = location.startsWith('postgres://') ? await countStatements() : undefined;
   const store = await openStore(location);
@@ -204,7 +225,10 @@ interface NodeProcess {
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -379,12 +403,22 @@ interface TurnFigures {
  * step its slots start at), all told "go" at once; throughput is all measured turns over the time
  * from the first node's start to the last one's end.
  */
-async function measureTurns(location: string, nodes: readonly { prefix: string; offset: number }[], turns: number, concurrency: number, postmaster?: number): Promise<TurnFigures> {
+async function measureTurns(
+  location: string,
+  nodes: readonly { prefix: string; offset: number }[],
+  turns: number,
+  concurrency: number,
+  postmaster?: number,
+): Promise<TurnFigures> {
   const started: NodeProcess[] = [];
   const onPostgres = location.startsWith('postgres://');
   try {
     const processes = nodes.map((node) =>
-      startNode(['turns', node.prefix, String(AGENTS_PER_NODE), String(node.offset), String(TURN_WARMUP), String(Math.ceil(turns / nodes.length)), String(concurrency)], location, started),
+      startNode(
+        ['turns', node.prefix, String(AGENTS_PER_NODE), String(node.offset), String(TURN_WARMUP), String(Math.ceil(turns / nodes.length)), String(concurrency)],
+        location,
+        started,
+      ),
     );
     for (const node of processes) {
       const ready = await node.next('ready');
@@ -412,7 +446,10 @@ async function measureTurns(location: string, nodes: readonly { prefix: string; 
     const firstError = results.map((result) => result['first_error']).find((error) => typeof error === 'string');
     const benchMs = (benchCpu.user + benchCpu.system) / 1000;
     const serverCpuMs = serverBefore === undefined || serverAfter === undefined ? undefined : ((serverAfter - serverBefore) / TICKS_PER_S) * 1000;
-    const machine = machineBefore === undefined || machineAfter === undefined ? undefined : ((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)) * machineAfter.cores;
+    const machine =
+      machineBefore === undefined || machineAfter === undefined
+        ? undefined
+        : ((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total)) * machineAfter.cores;
     return {
       turns_per_s: round((durations.length / elapsedMs) * 1000),
       p50_ms: summary.p50_ms,
@@ -424,7 +461,9 @@ async function measureTurns(location: string, nodes: readonly { prefix: string; 
         nodes: round(sum('cpu_ms') / elapsedMs),
         ...(serverCpuMs === undefined ? {} : { postgres: round(serverCpuMs / elapsedMs) }),
         bench: round(benchMs / elapsedMs),
-        ...(machine === undefined ? {} : { machine: round(machine), others: round(Math.max(0, machine - (sum('cpu_ms') + (serverCpuMs ?? 0) + benchMs) / elapsedMs)) }),
+        ...(machine === undefined
+          ? {}
+          : { machine: round(machine), others: round(Math.max(0, machine - (sum('cpu_ms') + (serverCpuMs ?? 0) + benchMs) / elapsedMs)) }),
       },
       ...(serverCpuMs === undefined ? {} : { postgres_cpu_ms_per_turn: round(serverCpuMs / durations.length) }),
       ...(onPostgres ? { statements_per_turn: round(sum('statements') / durations.length), session_conflicts: sum('rollbacks') } : {}),
@@ -457,7 +496,11 @@ async function measureClaims(postgres: TestPostgres, template: string, workers: 
     const drained = async (): Promise<void> => {
       const deadline = Date.now() + STEP_TIMEOUT_MS;
       for (;;) {
-        const counts = (await pool.query<{ done: number; failed: number }>("SELECT count(*) FILTER (WHERE state = 'done')::int AS done, count(*) FILTER (WHERE state = 'failed')::int AS failed FROM loom_jobs")).rows[0];
+        const counts = (
+          await pool.query<{ done: number; failed: number }>(
+            "SELECT count(*) FILTER (WHERE state = 'done')::int AS done, count(*) FILTER (WHERE state = 'failed')::int AS failed FROM loom_jobs",
+          )
+        ).rows[0];
         if ((counts?.failed ?? 0) > 0) throw new Error(`${counts?.failed} echo job(s) failed`);
         if ((counts?.done ?? 0) >= enqueued) return;
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${enqueued} jobs to be done (${counts?.done ?? 0} are)`);
@@ -582,7 +625,13 @@ export async function postgresBench(): Promise<Record<string, unknown>> {
       targets: { postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3, errors: 0 },
       one_turn_at_a_time: {
         sqlite: { p50_ms: sqliteOne.p50_ms, p99_ms: sqliteOne.p99_ms, turns_per_s: sqliteOne.turns_per_s },
-        postgres: { p50_ms: oneNodeOne.p50_ms, p99_ms: oneNodeOne.p99_ms, turns_per_s: oneNodeOne.turns_per_s, node_cpu_ms_per_turn: oneNodeOne.node_cpu_ms_per_turn, postgres_cpu_ms_per_turn: oneNodeOne.postgres_cpu_ms_per_turn },
+        postgres: {
+          p50_ms: oneNodeOne.p50_ms,
+          p99_ms: oneNodeOne.p99_ms,
+          turns_per_s: oneNodeOne.turns_per_s,
+          node_cpu_ms_per_turn: oneNodeOne.node_cpu_ms_per_turn,
+          postgres_cpu_ms_per_turn: oneNodeOne.postgres_cpu_ms_per_turn,
+        },
       },
       under_load: { sqlite: sqliteTurns, postgres_1_node: oneNode },
       cores: availableParallelism(),
@@ -601,10 +650,28 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
   return withServer(async (folder, server, postmaster) => {
     const { sqliteTurns, sqliteOne, oneNode, oneNodeOne } = await measureStoreTurns(folder, server, postmaster);
     const twoNodesDb = await seededDatabase(server, ['n0', 'n1']);
-    const twoNodes = await measureTurns(twoNodesDb.url, [{ prefix: 'n0', offset: 0 }, { prefix: 'n1', offset: 0 }], TURNS, TURN_CONCURRENCY, postmaster);
+    const twoNodes = await measureTurns(
+      twoNodesDb.url,
+      [
+        { prefix: 'n0', offset: 0 },
+        { prefix: 'n1', offset: 0 },
+      ],
+      TURNS,
+      TURN_CONCURRENCY,
+      postmaster,
+    );
     const sharedDb = await seededDatabase(server, ['n0']);
     // Both nodes on the same 48 agents, their slots a third of a rotation apart: turns on one agent from two nodes now and then.
-    const shared = await measureTurns(sharedDb.url, [{ prefix: 'n0', offset: 0 }, { prefix: 'n0', offset: 1 }], TURNS, TURN_CONCURRENCY, postmaster);
+    const shared = await measureTurns(
+      sharedDb.url,
+      [
+        { prefix: 'n0', offset: 0 },
+        { prefix: 'n0', offset: 1 },
+      ],
+      TURNS,
+      TURN_CONCURRENCY,
+      postmaster,
+    );
     const sharedLost = await lostMessages(server, sharedDb.name, 2 * TURN_WARMUP + TURNS - shared.errors);
 
     const template = await benchDatabase(server);
@@ -616,20 +683,37 @@ export async function clusterBench(): Promise<Record<string, unknown>> {
     const errors = [sqliteTurns, sqliteOne, oneNode, oneNodeOne, twoNodes, shared].reduce((total, figures) => total + figures.errors, 0);
     return {
       bench: 'cluster',
-      turns_per_s: { sqlite: sqliteTurns.turns_per_s, postgres_1_node: oneNode.turns_per_s, postgres_2_nodes: twoNodes.turns_per_s, postgres_2_nodes_shared_agents: shared.turns_per_s },
+      turns_per_s: {
+        sqlite: sqliteTurns.turns_per_s,
+        postgres_1_node: oneNode.turns_per_s,
+        postgres_2_nodes: twoNodes.turns_per_s,
+        postgres_2_nodes_shared_agents: shared.turns_per_s,
+      },
       ratio_vs_sqlite: { postgres_1_node: ratio(oneNode), postgres_2_nodes: ratio(twoNodes), postgres_2_nodes_shared_agents: ratio(shared) },
       round_trips_per_durable_turn: oneNodeOne.statements_per_turn,
       job_claim_ms: { '1_worker': oneWorker, '2_workers': twoWorkers },
       one_turn_at_a_time: {
         sqlite: { p50_ms: sqliteOne.p50_ms, p99_ms: sqliteOne.p99_ms, turns_per_s: sqliteOne.turns_per_s },
-        postgres: { p50_ms: oneNodeOne.p50_ms, p99_ms: oneNodeOne.p99_ms, turns_per_s: oneNodeOne.turns_per_s, statements_per_turn: oneNodeOne.statements_per_turn },
+        postgres: {
+          p50_ms: oneNodeOne.p50_ms,
+          p99_ms: oneNodeOne.p99_ms,
+          turns_per_s: oneNodeOne.turns_per_s,
+          statements_per_turn: oneNodeOne.statements_per_turn,
+        },
       },
       under_load: { sqlite: sqliteTurns, postgres_1_node: oneNode, postgres_2_nodes: twoNodes, postgres_2_nodes_shared_agents: shared },
       // Turns that failed with both nodes on the same agents (a session saved by the other node meanwhile, its save given up).
       shared_agents_failed_turns: shared.errors,
       shared_agents_messages_lost: sharedLost,
       errors,
-      targets: { errors: 0, shared_agents_failed_turns: 0, shared_agents_messages_lost: 0, job_claim_p50_ms: 10, postgres_1_node_ratio_vs_sqlite: 0.5, round_trips_per_durable_turn: 3 },
+      targets: {
+        errors: 0,
+        shared_agents_failed_turns: 0,
+        shared_agents_messages_lost: 0,
+        job_claim_p50_ms: 10,
+        postgres_1_node_ratio_vs_sqlite: 0.5,
+        round_trips_per_durable_turn: 3,
+      },
       cores: availableParallelism(),
       notes: [
         ...TURN_NOTES,

@@ -15,8 +15,13 @@ const TURNS = 20;
 const SYSTEM_PROMPT = `You are a careful research assistant. ${'Check every claim against the sources you were given, say which source supports it, and say plainly when none does. '.repeat(45)}`;
 
 /** Each turn: the model reads a memory key, then answers. */
-function reply(_body: Record<string, unknown>, index: number): { text?: string; toolCalls?: { name: string; input: Record<string, unknown> }[]; outputTokens: number } {
-  return index % 2 === 0 ? { toolCalls: [{ name: 'agent_list', input: {} }], outputTokens: 20 } : { text: `Answer ${(index - 1) / 2}: three agents are running, as the list shows.`, outputTokens: 60 };
+function reply(
+  _body: Record<string, unknown>,
+  index: number,
+): { text?: string; toolCalls?: { name: string; input: Record<string, unknown> }[]; outputTokens: number } {
+  return index % 2 === 0
+    ? { toolCalls: [{ name: 'agent_list', input: {} }], outputTokens: 20 }
+    : { text: `Answer ${(index - 1) / 2}: three agents are running, as the list shows.`, outputTokens: 60 };
 }
 
 /** A 20-turn conversation with tools on the caching Anthropic wire; what each turn's calls were billed. */
@@ -61,7 +66,15 @@ export async function costBench(): Promise<Record<string, unknown>> {
     const read = later.reduce((total, account) => total + account.cacheReadTokens, 0);
     // Input billed in full-price tokens: a cache read counts a tenth, a write 1.25.
     const price = catalog.priceOf('anthropic', 'claude-sonnet-4-5')?.input_per_million ?? 3;
-    const billed = accounts.map((account) => catalog.estimateCost('anthropic', 'claude-sonnet-4-5', { inputTokens: all(account), cacheReadTokens: account.cacheReadTokens, cacheWriteTokens: account.cacheWriteTokens }).costUsd * (1_000_000 / price));
+    const billed = accounts.map(
+      (account) =>
+        catalog.estimateCost('anthropic', 'claude-sonnet-4-5', {
+          inputTokens: all(account),
+          cacheReadTokens: account.cacheReadTokens,
+          cacheWriteTokens: account.cacheWriteTokens,
+        }).costUsd *
+        (1_000_000 / price),
+    );
     const perTurn = Array.from({ length: TURNS }, (_, turn) => Math.round((billed[turn * 2] ?? 0) + (billed[turn * 2 + 1] ?? 0)));
     return {
       input_tokens_per_turn: round(accounts.reduce((total, account) => total + all(account), 0) / TURNS),
@@ -73,5 +86,14 @@ export async function costBench(): Promise<Record<string, unknown>> {
   };
   const on = await summary(true);
   const off = await summary(false);
-  return { bench: 'cost', turns: TURNS, model_calls: TURNS * 2, model: 'anthropic/claude-sonnet-4-5', caching_on: on, caching_off: off, billed_input_ratio_on_to_off: round(on.billed_input_tokens_per_turn / off.billed_input_tokens_per_turn), cost_ratio_on_to_off: round(on.cost_usd / off.cost_usd) };
+  return {
+    bench: 'cost',
+    turns: TURNS,
+    model_calls: TURNS * 2,
+    model: 'anthropic/claude-sonnet-4-5',
+    caching_on: on,
+    caching_off: off,
+    billed_input_ratio_on_to_off: round(on.billed_input_tokens_per_turn / off.billed_input_tokens_per_turn),
+    cost_ratio_on_to_off: round(on.cost_usd / off.cost_usd),
+  };
 }

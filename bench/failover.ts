@@ -47,7 +47,14 @@ async function startDaemon(folder: string, name: string, databaseUrl: string): P
   const home = join(folder, name);
   await mkdir(home, { recursive: true });
   await writeFile(join(home, 'config.toml'), `[cluster]\nnode_name = "${name}"\nturn_lease_seconds = ${LEASE_SECONDS}\n`);
-  const env = { PATH: process.env['PATH'] ?? '', HOME: folder, LOOM_HOME: home, LOOM_DATABASE_URL: databaseUrl, OPENAI_API_KEY: 'sk-bench', LOOM_LOG_FORMAT: 'json' };
+  const env = {
+    PATH: process.env['PATH'] ?? '',
+    HOME: folder,
+    LOOM_HOME: home,
+    LOOM_DATABASE_URL: databaseUrl,
+    OPENAI_API_KEY: 'sk-bench',
+    LOOM_LOG_FORMAT: 'json',
+  };
   const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'ignore'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await until(`node "${name}" to answer`, async () => {
@@ -59,7 +66,12 @@ async function startDaemon(folder: string, name: string, databaseUrl: string): P
 }
 
 /** One run: the turn started on A, A killed in its second model call, B's takeover timed. */
-async function runOnce(postgres: TestPostgres, folder: string, model: ScriptedModelServer, world: { url: string; hits: () => number }): Promise<{ failoverMs: number; sideEffects: number; finished: boolean }> {
+async function runOnce(
+  postgres: TestPostgres,
+  folder: string,
+  model: ScriptedModelServer,
+  world: { url: string; hits: () => number },
+): Promise<{ failoverMs: number; sideEffects: number; finished: boolean }> {
   const database = await postgres.createDatabase();
   const daemons: Daemon[] = [];
   try {
@@ -72,8 +84,15 @@ async function runOnce(postgres: TestPostgres, folder: string, model: ScriptedMo
     if (spawned.status !== 201) throw new Error(`failover bench: spawning the agent answered ${spawned.status}: ${await spawned.text()}`);
     const before = model.requests.length;
     const hitsBefore = world.hits();
-    model.script([{ toolCalls: [{ name: 'http_request', input: { url: `${world.url}/place`, method: 'POST', body: 'one order' } }] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
-    void fetch(`${a.url}/api/agents/clerk/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'place the order' }) }).catch(() => undefined);
+    model.script([
+      { toolCalls: [{ name: 'http_request', input: { url: `${world.url}/place`, method: 'POST', body: 'one order' } }] },
+      { text: 'never said', gate: new Promise<never>(() => undefined) },
+    ]);
+    void fetch(`${a.url}/api/agents/clerk/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'place the order' }),
+    }).catch(() => undefined);
     await until('the model call after the tool result', () => (model.requests.length >= before + 2 ? true : undefined), 5);
     model.script([{ text: 'The order is placed.' }]);
     a.child.kill('SIGKILL');
@@ -112,7 +131,8 @@ export async function failoverBench(): Promise<Record<string, unknown>> {
     const { startTestPostgres } = await import('../test/support/postgres-server.ts');
     postgres = await startTestPostgres();
     const runs: Awaited<ReturnType<typeof runOnce>>[] = [];
-    for (let run = 0; run < RUNS; run += 1) runs.push(await runOnce(postgres, folder, model, { url: `http://127.0.0.1:${(world.address() as AddressInfo).port}`, hits: () => hits }));
+    for (let run = 0; run < RUNS; run += 1)
+      runs.push(await runOnce(postgres, folder, model, { url: `http://127.0.0.1:${(world.address() as AddressInfo).port}`, hits: () => hits }));
     const durations = runs.map((run) => run.failoverMs);
     return {
       bench: 'failover',

@@ -10,7 +10,8 @@ const WARMUP = 200;
 const CALLS = 2000;
 const FORGES = 30;
 
-const CONVERT = 'function execute(input) { const c = input.from === "F" ? (input.value - 32) * 5 / 9 : input.value; return { result: Math.round(c * 100) / 100 }; }';
+const CONVERT =
+  'function execute(input) { const c = input.from === "F" ? (input.value - 32) * 5 / 9 : input.value; return { result: Math.round(c * 100) / 100 }; }';
 
 const request = (index: number, mode: 'sandbox' | 'compose') => ({
   name: `tool_${mode}_${index}`,
@@ -43,7 +44,10 @@ export async function forgedBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel({ json: () => ({ approved: true, confidence: 0.95, issues: [] }) });
   const bench = await openInstantBenchKernel(model);
   try {
-    const manifest = parseManifest('name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool", "agent_list"]\n[emergent]\njudge_model = "openai/gpt-4o"\nmax_session_tools = 100\nmax_forge_attempts_per_hour = 100\n', { source: 'bench.toml' }).manifest;
+    const manifest = parseManifest(
+      'name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool", "agent_list"]\n[emergent]\njudge_model = "openai/gpt-4o"\nmax_session_tools = 100\nmax_forge_attempts_per_hour = 100\n',
+      { source: 'bench.toml' },
+    ).manifest;
     await bench.kernel.spawn(manifest);
 
     const program = await compileSandboxProgram(CONVERT, { timeoutMs: 5000, memoryMb: 128, maxOutputBytes: 1_000_000 });

@@ -35,7 +35,10 @@ if ((kind !== 'loom' && kind !== 'bare') || !Number.isInteger(agents)) {
 async function loomServer(): Promise<{ url: string; close(): Promise<void> }> {
   const bench = await openInstantBenchKernel(createInstantModel());
   const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
-  const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), { host: '127.0.0.1', port: 0 });
+  const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), {
+    host: '127.0.0.1',
+    port: 0,
+  });
   for (let index = 0; index < agents; index += 1) {
     await bench.kernel.spawn(parseManifest(`name = "chat-${index}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n`, { source: 'bench.toml' }).manifest);
   }
@@ -82,7 +85,12 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (line === 'report') {
     const cpu = process.cpuUsage(cpuFrom);
     loop.disable();
-    const report: ServeReport = { cpu_ms: (cpu.user + cpu.system) / 1000, loop_p50_ms: loop.percentile(50) / 1e6, loop_p99_ms: loop.percentile(99) / 1e6, loop_max_ms: loop.max / 1e6 };
+    const report: ServeReport = {
+      cpu_ms: (cpu.user + cpu.system) / 1000,
+      loop_p50_ms: loop.percentile(50) / 1e6,
+      loop_p99_ms: loop.percentile(99) / 1e6,
+      loop_max_ms: loop.max / 1e6,
+    };
     console.log(JSON.stringify(report));
   } else if (line === 'exit') {
     break;

@@ -22,8 +22,14 @@ const WARM_UP_CHATS = 500;
 const bin = join(import.meta.dirname, '../bin/loom.js');
 
 /** Runs `bench/http-load.ts` in its own process against `url` and returns what it saw. */
-async function runLoadGenerator(url: string, chats: number, concurrency: number): Promise<{ durations: number[]; errors: number; elapsedMs: number; cpuMs: number }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'http-load.ts'), url, String(chats), String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function runLoadGenerator(
+  url: string,
+  chats: number,
+  concurrency: number,
+): Promise<{ durations: number[]; errors: number; elapsedMs: number; cpuMs: number }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'http-load.ts'), url, String(chats), String(concurrency)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
@@ -173,12 +179,16 @@ function daemonCode(): string {
 }
 
 /** `LOOM_FROM_SOURCES` as the bench was given it, so that `LOOM_FROM_SOURCES=1 npm run bench` measures the sources. */
-const fromSources = (): Record<string, string> => (process.env['LOOM_FROM_SOURCES'] === undefined ? {} : { LOOM_FROM_SOURCES: process.env['LOOM_FROM_SOURCES'] });
+const fromSources = (): Record<string, string> =>
+  process.env['LOOM_FROM_SOURCES'] === undefined ? {} : { LOOM_FROM_SOURCES: process.env['LOOM_FROM_SOURCES'] };
 
 /** Starts `loom start --foreground` on a fresh home and waits (bounded) until /api/health answers. */
 export async function startDaemonProcess(home: string): Promise<{ pid: number; url: string; startedMs: number; stop(): Promise<void> }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home, ...fromSources() }, stdio: 'ignore' });
+  const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: home, LOOM_HOME: home, ...fromSources() },
+    stdio: 'ignore',
+  });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   for (let attempt = 0; attempt < 2_000; attempt += 1) {
     try {
@@ -288,7 +298,11 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
     const seed = await openBenchKernel(join(home, 'data', 'loom.db'));
     // Named as the load generator names its slots' agents.
     for (let index = 0; index < 100; index += 1) {
-      await seed.kernel.spawn(parseManifest(`name = "chat-${index}"\n[model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "${model.url}"\n`, { source: 'bench.toml' }).manifest);
+      await seed.kernel.spawn(
+        parseManifest(`name = "chat-${index}"\n[model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "${model.url}"\n`, {
+          source: 'bench.toml',
+        }).manifest,
+      );
     }
     await seed.dispose();
     // One start first, so Node's compile cache is warm, as for every start but the first after an install.

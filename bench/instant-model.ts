@@ -17,7 +17,12 @@ function afterToolResult(options: LanguageModelV4CallOptions): boolean {
  * the model was asked).
  */
 export function createInstantModel(
-  options: { toolName?: string; toolInput?: Record<string, unknown>; json?: (callOptions: LanguageModelV4CallOptions) => unknown; onCall?: (callOptions: LanguageModelV4CallOptions) => void } = {},
+  options: {
+    toolName?: string;
+    toolInput?: Record<string, unknown>;
+    json?: (callOptions: LanguageModelV4CallOptions) => unknown;
+    onCall?: (callOptions: LanguageModelV4CallOptions) => void;
+  } = {},
 ): LanguageModelV4 {
   let calls = 0;
   const content = (callOptions: LanguageModelV4CallOptions): LanguageModelV4Content[] => {
@@ -45,7 +50,8 @@ export function createInstantModel(
       const parts = content(callOptions);
       const streamParts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       for (const part of parts) {
-        if (part.type === 'text') streamParts.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' });
+        if (part.type === 'text')
+          streamParts.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' });
         else if (part.type === 'tool-call') streamParts.push(part);
       }
       streamParts.push({ type: 'finish', finishReason: finishReason(parts), usage });

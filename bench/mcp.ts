@@ -44,7 +44,8 @@ async function waitConnected(manager: McpClientManager, name: string): Promise<v
   for (;;) {
     const server = manager.servers().find((entry) => entry.name === name);
     if (server?.status === 'connected') return;
-    if (performance.now() > deadline) throw new Error(`MCP server "${name}" did not connect within ${CONNECT_TIMEOUT_MS} ms: ${server?.status} (${server?.error})`);
+    if (performance.now() > deadline)
+      throw new Error(`MCP server "${name}" did not connect within ${CONNECT_TIMEOUT_MS} ms: ${server?.status} (${server?.error})`);
     await delay(10);
   }
 }
@@ -52,7 +53,15 @@ async function waitConnected(manager: McpClientManager, name: string): Promise<v
 /** Agent tool runner → MCP client → server-everything over stdio → back: `echo`, one call at a time. */
 async function measureClientCalls(): Promise<{ durations: number[]; errors: number }> {
   const manager = createMcpClientManager({
-    servers: [{ name: 'everything', timeout_secs: 30, env: [], allow_private_network: false, transport: { type: 'stdio', command: process.execPath, args: [EVERYTHING_BIN, 'stdio'] } }],
+    servers: [
+      {
+        name: 'everything',
+        timeout_secs: 30,
+        env: [],
+        allow_private_network: false,
+        transport: { type: 'stdio', command: process.execPath, args: [EVERYTHING_BIN, 'stdio'] },
+      },
+    ],
     env: process.env,
     logger: createSilentLogger(),
     clock: createSystemClock(),
@@ -149,6 +158,7 @@ export async function mcpCallBench(): Promise<Record<string, unknown>> {
     server_samples: served.samples,
     server_errors: serverSide.errors,
     server_protocol: serverSide.protocol,
-    includes: 'client: tool runner checks, MCP client, stdio to server-everything echo and back; server: official client over Streamable HTTP to /mcp, auth, an agent turn with an instant model, reply',
+    includes:
+      'client: tool runner checks, MCP client, stdio to server-everything echo and back; server: official client over Streamable HTTP to /mcp, auth, an agent turn with an instant model, reply',
   };
 }

@@ -78,7 +78,8 @@ export async function modulesBench(): Promise<Record<string, unknown>> {
       samples: TURNS,
       target_wasm_p50_ms: 0.3,
       target_python_p50_ms: 1,
-      includes: 'a durable turn (dispatch, quota, session load and save, usage record) in a file-backed SQLite store; wasm: request to a warm thread, a fresh instance, reply; python: a JSON line to a warm process and back; builtin: the assistant loop on an in-process model that answers at once',
+      includes:
+        'a durable turn (dispatch, quota, session load and save, usage record) in a file-backed SQLite store; wasm: request to a warm thread, a fresh instance, reply; python: a JSON line to a warm process and back; builtin: the assistant loop on an in-process model that answers at once',
     };
   } finally {
     await bench.dispose();

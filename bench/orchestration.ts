@@ -23,7 +23,9 @@ async function delegateOverhead(): Promise<Record<string, unknown>> {
   try {
     await bench.kernel.spawn(spawnText('name = "worker"\ndescription = "does the work"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n'));
     await bench.kernel.spawn(
-      spawnText('name = "desk"\nmodule = "builtin:delegate"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[delegate]\nmanaged_agents = ["worker"]\n'),
+      spawnText(
+        'name = "desk"\nmodule = "builtin:delegate"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[delegate]\nmanaged_agents = ["worker"]\n',
+      ),
     );
     const delegated: number[] = [];
     for (let turn = 0; turn < WARMUP + TURNS; turn += 1) {
@@ -61,7 +63,18 @@ const WORKFLOWS = 30;
  * instant model; per task, against the same calls (delegated turn's model call and acceptance) made bare.
  */
 async function workflowBookkeeping(): Promise<Record<string, unknown>> {
-  const plan = { summary: 'ten steps', missing_info: null, tasks: Array.from({ length: TASKS }, (_, index) => ({ id: `t${index}`, title: `step ${index}`, instruction: `do step ${index}`, agent: 'worker', depends_on: index === 0 ? [] : [`t${index - 1}`], acceptance: 'done' })) };
+  const plan = {
+    summary: 'ten steps',
+    missing_info: null,
+    tasks: Array.from({ length: TASKS }, (_, index) => ({
+      id: `t${index}`,
+      title: `step ${index}`,
+      instruction: `do step ${index}`,
+      agent: 'worker',
+      depends_on: index === 0 ? [] : [`t${index - 1}`],
+      acceptance: 'done',
+    })),
+  };
   const model = createInstantModel({
     json: (options) => {
       const schema = options.responseFormat?.type === 'json' ? JSON.stringify(options.responseFormat.schema ?? {}) : '';
@@ -74,7 +87,11 @@ async function workflowBookkeeping(): Promise<Record<string, unknown>> {
     const perTask: number[] = [];
     for (let run = 0; run < WORKFLOWS; run += 1) {
       const name = `lead-${run}`;
-      await bench.kernel.spawn(spawnText(`name = "${name}"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[workflow]\nmanaged_agents = ["worker"]\n`));
+      await bench.kernel.spawn(
+        spawnText(
+          `name = "${name}"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["worker"]\n[workflow]\nmanaged_agents = ["worker"]\n`,
+        ),
+      );
       await bench.kernel.send(name, 'ten things');
       const started = performance.now();
       await bench.kernel.send(name, 'go');
@@ -89,12 +106,23 @@ async function workflowBookkeeping(): Promise<Record<string, unknown>> {
     for (let task = 0; task < WORKFLOWS * TASKS; task += 1) {
       const started = performance.now();
       await generateText({ model, prompt: `do step ${task}`, maxRetries: 0 });
-      await generateText({ model, prompt: 'judge', output: Output.object({ schema: z.object({ accepted: z.boolean(), feedback: z.string() }) }), maxRetries: 0 });
+      await generateText({
+        model,
+        prompt: 'judge',
+        output: Output.object({ schema: z.object({ accepted: z.boolean(), feedback: z.string() }) }),
+        maxRetries: 0,
+      });
       bare.push(performance.now() - started);
     }
     const workflow = summarize(perTask);
     const calls = summarize(bare);
-    return { bench: 'orchestration-workflow', tasks: TASKS, per_task: workflow, bare_calls_per_task: calls, bookkeeping_p50_ms: round(workflow.p50_ms - calls.p50_ms) };
+    return {
+      bench: 'orchestration-workflow',
+      tasks: TASKS,
+      per_task: workflow,
+      bare_calls_per_task: calls,
+      bookkeeping_p50_ms: round(workflow.p50_ms - calls.p50_ms),
+    };
   } finally {
     await bench.dispose();
   }

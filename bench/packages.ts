@@ -20,7 +20,13 @@ const IDLE_WINDOW_S = 20;
 const CHAIN_RUNS = 300;
 
 const activity = (id: string) => ({ id, intent: `Do ${id}`, model: 'bench', token_budget: { max: 100_000 }, on_error: { retry: 0, fallback: 'Abort' } });
-const binding = (trigger: Record<string, unknown>, emit?: string) => ({ trigger, description: 'bench', activities: [activity('work')], budget: { total_per_run: 100_000, cost_estimate: '~$0' }, ...(emit === undefined ? {} : { emit }) });
+const binding = (trigger: Record<string, unknown>, emit?: string) => ({
+  trigger,
+  description: 'bench',
+  activities: [activity('work')],
+  budget: { total_per_run: 100_000, cost_estimate: '~$0' },
+  ...(emit === undefined ? {} : { emit }),
+});
 
 async function writePackage(root: string, slug: string, workflows: Record<string, unknown>): Promise<string> {
   const folder = join(root, slug);
@@ -51,10 +57,17 @@ async function idleCpu(): Promise<Record<string, unknown>> {
     const loomHome = resolveLoomHome({ LOOM_HOME: home }, home);
     await mkdir(home, { recursive: true });
     await writeFile(loomHome.configPath, configText);
-    const host = await openHost({ home: loomHome, config: ConfigSchema.parse({ scheduler: { timezone: 'UTC' }, models: { aliases: { bench: { provider: 'ollama', model: 'llama3.2' } } } }), env: {}, logger: createSilentLogger() });
+    const host = await openHost({
+      home: loomHome,
+      config: ConfigSchema.parse({ scheduler: { timezone: 'UTC' }, models: { aliases: { bench: { provider: 'ollama', model: 'llama3.2' } } } }),
+      env: {},
+      logger: createSilentLogger(),
+    });
     const sources = join(home, 'sources');
     for (let index = 0; index < PACKAGES; index += 1) {
-      const workflows = Object.fromEntries(Array.from({ length: BINDINGS_PER_PACKAGE }, (_, at) => [`beat-${at}`, binding({ type: 'heartbeat', interval: '10s', window })]));
+      const workflows = Object.fromEntries(
+        Array.from({ length: BINDINGS_PER_PACKAGE }, (_, at) => [`beat-${at}`, binding({ type: 'heartbeat', interval: '10s', window })]),
+      );
       await host.packages.install(await writePackage(sources, `idle-${index}`, workflows));
     }
     await host.close();
@@ -86,7 +99,11 @@ async function idleCpu(): Promise<Record<string, unknown>> {
 async function emitLatency(): Promise<Record<string, unknown>> {
   const calls: number[] = [];
   const instant = createInstantModel();
-  const model = { ...instant, doGenerate: (options: Parameters<typeof instant.doGenerate>[0]) => (calls.push(performance.now()), instant.doGenerate(options)), doStream: (options: Parameters<typeof instant.doStream>[0]) => (calls.push(performance.now()), instant.doStream(options)) };
+  const model = {
+    ...instant,
+    doGenerate: (options: Parameters<typeof instant.doGenerate>[0]) => (calls.push(performance.now()), instant.doGenerate(options)),
+    doStream: (options: Parameters<typeof instant.doStream>[0]) => (calls.push(performance.now()), instant.doStream(options)),
+  };
   const bench = await openInstantBenchKernel(model);
   const dir = await mkdtemp(join(tmpdir(), 'loom-bench-chain-'));
   try {
@@ -102,9 +119,20 @@ async function emitLatency(): Promise<Record<string, unknown>> {
     };
     const clock = createSystemClock();
     const runtime = createPackageRuntime({ kernel, store: bench.store, clock, ids: createUuidGenerator(), logger: createSilentLogger(), environment });
-    const installer = createPackageInstaller({ kernel: bench.kernel, store: bench.store, runtime, clock, environment, registries: [], packagesDir: join(dir, 'agents'), skillsDir: join(dir, 'skills') });
+    const installer = createPackageInstaller({
+      kernel: bench.kernel,
+      store: bench.store,
+      runtime,
+      clock,
+      environment,
+      registries: [],
+      packagesDir: join(dir, 'agents'),
+      skillsDir: join(dir, 'skills'),
+    });
     await installer.install(await writePackage(dir, 'upstream', { produce: binding({ type: 'manual' }, 'ready') }), { confirm: () => true });
-    await installer.install(await writePackage(dir, 'downstream', { consume: binding({ type: 'event', sources: ['upstream.ready'] }) }), { confirm: () => true });
+    await installer.install(await writePackage(dir, 'downstream', { consume: binding({ type: 'event', sources: ['upstream.ready'] }) }), {
+      confirm: () => true,
+    });
     const latencies: number[] = [];
     for (let index = 0; index < CHAIN_RUNS; index += 1) {
       calls.length = 0;

@@ -41,7 +41,8 @@ function ensurePeers(): void {
   if (missing.length === 0) return;
   console.error(`peers: installing ${missing.join(', ')} into ${join(PEERS_DIR, 'node_modules')} (once)`);
   const result = spawnSync('npm', ['install', '--prefix', PEERS_DIR, '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2], timeout: INSTALL_TIMEOUT_MS });
-  if (result.status !== 0) throw new Error(`peers: npm install --prefix ${PEERS_DIR} failed (status ${result.status ?? result.signal ?? 'unknown'}); run it by hand to see why`);
+  if (result.status !== 0)
+    throw new Error(`peers: npm install --prefix ${PEERS_DIR} failed (status ${result.status ?? result.signal ?? 'unknown'}); run it by hand to see why`);
 }
 
 function versionOf(name: string, root = PEERS_DIR): string {
@@ -55,12 +56,20 @@ const instant = (withTool: boolean) => createInstantModel(withTool ? { toolName:
 /** The bare AI SDK (the project's own `ai`): generateText and its own loop running the tool. */
 const bareSdk: Driver = (withTool) => {
   const model = instant(withTool);
-  const tools = { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute: () => Promise.resolve(LISTED) }) };
+  const tools = {
+    agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute: () => Promise.resolve(LISTED) }),
+  };
   const histories: ModelMessage[][] = [];
   return Promise.resolve(async (conversation) => {
     const history = (histories[conversation] ??= []);
     history.push({ role: 'user', content: 'hello' });
-    const result = await generateText({ model, system: INSTRUCTIONS, messages: history, maxRetries: 0, ...(withTool ? { tools, stopWhen: stepCountIs(3) } : {}) });
+    const result = await generateText({
+      model,
+      system: INSTRUCTIONS,
+      messages: history,
+      maxRetries: 0,
+      ...(withTool ? { tools, stopWhen: stepCountIs(3) } : {}),
+    });
     history.push(...result.response.messages);
   });
 };
@@ -97,13 +106,19 @@ const openaiAgents: Driver = async (withTool) => {
         withTool && last?.['type'] !== 'function_call_result'
           ? [{ type: 'function_call', callId: `call-${calls}`, name: 'agent_list', arguments: '{}', status: 'completed' }]
           : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }];
-      return Promise.resolve({ usage: new agents.Usage({ requests: 1, inputTokens: 20, outputTokens: 5, totalTokens: 25 }), output, responseId: `response-${calls}` });
+      return Promise.resolve({
+        usage: new agents.Usage({ requests: 1, inputTokens: 20, outputTokens: 5, totalTokens: 25 }),
+        output,
+        responseId: `response-${calls}`,
+      });
     },
     getStreamedResponse(): never {
       throw new Error('the bench runs no streamed turns');
     },
   };
-  const tools = withTool ? [agents.tool({ name: 'agent_list', description: 'List agents', parameters: z.object({}), execute: () => Promise.resolve(LISTED) })] : [];
+  const tools = withTool
+    ? [agents.tool({ name: 'agent_list', description: 'List agents', parameters: z.object({}), execute: () => Promise.resolve(LISTED) })]
+    : [];
   const agent = new agents.Agent({ name: 'peer', instructions: INSTRUCTIONS, model, tools });
   const runner = new agents.Runner({ tracingDisabled: true });
   const histories: AgentItem[][] = [];
@@ -114,7 +129,9 @@ const openaiAgents: Driver = async (withTool) => {
 };
 
 interface VoltAgent {
-  Agent: new (options: Record<string, unknown>) => { generateText(input: unknown[], options: Record<string, unknown>): Promise<{ response: { messages: unknown[] } }> };
+  Agent: new (options: Record<string, unknown>) => {
+    generateText(input: unknown[], options: Record<string, unknown>): Promise<{ response: { messages: unknown[] } }>;
+  };
   createTool(options: Record<string, unknown>): unknown;
 }
 
@@ -127,7 +144,9 @@ const voltAgent: Driver = async (withTool) => {
   const volt = (await loadPeer('@voltagent/core')) as VoltAgent;
   const { z } = (await loadPeer('zod')) as Zod;
   const model = { ...instant(withTool), specificationVersion: 'v3' };
-  const tools = withTool ? [volt.createTool({ name: 'agent_list', description: 'List agents', parameters: z.object({}), execute: () => Promise.resolve(LISTED) })] : [];
+  const tools = withTool
+    ? [volt.createTool({ name: 'agent_list', description: 'List agents', parameters: z.object({}), execute: () => Promise.resolve(LISTED) })]
+    : [];
   const agent = new volt.Agent({ name: 'peer', instructions: INSTRUCTIONS, model, tools, memory: false });
   const histories: unknown[][] = [];
   return async (conversation) => {
@@ -139,7 +158,9 @@ const voltAgent: Driver = async (withTool) => {
 };
 
 interface MastraAgent {
-  Agent: new (options: Record<string, unknown>) => { generate(input: unknown[], options: Record<string, unknown>): Promise<{ text: string; response?: { messages?: unknown[] } }> };
+  Agent: new (options: Record<string, unknown>) => {
+    generate(input: unknown[], options: Record<string, unknown>): Promise<{ text: string; response?: { messages?: unknown[] } }>;
+  };
 }
 interface MastraTools {
   createTool(options: Record<string, unknown>): unknown;
@@ -150,7 +171,11 @@ const mastra: Driver = async (withTool) => {
   const { Agent } = (await loadPeer('@mastra/core/agent')) as MastraAgent;
   const mastraTools = (await loadPeer('@mastra/core/tools')) as MastraTools;
   const { z } = (await loadPeer('zod')) as Zod;
-  const tools = withTool ? { agent_list: mastraTools.createTool({ id: 'agent_list', description: 'List agents', inputSchema: z.object({}), execute: () => Promise.resolve(LISTED) }) } : {};
+  const tools = withTool
+    ? {
+        agent_list: mastraTools.createTool({ id: 'agent_list', description: 'List agents', inputSchema: z.object({}), execute: () => Promise.resolve(LISTED) }),
+      }
+    : {};
   const agent = new Agent({ id: 'peer', name: 'peer', instructions: INSTRUCTIONS, model: instant(withTool), tools });
   const histories: unknown[][] = [];
   return async (conversation) => {
@@ -210,8 +235,23 @@ export async function peersBench(): Promise<Record<string, unknown>> {
     text: pick((await measureKernelTurns(false, { warmup: WARMUP, turns: TURNS, fresh: true })).durations),
     tool: pick((await measureKernelTurns(true, { warmup: WARMUP, turns: TURNS, fresh: true })).durations),
   };
-  rows.push({ name: 'Loom', version: LOOM_VERSION, call: 'turn / tool-turn', persists: 'yes, SQLite', text: pick(loomText.durations), tool: pick(loomTool.durations), fresh: loomFresh });
-  rows.push({ name: "Loom's durable floor", version: '', call: "bare SDK + the turn's commits", persists: '-', text: pick(loomText.durableFloor), tool: pick(loomTool.durableFloor) });
+  rows.push({
+    name: 'Loom',
+    version: LOOM_VERSION,
+    call: 'turn / tool-turn',
+    persists: 'yes, SQLite',
+    text: pick(loomText.durations),
+    tool: pick(loomTool.durations),
+    fresh: loomFresh,
+  });
+  rows.push({
+    name: "Loom's durable floor",
+    version: '',
+    call: "bare SDK + the turn's commits",
+    persists: '-',
+    text: pick(loomText.durableFloor),
+    tool: pick(loomTool.durableFloor),
+  });
   const agentsRow = rows.find((row) => row.name === 'OpenAI Agents JS');
   const loomRow = rows.find((row) => row.name === 'Loom');
   const table = [
@@ -228,9 +268,15 @@ export async function peersBench(): Promise<Record<string, unknown>> {
     rows,
     table,
     tool_turn_vs_openai_agents: agentsRow === undefined || loomRow === undefined ? null : round(loomRow.tool.p50_ms / agentsRow.tool.p50_ms),
-    tool_turn_vs_openai_agents_no_history: agentsRow?.fresh === undefined || loomRow?.fresh === undefined ? null : round(loomRow.fresh.tool.p50_ms / agentsRow.fresh.tool.p50_ms),
+    tool_turn_vs_openai_agents_no_history:
+      agentsRow?.fresh === undefined || loomRow?.fresh === undefined ? null : round(loomRow.fresh.tool.p50_ms / agentsRow.fresh.tool.p50_ms),
     target: 'Loom tool-turn p50 <= OpenAI Agents JS tool turn p50 in the same run (ratio <= 1)',
-    turns: { warmup: WARMUP, measured: TURNS, conversations: CONVERSATIONS, fresh: 'the same turns, each in a new conversation (one user message); for Loom, on a session reset before the turn (not measured)' },
+    turns: {
+      warmup: WARMUP,
+      measured: TURNS,
+      conversations: CONVERSATIONS,
+      fresh: 'the same turns, each in a new conversation (one user message); for Loom, on a session reset before the turn (not measured)',
+    },
     notes: [
       'one process, one framework after another, on the same instant in-process model (bench/instant-model.ts; AI SDK 6 model interface for VoltAgent, a Model of its own interface for OpenAI Agents JS) answering at once; a tool turn is two model calls and one call of agent_list',
       "Loom's turns are durable kernel turns on a SQLite file (bench/turn.ts); the peers persist nothing; the durable floor is the bare SDK with the turn's rows committed by node:sqlite alone",

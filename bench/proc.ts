@@ -4,7 +4,10 @@ import { readFile } from 'node:fs/promises';
 export async function procStat(pid: number | string): Promise<number[] | undefined> {
   try {
     const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+    return text
+      .slice(text.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
   } catch {
     return undefined;
   }

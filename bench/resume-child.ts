@@ -20,5 +20,8 @@ const model: LanguageModelV4 = {
   },
 };
 const bench = await openInstantBenchKernel(model, databasePath);
-await bench.kernel.spawn(parseManifest('name = "resumer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_list"]\n', { source: 'bench.toml' }).manifest);
+await bench.kernel.spawn(
+  parseManifest('name = "resumer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_list"]\n', { source: 'bench.toml' })
+    .manifest,
+);
 await bench.kernel.send('resumer', 'list the agents');

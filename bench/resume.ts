@@ -38,10 +38,13 @@ export async function resumeBench(): Promise<Record<string, unknown>> {
       let resumed!: () => void;
       const firstStep = new Promise<void>((resolve) => (resumed = resolve));
       let stepAt = 0;
-      const model = createInstantModel({ toolName: 'agent_list', onCall: () => {
-        stepAt ||= performance.now();
-        resumed();
-      } });
+      const model = createInstantModel({
+        toolName: 'agent_list',
+        onCall: () => {
+          stepAt ||= performance.now();
+          resumed();
+        },
+      });
       const started = performance.now();
       const bench = await openInstantBenchKernel(model, databasePath, { resume: true });
       await firstStep;

@@ -84,7 +84,10 @@ export async function sandboxOomBench(): Promise<Record<string, unknown>> {
   const model = createInstantModel({ json: () => ({ approved: true, confidence: 0.95, issues: [] }) });
   const bench = await openInstantBenchKernel(model);
   try {
-    const manifest = parseManifest(`name = "bomber"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\njudge_model = "openai/gpt-4o"\nsandbox_memory_mb = ${MEMORY_MB}\nsandbox_timeout_ms = 20000\nmax_forge_attempts_per_hour = 1000\n`, { source: 'bench.toml' }).manifest;
+    const manifest = parseManifest(
+      `name = "bomber"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\njudge_model = "openai/gpt-4o"\nsandbox_memory_mb = ${MEMORY_MB}\nsandbox_timeout_ms = 20000\nmax_forge_attempts_per_hour = 1000\n`,
+      { source: 'bench.toml' },
+    ).manifest;
     await bench.kernel.spawn(manifest);
     const samples: Sample[] = [await sample(0)];
     const kinds = { memory: 0, other: [] as string[] };

@@ -72,9 +72,18 @@ interface Measured {
 async function measure(rounds: number, turnsPerRound: number): Promise<{ modes: Record<Mode, Measured>; spans: number }> {
   const bench = await openInstantBenchKernel(createInstantModel({ toolName: 'agent_list' }));
   const receiver = await startReceiver();
-  const modes: Record<Mode, Measured> = { off: { durations: [], cpuMs: 0, turns: 0 }, off_again: { durations: [], cpuMs: 0, turns: 0 }, metrics: { durations: [], cpuMs: 0, turns: 0 }, exporter: { durations: [], cpuMs: 0, turns: 0 } };
+  const modes: Record<Mode, Measured> = {
+    off: { durations: [], cpuMs: 0, turns: 0 },
+    off_again: { durations: [], cpuMs: 0, turns: 0 },
+    metrics: { durations: [], cpuMs: 0, turns: 0 },
+    exporter: { durations: [], cpuMs: 0, turns: 0 },
+  };
   try {
-    await bench.kernel.spawn(parseManifest('name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n[capabilities]\ntools = ["agent_list"]\n', { source: 'bench.toml' }).manifest);
+    await bench.kernel.spawn(
+      parseManifest('name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n[capabilities]\ntools = ["agent_list"]\n', {
+        source: 'bench.toml',
+      }).manifest,
+    );
     // The message flow's turn on conversation `conversation`: the flow makes its `invoke_agent`
     // span itself (four spans a turn, as in the daemon; wrapping it here again made a fifth). Each mode's round has conversations of its own, ten turns long at most (the
     // `turn` bench's sessions are as short): on one session every turn would read a longer
@@ -117,12 +126,31 @@ async function measure(rounds: number, turnsPerRound: number): Promise<{ modes: 
  */
 async function spanCost(receiverUrl: string): Promise<number> {
   const tracing = startTracing({ endpoint: receiverUrl });
-  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gen_ai.usage.input_tokens': 300, 'gen_ai.usage.output_tokens': 20, 'gen_ai.usage.cache_read.input_tokens': 0, 'gen_ai.usage.cache_creation.input_tokens': 0, 'loom.cost_usd': 0.0012, 'loom.model_call.outcome': 'ok', 'gen_ai.agent.id': 'id', 'gen_ai.agent.name': 'traced' };
-  const chat = (): void => loomTracer().startSpan('chat claude-sonnet-4-5', { kind: SpanKind.CLIENT, startTime: performance.timeOrigin + performance.now(), attributes }).end();
+  const attributes = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'anthropic',
+    'gen_ai.request.model': 'claude-sonnet-4-5',
+    'gen_ai.usage.input_tokens': 300,
+    'gen_ai.usage.output_tokens': 20,
+    'gen_ai.usage.cache_read.input_tokens': 0,
+    'gen_ai.usage.cache_creation.input_tokens': 0,
+    'loom.cost_usd': 0.0012,
+    'loom.model_call.outcome': 'ok',
+    'gen_ai.agent.id': 'id',
+    'gen_ai.agent.name': 'traced',
+  };
+  const chat = (): void =>
+    loomTracer()
+      .startSpan('chat claude-sonnet-4-5', { kind: SpanKind.CLIENT, startTime: performance.timeOrigin + performance.now(), attributes })
+      .end();
   const turn = () =>
     withTurnSpan({ agentId: 'id', agentName: 'traced', conversationId: 'session' }, async () => {
       chat();
-      await withToolSpan({ toolName: 'agent_list', toolCallId: 'call', agentName: 'traced', input: {} }, () => Promise.resolve({ text: '[]' }), (result) => ({ isError: false, text: result.text }));
+      await withToolSpan(
+        { toolName: 'agent_list', toolCallId: 'call', agentName: 'traced', input: {} },
+        () => Promise.resolve({ text: '[]' }),
+        (result) => ({ isError: false, text: result.text }),
+      );
       chat();
       return { text: 'done' };
     });

@@ -18,7 +18,11 @@ const LONG_SESSION = 200;
 
 /** A session of `length` messages, as many user and assistant turns. */
 function history(length: number): ModelMessage[] {
-  return Array.from({ length }, (_, index): ModelMessage => (index % 2 === 0 ? { role: 'user', content: `question ${index / 2}: what is next?` } : { role: 'assistant', content: `answer ${(index - 1) / 2}: this, then that.` }));
+  return Array.from({ length }, (_, index): ModelMessage =>
+    index % 2 === 0
+      ? { role: 'user', content: `question ${index / 2}: what is next?` }
+      : { role: 'assistant', content: `answer ${(index - 1) / 2}: this, then that.` },
+  );
 }
 
 /** The heap in use after a full collection. */
@@ -56,7 +60,18 @@ function requestOf(callOptions: LanguageModelV4CallOptions): ModelRequest {
 export async function measureKernelTurns(
   withTool: boolean,
   options: { prefill?: number; databasePath?: string; floor?: boolean; warmup?: number; turns?: number; fresh?: boolean } = {},
-): Promise<{ durations: number[]; heapPerMessage: number; request: ModelRequest | undefined; commitFloor: number[]; durableFloor: number[]; journaledFloor: number[]; durableAfter: number[]; withoutCallRecord: number[]; sdkLoop: number[]; bareBeside: number[] }> {
+): Promise<{
+  durations: number[];
+  heapPerMessage: number;
+  request: ModelRequest | undefined;
+  commitFloor: number[];
+  durableFloor: number[];
+  journaledFloor: number[];
+  durableAfter: number[];
+  withoutCallRecord: number[];
+  sdkLoop: number[];
+  bareBeside: number[];
+}> {
   const { prefill = 0, databasePath, floor = false, warmup = WARMUP, turns = TURNS, fresh = false } = options;
   let request: ModelRequest | undefined;
   const model = createInstantModel({ ...(withTool ? { toolName: 'agent_list' } : {}), onCall: (callOptions) => (request ??= requestOf(callOptions)) });
@@ -66,7 +81,8 @@ export async function measureKernelTurns(
     for (let index = 0; index < AGENTS; index += 1) {
       const text = `name = "turner-${index}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n[capabilities]\ntools = ["agent_list"]\n`;
       const agent = await bench.kernel.spawn(parseManifest(text, { source: 'bench.toml' }).manifest);
-      if (prefill > 0) await bench.store.sessions.save({ id: agent.session_id, agentId: agent.id, messages: history(prefill) as never[], createdAt: 0, updatedAt: 0 });
+      if (prefill > 0)
+        await bench.store.sessions.save({ id: agent.session_id, agentId: agent.id, messages: history(prefill) as never[], createdAt: 0, updatedAt: 0 });
     }
     const durations: number[] = [];
     for (let turn = 0; turn < warmup + turns; turn += 1) {
@@ -77,9 +93,22 @@ export async function measureKernelTurns(
       if (turn >= warmup) durations.push(performance.now() - started);
     }
     let messages = 0;
-    for (let index = 0; index < AGENTS; index += 1) messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
+    for (let index = 0; index < AGENTS; index += 1)
+      messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
     const heapPerMessage = (collect() - heapBefore) / messages;
-    if (!floor) return { durations, heapPerMessage, request, commitFloor: [], durableFloor: [], journaledFloor: [], durableAfter: [], withoutCallRecord: [], sdkLoop: [], bareBeside: [] };
+    if (!floor)
+      return {
+        durations,
+        heapPerMessage,
+        request,
+        commitFloor: [],
+        durableFloor: [],
+        journaledFloor: [],
+        durableAfter: [],
+        withoutCallRecord: [],
+        sdkLoop: [],
+        bareBeside: [],
+      };
     const writes = openCommitFloor(bench.databasePath, withTool);
     try {
       const commitFloor = measureCommitFloor(writes, withTool);
@@ -95,7 +124,10 @@ export async function measureKernelTurns(
       // For a tool turn, the same floor without the call's own record (the turn's commit only),
       // and with the SDK running its own loop (the record made in the tool's execute), which
       // Loom does not, so that every call passes the kernel's tool runner.
-      const withoutCallRecord = withTool && request !== undefined ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } }) : [];
+      const withoutCallRecord =
+        withTool && request !== undefined
+          ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } })
+          : [];
       const sdkLoop = withTool && request !== undefined ? await measureBareTurns(withTool, { request, writes }) : [];
       // Bare again, beside the floors (the kernel and its sessions still on the heap): whether
       // those conditions, not the writes, make the floors higher than bare.
@@ -138,14 +170,20 @@ function openCommitFloor(path: string, withTool: boolean, journaled = false): Co
   const calls = withTool ? 2 : 1;
   const sql = (text: string) => db.prepare(text);
   // One turn of each session, as the turns wrote it.
-  const turns = sql('SELECT id, agent_id FROM sessions').all().map((row) => {
-    const id = String(row['id']);
-    const agent = String(row['agent_id']);
-    const messages = sql('SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?').all(id, perTurn).map((message) => String(message['message'])).reverse();
-    const usage = sql('SELECT model, input_tokens, output_tokens, cost_usd FROM usage WHERE agent_id = ? ORDER BY rowid DESC LIMIT ?').all(agent, calls);
-    const data = (type: string) => String(sql('SELECT data FROM events WHERE agent_id = ? AND type = ? ORDER BY seq DESC LIMIT 1').get(agent, type)?.['data'] ?? '{}');
-    return { id, agent, messages, usage, turnFinish: data('turn-finish'), toolFinish: data('tool-finish') };
-  });
+  const turns = sql('SELECT id, agent_id FROM sessions')
+    .all()
+    .map((row) => {
+      const id = String(row['id']);
+      const agent = String(row['agent_id']);
+      const messages = sql('SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?')
+        .all(id, perTurn)
+        .map((message) => String(message['message']))
+        .reverse();
+      const usage = sql('SELECT model, input_tokens, output_tokens, cost_usd FROM usage WHERE agent_id = ? ORDER BY rowid DESC LIMIT ?').all(agent, calls);
+      const data = (type: string) =>
+        String(sql('SELECT data FROM events WHERE agent_id = ? AND type = ? ORDER BY seq DESC LIMIT 1').get(agent, type)?.['data'] ?? '{}');
+      return { id, agent, messages, usage, turnFinish: data('turn-finish'), toolFinish: data('tool-finish') };
+    });
   const begin = sql('BEGIN IMMEDIATE');
   const commit = sql('COMMIT');
   const touch = sql('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? RETURNING revision');
@@ -154,7 +192,9 @@ function openCommitFloor(path: string, withTool: boolean, journaled = false): Co
   const insertUsage = sql('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?)');
   const insertEvent = sql('INSERT INTO events (at, type, agent_id, data) VALUES (?, ?, ?, ?)');
   // The journal of a tool turn (decision 0045), as the turns wrote and deleted it: the same statements, rows of the same size.
-  const openTurn = sql("INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, ?, ?, NULL, ?, NULL, ?, 'running', NULL)");
+  const openTurn = sql(
+    "INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, ?, ?, NULL, ?, NULL, ?, 'running', NULL)",
+  );
   const insertStep = sql('INSERT INTO turn_steps (turn_id, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)');
   const closeTurn = sql('DELETE FROM turn_journal WHERE id = ? AND idempotency_key IS NULL');
   const request = JSON.stringify({ message: 'hello', caller: { kind: 'user', role: 'owner' } });
@@ -187,7 +227,8 @@ function openCommitFloor(path: string, withTool: boolean, journaled = false): Co
       touch.get(at, turn.id);
       const next = Number(nextSeq.get(turn.id)?.['next'] ?? 0);
       turn.messages.forEach((message, offset) => insertMessage.run(turn.id, next + offset, message));
-      for (const row of turn.usage) insertUsage.run(turn.agent, at, row['model'] ?? '', row['input_tokens'] ?? 0, row['output_tokens'] ?? 0, row['cost_usd'] ?? 0);
+      for (const row of turn.usage)
+        insertUsage.run(turn.agent, at, row['model'] ?? '', row['input_tokens'] ?? 0, row['output_tokens'] ?? 0, row['cost_usd'] ?? 0);
       insertEvent.run(at, 'turn-finish', turn.agent, turn.turnFinish);
       if (journaled) closeTurn.run(`floor-${index}`);
       commit.run();
@@ -248,10 +289,21 @@ async function measureBareTurns(withTool: boolean, options: BareOptions = {}): P
     writes?.toolRecord(turn);
     return Promise.resolve(listed);
   };
-  const offered = request?.tools.map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema), execute })]);
-  const tools: ToolSet = offered === undefined ? { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute }) } : Object.fromEntries(offered);
+  const offered = request?.tools.map((definition): [string, ToolSet[string]] => [
+    definition.name,
+    tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema), execute }),
+  ]);
+  const tools: ToolSet =
+    offered === undefined
+      ? { agent_list: tool({ description: 'List agents', inputSchema: jsonSchema({ type: 'object', properties: {} }), execute }) }
+      : Object.fromEntries(offered);
   // Per step, the same tools without `execute`: Loom's loop runs them itself.
-  const stepTools: ToolSet = Object.fromEntries((request?.tools ?? []).map((definition): [string, ToolSet[string]] => [definition.name, tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) })]));
+  const stepTools: ToolSet = Object.fromEntries(
+    (request?.tools ?? []).map((definition): [string, ToolSet[string]] => [
+      definition.name,
+      tool({ description: definition.description ?? '', inputSchema: jsonSchema(definition.inputSchema) }),
+    ]),
+  );
   const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => history(prefill));
   const durations: number[] = [];
   for (; turn < WARMUP + TURNS; turn += 1) {
@@ -284,13 +336,28 @@ async function measureBareTurns(withTool: boolean, options: BareOptions = {}): P
  * are offered without `execute`, and the call's result (`listed`) is added between two calls,
  * after `called` (the call's record, when the turn's writes are measured with it).
  */
-async function perStepTurn(model: ReturnType<typeof createInstantModel>, history: ModelMessage[], system: string | undefined, tools: ToolSet, listed: string, called?: () => void): Promise<void> {
+async function perStepTurn(
+  model: ReturnType<typeof createInstantModel>,
+  history: ModelMessage[],
+  system: string | undefined,
+  tools: ToolSet,
+  listed: string,
+  called?: () => void,
+): Promise<void> {
   for (let step = 0; step < 3; step += 1) {
     const result = await generateText({ model, messages: [...history], ...(system === undefined ? {} : { system }), maxRetries: 0, tools });
     history.push(...result.response.messages);
     if (result.toolCalls.length === 0) return;
     for (const _ of result.toolCalls) called?.();
-    history.push({ role: 'tool', content: result.toolCalls.map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: listed } })) });
+    history.push({
+      role: 'tool',
+      content: result.toolCalls.map((call) => ({
+        type: 'tool-result',
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: { type: 'text', value: listed },
+      })),
+    });
   }
 }
 

@@ -57,7 +57,8 @@ function installedPackageJson(name: string): PackageJson | undefined {
   }
 }
 
-const dependenciesOf = (manifest: PackageJson): string[] => Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies, ...manifest.peerDependencies });
+const dependenciesOf = (manifest: PackageJson): string[] =>
+  Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies, ...manifest.peerDependencies });
 
 /**
  * LOADED_AT_START with everything it imports and, to a fixed point, every library of the daemon's
@@ -83,11 +84,12 @@ function inlinedPackages(): Set<string> {
     atStart.push(...dependencies);
   }
   const sharedWith = (dependency: string): boolean => inlined.has(dependency) && !MAY_LOAD_TWICE.includes(dependency);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [name, dependencies] of tree) {
       if (inlined.has(name) || !dependencies.some(sharedWith)) continue;
-      if (NEVER_BUNDLED.includes(name)) throw new Error(`build: ${name} imports a bundled library (${dependencies.filter(sharedWith).join(', ')}) but cannot be bundled itself`);
+      if (NEVER_BUNDLED.includes(name))
+        throw new Error(`build: ${name} imports a bundled library (${dependencies.filter(sharedWith).join(', ')}) but cannot be bundled itself`);
       inlined.add(name);
       grew = true;
     }
@@ -95,7 +97,11 @@ function inlinedPackages(): Set<string> {
   return inlined;
 }
 
-const packageName = (specifier: string): string => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageName = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 /**
  * Leaves every library outside `inlined` to Node, imported by name from the built chunks, after
@@ -112,7 +118,9 @@ function externalLibraries(inlined: ReadonlySet<string>): Plugin {
       // Unresolved from both: an optional library not installed, which its importer tries and forgoes.
       if (here !== null && here.id !== there?.id) {
         const found = there === null ? 'nothing' : relative(INSTALL_DIR, there.id);
-        throw new Error(`build: ${specifier} (imported by ${relative(INSTALL_DIR, importer)}) finds ${found} from dist/daemon/ instead of ${relative(INSTALL_DIR, here.id)}`);
+        throw new Error(
+          `build: ${specifier} (imported by ${relative(INSTALL_DIR, importer)}) finds ${found} from dist/daemon/ instead of ${relative(INSTALL_DIR, here.id)}`,
+        );
       }
       return { id: specifier, external: true };
     },
@@ -188,5 +196,7 @@ if (import.meta.main) {
   const record = await buildDaemon();
   // npm runs this at install (`prepare`) with the project's own Node first on the PATH: the one
   // line an install prints of it, where npm on an older Node would warn of every package.
-  process.stdout.write(`built the daemon into ${BUILD_DIR.join('/')}/ from ${record.sources.length} files, with ${record.inlined.length} libraries bundled; Loom runs on Node ${process.version} (the "node" dev dependency, first on the PATH in npm start and npx loom)\n`);
+  process.stdout.write(
+    `built the daemon into ${BUILD_DIR.join('/')}/ from ${record.sources.length} files, with ${record.inlined.length} libraries bundled; Loom runs on Node ${process.version} (the "node" dev dependency, first on the PATH in npm start and npx loom)\n`,
+  );
 }

@@ -40,8 +40,12 @@ export function cliReference(): string {
   const program = buildProgram({ stdout: () => undefined, stderr: () => undefined, stdin: Readable.from(['']), env: {}, cwd: process.cwd() });
   const commands = allCommands(program);
   const title = (path: readonly string[]): string => ['loom', ...path].join(' ');
-  const index = commands.map(({ path, command }) => `${'  '.repeat(path.length - 1)}- [\`${title(path)}\`](#${GITHUB_SLUG(title(path))}): ${command.description().split('\n')[0] ?? ''}`);
-  const sections = [{ path: [] as string[], command: program }, ...commands].map(({ path, command }) => [`## ${title(path)}`, '', '```', helpOf(command), '```'].join('\n'));
+  const index = commands.map(
+    ({ path, command }) => `${'  '.repeat(path.length - 1)}- [\`${title(path)}\`](#${GITHUB_SLUG(title(path))}): ${command.description().split('\n')[0] ?? ''}`,
+  );
+  const sections = [{ path: [] as string[], command: program }, ...commands].map(({ path, command }) =>
+    [`## ${title(path)}`, '', '```', helpOf(command), '```'].join('\n'),
+  );
   return [
     '# `loom` commands',
     '',

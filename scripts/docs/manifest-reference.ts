@@ -35,7 +35,11 @@ function fieldSchema(schema: z.ZodType): JsonSchema {
   const input = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   if (input.type !== undefined || input.anyOf !== undefined || input.enum !== undefined) return input;
   const output = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
-  return { ...output, ...(input.description === undefined ? {} : { description: input.description }), ...('default' in input ? { default: input.default } : {}) };
+  return {
+    ...output,
+    ...(input.description === undefined ? {} : { description: input.description }),
+    ...('default' in input ? { default: input.default } : {}),
+  };
 }
 
 const isTable = (schema: JsonSchema): boolean => schema.type === 'object' && schema.properties !== undefined;
@@ -45,10 +49,23 @@ const isTableMap = (schema: JsonSchema): boolean =>
 
 /** `1–20`, `≥ 0`, `> 0`: the range a number must lie in, or '' when it is any. */
 function range(schema: JsonSchema): string {
-  const low = schema.minimum !== undefined ? { value: schema.minimum, strict: false } : schema.exclusiveMinimum !== undefined ? { value: schema.exclusiveMinimum, strict: true } : undefined;
-  const high = schema.maximum !== undefined && schema.maximum < MAX_SAFE ? { value: schema.maximum, strict: false } : schema.exclusiveMaximum !== undefined ? { value: schema.exclusiveMaximum, strict: true } : undefined;
+  const low =
+    schema.minimum !== undefined
+      ? { value: schema.minimum, strict: false }
+      : schema.exclusiveMinimum !== undefined
+        ? { value: schema.exclusiveMinimum, strict: true }
+        : undefined;
+  const high =
+    schema.maximum !== undefined && schema.maximum < MAX_SAFE
+      ? { value: schema.maximum, strict: false }
+      : schema.exclusiveMaximum !== undefined
+        ? { value: schema.exclusiveMaximum, strict: true }
+        : undefined;
   if (low !== undefined && high !== undefined && !low.strict && !high.strict) return `${low.value}–${high.value}`;
-  const parts = [low === undefined ? '' : `${low.strict ? '>' : '≥'} ${low.value}`, high === undefined ? '' : `${high.strict ? '<' : '≤'} ${high.value}`].filter((part) => part !== '');
+  const parts = [
+    low === undefined ? '' : `${low.strict ? '>' : '≥'} ${low.value}`,
+    high === undefined ? '' : `${high.strict ? '<' : '≤'} ${high.value}`,
+  ].filter((part) => part !== '');
   return parts.join(', ');
 }
 
@@ -85,7 +102,7 @@ function typeOf(schema: JsonSchema): string {
 function defaultOf(schema: JsonSchema, required: boolean): string {
   if (!('default' in schema)) return required ? 'required' : 'none';
   const value = schema.default;
-  if (isTable(schema) && typeof value === 'object' && value !== null && Object.keys(value).length === 0) return 'each key\'s default';
+  if (isTable(schema) && typeof value === 'object' && value !== null && Object.keys(value).length === 0) return "each key's default";
   return `\`${JSON.stringify(value)}\``;
 }
 
@@ -103,10 +120,14 @@ function tables(path: readonly string[], schema: JsonSchema): { path: string[]; 
   for (const [key, value] of Object.entries(schema.properties ?? {})) {
     const here = [...path, key];
     if (isTable(value)) found.push({ path: here, array: false, schema: value }, ...tables(here, value));
-    else if (isTableArray(value) && value.items !== undefined) found.push({ path: here, array: true, schema: { ...value.items, description: value.description } }, ...tables(here, value.items));
+    else if (isTableArray(value) && value.items !== undefined)
+      found.push({ path: here, array: true, schema: { ...value.items, description: value.description } }, ...tables(here, value.items));
     else if (isTableMap(value) && typeof value.additionalProperties === 'object') {
       const named = [...path, `${key}.<name>`];
-      found.push({ path: named, array: false, schema: { ...value.additionalProperties, description: value.description } }, ...tables(named, value.additionalProperties));
+      found.push(
+        { path: named, array: false, schema: { ...value.additionalProperties, description: value.description } },
+        ...tables(named, value.additionalProperties),
+      );
     }
   }
   return found;
@@ -143,7 +164,13 @@ export function manifestReference(): string {
   const sections = nested.map(({ path, array, schema }) => {
     const lines = [`## \`${header(path, array)}\``, ''];
     if (schema.description !== undefined) lines.push(schema.description, '');
-    lines.push('| key | type | default | meaning |', '|---|---|---|---|', ...rows(schema, (key, value) => (isTable(value) || isTableArray(value) ? `[\`${key}\`](${anchorOf([...path, key], isTableArray(value))})` : `\`${key}\``)));
+    lines.push(
+      '| key | type | default | meaning |',
+      '|---|---|---|---|',
+      ...rows(schema, (key, value) =>
+        isTable(value) || isTableArray(value) ? `[\`${key}\`](${anchorOf([...path, key], isTableArray(value))})` : `\`${key}\``,
+      ),
+    );
     return lines.join('\n');
   });
   return [
@@ -152,7 +179,7 @@ export function manifestReference(): string {
     '<!-- Generated by scripts/generate-docs.ts from src/manifest/schema.ts: do not edit by hand. -->',
     '',
     'Every field of an agent manifest, as the schema in `src/manifest/schema.ts` defines it (its',
-    'descriptions are the schema\'s own). A manifest is TOML or JSON; every key is optional but where',
+    "descriptions are the schema's own). A manifest is TOML or JSON; every key is optional but where",
     'marked required, and an unknown key is refused with its name. How manifests are written and',
     'checked: [Manifests](../manifest.md); what each capability grants: [Capabilities](../capabilities.md);',
     'the agent types and their tables: [Agent types](../agent-types.md); code agents:',

@@ -80,7 +80,10 @@ export class A2aAccess {
   callerFor(c: Context): Caller {
     if (this.#options.callerOf === undefined) return { kind: 'user', role: 'owner' };
     const caller = this.#options.callerOf(c);
-    if (caller === undefined) throw new UnauthorizedError('this A2A request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>" (only the agent cards are public)');
+    if (caller === undefined)
+      throw new UnauthorizedError(
+        'this A2A request needs an API key: send "Authorization: Bearer <key>" or "X-API-Key: <key>" (only the agent cards are public)',
+      );
     return caller;
   }
 }

@@ -68,7 +68,10 @@ export function clientFor(card: AgentCard, options: A2aClientOptions = {}): Prom
   const fetchImpl = fetchWith(options);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+        new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+      ],
     }),
   );
   return factory.createFromAgentCard(card);
@@ -104,7 +107,16 @@ function stateName(state: TaskState | undefined): string {
 }
 
 function userMessage(text: string): Message {
-  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 const POLL_INTERVAL_MS = 500;

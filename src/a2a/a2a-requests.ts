@@ -54,7 +54,10 @@ export class A2aRequests {
    */
   contextOf(c: Context, requestedVersion: string | undefined): ServerCallContext {
     const caller = this.#access.callerFor(c);
-    const context = new ServerCallContext({ user: new LoomA2aUser(caller, this.chargeTurnOf(c)), ...(requestedVersion === undefined ? {} : { requestedVersion }) });
+    const context = new ServerCallContext({
+      user: new LoomA2aUser(caller, this.chargeTurnOf(c)),
+      ...(requestedVersion === undefined ? {} : { requestedVersion }),
+    });
     this.#signals.set(context, c.req.raw.signal);
     return context;
   }

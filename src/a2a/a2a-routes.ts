@@ -65,8 +65,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const push = options.push !== undefined && options.config.a2a.push_notifications ? options.push : undefined;
   const allowPrivateNetwork = options.config.a2a.push_allow_private_network;
   const access = new A2aAccess(options);
-  const notifier = push === undefined ? undefined : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => access.findAgent(name)?.id ?? null });
-  const pushConfigs = push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
+  const notifier =
+    push === undefined ? undefined : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => access.findAgent(name)?.id ?? null });
+  const pushConfigs =
+    push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
   // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any
   // request reads them; a client waiting on a webhook is told. While other nodes share the store,
   // unfinished tasks may be theirs, running: those are left alone.
@@ -81,8 +83,20 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not fail the A2A tasks the previous daemon left unfinished'));
   const requests = new A2aRequests(options, access);
-  const cardOf: A2aRouteContext['cardOf'] = (agent, origin, keyed) => buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined, keyed });
-  const agents = new AgentHandlers({ kernel, logger, store, access, requests, cardOf, maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, notifier, pushConfigs, clock: options.clock });
+  const cardOf: A2aRouteContext['cardOf'] = (agent, origin, keyed) =>
+    buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined, keyed });
+  const agents = new AgentHandlers({
+    kernel,
+    logger,
+    store,
+    access,
+    requests,
+    cardOf,
+    maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    notifier,
+    pushConfigs,
+    clock: options.clock,
+  });
   const base = listenPath === '/' ? '' : listenPath;
   const context: A2aRouteContext = { options, logger, base, now, store, access, requests, agents, cardOf };
 

@@ -60,8 +60,12 @@ export const API_KEY_SCHEME = 'apiKey';
 /** The security schemes a card of a daemon with keys declares, in the A2A 1.0 types. */
 function keySchemes(): AgentCard['securitySchemes'] {
   return {
-    [BEARER_SCHEME]: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Loom API key: "Authorization: Bearer <key>"', scheme: 'Bearer', bearerFormat: '' } } },
-    [API_KEY_SCHEME]: { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'A Loom API key: "X-API-Key: <key>"', location: 'header', name: 'X-API-Key' } } },
+    [BEARER_SCHEME]: {
+      scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Loom API key: "Authorization: Bearer <key>"', scheme: 'Bearer', bearerFormat: '' } },
+    },
+    [API_KEY_SCHEME]: {
+      scheme: { $case: 'apiKeySecurityScheme', value: { description: 'A Loom API key: "X-API-Key: <key>"', location: 'header', name: 'X-API-Key' } },
+    },
   };
 }
 
@@ -122,17 +126,29 @@ function legacySchemesOf(card: AgentCard): Record<string, LegacySecurityScheme> 
   for (const [name, { scheme }] of Object.entries(card.securitySchemes)) {
     if (scheme?.$case === 'httpAuthSecurityScheme') {
       const { description, bearerFormat } = scheme.value;
-      schemes[name] = { type: 'http', scheme: scheme.value.scheme, ...(description === '' ? {} : { description }), ...(bearerFormat === '' ? {} : { bearerFormat }) };
+      schemes[name] = {
+        type: 'http',
+        scheme: scheme.value.scheme,
+        ...(description === '' ? {} : { description }),
+        ...(bearerFormat === '' ? {} : { bearerFormat }),
+      };
     } else if (scheme?.$case === 'apiKeySecurityScheme') {
       const { description, location } = scheme.value;
-      schemes[name] = { type: 'apiKey', in: location === 'query' || location === 'cookie' ? location : 'header', name: scheme.value.name, ...(description === '' ? {} : { description }) };
+      schemes[name] = {
+        type: 'apiKey',
+        in: location === 'query' || location === 'cookie' ? location : 'header',
+        name: scheme.value.name,
+        ...(description === '' ? {} : { description }),
+      };
     }
   }
   return schemes;
 }
 
 function legacyRequirementsOf(card: AgentCard): LegacySecurityRequirement[] {
-  return card.securityRequirements.map((requirement) => Object.fromEntries(Object.entries(requirement.schemes).map(([name, scopes]) => [name, [...scopes.list]])));
+  return card.securityRequirements.map((requirement) =>
+    Object.fromEntries(Object.entries(requirement.schemes).map(([name, scopes]) => [name, [...scopes.list]])),
+  );
 }
 
 /** The card in spec/05's (A2A 0.3) shape: `/.well-known/agent.json`, `/a2a/agents`, and card requests without `A2A-Version`. */
@@ -166,7 +182,11 @@ export function toLegacyCard(card: AgentCard): LegacyAgentCard {
     protocolVersion: '0.3.0',
     preferredTransport: 'JSONRPC',
     additionalInterfaces: [{ url: jsonRpc, transport: 'JSONRPC' }, ...(rest === undefined ? [] : [{ url: rest, transport: 'HTTP+JSON' }])],
-    capabilities: { streaming: card.capabilities?.streaming ?? false, pushNotifications: card.capabilities?.pushNotifications ?? false, stateTransitionHistory: true },
+    capabilities: {
+      streaming: card.capabilities?.streaming ?? false,
+      pushNotifications: card.capabilities?.pushNotifications ?? false,
+      stateTransitionHistory: true,
+    },
     skills: card.skills.map((skill) => ({ id: skill.id, name: skill.name, description: skill.description, tags: skill.tags, examples: skill.examples })),
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,
@@ -182,13 +202,14 @@ export function toLegacyCard(card: AgentCard): LegacyAgentCard {
  * and 1.0 clients ignore). Where both revisions name a field the same (`capabilities`, `skills`)
  * it holds the union of both shapes.
  */
-export type DualAgentCard = Omit<AgentCard, 'capabilities' | 'securitySchemes'> & Omit<LegacyAgentCard, 'capabilities' | 'skills' | 'securitySchemes' | 'security'> & {
-  capabilities: NonNullable<AgentCard['capabilities']> & LegacyAgentCard['capabilities'];
-  /** Each scheme in both shapes at once: 0.3's (`type`, `scheme`, `in`, `name`) beside 1.0's field naming its kind. */
-  securitySchemes: Record<string, Record<string, unknown>>;
-  /** 0.3's `security`: the same requirements as 1.0's `securityRequirements`. */
-  security: LegacySecurityRequirement[];
-};
+export type DualAgentCard = Omit<AgentCard, 'capabilities' | 'securitySchemes'> &
+  Omit<LegacyAgentCard, 'capabilities' | 'skills' | 'securitySchemes' | 'security'> & {
+    capabilities: NonNullable<AgentCard['capabilities']> & LegacyAgentCard['capabilities'];
+    /** Each scheme in both shapes at once: 0.3's (`type`, `scheme`, `in`, `name`) beside 1.0's field naming its kind. */
+    securitySchemes: Record<string, Record<string, unknown>>;
+    /** 0.3's `security`: the same requirements as 1.0's `securityRequirements`. */
+    security: LegacySecurityRequirement[];
+  };
 
 /** Converts a 1.0 card to the {@link DualAgentCard} (a 0.3 client sees its 0.3 fields, a 1.0 client its 1.0 fields). */
 export function toDualCard(card: AgentCard): DualAgentCard {
@@ -201,7 +222,10 @@ export function toDualCard(card: AgentCard): DualAgentCard {
     additionalInterfaces: legacy.additionalInterfaces,
     capabilities: { ...legacy.capabilities, extensions: card.capabilities?.extensions ?? [] },
     // An empty list of a skill's modes means "the agent's defaults" in 1.0, but may read as "none" to a 0.3 client: left out.
-    skills: card.skills.map(({ inputModes, outputModes, ...skill }) => ({ ...skill, ...(inputModes.length === 0 ? {} : { inputModes }), ...(outputModes.length === 0 ? {} : { outputModes }) }) as AgentCard['skills'][number]),
+    skills: card.skills.map(
+      ({ inputModes, outputModes, ...skill }) =>
+        ({ ...skill, ...(inputModes.length === 0 ? {} : { inputModes }), ...(outputModes.length === 0 ? {} : { outputModes }) }) as AgentCard['skills'][number],
+    ),
     securitySchemes: dualSchemesOf(card),
     security: legacyRequirementsOf(card),
   };
@@ -213,5 +237,7 @@ export function toDualCard(card: AgentCard): DualAgentCard {
  */
 function dualSchemesOf(card: AgentCard): Record<string, Record<string, unknown>> {
   const legacy = legacySchemesOf(card);
-  return Object.fromEntries(Object.entries(card.securitySchemes).map(([name, scheme]) => [name, { ...legacy[name], ...(SecurityScheme.toJSON(scheme) as Record<string, unknown>) }]));
+  return Object.fromEntries(
+    Object.entries(card.securitySchemes).map(([name, scheme]) => [name, { ...legacy[name], ...(SecurityScheme.toJSON(scheme) as Record<string, unknown>) }]),
+  );
 }

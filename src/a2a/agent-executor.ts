@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
-import { AgentEvent, type AgentExecutionEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, ResultManager, type TaskStore } from '@a2a-js/sdk/server';
+import {
+  AgentEvent,
+  type AgentExecutionEvent,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  ResultManager,
+  type TaskStore,
+} from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
 import { type Caller, type Kernel, kernelAs, principalOfCaller, reachesAgent, refusalOf } from '../kernel/index.ts';
@@ -117,7 +125,16 @@ export function unsupportedPartOf(message: Message | undefined): string | undefi
 
 /** An agent's message in a task. */
 export function agentMessage(taskId: string, contextId: string, text: string): Message {
-  return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /** What a {@link LoomAgentExecutor} runs on. */
@@ -197,7 +214,16 @@ export class LoomAgentExecutor implements AgentExecutor {
     const artifactId = `${taskId}-response`;
     const artifact = (text: string, append: boolean, lastChunk: boolean): void => {
       if (run.finished) return;
-      publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] }, append, lastChunk, metadata: undefined }));
+      publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+          append,
+          lastChunk,
+          metadata: undefined,
+        }),
+      );
     };
     try {
       if (request.task === undefined) {
@@ -236,9 +262,17 @@ export class LoomAgentExecutor implements AgentExecutor {
             status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-call', tool: event.toolName } });
             break;
           case 'approval-request':
-            status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(taskId, contextId, `The tool ${event.toolName} is waiting for a human's approval (approval ${event.approvalId}, until ${event.expiresAt}).`), {
-              loom: { event: 'approval-request', approvalId: event.approvalId, tool: event.toolName },
-            });
+            status(
+              TaskState.TASK_STATE_INPUT_REQUIRED,
+              agentMessage(
+                taskId,
+                contextId,
+                `The tool ${event.toolName} is waiting for a human's approval (approval ${event.approvalId}, until ${event.expiresAt}).`,
+              ),
+              {
+                loom: { event: 'approval-request', approvalId: event.approvalId, tool: event.toolName },
+              },
+            );
             break;
           case 'tool-result':
             status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-result', tool: event.toolName, isError: event.isError } });
@@ -274,7 +308,12 @@ export class LoomAgentExecutor implements AgentExecutor {
       run.controller.abort();
       if (!run.finished) {
         run.finished = true;
-        const canceled = AgentEvent.statusUpdate({ taskId, contextId: run.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined });
+        const canceled = AgentEvent.statusUpdate({
+          taskId,
+          contextId: run.contextId,
+          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+          metadata: undefined,
+        });
         this.#published(bus, canceled);
         run.record(canceled);
       }

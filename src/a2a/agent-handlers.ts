@@ -76,7 +76,13 @@ export class AgentHandlers {
     let executor = this.#executors.get(name);
     if (executor === undefined) {
       const { notifier } = parts;
-      executor = new LoomAgentExecutor({ kernel: parts.kernel, agent: name, logger: parts.logger, store: parts.store, observe: notifier === undefined ? undefined : (event) => notifier.observe(name, event) });
+      executor = new LoomAgentExecutor({
+        kernel: parts.kernel,
+        agent: name,
+        logger: parts.logger,
+        store: parts.store,
+        observe: notifier === undefined ? undefined : (event) => notifier.observe(name, event),
+      });
       this.#executors.set(name, executor);
     }
     const handler = new CheckedRequestHandler({
@@ -89,7 +95,14 @@ export class AgentHandlers {
     });
     // Every request reaching the listener was given its caller (`setLegacyRestUser`); one that was not reaches nothing.
     const legacyRest = createLegacyRestListener(handler, (request) => this.#legacyRestUsers.get(request) ?? new LoomA2aUser(NOBODY));
-    const built: AgentSdkHandlers = { handler, jsonRpc: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler), legacyRest, origin, keyed };
+    const built: AgentSdkHandlers = {
+      handler,
+      jsonRpc: new JsonRpcTransportHandler(handler),
+      legacy: new LegacyJsonRpcTransportHandler(handler),
+      legacyRest,
+      origin,
+      keyed,
+    };
     this.#handlers.set(agent.name, built);
     return built;
   }

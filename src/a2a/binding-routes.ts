@@ -16,7 +16,17 @@ import { type A2aRouteContext, slashed } from './a2a-route-context.ts';
 import { DEFAULT_MAX_REQUEST_BYTES } from './a2a-server-options.ts';
 import { LoomA2aUser } from './agent-executor.ts';
 import { JsonRpcRequestError } from './json-rpc-request-error.ts';
-import { answerRestRequest, contentTypeRefusal, LEGACY_REST_MEDIA_TYPES, primed, REST_MEDIA_TYPES, restErrorResponse, sseResponse, UNSUPPORTED_MEDIA_TYPE, unsupportedMediaTypeResponse } from './rest-binding.ts';
+import {
+  answerRestRequest,
+  contentTypeRefusal,
+  LEGACY_REST_MEDIA_TYPES,
+  primed,
+  REST_MEDIA_TYPES,
+  restErrorResponse,
+  sseResponse,
+  UNSUPPORTED_MEDIA_TYPE,
+  unsupportedMediaTypeResponse,
+} from './rest-binding.ts';
 
 /** Adds JSON-RPC (1.0 and 0.3) on each agent's path to `routes`. */
 export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
@@ -28,14 +38,28 @@ export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
     const sdk = agents.of(agent, c);
     const version = c.req.header(A2A_VERSION_HEADER);
     const legacy = version === undefined || version === '0.3';
-    const mapError = (error: unknown): unknown => (legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error));
+    const mapError = (error: unknown): unknown =>
+      legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
     const contentType = (c.req.header('content-type') ?? 'application/json').split(';', 1)[0]?.trim().toLowerCase();
     if (contentType !== 'application/json') {
-      throw new JsonRpcRequestError({ code: 'UNSUPPORTED_MEDIA_TYPE', rpcCode: -32005, id: null, status: 200, message: `Unsupported Content-Type "${contentType ?? ''}"; expected application/json.` });
+      throw new JsonRpcRequestError({
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        rpcCode: -32005,
+        id: null,
+        status: 200,
+        message: `Unsupported Content-Type "${contentType ?? ''}"; expected application/json.`,
+      });
     }
     const raw = await c.req.text();
     const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-    if (Buffer.byteLength(raw) > maxRequestBytes) throw new JsonRpcRequestError({ code: 'BODY_TOO_LARGE', rpcCode: -32600, id: null, status: 200, message: `the request is larger than ${maxRequestBytes} bytes` });
+    if (Buffer.byteLength(raw) > maxRequestBytes)
+      throw new JsonRpcRequestError({
+        code: 'BODY_TOO_LARGE',
+        rpcCode: -32600,
+        id: null,
+        status: 200,
+        message: `the request is larger than ${maxRequestBytes} bytes`,
+      });
     let body: unknown;
     try {
       body = JSON.parse(raw) as unknown;
@@ -124,7 +148,8 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     // answered as 429: a message is charged here, before the router sees it, in every spelling the
     // router takes (any case, a trailing slash). Any other that starts a turn is charged where it
     // starts (`CheckedRequestHandler`), answered with the router's error.
-    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(trimTrailingSlashes((safeDecodeUriComponent(rest) ?? rest).toLowerCase()))) chargeTurn();
+    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(trimTrailingSlashes((safeDecodeUriComponent(rest) ?? rest).toLowerCase())))
+      chargeTurn();
     agents.setLegacyRestUser(incoming, new LoomA2aUser(access.callerFor(c), chargeTurn));
     if (c.req.method === 'POST') {
       // The API's middleware may have read the Node stream already: hand the SDK's router the parsed

@@ -39,7 +39,11 @@ export function cardRoutes(context: A2aRouteContext): Hono {
   const { access, base, cardOf } = context;
   const cards = new CardCache(context.now);
   const cardResponse = (c: Context, card: { key: string; body: unknown; keyed: boolean }): Response => {
-    const answer = cards.answer(`${card.key} ${originOf(c)}`, card.body, { ifNoneMatch: c.req.header('if-none-match'), ifModifiedSince: c.req.header('if-modified-since'), vary: A2A_VERSION_HEADER });
+    const answer = cards.answer(`${card.key} ${originOf(c)}`, card.body, {
+      ifNoneMatch: c.req.header('if-none-match'),
+      ifModifiedSince: c.req.header('if-modified-since'),
+      vary: A2A_VERSION_HEADER,
+    });
     const headers = new Headers(answer.headers);
     perCaller(headers, card.keyed);
     return new Response(answer.body ?? null, { status: answer.status, headers });
@@ -51,14 +55,20 @@ export function cardRoutes(context: A2aRouteContext): Hono {
     const version = c.req.header(A2A_VERSION_HEADER)?.trim();
     const key = `card ${agent?.name ?? ''}`;
     if (version === undefined || version === '') return cardResponse(c, { key: `${key} dual`, body: toDualCard(card), keyed });
-    return version.startsWith('0.') ? cardResponse(c, { key: `${key} 0.3`, body: toLegacyCard(card), keyed }) : cardResponse(c, { key: `${key} 1.0`, body: toCardJson(card), keyed });
+    return version.startsWith('0.')
+      ? cardResponse(c, { key: `${key} 0.3`, body: toLegacyCard(card), keyed })
+      : cardResponse(c, { key: `${key} 1.0`, body: toCardJson(card), keyed });
   };
   /** The default agent's card; a 404 naming no agent when the caller may not see it (the placeholder card when there are no agents). */
   const serveDefaultCard = (c: Context): Response => {
     const agent = access.defaultAgent();
     const reader = access.readerOf(c);
     if (agent === undefined || access.sees(reader, agent.name)) return serveCard(c, agent);
-    return cardNotFound(c, 'no agent card here for this caller: an agent\'s card is shown to an API key that reaches the agent ("Authorization: Bearer <key>" or "X-API-Key: <key>"), or to anyone when [a2a].public_agents names it', access.keyedFor(reader));
+    return cardNotFound(
+      c,
+      'no agent card here for this caller: an agent\'s card is shown to an API key that reaches the agent ("Authorization: Bearer <key>" or "X-API-Key: <key>"), or to anyone when [a2a].public_agents names it',
+      access.keyedFor(reader),
+    );
   };
 
   const routes = new Hono();

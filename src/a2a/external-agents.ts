@@ -26,7 +26,11 @@ export class ExternalAgentRegistry {
   /** Replaces the configured agents (all pending). */
   configure(agents: readonly { name: string; url: string }[]): void {
     this.#agents.clear();
-    for (const agent of agents) this.#agents.set(agent.name, { view: { name: agent.name, url: agent.url, status: 'pending', description: null, skills: [], streaming: false, error: null, discovered_at: null }, card: undefined });
+    for (const agent of agents)
+      this.#agents.set(agent.name, {
+        view: { name: agent.name, url: agent.url, status: 'pending', description: null, skills: [], streaming: false, error: null, discovered_at: null },
+        card: undefined,
+      });
   }
 
   /**
@@ -40,7 +44,15 @@ export class ExternalAgentRegistry {
           const { discoverAgent } = await loadClient();
           const card = await discoverAgent(entry.view.url, options);
           entry.card = card;
-          entry.view = { ...entry.view, status: 'discovered', description: card.description, skills: card.skills.map((skill) => skill.id), streaming: card.capabilities?.streaming === true, error: null, discovered_at: new Date().toISOString() };
+          entry.view = {
+            ...entry.view,
+            status: 'discovered',
+            description: card.description,
+            skills: card.skills.map((skill) => skill.id),
+            streaming: card.capabilities?.streaming === true,
+            error: null,
+            discovered_at: new Date().toISOString(),
+          };
           logger.info({ agent: entry.view.name, url: entry.view.url, skills: card.skills.length }, 'discovered an external A2A agent');
         } catch (error) {
           entry.view = { ...entry.view, status: 'failed', error: error instanceof Error ? error.message : String(error) };
@@ -76,7 +88,11 @@ export function listExternalAgents(registry: ExternalAgentRegistry = externalAge
 }
 
 /** Configures the registry from `[a2a]` and starts discovery in the background (never blocks, never throws). */
-export function startExternalDiscovery(config: { a2a: { enabled: boolean; external_agents: readonly { name: string; url: string }[] } }, logger: Logger, registry: ExternalAgentRegistry = externalAgents): Promise<void> {
+export function startExternalDiscovery(
+  config: { a2a: { enabled: boolean; external_agents: readonly { name: string; url: string }[] } },
+  logger: Logger,
+  registry: ExternalAgentRegistry = externalAgents,
+): Promise<void> {
   registry.configure(config.a2a.enabled ? config.a2a.external_agents : []);
   return registry.discoverAll(logger.child({ component: 'a2a' })).catch(() => undefined);
 }

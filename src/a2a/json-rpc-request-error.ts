@@ -42,7 +42,8 @@ export class JsonRpcRequestError extends LoomError {
  */
 export function toA2aErrorResponse(c: Context, error: unknown, at: { now: number; logger: Logger }): Response {
   const { now, logger } = at;
-  if (JsonRpcRequestError.isInstance(error)) return c.json({ jsonrpc: '2.0', id: error.rpcId, error: { code: error.rpcCode, message: error.message } }, error.status as 200);
+  if (JsonRpcRequestError.isInstance(error))
+    return c.json({ jsonrpc: '2.0', id: error.rpcId, error: { code: error.rpcCode, message: error.message } }, error.status as 200);
   const { status, body, headers } = toErrorResponse(error, now, logger);
   return c.json(body, status as 400, headers);
 }

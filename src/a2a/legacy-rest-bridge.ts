@@ -40,7 +40,10 @@ async function loadSdkRouter(): Promise<{ express: () => ExpressApp; router: Leg
  * request handler, as a Node request listener: the 0.3 wire format, its translation to 1.0 and
  * its errors are the SDK's. `userOf` gives the caller of a request.
  */
-export async function createLegacyRestListener(requestHandler: A2ARequestHandler, userOf: (request: IncomingMessage) => User): Promise<NodeRequestListener | undefined> {
+export async function createLegacyRestListener(
+  requestHandler: A2ARequestHandler,
+  userOf: (request: IncomingMessage) => User,
+): Promise<NodeRequestListener | undefined> {
   const loaded = await loadSdkRouter();
   if (loaded === undefined) return undefined;
   const app = loaded.express();

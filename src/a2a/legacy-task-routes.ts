@@ -28,11 +28,27 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
     const request = body as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
     const id = typeof request.id === 'string' || typeof request.id === 'number' ? request.id : null;
     const parts = Array.isArray(request.params?.message?.parts) ? (request.params.message.parts as { type?: unknown; text?: unknown }[]) : undefined;
-    const text = (parts ?? []).filter((part) => part.type === 'text' && typeof part.text === 'string').map((part) => part.text as string).join('\n\n');
+    const text = (parts ?? [])
+      .filter((part) => part.type === 'text' && typeof part.text === 'string')
+      .map((part) => part.text as string)
+      .join('\n\n');
     if (request.method !== undefined && request.method !== 'tasks/send') {
-      throw new JsonRpcRequestError({ code: 'ROUTE_NOT_FOUND', rpcCode: -32601, id, status: 400, message: `Method not found: ${typeof request.method === 'string' ? request.method : JSON.stringify(request.method)}` });
+      throw new JsonRpcRequestError({
+        code: 'ROUTE_NOT_FOUND',
+        rpcCode: -32601,
+        id,
+        status: 400,
+        message: `Method not found: ${typeof request.method === 'string' ? request.method : JSON.stringify(request.method)}`,
+      });
     }
-    if (text === '') throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32602, id, status: 400, message: 'params.message.parts must hold at least one text part' });
+    if (text === '')
+      throw new JsonRpcRequestError({
+        code: 'INVALID_REQUEST',
+        rpcCode: -32602,
+        id,
+        status: 400,
+        message: 'params.message.parts must hold at least one text part',
+      });
     const agent = access.defaultAgent();
     if (agent === undefined) throw new LoomError('AGENT_NOT_FOUND', 'user', 'no agent is running to take the task');
     const sessionId = typeof request.params?.sessionId === 'string' ? request.params.sessionId : undefined;
@@ -42,7 +58,8 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
       ...(sessionId === undefined ? {} : { metadata: { sessionId } }),
     });
     const result = await handler.sendMessage(params, requests.contextOf(c, '1.0'));
-    if (!('status' in result)) throw new JsonRpcRequestError({ code: 'INTERNAL', rpcCode: -32603, id, status: 500, message: 'the agent answered without a task' });
+    if (!('status' in result))
+      throw new JsonRpcRequestError({ code: 'INTERNAL', rpcCode: -32603, id, status: 500, message: 'the agent answered without a task' });
     const task = await store.load(result.id);
     return c.json(toLegacyTask(task ?? result));
   });
@@ -67,7 +84,14 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
     let latest = (await store.load(id)) ?? task;
     if (!isTerminalState(latest.status?.state)) {
       // No turn runs it any more (e.g. the daemon restarted): mark it canceled in the store.
-      latest = { ...latest, status: { state: TaskState.TASK_STATE_CANCELED, message: agentMessage(id, latest.contextId, 'The task was canceled.'), timestamp: new Date().toISOString() } };
+      latest = {
+        ...latest,
+        status: {
+          state: TaskState.TASK_STATE_CANCELED,
+          message: agentMessage(id, latest.contextId, 'The task was canceled.'),
+          timestamp: new Date().toISOString(),
+        },
+      };
       await store.save(latest);
     }
     return c.json(toLegacyTask(latest));

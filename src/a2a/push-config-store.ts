@@ -51,15 +51,20 @@ export class LoomPushConfigStore implements PushNotificationStore {
 
   async save(taskId: string, context: ServerCallContext, config: TaskPushNotificationConfig): Promise<void> {
     const url = config.url.trim();
-    if (url === '') throw new RequestMalformedError('the push-notification config has no url: give the webhook that receives the task\'s updates');
+    if (url === '') throw new RequestMalformedError("the push-notification config has no url: give the webhook that receives the task's updates");
     const id = config.id === '' ? randomUUID() : config.id;
-    if (id.length > 128 || /[/?#\s]/.test(id)) throw new RequestMalformedError(`push-notification config id "${id.slice(0, 128)}" is refused: at most 128 characters, without "/", "?", "#" or spaces`);
+    if (id.length > 128 || /[/?#\s]/.test(id))
+      throw new RequestMalformedError(`push-notification config id "${id.slice(0, 128)}" is refused: at most 128 characters, without "/", "?", "#" or spaces`);
     const authentication = config.authentication;
     if (authentication !== undefined && authentication.scheme.trim() === '' && authentication.credentials !== '') {
       throw new RequestMalformedError('the push-notification config\'s authentication has credentials but no scheme (e.g. "Bearer")');
     }
     try {
-      await vetWebhookUrl(url, { allowPrivateNetwork: this.#options.allowPrivateNetwork, resolve: this.#options.resolve, signal: AbortSignal.timeout(PUSH_CONFIG_CHECK_TIMEOUT_MS) });
+      await vetWebhookUrl(url, {
+        allowPrivateNetwork: this.#options.allowPrivateNetwork,
+        resolve: this.#options.resolve,
+        signal: AbortSignal.timeout(PUSH_CONFIG_CHECK_TIMEOUT_MS),
+      });
     } catch (error) {
       if (isLoomError(error)) throw new RequestMalformedError(error.message);
       throw error;
@@ -73,7 +78,10 @@ export class LoomPushConfigStore implements PushNotificationStore {
       id,
       url,
       token: config.token === '' ? null : config.token,
-      authentication: authentication === undefined || authentication.scheme.trim() === '' ? null : { scheme: authentication.scheme.trim(), credentials: authentication.credentials },
+      authentication:
+        authentication === undefined || authentication.scheme.trim() === ''
+          ? null
+          : { scheme: authentication.scheme.trim(), credentials: authentication.credentials },
       wireVersion: wireVersionOf(context),
       createdBy: callerName(callerOfContext(context) ?? { kind: 'user', role: 'owner' }),
       createdAt: this.#options.now(),
@@ -102,6 +110,7 @@ export class LoomPushConfigStore implements PushNotificationStore {
       for (const record of await this.#options.repository.list(taskId)) await this.#options.repository.delete(taskId, record.id);
       return;
     }
-    if (!(await this.#options.repository.delete(taskId, configId))) throw new TaskNotFoundError(`no push-notification config "${configId}" for task "${taskId}"`);
+    if (!(await this.#options.repository.delete(taskId, configId)))
+      throw new TaskNotFoundError(`no push-notification config "${configId}" for task "${taskId}"`);
   }
 }

@@ -85,9 +85,11 @@ export class PushNotifier {
       this.#tracked.set(taskId, tracked);
     }
     const current = tracked;
-    const step = current.chain.then(() => this.#handle({ agent, taskId, tracked: current }, event)).catch((error: unknown) => {
-      this.#options.logger.warn({ err: error, taskId, agent }, 'A2A push notification not sent');
-    });
+    const step = current.chain
+      .then(() => this.#handle({ agent, taskId, tracked: current }, event))
+      .catch((error: unknown) => {
+        this.#options.logger.warn({ err: error, taskId, agent }, 'A2A push notification not sent');
+      });
     current.chain = step;
     this.#track(step);
   }
@@ -174,7 +176,12 @@ export class PushNotifier {
     if (!outcome.ok) this.#options.logger.warn({ ...data, agent }, 'A2A push notification failed');
     if (this.#closing.signal.aborted) return;
     try {
-      await this.#options.record?.({ type: outcome.ok ? 'a2a-push-deliver' : 'a2a-push-fail', at: this.#options.clock.now(), agentId: this.#options.agentIdOf?.(agent) ?? null, data });
+      await this.#options.record?.({
+        type: outcome.ok ? 'a2a-push-deliver' : 'a2a-push-fail',
+        at: this.#options.clock.now(),
+        agentId: this.#options.agentIdOf?.(agent) ?? null,
+        data,
+      });
     } catch (error) {
       this.#options.logger.error({ err: error, taskId: config.taskId }, 'could not record an A2A push notification in the audit log');
     }
@@ -202,10 +209,19 @@ export class PushNotifier {
       if (status >= 200 && status < 300) return { ok: true, status };
       const retryable = status === 408 || status === 429 || status >= 500;
       const retryAfter = Number(response.headers['retry-after']);
-      return { ok: false, status, reason: `the webhook answered ${status}`, retryable, retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined };
+      return {
+        ok: false,
+        status,
+        reason: `the webhook answered ${status}`,
+        retryable,
+        retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+      };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      const reason = signal.aborted && !this.#closing.signal.aborted ? `no answer within ${this.#options.timeoutMs ?? DEFAULT_PUSH_TIMEOUT_MS} ms` : `cannot reach the webhook: ${code ?? (error instanceof Error ? error.message : String(error))}`;
+      const reason =
+        signal.aborted && !this.#closing.signal.aborted
+          ? `no answer within ${this.#options.timeoutMs ?? DEFAULT_PUSH_TIMEOUT_MS} ms`
+          : `cannot reach the webhook: ${code ?? (error instanceof Error ? error.message : String(error))}`;
       return { ok: false, status: null, reason, retryable: true };
     }
   }

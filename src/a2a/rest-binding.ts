@@ -1,4 +1,14 @@
-import { ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState, taskStateFromJSON } from '@a2a-js/sdk';
+import {
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  SendMessageRequest,
+  SendMessageResponse,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  TaskState,
+  taskStateFromJSON,
+} from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 
@@ -38,7 +48,10 @@ export function contentTypeRefusal(contentType: string | undefined, accepted: re
 
 /** The HTTP+JSON answer to a body it cannot read: 415, the error in the binding's shape, and the types it reads in `Accept`. */
 export function unsupportedMediaTypeResponse(error: ContentTypeNotSupportedError, accepted: readonly string[]): Response {
-  return new Response(JSON.stringify(toRestErrorBody(error, UNSUPPORTED_MEDIA_TYPE)), { status: UNSUPPORTED_MEDIA_TYPE, headers: { ...JSON_HEADERS, accept: accepted.join(', ') } });
+  return new Response(JSON.stringify(toRestErrorBody(error, UNSUPPORTED_MEDIA_TYPE)), {
+    status: UNSUPPORTED_MEDIA_TYPE,
+    headers: { ...JSON_HEADERS, accept: accepted.join(', ') },
+  });
 }
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
@@ -131,7 +144,8 @@ export async function answerRestRequest(handler: A2ARequestHandler, request: Res
       {
         tenant: '',
         contextId: query['contextId'] ?? '',
-        status: status === undefined || status === '' ? TaskState.TASK_STATE_UNSPECIFIED : taskStateFromJSON(Number.isNaN(Number(status)) ? status : Number(status)),
+        status:
+          status === undefined || status === '' ? TaskState.TASK_STATE_UNSPECIFIED : taskStateFromJSON(Number.isNaN(Number(status)) ? status : Number(status)),
         pageSize: query['pageSize'] === undefined ? undefined : Number.parseInt(query['pageSize'], 10),
         pageToken: query['pageToken'] ?? '',
         historyLength: query['historyLength'] === undefined ? undefined : Number.parseInt(query['historyLength'], 10),
@@ -155,7 +169,8 @@ export async function answerRestRequest(handler: A2ARequestHandler, request: Res
       const result = await handler.listTaskPushNotificationConfigs({ tenant: '', taskId, pageSize: 0, pageToken: '' }, context);
       return jsonResponse(ListTaskPushNotificationConfigsResponse.toJSON(result));
     }
-    if (id !== undefined && method === 'GET') return jsonResponse(TaskPushNotificationConfig.toJSON(await handler.getTaskPushNotificationConfig({ tenant: '', taskId, id }, context)));
+    if (id !== undefined && method === 'GET')
+      return jsonResponse(TaskPushNotificationConfig.toJSON(await handler.getTaskPushNotificationConfig({ tenant: '', taskId, id }, context)));
     if (id !== undefined && method === 'DELETE') {
       await handler.deleteTaskPushNotificationConfig({ tenant: '', taskId, id }, context);
       return new Response(null, { status: 204 });
@@ -169,7 +184,11 @@ export async function answerRestRequest(handler: A2ARequestHandler, request: Res
   if (match[2] === ':subscribe' && (method === 'GET' || method === 'POST')) return streamOf(await primed(handler.resubscribe({ id, tenant: '' }, context)));
   if (match[2] === undefined && method === 'GET') {
     const historyLength = query['historyLength'];
-    return jsonResponse(Task.toJSON(await handler.getTask({ id, tenant: '', ...(historyLength === undefined ? {} : { historyLength: Number.parseInt(historyLength, 10) }) }, context)));
+    return jsonResponse(
+      Task.toJSON(
+        await handler.getTask({ id, tenant: '', ...(historyLength === undefined ? {} : { historyLength: Number.parseInt(historyLength, 10) }) }, context),
+      ),
+    );
   }
   return undefined;
 }

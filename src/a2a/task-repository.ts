@@ -41,10 +41,18 @@ export class InMemoryA2aTaskRepository implements A2aTaskRepository {
 
   list(query: A2aTaskQuery): Promise<{ records: A2aTaskRecord[]; total: number }> {
     const matching = [...this.#tasks.values()]
-      .filter((record) => (query.contextId === undefined || record.contextId === query.contextId) && (query.state === undefined || record.state === query.state) && (query.updatedAfter === undefined || record.updatedAt >= query.updatedAfter))
+      .filter(
+        (record) =>
+          (query.contextId === undefined || record.contextId === query.contextId) &&
+          (query.state === undefined || record.state === query.state) &&
+          (query.updatedAfter === undefined || record.updatedAt >= query.updatedAfter),
+      )
       .reverse()
       .sort((a, b) => b.updatedAt - a.updatedAt);
-    return Promise.resolve({ records: matching.slice(query.offset, query.offset + query.limit).map((record) => structuredClone(record)), total: matching.length });
+    return Promise.resolve({
+      records: matching.slice(query.offset, query.offset + query.limit).map((record) => structuredClone(record)),
+      total: matching.length,
+    });
   }
 }
 

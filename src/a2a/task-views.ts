@@ -39,7 +39,10 @@ export function toLegacyTask(task: TaskValue): unknown {
     sessionId: typeof sessionId === 'string' ? sessionId : null,
     status: legacyStatus(task.status?.state),
     messages: messages.map((message) => ({ role: message.role === Role.ROLE_AGENT ? 'agent' : 'user', parts: legacyParts(message) })),
-    artifacts: task.artifacts.map((artifact) => ({ name: artifact.name, parts: artifact.parts.map((part) => ({ type: 'text', text: part.content?.$case === 'text' ? part.content.value : '' })) })),
+    artifacts: task.artifacts.map((artifact) => ({
+      name: artifact.name,
+      parts: artifact.parts.map((part) => ({ type: 'text', text: part.content?.$case === 'text' ? part.content.value : '' })),
+    })),
   };
 }
 

@@ -39,7 +39,9 @@ export function parseWebhookUrl(text: string): URL {
     throw new PushWebhookRefusedError(`push-notification URL "${text}" is refused: only http and https URLs are supported, not "${url.protocol}"`);
   }
   if (url.username !== '' || url.password !== '') {
-    throw new PushWebhookRefusedError(`push-notification URL "${url.origin}" is refused: URLs with a user name or password are not supported; give a token or authentication instead`);
+    throw new PushWebhookRefusedError(
+      `push-notification URL "${url.origin}" is refused: URLs with a user name or password are not supported; give a token or authentication instead`,
+    );
   }
   return url;
 }
@@ -54,7 +56,9 @@ export function parseWebhookUrl(text: string): URL {
 export async function vetWebhookUrl(text: string, options: VetWebhookOptions): Promise<VettedWebhook> {
   const url = parseWebhookUrl(text);
   const refuse = (why: string, address?: string): PushWebhookRefusedError =>
-    new PushWebhookRefusedError(`push-notification URL ${url.origin} is refused: ${why}`, { details: { url: url.origin, ...(address === undefined ? {} : { address }) } });
+    new PushWebhookRefusedError(`push-notification URL ${url.origin} is refused: ${why}`, {
+      details: { url: url.origin, ...(address === undefined ? {} : { address }) },
+    });
   const vetted = await vetHostAddresses(url, options.allowPrivateNetwork, options);
   if ('addresses' in vetted) return { url, addresses: vetted.addresses };
   const { refused } = vetted;

@@ -4,7 +4,6 @@ import { type Config, LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME } from '../config/
 import { AccessDeniedError, UnauthorizedError } from '../errors/index.ts';
 import { isLoopbackAddress } from './is-loopback-address.ts';
 
-
 /** What a request presents: its headers and the client's address. */
 export interface Credentials {
   authorization: string | undefined;

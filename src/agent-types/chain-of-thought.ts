@@ -17,7 +17,7 @@ const StepSchema = z.object({
   prompt: z.string().min(1).describe('a self-contained instruction for this step'),
   depends_on: z.array(z.string()).describe('ids of the steps whose results this one needs'),
   can_parallelize: z.boolean().describe('whether it may run at the same time as other steps of its layer'),
-  needs_tools: z.boolean().describe('whether it needs the agent\'s tools'),
+  needs_tools: z.boolean().describe("whether it needs the agent's tools"),
 });
 
 /** A step of the plan, as the model writes it. */
@@ -39,7 +39,10 @@ export const SynthesisSchema = z.object({
  * The confidence a loop's synthesis must reach (spec/03 "Confidence Threshold Decay"): from the
  * initial threshold at the first loop (0) down to the minimum at the last, linearly.
  */
-export function confidenceThreshold(loop: number, settings: { max_loops: number; initial_confidence_threshold: number; min_confidence_threshold: number }): number {
+export function confidenceThreshold(
+  loop: number,
+  settings: { max_loops: number; initial_confidence_threshold: number; min_confidence_threshold: number },
+): number {
   const { max_loops: loops, initial_confidence_threshold: initial, min_confidence_threshold: min } = settings;
   if (loops <= 1) return min;
   return initial - ((initial - min) * loop) / (loops - 1);
@@ -65,7 +68,8 @@ export function planLayers(steps: readonly PlanStep[], done: ReadonlySet<string>
   const visit = (id: string): void => {
     if (done.has(id) || visited.has(id)) return;
     const at = visiting.indexOf(id);
-    if (at !== -1) throw new LoomError('PLAN_INVALID', 'third-party', `the plan's steps depend on each other in a cycle: ${[...visiting.slice(at), id].join(' → ')}`);
+    if (at !== -1)
+      throw new LoomError('PLAN_INVALID', 'third-party', `the plan's steps depend on each other in a cycle: ${[...visiting.slice(at), id].join(' → ')}`);
     visiting.push(id);
     for (const dependency of byId.get(id)?.depends_on ?? []) visit(dependency);
     visiting.pop();
@@ -122,7 +126,12 @@ export const runChainOfThought: AgentModule = async (context) => {
   think(0, 'assess', assessment);
   const first = confidenceThreshold(0, settings);
   if (!assessment.needs_planning && assessment.confidence >= first) {
-    emit({ type: 'phase', phase: 'finalize', detail: `Answering directly (confidence ${round(assessment.confidence)} ≥ ${round(first)})…`, data: { ...assessment } });
+    emit({
+      type: 'phase',
+      phase: 'finalize',
+      detail: `Answering directly (confidence ${round(assessment.confidence)} ≥ ${round(first)})…`,
+      data: { ...assessment },
+    });
     return finish(await context.generate('answer', { system: context.system, messages: question }));
   }
 
@@ -157,7 +166,13 @@ export const runChainOfThought: AgentModule = async (context) => {
       });
       const text = await context.generate('finalize', {
         system: `${context.system}\n\nWrite the final answer to the user's last message from the synthesized answer below. Be clear and direct; do not mention the steps.`,
-        messages: [...question, { role: 'user', content: `Synthesized answer (confidence ${round(synthesis.confidence)}):\n${synthesis.answer}${synthesis.gaps.length === 0 ? '' : `\nStill uncertain: ${synthesis.gaps.join('; ')}`}` }],
+        messages: [
+          ...question,
+          {
+            role: 'user',
+            content: `Synthesized answer (confidence ${round(synthesis.confidence)}):\n${synthesis.answer}${synthesis.gaps.length === 0 ? '' : `\nStill uncertain: ${synthesis.gaps.join('; ')}`}`,
+          },
+        ],
       });
       return finish(text);
     }
@@ -181,14 +196,29 @@ function resultsText(steps: readonly PlanStep[], results: ReadonlyMap<string, st
 }
 
 /** Runs the new steps in dependency layers; parallel steps of a layer at once. */
-async function execute(context: ModuleTurnContext, pending: readonly PlanStep[], steps: PlanStep[], results: Map<string, string>, loop: number, think: (loop: number, phase: string, content: JsonObject) => void): Promise<void> {
+async function execute(
+  context: ModuleTurnContext,
+  pending: readonly PlanStep[],
+  steps: PlanStep[],
+  results: Map<string, string>,
+  loop: number,
+  think: (loop: number, phase: string, content: JsonObject) => void,
+): Promise<void> {
   const layers = planLayers(pending, new Set(results.keys()));
   steps.push(...pending);
   for (const layer of layers) {
     const runStep = async (step: PlanStep): Promise<void> => {
-      context.emit({ type: 'phase', phase: 'execute', detail: `Step ${step.id}: ${step.prompt}`, data: { step: step.id, parallel: step.can_parallelize, tools: step.needs_tools } });
+      context.emit({
+        type: 'phase',
+        phase: 'execute',
+        detail: `Step ${step.id}: ${step.prompt}`,
+        data: { step: step.id, parallel: step.can_parallelize, tools: step.needs_tools },
+      });
       const inputs = step.depends_on.map((id) => `Result of ${id}:\n${results.get(id) ?? ''}`).join('\n\n');
-      const request = { system: `${context.system}\n\nDo this one step of a larger task and reply with its result only.`, messages: [{ role: 'user' as const, content: `${step.prompt}${inputs === '' ? '' : `\n\n${inputs}`}` }] };
+      const request = {
+        system: `${context.system}\n\nDo this one step of a larger task and reply with its result only.`,
+        messages: [{ role: 'user' as const, content: `${step.prompt}${inputs === '' ? '' : `\n\n${inputs}`}` }],
+      };
       const result = step.needs_tools ? await context.act(`step ${step.id}`, request) : await context.generate(`step ${step.id}`, request);
       results.set(step.id, result);
       think(loop, 'execute', { step: step.id, result });

@@ -1,5 +1,12 @@
 import { CodeModuleError } from '../errors/index.ts';
-import { CODE_AGENT_PROTOCOL, type CodeModules, createLineBudget, type HostCallPort, MODULE_LOG_BYTES as HOST_LOG_BYTES, MODULE_LOG_LINES as HOST_LOG_LINES } from '../code-modules/index.ts';
+import {
+  CODE_AGENT_PROTOCOL,
+  type CodeModules,
+  createLineBudget,
+  type HostCallPort,
+  MODULE_LOG_BYTES as HOST_LOG_BYTES,
+  MODULE_LOG_LINES as HOST_LOG_LINES,
+} from '../code-modules/index.ts';
 import type { AgentModule } from './agent-module.ts';
 
 /**
@@ -24,7 +31,13 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
         if (line !== undefined) context.logger[level]({ source: 'module' }, line);
       },
     };
-    const request = { protocol: CODE_AGENT_PROTOCOL, message: context.message, agent: { id: agent.id, name: agent.name }, session: context.history, caller: context.caller } as const;
+    const request = {
+      protocol: CODE_AGENT_PROTOCOL,
+      message: context.message,
+      agent: { id: agent.id, name: agent.name },
+      session: context.history,
+      caller: context.caller,
+    } as const;
     try {
       const text = await modules.turn(agent, request, port, context.signal);
       return { text, messages: [{ role: 'assistant', content: text }] };
@@ -33,7 +46,11 @@ export function codeAgentModule(modules: CodeModules): AgentModule {
       throw error;
     } finally {
       const { lines } = logged.leftOut();
-      if (lines > 0) context.logger.warn({ source: 'module' }, `host.log: ${lines} line${lines === 1 ? '' : 's'} of this message left out of the log (a message logs at most ${HOST_LOG_LINES} lines and ${HOST_LOG_BYTES / 1024} KiB)`);
+      if (lines > 0)
+        context.logger.warn(
+          { source: 'module' },
+          `host.log: ${lines} line${lines === 1 ? '' : 's'} of this message left out of the log (a message logs at most ${HOST_LOG_LINES} lines and ${HOST_LOG_BYTES / 1024} KiB)`,
+        );
     }
   };
 }

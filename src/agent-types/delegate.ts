@@ -28,7 +28,11 @@ export const runDelegate: AgentModule = async (context) => {
     emit({ type: 'phase', phase: 'catalog', detail: `left out: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`, data: { leftOut } });
   }
   if (available.length === 0) {
-    throw new LoomError('NO_MANAGED_AGENT', 'user', `delegate "${agent.name}" has no agent to hand the request to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`);
+    throw new LoomError(
+      'NO_MANAGED_AGENT',
+      'user',
+      `delegate "${agent.name}" has no agent to hand the request to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`,
+    );
   }
   const names = available.map((entry) => entry.name);
   const catalog = available.map((entry) => `- ${entry.name}: ${entry.description === '' ? '(no description)' : entry.description}`).join('\n');
@@ -43,7 +47,11 @@ export const runDelegate: AgentModule = async (context) => {
     ];
     choice = await context.structured('select', DelegateSelectionSchema, { system: selectionSystem, messages: retry });
     if (!names.includes(choice.agent)) {
-      throw new LoomError('DELEGATE_SELECTION_INVALID', 'third-party', `delegate "${agent.name}": the model chose "${choice.agent}" twice, which is not one of its agents (${names.join(', ')})`);
+      throw new LoomError(
+        'DELEGATE_SELECTION_INVALID',
+        'third-party',
+        `delegate "${agent.name}": the model chose "${choice.agent}" twice, which is not one of its agents (${names.join(', ')})`,
+      );
     }
   }
   const chosen = available.find((entry) => entry.name === choice.agent);
@@ -57,7 +65,12 @@ export const runDelegate: AgentModule = async (context) => {
   emit({ type: 'phase', phase: 'analyze', detail: 'Analyzing the response…' });
   const toolCallId = `delegation-${context.clock.now()}`;
   const record: ModelMessage[] = [
-    { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName: DELEGATION_RECORD_TOOL, input: { agent: choice.agent, message: handover, reasoning: choice.reasoning } }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'tool-call', toolCallId, toolName: DELEGATION_RECORD_TOOL, input: { agent: choice.agent, message: handover, reasoning: choice.reasoning } },
+      ],
+    },
     { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName: DELEGATION_RECORD_TOOL, output: { type: 'text', value: reply } }] },
   ];
   const answer = await context.generate('analyze', {

@@ -52,7 +52,13 @@ const COMMANDS = {
   resume: ['resume', 'continue', 'go'],
 } as const;
 
-const isCommand = (message: string, command: keyof typeof COMMANDS): boolean => (COMMANDS[command] as readonly string[]).includes(message.trim().toLowerCase().replace(/[.!]+$/, ''));
+const isCommand = (message: string, command: keyof typeof COMMANDS): boolean =>
+  (COMMANDS[command] as readonly string[]).includes(
+    message
+      .trim()
+      .toLowerCase()
+      .replace(/[.!]+$/, ''),
+  );
 
 /** A plan, as the user reads it. */
 export function describeWorkflow(record: WorkflowRecord): string {
@@ -60,7 +66,9 @@ export function describeWorkflow(record: WorkflowRecord): string {
   const lines = [`Workflow (${record.state.replace('_', ' ')}; ${done}/${record.tasks.length} tasks done): ${record.summary}`];
   for (const task of record.tasks) {
     const after = task.dependsOn.length === 0 ? '' : ` after ${task.dependsOn.join(', ')}`;
-    lines.push(`- ${task.id} [${task.status}${task.attempts > 1 ? `, ${task.attempts} attempts` : ''}] ${task.title} → ${task.agent}${after}${task.feedback === null || task.status === 'completed' ? '' : ` (${task.feedback})`}`);
+    lines.push(
+      `- ${task.id} [${task.status}${task.attempts > 1 ? `, ${task.attempts} attempts` : ''}] ${task.title} → ${task.agent}${after}${task.feedback === null || task.status === 'completed' ? '' : ` (${task.feedback})`}`,
+    );
   }
   if (record.note !== null) lines.push('', record.note);
   return lines.join('\n');
@@ -70,28 +78,63 @@ const planningSystem = (context: ModuleTurnContext, catalog: string): string =>
   `${context.system}\n\nYou coordinate work: plan the user's request as tasks, each assigned to one of these agents, with dependencies and acceptance criteria. If you cannot plan without more information, ask for it in missing_info and leave tasks empty.\nThe agents:\n${catalog}`;
 
 /** Asks the model for a plan, checks it (agents in the catalog, dependencies acyclic), and asks again once with the problem. */
-async function makePlan(context: ModuleTurnContext, messages: ModelMessage[], keep: readonly WorkflowTaskRecord[] = []): Promise<{ summary: string; question: string | null; tasks: WorkflowTaskRecord[]; leftOut: string }> {
+async function makePlan(
+  context: ModuleTurnContext,
+  messages: ModelMessage[],
+  keep: readonly WorkflowTaskRecord[] = [],
+): Promise<{ summary: string; question: string | null; tasks: WorkflowTaskRecord[]; leftOut: string }> {
   const settings = context.agent.manifest.workflow ?? WorkflowSchema.parse({});
   const { available, leftOut } = await context.catalog(settings.managed_agents);
-  if (available.length === 0) throw new LoomError('NO_MANAGED_AGENT', 'user', `workflow "${context.agent.name}" has no agent to assign tasks to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`);
+  if (available.length === 0)
+    throw new LoomError(
+      'NO_MANAGED_AGENT',
+      'user',
+      `workflow "${context.agent.name}" has no agent to assign tasks to${leftOut.length === 0 ? '' : `: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`}`,
+    );
   const names = available.map((entry) => entry.name);
   const leftOutText = leftOut.length === 0 ? '' : `\n(Left out of the plan: ${leftOut.map((entry) => `${entry.name}, ${entry.reason}`).join('; ')}.)`;
-  if (leftOut.length > 0) context.emit({ type: 'phase', phase: 'catalog', detail: `left out: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`, data: { leftOut } });
-  const system = planningSystem(context, available.map((entry) => `- ${entry.name}: ${entry.description === '' ? '(no description)' : entry.description}`).join('\n'));
+  if (leftOut.length > 0)
+    context.emit({
+      type: 'phase',
+      phase: 'catalog',
+      detail: `left out: ${leftOut.map((entry) => `${entry.name} (${entry.reason})`).join(', ')}`,
+      data: { leftOut },
+    });
+  const system = planningSystem(
+    context,
+    available.map((entry) => `- ${entry.name}: ${entry.description === '' ? '(no description)' : entry.description}`).join('\n'),
+  );
   let request = messages;
   let problem = '';
   for (let attempt = 0; attempt < 2; attempt += 1) {
     const plan = await context.structured('plan', WorkflowPlanSchema, { system, messages: request });
-    if (plan.missing_info !== null && plan.missing_info.trim() !== '') return { summary: plan.summary, question: plan.missing_info, tasks: [], leftOut: leftOutText };
+    if (plan.missing_info !== null && plan.missing_info.trim() !== '')
+      return { summary: plan.summary, question: plan.missing_info, tasks: [], leftOut: leftOutText };
     try {
       const unknown = plan.tasks.find((task) => !names.includes(task.agent));
-      if (unknown !== undefined) throw new LoomError('PLAN_INVALID', 'third-party', `task "${unknown.id}" is assigned to "${unknown.agent}", which is not one of the agents (${names.join(', ')})`);
+      if (unknown !== undefined)
+        throw new LoomError(
+          'PLAN_INVALID',
+          'third-party',
+          `task "${unknown.id}" is assigned to "${unknown.agent}", which is not one of the agents (${names.join(', ')})`,
+        );
       if (plan.tasks.length === 0) throw new LoomError('PLAN_INVALID', 'third-party', 'the plan has no tasks');
       planLayers(
         plan.tasks.map((task) => ({ id: task.id, prompt: task.instruction, depends_on: task.depends_on, can_parallelize: false, needs_tools: false })),
         new Set(keep.map((task) => task.id)),
       );
-      const tasks = plan.tasks.map((task): WorkflowTaskRecord => ({ id: task.id, title: task.title, instruction: task.instruction, agent: task.agent, dependsOn: task.depends_on, acceptance: task.acceptance, status: 'pending', attempts: 0, result: null, feedback: null }));
+      const tasks = plan.tasks.map((task): WorkflowTaskRecord => ({
+        id: task.id,
+        title: task.title,
+        instruction: task.instruction,
+        agent: task.agent,
+        dependsOn: task.depends_on,
+        acceptance: task.acceptance,
+        status: 'pending',
+        attempts: 0,
+        result: null,
+        feedback: null,
+      }));
       return { summary: plan.summary, question: null, tasks: [...keep, ...tasks], leftOut: leftOutText };
     } catch (error) {
       if (!(isLoomError(error) && error.code === 'PLAN_INVALID')) throw error;
@@ -116,7 +159,8 @@ export function workflowModule(port: WorkflowPort): AgentModule {
     const current = await port.load();
     const state: WorkflowState | 'none' = current?.state ?? 'none';
     const now = (): number => context.clock.now();
-    const setState = (next: WorkflowState, note: string | null = null) => port.update((record) => ({ ...(record as WorkflowRecord), state: next, note, updatedAt: now() }));
+    const setState = (next: WorkflowState, note: string | null = null) =>
+      port.update((record) => ({ ...(record as WorkflowRecord), state: next, note, updatedAt: now() }));
 
     // Status shows the last workflow, finished ones included.
     if (current !== undefined && isCommand(message, 'status')) return reply(describeWorkflow(current));
@@ -125,10 +169,13 @@ export function workflowModule(port: WorkflowPort): AgentModule {
       if (state === 'awaiting_approval' && isCommand(message, 'approve')) {
         await setState('executing');
         port.execute();
-        return reply(`Starting: ${current.tasks.length} task${current.tasks.length === 1 ? '' : 's'}. Say "status" for progress, "pause" to stop after the current task.`);
+        return reply(
+          `Starting: ${current.tasks.length} task${current.tasks.length === 1 ? '' : 's'}. Say "status" for progress, "pause" to stop after the current task.`,
+        );
       }
       if (state === 'executing') {
-        if (isCommand(message, 'pause')) return reply(describeWorkflow(await setState('paused', 'Paused: the tasks under way finish; nothing new starts until you say "resume".')));
+        if (isCommand(message, 'pause'))
+          return reply(describeWorkflow(await setState('paused', 'Paused: the tasks under way finish; nothing new starts until you say "resume".')));
         return reply('The workflow is running. Say "status" for progress, "pause" to stop after the current task, or "cancel".');
       }
       if (state === 'paused') {
@@ -143,12 +190,26 @@ export function workflowModule(port: WorkflowPort): AgentModule {
       const kept = current.tasks.filter((task) => task.status === 'completed');
       const plan = await makePlan(
         context,
-        [...context.history, { role: 'user', content: `The request: ${current.request}\n\nThe plan so far:\n${describeWorkflow(current)}\n\nThe user's feedback: ${message}\n\nPlan again, keeping the completed tasks (${kept.map((task) => task.id).join(', ') || 'none'}) as they are.` }],
+        [
+          ...context.history,
+          {
+            role: 'user',
+            content: `The request: ${current.request}\n\nThe plan so far:\n${describeWorkflow(current)}\n\nThe user's feedback: ${message}\n\nPlan again, keeping the completed tasks (${kept.map((task) => task.id).join(', ') || 'none'}) as they are.`,
+          },
+        ],
         kept,
       );
       if (plan.question !== null) return reply(plan.question);
       const replans = current.replans + (state === 'stalled' ? 1 : 0);
-      const saved = await port.update(() => ({ ...current, state: 'awaiting_approval', summary: plan.summary, tasks: replannedTasks(current.tasks, plan.tasks, replans, state === 'stalled'), replans, note: null, updatedAt: now() }));
+      const saved = await port.update(() => ({
+        ...current,
+        state: 'awaiting_approval',
+        summary: plan.summary,
+        tasks: replannedTasks(current.tasks, plan.tasks, replans, state === 'stalled'),
+        replans,
+        note: null,
+        updatedAt: now(),
+      }));
       return reply(`${describeWorkflow(saved)}${plan.leftOut}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
     }
 
@@ -156,7 +217,17 @@ export function workflowModule(port: WorkflowPort): AgentModule {
     context.emit({ type: 'phase', phase: 'plan', detail: 'Planning the work…' });
     const plan = await makePlan(context, [...context.history, { role: 'user', content: message }]);
     if (plan.question !== null) return reply(plan.question);
-    const saved = await port.update(() => ({ agentId: context.agent.id, state: 'awaiting_approval', request: message, summary: plan.summary, tasks: plan.tasks, replans: 0, note: null, createdAt: now(), updatedAt: now() }));
+    const saved = await port.update(() => ({
+      agentId: context.agent.id,
+      state: 'awaiting_approval',
+      request: message,
+      summary: plan.summary,
+      tasks: plan.tasks,
+      replans: 0,
+      note: null,
+      createdAt: now(),
+      updatedAt: now(),
+    }));
     return reply(`${describeWorkflow(saved)}${plan.leftOut}\n\nSay "go" to start, "cancel" to drop it, or tell me what to change.`);
   };
 }
@@ -172,9 +243,11 @@ function blockDependants(tasks: WorkflowTaskRecord[]): WorkflowTaskRecord[] {
   while (changed) {
     changed = false;
     const byId = new Map(result.map((task) => [task.id, task]));
-    const isDead = (task: WorkflowTaskRecord | undefined): boolean => task !== undefined && (task.status === 'failed' || task.status === 'blocked' || task.status === 'skipped');
+    const isDead = (task: WorkflowTaskRecord | undefined): boolean =>
+      task !== undefined && (task.status === 'failed' || task.status === 'blocked' || task.status === 'skipped');
     // A task that failed, or was blocked once it had run (all it depends on completed).
-    const failedItself = (task: WorkflowTaskRecord): boolean => task.status === 'failed' || (task.status === 'blocked' && task.dependsOn.every((id) => byId.get(id)?.status === 'completed'));
+    const failedItself = (task: WorkflowTaskRecord): boolean =>
+      task.status === 'failed' || (task.status === 'blocked' && task.dependsOn.every((id) => byId.get(id)?.status === 'completed'));
     result = result.map((task) => {
       const dead = task.dependsOn.filter((id) => isDead(byId.get(id)));
       if (task.status !== 'pending' || dead.length === 0) return task;
@@ -196,7 +269,12 @@ function blockDependants(tasks: WorkflowTaskRecord[]): WorkflowTaskRecord[] {
 function replannedTasks(before: readonly WorkflowTaskRecord[], after: readonly WorkflowTaskRecord[], replan: number, ran: boolean): WorkflowTaskRecord[] {
   const planned = new Set(after.map((task) => task.id));
   const dropped = before.filter((task) => !planned.has(task.id) && task.status !== 'completed' && (ran || task.status === 'skipped'));
-  return [...after, ...dropped.map((task): WorkflowTaskRecord => (task.status === 'skipped' ? task : { ...task, status: 'skipped', feedback: `skipped: replan ${replan} dropped it` }))];
+  return [
+    ...after,
+    ...dropped.map((task): WorkflowTaskRecord =>
+      task.status === 'skipped' ? task : { ...task, status: 'skipped', feedback: `skipped: replan ${replan} dropped it` },
+    ),
+  ];
 }
 
 /**
@@ -210,7 +288,9 @@ function replannedTasks(before: readonly WorkflowTaskRecord[], after: readonly W
  * turns it delegates (with tracing off, no span is made).
  */
 export function executeWorkflow(context: ModuleTurnContext, port: WorkflowPort): Promise<void> {
-  return withSpan(`workflow ${context.agent.name}`, SpanKind.INTERNAL, { 'gen_ai.agent.id': context.agent.id, 'gen_ai.agent.name': context.agent.name }, () => runWorkflow(context, port));
+  return withSpan(`workflow ${context.agent.name}`, SpanKind.INTERNAL, { 'gen_ai.agent.id': context.agent.id, 'gen_ai.agent.name': context.agent.name }, () =>
+    runWorkflow(context, port),
+  );
 }
 
 async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Promise<void> {
@@ -225,14 +305,18 @@ async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Prom
   const runTask = async (task: WorkflowTaskRecord, record: WorkflowRecord): Promise<void> => {
     const attempt = task.attempts + 1;
     await patchTask(task.id, { status: 'in_progress', attempts: attempt });
-    const inputs = task.dependsOn.map((id) => `Result of "${record.tasks.find((other) => other.id === id)?.title ?? id}":\n${record.tasks.find((other) => other.id === id)?.result ?? ''}`).join('\n\n');
+    const inputs = task.dependsOn
+      .map((id) => `Result of "${record.tasks.find((other) => other.id === id)?.title ?? id}":\n${record.tasks.find((other) => other.id === id)?.result ?? ''}`)
+      .join('\n\n');
     let result: string;
     let verdict: z.output<typeof AcceptanceSchema>;
     try {
       result = await context.delegate(task.agent, `${task.instruction}${inputs === '' ? '' : `\n\n${inputs}`}`, settings.delegation_timeout_seconds * 1000);
       verdict = await context.structured('accept', AcceptanceSchema, {
         system: `${context.system}\n\nJudge whether a task's result meets its acceptance criteria.`,
-        messages: [{ role: 'user', content: `Task: ${task.title}\nInstruction: ${task.instruction}\nAcceptance criteria: ${task.acceptance}\n\nResult:\n${result}` }],
+        messages: [
+          { role: 'user', content: `Task: ${task.title}\nInstruction: ${task.instruction}\nAcceptance criteria: ${task.acceptance}\n\nResult:\n${result}` },
+        ],
       });
     } catch (error) {
       if (context.signal.aborted) throw error;
@@ -246,9 +330,21 @@ async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Prom
     }
     const decision = await context.structured('decide', FailureDecisionSchema, {
       system: `${context.system}\n\nA task's result was not accepted. Decide: retry it with a better instruction, mark it blocked, replan the remaining work, or stall and ask the user.`,
-      messages: [{ role: 'user', content: `Task: ${task.title}\nInstruction: ${task.instruction}\nAttempt ${attempt} of ${settings.max_task_attempts}\nWhy it was not accepted: ${verdict.feedback}` }],
+      messages: [
+        {
+          role: 'user',
+          content: `Task: ${task.title}\nInstruction: ${task.instruction}\nAttempt ${attempt} of ${settings.max_task_attempts}\nWhy it was not accepted: ${verdict.feedback}`,
+        },
+      ],
     });
-    await context.report({ type: 'workflow-task-finish', task: task.id, status: 'rejected', attempts: attempt, action: decision.action, reason: decision.reason });
+    await context.report({
+      type: 'workflow-task-finish',
+      task: task.id,
+      status: 'rejected',
+      attempts: attempt,
+      action: decision.action,
+      reason: decision.reason,
+    });
     if (decision.action === 'retry' && attempt < settings.max_task_attempts) {
       await patchTask(task.id, { status: 'pending', instruction: decision.improved_instruction ?? task.instruction, feedback: verdict.feedback });
     } else if (decision.action === 'retry') {
@@ -258,43 +354,88 @@ async function runWorkflow(context: ModuleTurnContext, port: WorkflowPort): Prom
     } else if (decision.action === 'replan' && record.replans < settings.max_replans) {
       const latest = (await port.load()) as WorkflowRecord;
       const kept = latest.tasks.filter((other) => other.status === 'completed');
-      const plan = await makePlan(context, [{ role: 'user', content: `The request: ${latest.request}\n\nThe plan so far:\n${describeWorkflow(latest)}\n\nTask ${task.id} failed: ${verdict.feedback}\n\nPlan the rest again, keeping the completed tasks (${kept.map((other) => other.id).join(', ') || 'none'}).` }], kept);
-      if (plan.question !== null) await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled: ${plan.question}`, updatedAt: now() }));
+      const plan = await makePlan(
+        context,
+        [
+          {
+            role: 'user',
+            content: `The request: ${latest.request}\n\nThe plan so far:\n${describeWorkflow(latest)}\n\nTask ${task.id} failed: ${verdict.feedback}\n\nPlan the rest again, keeping the completed tasks (${kept.map((other) => other.id).join(', ') || 'none'}).`,
+          },
+        ],
+        kept,
+      );
+      if (plan.question !== null)
+        await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled: ${plan.question}`, updatedAt: now() }));
       else {
         await port.update((current) => {
           const replans = (current as WorkflowRecord).replans + 1;
-          return { ...(current as WorkflowRecord), summary: plan.summary, tasks: replannedTasks((current as WorkflowRecord).tasks, plan.tasks, replans, true), replans, updatedAt: now() };
+          return {
+            ...(current as WorkflowRecord),
+            summary: plan.summary,
+            tasks: replannedTasks((current as WorkflowRecord).tasks, plan.tasks, replans, true),
+            replans,
+            updatedAt: now(),
+          };
         });
       }
     } else {
       const why = decision.action === 'replan' ? `replanned ${settings.max_replans} times already` : decision.reason;
       await patchTask(task.id, { status: 'pending', feedback: verdict.feedback });
-      await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled at task ${task.id}: ${why}. Tell me how to go on, or "cancel".`, updatedAt: now() }));
+      await port.update((current) => ({
+        ...(current as WorkflowRecord),
+        state: 'stalled',
+        note: `Stalled at task ${task.id}: ${why}. Tell me how to go on, or "cancel".`,
+        updatedAt: now(),
+      }));
     }
   };
 
   for (;;) {
     const record = await port.load();
     if (record?.state !== 'executing') return;
-    const ready = record.tasks.filter((task) => task.status === 'pending' && task.dependsOn.every((id) => record.tasks.find((other) => other.id === id)?.status === 'completed'));
+    const ready = record.tasks.filter(
+      (task) => task.status === 'pending' && task.dependsOn.every((id) => record.tasks.find((other) => other.id === id)?.status === 'completed'),
+    );
     if (ready.length === 0) {
       const open = record.tasks.some((task) => task.status === 'pending' || task.status === 'in_progress');
       if (open) {
-        await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: 'Stalled: no task can start. Tell me how to go on, or "cancel".', updatedAt: now() }));
+        await port.update((current) => ({
+          ...(current as WorkflowRecord),
+          state: 'stalled',
+          note: 'Stalled: no task can start. Tell me how to go on, or "cancel".',
+          updatedAt: now(),
+        }));
         return;
       }
       const failed = record.tasks.filter((task) => task.status === 'failed' || task.status === 'blocked');
       const summary = await context.generate('summarize', {
         system: `${context.system}\n\nSummarize for the user what the workflow accomplished${failed.length === 0 ? '' : ' and what failed'}.`,
-        messages: [{ role: 'user', content: `${describeWorkflow(record)}\n\n${record.tasks.map((task) => `## ${task.id}\n${task.result ?? task.feedback ?? ''}`).join('\n\n')}` }],
+        messages: [
+          {
+            role: 'user',
+            content: `${describeWorkflow(record)}\n\n${record.tasks.map((task) => `## ${task.id}\n${task.result ?? task.feedback ?? ''}`).join('\n\n')}`,
+          },
+        ],
       });
-      await port.update((current) => ({ ...(current as WorkflowRecord), state: failed.length === 0 ? 'completed' : 'failed', note: summary, updatedAt: now() }));
+      await port.update((current) => ({
+        ...(current as WorkflowRecord),
+        state: failed.length === 0 ? 'completed' : 'failed',
+        note: summary,
+        updatedAt: now(),
+      }));
       return;
     }
     await Promise.all(
-      ready.slice(0, settings.max_parallel_tasks).map((task) =>
-        withSpan(`workflow_task ${task.id}`, SpanKind.INTERNAL, { 'loom.workflow.task.id': task.id, 'loom.workflow.task.agent': task.agent, 'loom.workflow.task.attempt': task.attempts + 1 }, () => runTask(task, record)),
-      ),
+      ready
+        .slice(0, settings.max_parallel_tasks)
+        .map((task) =>
+          withSpan(
+            `workflow_task ${task.id}`,
+            SpanKind.INTERNAL,
+            { 'loom.workflow.task.id': task.id, 'loom.workflow.task.agent': task.agent, 'loom.workflow.task.attempt': task.attempts + 1 },
+            () => runTask(task, record),
+          ),
+        ),
     );
   }
 }

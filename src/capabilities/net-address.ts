@@ -115,9 +115,7 @@ function splitHostPort(text: string, allowAnyPort: boolean): NetAddress | string
  */
 export function netPatternProblem(pattern: string): string | undefined {
   const parsed = parseNetPattern(pattern);
-  return typeof parsed === 'string'
-    ? `expected a host such as "api.openai.com" or "*.example.com:443", got ${JSON.stringify(pattern)} (${parsed})`
-    : undefined;
+  return typeof parsed === 'string' ? `expected a host such as "api.openai.com" or "*.example.com:443", got ${JSON.stringify(pattern)} (${parsed})` : undefined;
 }
 
 /**

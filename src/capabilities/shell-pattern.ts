@@ -72,7 +72,7 @@ function parseShellPattern(pattern: string): ShellPatternWord[] | undefined {
  * ```ts
  * matchesShellCommand('cat /ws/*', 'cat /ws/a.txt'); // true
  * matchesShellCommand('cat /ws/*', 'cat /ws/a.txt /etc/shadow'); // false: "*" stays in its argument
- * matchesShellCommand('cat /ws/*', 'cat /ws/../etc/shadow'); // false: "*" never stands for ".." 
+ * matchesShellCommand('cat /ws/*', 'cat /ws/../etc/shadow'); // false: "*" never stands for ".."
  * matchesShellCommand('git **', 'git commit -m "fix bug"'); // true
  * matchesShellCommand('*', 'rm -rf /'); // true: "*" alone is any command
  * ```
@@ -132,7 +132,11 @@ export function shellPatternCovers(wider: string, narrower: string): boolean {
       next[end] =
         word === ANY_ARGUMENTS
           ? covered[end] === true || (end > 0 && next[end - 1] === true)
-          : taken !== undefined && taken !== ANY_ARGUMENTS && covered[end - 1] === true && patternCovers(word, taken) && parentSegments(taken) <= parentSegments(word);
+          : taken !== undefined &&
+            taken !== ANY_ARGUMENTS &&
+            covered[end - 1] === true &&
+            patternCovers(word, taken) &&
+            parentSegments(taken) <= parentSegments(word);
     }
     covered = next;
   }

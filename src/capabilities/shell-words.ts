@@ -114,7 +114,7 @@ export function splitShellWords(line: string, mode: ShellSplitMode): ShellSplit 
       for (;;) {
         const quoted = line[inner];
         if (quoted === undefined) {
-          return problem('\'"\'', 'an unclosed quote');
+          return problem("'\"'", 'an unclosed quote');
         } else if (quoted === '"') {
           break;
         } else if (quoted === '\\' && DOUBLE_QUOTE_ESCAPABLE.has(line[inner + 1] ?? '')) {

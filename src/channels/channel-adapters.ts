@@ -30,7 +30,14 @@ export async function adapterOf(context: ChannelContext, config: ChannelConfig):
   switch (config.kind) {
     case 'webhook': {
       const { createWebhookChannel } = await import('./webhook-channel.ts');
-      return createWebhookChannel({ name: config.name, secret: credential(config.secret_env), replyUrl: config.reply_url, maxSkewSeconds: config.max_skew_seconds, clock, ...(options.fetch === undefined ? {} : { fetch: options.fetch }) });
+      return createWebhookChannel({
+        name: config.name,
+        secret: credential(config.secret_env),
+        replyUrl: config.reply_url,
+        maxSkewSeconds: config.max_skew_seconds,
+        clock,
+        ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      });
     }
     case 'telegram': {
       const { createTelegramChannel } = await import('./telegram-channel.ts');
@@ -71,7 +78,10 @@ export async function adapterOf(context: ChannelContext, config: ChannelConfig):
         name: config.name,
         botToken: credential(config.bot_token_env),
         apiBaseUrl: config.api_base_url,
-        receiver: config.mode === 'socket' ? { mode: 'socket', appToken: credential(config.app_token_env ?? '') } : { mode: 'events', signingSecret: credential(config.signing_secret_env ?? ''), clock },
+        receiver:
+          config.mode === 'socket'
+            ? { mode: 'socket', appToken: credential(config.app_token_env ?? '') }
+            : { mode: 'events', signingSecret: credential(config.signing_secret_env ?? ''), clock },
         logger,
       });
     }

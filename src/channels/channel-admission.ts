@@ -35,7 +35,8 @@ export class ChannelAdmission {
     const { store, clock } = context.options;
     const way = { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } };
     const user = { id: message.userId, name: message.userName };
-    const settle = (status: ChannelMessageRecord['status'], note: string): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    const settle = (status: ChannelMessageRecord['status'], note: string): Promise<void> =>
+      store.channels.settle(config.name, message.platformId, status, note, clock.now());
     const refused = async (reason: string, text: string): Promise<void> => {
       await auditRefused(context, { config, user, reason });
       // Refused whether or not the platform takes the words that say so.
@@ -44,9 +45,16 @@ export class ChannelAdmission {
     };
 
     // Only a direct message under the pairing policy asks whether the person is paired.
-    const pairing = message.conversationKind === 'direct' && config.policy.direct === 'pairing' ? await store.channels.pairingOf(config.name, message.userId) : undefined;
+    const pairing =
+      message.conversationKind === 'direct' && config.policy.direct === 'pairing' ? await store.channels.pairingOf(config.name, message.userId) : undefined;
     const paired = pairing !== undefined && pairing.approvedAt !== null;
-    const inbound: InboundMessage = { platformId: message.platformId, user, conversation: { id: message.conversationId, kind: message.conversationKind, thread: message.thread }, mentioned: message.mentioned, text: message.text };
+    const inbound: InboundMessage = {
+      platformId: message.platformId,
+      user,
+      conversation: { id: message.conversationId, kind: message.conversationKind, thread: message.thread },
+      mentioned: message.mentioned,
+      text: message.text,
+    };
     const decision = decide(inbound, config.policy, paired);
     if (decision.kind === 'ignore') {
       if (decision.audit) await auditRefused(context, { config, user, reason: decision.reason });
@@ -70,7 +78,10 @@ export class ChannelAdmission {
     }
     if (decision.kind === 'pair') {
       const code = await this.#pairingCode(config, message, pairing);
-      await refused(`not paired; pairing code ${code} issued`, `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`);
+      await refused(
+        `not paired; pairing code ${code} issued`,
+        `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`,
+      );
       return false;
     }
     return true;
@@ -91,7 +102,14 @@ export class ChannelAdmission {
     if (existing !== undefined && existing.approvedAt === null) return existing.code;
     const code = Array.from({ length: 6 }, () => PAIRING_ALPHABET[randomInt(PAIRING_ALPHABET.length)]).join('');
     const { store, clock } = this.#context.options;
-    await store.channels.requestPairing({ code, channel: config.name, userId: message.userId, userName: message.userName, createdAt: clock.now(), approvedAt: null });
+    await store.channels.requestPairing({
+      code,
+      channel: config.name,
+      userId: message.userId,
+      userName: message.userName,
+      createdAt: clock.now(),
+      approvedAt: null,
+    });
     return code;
   }
 }

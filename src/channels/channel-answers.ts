@@ -42,7 +42,9 @@ export class ChannelAnswers {
     const previous = this.#conversations.get(key) ?? Promise.resolve();
     const next = previous
       .then(() => this.#answer(channel, message))
-      .catch((error: unknown) => this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message'));
+      .catch((error: unknown) =>
+        this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message'),
+      );
     this.#conversations.set(key, next);
     void next.finally(() => {
       if (this.#conversations.get(key) === next) this.#conversations.delete(key);
@@ -60,7 +62,11 @@ export class ChannelAnswers {
    * closed group is ignored like their chatter there, and counts towards their rate), then
    * decided (by an approver only, see `decideApproval`).
    */
-  async answerCommand(channel: { config: RunningChannel['config']; adapter: ChannelAdapter }, message: ChannelMessageRecord, command: { verb: string; reference: string }): Promise<void> {
+  async answerCommand(
+    channel: { config: RunningChannel['config']; adapter: ChannelAdapter },
+    message: ChannelMessageRecord,
+    command: { verb: string; reference: string },
+  ): Promise<void> {
     const context = this.#context;
     const { config, adapter } = channel;
     const { store, clock } = context.options;
@@ -75,7 +81,15 @@ export class ChannelAnswers {
     } catch (error) {
       context.logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
       // Settled, so that a restart does not take it up as a message for the agent.
-      await store.channels.settle(config.name, message.platformId, 'failed', `the approval command could not be answered: ${error instanceof Error ? error.message : String(error)}`, clock.now()).catch(() => undefined);
+      await store.channels
+        .settle(
+          config.name,
+          message.platformId,
+          'failed',
+          `the approval command could not be answered: ${error instanceof Error ? error.message : String(error)}`,
+          clock.now(),
+        )
+        .catch(() => undefined);
     }
   }
 
@@ -93,7 +107,8 @@ export class ChannelAnswers {
     if (!(await this.#admission.admit(config, adapter, message))) return;
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
     const way = { config, adapter, target };
-    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> =>
+      store.channels.settle(config.name, message.platformId, status, note, clock.now());
 
     await adapter.typing?.(target).catch(() => undefined);
     let streamed = '';
@@ -111,7 +126,11 @@ export class ChannelAnswers {
       }
     };
     try {
-      const speaker = channelPrincipal(config, message.userId, `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`);
+      const speaker = channelPrincipal(
+        config,
+        message.userId,
+        `channel:${config.name}:${message.conversationId}${message.thread === null ? '' : `:${message.thread}`}`,
+      );
       const result = await this.#untilNotElsewhere(() =>
         kernelAs(kernel, speaker).send(config.agent, message.text, {
           person: this.#personOf.get(`${config.name}:${message.userId}`) ?? `${config.name}:${message.userId}`,
@@ -119,7 +138,9 @@ export class ChannelAnswers {
           idempotencyKey: `channel:${config.name}:${message.platformId}`,
           emit: (event) => {
             if (event.type === 'approval-request') {
-              edits = edits.then(() => askApproval(context, way, event)).catch((error: unknown) => undelivered(context, { config, message, kind: 'approval-request', error }));
+              edits = edits
+                .then(() => askApproval(context, way, event))
+                .catch((error: unknown) => undelivered(context, { config, message, kind: 'approval-request', error }));
               return;
             }
             if (edit === undefined || event.type !== 'text-delta') return;
@@ -147,12 +168,18 @@ export class ChannelAnswers {
         return;
       }
       await settle('answered', result.text);
-      logger.info({ channel: config.name, conversationId: message.conversationId }, `channel "${config.name}": delivered the reply of agent "${config.agent}" to ${message.userName ?? message.userId} (${1 + rest.length} message${rest.length === 0 ? '' : 's'})`);
+      logger.info(
+        { channel: config.name, conversationId: message.conversationId },
+        `channel "${config.name}": delivered the reply of agent "${config.agent}" to ${message.userName ?? message.userId} (${1 + rest.length} message${rest.length === 0 ? '' : 's'})`,
+      );
     } catch (error) {
       await edits;
       const why = error instanceof Error ? error.message : String(error);
       logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
-      const text = isLoomError(error) && error.category === 'user' ? `Sorry, I can't do that: ${why}` : 'Sorry, something went wrong while I was answering; please try again.';
+      const text =
+        isLoomError(error) && error.category === 'user'
+          ? `Sorry, I can't do that: ${why}`
+          : 'Sorry, something went wrong while I was answering; please try again.';
       await reply(context, way, text).catch((failure: unknown) => undelivered(context, { config, message, kind: 'error-reply', error: failure }));
       await settle('failed', why);
     }

@@ -84,7 +84,7 @@ export async function decideApproval(context: ChannelContext, config: ChannelCon
   const approved = verb.toLowerCase() === 'approve';
   const caller = kernelAs(context.options.kernel, channelPrincipal(config, user.id));
   const refused = async (): Promise<string> => {
-    await auditRefused(context, { config, user, reason: 'an approval decision from someone not in the channel\'s approvers' });
+    await auditRefused(context, { config, user, reason: "an approval decision from someone not in the channel's approvers" });
     return 'Only the approvers of this channel may decide that.';
   };
   // The kernel judges (a channel's approvers decide its agent's requests): asked before the id is looked up, so a stranger learns nothing of it.
@@ -92,7 +92,8 @@ export async function decideApproval(context: ChannelContext, config: ChannelCon
   // The waiting requests of the agents the person reaches: the channel's agent's.
   const pending = (await caller.approvals('pending')).filter((approval) => approval.id.startsWith(reference.toLowerCase()));
   const [approval] = pending;
-  if (approval === undefined || pending.length > 1) return pending.length > 1 ? `"${reference}" names more than one request; give more of its id.` : 'That request is no longer waiting.';
+  if (approval === undefined || pending.length > 1)
+    return pending.length > 1 ? `"${reference}" names more than one request; give more of its id.` : 'That request is no longer waiting.';
   try {
     await caller.decide(approval.id, { approved, reason: null });
   } catch (error) {

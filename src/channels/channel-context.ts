@@ -98,5 +98,14 @@ export function agentIdOf(context: ChannelContext, config: ChannelConfig): strin
 export async function auditRefused(context: ChannelContext, refusal: { config: ChannelConfig; user: ChannelUser; reason: string }): Promise<void> {
   const { config, user, reason } = refusal;
   const { kernel, clock } = context.options;
-  await kernel.publish({ type: 'channel-refuse', at: clock.now(), agentId: agentIdOf(context, config), name: config.agent, channel: config.name, userId: user.id, userName: user.name, reason });
+  await kernel.publish({
+    type: 'channel-refuse',
+    at: clock.now(),
+    agentId: agentIdOf(context, config),
+    name: config.agent,
+    channel: config.name,
+    userId: user.id,
+    userName: user.name,
+    reason,
+  });
 }

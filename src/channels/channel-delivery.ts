@@ -31,17 +31,46 @@ export interface ReplyWay {
  * Records that the platform did not take `kind`, in answer to `message`, retries spent: in the
  * daemon's log and the audit log (`channel-reply-fail`), where the channel's refusals are.
  */
-export async function undelivered(context: ChannelContext, failed: { config: ChannelConfig; message: ChannelMessageRecord; kind: UndeliveredKind; error: unknown }): Promise<void> {
+export async function undelivered(
+  context: ChannelContext,
+  failed: { config: ChannelConfig; message: ChannelMessageRecord; kind: UndeliveredKind; error: unknown },
+): Promise<void> {
   const { config, message, kind, error } = failed;
   const { logger } = context;
   const { kernel, clock } = context.options;
   const reason = messageOf(error);
-  const what = kind === 'reply' ? 'the reply' : kind === 'error-reply' ? 'the error reply' : kind === 'refusal' ? 'the refusal' : kind === 'approval-request' ? 'the approval request' : 'the answer to an approval command';
-  logger.error({ err: error, channel: config.name, platformId: message.platformId, conversationId: message.conversationId, kind, problem: reason }, `could not deliver ${what} to message "${message.platformId}" on channel "${config.name}": ${reason}`);
-  const event: ChannelReplyFailedEvent = { type: 'channel-reply-fail', at: clock.now(), agentId: agentIdOf(context, config), name: config.agent, channel: config.name, kind, platformId: message.platformId, conversationId: message.conversationId, thread: message.thread, userId: message.userId, reason };
+  const what =
+    kind === 'reply'
+      ? 'the reply'
+      : kind === 'error-reply'
+        ? 'the error reply'
+        : kind === 'refusal'
+          ? 'the refusal'
+          : kind === 'approval-request'
+            ? 'the approval request'
+            : 'the answer to an approval command';
+  logger.error(
+    { err: error, channel: config.name, platformId: message.platformId, conversationId: message.conversationId, kind, problem: reason },
+    `could not deliver ${what} to message "${message.platformId}" on channel "${config.name}": ${reason}`,
+  );
+  const event: ChannelReplyFailedEvent = {
+    type: 'channel-reply-fail',
+    at: clock.now(),
+    agentId: agentIdOf(context, config),
+    name: config.agent,
+    channel: config.name,
+    kind,
+    platformId: message.platformId,
+    conversationId: message.conversationId,
+    thread: message.thread,
+    userId: message.userId,
+    reason,
+  };
   // The kernel's event union (src/kernel/event-bus.ts) does not name this type yet; the audit
   // log stores any event as its type, time, agent and data.
-  await kernel.publish(event).catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));
+  await kernel
+    .publish(event)
+    .catch((caught: unknown) => logger.error({ err: caught, channel: config.name }, 'could not record an undelivered reply in the audit log'));
 }
 
 /**

@@ -2,11 +2,7 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { InboundMessage } from './channel-adapter.ts';
 
 /** What the policy makes of a message: answer it, ignore it quietly, refuse it with a reply, or offer pairing. */
-export type PolicyDecision =
-  | { kind: 'allow' }
-  | { kind: 'ignore'; reason: string; audit: boolean }
-  | { kind: 'refuse'; reason: string }
-  | { kind: 'pair' };
+export type PolicyDecision = { kind: 'allow' } | { kind: 'ignore'; reason: string; audit: boolean } | { kind: 'refuse'; reason: string } | { kind: 'pair' };
 
 /**
  * spec/01 step 2, the channel's DM/group policy, deny by default. `paired`: whether the owner
@@ -23,15 +19,16 @@ export function decide(message: InboundMessage, policy: ChannelConfig['policy'],
       case 'closed':
         return { kind: 'refuse', reason: 'direct messages are closed on this channel' };
       case 'allowlist':
-        return listed ? { kind: 'allow' } : { kind: 'refuse', reason: 'not on the channel\'s allow_users' };
+        return listed ? { kind: 'allow' } : { kind: 'refuse', reason: "not on the channel's allow_users" };
       case 'pairing':
         return listed || paired ? { kind: 'allow' } : { kind: 'pair' };
     }
   }
   const group = message.conversation.id;
   if (policy.groups === 'closed') return { kind: 'ignore', reason: 'groups are closed on this channel', audit: true };
-  if (policy.groups === 'allowlist' && !policy.allow_groups.includes(group)) return { kind: 'ignore', reason: `group "${group}" is not on the channel's allow_groups`, audit: true };
-  if (policy.allow_users.length > 0 && !listed) return { kind: 'ignore', reason: 'not on the channel\'s allow_users', audit: true };
+  if (policy.groups === 'allowlist' && !policy.allow_groups.includes(group))
+    return { kind: 'ignore', reason: `group "${group}" is not on the channel's allow_groups`, audit: true };
+  if (policy.allow_users.length > 0 && !listed) return { kind: 'ignore', reason: "not on the channel's allow_users", audit: true };
   if (policy.require_mention && !message.mentioned) return { kind: 'ignore', reason: 'a group message without a mention', audit: false };
   return { kind: 'allow' };
 }

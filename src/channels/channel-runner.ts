@@ -55,7 +55,11 @@ export class ChannelRunner {
       running.set(config.name, channel);
       const lease = options.pollLease;
       if (lease !== undefined && pollsPlatform(config)) {
-        this.#leaseLoops.push(this.#holdLease(channel, lease).catch((error: unknown) => logger.error({ err: error, channel: config.name }, `channel "${config.name}": its polling lease stopped being held`)));
+        this.#leaseLoops.push(
+          this.#holdLease(channel, lease).catch((error: unknown) =>
+            logger.error({ err: error, channel: config.name }, `channel "${config.name}": its polling lease stopped being held`),
+          ),
+        );
         continue;
       }
       await this.#open(channel);
@@ -69,7 +73,8 @@ export class ChannelRunner {
     for (const channel of running.values()) {
       await channel.adapter?.stop();
       // Given up at once, so that another node polls it at its next look.
-      if (channel.adapter !== undefined && options.pollLease !== undefined && pollsPlatform(channel.config)) await options.pollLease.release(channel.config.name).catch(() => undefined);
+      if (channel.adapter !== undefined && options.pollLease !== undefined && pollsPlatform(channel.config))
+        await options.pollLease.release(channel.config.name).catch(() => undefined);
     }
   }
 
@@ -81,12 +86,25 @@ export class ChannelRunner {
     try {
       const adapter = await adapterOf(this.#context, config);
       const onChange = async (change: InboundChange): Promise<void> => {
-        const applied = await store.channels.amend(config.name, change.platformId, change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' }, clock.now());
-        if (!applied) logger.debug({ channel: config.name, platformId: change.platformId, change: change.kind }, 'a message changed after it was answered; the answer stands');
+        const applied = await store.channels.amend(
+          config.name,
+          change.platformId,
+          change.kind === 'edit' ? { text: change.text } : { withdrawn: 'deleted on the platform before it was answered' },
+          clock.now(),
+        );
+        if (!applied)
+          logger.debug(
+            { channel: config.name, platformId: change.platformId, change: change.kind },
+            'a message changed after it was answered; the answer stands',
+          );
       };
       const onChoice = async (choice: InboundChoice): Promise<void> => {
         const match = /^(approve|deny):(.+)$/.exec(choice.data);
-        await choice.acknowledge(match === null ? 'That button is not one of mine.' : await decideApproval(this.#context, config, { user: choice.user, verb: match[1] ?? '', reference: match[2] ?? '' }));
+        await choice.acknowledge(
+          match === null
+            ? 'That button is not one of mine.'
+            : await decideApproval(this.#context, config, { user: choice.user, verb: match[1] ?? '', reference: match[2] ?? '' }),
+        );
       };
       await adapter.start(
         async (inbound) => {
@@ -108,7 +126,8 @@ export class ChannelRunner {
           };
           const stored = await store.channels.receive(record);
           const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(inbound.text) : null;
-          if (stored && command !== null) await this.#answers.answerCommand({ config, adapter }, record, { verb: command[1] ?? '', reference: command[2] ?? '' });
+          if (stored && command !== null)
+            await this.#answers.answerCommand({ config, adapter }, record, { verb: command[1] ?? '', reference: command[2] ?? '' });
           else if (stored) this.#answers.enqueue(channel, record);
           return { duplicate: !stored };
         },

@@ -49,7 +49,12 @@ export interface ChannelService {
 export function createChannelService(options: ChannelServiceOptions): ChannelService {
   const { kernel, store, clock } = options;
   const stopping = new AbortController();
-  const context: ChannelContext = { options, logger: options.logger.child({ component: 'channels' }), running: new Map<string, RunningChannel>(), stopping: stopping.signal };
+  const context: ChannelContext = {
+    options,
+    logger: options.logger.child({ component: 'channels' }),
+    running: new Map<string, RunningChannel>(),
+    stopping: stopping.signal,
+  };
   const { running } = context;
   const answers = new ChannelAnswers(context, new ChannelAdmission(context));
   const runner = new ChannelRunner(context, answers);
@@ -71,7 +76,9 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       const views: ChannelView[] = [];
       // Outside the daemon nothing runs: each channel is shown stopped, with where it would run.
       const notRunning = 'channels run in the daemon (loom start)';
-      for (const channel of started === undefined ? options.channels.map((config): RunningChannel => ({ config, adapter: undefined, failure: null })) : running.values()) {
+      for (const channel of started === undefined
+        ? options.channels.map((config): RunningChannel => ({ config, adapter: undefined, failure: null }))
+        : running.values()) {
         const { config } = channel;
         const adapterState = channel.adapter?.state() ?? (started === undefined ? { state: 'stopped' as const, error: notRunning } : undefined);
         const [latest] = await store.channels.recent(config.name, 1);
@@ -80,11 +87,17 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
           name: config.name,
           kind: config.kind,
           agent: config.agent,
-          state: channel.failure !== null ? 'failed' : channel.standby === true && channel.adapter === undefined ? 'standby' : (adapterState?.state ?? 'stopped'),
+          state:
+            channel.failure !== null ? 'failed' : channel.standby === true && channel.adapter === undefined ? 'standby' : (adapterState?.state ?? 'stopped'),
           error: channel.failure ?? adapterState?.error ?? null,
           lastMessageAt: latest === undefined ? null : new Date(latest.receivedAt).toISOString(),
           policy: config.policy,
-          pendingPairings: pending.map((pairing) => ({ code: pairing.code, userId: pairing.userId, userName: pairing.userName, requestedAt: new Date(pairing.createdAt).toISOString() })),
+          pendingPairings: pending.map((pairing) => ({
+            code: pairing.code,
+            userId: pairing.userId,
+            userName: pairing.userName,
+            requestedAt: new Date(pairing.createdAt).toISOString(),
+          })),
         });
       }
       return views;
@@ -93,9 +106,19 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
     async approve(code) {
       const normalized = code.trim().toUpperCase();
       const pairing = await store.channels.approvePairing(normalized, clock.now());
-      if (pairing === undefined) throw new UsageError(`no one was given the pairing code "${normalized}"; the waiting codes are listed by \`loom channels list\``);
+      if (pairing === undefined)
+        throw new UsageError(`no one was given the pairing code "${normalized}"; the waiting codes are listed by \`loom channels list\``);
       const config = running.get(pairing.channel)?.config ?? options.channels.find((candidate) => candidate.name === pairing.channel);
-      await kernel.publish({ type: 'channel-pair', at: clock.now(), agentId: config === undefined ? null : agentIdOf(context, config), name: config?.agent ?? '', channel: pairing.channel, userId: pairing.userId, userName: pairing.userName, code: pairing.code });
+      await kernel.publish({
+        type: 'channel-pair',
+        at: clock.now(),
+        agentId: config === undefined ? null : agentIdOf(context, config),
+        name: config?.agent ?? '',
+        channel: pairing.channel,
+        userId: pairing.userId,
+        userName: pairing.userName,
+        code: pairing.code,
+      });
       return pairing;
     },
 

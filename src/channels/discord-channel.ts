@@ -1,6 +1,14 @@
 import { ButtonStyle, Client, ComponentType, DiscordAPIError, Events, GatewayIntentBits, type Message, MessageFlags, Partials, Routes } from 'discord.js';
 import type { Logger } from '../contracts/index.ts';
-import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
+import {
+  isRefusalForGood,
+  type ChangeSink,
+  type ChannelAdapter,
+  type ChannelState,
+  type ChoiceSink,
+  type InboundSink,
+  type ReplyTarget,
+} from './channel-adapter.ts';
 
 /** Discord's limit on one message's content. */
 const DISCORD_MAX_LENGTH = 2000;
@@ -53,10 +61,14 @@ export function createDiscordChannel(options: { name: string; token: string; api
     async start(sink: InboundSink, choices?: ChoiceSink, changes?: ChangeSink) {
       client.on(Events.MessageUpdate, (_before, after) => {
         if (after.content === null || after.author?.id === botId()) return;
-        changes?.({ platformId: after.id, kind: 'edit', text: withoutMention(after.content) }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": an edit could not be handled`));
+        changes?.({ platformId: after.id, kind: 'edit', text: withoutMention(after.content) }).catch((caught: unknown) =>
+          logger.warn({ err: caught, channel: name }, `channel "${name}": an edit could not be handled`),
+        );
       });
       client.on(Events.MessageDelete, (deleted) => {
-        changes?.({ platformId: deleted.id, kind: 'delete' }).catch((caught: unknown) => logger.warn({ err: caught, channel: name }, `channel "${name}": a deletion could not be handled`));
+        changes?.({ platformId: deleted.id, kind: 'delete' }).catch((caught: unknown) =>
+          logger.warn({ err: caught, channel: name }, `channel "${name}": a deletion could not be handled`),
+        );
       });
       const onMessage = async (message: Message): Promise<void> => {
         if (message.author.bot || message.author.id === client.user?.id || message.content === '') return;
@@ -68,7 +80,10 @@ export function createDiscordChannel(options: { name: string; token: string; api
         await sink({
           platformId: message.id,
           user: { id: message.author.id, name: message.author.globalName ?? message.author.username },
-          conversation: parent === null ? { id: message.channelId, kind: direct ? 'direct' : 'group', thread: null } : { id: parent, kind: 'group', thread: message.channelId },
+          conversation:
+            parent === null
+              ? { id: message.channelId, kind: direct ? 'direct' : 'group', thread: null }
+              : { id: parent, kind: 'group', thread: message.channelId },
           mentioned,
           text: withoutMention(message.content),
         });
@@ -94,7 +109,10 @@ export function createDiscordChannel(options: { name: string; token: string; api
         await client.login(token);
         await ready;
       } catch (caught) {
-        throw new Error(`channel "${name}": Discord refused the bot token or could not be reached: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
+        throw new Error(
+          `channel "${name}": Discord refused the bot token or could not be reached: ${caught instanceof Error ? caught.message : String(caught)}`,
+          { cause: caught },
+        );
       }
       state = 'connected';
     },
@@ -115,7 +133,17 @@ export function createDiscordChannel(options: { name: string; token: string; api
     },
 
     async sendChoices(target, text, choices) {
-      const components = [{ type: ComponentType.ActionRow, components: choices.map((choice, index) => ({ type: ComponentType.Button, style: index === 0 ? ButtonStyle.Success : ButtonStyle.Danger, label: choice.label, custom_id: choice.data })) }];
+      const components = [
+        {
+          type: ComponentType.ActionRow,
+          components: choices.map((choice, index) => ({
+            type: ComponentType.Button,
+            style: index === 0 ? ButtonStyle.Success : ButtonStyle.Danger,
+            label: choice.label,
+            custom_id: choice.data,
+          })),
+        },
+      ];
       return { messageId: await post(channelOf(target), { content: text, components }) };
     },
 

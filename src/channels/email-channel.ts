@@ -51,18 +51,27 @@ function asciiDomain(domain: string): string {
  * fails is a reason. `retry` when an aligned signature could not be checked for now (its key's DNS
  * lookup failed: `temperror`): the mail is left for the next poll rather than refused for good.
  */
-async function senderDoubt(source: Buffer, sender: string, options: { resolver: DNSResolver | undefined; now: number }): Promise<{ reason: string; retry: boolean } | null> {
+async function senderDoubt(
+  source: Buffer,
+  sender: string,
+  options: { resolver: DNSResolver | undefined; now: number },
+): Promise<{ reason: string; retry: boolean } | null> {
   let retry = false;
   const doubt = (why: string): { reason: string; retry: boolean } => ({ reason: `the sender "${sender}" could not be verified: ${why}`, retry });
   const domain = asciiDomain(sender.slice(sender.lastIndexOf('@') + 1));
   let result: Awaited<ReturnType<typeof dkimVerify>>;
   try {
-    result = await dkimVerify(source, { ...(options.resolver === undefined ? {} : { resolver: options.resolver }), curTime: new Date(options.now), rejectRsaSha1: true });
+    result = await dkimVerify(source, {
+      ...(options.resolver === undefined ? {} : { resolver: options.resolver }),
+      curTime: new Date(options.now),
+      rejectRsaSha1: true,
+    });
   } catch (caught) {
     return doubt(`the DKIM check failed: ${caught instanceof Error ? caught.message : String(caught)}`);
   }
   // A second From field or address could be the one a reader is shown, not the one signed.
-  if (result.fromFields !== 1 || result.headerFrom.length !== 1) return doubt(`the message has ${result.fromFields} From fields with ${result.headerFrom.length} addresses; only a single From address can be verified`);
+  if (result.fromFields !== 1 || result.headerFrom.length !== 1)
+    return doubt(`the message has ${result.fromFields} From fields with ${result.headerFrom.length} addresses; only a single From address can be verified`);
   if (result.headerFrom[0]?.toLowerCase() !== sender) return doubt(`its From field reads "${result.headerFrom[0] ?? ''}" to the DKIM check`);
   const found: string[] = [];
   for (const signature of result.results) {
@@ -72,7 +81,8 @@ async function senderDoubt(source: Buffer, sender: string, options: { resolver: 
     const { status } = signature;
     const aligned = domain === signer || domain.endsWith(`.${signer}`);
     if (status.result === 'temperror' && aligned) retry = true;
-    if (status.result !== 'pass') found.push(`${signer}'s signature is ${status.result}${status.comment === undefined || status.comment === '' ? '' : ` (${status.comment})`}`);
+    if (status.result !== 'pass')
+      found.push(`${signer}'s signature is ${status.result}${status.comment === undefined || status.comment === '' ? '' : ` (${status.comment})`}`);
     else if (!aligned) found.push(`a signature from ${signer}, which is not ${domain} or a domain above it`);
     else if ((status.underSized ?? 0) > 0) found.push(`${signer}'s signature leaves ${status.underSized} bytes of the body unsigned (l=)`);
     else if (status.testing === true) found.push(`${signer}'s key is in testing mode (t=y)`);
@@ -119,7 +129,13 @@ export interface EmailChannelOptions {
  */
 export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter {
   const { name, address, clock, logger } = options;
-  const transport = createTransport({ host: options.smtp.host, port: options.smtp.port, secure: options.smtp.secure, requireTLS: !options.smtp.secure && !isLoopbackBind(options.smtp.host), auth: { user: options.user, pass: options.password } });
+  const transport = createTransport({
+    host: options.smtp.host,
+    port: options.smtp.port,
+    secure: options.smtp.secure,
+    requireTLS: !options.smtp.secure && !isLoopbackBind(options.smtp.host),
+    auth: { user: options.user, pass: options.password },
+  });
   /**
    * `threadKey(sender, root)` → the thread as that sender last wrote in it. Not keyed by root
    * alone: a root id is in every copy of the thread, and anyone's mail naming it (a stranger's the
@@ -242,7 +258,8 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
     },
 
     // SMTP's 5xx replies are permanent failures (the mailbox unknown, the message refused); 4xx ones are worth trying again.
-    refusedForGood: (error) => typeof error === 'object' && error !== null && 'responseCode' in error && typeof error.responseCode === 'number' && error.responseCode >= 500,
+    refusedForGood: (error) =>
+      typeof error === 'object' && error !== null && 'responseCode' in error && typeof error.responseCode === 'number' && error.responseCode >= 500,
 
     async send(target: ReplyTarget, text: string) {
       // A conversation is its sender's address: the thread as they wrote in it, not as anyone else did.
@@ -253,7 +270,11 @@ export function createEmailChannel(options: EmailChannelOptions): ChannelAdapter
         to: target.conversationId,
         subject,
         text,
-        ...(thread === undefined ? (target.thread === null ? {} : { inReplyTo: target.thread, references: [target.thread] }) : { inReplyTo: thread.lastMessageId, references: thread.references }),
+        ...(thread === undefined
+          ? target.thread === null
+            ? {}
+            : { inReplyTo: target.thread, references: [target.thread] }
+          : { inReplyTo: thread.lastMessageId, references: thread.references }),
       });
       return { messageId: String(sent.messageId) };
     },

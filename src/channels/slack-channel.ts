@@ -4,7 +4,16 @@ import { createHmac } from 'node:crypto';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { HttpRequestError, UnauthorizedError } from '../errors/index.ts';
 import { safeParseJson } from '../validation/index.ts';
-import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
+import {
+  isRefusalForGood,
+  type ChangeSink,
+  type ChannelAdapter,
+  type ChannelState,
+  type ChoiceSink,
+  type InboundRequests,
+  type InboundSink,
+  type ReplyTarget,
+} from './channel-adapter.ts';
 import { signatureMatches } from './signature-matches.ts';
 
 /** Slack's limit on a markdown block's text. */
@@ -73,12 +82,21 @@ export function signSlackRequest(secret: string, timestamp: string, body: string
  * that speaks to the bot starts a thread the bot answers in. Replies are Markdown blocks (Slack
  * renders standard Markdown in them); approvals get Block Kit buttons.
  */
-export function createSlackChannel(options: { name: string; botToken: string; apiBaseUrl: string; receiver: SlackReceiver; logger: Logger }): ChannelAdapter & InboundRequests {
+export function createSlackChannel(options: {
+  name: string;
+  botToken: string;
+  apiBaseUrl: string;
+  receiver: SlackReceiver;
+  logger: Logger;
+}): ChannelAdapter & InboundRequests {
   const { name, logger, receiver } = options;
   const tell = (problem: string): string => `channel "${name}": ${problem}`;
   const slackApiUrl = options.apiBaseUrl.endsWith('/') ? options.apiBaseUrl : `${options.apiBaseUrl}/`;
   const web = new WebClient(options.botToken, { slackApiUrl, logger: slackLogger(logger), retryConfig: { retries: 0 } });
-  const socket = receiver.mode === 'socket' ? new SocketModeClient({ appToken: receiver.appToken, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } }, logger: slackLogger(logger) }) : undefined;
+  const socket =
+    receiver.mode === 'socket'
+      ? new SocketModeClient({ appToken: receiver.appToken, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } }, logger: slackLogger(logger) })
+      : undefined;
   let botUserId = '';
   let state: ChannelState = 'stopped';
   let error: string | null = null;
@@ -149,7 +167,8 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
       data: value,
       acknowledge: async (text) => {
         // No toast in Slack: the outcome goes under the question, for everyone in the conversation.
-        if (messageTs !== undefined && !text.startsWith('Only')) await web.chat.update({ channel, ts: messageTs, text: `${body.message?.text ?? ''}\n${text}`, blocks: [] }).catch(() => undefined);
+        if (messageTs !== undefined && !text.startsWith('Only'))
+          await web.chat.update({ channel, ts: messageTs, text: `${body.message?.text ?? ''}\n${text}`, blocks: [] }).catch(() => undefined);
         else await web.chat.postEphemeral({ channel, user: body.user.id, text }).catch(() => undefined);
       },
     });
@@ -175,7 +194,7 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
     const signature = request.headers.get('x-slack-signature') ?? '';
     const skew = Math.abs(receiver.clock.now() / 1000 - Number(timestamp));
     if (!(skew <= SLACK_MAX_SKEW_SECONDS) || !signatureMatches(signSlackRequest(receiver.signingSecret, timestamp, body), signature)) {
-      throw new UnauthorizedError(tell('the Slack signature or timestamp does not hold (signed with the app\'s signing secret, within five minutes)'));
+      throw new UnauthorizedError(tell("the Slack signature or timestamp does not hold (signed with the app's signing secret, within five minutes)"));
     }
     // Interactivity comes as a form with a JSON payload; events as JSON.
     const form = (request.headers.get('content-type') ?? '').includes('application/x-www-form-urlencoded') ? new URLSearchParams(body).get('payload') : null;
@@ -200,7 +219,10 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
       try {
         botUserId = String((await web.auth.test()).user_id ?? '');
       } catch (caught) {
-        throw new Error(tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${caught instanceof Error ? caught.message : String(caught)}`), { cause: caught });
+        throw new Error(
+          tell(`Slack refused the bot token or could not be reached at ${slackApiUrl}: ${caught instanceof Error ? caught.message : String(caught)}`),
+          { cause: caught },
+        );
       }
       if (socket !== undefined) {
         try {
@@ -237,7 +259,15 @@ export function createSlackChannel(options: { name: string; botToken: string; ap
         text,
         blocks: [
           { type: 'section', text: { type: 'plain_text', text } },
-          { type: 'actions', elements: choices.map((choice) => ({ type: 'button' as const, text: { type: 'plain_text' as const, text: choice.label }, value: choice.data, action_id: choice.data })) },
+          {
+            type: 'actions',
+            elements: choices.map((choice) => ({
+              type: 'button' as const,
+              text: { type: 'plain_text' as const, text: choice.label },
+              value: choice.data,
+              action_id: choice.data,
+            })),
+          },
         ],
         ...threadOf(target),
       });

@@ -2,7 +2,16 @@ import { Bot, GrammyError, InlineKeyboard, webhookCallback } from 'grammy';
 import type { Message, User } from 'grammy/types';
 import type { Logger } from '../contracts/index.ts';
 import { HttpRequestError, messageOf } from '../errors/index.ts';
-import { isRefusalForGood, type ChangeSink, type ChannelAdapter, type ChannelState, type ChoiceSink, type InboundRequests, type InboundSink, type ReplyTarget } from './channel-adapter.ts';
+import {
+  isRefusalForGood,
+  type ChangeSink,
+  type ChannelAdapter,
+  type ChannelState,
+  type ChoiceSink,
+  type InboundRequests,
+  type InboundSink,
+  type ReplyTarget,
+} from './channel-adapter.ts';
 import { toTelegramHtml } from './telegram-format.ts';
 
 /** Telegram's limit on one message's text. */
@@ -33,7 +42,8 @@ export function createTelegramChannel(options: {
   const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query'] as const;
   // grammY's own webhook handler: checks the secret token, runs the handlers (which store the
   // message) and only then answers 200, so an update is acknowledged once it is stored.
-  const onWebhook = webhook === undefined ? undefined : webhookCallback(bot, 'std/http', { secretToken: webhook.secretToken, onTimeout: 'throw', timeoutMilliseconds: 30_000 });
+  const onWebhook =
+    webhook === undefined ? undefined : webhookCallback(bot, 'std/http', { secretToken: webhook.secretToken, onTimeout: 'throw', timeoutMilliseconds: 30_000 });
   let state: ChannelState = 'stopped';
   let error: string | null = null;
   let polling: Promise<void> | undefined;
@@ -42,7 +52,9 @@ export function createTelegramChannel(options: {
   function mentions(message: Message): boolean {
     const username = bot.botInfo.username.toLowerCase();
     const text = message.text ?? '';
-    const named = (message.entities ?? []).some((entity) => entity.type === 'mention' && text.slice(entity.offset + 1, entity.offset + entity.length).toLowerCase() === username);
+    const named = (message.entities ?? []).some(
+      (entity) => entity.type === 'mention' && text.slice(entity.offset + 1, entity.offset + entity.length).toLowerCase() === username,
+    );
     return named || message.reply_to_message?.from?.id === bot.botInfo.id;
   }
 
@@ -94,7 +106,8 @@ export function createTelegramChannel(options: {
             answered.done = true;
             await context.answerCallbackQuery({ text });
             // The question shows what became of it, and its buttons go.
-            if (query.message !== undefined && 'text' in query.message && !text.startsWith('Only')) await context.editMessageText(`${query.message.text ?? ''}\n${text}`).catch(() => undefined);
+            if (query.message !== undefined && 'text' in query.message && !text.startsWith('Only'))
+              await context.editMessageText(`${query.message.text ?? ''}\n${text}`).catch(() => undefined);
           },
         });
         if (!answered.done) await context.answerCallbackQuery();
@@ -105,7 +118,11 @@ export function createTelegramChannel(options: {
         await sink({
           platformId: `${message.chat.id}:${message.message_id}`,
           user: { id: String(message.from.id), name: nameOf(message.from) },
-          conversation: { id: String(message.chat.id), kind: direct ? 'direct' : 'group', thread: message.is_topic_message === true && message.message_thread_id !== undefined ? String(message.message_thread_id) : null },
+          conversation: {
+            id: String(message.chat.id),
+            kind: direct ? 'direct' : 'group',
+            thread: message.is_topic_message === true && message.message_thread_id !== undefined ? String(message.message_thread_id) : null,
+          },
           mentioned: direct || mentions(message),
           text: message.text,
         });
@@ -117,7 +134,10 @@ export function createTelegramChannel(options: {
       try {
         await bot.init();
       } catch (caught) {
-        throw new Error(`Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${caught instanceof Error ? caught.message : String(caught)}`, { cause: caught });
+        throw new Error(
+          `Telegram refused the bot token or could not be reached at ${apiBaseUrl}: ${caught instanceof Error ? caught.message : String(caught)}`,
+          { cause: caught },
+        );
       }
       if (webhook !== undefined) {
         try {

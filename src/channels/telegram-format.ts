@@ -75,7 +75,8 @@ const telegram = new Marked({
   },
   renderer: {
     space: () => '',
-    code: ({ text, lang }) => `<pre>${lang === undefined || lang === '' ? '<code>' : `<code class="language-${escapeAttribute(lang.split(/\s/)[0] ?? '')}">`}${escape(text)}</code></pre>\n\n`,
+    code: ({ text, lang }) =>
+      `<pre>${lang === undefined || lang === '' ? '<code>' : `<code class="language-${escapeAttribute(lang.split(/\s/)[0] ?? '')}">`}${escape(text)}</code></pre>\n\n`,
     blockquote({ tokens }) {
       return `<blockquote>${this.parser.parse(tokens).trim()}</blockquote>\n\n`;
     },
@@ -132,12 +133,17 @@ const telegram = new Marked({
  *   {@link MAX_FORMATTED_NESTING}: the caller sends the same words as plain text.
  */
 export function toTelegramHtml(markdown: string): string {
-  if (markdown.length > MAX_FORMATTED_LENGTH) throw new Error(`cannot format a reply of ${markdown.length} characters for Telegram: more than ${MAX_FORMATTED_LENGTH} are sent as plain text`);
+  if (markdown.length > MAX_FORMATTED_LENGTH)
+    throw new Error(`cannot format a reply of ${markdown.length} characters for Telegram: more than ${MAX_FORMATTED_LENGTH} are sent as plain text`);
   try {
     return (telegram.parse(markdown) as string).trim();
   } catch (caught) {
     // `marked` adds a plea to report the error to its message; this one is no bug of theirs.
-    if (caught instanceof NestingTooDeep) throw new Error(`cannot format a reply for Telegram: its quotes, lists, emphasis or links nest deeper than ${MAX_FORMATTED_NESTING} levels, so it is sent as plain text`, { cause: caught });
+    if (caught instanceof NestingTooDeep)
+      throw new Error(
+        `cannot format a reply for Telegram: its quotes, lists, emphasis or links nest deeper than ${MAX_FORMATTED_NESTING} levels, so it is sent as plain text`,
+        { cause: caught },
+      );
     throw caught;
   }
 }

@@ -14,7 +14,11 @@ export const WEBHOOK_SIGNATURE_HEADER = 'x-loom-signature';
 const WebhookMessageSchema = z.strictObject({
   id: z.string().min(1).max(200),
   user: z.strictObject({ id: z.string().min(1).max(200), name: z.string().max(200).optional() }),
-  conversation: z.strictObject({ id: z.string().min(1).max(200), kind: z.enum(['direct', 'group']).default('direct'), thread: z.string().min(1).max(200).optional() }),
+  conversation: z.strictObject({
+    id: z.string().min(1).max(200),
+    kind: z.enum(['direct', 'group']).default('direct'),
+    thread: z.string().min(1).max(200).optional(),
+  }),
   text: z.string().min(1).max(100_000),
   mentioned: z.boolean().default(false),
 });
@@ -33,7 +37,14 @@ export interface WebhookChannel extends ChannelAdapter, InboundRequests {}
  * clock is refused (a replay), and a message id seen before is a duplicate, answered once.
  * Replies are POSTed to `replyUrl`, signed the same way.
  */
-export function createWebhookChannel(options: { name: string; secret: string; replyUrl: string; maxSkewSeconds: number; clock: Clock; fetch?: typeof fetch }): WebhookChannel {
+export function createWebhookChannel(options: {
+  name: string;
+  secret: string;
+  replyUrl: string;
+  maxSkewSeconds: number;
+  clock: Clock;
+  fetch?: typeof fetch;
+}): WebhookChannel {
   const { name, secret, replyUrl, maxSkewSeconds, clock } = options;
   const send = options.fetch ?? fetch;
   let sink: InboundSink | undefined;
@@ -45,8 +56,10 @@ export function createWebhookChannel(options: { name: string; secret: string; re
     const seconds = Number(timestamp);
     if (!Number.isInteger(seconds)) return `${WEBHOOK_TIMESTAMP_HEADER} must be Unix seconds, got ${JSON.stringify(timestamp.slice(0, 40))}`;
     const skew = Math.abs(clock.now() / 1000 - seconds);
-    if (skew > maxSkewSeconds) return `the timestamp is ${Math.round(skew)} s from the daemon's clock, more than ${maxSkewSeconds} s: a replayed or delayed request is refused`;
-    if (!signatureMatches(signWebhook(secret, timestamp, body), signature)) return 'the signature does not match the body (HMAC-SHA256 of "<timestamp>.<body>" with the channel\'s secret)';
+    if (skew > maxSkewSeconds)
+      return `the timestamp is ${Math.round(skew)} s from the daemon's clock, more than ${maxSkewSeconds} s: a replayed or delayed request is refused`;
+    if (!signatureMatches(signWebhook(secret, timestamp, body), signature))
+      return 'the signature does not match the body (HMAC-SHA256 of "<timestamp>.<body>" with the channel\'s secret)';
     return undefined;
   }
 

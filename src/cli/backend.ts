@@ -2,9 +2,29 @@ import type { LoomHome } from '../config/index.ts';
 import { LoomError } from '../errors/index.ts';
 import { readDaemonFile, staleDaemon } from '../daemon/index.ts';
 import { agentDetail, type ApprovalView, type SpawnCheckOptions, spawnedAgent, toApprovalView, toPairingView } from '../http/index.ts';
-import { type AnswerOf, API, type ApiClient, apiClient, type ApiRequestInit, type ApiRoute, type CallArgs, type ApprovalStatusFilter, type PairingView, pathOf } from '../wire/index.ts';
+import {
+  type AnswerOf,
+  API,
+  type ApiClient,
+  apiClient,
+  type ApiRequestInit,
+  type ApiRoute,
+  type CallArgs,
+  type ApprovalStatusFilter,
+  type PairingView,
+  pathOf,
+} from '../wire/index.ts';
 import { LOCAL_OWNER } from '../access/index.ts';
-import { type AgentDetailView, type AgentView, type CancelledTurnView, kernelAs, type ScheduleRunView, toTurnView, type TurnView, type UsageRow } from '../kernel/index.ts';
+import {
+  type AgentDetailView,
+  type AgentView,
+  type CancelledTurnView,
+  kernelAs,
+  type ScheduleRunView,
+  toTurnView,
+  type TurnView,
+  type UsageRow,
+} from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { type ForgedToolView, type PromotionResult, registeredOrThrow } from '../forged-tools/index.ts';
 import { type InstallPlan, offerInstalledSkills, type PackageService } from '../packages/index.ts';
@@ -103,7 +123,8 @@ function inProcess(context: CliContext, env: CliIo['env']): CliBackend {
     suspend: (reference) => kernel.suspend(reference),
     resume: (reference) => kernel.resume(reference),
     kill: (reference) => kernel.kill(reference),
-    send: async (reference, message, options = {}) => toTurnView(await kernel.send(reference, message, options.signal === undefined ? {} : { signal: options.signal })),
+    send: async (reference, message, options = {}) =>
+      toTurnView(await kernel.send(reference, message, options.signal === undefined ? {} : { signal: options.signal })),
     async *stream(reference, message, options = {}) {
       for await (const event of kernel.stream(reference, message, options.signal === undefined ? {} : { signal: options.signal })) {
         yield event.type === 'run-finish' ? { type: 'run-finish', result: toTurnView(event.result) } : event;
@@ -147,7 +168,9 @@ async function apiError(response: Response): Promise<LoomError> {
  * name of a timeout's error): nothing answers there, the connection was cut, or it was too slow.
  */
 const NETWORK_FAILURES = new Map<string, 'unreachable' | 'cut' | 'slow'>([
-  ...['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT'].map((code) => [code, 'unreachable'] as const),
+  ...['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT'].map(
+    (code) => [code, 'unreachable'] as const,
+  ),
   ...['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].map((code) => [code, 'cut'] as const),
   ...['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'TimeoutError'].map((code) => [code, 'slow'] as const),
 ]);
@@ -203,18 +226,32 @@ function overHttp(url: string, apiKey: string | undefined): CliBackend {
     kill: (reference) => api.call(API.killAgent, { params: agent(reference) }),
     send: (reference, message, options = {}) => api.call(API.sendMessage, { params: agent(reference), body: { message }, ...withSignal(options.signal) }),
     async *stream(reference, message, options = {}) {
-      const response = await api.open(API.sendMessage, { params: agent(reference), body: { message }, headers: { accept: 'text/event-stream' }, ...withSignal(options.signal) });
+      const response = await api.open(API.sendMessage, {
+        params: agent(reference),
+        body: { message },
+        headers: { accept: 'text/event-stream' },
+        ...withSignal(options.signal),
+      });
       if (response.body === null) throw await apiError(response);
       // A stream that breaks (the daemon restarted, the network failed) is taken up again from its last event (decision 0059).
       const follow = (lastEventId: string | undefined): Promise<Response> =>
-        fetchWithKey(url, apiKey)(pathOf(API.runningTurn, agent(reference)), { headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, ...withSignal(options.signal) });
+        fetchWithKey(url, apiKey)(pathOf(API.runningTurn, agent(reference)), {
+          headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+          ...withSignal(options.signal),
+        });
       yield* reconnectingTurn(response.body, { url, follow, toError: apiError }, options.signal);
     },
     cancelTurn: (reference, options = {}) => api.call(API.cancelTurn, { params: agent(reference), ...withSignal(options.signal) }),
     usage: (name) => api.call(API.usage, { query: { agent: name } }),
     approvals: (status = 'pending') => api.call(API.approvals, { query: { status } }),
     decideApproval: (approval, approved, reason, answer) =>
-      api.call(approved ? API.approve : API.deny, { params: id(approval), body: reason === undefined && answer === undefined ? undefined : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) } }),
+      api.call(approved ? API.approve : API.deny, {
+        params: id(approval),
+        body:
+          reason === undefined && answer === undefined
+            ? undefined
+            : { ...(reason === undefined ? {} : { reason }), ...(answer === undefined ? {} : { answer }) },
+      }),
     resetSession: (reference) => api.call(API.resetSession, { params: agent(reference) }),
     runs: (reference, limit) => api.call(API.scheduleRuns, { params: agent(reference), query: { limit } }),
     wake: (reference) => api.call(API.wakeAgent, { params: agent(reference) }),
@@ -247,7 +284,8 @@ function packagesOverHttp(api: ApiClient): PackageService {
     show: (name) => api.call(API.package, { params: slug(name) }),
     // The plan and the installed skills are the package installer's shapes, not views of src/wire.
     check: (source, settings = []) => api.call<typeof API.checkPackage, InstallPlan>(API.checkPackage, { body: { source, settings: [...settings] } }),
-    install: (source, settings = [], digest) => api.call(API.installPackage, { body: { source, settings: [...settings], ...(digest === undefined ? {} : { digest }) } }),
+    install: (source, settings = [], digest) =>
+      api.call(API.installPackage, { body: { source, settings: [...settings], ...(digest === undefined ? {} : { digest }) } }),
     installSkill: (code) => api.call<typeof API.installSkill, Awaited<ReturnType<PackageService['installSkill']>>>(API.installSkill, { body: { code } }),
     uninstall: (name) => api.call(API.uninstallPackage, { params: slug(name) }),
     run: (name, binding, inputs = {}) => api.call(API.runBinding, { params: { slug: name, binding }, body: { inputs } }),
@@ -274,7 +312,12 @@ export async function findDaemonUrl(home: LoomHome, env: CliIo['env']): Promise<
  * its answer, or undefined when no daemon runs.
  * @throws {LoomError} the daemon's error when it refuses; `DAEMON_UNREACHABLE` when it does not answer.
  */
-export async function callDaemon<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(home: LoomHome, env: CliIo['env'], route: R, ...args: CallArgs<R>): Promise<{ answer: T } | undefined> {
+export async function callDaemon<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(
+  home: LoomHome,
+  env: CliIo['env'],
+  route: R,
+  ...args: CallArgs<R>
+): Promise<{ answer: T } | undefined> {
   const url = await findDaemonUrl(home, env);
   if (url === undefined) return undefined;
   return { answer: await daemonClient(url, env['LOOM_API_KEY']).call<R, T>(route, ...args) };

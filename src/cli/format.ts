@@ -40,13 +40,7 @@ export function formatAgentList(agents: readonly AgentView[]): string {
   const names = new Map(agents.map((agent) => [agent.id, agent.name]));
   const table = formatTable(
     ['NAME', 'STATE', 'ID', 'PARENT', 'MODEL'],
-    agents.map((agent) => [
-      agent.name,
-      stateOf(agent),
-      agent.id,
-      agent.parent === null ? '-' : (names.get(agent.parent) ?? agent.parent),
-      modelOf(agent),
-    ]),
+    agents.map((agent) => [agent.name, stateOf(agent), agent.id, agent.parent === null ? '-' : (names.get(agent.parent) ?? agent.parent), modelOf(agent)]),
   );
   const notes = agents.flatMap((agent) => {
     const problem = cannotRunOf(agent);
@@ -73,7 +67,9 @@ function skillLines(agent: AgentDetailView): string[] {
   const asked = agent.manifest.skills.length === 0 ? 'all installed (skills = [])' : agent.manifest.skills.join(', ');
   return [
     `skills:       ${asked}${skills.skills.length === 0 ? '; none offered' : ''}`,
-    ...skills.skills.map((skill) => `  ${skill.skill}${skill.in_prompt ? '' : ` (listed by name only: past the ${skills.budget_bytes}-byte budget for skills)`}`),
+    ...skills.skills.map(
+      (skill) => `  ${skill.skill}${skill.in_prompt ? '' : ` (listed by name only: past the ${skills.budget_bytes}-byte budget for skills)`}`,
+    ),
     ...skills.problems.map((problem) => `  warning: ${problem}`),
   ];
 }
@@ -127,7 +123,14 @@ export function formatUsage(rows: readonly UsageRow[]): string {
   return (
     formatTable(
       ['AGENT', 'MODEL', 'CALLS', 'INPUT', 'OUTPUT', 'COST'],
-      rows.map((row) => [row.agent ?? `${row.agent_id} (killed)`, row.model, String(row.calls), String(row.input_tokens), String(row.output_tokens), usd(row.cost_usd)]),
+      rows.map((row) => [
+        row.agent ?? `${row.agent_id} (killed)`,
+        row.model,
+        String(row.calls),
+        String(row.input_tokens),
+        String(row.output_tokens),
+        usd(row.cost_usd),
+      ]),
     ) + `total ${usd(total)}\n`
   );
 }

@@ -22,7 +22,10 @@ function skillLines(plan: InstallPlan): string[] {
   if (plan.skillSources.length === 0) return [`  skills:    ${plan.skills.length === 0 ? 'none' : plan.skills.join(', ')}`];
   return [
     '  skills (where each comes from, and the digest of its files):',
-    ...plan.skillSources.map((skill) => `    ${skill.skill} ${describeSkillOrigin(skill.origin)}, digest ${skill.digest}${skill.installed ? ' (installed already, the same files)' : ''}`),
+    ...plan.skillSources.map(
+      (skill) =>
+        `    ${skill.skill} ${describeSkillOrigin(skill.origin)}, digest ${skill.digest}${skill.installed ? ' (installed already, the same files)' : ''}`,
+    ),
   ];
 }
 
@@ -34,13 +37,20 @@ export function formatInstallPlan(plan: InstallPlan): string {
     `  agent:     ${plan.slug}`,
     plan.model === null
       ? undefined
-      : `  model:     ${plan.model.name}${plan.model.baseUrl === null ? '' : ` at ${plan.model.baseUrl}`}${plan.model.apiKeyEnv === null ? '' : `, key from $${plan.model.apiKeyEnv}`}${plan.model.fromPackage ? ' (named by the package\'s loom.toml)' : ''}`,
+      : `  model:     ${plan.model.name}${plan.model.baseUrl === null ? '' : ` at ${plan.model.baseUrl}`}${plan.model.apiKeyEnv === null ? '' : `, key from $${plan.model.apiKeyEnv}`}${plan.model.fromPackage ? " (named by the package's loom.toml)" : ''}`,
     `  time zone: ${plan.timezone}`,
-    plan.pricing.model === undefined && plan.pricing.cost === undefined ? undefined : `  pricing:   ${plan.pricing.model ?? '?'} ${plan.pricing.cost === undefined ? '' : `$${plan.pricing.cost}`} (shown only; Loom charges nothing)`,
+    plan.pricing.model === undefined && plan.pricing.cost === undefined
+      ? undefined
+      : `  pricing:   ${plan.pricing.model ?? '?'} ${plan.pricing.cost === undefined ? '' : `$${plan.pricing.cost}`} (shown only; Loom charges nothing)`,
     ...skillLines(plan),
-    plan.workspace === null ? undefined : `  workspace: ${plan.workspace.path} exists and holds ${plan.workspace.files} ${plan.workspace.files === 1 ? 'file' : 'files'} from before; the agent can read them`,
+    plan.workspace === null
+      ? undefined
+      : `  workspace: ${plan.workspace.path} exists and holds ${plan.workspace.files} ${plan.workspace.files === 1 ? 'file' : 'files'} from before; the agent can read them`,
     '  bindings:',
-    ...plan.bindings.map((binding) => `    ${binding.name}: ${describeTrigger(binding.trigger)}${binding.emit === null ? '' : ` → emits ${binding.emit}`} (${binding.costEstimate})`),
+    ...plan.bindings.map(
+      (binding) =>
+        `    ${binding.name}: ${describeTrigger(binding.trigger)}${binding.emit === null ? '' : ` → emits ${binding.emit}`} (${binding.costEstimate})`,
+    ),
     `  capabilities it asks for${plan.derived ? ' (derived from its activities)' : ' (loom.toml)'}:`,
     ...(grants.length === 0 ? ['    none'] : grants.map((grant) => `    ${grant}`)),
     ...plan.warnings.map((warning) => `  warning: ${warning}`),
@@ -107,7 +117,9 @@ export function formatRuns(runs: readonly PackageRunView[]): string {
 export function formatRun(run: PackageRunView): string {
   const lines = [`run ${run.id}: ${run.package}/${run.binding} ${run.status}${run.emitted === null ? '' : `, emitted ${run.emitted}`}`];
   for (const activity of run.activities) {
-    lines.push(`  ${activity.id}: ${activity.status}${activity.attempts > 1 ? ` after ${activity.attempts} attempts` : ''}, ${activity.input_tokens + activity.output_tokens} tokens, $${activity.cost_usd.toFixed(4)}${activity.error === null ? '' : ` (${activity.error})`}`);
+    lines.push(
+      `  ${activity.id}: ${activity.status}${activity.attempts > 1 ? ` after ${activity.attempts} attempts` : ''}, ${activity.input_tokens + activity.output_tokens} tokens, $${activity.cost_usd.toFixed(4)}${activity.error === null ? '' : ` (${activity.error})`}`,
+    );
   }
   if (run.error !== null) lines.push(`  ${run.error}`);
   const output = [...run.activities].reverse().find((activity) => activity.output !== null)?.output;

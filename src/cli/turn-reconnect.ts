@@ -20,7 +20,10 @@ async function* readBlocks(body: ReadableStream<Uint8Array>): AsyncGenerator<Sse
     for (let boundary = buffer.indexOf('\n\n'); boundary !== -1; boundary = buffer.indexOf('\n\n')) {
       const lines = buffer.slice(0, boundary).split('\n');
       buffer = buffer.slice(boundary + 2);
-      const id = lines.find((line) => line.startsWith('id:'))?.slice(3).trim();
+      const id = lines
+        .find((line) => line.startsWith('id:'))
+        ?.slice(3)
+        .trim();
       const data = lines
         .filter((line) => line.startsWith('data:'))
         .map((line) => line.slice(5).trimStart())
@@ -36,7 +39,11 @@ async function* readTurnEvents(body: ReadableStream<Uint8Array>): AsyncGenerator
     const parsed = block.data === '' ? undefined : safeParseJson(block.data);
     if (parsed?.ok !== true) continue;
     const event = parsed.value as CliEvent | { type: 'rewind' };
-    if (event.type === 'rewind') yield { id: undefined, event: { type: 'notice', text: 'the daemon restarted after this reply showed more than it had saved; here is the reply from its start:' } };
+    if (event.type === 'rewind')
+      yield {
+        id: undefined,
+        event: { type: 'notice', text: 'the daemon restarted after this reply showed more than it had saved; here is the reply from its start:' },
+      };
     else yield { id: block.id, event };
   }
 }
@@ -55,10 +62,14 @@ function stopped(signal: AbortSignal | undefined): boolean {
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -97,14 +108,22 @@ export async function* reconnectingTurn(body: ReadableStream<Uint8Array>, source
     // Broken before any event named its turn: following "the running turn" could show another
     // message's reply as this one's, so it is not taken up again.
     if (lastEventId === undefined) {
-      throw new LoomError('DAEMON_UNREACHABLE', 'system', `lost the connection to the Loom daemon at ${source.url} before the reply's first event named its turn, so it is not taken up again; if the daemon runs, the reply goes on there and is kept in the agent's session (loom chat shows it)`);
+      throw new LoomError(
+        'DAEMON_UNREACHABLE',
+        'system',
+        `lost the connection to the Loom daemon at ${source.url} before the reply's first event named its turn, so it is not taken up again; if the daemon runs, the reply goes on there and is kept in the agent's session (loom chat shows it)`,
+      );
     }
     current = undefined;
     while (current === undefined) {
       const delay = RECONNECT_DELAYS_MS[attempt];
       if (delay === undefined) {
         const seconds = Math.round(RECONNECT_DELAYS_MS.reduce((sum, ms) => sum + ms, 0) / 1000);
-        throw new LoomError('DAEMON_UNREACHABLE', 'system', `lost the connection to the Loom daemon at ${source.url} while the reply streamed, and could not get it back (${RECONNECT_DELAYS_MS.length} tries over ${seconds} s); \`loom status\` tells whether it runs, \`loom start\` starts it; the reply goes on in the daemon if it runs, and what the agent said is kept in its session`);
+        throw new LoomError(
+          'DAEMON_UNREACHABLE',
+          'system',
+          `lost the connection to the Loom daemon at ${source.url} while the reply streamed, and could not get it back (${RECONNECT_DELAYS_MS.length} tries over ${seconds} s); \`loom status\` tells whether it runs, \`loom start\` starts it; the reply goes on in the daemon if it runs, and what the agent said is kept in its session`,
+        );
       }
       attempt += 1;
       yield { type: 'notice', text: `the connection to the daemon broke; reconnecting… (try ${attempt} of ${RECONNECT_DELAYS_MS.length})` };

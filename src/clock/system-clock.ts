@@ -28,15 +28,18 @@ export function createSystemClock(): Clock {
           reject(signal?.reason as Error);
         };
         const wait = (left: number): void => {
-          timer = setTimeout(() => {
-            const rest = until - performance.now();
-            if (rest >= 1) {
-              wait(rest);
-              return;
-            }
-            signal?.removeEventListener('abort', onAbort);
-            resolve();
-          }, Math.min(left, LONGEST_TIMER_MS));
+          timer = setTimeout(
+            () => {
+              const rest = until - performance.now();
+              if (rest >= 1) {
+                wait(rest);
+                return;
+              }
+              signal?.removeEventListener('abort', onAbort);
+              resolve();
+            },
+            Math.min(left, LONGEST_TIMER_MS),
+          );
         };
         wait(ms);
         signal?.addEventListener('abort', onAbort, { once: true });

@@ -43,7 +43,13 @@ export function createChannelLeases(options: ChannelLeasesOptions): ChannelLease
   const { nodeId, leaseMs } = options;
   if (!Number.isSafeInteger(leaseMs) || leaseMs < 100) throw new Error(`cannot lease channels: leaseMs must be an integer of at least 100, got ${leaseMs}`);
   // A statement unanswered for a whole lease is of no use: the lease it renews has lapsed.
-  const pool = new pg.Pool({ connectionString: options.url, max: 1, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000, query_timeout: Math.max(leaseMs, 5_000), application_name: 'loom-channel-leases' });
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: 1,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    query_timeout: Math.max(leaseMs, 5_000),
+    application_name: 'loom-channel-leases',
+  });
   pool.on('error', (error) => options.logger.warn({ err: error.message }, 'lost an idle connection of the channel leases; another opens when needed'));
   return {
     leaseMs,

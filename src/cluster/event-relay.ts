@@ -64,7 +64,10 @@ export function createEventRelay(options: EventRelayOptions): EventRelay {
         try {
           await options.resync();
         } catch (error) {
-          logger.error({ err: error }, 'could not bring this node up to date with the store after missing events; it reads it again at its next reconnection or restart');
+          logger.error(
+            { err: error },
+            'could not bring this node up to date with the store after missing events; it reads it again at its next reconnection or restart',
+          );
         }
         continue;
       }

@@ -129,7 +129,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
   const { database, nodeId } = options;
   const leaseMs = options.leaseMs ?? DEFAULT_JOB_LEASE_MS;
   const retryDelayMs = options.retryDelayMs ?? DEFAULT_JOB_RETRY_DELAY_MS;
-  if (!Number.isSafeInteger(leaseMs) || leaseMs < 100) throw new Error(`cannot create the job queue: leaseMs must be an integer of at least 100, got ${leaseMs}`);
+  if (!Number.isSafeInteger(leaseMs) || leaseMs < 100)
+    throw new Error(`cannot create the job queue: leaseMs must be an integer of at least 100, got ${leaseMs}`);
 
   const columns = (jobs: readonly Pick<ClaimedJob, 'id' | 'attempt'>[]): [string[], number[]] => [jobs.map((job) => job.id), jobs.map((job) => job.attempt)];
 
@@ -139,7 +140,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
 
     async enqueue(request) {
       const maxAttempts = request.maxAttempts ?? DEFAULT_JOB_MAX_ATTEMPTS;
-      if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new Error(`cannot enqueue a "${request.kind}" job: maxAttempts must be a positive integer, got ${maxAttempts}`);
+      if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
+        throw new Error(`cannot enqueue a "${request.kind}" job: maxAttempts must be a positive integer, got ${maxAttempts}`);
       const id = randomUUID();
       const inserted = await database.query<{ id: string }>(
         `WITH added AS (
@@ -155,7 +157,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const found = await database.query<{ id: string }>('SELECT id FROM loom_jobs WHERE dedupe_key = $1', [request.dedupeKey ?? null]);
       const existing = found.rows[0]?.id;
       // Deleted between the two statements (finished long ago, cleaned up): the instant is past anyway.
-      if (existing === undefined) throw new Error(`cannot enqueue the "${request.kind}" job "${request.dedupeKey ?? ''}": its key was taken, and the job is gone`);
+      if (existing === undefined)
+        throw new Error(`cannot enqueue the "${request.kind}" job "${request.dedupeKey ?? ''}": its key was taken, and the job is gone`);
       return { id: existing, created: false };
     },
 
@@ -173,8 +176,15 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
           if (typeof payload === 'string') {
             // No attempt could read it: it fails for good at once.
             const error = `cannot run job "${row.id}": its payload is not a JSON object (${payload})`;
-            await client.query(`UPDATE loom_jobs SET state = 'failed', lease_owner = NULL, lease_until = NULL, last_error = $2, updated_at = ${NOW_MS} WHERE id = $1`, [row.id, error]);
-            await client.query(`UPDATE loom_job_attempts SET finished_at = ${NOW_MS}, outcome = 'failed', error = $3 WHERE job_id = $1 AND attempt = $2`, [row.id, row.attempts, error]);
+            await client.query(
+              `UPDATE loom_jobs SET state = 'failed', lease_owner = NULL, lease_until = NULL, last_error = $2, updated_at = ${NOW_MS} WHERE id = $1`,
+              [row.id, error],
+            );
+            await client.query(`UPDATE loom_job_attempts SET finished_at = ${NOW_MS}, outcome = 'failed', error = $3 WHERE job_id = $1 AND attempt = $2`, [
+              row.id,
+              row.attempts,
+              error,
+            ]);
             continue;
           }
           jobs.push({ id: row.id, kind: row.kind, payload, attempt: row.attempts, maxAttempts: row.max_attempts });
@@ -252,7 +262,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
 
 /** How many jobs wait, run and failed (what `GET /api/cluster` shows). */
 export async function readJobCounts(database: Pick<pg.Pool, 'query'>): Promise<JobCounts> {
-  const result = await database.query<{ state: string; count: number }>("SELECT state, count(*)::int AS count FROM loom_jobs WHERE state IN ('queued', 'running', 'failed') GROUP BY state");
+  const result = await database.query<{ state: string; count: number }>(
+    "SELECT state, count(*)::int AS count FROM loom_jobs WHERE state IN ('queued', 'running', 'failed') GROUP BY state",
+  );
   const counts: JobCounts = { queued: 0, running: 0, failed: 0 };
   for (const row of result.rows) if (row.state === 'queued' || row.state === 'running' || row.state === 'failed') counts[row.state] = row.count;
   return counts;

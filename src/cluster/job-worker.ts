@@ -81,7 +81,8 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
   const leaseMs = options.leaseMs ?? DEFAULT_JOB_LEASE_MS;
   const stopTimeoutMs = options.stopTimeoutMs ?? DEFAULT_JOB_STOP_TIMEOUT_MS;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new Error(`cannot create the job worker: concurrency must be a positive integer, got ${concurrency}`);
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+    throw new Error(`cannot create the job worker: concurrency must be a positive integer, got ${concurrency}`);
   // A statement unanswered for a whole lease is of no use (the lease it takes or renews has
   // lapsed), and one stuck on a connection gone silent would hold up the renewals after it: it
   // fails, and its connection is dropped.
@@ -189,16 +190,28 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
         if (entry.lost) {
           jobLogger.warn({}, `job "${job.id}" (${job.kind}) ended here after its lease was lost: another node may have run it; nothing recorded`);
         } else if (finished) {
-          if (!(await queue.complete(job))) jobLogger.warn({}, `job "${job.id}" (${job.kind}) finished, but another node had taken it: its completion was refused`);
+          if (!(await queue.complete(job)))
+            jobLogger.warn({}, `job "${job.id}" (${job.kind}) finished, but another node had taken it: its completion was refused`);
         } else if (entry.stopping) {
           await queue.release([job]);
         } else {
           const outcome = await queue.fail(job, messageOf(failure));
-          const text = outcome === 'retry' ? 'it will be tried again' : outcome === 'failed' ? `it failed for good after ${job.attempt} attempt(s)` : 'another node had taken it';
-          jobLogger.warn({ err: messageOf(failure) }, `job "${job.id}" (${job.kind}) failed on attempt ${job.attempt} of ${job.maxAttempts}: ${messageOf(failure)}; ${text}`);
+          const text =
+            outcome === 'retry'
+              ? 'it will be tried again'
+              : outcome === 'failed'
+                ? `it failed for good after ${job.attempt} attempt(s)`
+                : 'another node had taken it';
+          jobLogger.warn(
+            { err: messageOf(failure) },
+            `job "${job.id}" (${job.kind}) failed on attempt ${job.attempt} of ${job.maxAttempts}: ${messageOf(failure)}; ${text}`,
+          );
         }
       } catch (error) {
-        jobLogger.error({ err: messageOf(error), database: target }, `could not record the end of job "${job.id}" (${job.kind}); once its lease lapses another node runs it again`);
+        jobLogger.error(
+          { err: messageOf(error), database: target },
+          `could not record the end of job "${job.id}" (${job.kind}); once its lease lapses another node runs it again`,
+        );
       }
       wake();
     })();
@@ -254,7 +267,10 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       try {
         return await queue.enqueue(request);
       } catch (error) {
-        throw new StoreError(`cannot enqueue a "${request.kind}" job on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target, kind: request.kind } });
+        throw new StoreError(`cannot enqueue a "${request.kind}" job on ${target}: ${messageOf(error)}`, {
+          cause: error,
+          details: { database: target, kind: request.kind },
+        });
       }
     },
 
@@ -307,7 +323,11 @@ export function createJobWorker(options: JobWorkerOptions): JobWorker {
       const left = [...running.values()].filter((entry) => !entry.lost);
       running.clear();
       for (const entry of left) entry.handedBack = true;
-      await queue.release(left.map((entry) => entry.job)).catch((error: unknown) => logger.warn({ err: messageOf(error) }, `could not hand back ${left.length} job(s); another node takes them once their leases lapse`));
+      await queue
+        .release(left.map((entry) => entry.job))
+        .catch((error: unknown) =>
+          logger.warn({ err: messageOf(error) }, `could not hand back ${left.length} job(s); another node takes them once their leases lapse`),
+        );
       await Promise.race([Promise.allSettled([...tasks]), sleep(100, undefined, { ref: false })]);
       await pool.end().catch(() => undefined);
     },

@@ -178,7 +178,13 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   }
 
   async function connectLockClient(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-leader-lock', keepAlive: true, query_timeout: options.lockQueryTimeoutMs ?? DEFAULT_LOCK_QUERY_TIMEOUT_MS });
+    const client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: connectTimeoutMs,
+      application_name: 'loom-leader-lock',
+      keepAlive: true,
+      query_timeout: options.lockQueryTimeoutMs ?? DEFAULT_LOCK_QUERY_TIMEOUT_MS,
+    });
     client.on('error', (error) => dropLockClient(client, `its lock connection failed (${error.message})`));
     client.on('end', () => dropLockClient(client, 'its lock connection closed'));
     await client.connect();
@@ -248,15 +254,19 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       if (leader) {
         await pool.query(`DELETE FROM loom_nodes WHERE last_seen < ${NOW_MS} - $1`, [GONE_NODE_RETENTION_MS]);
         await pool.query(`DELETE FROM loom_timer_fires WHERE claimed_at < ${NOW_MS} - $1`, [CLAIM_RETENTION_MS]);
-        await pool.query(
-          `DELETE FROM loom_jobs WHERE (state = 'done' AND updated_at < ${NOW_MS} - $1) OR (state = 'failed' AND updated_at < ${NOW_MS} - $2)`,
-          [DONE_JOB_RETENTION_MS, FAILED_JOB_RETENTION_MS],
-        );
+        await pool.query(`DELETE FROM loom_jobs WHERE (state = 'done' AND updated_at < ${NOW_MS} - $1) OR (state = 'failed' AND updated_at < ${NOW_MS} - $2)`, [
+          DONE_JOB_RETENTION_MS,
+          FAILED_JOB_RETENTION_MS,
+        ]);
       }
       if (heartbeatFailing) logger.info({}, `node "${name}" records its heartbeat again`);
       heartbeatFailing = false;
     } catch (error) {
-      if (!heartbeatFailing) logger.warn({ err: messageOf(error), database: target }, `node "${name}" could not record its heartbeat; other nodes will show it as gone after ${staleAfterMs / 1000} s`);
+      if (!heartbeatFailing)
+        logger.warn(
+          { err: messageOf(error), database: target },
+          `node "${name}" could not record its heartbeat; other nodes will show it as gone after ${staleAfterMs / 1000} s`,
+        );
       heartbeatFailing = true;
     }
   }
@@ -298,7 +308,10 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     },
 
     async othersAlive() {
-      const result = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`, [id, staleAfterMs]);
+      const result = await pool.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`,
+        [id, staleAfterMs],
+      );
       return (result.rows[0]?.count ?? 0) > 0;
     },
 
@@ -308,7 +321,8 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
         client = await pool.connect();
         // The wait is bounded, and the server notices within seconds (not TCP's hours) a node
         // that died holding the lock, whose connection's end lets it go.
-        const settings = "SELECT set_config('lock_timeout', $1, false), set_config('tcp_keepalives_idle', '4', false), set_config('tcp_keepalives_interval', '2', false), set_config('tcp_keepalives_count', '3', false)";
+        const settings =
+          "SELECT set_config('lock_timeout', $1, false), set_config('tcp_keepalives_idle', '4', false), set_config('tcp_keepalives_interval', '2', false), set_config('tcp_keepalives_count', '3', false)";
         await client
           .query(settings, [`${lineageWaitMs}ms`])
           .then(() => client.query('SELECT pg_advisory_lock($1, $2)', [...LINEAGE_LOCK_KEYS]))
@@ -319,7 +333,11 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       } catch (error) {
         const waited = (error as { code?: string }).code === '55P03';
         const why = waited ? `another node has been spawning or updating an agent for more than ${lineageWaitMs / 1000} s` : messageOf(error);
-        throw new StoreError(`cannot take the lock of agents' spawns and updates on ${target}: ${why}; try again`, { cause: error, isRetryable: true, details: { database: target } });
+        throw new StoreError(`cannot take the lock of agents' spawns and updates on ${target}: ${why}; try again`, {
+          cause: error,
+          isRetryable: true,
+          details: { database: target },
+        });
       }
       try {
         return await work();
@@ -335,7 +353,10 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     async liveNode(other) {
       let result: pg.QueryResult<{ name: string; url: string | null }>;
       try {
-        result = await pool.query<{ name: string; url: string | null }>(`SELECT name, url FROM loom_nodes WHERE id = $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`, [other, staleAfterMs]);
+        result = await pool.query<{ name: string; url: string | null }>(
+          `SELECT name, url FROM loom_nodes WHERE id = $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`,
+          [other, staleAfterMs],
+        );
       } catch (error) {
         throw new StoreError(`cannot read the nodes on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
       }
@@ -375,7 +396,8 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       lockClient = undefined;
       // Ending the session frees the lock: another node takes over at its next try.
       await client?.end().catch(() => undefined);
-      if (started) await pool.query(`UPDATE loom_nodes SET stopped_at = ${NOW_MS}, last_seen = ${NOW_MS}, lock_pid = NULL WHERE id = $1`, [id]).catch(() => undefined);
+      if (started)
+        await pool.query(`UPDATE loom_nodes SET stopped_at = ${NOW_MS}, last_seen = ${NOW_MS}, lock_pid = NULL WHERE id = $1`, [id]).catch(() => undefined);
       await pool.end().catch(() => undefined);
     },
 
@@ -387,7 +409,9 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
         throw new StoreError(`cannot read the nodes on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
       }
       // A server process id can be handed out again: the leader is the live node whose lock connection holds the lock.
-      const holders = found.rows.filter((row) => row.alive && row.lock_pid !== null && row.lock_pid === found.leaderPid).sort((a, b) => Number(b.last_seen) - Number(a.last_seen));
+      const holders = found.rows
+        .filter((row) => row.alive && row.lock_pid !== null && row.lock_pid === found.leaderPid)
+        .sort((a, b) => Number(b.last_seen) - Number(a.last_seen));
       const leaderId = leader ? id : (holders[0]?.id ?? null);
       const nodes: ClusterNodeView[] = found.rows.map((row) => ({
         id: row.id,

@@ -64,7 +64,12 @@ export function createPostgresListener(options: PostgresListenerOptions): Postgr
     if (stopped || listener !== undefined) return;
     const again = tried;
     tried = true;
-    const client = new pg.Client({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000, application_name: options.applicationName, keepAlive: true });
+    const client = new pg.Client({
+      connectionString: options.url,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      application_name: options.applicationName,
+      keepAlive: true,
+    });
     client.on('notification', (message) => options.onNotification(message.payload ?? ''));
     client.on('error', (error) => drop(client, error.message));
     client.on('end', () => drop(client, 'its connection closed'));

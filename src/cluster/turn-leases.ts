@@ -165,9 +165,14 @@ export function createTurnLeases(options: TurnLeasesOptions): TurnLeases {
         // One of its own, still under way here (its renewals failed a while, the database away):
         // taken back, it is renewed again, and must not run twice.
         if (held().includes(turn.id)) continue;
-        logger.info({ turnId: turn.id, from: turn.previous }, `took over turn "${turn.id}"${turn.previous === null ? '' : ` from node ${turn.previous}`}: its lease lapsed; resuming it from its journal`);
+        logger.info(
+          { turnId: turn.id, from: turn.previous },
+          `took over turn "${turn.id}"${turn.previous === null ? '' : ` from node ${turn.previous}`}: its lease lapsed; resuming it from its journal`,
+        );
         // A turn that cannot be resumed here keeps the lease unrenewed: it lapses again, and is taken over again.
-        await resume(turn.id).catch((error: unknown) => logger.warn({ err: messageOf(error), turnId: turn.id }, `could not resume turn "${turn.id}" taken over`));
+        await resume(turn.id).catch((error: unknown) =>
+          logger.warn({ err: messageOf(error), turnId: turn.id }, `could not resume turn "${turn.id}" taken over`),
+        );
       }
     } catch (error) {
       failed('look', error, `could not look for turns whose lease lapsed; trying again in ${pollMs} ms`);

@@ -51,7 +51,10 @@ export const STOP_WAIT_MS = 1000;
  * (its reason). `stop` ends what runs the module (terminates the thread, kills the process); the
  * fault is thrown once it has, or after {@link STOP_WAIT_MS} with `stop` left to go on alone.
  */
-export async function withinLimit<T>(work: Promise<T>, options: { clock: Clock; timeoutMs: number; signal: AbortSignal; what: string; stop: () => Promise<void> }): Promise<T> {
+export async function withinLimit<T>(
+  work: Promise<T>,
+  options: { clock: Clock; timeoutMs: number; signal: AbortSignal; what: string; stop: () => Promise<void> },
+): Promise<T> {
   const { clock, timeoutMs, signal, what, stop } = options;
   const done = new AbortController();
   const timer = clock.sleep(timeoutMs, { signal: done.signal }).then(

@@ -107,7 +107,10 @@ export function createCodeModules(options: CodeModulesOptions): CodeModules {
       const refuse = (problem: string): never => {
         throw new ManifestError(`cannot run agent "${manifest.name}": ${where} ${problem}`, { details: { field: 'module', module: manifest.module } });
       };
-      if (!isAbsolute(ref.path)) refuse('is a relative path, and a manifest sent as text has no folder to resolve it against; spawn it from its file (`loom agent spawn path/to/agent.toml`) or give an absolute path');
+      if (!isAbsolute(ref.path))
+        refuse(
+          'is a relative path, and a manifest sent as text has no folder to resolve it against; spawn it from its file (`loom agent spawn path/to/agent.toml`) or give an absolute path',
+        );
       let bytes: Buffer;
       try {
         if (ref.kind === 'python') {

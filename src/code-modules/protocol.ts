@@ -60,7 +60,10 @@ export function readReply(json: string, maxBytes: number, what: string): string 
 export function replyText(value: unknown, what: string): string {
   const reply = CodeAgentReplySchema.safeParse(value);
   if (!reply.success) {
-    throw new CodeModuleError('protocol', `${what} answered with JSON that is not a reply: expected {"text": "..."} or {"error": "..."}; ${formatIssues(reply.error, { style: 'json' }).join('; ')}`);
+    throw new CodeModuleError(
+      'protocol',
+      `${what} answered with JSON that is not a reply: expected {"text": "..."} or {"error": "..."}; ${formatIssues(reply.error, { style: 'json' }).join('; ')}`,
+    );
   }
   if ('error' in reply.data) throw new CodeModuleError('error', `${what} answered with an error: ${reply.data.error}`);
   return reply.data.text;

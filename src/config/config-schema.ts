@@ -71,41 +71,49 @@ export const ChannelConfigSchema = z.discriminatedUnion('kind', [
     /** How far a request's timestamp may be from the daemon's clock (replays are refused). */
     max_skew_seconds: z.int().positive().default(300),
   }),
-  z.strictObject({
-    ...channelFields,
-    kind: z.literal('telegram'),
-    /** The bot token from @BotFather, by environment variable. */
-    token_env: EnvName,
-    /** The Bot API's base URL (a local Bot API server, or a test's). */
-    api_base_url: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
-    /** Long polling (no public address needed), or a webhook Telegram POSTs to. */
-    mode: z.enum(['polling', 'webhook']).default('polling'),
-    /** Webhook: the public HTTPS address of this channel's `/hooks/<name>`. */
-    webhook_url: z.url({ protocol: /^https$/, error: 'expected the public https:// address of /hooks/<name>' }).optional(),
-    /** Webhook: the secret Telegram sends with each update, by environment variable. */
-    secret_token_env: EnvName.optional(),
-  }).superRefine((channel, context) => {
-    if (channel.mode !== 'webhook') return;
-    if (channel.webhook_url === undefined) context.addIssue({ code: 'custom', path: ['webhook_url'], message: 'a webhook needs its public address: webhook_url' });
-    if (channel.secret_token_env === undefined) context.addIssue({ code: 'custom', path: ['secret_token_env'], message: 'a webhook needs a secret Telegram sends with each update: secret_token_env' });
-  }),
-  z.strictObject({
-    ...channelFields,
-    kind: z.literal('slack'),
-    /** How Slack reaches Loom: Socket Mode (no public address), or the Events API POSTing to `/hooks/<name>`. */
-    mode: z.enum(['socket', 'events']).default('socket'),
-    /** Socket Mode: the app-level token (xapp-…, scope connections:write), by environment variable. */
-    app_token_env: EnvName.optional(),
-    /** The Events API: the app's signing secret, by environment variable. */
-    signing_secret_env: EnvName.optional(),
-    /** The bot token (xoxb-…) replies are posted with, by environment variable. */
-    bot_token_env: EnvName,
-    /** The Web API's base URL (a test's, or a proxy). */
-    api_base_url: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
-  }).superRefine((channel, context) => {
-    if (channel.mode === 'socket' && channel.app_token_env === undefined) context.addIssue({ code: 'custom', path: ['app_token_env'], message: 'Socket Mode needs the app-level token: app_token_env' });
-    if (channel.mode === 'events' && channel.signing_secret_env === undefined) context.addIssue({ code: 'custom', path: ['signing_secret_env'], message: 'the Events API needs the signing secret: signing_secret_env' });
-  }),
+  z
+    .strictObject({
+      ...channelFields,
+      kind: z.literal('telegram'),
+      /** The bot token from @BotFather, by environment variable. */
+      token_env: EnvName,
+      /** The Bot API's base URL (a local Bot API server, or a test's). */
+      api_base_url: z.url({ protocol: /^https?$/ }).default('https://api.telegram.org'),
+      /** Long polling (no public address needed), or a webhook Telegram POSTs to. */
+      mode: z.enum(['polling', 'webhook']).default('polling'),
+      /** Webhook: the public HTTPS address of this channel's `/hooks/<name>`. */
+      webhook_url: z.url({ protocol: /^https$/, error: 'expected the public https:// address of /hooks/<name>' }).optional(),
+      /** Webhook: the secret Telegram sends with each update, by environment variable. */
+      secret_token_env: EnvName.optional(),
+    })
+    .superRefine((channel, context) => {
+      if (channel.mode !== 'webhook') return;
+      if (channel.webhook_url === undefined)
+        context.addIssue({ code: 'custom', path: ['webhook_url'], message: 'a webhook needs its public address: webhook_url' });
+      if (channel.secret_token_env === undefined)
+        context.addIssue({ code: 'custom', path: ['secret_token_env'], message: 'a webhook needs a secret Telegram sends with each update: secret_token_env' });
+    }),
+  z
+    .strictObject({
+      ...channelFields,
+      kind: z.literal('slack'),
+      /** How Slack reaches Loom: Socket Mode (no public address), or the Events API POSTing to `/hooks/<name>`. */
+      mode: z.enum(['socket', 'events']).default('socket'),
+      /** Socket Mode: the app-level token (xapp-…, scope connections:write), by environment variable. */
+      app_token_env: EnvName.optional(),
+      /** The Events API: the app's signing secret, by environment variable. */
+      signing_secret_env: EnvName.optional(),
+      /** The bot token (xoxb-…) replies are posted with, by environment variable. */
+      bot_token_env: EnvName,
+      /** The Web API's base URL (a test's, or a proxy). */
+      api_base_url: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
+    })
+    .superRefine((channel, context) => {
+      if (channel.mode === 'socket' && channel.app_token_env === undefined)
+        context.addIssue({ code: 'custom', path: ['app_token_env'], message: 'Socket Mode needs the app-level token: app_token_env' });
+      if (channel.mode === 'events' && channel.signing_secret_env === undefined)
+        context.addIssue({ code: 'custom', path: ['signing_secret_env'], message: 'the Events API needs the signing secret: signing_secret_env' });
+    }),
   z.strictObject({
     ...channelFields,
     kind: z.literal('discord'),
@@ -147,311 +155,344 @@ export const LOOM_API_KEY_NAME = 'LOOM_API_KEY';
 export const RESERVED_KEY_NAMES: readonly string[] = [LOCAL_PRINCIPAL_NAME, LOOM_API_KEY_NAME];
 
 /** The daemon's `config.toml`. Strict: an unknown key is an error that names it. */
-export const ConfigSchema = z.strictObject({
-  daemon: z
-    .strictObject({
-      host: z.string().min(1).default('127.0.0.1'),
-      port: z.int().min(0).max(65_535).default(4200),
-      /** Requests with a larger body are refused with 413. */
-      body_limit_bytes: z.int().positive().default(1_048_576),
-      /** A request (a whole turn, for messages) taking longer is cancelled. */
-      request_timeout_seconds: z.int().positive().default(300),
-    })
-    .prefault({}),
-  /** Which names and pages the HTTP server answers (DNS rebinding, cross-site requests). */
-  http: z
-    .strictObject({
-      /**
-       * Host names the daemon answers besides localhost, 127.0.0.1, [::1] and the bound address
-       * (e.g. the name a reverse proxy forwards). On a non-loopback bind with API keys and none
-       * listed, any name is answered; with no key, only these, whatever the bind.
-       */
-      allowed_hosts: z.array(z.string().min(1).regex(/^[^\s/]+$/, { error: 'expected a host name such as "loom.example.com"' })).default([]),
-      /** Browser origins besides the daemon's own that may call it, e.g. "https://ops.example.com". */
-      allowed_origins: z.array(z.url({ protocol: /^https?$/, error: 'expected an origin such as "https://ops.example.com"' })).default([]),
-    })
-    .prefault({}),
-  auth: z
-    .strictObject({
-      /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. Names are unique and not in `RESERVED_KEY_NAMES`. */
-      keys: z
-        .array(
-          z.strictObject({
-            name: z.string().min(1),
-            role: z.enum(['owner', 'user', 'viewer']),
-            /** The environment variable holding the secret (never the secret itself). */
-            key_env: EnvName,
-            /** For the user role: the agents (name patterns) it may message. */
-            agents: z.array(z.string().min(1)).default(['*']),
+export const ConfigSchema = z
+  .strictObject({
+    daemon: z
+      .strictObject({
+        host: z.string().min(1).default('127.0.0.1'),
+        port: z.int().min(0).max(65_535).default(4200),
+        /** Requests with a larger body are refused with 413. */
+        body_limit_bytes: z.int().positive().default(1_048_576),
+        /** A request (a whole turn, for messages) taking longer is cancelled. */
+        request_timeout_seconds: z.int().positive().default(300),
+      })
+      .prefault({}),
+    /** Which names and pages the HTTP server answers (DNS rebinding, cross-site requests). */
+    http: z
+      .strictObject({
+        /**
+         * Host names the daemon answers besides localhost, 127.0.0.1, [::1] and the bound address
+         * (e.g. the name a reverse proxy forwards). On a non-loopback bind with API keys and none
+         * listed, any name is answered; with no key, only these, whatever the bind.
+         */
+        allowed_hosts: z
+          .array(
+            z
+              .string()
+              .min(1)
+              .regex(/^[^\s/]+$/, { error: 'expected a host name such as "loom.example.com"' }),
+          )
+          .default([]),
+        /** Browser origins besides the daemon's own that may call it, e.g. "https://ops.example.com". */
+        allowed_origins: z.array(z.url({ protocol: /^https?$/, error: 'expected an origin such as "https://ops.example.com"' })).default([]),
+      })
+      .prefault({}),
+    auth: z
+      .strictObject({
+        /** API keys; with none (and no LOOM_API_KEY), only loopback clients are served. Names are unique and not in `RESERVED_KEY_NAMES`. */
+        keys: z
+          .array(
+            z.strictObject({
+              name: z.string().min(1),
+              role: z.enum(['owner', 'user', 'viewer']),
+              /** The environment variable holding the secret (never the secret itself). */
+              key_env: EnvName,
+              /** For the user role: the agents (name patterns) it may message. */
+              agents: z.array(z.string().min(1)).default(['*']),
+            }),
+          )
+          .default([])
+          // A key's name is who it is: what it creates (A2A tasks), its rate limit and its sessions go by it.
+          .superRefine((keys, context) => {
+            const seen = new Set<string>();
+            keys.forEach((key, index) => {
+              if (RESERVED_KEY_NAMES.includes(key.name)) {
+                context.addIssue({
+                  code: 'custom',
+                  path: [index, 'name'],
+                  message: `"${key.name}" is a name Loom gives a principal itself (${RESERVED_KEY_NAMES.map((name) => `"${name}"`).join(', ')}); name the key otherwise`,
+                });
+              } else if (seen.has(key.name)) {
+                context.addIssue({ code: 'custom', path: [index, 'name'], message: `another key is already named "${key.name}"; each key needs its own name` });
+              }
+              seen.add(key.name);
+            });
           }),
-        )
-        .default([])
-        // A key's name is who it is: what it creates (A2A tasks), its rate limit and its sessions go by it.
-        .superRefine((keys, context) => {
-          const seen = new Set<string>();
-          keys.forEach((key, index) => {
-            if (RESERVED_KEY_NAMES.includes(key.name)) {
-              context.addIssue({ code: 'custom', path: [index, 'name'], message: `"${key.name}" is a name Loom gives a principal itself (${RESERVED_KEY_NAMES.map((name) => `"${name}"`).join(', ')}); name the key otherwise` });
-            } else if (seen.has(key.name)) {
-              context.addIssue({ code: 'custom', path: [index, 'name'], message: `another key is already named "${key.name}"; each key needs its own name` });
-            }
-            seen.add(key.name);
-          });
-        }),
-    })
-    .prefault({}),
-  rate_limit: z
-    .strictObject({
-      /** Cost units each client may spend per minute (a turn, by any door, costs 30, a spawn 50, health 1, reads and MCP/A2A protocol messages 5). */
-      per_minute: z.int().positive().default(500),
-      /** Limit the local user too: a loopback client when no API key is configured (off: it is the machine's owner). */
-      loopback: z.boolean().default(false),
-    })
-    .prefault({}),
-  store: z
-    .strictObject({
-      /** `normal`: a commit survives a crash of Loom; `full`: also a power cut, at the cost of an fsync per commit. */
-      synchronous: z.enum(['normal', 'full']).default('normal'),
-      /** A PostgreSQL database to keep the state in instead of the SQLite file (`LOOM_DATABASE_URL` wins over it). */
-      url: PostgresUrlSchema.optional(),
-    })
-    .prefault({}),
-  log: z
-    .strictObject({
-      level: z.enum(LOG_LEVELS).default('info'),
-    })
-    .prefault({}),
-  /** What the daemon tells monitoring: Prometheus metrics and OpenTelemetry traces (docs/observability.md). */
-  telemetry: z
-    .strictObject({
-      /** Serve `GET /metrics` to any client the daemon serves; off: only an owner's key reads it. */
-      metrics_public: z.boolean().default(false),
-      /** Where traces go over OTLP/HTTP (e.g. `http://127.0.0.1:4318`); `OTEL_EXPORTER_OTLP_ENDPOINT` sets it too. Unset: no traces. */
-      otlp_endpoint: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
-      /** Put messages and tool inputs and outputs in the traces' spans; off: only their sizes, names and counts. */
-      capture_content: z.boolean().default(false),
-    })
-    .prefault({}),
-  approvals: z
-    .strictObject({
-      /** How long a tool call waits for a human's approval before it is denied. */
-      timeout_seconds: z.int().positive().default(300),
-    })
-    .prefault({}),
-  /** Taint tracking: what a tool call carrying untrusted text into a sink meets (docs/security-model.md). */
-  taint: z
-    .strictObject({
-      /** Every sink's action, over the defaults (approve for all but file_write, which is off). */
-      policy: TaintActionSchema.optional(),
-      /** One sink's action, over `policy`. */
-      sinks: z
-        .strictObject({
-          shell_exec: TaintActionSchema.optional(),
-          file_write: TaintActionSchema.optional(),
-          /** Not a GET, to another host than the text came from. */
-          http_request: TaintActionSchema.optional(),
-          agent_spawn: TaintActionSchema.optional(),
-          /** `agent_message` and `a2a_send`. */
-          agent_message: TaintActionSchema.optional(),
-        })
-        .default({}),
-      /** Callers besides the owner whose messages are trusted: an API key's name, or "<channel>:<platform user id>". */
-      trusted: z.array(z.string().min(1)).default([]),
-    })
-    .prefault({}),
-  cluster: z
-    .strictObject({
-      /** The name this daemon shows among the daemons sharing a PostgreSQL database (`hostname:pid` when unset). */
-      node_name: z.string().trim().min(1).max(200).optional(),
-      /**
-       * How long a node holds a job of the shared work queue without renewing its lease (it renews
-       * it every third of this while the job runs); a job whose node died runs again elsewhere after it.
-       */
-      job_lease_seconds: z.number().int().min(1).max(3600).default(30),
-      /** How many jobs of the shared work queue this node runs at once. */
-      job_concurrency: z.number().int().min(1).max(256).default(8),
-      /**
-       * How long a node holds a running turn without renewing its lease (it renews it every third
-       * of this); a turn whose node died is taken over and finished by another node after it.
-       */
-      turn_lease_seconds: z.number().int().min(1).max(3600).default(15),
-      /**
-       * How long a node holds the polling of a channel that polls its platform without renewing
-       * its lease; one node at a time polls it, and another takes over after this once it stops.
-       */
-      channel_lease_seconds: z.number().int().min(1).max(3600).default(15),
-    })
-    .prefault({}),
-  scheduler: z
-    .strictObject({
-      /**
-       * The IANA time zone cron schedules are read in: agents' `[schedule].cron` (UTC when
-       * unset) and packages' `"timezone": "user_local"` (the system's when unset).
-       */
-      timezone: z.string().min(1).optional(),
-      /**
-       * What becomes of agents' wake-ups due while the daemon was down, unless an agent's
-       * `[schedule].catch_up` says otherwise: `once` (the latest is run late), `all` (each is run,
-       * oldest first) or `skip` (none is run). Each is recorded as a run (decision 0046).
-       */
-      catch_up: z.enum(CATCH_UP_POLICIES).default('once'),
-      /** How old a missed wake-up may be and still be caught up, unless an agent's `[schedule].catch_up_window_seconds` says otherwise. */
-      catch_up_window_seconds: z.int().positive().default(3600),
-    })
-    .prefault({}),
-  /** MCP servers whose tools agents may use (spec/05), as `mcp_{server}_{tool}`. */
-  mcp_servers: z
-    .array(
-      z.strictObject({
-        name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { error: 'expected letters, digits, "_" or "-"' }),
-        timeout_secs: z.int().positive().default(30),
-        /** Environment variables passed to a stdio server (besides PATH). */
-        env: z.array(EnvName).default([]),
-        /** Allow a URL on a private or loopback address (refused by default). */
-        allow_private_network: z.boolean().default(false),
-        /**
-         * Let the server ask for completions (MCP sampling): run on the model of the agent whose
-         * call it is serving, under that agent's quota. Refused by default.
-         */
-        sampling: z.boolean().default(false),
-        /**
-         * OAuth 2.1 for a remote (sse/http) server: `authorization_code` (a person logs in once
-         * with `loom mcp login <name>`; tokens are kept and refreshed) or `client_credentials`
-         * (an unattended daemon with its own client id and secret).
-         */
-        oauth: z
+      })
+      .prefault({}),
+    rate_limit: z
+      .strictObject({
+        /** Cost units each client may spend per minute (a turn, by any door, costs 30, a spawn 50, health 1, reads and MCP/A2A protocol messages 5). */
+        per_minute: z.int().positive().default(500),
+        /** Limit the local user too: a loopback client when no API key is configured (off: it is the machine's owner). */
+        loopback: z.boolean().default(false),
+      })
+      .prefault({}),
+    store: z
+      .strictObject({
+        /** `normal`: a commit survives a crash of Loom; `full`: also a power cut, at the cost of an fsync per commit. */
+        synchronous: z.enum(['normal', 'full']).default('normal'),
+        /** A PostgreSQL database to keep the state in instead of the SQLite file (`LOOM_DATABASE_URL` wins over it). */
+        url: PostgresUrlSchema.optional(),
+      })
+      .prefault({}),
+    log: z
+      .strictObject({
+        level: z.enum(LOG_LEVELS).default('info'),
+      })
+      .prefault({}),
+    /** What the daemon tells monitoring: Prometheus metrics and OpenTelemetry traces (docs/observability.md). */
+    telemetry: z
+      .strictObject({
+        /** Serve `GET /metrics` to any client the daemon serves; off: only an owner's key reads it. */
+        metrics_public: z.boolean().default(false),
+        /** Where traces go over OTLP/HTTP (e.g. `http://127.0.0.1:4318`); `OTEL_EXPORTER_OTLP_ENDPOINT` sets it too. Unset: no traces. */
+        otlp_endpoint: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
+        /** Put messages and tool inputs and outputs in the traces' spans; off: only their sizes, names and counts. */
+        capture_content: z.boolean().default(false),
+      })
+      .prefault({}),
+    approvals: z
+      .strictObject({
+        /** How long a tool call waits for a human's approval before it is denied. */
+        timeout_seconds: z.int().positive().default(300),
+      })
+      .prefault({}),
+    /** Taint tracking: what a tool call carrying untrusted text into a sink meets (docs/security-model.md). */
+    taint: z
+      .strictObject({
+        /** Every sink's action, over the defaults (approve for all but file_write, which is off). */
+        policy: TaintActionSchema.optional(),
+        /** One sink's action, over `policy`. */
+        sinks: z
           .strictObject({
-            grant: z.enum(['authorization_code', 'client_credentials']).default('authorization_code'),
-            /** A client registered with the authorization server; without it Loom registers itself (dynamic registration). */
-            client_id: z.string().min(1).optional(),
-            /** The variable holding the client's secret (required for client_credentials). */
-            client_secret_env: EnvName.optional(),
-            scope: z.string().min(1).optional(),
-            /** The authorization server's issuer the client credentials belong to: they are sent to no other. */
-            issuer: z.url().optional(),
+            shell_exec: TaintActionSchema.optional(),
+            file_write: TaintActionSchema.optional(),
+            /** Not a GET, to another host than the text came from. */
+            http_request: TaintActionSchema.optional(),
+            agent_spawn: TaintActionSchema.optional(),
+            /** `agent_message` and `a2a_send`. */
+            agent_message: TaintActionSchema.optional(),
           })
-          .superRefine((oauth, context) => {
-            if (oauth.grant === 'client_credentials' && (oauth.client_id === undefined || oauth.client_secret_env === undefined || oauth.issuer === undefined)) {
-              context.addIssue({ code: 'custom', path: ['client_id'], message: 'client_credentials needs client_id, client_secret_env and issuer' });
-            }
+          .default({}),
+        /** Callers besides the owner whose messages are trusted: an API key's name, or "<channel>:<platform user id>". */
+        trusted: z.array(z.string().min(1)).default([]),
+      })
+      .prefault({}),
+    cluster: z
+      .strictObject({
+        /** The name this daemon shows among the daemons sharing a PostgreSQL database (`hostname:pid` when unset). */
+        node_name: z.string().trim().min(1).max(200).optional(),
+        /**
+         * How long a node holds a job of the shared work queue without renewing its lease (it renews
+         * it every third of this while the job runs); a job whose node died runs again elsewhere after it.
+         */
+        job_lease_seconds: z.number().int().min(1).max(3600).default(30),
+        /** How many jobs of the shared work queue this node runs at once. */
+        job_concurrency: z.number().int().min(1).max(256).default(8),
+        /**
+         * How long a node holds a running turn without renewing its lease (it renews it every third
+         * of this); a turn whose node died is taken over and finished by another node after it.
+         */
+        turn_lease_seconds: z.number().int().min(1).max(3600).default(15),
+        /**
+         * How long a node holds the polling of a channel that polls its platform without renewing
+         * its lease; one node at a time polls it, and another takes over after this once it stops.
+         */
+        channel_lease_seconds: z.number().int().min(1).max(3600).default(15),
+      })
+      .prefault({}),
+    scheduler: z
+      .strictObject({
+        /**
+         * The IANA time zone cron schedules are read in: agents' `[schedule].cron` (UTC when
+         * unset) and packages' `"timezone": "user_local"` (the system's when unset).
+         */
+        timezone: z.string().min(1).optional(),
+        /**
+         * What becomes of agents' wake-ups due while the daemon was down, unless an agent's
+         * `[schedule].catch_up` says otherwise: `once` (the latest is run late), `all` (each is run,
+         * oldest first) or `skip` (none is run). Each is recorded as a run (decision 0046).
+         */
+        catch_up: z.enum(CATCH_UP_POLICIES).default('once'),
+        /** How old a missed wake-up may be and still be caught up, unless an agent's `[schedule].catch_up_window_seconds` says otherwise. */
+        catch_up_window_seconds: z.int().positive().default(3600),
+      })
+      .prefault({}),
+    /** MCP servers whose tools agents may use (spec/05), as `mcp_{server}_{tool}`. */
+    mcp_servers: z
+      .array(
+        z
+          .strictObject({
+            name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { error: 'expected letters, digits, "_" or "-"' }),
+            timeout_secs: z.int().positive().default(30),
+            /** Environment variables passed to a stdio server (besides PATH). */
+            env: z.array(EnvName).default([]),
+            /** Allow a URL on a private or loopback address (refused by default). */
+            allow_private_network: z.boolean().default(false),
+            /**
+             * Let the server ask for completions (MCP sampling): run on the model of the agent whose
+             * call it is serving, under that agent's quota. Refused by default.
+             */
+            sampling: z.boolean().default(false),
+            /**
+             * OAuth 2.1 for a remote (sse/http) server: `authorization_code` (a person logs in once
+             * with `loom mcp login <name>`; tokens are kept and refreshed) or `client_credentials`
+             * (an unattended daemon with its own client id and secret).
+             */
+            oauth: z
+              .strictObject({
+                grant: z.enum(['authorization_code', 'client_credentials']).default('authorization_code'),
+                /** A client registered with the authorization server; without it Loom registers itself (dynamic registration). */
+                client_id: z.string().min(1).optional(),
+                /** The variable holding the client's secret (required for client_credentials). */
+                client_secret_env: EnvName.optional(),
+                scope: z.string().min(1).optional(),
+                /** The authorization server's issuer the client credentials belong to: they are sent to no other. */
+                issuer: z.url().optional(),
+              })
+              .superRefine((oauth, context) => {
+                if (
+                  oauth.grant === 'client_credentials' &&
+                  (oauth.client_id === undefined || oauth.client_secret_env === undefined || oauth.issuer === undefined)
+                ) {
+                  context.addIssue({ code: 'custom', path: ['client_id'], message: 'client_credentials needs client_id, client_secret_env and issuer' });
+                }
+              })
+              .optional(),
+            transport: z.discriminatedUnion('type', [
+              z.strictObject({ type: z.literal('stdio'), command: z.string().min(1), args: z.array(z.string()).default([]) }),
+              z.strictObject({ type: z.literal('sse'), url: z.url() }),
+              z.strictObject({
+                type: z.literal('http'),
+                url: z.url(),
+                /** Header values may name environment variables as "${NAME}". */
+                headers: z.record(z.string(), z.string()).default({}),
+              }),
+            ]),
           })
-          .optional(),
-        transport: z.discriminatedUnion('type', [
-          z.strictObject({ type: z.literal('stdio'), command: z.string().min(1), args: z.array(z.string()).default([]) }),
-          z.strictObject({ type: z.literal('sse'), url: z.url() }),
-          z.strictObject({
-            type: z.literal('http'),
-            url: z.url(),
-            /** Header values may name environment variables as "${NAME}". */
-            headers: z.record(z.string(), z.string()).default({}),
+          .superRefine((server, context) => {
+            if (server.oauth !== undefined && server.transport.type === 'stdio')
+              context.addIssue({
+                code: 'custom',
+                path: ['oauth'],
+                message: 'OAuth is for remote servers (transport sse or http); a stdio server gets its secrets through env',
+              });
           }),
-        ]),
-      }).superRefine((server, context) => {
-        if (server.oauth !== undefined && server.transport.type === 'stdio') context.addIssue({ code: 'custom', path: ['oauth'], message: 'OAuth is for remote servers (transport sse or http); a stdio server gets its secrets through env' });
+      )
+      .default([]),
+    /** What Loom serves over MCP (`loom mcp`, `POST /mcp`): agents as tools, plus these tools. */
+    mcp_server: z
+      .strictObject({
+        /** Capabilities of the principal MCP clients act as, like a manifest's `[capabilities]`; none by default. */
+        capabilities: ManifestCapabilitiesSchema.prefault({}),
+      })
+      .prefault({}),
+    /** A2A (spec/05): serve agents to other frameworks and call agents elsewhere. */
+    a2a: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        listen_path: z
+          .string()
+          .regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' })
+          .default('/a2a'),
+        /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
+        default_agent: z.string().optional(),
+        /**
+         * With API keys configured, the agents (name patterns) whose cards anyone may read without a
+         * key; every other card is shown only to a key that reaches its agent. Calling an agent still
+         * needs a key that reaches it.
+         */
+        public_agents: z.array(z.string().min(1)).default([]),
+        /** Deliver A2A push notifications (task updates POSTed to a client's webhook). */
+        push_notifications: z.boolean().default(true),
+        /** Allow push-notification webhooks on loopback and private addresses (refused by default; cloud metadata always). */
+        push_allow_private_network: z.boolean().default(false),
+        external_agents: z.array(z.strictObject({ name: z.string().min(1), url: z.url() })).default([]),
+      })
+      .prefault({}),
+    /** Models by name, for packages' activities (`"model": "claude-sonnet"`). */
+    models: z
+      .strictObject({
+        /** Name → model; adds to and overrides the built-in names (claude-sonnet, claude-haiku, gpt-4o, …). */
+        aliases: z.record(z.string().min(1), ModelTargetSchema).default({}),
+        /**
+         * How many agents' model calls may run at once; the others wait, and the next free slot goes
+         * to the agent of the highest `priority` (critical > high > normal > low; one that waits
+         * long enough climbs, so none starves). 0: no limit, and priority orders nothing.
+         */
+        max_concurrent_calls: z.int().min(0).max(1024).default(0),
+      })
+      .prefault({}),
+    /** Registries that install codes and qualified names resolve through, searched in order. */
+    registries: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1),
+          /** A folder, or an http(s) URL serving the same files (index.json and archives/). */
+          location: z.string().min(1),
+        }),
+      )
+      .default([]),
+    /** The model of agents whose manifest has no `[model]`. */
+    default_model: ModelTargetSchema.optional(),
+    /** The model serving each routing tier, for agents with `[routing]` enabled. */
+    routing: z
+      .strictObject({
+        frontier: ModelTargetSchema.optional(),
+        smart: ModelTargetSchema.optional(),
+        balanced: ModelTargetSchema.optional(),
+        fast: ModelTargetSchema.optional(),
+      })
+      .prefault({}),
+    /** Prices in USD per million tokens, keyed "provider/model"; they override the built-in catalog. */
+    prices: ModelPriceOverridesSchema.default({}),
+    /** Context windows in tokens, keyed "provider/model" (default 128,000). */
+    context_windows: z.record(z.string(), z.int().positive()).default({}),
+    /**
+     * The same person on several channels, by name: `ada = ["telegram:42", "hooks:u-ada"]` (a
+     * channel's name, a colon, the platform's user id). An agent then remembers what it said with
+     * them on one channel when they write on another. Someone not listed is one person per channel.
+     */
+    people: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'expected a name of letters, digits, ".", "_" or "-"' }),
+        z.array(z.string().regex(/^[a-z0-9][a-z0-9_-]*:.+$/, { error: 'expected "<channel>:<platform user id>", e.g. "telegram:42"' })),
+      )
+      .default({}),
+    /** Chat platforms and webhooks people talk to agents from. */
+    channels: z
+      .array(ChannelConfigSchema)
+      .default([])
+      .superRefine((channels, context) => {
+        const seen = new Set<string>();
+        channels.forEach((channel, index) => {
+          if (seen.has(channel.name))
+            context.addIssue({ code: 'custom', path: [index, 'name'], message: `another channel is already named "${channel.name}"` });
+          seen.add(channel.name);
+        });
       }),
-    )
-    .default([]),
-  /** What Loom serves over MCP (`loom mcp`, `POST /mcp`): agents as tools, plus these tools. */
-  mcp_server: z
-    .strictObject({
-      /** Capabilities of the principal MCP clients act as, like a manifest's `[capabilities]`; none by default. */
-      capabilities: ManifestCapabilitiesSchema.prefault({}),
-    })
-    .prefault({}),
-  /** A2A (spec/05): serve agents to other frameworks and call agents elsewhere. */
-  a2a: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      listen_path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' }).default('/a2a'),
-      /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
-      default_agent: z.string().optional(),
-      /**
-       * With API keys configured, the agents (name patterns) whose cards anyone may read without a
-       * key; every other card is shown only to a key that reaches its agent. Calling an agent still
-       * needs a key that reaches it.
-       */
-      public_agents: z.array(z.string().min(1)).default([]),
-      /** Deliver A2A push notifications (task updates POSTed to a client's webhook). */
-      push_notifications: z.boolean().default(true),
-      /** Allow push-notification webhooks on loopback and private addresses (refused by default; cloud metadata always). */
-      push_allow_private_network: z.boolean().default(false),
-      external_agents: z.array(z.strictObject({ name: z.string().min(1), url: z.url() })).default([]),
-    })
-    .prefault({}),
-  /** Models by name, for packages' activities (`"model": "claude-sonnet"`). */
-  models: z
-    .strictObject({
-      /** Name → model; adds to and overrides the built-in names (claude-sonnet, claude-haiku, gpt-4o, …). */
-      aliases: z.record(z.string().min(1), ModelTargetSchema).default({}),
-      /**
-       * How many agents' model calls may run at once; the others wait, and the next free slot goes
-       * to the agent of the highest `priority` (critical > high > normal > low; one that waits
-       * long enough climbs, so none starves). 0: no limit, and priority orders nothing.
-       */
-      max_concurrent_calls: z.int().min(0).max(1024).default(0),
-    })
-    .prefault({}),
-  /** Registries that install codes and qualified names resolve through, searched in order. */
-  registries: z
-    .array(
-      z.strictObject({
-        name: z.string().min(1),
-        /** A folder, or an http(s) URL serving the same files (index.json and archives/). */
-        location: z.string().min(1),
-      }),
-    )
-    .default([]),
-  /** The model of agents whose manifest has no `[model]`. */
-  default_model: ModelTargetSchema.optional(),
-  /** The model serving each routing tier, for agents with `[routing]` enabled. */
-  routing: z
-    .strictObject({
-      frontier: ModelTargetSchema.optional(),
-      smart: ModelTargetSchema.optional(),
-      balanced: ModelTargetSchema.optional(),
-      fast: ModelTargetSchema.optional(),
-    })
-    .prefault({}),
-  /** Prices in USD per million tokens, keyed "provider/model"; they override the built-in catalog. */
-  prices: ModelPriceOverridesSchema.default({}),
-  /** Context windows in tokens, keyed "provider/model" (default 128,000). */
-  context_windows: z.record(z.string(), z.int().positive()).default({}),
-  /**
-   * The same person on several channels, by name: `ada = ["telegram:42", "hooks:u-ada"]` (a
-   * channel's name, a colon, the platform's user id). An agent then remembers what it said with
-   * them on one channel when they write on another. Someone not listed is one person per channel.
-   */
-  people: z
-    .record(
-      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'expected a name of letters, digits, ".", "_" or "-"' }),
-      z.array(z.string().regex(/^[a-z0-9][a-z0-9_-]*:.+$/, { error: 'expected "<channel>:<platform user id>", e.g. "telegram:42"' })),
-    )
-    .default({}),
-  /** Chat platforms and webhooks people talk to agents from. */
-  channels: z
-    .array(ChannelConfigSchema)
-    .default([])
-    .superRefine((channels, context) => {
-      const seen = new Set<string>();
-      channels.forEach((channel, index) => {
-        if (seen.has(channel.name)) context.addIssue({ code: 'custom', path: [index, 'name'], message: `another channel is already named "${channel.name}"` });
-        seen.add(channel.name);
+  })
+  .superRefine((config, context) => {
+    // A person is named by channels that exist, and one platform user is one person.
+    const channels = new Set(config.channels.map((channel) => channel.name));
+    const owner = new Map<string, string>();
+    for (const [person, handles] of Object.entries(config.people)) {
+      handles.forEach((handle, index) => {
+        const channel = handle.slice(0, handle.indexOf(':'));
+        if (!channels.has(channel))
+          context.addIssue({
+            code: 'custom',
+            path: ['people', person, index],
+            message: `no [[channels]] entry is named "${channel}"${channels.size === 0 ? ' (none is configured)' : ` (configured: ${[...channels].join(', ')})`}`,
+          });
+        const other = owner.get(handle);
+        if (other !== undefined)
+          context.addIssue({ code: 'custom', path: ['people', person, index], message: `"${handle}" is already ${other}; a platform user is one person` });
+        owner.set(handle, person);
       });
-    }),
-}).superRefine((config, context) => {
-  // A person is named by channels that exist, and one platform user is one person.
-  const channels = new Set(config.channels.map((channel) => channel.name));
-  const owner = new Map<string, string>();
-  for (const [person, handles] of Object.entries(config.people)) {
-    handles.forEach((handle, index) => {
-      const channel = handle.slice(0, handle.indexOf(':'));
-      if (!channels.has(channel)) context.addIssue({ code: 'custom', path: ['people', person, index], message: `no [[channels]] entry is named "${channel}"${channels.size === 0 ? ' (none is configured)' : ` (configured: ${[...channels].join(', ')})`}` });
-      const other = owner.get(handle);
-      if (other !== undefined) context.addIssue({ code: 'custom', path: ['people', person, index], message: `"${handle}" is already ${other}; a platform user is one person` });
-      owner.set(handle, person);
-    });
-  }
-});
+    }
+  });
 
 /** A validated configuration with every default filled in. */
 export type Config = z.output<typeof ConfigSchema>;

@@ -88,4 +88,3 @@ export function sourcesNote(entry: DaemonEntry): { why: string; hint?: string } 
   if (why === 'LOOM_FROM_SOURCES=1') return { why };
   return { why, hint: `running from the TypeScript sources (${why}); \`npm run build\` brings back the built daemon's faster, lighter start` };
 }
-

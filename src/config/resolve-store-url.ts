@@ -15,7 +15,8 @@ export type StoreUrlSource = 'LOOM_DATABASE_URL' | '[store] url';
 export function resolveStoreUrl(config: Config, env: Readonly<Record<string, string | undefined>>): { url: string; from: StoreUrlSource } | undefined {
   const fromEnv = env['LOOM_DATABASE_URL'];
   if (fromEnv !== undefined && fromEnv !== '') {
-    if (!isPostgresUrl(fromEnv)) throw new ConfigError(`cannot use LOOM_DATABASE_URL: ${POSTGRES_URL_EXPECTED} (the value is not shown: it may hold a password)`);
+    if (!isPostgresUrl(fromEnv))
+      throw new ConfigError(`cannot use LOOM_DATABASE_URL: ${POSTGRES_URL_EXPECTED} (the value is not shown: it may hold a password)`);
     return { url: fromEnv, from: 'LOOM_DATABASE_URL' };
   }
   return config.store.url === undefined ? undefined : { url: config.store.url, from: '[store] url' };

@@ -21,8 +21,10 @@ function describeWarning(warning: SdkWarning): string {
   const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
   const details = text(warning.details);
   if (warning.type === 'unsupported') return `${text(warning.feature) ?? 'a feature'} is not supported${details === undefined ? '' : ` (${details})`}`;
-  if (warning.type === 'compatibility') return `${text(warning.feature) ?? 'a feature'} runs in a compatibility mode${details === undefined ? '' : ` (${details})`}`;
-  if (warning.type === 'deprecated') return `${text(warning.setting) ?? 'a setting'} is deprecated${text(warning.message) === undefined ? '' : `: ${text(warning.message) ?? ''}`}`;
+  if (warning.type === 'compatibility')
+    return `${text(warning.feature) ?? 'a feature'} runs in a compatibility mode${details === undefined ? '' : ` (${details})`}`;
+  if (warning.type === 'deprecated')
+    return `${text(warning.setting) ?? 'a setting'} is deprecated${text(warning.message) === undefined ? '' : `: ${text(warning.message) ?? ''}`}`;
   return text(warning.message) ?? JSON.stringify(warning);
 }
 
@@ -40,7 +42,10 @@ export function logAiSdkWarnings(logger: Logger): () => void {
   holder.AI_SDK_LOG_WARNINGS = (options: SdkWarnings): void => {
     const model = options.provider === undefined ? options.model : `${options.provider}${options.model === undefined ? '' : `/${options.model}`}`;
     for (const warning of options.warnings) {
-      logger.warn({ component: 'ai-sdk', warningType: warning.type, ...(model === undefined ? {} : { model }) }, `model library warning${model === undefined ? '' : ` (${model})`}: ${describeWarning(warning)}`);
+      logger.warn(
+        { component: 'ai-sdk', warningType: warning.type, ...(model === undefined ? {} : { model }) },
+        `model library warning${model === undefined ? '' : ` (${model})`}: ${describeWarning(warning)}`,
+      );
     }
   };
   return () => {

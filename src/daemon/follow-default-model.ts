@@ -41,7 +41,10 @@ export function followDefaultModel(options: FollowDefaultModelOptions): { close(
     try {
       ({ config: next, text } = await loadConfigText(home));
     } catch (error) {
-      logger.warn({ err: error }, `config.toml changed but cannot be read, so the daemon goes on with what it has: ${error instanceof Error ? error.message : String(error)}`);
+      logger.warn(
+        { err: error },
+        `config.toml changed but cannot be read, so the daemon goes on with what it has: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return;
     }
     if (JSON.stringify(next.default_model) !== JSON.stringify(config.default_model)) {
@@ -50,7 +53,9 @@ export function followDefaultModel(options: FollowDefaultModelOptions): { close(
       else runtime.defaultModel = next.default_model;
       logger.info(
         { default_model: next.default_model === undefined ? null : modelName(next.default_model) },
-        next.default_model === undefined ? 'config.toml names no [default_model] any more: agents without [model] cannot run' : `Default model: ${modelName(next.default_model)} ([default_model] in config.toml changed); agents without [model] run on it from their next turn`,
+        next.default_model === undefined
+          ? 'config.toml names no [default_model] any more: agents without [model] cannot run'
+          : `Default model: ${modelName(next.default_model)} ([default_model] in config.toml changed); agents without [model] run on it from their next turn`,
       );
     }
     await options.onRead?.(restOf(next) === startedWith, text);

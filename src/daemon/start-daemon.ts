@@ -54,7 +54,9 @@ function modelNote(config: Config, env: StartDaemonOptions['env'], keys: { found
   const defaultModel = config.default_model;
   if (defaultModel !== undefined) {
     const [problem] = checkDefaultModel({ defaultModel, env });
-    return problem === undefined ? `Default model: ${modelName(defaultModel)} ([default_model] in config.toml).` : `Agents without [model] cannot run: ${problem.problem}; ${problem.fix}.`;
+    return problem === undefined
+      ? `Default model: ${modelName(defaultModel)} ([default_model] in config.toml).`
+      : `Agents without [model] cannot run: ${problem.problem}; ${problem.fix}.`;
   }
   if (keys.found.length > 0) return 'No default model: agents without [model] cannot run; `loom init` picks one from your keys, then restart the daemon.';
   return `No model key found: looked for ${keys.missing.join(', ')}, and Ollama at http://127.0.0.1:11434/v1 (agents with provider "ollama" use it). No default model either: run \`loom init\` to set one up (or to try Loom with a scripted model), then restart the daemon.`;
@@ -99,16 +101,46 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   const clock = options.clock ?? createSystemClock();
   // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
   const endpoint = tracingEndpoint(config.telemetry, env);
-  const tracing = endpoint === undefined ? undefined : (await import('../telemetry/tracing.ts')).startTracing({ endpoint, captureContent: config.telemetry.capture_content, serviceVersion: options.version });
+  const tracing =
+    endpoint === undefined
+      ? undefined
+      : (await import('../telemetry/tracing.ts')).startTracing({ endpoint, captureContent: config.telemetry.capture_content, serviceVersion: options.version });
   let metrics: LoomMetrics | undefined;
-  const host = await openHost({ home, config, env, logger, runSchedules: true, connectMcpServers: true, runChannels: true, clock, version: options.version, ...(options.logs === undefined ? {} : { logs: options.logs }) });
+  const host = await openHost({
+    home,
+    config,
+    env,
+    logger,
+    runSchedules: true,
+    connectMcpServers: true,
+    runChannels: true,
+    clock,
+    version: options.version,
+    ...(options.logs === undefined ? {} : { logs: options.logs }),
+  });
   try {
     const bindHost = options.host ?? config.daemon.host;
     // Counted from the start: each turn, call and run of this daemon, until it stops. Loaded
     // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
     const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
-    const app = createHttpApp({ kernel: host.kernel, config, env, clock, logger, skills: host.runtime.skills, tasks: host.store.tasks, a2aPushConfigs: host.store.a2aPushConfigs, events: host.store.events, bindHost, packages: host.packages, channels: host.channels, cluster: host.cluster, metrics, ...(host.mcp === undefined ? {} : { mcp: host.mcp }) });
+    const app = createHttpApp({
+      kernel: host.kernel,
+      config,
+      env,
+      clock,
+      logger,
+      skills: host.runtime.skills,
+      tasks: host.store.tasks,
+      a2aPushConfigs: host.store.a2aPushConfigs,
+      events: host.store.events,
+      bindHost,
+      packages: host.packages,
+      channels: host.channels,
+      cluster: host.cluster,
+      metrics,
+      ...(host.mcp === undefined ? {} : { mcp: host.mcp }),
+    });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const port = options.port ?? config.daemon.port;

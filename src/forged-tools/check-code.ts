@@ -40,16 +40,43 @@ const BLOCKED_NAMES: ReadonlyMap<string, string> = new Map([
 const BLOCKED_PROPERTIES: ReadonlyMap<string, string> = new Map([
   ['constructor', 'it reaches the Function constructor, a way to run arbitrary code'],
   ['__proto__', 'it rewrites prototypes'],
-  ['__defineGetter__', 'it rewrites objects behind the code\'s back'],
-  ['__defineSetter__', 'it rewrites objects behind the code\'s back'],
+  ['__defineGetter__', "it rewrites objects behind the code's back"],
+  ['__defineSetter__', "it rewrites objects behind the code's back"],
   ['__lookupGetter__', 'it reaches hidden accessors'],
-  ['prepareStackTrace', 'it reaches the engine\'s stack frames'],
+  ['prepareStackTrace', "it reaches the engine's stack frames"],
   ['caller', 'it reaches the calling function'],
   ['callee', 'it reaches the calling function'],
 ]);
 
 /** `fs` methods that change files: never allowed (only `fs.readFile` is). */
-const FS_MUTATORS = new Set(['writeFile', 'writeFileSync', 'appendFile', 'appendFileSync', 'unlink', 'unlinkSync', 'mkdir', 'mkdirSync', 'rm', 'rmSync', 'rmdir', 'rmdirSync', 'rename', 'renameSync', 'copyFile', 'copyFileSync', 'cp', 'symlink', 'link', 'chmod', 'chown', 'truncate', 'open', 'openSync', 'createWriteStream', 'utimes']);
+const FS_MUTATORS = new Set([
+  'writeFile',
+  'writeFileSync',
+  'appendFile',
+  'appendFileSync',
+  'unlink',
+  'unlinkSync',
+  'mkdir',
+  'mkdirSync',
+  'rm',
+  'rmSync',
+  'rmdir',
+  'rmdirSync',
+  'rename',
+  'renameSync',
+  'copyFile',
+  'copyFileSync',
+  'cp',
+  'symlink',
+  'link',
+  'chmod',
+  'chown',
+  'truncate',
+  'open',
+  'openSync',
+  'createWriteStream',
+  'utimes',
+]);
 
 /** Free names a tool uses that only an allowlisted API provides. */
 const API_OF_NAME: ReadonlyMap<string, SandboxApi> = new Map([
@@ -99,14 +126,23 @@ function keyName(property: AnyNode): string | undefined {
 /** Whether `node` is `fs` or `fs.promises`, the objects whose mutators are refused. */
 function isFsObject(node: AnyNode): boolean {
   if (node.type === 'Identifier') return node['name'] === 'fs';
-  return node.type === 'MemberExpression' && (node['object'] as AnyNode).type === 'Identifier' && (node['object'] as AnyNode)['name'] === 'fs' && propertyName(node) === 'promises';
+  return (
+    node.type === 'MemberExpression' &&
+    (node['object'] as AnyNode).type === 'Identifier' &&
+    (node['object'] as AnyNode)['name'] === 'fs' &&
+    propertyName(node) === 'promises'
+  );
 }
 
 /** Whether an identifier is a name in use, not a property key or a declaration's label. */
 function isReference(node: AnyNode, parent: AnyNode | undefined): boolean {
   if (parent === undefined) return true;
   if (parent.type === 'MemberExpression' && parent['property'] === node && parent['computed'] !== true) return false;
-  if ((parent.type === 'Property' || parent.type === 'MethodDefinition' || parent.type === 'PropertyDefinition') && parent['key'] === node && parent['computed'] !== true) {
+  if (
+    (parent.type === 'Property' || parent.type === 'MethodDefinition' || parent.type === 'PropertyDefinition') &&
+    parent['key'] === node &&
+    parent['computed'] !== true
+  ) {
     // `{ fetch }` is both a key and a reference.
     return parent['shorthand'] === true;
   }
@@ -131,7 +167,12 @@ export function javascriptParser(): Acorn {
 export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[]): CodeProblem[] {
   let program: AnyNode;
   try {
-    program = javascriptParser().parse(code, { ecmaVersion: 'latest', sourceType: 'script', locations: true, allowReturnOutsideFunction: false }) as unknown as AnyNode;
+    program = javascriptParser().parse(code, {
+      ecmaVersion: 'latest',
+      sourceType: 'script',
+      locations: true,
+      allowReturnOutsideFunction: false,
+    }) as unknown as AnyNode;
   } catch (error) {
     const where = (error as { loc?: { line: number; column: number } }).loc;
     const message = error instanceof Error ? error.message.replace(/ \(\d+:\d+\)$/, '') : String(error);
@@ -158,7 +199,8 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         break;
       case 'MetaProperty':
         // `new.target` is plain JavaScript; only `import.meta` reaches for a module system.
-        if ((node['meta'] as AnyNode)['name'] !== 'new') at(node, `"${String((node['meta'] as AnyNode)['name'])}.${String((node['property'] as AnyNode)['name'])}" is not allowed in a sandboxed tool`);
+        if ((node['meta'] as AnyNode)['name'] !== 'new')
+          at(node, `"${String((node['meta'] as AnyNode)['name'])}.${String((node['property'] as AnyNode)['name'])}" is not allowed in a sandboxed tool`);
         break;
       case 'VariableDeclarator': {
         // `const { writeFile } = fs` (or `fs.promises`) names a mutator without a member access.
@@ -167,7 +209,8 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         if (id.type !== 'ObjectPattern' || init === null || !isFsObject(init)) break;
         for (const property of id['properties'] as AnyNode[]) {
           const name = keyName(property);
-          if (name !== undefined && FS_MUTATORS.has(name)) at(property['key'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+          if (name !== undefined && FS_MUTATORS.has(name))
+            at(property['key'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
         }
         break;
       }
@@ -190,7 +233,10 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         const api = API_OF_NAME.get(name);
         if (api !== undefined && !allowed.has(api) && !reported.has(api)) {
           reported.add(api);
-          at(node, `"${name}" is used but "${api}" is not in the tool's allowlist; add "${api}" to implementation.allowlist (and the agent's [emergent].allowed_sandbox_apis)`);
+          at(
+            node,
+            `"${name}" is used but "${api}" is not in the tool's allowlist; add "${api}" to implementation.allowlist (and the agent's [emergent].allowed_sandbox_apis)`,
+          );
         }
         break;
       }
@@ -203,7 +249,8 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
         }
         const blocked = BLOCKED_PROPERTIES.get(name);
         if (blocked !== undefined) at(node['property'] as AnyNode, `".${name}" is not allowed in a sandboxed tool: ${blocked}`);
-        else if (isFsObject(object) && FS_MUTATORS.has(name)) at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
+        else if (isFsObject(object) && FS_MUTATORS.has(name))
+          at(node['property'] as AnyNode, `"fs.${name}" is not allowed in a sandboxed tool: a tool may only read files (fs.readFile)`);
         break;
       }
       default:
@@ -213,10 +260,16 @@ export function checkSandboxCode(code: string, allowlist: readonly SandboxApi[])
 
   const declaresExecute = (program['body'] as AnyNode[]).some((statement) => {
     if (statement.type === 'FunctionDeclaration') return (statement['id'] as AnyNode | null)?.['name'] === 'execute';
-    if (statement.type === 'VariableDeclaration') return (statement['declarations'] as AnyNode[]).some((declaration) => (declaration['id'] as AnyNode)['name'] === 'execute');
+    if (statement.type === 'VariableDeclaration')
+      return (statement['declarations'] as AnyNode[]).some((declaration) => (declaration['id'] as AnyNode)['name'] === 'execute');
     return false;
   });
-  if (!declaresExecute) problems.push({ line: 1, column: 1, message: 'a sandboxed tool must define execute(input) at the top level: function execute(input) { … return result; }' });
+  if (!declaresExecute)
+    problems.push({
+      line: 1,
+      column: 1,
+      message: 'a sandboxed tool must define execute(input) at the top level: function execute(input) { … return result; }',
+    });
   return problems.sort((first, second) => first.line - second.line || first.column - second.column);
 }
 

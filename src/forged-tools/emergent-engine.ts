@@ -72,7 +72,12 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     closing: new AbortController(),
   };
   const { live } = state;
-  const rate = new ForgeRate({ store: options.store, clock: options.clock, agent: (agentId) => options.agent(agentId), publish: (subject, what) => publishEvent(state, subject, what) });
+  const rate = new ForgeRate({
+    store: options.store,
+    clock: options.clock,
+    agent: (agentId) => options.agent(agentId),
+    publish: (subject, what) => publishEvent(state, subject, what),
+  });
 
   const forgeTool: Tool<unknown> = {
     name: FORGE_TOOL_NAME,
@@ -127,7 +132,11 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
       rate.attempt({ agent, raw: undefined, by: forgeOptions.by, origin: 'imported' }, async () => {
         const parsed = parseExport(text);
         if (!parsed.ok) {
-          await publishEvent(state, { agentId: agent.id, agentName: agent.name, name: parsed.name ?? '(unnamed)', id: null }, { type: 'tool-forge', outcome: 'refused', reason: `import: ${parsed.reason}`, provenance: { by: forgeOptions.by, origin: 'imported' } });
+          await publishEvent(
+            state,
+            { agentId: agent.id, agentName: agent.name, name: parsed.name ?? '(unnamed)', id: null },
+            { type: 'tool-forge', outcome: 'refused', reason: `import: ${parsed.reason}`, provenance: { by: forgeOptions.by, origin: 'imported' } },
+          );
           return { ok: false, stage: 'request', reason: parsed.reason };
         }
         return forge(state, { agent, raw: parsed.request, toolbox, signal: forgeOptions.signal, by: forgeOptions.by, origin: 'imported' });
@@ -138,7 +147,9 @@ export function createEmergentEngine(options: EmergentEngineOptions): EmergentEn
     },
 
     async list(filter = {}) {
-      return (await options.store.forgedTools.list(filter.agentId === undefined ? {} : { agentId: filter.agentId })).map((record) => toForgedToolView(live.get(record.id)?.record ?? record));
+      return (await options.store.forgedTools.list(filter.agentId === undefined ? {} : { agentId: filter.agentId })).map((record) =>
+        toForgedToolView(live.get(record.id)?.record ?? record),
+      );
     },
 
     async get(id) {

@@ -34,7 +34,10 @@ export interface ForgingPorts {
   /** Every live agent's `[capabilities].tools` grants: what a promotion to shared shows its approver the tool would reach. */
   toolGrants(): ToolGrants[];
   /** Opens a request for a person's approval (Loom's approvals); the decision settles later. */
-  requestApproval(agent: { id: string; name: string }, input: JsonObject): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
+  requestApproval(
+    agent: { id: string; name: string },
+    input: JsonObject,
+  ): Promise<{ id: string; decision: Promise<{ approved: boolean; by: string; reason: string | null }> }>;
 }
 
 /** What the engine is built from: the store, clock, ids and logger the kernel has too, and the kernel's ports. */

@@ -63,7 +63,17 @@ export function forgedToolNotFound(id: string): LoomError {
 /** Records what happened to `subject` in the audit log, and tells subscribers. */
 export function publishEvent(state: EngineState, subject: EventSubject, what: EventOutcome): Promise<void> {
   const { type, outcome, reason, provenance } = what;
-  return state.options.publish({ type, at: state.options.clock.now(), agentId: subject.agentId, name: subject.agentName, tool: subject.name, toolId: subject.id, outcome, reason, provenance });
+  return state.options.publish({
+    type,
+    at: state.options.clock.now(),
+    agentId: subject.agentId,
+    name: subject.agentName,
+    tool: subject.name,
+    toolId: subject.id,
+    outcome,
+    reason,
+    provenance,
+  });
 }
 
 /** Who did something to a tool, and the tool as it was then: an event's provenance. */
@@ -117,6 +127,11 @@ export async function findTool(state: EngineState, id: string): Promise<ForgedTo
  */
 export function liveOf(state: EngineState, record: ForgedToolRecord): LiveTool {
   const tool = state.live.get(record.id);
-  if (tool === undefined) throw new LoomError('FORGED_TOOL_INACTIVE', 'user', `forged tool "${record.name}" (${record.id}) is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`);
+  if (tool === undefined)
+    throw new LoomError(
+      'FORGED_TOOL_INACTIVE',
+      'user',
+      `forged tool "${record.name}" (${record.id}) is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`,
+    );
   return tool;
 }

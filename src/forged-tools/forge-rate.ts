@@ -65,7 +65,8 @@ export class ForgeRate {
     if (settings === undefined || !settings.enabled) return work();
     const limit = settings.max_forge_attempts_per_hour;
     const check = this.#turn.then(async (): Promise<string | undefined> => {
-      if (limit === 0) return `agent "${agent.name}" may not forge tools: its [emergent].max_forge_attempts_per_hour is 0; raise it in its manifest to let it forge`;
+      if (limit === 0)
+        return `agent "${agent.name}" may not forge tools: its [emergent].max_forge_attempts_per_hour is 0; raise it in its manifest to let it forge`;
       const times = await this.#recentAttempts(agent.id, limit);
       const oldest = times[limit - 1];
       if (oldest === undefined) {
@@ -80,7 +81,12 @@ export class ForgeRate {
     const refusal = await check;
     if (refusal !== undefined) {
       const subject = { agentId: agent.id, agentName: agent.name, name: nameOfRequest(attempt.raw), id: null };
-      await this.#parts.publish(subject, { type: 'tool-forge', outcome: RATE_LIMITED, reason: `request: ${refusal}`, provenance: { by: attempt.by, origin: attempt.origin } });
+      await this.#parts.publish(subject, {
+        type: 'tool-forge',
+        outcome: RATE_LIMITED,
+        reason: `request: ${refusal}`,
+        provenance: { by: attempt.by, origin: attempt.origin },
+      });
       return { ok: false, stage: 'request', reason: refusal };
     }
     try {

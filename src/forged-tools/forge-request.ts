@@ -73,7 +73,8 @@ function unsafeKeywords(schema: unknown, path: (string | number)[], names = fals
     const why = UNSAFE_KEYWORDS[key];
     if (why !== undefined && !(key === 'uniqueItems' && value === false)) found.push({ path: at, keyword: key, why });
     if (ELSEWHERE_KEYWORDS.has(key)) found.push({ path: at, keyword: key, why: 'a schema may be found only among its own definitions ($defs)' });
-    if (key === '$ref' && (typeof value !== 'string' || !DEFINITION_REF.test(value))) found.push({ path: at, keyword: key, why: 'a $ref may point only at one of the schema\'s own definitions ("#/$defs/<name>")' });
+    if (key === '$ref' && (typeof value !== 'string' || !DEFINITION_REF.test(value)))
+      found.push({ path: at, keyword: key, why: 'a $ref may point only at one of the schema\'s own definitions ("#/$defs/<name>")' });
     found.push(...unsafeKeywords(value, at, SCHEMA_MAPS.has(key)));
   }
   return found;
@@ -85,8 +86,13 @@ const MAX_SCHEMA_CHARACTERS = 20_000;
 /** A forged tool's JSON Schema: bounded in size, and without the keywords that cost the daemon without bound. */
 const ForgedSchemaSchema = JsonObjectSchema.superRefine((schema, context) => {
   const length = JSON.stringify(schema).length;
-  if (length > MAX_SCHEMA_CHARACTERS) context.addIssue({ code: 'custom', message: `is ${length} characters as JSON, more than ${MAX_SCHEMA_CHARACTERS} (it is sent to the model with every request)` });
-  for (const { path, keyword, why } of unsafeKeywords(schema, [])) context.addIssue({ code: 'custom', path, message: `a forged tool's schema may not use "${keyword}" here: ${why}` });
+  if (length > MAX_SCHEMA_CHARACTERS)
+    context.addIssue({
+      code: 'custom',
+      message: `is ${length} characters as JSON, more than ${MAX_SCHEMA_CHARACTERS} (it is sent to the model with every request)`,
+    });
+  for (const { path, keyword, why } of unsafeKeywords(schema, []))
+    context.addIssue({ code: 'custom', path, message: `a forged tool's schema may not use "${keyword}" here: ${why}` });
 });
 
 /** A JSON Schema for an object, as a forged tool's input is described to models. */
@@ -138,7 +144,10 @@ export const ForgeRequestSchema = z
     inputSchema: ObjectSchemaSchema,
     outputSchema: ForgedSchemaSchema.optional(),
     implementation: ImplementationSchema,
-    testCases: z.array(TestCaseSchema).min(1, { error: 'expected at least one test case: a tool is tested before it is judged' }).max(20, { error: 'at most 20 test cases' }),
+    testCases: z
+      .array(TestCaseSchema)
+      .min(1, { error: 'expected at least one test case: a tool is tested before it is judged' })
+      .max(20, { error: 'at most 20 test cases' }),
   })
   .superRefine((request, context) => {
     for (const field of ['inputSchema', 'outputSchema'] as const) {

@@ -65,7 +65,11 @@ export async function runOnce(state: EngineState, tool: Candidate, run: RunInput
   const program = await programOf(state, tool);
   if (typeof program === 'string') return { ok: false, problem: program };
   const bridges = sandboxBridges(implementation.allowlist, settings, toolbox, (kind, reason) => {
-    void publishEvent(state, { ...tool.record, agentId: caller.id, agentName: caller.name }, { type: 'tool-sandbox-fail', outcome: kind, reason, provenance: { caller: caller.name, owner: tool.record.agentName } });
+    void publishEvent(
+      state,
+      { ...tool.record, agentId: caller.id, agentName: caller.name },
+      { type: 'tool-sandbox-fail', outcome: kind, reason, provenance: { caller: caller.name, owner: tool.record.agentName } },
+    );
   });
   return runSandboxed(program, input, bridges, signal);
 }
@@ -89,7 +93,8 @@ async function call(state: EngineState, tool: LiveTool, invocation: { input: Jso
   const { input, context } = invocation;
   const { record } = tool;
   const { clock, store } = state.options;
-  if (record.status !== 'active') return { text: `${record.name} is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`, isError: true };
+  if (record.status !== 'active')
+    return { text: `${record.name} is ${record.status}${record.statusReason === null ? '' : `: ${record.statusReason}`}`, isError: true };
   if (context.toolbox === undefined) return { text: `${record.name} cannot run here: it needs the tool runner`, isError: true };
   const started = performance.now();
   let run: ForgedRun;
@@ -104,7 +109,16 @@ async function call(state: EngineState, tool: LiveTool, invocation: { input: Jso
   await store.forgedTools.recordCall(record.id, run.ok, duration, record.updatedAt);
   if (!run.ok) {
     if (run.fault !== undefined && run.fault !== 'thrown') {
-      await publishEvent(state, { ...record, agentId: context.agent.id, agentName: context.agent.name }, { type: 'tool-sandbox-fail', outcome: run.fault, reason: run.problem, provenance: { caller: context.agent.name, owner: record.agentName, codeHash: record.codeHash } });
+      await publishEvent(
+        state,
+        { ...record, agentId: context.agent.id, agentName: context.agent.name },
+        {
+          type: 'tool-sandbox-fail',
+          outcome: run.fault,
+          reason: run.problem,
+          provenance: { caller: context.agent.name, owner: record.agentName, codeHash: record.codeHash },
+        },
+      );
     }
     return { text: `${record.name} failed: ${run.problem}`, isError: true };
   }

@@ -5,8 +5,7 @@ import type { ForgedToolView as WireForgedToolView } from '../wire/index.ts';
 
 /** A forge's result: the tool registered, or the stage that refused it and why (returned to the agent as a tool result). */
 export type ForgeOutcome =
-  | { ok: true; tool: ForgedToolView; verdict: Verdict }
-  | { ok: false; stage: 'request' | 'build' | 'test' | 'judge'; reason: string; verdict?: Verdict };
+  { ok: true; tool: ForgedToolView; verdict: Verdict } | { ok: false; stage: 'request' | 'build' | 'test' | 'judge'; reason: string; verdict?: Verdict };
 
 /**
  * The registered tool of a forge, or a `FORGE_REFUSED` error naming the stage (and the judge's

@@ -97,7 +97,10 @@ function buildProblems(build: BuildCheck): string | undefined {
       else {
         const status = toolbox.status(step.tool);
         if (status === 'unknown') problems.push(`${where}: no tool named "${step.tool}" exists`);
-        if (status === 'not-held') problems.push(`${where}: agent "${agentName}" may not call "${step.tool}" (it is not granted, or its tool lists leave it out), so neither may a tool it forges`);
+        if (status === 'not-held')
+          problems.push(
+            `${where}: agent "${agentName}" may not call "${step.tool}" (it is not granted, or its tool lists leave it out), so neither may a tool it forges`,
+          );
       }
     });
     const names = implementation.steps.map((step) => step.name);
@@ -124,15 +127,38 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
   const { agent, raw, toolbox, by, origin } = asked;
   const signal = AbortSignal.any([asked.signal, closing.signal]);
   const forging = options.agent(agent.id);
-  const refuse = async (stage: Exclude<ForgeOutcome, { ok: true }>['stage'], reason: string, extra: { verdict?: Verdict; codeHash?: string | null } = {}): Promise<ForgeOutcome> => {
-    await publishEvent(state, { agentId: agent.id, agentName: agent.name, name: nameOfRequest(raw), id: null }, { type: 'tool-forge', outcome: 'refused', reason: `${stage}: ${reason}`, provenance: { by, origin, ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }), ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) } });
+  const refuse = async (
+    stage: Exclude<ForgeOutcome, { ok: true }>['stage'],
+    reason: string,
+    extra: { verdict?: Verdict; codeHash?: string | null } = {},
+  ): Promise<ForgeOutcome> => {
+    await publishEvent(
+      state,
+      { agentId: agent.id, agentName: agent.name, name: nameOfRequest(raw), id: null },
+      {
+        type: 'tool-forge',
+        outcome: 'refused',
+        reason: `${stage}: ${reason}`,
+        provenance: {
+          by,
+          origin,
+          ...(extra.codeHash === undefined ? {} : { codeHash: extra.codeHash }),
+          ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }),
+        },
+      },
+    );
     return { ok: false, stage, reason, ...(extra.verdict === undefined ? {} : { verdict: extra.verdict }) };
   };
   const settings = forging?.emergent;
-  if (forging === undefined || settings === undefined || !settings.enabled) return refuse('request', `agent "${agent.name}" may not forge tools: ${NO_SETTINGS.reason}`);
+  if (forging === undefined || settings === undefined || !settings.enabled)
+    return refuse('request', `agent "${agent.name}" may not forge tools: ${NO_SETTINGS.reason}`);
   // Its own forge_tool call was checked by the runner; a forge through a door (CLI, HTTP) is
   // checked here, as the agent, by the same toolbox: grants, allowlist, blocklist, a step's limit.
-  if (toolbox.status(FORGE_TOOL_NAME) !== 'held') return refuse('request', `agent "${agent.name}" may not forge tools: it may not call "${FORGE_TOOL_NAME}" (its [capabilities].tools, tool_allowlist or tool_blocklist)`);
+  if (toolbox.status(FORGE_TOOL_NAME) !== 'held')
+    return refuse(
+      'request',
+      `agent "${agent.name}" may not forge tools: it may not call "${FORGE_TOOL_NAME}" (its [capabilities].tools, tool_allowlist or tool_blocklist)`,
+    );
   // Measured before zod walks it (recursively): a test input thousands of levels deep overflowed its stack.
   const tooDeep = jsonDepthProblem('the request', raw);
   if (tooDeep !== undefined) return refuse('request', `invalid forge request: ${tooDeep}`);
@@ -143,7 +169,11 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
   if (toolbox.status(request.name) !== 'unknown') return refuse('request', `a tool named "${request.name}" already exists; choose another name`, { codeHash });
   const sessionTools = sessionToolCount(state, agent.id);
   if (sessionTools >= settings.max_session_tools) {
-    return refuse('request', `agent "${agent.name}" already has ${sessionTools} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`, { codeHash });
+    return refuse(
+      'request',
+      `agent "${agent.name}" already has ${sessionTools} forged tools in this session, its [emergent].max_session_tools; reset the session or promote one first`,
+      { codeHash },
+    );
   }
   try {
     compileSchema(request.inputSchema, '(input)');
@@ -156,7 +186,10 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
 
   const at = clock.now();
   const persisted = request.implementation.mode === 'compose' || settings.persist_sandbox_source;
-  const stored = persisted || request.implementation.mode === 'compose' ? request : { ...request, implementation: { mode: 'sandbox' as const, allowlist: request.implementation.allowlist } };
+  const stored =
+    persisted || request.implementation.mode === 'compose'
+      ? request
+      : { ...request, implementation: { mode: 'sandbox' as const, allowlist: request.implementation.allowlist } };
   const record: ForgedToolRecord = {
     id: ids.uuid(),
     name: request.name,
@@ -177,7 +210,12 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
     updatedAt: at,
   };
   // Built but not yet offered: it joins `live` only once approved.
-  const candidate: Candidate = { record, request, checkOutput: request.outputSchema === undefined ? undefined : compileSchema(request.outputSchema), program: undefined };
+  const candidate: Candidate = {
+    record,
+    request,
+    checkOutput: request.outputSchema === undefined ? undefined : compileSchema(request.outputSchema),
+    program: undefined,
+  };
   if (request.implementation.mode === 'sandbox') memorySource.set(record.id, request.implementation.code);
   const release = (): void => {
     candidate.program?.dispose();
@@ -197,11 +235,17 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
   }
   if (!options.judgeAvailable(agent.id, 'creation')) {
     release();
-    return refuse('judge', `no judge model: set [emergent].judge_model in agent "${agent.name}"'s manifest or [default_model] in config.toml; without a judge every forge is refused`, { codeHash });
+    return refuse(
+      'judge',
+      `no judge model: set [emergent].judge_model in agent "${agent.name}"'s manifest or [default_model] in config.toml; without a judge every forge is refused`,
+      { codeHash },
+    );
   }
   let verdict: Verdict;
   try {
-    verdict = boundedVerdict(await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal, caller: agent }));
+    verdict = boundedVerdict(
+      await options.judge(agent.id, 'creation', { system: judgeSystemPrompt('creation'), prompt: judgeDocument(request, tests), signal, caller: agent }),
+    );
   } catch (error) {
     release();
     return refuse('judge', `the judge could not review the tool (${messageOf(error)}); nothing was registered`, { codeHash });
@@ -211,7 +255,9 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
     return refuse('judge', `the judge refused it${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`, { verdict, codeHash });
   }
   // Tested and judged meanwhile, another tool of this name may have been shared or registered.
-  const taken = [...live.values()].find(({ record: other }) => other.name === request.name && other.status === 'active' && (other.tier === 'shared' || other.agentId === agent.id));
+  const taken = [...live.values()].find(
+    ({ record: other }) => other.name === request.name && other.status === 'active' && (other.tier === 'shared' || other.agentId === agent.id),
+  );
   if (taken !== undefined) {
     release();
     const how = taken.record.tier === 'shared' ? `shared by agent "${taken.record.agentName}"` : `registered for agent "${agent.name}"`;
@@ -220,7 +266,11 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
   // …and other forges of the agent may have filled its session's tools (several through doors at once).
   if (sessionToolCount(state, agent.id) >= settings.max_session_tools) {
     release();
-    return refuse('request', `agent "${agent.name}" reached its [emergent].max_session_tools (${settings.max_session_tools}) while this tool was being built; reset the session or promote one first`, { codeHash });
+    return refuse(
+      'request',
+      `agent "${agent.name}" reached its [emergent].max_session_tools (${settings.max_session_tools}) while this tool was being built; reset the session or promote one first`,
+      { codeHash },
+    );
   }
   record.verdicts = [{ role: 'creation', at: clock.now(), ...verdict }];
   // In `live` before the store is waited on, so a promotion to shared checking names sees it.
@@ -232,7 +282,11 @@ export async function forge(state: EngineState, asked: ForgeAsked): Promise<Forg
     retireLive(state, tool);
     throw error;
   }
-  await publishEvent(state, { ...record }, { type: 'tool-forge', outcome: 'registered', reason: null, provenance: { ...provenanceOf(record, by), verdict, tests: tests.length } });
+  await publishEvent(
+    state,
+    { ...record },
+    { type: 'tool-forge', outcome: 'registered', reason: null, provenance: { ...provenanceOf(record, by), verdict, tests: tests.length } },
+  );
   logger.info({ agentId: agent.id, tool: record.name, toolId: record.id }, `agent "${agent.name}" forged tool "${record.name}"`);
   return { ok: true, tool: toForgedToolView(record), verdict };
 }

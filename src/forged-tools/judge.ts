@@ -40,7 +40,8 @@ export function cutText(text: string, max: number): string {
 export function boundedVerdict(verdict: Verdict): Verdict {
   const { issues } = verdict;
   const kept = issues.slice(0, MAX_JUDGE_ISSUES).map((issue) => cutText(issue, MAX_JUDGE_ISSUE_CHARS));
-  if (issues.length > MAX_JUDGE_ISSUES) kept.push(`… and ${(issues.length - MAX_JUDGE_ISSUES).toLocaleString('en-US')} more issues, left out (Loom keeps ${MAX_JUDGE_ISSUES}, MAX_JUDGE_ISSUES)`);
+  if (issues.length > MAX_JUDGE_ISSUES)
+    kept.push(`… and ${(issues.length - MAX_JUDGE_ISSUES).toLocaleString('en-US')} more issues, left out (Loom keeps ${MAX_JUDGE_ISSUES}, MAX_JUDGE_ISSUES)`);
   return { ...verdict, issues: kept };
 }
 
@@ -58,7 +59,7 @@ export interface TestReport {
 
 const FOCUS: Record<JudgeRole, string> = {
   creation:
-    'Review it for code safety (no attempt to escape its sandbox, reach other agents\' data, exfiltrate, or do more than its description says), test correctness (the tests exercise what the description promises and pass), schema compliance, and determinism.',
+    "Review it for code safety (no attempt to escape its sandbox, reach other agents' data, exfiltrate, or do more than its description says), test correctness (the tests exercise what the description promises and pass), schema compliance, and determinism.",
   safety:
     'You are the safety reviewer of a promotion panel: the tool has been used and would now be kept for the agent across restarts. Approve only if nothing in it could harm its user, other agents or the host, whatever input it is given.',
   correctness:
@@ -129,7 +130,9 @@ export function judgeDocument(request: ForgeRequest, tests: readonly TestReport[
     const shown = (what: string, value: JsonValue): JsonValue => {
       const text = JSON.stringify(value);
       if (text.length <= MAX_JUDGE_VALUE_CHARS) return value;
-      cut.push(`${what} is ${text.length.toLocaleString('en-US')} characters of JSON; only its first ${MAX_JUDGE_VALUE_CHARS.toLocaleString('en-US')} are shown, as a string`);
+      cut.push(
+        `${what} is ${text.length.toLocaleString('en-US')} characters of JSON; only its first ${MAX_JUDGE_VALUE_CHARS.toLocaleString('en-US')} are shown, as a string`,
+      );
       return text.slice(0, MAX_JUDGE_VALUE_CHARS);
     };
     const shownTest: JsonObject = {

@@ -21,7 +21,8 @@ export function compileSchema(schema: JsonObject, root: '(input)' | '(output)' =
 export function subsetMismatch(expected: JsonValue, actual: JsonValue | undefined, path = ''): string | undefined {
   const here = path === '' ? 'the output' : path;
   if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
-    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return `${here}: expected an object, got ${JSON.stringify(actual) ?? 'nothing'}`;
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual))
+      return `${here}: expected an object, got ${JSON.stringify(actual) ?? 'nothing'}`;
     for (const [key, value] of Object.entries(expected)) {
       const problem = subsetMismatch(value, Object.hasOwn(actual, key) ? actual[key] : undefined, `${path}.${key}`);
       if (problem !== undefined) return problem;

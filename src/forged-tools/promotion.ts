@@ -22,16 +22,46 @@ async function panel(state: EngineState, tool: LiveTool, settings: EmergentSetti
   const { options } = state;
   const { record } = tool;
   const signal = AbortSignal.timeout(PANEL_TIMEOUT_MS);
-  if (!options.judgeAvailable(record.agentId, 'safety')) return { approved: false, reason: 'no judge model for the promotion panel ([emergent].promotion_judge_model, judge_model or [default_model])', verdicts: [] };
-  const history = { calls: record.stats.calls, successes: record.stats.successes, meanLatencyMs: record.stats.calls === 0 ? 0 : record.stats.totalMs / record.stats.calls };
-  const document = judgeDocument(tool.request, tool.request.testCases.map((test) => ({ input: test.input, ...(test.expectedOutput === undefined ? {} : { expectedOutput: test.expectedOutput }), passed: true })), history);
+  if (!options.judgeAvailable(record.agentId, 'safety'))
+    return {
+      approved: false,
+      reason: 'no judge model for the promotion panel ([emergent].promotion_judge_model, judge_model or [default_model])',
+      verdicts: [],
+    };
+  const history = {
+    calls: record.stats.calls,
+    successes: record.stats.successes,
+    meanLatencyMs: record.stats.calls === 0 ? 0 : record.stats.totalMs / record.stats.calls,
+  };
+  const document = judgeDocument(
+    tool.request,
+    tool.request.testCases.map((test) => ({
+      input: test.input,
+      ...(test.expectedOutput === undefined ? {} : { expectedOutput: test.expectedOutput }),
+      passed: true,
+    })),
+    history,
+  );
   const roles = ['safety', 'correctness'] as const;
-  const verdicts = (await Promise.all(roles.map((role) => options.judge(record.agentId, role, { system: judgeSystemPrompt(role), prompt: document, signal })))).map(boundedVerdict);
+  const verdicts = (
+    await Promise.all(roles.map((role) => options.judge(record.agentId, role, { system: judgeSystemPrompt(role), prompt: document, signal })))
+  ).map(boundedVerdict);
   const stored = verdicts.map((verdict, index): JsonObject => ({ role: roles[index] as string, at: options.clock.now(), ...verdict }));
   const threshold = settings.promotion_threshold.confidence;
-  const weak = verdicts.map((verdict, index) => ({ verdict, role: roles[index] as string })).filter(({ verdict }) => !verdict.approved || verdict.confidence < threshold);
+  const weak = verdicts
+    .map((verdict, index) => ({ verdict, role: roles[index] as string }))
+    .filter(({ verdict }) => !verdict.approved || verdict.confidence < threshold);
   if (weak.length === 0) return { approved: true, reason: null, verdicts: stored };
-  return { approved: false, reason: weak.map(({ verdict, role }) => `the ${role} reviewer ${verdict.approved ? `was only ${verdict.confidence} confident (below ${threshold})` : 'refused'}${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`).join('; '), verdicts: stored };
+  return {
+    approved: false,
+    reason: weak
+      .map(
+        ({ verdict, role }) =>
+          `the ${role} reviewer ${verdict.approved ? `was only ${verdict.confidence} confident (below ${threshold})` : 'refused'}${verdict.issues.length === 0 ? '' : `: ${verdict.issues.join('; ')}`}`,
+      )
+      .join('; '),
+    verdicts: stored,
+  };
 }
 
 /** Session → agent tier, by the panel. */
@@ -44,10 +74,15 @@ async function promoteToAgent(state: EngineState, tool: LiveTool, by: string): P
   };
   if (settings === undefined || !settings.enabled) return refused(`agent "${record.agentName}" no longer forges tools`);
   if (record.mode === 'sandbox' && !record.sourcePersisted) {
-    return refused(`its source is not stored ([emergent].persist_sandbox_source = false), and an agent-tier tool must run after a restart; set persist_sandbox_source = true and forge it again`);
+    return refused(
+      `its source is not stored ([emergent].persist_sandbox_source = false), and an agent-tier tool must run after a restart; set persist_sandbox_source = true and forge it again`,
+    );
   }
-  const agentTools = [...state.live.values()].filter((other) => other.record.agentId === record.agentId && other.record.tier === 'agent' && other.record.status === 'active');
-  if (agentTools.length >= settings.max_agent_tools) return refused(`agent "${record.agentName}" already keeps ${agentTools.length} tools, its [emergent].max_agent_tools`);
+  const agentTools = [...state.live.values()].filter(
+    (other) => other.record.agentId === record.agentId && other.record.tier === 'agent' && other.record.status === 'active',
+  );
+  if (agentTools.length >= settings.max_agent_tools)
+    return refused(`agent "${record.agentName}" already keeps ${agentTools.length} tools, its [emergent].max_agent_tools`);
   let decision;
   try {
     decision = await panel(state, tool, settings);
@@ -62,7 +97,12 @@ async function promoteToAgent(state: EngineState, tool: LiveTool, by: string): P
   record.tier = 'agent';
   record.sessionId = null;
   await save(state, record);
-  await publishEvent(state, record, { type: 'tool-promote', outcome: 'agent', reason: null, provenance: { ...provenanceOf(record, by), verdicts: decision.verdicts } });
+  await publishEvent(state, record, {
+    type: 'tool-promote',
+    outcome: 'agent',
+    reason: null,
+    provenance: { ...provenanceOf(record, by), verdicts: decision.verdicts },
+  });
   return { outcome: 'promoted', reason: null };
 }
 
@@ -109,17 +149,25 @@ async function requestSharing(state: EngineState, record: ForgedToolRecord, by: 
     await publishEvent(state, record, { type: 'tool-promote', outcome: 'refused', reason, provenance: provenanceOf(record, by) });
     return { tool: toForgedToolView(record), outcome: 'refused', reason };
   }
-  const request = await options.requestApproval({ id: record.agentId, name: record.agentName }, {
-    action: 'promote forged tool to shared',
-    tool: record.name,
-    toolId: record.id,
-    mode: record.mode,
-    codeHash: record.codeHash,
-    requestedBy: by,
-    // What approving would do: every agent whose grants name the tool (a wildcard too) gets it.
-    reach: describeReach(record.name, options.toolGrants()),
+  const request = await options.requestApproval(
+    { id: record.agentId, name: record.agentName },
+    {
+      action: 'promote forged tool to shared',
+      tool: record.name,
+      toolId: record.id,
+      mode: record.mode,
+      codeHash: record.codeHash,
+      requestedBy: by,
+      // What approving would do: every agent whose grants name the tool (a wildcard too) gets it.
+      reach: describeReach(record.name, options.toolGrants()),
+    },
+  );
+  await publishEvent(state, record, {
+    type: 'tool-promote',
+    outcome: 'pending-approval',
+    reason: null,
+    provenance: { ...provenanceOf(record, by), approvalId: request.id },
   });
-  await publishEvent(state, record, { type: 'tool-promote', outcome: 'pending-approval', reason: null, provenance: { ...provenanceOf(record, by), approvalId: request.id } });
   void request.decision
     .then(
       async (decision) => {
@@ -133,12 +181,22 @@ async function requestSharing(state: EngineState, record: ForgedToolRecord, by: 
               ? sharingRefusal(record, holders)
               : undefined;
         if (reason !== undefined) {
-          await publishEvent(state, record, { type: 'tool-promote', outcome: 'refused', reason, provenance: { ...provenanceOf(record, decision.by), approvalId: request.id } });
+          await publishEvent(state, record, {
+            type: 'tool-promote',
+            outcome: 'refused',
+            reason,
+            provenance: { ...provenanceOf(record, decision.by), approvalId: request.id },
+          });
           return;
         }
         record.tier = 'shared';
         await save(state, record);
-        await publishEvent(state, record, { type: 'tool-promote', outcome: 'shared', reason: null, provenance: { ...provenanceOf(record, decision.by), approvalId: request.id, requestedBy: by } });
+        await publishEvent(state, record, {
+          type: 'tool-promote',
+          outcome: 'shared',
+          reason: null,
+          provenance: { ...provenanceOf(record, decision.by), approvalId: request.id, requestedBy: by },
+        });
       },
       (error: unknown) => logger.warn({ err: error, toolId: record.id }, 'a shared-tier promotion request ended without a decision'),
     )
@@ -186,7 +244,12 @@ export async function demote(state: EngineState, id: string, demotion: Demotion)
     record.statusReason = reason ?? `demoted by ${by}`;
   }
   await save(state, record);
-  await publishEvent(state, record, { type: 'tool-demote', outcome: record.status === 'active' ? record.tier : 'demoted', reason, provenance: provenanceOf(record, by) });
+  await publishEvent(state, record, {
+    type: 'tool-demote',
+    outcome: record.status === 'active' ? record.tier : 'demoted',
+    reason,
+    provenance: provenanceOf(record, by),
+  });
   return toForgedToolView(record);
 }
 

@@ -48,11 +48,16 @@ export function referenceProblems(steps: readonly ComposeStep[], inputSchema: Js
     for (const text of stringsOf(step.inputMapping)) {
       for (const reference of referencesIn(text)) {
         const where = `step ${index + 1} "${step.name}"`;
-        if (reference.root === 'prev' && index === 0) problems.push(`${where}: "${reference.text}" points nowhere: the first step has no previous step (use $input)`);
+        if (reference.root === 'prev' && index === 0)
+          problems.push(`${where}: "${reference.text}" points nowhere: the first step has no previous step (use $input)`);
         else if (typeof reference.root === 'object' && !earlier.has(reference.root.step)) {
-          problems.push(`${where}: "${reference.text}" points nowhere: no earlier step is named "${reference.root.step}"${earlier.size === 0 ? '' : ` (earlier steps: ${[...earlier].join(', ')})`}`);
+          problems.push(
+            `${where}: "${reference.text}" points nowhere: no earlier step is named "${reference.root.step}"${earlier.size === 0 ? '' : ` (earlier steps: ${[...earlier].join(', ')})`}`,
+          );
         } else if (reference.root === 'input' && declared !== undefined && reference.path[0] !== undefined && !declared.has(reference.path[0])) {
-          problems.push(`${where}: "${reference.text}" points nowhere: the input schema has no property "${reference.path[0]}"${declared.size === 0 ? '' : ` (it has ${[...declared].join(', ')})`}`);
+          problems.push(
+            `${where}: "${reference.text}" points nowhere: the input schema has no property "${reference.path[0]}"${declared.size === 0 ? '' : ` (it has ${[...declared].join(', ')})`}`,
+          );
         }
       }
     }
@@ -133,11 +138,13 @@ function resolveValue(value: JsonValue, scope: ReferenceScope, budget: InputBudg
     // The literal text first, then each reference's text as it is resolved: a mapping that
     // multiplies a large value fails at the limit before the result is concatenated.
     budget.add(value.length - found.reduce((sum, reference) => sum + reference.text.length, 0));
-    return found.length === 0 ? value : value.replace(REFERENCE, (text) => {
-      const resolved = lookup(referencesIn(text)[0] as Reference, scope);
-      budget.addValue(resolved);
-      return typeof resolved === 'string' ? resolved : JSON.stringify(resolved);
-    });
+    return found.length === 0
+      ? value
+      : value.replace(REFERENCE, (text) => {
+          const resolved = lookup(referencesIn(text)[0] as Reference, scope);
+          budget.addValue(resolved);
+          return typeof resolved === 'string' ? resolved : JSON.stringify(resolved);
+        });
   }
   if (Array.isArray(value)) return value.map((item) => resolveValue(item, scope, budget));
   if (value !== null && typeof value === 'object') {

@@ -65,7 +65,12 @@ export async function runCompose(steps: readonly ComposeStep[], input: JsonObjec
  * each one before it is requested (each is then a tool call, with its `net_connect` and the
  * address guard checked again). A refused host fails the fetch and is reported as `fetch-domain`.
  */
-export function sandboxBridges(allowlist: readonly string[], settings: EmergentSettings, toolbox: ToolBox, onRefusal: (kind: 'fetch-domain' | 'bridge-refused', reason: string) => void): SandboxBridges {
+export function sandboxBridges(
+  allowlist: readonly string[],
+  settings: EmergentSettings,
+  toolbox: ToolBox,
+  onRefusal: (kind: 'fetch-domain' | 'bridge-refused', reason: string) => void,
+): SandboxBridges {
   const allowed = (api: string): boolean => allowlist.includes(api) && (settings.allowed_sandbox_apis as readonly string[]).includes(api);
   const domains = settings.fetch_domain_allowlist;
   const refuseOutside = (hop: WebRequest, redirectedFrom: string | undefined): void => {
@@ -86,7 +91,13 @@ export function sandboxBridges(allowlist: readonly string[], settings: EmergentS
       }
       refuseOutside(hop, undefined);
       for (let redirects = 0; ; redirects += 1) {
-        const result = await toolbox.invoke('http_request', { url: hop.url.href, method: hop.method, headers: hop.headers, ...(hop.body === undefined ? {} : { body: hop.body }), redirect: 'manual' });
+        const result = await toolbox.invoke('http_request', {
+          url: hop.url.href,
+          method: hop.method,
+          headers: hop.headers,
+          ...(hop.body === undefined ? {} : { body: hop.body }),
+          redirect: 'manual',
+        });
         if (result.isError === true) {
           onRefusal('bridge-refused', `fetch("${hop.url.href}"): ${result.text}`);
           throw new Error(result.text);
@@ -94,7 +105,10 @@ export function sandboxBridges(allowlist: readonly string[], settings: EmergentS
         const structured = result.structured ?? {};
         const status = typeof structured['status'] === 'number' ? structured['status'] : 0;
         const headers = structured['headers'];
-        const responseHeaders: Record<string, string> = headers !== null && typeof headers === 'object' && !Array.isArray(headers) ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)])) : {};
+        const responseHeaders: Record<string, string> =
+          headers !== null && typeof headers === 'object' && !Array.isArray(headers)
+            ? Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)]))
+            : {};
         const location = responseHeaders['location'];
         if (!REDIRECT_STATUSES.has(status) || location === undefined) {
           return {

@@ -74,7 +74,6 @@ const RECYCLE_HEAP_SHARE = 0.4;
 /** Slack given to the isolate's own timeout before the host gives up on it. */
 const HOST_GRACE_MS = 50;
 
-
 /**
  * Runs before the tool's code in every context: turns the raw bridge references into `fetch`,
  * `fs` and `crypto`, and removes them from the global object, so the code sees only those. Its
@@ -263,7 +262,11 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
 
   async function run(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }): Promise<IsolateOutcome> {
     const started = performance.now();
-    const fail = (kind: SandboxFailure['kind'], message: string): IsolateOutcome => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
+    const fail = (kind: SandboxFailure['kind'], message: string): IsolateOutcome => ({
+      ok: false,
+      error: { kind, message },
+      durationMs: performance.now() - started,
+    });
     if (disposed) return fail('aborted', 'the tool was retired');
     if (options.signal?.aborted === true) return fail('aborted', 'the call was cancelled');
     // Wait for this program's previous call: disposing the isolate to stop one call must not
@@ -283,13 +286,18 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
     }
   }
 
-  async function runInTurn(inputJson: string, options: { bridges: IsolateBridges; signal?: AbortSignal }, failAt: (kind: SandboxFailure['kind'], message: string) => IsolateOutcome): Promise<IsolateOutcome> {
+  async function runInTurn(
+    inputJson: string,
+    options: { bridges: IsolateBridges; signal?: AbortSignal },
+    failAt: (kind: SandboxFailure['kind'], message: string) => IsolateOutcome,
+  ): Promise<IsolateOutcome> {
     const started = performance.now();
     const elapsed = (): number => performance.now() - started;
     const fail = (kind: SandboxFailure['kind'], message: string): IsolateOutcome => failAt(kind, message);
     const memoryFailure = (): IsolateOutcome => fail('memory', `the tool went over its ${limits.memoryMb} MB memory limit and was stopped`);
     const timeoutFailure = (): IsolateOutcome => fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and was stopped`);
-    if (lost) return fail('memory', `the tool exhausted its isolate's memory in a way V8 cannot recover from; its sandbox process is being replaced, so call it again`);
+    if (lost)
+      return fail('memory', `the tool exhausted its isolate's memory in a way V8 cannot recover from; its sandbox process is being replaced, so call it again`);
     let current: ivm.Isolate;
     let setup: ivm.Script;
     let code: ivm.Script;
@@ -352,7 +360,13 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
         if (options.signal?.aborted === true) resolve('aborted');
         else options.signal?.addEventListener('abort', onAbort, { once: true });
       });
-      const settled = await Promise.race([work.then((text) => ({ text }), (error: unknown) => ({ error })), stopped]);
+      const settled = await Promise.race([
+        work.then(
+          (text) => ({ text }),
+          (error: unknown) => ({ error }),
+        ),
+        stopped,
+      ]);
       if (typeof settled === 'string') {
         work.catch(() => undefined);
         killed = true;
@@ -382,10 +396,17 @@ export async function compileIsolateProgram(code: string, limits: SandboxLimits,
         case 'u':
           return fail('output', messageOf(rest));
         case 'l':
-          return fail('output', `the tool's output is ${Number(rest).toLocaleString('en-US')} characters of JSON, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+          return fail(
+            'output',
+            `the tool's output is ${Number(rest).toLocaleString('en-US')} characters of JSON, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`,
+          );
         case 'o': {
           const bytes = Buffer.byteLength(rest, 'utf8');
-          if (bytes > limits.maxOutputBytes) return fail('output', `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+          if (bytes > limits.maxOutputBytes)
+            return fail(
+              'output',
+              `the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${limits.maxOutputBytes.toLocaleString('en-US')}-byte cap`,
+            );
           // Measured on the text, without recursion, before anything here or in the daemon parses
           // or copies it: JSON thousands of levels deep overflowed the native stack of whatever
           // walked it next (Node's IPC), and ended this process with every call in it.

@@ -34,12 +34,14 @@ function main(): void {
   const bridgeWaits = new Map<string, (reply: string) => void>();
   let seq = 0;
 
-  const bridge = (call: number, name: 'fetch' | 'readFile') => (payload: string): Promise<string> =>
-    new Promise<string>((resolve) => {
-      seq += 1;
-      bridgeWaits.set(`${call}:${seq}`, resolve);
-      send({ type: 'bridge', call, seq, name, payload });
-    });
+  const bridge =
+    (call: number, name: 'fetch' | 'readFile') =>
+    (payload: string): Promise<string> =>
+      new Promise<string>((resolve) => {
+        seq += 1;
+        bridgeWaits.set(`${call}:${seq}`, resolve);
+        send({ type: 'bridge', call, seq, name, payload });
+      });
 
   async function handle(request: SandboxRequest): Promise<void> {
     switch (request.type) {
@@ -94,7 +96,15 @@ function main(): void {
     handle(request).catch((error: unknown) => {
       if (request.type !== 'run') return;
       try {
-        send({ type: 'outcome', call: request.call, outcome: { ok: false, error: { kind: 'thrown', message: `the sandbox process could not finish the call: ${error instanceof Error ? error.message : String(error)}` }, durationMs: 0 } });
+        send({
+          type: 'outcome',
+          call: request.call,
+          outcome: {
+            ok: false,
+            error: { kind: 'thrown', message: `the sandbox process could not finish the call: ${error instanceof Error ? error.message : String(error)}` },
+            durationMs: 0,
+          },
+        });
       } catch {
         // The daemon's own time limit ends the call.
       }

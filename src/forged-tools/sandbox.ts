@@ -16,7 +16,12 @@ export type { SandboxFailure, SandboxLimits, SandboxOutcome };
  * sandbox only carries strings across.
  */
 export interface SandboxBridges {
-  fetch?: (request: { url: string; method: string; headers: Record<string, string>; body?: string }) => Promise<{ url: string; status: number; statusText: string; headers: Record<string, string>; body: string }>;
+  fetch?: (request: {
+    url: string;
+    method: string;
+    headers: Record<string, string>;
+    body?: string;
+  }) => Promise<{ url: string; status: number; statusText: string; headers: Record<string, string>; body: string }>;
   readFile?: (path: string) => Promise<string>;
   /** Hashing in the sandbox: `crypto.createHash(alg)`, `crypto.createHmac(alg, key)`, `crypto.randomUUID()`. */
   crypto?: true;
@@ -110,7 +115,8 @@ function readOutcome(outcome: IsolateOutcome, maxOutputBytes: number): SandboxOu
   const failed = (message: string): SandboxOutcome => ({ ok: false, error: { kind: 'output', message }, durationMs });
   if (typeof outputJson !== 'string') return failed("the tool's result could not be read");
   const bytes = Buffer.byteLength(outputJson, 'utf8');
-  if (bytes > maxOutputBytes) return failed(`the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${maxOutputBytes.toLocaleString('en-US')}-byte cap`);
+  if (bytes > maxOutputBytes)
+    return failed(`the tool's output is ${bytes.toLocaleString('en-US')} bytes, over the ${maxOutputBytes.toLocaleString('en-US')}-byte cap`);
   if (jsonTextDepth(outputJson) > MAX_JSON_DEPTH) return failed(tooDeepMessage("the tool's output"));
   const parsed = safeParseJson(outputJson);
   if (!parsed.ok) return failed(`the tool's output is not JSON: ${messageOf(parsed.message)}`);
@@ -234,11 +240,16 @@ function createPoolInternals(logger?: Logger): PoolInternals {
           return;
         case 'bridge': {
           const bridges = process.calls.get(reply.call)?.bridges;
-          void answerBridge(bridges, reply.name, reply.payload).then((text) => post(process, { type: 'bridge-reply', call: reply.call, seq: reply.seq, reply: text }));
+          void answerBridge(bridges, reply.name, reply.payload).then((text) =>
+            post(process, { type: 'bridge-reply', call: reply.call, seq: reply.seq, reply: text }),
+          );
           return;
         }
         case 'lost':
-          logger?.warn({ pid: child.pid ?? null, calls: process.calls.size }, 'V8 lost an isolate to out-of-memory in a sandbox process; it is replaced, and ended once its calls are over');
+          logger?.warn(
+            { pid: child.pid ?? null, calls: process.calls.size },
+            'V8 lost an isolate to out-of-memory in a sandbox process; it is replaced, and ended once its calls are over',
+          );
           process.retired = true;
           if (current === process) current = undefined;
           endIfRetiredAndIdle(process);
@@ -327,7 +338,11 @@ function createPoolInternals(logger?: Logger): PoolInternals {
 
     async function run(input: JsonValue, options: { bridges: SandboxBridges; signal?: AbortSignal }): Promise<SandboxOutcome> {
       const started = performance.now();
-      const fail = (kind: SandboxFailure['kind'], message: string): Failed => ({ ok: false, error: { kind, message }, durationMs: performance.now() - started });
+      const fail = (kind: SandboxFailure['kind'], message: string): Failed => ({
+        ok: false,
+        error: { kind, message },
+        durationMs: performance.now() - started,
+      });
       if (disposed) return fail('aborted', 'the tool was retired');
       const { signal } = options;
       if (signal?.aborted === true) return fail('aborted', 'the call was cancelled');
@@ -360,7 +375,12 @@ function createPoolInternals(logger?: Logger): PoolInternals {
       }
     }
 
-    function call(target: Binding, inputJson: string, options: { bridges: SandboxBridges; signal?: AbortSignal }, fail: (kind: SandboxFailure['kind'], message: string) => Failed): Promise<SandboxOutcome> {
+    function call(
+      target: Binding,
+      inputJson: string,
+      options: { bridges: SandboxBridges; signal?: AbortSignal },
+      fail: (kind: SandboxFailure['kind'], message: string) => Failed,
+    ): Promise<SandboxOutcome> {
       const { process } = target;
       const { bridges, signal } = options;
       const id = nextId++;
@@ -368,7 +388,10 @@ function createPoolInternals(logger?: Logger): PoolInternals {
         // The process stops a call at its limit itself; one that does not answer long after is stuck, and is ended.
         const timer = setTimeout(() => {
           finish(fail('timeout', `the tool ran past its ${limits.timeoutMs} ms time limit and its sandbox process did not stop it, so the process was ended`));
-          logger?.warn({ pid: process.child.pid ?? null, calls: process.calls.size, timeoutMs: limits.timeoutMs }, 'a sandbox process stopped answering past a call\'s time limit and was ended; its other calls fail');
+          logger?.warn(
+            { pid: process.child.pid ?? null, calls: process.calls.size, timeoutMs: limits.timeoutMs },
+            "a sandbox process stopped answering past a call's time limit and was ended; its other calls fail",
+          );
           end(process, 'its sandbox process stopped answering and was ended');
         }, limits.timeoutMs + SANDBOX_PROCESS_GRACE_MS);
         const onAbort = (): void => {
@@ -387,7 +410,13 @@ function createPoolInternals(logger?: Logger): PoolInternals {
         process.calls.set(id, { finish, bridges });
         wait(process);
         signal?.addEventListener('abort', onAbort, { once: true });
-        post(process, { type: 'run', program: target.id, call: id, inputJson, bridges: { fetch: bridges.fetch !== undefined, readFile: bridges.readFile !== undefined, crypto: bridges.crypto === true } });
+        post(process, {
+          type: 'run',
+          program: target.id,
+          call: id,
+          inputJson,
+          bridges: { fetch: bridges.fetch !== undefined, readFile: bridges.readFile !== undefined, crypto: bridges.crypto === true },
+        });
       });
     }
 

@@ -8,7 +8,10 @@ import { ForgeRequestSchema } from './forge-request.ts';
 function holdStored(state: EngineState, record: ForgedToolRecord): void {
   const parsed = ForgeRequestSchema.safeParse(record.request);
   if (!parsed.success) {
-    state.logger.error({ toolId: record.id, problem: formatIssues(parsed.error, { style: 'json' }).join('; ') }, `stored forged tool "${record.name}" is invalid; it is not offered`);
+    state.logger.error(
+      { toolId: record.id, problem: formatIssues(parsed.error, { style: 'json' }).join('; ') },
+      `stored forged tool "${record.name}" is invalid; it is not offered`,
+    );
     return;
   }
   admit(state, { record, request: parsed.data });

@@ -17,7 +17,9 @@ const list = (items: readonly string[], none: string): string => (items.length =
 /** What each file starts as, from the manifest. */
 export function identitySeeds(manifest: Manifest): Record<IdentityFileName, string> {
   const granted = capabilitiesFromManifest(manifest.capabilities, manifest.profile);
-  const tools = granted.flatMap((capability) => (capability.kind === 'tool_all' ? ['every tool'] : capability.kind === 'tool_invoke' ? [capability.pattern] : []));
+  const tools = granted.flatMap((capability) =>
+    capability.kind === 'tool_all' ? ['every tool'] : capability.kind === 'tool_invoke' ? [capability.pattern] : [],
+  );
   const messages = granted.flatMap((capability) => (capability.kind === 'agent_message' ? [capability.pattern] : []));
   const managed = manifest.delegate?.managed_agents ?? manifest.workflow?.managed_agents ?? [];
   const { schedule } = manifest;
@@ -25,19 +27,26 @@ export function identitySeeds(manifest: Manifest): Record<IdentityFileName, stri
     reactive: 'You run when someone messages you.',
     continuous: `You are woken every ${schedule.interval_seconds ?? 60} seconds to check for work.`,
     periodic: `You are woken at each time of the cron schedule "${schedule.cron ?? ''}".`,
-    proactive: `You are woken by these events:\n${list(schedule.triggers.map((trigger) => `${trigger.event}${trigger.pattern === undefined ? '' : ` matching "${trigger.pattern}"`}`), 'none')}`,
+    proactive: `You are woken by these events:\n${list(
+      schedule.triggers.map((trigger) => `${trigger.event}${trigger.pattern === undefined ? '' : ` matching "${trigger.pattern}"`}`),
+      'none',
+    )}`,
   }[schedule.mode];
   const rules = [
     ...(manifest.tool_allowlist.length === 0 ? [] : [`Only these of them: ${manifest.tool_allowlist.join(', ')}.`]),
     ...(manifest.tool_blocklist.length === 0 ? [] : [`Never these: ${manifest.tool_blocklist.join(', ')}.`]),
-    ...(manifest.autonomous === undefined || manifest.autonomous.approval_required_for.length === 0 ? [] : [`A person approves each call of: ${manifest.autonomous.approval_required_for.join(', ')}.`]),
+    ...(manifest.autonomous === undefined || manifest.autonomous.approval_required_for.length === 0
+      ? []
+      : [`A person approves each call of: ${manifest.autonomous.approval_required_for.join(', ')}.`]),
   ];
   return {
     'SOUL.md': `<!-- Your agent's instructions: Loom reads this file as its system prompt (in place of [model].system_prompt) at every turn. -->\n${manifest.model?.system_prompt ?? defaultSystemPrompt(manifest)}\n`,
     'IDENTITY.md': `Name: ${manifest.name}\n${manifest.description === '' ? '' : `Purpose: ${manifest.description}\n`}Version: ${manifest.version}\n${manifest.author === '' ? '' : `Author: ${manifest.author}\n`}${manifest.tags.length === 0 ? '' : `Tags: ${manifest.tags.join(', ')}\n`}`,
-    'USER.md': '<!-- Who this agent works for: names, preferences, time zone, how they like answers. Write it here; notes in comments like this one are not read. -->\n',
+    'USER.md':
+      '<!-- Who this agent works for: names, preferences, time zone, how they like answers. Write it here; notes in comments like this one are not read. -->\n',
     'TOOLS.md': `The tools you may call:\n${list(tools, 'none')}\n${rules.length === 0 ? '' : `\n${rules.join('\n')}\n`}`,
-    'MEMORY.md': '<!-- What this agent should always keep in mind: facts, decisions, standing instructions. Notes in comments like this one are not read. -->\n',
+    'MEMORY.md':
+      '<!-- What this agent should always keep in mind: facts, decisions, standing instructions. Notes in comments like this one are not read. -->\n',
     'AGENTS.md': `Agents you may message:\n${list(messages, 'none')}\n${managed.length === 0 ? '' : `\nAgents you hand work to: ${managed.join(', ')}.\n`}${manifest.capabilities.agent_spawn ? '\nYou may spawn helper agents, within your own capabilities.\n' : ''}`,
     'HEARTBEAT.md': `${when}\n`,
   };

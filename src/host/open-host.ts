@@ -4,16 +4,47 @@ import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
 import type { LogRing } from '../logging/index.ts';
-import { type AgentLifecycleHook, type AgentRuntime, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, kernelEventOf, logKernelEvents } from '../kernel/index.ts';
+import {
+  type AgentLifecycleHook,
+  type AgentRuntime,
+  type BootReport,
+  createKernel,
+  createKernelServices,
+  createUuidGenerator,
+  type Kernel,
+  kernelEventOf,
+  logKernelEvents,
+} from '../kernel/index.ts';
 import { createEmergentEngine } from '../forged-tools/index.ts';
 import { createCostCatalog, createModelResolver, type ModelFetch } from '../models/index.ts';
 import { type CodeModules, createCodeModules } from '../code-modules/index.ts';
 import { type ChannelService, createChannelService, pollsPlatform } from '../channels/index.ts';
-import { type ChannelLeases, type ClusterNode, createSingleNode, defaultNodeName, type EventRelay, type JobWorker, openChannelLeases, openPostgresCluster, openPostgresEventRelay, openPostgresJobWorker, openTurnLeases, type TurnLeases } from '../cluster/index.ts';
+import {
+  type ChannelLeases,
+  type ClusterNode,
+  createSingleNode,
+  defaultNodeName,
+  type EventRelay,
+  type JobWorker,
+  openChannelLeases,
+  openPostgresCluster,
+  openPostgresEventRelay,
+  openPostgresJobWorker,
+  openTurnLeases,
+  type TurnLeases,
+} from '../cluster/index.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { a2aSendTool } from '../a2a/external-agents.ts';
 import type { McpClientManager } from '../mcp/index.ts';
-import { createPackageInstaller, createPackageRuntime, createPackageService, createSkillOffers, type PackageEnvironment, type PackageRuntime, type PackageService } from '../packages/index.ts';
+import {
+  createPackageInstaller,
+  createPackageRuntime,
+  createPackageService,
+  createSkillOffers,
+  type PackageEnvironment,
+  type PackageRuntime,
+  type PackageService,
+} from '../packages/index.ts';
 import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
@@ -169,7 +200,13 @@ export async function openHost(options: HostOptions): Promise<Host> {
     worker = jobs;
     const mcp =
       options.connectMcpServers === true && options.config.mcp_servers.length > 0
-        ? (await import('../mcp/client/index.ts')).createMcpClientManager({ servers: options.config.mcp_servers, env: options.env, logger: options.logger, clock, oauthDir: options.home.mcpOAuthDir })
+        ? (await import('../mcp/client/index.ts')).createMcpClientManager({
+            servers: options.config.mcp_servers,
+            env: options.env,
+            logger: options.logger,
+            clock,
+            oauthDir: options.home.mcpOAuthDir,
+          })
         : undefined;
     const workspaceOf = workspacesOf(options);
     const codeModules = createCodeModules({ clock, logger: options.logger, env: options.env, workspaceOf });
@@ -239,7 +276,11 @@ export async function openHost(options: HostOptions): Promise<Host> {
     // A package installed on another node (heard through the event relay): its triggers start here too.
     kernel.events.subscribe((event) => {
       if (event.type !== 'package-install') return;
-      packageRuntime.activate(event.name).catch((error: unknown) => options.logger.error({ err: error, package: event.name }, `could not start package "${event.name}" installed on another node`));
+      packageRuntime
+        .activate(event.name)
+        .catch((error: unknown) =>
+          options.logger.error({ err: error, package: event.name }, `could not start package "${event.name}" installed on another node`),
+        );
     });
     options.logs?.excludeAgents((agentId) => {
       try {
@@ -261,7 +302,11 @@ export async function openHost(options: HostOptions): Promise<Host> {
     });
     // Wake-ups the last stop cut off: the daemon alone knows no other process runs them.
     // Its turn, once the agent was woken, was recorded when accepted and resumes (decision 0045): the run says so.
-    if (scheduler !== undefined && leadership === undefined) await store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent\'s session');
+    if (scheduler !== undefined && leadership === undefined)
+      await store.scheduleRuns.interruptRunning(
+        clock.now(),
+        "interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent's session",
+      );
     const report = await kernel.boot();
     // Other nodes' events, once the agents are held; read again after listening, for what changed in between.
     relay = shared === undefined ? undefined : await openEventRelay(options, shared.url, nodeId, store, kernel);

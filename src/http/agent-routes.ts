@@ -33,7 +33,11 @@ function sseOf(event: AgentEvent): { id?: string; event: string; data: string } 
 function lastEventIdOf(value: string | undefined): EventId | undefined {
   if (value === undefined || value === '') return undefined;
   const id = parseEventId(value);
-  if (id === undefined) throw new HttpRequestError('INVALID_REQUEST', `Last-Event-ID "${value.slice(0, 100)}" is not an event id of a turn's stream: expected "<turn id>:<epoch>:<seq>", as the stream's "id:" lines give`);
+  if (id === undefined)
+    throw new HttpRequestError(
+      'INVALID_REQUEST',
+      `Last-Event-ID "${value.slice(0, 100)}" is not an event id of a turn's stream: expected "<turn id>:<epoch>:<seq>", as the stream's "id:" lines give`,
+    );
   return id;
 }
 
@@ -56,7 +60,10 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const type = mediaTypeOf(c);
     const format = manifestFormatOf(type);
     if (format === undefined) {
-      throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
+      throw new HttpRequestError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `cannot spawn an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`,
+      );
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.spawn(manifest, parent === undefined ? {} : { parent });
@@ -69,7 +76,10 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const type = mediaTypeOf(c);
     const format = manifestFormatOf(type);
     if (format === undefined) {
-      throw new HttpRequestError('UNSUPPORTED_MEDIA_TYPE', `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`);
+      throw new HttpRequestError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `cannot update an agent: the manifest must be sent as "application/toml" or "application/json", got "${type || 'none'}"`,
+      );
     }
     const { manifest, warnings } = parseManifest(await c.req.text(), { source: 'request body', format });
     const view = await caller.update(c.req.param('agent'), manifest);
@@ -161,7 +171,11 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const caller = kernelOf(c, kernel);
     const { name } = caller.get(c.req.param('agent'));
     const workflow = await caller.workflow(name);
-    if (workflow === undefined) throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${name}" has no workflow${kernel.get(name).module === 'builtin:workflow' ? ' yet: send it a request' : ' (it is not a workflow agent)'}`);
+    if (workflow === undefined)
+      throw new HttpRequestError(
+        'WORKFLOW_NOT_FOUND',
+        `agent "${name}" has no workflow${kernel.get(name).module === 'builtin:workflow' ? ' yet: send it a request' : ' (it is not a workflow agent)'}`,
+      );
     return c.json(workflow);
   });
 
@@ -171,7 +185,9 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     const agent = caller.get(c.req.param('agent'));
     caller.require('steer workflows', agent.name);
     if (agent.module !== 'builtin:workflow') throw new HttpRequestError('WORKFLOW_NOT_FOUND', `agent "${agent.name}" is not a workflow agent`);
-    const command = ({ approve: 'go', cancel: 'cancel', pause: 'pause', resume: 'resume' } as const)[c.req.param('action') as 'approve' | 'cancel' | 'pause' | 'resume'];
+    const command = ({ approve: 'go', cancel: 'cancel', pause: 'pause', resume: 'resume' } as const)[
+      c.req.param('action') as 'approve' | 'cancel' | 'pause' | 'resume'
+    ];
     return c.json(await caller.steerWorkflow(agent.name, command, c.get('deadline').signal));
   });
 

@@ -8,7 +8,13 @@ import type { ChannelView, PairingView } from '../wire/index.ts';
 
 /** The API's view of a pairing record (snake_case, its approval time as an ISO string). */
 export function toPairingView(pairing: ChannelPairingRecord): PairingView {
-  return { code: pairing.code, channel: pairing.channel, user_id: pairing.userId, user_name: pairing.userName, approved_at: new Date(pairing.approvedAt ?? 0).toISOString() };
+  return {
+    code: pairing.code,
+    channel: pairing.channel,
+    user_id: pairing.userId,
+    user_name: pairing.userName,
+    approved_at: new Date(pairing.approvedAt ?? 0).toISOString(),
+  };
 }
 
 /**
@@ -39,6 +45,10 @@ export function createChannelRoutes(options: { channels: ChannelService; kernel:
  */
 export async function answerWebhook(channels: ChannelService | undefined, name: string, request: Request): Promise<Response> {
   const channel = channels?.inbound(name);
-  if (channel === undefined) throw new HttpRequestError('ROUTE_NOT_FOUND', `no channel named "${name}" that takes requests over HTTP is running; [[channels]] in config.toml lists them`);
+  if (channel === undefined)
+    throw new HttpRequestError(
+      'ROUTE_NOT_FOUND',
+      `no channel named "${name}" that takes requests over HTTP is running; [[channels]] in config.toml lists them`,
+    );
   return channel.handle(request);
 }

@@ -182,9 +182,13 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     const decision = limiter.take(client, cost);
     if (decision.allowed) return;
     const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    throw new HttpRequestError('RATE_LIMITED', `too many requests from ${client.replace(':', ' ')}: the limit is ${config.rate_limit.per_minute} units per minute; retry in ${seconds} s`, {
-      details: { retryAfterSeconds: seconds },
-    });
+    throw new HttpRequestError(
+      'RATE_LIMITED',
+      `too many requests from ${client.replace(':', ' ')}: the limit is ${config.rate_limit.per_minute} units per minute; retry in ${seconds} s`,
+      {
+        details: { retryAfterSeconds: seconds },
+      },
+    );
   };
 
   const app = new Hono<HttpEnv>();
@@ -196,7 +200,9 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     return c.json(body, status as 400, headers);
   };
   app.onError((error, c) => respond(c, error));
-  app.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)));
+  app.notFound((c) =>
+    respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
+  );
 
   // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.
   app.use('*', (c, next) => withRemoteParent(c.req.raw.headers, next));
@@ -220,7 +226,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   if (!authenticator.keyed && config.http.allowed_hosts.length > 0) {
     logger.warn(
       { allowedHosts: config.http.allowed_hosts },
-      'serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy\'s forwarding headers, reach only the public routes (health, webhooks, the agent card), since a proxy on this machine would make every client it serves the owner; a proxy that adds no such header and passes a loopback Host is not seen: behind a proxy, set LOOM_API_KEY or add [[auth.keys]] to config.toml',
+      "serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy's forwarding headers, reach only the public routes (health, webhooks, the agent card), since a proxy on this machine would make every client it serves the owner; a proxy that adds no such header and passes a loopback Host is not seen: behind a proxy, set LOOM_API_KEY or add [[auth.keys]] to config.toml",
     );
   }
   app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path, '/metrics'])); // static files only (no data): public, like /api/health
@@ -239,7 +245,13 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
           ...(proxySign === undefined ? {} : { proxied: proxySign((name) => c.req.header(name)) }),
         },
         // A webhook is authenticated by its signature, not a key (see `answerWebhook`).
-        { isPublic: PUBLIC_PATHS.has(c.req.path) || isWebhookPath(c.req.method, c.req.path) || (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) || (config.telemetry.metrics_public && c.req.path === '/metrics') },
+        {
+          isPublic:
+            PUBLIC_PATHS.has(c.req.path) ||
+            isWebhookPath(c.req.method, c.req.path) ||
+            (config.a2a.enabled && isPublicA2aPath(c.req.method, c.req.path, config.a2a.listen_path)) ||
+            (config.telemetry.metrics_public && c.req.path === '/metrics'),
+        },
       );
     } catch (error) {
       // A refused request still costs its address, so keys cannot be guessed at full speed.
@@ -256,7 +268,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   });
 
   const maxBodyBytes = config.daemon.body_limit_bytes;
-  const bodyTooLarge = (c: Context): Response => respond(c, new HttpRequestError('BODY_TOO_LARGE', `the request body is larger than ${maxBodyBytes} bytes ([daemon].body_limit_bytes)`));
+  const bodyTooLarge = (c: Context): Response =>
+    respond(c, new HttpRequestError('BODY_TOO_LARGE', `the request body is larger than ${maxBodyBytes} bytes ([daemon].body_limit_bytes)`));
   const limitStreamedBody = bodyLimit({ maxSize: maxBodyBytes, onError: bodyTooLarge });
   const checkBodySize: MiddlewareHandler = (c, next) => {
     // Hono's check reads the request's `body` first, which makes the Node adapter build a web
@@ -282,7 +295,12 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
 
   app.use('*', async (c, next) => {
     if (UNTIMED_PATHS.has(c.req.path) || isA2aStream(c.req.method, c.req.path, config.a2a.listen_path)) {
-      c.set('deadline', { signal: c.req.raw.signal, timeLimit: new AbortController().signal, expired: new Promise<never>(() => undefined), dispose: () => undefined });
+      c.set('deadline', {
+        signal: c.req.raw.signal,
+        timeLimit: new AbortController().signal,
+        expired: new Promise<never>(() => undefined),
+        dispose: () => undefined,
+      });
       await next();
       return;
     }
@@ -296,7 +314,16 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     }
   });
 
-  app.route('/api', createSystemRoutes({ kernel, clock, version: options.version ?? LOOM_VERSION, timezone: options.config.scheduler.timezone, ...(options.cluster === undefined ? {} : { cluster: options.cluster }) }));
+  app.route(
+    '/api',
+    createSystemRoutes({
+      kernel,
+      clock,
+      version: options.version ?? LOOM_VERSION,
+      timezone: options.config.scheduler.timezone,
+      ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
+    }),
+  );
   app.route('/api', createOpenApiRoutes({ version: options.version ?? LOOM_VERSION, a2aPath: config.a2a.enabled ? config.a2a.listen_path : null }));
   if (options.metrics !== undefined) app.route('/', createMetricsRoutes({ kernel, metrics: options.metrics, metricsPublic: config.telemetry.metrics_public }));
   // Read at each request: a running daemon follows [default_model] in config.toml.
@@ -321,11 +348,16 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   app.post('/api/mcp/servers/:name/reconnect', (c) => {
     const name = c.req.param('name');
     kernelOf(c, kernel).require('reconnect MCP servers');
-    if (!config.mcp_servers.some((entry) => entry.name === name)) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `no MCP server named "${name}" is configured ([[mcp_servers]] in config.toml)`);
-    if (options.mcp === undefined) throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
+    if (!config.mcp_servers.some((entry) => entry.name === name))
+      throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `no MCP server named "${name}" is configured ([[mcp_servers]] in config.toml)`);
+    if (options.mcp === undefined)
+      throw new HttpRequestError('MCP_SERVER_NOT_FOUND', `MCP server "${name}" is configured but this daemon does not connect MCP servers`);
     if (!options.mcp.reconnect(name)) {
       const refused = options.mcp.servers().find((server) => server.name === name)?.error;
-      throw new HttpRequestError('MCP_SERVER_REFUSED', `MCP server "${name}" was refused and is not retried${refused === undefined ? '' : ` (${refused})`}: fix its [[mcp_servers]] entry and restart the daemon`);
+      throw new HttpRequestError(
+        'MCP_SERVER_REFUSED',
+        `MCP server "${name}" was refused and is not retried${refused === undefined ? '' : ` (${refused})`}: fix its [[mcp_servers]] entry and restart the daemon`,
+      );
     }
     return c.body(null, 204);
   });
@@ -356,7 +388,11 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         repository: options.tasks ?? new InMemoryA2aTaskRepository(),
         logger,
         now: () => clock.now(),
-        push: { repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(), clock, record: events === undefined ? undefined : (event) => events.append(event) },
+        push: {
+          repository: options.a2aPushConfigs ?? new InMemoryA2aPushConfigRepository(),
+          clock,
+          record: events === undefined ? undefined : (event) => events.append(event),
+        },
         clock,
         othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
         keyed: authenticator.keyed,
@@ -373,7 +409,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       inner.onError((error, c) => respond(c, error));
       return inner;
     });
-    const forward = async (c: HttpContext): Promise<Response> => (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c) });
+    const forward = async (c: HttpContext): Promise<Response> =>
+      (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c) });
     const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
     app.all('/.well-known/agent-card.json', forward);
     app.all('/.well-known/agent.json', forward);

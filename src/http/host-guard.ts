@@ -39,7 +39,16 @@ function bindNameOf(bindHost: string): string {
 }
 
 /** The headers reverse proxies and CDNs add to say whom and what they forward for. */
-const FORWARDING_HEADERS: readonly string[] = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via', 'cf-connecting-ip', 'true-client-ip'];
+const FORWARDING_HEADERS: readonly string[] = [
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+  'via',
+  'cf-connecting-ip',
+  'true-client-ip',
+];
 
 /**
  * The check of why a request looks forwarded by a proxy (undefined when it does not): it carries a forwarding header, or asks

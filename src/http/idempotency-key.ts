@@ -14,7 +14,10 @@ export function idempotencyKeyOf(c: HttpContext): string | undefined {
   const key = c.req.header('idempotency-key');
   if (key === undefined) return undefined;
   if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
-    throw new HttpRequestError('INVALID_REQUEST', `invalid Idempotency-Key header: expected 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters without spaces, got ${key.length === 0 ? 'an empty value' : `${key.length} characters`}`);
+    throw new HttpRequestError(
+      'INVALID_REQUEST',
+      `invalid Idempotency-Key header: expected 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters without spaces, got ${key.length === 0 ? 'an empty value' : `${key.length} characters`}`,
+    );
   }
   return key;
 }

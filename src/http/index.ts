@@ -12,7 +12,16 @@ export type { HttpContext, HttpEnv } from './http-context.ts';
 export { createHostGuard, LOOPBACK_HOST_NAMES } from './host-guard.ts';
 export type { HostGuardOptions } from './host-guard.ts';
 export { ChatCompletionRequestSchema, createOpenAiRoutes, lastUserMessage, toOpenAiErrorResponse } from './openai/index.ts';
-export type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, OpenAiErrorBody, OpenAiErrorResponse, OpenAiModel, OpenAiRoutesOptions, OpenAiUsage } from './openai/index.ts';
+export type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  OpenAiErrorBody,
+  OpenAiErrorResponse,
+  OpenAiModel,
+  OpenAiRoutesOptions,
+  OpenAiUsage,
+} from './openai/index.ts';
 export { RateLimiter } from './rate-limiter.ts';
 export type { RateDecision } from './rate-limiter.ts';
 export { startHttpServer } from './start-http-server.ts';

@@ -15,7 +15,10 @@ export interface McpServerView extends Omit<WireMcpServerView, 'status' | 'era' 
  * The configured MCP servers with their connection state and tools (spec/05: `configured`,
  * `connected`, `total_configured`, `total_connected`). Servers are connected by the daemon only.
  */
-export function mcpServersView(config: Config, mcp: { servers(): McpServerStatus[] } | undefined): {
+export function mcpServersView(
+  config: Config,
+  mcp: { servers(): McpServerStatus[] } | undefined,
+): {
   configured: McpServerView[];
   connected: McpServerView[];
   total_configured: number;

@@ -32,7 +32,12 @@ function registerSchema(schemas: Record<string, JsonObject>, name: string, schem
   const rename = (value: Json): Json => {
     if (Array.isArray(value)) return value.map(rename);
     if (typeof value !== 'object' || value === null) return value;
-    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, key === '$ref' && typeof inner === 'string' ? inner.replace(/^#\/\$defs\//, `#/components/schemas/${name}_`) : rename(inner)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([key, inner]) => [
+        key,
+        key === '$ref' && typeof inner === 'string' ? inner.replace(/^#\/\$defs\//, `#/components/schemas/${name}_`) : rename(inner),
+      ]),
+    );
   };
   for (const [key, definition] of Object.entries(($defs ?? {}) as JsonObject)) schemas[`${name}_${key}`] = rename(definition) as JsonObject;
   schemas[name] = rename(rest) as JsonObject;
@@ -44,8 +49,21 @@ const ok = (description: string, schema: JsonObject = { type: 'object' }): JsonO
 
 /** The request headers routes read, as the document describes them. */
 const HEADERS: Record<ApiHeader, JsonObject> = {
-  'Idempotency-Key': { name: 'Idempotency-Key', in: 'header', required: false, description: "a key of the caller's (1 to 255 printable ASCII characters): the same message sent again with it gets the turn the first one started (its reply once it ends), for 24 hours after that turn ended", schema: { type: 'string', maxLength: 255 } },
-  'Last-Event-ID': { name: 'Last-Event-ID', in: 'header', required: false, description: 'the id of the last event the client got (`<turn id>:<epoch>:<seq>`): the stream goes on after it', schema: { type: 'string', maxLength: 300 } },
+  'Idempotency-Key': {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      "a key of the caller's (1 to 255 printable ASCII characters): the same message sent again with it gets the turn the first one started (its reply once it ends), for 24 hours after that turn ended",
+    schema: { type: 'string', maxLength: 255 },
+  },
+  'Last-Event-ID': {
+    name: 'Last-Event-ID',
+    in: 'header',
+    required: false,
+    description: 'the id of the last event the client got (`<turn id>:<epoch>:<seq>`): the stream goes on after it',
+    schema: { type: 'string', maxLength: 300 },
+  },
 };
 
 /** A query parameter's JSON schema, from the zod schema the route validates the query with. */
@@ -58,18 +76,31 @@ function queryParameterSchema(schema: z.ZodObject, name: string): JsonObject {
 
 /** A route's parameters: its path's, its query's (typed by its schema), then its headers. */
 function parametersOf(route: ApiRoute): JsonObject[] {
-  const parameter = (where: 'path' | 'query') => ([name, param]: [string, Param]): JsonObject => {
-    const schema = where === 'query' && route.query?.schema !== undefined ? queryParameterSchema(route.query.schema, name) : ((param.schema ?? { type: 'string' }) as JsonObject);
-    return { name, in: where, required: where === 'path', description: param.description, schema };
-  };
-  return [...Object.entries(route.params ?? {}).map(parameter('path')), ...Object.entries(route.query?.params ?? {}).map(parameter('query')), ...(route.headers ?? []).map((name) => HEADERS[name])];
+  const parameter =
+    (where: 'path' | 'query') =>
+    ([name, param]: [string, Param]): JsonObject => {
+      const schema =
+        where === 'query' && route.query?.schema !== undefined
+          ? queryParameterSchema(route.query.schema, name)
+          : ((param.schema ?? { type: 'string' }) as JsonObject);
+      return { name, in: where, required: where === 'path', description: param.description, schema };
+    };
+  return [
+    ...Object.entries(route.params ?? {}).map(parameter('path')),
+    ...Object.entries(route.query?.params ?? {}).map(parameter('query')),
+    ...(route.headers ?? []).map((name) => HEADERS[name]),
+  ];
 }
 
 /** A route's request body: its zod schema registered as a component, or the component it names, or its plain schema. */
 function requestBodyOf(body: RequestBody, schemaOf: (name: string, schema?: z.ZodType) => JsonObject): JsonObject {
   const schema = body.json !== undefined ? (body.json as JsonObject) : schemaOf(body.name ?? 'Body', body.schema);
   const content: JsonObject =
-    body.media === 'manifest' ? { 'application/json': { schema }, 'application/toml': { schema: { type: 'string' } } } : body.media === 'a2a' ? { 'application/a2a+json': { schema }, 'application/json': { schema } } : json(schema);
+    body.media === 'manifest'
+      ? { 'application/json': { schema }, 'application/toml': { schema: { type: 'string' } } }
+      : body.media === 'a2a'
+        ? { 'application/a2a+json': { schema }, 'application/json': { schema } }
+        : json(schema);
   return { required: body.required, content };
 }
 
@@ -101,7 +132,10 @@ function operationOf(route: ApiRoute, schemaOf: (name: string, schema?: z.ZodTyp
     ...(route.description === undefined ? {} : { description: route.description }),
     ...(parameters.length === 0 ? {} : { parameters }),
     ...(route.body === undefined ? {} : { requestBody: requestBodyOf(route.body, schemaOf) }),
-    responses: { [String(route.answer.status)]: responseOf(route.answer), ...Object.fromEntries((route.errors ?? []).map((status) => [String(status), { $ref: `#/components/responses/Error${status}` }])) },
+    responses: {
+      [String(route.answer.status)]: responseOf(route.answer),
+      ...Object.fromEntries((route.errors ?? []).map((status) => [String(status), { $ref: `#/components/responses/Error${status}` }])),
+    },
     ...(route.public === true ? { security: [] } : {}),
   };
 }
@@ -113,9 +147,9 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'an unknown agent, resource or route',
   409: 'a conflict: a name taken, an agent suspended, no turn running',
   415: 'a body of a type the route does not read',
-  422: 'refused after checking (a forge\'s stage)',
+  422: "refused after checking (a forge's stage)",
   429: 'quota or rate limit; `Retry-After` says when',
-  502: 'every model failed, or a code agent\'s module failed',
+  502: "every model failed, or a code agent's module failed",
   504: 'over `[daemon].request_timeout_seconds`',
 };
 
@@ -164,7 +198,8 @@ export function openApiDocument(options: { version: string; a2aPath?: string | n
     info: {
       title: 'Loom',
       version: options.version,
-      description: 'The HTTP API of a Loom daemon (`loom start`, by default at http://127.0.0.1:4200). With no API key configured, only clients on this machine are served, as the owner; with keys, every route but the public ones needs one, as `Authorization: Bearer <key>` or `X-API-Key: <key>`. Errors are `{ "error": { "code", "message" } }`. Guide: docs/http-api.md.',
+      description:
+        'The HTTP API of a Loom daemon (`loom start`, by default at http://127.0.0.1:4200). With no API key configured, only clients on this machine are served, as the owner; with keys, every route but the public ones needs one, as `Authorization: Bearer <key>` or `X-API-Key: <key>`. Errors are `{ "error": { "code", "message" } }`. Guide: docs/http-api.md.',
     },
     servers: [{ url: 'http://127.0.0.1:4200' }],
     // A key by either header; or none, when the daemon has no keys configured (loopback clients only).
@@ -173,7 +208,7 @@ export function openApiDocument(options: { version: string; a2aPath?: string | n
     paths,
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'an API key: `LOOM_API_KEY`, or a `[[auth.keys]]` entry\'s secret' },
+        bearer: { type: 'http', scheme: 'bearer', description: "an API key: `LOOM_API_KEY`, or a `[[auth.keys]]` entry's secret" },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the same key in another header' },
       },
       schemas: {
@@ -192,19 +227,28 @@ export function openApiDocument(options: { version: string; a2aPath?: string | n
             session_id: { type: 'string' },
             module: { type: 'string' },
             schedule: { type: 'string' },
-            model: { type: ['string', 'null'], description: 'what the manifest\'s `[model]` names; null on the daemon\'s default model' },
-            runs_on: { type: ['string', 'null'], description: 'its primary model: its own, else the daemon\'s default; null when it has neither' },
+            model: { type: ['string', 'null'], description: "what the manifest's `[model]` names; null on the daemon's default model" },
+            runs_on: { type: ['string', 'null'], description: "its primary model: its own, else the daemon's default; null when it has neither" },
             tags: { type: 'array', items: { type: 'string' } },
             capabilities: { type: 'array', items: { type: 'object' } },
             created_at: { type: 'string' },
             updated_at: { type: 'string' },
             skills: {
               type: 'object',
-              description: 'one agent\'s view (spawn, update, show): what its manifest\'s `skills` offer it of the installed skills, in its prompt\'s order, and why a skill it names is not offered',
+              description:
+                "one agent's view (spawn, update, show): what its manifest's `skills` offer it of the installed skills, in its prompt's order, and why a skill it names is not offered",
               properties: {
                 skills: {
                   type: 'array',
-                  items: { type: 'object', properties: { skill: { type: 'string', description: '`@org/skills/name@version`' }, name: { type: 'string' }, description: { type: 'string' }, in_prompt: { type: 'boolean', description: 'false: past the budget, listed by name and description only' } } },
+                  items: {
+                    type: 'object',
+                    properties: {
+                      skill: { type: 'string', description: '`@org/skills/name@version`' },
+                      name: { type: 'string' },
+                      description: { type: 'string' },
+                      in_prompt: { type: 'boolean', description: 'false: past the budget, listed by name and description only' },
+                    },
+                  },
                 },
                 problems: { type: 'array', items: { type: 'string' } },
                 budget_bytes: { type: 'integer' },
@@ -224,7 +268,13 @@ export function openApiDocument(options: { version: string; a2aPath?: string | n
         },
         Error: {
           type: 'object',
-          properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } } } },
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } },
+            },
+          },
           required: ['error'],
         },
       },

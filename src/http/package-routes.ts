@@ -3,9 +3,15 @@ import type { PackageService } from '../packages/index.ts';
 import type { Kernel } from '../kernel/index.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
-import { InstallBodySchema, PackageRunsQuerySchema, type PackageRunView, type PackageView, RunBodySchema, RunsOfPackageQuerySchema, SkillInstallBodySchema } from '../wire/index.ts';
-
-
+import {
+  InstallBodySchema,
+  PackageRunsQuerySchema,
+  type PackageRunView,
+  type PackageView,
+  RunBodySchema,
+  RunsOfPackageQuerySchema,
+  SkillInstallBodySchema,
+} from '../wire/index.ts';
 
 /**
  * `/api/packages` (spec/04): list and show (any role; a user key only the packages whose agent
@@ -44,7 +50,10 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
     const caller = kernelOf(c, kernel);
     const query = readQuery(c, PackageRunsQuerySchema);
     if (query.package !== undefined) caller.requirePackage('read packages', query.package);
-    const runs = await packages.runs({ ...(query.package === undefined ? {} : { package: query.package }), ...(query.limit === undefined ? {} : { limit: query.limit }) });
+    const runs = await packages.runs({
+      ...(query.package === undefined ? {} : { package: query.package }),
+      ...(query.limit === undefined ? {} : { limit: query.limit }),
+    });
     return c.json(runs.filter((run) => caller.reaches(run.package)) satisfies PackageRunView[]);
   });
 

@@ -32,7 +32,10 @@ export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSign
   // Unobserved when the request finishes first; it never rejects then, but keep Node quiet anyway.
   expired.catch(() => undefined);
   clock.sleep(timeoutMs, { signal: timer.signal }).then(
-    () => timeout.abort(new HttpRequestError('REQUEST_TIMEOUT', `the request took longer than ${timeoutMs / 1000} s ([daemon].request_timeout_seconds) and was cancelled`)),
+    () =>
+      timeout.abort(
+        new HttpRequestError('REQUEST_TIMEOUT', `the request took longer than ${timeoutMs / 1000} s ([daemon].request_timeout_seconds) and was cancelled`),
+      ),
     () => undefined,
   );
   return {

@@ -95,7 +95,11 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readon
       }
       file = join(root, 'index.html');
       if (!(await isFile(file))) {
-        return c.text('The dashboard is not built. Run `npm install` (its prepare script runs `vite build web`) and restart the daemon; the API is at /api.', 503, DASHBOARD_SECURITY_HEADERS);
+        return c.text(
+          'The dashboard is not built. Run `npm install` (its prepare script runs `vite build web`) and restart the daemon; the API is at /api.',
+          503,
+          DASHBOARD_SECURITY_HEADERS,
+        );
       }
     }
     const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';

@@ -19,7 +19,11 @@ export interface SpawnCheckOptions {
 }
 
 /** An agent's detail as `GET /api/agents/{agent}` shows it (with its skills when `skills` is given), and what the skills check found. */
-export async function agentDetail(agents: AgentLookup, reference: string, options: SpawnCheckOptions): Promise<{ detail: AgentDetailView; offered: OfferedSkills | undefined }> {
+export async function agentDetail(
+  agents: AgentLookup,
+  reference: string,
+  options: SpawnCheckOptions,
+): Promise<{ detail: AgentDetailView; offered: OfferedSkills | undefined }> {
   const view = agents.get(reference);
   const offered = await options.skills?.(view.manifest.skills);
   return { detail: offered === undefined ? view : { ...view, skills: toAgentSkillsView(offered) }, offered };
@@ -30,7 +34,13 @@ export async function agentDetail(agents: AgentLookup, reference: string, option
  * the CLI shows it without a daemon: its detail, with the manifest's `warnings` and why it cannot
  * run here (a model it cannot call, its MCP tool taken by another agent, a skill it cannot have).
  */
-export async function spawnedAgent(agents: AgentLookup, view: AgentView, manifest: Manifest, options: SpawnCheckOptions, manifestWarnings: readonly string[] = []): Promise<AgentDetailView & { warnings: string[] }> {
+export async function spawnedAgent(
+  agents: AgentLookup,
+  view: AgentView,
+  manifest: Manifest,
+  options: SpawnCheckOptions,
+  manifestWarnings: readonly string[] = [],
+): Promise<AgentDetailView & { warnings: string[] }> {
   const { detail, offered } = await agentDetail(agents, view.id, options);
   const models = options.readiness === undefined ? [] : await modelWarnings(view.name, manifest, options.readiness);
   return { ...detail, warnings: [...manifestWarnings, ...models, ...agentToolClash(view.name, agents.list()), ...(offered?.problems ?? [])] };

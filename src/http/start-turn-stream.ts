@@ -19,7 +19,13 @@ export interface TurnStream {
  * response rather than as a stream. `signal` is what the turn runs under (its time limit).
  * @throws {LoomError} the refusal.
  */
-export async function startTurnStream(caller: CallerKernel, reference: string, message: string, signal: AbortSignal, where: SessionChoice & { idempotencyKey?: string } = {}): Promise<TurnStream> {
+export async function startTurnStream(
+  caller: CallerKernel,
+  reference: string,
+  message: string,
+  signal: AbortSignal,
+  where: SessionChoice & { idempotencyKey?: string } = {},
+): Promise<TurnStream> {
   const cancel = new AbortController();
   const events = caller.stream(reference, message, { ...where, signal: AbortSignal.any([signal, cancel.signal]) })[Symbol.asyncIterator]();
   const first = await events.next();

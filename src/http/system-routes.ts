@@ -8,7 +8,17 @@ import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
 import { HttpRequestError } from '../errors/index.ts';
-import { type AuditRecord, eventTypeProblem, type UsageRangeName, UsageQuerySchema, type UsageRow, UsageSeriesQuerySchema, type UsageSeriesView, type UsageToday, UsageTodayQuerySchema } from '../wire/index.ts';
+import {
+  type AuditRecord,
+  eventTypeProblem,
+  type UsageRangeName,
+  UsageQuerySchema,
+  type UsageRow,
+  UsageSeriesQuerySchema,
+  type UsageSeriesView,
+  type UsageToday,
+  UsageTodayQuerySchema,
+} from '../wire/index.ts';
 
 /** How often `/api/events` writes a heartbeat comment, so proxies keep the connection open. */
 export const EVENTS_HEARTBEAT_MS = 15_000;
@@ -23,7 +33,10 @@ const AuditQuerySchema = z.strictObject({
     .string()
     .min(1)
     .transform((value, context) => {
-      const types = value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+      const types = value
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
       for (const type of types) {
         const problem = eventTypeProblem(type);
         if (problem !== undefined) context.addIssue({ code: 'custom', message: problem, input: value });
@@ -90,7 +103,9 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
     const { agent } = readQuery(c, UsageTodayQuerySchema);
     const timezone = options.timezone ?? 'UTC';
     const day = dayOf(clock.now(), timezone);
-    return c.json(usageToday(await kernelOf(c, kernel).usage({ since: day.start, ...(agent === undefined ? {} : { agent }) }), day, timezone) satisfies UsageToday);
+    return c.json(
+      usageToday(await kernelOf(c, kernel).usage({ since: day.start, ...(agent === undefined ? {} : { agent }) }), day, timezone) satisfies UsageToday,
+    );
   });
 
   routes.get('/usage/series', async (c) => {
@@ -102,14 +117,28 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
     const until = givenUntil ?? Math.ceil((clock.now() + 1) / stepMs) * stepMs;
     const since = givenSince ?? until - preset.rangeMs;
     if ((until - since) / stepMs > MAX_USAGE_BUCKETS) {
-      throw new HttpRequestError('INVALID_REQUEST', `cannot add usage up over time: ${Math.ceil((until - since) / stepMs)} buckets asked for, at most ${MAX_USAGE_BUCKETS}; give a larger step`);
+      throw new HttpRequestError(
+        'INVALID_REQUEST',
+        `cannot add usage up over time: ${Math.ceil((until - since) / stepMs)} buckets asked for, at most ${MAX_USAGE_BUCKETS}; give a larger step`,
+      );
     }
     const buckets = await caller.usageSeries({ since, until, stepMs, ...(agent === undefined ? {} : { agent }) });
     return c.json({
       since,
       until,
       step_ms: stepMs,
-      buckets: buckets.map((bucket) => ({ start: bucket.start, agent_id: bucket.agentId, agent: bucket.agentName, model: bucket.model, calls: bucket.calls, input_tokens: bucket.inputTokens, output_tokens: bucket.outputTokens, cache_read_tokens: bucket.cacheReadTokens ?? 0, cache_write_tokens: bucket.cacheWriteTokens ?? 0, cost_usd: bucket.costUsd })),
+      buckets: buckets.map((bucket) => ({
+        start: bucket.start,
+        agent_id: bucket.agentId,
+        agent: bucket.agentName,
+        model: bucket.model,
+        calls: bucket.calls,
+        input_tokens: bucket.inputTokens,
+        output_tokens: bucket.outputTokens,
+        cache_read_tokens: bucket.cacheReadTokens ?? 0,
+        cache_write_tokens: bucket.cacheWriteTokens ?? 0,
+        cost_usd: bucket.costUsd,
+      })),
     } satisfies UsageSeriesView);
   });
 

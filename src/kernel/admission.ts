@@ -27,7 +27,9 @@ export function authorize(flow: Pick<FlowState, 'registry' | 'capabilities' | 'n
     if (caller.role === 'viewer') throw new AccessDeniedError(`a viewer may not send messages (agent "${entry.name}"); it needs the user or owner role`);
     const allowed = caller.agents;
     if (caller.role === 'user' && allowed !== undefined && !allowed.some((pattern) => matchesPattern(pattern, entry.name))) {
-      throw new AccessDeniedError(`${caller.name === undefined ? 'this caller' : `"${caller.name}"`} may not message agent "${entry.name}": its key allows ${allowed.map((pattern) => `"${pattern}"`).join(', ') || 'no agents'}`);
+      throw new AccessDeniedError(
+        `${caller.name === undefined ? 'this caller' : `"${caller.name}"`} may not message agent "${entry.name}": its key allows ${allowed.map((pattern) => `"${pattern}"`).join(', ') || 'no agents'}`,
+      );
     }
     return;
   }
@@ -37,7 +39,9 @@ export function authorize(flow: Pick<FlowState, 'registry' | 'capabilities' | 'n
     throw new AgentChainError(`cannot message "${entry.name}": agent-to-agent messages may be nested at most ${MAX_AGENT_DEPTH} deep`);
   }
   if (entry.id === from.id || caller.chain.includes(entry.id)) {
-    throw new AgentChainError(`cannot message "${entry.name}": it is already waiting in this chain of messages (${[...caller.chain, from.id].map(nameOf).join(' → ')})`);
+    throw new AgentChainError(
+      `cannot message "${entry.name}": it is already waiting in this chain of messages (${[...caller.chain, from.id].map(nameOf).join(' → ')})`,
+    );
   }
 }
 
@@ -45,7 +49,11 @@ export function authorize(flow: Pick<FlowState, 'registry' | 'capabilities' | 'n
  * The checks every turn passes before it is queued: the caller, the state, the module.
  * @throws {AgentNotFoundError} as `authorize` does; {AgentStateError} {ModuleUnavailableError}
  */
-export function admit(flow: Pick<FlowState, 'registry' | 'capabilities' | 'nameOf' | 'runtime'>, reference: string, caller: Caller): { entry: AgentEntry; runtime: AgentRuntime } {
+export function admit(
+  flow: Pick<FlowState, 'registry' | 'capabilities' | 'nameOf' | 'runtime'>,
+  reference: string,
+  caller: Caller,
+): { entry: AgentEntry; runtime: AgentRuntime } {
   const entry = flow.registry.resolve(reference);
   authorize(flow, entry, caller);
   if (entry.state !== 'running') throw new AgentStateError(`agent "${entry.name}" is suspended; resume it to send it messages`);
@@ -53,7 +61,9 @@ export function admit(flow: Pick<FlowState, 'registry' | 'capabilities' | 'nameO
   if (runtime === undefined) throw new ModuleUnavailableError('this kernel has no model runtime configured');
   const code = codeModuleOf(entry.manifest);
   if (code === undefined ? !RUNNABLE_MODULES.has(entry.manifest.module) : runtime.codeModules === undefined) {
-    throw new ModuleUnavailableError(`agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run; it runs ${[...RUNNABLE_MODULES].join(', ')}${code === undefined ? '' : ', and no code modules in this process'}`);
+    throw new ModuleUnavailableError(
+      `agent "${entry.name}" uses module "${entry.manifest.module}", which this Loom cannot run; it runs ${[...RUNNABLE_MODULES].join(', ')}${code === undefined ? '' : ', and no code modules in this process'}`,
+    );
   }
   return { entry, runtime };
 }

@@ -19,7 +19,11 @@ import type { PriorityGate } from './priority-gate.ts';
 export function slottedResolver(resolver: ModelResolver, manifest: Manifest, gate: PriorityGate | undefined, logger: Logger): ModelResolver {
   if (gate === undefined) return resolver;
   return aroundModelCalls(resolver, async (_target, options) => {
-    if (gate.full) logger.debug({ priority: manifest.priority, waiting: gate.waiting + 1 }, `a model call of agent "${manifest.name}" waits for a slot ([models].max_concurrent_calls), as ${manifest.priority} priority`);
+    if (gate.full)
+      logger.debug(
+        { priority: manifest.priority, waiting: gate.waiting + 1 },
+        `a model call of agent "${manifest.name}" waits for a slot ([models].max_concurrent_calls), as ${manifest.priority} priority`,
+      );
     return { options, end: await gate.acquire(manifest.priority, options.abortSignal) };
   });
 }

@@ -56,7 +56,12 @@ export interface HealthContext {
  * than five minutes ago.
  */
 export async function unhealthyReason(agent: { id: string; manifest: Manifest }, context: HealthContext): Promise<string | undefined> {
-  const problems = await checkAgentModels(agent.manifest, { defaultModel: context.defaultModel, env: context.env, probes: context.probes, timeoutMs: PROBE_TIMEOUT_MS });
+  const problems = await checkAgentModels(agent.manifest, {
+    defaultModel: context.defaultModel,
+    env: context.env,
+    probes: context.probes,
+    timeoutMs: PROBE_TIMEOUT_MS,
+  });
   const models = 1 + agent.manifest.fallback_models.length;
   const [first] = problems;
   if (first !== undefined && new Set(problems.map((problem) => problem.field)).size >= models) return `cannot run: ${first.problem}`;

@@ -94,81 +94,103 @@ export class AgentLifecycle {
 
   /** Spawns an agent (see `Kernel.spawn`). */
   spawn(requested: Manifest, options: SpawnOptions = {}): Promise<AgentView> {
-    return this.#oneAtATime(async () => {
-      if (options.parent !== undefined) await this.#parts.cluster.refresh(options.parent, false);
-    }, async () => {
-      const { registry, admission, clock, ids, store } = this.#parts;
-      const { name } = requested;
-      const holder = registry.holderOf(name);
-      if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
-      const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
-      const admitted = admission.admit(requested, parent, 'spawn');
-      const { granted } = admitted;
-      const manifest = options.limit === undefined ? admitted.manifest : confineToStep(admitted.manifest, granted, { limit: options.limit, mcpServers: options.limitMcpServers }, admission.confinementContext());
-      await admission.checkCodeModule(manifest);
-      // Another spawn of the name may have got in while the check waited.
-      const taken = registry.holderOf(name);
-      if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
+    return this.#oneAtATime(
+      async () => {
+        if (options.parent !== undefined) await this.#parts.cluster.refresh(options.parent, false);
+      },
+      async () => {
+        const { registry, admission, clock, ids, store } = this.#parts;
+        const { name } = requested;
+        const holder = registry.holderOf(name);
+        if (holder !== undefined) throw new AgentNameTakenError(name, holder === 'reserved' ? undefined : holder);
+        const parent = options.parent === undefined ? undefined : registry.resolve(options.parent);
+        const admitted = admission.admit(requested, parent, 'spawn');
+        const { granted } = admitted;
+        const manifest =
+          options.limit === undefined
+            ? admitted.manifest
+            : confineToStep(admitted.manifest, granted, { limit: options.limit, mcpServers: options.limitMcpServers }, admission.confinementContext());
+        await admission.checkCodeModule(manifest);
+        // Another spawn of the name may have got in while the check waited.
+        const taken = registry.holderOf(name);
+        if (taken !== undefined) throw new AgentNameTakenError(name, taken === 'reserved' ? undefined : taken);
 
-      const at = clock.now();
-      const entry: AgentEntry = {
-        id: ids.uuid(),
-        name,
-        state: 'running',
-        parentId: parent?.id ?? null,
-        children: new Set(),
-        sessionId: ids.uuid(),
-        manifest,
-        capabilities: granted,
-        createdAt: at,
-        updatedAt: at,
-      };
-      // Commit first, register after: a failed commit leaves nothing to undo.
-      registry.reserve(name);
-      try {
-        await store.agents.create(
-          { id: entry.id, name, state: entry.state, parentId: entry.parentId, sessionId: entry.sessionId, manifest: manifest as unknown as JsonObject, createdAt: at, updatedAt: at },
-          { id: entry.sessionId, agentId: entry.id, messages: [], createdAt: at, updatedAt: at },
-        );
-      } catch (error) {
-        if (error instanceof StoreConflictError) throw new AgentNameTakenError(name, undefined, { cause: error });
-        if (error instanceof StoreNotFoundError && options.parent !== undefined) throw new AgentNotFoundError(options.parent, { cause: error });
-        throw error;
-      } finally {
-        registry.release(name);
-      }
-      await this.#parts.holding.adopt(entry);
-      await this.#parts.publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
-      return this.#parts.viewOf(entry);
-    });
+        const at = clock.now();
+        const entry: AgentEntry = {
+          id: ids.uuid(),
+          name,
+          state: 'running',
+          parentId: parent?.id ?? null,
+          children: new Set(),
+          sessionId: ids.uuid(),
+          manifest,
+          capabilities: granted,
+          createdAt: at,
+          updatedAt: at,
+        };
+        // Commit first, register after: a failed commit leaves nothing to undo.
+        registry.reserve(name);
+        try {
+          await store.agents.create(
+            {
+              id: entry.id,
+              name,
+              state: entry.state,
+              parentId: entry.parentId,
+              sessionId: entry.sessionId,
+              manifest: manifest as unknown as JsonObject,
+              createdAt: at,
+              updatedAt: at,
+            },
+            { id: entry.sessionId, agentId: entry.id, messages: [], createdAt: at, updatedAt: at },
+          );
+        } catch (error) {
+          if (error instanceof StoreConflictError) throw new AgentNameTakenError(name, undefined, { cause: error });
+          if (error instanceof StoreNotFoundError && options.parent !== undefined) throw new AgentNotFoundError(options.parent, { cause: error });
+          throw error;
+        } finally {
+          registry.release(name);
+        }
+        await this.#parts.holding.adopt(entry);
+        await this.#parts.publish({ type: 'agent-spawn', at, agentId: entry.id, name, parentId: entry.parentId });
+        return this.#parts.viewOf(entry);
+      },
+    );
   }
 
   /** Replaces a live agent's manifest (see `Kernel.update`). */
   update(reference: string, requested: Manifest): Promise<AgentView> {
-    return this.#oneAtATime(() => this.#parts.cluster.refresh(reference, true), async () => {
-      const { registry, admission, clock } = this.#parts;
-      const entry = registry.resolve(reference);
-      if (requested.name !== entry.name) {
-        throw new LoomError('AGENT_RENAME', 'user', `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`);
-      }
-      const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
-      const { manifest, granted } = admission.admit(requested, parent, 'update');
-      await admission.checkCodeModule(manifest);
-      // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
-      const descendants = admission.reconfined(entry.name, entry, manifest, granted);
-      const at = clock.now();
-      // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
-      for (const { child, admitted } of descendants) {
-        try {
-          await this.#holdManifest(child, admitted, at);
-        } catch (error) {
-          // Killed meanwhile (here or on another node): nothing left to narrow.
-          if (!(error instanceof StoreNotFoundError)) throw error;
+    return this.#oneAtATime(
+      () => this.#parts.cluster.refresh(reference, true),
+      async () => {
+        const { registry, admission, clock } = this.#parts;
+        const entry = registry.resolve(reference);
+        if (requested.name !== entry.name) {
+          throw new LoomError(
+            'AGENT_RENAME',
+            'user',
+            `cannot update "${entry.name}" with a manifest for "${requested.name}": an agent's name does not change (spawn a new agent for another name)`,
+          );
         }
-      }
-      await this.#holdManifest(entry, { manifest, granted }, at);
-      return this.#parts.viewOf(entry);
-    });
+        const parent = entry.parentId === null ? undefined : registry.find(entry.parentId);
+        const { manifest, granted } = admission.admit(requested, parent, 'update');
+        await admission.checkCodeModule(manifest);
+        // Its children must still fit inside it, and take on what it now restricts, before anything is stored.
+        const descendants = admission.reconfined(entry.name, entry, manifest, granted);
+        const at = clock.now();
+        // The descendants first: each only narrows, so a failure midway leaves none wider than its parent.
+        for (const { child, admitted } of descendants) {
+          try {
+            await this.#holdManifest(child, admitted, at);
+          } catch (error) {
+            // Killed meanwhile (here or on another node): nothing left to narrow.
+            if (!(error instanceof StoreNotFoundError)) throw error;
+          }
+        }
+        await this.#holdManifest(entry, { manifest, granted }, at);
+        return this.#parts.viewOf(entry);
+      },
+    );
   }
 
   /** Kills the agent and its descendants (see `Kernel.kill`). */
@@ -203,7 +225,11 @@ export class AgentLifecycle {
     await this.#parts.holding.applyState(entry, state, at);
     // A resumed agent's idle time starts again.
     if (state === 'running') this.#parts.guard.forget(entry.id);
-    await this.#parts.publish(state === 'running' ? { type: 'agent-resume', at, agentId: entry.id, name: entry.name } : { type: 'agent-suspend', at, agentId: entry.id, name: entry.name, ...(reason === undefined ? {} : { reason }) });
+    await this.#parts.publish(
+      state === 'running'
+        ? { type: 'agent-resume', at, agentId: entry.id, name: entry.name }
+        : { type: 'agent-suspend', at, agentId: entry.id, name: entry.name, ...(reason === undefined ? {} : { reason }) },
+    );
     return viewOf(entry);
   }
 

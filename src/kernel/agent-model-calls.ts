@@ -89,7 +89,12 @@ export class AgentModelCalls {
     const messages: ModelMessage[] = [{ role: 'user', content: request.prompt }];
     try {
       if (request.schema === undefined) return { text: await generateReply(settings(), { system: request.system, messages }), output: undefined };
-      const output = await generateStructured(settings(), { system: request.system, messages }, request.schema, `agent "${entry.name}", step "${request.step}"`);
+      const output = await generateStructured(
+        settings(),
+        { system: request.system, messages },
+        request.schema,
+        `agent "${entry.name}", step "${request.step}"`,
+      );
       return { text: JSON.stringify(output), output };
     } finally {
       // Paid for whether or not it answered as asked.
@@ -107,10 +112,17 @@ export class AgentModelCalls {
     const { caller } = request;
     const limit: readonly Capability[] = caller?.limit ?? [];
     const step = caller === undefined ? undefined : this.#stepModels.get(caller);
-    const candidates = request.model !== undefined ? [request.model] : step !== undefined ? [step] : this.#parts.models.choose(runtime, entry, { message: request.prompt, historyDepth: 0, toolCount: 0 }).models;
+    const candidates =
+      request.model !== undefined
+        ? [request.model]
+        : step !== undefined
+          ? [step]
+          : this.#parts.models.choose(runtime, entry, { message: request.prompt, historyDepth: 0, toolCount: 0 }).models;
     const allowed = candidates.find((model) => isGranted(limit, { kind: 'llm_query', pattern: modelName(model) }));
     if (allowed === undefined) {
-      throw new CapabilityDeniedError(`agent "${entry.name}" may not ${request.step} in this step: it would call ${candidates.map((model) => `"${modelName(model)}"`).join(', ')}, and the step is limited to its own model`);
+      throw new CapabilityDeniedError(
+        `agent "${entry.name}" may not ${request.step} in this step: it would call ${candidates.map((model) => `"${modelName(model)}"`).join(', ')}, and the step is limited to its own model`,
+      );
     }
     return allowed;
   }

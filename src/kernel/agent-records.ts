@@ -72,7 +72,10 @@ export class AgentRecords {
   /** See `Kernel.usage`. */
   async usage(options: { agent?: string; since?: number } = {}): Promise<UsageRow[]> {
     const agentId = options.agent === undefined ? undefined : this.recordedAgentId(options.agent);
-    const records = await this.#store.usage.list({ ...(agentId === undefined ? {} : { agentId }), ...(options.since === undefined ? {} : { since: options.since }) });
+    const records = await this.#store.usage.list({
+      ...(agentId === undefined ? {} : { agentId }),
+      ...(options.since === undefined ? {} : { since: options.since }),
+    });
     return summarizeUsage(records, (id) => this.#registry.find(id)?.name);
   }
 }

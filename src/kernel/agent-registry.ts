@@ -79,7 +79,12 @@ export class AgentRegistry {
   /** The live agents above an agent, its parent first. */
   ancestors(entry: AgentEntry): AgentEntry[] {
     const above: AgentEntry[] = [];
-    for (let current = entry.parentId === null ? undefined : this.#byId.get(entry.parentId); current !== undefined; current = current.parentId === null ? undefined : this.#byId.get(current.parentId)) above.push(current);
+    for (
+      let current = entry.parentId === null ? undefined : this.#byId.get(entry.parentId);
+      current !== undefined;
+      current = current.parentId === null ? undefined : this.#byId.get(current.parentId)
+    )
+      above.push(current);
     return above;
   }
 

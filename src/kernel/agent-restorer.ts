@@ -25,7 +25,10 @@ export class AgentRestorer {
     const parsed = ManifestSchema.safeParse(dotted === undefined ? stored : { ...stored, name: dotted.replaceAll('.', '-') }, { reportInput: true });
     if (parsed.success && dropped.length > 0 && !this.#toldRetired.has(record.id)) {
       this.#toldRetired.add(record.id);
-      this.#logger.warn({ agentId: record.id, dropped }, `agent "${record.name}" was stored with what this Loom refuses and no Loom acted on; it runs without it: ${dropped.join('; ')}`);
+      this.#logger.warn(
+        { agentId: record.id, dropped },
+        `agent "${record.name}" was stored with what this Loom refuses and no Loom acted on; it runs without it: ${dropped.join('; ')}`,
+      );
     }
     if (!parsed.success) return formatIssues(parsed.error, { style: 'toml' }).join('; ');
     const manifest = dotted === undefined ? parsed.data : { ...parsed.data, name: dotted };

@@ -7,8 +7,7 @@ import type { IdentityFile } from './identity-prompt.ts';
 /** Who is asking: a person through a door (CLI, HTTP, MCP, A2A) with a role, or another agent. */
 export type Caller =
   /** `agents`: for the `user` role, the name patterns of the agents it may message (all when omitted). */
-  | { kind: 'user'; role: 'owner' | 'user' | 'viewer'; name?: string; agents?: readonly string[] }
-  | { kind: 'agent'; agentId: string; chain: readonly string[] };
+  { kind: 'user'; role: 'owner' | 'user' | 'viewer'; name?: string; agents?: readonly string[] } | { kind: 'agent'; agentId: string; chain: readonly string[] };
 
 /** The owner at the local CLI: the default caller. */
 export const OWNER: Caller = { kind: 'user', role: 'owner' };

@@ -1,8 +1,24 @@
 import type { ApprovalRecord, ApprovalStatus, Clock, IdGenerator, JsonObject, JsonValue, Store } from '../contracts/index.ts';
 import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
 import { LoomError } from '../errors/index.ts';
-import { type ApprovalDecision, type ApprovalEvent, type ApprovalNode, DEFAULT_APPROVAL_TIMEOUT_MS, isQuestion, type OpenApproval, storedDecision } from './approval-requests.ts';
-import { EXPIRED_BY_CANCEL, EXPIRED_BY_RESTART, EXPIRED_BY_SHUTDOWN, EXPIRED_BY_TIMEOUT, EXPIRED_BY_WITHDRAW, RESTART_REASON, SHUTDOWN_REASON } from './approval-requests.ts';
+import {
+  type ApprovalDecision,
+  type ApprovalEvent,
+  type ApprovalNode,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  isQuestion,
+  type OpenApproval,
+  storedDecision,
+} from './approval-requests.ts';
+import {
+  EXPIRED_BY_CANCEL,
+  EXPIRED_BY_RESTART,
+  EXPIRED_BY_SHUTDOWN,
+  EXPIRED_BY_TIMEOUT,
+  EXPIRED_BY_WITHDRAW,
+  RESTART_REASON,
+  SHUTDOWN_REASON,
+} from './approval-requests.ts';
 
 /** A turn of this process waiting for a request. */
 interface Waiter {
@@ -49,7 +65,14 @@ export class ApprovalService {
   /** Set by {@link shutdown}: nothing more is asked. */
   #stopped = false;
 
-  constructor(options: { store: Store; clock: Clock; ids: IdGenerator; timeoutMs?: number; publish: (event: ApprovalEvent) => void; node?: ApprovalNode | undefined }) {
+  constructor(options: {
+    store: Store;
+    clock: Clock;
+    ids: IdGenerator;
+    timeoutMs?: number;
+    publish: (event: ApprovalEvent) => void;
+    node?: ApprovalNode | undefined;
+  }) {
     this.#node = options.node;
     this.#store = options.store;
     this.#clock = options.clock;
@@ -84,7 +107,17 @@ export class ApprovalService {
     const waiting = this.#wait(summary, signal, options);
     try {
       await options.onId?.(id);
-      await this.#store.approvals.create({ ...summary, input, status: 'pending', requestedAt: at, expiresAt, decidedAt: null, decidedBy: null, reason: null, nodeId: this.#node?.id ?? null });
+      await this.#store.approvals.create({
+        ...summary,
+        input,
+        status: 'pending',
+        requestedAt: at,
+        expiresAt,
+        decidedAt: null,
+        decidedBy: null,
+        reason: null,
+        nodeId: this.#node?.id ?? null,
+      });
     } catch (error) {
       this.#waiters.delete(id);
       throw error;
@@ -130,7 +163,11 @@ export class ApprovalService {
    * decision, and `arm`, which starts listening for the turn's cancel, the asker's withdrawal and
    * the timeout of `timeoutMs`.
    */
-  #wait(summary: RequestSummary, signal: AbortSignal, options: { answerSchema?: JsonObject; withdrawn?: AbortSignal }): { waiter: Waiter; decision: Promise<ApprovalDecision>; arm: (timeoutMs: number) => void } {
+  #wait(
+    summary: RequestSummary,
+    signal: AbortSignal,
+    options: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
+  ): { waiter: Waiter; decision: Promise<ApprovalDecision>; arm: (timeoutMs: number) => void } {
     const { id } = summary;
     let resolve!: (decision: ApprovalDecision) => void;
     let reject!: (error: unknown) => void;
@@ -170,7 +207,11 @@ export class ApprovalService {
         if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
         done.abort();
         const why = signal.reason instanceof Error ? signal.reason.message : 'the turn was cancelled';
-        waiter.closing = this.#close(summary, EXPIRED_BY_CANCEL, `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`)
+        waiter.closing = this.#close(
+          summary,
+          EXPIRED_BY_CANCEL,
+          `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`,
+        )
           // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
           .catch(() => false)
           .then(() => {
@@ -185,7 +226,8 @@ export class ApprovalService {
           cancel();
           return;
         }
-        const why = withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
+        const why =
+          withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
         void waiter.close(EXPIRED_BY_WITHDRAW, `the question was withdrawn before anyone answered (${why}); nothing was answered`);
       };
       if (signal.aborted) cancel();
@@ -251,9 +293,14 @@ export class ApprovalService {
       }
       if (existing?.status === 'pending' && !this.#waiters.has(id) && (await this.#close(existing, EXPIRED_BY_RESTART, RESTART_REASON))) {
         const verb = decision.approved ? 'approve' : 'deny';
-        throw new LoomError('APPROVAL_DECIDED', 'user', `cannot ${verb} approval "${id}": no turn waits for it any more (${RESTART_REASON}); it is now expired`, {
-          details: { id, status: 'expired', decidedBy: EXPIRED_BY_RESTART },
-        });
+        throw new LoomError(
+          'APPROVAL_DECIDED',
+          'user',
+          `cannot ${verb} approval "${id}": no turn waits for it any more (${RESTART_REASON}); it is now expired`,
+          {
+            details: { id, status: 'expired', decidedBy: EXPIRED_BY_RESTART },
+          },
+        );
       }
       throw await this.#refusal(id);
     }
@@ -270,9 +317,14 @@ export class ApprovalService {
     const status = record.status;
     if (waiter.signal.aborted) {
       // Cancelled while the decision was being written: recorded, but the call will not run.
-      throw new LoomError('APPROVAL_DECIDED', 'user', `approval "${id}" was recorded as ${status}, but its turn was cancelled at the same moment; nothing was run — ask the agent again`, {
-        details: { id, status },
-      });
+      throw new LoomError(
+        'APPROVAL_DECIDED',
+        'user',
+        `approval "${id}" was recorded as ${status}, but its turn was cancelled at the same moment; nothing was run — ask the agent again`,
+        {
+          details: { id, status },
+        },
+      );
     }
     waiter.finish(decision);
     return record;
@@ -349,9 +401,14 @@ export class ApprovalService {
     const { id } = request;
     if (decision.answer !== undefined || (decision.approved && isQuestion(request.input))) {
       const where = asker.url === null ? `node "${asker.name}"` : `node "${asker.name}" (${asker.url})`;
-      throw new LoomError('APPROVAL_ELSEWHERE', 'user', `cannot answer question "${id}" on this node: the turn that asked it runs on ${where}, and answers are kept in that node's memory only; answer it there (denying works from any node)`, {
-        details: { id, node: asker.name, url: asker.url },
-      });
+      throw new LoomError(
+        'APPROVAL_ELSEWHERE',
+        'user',
+        `cannot answer question "${id}" on this node: the turn that asked it runs on ${where}, and answers are kept in that node's memory only; answer it there (denying works from any node)`,
+        {
+          details: { id, node: asker.name, url: asker.url },
+        },
+      );
     }
     return this.#record(id, decision);
   }
@@ -378,7 +435,16 @@ export class ApprovalService {
   async #close(request: RequestSummary, by: string, reason: string): Promise<boolean> {
     const at = this.#clock.now();
     if (!(await this.#store.approvals.decide(request.id, { status: 'expired', at, by, reason }))) return false;
-    this.#publish({ type: 'approval-decide', at, agentId: request.agentId, name: request.agentName, approvalId: request.id, tool: request.tool, status: 'expired', by });
+    this.#publish({
+      type: 'approval-decide',
+      at,
+      agentId: request.agentId,
+      name: request.agentName,
+      approvalId: request.id,
+      tool: request.tool,
+      status: 'expired',
+      by,
+    });
     return true;
   }
 

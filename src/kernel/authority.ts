@@ -63,7 +63,11 @@ export const AUTHORITY = {
   // the model server it names: the owner's to ask.
   'probe model servers': { roles: OWNERS, reach: false },
   // The daemon's counters name every agent and model: the owner's, unless [telemetry].metrics_public.
-  'read the metrics': { roles: OWNERS, reach: false, why: 'they name every agent and model (set [telemetry].metrics_public = true in config.toml to serve them to any client)' },
+  'read the metrics': {
+    roles: OWNERS,
+    reach: false,
+    why: 'they name every agent and model (set [telemetry].metrics_public = true in config.toml to serve them to any client)',
+  },
   // Tasks are kept per creator: the owner reads every one, any other key those it created.
   'read every A2A task': { roles: OWNERS, reach: false },
   // The `[mcp_server]` principal's own tools reach beyond any one agent.

@@ -1,6 +1,14 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
 import { QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
-import { delegatingModel, estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens, type ModelResolver, type ModelTarget, type TokenUsage } from '../models/index.ts';
+import {
+  delegatingModel,
+  estimateCallInputTokens,
+  estimateOutputTokens,
+  estimatePromptTokens,
+  type ModelResolver,
+  type ModelTarget,
+  type TokenUsage,
+} from '../models/index.ts';
 import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
 import type { LifetimeSpend } from './lifetime-spend.ts';
 
@@ -73,9 +81,12 @@ export class TokenBudget implements Budget {
   reserve(estimate: CallSpend): Reservation {
     const left = this.max - this.used - this.#reserved;
     if (left <= 0) {
-      throw new TokenBudgetExceededError(`stopped before a model call: ${this.label} allows ${this.max} tokens and ${this.used} were used; raise the budget to let the work go further`, {
-        details: { max: this.max, used: this.used, inputTokens: this.inputTokens, outputTokens: this.outputTokens },
-      });
+      throw new TokenBudgetExceededError(
+        `stopped before a model call: ${this.label} allows ${this.max} tokens and ${this.used} were used; raise the budget to let the work go further`,
+        {
+          details: { max: this.max, used: this.used, inputTokens: this.inputTokens, outputTokens: this.outputTokens },
+        },
+      );
     }
     const held = Math.min(left, estimate.inputTokens + estimate.outputTokens);
     this.#reserved += held;
@@ -252,7 +263,16 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
     const startedAt = globalThis.performance.now();
     return (outcome: MeteredCallOutcome, spent: CallSpend = NO_SPEND, error?: unknown): void => {
       if (callObservers.size === 0) return;
-      tell({ agent, target, outcome, spent, startedAt, durationMs: globalThis.performance.now() - startedAt, request: options, ...(error === undefined ? {} : { error }) });
+      tell({
+        agent,
+        target,
+        outcome,
+        spent,
+        startedAt,
+        durationMs: globalThis.performance.now() - startedAt,
+        request: options,
+        ...(error === undefined ? {} : { error }),
+      });
     };
   };
   const reserve = async (options: LanguageModelV4CallOptions, end: ReturnType<typeof observed>): Promise<Reservation> => {

@@ -1,4 +1,13 @@
-import { type ApprovalRecord, type ApprovalStatus, type EventQuery, type EventRecord, type Principal, principalKey, type UsageBucket, type WorkflowRecord } from '../contracts/index.ts';
+import {
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type EventQuery,
+  type EventRecord,
+  type Principal,
+  principalKey,
+  type UsageBucket,
+  type WorkflowRecord,
+} from '../contracts/index.ts';
 import { SessionNotFoundError } from '../errors/index.ts';
 import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
@@ -184,7 +193,11 @@ export class CallerKernel {
   }
 
   /** A workflow command (`go`, `cancel`, `pause`, `resume`) sent as a message, with the workflow after it. */
-  async steerWorkflow(reference: string, command: 'go' | 'cancel' | 'pause' | 'resume', signal: AbortSignal): Promise<{ reply: string; workflow: WorkflowRecord | undefined }> {
+  async steerWorkflow(
+    reference: string,
+    command: 'go' | 'cancel' | 'pause' | 'resume',
+    signal: AbortSignal,
+  ): Promise<{ reply: string; workflow: WorkflowRecord | undefined }> {
     const agent = this.get(reference);
     this.require('steer workflows', agent.name);
     const result = await this.#kernel.send(agent.name, command, { caller: callerOf(this.principal), signal });
@@ -271,7 +284,10 @@ export class CallerKernel {
     const limit = query.limit ?? DEFAULT_AUDIT_LIMIT;
     const direction = query.order === 'desc' ? -1 : 1;
     const pages = await Promise.all([...readable].map((id) => this.#kernel.audit({ ...query, agent: id, limit })));
-    return pages.flat().sort((first, second) => direction * (first.seq - second.seq)).slice(0, limit);
+    return pages
+      .flat()
+      .sort((first, second) => direction * (first.seq - second.seq))
+      .slice(0, limit);
   }
 
   async usage(query: { agent?: string; since?: number } = {}): Promise<UsageRow[]> {
@@ -324,7 +340,8 @@ export class CallerKernel {
 
   /** Forged tools (spec/02) as the principal sees and may change them. */
   readonly forgedTools = {
-    list: async (options: { agent?: string } = {}): Promise<ForgedToolView[]> => (await this.#kernel.forgedTools.list(options)).filter((tool) => this.#sees(tool)),
+    list: async (options: { agent?: string } = {}): Promise<ForgedToolView[]> =>
+      (await this.#kernel.forgedTools.list(options)).filter((tool) => this.#sees(tool)),
     /** @throws the not-found error for a tool the principal may not see, as for an id no tool has. */
     get: async (id: string): Promise<ForgedToolView> => {
       const tool = await this.#kernel.forgedTools.get(id);

@@ -37,7 +37,14 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
 
   const base = await histories.load(place.sessionId);
   const conversation = place.conversation ?? 'main';
-  const canonical = place.person === undefined ? undefined : { person: place.person, conversation: canonicalConversation(place.person), sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)) };
+  const canonical =
+    place.person === undefined
+      ? undefined
+      : {
+          person: place.person,
+          conversation: canonicalConversation(place.person),
+          sessionId: conversationSessionId(entry.id, canonicalConversation(place.person)),
+        };
   const canonicalBase = canonical === undefined ? undefined : await histories.load(canonical.sessionId);
   const known = canonical === undefined || canonicalBase === undefined ? undefined : renderCanonical(canonicalBase.messages, canonical.person, conversation);
   const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
@@ -78,7 +85,11 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
       if (step.kind === 'model') trace.model(step.call);
       else trace.tool(step);
     }
-    emit({ type: 'phase', phase: 'resume', detail: `resumed after a restart, from step ${journal?.record?.steps.filter((step) => step.kind !== 'stream').length ?? 0} of its journal` });
+    emit({
+      type: 'phase',
+      phase: 'resume',
+      detail: `resumed after a restart, from step ${journal?.record?.steps.filter((step) => step.kind !== 'stream').length ?? 0} of its journal`,
+    });
   }
 
   const modelConfig = entry.manifest.model;
@@ -147,6 +158,9 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
   if (caller.kind === 'agent') flow.taint?.replied(agent, outcome.text);
   const answeredBy = modelName(outcome.model);
   const result = (usage: readonly UsageRecord[]): TurnResult => resultOf(usage, outcome.text, outcome.iterations, answeredBy);
-  const usage = await commits.commit(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, answeredBy, { wellFormed: outcome.wellFormed, result });
+  const usage = await commits.commit(turn, outcome.messages, [...calls, ...outcome.calls], { status: 'finished' }, answeredBy, {
+    wellFormed: outcome.wellFormed,
+    result,
+  });
   return finishTurn(result(usage), emit);
 }

@@ -3,7 +3,16 @@ import { Cron } from 'croner';
 import { filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
-import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, DEFAULT_INTERVAL_SECONDS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import {
+  capabilitiesFromManifest,
+  codeModuleOf,
+  codeSettingsOf,
+  DEFAULT_CODE_SETTINGS,
+  DEFAULT_INTERVAL_SECONDS,
+  type Manifest,
+  ManifestSchema,
+  PRIORITIES,
+} from '../manifest/index.ts';
 import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
 import { confineAutonomous, confineEmergent, confineToolSettings } from './confine-settings.ts';
 import { limit, limitOrNone, mergeExecPolicy, narrowAllowlist, type Report, skillCovers, union } from './confinement-rules.ts';
@@ -98,22 +107,56 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const code = confineCode(p, child, report);
 
   const resources = {
-    max_tokens_per_hour: limitOrNone('[resources].max_tokens_per_hour', child.resources.max_tokens_per_hour, p.resources.max_tokens_per_hour, DEFAULTS.resources.max_tokens_per_hour, report),
-    max_cost_per_hour: limitOrNone('[resources].max_cost_per_hour', child.resources.max_cost_per_hour, p.resources.max_cost_per_hour, DEFAULTS.resources.max_cost_per_hour, report),
+    max_tokens_per_hour: limitOrNone(
+      '[resources].max_tokens_per_hour',
+      child.resources.max_tokens_per_hour,
+      p.resources.max_tokens_per_hour,
+      DEFAULTS.resources.max_tokens_per_hour,
+      report,
+    ),
+    max_cost_per_hour: limitOrNone(
+      '[resources].max_cost_per_hour',
+      child.resources.max_cost_per_hour,
+      p.resources.max_cost_per_hour,
+      DEFAULTS.resources.max_cost_per_hour,
+      report,
+    ),
     max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, DEFAULTS.resources.max_iterations, report),
-    max_tokens_per_day: limitOrNone('[resources].max_tokens_per_day', child.resources.max_tokens_per_day, p.resources.max_tokens_per_day, DEFAULTS.resources.max_tokens_per_day, report),
-    max_cost_per_day: limitOrNone('[resources].max_cost_per_day', child.resources.max_cost_per_day, p.resources.max_cost_per_day, DEFAULTS.resources.max_cost_per_day, report),
+    max_tokens_per_day: limitOrNone(
+      '[resources].max_tokens_per_day',
+      child.resources.max_tokens_per_day,
+      p.resources.max_tokens_per_day,
+      DEFAULTS.resources.max_tokens_per_day,
+      report,
+    ),
+    max_cost_per_day: limitOrNone(
+      '[resources].max_cost_per_day',
+      child.resources.max_cost_per_day,
+      p.resources.max_cost_per_day,
+      DEFAULTS.resources.max_cost_per_day,
+      report,
+    ),
   };
   const model =
     child.model === undefined
       ? undefined
-      : { ...child.model, max_tokens: limit('[model].max_tokens', child.model.max_tokens, p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, report) };
+      : {
+          ...child.model,
+          max_tokens: limit('[model].max_tokens', child.model.max_tokens, p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, report),
+        };
   // A child on the default model has no [model].max_tokens to lower: its token cap carries the parent's.
   const parentOutput = p.model?.max_tokens ?? DEFAULT_MODEL_MAX_TOKENS;
   if (child.model === undefined && parentOutput < DEFAULT_MODEL_MAX_TOKENS && (capabilities.llm_max_tokens ?? Number.POSITIVE_INFINITY) > parentOutput) {
     capabilities = { ...capabilities, llm_max_tokens: parentOutput };
   }
-  const priorityRank = limit('priority', PRIORITIES.indexOf(child.priority), PRIORITIES.indexOf(p.priority), PRIORITIES.indexOf(DEFAULTS.priority), report, (rank) => `"${PRIORITIES[rank] ?? '?'}"`);
+  const priorityRank = limit(
+    'priority',
+    PRIORITIES.indexOf(child.priority),
+    PRIORITIES.indexOf(p.priority),
+    PRIORITIES.indexOf(DEFAULTS.priority),
+    report,
+    (rank) => `"${PRIORITIES[rank] ?? '?'}"`,
+  );
 
   const autonomous = confineAutonomous(p, child, report);
   const tool_allowlist = narrowAllowlist('tool_allowlist', child.tool_allowlist, p.tool_allowlist, report);
@@ -123,10 +166,16 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   if (problems.length > 0) {
     const grants = problems.find((entry) => entry.field === '[capabilities]');
     const others = problems.filter((entry) => entry !== grants).map(({ field, problem }) => `${field} ${problem}`);
-    const text = [grants?.problem, others.length === 0 ? undefined : `${grants === undefined ? 'it exceeds its parent in' : 'Other fields exceed the parent:'} ${others.join('; ')}`];
-    throw new CapabilityEscalationError(`cannot spawn agent "${child.name}" as a child of "${parent.name}": ${text.filter((part) => part !== undefined).join(' ')}`, {
-      details: { child: child.name, parent: parent.name, fields: problems.map((entry) => ({ ...entry })), uncovered },
-    });
+    const text = [
+      grants?.problem,
+      others.length === 0 ? undefined : `${grants === undefined ? 'it exceeds its parent in' : 'Other fields exceed the parent:'} ${others.join('; ')}`,
+    ];
+    throw new CapabilityEscalationError(
+      `cannot spawn agent "${child.name}" as a child of "${parent.name}": ${text.filter((part) => part !== undefined).join(' ')}`,
+      {
+        details: { child: child.name, parent: parent.name, fields: problems.map((entry) => ({ ...entry })), uncovered },
+      },
+    );
   }
 
   const confined: Manifest = {
@@ -211,7 +260,10 @@ function confineWorkspace(parentWorkspace: string, parent: ConfinedParent, child
 /** Built-in modules are Loom's own code; a `wasm:` or `python:` module only as the parent's own. */
 function checkModule(parent: Manifest, child: Manifest, report: Report): void {
   if (child.module.startsWith('builtin:') || child.module === parent.module) return;
-  report('module', `${JSON.stringify(child.module)} is code the parent does not run (the parent runs ${JSON.stringify(parent.module)}); a child may use a builtin: module or its parent's own`);
+  report(
+    'module',
+    `${JSON.stringify(child.module)} is code the parent does not run (the parent runs ${JSON.stringify(parent.module)}); a child may use a builtin: module or its parent's own`,
+  );
 }
 
 /**
@@ -223,8 +275,10 @@ function confineCode(parent: Manifest, child: Manifest, report: Report): Manifes
   if (codeModuleOf(child) === undefined) return child.code;
   const mine = codeSettingsOf(child);
   const theirs = codeSettingsOf(parent);
-  if (mine.interpreter !== theirs.interpreter) report('[code].interpreter', `${JSON.stringify(mine.interpreter)} is not the parent's ${JSON.stringify(theirs.interpreter)}`);
-  const bound = (key: 'timeout_ms' | 'memory_mb' | 'max_reply_bytes'): number => limit(`[code].${key}`, mine[key], theirs[key], DEFAULT_CODE_SETTINGS[key], report);
+  if (mine.interpreter !== theirs.interpreter)
+    report('[code].interpreter', `${JSON.stringify(mine.interpreter)} is not the parent's ${JSON.stringify(theirs.interpreter)}`);
+  const bound = (key: 'timeout_ms' | 'memory_mb' | 'max_reply_bytes'): number =>
+    limit(`[code].${key}`, mine[key], theirs[key], DEFAULT_CODE_SETTINGS[key], report);
   return { timeout_ms: bound('timeout_ms'), memory_mb: bound('memory_mb'), max_reply_bytes: bound('max_reply_bytes'), interpreter: mine.interpreter };
 }
 
@@ -237,8 +291,14 @@ function confineCode(parent: Manifest, child: Manifest, report: Report): Manifes
  * the same). Returns the manifest to store.
  * @throws {CapabilityEscalationError} naming what exceeds the step.
  */
-export function confineToStep(child: Manifest, granted: readonly Capability[], step: { limit: readonly Capability[]; mcpServers?: readonly string[] | undefined }, context: ConfinementContext): Manifest {
-  const refusal = (why: string, details: Record<string, JsonValue>): CapabilityEscalationError => new CapabilityEscalationError(`cannot spawn agent "${child.name}" in this step, which ${why}`, { details });
+export function confineToStep(
+  child: Manifest,
+  granted: readonly Capability[],
+  step: { limit: readonly Capability[]; mcpServers?: readonly string[] | undefined },
+  context: ConfinementContext,
+): Manifest {
+  const refusal = (why: string, details: Record<string, JsonValue>): CapabilityEscalationError =>
+    new CapabilityEscalationError(`cannot spawn agent "${child.name}" in this step, which ${why}`, { details });
   try {
     validateInheritance(step.limit, granted);
   } catch (error) {
@@ -254,7 +314,11 @@ export function confineToStep(child: Manifest, granted: readonly Capability[], s
   const servers = step.mcpServers;
   if (servers === undefined) return child;
   const outside = child.mcp_servers.filter((server) => !servers.includes(server));
-  if (outside.length > 0) throw refusal(`uses only the MCP servers it names (${servers.map((server) => `"${server}"`).join(', ') || 'none'}): mcp_servers names ${outside.map((server) => `"${server}"`).join(', ')}`, { mcpServers: outside });
+  if (outside.length > 0)
+    throw refusal(
+      `uses only the MCP servers it names (${servers.map((server) => `"${server}"`).join(', ') || 'none'}): mcp_servers names ${outside.map((server) => `"${server}"`).join(', ')}`,
+      { mcpServers: outside },
+    );
   return child.mcp_servers.length === 0 ? { ...child, mcp_servers: [...servers] } : child;
 }
 
@@ -289,7 +353,10 @@ function checkModels(parent: ConfinedParent, child: Manifest, context: Confineme
     const { keyVariable, baseUrl } = modelEndpoint(target);
     const mayQuery = queries ? isGranted(caps, { kind: 'llm_query', pattern: name }) : parentModels.some((model) => model.name === name);
     if (!mayQuery) {
-      report(field, `calls model "${name}", which the parent may not call (${queries ? 'its [capabilities].llm_query does not match it' : `it calls only ${parentModels.map((model) => `"${model.name}"`).join(', ') || 'no model'}`})`);
+      report(
+        field,
+        `calls model "${name}", which the parent may not call (${queries ? 'its [capabilities].llm_query does not match it' : `it calls only ${parentModels.map((model) => `"${model.name}"`).join(', ') || 'no model'}`})`,
+      );
       continue;
     }
     const sameRoute = parentModels.some((model) => model.keyVariable === keyVariable && model.baseUrl === baseUrl);
@@ -330,7 +397,14 @@ function shortestGapSeconds(schedule: Manifest['schedule'], now: number): number
  * (`repo/escape -> /`) cannot have the child woken by, and told the names of, files the parent
  * may not read.
  */
-function confineSchedule(parent: Manifest, child: Manifest, context: ConfinementContext, parentCaps: readonly Capability[], workspaces: readonly string[], report: Report): Manifest['schedule'] {
+function confineSchedule(
+  parent: Manifest,
+  child: Manifest,
+  context: ConfinementContext,
+  parentCaps: readonly Capability[],
+  workspaces: readonly string[],
+  report: Report,
+): Manifest['schedule'] {
   const mode = child.schedule.mode;
   if (mode === 'reactive') return child.schedule;
   const parentMode = parent.schedule.mode;
@@ -348,7 +422,11 @@ function confineSchedule(parent: Manifest, child: Manifest, context: Confinement
       const pattern = isAbsolute(folder) ? `${real(folder)}${written.slice(folder.length)}` : written;
       const inside = folders.some((workspace) => filePatternCovers(`${workspace}/*`, pattern));
       const readable = parentCaps.some((capability) => capability.kind === 'file_read' && filePatternCovers(capability.pattern, pattern));
-      if (!inside && !readable) report(`[[schedule.triggers]][${index}].pattern`, `${JSON.stringify(written)}${pattern === written ? '' : ` (${JSON.stringify(pattern)} through its symbolic links)`} watches files the parent may not read`);
+      if (!inside && !readable)
+        report(
+          `[[schedule.triggers]][${index}].pattern`,
+          `${JSON.stringify(written)}${pattern === written ? '' : ` (${JSON.stringify(pattern)} through its symbolic links)`} watches files the parent may not read`,
+        );
       return pattern === written ? trigger : { ...trigger, pattern };
     });
     return { ...child.schedule, triggers };
@@ -366,7 +444,10 @@ function confineSchedule(parent: Manifest, child: Manifest, context: Confinement
     return child.schedule;
   }
   const childGap = shortestGapSeconds(child.schedule, now);
-  if (childGap < parentGap) report('[schedule].cron', `${JSON.stringify(child.schedule.cron)} runs more often (every ${childGap} s at the shortest) than the parent (every ${parentGap} s)`);
+  if (childGap < parentGap)
+    report(
+      '[schedule].cron',
+      `${JSON.stringify(child.schedule.cron)} runs more often (every ${childGap} s at the shortest) than the parent (every ${parentGap} s)`,
+    );
   return child.schedule;
 }
-

@@ -64,7 +64,8 @@ export class ClusterSync {
     }
     // Compared whole, not by their times: two nodes may store a change in the same millisecond.
     // Both parsed by the manifest's schema, so in one key order whatever order the store kept (PostgreSQL's jsonb reorders keys).
-    if (JSON.stringify(restored.manifest) !== JSON.stringify(held.manifest)) await holding.applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
+    if (JSON.stringify(restored.manifest) !== JSON.stringify(held.manifest))
+      await holding.applyManifest(held, restored.manifest, restored.capabilities, record.updatedAt);
     if (record.state !== held.state) await holding.applyState(held, record.state, record.updatedAt);
     held.updatedAt = record.updatedAt;
   }

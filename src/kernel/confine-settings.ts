@@ -36,7 +36,10 @@ export function confineToolSettings(parent: Manifest, child: Manifest, report: R
         else if (value > fallback) report(field, `${value} is more than the ${fallback} the parent runs with (it leaves the setting at its default)`);
         result[key] = value;
       } else if (JSON.stringify(value) !== JSON.stringify(theirs)) {
-        report(field, `${JSON.stringify(value)} differs from the parent's ${theirs === undefined ? 'default' : JSON.stringify(theirs)}; a child may only narrow tool settings`);
+        report(
+          field,
+          `${JSON.stringify(value)} differs from the parent's ${theirs === undefined ? 'default' : JSON.stringify(theirs)}; a child may only narrow tool settings`,
+        );
       } else {
         result[key] = value;
       }
@@ -55,8 +58,20 @@ export function confineAutonomous(parent: Manifest, child: Manifest, report: Rep
   const defaults = DEFAULT_AUTONOMOUS;
   return {
     approval_required_for: union(theirs.approval_required_for, ours.approval_required_for),
-    max_actions_per_cycle: limit('[autonomous].max_actions_per_cycle', ours.max_actions_per_cycle, theirs.max_actions_per_cycle, defaults.max_actions_per_cycle, report),
-    idle_timeout_seconds: limit('[autonomous].idle_timeout_seconds', ours.idle_timeout_seconds, theirs.idle_timeout_seconds, defaults.idle_timeout_seconds, report),
+    max_actions_per_cycle: limit(
+      '[autonomous].max_actions_per_cycle',
+      ours.max_actions_per_cycle,
+      theirs.max_actions_per_cycle,
+      defaults.max_actions_per_cycle,
+      report,
+    ),
+    idle_timeout_seconds: limit(
+      '[autonomous].idle_timeout_seconds',
+      ours.idle_timeout_seconds,
+      theirs.idle_timeout_seconds,
+      defaults.idle_timeout_seconds,
+      report,
+    ),
   };
 }
 
@@ -98,7 +113,13 @@ export function confineEmergent(parent: Manifest, child: Manifest, report: Repor
     max_agent_tools: limit(at('max_agent_tools'), own.max_agent_tools, theirs.max_agent_tools, d.max_agent_tools, report),
     sandbox_timeout_ms: limit(at('sandbox_timeout_ms'), own.sandbox_timeout_ms, theirs.sandbox_timeout_ms, d.sandbox_timeout_ms, report),
     sandbox_memory_mb: limit(at('sandbox_memory_mb'), own.sandbox_memory_mb, theirs.sandbox_memory_mb, d.sandbox_memory_mb, report),
-    max_forge_attempts_per_hour: limit(at('max_forge_attempts_per_hour'), own.max_forge_attempts_per_hour, theirs.max_forge_attempts_per_hour, d.max_forge_attempts_per_hour, report),
+    max_forge_attempts_per_hour: limit(
+      at('max_forge_attempts_per_hour'),
+      own.max_forge_attempts_per_hour,
+      theirs.max_forge_attempts_per_hour,
+      d.max_forge_attempts_per_hour,
+      report,
+    ),
     max_nested_calls: limit(at('max_nested_calls'), own.max_nested_calls, theirs.max_nested_calls, d.max_nested_calls, report),
     promotion_threshold: { uses: stricter('uses'), confidence: stricter('confidence') },
   };

@@ -32,16 +32,25 @@ export function limitOrNone(field: string, child: number, parent: number, fallba
   return child;
 }
 
-
 /**
  * An allowlist where empty means "all": under a parent's non-empty list, a child's empty list
  * becomes the parent's, and a non-empty one may name only what the parent's names.
  */
-export function narrowAllowlist(field: string, child: readonly string[], parent: readonly string[], report: Report, covers = (held: string, name: string): boolean => held === name): string[] {
+export function narrowAllowlist(
+  field: string,
+  child: readonly string[],
+  parent: readonly string[],
+  report: Report,
+  covers = (held: string, name: string): boolean => held === name,
+): string[] {
   if (parent.length === 0) return [...child];
   if (child.length === 0) return [...parent];
   const extra = child.filter((name) => !parent.some((held) => covers(held, name)));
-  if (extra.length > 0) report(field, `${extra.map((name) => JSON.stringify(name)).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not in the parent's ${field} (${parent.map((name) => JSON.stringify(name)).join(', ')})`);
+  if (extra.length > 0)
+    report(
+      field,
+      `${extra.map((name) => JSON.stringify(name)).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not in the parent's ${field} (${parent.map((name) => JSON.stringify(name)).join(', ')})`,
+    );
   return [...child];
 }
 

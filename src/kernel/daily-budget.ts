@@ -23,7 +23,11 @@ export function dayOf(now: number, timezone: string): Day {
  * Why the agent's daily budget (`[resources].max_tokens_per_day`, `max_cost_per_day`) stops its
  * scheduled wake-ups today, or undefined while it has some left (or sets none).
  */
-export async function dailyBudgetRefusal(agent: { id: string; name: string; manifest: Manifest }, usage: Pick<UsageRepository, 'totals'>, day: Day): Promise<string | undefined> {
+export async function dailyBudgetRefusal(
+  agent: { id: string; name: string; manifest: Manifest },
+  usage: Pick<UsageRepository, 'totals'>,
+  day: Day,
+): Promise<string | undefined> {
   const { max_tokens_per_day: maxTokens, max_cost_per_day: maxCost } = agent.manifest.resources;
   if (maxTokens === 0 && maxCost === 0) return undefined;
   const spent = await usage.totals({ since: day.start, agentId: agent.id });

@@ -18,14 +18,17 @@ const refusedBeforeSending = (error: unknown): boolean => error instanceof Agent
 export function delegationError(target: string, outcome: { text: string; failure?: ToolCallFailure | undefined }, seconds: number): LoomError {
   const { failure } = outcome;
   if (failure?.kind === 'timeout') {
-    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, { details: { agent: target } });
+    return new LoomError('DELEGATION_TIMEOUT', 'third-party', `agent "${target}" did not answer within ${seconds} s; the delegation was cancelled`, {
+      details: { agent: target },
+    });
   }
   if (failure?.kind === 'threw') {
     const { error } = failure;
     const code = isLoomError(error) ? error.code : undefined;
     const details = code === undefined ? { agent: target } : { agent: target, cause: code };
     const message = error instanceof Error ? error.message : String(error);
-    if (refusedBeforeSending(error)) return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${message}`, { details, cause: error });
+    if (refusedBeforeSending(error))
+      return new LoomError('DELEGATION_REFUSED', 'user', `cannot delegate to "${target}": ${message}`, { details, cause: error });
     // Named, so that the delegated agent's failure (its models, say) does not read as the delegate's own.
     const named = message.startsWith(`agent "${target}" `) ? message : `agent "${target}" could not answer: ${message}`;
     return new LoomError('DELEGATION_FAILED', 'third-party', named, { details, cause: error });

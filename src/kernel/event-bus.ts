@@ -22,7 +22,16 @@ interface PackageEventBase {
 export type PackageEvent =
   | (PackageEventBase & { type: 'package-fire'; runId: string; trigger: string })
   | (PackageEventBase & { type: 'package-activity-start'; runId: string; activity: string; attempt: number })
-  | (PackageEventBase & { type: 'package-activity-finish'; runId: string; activity: string; status: string; inputTokens: number; outputTokens: number; costUsd: number; error: string | null })
+  | (PackageEventBase & {
+      type: 'package-activity-finish';
+      runId: string;
+      activity: string;
+      status: string;
+      inputTokens: number;
+      outputTokens: number;
+      costUsd: number;
+      error: string | null;
+    })
   | (PackageEventBase & { type: 'package-notify'; runId: string; activity: string; error: string })
   | (PackageEventBase & { type: 'package-emit'; runId: string; event: string })
   | (PackageEventBase & { type: 'package-run-finish'; runId: string; status: string; error: string | null })
@@ -38,7 +47,17 @@ export type PackageEvent =
 export type AgentTypeEvent =
   | { type: 'chain-of-thought-finish'; at: number; agentId: string; name: string; message: string; trace: JsonValue[] }
   | { type: 'workflow-state-change'; at: number; agentId: string; name: string; state: string; note: string | null }
-  | { type: 'workflow-task-finish'; at: number; agentId: string; name: string; task: string; status: string; attempts: number; action: string | null; reason: string | null }
+  | {
+      type: 'workflow-task-finish';
+      at: number;
+      agentId: string;
+      name: string;
+      task: string;
+      status: string;
+      attempts: number;
+      action: string | null;
+      reason: string | null;
+    }
   | { type: 'code-module-fail'; at: number; agentId: string; name: string; fault: string; message: string };
 
 /**
@@ -113,13 +132,32 @@ export type TurnEvent =
 export type ToolCallEvent =
   | { type: 'tool-finish' | 'tool-fail'; at: number; agentId: string; name: string; tool: string; durationMs: number }
   // `agentName` and `outcome` repeat `name` and the type, as refusals were recorded before turns were.
-  | { type: 'tool-deny' | 'tool-reject' | 'tool-block' | 'tool-time-out'; at: number; agentId: string; name: string; agentName: string; tool: string; outcome: string; reason: string }
+  | {
+      type: 'tool-deny' | 'tool-reject' | 'tool-block' | 'tool-time-out';
+      at: number;
+      agentId: string;
+      name: string;
+      agentName: string;
+      tool: string;
+      outcome: string;
+      reason: string;
+    }
   /**
    * Taint tracking found the call carrying untrusted text into `sink`; `action` says what
    * follows (`refuse`: a `tool-deny` record; `approve`: an approval request). `source` names
    * where the text came from (`tool`, `origin`), `excerpt` what the call carries of it.
    */
-  | { type: 'tool-taint'; at: number; agentId: string; name: string; tool: string; sink: string; action: 'approve' | 'refuse'; source: { tool: string; origin: string }; excerpt: string };
+  | {
+      type: 'tool-taint';
+      at: number;
+      agentId: string;
+      name: string;
+      tool: string;
+      sink: string;
+      action: 'approve' | 'refuse';
+      source: { tool: string; origin: string };
+      excerpt: string;
+    };
 
 /**
  * The events the kernel publishes. Each type is `<noun>-<verb>` with the verb bare and registered
@@ -127,7 +165,13 @@ export type ToolCallEvent =
  */
 export type KernelEvent =
   | { type: 'agent-spawn'; at: number; agentId: string; name: string; parentId: string | null }
-  | { type: 'agent-suspend'; at: number; agentId: string; name: string; /** Set when the kernel suspended it on its own (an idle unattended agent). */ reason?: string }
+  | {
+      type: 'agent-suspend';
+      at: number;
+      agentId: string;
+      name: string;
+      /** Set when the kernel suspended it on its own (an idle unattended agent). */ reason?: string;
+    }
   | { type: 'agent-resume'; at: number; agentId: string; name: string }
   | { type: 'agent-update'; at: number; agentId: string; name: string }
   | { type: 'agent-kill'; at: number; agentId: string; name: string; reason: KillReason }

@@ -36,7 +36,15 @@ export function forgingPorts(parts: ForgingPortParts): ForgingPorts {
     judgeAvailable: (agentId, role) => runtime !== undefined && judgeModelOf(agentId, role) !== undefined,
     async judge(agentId, role, request) {
       const model = judgeModelOf(agentId, role);
-      const reply = await modelCalls.call(agentId, { step: `judge (${role})`, system: request.system, prompt: request.prompt, schema: VerdictSchema, signal: request.signal, ...(model === undefined ? {} : { model }), ...(request.caller === undefined ? {} : { caller: request.caller }) });
+      const reply = await modelCalls.call(agentId, {
+        step: `judge (${role})`,
+        system: request.system,
+        prompt: request.prompt,
+        schema: VerdictSchema,
+        signal: request.signal,
+        ...(model === undefined ? {} : { model }),
+        ...(request.caller === undefined ? {} : { caller: request.caller }),
+      });
       if (reply.output === undefined) throw new LoomError('JUDGE_NO_VERDICT', 'third-party', 'the judge gave no verdict');
       return reply.output;
     },

@@ -46,6 +46,10 @@ export async function compactHistory(messages: ModelMessage[], request: Compacti
 }
 
 /** A summary of `older` by `model`, paid for like any other call (its usage goes to `turn.calls`). */
-export function summarize(turn: Pick<CompactionRequest, 'resolver' | 'clock' | 'signal' | 'calls'>, model: ModelTarget, older: readonly ModelMessage[]): Promise<string> {
+export function summarize(
+  turn: Pick<CompactionRequest, 'resolver' | 'clock' | 'signal' | 'calls'>,
+  model: ModelTarget,
+  older: readonly ModelMessage[],
+): Promise<string> {
   return summarizeMessages({ resolver: turn.resolver, model, clock: turn.clock, signal: turn.signal, onCall: (used) => turn.calls.push(used) }, older);
 }

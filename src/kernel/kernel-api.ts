@@ -1,4 +1,16 @@
-import type { Capability, Clock, EventQuery, EventRecord, IdGenerator, Logger, Store, Tool, ToolResult, UsageBucket, WorkflowRecord } from '../contracts/index.ts';
+import type {
+  Capability,
+  Clock,
+  EventQuery,
+  EventRecord,
+  IdGenerator,
+  Logger,
+  Store,
+  Tool,
+  ToolResult,
+  UsageBucket,
+  WorkflowRecord,
+} from '../contracts/index.ts';
 import type { EmergentEngine, ForgedToolView, ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TaintSettings, TurnResult } from '../runtime/index.ts';

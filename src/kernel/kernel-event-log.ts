@@ -39,40 +39,80 @@ export function kernelEventLine(event: KernelEvent): KernelEventLine {
     case 'agent-update':
       return line('agents', `updated the manifest of ${agent}`);
     case 'turn-finish':
-      return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) finished in ${seconds(event.durationMs)}: ${event.model}, ${event.iterations} model call${event.iterations === 1 ? '' : 's'}, ${event.inputTokens + event.outputTokens} tokens, $${event.costUsd.toFixed(4)}`, {
-        outcome: 'finished',
+      return line(
+        'turns',
+        `${event.kind} turn of ${agent} (via ${event.via}) finished in ${seconds(event.durationMs)}: ${event.model}, ${event.iterations} model call${event.iterations === 1 ? '' : 's'}, ${event.inputTokens + event.outputTokens} tokens, $${event.costUsd.toFixed(4)}`,
+        {
+          outcome: 'finished',
+          durationMs: event.durationMs,
+        },
+      );
+    case 'turn-refuse':
+      return line(
+        QUOTA_CODES.has(event.code) ? 'quotas' : 'turns',
+        `${event.kind} turn of ${agent} (via ${event.via}) refused: ${event.code}: ${event.message}`,
+        { outcome: 'refused', code: event.code, durationMs: event.durationMs },
+      );
+    case 'turn-cancel':
+      return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) cancelled after ${seconds(event.durationMs)}`, {
+        outcome: 'cancelled',
         durationMs: event.durationMs,
       });
-    case 'turn-refuse':
-      return line(QUOTA_CODES.has(event.code) ? 'quotas' : 'turns', `${event.kind} turn of ${agent} (via ${event.via}) refused: ${event.code}: ${event.message}`, { outcome: 'refused', code: event.code, durationMs: event.durationMs });
-    case 'turn-cancel':
-      return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) cancelled after ${seconds(event.durationMs)}`, { outcome: 'cancelled', durationMs: event.durationMs });
     case 'model-fail':
     case 'turn-fail':
-      return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) failed after ${seconds(event.durationMs)}: ${event.code}: ${event.message}`, { outcome: 'failed', code: event.code, durationMs: event.durationMs });
+      return line('turns', `${event.kind} turn of ${agent} (via ${event.via}) failed after ${seconds(event.durationMs)}: ${event.code}: ${event.message}`, {
+        outcome: 'failed',
+        code: event.code,
+        durationMs: event.durationMs,
+      });
     case 'tool-deny':
     case 'tool-reject':
     case 'tool-block':
     case 'tool-time-out':
-      return line(event.reason.includes('quota') || event.reason.includes('budget') ? 'quotas' : 'tools', `refused tool "${event.tool}" to ${agent} (${event.outcome}): ${event.reason}`, { tool: event.tool, outcome: event.outcome });
+      return line(
+        event.reason.includes('quota') || event.reason.includes('budget') ? 'quotas' : 'tools',
+        `refused tool "${event.tool}" to ${agent} (${event.outcome}): ${event.reason}`,
+        { tool: event.tool, outcome: event.outcome },
+      );
     case 'tool-taint':
-      return line('tools', `held tool "${event.tool}" of ${agent}: it carries text from ${event.source.origin} (by ${event.source.tool}) into ${event.sink}; ${event.action === 'refuse' ? 'refused' : 'sent for approval'}`, { tool: event.tool, action: event.action });
+      return line(
+        'tools',
+        `held tool "${event.tool}" of ${agent}: it carries text from ${event.source.origin} (by ${event.source.tool}) into ${event.sink}; ${event.action === 'refuse' ? 'refused' : 'sent for approval'}`,
+        { tool: event.tool, action: event.action },
+      );
     case 'tool-fail':
-      return line('tools', `tool "${event.tool}" of ${agent} answered with an error after ${seconds(event.durationMs)}`, { tool: event.tool, durationMs: event.durationMs });
+      return line('tools', `tool "${event.tool}" of ${agent} answered with an error after ${seconds(event.durationMs)}`, {
+        tool: event.tool,
+        durationMs: event.durationMs,
+      });
     case 'tool-finish':
       return line('tools', `tool "${event.tool}" of ${agent} finished in ${seconds(event.durationMs)}`, { tool: event.tool, durationMs: event.durationMs });
     case 'approval-request':
       return line('approvals', `${agent} asks for approval to call "${event.tool}" (${event.approvalId})`, { tool: event.tool });
     case 'approval-decide':
-      return line('approvals', `the call of "${event.tool}" by ${agent} was ${event.status} by ${event.by} (${event.approvalId})`, { tool: event.tool, status: event.status });
+      return line('approvals', `the call of "${event.tool}" by ${agent} was ${event.status} by ${event.by} (${event.approvalId})`, {
+        tool: event.tool,
+        status: event.status,
+      });
     case 'package-fire':
-      return line('scheduler', `package "${event.name}": ${event.binding} fired (${event.trigger}), run ${event.runId}`, { binding: event.binding, runId: event.runId });
+      return line('scheduler', `package "${event.name}": ${event.binding} fired (${event.trigger}), run ${event.runId}`, {
+        binding: event.binding,
+        runId: event.runId,
+      });
     case 'package-run-finish':
-      return line('scheduler', `package "${event.name}": run ${event.runId} of ${event.binding} ${event.status}${event.error === null ? '' : `: ${event.error}`}`, { binding: event.binding, runId: event.runId, status: event.status });
+      return line(
+        'scheduler',
+        `package "${event.name}": run ${event.runId} of ${event.binding} ${event.status}${event.error === null ? '' : `: ${event.error}`}`,
+        { binding: event.binding, runId: event.runId, status: event.status },
+      );
     case 'package-skip':
       return line('scheduler', `package "${event.name}": skipped a fire of ${event.binding} (${event.trigger}): ${event.reason}`, { binding: event.binding });
     case 'package-miss':
-      return line('scheduler', `package "${event.name}": ${event.binding} missed ${event.count} fire${event.count === 1 ? '' : 's'} (${event.trigger}) while the daemon was down`, { binding: event.binding });
+      return line(
+        'scheduler',
+        `package "${event.name}": ${event.binding} missed ${event.count} fire${event.count === 1 ? '' : 's'} (${event.trigger}) while the daemon was down`,
+        { binding: event.binding },
+      );
     case 'schedule-run-finish':
       return line(
         'scheduler',

@@ -14,7 +14,13 @@ export interface KernelHandleParts {
   registry: AgentRegistry;
   capabilities: CapabilityManager;
   /** `limit`: the least privilege of the turn that asks (see `ToolAgent.limit`), which the child must stay within too. */
-  spawn(manifestText: string, source: string, parent: string, limit: readonly Capability[] | undefined, limitMcpServers?: readonly string[]): Promise<AgentView>;
+  spawn(
+    manifestText: string,
+    source: string,
+    parent: string,
+    limit: readonly Capability[] | undefined,
+    limitMcpServers?: readonly string[],
+  ): Promise<AgentView>;
   kill(reference: string): Promise<AgentView[]>;
   send(reference: string, message: string, options: SendOptions): Promise<TurnResult>;
   /** One model call as an agent, outside its turns (see `MessageFlow.callModel`). */

@@ -11,7 +11,10 @@ import { workspaceWithoutRuntime } from './manifest-admission.ts';
 import { toolPolicyOf } from './tool-policy.ts';
 
 /** The audit log's type of a call the tool runner refused, by why (decision 0072: `<noun>-<verb>`, the verb bare). */
-const REFUSAL_TYPES = { denied: 'tool-deny', invalid: 'tool-reject', blocked: 'tool-block', timeout: 'tool-time-out' } as const satisfies Record<ToolAuditEntry['outcome'], ToolCallEvent['type']>;
+const REFUSAL_TYPES = { denied: 'tool-deny', invalid: 'tool-reject', blocked: 'tool-block', timeout: 'tool-time-out' } as const satisfies Record<
+  ToolAuditEntry['outcome'],
+  ToolCallEvent['type']
+>;
 
 /** Ids of principals that are not agents start with this (an agent's id is a UUID). */
 const PRINCIPAL_ID_PREFIX = 'principal:';
@@ -65,7 +68,10 @@ export class KernelTools {
 
   /** Runs one tool call for `principal` through the tool runner (every check applies). */
   async runPrincipalTool(principal: ToolPrincipal, toolName: string, input: unknown, signal: AbortSignal): Promise<ToolResult> {
-    const outcome = await this.runner().run({ toolCallId: this.#parts.ids.uuid(), toolName, input }, { agent: this.#principalAgent(principal), filter: NO_FILTER, settings: {}, signal });
+    const outcome = await this.runner().run(
+      { toolCallId: this.#parts.ids.uuid(), toolName, input },
+      { agent: this.#principalAgent(principal), filter: NO_FILTER, settings: {}, signal },
+    );
     return outcome.result;
   }
 
@@ -76,9 +82,16 @@ export class KernelTools {
   agentToolbox(reference: string, signal: AbortSignal): { agent: ToolAgent; toolbox: ToolBox } {
     const entry = this.#parts.registry.resolve(reference);
     const runtime = this.#parts.runtime;
-    const workspace = runtime === undefined ? workspaceWithoutRuntime({ name: entry.name, workspace: entry.manifest.workspace }) : runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
+    const workspace =
+      runtime === undefined
+        ? workspaceWithoutRuntime({ name: entry.name, workspace: entry.manifest.workspace })
+        : runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, []);
-    const toolbox = this.runner().toolbox({ agent: policy.agent, filter: policy.filter, settings: policy.settings, signal, approvalRequiredFor: policy.approvalRequiredFor }, this.#parts.ids.uuid(), 'a forged tool');
+    const toolbox = this.runner().toolbox(
+      { agent: policy.agent, filter: policy.filter, settings: policy.settings, signal, approvalRequiredFor: policy.approvalRequiredFor },
+      this.#parts.ids.uuid(),
+      'a forged tool',
+    );
     return { agent: policy.agent, toolbox };
   }
 
@@ -110,7 +123,17 @@ export class KernelTools {
       agentTools: (agent) => this.#parts.forged.toolsFor(agent),
       taint,
       tainted: async ({ agentId, agentName: name, tool, sink, action, source, excerpt }) => {
-        await publish({ type: 'tool-taint', at: clock.now(), agentId, name, tool, sink, action, source: { tool: source.tool, origin: source.origin }, excerpt });
+        await publish({
+          type: 'tool-taint',
+          at: clock.now(),
+          agentId,
+          name,
+          tool,
+          sink,
+          action,
+          source: { tool: source.tool, origin: source.origin },
+          excerpt,
+        });
       },
       // Refusals and calls that ran go to the audit log and the live event stream alike.
       audit: async (entry) => {

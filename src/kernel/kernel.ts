@@ -78,7 +78,14 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     announce: (event) => events.publish(event),
     logger,
   });
-  const resumeParts: ResumeParts = { store, clock, logger, send: (agentId, message, options) => turns.send(agentId, message, options), release: (held) => approvals.release(held), keep: (held) => approvals.keep(held) };
+  const resumeParts: ResumeParts = {
+    store,
+    clock,
+    logger,
+    send: (agentId, message, options) => turns.send(agentId, message, options),
+    release: (held) => approvals.release(held),
+    keep: (held) => approvals.keep(held),
+  };
 
   const holding = new AgentHolding({ registry, capabilities, quotas, ledger, guard, flow, forged, logger, resumeBackgroundWork }, dependencies.hooks ?? []);
   const restorer = new AgentRestorer(logger);
@@ -163,7 +170,8 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     // A streamed reply's first event tells its caller the message is taken: the turn is recorded then.
     // Not an A2A task's: a task cut off by a crash is failed at start, its client told to send again
     // (a2a-routes.ts), so resuming its turn too would run the message twice (decision 0045).
-    stream: (reference, message, options = {}) => streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: options.door !== 'a2a' })),
+    stream: (reference, message, options = {}) =>
+      streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: options.door !== 'a2a' })),
     runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
     turnCounts: () => flow.turnCounts(),
     journaledTurns: () => flow.journaledTurns(),
@@ -177,7 +185,8 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
       return resumeTurn(resumeParts, record);
     },
     followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
-    cancelTurn: async (reference, options = {}) => flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
+    cancelTurn: async (reference, options = {}) =>
+      flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
     shutdown: () => lifecycle.shutdown(),
     receive: (event) => cluster.receive(event),
     reload: () => cluster.reload(),
@@ -190,10 +199,16 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     registry,
     capabilities,
     spawn: (text, source, parent, limit, limitMcpServers) =>
-      lifecycle.spawn(parseManifest(text, { source }).manifest, { parent, ...(limit === undefined ? {} : { limit }), ...(limitMcpServers === undefined ? {} : { limitMcpServers }) }),
+      lifecycle.spawn(parseManifest(text, { source }).manifest, {
+        parent,
+        ...(limit === undefined ? {} : { limit }),
+        ...(limitMcpServers === undefined ? {} : { limitMcpServers }),
+      }),
     kill: (reference) => lifecycle.kill(reference),
     send: (reference, message, options) => turns.send(reference, message, options),
-    generate: async (agentId, prompt, signal, caller) => (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(caller === undefined ? {} : { caller }) })).text,
+    generate: async (agentId, prompt, signal, caller) =>
+      (await flow.callModel(agentId, { step: 'generate_text', system: GENERATE_TEXT_SYSTEM, prompt, signal, ...(caller === undefined ? {} : { caller }) }))
+        .text,
   });
 
   return kernel;

@@ -98,7 +98,13 @@ export class LiveTurn {
   readonly #ended: Promise<TurnStatus>;
   #resolve!: (status: TurnStatus) => void;
 
-  constructor(agentId: string, conversation: string | undefined, message: string, receivedAt: number, stream: { turnId: string; epoch: string; shown: boolean; saved?: readonly StreamEntry[] }) {
+  constructor(
+    agentId: string,
+    conversation: string | undefined,
+    message: string,
+    receivedAt: number,
+    stream: { turnId: string; epoch: string; shown: boolean; saved?: readonly StreamEntry[] },
+  ) {
     this.agentId = agentId;
     this.conversation = conversation;
     this.message = message;
@@ -138,7 +144,13 @@ export class LiveTurn {
     // One text entry per stretch of text not yet saved: a follower needs the text, not each token.
     if (event.type === 'text-delta' && last?.event.type === 'text-delta' && this.#entries.length > this.#saved && last.epoch === this.#epoch) {
       const text = last.event.text + event.text;
-      const joined: StreamEntry = { first: last.first, seq, epoch: this.#epoch, event: { type: 'text-delta', text }, ends: [...(last.ends ?? []), text.length] };
+      const joined: StreamEntry = {
+        first: last.first,
+        seq,
+        epoch: this.#epoch,
+        event: { type: 'text-delta', text },
+        ends: [...(last.ends ?? []), text.length],
+      };
       this.#entries[this.#entries.length - 1] = joined;
       for (const listener of this.#listeners) listener({ first: seq, seq, epoch: this.#epoch, event });
       return;
@@ -190,12 +202,16 @@ export class LiveTurn {
       if (this.status === undefined) this.onShown?.();
     }
     const from = after !== undefined && this.has(after) ? after.seq : 0;
-    if (after !== undefined && from === 0) queue.push({ rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start` });
+    if (after !== undefined && from === 0)
+      queue.push({
+        rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start`,
+      });
     for (const entry of this.#entries) {
       if (entry.seq <= from) continue;
       const id = eventId(this.turnId, entry);
       // A stretch of text the follower has the start of: the rest of it.
-      if (entry.first <= from && entry.event.type === 'text-delta') queue.push({ id, event: { type: 'text-delta', text: entry.event.text.slice(entry.ends?.[from - entry.first] ?? 0) } });
+      if (entry.first <= from && entry.event.type === 'text-delta')
+        queue.push({ id, event: { type: 'text-delta', text: entry.event.text.slice(entry.ends?.[from - entry.first] ?? 0) } });
       else queue.push({ id, event: entry.event });
     }
     const listener: Listener = (entry) => (entry === undefined ? queue.close() : queue.push({ id: eventId(this.turnId, entry), event: entry.event }));
@@ -209,7 +225,12 @@ export class LiveTurn {
   }
 
   view(): RunningTurnView {
-    return { run_id: this.runId ?? null, message: this.message, received_at: new Date(this.receivedAt).toISOString(), state: this.runId === undefined ? 'queued' : 'running' };
+    return {
+      run_id: this.runId ?? null,
+      message: this.message,
+      received_at: new Date(this.receivedAt).toISOString(),
+      state: this.runId === undefined ? 'queued' : 'running',
+    };
   }
 }
 
@@ -262,7 +283,8 @@ export class LiveTurns {
     // resumed after a restart wait for each other), not whichever of the session's runs now.
     const own = after === undefined ? undefined : this.#bySession.get(sessionKey(agent.id, conversation))?.find((live) => live.turnId === after.turnId);
     const turn = own ?? this.current(agent.id, conversation);
-    if (turn === undefined) throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
+    if (turn === undefined)
+      throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
     return followFrom(turn, agent.name, after);
   }
 

@@ -70,25 +70,33 @@ export class ManifestAdmission {
     const unreachable = managed.filter((agent) => !isGranted(granted, { kind: 'agent_message', pattern: agent }));
     if (unreachable.length > 0) {
       const table = manifest.delegate === undefined ? '[workflow]' : '[delegate]';
-      throw new CapabilityDeniedError(`cannot ${action} "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`);
+      throw new CapabilityDeniedError(
+        `cannot ${action} "${name}": ${table}.managed_agents names ${unreachable.map((agent) => `"${agent}"`).join(', ')}, which its [capabilities].agent_message does not cover; add ${unreachable.map((agent) => `"${agent}"`).join(', ')} to agent_message`,
+      );
     }
     // …and sends them its messages as calls of its agent_message tool (0017).
     if (ORCHESTRATOR_MODULES.has(manifest.module) && !isGranted(granted, { kind: 'tool_invoke', pattern: agentMessageTool.name })) {
-      throw new CapabilityDeniedError(`cannot ${action} "${name}": a ${manifest.module} agent messages its managed agents with the agent_message tool, which its [capabilities].tools does not grant; add "agent_message" to tools`);
+      throw new CapabilityDeniedError(
+        `cannot ${action} "${name}": a ${manifest.module} agent messages its managed agents with the agent_message tool, which its [capabilities].tools does not grant; add "agent_message" to tools`,
+      );
     }
     const code = codeModuleOf(manifest);
     if (code?.kind === 'python') {
       // A script runs as Loom's OS user, not in a sandbox: the power to run its interpreter is granted explicitly.
       const interpreter = codeSettingsOf(manifest).interpreter;
       if (!isGranted(granted, { kind: 'shell_exec', pattern: interpreter })) {
-        throw new CapabilityDeniedError(`cannot ${action} "${name}": a python: agent runs its script as a process of Loom's user (not in a sandbox), so it needs [capabilities].shell = [${JSON.stringify(interpreter)}], its interpreter`);
+        throw new CapabilityDeniedError(
+          `cannot ${action} "${name}": a python: agent runs its script as a process of Loom's user (not in a sandbox), so it needs [capabilities].shell = [${JSON.stringify(interpreter)}], its interpreter`,
+        );
       }
       if (manifest.exec_policy?.allow_shell === false) {
         throw new CapabilityDeniedError(`cannot ${action} "${name}": a python: agent runs a process, and its [exec_policy].allow_shell is false`);
       }
     }
     if (manifest.module === 'builtin:eventlog' && !LOG_TOOLS.some((tool) => isGranted(granted, { kind: 'tool_invoke', pattern: tool.name }))) {
-      throw new CapabilityDeniedError(`cannot ${action} "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`);
+      throw new CapabilityDeniedError(
+        `cannot ${action} "${name}": an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them; add tools = ["get_recent_logs", "search_logs*", "get_log_*"]`,
+      );
     }
     return { manifest, granted };
   }
@@ -112,7 +120,9 @@ export class ManifestAdmission {
         admitted = this.admit(child.manifest, { ...entry, manifest, capabilities: granted }, 'update');
       } catch (error) {
         const which = entry.name === updated ? `its child "${child.name}"` : `its descendant "${child.name}" (a child of "${entry.name}")`;
-        throw new CapabilityEscalationError(`cannot update "${updated}": ${which} would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`);
+        throw new CapabilityEscalationError(
+          `cannot update "${updated}": ${which} would then exceed it (${error instanceof Error ? error.message : String(error)}); update or kill the child first`,
+        );
       }
       if (!isDeepStrictEqual(admitted.manifest, child.manifest)) changed.push({ child, admitted });
       changed.push(...this.reconfined(updated, child, admitted.manifest, admitted.granted));
@@ -127,7 +137,10 @@ export class ManifestAdmission {
   async checkCodeModule(manifest: Manifest): Promise<void> {
     if (codeModuleOf(manifest) === undefined) return;
     const modules = this.#parts.runtime?.codeModules;
-    if (modules === undefined) throw new ModuleUnavailableError(`cannot run agent "${manifest.name}": module "${manifest.module}" is a code module, and this Loom runs none in this process`);
+    if (modules === undefined)
+      throw new ModuleUnavailableError(
+        `cannot run agent "${manifest.name}": module "${manifest.module}" is a code module, and this Loom runs none in this process`,
+      );
     await modules.check(manifest);
   }
 }

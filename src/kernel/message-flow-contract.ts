@@ -167,4 +167,3 @@ export interface TurnSeal {
    */
   replayed?: boolean;
 }
-

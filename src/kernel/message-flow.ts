@@ -57,7 +57,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     const emit = options.emit ?? noEvents;
     // A task's turn (a package activity's) is an `invoke_agent` span too, under its run's span.
     const turn = (): Promise<TurnResult> =>
-      turns.run(entry.id, options.signal, (signal) => withTurnSpan({ agentId: entry.id, agentName: entry.name, message: task.prompt }, () => tasks.run({ runtime, entry, caller, signal, emit }, task)));
+      turns.run(entry.id, options.signal, (signal) =>
+        withTurnSpan({ agentId: entry.id, agentName: entry.name, message: task.prompt }, () => tasks.run({ runtime, entry, caller, signal, emit }, task)),
+      );
     return caller.kind === 'agent' ? turns.waitOn(caller.agentId, entry.id, flow.nameOf, turn) : turn();
   }
 
@@ -69,7 +71,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       admitted = admit(flow, reference, caller);
     } catch (error) {
       // A resumed turn its agent can no longer run ends here, with why.
-      if (resume !== undefined) await store.turns.finish({ turnId: resume.id, outcome: { status: 'failed', reason: error instanceof Error ? error.message : String(error) } }, clock.now());
+      if (resume !== undefined)
+        await store.turns.finish(
+          { turnId: resume.id, outcome: { status: 'failed', reason: error instanceof Error ? error.message : String(error) } },
+          clock.now(),
+        );
       throw error;
     }
     const { entry, runtime } = admitted;
@@ -98,7 +104,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     if (journal !== undefined) {
       journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
       live.onShown = () => {
-        void journal.saveStream?.().catch((error: unknown) => flowLogger.debug({ err: error, turnId: journal.turnId }, 'could not save the stream of a turn a client started following'));
+        void journal
+          .saveStream?.()
+          .catch((error: unknown) =>
+            flowLogger.debug({ err: error, turnId: journal.turnId }, 'could not save the stream of a turn a client started following'),
+          );
       };
     }
     const own = options.emit ?? noEvents;
@@ -129,7 +139,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       live.end(status, errorEvent(error));
       // A turn that ended without its commit (refused when it left the queue) closes its journal here.
       if (journal !== undefined && journal.closed !== true && journal.pending === undefined) {
-        await store.turns.finish({ turnId: journal.turnId, outcome: { status, reason: error instanceof Error ? error.message : String(error) } }, clock.now()).catch((closeError: unknown) => flowLogger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn'));
+        await store.turns
+          .finish({ turnId: journal.turnId, outcome: { status, reason: error instanceof Error ? error.message : String(error) } }, clock.now())
+          .catch((closeError: unknown) => flowLogger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn'));
       }
       throw error;
     } finally {
@@ -149,7 +161,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
    * A live turn's stream: under a new epoch for this run of it, after the events its journal saved
    * when it is resumed; `shown` when its caller streams it (or it is resumed: a client may come back).
    */
-  const streamOf = (turnId: string, resume: TurnJournalRecord | undefined, shown: boolean): { turnId: string; epoch: string; shown: boolean; saved?: StreamEntry[] } => ({
+  const streamOf = (
+    turnId: string,
+    resume: TurnJournalRecord | undefined,
+    shown: boolean,
+  ): { turnId: string; epoch: string; shown: boolean; saved?: StreamEntry[] } => ({
     turnId,
     epoch: parts.ids.uuid().slice(0, 8),
     shown,
@@ -176,7 +192,14 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         const sessionId = sessionOf(agent, conversation);
         histories.forget(sessionId);
         const current = await store.sessions.get(sessionId);
-        await store.sessions.save({ id: sessionId, agentId: agent.id, messages: [], createdAt: current?.createdAt ?? at, updatedAt: at, conversation: conversation ?? null });
+        await store.sessions.save({
+          id: sessionId,
+          agentId: agent.id,
+          messages: [],
+          createdAt: current?.createdAt ?? at,
+          updatedAt: at,
+          conversation: conversation ?? null,
+        });
       }),
     async idle() {
       await turns.idle();

@@ -62,16 +62,24 @@ export class ModelChoice {
       const allowed = granted.some((capability) => capability.kind === 'llm_query')
         ? isGranted(granted, { kind: 'llm_query', pattern: modelName(chosen) })
         : manifestModels(manifest, runtime).some(({ target }) => modelName(target) === modelName(chosen));
-      if (!allowed) throw new CapabilityDeniedError(`agent "${entry.name}" may not call model "${modelName(chosen)}": grant it [capabilities].llm_query "${modelName(chosen)}"`);
+      if (!allowed)
+        throw new CapabilityDeniedError(
+          `agent "${entry.name}" may not call model "${modelName(chosen)}": grant it [capabilities].llm_query "${modelName(chosen)}"`,
+        );
       return { models: [chosen] };
     }
     if (primary === undefined) {
-      throw new ModuleUnavailableError(`agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (\`loom init\` sets one, and a running daemon takes it up)`);
+      throw new ModuleUnavailableError(
+        `agent "${manifest.name}" has no [model] and no default model is configured; add [model] to its manifest or [default_model] to config.toml (\`loom init\` sets one, and a running daemon takes it up)`,
+      );
     }
     let chain = own;
     let routed: { tier: string; model: ModelTarget } | undefined;
     if (manifest.routing?.enabled === true && runtime.tiers !== undefined) {
-      const tier = pickTier(scoreComplexity({ messageText: question.message, toolCount: question.toolCount, historyDepth: question.historyDepth }), manifest.routing);
+      const tier = pickTier(
+        scoreComplexity({ messageText: question.message, toolCount: question.toolCount, historyDepth: question.historyDepth }),
+        manifest.routing,
+      );
       const model = runtime.tiers[tier];
       if (model !== undefined) {
         chain = [model, ...chain];
@@ -82,7 +90,9 @@ export class ModelChoice {
     if (granted.some((capability) => capability.kind === 'llm_query')) {
       const allowed = chain.filter((model) => isGranted(granted, { kind: 'llm_query', pattern: modelName(model) }));
       if (allowed.length === 0) {
-        throw new CapabilityDeniedError(`agent "${entry.name}" is not granted [capabilities].llm_query for ${chain.map((model) => `"${modelName(model)}"`).join(', ')}`);
+        throw new CapabilityDeniedError(
+          `agent "${entry.name}" is not granted [capabilities].llm_query for ${chain.map((model) => `"${modelName(model)}"`).join(', ')}`,
+        );
       }
       chain = allowed;
     }
@@ -97,10 +107,22 @@ export class ModelChoice {
   resolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
     const { ledger, clock, capabilities } = this.#parts;
     const { resources } = entry.manifest;
-    return ledger.meter(slottedResolver(timeLimitedResolver(runtime.resolver, entry.manifest, clock), entry.manifest, this.#parts.modelSlots, this.#parts.logger.child({ agentId: entry.id })), {
-      budgets: [ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }), ...lifetimeBudgets(ledger, entry, capabilities.granted(entry.id)), ...budgets],
-      price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,
-    });
+    return ledger.meter(
+      slottedResolver(
+        timeLimitedResolver(runtime.resolver, entry.manifest, clock),
+        entry.manifest,
+        this.#parts.modelSlots,
+        this.#parts.logger.child({ agentId: entry.id }),
+      ),
+      {
+        budgets: [
+          ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }),
+          ...lifetimeBudgets(ledger, entry, capabilities.granted(entry.id)),
+          ...budgets,
+        ],
+        price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,
+      },
+    );
   }
 }
 

@@ -7,8 +7,20 @@ import { type ModelTarget, type ModelTier, resolveModelReference } from '../mode
 // choose; a child's confinement checks the same ones.
 
 /** A model as a manifest names it (a `[[fallback_models]]` entry) as a target: provider, model, key variable and URL. */
-export function toTarget(model: { provider: ModelTarget['provider']; model: string; api_key_env?: string | undefined; base_url?: string | undefined; structured_outputs?: boolean | undefined }): ModelTarget {
-  return { provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url, ...(model.structured_outputs === undefined ? {} : { structured_outputs: model.structured_outputs }) };
+export function toTarget(model: {
+  provider: ModelTarget['provider'];
+  model: string;
+  api_key_env?: string | undefined;
+  base_url?: string | undefined;
+  structured_outputs?: boolean | undefined;
+}): ModelTarget {
+  return {
+    provider: model.provider,
+    model: model.model,
+    api_key_env: model.api_key_env,
+    base_url: model.base_url,
+    ...(model.structured_outputs === undefined ? {} : { structured_outputs: model.structured_outputs }),
+  };
 }
 
 /**
@@ -16,7 +28,11 @@ export function toTarget(model: { provider: ModelTarget['provider']; model: stri
  * for promotion (the safety and correctness judges) its `promotion_judge_model`, else its
  * `judge_model`; without one, the daemon's default model. What the kernel calls, and so what a child's confinement must check.
  */
-export function judgeModelFor(settings: EmergentSettings | undefined, role: JudgeRole, runtime: { aliases?: Readonly<Record<string, ModelTarget>> | undefined; defaultModel?: ModelTarget | undefined } | undefined): ModelTarget | undefined {
+export function judgeModelFor(
+  settings: EmergentSettings | undefined,
+  role: JudgeRole,
+  runtime: { aliases?: Readonly<Record<string, ModelTarget>> | undefined; defaultModel?: ModelTarget | undefined } | undefined,
+): ModelTarget | undefined {
   const reference = role === 'creation' ? settings?.judge_model : (settings?.promotion_judge_model ?? settings?.judge_model);
   if (reference === undefined) return runtime?.defaultModel;
   return resolveModelReference(reference, runtime?.aliases ?? {});
@@ -43,7 +59,11 @@ export function fallbackChain(manifest: Manifest, sources: Pick<ModelSources, 'd
   const models: NamedModel[] = [];
   const named = namedModel(manifest.model);
   const primary = named ?? sources.defaultModel;
-  if (primary !== undefined) models.push({ field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)', target: primary });
+  if (primary !== undefined)
+    models.push({
+      field: named !== undefined ? '[model]' : manifest.model === undefined ? 'the default model (no [model])' : 'the default model ([model] names none)',
+      target: primary,
+    });
   manifest.fallback_models.forEach((model, index) => models.push({ field: `[[fallback_models]][${index}]`, target: toTarget(model) }));
   return models;
 }
@@ -64,7 +84,11 @@ export function manifestModels(manifest: Manifest, sources: ModelSources): Named
   if (manifest.schedule.model !== undefined) models.push({ field: '[schedule].model', target: toTarget(manifest.schedule.model) });
   if (manifest.emergent?.enabled === true) {
     const creation = judgeModelFor(manifest.emergent, 'creation', sources);
-    if (creation !== undefined) models.push({ field: manifest.emergent.judge_model === undefined ? "the default model as [emergent]'s judge (no judge_model)" : '[emergent].judge_model', target: creation });
+    if (creation !== undefined)
+      models.push({
+        field: manifest.emergent.judge_model === undefined ? "the default model as [emergent]'s judge (no judge_model)" : '[emergent].judge_model',
+        target: creation,
+      });
     // Without its own, the promotion judge is the creation judge, listed above.
     const promotion = manifest.emergent.promotion_judge_model === undefined ? undefined : judgeModelFor(manifest.emergent, 'safety', sources);
     if (promotion !== undefined) models.push({ field: '[emergent].promotion_judge_model', target: promotion });

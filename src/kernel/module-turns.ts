@@ -6,7 +6,18 @@ import type { AgentModule, CatalogEntry, ModuleTurnContext, ModuleTurnOutcome } 
 import { codeModuleOf } from '../manifest/index.ts';
 import { agentMessageTool } from '../tools/index.ts';
 import { modelName, type ModelResolver, type ModelTarget } from '../models/index.ts';
-import { type AgentEventSink, generateReply, generateStructured, type ModelCallSettings, type ModelCallUsage, runAgentLoop, type ToolCallFailure, type ToolRunner, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
+import {
+  type AgentEventSink,
+  generateReply,
+  generateStructured,
+  type ModelCallSettings,
+  type ModelCallUsage,
+  runAgentLoop,
+  type ToolCallFailure,
+  type ToolRunner,
+  type TurnResult,
+  withStabilityGuidelines,
+} from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import { unhealthyReason } from './agent-health.ts';
 import type { AgentRuntime, Caller } from './agent-runtime.ts';
@@ -68,28 +79,40 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
    * call handed to `onCall` (a turn saves them at its end; background work records them at once),
    * its catalog, delegation as itself, the agent loop with its tools, the audit log.
    */
-  function createModuleContext(
-    runtime: AgentRuntime,
-    entry: AgentEntry,
-    turn: ModuleTurnInput,
-  ): { context: ModuleTurnContext; primary: () => ModelTarget } {
+  function createModuleContext(runtime: AgentRuntime, entry: AgentEntry, turn: ModuleTurnInput): { context: ModuleTurnContext; primary: () => ModelTarget } {
     const { caller, signal, emit, onCall } = turn;
     // Chosen at the first model call: a code agent may make none, and need no model at all.
     let chosen: ModelTarget[] | undefined;
-    const modelsOfTurn = (): ModelTarget[] => (chosen ??= flow.models.choose(runtime, entry, { message: turn.message, historyDepth: turn.history.length, toolCount: 0, chosen: turn.model }).models);
+    const modelsOfTurn = (): ModelTarget[] =>
+      (chosen ??= flow.models.choose(runtime, entry, { message: turn.message, historyDepth: turn.history.length, toolCount: 0, chosen: turn.model }).models);
     const primary = (): ModelTarget => modelsOfTurn()[0] as ModelTarget;
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
     const runnerOfTurn = (): ToolRunner => turn.runner ?? flow.runner();
     const policyOfTurn = (): ToolPolicy => toolPolicyOf(entry, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }), chainOf(caller));
     // Each call of the module's own steps is made by the runtime, on the turn's primary model.
-    const callSettings = (): ModelCallSettings => ({ resolver: turn.resolver, model: primary(), clock, signal, onCall, maxOutputTokens, temperature: modelConfig?.temperature ?? 0.7 });
+    const callSettings = (): ModelCallSettings => ({
+      resolver: turn.resolver,
+      model: primary(),
+      clock,
+      signal,
+      onCall,
+      maxOutputTokens,
+      temperature: modelConfig?.temperature ?? 0.7,
+    });
     /** One tool call as the agent through the tool runner (every gate), shown as the turn's `tool-call` and `tool-result` events. */
-    const runTool = async (name: string, input: Record<string, unknown>, settings: ToolPolicy['settings']): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
+    const runTool = async (
+      name: string,
+      input: Record<string, unknown>,
+      settings: ToolPolicy['settings'],
+    ): Promise<{ text: string; isError: boolean; failure?: ToolCallFailure | undefined }> => {
       const policy = policyOfTurn();
       const toolCallId = flow.ids.uuid();
       emit({ type: 'tool-call', toolCallId, toolName: name, input });
-      const { result, failure } = await runnerOfTurn().run({ toolCallId, toolName: name, input }, { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit });
+      const { result, failure } = await runnerOfTurn().run(
+        { toolCallId, toolName: name, input },
+        { agent: policy.agent, filter: policy.filter, settings, approvalRequiredFor: policy.approvalRequiredFor, signal, emit },
+      );
       const isError = result.isError === true;
       emit({ type: 'tool-result', toolCallId, toolName: name, text: result.text, isError });
       return { text: result.text, isError, failure };
@@ -97,7 +120,10 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     const context: ModuleTurnContext = {
       agent: { id: entry.id, name: entry.name, manifest: entry.manifest },
       message: turn.message,
-      caller: caller.kind === 'agent' ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) } : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
+      caller:
+        caller.kind === 'agent'
+          ? { kind: 'agent', id: caller.agentId, name: nameOf(caller.agentId) }
+          : { kind: 'user', role: caller.role, ...(caller.name === undefined ? {} : { name: caller.name }) },
       history: turn.history,
       system: turn.system ?? modelConfig?.system_prompt ?? defaultSystemPrompt(entry.manifest),
       signal,
@@ -139,16 +165,28 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
       report: (event) => flow.publish({ ...event, at: clock.now(), agentId: entry.id, name: entry.name }),
       async catalog(names) {
         const granted = capabilities.granted(entry.id);
-        const wanted = names.length > 0 ? names : registry.list().filter((other) => other.id !== entry.id).map((other) => other.name);
+        const wanted =
+          names.length > 0
+            ? names
+            : registry
+                .list()
+                .filter((other) => other.id !== entry.id)
+                .map((other) => other.name);
         const available: CatalogEntry[] = [];
         const leftOut: { name: string; reason: string }[] = [];
-        const health = { defaultModel: runtime.defaultModel, env: runtime.env, recentFailures: flow.recentFailures, probes: new Map<string, Promise<boolean>>() };
+        const health = {
+          defaultModel: runtime.defaultModel,
+          env: runtime.env,
+          recentFailures: flow.recentFailures,
+          probes: new Map<string, Promise<boolean>>(),
+        };
         for (const name of wanted) {
           const other = registry.find(name) ?? registry.list().find((candidate) => candidate.name === name);
           if (other === undefined) leftOut.push({ name, reason: 'no such agent' });
           else if (other.id === entry.id) leftOut.push({ name, reason: 'itself' });
           else if (other.state !== 'running') leftOut.push({ name, reason: 'suspended' });
-          else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name })) leftOut.push({ name, reason: 'not covered by its agent_message grants' });
+          else if (!isGranted(granted, { kind: 'agent_message', pattern: other.name }))
+            leftOut.push({ name, reason: 'not covered by its agent_message grants' });
           else {
             const unhealthy = await unhealthyReason(other, health);
             if (unhealthy === undefined) available.push({ name: other.name, description: other.manifest.description });
@@ -164,7 +202,11 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
         const settings = policyOfTurn().settings;
         const own = settings[AGENT_MESSAGE]?.['timeout_seconds'];
         const seconds = typeof own === 'number' ? Math.min(own, timeoutMs / 1000) : timeoutMs / 1000;
-        const outcome = await runTool(AGENT_MESSAGE, { target_agent_name: target, message: text }, { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } });
+        const outcome = await runTool(
+          AGENT_MESSAGE,
+          { target_agent_name: target, message: text },
+          { ...settings, [AGENT_MESSAGE]: { ...settings[AGENT_MESSAGE], timeout_seconds: seconds } },
+        );
         if (!outcome.isError) return outcome.text;
         signal.throwIfAborted();
         throw delegationError(target, outcome, seconds);
@@ -201,7 +243,19 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     const history =
       codeModuleOf(entry.manifest) !== undefined
         ? withoutMetadata(base.messages)
-        : (await compactHistory([...base.messages, userMessage], { runtime, entry, clock, model: flow.models.choose(runtime, entry, { message, historyDepth: base.messages.length, toolCount: 0 }).models[0] as ModelTarget, resolver, signal, emit, logger: runLogger, calls })).slice(0, -1);
+        : (
+            await compactHistory([...base.messages, userMessage], {
+              runtime,
+              entry,
+              clock,
+              model: flow.models.choose(runtime, entry, { message, historyDepth: base.messages.length, toolCount: 0 }).models[0] as ModelTarget,
+              resolver,
+              signal,
+              emit,
+              logger: runLogger,
+              calls,
+            })
+          ).slice(0, -1);
     for (const used of calls) trace.model(used);
     const onCall = (used: ModelCallUsage): void => {
       calls.push(used);
@@ -209,7 +263,18 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     };
     const system = await agentSystemPrompt(runtime, entry.manifest, runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace }));
     const runner = place.cycle === true ? flow.cycleRunner(entry) : undefined;
-    const { context, primary } = createModuleContext(runtime, entry, { message, history, caller, signal, emit, logger: runLogger, onCall, resolver, system, ...(runner === undefined ? {} : { runner }) });
+    const { context, primary } = createModuleContext(runtime, entry, {
+      message,
+      history,
+      caller,
+      signal,
+      emit,
+      logger: runLogger,
+      onCall,
+      resolver,
+      system,
+      ...(runner === undefined ? {} : { runner }),
+    });
     let outcome: ModuleTurnOutcome;
     try {
       outcome = await module(context);

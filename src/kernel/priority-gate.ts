@@ -66,7 +66,9 @@ export class PriorityGate {
       const queue = this.#queues[PRIORITIES.indexOf(priority)] as WaiterQueue;
       const onAbort = (): void => {
         queue.remove(waiter);
-        reject(signal?.reason instanceof Error ? signal.reason : new Error('the model call was cancelled while it waited for a slot', { cause: signal?.reason }));
+        reject(
+          signal?.reason instanceof Error ? signal.reason : new Error('the model call was cancelled while it waited for a slot', { cause: signal?.reason }),
+        );
       };
       const waiter: Waiter = {
         rank: PRIORITIES.indexOf(priority),

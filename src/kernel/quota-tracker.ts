@@ -97,12 +97,30 @@ export class QuotaTracker {
     const tokens = window.tokens + window.reservedTokens;
     if (limits.maxTokensPerHour > 0 && tokens >= limits.maxTokensPerHour) {
       const freeAt = this.#freeAt(window.spends, tokens, limits.maxTokensPerHour, (spend) => spend.tokens);
-      this.#refuse(agentName, 'max_tokens_per_hour', 'tokens', formatCount(tokens), formatCount(limits.maxTokensPerHour), freeAt, tokens, limits.maxTokensPerHour);
+      this.#refuse(
+        agentName,
+        'max_tokens_per_hour',
+        'tokens',
+        formatCount(tokens),
+        formatCount(limits.maxTokensPerHour),
+        freeAt,
+        tokens,
+        limits.maxTokensPerHour,
+      );
     }
     const costUsd = window.costUsd + window.reservedCostUsd;
     if (limits.maxCostPerHour > 0 && costUsd >= limits.maxCostPerHour) {
       const freeAt = this.#freeAt(window.spends, costUsd, limits.maxCostPerHour, (spend) => spend.costUsd);
-      this.#refuse(agentName, 'max_cost_per_hour', 'USD', `$${costUsd.toFixed(4)}`, `$${limits.maxCostPerHour.toFixed(2)}`, freeAt, costUsd, limits.maxCostPerHour);
+      this.#refuse(
+        agentName,
+        'max_cost_per_hour',
+        'USD',
+        `$${costUsd.toFixed(4)}`,
+        `$${limits.maxCostPerHour.toFixed(2)}`,
+        freeAt,
+        costUsd,
+        limits.maxCostPerHour,
+      );
     }
   }
 
@@ -137,7 +155,8 @@ export class QuotaTracker {
     return {
       settle: (spent) => {
         // A window forgotten meanwhile (the agent was killed) is not brought back.
-        if (close() && this.#windows.get(agentId) === window) push(window, { at: this.#clock.now(), tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd });
+        if (close() && this.#windows.get(agentId) === window)
+          push(window, { at: this.#clock.now(), tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd });
       },
       release: () => {
         close();

@@ -13,7 +13,11 @@ export type CheckOutcome = { ok: true; hash: string } | { ok: false; reason: str
  * output) with SHA-256 (Web Crypto), so only the hash is kept. `label` names the check in a
  * failure's reason (a package heartbeat's is its binding's `trigger.check`).
  */
-export async function runScheduleCheck(check: ScheduleCheck, runTool: (tool: string, input: unknown) => Promise<ToolResult>, label = '[schedule.check]'): Promise<CheckOutcome> {
+export async function runScheduleCheck(
+  check: ScheduleCheck,
+  runTool: (tool: string, input: unknown) => Promise<ToolResult>,
+  label = '[schedule.check]',
+): Promise<CheckOutcome> {
   const result = await runTool(check.tool, check.input);
   if (result.isError === true) return { ok: false, reason: `its ${label} (${check.tool}) failed, and the model was not called: ${result.text}` };
   const bytes = new TextEncoder().encode(JSON.stringify([result.text, result.structured ?? null]));

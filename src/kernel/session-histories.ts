@@ -100,7 +100,11 @@ export class SessionHistories {
     options: { usage?: readonly UsageRecord[]; events?: readonly Omit<EventRecord, 'seq'>[]; wellFormed?: number; closeTurn?: TurnJournalClose } = {},
   ): Promise<void> {
     const { usage, events, closeTurn } = options;
-    const written = { ...(usage === undefined ? {} : { usage }), ...(events === undefined ? {} : { events }), ...(closeTurn === undefined ? {} : { closeTurn }) };
+    const written = {
+      ...(usage === undefined ? {} : { usage }),
+      ...(events === undefined ? {} : { events }),
+      ...(closeTurn === undefined ? {} : { closeTurn }),
+    };
     let expected = base;
     let next = messages;
     let known = options.wellFormed ?? 0;
@@ -120,14 +124,32 @@ export class SessionHistories {
         const appended = expected.revision > 0 && startsWithAll(next, expected.messages);
         const updatedAt = this.#clock.now();
         const revision = appended
-          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], { expectedRevision: expected.revision, updatedAt, ...written })
+          ? await this.#store.sessions.append(target.sessionId, next.slice(expected.messages.length) as never[], {
+              expectedRevision: expected.revision,
+              updatedAt,
+              ...written,
+            })
           : await this.#store.sessions.save(
-              { id: target.sessionId, agentId: target.agentId, messages: next as never[], createdAt: expected.createdAt, updatedAt, conversation: target.conversation ?? null },
+              {
+                id: target.sessionId,
+                agentId: target.agentId,
+                messages: next as never[],
+                createdAt: expected.createdAt,
+                updatedAt,
+                conversation: target.conversation ?? null,
+              },
               { expectedRevision: expected.revision, ...written },
             );
         // A history that grew by the turn's messages is counted from what was known of it before.
-        const tokens = appended && expected.tokens !== undefined ? estimateHistoryTokens(next, { count: expected.messages.length, tokens: expected.tokens }) : undefined;
-        this.#remember(target.sessionId, { revision, createdAt: expected.createdAt, messages: next, wellFormed: known, ...(tokens === undefined ? {} : { tokens }) });
+        const tokens =
+          appended && expected.tokens !== undefined ? estimateHistoryTokens(next, { count: expected.messages.length, tokens: expected.tokens }) : undefined;
+        this.#remember(target.sessionId, {
+          revision,
+          createdAt: expected.createdAt,
+          messages: next,
+          wellFormed: known,
+          ...(tokens === undefined ? {} : { tokens }),
+        });
         return;
       } catch (error) {
         if (attempt >= SAVE_ATTEMPTS) throw error;

@@ -34,7 +34,10 @@ export class TaskTurns {
     const runLogger = await commits.begin(entry, emit, 'run its work');
     const workspace = runtime.workspaceOf({ name: entry.name, workspace: entry.manifest.workspace });
     const policy = toolPolicyOf(entry, workspace, chainOf(caller));
-    const agent: ToolAgent = task.limit === undefined ? policy.agent : { ...policy.agent, limit: task.limit, ...(task.mcpServers === undefined ? {} : { limitMcpServers: task.mcpServers }) };
+    const agent: ToolAgent =
+      task.limit === undefined
+        ? policy.agent
+        : { ...policy.agent, limit: task.limit, ...(task.mcpServers === undefined ? {} : { limitMcpServers: task.mcpServers }) };
     const runner = this.#flow.runner();
     const tools = runner.toolsFor(agent, policy.filter);
     const { models } = this.#flow.models.choose(runtime, entry, { message: task.prompt, historyDepth: 0, toolCount: tools.length, chosen: task.model });

@@ -23,7 +23,11 @@ export interface ToolPolicy {
  * the one place a manifest's exec policy, tool lists, approvals and tool settings become what
  * the tool runner enforces.
  */
-export function toolPolicyOf(entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities' | 'parentId'>, workspace: string, chain: readonly string[]): ToolPolicy {
+export function toolPolicyOf(
+  entry: Pick<AgentEntry, 'id' | 'name' | 'manifest' | 'capabilities' | 'parentId'>,
+  workspace: string,
+  chain: readonly string[],
+): ToolPolicy {
   const { manifest } = entry;
   const policy = manifest.exec_policy;
   return {

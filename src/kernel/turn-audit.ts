@@ -40,12 +40,31 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
   async function audited(reference: string, kind: TurnEvent['kind'], options: SendOptions, run: (seal: TurnSeal) => Promise<TurnResult>): Promise<TurnResult> {
     const agent = parts.agentOf(reference);
     const startedAt = clock.now();
-    if (agent !== undefined) parts.logger?.info({ subsystem: 'turns', agentId: agent.id, event: 'turn-start' }, `${kind} turn of agent "${agent.name}" (via ${describeCaller(options.caller, parts.nameOf)}) started`);
+    if (agent !== undefined)
+      parts.logger?.info(
+        { subsystem: 'turns', agentId: agent.id, event: 'turn-start' },
+        `${kind} turn of agent "${agent.name}" (via ${describeCaller(options.caller, parts.nameOf)}) started`,
+      );
     const base = (): Pick<TurnEvent, 'agentId' | 'name' | 'kind' | 'via' | 'durationMs' | 'at'> => {
       const at = clock.now();
-      return { at, agentId: agent?.id ?? '', name: agent?.name ?? reference, kind, via: describeCaller(options.caller, parts.nameOf), durationMs: at - startedAt };
+      return {
+        at,
+        agentId: agent?.id ?? '',
+        name: agent?.name ?? reference,
+        kind,
+        via: describeCaller(options.caller, parts.nameOf),
+        durationMs: at - startedAt,
+      };
     };
-    const finished = ({ usage, ...result }: TurnResult): TurnEvent => ({ ...base(), type: 'turn-finish', model: result.model, iterations: result.iterations, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: result.costUsd });
+    const finished = ({ usage, ...result }: TurnResult): TurnEvent => ({
+      ...base(),
+      type: 'turn-finish',
+      model: result.model,
+      iterations: result.iterations,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: result.costUsd,
+    });
     const seal: TurnSeal = { finished };
     let result: TurnResult;
     try {
@@ -53,7 +72,14 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     } catch (error) {
       if (agent !== undefined && seal.replayed !== true) {
         const code = isLoomError(error) ? error.code : 'INTERNAL';
-        const type = options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true ? 'turn-cancel' : code === 'MODEL_CALL_FAILED' ? 'model-fail' : REFUSAL_CODES.has(code) ? 'turn-refuse' : 'turn-fail';
+        const type =
+          options.signal?.aborted === true || code === 'TURN_CANCELLED' || seal.stopped === true
+            ? 'turn-cancel'
+            : code === 'MODEL_CALL_FAILED'
+              ? 'model-fail'
+              : REFUSAL_CODES.has(code)
+                ? 'turn-refuse'
+                : 'turn-fail';
         await parts.publish({ ...base(), type, code, message: error instanceof Error ? error.message : String(error) });
       }
       throw error;
@@ -65,7 +91,9 @@ export function auditTurns(flow: Pick<MessageFlow, 'send' | 'runTask'>, parts: T
     return result;
   }
   return {
-    send: (reference: string, message: string, options: SendOptions = {}) => audited(reference, 'message', options, (seal) => flow.send(reference, message, options, seal)),
-    runTask: (reference: string, task: TaskTurn, options: SendOptions = {}) => audited(reference, 'task', options, () => flow.runTask(reference, task, options)),
+    send: (reference: string, message: string, options: SendOptions = {}) =>
+      audited(reference, 'message', options, (seal) => flow.send(reference, message, options, seal)),
+    runTask: (reference: string, task: TaskTurn, options: SendOptions = {}) =>
+      audited(reference, 'task', options, () => flow.runTask(reference, task, options)),
   };
 }

@@ -98,7 +98,14 @@ export class TurnCommits {
    * `options.wellFormed` leading messages of `session` are known to make a well-formed history. A
    * finished turn gives its `options.result`: the turn's audit record (see `TurnSeal`) commits with it.
    */
-  async commit(turn: OpenTurn, session: readonly ModelMessage[], calls: readonly ModelCallUsage[], ending: TurnEnding, model: string | null, options: CommitOptions = {}): Promise<UsageRecord[]> {
+  async commit(
+    turn: OpenTurn,
+    session: readonly ModelMessage[],
+    calls: readonly ModelCallUsage[],
+    ending: TurnEnding,
+    model: string | null,
+    options: CommitOptions = {},
+  ): Promise<UsageRecord[]> {
     const { entry, place, userMessage } = turn;
     const usage = this.price(turn.runtime, entry, calls, turn.logger);
     const costs = new Map(calls.map((call, index) => [call, usage[index]?.costUsd ?? 0]));
@@ -114,8 +121,16 @@ export class TurnCommits {
     const result = options.result?.(usage);
     const audit = seal === undefined || result === undefined ? undefined : seal.finished(result);
     // The turn's journal closes with its commit: a retry with its key gets how it ended.
-    const closeTurn = journal === undefined || journal.pending !== undefined ? undefined : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
-    await this.#parts.histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, { usage, wellFormed, events: audit === undefined ? [] : [auditRecordOf(audit)], ...(closeTurn === undefined ? {} : { closeTurn }) });
+    const closeTurn =
+      journal === undefined || journal.pending !== undefined
+        ? undefined
+        : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
+    await this.#parts.histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, {
+      usage,
+      wellFormed,
+      events: audit === undefined ? [] : [auditRecordOf(audit)],
+      ...(closeTurn === undefined ? {} : { closeTurn }),
+    });
     if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
@@ -146,7 +161,13 @@ export function endingOf(error: unknown, signal: AbortSignal): TurnEnding {
 /** A turn's result from its recorded usage. */
 export function resultOf(usage: readonly UsageRecord[], text: string, iterations: number, model: string): TurnResult {
   const sum = (pick: (record: UsageRecord) => number): number => usage.reduce((total, record) => total + pick(record), 0);
-  return { text, usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) }, iterations, costUsd: sum((record) => record.costUsd), model };
+  return {
+    text,
+    usage: { inputTokens: sum((record) => record.inputTokens), outputTokens: sum((record) => record.outputTokens) },
+    iterations,
+    costUsd: sum((record) => record.costUsd),
+    model,
+  };
 }
 
 /** Announces a turn's result as `run-finish`, and returns it. */

@@ -85,7 +85,11 @@ export class TurnIntake {
     if (running !== undefined) return finishTurn(await running, options.emit ?? noEvents);
     const outcome = earlier.state === 'done' ? earlier.outcome : null;
     if (outcome === null) {
-      throw new LoomError('TURN_RUNNING', 'user', `the message with idempotency key "${earlier.idempotencyKey ?? ''}" started a turn that is still running on another node; retry later`);
+      throw new LoomError(
+        'TURN_RUNNING',
+        'user',
+        `the message with idempotency key "${earlier.idempotencyKey ?? ''}" started a turn that is still running on another node; retry later`,
+      );
     }
     const reason = typeof outcome['reason'] === 'string' ? outcome['reason'] : 'it did not finish';
     if (outcome['status'] === 'finished') return finishTurn(outcome['result'] as unknown as TurnResult, options.emit ?? noEvents);
@@ -139,6 +143,14 @@ export class TurnIntake {
       ...(options.cycle === true ? { cycle: true } : {}),
       ...(options.model === undefined ? {} : { model: options.model }),
     });
-    return { id: turnId, agentId: entry.id, sessionId: sessionOf(entry, options.conversation), conversation: options.conversation ?? null, request, idempotencyKey: key, receivedAt };
+    return {
+      id: turnId,
+      agentId: entry.id,
+      sessionId: sessionOf(entry, options.conversation),
+      conversation: options.conversation ?? null,
+      request,
+      idempotencyKey: key,
+      receivedAt,
+    };
   }
 }

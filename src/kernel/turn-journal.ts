@@ -41,14 +41,24 @@ function defined<T extends object>(value: T): JsonObject {
 export function requestRecord(request: TurnRequest): JsonObject {
   const { caller, model } = request;
   const record: JsonObject = defined({ ...request, caller: undefined, model: undefined });
-  record['caller'] = caller.kind === 'agent' ? { kind: 'agent', agentId: caller.agentId, chain: [...caller.chain] } : defined({ ...caller, agents: caller.agents === undefined ? undefined : [...caller.agents] });
+  record['caller'] =
+    caller.kind === 'agent'
+      ? { kind: 'agent', agentId: caller.agentId, chain: [...caller.chain] }
+      : defined({ ...caller, agents: caller.agents === undefined ? undefined : [...caller.agents] });
   if (model !== undefined) record['model'] = defined(model);
   return record;
 }
 
 /** The request a journal holds; undefined when it is not one this Loom wrote. */
 export function readRequest(record: JsonObject): TurnRequest | undefined {
-  const { message, caller, person, door, cycle, model } = record as { message?: unknown; caller?: unknown; person?: unknown; door?: unknown; cycle?: unknown; model?: unknown };
+  const { message, caller, person, door, cycle, model } = record as {
+    message?: unknown;
+    caller?: unknown;
+    person?: unknown;
+    door?: unknown;
+    cycle?: unknown;
+    model?: unknown;
+  };
   if (typeof message !== 'string' || typeof caller !== 'object' || caller === null || !('kind' in caller)) return undefined;
   const target = ModelTargetSchema.safeParse(model);
   return {
@@ -68,7 +78,14 @@ export function outcomeRecord(ending: TurnEnding, result: JsonValue | undefined)
 
 /** The audit record of a call that ran, as the kernel's `finished` would publish it. */
 function finishEvent(entry: ToolFinishEntry, at: number): ToolCallEvent {
-  return { type: entry.isError ? 'tool-fail' : 'tool-finish', at, agentId: entry.agentId, name: entry.agentName, tool: entry.tool, durationMs: entry.durationMs };
+  return {
+    type: entry.isError ? 'tool-fail' : 'tool-finish',
+    at,
+    agentId: entry.agentId,
+    name: entry.agentName,
+    tool: entry.tool,
+    durationMs: entry.durationMs,
+  };
 }
 
 /**
@@ -141,20 +158,33 @@ export class TurnJournalWriter implements LoopJournal {
 
   async #commit(step: TurnStepRecord | undefined, events: readonly ToolCallEvent[] = []): Promise<void> {
     // A call's start held back says nothing its result, committed with it, does not.
-    const held = step?.kind === 'tool-result' ? this.#held.filter((other) => other.kind !== 'tool-start' || other.data['toolCallId'] !== step.data['toolCallId']) : this.#held;
+    const held =
+      step?.kind === 'tool-result'
+        ? this.#held.filter((other) => other.kind !== 'tool-start' || other.data['toolCallId'] !== step.data['toolCallId'])
+        : this.#held;
     if (step === undefined && held.length === 0) return;
     // What the stream showed until now rides with the commit: a client reconnecting after a restart gets it again.
     const shown = this.#place.stream?.();
-    const steps = [...held, ...(step === undefined ? [] : [step]), ...(shown === undefined ? [] : [{ kind: 'stream' as const, at: this.#clock.now(), data: shown }])];
+    const steps = [
+      ...held,
+      ...(step === undefined ? [] : [step]),
+      ...(shown === undefined ? [] : [{ kind: 'stream' as const, at: this.#clock.now(), data: shown }]),
+    ];
     this.#held = [];
     const { pending } = this.#place;
-    await this.#inOrder(() => this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) }));
+    await this.#inOrder(() =>
+      this.#store.turns.step(this.#place.turnId, steps, { events: events.map(auditRecordOf), ...(pending === undefined ? {} : { open: pending() }) }),
+    );
     delete this.#place.pending;
     for (const event of events) this.#announce(event);
   }
 
   modelReply(step: { added: ModelMessage[]; text: string; call: ModelCallUsage; toolCalls: readonly ToolCallRequest[] }): Promise<void> {
-    this.#held.push({ kind: 'model', at: this.#clock.now(), data: { added: step.added, text: step.text, call: step.call, toolCalls: step.toolCalls } as unknown as JsonObject });
+    this.#held.push({
+      kind: 'model',
+      at: this.#clock.now(),
+      data: { added: step.added, text: step.text, call: step.call, toolCalls: step.toolCalls } as unknown as JsonObject,
+    });
     return Promise.resolve();
   }
 
@@ -169,7 +199,11 @@ export class TurnJournalWriter implements LoopJournal {
 
   toolResult(call: ToolCallRequest, result: { text: string; isError: boolean }, finished: ToolFinishEntry | undefined): Promise<void> {
     const at = this.#clock.now();
-    const step: TurnStepRecord = { kind: 'tool-result', at, data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError, durationMs: finished?.durationMs ?? 0 } };
+    const step: TurnStepRecord = {
+      kind: 'tool-result',
+      at,
+      data: { toolCallId: call.toolCallId, toolName: call.toolName, text: result.text, isError: result.isError, durationMs: finished?.durationMs ?? 0 },
+    };
     // A call refused by a gate did nothing: its result rides with the next commit.
     if (finished === undefined) {
       this.#held.push(step);
@@ -228,18 +262,37 @@ export function resumeOf(record: TurnJournalRecord): { added: ModelMessage[]; re
       const { toolCallId, approvalId } = step.data as { toolCallId: string; approvalId: string };
       approvals.set(toolCallId, { approvalId, at: step.at });
     } else if (step.kind === 'tool-result') {
-      const { toolCallId, toolName, text: output, isError, durationMs = 0 } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number };
+      const {
+        toolCallId,
+        toolName,
+        text: output,
+        isError,
+        durationMs = 0,
+      } = step.data as { toolCallId: string; toolName: string; text: string; isError: boolean; durationMs?: number };
       started.delete(toolCallId);
       const asked = approvals.get(toolCallId);
       approvals.delete(toolCallId);
       const startedAt = asked?.at ?? step.at - durationMs;
-      trace.push({ kind: 'tool', toolCallId, toolName, startedAt, durationMs: step.at - startedAt, isError, ...(asked === undefined ? {} : { approval: approvalOf(isError, output) }) });
+      trace.push({
+        kind: 'tool',
+        toolCallId,
+        toolName,
+        startedAt,
+        durationMs: step.at - startedAt,
+        isError,
+        ...(asked === undefined ? {} : { approval: approvalOf(isError, output) }),
+      });
       results.push({ type: 'tool-result', toolCallId, toolName, output: isError ? { type: 'error-text', value: output } : { type: 'text', value: output } });
     }
   }
   const resume: LoopResume = { calls, text, iterations };
   if (last !== undefined && last.toolCalls.length > 0) {
-    resume.round = { calls: last.toolCalls, results, started, ...(approvals.size === 0 ? {} : { approvals: new Map([...approvals].map(([toolCallId, { approvalId }]) => [toolCallId, approvalId])) }) };
+    resume.round = {
+      calls: last.toolCalls,
+      results,
+      started,
+      ...(approvals.size === 0 ? {} : { approvals: new Map([...approvals].map(([toolCallId, { approvalId }]) => [toolCallId, approvalId])) }),
+    };
   }
   return { added, resume, trace };
 }

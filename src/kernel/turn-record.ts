@@ -75,7 +75,15 @@ export class TurnTrace {
         const durationMs = now - startedAt;
         const asked = this.#asked.delete(event.toolCallId);
         const approval = asked ? approvalOf(event.isError, event.text) : undefined;
-        this.#steps.push({ kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, startedAt, durationMs, isError: event.isError, ...(approval === undefined ? {} : { approval }) });
+        this.#steps.push({
+          kind: 'tool',
+          toolCallId: event.toolCallId,
+          toolName: event.toolName,
+          startedAt,
+          durationMs,
+          isError: event.isError,
+          ...(approval === undefined ? {} : { approval }),
+        });
         emit({ ...event, durationMs });
         return;
       }
@@ -91,7 +99,14 @@ export class TurnTrace {
    */
   record(ending: TurnEnding, costs: ReadonlyMap<ModelCallUsage, number>, model: string | null): TurnRecord {
     const finishedAt = this.#clock.now();
-    const cut = [...this.#running].map(([toolCallId, { toolName, startedAt }]): PendingStep => ({ kind: 'tool', toolCallId, toolName, startedAt, durationMs: finishedAt - startedAt, isError: true }));
+    const cut = [...this.#running].map(([toolCallId, { toolName, startedAt }]): PendingStep => ({
+      kind: 'tool',
+      toolCallId,
+      toolName,
+      startedAt,
+      durationMs: finishedAt - startedAt,
+      isError: true,
+    }));
     const steps = [...this.#steps, ...cut].map((step): TraceStep =>
       step.kind === 'tool'
         ? step
@@ -117,7 +132,10 @@ export class TurnTrace {
       model: model ?? models.at(-1)?.model ?? null,
       inputTokens: models.reduce((total, step) => total + step.inputTokens, 0),
       outputTokens: models.reduce((total, step) => total + step.outputTokens, 0),
-      ...cachedOf(models.reduce((total, step) => total + (step.cacheReadTokens ?? 0), 0), models.reduce((total, step) => total + (step.cacheWriteTokens ?? 0), 0)),
+      ...cachedOf(
+        models.reduce((total, step) => total + (step.cacheReadTokens ?? 0), 0),
+        models.reduce((total, step) => total + (step.cacheWriteTokens ?? 0), 0),
+      ),
       costUsd: models.reduce((total, step) => total + step.costUsd, 0),
       steps,
     };

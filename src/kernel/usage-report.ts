@@ -10,7 +10,17 @@ export function summarizeUsage(records: readonly UsageRecord[], nameOf: (agentId
     const key = `${record.agentId}\u0000${record.model}`;
     let row = rows.get(key);
     if (row === undefined) {
-      row = { agent_id: record.agentId, agent: nameOf(record.agentId) ?? null, model: record.model, calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 };
+      row = {
+        agent_id: record.agentId,
+        agent: nameOf(record.agentId) ?? null,
+        model: record.model,
+        calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cost_usd: 0,
+      };
       rows.set(key, row);
     }
     row.calls += 1;

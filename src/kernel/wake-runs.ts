@@ -134,8 +134,26 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
     await parts.publish(event).catch((error: unknown) => logger.error({ err: error, agentId: agent.id }, 'could not record the end of a schedule run'));
   }
 
-  async function skip(agent: AgentEntry, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>, reason: string, count = 1, code?: string): Promise<ScheduleRunRecord> {
-    const record: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: null, finishedAt: clock.now(), outcome: 'skipped', reason, caughtUp: wake.caughtUp ?? false, count, checkHash: null };
+  async function skip(
+    agent: AgentEntry,
+    wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt' | 'caughtUp'>,
+    reason: string,
+    count = 1,
+    code?: string,
+  ): Promise<ScheduleRunRecord> {
+    const record: ScheduleRunRecord = {
+      id: ids.uuid(),
+      agentId: agent.id,
+      trigger: wake.trigger,
+      dueAt: wake.dueAt,
+      startedAt: null,
+      finishedAt: clock.now(),
+      outcome: 'skipped',
+      reason,
+      caughtUp: wake.caughtUp ?? false,
+      count,
+      checkHash: null,
+    };
     await store.scheduleRuns.create(record);
     await announce(agent, record, code);
     return record;
@@ -153,7 +171,19 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       const spent = scheduled ? await dailyBudgetRefusal(agent, store.usage, dayOf(clock.now(), parts.timezone ?? 'UTC')) : undefined;
       // Skipped runs are logged once, by their end's line (the reason and the code in it).
       if (spent !== undefined) return await skip(agent, wake, spent, 1, DAILY_BUDGET_SPENT);
-      const started: ScheduleRunRecord = { id: ids.uuid(), agentId: agent.id, trigger: wake.trigger, dueAt: wake.dueAt, startedAt: clock.now(), finishedAt: null, outcome: 'running', reason: null, caughtUp: wake.caughtUp ?? false, count: 1, checkHash: null };
+      const started: ScheduleRunRecord = {
+        id: ids.uuid(),
+        agentId: agent.id,
+        trigger: wake.trigger,
+        dueAt: wake.dueAt,
+        startedAt: clock.now(),
+        finishedAt: null,
+        outcome: 'running',
+        reason: null,
+        caughtUp: wake.caughtUp ?? false,
+        count: 1,
+        checkHash: null,
+      };
       // Recorded before the agent is woken: a run the daemon's stop cuts off is found at its next start.
       await store.scheduleRuns.create(started);
       const { check, model } = agent.manifest.schedule;
@@ -162,12 +192,16 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
         if (check !== undefined && scheduled) {
           const checked = await runScheduleCheck(check, (tool, input) => parts.runTool(agent.id, tool, input));
           if (!checked.ok) {
-            logger.warn({ agentId: agent.id, cause: wake.cause, tool: check.tool }, `scheduled run of agent "${agent.name}" (${wake.cause}) failed: ${checked.reason}`);
+            logger.warn(
+              { agentId: agent.id, cause: wake.cause, tool: check.tool },
+              `scheduled run of agent "${agent.name}" (${wake.cause}) failed: ${checked.reason}`,
+            );
             return await finish(agent, { ...started, outcome: 'failed', reason: checked.reason, finishedAt: clock.now() });
           }
           checkHash = checked.hash;
           // Nothing new since the last run that looked: the model is not called.
-          if ((await store.scheduleRuns.lastCheckHash(agent.id)) === checkHash) return await finish(agent, { ...started, outcome: 'unchanged', checkHash, finishedAt: clock.now() });
+          if ((await store.scheduleRuns.lastCheckHash(agent.id)) === checkHash)
+            return await finish(agent, { ...started, outcome: 'unchanged', checkHash, finishedAt: clock.now() });
         }
         logger.info({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" for a scheduled run (${wake.cause})`);
         await parts.send(agent.id, wake.message, model === undefined ? undefined : toTarget(model));
@@ -179,7 +213,8 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
           return await finish(agent, { ...started, outcome: 'skipped', reason: messageOf(error), finishedAt: clock.now() }, error.code);
         }
         // The agent stopped during the turn (suspended, killed, or the daemon stopping).
-        if (error instanceof AgentStateError) return await finish(agent, { ...started, outcome: 'interrupted', reason: messageOf(error), finishedAt: clock.now() });
+        if (error instanceof AgentStateError)
+          return await finish(agent, { ...started, outcome: 'interrupted', reason: messageOf(error), finishedAt: clock.now() });
         logger.error({ err: error, agentId: agent.id, cause: wake.cause }, `scheduled run of agent "${agent.name}" (${wake.cause}) failed`);
         return await finish(agent, { ...started, outcome: 'failed', reason: messageOf(error), finishedAt: clock.now() });
       }
@@ -192,7 +227,11 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
     run: async (reference, wake) => run(resolve(reference), wake),
     skip: async (reference, wake, reason) => skip(resolve(reference), wake, reason, wake.count),
     interruptEarlier: async (reference, wake) =>
-      store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: its node stopped while the run was going; the wake-up was run again by another node', { agentId: resolve(reference).id, trigger: wake.trigger, dueAt: wake.dueAt }),
+      store.scheduleRuns.interruptRunning(clock.now(), 'interrupted: its node stopped while the run was going; the wake-up was run again by another node', {
+        agentId: resolve(reference).id,
+        trigger: wake.trigger,
+        dueAt: wake.dueAt,
+      }),
     async turnGoesOn(reference) {
       const agentId = resolve(reference).id;
       return (await store.turns.running()).some((turn) => turn.agentId === agentId && readRequest(turn.request)?.cycle === true);
@@ -207,9 +246,14 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
       const agent = resolve(reference);
       const { mode, cron } = agent.manifest.schedule;
       if (mode !== 'continuous' && (mode !== 'periodic' || cron === undefined)) {
-        throw new LoomError('AGENT_NOT_SCHEDULED', 'user', `cannot wake agent "${agent.name}" now: its [schedule] mode is "${mode}", and only a continuous or periodic agent has a wake-up to force; send it a message instead`, {
-          details: { agent: agent.name, mode },
-        });
+        throw new LoomError(
+          'AGENT_NOT_SCHEDULED',
+          'user',
+          `cannot wake agent "${agent.name}" now: its [schedule] mode is "${mode}", and only a continuous or periodic agent has a wake-up to force; send it a message instead`,
+          {
+            details: { agent: agent.name, mode },
+          },
+        );
       }
       const message = mode === 'continuous' ? CONTINUOUS_WAKE_MESSAGE : periodicWakeMessage(cron ?? '', parts.timezone ?? 'UTC');
       return run(agent, { trigger: 'manual', cause: `forced by ${options.by}`, message, dueAt: clock.now() });

@@ -38,10 +38,21 @@ export class WorkflowRunner {
           const before = await store.workflows.get(entry.id);
           const updated = change(before);
           await store.workflows.put(updated);
-          if (before?.state !== updated.state) await this.#flow.publish({ type: 'workflow-state-change', at: clock.now(), agentId: entry.id, name: entry.name, state: updated.state, note: updated.note });
+          if (before?.state !== updated.state)
+            await this.#flow.publish({
+              type: 'workflow-state-change',
+              at: clock.now(),
+              agentId: entry.id,
+              name: entry.name,
+              state: updated.state,
+              note: updated.note,
+            });
           return updated;
         });
-        this.#changes.set(entry.id, next.catch(() => undefined));
+        this.#changes.set(
+          entry.id,
+          next.catch(() => undefined),
+        );
         return next;
       },
       execute: () => this.start(entry),
@@ -61,18 +72,36 @@ export class WorkflowRunner {
     const runLogger = this.#flow.flowLogger.child({ agentId: entry.id, workflow: true });
     const port = this.port(entry);
     const record = (used: ModelCallUsage): void => {
-      commits.record(runtime, entry, [used], runLogger).catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
+      commits
+        .record(runtime, entry, [used], runLogger)
+        .catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
     };
     const done = (async () => {
       try {
-        const { context } = this.#modules.createModuleContext(runtime, entry, { message: '', history: [], caller: OWNER, signal: controller.signal, emit: noEvents, logger: runLogger, onCall: record, resolver: this.#flow.models.resolver(runtime, entry) });
+        const { context } = this.#modules.createModuleContext(runtime, entry, {
+          message: '',
+          history: [],
+          caller: OWNER,
+          signal: controller.signal,
+          emit: noEvents,
+          logger: runLogger,
+          onCall: record,
+          resolver: this.#flow.models.resolver(runtime, entry),
+        });
         await executeWorkflow(context, port);
         // Said so that a test can tell that nothing more runs (a pause took effect) without a sleep.
         runLogger.debug({}, `the workflow of agent "${entry.name}" stopped running in the background`);
       } catch (error) {
         if (controller.signal.aborted) return;
         runLogger.error({ err: error }, `the workflow of agent "${entry.name}" stopped on an error`);
-        await port.update((current) => ({ ...(current as WorkflowRecord), state: 'stalled', note: `Stalled on an error: ${error instanceof Error ? error.message : String(error)}. Tell me how to go on, or "cancel".`, updatedAt: clock.now() })).catch(() => undefined);
+        await port
+          .update((current) => ({
+            ...(current as WorkflowRecord),
+            state: 'stalled',
+            note: `Stalled on an error: ${error instanceof Error ? error.message : String(error)}. Tell me how to go on, or "cancel".`,
+            updatedAt: clock.now(),
+          }))
+          .catch(() => undefined);
       } finally {
         this.#runs.delete(entry.id);
       }
@@ -87,7 +116,10 @@ export class WorkflowRunner {
     const current = await this.#flow.store.workflows.get(agent.id);
     if (current?.state !== 'executing') return;
     // A task under way when the process stopped runs again.
-    await this.port(agent).update((record) => ({ ...(record as WorkflowRecord), tasks: (record as WorkflowRecord).tasks.map((task) => (task.status === 'in_progress' ? { ...task, status: 'pending' } : task)) }));
+    await this.port(agent).update((record) => ({
+      ...(record as WorkflowRecord),
+      tasks: (record as WorkflowRecord).tasks.map((task) => (task.status === 'in_progress' ? { ...task, status: 'pending' } : task)),
+    }));
     this.start(agent);
   }
 

@@ -152,7 +152,9 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
   }
   if (streams.length === 0) return createSilentLogger();
   // The root lets through what any stream wants (LOG_LEVELS is most verbose first); each stream keeps its own level.
-  const rootLevel = streams.map((entry) => entry.level as Method).reduce((lowest, candidate) => (LOG_LEVELS.indexOf(candidate) < LOG_LEVELS.indexOf(lowest) ? candidate : lowest));
+  const rootLevel = streams
+    .map((entry) => entry.level as Method)
+    .reduce((lowest, candidate) => (LOG_LEVELS.indexOf(candidate) < LOG_LEVELS.indexOf(lowest) ? candidate : lowest));
   return new BoundLogger(pino({ ...settings, level: rootLevel }, pino.multistream(streams)), {});
 }
 

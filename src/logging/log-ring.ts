@@ -80,7 +80,13 @@ export class LogRing implements LogReader {
     const source = [record['subsystem'], record['component']].find((value): value is string => typeof value === 'string');
     const agentId = typeof record['agentId'] === 'string' ? record['agentId'] : undefined;
     const message = typeof record['msg'] === 'string' ? record['msg'] : '';
-    this.push({ at: Number.isNaN(time) ? Date.now() : time, level, category: source === undefined ? 'loom' : `loom.${source}`, message: withFields(message, record), agentId });
+    this.push({
+      at: Number.isNaN(time) ? Date.now() : time,
+      level,
+      category: source === undefined ? 'loom' : `loom.${source}`,
+      message: withFields(message, record),
+      agentId,
+    });
   }
 
   entries(): LogEntry[] {

@@ -57,11 +57,14 @@ export async function persistLogRing(ring: LogRing, options: PersistLogRingOptio
   const { file, clock } = options;
   const delayMs = options.delayMs ?? LOG_RING_FLUSH_DELAY_MS;
   const text = await readFile(file, 'utf8').catch(() => '');
-  const stored = text.length > MAX_RING_FILE_BYTES ? [] : text.split('\n').flatMap((line): LogEntry[] => {
-    const parsed = safeParseJson(line);
-    const entry = parsed.ok ? StoredEntrySchema.safeParse(parsed.value) : undefined;
-    return entry?.success === true ? [entry.data] : [];
-  });
+  const stored =
+    text.length > MAX_RING_FILE_BYTES
+      ? []
+      : text.split('\n').flatMap((line): LogEntry[] => {
+          const parsed = safeParseJson(line);
+          const entry = parsed.ok ? StoredEntrySchema.safeParse(parsed.value) : undefined;
+          return entry?.success === true ? [entry.data] : [];
+        });
   const restored = stored.slice(-ring.capacity);
   for (const entry of restored) ring.push(entry);
 

@@ -63,10 +63,11 @@ function tomlPositions(text: string): Map<string, { line: number; column: number
   };
   const visitValue = (path: Path, value: AST.TOMLContentNode): void => {
     if (value.type === 'TOMLInlineTable') for (const entry of value.body) visitEntry(path, entry);
-    else if (value.type === 'TOMLArray') value.elements.forEach((element, index) => {
-      mark([...path, index], element);
-      visitValue([...path, index], element);
-    });
+    else if (value.type === 'TOMLArray')
+      value.elements.forEach((element, index) => {
+        mark([...path, index], element);
+        visitValue([...path, index], element);
+      });
   };
   const visitEntry = (base: Path, entry: AST.TOMLKeyValue): void => {
     const keys = entry.key.keys.map(keyOf);
@@ -111,7 +112,12 @@ function locate(path: Path, find: (path: Path) => { line: number; column: number
  * // { message: '[model].model: required with provider, e.g. model = "gpt-4o"; or …', field: '[model].model', line: 2, column: 1 }
  */
 export function checkManifestText(text: string, format: ManifestFormat): ManifestCheck {
-  const whole = (message: string, line?: number, column?: number): ManifestCheck => ({ valid: false, format, errors: [{ message, field: '', line, column }], warnings: [] });
+  const whole = (message: string, line?: number, column?: number): ManifestCheck => ({
+    valid: false,
+    format,
+    errors: [{ message, field: '', line, column }],
+    warnings: [],
+  });
   const problem = manifestTextProblem(text);
   if (problem !== undefined) return whole(problem);
   let document: unknown;

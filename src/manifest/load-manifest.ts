@@ -141,7 +141,8 @@ export function parseManifest(text: string, options: ParseManifestOptions): Load
   const warnings: string[] = [];
   if (format === 'toml') {
     const read = readManifestToml(text, source);
-    if ('syntax' in read) fail(source, `TOML syntax error at line ${read.syntax.line}, column ${read.syntax.column}: ${read.syntax.headline}`, read.syntax.excerpt);
+    if ('syntax' in read)
+      fail(source, `TOML syntax error at line ${read.syntax.line}, column ${read.syntax.column}: ${read.syntax.headline}`, read.syntax.excerpt);
     document = read.table;
     warnings.push(...read.warnings);
   } else {

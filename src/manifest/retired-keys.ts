@@ -49,8 +49,14 @@ export function withoutRetiredKeys(stored: Record<string, unknown>): RetiredKeys
     const triggers = schedule['triggers'] as unknown[];
     const fired = triggers.filter((trigger, index) => {
       const event = isTable(trigger) ? trigger['event'] : undefined;
-      const runs = typeof event === 'string' && (TRIGGER_EVENTS as readonly string[]).includes(event) && !((FILE_TRIGGER_EVENTS as readonly string[]).includes(event) && isTable(trigger) && trigger['pattern'] === undefined);
-      if (!runs) dropped.push(`schedule.triggers[${index}]: a trigger that never fired (event ${JSON.stringify(event)}${typeof event === 'string' && event.startsWith('file_') ? ' with no pattern' : ''})`);
+      const runs =
+        typeof event === 'string' &&
+        (TRIGGER_EVENTS as readonly string[]).includes(event) &&
+        !((FILE_TRIGGER_EVENTS as readonly string[]).includes(event) && isTable(trigger) && trigger['pattern'] === undefined);
+      if (!runs)
+        dropped.push(
+          `schedule.triggers[${index}]: a trigger that never fired (event ${JSON.stringify(event)}${typeof event === 'string' && event.startsWith('file_') ? ' with no pattern' : ''})`,
+        );
       return runs;
     });
     if (fired.length !== triggers.length) {

@@ -186,7 +186,9 @@ export class JsonRpcMessageReader<M> {
           const blank = headerEnd(bytes);
           if (blank === undefined) {
             if (bytes.length > MAX_HEADER_BYTES) {
-              parts.push(this.#refusal(-32700, new Error(`MCP message headers are over ${MAX_HEADER_BYTES.toLocaleString('en-US')} bytes; refused`), 'content-length'));
+              parts.push(
+                this.#refusal(-32700, new Error(`MCP message headers are over ${MAX_HEADER_BYTES.toLocaleString('en-US')} bytes; refused`), 'content-length'),
+              );
               this.#state = { kind: 'skip-line' };
               offset += bytes.length - before;
             } else {
@@ -272,7 +274,14 @@ export class JsonRpcMessageReader<M> {
       const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
       const id = typeof record['id'] === 'string' || typeof record['id'] === 'number' ? record['id'] : null;
       const kind: JsonRpcMessageKind = 'method' in record ? 'request' : 'result' in record || 'error' in record ? 'response' : 'unknown';
-      return { type: 'refused', code: -32600, error: new Error(`MCP message is not a JSON-RPC message: ${(error as Error).message.slice(0, 500)}`), id, kind, framing };
+      return {
+        type: 'refused',
+        code: -32600,
+        error: new Error(`MCP message is not a JSON-RPC message: ${(error as Error).message.slice(0, 500)}`),
+        id,
+        kind,
+        framing,
+      };
     }
   }
 
@@ -285,7 +294,11 @@ export class JsonRpcMessageReader<M> {
  * The JSON-RPC error answering a refused message: `{ jsonrpc, id, error: { code, message, data } }`,
  * `data` holding the size and the limit of an oversized one.
  */
-export function refusalResponse(part: Extract<JsonRpcReadPart<unknown>, { type: 'refused' }>): { jsonrpc: '2.0'; id: JsonRpcId; error: { code: number; message: string; data?: Record<string, unknown> } } {
+export function refusalResponse(part: Extract<JsonRpcReadPart<unknown>, { type: 'refused' }>): {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  error: { code: number; message: string; data?: Record<string, unknown> };
+} {
   const data = part.error instanceof McpMessageTooLargeError ? { data: { ...part.error.details } } : {};
   return { jsonrpc: '2.0', id: part.id, error: { code: part.code, message: part.error.message, ...data } };
 }

@@ -45,7 +45,10 @@ function markToolError(span: Span, result: { isError?: unknown }): void {
  * @example
  * const result = await withMcpClientSpan({ tool: 'search', server: 'docs', transport: 'tcp' }, (_meta) => client.callTool({ name: 'search', arguments: input, _meta }));
  */
-export function withMcpClientSpan<T extends { isError?: unknown }>(call: McpToolCallSpan, run: (meta: Record<string, string> | undefined) => Promise<T>): Promise<T> {
+export function withMcpClientSpan<T extends { isError?: unknown }>(
+  call: McpToolCallSpan,
+  run: (meta: Record<string, string> | undefined) => Promise<T>,
+): Promise<T> {
   return withSpan(`tools/call ${call.tool}`, SpanKind.CLIENT, attributesOf(call), () => run(metaOf(traceContextFields())), markToolError);
 }
 

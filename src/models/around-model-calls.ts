@@ -15,7 +15,10 @@ export interface ModelCallScope {
  * end, cancelled, or its signal aborts). `begin` may wait (for a slot) and may change the options
  * (a signal with a time limit); what it throws fails the call before it is sent.
  */
-export function aroundModelCalls(resolver: ModelResolver, begin: (target: ModelTarget, options: LanguageModelV4CallOptions) => ModelCallScope | Promise<ModelCallScope>): ModelResolver {
+export function aroundModelCalls(
+  resolver: ModelResolver,
+  begin: (target: ModelTarget, options: LanguageModelV4CallOptions) => ModelCallScope | Promise<ModelCallScope>,
+): ModelResolver {
   return { resolve: (target) => wrapped(resolver.resolve(target), (options) => begin(target, options)) };
 }
 

@@ -44,7 +44,10 @@ function startLimit(target: ModelTarget, options: LanguageModelV4CallOptions, li
   const timeout = new AbortController();
   const timer = new AbortController();
   limit.clock.sleep(limit.timeoutMs, { signal: timer.signal }).then(
-    () => timeout.abort(new ModelCallTimeoutError(`the call to model "${modelName(target)}" took longer than ${limit.timeoutMs / 1000} s (${limit.setting}) and was cancelled`)),
+    () =>
+      timeout.abort(
+        new ModelCallTimeoutError(`the call to model "${modelName(target)}" took longer than ${limit.timeoutMs / 1000} s (${limit.setting}) and was cancelled`),
+      ),
     () => undefined,
   );
   const signal = options.abortSignal === undefined ? timeout.signal : AbortSignal.any([options.abortSignal, timeout.signal]);

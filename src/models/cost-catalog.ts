@@ -52,7 +52,11 @@ export const ModelPriceOverridesSchema = z.record(
 /** Price overrides, keyed `provider/model`. */
 export type ModelPriceOverrides = z.infer<typeof ModelPriceOverridesSchema>;
 
-const price = (input: number, output: number, cacheRead?: number): ModelPrice => ({ input_per_million: input, output_per_million: output, ...(cacheRead === undefined ? {} : { cache_read_per_million: cacheRead }) });
+const price = (input: number, output: number, cacheRead?: number): ModelPrice => ({
+  input_per_million: input,
+  output_per_million: output,
+  ...(cacheRead === undefined ? {} : { cache_read_per_million: cacheRead }),
+});
 
 /** Anthropic bills a cache read at a tenth of the input price, and a (five-minute) cache write at 1.25 times it. */
 export const ANTHROPIC_CACHE_READ_FACTOR = 0.1;
@@ -135,9 +139,7 @@ function withoutVersionSuffix(model: string): string {
 export function createCostCatalog(overrides: ModelPriceOverrides = {}): CostCatalog {
   const prices = new Map<string, ModelPrice>([...Object.entries(DEFAULT_MODEL_PRICES), ...Object.entries(overrides)]);
   const priceOf = (provider: ModelProvider, model: string): ModelPrice | undefined =>
-    prices.get(`${provider}/${model}`) ??
-    prices.get(`${provider}/${withoutVersionSuffix(model)}`) ??
-    (provider === 'ollama' ? FREE : undefined);
+    prices.get(`${provider}/${model}`) ?? prices.get(`${provider}/${withoutVersionSuffix(model)}`) ?? (provider === 'ollama' ? FREE : undefined);
 
   return {
     priceOf,

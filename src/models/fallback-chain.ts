@@ -102,7 +102,13 @@ export async function callWithFallback<T>(
         const classified = classifyModelError(error, clock.now());
         const delayMs = classified.retryAfterMs ?? Math.min(maxDelayMs, baseDelayMs * 2 ** (attemptNumber - 1));
         const willRetry = classified.retryable && attemptNumber <= retries && delayMs <= maxDelayMs;
-        const fields = { model: name, attempt: attemptNumber, status: classified.status, retryable: classified.retryable, retryInMs: willRetry ? delayMs : null };
+        const fields = {
+          model: name,
+          attempt: attemptNumber,
+          status: classified.status,
+          retryable: classified.retryable,
+          retryInMs: willRetry ? delayMs : null,
+        };
         if (willRetry) {
           // A retry is routine: the one line a failed model call gets is written when it is given up.
           logger.debug(fields, `model call to "${name}" failed (attempt ${attemptNumber}): ${classified.message}; retrying in ${delayMs} ms`);
@@ -110,7 +116,10 @@ export async function callWithFallback<T>(
           continue;
         }
         const tries = attemptNumber === 1 ? '' : ` (${attemptNumber} attempts)`;
-        logger.warn(fields, `model call to "${name}" failed${tries}: ${classified.message}${next === undefined ? '' : `; falling back to "${modelName(next)}"`}`);
+        logger.warn(
+          fields,
+          `model call to "${name}" failed${tries}: ${classified.message}${next === undefined ? '' : `; falling back to "${modelName(next)}"`}`,
+        );
         failures.push({ model: name, attempts: attemptNumber, status: classified.status, retryable: classified.retryable, message: classified.message });
         break;
       }

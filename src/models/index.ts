@@ -22,8 +22,5 @@ export { estimateCallInputTokens, estimateOutputTokens, estimatePromptTokens } f
 export { checkAgentModels, checkDefaultModel, checkPrimaryModel, modelWarnings } from './model-readiness.ts';
 export type { ModelProblem, ModelReadinessOptions } from './model-readiness.ts';
 export type { ModelFetch, ModelResolver, ModelResolverOptions, ModelTarget } from './resolve-model.ts';
-export {
-  pickTier,
-  scoreComplexity,
-} from './routing.ts';
+export { pickTier, scoreComplexity } from './routing.ts';
 export type { ModelTier } from './routing.ts';

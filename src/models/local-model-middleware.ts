@@ -1,4 +1,10 @@
-import type { LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4FinishReason, LanguageModelV4Middleware, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type {
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4Middleware,
+  LanguageModelV4StreamPart,
+} from '@ai-sdk/provider';
 import { EmptyModelReplyError } from './errors/empty-model-reply-error.ts';
 import { firstMarker, parseTextToolCalls, TOOL_CALL_MARKERS, type TextToolCall } from './text-tool-calls.ts';
 
@@ -125,7 +131,10 @@ export function localModelMiddleware(model: string): LanguageModelV4Middleware {
                   return;
                 }
                 if (!sawCall && said.trim() === '' && mayNotBeEmpty(part.finishReason)) {
-                  controller.enqueue({ type: 'error', error: new EmptyModelReplyError(model, part.finishReason.raw ?? part.finishReason.unified, part.usage.outputTokens.total) });
+                  controller.enqueue({
+                    type: 'error',
+                    error: new EmptyModelReplyError(model, part.finishReason.raw ?? part.finishReason.unified, part.usage.outputTokens.total),
+                  });
                 }
                 controller.enqueue(part);
                 return;

@@ -112,7 +112,10 @@ export function checkDefaultModel(options: ModelReadinessOptions): ModelProblem[
  * run as far as can be told without the network. `env` undefined: only the no-model case is seen.
  * @example checkPrimaryModel(manifest, { defaultModel: config.default_model, env: process.env })
  */
-export function checkPrimaryModel(manifest: ModelsOfManifest, options: { defaultModel?: ModelTarget | undefined; env?: Readonly<Record<string, string | undefined>> | undefined }): ModelProblem | undefined {
+export function checkPrimaryModel(
+  manifest: ModelsOfManifest,
+  options: { defaultModel?: ModelTarget | undefined; env?: Readonly<Record<string, string | undefined>> | undefined },
+): ModelProblem | undefined {
   const { env } = options;
   const problems = checkModelKeys({ ...manifest, fallback_models: [] }, { defaultModel: options.defaultModel, env: env ?? {} });
   return problems.find((problem) => problem.kind === 'no-model' || env !== undefined);

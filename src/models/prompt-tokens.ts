@@ -16,7 +16,8 @@ export function estimatePromptTokens(prompt: LanguageModelV4Prompt): number {
     for (const part of message.content) {
       if (part.type === 'text' || part.type === 'reasoning') characters += part.text.length;
       else if (part.type === 'tool-call') characters += sized(part.input);
-      else if (part.type === 'tool-result') characters += sized(part.output.type === 'text' || part.output.type === 'error-text' ? part.output.value : part.output);
+      else if (part.type === 'tool-result')
+        characters += sized(part.output.type === 'text' || part.output.type === 'error-text' ? part.output.value : part.output);
     }
   }
   return Math.ceil(characters / CHARS_PER_TOKEN);

@@ -156,7 +156,10 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
       const middleware = [localModelMiddleware(modelName(target))];
       if (!sendsJsonSchema(target.provider, target.structured_outputs)) return wrapLanguageModel({ model: plain, middleware });
       const structured = createOpenAICompatible({ ...settings, supportsStructuredOutputs: true }).chatModel(target.model);
-      return wrapLanguageModel({ model: structured, middleware: [...middleware, jsonSchemaFallback(plain, refusedJsonSchema, `${modelName(target)} at ${baseURL}`)] });
+      return wrapLanguageModel({
+        model: structured,
+        middleware: [...middleware, jsonSchemaFallback(plain, refusedJsonSchema, `${modelName(target)} at ${baseURL}`)],
+      });
     });
   };
 
@@ -167,14 +170,22 @@ export function createModelResolver(options: ModelResolverOptions): ModelResolve
           const key = apiKey(target);
           return lazyModel('anthropic.messages', target.model, async () => {
             const { createAnthropic } = await import('@ai-sdk/anthropic');
-            return createAnthropic({ ...(key === undefined ? {} : { apiKey: key }), ...(target.base_url === undefined ? {} : { baseURL: target.base_url }), ...fetchOption }).messages(target.model);
+            return createAnthropic({
+              ...(key === undefined ? {} : { apiKey: key }),
+              ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
+              ...fetchOption,
+            }).messages(target.model);
           });
         }
         case 'openai': {
           const key = apiKey(target);
           return lazyModel('openai.chat', target.model, async () => {
             const { createOpenAI } = await import('@ai-sdk/openai');
-            return createOpenAI({ ...(key === undefined ? {} : { apiKey: key }), ...(target.base_url === undefined ? {} : { baseURL: target.base_url }), ...fetchOption }).chat(target.model);
+            return createOpenAI({
+              ...(key === undefined ? {} : { apiKey: key }),
+              ...(target.base_url === undefined ? {} : { baseURL: target.base_url }),
+              ...fetchOption,
+            }).chat(target.model);
           });
         }
         case 'groq':

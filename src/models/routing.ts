@@ -39,7 +39,8 @@ const CODE_LIKE = /(\b(function|const|let|var|def|class|import|return|SELECT|FRO
 const LIST_ITEM = /^\s*(?:\d+[.)]|[-*•])\s+\S/gm;
 const QUESTION = /\?(?=\s|$)/g;
 // Words that ask for reasoning rather than recall, each counted once.
-const REASONING_WORDS = /\b(analy[sz]\w*|compar\w*|design\w*|architect\w*|prove|proof|deriv\w*|optimi[sz]\w*|refactor\w*|debug\w*|trade-?offs?|step by step|evaluat\w*|algorithm\w*|implement\w*|diagnos\w*|why)\b/gi;
+const REASONING_WORDS =
+  /\b(analy[sz]\w*|compar\w*|design\w*|architect\w*|prove|proof|deriv\w*|optimi[sz]\w*|refactor\w*|debug\w*|trade-?offs?|step by step|evaluat\w*|algorithm\w*|implement\w*|diagnos\w*|why)\b/gi;
 
 /** What the message itself asks for, in [0, 1]: length, code, parts, reasoning words. */
 function messageComplexity(text: string): number {

@@ -147,7 +147,12 @@ interface ScriptQueue {
 export async function startScriptedModelServer(options: ScriptedModelServerOptions = {}): Promise<ScriptedModelServer> {
   const main: ScriptQueue = { steps: [...(options.steps ?? [])], looped: [...(options.steps ?? [])], loop: options.loop === true, paceMs: options.paceMs ?? 0 };
   const { steps } = main;
-  const named = new Map(Object.entries(options.scripts ?? {}).map(([name, script]): [string, ScriptQueue] => [name, { steps: [...script.steps], looped: [...script.steps], loop: script.loop, paceMs: script.paceMs ?? options.paceMs ?? 0 }]));
+  const named = new Map(
+    Object.entries(options.scripts ?? {}).map(([name, script]): [string, ScriptQueue] => [
+      name,
+      { steps: [...script.steps], looped: [...script.steps], loop: script.loop, paceMs: script.paceMs ?? options.paceMs ?? 0 },
+    ]),
+  );
   const requests: RecordedRequest[] = [];
 
   const server = createServer((request, response) => {
@@ -170,7 +175,9 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     if (options.recordRequests !== false) requests.push({ api, path, headers: request.headers, body });
     const format = (body['response_format'] as { type?: unknown } | undefined)?.type;
     if (api === 'openai' && typeof format === 'string' && options.refuseResponseFormats?.includes(format) === true) {
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(openAIError(`response_format type "${format}" is not supported by this server`)));
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify(openAIError(`response_format type "${format}" is not supported by this server`)));
       return;
     }
     const model = typeof body['model'] === 'string' ? body['model'] : 'scripted';
@@ -190,10 +197,23 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
     const hold = step.stall === undefined ? undefined : { after: textEvents, until: step.stall };
     if (api === 'openai') {
       const streamOptions = body['stream_options'] as { include_usage?: boolean } | undefined;
-      if (stream) await writeSse(response, openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })), true, hold, queue.paceMs);
+      if (stream)
+        await writeSse(
+          response,
+          openAIStream(step, model, streamOptions?.include_usage === true).map((data) => ({ data })),
+          true,
+          hold,
+          queue.paceMs,
+        );
       else writeJson(response, openAIReply(step, model));
     } else if (stream) {
-      await writeSse(response, anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })), false, hold, queue.paceMs);
+      await writeSse(
+        response,
+        anthropicStream(step, model).map((data) => ({ event: data['type'] as string, data })),
+        false,
+        hold,
+        queue.paceMs,
+      );
     } else {
       writeJson(response, anthropicReply(step, model));
     }
@@ -226,7 +246,13 @@ function writeJson(response: ServerResponse, body: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
-async function writeSse(response: ServerResponse, events: { event?: string; data: unknown }[], done: boolean, hold: { after: number; until: Promise<unknown> } | undefined, paceMs: number): Promise<void> {
+async function writeSse(
+  response: ServerResponse,
+  events: { event?: string; data: unknown }[],
+  done: boolean,
+  hold: { after: number; until: Promise<unknown> } | undefined,
+  paceMs: number,
+): Promise<void> {
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   for (const [index, { event, data }] of events.entries()) {
     if (paceMs > 0 && index > 0) {
@@ -261,7 +287,11 @@ function usageOf(step: ScriptedReply): ScriptedUsage {
 function anthropicInput(usage: ScriptedUsage): Record<string, number> {
   const read = usage.cacheReadTokens ?? 0;
   const write = usage.cacheWriteTokens ?? 0;
-  return { input_tokens: Math.max(0, usage.inputTokens - read - write), ...(read > 0 ? { cache_read_input_tokens: read } : {}), ...(write > 0 ? { cache_creation_input_tokens: write } : {}) };
+  return {
+    input_tokens: Math.max(0, usage.inputTokens - read - write),
+    ...(read > 0 ? { cache_read_input_tokens: read } : {}),
+    ...(write > 0 ? { cache_creation_input_tokens: write } : {}),
+  };
 }
 
 function finishOf(step: ScriptedReply): ScriptedFinishReason {
@@ -274,7 +304,12 @@ const ANTHROPIC_STOP: Record<ScriptedFinishReason, string> = { stop: 'end_turn',
 function openAIUsage(step: ScriptedReply): Record<string, unknown> {
   const usage = usageOf(step);
   const cached = usage.cacheReadTokens ?? 0;
-  return { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens, ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}) };
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+  };
 }
 
 function withIds(calls: ScriptedToolCall[] | undefined, prefix: string): Required<ScriptedToolCall>[] {
@@ -296,7 +331,9 @@ function openAIReply(step: ScriptedReply, model: string): unknown {
           content: step.text ?? null,
           ...(toolCalls.length === 0
             ? {}
-            : { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } })) }),
+            : {
+                tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } })),
+              }),
         },
         finish_reason: OPENAI_FINISH[finishOf(step)],
       },
@@ -355,7 +392,16 @@ function anthropicStream(step: ScriptedReply, model: string): Record<string, unk
   const events: Record<string, unknown>[] = [
     {
       type: 'message_start',
-      message: { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...anthropicInput(usage), output_tokens: 1 } },
+      message: {
+        id: nextId('msg'),
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...anthropicInput(usage), output_tokens: 1 },
+      },
     },
   ];
   let index = 0;
@@ -374,7 +420,11 @@ function anthropicStream(step: ScriptedReply, model: string): Record<string, unk
     events.push({ type: 'content_block_stop', index });
     index++;
   }
-  events.push({ type: 'message_delta', delta: { stop_reason: ANTHROPIC_STOP[finishOf(step)], stop_sequence: null }, usage: { output_tokens: usage.outputTokens } });
+  events.push({
+    type: 'message_delta',
+    delta: { stop_reason: ANTHROPIC_STOP[finishOf(step)], stop_sequence: null },
+    usage: { output_tokens: usage.outputTokens },
+  });
   events.push({ type: 'message_stop' });
   return events;
 }
@@ -385,7 +435,14 @@ const StepSchema = z.union([
   z.strictObject({
     text: z.string().optional(),
     toolCalls: z.array(ToolCallSchema).optional(),
-    usage: z.strictObject({ inputTokens: z.int().min(0), outputTokens: z.int().min(0), cacheReadTokens: z.int().min(0).optional(), cacheWriteTokens: z.int().min(0).optional() }).optional(),
+    usage: z
+      .strictObject({
+        inputTokens: z.int().min(0),
+        outputTokens: z.int().min(0),
+        cacheReadTokens: z.int().min(0).optional(),
+        cacheWriteTokens: z.int().min(0).optional(),
+      })
+      .optional(),
     finishReason: z.enum(['stop', 'length', 'tool-calls', 'content-filter']).optional(),
   }),
 ]);
@@ -414,7 +471,8 @@ export async function loadModelScript(path: string): Promise<ModelScript> {
   const json = safeParseJson(text);
   if (!json.ok) throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `model script "${path}": JSON syntax error: ${json.message}`);
   const parsed = ModelScriptSchema.safeParse(json.value, { reportInput: true });
-  if (!parsed.success) throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `model script "${path}": ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
+  if (!parsed.success)
+    throw new LoomError('MODEL_SCRIPT_INVALID', 'user', `model script "${path}": ${formatIssues(parsed.error, { style: 'json' }).join('; ')}`);
   if (Array.isArray(parsed.data)) return { steps: parsed.data as ScriptStep[], loop: false };
   const { steps, loop, pace_ms: paceMs } = parsed.data;
   return { steps: steps as ScriptStep[], loop, ...(paceMs === undefined ? {} : { paceMs }) };

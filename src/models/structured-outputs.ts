@@ -42,7 +42,10 @@ function refusesJsonSchema(error: unknown): boolean {
  * the result, and `refused` remembers `key` so the model's later calls go to `plain` at once.
  */
 export function jsonSchemaFallback(plain: LanguageModelV4, refused: Set<string>, key: string): LanguageModelV4Middleware {
-  const warning = { type: 'other' as const, message: `the server of "${key}" refused response_format json_schema; sent json_object instead (set [model].structured_outputs = false to skip the try)` };
+  const warning = {
+    type: 'other' as const,
+    message: `the server of "${key}" refused response_format json_schema; sent json_object instead (set [model].structured_outputs = false to skip the try)`,
+  };
   return {
     specificationVersion: 'v4',
     async wrapGenerate({ doGenerate, params }) {

@@ -56,7 +56,10 @@ function taggedCalls(reply: string, toolNames: ReadonlySet<string>): ParsedTextT
   const calls: TextToolCall[] = [];
   const outside: string[] = [reply.slice(0, start)];
   // Each piece starts after a marker; the `<tool_call>` form closes each call, and may say more after it.
-  const pieces = reply.slice(start).split(/<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]/).slice(1);
+  const pieces = reply
+    .slice(start)
+    .split(/<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]/)
+    .slice(1);
   for (const piece of pieces) {
     const close = piece.indexOf('</tool_call>');
     const body = (close === -1 ? piece : piece.slice(0, close)).replace(/<\|eom_id\|>|<\|eot_id\|>/g, '');

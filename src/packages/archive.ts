@@ -129,7 +129,13 @@ export async function unpackArchive(bytes: Uint8Array, destination: string, opti
     await pipeline(
       Readable.from([tarBytes]),
       // The filter repeats the checks above: nothing unchecked reaches the disk.
-      extract({ cwd: destination, strict: true, preservePaths: false, preserveOwner: false, filter: (_path, entry) => 'type' in entry && entryProblem(entry) === undefined }),
+      extract({
+        cwd: destination,
+        strict: true,
+        preservePaths: false,
+        preserveOwner: false,
+        filter: (_path, entry) => 'type' in entry && entryProblem(entry) === undefined,
+      }),
     );
   } catch (error) {
     throw new PackageError(`cannot unpack the archive into "${destination}": ${messageOf(error)}`);

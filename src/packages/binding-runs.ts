@@ -42,7 +42,8 @@ interface Subscriber {
 }
 
 /** The namespaced event a binding's `source` names, in the package that declares it. */
-export const resolveSource = (pkg: ActivePackage, source: string): string => namespacedSource({ slug: pkg.slug, agentJson: pkg.prepared.loaded.agentJson }, source);
+export const resolveSource = (pkg: ActivePackage, source: string): string =>
+  namespacedSource({ slug: pkg.slug, agentJson: pkg.prepared.loaded.agentJson }, source);
 
 /** The runs of the active packages' bindings: at most one at a time per binding. */
 export class BindingRuns {
@@ -104,23 +105,51 @@ export class BindingRuns {
     const { kernel, store, clock } = state.options;
     const pkg = state.active.get(slug);
     const binding = pkg?.prepared.bindings.get(name);
-    if (pkg === undefined || binding === undefined) throw new LoomError('PACKAGE_INACTIVE', 'user', `package "${slug}" is not active (its agent is suspended, or it is not installed)`);
+    if (pkg === undefined || binding === undefined)
+      throw new LoomError('PACKAGE_INACTIVE', 'user', `package "${slug}" is not active (its agent is suspended, or it is not installed)`);
     const key = bindingKey(slug, name);
     if (this.#busy.has(key) && job !== undefined && resume !== undefined) {
       // A job's run to resume stays as it is: the job is tried again later.
-      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running here; run "${resume.id}" is resumed at the job's next attempt`, { details: { package: slug, binding: name } });
+      throw new LoomError(
+        'BINDING_BUSY',
+        'user',
+        `binding "${name}" of package "${slug}" is still running here; run "${resume.id}" is resumed at the job's next attempt`,
+        { details: { package: slug, binding: name } },
+      );
     }
     const elsewhere = this.#busy.has(key) ? undefined : await runningElsewhere(state, { slug, binding: name, except: job?.id });
     if (this.#busy.has(key) || elsewhere !== undefined) {
       const where = elsewhere === undefined ? '' : ` on another node (run "${elsewhere}")`;
-      const skipped = await recordNonRun(state, { pkg, binding: name, trigger, status: 'skipped', error: `not started: the previous run of "${name}" is still going${where}`, id: job?.id });
-      state.publish({ type: 'package-skip', at: skipped.startedAt, agentId: pkg.agentId, name: slug, binding: name, runId: skipped.id, trigger, reason: skipped.error ?? '' });
-      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, { details: { package: slug, binding: name, skippedRun: skipped.id } });
+      const skipped = await recordNonRun(state, {
+        pkg,
+        binding: name,
+        trigger,
+        status: 'skipped',
+        error: `not started: the previous run of "${name}" is still going${where}`,
+        id: job?.id,
+      });
+      state.publish({
+        type: 'package-skip',
+        at: skipped.startedAt,
+        agentId: pkg.agentId,
+        name: slug,
+        binding: name,
+        runId: skipped.id,
+        trigger,
+        reason: skipped.error ?? '',
+      });
+      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, {
+        details: { package: slug, binding: name, skippedRun: skipped.id },
+      });
     }
     this.#busy.add(key);
     // A resumed run keeps the inputs it started with (an event's output among them).
     const runnable: RunnableBinding =
-      resume !== undefined ? { ...binding, inputs: resume.inputs } : Object.keys(extraInputs).length === 0 ? binding : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
+      resume !== undefined
+        ? { ...binding, inputs: resume.inputs }
+        : Object.keys(extraInputs).length === 0
+          ? binding
+          : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
     let runId: string | undefined;
     // Every attempt's model calls count against the run's total_per_run, failed ones included.
     const metered = meterRun({ binding: runnable, kernel, runs: store.packageRuns, resume });
@@ -137,8 +166,18 @@ export class BindingRuns {
             lastHash: () => store.packageRuns.lastCheckHash(slug, name),
             record: async (status, error, hash) => {
               const record = await recordNonRun(state, { pkg, binding: name, trigger, status, error, id: job?.id, checkHash: hash ?? undefined });
-              if (status === 'aborted') state.logger.warn({ package: slug, binding: name }, `heartbeat of "${name}" (package "${slug}") did not run: ${error ?? ''}`);
-              state.publish({ type: 'package-run-finish', at: record.endedAt ?? clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: record.id, status, error });
+              if (status === 'aborted')
+                state.logger.warn({ package: slug, binding: name }, `heartbeat of "${name}" (package "${slug}") did not run: ${error ?? ''}`);
+              state.publish({
+                type: 'package-run-finish',
+                at: record.endedAt ?? clock.now(),
+                agentId: pkg.agentId,
+                name: slug,
+                binding: name,
+                runId: record.id,
+                status,
+                error,
+              });
               return record;
             },
           });
@@ -175,10 +214,20 @@ export class BindingRuns {
           finished = { ...finished, checkHash };
           await store.packageRuns.update(finished);
         }
-        state.publish({ type: 'package-run-finish', at: clock.now(), agentId: pkg.agentId, name: slug, binding: name, runId: finished.id, status: finished.status, error: finished.error });
+        state.publish({
+          type: 'package-run-finish',
+          at: clock.now(),
+          agentId: pkg.agentId,
+          name: slug,
+          binding: name,
+          runId: finished.id,
+          status: finished.status,
+          error: finished.error,
+        });
         return finished;
       } catch (error) {
-        if (metered.stopped.aborted && runId !== undefined && !stops.some((signal) => signal.aborted)) return await endRefused(state, { pkg, binding: name, trigger, runId, metered });
+        if (metered.stopped.aborted && runId !== undefined && !stops.some((signal) => signal.aborted))
+          return await endRefused(state, { pkg, binding: name, trigger, runId, metered });
         // Stopped with its package (not by the daemon stopping, whose runs resume at the next start):
         // the run ends as aborted, and emits nothing.
         if (pkg.abort.signal.aborted && !state.stopped.aborted) await abortRuns(state, pkg, name);
@@ -210,9 +259,14 @@ export class BindingRuns {
     }
     const pkg = this.#state.active.get(slug);
     if (pkg === undefined) {
-      throw new LoomError('PACKAGE_INACTIVE', 'user', `cannot run "${name}" of package "${slug}" (job "${job.id}") on this node: the package is not active here (its agent is suspended, or it was installed after this node started)`, {
-        details: { package: slug, binding: name, job: job.id },
-      });
+      throw new LoomError(
+        'PACKAGE_INACTIVE',
+        'user',
+        `cannot run "${name}" of package "${slug}" (job "${job.id}") on this node: the package is not active here (its agent is suspended, or it was installed after this node started)`,
+        {
+          details: { package: slug, binding: name, job: job.id },
+        },
+      );
     }
     if (!pkg.prepared.bindings.has(name)) {
       logger.warn({ job: job.id, package: slug, binding: name }, `dropped job "${job.id}": package "${slug}" has no binding "${name}" any more`);
@@ -220,7 +274,11 @@ export class BindingRuns {
     }
     const earlier = await store.packageRuns.get(job.id);
     if (earlier !== undefined && earlier.status !== 'running' && earlier.status !== 'interrupted') return;
-    if (earlier !== undefined) logger.warn({ job: job.id, run: earlier.id, attempt: job.attempt }, `resuming run "${earlier.id}" of "${name}" (package "${slug}"): attempt ${job.attempt} of its job`);
+    if (earlier !== undefined)
+      logger.warn(
+        { job: job.id, run: earlier.id, attempt: job.attempt },
+        `resuming run "${earlier.id}" of "${name}" (package "${slug}"): attempt ${job.attempt} of its job`,
+      );
     try {
       await this.fire({ slug, binding: name, trigger, inputs, resume: earlier, job: { id: job.id, signal } });
     } catch (error) {
@@ -250,11 +308,23 @@ export class BindingRuns {
         return;
       case 'activity-finish': {
         const { activity } = event;
-        publish({ ...base, type: 'package-activity-finish', activity: activity.id, status: activity.status, inputTokens: activity.inputTokens, outputTokens: activity.outputTokens, costUsd: activity.costUsd, error: activity.error });
+        publish({
+          ...base,
+          type: 'package-activity-finish',
+          activity: activity.id,
+          status: activity.status,
+          inputTokens: activity.inputTokens,
+          outputTokens: activity.outputTokens,
+          costUsd: activity.costUsd,
+          error: activity.error,
+        });
         return;
       }
       case 'notify-owner':
-        logger.warn({ package: pkg.slug, binding, activity: event.activity.id }, `package "${pkg.slug}": activity "${event.activity.id}" of "${binding}" failed: ${event.activity.error ?? ''}`);
+        logger.warn(
+          { package: pkg.slug, binding, activity: event.activity.id },
+          `package "${pkg.slug}": activity "${event.activity.id}" of "${binding}" failed: ${event.activity.error ?? ''}`,
+        );
         publish({ ...base, type: 'package-notify', activity: event.activity.id, error: event.activity.error ?? '' });
         return;
       case 'emit': {
@@ -267,8 +337,16 @@ export class BindingRuns {
             this.#state.options.queue === undefined
               ? this.fire({ slug: target.slug, binding: target.binding, trigger, inputs })
               : // One job per run and target: a run resumed after its node died emits again, and adds nothing.
-                this.enqueue({ slug: target.slug, binding: target.binding, trigger, inputs, dedupeKey: `emit ${event.run.id} ${target.slug}/${target.binding}` });
-          started.catch((error: unknown) => logger.error({ err: error, event: event.event }, `could not start "${target.binding}" of package "${target.slug}" on ${event.event}`));
+                this.enqueue({
+                  slug: target.slug,
+                  binding: target.binding,
+                  trigger,
+                  inputs,
+                  dedupeKey: `emit ${event.run.id} ${target.slug}/${target.binding}`,
+                });
+          started.catch((error: unknown) =>
+            logger.error({ err: error, event: event.event }, `could not start "${target.binding}" of package "${target.slug}" on ${event.event}`),
+          );
         }
         return;
       }

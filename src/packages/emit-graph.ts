@@ -39,7 +39,9 @@ export function emitGraphProblems(packages: readonly GraphPackage[]): string[] {
         const event = namespacedSource(pkg, source);
         const from = emitters.get(event);
         if (from === undefined) {
-          problems.push(`package "${pkg.slug}": agent.json: workflows.${name}.trigger.sources[${index}]: no installed binding emits "${source}" (as "${event}")`);
+          problems.push(
+            `package "${pkg.slug}": agent.json: workflows.${name}.trigger.sources[${index}]: no installed binding emits "${source}" (as "${event}")`,
+          );
           return;
         }
         for (const emitter of from) edges.push({ from: emitter, event, to: `${pkg.slug}/${name}` });

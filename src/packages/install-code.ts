@@ -46,7 +46,8 @@ export function parseInstallCode(text: string): { kind: InstallCodeKind; code: s
   for (const character of trimmed.slice(prefix.length)) {
     position += 1;
     if (character === '-') {
-      if ((digits.length !== 0 && digits.length !== GROUP_LENGTH) || hyphens.has(digits.length)) throw notACode(`the hyphen at character ${position} is out of place; ${EXPECTED}`);
+      if ((digits.length !== 0 && digits.length !== GROUP_LENGTH) || hyphens.has(digits.length))
+        throw notACode(`the hyphen at character ${position} is out of place; ${EXPECTED}`);
       hyphens.add(digits.length);
       continue;
     }

@@ -37,7 +37,10 @@ export const LoomTomlSchema = z.strictObject({
       description: z.string().default(''),
     })
     .prefault({}),
-  model: NamedModelConfigSchema.refine((model) => model.system_prompt === undefined, { error: 'system_prompt is not used here: AGENT.md is the system prompt', path: ['system_prompt'] })
+  model: NamedModelConfigSchema.refine((model) => model.system_prompt === undefined, {
+    error: 'system_prompt is not used here: AGENT.md is the system prompt',
+    path: ['system_prompt'],
+  })
     // A package's own URL with the provider's default key would send the owner's key to a host the package chose.
     .refine((model) => model.base_url === undefined || model.api_key_env !== undefined || DEFAULT_API_KEY_ENV[model.provider] === null, {
       error: (issue) => {
@@ -105,7 +108,10 @@ export function parseAgentJson(document: unknown, source: string): AgentJson {
   const inherited = inheritedKeyProblems(document);
   const parsed = AgentJsonSchema.safeParse(document, { reportInput: true });
   if (parsed.success && inherited.length === 0) return parsed.data;
-  const lines = [...inherited, ...(parsed.success ? [] : formatIssues(parsed.error, { style: 'json', knownKeys: (path) => objectKeysAt(AgentJsonSchema, path) }))].map((line) => `agent.json: ${line}`);
+  const lines = [
+    ...inherited,
+    ...(parsed.success ? [] : formatIssues(parsed.error, { style: 'json', knownKeys: (path) => objectKeysAt(AgentJsonSchema, path) })),
+  ].map((line) => `agent.json: ${line}`);
   return fail(source, lines.length === 1 ? (lines[0] ?? '') : `agent.json has ${lines.length} problems:`, lines.length === 1 ? [] : lines);
 }
 
@@ -114,7 +120,8 @@ function parseLoomToml(text: string, source: string): LoomToml {
   try {
     document = parseToml(text);
   } catch (error) {
-    if (error instanceof TomlError) fail(source, `loom.toml: TOML syntax error at line ${error.line}, column ${error.column}: ${error.message.split('\n')[0] ?? ''}`);
+    if (error instanceof TomlError)
+      fail(source, `loom.toml: TOML syntax error at line ${error.line}, column ${error.column}: ${error.message.split('\n')[0] ?? ''}`);
     throw error;
   }
   const parsed = LoomTomlSchema.safeParse(document, { reportInput: true });
@@ -148,12 +155,19 @@ export async function loadPackageFolder(dir: string, options: { slug?: string; s
   const tomlText = await readText({ dir, file: 'loom.toml', source, required: false });
   const loomToml = tomlText === undefined ? LoomTomlSchema.parse({}) : parseLoomToml(tomlText, source);
   const qualifiedName = loomToml.package.name;
-  const slug = options.slug ?? (qualifiedName === undefined ? (options.fallbackSlug ?? basename(resolve(dir))) : (QUALIFIED_PACKAGE.exec(qualifiedName)?.[1] ?? ''));
+  const slug =
+    options.slug ?? (qualifiedName === undefined ? (options.fallbackSlug ?? basename(resolve(dir))) : (QUALIFIED_PACKAGE.exec(qualifiedName)?.[1] ?? ''));
   if (RESERVED_SLUGS.has(slug)) {
-    fail(source, `the package's slug "${slug}" is a word of the packages API (${[...RESERVED_SLUGS].join(', ')}); name the folder otherwise, or set [package].name in loom.toml`);
+    fail(
+      source,
+      `the package's slug "${slug}" is a word of the packages API (${[...RESERVED_SLUGS].join(', ')}); name the folder otherwise, or set [package].name in loom.toml`,
+    );
   }
   if (!SLUG_PATTERN.test(slug)) {
-    fail(source, `the package's slug "${slug}" (its agent's name and event namespace) must be lowercase letters, digits and "-"; name the folder so, or set [package].name in loom.toml`);
+    fail(
+      source,
+      `the package's slug "${slug}" (its agent's name and event namespace) must be lowercase letters, digits and "-"; name the folder so, or set [package].name in loom.toml`,
+    );
   }
   return {
     slug,
@@ -179,7 +193,11 @@ export async function loadPackage(source: string, options: { slug?: string } = {
 }
 
 /** Unpacks an archive's bytes into a temporary folder and loads the package in it. */
-export async function loadPackageArchive(bytes: Uint8Array, source: string, options: { slug?: string } = {}): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void> }> {
+export async function loadPackageArchive(
+  bytes: Uint8Array,
+  source: string,
+  options: { slug?: string } = {},
+): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void> }> {
   const scratch = await mkdtemp(join(tmpdir(), 'loom-package-'));
   const dispose = (): Promise<void> => rm(scratch, { recursive: true, force: true });
   try {

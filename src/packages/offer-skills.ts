@@ -1,7 +1,15 @@
 import { join } from 'node:path';
 import { PackageError } from '../errors/index.ts';
 import { type OfferedSkill, type OfferedSkills, SKILLS_PROMPT_BUDGET_BYTES } from '../kernel/index.ts';
-import { findInstalledSkill, listInstalledSkills, type LoadedSkill, parseSkillReference, resolveSkillClosure, type SkillReference, skillsPrompt } from './skills.ts';
+import {
+  findInstalledSkill,
+  listInstalledSkills,
+  type LoadedSkill,
+  parseSkillReference,
+  resolveSkillClosure,
+  type SkillReference,
+  skillsPrompt,
+} from './skills.ts';
 
 /**
  * What a manifest's `skills` allowlist offers an agent of the skills installed in `skillsDir`
@@ -41,7 +49,10 @@ export async function offerInstalledSkills(skillsDir: string, allowlist: readonl
   } else {
     const find = async (reference: SkillReference): Promise<LoadedSkill> => {
       const skill = await findInstalledSkill(skillsDir, reference);
-      if (skill === undefined) throw new PackageError(`"${referenceText(reference)}" is not installed (looked in "${join(skillsDir, reference.org, reference.name, reference.version ?? '<version>')}")`);
+      if (skill === undefined)
+        throw new PackageError(
+          `"${referenceText(reference)}" is not installed (looked in "${join(skillsDir, reference.org, reference.name, reference.version ?? '<version>')}")`,
+        );
       return skill;
     };
     for (const entry of allowlist) {
@@ -61,7 +72,8 @@ export async function offerInstalledSkills(skillsDir: string, allowlist: readonl
 }
 
 /** What a person does about a skill the allowlist names that is not installed. */
-const FIX = 'install it with its code (loom package install SKIL-…) or with a package that brings it, or take it out of the manifest\'s skills; the agent runs without it';
+const FIX =
+  "install it with its code (loom package install SKIL-…) or with a package that brings it, or take it out of the manifest's skills; the agent runs without it";
 
 /** The reference an allowlist entry stands for, or why it stands for none. */
 function rootOf(entry: string, installed: readonly SkillReference[], skillsDir: string): SkillReference | string {
@@ -101,12 +113,14 @@ export function composeSkillsPrompt(skills: readonly LoadedSkill[], budgetBytes:
     offered.push({ skill: `${skill.reference.qualified}@${skill.version}`, name: skill.name, description: skill.description, in_prompt: !full });
   }
   if (offered.length === 0) return { prompt: '', skills: [] };
-  const parts = ['# Skills\n\nThese skills are installed for you. When a task fits a skill\'s description, follow its instructions.', ...whole];
+  const parts = ["# Skills\n\nThese skills are installed for you. When a task fits a skill's description, follow its instructions.", ...whole];
   const leftOut = offered.filter((skill) => !skill.in_prompt);
   if (leftOut.length > 0) {
     const listed = leftOut.slice(0, LISTED_LEFT_OUT).map((skill) => `- ${skill.name} (${skill.skill}): ${skill.description.trim()}`);
     const more = leftOut.length > LISTED_LEFT_OUT ? [`- and ${leftOut.length - LISTED_LEFT_OUT} more`] : [];
-    parts.push([`[Skills left out: their instructions did not fit in the ${budgetBytes} bytes this prompt gives skills. They are:`, ...listed, ...more, ']'].join('\n'));
+    parts.push(
+      [`[Skills left out: their instructions did not fit in the ${budgetBytes} bytes this prompt gives skills. They are:`, ...listed, ...more, ']'].join('\n'),
+    );
   }
   return { prompt: parts.join('\n\n'), skills: offered };
 }

@@ -82,7 +82,8 @@ export function specialEntryProblem(special: SpecialEntry, holder: 'package' | '
 /** The folder's entries, or a {@link PackageError} `cannot <action>: "<path>" is <kind>; …`. */
 async function entriesOrFail(dir: string, holder: 'package' | 'skill', action: string): Promise<PackageFolderEntry[]> {
   const listing = await listPackageFolder(dir);
-  if (!listing.ok) throw new PackageError(`cannot ${action}: ${specialEntryProblem(listing.special, holder)}`, { details: { folder: dir, ...listing.special } });
+  if (!listing.ok)
+    throw new PackageError(`cannot ${action}: ${specialEntryProblem(listing.special, holder)}`, { details: { folder: dir, ...listing.special } });
   return listing.entries;
 }
 
@@ -112,7 +113,12 @@ export async function packageFolderDigest(dir: string, holder: 'package' | 'skil
   const hash = createHash('sha256');
   for (const entry of await entriesOrFail(dir, holder, `read "${dir}"`)) {
     hash.update(`${entry.type} ${entry.path}\0`);
-    if (entry.type === 'file') hash.update(createHash('sha256').update(await readFile(join(dir, entry.path))).digest('hex'));
+    if (entry.type === 'file')
+      hash.update(
+        createHash('sha256')
+          .update(await readFile(join(dir, entry.path)))
+          .digest('hex'),
+      );
   }
   return hash.digest('hex');
 }

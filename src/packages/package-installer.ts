@@ -20,7 +20,15 @@ import { resolveFromRegistries } from './registry.ts';
 import { createSkillFinder, type SkillRequester } from './skill-finder.ts';
 import { namespacedEvent } from './run-binding.ts';
 import { type SkillOrigin, skillOriginPath, type SourcedSkill } from './skill-origin.ts';
-import { checkSkillInstallable, installedSkillFolder, installSkill, loadSkillFolder, parseSkillReference, resolveSkillClosure, skillsPrompt } from './skills.ts';
+import {
+  checkSkillInstallable,
+  installedSkillFolder,
+  installSkill,
+  loadSkillFolder,
+  parseSkillReference,
+  resolveSkillClosure,
+  skillsPrompt,
+} from './skills.ts';
 
 /** What installing a package would do, shown to the owner before it happens. */
 export interface InstallPlan {
@@ -124,7 +132,10 @@ export interface PackageInstaller {
    * record, the workspace folder it made), keeping what was there before.
    * @returns undefined when the owner declined.
    */
-  install(source: string, options: { settings?: readonly string[]; confirm: (plan: InstallPlan) => boolean | Promise<boolean> }): Promise<InstalledPackageRecord | undefined>;
+  install(
+    source: string,
+    options: { settings?: readonly string[]; confirm: (plan: InstallPlan) => boolean | Promise<boolean> },
+  ): Promise<InstalledPackageRecord | undefined>;
   /**
    * Stops its triggers, kills its agent and removes it (its runs stay in the history).
    * @throws {LoomError} `PACKAGE_NOT_FOUND`; `PACKAGE_IN_USE` when another package's event trigger listens to it.
@@ -157,7 +168,12 @@ function modelOf(prepared: PreparedPackage, loaded: LoadedPackage): InstallPlan[
   if (model === undefined) return null;
   // The key it will really send: its own variable, or the provider's default one.
   const endpoint = modelEndpoint({ provider: model.provider, model: model.model, api_key_env: model.api_key_env, base_url: model.base_url });
-  return { name: `${model.provider}/${model.model}`, baseUrl: model.base_url ?? null, apiKeyEnv: endpoint.keyVariable, fromPackage: loaded.loomToml.model !== undefined };
+  return {
+    name: `${model.provider}/${model.model}`,
+    baseUrl: model.base_url ?? null,
+    apiKeyEnv: endpoint.keyVariable,
+    fromPackage: loaded.loomToml.model !== undefined,
+  };
 }
 
 /** What {@link installPlan} is made from. */
@@ -200,7 +216,9 @@ export function installPlan(options: InstallPlanOptions): InstallPlan {
     workspace,
     warnings: prepared.warnings,
   };
-  const digest = createHash('sha256').update(JSON.stringify({ plan, agentJson: loaded.rawAgentJson, persona: loaded.persona, loomToml: loaded.loomToml })).digest('hex');
+  const digest = createHash('sha256')
+    .update(JSON.stringify({ plan, agentJson: loaded.rawAgentJson, persona: loaded.persona, loomToml: loaded.loomToml }))
+    .digest('hex');
   return { ...plan, digest };
 }
 
@@ -252,7 +270,9 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
   async function fetchPackage(source: string): Promise<{ loaded: LoadedPackage; dispose: () => Promise<void>; source: string; registry: string | null }> {
     if (isInstallCode(source) || QUALIFIED_AGENT.test(source)) {
       if (isInstallCode(source) && parseInstallCode(source).kind === 'SKIL') {
-        throw new PackageError(`cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Install the skill with: loom package install ${parseInstallCode(source).code} (POST /api/packages/skills)`);
+        throw new PackageError(
+          `cannot install "${source}" as a package: it is a skill's install code (SKIL-…); a package's starts with AGNT-. Install the skill with: loom package install ${parseInstallCode(source).code} (POST /api/packages/skills)`,
+        );
       }
       if (options.registries.length === 0) throw new PackageError(`cannot install "${source}": config.toml lists no [[registries]] to look it up in`);
       const found = await resolveFromRegistries(options.registries, source, fetchOptions);
@@ -260,9 +280,16 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       const { loaded, dispose } = await loadPackageArchive(found.bytes, `${found.name}@${found.version}`, slug === undefined ? {} : { slug });
       if (loaded.qualifiedName !== undefined && loaded.qualifiedName !== found.name) {
         await dispose();
-        throw new PackageError(`cannot install "${source}": the registry lists it as ${found.name}, but its loom.toml names ${loaded.qualifiedName}; the archive is not the package it claims to be`);
+        throw new PackageError(
+          `cannot install "${source}": the registry lists it as ${found.name}, but its loom.toml names ${loaded.qualifiedName}; the archive is not the package it claims to be`,
+        );
       }
-      return { loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version }, dispose, source: `${found.name}@${found.version} (${found.code}, ${found.registry})`, registry: found.registry };
+      return {
+        loaded: { ...loaded, qualifiedName: loaded.qualifiedName ?? found.name, version: found.version },
+        dispose,
+        source: `${found.name}@${found.version} (${found.code}, ${found.registry})`,
+        registry: found.registry,
+      };
     }
     return { ...(await loadPackage(source)), source, registry: null };
   }
@@ -301,9 +328,18 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
         }
         const prepared = preparePackage(loaded, environment, prompts);
         const installed = await store.packages.list();
-        const graph: GraphPackage[] = [...installed.filter((record) => record.slug !== loaded.slug).map((record) => ({ slug: record.slug, agentJson: AgentJsonSchema.parse(record.agentJson) })), { slug: loaded.slug, agentJson: loaded.agentJson }];
+        const graph: GraphPackage[] = [
+          ...installed
+            .filter((record) => record.slug !== loaded.slug)
+            .map((record) => ({ slug: record.slug, agentJson: AgentJsonSchema.parse(record.agentJson) })),
+          { slug: loaded.slug, agentJson: loaded.agentJson },
+        ];
         const problems = emitGraphProblems(graph);
-        if (problems.length > 0) throw new PackageError(`cannot install package "${loaded.slug}": ${problems.length === 1 ? (problems[0] ?? '') : `\n${problems.map((line) => `  ${line}`).join('\n')}`}`, { details: { problems } });
+        if (problems.length > 0)
+          throw new PackageError(
+            `cannot install package "${loaded.slug}": ${problems.length === 1 ? (problems[0] ?? '') : `\n${problems.map((line) => `  ${line}`).join('\n')}`}`,
+            { details: { problems } },
+          );
         // Refused here, before the plan is shown: a replaced skill would change the prompts of packages installed later.
         const planned: PlannedSkill[] = [];
         for (const skill of skills) {
@@ -320,132 +356,175 @@ export function createPackageInstaller(options: PackageInstallerOptions): Packag
       }
     },
 
-    install: (source, installOptions) => oneAtATime(async () => {
-      const checked = await installer.check(source, installOptions.settings);
-      try {
-        const { plan, loaded, prepared } = checked;
-        if ((await store.packages.get(plan.slug)) !== undefined) throw new LoomError('PACKAGE_INSTALLED', 'user', `package "${plan.slug}" is installed already; uninstall it first: loom package uninstall ${plan.slug}`);
-        if (kernel.list().some((agent) => agent.name === plan.slug)) throw new LoomError('AGENT_NAME_TAKEN', 'user', `cannot install package "${plan.slug}": an agent named "${plan.slug}" exists (the package's agent takes its slug)`);
-        if (!(await installOptions.confirm(plan))) return undefined;
-        const manifest = ManifestSchema.parse(prepared.manifest);
-        const folder = join(options.packagesDir, plan.slug);
-        const workspace = options.workspacesDir === undefined ? undefined : join(options.workspacesDir, plan.slug);
-        // One that was there before is the owner's (an earlier agent's files): a failure keeps it.
-        const workspaceExisted = workspace === undefined || (await exists(workspace));
-        const addedSkills: { folder: string; origin: string }[] = [];
-        let agentId: string | undefined;
-        let recorded = false;
+    install: (source, installOptions) =>
+      oneAtATime(async () => {
+        const checked = await installer.check(source, installOptions.settings);
         try {
-          for (const skill of checked.skills) {
-            const installed = await installSkill(options.skillsDir, skill, { installedBy: plan.slug, installedAt: options.clock.now() });
-            if (installed.created) addedSkills.push({ folder: installed.folder, origin: skillOriginPath(options.skillsDir, skill) });
+          const { plan, loaded, prepared } = checked;
+          if ((await store.packages.get(plan.slug)) !== undefined)
+            throw new LoomError(
+              'PACKAGE_INSTALLED',
+              'user',
+              `package "${plan.slug}" is installed already; uninstall it first: loom package uninstall ${plan.slug}`,
+            );
+          if (kernel.list().some((agent) => agent.name === plan.slug))
+            throw new LoomError(
+              'AGENT_NAME_TAKEN',
+              'user',
+              `cannot install package "${plan.slug}": an agent named "${plan.slug}" exists (the package's agent takes its slug)`,
+            );
+          if (!(await installOptions.confirm(plan))) return undefined;
+          const manifest = ManifestSchema.parse(prepared.manifest);
+          const folder = join(options.packagesDir, plan.slug);
+          const workspace = options.workspacesDir === undefined ? undefined : join(options.workspacesDir, plan.slug);
+          // One that was there before is the owner's (an earlier agent's files): a failure keeps it.
+          const workspaceExisted = workspace === undefined || (await exists(workspace));
+          const addedSkills: { folder: string; origin: string }[] = [];
+          let agentId: string | undefined;
+          let recorded = false;
+          try {
+            for (const skill of checked.skills) {
+              const installed = await installSkill(options.skillsDir, skill, { installedBy: plan.slug, installedAt: options.clock.now() });
+              if (installed.created) addedSkills.push({ folder: installed.folder, origin: skillOriginPath(options.skillsDir, skill) });
+            }
+            const agent = await kernel.spawn(manifest);
+            agentId = agent.id;
+            await rm(folder, { recursive: true, force: true });
+            await copyPackageFolder(loaded.dir, folder, 'package');
+            const record: InstalledPackageRecord = {
+              slug: plan.slug,
+              qualifiedName: plan.qualifiedName,
+              version: plan.version,
+              agentId: agent.id,
+              source: plan.source,
+              persona: loaded.persona,
+              agentJson: loaded.rawAgentJson as JsonObject,
+              loomToml: loaded.loomToml as unknown as JsonObject,
+              settings: [...(installOptions.settings ?? [])],
+              skills: Object.fromEntries(checked.prompts),
+              installedAt: options.clock.now(),
+              lastFires: {},
+            };
+            await store.packages.create(record);
+            recorded = true;
+            await options.runtime.activate(plan.slug);
+            await kernel.publish({ type: 'package-install', at: record.installedAt, agentId: agent.id, name: plan.slug, version: plan.version });
+            return record;
+          } catch (error) {
+            // Only what this install added goes; what was there before stays.
+            if (recorded) options.runtime.deactivate(plan.slug);
+            const spawned = agentId;
+            const agentGone =
+              spawned === undefined ||
+              (await kernel.kill(spawned).then(
+                () => true,
+                () => false,
+              ));
+            await undo([
+              () => (recorded ? store.packages.delete(plan.slug) : Promise.resolve()),
+              () => rm(folder, { recursive: true, force: true }),
+              // Each skill version it added, with the folders and records it alone filled.
+              ...addedSkills.map((added) => () => removeAddedSkill(added)),
+              // Not while an agent that could not be killed still works in it.
+              () => (workspaceExisted || !agentGone || workspace === undefined ? Promise.resolve() : rm(workspace, { recursive: true, force: true })),
+            ]);
+            throw error;
           }
-          const agent = await kernel.spawn(manifest);
-          agentId = agent.id;
-          await rm(folder, { recursive: true, force: true });
-          await copyPackageFolder(loaded.dir, folder, 'package');
-          const record: InstalledPackageRecord = {
-            slug: plan.slug,
-            qualifiedName: plan.qualifiedName,
-            version: plan.version,
-            agentId: agent.id,
-            source: plan.source,
-            persona: loaded.persona,
-            agentJson: loaded.rawAgentJson as JsonObject,
-            loomToml: loaded.loomToml as unknown as JsonObject,
-            settings: [...(installOptions.settings ?? [])],
-            skills: Object.fromEntries(checked.prompts),
-            installedAt: options.clock.now(),
-            lastFires: {},
+        } finally {
+          await checked.dispose();
+        }
+      }),
+
+    installSkill: (code) =>
+      oneAtATime(async () => {
+        const parsed = parseInstallCode(code);
+        if (parsed.kind !== 'SKIL')
+          throw new PackageError(`cannot install "${code}" as a skill: it is a package's install code (AGNT-…); a skill's starts with SKIL-`);
+        if (options.registries.length === 0)
+          throw new PackageError(`cannot install skill "${parsed.code}": config.toml lists no [[registries]] to look it up in`);
+        const found = await resolveFromRegistries(options.registries, parsed.code, fetchOptions);
+        const scratch: string[] = [];
+        try {
+          const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
+          scratch.push(folder);
+          const root = await loadSkillFolder(await unpackArchive(found.bytes, folder), parseSkillReference(found.name, parsed.code).org);
+          if (root.reference.qualified !== found.name || root.version !== found.version) {
+            throw new PackageError(
+              `cannot install skill "${parsed.code}": the registry "${found.registry}" lists it as ${found.name}@${found.version}, but its SKILL.md is ${root.reference.qualified}@${root.version}; the archive is not the skill it claims to be`,
+            );
+          }
+          const sourced: SourcedSkill = {
+            ...root,
+            digest: await packageFolderDigest(root.dir, 'skill'),
+            origin: { kind: 'registry', registry: found.registry, code: found.code, sha256: found.sha256 },
           };
-          await store.packages.create(record);
-          recorded = true;
-          await options.runtime.activate(plan.slug);
-          await kernel.publish({ type: 'package-install', at: record.installedAt, agentId: agent.id, name: plan.slug, version: plan.version });
-          return record;
-        } catch (error) {
-          // Only what this install added goes; what was there before stays.
-          if (recorded) options.runtime.deactivate(plan.slug);
-          const spawned = agentId;
-          const agentGone = spawned === undefined || (await kernel.kill(spawned).then(
-            () => true,
-            () => false,
-          ));
-          await undo([
-            () => (recorded ? store.packages.delete(plan.slug) : Promise.resolve()),
-            () => rm(folder, { recursive: true, force: true }),
-            // Each skill version it added, with the folders and records it alone filled.
-            ...addedSkills.map((added) => () => removeAddedSkill(added)),
-            // Not while an agent that could not be killed still works in it.
-            () => (workspaceExisted || !agentGone || workspace === undefined ? Promise.resolve() : rm(workspace, { recursive: true, force: true })),
-          ]);
-          throw error;
-        }
-      } finally {
-        await checked.dispose();
-      }
-    }),
-
-    installSkill: (code) => oneAtATime(async () => {
-      const parsed = parseInstallCode(code);
-      if (parsed.kind !== 'SKIL') throw new PackageError(`cannot install "${code}" as a skill: it is a package's install code (AGNT-…); a skill's starts with SKIL-`);
-      if (options.registries.length === 0) throw new PackageError(`cannot install skill "${parsed.code}": config.toml lists no [[registries]] to look it up in`);
-      const found = await resolveFromRegistries(options.registries, parsed.code, fetchOptions);
-      const scratch: string[] = [];
-      try {
-        const folder = await mkdtemp(join(tmpdir(), 'loom-skill-'));
-        scratch.push(folder);
-        const root = await loadSkillFolder(await unpackArchive(found.bytes, folder), parseSkillReference(found.name, parsed.code).org);
-        if (root.reference.qualified !== found.name || root.version !== found.version) {
-          throw new PackageError(`cannot install skill "${parsed.code}": the registry "${found.registry}" lists it as ${found.name}@${found.version}, but its SKILL.md is ${root.reference.qualified}@${root.version}; the archive is not the skill it claims to be`);
-        }
-        const sourced: SourcedSkill = { ...root, digest: await packageFolderDigest(root.dir, 'skill'), origin: { kind: 'registry', registry: found.registry, code: found.code, sha256: found.sha256 } };
-        const requester: SkillRequester = { dir: null, name: found.name, source: `${found.name}@${found.version} (${found.code}, ${found.registry})`, registry: found.registry };
-        const skills = await resolveSkillClosure([root.reference], (reference) => (reference.qualified === found.name && (reference.version ?? found.version) === found.version ? Promise.resolve(sourced) : findSkill(reference, requester, scratch)));
-        for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
-        const installed: InstalledSkill[] = [];
-        const added: { folder: string; origin: string }[] = [];
-        try {
-          for (const skill of skills) {
-            const { folder: written, created } = await installSkill(options.skillsDir, skill, { installedBy: parsed.code, installedAt: options.clock.now() });
-            if (created) added.push({ folder: written, origin: skillOriginPath(options.skillsDir, skill) });
-            installed.push({ skill: `${skill.reference.qualified}@${skill.version}`, origin: skill.origin, created });
+          const requester: SkillRequester = {
+            dir: null,
+            name: found.name,
+            source: `${found.name}@${found.version} (${found.code}, ${found.registry})`,
+            registry: found.registry,
+          };
+          const skills = await resolveSkillClosure([root.reference], (reference) =>
+            reference.qualified === found.name && (reference.version ?? found.version) === found.version
+              ? Promise.resolve(sourced)
+              : findSkill(reference, requester, scratch),
+          );
+          for (const skill of skills) await checkSkillInstallable(options.skillsDir, skill);
+          const installed: InstalledSkill[] = [];
+          const added: { folder: string; origin: string }[] = [];
+          try {
+            for (const skill of skills) {
+              const { folder: written, created } = await installSkill(options.skillsDir, skill, { installedBy: parsed.code, installedAt: options.clock.now() });
+              if (created) added.push({ folder: written, origin: skillOriginPath(options.skillsDir, skill) });
+              installed.push({ skill: `${skill.reference.qualified}@${skill.version}`, origin: skill.origin, created });
+            }
+          } catch (error) {
+            // All or nothing, as a package's install: what this one added goes, what was there stays.
+            await undo(added.map((each) => () => removeAddedSkill(each)));
+            throw error;
           }
-        } catch (error) {
-          // All or nothing, as a package's install: what this one added goes, what was there stays.
-          await undo(added.map((each) => () => removeAddedSkill(each)));
-          throw error;
+          return installed;
+        } finally {
+          await Promise.all(scratch.map((folder) => rm(folder, { recursive: true, force: true })));
         }
-        return installed;
-      } finally {
-        await Promise.all(scratch.map((folder) => rm(folder, { recursive: true, force: true })));
-      }
-    }),
+      }),
 
-    uninstall: (slug) => oneAtATime(async () => {
-      const record = await store.packages.get(slug);
-      if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
-      // The events it emits, as other packages name them; a source is compared after namespacing,
-      // so another package's own dotted emit ("foo.done" in "x" is "x.foo.done") is not one of them.
-      const emitted = new Set(Object.values(AgentJsonSchema.parse(record.agentJson).workflows).flatMap((binding) => (binding.emit === undefined ? [] : [namespacedEvent(slug, binding.emit)])));
-      const others = (await store.packages.list()).filter((other) => other.slug !== slug);
-      const listeners = others.flatMap((other) => {
-        const agentJson = AgentJsonSchema.parse(other.agentJson);
-        return Object.entries(agentJson.workflows).flatMap(([name, binding]) =>
-          binding.trigger.type === 'event' && binding.trigger.sources.some((source) => emitted.has(namespacedSource({ slug: other.slug, agentJson }, source))) ? [`${other.slug}/${name}`] : [],
+    uninstall: (slug) =>
+      oneAtATime(async () => {
+        const record = await store.packages.get(slug);
+        if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
+        // The events it emits, as other packages name them; a source is compared after namespacing,
+        // so another package's own dotted emit ("foo.done" in "x" is "x.foo.done") is not one of them.
+        const emitted = new Set(
+          Object.values(AgentJsonSchema.parse(record.agentJson).workflows).flatMap((binding) =>
+            binding.emit === undefined ? [] : [namespacedEvent(slug, binding.emit)],
+          ),
         );
-      });
-      if (listeners.length > 0) {
-        throw new LoomError('PACKAGE_IN_USE', 'user', `cannot uninstall package "${slug}": ${listeners.join(', ')} run${listeners.length === 1 ? 's' : ''} on its events; uninstall ${listeners.length === 1 ? 'that' : 'those'} first`, { details: { listeners } });
-      }
-      options.runtime.deactivate(slug);
-      await kernel.kill(record.agentId).catch((error: unknown) => {
-        if (!(error instanceof LoomError && error.code === 'AGENT_NOT_FOUND')) throw error;
-      });
-      await store.packages.delete(slug);
-      await rm(join(options.packagesDir, slug), { recursive: true, force: true });
-      return record;
-    }),
+        const others = (await store.packages.list()).filter((other) => other.slug !== slug);
+        const listeners = others.flatMap((other) => {
+          const agentJson = AgentJsonSchema.parse(other.agentJson);
+          return Object.entries(agentJson.workflows).flatMap(([name, binding]) =>
+            binding.trigger.type === 'event' && binding.trigger.sources.some((source) => emitted.has(namespacedSource({ slug: other.slug, agentJson }, source)))
+              ? [`${other.slug}/${name}`]
+              : [],
+          );
+        });
+        if (listeners.length > 0) {
+          throw new LoomError(
+            'PACKAGE_IN_USE',
+            'user',
+            `cannot uninstall package "${slug}": ${listeners.join(', ')} run${listeners.length === 1 ? 's' : ''} on its events; uninstall ${listeners.length === 1 ? 'that' : 'those'} first`,
+            { details: { listeners } },
+          );
+        }
+        options.runtime.deactivate(slug);
+        await kernel.kill(record.agentId).catch((error: unknown) => {
+          if (!(error instanceof LoomError && error.code === 'AGENT_NOT_FOUND')) throw error;
+        });
+        await store.packages.delete(slug);
+        await rm(join(options.packagesDir, slug), { recursive: true, force: true });
+        return record;
+      }),
   };
   return installer;
 }

@@ -105,7 +105,10 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
     try {
       prepared = preparedFromRecord(record, environment);
     } catch (error) {
-      logger.error({ err: error, package: slug }, `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`);
+      logger.error(
+        { err: error, package: slug },
+        `package "${slug}" cannot run with this configuration: ${error instanceof Error ? error.message : String(error)}`,
+      );
       return;
     }
     const pkg: ActivePackage = { slug, agentId: record.agentId, prepared, stops: [], next: new Map(), abort: new AbortController() };
@@ -145,7 +148,8 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       if (record === undefined) throw new LoomError('PACKAGE_NOT_FOUND', 'user', `no package "${slug}" is installed; see: loom package list`);
       const pkg = active.get(slug);
       const names = pkg === undefined ? Object.keys(record.agentJson['workflows'] ?? {}) : [...pkg.prepared.bindings.keys()];
-      if (!names.includes(binding)) throw new LoomError('BINDING_NOT_FOUND', 'user', `package "${slug}" has no binding "${binding}"; its bindings: ${names.join(', ')}`);
+      if (!names.includes(binding))
+        throw new LoomError('BINDING_NOT_FOUND', 'user', `package "${slug}" has no binding "${binding}"; its bindings: ${names.join(', ')}`);
       return runs.fire({ slug, binding, trigger: 'manual', inputs });
     },
 
@@ -191,7 +195,10 @@ export function createPackageRuntime(options: PackageRuntimeOptions): PackageRun
       }
       const claimed = agent.manifest.metadata['package'];
       if (typeof claimed === 'string') {
-        logger.debug({ agentId: agent.id, package: claimed }, `agent "${agent.name}" names package "${claimed}" in its metadata, but no installed package has it as its agent: nothing started`);
+        logger.debug(
+          { agentId: agent.id, package: claimed },
+          `agent "${agent.name}" names package "${claimed}" in its metadata, but no installed package has it as its agent: nothing started`,
+        );
       }
     },
 

@@ -58,7 +58,8 @@ export function inWindow(window: ClockWindow, minuteOfDay: number): boolean {
 /** Why a cron expression cannot serve a schedule trigger, or undefined when it can. */
 export function cronProblem(expression: string): string | undefined {
   const fields = expression.trim().split(/\s+/);
-  if (fields.length !== 5) return `expected a 5-field cron expression (minute hour day-of-month month day-of-week) such as "0 8 * * 1-5", got ${fields.length} field${fields.length === 1 ? '' : 's'} in "${expression}"`;
+  if (fields.length !== 5)
+    return `expected a 5-field cron expression (minute hour day-of-month month day-of-week) such as "0 8 * * 1-5", got ${fields.length} field${fields.length === 1 ? '' : 's'} in "${expression}"`;
   try {
     new Cron(expression, { paused: true });
     return undefined;
@@ -146,7 +147,9 @@ export const BindingSchema = z.strictObject({
 });
 
 const AgentJsonObjectSchema = z.strictObject({
-  skills: z.array(z.string().regex(SKILL_REFERENCE, { error: 'expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0"' })).default([]),
+  skills: z
+    .array(z.string().regex(SKILL_REFERENCE, { error: 'expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0"' }))
+    .default([]),
   defaults: z
     .strictObject({
       timezone: z
@@ -218,11 +221,16 @@ function checkPackage(agent: z.output<typeof AgentJsonObjectSchema>, context: z.
     const seen = new Set<string>();
     binding.activities.forEach((activity, index) => {
       const at = ['workflows', name, 'activities', index];
-      if (seen.has(activity.id)) context.addIssue({ code: 'custom', path: [...at, 'id'], message: `activity id "${activity.id}" is used twice in binding "${name}"` });
+      if (seen.has(activity.id))
+        context.addIssue({ code: 'custom', path: [...at, 'id'], message: `activity id "${activity.id}" is used twice in binding "${name}"` });
       seen.add(activity.id);
       activity.skills.forEach((skill, skillIndex) => {
         if (!skills.has(skillWithoutVersion(skill))) {
-          context.addIssue({ code: 'custom', path: [...at, 'skills', skillIndex], message: `"${skill}" is not one of the package's skills (the top-level "skills" list${skills.size === 0 ? ' is empty' : `: ${[...skills].join(', ')}`})` });
+          context.addIssue({
+            code: 'custom',
+            path: [...at, 'skills', skillIndex],
+            message: `"${skill}" is not one of the package's skills (the top-level "skills" list${skills.size === 0 ? ' is empty' : `: ${[...skills].join(', ')}`})`,
+          });
         }
       });
     });
@@ -243,7 +251,11 @@ function checkPackage(agent: z.output<typeof AgentJsonObjectSchema>, context: z.
     const segments = path.split('.');
     const target = segments.some((segment) => PROTOTYPE_SEGMENTS.has(segment)) ? undefined : valueAtPath(agent, segments);
     if (typeof target !== 'string' && typeof target !== 'number' && typeof target !== 'boolean') {
-      context.addIssue({ code: 'custom', path: ['defaults', 'configurable', index], message: `"${path}" does not name a value in this agent.json (expected a dot-path to a string, number or boolean, such as "workflows.<binding>.trigger.cron")` });
+      context.addIssue({
+        code: 'custom',
+        path: ['defaults', 'configurable', index],
+        message: `"${path}" does not name a value in this agent.json (expected a dot-path to a string, number or boolean, such as "workflows.<binding>.trigger.cron")`,
+      });
     }
   });
   const cycle = findEmitCycle(localEdges(agent.workflows));
@@ -273,7 +285,9 @@ function localEdges(workflows: AgentJson['workflows']): EmitEdge[] {
   return entries.flatMap(([from, binding]) =>
     binding.emit === undefined
       ? []
-      : entries.flatMap(([to, other]) => (other.trigger.type === 'event' && other.trigger.sources.includes(binding.emit ?? '') ? [{ from, event: binding.emit ?? '', to }] : [])),
+      : entries.flatMap(([to, other]) =>
+          other.trigger.type === 'event' && other.trigger.sources.includes(binding.emit ?? '') ? [{ from, event: binding.emit ?? '', to }] : [],
+        ),
   );
 }
 

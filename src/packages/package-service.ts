@@ -27,7 +27,11 @@ export interface PackageService {
 }
 
 /** The package service over the installer, the runtime and the store. */
-export function createPackageService(parts: { installer: PackageInstaller; runtime: PackageRuntime; store: Pick<Store, 'packages' | 'packageRuns'> }): PackageService {
+export function createPackageService(parts: {
+  installer: PackageInstaller;
+  runtime: PackageRuntime;
+  store: Pick<Store, 'packages' | 'packageRuns'>;
+}): PackageService {
   const { installer, runtime, store } = parts;
   const find = async (slug: string) => {
     const record = await store.packages.get(slug);
@@ -47,7 +51,11 @@ export function createPackageService(parts: { installer: PackageInstaller; runti
         settings,
         confirm: (plan) => {
           if (digest !== undefined && plan.digest !== digest) {
-            throw new LoomError('PACKAGE_CHANGED', 'user', `not installed: package "${plan.slug}" changed since its plan was shown (now ${plan.qualifiedName ?? plan.slug}@${plan.version}); run the command again to see what it asks for now`);
+            throw new LoomError(
+              'PACKAGE_CHANGED',
+              'user',
+              `not installed: package "${plan.slug}" changed since its plan was shown (now ${plan.qualifiedName ?? plan.slug}@${plan.version}); run the command again to see what it asks for now`,
+            );
           }
           return true;
         },

@@ -40,7 +40,8 @@ export class PackageTimers {
     for (const [name, binding] of Object.entries(pkg.prepared.loaded.agentJson.workflows)) {
       const { trigger } = binding;
       if (trigger.type !== 'schedule' && trigger.type !== 'heartbeat') continue;
-      const instants = trigger.type === 'schedule' ? cronInstants(trigger.cron, pkg.prepared.timezone, clock) : intervalInstants(parseDuration(trigger.interval) ?? 0, clock);
+      const instants =
+        trigger.type === 'schedule' ? cronInstants(trigger.cron, pkg.prepared.timezone, clock) : intervalInstants(parseDuration(trigger.interval) ?? 0, clock);
       const window = trigger.type === 'heartbeat' && trigger.window !== undefined ? parseWindow(trigger.window) : undefined;
       pkg.next.set(name, null);
       pkg.stops.push(
@@ -88,19 +89,36 @@ export class PackageTimers {
       const catchUp = async (): Promise<void> => {
         for (const missed of plan.skipped) {
           const run = await recordNonRun(state, { pkg, binding: name, trigger: trigger.type, status: 'missed', error: missed.reason, from: missed.dueAt });
-          state.publish({ type: 'package-miss', at: clock.now(), agentId: pkg.agentId, name: pkg.slug, binding: name, runId: run.id, trigger: trigger.type, count: missed.count, from: missed.dueAt, to: now });
+          state.publish({
+            type: 'package-miss',
+            at: clock.now(),
+            agentId: pkg.agentId,
+            name: pkg.slug,
+            binding: name,
+            runId: run.id,
+            trigger: trigger.type,
+            count: missed.count,
+            from: missed.dueAt,
+            to: now,
+          });
         }
         await store.packages.setLastFire(pkg.slug, name, now);
         for (const at of plan.run) {
           if (state.active.get(pkg.slug) !== pkg) return;
           // Claimed as the timer would claim it: an instant another node fired is not run again.
           if (leadership !== undefined && !(await leadership.claim(`package ${pkg.slug}/${name}`, at))) continue;
-          logger.info({ package: pkg.slug, binding: name, dueAt: at }, `catching up "${name}" of package "${pkg.slug}", due at ${new Date(at).toISOString()} while ${by}`);
-          if (queue !== undefined) await this.#runs.enqueue({ slug: pkg.slug, binding: name, trigger: trigger.type, inputs: {}, dedupeKey: `package ${pkg.slug}/${name}@${at}` });
+          logger.info(
+            { package: pkg.slug, binding: name, dueAt: at },
+            `catching up "${name}" of package "${pkg.slug}", due at ${new Date(at).toISOString()} while ${by}`,
+          );
+          if (queue !== undefined)
+            await this.#runs.enqueue({ slug: pkg.slug, binding: name, trigger: trigger.type, inputs: {}, dedupeKey: `package ${pkg.slug}/${name}@${at}` });
           else
             await this.#runs
               .fire({ slug: pkg.slug, binding: name, trigger: trigger.type })
-              .catch((error: unknown) => logger.warn({ err: error, package: pkg.slug, binding: name }, `the late run of "${name}" (package "${pkg.slug}") did not complete`));
+              .catch((error: unknown) =>
+                logger.warn({ err: error, package: pkg.slug, binding: name }, `the late run of "${name}" (package "${pkg.slug}") did not complete`),
+              );
         }
       };
       state.track(catchUp()).catch((error: unknown) => logger.error({ err: error }, 'could not catch up missed fires'));
@@ -121,7 +139,8 @@ export class PackageTimers {
     const beatsPerDay = Math.ceil((24 * 3600_000) / interval) + 1;
     return (after) => {
       let at = beat(after);
-      for (let step = 0; window !== undefined && !inWindow(window, this.#minuteOfDay(at, pkg.prepared.timezone)) && step < beatsPerDay; step += 1) at = beat(at);
+      for (let step = 0; window !== undefined && !inWindow(window, this.#minuteOfDay(at, pkg.prepared.timezone)) && step < beatsPerDay; step += 1)
+        at = beat(at);
       return at;
     };
   }
@@ -137,7 +156,12 @@ export class PackageTimers {
       // The instant's one job (named like the timer's claim): whichever node takes it runs it.
       this.#runs
         .enqueue({ slug: pkg.slug, binding: name, trigger, inputs: {}, dedupeKey: `package ${pkg.slug}/${name}@${at}` })
-        .catch((error: unknown) => logger.error({ err: error, package: pkg.slug, binding: name }, `could not enqueue the run of "${name}" (package "${pkg.slug}") at ${new Date(at).toISOString()}: it does not run`));
+        .catch((error: unknown) =>
+          logger.error(
+            { err: error, package: pkg.slug, binding: name },
+            `could not enqueue the run of "${name}" (package "${pkg.slug}") at ${new Date(at).toISOString()}: it does not run`,
+          ),
+        );
       return;
     }
     this.#runs.fire({ slug: pkg.slug, binding: name, trigger }).catch((error: unknown) => {

@@ -60,7 +60,8 @@ export async function toPackageView(record: InstalledPackageRecord, runtime: Pic
 
 /** The wire view of a run. */
 export function toPackageRunView(run: PackageRunRecord): PackageRunView {
-  const sum = (pick: (activity: PackageRunRecord['activities'][number]) => number): number => run.activities.reduce((total, activity) => total + pick(activity), 0);
+  const sum = (pick: (activity: PackageRunRecord['activities'][number]) => number): number =>
+    run.activities.reduce((total, activity) => total + pick(activity), 0);
   return {
     id: run.id,
     package: run.package,

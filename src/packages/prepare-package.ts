@@ -109,11 +109,16 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
     binding.activities.forEach((activity, index) => {
       const at = `agent.json: workflows.${bindingName}.activities[${index}]`;
       const model = activityModel(activity.model, environment);
-      if (model === undefined) problems.push(`${at}.model: unknown model "${activity.model}"; expected one of ${aliases.join(', ')} (add it under [models.aliases] in config.toml), or "provider/model"`);
+      if (model === undefined)
+        problems.push(
+          `${at}.model: unknown model "${activity.model}"; expected one of ${aliases.join(', ')} (add it under [models.aliases] in config.toml), or "provider/model"`,
+        );
       else models.set(activity.model, model);
       activity.mcps.forEach((server, serverIndex) => {
         if (!environment.mcpServers.includes(server)) {
-          warnings.push(`${at}.mcps[${serverIndex}]: MCP server "${server}" is not configured (${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`}); the activity runs without its tools until you add it as [[mcp_servers]] name = "${server}" with its [mcp_servers.transport], as docs/packages.md shows, and restart the daemon`);
+          warnings.push(
+            `${at}.mcps[${serverIndex}]: MCP server "${server}" is not configured (${environment.mcpServers.length === 0 ? 'config.toml configures none' : `config.toml configures ${environment.mcpServers.join(', ')}`}); the activity runs without its tools until you add it as [[mcp_servers]] name = "${server}" with its [mcp_servers.transport], as docs/packages.md shows, and restart the daemon`,
+          );
         }
       });
       const own = activityNeeds(activity, model);
@@ -121,22 +126,28 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
       if (requestedGrants !== undefined) {
         for (const need of own) {
           // A need is a pattern ("git **", "mcp_x_*"): covered, not matched as a value.
-          if (findEscalations(requestedGrants, [need]).length > 0) problems.push(`${at}: needs ${describeCapability(need)}, which loom.toml's [capabilities] does not grant`);
+          if (findEscalations(requestedGrants, [need]).length > 0)
+            problems.push(`${at}: needs ${describeCapability(need)}, which loom.toml's [capabilities] does not grant`);
         }
       }
     });
   }
   if (problems.length > 0) {
-    throw new PackageError(`cannot load package "${slug}": ${problems.length === 1 ? (problems[0] ?? '') : `${problems.length} problems:\n${problems.map((line) => `  ${line}`).join('\n')}`}`, {
-      details: { package: slug, problems },
-    });
+    throw new PackageError(
+      `cannot load package "${slug}": ${problems.length === 1 ? (problems[0] ?? '') : `${problems.length} problems:\n${problems.map((line) => `  ${line}`).join('\n')}`}`,
+      {
+        details: { package: slug, problems },
+      },
+    );
   }
 
   // A broad tool pattern in loom.toml would hand every step what is scoped to one (another
   // step's MCP servers, the shell): refused, so each step keeps only its own.
   (requested?.tools ?? []).forEach((pattern, index) => {
     if (pattern !== '*' && mayNameScopedTool(pattern)) {
-      problems.push(`loom.toml: [capabilities].tools[${index}]: "${pattern}" could match shell_exec or an MCP server's tools, which each activity gets only for its own "cmds" and "mcps"; name the other tools it means (e.g. "memory_*", "web_fetch")`);
+      problems.push(
+        `loom.toml: [capabilities].tools[${index}]: "${pattern}" could match shell_exec or an MCP server's tools, which each activity gets only for its own "cmds" and "mcps"; name the other tools it means (e.g. "memory_*", "web_fetch")`,
+      );
     }
   });
   if (problems.length > 0) throw new PackageError(`cannot load package "${slug}": ${problems.join('; ')}`, { details: { package: slug, problems } });
@@ -152,7 +163,9 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
     const activities = binding.activities.map((activity): RunnableActivity => {
       const model = models.get(activity.model) as ModelTarget;
       // Its skills and what they depend on, each once, dependencies first.
-      const names = [...new Set(activity.skills.flatMap((skill) => [...(skills?.get(skillWithoutVersion(skill))?.requires ?? []), skillWithoutVersion(skill)]))];
+      const names = [
+        ...new Set(activity.skills.flatMap((skill) => [...(skills?.get(skillWithoutVersion(skill))?.requires ?? []), skillWithoutVersion(skill)])),
+      ];
       const instructions = names.flatMap((name) => {
         const text = skills?.get(name)?.prompt;
         return text === undefined ? [] : [text];
@@ -191,7 +204,7 @@ export function preparePackage(loaded: LoadedPackage, environment: PackageEnviro
 
 /** The `[capabilities]` a package without loom.toml's asks for: what its activities need, and its agent's own model. */
 function deriveCapabilities(needs: readonly Capability[], agentModel: ModelTarget | undefined): ManifestCapabilities {
-  const unique = <T,>(values: readonly T[]): T[] => [...new Set(values)];
+  const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
   const patterns = (kind: Capability['kind']): string[] => unique(needs.flatMap((need) => (need.kind === kind && 'pattern' in need ? [need.pattern] : [])));
   const llm = patterns('llm_query');
   return ManifestCapabilitiesSchema.parse({

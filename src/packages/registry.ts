@@ -66,7 +66,12 @@ const EntrySchema = z
     for (const version of Object.keys(entry.versions)) {
       if (!VERSION.test(version)) context.addIssue({ code: 'custom', path: ['versions', version], message: 'expected a version such as "1.0.0" as the key' });
     }
-    if (!Object.hasOwn(entry.versions, entry.latest)) context.addIssue({ code: 'custom', path: ['latest'], message: `expected one of the versions (${Object.keys(entry.versions).join(', ') || 'none'}), got ${JSON.stringify(entry.latest)}` });
+    if (!Object.hasOwn(entry.versions, entry.latest))
+      context.addIssue({
+        code: 'custom',
+        path: ['latest'],
+        message: `expected one of the versions (${Object.keys(entry.versions).join(', ') || 'none'}), got ${JSON.stringify(entry.latest)}`,
+      });
   });
 
 const RegistryIndexSchema = z
@@ -78,13 +83,27 @@ const RegistryIndexSchema = z
     for (const [name, entry] of Object.entries(index.entries)) {
       const plural = UNVERSIONED.exec(name)?.[1];
       if (plural === undefined) {
-        context.addIssue({ code: 'custom', path: ['entries', name], message: 'expected a qualified name such as "@acme/agents/briefing" or "@acme/skills/note-taker" as the key' });
+        context.addIssue({
+          code: 'custom',
+          path: ['entries', name],
+          message: 'expected a qualified name such as "@acme/agents/briefing" or "@acme/skills/note-taker" as the key',
+        });
         continue;
       }
       const kind = plural === 'agents' ? 'agent' : 'skill';
-      if (entry.kind !== kind) context.addIssue({ code: 'custom', path: ['entries', name, 'kind'], message: `expected "${kind}" for a name in /${plural}/, got ${JSON.stringify(entry.kind)}` });
+      if (entry.kind !== kind)
+        context.addIssue({
+          code: 'custom',
+          path: ['entries', name, 'kind'],
+          message: `expected "${kind}" for a name in /${plural}/, got ${JSON.stringify(entry.kind)}`,
+        });
       for (const [version, published] of Object.entries(entry.versions)) {
-        if (!published.code.startsWith(codeKind(kind))) context.addIssue({ code: 'custom', path: ['entries', name, 'versions', version, 'code'], message: `expected a ${codeKind(kind)}- code for ${kind === 'agent' ? 'a package' : 'a skill'}, got ${JSON.stringify(published.code)}` });
+        if (!published.code.startsWith(codeKind(kind)))
+          context.addIssue({
+            code: 'custom',
+            path: ['entries', name, 'versions', version, 'code'],
+            message: `expected a ${codeKind(kind)}- code for ${kind === 'agent' ? 'a package' : 'a skill'}, got ${JSON.stringify(published.code)}`,
+          });
       }
     }
   });
@@ -223,11 +242,14 @@ async function readFromRegistry(registry: string, wanted: { path: string; limit:
     // The limit covers the body too: a registry that sends its headers, then a byte a second,
     // is cut off at it, as one that never answers is.
     const tooSlow = (error: unknown): PackageError =>
-      new PackageError(`cannot read registry "${registry}": GET ${url.href} took longer than ${durationOf(timeoutMs)}, the time limit for one request to a registry (REGISTRY_TIMEOUT_MS); check that the registry answers, or point [[registries]] at one that does`, {
-        cause: error,
-        details: { registry, url: url.href, timeoutMs },
-        isRetryable: true,
-      });
+      new PackageError(
+        `cannot read registry "${registry}": GET ${url.href} took longer than ${durationOf(timeoutMs)}, the time limit for one request to a registry (REGISTRY_TIMEOUT_MS); check that the registry answers, or point [[registries]] at one that does`,
+        {
+          cause: error,
+          details: { registry, url: url.href, timeoutMs },
+          isRetryable: true,
+        },
+      );
     try {
       // Redirects are not followed: a registry is named by its URL, and a redirect could lead anywhere.
       response = await options.fetch(url, { signal, redirect: 'manual' });
@@ -238,14 +260,19 @@ async function readFromRegistry(registry: string, wanted: { path: string; limit:
     }
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel().catch(() => undefined);
-      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} answered ${response.status}, a redirect${response.headers.get('location') === null ? '' : ` to ${response.headers.get('location') ?? ''}`}; redirects are not followed, so point [[registries]] at the final URL`);
+      throw new PackageError(
+        `cannot read registry "${registry}": GET ${url.href} answered ${response.status}, a redirect${response.headers.get('location') === null ? '' : ` to ${response.headers.get('location') ?? ''}`}; redirects are not followed, so point [[registries]] at the final URL`,
+      );
     }
     if (response.status !== 200) {
       await response.body?.cancel().catch(() => undefined);
-      throw new PackageError(`cannot read registry "${registry}": GET ${url.href} answered ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`}`, {
-        details: { url: url.href, status: response.status },
-        isRetryable: response.status >= 500 || response.status === 429,
-      });
+      throw new PackageError(
+        `cannot read registry "${registry}": GET ${url.href} answered ${response.status}${response.statusText === '' ? '' : ` ${response.statusText}`}`,
+        {
+          details: { url: url.href, status: response.status },
+          isRetryable: response.status >= 500 || response.status === 429,
+        },
+      );
     }
     try {
       return await readBody(response, { limit, url, registry });
@@ -262,7 +289,9 @@ async function readFromRegistry(registry: string, wanted: { path: string; limit:
   } catch (error) {
     options.signal?.throwIfAborted();
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new PackageError(`cannot read registry "${registry}": ${missing ? `"${file}" does not exist` : `cannot read "${file}" (${messageOf(error)})`}`, { cause: error });
+    throw new PackageError(`cannot read registry "${registry}": ${missing ? `"${file}" does not exist` : `cannot read "${file}" (${messageOf(error)})`}`, {
+      cause: error,
+    });
   }
   if (bytes.byteLength > limit) throw new PackageError(`cannot read registry "${registry}": "${file}" is larger than ${limit} bytes`);
   return bytes;
@@ -302,15 +331,25 @@ async function readLocalIndex(registry: string): Promise<RegistryIndex> {
  *   written then.
  * @example await publishToRegistry({ registry: './registry', source: 'examples/packages/chief-of-staff', kind: 'agent', name: '@nebo/agents/chief-of-staff', version: '1.0.0' })
  */
-export async function publishToRegistry(options: { registry: string; source: string; kind: 'agent' | 'skill'; name: string; version: string }): Promise<PublishedArchive> {
+export async function publishToRegistry(options: {
+  registry: string;
+  source: string;
+  kind: 'agent' | 'skill';
+  name: string;
+  version: string;
+}): Promise<PublishedArchive> {
   const { kind, version } = options;
   const parsed = parseQualifiedName(options.name);
   const label = `${parsed.qualified}@${version}`;
   const cannot = `cannot publish ${label} to "${options.registry}"`;
   if (isUrl(options.registry)) throw new PackageError(`${cannot}: publishing writes to a registry folder; publish to a folder, then serve it over HTTP`);
-  if (parsed.kind !== kind) throw new PackageError(`${cannot}: "${options.name}" names ${parsed.kind === 'agent' ? 'a package' : 'a skill'}, but a ${kind === 'agent' ? 'package' : 'skill'} is being published; use @${parsed.org}/${kind === 'agent' ? 'agents' : 'skills'}/${parsed.name}`);
+  if (parsed.kind !== kind)
+    throw new PackageError(
+      `${cannot}: "${options.name}" names ${parsed.kind === 'agent' ? 'a package' : 'a skill'}, but a ${kind === 'agent' ? 'package' : 'skill'} is being published; use @${parsed.org}/${kind === 'agent' ? 'agents' : 'skills'}/${parsed.name}`,
+    );
   if (!VERSION.test(version)) throw new PackageError(`${cannot}: "${version}" is not a version such as "1.0.0"`);
-  if (parsed.version !== undefined && parsed.version !== version) throw new PackageError(`${cannot}: the name says version ${parsed.version}; pass the name without a version`);
+  if (parsed.version !== undefined && parsed.version !== version)
+    throw new PackageError(`${cannot}: the name says version ${parsed.version}; pass the name without a version`);
 
   const registry = resolve(options.registry);
   const bytes = await packFolder(options.source);
@@ -319,14 +358,18 @@ export async function publishToRegistry(options: { registry: string; source: str
   const existing = index.entries[parsed.qualified]?.versions[version];
   if (existing !== undefined) {
     if (existing.sha256 === sha256) return { code: existing.code, archive: existing.archive, sha256 };
-    throw new PackageError(`${cannot}: that version is published already with other contents (sha256 ${existing.sha256}, now ${sha256}); versions are immutable, so publish a new version`, {
-      details: { name: parsed.qualified, version, published: existing.sha256, sha256 },
-    });
+    throw new PackageError(
+      `${cannot}: that version is published already with other contents (sha256 ${existing.sha256}, now ${sha256}); versions are immutable, so publish a new version`,
+      {
+        details: { name: parsed.qualified, version, published: existing.sha256, sha256 },
+      },
+    );
   }
   const code = installCodeFor(codeKind(kind), parsed.qualified, version);
   for (const [name, entry] of Object.entries(index.entries)) {
     for (const [taken, published] of Object.entries(entry.versions)) {
-      if (published.code === code) throw new PackageError(`${cannot}: its install code ${code} is taken by ${name}@${taken} in that registry; publish it as another version`);
+      if (published.code === code)
+        throw new PackageError(`${cannot}: its install code ${code} is taken by ${name}@${taken} in that registry; publish it as another version`);
     }
   }
 
@@ -350,7 +393,10 @@ function parseReference(reference: string): Wanted {
 }
 
 /** The version the reference asks for in this index, or what the index has under its name when it has not that version. */
-function lookUp(index: RegistryIndex, wanted: Wanted): { name: string; kind: 'agent' | 'skill'; version: string; published: VersionEntry } | { near: string } | undefined {
+function lookUp(
+  index: RegistryIndex,
+  wanted: Wanted,
+): { name: string; kind: 'agent' | 'skill'; version: string; published: VersionEntry } | { near: string } | undefined {
   if ('code' in wanted) {
     for (const [name, entry] of Object.entries(index.entries)) {
       for (const [version, published] of Object.entries(entry.versions)) {
@@ -385,7 +431,9 @@ export async function resolveFromRegistries(registries: readonly string[], refer
   const wanted = parseReference(reference);
   const searched = registries.length === 0 ? '(none configured: add [[registries]] to config.toml)' : registries.map((registry) => `"${registry}"`).join(', ');
   const label = 'code' in wanted ? wanted.code : reference;
-  throw new PackageError(`cannot find "${label}" in the registries searched: ${searched}${near.length === 0 ? '' : ` (${near.join('; ')})`}`, { details: { reference, registries: [...registries] } });
+  throw new PackageError(`cannot find "${label}" in the registries searched: ${searched}${near.length === 0 ? '' : ` (${near.join('; ')})`}`, {
+    details: { reference, registries: [...registries] },
+  });
 }
 
 /**
@@ -400,7 +448,11 @@ export function findInRegistries(registries: readonly string[], reference: strin
 }
 
 /** The reference's archive in the first registry that lists it; `near` collects the registries' near misses. */
-async function lookUpInRegistries(registries: readonly string[], reference: string, options: RegistryReadOptions & { near: string[] }): Promise<ResolvedArchive | undefined> {
+async function lookUpInRegistries(
+  registries: readonly string[],
+  reference: string,
+  options: RegistryReadOptions & { near: string[] },
+): Promise<ResolvedArchive | undefined> {
   const { near } = options;
   const wanted = parseReference(reference);
   const read: ReadOptions = { fetch: options.fetch ?? fetch, signal: options.signal, timeoutMs: options.timeoutMs };
@@ -416,9 +468,12 @@ async function lookUpInRegistries(registries: readonly string[], reference: stri
     // A code is a digest of the name and version: an index that pairs them otherwise is refused.
     const expected = installCodeFor(kind === 'agent' ? 'AGNT' : 'SKIL', name, version);
     if (published.code !== expected) {
-      throw new PackageError(`cannot use ${name}@${version} from registry "${registry}": its index gives the install code ${published.code}, but that name and version have the code ${expected}; the index is wrong or was tampered with`, {
-        details: { registry, name, version, code: published.code, expected },
-      });
+      throw new PackageError(
+        `cannot use ${name}@${version} from registry "${registry}": its index gives the install code ${published.code}, but that name and version have the code ${expected}; the index is wrong or was tampered with`,
+        {
+          details: { registry, name, version, code: published.code, expected },
+        },
+      );
     }
     const bytes = await readFromRegistry(registry, { path: published.archive, limit: MAX_ARCHIVE_BYTES }, read);
     const actual = sha256Hex(bytes);

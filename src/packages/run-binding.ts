@@ -67,7 +67,11 @@ export function namespacedEvent(slug: string, event: string): string {
  * The prompt of one activity (spec/04): its intent, its steps, the binding's inputs and what
  * the activities before it produced. AGENT.md and the skills go in the system prompt instead.
  */
-export function activityPrompt(activity: Pick<RunnableActivity, 'intent' | 'steps'>, inputs: JsonObject, earlier: readonly { id: string; output: string }[]): string {
+export function activityPrompt(
+  activity: Pick<RunnableActivity, 'intent' | 'steps'>,
+  inputs: JsonObject,
+  earlier: readonly { id: string; output: string }[],
+): string {
   const parts = [`Your task: ${activity.intent}`];
   if (activity.steps.length > 0) parts.push(`Steps:\n${activity.steps.map((step, index) => `${index + 1}. ${step}`).join('\n')}`);
   if (Object.keys(inputs).length > 0) parts.push(`Inputs:\n${JSON.stringify(inputs, null, 2)}`);
@@ -158,12 +162,15 @@ export async function runBinding(
         mcpServers: activity.mcpServers,
         tokenBudget: {
           max: Math.max(0, Math.min(activity.tokenBudget, left)),
-          label: runBudgetBinds ? `binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}, ${left} left)` : `activity "${activity.id}" (token_budget.max = ${activity.tokenBudget})`,
+          label: runBudgetBinds
+            ? `binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}, ${left} left)`
+            : `activity "${activity.id}" (token_budget.max = ${activity.tokenBudget})`,
         },
         ...(activity.instructions === undefined ? {} : { instructions: activity.instructions }),
       };
       try {
-        if (left <= 0) throw new TokenBudgetExceededError(`stopped: binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}) has no tokens left`);
+        if (left <= 0)
+          throw new TokenBudgetExceededError(`stopped: binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}) has no tokens left`);
         const result = await kernel.runTask(binding.package, task, options.signal === undefined ? {} : { signal: options.signal });
         record = {
           ...record,
@@ -180,7 +187,12 @@ export async function runBinding(
         // A budget stop says what it spent (the kernel recorded it as usage too).
         const spent = error instanceof TokenBudgetExceededError ? error.details : {};
         const tokens = (key: string): number => (typeof spent[key] === 'number' ? spent[key] : 0);
-        record = { ...record, error: messageOf(error), inputTokens: record.inputTokens + tokens('inputTokens'), outputTokens: record.outputTokens + tokens('outputTokens') };
+        record = {
+          ...record,
+          error: messageOf(error),
+          inputTokens: record.inputTokens + tokens('inputTokens'),
+          outputTokens: record.outputTokens + tokens('outputTokens'),
+        };
         if (!(error instanceof TokenBudgetExceededError) && record.attempts <= activity.retry) {
           parts.logger.warn({ err: error, activity: activity.id, attempt: record.attempts }, `activity "${activity.id}" failed; retrying`);
           continue;
@@ -202,7 +214,11 @@ export async function runBinding(
 
   if (aborted) {
     const failed = run.activities.find((entry) => entry.fallback === 'Abort');
-    await save({ status: 'aborted', error: `activity "${failed?.id ?? '?'}" failed and its on_error fallback is Abort: ${failed?.error ?? ''}`, endedAt: clock.now() });
+    await save({
+      status: 'aborted',
+      error: `activity "${failed?.id ?? '?'}" failed and its on_error fallback is Abort: ${failed?.error ?? ''}`,
+      endedAt: clock.now(),
+    });
     return run;
   }
   const emitted = binding.emit === undefined ? null : namespacedEvent(binding.package, binding.emit);

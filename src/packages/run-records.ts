@@ -50,7 +50,10 @@ export async function recordNonRun(state: PackageRuntimeState, fire: NonRun): Pr
  * The id of a run of the binding that another node, alive, runs now (checked only when nodes
  * share the store); `except` is the job's own run (taken again here after its node died).
  */
-export async function runningElsewhere(state: PackageRuntimeState, where: { slug: string; binding: string; except: string | undefined }): Promise<string | undefined> {
+export async function runningElsewhere(
+  state: PackageRuntimeState,
+  where: { slug: string; binding: string; except: string | undefined },
+): Promise<string | undefined> {
   const { node, store } = state.options;
   if (node === undefined) return undefined;
   for (const run of await store.packageRuns.list({ package: where.slug, binding: where.binding, limit: 10 })) {
@@ -91,11 +94,14 @@ export async function endRefused(state: PackageRuntimeState, refused: RefusedRun
   const { pkg, binding, trigger, runId, metered } = refused;
   const { clock, store } = state.options;
   const stored = await store.packageRuns.get(runId);
-  if (stored === undefined) throw new LoomError('PACKAGE_RUN_NOT_FOUND', 'system', `cannot end run "${runId}" of "${binding}" (package "${pkg.slug}"): its record is gone`);
+  if (stored === undefined)
+    throw new LoomError('PACKAGE_RUN_NOT_FOUND', 'system', `cannot end run "${runId}" of "${binding}" (package "${pkg.slug}"): its record is gone`);
   const reason = messageOf(metered.stopped.reason);
   const now = clock.now();
   const skipped = metered.spent() === 0 && !stored.activities.some((activity) => activity.status === 'completed');
-  const activities = stored.activities.map((activity): ActivityRunRecord => (activity.status === 'running' ? { ...activity, status: skipped ? 'skipped' : 'failed', error: reason, endedAt: now } : activity));
+  const activities = stored.activities.map((activity): ActivityRunRecord =>
+    activity.status === 'running' ? { ...activity, status: skipped ? 'skipped' : 'failed', error: reason, endedAt: now } : activity,
+  );
   const error = skipped ? `not started: ${reason}` : `stopped: ${reason}`;
   const ended: PackageRunRecord = { ...stored, status: skipped ? 'skipped' : 'aborted', error, activities, endedAt: now, ...(skipped ? { nodeId: null } : {}) };
   await store.packageRuns.update(ended);

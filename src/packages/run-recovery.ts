@@ -77,7 +77,8 @@ export class RunRecovery {
       const byPackage = new Map<string, PackageRunRecord[]>();
       const runs = (await store.packageRuns.interruptRunning(clock.now(), INTERRUPTED)).filter((run) => !this.#runs.isRunningHere(run.id));
       for (const run of runs) byPackage.set(run.package, [...(byPackage.get(run.package) ?? []), run]);
-      if (runs.length > 0) this.#state.logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} package run(s) were cut off by the last stop; resuming them`);
+      if (runs.length > 0)
+        this.#state.logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} package run(s) were cut off by the last stop; resuming them`);
       return byPackage;
     })();
     return this.#interrupted;
@@ -92,17 +93,28 @@ export class RunRecovery {
     const { store, clock, node } = this.#state.options;
     const runs: PackageRunRecord[] = [];
     const timed = (trigger: string): boolean => trigger === 'schedule' || trigger === 'heartbeat';
-    const orphaned = async (run: PackageRunRecord): Promise<boolean> => (run.nodeId === null ? timed(run.trigger) : run.nodeId !== node?.id && !((await node?.alive(run.nodeId)) ?? false));
+    const orphaned = async (run: PackageRunRecord): Promise<boolean> =>
+      run.nodeId === null ? timed(run.trigger) : run.nodeId !== node?.id && !((await node?.alive(run.nodeId)) ?? false);
     for (const name of Object.keys(pkg.prepared.loaded.agentJson.workflows)) {
       for (const run of await store.packageRuns.list({ package: pkg.slug, binding: name, limit: 100 })) {
         if (run.status !== 'running' || this.#runs.isRunningHere(run.id) || !(await orphaned(run))) continue;
         const now = clock.now();
-        const cut: PackageRunRecord = { ...run, status: 'interrupted', error: INTERRUPTED, endedAt: now, activities: failRunningActivities(run.activities, INTERRUPTED, now) };
+        const cut: PackageRunRecord = {
+          ...run,
+          status: 'interrupted',
+          error: INTERRUPTED,
+          endedAt: now,
+          activities: failRunningActivities(run.activities, INTERRUPTED, now),
+        };
         await store.packageRuns.update(cut);
         runs.push(cut);
       }
     }
-    if (runs.length > 0) this.#state.logger.warn({ runs: runs.map((run) => run.id) }, `${runs.length} run(s) of package "${pkg.slug}" were cut off when their node stopped; resuming them`);
+    if (runs.length > 0)
+      this.#state.logger.warn(
+        { runs: runs.map((run) => run.id) },
+        `${runs.length} run(s) of package "${pkg.slug}" were cut off when their node stopped; resuming them`,
+      );
     return runs;
   }
 

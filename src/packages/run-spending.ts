@@ -35,7 +35,8 @@ export interface MeterRunOptions {
   resume: PackageRunRecord | undefined;
 }
 
-const sumOf = (activities: readonly ActivityRunRecord[]): number => activities.reduce((total, activity) => total + activity.inputTokens + activity.outputTokens, 0);
+const sumOf = (activities: readonly ActivityRunRecord[]): number =>
+  activities.reduce((total, activity) => total + activity.inputTokens + activity.outputTokens, 0);
 
 /**
  * Meters a package run (spec/04 `budget.total_per_run`) through the kernel's budget ledger: each
@@ -59,13 +60,24 @@ export function meterRun(options: MeterRunOptions): MeteredRun {
 
   const completeActivity = (activity: ActivityRunRecord): ActivityRunRecord => {
     const extra = missed.get(activity.id);
-    return extra === undefined ? activity : { ...activity, inputTokens: activity.inputTokens + extra.inputTokens, outputTokens: activity.outputTokens + extra.outputTokens, costUsd: activity.costUsd + extra.costUsd };
+    return extra === undefined
+      ? activity
+      : {
+          ...activity,
+          inputTokens: activity.inputTokens + extra.inputTokens,
+          outputTokens: activity.outputTokens + extra.outputTokens,
+          costUsd: activity.costUsd + extra.costUsd,
+        };
   };
   const complete = (run: PackageRunRecord): PackageRunRecord => (missed.size === 0 ? run : { ...run, activities: run.activities.map(completeActivity) });
 
   const miss = (activity: string | undefined, attempt: Spent, counted: Spent): void => {
     if (activity === undefined) return;
-    const extra = { inputTokens: attempt.inputTokens - counted.inputTokens, outputTokens: attempt.outputTokens - counted.outputTokens, costUsd: attempt.costUsd - counted.costUsd };
+    const extra = {
+      inputTokens: attempt.inputTokens - counted.inputTokens,
+      outputTokens: attempt.outputTokens - counted.outputTokens,
+      costUsd: attempt.costUsd - counted.costUsd,
+    };
     if (extra.inputTokens <= 0 && extra.outputTokens <= 0 && extra.costUsd <= 0) return;
     const before = missed.get(activity) ?? { inputTokens: 0, outputTokens: 0, costUsd: 0 };
     missed.set(activity, {
@@ -81,16 +93,22 @@ export function meterRun(options: MeterRunOptions): MeteredRun {
     const activity = current;
     const left = binding.totalPerRun - spent;
     if (left <= 0) {
-      throw new TokenBudgetExceededError(`not started: ${totalLabel} is spent, ${spent} tokens used by the run's attempts; raise total_per_run to let it go further`, {
-        details: { max: binding.totalPerRun, used: spent, inputTokens: 0, outputTokens: 0 },
-      });
+      throw new TokenBudgetExceededError(
+        `not started: ${totalLabel} is spent, ${spent} tokens used by the run's attempts; raise total_per_run to let it go further`,
+        {
+          details: { max: binding.totalPerRun, used: spent, inputTokens: 0, outputTokens: 0 },
+        },
+      );
     }
     const attempt: Spent = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
     const own = task.tokenBudget;
     const metered: TaskTurn = {
       ...task,
       // What is left of the run, when it is less than what the attempt was given.
-      tokenBudget: own === undefined || left < own.max ? { max: left, label: `binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}, ${left} left)` } : own,
+      tokenBudget:
+        own === undefined || left < own.max
+          ? { max: left, label: `binding "${binding.name}" (budget.total_per_run = ${binding.totalPerRun}, ${left} left)` }
+          : own,
       onSpend: (call) => {
         attempt.inputTokens += call.inputTokens;
         attempt.outputTokens += call.outputTokens;
@@ -126,7 +144,9 @@ export function meterRun(options: MeterRunOptions): MeteredRun {
     report(event) {
       if (event.type === 'activity-start') current = event.activity;
       const run = complete(event.run);
-      return event.type === 'activity-finish' || event.type === 'notify-owner' ? { ...event, run, activity: completeActivity(event.activity) } : { ...event, run };
+      return event.type === 'activity-finish' || event.type === 'notify-owner'
+        ? { ...event, run, activity: completeActivity(event.activity) }
+        : { ...event, run };
     },
     complete,
     spent: () => spent,

@@ -55,7 +55,11 @@ export function createSkillFinder(options: SkillFinderOptions): SkillFinder {
     if (bundled !== undefined && (await exists(join(bundled, 'SKILL.md')))) {
       const skill = await loadSkillFolder(bundled, reference.org);
       if (reference.version === undefined || reference.version === skill.version) {
-        return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'bundled', package: from.name, source: from.source, registry: from.registry } };
+        return {
+          ...skill,
+          digest: await packageFolderDigest(skill.dir, 'skill'),
+          origin: { kind: 'bundled', package: from.name, source: from.source, registry: from.registry },
+        };
       }
     }
     const listed = options.registries.length === 0 ? undefined : await findInRegistries(options.registries, label, fetchOptions);
@@ -64,9 +68,15 @@ export function createSkillFinder(options: SkillFinderOptions): SkillFinder {
       scratch.push(folder);
       const skill = await loadSkillFolder(await unpackArchive(listed.bytes, folder), reference.org);
       if (skill.version !== listed.version) {
-        throw new PackageError(`cannot use skill ${listed.name}@${listed.version} from registry "${listed.registry}": its SKILL.md says version ${skill.version} (metadata.version); the archive is not the version the index lists, so it is refused`);
+        throw new PackageError(
+          `cannot use skill ${listed.name}@${listed.version} from registry "${listed.registry}": its SKILL.md says version ${skill.version} (metadata.version); the archive is not the version the index lists, so it is refused`,
+        );
       }
-      return { ...skill, digest: await packageFolderDigest(skill.dir, 'skill'), origin: { kind: 'registry', registry: listed.registry, code: listed.code, sha256: listed.sha256 } };
+      return {
+        ...skill,
+        digest: await packageFolderDigest(skill.dir, 'skill'),
+        origin: { kind: 'registry', registry: listed.registry, code: listed.code, sha256: listed.sha256 },
+      };
     }
     const installed = await findInstalledSkill(options.skillsDir, reference);
     if (installed !== undefined) {
@@ -83,7 +93,9 @@ export function createSkillFinder(options: SkillFinderOptions): SkillFinder {
     }
     // Where it was looked for, for the message: the package's own folder and the installed skills.
     const places = [
-      ...(bundled === undefined ? [] : [`not in the package's skills/ folder ("${bundled}"${reference.version === undefined ? '' : ` at version ${reference.version}`})`]),
+      ...(bundled === undefined
+        ? []
+        : [`not in the package's skills/ folder ("${bundled}"${reference.version === undefined ? '' : ` at version ${reference.version}`})`]),
       `not installed ("${join(options.skillsDir, reference.org, reference.name)}")`,
     ].join(', ');
     if (options.registries.length === 0) {
@@ -96,7 +108,10 @@ export function createSkillFinder(options: SkillFinderOptions): SkillFinder {
       },
       (error: unknown) => {
         if (!(error instanceof PackageError)) throw error;
-        throw new PackageError(`cannot find skill "${label}": ${places}, and ${error.message}`, { details: { ...error.details, skill: label, missing: true }, cause: error });
+        throw new PackageError(`cannot find skill "${label}": ${places}, and ${error.message}`, {
+          details: { ...error.details, skill: label, missing: true },
+          cause: error,
+        });
       },
     );
   };
@@ -109,7 +124,11 @@ export function createSkillFinder(options: SkillFinderOptions): SkillFinder {
  * @throws {PackageError} naming every skill that cannot be found, each with the places looked in
  *   (`details.missing` lists their messages).
  */
-export async function checkPackageSkills(loaded: Pick<LoadedPackage, 'dir' | 'slug' | 'qualifiedName' | 'agentJson'>, options: SkillFinderOptions, source: string): Promise<void> {
+export async function checkPackageSkills(
+  loaded: Pick<LoadedPackage, 'dir' | 'slug' | 'qualifiedName' | 'agentJson'>,
+  options: SkillFinderOptions,
+  source: string,
+): Promise<void> {
   const find = createSkillFinder(options);
   const requester: SkillRequester = { dir: loaded.dir, name: loaded.qualifiedName ?? loaded.slug, source, registry: null };
   const scratch: string[] = [];
@@ -126,6 +145,9 @@ export async function checkPackageSkills(loaded: Pick<LoadedPackage, 'dir' | 'sl
     await Promise.all(scratch.map((folder) => rm(folder, { recursive: true, force: true })));
   }
   if (missing.length > 0) {
-    throw new PackageError(`package "${loaded.slug}" is not valid: ${missing.length === 1 ? 'a skill it names cannot be found' : `${missing.length} skills it names cannot be found`}:\n${missing.map((line) => `  ${line}`).join('\n')}`, { details: { missing } });
+    throw new PackageError(
+      `package "${loaded.slug}" is not valid: ${missing.length === 1 ? 'a skill it names cannot be found' : `${missing.length} skills it names cannot be found`}:\n${missing.map((line) => `  ${line}`).join('\n')}`,
+      { details: { missing } },
+    );
   }
 }

@@ -74,7 +74,8 @@ export function skillOriginPath(skillsDir: string, skill: Pick<LoadedSkill, 'ref
  * a later install that takes the same files leaves the first record as it is.
  */
 export async function writeSkillOrigin(skillsDir: string, skill: SourcedSkill, record: { installedBy: string; installedAt: number }): Promise<string> {
-  if (skill.origin.kind === 'unknown') throw new PackageError(`cannot record where skill "${skill.reference.qualified}@${skill.version}" came from: its origin is unknown`);
+  if (skill.origin.kind === 'unknown')
+    throw new PackageError(`cannot record where skill "${skill.reference.qualified}@${skill.version}" came from: its origin is unknown`);
   const path = skillOriginPath(skillsDir, skill);
   const file: z.input<typeof OriginFileSchema> = {
     format: 1,
@@ -115,7 +116,10 @@ export async function readSkillOrigin(skillsDir: string, skill: LoadedSkill, dig
   if (!parsed.success) throw new PackageError(`${cannot}: ${formatIssues(parsed.error, { style: 'json' }).join('; ')}; ${fix}`, { details: { path } });
   const recorded = parsed.data;
   if (recorded.digest !== digest) {
-    return { origin: { kind: 'unknown', reason: `its files changed since it was installed, ${describeSkillOrigin(recorded.origin)}` }, installedBy: recorded.installedBy };
+    return {
+      origin: { kind: 'unknown', reason: `its files changed since it was installed, ${describeSkillOrigin(recorded.origin)}` },
+      installedBy: recorded.installedBy,
+    };
   }
   return { origin: recorded.origin, installedBy: recorded.installedBy };
 }

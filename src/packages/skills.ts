@@ -165,7 +165,8 @@ export function parseSkillFile(text: string, source: string): SkillFile {
     fail(source, `YAML syntax error in the front matter${at}: ${error.message.replace(/ at line \d+, column \d+[\s\S]*$/, '')}`);
   }
   document ??= {};
-  if (typeof document !== 'object' || Array.isArray(document)) fail(source, `the front matter must be a YAML mapping holding name and description, got ${describeValue(document, 'json')}`);
+  if (typeof document !== 'object' || Array.isArray(document))
+    fail(source, `the front matter must be a YAML mapping holding name and description, got ${describeValue(document, 'json')}`);
 
   const parsed = SkillFrontMatterSchema.safeParse(document, { reportInput: true });
   if (!parsed.success) {
@@ -201,7 +202,12 @@ export async function loadSkillFolder(dir: string, org: string): Promise<LoadedS
   });
   if (info === undefined) {
     const folder = await stat(dir).catch(() => undefined);
-    fail(dir, folder?.isDirectory() === true ? 'SKILL.md is missing (a skill is a folder holding SKILL.md: front matter with name and description, then instructions)' : 'no such folder (a skill is a folder holding SKILL.md)');
+    fail(
+      dir,
+      folder?.isDirectory() === true
+        ? 'SKILL.md is missing (a skill is a folder holding SKILL.md: front matter with name and description, then instructions)'
+        : 'no such folder (a skill is a folder holding SKILL.md)',
+    );
   }
   // A link would put a file from outside the skill (a secret) into the prompt and the install.
   const listing = await listPackageFolder(dir);
@@ -226,7 +232,10 @@ const ROOTS = "the agent's skills";
  * // a → b, a → c, b → d, c → d
  * await resolveSkillClosure([a], find) // [d, b, c, a]
  */
-export async function resolveSkillClosure<Skill extends LoadedSkill>(roots: readonly SkillReference[], find: (reference: SkillReference) => Promise<Skill>): Promise<Skill[]> {
+export async function resolveSkillClosure<Skill extends LoadedSkill>(
+  roots: readonly SkillReference[],
+  find: (reference: SkillReference) => Promise<Skill>,
+): Promise<Skill[]> {
   const pins = new Map<string, { version: string; by: string }>();
   const cache = new Map<string, Skill>();
 
@@ -238,11 +247,14 @@ export async function resolveSkillClosure<Skill extends LoadedSkill>(roots: read
     try {
       skill = await find(reference);
     } catch (error) {
-      if (error instanceof PackageError && requiredBy !== ROOTS) throw new PackageError(`${error.message} (required by ${requiredBy})`, { details: error.details, cause: error });
+      if (error instanceof PackageError && requiredBy !== ROOTS)
+        throw new PackageError(`${error.message} (required by ${requiredBy})`, { details: error.details, cause: error });
       throw error;
     }
     if (skill.reference.qualified !== reference.qualified || (reference.version !== undefined && skill.version !== reference.version)) {
-      throw new PackageError(`cannot resolve skill "${key}" (required by ${requiredBy}): the folder found, "${skill.dir}", holds "${referenceText(skill.reference)}"`);
+      throw new PackageError(
+        `cannot resolve skill "${key}" (required by ${requiredBy}): the folder found, "${skill.dir}", holds "${referenceText(skill.reference)}"`,
+      );
     }
     cache.set(key, skill);
     return skill;
@@ -273,7 +285,10 @@ export async function resolveSkillClosure<Skill extends LoadedSkill>(roots: read
       }
       if (taken.has(qualified)) return false;
       const pin = pins.get(qualified);
-      const skill = await load(pin === undefined ? { org: reference.org, name: reference.name, qualified } : { ...reference, version: pin.version }, requiredBy);
+      const skill = await load(
+        pin === undefined ? { org: reference.org, name: reference.name, qualified } : { ...reference, version: pin.version },
+        requiredBy,
+      );
       taken.set(qualified, skill);
       for (const dependency of skill.dependencies) {
         if (await visit(dependency, referenceText(skill.reference), [...path, qualified])) return true;
@@ -296,7 +311,9 @@ export async function resolveSkillClosure<Skill extends LoadedSkill>(roots: read
  * name, its description, then its instructions. Empty for no skills.
  */
 export function skillsPrompt(skills: readonly LoadedSkill[]): string {
-  return skills.map((skill) => [`# Skill: ${skill.name}`, skill.description.trim(), skill.instructions].filter((part) => part !== '').join('\n\n')).join('\n\n');
+  return skills
+    .map((skill) => [`# Skill: ${skill.name}`, skill.description.trim(), skill.instructions].filter((part) => part !== '').join('\n\n'))
+    .join('\n\n');
 }
 
 /**
@@ -338,7 +355,12 @@ export function installedSkillFolder(skillsDir: string, skill: LoadedSkill): str
 /** What to do to use a new copy in place of the installed one: remove that one first. */
 function removalFix(target: string, installedBy: string | null): string {
   // A skill installed by its own code records the code; a package's install, the package's slug.
-  const uninstall = installedBy === null ? '' : /^SKIL-/.test(installedBy) ? ` (installed by its code, loom package install ${installedBy})` : ` (package "${installedBy}" installed it: uninstall it unless you trust it, loom package uninstall ${installedBy})`;
+  const uninstall =
+    installedBy === null
+      ? ''
+      : /^SKIL-/.test(installedBy)
+        ? ` (installed by its code, loom package install ${installedBy})`
+        : ` (package "${installedBy}" installed it: uninstall it unless you trust it, loom package uninstall ${installedBy})`;
   return `delete the installed copy "${target}"${uninstall}, then install again`;
 }
 
@@ -364,7 +386,10 @@ async function holdsSameCopy(skillsDir: string, target: string, skill: LoadedSki
       { details: { skill: name, installed: target } },
     );
   }
-  const recorded = installed === undefined ? { origin: { kind: 'unknown', reason: 'it cannot be read as a skill folder' } as const, installedBy: null } : await readSkillOrigin(skillsDir, skill, installed);
+  const recorded =
+    installed === undefined
+      ? { origin: { kind: 'unknown', reason: 'it cannot be read as a skill folder' } as const, installedBy: null }
+      : await readSkillOrigin(skillsDir, skill, installed);
   const fix =
     skill.origin.kind === 'registry'
       ? `if you trust registry "${skill.origin.registry}", ${removalFix(target, recorded.installedBy)}; otherwise do not install this package`
@@ -395,7 +420,11 @@ export async function checkSkillInstallable(skillsDir: string, skill: LoadedSkil
  * when this call makes it ({@link skillOriginPath}); a copy kept keeps its first record.
  * @throws {PackageError} when another copy of the version is installed (see {@link checkSkillInstallable}).
  */
-export async function installSkill(skillsDir: string, skill: LoadedSkill | SourcedSkill, record?: { installedBy: string; installedAt: number }): Promise<{ folder: string; created: boolean }> {
+export async function installSkill(
+  skillsDir: string,
+  skill: LoadedSkill | SourcedSkill,
+  record?: { installedBy: string; installedAt: number },
+): Promise<{ folder: string; created: boolean }> {
   const target = installedSkillFolder(skillsDir, skill);
   if (resolve(skill.dir) === resolve(target) || (await holdsSameCopy(skillsDir, target, skill))) return { folder: target, created: false };
   const parent = dirname(target);

@@ -49,11 +49,32 @@ export type AgentEvent =
   | { type: 'run-start'; runId: string; agentId: string; agentName: string }
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; text: string; isError: boolean; /** How long the call took, approval wait included (set by the kernel). */ durationMs?: number }
+  | {
+      type: 'tool-result';
+      toolCallId: string;
+      toolName: string;
+      text: string;
+      isError: boolean;
+      /** How long the call took, approval wait included (set by the kernel). */ durationMs?: number;
+    }
   | { type: 'phase'; phase: RunPhase; detail: string; data?: Record<string, unknown> }
-  | { type: 'approval-request'; approvalId: string; toolCallId: string; toolName: string; input: unknown; expiresAt: string; /** Why it waits when taint tracking holds it: the untrusted text it carries, and whence. */ reason?: string }
+  | {
+      type: 'approval-request';
+      approvalId: string;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      expiresAt: string;
+      /** Why it waits when taint tracking holds it: the untrusted text it carries, and whence. */ reason?: string;
+    }
   | { type: 'run-finish'; result: TurnResult }
-  | { type: 'error'; code: string; category: 'user' | 'system' | 'third-party'; message: string; /** The error's details (a quota's `retryAt`, …), when it has any. */ details?: JsonObject };
+  | {
+      type: 'error';
+      code: string;
+      category: 'user' | 'system' | 'third-party';
+      message: string;
+      /** The error's details (a quota's `retryAt`, …), when it has any. */ details?: JsonObject;
+    };
 
 /** Receives a run's events as they happen. Must not throw. */
 export type AgentEventSink = (event: AgentEvent) => void;

@@ -3,7 +3,15 @@ import type * as AiModule from 'ai';
 import type { LanguageModelUsage, ModelMessage, ToolResultPart, ToolSet } from 'ai';
 import type { Clock, JsonValue, Logger, Tool, ToolAgent } from '../contracts/index.ts';
 import { TokenBudgetExceededError } from '../errors/index.ts';
-import { callWithFallback, delegatingModel, estimateCallInputTokens, estimateOutputTokens, type ModelResolver, type ModelTarget, planPromptCache } from '../models/index.ts';
+import {
+  callWithFallback,
+  delegatingModel,
+  estimateCallInputTokens,
+  estimateOutputTokens,
+  type ModelResolver,
+  type ModelTarget,
+  planPromptCache,
+} from '../models/index.ts';
 import { loadAi } from './load-ai.ts';
 import { toolJsonSchema } from './tool-schema.ts';
 import type { AgentEventSink, TurnUsage } from './agent-event.ts';
@@ -299,7 +307,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
    * when it is idempotent, else its result says its outcome is unknown; a call that waited for a
    * person waits on the same request (`approvals`, by call id).
    */
-  async function runRound(toolCalls: readonly ToolCallRequest[], results: ToolResultPart[], started: ReadonlyMap<string, boolean>, approvals?: ReadonlyMap<string, string>): Promise<{ hints: string[]; stop: string | undefined }> {
+  async function runRound(
+    toolCalls: readonly ToolCallRequest[],
+    results: ToolResultPart[],
+    started: ReadonlyMap<string, boolean>,
+    approvals?: ReadonlyMap<string, string>,
+  ): Promise<{ hints: string[]; stop: string | undefined }> {
     round = { calls: toolCalls, results };
     const hints: string[] = [];
     let stop: string | undefined;
@@ -319,16 +332,25 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
           agent: options.agent,
           filter: options.filter,
           approvalRequiredFor: options.approvalRequiredFor,
-          emit: journal === undefined ? emit : (event) => {
-            // A question a tool puts to a person may wait long: what the turn said is committed first
-            // (a call's own approval request is committed before it is asked: `onApproval`).
-            if (event.type === 'approval-request') void journal.flush();
-            emit(event);
-          },
+          emit:
+            journal === undefined
+              ? emit
+              : (event) => {
+                  // A question a tool puts to a person may wait long: what the turn said is committed first
+                  // (a call's own approval request is committed before it is asked: `onApproval`).
+                  if (event.type === 'approval-request') void journal.flush();
+                  emit(event);
+                },
           settings: options.settings,
           signal: options.signal,
           loopGuard,
-          ...(journal === undefined ? {} : { onStart: (tool: Tool<never>) => journal.toolStart(call, tool), onApproval: (approvalId: string) => journal.approval(call, approvalId), holdFinish: true }),
+          ...(journal === undefined
+            ? {}
+            : {
+                onStart: (tool: Tool<never>) => journal.toolStart(call, tool),
+                onApproval: (approvalId: string) => journal.approval(call, approvalId),
+                holdFinish: true,
+              }),
           ...(resumeApproval === undefined ? {} : { resumeApproval }),
         });
         result = { text: outcome.result.text, isError: outcome.result.isError === true };
@@ -380,8 +402,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   try {
     const resumed = options.resume;
     if (resumed?.round !== undefined) {
-      const ending = afterRound(await runRound(resumed.round.calls, [...resumed.round.results], resumed.round.started, resumed.round.approvals), resumed.iterations);
-      if (ending !== undefined) return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: resumed.iterations, calls, model: lastModel, wellFormed };
+      const ending = afterRound(
+        await runRound(resumed.round.calls, [...resumed.round.results], resumed.round.started, resumed.round.approvals),
+        resumed.iterations,
+      );
+      if (ending !== undefined)
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: resumed.iterations, calls, model: lastModel, wellFormed };
     }
     for (let iteration = (resumed?.iterations ?? 0) + 1; ; iteration += 1) {
       // Repairs are kept in the history; the cut to the context window only shapes this request,
@@ -391,7 +417,11 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       // What a repair changed is not re-checked as a prefix: the next call checks it whole.
       wellFormed = repaired.wellFormed ? messages.length : 0;
       knownTokens = { count: messages.length, tokens: estimateHistoryTokens(messages, repaired.wellFormed ? knownTokens : undefined) };
-      const request = withContext(truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens, knownTokens }).messages, turnMessage, options.context);
+      const request = withContext(
+        truncateToContextWindow(messages, { maxContextTokens: options.contextWindowTokens, knownTokens }).messages,
+        turnMessage,
+        options.context,
+      );
       // The first call of a turn cached the history up to the message before the user's.
       const end = previousEnd === undefined ? request.length - 2 : request.indexOf(previousEnd);
       emit({ type: 'phase', phase: 'model-call', detail: `iteration ${iteration}` });
@@ -401,7 +431,14 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         (target, signal) => {
           streamed = '';
           answering = undefined;
-          const call: CallRequest = { target, messages: request, previousEnd: end, tools: aiTools, signal, onAnswer: (inputTokens) => (answering = { model: target, inputTokens, startedAt }) };
+          const call: CallRequest = {
+            target,
+            messages: request,
+            previousEnd: end,
+            tools: aiTools,
+            signal,
+            onAnswer: (inputTokens) => (answering = { model: target, inputTokens, startedAt }),
+          };
           return (options.stream ? streamStep : generateStep)(ai, stepOptions, call);
         },
         { clock: options.clock, logger: options.logger, signal: options.signal },
@@ -421,7 +458,9 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         if (used > budget.max) {
           messages.push(...step.response);
           emit({ type: 'phase', phase: 'token-budget', detail: `${used} tokens used, over the ${budget.max} of ${budget.label}` });
-          throw new TokenBudgetExceededError(`stopped: ${budget.label} allows ${budget.max} tokens and ${used} were used`, { details: { max: budget.max, used, inputTokens, outputTokens } });
+          throw new TokenBudgetExceededError(`stopped: ${budget.label} allows ${budget.max} tokens and ${used} were used`, {
+            details: { max: budget.max, used, inputTokens, outputTokens },
+          });
         }
       }
       messages.push(...step.response);
@@ -444,7 +483,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       }
 
       const ending = afterRound(await runRound(step.toolCalls, [], NONE_STARTED), iteration);
-      if (ending !== undefined) return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: iteration, calls, model: lastModel, wellFormed };
+      if (ending !== undefined)
+        return { messages, text: `${text}${text === '' ? '' : '\n\n'}${ending}`, iterations: iteration, calls, model: lastModel, wellFormed };
     }
   } catch (error) {
     // What the run did before it failed still counts: the caller records its usage and keeps
@@ -454,13 +494,25 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       const answered = new Set(round.results.map((result) => result.toolCallId));
       const notRun = round.calls
         .filter((call) => !answered.has(call.toolCallId))
-        .map((call): ToolResultPart => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'error-text', value: NOT_RUN_TOOL_CALL_TEXT } }));
+        .map((call): ToolResultPart => ({
+          type: 'tool-result',
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: { type: 'error-text', value: NOT_RUN_TOOL_CALL_TEXT },
+        }));
       messages.push({ role: 'tool', content: [...round.results, ...notRun] });
     }
     // A call cut off while it answered was billed for its prompt and what it had written: it is
     // counted at an estimate, so a cancelled turn does not show it as free.
     if (answering !== undefined && options.signal.aborted) {
-      const cutOff: ModelCallUsage = { model: answering.model, inputTokens: answering.inputTokens, outputTokens: estimateOutputTokens(streamed.length), estimated: true, startedAt: answering.startedAt, latencyMs: options.clock.now() - answering.startedAt };
+      const cutOff: ModelCallUsage = {
+        model: answering.model,
+        inputTokens: answering.inputTokens,
+        outputTokens: estimateOutputTokens(streamed.length),
+        estimated: true,
+        startedAt: answering.startedAt,
+        latencyMs: options.clock.now() - answering.startedAt,
+      };
       calls.push(cutOff);
       options.onModelCall?.(cutOff);
     }
@@ -519,14 +571,36 @@ function answerWatched(model: LanguageModelV4, onAnswer: (inputTokens: number) =
 /** What both kinds of model call send, prompt cache marks included. Retries are the fallback chain's, so the SDK makes none. */
 function callSettings(options: AgentLoopOptions, call: CallRequest) {
   const model = answerWatched(options.resolver.resolve(call.target), call.onAnswer);
-  const common = { model, tools: call.tools, maxRetries: 0, maxOutputTokens: options.maxOutputTokens, temperature: options.temperature, abortSignal: call.signal };
+  const common = {
+    model,
+    tools: call.tools,
+    maxRetries: 0,
+    maxOutputTokens: options.maxOutputTokens,
+    temperature: options.temperature,
+    abortSignal: call.signal,
+  };
   if (options.cache === false) return { ...common, system: options.system, messages: [...call.messages] };
   const names = Object.keys(call.tools);
-  const plan = planPromptCache(call.target, { system: options.system, messages: call.messages, previousEnd: call.previousEnd, hasTools: names.length > 0, key: options.cacheKey ?? options.agent.id });
+  const plan = planPromptCache(call.target, {
+    system: options.system,
+    messages: call.messages,
+    previousEnd: call.previousEnd,
+    hasTools: names.length > 0,
+    key: options.cacheKey ?? options.agent.id,
+  });
   const lastName = names.at(-1);
   const lastTool = lastName === undefined ? undefined : call.tools[lastName];
-  const tools = plan.lastToolOptions === undefined || lastName === undefined || lastTool === undefined ? call.tools : { ...call.tools, [lastName]: { ...lastTool, providerOptions: plan.lastToolOptions } };
-  return { ...common, tools, system: plan.system, messages: plan.messages, ...(plan.providerOptions === undefined ? {} : { providerOptions: plan.providerOptions }) };
+  const tools =
+    plan.lastToolOptions === undefined || lastName === undefined || lastTool === undefined
+      ? call.tools
+      : { ...call.tools, [lastName]: { ...lastTool, providerOptions: plan.lastToolOptions } };
+  return {
+    ...common,
+    tools,
+    system: plan.system,
+    messages: plan.messages,
+    ...(plan.providerOptions === undefined ? {} : { providerOptions: plan.providerOptions }),
+  };
 }
 
 /** One model call, streamed: text deltas are emitted as they arrive. */

@@ -73,4 +73,4 @@ export async function compactSession(messages: readonly ModelMessage[], options:
 
 /** The instruction given to the model that writes the summary. */
 export const SUMMARY_INSTRUCTION =
-  'Summarise the conversation so far for your own later reference: the user\'s goals, decisions made, facts learned, tool results that matter, and open questions. Be concise and specific.';
+  "Summarise the conversation so far for your own later reference: the user's goals, decisions made, facts learned, tool results that matter, and open questions. Be concise and specific.";

@@ -47,4 +47,14 @@ export { TaintTracker } from './taint/taint-tracker.ts';
 export type { TaintSettings } from './taint/taint-tracker.ts';
 export type { TaintSource } from './taint/untrusted-text.ts';
 export { linkAbort } from './link-abort.ts';
-export type { ToolAuditEntry, ToolFinishEntry, ToolCallOptions, ToolCallFailure, ToolCallOutcome, ToolCallRequest, ToolFilter, ToolRunner, ToolRunnerOptions } from './tool-runner.ts';
+export type {
+  ToolAuditEntry,
+  ToolFinishEntry,
+  ToolCallOptions,
+  ToolCallFailure,
+  ToolCallOutcome,
+  ToolCallRequest,
+  ToolFilter,
+  ToolRunner,
+  ToolRunnerOptions,
+} from './tool-runner.ts';

@@ -34,10 +34,7 @@ export interface LoopGuardOptions {
  * - `break`: do not run it, and end the agent loop with `message`.
  */
 export type LoopGuardVerdict =
-  | { action: 'allow' }
-  | { action: 'warn'; hint: string }
-  | { action: 'block'; message: string }
-  | { action: 'break'; message: string };
+  { action: 'allow' } | { action: 'warn'; hint: string } | { action: 'block'; message: string } | { action: 'break'; message: string };
 
 /** A loop guard for one agent run; see {@link createLoopGuard}. */
 export interface LoopGuard {
@@ -79,9 +76,7 @@ export function createLoopGuard(options: LoopGuardOptions = {}): LoopGuard {
     throw new RangeError(`cannot create loop guard: blockAt (${blockAt}) must not be below warnAt (${warnAt})`);
   }
   if (pingPongBlockAt < pingPongWarnAt) {
-    throw new RangeError(
-      `cannot create loop guard: pingPongBlockAt (${pingPongBlockAt}) must not be below pingPongWarnAt (${pingPongWarnAt})`,
-    );
+    throw new RangeError(`cannot create loop guard: pingPongBlockAt (${pingPongBlockAt}) must not be below pingPongWarnAt (${pingPongWarnAt})`);
   }
 
   let counts = new Map<string, number>();
@@ -118,16 +113,14 @@ export function createLoopGuard(options: LoopGuardOptions = {}): LoopGuard {
         return {
           action: 'block',
           message:
-            `Refused tool call "${toolName}": it was called ${count} times with the same parameters. ` +
-            'Try a different approach, or report the blocker.',
+            `Refused tool call "${toolName}": it was called ${count} times with the same parameters. ` + 'Try a different approach, or report the blocker.',
         };
       }
       if (pair !== undefined && cycles >= pingPongWarnAt) {
         return {
           action: 'warn',
           hint:
-            `You have been alternating between ${pair} for ${cycles} cycles. ` +
-            'You are repeating yourself; stop and reflect, then try a different approach.',
+            `You have been alternating between ${pair} for ${cycles} cycles. ` + 'You are repeating yourself; stop and reflect, then try a different approach.',
         };
       }
       if (count >= warnAt) {
@@ -181,9 +174,7 @@ function extendAlternation(tail: Alternation, call: Call): Alternation {
 function describePair(tail: Alternation): string | undefined {
   const [first, second] = tail.last;
   if (first === undefined || second === undefined) return undefined;
-  return first.toolName === second.toolName
-    ? `two different "${first.toolName}" calls`
-    : `"${first.toolName}" and "${second.toolName}"`;
+  return first.toolName === second.toolName ? `two different "${first.toolName}" calls` : `"${first.toolName}" and "${second.toolName}"`;
 }
 
 function threshold(options: LoopGuardOptions, name: keyof LoopGuardOptions, fallback: number): number {

@@ -50,7 +50,13 @@ async function generate(settings: ModelCallSettings, prompt: ModelCallPrompt, ou
     abortSignal: settings.signal,
     ...(output === undefined ? {} : { output }),
   });
-  settings.onCall({ model, inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0, startedAt, latencyMs: clock.now() - startedAt });
+  settings.onCall({
+    model,
+    inputTokens: result.usage.inputTokens ?? 0,
+    outputTokens: result.usage.outputTokens ?? 0,
+    startedAt,
+    latencyMs: clock.now() - startedAt,
+  });
   return result;
 }
 

@@ -1,12 +1,4 @@
-import type {
-  AssistantModelMessage,
-  ModelMessage,
-  TextPart,
-  ToolCallPart,
-  ToolModelMessage,
-  ToolResultPart,
-  UserModelMessage,
-} from 'ai';
+import type { AssistantModelMessage, ModelMessage, TextPart, ToolCallPart, ToolModelMessage, ToolResultPart, UserModelMessage } from 'ai';
 
 // The seven phases live together with repairSession() rather than one file each: they share
 // small helpers, are only meaningful in this order, and are exported separately so each can
@@ -54,7 +46,11 @@ export interface KnownTokens {
  * The estimated tokens of a history: `known.tokens` for its first `known.count` messages (when
  * they are still there), plus each later message's estimate.
  */
-export function estimateHistoryTokens(messages: readonly ModelMessage[], known?: KnownTokens, estimateTokens: (message: ModelMessage) => number = estimateMessageTokens): number {
+export function estimateHistoryTokens(
+  messages: readonly ModelMessage[],
+  known?: KnownTokens,
+  estimateTokens: (message: ModelMessage) => number = estimateMessageTokens,
+): number {
   const from = known === undefined || known.count > messages.length ? 0 : known.count;
   let total = from === 0 ? 0 : (known?.tokens ?? 0);
   for (let index = from; index < messages.length; index += 1) total += estimateTokens(messages[index] as ModelMessage);
@@ -85,10 +81,7 @@ type Phase = { name: string; run: (messages: readonly ModelMessage[]) => RepairP
  * const { messages, report } = repairSession(history, { maxContextTokens: 200_000 });
  * const changed = report.filter((entry) => entry.changed > 0);
  */
-export function repairSession(
-  messages: readonly ModelMessage[],
-  options: SessionRepairOptions = {},
-): SessionRepairResult {
+export function repairSession(messages: readonly ModelMessage[], options: SessionRepairOptions = {}): SessionRepairResult {
   const phases: Phase[] = [
     { name: 'drop-orphaned-tool-results', run: dropOrphanedToolResults },
     { name: 'remove-empty-messages', run: removeEmptyMessages },
@@ -102,7 +95,11 @@ export function repairSession(
   // which would each copy it to change nothing.
   if (isWellFormed(messages, options.wellFormedPrefix)) {
     const truncated = truncateToContextWindow(messages, options);
-    return { messages: truncated.messages, report: phases.map((phase, index) => ({ phase: phase.name, changed: index === phases.length - 1 ? truncated.changed : 0 })), wellFormed: true };
+    return {
+      messages: truncated.messages,
+      report: phases.map((phase, index) => ({ phase: phase.name, changed: index === phases.length - 1 ? truncated.changed : 0 })),
+      wellFormed: true,
+    };
   }
   let current: ModelMessage[] = [...messages];
   const report: SessionRepairResult['report'] = [];
@@ -196,9 +193,7 @@ export function dropOrphanedToolResults(messages: readonly ModelMessage[]): Repa
       return content.length === message.content.length ? message : { ...message, content };
     }
     if (message.role === 'tool' && Array.isArray(message.content)) {
-      const content = message.content.filter((part) =>
-        !isMalformed(part) && part.type === 'tool-result' ? keepResult(part) : true,
-      );
+      const content = message.content.filter((part) => (!isMalformed(part) && part.type === 'tool-result' ? keepResult(part) : true));
       return content.length === message.content.length ? message : { ...message, content };
     }
     return message;
@@ -303,17 +298,13 @@ export function fixToolCallReferences(messages: readonly ModelMessage[]): Repair
       out.push(message);
       continue;
     }
-    const content = message.content.filter(
-      (part) => !((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId === ''),
-    );
+    const content = message.content.filter((part) => !((part.type === 'tool-call' || part.type === 'tool-result') && part.toolCallId === ''));
     changed += message.content.length - content.length;
     out.push(content.length === message.content.length ? message : { ...message, content });
 
     const calls = content.filter((part): part is ToolCallPart => part.type === 'tool-call');
     const awaitingApproval = new Set(
-      index === lastAssistant
-        ? content.flatMap((part) => (part.type === 'tool-approval-request' ? [part.toolCallId] : []))
-        : [],
+      index === lastAssistant ? content.flatMap((part) => (part.type === 'tool-approval-request' ? [part.toolCallId] : [])) : [],
     );
     const callIds = new Set(calls.map((call) => call.toolCallId));
     const next = messages[index + 1];
@@ -389,10 +380,7 @@ export function ensureAlternation(messages: readonly ModelMessage[]): RepairPhas
  * {@link HISTORY_TRUNCATED_TEXT} in front. When even the newest turn does not fit, that turn
  * is kept anyway, over budget. `changed` counts messages dropped and inserted.
  */
-export function truncateToContextWindow(
-  messages: readonly ModelMessage[],
-  options: SessionRepairOptions = {},
-): RepairPhaseResult {
+export function truncateToContextWindow(messages: readonly ModelMessage[], options: SessionRepairOptions = {}): RepairPhaseResult {
   const { maxContextTokens, estimateTokens = estimateMessageTokens } = options;
   if (maxContextTokens === undefined) return { messages: [...messages], changed: 0 };
   const total = estimateHistoryTokens(messages, options.knownTokens, estimateTokens);
@@ -477,8 +465,7 @@ const PART_FIELDS: Record<string, (part: Loose) => boolean> = {
   reasoning: (part) => typeof part.text === 'string',
   'reasoning-file': (part) => part.data !== undefined && part.data !== null && typeof part.mediaType === 'string',
   'tool-call': (part) => typeof part.toolCallId === 'string' && typeof part.toolName === 'string' && part.toolName !== '',
-  'tool-result': (part) =>
-    typeof part.toolCallId === 'string' && typeof part.toolName === 'string' && isValidOutput(part.output),
+  'tool-result': (part) => typeof part.toolCallId === 'string' && typeof part.toolName === 'string' && isValidOutput(part.output),
   'tool-approval-request': (part) => typeof part.approvalId === 'string' && typeof part.toolCallId === 'string',
   'tool-approval-response': (part) => typeof part.approvalId === 'string' && typeof part.approved === 'boolean',
   custom: (part) => typeof part.kind === 'string',
@@ -510,9 +497,7 @@ function isValidOutput(output: unknown): boolean {
 function isEmptyContent(content: unknown): boolean {
   if (typeof content === 'string') return content.trim() === '';
   if (!Array.isArray(content)) return true;
-  return content.every(
-    (part) => isRecord(part) && part.type === 'text' && typeof part.text === 'string' && part.text.trim() === '',
-  );
+  return content.every((part) => isRecord(part) && part.type === 'text' && typeof part.text === 'string' && part.text.trim() === '');
 }
 
 function mergeTwo(first: ModelMessage, second: ModelMessage): ModelMessage | undefined {
@@ -552,22 +537,24 @@ function interruptedResult(call: ToolCallPart): ToolResultPart {
 
 /** The fields the repair phases read from parts and messages of unknown shape. */
 type Loose = {
-  [Key in
-    | 'role'
-    | 'content'
-    | 'type'
-    | 'text'
-    | 'image'
-    | 'data'
-    | 'mediaType'
-    | 'toolCallId'
-    | 'toolName'
-    | 'output'
-    | 'approvalId'
-    | 'approved'
-    | 'kind'
-    | 'value'
-    | 'providerExecuted']?: unknown;
+  [
+    Key in
+      | 'role'
+      | 'content'
+      | 'type'
+      | 'text'
+      | 'image'
+      | 'data'
+      | 'mediaType'
+      | 'toolCallId'
+      | 'toolName'
+      | 'output'
+      | 'approvalId'
+      | 'approved'
+      | 'kind'
+      | 'value'
+      | 'providerExecuted'
+  ]?: unknown;
 };
 
 function isRecord(value: unknown): value is Loose {

@@ -1,5 +1,20 @@
 import { describeCapability, formatCommandLine, isGranted, MANIFEST_KEY_BY_KIND, splitShellWords } from '../capabilities/index.ts';
-import type { Capability, Clock, JsonObject, JsonValue, KernelHandle, Logger, LogReader, PersonAnswer, PersonQuestion, Tool, ToolAgent, ToolBox, ToolContext, ToolResult } from '../contracts/index.ts';
+import type {
+  Capability,
+  Clock,
+  JsonObject,
+  JsonValue,
+  KernelHandle,
+  Logger,
+  LogReader,
+  PersonAnswer,
+  PersonQuestion,
+  Tool,
+  ToolAgent,
+  ToolBox,
+  ToolContext,
+  ToolResult,
+} from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import { checkToolInput } from './tool-schema.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from './constants.ts';
@@ -114,7 +129,11 @@ export interface ApprovalGate {
    * Waits again on request `id`, which a resumed turn's call waited for when its daemon stopped
    * (decision 0045); undefined when it cannot be waited on (gone, closed): the call asks anew.
    */
-  resume?(agent: { id: string; name: string }, id: string, signal: AbortSignal): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> } | undefined>;
+  resume?(
+    agent: { id: string; name: string },
+    id: string,
+    signal: AbortSignal,
+  ): Promise<{ id: string; expiresAt: number; decision: Promise<ApprovalDecision> } | undefined>;
 }
 
 /** A person's decision on a request; `answer` answers a question. */
@@ -130,12 +149,22 @@ interface ApprovalDecision {
  * is a request like a tool call's, shown to the turn's watchers the same way, and approving it
  * means answering it.
  */
-function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: string, signal: AbortSignal, emit: AgentEventSink | undefined): (question: PersonQuestion) => Promise<PersonAnswer> {
+function askPersonFor(
+  approvals: ApprovalGate,
+  agent: ToolAgent,
+  toolCallId: string,
+  signal: AbortSignal,
+  emit: AgentEventSink | undefined,
+): (question: PersonQuestion) => Promise<PersonAnswer> {
   return async (question) => {
     const input: JsonObject = { message: question.message, requestedSchema: question.schema };
     const withdrawn = question.signal;
     try {
-      const decision = await askApproval(approvals, { agent, toolCallId, toolName: question.from, input, signal, emit }, { answerSchema: question.schema, ...(withdrawn === undefined ? {} : { withdrawn }) });
+      const decision = await askApproval(
+        approvals,
+        { agent, toolCallId, toolName: question.from, input, signal, emit },
+        { answerSchema: question.schema, ...(withdrawn === undefined ? {} : { withdrawn }) },
+      );
       if (decision.approved && decision.answer !== undefined) return { action: 'accept', content: decision.answer };
       // Taken back by its asker (or its call ended): nobody declined it. The decision says so (by the
       // approval service's EXPIRED_BY_WITHDRAW), not the signal: a shutdown's decline may come as it aborts.
@@ -154,13 +183,30 @@ function askPersonFor(approvals: ApprovalGate, agent: ToolAgent, toolCallId: str
  */
 async function askApproval(
   approvals: ApprovalGate,
-  request: { agent: ToolAgent; toolCallId: string; toolName: string; input: JsonValue; signal: AbortSignal; emit: AgentEventSink | undefined; reason?: string | undefined; resumeId?: string | undefined },
+  request: {
+    agent: ToolAgent;
+    toolCallId: string;
+    toolName: string;
+    input: JsonValue;
+    signal: AbortSignal;
+    emit: AgentEventSink | undefined;
+    reason?: string | undefined;
+    resumeId?: string | undefined;
+  },
   options?: { answerSchema?: JsonObject; withdrawn?: AbortSignal; onId?: (id: string) => Promise<void> },
 ): Promise<ApprovalDecision> {
   const resumed = request.resumeId === undefined ? undefined : await approvals.resume?.(request.agent, request.resumeId, request.signal);
   const opened = resumed ?? (await approvals.open(request.agent, request.toolName, request.input, request.signal, options));
   const { reason } = request;
-  request.emit?.({ type: 'approval-request', approvalId: opened.id, toolCallId: request.toolCallId, toolName: request.toolName, input: request.input, expiresAt: new Date(opened.expiresAt).toISOString(), ...(reason === undefined ? {} : { reason }) });
+  request.emit?.({
+    type: 'approval-request',
+    approvalId: opened.id,
+    toolCallId: request.toolCallId,
+    toolName: request.toolName,
+    input: request.input,
+    expiresAt: new Date(opened.expiresAt).toISOString(),
+    ...(reason === undefined ? {} : { reason }),
+  });
   return opened.decision;
 }
 
@@ -374,7 +420,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     return tools;
   };
   // The tool `current` would list under `name`, without building the list: on every call.
-  const find = (agent: ToolAgent, name: string): Tool<never> | undefined => shared().find((tool) => tool.name === name) ?? options.agentTools?.(agent).find((tool) => tool.name === name);
+  const find = (agent: ToolAgent, name: string): Tool<never> | undefined =>
+    shared().find((tool) => tool.name === name) ?? options.agentTools?.(agent).find((tool) => tool.name === name);
   const grantsOf = options.grants ?? ((agent: ToolAgent) => agent.capabilities);
 
   const refuse = async (agent: ToolAgent, tool: string, outcome: ToolAuditEntry['outcome'], reason: string): Promise<ToolCallOutcome> => {
@@ -388,7 +435,13 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
    * over: one controller linked to the turn's signal (`linkAbort`), rather than `AbortSignal.any`,
    * which, when the call ended, dispatched the abort twice (~9 against ~4 µs a call in a loop).
    */
-  async function execute(tool: Tool<never>, input: never, context: ToolContext, timeoutMs: number, toolboxFor: (signal: AbortSignal) => ToolBox): Promise<{ result: ToolResult; timedOut?: true }> {
+  async function execute(
+    tool: Tool<never>,
+    input: never,
+    context: ToolContext,
+    timeoutMs: number,
+    toolboxFor: (signal: AbortSignal) => ToolBox,
+  ): Promise<{ result: ToolResult; timedOut?: true }> {
     const turn = context.signal;
     const call = new AbortController();
     const signal = call.signal;
@@ -406,7 +459,11 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
     );
     // A question the tool asks ends with the call: its time limit, or the call returning without waiting for it.
     const ask = context.askPerson;
-    const askPerson = ask === undefined ? undefined : (question: PersonQuestion): Promise<PersonAnswer> => ask({ ...question, signal: question.signal === undefined ? signal : AbortSignal.any([question.signal, signal]) });
+    const askPerson =
+      ask === undefined
+        ? undefined
+        : (question: PersonQuestion): Promise<PersonAnswer> =>
+            ask({ ...question, signal: question.signal === undefined ? signal : AbortSignal.any([question.signal, signal]) });
     try {
       // The tools it calls are part of this call: its time limit and cancellation stop them too.
       const result = await Promise.race([tool.execute(input, { ...context, signal, askPerson, toolbox: toolboxFor(signal) }), timeout.then(() => undefined)]);
@@ -438,7 +495,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           // Part of the holding call: once it is over (out of time, cancelled, returned) nothing more starts.
           if (signal.aborted) return errorResult(`${caller} did not start ${toolName}: its call ${endedBecause(signal)}`);
           if (nesting + 1 > MAX_TOOL_NESTING) {
-            return refuse(agent, toolName, 'denied', `${caller} may not call ${toolName}: tools may call tools only ${MAX_TOOL_NESTING} levels deep`).then((outcome) => outcome.result);
+            return refuse(agent, toolName, 'denied', `${caller} may not call ${toolName}: tools may call tools only ${MAX_TOOL_NESTING} levels deep`).then(
+              (outcome) => outcome.result,
+            );
           }
           if (nestedCalls.made >= nestedCalls.limit) {
             const reason =
@@ -450,7 +509,12 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           }
           nestedCalls.made += 1;
           const { onStart: _onStart, holdFinish: _holdFinish, onApproval: _onApproval, resumeApproval: _resumeApproval, ...outer } = callOptions;
-          const inner: ToolCallOptions = { ...outer, nesting: nesting + 1, nestedCalls, composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth };
+          const inner: ToolCallOptions = {
+            ...outer,
+            nesting: nesting + 1,
+            nestedCalls,
+            composeDepth: invokeOptions?.composeStep === true ? composeDepth + 1 : composeDepth,
+          };
           let outcome: ToolCallOutcome;
           try {
             outcome = await runner.run({ toolCallId: `${callId}/${toolName}`, toolName, input }, inner);
@@ -483,7 +547,12 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         const hidden = isGranted(granted, { kind: 'tool_invoke', pattern: tool.grantedBy ?? tool.name });
         if (hidden && outsideStepServers(agent, tool)) {
           const named = (agent.limitMcpServers ?? []).map((server) => `"${server}"`).join(', ') || 'none';
-          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: it is a tool of MCP server "${tool.mcpServer ?? ''}", and the step uses only the servers it names (${named})`);
+          return refuse(
+            agent,
+            tool.name,
+            'denied',
+            `agent "${agent.name}" may not call ${tool.name} in this step: it is a tool of MCP server "${tool.mcpServer ?? ''}", and the step uses only the servers it names (${named})`,
+          );
         }
         if (hidden && agent.limit !== undefined && tool.grantedBy === undefined && !isGranted(agent.limit, { kind: 'tool_invoke', pattern: tool.name })) {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name} in this step: the step is limited to the tools it names`);
@@ -536,10 +605,20 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
           return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not call ${tool.name}: [exec_policy].${policy} is false`);
         }
         if (!isGranted(granted, capability)) {
-          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" is not granted ${describeCapability(capability)}; to allow it, ${suggestGrant(capability)}`);
+          return refuse(
+            agent,
+            tool.name,
+            'denied',
+            `agent "${agent.name}" is not granted ${describeCapability(capability)}; to allow it, ${suggestGrant(capability)}`,
+          );
         }
         if (!allows(granted, agent, capability)) {
-          return refuse(agent, tool.name, 'denied', `agent "${agent.name}" may not use ${describeCapability(capability)} in this step: the step is limited to what it names`);
+          return refuse(
+            agent,
+            tool.name,
+            'denied',
+            `agent "${agent.name}" may not use ${describeCapability(capability)} in this step: the step is limited to what it names`,
+          );
         }
       }
 
@@ -553,7 +632,10 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       // Only a call that would otherwise run is put to a human.
       if (approvalRequiredFor?.includes(tool.name) === true || tainted !== undefined) {
         if (options.approvals === undefined) {
-          const needs = tainted === undefined ? `${tool.name} needs a human's approval ([autonomous].approval_required_for)` : `${tainted}; it needs a human's approval ([taint])`;
+          const needs =
+            tainted === undefined
+              ? `${tool.name} needs a human's approval ([autonomous].approval_required_for)`
+              : `${tainted}; it needs a human's approval ([taint])`;
           return refuse(agent, tool.name, 'denied', `${needs}, and nobody can approve here`);
         }
         const { onApproval, resumeApproval } = callOptions;

@@ -42,7 +42,10 @@ export function checkToolInput(tool: Tool<never>, input: unknown): { ok: true; i
         check =
           error instanceof SchemaRefusedError
             ? () => `(input) cannot be checked: Loom refuses the tool's input schema (inputSchema ${reason})`
-            : (value) => (typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `(input) must be an object (the tool's schema could not be read: ${reason})`);
+            : (value) =>
+                typeof value === 'object' && value !== null && !Array.isArray(value)
+                  ? undefined
+                  : `(input) must be an object (the tool's schema could not be read: ${reason})`;
       }
       checks.set(tool, check);
     }

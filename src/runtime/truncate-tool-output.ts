@@ -5,7 +5,6 @@ import { formatCount } from './format-count.ts';
  */
 export const TOOL_OUTPUT_MAX_CHARS = 50_000;
 
-
 /**
  * Caps tool output at `maxChars` characters so one tool cannot flood the context window.
  *

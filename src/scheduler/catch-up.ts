@@ -52,7 +52,13 @@ function wakeUps(count: number): string {
  * `after(at)` is the schedule's first instant strictly after `at`, null when there is none;
  * `missedWhile` says why they were missed, as the reasons give it.
  */
-export function planCatchUp(after: (at: number) => number | null, since: number, now: number, settings: CatchUpSettings, missedWhile = 'the daemon was down'): CatchUpPlan {
+export function planCatchUp(
+  after: (at: number) => number | null,
+  since: number,
+  now: number,
+  settings: CatchUpSettings,
+  missedWhile = 'the daemon was down',
+): CatchUpPlan {
   const windowStart = now - settings.windowSeconds * 1000;
   const plan: CatchUpPlan = { run: [], skipped: [] };
   const stale = instantsFrom(after, since, (at) => at < windowStart && at <= now, MAX_COUNTED_INSTANTS);

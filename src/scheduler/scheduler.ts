@@ -5,7 +5,15 @@ import { z } from 'zod';
 import { globDirectory, matchesPattern } from '../capabilities/index.ts';
 import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
 import { AgentNotFoundError, ConfigError, messageOf, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
-import { type AgentEntry, type AgentLifecycleHook, CONTINUOUS_WAKE_MESSAGE, type EventBus, periodicWakeMessage, type Wake, type WakeRuns } from '../kernel/index.ts';
+import {
+  type AgentEntry,
+  type AgentLifecycleHook,
+  CONTINUOUS_WAKE_MESSAGE,
+  type EventBus,
+  periodicWakeMessage,
+  type Wake,
+  type WakeRuns,
+} from '../kernel/index.ts';
 import { DEFAULT_INTERVAL_SECONDS } from '../manifest/index.ts';
 import { type CatchUpSettings, DEFAULT_CATCH_UP, planCatchUp } from './catch-up.ts';
 import {
@@ -201,13 +209,22 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (signal.aborted) return;
     const { cause } = due;
     if (queue !== undefined) {
-      const payload = { agent: agent.id, message: due.message, cause, trigger: due.trigger, due: due.dueAt, ...(due.caughtUp === true ? { caughtUp: true } : {}) };
+      const payload = {
+        agent: agent.id,
+        message: due.message,
+        cause,
+        trigger: due.trigger,
+        due: due.dueAt,
+        ...(due.caughtUp === true ? { caughtUp: true } : {}),
+      };
       await queue
         .enqueue({ kind: 'scheduled-message', payload, dedupeKey })
         .catch((error: unknown) => logger.error({ err: error, cause }, `could not enqueue a wake-up of agent "${agent.name}" (${cause}): it does not run`));
       return;
     }
-    await deliver(agent.id, agent.name, due, logger).catch((error: unknown) => logger.error({ err: error, cause }, `could not wake agent "${agent.name}" (${cause})`));
+    await deliver(agent.id, agent.name, due, logger).catch((error: unknown) =>
+      logger.error({ err: error, cause }, `could not wake agent "${agent.name}" (${cause})`),
+    );
   }
 
   /**
@@ -279,7 +296,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    * Sleeps until each instant `next` gives (null ends the loop), then calls `tick` with it; stops
    * on abort. With a leadership, an instant fires only once claimed under `key`.
    */
-  function loop(signal: AbortSignal, key: string, next: (previous: number | undefined) => number | null, tick: (at: number, key: string) => void, logger: Logger): void {
+  function loop(
+    signal: AbortSignal,
+    key: string,
+    next: (previous: number | undefined) => number | null,
+    tick: (at: number, key: string) => void,
+    logger: Logger,
+  ): void {
     const run = async (): Promise<void> => {
       let previous: number | undefined;
       for (;;) {
@@ -307,12 +330,22 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    * misses nothing) up to now, by `[schedule].catch_up` (else the daemon's); each one run or
    * skipped is recorded.
    */
-  async function catchUp(agent: AgentEntry, after: (since: number) => (at: number) => number | null, dueAt: (at: number) => Wake, key: string, signal: AbortSignal, logger: Logger): Promise<void> {
+  async function catchUp(
+    agent: AgentEntry,
+    after: (since: number) => (at: number) => number | null,
+    dueAt: (at: number) => Wake,
+    key: string,
+    signal: AbortSignal,
+    logger: Logger,
+  ): Promise<void> {
     if (runs === undefined) return;
     const now = clock.now();
     const since = await runs.catchUpSince(agent.id);
     const { schedule } = agent.manifest;
-    const settings: CatchUpSettings = { policy: schedule.catch_up ?? catchUpDefaults.policy, windowSeconds: schedule.catch_up_window_seconds ?? catchUpDefaults.windowSeconds };
+    const settings: CatchUpSettings = {
+      policy: schedule.catch_up ?? catchUpDefaults.policy,
+      windowSeconds: schedule.catch_up_window_seconds ?? catchUpDefaults.windowSeconds,
+    };
     const plan = planCatchUp(after(since), since, now, settings);
     for (const skipped of plan.skipped) {
       if (signal.aborted) return;
@@ -321,7 +354,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await runs.skip(agent.id, { ...due, count: skipped.count }, skipped.reason);
     }
     for (const at of plan.run) {
-      logger.info({ cause: dueAt(at).cause, dueAt: at }, `catching up a wake-up of agent "${agent.name}" due at ${new Date(at).toISOString()} while the daemon was down`);
+      logger.info(
+        { cause: dueAt(at).cause, dueAt: at },
+        `catching up a wake-up of agent "${agent.name}" due at ${new Date(at).toISOString()} while the daemon was down`,
+      );
       await wake(agent, { ...dueAt(at), caughtUp: true }, signal, logger, `${key}@${at}`);
     }
   }
@@ -332,7 +368,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const key = `agent ${agent.id} continuous`;
     const dueAt = (at: number): Wake => ({ trigger: 'continuous', cause: 'continuous', message: CONTINUOUS_WAKE_MESSAGE, dueAt: at });
     loop(signal, key, intervalInstants(intervalMs, clock), (at) => void wake(agent, dueAt(at), signal, logger, `${key}@${at}`), logger);
-    catchUp(agent, (since) => intervalAfter(since, intervalMs), dueAt, key, signal, logger).catch((error: unknown) => logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`));
+    catchUp(agent, (since) => intervalAfter(since, intervalMs), dueAt, key, signal, logger).catch((error: unknown) =>
+      logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`),
+    );
   }
 
   function startPeriodic(agent: AgentEntry, activity: Activity, logger: Logger): void {
@@ -352,7 +390,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const key = `agent ${agent.id} cron`;
     const dueAt = (at: number): Wake => ({ trigger: 'cron', cause: `cron "${expression}"`, message: periodicWakeMessage(expression, timezone), dueAt: at });
     loop(signal, key, next, (at) => void wake(agent, dueAt(at), signal, logger, `${key}@${at}`), logger);
-    catchUp(agent, () => cronAfter(expression, timezone), dueAt, key, signal, logger).catch((error: unknown) => logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`));
+    catchUp(agent, () => cronAfter(expression, timezone), dueAt, key, signal, logger).catch((error: unknown) =>
+      logger.error({ err: error }, `could not catch up the wake-ups of agent "${agent.name}" missed while the daemon was down`),
+    );
   }
 
   function startFileTrigger(agent: AgentEntry, trigger: Trigger, event: FileTriggerEvent, activity: Activity, logger: Logger): void {
@@ -366,7 +406,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     // symbolic link put in that place since (or a folder that did not exist then, made a link)
     // leads where its parent may not read.
     if (agent.parentId !== null && isAbsolute(directory) && leadsElsewhere(directory)) {
-      logger.error({ trigger: event, directory }, `skipped trigger "${event}" of agent "${agent.name}": "${directory}" is now a symbolic link (or lies under one), and a child agent's triggers watch only the folder they were judged by; spawn it again to have the folder judged anew`);
+      logger.error(
+        { trigger: event, directory },
+        `skipped trigger "${event}" of agent "${agent.name}": "${directory}" is now a symbolic link (or lies under one), and a child agent's triggers watch only the folder they were judged by; spawn it again to have the folder judged anew`,
+      );
       return;
     }
     const { signal } = activity.controller;
@@ -383,7 +426,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           const created = !seen.has(path);
           seen.add(path);
           if (created !== (event === 'file_created')) return;
-          void wake(agent, { trigger: event, cause: `${event} ${path}`, message: trigger.message ?? `[trigger] ${event}: ${path}`, dueAt: clock.now() }, signal, logger);
+          void wake(
+            agent,
+            { trigger: event, cause: `${event} ${path}`, message: trigger.message ?? `[trigger] ${event}: ${path}`, dueAt: clock.now() },
+            signal,
+            logger,
+          );
         },
         (error) => logger.error({ err: error, directory }, `the watcher on "${directory}" for agent "${agent.name}" failed`),
       );
@@ -450,7 +498,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const controller = new AbortController();
     timers.set(timer, controller);
     const logger = baseLogger.child({ timer: timer.name });
-    loop(controller.signal, timer.name, (previous) => timer.next(previous), (at) => timer.fire(at), logger);
+    loop(
+      controller.signal,
+      timer.name,
+      (previous) => timer.next(previous),
+      (at) => timer.fire(at),
+      logger,
+    );
   }
 
   function startAgent(agent: AgentEntry): void {

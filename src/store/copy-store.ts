@@ -150,7 +150,9 @@ function openSqliteSource(path: string, target: string): DatabaseSync {
       );
     }
     if (version > latest) {
-      throw new StoreError(`${cannot(path, target)}: its schema version is ${version}, but this Loom knows versions up to ${latest}; upgrade Loom`, { details: { path, version, latest } });
+      throw new StoreError(`${cannot(path, target)}: its schema version is ${version}, but this Loom knows versions up to ${latest}; upgrade Loom`, {
+        details: { path, version, latest },
+      });
     }
     assertTablesCovered(db, path);
     return db;
@@ -226,9 +228,12 @@ async function assertNoLiveNode(client: pg.PoolClient, sqlitePath: string, targe
   );
   if (rows.length > 0) {
     const nodes = rows.map((row) => `"${row.name}"`).join(', ');
-    throw new StoreConflictError(`${cannot(sqlitePath, target)}: a Loom daemon runs on that database (node ${nodes}); stop it first, and copy into an empty database`, {
-      details: { database: target, nodes: rows.map((row) => row.name) },
-    });
+    throw new StoreConflictError(
+      `${cannot(sqlitePath, target)}: a Loom daemon runs on that database (node ${nodes}); stop it first, and copy into an empty database`,
+      {
+        details: { database: target, nodes: rows.map((row) => row.name) },
+      },
+    );
   }
 }
 
@@ -270,14 +275,17 @@ async function tableLayout(source: DatabaseSync, client: pg.PoolClient, table: C
   const identityColumns: string[] = [];
   for (const name of sqliteColumns) {
     const column = byName.get(name);
-    if (column === undefined) throw new StoreError(`cannot copy table "${table.name}" of "${sqlitePath}": PostgreSQL's "${table.name}" has no column "${name}"; nothing was written`);
+    if (column === undefined)
+      throw new StoreError(`cannot copy table "${table.name}" of "${sqlitePath}": PostgreSQL's "${table.name}" has no column "${name}"; nothing was written`);
     postgresColumns.push({ name, dataType: column.data_type });
     if (column.is_identity === 'YES') identityColumns.push(name);
   }
   // What only PostgreSQL has must fill itself: `insert_order`, `usage.id`.
   const extra = rows.filter((row) => !sqliteColumns.includes(row.column_name) && row.is_identity !== 'YES');
   if (extra.length > 0) {
-    throw new StoreError(`cannot copy table "${table.name}" of "${sqlitePath}": SQLite's "${table.name}" has no column ${extra.map((row) => `"${row.column_name}"`).join(', ')}; nothing was written`);
+    throw new StoreError(
+      `cannot copy table "${table.name}" of "${sqlitePath}": SQLite's "${table.name}" has no column ${extra.map((row) => `"${row.column_name}"`).join(', ')}; nothing was written`,
+    );
   }
   return { table, sqliteColumns, postgresColumns, identityColumns };
 }
@@ -338,7 +346,10 @@ async function copyTable(source: DatabaseSync, client: pg.PoolClient, layout: Ta
     await flush();
     if (reference !== undefined) {
       for (const { key, referent } of deferred) {
-        await client.query(`UPDATE ${quoteIdentifier(table.name)} SET ${quoteIdentifier(reference.column)} = $1 WHERE ${quoteIdentifier(reference.references)} = $2`, [referent, key]);
+        await client.query(
+          `UPDATE ${quoteIdentifier(table.name)} SET ${quoteIdentifier(reference.column)} = $1 WHERE ${quoteIdentifier(reference.references)} = $2`,
+          [referent, key],
+        );
       }
     }
     for (const [column, value] of highest) {

@@ -82,6 +82,8 @@ export function assertTablesCovered(db: DatabaseSync, path: string): void {
   }
   const missing = copiedTables.filter((table) => !present.includes(table.name)).map((table) => table.name);
   if (missing.length > 0) {
-    throw new StoreError(`cannot copy store "${path}": it lacks table(s) ${missing.map((name) => `"${name}"`).join(', ')}; is it a Loom store?`, { details: { path, tables: missing } });
+    throw new StoreError(`cannot copy store "${path}": it lacks table(s) ${missing.map((name) => `"${name}"`).join(', ')}; is it a Loom store?`, {
+      details: { path, tables: missing },
+    });
   }
 }

@@ -535,8 +535,7 @@ export function applyMigrations(db: DatabaseSync, path: string, steps: readonly 
       if (db.isTransaction) db.exec('ROLLBACK');
       const reason = error instanceof Error ? error.message : String(error);
       throw new StoreError(
-        `cannot migrate store "${path}" to schema version ${step.version} (${step.name}): ${reason}; ` +
-          `the database stays at version ${current}`,
+        `cannot migrate store "${path}" to schema version ${step.version} (${step.name}): ${reason}; ` + `the database stays at version ${current}`,
         { cause: error, details: { path, version: step.version } },
       );
     }
@@ -564,9 +563,7 @@ export function assertOrdered(steps: readonly Migration[]): void {
   let previous = 0;
   for (const step of steps) {
     if (!Number.isSafeInteger(step.version) || step.version <= previous) {
-      throw new StoreError(
-        `cannot migrate: migration "${step.name}" has version ${step.version}, expected an integer above ${previous}`,
-      );
+      throw new StoreError(`cannot migrate: migration "${step.name}" has version ${step.version}, expected an integer above ${previous}`);
     }
     previous = step.version;
   }

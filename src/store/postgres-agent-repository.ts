@@ -35,7 +35,13 @@ export class PostgresAgentRepository implements AgentRepository {
             agent.updatedAt,
           ]);
           // A plain INSERT, not the session repository's upsert: a taken session id is a conflict here.
-          await query(client, 'INSERT INTO sessions (id, agent_id, created_at, updated_at, conversation) VALUES ($1, $2, $3, $4, $5)', [session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null]);
+          await query(client, 'INSERT INTO sessions (id, agent_id, created_at, updated_at, conversation) VALUES ($1, $2, $3, $4, $5)', [
+            session.id,
+            session.agentId,
+            session.createdAt,
+            session.updatedAt,
+            session.conversation ?? null,
+          ]);
           await insertSessionMessages(client, session.id, session.messages, 0);
         });
       },

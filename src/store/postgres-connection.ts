@@ -6,7 +6,6 @@ import type { Parameter } from './sql/statement.ts';
 import type { OperationContext } from './sqlite-errors.ts';
 import { commitStart, tellCommit } from './store-commits.ts';
 
-
 /**
  * Runs `work` on a client of `pool` inside `BEGIN … COMMIT`, rolling back when it throws or when
  * `keep` says its result is not to be kept. A client whose connection is lost meanwhile, or whose
@@ -14,7 +13,11 @@ import { commitStart, tellCommit } from './store-commits.ts';
  * pool's error listener, so one is added while it is out: a connection lost then (the server
  * restarting) would otherwise emit an 'error' nobody hears, which ends the process.
  */
-export async function inTransaction<T>(pool: Pick<pg.Pool, 'connect'>, work: (client: pg.PoolClient) => Promise<T>, keep: (result: T) => boolean = () => true): Promise<T> {
+export async function inTransaction<T>(
+  pool: Pick<pg.Pool, 'connect'>,
+  work: (client: pg.PoolClient) => Promise<T>,
+  keep: (result: T) => boolean = () => true,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // The statement running fails by itself; the listener only marks the client broken.

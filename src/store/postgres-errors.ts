@@ -78,7 +78,13 @@ export function toPostgresStoreError(error: unknown, context: OperationContext, 
   if (server?.code === UNIQUE_VIOLATION) {
     // The detail reads `Key (name)=(x) already exists.`; with the table it says what was taken.
     const keyColumns = /^Key \((.+?)\)=/.exec(server.detail ?? '')?.[1];
-    const column = keyColumns === undefined || server.table === undefined ? undefined : keyColumns.split(', ').map((name) => `${server.table}.${name}`).join(', ');
+    const column =
+      keyColumns === undefined || server.table === undefined
+        ? undefined
+        : keyColumns
+            .split(', ')
+            .map((name) => `${server.table}.${name}`)
+            .join(', ');
     const taken = column === undefined ? undefined : context.taken?.[column];
     return new StoreConflictError(`cannot ${context.action}: ${taken ?? `a unique value (${column ?? reason})`} is already taken`, { cause: error });
   }
@@ -91,7 +97,9 @@ export function toPostgresStoreError(error: unknown, context: OperationContext, 
   if (server?.code === UNTRANSLATABLE_CHARACTER || server?.code === CHARACTER_NOT_IN_REPERTOIRE) {
     return new StoreError(`cannot ${context.action}: PostgreSQL cannot store text with a NUL character (\\u0000) outside JSON (${reason})`, { cause: error });
   }
-  const lost = unreachable(error, serverOf(target)) ?? (server?.code === ADMIN_SHUTDOWN || server?.code === CANNOT_CONNECT_NOW ? `the server is shutting down or starting (${reason})` : undefined);
+  const lost =
+    unreachable(error, serverOf(target)) ??
+    (server?.code === ADMIN_SHUTDOWN || server?.code === CANNOT_CONNECT_NOW ? `the server is shutting down or starting (${reason})` : undefined);
   if (lost !== undefined) {
     return new StoreError(`cannot ${context.action}: ${lost} (database ${target}); try again`, { cause: error, isRetryable: true });
   }

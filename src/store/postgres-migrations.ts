@@ -460,7 +460,10 @@ export async function applyPostgresMigrations(pool: pg.Pool, target: string, ste
       if (step.version <= current) continue;
       try {
         await client.query(step.sql);
-        await client.query("INSERT INTO loom_schema (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)", [step.version, step.name]);
+        await client.query('INSERT INTO loom_schema (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)', [
+          step.version,
+          step.name,
+        ]);
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         throw new StoreError(

@@ -53,7 +53,11 @@ export class PostgresSessionRepository implements SessionRepository {
 
   listByAgent(agentId: string): Promise<SessionRecord[]> {
     return this.#connection.execute(
-      async (db) => readSessions((await query(db, `${withMessages} WHERE sessions.agent_id = $1 ORDER BY sessions.created_at, sessions.insert_order, session_messages.seq`, [agentId])).rows),
+      async (db) =>
+        readSessions(
+          (await query(db, `${withMessages} WHERE sessions.agent_id = $1 ORDER BY sessions.created_at, sessions.insert_order, session_messages.seq`, [agentId]))
+            .rows,
+        ),
       () => ({ action: `list the sessions of agent "${agentId}"` }),
     );
   }
@@ -78,7 +82,14 @@ export class PostgresSessionRepository implements SessionRepository {
                revision = sessions.revision + 1
              ${expectedRevision === undefined ? '' : 'WHERE sessions.revision = $6'}
              RETURNING revision`,
-            [session.id, session.agentId, session.createdAt, session.updatedAt, session.conversation ?? null, ...(expectedRevision === undefined ? [] : [expectedRevision])],
+            [
+              session.id,
+              session.agentId,
+              session.createdAt,
+              session.updatedAt,
+              session.conversation ?? null,
+              ...(expectedRevision === undefined ? [] : [expectedRevision]),
+            ],
           );
           const revision = rows[0]?.['revision'];
           if (typeof revision !== 'number') checkRevision(session.id, (await lockedRevision(client, session.id)) ?? 0, expectedRevision, true);
@@ -99,7 +110,9 @@ export class PostgresSessionRepository implements SessionRepository {
       // A turn's commit: one statement, one round trip.
       return this.#connection.execute(
         async (db) => {
-          const revision = await this.#connection.commitOne(() => appendAtRevision(db, id, messages, { ...options, expectedRevision }, this.#connection.origin, this.#turnOwner.nodeId));
+          const revision = await this.#connection.commitOne(() =>
+            appendAtRevision(db, id, messages, { ...options, expectedRevision }, this.#connection.origin, this.#turnOwner.nodeId),
+          );
           if (revision !== undefined) return revision;
           // Nothing was written: the turn another node took over, or the session at another revision.
           if (options.closeTurn !== undefined) await assertTurnHeld(db, options.closeTurn.turnId, this.#turnOwner);
@@ -193,10 +206,18 @@ function readSessions(rows: readonly Row[]): SessionRecord[] {
     const session = parseRow(sessionRow, row, 'sessions', ['id']);
     let record = sessions.get(session.id);
     if (record === undefined) {
-      record = { id: session.id, agentId: session.agent_id, messages: [], createdAt: session.created_at, updatedAt: session.updated_at, conversation: session.conversation };
+      record = {
+        id: session.id,
+        agentId: session.agent_id,
+        messages: [],
+        createdAt: session.created_at,
+        updatedAt: session.updated_at,
+        conversation: session.conversation,
+      };
       sessions.set(session.id, record);
     }
-    if (row['seq'] !== null) record.messages.push(parseRow(sessionMessageRow, { ...row, session_id: session.id }, 'session_messages', ['session_id', 'seq']).message);
+    if (row['seq'] !== null)
+      record.messages.push(parseRow(sessionMessageRow, { ...row, session_id: session.id }, 'session_messages', ['session_id', 'seq']).message);
   }
   return [...sessions.values()];
 }

@@ -70,7 +70,9 @@ export interface PostgresStore extends Store {
 const INT8_OID = 20;
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
-    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : (pg.types.getTypeParser(oid, format ?? 'text') as unknown)) as pg.CustomTypesConfig['getTypeParser'],
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => Number(value)
+      : (pg.types.getTypeParser(oid, format ?? 'text') as unknown)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 /**
@@ -87,7 +89,8 @@ const types: pg.CustomTypesConfig = {
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
   const target = redactDatabaseUrl(options.url);
   const poolSize = options.poolSize ?? DEFAULT_POSTGRES_POOL_SIZE;
-  if (!Number.isSafeInteger(poolSize) || poolSize < 1) throw new StoreError(`cannot open store ${target}: poolSize must be a positive integer, got ${poolSize}`);
+  if (!Number.isSafeInteger(poolSize) || poolSize < 1)
+    throw new StoreError(`cannot open store ${target}: poolSize must be a positive integer, got ${poolSize}`);
   let pool: pg.Pool;
   try {
     pool = new pg.Pool({
@@ -101,7 +104,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     throw toPostgresOpenError(error, target);
   }
   // Without a listener, a connection the server drops while idle would crash the process.
-  pool.on('error', (error) => options.logger?.warn({ database: target, err: error.message }, 'lost an idle connection to the database; the pool opens another when needed'));
+  pool.on('error', (error) =>
+    options.logger?.warn({ database: target, err: error.message }, 'lost an idle connection to the database; the pool opens another when needed'),
+  );
   try {
     const schemaVersion = await applyPostgresMigrations(pool, target);
     return createPostgresStore(new PostgresConnection(pool, target, options.origin ?? randomUUID()), schemaVersion, options.turnLeaseMs);
@@ -135,7 +140,12 @@ export async function inspectPostgresDatabase(url: string, options: { connectTim
   const target = redactDatabaseUrl(url);
   let client: pg.Client | undefined;
   try {
-    client = new pg.Client({ connectionString: url, connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS, application_name: 'loom', types });
+    client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_POSTGRES_CONNECT_TIMEOUT_MS,
+      application_name: 'loom',
+      types,
+    });
     // A connection dropped by the server is reported by the query that needed it.
     client.on('error', () => undefined);
     await client.connect();

@@ -24,7 +24,12 @@ export interface TurnOwner {
 function assertHeld(row: Row, turnId: string, owner: TurnOwner, action: string): void {
   const holder = row['node_id'];
   if (typeof holder !== 'string' || holder === owner.nodeId) return;
-  throw new LoomError('TURN_TAKEN_OVER', 'system', `cannot ${action} turn "${turnId}": node ${holder} took it over after this node's lease on it lapsed; it finishes there`, { details: { turnId, node: holder } });
+  throw new LoomError(
+    'TURN_TAKEN_OVER',
+    'system',
+    `cannot ${action} turn "${turnId}": node ${holder} took it over after this node's lease on it lapsed; it finishes there`,
+    { details: { turnId, node: holder } },
+  );
 }
 
 /**
@@ -43,7 +48,12 @@ export async function assertTurnHeld(db: Queryable, turnId: string, owner: TurnO
  */
 function assertRunningHere(row: Row | undefined, turnId: string, owner: TurnOwner): void {
   if (row === undefined || row['state'] !== 'running') {
-    throw new LoomError('TURN_TAKEN_OVER', 'system', `cannot commit turn "${turnId}": it is no longer running on this node; another node took it over after this node's lease on it lapsed, and ended it`, { details: { turnId } });
+    throw new LoomError(
+      'TURN_TAKEN_OVER',
+      'system',
+      `cannot commit turn "${turnId}": it is no longer running on this node; another node took it over after this node's lease on it lapsed, and ended it`,
+      { details: { turnId } },
+    );
   }
   assertHeld(row, turnId, owner, 'commit');
 }
@@ -55,12 +65,19 @@ function assertRunningHere(row: Row | undefined, turnId: string, owner: TurnOwne
  */
 export async function closeTurn(db: Queryable, close: TurnJournalClose, at: number, owner: TurnOwner): Promise<void> {
   // A turn without a key goes, its steps with it (ON DELETE CASCADE); one with a key stays, done.
-  const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL AND (node_id IS NULL OR node_id = $2)', [close.turnId, owner.nodeId]);
+  const { changed } = await query(db, 'DELETE FROM turn_journal WHERE id = $1 AND idempotency_key IS NULL AND (node_id IS NULL OR node_id = $2)', [
+    close.turnId,
+    owner.nodeId,
+  ]);
   if (changed > 0) return;
   const [row] = (await query(db, 'SELECT node_id, state FROM turn_journal WHERE id = $1 FOR UPDATE', [close.turnId])).rows;
   assertRunningHere(row, close.turnId, owner);
   await query(db, 'DELETE FROM turn_steps WHERE turn_id = $1', [close.turnId]);
-  await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2, node_id = NULL, lease_until = NULL WHERE id = $3", [JSON.stringify(close.outcome), at, close.turnId]);
+  await query(db, "UPDATE turn_journal SET state = 'done', outcome = $1, finished_at = $2, node_id = NULL, lease_until = NULL WHERE id = $3", [
+    JSON.stringify(close.outcome),
+    at,
+    close.turnId,
+  ]);
 }
 
 /**
@@ -71,10 +88,23 @@ async function insertTurn(db: Queryable, record: TurnJournalOpen, owner: TurnOwn
   const { changed } = await query(
     db,
     `INSERT INTO turn_journal (${columns}, node_id, lease_until) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', NULL, $8, ${NOW_MS} + $9) ON CONFLICT (agent_id, idempotency_key) DO NOTHING`,
-    [record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt, owner.nodeId, owner.leaseMs],
+    [
+      record.id,
+      record.agentId,
+      record.sessionId,
+      record.conversation,
+      JSON.stringify(record.request),
+      record.idempotencyKey,
+      record.receivedAt,
+      owner.nodeId,
+      owner.leaseMs,
+    ],
   );
   if (changed === 0) {
-    throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey ?? ''}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
+    throw new StoreConflictError(
+      `cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey ?? ''}"`,
+      { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } },
+    );
   }
 }
 
@@ -102,7 +132,9 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
   async #withSteps(db: Queryable, rows: readonly Row[]): Promise<TurnJournalRecord[]> {
     const turns = rows.map((row) => parseRow(turnJournalRow, row, 'turn_journal', ['id']));
     if (turns.length === 0) return [];
-    const steps = (await query(db, `SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = ANY($1::text[]) ORDER BY turn_id, seq`, [turns.map((turn) => turn.id)])).rows.map((row) => parseRow(turnStepRow, row, 'turn_steps', ['turn_id', 'seq']));
+    const steps = (
+      await query(db, `SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = ANY($1::text[]) ORDER BY turn_id, seq`, [turns.map((turn) => turn.id)])
+    ).rows.map((row) => parseRow(turnStepRow, row, 'turn_steps', ['turn_id', 'seq']));
     return turns.map((turn) => ({ ...turn, steps: steps.filter((step) => step.turnId === turn.id).map(({ turnId: _turn, ...step }) => step) }));
   }
 
@@ -113,7 +145,11 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
     );
   }
 
-  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {}): Promise<void> {
+  step(
+    turnId: string,
+    steps: readonly TurnStepRecord[],
+    options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {},
+  ): Promise<void> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(async (client) => {
@@ -125,7 +161,13 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
           const [row] = (await query(client, 'SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM turn_steps WHERE turn_id = $1', [turnId])).rows;
           const next = Number(row?.['next'] ?? 0);
           for (const [index, step] of steps.entries()) {
-            await query(client, `INSERT INTO turn_steps (${turnStepColumns}) VALUES ($1, $2, $3, $4, $5)`, [turnId, next + index, step.kind, step.at, JSON.stringify(step.data)]);
+            await query(client, `INSERT INTO turn_steps (${turnStepColumns}) VALUES ($1, $2, $3, $4, $5)`, [
+              turnId,
+              next + index,
+              step.kind,
+              step.at,
+              JSON.stringify(step.data),
+            ]);
           }
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
         }),
@@ -142,14 +184,21 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
 
   byKey(agentId: string, idempotencyKey: string): Promise<TurnJournalRecord | undefined> {
     return this.#connection.execute(
-      async (db) => (await this.#withSteps(db, (await query(db, `SELECT ${columns} FROM turn_journal WHERE agent_id = $1 AND idempotency_key = $2`, [agentId, idempotencyKey])).rows))[0],
+      async (db) =>
+        (
+          await this.#withSteps(
+            db,
+            (await query(db, `SELECT ${columns} FROM turn_journal WHERE agent_id = $1 AND idempotency_key = $2`, [agentId, idempotencyKey])).rows,
+          )
+        )[0],
       () => ({ action: `read the turn of agent "${agentId}" with idempotency key "${idempotencyKey}"` }),
     );
   }
 
   running(): Promise<TurnJournalRecord[]> {
     return this.#connection.execute(
-      async (db) => this.#withSteps(db, (await query(db, `SELECT ${columns} FROM turn_journal WHERE state = 'running' ORDER BY received_at, insert_order`)).rows),
+      async (db) =>
+        this.#withSteps(db, (await query(db, `SELECT ${columns} FROM turn_journal WHERE state = 'running' ORDER BY received_at, insert_order`)).rows),
       () => ({ action: 'list the running turns' }),
     );
   }

@@ -63,7 +63,10 @@ export class PostgresUsageRepository implements UsageRepository {
     const { since, agentId } = options;
     return this.#connection.execute(
       async (db) => {
-        const { rows } = agentId === undefined ? await query(db, `SELECT ${sums} FROM usage WHERE at >= $1`, [since]) : await query(db, `SELECT ${sums} FROM usage WHERE agent_id = $1 AND at >= $2`, [agentId, since]);
+        const { rows } =
+          agentId === undefined
+            ? await query(db, `SELECT ${sums} FROM usage WHERE at >= $1`, [since])
+            : await query(db, `SELECT ${sums} FROM usage WHERE agent_id = $1 AND at >= $2`, [agentId, since]);
         return parseRow(usageTotalsRow, rows[0] ?? {}, 'usage', []);
       },
       () => ({ action: agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"` }),
@@ -94,7 +97,8 @@ export class PostgresUsageRepository implements UsageRepository {
     return this.#connection.execute(
       async (db) => {
         if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new StoreError(`cannot ${action}: stepMs must be a positive integer, got ${stepMs}`);
-        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until)) throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
+        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until))
+          throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
         // Integer division puts a record in the bucket its time falls in: since + n * step.
         const text = `SELECT ($1::bigint + ((at - $1::bigint) / $2::bigint) * $2::bigint) AS start, agent_id, model, ${sums}
           FROM usage WHERE at >= $1 AND at < $3 ${agentId === undefined ? '' : 'AND agent_id = $4'}

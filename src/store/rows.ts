@@ -45,13 +45,11 @@ export function parseRow<T>(schema: z.ZodType<T>, row: Row, table: string, keyCo
   const result = schema.safeParse(row);
   if (result.success) return result.data;
   const key = keyColumns.map((column) => `${column} ${quote(row[column])}`).join(', ');
-  const problems = result.error.issues
-    .map((issue) => `${issue.path.length === 0 ? '(row)' : issue.path.join('.')}: ${issue.message}`)
-    .join('; ');
-  throw new StoreError(
-    `cannot read row ${key} of table "${table}": ${problems}; restore the database from a backup, or delete the row`,
-    { cause: result.error, details: { table } },
-  );
+  const problems = result.error.issues.map((issue) => `${issue.path.length === 0 ? '(row)' : issue.path.join('.')}: ${issue.message}`).join('; ');
+  throw new StoreError(`cannot read row ${key} of table "${table}": ${problems}; restore the database from a backup, or delete the row`, {
+    cause: result.error,
+    details: { table },
+  });
 }
 
 /**

@@ -6,7 +6,6 @@ import { parseRow } from './rows.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
 import { agentColumns as columns, agentRow } from './table-rows.ts';
 
-
 /** `AgentRepository` on SQLite. Statements are prepared once, when the store opens. */
 export class SqliteAgentRepository implements AgentRepository {
   readonly #connection: SqliteConnection;

@@ -1,10 +1,4 @@
-import {
-  isLoomError,
-  type LoomError,
-  StoreConflictError,
-  StoreError,
-  StoreNotFoundError,
-} from '../errors/index.ts';
+import { isLoomError, type LoomError, StoreConflictError, StoreError, StoreNotFoundError } from '../errors/index.ts';
 
 /** What a failed store operation was doing, for its error message. Built only on failure. */
 export interface OperationContext {

@@ -56,7 +56,9 @@ export class SqliteEventRepository implements EventRepository {
         if (type !== undefined) parameters.push(type);
         if (types !== undefined) parameters.push(JSON.stringify(types));
         parameters.push(limit);
-        return this.#statement(shape).all(...parameters).map((row) => parseEvent(row));
+        return this.#statement(shape)
+          .all(...parameters)
+          .map((row) => parseEvent(row));
       },
       () => ({ action: 'list events' }),
     );

@@ -8,7 +8,6 @@ import { prepareTurnClose } from './sqlite-turn-journal-repository.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
 import { sessionColumns as columns, sessionMessageRow as messageRow, sessionRow } from './table-rows.ts';
 
-
 /**
  * `SessionRepository` on SQLite. A session is a row, its messages one row each (`seq` orders
  * them), so appending a turn writes only the turn. Statements are prepared once, at open.
@@ -53,7 +52,9 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#nextSeq = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
-    this.#recordUsage = db.prepare('INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    this.#recordUsage = db.prepare(
+      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
     this.#appendEvent = prepareEventInsert(db);
     this.#closeTurn = prepareTurnClose(db);
   }
@@ -61,7 +62,16 @@ export class SqliteSessionRepository implements SessionRepository {
   /** What commits with a session's messages: the usage of the turn that wrote them, its audit record, and the close of its journal. */
   #record(options: SessionWriteOptions, at: number): void {
     for (const record of options.usage ?? []) {
-      this.#recordUsage.run(record.agentId, record.at, record.model, record.inputTokens, record.outputTokens, record.cacheReadTokens ?? 0, record.cacheWriteTokens ?? 0, record.costUsd);
+      this.#recordUsage.run(
+        record.agentId,
+        record.at,
+        record.model,
+        record.inputTokens,
+        record.outputTokens,
+        record.cacheReadTokens ?? 0,
+        record.cacheWriteTokens ?? 0,
+        record.costUsd,
+      );
     }
     for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);
     if (options.closeTurn !== undefined) this.#closeTurn(options.closeTurn, at);
@@ -70,7 +80,14 @@ export class SqliteSessionRepository implements SessionRepository {
   #read(row: SqliteRow): SessionRecord {
     const session = parseRow(sessionRow, row, 'sessions', ['id']);
     const messages = this.#messages.all(session.id).map((message) => parseRow(messageRow, message, 'session_messages', ['session_id', 'seq']).message);
-    return { id: session.id, agentId: session.agent_id, messages, createdAt: session.created_at, updatedAt: session.updated_at, conversation: session.conversation };
+    return {
+      id: session.id,
+      agentId: session.agent_id,
+      messages,
+      createdAt: session.created_at,
+      updatedAt: session.updated_at,
+      conversation: session.conversation,
+    };
   }
 
   /** The stored revision, 0 when there is no such session. */

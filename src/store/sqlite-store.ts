@@ -1,7 +1,19 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { AgentRepository, ApprovalRepository, EventRepository, InstalledPackageRepository, MemoryRepository, PackageRunRepository, SessionRepository, Store, TaskRepository, UsageRepository, WorkflowRepository } from '../contracts/index.ts';
+import type {
+  AgentRepository,
+  ApprovalRepository,
+  EventRepository,
+  InstalledPackageRepository,
+  MemoryRepository,
+  PackageRunRepository,
+  SessionRepository,
+  Store,
+  TaskRepository,
+  UsageRepository,
+  WorkflowRepository,
+} from '../contracts/index.ts';
 import { messageOf, StoreError } from '../errors/index.ts';
 import { applyMigrations } from './migrations.ts';
 import { SqliteAgentRepository } from './sqlite-agent-repository.ts';
@@ -132,9 +144,7 @@ function createSqliteStore(connection: SqliteConnection, schemaVersion: number):
         connection.close();
         return Promise.resolve();
       } catch (error) {
-        return Promise.reject(
-          new StoreError(`cannot close store "${connection.path}": ${messageOf(error)}`, { cause: error }),
-        );
+        return Promise.reject(new StoreError(`cannot close store "${connection.path}": ${messageOf(error)}`, { cause: error }));
       }
     },
   };

@@ -46,7 +46,9 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     this.#byKey = db.prepare(`SELECT ${columns} FROM turn_journal WHERE agent_id = ? AND idempotency_key = ?`);
     this.#running = db.prepare(`SELECT ${columns} FROM turn_journal WHERE state = 'running' ORDER BY received_at, rowid`);
     this.#steps = db.prepare(`SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = ? ORDER BY seq`);
-    this.#nextSeq = db.prepare("SELECT COALESCE(MAX(seq) + 1, 0) AS next, (SELECT state FROM turn_journal WHERE id = ?) AS state FROM turn_steps WHERE turn_id = ?");
+    this.#nextSeq = db.prepare(
+      'SELECT COALESCE(MAX(seq) + 1, 0) AS next, (SELECT state FROM turn_journal WHERE id = ?) AS state FROM turn_steps WHERE turn_id = ?',
+    );
     this.#insertStep = db.prepare(`INSERT INTO turn_steps (${turnStepColumns}) VALUES (?, ?, ?, ?, ?)`);
     this.#prune = db.prepare("DELETE FROM turn_journal WHERE state = 'done' AND finished_at < ?");
     this.#appendEvent = prepareEventInsert(db);
@@ -64,9 +66,20 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
 
   #open(record: TurnJournalOpen): void {
     if (record.idempotencyKey !== null && this.#byKey.get(record.agentId, record.idempotencyKey) !== undefined) {
-      throw new StoreConflictError(`cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey}"`, { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } });
+      throw new StoreConflictError(
+        `cannot record turn "${record.id}": agent "${record.agentId}" already has a turn with idempotency key "${record.idempotencyKey}"`,
+        { details: { agentId: record.agentId, idempotencyKey: record.idempotencyKey } },
+      );
     }
-    this.#insert.run(record.id, record.agentId, record.sessionId, record.conversation, JSON.stringify(record.request), record.idempotencyKey, record.receivedAt);
+    this.#insert.run(
+      record.id,
+      record.agentId,
+      record.sessionId,
+      record.conversation,
+      JSON.stringify(record.request),
+      record.idempotencyKey,
+      record.receivedAt,
+    );
   }
 
   open(record: TurnJournalOpen): Promise<void> {
@@ -76,7 +89,11 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     );
   }
 
-  step(turnId: string, steps: readonly TurnStepRecord[], options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {}): Promise<void> {
+  step(
+    turnId: string,
+    steps: readonly TurnStepRecord[],
+    options: { events?: readonly Omit<EventRecord, 'seq'>[]; open?: TurnJournalOpen } = {},
+  ): Promise<void> {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {

@@ -32,9 +32,7 @@ export class SqliteUsageRepository implements UsageRepository {
     this.#totals = db.prepare(`SELECT ${sums} FROM usage WHERE at >= ?`);
     this.#totalsByAgent = db.prepare(`SELECT ${sums} FROM usage WHERE agent_id = ? AND at >= ?`);
     this.#list = db.prepare(`SELECT ${columns} FROM usage WHERE at >= ? ORDER BY at, rowid LIMIT ?`);
-    this.#listByAgent = db.prepare(
-      `SELECT ${columns} FROM usage WHERE agent_id = ? AND at >= ? ORDER BY at, rowid LIMIT ?`,
-    );
+    this.#listByAgent = db.prepare(`SELECT ${columns} FROM usage WHERE agent_id = ? AND at >= ? ORDER BY at, rowid LIMIT ?`);
     // Integer division puts a record in the bucket its time falls in: since + n * step. Numbers are bound as REAL: the casts keep the division an integer one.
     const bucket = `(CAST(? AS INTEGER) + ((at - CAST(? AS INTEGER)) / CAST(? AS INTEGER)) * CAST(? AS INTEGER)) AS start, agent_id, model, ${sums}`;
     const grouped = 'GROUP BY start, agent_id, model ORDER BY start, agent_id, model';
@@ -45,7 +43,16 @@ export class SqliteUsageRepository implements UsageRepository {
   record(usage: UsageRecord): Promise<void> {
     return this.#connection.execute(
       () => {
-        this.#record.run(usage.agentId, usage.at, usage.model, usage.inputTokens, usage.outputTokens, usage.cacheReadTokens ?? 0, usage.cacheWriteTokens ?? 0, usage.costUsd);
+        this.#record.run(
+          usage.agentId,
+          usage.at,
+          usage.model,
+          usage.inputTokens,
+          usage.outputTokens,
+          usage.cacheReadTokens ?? 0,
+          usage.cacheWriteTokens ?? 0,
+          usage.costUsd,
+        );
       },
       () => ({ action: `record usage of agent "${usage.agentId}"` }),
     );
@@ -68,8 +75,7 @@ export class SqliteUsageRepository implements UsageRepository {
     return this.#connection.execute(
       () => {
         const limit = limitParameter(options.limit, action);
-        const rows =
-          agentId === undefined ? this.#list.all(since, limit) : this.#listByAgent.all(agentId, since, limit);
+        const rows = agentId === undefined ? this.#list.all(since, limit) : this.#listByAgent.all(agentId, since, limit);
         return rows.map((row) => parseUsage(row));
       },
       () => ({ action }),
@@ -82,7 +88,8 @@ export class SqliteUsageRepository implements UsageRepository {
     return this.#connection.execute(
       () => {
         if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new StoreError(`cannot ${action}: stepMs must be a positive integer, got ${stepMs}`);
-        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until)) throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
+        if (!Number.isSafeInteger(since) || !Number.isSafeInteger(until))
+          throw new StoreError(`cannot ${action}: since and until must be integers, got ${since} and ${until}`);
         const bucket = [since, since, stepMs, stepMs];
         const rows = agentId === undefined ? this.#series.all(...bucket, since, until) : this.#seriesByAgent.all(...bucket, agentId, since, until);
         return rows.map((row) => parseRow(bucketRow, row, 'usage', ['start', 'agent_id', 'model']));

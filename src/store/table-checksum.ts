@@ -96,7 +96,11 @@ export function checksumSqliteTable(db: DatabaseSync, table: CopiedTable, column
  * does, through a cursor (so `client` must be in a transaction), `FETCH_ROWS` rows at a time.
  * `client` must parse values as `pg` does by default (BIGINT as a string).
  */
-export async function checksumPostgresTable(client: Pick<pg.PoolClient, 'query'>, table: CopiedTable, columns: readonly PostgresColumn[]): Promise<TableChecksum> {
+export async function checksumPostgresTable(
+  client: Pick<pg.PoolClient, 'query'>,
+  table: CopiedTable,
+  columns: readonly PostgresColumn[],
+): Promise<TableChecksum> {
   const hash = startHash(
     table.name,
     columns.map((column) => column.name),

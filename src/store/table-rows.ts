@@ -1,13 +1,5 @@
 import { z } from 'zod';
-import type {
-  AgentRecord,
-  EventRecord,
-  TurnJournalRecord,
-  TurnStepRecord,
-  UsageBucket,
-  UsageRecord,
-  UsageTotals,
-} from '../contracts/index.ts';
+import type { AgentRecord, EventRecord, TurnJournalRecord, TurnStepRecord, UsageBucket, UsageRecord, UsageTotals } from '../contracts/index.ts';
 import { jsonObjectText, jsonText } from './rows.ts';
 
 /*
@@ -30,18 +22,16 @@ export const agentRow = z
     created_at: z.number(),
     updated_at: z.number(),
   })
-  .transform(
-    (row): AgentRecord => ({
-      id: row.id,
-      name: row.name,
-      state: row.state,
-      parentId: row.parent_id,
-      sessionId: row.session_id,
-      manifest: row.manifest,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
+  .transform((row): AgentRecord => ({
+    id: row.id,
+    name: row.name,
+    state: row.state,
+    parentId: row.parent_id,
+    sessionId: row.session_id,
+    manifest: row.manifest,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }));
 
 export const sessionColumns = 'id, agent_id, created_at, updated_at, conversation';
 
@@ -59,7 +49,10 @@ export const sessionMessageRow = z.object({ message: jsonText });
 
 /** The cached input tokens of a usage row or sum, as the store gives them: only when there were any. */
 function cachedTokens(row: { cache_read_tokens: number; cache_write_tokens: number }): { cacheReadTokens?: number; cacheWriteTokens?: number } {
-  return { ...(row.cache_read_tokens > 0 ? { cacheReadTokens: row.cache_read_tokens } : {}), ...(row.cache_write_tokens > 0 ? { cacheWriteTokens: row.cache_write_tokens } : {}) };
+  return {
+    ...(row.cache_read_tokens > 0 ? { cacheReadTokens: row.cache_read_tokens } : {}),
+    ...(row.cache_write_tokens > 0 ? { cacheWriteTokens: row.cache_write_tokens } : {}),
+  };
 }
 
 /** A row of `usage`. */
@@ -74,46 +67,57 @@ export const usageRow = z
     cache_write_tokens: z.number(),
     cost_usd: z.number(),
   })
-  .transform(
-    (row): UsageRecord => ({
-      agentId: row.agent_id,
-      at: row.at,
-      model: row.model,
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      ...cachedTokens(row),
-      costUsd: row.cost_usd,
-    }),
-  );
+  .transform((row): UsageRecord => ({
+    agentId: row.agent_id,
+    at: row.at,
+    model: row.model,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    ...cachedTokens(row),
+    costUsd: row.cost_usd,
+  }));
 
 /** Usage totals: sums over `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_write_tokens`, `cost_usd`, `calls`). */
 export const usageTotalsRow = z
-  .object({ input_tokens: z.number(), output_tokens: z.number(), cache_read_tokens: z.number(), cache_write_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
-  .transform(
-    (row): UsageTotals => ({
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      ...cachedTokens(row),
-      costUsd: row.cost_usd,
-      calls: row.calls,
-    }),
-  );
+  .object({
+    input_tokens: z.number(),
+    output_tokens: z.number(),
+    cache_read_tokens: z.number(),
+    cache_write_tokens: z.number(),
+    cost_usd: z.number(),
+    calls: z.number(),
+  })
+  .transform((row): UsageTotals => ({
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    ...cachedTokens(row),
+    costUsd: row.cost_usd,
+    calls: row.calls,
+  }));
 
 /** One bucket of `usage.series`: its start, agent and model, and the sums. */
 export const usageBucketRow = z
-  .object({ start: z.number(), agent_id: z.string(), model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cache_read_tokens: z.number(), cache_write_tokens: z.number(), cost_usd: z.number(), calls: z.number() })
-  .transform(
-    (row): UsageBucket => ({
-      start: row.start,
-      agentId: row.agent_id,
-      model: row.model,
-      inputTokens: row.input_tokens,
-      outputTokens: row.output_tokens,
-      ...cachedTokens(row),
-      costUsd: row.cost_usd,
-      calls: row.calls,
-    }),
-  );
+  .object({
+    start: z.number(),
+    agent_id: z.string(),
+    model: z.string(),
+    input_tokens: z.number(),
+    output_tokens: z.number(),
+    cache_read_tokens: z.number(),
+    cache_write_tokens: z.number(),
+    cost_usd: z.number(),
+    calls: z.number(),
+  })
+  .transform((row): UsageBucket => ({
+    start: row.start,
+    agentId: row.agent_id,
+    model: row.model,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    ...cachedTokens(row),
+    costUsd: row.cost_usd,
+    calls: row.calls,
+  }));
 
 export const eventColumns = 'seq, at, type, agent_id, data';
 
@@ -159,5 +163,11 @@ export const turnStepColumns = 'turn_id, seq, kind, at, data';
 
 /** A row of `turn_steps`. */
 export const turnStepRow = z
-  .object({ turn_id: z.string(), seq: z.number(), kind: z.enum(['model', 'tool-start', 'tool-result', 'approval', 'stream']), at: z.number(), data: jsonObjectText })
+  .object({
+    turn_id: z.string(),
+    seq: z.number(),
+    kind: z.enum(['model', 'tool-start', 'tool-result', 'approval', 'stream']),
+    at: z.number(),
+    data: jsonObjectText,
+  })
   .transform((row): TurnStepRecord & { turnId: string } => ({ turnId: row.turn_id, kind: row.kind, at: row.at, data: row.data }));

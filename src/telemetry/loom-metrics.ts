@@ -71,23 +71,67 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   const registry = new Registry();
   const registers = [registry];
 
-  const turns = new Counter({ name: 'loom_turns_total', help: 'Turns by agent and how they ended (finished, refused, cancelled, model_error, error).', labelNames: ['agent', 'outcome'], registers });
-  const turnSeconds = new Histogram({ name: 'loom_turn_duration_seconds', help: 'How long turns took, from the message to its end, by outcome.', labelNames: ['outcome'], buckets: TURN_BUCKETS, registers });
-  const modelCalls = new Counter({ name: 'loom_model_calls_total', help: 'Model calls by agent, model and outcome (ok, cut_off, error, refused by a budget).', labelNames: ['agent', 'model', 'outcome'], registers });
-  const modelSeconds = new Histogram({ name: 'loom_model_call_duration_seconds', help: 'How long model calls took, to their last streamed part, by model and outcome.', labelNames: ['model', 'outcome'], buckets: MODEL_BUCKETS, registers });
+  const turns = new Counter({
+    name: 'loom_turns_total',
+    help: 'Turns by agent and how they ended (finished, refused, cancelled, model_error, error).',
+    labelNames: ['agent', 'outcome'],
+    registers,
+  });
+  const turnSeconds = new Histogram({
+    name: 'loom_turn_duration_seconds',
+    help: 'How long turns took, from the message to its end, by outcome.',
+    labelNames: ['outcome'],
+    buckets: TURN_BUCKETS,
+    registers,
+  });
+  const modelCalls = new Counter({
+    name: 'loom_model_calls_total',
+    help: 'Model calls by agent, model and outcome (ok, cut_off, error, refused by a budget).',
+    labelNames: ['agent', 'model', 'outcome'],
+    registers,
+  });
+  const modelSeconds = new Histogram({
+    name: 'loom_model_call_duration_seconds',
+    help: 'How long model calls took, to their last streamed part, by model and outcome.',
+    labelNames: ['model', 'outcome'],
+    buckets: MODEL_BUCKETS,
+    registers,
+  });
   const tokens = new Counter({
     name: 'loom_tokens_total',
     help: 'Tokens of model calls by agent, model and kind: input (not from the prompt cache), cache_read, cache_write, output. The kinds add up to every token.',
     labelNames: ['agent', 'model', 'kind'],
     registers,
   });
-  const cost = new Counter({ name: 'loom_cost_usd_total', help: 'What model calls cost in US dollars, by agent, model and kind of token (as loom_tokens_total).', labelNames: ['agent', 'model', 'kind'], registers });
-  const toolCalls = new Counter({ name: 'loom_tool_calls_total', help: 'Tool calls by tool and outcome (ok, error, denied, invalid, blocked, timeout).', labelNames: ['tool', 'outcome'], registers });
-  const toolSeconds = new Histogram({ name: 'loom_tool_call_duration_seconds', help: 'How long tool calls that ran took, by tool.', labelNames: ['tool'], buckets: TOOL_BUCKETS, registers });
-  const commitSeconds = new Histogram({ name: 'loom_store_commit_duration_seconds', help: 'How long store transactions took from BEGIN to COMMIT (a turn\'s messages and usage, a spawn, a run\'s step), by store (sqlite, postgres).', labelNames: ['store'], buckets: COMMIT_BUCKETS, registers });
+  const cost = new Counter({
+    name: 'loom_cost_usd_total',
+    help: 'What model calls cost in US dollars, by agent, model and kind of token (as loom_tokens_total).',
+    labelNames: ['agent', 'model', 'kind'],
+    registers,
+  });
+  const toolCalls = new Counter({
+    name: 'loom_tool_calls_total',
+    help: 'Tool calls by tool and outcome (ok, error, denied, invalid, blocked, timeout).',
+    labelNames: ['tool', 'outcome'],
+    registers,
+  });
+  const toolSeconds = new Histogram({
+    name: 'loom_tool_call_duration_seconds',
+    help: 'How long tool calls that ran took, by tool.',
+    labelNames: ['tool'],
+    buckets: TOOL_BUCKETS,
+    registers,
+  });
+  const commitSeconds = new Histogram({
+    name: 'loom_store_commit_duration_seconds',
+    help: "How long store transactions took from BEGIN to COMMIT (a turn's messages and usage, a spawn, a run's step), by store (sqlite, postgres).",
+    labelNames: ['store'],
+    buckets: COMMIT_BUCKETS,
+    registers,
+  });
   const scheduleRuns = new Counter({
     name: 'loom_schedule_runs_total',
-    help: 'Due wake-ups by agent (or package) and outcome: agents\' scheduled wake-ups as they end (completed, failed, interrupted, skipped; each missed one counted), packages\' runs (the run\'s status, skipped, missed).',
+    help: "Due wake-ups by agent (or package) and outcome: agents' scheduled wake-ups as they end (completed, failed, interrupted, skipped; each missed one counted), packages' runs (the run's status, skipped, missed).",
     labelNames: ['agent', 'outcome'],
     registers,
   });
@@ -101,7 +145,7 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   });
   new Gauge({
     name: 'loom_queued_turns',
-    help: 'Turns accepted and waiting for an earlier turn of their agent to end (the turn queue\'s depth).',
+    help: "Turns accepted and waiting for an earlier turn of their agent to end (the turn queue's depth).",
     registers,
     collect() {
       this.set(kernel.turnCounts().queued);
@@ -109,7 +153,7 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   });
   new Gauge({
     name: 'loom_pending_approvals',
-    help: 'Tool calls waiting for a person\'s approval.',
+    help: "Tool calls waiting for a person's approval.",
     registers,
     async collect() {
       this.set((await kernel.approvals.list('pending')).length);
@@ -119,7 +163,7 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
   if (mcp !== undefined) {
     new Gauge({
       name: 'loom_mcp_server_status',
-      help: 'Each configured MCP server\'s connection: 1 for its current status (connecting, connected, failed), 0 for the others.',
+      help: "Each configured MCP server's connection: 1 for its current status (connecting, connected, failed), 0 for the others.",
       labelNames: ['server', 'status'],
       registers,
       collect() {
@@ -161,7 +205,14 @@ export function createLoomMetrics(sources: LoomMetricsSources): LoomMetrics {
     for (const [kind, count] of Object.entries(kinds)) {
       if (count <= 0) continue;
       tokens.inc({ agent, model, kind }, count);
-      const usage = kind === 'output' ? { outputTokens: count } : kind === 'input' ? { inputTokens: count } : kind === 'cache_read' ? { inputTokens: count, cacheReadTokens: count } : { inputTokens: count, cacheWriteTokens: count };
+      const usage =
+        kind === 'output'
+          ? { outputTokens: count }
+          : kind === 'input'
+            ? { inputTokens: count }
+            : kind === 'cache_read'
+              ? { inputTokens: count, cacheReadTokens: count }
+              : { inputTokens: count, cacheWriteTokens: count };
       const price = costs.estimateCost(call.target.provider, call.target.model, usage).costUsd;
       if (price > 0) cost.inc({ agent, model, kind }, price);
     }

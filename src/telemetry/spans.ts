@@ -1,4 +1,16 @@
-import { type Attributes, type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace, TraceFlags, type Tracer } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+  TraceFlags,
+  type Tracer,
+} from '@opentelemetry/api';
 
 /**
  * OpenTelemetry spans with the GenAI semantic conventions, made only while tracing is on (see
@@ -81,7 +93,8 @@ export function withTurnSpan<T>(attributes: TurnSpanAttributes, run: () => Promi
       'gen_ai.agent.name': attributes.agentName,
     };
     if (attributes.conversationId !== undefined) built['gen_ai.conversation.id'] = attributes.conversationId;
-    if (capture && attributes.message !== undefined) built['gen_ai.input.messages'] = contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]);
+    if (capture && attributes.message !== undefined)
+      built['gen_ai.input.messages'] = contentAttribute([{ role: 'user', parts: [{ type: 'text', content: attributes.message }] }]);
     return built;
   };
   return inSpan(`invoke_agent ${attributes.agentName}`, SpanKind.INTERNAL, spanAttributes, run, (span, result) => {
@@ -108,7 +121,11 @@ export interface ToolSpanAttributes {
  * threw, else `tool_error`) and its text (recorded only with `capture_content`). With tracing
  * off, `run()`.
  */
-export function withToolSpan<T>(attributes: ToolSpanAttributes, run: () => Promise<T>, outcome: (result: T) => { isError: boolean; text: string; failure?: string | undefined }): Promise<T> {
+export function withToolSpan<T>(
+  attributes: ToolSpanAttributes,
+  run: () => Promise<T>,
+  outcome: (result: T) => { isError: boolean; text: string; failure?: string | undefined },
+): Promise<T> {
   if (!enabled) return run();
   const spanAttributes = (): Attributes => {
     const built: Attributes = {
@@ -150,11 +167,19 @@ export function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes
  * closure per span, on the turn's own path); under a parent that is not sampled no span is made at
  * all, so `ended` and the attributes' content are not worked out for nothing.
  */
-function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes | (() => Attributes), run: () => Promise<T>, ended?: (span: Span, result: T) => void): Promise<T> {
+function inSpan<T>(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes | (() => Attributes),
+  run: () => Promise<T>,
+  ended?: (span: Span, result: T) => void,
+): Promise<T> {
   const parent = context.active();
   if (!sampledUnder(parent)) return run();
   // Set on the span, not given to startSpan, which would check them twice more before the span sets them.
-  const span = loomTracer().startSpan(name, { kind }, parent).setAttributes(typeof attributes === 'function' ? attributes() : attributes);
+  const span = loomTracer()
+    .startSpan(name, { kind }, parent)
+    .setAttributes(typeof attributes === 'function' ? attributes() : attributes);
   let running: Promise<T>;
   try {
     running = context.with(trace.setSpan(parent, span), run);

@@ -27,7 +27,6 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-
 /**
  * Starts OpenTelemetry tracing with the official SDK: spans (`invoke_agent` per turn, `chat` per
  * model call the budget ledger meters, `execute_tool` per tool call) are batched and exported
@@ -44,7 +43,10 @@ export function startTracing(options: TracingOptions): Tracing {
   context.setGlobalContextManager(contextManager);
   const exporter = new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, '')}/v1/traces` });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'loom', ...(options.serviceVersion === undefined ? {} : { 'service.version': options.serviceVersion }) }),
+    resource: resourceFromAttributes({
+      'service.name': options.serviceName ?? 'loom',
+      ...(options.serviceVersion === undefined ? {} : { 'service.version': options.serviceVersion }),
+    }),
     // Sent each second, up to 8,192 spans held: a busy daemon's turns (four spans or more each) are not dropped between exports.
     idGenerator: createSpanIdGenerator(),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 8192, maxExportBatchSize: 1024 })],
@@ -132,10 +134,14 @@ function recordChatSpan(call: MeteredCall, parent: Context): void {
   if (request.temperature !== undefined) attributes['gen_ai.request.temperature'] = request.temperature;
   if (capturesContent()) {
     attributes['gen_ai.input.messages'] = contentAttribute(request.prompt.filter((message) => message.role !== 'system'));
-    attributes['gen_ai.system_instructions'] = contentAttribute(request.prompt.filter((message) => message.role === 'system').map((message) => message.content));
+    attributes['gen_ai.system_instructions'] = contentAttribute(
+      request.prompt.filter((message) => message.role === 'system').map((message) => message.content),
+    );
   }
   // Set on the span, not given to startSpan: the SDK would check them twice more before setting them.
-  const span = loomTracer().startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt }, parent).setAttributes(attributes);
+  const span = loomTracer()
+    .startSpan(`chat ${target.model}`, { kind: SpanKind.CLIENT, startTime: origin + call.startedAt }, parent)
+    .setAttributes(attributes);
   if (call.outcome === 'error' || call.outcome === 'refused') {
     span.setAttribute('error.type', call.error === undefined ? call.outcome : errorType(call.error));
     span.setStatus({ code: SpanStatusCode.ERROR, message: call.error instanceof Error ? call.error.message : call.outcome });

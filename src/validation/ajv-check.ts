@@ -35,7 +35,16 @@ const MAX_PROBLEMS = 5;
 // it `required: ["constructor", "toString"]` held for `{}`, and `properties: { hasOwnProperty:
 // { type: "string" } }` checked the inherited function, failing every value; it costs one
 // `hasOwnProperty` call per property a schema names, on the values that have it.
-const OPTIONS: Options = { strict: false, allErrors: false, inlineRefs: false, validateSchema: true, validateFormats: false, addUsedSchema: false, logger: false, ownProperties: true };
+const OPTIONS: Options = {
+  strict: false,
+  allErrors: false,
+  inlineRefs: false,
+  validateSchema: true,
+  validateFormats: false,
+  addUsedSchema: false,
+  logger: false,
+  ownProperties: true,
+};
 type Validators = Record<SchemaDialect, Ajv>;
 let validators: { first: Validators; every: Validators } | undefined;
 
@@ -46,7 +55,10 @@ function validatorsOf(): { first: Validators; every: Validators } {
     const { Ajv: Draft07 } = require('ajv') as typeof AjvModule;
     const { Ajv2020 } = require('ajv/dist/2020.js') as typeof Ajv2020Module;
     const every = { ...OPTIONS, allErrors: true };
-    validators = { first: { 'draft-07': new Draft07(OPTIONS), '2020-12': new Ajv2020(OPTIONS) }, every: { 'draft-07': new Draft07(every), '2020-12': new Ajv2020(every) } };
+    validators = {
+      first: { 'draft-07': new Draft07(OPTIONS), '2020-12': new Ajv2020(OPTIONS) },
+      every: { 'draft-07': new Draft07(every), '2020-12': new Ajv2020(every) },
+    };
   }
   return validators;
 }
@@ -79,8 +91,13 @@ function workOf(value: unknown, bounds: SchemaBounds, limit: number): { work: nu
 export function sizeOf(value: unknown, bounds: SchemaBounds, root: string): { work: number; problem: string | undefined } {
   const { work, parts } = workOf(value, bounds, MAX_CHECK_WORK);
   if (work <= MAX_CHECK_WORK) return { work, problem: undefined };
-  const size = bounds.comparesItems ? `more than ${parts.toLocaleString('en-US')} parts, and its arrays' items compared in pairs ("uniqueItems")` : `more than ${parts.toLocaleString('en-US')} parts, each checked against up to ${bounds.checksPerValue} subschemas`;
-  return { work, problem: `${root} is too large to check against the schema: ${size}; Loom checks at most ${MAX_CHECK_WORK.toLocaleString('en-US')} (MAX_CHECK_WORK)` };
+  const size = bounds.comparesItems
+    ? `more than ${parts.toLocaleString('en-US')} parts, and its arrays' items compared in pairs ("uniqueItems")`
+    : `more than ${parts.toLocaleString('en-US')} parts, each checked against up to ${bounds.checksPerValue} subschemas`;
+  return {
+    work,
+    problem: `${root} is too large to check against the schema: ${size}; Loom checks at most ${MAX_CHECK_WORK.toLocaleString('en-US')} (MAX_CHECK_WORK)`,
+  };
 }
 
 /** Ajv's compiled function for `schema`, dropped from its cache at once. */
@@ -102,7 +119,10 @@ function compileWith(ajv: Ajv, schema: Readonly<Record<string, unknown>>): Valid
  * would cost more than {@link MAX_CHECK_WORK} is refused unchecked, with its size.
  * @throws {Error} naming what is wrong when the schema itself is invalid.
  */
-export function compileAjvCheck(schema: Readonly<Record<string, unknown>>, { dialect, root, bounds }: { dialect: SchemaDialect; root: string; bounds: SchemaBounds }): SchemaCheck {
+export function compileAjvCheck(
+  schema: Readonly<Record<string, unknown>>,
+  { dialect, root, bounds }: { dialect: SchemaDialect; root: string; bounds: SchemaBounds },
+): SchemaCheck {
   const validate = compileWith(validatorsOf().first[dialect], schema);
   let everyProblem: ValidateFunction | undefined;
   const describe = (errors: readonly ErrorObject[]): string =>
@@ -110,7 +130,8 @@ export function compileAjvCheck(schema: Readonly<Record<string, unknown>>, { dia
       .slice(0, MAX_PROBLEMS)
       .map((problem) => {
         const where = problem.instancePath === '' ? root : problem.instancePath;
-        const extra = problem.keyword === 'additionalProperties' ? ` ("${String((problem.params as { additionalProperty?: unknown }).additionalProperty)}")` : '';
+        const extra =
+          problem.keyword === 'additionalProperties' ? ` ("${String((problem.params as { additionalProperty?: unknown }).additionalProperty)}")` : '';
         return `${where} ${problem.message ?? 'is invalid'}${extra}`;
       })
       .join('; ');

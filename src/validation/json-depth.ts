@@ -39,7 +39,8 @@ export function jsonTextDepth(text: string, limit: number = MAX_JSON_DEPTH): num
   for (let index = 0; index < text.length; index += 1) {
     const code = text.charCodeAt(index);
     if (inString) {
-      if (code === 0x5c) index += 1; // a backslash: the next character is escaped
+      if (code === 0x5c)
+        index += 1; // a backslash: the next character is escaped
       else if (code === 0x22) inString = false;
       continue;
     }

@@ -39,7 +39,16 @@ export const escapeToken = (token: string): string => token.replaceAll('~', '~0'
 
 /** Every edge of `node` (kept on it once the walk is done). */
 export function edgesOf(node: SchemaNode): Edge[] {
-  node.all ??= [...node.same, ...[...node.properties.values()].flat(), ...node.otherProperties, ...node.anyProperty, ...node.names, ...node.tuple.flat(), ...node.restItems, ...node.anyItem];
+  node.all ??= [
+    ...node.same,
+    ...[...node.properties.values()].flat(),
+    ...node.otherProperties,
+    ...node.anyProperty,
+    ...node.names,
+    ...node.tuple.flat(),
+    ...node.restItems,
+    ...node.anyItem,
+  ];
   return node.all;
 }
 

@@ -13,7 +13,16 @@
  */
 import type { SchemaDialect } from './json-schema.ts';
 import { describePath, type Edge, edgesOf, escapeToken, type Label, type SchemaNode } from './schema-automaton.ts';
-import { LIMITS, MAX_SCHEMA_ANALYSIS_STEPS, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_CHECKS, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_REPEATS, SATURATED } from './schema-limits.ts';
+import {
+  LIMITS,
+  MAX_SCHEMA_ANALYSIS_STEPS,
+  MAX_SCHEMA_BRANCHES,
+  MAX_SCHEMA_CHECKS,
+  MAX_SCHEMA_DEPTH,
+  MAX_SCHEMA_NODES,
+  MAX_SCHEMA_REPEATS,
+  SATURATED,
+} from './schema-limits.ts';
 import { SchemaRefusedError } from './schema-refused-error.ts';
 import { repeatsRefusal } from './schema-repeat-refusal.ts';
 
@@ -87,7 +96,8 @@ class SchemaAnalysis {
 
   #spend(steps: number): void {
     this.#steps += steps;
-    if (this.#steps > MAX_SCHEMA_ANALYSIS_STEPS) throw new SchemaRefusedError('', 'too intricate for Loom to work out what checking a value against it costs', LIMITS.steps);
+    if (this.#steps > MAX_SCHEMA_ANALYSIS_STEPS)
+      throw new SchemaRefusedError('', 'too intricate for Loom to work out what checking a value against it costs', LIMITS.steps);
   }
 
   /** Adds the subschema at `pointer` (and everything below it) to the automaton; its node, or undefined for what is no schema. */
@@ -97,7 +107,17 @@ class SchemaAnalysis {
     if (known !== undefined) return known;
     if (depth > MAX_SCHEMA_DEPTH) throw new SchemaRefusedError(pointer, `a subschema nested ${depth} deep`, LIMITS.depth);
     if (this.#nodes.length >= MAX_SCHEMA_NODES) throw new SchemaRefusedError('', `more than ${MAX_SCHEMA_NODES} subschemas`, LIMITS.nodes);
-    const node: SchemaNode = { pointer, same: [], properties: new Map(), otherProperties: [], anyProperty: [], names: [], tuple: [], restItems: [], anyItem: [] };
+    const node: SchemaNode = {
+      pointer,
+      same: [],
+      properties: new Map(),
+      otherProperties: [],
+      anyProperty: [],
+      names: [],
+      tuple: [],
+      restItems: [],
+      anyItem: [],
+    };
     const index = this.#nodes.length;
     this.#nodes.push(node);
     this.#byPointer.set(pointer, index);
@@ -111,7 +131,8 @@ class SchemaAnalysis {
       const at = `${pointer}/${escapeToken(key)}`;
       if (SIDE_BY_SIDE.has(key)) {
         const count = Array.isArray(inner) ? inner.length : isObject(inner) ? Object.keys(inner).length : 0;
-        if (count > MAX_SCHEMA_BRANCHES) throw new SchemaRefusedError(at, LIST_COMBINATORS.has(key) ? `${count} branches` : `${count} subschemas side by side`, LIMITS.branches(key));
+        if (count > MAX_SCHEMA_BRANCHES)
+          throw new SchemaRefusedError(at, LIST_COMBINATORS.has(key) ? `${count} branches` : `${count} subschemas side by side`, LIMITS.branches(key));
       }
       if (LIST_COMBINATORS.has(key) && Array.isArray(inner)) {
         inner.forEach((branch: unknown, position) => node.same.push(...edge(branch, `${at}/${position}`)));
@@ -122,9 +143,11 @@ class SchemaAnalysis {
       } else if (key === '$dynamicRef' || key === '$recursiveRef') {
         throw new SchemaRefusedError(at, `a "${key}", which Loom does not follow`, LIMITS.references);
       } else if (key === '$id') {
-        if (pointer !== '' && typeof inner === 'string') throw new SchemaRefusedError(at, 'a "$id" below the root, which makes references inside it resolve elsewhere', LIMITS.references);
+        if (pointer !== '' && typeof inner === 'string')
+          throw new SchemaRefusedError(at, 'a "$id" below the root, which makes references inside it resolve elsewhere', LIMITS.references);
       } else if (key === 'properties' && isObject(inner)) {
-        for (const [name, property] of Object.entries(inner)) node.properties.set(name, [...(node.properties.get(name) ?? []), ...edge(property, `${at}/${escapeToken(name)}`)]);
+        for (const [name, property] of Object.entries(inner))
+          node.properties.set(name, [...(node.properties.get(name) ?? []), ...edge(property, `${at}/${escapeToken(name)}`)]);
       } else if (key === 'patternProperties' && isObject(inner)) {
         this.#matchesPatterns ||= Object.keys(inner).length > 0;
         for (const [pattern, property] of Object.entries(inner)) node.anyProperty.push(...edge(property, `${at}/${escapeToken(pattern)}`));
@@ -165,19 +188,33 @@ class SchemaAnalysis {
     const hash = reference.indexOf('#');
     const document = hash === -1 ? reference : reference.slice(0, hash);
     const fragment = hash === -1 ? '' : reference.slice(hash + 1);
-    if (document !== '' && !this.#isRootDocument(document)) throw new SchemaRefusedError(at, `"$ref" to ${JSON.stringify(reference)}, outside the schema`, LIMITS.references);
+    if (document !== '' && !this.#isRootDocument(document))
+      throw new SchemaRefusedError(at, `"$ref" to ${JSON.stringify(reference)}, outside the schema`, LIMITS.references);
     if (fragment !== '' && !fragment.startsWith('/')) throw new SchemaRefusedError(at, `"$ref" to the anchor ${JSON.stringify(reference)}`, LIMITS.references);
     let tokens: string[];
     try {
-      tokens = fragment === '' ? [] : decodeURIComponent(fragment).slice(1).split('/').map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+      tokens =
+        fragment === ''
+          ? []
+          : decodeURIComponent(fragment)
+              .slice(1)
+              .split('/')
+              .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
     } catch {
       throw new SchemaRefusedError(at, `"$ref" ${JSON.stringify(reference)} is not a JSON pointer`, LIMITS.references);
     }
     let value: unknown = this.#root;
     let pointer = '';
     for (const token of tokens) {
-      if (pointer !== '' && isObject(value) && typeof value['$id'] === 'string') throw new SchemaRefusedError(at, `"$ref" ${JSON.stringify(reference)} passes through a "$id"`, LIMITS.references);
-      value = Array.isArray(value) ? (/^(0|[1-9]\d*)$/.test(token) ? value[Number(token)] : undefined) : isObject(value) && Object.hasOwn(value, token) ? value[token] : undefined;
+      if (pointer !== '' && isObject(value) && typeof value['$id'] === 'string')
+        throw new SchemaRefusedError(at, `"$ref" ${JSON.stringify(reference)} passes through a "$id"`, LIMITS.references);
+      value = Array.isArray(value)
+        ? /^(0|[1-9]\d*)$/.test(token)
+          ? value[Number(token)]
+          : undefined
+        : isObject(value) && Object.hasOwn(value, token)
+          ? value[token]
+          : undefined;
       pointer = `${pointer}/${escapeToken(token)}`;
     }
     const target = this.#walk(value, pointer, 0);
@@ -241,8 +278,15 @@ class SchemaAnalysis {
         const seen = state.get(edge.target);
         if (seen === 'open') {
           const from = stack.findIndex((frame) => frame.node === edge.target);
-          const cycle = [...stack.slice(from).map((frame) => (this.#nodes[frame.node] as SchemaNode).pointer), (this.#nodes[edge.target] as SchemaNode).pointer];
-          throw new SchemaRefusedError(edge.via, `"$ref" cycle that never moves into a part of the value (${cycle.map((pointer) => JSON.stringify(pointer)).join(' → ')}): a value would be checked against it without end`, LIMITS.sameCycle);
+          const cycle = [
+            ...stack.slice(from).map((frame) => (this.#nodes[frame.node] as SchemaNode).pointer),
+            (this.#nodes[edge.target] as SchemaNode).pointer,
+          ];
+          throw new SchemaRefusedError(
+            edge.via,
+            `"$ref" cycle that never moves into a part of the value (${cycle.map((pointer) => JSON.stringify(pointer)).join(' → ')}): a value would be checked against it without end`,
+            LIMITS.sameCycle,
+          );
         }
         if (seen === undefined) {
           state.set(edge.target, 'open');
@@ -306,8 +350,11 @@ class SchemaAnalysis {
     const steps: { label: Label; entries: Map<number, number> }[] = [];
     const property = (name: string | undefined): void => {
       const entries = new Map(anyProperty);
-      for (const node of name === undefined ? [] : (named.get(name) ?? [])) add(entries, (this.#nodes[node] as SchemaNode).properties.get(name as string) as Edge[], vector.get(node) as number);
-      for (const node of others) if (name === undefined || !(this.#nodes[node] as SchemaNode).properties.has(name)) add(entries, (this.#nodes[node] as SchemaNode).otherProperties, vector.get(node) as number);
+      for (const node of name === undefined ? [] : (named.get(name) ?? []))
+        add(entries, (this.#nodes[node] as SchemaNode).properties.get(name as string) as Edge[], vector.get(node) as number);
+      for (const node of others)
+        if (name === undefined || !(this.#nodes[node] as SchemaNode).properties.has(name))
+          add(entries, (this.#nodes[node] as SchemaNode).otherProperties, vector.get(node) as number);
       if (entries.size > 0) steps.push({ label: { kind: 'property', name }, entries });
     };
     for (const name of named.keys()) property(name);
@@ -362,7 +409,9 @@ class SchemaAnalysis {
       if (most[1] > MAX_SCHEMA_REPEATS) throw repeatsRefusal(this.#nodes, { labels: labelsTo(state), root, target: most[0], count: most[1], order, reachable });
       const overflowing = [...state.entries.keys()].find((entry) => (closures.get(entry) as Map<number, number>).size > MAX_SCHEMA_CHECKS);
       if (total > MAX_SCHEMA_CHECKS || overflowing !== undefined) {
-        const heaviest = overflowing ?? [...state.entries.keys()].reduce((a, b) => ((closures.get(a) as Map<number, number>).size >= (closures.get(b) as Map<number, number>).size ? a : b));
+        const heaviest =
+          overflowing ??
+          [...state.entries.keys()].reduce((a, b) => ((closures.get(a) as Map<number, number>).size >= (closures.get(b) as Map<number, number>).size ? a : b));
         const where = pathOf(state);
         throw new SchemaRefusedError(
           (this.#nodes[heaviest] as SchemaNode).pointer,

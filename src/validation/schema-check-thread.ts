@@ -56,7 +56,12 @@ function start(): CheckThread {
   const channel = new MessageChannel();
   const signal = new SharedArrayBuffer(4);
   const workerData: CheckThreadData = { replies: channel.port2, signal };
-  const worker = new Worker(WORKER_PATH, { workerData, transferList: [channel.port2], env: {}, resourceLimits: { maxOldGenerationSizeMb: CHECK_THREAD_HEAP_MB, stackSizeMb: 4 } });
+  const worker = new Worker(WORKER_PATH, {
+    workerData,
+    transferList: [channel.port2],
+    env: {},
+    resourceLimits: { maxOldGenerationSizeMb: CHECK_THREAD_HEAP_MB, stackSizeMb: 4 },
+  });
   const started: CheckThread = { worker, replies: channel.port1, flag: new Int32Array(signal), ready: false };
   // It never keeps the daemon's process alive, and one that dies is replaced by the next check.
   worker.unref();

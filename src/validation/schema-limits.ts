@@ -66,4 +66,3 @@ export const LIMITS = {
   sameCycle: 'Loom refuses "$ref" cycles that never move into a part of the value',
   references: 'Loom follows only "$ref"s into the schema itself ("#" or "#/…")',
 };
-

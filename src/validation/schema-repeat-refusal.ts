@@ -55,7 +55,8 @@ export function repeatsRefusal(nodes: readonly SchemaNode[], { labels, root, tar
       const same = schema.same.filter(({ target: inner }) => (here[inner] as number) > 0);
       const parts = below === undefined ? [] : descend(schema, labels[layer] as Label).filter(({ target: part }) => (below[part] as number) > 0);
       for (const { target: inner } of schema.same) arriving[inner] = (arriving[inner] as number) + (arriving[node] as number);
-      if (below !== undefined) for (const { target: part } of descend(schema, labels[layer] as Label)) next[part] = (next[part] as number) + (arriving[node] as number);
+      if (below !== undefined)
+        for (const { target: part } of descend(schema, labels[layer] as Label)) next[part] = (next[part] as number) + (arriving[node] as number);
       const choices = [...same, ...parts];
       if (choices.length < 2) continue;
       const found = { node, choices, layer };
@@ -71,7 +72,11 @@ export function repeatsRefusal(nodes: readonly SchemaNode[], { labels, root, tar
   const targetPointer = (nodes[target] as SchemaNode).pointer;
   const where = describePath(labels);
   if (split === undefined) {
-    return new SchemaRefusedError(targetPointer, `a part of the value (${JSON.stringify(where)}) would be checked against this subschema ${count >= SATURATED ? `more than ${MAX_SCHEMA_REPEATS}` : count} times`, LIMITS.repeats);
+    return new SchemaRefusedError(
+      targetPointer,
+      `a part of the value (${JSON.stringify(where)}) would be checked against this subschema ${count >= SATURATED ? `more than ${MAX_SCHEMA_REPEATS}` : count} times`,
+      LIMITS.repeats,
+    );
   }
   const base = (nodes[split.node] as SchemaNode).pointer;
   const relative = (edge: Edge): string => JSON.stringify(edge.via.slice(base.length + 1));
@@ -79,7 +84,9 @@ export function repeatsRefusal(nodes: readonly SchemaNode[], { labels, root, tar
   // Name the reference a branch makes, where it makes one: that is what closes the cycle.
   const branchReference = (nodes[one.target] as SchemaNode).same.find((edge) => edge.via.endsWith('/$ref'));
   const at = one.via.endsWith('/$ref') || branchReference === undefined ? one.via : branchReference.via;
-  const keywords = [...new Set(split.choices.map((edge) => edge.via.slice(base.length + 1).split('/')[0] as string))].map((keyword) => `"${keyword}"`).join(' and ');
+  const keywords = [...new Set(split.choices.map((edge) => edge.via.slice(base.length + 1).split('/')[0] as string))]
+    .map((keyword) => `"${keyword}"`)
+    .join(' and ');
   const value = where === '' ? 'one value' : `a value ${labels.length} level${labels.length === 1 ? '' : 's'} deep (${JSON.stringify(where)})`;
   const times = count >= SATURATED ? `more than ${MAX_SCHEMA_REPEATS}` : String(count);
   const reason =

@@ -52,7 +52,11 @@ export interface ApiClient {
  * query's defined entries after `?`.
  * @throws {Error} when a path parameter is missing.
  */
-export function pathOf(route: Pick<ApiRoute, 'path'>, params: Readonly<Record<string, string>> = {}, query: Readonly<Record<string, string | number | undefined>> = {}): string {
+export function pathOf(
+  route: Pick<ApiRoute, 'path'>,
+  params: Readonly<Record<string, string>> = {},
+  query: Readonly<Record<string, string | number | undefined>> = {},
+): string {
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = params[name];
     if (value === undefined) throw new Error(`cannot call ${route.path}: the path parameter "${name}" is missing`);

@@ -1,7 +1,17 @@
 import type { EventType } from './event-types.ts';
 
 /** The kernel events the package runtime and installer publish on `/api/events` (their `name` is the package slug). */
-export const PACKAGE_EVENT_TYPES = ['package-fire', 'package-activity-start', 'package-activity-finish', 'package-notify', 'package-emit', 'package-run-finish', 'package-skip', 'package-miss', 'package-install'] as const satisfies readonly EventType[];
+export const PACKAGE_EVENT_TYPES = [
+  'package-fire',
+  'package-activity-start',
+  'package-activity-finish',
+  'package-notify',
+  'package-emit',
+  'package-run-finish',
+  'package-skip',
+  'package-miss',
+  'package-install',
+] as const satisfies readonly EventType[];
 
 /** The type of a package event. */
 export type PackageEventType = (typeof PACKAGE_EVENT_TYPES)[number];

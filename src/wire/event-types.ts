@@ -33,7 +33,7 @@ export const EVENT_TYPES = {
   'package-fire': "a package's trigger fired: a run started",
   'package-activity-start': "a run's activity started",
   'package-activity-finish': "a run's activity ended",
-  'package-notify': "an activity failed and its owner is notified",
+  'package-notify': 'an activity failed and its owner is notified',
   'package-emit': 'a run emitted an event',
   'package-run-finish': 'a package run ended',
   'package-skip': 'a fire was skipped: the previous run still going',

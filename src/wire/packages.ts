@@ -1,5 +1,9 @@
 /** A package binding's trigger (spec/04). */
-export type PackageTrigger = { type: 'schedule'; cron: string } | { type: 'heartbeat'; interval: string; window?: string | undefined } | { type: 'event'; sources: string[] } | { type: 'manual' };
+export type PackageTrigger =
+  | { type: 'schedule'; cron: string }
+  | { type: 'heartbeat'; interval: string; window?: string | undefined }
+  | { type: 'event'; sources: string[] }
+  | { type: 'manual' };
 
 /** A binding as `/api/packages`, `loom package show --json` and the dashboard show it. */
 export interface BindingView {

@@ -15,7 +15,8 @@ export const ThreadSchema = z
   .optional();
 
 /** Either a session by id or a thread by name, not both. */
-export const oneSessionChoice = (choice: { session?: string | undefined; thread?: string | undefined }): boolean => choice.session === undefined || choice.thread === undefined;
+export const oneSessionChoice = (choice: { session?: string | undefined; thread?: string | undefined }): boolean =>
+  choice.session === undefined || choice.thread === undefined;
 
 /** The error of {@link oneSessionChoice}, on `thread`. */
 export const ONE_SESSION_CHOICE = { error: 'give "session" or "thread", not both', path: ['thread'] };
@@ -65,13 +66,16 @@ export const InstallBodySchema = z.strictObject({
   /** `path=value` overrides of the package's `defaults.configurable` paths. */
   settings: z.array(z.string()).default([]),
   /** The `digest` of the plan the owner agreed to (from `/check`): a package that changed since is refused (409). */
-  digest: z.string().regex(/^[0-9a-f]{64}$/, { error: 'expected the digest of a plan from POST /api/packages/check' }).optional(),
+  digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, { error: 'expected the digest of a plan from POST /api/packages/check' })
+    .optional(),
 });
 
 /** The body of `POST /api/packages/skills`. */
 export const SkillInstallBodySchema = z.strictObject({
   /** The skill's install code, `SKIL-XXXX-XXXX`, looked up in config.toml's registries. */
-  code: z.string().regex(/^\s*SKIL-/i, { error: 'expected a skill\'s install code, SKIL-XXXX-XXXX' }),
+  code: z.string().regex(/^\s*SKIL-/i, { error: "expected a skill's install code, SKIL-XXXX-XXXX" }),
 });
 
 /** The body of `POST /api/packages/:slug/bindings/:binding/run`. */
@@ -131,5 +135,10 @@ export const UsageSeriesQuerySchema = z
     until: z.coerce.number().int().min(0).optional(),
     step: z.coerce.number().int().min(1_000).optional(),
   })
-  .refine((query) => query.range === undefined || (query.since === undefined && query.until === undefined && query.step === undefined), { message: 'give either range, or since, until and step' })
-  .refine((query) => query.since === undefined || query.until === undefined || query.since < query.until, { message: 'since must be before until', path: ['since'] });
+  .refine((query) => query.range === undefined || (query.since === undefined && query.until === undefined && query.step === undefined), {
+    message: 'give either range, or since, until and step',
+  })
+  .refine((query) => query.since === undefined || query.until === undefined || query.since < query.until, {
+    message: 'since must be before until',
+    path: ['since'],
+  });

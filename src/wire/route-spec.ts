@@ -129,7 +129,11 @@ export const bodyOf = <S extends z.ZodType>(name: string, schema: S, required = 
 export type ParamsOf<R> = R extends { params: infer P } ? { [K in keyof P]: string } : Record<never, string>;
 
 /** The query parameters of route `R`, each optional. */
-export type QueryOf<R> = R extends { query: { schema: infer S extends z.ZodType } } ? z.input<S> : R extends { query: { params: infer Q } } ? { [K in keyof Q]?: string | undefined } : Record<never, string>;
+export type QueryOf<R> = R extends { query: { schema: infer S extends z.ZodType } }
+  ? z.input<S>
+  : R extends { query: { params: infer Q } }
+    ? { [K in keyof Q]?: string | undefined }
+    : Record<never, string>;
 
 /** The body route `R` reads, as a client writes it: its zod schema's input; unknown for a schema defined elsewhere. */
 export type BodyOf<R> = R extends { body: { schema: infer S extends z.ZodType } } ? z.input<S> : R extends { body: RequestBody } ? unknown : never;

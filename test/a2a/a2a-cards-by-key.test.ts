@@ -41,11 +41,14 @@ afterEach(async () => {
 /** A daemon with `KEYS` (and `a2a` config) serving the agents "private" (spawned first: the default agent), "helper-one" and "helper-two". */
 async function startKeyed(a2a: Record<string, unknown> = {}): Promise<Api> {
   api = await startApi(dir.path, { config: { ...KEYS.config, a2a }, env: KEYS.env });
-  for (const name of ['private', 'helper-one', 'helper-two']) await api.host.kernel.spawn(manifest(agentToml(name, model.url, `description = "The ${name} agent"`)));
+  for (const name of ['private', 'helper-one', 'helper-two'])
+    await api.host.kernel.spawn(manifest(agentToml(name, model.url, `description = "The ${name} agent"`)));
   return api;
 }
 
-const withKey = (key: string | undefined, headers: Record<string, string> = {}): RequestInit => ({ headers: key === undefined ? headers : { ...headers, authorization: `Bearer ${key}` } });
+const withKey = (key: string | undefined, headers: Record<string, string> = {}): RequestInit => ({
+  headers: key === undefined ? headers : { ...headers, authorization: `Bearer ${key}` },
+});
 
 async function listed(daemon: Api, key: string | undefined): Promise<string[]> {
   const response = await daemon.request('/a2a/agents', withKey(key));
@@ -85,7 +88,7 @@ describe('A2A cards with API keys', () => {
       const response = await daemon.request(path);
       expect(response.status).toBe(404);
       const text = await response.text();
-      expect(((JSON.parse(text)) as { error: { code: string } }).error.code).toBe('AGENT_NOT_FOUND');
+      expect((JSON.parse(text) as { error: { code: string } }).error.code).toBe('AGENT_NOT_FOUND');
       for (const name of ['private', 'helper']) expect(text).not.toContain(name);
     }
     // What a caller sees depends on its key: no cache may keep one caller's answer for another.
@@ -102,11 +105,15 @@ describe('A2A cards with API keys', () => {
     await expectUnknown(await daemon.request('/a2a/private/.well-known/agent-card.json'), 'private', []);
     await expectUnknown(await daemon.request('/a2a/helper-two/.well-known/agent-card.json'), 'helper-two', []);
     // Calling it still needs a key.
-    const call = await daemon.request('/a2a/helper-one', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }) });
+    const call = await daemon.request('/a2a/helper-one', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }),
+    });
     expect(call.status).toBe(401);
   });
 
-  it('a user key limited to helper-* lists only its agents, and gets 404 for another agent\'s card and endpoints, as for an unknown agent', async () => {
+  it("a user key limited to helper-* lists only its agents, and gets 404 for another agent's card and endpoints, as for an unknown agent", async () => {
     const daemon = await startKeyed();
     expect(await listed(daemon, 'helper-secret')).toEqual(['helper-one', 'helper-two']);
     for (const [path, headers] of cardPaths('helper-one')) expect((await daemon.request(path, withKey('helper-secret', headers))).status).toBe(200);
@@ -114,7 +121,11 @@ describe('A2A cards with API keys', () => {
     // The card the SDK's 0.3 router serves, and the agent's endpoints, are as unknown too.
     await expectUnknown(await daemon.request('/a2a/private/v1/card', withKey('helper-secret')), 'private', []);
     await expectUnknown(await daemon.request('/a2a/private/rest/tasks', withKey('helper-secret', { 'A2A-Version': '1.0' })), 'private', []);
-    const rpc = { method: 'POST', headers: { authorization: 'Bearer helper-secret', 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard', params: {} }) };
+    const rpc = {
+      method: 'POST',
+      headers: { authorization: 'Bearer helper-secret', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard', params: {} }),
+    };
     await expectUnknown(await daemon.request('/a2a/private', rpc), 'private', []);
     // The default agent ("private") is not its: the default card paths name nothing.
     for (const path of ['/.well-known/agent-card.json', '/.well-known/agent.json']) {
@@ -147,7 +158,10 @@ describe('A2A cards with API keys', () => {
     expect(v1['securityRequirements']).toEqual([{ schemes: { bearer: { list: [] } } }, { schemes: { apiKey: { list: [] } } }]);
     // The SDK's reading of the 1.0 card.
     const parsed = AgentCard.fromJSON(v1);
-    expect(parsed.securitySchemes['bearer']?.scheme).toEqual({ $case: 'httpAuthSecurityScheme', value: { scheme: 'Bearer', bearerFormat: '', description: 'A Loom API key: "Authorization: Bearer <key>"' } });
+    expect(parsed.securitySchemes['bearer']?.scheme).toEqual({
+      $case: 'httpAuthSecurityScheme',
+      value: { scheme: 'Bearer', bearerFormat: '', description: 'A Loom API key: "Authorization: Bearer <key>"' },
+    });
     expect(parsed.securitySchemes['apiKey']?.scheme?.$case).toBe('apiKeySecurityScheme');
 
     const legacySchemes = {
@@ -172,14 +186,20 @@ describe('A2A cards with API keys', () => {
     expect(list.agents[0]?.['security']).toEqual(legacySecurity);
   });
 
-  it('the SDK\'s client reads the card with a key and calls the agent with it (1.0 JSON-RPC and HTTP+JSON, and a 0.3 client)', async () => {
+  it("the SDK's client reads the card with a key and calls the agent with it (1.0 JSON-RPC and HTTP+JSON, and a 0.3 client)", async () => {
     const daemon = await startKeyed();
-    for (const [transport, version, header] of [['JSONRPC', '1.0', 'authorization'], ['HTTP+JSON', '1.0', 'x-api-key'], ['JSONRPC', '0.3', 'authorization']] as const) {
+    for (const [transport, version, header] of [
+      ['JSONRPC', '1.0', 'authorization'],
+      ['HTTP+JSON', '1.0', 'x-api-key'],
+      ['JSONRPC', '0.3', 'authorization'],
+    ] as const) {
       const keyOf = header === 'authorization' ? 'Bearer helper-secret' : 'helper-secret';
-      const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), [header]: keyOf } });
+      const fetchImpl: typeof fetch = (input, init) =>
+        fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), [header]: keyOf } });
       const legacyCompat = { enabled: version === '0.3' };
       // The resolver asks for the card in the client's revision (the 0.3 card for a 0.3 client), with the key.
-      const cardFetch: typeof fetch = (input, init) => fetchImpl(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'a2a-version': version } });
+      const cardFetch: typeof fetch = (input, init) =>
+        fetchImpl(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'a2a-version': version } });
       const factory = new ClientFactory(
         ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
           transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
@@ -194,7 +214,9 @@ describe('A2A cards with API keys', () => {
       model.script([{ text: `hello over ${transport} ${version}` }]);
       const result = await client.sendMessage(send('hello'));
       if (!('status' in result)) throw new Error('expected a task');
-      expect({ transport, version, state: result.status?.state, text: JSON.stringify(result.status?.message) }).toMatchObject({ state: TaskState.TASK_STATE_COMPLETED });
+      expect({ transport, version, state: result.status?.state, text: JSON.stringify(result.status?.message) }).toMatchObject({
+        state: TaskState.TASK_STATE_COMPLETED,
+      });
       expect(JSON.stringify(result.artifacts)).toContain(`hello over ${transport} ${version}`);
     }
   });
@@ -211,7 +233,10 @@ describe('A2A cards without API keys', () => {
     expect(dual['securitySchemes']).toEqual({});
     expect(dual['security']).toEqual([]);
     expect(dual['securityRequirements']).toEqual([]);
-    const v03 = (await (await api.request('/a2a/private/.well-known/agent-card.json', { headers: { 'A2A-Version': '0.3' } })).json()) as Record<string, unknown>;
+    const v03 = (await (await api.request('/a2a/private/.well-known/agent-card.json', { headers: { 'A2A-Version': '0.3' } })).json()) as Record<
+      string,
+      unknown
+    >;
     expect(v03).not.toHaveProperty('securitySchemes');
     expect(v03).not.toHaveProperty('security');
   });
@@ -252,7 +277,16 @@ describe('createA2aServer({ keyed })', () => {
 function send(text: string): { tenant: string; message: Message; configuration: undefined; metadata: undefined } {
   return {
     tenant: '',
-    message: { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   };

@@ -3,7 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { type AgentCard, TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor, DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { a2aUserAgent, createA2aSendTool, discoverAgent, ExternalAgentRegistry, listExternalAgents, sendA2aMessage, startExternalDiscovery } from '../../src/a2a/index.ts';
+import {
+  a2aUserAgent,
+  createA2aSendTool,
+  discoverAgent,
+  ExternalAgentRegistry,
+  listExternalAgents,
+  sendA2aMessage,
+  startExternalDiscovery,
+} from '../../src/a2a/index.ts';
 import { textOf, textPart } from '../../src/a2a/agent-executor.ts';
 import type { ToolContext } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
@@ -18,11 +26,43 @@ interface Peer {
 const echo: AgentExecutor = {
   async execute(request, bus) {
     const { taskId, contextId } = request;
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [request.userMessage], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+        artifacts: [],
+        history: [request.userMessage],
+        metadata: undefined,
+      }),
+    );
     // The peer yields between its events, as one doing work does (no time passes).
     await new Promise((resolve) => setImmediate(resolve));
-    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'a', name: 'answer', description: '', parts: [textPart(`echo: ${textOf(request.userMessage)}`)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, metadata: undefined }));
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: 'a',
+          name: 'answer',
+          description: '',
+          parts: [textPart(`echo: ${textOf(request.userMessage)}`)],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+        metadata: undefined,
+      }),
+    );
     bus.finished();
   },
   cancelTask: () => Promise.resolve(),
@@ -113,7 +153,19 @@ describe("Loom's A2A client against an @a2a-js/sdk server", () => {
   it('discovers configured agents without throwing, lists failures, and a2a_send reaches a discovered one', async () => {
     peer = await startPeer(true);
     const registry = new ExternalAgentRegistry();
-    await startExternalDiscovery({ a2a: { enabled: true, external_agents: [{ name: 'peer', url: peer.url }, { name: 'gone', url: 'http://127.0.0.1:1' }] } }, createSilentLogger(), registry);
+    await startExternalDiscovery(
+      {
+        a2a: {
+          enabled: true,
+          external_agents: [
+            { name: 'peer', url: peer.url },
+            { name: 'gone', url: 'http://127.0.0.1:1' },
+          ],
+        },
+      },
+      createSilentLogger(),
+      registry,
+    );
     const { agents, total } = listExternalAgents(registry);
     expect(total).toBe(2);
     expect(agents.find((agent) => agent.name === 'peer')).toMatchObject({ status: 'discovered', skills: ['echo'], streaming: true });

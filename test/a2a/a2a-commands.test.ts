@@ -29,7 +29,13 @@ afterEach(async () => {
 
 async function run(...args: string[]): Promise<string> {
   let out = '';
-  const io: CliIo = { stdout: (text) => (out += text), stderr: () => undefined, stdin: Readable.from([]), env: { LOOM_HOME: `${dir.path}/cli-home` }, cwd: dir.path };
+  const io: CliIo = {
+    stdout: (text) => (out += text),
+    stderr: () => undefined,
+    stdin: Readable.from([]),
+    env: { LOOM_HOME: `${dir.path}/cli-home` },
+    cwd: dir.path,
+  };
   const program = new Command().exitOverride();
   registerA2aCommands(program, io);
   await program.parseAsync(['node', 'loom', ...args]);
@@ -48,7 +54,7 @@ describe('loom a2a', () => {
     expect(await run('a2a', 'list', '--json')).toBe(`${JSON.stringify({ agents: [], total: 0 }, null, 2)}\n`);
   });
 
-  it('shows the running daemon\'s view of its external agents, not a discovery of its own', async () => {
+  it("shows the running daemon's view of its external agents, not a discovery of its own", async () => {
     await api.host.kernel.spawn(manifest(agentToml('helper', model.url)));
     // The daemon discovered "peer" (its config); the CLI's own config lists no external agent.
     const registry = new ExternalAgentRegistry();
@@ -59,7 +65,14 @@ describe('loom a2a', () => {
     try {
       const home = resolveLoomHome({ LOOM_HOME: `${dir.path}/cli-home` }, dir.path);
       await ensureLoomHome(home);
-      await writeDaemonFile(home, { pid: process.pid, host: '127.0.0.1', port: daemon.port, url: daemon.url, startedAt: new Date().toISOString(), version: 'test' });
+      await writeDaemonFile(home, {
+        pid: process.pid,
+        host: '127.0.0.1',
+        port: daemon.port,
+        url: daemon.url,
+        startedAt: new Date().toISOString(),
+        version: 'test',
+      });
       const listing = JSON.parse(await run('a2a', 'list', '--json')) as { agents: { name: string; status: string; url: string }[]; total: number };
       expect(listing).toMatchObject({ total: 1, agents: [{ name: 'peer', status: 'discovered', url: `${api.url}/a2a/helper` }] });
       expect(await run('a2a', 'list')).toMatch(/^NAME +STATUS +URL +SKILLS\npeer +discovered +http/);

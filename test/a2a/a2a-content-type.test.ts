@@ -22,13 +22,17 @@ const message = (id: string): string => JSON.stringify({ message: { messageId: i
 
 /** POSTs `body` to `path` as `type` (no Content-Type at all when undefined: the body is bytes, which fetch labels with nothing). */
 const post = (path: string, body: string, type: string | undefined): Promise<Response> =>
-  api.request(path, { method: 'POST', headers: type === undefined ? {} : { 'content-type': type }, body: type === undefined ? new TextEncoder().encode(body) : body });
+  api.request(path, {
+    method: 'POST',
+    headers: type === undefined ? {} : { 'content-type': type },
+    body: type === undefined ? new TextEncoder().encode(body) : body,
+  });
 
 const refusal = (type: string, accepted: string): string =>
   `unsupported Content-Type "${type}": this endpoint reads ${accepted} (a parameter such as "; charset=utf-8" may follow); send the body as JSON with one of them`;
 
 describe('A2A 1.0 HTTP+JSON and the Content-Type of a request body', () => {
-  it('answers 415 Unsupported Media Type, in the binding\'s error shape, for a body that is not JSON by its type, and runs nothing', async () => {
+  it("answers 415 Unsupported Media Type, in the binding's error shape, for a body that is not JSON by its type, and runs nothing", async () => {
     // Replies for a turn, should one run (it did, on text/plain): the test then fails on the status, not on a hang.
     model.script([{ text: 'ran' }, { text: 'ran' }, { text: 'ran' }, { text: 'ran' }]);
     for (const [path, type] of [
@@ -69,7 +73,7 @@ describe('A2A 1.0 HTTP+JSON and the Content-Type of a request body', () => {
 });
 
 describe('A2A 0.3 HTTP+JSON and the Content-Type of a request body', () => {
-  it('answers 415 in the 0.3 error shape for a body that is not application/json, before the SDK\'s router runs it', async () => {
+  it("answers 415 in the 0.3 error shape for a body that is not application/json, before the SDK's router runs it", async () => {
     const body = JSON.stringify({ request: { messageId: 'm-1', role: 'ROLE_USER', content: [{ text: 'Hi' }] } });
     model.script([{ text: 'ran' }]);
     const refused = await post('/a2a/echo/v1/message:send', body, 'text/plain');

@@ -21,11 +21,16 @@ export interface A2aHarness {
  * deliveries on the host's fake clock and recorded in its audit log (`push` overrides some of
  * that; `push: false` leaves push notifications out).
  */
-export async function startA2a(dir: string, options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository; push?: Partial<A2aPushOptions> | false } = {}): Promise<A2aHarness> {
+export async function startA2a(
+  dir: string,
+  options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository; push?: Partial<A2aPushOptions> | false } = {},
+): Promise<A2aHarness> {
   const host = await openTestHost(dir, options.config ?? {});
   const repository = options.repository ?? new InMemoryA2aTaskRepository();
   const push: A2aPushOptions | undefined =
-    options.push === false ? undefined : { repository: host.store.a2aPushConfigs, clock: host.clock, record: (event) => host.store.events.append(event), ...options.push };
+    options.push === false
+      ? undefined
+      : { repository: host.store.a2aPushConfigs, clock: host.clock, record: (event) => host.store.events.append(event), ...options.push };
   const a2a = createA2aServer({
     kernel: host.kernel,
     config: ConfigSchema.parse(options.config ?? {}),

@@ -73,12 +73,23 @@ describe('the card served without A2A-Version', () => {
     expect(replyOf(result)).toBe('Both revisions read this card.');
   });
 
-  it('holds the 1.0 fields beside the 0.3 ones; a version asked for gets that version\'s card only', async () => {
+  it("holds the 1.0 fields beside the 0.3 ones; a version asked for gets that version's card only", async () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     const path = '/a2a/echo/.well-known/agent-card.json';
     const both = (await (await api.request(path)).json()) as Record<string, unknown>;
-    expect(both).toMatchObject({ name: 'echo', url: `${api.url}/a2a/echo`, protocolVersion: '0.3.0', preferredTransport: 'JSONRPC', capabilities: { streaming: true, stateTransitionHistory: true } });
-    expect((both['supportedInterfaces'] as AgentCard['supportedInterfaces']).map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']);
+    expect(both).toMatchObject({
+      name: 'echo',
+      url: `${api.url}/a2a/echo`,
+      protocolVersion: '0.3.0',
+      preferredTransport: 'JSONRPC',
+      capabilities: { streaming: true, stateTransitionHistory: true },
+    });
+    expect((both['supportedInterfaces'] as AgentCard['supportedInterfaces']).map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual([
+      'JSONRPC 1.0',
+      'HTTP+JSON 1.0',
+      'JSONRPC 0.3',
+      'HTTP+JSON 0.3',
+    ]);
     const v03 = (await (await api.request(path, { headers: { 'A2A-Version': '0.3' } })).json()) as Record<string, unknown>;
     expect(v03).toMatchObject({ url: `${api.url}/a2a/echo`, protocolVersion: '0.3.0' });
     expect(v03).not.toHaveProperty('supportedInterfaces');
@@ -131,12 +142,19 @@ describe('trailing slashes', () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     model.script([{ text: 'Slash or not.' }]);
     const card = (await (await api.request('/a2a/echo/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
-    const slashed: AgentCard = { ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolBinding === 'JSONRPC' && entry.protocolVersion === version).map((entry) => ({ ...entry, url: `${entry.url}/` })) };
+    const slashed: AgentCard = {
+      ...card,
+      supportedInterfaces: card.supportedInterfaces
+        .filter((entry) => entry.protocolBinding === 'JSONRPC' && entry.protocolVersion === version)
+        .map((entry) => ({ ...entry, url: `${entry.url}/` })),
+    };
     expect(slashed.supportedInterfaces).toEqual([expect.objectContaining({ url: `${api.url}/a2a/echo/` })]);
     const client = await factoryFor('JSONRPC', { legacyCompat: true }).createFromAgentCard(slashed);
     const result = await client.sendMessage(send([text('Hi')]));
     expect(replyOf(result)).toBe('Slash or not.');
-    expect((await client.getTask({ tenant: '', id: (result as { id: string }).id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await client.getTask({ tenant: '', id: (result as { id: string }).id, historyLength: undefined })).status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
   });
 
   it('cards, HTTP+JSON (1.0 and 0.3) and the legacy endpoints answer with a trailing slash', async () => {
@@ -146,13 +164,25 @@ describe('trailing slashes', () => {
     }
     model.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
     const json = { 'content-type': 'application/json' };
-    const rest = await api.request('/a2a/echo/rest/message:send/', { method: 'POST', headers: { ...json, 'A2A-Version': '1.0' }, body: JSON.stringify({ message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'Hi' }] } }) });
+    const rest = await api.request('/a2a/echo/rest/message:send/', {
+      method: 'POST',
+      headers: { ...json, 'A2A-Version': '1.0' },
+      body: JSON.stringify({ message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'Hi' }] } }),
+    });
     expect(rest.status).toBe(200);
     const id = ((await rest.json()) as { task: { id: string } }).task.id;
     expect((await api.request(`/a2a/echo/rest/tasks/${id}/`, { headers: { 'A2A-Version': '1.0' } })).status).toBe(200);
-    const v03 = await api.request('/a2a/echo/v1/message:send/', { method: 'POST', headers: json, body: JSON.stringify({ request: { messageId: 'm-2', role: 'ROLE_USER', content: [{ text: 'Hi' }] } }) });
+    const v03 = await api.request('/a2a/echo/v1/message:send/', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ request: { messageId: 'm-2', role: 'ROLE_USER', content: [{ text: 'Hi' }] } }),
+    });
     expect(v03.status).toBe(201);
-    const legacy = await api.request('/a2a/tasks/send/', { method: 'POST', headers: json, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'Hi' }] } } }) });
+    const legacy = await api.request('/a2a/tasks/send/', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'Hi' }] } } }),
+    });
     expect(legacy.status).toBe(200);
     const legacyId = ((await legacy.json()) as { id: string }).id;
     expect((await api.request(`/a2a/tasks/${legacyId}/`)).status).toBe(200);
@@ -163,7 +193,9 @@ describe.each(modes)('message parts over %s (A2A %s)', (transport, version) => {
   async function client(agent: string): Promise<Client> {
     const factory = factoryFor(transport, { legacyCompat: true });
     if (version === '1.0') return factory.createFromUrl(`${api.url}/a2a/${agent}/.well-known/agent-card.json`, '');
-    return factory.createFromAgentCard(parseLegacyAgentCard(await (await api.request(`/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '0.3' } })).json()));
+    return factory.createFromAgentCard(
+      parseLegacyAgentCard(await (await api.request(`/a2a/${agent}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '0.3' } })).json()),
+    );
   }
 
   it('a message whose only part is a file of an unsupported media type gets ContentTypeNotSupportedError (-32005), and no task starts', async () => {

@@ -123,7 +123,9 @@ describe('bad input', () => {
 
   it('answers an unknown task with -32001 (JSON-RPC 1.0 and 0.3) and 404 (HTTP+JSON)', async () => {
     expect((await rpc('{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}')).error?.code).toBe(-32001);
-    expect((await rpc('{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "nope"}}', { 'content-type': 'application/json' })).error?.code).toBe(-32001);
+    expect(
+      (await rpc('{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "nope"}}', { 'content-type': 'application/json' })).error?.code,
+    ).toBe(-32001);
     const rest = await api.request('/a2a/echo/rest/tasks/nope', { headers: { 'A2A-Version': '1.0' } });
     expect(rest.status).toBe(404);
   });
@@ -131,14 +133,26 @@ describe('bad input', () => {
   it('answers a message with no text, or an oversized one, as invalid params (-32602), and keeps serving', async () => {
     const empty = await rpc('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER"}}}');
     expect(empty.error?.code).toBe(-32602);
-    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'x'.repeat(1024 * 1024 + 1) }] } } });
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'x'.repeat(1024 * 1024 + 1) }] } },
+    });
     expect((await rpc(huge)).error?.code).toBe(-32602);
-    const hugeLegacy = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'x'.repeat(1024 * 1024 + 1) }] } } });
+    const hugeLegacy = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'x'.repeat(1024 * 1024 + 1) }] } },
+    });
     expect((await rpc(hugeLegacy, { 'content-type': 'application/json' })).error?.code).toBe(-32602);
     const tooLarge = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { pad: 'x'.repeat(4 * 1024 * 1024) } }));
     expect(tooLarge.error?.code).toBe(-32600);
     model.script([{ text: 'still here' }]);
-    const good = (await rpc('{"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}')) as { result?: { task?: { status?: { state?: string } } } };
+    const good = (await rpc(
+      '{"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}',
+    )) as { result?: { task?: { status?: { state?: string } } } };
     expect(good.result?.task?.status?.state).toBe('TASK_STATE_COMPLETED');
   });
 });

@@ -77,7 +77,16 @@ afterEach(async () => {
 });
 
 function userMessage(text: string): Message {
-  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 const pushConfig = (url: string, token: string, taskId = '') => ({ tenant: '', id: '', taskId, url, token, authentication: undefined });
 /** A message, with a push config for its task when `push` is given (answered at once with `returnImmediately`). */
@@ -85,16 +94,26 @@ function send(text: string, push?: { url: string; token: string; returnImmediate
   return {
     tenant: '',
     message: userMessage(text),
-    configuration: push === undefined ? undefined : { acceptedOutputModes: [], taskPushNotificationConfig: pushConfig(push.url, push.token), returnImmediately: push.returnImmediately ?? false },
+    configuration:
+      push === undefined
+        ? undefined
+        : { acceptedOutputModes: [], taskPushNotificationConfig: pushConfig(push.url, push.token), returnImmediately: push.returnImmediately ?? false },
     metadata: undefined,
   };
 }
 
 async function clientOf(server: { url: string }, agent: string, transport: 'JSONRPC' | 'HTTP+JSON', version: '1.0' | '0.3', key?: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => fetch(input, key === undefined ? init : { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } });
+  const fetchImpl: typeof fetch = (input, init) =>
+    fetch(
+      input,
+      key === undefined ? init : { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: `Bearer ${key}` } },
+    );
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+        new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+      ],
       preferredTransports: [transport],
       // The card is read with the key too: with keys, a card is shown only to a key that reaches its agent.
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
@@ -123,7 +142,7 @@ const modes = [
 describe.each(modes)('push notifications over %s (A2A %s)', (transport, version) => {
   const completed = version === '1.0' ? 'TASK_STATE_COMPLETED' : 'completed';
 
-  it('sets, gets, lists and deletes a task\'s push-notification configs', async () => {
+  it("sets, gets, lists and deletes a task's push-notification configs", async () => {
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     model.script([{ text: 'done' }]);
@@ -137,11 +156,17 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
     expect(created.id).not.toBe('');
     const named = await client.createTaskPushNotificationConfig({ ...pushConfig(`${receiver.url}?inbox=2`, 'tok-2', taskId), id: 'second' });
     expect(named.id).toBe('second');
-    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id })).toMatchObject({ id: created.id, url: receiver.url, token: 'tok-1' });
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id })).toMatchObject({
+      id: created.id,
+      url: receiver.url,
+      token: 'tok-1',
+    });
     const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' });
     expect(listed.configs.map((config) => config.id)).toEqual([created.id, 'second']);
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: created.id });
-    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['second']);
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual([
+      'second',
+    ]);
     await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId, id: created.id })).rejects.toThrow(/not found/i);
     // Kept in the store, not in the server: a new server over the same database lists it.
     expect((await api.host.store.a2aPushConfigs.list(taskId)).map((config) => config.id)).toEqual(['second']);
@@ -149,7 +174,7 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
     await expect(client.createTaskPushNotificationConfig(pushConfig(receiver.url, 'tok', 'no-such-task'))).rejects.toThrow(/not found/i);
   });
 
-  it('POSTs the task\'s updates to the webhook with the token it gave, to the end (the client answered at once), and records each delivery in the audit log', async () => {
+  it("POSTs the task's updates to the webhook with the token it gave, to the end (the client answered at once), and records each delivery in the audit log", async () => {
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     model.script([{ text: 'Pushed reply.' }]);
@@ -178,7 +203,10 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
       const records = await api?.host.kernel.audit({ types: ['a2a-push-deliver'] });
       return records?.length === receiver.received.length ? records : undefined;
     });
-    expect(delivered[0]).toMatchObject({ agentId: api.host.kernel.get('echo').id, data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 } });
+    expect(delivered[0]).toMatchObject({
+      agentId: api.host.kernel.get('echo').id,
+      data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 },
+    });
     expect(JSON.stringify(delivered)).not.toContain('secret-token');
   });
 });
@@ -186,7 +214,9 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
 describe('push delivery', () => {
   it('goes on after input-required: the updates once a human approves reach the webhook too', async () => {
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
-    await api.host.kernel.spawn(manifest(agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]')));
+    await api.host.kernel.spawn(
+      manifest(agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]')),
+    );
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'a.txt', content: 'ok' } }] }, { text: 'written' }]);
     const client = await clientOf(api, 'careful', 'JSONRPC', '1.0');
     const result = await client.sendMessage(send('write a.txt', { url: receiver.url, token: 't' }));
@@ -195,7 +225,13 @@ describe('push delivery', () => {
     const [pending] = await api.host.kernel.approvals.list();
     await api.host.kernel.approvals.decide(pending?.id ?? '', { approved: true, by: 'owner', reason: null });
     await waitFor('the completed task at the webhook', () => states(receiver.received).includes('TASK_STATE_COMPLETED'));
-    expect(states(receiver.received)).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(states(receiver.received)).toEqual([
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
   });
 
   it('retries a failing webhook with backoff on the injected clock (1 s, then 2 s) until it answers', async () => {
@@ -213,13 +249,17 @@ describe('push delivery', () => {
     expect(receiver.received).toHaveLength(1);
     await settleWithClock(api.host.clock, receiver.until(reached('TASK_STATE_COMPLETED')));
     // The first notification (the task) was sent three times, the same each time; the rest once.
-    expect(receiver.received.slice(0, 3).map((entry) => entry.body)).toEqual([receiver.received[0]?.body, receiver.received[0]?.body, receiver.received[0]?.body]);
+    expect(receiver.received.slice(0, 3).map((entry) => entry.body)).toEqual([
+      receiver.received[0]?.body,
+      receiver.received[0]?.body,
+      receiver.received[0]?.body,
+    ]);
     expect(api.host.clock.now() - start).toBeGreaterThanOrEqual(3000);
     const [first] = await api.host.kernel.audit({ types: ['a2a-push-deliver'] });
     expect(first?.data).toMatchObject({ update: 'task', attempts: 3, status: 200 });
   });
 
-  it('gives up after four attempts and records the failure with the webhook\'s answer', async () => {
+  it("gives up after four attempts and records the failure with the webhook's answer", async () => {
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, push: { attempts: 4 } });
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     model.script([{ text: 'nobody listens' }]);
@@ -293,7 +333,9 @@ describe('the webhook address guard', () => {
     const client = await clientOf(api, 'echo', 'HTTP+JSON', '1.0');
     const task = await client.sendMessage(send('Hi'));
     const taskId = (task as { id: string }).id;
-    await expect(client.createTaskPushNotificationConfig(pushConfig('http://169.254.169.254/latest/meta-data', 't', taskId))).rejects.toThrow(/cloud metadata addresses are never called/);
+    await expect(client.createTaskPushNotificationConfig(pushConfig('http://169.254.169.254/latest/meta-data', 't', taskId))).rejects.toThrow(
+      /cloud metadata addresses are never called/,
+    );
     await expect(client.createTaskPushNotificationConfig(pushConfig('ftp://example.com/hook', 't', taskId))).rejects.toThrow(/only http and https/);
     expect(await api.host.store.a2aPushConfigs.list(taskId)).toEqual([]);
   });
@@ -309,9 +351,13 @@ describe('push notifications in the daemon', () => {
     const secret = (await owner.sendMessage(send('plan'))) as { id: string };
     // The helper key is not shown the agent's card; a client given it anyway (the owner's) is answered 404, as for an unknown agent.
     await expect(clientOf(daemon, 'private', 'JSONRPC', '1.0', 'helper-secret')).rejects.toThrow(/404/);
-    const helperFetch: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: 'Bearer helper-secret' } });
+    const helperFetch: typeof fetch = (input, init) =>
+      fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), authorization: 'Bearer helper-secret' } });
     const helperOnPrivate = await new ClientFactory(
-      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl: helperFetch })], preferredTransports: ['JSONRPC'] }),
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl: helperFetch })],
+        preferredTransports: ['JSONRPC'],
+      }),
     ).createFromAgentCard(await owner.getAgentCard());
     for (const attempt of [
       helperOnPrivate.createTaskPushNotificationConfig(pushConfig(receiver.url, 't', secret.id)),
@@ -336,7 +382,11 @@ describe('push notifications in the daemon', () => {
     await daemon.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     const card = (await (await daemon.request('/a2a/echo/.well-known/agent-card.json')).json()) as { capabilities: { pushNotifications: boolean } };
     expect(card.capabilities.pushNotifications).toBe(false);
-    const response = await daemon.request('/a2a/echo/rest/tasks/some-task/pushNotificationConfigs', { method: 'POST', headers: { 'content-type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify({ url: receiver.url }) });
+    const response = await daemon.request('/a2a/echo/rest/tasks/some-task/pushNotificationConfigs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({ url: receiver.url }),
+    });
     expect(response.status).toBe(400);
     expect(JSON.stringify(await response.json())).toContain('PUSH_NOTIFICATION_NOT_SUPPORTED');
   });

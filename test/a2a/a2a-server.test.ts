@@ -26,7 +26,16 @@ afterEach(async () => {
 });
 
 function userMessage(text: string): Message {
-  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 const send = (text: string) => ({ tenant: '', message: userMessage(text), configuration: undefined, metadata: undefined });
 
@@ -45,7 +54,8 @@ async function clientFor(agent: string, transport: 'JSONRPC' | 'HTTP+JSON', vers
 }
 
 const writeCall = { toolCalls: [{ name: 'file_write', input: { path: 'approved.txt', content: 'ok' } }] };
-const carefulToml = (): string => agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+const carefulToml = (): string =>
+  agentToml('careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
 
 /** Streams a message to the end of its stream (the SDK ends it at a terminal or interrupted state). */
 async function streamAll(client: Client, text: string): Promise<StreamResponse[]> {
@@ -53,7 +63,12 @@ async function streamAll(client: Client, text: string): Promise<StreamResponse[]
   for await (const event of client.sendMessageStream(send(text))) events.push(event);
   return events;
 }
-const stateOf = (event: StreamResponse | undefined): TaskState | undefined => (event?.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : event?.payload?.$case === 'task' ? event.payload.value.status?.state : undefined);
+const stateOf = (event: StreamResponse | undefined): TaskState | undefined =>
+  event?.payload?.$case === 'statusUpdate'
+    ? event.payload.value.status?.state
+    : event?.payload?.$case === 'task'
+      ? event.payload.value.status?.state
+      : undefined;
 const taskIdOf = (events: StreamResponse[]): string => {
   const first = events[0]?.payload;
   return first?.$case === 'task' ? first.value.id : '';
@@ -70,19 +85,32 @@ function replyOf(result: unknown): string {
 }
 
 describe('agent cards', () => {
-  it('serves a card per agent (1.0 with A2A-Version, spec/05 fields beside 1.0\'s without), the default card, and /a2a/agents', async () => {
+  it("serves a card per agent (1.0 with A2A-Version, spec/05 fields beside 1.0's without), the default card, and /a2a/agents", async () => {
     await api.host.kernel.spawn(manifest(agentToml('helper', model.url, 'description = "Helps"\n[capabilities]\ntools = ["file_read"]')));
     const v1 = (await (await api.request('/a2a/helper/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).json()) as AgentCard;
     expect(v1.name).toBe('helper');
-    expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']);
+    expect(v1.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`)).toEqual([
+      'JSONRPC 1.0',
+      'HTTP+JSON 1.0',
+      'JSONRPC 0.3',
+      'HTTP+JSON 0.3',
+    ]);
     expect(v1.skills.map((skill) => skill.id)).toEqual(['file_read']);
     const legacy = (await (await api.request('/.well-known/agent.json')).json()) as Record<string, unknown>;
-    expect(legacy).toMatchObject({ name: 'helper', description: 'Helps', url: `${api.url}/a2a/helper`, capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: true }, defaultInputModes: ['text/plain', 'application/json'] });
+    expect(legacy).toMatchObject({
+      name: 'helper',
+      description: 'Helps',
+      url: `${api.url}/a2a/helper`,
+      capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: true },
+      defaultInputModes: ['text/plain', 'application/json'],
+    });
     expect(legacy['additionalInterfaces']).toEqual([
       { url: `${api.url}/a2a/helper`, transport: 'JSONRPC' },
       { url: `${api.url}/a2a/helper`, transport: 'HTTP+JSON' },
     ]);
-    expect(legacy['skills']).toEqual([{ id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [], securityRequirements: [] }]);
+    expect(legacy['skills']).toEqual([
+      { id: 'file_read', name: 'file read', description: 'Can use the file_read tool', tags: ['tool'], examples: [], securityRequirements: [] },
+    ]);
     const list = (await (await api.request('/a2a/agents')).json()) as { agents: { name: string }[]; total: number };
     expect(list).toMatchObject({ total: 1, agents: [{ name: 'helper' }] });
     expect((await api.request('/.well-known/agent-card.json', { headers: { 'A2A-Version': '1.0' } })).status).toBe(200);
@@ -112,7 +140,13 @@ describe.each([
     const fetched = await client.getTask({ tenant: '', id, historyLength: undefined });
     expect(fetched.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     if (version === '1.0') {
-      const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
+      const listed = await client.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageToken: '',
+        statusTimestampAfter: undefined,
+      });
       expect(listed.tasks.map((task) => task.id)).toContain(id);
     }
   });

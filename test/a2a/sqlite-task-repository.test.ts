@@ -21,10 +21,15 @@ function open(path: string): { repository: TaskRepository; db: { close(): Promis
 }
 
 function task(id: string, state: TaskState): Task {
-  return Task.fromJSON({ id, contextId: 'ctx', status: { state: TaskState[state] }, history: [{ messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: `hello ${id}` }] }] });
+  return Task.fromJSON({
+    id,
+    contextId: 'ctx',
+    status: { state: TaskState[state] },
+    history: [{ messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: `hello ${id}` }] }],
+  });
 }
 
-describe('the store\'s A2A tasks on SQLite', () => {
+describe("the store's A2A tasks on SQLite", () => {
   it('persists tasks across a reopen, bounded with the oldest finished task evicted first', async () => {
     const path = join(dir.path, 'loom.db');
     let clock = 0;
@@ -43,7 +48,14 @@ describe('the store\'s A2A tasks on SQLite', () => {
     const loaded = await reopened.load('running');
     expect(loaded?.status?.state).toBe(TaskState.TASK_STATE_WORKING);
     expect(loaded?.history[0]?.parts[0]?.content).toEqual({ $case: 'text', value: 'hello running' });
-    const listed = await reopened.list({ tenant: '', contextId: 'ctx', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken: '', statusTimestampAfter: undefined });
+    const listed = await reopened.list({
+      tenant: '',
+      contextId: 'ctx',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 2,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+    });
     expect(listed).toMatchObject({ totalSize: 3, pageSize: 2, nextPageToken: '2' });
     expect(listed.tasks.map((entry) => entry.id)).toEqual(['new', 'done-2']);
     await second.db.close();

@@ -43,17 +43,23 @@ const key = (name: string, role: string, variable: string): string => `[[auth.ke
 describe('[[auth.keys]] names', () => {
   it('refuses two keys of the same name at load, naming the key and where it is', async () => {
     const loading = loadConfigText(`${key('admin', 'owner', 'ADMIN_KEY')}\n${key('admin', 'user', 'SNEAKY_KEY')}`);
-    await expect(loading).rejects.toThrow(/cannot load config ".*config\.toml": \[auth\]\.keys\[1\]\.name: another key is already named "admin"; each key needs its own name/);
+    await expect(loading).rejects.toThrow(
+      /cannot load config ".*config\.toml": \[auth\]\.keys\[1\]\.name: another key is already named "admin"; each key needs its own name/,
+    );
   });
 
   it('refuses a key named as a principal Loom names itself ("local", "LOOM_API_KEY")', async () => {
     for (const name of ['local', 'LOOM_API_KEY']) {
-      await expect(loadConfigText(key(name, 'user', 'SOME_KEY'))).rejects.toThrow(`[auth].keys[0].name: "${name}" is a name Loom gives a principal itself ("local", "LOOM_API_KEY"); name the key otherwise`);
+      await expect(loadConfigText(key(name, 'user', 'SOME_KEY'))).rejects.toThrow(
+        `[auth].keys[0].name: "${name}" is a name Loom gives a principal itself ("local", "LOOM_API_KEY"); name the key otherwise`,
+      );
     }
   });
 
   it('accepts keys of distinct names', async () => {
-    await expect(loadConfigText(`${key('admin', 'owner', 'ADMIN_KEY')}\n${key('ci', 'user', 'CI_KEY')}`)).resolves.toMatchObject({ auth: { keys: [{ name: 'admin' }, { name: 'ci' }] } });
+    await expect(loadConfigText(`${key('admin', 'owner', 'ADMIN_KEY')}\n${key('ci', 'user', 'CI_KEY')}`)).resolves.toMatchObject({
+      auth: { keys: [{ name: 'admin' }, { name: 'ci' }] },
+    });
   });
 });
 
@@ -75,11 +81,22 @@ describe('what a principal owns', () => {
         tasks: served.store.tasks,
       });
     const request = (app: ReturnType<typeof appFor>, path: string, init: RequestInit = {}) =>
-      app.request(`http://127.0.0.1${path}`, { ...init, headers: { host: '127.0.0.1', authorization: 'Bearer admin-secret', 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) } });
+      app.request(`http://127.0.0.1${path}`, {
+        ...init,
+        headers: {
+          host: '127.0.0.1',
+          authorization: 'Bearer admin-secret',
+          'content-type': 'application/json',
+          ...(init.headers as Record<string, string> | undefined),
+        },
+      });
 
     const owner = appFor('owner');
-    model.script([{ text: 'the owner\'s plan' }]);
-    const sent = await request(owner, '/a2a/tasks/send', { method: 'POST', body: JSON.stringify({ method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'plan' }] } } }) });
+    model.script([{ text: "the owner's plan" }]);
+    const sent = await request(owner, '/a2a/tasks/send', {
+      method: 'POST',
+      body: JSON.stringify({ method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'plan' }] } } }),
+    });
     expect(sent.status).toBe(200);
     const { id } = (await sent.json()) as { id: string };
     expect((await request(owner, `/a2a/tasks/${id}`)).status).toBe(200);
@@ -101,7 +118,14 @@ describe('what a principal owns', () => {
     const endpoint = /data: (\S+)/.exec(first)?.[1] ?? '';
     expect(endpoint).toMatch(/^\/mcp\/messages\?sessionId=/);
     const post = (principal: Principal) =>
-      handler.messages(new Request(`http://127.0.0.1${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) }), { principal });
+      handler.messages(
+        new Request(`http://127.0.0.1${endpoint}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        }),
+        { principal },
+      );
     expect((await post(namesake)).status).toBe(404);
     expect((await post(opener)).status).toBe(202);
     await reader.cancel();

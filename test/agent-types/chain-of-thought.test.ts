@@ -20,9 +20,17 @@ afterEach(async () => {
 });
 
 const thinker = (settings = '') =>
-  manifest(`name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You think carefully."\n[chain_of_thought]\n${settings}`);
+  manifest(
+    `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You think carefully."\n[chain_of_thought]\n${settings}`,
+  );
 const json = (value: unknown) => ({ text: JSON.stringify(value) });
-const step = (id: string, dependsOn: string[] = [], parallel = false) => ({ id, prompt: `do ${id}`, depends_on: dependsOn, can_parallelize: parallel, needs_tools: false });
+const step = (id: string, dependsOn: string[] = [], parallel = false) => ({
+  id,
+  prompt: `do ${id}`,
+  depends_on: dependsOn,
+  can_parallelize: parallel,
+  needs_tools: false,
+});
 
 async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]> {
   const all: AgentEvent[] = [];
@@ -35,7 +43,9 @@ const phases = (events: readonly AgentEvent[]) => events.flatMap((event) => (eve
 describe('the decaying threshold', () => {
   it("is spec/03's table with the default settings", () => {
     const settings = { max_loops: 8, initial_confidence_threshold: 0.75, min_confidence_threshold: 0.4 };
-    expect(Array.from({ length: 8 }, (_, loop) => Number(confidenceThreshold(loop, settings).toFixed(2)))).toEqual([0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4]);
+    expect(Array.from({ length: 8 }, (_, loop) => Number(confidenceThreshold(loop, settings).toFixed(2)))).toEqual([
+      0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4,
+    ]);
   });
 
   it('orders steps in layers after their dependencies, and names a cycle', () => {
@@ -83,11 +93,24 @@ describe('builtin:chain-of-thought', () => {
     const session = (await host.kernel.session('thinker')).messages as { role: string; content: unknown }[];
     expect(session.map((entry) => entry.role)).toEqual(['user', 'assistant']);
     const [trace] = await host.kernel.audit({ agent: 'thinker', type: 'chain-of-thought-finish' });
-    expect((trace?.data['trace'] as { phase: string }[]).map((entry) => entry.phase)).toEqual(['assess', 'plan', 'execute', 'execute', 'synthesize', 'replan', 'execute', 'synthesize']);
+    expect((trace?.data['trace'] as { phase: string }[]).map((entry) => entry.phase)).toEqual([
+      'assess',
+      'plan',
+      'execute',
+      'execute',
+      'synthesize',
+      'replan',
+      'execute',
+      'synthesize',
+    ]);
   });
 
-  it("caps a replan at half of max_steps, as spec/03 says: 1 new step of 2 or 3, 3 of 6", async () => {
-    for (const [maxSteps, cap] of [[2, 'at most 1 new step that'], [3, 'at most 1 new step that'], [6, 'at most 3 new steps that']] as const) {
+  it('caps a replan at half of max_steps, as spec/03 says: 1 new step of 2 or 3, 3 of 6', async () => {
+    for (const [maxSteps, cap] of [
+      [2, 'at most 1 new step that'],
+      [3, 'at most 1 new step that'],
+      [6, 'at most 3 new steps that'],
+    ] as const) {
       await host.kernel.spawn(thinker(`max_loops = 2\nmax_steps = ${maxSteps}\n`));
       server.script([
         json({ complexity: 'complex', confidence: 0.3, needs_planning: true }),
@@ -108,7 +131,13 @@ describe('builtin:chain-of-thought', () => {
 
   it('accepts what it has at the last loop even below the threshold', async () => {
     await host.kernel.spawn(thinker('max_loops = 1\n'));
-    server.script([json({ complexity: 'medium', confidence: 0.2, needs_planning: true }), json({ steps: [step('a')], rationale: 'one' }), { text: 'a' }, json({ answer: 'meh', confidence: 0.1, gaps: ['all'] }), { text: 'Best I can do.' }]);
+    server.script([
+      json({ complexity: 'medium', confidence: 0.2, needs_planning: true }),
+      json({ steps: [step('a')], rationale: 'one' }),
+      { text: 'a' },
+      json({ answer: 'meh', confidence: 0.1, gaps: ['all'] }),
+      { text: 'Best I can do.' },
+    ]);
     const events = await collect(host.kernel.stream('thinker', 'hard one'));
     expect(phases(events).at(-1)).toBe('finalize: Confidence 0.10 < 0.40 at loop 1 (the last loop); writing the answer…');
   });
@@ -134,7 +163,9 @@ describe('builtin:chain-of-thought', () => {
 
   it('offers tools only to the steps that need them, through the tool runner', async () => {
     await host.kernel.spawn(
-      manifest(`name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`),
+      manifest(
+        `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`,
+      ),
     );
     server.script([
       json({ complexity: 'medium', confidence: 0.2, needs_planning: true }),
@@ -155,7 +186,10 @@ describe('builtin:chain-of-thought', () => {
 
   it('ends the turn with a clear message when the plan has a cycle', async () => {
     await host.kernel.spawn(thinker());
-    server.script([json({ complexity: 'medium', confidence: 0.2, needs_planning: true }), json({ steps: [step('a', ['b']), step('b', ['a'])], rationale: 'loop' })]);
+    server.script([
+      json({ complexity: 'medium', confidence: 0.2, needs_planning: true }),
+      json({ steps: [step('a', ['b']), step('b', ['a'])], rationale: 'loop' }),
+    ]);
     await expect(host.kernel.send('thinker', 'go')).rejects.toThrow("the plan's steps depend on each other in a cycle: a → b → a");
     // The question stays in the session; the agent answers the next one.
     server.script([json({ complexity: 'trivial', confidence: 0.9, needs_planning: false }), { text: 'ok' }]);

@@ -30,13 +30,21 @@ const careful = '[autonomous]\napproval_required_for = ["agent_message"]\n';
 const delegate = (name: string, { tools = '["agent_message"]', extra = '' } = {}) =>
   `name = "${name}"\nmodule = "builtin:delegate"\n${model()}[capabilities]\ntools = ${tools}\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\ndelegation_timeout_seconds = 30\n${extra}`;
 /** The model's side of one delegation: choose the researcher, formulate, (the researcher answers), analyse. */
-const delegation = (reply: string, answer: string) => [json({ agent: 'researcher', reasoning: 'facts' }), { text: 'What are tides?' }, { text: reply }, { text: answer }];
+const delegation = (reply: string, answer: string) => [
+  json({ agent: 'researcher', reasoning: 'facts' }),
+  { text: 'What are tides?' },
+  { text: reply },
+  { text: answer },
+];
 
 /** The researcher's session, as `loom agent session researcher` shows it. */
 const researcherSession = async (): Promise<string> => JSON.stringify((await host.kernel.session('researcher')).messages);
 
 /** Runs a turn, collecting its events; `request` resolves with its first approval request, and rejects when the turn ends without one. */
-function startTurn(agent: string, message: string): { events: AgentEvent[]; done: Promise<void>; request: Promise<Extract<AgentEvent, { type: 'approval-request' }>> } {
+function startTurn(
+  agent: string,
+  message: string,
+): { events: AgentEvent[]; done: Promise<void>; request: Promise<Extract<AgentEvent, { type: 'approval-request' }>> } {
   const events: AgentEvent[] = [];
   let found: (event: Extract<AgentEvent, { type: 'approval-request' }>) => void = () => undefined;
   let missing: (error: Error) => void = () => undefined;
@@ -85,7 +93,11 @@ describe('a delegate agent messages its managed agents through the gates of its 
     await host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null });
     await turn.done;
     expect(turn.events.at(-1)).toMatchObject({ type: 'run-finish', result: { text: 'Tides come from the moon.' } });
-    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({ toolName: 'agent_message', isError: false, text: 'The moon pulls the sea.' });
+    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({
+      toolName: 'agent_message',
+      isError: false,
+      text: 'The moon pulls the sea.',
+    });
     expect(await researcherSession()).toContain('What are tides?');
     expect(JSON.stringify((await host.kernel.session('front-desk')).messages)).toContain('The moon pulls the sea.');
   });
@@ -119,7 +131,8 @@ describe('a delegate agent messages its managed agents through the gates of its 
     server.script(delegation('unused', 'unused'));
     await expect(host.kernel.send('front-desk', 'tell me about tides')).rejects.toMatchObject({
       code: 'DELEGATION_REFUSED',
-      message: 'cannot delegate to "researcher": agent "front-desk" may not call agent_message: its tool_allowlist, tool_blocklist or mcp_servers leaves it out',
+      message:
+        'cannot delegate to "researcher": agent "front-desk" may not call agent_message: its tool_allowlist, tool_blocklist or mcp_servers leaves it out',
     });
     expect(await researcherSession()).toBe('[]');
     expect(await host.kernel.approvals.list('all')).toEqual([]);
@@ -138,18 +151,28 @@ describe('a delegate agent messages its managed agents through the gates of its 
     );
   });
 
-  it('ends with DELEGATION_FAILED, the delegated turn\'s own message and its code when that turn fails', async () => {
+  it("ends with DELEGATION_FAILED, the delegated turn's own message and its code when that turn fails", async () => {
     await host.kernel.spawn(manifest(delegate('front-desk')));
-    server.script([json({ agent: 'researcher', reasoning: 'facts' }), { text: 'What are tides?' }, { status: 400, body: { error: { message: 'the researcher\'s model refused the request', type: 'invalid_request_error' } } }]);
+    server.script([
+      json({ agent: 'researcher', reasoning: 'facts' }),
+      { text: 'What are tides?' },
+      { status: 400, body: { error: { message: "the researcher's model refused the request", type: 'invalid_request_error' } } },
+    ]);
     const failure = await host.kernel.send('front-desk', 'tell me about tides').catch((error: unknown) => error);
     expect(failure).toMatchObject({ code: 'DELEGATION_FAILED', details: { agent: 'researcher', cause: 'MODEL_CALL_FAILED' } });
-    expect((failure as Error).message).toMatch(/^agent "researcher" could not answer: cannot get a reply: .*HTTP 400: the researcher's model refused the request$/);
+    expect((failure as Error).message).toMatch(
+      /^agent "researcher" could not answer: cannot get a reply: .*HTTP 400: the researcher's model refused the request$/,
+    );
   });
 
-  it('ends with DELEGATION_REFUSED, naming the kernel\'s reason, when the message would go round a chain, and nothing is sent', async () => {
+  it("ends with DELEGATION_REFUSED, naming the kernel's reason, when the message would go round a chain, and nothing is sent", async () => {
     // front-desk hands to researcher, a delegate that would hand back to front-desk: a cycle.
     await host.kernel.kill('researcher');
-    await host.kernel.spawn(manifest(`name = "researcher"\nmodule = "builtin:delegate"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["front-desk"]\n[delegate]\nmanaged_agents = ["front-desk"]\n`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "researcher"\nmodule = "builtin:delegate"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["front-desk"]\n[delegate]\nmanaged_agents = ["front-desk"]\n`,
+      ),
+    );
     await host.kernel.spawn(manifest(delegate('front-desk')));
     server.script([...delegation('unused', 'unused').slice(0, 2), json({ agent: 'front-desk', reasoning: 'back' }), { text: 'Over to you' }]);
     const failure = await host.kernel.send('front-desk', 'tell me about tides').catch((error: unknown) => error);
@@ -157,7 +180,9 @@ describe('a delegate agent messages its managed agents through the gates of its 
     expect(failure).toMatchObject({ code: 'DELEGATION_FAILED', details: { agent: 'researcher', cause: 'DELEGATION_REFUSED' } });
     const refusal = (failure as Error).cause;
     expect(refusal).toMatchObject({ code: 'DELEGATION_REFUSED', details: { agent: 'front-desk', cause: 'AGENT_CHAIN' } });
-    expect((refusal as Error).message).toBe('cannot delegate to "front-desk": cannot message "front-desk": it is already waiting in this chain of messages (front-desk → researcher)');
+    expect((refusal as Error).message).toBe(
+      'cannot delegate to "front-desk": cannot message "front-desk": it is already waiting in this chain of messages (front-desk → researcher)',
+    );
     expect((failure as Error).message).toBe(`agent "researcher" could not answer: ${(refusal as Error).message}`);
     // Selection and formulation by each delegate; no third model call for front-desk.
     expect(server.requests).toHaveLength(4);
@@ -201,7 +226,9 @@ describe('a workflow agent messages its managed agents through the gates of its 
 
   beforeEach(async () => {
     await host.kernel.spawn(
-      manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n${careful}`),
+      manifest(
+        `name = "lead"\nmodule = "builtin:workflow"\n${model()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n${careful}`,
+      ),
     );
     server.script([json({ summary: 'look it up', missing_info: null, tasks: [task] })]);
     await host.kernel.send('lead', 'a note on tides');
@@ -220,7 +247,9 @@ describe('a workflow agent messages its managed agents through the gates of its 
     expect(ended.state).toBe('failed');
     expect(await researcherSession()).toBe('[]');
     // The model deciding what to do was told why the delegation failed.
-    expect(JSON.stringify(server.requests[1]?.body)).toContain('the delegation failed: cannot delegate to \\"researcher\\": the call to agent_message was not approved by owner: no');
+    expect(JSON.stringify(server.requests[1]?.body)).toContain(
+      'the delegation failed: cannot delegate to \\"researcher\\": the call to agent_message was not approved by owner: no',
+    );
     expect((await host.kernel.send('lead', 'status')).text).toContain('- t1 [blocked] find facts → researcher (not allowed to ask)');
   });
 

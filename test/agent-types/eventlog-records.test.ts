@@ -35,7 +35,11 @@ const home = () => resolveLoomHome({ LOOM_HOME: join(dir.path, 'home') }, dir.pa
 const open = (ring: LogRing): Promise<Host> =>
   openHost({ home: home(), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createLogger({ level: 'silent', ring }), clock, logs: ring });
 const worker = (extra = '') => manifest(`name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n${extra}`);
-const lines = (ring: LogRing): string[] => ring.entries().reverse().map((entry) => `${entry.level} ${entry.category}: ${entry.message}`);
+const lines = (ring: LogRing): string[] =>
+  ring
+    .entries()
+    .reverse()
+    .map((entry) => `${entry.level} ${entry.category}: ${entry.message}`);
 
 describe('kernel events in the daemon log', () => {
   it('logs spawn, turn start and end with outcome and duration, refused tools and quotas, and kill, at info with a category', async () => {
@@ -59,16 +63,29 @@ describe('kernel events in the daemon log', () => {
         /^info loom\.agents: killed agent "worker" \(requested\)$/,
       ];
       const found = expected.map(at);
-      expect(found.every((index) => index !== -1), logged.join('\n')).toBe(true);
+      expect(
+        found.every((index) => index !== -1),
+        logged.join('\n'),
+      ).toBe(true);
       expect([...found].sort((a, b) => a - b)).toEqual(found);
-      expect(ring.entries().filter((entry) => entry.category === 'loom.agents').every((entry) => entry.agentId === view.id)).toBe(true);
+      expect(
+        ring
+          .entries()
+          .filter((entry) => entry.category === 'loom.agents')
+          .every((entry) => entry.agentId === view.id),
+      ).toBe(true);
     } finally {
       await host.close();
     }
   });
   it('logs MCP connects and disconnects and scheduled runs, naming the server and the agent', async () => {
     const ring = new LogRing();
-    const host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('fixture', [FIXTURE_SERVER])] }, TEST_KEYS, { connectMcpServers: true, runSchedules: true, clock, logger: createLogger({ level: 'silent', ring }) });
+    const host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('fixture', [FIXTURE_SERVER])] }, TEST_KEYS, {
+      connectMcpServers: true,
+      runSchedules: true,
+      clock,
+      logger: createLogger({ level: 'silent', ring }),
+    });
     try {
       await waitFor('MCP server "fixture" to connect', () => host.mcp?.servers().find((entry) => entry.name === 'fixture')?.status === 'connected');
       await host.kernel.spawn(worker('[schedule]\nmode = "continuous"\ninterval_seconds = 60\n'));
@@ -91,16 +108,38 @@ describe('kernel events in the daemon log', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const ring = new LogRing();
-    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'worker', secret_env: 'HOOK_SECRET', reply_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/replies`, policy: { direct: 'open' } }] };
+    const config = {
+      channels: [
+        {
+          name: 'hooks',
+          kind: 'webhook',
+          agent: 'worker',
+          secret_env: 'HOOK_SECRET',
+          reply_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/replies`,
+          policy: { direct: 'open' },
+        },
+      ],
+    };
     const host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: 'whsec' }, { clock, logger: createLogger({ level: 'silent', ring }) });
     await host.kernel.spawn(worker());
     await host.channels.start();
-    const api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    const api = await startHttpServer(
+      createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock, logger: createSilentLogger(), channels: host.channels }),
+      { host: '127.0.0.1', port: 0 },
+    );
     try {
       server.script([{ text: 'Hello Ada.' }]);
       const body = JSON.stringify({ id: 'm-1', user: { id: 'u-ada', name: 'Ada' }, conversation: { id: 'c-1' }, text: 'hello' });
       const timestamp = String(Math.floor(clock.now() / 1000));
-      const posted = await fetch(`${api.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook('whsec', timestamp, body) }, body });
+      const posted = await fetch(`${api.url}/hooks/hooks`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          [WEBHOOK_TIMESTAMP_HEADER]: timestamp,
+          [WEBHOOK_SIGNATURE_HEADER]: signWebhook('whsec', timestamp, body),
+        },
+        body,
+      });
       expect(posted.status).toBeLessThan(300);
       await waitFor('the reply to be delivered', () => lines(ring).find((line) => line.includes('delivered the reply')));
       expect(lines(ring)).toContainEqual('info loom.channels: channel "hooks": delivered the reply of agent "worker" to Ada (1 message) (conversationId=c-1)');
@@ -114,8 +153,21 @@ describe('kernel events in the daemon log', () => {
 
 describe('kernelEventLine()', () => {
   it('words a held tool call, and gives an event type added later a line under the category its name starts with', () => {
-    const tainted: KernelEvent = { type: 'tool-taint', at: 1, agentId: 'a1', name: 'worker', tool: 'shell_exec', sink: 'command', action: 'refuse', source: { tool: 'web_fetch', origin: 'https://example.com' }, excerpt: 'rm' };
-    expect(kernelEventLine(tainted)).toMatchObject({ category: 'tools', message: 'held tool "shell_exec" of agent "worker": it carries text from https://example.com (by web_fetch) into command; refused' });
+    const tainted: KernelEvent = {
+      type: 'tool-taint',
+      at: 1,
+      agentId: 'a1',
+      name: 'worker',
+      tool: 'shell_exec',
+      sink: 'command',
+      action: 'refuse',
+      source: { tool: 'web_fetch', origin: 'https://example.com' },
+      excerpt: 'rm',
+    };
+    expect(kernelEventLine(tainted)).toMatchObject({
+      category: 'tools',
+      message: 'held tool "shell_exec" of agent "worker": it carries text from https://example.com (by web_fetch) into command; refused',
+    });
     const later = { type: 'schedule-run', at: 1, agentId: 'a1', name: 'worker' } as unknown as KernelEvent;
     expect(kernelEventLine(later)).toMatchObject({ category: 'schedule', message: 'schedule-run of agent "worker"', fields: { agentId: 'a1' } });
   });
@@ -162,7 +214,11 @@ describe('the log ring across a restart', () => {
     try {
       // Its spawn, and its turn's start and end.
       expect(restored.restored).toBe(3);
-      await after.kernel.spawn(manifest(`name = "log-analyst"\nmodule = "builtin:eventlog"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["get_recent_logs"]\n`));
+      await after.kernel.spawn(
+        manifest(
+          `name = "log-analyst"\nmodule = "builtin:eventlog"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["get_recent_logs"]\n`,
+        ),
+      );
       server.script([{ toolCalls: [{ name: 'get_recent_logs', input: { count: 50 } }] }, { text: 'The worker was spawned and answered once.' }]);
       await after.kernel.send('log-analyst', 'what happened before the restart?');
       const shown = JSON.stringify(server.requests.at(-1)?.body['messages']);

@@ -55,7 +55,10 @@ describe('builtin:eventlog', () => {
     await dir.remove();
   });
 
-  const analyst = (tools: string) => manifest(`name = "log-analyst"\nmodule = "builtin:eventlog"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ${tools}\n`);
+  const analyst = (tools: string) =>
+    manifest(
+      `name = "log-analyst"\nmodule = "builtin:eventlog"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ${tools}\n`,
+    );
 
   it('answers from the log buffer through its log tools, and offers the model no other tool', async () => {
     const view = await host.kernel.spawn(analyst('["get_recent_logs", "search_logs*", "get_log_*", "file_read"]'));
@@ -70,11 +73,21 @@ describe('builtin:eventlog', () => {
     const result = await host.kernel.send('log-analyst', 'any errors?');
     expect(result.text).toBe('One error: the scheduled run of worker failed.');
     const offered = ((server.requests[0]?.body['tools'] as { function: { name: string } }[] | undefined) ?? []).map((tool) => tool.function.name).sort();
-    expect(offered).toEqual(['get_log_count', 'get_log_stats', 'get_recent_logs', 'search_logs', 'search_logs_by_category', 'search_logs_by_level', 'search_logs_by_time_range']);
+    expect(offered).toEqual([
+      'get_log_count',
+      'get_log_stats',
+      'get_recent_logs',
+      'search_logs',
+      'search_logs_by_category',
+      'search_logs_by_level',
+      'search_logs_by_time_range',
+    ]);
     expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('ERROR loom.scheduler: scheduled run of agent \\"worker\\" failed');
   });
 
   it('refuses to spawn an event-log agent granted none of its log tools', async () => {
-    await expect(host.kernel.spawn(analyst('["file_read"]'))).rejects.toThrow('an event-log agent reads the daemon\'s log through its log tools, and its [capabilities].tools grants none of them');
+    await expect(host.kernel.spawn(analyst('["file_read"]'))).rejects.toThrow(
+      "an event-log agent reads the daemon's log through its log tools, and its [capabilities].tools grants none of them",
+    );
   });
 });

@@ -30,7 +30,8 @@ describe('examples/models/project-lead.json', () => {
   it('plans two tasks for the assistant, runs them after "go", accepts each and sums up', async () => {
     const script = JSON.parse(await readFile(join(examples, 'models', 'project-lead.json'), 'utf8')) as { steps: Parameters<typeof server.script>[0] };
     server.script(script.steps);
-    for (const agent of ['agents/assistant.json', 'agents/project-lead.toml']) await host.kernel.spawn((await loadManifestFile(join(examples, agent))).manifest);
+    for (const agent of ['agents/assistant.json', 'agents/project-lead.toml'])
+      await host.kernel.spawn((await loadManifestFile(join(examples, agent))).manifest);
 
     const planned = await host.kernel.send('project-lead', 'Summarise the notes in the workspace');
     expect(planned.text).toContain('- t2 [pending] Summarise them → assistant after t1');

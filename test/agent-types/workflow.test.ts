@@ -13,9 +13,18 @@ let host: TestHost;
 
 const model = () => `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 const lead = (extra = '') =>
-  manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model()}system_prompt = "You lead projects."\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher", "writer"]\n[workflow]\nmanaged_agents = ["researcher", "writer"]\n${extra}`);
+  manifest(
+    `name = "lead"\nmodule = "builtin:workflow"\n${model()}system_prompt = "You lead projects."\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher", "writer"]\n[workflow]\nmanaged_agents = ["researcher", "writer"]\n${extra}`,
+  );
 const json = (value: unknown) => ({ text: JSON.stringify(value) });
-const task = (id: string, agent: string, dependsOn: string[] = []) => ({ id, title: `task ${id}`, instruction: `do ${id}`, agent, depends_on: dependsOn, acceptance: `${id} is done` });
+const task = (id: string, agent: string, dependsOn: string[] = []) => ({
+  id,
+  title: `task ${id}`,
+  instruction: `do ${id}`,
+  agent,
+  depends_on: dependsOn,
+  acceptance: `${id} is done`,
+});
 const twoTasks = json({ summary: 'research, then write', missing_info: null, tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1'])] });
 const accept = json({ accepted: true, feedback: '' });
 
@@ -52,7 +61,13 @@ describe('builtin:workflow', () => {
     expect((await host.kernel.send('lead', 'status')).text).toContain('awaiting approval');
     expect(server.requests).toHaveLength(1);
 
-    server.script([{ text: 'tides follow the moon' }, accept, { text: 'A fine report on tides.' }, accept, { text: 'Both tasks done: the report is written.' }]);
+    server.script([
+      { text: 'tides follow the moon' },
+      accept,
+      { text: 'A fine report on tides.' },
+      accept,
+      { text: 'Both tasks done: the report is written.' },
+    ]);
     expect((await host.kernel.send('lead', 'go')).text).toBe('Starting: 2 tasks. Say "status" for progress, "pause" to stop after the current task.');
     const done = await until(['completed', 'failed']);
     expect(done).toMatchObject({ state: 'completed', note: 'Both tasks done: the report is written.' });
@@ -97,7 +112,13 @@ describe('builtin:workflow', () => {
   it('stalls for the user when the model says so, and takes the reply as feedback that replans, keeping finished tasks', async () => {
     server.script([twoTasks]);
     await host.kernel.send('lead', 'a report');
-    server.script([{ text: 'facts' }, accept, { text: 'draft' }, json({ accepted: false, feedback: 'wrong tone' }), json({ action: 'stall', improved_instruction: null, reason: 'which tone is wanted?' })]);
+    server.script([
+      { text: 'facts' },
+      accept,
+      { text: 'draft' },
+      json({ accepted: false, feedback: 'wrong tone' }),
+      json({ action: 'stall', improved_instruction: null, reason: 'which tone is wanted?' }),
+    ]);
     await host.kernel.send('lead', 'go');
     const stalled = await until(['stalled']);
     expect(stalled.note).toBe('Stalled at task t2: which tone is wanted?. Tell me how to go on, or "cancel".');
@@ -140,7 +161,13 @@ describe('builtin:workflow', () => {
   it('blocks the task whose dependency failed and skips what depends on it in turn, then ends failed', async () => {
     await host.kernel.kill('lead');
     await host.kernel.spawn(lead('max_task_attempts = 1\n'));
-    server.script([json({ summary: 'research, write, edit', missing_info: null, tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1']), task('t3', 'writer', ['t2'])] })]);
+    server.script([
+      json({
+        summary: 'research, write, edit',
+        missing_info: null,
+        tasks: [task('t1', 'researcher'), task('t2', 'writer', ['t1']), task('t3', 'writer', ['t2'])],
+      }),
+    ]);
     await host.kernel.send('lead', 'a report');
     server.script([
       { text: 'nothing found' },
@@ -177,8 +204,13 @@ describe('builtin:workflow', () => {
     expect((await host.kernel.send('lead', 'tides report')).text).toBe('Which coast?');
     expect(await workflow()).toBeUndefined();
 
-    server.script([json({ summary: 'x', missing_info: null, tasks: [task('t1', 'intern')] }), json({ summary: 'x', missing_info: null, tasks: [task('t1', 'intern')] })]);
-    await expect(host.kernel.send('lead', 'the Atlantic coast')).rejects.toThrow('workflow "lead": the model\'s plan could not run, twice: task "t1" is assigned to "intern", which is not one of the agents (researcher, writer)');
+    server.script([
+      json({ summary: 'x', missing_info: null, tasks: [task('t1', 'intern')] }),
+      json({ summary: 'x', missing_info: null, tasks: [task('t1', 'intern')] }),
+    ]);
+    await expect(host.kernel.send('lead', 'the Atlantic coast')).rejects.toThrow(
+      'workflow "lead": the model\'s plan could not run, twice: task "t1" is assigned to "intern", which is not one of the agents (researcher, writer)',
+    );
     expect(bodyOf(2)).toContain('That plan cannot run');
   });
 
@@ -192,7 +224,9 @@ describe('builtin:workflow', () => {
     expect((await host.kernel.send('lead', 'pause')).text).toContain('Workflow (paused;');
     release();
     // The run in the background says when it stops: after the task under way, nothing new started.
-    await waitFor('the paused workflow to stop running', () => logger.entries.some((entry) => entry.message === 'the workflow of agent "lead" stopped running in the background'));
+    await waitFor('the paused workflow to stop running', () =>
+      logger.entries.some((entry) => entry.message === 'the workflow of agent "lead" stopped running in the background'),
+    );
     expect((await workflow())?.tasks.map((entry) => entry.status)).toEqual(['completed', 'pending']);
     expect(server.requests).toHaveLength(3);
 
@@ -242,13 +276,26 @@ describe('the workflow API', () => {
     const { createHttpApp } = await import('../../src/http/index.ts');
     const { ConfigSchema } = await import('../../src/config/index.ts');
     const { createSilentLogger } = await import('../../src/logging/index.ts');
-    const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({}), env: {}, clock: host.clock, logger: createSilentLogger(), clientAddress: () => '127.0.0.1' });
+    const app = createHttpApp({
+      kernel: host.kernel,
+      config: ConfigSchema.parse({}),
+      env: {},
+      clock: host.clock,
+      logger: createSilentLogger(),
+      clientAddress: () => '127.0.0.1',
+    });
     const request = (path: string, method = 'GET') => app.request(`http://127.0.0.1${path}`, { method, headers: { host: '127.0.0.1' } });
     expect((await request('/api/agents/lead/workflow')).status).toBe(404);
     server.script([twoTasks]);
     await host.kernel.send('lead', 'a report');
     const plan = (await (await request('/api/agents/lead/workflow')).json()) as WorkflowRecord;
-    expect(plan).toMatchObject({ state: 'awaiting_approval', tasks: [{ id: 't1', agent: 'researcher' }, { id: 't2', agent: 'writer' }] });
+    expect(plan).toMatchObject({
+      state: 'awaiting_approval',
+      tasks: [
+        { id: 't1', agent: 'researcher' },
+        { id: 't2', agent: 'writer' },
+      ],
+    });
     server.script([{ text: 'facts' }, accept, { text: 'prose' }, accept, { text: 'done' }]);
     const approved = await request('/api/agents/lead/workflow/approve', 'POST');
     expect(approved.status).toBe(200);

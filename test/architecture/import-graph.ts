@@ -61,7 +61,11 @@ export function importsOf(repository: string, file: string): SourceImport[] {
       add(node.moduleSpecifier, importDeclarationKind(node), importedNames(node.importClause));
     } else if (ts.isExportDeclaration(node)) {
       const clause = node.exportClause;
-      add(node.moduleSpecifier, node.isTypeOnly ? 'type' : 'value', clause !== undefined && ts.isNamedExports(clause) ? clause.elements.map(originalName) : '*');
+      add(
+        node.moduleSpecifier,
+        node.isTypeOnly ? 'type' : 'value',
+        clause !== undefined && ts.isNamedExports(clause) ? clause.elements.map(originalName) : '*',
+      );
     } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
       add(node.moduleReference.expression, node.isTypeOnly ? 'type' : 'value');
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
@@ -79,9 +83,13 @@ export function importsOf(repository: string, file: string): SourceImport[] {
 export function exportedNames(repository: string, file: string): string[] {
   const source = ts.createSourceFile(file, readFileSync(join(repository, file), 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   return source.statements.flatMap((statement): string[] => {
-    if (ts.isExportDeclaration(statement)) return statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause) ? statement.exportClause.elements.map((element) => element.name.text) : [];
+    if (ts.isExportDeclaration(statement))
+      return statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause)
+        ? statement.exportClause.elements.map((element) => element.name.text)
+        : [];
     if (!ts.canHaveModifiers(statement) || ts.getModifiers(statement)?.some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword) !== true) return [];
-    if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => (ts.isIdentifier(declaration.name) ? [declaration.name.text] : []));
+    if (ts.isVariableStatement(statement))
+      return statement.declarationList.declarations.flatMap((declaration) => (ts.isIdentifier(declaration.name) ? [declaration.name.text] : []));
     const named = statement as ts.DeclarationStatement;
     return named.name !== undefined && ts.isIdentifier(named.name) ? [named.name.text] : [];
   });

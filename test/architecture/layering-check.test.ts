@@ -17,7 +17,11 @@ let repository: string | undefined;
 /** A throw-away repository whose `src/` holds `files` (path → text). */
 function sources(files: Record<string, string>): string {
   repository = mkdtempSync(join(tmpdir(), 'loom-layering-'));
-  const base = { 'src/base/index.ts': 'export const base = 1;\n', 'src/middle/index.ts': "import { base } from '../base/index.ts';\nexport const middle = base;\n", 'src/top/index.ts': "import { middle } from '../middle/index.ts';\nexport const top = middle;\n" };
+  const base = {
+    'src/base/index.ts': 'export const base = 1;\n',
+    'src/middle/index.ts': "import { base } from '../base/index.ts';\nexport const middle = base;\n",
+    'src/top/index.ts': "import { middle } from '../middle/index.ts';\nexport const top = middle;\n",
+  };
   for (const [path, text] of Object.entries({ ...base, ...files })) {
     mkdirSync(dirname(join(repository, path)), { recursive: true });
     writeFileSync(join(repository, path), text);
@@ -32,29 +36,40 @@ afterEach(() => {
 
 describe('checkLayering()', () => {
   it('finds nothing in sources that keep the rules', () => {
-    const root = sources({ 'src/middle/lazy.ts': 'export const lazy = 1;\n', 'src/top/leaf.ts': 'export const leaf = 1;\n', 'src/base/uses-leaf.ts': "export { leaf } from '../top/leaf.ts';\n", 'src/top/load.ts': "export const load = () => import('../middle/lazy.ts');\n" });
+    const root = sources({
+      'src/middle/lazy.ts': 'export const lazy = 1;\n',
+      'src/top/leaf.ts': 'export const leaf = 1;\n',
+      'src/base/uses-leaf.ts': "export { leaf } from '../top/leaf.ts';\n",
+      'src/top/load.ts': "export const load = () => import('../middle/lazy.ts');\n",
+    });
     expect(checkLayering(root, RULES)).toEqual([]);
   });
 
   it('reports a cycle made by a type import alone, naming the file and the import', () => {
     const root = sources({ 'src/base/types.ts': "import type { top } from '../top/index.ts';\nexport type Top = typeof top;\n" });
     const cycles = checkLayering(root, RULES).filter((problem) => problem.rule === 'cycle');
-    expect(cycles.map((problem) => problem.message)).toEqual([
-      expect.stringContaining("src/base/ -> src/top/ -> src/middle/ -> src/base/") as string,
-    ]);
+    expect(cycles.map((problem) => problem.message)).toEqual([expect.stringContaining('src/base/ -> src/top/ -> src/middle/ -> src/base/') as string]);
     expect(cycles[0]?.message).toContain("src/base/types.ts:1 imports '../top/index.ts' (type)");
   });
 
   it('reports an arrow up the floors and an import past an index', () => {
-    const root = sources({ 'src/top/inner.ts': 'export const inner = 1;\n', 'src/middle/uses.ts': "import { inner } from '../top/inner.ts';\nexport const uses = inner;\n" });
+    const root = sources({
+      'src/top/inner.ts': 'export const inner = 1;\n',
+      'src/middle/uses.ts': "import { inner } from '../top/inner.ts';\nexport const uses = inner;\n",
+    });
     const problems = checkLayering(root, RULES);
     expect(problems.map((problem) => problem.rule).sort()).toEqual(['around the index', 'cycle', 'up the floors']);
-    expect(problems.find((problem) => problem.rule === 'around the index')?.message).toContain("src/middle/uses.ts:1 imports '../top/inner.ts' (value), past the index of src/top/: import from '../top/index.ts'");
+    expect(problems.find((problem) => problem.rule === 'around the index')?.message).toContain(
+      "src/middle/uses.ts:1 imports '../top/inner.ts' (value), past the index of src/top/: import from '../top/index.ts'",
+    );
     expect(problems.find((problem) => problem.rule === 'up the floors')?.message).toContain('src/middle/ (floor 1) imports src/top/ (floor 2)');
   });
 
   it('reports a node: module outside the allowed ones, a folder on no floor and an exception nothing needs', () => {
-    const root = sources({ 'src/middle/disk.ts': "import { readFileSync } from 'node:fs';\nimport { createHash } from 'node:crypto';\nexport { createHash, readFileSync };\n", 'src/extra/index.ts': "export { base } from '../base/index.ts';\n" });
+    const root = sources({
+      'src/middle/disk.ts': "import { readFileSync } from 'node:fs';\nimport { createHash } from 'node:crypto';\nexport { createHash, readFileSync };\n",
+      'src/extra/index.ts': "export { base } from '../base/index.ts';\n",
+    });
     const problems = checkLayering(root, { ...RULES, exceptions: { 'base -> top': 'once needed' } });
     expect(problems.map((problem) => problem.message)).toEqual([
       'src/extra/ stands on no floor: add it to the floors of test/architecture/layering-rules.ts, above every folder it imports',

@@ -68,17 +68,28 @@ export function checkLayering(repository: string, rules: LayeringRules): Layerin
 
   const units = new Set([...arrows.keys()].flatMap((key) => key.split(' -> ')));
   for (const unit of [...units].sort()) {
-    if (!floorOf.has(unit)) problems.push({ rule: 'unplaced folder', message: `src/${unit}/ stands on no floor: add it to the floors of test/architecture/layering-rules.ts, above every folder it imports` });
+    if (!floorOf.has(unit))
+      problems.push({
+        rule: 'unplaced folder',
+        message: `src/${unit}/ stands on no floor: add it to the floors of test/architecture/layering-rules.ts, above every folder it imports`,
+      });
   }
   for (const [key, sites] of arrows) {
     const [from, to] = key.split(' -> ') as [string, string];
     const up = (floorOf.get(from) ?? Infinity) < (floorOf.get(to) ?? -Infinity);
     if (up && !(key in rules.exceptions)) {
-      problems.push({ rule: 'up the floors', message: `${describe(from)} (floor ${floorOf.get(from)}) imports ${describe(to)} (floor ${floorOf.get(to)}), which stands above it: ${sitesOf(sites)}` });
+      problems.push({
+        rule: 'up the floors',
+        message: `${describe(from)} (floor ${floorOf.get(from)}) imports ${describe(to)} (floor ${floorOf.get(to)}), which stands above it: ${sitesOf(sites)}`,
+      });
     }
   }
   for (const key of Object.keys(rules.exceptions)) {
-    if (!arrows.has(key)) problems.push({ rule: 'stale exception', message: `the exception "${key}" is needed no more: no import makes that arrow; remove it from the exceptions` });
+    if (!arrows.has(key))
+      problems.push({
+        rule: 'stale exception',
+        message: `the exception "${key}" is needed no more: no import makes that arrow; remove it from the exceptions`,
+      });
   }
 
   const graph = new Map<string, Set<string>>();
@@ -92,13 +103,19 @@ export function checkLayering(repository: string, rules: LayeringRules): Layerin
       const to = cycle[(at + 1) % cycle.length] as string;
       return `  ${describe(from)} -> ${describe(to)}: ${sitesOf(arrows.get(`${from} -> ${to}`) ?? [])}`;
     });
-    problems.push({ rule: 'cycle', message: `folders import each other in a cycle (${[...cycle, cycle[0] as string].map(describe).join(' -> ')}); break one arrow:\n${steps.join('\n')}` });
+    problems.push({
+      rule: 'cycle',
+      message: `folders import each other in a cycle (${[...cycle, cycle[0] as string].map(describe).join(' -> ')}); break one arrow:\n${steps.join('\n')}`,
+    });
   }
 
   for (const found of imports) {
     if (!found.specifier.startsWith('node:') || !rules.nodeFree.folders.includes(folderOf(found.from))) continue;
     if (!(found.specifier in rules.nodeFree.allowed)) {
-      problems.push({ rule: 'node: import', message: `${site(found)} into src/${folderOf(found.from)}/, which stays free of Node's edges (STYLE.md): take it as a dependency, or add it to the allowed node: modules with the reason` });
+      problems.push({
+        rule: 'node: import',
+        message: `${site(found)} into src/${folderOf(found.from)}/, which stays free of Node's edges (STYLE.md): take it as a dependency, or add it to the allowed node: modules with the reason`,
+      });
     }
   }
   return problems;

@@ -59,7 +59,10 @@ export const ENTRIES: LayeringRules['entries'] = {
 
 /** Files that stand below their folder: they import nothing of Loom, and lower floors use them. */
 export const LEAVES: LayeringRules['leaves'] = {
-  'src/config/installation.ts': { floor: 1, why: 'finds files in the installation (decision 0031); validation, the sandbox and code modules need it without the config schema' },
+  'src/config/installation.ts': {
+    floor: 1,
+    why: 'finds files in the installation (decision 0031); validation, the sandbox and code modules need it without the config schema',
+  },
   'src/config/daemon-build.ts': { floor: 1, why: 'which daemon bin/loom.js starts, read before anything else loads' },
   'src/telemetry/spans.ts': { floor: 1, why: 'the light half of telemetry (only @opentelemetry/api): the runtime and the kernel open spans with it' },
 };

@@ -20,10 +20,13 @@ interface RegexPattern {
 /** One config block per folder of src/, restricting what its files import. */
 export function layeringLintConfig(rules: LayeringRules): Linter.Config[] {
   const floorOf = new Map(rules.floors.flatMap((folders, floor) => folders.map((folder) => [folder, floor] as const)));
-  const filesIn = (folder: string, keep: (floor: number) => boolean): string[] => [
-    ...Object.keys(rules.entries).filter((file) => file.startsWith(`src/${folder}/`) && keep(Infinity)),
-    ...Object.entries(rules.leaves).filter(([file, leaf]) => file.startsWith(`src/${folder}/`) && keep(leaf.floor)).map(([file]) => file),
-  ].map((file) => file.slice(`src/${folder}/`.length));
+  const filesIn = (folder: string, keep: (floor: number) => boolean): string[] =>
+    [
+      ...Object.keys(rules.entries).filter((file) => file.startsWith(`src/${folder}/`) && keep(Infinity)),
+      ...Object.entries(rules.leaves)
+        .filter(([file, leaf]) => file.startsWith(`src/${folder}/`) && keep(leaf.floor))
+        .map(([file]) => file),
+    ].map((file) => file.slice(`src/${folder}/`.length));
   return [...floorOf].map(([folder, floor]) => {
     const patterns: RegexPattern[] = [];
     for (const [other, otherFloor] of floorOf) {

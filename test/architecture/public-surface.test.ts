@@ -39,6 +39,9 @@ describe('the public surface of src/', () => {
     const folder = index.slice(0, -'index.ts'.length);
     const names = used.get(index);
     const unused = names === '*' ? [] : exportedNames(REPOSITORY, index).filter((name) => !KEPT.test(name) && names?.has(name) !== true);
-    expect(unused, `${index} exports names nothing outside ${folder} imports; drop them from the index (the folder's own files import the file that defines them)`).toEqual([]);
+    expect(
+      unused,
+      `${index} exports names nothing outside ${folder} imports; drop them from the index (the folder's own files import the file that defines them)`,
+    ).toEqual([]);
   });
 });

@@ -19,14 +19,16 @@ describe('isGranted() denies by default', () => {
     expect(isGranted([capability], capability)).toBe(true);
   });
 
-  it.each(CAPABILITY_KINDS.filter((kind) => kind !== 'llm_max_tokens'))(
-    'isGranted() denies %s when only every other kind is granted',
-    (kind) => {
-      // tool_all grants tools on purpose; leave it out when asking for one.
-      const others = CAPABILITY_KINDS.filter((other) => other !== kind && !(kind === 'tool_invoke' && other === 'tool_all'));
-      expect(isGranted(others.map((other) => ONE_OF_EACH_KIND[other]), ONE_OF_EACH_KIND[kind])).toBe(false);
-    },
-  );
+  it.each(CAPABILITY_KINDS.filter((kind) => kind !== 'llm_max_tokens'))('isGranted() denies %s when only every other kind is granted', (kind) => {
+    // tool_all grants tools on purpose; leave it out when asking for one.
+    const others = CAPABILITY_KINDS.filter((other) => other !== kind && !(kind === 'tool_invoke' && other === 'tool_all'));
+    expect(
+      isGranted(
+        others.map((other) => ONE_OF_EACH_KIND[other]),
+        ONE_OF_EACH_KIND[kind],
+      ),
+    ).toBe(false);
+  });
 });
 
 describe('isGranted() for file_read and file_write', () => {
@@ -140,7 +142,22 @@ describe('isGranted() for net_connect', () => {
   });
 
   it('denies malformed addresses even under "*"', () => {
-    for (const value of ['', ':443', 'api.openai.com:', 'api.openai.com:0', 'api.openai.com:65536', 'api.openai.com:https', 'a b', '[::1', '[::1]x', '[::1]x443', 'api.openai.com:*', 'evil.com/x.openai.com', 'evil.com#.openai.com', 'a..b']) {
+    for (const value of [
+      '',
+      ':443',
+      'api.openai.com:',
+      'api.openai.com:0',
+      'api.openai.com:65536',
+      'api.openai.com:https',
+      'a b',
+      '[::1',
+      '[::1]x',
+      '[::1]x443',
+      'api.openai.com:*',
+      'evil.com/x.openai.com',
+      'evil.com#.openai.com',
+      'a..b',
+    ]) {
       expect(isGranted([net('*')], net(value)), value).toBe(false);
     }
   });

@@ -50,9 +50,7 @@ describe('describeCapability()', () => {
   });
 
   it('writes an unlimited token cap as unset', () => {
-    expect(describeCapability({ kind: 'llm_max_tokens', max_tokens: Number.POSITIVE_INFINITY })).toBe(
-      '[capabilities].llm_max_tokens unset (unlimited)',
-    );
+    expect(describeCapability({ kind: 'llm_max_tokens', max_tokens: Number.POSITIVE_INFINITY })).toBe('[capabilities].llm_max_tokens unset (unlimited)');
   });
 
   it.each(CAPABILITY_KINDS)('describeCapability() names the manifest key of %s', (kind) => {

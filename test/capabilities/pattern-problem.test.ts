@@ -33,12 +33,22 @@ describe('patternProblem() for network patterns', () => {
     expect(patternProblem('net_connect', '[::1')).toBe(`${HOST_EXPECTED}, got "[::1" (unclosed "[")`);
   });
 
-  it.each(['*', 'api.openai.com', 'API.OpenAI.com.', '*.example.com:443', 'api.*.com', 'localhost:*', '127.0.0.1:8080', '[::1]', '[::1]:443', '::1', '[fd00:*]:443', 'my_host-1'])(
-    'accepts %j',
-    (pattern) => {
-      expect(patternProblem('net_connect', pattern)).toBeUndefined();
-    },
-  );
+  it.each([
+    '*',
+    'api.openai.com',
+    'API.OpenAI.com.',
+    '*.example.com:443',
+    'api.*.com',
+    'localhost:*',
+    '127.0.0.1:8080',
+    '[::1]',
+    '[::1]:443',
+    '::1',
+    '[fd00:*]:443',
+    'my_host-1',
+  ])('accepts %j', (pattern) => {
+    expect(patternProblem('net_connect', pattern)).toBeUndefined();
+  });
 
   it('matches nothing with a pattern it refuses, so a stored bad pattern grants nothing', () => {
     expect(isGranted([{ kind: 'net_connect', pattern: 'api.openai.com/v1' }], { kind: 'net_connect', pattern: 'api.openai.com:443' })).toBe(false);
@@ -128,7 +138,9 @@ describe('[capabilities] patterns at manifest load', () => {
   }
 
   it('names the entry of a malformed network pattern', () => {
-    expect(refusal('network = ["api.openai.com", "[::1"]')).toBe(`cannot load manifest "a.toml": [capabilities].network[1]: ${HOST_EXPECTED}, got "[::1" (unclosed "[")`);
+    expect(refusal('network = ["api.openai.com", "[::1"]')).toBe(
+      `cannot load manifest "a.toml": [capabilities].network[1]: ${HOST_EXPECTED}, got "[::1" (unclosed "[")`,
+    );
   });
 
   it('names the entry of a network pattern holding a NUL', () => {
@@ -144,7 +156,9 @@ describe('[capabilities] patterns at manifest load', () => {
   });
 
   it('names the entry of a shell pattern that does not split', () => {
-    expect(refusal(`shell = ["git **", "ls | wc"]`)).toMatch(/^cannot load manifest "a\.toml": \[capabilities\]\.shell\[1\]: expected a command pattern .*"\|" at position 4 is a pipe/);
+    expect(refusal(`shell = ["git **", "ls | wc"]`)).toMatch(
+      /^cannot load manifest "a\.toml": \[capabilities\]\.shell\[1\]: expected a command pattern .*"\|" at position 4 is a pipe/,
+    );
   });
 
   it('names the entry of an empty tool pattern', () => {

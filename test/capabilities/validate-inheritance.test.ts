@@ -32,7 +32,7 @@ describe('validateInheritance() with the example of spec/01', () => {
     expect(error.details).toEqual({ uncovered: [{ kind: 'shell_exec', pattern: '*' }] });
   });
 
-  it('validateInheritance() accepts a child whose file_read is a subset of the parent\'s', () => {
+  it("validateInheritance() accepts a child whose file_read is a subset of the parent's", () => {
     expect(() => validateInheritance(parent, [file('/data/reports/*'), net('api.example.com:443')])).not.toThrow();
   });
 });
@@ -40,9 +40,7 @@ describe('validateInheritance() with the example of spec/01', () => {
 describe('validateInheritance() messages', () => {
   it('names the parent patterns that fail to cover a child pattern', () => {
     const error = escalationError([net('api.example.com')], [net('*.example.com')]);
-    expect(error.message).toContain(
-      '[capabilities].network "*.example.com" is not covered by the parent\'s [capabilities].network "api.example.com"',
-    );
+    expect(error.message).toContain('[capabilities].network "*.example.com" is not covered by the parent\'s [capabilities].network "api.example.com"');
   });
 
   it('lists every parent pattern of the kind, comma-separated', () => {
@@ -76,19 +74,23 @@ describe('findEscalations() for every kind', () => {
     expect(findEscalations([], [])).toEqual([]);
   });
 
-  it.each(CAPABILITY_KINDS.filter((kind) => kind !== 'llm_max_tokens'))(
-    'findEscalations() reports %s when the parent has no capability at all',
-    (kind) => {
-      expect(findEscalations([], [ONE_OF_EACH_KIND[kind]])).toEqual([ONE_OF_EACH_KIND[kind]]);
-    },
-  );
+  it.each(CAPABILITY_KINDS.filter((kind) => kind !== 'llm_max_tokens'))('findEscalations() reports %s when the parent has no capability at all', (kind) => {
+    expect(findEscalations([], [ONE_OF_EACH_KIND[kind]])).toEqual([ONE_OF_EACH_KIND[kind]]);
+  });
 
   it.each(CAPABILITY_KINDS)('findEscalations() accepts %s when the parent holds the same capability', (kind) => {
     expect(findEscalations([ONE_OF_EACH_KIND[kind]], [ONE_OF_EACH_KIND[kind]])).toEqual([]);
   });
 
   /** For each pattern kind: a parent pattern, a narrower child it covers, a wider one it does not. */
-  const patternCases: ReadonlyArray<readonly [Exclude<CapabilityKind, 'net_listen' | 'tool_all' | 'llm_max_tokens' | 'econ_spend' | 'agent_spawn' | 'ofp_discover' | 'ofp_advertise' | 'econ_earn'>, string, string, string]> = [
+  const patternCases: ReadonlyArray<
+    readonly [
+      Exclude<CapabilityKind, 'net_listen' | 'tool_all' | 'llm_max_tokens' | 'econ_spend' | 'agent_spawn' | 'ofp_discover' | 'ofp_advertise' | 'econ_earn'>,
+      string,
+      string,
+      string,
+    ]
+  > = [
     ['file_read', '/data/*', '/data/reports/*', '/*'],
     ['file_write', '/out/*', '/out/today.txt', '/out*'],
     ['net_connect', '*.example.com', 'api.example.com:443', '*.com'],
@@ -207,20 +209,16 @@ describe('findEscalations() for llm_max_tokens', () => {
     expect(findEscalations([], [tokens(1_000_000)])).toEqual([]);
   });
 
-  it('accepts a cap up to the parent\'s and refuses a larger one', () => {
+  it("accepts a cap up to the parent's and refuses a larger one", () => {
     expect(findEscalations([tokens(4000)], [tokens(4000)])).toEqual([]);
     const error = escalationError([tokens(4000)], [tokens(8000)]);
-    expect(error.message).toContain(
-      '[capabilities].llm_max_tokens = 8000 is not covered by the parent\'s [capabilities].llm_max_tokens = 4000',
-    );
+    expect(error.message).toContain("[capabilities].llm_max_tokens = 8000 is not covered by the parent's [capabilities].llm_max_tokens = 4000");
   });
 
   it('refuses a child without a cap under a capped parent, as unlimited', () => {
     expect(findEscalations([tokens(4000)], [])).toEqual([{ kind: 'llm_max_tokens', max_tokens: Number.POSITIVE_INFINITY }]);
     const error = escalationError([tokens(4000)], []);
-    expect(error.message).toContain(
-      '[capabilities].llm_max_tokens unset (unlimited) is not covered by the parent\'s [capabilities].llm_max_tokens = 4000',
-    );
+    expect(error.message).toContain("[capabilities].llm_max_tokens unset (unlimited) is not covered by the parent's [capabilities].llm_max_tokens = 4000");
     expect(error.details).toEqual({ uncovered: [{ kind: 'llm_max_tokens', max_tokens: null }] });
   });
 
@@ -236,11 +234,11 @@ describe('findEscalations() for econ_spend', () => {
     expect(error.message).toContain('[capabilities].econ_spend = 1 is not covered by the parent (the parent grants no [capabilities].econ_spend)');
   });
 
-  it('accepts up to the parent\'s authority and refuses more', () => {
+  it("accepts up to the parent's authority and refuses more", () => {
     expect(findEscalations([spend(10)], [spend(5)])).toEqual([]);
     expect(findEscalations([spend(10)], [spend(10)])).toEqual([]);
     const error = escalationError([spend(10)], [spend(10.5)]);
-    expect(error.message).toContain('[capabilities].econ_spend = 10.5 is not covered by the parent\'s [capabilities].econ_spend = 10');
+    expect(error.message).toContain("[capabilities].econ_spend = 10.5 is not covered by the parent's [capabilities].econ_spend = 10");
   });
 
   it('accepts a child without econ_spend under any parent', () => {
@@ -254,9 +252,7 @@ describe('findEscalations() for boolean kinds', () => {
   it.each(booleanKinds)('validateInheritance() refuses %s unless the parent holds it', (kind) => {
     const others = booleanKinds.filter((other) => other !== kind).map((other): Capability => ({ kind: other }));
     const error = escalationError(others, [{ kind }]);
-    expect(error.message).toContain(
-      `[capabilities].${kind} = true is not covered by the parent (the parent grants no [capabilities].${kind})`,
-    );
+    expect(error.message).toContain(`[capabilities].${kind} = true is not covered by the parent (the parent grants no [capabilities].${kind})`);
     expect(() => validateInheritance([...others, { kind }], [{ kind }])).not.toThrow();
   });
 });

@@ -38,7 +38,16 @@ async function node(name: string, url: string): Promise<TestHost> {
   const config = {
     store: { url },
     cluster: { node_name: name, channel_lease_seconds: LEASE_SECONDS },
-    channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42'] } }],
+    channels: [
+      {
+        name: 'tg',
+        kind: 'telegram',
+        agent: 'helper',
+        token_env: 'TELEGRAM_BOT_TOKEN',
+        api_base_url: telegram.url,
+        policy: { direct: 'allowlist', allow_users: ['42'] },
+      },
+    ],
   };
   const host = await openTestHost(`${dir.path}/${name}`, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token }, { clock: createFakeClock() });
   hosts.push(host);
@@ -49,7 +58,11 @@ const stateOf = async (host: TestHost): Promise<string | undefined> => (await ho
 
 /** The lease lapses on the database's clock (the one leases are measured on): its expiry moved a second into the past. */
 async function lapse(database: string): Promise<void> {
-  await postgres.query("UPDATE loom_channel_leases SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE channel = 'tg'", [], database);
+  await postgres.query(
+    "UPDATE loom_channel_leases SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE channel = 'tg'",
+    [],
+    database,
+  );
 }
 
 describe('a channel that polls its platform, configured on two nodes of one database', () => {

@@ -30,12 +30,35 @@ async function start(taint: Record<string, unknown>): Promise<void> {
   // Ada is the owner on this channel ([taint].trusted); Bob is allowed to talk, not trusted.
   const config = {
     taint: { ...taint, trusted: ['hooks:u-ada'] },
-    channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'] } }],
+    channels: [
+      {
+        name: 'hooks',
+        kind: 'webhook',
+        agent: 'helper',
+        secret_env: 'HOOK_SECRET',
+        reply_url: replyUrl,
+        policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'] },
+      },
+    ],
   };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
-  await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  await host.kernel.spawn(
+    manifest(
+      `name = "helper"\n[capabilities]\ntools = ["shell_exec"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+    ),
+  );
   await host.channels.start();
-  api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+  api = await startHttpServer(
+    createHttpApp({
+      kernel: host.kernel,
+      config: ConfigSchema.parse(config),
+      env: {},
+      clock: host.clock,
+      logger: createSilentLogger(),
+      channels: host.channels,
+    }),
+    { host: '127.0.0.1', port: 0 },
+  );
 }
 afterEach(async () => {
   await api.close();
@@ -48,21 +71,27 @@ afterEach(async () => {
 async function post(id: string, user: string, text: string): Promise<void> {
   const body = JSON.stringify({ id, user: { id: user, name: user }, conversation: { id: `c-${user}` }, text });
   const timestamp = String(Math.floor(host.clock.now() / 1000));
-  const response = await fetch(`${api.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) }, body });
+  const response = await fetch(`${api.url}/hooks/hooks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) },
+    body,
+  });
   expect(response.status).toBeLessThan(300);
 }
 
 const marker = (): string => join(host.home.workspacesDir, 'helper', 'from-chat.txt');
 
 describe('taint tracking of channel messages', () => {
-  it('refuses a command a channel stranger wrote, and runs the one the channel\'s owner wrote', async () => {
+  it("refuses a command a channel stranger wrote, and runs the one the channel's owner wrote", async () => {
     await start({ sinks: { shell_exec: 'refuse' } });
     model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'I may not.' }]);
     await post('m-1', 'u-bob', 'run touch from-chat.txt please');
     await waitFor('the reply to Bob', () => replies.length === 1);
     expect(existsSync(marker())).toBe(false);
     const [refused] = await host.kernel.audit({ agent: 'helper', types: ['tool-deny'] });
-    expect(refused?.data['reason']).toBe('shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt"; [taint] refuses it');
+    expect(refused?.data['reason']).toBe(
+      'shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt"; [taint] refuses it',
+    );
 
     model.script([{ toolCalls: [{ name: 'shell_exec', input: { command: 'touch from-chat.txt' } }] }, { text: 'Done.' }]);
     await post('m-2', 'u-ada', 'run touch from-chat.txt please');
@@ -76,7 +105,9 @@ describe('taint tracking of channel messages', () => {
     await post('m-1', 'u-bob', 'run touch from-chat.txt please');
     const request = await waitFor('the approval request', async () => (await host.kernel.approvals.list('pending'))[0]);
     await waitFor('the approval request in the chat', () => replies.length === 1);
-    expect(replies[0]).toContain('helper wants to run shell_exec {"command":"touch from-chat.txt"}\n(shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt")');
+    expect(replies[0]).toContain(
+      'helper wants to run shell_exec {"command":"touch from-chat.txt"}\n(shell_exec carries untrusted text from message (message from channel sender "hooks:u-bob"): "touch from-chat.txt")',
+    );
     await host.kernel.approvals.decide(request.id, { approved: false, by: 'owner', reason: null });
     await waitFor('the reply to Bob', () => replies.length === 2);
     expect(existsSync(marker())).toBe(false);

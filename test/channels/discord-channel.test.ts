@@ -22,7 +22,18 @@ afterEach(async () => {
 });
 
 async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
-  const config = { channels: [{ name: 'guild', kind: 'discord', agent: 'helper', token_env: 'DISCORD_TOKEN', api_base_url: discord.apiUrl, policy: { direct: 'allowlist', allow_users: [ADA.id], ...policy } }] };
+  const config = {
+    channels: [
+      {
+        name: 'guild',
+        kind: 'discord',
+        agent: 'helper',
+        token_env: 'DISCORD_TOKEN',
+        api_base_url: discord.apiUrl,
+        policy: { direct: 'allowlist', allow_users: [ADA.id], ...policy },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, DISCORD_TOKEN: 'discord-test-token' });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -53,7 +64,7 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     expect(JSON.stringify(model.requests[0]?.body['messages'])).toContain('are you there?');
   });
 
-  it('keeps a thread a conversation of its own, under its channel\'s allowlist', async () => {
+  it("keeps a thread a conversation of its own, under its channel's allowlist", async () => {
     await start({ groups: 'allowlist', allow_groups: [discord.guild.channelId], allow_users: [], direct: 'closed' });
     model.script([{ text: 'In the channel.' }, { text: 'In the thread.' }]);
     discord.message({ channelId: discord.guild.channelId, author: ADA, content: `<@${discord.bot.id}> my name is Ada`, guild: true, mentionsBot: true });
@@ -70,7 +81,9 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     expect(conversation).toHaveLength(1);
     expect(conversation[0]?.content.at(-1)).toEqual({ type: 'text', text: 'what is my name?' });
     expect(conversation[0]?.content[0]?.text).toContain(`They said (channel:guild:${discord.guild.channelId}) my name is Ada`);
-    expect(await host.store.channels.recent('guild', 2)).toEqual(expect.arrayContaining([expect.objectContaining({ conversationId: discord.guild.channelId, thread: discord.guild.threadId })]));
+    expect(await host.store.channels.recent('guild', 2)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ conversationId: discord.guild.channelId, thread: discord.guild.threadId })]),
+    );
   });
 
   it('answers a waiting message as it was edited, and does not answer one deleted before its turn', async () => {
@@ -87,14 +100,22 @@ describe('a Discord channel (discord.js against a local gateway and REST API)', 
     await waitFor('three stored messages', async () => (await host.store.channels.recent('guild', 3)).length === 3);
     discord.edit({ channelId: dm, author: ADA, content: 'second, corrected', id: '400000000000000011' });
     discord.remove({ channelId: dm, id: '400000000000000012' });
-    await waitFor('the deleted message ignored and the edited one corrected', async () => (await host.store.channels.get('guild', '400000000000000012'))?.status === 'ignored' && (await host.store.channels.get('guild', '400000000000000011'))?.text === 'second, corrected');
+    await waitFor(
+      'the deleted message ignored and the edited one corrected',
+      async () =>
+        (await host.store.channels.get('guild', '400000000000000012'))?.status === 'ignored' &&
+        (await host.store.channels.get('guild', '400000000000000011'))?.text === 'second, corrected',
+    );
     release();
     await waitFor('the three messages to settle', () => settled(3));
     await host.channels.idle();
     expect(discord.created.map((message) => message.content)).toEqual(['First answer.', 'Second answer.']);
     expect(JSON.stringify(model.requests[1]?.body['messages'])).toContain('second, corrected');
     expect(JSON.stringify(model.requests[1]?.body['messages'])).not.toContain('typo');
-    expect(await host.store.channels.get('guild', '400000000000000012')).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
+    expect(await host.store.channels.get('guild', '400000000000000012')).toMatchObject({
+      status: 'ignored',
+      note: 'deleted on the platform before it was answered',
+    });
   });
 
   it('answers a message dispatched twice once', async () => {

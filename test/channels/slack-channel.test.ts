@@ -25,7 +25,20 @@ afterEach(async () => {
 });
 
 async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
-  const config = { channels: [{ name: 'team', kind: 'slack', agent: 'helper', mode: 'socket', app_token_env: 'SLACK_APP_TOKEN', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'allowlist', allow_users: ['U42'], ...policy } }] };
+  const config = {
+    channels: [
+      {
+        name: 'team',
+        kind: 'slack',
+        agent: 'helper',
+        mode: 'socket',
+        app_token_env: 'SLACK_APP_TOKEN',
+        bot_token_env: 'SLACK_BOT_TOKEN',
+        api_base_url: slack.apiUrl,
+        policy: { direct: 'allowlist', allow_users: ['U42'], ...policy },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_APP_TOKEN: 'xapp-test', SLACK_BOT_TOKEN: 'xoxb-test' });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -45,7 +58,9 @@ describe('a Slack channel (Socket Mode and the Web API against a local Slack)', 
     const envelope = slack.message({ channel: 'D1', user: 'U42', text: 'Hi!' });
     await waitFor('the message to settle', () => settled(1));
     expect(slack.acks).toContain(envelope);
-    expect(slack.posted).toMatchObject([{ channel: 'D1', threadTs: undefined, text: 'Hello **Ada**.', blocks: [{ type: 'markdown', text: 'Hello **Ada**.' }] }]);
+    expect(slack.posted).toMatchObject([
+      { channel: 'D1', threadTs: undefined, text: 'Hello **Ada**.', blocks: [{ type: 'markdown', text: 'Hello **Ada**.' }] },
+    ]);
   });
 
   it('answers a mention in a channel in a thread of its own, ignores the rest and its own messages', async () => {
@@ -121,11 +136,34 @@ describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', ()
   let api: RunningHttpServer;
 
   async function startEvents(): Promise<void> {
-    const config = { channels: [{ name: 'events', kind: 'slack', mode: 'events', agent: 'helper', signing_secret_env: 'SLACK_SIGNING_SECRET', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: slack.apiUrl, policy: { direct: 'open' } }] };
+    const config = {
+      channels: [
+        {
+          name: 'events',
+          kind: 'slack',
+          mode: 'events',
+          agent: 'helper',
+          signing_secret_env: 'SLACK_SIGNING_SECRET',
+          bot_token_env: 'SLACK_BOT_TOKEN',
+          api_base_url: slack.apiUrl,
+          policy: { direct: 'open' },
+        },
+      ],
+    };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test' });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
-    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
   }
   afterEach(async () => {
     await api.close();
@@ -134,7 +172,15 @@ describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', ()
   function post(payload: unknown, options: { secret?: string; ageSeconds?: number } = {}): Promise<Response> {
     const body = JSON.stringify(payload);
     const timestamp = String(Math.floor(host.clock.now() / 1000) - (options.ageSeconds ?? 0));
-    return fetch(`${api.url}/hooks/events`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signSlackRequest(options.secret ?? SECRET, timestamp, body) }, body });
+    return fetch(`${api.url}/hooks/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-slack-request-timestamp': timestamp,
+        'x-slack-signature': signSlackRequest(options.secret ?? SECRET, timestamp, body),
+      },
+      body,
+    });
   }
 
   it('answers the URL verification, refuses a bad signature or a stale timestamp, and answers a message event once', async () => {
@@ -144,7 +190,11 @@ describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', ()
     expect((await post({ type: 'url_verification', challenge: 'x' }, { secret: 'guess' })).status).toBe(401);
     expect((await post({ type: 'url_verification', challenge: 'x' }, { ageSeconds: 600 })).status).toBe(401);
     model.script([{ text: 'Via the Events API.' }]);
-    const event = { type: 'event_callback', event_id: 'Ev1', event: { type: 'message', channel: 'D9', channel_type: 'im', user: 'U42', text: 'hello', ts: '1700.0100' } };
+    const event = {
+      type: 'event_callback',
+      event_id: 'Ev1',
+      event: { type: 'message', channel: 'D9', channel_type: 'im', user: 'U42', text: 'hello', ts: '1700.0100' },
+    };
     expect((await post(event)).status).toBe(200);
     // Slack retries when it is not sure: the same message is answered once.
     expect((await post(event)).status).toBe(200);

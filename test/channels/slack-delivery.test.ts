@@ -36,7 +36,9 @@ async function startRefusingWebApi(upstream: string): Promise<RefusingWebApi> {
       for await (const chunk of request) body += (chunk as Buffer).toString('utf8');
       const path = (request.url ?? '/').replace(/^\/api\//, '');
       if (/^chat\.(postMessage|update)/.test(path) && (api.refuse === 'all' || (api.refuse === 'blocks' && body.includes('blocks')))) {
-        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error: api.refuse === 'all' ? 'not_in_channel' : 'invalid_blocks' }));
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ ok: false, error: api.refuse === 'all' ? 'not_in_channel' : 'invalid_blocks' }));
         return;
       }
       const headers: Record<string, string> = {};
@@ -75,7 +77,20 @@ afterEach(async () => {
 });
 
 async function start(): Promise<void> {
-  const config = { channels: [{ name: 'team', kind: 'slack', agent: 'helper', mode: 'socket', app_token_env: 'SLACK_APP_TOKEN', bot_token_env: 'SLACK_BOT_TOKEN', api_base_url: webApi.url, policy: { direct: 'allowlist', allow_users: ['U42'] } }] };
+  const config = {
+    channels: [
+      {
+        name: 'team',
+        kind: 'slack',
+        agent: 'helper',
+        mode: 'socket',
+        app_token_env: 'SLACK_APP_TOKEN',
+        bot_token_env: 'SLACK_BOT_TOKEN',
+        api_base_url: webApi.url,
+        policy: { direct: 'allowlist', allow_users: ['U42'] },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_APP_TOKEN: 'xapp-test', SLACK_BOT_TOKEN: 'xoxb-test' }, { logger: log.logger });
   await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -104,7 +119,7 @@ describe('a Slack reply', () => {
     expect(log.records.some((record) => record['msg'] === 'channel "team": Slack refused a reply\'s Markdown block; sent as plain text')).toBe(true);
   });
 
-  it('Slack refuses outright is recorded as failed with its reason: in the store, the daemon\'s log and the audit log', async () => {
+  it("Slack refuses outright is recorded as failed with its reason: in the store, the daemon's log and the audit log", async () => {
     await start();
     webApi.refuse = 'all';
     model.script([{ text: 'Nobody will read this.' }]);
@@ -112,11 +127,16 @@ describe('a Slack reply', () => {
     const message = await settled();
     expect(message).toMatchObject({ status: 'failed', note: 'the reply could not be delivered: An API error occurred: not_in_channel' });
     expect(slack.posted).toEqual([]);
-    expect(log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply')).toMatchObject({ channel: 'team', msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "team": An API error occurred: not_in_channel` });
+    expect(log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply')).toMatchObject({
+      channel: 'team',
+      msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "team": An API error occurred: not_in_channel`,
+    });
     const audited = await waitFor('the channel-reply-fail event', async () => {
       const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
-    expect(audited).toMatchObject([{ data: { channel: 'team', kind: 'reply', conversationId: 'D1', userId: 'U42', reason: 'An API error occurred: not_in_channel' } }]);
+    expect(audited).toMatchObject([
+      { data: { channel: 'team', kind: 'reply', conversationId: 'D1', userId: 'U42', reason: 'An API error occurred: not_in_channel' } },
+    ]);
   });
 });

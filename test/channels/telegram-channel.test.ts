@@ -30,7 +30,18 @@ afterEach(async () => {
 });
 
 async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
-  const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, policy: { direct: 'allowlist', allow_users: ['42', '77'], ...policy } }] };
+  const config = {
+    channels: [
+      {
+        name: 'tg',
+        kind: 'telegram',
+        agent: 'helper',
+        token_env: 'TELEGRAM_BOT_TOKEN',
+        api_base_url: telegram.url,
+        policy: { direct: 'allowlist', allow_users: ['42', '77'], ...policy },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -56,7 +67,9 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect(telegram.calls).toContain('sendChatAction');
     await waitFor('the update to be acknowledged', () => telegram.acknowledged() >= update);
     expect(telegram.acknowledged()).toBeGreaterThanOrEqual(update);
-    expect(await host.store.channels.recent('tg', 1)).toMatchObject([{ platformId: expect.stringMatching(/^42:\d+$/) as unknown, userName: 'Ada', conversationKind: 'direct', status: 'answered' }]);
+    expect(await host.store.channels.recent('tg', 1)).toMatchObject([
+      { platformId: expect.stringMatching(/^42:\d+$/) as unknown, userName: 'Ada', conversationKind: 'direct', status: 'answered' },
+    ]);
   });
 
   it('ignores a group message that does not mention the bot and answers one that does', async () => {
@@ -65,7 +78,12 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'At your service.' }]);
     const mention = `@${telegram.bot.username} can you help?`;
     telegram.push(TEAM, ADA, mention, { entities: [{ type: 'mention', offset: 0, length: telegram.bot.username.length + 1 }] });
-    await waitFor('both group messages to settle', async () => (await host.store.channels.recent('tg', 2)).every((message) => message.status !== 'received') && (await host.store.channels.recent('tg', 2)).length === 2);
+    await waitFor(
+      'both group messages to settle',
+      async () =>
+        (await host.store.channels.recent('tg', 2)).every((message) => message.status !== 'received') &&
+        (await host.store.channels.recent('tg', 2)).length === 2,
+    );
     expect(telegram.sent.map((message) => [message.chatId, message.text])).toEqual([[-1001, 'At your service.']]);
     expect((await host.store.channels.recent('tg', 2)).map((message) => message.status)).toEqual(['answered', 'ignored']);
   });
@@ -99,7 +117,7 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     expect(model.requests).toHaveLength(1);
   });
 
-  it('asks for a tool call\'s approval with buttons, takes the decision only from an approver, and then answers', async () => {
+  it("asks for a tool call's approval with buttons, takes the decision only from an approver, and then answers", async () => {
     await start({ approvers: ['42'] }, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'note.txt', content: 'from the chat' } }] }, { text: 'Written.' }]);
     telegram.push(ADA_CHAT, ADA, 'Write a note');
@@ -123,9 +141,11 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     await start();
     telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
     await waitFor('the refusal to be sent', () => telegram.sent.length > 0);
-    expect(telegram.sent[0]).toMatchObject({ chatId: 78, text: 'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.' });
+    expect(telegram.sent[0]).toMatchObject({ chatId: 78, text: "Sorry, I can't talk with you here: not on the channel's allow_users." });
     await waitFor('the channel-refuse event', async () => (await host.store.events.list({ type: 'channel-refuse' })).length > 0);
-    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } }]);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([
+      { data: { channel: 'tg', userId: '78', userName: 'Mallory', name: 'helper' } },
+    ]);
     expect(model.requests).toHaveLength(0);
   });
 
@@ -134,14 +154,17 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
     model.script([{ text: 'Worth the wait.' }]);
     telegram.failSends(3);
     telegram.push(ADA_CHAT, ADA, 'Are you there?');
-    await waitFor('the reply, once sends work again', pastRetries(() => telegram.sent.length > 0));
+    await waitFor(
+      'the reply, once sends work again',
+      pastRetries(() => telegram.sent.length > 0),
+    );
     expect(telegram.sent.map((message) => message.text)).toEqual(['Worth the wait.']);
     expect(telegram.calls.filter((call) => call === 'sendMessage').length).toBeGreaterThanOrEqual(4);
     await waitFor('the message to be answered', async () => (await host.store.channels.recent('tg', 1))[0]?.status === 'answered');
     expect((await host.store.channels.recent('tg', 1))[0]?.status).toBe('answered');
   });
 
-  it('sends the agent\'s Markdown as Telegram\'s HTML', async () => {
+  it("sends the agent's Markdown as Telegram's HTML", async () => {
     await start();
     model.script([{ text: '**Done**: see `notes.txt` <here>' }]);
     telegram.push(ADA_CHAT, ADA, 'Status?');
@@ -170,19 +193,51 @@ describe('a Telegram channel (grammY against a local Bot API server)', () => {
 
 describe('a Telegram channel on a webhook', () => {
   it('registers its address and secret with Telegram, answers an update POSTed with the secret, and refuses one without', async () => {
-    const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: telegram.url, mode: 'webhook', webhook_url: 'https://loom.example.com/hooks/tg', secret_token_env: 'TELEGRAM_SECRET', policy: { direct: 'open' } }] };
+    const config = {
+      channels: [
+        {
+          name: 'tg',
+          kind: 'telegram',
+          agent: 'helper',
+          token_env: 'TELEGRAM_BOT_TOKEN',
+          api_base_url: telegram.url,
+          mode: 'webhook',
+          webhook_url: 'https://loom.example.com/hooks/tg',
+          secret_token_env: 'TELEGRAM_SECRET',
+          policy: { direct: 'open' },
+        },
+      ],
+    };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_SECRET: 'hook-secret' });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
     expect(telegram.webhooks).toMatchObject([{ url: 'https://loom.example.com/hooks/tg', secret_token: 'hook-secret' }]);
     expect(telegram.calls).not.toContain('getUpdates');
-    const api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    const api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
     try {
       const update = JSON.stringify(telegram.update(ADA_CHAT, ADA, 'via the webhook'));
-      const forged = await fetch(`${api.url}/hooks/tg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'guess' }, body: update });
+      const forged = await fetch(`${api.url}/hooks/tg`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'guess' },
+        body: update,
+      });
       expect(forged.status).toBe(401);
       model.script([{ text: 'Got it.' }]);
-      const genuine = await fetch(`${api.url}/hooks/tg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'hook-secret' }, body: update });
+      const genuine = await fetch(`${api.url}/hooks/tg`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'hook-secret' },
+        body: update,
+      });
       expect(genuine.status).toBe(200);
       // Stored before Telegram got its 200.
       expect(await host.store.channels.recent('tg', 1)).toMatchObject([{ text: 'via the webhook' }]);

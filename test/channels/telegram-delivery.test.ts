@@ -47,10 +47,16 @@ async function startRefusingBotApi(upstream: string): Promise<RefusingBotApi> {
         return;
       }
       if (api.refusing && /\/(sendMessage|editMessageText)$/.test(request.url ?? '')) {
-        response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' }));
+        response
+          .writeHead(403, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' }));
         return;
       }
-      const answer = await fetch(`${upstream}${request.url ?? ''}`, { method: request.method ?? 'POST', headers: { 'content-type': request.headers['content-type'] ?? 'application/json' }, ...(body === '' ? {} : { body }) });
+      const answer = await fetch(`${upstream}${request.url ?? ''}`, {
+        method: request.method ?? 'POST',
+        headers: { 'content-type': request.headers['content-type'] ?? 'application/json' },
+        ...(body === '' ? {} : { body }),
+      });
       response.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
     })().catch((error: unknown) => response.writeHead(502).end(String(error)));
   });
@@ -81,7 +87,18 @@ afterEach(async () => {
 });
 
 async function start(): Promise<void> {
-  const config = { channels: [{ name: 'tg', kind: 'telegram', agent: 'helper', token_env: 'TELEGRAM_BOT_TOKEN', api_base_url: botApi.url, policy: { direct: 'allowlist', allow_users: ['42'] } }] };
+  const config = {
+    channels: [
+      {
+        name: 'tg',
+        kind: 'telegram',
+        agent: 'helper',
+        token_env: 'TELEGRAM_BOT_TOKEN',
+        api_base_url: botApi.url,
+        policy: { direct: 'allowlist', allow_users: ['42'] },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token }, { logger: log.logger });
   await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
@@ -102,7 +119,10 @@ function pastRetries(done: () => boolean | Promise<boolean>): () => Promise<bool
 
 /** The newest message's record once it is settled (answered, failed…), the clock moved past any retries meanwhile. */
 async function settled() {
-  await waitFor('the message to be settled', pastRetries(async () => ['answered', 'failed', 'refused', 'ignored'].includes((await host.store.channels.recent('tg', 1))[0]?.status ?? 'none')));
+  await waitFor(
+    'the message to be settled',
+    pastRetries(async () => ['answered', 'failed', 'refused', 'ignored'].includes((await host.store.channels.recent('tg', 1))[0]?.status ?? 'none')),
+  );
   return (await host.store.channels.recent('tg', 1))[0];
 }
 
@@ -121,7 +141,13 @@ describe('a Telegram reply the formatter cannot format', () => {
       // Split at Telegram's limit, at a space: the parts put back together are the reply.
       expect(telegram.sent.map((message) => message.text).join(' ')).toBe(reply);
       expect(telegram.sent.map((message) => message.parseMode)).toEqual(telegram.sent.map(() => undefined));
-      expect(log.records.some((record) => record['msg'] === 'channel "tg": a reply could not be formatted; sent as plain text' && String(record['problem']).includes('nest deeper than 16 levels'))).toBe(true);
+      expect(
+        log.records.some(
+          (record) =>
+            record['msg'] === 'channel "tg": a reply could not be formatted; sent as plain text' &&
+            String(record['problem']).includes('nest deeper than 16 levels'),
+        ),
+      ).toBe(true);
     });
   }
 
@@ -149,13 +175,16 @@ describe('a long Telegram reply streamed word by word', () => {
 });
 
 describe('a Telegram reply the Bot API refuses', () => {
-  it('is recorded as failed with its reason: in the store, the daemon\'s log and the audit log', async () => {
+  it("is recorded as failed with its reason: in the store, the daemon's log and the audit log", async () => {
     await start();
     model.script([{ text: 'You will never read this.' }]);
     botApi.refusing = true;
     telegram.push(ADA_CHAT, ADA, 'Hello?');
     const message = await settled();
-    expect(message).toMatchObject({ status: 'failed', note: 'the reply could not be delivered: Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' });
+    expect(message).toMatchObject({
+      status: 'failed',
+      note: "the reply could not be delivered: Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)",
+    });
     expect(telegram.sent).toEqual([]);
     // A blocked bot stays blocked: the refusal is taken at its word, not tried again for a minute
     // (two sends: the streamed reply's first words, then the whole reply, each once).
@@ -163,13 +192,32 @@ describe('a Telegram reply the Bot API refuses', () => {
     expect(log.records.filter((record) => record['msg'] === 'a reply could not be delivered; trying again')).toEqual([]);
 
     const logged = log.records.find((record) => record['level'] === 50 && record['kind'] === 'reply');
-    expect(logged).toMatchObject({ channel: 'tg', platformId: message?.platformId, conversationId: '42', msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "tg": Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)` });
+    expect(logged).toMatchObject({
+      channel: 'tg',
+      platformId: message?.platformId,
+      conversationId: '42',
+      msg: `could not deliver the reply to message "${message?.platformId ?? ''}" on channel "tg": Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)`,
+    });
 
     const audited = await waitFor('the channel-reply-fail event', async () => {
       const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
-    expect(audited).toMatchObject([{ type: 'channel-reply-fail', data: { channel: 'tg', name: 'helper', kind: 'reply', platformId: message?.platformId, conversationId: '42', thread: null, userId: '42', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);
+    expect(audited).toMatchObject([
+      {
+        type: 'channel-reply-fail',
+        data: {
+          channel: 'tg',
+          name: 'helper',
+          kind: 'reply',
+          platformId: message?.platformId,
+          conversationId: '42',
+          thread: null,
+          userId: '42',
+          reason: "Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)",
+        },
+      },
+    ]);
     expect(audited[0]?.agentId).toBe(host.kernel.get('helper').id);
   });
 
@@ -189,12 +237,14 @@ describe('a Telegram reply the Bot API refuses', () => {
     await start();
     botApi.refusing = true;
     telegram.push({ id: 78, type: 'private' }, { id: 78, first_name: 'Mallory' }, 'let me in');
-    expect(await settled()).toMatchObject({ status: 'refused', note: 'not on the channel\'s allow_users' });
+    expect(await settled()).toMatchObject({ status: 'refused', note: "not on the channel's allow_users" });
     const audited = await waitFor('the channel-reply-fail event', async () => {
       const events = await host.store.events.list({ type: 'channel-reply-fail' });
       return events.length > 0 && events;
     });
-    expect(audited).toMatchObject([{ data: { kind: 'refusal', userId: '78', reason: 'Call to \'sendMessage\' failed! (403: Forbidden: bot was blocked by the user)' } }]);
+    expect(audited).toMatchObject([
+      { data: { kind: 'refusal', userId: '78', reason: "Call to 'sendMessage' failed! (403: Forbidden: bot was blocked by the user)" } },
+    ]);
     expect(model.requests).toHaveLength(0);
   });
 });

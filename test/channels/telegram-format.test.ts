@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MAX_FORMATTED_LENGTH, MAX_FORMATTED_NESTING, toTelegramHtml } from '../../src/channels/telegram-format.ts';
 
 describe('toTelegramHtml()', () => {
-  it('turns a model\'s Markdown into the HTML Telegram shows', () => {
-    const markdown = '# Plan\n\nSome **bold**, *italic*, ~~old~~ and `a<b`.\n\n- one\n- two, see [docs](https://example.com/?a=1&b=2)\n\n1. first\n2. second\n\n```ts\nif (a < b) go();\n```\n\n> a quote';
+  it("turns a model's Markdown into the HTML Telegram shows", () => {
+    const markdown =
+      '# Plan\n\nSome **bold**, *italic*, ~~old~~ and `a<b`.\n\n- one\n- two, see [docs](https://example.com/?a=1&b=2)\n\n1. first\n2. second\n\n```ts\nif (a < b) go();\n```\n\n> a quote';
     expect(toTelegramHtml(markdown)).toBe(
       [
         '<b>Plan</b>',
@@ -24,7 +25,9 @@ describe('toTelegramHtml()', () => {
   });
 
   it('escapes markup it was not asked for, and drops links that are not web or mail links', () => {
-    expect(toTelegramHtml('<script>alert(1)</script>\n\nthen [click](javascript:alert(1)) & 5 > 3')).toBe('&lt;script&gt;alert(1)&lt;/script&gt;\n\nthen click &amp; 5 &gt; 3');
+    expect(toTelegramHtml('<script>alert(1)</script>\n\nthen [click](javascript:alert(1)) & 5 > 3')).toBe(
+      '&lt;script&gt;alert(1)&lt;/script&gt;\n\nthen click &amp; 5 &gt; 3',
+    );
     expect(toTelegramHtml('| a | b |\n|---|---|\n| <1> | 2 |')).toBe('<pre>a | b\n&lt;1&gt; | 2</pre>');
   });
 });
@@ -33,8 +36,12 @@ describe('toTelegramHtml() bounds its own work', () => {
   const tooDeep = `cannot format a reply for Telegram: its quotes, lists, emphasis or links nest deeper than ${MAX_FORMATTED_NESTING} levels, so it is sent as plain text`;
 
   it('formats quotes and lists nested as deep as it allows', () => {
-    expect(toTelegramHtml(`${'>'.repeat(MAX_FORMATTED_NESTING)} deep`)).toBe(`${'<blockquote>'.repeat(MAX_FORMATTED_NESTING)}deep${'</blockquote>'.repeat(MAX_FORMATTED_NESTING)}`);
-    expect(toTelegramHtml('- one\n  - two\n    - three\n\n> a **bold** quote')).toBe('• one\n  • two\n    • three\n\n<blockquote>a <b>bold</b> quote</blockquote>');
+    expect(toTelegramHtml(`${'>'.repeat(MAX_FORMATTED_NESTING)} deep`)).toBe(
+      `${'<blockquote>'.repeat(MAX_FORMATTED_NESTING)}deep${'</blockquote>'.repeat(MAX_FORMATTED_NESTING)}`,
+    );
+    expect(toTelegramHtml('- one\n  - two\n    - three\n\n> a **bold** quote')).toBe(
+      '• one\n  • two\n    • three\n\n<blockquote>a <b>bold</b> quote</blockquote>',
+    );
   });
 
   // Each of these overflowed `marked`'s recursion ("Maximum call stack size exceeded").
@@ -57,7 +64,9 @@ describe('toTelegramHtml() bounds its own work', () => {
   });
 
   it(`refuses a text longer than ${MAX_FORMATTED_LENGTH} characters`, () => {
-    expect(() => toTelegramHtml('a'.repeat(MAX_FORMATTED_LENGTH + 1))).toThrow(`cannot format a reply of ${MAX_FORMATTED_LENGTH + 1} characters for Telegram: more than ${MAX_FORMATTED_LENGTH} are sent as plain text`);
+    expect(() => toTelegramHtml('a'.repeat(MAX_FORMATTED_LENGTH + 1))).toThrow(
+      `cannot format a reply of ${MAX_FORMATTED_LENGTH + 1} characters for Telegram: more than ${MAX_FORMATTED_LENGTH} are sent as plain text`,
+    );
   });
 
   it('refuses the longest nested emphasis it takes at the bound (its time once grew with the square of the length)', () => {

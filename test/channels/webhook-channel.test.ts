@@ -43,11 +43,29 @@ async function startReceiver(): Promise<string> {
 
 async function start(policy: Record<string, unknown> = {}, agentToml = ''): Promise<void> {
   const replyUrl = await startReceiver();
-  const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'], ...policy } }] };
+  const config = {
+    channels: [
+      {
+        name: 'hooks',
+        kind: 'webhook',
+        agent: 'helper',
+        secret_env: 'HOOK_SECRET',
+        reply_url: replyUrl,
+        policy: { direct: 'allowlist', allow_users: ['u-ada', 'u-bob'], ...policy },
+      },
+    ],
+  };
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
-  const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels });
+  const app = createHttpApp({
+    kernel: host.kernel,
+    config: ConfigSchema.parse(config),
+    env: {},
+    clock: host.clock,
+    logger: createSilentLogger(),
+    channels: host.channels,
+  });
   api = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
 }
 
@@ -67,12 +85,21 @@ function post(message: Record<string, unknown>, tamper: { secret?: string; ageSe
   const timestamp = String(Math.floor(host.clock.now() / 1000) - (tamper.ageSeconds ?? 0));
   return fetch(`${api.url}/hooks/${tamper.channel ?? 'hooks'}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(tamper.secret ?? SECRET, timestamp, body) },
+    headers: {
+      'content-type': 'application/json',
+      [WEBHOOK_TIMESTAMP_HEADER]: timestamp,
+      [WEBHOOK_SIGNATURE_HEADER]: signWebhook(tamper.secret ?? SECRET, timestamp, body),
+    },
     body,
   });
 }
 
-const fromAda = (id: string, text: string, conversation = 'c-1'): Record<string, unknown> => ({ id, user: { id: 'u-ada', name: 'Ada' }, conversation: { id: conversation }, text });
+const fromAda = (id: string, text: string, conversation = 'c-1'): Record<string, unknown> => ({
+  id,
+  user: { id: 'u-ada', name: 'Ada' },
+  conversation: { id: conversation },
+  text,
+});
 
 describe('a webhook channel', () => {
   it('answers a signed message from an allowed person with a signed reply, in a session of that conversation', async () => {
@@ -117,7 +144,11 @@ describe('a webhook channel', () => {
 
   it("lets an approver decide only the channel's own agent's requests, not another agent's, whatever id they give", async () => {
     await start({ approvers: ['u-ada'] });
-    await host.kernel.spawn(manifest(`name = "admin"\n[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "admin"\n[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+      ),
+    );
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'owned.txt', content: 'x' } }] }, { text: 'Not written.' }]);
     const turn = host.kernel.send('admin', 'Write it');
     const [request] = await waitFor("the admin agent's approval request", async () => {
@@ -163,7 +194,7 @@ describe('a webhook channel', () => {
     expect(((await forged.json()) as { error: { message: string } }).error.message).toContain('the signature does not match the body');
     const replayed = await post(fromAda('m-2', 'Hi'), { ageSeconds: 600 });
     expect(replayed.status).toBe(401);
-    expect(((await replayed.json()) as { error: { message: string } }).error.message).toContain('600 s from the daemon\'s clock, more than 300 s');
+    expect(((await replayed.json()) as { error: { message: string } }).error.message).toContain("600 s from the daemon's clock, more than 300 s");
     const malformed = await post({ id: 'm-3', user: { id: 'u-ada' }, text: 'no conversation' });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toEqual({ error: { code: 'INVALID_REQUEST', message: expect.stringContaining('conversation') as string } });
@@ -177,7 +208,9 @@ describe('a webhook channel', () => {
     const code = /loom channels approve ([A-Z2-9]{6})/.exec(received[0]?.body.text ?? '')?.[1];
     expect(code).toBeDefined();
     expect(model.requests).toHaveLength(0);
-    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([{ data: { channel: 'hooks', userId: 'u-bob', reason: `not paired; pairing code ${code} issued` } }]);
+    expect(await host.store.events.list({ type: 'channel-refuse' })).toMatchObject([
+      { data: { channel: 'hooks', userId: 'u-bob', reason: `not paired; pairing code ${code} issued` } },
+    ]);
     // Asking again gives the same code.
     await post({ id: 'm-2', user: { id: 'u-bob', name: 'Bob' }, conversation: { id: 'c-bob' }, text: 'Still there?' });
     await host.channels.idle();
@@ -215,13 +248,13 @@ describe('a webhook channel', () => {
     ]);
   });
 
-  it('holds back a stranger\'s flood: refusals, one notice, then silence', async () => {
+  it("holds back a stranger's flood: refusals, one notice, then silence", async () => {
     await start({ messages_per_minute: 2 });
     for (const id of ['s-1', 's-2', 's-3', 's-4', 's-5']) await post({ id, user: { id: 'u-eve' }, conversation: { id: 'c-eve' }, text: 'let me in' });
     await host.channels.idle();
     expect(received.map((reply) => reply.body.text)).toEqual([
-      'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.',
-      'Sorry, I can\'t talk with you here: not on the channel\'s allow_users.',
+      "Sorry, I can't talk with you here: not on the channel's allow_users.",
+      "Sorry, I can't talk with you here: not on the channel's allow_users.",
       'You are sending messages faster than 2 a minute; please wait a moment.',
     ]);
     expect((await host.store.channels.recent('hooks', 2)).map((message) => message.status)).toEqual(['ignored', 'ignored']);
@@ -230,14 +263,28 @@ describe('a webhook channel', () => {
   it('shows a question an MCP server asks during the turn, says where to answer it, and takes "deny <id>" as declining it', async () => {
     const replyUrl = await startReceiver();
     const config = {
-      channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open', approvers: ['u-ada'] } }],
+      channels: [
+        { name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open', approvers: ['u-ada'] } },
+      ],
       mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])],
     };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET }, { connectMcpServers: true });
     await waitFor('the everything server to connect', () => host.mcp?.servers()[0]?.status === 'connected');
-    await host.kernel.spawn(manifest(`name = "helper"\n[capabilities]\ntools = ["mcp_everything_*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await host.kernel.spawn(
+      manifest(`name = "helper"\n[capabilities]\ntools = ["mcp_everything_*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`),
+    );
     await host.channels.start();
-    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Maybe later, then.' }]);
     await post(fromAda('m-1', 'ask me'));
     await waitFor('the approval request reply', () => received.length > 0);
@@ -253,12 +300,29 @@ describe('a webhook channel', () => {
 
   it('knows a person named in [people] on each of their channels', async () => {
     const replyUrl = await startReceiver();
-    const channel = (name: string): Record<string, unknown> => ({ name, kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open' } });
+    const channel = (name: string): Record<string, unknown> => ({
+      name,
+      kind: 'webhook',
+      agent: 'helper',
+      secret_env: 'HOOK_SECRET',
+      reply_url: replyUrl,
+      policy: { direct: 'open' },
+    });
     const config = { channels: [channel('hooks'), channel('desk')], people: { ada: ['hooks:u-ada', 'desk:ada@example.com'] } };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
-    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
     model.script([{ text: 'Noted.' }, { text: 'Tea.' }, { text: 'Who?' }]);
     await post(fromAda('m-1', 'I like tea'));
     await host.channels.idle();
@@ -275,27 +339,74 @@ describe('a webhook channel', () => {
 
   it('answers after a restart what was stored but not answered before a crash', async () => {
     const replyUrl = await startReceiver();
-    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open' } }] };
+    const config = {
+      channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: replyUrl, policy: { direct: 'open' } }],
+    };
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     // Stored and acknowledged, then the process died before the turn.
-    await host.store.channels.receive({ channel: 'hooks', platformId: 'm-9', userId: 'u-1', userName: null, conversationId: 'c-9', conversationKind: 'direct', thread: null, mentioned: true, text: 'Are you there?', status: 'received', note: null, receivedAt: 1, updatedAt: 1 });
+    await host.store.channels.receive({
+      channel: 'hooks',
+      platformId: 'm-9',
+      userId: 'u-1',
+      userName: null,
+      conversationId: 'c-9',
+      conversationKind: 'direct',
+      thread: null,
+      mentioned: true,
+      text: 'Are you there?',
+      status: 'received',
+      note: null,
+      receivedAt: 1,
+      updatedAt: 1,
+    });
     model.script([{ text: 'I am.' }]);
     await host.channels.start();
     await host.channels.idle();
     expect(received.map((reply) => reply.body.text)).toEqual(['I am.']);
-    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
   });
 
   it('lists channels with their state over /api/channels, a missing secret shown as failed', async () => {
-    const config = { channels: [{ name: 'nosecret', kind: 'webhook', agent: 'helper', secret_env: 'MISSING_SECRET', reply_url: 'http://127.0.0.1:9/replies' }] };
+    const config = {
+      channels: [{ name: 'nosecret', kind: 'webhook', agent: 'helper', secret_env: 'MISSING_SECRET', reply_url: 'http://127.0.0.1:9/replies' }],
+    };
     host = await openTestHost(dir.path, config, TEST_KEYS);
     await host.channels.start();
     await startReceiver();
-    api = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    api = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
     const response = await fetch(`${api.url}/api/channels`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject([{ name: 'nosecret', kind: 'webhook', agent: 'helper', state: 'failed', error: 'MISSING_SECRET is not set in the daemon\'s environment', policy: { direct: 'pairing', groups: 'closed' } }]);
+    expect(await response.json()).toMatchObject([
+      {
+        name: 'nosecret',
+        kind: 'webhook',
+        agent: 'helper',
+        state: 'failed',
+        error: "MISSING_SECRET is not set in the daemon's environment",
+        policy: { direct: 'pairing', groups: 'closed' },
+      },
+    ]);
     const hook = await fetch(`${api.url}/hooks/nosecret`, { method: 'POST', body: '{}' });
     expect(hook.status).toBe(404);
   });
@@ -303,7 +414,13 @@ describe('a webhook channel', () => {
 
 describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate like any message (regression: they were decided and answered before either)', () => {
   const WAITS_FOR_APPROVAL = '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]';
-  const groupMessage = (id: string, user: string, group: string, text: string, mentioned: boolean): Record<string, unknown> => ({ id, user: { id: user }, conversation: { id: group, kind: 'group' }, text, mentioned });
+  const groupMessage = (id: string, user: string, group: string, text: string, mentioned: boolean): Record<string, unknown> => ({
+    id,
+    user: { id: user },
+    conversation: { id: group, kind: 'group' },
+    text,
+    mentioned,
+  });
 
   it('ignores a stranger\'s "approve <id>" in a closed group without a word, as their chatter there', async () => {
     await start({ approvers: ['u-ada'] });
@@ -323,11 +440,16 @@ describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate lik
 
   it('holds an unpaired person\'s flood of "approve <id>" to messages_per_minute: pairing answers, one notice, then silence', async () => {
     await start({ approvers: ['u-ada'], direct: 'pairing', allow_users: [], messages_per_minute: 2 });
-    for (let index = 1; index <= 10; index += 1) await post({ id: `d-${index}`, user: { id: 'u-eve' }, conversation: { id: 'c-eve' }, text: 'approve deadbeef' });
+    for (let index = 1; index <= 10; index += 1)
+      await post({ id: `d-${index}`, user: { id: 'u-eve' }, conversation: { id: 'c-eve' }, text: 'approve deadbeef' });
     await host.channels.idle();
     const code = (await host.store.channels.pairings('hooks'))[0]?.code ?? '';
     const pairingAnswer = `I can't talk with you here yet. Ask the owner of this Loom to run:\n\nloom channels approve ${code}`;
-    expect(received.map((reply) => reply.body.text)).toEqual([pairingAnswer, pairingAnswer, 'You are sending messages faster than 2 a minute; please wait a moment.']);
+    expect(received.map((reply) => reply.body.text)).toEqual([
+      pairingAnswer,
+      pairingAnswer,
+      'You are sending messages faster than 2 a minute; please wait a moment.',
+    ]);
     expect((await host.store.channels.recent('hooks', 7)).map((message) => message.status)).toEqual(Array.from({ length: 7 }, () => 'ignored'));
     expect(model.requests).toEqual([]);
   });
@@ -345,7 +467,9 @@ describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate lik
     expect(await stillPending()).toEqual([id]);
 
     await post(fromAda('d-1', command));
-    expect(received.map((reply) => [reply.body.conversation.id, reply.body.text])).toEqual([['c-1', 'Sorry, I can\'t talk with you here: direct messages are closed on this channel.']]);
+    expect(received.map((reply) => [reply.body.conversation.id, reply.body.text])).toEqual([
+      ['c-1', "Sorry, I can't talk with you here: direct messages are closed on this channel."],
+    ]);
     expect(await stillPending()).toEqual([id]);
 
     await post(groupMessage('g-2', 'u-ada', 'team', command, false));

@@ -43,7 +43,12 @@ describe('an agent that cannot run, in loom agent list', () => {
     const agents = await runCliJson<AgentJson[]>(home, ['agent', 'list']);
     const plain = agents.find((agent) => agent.name === 'plain');
     expect(plain?.state).toBe('running');
-    expect(plain?.cannot_run).toMatchObject({ kind: 'no-model', model: null, reason: expect.stringContaining('no [default_model]') as unknown, fix: expect.stringContaining('loom init') as unknown });
+    expect(plain?.cannot_run).toMatchObject({
+      kind: 'no-model',
+      model: null,
+      reason: expect.stringContaining('no [default_model]') as unknown,
+      fix: expect.stringContaining('loom init') as unknown,
+    });
     expect(agents.find((agent) => agent.name === 'local')?.cannot_run).toBeNull();
     expect((await runCli(home, ['agent', 'show', 'plain'])).stdout).toContain('state:        cannot run: no model\n');
   });
@@ -74,7 +79,7 @@ describe('toAgentView()', () => {
     updatedAt: 0,
   });
 
-  it('says an agent whose model\'s key is not set in the daemon\'s environment cannot run, naming the variable', () => {
+  it("says an agent whose model's key is not set in the daemon's environment cannot run, naming the variable", () => {
     const view = toAgentView(entry('name = "writer"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n'), undefined, {});
     expect(view.cannot_run).toEqual({
       kind: 'missing-key',
@@ -82,7 +87,10 @@ describe('toAgentView()', () => {
       reason: 'model "anthropic/claude-sonnet-4-5" ([model]) needs ANTHROPIC_API_KEY, which is not set',
       fix: "set ANTHROPIC_API_KEY in the daemon's environment and restart it, or name the variable that holds the key in [model].api_key_env",
     });
-    expect(toAgentView(entry('name = "writer"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n'), undefined, { ANTHROPIC_API_KEY: 'sk-ant' }).cannot_run).toBeNull();
+    expect(
+      toAgentView(entry('name = "writer"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n'), undefined, { ANTHROPIC_API_KEY: 'sk-ant' })
+        .cannot_run,
+    ).toBeNull();
   });
 
   it('looks at the default model for an agent without [model], and not at fallback models', () => {

@@ -117,23 +117,32 @@ describe('loom agent', () => {
     const spawn = await runCli(home, ['agent', 'spawn', join(examples, 'researcher.toml')]);
     expect(spawn.code).toBe(0);
     for (const name of ['web-search', 'pdf-reader', 'regex-expert']) {
-      expect(spawn.stderr).toContain(`warning: skill "${name}" is not installed (looked for "${join(home, 'skills', '<org>', name)}" in every org); install it with its code (loom package install SKIL-…)`);
+      expect(spawn.stderr).toContain(
+        `warning: skill "${name}" is not installed (looked for "${join(home, 'skills', '<org>', name)}" in every org); install it with its code (loom package install SKIL-…)`,
+      );
     }
     const before = await runCli(home, ['agent', 'show', 'researcher']);
     expect(before.stdout).toContain('skills:       web-search, pdf-reader, regex-expert; none offered\n');
     expect(before.stdout).toContain('  warning: skill "pdf-reader" is not installed');
 
     await mkdir(join(home, 'skills', 'acme', 'pdf-reader', '1.2.0'), { recursive: true });
-    await writeFile(join(home, 'skills', 'acme', 'pdf-reader', '1.2.0', 'SKILL.md'), '---\nname: pdf-reader\ndescription: Reads PDFs.\nmetadata:\n  version: "1.2.0"\n---\nOpen the PDF page by page.\n');
+    await writeFile(
+      join(home, 'skills', 'acme', 'pdf-reader', '1.2.0', 'SKILL.md'),
+      '---\nname: pdf-reader\ndescription: Reads PDFs.\nmetadata:\n  version: "1.2.0"\n---\nOpen the PDF page by page.\n',
+    );
     const after = await runCli(home, ['agent', 'show', 'researcher']);
-    expect(after.stdout).toContain('skills:       web-search, pdf-reader, regex-expert\n  @acme/skills/pdf-reader@1.2.0\n  warning: skill "web-search" is not installed');
+    expect(after.stdout).toContain(
+      'skills:       web-search, pdf-reader, regex-expert\n  @acme/skills/pdf-reader@1.2.0\n  warning: skill "web-search" is not installed',
+    );
     expect(after.stdout).not.toContain('warning: skill "pdf-reader"');
   });
 
   it('names the default model an agent without [model] runs on, or says it has none', async () => {
     const manifest = await write('plain.toml', 'name = "plain"\n');
     expect((await runCli(home, ['agent', 'spawn', manifest])).code).toBe(0);
-    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(/\n\s*plain\s+cannot run: no model\s+\S+\s+-\s+\(none: no \[model\], no \[default_model\]\)\n/);
+    expect((await runCli(home, ['agent', 'list'])).stdout).toMatch(
+      /\n\s*plain\s+cannot run: no model\s+\S+\s+-\s+\(none: no \[model\], no \[default_model\]\)\n/,
+    );
     expect((await runCliJson<AgentJson & { model: string | null; runs_on: string | null }>(home, ['agent', 'show', 'plain'])).runs_on).toBeNull();
 
     await writeFile(join(home, 'config.toml'), '[default_model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n');
@@ -146,9 +155,14 @@ describe('loom agent', () => {
   it('shows when a scheduled agent runs, or what wakes it', async () => {
     expect((await runCli(home, ['agent', 'spawn', join(examples, 'morning-report.toml')])).code).toBe(0);
     expect((await runCli(home, ['agent', 'show', 'morning-report'])).stdout).toContain('schedule:     periodic, cron "0 9 * * 1-5"\n');
-    const watcher = await write('watcher.toml', 'name = "watcher"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "/data/inbox/*.csv"\n[[schedule.triggers]]\nevent = "agent_spawned"\n');
+    const watcher = await write(
+      'watcher.toml',
+      'name = "watcher"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "/data/inbox/*.csv"\n[[schedule.triggers]]\nevent = "agent_spawned"\n',
+    );
     expect((await runCli(home, ['agent', 'spawn', watcher])).code).toBe(0);
-    expect((await runCli(home, ['agent', 'show', 'watcher'])).stdout).toContain('schedule:     proactive, woken by file_created /data/inbox/*.csv; agent_spawned\n');
+    expect((await runCli(home, ['agent', 'show', 'watcher'])).stdout).toContain(
+      'schedule:     proactive, woken by file_created /data/inbox/*.csv; agent_spawned\n',
+    );
   });
 
   it('spawns a child under a parent and refuses an escalating one', async () => {
@@ -170,7 +184,10 @@ describe('loom agent', () => {
     await runCliJson(home, ['agent', 'spawn', join(examples, 'coordinator.toml')]);
     await runCliJson(home, ['agent', 'spawn', join(examples, 'helper.toml'), '--parent', 'coordinator']);
     const refused = await runCli(home, ['agent', 'kill', 'coordinator']);
-    expect(refused).toMatchObject({ code: 2, stderr: 'error: not killed: coordinator has 1 child, which would be killed with it; pass --yes to kill them all\n' });
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: 'error: not killed: coordinator has 1 child, which would be killed with it; pass --yes to kill them all\n',
+    });
     const killed = await runCliJson<AgentJson[]>(home, ['agent', 'kill', 'coordinator', '--yes']);
     expect(killed.map((agent) => agent.name)).toEqual(['coordinator', 'helper-wiki']);
     expect(await runCliJson<AgentJson[]>(home, ['agent', 'list'])).toEqual([]);
@@ -194,13 +211,26 @@ describe('bad input exits 2 with a message naming the problem and leaves the sto
   const cases: { name: string; manifest?: string; args?: (path: string) => string[]; message: string | RegExp }[] = [
     { name: 'malformed TOML', manifest: 'name = "x"\n[capabilities\n', message: /TOML syntax error at line 2, column \d+/ },
     { name: 'an unknown key', manifest: 'name = "x"\ncolour = "blue"\n', message: 'colour: unknown key' },
-    { name: 'a wrong type', manifest: 'name = "x"\n[capabilities]\nagent_spawn = "yes"\n', message: '[capabilities].agent_spawn: expected true or false, got "yes"' },
-    { name: 'a bad enum', manifest: 'name = "x"\n[schedule]\nmode = "sometimes"\n', message: '[schedule].mode: expected one of reactive, continuous, periodic, proactive, got "sometimes"' },
+    {
+      name: 'a wrong type',
+      manifest: 'name = "x"\n[capabilities]\nagent_spawn = "yes"\n',
+      message: '[capabilities].agent_spawn: expected true or false, got "yes"',
+    },
+    {
+      name: 'a bad enum',
+      manifest: 'name = "x"\n[schedule]\nmode = "sometimes"\n',
+      message: '[schedule].mode: expected one of reactive, continuous, periodic, proactive, got "sometimes"',
+    },
     { name: 'an empty file', manifest: '', message: 'the manifest is empty' },
     { name: 'a missing file', args: () => ['agent', 'spawn', 'does-not-exist.toml'], message: 'cannot load manifest "does-not-exist.toml": no such file' },
     { name: 'a duplicate name', manifest: 'name = "existing"\n', message: 'cannot spawn agent "existing": an agent with that name already exists' },
     { name: 'an unknown agent', args: () => ['agent', 'suspend', 'ghost'], message: 'no agent named or with id "ghost"' },
-    { name: 'an unknown parent', manifest: 'name = "y"\n', args: (path) => ['agent', 'spawn', path, '--parent', 'ghost'], message: 'no agent named or with id "ghost"' },
+    {
+      name: 'an unknown parent',
+      manifest: 'name = "y"\n',
+      args: (path) => ['agent', 'spawn', path, '--parent', 'ghost'],
+      message: 'no agent named or with id "ghost"',
+    },
     {
       name: 'an escalating child',
       manifest: 'name = "greedy"\n[capabilities]\nnetwork = ["*"]\n',
@@ -229,7 +259,19 @@ describe('bad input exits 2 with a message naming the problem and leaves the sto
 });
 
 describe('loom --help', () => {
-  const commands = [[], ['init'], ['manifest'], ['manifest', 'check'], ['agent'], ['agent', 'spawn'], ['agent', 'list'], ['agent', 'show'], ['agent', 'suspend'], ['agent', 'resume'], ['agent', 'kill']];
+  const commands = [
+    [],
+    ['init'],
+    ['manifest'],
+    ['manifest', 'check'],
+    ['agent'],
+    ['agent', 'spawn'],
+    ['agent', 'list'],
+    ['agent', 'show'],
+    ['agent', 'suspend'],
+    ['agent', 'resume'],
+    ['agent', 'kill'],
+  ];
   for (const command of commands) {
     it(`explains "loom ${command.join(' ')}" with an example`, async () => {
       const result = await runCli(home, [...command, '--help']);

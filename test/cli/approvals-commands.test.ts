@@ -44,7 +44,12 @@ function nextApproval(kernel: Kernel): Promise<string> {
 }
 
 /** Starts a turn of `name` whose file_write waits for approval (not awaited); resolves once it waits. */
-async function startWaitingTurn(kernel: Kernel, name: string, file: string, signal?: AbortSignal): Promise<{ approvalId: string; turn: Promise<{ text: string }> }> {
+async function startWaitingTurn(
+  kernel: Kernel,
+  name: string,
+  file: string,
+  signal?: AbortSignal,
+): Promise<{ approvalId: string; turn: Promise<{ text: string }> }> {
   // A cancelled earlier turn leaves its final reply unused in the script.
   model.reset();
   model.script([{ toolCalls: [{ name: 'file_write', input: { path: file, content: 'hello' } }] }, { text: `Finished ${file}.` }]);
@@ -68,7 +73,12 @@ describe('loom approvals with no daemon running (in-process kernel)', () => {
     expect(await loom(['approvals', 'list'])).toMatchObject({ code: 0, stdout: expect.stringContaining('No pending approvals') as unknown });
     const all = JSON.parse((await loom(['approvals', 'list', '--all', '--json'])).stdout) as ApprovalView[];
     expect(all).toMatchObject([
-      { id: waiting.approvalId, status: 'expired', decided_by: 'cancel', reason: 'the turn ended while this call waited for approval (test over); nothing was run — ask the agent again' },
+      {
+        id: waiting.approvalId,
+        status: 'expired',
+        decided_by: 'cancel',
+        reason: 'the turn ended while this call waited for approval (test over); nothing was run — ask the agent again',
+      },
     ]);
     for (const verb of ['approve', 'deny']) {
       const refused = await loom(['approvals', verb, waiting.approvalId]);
@@ -83,12 +93,16 @@ describe('loom approvals with no daemon running (in-process kernel)', () => {
     const host = await openTestHost(dir.path);
     const agent = await host.kernel.spawn(manifest(writerToml('writer')));
     // What a crash leaves: the request stored as pending, with no process waiting for it.
-    await host.store.approvals.create(pendingApprovalRecord('left-by-crash', host.clock.now(), { agentId: agent.id, input: { path: 'a.txt', content: 'hello' } }));
+    await host.store.approvals.create(
+      pendingApprovalRecord('left-by-crash', host.clock.now(), { agentId: agent.id, input: { path: 'a.txt', content: 'hello' } }),
+    );
     await host.close();
 
     const refused = await loom(['approvals', 'approve', 'left-by-crash']);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('already decided: expired by restart (Loom restarted while this call waited for approval; nothing was run — ask the agent again)');
+    expect(refused.stderr).toContain(
+      'already decided: expired by restart (Loom restarted while this call waited for approval; nothing was run — ask the agent again)',
+    );
   });
 
   it('shows help with examples for each subcommand', async () => {
@@ -102,7 +116,14 @@ describe('loom approvals with no daemon running (in-process kernel)', () => {
 describe('loom approvals while a daemon runs', () => {
   let daemon: RunningDaemon;
   beforeEach(async () => {
-    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+    daemon = await startDaemon({
+      home: resolveLoomHome({ LOOM_HOME: home }, dir.path),
+      config: ConfigSchema.parse({}),
+      env: TEST_KEYS,
+      logger: createSilentLogger(),
+      version: 'test',
+      port: 0,
+    });
   });
   afterEach(async () => {
     await daemon.stop();
@@ -120,7 +141,9 @@ describe('loom approvals while a daemon runs', () => {
     expect(table.stdout).toContain('{"path":"yes.txt","content":"hello"}');
     const listed = JSON.parse((await loom(['approvals', 'list', '--json'])).stdout) as ApprovalView[];
     expect(listed).toMatchObject([{ id: first.approvalId, status: 'pending', input: { path: 'yes.txt' } }]);
-    expect((await loom(['approvals', 'approve', first.approvalId, '--reason', 'fine'])).stdout).toBe(`approved file_write for writer (${first.approvalId}): fine\n`);
+    expect((await loom(['approvals', 'approve', first.approvalId, '--reason', 'fine'])).stdout).toBe(
+      `approved file_write for writer (${first.approvalId}): fine\n`,
+    );
     expect((await first.turn).text).toBe('Finished yes.txt.');
     expect(existsSync(join(workspace, 'yes.txt'))).toBe(true);
 
@@ -138,10 +161,19 @@ describe('loom approvals while a daemon runs', () => {
   it('answers a question an MCP server asks during a call with --answer, checked against its schema', async () => {
     await daemon.stop();
     const config = ConfigSchema.parse({ mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] });
-    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config, env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+    daemon = await startDaemon({
+      home: resolveLoomHome({ LOOM_HOME: home }, dir.path),
+      config,
+      env: TEST_KEYS,
+      logger: createSilentLogger(),
+      version: 'test',
+      port: 0,
+    });
     const { kernel } = daemon.host;
     await waitFor('the MCP server to connect', () => daemon.host.mcp?.servers()[0]?.status === 'connected');
-    await kernel.spawn(manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`));
+    await kernel.spawn(
+      manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`),
+    );
     model.reset();
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Thanks.' }]);
     const asked = nextApproval(kernel);

@@ -28,8 +28,17 @@ afterEach(async () => {
 
 describe('loom channels', () => {
   it('lists the channels of config.toml, shows who waits for pairing, and approves a code', async () => {
-    const host = await openTestHost(dir.path, { channels: [{ name: 'support', kind: 'webhook', agent: 'helper', secret_env: 'SUPPORT_SECRET', reply_url: 'https://example.com/replies' }] });
-    await host.store.channels.requestPairing({ code: 'K7QH2M', channel: 'support', userId: 'u-bob', userName: 'Bob', createdAt: Date.UTC(2026, 0, 1), approvedAt: null });
+    const host = await openTestHost(dir.path, {
+      channels: [{ name: 'support', kind: 'webhook', agent: 'helper', secret_env: 'SUPPORT_SECRET', reply_url: 'https://example.com/replies' }],
+    });
+    await host.store.channels.requestPairing({
+      code: 'K7QH2M',
+      channel: 'support',
+      userId: 'u-bob',
+      userName: 'Bob',
+      createdAt: Date.UTC(2026, 0, 1),
+      approvedAt: null,
+    });
     await host.close();
 
     const list = await runCli(home, ['channels', 'list']);

@@ -68,7 +68,9 @@ describe('loom chat at a terminal', () => {
     chat.keys('Tell me a long story\r');
     await waitFor('the reply to start', () => chat.output().includes('teller> Once upon a time'));
     chat.keys('\x03');
-    await waitFor('the reply to be stopped and the prompt back', () => /\[cancelled: what was said so far is kept in the session\]\nyou> $/.test(chat.output()));
+    await waitFor('the reply to be stopped and the prompt back', () =>
+      /\[cancelled: what was said so far is kept in the session\]\nyou> $/.test(chat.output()),
+    );
     chat.keys('\x03');
     await waitFor('the note that it stays', () => chat.output().includes('(still here: the reply was stopped. Ctrl-C again, /exit or Ctrl-D leaves)'));
     expect(chat.finished()).toBe(false);

@@ -85,7 +85,14 @@ describe('Ctrl-C in loom chat', () => {
   describe('with a daemon running', () => {
     let daemon: RunningDaemon;
     beforeEach(async () => {
-      daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+      daemon = await startDaemon({
+        home: resolveLoomHome({ LOOM_HOME: home }, dir.path),
+        config: ConfigSchema.parse({}),
+        env: TEST_KEYS,
+        logger: createSilentLogger(),
+        version: 'test',
+        port: 0,
+      });
     });
     afterEach(async () => {
       release();
@@ -103,7 +110,11 @@ describe('Ctrl-C in loom chat', () => {
       expect(await chat.done).toBe(0);
       const session = await daemon.host.kernel.session('teller');
       expect(session.messages).toMatchObject([
-        { role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } } },
+        {
+          role: 'user',
+          content: 'Tell me a story',
+          providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } },
+        },
         { role: 'assistant', content: [{ type: 'text', text: 'It was a dark and' }, { type: 'text' }] },
       ]);
     });

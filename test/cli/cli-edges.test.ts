@@ -20,7 +20,10 @@ afterEach(async () => {
 
 describe('loom with its output piped to a reader that stops early', () => {
   it('exits quietly, with no EPIPE stack trace, when the pipe closes before it has written (loom --help | head)', async () => {
-    const child = spawn(process.execPath, [join(root, 'bin/loom.js'), '--help'], { env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'bin/loom.js'), '--help'], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     // The reader is gone before loom writes a byte.
     child.stdout.destroy();
     let stderr = '';
@@ -36,7 +39,9 @@ describe('loom start given options that npm kept for itself', () => {
     // What npm hands the script for `npm start --port 4210`: npm_config_port=true and the stray "4210".
     const result = await runCli(home, ['start', '--foreground', '4210'], { env: { npm_lifecycle_event: 'start', npm_config_port: 'true' } });
     expect(result.code).toBe(2);
-    expect(result.stderr).toBe('error: cannot start Loom with --port 4210: npm kept it for itself, as npm does with options before `--`; run `npm start -- --port 4210`\n');
+    expect(result.stderr).toBe(
+      'error: cannot start Loom with --port 4210: npm kept it for itself, as npm does with options before `--`; run `npm start -- --port 4210`\n',
+    );
   });
 
   it('says the same for `npm start --port=4210`, which leaves no stray word', async () => {
@@ -83,19 +88,31 @@ async function sendToDyingDaemon(options: { id?: string; gone: boolean }): Promi
 const literally = (url: string): string => url.replace(/\./g, '\\.');
 
 describe('loom send --stream when the daemon goes away mid-reply', () => {
-  it('tries to take the reply up again, then says the connection to the daemon was lost while the reply streamed, not "terminated"', { timeout: 60_000 }, async () => {
-    const { result, url } = await sendToDyingDaemon({ id: 't1:e1:1', gone: true });
-    expect(result.code).toBe(1);
-    // What it showed, then each try to take the stream up again (about 16 s in all), then why it stopped.
-    expect(result.stdout).toBe(`Half a \n${[1, 2, 3, 4, 5, 6].map((attempt) => `  ⟳ the connection to the daemon broke; reconnecting… (try ${attempt} of 6)\n`).join('')}`);
-    expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${literally(url)} while the reply streamed, and could not get it back \\(6 tries`));
-    expect(result.stderr).not.toContain('terminated');
-  });
+  it(
+    'tries to take the reply up again, then says the connection to the daemon was lost while the reply streamed, not "terminated"',
+    { timeout: 60_000 },
+    async () => {
+      const { result, url } = await sendToDyingDaemon({ id: 't1:e1:1', gone: true });
+      expect(result.code).toBe(1);
+      // What it showed, then each try to take the stream up again (about 16 s in all), then why it stopped.
+      expect(result.stdout).toBe(
+        `Half a \n${[1, 2, 3, 4, 5, 6].map((attempt) => `  ⟳ the connection to the daemon broke; reconnecting… (try ${attempt} of 6)\n`).join('')}`,
+      );
+      expect(result.stderr).toMatch(
+        new RegExp(`^error: lost the connection to the Loom daemon at ${literally(url)} while the reply streamed, and could not get it back \\(6 tries`),
+      );
+      expect(result.stderr).not.toContain('terminated');
+    },
+  );
 
   it("does not take up a reply whose stream broke before any event named its turn: it could follow another message's reply", async () => {
     const { result, url } = await sendToDyingDaemon({ gone: false });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('Half a \n');
-    expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${literally(url)} before the reply's first event named its turn, so it is not taken up again`));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^error: lost the connection to the Loom daemon at ${literally(url)} before the reply's first event named its turn, so it is not taken up again`,
+      ),
+    );
   });
 });

@@ -43,7 +43,9 @@ describe('agents that cannot run', () => {
     const result = await runCli(home, ['agent', 'spawn', path]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^spawned claude \(/);
-    expect(result.stderr).toContain('warning: agent "claude" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs ANTHROPIC_API_KEY, which is not set; set ANTHROPIC_API_KEY in the daemon\'s environment and restart it');
+    expect(result.stderr).toContain(
+      'warning: agent "claude" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs ANTHROPIC_API_KEY, which is not set; set ANTHROPIC_API_KEY in the daemon\'s environment and restart it',
+    );
     // With the key set, nothing to warn about.
     const keyed = await runCli(home, ['agent', 'update', 'claude', path], { env: { ANTHROPIC_API_KEY: 'sk-ant-test' } });
     expect(keyed).toMatchObject({ code: 0, stderr: '' });
@@ -52,21 +54,33 @@ describe('agents that cannot run', () => {
   it('loom doctor lists each with what is wrong and the fix: a missing key, an Ollama that does not answer, no model at all', async () => {
     const port = await closedPort();
     await runCli(home, ['agent', 'spawn', await manifestFile('claude', 'name = "claude"\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\n')]);
-    await runCli(home, ['agent', 'spawn', await manifestFile('local', `name = "local"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\nbase_url = "http://127.0.0.1:${port}/v1"\n`)]);
+    await runCli(home, [
+      'agent',
+      'spawn',
+      await manifestFile('local', `name = "local"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\nbase_url = "http://127.0.0.1:${port}/v1"\n`),
+    ]);
     await runCli(home, ['agent', 'spawn', await manifestFile('bare', 'name = "bare"\n')]);
     await runCli(home, ['agent', 'spawn', await manifestFile('fine', 'name = "fine"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n')]);
     await writeFile(join(home, 'config.toml'), '[daemon]\nport = 0\n');
 
     const result = await runCli(home, ['doctor'], { env: { OPENAI_API_KEY: 'sk-test' } });
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('! agent "claude" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs ANTHROPIC_API_KEY, which is not set\n    fix: set ANTHROPIC_API_KEY in the daemon\'s environment and restart it, or name the variable that holds the key in [model].api_key_env\n');
-    expect(result.stdout).toContain(`! agent "local" cannot run: model "ollama/llama3.2" ([model]): nothing answers at http://127.0.0.1:${port}/v1\n    fix: start the model server at http://127.0.0.1:${port}/v1, or set [model].base_url to where it runs\n`);
+    expect(result.stdout).toContain(
+      '! agent "claude" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs ANTHROPIC_API_KEY, which is not set\n    fix: set ANTHROPIC_API_KEY in the daemon\'s environment and restart it, or name the variable that holds the key in [model].api_key_env\n',
+    );
+    expect(result.stdout).toContain(
+      `! agent "local" cannot run: model "ollama/llama3.2" ([model]): nothing answers at http://127.0.0.1:${port}/v1\n    fix: start the model server at http://127.0.0.1:${port}/v1, or set [model].base_url to where it runs\n`,
+    );
     expect(result.stdout).toContain('! agent "bare" cannot run: it has no [model] and config.toml has no [default_model]\n    fix: run `loom init`');
     expect(result.stdout).not.toContain('agent "fine"');
 
     const json = await runCli(home, ['doctor', '--json'], { env: { OPENAI_API_KEY: 'sk-test' } });
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { ok: boolean; checks: { ok: boolean; text: string }[]; agents: { name: string; problems: { kind: string; fix: string }[] }[] };
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      checks: { ok: boolean; text: string }[];
+      agents: { name: string; problems: { kind: string; fix: string }[] }[];
+    };
     expect(report.ok).toBe(true);
     expect(report.checks.map((check) => check.text)).toContain(`home folder ${home}, config valid`);
     expect(report.agents.map((agent) => [agent.name, agent.problems.map((problem) => problem.kind)])).toEqual([
@@ -81,7 +95,9 @@ describe('agents that cannot run', () => {
     await runCli(home, ['init']);
     await writeFile(join(home, 'config.toml'), `[default_model]\nprovider = "ollama"\nmodel = "llama3.2"\nbase_url = "http://127.0.0.1:${port}/v1"\n`);
     const result = await runCli(home, ['agent', 'spawn', await manifestFile('bare', 'name = "bare"\n')]);
-    expect(result.stderr).toContain(`warning: agent "bare" cannot run: model "ollama/llama3.2" ([default_model] (config.toml)): nothing answers at http://127.0.0.1:${port}/v1; start the model server at http://127.0.0.1:${port}/v1, or set [default_model].base_url to where it runs`);
+    expect(result.stderr).toContain(
+      `warning: agent "bare" cannot run: model "ollama/llama3.2" ([default_model] (config.toml)): nothing answers at http://127.0.0.1:${port}/v1; start the model server at http://127.0.0.1:${port}/v1, or set [default_model].base_url to where it runs`,
+    );
   });
 });
 
@@ -89,8 +105,18 @@ describe('--json on commands that print data', () => {
   it('loom init --json prints where the home is and the default model it chose (none here)', async () => {
     const result = await runCli(home, ['init', '--json']);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ home, config: join(home, 'config.toml'), config_written: true, database: join(home, 'data', 'loom.db'), default_model: null, default_model_source: null });
-    const chosen = JSON.parse((await runCli(join(dir.path, 'other'), ['init', '--json'], { env: { ANTHROPIC_API_KEY: 'sk-ant-test' } })).stdout) as { default_model: unknown; default_model_source: string };
+    expect(JSON.parse(result.stdout)).toEqual({
+      home,
+      config: join(home, 'config.toml'),
+      config_written: true,
+      database: join(home, 'data', 'loom.db'),
+      default_model: null,
+      default_model_source: null,
+    });
+    const chosen = JSON.parse((await runCli(join(dir.path, 'other'), ['init', '--json'], { env: { ANTHROPIC_API_KEY: 'sk-ant-test' } })).stdout) as {
+      default_model: unknown;
+      default_model_source: string;
+    };
     expect(chosen).toMatchObject({ default_model: { provider: 'anthropic', model: 'claude-haiku-4-5' }, default_model_source: 'found ANTHROPIC_API_KEY' });
   });
 
@@ -107,7 +133,14 @@ describe('--url: the daemon to talk to', () => {
 
   beforeEach(async () => {
     daemonHome = join(dir.path, 'daemon-home');
-    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: daemonHome }, dir.path), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+    daemon = await startDaemon({
+      home: resolveLoomHome({ LOOM_HOME: daemonHome }, dir.path),
+      config: ConfigSchema.parse({}),
+      env: TEST_KEYS,
+      logger: createSilentLogger(),
+      version: 'test',
+      port: 0,
+    });
   });
   afterEach(async () => {
     await daemon.stop();
@@ -127,18 +160,29 @@ describe('--url: the daemon to talk to', () => {
     expect(JSON.parse((await runCli(home, ['agent', 'list', '--json'])).stdout)).toEqual([]);
   });
 
-  it('warns once about an agent the daemon cannot run (its environment, not the shell\'s)', async () => {
-    const path = await manifestFile('keyless', 'name = "keyless"\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\napi_key_env = "TEAM_ANTHROPIC_KEY"\n');
+  it("warns once about an agent the daemon cannot run (its environment, not the shell's)", async () => {
+    const path = await manifestFile(
+      'keyless',
+      'name = "keyless"\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\napi_key_env = "TEAM_ANTHROPIC_KEY"\n',
+    );
     const result = await runCli(home, ['--url', daemon.info.url, 'agent', 'spawn', path], { env: { TEAM_ANTHROPIC_KEY: 'set here, not there' } });
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe('warning: agent "keyless" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs TEAM_ANTHROPIC_KEY, which is not set; set TEAM_ANTHROPIC_KEY in the daemon\'s environment and restart it\n');
+    expect(result.stderr).toBe(
+      'warning: agent "keyless" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs TEAM_ANTHROPIC_KEY, which is not set; set TEAM_ANTHROPIC_KEY in the daemon\'s environment and restart it\n',
+    );
   });
 
   it('loom status asks that daemon, and exits 1 when nothing answers there', async () => {
     const up = await runCli(home, ['--url', daemon.info.url, 'status', '--json']);
     expect(up.code).toBe(0);
     const status = JSON.parse(up.stdout) as { cluster: { self: string; nodes: unknown[] } };
-    expect(status).toEqual({ running: true, url: daemon.info.url, version: LOOM_VERSION, agents: 0, cluster: { store: 'sqlite', self: status.cluster.self, leader: status.cluster.self, nodes: status.cluster.nodes, jobs: null } });
+    expect(status).toEqual({
+      running: true,
+      url: daemon.info.url,
+      version: LOOM_VERSION,
+      agents: 0,
+      cluster: { store: 'sqlite', self: status.cluster.self, leader: status.cluster.self, nodes: status.cluster.nodes, jobs: null },
+    });
     expect(status.cluster.nodes).toEqual([expect.objectContaining({ id: status.cluster.self, url: daemon.info.url, leader: true, self: true, alive: true })]);
     const port = await closedPort();
     const down = await runCli(home, ['--url', `http://127.0.0.1:${port}`, 'status']);

@@ -50,7 +50,7 @@ describe('CLI commands while a daemon runs', () => {
     expect(usage).toMatchObject([{ agent: 'remote', calls: 2 }]);
   });
 
-  it('exit 2 with the daemon\'s message for bad input', async () => {
+  it("exit 2 with the daemon's message for bad input", async () => {
     const result = await runCli(home, ['agent', 'show', 'ghost']);
     expect(result).toMatchObject({ code: 2, stderr: 'error: no agent named or with id "ghost"\n' });
     const manifest = join(dir.path, 'dup.toml');

@@ -32,9 +32,14 @@ describe('CLI commands against a daemon that does not answer', () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     await mkdir(home, { recursive: true });
     // A live pid (this process) with a port nothing listens on: a daemon that hangs, or a pid reused.
-    await writeFile(join(home, 'daemon.json'), JSON.stringify({ pid: process.pid, host: '127.0.0.1', port: Number(new URL(url).port), url, startedAt: new Date().toISOString(), version: 'test' }));
+    await writeFile(
+      join(home, 'daemon.json'),
+      JSON.stringify({ pid: process.pid, host: '127.0.0.1', port: Number(new URL(url).port), url, startedAt: new Date().toISOString(), version: 'test' }),
+    );
     const result = await runCli(home, ['agent', 'reset', 'helper']);
-    expect(result.stderr).toBe(`error: the daemon at ${url} is not running: start it with \`loom start\` (or \`npm start\`); \`loom status\` tells where it runs\n`);
+    expect(result.stderr).toBe(
+      `error: the daemon at ${url} is not running: start it with \`loom start\` (or \`npm start\`); \`loom status\` tells where it runs\n`,
+    );
     expect(result.code).toBe(1);
   });
 
@@ -47,7 +52,11 @@ describe('CLI commands against a daemon that does not answer', () => {
       const url = `http://127.0.0.1:${address.port}`;
       const result = await runCli(home, ['--url', url, 'agent', 'list']);
       expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(new RegExp(`^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} \\((UND_ERR_SOCKET|ECONNRESET|EPIPE)\\); is it still running\\? `));
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^error: lost the connection to the Loom daemon at ${url.replace(/\./g, '\\.')} \\((UND_ERR_SOCKET|ECONNRESET|EPIPE)\\); is it still running\\? `,
+        ),
+      );
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

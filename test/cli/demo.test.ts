@@ -13,7 +13,11 @@ const PACE_MS = 5;
 /** Reads a stream of agent events (SSE) to its end: each event with when it came (ms since the request). */
 async function streamTurn(url: string, agent: string, message: string): Promise<{ type: string; text?: string; at: number }[]> {
   const started = performance.now();
-  const response = await fetch(`${url}/api/agents/${agent}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message }) });
+  const response = await fetch(`${url}/api/agents/${agent}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ message }),
+  });
   expect(response.status).toBe(200);
   const events: { type: string; text?: string; at: number }[] = [];
   const decoder = new TextDecoder();
@@ -21,7 +25,10 @@ async function streamTurn(url: string, agent: string, message: string): Promise<
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
     for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const data = buffer.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
+      const data = buffer
+        .slice(0, end)
+        .split('\n')
+        .find((line) => line.startsWith('data: '));
       buffer = buffer.slice(end + 2);
       if (data !== undefined) events.push({ ...(JSON.parse(data.slice(6)) as { type: string; text?: string }), at: performance.now() - started });
     }
@@ -51,7 +58,11 @@ describe('loom demo', () => {
     });
     demo.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     demo.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    url = await waitFor(`loom demo to say where it runs (${output})`, () => (output.includes('Press Ctrl-C') ? /the daemon is at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] : undefined), { ms: 60_000 });
+    url = await waitFor(
+      `loom demo to say where it runs (${output})`,
+      () => (output.includes('Press Ctrl-C') ? /the daemon is at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1] : undefined),
+      { ms: 60_000 },
+    );
   }, 90_000);
   afterAll(async () => {
     if (demo !== undefined && demo.exitCode === null) {
@@ -90,7 +101,12 @@ describe('loom demo', () => {
   it('spawns the example agents, each running on its own script and none that cannot run', async () => {
     const agents = await runCliJson<{ name: string; state: string; runs_on: string; cannot_run: unknown }[]>(home, ['--url', url, 'agent', 'list']);
     expect(agents.map((agent) => [agent.name, agent.state, agent.runs_on, agent.cannot_run]).sort()).toEqual(
-      ['assistant', 'careful-writer', 'deep-thinker', 'hello', 'log-analyst', 'morning-report'].map((name) => [name, 'running', `openai-compatible/${name}`, null]),
+      ['assistant', 'careful-writer', 'deep-thinker', 'hello', 'log-analyst', 'morning-report'].map((name) => [
+        name,
+        'running',
+        `openai-compatible/${name}`,
+        null,
+      ]),
     );
   });
 
@@ -100,7 +116,9 @@ describe('loom demo', () => {
       expect(result.code, result.stderr).toBe(0);
       return result.stdout;
     };
-    expect(await send('assistant', 'Remember that I said hello')).toMatch(/→ memory_store .*self\.last_note[\s\S]*← memory_store: stored self\.last_note[\s\S]*Noted\./);
+    expect(await send('assistant', 'Remember that I said hello')).toMatch(
+      /→ memory_store .*self\.last_note[\s\S]*← memory_store: stored self\.last_note[\s\S]*Noted\./,
+    );
     expect(await send('log-analyst', 'Any errors lately?')).toMatch(/→ get_recent_logs[\s\S]*get_recent_logs/);
     expect(await send('deep-thinker', 'Why do leaves turn red?')).toContain('I assessed the question, planned two steps');
     expect(await send('morning-report', 'Report now')).toMatch(/→ file_list[\s\S]*Here is the morning report/);
@@ -124,6 +142,8 @@ describe('loom demo', () => {
   it('refuses a second demo on the same home, naming the one that runs and its dashboard', async () => {
     const second = await runCli(home, ['demo', '--port', '0']);
     expect(second.code).toBe(2);
-    expect(second.stderr).toBe(`error: cannot start the demo: another demo runs at ${url} (pid ${String(demo?.pid)}); use that one (its dashboard: ${url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal\n`);
+    expect(second.stderr).toBe(
+      `error: cannot start the demo: another demo runs at ${url} (pid ${String(demo?.pid)}); use that one (its dashboard: ${url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal\n`,
+    );
   });
 });

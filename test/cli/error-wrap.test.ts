@@ -21,12 +21,19 @@ afterEach(async () => {
 /** Runs `loom <args>` as at a terminal `columns` wide; what it wrote to standard error. */
 async function stderrAt(columns: number | undefined, args: readonly string[]): Promise<string> {
   let stderr = '';
-  await main(args, { stdout: () => undefined, stderr: (text) => (stderr += text), stdin: Readable.from(['']), env: { LOOM_HOME: home, HOME: dir.path }, cwd: process.cwd(), columns });
+  await main(args, {
+    stdout: () => undefined,
+    stderr: (text) => (stderr += text),
+    stdin: Readable.from(['']),
+    env: { LOOM_HOME: home, HOME: dir.path },
+    cwd: process.cwd(),
+    columns,
+  });
   return stderr;
 }
 
 describe('a long refusal at a terminal', () => {
-  it('is wrapped to the terminal\'s width, the failed action and its reason on the first line, each further problem on lines of its own', async () => {
+  it("is wrapped to the terminal's width, the failed action and its reason on the first line, each further problem on lines of its own", async () => {
     expect((await runCli(home, ['agent', 'spawn', join(examples, 'coordinator.toml')])).code).toBe(0);
     const args = ['agent', 'spawn', join(examples, 'rogue-helper.toml'), '--parent', 'coordinator'];
     const wrapped = await stderrAt(80, args);
@@ -44,6 +51,8 @@ describe('a long refusal at a terminal', () => {
 
   it('stays one line when it fits, and is wrapped at spaces, never inside a word', () => {
     expect(formatErrorForTerminal('agent "x" not found', 80)).toBe('error: agent "x" not found\n');
-    expect(formatErrorForTerminal('cannot send to "writer": it is suspended; resume it with loom agent resume writer', 38)).toBe('error: cannot send to "writer": it is\n  suspended\n  resume it with loom agent resume\n    writer\n');
+    expect(formatErrorForTerminal('cannot send to "writer": it is suspended; resume it with loom agent resume writer', 38)).toBe(
+      'error: cannot send to "writer": it is\n  suspended\n  resume it with loom agent resume\n    writer\n',
+    );
   });
 });

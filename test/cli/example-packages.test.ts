@@ -37,7 +37,10 @@ describe('the example packages on a fresh home', () => {
     const valid = await loom(['package', 'validate', folder]);
     expect(valid).toMatchObject({ code: 0, stderr: '' });
     expect(valid.stdout).toContain(`${name} is valid.`);
-    for (const server of servers) expect(valid.stdout).toContain(`: MCP server "${server}" is not configured (config.toml configures none); the activity runs without its tools until you add it as [[mcp_servers]] name = "${server}"`);
+    for (const server of servers)
+      expect(valid.stdout).toContain(
+        `: MCP server "${server}" is not configured (config.toml configures none); the activity runs without its tools until you add it as [[mcp_servers]] name = "${server}"`,
+      );
 
     const installed = await loom(['package', 'install', folder, '--yes']);
     expect(installed.code).toBe(0);

@@ -106,7 +106,19 @@ describe('loom <command> --help', () => {
   it('finds the whole command tree', () => {
     const names = commands.map((found) => found.path.join(' '));
     // A few from each corner, so a walk that found nothing cannot pass.
-    expect(names).toEqual(expect.arrayContaining(['init', 'agent spawn', 'channels status', 'mcp servers', 'a2a list', 'package uninstall', 'tools demote', 'model serve', 'store migrate']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'init',
+        'agent spawn',
+        'channels status',
+        'mcp servers',
+        'a2a list',
+        'package uninstall',
+        'tools demote',
+        'model serve',
+        'store migrate',
+      ]),
+    );
     expect(names.length).toBeGreaterThan(50);
   });
 

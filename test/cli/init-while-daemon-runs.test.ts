@@ -27,7 +27,14 @@ describe('loom init while a daemon runs for the home', () => {
   let daemon: RunningDaemon;
   beforeEach(async () => {
     // Started without a default model, and with no model key in its environment.
-    daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config: ConfigSchema.parse({}), env: {}, logger: createSilentLogger(), version: 'test', port: 0 });
+    daemon = await startDaemon({
+      home: resolveLoomHome({ LOOM_HOME: home }, dir.path),
+      config: ConfigSchema.parse({}),
+      env: {},
+      logger: createSilentLogger(),
+      version: 'test',
+      port: 0,
+    });
   });
   afterEach(async () => {
     await daemon.stop();
@@ -41,7 +48,11 @@ describe('loom init while a daemon runs for the home', () => {
     const init = await runCli(home, ['init', '--default-model', 'openai-compatible/scripted', '--base-url', model.url]);
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('Default model: openai-compatible/scripted (as asked)\n');
-    expect(init.stdout.endsWith(`The Loom daemon at ${daemon.info.url} (pid ${daemon.info.pid}) takes openai-compatible/scripted as its default model now: it follows [default_model] in config.toml, no restart needed.\n`)).toBe(true);
+    expect(
+      init.stdout.endsWith(
+        `The Loom daemon at ${daemon.info.url} (pid ${daemon.info.pid}) takes openai-compatible/scripted as its default model now: it follows [default_model] in config.toml, no restart needed.\n`,
+      ),
+    ).toBe(true);
     await waitFor('the daemon to run bare on the new default model', async () => {
       const [bare] = JSON.parse((await runCli(home, ['agent', 'list', '--json'])).stdout) as { runs_on: string | null; cannot_run: unknown }[];
       return bare?.runs_on === 'openai-compatible/scripted' && bare.cannot_run === null;
@@ -51,13 +62,18 @@ describe('loom init while a daemon runs for the home', () => {
     expect(sent.code).toBe(0);
     expect(sent.stdout).toContain('Hello from the default model.');
     // Nothing else in config.toml changed: the daemon runs with it as it is.
-    await waitFor('loom doctor to find the daemon current', async () => (await runCli(home, ['doctor'])).stdout.includes(`✓ the daemon runs at ${daemon.info.url} (pid ${daemon.info.pid})\n`));
+    await waitFor('loom doctor to find the daemon current', async () =>
+      (await runCli(home, ['doctor'])).stdout.includes(`✓ the daemon runs at ${daemon.info.url} (pid ${daemon.info.pid})\n`),
+    );
     expect((await runCli(home, ['init'])).stdout).not.toContain('restart');
   });
 
   it('still says to restart for a change of another setting, which the daemon reads only when it starts', async () => {
     // The default model is followed; the log level is read only at the next start.
-    await writeFile(join(home, 'config.toml'), `[log]\nlevel = "debug"\n\n[default_model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "${model.url}"\n`);
+    await writeFile(
+      join(home, 'config.toml'),
+      `[log]\nlevel = "debug"\n\n[default_model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "${model.url}"\n`,
+    );
     const again = `The Loom daemon at ${daemon.info.url} (pid ${daemon.info.pid}) started before config.toml last changed: restart it to use what changed (loom stop, then loom start or npm start).\n`;
     expect((await runCli(home, ['init'])).stdout).toContain(again);
     const json = await runCli(home, ['init', '--json']);

@@ -27,7 +27,10 @@ afterEach(async () => {
 
 /** Starts `loom model serve` as a process and resolves with the URL it prints. */
 async function serve(args: string[]): Promise<string> {
-  child = spawn(process.execPath, [bin, 'model', 'serve', ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: join(dir.path, 'home') }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(process.execPath, [bin, 'model', 'serve', ...args], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: join(dir.path, 'home') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no URL printed: ${output}`)), 15_000);
@@ -56,7 +59,11 @@ describe('loom model serve', () => {
     const third = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'again' }] });
     expect(third.choices[0]?.message.tool_calls?.[0]?.type).toBe('function');
     // The Anthropic Messages API too.
-    const anthropic = await fetch(`${url}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'scripted', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }) });
+    const anthropic = await fetch(`${url}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'scripted', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(((await anthropic.json()) as { content: { type: string; text?: string }[] }).content[0]?.text).toMatch(/^Hello!/);
   });
 
@@ -123,7 +130,8 @@ describe('the scripted replies for the orchestrating examples', () => {
 
   it('front-desk.json: the front desk picks the assistant, hands it the request and answers from its reply', async () => {
     const home = await onScript('front-desk');
-    for (const agent of ['agents/assistant.json', 'agents/front-desk.toml']) expect((await runCli(home, ['agent', 'spawn', join(examples, agent)])).code).toBe(0);
+    for (const agent of ['agents/assistant.json', 'agents/front-desk.toml'])
+      expect((await runCli(home, ['agent', 'spawn', join(examples, agent)])).code).toBe(0);
     const reply = await runCli(home, ['send', 'front-desk', 'What is in your workspace?', '--stream']);
     expect(reply.code).toBe(0);
     expect(reply.stdout).toContain('· left out: researcher');

@@ -21,7 +21,9 @@ afterEach(async () => {
 
 async function loom(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: join(dir.path, 'home'), ...env } });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: join(dir.path, 'home'), ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failure = error as { code: number; stdout: string; stderr: string };

@@ -14,7 +14,10 @@ beforeEach(async () => {
   dir = await makeTempDir('loom-cli-send-');
   home = join(dir.path, 'home');
   const manifest = join(dir.path, 'helper.toml');
-  await writeFile(manifest, `name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["file_write"]\n`);
+  await writeFile(
+    manifest,
+    `name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["file_write"]\n`,
+  );
   expect((await runCli(home, ['agent', 'spawn', manifest])).code).toBe(0);
 });
 afterEach(async () => {
@@ -57,7 +60,10 @@ describe('loom send', () => {
 
   it('shows the steps of an agent that streams no text, and its answer at the end, with --stream and in a chat', async () => {
     const thinker = join(dir.path, 'thinker.toml');
-    await writeFile(thinker, `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
+    await writeFile(
+      thinker,
+      `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`,
+    );
     expect((await loom(['agent', 'spawn', thinker])).code).toBe(0);
     const fastPath = () => server.script([{ text: JSON.stringify({ complexity: 'trivial', confidence: 0.9, needs_planning: false }) }, { text: 'Paris.' }]);
     fastPath();
@@ -118,7 +124,10 @@ describe('loom chat', () => {
 
 describe('loom usage', () => {
   it('shows tokens and cost by agent and model, as a table and as JSON', async () => {
-    server.script([{ text: 'a', usage: { inputTokens: 100, outputTokens: 10 } }, { text: 'b', usage: { inputTokens: 200, outputTokens: 20 } }]);
+    server.script([
+      { text: 'a', usage: { inputTokens: 100, outputTokens: 10 } },
+      { text: 'b', usage: { inputTokens: 200, outputTokens: 20 } },
+    ]);
     await loom(['send', 'helper', 'one']);
     await loom(['send', 'helper', 'two']);
     const rows = JSON.parse((await loom(['usage', '--json'])).stdout) as Record<string, unknown>[];

@@ -46,7 +46,9 @@ function startCli(args: readonly string[], env: Record<string, string> = {}) {
   children.push(child);
   let stdout = '';
   let stderr = '';
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const until = (text: string): Promise<void> =>
@@ -65,7 +67,14 @@ describe('Ctrl-C in loom send --stream', () => {
   describe('with a daemon running', () => {
     let daemon: RunningDaemon;
     beforeEach(async () => {
-      daemon = await startDaemon({ home: resolveLoomHome({ LOOM_HOME: home }, dir.path), config: ConfigSchema.parse({}), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+      daemon = await startDaemon({
+        home: resolveLoomHome({ LOOM_HOME: home }, dir.path),
+        config: ConfigSchema.parse({}),
+        env: TEST_KEYS,
+        logger: createSilentLogger(),
+        version: 'test',
+        port: 0,
+      });
     });
     afterEach(async () => {
       release();
@@ -81,7 +90,11 @@ describe('Ctrl-C in loom send --stream', () => {
       expect(cli.stderr()).toBe(`${CANCELLED_LINE}\n`);
       const session = await daemon.host.kernel.session('teller');
       expect(session.messages).toMatchObject([
-        { role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } } },
+        {
+          role: 'user',
+          content: 'Tell me a story',
+          providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } },
+        },
         { role: 'assistant', content: [{ type: 'text', text: 'It was a dark and' }, { type: 'text' }] },
       ]);
       expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();
@@ -99,7 +112,11 @@ describe('Ctrl-C in loom send --stream', () => {
       expect(cli.stdout()).toBe('');
       const session = await daemon.host.kernel.session('teller');
       expect(session.messages).toMatchObject([
-        { role: 'user', content: 'Answer slowly', providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } } },
+        {
+          role: 'user',
+          content: 'Answer slowly',
+          providerOptions: { loom: { turn: { status: 'cancelled', reason: expect.stringContaining('cancelled by the owner') as string } } },
+        },
         { role: 'assistant', content: [{ type: 'text' }] },
       ]);
       expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();

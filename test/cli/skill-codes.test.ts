@@ -35,7 +35,21 @@ async function writeSkill(name: string, options: { dependencies?: string[] } = {
   const folder = join(dir.path, 'skills', name);
   await mkdir(folder, { recursive: true });
   const dependencies = options.dependencies === undefined ? [] : ['dependencies:', ...options.dependencies.map((dependency) => `  - "${dependency}"`)];
-  await writeFile(join(folder, 'SKILL.md'), ['---', `name: ${name}`, `description: The ${name} skill.`, 'metadata:', '  version: "1.2.0"', ...dependencies, '---', '', `Do what ${name} does.`, ''].join('\n'));
+  await writeFile(
+    join(folder, 'SKILL.md'),
+    [
+      '---',
+      `name: ${name}`,
+      `description: The ${name} skill.`,
+      'metadata:',
+      '  version: "1.2.0"',
+      ...dependencies,
+      '---',
+      '',
+      `Do what ${name} does.`,
+      '',
+    ].join('\n'),
+  );
   return folder;
 }
 
@@ -70,12 +84,29 @@ describe('skills by install code', () => {
   it('with a daemon running, the install goes to it (POST /api/packages/skills)', async () => {
     const code = await publishSkill('formatter', await writeSkill('formatter'));
     const loomHome = resolveLoomHome({ LOOM_HOME: home }, dir.path);
-    const daemon = await startDaemon({ home: loomHome, config: await loadConfig(loomHome), env: TEST_KEYS, logger: createSilentLogger(), version: 'test', port: 0 });
+    const daemon = await startDaemon({
+      home: loomHome,
+      config: await loadConfig(loomHome),
+      env: TEST_KEYS,
+      logger: createSilentLogger(),
+      version: 'test',
+      port: 0,
+    });
     try {
       const installed = await loom(['package', 'install', code, '--json']);
-      expect(JSON.parse(installed.stdout)).toEqual([{ skill: '@acme/skills/formatter@1.2.0', origin: { kind: 'registry', registry, code, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown }, created: true }]);
+      expect(JSON.parse(installed.stdout)).toEqual([
+        {
+          skill: '@acme/skills/formatter@1.2.0',
+          origin: { kind: 'registry', registry, code, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown },
+          created: true,
+        },
+      ]);
       // The route itself refuses a package's code, naming what it takes.
-      const refused = await fetch(`${daemon.info.url}/api/packages/skills`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'AGNT-0000-0000' }) });
+      const refused = await fetch(`${daemon.info.url}/api/packages/skills`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: 'AGNT-0000-0000' }),
+      });
       expect(refused.status).toBe(400);
       expect(JSON.stringify(await refused.json())).toContain("expected a skill's install code, SKIL-XXXX-XXXX");
     } finally {
@@ -103,14 +134,19 @@ describe('loom package validate resolves skills', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('package "chief-of-staff" is not valid: 4 skills it names cannot be found:');
     for (const name of ['quick-research', 'web-scraper', 'note-taker', 'report-writer']) {
-      expect(refused.stderr).toContain(`cannot find skill "@nebo/skills/${name}": not in the package's skills/ folder ("${join(folder, 'skills', name)}"), not installed ("${join(resolveLoomHome({ LOOM_HOME: home }, dir.path).skillsDir, 'nebo', name)}")`);
+      expect(refused.stderr).toContain(
+        `cannot find skill "@nebo/skills/${name}": not in the package's skills/ folder ("${join(folder, 'skills', name)}"), not installed ("${join(resolveLoomHome({ LOOM_HOME: home }, dir.path).skillsDir, 'nebo', name)}")`,
+      );
     }
     expect(refused.stdout).toBe('');
   });
 
   it('passes once a skill the package names is installed by its code', async () => {
     const code = await publishSkill('note-taker', await writeSkill('note-taker'));
-    const folder = await writePackage(dir.path, 'notes', { skills: ['@acme/skills/note-taker'], workflows: { job: bindingJson({ type: 'manual' }, [activityJson('a', { skills: ['@acme/skills/note-taker'] })]) } });
+    const folder = await writePackage(dir.path, 'notes', {
+      skills: ['@acme/skills/note-taker'],
+      workflows: { job: bindingJson({ type: 'manual' }, [activityJson('a', { skills: ['@acme/skills/note-taker'] })]) },
+    });
     // Only the registry has it: validate finds it there, as install would.
     expect((await loom(['package', 'validate', folder])).stdout).toContain('notes is valid.');
     await writeFile(join(home, 'config.toml'), packageConfigToml(model.url));

@@ -86,7 +86,9 @@ describe('loom store migrate', () => {
       ]);
       const events = await postgres.events.list({});
       const middle = events[Math.floor(events.length / 2)]?.seq ?? 0;
-      expect((await postgres.events.list({ after: middle })).map((event) => event.seq)).toEqual(events.filter((event) => event.seq > middle).map((event) => event.seq));
+      expect((await postgres.events.list({ after: middle })).map((event) => event.seq)).toEqual(
+        events.filter((event) => event.seq > middle).map((event) => event.seq),
+      );
       expect(await postgres.events.append({ at: 99_000, type: 'tick', agentId: null, data: {} })).toBe((events.at(-1)?.seq ?? 0) + 1);
     } finally {
       await postgres.close();
@@ -105,7 +107,9 @@ describe('loom store migrate', () => {
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as StoreCopyReport;
     expect(report).toMatchObject({ source: join(home, 'data', 'loom.db'), target: redactDatabaseUrl(database.url), ok: true });
-    expect(report.tables.map((table) => [table.table, table.ok, table.sqliteRows === table.postgresRows, table.sqliteChecksum === table.postgresChecksum])).toEqual(copiedTables.map((table) => [table.name, true, true, true]));
+    expect(
+      report.tables.map((table) => [table.table, table.ok, table.sqliteRows === table.postgresRows, table.sqliteChecksum === table.postgresChecksum]),
+    ).toEqual(copiedTables.map((table) => [table.name, true, true, true]));
     expect(result.stdout).not.toContain(password());
   });
 
@@ -128,12 +132,21 @@ describe('loom store migrate', () => {
     await seedHome();
     const loomHome = resolveLoomHome({ LOOM_HOME: home }, dir.path);
     await ensureLoomHome(loomHome);
-    await writeDaemonFile(loomHome, { pid: process.pid, host: '127.0.0.1', port: 4200, url: 'http://127.0.0.1:4200', startedAt: new Date().toISOString(), version: 'test' });
+    await writeDaemonFile(loomHome, {
+      pid: process.pid,
+      host: '127.0.0.1',
+      port: 4200,
+      url: 'http://127.0.0.1:4200',
+      startedAt: new Date().toISOString(),
+      version: 'test',
+    });
 
     const result = await runCli(home, ['store', 'migrate', '--to', database.url]);
 
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`cannot move the store of ${home}: its daemon is running (pid ${process.pid}, http://127.0.0.1:4200); stop the daemon first (loom stop)`);
+    expect(result.stderr).toContain(
+      `cannot move the store of ${home}: its daemon is running (pid ${process.pid}, http://127.0.0.1:4200); stop the daemon first (loom stop)`,
+    );
     expect(await raw("SELECT to_regclass('loom_schema')::text AS schema")).toEqual([{ schema: null }]);
   });
 
@@ -162,9 +175,24 @@ describe('loom store migrate', () => {
   });
 
   it('names the tables that did not match and says nothing was written', () => {
-    const table = (name: string, ok: boolean) => ({ table: name, sqliteRows: 3, postgresRows: ok ? 3 : 2, sqliteChecksum: 'aa', postgresChecksum: ok ? 'aa' : 'bb', ok });
+    const table = (name: string, ok: boolean) => ({
+      table: name,
+      sqliteRows: 3,
+      postgresRows: ok ? 3 : 2,
+      sqliteChecksum: 'aa',
+      postgresChecksum: ok ? 'aa' : 'bb',
+      ok,
+    });
     const text = formatStoreCopyReport(
-      { source: '/home/me/.loom/data/loom.db', target: 'postgres://loom@db/loom', sqliteSchemaVersion: 11, postgresSchemaVersion: 3, tables: [table('agents', true), table('events', false)], ok: false, eventSeq: 3 },
+      {
+        source: '/home/me/.loom/data/loom.db',
+        target: 'postgres://loom@db/loom',
+        sqliteSchemaVersion: 11,
+        postgresSchemaVersion: 3,
+        tables: [table('agents', true), table('events', false)],
+        ok: false,
+        eventSeq: 3,
+      },
       '/home/me/.loom/config.toml',
     );
     expect(text).toMatch(/^events\s+3 in SQLite, 2 in PostgreSQL\s+differs$/m);

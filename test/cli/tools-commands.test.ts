@@ -18,13 +18,20 @@ const request = {
   description: 'Convert a string to a URL-friendly slug',
   inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
   outputSchema: { type: 'object', properties: { slug: { type: 'string' } } },
-  implementation: { mode: 'sandbox', code: "function execute(input) {\n  // lower case, dashes\n  return { slug: input.text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') };\n}", allowlist: [] },
+  implementation: {
+    mode: 'sandbox',
+    code: "function execute(input) {\n  // lower case, dashes\n  return { slug: input.text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') };\n}",
+    allowlist: [],
+  },
   testCases: [{ input: { text: 'Hello World!' }, expectedOutput: { slug: 'hello-world' } }],
 };
 
 async function spawn(name: string, emergent: string): Promise<void> {
   const path = join(dir.path, `${name}.toml`);
-  await writeFile(path, `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n${emergent}`);
+  await writeFile(
+    path,
+    `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n${emergent}`,
+  );
   expect((await loom(['agent', 'spawn', path])).code).toBe(0);
 }
 
@@ -66,7 +73,7 @@ describe('loom tools (no daemon)', () => {
     expect(imported.stdout).toMatch(/^registered slugify \([0-9a-f]{8}\) for other, session tier\n$/);
   });
 
-  it('a refused forge exits 1 with the stage and reason; a bad request file is named with the parser\'s position', async () => {
+  it("a refused forge exits 1 with the stage and reason; a bad request file is named with the parser's position", async () => {
     await spawn('smith', '');
     model.script([{ text: JSON.stringify({ approved: false, confidence: 0.1, issues: ['no input checks'] }) }]);
     const refused = await loom(['tools', 'forge', 'request.json', '--agent', 'smith']);

@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { formatUsageWithCache } from '../../src/cli/commands/usage-command.ts';
 import type { UsageRow } from '../../src/kernel/index.ts';
 
-const row = (extra: Partial<UsageRow> = {}): UsageRow => ({ agent_id: 'a1', agent: 'researcher', model: 'anthropic/claude-sonnet-4-5', calls: 40, input_tokens: 64_000, output_tokens: 800, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.05, ...extra });
+const row = (extra: Partial<UsageRow> = {}): UsageRow => ({
+  agent_id: 'a1',
+  agent: 'researcher',
+  model: 'anthropic/claude-sonnet-4-5',
+  calls: 40,
+  input_tokens: 64_000,
+  output_tokens: 800,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  cost_usd: 0.05,
+  ...extra,
+});
 
 describe('loom usage', () => {
   it('shows the input read from and written to the prompt cache beside all input, when there was any', () => {

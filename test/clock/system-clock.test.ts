@@ -10,7 +10,7 @@ describe('the system clock', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(19);
   });
 
-  it('rejects with the signal\'s own reason when it aborts during the sleep, or had aborted before', async () => {
+  it("rejects with the signal's own reason when it aborts during the sleep, or had aborted before", async () => {
     const reason = new Error('stopped by the test');
     const controller = new AbortController();
     const sleeping = clock.sleep(60_000, { signal: controller.signal });

@@ -56,8 +56,14 @@ describe('several daemons on one PostgreSQL database', () => {
     const skip = { scheduler: { timezone: 'UTC', catch_up: 'skip' } };
     const first = await nodes.start('node-a', database.url, skip);
     // A heartbeat every second, installed once (on the first node, before the second starts).
-    const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
-    const installed = await fetch(`${first.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) });
+    const folder = await writePackage(dir.path, 'beat', {
+      workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) },
+    });
+    const installed = await fetch(`${first.url}/api/packages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source: folder }),
+    });
     expect(installed.status).toBe(201);
     const second = await nodes.start('node-b', database.url, skip);
 
@@ -107,7 +113,10 @@ describe('several daemons on one PostgreSQL database', () => {
 
     // What a user reads through the surviving node: one run per fire, never two at once.
     const runs = (await (await fetch(`${second.url}/api/packages/runs?package=beat`)).json()) as RunView[];
-    const fired = runs.filter((run) => run.trigger === 'heartbeat' && run.status !== 'missed').map((run) => Date.parse(run.started_at)).sort((a, b) => a - b);
+    const fired = runs
+      .filter((run) => run.trigger === 'heartbeat' && run.status !== 'missed')
+      .map((run) => Date.parse(run.started_at))
+      .sort((a, b) => a - b);
     expect(fired.length).toBeGreaterThanOrEqual(instants.length - 2);
     expect(fired.length).toBeLessThanOrEqual(instants.length);
     // Never two at once: each run that ended did so before the next one started (timed by the
@@ -149,9 +158,12 @@ describe('several daemons on one PostgreSQL database', () => {
 
   it('runs 1,000 jobs across three nodes, each exactly once to completion, while one node is SIGKILLed holding jobs: they run again on the others', async () => {
     const database = await postgres.createDatabase();
-    const workers = await Promise.all(['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { cluster: { job_lease_seconds: 2, job_concurrency: 8 } })));
+    const workers = await Promise.all(
+      ['job-a', 'job-b', 'job-c'].map((name) => nodes.start(name, database.url, { cluster: { job_lease_seconds: 2, job_concurrency: 8 } })),
+    );
     const idOf = new Map(await Promise.all(workers.map(async (node) => [node.name, (await clusterOf(node)).self] as const)));
-    const count = async (sql: string, values: unknown[] = []): Promise<number> => Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
+    const count = async (sql: string, values: unknown[] = []): Promise<number> =>
+      Number(((await postgres.query(sql, values, database.name)).rows as { count: string }[])[0]?.count);
     const pool = new pg.Pool({ connectionString: database.url, max: 4 });
     try {
       // Enqueued by the real queue, as a leader's fires are; echo jobs wait 50 ms each, and every
@@ -169,7 +181,9 @@ describe('several daemons on one PostgreSQL database', () => {
       }
       expect(new Set(enqueued).size).toBe(1000);
 
-      await waitFor('half the jobs to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined), { ms: 30_000 });
+      await waitFor('half the jobs to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) >= 500 ? true : undefined), {
+        ms: 30_000,
+      });
       const victim = workers[2] as DaemonNode;
       const victimId = idOf.get(victim.name);
       // Killed while it holds a long job (a short one may end between this read and the kill).
@@ -178,22 +192,37 @@ describe('several daemons on one PostgreSQL database', () => {
       victim.child.kill('SIGKILL');
       await victim.exited;
 
-      await waitFor('every job to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) === 1000 ? true : undefined), { ms: 40_000 });
+      await waitFor('every job to be done', async () => ((await count("SELECT count(*) FROM loom_jobs WHERE state = 'done'")) === 1000 ? true : undefined), {
+        ms: 40_000,
+      });
       // What the victim held when it died: its attempts lost with it. (Read from the attempts, not
       // from the leases right after the kill: on a slow machine a survivor may have taken a lease
       // over before that read.)
-      const cutOff = (await postgres.query("SELECT DISTINCT job_id FROM loom_job_attempts WHERE node_id = $1 AND outcome = 'lost'", [victimId], database.name)).rows.map((row: { job_id: string }) => row.job_id);
+      const cutOff = (
+        await postgres.query("SELECT DISTINCT job_id FROM loom_job_attempts WHERE node_id = $1 AND outcome = 'lost'", [victimId], database.name)
+      ).rows.map((row: { job_id: string }) => row.job_id);
       expect(cutOff.length).toBeGreaterThan(0);
-      expect((await postgres.query('SELECT state, count(*)::int AS count FROM loom_jobs GROUP BY state', [], database.name)).rows).toEqual([{ state: 'done', count: 1000 }]);
+      expect((await postgres.query('SELECT state, count(*)::int AS count FROM loom_jobs GROUP BY state', [], database.name)).rows).toEqual([
+        { state: 'done', count: 1000 },
+      ]);
       // Exactly one completion per job, and no attempt left open.
-      const completions = (await postgres.query("SELECT job_id, count(*) FILTER (WHERE outcome = 'done')::int AS done FROM loom_job_attempts GROUP BY job_id", [], database.name)).rows as { job_id: string; done: number }[];
+      const completions = (
+        await postgres.query("SELECT job_id, count(*) FILTER (WHERE outcome = 'done')::int AS done FROM loom_job_attempts GROUP BY job_id", [], database.name)
+      ).rows as { job_id: string; done: number }[];
       expect(completions.length).toBe(1000);
       expect(completions.filter((row) => row.done !== 1)).toEqual([]);
       expect(await count('SELECT count(*) FROM loom_job_attempts WHERE finished_at IS NULL')).toBe(0);
       // Every node did its share, the victim until it died.
-      for (const node of workers) expect(await count("SELECT count(*) FROM loom_job_attempts WHERE outcome = 'done' AND node_id = $1", [idOf.get(node.name)])).toBeGreaterThan(0);
+      for (const node of workers)
+        expect(await count("SELECT count(*) FROM loom_job_attempts WHERE outcome = 'done' AND node_id = $1", [idOf.get(node.name)])).toBeGreaterThan(0);
       // What the victim held when it died was lost with it, and run again to completion by a survivor.
-      const attempts = (await postgres.query('SELECT job_id, attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = ANY($1::text[]) ORDER BY job_id, attempt', [cutOff], database.name)).rows as {
+      const attempts = (
+        await postgres.query(
+          'SELECT job_id, attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = ANY($1::text[]) ORDER BY job_id, attempt',
+          [cutOff],
+          database.name,
+        )
+      ).rows as {
         job_id: string;
         attempt: number;
         node_id: string;
@@ -226,7 +255,9 @@ describe('several daemons on one PostgreSQL database', () => {
     const node = nodes.spawn('old-node', database.url);
     const code = await Promise.race([node.exited, delay(20_000).then(() => 'still running')]);
     expect(code).toBe(1);
-    expect(node.output()).toContain(`its schema version is ${latest + 1}, but this Loom knows versions up to ${latest}; upgrade Loom (every node sharing the database runs the same version)`);
+    expect(node.output()).toContain(
+      `its schema version is ${latest + 1}, but this Loom knows versions up to ${latest}; upgrade Loom (every node sharing the database runs the same version)`,
+    );
     expect(node.output()).not.toContain('postgres:loom-test-secret');
   }, 30_000);
 

@@ -49,13 +49,18 @@ async function api(node: DaemonNode, path: string, init: { method?: string; toml
     headers['content-type'] = 'application/json';
     body = JSON.stringify(init.json);
   }
-  const response = await fetch(`${node.url}/api${path}`, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body === undefined ? {} : { body }) });
+  const response = await fetch(`${node.url}/api${path}`, {
+    method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await response.text();
   return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
 }
 
 const agentNames = async (node: DaemonNode): Promise<string[]> => ((await api(node, '/agents')).body as { name: string }[]).map((agent) => agent.name).sort();
-const stateOf = async (node: DaemonNode, name: string): Promise<string | undefined> => ((await api(node, '/agents')).body as { name: string; state: string }[]).find((agent) => agent.name === name)?.state;
+const stateOf = async (node: DaemonNode, name: string): Promise<string | undefined> =>
+  ((await api(node, '/agents')).body as { name: string; state: string }[]).find((agent) => agent.name === name)?.state;
 
 /** Follows `GET /api/events` on a node: the events it streams, by type and agent name. */
 async function followEvents(node: DaemonNode): Promise<{ events: { type: string; name: string }[]; close: () => void }> {
@@ -65,7 +70,8 @@ async function followEvents(node: DaemonNode): Promise<{ events: { type: string;
   const events: { type: string; name: string }[] = [];
   void (async () => {
     try {
-      for await (const event of readSse(response)) if (event.comment === undefined && event.data !== '') events.push(JSON.parse(event.data) as { type: string; name: string });
+      for await (const event of readSse(response))
+        if (event.comment === undefined && event.data !== '') events.push(JSON.parse(event.data) as { type: string; name: string });
     } catch {
       // Closed by the test.
     }
@@ -74,7 +80,7 @@ async function followEvents(node: DaemonNode): Promise<{ events: { type: string;
 }
 
 describe('events between nodes', () => {
-  it("holds an agent spawned on one node on the other, streams its turns there, and runs its next turn there on the same session", async () => {
+  it('holds an agent spawned on one node on the other, streams its turns there, and runs its next turn there on the same session', async () => {
     const watch = await followEvents(second);
     try {
       expect((await api(first, '/agents', { toml: manifest('greeter') })).status).toBe(201);
@@ -85,12 +91,16 @@ describe('events between nodes', () => {
       expect(reply.status).toBe(200);
       expect(reply.body).toMatchObject({ text: 'Hello from the model.' });
       // Node B's event stream shows node A's spawn and turn.
-      await waitFor("node A's turn on node B's event stream", () => Promise.resolve(watch.events.some((event) => event.type === 'turn-finish' && event.name === 'greeter') ? true : undefined));
+      await waitFor("node A's turn on node B's event stream", () =>
+        Promise.resolve(watch.events.some((event) => event.type === 'turn-finish' && event.name === 'greeter') ? true : undefined),
+      );
       expect(watch.events.filter((event) => event.name === 'greeter').map((event) => event.type)).toEqual(['agent-spawn', 'turn-finish']);
 
       // The session read from node B holds node A's turn, and node B runs the next one on it.
       const texts = async (node: DaemonNode): Promise<string[]> =>
-        ((await api(node, '/agents/greeter/session')).body as { messages: { role: string; content: unknown }[] }).messages.map((message) => `${message.role}: ${JSON.stringify(message.content)}`);
+        ((await api(node, '/agents/greeter/session')).body as { messages: { role: string; content: unknown }[] }).messages.map(
+          (message) => `${message.role}: ${JSON.stringify(message.content)}`,
+        );
       expect(await texts(second)).toEqual(await texts(first));
       expect((await texts(second)).join('\n')).toContain('Hi from node A');
       expect((await api(second, '/agents/greeter/messages', { json: { message: 'Hi from node B' } })).status).toBe(200);
@@ -118,7 +128,9 @@ describe('events between nodes', () => {
 
     // An update on node A is the manifest node B runs.
     expect((await api(first, '/agents/worker', { method: 'PUT', toml: manifest('worker').replace('says hello', 'works hard') })).status).toBe(200);
-    await waitFor('node B to hold the new manifest', async () => (((await api(second, '/agents/worker')).body as { description: string }).description === 'works hard' ? true : undefined));
+    await waitFor('node B to hold the new manifest', async () =>
+      ((await api(second, '/agents/worker')).body as { description: string }).description === 'works hard' ? true : undefined,
+    );
 
     expect((await api(first, '/agents/worker', { method: 'DELETE' })).status).toBe(200);
     await waitFor('node B to let it go', async () => (!(await agentNames(second)).includes('worker') ? true : undefined));
@@ -129,7 +141,9 @@ describe('events between nodes', () => {
   }, 60_000);
 
   it('runs on node B a package installed on node A, without a restart', async () => {
-    const folder = await writePackage(dir.path, 'digest', { workflows: { summarise: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+    const folder = await writePackage(dir.path, 'digest', {
+      workflows: { summarise: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) },
+    });
     expect((await api(first, '/packages', { json: { source: folder } })).status).toBe(201);
     await waitFor('node B to hold the package agent', async () => ((await agentNames(second)).includes('digest') ? true : undefined));
     const run = await waitFor('a run on node B', async () => {
@@ -162,7 +176,7 @@ describe('events between nodes', () => {
     expect(session).toContain('{\\"n\\":42}');
   }, 60_000);
 
-  it("tells an MCP client of node B when an agent is spawned and killed on node A (tools/list_changed)", async () => {
+  it('tells an MCP client of node B when an agent is spawned and killed on node A (tools/list_changed)', async () => {
     const lists: string[][] = [];
     const client: Client = await connectClient(second.url, 'modern', {
       clientOptions: { listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => lists.push((tools ?? []).map((tool) => tool.name)) } } },
@@ -208,24 +222,36 @@ describe('events between nodes', () => {
     expect(await readFile(join(first.home, 'workspaces', 'keeper', 'notes.txt'), 'utf8')).toBe('approved on node B');
   }, 60_000);
 
-  it("follows over A2A on node B a task node A runs: node B leaves it running, answers its state now, then its updates to completion", async () => {
+  it('follows over A2A on node B a task node A runs: node B leaves it running, answers its state now, then its updates to completion', async () => {
     const guarded = `${manifest('scribe')}\n[capabilities]\ntools = ["file_write"]\n\n[autonomous]\napproval_required_for = ["file_write"]\n`;
     expect((await api(first, '/agents', { toml: guarded })).status).toBe(201);
     await waitFor('node B to hold the agent', async () => ((await agentNames(second)).includes('scribe') ? true : undefined));
     model.reset();
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'task.txt', content: 'from the task' } }] }, { text: 'Task done.' }]);
     const clientOf = (node: DaemonNode): Promise<A2aClient> =>
-      new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()], preferredTransports: ['JSONRPC'] })).createFromUrl(
-        `${node.url}/a2a/scribe/.well-known/agent-card.json`,
-        '',
-      );
+      new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory()], preferredTransports: ['JSONRPC'] }),
+      ).createFromUrl(`${node.url}/a2a/scribe/.well-known/agent-card.json`, '');
     const stateOf = (event: StreamResponse | undefined): TaskState | undefined =>
-      event?.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : event?.payload?.$case === 'task' ? event.payload.value.status?.state : undefined;
+      event?.payload?.$case === 'statusUpdate'
+        ? event.payload.value.status?.state
+        : event?.payload?.$case === 'task'
+          ? event.payload.value.status?.state
+          : undefined;
 
     // On node A the task runs until its tool call waits for a person (input-required).
     const onFirst = await clientOf(first);
     const sent: StreamResponse[] = [];
-    const message = { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text' as const, value: 'write task.txt' }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] };
+    const message = {
+      messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text' as const, value: 'write task.txt' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    };
     for await (const event of onFirst.sendMessageStream({ tenant: '', message, configuration: undefined, metadata: undefined })) sent.push(event);
     expect(stateOf(sent.at(-1))).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     const id = sent[0]?.payload?.$case === 'task' ? sent[0].payload.value.id : '';
@@ -234,7 +260,9 @@ describe('events between nodes', () => {
     const subscription = (await clientOf(second)).resubscribeTask({ tenant: '', id });
     const now = await subscription.next();
     expect(stateOf(now.value as StreamResponse)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    const pending = await waitFor('the request', async () => ((await api(second, '/approvals')).body as { id: string; agent: string }[]).find((request) => request.agent === 'scribe'));
+    const pending = await waitFor('the request', async () =>
+      ((await api(second, '/approvals')).body as { id: string; agent: string }[]).find((request) => request.agent === 'scribe'),
+    );
     expect((await api(second, `/approvals/${pending.id}/approve`, { json: {} })).status).toBe(200);
     const updates: StreamResponse[] = [];
     for await (const event of subscription) updates.push(event);
@@ -244,19 +272,25 @@ describe('events between nodes', () => {
 });
 
 describe('package runs across nodes', () => {
-  it("skips a fire of a binding whose run goes on another node, and resumes on the leader a run whose node died", async () => {
+  it('skips a fire of a binding whose run goes on another node, and resumes on the leader a run whose node died', async () => {
     const hanging = await startHangingModelServer();
     try {
       // Nodes of their own, whose model holds the first call until the test ends and answers the next.
       const url = (await postgres.createDatabase()).url;
       const leader = await nodes.start('runs-a', url, { modelUrl: hanging.url });
       const other = await nodes.start('runs-b', url, { modelUrl: hanging.url });
-      const folder = await writePackage(dir.path, 'slowpoke', { workflows: { chore: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+      const folder = await writePackage(dir.path, 'slowpoke', {
+        workflows: { chore: bindingJson({ type: 'manual' }, [activityJson('read', { on_error: { retry: 0, fallback: 'Skip' } })]) },
+      });
       expect((await api(leader, '/packages', { json: { source: folder } })).status).toBe(201);
       await waitFor('node B to hold the package', async () => ((await agentNames(other)).includes('slowpoke') ? true : undefined));
 
       // A run on node B, waiting for its model.
-      void fetch(`${other.url}/api/packages/slowpoke/bindings/chore/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
+      void fetch(`${other.url}/api/packages/slowpoke/bindings/chore/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      }).catch(() => undefined);
       await hanging.received;
       type Run = { id: string; status: string; error: string | null; trigger: string };
       const runs = async (): Promise<Run[]> => (await api(leader, '/packages/slowpoke/runs')).body as Run[];
@@ -267,12 +301,18 @@ describe('package runs across nodes', () => {
       const refused = await api(leader, '/packages/slowpoke/bindings/chore/run', { json: {} });
       expect(refused.status).toBe(409);
       expect(JSON.stringify(refused.body)).toContain('BINDING_BUSY');
-      expect((await runs()).find((run) => run.status === 'skipped')?.error).toBe(`not started: the previous run of "chore" is still going on another node (run "${going?.id}")`);
+      expect((await runs()).find((run) => run.status === 'skipped')?.error).toBe(
+        `not started: the previous run of "chore" is still going on another node (run "${going?.id}")`,
+      );
 
       // Node B dies mid-run: once it is gone (10 s without a heartbeat), the leader resumes the run.
       other.child.kill('SIGKILL');
       await other.exited;
-      const resumed = await waitFor('the leader to resume the run', async () => (await runs()).find((run) => run.id === going?.id && run.status === 'completed'), { ms: 40_000 });
+      const resumed = await waitFor(
+        'the leader to resume the run',
+        async () => (await runs()).find((run) => run.id === going?.id && run.status === 'completed'),
+        { ms: 40_000 },
+      );
       expect(resumed).toMatchObject({ trigger: 'manual', error: null });
       expect((await runs()).filter((run) => run.status === 'running')).toEqual([]);
     } finally {

@@ -61,7 +61,13 @@ export class DaemonNodes {
   /** Spawns `loom start --foreground` with the home `<dir>/<name>` (on `databaseUrl` when given), without waiting. */
   spawn(name: string, databaseUrl: string | undefined): Omit<DaemonNode, 'url'> {
     const home = join(this.#dir, name);
-    const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: this.#dir, LOOM_HOME: home, OPENAI_API_KEY: 'sk-test', LOOM_LOG_FORMAT: 'json' };
+    const env: Record<string, string> = {
+      PATH: process.env['PATH'] ?? '',
+      HOME: this.#dir,
+      LOOM_HOME: home,
+      OPENAI_API_KEY: 'sk-test',
+      LOOM_LOG_FORMAT: 'json',
+    };
     if (databaseUrl !== undefined) env['LOOM_DATABASE_URL'] = databaseUrl;
     const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.#children.push(child);
@@ -76,7 +82,13 @@ export class DaemonNodes {
   async start(name: string, databaseUrl: string | undefined, options: DaemonNodeOptions = {}): Promise<DaemonNode> {
     const home = join(this.#dir, name);
     await mkdir(home, { recursive: true });
-    await writeFile(join(home, 'config.toml'), packageConfigToml(options.modelUrl ?? this.#modelUrl, { cluster: { node_name: name, ...options.cluster }, ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }) }));
+    await writeFile(
+      join(home, 'config.toml'),
+      packageConfigToml(options.modelUrl ?? this.#modelUrl, {
+        cluster: { node_name: name, ...options.cluster },
+        ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+      }),
+    );
     const node = this.spawn(name, databaseUrl);
     const url = await waitFor(`node "${name}" to answer`, async () => {
       if (node.child.exitCode !== null) throw new Error(`node "${name}" exited: ${node.output()}`);

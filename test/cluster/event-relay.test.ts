@@ -128,8 +128,14 @@ describe('createEventRelay()', () => {
     await relay.start();
     expect(resyncs()).toBe(0);
 
-    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()", [], name);
-    await waitFor('the warning', () => logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')));
+    await postgres.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-events-listen' AND datname = current_database()",
+      [],
+      name,
+    );
+    await waitFor('the warning', () =>
+      logger.entries.some((entry) => entry.level === 'warn' && (entry.message ?? '').startsWith('stopped listening on "loom_events"')),
+    );
     await waitFor('the resync', () => resyncs() === 1);
 
     await there.events.append(event('agent-kill', 7));

@@ -32,7 +32,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterEach(async (context) => {
-  if (context.task.result?.state === 'fail') for (const node of nodes.started) process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
+  if (context.task.result?.state === 'fail')
+    for (const node of nodes.started)
+      process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
   nodes.started.splice(0);
   await nodes.stopAll();
   for (const cleanup of cleanups.splice(0).reverse()) {
@@ -65,7 +67,12 @@ function logOf(node: DaemonNode): string[] {
 }
 
 const post = (url: string, path: string, body: unknown, type = 'application/json'): Promise<Response> =>
-  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body: typeof body === 'string' ? body : JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': type },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
 
 const getJson = async <T>(url: string, path: string, ms = 10_000): Promise<T> => {
   const response = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(ms) });
@@ -102,13 +109,17 @@ function transcript(messages: readonly unknown[]): string[] {
   return messages.flatMap((message) => {
     const { role, content } = message as { role: string; content: unknown };
     if (role === 'system') return [];
-    const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((part: { text?: unknown }) => (typeof part.text === 'string' ? part.text : '')).join('') : '';
+    const text =
+      typeof content === 'string'
+        ? content
+        : Array.isArray(content)
+          ? content.map((part: { text?: unknown }) => (typeof part.text === 'string' ? part.text : '')).join('')
+          : '';
     return [`${role}: ${text}`];
   });
 }
 
 const sessionOf = (node: DaemonNode, agent: string): Promise<{ messages: unknown[]; running: unknown }> => getJson(node.url, `/api/agents/${agent}/session`);
-
 
 async function startModel(steps: ScriptStep[], options: { loop?: boolean } = {}): Promise<ScriptedModelServer> {
   const model = await startScriptedModelServer({ steps, ...options });
@@ -121,7 +132,13 @@ describe('faults of daemons on PostgreSQL', () => {
     const database = await postgres.createDatabase();
     const betaAnswer = Promise.withResolvers<void>();
     cleanups.push(() => betaAnswer.resolve());
-    const model = await startModel([{ text: 'alpha answer 1' }, { text: 'beta answer 1' }, { text: 'alpha answer 2' }, { text: 'beta answer 2', gate: betaAnswer.promise }, { text: 'alpha answer 3' }]);
+    const model = await startModel([
+      { text: 'alpha answer 1' },
+      { text: 'beta answer 1' },
+      { text: 'alpha answer 2' },
+      { text: 'beta answer 2', gate: betaAnswer.promise },
+      { text: 'alpha answer 3' },
+    ]);
     const node = await nodes.start('steady', database.url, { modelUrl: model.url });
     await spawnAgent(node, 'alpha', model.url);
     await spawnAgent(node, 'beta', model.url);
@@ -138,7 +155,10 @@ describe('faults of daemons on PostgreSQL', () => {
     await locker.query("SELECT 1 FROM sessions WHERE id = (SELECT session_id FROM agents WHERE name = 'alpha') FOR UPDATE");
     const alphaTwo = send(node, 'alpha', 'alpha question 2');
     await waitFor("alpha's second turn to wait for its session's row", async () => {
-      const waiting = await postgres.query("SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = $1 AND application_name = 'loom' AND wait_event_type = 'Lock'", [database.name]);
+      const waiting = await postgres.query(
+        "SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = $1 AND application_name = 'loom' AND wait_event_type = 'Lock'",
+        [database.name],
+      );
       return (waiting.rows[0] as { count: number }).count > 0 ? true : undefined;
     });
     expect(model.requests).toHaveLength(3);
@@ -149,7 +169,10 @@ describe('faults of daemons on PostgreSQL', () => {
     // The server ends its connections as it goes down in an order of its own: had it ended the
     // test's (the row's holder) first, alpha's commit could go through before its own connection
     // ended. Alpha's is ended first, with the error a restart gives it (57P01, as an administrator's).
-    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'loom' AND wait_event_type = 'Lock'", [database.name]);
+    await postgres.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'loom' AND wait_event_type = 'Lock'",
+      [database.name],
+    );
     await postgres.stop();
     const failed = await alphaTwo;
     const failure = (await failed.json()) as ErrorBody;
@@ -157,7 +180,9 @@ describe('faults of daemons on PostgreSQL', () => {
     expect(failed.headers.get('retry-after')).toBe('1');
     expect(failure.error.code).toBe('STORE_FAILURE');
     expect(failure.error.message).toContain(`(database postgres://postgres@127.0.0.1:${postgres.port}/${database.name}); try again`);
-    expect(failure.error.message).toMatch(/^cannot append to session "[^"]+": the server is shutting down or starting \(terminating connection due to administrator command\)/);
+    expect(failure.error.message).toMatch(
+      /^cannot append to session "[^"]+": the server is shutting down or starting \(terminating connection due to administrator command\)/,
+    );
     expect(failure.error.message).not.toContain(TEST_POSTGRES_PASSWORD);
 
     // While it is down, a turn is refused at once, before the model is called.
@@ -165,7 +190,9 @@ describe('faults of daemons on PostgreSQL', () => {
     const refusal = (await refused.json()) as ErrorBody;
     expect(refused.status).toBe(503);
     expect(refusal.error.code).toBe('STORE_FAILURE');
-    expect(refusal.error.message).toContain(`nothing answers at 127.0.0.1:${postgres.port} (connection refused) (database postgres://postgres@127.0.0.1:${postgres.port}/${database.name}); try again`);
+    expect(refusal.error.message).toContain(
+      `nothing answers at 127.0.0.1:${postgres.port} (connection refused) (database postgres://postgres@127.0.0.1:${postgres.port}/${database.name}); try again`,
+    );
     expect(model.requests).toHaveLength(4);
     // The daemon keeps running.
     expect((await fetch(`${node.url}/api/health`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
@@ -177,14 +204,23 @@ describe('faults of daemons on PostgreSQL', () => {
     expect(await replyOf(await betaTwo)).toBe('beta answer 2');
     expect(await replyOf(await send(node, 'alpha', 'alpha question 3'))).toBe('alpha answer 3');
     // The model saw alpha's history without the turn that failed.
-    expect(transcript(model.requests[4]?.body['messages'] as unknown[])).toEqual(['user: alpha question 1', 'assistant: alpha answer 1', 'user: alpha question 3']);
+    expect(transcript(model.requests[4]?.body['messages'] as unknown[])).toEqual([
+      'user: alpha question 1',
+      'assistant: alpha answer 1',
+      'user: alpha question 3',
+    ]);
     expect(model.requests).toHaveLength(5);
 
     // Every acknowledged turn is in its session, nothing of the failed ones.
     const alpha = await sessionOf(node, 'alpha');
     expect(transcript(alpha.messages)).toEqual(['user: alpha question 1', 'assistant: alpha answer 1', 'user: alpha question 3', 'assistant: alpha answer 3']);
     expect(alpha.running).toBeNull();
-    expect(transcript((await sessionOf(node, 'beta')).messages)).toEqual(['user: beta question 1', 'assistant: beta answer 1', 'user: beta question 2', 'assistant: beta answer 2']);
+    expect(transcript((await sessionOf(node, 'beta')).messages)).toEqual([
+      'user: beta question 1',
+      'assistant: beta answer 1',
+      'user: beta question 2',
+      'assistant: beta answer 2',
+    ]);
     // The node leads again (it lost its lock connection with the server), and stops cleanly.
     const view = await waitFor('the node to lead again', async () => {
       const current = await clusterOf(node);
@@ -204,18 +240,25 @@ describe('faults of daemons on PostgreSQL', () => {
     const a = await nodes.start('pause-a', proxy.urlFor(database.url), { modelUrl: model.url, cluster });
     const aId = (await clusterOf(a)).self;
     // A heartbeat every second; the leader (A, alone so far) fires it.
-    const folder = await writePackage(dir.path, 'beat', { workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) } });
+    const folder = await writePackage(dir.path, 'beat', {
+      workflows: { check: bindingJson({ type: 'heartbeat', interval: '1s' }, [activityJson('look', { on_error: { retry: 0, fallback: 'Skip' } })]) },
+    });
     expect((await post(a.url, '/api/packages', { source: folder })).status).toBe(201);
 
     const pool = new pg.Pool({ connectionString: database.url, max: 2 });
     pool.on('error', () => undefined);
     cleanups.push(() => pool.end());
     const rows = async <T>(text: string, values: unknown[] = []): Promise<T[]> => (await pool.query(text, values)).rows as T[];
-    const claims = (): Promise<{ at: number; node_id: string }[]> => rows('SELECT at::float8 AS at, node_id FROM loom_timer_fires WHERE timer = $1 ORDER BY at', [HEARTBEAT_TIMER]);
+    const claims = (): Promise<{ at: number; node_id: string }[]> =>
+      rows('SELECT at::float8 AS at, node_id FROM loom_timer_fires WHERE timer = $1 ORDER BY at', [HEARTBEAT_TIMER]);
     const attempts = (id: string): Promise<{ attempt: number; node_id: string; outcome: string | null }[]> =>
       rows('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id]);
     // A job that takes 8 s, enqueued while A runs alone: A takes it.
-    const { id: jobId } = await createJobQueue({ database: pool, nodeId: 'test' }).enqueue({ kind: 'echo', payload: { sleep_ms: 8_000 }, dedupeKey: 'slow echo' });
+    const { id: jobId } = await createJobQueue({ database: pool, nodeId: 'test' }).enqueue({
+      kind: 'echo',
+      payload: { sleep_ms: 8_000 },
+      dedupeKey: 'slow echo',
+    });
     await waitFor('node A to take the job', async () => ((await attempts(jobId))[0]?.node_id === aId ? true : undefined));
     const b = await nodes.start('pause-b', database.url, { modelUrl: model.url, cluster });
     const bId = (await clusterOf(b)).self;
@@ -227,10 +270,14 @@ describe('faults of daemons on PostgreSQL', () => {
     // A's lease lapses unrenewed: B takes the job again.
     await waitFor('node B to take the job again', async () => ((await attempts(jobId))[1]?.node_id === bId ? true : undefined));
     // A stopped the job itself once its lease lapsed, without waiting for the database to answer.
-    await waitFor('node A to stop the job', () => (logOf(a).includes(`stopped job "${jobId}" (echo): its lease lapsed without being renewed`) ? true : undefined));
+    await waitFor('node A to stop the job', () =>
+      logOf(a).includes(`stopped job "${jobId}" (echo): its lease lapsed without being renewed`) ? true : undefined,
+    );
     expect(Date.now() - pausedAt).toBeLessThan(7_000);
     // A's lock connection does not answer for 5 s: A stops leading on its own.
-    await waitFor('node A to stop leading', () => (logOf(a).some((message) => message.startsWith('node "pause-a" stopped leading: its lock connection does not answer')) ? true : undefined));
+    await waitFor('node A to stop leading', () =>
+      logOf(a).some((message) => message.startsWith('node "pause-a" stopped leading: its lock connection does not answer')) ? true : undefined,
+    );
     expect((await clusterOf(b)).leader).not.toBe(bId);
     // The server frees a lock only once it ends the session holding it, which across a partition it
     // notices by TCP keep-alive (two hours by default): the test plays that part.
@@ -253,7 +300,9 @@ describe('faults of daemons on PostgreSQL', () => {
       ['pause-b', true, true],
     ]);
     // The job ends done once, by B; A's attempt is recorded lost, and A never tried to complete it.
-    await waitFor('the job to be done', async () => ((await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [jobId]))[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () =>
+      (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [jobId]))[0]?.state === 'done' ? true : undefined,
+    );
     expect(await attempts(jobId)).toEqual([
       { attempt: 1, node_id: aId, outcome: 'lost' },
       { attempt: 2, node_id: bId, outcome: 'done' },
@@ -308,7 +357,9 @@ describe('faults of daemons on PostgreSQL', () => {
     const { id } = await createJobQueue({ database: pool, nodeId: 'test' }).enqueue({ kind: 'echo', payload: {} });
     await delay(3_500);
     proxy.resume();
-    await waitFor('the job to be done', async () => ((await pool.query<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id])).rows[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () =>
+      (await pool.query<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id])).rows[0]?.state === 'done' ? true : undefined,
+    );
     // Not run on a lease it could not be sure of: handed back (not counted), then run at once.
     expect((await pool.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id])).rows).toEqual([
       { attempt: 1, node_id: aId, outcome: 'released' },
@@ -348,7 +399,12 @@ describe('faults of daemons on PostgreSQL', () => {
     // The other node runs the agent's next turn, on that history.
     expect(await replyOf(await send(b, 'talker', 'question three'))).toBe('answer three');
     expect(transcript(model.requests[2]?.body['messages'] as unknown[])).toEqual(['user: question one', 'assistant: answer one', 'user: question three']);
-    expect(transcript((await sessionOf(b, 'talker')).messages)).toEqual(['user: question one', 'assistant: answer one', 'user: question three', 'assistant: answer three']);
+    expect(transcript((await sessionOf(b, 'talker')).messages)).toEqual([
+      'user: question one',
+      'assistant: answer one',
+      'user: question three',
+      'assistant: answer three',
+    ]);
     expect(await nodes.stop(b)).toBe(0);
   }, 60_000);
 });

@@ -55,7 +55,9 @@ describe('createJobQueue()', () => {
     expect(again).toEqual({ id: first.id, created: false });
     expect(other.created).toBe(true);
     expect(plain.every((job) => job.created)).toBe(true);
-    expect(await rows('SELECT payload, state, attempts FROM loom_jobs WHERE id = $1', [first.id])).toEqual([{ payload: '{"n":1}', state: 'queued', attempts: 0 }]);
+    expect(await rows('SELECT payload, state, attempts FROM loom_jobs WHERE id = $1', [first.id])).toEqual([
+      { payload: '{"n":1}', state: 'queued', attempts: 0 },
+    ]);
     expect((await rows('SELECT id FROM loom_jobs')).length).toBe(4);
   }, 30_000);
 
@@ -123,7 +125,9 @@ describe('createJobQueue()', () => {
     expect(await b.renew([second as ClaimedJob])).toEqual(new Set([id]));
     expect(await b.complete(second as ClaimedJob)).toBe(true);
     expect(await rows('SELECT state, attempts, lease_owner FROM loom_jobs WHERE id = $1', [id])).toEqual([{ state: 'done', attempts: 2, lease_owner: null }]);
-    expect(await rows('SELECT attempt, node_id, outcome, finished_at IS NOT NULL AS finished FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id])).toEqual([
+    expect(
+      await rows('SELECT attempt, node_id, outcome, finished_at IS NOT NULL AS finished FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id]),
+    ).toEqual([
       { attempt: 1, node_id: 'a', outcome: 'lost', finished: true },
       { attempt: 2, node_id: 'b', outcome: 'done', finished: true },
     ]);
@@ -192,7 +196,11 @@ describe('createJobQueue()', () => {
   it('a job whose payload is not a JSON object fails for good when taken, saying why', async () => {
     await freshDatabase();
     const queue = queueOf('a');
-    await postgres.query("INSERT INTO loom_jobs (id, kind, payload, state, max_attempts, run_at, created_at, updated_at) VALUES ('broken', 'echo', '[1]', 'queued', 3, 0, 0, 0)", [], database.name);
+    await postgres.query(
+      "INSERT INTO loom_jobs (id, kind, payload, state, max_attempts, run_at, created_at, updated_at) VALUES ('broken', 'echo', '[1]', 'queued', 3, 0, 0, 0)",
+      [],
+      database.name,
+    );
     expect(await queue.claim(['echo'], 1)).toEqual([]);
     const [row] = await rows<{ state: string; last_error: string }>("SELECT state, last_error FROM loom_jobs WHERE id = 'broken'");
     expect(row?.state).toBe('failed');
@@ -239,26 +247,40 @@ describe('createJobWorker()', () => {
     expect(most).toBe(2);
     // Each ran past its 300 ms lease once, without being taken again.
     for (const job of ok) expect(await rows('SELECT state, attempts FROM loom_jobs WHERE id = $1', [job.id])).toEqual([{ state: 'done', attempts: 1 }]);
-    expect(await rows('SELECT state, attempts, last_error FROM loom_jobs WHERE id = $1', [bad.id])).toEqual([{ state: 'failed', attempts: 1, last_error: 'the agent is gone' }]);
+    expect(await rows('SELECT state, attempts, last_error FROM loom_jobs WHERE id = $1', [bad.id])).toEqual([
+      { state: 'failed', attempts: 1, last_error: 'the agent is gone' },
+    ]);
   }, 30_000);
 
   it('stop() aborts the running handlers and hands their jobs back, and another node runs them', async () => {
     await freshDatabase();
     const a = workerOf('a', { pollMs: 50 });
     const aborted: string[] = [];
-    a.handle('scheduled-message', (job, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => {
-      aborted.push(job.id);
-      reject(signal.reason as Error);
-    })));
+    a.handle(
+      'scheduled-message',
+      (job, signal) =>
+        new Promise((_resolve, reject) =>
+          signal.addEventListener('abort', () => {
+            aborted.push(job.id);
+            reject(signal.reason as Error);
+          }),
+        ),
+    );
     await a.start();
     const { id } = await a.enqueue({ kind: 'scheduled-message', payload: {} });
-    await waitFor('the job to run on node a', async () => (await rows<{ lease_owner: string | null }>('SELECT lease_owner FROM loom_jobs WHERE id = $1', [id]))[0]?.lease_owner === 'a');
+    await waitFor(
+      'the job to run on node a',
+      async () => (await rows<{ lease_owner: string | null }>('SELECT lease_owner FROM loom_jobs WHERE id = $1', [id]))[0]?.lease_owner === 'a',
+    );
     await a.stop();
     expect(aborted).toEqual([id]);
     const b = workerOf('b', { pollMs: 50 });
     b.handle('scheduled-message', () => Promise.resolve());
     await b.start();
-    await waitFor('node b to finish the job', async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done');
+    await waitFor(
+      'node b to finish the job',
+      async () => (await rows<{ state: string }>('SELECT state FROM loom_jobs WHERE id = $1', [id]))[0]?.state === 'done',
+    );
     expect(await rows('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [id])).toEqual([
       { attempt: 1, node_id: 'a', outcome: 'released' },
       { attempt: 2, node_id: 'b', outcome: 'done' },

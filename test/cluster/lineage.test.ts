@@ -23,7 +23,16 @@ afterEach(async () => {
 
 /** A node of the installation on `url`, started. */
 async function clusterNode(url: string, name: string, options: { lineageWaitMs?: number } = {}): Promise<ReturnType<typeof createPostgresCluster>> {
-  const node = createPostgresCluster({ url, target: 'test', id: randomUUID(), name, version: 'test', schemaVersion: postgresMigrations.at(-1)?.version ?? 0, logger: createSilentLogger(), ...options });
+  const node = createPostgresCluster({
+    url,
+    target: 'test',
+    id: randomUUID(),
+    name,
+    version: 'test',
+    schemaVersion: postgresMigrations.at(-1)?.version ?? 0,
+    logger: createSilentLogger(),
+    ...options,
+  });
   await node.start();
   return node;
 }
@@ -56,7 +65,10 @@ describe('spawns and updates across nodes', () => {
     const { url, name } = await postgres.createDatabase();
     await (await openPostgresStore({ url })).close();
     const [a, b] = [await clusterNode(url, 'a'), await clusterNode(url, 'b')];
-    closers.push(() => a.stop(), () => b.stop());
+    closers.push(
+      () => a.stop(),
+      () => b.stop(),
+    );
     const order: string[] = [];
     let release = (): void => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -71,7 +83,12 @@ describe('spawns and updates across nodes', () => {
       return Promise.resolve();
     });
     // b asks while a holds it, and waits: its request is in the server's locks, not granted.
-    const waiting = async (): Promise<number> => ((await postgres.query('SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = $1 AND NOT granted', ['advisory'], name)).rows[0] as { waiting: number }).waiting;
+    const waiting = async (): Promise<number> =>
+      (
+        (await postgres.query('SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = $1 AND NOT granted', ['advisory'], name)).rows[0] as {
+          waiting: number;
+        }
+      ).waiting;
     await waitFor("node b's request in the server's locks", async () => (await waiting()) === 1);
     expect(order).toEqual(['a starts']);
     release();
@@ -86,7 +103,10 @@ describe('spawns and updates across nodes', () => {
     const { url } = await postgres.createDatabase();
     await (await openPostgresStore({ url })).close();
     const [a, b] = [await clusterNode(url, 'a'), await clusterNode(url, 'b', { lineageWaitMs: 200 })];
-    closers.push(() => a.stop(), () => b.stop());
+    closers.push(
+      () => a.stop(),
+      () => b.stop(),
+    );
     let release: (() => void) | undefined;
     const held = a.exclusive(() => new Promise<void>((resolve) => (release = resolve)));
     await waitFor('node a to hold the lock', () => release !== undefined);
@@ -130,7 +150,7 @@ describe('spawns and updates across nodes', () => {
     expect(a.get('helper').capabilities).not.toContainEqual({ kind: 'tool_invoke', pattern: 'shell_exec' });
   });
 
-  it("confines the children another node spawned that this one has not heard of", async () => {
+  it('confines the children another node spawned that this one has not heard of', async () => {
     const { url } = await postgres.createDatabase();
     const a = await nodeKernel(url, 'a');
     await a.spawn(manifest(lead('"shell_exec", "file_read"')));

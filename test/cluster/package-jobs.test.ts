@@ -83,7 +83,10 @@ describe('package runs as jobs of the shared work queue', () => {
           trigger: 'manual',
           status: 'running',
           inputs: {},
-          activities: [activity('first', { status: 'completed', attempts: 1, output: 'done by the dead node', startedAt: 1, endedAt: 2 }), activity('second', { status: 'running', attempts: 1, startedAt: 2 })],
+          activities: [
+            activity('first', { status: 'completed', attempts: 1, output: 'done by the dead node', startedAt: 1, endedAt: 2 }),
+            activity('second', { status: 'running', attempts: 1, startedAt: 2 }),
+          ],
           emitted: null,
           error: null,
           startedAt: 1,
@@ -115,7 +118,11 @@ describe('package runs as jobs of the shared work queue', () => {
     expect(server.requests).toHaveLength(1);
     // One run record for the job, whatever ran it.
     expect((await node.store.packageRuns.list({ package: 'chain' })).map((run) => run.id)).toEqual([jobId]);
-    await waitFor('the job to be done', async () => (((await postgres.query('SELECT state FROM loom_jobs WHERE id = $1', [jobId], database.name)).rows as { state: string }[])[0]?.state === 'done' ? true : undefined));
+    await waitFor('the job to be done', async () =>
+      ((await postgres.query('SELECT state FROM loom_jobs WHERE id = $1', [jobId], database.name)).rows as { state: string }[])[0]?.state === 'done'
+        ? true
+        : undefined,
+    );
     const attempts = await postgres.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId], database.name);
     expect(attempts.rows).toEqual([
       { attempt: 1, node_id: 'dead-node', outcome: 'lost' },
@@ -127,8 +134,12 @@ describe('package runs as jobs of the shared work queue', () => {
     const database = await postgres.createDatabase({ template });
     server.script([{ text: 'spoken words' }, { text: 'noted' }]);
     const node = await openNode(database.url);
-    await node.packages.install(await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } }));
-    await node.packages.install(await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } }));
+    await node.packages.install(
+      await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } }),
+    );
+    await node.packages.install(
+      await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } }),
+    );
     const said = await node.packages.runtime.run('talker', 'say');
     expect(said).toMatchObject({ status: 'completed', emitted: 'talker.said' });
     const heard = await waitFor('the listener to run', async () => {
@@ -149,7 +160,11 @@ describe('package runs as jobs of the shared work queue', () => {
     await node.packages.install(folder);
     await node.clock.advance(60_000);
     const job = await waitFor('the job to be done', async () => {
-      const rows = (await postgres.query("SELECT id, dedupe_key, state FROM loom_jobs WHERE kind = 'package-run'", [], database.name)).rows as { id: string; dedupe_key: string; state: string }[];
+      const rows = (await postgres.query("SELECT id, dedupe_key, state FROM loom_jobs WHERE kind = 'package-run'", [], database.name)).rows as {
+        id: string;
+        dedupe_key: string;
+        state: string;
+      }[];
       return rows[0]?.state === 'done' ? rows : undefined;
     });
     expect(job).toHaveLength(1);

@@ -24,7 +24,19 @@ async function freshDatabase(): Promise<void> {
 
 /** A node on the test database, with short periods so the test takes seconds. */
 function node(name: string, options: Partial<PostgresClusterOptions> = {}): ClusterNode & { changes: boolean[] } {
-  const created = createPostgresCluster({ url: database.url, target: database.name, id: randomUUID(), name, version: 'test', schemaVersion: latest, logger: createSilentLogger(), heartbeatMs: 200, retryMs: 200, staleAfterMs: 2_000, ...options });
+  const created = createPostgresCluster({
+    url: database.url,
+    target: database.name,
+    id: randomUUID(),
+    name,
+    version: 'test',
+    schemaVersion: latest,
+    logger: createSilentLogger(),
+    heartbeatMs: 200,
+    retryMs: 200,
+    staleAfterMs: 2_000,
+    ...options,
+  });
   const changes: boolean[] = [];
   created.subscribe((leader) => changes.push(leader));
   nodes.push(created);
@@ -59,7 +71,11 @@ describe('createPostgresCluster()', () => {
     await a.start();
     await b.start();
     expect(await a.claim('timer', 1_000)).toBe(true);
-    await postgres.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-leader-lock' AND pid = (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted)", [], database.name);
+    await postgres.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'loom-leader-lock' AND pid = (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted)",
+      [],
+      database.name,
+    );
     await waitFor('the old leader to step down', () => !a.isLeader());
     expect(a.changes).toEqual([true, false]);
     await waitFor('a new leader', () => a.isLeader() || b.isLeader());
@@ -99,7 +115,8 @@ describe('createPostgresCluster()', () => {
     await waitFor('the node to step down', () => !a.isLeader());
     // The node goes on recording its heartbeat (and reading the schema) every 200 ms; three more of
     // them span well past its 200 ms election retry, which would have made it leader again.
-    const heartbeat = async (): Promise<string> => String(((await postgres.query("SELECT last_seen FROM loom_nodes WHERE name = 'a'", [], database.name)).rows as { last_seen: unknown }[])[0]?.last_seen);
+    const heartbeat = async (): Promise<string> =>
+      String(((await postgres.query("SELECT last_seen FROM loom_nodes WHERE name = 'a'", [], database.name)).rows as { last_seen: unknown }[])[0]?.last_seen);
     const seen = new Set([await heartbeat()]);
     await waitFor('three more heartbeats of the node', async () => seen.add(await heartbeat()).size >= 4);
     expect(a.changes).toEqual([true, false]);

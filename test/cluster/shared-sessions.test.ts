@@ -27,7 +27,13 @@ async function nodeKernel(store: Store): Promise<Kernel> {
     clock: createFakeClock(),
     ids: createUuidGenerator(),
     logger: createSilentLogger(),
-    runtime: { resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }), costs: createCostCatalog(), tools: [], env: {}, workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}` },
+    runtime: {
+      resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }),
+      costs: createCostCatalog(),
+      tools: [],
+      env: {},
+      workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}`,
+    },
   });
   await kernel.boot();
   closers.push(() => kernel.shutdown());
@@ -80,7 +86,11 @@ describe('two nodes on the same agent', () => {
     const { url } = await postgres.createDatabase();
     const agentToml = `name = "writer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
     const [seedStore, storeA, storeB] = [await openPostgresStore({ url }), await openPostgresStore({ url }), await openPostgresStore({ url })];
-    closers.push(() => seedStore.close(), () => storeA.close(), () => storeB.close());
+    closers.push(
+      () => seedStore.close(),
+      () => storeA.close(),
+      () => storeB.close(),
+    );
     // The agent is spawned before either node boots, so both know it.
     const { session_id: sessionId } = await (await nodeKernel(seedStore)).spawn(manifest(agentToml));
 

@@ -48,20 +48,26 @@ beforeEach(async () => {
 });
 
 afterEach(async (context) => {
-  if (context.task.result?.state === 'fail') for (const node of nodes.started) process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
+  if (context.task.result?.state === 'fail')
+    for (const node of nodes.started)
+      process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
   await nodes.stopAll();
   for (const response of world.held) response.destroy();
   await new Promise<void>((resolve) => world.server.close(() => resolve()));
   await model.close();
 }, 30_000);
 
-const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body, signal: AbortSignal.timeout(30_000) });
+const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body, signal: AbortSignal.timeout(30_000) });
 
 /** An agent that may call `http_request` on the world's server. */
 const manifest = (): string =>
   `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n`;
 
-const order = (path: string): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' } });
+const order = (path: string): { name: string; input: Record<string, unknown> } => ({
+  name: 'http_request',
+  input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' },
+});
 
 /** The messages of a node's JSON log lines so far. */
 function logOf(node: DaemonNode): string[] {

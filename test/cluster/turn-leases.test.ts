@@ -38,16 +38,32 @@ async function node(id: string): Promise<{ store: PostgresStore; leases: ReturnT
   return { store, leases: createTurnLeaseQueue(pool, id, 60_000) };
 }
 
-const turn = (id: string, agentId: string): TurnJournalOpen => ({ id, agentId, sessionId: `session-${agentId}`, conversation: null, request: { message: 'place the order', caller: { kind: 'owner' } }, idempotencyKey: null, receivedAt: 1_000 });
+const turn = (id: string, agentId: string): TurnJournalOpen => ({
+  id,
+  agentId,
+  sessionId: `session-${agentId}`,
+  conversation: null,
+  request: { message: 'place the order', caller: { kind: 'owner' } },
+  idempotencyKey: null,
+  receivedAt: 1_000,
+});
 
 async function lease(turnId: string): Promise<{ node_id: string | null; lapsed: boolean } | undefined> {
-  const result = await postgres.query('SELECT node_id, lease_until < (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS lapsed FROM turn_journal WHERE id = $1', [turnId], url.slice(url.lastIndexOf('/') + 1));
+  const result = await postgres.query(
+    'SELECT node_id, lease_until < (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS lapsed FROM turn_journal WHERE id = $1',
+    [turnId],
+    url.slice(url.lastIndexOf('/') + 1),
+  );
   return result.rows[0] as { node_id: string | null; lapsed: boolean } | undefined;
 }
 
 /** The node's lease on the turn lapses: its expiry is moved a second into the past. */
 async function lapse(turnId: string): Promise<void> {
-  await postgres.query('UPDATE turn_journal SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE id = $1', [turnId], url.slice(url.lastIndexOf('/') + 1));
+  await postgres.query(
+    'UPDATE turn_journal SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE id = $1',
+    [turnId],
+    url.slice(url.lastIndexOf('/') + 1),
+  );
 }
 
 /** The error code a promise is rejected with. */
@@ -98,7 +114,9 @@ describe('turn leases on PostgreSQL', () => {
     expect(await codeOf(a.store.turns.step('t1', [{ kind: 'tool-result', at: 1_002, data: { toolCallId: 'c1', text: 'placed' } }]))).toBe(
       `TURN_TAKEN_OVER: cannot record a step of turn "t1": node ${taken[0]?.by ?? ''} took it over after this node's lease on it lapsed; it finishes there`,
     );
-    const commit = a.store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'place the order' }], updatedAt: 2_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+    const commit = a.store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'place the order' }], updatedAt: 2_000 }), {
+      closeTurn: { turnId: 't1', outcome: { status: 'finished' } },
+    });
     expect(await codeOf(commit)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": node node-[bc] took it over/);
     // Its caller is answered 409, naming the node that holds the turn.
     const refused = toErrorResponse(await commit.catch((error: unknown) => error), Date.now(), createSilentLogger());
@@ -108,7 +126,16 @@ describe('turn leases on PostgreSQL', () => {
 
     // The node that took it over records its steps and commits it.
     await winner.store.turns.step('t1', [{ kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'unknown' } }]);
-    await winner.store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'place the order' }, { role: 'assistant', content: 'done' }], updatedAt: 3_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+    await winner.store.sessions.save(
+      sessionOf(agent, {
+        messages: [
+          { role: 'user', content: 'place the order' },
+          { role: 'assistant', content: 'done' },
+        ],
+        updatedAt: 3_000,
+      }),
+      { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } },
+    );
     expect(await winner.store.turns.get('t1')).toBeUndefined();
     expect((await b.store.sessions.get(agent.sessionId))?.messages).toHaveLength(2);
 
@@ -116,7 +143,11 @@ describe('turn leases on PostgreSQL', () => {
     // commits (the one statement at a revision, and the append a conflict falls back to): the
     // session holds the turn once.
     const late = [{ role: 'assistant', content: 'placed (late)' }];
-    const atRevision = a.store.sessions.append(agent.sessionId, late, { expectedRevision: 1, updatedAt: 4_000, closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
+    const atRevision = a.store.sessions.append(agent.sessionId, late, {
+      expectedRevision: 1,
+      updatedAt: 4_000,
+      closeTurn: { turnId: 't1', outcome: { status: 'finished' } },
+    });
     expect(await codeOf(atRevision)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": it is no longer running on this node/);
     const appended = a.store.sessions.append(agent.sessionId, late, { updatedAt: 4_000, closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
     expect(await codeOf(appended)).toMatch(/^TURN_TAKEN_OVER: cannot commit turn "t1": it is no longer running on this node/);
@@ -148,7 +179,15 @@ describe('turn leases on PostgreSQL', () => {
     await a.store.turns.step('t1', [{ kind: 'model', at: 1_001, data: {} }], { open: turn('t1', 'clerk') });
     await lapse('t1');
     const resumed: string[] = [];
-    const leases = createTurnLeases({ url, target: 'test', nodeId: 'node-a', logger: createSilentLogger(), leaseMs: 60_000, held: () => ['t1'], resume: (turnId) => (resumed.push(turnId), Promise.resolve(true)) });
+    const leases = createTurnLeases({
+      url,
+      target: 'test',
+      nodeId: 'node-a',
+      logger: createSilentLogger(),
+      leaseMs: 60_000,
+      held: () => ['t1'],
+      resume: (turnId) => (resumed.push(turnId), Promise.resolve(true)),
+    });
     try {
       leases.start();
       await waitFor('node A to take its lease back', async () => (await lease('t1'))?.lapsed === false);

@@ -30,10 +30,12 @@ describe('withinLimit()', () => {
     await clock.advance(STOP_WAIT_MS);
     const result = await outcome;
     expect(result).toEqual({ error: expect.any(CodeModuleError) as unknown });
-    expect(result).toMatchObject({ error: { fault: 'timeout', message: 'agent "sleeper"\'s module ran past its time limit of 30 s ([code].timeout_ms) and was stopped' } });
+    expect(result).toMatchObject({
+      error: { fault: 'timeout', message: 'agent "sleeper"\'s module ran past its time limit of 30 s ([code].timeout_ms) and was stopped' },
+    });
   });
 
-  it('fails a message its agent\'s stop aborts though what runs the module does not stop', async () => {
+  it("fails a message its agent's stop aborts though what runs the module does not stop", async () => {
     const clock = createFakeClock();
     const stopped = new AbortController();
     const turn = withinLimit(never(), { clock, timeoutMs: 30_000, signal: stopped.signal, what: 'agent "sleeper"\'s module', stop: never });
@@ -46,7 +48,13 @@ describe('withinLimit()', () => {
 
   it('fails the message as soon as what runs the module has stopped, when it stops at once', async () => {
     const clock = createFakeClock();
-    const turn = withinLimit(never(), { clock, timeoutMs: 1000, signal: new AbortController().signal, what: 'agent "quick"\'s module', stop: () => Promise.resolve() });
+    const turn = withinLimit(never(), {
+      clock,
+      timeoutMs: 1000,
+      signal: new AbortController().signal,
+      what: 'agent "quick"\'s module',
+      stop: () => Promise.resolve(),
+    });
     const outcome = outcomeWithin(turn, 5000);
     await clock.advance(1000);
     expect(await outcome).toMatchObject({ error: { fault: 'timeout' } });

@@ -109,7 +109,7 @@ describe('a python: agent', () => {
     expect((await host.kernel.send('caller', 'tool file_read {"path": "notes.txt"}')).text).toBe('ok: in the workspace');
   });
 
-  it('answers a handler\'s exception as an error and goes on', async () => {
+  it("answers a handler's exception as an error and goes on", async () => {
     await host.kernel.spawn(manifest(await pythonAgent('raiser', HANDLER)));
     await expect(host.kernel.send('raiser', 'raise')).rejects.toThrow('agent "raiser"\'s script answered with an error: ValueError: no such thing');
     expect((await host.kernel.send('raiser', 'fine')).text).toBe('py: fine');
@@ -147,7 +147,8 @@ describe('a python: agent', () => {
   it('starts a script that died again by itself, after a backoff', async () => {
     const source = `import os\nwith open("starts.txt", "a") as log:\n    log.write("start\\n")\n${HANDLER}`;
     await host.kernel.spawn(manifest(await pythonAgent('phoenix', source)));
-    const starts = async (): Promise<number> => (await readFile(join(dir.path, 'home', 'workspaces', 'phoenix', 'starts.txt'), 'utf8')).split('\n').filter(Boolean).length;
+    const starts = async (): Promise<number> =>
+      (await readFile(join(dir.path, 'home', 'workspaces', 'phoenix', 'starts.txt'), 'utf8')).split('\n').filter(Boolean).length;
     await expect(host.kernel.send('phoenix', 'exit')).rejects.toThrow(/exited \(code 7\)/);
     expect(await starts()).toBe(1);
     // Loom logs each start as it spawns the script, in the same step as the clock wakes the restart.
@@ -164,7 +165,7 @@ describe('a python: agent', () => {
     expect(await starts()).toBe(2);
   });
 
-  it('reports a syntax error with Python\'s own words', async () => {
+  it("reports a syntax error with Python's own words", async () => {
     await host.kernel.spawn(manifest(await pythonAgent('broken', 'def handle(:\n')));
     await expect(host.kernel.send('broken', 'hi')).rejects.toThrow(/exited \(code 1\) before it answered: .*SyntaxError/);
   });
@@ -212,7 +213,12 @@ loom_agent.run(handle)
       await host.kernel.spawn(manifest(await pythonAgent('killed', source)));
       await host.kernel.spawn(manifest(await pythonAgent('suspended', source)));
       await other.kernel.spawn(manifest(await pythonAgent('stopped', source)));
-      for (const [on, name] of [[host, 'killed'], [host, 'suspended'], [other, 'stopped']] as const) started.push(Number((await on.kernel.send(name, 'start')).text));
+      for (const [on, name] of [
+        [host, 'killed'],
+        [host, 'suspended'],
+        [other, 'stopped'],
+      ] as const)
+        started.push(Number((await on.kernel.send(name, 'start')).text));
       expect(started.every(alive)).toBe(true);
       await host.kernel.kill('killed');
       await gone(started[0] as number, 'a kill');
@@ -231,10 +237,16 @@ loom_agent.run(handle)
   it('is refused at spawn without shell_exec for its interpreter, with allow_shell = false, or without its script', async () => {
     const source = await pythonAgent('bare', HANDLER, '');
     await expect(host.kernel.spawn(manifest(source))).rejects.toThrow(CapabilityDeniedError);
-    await expect(host.kernel.spawn(manifest(source))).rejects.toThrow('a python: agent runs its script as a process of Loom\'s user (not in a sandbox), so it needs [capabilities].shell = ["python3"]');
-    await expect(host.kernel.spawn(manifest(await pythonAgent('policed', HANDLER, '[capabilities]\nshell = ["python3"]\n[exec_policy]\nallow_shell = false')))).rejects.toThrow('its [exec_policy].allow_shell is false');
+    await expect(host.kernel.spawn(manifest(source))).rejects.toThrow(
+      'a python: agent runs its script as a process of Loom\'s user (not in a sandbox), so it needs [capabilities].shell = ["python3"]',
+    );
+    await expect(
+      host.kernel.spawn(manifest(await pythonAgent('policed', HANDLER, '[capabilities]\nshell = ["python3"]\n[exec_policy]\nallow_shell = false'))),
+    ).rejects.toThrow('its [exec_policy].allow_shell is false');
     const missing = join(dir.path, 'gone.py');
-    await expect(host.kernel.spawn(manifest(`name = "gone"\nmodule = "python:${missing}"\n[capabilities]\nshell = ["python3"]\n`))).rejects.toThrow(ManifestError);
+    await expect(host.kernel.spawn(manifest(`name = "gone"\nmodule = "python:${missing}"\n[capabilities]\nshell = ["python3"]\n`))).rejects.toThrow(
+      ManifestError,
+    );
     expect(host.kernel.list()).toEqual([]);
   });
 

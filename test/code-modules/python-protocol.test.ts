@@ -97,7 +97,11 @@ describe('a python: script that answers out of turn', () => {
     const before = (await host.kernel.send('chatty', 'pid')).text;
     expect((await host.kernel.send('chatty', 'twice')).text).toBe('first of two');
     // The second reply came with nothing waiting: the process that sent it is gone.
-    expect(await nextOutOfTurnWarnings(1)).toEqual([expect.stringContaining('agent "chatty"\'s script sent a reply line while no message was being answered ("{\\"type\\": \\"reply\\", \\"reply\\": {\\"text\\": \\"second of two\\"}}")')]);
+    expect(await nextOutOfTurnWarnings(1)).toEqual([
+      expect.stringContaining(
+        'agent "chatty"\'s script sent a reply line while no message was being answered ("{\\"type\\": \\"reply\\", \\"reply\\": {\\"text\\": \\"second of two\\"}}")',
+      ),
+    ]);
     expect((await host.kernel.send('chatty', 'hello')).text).toBe('py: hello');
     expect((await host.kernel.send('chatty', 'pid')).text).not.toBe(before);
   });
@@ -109,7 +113,9 @@ describe('a python: script that answers out of turn', () => {
     expect((await host.kernel.send('bogus', 'next caller')).text).toBe('py: next caller');
     expect(error).toBeInstanceOf(CodeModuleError);
     expect(error).toMatchObject({ fault: 'protocol' });
-    expect((error as Error).message).toBe('agent "bogus"\'s script sent a line of a type the protocol does not have ("{\\"type\\": \\"bogus\\"}"); its process is replaced');
+    expect((error as Error).message).toBe(
+      'agent "bogus"\'s script sent a line of a type the protocol does not have ("{\\"type\\": \\"bogus\\"}"); its process is replaced',
+    );
     expect(outOfTurnWarnings()).toEqual([(error as Error).message]);
   });
 });

@@ -127,7 +127,7 @@ describe('a python: module that floods stderr', () => {
     expect(note).toMatchObject({ level: 40, droppedLines: dropped, droppedBytes });
   });
 
-  it('logs again in the next window of the agent\'s clock, after the note for the last one', async () => {
+  it("logs again in the next window of the agent's clock, after the note for the last one", async () => {
     await spawnFlooder('steady');
     // The script answers once Loom has read the whole flood off its pipe (Loom reads the two pipes
     // in no fixed order), so every line of it counts in this window before the clock moves on.
@@ -144,7 +144,9 @@ describe('a python: module that floods stderr', () => {
     const logged = stderrLog('steady');
     expect(logged).toHaveLength(STDERR_LOGGED_LINES + 2);
     expect(logged[STDERR_LOGGED_LINES]).toMatch(
-      new RegExp(`^stderr: ${3000 - STDERR_LOGGED_LINES} lines \\(${floodBytes(STDERR_LOGGED_LINES, 3000)} bytes\\) left out of the log in the 60 s from 2026-01-01T00:00:00\\.000Z`),
+      new RegExp(
+        `^stderr: ${3000 - STDERR_LOGGED_LINES} lines \\(${floodBytes(STDERR_LOGGED_LINES, 3000)} bytes\\) left out of the log in the 60 s from 2026-01-01T00:00:00\\.000Z`,
+      ),
     );
     expect(logged[STDERR_LOGGED_LINES + 1]).toBe('printed, not answered');
   });
@@ -163,19 +165,32 @@ describe('a python: module that floods stderr', () => {
 
   it('explains a death with the end of its stderr cut as the log cuts it, so the error stays short', async () => {
     await spawnFlooder('wide-doomed');
-    const error = await kernel().send('wide-doomed', 'wide 3 die').then(() => undefined, (reason: unknown) => reason as Error);
-    expect(error?.message).toMatch(/exited \(code 3\) before it answered: 0:w+… \(2002 more characters\) \| 1:w+… \(2002 more characters\) \| 2:w+… \(2002 more characters\)$/);
+    const error = await kernel()
+      .send('wide-doomed', 'wide 3 die')
+      .then(
+        () => undefined,
+        (reason: unknown) => reason as Error,
+      );
+    expect(error?.message).toMatch(
+      /exited \(code 3\) before it answered: 0:w+… \(2002 more characters\) \| 1:w+… \(2002 more characters\) \| 2:w+… \(2002 more characters\)$/,
+    );
     expect(error?.message.length).toBeLessThan(3 * (STDERR_LINE_CHARS + 40) + 200);
   });
 
-  it('logs a message\'s first 200 host.log lines and one warning counting the rest, and the next message\'s again', async () => {
+  it("logs a message's first 200 host.log lines and one warning counting the rest, and the next message's again", async () => {
     await spawnFlooder('chatty');
     const hostLog = () => records.filter((record) => record['source'] === 'module').map((record) => String(record['msg']));
     expect((await kernel().send('chatty', 'logs 1000')).text).toBe('logged 1000');
     expect(hostLog().filter((line) => line.startsWith('entry '))).toEqual(Array.from({ length: 200 }, (_, index) => `entry ${index}`));
-    expect(hostLog().filter((line) => line.startsWith('host.log: '))).toEqual(['host.log: 800 lines of this message left out of the log (a message logs at most 200 lines and 64 KiB)']);
+    expect(hostLog().filter((line) => line.startsWith('host.log: '))).toEqual([
+      'host.log: 800 lines of this message left out of the log (a message logs at most 200 lines and 64 KiB)',
+    ]);
     expect((await kernel().send('chatty', 'logs 3')).text).toBe('logged 3');
-    expect(hostLog().filter((line) => line.startsWith('entry ')).slice(200)).toEqual(['entry 0', 'entry 1', 'entry 2']);
+    expect(
+      hostLog()
+        .filter((line) => line.startsWith('entry '))
+        .slice(200),
+    ).toEqual(['entry 0', 'entry 1', 'entry 2']);
   });
 
   it('still explains a death with the end of its stderr, logged or not', async () => {

@@ -119,24 +119,33 @@ describe('a wasm: agent on the core ABI', () => {
     await host.kernel.spawn(manifest(wasmAgent('reader', wasm.misbehave, '[capabilities]\ntools = ["file_read"]')));
     const secret = join(dir.path, 'secret.txt');
     await writeFile(secret, 'the launch codes');
-    const refused = JSON.parse((await host.kernel.send('reader', `tool {"call":"tool","name":"file_read","input":{"path":"${secret}"}}`)).text) as { ok: boolean; error: string };
+    const refused = JSON.parse((await host.kernel.send('reader', `tool {"call":"tool","name":"file_read","input":{"path":"${secret}"}}`)).text) as {
+      ok: boolean;
+      error: string;
+    };
     expect(refused.ok).toBe(false);
     expect(refused.error).toContain(`is not granted [capabilities].file_read "${secret}"`);
-    const notHeld = JSON.parse((await host.kernel.send('reader', 'tool {"call":"tool","name":"shell_exec","input":{"command":"id"}}')).text) as { ok: boolean; error: string };
+    const notHeld = JSON.parse((await host.kernel.send('reader', 'tool {"call":"tool","name":"shell_exec","input":{"command":"id"}}')).text) as {
+      ok: boolean;
+      error: string;
+    };
     expect(notHeld).toMatchObject({ ok: false });
     expect(notHeld.error).toContain('shell_exec');
     expect(await host.store.events.list({ type: 'tool-deny' })).toHaveLength(2);
 
     const workspace = join(dir.path, 'home', 'workspaces', 'reader');
     await writeFile(join(workspace, 'notes.txt'), 'kept in the workspace');
-    const read = JSON.parse((await host.kernel.send('reader', 'tool {"call":"tool","name":"file_read","input":{"path":"notes.txt"}}')).text) as { ok: boolean; text: string };
+    const read = JSON.parse((await host.kernel.send('reader', 'tool {"call":"tool","name":"file_read","input":{"path":"notes.txt"}}')).text) as {
+      ok: boolean;
+      text: string;
+    };
     expect(read).toEqual({ ok: true, text: 'kept in the workspace' });
     const bad = JSON.parse((await host.kernel.send('reader', 'tool {"call":"teleport"}')).text) as { ok: boolean; error: string };
     expect(bad.ok).toBe(false);
     expect(bad.error).toMatch(/host call is not one of tool, llm, log/);
   });
 
-  it('makes model calls on the agent\'s model through llm, recorded as its usage', async () => {
+  it("makes model calls on the agent's model through llm, recorded as its usage", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(`${wasmAgent('thinker', wasm.misbehave)}[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`));
     server.script([{ text: 'forty-two', usage: { inputTokens: 100, outputTokens: 20 } }]);
@@ -192,7 +201,12 @@ describe('a wasm: module that misbehaves', () => {
       // limit, which only the fake clock can reach: each answer here came while it spun. (How fast
       // they come is the machine's, not Loom's; outcomeWithin only names a hang.)
       for (let index = 0; index < 5; index += 1) {
-        expect(await outcomeWithin(api.request('/api/health').then((response) => response.status), 10_000)).toEqual({ value: 200 });
+        expect(
+          await outcomeWithin(
+            api.request('/api/health').then((response) => response.status),
+            10_000,
+          ),
+        ).toEqual({ value: 200 });
       }
       // Another wasm agent (the same module, on another thread of the pool) answers meanwhile.
       await api.host.kernel.spawn(manifest(wasmAgent('calm', wasm.misbehave)));
@@ -222,12 +236,25 @@ describe('the doors, unchanged for a code agent', () => {
     const api = await startApi(dir.path);
     try {
       await api.host.kernel.spawn(manifest(wasmAgent('door', wasm.misbehave, '[capabilities]\ntools = ["agent_list"]')));
-      const post = (body: unknown, accept = 'application/json'): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+      const post = (body: unknown, accept = 'application/json'): RequestInit => ({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: JSON.stringify(body),
+      });
       const plain = await api.request('/api/agents/door/messages', post({ message: 'hi' }));
       expect(plain.status).toBe(200);
-      expect(await plain.json()).toEqual({ text: 'echo: hi', usage: { input_tokens: 0, output_tokens: 0 }, iterations: 0, cost_usd: 0, model: `wasm:${wasm.misbehave}` });
+      expect(await plain.json()).toEqual({
+        text: 'echo: hi',
+        usage: { input_tokens: 0, output_tokens: 0 },
+        iterations: 0,
+        cost_usd: 0,
+        model: `wasm:${wasm.misbehave}`,
+      });
 
-      const streamed = await api.request('/api/agents/door/messages', post({ message: 'tool {"call":"tool","name":"agent_list","input":{}}' }, 'text/event-stream'));
+      const streamed = await api.request(
+        '/api/agents/door/messages',
+        post({ message: 'tool {"call":"tool","name":"agent_list","input":{}}' }, 'text/event-stream'),
+      );
       const events: SseEvent[] = [];
       for await (const event of readSse(streamed)) if (event.comment === undefined) events.push(event);
       expect(events.map((event) => event.event)).toEqual(['run-start', 'tool-call', 'tool-result', 'run-finish']);
@@ -263,7 +290,7 @@ describe('a WASI command module', () => {
   });
 });
 
-describe('a WASI command module and the daemon\'s descriptors', () => {
+describe("a WASI command module and the daemon's descriptors", () => {
   const LOG_CALL = '{"call":"log","message":"descriptors freed"}';
   const CLOSED = '{"text":"closed"}';
   const REFUSED = '{"text":"refused"}';
@@ -366,15 +393,18 @@ describe('a WASI command module that sleeps', () => {
     const logger = createRecordingLogger();
     host = await openTestHost(dir.path, {}, TEST_KEYS, { logger });
     await host.kernel.spawn(manifest(wasmAgent('sleeper', path, '[code]\ntimeout_ms = 1000')));
-    const asleep = (count: number): Promise<true> => waitFor(`the module to fall asleep (${count})`, () => logger.entries.filter((entry) => entry.message === 'asleep').length >= count);
+    const asleep = (count: number): Promise<true> =>
+      waitFor(`the module to fall asleep (${count})`, () => logger.entries.filter((entry) => entry.message === 'asleep').length >= count);
     // A short sleep is a sleep, and its event comes back as WASI says.
     expect((await host.kernel.send('sleeper', 'nap')).text).toBe('woke');
 
     const sleeping = outcomeWithin(host.kernel.send('sleeper', 'sleep'), 5000);
     await asleep(2);
     await host.clock.advance(1000);
-    expect(await sleeping).toMatchObject({ error: { fault: 'timeout', message: 'agent "sleeper"\'s module ran past its time limit of 1 s ([code].timeout_ms) and was stopped' } });
-    expect((await outcomeWithin(host.kernel.send('sleeper', 'nap again'), 5000))).toEqual({ value: expect.objectContaining({ text: 'woke' }) as unknown });
+    expect(await sleeping).toMatchObject({
+      error: { fault: 'timeout', message: 'agent "sleeper"\'s module ran past its time limit of 1 s ([code].timeout_ms) and was stopped' },
+    });
+    expect(await outcomeWithin(host.kernel.send('sleeper', 'nap again'), 5000)).toEqual({ value: expect.objectContaining({ text: 'woke' }) as unknown });
 
     const killed = outcomeWithin(host.kernel.send('sleeper', 'sleep'), 5000);
     await asleep(4);
@@ -387,7 +417,9 @@ describe('spawning a wasm: agent', () => {
   it('is refused with a message naming what is wrong: no file, not a module, no ABI, a relative path without a folder', async () => {
     host = await openTestHost(dir.path);
     const missing = join(dir.path, 'nowhere.wasm');
-    await expect(host.kernel.spawn(manifest(wasmAgent('a', missing)))).rejects.toThrow(`module "wasm:${missing}" names no file: there is nothing at that path (a module built from source is there only once built: see the build command in its manifest or docs/code-agents.md)`);
+    await expect(host.kernel.spawn(manifest(wasmAgent('a', missing)))).rejects.toThrow(
+      `module "wasm:${missing}" names no file: there is nothing at that path (a module built from source is there only once built: see the build command in its manifest or docs/code-agents.md)`,
+    );
     const text = join(dir.path, 'text.wasm');
     await writeFile(text, 'not a module');
     await expect(host.kernel.spawn(manifest(wasmAgent('b', text)))).rejects.toThrow(/it is not a WebAssembly module: .*magic/);
@@ -451,11 +483,15 @@ describe('spawning a wasm: agent', () => {
     expect(host.kernel.list()).toEqual([]);
   });
 
-  it('keeps a child running its parent\'s module within the parent\'s [code] limits', async () => {
+  it("keeps a child running its parent's module within the parent's [code] limits", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(wasmAgent('parent', wasm.echo, '[capabilities]\nagent_spawn = true\n[code]\ntimeout_ms = 1000\nmemory_mb = 8')));
-    await expect(host.kernel.spawn(manifest(wasmAgent('greedy', wasm.echo, '[code]\ntimeout_ms = 5000')), { parent: 'parent' })).rejects.toThrow(CapabilityEscalationError);
-    await expect(host.kernel.spawn(manifest(wasmAgent('greedy', wasm.echo, '[code]\ntimeout_ms = 5000')), { parent: 'parent' })).rejects.toThrow('[code].timeout_ms 5000 is more than the parent\'s 1000');
+    await expect(host.kernel.spawn(manifest(wasmAgent('greedy', wasm.echo, '[code]\ntimeout_ms = 5000')), { parent: 'parent' })).rejects.toThrow(
+      CapabilityEscalationError,
+    );
+    await expect(host.kernel.spawn(manifest(wasmAgent('greedy', wasm.echo, '[code]\ntimeout_ms = 5000')), { parent: 'parent' })).rejects.toThrow(
+      "[code].timeout_ms 5000 is more than the parent's 1000",
+    );
     const child = await host.kernel.spawn(manifest(wasmAgent('modest', wasm.echo)), { parent: 'parent' });
     expect(host.kernel.get(child.id).manifest.code).toMatchObject({ timeout_ms: 1000, memory_mb: 8 });
     await expect(host.kernel.spawn(manifest(wasmAgent('other', wasm.wasi)), { parent: 'parent' })).rejects.toThrow(/is code the parent does not run/);

@@ -55,7 +55,14 @@ async function largestScratchFile(): Promise<number> {
   let largest = 0;
   for (const folder of (await readdir(tmpdir())).filter((name) => name.startsWith('loom-wasm-'))) {
     const files = await readdir(join(tmpdir(), folder)).catch(() => []);
-    for (const file of files) largest = Math.max(largest, await stat(join(tmpdir(), folder, file)).then((stats) => stats.size, () => 0));
+    for (const file of files)
+      largest = Math.max(
+        largest,
+        await stat(join(tmpdir(), folder, file)).then(
+          (stats) => stats.size,
+          () => 0,
+        ),
+      );
   }
   return largest;
 }
@@ -73,15 +80,21 @@ async function expectTooLarge(promise: Promise<unknown>, message: RegExp): Promi
 describe('a WASI module that floods its output', () => {
   it('writing more than [code].max_reply_bytes to stdout is stopped as it writes, fills no disk, and the agent answers its next message', async () => {
     await kernel().spawn(manifest(`name = "loud"\nmodule = "wasm:${flood}"\n[code]\nmax_reply_bytes = 100000\n`));
-    await expectTooLarge(kernel().send('loud', 'stdout 64'), /^agent "loud"'s module wrote more than its limit of 100000 bytes \(\[code\]\.max_reply_bytes\) to stdout and was stopped$/);
+    await expectTooLarge(
+      kernel().send('loud', 'stdout 64'),
+      /^agent "loud"'s module wrote more than its limit of 100000 bytes \(\[code\]\.max_reply_bytes\) to stdout and was stopped$/,
+    );
     expect(await largestScratchFile()).toBeLessThan(SCRATCH_BOUND_BYTES);
     expect(await host?.store.events.list({ type: 'code-module-fail' })).toMatchObject([{ data: { name: 'loud', fault: 'too-large' } }]);
     expect((await kernel().send('loud', 'still there?')).text).toBe('flood: still there?');
   });
 
-  it('writing more than Loom\'s stderr limit is stopped as it writes, fills no disk, logs a bounded tail, and the agent answers its next message', async () => {
+  it("writing more than Loom's stderr limit is stopped as it writes, fills no disk, logs a bounded tail, and the agent answers its next message", async () => {
     await kernel().spawn(manifest(`name = "noisy"\nmodule = "wasm:${flood}"\n`));
-    await expectTooLarge(kernel().send('noisy', 'stderr 64'), new RegExp(`^agent "noisy"'s module wrote more than ${STDERR_LIMIT_BYTES} bytes to stderr, .*and was stopped$`));
+    await expectTooLarge(
+      kernel().send('noisy', 'stderr 64'),
+      new RegExp(`^agent "noisy"'s module wrote more than ${STDERR_LIMIT_BYTES} bytes to stderr, .*and was stopped$`),
+    );
     expect(await largestScratchFile()).toBeLessThan(SCRATCH_BOUND_BYTES);
     const logged = stderrLog('noisy');
     expect(logged.length).toBeGreaterThan(0);

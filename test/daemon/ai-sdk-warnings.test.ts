@@ -5,7 +5,7 @@ import { logAiSdkWarnings } from '../../src/daemon/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
-describe('the AI SDK\'s warnings', () => {
+describe("the AI SDK's warnings", () => {
   const server = useScriptedModelServer();
   let restore: () => void = () => undefined;
   afterEach(() => restore());
@@ -34,7 +34,7 @@ describe('the AI SDK\'s warnings', () => {
     expect(raw.filter((warning) => warning.message.includes('AI SDK'))).toEqual([]);
   });
 
-  it('go back to the SDK\'s own handling once restored', () => {
+  it("go back to the SDK's own handling once restored", () => {
     const holder = globalThis as { AI_SDK_LOG_WARNINGS?: unknown };
     const before = holder.AI_SDK_LOG_WARNINGS;
     const undo = logAiSdkWarnings(createRecordingLogger());

@@ -64,7 +64,9 @@ describe('the built daemon (dist/)', () => {
   it('records what it was built from, so that bin/loom.js runs it, and bundles no library that another loads from node_modules', () => {
     const record = JSON.parse(readFileSync(join(outDir, 'build.json'), 'utf8')) as BuildRecord;
     // A module that only re-exports yields no code of its own, and is read all the same.
-    expect(record.sources.map((source) => source.path)).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'src/kernel/kernel.ts', 'src/errors/index.ts']));
+    expect(record.sources.map((source) => source.path)).toEqual(
+      expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'src/kernel/kernel.ts', 'src/errors/index.ts']),
+    );
     expect(daemonEntry(INSTALL_DIR, {}, outDir)).toEqual({ path: join(outDir, 'main.js'), built: true });
     // zod is shared with the AI SDK and the MCP SDKs: bundling it means bundling them too.
     expect(record.inlined).toEqual(expect.arrayContaining(['zod', 'hono', 'ai', '@modelcontextprotocol/server', 'pino', 'sonic-boom']));
@@ -84,7 +86,11 @@ describe('the built daemon (dist/)', () => {
     expect(await readFile(join(home, 'logs', 'daemon.log'), 'utf8')).toContain('"code":"built"');
 
     server.script([{ text: 'Built and answering.' }]);
-    const reply = await fetch(`${built.url}/api/agents/teller/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Are you there?' }) });
+    const reply = await fetch(`${built.url}/api/agents/teller/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Are you there?' }),
+    });
     expect(reply.status).toBe(200);
     expect(await reply.json()).toMatchObject({ text: 'Built and answering.', model: 'openai/gpt-4o' });
     expect(server.requests.at(-1)?.body).toMatchObject({ model: 'gpt-4o' });

@@ -25,7 +25,7 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
     }
     // A third turn is under way (the model fails and is being retried) when the daemon is killed.
     const pending = post(first.url, '/api/agents/survivor/messages', JSON.stringify({ message: 'third question' }), 'application/json').catch(() => undefined);
-    await waitFor('the third turn\'s model call', () => server.requests.length >= 3);
+    await waitFor("the third turn's model call", () => server.requests.length >= 3);
     first.child.kill('SIGKILL');
     await first.exited;
     await pending;
@@ -51,13 +51,18 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     const manifest = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
     expect((await post(first.url, '/api/agents', manifest, 'application/toml')).status).toBe(201);
     const send = (text: string): Promise<Response> =>
-      post(first.url, '/a2a/tasks/send', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text }] } } }), 'application/json');
+      post(
+        first.url,
+        '/a2a/tasks/send',
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text }] } } }),
+        'application/json',
+      );
     server.script([{ text: 'done' }]);
     const done = (await (await send('finish this')).json()) as { id: string; status: string };
     expect(done.status).toBe('completed');
     // The next task's model fails and is being retried when the daemon is killed.
     const pending = send('this one is interrupted').catch(() => undefined);
-    await waitFor('the interrupted task\'s model call', () => server.requests.length >= 3);
+    await waitFor("the interrupted task's model call", () => server.requests.length >= 3);
     first.child.kill('SIGKILL');
     await first.exited;
     await pending;
@@ -85,13 +90,15 @@ describe('a daemon killed (SIGKILL) during a package run', () => {
   it('marks the run interrupted at the next start and resumes it without repeating the activity that finished', async () => {
     await mkdir(daemons.home, { recursive: true });
     await writeFile(join(daemons.home, 'config.toml'), packageConfigToml(server.url));
-    const folder = await writePackage(daemons.dir, 'two-step', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) } });
+    const folder = await writePackage(daemons.dir, 'two-step', {
+      workflows: { job: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) },
+    });
     const first = await startDaemon();
     expect((await post(first.url, '/api/packages', JSON.stringify({ source: folder }), 'application/json')).status).toBe(201);
     // The first activity answers; the second's model call is still going when the daemon is killed.
     server.script([{ text: 'first done' }, { text: 'never sent', gate: new Promise<never>(() => undefined) }]);
     const pending = post(first.url, '/api/packages/two-step/bindings/job/run', '{}', 'application/json').catch(() => undefined);
-    await waitFor('the second activity\'s model call', () => server.requests.length >= 2);
+    await waitFor("the second activity's model call", () => server.requests.length >= 2);
     expect(server.requests).toHaveLength(2);
     first.child.kill('SIGKILL');
     await first.exited;
@@ -100,14 +107,23 @@ describe('a daemon killed (SIGKILL) during a package run', () => {
     const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
     try {
       const [cut] = await store.packageRuns.list({ package: 'two-step' });
-      expect(cut).toMatchObject({ status: 'running', activities: [{ id: 'first', status: 'completed' }, { id: 'second', status: 'running' }] });
+      expect(cut).toMatchObject({
+        status: 'running',
+        activities: [
+          { id: 'first', status: 'completed' },
+          { id: 'second', status: 'running' },
+        ],
+      });
     } finally {
       await store.close();
     }
     server.script([{ text: 'second done' }]);
     const second = await startDaemon();
     const runs = await waitFor('the resumed run to complete', async () => {
-      const listed = (await (await fetch(`${second.url}/api/packages/runs?package=two-step`)).json()) as { status: string; activities: { output: string | null }[] }[];
+      const listed = (await (await fetch(`${second.url}/api/packages/runs?package=two-step`)).json()) as {
+        status: string;
+        activities: { output: string | null }[];
+      }[];
       return listed[0]?.status === 'completed' ? listed : undefined;
     });
     expect(runs).toHaveLength(1);

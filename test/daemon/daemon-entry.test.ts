@@ -35,7 +35,12 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const record = (): BuildRecord => ({ built_at: BUILT_AT, sources: [asRead('src/cli/main.ts'), asRead('src/kernel/kernel.ts')], files: ['main.js'], inlined: ['zod'] });
+const record = (): BuildRecord => ({
+  built_at: BUILT_AT,
+  sources: [asRead('src/cli/main.ts'), asRead('src/kernel/kernel.ts')],
+  files: ['main.js'],
+  inlined: ['zod'],
+});
 
 describe('which code bin/loom.js runs', () => {
   it('runs the build while every file it was built from is as the build read it', () => {

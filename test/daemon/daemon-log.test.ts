@@ -34,7 +34,7 @@ async function closedPort(): Promise<number> {
   return address.port;
 }
 
-describe('the daemon\'s logger', () => {
+describe("the daemon's logger", () => {
   it('writes each key once when a child repeats a binding or a call repeats one (regression: "component" twice in one record)', () => {
     const out = collector();
     const logger = createLogger({ level: 'info', sink: out });
@@ -43,10 +43,17 @@ describe('the daemon\'s logger', () => {
     expect(out.lines).toHaveLength(1);
     const line = out.lines[0] ?? '';
     for (const key of ['component', 'agentId', 'runId', 'model', 'msg', 'level', 'time']) expect(countKey(line, key), key).toBe(1);
-    expect(JSON.parse(line)).toMatchObject({ level: 40, component: 'message-flow', agentId: 'a1', runId: 'r1', model: 'openai/gpt-4o', msg: 'model call failed' });
+    expect(JSON.parse(line)).toMatchObject({
+      level: 40,
+      component: 'message-flow',
+      agentId: 'a1',
+      runId: 'r1',
+      model: 'openai/gpt-4o',
+      msg: 'model call failed',
+    });
   });
 
-  it('prints one readable line per record in pretty format: time, level, source, message, the fields that add something, and an error\'s message without its stack', () => {
+  it("prints one readable line per record in pretty format: time, level, source, message, the fields that add something, and an error's message without its stack", () => {
     const out = collector();
     const logger = createLogger({ level: 'info', sink: out, format: 'pretty' });
     const http = logger.child({ component: 'http' });
@@ -94,7 +101,14 @@ describe('the daemon\'s logger', () => {
 });
 
 describe('daemonLogFormat()', () => {
-  const io = (stdoutIsTerminal: boolean, env: Record<string, string> = {}) => ({ stdout: () => undefined, stderr: () => undefined, stdin: process.stdin, env, cwd: '/', stdoutIsTerminal });
+  const io = (stdoutIsTerminal: boolean, env: Record<string, string> = {}) => ({
+    stdout: () => undefined,
+    stderr: () => undefined,
+    stdin: process.stdin,
+    env,
+    cwd: '/',
+    stdoutIsTerminal,
+  });
 
   it('prints readable lines at a terminal and JSON lines to a pipe, unless the flag or LOOM_LOG_FORMAT says otherwise', () => {
     expect(daemonLogFormat(io(true))).toBe('pretty');
@@ -107,7 +121,7 @@ describe('daemonLogFormat()', () => {
   });
 });
 
-describe('a failed model call in the daemon\'s log', () => {
+describe("a failed model call in the daemon's log", () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
   let host: Host;
   const out = collector();
@@ -126,7 +140,10 @@ describe('a failed model call in the daemon\'s log', () => {
     const logger = createLogger({ level: 'info', sink: out });
     host = await openHost({ home: resolveLoomHome({ LOOM_HOME: join(dir.path, 'home') }, dir.path), config: ConfigSchema.parse({}), env: {}, logger, clock });
     const port = await closedPort();
-    await host.kernel.spawn(parseManifest(`name = "offline"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\nbase_url = "http://127.0.0.1:${port}/v1"\n`, { source: 'test' }).manifest);
+    await host.kernel.spawn(
+      parseManifest(`name = "offline"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\nbase_url = "http://127.0.0.1:${port}/v1"\n`, { source: 'test' })
+        .manifest,
+    );
   });
 
   afterEach(async () => {
@@ -134,22 +151,55 @@ describe('a failed model call in the daemon\'s log', () => {
     await dir.remove();
   });
 
-  const warnings = (): Record<string, unknown>[] => out.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((record) => (record['level'] as number) >= 40);
+  const warnings = (): Record<string, unknown>[] =>
+    out.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((record) => (record['level'] as number) >= 40);
 
   it('is one warning naming the model and the cause, without a stack, when a request fails with 502 (regression: three warnings and a stack trace)', async () => {
-    const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({}), env: {}, clock, logger: createLogger({ level: 'info', sink: out }), clientAddress: () => '127.0.0.1' });
-    const response = await settleWithClock(clock, Promise.resolve(app.request('/api/agents/offline/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) })));
+    const app = createHttpApp({
+      kernel: host.kernel,
+      config: ConfigSchema.parse({}),
+      env: {},
+      clock,
+      logger: createLogger({ level: 'info', sink: out }),
+      clientAddress: () => '127.0.0.1',
+    });
+    const response = await settleWithClock(
+      clock,
+      Promise.resolve(
+        app.request('/api/agents/offline/messages', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hi' }),
+        }),
+      ),
+    );
     expect(response.status).toBe(502);
     const records = warnings();
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ level: 40, model: 'ollama/llama3.2', attempt: 3, msg: expect.stringMatching(/^model call to "ollama\/llama3\.2" failed \(3 attempts\): Cannot connect to API/) as string });
+    expect(records[0]).toMatchObject({
+      level: 40,
+      model: 'ollama/llama3.2',
+      attempt: 3,
+      msg: expect.stringMatching(/^model call to "ollama\/llama3\.2" failed \(3 attempts\): Cannot connect to API/) as string,
+    });
     expect(out.lines.join('\n')).not.toContain('stack');
   });
 
   it('is one warning when the reply streams too', async () => {
-    const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({}), env: {}, clock, logger: createLogger({ level: 'info', sink: out }), clientAddress: () => '127.0.0.1' });
+    const app = createHttpApp({
+      kernel: host.kernel,
+      config: ConfigSchema.parse({}),
+      env: {},
+      clock,
+      logger: createLogger({ level: 'info', sink: out }),
+      clientAddress: () => '127.0.0.1',
+    });
     const streamed = async (): Promise<string> => {
-      const response = await app.request('/api/agents/offline/messages', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'hi' }) });
+      const response = await app.request('/api/agents/offline/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ message: 'hi' }),
+      });
       return response.text();
     };
     const body = await settleWithClock(clock, streamed());

@@ -39,7 +39,10 @@ function waitForDaemon(): Promise<DaemonFile> {
   });
 }
 
-function startForeground(env: Record<string, string> = {}, flags: string[] = []): { child: ChildProcess; output: () => string; stdout: () => string; exited: Promise<number | null> } {
+function startForeground(
+  env: Record<string, string> = {},
+  flags: string[] = [],
+): { child: ChildProcess; output: () => string; stdout: () => string; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [bin, 'start', '--foreground', '--port', '0', ...flags], {
     env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,7 +119,9 @@ describe('the daemon', () => {
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toBe(0);
     const lines = daemon.stdout().trim().split('\n');
-    expect(lines[0]).toMatch(new RegExp(`^\\[\\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\] INFO: Loom is listening at ${info.url.replace(/[.]/g, '\\.')}\\. No model key found`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^\\[\\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\] INFO: Loom is listening at ${info.url.replace(/[.]/g, '\\.')}\\. No model key found`),
+    );
     expect(lines).toContain(`Loom ${LOOM_VERSION} (pid ${info.pid}), JSON logs in ${join(home, 'logs', 'daemon.log')}. Press Ctrl-C to stop.`);
     expect(lines.at(-1)).toMatch(/INFO: Loom stopped$/);
     expect(daemon.stdout()).not.toContain('{"level"');

@@ -9,7 +9,8 @@ import { useDaemonHome } from '../support/daemon-process.ts';
 const server = useScriptedModelServer();
 const daemons = useDaemonHome('loom-log-ring-');
 
-const post = (url: string, path: string, body: string, type: string): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+const post = (url: string, path: string, body: string, type: string): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
 
 describe('the log ring of loom start', () => {
   it('holds the records of the daemon before its restart, the event-log agent reading them', async () => {
@@ -23,8 +24,13 @@ describe('the log ring of loom start', () => {
     const second = await daemons.start();
     const analyst = `name = "log-analyst"\nmodule = "builtin:eventlog"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["search_logs"]\n`;
     expect((await post(second.url, '/api/agents', analyst, 'application/toml')).status).toBe(201);
-    server.script([{ toolCalls: [{ name: 'search_logs', input: { query: 'spawned agent "worker"' } }] }, { text: 'The worker was spawned before the restart.' }]);
-    expect((await post(second.url, '/api/agents/log-analyst/messages', JSON.stringify({ message: 'was a worker spawned?' }), 'application/json')).status).toBe(200);
+    server.script([
+      { toolCalls: [{ name: 'search_logs', input: { query: 'spawned agent "worker"' } }] },
+      { text: 'The worker was spawned before the restart.' },
+    ]);
+    expect((await post(second.url, '/api/agents/log-analyst/messages', JSON.stringify({ message: 'was a worker spawned?' }), 'application/json')).status).toBe(
+      200,
+    );
     const messages = server.requests.at(-1)?.body['messages'] as { role: string; content: string }[];
     expect(messages.find((message) => message.role === 'tool')?.content).toMatch(/^\S+Z INFO loom\.agents: spawned agent "worker"$/);
     second.child.kill('SIGTERM');

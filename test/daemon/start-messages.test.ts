@@ -37,7 +37,10 @@ async function startAndStop(flags: string[], env: Record<string, string> = {}): 
     const read = (chunk: Buffer): void => {
       output += chunk.toString();
       // Whole lines only (a chunk may end in the middle of one).
-      const line = output.split('\n').slice(0, -1).find((text) => text.includes('Loom is listening at'));
+      const line = output
+        .split('\n')
+        .slice(0, -1)
+        .find((text) => text.includes('Loom is listening at'));
       if (line !== undefined) resolve((JSON.parse(line) as { msg: string }).msg);
     };
     child.stdout.on('data', read);
@@ -76,7 +79,9 @@ describe('loom start --foreground', () => {
     await writeConfig('[default_model]\nprovider = "openai-compatible"\nmodel = "scripted"\nbase_url = "http://127.0.0.1:4300/v1"\n');
     const result = await startAndStop(['--port', '0']);
     expect(result.code).toBe(0);
-    expect(result.listening).toMatch(/^Loom is listening at http:\/\/127\.0\.0\.1:\d+\. Default model: openai-compatible\/scripted \(\[default_model\] in config\.toml\)\.( Note: |$)/);
+    expect(result.listening).toMatch(
+      /^Loom is listening at http:\/\/127\.0\.0\.1:\d+\. Default model: openai-compatible\/scripted \(\[default_model\] in config\.toml\)\.( Note: |$)/,
+    );
     expect(result.output).not.toContain('No model key found');
   });
 
@@ -90,12 +95,18 @@ describe('loom start --foreground', () => {
 
   it('suggests loom init when there is neither a model key nor a default model', async () => {
     const result = await startAndStop(['--port', '0']);
-    expect(result.listening).toContain('No model key found: looked for ANTHROPIC_API_KEY, OPENAI_API_KEY, GROQ_API_KEY, OPENROUTER_API_KEY, and Ollama at http://127.0.0.1:11434/v1');
-    expect(result.listening).toContain('No default model either: run `loom init` to set one up (or to try Loom with a scripted model), then restart the daemon.');
+    expect(result.listening).toContain(
+      'No model key found: looked for ANTHROPIC_API_KEY, OPENAI_API_KEY, GROQ_API_KEY, OPENROUTER_API_KEY, and Ollama at http://127.0.0.1:11434/v1',
+    );
+    expect(result.listening).toContain(
+      'No default model either: run `loom init` to set one up (or to try Loom with a scripted model), then restart the daemon.',
+    );
   });
 
   it('says there is no default model, and that loom init picks one, when a key is set but no default model', async () => {
     const result = await startAndStop(['--port', '0'], { OPENAI_API_KEY: 'sk-test' });
-    expect(result.listening).toMatch(/^Loom is listening at http:\/\/127\.0\.0\.1:\d+\. No default model: agents without \[model\] cannot run; `loom init` picks one from your keys, then restart the daemon\.( Note: |$)/);
+    expect(result.listening).toMatch(
+      /^Loom is listening at http:\/\/127\.0\.0\.1:\d+\. No default model: agents without \[model\] cannot run; `loom init` picks one from your keys, then restart the daemon\.( Note: |$)/,
+    );
   });
 });

@@ -21,10 +21,14 @@ async function writeConfig(): Promise<void> {
 
 /** Spawns agent "asker", granted the fixture's `ask`, with `extra` manifest lines, once the server is connected. */
 async function spawnAsker(url: string, extra = ''): Promise<void> {
-  await waitFor('the MCP server to connect', async () => {
-    const { connected } = (await (await fetch(`${url}/api/mcp/servers`)).json()) as { connected: { name: string }[] };
-    return connected.some((entry) => entry.name === 'fixture') ? true : undefined;
-  }, { everyMs: 50 });
+  await waitFor(
+    'the MCP server to connect',
+    async () => {
+      const { connected } = (await (await fetch(`${url}/api/mcp/servers`)).json()) as { connected: { name: string }[] };
+      return connected.some((entry) => entry.name === 'fixture') ? true : undefined;
+    },
+    { everyMs: 50 },
+  );
   const manifest = `name = "asker"\n[capabilities]\ntools = ["mcp_fixture_ask"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n${extra}`;
   expect((await fetch(`${url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest })).status).toBe(201);
 }
@@ -38,7 +42,11 @@ interface ApprovalView {
 }
 
 const ask = (url: string): Promise<Response | undefined> =>
-  fetch(`${url}/api/agents/asker/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'ask me' }) }).catch(() => undefined);
+  fetch(`${url}/api/agents/asker/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message: 'ask me' }),
+  }).catch(() => undefined);
 
 const pendingQuestion = (url: string): Promise<ApprovalView> =>
   waitFor('the question to be pending', async () => ((await (await fetch(`${url}/api/approvals`)).json()) as ApprovalView[])[0], { everyMs: 50 });
@@ -53,7 +61,7 @@ async function storedApproval(id: string): Promise<unknown> {
   }
 }
 
-describe('a daemon stopped while an MCP server\'s question waits for a person', () => {
+describe("a daemon stopped while an MCP server's question waits for a person", () => {
   it('exits at once and the question reads as closed by the shutdown', async () => {
     await writeConfig();
     const daemon = await startDaemon();
@@ -67,7 +75,11 @@ describe('a daemon stopped while an MCP server\'s question waits for a person', 
     // Within `loom stop`'s deadline of 15 s (the question's timeout is 5 minutes).
     expect(await outcomeWithin(daemon.exited, 15_000)).toEqual({ value: 0 });
     await reply;
-    expect(await storedApproval(question.id)).toMatchObject({ status: 'expired', decidedBy: 'shutdown', reason: 'Loom was stopped while this waited for a person; nothing was run — ask the agent again' });
+    expect(await storedApproval(question.id)).toMatchObject({
+      status: 'expired',
+      decidedBy: 'shutdown',
+      reason: 'Loom was stopped while this waited for a person; nothing was run — ask the agent again',
+    });
 
     // The next daemon shows it so: closed by the shutdown, not left for a restart to close.
     const again = await startDaemon();
@@ -77,7 +89,7 @@ describe('a daemon stopped while an MCP server\'s question waits for a person', 
     await again.exited;
   }, 60_000);
 
-  it('closes a question when the call that asked it gives up, and then stops at once (it waited out the question\'s 5 minutes)', async () => {
+  it("closes a question when the call that asked it gives up, and then stops at once (it waited out the question's 5 minutes)", async () => {
     await writeConfig();
     const daemon = await startDaemon();
     // The call's time limit ends it while the question waits.

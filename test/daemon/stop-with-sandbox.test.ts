@@ -11,7 +11,8 @@ const server = useScriptedModelServer();
 const daemons = useDaemonHome('loom-stop-sandbox-');
 
 /** A tool that doubles `n`, grows a Map until V8 itself runs out of memory, or spins. */
-const CODE = 'function execute(input) { if (input.bomb) { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); } if (input.spin) { for (;;) {} } return { n: input.n * 2 }; }';
+const CODE =
+  'function execute(input) { if (input.bomb) { const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); } if (input.spin) { for (;;) {} } return { n: input.n * 2 }; }';
 
 /** The live processes whose parent is `pid`. */
 async function childrenOf(pid: number): Promise<number[]> {
@@ -34,17 +35,24 @@ const alive = (pid: number): boolean => {
   }
 };
 
-const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
 
 describe('a daemon stopped while its forged tools misbehave', () => {
-  it('exits within loom stop\'s 15 s after one of its tools lost an isolate to V8\'s out-of-memory, with another call spinning, and leaves no sandbox process behind', async () => {
+  it("exits within loom stop's 15 s after one of its tools lost an isolate to V8's out-of-memory, with another call spinning, and leaves no sandbox process behind", async () => {
     await mkdir(daemons.home, { recursive: true });
     await writeFile(join(daemons.home, 'config.toml'), `[default_model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
     const daemon = await daemons.start();
     const manifest = `name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_memory_mb = 32\nsandbox_timeout_ms = 60000\n`;
     expect((await post(daemon.url, '/api/agents', manifest, 'application/toml')).status).toBe(201);
     server.script([APPROVE]);
-    const request = { name: 'doubler', description: 'Doubles n', inputSchema: { type: 'object' }, implementation: { mode: 'sandbox', code: CODE, allowlist: [] }, testCases: [{ input: { n: 2 }, expectedOutput: { n: 4 } }] };
+    const request = {
+      name: 'doubler',
+      description: 'Doubles n',
+      inputSchema: { type: 'object' },
+      implementation: { mode: 'sandbox', code: CODE, allowlist: [] },
+      testCases: [{ input: { n: 2 }, expectedOutput: { n: 4 } }],
+    };
     expect((await post(daemon.url, '/api/tools/forged', JSON.stringify({ agent: 'smith', request }))).status).toBe(201);
 
     server.script([{ toolCalls: [{ name: 'doubler', input: { bomb: true } }] }, { text: 'it ran out of memory' }]);

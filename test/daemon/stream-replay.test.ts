@@ -29,7 +29,10 @@ afterEach(async () => {
   await new Promise<void>((resolve) => world.server.close(() => resolve()));
 });
 
-const order = (path: string): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' } });
+const order = (path: string): { name: string; input: Record<string, unknown> } => ({
+  name: 'http_request',
+  input: { url: `${world.url}${path}`, method: 'POST', body: 'one order' },
+});
 
 /** Starts a daemon with an agent that may POST to the world. */
 async function startClerk(): Promise<DaemonProcess> {
@@ -42,7 +45,11 @@ async function startClerk(): Promise<DaemonProcess> {
 /** Starts a daemon with an agent that may POST to the world, and streams its reply to "place the order". */
 async function startStreaming(): Promise<{ daemon: DaemonProcess; events: AsyncGenerator<SseEvent> }> {
   const daemon = await startClerk();
-  const response = await fetch(`${daemon.url}/api/agents/clerk/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'place the order' }) });
+  const response = await fetch(`${daemon.url}/api/agents/clerk/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ message: 'place the order' }),
+  });
   return { daemon, events: readSse(response) };
 }
 
@@ -71,7 +78,10 @@ const dataOf = (event: SseEvent | undefined): Record<string, unknown> => JSON.pa
 describe('a client of a turn the daemon is killed (SIGKILL) in reconnects with Last-Event-ID after the restart', () => {
   it('gets what it missed, no event twice, then the live rest and the end, under the same event ids', async () => {
     let answer!: () => void;
-    model.script([{ toolCalls: [order('/hold')] }, { text: 'I will check whether the order went through.', gate: new Promise<void>((resolve) => (answer = resolve)) }]);
+    model.script([
+      { toolCalls: [order('/hold')] },
+      { text: 'I will check whether the order went through.', gate: new Promise<void>((resolve) => (answer = resolve)) },
+    ]);
     const first = await startStreaming();
     const before = await readUntil(first.events, 'tool-call');
     const last = before.at(-1)?.id ?? '';
@@ -85,7 +95,9 @@ describe('a client of a turn the daemon is killed (SIGKILL) in reconnects with L
     // The call it saw start is not shown again; its outcome, the reply and the end are, once each.
     expect(names).not.toContain('tool-call');
     expect(names).not.toContain('rewind');
-    expect(after.filter((event) => event.event === 'tool-result').map((event) => dataOf(event)['text'])).toEqual([expect.stringContaining(UNKNOWN_OUTCOME_TEXT.slice(0, 40)) as string]);
+    expect(after.filter((event) => event.event === 'tool-result').map((event) => dataOf(event)['text'])).toEqual([
+      expect.stringContaining(UNKNOWN_OUTCOME_TEXT.slice(0, 40)) as string,
+    ]);
     expect(textOf(after)).toBe('I will check whether the order went through.');
     expect(dataOf(after.at(-1))).toMatchObject({ type: 'run-finish', result: { text: 'I will check whether the order went through.' } });
     expect((await events.next()).done).toBe(true);
@@ -99,10 +111,17 @@ describe('a client of a turn the daemon is killed (SIGKILL) in reconnects with L
 
   it('keeps the events of a turn sent without a stream that a client started following during a call', async () => {
     let answer!: () => void;
-    model.script([{ toolCalls: [order('/hold')] }, { text: 'I will check whether the order went through.', gate: new Promise<void>((resolve) => (answer = resolve)) }]);
+    model.script([
+      { toolCalls: [order('/hold')] },
+      { text: 'I will check whether the order went through.', gate: new Promise<void>((resolve) => (answer = resolve)) },
+    ]);
     const daemon = await startClerk();
     // A caller waiting for a JSON reply: no one is shown the turn's events while it starts its call.
-    const reply = fetch(`${daemon.url}/api/agents/clerk/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'place the order' }) }).catch(() => undefined);
+    const reply = fetch(`${daemon.url}/api/agents/clerk/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'place the order' }),
+    }).catch(() => undefined);
     await waitFor('the call to be under way', () => world.held.length === 1);
     // The owner opens the agent's page while the call runs, and is shown the turn so far.
     const followed = readSse(await fetch(`${daemon.url}/api/agents/clerk/turn`, { headers: { accept: 'text/event-stream' } }));

@@ -35,7 +35,8 @@ afterEach(async () => {
   await new Promise<void>((resolve) => world.server.close(() => resolve()));
 });
 
-const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+const post = (url: string, path: string, body: string, type = 'application/json'): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
 
 /** An agent that may call `http_request` on the world's server, its calls approved by a person when `approval` is set. */
 function manifest(approval = false): string {
@@ -76,11 +77,13 @@ async function finishedSession(daemon: DaemonProcess): Promise<Session> {
 }
 
 /** The approval requests pending on a daemon. */
-const pendingApprovals = async (daemon: DaemonProcess): Promise<{ id: string }[]> => (await (await fetch(`${daemon.url}/api/approvals?status=pending`)).json()) as { id: string }[];
+const pendingApprovals = async (daemon: DaemonProcess): Promise<{ id: string }[]> =>
+  (await (await fetch(`${daemon.url}/api/approvals?status=pending`)).json()) as { id: string }[];
 
 /** The trace of the session's turn (`providerOptions.loom.turn` on its user message): each step's kind, tool and approval. */
 function traceOf(session: Session): { kind: string; toolName: string | undefined; approval: string | undefined }[] {
-  const user = session.messages.find((message) => message.role === 'user') as { providerOptions?: { loom?: { turn?: { steps: { kind: string; toolName?: string; approval?: string }[] } } } } | undefined;
+  const user = session.messages.find((message) => message.role === 'user') as
+    { providerOptions?: { loom?: { turn?: { steps: { kind: string; toolName?: string; approval?: string }[] } } } } | undefined;
   return (user?.providerOptions?.loom?.turn?.steps ?? []).map((step) => ({ kind: step.kind, toolName: step.toolName, approval: step.approval }));
 }
 
@@ -95,7 +98,10 @@ const oneCallBetweenModelCalls = (approval: string | undefined): ReturnType<type
   { kind: 'model', toolName: undefined, approval: undefined },
 ];
 
-const order = (path: string, method = 'POST'): { name: string; input: Record<string, unknown> } => ({ name: 'http_request', input: { url: `${world.url}${path}`, method, body: 'one order' } });
+const order = (path: string, method = 'POST'): { name: string; input: Record<string, unknown> } => ({
+  name: 'http_request',
+  input: { url: `${world.url}${path}`, method, body: 'one order' },
+});
 
 describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', () => {
   it('during a call that is not idempotent: the call is not run again, and the model is told its outcome is unknown', async () => {
@@ -127,7 +133,11 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
     model.script([{ toolCalls: [order('/hold-once', 'GET')] }, { text: 'Here is the page.' }]);
     const second = await daemons.start();
     const session = await finishedSession(second);
-    expect(world.hits).toEqual([{ method: 'POST', path: '/place' }, { method: 'GET', path: '/hold-once' }, { method: 'GET', path: '/hold-once' }]);
+    expect(world.hits).toEqual([
+      { method: 'POST', path: '/place' },
+      { method: 'GET', path: '/hold-once' },
+      { method: 'GET', path: '/hold-once' },
+    ]);
     expect(model.requests).toHaveLength(4);
     // The POST is not run again: its result came from the journal.
     expect(JSON.stringify(model.requests[2]?.body)).toContain('the order is placed');
@@ -192,7 +202,11 @@ describe('a turn the daemon is killed (SIGKILL) in resumes at the next start', (
 describe('a turn whose caller was told it is taken, killed (SIGKILL) before its first step', () => {
   /** Sends "place the order" as a streamed reply and resolves once its response (the acknowledgment) has begun. */
   async function streamTurn(daemon: DaemonProcess, agent: string): Promise<void> {
-    const response = await fetch(`${daemon.url}/api/agents/${agent}/messages`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'place the order' }) });
+    const response = await fetch(`${daemon.url}/api/agents/${agent}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ message: 'place the order' }),
+    });
     expect(response.status).toBe(200);
     void response.body?.cancel().catch(() => undefined);
   }
@@ -233,7 +247,9 @@ describe('a turn whose caller was told it is taken, killed (SIGKILL) before its 
     expect(copies(session, 'assistant', 'The report is written.')).toBe(1);
     expect(session.messages.filter((message) => message.role === 'user')).toHaveLength(1);
     const runs = (await (await fetch(`${second.url}/api/agents/reporter/runs`)).json()) as { outcome: string; reason: string }[];
-    expect(runs.map((run) => [run.outcome, run.reason])).toEqual([['interrupted', "interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent's session"]]);
+    expect(runs.map((run) => [run.outcome, run.reason])).toEqual([
+      ['interrupted', "interrupted: the daemon stopped while the run was going; a turn it had begun resumes at this start, in the agent's session"],
+    ]);
     await kill(second);
   });
 

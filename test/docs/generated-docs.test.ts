@@ -24,14 +24,14 @@ describe('the generated pages of docs/reference/', () => {
     expect(stale, `stale: run \`npx node scripts/generate-docs.ts\` and commit ${stale.join(', ')}`).toEqual([]);
   });
 
-  it('list every manifest field, with the schema\'s description', () => {
+  it("list every manifest field, with the schema's description", () => {
     const manifest = pages.get('docs/reference/manifest.md') ?? '';
     for (const key of Object.keys(ManifestSchema.shape)) expect(manifest).toMatch(new RegExp(`\\| \\[?\`\\[{0,2}${key}[\\]\`.]`));
     expect(manifest).toContain('| `max_cost_per_hour` | number, ≥ 0 | `0` | USD over a rolling hour; 0 = no limit. |');
     expect(manifest).toContain('## `[[schedule.triggers]]`');
   });
 
-  it('give every command\'s --help, options and examples included', () => {
+  it("give every command's --help, options and examples included", () => {
     const cli = pages.get('docs/reference/cli.md') ?? '';
     expect(cli).toContain('## loom agent spawn');
     expect(cli).toContain('Usage: loom agent spawn [options] <manifest>');

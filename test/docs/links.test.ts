@@ -26,7 +26,10 @@ describe('links in README.md, CONTRIBUTING.md and docs/', () => {
     const folder = mkdtempSync(join(tmpdir(), 'loom-links-'));
     try {
       const page = join(folder, 'page.md');
-      writeFileSync(page, '# A page\n\n## The `[model]` table: keys & defaults\n\n[ok](#the-model-table-keys--defaults) [gone](missing.md) [no anchor](#nowhere) [web](https://example.com)\n\n```\n[in code](nowhere.md)\n```\n');
+      writeFileSync(
+        page,
+        '# A page\n\n## The `[model]` table: keys & defaults\n\n[ok](#the-model-table-keys--defaults) [gone](missing.md) [no anchor](#nowhere) [web](https://example.com)\n\n```\n[in code](nowhere.md)\n```\n',
+      );
       const problems = linksIn(page).map((link) => problemOf(link, folder));
       expect(problems[0]).toBeUndefined();
       expect(problems[1]).toMatch(/"missing\.md" points at missing\.md, which does not exist/);
@@ -40,7 +43,7 @@ describe('links in README.md, CONTRIBUTING.md and docs/', () => {
   });
 
   it('computes anchors as GitHub does', () => {
-    expect(headingSlug('MCP: tools from MCP servers, and Loom\'s agents as MCP tools')).toBe('mcp-tools-from-mcp-servers-and-looms-agents-as-mcp-tools');
+    expect(headingSlug("MCP: tools from MCP servers, and Loom's agents as MCP tools")).toBe('mcp-tools-from-mcp-servers-and-looms-agents-as-mcp-tools');
     expect(headingSlug('Code agents: wasm and Python')).toBe('code-agents-wasm-and-python');
     expect(headingSlug('`loom agent spawn`')).toBe('loom-agent-spawn');
     expect(headingSlug('`[tools.<name>]`')).toBe('toolsname');

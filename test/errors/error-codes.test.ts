@@ -2,7 +2,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it, vi } from 'vitest';
-import { AgentNotFoundError, ERROR_CODES, HttpRequestError, isErrorCode, isLoomError, LoomError, PackageError, toErrorResponse, TurnCancelledError } from '../../src/errors/index.ts';
+import {
+  AgentNotFoundError,
+  ERROR_CODES,
+  HttpRequestError,
+  isErrorCode,
+  isLoomError,
+  LoomError,
+  PackageError,
+  toErrorResponse,
+  TurnCancelledError,
+} from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 
 const src = join(import.meta.dirname, '../../src');
@@ -33,7 +43,8 @@ function codesThrownIn(files: readonly string[]): Map<string, string> {
   for (const file of files) {
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const note = (codes: string[], node: ts.Node): void => {
-      for (const code of codes) if (CODE.test(code) && !found.has(code)) found.set(code, `${relative(src, file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
+      for (const code of codes)
+        if (CODE.test(code) && !found.has(code)) found.set(code, `${relative(src, file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
     };
     const visit = (node: ts.Node): void => {
       if (ts.isNewExpression(node) && /Error$/.test(node.expression.getText(source))) note(literals(node.arguments?.[0]), node);
@@ -42,7 +53,8 @@ function codesThrownIn(files: readonly string[]): Map<string, string> {
         if (/Error$/.test(heritage)) note(literals(node.arguments[0]), node);
       }
       if (ts.isPropertyAssignment(node) && node.name.getText(source) === 'error' && ts.isObjectLiteralExpression(node.initializer)) {
-        for (const property of node.initializer.properties) if (ts.isPropertyAssignment(property) && property.name.getText(source) === 'code') note(literals(property.initializer), property);
+        for (const property of node.initializer.properties)
+          if (ts.isPropertyAssignment(property) && property.name.getText(source) === 'code') note(literals(property.initializer), property);
       }
       ts.forEachChild(node, visit);
     };
@@ -55,7 +67,9 @@ describe('the registry of error codes', () => {
   it('holds every code an error is made with in src/', () => {
     const found = codesThrownIn(sources(src));
     // The scan itself finds codes of each way an error is made.
-    expect([...found.keys()]).toEqual(expect.arrayContaining(['AGENT_NOT_FOUND', 'INVALID_REQUEST', 'PLAN_INVALID', 'INTERNAL', 'PORT_IN_USE', 'CANNOT_LISTEN']));
+    expect([...found.keys()]).toEqual(
+      expect.arrayContaining(['AGENT_NOT_FOUND', 'INVALID_REQUEST', 'PLAN_INVALID', 'INTERNAL', 'PORT_IN_USE', 'CANNOT_LISTEN']),
+    );
     const missing = [...found].filter(([code]) => !isErrorCode(code)).map(([code, where]) => `${code} (${where})`);
     expect(missing, 'codes thrown in src/ but not in src/errors/error-codes.ts').toEqual([]);
   });

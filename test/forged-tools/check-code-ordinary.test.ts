@@ -34,25 +34,34 @@ describe('checkSandboxCode() and the names every object inherits', () => {
 
   const escapes: Record<string, [string, string]> = {
     // The escape corpus of escape-corpus.test.ts, through the check this time.
-    'Function constructor through a function': ['  return typeof (() => 0).constructor.constructor("return typeof process")();', '".constructor" is not allowed in a sandboxed tool: it reaches the Function constructor'],
-    'async function constructor': ['  const AsyncFunction = (async () => {}).constructor; return AsyncFunction("return 1")();', '".constructor" is not allowed'],
+    'Function constructor through a function': [
+      '  return typeof (() => 0).constructor.constructor("return typeof process")();',
+      '".constructor" is not allowed in a sandboxed tool: it reaches the Function constructor',
+    ],
+    'async function constructor': [
+      '  const AsyncFunction = (async () => {}).constructor; return AsyncFunction("return 1")();',
+      '".constructor" is not allowed',
+    ],
     'this.constructor.constructor': ['  return typeof this.constructor.constructor("return this")().process;', '".constructor" is not allowed'],
     'Error.prepareStackTrace': ['  Error.prepareStackTrace = (e, frames) => frames; return 1;', '".prepareStackTrace" is not allowed'],
     'arguments.callee.caller': ['  function probe() { return arguments.callee.caller; } return probe();', '".callee" is not allowed'],
     'import()': ['  return import("node:fs");', '"import()" is not allowed'],
     // The same properties taken out by destructuring.
-    'const { constructor } = f': ['  const { constructor } = () => 0; return constructor("return 1")();', '".constructor" is not allowed in a sandboxed tool: it reaches the Function constructor'],
+    'const { constructor } = f': [
+      '  const { constructor } = () => 0; return constructor("return 1")();',
+      '".constructor" is not allowed in a sandboxed tool: it reaches the Function constructor',
+    ],
     'const { constructor: F } = f': ['  const { constructor: F } = () => 0; return F("return 1")();', '".constructor" is not allowed'],
     'const { ["constructor"]: F } = f': ['  const { ["constructor"]: F } = () => 0; return F("return 1")();', '".constructor" is not allowed'],
     'a parameter destructuring __proto__': ['  const f = ({ __proto__: p }) => p; return f({});', '".__proto__" is not allowed'],
     'x["__defineGetter__"]': ['  input["__defineGetter__"]("a", () => 1); return 1;', '".__defineGetter__" is not allowed'],
     // The blocked names, still blocked.
-    'eval': ['  return eval("1");', '"eval" is not allowed'],
-    'Function': ['  return Function("return 1")();', '"Function" is not allowed'],
-    'require': ['  return require("fs");', '"require" is not allowed'],
-    'process': ['  return process.env;', '"process" is not allowed'],
-    'exports': ['  exports.a = 1; return 1;', '"exports" is not allowed'],
-    'importScripts': ['  importScripts("x"); return 1;', '"importScripts" is not allowed'],
+    eval: ['  return eval("1");', '"eval" is not allowed'],
+    Function: ['  return Function("return 1")();', '"Function" is not allowed'],
+    require: ['  return require("fs");', '"require" is not allowed'],
+    process: ['  return process.env;', '"process" is not allowed'],
+    exports: ['  exports.a = 1; return 1;', '"exports" is not allowed'],
+    importScripts: ['  importScripts("x"); return 1;', '"importScripts" is not allowed'],
   };
   for (const [name, [body, message]] of Object.entries(escapes)) {
     it(`still refuses ${name}`, () => {
@@ -61,8 +70,10 @@ describe('checkSandboxCode() and the names every object inherits', () => {
     });
   }
 
-  it('gives a refusal its list\'s reason, never an inherited function\'s source', () => {
-    const messages = check('  const a = (255).toString(16); const valueOf = 1; return eval(a + valueOf) + input.constructor;').map((problem) => problem.message);
+  it("gives a refusal its list's reason, never an inherited function's source", () => {
+    const messages = check('  const a = (255).toString(16); const valueOf = 1; return eval(a + valueOf) + input.constructor;').map(
+      (problem) => problem.message,
+    );
     expect(messages).toEqual([
       '"eval" is not allowed in a sandboxed tool: it runs arbitrary code',
       '".constructor" is not allowed in a sandboxed tool: it reaches the Function constructor, a way to run arbitrary code',
@@ -72,6 +83,8 @@ describe('checkSandboxCode() and the names every object inherits', () => {
 
   it('asks for an allowlist entry only for fetch, fs and crypto, not for inherited names', () => {
     expect(check('  const toString = 1; const valueOf = 2; return toString + valueOf;')).toEqual([]);
-    expect(check('  return fetch(input.url);').map((problem) => problem.message)).toEqual(['"fetch" is used but "fetch" is not in the tool\'s allowlist; add "fetch" to implementation.allowlist (and the agent\'s [emergent].allowed_sandbox_apis)']);
+    expect(check('  return fetch(input.url);').map((problem) => problem.message)).toEqual([
+      '"fetch" is used but "fetch" is not in the tool\'s allowlist; add "fetch" to implementation.allowlist (and the agent\'s [emergent].allowed_sandbox_apis)',
+    ]);
   });
 });

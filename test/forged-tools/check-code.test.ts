@@ -36,7 +36,12 @@ describe('checkSandboxCode()', () => {
   it('refuses check_http_status without "fetch" in its allowlist, naming the fix', () => {
     const problems = checkSandboxCode(SPEC_EXAMPLES['check_http_status']?.code ?? '', []);
     expect(problems).toEqual([
-      { line: 2, column: 20, message: '"fetch" is used but "fetch" is not in the tool\'s allowlist; add "fetch" to implementation.allowlist (and the agent\'s [emergent].allowed_sandbox_apis)' },
+      {
+        line: 2,
+        column: 20,
+        message:
+          '"fetch" is used but "fetch" is not in the tool\'s allowlist; add "fetch" to implementation.allowlist (and the agent\'s [emergent].allowed_sandbox_apis)',
+      },
     ]);
   });
 
@@ -82,11 +87,15 @@ describe('checkSandboxCode()', () => {
   }
 
   it('refuses import and export declarations (a tool is one script)', () => {
-    expect(checkSandboxCode('import fs from "node:fs";\nfunction execute() { return 1; }', [])[0]).toMatchObject({ line: 1, column: 1, message: expect.stringContaining('syntax error') as unknown });
+    expect(checkSandboxCode('import fs from "node:fs";\nfunction execute() { return 1; }', [])[0]).toMatchObject({
+      line: 1,
+      column: 1,
+      message: expect.stringContaining('syntax error') as unknown,
+    });
     expect(checkSandboxCode('function execute() { return 1; }\nexport { execute };', [])[0]?.message).toContain('syntax error');
   });
 
-  it('names a syntax error with acorn\'s position', () => {
+  it("names a syntax error with acorn's position", () => {
     expect(checkSandboxCode('function execute(input) {\n  return {;\n}', [])).toEqual([{ line: 2, column: 11, message: 'syntax error: Unexpected token' }]);
   });
 
@@ -95,17 +104,29 @@ describe('checkSandboxCode()', () => {
       { line: 1, column: 1, message: 'a sandboxed tool must define execute(input) at the top level: function execute(input) { … return result; }' },
     ]);
     expect(checkSandboxCode('function outer() { function execute() {} }', [])[0]?.message).toContain('must define execute(input)');
-    for (const code of ['function execute(input) { return input; }', 'async function execute(input) { return input; }', 'const execute = (input) => input;', 'const execute = async function (input) { return input; };']) {
+    for (const code of [
+      'function execute(input) { return input; }',
+      'async function execute(input) { return input; }',
+      'const execute = (input) => input;',
+      'const execute = async function (input) { return input; };',
+    ]) {
       expect(checkSandboxCode(code, []), code).toEqual([]);
     }
   });
 
   it('lets names that only look blocked pass: keys, properties, new.target', () => {
-    expect(checkSandboxCode('function execute(input) { const o = { process: 1, eval: 2 }; function F() { return new.target; } return { n: o.process + o.eval, label: input.require }; }', [])).toEqual([]);
+    expect(
+      checkSandboxCode(
+        'function execute(input) { const o = { process: 1, eval: 2 }; function F() { return new.target; } return { n: o.process + o.eval, label: input.require }; }',
+        [],
+      ),
+    ).toEqual([]);
   });
 
   it('reports every problem in source order, formatted as "line L, column C: …"', () => {
     const problems = checkSandboxCode('function execute() {\n  process.exit(1);\n  eval("x");\n}', []);
-    expect(formatCodeProblems(problems)).toBe('line 2, column 3: "process" is not allowed in a sandboxed tool: there is no process in the sandbox; line 3, column 3: "eval" is not allowed in a sandboxed tool: it runs arbitrary code');
+    expect(formatCodeProblems(problems)).toBe(
+      'line 2, column 3: "process" is not allowed in a sandboxed tool: there is no process in the sandbox; line 3, column 3: "eval" is not allowed in a sandboxed tool: it runs arbitrary code',
+    );
   });
 });

@@ -21,10 +21,12 @@ import type { ForgeOutcome } from '../../src/forged-tools/index.ts';
 const nestedOutput = (depth: number): string => `function execute() { let a = []; for (let i = 1; i < ${depth}; i++) a = [a]; return { a }; }`;
 
 /** The probe's tool: an output 8,000 levels deep, only when asked (`deep`), else `{ n }` doubled. */
-const MAYBE_DEEP = 'function execute(input) { if (input.deep) { let a = []; for (let i = 0; i < 8000; i++) a = [a]; return { a }; } return { n: input.n * 2 }; }';
+const MAYBE_DEEP =
+  'function execute(input) { if (input.deep) { let a = []; for (let i = 0; i < 8000; i++) a = [a]; return { a }; } return { n: input.n * 2 }; }';
 
 /** Ten keys, each arrays nested `depth` deep. */
-const branches = (depth: number): string => `function execute() { const out = {}; for (let k = 0; k < 10; k++) { let a = []; for (let i = 1; i < ${depth}; i++) a = [a]; out["k" + k] = a; } return out; }`;
+const branches = (depth: number): string =>
+  `function execute() { const out = {}; for (let k = 0; k < 10; k++) { let a = []; for (let i = 1; i < ${depth}; i++) a = [a]; out["k" + k] = a; } return out; }`;
 
 /** A value of arrays nested `depth` deep around `leaf`. */
 function arrays(depth: number, leaf: unknown = 1): unknown {
@@ -45,9 +47,13 @@ describe('a sandbox pool, given a tool whose output nests deeper than MAX_JSON_D
   });
   afterEach(() => pool.close());
 
-  it('fails that call alone, naming the limit: the sandbox process, another tool\'s call under way in it and later calls all live on', async () => {
+  it("fails that call alone, naming the limit: the sandbox process, another tool's call under way in it and later calls all live on", async () => {
     const deep = await compileSandboxProgram(nestedOutput(8000), LIMITS, { pool });
-    const waiting = await compileSandboxProgram('async function execute() { const response = await fetch("https://a.test/"); return { body: await response.text() }; }', LIMITS, { pool });
+    const waiting = await compileSandboxProgram(
+      'async function execute() { const response = await fetch("https://a.test/"); return { body: await response.text() }; }',
+      LIMITS,
+      { pool },
+    );
     const plain = await compileSandboxProgram('function execute(input) { return { n: input.n * 2 }; }', LIMITS, { pool });
     const [pid] = pool.pids();
     // Another agent's call, inside its sandbox when the deep output comes back.
@@ -86,7 +92,10 @@ describe('a sandbox pool, given a tool whose output nests deeper than MAX_JSON_D
 
   it('refuses an input nested deeper than the limit before it reaches the sandbox', async () => {
     const plain = await compileSandboxProgram('function execute(input) { return { ok: true }; }', LIMITS, { pool });
-    expect(await plain.run({ a: arrays(MAX_JSON_DEPTH) as never }, { bridges: {} })).toMatchObject({ ok: false, error: { message: tooDeepMessage('the input') } });
+    expect(await plain.run({ a: arrays(MAX_JSON_DEPTH) as never }, { bridges: {} })).toMatchObject({
+      ok: false,
+      error: { message: tooDeepMessage('the input') },
+    });
   });
 
   it('logs a sandbox process that dies, with its exit, and fails its calls naming it', async () => {
@@ -100,7 +109,10 @@ describe('a sandbox pool, given a tool whose output nests deeper than MAX_JSON_D
     expect(await call).toMatchObject({ ok: false, error: { kind: 'aborted', message: 'the sandbox process ended (SIGKILL)' } });
     const errors = logger.entries.filter((entry) => entry.level === 'error');
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ bindings: { pid, signal: 'SIGKILL', calls: 1 }, message: expect.stringContaining('a sandbox process ended unexpectedly (SIGKILL)') as unknown });
+    expect(errors[0]).toMatchObject({
+      bindings: { pid, signal: 'SIGKILL', calls: 1 },
+      message: expect.stringContaining('a sandbox process ended unexpectedly (SIGKILL)') as unknown,
+    });
   });
 });
 
@@ -111,7 +123,11 @@ describe('through a kernel', () => {
   beforeEach(async () => {
     dir = await makeTempDir('loom-deep-output-');
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
-    await host.kernel.spawn(manifest(`name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 10000\n`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 10000\n`,
+      ),
+    );
   });
   afterEach(async () => {
     await host.close();
@@ -138,7 +154,7 @@ describe('through a kernel', () => {
     return typeof tool?.content === 'string' ? tool.content : JSON.stringify(tool?.content ?? null);
   };
 
-  it('refuses the forge of the probe\'s tool (an output 8,000 levels deep) at its test, naming the limit, without asking the judge; the next forge works', async () => {
+  it("refuses the forge of the probe's tool (an output 8,000 levels deep) at its test, naming the limit, without asking the judge; the next forge works", async () => {
     const refused = refusal(await host.kernel.forgedTools.forge('smith', sandboxTool('deep_probe', nestedOutput(8000)), 'test'));
     expect(refused).toMatchObject({ stage: 'test', reason: `test 1 failed: ${OUTPUT_TOO_DEEP}` });
     expect(server.requests).toEqual([]);
@@ -147,11 +163,18 @@ describe('through a kernel', () => {
     expect(await host.kernel.runAgentTool('smith', 'double_it', { n: 4 })).toMatchObject({ structured: { n: 8 } });
   });
 
-  it('gives a model\'s call of a tool that nests its output 8,000 deep on some input an error result naming the limit, every time; other sandboxed tools go on working', async () => {
+  it("gives a model's call of a tool that nests its output 8,000 deep on some input an error result naming the limit, every time; other sandboxed tools go on working", async () => {
     server.script([APPROVE, APPROVE]);
-    expect(await host.kernel.forgedTools.forge('smith', sandboxTool('maybe_deep', MAYBE_DEEP, [{ input: { n: 1 }, expectedOutput: { n: 2 } }]), 'test')).toMatchObject({ ok: true });
+    expect(
+      await host.kernel.forgedTools.forge('smith', sandboxTool('maybe_deep', MAYBE_DEEP, [{ input: { n: 1 }, expectedOutput: { n: 2 } }]), 'test'),
+    ).toMatchObject({ ok: true });
     expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({ ok: true });
-    server.script([{ toolCalls: [{ name: 'maybe_deep', input: { deep: true } }] }, { toolCalls: [{ name: 'double_it', input: { n: 5 } }] }, { toolCalls: [{ name: 'maybe_deep', input: { deep: true } }] }, { text: 'done' }]);
+    server.script([
+      { toolCalls: [{ name: 'maybe_deep', input: { deep: true } }] },
+      { toolCalls: [{ name: 'double_it', input: { n: 5 } }] },
+      { toolCalls: [{ name: 'maybe_deep', input: { deep: true } }] },
+      { text: 'done' },
+    ]);
     expect((await host.kernel.send('smith', 'go')).text).toBe('done');
     const first = server.requests.length - 3;
     expect(toolResultIn(first)).toContain(`maybe_deep failed: ${OUTPUT_TOO_DEEP}`);
@@ -180,16 +203,18 @@ describe('through a kernel', () => {
     const document = JSON.parse(user) as { tests: { output: unknown; cut?: string[] }[] };
     expect(typeof document.tests[0]?.output).toBe('string');
     expect((document.tests[0]?.output as string).length).toBe(MAX_JUDGE_VALUE_CHARS);
-    expect(document.tests[0]?.cut).toEqual(["output is 910,071 characters of JSON; only its first 4,000 are shown, as a string"]);
+    expect(document.tests[0]?.cut).toEqual(['output is 910,071 characters of JSON; only its first 4,000 are shown, as a string']);
   });
 
-  it('refuses a forge whose test input is 10 arrays nested 3,500 deep at the request stage, naming the limit, through the engine and through the model\'s forge_tool call', async () => {
+  it("refuses a forge whose test input is 10 arrays nested 3,500 deep at the request stage, naming the limit, through the engine and through the model's forge_tool call", async () => {
     const input = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`k${index}`, arrays(3500)]));
     const request = sandboxTool('deep_input', 'function execute() { return {}; }', [{ input }]);
     // On the old code zod's recursion overflowed the stack: the forge threw a RangeError.
     const refused = refusal(await host.kernel.forgedTools.forge('smith', request, 'test'));
     expect(refused.stage).toBe('request');
-    expect(refused.reason).toBe(`invalid forge request: ${tooDeepMessage('the request', MAX_JSON_DEPTH, ['testCases', 0, 'input', 'k0', ...Array.from({ length: 2 }, () => 0)])}`);
+    expect(refused.reason).toBe(
+      `invalid forge request: ${tooDeepMessage('the request', MAX_JSON_DEPTH, ['testCases', 0, 'input', 'k0', ...Array.from({ length: 2 }, () => 0)])}`,
+    );
     const called = await host.kernel.runAgentTool('smith', 'forge_tool', request);
     expect(called.isError).toBe(true);
     expect(called.text).toContain(`is nested deeper than ${MAX_JSON_DEPTH} levels`);

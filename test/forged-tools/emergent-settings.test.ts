@@ -23,9 +23,13 @@ describe('[emergent] in a manifest', () => {
   });
 
   it('refuses an unknown sandbox API, a judge model that is neither provider/model nor an alias, and a fetch domain with a scheme, naming each field', () => {
-    expect(() => load('[emergent]\nallowed_sandbox_apis = ["fs"]\n')).toThrow('[emergent].allowed_sandbox_apis[0]: expected one of fetch, fs.readFile, crypto, got "fs"');
+    expect(() => load('[emergent]\nallowed_sandbox_apis = ["fs"]\n')).toThrow(
+      '[emergent].allowed_sandbox_apis[0]: expected one of fetch, fs.readFile, crypto, got "fs"',
+    );
     expect(() => load('[emergent]\njudge_model = "gpt 4"\n')).toThrow('[emergent].judge_model: expected "<provider>/<model>"');
-    expect(() => load('[emergent]\nfetch_domain_allowlist = ["https://api.example.com"]\n')).toThrow('[emergent].fetch_domain_allowlist[0]: expected a host name such as "api.example.com"');
+    expect(() => load('[emergent]\nfetch_domain_allowlist = ["https://api.example.com"]\n')).toThrow(
+      '[emergent].fetch_domain_allowlist[0]: expected a host name such as "api.example.com"',
+    );
     expect(() => load('[emergent]\nmax_sesion_tools = 3\n')).toThrow('[emergent].max_sesion_tools: unknown key');
   });
 });

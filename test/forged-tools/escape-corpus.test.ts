@@ -42,9 +42,12 @@ describe('realm escapes find nothing of the host', () => {
     'Function constructor through a function': 'return typeof (() => 0).constructor.constructor("return typeof process")();',
     'async function constructor': 'const AsyncFunction = (async () => {}).constructor; return await AsyncFunction("return typeof require")();',
     'this.constructor.constructor': 'return typeof this.constructor.constructor("return this")().process;',
-    'globalThis.process and friends': 'return [typeof globalThis.process, typeof globalThis.require, typeof globalThis.module, typeof globalThis.Buffer, typeof globalThis.loomCanary].join(",");',
-    'Error.prepareStackTrace': 'Error.prepareStackTrace = (e, frames) => frames.map((f) => typeof f.getThis()); try { null.x; } catch (e) { return String(e.stack); }',
-    'arguments.callee.caller': 'function probe() { return arguments.callee.caller; } const caller = probe(); return caller ? caller.constructor("return typeof process")() : "none";',
+    'globalThis.process and friends':
+      'return [typeof globalThis.process, typeof globalThis.require, typeof globalThis.module, typeof globalThis.Buffer, typeof globalThis.loomCanary].join(",");',
+    'Error.prepareStackTrace':
+      'Error.prepareStackTrace = (e, frames) => frames.map((f) => typeof f.getThis()); try { null.x; } catch (e) { return String(e.stack); }',
+    'arguments.callee.caller':
+      'function probe() { return arguments.callee.caller; } const caller = probe(); return caller ? caller.constructor("return typeof process")() : "none";',
     'import()': 'try { await import("node:fs"); return "imported"; } catch (e) { return "refused"; }',
   };
   for (const [name, body] of Object.entries(probes)) {
@@ -62,7 +65,10 @@ describe('realm escapes find nothing of the host', () => {
 describe('what crosses is data', () => {
   it('input with __proto__ keys pollutes nothing, inside or out; output keys stay plain keys', async () => {
     const input = JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}') as Record<string, unknown>;
-    const { outcome } = await attempt('const inside = ({}).polluted; return JSON.parse(\'{"__proto__": {"polluted": "out"}, "constructor": {"prototype": {"polluted": "out"}}, "inside": \' + JSON.stringify(inside ?? null) + "}");', input);
+    const { outcome } = await attempt(
+      'const inside = ({}).polluted; return JSON.parse(\'{"__proto__": {"polluted": "out"}, "constructor": {"prototype": {"polluted": "out"}}, "inside": \' + JSON.stringify(inside ?? null) + "}");',
+      input,
+    );
     expect(outcome.ok).toBe(true);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     if (!outcome.ok) return;
@@ -113,7 +119,9 @@ describe('hangs and bombs are stopped in time', () => {
 
 describe('memory outside the heap, and what leaves the isolate, are bounded', () => {
   it('has no WebAssembly, SharedArrayBuffer or Atomics, however the name is spelled (their memory is outside the limit)', async () => {
-    const { outcome } = await attempt('const g = globalThis; return ["Web" + "Assembly", "Shared" + "ArrayBuffer", "Ato" + "mics"].map((name) => typeof g[name]);');
+    const { outcome } = await attempt(
+      'const g = globalThis; return ["Web" + "Assembly", "Shared" + "ArrayBuffer", "Ato" + "mics"].map((name) => typeof g[name]);',
+    );
     expect(outcome).toMatchObject({ ok: true, output: ['undefined', 'undefined', 'undefined'] });
   });
 
@@ -122,21 +130,30 @@ describe('memory outside the heap, and what leaves the isolate, are bounded', ()
     expect(thrown.outcome).toMatchObject({ ok: false, error: { kind: 'thrown' } });
     expect(thrown.outcome.ok ? 0 : thrown.outcome.error.message.length).toBeLessThanOrEqual(2001);
 
-    const compiled = await compileSandboxProgram('function execute(input) { return crypto.createHash("sha256").update("x".repeat(input.size)).digest("hex"); }', LIMITS);
+    const compiled = await compileSandboxProgram(
+      'function execute(input) { return crypto.createHash("sha256").update("x".repeat(input.size)).digest("hex"); }',
+      LIMITS,
+    );
     programs.push(compiled);
-    expect(await compiled.run({ size: 150_000 }, { bridges: { crypto: true } })).toMatchObject({ ok: false, error: { kind: 'thrown', message: 'the data to hash is 150000 characters, more than the 100000 a tool may pass out' } });
+    expect(await compiled.run({ size: 150_000 }, { bridges: { crypto: true } })).toMatchObject({
+      ok: false,
+      error: { kind: 'thrown', message: 'the data to hash is 150000 characters, more than the 100000 a tool may pass out' },
+    });
     expect(await compiled.run({ size: 10 }, { bridges: { crypto: true } })).toMatchObject({ ok: true });
   });
 });
 
 describe('the tool cannot reach the host entry or pose as a limit', () => {
-  it('replacing a global named like the entry changes nothing: the host calls the prelude\'s own', async () => {
-    const compiled = await compileSandboxProgram('function execute() { return { honest: true }; }\nfor (const name of ["__loom_run", "__loom_entry"]) Object.defineProperty(globalThis, name, { get() { return async () => ({ fake: true }); }, set() {} });', LIMITS);
+  it("replacing a global named like the entry changes nothing: the host calls the prelude's own", async () => {
+    const compiled = await compileSandboxProgram(
+      'function execute() { return { honest: true }; }\nfor (const name of ["__loom_run", "__loom_entry"]) Object.defineProperty(globalThis, name, { get() { return async () => ({ fake: true }); }, set() {} });',
+      LIMITS,
+    );
     programs.push(compiled);
     expect(await compiled.run({}, { bridges: {} })).toMatchObject({ ok: true, output: { honest: true } });
   });
 
-  it('throwing isolated-vm\'s own messages is a thrown failure, not a timeout or memory fault', async () => {
+  it("throwing isolated-vm's own messages is a thrown failure, not a timeout or memory fault", async () => {
     const { outcome } = await attempt('throw new Error("Isolate was disposed during execution due to memory limit");');
     expect(outcome).toMatchObject({ ok: false, error: { kind: 'thrown' } });
   });
@@ -173,7 +190,7 @@ function firstLineOf(script: string, timeoutMs: number): Promise<{ line: string 
 }
 
 describe('V8 running out of memory inside an isolate', () => {
-  it('a growing Map (V8\'s own out-of-memory, faster than isolated-vm\'s limit) fails the call as memory and the process lives on', async () => {
+  it("a growing Map (V8's own out-of-memory, faster than isolated-vm's limit) fails the call as memory and the process lives on", async () => {
     const sandbox = new URL('../../src/forged-tools/sandbox.ts', import.meta.url).href;
     const script = `
       import { compileSandboxProgram } from ${JSON.stringify(sandbox)};
@@ -220,7 +237,11 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
 
   it('a tool that hangs, bombs memory or floods its output at call time is stopped, each fault audited, and the daemon answers the next call', async () => {
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
-    await host.kernel.spawn(manifest(`name = "prober"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 300\nsandbox_memory_mb = 32\n`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "prober"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\nsandbox_timeout_ms = 300\nsandbox_memory_mb = 32\n`,
+      ),
+    );
     server.script([APPROVE]);
     const code = [
       'function execute(input) {',
@@ -232,27 +253,44 @@ describe('through a kernel: faults audited, bridges bound by the agent', () => {
     ].join('\n');
     const forged = await host.kernel.forgedTools.forge('prober', tool('sleeper', code), 'test');
     expect(forged.ok).toBe(true);
-    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'loop' })).toMatchObject({ isError: true, text: expect.stringContaining('ran past its 300 ms time limit') as unknown });
-    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'bomb' })).toMatchObject({ isError: true, text: expect.stringContaining('went over its 32 MB memory limit') as unknown });
-    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'flood' })).toMatchObject({ isError: true, text: expect.stringContaining('over the 1,000,000-byte cap') as unknown });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'loop' })).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('ran past its 300 ms time limit') as unknown,
+    });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'bomb' })).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('went over its 32 MB memory limit') as unknown,
+    });
+    expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'flood' })).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('over the 1,000,000-byte cap') as unknown,
+    });
     expect(await host.kernel.runAgentTool('prober', 'sleeper', { target: 'ok' })).toMatchObject({ structured: { fine: true } });
     const faults = await host.kernel.audit({ agent: 'prober', type: 'tool-sandbox-fail' });
     expect(faults.map((entry) => entry.data['outcome'])).toEqual(['timeout', 'memory', 'output']);
     expect(await host.kernel.forgedTools.get((forged as { tool: { id: string } }).tool.id)).toMatchObject({ calls: 4, successRate: 0.25 });
   });
 
-  it('fetch to loopback and metadata addresses is refused by the agent\'s own address guard, and audited', async () => {
+  it("fetch to loopback and metadata addresses is refused by the agent's own address guard, and audited", async () => {
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
     await host.kernel.spawn(
       manifest(
         `name = "fetcher"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request", "file_read"]\nnetwork = ["*"]\nfile_read = ["${dir.path}/allowed/*"]\n[emergent]\nallowed_sandbox_apis = ["fetch", "fs.readFile"]\nfetch_domain_allowlist = ["127.0.0.1", "169.254.169.254", "localhost", "metadata.google.internal"]\n`,
       ),
     );
-    const code = 'async function execute(input) { if (input.target === "none") return { skipped: true }; try { const r = input.target.startsWith("http") ? await fetch(input.target) : await fs.readFile(input.target); return { leaked: typeof r === "string" ? r : r.status }; } catch (e) { return { refused: e.message }; } }';
+    const code =
+      'async function execute(input) { if (input.target === "none") return { skipped: true }; try { const r = input.target.startsWith("http") ? await fetch(input.target) : await fs.readFile(input.target); return { leaked: typeof r === "string" ? r : r.status }; } catch (e) { return { refused: e.message }; } }';
     server.script([APPROVE]);
     const forged = await host.kernel.forgedTools.forge('fetcher', tool('probe', code, ['fetch', 'fs.readFile']), 'test');
     expect(forged.ok).toBe(true);
-    for (const target of ['http://127.0.0.1:9/', 'http://169.254.169.254/latest/meta-data/', 'http://localhost:9/', 'http://metadata.google.internal/', '/etc/passwd', `${dir.path}/../outside.txt`]) {
+    for (const target of [
+      'http://127.0.0.1:9/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://localhost:9/',
+      'http://metadata.google.internal/',
+      '/etc/passwd',
+      `${dir.path}/../outside.txt`,
+    ]) {
       const result = await host.kernel.runAgentTool('fetcher', 'probe', { target });
       expect(result.structured, target).toHaveProperty('refused');
       expect(result.structured, target).not.toHaveProperty('leaked');

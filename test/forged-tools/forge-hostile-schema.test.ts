@@ -14,7 +14,11 @@ let host: TestHost;
 beforeEach(async () => {
   dir = await makeTempDir('loom-forge-hostile-');
   host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
-  await host.kernel.spawn(manifest(`name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n`));
+  await host.kernel.spawn(
+    manifest(
+      `name = "smith"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n`,
+    ),
+  );
 });
 afterEach(async () => {
   await host.close();
@@ -27,7 +31,11 @@ function depthTool(inputSchema: Record<string, unknown>, input: Record<string, u
     name: 'nest_depth',
     description: 'Says how deep its input nests under "a"',
     inputSchema,
-    implementation: { mode: 'sandbox', code: 'function execute(input) { let depth = 0; for (let v = input; v !== null && typeof v === "object"; v = v.a) depth += 1; return { depth }; }', allowlist: [] },
+    implementation: {
+      mode: 'sandbox',
+      code: 'function execute(input) { let depth = 0; for (let v = input; v !== null && typeof v === "object"; v = v.a) depth += 1; return { depth }; }',
+      allowlist: [],
+    },
     testCases: [{ input }],
   };
 }
@@ -42,16 +50,19 @@ const CYCLE_REFUSAL = `inputSchema at "${RECURSIVE_ANY_OF_POINTER}": "$ref" cycl
 describe('a forge whose schema would make checking its input cost without bound (issue 36, item 1)', () => {
   // On the old code the forge passed the request stage, and its test case (depth 19) held the
   // daemon's main thread 5-7 s before failing at the test stage; depth 23 aborted V8.
-  it.each([19, 23])('is refused at the request stage when its inputSchema is a recursive $ref through an anyOf of identical branches, and its test input %i levels deep, naming the $ref and the limit, before any test runs or judge is asked', async (depth) => {
-    const started = performance.now();
-    const refused = refusal(await host.kernel.forgedTools.forge('smith', depthTool(RECURSIVE_ANY_OF, nestedUnder(depth)), 'test'));
-    expect(refused.stage).toBe('request');
-    expect(refused.reason).toContain(`invalid forge request: ${CYCLE_REFUSAL}`);
-    expect(refused.reason).toContain(`Loom refuses schemas whose checks of one value against one subschema exceed ${MAX_SCHEMA_REPEATS}`);
-    expect(performance.now() - started).toBeLessThan(2_000);
-    expect(server.requests).toEqual([]);
-    expect(await host.kernel.forgedTools.list({ agent: 'smith' })).toEqual([]);
-  });
+  it.each([19, 23])(
+    'is refused at the request stage when its inputSchema is a recursive $ref through an anyOf of identical branches, and its test input %i levels deep, naming the $ref and the limit, before any test runs or judge is asked',
+    async (depth) => {
+      const started = performance.now();
+      const refused = refusal(await host.kernel.forgedTools.forge('smith', depthTool(RECURSIVE_ANY_OF, nestedUnder(depth)), 'test'));
+      expect(refused.stage).toBe('request');
+      expect(refused.reason).toContain(`invalid forge request: ${CYCLE_REFUSAL}`);
+      expect(refused.reason).toContain(`Loom refuses schemas whose checks of one value against one subschema exceed ${MAX_SCHEMA_REPEATS}`);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(server.requests).toEqual([]);
+      expect(await host.kernel.forgedTools.list({ agent: 'smith' })).toEqual([]);
+    },
+  );
 
   it('is refused the same way when the model calls forge_tool: the tool result names the $ref and the limit', async () => {
     const result = await host.kernel.runAgentTool('smith', 'forge_tool', depthTool(RECURSIVE_ANY_OF, nestedUnder(23)));
@@ -67,8 +78,12 @@ describe('a forge whose schema would make checking its input cost without bound 
     expect(refused.reason).toContain(`outputSchema at "${RECURSIVE_ANY_OF_POINTER}"`);
   });
 
-  it('registers a tool whose recursive schema recurses through one branch, and checks a call\'s input 500 levels deep', async () => {
-    const linked = { type: 'object', properties: { a: { $ref: '#/$defs/n' } }, $defs: { n: { anyOf: [{ type: 'object', properties: { a: { $ref: '#/$defs/n' } } }, { type: 'integer' }] } } };
+  it("registers a tool whose recursive schema recurses through one branch, and checks a call's input 500 levels deep", async () => {
+    const linked = {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/n' } },
+      $defs: { n: { anyOf: [{ type: 'object', properties: { a: { $ref: '#/$defs/n' } } }, { type: 'integer' }] } },
+    };
     server.script([APPROVE]);
     const outcome = await host.kernel.forgedTools.forge('smith', depthTool(linked, nestedUnder(19)), 'test');
     expect(outcome.ok).toBe(true);

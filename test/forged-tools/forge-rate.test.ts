@@ -28,17 +28,28 @@ afterEach(async () => {
 });
 
 function forger(name: string, emergent = ''): ReturnType<typeof manifest> {
-  return manifest(`name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n${emergent}`);
+  return manifest(
+    `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n${emergent}`,
+  );
 }
 
 /** A forge refused at the test stage (its code gives the wrong answer): it ran code, and no judge was asked. */
-const wrong = (index: number) => ({ ...DOUBLE_IT, name: `wrong_${index}`, implementation: { mode: 'sandbox', code: 'function execute(input) { return { n: 0 }; }', allowlist: [] } });
+const wrong = (index: number) => ({
+  ...DOUBLE_IT,
+  name: `wrong_${index}`,
+  implementation: { mode: 'sandbox', code: 'function execute(input) { return { n: 0 }; }', allowlist: [] },
+});
 /** A forge refused at the build stage (its step names no tool). */
-const unbuildable = (index: number) => ({ ...DOUBLE_IT, name: `unbuildable_${index}`, implementation: { mode: 'compose', steps: [{ name: 'a', tool: 'no_such_tool', inputMapping: {} }] } });
+const unbuildable = (index: number) => ({
+  ...DOUBLE_IT,
+  name: `unbuildable_${index}`,
+  implementation: { mode: 'compose', steps: [{ name: 'a', tool: 'no_such_tool', inputMapping: {} }] },
+});
 
 async function refusedAttempts(agent: string, count: number): Promise<ForgeOutcome[]> {
   const outcomes: ForgeOutcome[] = [];
-  for (let index = 0; index < count; index += 1) outcomes.push(await host.kernel.forgedTools.forge(agent, index % 2 === 0 ? wrong(index) : unbuildable(index), 'test'));
+  for (let index = 0; index < count; index += 1)
+    outcomes.push(await host.kernel.forgedTools.forge(agent, index % 2 === 0 ? wrong(index) : unbuildable(index), 'test'));
   return outcomes;
 }
 
@@ -47,7 +58,9 @@ describe('max_forge_attempts_per_hour', () => {
     await host.kernel.spawn(forger('smith'));
     const started = host.clock.now();
     const outcomes = await refusedAttempts('smith', 20);
-    expect(outcomes.map((outcome) => (outcome.ok ? 'ok' : outcome.stage))).toEqual(Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? 'test' : 'build')));
+    expect(outcomes.map((outcome) => (outcome.ok ? 'ok' : outcome.stage))).toEqual(
+      Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? 'test' : 'build')),
+    );
     const judgeCalls = server.requests.length;
 
     const refused = await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test');
@@ -60,11 +73,18 @@ describe('max_forge_attempts_per_hour', () => {
     expect(server.requests.length).toBe(judgeCalls);
     expect(await host.kernel.forgedTools.list({ agent: 'smith' })).toEqual([]);
     const audit = await host.kernel.audit({ agent: 'smith', type: 'tool-forge' });
-    expect(audit.at(-1)?.data).toMatchObject({ tool: 'double_it', outcome: 'rate-limited', reason: expect.stringContaining('max_forge_attempts_per_hour') as unknown });
+    expect(audit.at(-1)?.data).toMatchObject({
+      tool: 'double_it',
+      outcome: 'rate-limited',
+      reason: expect.stringContaining('max_forge_attempts_per_hour') as unknown,
+    });
 
     // Refusals by the rate are not attempts: asking again does not push the next allowed time on.
     await host.clock.advance(HOUR - 60_000);
-    expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({ ok: false, reason: expect.stringContaining('(in 1 min)') as unknown });
+    expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('(in 1 min)') as unknown,
+    });
     await host.clock.advance(60_000);
     server.script([APPROVE]);
     expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({ ok: true, tool: { name: 'double_it' } });
@@ -75,7 +95,11 @@ describe('max_forge_attempts_per_hour', () => {
     await refusedAttempts('smith', 3);
     await host.close();
     host = await openTestHost(dir.path, config(), undefined, { clock: host.clock });
-    expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({ ok: false, stage: 'request', reason: expect.stringContaining('has made 3 forge attempts in the last hour') as unknown });
+    expect(await host.kernel.forgedTools.forge('smith', DOUBLE_IT, 'test')).toMatchObject({
+      ok: false,
+      stage: 'request',
+      reason: expect.stringContaining('has made 3 forge attempts in the last hour') as unknown,
+    });
   });
 
   it('counts each agent apart, imports and forge_tool calls too; 0 means no forging', async () => {
@@ -84,7 +108,10 @@ describe('max_forge_attempts_per_hour', () => {
     expect(await host.kernel.forgedTools.import('one', 'not: [a document', 'test')).toMatchObject({ ok: false, stage: 'request' });
     server.script([{ toolCalls: [{ name: 'forge_tool', input: wrong(1) }] }, { text: 'it failed' }]);
     await host.kernel.send('one', 'make a tool');
-    expect(await host.kernel.forgedTools.forge('one', DOUBLE_IT, 'test')).toMatchObject({ ok: false, reason: expect.stringContaining('has made 2 forge attempts') as unknown });
+    expect(await host.kernel.forgedTools.forge('one', DOUBLE_IT, 'test')).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('has made 2 forge attempts') as unknown,
+    });
     expect(await host.kernel.forgedTools.forge('two', DOUBLE_IT, 'test')).toEqual({
       ok: false,
       stage: 'request',

@@ -103,7 +103,9 @@ describe('a sandboxed fetch and redirects', () => {
 
 describe('a compose mapping that multiplies its input', () => {
   async function forgeCopier(ws: string, content: string): Promise<void> {
-    await host.kernel.spawn(manifest(`name = "copier"\nworkspace = "${ws}"\n${model()}[capabilities]\ntools = ["forge_tool", "file_read", "file_write"]\n[emergent]\n`));
+    await host.kernel.spawn(
+      manifest(`name = "copier"\nworkspace = "${ws}"\n${model()}[capabilities]\ntools = ["forge_tool", "file_read", "file_write"]\n[emergent]\n`),
+    );
     server.script([APPROVE]);
     const forged = await host.kernel.forgedTools.forge(
       'copier',
@@ -137,7 +139,9 @@ describe('a compose mapping that multiplies its input', () => {
 
     const result = await host.kernel.runAgentTool('copier', 'copy_many', { path: 'seed.txt' });
     expect(result.isError).toBe(true);
-    expect(result.text).toContain(`copy_many failed: step 2 "write" (file_write): cannot build the input: its mapping resolves to more than ${MAX_MAPPED_INPUT_CHARS.toLocaleString('en-US')} characters`);
+    expect(result.text).toContain(
+      `copy_many failed: step 2 "write" (file_write): cannot build the input: its mapping resolves to more than ${MAX_MAPPED_INPUT_CHARS.toLocaleString('en-US')} characters`,
+    );
     expect(await readFile(join(ws, 'out.txt'), 'utf8')).toBe(written);
   });
 });

@@ -81,7 +81,12 @@ describe('a forged tool named in the MCP namespace', () => {
     // What forging allowed before the rule: the tool renamed into the namespace, and shared.
     const stored = await host.store.forgedTools.get(tool.id);
     if (stored === undefined) throw new Error('the forged tool was not stored');
-    await host.store.forgedTools.put({ ...stored, name: 'mcp_github_create_issue', request: { ...stored.request, name: 'mcp_github_create_issue' }, tier: 'shared' });
+    await host.store.forgedTools.put({
+      ...stored,
+      name: 'mcp_github_create_issue',
+      request: { ...stored.request, name: 'mcp_github_create_issue' },
+      tier: 'shared',
+    });
     await host.close();
     host = await openTestHost(dir.path, config());
     await host.kernel.spawn(manifest(`name = "dave"\n${model()}[capabilities]\ntools = ["mcp_github_*"]\n`));

@@ -70,11 +70,14 @@ async function lookupAs(agent: string): Promise<{ result: string; offered: strin
   const first = server.requests[before]?.body as { tools?: { function: { name: string; description: string } }[] };
   const last = server.requests.at(-1)?.body as { messages: { role: string; content: unknown }[] };
   const content = last.messages.filter((message) => message.role === 'tool').at(-1)?.content;
-  return { result: typeof content === 'string' ? content : JSON.stringify(content), offered: (first.tools ?? []).filter((tool) => tool.function.name === 'lookup').map((tool) => tool.function.description) };
+  return {
+    result: typeof content === 'string' ? content : JSON.stringify(content),
+    offered: (first.tools ?? []).filter((tool) => tool.function.name === 'lookup').map((tool) => tool.function.description),
+  };
 }
 
 describe('sharing a forged tool', () => {
-  it('refuses, when asked, to share a tool whose name another agent\'s own tool has (which sharing would shadow), naming that agent; bob keeps calling his own', async () => {
+  it("refuses, when asked, to share a tool whose name another agent's own tool has (which sharing would shadow), naming that agent; bob keeps calling his own", async () => {
     await spawnAgents();
     const alice = await aliceAgentTool();
     const bob = await bobTool();
@@ -88,7 +91,7 @@ describe('sharing a forged tool', () => {
     expect((await lookupAs('bob')).result).toBe('{"who":"bob"}');
   });
 
-  it('checks again when the person\'s approval lands: a tool of that name forged while the request waited keeps it from being shared', async () => {
+  it("checks again when the person's approval lands: a tool of that name forged while the request waited keeps it from being shared", async () => {
     await spawnAgents();
     const alice = await aliceAgentTool();
     const asked = await host.kernel.forgedTools.promote(alice.id, 'local');
@@ -97,7 +100,10 @@ describe('sharing a forged tool', () => {
     const bob = await bobTool();
 
     await host.kernel.approvals.decide(asked.approvalId as string, { approved: true, by: 'owner', reason: null });
-    const refusals = async (): Promise<unknown[]> => (await host.kernel.audit({ agent: 'alice', type: 'tool-promote' })).filter((entry) => entry.data['outcome'] === 'refused').map((entry) => entry.data['reason']);
+    const refusals = async (): Promise<unknown[]> =>
+      (await host.kernel.audit({ agent: 'alice', type: 'tool-promote' }))
+        .filter((entry) => entry.data['outcome'] === 'refused')
+        .map((entry) => entry.data['reason']);
     await expect.poll(refusals).toHaveLength(1);
     expect((await refusals())[0]).toContain(`cannot share "lookup": agent "bob" has a tool of that name (${bob.id}, session tier)`);
     expect(await host.kernel.forgedTools.get(alice.id)).toMatchObject({ tier: 'agent', status: 'active' });
@@ -125,8 +131,8 @@ describe('sharing a forged tool', () => {
   });
 });
 
-describe('a shared tool and an agent\'s own of one name, stored before sharing checked names', () => {
-  it('offers each model one tool of the name: bob\'s own for bob, the shared one to an agent without its own', async () => {
+describe("a shared tool and an agent's own of one name, stored before sharing checked names", () => {
+  it("offers each model one tool of the name: bob's own for bob, the shared one to an agent without its own", async () => {
     await spawnAgents();
     const alice = await aliceAgentTool();
     await bobTool();

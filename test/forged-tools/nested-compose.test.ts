@@ -49,7 +49,10 @@ async function forgeCompose(name: string, tool: string, count: number, input: (i
       name,
       description: `Calls ${tool} ${count} times`,
       inputSchema: { type: 'object', properties: {} },
-      implementation: { mode: 'compose', steps: Array.from({ length: count }, (_, index) => ({ name: `s${index + 1}`, tool, inputMapping: input(index + 1) })) },
+      implementation: {
+        mode: 'compose',
+        steps: Array.from({ length: count }, (_, index) => ({ name: `s${index + 1}`, tool, inputMapping: input(index + 1) })),
+      },
       testCases: [{ input: {} }],
     },
     'test',
@@ -91,19 +94,24 @@ describe('forged compose tools that call compose tools', () => {
     expect(reply.text).toBe('done');
     expect(web.received.map((request) => request.url)).toEqual(['/leaf/1', '/leaf/2', '/leaf/3', '/leaf/1', '/leaf/2', '/leaf/3']);
     const calls = (await host.kernel.audit({ agent: 'composer', type: 'tool-finish' })).slice(before);
-    expect(calls.map((entry) => entry.data['tool'])).toEqual([...Array.from({ length: 2 }, () => ['http_request', 'http_request', 'http_request', 'leaf']).flat(), 'middle']);
+    expect(calls.map((entry) => entry.data['tool'])).toEqual([
+      ...Array.from({ length: 2 }, () => ['http_request', 'http_request', 'http_request', 'leaf']).flat(),
+      'middle',
+    ]);
   });
 
   it('fails the test of a compose tool that would be a third level, without a request of the innermost', async () => {
     const outcome = await forgeCompose('top', 'middle', 2);
     expect(outcome).toMatchObject({ ok: false, stage: 'test' });
-    expect(outcome.ok ? '' : outcome.reason).toContain(`leaf failed: not run: it was called by a step of a compose tool that is itself a step of another, and compose tools nest at most ${MAX_COMPOSE_LEVELS} levels`);
+    expect(outcome.ok ? '' : outcome.reason).toContain(
+      `leaf failed: not run: it was called by a step of a compose tool that is itself a step of another, and compose tools nest at most ${MAX_COMPOSE_LEVELS} levels`,
+    );
     expect(web.received).toEqual([]);
   });
 });
 
-describe('a sandboxed tool\'s fetch', () => {
-  it('is cancelled when the tool\'s call times out, and the fetch after it is not started', async () => {
+describe("a sandboxed tool's fetch", () => {
+  it("is cancelled when the tool's call times out, and the fetch after it is not started", async () => {
     await host.kernel.spawn(
       manifest(
         `name = "fetcher"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool", "http_request"]\nnetwork = ["localhost:${web.port}"]\n` +
@@ -139,7 +147,7 @@ describe('a sandboxed tool\'s fetch', () => {
 
     // Answer the first fetch, were it still waiting: its http_request call was cancelled with the probe's.
     hanging.shift()?.();
-    const fetches = await waitFor('the first fetch\'s call to end', async () => {
+    const fetches = await waitFor("the first fetch's call to end", async () => {
       const ended = await host.kernel.audit({ agent: 'fetcher', types: ['tool-finish', 'tool-fail'] });
       const calls = ended.filter((entry) => entry.data['tool'] === 'http_request');
       return calls.length > 0 && calls;

@@ -12,7 +12,17 @@ describe('resolveMapping()', () => {
   it('resolves whole-value references to their JSON, references inside strings to their text, and keeps literals', () => {
     expect(
       resolveMapping(
-        { all: '$input', n: '$input.n', deep: '$input.nested.deep', hits: '$steps.search.hits', prev: '$prev', text: 'About $input.topic: $prev.output ($prev.count) $steps.search.hits', method: 'GET', list: ['$input.n', 7], flag: true },
+        {
+          all: '$input',
+          n: '$input.n',
+          deep: '$input.nested.deep',
+          hits: '$steps.search.hits',
+          prev: '$prev',
+          text: 'About $input.topic: $prev.output ($prev.count) $steps.search.hits',
+          method: 'GET',
+          list: ['$input.n', 7],
+          flag: true,
+        },
         scope,
       ),
     ).toEqual({
@@ -29,7 +39,9 @@ describe('resolveMapping()', () => {
   });
 
   it('throws naming the reference when a field is missing, and keeps "__proto__" a plain key', () => {
-    expect(() => resolveMapping({ x: '$prev.missing' }, scope)).toThrow(new MappingReferenceError('"$prev.missing" points nowhere: there is no "missing" there'));
+    expect(() => resolveMapping({ x: '$prev.missing' }, scope)).toThrow(
+      new MappingReferenceError('"$prev.missing" points nowhere: there is no "missing" there'),
+    );
     const resolved = resolveMapping(JSON.parse('{"__proto__": {"polluted": 1}}') as never, scope);
     expect(Object.keys(resolved)).toEqual(['__proto__']);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();

@@ -27,7 +27,10 @@ async function installSkill(org: string, name: string, version: string, instruct
   const folder = join(api.host.home.skillsDir, org, name, version);
   await mkdir(folder, { recursive: true });
   const depends = dependencies.length === 0 ? '' : `dependencies: [${dependencies.map((dependency) => JSON.stringify(dependency)).join(', ')}]\n`;
-  await writeFile(join(folder, 'SKILL.md'), `---\nname: ${name}\ndescription: The ${name} skill. Use it for ${name} work.\nmetadata:\n  version: "${version}"\n${depends}---\n${instructions}\n`);
+  await writeFile(
+    join(folder, 'SKILL.md'),
+    `---\nname: ${name}\ndescription: The ${name} skill. Use it for ${name} work.\nmetadata:\n  version: "${version}"\n${depends}---\n${instructions}\n`,
+  );
 }
 
 const agentToml = (name: string, skills: string, extra = ''): string =>
@@ -64,7 +67,15 @@ describe("a manifest's skills", () => {
     const prompt = await turn('scribe');
     expect(prompt.startsWith('You are scribe.\n\n# Skills\n')).toBe(true);
     // A dependency comes before the skill that needs it; the pinned version, not the latest.
-    const order = ['# Skill: dates', 'Write dates as YYYY-MM-DD.', '# Skill: note-taker', 'The note-taker skill. Use it for note-taker work.', 'Write notes as bullet lists.', '# Skill: pdf-reader', 'Old PDF rules.'].map((text) => prompt.indexOf(text));
+    const order = [
+      '# Skill: dates',
+      'Write dates as YYYY-MM-DD.',
+      '# Skill: note-taker',
+      'The note-taker skill. Use it for note-taker work.',
+      'Write notes as bullet lists.',
+      '# Skill: pdf-reader',
+      'Old PDF rules.',
+    ].map((text) => prompt.indexOf(text));
     expect(order.every((index) => index > 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(prompt).not.toContain('New PDF rules.');
@@ -116,14 +127,26 @@ describe("a manifest's skills", () => {
 
     // Two orgs with one name: the plain name is ambiguous, and neither is offered.
     await installSkill('other', 'note-taker', '1.0.0', 'Other notes.');
-    const updated = await api.request('/api/agents/researcher', { method: 'PUT', headers: { 'content-type': 'application/toml' }, body: agentToml('researcher', '["note-taker"]') });
+    const updated = await api.request('/api/agents/researcher', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/toml' },
+      body: agentToml('researcher', '["note-taker"]'),
+    });
     const body = (await updated.json()) as { warnings: string[] };
-    expect(body.warnings).toEqual([expect.stringContaining('skill "note-taker" is ambiguous: @acme/skills/note-taker and @other/skills/note-taker are installed, so neither is offered; name one of them') as unknown]);
+    expect(body.warnings).toEqual([
+      expect.stringContaining(
+        'skill "note-taker" is ambiguous: @acme/skills/note-taker and @other/skills/note-taker are installed, so neither is offered; name one of them',
+      ) as unknown,
+    ]);
     expect(await turn('researcher')).not.toContain('notes');
   });
 
   it('refuses a skills entry that names no skill, at spawn, naming the entry', async () => {
-    const response = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('typo', '["note-taker", "@acme/note-taker"]') });
+    const response = await api.request('/api/agents', {
+      method: 'POST',
+      headers: { 'content-type': 'application/toml' },
+      body: agentToml('typo', '["note-taker", "@acme/note-taker"]'),
+    });
     expect(response.status).toBe(400);
     const { error } = (await response.json()) as { error: { message: string } };
     expect(error.message).toContain('skills[1]: expected a skill\'s name such as "note-taker"');
@@ -166,7 +189,11 @@ describe("a manifest's skills", () => {
     // A pinned version of the parent's skill is within it; another skill, or the plain name, is not.
     await api.host.kernel.spawn(manifest(agentToml('pinned', '["@acme/skills/alpha@1.0.0"]')), { parent: 'parent' });
     expect(await turn('pinned')).toContain('Alpha rules.');
-    await expect(api.host.kernel.spawn(manifest(agentToml('greedy', '["@acme/skills/beta"]')), { parent: 'parent' })).rejects.toThrow(/skills "@acme\/skills\/beta" is not in the parent's skills \("@acme\/skills\/alpha"\)/);
-    await expect(api.host.kernel.spawn(manifest(agentToml('plain', '["alpha"]')), { parent: 'parent' })).rejects.toThrow(/skills "alpha" is not in the parent's skills/);
+    await expect(api.host.kernel.spawn(manifest(agentToml('greedy', '["@acme/skills/beta"]')), { parent: 'parent' })).rejects.toThrow(
+      /skills "@acme\/skills\/beta" is not in the parent's skills \("@acme\/skills\/alpha"\)/,
+    );
+    await expect(api.host.kernel.spawn(manifest(agentToml('plain', '["alpha"]')), { parent: 'parent' })).rejects.toThrow(
+      /skills "alpha" is not in the parent's skills/,
+    );
   });
 });

@@ -87,5 +87,4 @@ describe('generate_identity_files', () => {
     expect(prompt).toContain(`## MEMORY.md\n\n${'a'.repeat(32 * 1024)}\n\n[MEMORY.md is 32772 bytes; only its first 32768 were read]`);
     expect(prompt).not.toContain('TAIL');
   });
-
 });

@@ -40,10 +40,17 @@ describe('PUT /api/agents/{agent}', () => {
     const put = (text: string): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/toml' }, body: text });
     const response = await api.request('/api/agents/editor', put('name = "editor"\ndescription = "now with a tool"\n[capabilities]\ntools = ["agent_list"]\n'));
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ id: spawned.id, session_id: spawned.session_id, description: 'now with a tool', capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }] });
+    expect(await response.json()).toMatchObject({
+      id: spawned.id,
+      session_id: spawned.session_id,
+      description: 'now with a tool',
+      capabilities: [{ kind: 'tool_invoke', pattern: 'agent_list' }],
+    });
     // No [model] and no [default_model]: updated all the same, with the warning that it cannot run.
     const unrunnable = (await (await api.request('/api/agents/editor', put('name = "editor"\n'))).json()) as { warnings: string[] };
-    expect(unrunnable.warnings).toEqual([expect.stringContaining('agent "editor" cannot run: it has no [model] and config.toml has no [default_model]; run `loom init`')]);
+    expect(unrunnable.warnings).toEqual([
+      expect.stringContaining('agent "editor" cannot run: it has no [model] and config.toml has no [default_model]; run `loom init`'),
+    ]);
     const renamed = await api.request('/api/agents/editor', put('name = "someone-else"\n'));
     expect(renamed.status).toBe(400);
     expect(((await renamed.json()) as { error: { code: string } }).error.code).toBe('AGENT_RENAME');
@@ -71,7 +78,7 @@ describe('POST /api/agents', () => {
     expect(await response.json()).toMatchObject({ name: 'from-json', model: 'openai/gpt-4o' });
   });
 
-  it('spawns a child under ?parent= and lists it among the parent\'s children', async () => {
+  it("spawns a child under ?parent= and lists it among the parent's children", async () => {
     const parent = await spawn('parent');
     const response = await api.request('/api/agents?parent=parent', toml(agentToml('child', model.url)));
     expect(response.status).toBe(201);
@@ -142,7 +149,9 @@ describe('agent routes', () => {
   it('answers 404 AGENT_NOT_FOUND for an unknown agent', async () => {
     const response = await api.request('/api/agents/ghost');
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ error: { code: 'AGENT_NOT_FOUND', message: expect.stringContaining('"ghost"') as string, details: expect.any(Object) as object } });
+    expect(await response.json()).toEqual({
+      error: { code: 'AGENT_NOT_FOUND', message: expect.stringContaining('"ghost"') as string, details: expect.any(Object) as object },
+    });
   });
 
   it('suspends and resumes an agent', async () => {
@@ -171,7 +180,13 @@ describe('POST /api/agents/:agent/messages', () => {
     model.script([{ text: 'Hello there.', usage: { inputTokens: 100, outputTokens: 20 } }]);
     const response = await api.request('/api/agents/echo/messages', json({ message: 'Hi' }));
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ text: 'Hello there.', usage: { input_tokens: 100, output_tokens: 20 }, iterations: 1, cost_usd: expect.any(Number) as number, model: 'openai/gpt-4o' });
+    expect(await response.json()).toEqual({
+      text: 'Hello there.',
+      usage: { input_tokens: 100, output_tokens: 20 },
+      iterations: 1,
+      cost_usd: expect.any(Number) as number,
+      model: 'openai/gpt-4o',
+    });
 
     const session = await api.request('/api/agents/echo/session');
     expect(session.status).toBe(200);
@@ -180,7 +195,11 @@ describe('POST /api/agents/:agent/messages', () => {
 
   it('answers 400 naming the problem when the body is malformed JSON', async () => {
     await spawn('echo');
-    const response = await api.request('/api/agents/echo/messages', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"message": "Hi"' });
+    const response = await api.request('/api/agents/echo/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"message": "Hi"',
+    });
     expect(response.status).toBe(400);
     const body = (await response.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('INVALID_REQUEST');

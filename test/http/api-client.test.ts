@@ -24,8 +24,15 @@ describe('the route table', () => {
     expect(new Set(routes).size).toBe(routes.length);
     expect(listed.sort()).toEqual([...routes].sort());
     // A body the route validates with a src/wire schema is listed as that schema, as a client writes it.
-    expect(document.paths['/api/tools/forged/{id}/demote']?.['post']?.['requestBody']).toEqual({ required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/DemoteBody' } } } });
-    expect(document.components.schemas['DemoteBody']).toEqual({ type: 'object', properties: { reason: { type: 'string', minLength: 1 } }, additionalProperties: false });
+    expect(document.paths['/api/tools/forged/{id}/demote']?.['post']?.['requestBody']).toEqual({
+      required: false,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/DemoteBody' } } },
+    });
+    expect(document.components.schemas['DemoteBody']).toEqual({
+      type: 'object',
+      properties: { reason: { type: 'string', minLength: 1 } },
+      additionalProperties: false,
+    });
   });
 
   it("describes each route's query by the schema the route validates it with: every parameter it takes, typed as it reads them", async () => {
@@ -36,7 +43,13 @@ describe('the route table', () => {
     const document = openApiDocument({ version: LOOM_VERSION });
     const parameters = document.paths['/api/usage']?.['get']?.['parameters'];
     // `since` is epoch milliseconds, as the route reads it (the hand-kept document offered ISO 8601, which the route refuses).
-    expect(parameters).toContainEqual({ name: 'since', in: 'query', required: false, description: 'from this time (epoch ms)', schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } });
+    expect(parameters).toContainEqual({
+      name: 'since',
+      in: 'query',
+      required: false,
+      description: 'from this time (epoch ms)',
+      schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    });
     const dir = await makeTempDir('loom-api-client-query-');
     const api = await startApi(dir.path);
     try {
@@ -74,7 +87,10 @@ describe('the client typed by the route table, against a real daemon', () => {
     const spawned = await client.call(API.spawnAgent, { body: { name: 'helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
     expect(spawned).toMatchObject({ name: 'helper', state: 'running', warnings: [] });
     // A second agent served over MCP as the same tool: the spawn says so, as the route's shared check does.
-    const clash = await client.call(API.spawnAgent, { query: { parent: 'helper' }, body: { name: 'Helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
+    const clash = await client.call(API.spawnAgent, {
+      query: { parent: 'helper' },
+      body: { name: 'Helper', model: { provider: 'openai', model: 'gpt-4o-mini' } },
+    });
     expect(clash.parent).toBe(spawned.id);
     expect(clash.warnings).toEqual([expect.stringContaining('is served over MCP as the tool loom_agent_helper, as agent "helper" is')]);
     const shown = await client.call(API.getAgent, { params: { agent: 'helper' } });
@@ -91,7 +107,9 @@ describe('the client typed by the route table, against a real daemon', () => {
     expect(await client.call(API.mcpServers)).toEqual({ configured: [], connected: [], total_configured: 0, total_connected: 0 });
     expect(await client.call(API.externalAgents)).toEqual({ agents: [], total: 0 });
     const document = openApiDocument({ version: LOOM_VERSION });
-    const schemaOf = (path: string): unknown => (document.paths[path]?.['get']?.['responses'] as Record<string, { content: Record<string, { schema: unknown }> }>)['200']?.content['application/json']?.schema;
+    const schemaOf = (path: string): unknown =>
+      (document.paths[path]?.['get']?.['responses'] as Record<string, { content: Record<string, { schema: unknown }> }>)['200']?.content['application/json']
+        ?.schema;
     expect(schemaOf('/api/mcp/servers')).toMatchObject({ type: 'object', properties: { configured: { type: 'array' }, connected: { type: 'array' } } });
     expect(schemaOf('/api/a2a/external')).toMatchObject({ type: 'object', properties: { agents: { type: 'array' }, total: { type: 'integer' } } });
   });
@@ -101,6 +119,8 @@ describe('the client typed by the route table, against a real daemon', () => {
     await expect(client.call(API.getAgent, { params: { agent: 'nobody' } })).rejects.toThrow(/^404 AGENT_NOT_FOUND: .*nobody/);
     await client.call(API.spawnAgent, { body: { name: 'helper', model: { provider: 'openai', model: 'gpt-4o-mini' } } });
     // The route validates with the table's schema: an empty message is refused, naming the field.
-    await expect(client.call(API.sendMessage, { params: { agent: 'helper' }, body: { message: '' } })).rejects.toThrow(/^400 INVALID_REQUEST: invalid request body: message: expected a non-empty string/);
+    await expect(client.call(API.sendMessage, { params: { agent: 'helper' }, body: { message: '' } })).rejects.toThrow(
+      /^400 INVALID_REQUEST: invalid request body: message: expected a non-empty string/,
+    );
   });
 });

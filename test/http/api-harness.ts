@@ -93,7 +93,11 @@ export function useHelperTellerApi(prefix: string, modelUrl: () => string): { ap
   beforeEach(async () => {
     dir = await makeTempDir(prefix);
     api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
-    const response = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml', authorization: 'Bearer admin-secret' }, body: agentToml('helper-teller', modelUrl()) });
+    const response = await api.request('/api/agents', {
+      method: 'POST',
+      headers: { 'content-type': 'application/toml', authorization: 'Bearer admin-secret' },
+      body: agentToml('helper-teller', modelUrl()),
+    });
     if (response.status !== 201) throw new Error(`spawning helper-teller answered ${response.status}: ${await response.text()}`);
   });
   afterEach(async () => {
@@ -193,7 +197,14 @@ export async function startHangingModelServer(): Promise<HangingModelServer> {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       if (++count > 1) {
-        const reply = { id: 'c2', object: 'chat.completion', created: 0, model: 'gpt-4o', choices: [{ index: 0, message: { role: 'assistant', content: 'recovered' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } };
+        const reply = {
+          id: 'c2',
+          object: 'chat.completion',
+          created: 0,
+          model: 'gpt-4o',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'recovered' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+        };
         response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
         return;
       }
@@ -205,7 +216,13 @@ export async function startHangingModelServer(): Promise<HangingModelServer> {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { stream?: boolean };
       if (body.stream === true) {
         response.writeHead(200, { 'content-type': 'text/event-stream' });
-        const chunk = { id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'gpt-4o', choices: [{ index: 0, delta: { role: 'assistant', content: 'partial' }, finish_reason: null }] };
+        const chunk = {
+          id: 'c1',
+          object: 'chat.completion.chunk',
+          created: 0,
+          model: 'gpt-4o',
+          choices: [{ index: 0, delta: { role: 'assistant', content: 'partial' }, finish_reason: null }],
+        };
         response.write(`data: ${JSON.stringify(chunk)}\n\n`);
       }
       onReceived();

@@ -29,7 +29,11 @@ async function open(options: ApiOptions = {}): Promise<Api> {
 
 /** Spawns the guarded agent `writer` and sends it a message over SSE; returns the stream's events. */
 async function startGuardedTurn(target: Api, headers: Record<string, string> = {}): Promise<AsyncGenerator<SseEvent>> {
-  const spawned = await target.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml', ...headers }, body: agentToml('writer', model.url, GUARDED) });
+  const spawned = await target.request('/api/agents', {
+    method: 'POST',
+    headers: { 'content-type': 'application/toml', ...headers },
+    body: agentToml('writer', model.url, GUARDED),
+  });
   expect(spawned.status).toBe(201);
   model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'notes.txt', content: 'approved content' } }] }, { text: 'Done writing.' }]);
   const response = await target.request('/api/agents/writer/messages', {

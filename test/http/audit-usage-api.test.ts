@@ -43,14 +43,27 @@ describe('GET /api/audit: turns, tool calls and model errors, newest first and p
   it('records a finished turn with its model, tokens and caller, and the tool calls it made, ran or refused', async () => {
     await spawn('worker', '[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n');
     model.script([
-      { toolCalls: [{ name: 'memory_store', input: { key: 'self.note', value: 'x' } }, { name: 'file_write', input: { path: 'a', content: 'b' } }] },
+      {
+        toolCalls: [
+          { name: 'memory_store', input: { key: 'self.note', value: 'x' } },
+          { name: 'file_write', input: { path: 'a', content: 'b' } },
+        ],
+      },
       { text: 'done', usage: { inputTokens: 12, outputTokens: 4 } },
     ]);
     expect((await api.request('/api/agents/worker/messages', json({ message: 'go' }))).status).toBe(200);
 
     const rows = await audit('?agent=worker&order=desc');
     expect(rows.map((row) => row.type)).toEqual(['turn-finish', 'tool-deny', 'tool-finish', 'agent-spawn']);
-    expect(rows[0]?.data).toMatchObject({ name: 'worker', kind: 'message', via: 'owner:local', model: 'openai/gpt-4o', iterations: 2, inputTokens: 22, outputTokens: 9 });
+    expect(rows[0]?.data).toMatchObject({
+      name: 'worker',
+      kind: 'message',
+      via: 'owner:local',
+      model: 'openai/gpt-4o',
+      iterations: 2,
+      inputTokens: 22,
+      outputTokens: 9,
+    });
     expect(rows[1]?.data).toMatchObject({ tool: 'file_write', reason: expect.stringContaining('file_write') as string });
     expect(rows[2]?.data).toMatchObject({ name: 'worker', tool: 'memory_store', durationMs: expect.any(Number) as number });
   });
@@ -82,7 +95,12 @@ describe('GET /api/audit: turns, tool calls and model errors, newest first and p
   });
 
   it('answers 400 naming the parameter for an unknown kind, outcome or order', async () => {
-    for (const [query, name] of [['kind=everything', 'kind'], ['outcome=meh', 'outcome'], ['order=sideways', 'order'], ['before=0', 'before']] as const) {
+    for (const [query, name] of [
+      ['kind=everything', 'kind'],
+      ['outcome=meh', 'outcome'],
+      ['order=sideways', 'order'],
+      ['before=0', 'before'],
+    ] as const) {
       const response = await api.request(`/api/audit?${query}`);
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toContain(name);
@@ -113,7 +131,9 @@ describe('GET /api/audit for a user key', () => {
   it('pages newest first through the rows of the agents the key reaches only', async () => {
     const owner = { headers: { authorization: 'Bearer admin-secret' } };
     for (const name of ['helper-one', 'other', 'helper-two', 'helper-three']) {
-      expect((await api.request('/api/agents', { ...toml(agentToml(name, model.url)), headers: { ...owner.headers, 'content-type': 'application/toml' } })).status).toBe(201);
+      expect(
+        (await api.request('/api/agents', { ...toml(agentToml(name, model.url)), headers: { ...owner.headers, 'content-type': 'application/toml' } })).status,
+      ).toBe(201);
     }
     const helper = { headers: { authorization: 'Bearer helper-secret' } };
     const first = await audit('?order=desc&limit=2', helper);
@@ -138,7 +158,12 @@ describe('GET /api/usage/series', () => {
 
     const response = await api.request('/api/usage/series?range=24h');
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { since: number; until: number; step_ms: number; buckets: { start: number; agent: string; model: string; input_tokens: number; output_tokens: number; calls: number }[] };
+    const body = (await response.json()) as {
+      since: number;
+      until: number;
+      step_ms: number;
+      buckets: { start: number; agent: string; model: string; input_tokens: number; output_tokens: number; calls: number }[];
+    };
     const now = api.host.clock.now();
     expect(body.step_ms).toBe(3_600_000);
     expect(body.until - body.since).toBe(86_400_000);
@@ -177,7 +202,14 @@ describe('GET /api/usage/today', () => {
     const response = await api.request('/api/usage/today?agent=spender');
     expect(response.status).toBe(200);
     const today = (await response.json()) as Record<string, unknown>;
-    expect(today).toMatchObject({ timezone: 'Asia/Tokyo', since: Date.parse('2026-01-01T15:00:00Z'), until: Date.parse('2026-01-02T15:00:00Z'), tokens: 150, input_tokens: 100, output_tokens: 50 });
+    expect(today).toMatchObject({
+      timezone: 'Asia/Tokyo',
+      since: Date.parse('2026-01-01T15:00:00Z'),
+      until: Date.parse('2026-01-02T15:00:00Z'),
+      tokens: 150,
+      input_tokens: 100,
+      output_tokens: 50,
+    });
     expect(today['cost_usd']).toBeGreaterThan(0);
     // Without an agent, every agent's; a query it does not know is refused.
     expect(((await (await api.request('/api/usage/today')).json()) as { tokens: number }).tokens).toBe(150);
@@ -187,6 +219,12 @@ describe('GET /api/usage/today', () => {
   it('counts in UTC when no time zone is set', async () => {
     api = await startApi(dir.path);
     const today = (await (await api.request('/api/usage/today')).json()) as Record<string, unknown>;
-    expect(today).toMatchObject({ timezone: 'UTC', since: Date.parse('2026-01-01T00:00:00Z'), until: Date.parse('2026-01-02T00:00:00Z'), tokens: 0, cost_usd: 0 });
+    expect(today).toMatchObject({
+      timezone: 'UTC',
+      since: Date.parse('2026-01-01T00:00:00Z'),
+      until: Date.parse('2026-01-02T00:00:00Z'),
+      tokens: 0,
+      cost_usd: 0,
+    });
   });
 });

@@ -38,9 +38,16 @@ async function open(options: ApiOptions): Promise<Api> {
   return api;
 }
 
-const bearer = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
+const bearer = (key: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` },
+});
 const spawnInit = (name: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) });
-const messageInit = (text: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: text }) });
+const messageInit = (text: string): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ message: text }),
+});
 
 async function errorCode(response: Response): Promise<string> {
   return ((await response.json()) as { error: { code: string } }).error.code;
@@ -126,14 +133,21 @@ describe('with API keys', () => {
     for (const key of ['admin-secret', 'viewer-secret']) {
       const response = await served.request('/api/cluster', bearer(key));
       expect(response.status).toBe(200);
-      const view = (await response.json()) as { store: string; self: string; leader: string; nodes: { id: string; leader: boolean; self: boolean; alive: boolean }[] };
+      const view = (await response.json()) as {
+        store: string;
+        self: string;
+        leader: string;
+        nodes: { id: string; leader: boolean; self: boolean; alive: boolean }[];
+      };
       expect(view.store).toBe('sqlite');
       expect(view.leader).toBe(view.self);
       expect(view.nodes).toEqual([expect.objectContaining({ id: view.self, leader: true, self: true, alive: true })]);
     }
     const refused = await served.request('/api/cluster', bearer('helper-secret'));
     expect(refused.status).toBe(403);
-    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe('a user key ("helper-bot") may not read the cluster\'s nodes: that shows the whole installation, not its agents; it needs the viewer or owner role');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'a user key ("helper-bot") may not read the cluster\'s nodes: that shows the whole installation, not its agents; it needs the viewer or owner role',
+    );
   });
 
   it('lets a user message agents matching its patterns, and answers 403 for one outside them', async () => {
@@ -206,8 +220,17 @@ interface TurnSpelling {
   request(): [string, RequestInit];
 }
 
-const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-const jsonRpcSend = (): unknown => ({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+});
+const jsonRpcSend = (): unknown => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+});
 const restV03Send = (): unknown => ({ request: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'hi' }] } });
 
 const TURN_SPELLINGS: TurnSpelling[] = [
@@ -216,9 +239,22 @@ const TURN_SPELLINGS: TurnSpelling[] = [
   { name: 'A2A JSON-RPC with a trailing slash, POST /a2a/echo/', request: () => ['/a2a/echo/', json(jsonRpcSend())] },
   { name: 'A2A 0.3 HTTP+JSON, POST /a2a/echo/v1/message:send', request: () => ['/a2a/echo/v1/message:send', json(restV03Send())] },
   { name: 'A2A 0.3 HTTP+JSON streamed, POST /a2a/echo/v1/message:stream', request: () => ['/a2a/echo/v1/message:stream', json(restV03Send())] },
-  { name: 'A2A 1.0 HTTP+JSON with a trailing slash, POST /a2a/echo/rest/message:send/', request: () => ['/a2a/echo/rest/message:send/', json({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } })] },
-  { name: 'the legacy shim with a trailing slash, POST /a2a/tasks/send/', request: () => ['/a2a/tasks/send/', json({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'hi' }] } } })] },
-  { name: 'A2A JSON-RPC under a custom [a2a].listen_path, POST /peers/echo', config: { a2a: { listen_path: '/peers' } }, request: () => ['/peers/echo', json(jsonRpcSend())] },
+  {
+    name: 'A2A 1.0 HTTP+JSON with a trailing slash, POST /a2a/echo/rest/message:send/',
+    request: () => ['/a2a/echo/rest/message:send/', json({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } })],
+  },
+  {
+    name: 'the legacy shim with a trailing slash, POST /a2a/tasks/send/',
+    request: () => [
+      '/a2a/tasks/send/',
+      json({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text: 'hi' }] } } }),
+    ],
+  },
+  {
+    name: 'A2A JSON-RPC under a custom [a2a].listen_path, POST /peers/echo',
+    config: { a2a: { listen_path: '/peers' } },
+    request: () => ['/peers/echo', json(jsonRpcSend())],
+  },
   { name: 'a workflow command, POST /api/agents/lead/workflow/pause', workflow: true, request: () => ['/api/agents/lead/workflow/pause', { method: 'POST' }] },
 ];
 
@@ -226,13 +262,18 @@ describe('rate limiting of turns', () => {
   // 90 units a minute: three turns (30 each), whatever door they come through; the fourth waits.
   it.each(TURN_SPELLINGS)('charges a turn started by $name as a message: the fourth in a minute at 90 units is refused 429', async (spelling) => {
     const served = await open({ config: { rate_limit: { per_minute: 90, loopback: true }, ...spelling.config } });
-    const agent = spelling.workflow === true
-      ? `name = "lead"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["echo"]\n[workflow]\nmanaged_agents = ["echo"]\n`
-      : agentToml('echo', model.url);
+    const agent =
+      spelling.workflow === true
+        ? `name = "lead"\nmodule = "builtin:workflow"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["echo"]\n[workflow]\nmanaged_agents = ["echo"]\n`
+        : agentToml('echo', model.url);
     if (spelling.workflow === true) await served.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     await served.host.kernel.spawn(manifest(agent));
     // A workflow agent takes a command it cannot apply as a request, and plans it: each turn gets a plan.
-    const plan = { summary: 'one task', missing_info: null, tasks: [{ id: 't1', title: 'task', instruction: 'do it', agent: 'echo', depends_on: [], acceptance: 'done' }] };
+    const plan = {
+      summary: 'one task',
+      missing_info: null,
+      tasks: [{ id: 't1', title: 'task', instruction: 'do it', agent: 'echo', depends_on: [], acceptance: 'done' }],
+    };
     // A fourth reply, so that a fourth turn let through answers (and fails the test) rather than waits.
     model.script(['one', 'two', 'three', 'four'].map((text) => ({ text: spelling.workflow === true ? JSON.stringify(plan) : text })));
     const statuses: number[] = [];
@@ -246,13 +287,16 @@ describe('rate limiting of turns', () => {
     expect(statuses[3]).toBe(429);
   });
 
-  it('answers a refused A2A turn with the API\'s 429 and Retry-After, and starts no turn', async () => {
+  it("answers a refused A2A turn with the API's 429 and Retry-After, and starts no turn", async () => {
     const served = await open({ config: { rate_limit: { per_minute: 90, loopback: true } } });
     await served.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     model.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }, { text: 'five' }]);
     for (let turn = 0; turn < 3; turn += 1) expect((await served.request('/a2a/echo/v1/message:send', json(restV03Send()))).status).toBe(201);
     const before = model.requests.length;
-    for (const [path, init] of [['/a2a/echo/v1/message:send', json(restV03Send())], ['/a2a/echo/', json(jsonRpcSend())]] as const) {
+    for (const [path, init] of [
+      ['/a2a/echo/v1/message:send', json(restV03Send())],
+      ['/a2a/echo/', json(jsonRpcSend())],
+    ] as const) {
       const limited = await served.request(path, init);
       expect(limited.status).toBe(429);
       expect(await errorCode(limited)).toBe('RATE_LIMITED');
@@ -263,7 +307,7 @@ describe('rate limiting of turns', () => {
 });
 
 describe('RateLimiter', () => {
-  it('allows a minute\'s worth of units in a burst, then one interval at a time', () => {
+  it("allows a minute's worth of units in a burst, then one interval at a time", () => {
     let now = 0;
     const limiter = new RateLimiter(60, () => now);
     for (let index = 0; index < 60; index++) expect(limiter.take('a', 1)).toEqual({ allowed: true });
@@ -273,7 +317,7 @@ describe('RateLimiter', () => {
     expect(limiter.take('b', 60)).toEqual({ allowed: true });
   });
 
-  it('refuses a request costing more than a minute\'s worth, and does not charge for it', () => {
+  it("refuses a request costing more than a minute's worth, and does not charge for it", () => {
     const limiter = new RateLimiter(10, () => 0);
     expect(limiter.take('a', 11).allowed).toBe(false);
     expect(limiter.take('a', 10).allowed).toBe(true);

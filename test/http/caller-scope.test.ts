@@ -24,13 +24,19 @@ const KEYS = {
   env: { ...OWNER_AND_HELPER_KEYS.env, OTHER_KEY: 'other-secret' },
 };
 
-const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
+const as = (key: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` },
+});
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-caller-scope-');
   api = await startApi(dir.path, KEYS);
   for (const name of ['helper-one', 'private']) {
-    const response = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }));
+    const response = await api.request(
+      '/api/agents',
+      as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }),
+    );
     expect(response.status).toBe(201);
   }
 });
@@ -52,10 +58,12 @@ async function taskOf(client: Client, text: string): Promise<string> {
 }
 
 const listIds = async (client: Client): Promise<string[]> =>
-  (await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks.map((task) => task.id);
+  (await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks.map(
+    (task) => task.id,
+  );
 
 describe('A2A tasks by key', () => {
-  it('a user key cannot read another agent\'s A2A task by id: 404 as for an unknown task, through every door', async () => {
+  it("a user key cannot read another agent's A2A task by id: 404 as for an unknown task, through every door", async () => {
     const secret = await taskOf(await a2aClient('private', 'admin-secret'), 'the private plan');
 
     const legacy = await api.request(`/a2a/tasks/${secret}`, as('helper-secret'));
@@ -89,11 +97,21 @@ describe('A2A tasks by key', () => {
 
 describe('A2A without a key', () => {
   it('reaches no agent, no task and no card, even through an agent named like the card list', async () => {
-    const spawned = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('agents', model.url) }));
+    const spawned = await api.request(
+      '/api/agents',
+      as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('agents', model.url) }),
+    );
     expect(spawned.status).toBe(201);
     const secret = await taskOf(await a2aClient('private', 'admin-secret'), 'the private plan');
-    const rpc = (method: string, params: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-    const send = await api.request('/a2a/agents', rpc('message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] } }));
+    const rpc = (method: string, params: unknown, headers: Record<string, string> = {}): RequestInit => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const send = await api.request(
+      '/a2a/agents',
+      rpc('message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] } }),
+    );
     expect(send.status).toBe(401);
     expect(await send.text()).toContain('needs an API key');
     const list = await api.request('/a2a/agents/', rpc('ListTasks', {}, { 'a2a-version': '1.0' }));
@@ -123,7 +141,9 @@ describe('manifest validation by key', () => {
       const port = typeof address === 'object' && address !== null ? address.port : 0;
       const text = `name = "probe"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "http://127.0.0.1:${port}/v1"\napi_key_env = "NOT_SET_ANYWHERE"\n`;
       const validate = async (key: string): Promise<{ valid: boolean; warnings: string[] }> =>
-        (await (await api.request('/api/manifests/validate', as(key, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: text }))).json()) as { valid: boolean; warnings: string[] };
+        (await (
+          await api.request('/api/manifests/validate', as(key, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: text }))
+        ).json()) as { valid: boolean; warnings: string[] };
       const asUser = await validate('helper-secret');
       expect(asUser).toEqual({ valid: true, format: 'toml', errors: [], warnings: [] });
       expect(knocks).toEqual([]);
@@ -140,10 +160,15 @@ describe('API reads by key', () => {
   it('/api/audit and /api/usage show a user key only the agents it reaches', async () => {
     model.script([{ text: 'one' }, { text: 'two' }]);
     for (const agent of ['helper-one', 'private']) {
-      const response = await api.request(`/api/agents/${agent}/messages`, as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) }));
+      const response = await api.request(
+        `/api/agents/${agent}/messages`,
+        as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'hi' }) }),
+      );
       expect(response.status).toBe(200);
     }
-    const ids = Object.fromEntries(((await (await api.request('/api/agents', as('admin-secret'))).json()) as { id: string; name: string }[]).map((agent) => [agent.name, agent.id]));
+    const ids = Object.fromEntries(
+      ((await (await api.request('/api/agents', as('admin-secret'))).json()) as { id: string; name: string }[]).map((agent) => [agent.name, agent.id]),
+    );
 
     const audit = (await (await api.request('/api/audit', as('helper-secret'))).json()) as { agentId: string | null }[];
     expect(audit.length).toBeGreaterThan(0);
@@ -154,7 +179,10 @@ describe('API reads by key', () => {
 
     const usage = (await (await api.request('/api/usage', as('helper-secret'))).json()) as { agent: string }[];
     expect(usage.map((row) => row.agent)).toEqual(['helper-one']);
-    expect(((await (await api.request('/api/usage', as('admin-secret'))).json()) as { agent: string }[]).map((row) => row.agent).sort()).toEqual(['helper-one', 'private']);
+    expect(((await (await api.request('/api/usage', as('admin-secret'))).json()) as { agent: string }[]).map((row) => row.agent).sort()).toEqual([
+      'helper-one',
+      'private',
+    ]);
     expect((await api.request('/api/usage?agent=private', as('helper-secret'))).status).toBe(403);
   });
 
@@ -162,7 +190,9 @@ describe('API reads by key', () => {
     for (const path of ['/api/mcp/servers', '/api/a2a/external']) {
       const refused = await api.request(path, as('helper-secret'));
       expect(refused.status).toBe(403);
-      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^a user key \("helper-bot"\) may not list the (MCP servers|external A2A agents): that shows the whole installation/);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+        /^a user key \("helper-bot"\) may not list the (MCP servers|external A2A agents): that shows the whole installation/,
+      );
       expect((await api.request(path, as('admin-secret'))).status).toBe(200);
     }
   });
@@ -172,7 +202,10 @@ describe('API reads by key', () => {
     expect(response.status).toBe(200);
     const events = readSse(response);
     for (const name of ['private-two', 'helper-two']) {
-      await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }));
+      await api.request(
+        '/api/agents',
+        as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }),
+      );
     }
     // The first event it receives is helper-two's spawn: private-two's, published before it, never arrives.
     for await (const event of events) {
@@ -184,8 +217,9 @@ describe('API reads by key', () => {
     await response.body?.cancel();
   });
 
-  it('/api/approvals lists a user key only its agents\' requests', async () => {
-    const careful = (name: string): string => agentToml(name, model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+  it("/api/approvals lists a user key only its agents' requests", async () => {
+    const careful = (name: string): string =>
+      agentToml(name, model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
     for (const name of ['helper-careful', 'private-careful']) {
       await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: careful(name) }));
     }

@@ -14,7 +14,10 @@ afterEach(async () => {
 });
 
 const withKeys = {
-  config: { auth: { keys: [{ name: 'ci', role: 'owner', key_env: 'CI_KEY' }] }, mcp_servers: [{ name: 'files', transport: { type: 'stdio', command: 'mcp-files' } }] },
+  config: {
+    auth: { keys: [{ name: 'ci', role: 'owner', key_env: 'CI_KEY' }] },
+    mcp_servers: [{ name: 'files', transport: { type: 'stdio', command: 'mcp-files' } }],
+  },
   env: { CI_KEY: 'secret' },
 };
 
@@ -46,7 +49,11 @@ describe('what the daemon serves besides /api', () => {
 
   it('refuses /mcp without a key when keys are configured', async () => {
     api = await startApi(dir.path, withKeys);
-    const response = await api.request('/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const response = await api.request('/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(response.status).toBe(401);
   });
 });

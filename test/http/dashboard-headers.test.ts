@@ -11,7 +11,10 @@ let api: Api;
 /** A built dashboard as Vite lays it out: index.html and a hashed script under assets/. */
 async function writeDashboard(outDir: string): Promise<void> {
   await mkdir(join(outDir, 'assets'), { recursive: true });
-  await writeFile(join(outDir, 'index.html'), '<!doctype html><title>Loom</title><script type="module" src="/assets/index-abc123.js"></script><div id="app"></div>');
+  await writeFile(
+    join(outDir, 'index.html'),
+    '<!doctype html><title>Loom</title><script type="module" src="/assets/index-abc123.js"></script><div id="app"></div>',
+  );
   await writeFile(join(outDir, 'assets', 'index-abc123.js'), 'document.title = "Loom";');
 }
 
@@ -28,14 +31,24 @@ afterEach(async () => {
 
 /** The directives of a Content-Security-Policy header, by name. */
 function directives(header: string | null): Map<string, string> {
-  return new Map((header ?? '').split(';').map((part) => part.trim()).filter((part) => part !== '').map((part) => {
-    const [name = '', ...sources] = part.split(/\s+/);
-    return [name, sources.join(' ')];
-  }));
+  return new Map(
+    (header ?? '')
+      .split(';')
+      .map((part) => part.trim())
+      .filter((part) => part !== '')
+      .map((part) => {
+        const [name = '', ...sources] = part.split(/\s+/);
+        return [name, sources.join(' ')];
+      }),
+  );
 }
 
-describe('the dashboard\'s security headers', () => {
-  for (const [what, path] of [['index.html at /', '/'], ['index.html for a client route', '/approvals'], ['a built asset', '/assets/index-abc123.js']] as const) {
+describe("the dashboard's security headers", () => {
+  for (const [what, path] of [
+    ['index.html at /', '/'],
+    ['index.html for a client route', '/approvals'],
+    ['a built asset', '/assets/index-abc123.js'],
+  ] as const) {
     it(`refuses framing and remote images on ${what}`, async () => {
       const response = await api.request(path);
       expect(response.status).toBe(200);
@@ -64,8 +77,8 @@ describe('a dashboard path with a malformed percent-encoding', () => {
   });
 });
 
-describe('the API\'s security headers', () => {
-  it('come with every answer of the API, MCP and A2A, refusals and errors included, and leave the dashboard\'s policy as it is', async () => {
+describe("the API's security headers", () => {
+  it("come with every answer of the API, MCP and A2A, refusals and errors included, and leave the dashboard's policy as it is", async () => {
     const keyed = await startApi(join(dir.path, 'keyed'), OWNER_AND_HELPER_KEYS);
     try {
       const answers = [
@@ -79,7 +92,9 @@ describe('the API\'s security headers', () => {
       ];
       expect(answers.map((response) => response.status)).toEqual([200, 200, 404, 404, 200, 401, 401]);
       // A forged Host (fetch sends its own), refused before anything else runs.
-      const forged = await new Promise<IncomingMessage>((resolve, reject) => httpGet(`${api.url}/api/agents`, { headers: { host: 'rebound.example' } }, resolve).on('error', reject));
+      const forged = await new Promise<IncomingMessage>((resolve, reject) =>
+        httpGet(`${api.url}/api/agents`, { headers: { host: 'rebound.example' } }, resolve).on('error', reject),
+      );
       forged.resume();
       expect(forged.statusCode).toBe(403);
       const fetched = answers.map((response) => (name: string) => response.headers.get(name));

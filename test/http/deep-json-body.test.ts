@@ -29,8 +29,15 @@ const TOO_DEEP = `cannot read the request body: it is nested deeper than ${MAX_J
 const arraysText = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 
 async function open(): Promise<Api> {
-  api = await startApi(dir.path, { config: { ...OWNER_AND_HELPER_KEYS.config, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } }, env: OWNER_AND_HELPER_KEYS.env });
-  const spawned = await api.request('/api/agents', { method: 'POST', headers: { ...OWNER, 'content-type': 'application/toml' }, body: agentToml('smith', model.url, '[capabilities]\ntools = ["forge_tool"]\n[emergent]\n') });
+  api = await startApi(dir.path, {
+    config: { ...OWNER_AND_HELPER_KEYS.config, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } },
+    env: OWNER_AND_HELPER_KEYS.env,
+  });
+  const spawned = await api.request('/api/agents', {
+    method: 'POST',
+    headers: { ...OWNER, 'content-type': 'application/toml' },
+    body: agentToml('smith', model.url, '[capabilities]\ntools = ["forge_tool"]\n[emergent]\n'),
+  });
   expect(spawned.status).toBe(201);
   return api;
 }

@@ -24,7 +24,8 @@ afterEach(async () => {
 });
 
 /** A JSON-RPC request whose params hold `depth` nested arrays. */
-const deepRequest = (method: string, depth: number): string => `{"jsonrpc":"2.0","id":1,"method":"${method}","params":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+const deepRequest = (method: string, depth: number): string =>
+  `{"jsonrpc":"2.0","id":1,"method":"${method}","params":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
 
 const post = (path: string, body: string): Promise<Response> =>
   api.request(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });

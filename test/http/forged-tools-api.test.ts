@@ -22,9 +22,16 @@ const OWNER = { authorization: 'Bearer admin-secret', 'content-type': 'applicati
 const HELPER = { authorization: 'Bearer helper-secret', 'content-type': 'application/json' };
 
 async function open(): Promise<Api> {
-  api = await startApi(dir.path, { config: { ...OWNER_AND_HELPER_KEYS.config, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } }, env: OWNER_AND_HELPER_KEYS.env });
+  api = await startApi(dir.path, {
+    config: { ...OWNER_AND_HELPER_KEYS.config, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } },
+    env: OWNER_AND_HELPER_KEYS.env,
+  });
   for (const name of ['smith', 'helper-one']) {
-    const spawned = await api.request('/api/agents', { method: 'POST', headers: { ...OWNER, 'content-type': 'application/toml' }, body: agentToml(name, model.url, '[capabilities]\ntools = ["forge_tool"]\n[emergent]\n') });
+    const spawned = await api.request('/api/agents', {
+      method: 'POST',
+      headers: { ...OWNER, 'content-type': 'application/toml' },
+      body: agentToml(name, model.url, '[capabilities]\ntools = ["forge_tool"]\n[emergent]\n'),
+    });
     expect(spawned.status).toBe(201);
   }
   return api;
@@ -41,7 +48,10 @@ describe('/api/tools/forged', () => {
 
     const listed = (await (await server.request('/api/tools/forged?agent=smith', { headers: OWNER })).json()) as ForgedToolView[];
     expect(listed.map((entry) => entry.id)).toEqual([tool.id]);
-    expect(await (await server.request(`/api/tools/forged/${tool.id.slice(0, 8)}`, { headers: OWNER })).json()).toMatchObject({ id: tool.id, verdicts: [{ role: 'creation', approved: true }] });
+    expect(await (await server.request(`/api/tools/forged/${tool.id.slice(0, 8)}`, { headers: OWNER })).json()).toMatchObject({
+      id: tool.id,
+      verdicts: [{ role: 'creation', approved: true }],
+    });
 
     const exported = await server.request(`/api/tools/forged/${tool.id}/export`, { headers: OWNER });
     expect(exported.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
@@ -49,21 +59,43 @@ describe('/api/tools/forged', () => {
     expect(yaml).toContain('schema: agentos.emergent-tool.v1');
     expect(yaml).toContain('redacted: true');
 
-    const imported = await server.request('/api/tools/forged/import', { method: 'POST', headers: OWNER, body: JSON.stringify({ agent: 'helper-one', document: yaml }) });
+    const imported = await server.request('/api/tools/forged/import', {
+      method: 'POST',
+      headers: OWNER,
+      body: JSON.stringify({ agent: 'helper-one', document: yaml }),
+    });
     expect(imported.status).toBe(422);
-    expect(await imported.json()).toMatchObject({ error: { code: 'FORGE_REFUSED', details: { stage: 'request' }, message: expect.stringContaining('was exported redacted') as unknown } });
+    expect(await imported.json()).toMatchObject({
+      error: { code: 'FORGE_REFUSED', details: { stage: 'request' }, message: expect.stringContaining('was exported redacted') as unknown },
+    });
 
     model.script([{ text: JSON.stringify({ approved: false, confidence: 0.2, issues: ['it does not validate n'] }) }]);
-    const refused = await server.request('/api/tools/forged', { method: 'POST', headers: OWNER, body: JSON.stringify({ agent: 'smith', request: { ...double, name: 'double_again' } }) });
+    const refused = await server.request('/api/tools/forged', {
+      method: 'POST',
+      headers: OWNER,
+      body: JSON.stringify({ agent: 'smith', request: { ...double, name: 'double_again' } }),
+    });
     expect(refused.status).toBe(422);
-    expect(await refused.json()).toMatchObject({ error: { code: 'FORGE_REFUSED', message: 'the tool was refused at the judge stage: the judge refused it: it does not validate n', details: { stage: 'judge', verdict: { approved: false } } } });
+    expect(await refused.json()).toMatchObject({
+      error: {
+        code: 'FORGE_REFUSED',
+        message: 'the tool was refused at the judge stage: the judge refused it: it does not validate n',
+        details: { stage: 'judge', verdict: { approved: false } },
+      },
+    });
   });
 
   it('lets only the owner forge, promote and demote; a user key sees only the tools of agents it reaches; an unknown id is a 404', async () => {
     const server = await open();
     model.script([APPROVE]);
-    const tool = (await (await server.request('/api/tools/forged', { method: 'POST', headers: OWNER, body: JSON.stringify({ agent: 'smith', request: double }) })).json()) as ForgedToolView;
-    const forge = await server.request('/api/tools/forged', { method: 'POST', headers: HELPER, body: JSON.stringify({ agent: 'helper-one', request: double }) });
+    const tool = (await (
+      await server.request('/api/tools/forged', { method: 'POST', headers: OWNER, body: JSON.stringify({ agent: 'smith', request: double }) })
+    ).json()) as ForgedToolView;
+    const forge = await server.request('/api/tools/forged', {
+      method: 'POST',
+      headers: HELPER,
+      body: JSON.stringify({ agent: 'helper-one', request: double }),
+    });
     expect(forge.status).toBe(403);
     expect((await server.request(`/api/tools/forged/${tool.id}/promote`, { method: 'POST', headers: HELPER })).status).toBe(403);
     expect(await (await server.request('/api/tools/forged', { headers: HELPER })).json()).toEqual([]);
@@ -78,7 +110,11 @@ describe('/api/tools/forged', () => {
     }
     expect((await server.request('/api/tools/forged/0000ffff', { headers: OWNER })).status).toBe(404);
 
-    const demoted = await server.request(`/api/tools/forged/${tool.id}/demote`, { method: 'POST', headers: OWNER, body: JSON.stringify({ reason: 'not needed' }) });
+    const demoted = await server.request(`/api/tools/forged/${tool.id}/demote`, {
+      method: 'POST',
+      headers: OWNER,
+      body: JSON.stringify({ reason: 'not needed' }),
+    });
     expect(await demoted.json()).toMatchObject({ status: 'demoted', statusReason: 'not needed' });
   });
 });

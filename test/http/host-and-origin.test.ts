@@ -60,7 +60,13 @@ describe('Host and Origin on a loopback daemon', () => {
   it('refuses a request whose Host names another site, on every route, with 403 naming the header and the fix', async () => {
     api = await startApi(dir.path);
     for (const [method, path, body] of ROUTES) {
-      const reply = await send(api.url, path, { host: `rebound.example:${port(api.url)}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, method, body);
+      const reply = await send(
+        api.url,
+        path,
+        { host: `rebound.example:${port(api.url)}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        method,
+        body,
+      );
       expect({ path, status: reply.status }).toEqual({ path, status: 403 });
       expect(reply.body).toContain(`refusing a request for host \\"rebound.example:${port(api.url)}\\"`);
       expect(reply.body).toContain('add \\"rebound.example\\" to [http].allowed_hosts in config.toml');
@@ -86,14 +92,17 @@ describe('Host and Origin on a loopback daemon', () => {
     expect(api.host.kernel.list()).toEqual([]);
   });
 
-  it('serves the daemon\'s own pages (Origin equal to the Host it was asked for)', async () => {
+  it("serves the daemon's own pages (Origin equal to the Host it was asked for)", async () => {
     api = await startApi(dir.path);
     const host = `127.0.0.1:${port(api.url)}`;
     expect((await send(api.url, '/api/agents', { host, origin: `http://${host}` })).status).toBe(200);
   });
 
   it('answers the names and origins config.toml allows', async () => {
-    api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.internal'], allowed_origins: ['https://ops.example.com'] } }, env: { LOOM_API_KEY: 'root-secret' } });
+    api = await startApi(dir.path, {
+      config: { http: { allowed_hosts: ['loom.internal'], allowed_origins: ['https://ops.example.com'] } },
+      env: { LOOM_API_KEY: 'root-secret' },
+    });
     const key = { authorization: 'Bearer root-secret' };
     expect((await send(api.url, '/api/agents', { ...key, host: 'loom.internal' })).status).toBe(200);
     expect((await send(api.url, '/api/agents', { ...key, host: 'loom.internal', origin: 'https://ops.example.com' })).status).toBe(200);
@@ -108,7 +117,13 @@ describe('a daemon with no API key behind a reverse proxy', () => {
     api = await startApi(dir.path, { config: { http: { allowed_hosts: ['loom.example.com'] } } });
     const spawn = { 'content-type': 'application/toml' };
     const manifest = 'name = "pwned"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\n';
-    for (const headers of [{ host: 'loom.example.com' }, { host: `127.0.0.1:${port(api.url)}`, 'x-forwarded-for': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, forwarded: 'for=203.0.113.7' }, { host: `localhost:${port(api.url)}`, 'x-real-ip': '203.0.113.7' }, { host: `localhost:${port(api.url)}`, via: '1.1 proxy' }]) {
+    for (const headers of [
+      { host: 'loom.example.com' },
+      { host: `127.0.0.1:${port(api.url)}`, 'x-forwarded-for': '203.0.113.7' },
+      { host: `localhost:${port(api.url)}`, forwarded: 'for=203.0.113.7' },
+      { host: `localhost:${port(api.url)}`, 'x-real-ip': '203.0.113.7' },
+      { host: `localhost:${port(api.url)}`, via: '1.1 proxy' },
+    ]) {
       const reply = await send(api.url, '/api/agents', { ...headers, ...spawn }, 'POST', manifest);
       expect(reply.status).toBe(403);
       expect(JSON.parse(reply.body)).toMatchObject({ error: { code: 'ACCESS_DENIED' } });
@@ -147,7 +162,13 @@ describe('Host on a daemon bound to another address', () => {
     expect(reply.body).toContain('add \\"rebound.example\\" to [http].allowed_hosts');
     expect(api.host.kernel.list()).toEqual([]);
     for (const [method, path, body] of ROUTES) {
-      const refused = await send(api.url, path, { host: rebound, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, method, body);
+      const refused = await send(
+        api.url,
+        path,
+        { host: rebound, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        method,
+        body,
+      );
       expect({ path, status: refused.status }).toEqual({ path, status: 403 });
     }
   });

@@ -10,15 +10,29 @@ let api: Api;
 let release: () => void;
 let held: Promise<void>;
 
-const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
-const message = (text: string, key?: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) }, body: JSON.stringify({ message: text }) });
-const completion = (text: string, key: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ model: 'helper-teller', messages: [{ role: 'user', content: text }] }) });
+const as = (key: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` },
+});
+const message = (text: string, key?: string): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) },
+  body: JSON.stringify({ message: text }),
+});
+const completion = (text: string, key: string): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', 'idempotency-key': key },
+  body: JSON.stringify({ model: 'helper-teller', messages: [{ role: 'user', content: text }] }),
+});
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-http-idempotency-');
   api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
   held = new Promise((resolve) => (release = resolve));
-  const response = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper-teller', model.url) }));
+  const response = await api.request(
+    '/api/agents',
+    as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper-teller', model.url) }),
+  );
   expect(response.status).toBe(201);
 });
 afterEach(async () => {
@@ -28,7 +42,8 @@ afterEach(async () => {
 });
 
 type Session = { messages: { role: string; content: unknown }[] };
-const userMessages = async (key: string): Promise<number> => ((await (await api.request('/api/agents/helper-teller/session', as(key))).json()) as Session).messages.filter((entry) => entry.role === 'user').length;
+const userMessages = async (key: string): Promise<number> =>
+  ((await (await api.request('/api/agents/helper-teller/session', as(key))).json()) as Session).messages.filter((entry) => entry.role === 'user').length;
 
 describe('Idempotency-Key on a message', () => {
   it('gives a retry the reply of the turn the first request started, running it once', async () => {
@@ -50,7 +65,7 @@ describe('Idempotency-Key on a message', () => {
     model.script([{ text: 'Slow answer.', gate: held }]);
     const first = api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hello', 'retry-2')));
     // The retry is sent while the first request's turn waits for the model.
-    await waitFor('the first turn\'s model call', () => model.requests.length === 1);
+    await waitFor("the first turn's model call", () => model.requests.length === 1);
     const again = api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hello', 'retry-2')));
     release();
     const replies = await Promise.all([first, again]);
@@ -61,9 +76,15 @@ describe('Idempotency-Key on a message', () => {
 
   it('keeps keys apart by caller, and a message without a key always starts a turn', async () => {
     model.script([{ text: 'for the owner' }, { text: 'for the helper' }, { text: 'again' }]);
-    expect(((await (await api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hi', 'same')))).json()) as { text: string }).text).toBe('for the owner');
-    expect(((await (await api.request('/api/agents/helper-teller/messages', as('helper-secret', message('Hi', 'same')))).json()) as { text: string }).text).toBe('for the helper');
-    expect(((await (await api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hi')))).json()) as { text: string }).text).toBe('again');
+    expect(((await (await api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hi', 'same')))).json()) as { text: string }).text).toBe(
+      'for the owner',
+    );
+    expect(
+      ((await (await api.request('/api/agents/helper-teller/messages', as('helper-secret', message('Hi', 'same')))).json()) as { text: string }).text,
+    ).toBe('for the helper');
+    expect(((await (await api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hi')))).json()) as { text: string }).text).toBe(
+      'again',
+    );
     expect(model.requests).toHaveLength(3);
   });
 

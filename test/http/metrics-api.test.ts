@@ -16,7 +16,12 @@ import { makeTempDir, manifest } from '../support/test-kernel.ts';
 
 const server = useScriptedModelServer();
 const KEYS = {
-  auth: { keys: [{ name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' }, { name: 'watcher', role: 'viewer', key_env: 'VIEWER_KEY' }] },
+  auth: {
+    keys: [
+      { name: 'admin', role: 'owner', key_env: 'ADMIN_KEY' },
+      { name: 'watcher', role: 'viewer', key_env: 'VIEWER_KEY' },
+    ],
+  },
 };
 const ENV = { ...TEST_KEYS, ADMIN_KEY: 'admin-secret', VIEWER_KEY: 'viewer-secret' };
 
@@ -85,7 +90,9 @@ async function scrape(key = 'admin-secret'): Promise<Map<string, number>> {
 describe('GET /metrics', () => {
   it('parses as Prometheus text, and its counters move with a turn: the turn, its model calls, tokens, cost and tool call', async () => {
     await serve(KEYS);
-    await host.kernel.spawn(manifest(`name = "counter"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`));
+    await host.kernel.spawn(
+      manifest(`name = "counter"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`),
+    );
     const before = await scrape();
     expect(before.get('loom_turns_total{agent="counter",outcome="finished"}')).toBeUndefined();
     expect(before.get('loom_running_turns')).toBe(0);
@@ -112,7 +119,7 @@ describe('GET /metrics', () => {
     expect(after.get('loom_running_turns')).toBe(0);
   });
 
-  it('shows a turn running and the one queued behind it, and times the store\'s commits', async () => {
+  it("shows a turn running and the one queued behind it, and times the store's commits", async () => {
     await serve(KEYS);
     await host.kernel.spawn(manifest(`name = "busy"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`));
     const commitsBefore = (await scrape()).get('loom_store_commit_duration_seconds_count{store="sqlite"}') ?? 0;
@@ -133,10 +140,12 @@ describe('GET /metrics', () => {
     expect(after.get('loom_queued_turns')).toBe(0);
     // Each turn's messages and usage are committed in one transaction.
     expect((after.get('loom_store_commit_duration_seconds_count{store="sqlite"}') ?? 0) - commitsBefore).toBeGreaterThanOrEqual(2);
-    expect(after.get('loom_store_commit_duration_seconds_bucket{le="+Inf",store="sqlite"}')).toBe(after.get('loom_store_commit_duration_seconds_count{store="sqlite"}'));
+    expect(after.get('loom_store_commit_duration_seconds_bucket{le="+Inf",store="sqlite"}')).toBe(
+      after.get('loom_store_commit_duration_seconds_count{store="sqlite"}'),
+    );
   });
 
-  it('answers only an owner\'s key, unless [telemetry].metrics_public is set', async () => {
+  it("answers only an owner's key, unless [telemetry].metrics_public is set", async () => {
     await serve(KEYS);
     expect((await fetch(`${http.url}/metrics`)).status).toBe(401);
     const viewer = await fetch(`${http.url}/metrics`, { headers: { authorization: 'Bearer viewer-secret' } });

@@ -60,7 +60,7 @@ describe('GET /v1/models', () => {
     expect(spawnedAt('beta') - spawnedAt('alpha')).toBe(5);
   });
 
-  it('lists only the agents matching a user key\'s patterns', async () => {
+  it("lists only the agents matching a user key's patterns", async () => {
     const served = await open(KEYS, ['helper-one', 'private', 'helper-two']);
     const page = await clientOf(served, 'helper-secret').models.list();
     expect(page.data.map((entry) => entry.id)).toEqual(['helper-one', 'helper-two']);
@@ -68,7 +68,7 @@ describe('GET /v1/models', () => {
 });
 
 describe('POST /v1/chat/completions without stream', () => {
-  it('answers a chat.completion with the agent\'s reply and the turn\'s token usage', async () => {
+  it("answers a chat.completion with the agent's reply and the turn's token usage", async () => {
     const served = await open({}, ['helper']);
     model.script([{ text: 'Hello from the agent.', usage: { inputTokens: 12, outputTokens: 4 } }]);
 
@@ -96,7 +96,13 @@ describe('POST /v1/chat/completions without stream', () => {
         { role: 'system', content: 'a client-side system prompt' },
         { role: 'user', content: 'an earlier client-side message' },
         { role: 'assistant', content: 'an earlier client-side reply' },
-        { role: 'user', content: [{ type: 'text', text: 'which word' }, { type: 'text', text: 'did I say?' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'which word' },
+            { type: 'text', text: 'did I say?' },
+          ],
+        },
       ],
     });
 
@@ -111,7 +117,9 @@ describe('POST /v1/chat/completions without stream', () => {
 
   it('answers 400 (BadRequestError) and does not call the model when no message has the user role', async () => {
     const served = await open({}, ['helper']);
-    const error = await rejectionOf(clientOf(served).chat.completions.create({ model: 'helper', messages: [{ role: 'system', content: 'only a system prompt' }] }));
+    const error = await rejectionOf(
+      clientOf(served).chat.completions.create({ model: 'helper', messages: [{ role: 'system', content: 'only a system prompt' }] }),
+    );
     expect(error).toBeInstanceOf(BadRequestError);
     expect((error as BadRequestError).status).toBe(400);
     expect((error as BadRequestError).message).toContain('"user"');
@@ -127,18 +135,34 @@ describe('POST /v1/chat/completions without stream', () => {
     expect((error as NotFoundError).message).toContain('nobody');
   });
 
-  it('answers errors in OpenAI\'s shape { error: { message, type, code } }, for a bad body and an unknown /v1 route alike', async () => {
+  it("answers errors in OpenAI's shape { error: { message, type, code } }, for a bad body and an unknown /v1 route alike", async () => {
     const served = await open({}, ['helper']);
-    const malformed = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": "helper",' });
+    const malformed = await served.request('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model": "helper",',
+    });
     expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_request', message: expect.stringContaining('malformed JSON') as string } });
+    expect(await malformed.json()).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'invalid_request', message: expect.stringContaining('malformed JSON') as string },
+    });
 
-    const noModel = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }] }) });
+    const noModel = await served.request('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }] }),
+    });
     expect(noModel.status).toBe(400);
     expect(((await noModel.json()) as { error: { message: string } }).error.message).toBe('invalid request body: model: missing, expected a string');
-    const badContent = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 5 }] }) });
+    const badContent = await served.request('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 5 }] }),
+    });
     expect(badContent.status).toBe(400);
-    expect(((await badContent.json()) as { error: { message: string } }).error.message).toContain('messages[0].content: expected a string, an array of content parts');
+    expect(((await badContent.json()) as { error: { message: string } }).error.message).toContain(
+      'messages[0].content: expected a string, an array of content parts',
+    );
 
     const unknownRoute = await served.request('/v1/embeddings', { method: 'POST' });
     expect(unknownRoute.status).toBe(404);
@@ -167,13 +191,22 @@ describe('POST /v1/chat/completions with stream: true', () => {
     const served = await open({}, ['helper']);
     model.script([{ text: 'counted', usage: { inputTokens: 7, outputTokens: 3 } }, { text: 'raw' }]);
 
-    const stream = await clientOf(served).chat.completions.create({ model: 'helper', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await clientOf(served).chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } });
     expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe('stop');
 
-    const raw = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 'again' }], stream: true }) });
+    const raw = await served.request('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'helper', messages: [{ role: 'user', content: 'again' }], stream: true }),
+    });
     expect(raw.headers.get('content-type')).toContain('text/event-stream');
     const lines = (await raw.text()).split('\n').filter((line) => line !== '');
     expect(lines.every((line) => line.startsWith('data: '))).toBe(true);
@@ -212,7 +245,9 @@ describe('/v1 with API keys', () => {
 
   it('answers 403 (PermissionDeniedError) when a user key asks for an agent outside its patterns, and does not call the model', async () => {
     const served = await open(KEYS, ['helper-one', 'private']);
-    const error = await rejectionOf(clientOf(served, 'helper-secret').chat.completions.create({ model: 'private', messages: [{ role: 'user', content: 'Hi' }], stream: true }));
+    const error = await rejectionOf(
+      clientOf(served, 'helper-secret').chat.completions.create({ model: 'private', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+    );
     expect(error).toBeInstanceOf(PermissionDeniedError);
     expect((error as PermissionDeniedError).status).toBe(403);
     expect((error as PermissionDeniedError).message).toContain('private');
@@ -227,7 +262,11 @@ describe('/v1 rate limiting', () => {
     model.script([{ text: 'That used 15 tokens.' }]);
     await clientOf(served).chat.completions.create({ model: 'metered', messages: [{ role: 'user', content: 'Hi' }] });
     for (const stream of [false, true]) {
-      const refused = await served.request('/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'metered', stream, messages: [{ role: 'user', content: 'Again' }] }) });
+      const refused = await served.request('/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'metered', stream, messages: [{ role: 'user', content: 'Again' }] }),
+      });
       expect({ stream, status: refused.status }).toEqual({ stream, status: 429 });
       expect({ stream, retryAfter: Number(refused.headers.get('retry-after')) > 0 }).toEqual({ stream, retryAfter: true });
       expect(await refused.json()).toMatchObject({ error: { code: 'insufficient_quota' } });

@@ -13,7 +13,16 @@ import { makeTempDir } from '../support/test-kernel.ts';
 /** A value for each path parameter: a real agent where the request leaves it be, names that exist nowhere where it would destroy. */
 function concrete(path: string, method: string): string {
   const agent = method === 'delete' ? 'no-such-agent' : 'helper';
-  const values: Record<string, string> = { agent, id: 'no-such-id', slug: 'no-such-package', binding: 'none', code: 'NOCODE', channel: 'no-such-channel', name: 'no-such-server', action: 'approve' };
+  const values: Record<string, string> = {
+    agent,
+    id: 'no-such-id',
+    slug: 'no-such-package',
+    binding: 'none',
+    code: 'NOCODE',
+    channel: 'no-such-channel',
+    name: 'no-such-server',
+    action: 'approve',
+  };
   return path.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? name);
 }
 
@@ -39,26 +48,41 @@ describe('the OpenAPI document of the HTTP API', () => {
     for (const [path, methods] of Object.entries(document.paths)) {
       const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
       for (const [method, operation] of Object.entries(methods)) {
-        const declared = ((operation['parameters'] ?? []) as { name: string; in: string }[]).filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name);
+        const declared = ((operation['parameters'] ?? []) as { name: string; in: string }[])
+          .filter((parameter) => parameter.in === 'path')
+          .map((parameter) => parameter.name);
         expect(declared.sort(), `${method.toUpperCase()} ${path}`).toEqual([...names].sort());
       }
     }
     // The manifest body is the manifest schema itself.
-    expect(Object.keys((document.components.schemas['Manifest']?.['properties'] ?? {}) as object)).toEqual(expect.arrayContaining(['name', 'model', 'capabilities', 'schedule']));
+    expect(Object.keys((document.components.schemas['Manifest']?.['properties'] ?? {}) as object)).toEqual(
+      expect.arrayContaining(['name', 'model', 'capabilities', 'schedule']),
+    );
   });
 
   it('lists every route the HTTP app registers (a route added without an entry fails here)', async () => {
     const dir = await makeTempDir('loom-openapi-routes-');
     const host = await openTestHost(dir.path);
     try {
-      const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({}), env: TEST_KEYS, clock: host.clock, logger: createSilentLogger(), packages: host.packages, channels: host.channels, cluster: host.cluster });
+      const app = createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse({}),
+        env: TEST_KEYS,
+        clock: host.clock,
+        logger: createSilentLogger(),
+        packages: host.packages,
+        channels: host.channels,
+        cluster: host.cluster,
+      });
       // Hono's own list: middleware and the A2A app's catch-alls are `*` paths; a route of every method is ALL.
       const registered = app.routes
         // `/a2a` alone is where the A2A app is mounted: its own routes are listed under it.
         .filter((route) => !route.path.includes('*') && !route.path.endsWith('/') && route.path !== '/a2a')
         .map((route) => ({ method: route.method === 'ALL' ? 'get' : route.method.toLowerCase(), path: route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}') }));
       expect(registered.length).toBeGreaterThan(40);
-      const missing = registered.filter(({ method, path }) => document.paths[path]?.[method] === undefined).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+      const missing = registered
+        .filter(({ method, path }) => document.paths[path]?.[method] === undefined)
+        .map(({ method, path }) => `${method.toUpperCase()} ${path}`);
       expect(missing).toEqual([]);
     } finally {
       await host.close();
@@ -68,7 +92,11 @@ describe('the OpenAPI document of the HTTP API', () => {
 
   it('lists only paths a real daemon answers (none is an unknown route)', async () => {
     const { url } = await daemon.start();
-    const spawned = await fetch(`${url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: 'name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n' });
+    const spawned = await fetch(`${url}/api/agents`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/toml' },
+      body: 'name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n',
+    });
     expect(spawned.status).toBe(201);
     const unknown: string[] = [];
     let asked = 0;
@@ -101,7 +129,10 @@ describe('the OpenAPI document of the HTTP API', () => {
     const { url } = await daemon.start();
     const response = await fetch(`${url}/api/no-such-route`);
     expect(response.status).toBe(404);
-    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ROUTE_NOT_FOUND', message: expect.stringMatching(/^no route GET \/api\/no-such-route/) as unknown });
+    expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'ROUTE_NOT_FOUND',
+      message: expect.stringMatching(/^no route GET \/api\/no-such-route/) as unknown,
+    });
   });
 
   it('lists A2A routes where a daemon serves them: under a changed [a2a].listen_path, and not at all with A2A off', async () => {
@@ -109,14 +140,25 @@ describe('the OpenAPI document of the HTTP API', () => {
     const host = await openTestHost(dir.path);
     try {
       for (const a2a of [{ listen_path: '/peers' }, { enabled: false }]) {
-        const app = createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse({ a2a }), env: TEST_KEYS, clock: host.clock, logger: createSilentLogger(), packages: host.packages, channels: host.channels, cluster: host.cluster });
+        const app = createHttpApp({
+          kernel: host.kernel,
+          config: ConfigSchema.parse({ a2a }),
+          env: TEST_KEYS,
+          clock: host.clock,
+          logger: createSilentLogger(),
+          packages: host.packages,
+          channels: host.channels,
+          cluster: host.cluster,
+        });
         const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
         try {
           const served = (await (await fetch(`${server.url}/api/openapi.json`)).json()) as OpenApiDocument;
           const listed = Object.keys(served.paths);
           expect(listed.filter((path) => path.startsWith('/a2a'))).toEqual([]);
           const a2aPaths = listed.filter((path) => path.startsWith('/peers') || path.startsWith('/.well-known/agent'));
-          expect(a2aPaths.length, JSON.stringify(a2a)).toBe('listen_path' in a2a ? Object.keys(document.paths).filter((path) => path.startsWith('/a2a') || path.startsWith('/.well-known/agent')).length : 0);
+          expect(a2aPaths.length, JSON.stringify(a2a)).toBe(
+            'listen_path' in a2a ? Object.keys(document.paths).filter((path) => path.startsWith('/a2a') || path.startsWith('/.well-known/agent')).length : 0,
+          );
           const answer = async (path: string) => {
             const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
             return ((await response.json()) as { error?: { code: string } }).error?.code;

@@ -43,7 +43,9 @@ describe('/api/packages', () => {
     expect((await api.request('/api/packages/ops/bindings/job/run', as(HELPER, 'POST', {}))).status).toBe(403);
     const install = await api.request('/api/packages', as(HELPER, 'POST', { source: await simple('helper-two') }));
     expect(install.status).toBe(403);
-    expect(((await install.json()) as { error: { message: string } }).error.message).toBe('a user key ("helper-bot") may not install packages; it needs the owner role');
+    expect(((await install.json()) as { error: { message: string } }).error.message).toBe(
+      'a user key ("helper-bot") may not install packages; it needs the owner role',
+    );
 
     const run = await api.request('/api/packages/helper-brief/bindings/job/run', as(HELPER, 'POST', { inputs: { topic: 'tides' } }));
     expect(run.status).toBe(200);
@@ -60,7 +62,9 @@ describe('/api/packages', () => {
     const broken = await writePackage(dir.path, 'broken', { workflows: { job: bindingJson({ type: 'schedule', cron: 'every day' }, [activityJson('a')]) } });
     const refused = await api.request('/api/packages', as(OWNER, 'POST', { source: broken }));
     expect(refused.status).toBe(400);
-    expect((await refused.json()) as { error: { code: string; message: string } }).toMatchObject({ error: { code: 'PACKAGE_INVALID', message: expect.stringContaining('workflows.job.trigger.cron: expected a 5-field cron expression') as string } });
+    expect((await refused.json()) as { error: { code: string; message: string } }).toMatchObject({
+      error: { code: 'PACKAGE_INVALID', message: expect.stringContaining('workflows.job.trigger.cron: expected a 5-field cron expression') as string },
+    });
     expect((await api.request('/api/packages/none', as(OWNER))).status).toBe(404);
     expect((await api.request('/api/packages/none/bindings/job/run', as(OWNER, 'POST', {}))).status).toBe(404);
     expect(((await (await api.request('/api/packages', as(OWNER))).json()) as unknown[]).length).toBe(0);

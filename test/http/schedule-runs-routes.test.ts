@@ -36,8 +36,8 @@ async function spawn(current: Api, toml: string): Promise<void> {
   expect(response.status).toBe(201);
 }
 
-describe('an agent\'s scheduled wake-ups over HTTP', () => {
-  it('POST /api/agents/:agent/runs wakes a continuous agent now with its schedule\'s message; GET lists the run, and /metrics counts it', async () => {
+describe("an agent's scheduled wake-ups over HTTP", () => {
+  it("POST /api/agents/:agent/runs wakes a continuous agent now with its schedule's message; GET lists the run, and /metrics counts it", async () => {
     api = await startApi(dir.path);
     await spawn(api, agentToml('monitor', 'mode = "continuous"\ninterval_seconds = 3600'));
     server.script([{ text: 'all quiet' }]);

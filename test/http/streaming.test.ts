@@ -46,7 +46,10 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     expect(types).toContain('text-delta');
     expect(types.at(-1)).toBe('run-finish');
     expect(types.indexOf('text-delta')).toBeLessThan(types.indexOf('run-finish'));
-    const text = events.filter((event) => event.event === 'text-delta').map((event) => (JSON.parse(event.data) as { text: string }).text).join('');
+    const text = events
+      .filter((event) => event.event === 'text-delta')
+      .map((event) => (JSON.parse(event.data) as { text: string }).text)
+      .join('');
     expect(text).toBe('Hello from the stream.');
     const finish = JSON.parse(events.at(-1)?.data ?? '{}') as { result: { text: string; usage: { input_tokens: number } } };
     expect(finish.result).toMatchObject({ text: 'Hello from the stream.', usage: { input_tokens: 10 } });

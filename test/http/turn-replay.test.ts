@@ -9,9 +9,16 @@ let api: Api;
 let release: () => void;
 let held: Promise<void>;
 
-const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
+const as = (key: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` },
+});
 const streamed = (headers: Record<string, string> = {}): RequestInit => ({ headers: { accept: 'text/event-stream', ...headers } });
-const post = (text: string): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: text }) });
+const post = (text: string): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+  body: JSON.stringify({ message: text }),
+});
 
 beforeEach(() => {
   api = teller.api();
@@ -40,7 +47,9 @@ describe('GET /api/agents/{agent}/turn with Last-Event-ID', () => {
     expect(textOf(missed)).toBe('Chapter one. ');
     const text = missed.at(-1);
     // A client without the header (no EventSource) gives the id in the query; it has the text already.
-    const query = readSse(await api.request(`/api/agents/helper-teller/turn?last_event_id=${encodeURIComponent(text?.id ?? '')}`, as('admin-secret', streamed())));
+    const query = readSse(
+      await api.request(`/api/agents/helper-teller/turn?last_event_id=${encodeURIComponent(text?.id ?? '')}`, as('admin-secret', streamed())),
+    );
     release();
     const rest = await readUntil(back, 'run-finish');
     expect(JSON.parse(rest.at(-1)?.data ?? '{}')).toMatchObject({ type: 'run-finish', result: { text: 'Chapter one. ' } });
@@ -53,12 +62,17 @@ describe('GET /api/agents/{agent}/turn with Last-Event-ID', () => {
     expect(new Set(seqs).size).toBe(seqs.length);
 
     // A client that comes back just after the end gets the rest of the turn and its end; two minutes on, the reply is in the session only.
-    const late = await readUntil(readSse(await api.request('/api/agents/helper-teller/turn', as('admin-secret', streamed({ 'last-event-id': start?.id ?? '' })))), 'run-finish');
+    const late = await readUntil(
+      readSse(await api.request('/api/agents/helper-teller/turn', as('admin-secret', streamed({ 'last-event-id': start?.id ?? '' })))),
+      'run-finish',
+    );
     expect(textOf(late)).toBe('Chapter one. ');
     await api.host.clock.advance(ENDED_TURN_WINDOW_MS);
     const ended = await api.request('/api/agents/helper-teller/turn', as('admin-secret', streamed({ 'last-event-id': start?.id ?? '' })));
     expect(ended.status).toBe(409);
-    expect(await ended.json()).toMatchObject({ error: { code: 'TURN_NOT_RUNNING', message: expect.stringContaining('has ended; its reply is in the session') as string } });
+    expect(await ended.json()).toMatchObject({
+      error: { code: 'TURN_NOT_RUNNING', message: expect.stringContaining('has ended; its reply is in the session') as string },
+    });
   });
 
   it('tells a client whose Last-Event-ID is of a turn that ended long ago that its reply is in the session, and refuses an id that is not one', async () => {
@@ -70,10 +84,17 @@ describe('GET /api/agents/{agent}/turn with Last-Event-ID', () => {
     const old = first.at(-2)?.id ?? '';
     const stale = await api.request('/api/agents/helper-teller/turn', as('admin-secret', streamed({ 'last-event-id': old })));
     expect(stale.status).toBe(409);
-    expect(await stale.json()).toMatchObject({ error: { code: 'TURN_NOT_RUNNING', message: `the turn of agent "helper-teller" that event "${old}" belongs to has ended; its reply is in the session (GET /api/agents/helper-teller/session)` } });
+    expect(await stale.json()).toMatchObject({
+      error: {
+        code: 'TURN_NOT_RUNNING',
+        message: `the turn of agent "helper-teller" that event "${old}" belongs to has ended; its reply is in the session (GET /api/agents/helper-teller/session)`,
+      },
+    });
     const bad = await api.request('/api/agents/helper-teller/turn', as('admin-secret', streamed({ 'last-event-id': 'seven' })));
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ error: { code: 'INVALID_REQUEST', message: expect.stringContaining('Last-Event-ID "seven" is not an event id') as string } });
+    expect(await bad.json()).toMatchObject({
+      error: { code: 'INVALID_REQUEST', message: expect.stringContaining('Last-Event-ID "seven" is not an event id') as string },
+    });
   });
 });
 
@@ -89,7 +110,10 @@ describe('the running turn of a session chosen by id', () => {
 
     // Not on the owner's main session: that has no turn.
     expect((await api.request('/api/agents/helper-teller/turn/cancel', as('admin-secret', { method: 'POST' }))).status).toBe(409);
-    expect(await (await api.request(`/api/agents/helper-teller/turn${chosen}`, as('admin-secret'))).json()).toMatchObject({ message: 'Tell me a story', state: 'running' });
+    expect(await (await api.request(`/api/agents/helper-teller/turn${chosen}`, as('admin-secret'))).json()).toMatchObject({
+      message: 'Tell me a story',
+      state: 'running',
+    });
     const follower = readSse(await api.request(`/api/agents/helper-teller/turn${chosen}`, as('admin-secret', streamed())));
     expect(textOf(await readUntil(follower, 'text-delta'))).toBe('A helper story ');
 
@@ -105,7 +129,10 @@ describe('the running turn of a session chosen by id', () => {
     model.script([{ text: 'The owner story ', stall: held }]);
     const owner = readSse(await api.request('/api/agents/helper-teller/messages', as('admin-secret', post('Tell me a story'))));
     await readUntil(owner, 'text-delta');
-    const sessions = (await (await api.request('/api/agents/helper-teller/sessions', as('admin-secret'))).json()) as { id: string; conversation: string | null }[];
+    const sessions = (await (await api.request('/api/agents/helper-teller/sessions', as('admin-secret'))).json()) as {
+      id: string;
+      conversation: string | null;
+    }[];
     const main = sessions.find((session) => session.conversation === null);
     const chosen = `?session=${encodeURIComponent(main?.id ?? '')}`;
     for (const path of [`/api/agents/helper-teller/turn/cancel${chosen}`, `/api/agents/helper-teller/turn${chosen}`]) {

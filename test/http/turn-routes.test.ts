@@ -14,15 +14,25 @@ const KEYS = {
   config: { auth: { keys: [...OWNER_AND_HELPER_KEYS.config.auth.keys, { name: 'watcher', role: 'viewer', key_env: 'VIEWER_KEY' }] } },
   env: { ...OWNER_AND_HELPER_KEYS.env, VIEWER_KEY: 'viewer-secret' },
 };
-const as = (key: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` } });
-const post = (text: string, accept = 'text/event-stream'): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ message: text }) });
+const as = (key: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${key}` },
+});
+const post = (text: string, accept = 'text/event-stream'): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept },
+  body: JSON.stringify({ message: text }),
+});
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-http-turn-');
   api = await startApi(dir.path, KEYS);
   held = new Promise((resolve) => (release = resolve));
   for (const name of ['helper-teller', 'private']) {
-    const response = await api.request('/api/agents', as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }));
+    const response = await api.request(
+      '/api/agents',
+      as('admin-secret', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(name, model.url) }),
+    );
     expect(response.status).toBe(201);
   }
 });
@@ -39,7 +49,10 @@ describe('the running turn over HTTP', () => {
     const first = readSse(started);
     await readUntil(first, 'text-delta');
 
-    const session = (await (await api.request('/api/agents/helper-teller/session', as('admin-secret'))).json()) as { messages: unknown[]; running: Record<string, unknown> | null };
+    const session = (await (await api.request('/api/agents/helper-teller/session', as('admin-secret'))).json()) as {
+      messages: unknown[];
+      running: Record<string, unknown> | null;
+    };
     expect(session.messages).toEqual([]);
     expect(session.running).toMatchObject({ message: 'Tell me a story', state: 'running', run_id: expect.any(String) as string });
     const shown = await api.request('/api/agents/helper-teller/turn', as('admin-secret'));
@@ -77,11 +90,16 @@ describe('the running turn over HTTP', () => {
     expect(view).toMatchObject({ agent: 'helper-teller', status: 'cancelled' });
     expect(JSON.parse(before[0]?.data ?? '{}')).toMatchObject({ runId: view.run_id });
     const end = await readUntil(streamed, 'error');
-    expect(JSON.parse(end.at(-1)?.data ?? '{}')).toMatchObject({ code: 'TURN_CANCELLED', message: expect.stringContaining('cancelled by "helper-bot"') as string });
+    expect(JSON.parse(end.at(-1)?.data ?? '{}')).toMatchObject({
+      code: 'TURN_CANCELLED',
+      message: expect.stringContaining('cancelled by "helper-bot"') as string,
+    });
 
     // The key's turn is in its own session, which the owner reads by its id.
     const [own] = (await (await api.request('/api/agents/helper-teller/sessions', as('helper-secret'))).json()) as { id: string }[];
-    const session = (await (await api.request(`/api/agents/helper-teller/session?session=${own?.id ?? ''}`, as('admin-secret'))).json()) as { messages: Record<string, unknown>[] };
+    const session = (await (await api.request(`/api/agents/helper-teller/session?session=${own?.id ?? ''}`, as('admin-secret'))).json()) as {
+      messages: Record<string, unknown>[];
+    };
     expect(session.messages).toMatchObject([
       { role: 'user', content: 'Tell me a story', providerOptions: { loom: { turn: { id: view.run_id, status: 'cancelled' } } } },
       { role: 'assistant', content: [{ type: 'text', text: 'It was a dark ' }, { providerOptions: { loom: { note: 'cancelled' } } }] },
@@ -98,10 +116,12 @@ describe('the running turn over HTTP', () => {
     expect(await refused.json()).toMatchObject({ error: { code: 'TURN_CANCELLED', message: expect.stringContaining('cancelled by "admin"') as string } });
   });
 
-  it('answers 409 TURN_NOT_RUNNING when nothing runs, 404 for an unknown agent, 403 for an agent out of the key\'s reach and for a viewer', async () => {
+  it("answers 409 TURN_NOT_RUNNING when nothing runs, 404 for an unknown agent, 403 for an agent out of the key's reach and for a viewer", async () => {
     const idle = await api.request('/api/agents/helper-teller/turn/cancel', as('admin-secret', { method: 'POST' }));
     expect(idle.status).toBe(409);
-    expect(await idle.json()).toEqual({ error: { code: 'TURN_NOT_RUNNING', message: 'agent "helper-teller" has no turn running; nothing to cancel', details: { agent: 'helper-teller' } } });
+    expect(await idle.json()).toEqual({
+      error: { code: 'TURN_NOT_RUNNING', message: 'agent "helper-teller" has no turn running; nothing to cancel', details: { agent: 'helper-teller' } },
+    });
     const unknown = await api.request('/api/agents/nobody/turn/cancel', as('admin-secret', { method: 'POST' }));
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: { code: 'AGENT_NOT_FOUND' } });

@@ -29,7 +29,7 @@ async function refusalOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('[chain_of_thought].network_timeout_seconds', () => {
-  it('cancels a chain-of-thought agent\'s model call that takes longer, naming the setting', async () => {
+  it("cancels a chain-of-thought agent's model call that takes longer, naming the setting", async () => {
     await host.kernel.spawn(manifest(`name = "thinker"\nmodule = "builtin:chain-of-thought"\n${model()}[chain_of_thought]\nnetwork_timeout_seconds = 5\n`));
     let answer = (): void => undefined;
     server.script([{ text: '{}', stall: new Promise<void>((resolve) => (answer = resolve)) }]);
@@ -83,7 +83,7 @@ describe('[capabilities].econ_spend', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it('gives a child without a cap its parent\'s', async () => {
+  it("gives a child without a cap its parent's", async () => {
     await host.kernel.spawn(manifest(`name = "boss"\n${model()}[capabilities]\nagent_spawn = true\necon_spend = 0.03\n`));
     await host.kernel.spawn(manifest(`name = "kid"\n${model()}`), { parent: 'boss' });
     expect(host.kernel.get('kid').manifest.capabilities.econ_spend).toBe(0.03);

@@ -78,9 +78,14 @@ describe('human approvals', () => {
     await host.kernel.approvals.decide(request.approvalId, { approved: false, by: 'owner', reason: 'not today' });
     await turn.done;
     expect(existsSync(workspaceFile())).toBe(false);
-    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({ isError: true, text: 'the call to file_write was not approved by owner: not today' });
+    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({
+      isError: true,
+      text: 'the call to file_write was not approved by owner: not today',
+    });
     expect(JSON.stringify(server.requests[1]?.body['messages'])).toContain('not approved');
-    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: denied by owner/);
+    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(
+      /already decided: denied by owner/,
+    );
   });
 
   it('deny the call when nobody decides within [approvals].timeout_seconds', async () => {
@@ -93,7 +98,10 @@ describe('human approvals', () => {
     expect(await host.kernel.approvals.list()).toHaveLength(1);
     await host.clock.advance(1_000);
     await turn.done;
-    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({ isError: true, text: 'the call to file_write was not approved (no decision within 60 s)' });
+    expect(turn.events.find((event) => event.type === 'tool-result')).toMatchObject({
+      isError: true,
+      text: 'the call to file_write was not approved (no decision within 60 s)',
+    });
     expect(await host.kernel.approvals.list('all')).toMatchObject([{ id: request.approvalId, status: 'expired', decidedBy: 'timeout' }]);
     expect(existsSync(workspaceFile())).toBe(false);
   });
@@ -110,7 +118,9 @@ describe('human approvals', () => {
     expect(await host.kernel.approvals.list()).toEqual([]);
     const [closed] = await host.kernel.approvals.list('all');
     expect(closed).toMatchObject({ id: request.approvalId, status: 'expired', decidedBy: 'cancel', decidedAt: host.clock.now() });
-    expect(closed?.reason).toBe('the turn ended while this call waited for approval (agent "careful" was suspended during the turn); nothing was run — ask the agent again');
+    expect(closed?.reason).toBe(
+      'the turn ended while this call waited for approval (agent "careful" was suspended during the turn); nothing was run — ask the agent again',
+    );
     await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({
       code: 'APPROVAL_DECIDED',
       message: expect.stringMatching(/already decided: expired by cancel \(the turn ended while this call waited/) as unknown,
@@ -131,9 +141,16 @@ describe('human approvals', () => {
     host = await openTestHost(dir.path);
     expect(await host.kernel.approvals.list()).toEqual([]);
     expect(await host.kernel.approvals.list('all')).toMatchObject([
-      { id: request.approvalId, status: 'expired', decidedBy: 'shutdown', reason: 'Loom was stopped while this waited for a person; nothing was run — ask the agent again' },
+      {
+        id: request.approvalId,
+        status: 'expired',
+        decidedBy: 'shutdown',
+        reason: 'Loom was stopped while this waited for a person; nothing was run — ask the agent again',
+      },
     ]);
-    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by shutdown/);
+    await expect(host.kernel.approvals.decide(request.approvalId, { approved: true, by: 'owner', reason: null })).rejects.toThrow(
+      /already decided: expired by shutdown/,
+    );
     expect(existsSync(workspaceFile())).toBe(false);
   });
 
@@ -149,7 +166,13 @@ describe('human approvals', () => {
     host = await openTestHost(dir.path);
     expect(await host.kernel.approvals.list()).toEqual([]);
     expect(await host.kernel.approvals.list('all')).toMatchObject([
-      { id: 'crashed-1', status: 'expired', decidedBy: 'restart', decidedAt: host.clock.now(), reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again' },
+      {
+        id: 'crashed-1',
+        status: 'expired',
+        decidedBy: 'restart',
+        decidedAt: host.clock.now(),
+        reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again',
+      },
     ]);
   });
 
@@ -207,7 +230,13 @@ describe('ApprovalService across processes', () => {
 
     expect(await service.expireInterrupted()).toBe(2);
     expect(await store.approvals.list()).toMatchObject([
-      { id: 'old-1', status: 'expired', decidedBy: 'restart', decidedAt: 1_005_000, reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again' },
+      {
+        id: 'old-1',
+        status: 'expired',
+        decidedBy: 'restart',
+        decidedAt: 1_005_000,
+        reason: 'Loom restarted while this call waited for approval; nothing was run — ask the agent again',
+      },
       { id: 'old-2', status: 'expired', decidedBy: 'restart', decidedAt: 1_005_000 },
     ]);
     expect(published).toMatchObject([
@@ -231,7 +260,10 @@ describe('ApprovalService across processes', () => {
     expect(await service.decide('kept', { approved: true, by: 'owner', reason: null })).toMatchObject({ id: 'kept', status: 'approved', decidedBy: 'owner' });
     const resumed = await service.resume({ id: 'agent-1', name: 'careful' }, 'kept', new AbortController().signal);
     await expect(resumed?.decision).resolves.toEqual({ approved: true, by: 'owner', reason: null });
-    expect((await store.approvals.list()).map(({ id, status }) => ({ id, status }))).toEqual([{ id: 'kept', status: 'approved' }, { id: 'orphan', status: 'expired' }]);
+    expect((await store.approvals.list()).map(({ id, status }) => ({ id, status }))).toEqual([
+      { id: 'kept', status: 'approved' },
+      { id: 'orphan', status: 'expired' },
+    ]);
   });
 
   it('resume() waits on a request still pending until a person decides it, and until the time it was to expire at', async () => {
@@ -263,7 +295,8 @@ describe('ApprovalService across processes', () => {
     await store.approvals.create(leftPending('orphan', 'agent-1'));
     await expect(service.decide('orphan', { approved: true, by: 'owner', reason: null })).rejects.toMatchObject({
       code: 'APPROVAL_DECIDED',
-      message: 'cannot approve approval "orphan": no turn waits for it any more (Loom restarted while this call waited for approval; nothing was run — ask the agent again); it is now expired',
+      message:
+        'cannot approve approval "orphan": no turn waits for it any more (Loom restarted while this call waited for approval; nothing was run — ask the agent again); it is now expired',
     });
     expect(await store.approvals.get('orphan')).toMatchObject({ status: 'expired', decidedBy: 'restart' });
     await expect(service.decide('orphan', { approved: true, by: 'owner', reason: null })).rejects.toThrow(/already decided: expired by restart/);
@@ -282,6 +315,10 @@ describe('ApprovalService across processes', () => {
     controller.abort(new Error('gone'));
     const open = await service.open({ id: 'agent-1', name: 'careful' }, 'file_write', {}, controller.signal);
     await expect(open.decision).rejects.toThrow('gone');
-    expect(await store.approvals.get(open.id)).toMatchObject({ status: 'expired', decidedBy: 'cancel', reason: 'the turn ended while this call waited for approval (gone); nothing was run — ask the agent again' });
+    expect(await store.approvals.get(open.id)).toMatchObject({
+      status: 'expired',
+      decidedBy: 'cancel',
+      reason: 'the turn ended while this call waited for approval (gone); nothing was run — ask the agent again',
+    });
   });
 });

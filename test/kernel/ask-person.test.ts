@@ -61,7 +61,15 @@ beforeEach(async () => {
   store = openSqliteStore({ path: join(dir.path, 'loom.db') });
   clock = createFakeClock(1_000_000);
   approvals = new ApprovalService({ store, clock, ids: createUuidGenerator(), timeoutMs: 300_000, publish: () => undefined });
-  runner = createToolRunner({ tools: [askTool as unknown as Tool<never>], kernel: unusedKernel, clock, logger: createSilentLogger(), env: {}, audit: () => Promise.resolve(), approvals });
+  runner = createToolRunner({
+    tools: [askTool as unknown as Tool<never>],
+    kernel: unusedKernel,
+    clock,
+    logger: createSilentLogger(),
+    env: {},
+    audit: () => Promise.resolve(),
+    approvals,
+  });
   answers = [];
   questionSignal = undefined;
   returnAtOnce = false;
@@ -93,7 +101,9 @@ describe('askPerson()', () => {
     expect(await store.approvals.get(question.id)).toMatchObject({ status: 'expired', decidedBy: 'withdrawn', reason, decidedAt: 1_000_000 });
     // Its 5-minute timeout ended with it.
     expect(clock.pending()).toBe(0);
-    await expect(approvals.decide(question.id, { approved: true, by: 'owner', reason: null, answer: { name: 'Ada' } })).rejects.toThrow(`already decided: expired by withdrawn (${reason})`);
+    await expect(approvals.decide(question.id, { approved: true, by: 'owner', reason: null, answer: { name: 'Ada' } })).rejects.toThrow(
+      `already decided: expired by withdrawn (${reason})`,
+    );
 
     // A turn cancelled while its question waits is the turn's cancellation, not a withdrawal.
     answers = [];
@@ -111,7 +121,10 @@ describe('askPerson()', () => {
     questionSignal = AbortSignal.abort(new Error('the request timed out'));
     const outcome = await outcomeWithin(runAsk(), 5_000);
     if (!(typeof outcome === 'object' && 'value' in outcome)) throw new Error(`the call did not end: ${JSON.stringify(outcome)}`);
-    expect(JSON.parse(outcome.value.result.text)).toEqual({ action: 'cancel', reason: 'the question was withdrawn before anyone answered (the request timed out); nothing was answered' });
+    expect(JSON.parse(outcome.value.result.text)).toEqual({
+      action: 'cancel',
+      reason: 'the question was withdrawn before anyone answered (the request timed out); nothing was answered',
+    });
     expect(await approvals.list('pending')).toEqual([]);
     expect(clock.pending()).toBe(0);
   });
@@ -132,7 +145,10 @@ describe('askPerson()', () => {
     await clock.advance(1_000);
     expect((await call).result).toEqual({ isError: true, text: 'tool "ask" timed out after 1 s' });
     await waitFor('the question to close', async () => ((await store.approvals.get(question.id))?.status === 'expired' ? true : undefined), { everyMs: 5 });
-    expect(await store.approvals.get(question.id)).toMatchObject({ decidedBy: 'withdrawn', reason: 'the question was withdrawn before anyone answered (timed out after 1 s); nothing was answered' });
+    expect(await store.approvals.get(question.id)).toMatchObject({
+      decidedBy: 'withdrawn',
+      reason: 'the question was withdrawn before anyone answered (timed out after 1 s); nothing was answered',
+    });
     expect(clock.pending()).toBe(0);
   });
 });

@@ -26,16 +26,21 @@ const list = { name: 'agent_list', input: {} };
 /** Moves the clock a minute (one wake-up), then waits for the cycle's turn to be recorded. */
 async function cycle(count: number): Promise<void> {
   await host.clock.advance(60_000);
-  await waitFor(`cycle ${count} to finish`, async () => (await host.kernel.audit({ agent: 'watcher', types: ['turn-finish', 'turn-fail', 'turn-cancel'] })).length >= count);
+  await waitFor(
+    `cycle ${count} to finish`,
+    async () => (await host.kernel.audit({ agent: 'watcher', types: ['turn-finish', 'turn-fail', 'turn-cancel'] })).length >= count,
+  );
 }
 
 async function toolResults(): Promise<string[]> {
   const session = (await host.kernel.session('watcher')).messages as { role: string; content: unknown }[];
-  return session.filter((message) => message.role === 'tool').flatMap((message) => (message.content as { output: { value: string } }[]).map((part) => part.output.value));
+  return session
+    .filter((message) => message.role === 'tool')
+    .flatMap((message) => (message.content as { output: { value: string } }[]).map((part) => part.output.value));
 }
 
 describe('[autonomous] guardrails of an agent that runs unattended', () => {
-  it('caps a cycle\'s tool calls at max_actions_per_cycle: the next is not run and the cycle ends; a person\'s message is not capped', async () => {
+  it("caps a cycle's tool calls at max_actions_per_cycle: the next is not run and the cycle ends; a person's message is not capped", async () => {
     await host.kernel.spawn(manifest(watcher('max_actions_per_cycle = 2')));
     server.script([{ toolCalls: [list, list, list] }, { toolCalls: [list, list, list] }, { text: 'listed three times' }]);
     await cycle(1);
@@ -51,7 +56,9 @@ describe('[autonomous] guardrails of an agent that runs unattended', () => {
 
   it('caps the tool calls of an agent type with its own steps too: a chain-of-thought step that acts past the cap ends there', async () => {
     await host.kernel.spawn(
-      manifest(`name = "watcher"\nmodule = "builtin:chain-of-thought"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n[autonomous]\nmax_actions_per_cycle = 1\n[capabilities]\ntools = ["agent_list"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`),
+      manifest(
+        `name = "watcher"\nmodule = "builtin:chain-of-thought"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n[autonomous]\nmax_actions_per_cycle = 1\n[capabilities]\ntools = ["agent_list"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`,
+      ),
     );
     const json = (value: unknown) => ({ text: JSON.stringify(value) });
     server.script([

@@ -25,7 +25,10 @@ function looper(name: string, resources: string): string {
 }
 
 /** `count` replies that each call agent_list again, each reporting `usage`. */
-function loopingReplies(count: number, usage: { inputTokens: number; outputTokens: number }): { toolCalls: { name: string; input: Record<string, never> }[]; usage: typeof usage }[] {
+function loopingReplies(
+  count: number,
+  usage: { inputTokens: number; outputTokens: number },
+): { toolCalls: { name: string; input: Record<string, never> }[]; usage: typeof usage }[] {
   return Array.from({ length: count }, () => ({ toolCalls: [{ name: 'agent_list', input: {} }], usage }));
 }
 
@@ -53,7 +56,9 @@ describe('the budget ledger caps every model call of a turn', () => {
     const error = refusal as QuotaExceededError;
     expect(error.code).toBe('QUOTA_EXCEEDED');
     const retryAt = new Date(startedAt + 60 * 60 * 1000).toISOString();
-    expect(error.message).toBe(`agent "spender" has used 360 of its 300 tokens per hour; it frees up at ${retryAt} (in 60 min); the limit is [resources].max_tokens_per_hour in its manifest`);
+    expect(error.message).toBe(
+      `agent "spender" has used 360 of its 300 tokens per hour; it frees up at ${retryAt} (in 60 min); the limit is [resources].max_tokens_per_hour in its manifest`,
+    );
     expect(error.details).toMatchObject({ budget: '[resources].max_tokens_per_hour', limit: 300, used: 360, retryAt });
     // Three calls of 120 tokens: the third started with 60 left; the fourth was never sent.
     expect(server.requests).toHaveLength(3);
@@ -68,7 +73,9 @@ describe('the budget ledger caps every model call of a turn', () => {
     expect(JSON.stringify(session.at(-1))).toContain('cut short: agent \\"spender\\" has used 360 of its 300 tokens per hour');
 
     // The audit log reads it as a turn that ran and was cut short, not as one refused before it ran.
-    expect((await host.kernel.audit({ agent: 'spender', types: ['turn-cancel', 'turn-refuse'] })).map((row) => [row.type, row.data['code']])).toEqual([['turn-cancel', 'QUOTA_EXCEEDED']]);
+    expect((await host.kernel.audit({ agent: 'spender', types: ['turn-cancel', 'turn-refuse'] })).map((row) => [row.type, row.data['code']])).toEqual([
+      ['turn-cancel', 'QUOTA_EXCEEDED'],
+    ]);
 
     // The next message is refused before it reaches the model, until the window frees.
     await expect(host.kernel.send('spender', 'again')).rejects.toThrow(QuotaExceededError);
@@ -87,7 +94,11 @@ describe('the budget ledger caps every model call of a turn', () => {
     for await (const event of host.kernel.stream('streamer', 'keep listing')) events.push(event);
 
     expect(events.filter((event) => event.type === 'tool-result')).toHaveLength(3);
-    expect(events.at(-1)).toMatchObject({ type: 'error', code: 'QUOTA_EXCEEDED', details: { budget: '[resources].max_tokens_per_hour', limit: 300, used: 360, retryAt } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'error',
+      code: 'QUOTA_EXCEEDED',
+      details: { budget: '[resources].max_tokens_per_hour', limit: 300, used: 360, retryAt },
+    });
     expect(server.requests).toHaveLength(3);
     expect(recordOf((await sessionOf('streamer'))[0])).toMatchObject({ status: 'cancelled', inputTokens: 300, outputTokens: 60 });
   });
@@ -107,7 +118,9 @@ describe('the budget ledger caps every model call of a turn', () => {
     expect(refusal).toBeInstanceOf(QuotaExceededError);
     const error = refusal as QuotaExceededError;
     const retryAt = new Date(startedAt + 5 * 60 * 1000 + 60 * 60 * 1000).toISOString();
-    expect(error.message).toBe(`agent "payer" has used $0.0225 of its $0.02 USD per hour; it frees up at ${retryAt} (in 60 min); the limit is [resources].max_cost_per_hour in its manifest`);
+    expect(error.message).toBe(
+      `agent "payer" has used $0.0225 of its $0.02 USD per hour; it frees up at ${retryAt} (in 60 min); the limit is [resources].max_cost_per_hour in its manifest`,
+    );
     expect(error.details).toMatchObject({ budget: '[resources].max_cost_per_hour', limit: 0.02, retryAt });
     expect(server.requests).toHaveLength(3);
     const session = await sessionOf('payer');
@@ -115,7 +128,7 @@ describe('the budget ledger caps every model call of a turn', () => {
     expect(recordOf(session[0]).costUsd).toBeCloseTo(0.0225, 6);
   });
 
-  it('counts a step\'s generate_text against the step\'s token budget: the step\'s next call is refused once it is spent', async () => {
+  it("counts a step's generate_text against the step's token budget: the step's next call is refused once it is spent", async () => {
     await host.kernel.spawn(
       manifest(`name = "drafter"\n[capabilities]\ntools = ["generate_text"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`),
     );
@@ -126,13 +139,17 @@ describe('the budget ledger caps every model call of a turn', () => {
       { text: 'never sent' },
     ]);
 
-    const refusal = await host.kernel.runTask('drafter', { prompt: 'Draft it', tokenBudget: { max: 100, label: 'activity "draft" (token_budget.max = 100)' } }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const refusal = await host.kernel
+      .runTask('drafter', { prompt: 'Draft it', tokenBudget: { max: 100, label: 'activity "draft" (token_budget.max = 100)' } })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
 
     expect(refusal).toBeInstanceOf(TokenBudgetExceededError);
-    expect((refusal as TokenBudgetExceededError).message).toBe('stopped before a model call: activity "draft" (token_budget.max = 100) allows 100 tokens and 250 were used; raise the budget to let the work go further');
+    expect((refusal as TokenBudgetExceededError).message).toBe(
+      'stopped before a model call: activity "draft" (token_budget.max = 100) allows 100 tokens and 250 were used; raise the budget to let the work go further',
+    );
     expect((refusal as TokenBudgetExceededError).details).toMatchObject({ inputTokens: 60, outputTokens: 190 });
     expect(server.requests).toHaveLength(2);
     const usage = await host.store.usage.list();

@@ -26,7 +26,8 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const agent = (name: string, extra = ''): string => `name = "${name}"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n${extra}\n`;
+const agent = (name: string, extra = ''): string =>
+  `name = "${name}"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n${extra}\n`;
 
 async function readUntil(events: AsyncIterator<AgentEvent>, until: (text: string) => boolean): Promise<void> {
   let text = '';

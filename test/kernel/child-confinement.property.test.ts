@@ -76,17 +76,31 @@ function sometimes(arbitrary: fc.Arbitrary<string[]>): fc.Arbitrary<string[]> {
 
 /** A list: mostly some of `preferred`, now and then with something else of `all` mixed in. */
 function listFrom(preferred: readonly string[], all: readonly string[]): fc.Arbitrary<string[]> {
-  return fc.tuple(subsetOf(preferred), fc.oneof({ weight: 15, arbitrary: fc.constant([] as string[]) }, { weight: 1, arbitrary: subsetOf(all) })).map(([some, extra]) => [...new Set([...some, ...extra])]);
+  return fc
+    .tuple(subsetOf(preferred), fc.oneof({ weight: 15, arbitrary: fc.constant([] as string[]) }, { weight: 1, arbitrary: subsetOf(all) }))
+    .map(([some, extra]) => [...new Set([...some, ...extra])]);
 }
 
 /** A manifest of the fields that give power, as an author (or a model) might write it; a child drawn mostly from its parent's. */
 function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
   const theirs = (parent?.['capabilities'] ?? {}) as Partial<Record<ListKey, string[]>>;
   const list = (key: ListKey): fc.Arbitrary<string[]> => listFrom(parent === undefined ? VOCABULARY[key] : (theirs[key] ?? []), VOCABULARY[key]);
-  const fromParent = (key: string, all: readonly string[]): fc.Arbitrary<string[]> => listFrom(parent === undefined ? all : ((parent[key] as string[] | undefined) ?? []), all);
-  const parentModels = parent === undefined ? [] : [parent['model'] as Record<string, string>, ...((parent['fallback_models'] as Record<string, string>[] | undefined) ?? [])];
-  const model = parent === undefined ? fc.constantFrom(...MODELS) : fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...parentModels) }, { weight: 1, arbitrary: fc.constantFrom(...MODELS) });
-  const resources = fc.record({ max_tokens_per_hour: maybe(fc.constantFrom(0, 1000, 5_000_000)), max_cost_per_hour: maybe(fc.constantFrom(0, 0.5, 20)), max_iterations: maybe(fc.constantFrom(5, 100)) }, { requiredKeys: [] });
+  const fromParent = (key: string, all: readonly string[]): fc.Arbitrary<string[]> =>
+    listFrom(parent === undefined ? all : ((parent[key] as string[] | undefined) ?? []), all);
+  const parentModels =
+    parent === undefined ? [] : [parent['model'] as Record<string, string>, ...((parent['fallback_models'] as Record<string, string>[] | undefined) ?? [])];
+  const model =
+    parent === undefined
+      ? fc.constantFrom(...MODELS)
+      : fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...parentModels) }, { weight: 1, arbitrary: fc.constantFrom(...MODELS) });
+  const resources = fc.record(
+    {
+      max_tokens_per_hour: maybe(fc.constantFrom(0, 1000, 5_000_000)),
+      max_cost_per_hour: maybe(fc.constantFrom(0, 0.5, 20)),
+      max_iterations: maybe(fc.constantFrom(5, 100)),
+    },
+    { requiredKeys: [] },
+  );
   return fc.record(
     {
       workspace: maybe(fc.constantFrom(...(parent !== undefined ? ['/', 'sub', '@/data', '@/data/reports', '@'] : ['@/data']))),
@@ -106,7 +120,8 @@ function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Recor
       tool_allowlist: parent === undefined ? sometimes(subsetOf(TOOLS)) : fromParent('tool_allowlist', TOOLS),
       autonomous: maybe(fc.record({ approval_required_for: sometimes(subsetOf(TOOLS)) })),
       model,
-      fallback_models: parent === undefined ? subsetOf(MODELS) : fc.oneof({ weight: 8, arbitrary: subsetOf(parentModels) }, { weight: 1, arbitrary: subsetOf(MODELS) }),
+      fallback_models:
+        parent === undefined ? subsetOf(MODELS) : fc.oneof({ weight: 8, arbitrary: subsetOf(parentModels) }, { weight: 1, arbitrary: subsetOf(MODELS) }),
       resources: parent === undefined ? resources : fc.oneof({ weight: 2, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: resources }),
     },
     { requiredKeys: ['capabilities', 'model'] },
@@ -118,12 +133,23 @@ function defined(value: unknown): unknown {
   if (typeof value === 'string') return value.startsWith('@') ? `${root}${value.slice(1)}` : value;
   if (Array.isArray(value)) return value.map(defined);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).filter(([, inner]) => inner !== undefined).map(([key, inner]) => [key, defined(inner)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, inner]) => inner !== undefined)
+      .map(([key, inner]) => [key, defined(inner)]),
+  );
 }
 
 /** The actions tried on both: absolute paths and full commands mean the same for both agents. */
 function actions(parentWorkspace: string, childWorkspace: string): { tool: string; input: Record<string, unknown> }[] {
-  const files = [`${parentWorkspace}/a.txt`, `${childWorkspace}/b.txt`, `${root}/data/x.txt`, `${root}/data/reports/q.txt`, `${root}/other.txt`, '/etc/hostname'];
+  const files = [
+    `${parentWorkspace}/a.txt`,
+    `${childWorkspace}/b.txt`,
+    `${root}/data/x.txt`,
+    `${root}/data/reports/q.txt`,
+    `${root}/other.txt`,
+    '/etc/hostname',
+  ];
   return [
     ...files.map((path) => ({ tool: 'file_read', input: { path } })),
     ...files.map((path) => ({ tool: 'file_write', input: { path, content: 'x' } })),
@@ -156,7 +182,13 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
   const policy = toolPolicyOf({ ...view, parentId: view.parent }, host.runtime.workspaceOf({ name: view.name, workspace: view.manifest.workspace }), []);
   const outcome = await runner.run(
     { toolCallId: 'call', toolName: call.tool, input: call.input },
-    { agent: policy.agent, filter: policy.filter, approvalRequiredFor: policy.approvalRequiredFor, settings: policy.settings, signal: AbortSignal.timeout(5_000) },
+    {
+      agent: policy.agent,
+      filter: policy.filter,
+      approvalRequiredFor: policy.approvalRequiredFor,
+      settings: policy.settings,
+      signal: AbortSignal.timeout(5_000),
+    },
   );
   if (outcome.result.isError === true) return 'denied';
   return asked ? 'approved' : 'free';
@@ -164,7 +196,10 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
 
 /** Every model an agent may have called, with where its key goes. */
 function modelRoutes(manifest: Manifest): { name: string; keyVariable: string | null; baseUrl: string }[] {
-  const targets: ModelTarget[] = [...(namedModel(manifest.model) === undefined ? [] : [namedModel(manifest.model) as ModelTarget]), ...manifest.fallback_models];
+  const targets: ModelTarget[] = [
+    ...(namedModel(manifest.model) === undefined ? [] : [namedModel(manifest.model) as ModelTarget]),
+    ...manifest.fallback_models,
+  ];
   return targets.map((target) => ({ name: `${target.provider}/${target.model}`, ...modelEndpoint(target) }));
 }
 
@@ -175,51 +210,61 @@ describe('confineChild() over generated manifests', () => {
     let run = 0;
     let accepted = 0;
     await fc.assert(
-      fc.asyncProperty(manifestArbitrary().chain((parentInput) => fc.tuple(fc.constant(parentInput), manifestArbitrary(parentInput))), async ([parentInput, childInput]) => {
-        run += 1;
-        const parentName = `boss-${run}`;
-        const parent = await host.kernel.spawn(ManifestSchema.parse(defined({ ...parentInput, name: parentName, capabilities: { ...(parentInput['capabilities'] as object), agent_spawn: true } })));
-        try {
+      fc.asyncProperty(
+        manifestArbitrary().chain((parentInput) => fc.tuple(fc.constant(parentInput), manifestArbitrary(parentInput))),
+        async ([parentInput, childInput]) => {
+          run += 1;
+          const parentName = `boss-${run}`;
+          const parent = await host.kernel.spawn(
+            ManifestSchema.parse(
+              defined({ ...parentInput, name: parentName, capabilities: { ...(parentInput['capabilities'] as object), agent_spawn: true } }),
+            ),
+          );
           try {
-            await host.kernel.spawn(ManifestSchema.parse(defined({ ...childInput, name: `helper-${run}` })), { parent: parent.id });
-          } catch (error) {
-            if (error instanceof CapabilityEscalationError) return;
-            throw error;
-          }
-          accepted += 1;
-          const parentView = host.kernel.get(parentName);
-          const childView = host.kernel.get(`helper-${run}`);
-          const parentWorkspace = host.runtime.workspaceOf({ name: parentName, workspace: parentView.manifest.workspace });
-          const childWorkspace = host.runtime.workspaceOf({ name: childView.name, workspace: childView.manifest.workspace });
+            try {
+              await host.kernel.spawn(ManifestSchema.parse(defined({ ...childInput, name: `helper-${run}` })), { parent: parent.id });
+            } catch (error) {
+              if (error instanceof CapabilityEscalationError) return;
+              throw error;
+            }
+            accepted += 1;
+            const parentView = host.kernel.get(parentName);
+            const childView = host.kernel.get(`helper-${run}`);
+            const parentWorkspace = host.runtime.workspaceOf({ name: parentName, workspace: parentView.manifest.workspace });
+            const childWorkspace = host.runtime.workspaceOf({ name: childView.name, workspace: childView.manifest.workspace });
 
-          for (const call of actions(parentWorkspace, childWorkspace)) {
-            const [childOutcome, parentOutcome] = [await outcomeOf(childView, call), await outcomeOf(parentView, call)];
-            expect({ call, child: childOutcome, parent: parentOutcome, ok: RANK[childOutcome] <= RANK[parentOutcome] }).toMatchObject({ ok: true });
-          }
+            for (const call of actions(parentWorkspace, childWorkspace)) {
+              const [childOutcome, parentOutcome] = [await outcomeOf(childView, call), await outcomeOf(parentView, call)];
+              expect({ call, child: childOutcome, parent: parentOutcome, ok: RANK[childOutcome] <= RANK[parentOutcome] }).toMatchObject({ ok: true });
+            }
 
-          const parentRoutes = modelRoutes(parentView.manifest);
-          const parentCaps = parentView.capabilities;
-          const parentQueries = parentCaps.some((capability) => capability.kind === 'llm_query');
-          for (const route of modelRoutes(childView.manifest)) {
-            const mayCall = parentQueries ? isGranted(parentCaps, { kind: 'llm_query', pattern: route.name }) : parentRoutes.some((theirs) => theirs.name === route.name);
-            const host_ = new URL(route.baseUrl).hostname;
-            const sameRoute = parentRoutes.some((theirs) => theirs.keyVariable === route.keyVariable && theirs.baseUrl === route.baseUrl);
-            const couldSendItself =
-              (route.keyVariable === null || isGranted(parentCaps, { kind: 'env_read', pattern: route.keyVariable })) &&
-              (parentRoutes.some((theirs) => theirs.baseUrl === route.baseUrl) || (parentView.manifest.exec_policy?.allow_network !== false && isGranted(parentCaps, { kind: 'net_connect', pattern: `${host_}:443` })));
-            expect({ route, ok: mayCall && (sameRoute || couldSendItself) }).toMatchObject({ ok: true });
-          }
+            const parentRoutes = modelRoutes(parentView.manifest);
+            const parentCaps = parentView.capabilities;
+            const parentQueries = parentCaps.some((capability) => capability.kind === 'llm_query');
+            for (const route of modelRoutes(childView.manifest)) {
+              const mayCall = parentQueries
+                ? isGranted(parentCaps, { kind: 'llm_query', pattern: route.name })
+                : parentRoutes.some((theirs) => theirs.name === route.name);
+              const host_ = new URL(route.baseUrl).hostname;
+              const sameRoute = parentRoutes.some((theirs) => theirs.keyVariable === route.keyVariable && theirs.baseUrl === route.baseUrl);
+              const couldSendItself =
+                (route.keyVariable === null || isGranted(parentCaps, { kind: 'env_read', pattern: route.keyVariable })) &&
+                (parentRoutes.some((theirs) => theirs.baseUrl === route.baseUrl) ||
+                  (parentView.manifest.exec_policy?.allow_network !== false && isGranted(parentCaps, { kind: 'net_connect', pattern: `${host_}:443` })));
+              expect({ route, ok: mayCall && (sameRoute || couldSendItself) }).toMatchObject({ ok: true });
+            }
 
-          const limits = (view: AgentDetailView) => view.manifest.resources;
-          // 0 is no limit: above every number.
-          const bound = (value: number): number => (value === 0 ? Number.POSITIVE_INFINITY : value);
-          expect(bound(limits(childView).max_tokens_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_tokens_per_hour));
-          expect(bound(limits(childView).max_cost_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_cost_per_hour));
-          expect(limits(childView).max_iterations).toBeLessThanOrEqual(limits(parentView).max_iterations);
-        } finally {
-          await host.kernel.kill(parent.id);
-        }
-      }),
+            const limits = (view: AgentDetailView) => view.manifest.resources;
+            // 0 is no limit: above every number.
+            const bound = (value: number): number => (value === 0 ? Number.POSITIVE_INFINITY : value);
+            expect(bound(limits(childView).max_tokens_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_tokens_per_hour));
+            expect(bound(limits(childView).max_cost_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_cost_per_hour));
+            expect(limits(childView).max_iterations).toBeLessThanOrEqual(limits(parentView).max_iterations);
+          } finally {
+            await host.kernel.kill(parent.id);
+          }
+        },
+      ),
       { numRuns: 400, seed: 20261122 },
     );
     // The property is only worth something if many generated children were accepted and tried.

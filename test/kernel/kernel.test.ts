@@ -1,11 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  AgentNameTakenError,
-  AgentNotFoundError,
-  CapabilityDeniedError,
-  CapabilityEscalationError,
-} from '../../src/errors/index.ts';
+import { AgentNameTakenError, AgentNotFoundError, CapabilityDeniedError, CapabilityEscalationError } from '../../src/errors/index.ts';
 import type { KernelEvent } from '../../src/kernel/index.ts';
 import { makeTempDir, manifest, openTestKernel, recordingHook, type TestKernel } from '../support/test-kernel.ts';
 
@@ -59,9 +54,7 @@ describe('kernel.spawn()', () => {
     expect(kernel.capabilities.check(view.id, { kind: 'net_connect', pattern: 'en.wikipedia.org:443' })).toBe(true);
     expect(kernel.capabilities.check(view.id, { kind: 'tool_invoke', pattern: 'shell_exec' })).toBe(false);
     expect(kernel.capabilities.check(view.id, { kind: 'shell_exec', pattern: 'ls' })).toBe(false);
-    expect(() => kernel.capabilities.require(view.id, view.name, { kind: 'net_connect', pattern: 'evil.example.com' })).toThrow(
-      CapabilityDeniedError,
-    );
+    expect(() => kernel.capabilities.require(view.id, view.name, { kind: 'net_connect', pattern: 'evil.example.com' })).toThrow(CapabilityDeniedError);
   });
 
   it('publishes agent-spawn on the bus and records it in the event log', async () => {
@@ -114,22 +107,20 @@ describe('kernel.spawn()', () => {
     await kernel.spawn(manifest(PARENT));
     const attempt = kernel.spawn(manifest('name = "rogue"\n[capabilities]\nshell = ["*"]\nfile_read = ["/etc/*"]'), { parent: 'coordinator' });
     await expect(attempt).rejects.toThrow(CapabilityEscalationError);
-    await expect(
-      kernel.spawn(manifest('name = "rogue"\n[capabilities]\nshell = ["*"]\nfile_read = ["/etc/*"]'), { parent: 'coordinator' }),
-    ).rejects.toThrow(/^cannot spawn agent "rogue" as a child of "coordinator": .*\[capabilities\]\.shell "\*".*\[capabilities\]\.file_read "\/etc\/\*"/);
+    await expect(kernel.spawn(manifest('name = "rogue"\n[capabilities]\nshell = ["*"]\nfile_read = ["/etc/*"]'), { parent: 'coordinator' })).rejects.toThrow(
+      /^cannot spawn agent "rogue" as a child of "coordinator": .*\[capabilities\]\.shell "\*".*\[capabilities\]\.file_read "\/etc\/\*"/,
+    );
     expect((await store.agents.list()).map((record) => record.name)).toEqual(['coordinator']);
     expect(kernel.list().map((view) => view.name)).toEqual(['coordinator']);
   });
 
-  it('refuses a child whose token cap exceeds the parent\'s', async () => {
+  it("refuses a child whose token cap exceeds the parent's", async () => {
     const { kernel } = await boot();
     await kernel.spawn(manifest(PARENT));
-    await expect(kernel.spawn(manifest('name = "big"\n[capabilities]\nllm_max_tokens = 5000'), { parent: 'coordinator' })).rejects.toThrow(
-      /llm_max_tokens/,
-    );
+    await expect(kernel.spawn(manifest('name = "big"\n[capabilities]\nllm_max_tokens = 5000'), { parent: 'coordinator' })).rejects.toThrow(/llm_max_tokens/);
   });
 
-  it('runs a child that sets no token cap under its parent\'s cap', async () => {
+  it("runs a child that sets no token cap under its parent's cap", async () => {
     const { kernel } = await boot();
     await kernel.spawn(manifest(PARENT));
     const child = await kernel.spawn(manifest('name = "uncapped"\n[capabilities]\ntools = ["file_read"]'), { parent: 'coordinator' });
@@ -205,7 +196,9 @@ describe('kernel.kill()', () => {
   it('removes the agent and its descendants from the registry, capabilities and store, with their sessions', async () => {
     const { kernel, store } = await boot();
     await kernel.spawn(manifest(PARENT));
-    const child = await kernel.spawn(manifest('name = "child"\n[capabilities]\nagent_spawn = true\ntools = ["file_read"]\nllm_max_tokens = 100'), { parent: 'coordinator' });
+    const child = await kernel.spawn(manifest('name = "child"\n[capabilities]\nagent_spawn = true\ntools = ["file_read"]\nllm_max_tokens = 100'), {
+      parent: 'coordinator',
+    });
     const grandchild = await kernel.spawn(manifest('name = "grandchild"'), { parent: 'child' });
     const bystander = await kernel.spawn(manifest('name = "bystander"'));
     await store.memory.put({ agentId: child.id, key: 'self.note', value: 'x', updatedAt: 0 });
@@ -242,7 +235,7 @@ describe('kernel.kill()', () => {
     expect(second.id).not.toBe(first.id);
   });
 
-  it('removes a killed child from its parent\'s children', async () => {
+  it("removes a killed child from its parent's children", async () => {
     const { kernel } = await boot();
     await kernel.spawn(manifest('name = "p"\n[capabilities]\nagent_spawn = true'));
     await kernel.spawn(manifest('name = "c"'), { parent: 'p' });
@@ -288,7 +281,16 @@ describe('kernel.boot()', () => {
     const first = await boot();
     await first.kernel.spawn(manifest('name = "good"'));
     await first.store.agents.create(
-      { id: '00000000-0000-4000-8000-000000000001', name: 'broken', state: 'running', parentId: null, sessionId: '00000000-0000-4000-8000-000000000002', manifest: { name: 'broken', priority: 'urgent' }, createdAt: 0, updatedAt: 0 },
+      {
+        id: '00000000-0000-4000-8000-000000000001',
+        name: 'broken',
+        state: 'running',
+        parentId: null,
+        sessionId: '00000000-0000-4000-8000-000000000002',
+        manifest: { name: 'broken', priority: 'urgent' },
+        createdAt: 0,
+        updatedAt: 0,
+      },
       { id: '00000000-0000-4000-8000-000000000002', agentId: '00000000-0000-4000-8000-000000000001', messages: [], createdAt: 0, updatedAt: 0 },
     );
     await first.close();
@@ -309,7 +311,16 @@ describe('kernel.boot()', () => {
       schedule: { mode: 'proactive', triggers: [{ event: 'agent_message' }, { event: 'file_created' }] },
     };
     await first.store.agents.create(
-      { id: '00000000-0000-4000-8000-000000000003', name: 'legacy', state: 'running', parentId: null, sessionId: '00000000-0000-4000-8000-000000000004', manifest: stored, createdAt: 0, updatedAt: 0 },
+      {
+        id: '00000000-0000-4000-8000-000000000003',
+        name: 'legacy',
+        state: 'running',
+        parentId: null,
+        sessionId: '00000000-0000-4000-8000-000000000004',
+        manifest: stored,
+        createdAt: 0,
+        updatedAt: 0,
+      },
       { id: '00000000-0000-4000-8000-000000000004', agentId: '00000000-0000-4000-8000-000000000003', messages: [], createdAt: 0, updatedAt: 0 },
     );
     await first.close();

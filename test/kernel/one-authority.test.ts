@@ -113,7 +113,11 @@ let spawned = 0;
 beforeAll(async () => {
   dir = await makeTempDir('loom-one-authority-');
   api = await startApi(dir.path, { config: CONFIG, env: ENV });
-  const response = await owner('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper-one', model.url, 'description = "the agent every role is tried on"') });
+  const response = await owner('/api/agents', {
+    method: 'POST',
+    headers: { 'content-type': 'application/toml' },
+    body: agentToml('helper-one', model.url, 'description = "the agent every role is tried on"'),
+  });
   expect(response.status).toBe(201);
 });
 afterAll(async () => {
@@ -124,7 +128,10 @@ beforeEach(() => {
   model.reset();
 });
 
-const as = (role: KeyRole, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[role]}` } });
+const as = (role: KeyRole, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[role]}` },
+});
 const owner = (path: string, init: RequestInit = {}): Promise<Response> => api.request(path, as('owner', init));
 
 /** Reads a response as an outcome: a refusal is 403, `allowed` the status the operation answers when it may run. */
@@ -168,7 +175,13 @@ const HTTP: Door = {
   'cancel its turn': async (role) => judged(await api.request('/api/agents/helper-one/turn/cancel', as(role, { method: 'POST' })), 409),
   'spawn an agent': async (role) => {
     spawned += 1;
-    return judged(await api.request('/api/agents', as(role, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(`helper-spawned-${spawned}`, model.url) })), 201);
+    return judged(
+      await api.request(
+        '/api/agents',
+        as(role, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml(`helper-spawned-${spawned}`, model.url) }),
+      ),
+      201,
+    );
   },
   'suspend an agent': async (role) => judged(await api.request(`/api/agents/${await freshAgent()}/suspend`, as(role, { method: 'POST' })), 200),
   'kill an agent': async (role) => judged(await api.request(`/api/agents/${await freshAgent()}`, as(role, { method: 'DELETE' })), 200),
@@ -236,7 +249,8 @@ afterAll(async () => {
 /** The MCP door's operations over a client of `connect`'s. */
 function mcpDoor(connect: (role: KeyRole) => Promise<Client>): Door {
   return {
-    'see the agent': async (role) => ((await (await connect(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied'),
+    'see the agent': async (role) =>
+      (await (await connect(role)).listTools()).tools.some((tool) => tool.name === 'loom_agent_helper_one') ? 'allowed' : 'denied',
     'send a message': async (role) => {
       model.script([{ text: 'hello back' }]);
       try {
@@ -330,7 +344,8 @@ describe('through the CLI in process (no daemon)', () => {
     expect((await loom(['agent', 'spawn', `${dir.path}/helper-one.toml`])).code).toBe(0);
   });
   const operations: Partial<Record<Operation, () => Promise<boolean>>> = {
-    'see the agent': async () => (JSON.parse((await loom(['agent', 'list', '--json'])).stdout) as { name: string }[]).some((agent) => agent.name === 'helper-one'),
+    'see the agent': async () =>
+      (JSON.parse((await loom(['agent', 'list', '--json'])).stdout) as { name: string }[]).some((agent) => agent.name === 'helper-one'),
     'read the agent': async () => (await loom(['agent', 'show', 'helper-one'])).code === 0,
     'send a message': async () => {
       model.script([{ text: 'hello back' }]);
@@ -358,7 +373,10 @@ function lastToolResult(): string {
 describe('an agent through agent_message', () => {
   const askers = { 'an agent granted agent_message for it': 'asker-granted', 'an agent granted agent_message for others only': 'asker-elsewhere' } as const;
   beforeAll(async () => {
-    for (const [name, pattern] of [['asker-granted', 'helper-*'], ['asker-elsewhere', 'other-*']] as const) {
+    for (const [name, pattern] of [
+      ['asker-granted', 'helper-*'],
+      ['asker-elsewhere', 'other-*'],
+    ] as const) {
       const body = agentToml(name, model.url, `[capabilities]\ntools = ["agent_message"]\nagent_message = ["${pattern}"]`);
       expect((await owner('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body })).status).toBe(201);
     }
@@ -366,7 +384,11 @@ describe('an agent through agent_message', () => {
   for (const [who, asker] of Object.entries(askers)) {
     const expected: Outcome = asker === 'asker-granted' ? 'allowed' : 'denied';
     it(`${who}: send a message is ${expected}`, async () => {
-      model.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'helper-one', message: 'hello' } }] }, { text: 'hello back' }, { text: 'done' }]);
+      model.script([
+        { toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'helper-one', message: 'hello' } }] },
+        { text: 'hello back' },
+        { text: 'done' },
+      ]);
       const response = await owner(`/api/agents/${asker}/messages`, json({ message: 'ask helper-one' }));
       expect(response.status).toBe(200);
       const result = lastToolResult();
@@ -382,7 +404,11 @@ describe('an agent through agent_message', () => {
  */
 describe('through a channel (webhook)', () => {
   const SECRET = 'whsec-one-authority';
-  const USERS: Record<ChannelRole, string> = { 'a paired channel person': 'u-paired', 'an unpaired channel person': 'u-stranger', "a channel's approver": 'u-approver' };
+  const USERS: Record<ChannelRole, string> = {
+    'a paired channel person': 'u-paired',
+    'an unpaired channel person': 'u-stranger',
+    "a channel's approver": 'u-approver',
+  };
   let host: TestHost;
   let server: RunningHttpServer;
   let receiver: ReplyReceiver;
@@ -395,7 +421,11 @@ describe('through a channel (webhook)', () => {
     const timestamp = String(Math.floor(host.clock.now() / 1000));
     const { replies } = receiver;
     const before = replies.length;
-    const response = await fetch(`${server.url}/hooks/hooks`, { method: 'POST', headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) }, body });
+    const response = await fetch(`${server.url}/hooks/hooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [WEBHOOK_TIMESTAMP_HEADER]: timestamp, [WEBHOOK_SIGNATURE_HEADER]: signWebhook(SECRET, timestamp, body) },
+      body,
+    });
     expect(response.status).toBe(202);
     await host.channels.idle();
     return replies.length > before ? (replies.at(-1) ?? '') : '(no reply)';
@@ -403,11 +433,34 @@ describe('through a channel (webhook)', () => {
 
   beforeAll(async () => {
     receiver = await startReplyReceiver();
-    const config = { channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: receiver.url, policy: { direct: 'pairing', allow_users: ['u-approver'], approvers: ['u-approver'] } }] };
+    const config = {
+      channels: [
+        {
+          name: 'hooks',
+          kind: 'webhook',
+          agent: 'helper-one',
+          secret_env: 'HOOK_SECRET',
+          reply_url: receiver.url,
+          policy: { direct: 'pairing', allow_users: ['u-approver'], approvers: ['u-approver'] },
+        },
+      ],
+    };
     host = await openTestHost(`${dir.path}/channel`, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
-    await host.kernel.spawn(manifest(`${agentToml('helper-one', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
+    await host.kernel.spawn(
+      manifest(`${agentToml('helper-one', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`),
+    );
     await host.channels.start();
-    server = await startHttpServer(createHttpApp({ kernel: host.kernel, config: ConfigSchema.parse(config), env: {}, clock: host.clock, logger: createSilentLogger(), channels: host.channels }), { host: '127.0.0.1', port: 0 });
+    server = await startHttpServer(
+      createHttpApp({
+        kernel: host.kernel,
+        config: ConfigSchema.parse(config),
+        env: {},
+        clock: host.clock,
+        logger: createSilentLogger(),
+        channels: host.channels,
+      }),
+      { host: '127.0.0.1', port: 0 },
+    );
     // The paired person asked for a code and the owner approved it.
     await write('a paired channel person', 'hello?');
     await host.channels.approve((await host.store.channels.pairings('hooks'))[0]?.code ?? '');
@@ -419,7 +472,8 @@ describe('through a channel (webhook)', () => {
   });
 
   /** Reads the channel's answer: the agent's reply or a decision is allowed; the pairing offer or a refusal is denied. */
-  const outcomeOf = (reply: string, allowed: RegExp): Outcome => (allowed.test(reply) ? 'allowed' : /^I can't talk with you here yet|^Only the approvers/.test(reply) ? 'denied' : `unexpected: ${reply}`);
+  const outcomeOf = (reply: string, allowed: RegExp): Outcome =>
+    allowed.test(reply) ? 'allowed' : /^I can't talk with you here yet|^Only the approvers/.test(reply) ? 'denied' : `unexpected: ${reply}`;
 
   const operations: Partial<Record<Operation, (role: ChannelRole) => Promise<Outcome>>> = {
     'send a message': async (role) => {
@@ -435,17 +489,34 @@ describe('through a channel (webhook)', () => {
         return pending.length > 0 ? pending : undefined;
       });
       const outcome = outcomeOf(await write(role, `approve ${(request?.id ?? '').slice(0, 8)}`), /^Approved: file_write runs\.$/);
-      if ((await host.kernel.approvals.list('pending')).length > 0) await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'cleaning up' });
+      if ((await host.kernel.approvals.list('pending')).length > 0)
+        await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'cleaning up' });
       await turn;
       return outcome;
     },
   };
   it("is judged by the kernel, not the channel: a channel's approver decides its agent's requests through kernelAs, and is refused another agent's, named", async () => {
-    const channel = ConfigSchema.parse({ channels: [{ name: 'hooks', kind: 'webhook', agent: 'helper-one', secret_env: 'HOOK_SECRET', reply_url: 'http://127.0.0.1:9/r', policy: { approvers: ['u-approver'] } }] }).channels[0];
+    const channel = ConfigSchema.parse({
+      channels: [
+        {
+          name: 'hooks',
+          kind: 'webhook',
+          agent: 'helper-one',
+          secret_env: 'HOOK_SECRET',
+          reply_url: 'http://127.0.0.1:9/r',
+          policy: { approvers: ['u-approver'] },
+        },
+      ],
+    }).channels[0];
     if (channel === undefined) throw new Error('no channel parsed');
-    await host.kernel.spawn(manifest(`${agentToml('other-agent', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
+    await host.kernel.spawn(
+      manifest(`${agentToml('other-agent', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`),
+    );
     const approver = kernelAs(host.kernel, channelPrincipal(channel, 'u-approver'));
-    for (const [agent, allowed] of [['helper-one', true], ['other-agent', false]] as const) {
+    for (const [agent, allowed] of [
+      ['helper-one', true],
+      ['other-agent', false],
+    ] as const) {
       model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'n.txt', content: 'x' } }] }, { text: 'done' }]);
       const turn = host.kernel.send(agent, 'write it');
       const [request] = await waitFor(`the approval request of ${agent}`, async () => {
@@ -455,7 +526,9 @@ describe('through a channel (webhook)', () => {
       const decided = approver.decide(request?.id ?? '', { approved: true, reason: null });
       if (allowed) await expect(decided).resolves.toMatchObject({ status: 'approved', decidedBy: 'hooks:u-approver' });
       else {
-        await expect(decided).rejects.toThrow('"hooks:u-approver" may not approve tool calls of agent "other-agent": it decides only the waiting ones of the agents "helper-one"');
+        await expect(decided).rejects.toThrow(
+          '"hooks:u-approver" may not approve tool calls of agent "other-agent": it decides only the waiting ones of the agents "helper-one"',
+        );
         await host.kernel.approvals.decide(request?.id ?? '', { approved: false, by: 'local', reason: 'cleaning up' });
       }
       await turn;
@@ -472,7 +545,15 @@ describe('through a channel (webhook)', () => {
   }
 });
 
-const DOORS: Record<string, Door> = { 'the HTTP API': HTTP, '/v1 (OpenAI-compatible)': OPENAI, 'MCP over HTTP': MCP, 'MCP over stdio (loom mcp against the daemon)': MCP_STDIO, 'A2A JSON-RPC': A2A, 'A2A HTTP+JSON': A2A_REST, 'the CLI against a daemon': CLI };
+const DOORS: Record<string, Door> = {
+  'the HTTP API': HTTP,
+  '/v1 (OpenAI-compatible)': OPENAI,
+  'MCP over HTTP': MCP,
+  'MCP over stdio (loom mcp against the daemon)': MCP_STDIO,
+  'A2A JSON-RPC': A2A,
+  'A2A HTTP+JSON': A2A_REST,
+  'the CLI against a daemon': CLI,
+};
 
 for (const [doorName, door] of Object.entries(DOORS)) {
   describe(`through ${doorName}`, () => {

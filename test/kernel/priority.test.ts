@@ -66,14 +66,20 @@ describe('priority orders agents waiting for a model-call slot', () => {
 
   const agent = (name: string, priority: string): string =>
     `name = "${name}"\npriority = "${priority}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You are ${name}."\n`;
-  const caller = (index: number): string => ((server.requests[index]?.body['messages'] as { content: string }[])[0]?.content ?? '').replace(/^You are (\w+)\.[\s\S]*$/, '$1');
+  const caller = (index: number): string =>
+    ((server.requests[index]?.body['messages'] as { content: string }[])[0]?.content ?? '').replace(/^You are (\w+)\.[\s\S]*$/, '$1');
 
   it('gives the free slot to a critical agent before a low one that asked first, with [models].max_concurrent_calls = 1', async () => {
-    for (const [name, priority] of [['holder', 'normal'], ['slow', 'low'], ['urgent', 'critical']] as const) await host.kernel.spawn(manifest(agent(name, priority)));
+    for (const [name, priority] of [
+      ['holder', 'normal'],
+      ['slow', 'low'],
+      ['urgent', 'critical'],
+    ] as const)
+      await host.kernel.spawn(manifest(agent(name, priority)));
     let answer = (): void => undefined;
     server.script([{ text: 'held', gate: new Promise<void>((resolve) => (answer = resolve)) }, { text: 'first' }, { text: 'second' }]);
     const held = host.kernel.send('holder', 'take your time');
-    await waitFor('the holder\'s call to reach the model', () => server.requests.length === 1);
+    await waitFor("the holder's call to reach the model", () => server.requests.length === 1);
     const waits = (): number => logger.entries.filter((entry) => entry.message?.includes('waits for a slot') === true).length;
     const slow = host.kernel.send('slow', 'whenever');
     await waitFor('the low agent to wait for the slot', () => waits() === 1);

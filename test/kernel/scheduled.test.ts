@@ -35,23 +35,34 @@ describe('scheduled agents in a host that runs schedules', () => {
     server.script([{ text: 'nothing to do' }, { text: 'still nothing' }]);
     await host.clock.advance(59_000);
     expect(server.requests).toHaveLength(0);
-    await until(() => server.requests.length === 1, () => host.clock.advance(1_000));
+    await until(
+      () => server.requests.length === 1,
+      () => host.clock.advance(1_000),
+    );
     expect(JSON.stringify(server.requests[0]?.body['messages'])).toContain(CONTINUOUS_WAKE_MESSAGE);
-    await until(() => server.requests.length === 2, () => host.clock.advance(1_000));
+    await until(
+      () => server.requests.length === 2,
+      () => host.clock.advance(1_000),
+    );
     expect(server.requests).toHaveLength(2);
     await host.kernel.suspend('watcher');
     await host.clock.advance(600_000);
     expect(server.requests).toHaveLength(2);
   });
 
-  it('holds a child\'s schedule while its parent is suspended, and wakes it again when the parent resumes, also across a restart', async () => {
+  it("holds a child's schedule while its parent is suspended, and wakes it again when the parent resumes, also across a restart", async () => {
     host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
-    const timed = (name: string, extra = ''): string => `name = "${name}"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n${model()}\nsystem_prompt = "You are ${name}."\n${extra}`;
+    const timed = (name: string, extra = ''): string =>
+      `name = "${name}"\n[schedule]\nmode = "continuous"\ninterval_seconds = 60\n${model()}\nsystem_prompt = "You are ${name}."\n${extra}`;
     await host.kernel.spawn(manifest(timed('boss', '[capabilities]\nagent_spawn = true\ntools = ["agent_spawn"]\n')));
     await host.kernel.spawn(manifest(timed('kid')), { parent: 'boss' });
-    const callers = (): string[] => server.requests.map((request) => ((request.body['messages'] as { content: string }[])[0]?.content ?? '').replace(/^You are (\w+)\.[\s\S]*$/, '$1'));
+    const callers = (): string[] =>
+      server.requests.map((request) => ((request.body['messages'] as { content: string }[])[0]?.content ?? '').replace(/^You are (\w+)\.[\s\S]*$/, '$1'));
     server.script(Array.from({ length: 6 }, () => ({ text: 'nothing to do' })));
-    await until(() => server.requests.length === 2, () => host.clock.advance(1_000));
+    await until(
+      () => server.requests.length === 2,
+      () => host.clock.advance(1_000),
+    );
     expect(callers().sort()).toEqual(['boss', 'kid']);
 
     await host.kernel.suspend('boss');
@@ -70,7 +81,10 @@ describe('scheduled agents in a host that runs schedules', () => {
     expect(server.requests).toHaveLength(3);
 
     await host.kernel.resume('boss');
-    await until(() => server.requests.length === 5, () => host.clock.advance(1_000));
+    await until(
+      () => server.requests.length === 5,
+      () => host.clock.advance(1_000),
+    );
     expect(callers().slice(3).sort()).toEqual(['boss', 'kid']);
   });
 
@@ -83,10 +97,17 @@ describe('scheduled agents in a host that runs schedules', () => {
 
   it('wakes a proactive agent when another agent is spawned', async () => {
     host = await openTestHost(dir.path, {}, TEST_KEYS, { runSchedules: true });
-    await host.kernel.spawn(manifest(`name = "greeter"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"\nmessage = "Someone new arrived."\n${model()}`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "greeter"\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"\nmessage = "Someone new arrived."\n${model()}`,
+      ),
+    );
     server.script([{ text: 'Welcome!' }]);
     await host.kernel.spawn(manifest('name = "newcomer"'));
-    await until(() => server.requests.length === 1, () => host.clock.advance(10));
+    await until(
+      () => server.requests.length === 1,
+      () => host.clock.advance(10),
+    );
     expect(JSON.stringify(server.requests[0]?.body['messages'])).toContain('Someone new arrived.');
   });
 });

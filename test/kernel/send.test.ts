@@ -32,13 +32,19 @@ async function collect(events: AsyncIterable<AgentEvent>): Promise<AgentEvent[]>
 }
 
 describe('kernel.send()', () => {
-  it('answers with the model\'s text, usage, iterations and cost, and records usage and the session', async () => {
+  it("answers with the model's text, usage, iterations and cost, and records usage and the session", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('echo')));
     server.script([{ text: 'Hello there.', usage: { inputTokens: 1000, outputTokens: 500 } }]);
 
     const result = await host.kernel.send('echo', 'Hi');
-    expect(result).toEqual({ text: 'Hello there.', usage: { inputTokens: 1000, outputTokens: 500 }, iterations: 1, costUsd: expect.any(Number) as number, model: 'openai/gpt-4o' });
+    expect(result).toEqual({
+      text: 'Hello there.',
+      usage: { inputTokens: 1000, outputTokens: 500 },
+      iterations: 1,
+      costUsd: expect.any(Number) as number,
+      model: 'openai/gpt-4o',
+    });
     expect(result.costUsd).toBeGreaterThan(0);
     const usage = await host.store.usage.list();
     expect(usage).toMatchObject([{ model: 'openai/gpt-4o', inputTokens: 1000, outputTokens: 500, costUsd: result.costUsd }]);
@@ -46,7 +52,7 @@ describe('kernel.send()', () => {
     expect(session?.messages).toMatchObject([{ role: 'user', content: 'Hi' }, { role: 'assistant' }]);
   });
 
-  it('runs an agent whose [model] names no model on the daemon\'s default model, with its settings', async () => {
+  it("runs an agent whose [model] names no model on the daemon's default model, with its settings", async () => {
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url } });
     await host.kernel.spawn(manifest('name = "briefed"\n[model]\nsystem_prompt = "Answer in one word."\ntemperature = 0.1\nmax_tokens = 64\n'));
     server.script([{ text: 'Yes.' }]);
@@ -77,7 +83,16 @@ describe('kernel.send()', () => {
     server.script([{ text: 'first' }, { text: 'second' }]);
     await host.kernel.send('shared', 'one');
     // Another process (another kernel on the same file) rewrites the history.
-    await host.store.sessions.save({ id: view.session_id, agentId: view.id, messages: [{ role: 'user', content: 'rewritten elsewhere' }, { role: 'assistant', content: 'ok' }], createdAt: 0, updatedAt: 1 });
+    await host.store.sessions.save({
+      id: view.session_id,
+      agentId: view.id,
+      messages: [
+        { role: 'user', content: 'rewritten elsewhere' },
+        { role: 'assistant', content: 'ok' },
+      ],
+      createdAt: 0,
+      updatedAt: 1,
+    });
     await host.kernel.send('shared', 'two');
     const sent = JSON.stringify(server.requests[1]?.body['messages']);
     expect(sent).toContain('rewritten elsewhere');
@@ -92,14 +107,18 @@ describe('kernel.send()', () => {
     await host.kernel.send('repaired', 'two');
     // Another process appends a tool result that answers no call: providers refuse such a history.
     const revision = (await host.store.sessions.revision(view.session_id)) ?? 0;
-    await host.store.sessions.append(view.session_id, [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'orphan' } }] }], { expectedRevision: revision, updatedAt: 1 });
+    await host.store.sessions.append(
+      view.session_id,
+      [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'orphan' } }] }],
+      { expectedRevision: revision, updatedAt: 1 },
+    );
     await host.kernel.send('repaired', 'three');
     const sent = JSON.stringify(server.requests[2]?.body['messages']);
     expect(sent).toContain('two');
     expect(sent).not.toContain('orphan');
   });
 
-  it('commits a finished turn\'s audit record with its messages: one record, told once, even when the log\'s own appends fail', async () => {
+  it("commits a finished turn's audit record with its messages: one record, told once, even when the log's own appends fail", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('audited')));
     server.script([{ text: 'Done.', usage: { inputTokens: 12, outputTokens: 3 } }]);
@@ -111,7 +130,10 @@ describe('kernel.send()', () => {
     unsubscribe();
     const records = await host.store.events.list({ type: 'turn-finish' });
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ agentId: host.kernel.get('audited').id, data: { name: 'audited', kind: 'message', via: 'owner', model: result.model, iterations: 1, inputTokens: 12, outputTokens: 3 } });
+    expect(records[0]).toMatchObject({
+      agentId: host.kernel.get('audited').id,
+      data: { name: 'audited', kind: 'message', via: 'owner', model: result.model, iterations: 1, inputTokens: 12, outputTokens: 3 },
+    });
     expect(told.filter((type) => type === 'turn-finish')).toHaveLength(1);
   });
 
@@ -126,7 +148,9 @@ describe('kernel.send()', () => {
     const events = await collect(host.kernel.stream('writer', 'Write a note'));
     expect(await readFile(join(host.home.workspacesDir, 'writer', 'notes.txt'), 'utf8')).toBe('remember the milk');
     expect(JSON.stringify(server.requests[2]?.body['messages'])).toContain('remember the milk');
-    const toolEvents = events.filter((event) => event.type === 'tool-call' || event.type === 'tool-result').map((event) => `${event.type}:${'toolName' in event ? event.toolName : ''}`);
+    const toolEvents = events
+      .filter((event) => event.type === 'tool-call' || event.type === 'tool-result')
+      .map((event) => `${event.type}:${'toolName' in event ? event.toolName : ''}`);
     expect(toolEvents).toEqual(['tool-call:file_write', 'tool-result:file_write', 'tool-call:file_read', 'tool-result:file_read']);
     const finish = events.at(-1);
     expect(finish).toMatchObject({ type: 'run-finish', result: { text: 'Done.', iterations: 3 } });
@@ -161,7 +185,9 @@ describe('kernel.send()', () => {
   it('moves to the fallback model after the primary keeps failing with 500', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(
-      manifest(`name = "resilient"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "${server.url}"\n`),
+      manifest(
+        `name = "resilient"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o-mini"\nbase_url = "${server.url}"\n`,
+      ),
     );
     server.script([{ status: 500 }, { status: 500 }, { status: 500 }, { text: 'from the fallback' }]);
     const result = await settleWithClock(host.clock, host.kernel.send('resilient', 'hi'));
@@ -204,7 +230,10 @@ describe('kernel.send()', () => {
   it('refuses a message once the hourly token quota is used, saying when it frees up', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('thrifty', '[resources]\nmax_tokens_per_hour = 20')));
-    server.script([{ text: 'a', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } }]);
+    server.script([
+      { text: 'a', usage: { inputTokens: 10, outputTokens: 5 } },
+      { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } },
+    ]);
     await host.kernel.send('thrifty', 'one');
     await host.kernel.send('thrifty', 'two');
     const refused = host.kernel.send('thrifty', 'three');
@@ -241,7 +270,10 @@ describe('kernel.send()', () => {
 
   it("follows the agent's [compaction]: its own window, threshold and kept messages, or none when disabled", async () => {
     host = await openTestHost(dir.path);
-    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
+    const history = Array.from({ length: 30 }, (_, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: `message ${index} ${'word '.repeat(60)}`,
+    }));
     const tuned = await host.kernel.spawn(manifest(agent('tuned', '[compaction]\nmax_context_tokens = 4000\nthreshold = 0.5\nkeep_last_n = 4')));
     await host.store.sessions.save({ id: tuned.session_id, agentId: tuned.id, messages: history, createdAt: 0, updatedAt: 0 });
     server.script([{ text: 'SUMMARY' }, { text: 'tuned reply' }]);
@@ -263,7 +295,10 @@ describe('kernel.send()', () => {
   it('carries on with the full history when the summary fails', async () => {
     host = await openTestHost(dir.path, { context_windows: { 'openai/gpt-4o': 2000 } });
     const view = await host.kernel.spawn(manifest(agent('stubborn')));
-    const history = Array.from({ length: 30 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: `message ${index} ${'word '.repeat(60)}` }));
+    const history = Array.from({ length: 30 }, (_, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: `message ${index} ${'word '.repeat(60)}`,
+    }));
     await host.store.sessions.save({ id: view.session_id, agentId: view.id, messages: history, createdAt: 0, updatedAt: 0 });
     server.script([{ status: 400 }, { text: 'still here' }]);
     expect((await host.kernel.send('stubborn', 'and now?')).text).toBe('still here');
@@ -296,7 +331,10 @@ describe('kernel.send()', () => {
     await host.kernel.spawn(manifest(agent('private')));
     server.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'private', message: 'hi' } }] }, { text: 'refused' }]);
     const events = await collect(host.kernel.stream('nosy', 'talk to private'));
-    expect(events.find((event) => event.type === 'tool-result')).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].agent_message "private"') as string });
+    expect(events.find((event) => event.type === 'tool-result')).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('[capabilities].agent_message "private"') as string,
+    });
     expect(server.requests).toHaveLength(2);
   });
 
@@ -323,15 +361,22 @@ describe('kernel.send()', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it('keeps the user\'s message in the session when every model fails, marked failed and followed by a note saying why', async () => {
+  it("keeps the user's message in the session when every model fails, marked failed and followed by a note saying why", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('doomed')));
     server.script([{ status: 401 }]);
     await expect(host.kernel.send('doomed', 'are you there?')).rejects.toThrow(/openai\/gpt-4o/);
     const session = await host.store.sessions.get(host.kernel.get('doomed').session_id);
     expect(session?.messages).toMatchObject([
-      { role: 'user', content: 'are you there?', providerOptions: { loom: { turn: { status: 'failed', reason: expect.stringContaining('openai/gpt-4o') as string } } } },
-      { role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: .*401/) as string, providerOptions: { loom: { note: 'failed' } } }] },
+      {
+        role: 'user',
+        content: 'are you there?',
+        providerOptions: { loom: { turn: { status: 'failed', reason: expect.stringContaining('openai/gpt-4o') as string } } },
+      },
+      {
+        role: 'assistant',
+        content: [{ type: 'text', text: expect.stringMatching(/^\[No reply: .*401/) as string, providerOptions: { loom: { note: 'failed' } } }],
+      },
     ]);
     expect(session?.messages).toHaveLength(2);
   });
@@ -347,9 +392,11 @@ describe('kernel.send()', () => {
 });
 
 describe('agent and memory tools through the kernel', () => {
-  it('stores and recalls memory in the agent\'s own scope, and survives a restart', async () => {
+  it("stores and recalls memory in the agent's own scope, and survives a restart", async () => {
     host = await openTestHost(dir.path);
-    await host.kernel.spawn(manifest(agent('keeper', '[capabilities]\ntools = ["memory_store", "memory_recall"]\nmemory_write = ["self.*"]\nmemory_read = ["self.*"]')));
+    await host.kernel.spawn(
+      manifest(agent('keeper', '[capabilities]\ntools = ["memory_store", "memory_recall"]\nmemory_write = ["self.*"]\nmemory_read = ["self.*"]')),
+    );
     server.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.colour', value: 'teal' } }] }, { text: 'Stored.' }]);
     await host.kernel.send('keeper', 'remember teal');
     await host.close();
@@ -364,7 +411,7 @@ describe('agent and memory tools through the kernel', () => {
     expect(results.map((result) => result.text)).toEqual(['self.colour = "teal"', 'self.colour = "teal"']);
   });
 
-  it('refuses to write another agent\'s memory without a grant, and reads it with one', async () => {
+  it("refuses to write another agent's memory without a grant, and reads it with one", async () => {
     host = await openTestHost(dir.path);
     const owner = await host.kernel.spawn(manifest(agent('owner')));
     await host.store.memory.put({ agentId: owner.id, key: 'plan', value: 'world peace', updatedAt: 0 });
@@ -374,27 +421,43 @@ describe('agent and memory tools through the kernel', () => {
       { toolCalls: [{ name: 'memory_recall', input: { key: 'owner.plan' } }] },
       { text: 'done' },
     ]);
-    const results = (await collect(host.kernel.stream('snoop', 'go'))).filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    const results = (await collect(host.kernel.stream('snoop', 'go'))).filter(
+      (event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result',
+    );
     expect(results[0]).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].memory_write "owner.plan"') as string });
     expect(results[1]).toMatchObject({ isError: false, text: 'owner.plan = "world peace"' });
     expect((await host.store.memory.get(owner.id, 'plan'))?.value).toBe('world peace');
   });
 
-  it('refuses a new agent name holding a dot, and keeps an older such agent\'s memory from a search under another agent\'s grant', async () => {
+  it("refuses a new agent name holding a dot, and keeps an older such agent's memory from a search under another agent's grant", async () => {
     host = await openTestHost(dir.path);
     expect(() => manifest(agent('bob.vault'))).toThrow('no "." (memory keys and events name an agent as "<agent>.<key>", split at the first dot)');
     // An agent stored before the rule: "bob.vault" holds a secret; "reader" may read agent bob's memory only.
     const bob = await host.kernel.spawn(manifest(agent('bob')));
     const vault = { id: 'b0b0b0b0-0000-4000-8000-000000000001', sessionId: 'b0b0b0b0-0000-4000-8000-000000000002' };
     await host.store.agents.create(
-      { id: vault.id, name: 'bob.vault', state: 'running', parentId: null, sessionId: vault.sessionId, manifest: { name: 'bob.vault' }, createdAt: 0, updatedAt: 0 },
+      {
+        id: vault.id,
+        name: 'bob.vault',
+        state: 'running',
+        parentId: null,
+        sessionId: vault.sessionId,
+        manifest: { name: 'bob.vault' },
+        createdAt: 0,
+        updatedAt: 0,
+      },
       { id: vault.sessionId, agentId: vault.id, messages: [], createdAt: 0, updatedAt: 0 },
     );
     await host.store.memory.put({ agentId: vault.id, key: 'password', value: 'hunter2', updatedAt: 0 });
     await host.store.memory.put({ agentId: bob.id, key: 'hint', value: 'hunter2 is not it', updatedAt: 0 });
     await host.close();
     host = await openTestHost(dir.path);
-    expect(host.kernel.list().map((view) => view.name).sort()).toEqual(['bob', 'bob.vault']);
+    expect(
+      host.kernel
+        .list()
+        .map((view) => view.name)
+        .sort(),
+    ).toEqual(['bob', 'bob.vault']);
     await host.kernel.spawn(manifest(agent('reader', '[capabilities]\ntools = ["memory_recall"]\nmemory_read = ["bob.*"]')));
     const search = await host.kernel.runAgentTool('reader', 'memory_recall', { query: 'hunter2' });
     expect(search.text).toBe('bob.hint = "hunter2 is not it"');
@@ -402,9 +465,16 @@ describe('agent and memory tools through the kernel', () => {
     expect((await host.kernel.runAgentTool('reader', 'memory_recall', { key: 'bob.vault.password' })).text).not.toContain('hunter2');
   });
 
-  it('spawns a child through agent_spawn within the parent\'s capabilities, and refuses an escalating one', async () => {
+  it("spawns a child through agent_spawn within the parent's capabilities, and refuses an escalating one", async () => {
     host = await openTestHost(dir.path);
-    await host.kernel.spawn(manifest(agent('boss', '[capabilities]\ntools = ["agent_spawn", "agent_list", "agent_kill"]\nagent_spawn = true\nagent_kill = ["worker"]\nnetwork = ["*.example.com"]')));
+    await host.kernel.spawn(
+      manifest(
+        agent(
+          'boss',
+          '[capabilities]\ntools = ["agent_spawn", "agent_list", "agent_kill"]\nagent_spawn = true\nagent_kill = ["worker"]\nnetwork = ["*.example.com"]',
+        ),
+      ),
+    );
     server.script([
       { toolCalls: [{ name: 'agent_spawn', input: { manifest: 'name = "worker"\n[capabilities]\nnetwork = ["api.example.com"]' } }] },
       { toolCalls: [{ name: 'agent_spawn', input: { manifest: 'name = "rogue"\n[capabilities]\nshell = ["*"]' } }] },
@@ -412,7 +482,9 @@ describe('agent and memory tools through the kernel', () => {
       { toolCalls: [{ name: 'agent_kill', input: { agent: 'worker' } }] },
       { text: 'done' },
     ]);
-    const results = (await collect(host.kernel.stream('boss', 'delegate'))).filter((event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result');
+    const results = (await collect(host.kernel.stream('boss', 'delegate'))).filter(
+      (event): event is Extract<AgentEvent, { type: 'tool-result' }> => event.type === 'tool-result',
+    );
     expect(results[0]).toMatchObject({ isError: false, text: expect.stringMatching(/^spawned worker \(/) as string });
     expect(results[1]).toMatchObject({ isError: true, text: expect.stringContaining('[capabilities].shell "*"') as string });
     expect(results[2]?.text).toContain('worker (running)');
@@ -455,7 +527,12 @@ describe('turns in parallel, and agents stopped during a turn', () => {
   it('checks the quota when a queued turn starts, so concurrent messages cannot overspend', async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('rationed', '[resources]\nmax_tokens_per_hour = 20')));
-    server.script([{ text: 'a', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } }, { text: 'c' }, { text: 'd' }]);
+    server.script([
+      { text: 'a', usage: { inputTokens: 10, outputTokens: 5 } },
+      { text: 'b', usage: { inputTokens: 10, outputTokens: 5 } },
+      { text: 'c' },
+      { text: 'd' },
+    ]);
     const results = await Promise.allSettled(['1', '2', '3', '4'].map((text) => host.kernel.send('rationed', text)));
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
     expect(server.requests).toHaveLength(2);
@@ -480,11 +557,21 @@ describe('turns in parallel, and agents stopped during a turn', () => {
     try {
       host = await openTestHost(dir.path);
       const talk = (name: string, peer: string, url: string) =>
-        manifest(`name = "${name}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["${peer}"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${url}"\n`);
+        manifest(
+          `name = "${name}"\n[capabilities]\ntools = ["agent_message"]\nagent_message = ["${peer}"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${url}"\n`,
+        );
       await host.kernel.spawn(talk('alice', 'bob', server.url));
       await host.kernel.spawn(talk('bob', 'alice', other.url));
-      server.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'bob', message: 'hi bob' } }] }, { text: 'alice done' }, { text: 'alice replies' }]);
-      other.script([{ toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'alice', message: 'hi alice' } }] }, { text: 'bob done' }, { text: 'bob replies' }]);
+      server.script([
+        { toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'bob', message: 'hi bob' } }] },
+        { text: 'alice done' },
+        { text: 'alice replies' },
+      ]);
+      other.script([
+        { toolCalls: [{ name: 'agent_message', input: { target_agent_name: 'alice', message: 'hi alice' } }] },
+        { text: 'bob done' },
+        { text: 'bob replies' },
+      ]);
       const events: AgentEvent[] = [];
       const collectInto = async (name: string): Promise<void> => {
         for await (const event of host.kernel.stream(name, 'talk to your peer')) events.push(event);
@@ -498,7 +585,7 @@ describe('turns in parallel, and agents stopped during a turn', () => {
     }
   });
 
-  it('refuses a tool that would kill the calling agent\'s own parent', async () => {
+  it("refuses a tool that would kill the calling agent's own parent", async () => {
     host = await openTestHost(dir.path);
     await host.kernel.spawn(manifest(agent('parent', '[capabilities]\nagent_spawn = true\ntools = ["agent_kill"]\nagent_kill = ["*"]')));
     await host.kernel.spawn(manifest(agent('child', '[capabilities]\ntools = ["agent_kill"]\nagent_kill = ["*"]')), { parent: 'parent' });
@@ -537,7 +624,9 @@ describe('roles in the kernel', () => {
     server.script([{ text: 'hello' }]);
     const caller = { kind: 'user', role: 'user', name: 'ci', agents: ['public-*'] } as const;
     expect((await host.kernel.send('public-helper', 'hi', { caller })).text).toBe('hello');
-    await expect(host.kernel.send('private-helper', 'hi', { caller })).rejects.toThrow('"ci" may not message agent "private-helper": its key allows "public-*"');
+    await expect(host.kernel.send('private-helper', 'hi', { caller })).rejects.toThrow(
+      '"ci" may not message agent "private-helper": its key allows "public-*"',
+    );
     expect(server.requests).toHaveLength(1);
   });
 });

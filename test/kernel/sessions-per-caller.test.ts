@@ -28,7 +28,10 @@ const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let api: Api;
 
-const as = (who: keyof typeof KEYS, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[who]}` } });
+const as = (who: keyof typeof KEYS, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${KEYS[who]}` },
+});
 const post = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const getJson = async <T>(who: keyof typeof KEYS, path: string): Promise<T> => {
   const response = await api.request(path, as(who));
@@ -52,7 +55,10 @@ type Summary = { id: string; conversation: string | null; messages: number };
 beforeAll(async () => {
   dir = await makeTempDir('loom-sessions-per-caller-');
   api = await startApi(dir.path, { config: CONFIG, env: ENV });
-  expect((await api.request('/api/agents', as('owner', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper', model.url) }))).status).toBe(201);
+  expect(
+    (await api.request('/api/agents', as('owner', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper', model.url) })))
+      .status,
+  ).toBe(201);
 });
 afterAll(async () => {
   await api.close();

@@ -68,7 +68,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
   });
 
-  it('refuses a workspace inside the parent\'s that a symbolic link takes outside it, and a link put in a child\'s workspace later gives it nothing', async () => {
+  it("refuses a workspace inside the parent's that a symbolic link takes outside it, and a link put in a child's workspace later gives it nothing", async () => {
     await host.kernel.spawn(manifest(parent('')));
     const outside = join(dir.path, 'outside');
     await mkdir(outside, { recursive: true });
@@ -80,7 +80,9 @@ describe('a model-written child manifest cannot exceed its parent', () => {
 
     const refused = await spawnThroughModel(`name = "reader"\nworkspace = "repo/escape"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`);
     expect(refused.isError).toBe(true);
-    expect(refused.text).toContain(`workspace "${outside}" ("${join(parentWorkspace, 'repo', 'escape')}" through its symbolic links) lies outside the parent's workspace`);
+    expect(refused.text).toContain(
+      `workspace "${outside}" ("${join(parentWorkspace, 'repo', 'escape')}" through its symbolic links) lies outside the parent's workspace`,
+    );
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
 
     // A workspace inside is taken; a link put in its place afterwards widens nothing.
@@ -94,7 +96,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(read.text).not.toContain('top secret');
   });
 
-  it('refuses a file trigger that a symbolic link in the parent\'s workspace takes to files the parent may not read, and pins one inside to its real folder', async () => {
+  it("refuses a file trigger that a symbolic link in the parent's workspace takes to files the parent may not read, and pins one inside to its real folder", async () => {
     await host.kernel.spawn(manifest(parent('[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "agent_spawned"')));
     const outside = join(dir.path, 'private');
     await mkdir(outside, { recursive: true });
@@ -102,11 +104,14 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     await mkdir(join(parentWorkspace, 'repo', 'inbox'), { recursive: true });
     await symlink(outside, join(parentWorkspace, 'repo', 'escape'));
     await symlink(join(parentWorkspace, 'repo', 'inbox'), join(parentWorkspace, 'repo', 'mail'));
-    const spy = (folder: string): string => `name = "spy"\n${model()}\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "${join(parentWorkspace, 'repo', folder)}/*"\n`;
+    const spy = (folder: string): string =>
+      `name = "spy"\n${model()}\n[schedule]\nmode = "proactive"\n[[schedule.triggers]]\nevent = "file_created"\npattern = "${join(parentWorkspace, 'repo', folder)}/*"\n`;
 
     const refused = await spawnThroughModel(spy('escape'));
     expect(refused.isError).toBe(true);
-    expect(refused.text).toContain(`[[schedule.triggers]][0].pattern "${join(parentWorkspace, 'repo', 'escape')}/*" ("${outside}/*" through its symbolic links) watches files the parent may not read`);
+    expect(refused.text).toContain(
+      `[[schedule.triggers]][0].pattern "${join(parentWorkspace, 'repo', 'escape')}/*" ("${outside}/*" through its symbolic links) watches files the parent may not read`,
+    );
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
 
     // A link that stays inside is allowed, and the trigger watches the folder it leads to, whatever the link becomes.
@@ -114,7 +119,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(host.kernel.get('spy').manifest.schedule.triggers.map((trigger) => trigger.pattern)).toEqual([`${join(parentWorkspace, 'repo', 'inbox')}/*`]);
   });
 
-  it('keeps a child spawned in a limited step (a package activity) within that step\'s limit, not only its parent\'s grants', async () => {
+  it("keeps a child spawned in a limited step (a package activity) within that step's limit, not only its parent's grants", async () => {
     // The parent may call two models; the step only its own.
     await host.kernel.spawn(manifest(parent('', 'shell = ["ls"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]')));
     const step = [
@@ -124,9 +129,13 @@ describe('a model-written child manifest cannot exceed its parent', () => {
       { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' },
     ];
     const shellChild = manifest(`name = "sheller"\n${model()}\n[capabilities]\ntools = ["shell_exec"]\nshell = ["ls"]\n`);
-    await expect(host.kernel.spawn(shellChild, { parent: 'boss', limit: step })).rejects.toThrow(/cannot spawn agent "sheller" in this step, which is limited to what it names/);
+    await expect(host.kernel.spawn(shellChild, { parent: 'boss', limit: step })).rejects.toThrow(
+      /cannot spawn agent "sheller" in this step, which is limited to what it names/,
+    );
     // A child on another model would spend outside the step's model (and its token budget).
-    const otherModel = manifest(`name = "spender"\n${model().replace('"gpt-4o"', '"gpt-4o-mini"')}\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["file_read"]\n`);
+    const otherModel = manifest(
+      `name = "spender"\n${model().replace('"gpt-4o"', '"gpt-4o-mini"')}\n[[fallback_models]]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["file_read"]\n`,
+    );
     await expect(host.kernel.spawn(otherModel, { parent: 'boss', limit: step })).rejects.toThrow(
       'cannot spawn agent "spender" in this step, which is limited to its own model: [model] calls model "openai/gpt-4o-mini"; give the child the step\'s model',
     );
@@ -136,13 +145,25 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     await host.kernel.kill('spender');
     // Within the step, and within the parent, it spawns.
     await host.kernel.spawn(manifest(`name = "reader"\n${model()}\n[capabilities]\ntools = ["file_read"]\n`), { parent: 'boss', limit: step });
-    expect(host.kernel.list().map((agent) => agent.name).sort()).toEqual(['boss', 'reader']);
+    expect(
+      host.kernel
+        .list()
+        .map((agent) => agent.name)
+        .sort(),
+    ).toEqual(['boss', 'reader']);
   });
 
-  it('keeps a child spawned in a step to the step\'s MCP servers by name, which its tool patterns alone do not', async () => {
+  it("keeps a child spawned in a step to the step's MCP servers by name, which its tool patterns alone do not", async () => {
     await host.kernel.spawn(manifest(`name = "boss"\n${model()}\n[capabilities]\ntools = ["agent_spawn", "mcp_slack_*"]\nagent_spawn = true\n`));
     // A step naming "slack": mcp_slack_* also covers mcp_slack_notifier_* (server "slack-notifier").
-    const step = { limit: [{ kind: 'agent_spawn' as const }, { kind: 'tool_invoke' as const, pattern: 'mcp_slack_*' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' }], limitMcpServers: ['slack'] };
+    const step = {
+      limit: [
+        { kind: 'agent_spawn' as const },
+        { kind: 'tool_invoke' as const, pattern: 'mcp_slack_*' },
+        { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' },
+      ],
+      limitMcpServers: ['slack'],
+    };
     const child = (extra: string) => manifest(`name = "poster"\n${extra}\n${model()}\n[capabilities]\ntools = ["mcp_slack_notifier_*"]\n`);
     await expect(host.kernel.spawn(child('mcp_servers = ["slack-notifier"]'), { parent: 'boss', ...step })).rejects.toThrow(
       'cannot spawn agent "poster" in this step, which uses only the MCP servers it names ("slack"): mcp_servers names "slack-notifier"',
@@ -152,7 +173,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(host.kernel.get('poster').manifest.mcp_servers).toEqual(['slack']);
   });
 
-  it('binds a child that leaves out the parent\'s [exec_policy] and tool_blocklist: its shell call is refused and never runs', async () => {
+  it("binds a child that leaves out the parent's [exec_policy] and tool_blocklist: its shell call is refused and never runs", async () => {
     await host.kernel.spawn(manifest(parent('tool_blocklist = ["shell_exec"]\n[exec_policy]\nallow_shell = false\n', 'shell = ["touch **"]')));
 
     const result = await spawnThroughModel(`name = "runner"\n${model()}\n[capabilities]\ntools = ["shell_exec"]\nshell = ["touch **"]\n`);
@@ -170,7 +191,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(existsSync(join(child.manifest.workspace ?? '', 'pwned'))).toBe(false);
   });
 
-  it('refuses a [model] that would send a daemon secret to a host of the child\'s choosing, and nothing reaches that host', async () => {
+  it("refuses a [model] that would send a daemon secret to a host of the child's choosing, and nothing reaches that host", async () => {
     await host.kernel.spawn(manifest(parent('')));
 
     const result = await spawnThroughModel(
@@ -183,7 +204,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(attacker.requests).toEqual([]);
   });
 
-  it('refuses a [model] outside the parent\'s llm_query grants', async () => {
+  it("refuses a [model] outside the parent's llm_query grants", async () => {
     await host.kernel.spawn(manifest(parent('', 'llm_query = ["openai/gpt-4o"]')));
 
     const result = await spawnThroughModel(`name = "spender"\n[model]\nprovider = "openai"\nmodel = "o1-pro"\nbase_url = "${server.url}"\n`);
@@ -193,7 +214,7 @@ describe('a model-written child manifest cannot exceed its parent', () => {
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
   });
 
-  it('binds a child with no [autonomous] by its parent\'s approvals: its write waits for a person and is not made when denied', async () => {
+  it("binds a child with no [autonomous] by its parent's approvals: its write waits for a person and is not made when denied", async () => {
     await host.kernel.spawn(manifest(parent('[autonomous]\napproval_required_for = ["file_write"]\n')));
 
     const result = await spawnThroughModel(`name = "writer"\n${model()}\n[capabilities]\ntools = ["file_write"]\n`);

@@ -23,10 +23,11 @@ afterEach(async () => {
 const worker = (extra = ''): string =>
   `name = "worker"\n${extra}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You are the worker."\n[capabilities]\ntools = ["file_read", "file_write"]\n`;
 
-const toolNamesOf = (body: Record<string, unknown>): string[] => ((body['tools'] as { function: { name: string } }[] | undefined) ?? []).map((tool) => tool.function.name);
+const toolNamesOf = (body: Record<string, unknown>): string[] =>
+  ((body['tools'] as { function: { name: string } }[] | undefined) ?? []).map((tool) => tool.function.name);
 
 describe('kernel.runTask()', () => {
-  it('runs a standalone prompt with the step\'s instructions, leaving the session untouched and counting the usage', async () => {
+  it("runs a standalone prompt with the step's instructions, leaving the session untouched and counting the usage", async () => {
     await host.kernel.spawn(manifest(worker()));
     server.script([{ text: 'done', usage: { inputTokens: 40, outputTokens: 2 } }]);
 
@@ -67,7 +68,7 @@ describe('kernel.runTask()', () => {
     expect(await host.kernel.usage({ agent: 'worker' })).toMatchObject([{ input_tokens: 500, output_tokens: 100 }]);
   });
 
-  it('runs on the step\'s model only when the agent may call it', async () => {
+  it("runs on the step's model only when the agent may call it", async () => {
     await host.kernel.spawn(manifest(worker('')));
     const other = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
     await expect(host.kernel.runTask('worker', { prompt: 'hi', model: other })).rejects.toThrow(CapabilityDeniedError);
@@ -109,25 +110,36 @@ describe('kernel.runTask()', () => {
     expect(await host.kernel.runTask('worker', { prompt: 'hi', model: mini })).toMatchObject({ text: 'from the fast tier', model: 'openai/gpt-4o-mini' });
   });
 
-  it('refuses a forge in a step whose limit does not name the judge\'s model, without calling it', async () => {
-    const agent = worker('[emergent]\njudge_model = "openai/gpt-4o-mini"').replace('tools = ["file_read", "file_write"]', 'tools = ["forge_tool"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
+  it("refuses a forge in a step whose limit does not name the judge's model, without calling it", async () => {
+    const agent = worker('[emergent]\njudge_model = "openai/gpt-4o-mini"').replace(
+      'tools = ["file_read", "file_write"]',
+      'tools = ["forge_tool"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]',
+    );
     await host.kernel.spawn(manifest(agent));
-    const limit = [{ kind: 'tool_invoke' as const, pattern: 'forge_tool' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' }];
+    const limit = [
+      { kind: 'tool_invoke' as const, pattern: 'forge_tool' },
+      { kind: 'llm_query' as const, pattern: 'openai/gpt-4o' },
+    ];
     server.script([{ toolCalls: [{ name: 'forge_tool', input: DOUBLE_IT }] }, { text: 'could not forge it' }]);
     expect((await host.kernel.runTask('worker', { prompt: 'Make a doubling tool', limit })).text).toBe('could not forge it');
     // The judge (gpt-4o-mini) was never asked: only the step's model was.
     expect(server.requests.map((request) => request.body['model'])).toEqual(['gpt-4o', 'gpt-4o']);
     const toolResult = JSON.stringify(server.requests[1]?.body['messages']);
     expect(toolResult).toContain('refused the tool at the judge stage');
-    expect(toolResult).toMatch(/may not judge \(creation\) in this step: it would call .{0,4}"openai\/gpt-4o-mini.{0,4}", and the step is limited to its own model/);
+    expect(toolResult).toMatch(
+      /may not judge \(creation\) in this step: it would call .{0,4}"openai\/gpt-4o-mini.{0,4}", and the step is limited to its own model/,
+    );
     expect(await host.kernel.forgedTools.list({ agent: 'worker' })).toEqual([]);
   });
 
-  it('sends generate_text in a step to the step\'s model, and refuses it in a limited turn whose limit names none of the agent\'s models', async () => {
+  it("sends generate_text in a step to the step's model, and refuses it in a limited turn whose limit names none of the agent's models", async () => {
     const agent = worker().replace('tools = ["file_read", "file_write"]', 'tools = ["generate_text"]\nllm_query = ["openai/gpt-4o", "openai/gpt-4o-mini"]');
     await host.kernel.spawn(manifest(agent));
     const mini = { provider: 'openai' as const, model: 'gpt-4o-mini', base_url: server.url };
-    const limit = [{ kind: 'tool_invoke' as const, pattern: 'generate_text' }, { kind: 'llm_query' as const, pattern: 'openai/gpt-4o-mini' }];
+    const limit = [
+      { kind: 'tool_invoke' as const, pattern: 'generate_text' },
+      { kind: 'llm_query' as const, pattern: 'openai/gpt-4o-mini' },
+    ];
     // A step on gpt-4o-mini: generate_text goes there too, not to the agent's own gpt-4o.
     server.script([{ toolCalls: [{ name: 'generate_text', input: { prompt: 'a short note' } }] }, { text: 'the note' }, { text: 'done' }]);
     await host.kernel.runTask('worker', { prompt: 'Draft it', model: mini, limit });
@@ -138,6 +150,8 @@ describe('kernel.runTask()', () => {
     await host.kernel.runTask('worker', { prompt: 'Draft it', limit });
     expect(server.requests.slice(3).map((request) => request.body['model'])).toEqual(['gpt-4o', 'gpt-4o']);
     const refusal = (server.requests[4]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'tool');
-    expect(JSON.parse(refusal?.content ?? '{}')).toEqual({ error: 'generate_text failed: agent "worker" may not generate_text in this step: it would call "openai/gpt-4o", and the step is limited to its own model' });
+    expect(JSON.parse(refusal?.content ?? '{}')).toEqual({
+      error: 'generate_text failed: agent "worker" may not generate_text in this step: it would call "openai/gpt-4o", and the step is limited to its own model',
+    });
   });
 });

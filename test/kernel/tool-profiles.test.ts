@@ -20,7 +20,8 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const agent = (name: string, fields: string): string => `name = "${name}"\n${fields}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+const agent = (name: string, fields: string): string =>
+  `name = "${name}"\n${fields}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
 
 /** The names of the tools the model was offered in request `index`. */
 function offeredTools(index: number): string[] {
@@ -49,11 +50,15 @@ describe('profile', () => {
   it('is never widened by [capabilities].tools: a tool outside the profile is refused at load, naming the field', () => {
     const load = (): unknown => parseManifest('profile = "minimal"\n[capabilities]\ntools = ["file_read", "shell_exec"]', { source: 'a.toml' });
     expect(load).toThrow(ManifestError);
-    expect(load).toThrow('cannot load manifest "a.toml": [capabilities].tools: "shell_exec" is not in profile "minimal" (file_read, file_list); tools may narrow a profile, not widen it');
+    expect(load).toThrow(
+      'cannot load manifest "a.toml": [capabilities].tools: "shell_exec" is not in profile "minimal" (file_read, file_list); tools may narrow a profile, not widen it',
+    );
   });
 
   it('gives a child no tool its parent lacks: a child naming a wider profile is refused', async () => {
     await host.kernel.spawn(manifest(agent('boss', 'profile = "minimal"\n[capabilities]\nagent_spawn = true')));
-    await expect(host.kernel.spawn(manifest(agent('kid', 'profile = "coding"')), { parent: 'boss' })).rejects.toThrow('[capabilities].tools "shell_exec" is not covered by the parent');
+    await expect(host.kernel.spawn(manifest(agent('kid', 'profile = "coding"')), { parent: 'boss' })).rejects.toThrow(
+      '[capabilities].tools "shell_exec" is not covered by the parent',
+    );
   });
 });

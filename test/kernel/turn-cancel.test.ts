@@ -77,7 +77,13 @@ describe('cancelling a turn', () => {
     const session = await sessionOf('teller');
     expect(session).toMatchObject([
       { role: 'user', content: 'Tell me a long story' },
-      { role: 'assistant', content: [{ type: 'text', text: 'Once upon a time' }, { type: 'text', text: expect.stringContaining('cut short') as string, providerOptions: { loom: { note: 'cancelled' } } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Once upon a time' },
+          { type: 'text', text: expect.stringContaining('cut short') as string, providerOptions: { loom: { note: 'cancelled' } } },
+        ],
+      },
     ]);
     expect(recordOf(session[0])).toMatchObject({ id: cancelled.run_id, status: 'cancelled', reason: expect.stringContaining('cancelled by owner') as string });
 
@@ -93,8 +99,18 @@ describe('cancelling a turn', () => {
   });
 
   it('keeps the tool calls that ran and answers the one cut off as not run, when cancelled while a call waits for approval', async () => {
-    await host.kernel.spawn(manifest(agent('careful', '[capabilities]\ntools = ["agent_list", "file_write"]\n[autonomous]\napproval_required_for = ["file_write"]')));
-    server.script([{ text: 'Looking first.', toolCalls: [{ name: 'agent_list', input: {} }, { name: 'file_write', input: { path: 'a.txt', content: 'x' } }] }]);
+    await host.kernel.spawn(
+      manifest(agent('careful', '[capabilities]\ntools = ["agent_list", "file_write"]\n[autonomous]\napproval_required_for = ["file_write"]')),
+    );
+    server.script([
+      {
+        text: 'Looking first.',
+        toolCalls: [
+          { name: 'agent_list', input: {} },
+          { name: 'file_write', input: { path: 'a.txt', content: 'x' } },
+        ],
+      },
+    ]);
     const events = host.kernel.stream('careful', 'List the agents, then write a.txt')[Symbol.asyncIterator]();
     await readUntil(events, (event) => event.type === 'approval-request');
 
@@ -111,7 +127,11 @@ describe('cancelling a turn', () => {
     // The approval it waited for is closed, not left pending.
     expect(await host.kernel.approvals.list()).toEqual([]);
     // The tool call that ran is in the turn's trace.
-    expect(recordOf(session[0]).steps.filter((step) => step.kind === 'tool').map((step) => step.toolName)).toEqual(['agent_list', 'file_write']);
+    expect(
+      recordOf(session[0])
+        .steps.filter((step) => step.kind === 'tool')
+        .map((step) => step.toolName),
+    ).toEqual(['agent_list', 'file_write']);
   });
 
   it('counts what a turn used before its caller went away, whatever the reason its signal carries', async () => {
@@ -131,15 +151,22 @@ describe('cancelling a turn', () => {
 
   it('refuses to cancel when no turn runs (TURN_NOT_RUNNING), for an unknown agent, and for a caller who may not message the agent', async () => {
     await host.kernel.spawn(manifest(agent('idle')));
-    await expect(host.kernel.cancelTurn('idle')).rejects.toMatchObject({ code: 'TURN_NOT_RUNNING', message: 'agent "idle" has no turn running; nothing to cancel' });
+    await expect(host.kernel.cancelTurn('idle')).rejects.toMatchObject({
+      code: 'TURN_NOT_RUNNING',
+      message: 'agent "idle" has no turn running; nothing to cancel',
+    });
     await expect(host.kernel.cancelTurn('nobody')).rejects.toMatchObject({ code: 'AGENT_NOT_FOUND' });
     expect(() => host.kernel.followTurn('idle')).toThrow(/has no turn running; nothing to follow/);
 
     server.script([{ text: 'busy', stall: held }]);
     const events = host.kernel.stream('idle', 'work')[Symbol.asyncIterator]();
     await readUntil(events, (event) => event.type === 'text-delta');
-    await expect(host.kernel.cancelTurn('idle', { caller: { kind: 'user', role: 'viewer', name: 'watcher' } })).rejects.toMatchObject({ code: 'ACCESS_DENIED' });
-    await expect(host.kernel.cancelTurn('idle', { caller: { kind: 'user', role: 'user', name: 'other', agents: ['someone-else'] } })).rejects.toMatchObject({ code: 'ACCESS_DENIED' });
+    await expect(host.kernel.cancelTurn('idle', { caller: { kind: 'user', role: 'viewer', name: 'watcher' } })).rejects.toMatchObject({
+      code: 'ACCESS_DENIED',
+    });
+    await expect(host.kernel.cancelTurn('idle', { caller: { kind: 'user', role: 'user', name: 'other', agents: ['someone-else'] } })).rejects.toMatchObject({
+      code: 'ACCESS_DENIED',
+    });
     release();
     expect((await readUntil(events, (event) => event.type === 'run-finish')).at(-1)).toMatchObject({ result: { text: 'busy' } });
   });
@@ -189,8 +216,24 @@ describe('following a turn and its trace', () => {
     expect(record).toMatchObject({ status: 'finished', model: 'openai/gpt-4o', inputTokens: 270, outputTokens: 10, startedAt, finishedAt: startedAt + 3500 });
     expect(record.steps).toEqual<TraceStep[]>([
       { kind: 'model', model: 'openai/gpt-4o', inputTokens: 120, outputTokens: 7, costUsd: expect.any(Number) as number, startedAt, latencyMs: 1500 },
-      { kind: 'tool', toolCallId: expect.any(String) as string, toolName: 'file_write', startedAt: startedAt + 1500, durationMs: 2000, isError: false, approval: 'approved' },
-      { kind: 'model', model: 'openai/gpt-4o', inputTokens: 150, outputTokens: 3, costUsd: expect.any(Number) as number, startedAt: startedAt + 3500, latencyMs: 0 },
+      {
+        kind: 'tool',
+        toolCallId: expect.any(String) as string,
+        toolName: 'file_write',
+        startedAt: startedAt + 1500,
+        durationMs: 2000,
+        isError: false,
+        approval: 'approved',
+      },
+      {
+        kind: 'model',
+        model: 'openai/gpt-4o',
+        inputTokens: 150,
+        outputTokens: 3,
+        costUsd: expect.any(Number) as number,
+        startedAt: startedAt + 3500,
+        latencyMs: 0,
+      },
     ]);
     expect(record.costUsd).toBeGreaterThan(0);
     expect((await sessionOf('tracer'))[0]?.['providerOptions']).toMatchObject({ loom: { at: startedAt } });

@@ -21,23 +21,36 @@ const shell = '[capabilities]\nagent_spawn = true\ntools = ["shell_exec", "agent
 const noShell = '[capabilities]\nagent_spawn = true\ntools = ["agent_list"]\n';
 
 /** Whether the capabilities grant the shell_exec tool. */
-const hasShell = (capabilities: readonly { kind: string; pattern?: string }[] | undefined): boolean => capabilities?.some((capability) => capability.kind === 'tool_invoke' && capability.pattern === 'shell_exec') ?? false;
+const hasShell = (capabilities: readonly { kind: string; pattern?: string }[] | undefined): boolean =>
+  capabilities?.some((capability) => capability.kind === 'tool_invoke' && capability.pattern === 'shell_exec') ?? false;
 
 describe('a spawn under a parent whose update runs at the same time (one node)', () => {
   it('is judged by the manifest the update stored when the update came first: the child is refused', async () => {
     await host.kernel.spawn(manifest(toml('boss', shell)));
-    const [updated, spawned] = await Promise.allSettled([host.kernel.update('boss', manifest(toml('boss', noShell))), host.kernel.spawn(manifest(toml('kid', shell)), { parent: 'boss' })]);
+    const [updated, spawned] = await Promise.allSettled([
+      host.kernel.update('boss', manifest(toml('boss', noShell))),
+      host.kernel.spawn(manifest(toml('kid', shell)), { parent: 'boss' }),
+    ]);
     expect(updated.status).toBe('fulfilled');
-    expect(spawned).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('cannot give a child agent capabilities its parent lacks: [capabilities].tools "shell_exec"') as unknown } });
+    expect(spawned).toMatchObject({
+      status: 'rejected',
+      reason: { message: expect.stringContaining('cannot give a child agent capabilities its parent lacks: [capabilities].tools "shell_exec"') as unknown },
+    });
     expect(hasShell(host.kernel.get('boss').capabilities)).toBe(false);
     expect(host.kernel.list().map((agent) => agent.name)).toEqual(['boss']);
   });
 
   it('is seen by the update when the spawn came first: the update is refused, naming the child', async () => {
     await host.kernel.spawn(manifest(toml('boss', shell)));
-    const [spawned, updated] = await Promise.allSettled([host.kernel.spawn(manifest(toml('kid', shell)), { parent: 'boss' }), host.kernel.update('boss', manifest(toml('boss', noShell)))]);
+    const [spawned, updated] = await Promise.allSettled([
+      host.kernel.spawn(manifest(toml('kid', shell)), { parent: 'boss' }),
+      host.kernel.update('boss', manifest(toml('boss', noShell))),
+    ]);
     expect(spawned.status).toBe('fulfilled');
-    expect(updated).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('cannot update "boss": its child "kid" would then exceed it') as unknown } });
+    expect(updated).toMatchObject({
+      status: 'rejected',
+      reason: { message: expect.stringContaining('cannot update "boss": its child "kid" would then exceed it') as unknown },
+    });
     expect([hasShell(host.kernel.get('boss').capabilities), hasShell(host.kernel.get('kid').capabilities)]).toEqual([true, true]);
   });
 });

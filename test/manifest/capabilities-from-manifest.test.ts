@@ -27,20 +27,20 @@ describe('capabilitiesFromManifest()', () => {
     });
     const capabilities = capabilitiesFromManifest(block);
     expect(capabilities).toEqual([
-        { kind: 'tool_invoke', pattern: 'web_search' },
-        { kind: 'memory_read', pattern: '*' },
-        { kind: 'memory_write', pattern: 'self.*' },
-        { kind: 'net_connect', pattern: 'api.openai.com:443' },
-        { kind: 'shell_exec', pattern: 'git *' },
-        { kind: 'agent_spawn' },
-        { kind: 'agent_message', pattern: 'summarizer' },
-        { kind: 'agent_kill', pattern: 'worker-*' },
-        { kind: 'file_read', pattern: '/data/*' },
-        { kind: 'file_write', pattern: '/out/*' },
-        { kind: 'llm_query', pattern: 'claude-*' },
-        { kind: 'llm_max_tokens', max_tokens: 4000 },
-        { kind: 'env_read', pattern: 'HOME' },
-        { kind: 'econ_spend', max_usd: 2.5 },
+      { kind: 'tool_invoke', pattern: 'web_search' },
+      { kind: 'memory_read', pattern: '*' },
+      { kind: 'memory_write', pattern: 'self.*' },
+      { kind: 'net_connect', pattern: 'api.openai.com:443' },
+      { kind: 'shell_exec', pattern: 'git *' },
+      { kind: 'agent_spawn' },
+      { kind: 'agent_message', pattern: 'summarizer' },
+      { kind: 'agent_kill', pattern: 'worker-*' },
+      { kind: 'file_read', pattern: '/data/*' },
+      { kind: 'file_write', pattern: '/out/*' },
+      { kind: 'llm_query', pattern: 'claude-*' },
+      { kind: 'llm_max_tokens', max_tokens: 4000 },
+      { kind: 'env_read', pattern: 'HOME' },
+      { kind: 'econ_spend', max_usd: 2.5 },
     ]);
   });
 

@@ -37,7 +37,13 @@ describe('the spec researcher example', () => {
       idle_timeout_seconds: 3600,
     });
     expect(manifest.exec_policy).toEqual({ allow_shell: false, allow_network: true, allow_file_write: false });
-    expect(manifest.resources).toEqual({ max_tokens_per_hour: 1_000_000, max_cost_per_hour: 10, max_iterations: 50, max_tokens_per_day: 0, max_cost_per_day: 0 });
+    expect(manifest.resources).toEqual({
+      max_tokens_per_hour: 1_000_000,
+      max_cost_per_hour: 10,
+      max_iterations: 50,
+      max_tokens_per_day: 0,
+      max_cost_per_day: 0,
+    });
   });
 
   it('warns once per misplaced key, naming the table TOML put it in and the fix', async () => {
@@ -108,9 +114,15 @@ describe('parseManifest()', () => {
   });
 
   it('refuses catch_up on an agent with no timed schedule, naming the key and the mode', () => {
-    expect(() => parseManifest('[schedule]\nmode = "reactive"\ncatch_up = "all"', { source: 'r.toml' })).toThrow(/\[schedule\]\.catch_up: only used when mode = "continuous" or "periodic", but mode is "reactive"/);
-    expect(() => parseManifest('[schedule]\nmode = "periodic"\ncron = "0 9 * * *"\ncatch_up = "twice"', { source: 'p.toml' })).toThrow(/\[schedule\]\.catch_up: expected one of once, all, skip, got "twice"/);
-    expect(parseManifest('[schedule]\nmode = "continuous"\ncatch_up = "skip"\ncatch_up_window_seconds = 600', { source: 'c.toml' }).manifest.schedule).toMatchObject({ catch_up: 'skip', catch_up_window_seconds: 600 });
+    expect(() => parseManifest('[schedule]\nmode = "reactive"\ncatch_up = "all"', { source: 'r.toml' })).toThrow(
+      /\[schedule\]\.catch_up: only used when mode = "continuous" or "periodic", but mode is "reactive"/,
+    );
+    expect(() => parseManifest('[schedule]\nmode = "periodic"\ncron = "0 9 * * *"\ncatch_up = "twice"', { source: 'p.toml' })).toThrow(
+      /\[schedule\]\.catch_up: expected one of once, all, skip, got "twice"/,
+    );
+    expect(
+      parseManifest('[schedule]\nmode = "continuous"\ncatch_up = "skip"\ncatch_up_window_seconds = 600', { source: 'c.toml' }).manifest.schedule,
+    ).toMatchObject({ catch_up: 'skip', catch_up_window_seconds: 600 });
   });
 
   it('accepts every field of the manifest table', () => {
@@ -185,7 +197,7 @@ allow_shell = false
 });
 
 describe('parseManifest() refuses bad input with one message naming file, field and expectation', () => {
-  it('refuses the seed\'s peer-to-peer and payment grants, and net_listen, as not supported by Loom', () => {
+  it("refuses the seed's peer-to-peer and payment grants, and net_listen, as not supported by Loom", () => {
     expect(refusal('[capabilities]\nnet_listen = [8080]')).toBe(
       'cannot load manifest "a.toml": [capabilities].net_listen: not supported by Loom: no tool opens a listening socket (the daemon serves HTTP, MCP and A2A for its agents); remove the key',
     );
@@ -201,8 +213,10 @@ describe('parseManifest() refuses bad input with one message naming file, field 
     expect(refusal('skills = ["web-search", "Web Search"]')).toBe(
       'cannot load manifest "a.toml": skills[1]: expected a skill\'s name such as "note-taker" (lowercase letters, digits and single hyphens), or its qualified reference such as "@org/skills/note-taker" or "@org/skills/note-taker@1.0.0", got "Web Search"',
     );
-    expect(refusal('skills = ["@acme/note-taker"]')).toContain('skills[0]: expected a skill\'s name');
-    expect(parseManifest('skills = ["note-taker", "@acme/skills/note-taker", "@acme/skills/pdf-reader@1.2.0"]', { source: 'a.toml' }).manifest.skills).toHaveLength(3);
+    expect(refusal('skills = ["@acme/note-taker"]')).toContain("skills[0]: expected a skill's name");
+    expect(
+      parseManifest('skills = ["note-taker", "@acme/skills/note-taker", "@acme/skills/pdf-reader@1.2.0"]', { source: 'a.toml' }).manifest.skills,
+    ).toHaveLength(3);
   });
 
   it('takes out of a stored manifest the skills entries an earlier Loom kept and never read, saying which', () => {
@@ -216,7 +230,9 @@ describe('parseManifest() refuses bad input with one message naming file, field 
     expect(refusal(proactive('event = "cosmic_ray"'))).toBe(
       'cannot load manifest "a.toml": [schedule].triggers[0].event: unknown event "cosmic_ray"; expected one of file_created, file_changed, agent_spawned, agent_killed, agent_suspended, agent_resumed',
     );
-    expect(refusal(proactive('event = "agent_message"'))).toContain('[schedule].triggers[0].event: "agent_message" is not supported by Loom: the kernel publishes no event for a message between agents');
+    expect(refusal(proactive('event = "agent_message"'))).toContain(
+      '[schedule].triggers[0].event: "agent_message" is not supported by Loom: the kernel publishes no event for a message between agents',
+    );
     expect(refusal(proactive('event = "file_created"'))).toBe(
       'cannot load manifest "a.toml": [schedule].triggers[0].pattern: required when event = "file_created": the files to watch, e.g. pattern = "/data/inbox/*.json"',
     );
@@ -241,9 +257,7 @@ describe('parseManifest() refuses bad input with one message naming file, field 
   });
 
   it('refuses a wrong type', () => {
-    expect(refusal('[resources]\nmax_iterations = "fifty"')).toBe(
-      'cannot load manifest "a.toml": [resources].max_iterations: expected a number, got "fifty"',
-    );
+    expect(refusal('[resources]\nmax_iterations = "fifty"')).toBe('cannot load manifest "a.toml": [resources].max_iterations: expected a number, got "fifty"');
     expect(refusal('[resources]\nmax_iterations = 1.5')).toBe('cannot load manifest "a.toml": [resources].max_iterations: expected an integer, got 1.5');
     expect(refusal('[capabilities]\nnetwork = "api.openai.com"')).toBe(
       'cannot load manifest "a.toml": [capabilities].network: expected an array, got "api.openai.com"',
@@ -257,11 +271,13 @@ describe('parseManifest() refuses bad input with one message naming file, field 
   });
 
   it('refuses a missing required field', () => {
-    expect(refusal('[model]\nprovider = "openai"')).toBe('cannot load manifest "a.toml": [model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model');
+    expect(refusal('[model]\nprovider = "openai"')).toBe(
+      'cannot load manifest "a.toml": [model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model',
+    );
     expect(refusal('[model]\nmodel = "gpt-4o"')).toContain('[model].provider: required with model, e.g. provider = "openai"');
   });
 
-  it('takes a [model] that names no model as settings for the daemon\'s default model, and refuses a key or URL without one', () => {
+  it("takes a [model] that names no model as settings for the daemon's default model, and refuses a key or URL without one", () => {
     const { manifest } = parseManifest('name = "a"\n[model]\nsystem_prompt = "Be brief."\ntemperature = 0.2\n', { source: 'a.toml' });
     expect(manifest.model).toMatchObject({ system_prompt: 'Be brief.', temperature: 0.2, max_tokens: 4096 });
     expect(namedModel(manifest.model)).toBeUndefined();
@@ -289,9 +305,7 @@ describe('parseManifest() refuses bad input with one message naming file, field 
   });
 
   it('gives line and column for a TOML syntax error', () => {
-    expect(refusal('name = "x"\n[capabilities]\ntools = ["a",\n')).toMatch(
-      /^cannot load manifest "a\.toml": TOML syntax error at line \d+, column \d+: /,
-    );
+    expect(refusal('name = "x"\n[capabilities]\ntools = ["a",\n')).toMatch(/^cannot load manifest "a\.toml": TOML syntax error at line \d+, column \d+: /);
     expect(refusal('name = "x"\nname = "y"\n')).toMatch(/TOML syntax error at line 2, column \d+/);
   });
 
@@ -316,7 +330,9 @@ describe('parseManifest() refuses bad input with one message naming file, field 
 
   it('reports how many more problems there are after the first', () => {
     const message = refusal('priority = "urgent"\n[schedule]\nmode = "sometimes"');
-    expect(message.split('\n')[0]).toBe('cannot load manifest "a.toml": [schedule].mode: expected one of reactive, continuous, periodic, proactive, got "sometimes"');
+    expect(message.split('\n')[0]).toBe(
+      'cannot load manifest "a.toml": [schedule].mode: expected one of reactive, continuous, periodic, proactive, got "sometimes"',
+    );
     expect(message).toContain('and 1 more:');
     expect(message).toContain('priority: expected one of low, normal, high, critical, got "urgent"');
   });
@@ -348,7 +364,9 @@ describe('loadManifestFile()', () => {
 
   it('refuses a YAML file by its extension, naming the formats it reads', async () => {
     await writeFile(join(dir, 'helper.yaml'), 'name: helper\n');
-    await expect(loadManifestFile('helper.yaml', { cwd: dir })).rejects.toThrow('cannot load manifest "helper.yaml": a manifest is TOML (.toml) or JSON (.json), not YAML: write it in one of those');
+    await expect(loadManifestFile('helper.yaml', { cwd: dir })).rejects.toThrow(
+      'cannot load manifest "helper.yaml": a manifest is TOML (.toml) or JSON (.json), not YAML: write it in one of those',
+    );
   });
 
   it('loads the JSON example', async () => {

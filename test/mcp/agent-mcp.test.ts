@@ -40,7 +40,7 @@ async function toolResults(agentName: string, message: string): Promise<Extract<
   return results;
 }
 
-describe('agents using MCP servers\' tools in a host that connects them', () => {
+describe("agents using MCP servers' tools in a host that connects them", () => {
   it('call a granted MCP tool and get its result, and never call one they are not granted', async () => {
     host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('everything', [EVERYTHING_BIN, 'stdio'])] }, TEST_KEYS, { connectMcpServers: true });
     await connected('everything');
@@ -56,11 +56,14 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
 
     server.script([{ toolCalls: [{ name: 'mcp_everything_echo', input: { message: 'sneaky' } }] }, { text: 'refused' }]);
     const denied = await toolResults('denied', 'echo it');
-    expect(denied[0]).toMatchObject({ isError: true, text: 'agent "denied" may not call mcp_everything_echo: add "mcp_everything_echo" to [capabilities].tools' });
+    expect(denied[0]).toMatchObject({
+      isError: true,
+      text: 'agent "denied" may not call mcp_everything_echo: add "mcp_everything_echo" to [capabilities].tools',
+    });
     expect(JSON.stringify(server.requests[2]?.body['tools'])).not.toContain('mcp_everything_echo');
   });
 
-  it('offer the model an MCP tool\'s JSON Schema as the server wrote it, and check calls against it as written', async () => {
+  it("offer the model an MCP tool's JSON Schema as the server wrote it, and check calls against it as written", async () => {
     host = await openTestHost(dir.path, { mcp_servers: [stdioEntry('fixture', [FIXTURE_SERVER])] }, TEST_KEYS, { connectMcpServers: true });
     await connected('fixture');
     await host.kernel.spawn(manifest(agent('booker', '"mcp_fixture_book"')));
@@ -71,7 +74,9 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
       { text: 'booked' },
     ]);
     const results = await toolResults('booker', 'book the large room');
-    const offered = (server.requests[0]?.body['tools'] as { function: { name: string; parameters: unknown } }[]).find((tool) => tool.function.name === 'mcp_fixture_book');
+    const offered = (server.requests[0]?.body['tools'] as { function: { name: string; parameters: unknown } }[]).find(
+      (tool) => tool.function.name === 'mcp_fixture_book',
+    );
     expect(offered?.function.parameters).toEqual(BOOK_SCHEMA);
     expect(results.map((result) => [result.isError, result.text])).toEqual([
       [true, 'invalid input for mcp_fixture_book: (input) must have required property \'people\'; (input) must match "then" schema'],
@@ -87,9 +92,17 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
     server.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'thanks' }]);
     const results = toolResults('asker', 'ask me');
     const question = await pendingApproval();
-    expect(question).toMatchObject({ tool: 'mcp_everything_elicitation', agentName: 'asker', input: { message: 'Please provide inputs for the following fields:', requestedSchema: { required: ['name'] } } });
-    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null })).rejects.toThrow('it is a question: approve it with an answer');
-    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null, answer: { name: 42 } })).rejects.toThrow('/name must be string');
+    expect(question).toMatchObject({
+      tool: 'mcp_everything_elicitation',
+      agentName: 'asker',
+      input: { message: 'Please provide inputs for the following fields:', requestedSchema: { required: ['name'] } },
+    });
+    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null })).rejects.toThrow(
+      'it is a question: approve it with an answer',
+    );
+    await expect(host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null, answer: { name: 42 } })).rejects.toThrow(
+      '/name must be string',
+    );
     await host.kernel.approvals.decide(question.id, { approved: true, by: 'local', reason: null, answer: { name: 'Ada Lovelace', check: true } });
     const [result] = await results;
     expect(result?.isError).toBe(false);
@@ -97,7 +110,7 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
     expect(result?.text).toContain('- Agreed to terms: true');
   });
 
-  it('take a declined question as declined, answer roots with the calling agent\'s workspace, and sample only where [[mcp_servers]] allows it', async () => {
+  it("take a declined question as declined, answer roots with the calling agent's workspace, and sample only where [[mcp_servers]] allows it", async () => {
     const entries = [stdioEntry('fixture', [FIXTURE_SERVER]), stdioEntry('sampler', [FIXTURE_SERVER], { sampling: true })];
     host = await openTestHost(dir.path, { mcp_servers: entries }, TEST_KEYS, { connectMcpServers: true });
     await connected('fixture');
@@ -117,9 +130,11 @@ describe('agents using MCP servers\' tools in a host that connects them', () => 
 
     server.script([{ toolCalls: [{ name: 'mcp_fixture_sample', input: {} }] }, { text: 'ok' }]);
     // Not allowed: Loom does not offer sampling to that server, which tells the agent so.
-    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual([expect.stringMatching(/sampling\/createMessage.*did not declare the required capability/)]);
-    server.script([{ toolCalls: [{ name: 'mcp_sampler_sample', input: {} }] }, { text: 'hi from the agent\'s model' }, { text: 'done' }]);
-    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual(['the model said: hi from the agent\'s model']);
+    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual([
+      expect.stringMatching(/sampling\/createMessage.*did not declare the required capability/),
+    ]);
+    server.script([{ toolCalls: [{ name: 'mcp_sampler_sample', input: {} }] }, { text: "hi from the agent's model" }, { text: 'done' }]);
+    expect((await toolResults('asker', 'sample')).map((result) => result.text)).toEqual(["the model said: hi from the agent's model"]);
     // The sampling ran on the agent's own model, in its usage.
     expect(JSON.stringify(server.requests.at(-2)?.body['messages'])).toContain('user: Say hi');
   });

@@ -31,7 +31,13 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const httpEntry = (url: string, timeout_secs = 30): McpServerEntry => ({ name: 'remote', timeout_secs, env: [], allow_private_network: true, transport: { type: 'http', url, headers: {} } });
+const httpEntry = (url: string, timeout_secs = 30): McpServerEntry => ({
+  name: 'remote',
+  timeout_secs,
+  env: [],
+  allow_private_network: true,
+  transport: { type: 'http', url, headers: {} },
+});
 const methods = (server: EraFixtureServer): string[] => server.requests.map((request) => request.method);
 
 describe('MCP protocol era negotiation', () => {
@@ -43,7 +49,9 @@ describe('MCP protocol era negotiation', () => {
     ({ manager, clock } = makeManager([httpEntry(fixture.url)], process.env, logger));
     manager.start();
     // The first probe waits 5 s, then the manager backs off on the clock before asking again.
-    await waitFor('the manager to ask again after the first probe timed out', () => logger.entries.find((entry) => entry.message === 'MCP server did not answer in time; asking again in the same era'));
+    await waitFor('the manager to ask again after the first probe timed out', () =>
+      logger.entries.find((entry) => entry.message === 'MCP server did not answer in time; asking again in the same era'),
+    );
     expect(manager.servers()[0]?.status).toBe('connecting');
     expect(manager.servers()[0]?.error).toMatch(/no answer within 5 s; asking again/);
     await clock.advance(250);
@@ -60,7 +68,9 @@ describe('MCP protocol era negotiation', () => {
     let clock: FakeClock;
     ({ manager, clock } = makeManager([stdioEntry('slow', [SLOW_FIRST_ANSWER_SERVER, '6000'])], process.env, logger));
     manager.start();
-    await waitFor('the manager to ask again after the first probe timed out', () => logger.entries.find((entry) => entry.message === 'MCP server did not answer in time; asking again in the same era'));
+    await waitFor('the manager to ask again after the first probe timed out', () =>
+      logger.entries.find((entry) => entry.message === 'MCP server did not answer in time; asking again in the same era'),
+    );
     await clock.advance(250);
     await waitForStatus(manager, 'slow', 'connected');
     expect(manager.servers()[0]).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
@@ -142,7 +152,10 @@ describe('MCP protocol era negotiation', () => {
     expect(await callTool(toolNamed(manager, 'mcp_old_hello'), {})).toEqual({ text: 'hello from 2025' });
     expect(logger.entries.some((entry) => entry.message === 'MCP server failed to connect')).toBe(false);
     expect(manager.reconnect('old')).toBe(true);
-    await waitFor('the reconnection', async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean).length === 4 && manager?.servers()[0]?.status === 'connected');
+    await waitFor(
+      'the reconnection',
+      async () => (await readFile(log, 'utf8')).split('\n').filter(Boolean).length === 4 && manager?.servers()[0]?.status === 'connected',
+    );
     expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toEqual(['server/discover', 'initialize', 'server/discover', 'initialize']);
     expect(await callTool(toolNamed(manager, 'mcp_old_hello'), {})).toEqual({ text: 'hello from 2025' });
   });

@@ -18,10 +18,13 @@ server.registerTool('env-names', { description: 'Returns the names of the enviro
   text(Object.keys(process.env).sort().join(',')),
 );
 server.registerTool('crash', { description: 'Exits the server in the middle of the call', inputSchema: z.object({}) }, () => process.exit(3));
-server.registerTool('hang', { description: 'Never answers; reports cancellation on stderr', inputSchema: z.object({}) }, (_args, ctx) =>
-  new Promise<never>((_resolve, reject) => {
-    ctx.mcpReq.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
-  }),
+server.registerTool(
+  'hang',
+  { description: 'Never answers; reports cancellation on stderr', inputSchema: z.object({}) },
+  (_args, ctx) =>
+    new Promise<never>((_resolve, reject) => {
+      ctx.mcpReq.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+    }),
 );
 server.registerTool('big', { description: 'Returns a text of 11 MB', inputSchema: z.object({}) }, () => text('x'.repeat(11 * 1024 * 1024)));
 server.registerTool('add-tool', { description: 'Adds the tool "added"', inputSchema: z.object({}) }, () => {
@@ -29,7 +32,9 @@ server.registerTool('add-tool', { description: 'Adds the tool "added"', inputSch
   return text('ok');
 });
 
-server.registerTool('book', { description: 'Books a room', inputSchema: fromJsonSchema<{ room: string; day: string }>(BOOK_SCHEMA as never) }, (args) => text(`booked ${args.room} on ${args.day}`));
+server.registerTool('book', { description: 'Books a room', inputSchema: fromJsonSchema<{ room: string; day: string }>(BOOK_SCHEMA as never) }, (args) =>
+  text(`booked ${args.room} on ${args.day}`),
+);
 
 const NAME_SCHEMA = { type: 'object' as const, properties: { name: { type: 'string' as const, minLength: 1 } }, required: ['name'] };
 server.registerTool('ask', { description: 'Asks the person for their name', inputSchema: z.object({}) }, async (_args, ctx) => {
@@ -45,7 +50,7 @@ server.registerTool('ask', { description: 'Asks the person for their name', inpu
     return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA }) } });
   }
 });
-server.registerTool('roots', { description: 'Lists the client\'s roots', inputSchema: z.object({}) }, async (_args, ctx) => {
+server.registerTool('roots', { description: "Lists the client's roots", inputSchema: z.object({}) }, async (_args, ctx) => {
   const listed = ctx.mcpReq.inputResponses?.['roots'] as { roots?: { uri: string }[] } | undefined;
   if (listed !== undefined) return text((listed.roots ?? []).map((root) => root.uri).join(','));
   try {
@@ -56,7 +61,7 @@ server.registerTool('roots', { description: 'Lists the client\'s roots', inputSc
   }
 });
 const SAMPLE = { messages: [{ role: 'user' as const, content: { type: 'text' as const, text: 'Say hi' } }], maxTokens: 50 };
-server.registerTool('sample', { description: 'Asks the client\'s model to say hi', inputSchema: z.object({}) }, async (_args, ctx) => {
+server.registerTool('sample', { description: "Asks the client's model to say hi", inputSchema: z.object({}) }, async (_args, ctx) => {
   const sampled = ctx.mcpReq.inputResponses?.['hi'] as { content?: { text?: string } } | undefined;
   if (sampled !== undefined) return text(`the model said: ${sampled.content?.text ?? '(nothing)'}`);
   try {

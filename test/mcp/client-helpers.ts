@@ -47,7 +47,13 @@ export async function waitForStatus(manager: McpClientManager, server: string, s
 /** The tool named `name` of the manager, failing when absent. */
 export function toolNamed(manager: McpClientManager, name: string): Tool<never> {
   const tool = manager.tools().find((candidate) => candidate.name === name);
-  if (tool === undefined) throw new Error(`no tool ${name}; have ${manager.tools().map((entry) => entry.name).join(', ')}`);
+  if (tool === undefined)
+    throw new Error(
+      `no tool ${name}; have ${manager
+        .tools()
+        .map((entry) => entry.name)
+        .join(', ')}`,
+    );
   return tool;
 }
 
@@ -57,7 +63,6 @@ export async function callTool(tool: Tool<never>, input: unknown, signal: AbortS
   if (!checked.ok) throw new Error(checked.problems);
   return tool.execute(checked.input as never, { signal } as unknown as ToolContext);
 }
-
 
 /** Starts server-everything in `mode` (sse or streamableHttp) on a free port; resolves once it listens. */
 export async function startEverythingServer(mode: 'sse' | 'streamableHttp'): Promise<{ child: ChildProcess; port: number }> {

@@ -16,7 +16,7 @@ afterEach(async () => {
 });
 
 describe('MCP tools whose schemas Loom refuses', () => {
-  it('leaves out a tool whose inputSchema is the recursive anyOf of issue 36 (and one whose outputSchema doubles), with the reason logged and in the server\'s status; the server\'s other tool works', async () => {
+  it("leaves out a tool whose inputSchema is the recursive anyOf of issue 36 (and one whose outputSchema doubles), with the reason logged and in the server's status; the server's other tool works", async () => {
     const logger = createRecordingLogger();
     ({ manager } = makeManager([stdioEntry('hostile', [HOSTILE_SERVER])], process.env, logger));
     manager.start();
@@ -27,7 +27,11 @@ describe('MCP tools whose schemas Loom refuses', () => {
     expect(status?.tools.map((tool) => tool.name)).toEqual(['mcp_hostile_miscount', 'mcp_hostile_shout']);
     const refused = status?.refusedTools ?? [];
     expect(refused.map((tool) => tool.name)).toEqual(['mcp_hostile_nest', 'mcp_hostile_report']);
-    expect(refused[0]?.reason).toMatch(new RegExp(`^inputSchema at "${RECURSIVE_ANY_OF_POINTER.replaceAll('$', '\\$')}": "\\$ref" cycle through "anyOf": .*; Loom refuses schemas whose checks of one value against one subschema exceed ${MAX_SCHEMA_REPEATS}$`));
+    expect(refused[0]?.reason).toMatch(
+      new RegExp(
+        `^inputSchema at "${RECURSIVE_ANY_OF_POINTER.replaceAll('$', '\\$')}": "\\$ref" cycle through "anyOf": .*; Loom refuses schemas whose checks of one value against one subschema exceed ${MAX_SCHEMA_REPEATS}$`,
+      ),
+    );
     expect(refused[1]?.reason).toMatch(/^outputSchema at "\/\$defs\/d0\/anyOf\/0\/\$ref": "anyOf\/0" and "anyOf\/1" of "\/\$defs\/d0" both lead to /);
     const warnings = logger.entries.filter((entry) => entry.message === 'MCP tool left out: Loom refuses its schema');
     expect(warnings.map((entry) => entry.bindings['tool'])).toEqual(['nest', 'report']);
@@ -45,7 +49,7 @@ describe('MCP tools whose schemas Loom refuses', () => {
     expect(miscounted.text).not.toContain('data/n');
   });
 
-  it('leaves out none of the official servers\' tools: server-everything\'s and server-filesystem\'s schemas all pass', async () => {
+  it("leaves out none of the official servers' tools: server-everything's and server-filesystem's schemas all pass", async () => {
     ({ manager } = makeManager([stdioEntry('everything', [EVERYTHING_BIN]), stdioEntry('fs', [FILESYSTEM_BIN, fileURLToPath(new URL('.', import.meta.url))])]));
     manager.start();
     await waitForStatus(manager, 'everything', 'connected');

@@ -39,8 +39,12 @@ describe('an MCP reply over the message limit', () => {
       const mcp = createMcpHandler(
         () => {
           const server = new McpServer({ name: 'limits', version: '1.0.0' });
-          server.registerTool('big', { description: 'Returns a text of 11 MB', inputSchema: z.object({}) }, () => ({ content: [{ type: 'text', text: 'x'.repeat(11 * 1024 * 1024) }] }));
-          server.registerTool('small', { description: 'Returns a short text', inputSchema: z.object({}) }, () => ({ content: [{ type: 'text', text: 'small' }] }));
+          server.registerTool('big', { description: 'Returns a text of 11 MB', inputSchema: z.object({}) }, () => ({
+            content: [{ type: 'text', text: 'x'.repeat(11 * 1024 * 1024) }],
+          }));
+          server.registerTool('small', { description: 'Returns a short text', inputSchema: z.object({}) }, () => ({
+            content: [{ type: 'text', text: 'small' }],
+          }));
           return server;
         },
         { responseMode },
@@ -64,7 +68,11 @@ describe('an MCP reply over the message limit', () => {
 
       const big = await callTool(toolNamed(manager, 'mcp_limits_big'), {});
       expect(big.isError).toBe(true);
-      expect(big.text).toMatch(responseMode === 'sse' ? OVER_THE_LIMIT : /^MCP tool "mcp_limits_big" failed: MCP message of (11,5\d\d,\d{3}|more than 10,485,760) bytes is over the 10 MB limit \(10,485,760 bytes\)$/);
+      expect(big.text).toMatch(
+        responseMode === 'sse'
+          ? OVER_THE_LIMIT
+          : /^MCP tool "mcp_limits_big" failed: MCP message of (11,5\d\d,\d{3}|more than 10,485,760) bytes is over the 10 MB limit \(10,485,760 bytes\)$/,
+      );
       expect(manager.servers()[0]).toMatchObject({ status: 'connected' });
       expect(await callTool(toolNamed(manager, 'mcp_limits_small'), {})).toEqual({ text: 'small' });
     }, 30_000);

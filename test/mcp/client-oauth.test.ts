@@ -71,12 +71,15 @@ async function startProtectedServer(issuer: string, options: ProtectedOptions = 
   track(authorization, { live, grants, issuer: () => current });
   const mcp = createMcpHandler(() => {
     const server = new McpServer({ name: 'protected', version: '1.0.0' });
-    server.registerTool('whoami', { description: 'Says the caller is authorized', inputSchema: z.object({}) }, () => ({ content: [{ type: 'text', text: 'authorized' }] }));
+    server.registerTool('whoami', { description: 'Says the caller is authorized', inputSchema: z.object({}) }, () => ({
+      content: [{ type: 'text', text: 'authorized' }],
+    }));
     return server;
   });
   const handle = toNodeHandler(mcp);
   let base = '';
-  const metadataPaths = options.metadataPath === undefined ? ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'] : [options.metadataPath];
+  const metadataPaths =
+    options.metadataPath === undefined ? ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource'] : [options.metadataPath];
   const state = { requests: 0 };
   const server: Server = createServer((request, response) => {
     state.requests += 1;
@@ -92,7 +95,9 @@ async function startProtectedServer(issuer: string, options: ProtectedOptions = 
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     const scopes = token === undefined ? undefined : live.get(token);
     if (scopes === undefined) {
-      response.writeHead(401, { 'www-authenticate': `Bearer ${metadata}${options.challengeScope === undefined ? '' : `, scope="${options.challengeScope}"`}` }).end();
+      response
+        .writeHead(401, { 'www-authenticate': `Bearer ${metadata}${options.challengeScope === undefined ? '' : `, scope="${options.challengeScope}"`}` })
+        .end();
       return;
     }
     let body = '';
@@ -161,7 +166,8 @@ afterEach(async () => {
 });
 
 const entry = (oauth: Record<string, unknown>, extra: Record<string, unknown> = {}): McpServerEntry =>
-  ConfigSchema.parse({ mcp_servers: [{ name: 'hosted', allow_private_network: true, oauth, transport: { type: 'http', url: resource.url }, ...extra }] }).mcp_servers[0] as McpServerEntry;
+  ConfigSchema.parse({ mcp_servers: [{ name: 'hosted', allow_private_network: true, oauth, transport: { type: 'http', url: resource.url }, ...extra }] })
+    .mcp_servers[0] as McpServerEntry;
 
 /** Plays the person's browser: consents to the scope asked for, and follows the authorization address to the redirect, which lands on Loom's loopback listener. */
 async function browse(url: URL): Promise<void> {
@@ -207,7 +213,11 @@ async function daemonRefusal(hosted: McpServerEntry, oauthDir: string): Promise<
 }
 
 /** The scope tokens an authorization address asks for. */
-const scopesOf = (url: URL): string[] => (url.searchParams.get('scope') ?? '').split(' ').filter((token) => token !== '').sort();
+const scopesOf = (url: URL): string[] =>
+  (url.searchParams.get('scope') ?? '')
+    .split(' ')
+    .filter((token) => token !== '')
+    .sort();
 
 describe('the MCP client against a server behind OAuth 2.1', () => {
   it('logs in once by the authorization-code flow with PKCE, keeps the tokens 0600, connects the daemon with them, and refreshes them when they die', async () => {
@@ -223,10 +233,14 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     await manager.stop();
 
     let shown: URL | undefined;
-    await loginMcpServer(hosted, { dir: oauthDir, env: {}, showAuthorizationUrl: (url) => {
-      shown = url;
-      void browse(url);
-    } });
+    await loginMcpServer(hosted, {
+      dir: oauthDir,
+      env: {},
+      showAuthorizationUrl: (url) => {
+        shown = url;
+        void browse(url);
+      },
+    });
     expect(shown?.searchParams.get('code_challenge_method')).toBe('S256');
     expect(shown?.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
     expect(resource.grants).toEqual(['authorization_code']);
@@ -258,8 +272,14 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     onTestFinished(() => new Promise<void>((resolve) => daemon.close(() => resolve())));
     const home = join(dir.path, 'home');
     await mkdir(home, { recursive: true });
-    await writeFile(join(home, 'config.toml'), `[[mcp_servers]]\nname = "hosted"\nallow_private_network = true\n[mcp_servers.transport]\ntype = "http"\nurl = "${resource.url}"\n[mcp_servers.oauth]\nclient_id = "loom-test"\n`);
-    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/loom.js'), 'mcp', 'login', 'hosted'], { env: { ...process.env, LOOM_HOME: home, LOOM_URL: daemonUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    await writeFile(
+      join(home, 'config.toml'),
+      `[[mcp_servers]]\nname = "hosted"\nallow_private_network = true\n[mcp_servers.transport]\ntype = "http"\nurl = "${resource.url}"\n[mcp_servers.oauth]\nclient_id = "loom-test"\n`,
+    );
+    const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/loom.js'), 'mcp', 'login', 'hosted'], {
+      env: { ...process.env, LOOM_HOME: home, LOOM_URL: daemonUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -287,7 +307,9 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     await waitForStatus(manager, 'hosted', 'connected');
     expect(await callTool(toolNamed(manager, 'mcp_hosted_whoami'), {})).toEqual({ text: 'authorized' });
     expect(resource.grants).toEqual(['client_credentials']);
-    await expect(loginMcpServer(hosted, { dir: dir.path, env: {}, showAuthorizationUrl: () => undefined })).rejects.toThrow('uses client_credentials: the daemon gets its tokens itself');
+    await expect(loginMcpServer(hosted, { dir: dir.path, env: {}, showAuthorizationUrl: () => undefined })).rejects.toThrow(
+      'uses client_credentials: the daemon gets its tokens itself',
+    );
   });
 
   it('refuses an oauth table on a stdio server, and client credentials without their secret and issuer', () => {
@@ -295,8 +317,12 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
       const result = ConfigSchema.safeParse({ mcp_servers: [server] });
       return result.success ? [] : result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     };
-    expect(problems({ name: 'local', oauth: {}, transport: { type: 'stdio', command: 'x' } })).toEqual(['mcp_servers.0.oauth: OAuth is for remote servers (transport sse or http); a stdio server gets its secrets through env']);
-    expect(problems({ name: 'remote', oauth: { grant: 'client_credentials', client_id: 'x' }, transport: { type: 'http', url: 'https://mcp.example.com/mcp' } })).toEqual(['mcp_servers.0.oauth.client_id: client_credentials needs client_id, client_secret_env and issuer']);
+    expect(problems({ name: 'local', oauth: {}, transport: { type: 'stdio', command: 'x' } })).toEqual([
+      'mcp_servers.0.oauth: OAuth is for remote servers (transport sse or http); a stdio server gets its secrets through env',
+    ]);
+    expect(
+      problems({ name: 'remote', oauth: { grant: 'client_credentials', client_id: 'x' }, transport: { type: 'http', url: 'https://mcp.example.com/mcp' } }),
+    ).toEqual(['mcp_servers.0.oauth.client_id: client_credentials needs client_id, client_secret_env and issuer']);
   });
 
   it('follows the 401 challenge of the server: its resource_metadata (served at no well-known address) and its scope', async () => {
@@ -308,24 +334,31 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     expect(resource.grants).toEqual(['authorization_code']);
   });
 
-  it('sends the login through the daemon\'s address guard: a server whose name resolves to loopback is refused without allow_private_network, reaching nothing', async () => {
+  it("sends the login through the daemon's address guard: a server whose name resolves to loopback is refused without allow_private_network, reaching nothing", async () => {
     const port = new URL(resource.url).port;
     const hosted = entry({ client_id: 'loom-test' }, { allow_private_network: false, transport: { type: 'http', url: `http://hosted.test:${port}/mcp` } });
     const resolve: HostResolver = () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]);
-    await expect(logIn(hosted, `${dir.path}/mcp-oauth`, resolve)).rejects.toThrow(/URL http:\/\/hosted\.test:\d+ is refused: loopback addresses are refused unless allow_private_network = true \(hosted\.test resolves to 127\.0\.0\.1\)/);
+    await expect(logIn(hosted, `${dir.path}/mcp-oauth`, resolve)).rejects.toThrow(
+      /URL http:\/\/hosted\.test:\d+ is refused: loopback addresses are refused unless allow_private_network = true \(hosted\.test resolves to 127\.0\.0\.1\)/,
+    );
     expect(resource.requests).toBe(0);
   });
 
-  it('checks the authorization server the server\'s metadata names like a server URL: one at a cloud-metadata address is refused, even with allow_private_network, and sent nothing', async () => {
+  it("checks the authorization server the server's metadata names like a server URL: one at a cloud-metadata address is refused, even with allow_private_network, and sent nothing", async () => {
     resource.moveTo('http://as.test:8080/');
     const resolve: HostResolver = (host) => Promise.resolve([{ address: host === 'as.test' ? '169.254.169.254' : '127.0.0.1', family: 4 }]);
-    await expect(logIn(entry({ client_id: 'loom-test' }), `${dir.path}/mcp-oauth`, resolve)).rejects.toThrow(/URL http:\/\/as\.test:8080 is refused: it is a cloud metadata address \(as\.test resolves to 169\.254\.169\.254\)/);
+    await expect(logIn(entry({ client_id: 'loom-test' }), `${dir.path}/mcp-oauth`, resolve)).rejects.toThrow(
+      /URL http:\/\/as\.test:8080 is refused: it is a cloud metadata address \(as\.test resolves to 169\.254\.169\.254\)/,
+    );
     expect(resource.grants).toEqual([]);
   });
 
   it('reports a step-up to a wider scope as a login to run, and the next login asks for the old scope and the new (SEP-2350)', async () => {
     await resource.close();
-    resource = await startProtectedServer(authorization.issuer.url ?? '', { challengeScope: 'notes:read', scopeFor: (method) => (method === 'tools/call' ? 'notes:write' : 'notes:read') });
+    resource = await startProtectedServer(authorization.issuer.url ?? '', {
+      challengeScope: 'notes:read',
+      scopeFor: (method) => (method === 'tools/call' ? 'notes:write' : 'notes:read'),
+    });
     const hosted = entry({ client_id: 'loom-test' });
     const oauthDir = `${dir.path}/mcp-oauth`;
     expect(scopesOf(await logIn(hosted, oauthDir))).toEqual(['notes:read']);
@@ -345,7 +378,10 @@ describe('the MCP client against a server behind OAuth 2.1', () => {
     manager.start();
     await waitForStatus(manager, 'hosted', 'connected');
     expect((await callTool(toolNamed(manager, 'mcp_hosted_whoami'), {})).text).toContain('run "loom mcp login hosted"');
-    expect(manager.servers()[0]).toMatchObject({ status: 'connected', action: { kind: 'login', command: 'loom mcp login hosted', reason: 'the server asks for scope "notes:write" beyond the login\'s ("notes:read")' } });
+    expect(manager.servers()[0]).toMatchObject({
+      status: 'connected',
+      action: { kind: 'login', command: 'loom mcp login hosted', reason: 'the server asks for scope "notes:write" beyond the login\'s ("notes:read")' },
+    });
     await manager.stop();
 
     expect(scopesOf(await logIn(hosted, oauthDir))).toEqual(['notes:read', 'notes:write']);

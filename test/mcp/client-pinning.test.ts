@@ -57,10 +57,13 @@ afterEach(async () => {
 function rebindingResolver(first: string, later: string): HostResolver & { calls: string[] } {
   const calls: string[] = [];
   const answer = (address: string): LookupAddress[] => [{ address, family: address.includes(':') ? 6 : 4 }];
-  return Object.assign((host: string) => {
-    calls.push(host);
-    return Promise.resolve(answer(calls.length === 1 ? first : later));
-  }, { calls });
+  return Object.assign(
+    (host: string) => {
+      calls.push(host);
+      return Promise.resolve(answer(calls.length === 1 ? first : later));
+    },
+    { calls },
+  );
 }
 
 /** Listens on `address`:`port` and counts the TCP connections that reach it. */
@@ -129,7 +132,9 @@ describe('MCP client connections pinned to the vetted address', () => {
     await waitForStatus(manager, 'rebind', 'failed');
     expect(manager.servers()[0]?.error).toBe('the connection was lost');
     await clock.advance(MCP_RETRY_BASE_MS);
-    await waitFor('the reconnection to be refused', () => /it is a cloud metadata address \(rebind\.localhost resolves to 169\.254\.169\.254\)/.test(manager?.servers()[0]?.error ?? ''));
+    await waitFor('the reconnection to be refused', () =>
+      /it is a cloud metadata address \(rebind\.localhost resolves to 169\.254\.169\.254\)/.test(manager?.servers()[0]?.error ?? ''),
+    );
     expect(resolve.calls).toEqual(['rebind.localhost', 'rebind.localhost']);
     expect(clock.pending()).toBe(0);
   });
@@ -141,13 +146,19 @@ describe('MCP client connections pinned to the vetted address', () => {
     ({ manager, clock } = makeManager([entry('local', { type: 'http', url: `http://localhost:${port}/mcp`, headers: {} }, false)]));
     manager.start();
     await waitForStatus(manager, 'local', 'failed');
-    expect(manager.servers()[0]?.error).toMatch(/URL http:\/\/localhost:\d+ is refused: loopback addresses are refused unless allow_private_network = true \(localhost resolves to (127\.0\.0\.1|::1)\)/);
+    expect(manager.servers()[0]?.error).toMatch(
+      /URL http:\/\/localhost:\d+ is refused: loopback addresses are refused unless allow_private_network = true \(localhost resolves to (127\.0\.0\.1|::1)\)/,
+    );
     expect(clock.pending()).toBe(0);
     expect(listening.connections).toBe(0);
   });
 
   it('judges every address the host resolves to: one private address among public ones refuses the server', async () => {
-    const resolve: HostResolver = () => Promise.resolve([{ address: '93.184.216.34', family: 4 }, { address: '10.1.2.3', family: 4 }]);
+    const resolve: HostResolver = () =>
+      Promise.resolve([
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.1.2.3', family: 4 },
+      ]);
     ({ manager } = makeManager([entry('mixed', { type: 'sse', url: 'http://mixed.test/sse' }, false)], {}, undefined, resolve));
     manager.start();
     await waitForStatus(manager, 'mixed', 'failed');
@@ -186,7 +197,7 @@ describe('MCP client connections pinned to the vetted address', () => {
 });
 
 describe('createPinnedFetch()', () => {
-  it('sends to the vetted address with the URL\'s host name in the Host header, and streams the answer back as a Response', async () => {
+  it("sends to the vetted address with the URL's host name in the Host header, and streams the answer back as a Response", async () => {
     const seen: { host?: string; body?: string; method?: string } = {};
     const server = createHttpServer((request, response) => {
       let body = '';
@@ -219,7 +230,9 @@ describe('createPinnedFetch()', () => {
   it('refuses a request for a host other than the one checked', async () => {
     const pinned = createPinnedFetch('pin', { url: new URL('http://rebind.localhost:1/mcp'), addresses: [{ address: '127.0.0.1', family: 4 }] });
     await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toBeInstanceOf(McpServerRefusedError);
-    await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toThrow('MCP server "pin": a request to http://elsewhere.test:1 is refused: only rebind.localhost was checked for this connection');
+    await expect(pinned.fetch('http://elsewhere.test:1/mcp')).rejects.toThrow(
+      'MCP server "pin": a request to http://elsewhere.test:1 is refused: only rebind.localhost was checked for this connection',
+    );
     pinned.close();
   });
 });

@@ -90,7 +90,10 @@ describe('MCP client security', () => {
   it('refuses loopback and private URLs unless allow_private_network is set', async () => {
     await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', false)).rejects.toThrow(/loopback addresses are refused unless allow_private_network/);
     await expect(vetMcpUrl('lan', 'http://10.1.2.3/mcp', false)).rejects.toThrow(/private addresses/);
-    await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', true)).resolves.toEqual({ url: new URL('http://127.0.0.1:9/mcp'), addresses: [{ address: '127.0.0.1', family: 4 }] });
+    await expect(vetMcpUrl('local', 'http://127.0.0.1:9/mcp', true)).resolves.toEqual({
+      url: new URL('http://127.0.0.1:9/mcp'),
+      addresses: [{ address: '127.0.0.1', family: 4 }],
+    });
     ({ manager } = makeManager([httpEntry('local', 'http://127.0.0.1:9/mcp')]));
     manager.start();
     await waitForStatus(manager, 'local', 'failed');
@@ -100,7 +103,10 @@ describe('MCP client security', () => {
   it('expands ${NAME} in http header values from the environment and refuses an unset one', async () => {
     expect(expandHeaders('api', { authorization: 'Bearer ${TOKEN}', plain: 'x' }, { TOKEN: 'abc' })).toEqual({ authorization: 'Bearer abc', plain: 'x' });
     expect(() => expandHeaders('api', { authorization: 'Bearer ${MISSING}' }, {})).toThrow(/MISSING, which is not set/);
-    ({ manager } = makeManager([httpEntry('api', 'https://mcp.example.com/mcp', { transport: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { a: '${NOPE}' } } })], {}));
+    ({ manager } = makeManager(
+      [httpEntry('api', 'https://mcp.example.com/mcp', { transport: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { a: '${NOPE}' } } })],
+      {},
+    ));
     manager.start();
     await waitForStatus(manager, 'api', 'failed');
     expect(manager.servers()[0]?.error).toMatch(/NOPE/);
@@ -132,9 +138,15 @@ describe('MCP client security', () => {
     // The SDK writes a response's id last; an event with no id it can find answers the POST's request.
     const large = `event: message\nid: e1\ndata: {"result":{"text":"${'y'.repeat(200)}"},"jsonrpc":"2.0","id":7}\n\ndata: ${'z'.repeat(200)}\n\ndata: after\n\n`;
     const largeUrl = await serve('text/event-stream', large);
-    const text = await (await sizeLimitedFetch(100)(largeUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call' }) })).text();
+    const text = await (
+      await sizeLimitedFetch(100)(largeUrl, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call' }) })
+    ).text();
     const error = (id: number, size: number): string =>
-      JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message: `MCP message of ${size} bytes is over the limit of 100 bytes`, data: { size, limit: 100 } } });
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32600, message: `MCP message of ${size} bytes is over the limit of 100 bytes`, data: { size, limit: 100 } },
+      });
     expect(text).toBe(`event: message\nid: e1\ndata: ${error(7, 275)}\n\nevent: message\ndata: ${error(9, 208)}\n\ndata: after\n\n`);
   });
 });

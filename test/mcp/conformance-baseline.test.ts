@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { type Baseline, compareWithBaseline, type ConformanceCheck, readBaseline, REVISIONS, requirementSet, type ScenarioResult, summarize } from './conformance-runner.ts';
+import {
+  type Baseline,
+  compareWithBaseline,
+  type ConformanceCheck,
+  readBaseline,
+  REVISIONS,
+  requirementSet,
+  type ScenarioResult,
+  summarize,
+} from './conformance-runner.ts';
 
 const check = (id: string, status: ConformanceCheck['status']): ConformanceCheck => ({ id, status, errorMessage: `${id} said ${status}` });
 const result = (scenario: string, ...checks: ConformanceCheck[]): ScenarioResult => ({ scenario, checks });
@@ -14,19 +23,40 @@ const baseline: Baseline = {
 
 describe('compareWithBaseline()', () => {
   it('accepts failures the baseline lists, and passes', () => {
-    const results = [result('prompts-list', check('prompts-list', 'FAILURE')), result('caching', check('tools-hints', 'SUCCESS'), check('resources-hints', 'FAILURE')), result('ping', check('ping', 'SUCCESS'))];
-    expect(compareWithBaseline('2025-11-25', 'server', results, ['prompts-list', 'caching', 'ping'], baseline)).toEqual({ unexpected: [], stale: [], missing: [] });
+    const results = [
+      result('prompts-list', check('prompts-list', 'FAILURE')),
+      result('caching', check('tools-hints', 'SUCCESS'), check('resources-hints', 'FAILURE')),
+      result('ping', check('ping', 'SUCCESS')),
+    ];
+    expect(compareWithBaseline('2025-11-25', 'server', results, ['prompts-list', 'caching', 'ping'], baseline)).toEqual({
+      unexpected: [],
+      stale: [],
+      missing: [],
+    });
   });
 
   it('reports a failing or warning check the baseline does not list, even in a baselined scenario', () => {
-    const results = [result('prompts-list', check('prompts-list', 'FAILURE')), result('caching', check('tools-hints', 'WARNING'), check('resources-hints', 'FAILURE')), result('ping', check('ping', 'FAILURE'))];
+    const results = [
+      result('prompts-list', check('prompts-list', 'FAILURE')),
+      result('caching', check('tools-hints', 'WARNING'), check('resources-hints', 'FAILURE')),
+      result('ping', check('ping', 'FAILURE')),
+    ];
     const { unexpected } = compareWithBaseline('2025-11-25', 'server', results, [], baseline);
-    expect(unexpected).toEqual(['server 2025-11-25 caching: WARNING tools-hints: tools-hints said WARNING', 'server 2025-11-25 ping: FAILURE ping: ping said FAILURE']);
+    expect(unexpected).toEqual([
+      'server 2025-11-25 caching: WARNING tools-hints: tools-hints said WARNING',
+      'server 2025-11-25 ping: FAILURE ping: ping said FAILURE',
+    ]);
   });
 
   it('reports an entry that now passes, a listed check that now passes, and an entry not run, so the baseline shrinks', () => {
-    const results = [result('prompts-list', check('prompts-list', 'SUCCESS')), result('caching', check('resources-hints', 'SUCCESS'), check('other', 'FAILURE'))];
-    const { stale } = compareWithBaseline('2025-11-25', 'server', results, [], { ...baseline, server: [...baseline.server, { scenario: 'gone', revisions: ['2025-11-25'], reason: 'x' }] });
+    const results = [
+      result('prompts-list', check('prompts-list', 'SUCCESS')),
+      result('caching', check('resources-hints', 'SUCCESS'), check('other', 'FAILURE')),
+    ];
+    const { stale } = compareWithBaseline('2025-11-25', 'server', results, [], {
+      ...baseline,
+      server: [...baseline.server, { scenario: 'gone', revisions: ['2025-11-25'], reason: 'x' }],
+    });
     expect(stale).toEqual([
       'server 2025-11-25 prompts-list passes: remove it from the baseline',
       'server 2025-11-25 caching: check resources-hints passes: remove it from the baseline',
@@ -45,7 +75,11 @@ describe('compareWithBaseline()', () => {
 
 describe('summarize()', () => {
   it('counts the scenarios that pass, scored and not, and the checks by status', () => {
-    const results = [result('ping', check('ping', 'SUCCESS')), result('caching', check('a', 'SUCCESS'), check('b', 'WARNING')), result('tasks', check('t', 'FAILURE'), check('u', 'INFO'))];
+    const results = [
+      result('ping', check('ping', 'SUCCESS')),
+      result('caching', check('a', 'SUCCESS'), check('b', 'WARNING')),
+      result('tasks', check('t', 'FAILURE'), check('u', 'INFO')),
+    ];
     expect(summarize('2026-07-28', 'server', results, { scored: ['ping', 'caching', 'tools-list'], notScored: ['tasks'] })).toBe(
       'conformance server 2026-07-28: 1/3 scored scenarios pass, 0/1 not scored; checks 2 passed, 1 failed, 1 warned',
     );

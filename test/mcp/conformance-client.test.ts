@@ -21,11 +21,15 @@ describe('the MCP conformance suite, client leg', () => {
     expect(COMMAND.split(' ')).toHaveLength(2);
   });
 
-  it.each(REVISIONS)('passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes', async (revision) => {
-    const results = await runConformance(revision, { leg: 'client', command: COMMAND }, { scenarioTimeoutMs: 40_000 });
-    const set = await requirementSet(revision, 'client');
-    process.stdout.write(`${summarize(revision, 'client', results, set)}\n`);
-    const { unexpected, stale, missing } = compareWithBaseline(revision, 'client', results, [...set.scored, ...set.notScored], baseline);
-    expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
-  }, 900_000);
+  it.each(REVISIONS)(
+    'passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes',
+    async (revision) => {
+      const results = await runConformance(revision, { leg: 'client', command: COMMAND }, { scenarioTimeoutMs: 40_000 });
+      const set = await requirementSet(revision, 'client');
+      process.stdout.write(`${summarize(revision, 'client', results, set)}\n`);
+      const { unexpected, stale, missing } = compareWithBaseline(revision, 'client', results, [...set.scored, ...set.notScored], baseline);
+      expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
+    },
+    900_000,
+  );
 });

@@ -179,7 +179,10 @@ async function logIn(scenario: string, entry: McpServerEntry, oauthDir: string, 
     },
     timeoutMs: CONNECT_TIMEOUT_MS,
   });
-  const refused = await login.then(() => undefined, (error: unknown) => (error instanceof Error ? error.message : String(error)));
+  const refused = await login.then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  );
   if (refused !== undefined) log('the login failed', { scenario, error: refused });
   return refused === undefined;
 }
@@ -200,13 +203,18 @@ async function run(scenario: string, entry: McpServerEntry, oauthDir: string | u
   for (let again = 0; ; again += 1) {
     const outcome = await connectAndCall(scenario, entry, env, oauthDir);
     if (outcome.loginNeeded === undefined || oauthDir === undefined || again >= MAX_LOGINS_AGAIN) return outcome.code;
-    log('the daemon\'s side asks for a login; the person runs it', { scenario, reason: outcome.loginNeeded });
+    log("the daemon's side asks for a login; the person runs it", { scenario, reason: outcome.loginNeeded });
     if (!(await logIn(scenario, entry, oauthDir, env))) return 1;
   }
 }
 
 /** One manager's life: connects and makes the calls. `loginNeeded` is set when it stopped for want of a login. */
-async function connectAndCall(scenario: string, entry: McpServerEntry, env: Record<string, string>, oauthDir: string | undefined): Promise<{ code: number; loginNeeded?: string }> {
+async function connectAndCall(
+  scenario: string,
+  entry: McpServerEntry,
+  env: Record<string, string>,
+  oauthDir: string | undefined,
+): Promise<{ code: number; loginNeeded?: string }> {
   const manager = createMcpClientManager({
     servers: [entry],
     env,
@@ -225,9 +233,10 @@ async function connectAndCall(scenario: string, entry: McpServerEntry, env: Reco
     log('connected', { scenario, tools: tools.map((tool) => ({ name: tool.name, schema: tool.jsonSchema })) });
     // A scenario may say which calls to make (as a model would choose them); otherwise every tool is called once.
     const asked = scenarioToolCalls();
-    const calls = asked === undefined
-      ? tools.map((tool) => ({ tool, input: argumentsFor(tool, tools, scenario) }))
-      : asked.map((call) => ({ tool: tools.find((candidate) => candidate.name === formatMcpToolName(SERVER_NAME, call.name)), input: call.arguments }));
+    const calls =
+      asked === undefined
+        ? tools.map((tool) => ({ tool, input: argumentsFor(tool, tools, scenario) }))
+        : asked.map((call) => ({ tool: tools.find((candidate) => candidate.name === formatMcpToolName(SERVER_NAME, call.name)), input: call.arguments }));
     let failed = false;
     for (const { tool, input } of calls) {
       if (tool === undefined) {

@@ -69,11 +69,18 @@ async function checkFiles(directory: string): Promise<string[]> {
 /** Runs the suite's CLI once with `args` in `cwd`, killed past `ms`; resolves with its output. */
 function runSuite(args: readonly string[], cwd: string, ms: number): Promise<string> {
   return new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], signal: AbortSignal.timeout(ms), env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: AbortSignal.timeout(ms),
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     let text = '';
     child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    child.once('error', (error) => reject(new Error(`the conformance suite (${args.join(' ')}) did not finish within ${ms} ms: ${error.message}\n${text.slice(-4000)}`)));
+    child.once('error', (error) =>
+      reject(new Error(`the conformance suite (${args.join(' ')}) did not finish within ${ms} ms: ${error.message}\n${text.slice(-4000)}`)),
+    );
     // The exit code only says whether something failed; what failed is read from the checks.
     child.once('close', () => resolve(text));
   });
@@ -172,7 +179,9 @@ export function compareWithBaseline(
     }
     if (entry === undefined) continue;
     if (failing.length === 0) stale.push(`${leg} ${revision} ${result.scenario} passes: remove it from the baseline`);
-    else for (const id of entry.checks ?? []) if (!failing.some((check) => check.id === id)) stale.push(`${leg} ${revision} ${result.scenario}: check ${id} passes: remove it from the baseline`);
+    else
+      for (const id of entry.checks ?? [])
+        if (!failing.some((check) => check.id === id)) stale.push(`${leg} ${revision} ${result.scenario}: check ${id} passes: remove it from the baseline`);
   }
   for (const entry of entries) if (!byScenario.has(entry.scenario)) stale.push(`${leg} ${revision} ${entry.scenario} is in the baseline but was not run`);
   const missing = expectedScenarios.filter((scenario) => !byScenario.has(scenario)).map((scenario) => `${leg} ${revision} ${scenario} left no result`);
@@ -183,7 +192,12 @@ export function compareWithBaseline(
  * One line for the test's output: how many scenarios of the set pass (scored, and run but not
  * scored) and how many checks passed, failed and warned, so that a run says where Loom stands.
  */
-export function summarize(revision: Revision, leg: Leg, results: readonly ScenarioResult[], set: { scored: readonly string[]; notScored: readonly string[] }): string {
+export function summarize(
+  revision: Revision,
+  leg: Leg,
+  results: readonly ScenarioResult[],
+  set: { scored: readonly string[]; notScored: readonly string[] },
+): string {
   const passes = (result: ScenarioResult): boolean => !result.checks.some(notPassing);
   const count = (names: readonly string[]): string => `${results.filter((result) => names.includes(result.scenario) && passes(result)).length}/${names.length}`;
   const checks = results.flatMap((result) => result.checks);

@@ -27,11 +27,15 @@ afterAll(async () => {
 });
 
 describe('the MCP conformance suite, server leg', () => {
-  it.each(REVISIONS)('passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes', async (revision) => {
-    const results = await runConformance(revision, { leg: 'server', url: `${served.url}/mcp` }, { scenarioTimeoutMs: 20_000 });
-    const set = await requirementSet(revision, 'server');
-    process.stdout.write(`${summarize(revision, 'server', results, set)}\n`);
-    const { unexpected, stale, missing } = compareWithBaseline(revision, 'server', results, [...set.scored, ...set.notScored], baseline);
-    expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
-  }, 900_000);
+  it.each(REVISIONS)(
+    'passes the %s requirement set but for the scenarios of the baseline, and the baseline holds no entry that passes',
+    async (revision) => {
+      const results = await runConformance(revision, { leg: 'server', url: `${served.url}/mcp` }, { scenarioTimeoutMs: 20_000 });
+      const set = await requirementSet(revision, 'server');
+      process.stdout.write(`${summarize(revision, 'server', results, set)}\n`);
+      const { unexpected, stale, missing } = compareWithBaseline(revision, 'server', results, [...set.scored, ...set.notScored], baseline);
+      expect({ unexpected, stale, missing }).toEqual({ unexpected: [], stale: [], missing: [] });
+    },
+    900_000,
+  );
 });

@@ -82,7 +82,10 @@ export async function startEraFixtureServer(): Promise<EraFixtureServer> {
       const body = await bodyOf(request);
       const index = requests.length;
       const header = request.headers['mcp-protocol-version'];
-      requests.push({ method: request.method === 'POST' ? methodOf(body) : `(${request.method ?? 'GET'})`, protocolVersion: Array.isArray(header) ? header[0] : header });
+      requests.push({
+        method: request.method === 'POST' ? methodOf(body) : `(${request.method ?? 'GET'})`,
+        protocolVersion: Array.isArray(header) ? header[0] : header,
+      });
       const hold = releasedAll ? 0 : fixture.hold(index);
       if (hold === 'until released') {
         await new Promise<void>((resolve) => held.add(resolve));

@@ -34,5 +34,7 @@ process.stdin.on('data', (chunk: Buffer) => {
 process.stdin.once('end', () => input.end());
 
 const server = new McpServer({ name: 'loom-exit-on-probe', version: '1.0.0' });
-server.registerTool('hello', { description: 'Says hello', inputSchema: z.object({}) }, () => ({ content: [{ type: 'text' as const, text: 'hello from 2025' }] }));
+server.registerTool('hello', { description: 'Says hello', inputSchema: z.object({}) }, () => ({
+  content: [{ type: 'text' as const, text: 'hello from 2025' }],
+}));
 await server.connect(new StdioServerTransport(input, process.stdout));

@@ -13,10 +13,25 @@ const server = new McpServer({ name: 'loom-test-hostile-schema', version: '1.0.0
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 
 server.registerTool('nest', { description: 'Takes a value nested under "a"', inputSchema: fromJsonSchema(RECURSIVE_ANY_OF as never) }, () => text('nested'));
-server.registerTool('report', { description: 'Returns a report', inputSchema: z.object({}), outputSchema: fromJsonSchema(doublingChain(12) as never) }, () => ({ ...text('{"s":"x"}'), structuredContent: { s: 'x' } }));
+server.registerTool('report', { description: 'Returns a report', inputSchema: z.object({}), outputSchema: fromJsonSchema(doublingChain(12) as never) }, () => ({
+  ...text('{"s":"x"}'),
+  structuredContent: { s: 'x' },
+}));
 // Published as written, never checked here: what the client makes of it is the test.
-const unchecked = (schema: object) => ({ '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }), jsonSchema: { input: () => schema, output: () => schema } } });
-server.registerTool('miscount', { description: 'Returns a count that is not a number', inputSchema: z.object({}), outputSchema: unchecked({ type: 'object', properties: { n: { type: 'number' } } }) as never }, () => ({ ...text('{"n":"many"}'), structuredContent: { n: 'many' } }));
-server.registerTool('shout', { description: 'Upper-cases a text', inputSchema: z.object({ text: z.string() }) }, ({ text: value }) => text(value.toUpperCase()));
+const unchecked = (schema: object) => ({
+  '~standard': { version: 1, vendor: 'test', validate: (value: unknown) => ({ value }), jsonSchema: { input: () => schema, output: () => schema } },
+});
+server.registerTool(
+  'miscount',
+  {
+    description: 'Returns a count that is not a number',
+    inputSchema: z.object({}),
+    outputSchema: unchecked({ type: 'object', properties: { n: { type: 'number' } } }) as never,
+  },
+  () => ({ ...text('{"n":"many"}'), structuredContent: { n: 'many' } }),
+);
+server.registerTool('shout', { description: 'Upper-cases a text', inputSchema: z.object({ text: z.string() }) }, ({ text: value }) =>
+  text(value.toUpperCase()),
+);
 
 await server.connect(new StdioServerTransport());

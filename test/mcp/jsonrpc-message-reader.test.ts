@@ -11,7 +11,10 @@ describe('recoverJsonRpcId(): the id and kind of a message known only by its sta
 
   it('reads a response and a request written id first, as other SDKs write them', () => {
     expect(recoverJsonRpcId(...cut('{"jsonrpc":"2.0","id":3,"result":{"text":"', '"}}'))).toEqual({ id: 3, kind: 'response' });
-    expect(recoverJsonRpcId(...cut('{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{"x":"', '"}}'))).toEqual({ id: 's-1', kind: 'request' });
+    expect(recoverJsonRpcId(...cut('{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{"x":"', '"}}'))).toEqual({
+      id: 's-1',
+      kind: 'request',
+    });
   });
 
   it('answers null and unknown for a text that is not a JSON-RPC object', () => {

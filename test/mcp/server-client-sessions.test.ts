@@ -26,7 +26,11 @@ const clients: Client[] = [];
 beforeAll(async () => {
   dir = await makeTempDir('loom-mcp-client-sessions-');
   api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
-  const response = await api.request('/api/agents', { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/toml' }, body: agentToml('helper-one', model.url) });
+  const response = await api.request('/api/agents', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/toml' },
+    body: agentToml('helper-one', model.url),
+  });
   expect(response.status).toBe(201);
 });
 afterEach(async () => {
@@ -85,7 +89,7 @@ async function twoSessionsApart(connect: () => Promise<Client>): Promise<void> {
 }
 
 describe.each(['legacy-streamable', 'legacy-sse'] as ClientKind[])('over HTTP, a %s client', (kind) => {
-  it('has a session of the agent of its own: two client sessions of one key do not see each other\'s turns', async () => {
+  it("has a session of the agent of its own: two client sessions of one key do not see each other's turns", async () => {
     await twoSessionsApart(() => connectClient(api.url, kind, { apiKey: HELPER_KEY }));
     // Both are threads of the key's own conversation, named for their MCP session.
     const mcpThreads = (await conversations()).filter((conversation) => conversation?.includes('/mcp:') === true);
@@ -95,7 +99,7 @@ describe.each(['legacy-streamable', 'legacy-sse'] as ClientKind[])('over HTTP, a
 });
 
 describe('over HTTP, a modern (stateless) client', () => {
-  it('has no client session: its turns go into the key\'s own session, which the sessionful clients do not see', async () => {
+  it("has no client session: its turns go into the key's own session, which the sessionful clients do not see", async () => {
     const stateless = await connectClient(api.url, 'modern', { apiKey: HELPER_KEY });
     clients.push(stateless);
     const sessionful = await connectClient(api.url, 'legacy-streamable', { apiKey: HELPER_KEY });
@@ -111,7 +115,11 @@ describe('over HTTP, a modern (stateless) client', () => {
 describe('over stdio', () => {
   /** `loom mcp` on `home` (against the daemon when `env` names it), with the official client. */
   async function stdio(home: string, env: Record<string, string>): Promise<Client> {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [ENTRY, 'mcp'], env: { PATH: process.env['PATH'] ?? '', LOOM_HOME: home, HOME: dir.path, ...env } });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [ENTRY, 'mcp'],
+      env: { PATH: process.env['PATH'] ?? '', LOOM_HOME: home, HOME: dir.path, ...env },
+    });
     const client = new Client({ name: 'client-sessions', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } });
     await client.connect(transport);
     return client;
@@ -121,7 +129,7 @@ describe('over stdio', () => {
     await twoSessionsApart(() => stdio(join(dir.path, 'stdio-home'), { LOOM_URL: api.url, LOOM_API_KEY: HELPER_KEY }));
   }, 60_000);
 
-  it('in process (no daemon), the owner\'s next loom mcp starts a session of its own, not the main session', async () => {
+  it("in process (no daemon), the owner's next loom mcp starts a session of its own, not the main session", async () => {
     const home = join(dir.path, 'in-process-home');
     await writeFile(join(dir.path, 'helper-one.toml'), agentToml('helper-one', model.url));
     expect((await runCli(home, ['agent', 'spawn', join(dir.path, 'helper-one.toml')], { env: TEST_KEYS })).code).toBe(0);

@@ -3,7 +3,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { agentManifest, type ClientKind, MODERN_REVISION, connectClient, firstText, type McpHttpServer, startMcpHttpServer, waitFor } from './server-harness.ts';
+import {
+  agentManifest,
+  type ClientKind,
+  MODERN_REVISION,
+  connectClient,
+  firstText,
+  type McpHttpServer,
+  startMcpHttpServer,
+  waitFor,
+} from './server-harness.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -82,7 +91,10 @@ describe('the MCP endpoint, tool errors', () => {
     const failed = await client.callTool({ name: 'loom_agent_helper', arguments: { message: 'hi' } });
     expect(failed.isError).toBe(true);
     expect(firstText(failed)).toContain('openai/gpt-4o');
-    await expect(client.callTool({ name: 'loom_agent_nobody', arguments: { message: 'hi' } })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: loom_agent_nobody') as unknown });
+    await expect(client.callTool({ name: 'loom_agent_nobody', arguments: { message: 'hi' } })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Unknown tool: loom_agent_nobody') as unknown,
+    });
     const empty = await client.callTool({ name: 'loom_agent_helper', arguments: {} });
     expect(empty).toMatchObject({ isError: true });
     expect(firstText(empty)).toContain('message');
@@ -138,7 +150,7 @@ describe('the MCP endpoint, authentication', () => {
     await expect(connectClient(url, 'legacy-streamable', { apiKey: 'wrong-key' })).rejects.toThrow();
   });
 
-  it.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('serves a %s client with a valid key, as that key\'s principal', async (kind) => {
+  it.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])("serves a %s client with a valid key, as that key's principal", async (kind) => {
     const { url, host } = await serve(KEYS);
     await host.kernel.spawn(agentManifest('helper-one', model.url));
     await host.kernel.spawn(agentManifest('private', model.url));

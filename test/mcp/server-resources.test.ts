@@ -70,7 +70,11 @@ describe.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('agent 
       'loom://agents/helper/session',
       'loom://agents/helper/turns/last',
     ]);
-    expect(resources[0]).toMatchObject({ name: 'code-reviewer/session', mimeType: 'application/json', description: expect.stringContaining('code-reviewer') as unknown });
+    expect(resources[0]).toMatchObject({
+      name: 'code-reviewer/session',
+      mimeType: 'application/json',
+      description: expect.stringContaining('code-reviewer') as unknown,
+    });
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(['loom://agents/{name}/session', 'loom://agents/{name}/turns/last']);
   });
@@ -92,7 +96,11 @@ describe.each<ClientKind>(['modern', 'legacy-streamable', 'legacy-sse'])('agent 
     ]);
 
     const last = await readJson<LastTurnView>(client, 'loom://agents/helper/turns/last');
-    expect(last).toMatchObject({ agent: 'helper', running: null, turn: { message: 'Capital of Norway?', text: 'Oslo.', status: 'finished', reason: null, model: 'openai/gpt-4o', tool_calls: [] } });
+    expect(last).toMatchObject({
+      agent: 'helper',
+      running: null,
+      turn: { message: 'Capital of Norway?', text: 'Oslo.', status: 'finished', reason: null, model: 'openai/gpt-4o', tool_calls: [] },
+    });
   });
 });
 
@@ -110,10 +118,25 @@ describe('the last-turn resource', () => {
     const client = await connect(url, 'modern');
 
     const { turn } = await readJson<LastTurnView>(client, 'loom://agents/scribe/turns/last');
-    expect(turn).toMatchObject({ message: 'Write a note', text: 'Saved it.', status: 'finished', note: null, model: 'openai/gpt-4o', usage: { input_tokens: 100, output_tokens: 10 } });
+    expect(turn).toMatchObject({
+      message: 'Write a note',
+      text: 'Saved it.',
+      status: 'finished',
+      note: null,
+      model: 'openai/gpt-4o',
+      usage: { input_tokens: 100, output_tokens: 10 },
+    });
     expect(turn?.run_id).toEqual(expect.any(String));
     expect(turn?.tool_calls).toEqual([
-      { id: expect.any(String) as unknown, name: 'file_write', input: { path: 'note.txt', content: 'remember this' }, output: expect.any(String) as unknown, is_error: false, duration_ms: expect.any(Number) as unknown, approval: null },
+      {
+        id: expect.any(String) as unknown,
+        name: 'file_write',
+        input: { path: 'note.txt', content: 'remember this' },
+        output: expect.any(String) as unknown,
+        is_error: false,
+        duration_ms: expect.any(Number) as unknown,
+        approval: null,
+      },
     ]);
     expect(turn?.trace.map((step) => step.kind)).toEqual(['model', 'tool', 'model']);
     expect(turn?.messages[0]).toMatchObject({ role: 'user', content: 'Write a note' });
@@ -124,7 +147,12 @@ describe('the last-turn resource', () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('teller', model.url));
     const client = await connect(url, 'modern');
-    expect(await readJson<LastTurnView>(client, 'loom://agents/teller/turns/last')).toEqual({ agent: 'teller', session_id: host.kernel.get('teller').session_id, turn: null, running: null });
+    expect(await readJson<LastTurnView>(client, 'loom://agents/teller/turns/last')).toEqual({
+      agent: 'teller',
+      session_id: host.kernel.get('teller').session_id,
+      turn: null,
+      running: null,
+    });
 
     let release: () => void = () => undefined;
     model.script([{ text: 'Once upon a', stall: new Promise<void>((resolve) => (release = resolve)) }]);
@@ -139,12 +167,18 @@ describe('the last-turn resource', () => {
       release();
     }
     const { turn } = await readJson<LastTurnView>(client, 'loom://agents/teller/turns/last');
-    expect(turn).toMatchObject({ message: 'Tell a story', status: 'cancelled', reason: expect.stringContaining('the test') as unknown, text: 'Once upon a', note: expect.stringContaining('cut short') as unknown });
+    expect(turn).toMatchObject({
+      message: 'Tell a story',
+      status: 'cancelled',
+      reason: expect.stringContaining('the test') as unknown,
+      text: 'Once upon a',
+      note: expect.stringContaining('cut short') as unknown,
+    });
   });
 });
 
 describe('agent resources and API keys', () => {
-  it("lists and reads only the agents a key may reach, and answers an agent outside its reach exactly as an unknown one", async () => {
+  it('lists and reads only the agents a key may reach, and answers an agent outside its reach exactly as an unknown one', async () => {
     const { url, host } = await serve(OWNER_AND_HELPER_KEYS);
     await host.kernel.spawn(agentManifest('helper-one', model.url));
     await host.kernel.spawn(agentManifest('private', model.url));
@@ -156,7 +190,10 @@ describe('agent resources and API keys', () => {
     expect((await readJson<LastTurnView>(admin, 'loom://agents/private/turns/last')).turn?.text).toBe('Secret plans.');
 
     const helperBot = await connect(url, 'modern', { apiKey: 'helper-secret' });
-    expect((await helperBot.listResources()).resources.map((resource) => resource.uri)).toEqual(['loom://agents/helper-one/session', 'loom://agents/helper-one/turns/last']);
+    expect((await helperBot.listResources()).resources.map((resource) => resource.uri)).toEqual([
+      'loom://agents/helper-one/session',
+      'loom://agents/helper-one/turns/last',
+    ]);
     expect((await readJson<AgentSessionView>(helperBot, 'loom://agents/helper-one/session')).messages).toEqual([]);
 
     for (const path of ['session', 'turns/last']) {
@@ -185,13 +222,20 @@ describe('agent resources, resources/list_changed', () => {
     await host.kernel.spawn(agentManifest('first', model.url));
     let waiter: ReturnType<typeof waitFor<string[]>> | undefined;
     const client = await connect(url, kind, {
-      clientOptions: { listChanged: { resources: { debounceMs: 0, onChanged: (_error, resources) => waiter?.push((resources ?? []).map((resource) => resource.uri)) } } },
+      clientOptions: {
+        listChanged: { resources: { debounceMs: 0, onChanged: (_error, resources) => waiter?.push((resources ?? []).map((resource) => resource.uri)) } },
+      },
     });
     expect((await client.listResources()).resources).toHaveLength(2);
 
     waiter = waitFor((uris) => uris.includes('loom://agents/second/session'));
     await host.kernel.spawn(agentManifest('second', model.url));
-    expect(await waiter.done).toEqual(['loom://agents/first/session', 'loom://agents/first/turns/last', 'loom://agents/second/session', 'loom://agents/second/turns/last']);
+    expect(await waiter.done).toEqual([
+      'loom://agents/first/session',
+      'loom://agents/first/turns/last',
+      'loom://agents/second/session',
+      'loom://agents/second/turns/last',
+    ]);
 
     waiter = waitFor((uris) => !uris.includes('loom://agents/first/session'));
     await host.kernel.kill('first');

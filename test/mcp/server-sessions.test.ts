@@ -74,7 +74,9 @@ async function connect(
   const onToolsChanged = options.onToolsChanged;
   const client = new Client(
     { name: 'loom-session-test', version: '1.0.0' },
-    onToolsChanged === undefined ? {} : { listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => onToolsChanged((tools ?? []).map((tool) => tool.name)) } } },
+    onToolsChanged === undefined
+      ? {}
+      : { listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => onToolsChanged((tools ?? []).map((tool) => tool.name)) } } },
   );
   await client.connect(transport);
   clients.push(client);
@@ -118,34 +120,62 @@ async function firstSseEvent(response: Response): Promise<{ event: string; reade
   return { event: text.slice(0, text.indexOf('\n\n') + 2), reader };
 }
 
-const initializeBody = (id = 0) => JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'raw-client', version: '1.0.0' } } });
+const initializeBody = (id = 0) =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'raw-client', version: '1.0.0' } },
+  });
 
 const bearer = (apiKey: string | undefined): Record<string, string> => (apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` });
 
 /** Opens a session by hand (initialize, then initialized), reading every response to its end; returns its id. */
 async function openRawSession(url: string, apiKey?: string): Promise<string> {
-  const opened = await fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT, ...bearer(apiKey) }, body: initializeBody() });
+  const opened = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: ACCEPT, ...bearer(apiKey) },
+    body: initializeBody(),
+  });
   expect(opened.status).toBe(200);
   await opened.text();
   const sessionId = opened.headers.get('mcp-session-id') ?? '';
   expect(sessionId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-  const initialized = await sessionRequest(url, sessionId, apiKey, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  const initialized = await sessionRequest(url, sessionId, apiKey, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
   expect(initialized.status).toBe(202);
   return sessionId;
 }
 
 /** A request in a session, as a 2025-era client sends it. */
-function sessionRequest(url: string, sessionId: string, apiKey: string | undefined, init: { method: string; body?: string; headers?: Record<string, string> }): Promise<Response> {
+function sessionRequest(
+  url: string,
+  sessionId: string,
+  apiKey: string | undefined,
+  init: { method: string; body?: string; headers?: Record<string, string> },
+): Promise<Response> {
   return fetch(`${url}/mcp`, {
     method: init.method,
-    headers: { 'content-type': 'application/json', accept: init.method === 'GET' ? 'text/event-stream' : ACCEPT, 'mcp-session-id': sessionId, 'mcp-protocol-version': REVISION, ...bearer(apiKey), ...init.headers },
+    headers: {
+      'content-type': 'application/json',
+      accept: init.method === 'GET' ? 'text/event-stream' : ACCEPT,
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': REVISION,
+      ...bearer(apiKey),
+      ...init.headers,
+    },
     ...(init.body === undefined ? {} : { body: init.body }),
   });
 }
 
 /** `tools/list` in a session, read to its end; the status. */
 async function listInSession(url: string, sessionId: string, apiKey?: string): Promise<number> {
-  const response = await sessionRequest(url, sessionId, apiKey, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }) });
+  const response = await sessionRequest(url, sessionId, apiKey, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }),
+  });
   await response.text();
   return response.status;
 }
@@ -206,7 +236,7 @@ describe('a 2025-era Streamable HTTP client gets a session', () => {
     expect(delays[0]).toBe(DEFAULT_MCP_SSE_RETRY_MS);
   });
 
-  it('cancels the agent\'s turn on notifications/cancelled: it reaches the session\'s server and the running call', async () => {
+  it("cancels the agent's turn on notifications/cancelled: it reaches the session's server and the running call", async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('helper', model.url));
     const reply = held();
@@ -266,7 +296,10 @@ describe('a 2025-era session belongs to the principal that opened it', () => {
     await modelRequests(1);
     await primedOnce;
 
-    const unknown = await sessionRequest(url, crypto.randomUUID(), 'admin-secret', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) });
+    const unknown = await sessionRequest(url, crypto.randomUUID(), 'admin-secret', {
+      method: 'POST',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
     expect(unknown.status).toBe(404);
     const unknownBody = await unknown.text();
     const attempts = [
@@ -274,11 +307,18 @@ describe('a 2025-era session belongs to the principal that opened it', () => {
       { method: 'GET', headers: { 'last-event-id': primingId } },
       { method: 'DELETE' },
       // Request ids count from 0 in every client: try them all.
-      ...[0, 1, 2, 3, 4, 5].map((requestId) => ({ method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'not yours' } }) })),
+      ...[0, 1, 2, 3, 4, 5].map((requestId) => ({
+        method: 'POST',
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'not yours' } }),
+      })),
     ];
     for (const attempt of attempts) {
       const refused = await sessionRequest(url, sessionId, 'admin-secret', attempt);
-      expect({ method: attempt.method, status: refused.status, body: await refused.text() }).toEqual({ method: attempt.method, status: 404, body: unknownBody });
+      expect({ method: attempt.method, status: refused.status, body: await refused.text() }).toEqual({
+        method: attempt.method,
+        status: 404,
+        body: unknownBody,
+      });
     }
 
     reply.release();
@@ -289,7 +329,7 @@ describe('a 2025-era session belongs to the principal that opened it', () => {
 });
 
 describe('2025-era session lifetime', () => {
-  it('closes a session idle for 30 minutes on the kernel\'s clock, keeps one holding a stream, and ends one on DELETE', async () => {
+  it("closes a session idle for 30 minutes on the kernel's clock, keeps one holding a stream, and ends one on DELETE", async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('helper', model.url));
     const idle = await openRawSession(url);
@@ -336,7 +376,11 @@ describe('2025-era session lifetime', () => {
       expect(stream.status).toBe(200);
       cleanups.push(() => void stream.body?.cancel().catch(() => undefined));
     }
-    const refused = await fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT, ...bearer('helper-secret') }, body: initializeBody() });
+    const refused = await fetch(`${url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: ACCEPT, ...bearer('helper-secret') },
+      body: initializeBody(),
+    });
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(`"helper-bot": it has ${cap} sessions open`);
     expect(await listInSession(url, live[0] as string, 'helper-secret')).toBe(200);

@@ -27,7 +27,10 @@ beforeEach(async () => {
   dir = await makeTempDir('loom-mcp-server-stdio-');
   home = join(dir.path, 'home');
   const manifestPath = join(dir.path, 'helper.toml');
-  await writeFile(manifestPath, `name = "helper"\ndescription = "Answers questions"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`);
+  await writeFile(
+    manifestPath,
+    `name = "helper"\ndescription = "Answers questions"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+  );
   expect((await runCli(home, ['agent', 'spawn', manifestPath])).code).toBe(0);
   stderr = '';
 });
@@ -48,16 +51,19 @@ async function connect(era: 'modern' | 'legacy', env: Record<string, string> = {
   transport.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
-  client = new Client({ name: 'loom-test-client', version: '1.0.0' }, {
-    ...(era === 'modern' ? { versionNegotiation: { mode: { pin: MODERN_REVISION } } } : {}),
-    ...clientOptions,
-  });
+  client = new Client(
+    { name: 'loom-test-client', version: '1.0.0' },
+    {
+      ...(era === 'modern' ? { versionNegotiation: { mode: { pin: MODERN_REVISION } } } : {}),
+      ...clientOptions,
+    },
+  );
   await client.connect(transport);
   return client;
 }
 
 describe.each(['modern', 'legacy'] as const)('loom mcp over stdio with a %s client', (era) => {
-  it('lists the agents as tools, and a tool call returns the agent\'s scripted reply', async () => {
+  it("lists the agents as tools, and a tool call returns the agent's scripted reply", async () => {
     const mcp = await connect(era);
     expect(mcp.getProtocolEra()).toBe(era);
     const { tools } = await mcp.listTools();
@@ -133,7 +139,12 @@ function rawServer(): { child: ChildProcessWithoutNullStreams; next: () => Promi
 }
 
 const framed = (json: string): string => `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
-const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
 const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
 describe('loom mcp framing', () => {
@@ -175,14 +186,21 @@ describe('loom mcp framing', () => {
     raw.child.stdin.write(framed(start + 'x'.repeat(size - start.length - end.length) + end));
     expect(await raw.next()).toEqual({
       framing: 'content-length',
-      message: { jsonrpc: '2.0', id: 'big-1', error: { code: -32600, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)', data: { size, limit: 10_485_760 } } },
+      message: {
+        jsonrpc: '2.0',
+        id: 'big-1',
+        error: { code: -32600, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)', data: { size, limit: 10_485_760 } },
+      },
     });
     raw.child.stdin.write(framed(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' })));
     expect(await raw.next()).toMatchObject({ framing: 'content-length', message: { id: 5, result: {} } });
 
     // A line of 11 MB that is no JSON at all: Parse error, id null.
     raw.child.stdin.write(`${'y'.repeat(size)}\n`);
-    expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: null, error: { code: -32700, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)' } } });
+    expect(await raw.next()).toMatchObject({
+      framing: 'line',
+      message: { id: null, error: { code: -32700, message: 'MCP message of 11,534,336 bytes is over the 10 MB limit (10,485,760 bytes)' } },
+    });
     raw.child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list' })}\n`);
     expect(await raw.next()).toMatchObject({ framing: 'line', message: { id: 6, result: { tools: [{ name: 'loom_agent_helper' }] } } });
     expect(model.requests).toHaveLength(0);
@@ -200,11 +218,22 @@ describe('loom mcp while a daemon runs', () => {
   it('proxies to the daemon with LOOM_API_KEY: lists and calls its agents, and follows a spawn with list_changed', async () => {
     api = await startApi(dir.path, { env: { LOOM_API_KEY: 'owner-secret' } });
     const address = new URL(api.url);
-    await writeDaemonFile(api.host.home, { pid: process.pid, host: address.hostname, port: Number(address.port), url: api.url, startedAt: new Date().toISOString(), version: 'test' });
-    const waiter = waitFor<string[]>((names) => names.includes('loom_agent_second'), 10_000);
-    const mcp = await connect('legacy', { LOOM_API_KEY: 'owner-secret' }, {
-      listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => waiter.push((tools ?? []).map((tool) => tool.name)) } },
+    await writeDaemonFile(api.host.home, {
+      pid: process.pid,
+      host: address.hostname,
+      port: Number(address.port),
+      url: api.url,
+      startedAt: new Date().toISOString(),
+      version: 'test',
     });
+    const waiter = waitFor<string[]>((names) => names.includes('loom_agent_second'), 10_000);
+    const mcp = await connect(
+      'legacy',
+      { LOOM_API_KEY: 'owner-secret' },
+      {
+        listChanged: { tools: { debounceMs: 0, onChanged: (_error, tools) => waiter.push((tools ?? []).map((tool) => tool.name)) } },
+      },
+    );
     expect((await mcp.listTools()).tools.map((tool) => tool.name)).toEqual(['loom_agent_helper']);
 
     model.script([{ text: 'From the daemon.' }]);
@@ -219,28 +248,55 @@ describe('loom mcp while a daemon runs', () => {
   it("serves the daemon's agents as resources for LOOM_API_KEY's principal: reads them, and an agent outside its reach as not found", async () => {
     api = await startApi(dir.path, OWNER_AND_HELPER_KEYS);
     const address = new URL(api.url);
-    await writeDaemonFile(api.host.home, { pid: process.pid, host: address.hostname, port: Number(address.port), url: api.url, startedAt: new Date().toISOString(), version: 'test' });
+    await writeDaemonFile(api.host.home, {
+      pid: process.pid,
+      host: address.hostname,
+      port: Number(address.port),
+      url: api.url,
+      startedAt: new Date().toISOString(),
+      version: 'test',
+    });
     const owner = await connect('legacy', { LOOM_API_KEY: 'admin-secret' });
     // Asked through this client: its session's (the connection's own conversation) is the one it reads.
     model.script([{ text: 'From the daemon.' }]);
     expect(firstText(await owner.callTool({ name: 'loom_agent_helper', arguments: { message: 'hi' } }))).toBe('From the daemon.');
-    expect((await owner.listResources()).resources.map((resource) => resource.uri)).toEqual(['loom://agents/helper/session', 'loom://agents/helper/turns/last']);
-    const read = async (uri: string): Promise<unknown> => JSON.parse((((await owner.readResource({ uri })).contents[0]) as { text: string }).text);
-    expect(await read('loom://agents/helper/session')).toMatchObject({ agent: 'helper', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant' }], running: null });
-    expect(await read('loom://agents/helper/turns/last')).toMatchObject({ agent: 'helper', turn: { message: 'hi', text: 'From the daemon.', status: 'finished' } });
+    expect((await owner.listResources()).resources.map((resource) => resource.uri)).toEqual([
+      'loom://agents/helper/session',
+      'loom://agents/helper/turns/last',
+    ]);
+    const read = async (uri: string): Promise<unknown> => JSON.parse(((await owner.readResource({ uri })).contents[0] as { text: string }).text);
+    expect(await read('loom://agents/helper/session')).toMatchObject({
+      agent: 'helper',
+      messages: [{ role: 'user', content: 'hi' }, { role: 'assistant' }],
+      running: null,
+    });
+    expect(await read('loom://agents/helper/turns/last')).toMatchObject({
+      agent: 'helper',
+      turn: { message: 'hi', text: 'From the daemon.', status: 'finished' },
+    });
     await expect(owner.readResource({ uri: 'loom://agents/nobody/session' })).rejects.toBeInstanceOf(ResourceNotFoundError);
     await owner.close();
 
     // helper-bot may reach helper-* only: "helper" is no resource of its, and reads as unknown.
     const helperBot = await connect('legacy', { LOOM_API_KEY: 'helper-secret' });
     expect((await helperBot.listResources()).resources).toEqual([]);
-    await expect(helperBot.readResource({ uri: 'loom://agents/helper/turns/last' })).rejects.toMatchObject({ code: -32602, data: { uri: 'loom://agents/helper/turns/last' } });
+    await expect(helperBot.readResource({ uri: 'loom://agents/helper/turns/last' })).rejects.toMatchObject({
+      code: -32602,
+      data: { uri: 'loom://agents/helper/turns/last' },
+    });
   }, 30_000);
 
   it('turns the daemon refusing a wrong key into an MCP error naming the reason', async () => {
     api = await startApi(dir.path, { env: { LOOM_API_KEY: 'owner-secret' } });
     const address = new URL(api.url);
-    await writeDaemonFile(api.host.home, { pid: process.pid, host: address.hostname, port: Number(address.port), url: api.url, startedAt: new Date().toISOString(), version: 'test' });
+    await writeDaemonFile(api.host.home, {
+      pid: process.pid,
+      host: address.hostname,
+      port: Number(address.port),
+      url: api.url,
+      startedAt: new Date().toISOString(),
+      version: 'test',
+    });
     const mcp = await connect('legacy', { LOOM_API_KEY: 'wrong' });
     await expect(mcp.listTools()).rejects.toThrow(/API key is not valid/);
   }, 30_000);

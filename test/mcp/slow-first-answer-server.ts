@@ -26,7 +26,9 @@ const output = new Writable({
 serveStdio(
   () => {
     const server = new McpServer({ name: 'loom-slow-first-answer', version: '1.0.0' });
-    server.registerTool('hello', { description: 'Says hello', inputSchema: z.object({}) }, () => ({ content: [{ type: 'text' as const, text: 'hello, eventually' }] }));
+    server.registerTool('hello', { description: 'Says hello', inputSchema: z.object({}) }, () => ({
+      content: [{ type: 'text' as const, text: 'hello, eventually' }],
+    }));
     return server;
   },
   { transport: new StdioServerTransport(process.stdin, output) },

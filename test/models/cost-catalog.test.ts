@@ -23,7 +23,7 @@ describe('createCostCatalog().estimateCost()', () => {
     expect(catalog.estimateCost('openrouter', 'mystery/model-x', { inputTokens: 5000, outputTokens: 5000 })).toEqual({ costUsd: 0, known: false });
   });
 
-  it('does not take one provider\'s price for the same model name on another provider', () => {
+  it("does not take one provider's price for the same model name on another provider", () => {
     expect(catalog.estimateCost('openrouter', 'gpt-4o', { inputTokens: 1000, outputTokens: 1000 }).known).toBe(false);
   });
 

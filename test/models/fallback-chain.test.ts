@@ -38,14 +38,14 @@ const turn = async (target: ModelTarget, signal: AbortSignal): Promise<string> =
   (await generateText({ model: resolver.resolve(target), prompt: 'hi', maxRetries: 0, abortSignal: signal })).text;
 
 describe('callWithFallback()', () => {
-  it('returns the primary model\'s reply with no failures when it answers', async () => {
+  it("returns the primary model's reply with no failures when it answers", async () => {
     primary.script([{ text: 'from claude' }]);
     const result = await callWithFallback([claude(), gpt()], turn, { clock, logger, retries: 0 });
     expect(result).toMatchObject({ value: 'from claude', model: { provider: 'anthropic' }, failures: [] });
     expect(secondary.requests).toHaveLength(0);
   });
 
-  it('moves on to the next model after a 500 on the primary, keeping the primary\'s error', async () => {
+  it("moves on to the next model after a 500 on the primary, keeping the primary's error", async () => {
     primary.script([{ status: 500 }]);
     secondary.script([{ text: 'from gpt' }]);
     const result = await callWithFallback([claude(), gpt()], turn, { clock, logger, retries: 0 });
@@ -109,14 +109,18 @@ describe('callWithFallback()', () => {
     await clock.advance(200);
     await expect(pending).rejects.toBeInstanceOf(ModelCallFailedError);
     const warnings = logger.entries.filter((entry) => entry.level !== 'debug');
-    expect(warnings.map((entry) => entry.message)).toEqual([expect.stringMatching(/^model call to "anthropic\/claude-sonnet-4-5" failed \(3 attempts\): HTTP 503/)]);
+    expect(warnings.map((entry) => entry.message)).toEqual([
+      expect.stringMatching(/^model call to "anthropic\/claude-sonnet-4-5" failed \(3 attempts\): HTTP 503/),
+    ]);
     expect(logger.entries.filter((entry) => entry.level === 'debug')).toHaveLength(2);
 
     primary.script([{ status: 401 }]);
     secondary.script([{ text: 'from gpt' }]);
     const before = logger.entries.length;
     await callWithFallback([claude(), gpt()], turn, { clock, logger });
-    expect(logger.entries.slice(before).map((entry) => [entry.level, entry.message])).toEqual([['warn', expect.stringMatching(/failed: HTTP 401.*; falling back to "openai\/gpt-4o"$/)]]);
+    expect(logger.entries.slice(before).map((entry) => [entry.level, entry.message])).toEqual([
+      ['warn', expect.stringMatching(/failed: HTTP 401.*; falling back to "openai\/gpt-4o"$/)],
+    ]);
   });
 
   it('moves on at once after a 401, without retrying the model', async () => {
@@ -140,7 +144,9 @@ describe('callWithFallback()', () => {
   it('names the one model of a chain of one when it fails', async () => {
     primary.script([{ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'bad prompt' } } }]);
     const error = await callWithFallback([claude()], turn, { clock, logger }).catch((caught: unknown) => caught);
-    expect((error as ModelCallFailedError).message).toBe('cannot get a reply: the model failed: "anthropic/claude-sonnet-4-5" (1 attempt): HTTP 400: bad prompt');
+    expect((error as ModelCallFailedError).message).toBe(
+      'cannot get a reply: the model failed: "anthropic/claude-sonnet-4-5" (1 attempt): HTTP 400: bad prompt',
+    );
   });
 
   it('throws one MODEL_CALL_FAILED error listing every model and its error when all fail', async () => {

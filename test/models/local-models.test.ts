@@ -74,12 +74,20 @@ describe('structured output on OpenAI-compatible servers', () => {
     const first = await generateText({ model: resolver.resolve(target), prompt: 'Plan', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
     const second = await generateText({ model: resolver.resolve(target), prompt: 'Plan again', output: Output.object({ schema: PlanSchema }), maxRetries: 0 });
     expect([first.output, second.output]).toEqual([{ steps: ['one'] }, { steps: ['two'] }]);
-    expect(refusing.requests.map((request) => (request.body['response_format'] as { type: string }).type)).toEqual(['json_schema', 'json_object', 'json_object']);
-    expect(first.warnings?.map((warning) => ('message' in warning ? warning.message : ''))).toContainEqual(expect.stringContaining('refused response_format json_schema'));
+    expect(refusing.requests.map((request) => (request.body['response_format'] as { type: string }).type)).toEqual([
+      'json_schema',
+      'json_object',
+      'json_object',
+    ]);
+    expect(first.warnings?.map((warning) => ('message' in warning ? warning.message : ''))).toContainEqual(
+      expect.stringContaining('refused response_format json_schema'),
+    );
   });
 
   it('reads structured_outputs from [model] into the model a turn calls', () => {
-    const { manifest } = parseManifest('name = "planner"\n[model]\nprovider = "ollama"\nmodel = "qwen3:8b"\nstructured_outputs = false\n', { source: 'planner.toml' });
+    const { manifest } = parseManifest('name = "planner"\n[model]\nprovider = "ollama"\nmodel = "qwen3:8b"\nstructured_outputs = false\n', {
+      source: 'planner.toml',
+    });
     expect(fallbackChain(manifest, {})[0]?.target.structured_outputs).toBe(false);
   });
 });
@@ -95,15 +103,30 @@ describe('tool calls a local model writes as text', () => {
     ['a fenced JSON reply', '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```'],
   ])('generateText() runs the tool of %s and sends its result back', async (_form, text) => {
     server.script([{ text }, { text: 'It is 3 degrees in Oslo.' }]);
-    const result = await generateText({ model: resolver.resolve(ollama()), prompt: 'Weather in Oslo?', tools: { weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    const result = await generateText({
+      model: resolver.resolve(ollama()),
+      prompt: 'Weather in Oslo?',
+      tools: { weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
     expect(result.steps[0]?.toolCalls.map((call) => [call.toolName, call.input])).toEqual([['weather', { city: 'Oslo' }]]);
     expect(result.text).toBe('It is 3 degrees in Oslo.');
     expect(JSON.stringify(server.requests[1]!.body['messages'])).toContain('celsius');
   });
 
   it('streamText() passes the words before a <tool_call> on as text and runs the call after them', async () => {
-    server.script([{ text: 'Let me check the weather.\n<tool_call>{"name": "weather", "arguments": {"city": "Oslo"}}</tool_call>' }, { text: 'It is 3 degrees.' }]);
-    const result = streamText({ model: resolver.resolve(ollama()), prompt: 'Weather in Oslo?', tools: { weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 });
+    server.script([
+      { text: 'Let me check the weather.\n<tool_call>{"name": "weather", "arguments": {"city": "Oslo"}}</tool_call>' },
+      { text: 'It is 3 degrees.' },
+    ]);
+    const result = streamText({
+      model: resolver.resolve(ollama()),
+      prompt: 'Weather in Oslo?',
+      tools: { weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
     const deltas: string[] = [];
     for await (const delta of result.textStream) deltas.push(delta);
     expect(deltas.join('')).toBe('Let me check the weather.\nIt is 3 degrees.');
@@ -125,8 +148,17 @@ describe('tool calls a local model writes as text', () => {
   });
 
   it('parseTextToolCalls() reads several tagged calls and keeps the text around them', () => {
-    const parsed = parseTextToolCalls('First.<tool_call>{"name":"a","arguments":{}}</tool_call> then <tool_call>{"name":"b","arguments":{"x":1}}</tool_call> done', new Set(['a', 'b']));
-    expect(parsed).toEqual({ calls: [{ toolName: 'a', input: {} }, { toolName: 'b', input: { x: 1 } }], text: 'First. then  done' });
+    const parsed = parseTextToolCalls(
+      'First.<tool_call>{"name":"a","arguments":{}}</tool_call> then <tool_call>{"name":"b","arguments":{"x":1}}</tool_call> done',
+      new Set(['a', 'b']),
+    );
+    expect(parsed).toEqual({
+      calls: [
+        { toolName: 'a', input: {} },
+        { toolName: 'b', input: { x: 1 } },
+      ],
+      text: 'First. then  done',
+    });
     expect(parseTextToolCalls('<tool_call>{"name":"a", broken</tool_call>', new Set(['a']))).toBeUndefined();
   });
 });
@@ -159,7 +191,11 @@ describe('agents on a local model, through the kernel', () => {
     const host = await openTestHost(dir.path);
     try {
       await host.kernel.spawn(manifest(`name = "researcher"\ndescription = "Finds facts"\n${local()}[capabilities]\ntools = ["file_write"]\n`));
-      await host.kernel.spawn(manifest(`name = "front-desk"\nmodule = "builtin:delegate"\n${local()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n`));
+      await host.kernel.spawn(
+        manifest(
+          `name = "front-desk"\nmodule = "builtin:delegate"\n${local()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[delegate]\nmanaged_agents = ["researcher"]\n`,
+        ),
+      );
       server.script([
         { text: JSON.stringify({ agent: 'researcher', reasoning: 'facts' }) },
         { text: 'Note the boiling point of water.' },

@@ -11,7 +11,8 @@ const LONG_PROMPT = `You are a careful research assistant. ${'Check every claim 
 const TURNS = 20;
 
 /** Each turn: the model lists the agents, then answers. */
-const toolTurn = (_body: Record<string, unknown>, index: number) => (index % 2 === 0 ? { toolCalls: [{ name: 'agent_list', input: {} }] } : { text: `Answer ${(index - 1) / 2}: three agents are running.` });
+const toolTurn = (_body: Record<string, unknown>, index: number) =>
+  index % 2 === 0 ? { toolCalls: [{ name: 'agent_list', input: {} }] } : { text: `Answer ${(index - 1) / 2}: three agents are running.` };
 
 let anthropic: CachingAnthropicServer;
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -76,7 +77,10 @@ describe('prompt caching on the Anthropic wire', () => {
       expect(result.costUsd).toBeCloseTo(expected, 10);
     }
     // Without the cache the same turns would cost over three times as much.
-    const uncached = accounts.reduce((total, account) => total + ((account.inputTokens + account.cacheReadTokens + account.cacheWriteTokens) * 3 + 20 * 15) / 1_000_000, 0);
+    const uncached = accounts.reduce(
+      (total, account) => total + ((account.inputTokens + account.cacheReadTokens + account.cacheWriteTokens) * 3 + 20 * 15) / 1_000_000,
+      0,
+    );
     const paid = results.reduce((total, result) => total + result.costUsd, 0);
     expect(uncached / paid).toBeGreaterThan(3);
 
@@ -86,7 +90,9 @@ describe('prompt caching on the Anthropic wire', () => {
     const lastCalls = accounts.slice(-2);
     expect(lastTurn.cacheReadTokens).toBe(lastCalls.reduce((total, account) => total + account.cacheReadTokens, 0));
     expect(lastTurn.cacheWriteTokens).toBe(lastCalls.reduce((total, account) => total + account.cacheWriteTokens, 0));
-    expect(lastTurn.steps.filter((step) => step.kind === 'model').map((step) => step.kind === 'model' && step.cacheReadTokens)).toEqual(lastCalls.map((account) => account.cacheReadTokens));
+    expect(lastTurn.steps.filter((step) => step.kind === 'model').map((step) => step.kind === 'model' && step.cacheReadTokens)).toEqual(
+      lastCalls.map((account) => account.cacheReadTokens),
+    );
   });
 
   it('marks the tools, the system prompt and the conversation, and keeps the tools in one order', async () => {
@@ -98,7 +104,8 @@ describe('prompt caching on the Anthropic wire', () => {
     expect(tools.at(-1)?.cache_control).toEqual({ type: 'ephemeral' });
     expect(tools.slice(0, -1).every((tool) => tool.cache_control === undefined)).toBe(true);
     expect(call?.['system']).toMatchObject([{ type: 'text', cache_control: { type: 'ephemeral' } }]);
-    const lastBlock = (body: Record<string, unknown> | undefined): unknown => ((body?.['messages'] as { content: { cache_control?: unknown }[] }[]).at(-1)?.content.at(-1))?.cache_control;
+    const lastBlock = (body: Record<string, unknown> | undefined): unknown =>
+      (body?.['messages'] as { content: { cache_control?: unknown }[] }[]).at(-1)?.content.at(-1)?.cache_control;
     expect(lastBlock(call)).toEqual({ type: 'ephemeral' });
     expect(lastBlock(next)).toEqual({ type: 'ephemeral' });
     // The stored session holds no cache marks: they are the request's only.
@@ -117,7 +124,7 @@ describe('prompt caching on the OpenAI wire', () => {
     await dir.remove();
   });
 
-  it('sends one prompt_cache_key for every call of an agent\'s conversation, and another for another agent', async () => {
+  it("sends one prompt_cache_key for every call of an agent's conversation, and another for another agent", async () => {
     const agent = (name: string): string => `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
     await host.kernel.spawn(manifest(agent('one')));
     await host.kernel.spawn(manifest(agent('two')));
@@ -131,12 +138,18 @@ describe('prompt caching on the OpenAI wire', () => {
     expect(keys[2]).not.toBe(keys[0]);
   });
 
-  it('prices cached input at OpenAI\'s cached-input price', () => {
+  it("prices cached input at OpenAI's cached-input price", () => {
     const catalog = createCostCatalog();
     // gpt-4o: $2.50 per million input tokens, $1.25 per million cached.
-    expect(catalog.estimateCost('openai', 'gpt-4o', { inputTokens: 1_000_000, cacheReadTokens: 800_000, outputTokens: 0 }).costUsd).toBeCloseTo(0.2 * 2.5 + 0.8 * 1.25, 10);
+    expect(catalog.estimateCost('openai', 'gpt-4o', { inputTokens: 1_000_000, cacheReadTokens: 800_000, outputTokens: 0 }).costUsd).toBeCloseTo(
+      0.2 * 2.5 + 0.8 * 1.25,
+      10,
+    );
     // Anthropic: reads at a tenth, writes at 1.25 times the input price.
-    expect(catalog.estimateCost('anthropic', 'claude-sonnet-4-5', { inputTokens: 1_000_000, cacheReadTokens: 500_000, cacheWriteTokens: 250_000, outputTokens: 0 }).costUsd).toBeCloseTo(0.25 * 3 + 0.5 * 0.3 + 0.25 * 3.75, 10);
+    expect(
+      catalog.estimateCost('anthropic', 'claude-sonnet-4-5', { inputTokens: 1_000_000, cacheReadTokens: 500_000, cacheWriteTokens: 250_000, outputTokens: 0 })
+        .costUsd,
+    ).toBeCloseTo(0.25 * 3 + 0.5 * 0.3 + 0.25 * 3.75, 10);
     // A config override may price the cache itself.
     const overridden = createCostCatalog({ 'openai/gpt-4o': { input_per_million: 2, output_per_million: 8, cache_read_per_million: 0.5 } });
     expect(overridden.estimateCost('openai', 'gpt-4o', { inputTokens: 1_000_000, cacheReadTokens: 1_000_000 }).costUsd).toBeCloseTo(0.5, 10);

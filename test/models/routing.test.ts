@@ -17,7 +17,8 @@ describe('scoreComplexity()', () => {
   });
 
   it('spans the whole range with the message alone: a first message with no tools reaches frontier, and 1', () => {
-    const asks = '1. Analyse the design below.\n2. Compare it with an event-sourced one.\n3. Optimise the hot path.\n4. What are the trade-offs?\n5. Which would you pick?\n';
+    const asks =
+      '1. Analyse the design below.\n2. Compare it with an event-sourced one.\n3. Optimise the hot path.\n4. What are the trade-offs?\n5. Which would you pick?\n';
     const code = `\`\`\`ts\n${'const total = items.reduce((sum, item) => sum + item.price, 0);\n'.repeat(28)}\`\`\``;
     const first = { toolCount: 0, historyDepth: 0 };
     expect(pickTier(scoreComplexity({ messageText: `${asks}${code}`, ...first }), thresholds)).toBe('frontier');
@@ -59,7 +60,7 @@ describe('scoreComplexity()', () => {
     expect(fenced).toBeGreaterThan(codeLike);
   });
 
-  it('weighs tools at 0.25 and history at 0.25 when saturated, the message\'s length at 0.45', () => {
+  it("weighs tools at 0.25 and history at 0.25 when saturated, the message's length at 0.45", () => {
     expect(scoreComplexity({ messageText: '', toolCount: 10, historyDepth: 0 })).toBeCloseTo(0.25, 10);
     expect(scoreComplexity({ messageText: '', toolCount: 0, historyDepth: 20 })).toBeCloseTo(0.25, 10);
     expect(scoreComplexity({ messageText: 'x'.repeat(2000), toolCount: 0, historyDepth: 0 })).toBeCloseTo(0.45, 10);

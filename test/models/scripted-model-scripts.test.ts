@@ -10,7 +10,11 @@ const examples = join(import.meta.dirname, '../../examples');
 /** One chat completion from the server, streamed or not: its text, and when each streamed piece came (ms since the request). */
 async function complete(server: ScriptedModelServer, model: string, stream = false): Promise<{ text: string; times: number[] }> {
   const started = performance.now();
-  const response = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }) });
+  const response = await fetch(`${server.url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
   if (!stream) {
     const body = (await response.json()) as { choices: { message: { content: string } }[] };
     return { text: body.choices[0]?.message.content ?? '', times: [] };

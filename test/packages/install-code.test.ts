@@ -23,7 +23,9 @@ describe('parseInstallCode()', () => {
 
   it('refuses U, naming the character, its position and the expected form', () => {
     expect(() => parseInstallCode('AGNT-7QU2-M4XD')).toThrow(PackageError);
-    expect(() => parseInstallCode('AGNT-7QU2-M4XD')).toThrow('"AGNT-7QU2-M4XD" is not an install code: "U" (character 8) is not Crockford base32; expected AGNT-XXXX-XXXX');
+    expect(() => parseInstallCode('AGNT-7QU2-M4XD')).toThrow(
+      '"AGNT-7QU2-M4XD" is not an install code: "U" (character 8) is not Crockford base32; expected AGNT-XXXX-XXXX',
+    );
     expect(() => parseInstallCode('skil-abcd-efgu')).toThrow('"u" (character 14) is not Crockford base32');
   });
 
@@ -38,7 +40,9 @@ describe('parseInstallCode()', () => {
   });
 
   it('refuses a wrong prefix, naming the expected form', () => {
-    expect(() => parseInstallCode('PKG-1234-5678')).toThrow('"PKG-1234-5678" is not an install code: expected AGNT-XXXX-XXXX (a package) or SKIL-XXXX-XXXX (a skill)');
+    expect(() => parseInstallCode('PKG-1234-5678')).toThrow(
+      '"PKG-1234-5678" is not an install code: expected AGNT-XXXX-XXXX (a package) or SKIL-XXXX-XXXX (a skill)',
+    );
     expect(() => parseInstallCode('SKILL-1234-5678')).toThrow('is not an install code');
     expect(() => parseInstallCode('')).toThrow('"" is not an install code: expected AGNT-XXXX-XXXX');
   });

@@ -55,10 +55,12 @@ const skillMd = (body: string): string => `---\nname: helper\ndescription: Helps
 
 /** A package `<slug>` with one manual binding "job" using `@nebo/skills/helper`, bundled when `helper` gives its text. */
 function helperPackage(slug: string, helper?: string): Promise<string> {
-  const agentJson = { skills: ['@nebo/skills/helper@1.0.0'], workflows: { job: bindingJson({ type: 'manual' }, [activityJson('work', { skills: ['@nebo/skills/helper@1.0.0'] })]) } };
+  const agentJson = {
+    skills: ['@nebo/skills/helper@1.0.0'],
+    workflows: { job: bindingJson({ type: 'manual' }, [activityJson('work', { skills: ['@nebo/skills/helper@1.0.0'] })]) },
+  };
   return writePackage(dir.path, slug, agentJson, helper === undefined ? {} : { skills: { helper: skillMd(helper) } });
 }
-
 
 /** The names in a folder; none when it was never made (a test host makes its home's folders as they are needed). */
 const namesIn = (folder: string): Promise<string[]> =>
@@ -75,7 +77,12 @@ const exists = (path: string): Promise<boolean> =>
 
 /** The text of every system prompt the model was sent. */
 const systemPrompts = (): string[] =>
-  server.requests.map((request) => ((request.body['messages'] as { role: string; content: string }[] | undefined) ?? []).filter((message) => message.role === 'system').map((message) => message.content).join('\n'));
+  server.requests.map((request) =>
+    ((request.body['messages'] as { role: string; content: string }[] | undefined) ?? [])
+      .filter((message) => message.role === 'system')
+      .map((message) => message.content)
+      .join('\n'),
+  );
 
 describe('a package folder holds only files and folders', () => {
   it('refuses a package whose AGENT.md is a symbolic link to a secret file, naming it, before any plan; nothing is installed or sent', async () => {
@@ -102,7 +109,9 @@ describe('a package folder holds only files and folders', () => {
     await writeFile(secret, 'TOKEN=hunter2\n');
     const inside = await helperPackage('inside', 'Read reference.md.');
     await symlink(secret, join(inside, 'skills', 'helper', 'reference.md'));
-    expect(await rejectionMessage(host.packages.install(inside))).toBe(`cannot load package "${inside}": "skills/helper/reference.md" is a symbolic link; a package holds only files and folders (put a copy of what it points to in its place)`);
+    expect(await rejectionMessage(host.packages.install(inside))).toBe(
+      `cannot load package "${inside}": "skills/helper/reference.md" is a symbolic link; a package holds only files and folders (put a copy of what it points to in its place)`,
+    );
 
     const elsewhere = join(dir.path, 'elsewhere');
     await mkdir(elsewhere);
@@ -110,7 +119,9 @@ describe('a package folder holds only files and folders', () => {
     const linked = await helperPackage('linked');
     await mkdir(join(linked, 'skills'));
     await symlink(elsewhere, join(linked, 'skills', 'helper'));
-    expect(await rejectionMessage(host.packages.install(linked))).toBe(`cannot load package "${linked}": "skills/helper" is a symbolic link; a package holds only files and folders (put a copy of what it points to in its place)`);
+    expect(await rejectionMessage(host.packages.install(linked))).toBe(
+      `cannot load package "${linked}": "skills/helper" is a symbolic link; a package holds only files and folders (put a copy of what it points to in its place)`,
+    );
     expect(await host.packages.list()).toEqual([]);
     expect(await namesIn(host.home.skillsDir)).toEqual([]);
   });
@@ -125,7 +136,9 @@ describe('a package folder holds only files and folders', () => {
 
     const result = await runCli(home, ['package', 'install', folder, '--yes']);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain(`cannot load package "${folder}": "notes/inbox" is a FIFO (named pipe); a package holds only files and folders (remove it)`);
+    expect(result.stderr).toContain(
+      `cannot load package "${folder}": "notes/inbox" is a FIFO (named pipe); a package holds only files and folders (remove it)`,
+    );
     expect(await namesIn(join(home, 'skills'))).toEqual([]);
     expect(await namesIn(join(home, 'agents'))).toEqual([]);
   });
@@ -182,10 +195,15 @@ describe('a failed install leaves nothing it added', () => {
     await writeFile(join(host.home.workspacesDir, 'scribe', 'notes.txt'), 'the owner’s notes');
     const blocked = join(dir.path, 'blocked');
     await writeFile(blocked, 'not a folder');
-    const scribe = await writePackage(dir.path, 'scribe', {
-      skills: ['@nebo/skills/helper@1.0.0', '@nebo/skills/other@2.0.0'],
-      workflows: { job: bindingJson({ type: 'manual' }, [activityJson('work', { skills: ['@nebo/skills/helper@1.0.0'] })]) },
-    }, { skills: { other: skillMd('Other.').replace('name: helper', 'name: other').replace('"1.0.0"', '"2.0.0"') } });
+    const scribe = await writePackage(
+      dir.path,
+      'scribe',
+      {
+        skills: ['@nebo/skills/helper@1.0.0', '@nebo/skills/other@2.0.0'],
+        workflows: { job: bindingJson({ type: 'manual' }, [activityJson('work', { skills: ['@nebo/skills/helper@1.0.0'] })]) },
+      },
+      { skills: { other: skillMd('Other.').replace('name: helper', 'name: other').replace('"1.0.0"', '"2.0.0"') } },
+    );
     await expect(installerOf(host, blocked).install(scribe, { confirm: () => true })).rejects.toThrow('ENOTDIR');
 
     expect(await readFile(join(host.home.workspacesDir, 'scribe', 'notes.txt'), 'utf8')).toBe('the owner’s notes');

@@ -33,7 +33,9 @@ async function advanceMinutes(host: TestHost, minutes: number): Promise<void> {
 
 /** Installs "payroll", a heartbeat every minute, and "boss", an agent that may spawn and kill a child "kid". */
 async function installPayroll(host: TestHost): Promise<void> {
-  await host.packages.install(await writePackage(dir.path, 'payroll', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }));
+  await host.packages.install(
+    await writePackage(dir.path, 'payroll', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }),
+  );
   await host.kernel.spawn(manifest('name = "boss"\n[capabilities]\ntools = ["agent_spawn", "agent_kill"]\nagent_spawn = true\nagent_kill = ["kid"]\n'));
 }
 

@@ -30,11 +30,16 @@ async function refusal(agentJson: string): Promise<string> {
 it.each(['__proto__', 'constructor', 'prototype'])('refuses a binding named "%s", naming the key', async (name) => {
   const text = await refusal(`{ "workflows": { "job": ${binding}, "${name}": ${binding} } }`);
   expect(text).toMatch(/^cannot load package "/);
-  expect(text).toContain(`agent.json: workflows.${name}: "${name}" cannot be a binding name: it names what every object inherits ("__proto__", "constructor", "prototype" are refused); choose another name`);
+  expect(text).toContain(
+    `agent.json: workflows.${name}: "${name}" cannot be a binding name: it names what every object inherits ("__proto__", "constructor", "prototype" are refused); choose another name`,
+  );
 });
 
 it('refuses a binding input named "__proto__", naming the key', async () => {
-  const withInput = JSON.stringify(bindingJson({ type: 'manual' }, [activityJson('work')], { inputs: { topic: 'x' } })).replace('"topic":"x"', '"topic":"x","__proto__":{"admin":true}');
+  const withInput = JSON.stringify(bindingJson({ type: 'manual' }, [activityJson('work')], { inputs: { topic: 'x' } })).replace(
+    '"topic":"x"',
+    '"topic":"x","__proto__":{"admin":true}',
+  );
   const text = await refusal(`{ "workflows": { "job": ${withInput} } }`);
   expect(text).toContain('agent.json: workflows.job.inputs.__proto__: "__proto__" cannot be an input name');
 });

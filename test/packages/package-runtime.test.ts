@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 async function open(clock?: FakeClock, config: Record<string, unknown> = {}): Promise<TestHost> {
-  const host = await openTestHost(dir.path, { ...packageConfig(server.url), ...config }, undefined, { runSchedules: true, ...(clock === undefined ? {} : { clock }) });
+  const host = await openTestHost(dir.path, { ...packageConfig(server.url), ...config }, undefined, {
+    runSchedules: true,
+    ...(clock === undefined ? {} : { clock }),
+  });
   hosts.push(host);
   return host;
 }
@@ -42,7 +45,10 @@ const systemOf = (index: number): string => {
   if (Array.isArray(body['system'])) return (body['system'] as { text: string }[]).map((part) => part.text).join('\n');
   return ((body['messages'] as { role: string; content: string }[] | undefined) ?? []).find((message) => message.role === 'system')?.content ?? '';
 };
-const userOf = (index: number): string => JSON.stringify(((server.requests[index]?.body['messages'] as { role: string; content: unknown }[] | undefined) ?? []).filter((message) => message.role === 'user'));
+const userOf = (index: number): string =>
+  JSON.stringify(
+    ((server.requests[index]?.body['messages'] as { role: string; content: unknown }[] | undefined) ?? []).filter((message) => message.role === 'user'),
+  );
 
 describe('installing a package', () => {
   it("installs the spec's chief-of-staff: one agent named after it, AGENT.md as its system prompt, the capabilities it was shown, its skills", async () => {
@@ -50,14 +56,25 @@ describe('installing a package', () => {
     const plan = await host.packages.check(join(EXAMPLES, 'chief-of-staff'));
     const view = await host.packages.install(join(EXAMPLES, 'chief-of-staff'));
 
-    expect(view).toMatchObject({ slug: 'chief-of-staff', qualified_name: '@nebo/agents/chief-of-staff', version: '1.0.0', active: true, pricing: { model: 'monthly_fixed', cost: 47 } });
+    expect(view).toMatchObject({
+      slug: 'chief-of-staff',
+      qualified_name: '@nebo/agents/chief-of-staff',
+      version: '1.0.0',
+      active: true,
+      pricing: { model: 'monthly_fixed', cost: 47 },
+    });
     const agent = host.kernel.get('chief-of-staff');
     expect(agent.manifest.model?.system_prompt).toBe(await readFile(join(EXAMPLES, 'chief-of-staff', 'AGENT.md'), 'utf8'));
     expect(agent.manifest.capabilities).toEqual(plan.capabilities);
     expect(agent.manifest.capabilities.tools.sort()).toEqual(['mcp_gmail_*', 'mcp_google_calendar_*', 'mcp_slack_*']);
     expect(agent.manifest.capabilities.shell).toEqual([]);
     expect(agent.manifest.capabilities.llm_query.sort()).toEqual(['anthropic/claude-sonnet-4-5', 'openai/gpt-4o-mini']);
-    expect(plan.skills.sort()).toEqual(['@nebo/skills/note-taker@1.0.0', '@nebo/skills/quick-research@1.0.0', '@nebo/skills/report-writer@1.0.0', '@nebo/skills/web-scraper@1.0.0']);
+    expect(plan.skills.sort()).toEqual([
+      '@nebo/skills/note-taker@1.0.0',
+      '@nebo/skills/quick-research@1.0.0',
+      '@nebo/skills/report-writer@1.0.0',
+      '@nebo/skills/web-scraper@1.0.0',
+    ]);
     expect(await readFile(join(host.home.skillsDir, 'nebo', 'note-taker', '1.0.0', 'SKILL.md'), 'utf8')).toMatch(/^name: note-taker$/m);
     // Schedules in UTC ([scheduler].timezone); the clock starts on Thursday 2026-01-01 00:00 UTC.
     const briefing = view.bindings.find((binding) => binding.name === 'morning-briefing');
@@ -73,24 +90,35 @@ describe('installing a package', () => {
     await expect(host.packages.install(source, ['workflows.health-check.trigger.interval=5m'])).rejects.toThrow(
       'cannot set "workflows.health-check.trigger.interval": package "chief-of-staff" lets the owner set only "workflows.morning-briefing.trigger.cron"',
     );
-    await expect(host.packages.install(source, ['workflows.morning-briefing.trigger.cron=0 8 * *'])).rejects.toThrow(/workflows\.morning-briefing\.trigger\.cron: expected a 5-field cron expression/);
+    await expect(host.packages.install(source, ['workflows.morning-briefing.trigger.cron=0 8 * *'])).rejects.toThrow(
+      /workflows\.morning-briefing\.trigger\.cron: expected a 5-field cron expression/,
+    );
     expect(host.kernel.list()).toEqual([]);
     expect(await host.packages.list()).toEqual([]);
 
     const view = await host.packages.install(source, ['workflows.morning-briefing.trigger.cron=0 8 * * *']);
-    expect(view.bindings.find((binding) => binding.name === 'morning-briefing')).toMatchObject({ trigger: { cron: '0 8 * * *' }, next_fire_at: '2026-01-01T08:00:00.000Z' });
+    expect(view.bindings.find((binding) => binding.name === 'morning-briefing')).toMatchObject({
+      trigger: { cron: '0 8 * * *' },
+      next_fire_at: '2026-01-01T08:00:00.000Z',
+    });
     expect(view.settings).toEqual(['workflows.morning-briefing.trigger.cron=0 8 * * *']);
   });
 
   it('refuses an event source no installed binding emits, and an agent name already taken, leaving nothing behind', async () => {
     const host = await open();
-    const listener = await writePackage(dir.path, 'listener', { workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) } });
-    await expect(host.packages.install(listener)).rejects.toThrow('package "listener": agent.json: workflows.hear.trigger.sources[0]: no installed binding emits "talker.said"');
+    const listener = await writePackage(dir.path, 'listener', {
+      workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) },
+    });
+    await expect(host.packages.install(listener)).rejects.toThrow(
+      'package "listener": agent.json: workflows.hear.trigger.sources[0]: no installed binding emits "talker.said"',
+    );
     const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
     await host.packages.install(talker);
     await host.packages.install(listener);
     expect((await host.packages.show('listener')).bindings[0]?.sources).toEqual(['talker.said']);
-    await expect(host.packages.uninstall('talker')).rejects.toThrow('cannot uninstall package "talker": listener/hear runs on its events; uninstall that first');
+    await expect(host.packages.uninstall('talker')).rejects.toThrow(
+      'cannot uninstall package "talker": listener/hear runs on its events; uninstall that first',
+    );
   });
 
   it('installs only the package whose plan was shown: one changed since the check is refused', async () => {
@@ -106,16 +134,21 @@ describe('installing a package', () => {
     expect((await host.packages.install(folder, [], again.digest)).slug).toBe('shifty');
   });
 
-  it('refuses a skill\'s install code given as a package, saying what it is', async () => {
+  it("refuses a skill's install code given as a package, saying what it is", async () => {
     const host = await open();
-    await expect(host.packages.install('SKIL-ABCD-EF01')).rejects.toThrow('cannot install "SKIL-ABCD-EF01" as a package: it is a skill\'s install code (SKIL-…); a package\'s starts with AGNT-');
+    await expect(host.packages.install('SKIL-ABCD-EF01')).rejects.toThrow(
+      'cannot install "SKIL-ABCD-EF01" as a package: it is a skill\'s install code (SKIL-…); a package\'s starts with AGNT-',
+    );
   });
 
   it("uninstalls a package whose name another package's own dotted emit starts with", async () => {
     const host = await open();
     // "echo" emits "talker.done" and listens to it: that is "echo.talker.done", not talker's event.
     const echo = await writePackage(dir.path, 'echo', {
-      workflows: { first: bindingJson({ type: 'manual' }, [activityJson('a')], { emit: 'talker.done' }), second: bindingJson({ type: 'event', sources: ['talker.done'] }, [activityJson('b')]) },
+      workflows: {
+        first: bindingJson({ type: 'manual' }, [activityJson('a')], { emit: 'talker.done' }),
+        second: bindingJson({ type: 'event', sources: ['talker.done'] }, [activityJson('b')]),
+      },
     });
     const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
     await host.packages.install(talker);
@@ -147,7 +180,10 @@ describe('runs', () => {
     expect(systemOf(0)).toContain('# Web scraper');
     expect(systemOf(1)).toContain('# Data analyzer');
     const audit = await host.kernel.audit({ agent: 'data-pipeline' });
-    expect(audit.filter((event) => event.type === 'package-emit').map((event) => event.data['event'])).toEqual(['data-pipeline.data-collected', 'data-pipeline.analysis-complete']);
+    expect(audit.filter((event) => event.type === 'package-emit').map((event) => event.data['event'])).toEqual([
+      'data-pipeline.data-collected',
+      'data-pipeline.analysis-complete',
+    ]);
     expect(audit.filter((event) => event.type === 'package-fire')).toHaveLength(3);
   });
 
@@ -192,7 +228,9 @@ describe('runs', () => {
 
   it('a binding still running is not started twice: the second fire is recorded as skipped', async () => {
     const host = await open();
-    await host.packages.install(await writePackage(dir.path, 'slow', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }));
+    await host.packages.install(
+      await writePackage(dir.path, 'slow', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }),
+    );
     let release: () => void = () => undefined;
     server.script([{ text: 'done', gate: new Promise<void>((resolve) => (release = resolve)) }]);
     await host.clock.advance(60_000);
@@ -211,8 +249,22 @@ describe('runs', () => {
 describe('after a restart', () => {
   it('resumes a run cut off mid-way with the inputs it started with and the outputs it had', async () => {
     const first = await open();
-    await first.packages.install(await writePackage(dir.path, 'resumer', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('gather'), activityJson('write')]) } }));
-    const done = { id: 'gather', status: 'completed' as const, attempts: 1, inputTokens: 5, outputTokens: 5, costUsd: 0, output: 'gathered: tides twice a day', error: null, fallback: null, startedAt: 1, endedAt: 2 };
+    await first.packages.install(
+      await writePackage(dir.path, 'resumer', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('gather'), activityJson('write')]) } }),
+    );
+    const done = {
+      id: 'gather',
+      status: 'completed' as const,
+      attempts: 1,
+      inputTokens: 5,
+      outputTokens: 5,
+      costUsd: 0,
+      output: 'gathered: tides twice a day',
+      error: null,
+      fallback: null,
+      startedAt: 1,
+      endedAt: 2,
+    };
     await first.store.packageRuns.create({
       id: 'cut-off',
       package: 'resumer',
@@ -233,7 +285,10 @@ describe('after a restart', () => {
     server.script([{ text: 'written' }]);
     const second = await open();
     await second.packages.runtime.idle();
-    expect(await second.store.packageRuns.get('cut-off')).toMatchObject({ status: 'completed', activities: [{ output: 'gathered: tides twice a day' }, { output: 'written' }] });
+    expect(await second.store.packageRuns.get('cut-off')).toMatchObject({
+      status: 'completed',
+      activities: [{ output: 'gathered: tides twice a day' }, { output: 'written' }],
+    });
     expect(server.requests).toHaveLength(1);
     expect(userOf(0)).toContain('\\"topic\\": \\"tides\\"');
     expect(userOf(0)).toContain('gathered: tides twice a day');
@@ -252,7 +307,10 @@ describe('triggers on the injected clock', () => {
     const clock = createFakeClock(Date.UTC(2026, 2, 7, 0, 0));
     const host = await open(clock);
     await host.packages.install(
-      await writePackage(dir.path, 'nightly', { defaults: { timezone: 'America/New_York' }, workflows: { night: bindingJson({ type: 'schedule', cron: '30 2 * * *' }, [activityJson('work')]) } }),
+      await writePackage(dir.path, 'nightly', {
+        defaults: { timezone: 'America/New_York' },
+        workflows: { night: bindingJson({ type: 'schedule', cron: '30 2 * * *' }, [activityJson('work')]) },
+      }),
     );
     server.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
     await advance(host, 3 * 24 * 3600_000, 15 * 60_000);
@@ -264,8 +322,14 @@ describe('triggers on the injected clock', () => {
   it('fires a heartbeat first one interval after activation, and only inside a window that crosses midnight', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 12, 0));
     const host = await open(clock);
-    await host.packages.install(await writePackage(dir.path, 'first', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '30m' }, [activityJson('work')]) } }));
-    await host.packages.install(await writePackage(dir.path, 'night', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '1h', window: '22:00-06:00' }, [activityJson('work')]) } }));
+    await host.packages.install(
+      await writePackage(dir.path, 'first', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '30m' }, [activityJson('work')]) } }),
+    );
+    await host.packages.install(
+      await writePackage(dir.path, 'night', {
+        workflows: { beat: bindingJson({ type: 'heartbeat', interval: '1h', window: '22:00-06:00' }, [activityJson('work')]) },
+      }),
+    );
     server.script(Array.from({ length: 60 }, () => ({ text: 'ok' })));
 
     await advance(host, 29 * 60_000);
@@ -283,7 +347,9 @@ describe('triggers on the injected clock', () => {
     const state = join(dir.path, 'inbox-state.txt');
     await writeFile(state, 'one new mail\n');
     const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'shell_exec', input: { command: `cat ${state}` } } };
-    await host.packages.install(await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }));
+    await host.packages.install(
+      await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }),
+    );
     server.script([{ text: 'triaged' }, { text: 'triaged again' }]);
 
     await advance(host, 10 * 60_000);
@@ -321,7 +387,9 @@ describe('triggers on the injected clock', () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const skip = { scheduler: { timezone: 'UTC', catch_up: 'skip', catch_up_window_seconds: 86_400 } };
     const first = await open(clock, skip);
-    await first.packages.install(await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }));
+    await first.packages.install(
+      await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
+    );
     await first.close();
     hosts = [];
 
@@ -329,7 +397,13 @@ describe('triggers on the injected clock', () => {
     await second.packages.runtime.idle();
     const runs: PackageRunView[] = await second.packages.runs({ package: 'hourly' });
     expect(runs).toHaveLength(1);
-    expect(runs[0]).toMatchObject({ status: 'missed', trigger: 'schedule', started_at: '2026-01-01T01:00:00.000Z', error: '5 wake-ups missed while the daemon was down (catch_up = "skip"): not run', activities: [] });
+    expect(runs[0]).toMatchObject({
+      status: 'missed',
+      trigger: 'schedule',
+      started_at: '2026-01-01T01:00:00.000Z',
+      error: '5 wake-ups missed while the daemon was down (catch_up = "skip"): not run',
+      activities: [],
+    });
     expect(server.requests).toHaveLength(0);
     const audit = await second.kernel.audit({ agent: 'hourly', type: 'package-miss' });
     expect(audit.map((event) => event.data['count'])).toEqual([5]);
@@ -338,7 +412,9 @@ describe('triggers on the injected clock', () => {
   it('catches up the latest fire missed while the daemon was down (catch_up = "once", the default), and records the older ones as missed', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const first = await open(clock);
-    await first.packages.install(await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }));
+    await first.packages.install(
+      await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
+    );
     await first.close();
     hosts = [];
     server.script([{ text: 'caught up' }]);
@@ -349,7 +425,12 @@ describe('triggers on the injected clock', () => {
     const runs: PackageRunView[] = await second.packages.runs({ package: 'hourly' });
     expect(runs.map((run) => [run.status, run.trigger, run.started_at, run.error])).toEqual([
       ['completed', 'schedule', '2026-01-01T05:45:00.000Z', null],
-      ['missed', 'schedule', '2026-01-01T01:00:00.000Z', '4 wake-ups missed while the daemon was down, more than 3600 s ago (catch_up_window_seconds): not run'],
+      [
+        'missed',
+        'schedule',
+        '2026-01-01T01:00:00.000Z',
+        '4 wake-ups missed while the daemon was down, more than 3600 s ago (catch_up_window_seconds): not run',
+      ],
     ]);
     expect(server.requests).toHaveLength(1);
   });

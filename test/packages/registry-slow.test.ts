@@ -53,7 +53,7 @@ it('refuses a registry whose index.json trickles in past the time limit with a P
   expect((error as PackageError).details).toMatchObject({ registry: url, timeoutMs: 200 });
 });
 
-it('keeps a caller\'s own cancellation as it is, not as the registry\'s fault', async () => {
+it("keeps a caller's own cancellation as it is, not as the registry's fault", async () => {
   const controller = new AbortController();
   onRequest = () => controller.abort(new Error('cancelled by the caller'));
   const reading = resolveFromRegistries([url], '@nebo/agents/helper', { signal: controller.signal, timeoutMs: 60_000 });

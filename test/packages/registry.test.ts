@@ -99,10 +99,20 @@ async function tarOf(cwd: string, paths: string[], options: { preservePaths?: bo
 }
 
 describe('packFolder() and unpackArchive()', () => {
-  const files = { 'AGENT.md': 'You are a tester.\n', 'agent.json': '{}\n', 'skills/notes/SKILL.md': '---\nname: notes\n---\n', 'skills/notes/scripts/run.sh': 'echo hi\n' };
+  const files = {
+    'AGENT.md': 'You are a tester.\n',
+    'agent.json': '{}\n',
+    'skills/notes/SKILL.md': '---\nname: notes\n---\n',
+    'skills/notes/scripts/run.sh': 'echo hi\n',
+  };
 
   it('round-trip a folder, leaving out node_modules and .git at any depth', async () => {
-    const source = await writeTree(join(dir.path, 'source'), { ...files, 'node_modules/x/index.js': 'x', '.git/HEAD': 'ref', 'skills/notes/node_modules/y.js': 'y' });
+    const source = await writeTree(join(dir.path, 'source'), {
+      ...files,
+      'node_modules/x/index.js': 'x',
+      '.git/HEAD': 'ref',
+      'skills/notes/node_modules/y.js': 'y',
+    });
     await mkdir(join(source, 'empty'));
     const target = join(dir.path, 'target');
     expect(await unpackArchive(await packFolder(source), target)).toBe(target);
@@ -139,36 +149,52 @@ describe('packFolder() and unpackArchive()', () => {
 
   it('unpackArchive() refuses an entry with a .. segment, extracting nothing', async () => {
     const target = join(dir.path, 'target');
-    const escaping = craftedArchive([{ path: 'agent.json', body: '{}' }, { path: '../evil', body: 'pwned' }]);
+    const escaping = craftedArchive([
+      { path: 'agent.json', body: '{}' },
+      { path: '../evil', body: 'pwned' },
+    ]);
     await expect(unpackArchive(escaping, target)).rejects.toThrow('cannot unpack the archive: "../evil" points outside the archive\'s folder');
     const nested = craftedArchive([{ path: 'skills/../../evil', body: 'pwned' }]);
     await expect(unpackArchive(nested, target)).rejects.toThrow('"skills/../../evil" points outside');
     // tar's own create, told to keep the path as given.
     await writeFile(join(dir.path, 'outside.txt'), 'secret');
     await mkdir(join(dir.path, 'inside'));
-    await expect(unpackArchive(await tarOf(join(dir.path, 'inside'), ['../outside.txt'], { preservePaths: true }), target)).rejects.toThrow('"../outside.txt" points outside');
+    await expect(unpackArchive(await tarOf(join(dir.path, 'inside'), ['../outside.txt'], { preservePaths: true }), target)).rejects.toThrow(
+      '"../outside.txt" points outside',
+    );
     await expect(stat(join(dir.path, 'evil'))).rejects.toThrow('ENOENT');
     expect(await readdir(dir.path)).not.toContain('target');
   });
 
   it('unpackArchive() refuses an absolute path', async () => {
-    await expect(unpackArchive(craftedArchive([{ path: '/tmp/evil', body: 'pwned' }]), join(dir.path, 'target'))).rejects.toThrow('cannot unpack the archive: "/tmp/evil" is an absolute path');
+    await expect(unpackArchive(craftedArchive([{ path: '/tmp/evil', body: 'pwned' }]), join(dir.path, 'target'))).rejects.toThrow(
+      'cannot unpack the archive: "/tmp/evil" is an absolute path',
+    );
   });
 
   it('unpackArchive() refuses a symbolic link entry, extracting nothing', async () => {
     const crafted = await writeTree(join(dir.path, 'crafted'), { 'agent.json': '{}' });
     await symlink('/etc/passwd', join(crafted, 'link'));
     const target = join(dir.path, 'target');
-    await expect(unpackArchive(await tarOf(crafted, ['agent.json', 'link']), target)).rejects.toThrow('cannot unpack the archive: "link" is a SymbolicLink entry; only files and folders may be in a package');
-    await expect(unpackArchive(craftedArchive([{ path: 'skills', type: 'SymbolicLink', linkpath: '/root' }]), target)).rejects.toThrow('"skills" is a SymbolicLink entry');
+    await expect(unpackArchive(await tarOf(crafted, ['agent.json', 'link']), target)).rejects.toThrow(
+      'cannot unpack the archive: "link" is a SymbolicLink entry; only files and folders may be in a package',
+    );
+    await expect(unpackArchive(craftedArchive([{ path: 'skills', type: 'SymbolicLink', linkpath: '/root' }]), target)).rejects.toThrow(
+      '"skills" is a SymbolicLink entry',
+    );
     expect(await readdir(dir.path)).not.toContain('target');
   });
 
   it('unpackArchive() refuses a hard link entry and a device entry', async () => {
     // Written header by header: tar's own packing of a hard link could write after its stream ended, in rare timings.
-    const hardLink = craftedArchive([{ path: 'agent.json', type: 'File', body: '{}' }, { path: 'copy.json', type: 'Link', linkpath: 'agent.json' }]);
+    const hardLink = craftedArchive([
+      { path: 'agent.json', type: 'File', body: '{}' },
+      { path: 'copy.json', type: 'Link', linkpath: 'agent.json' },
+    ]);
     await expect(unpackArchive(hardLink, join(dir.path, 'target'))).rejects.toThrow('"copy.json" is a Link entry; only files and folders may be in a package');
-    await expect(unpackArchive(craftedArchive([{ path: 'tty', type: 'CharacterDevice', devmaj: 5, devmin: 0 }]), join(dir.path, 'target'))).rejects.toThrow('"tty" is a CharacterDevice entry');
+    await expect(unpackArchive(craftedArchive([{ path: 'tty', type: 'CharacterDevice', devmaj: 5, devmin: 0 }]), join(dir.path, 'target'))).rejects.toThrow(
+      '"tty" is a CharacterDevice entry',
+    );
   });
 
   it('packFolder() stores a hard-linked file as a plain file, so its archive unpacks', async () => {
@@ -183,11 +209,15 @@ describe('packFolder() and unpackArchive()', () => {
     const source = await writeTree(join(dir.path, 'source'), { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'x'.repeat(1000) });
     const bytes = await packFolder(source);
     await expect(unpackArchive(bytes, join(dir.path, 'one'), { maxEntries: 2 })).rejects.toThrow('cannot unpack the archive: it holds more than 2 entries');
-    await expect(unpackArchive(bytes, join(dir.path, 'two'), { maxBytes: 500 })).rejects.toThrow('cannot unpack the archive: it unpacks to more than 500 bytes');
+    await expect(unpackArchive(bytes, join(dir.path, 'two'), { maxBytes: 500 })).rejects.toThrow(
+      'cannot unpack the archive: it unpacks to more than 500 bytes',
+    );
     // A gzip bomb: a few kilobytes that would decompress to megabytes.
     const bomb = craftedArchive([{ path: 'zeros', body: '\0'.repeat(5_000_000) }]);
     expect(bomb.length).toBeLessThan(10_000);
-    await expect(unpackArchive(bomb, join(dir.path, 'three'), { maxBytes: 1_000_000, maxEntries: 10 })).rejects.toThrow('it unpacks to more than 1000000 bytes');
+    await expect(unpackArchive(bomb, join(dir.path, 'three'), { maxBytes: 1_000_000, maxEntries: 10 })).rejects.toThrow(
+      'it unpacks to more than 1000000 bytes',
+    );
     expect(await readdir(dir.path)).toEqual(['source']);
   });
 
@@ -204,13 +234,39 @@ describe('packFolder() and unpackArchive()', () => {
 
 describe('parseQualifiedName()', () => {
   it('reads packages and skills, with and without a version', () => {
-    expect(parseQualifiedName('@nebo/agents/chief-of-staff')).toEqual({ kind: 'agent', org: 'nebo', name: 'chief-of-staff', qualified: '@nebo/agents/chief-of-staff' });
-    expect(parseQualifiedName('@nebo/agents/chief-of-staff@1.2.0')).toEqual({ kind: 'agent', org: 'nebo', name: 'chief-of-staff', qualified: '@nebo/agents/chief-of-staff', version: '1.2.0' });
-    expect(parseQualifiedName('@acme-2/skills/note-taker@2.0.0-beta.1')).toMatchObject({ kind: 'skill', org: 'acme-2', name: 'note-taker', qualified: '@acme-2/skills/note-taker', version: '2.0.0-beta.1' });
+    expect(parseQualifiedName('@nebo/agents/chief-of-staff')).toEqual({
+      kind: 'agent',
+      org: 'nebo',
+      name: 'chief-of-staff',
+      qualified: '@nebo/agents/chief-of-staff',
+    });
+    expect(parseQualifiedName('@nebo/agents/chief-of-staff@1.2.0')).toEqual({
+      kind: 'agent',
+      org: 'nebo',
+      name: 'chief-of-staff',
+      qualified: '@nebo/agents/chief-of-staff',
+      version: '1.2.0',
+    });
+    expect(parseQualifiedName('@acme-2/skills/note-taker@2.0.0-beta.1')).toMatchObject({
+      kind: 'skill',
+      org: 'acme-2',
+      name: 'note-taker',
+      qualified: '@acme-2/skills/note-taker',
+      version: '2.0.0-beta.1',
+    });
   });
 
   it('refuses anything else, saying what is expected', () => {
-    for (const text of ['nebo/agents/x', '@Nebo/agents/x', '@nebo/tools/x', '@nebo/agents/x_y', '@nebo/agents/', '@nebo/agents/x@', '@nebo/agents/x/y', '@nebo/agents/x@../1']) {
+    for (const text of [
+      'nebo/agents/x',
+      '@Nebo/agents/x',
+      '@nebo/tools/x',
+      '@nebo/agents/x_y',
+      '@nebo/agents/',
+      '@nebo/agents/x@',
+      '@nebo/agents/x/y',
+      '@nebo/agents/x@../1',
+    ]) {
       expect(() => parseQualifiedName(text)).toThrow(`"${text}" is not a qualified name: expected @org/agents/name or @org/skills/name`);
     }
   });
@@ -223,7 +279,11 @@ describe('a registry', () => {
 
   it('publishes a package and resolves it by code, by name and by name@version, from a folder and over HTTP', async () => {
     const published = await publish();
-    expect(published).toEqual({ code: installCodeFor('AGNT', name, '1.0.0'), archive: 'archives/agents/nebo/data-pipeline-1.0.0.tgz', sha256: sha256Hex(await readFile(join(registry, 'archives/agents/nebo/data-pipeline-1.0.0.tgz'))) });
+    expect(published).toEqual({
+      code: installCodeFor('AGNT', name, '1.0.0'),
+      archive: 'archives/agents/nebo/data-pipeline-1.0.0.tgz',
+      sha256: sha256Hex(await readFile(join(registry, 'archives/agents/nebo/data-pipeline-1.0.0.tgz'))),
+    });
     for (const location of [registry, httpUrl, httpUrl.slice(0, -1)]) {
       for (const reference of [published.code, published.code.toLowerCase().replace(/-/g, '').replace('agnt', 'agnt-'), name, `${name}@1.0.0`]) {
         const found = await resolveFromRegistries([location], reference);
@@ -238,11 +298,28 @@ describe('a registry', () => {
 
   it('publishes a skill under a SKIL- code, and finds it in the second registry when the first lacks it', async () => {
     const other = join(dir.path, 'other');
-    await publishToRegistry({ registry: other, source: join(EXAMPLES, 'chief-of-staff'), kind: 'agent', name: '@nebo/agents/chief-of-staff', version: '1.0.0' });
-    const skill = await publishToRegistry({ registry, source: join(source, 'skills', 'data-analyzer'), kind: 'skill', name: '@nebo/skills/data-analyzer', version: '0.3.0' });
+    await publishToRegistry({
+      registry: other,
+      source: join(EXAMPLES, 'chief-of-staff'),
+      kind: 'agent',
+      name: '@nebo/agents/chief-of-staff',
+      version: '1.0.0',
+    });
+    const skill = await publishToRegistry({
+      registry,
+      source: join(source, 'skills', 'data-analyzer'),
+      kind: 'skill',
+      name: '@nebo/skills/data-analyzer',
+      version: '0.3.0',
+    });
     expect(skill.code).toBe(installCodeFor('SKIL', '@nebo/skills/data-analyzer', '0.3.0'));
     expect(skill.archive).toBe('archives/skills/nebo/data-analyzer-0.3.0.tgz');
-    expect(await resolveFromRegistries([other, httpUrl], '@nebo/skills/data-analyzer')).toMatchObject({ kind: 'skill', version: '0.3.0', code: skill.code, registry: httpUrl });
+    expect(await resolveFromRegistries([other, httpUrl], '@nebo/skills/data-analyzer')).toMatchObject({
+      kind: 'skill',
+      version: '0.3.0',
+      code: skill.code,
+      registry: httpUrl,
+    });
   });
 
   it('writes index.json in the documented format, latest being the highest version by number', async () => {
@@ -254,7 +331,16 @@ describe('a registry', () => {
         [name]: {
           kind: 'agent',
           latest: '1.10.0',
-          versions: Object.fromEntries(['1.9.0', '1.10.0', '1.2.0'].map((version) => [version, { code: installCodeFor('AGNT', name, version), archive: `archives/agents/nebo/data-pipeline-${version}.tgz`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown }])),
+          versions: Object.fromEntries(
+            ['1.9.0', '1.10.0', '1.2.0'].map((version) => [
+              version,
+              {
+                code: installCodeFor('AGNT', name, version),
+                archive: `archives/agents/nebo/data-pipeline-${version}.tgz`,
+                sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown,
+              },
+            ]),
+          ),
         },
       },
     });
@@ -267,7 +353,9 @@ describe('a registry', () => {
     const published = await publish();
     const indexBefore = await readFile(join(registry, 'index.json'), 'utf8');
     expect(await publish()).toEqual(published);
-    await expect(publish('1.0.0', join(EXAMPLES, 'chief-of-staff'))).rejects.toThrow(`cannot publish ${name}@1.0.0 to "${registry}": that version is published already with other contents (sha256 ${published.sha256}, now `);
+    await expect(publish('1.0.0', join(EXAMPLES, 'chief-of-staff'))).rejects.toThrow(
+      `cannot publish ${name}@1.0.0 to "${registry}": that version is published already with other contents (sha256 ${published.sha256}, now `,
+    );
     await expect(publish('1.0.0', join(EXAMPLES, 'chief-of-staff'))).rejects.toThrow('versions are immutable, so publish a new version');
     expect(await readFile(join(registry, 'index.json'), 'utf8')).toBe(indexBefore);
     expect(sha256Hex(await readFile(join(registry, published.archive)))).toBe(published.sha256);
@@ -277,16 +365,32 @@ describe('a registry', () => {
     const code = installCodeFor('AGNT', name, '1.0.0');
     const sha256 = 'a'.repeat(64);
     await mkdir(registry, { recursive: true });
-    await writeFile(join(registry, 'index.json'), JSON.stringify({ format: 1, entries: { '@other/agents/clash': { kind: 'agent', latest: '3.0.0', versions: { '3.0.0': { code, archive: 'archives/agents/other/clash-3.0.0.tgz', sha256 } } } } }));
-    await expect(publish()).rejects.toThrow(`cannot publish ${name}@1.0.0 to "${registry}": its install code ${code} is taken by @other/agents/clash@3.0.0 in that registry`);
+    await writeFile(
+      join(registry, 'index.json'),
+      JSON.stringify({
+        format: 1,
+        entries: {
+          '@other/agents/clash': { kind: 'agent', latest: '3.0.0', versions: { '3.0.0': { code, archive: 'archives/agents/other/clash-3.0.0.tgz', sha256 } } },
+        },
+      }),
+    );
+    await expect(publish()).rejects.toThrow(
+      `cannot publish ${name}@1.0.0 to "${registry}": its install code ${code} is taken by @other/agents/clash@3.0.0 in that registry`,
+    );
     await expect(stat(join(registry, 'archives'))).rejects.toThrow('ENOENT');
   });
 
   it('refuses to publish a bad name, a name of the other kind, a bad version, or to a URL', async () => {
-    await expect(publishToRegistry({ registry, source, kind: 'agent', name: 'data-pipeline', version: '1.0.0' })).rejects.toThrow('"data-pipeline" is not a qualified name');
-    await expect(publishToRegistry({ registry, source, kind: 'agent', name: '@nebo/skills/data-pipeline', version: '1.0.0' })).rejects.toThrow('"@nebo/skills/data-pipeline" names a skill, but a package is being published; use @nebo/agents/data-pipeline');
+    await expect(publishToRegistry({ registry, source, kind: 'agent', name: 'data-pipeline', version: '1.0.0' })).rejects.toThrow(
+      '"data-pipeline" is not a qualified name',
+    );
+    await expect(publishToRegistry({ registry, source, kind: 'agent', name: '@nebo/skills/data-pipeline', version: '1.0.0' })).rejects.toThrow(
+      '"@nebo/skills/data-pipeline" names a skill, but a package is being published; use @nebo/agents/data-pipeline',
+    );
     await expect(publish('../1')).rejects.toThrow('"../1" is not a version such as "1.0.0"');
-    await expect(publishToRegistry({ registry: httpUrl, source, kind: 'agent', name, version: '1.0.0' })).rejects.toThrow('publishing writes to a registry folder');
+    await expect(publishToRegistry({ registry: httpUrl, source, kind: 'agent', name, version: '1.0.0' })).rejects.toThrow(
+      'publishing writes to a registry folder',
+    );
     await expect(stat(registry)).rejects.toThrow('ENOENT');
   });
 
@@ -298,26 +402,34 @@ describe('a registry', () => {
     for (const location of [registry, httpUrl]) {
       const attempt = resolveFromRegistries([location], published.code);
       await expect(attempt).rejects.toThrow(PackageError);
-      await expect(attempt).rejects.toThrow(`cannot use ${name}@1.0.0 from registry "${location}": the archive ${published.archive} does not match its digest (expected sha256 ${published.sha256}, got ${sha256Hex(tampered)})`);
+      await expect(attempt).rejects.toThrow(
+        `cannot use ${name}@1.0.0 from registry "${location}": the archive ${published.archive} does not match its digest (expected sha256 ${published.sha256}, got ${sha256Hex(tampered)})`,
+      );
     }
   });
 
   it('refuses an index that pairs a name and version with another code, plain http off this machine, and redirects', async () => {
     await publish();
-    const index = JSON.parse(await readFile(join(registry, 'index.json'), 'utf8')) as { entries: Record<string, { versions: Record<string, { code: string }> }> };
+    const index = JSON.parse(await readFile(join(registry, 'index.json'), 'utf8')) as {
+      entries: Record<string, { versions: Record<string, { code: string }> }>;
+    };
     const entry = index.entries[name]?.versions['1.0.0'];
     if (entry === undefined) throw new Error('the published version is missing from index.json');
     const real = entry.code;
     entry.code = 'AGNT-0000-0000';
     await writeFile(join(registry, 'index.json'), JSON.stringify(index));
-    await expect(resolveFromRegistries([registry], name)).rejects.toThrow(`its index gives the install code AGNT-0000-0000, but that name and version have the code ${real}`);
+    await expect(resolveFromRegistries([registry], name)).rejects.toThrow(
+      `its index gives the install code AGNT-0000-0000, but that name and version have the code ${real}`,
+    );
 
     const asked: string[] = [];
     const spy: typeof fetch = (input) => {
       asked.push(input instanceof URL ? input.href : typeof input === 'string' ? input : input.url);
       return Promise.resolve(new Response(null, { status: 302, headers: { location: 'http://169.254.169.254/index.json' } }));
     };
-    await expect(resolveFromRegistries(['http://registry.example.com/'], name, { fetch: spy })).rejects.toThrow('plain http is accepted only on this machine (loopback); use https');
+    await expect(resolveFromRegistries(['http://registry.example.com/'], name, { fetch: spy })).rejects.toThrow(
+      'plain http is accepted only on this machine (loopback); use https',
+    );
     expect(asked).toEqual([]);
     await expect(resolveFromRegistries(['https://registry.example.com/'], name, { fetch: spy })).rejects.toThrow(
       'GET https://registry.example.com/index.json answered 302, a redirect to http://169.254.169.254/index.json; redirects are not followed',
@@ -327,10 +439,22 @@ describe('a registry', () => {
   it('refuses a code or name found nowhere, naming it and the registries searched', async () => {
     await publish();
     const other = join(dir.path, 'other');
-    await publishToRegistry({ registry: other, source: join(EXAMPLES, 'chief-of-staff'), kind: 'agent', name: '@nebo/agents/chief-of-staff', version: '1.0.0' });
-    await expect(resolveFromRegistries([registry, httpUrl, other], 'agnt-oooo-0000')).rejects.toThrow(`cannot find "AGNT-0000-0000" in the registries searched: "${registry}", "${httpUrl}", "${other}"`);
-    await expect(resolveFromRegistries([registry, other], '@nebo/agents/missing')).rejects.toThrow(`cannot find "@nebo/agents/missing" in the registries searched: "${registry}", "${other}"`);
-    await expect(resolveFromRegistries([registry], `${name}@2.0.0`)).rejects.toThrow(`cannot find "${name}@2.0.0" in the registries searched: "${registry}" ("${registry}" has ${name} in versions 1.0.0)`);
+    await publishToRegistry({
+      registry: other,
+      source: join(EXAMPLES, 'chief-of-staff'),
+      kind: 'agent',
+      name: '@nebo/agents/chief-of-staff',
+      version: '1.0.0',
+    });
+    await expect(resolveFromRegistries([registry, httpUrl, other], 'agnt-oooo-0000')).rejects.toThrow(
+      `cannot find "AGNT-0000-0000" in the registries searched: "${registry}", "${httpUrl}", "${other}"`,
+    );
+    await expect(resolveFromRegistries([registry, other], '@nebo/agents/missing')).rejects.toThrow(
+      `cannot find "@nebo/agents/missing" in the registries searched: "${registry}", "${other}"`,
+    );
+    await expect(resolveFromRegistries([registry], `${name}@2.0.0`)).rejects.toThrow(
+      `cannot find "${name}@2.0.0" in the registries searched: "${registry}" ("${registry}" has ${name} in versions 1.0.0)`,
+    );
     await expect(resolveFromRegistries([], name)).rejects.toThrow('in the registries searched: (none configured: add [[registries]] to config.toml)');
   });
 
@@ -340,34 +464,58 @@ describe('a registry', () => {
       asked.push(input instanceof URL ? input.href : typeof input === 'string' ? input : input.url);
       return fetch(input, init);
     };
-    await expect(resolveFromRegistries([httpUrl], 'AGNT-UUUU-0000', { fetch: spy })).rejects.toThrow('"AGNT-UUUU-0000" is not an install code: "U" (character 6) is not Crockford base32');
+    await expect(resolveFromRegistries([httpUrl], 'AGNT-UUUU-0000', { fetch: spy })).rejects.toThrow(
+      '"AGNT-UUUU-0000" is not an install code: "U" (character 6) is not Crockford base32',
+    );
     await expect(resolveFromRegistries([httpUrl], 'SKIL-12-34', { fetch: spy })).rejects.toThrow('is not an install code');
     await expect(resolveFromRegistries([httpUrl], '@nebo/agents/Bad', { fetch: spy })).rejects.toThrow('"@nebo/agents/Bad" is not a qualified name');
-    await expect(resolveFromRegistries([httpUrl], 'data-pipeline', { fetch: spy })).rejects.toThrow('"data-pipeline" is neither an install code (AGNT-XXXX-XXXX, SKIL-XXXX-XXXX) nor a qualified name');
+    await expect(resolveFromRegistries([httpUrl], 'data-pipeline', { fetch: spy })).rejects.toThrow(
+      '"data-pipeline" is neither an install code (AGNT-XXXX-XXXX, SKIL-XXXX-XXXX) nor a qualified name',
+    );
     expect(asked).toEqual([]);
   });
 
   it('refuses a malformed index.json, naming the registry and the JSON path', async () => {
     await publish();
-    const index = JSON.parse(await readFile(join(registry, 'index.json'), 'utf8')) as { entries: Record<string, { versions: Record<string, { sha256: string }> }> };
+    const index = JSON.parse(await readFile(join(registry, 'index.json'), 'utf8')) as {
+      entries: Record<string, { versions: Record<string, { sha256: string }> }>;
+    };
     const entry = index.entries[name]?.versions['1.0.0'];
     if (entry === undefined) throw new Error('the published version is missing from index.json');
     entry.sha256 = 'not-a-digest';
     await writeFile(join(registry, 'index.json'), JSON.stringify(index));
     for (const location of [registry, httpUrl]) {
-      await expect(resolveFromRegistries([location], name)).rejects.toThrow(`cannot read registry "${location}": index.json: entries."${name}".versions."1.0.0".sha256: expected 64 lowercase hex digits, got "not-a-digest"`);
+      await expect(resolveFromRegistries([location], name)).rejects.toThrow(
+        `cannot read registry "${location}": index.json: entries."${name}".versions."1.0.0".sha256: expected 64 lowercase hex digits, got "not-a-digest"`,
+      );
     }
     await writeFile(join(registry, 'index.json'), '{"format": 1, "entries": ');
     await expect(resolveFromRegistries([registry], name)).rejects.toThrow(`cannot read registry "${registry}": index.json is not valid JSON (`);
-    await writeFile(join(registry, 'index.json'), JSON.stringify({ format: 1, entries: { [name]: { kind: 'agent', latest: '1.0.0', versions: { '1.0.0': { code: 'AGNT-0000-0000', archive: 'archives/../../secrets.tgz', sha256: 'a'.repeat(64) } } } } }));
+    await writeFile(
+      join(registry, 'index.json'),
+      JSON.stringify({
+        format: 1,
+        entries: {
+          [name]: {
+            kind: 'agent',
+            latest: '1.0.0',
+            versions: { '1.0.0': { code: 'AGNT-0000-0000', archive: 'archives/../../secrets.tgz', sha256: 'a'.repeat(64) } },
+          },
+        },
+      }),
+    );
     await expect(resolveFromRegistries([registry], name)).rejects.toThrow(`entries."${name}".versions."1.0.0".archive: expected a path inside the registry`);
     await expect(publish('1.1.0')).rejects.toThrow(`cannot read registry "${registry}": index.json: entries."${name}"`);
   });
 
   it('refuses a registry that cannot be read, naming the URL and its status or the missing file', async () => {
-    await expect(resolveFromRegistries([`${httpUrl}broken/`], name)).rejects.toThrow(`cannot read registry "${httpUrl}broken/": GET ${httpUrl}broken/index.json answered 500 Internal Server Error`);
+    await expect(resolveFromRegistries([`${httpUrl}broken/`], name)).rejects.toThrow(
+      `cannot read registry "${httpUrl}broken/": GET ${httpUrl}broken/index.json answered 500 Internal Server Error`,
+    );
     await expect(resolveFromRegistries([`${httpUrl}nothing-here`], name)).rejects.toThrow(`GET ${httpUrl}nothing-here/index.json answered 404 Not Found`);
-    await expect(resolveFromRegistries([join(dir.path, 'nowhere')], name)).rejects.toThrow(`cannot read registry "${join(dir.path, 'nowhere')}": "${join(dir.path, 'nowhere', 'index.json')}" does not exist`);
+    await expect(resolveFromRegistries([join(dir.path, 'nowhere')], name)).rejects.toThrow(
+      `cannot read registry "${join(dir.path, 'nowhere')}": "${join(dir.path, 'nowhere', 'index.json')}" does not exist`,
+    );
     const published = await publish();
     await rm(join(registry, published.archive));
     await expect(resolveFromRegistries([httpUrl], name)).rejects.toThrow(`GET ${httpUrl}${published.archive} answered 404 Not Found`);
@@ -380,7 +528,9 @@ describe('a registry', () => {
       const archive = join(registry, published.archive);
       const original = await readFile(archive);
       await writeFile(archive, Buffer.concat([original, Buffer.from('tampered')]));
-      await expect(host.packages.install(published.code)).rejects.toThrow(`the archive ${published.archive} does not match its digest (expected sha256 ${published.sha256}`);
+      await expect(host.packages.install(published.code)).rejects.toThrow(
+        `the archive ${published.archive} does not match its digest (expected sha256 ${published.sha256}`,
+      );
       expect(host.kernel.list()).toEqual([]);
 
       await writeFile(archive, original);

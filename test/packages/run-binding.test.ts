@@ -16,7 +16,9 @@ beforeEach(async () => {
   host = await openTestHost(dir.path);
   events = [];
   await host.kernel.spawn(
-    manifest(`name = "pipeline"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You are the pipeline."\n[capabilities]\ntools = ["file_read"]\nllm_query = ["openai/gpt-4o-mini"]\n`),
+    manifest(
+      `name = "pipeline"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\nsystem_prompt = "You are the pipeline."\n[capabilities]\ntools = ["file_read"]\nllm_query = ["openai/gpt-4o-mini"]\n`,
+    ),
   );
 });
 afterEach(async () => {
@@ -25,22 +27,49 @@ afterEach(async () => {
 });
 
 function activity(id: string, fallback: ActivityFallback = 'Abort', changes: Partial<RunnableActivity> = {}): RunnableActivity {
-  return { id, intent: `Do ${id}`, steps: [], model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url }, tokenBudget: 1000, retry: 1, fallback, limit: [], mcpServers: [], ...changes };
+  return {
+    id,
+    intent: `Do ${id}`,
+    steps: [],
+    model: { provider: 'openai', model: 'gpt-4o-mini', base_url: server.url },
+    tokenBudget: 1000,
+    retry: 1,
+    fallback,
+    limit: [],
+    mcpServers: [],
+    ...changes,
+  };
 }
 
 function binding(activities: RunnableActivity[], changes: Partial<RunnableBinding> = {}): RunnableBinding {
   return { package: 'pipeline', name: 'collect', inputs: {}, activities, totalPerRun: 10_000, emit: 'data-collected', ...changes };
 }
 
-const parts = () => ({ kernel: host.kernel, runs: host.store.packageRuns, clock: host.clock, ids: createUuidGenerator(), logger: createSilentLogger(), report: (event: RunEvent) => events.push(event), nodeId: null });
-const promptOf = (index: number): string => ((server.requests[index]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'user')?.content ?? '');
+const parts = () => ({
+  kernel: host.kernel,
+  runs: host.store.packageRuns,
+  clock: host.clock,
+  ids: createUuidGenerator(),
+  logger: createSilentLogger(),
+  report: (event: RunEvent) => events.push(event),
+  nodeId: null,
+});
+const promptOf = (index: number): string =>
+  (server.requests[index]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'user')?.content ?? '';
 const BAD_REQUEST = { status: 400 };
 
 describe('runBinding()', () => {
   it('runs the activities in order on their model, hands each the outputs before it, stores the run and emits its namespaced event', async () => {
-    server.script([{ text: 'rows: 42', usage: { inputTokens: 30, outputTokens: 5 } }, { text: 'trend: up', usage: { inputTokens: 50, outputTokens: 7 } }]);
+    server.script([
+      { text: 'rows: 42', usage: { inputTokens: 30, outputTokens: 5 } },
+      { text: 'trend: up', usage: { inputTokens: 50, outputTokens: 7 } },
+    ]);
 
-    const run = await runBinding(binding([activity('scrape', 'Abort', { steps: ['Fetch', 'Parse'] }), activity('analyze')], { inputs: { source: 'wiki' } }), 'manual', parts());
+    const run = await runBinding(
+      binding([activity('scrape', 'Abort', { steps: ['Fetch', 'Parse'] }), activity('analyze')], { inputs: { source: 'wiki' } }),
+      'manual',
+      parts(),
+    );
 
     expect(run).toMatchObject({ status: 'completed', emitted: 'pipeline.data-collected', trigger: 'manual' });
     expect(run.activities.map((entry) => [entry.id, entry.status, entry.output, entry.inputTokens, entry.outputTokens])).toEqual([
@@ -91,7 +120,10 @@ describe('runBinding()', () => {
   });
 
   it('bounds the whole run by total_per_run: an activity gets only what is left', async () => {
-    server.script([{ text: 'used most', usage: { inputTokens: 700, outputTokens: 100 } }, { text: 'too much', usage: { inputTokens: 300, outputTokens: 50 } }]);
+    server.script([
+      { text: 'used most', usage: { inputTokens: 700, outputTokens: 100 } },
+      { text: 'too much', usage: { inputTokens: 300, outputTokens: 50 } },
+    ]);
     const run = await runBinding(binding([activity('first'), activity('second', 'Abort', { retry: 0 })], { totalPerRun: 1000 }), 'manual', parts());
     expect(run.status).toBe('aborted');
     expect(run.activities[1]?.error).toBe('stopped: binding "collect" (budget.total_per_run = 1000, 200 left) allows 200 tokens and 350 were used');
@@ -101,11 +133,19 @@ describe('runBinding()', () => {
     server.script([{ text: 'first done' }]);
     // The process "dies" as the second activity starts: nothing after that is written.
     const crash = new AbortController();
-    const dying = { runTask: (...args: Parameters<typeof host.kernel.runTask>) => (server.requests.length >= 1 ? (crash.abort(new Error('killed')), Promise.reject(new Error('killed'))) : host.kernel.runTask(...args)) };
-    await expect(runBinding(binding([activity('first'), activity('second')]), 'manual', { ...parts(), kernel: dying }, { signal: crash.signal })).rejects.toThrow('killed');
+    const dying = {
+      runTask: (...args: Parameters<typeof host.kernel.runTask>) =>
+        server.requests.length >= 1 ? (crash.abort(new Error('killed')), Promise.reject(new Error('killed'))) : host.kernel.runTask(...args),
+    };
+    await expect(
+      runBinding(binding([activity('first'), activity('second')]), 'manual', { ...parts(), kernel: dying }, { signal: crash.signal }),
+    ).rejects.toThrow('killed');
     const [interrupted] = await host.store.packageRuns.interruptRunning(host.clock.now(), 'the daemon stopped during the run');
     if (interrupted === undefined) throw new Error('expected a running run to interrupt');
-    expect(interrupted.activities.map((entry) => [entry.status, entry.fallback])).toEqual([['completed', null], ['failed', null]]);
+    expect(interrupted.activities.map((entry) => [entry.status, entry.fallback])).toEqual([
+      ['completed', null],
+      ['failed', null],
+    ]);
 
     server.script([{ text: 'second done' }]);
     const resumed = await runBinding(binding([activity('first'), activity('second')]), 'manual', parts(), { resume: interrupted });

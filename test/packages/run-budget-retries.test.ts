@@ -18,7 +18,10 @@ afterEach(async () => {
 });
 
 /** A reply that asks for a tool (so the attempt goes on to another call), reporting `usage`. */
-const toolReply = (inputTokens: number, outputTokens: number) => ({ toolCalls: [{ name: 'memory_recall', input: { query: 'x' } }], usage: { inputTokens, outputTokens } });
+const toolReply = (inputTokens: number, outputTokens: number) => ({
+  toolCalls: [{ name: 'memory_recall', input: { query: 'x' } }],
+  usage: { inputTokens, outputTokens },
+});
 /** A provider error that is not retried by the fallback chain: the attempt fails. */
 const badRequest = { status: 400 };
 
@@ -26,7 +29,9 @@ describe('a package run spends within its total_per_run, retries included', () =
   it('counts every attempt, failed ones included, stops within the budget and shows the tokens in the run', async () => {
     const folder = await writePackage(dir.path, 'retrier', {
       workflows: {
-        work: bindingJson({ type: 'manual' }, [activityJson('fetch', { on_error: { retry: 10, fallback: 'Abort' } })], { budget: { total_per_run: 200, cost_estimate: '~$0.01' } }),
+        work: bindingJson({ type: 'manual' }, [activityJson('fetch', { on_error: { retry: 10, fallback: 'Abort' } })], {
+          budget: { total_per_run: 200, cost_estimate: '~$0.01' },
+        }),
       },
     });
     await host.packages.install(folder);
@@ -71,10 +76,12 @@ describe('a package run spends within its total_per_run, retries included', () =
     expect(run).toMatchObject({ status: 'completed', input_tokens: 240, output_tokens: 60 });
   });
 
-  it('records a scheduled fire refused by the agent\'s hourly quota as skipped, with the reason', async () => {
+  it("records a scheduled fire refused by the agent's hourly quota as skipped, with the reason", async () => {
     const folder = await writePackage(dir.path, 'beat', {
       workflows: {
-        spend: bindingJson({ type: 'manual' }, [activityJson('big', { token_budget: { max: 2_000_000 } })], { budget: { total_per_run: 2_000_000, cost_estimate: '~$5' } }),
+        spend: bindingJson({ type: 'manual' }, [activityJson('big', { token_budget: { max: 2_000_000 } })], {
+          budget: { total_per_run: 2_000_000, cost_estimate: '~$5' },
+        }),
         tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('small')]),
       },
     });
@@ -89,7 +96,9 @@ describe('a package run spends within its total_per_run, retries included', () =
     const ticks = (await host.packages.runs({ package: 'beat' })).filter((run) => run.binding === 'tick');
     expect(ticks).toHaveLength(1);
     expect(ticks[0]).toMatchObject({ status: 'skipped', trigger: 'heartbeat', input_tokens: 0, output_tokens: 0 });
-    expect(ticks[0]?.error).toMatch(/^not started: agent "beat" has used 1,000,000 of its 1,000,000 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/);
+    expect(ticks[0]?.error).toMatch(
+      /^not started: agent "beat" has used 1,000,000 of its 1,000,000 tokens per hour; it frees up at .* \(in 59 min\); the limit is \[resources\]\.max_tokens_per_hour in its manifest$/,
+    );
     expect(server.requests).toHaveLength(1);
     const audit = await host.kernel.audit({ agent: 'beat', type: 'package-skip' });
     expect(audit).toHaveLength(1);

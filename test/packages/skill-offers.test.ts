@@ -19,7 +19,10 @@ afterEach(async () => {
 async function install(name: string, description: string, version = '1.0.0'): Promise<string> {
   const folder = join(skillsDir, 'acme', name, version);
   await mkdir(folder, { recursive: true });
-  await writeFile(join(folder, 'SKILL.md'), ['---', `name: ${name}`, `description: ${description}`, 'metadata:', `  version: "${version}"`, '---', '', `Do what ${name} does.`, ''].join('\n'));
+  await writeFile(
+    join(folder, 'SKILL.md'),
+    ['---', `name: ${name}`, `description: ${description}`, 'metadata:', `  version: "${version}"`, '---', '', `Do what ${name} does.`, ''].join('\n'),
+  );
   return folder;
 }
 
@@ -43,7 +46,10 @@ describe('an agent turn asks for its skills every time, and the skills folder is
     const notes = await install('notes', 'Takes notes.');
     expect((await offers([])).skills.map((skill) => skill.description)).toEqual(['Takes notes.']);
 
-    await writeFile(join(notes, 'SKILL.md'), ['---', 'name: notes', 'description: Keeps tidy notes, with dates.', 'metadata:', '  version: "1.0.0"', '---', '', 'Do it.', ''].join('\n'));
+    await writeFile(
+      join(notes, 'SKILL.md'),
+      ['---', 'name: notes', 'description: Keeps tidy notes, with dates.', 'metadata:', '  version: "1.0.0"', '---', '', 'Do it.', ''].join('\n'),
+    );
     expect((await offers([])).skills.map((skill) => skill.description)).toEqual(['Keeps tidy notes, with dates.']);
 
     await install('notes', 'Takes notes, faster.', '1.1.0');
@@ -56,7 +62,11 @@ describe('an agent turn asks for its skills every time, and the skills folder is
   it('sees an edit in a skill folder linked into the skills folder (a working copy)', async () => {
     const copy = join(dir, 'work', 'notes');
     await mkdir(join(copy, '1.0.0'), { recursive: true });
-    const write = (description: string): Promise<void> => writeFile(join(copy, '1.0.0', 'SKILL.md'), ['---', 'name: notes', `description: ${description}`, 'metadata:', '  version: "1.0.0"', '---', '', 'Do it.', ''].join('\n'));
+    const write = (description: string): Promise<void> =>
+      writeFile(
+        join(copy, '1.0.0', 'SKILL.md'),
+        ['---', 'name: notes', `description: ${description}`, 'metadata:', '  version: "1.0.0"', '---', '', 'Do it.', ''].join('\n'),
+      );
     await write('Takes notes.');
     await mkdir(join(skillsDir, 'acme'), { recursive: true });
     await symlink(copy, join(skillsDir, 'acme', 'notes'));

@@ -64,7 +64,8 @@ async function open(): Promise<TestHost> {
   return host;
 }
 
-const helperMd = (body: string, version = '1.0.0', name = 'helper'): string => `---\nname: ${name}\ndescription: Helps with notes.\nmetadata:\n  version: "${version}"\n---\n\n${body}\n`;
+const helperMd = (body: string, version = '1.0.0', name = 'helper'): string =>
+  `---\nname: ${name}\ndescription: Helps with notes.\nmetadata:\n  version: "${version}"\n---\n\n${body}\n`;
 
 /** Writes a skill folder `<dir>/skill-sources/<label>/` and returns it. */
 async function skillFolder(label: string, text: string): Promise<string> {
@@ -87,13 +88,24 @@ function skillPackage(slug: string, qualified: string, skill: string, bundled: R
 async function publishGood(skill = '@nebo/skills/helper@1.0.0'): Promise<{ helper: string; skillCode: string }> {
   const helper = await skillFolder('genuine', helperMd(GENUINE));
   const published = await publishToRegistry({ registry, source: helper, kind: 'skill', name: '@nebo/skills/helper', version: '1.0.0' });
-  await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', skill), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+  await publishToRegistry({
+    registry,
+    source: await skillPackage('good', '@nebo/agents/good', skill),
+    kind: 'agent',
+    name: '@nebo/agents/good',
+    version: '1.0.0',
+  });
   return { helper, skillCode: published.code };
 }
 
 /** The text of every system prompt the model was sent. */
 const systemPrompts = (): string[] =>
-  server.requests.map((request) => ((request.body['messages'] as { role: string; content: string }[] | undefined) ?? []).filter((message) => message.role === 'system').map((message) => message.content).join('\n'));
+  server.requests.map((request) =>
+    ((request.body['messages'] as { role: string; content: string }[] | undefined) ?? [])
+      .filter((message) => message.role === 'system')
+      .map((message) => message.content)
+      .join('\n'),
+  );
 
 describe('a skill planted by another package never serves a package from a registry', () => {
   it("refuses @nebo/agents/good from a registry while @evil/agents/evil's copy of @nebo/skills/helper@1.0.0 is installed, naming both origins and digests; after the fix good's runs carry the genuine instructions", async () => {
@@ -108,9 +120,13 @@ describe('a skill planted by another package never serves a package from a regis
 
     // The plan itself is refused, before anything is installed.
     const message = await rejectionMessage(host.packages.check('@nebo/agents/good'), PackageError);
-    expect(message).toContain(`cannot install skill "@nebo/skills/helper@1.0.0": another copy of @nebo/skills/helper@1.0.0 is installed already ("${target}", bundled by package "@evil/agents/evil" from "${evil}", digest ${evilDigest})`);
+    expect(message).toContain(
+      `cannot install skill "@nebo/skills/helper@1.0.0": another copy of @nebo/skills/helper@1.0.0 is installed already ("${target}", bundled by package "@evil/agents/evil" from "${evil}", digest ${evilDigest})`,
+    );
     expect(message).toContain(`this copy, from registry "${registryUrl}" (${skillCode}), holds other files (digest ${genuineDigest})`);
-    expect(message).toContain(`if you trust registry "${registryUrl}", delete the installed copy "${target}" (package "evil" installed it: uninstall it unless you trust it, loom package uninstall evil), then install again`);
+    expect(message).toContain(
+      `if you trust registry "${registryUrl}", delete the installed copy "${target}" (package "evil" installed it: uninstall it unless you trust it, loom package uninstall evil), then install again`,
+    );
     await expect(host.packages.install('@nebo/agents/good')).rejects.toThrow('a version, once installed, is not replaced');
     expect((await host.packages.list()).map((pkg) => pkg.slug)).toEqual(['evil']);
 
@@ -119,7 +135,12 @@ describe('a skill planted by another package never serves a package from a regis
     await rm(target, { recursive: true });
     const plan = await host.packages.check('@nebo/agents/good');
     expect(plan.skillSources).toEqual([
-      { skill: '@nebo/skills/helper@1.0.0', digest: genuineDigest, origin: { kind: 'registry', registry: registryUrl, code: skillCode, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown }, installed: false },
+      {
+        skill: '@nebo/skills/helper@1.0.0',
+        digest: genuineDigest,
+        origin: { kind: 'registry', registry: registryUrl, code: skillCode, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown },
+        installed: false,
+      },
     ]);
     expect(formatInstallPlan(plan)).toContain(`    @nebo/skills/helper@1.0.0 from registry "${registryUrl}" (${skillCode}), digest ${genuineDigest}\n`);
     await host.packages.install('@nebo/agents/good');
@@ -149,7 +170,13 @@ describe('a skill planted by another package never serves a package from a regis
   it('refuses an installed copy another package brought for a package from a registry when no registry lists the skill, naming where it came from', async () => {
     const host = await open();
     // good is published, its helper is not.
-    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'),
+      kind: 'agent',
+      name: '@nebo/agents/good',
+      version: '1.0.0',
+    });
     const evil = await skillPackage('evil', '@evil/agents/evil', '@nebo/skills/helper@1.0.0', { helper: helperMd(HOSTILE) });
     await host.packages.install(evil);
     const digest = await packageFolderDigest(join(evil, 'skills', 'helper'), 'skill');
@@ -164,15 +191,39 @@ describe('a skill planted by another package never serves a package from a regis
   it("lets a package from a registry take a copy that a package of the skill's own organisation brought from a registry", async () => {
     const host = await open();
     const shared = helperMd(GENUINE);
-    await publishToRegistry({ registry, source: await skillPackage('toolkit', '@nebo/agents/toolkit', '@nebo/skills/helper@1.0.0', { helper: shared }), kind: 'agent', name: '@nebo/agents/toolkit', version: '1.0.0' });
-    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('toolkit', '@nebo/agents/toolkit', '@nebo/skills/helper@1.0.0', { helper: shared }),
+      kind: 'agent',
+      name: '@nebo/agents/toolkit',
+      version: '1.0.0',
+    });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'),
+      kind: 'agent',
+      name: '@nebo/agents/good',
+      version: '1.0.0',
+    });
     await host.packages.install('@nebo/agents/toolkit');
 
     const plan = await host.packages.check('@nebo/agents/good');
     expect(plan.skillSources).toEqual([
-      { skill: '@nebo/skills/helper@1.0.0', digest: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown, origin: { kind: 'bundled', package: '@nebo/agents/toolkit', source: `@nebo/agents/toolkit@1.0.0 (${installCodeFor('AGNT', '@nebo/agents/toolkit', '1.0.0')}, ${registryUrl})`, registry: registryUrl }, installed: true },
+      {
+        skill: '@nebo/skills/helper@1.0.0',
+        digest: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown,
+        origin: {
+          kind: 'bundled',
+          package: '@nebo/agents/toolkit',
+          source: `@nebo/agents/toolkit@1.0.0 (${installCodeFor('AGNT', '@nebo/agents/toolkit', '1.0.0')}, ${registryUrl})`,
+          registry: registryUrl,
+        },
+        installed: true,
+      },
     ]);
-    expect(formatInstallPlan(plan)).toContain(`@nebo/skills/helper@1.0.0 bundled by package "@nebo/agents/toolkit" from registry "${registryUrl}", digest ${plan.skillSources[0]?.digest ?? ''} (installed already, the same files)`);
+    expect(formatInstallPlan(plan)).toContain(
+      `@nebo/skills/helper@1.0.0 bundled by package "@nebo/agents/toolkit" from registry "${registryUrl}", digest ${plan.skillSources[0]?.digest ?? ''} (installed already, the same files)`,
+    );
     await host.packages.install('@nebo/agents/good');
   });
 });
@@ -180,22 +231,48 @@ describe('a skill planted by another package never serves a package from a regis
 describe('where a skill comes from is recorded and kept', () => {
   it('takes an installed copy whose files changed since it was installed as of unknown origin, which a package from a registry does not take', async () => {
     const host = await open();
-    await publishToRegistry({ registry, source: await skillPackage('toolkit', '@nebo/agents/toolkit', '@nebo/skills/helper@1.0.0', { helper: helperMd(GENUINE) }), kind: 'agent', name: '@nebo/agents/toolkit', version: '1.0.0' });
-    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('toolkit', '@nebo/agents/toolkit', '@nebo/skills/helper@1.0.0', { helper: helperMd(GENUINE) }),
+      kind: 'agent',
+      name: '@nebo/agents/toolkit',
+      version: '1.0.0',
+    });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper@1.0.0'),
+      kind: 'agent',
+      name: '@nebo/agents/good',
+      version: '1.0.0',
+    });
     await host.packages.install('@nebo/agents/toolkit');
     // Edited on disk after the install: the record no longer speaks for these files.
     const target = join(host.home.skillsDir, 'nebo', 'helper', '1.0.0');
     await writeFile(join(target, 'SKILL.md'), helperMd(HOSTILE));
 
     const message = await rejectionMessage(host.packages.install('@nebo/agents/good'), PackageError);
-    expect(message).toContain(`and the installed copy ("${target}", digest ${await packageFolderDigest(target, 'skill')}) is of unknown origin (its files changed since it was installed, bundled by package "@nebo/agents/toolkit" from registry "${registryUrl}")`);
+    expect(message).toContain(
+      `and the installed copy ("${target}", digest ${await packageFolderDigest(target, 'skill')}) is of unknown origin (its files changed since it was installed, bundled by package "@nebo/agents/toolkit" from registry "${registryUrl}")`,
+    );
     expect((await host.packages.list()).map((pkg) => pkg.slug)).toEqual(['toolkit']);
   });
 
   it('refuses a skill archive whose SKILL.md gives another version than the registry lists', async () => {
     const host = await open();
-    await publishToRegistry({ registry, source: await skillFolder('mislabelled', helperMd(GENUINE, '2.0.0')), kind: 'skill', name: '@nebo/skills/helper', version: '1.0.0' });
-    await publishToRegistry({ registry, source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper'), kind: 'agent', name: '@nebo/agents/good', version: '1.0.0' });
+    await publishToRegistry({
+      registry,
+      source: await skillFolder('mislabelled', helperMd(GENUINE, '2.0.0')),
+      kind: 'skill',
+      name: '@nebo/skills/helper',
+      version: '1.0.0',
+    });
+    await publishToRegistry({
+      registry,
+      source: await skillPackage('good', '@nebo/agents/good', '@nebo/skills/helper'),
+      kind: 'agent',
+      name: '@nebo/agents/good',
+      version: '1.0.0',
+    });
     await expect(host.packages.check('@nebo/agents/good')).rejects.toThrow(
       `cannot use skill @nebo/skills/helper@1.0.0 from registry "${registryUrl}": its SKILL.md says version 2.0.0 (metadata.version); the archive is not the version the index lists, so it is refused`,
     );
@@ -220,7 +297,14 @@ describe('where a skill comes from is recorded and kept', () => {
     // The same files bundled by a local package: installed already, the first record stays.
     const copy = await skillPackage('copycat', '@acme/agents/copycat', '@nebo/skills/helper@1.0.0', { helper: helperMd(GENUINE) });
     const plan = await host.packages.check(copy);
-    expect(plan.skillSources).toEqual([{ skill: '@nebo/skills/helper@1.0.0', digest, origin: { kind: 'bundled', package: '@acme/agents/copycat', source: copy, registry: null }, installed: true }]);
+    expect(plan.skillSources).toEqual([
+      {
+        skill: '@nebo/skills/helper@1.0.0',
+        digest,
+        origin: { kind: 'bundled', package: '@acme/agents/copycat', source: copy, registry: null },
+        installed: true,
+      },
+    ]);
     await host.packages.install(copy);
     expect(JSON.parse(await readFile(recordPath, 'utf8'))).toEqual(record);
   });
@@ -233,8 +317,12 @@ describe('where a skill comes from is recorded and kept', () => {
     const target = join(host.home.skillsDir, 'nebo', 'helper', '1.0.0');
 
     const message = await rejectionMessage(host.packages.install(evil), PackageError);
-    expect(message).toContain(`another copy of @nebo/skills/helper@1.0.0 is installed already ("${target}", from registry "${registryUrl}" (${skillCode}), digest ${await packageFolderDigest(helper, 'skill')})`);
-    expect(message).toContain(`this copy, bundled by package "@evil/agents/evil" from "${evil}", holds other files (digest ${await packageFolderDigest(join(evil, 'skills', 'helper'), 'skill')})`);
+    expect(message).toContain(
+      `another copy of @nebo/skills/helper@1.0.0 is installed already ("${target}", from registry "${registryUrl}" (${skillCode}), digest ${await packageFolderDigest(helper, 'skill')})`,
+    );
+    expect(message).toContain(
+      `this copy, bundled by package "@evil/agents/evil" from "${evil}", holds other files (digest ${await packageFolderDigest(join(evil, 'skills', 'helper'), 'skill')})`,
+    );
     expect(message).toContain('give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one');
     expect(await readFile(join(target, 'SKILL.md'), 'utf8')).toContain(GENUINE);
   });
@@ -247,7 +335,11 @@ describe('where a skill comes from is recorded and kept', () => {
     await host.packages.install(evil);
     const plan = await host.packages.check(await skillPackage('mine', '@acme/agents/mine', '@nebo/skills/notes@1.0.0'));
     const digest = await packageFolderDigest(join(evil, 'skills', 'notes'), 'skill');
-    expect(plan.skillSources).toEqual([{ skill: '@nebo/skills/notes@1.0.0', digest, origin: { kind: 'bundled', package: '@evil/agents/evil', source: evil, registry: null }, installed: true }]);
-    expect(formatInstallPlan(plan)).toContain(`@nebo/skills/notes@1.0.0 bundled by package "@evil/agents/evil" from "${evil}", digest ${digest} (installed already, the same files)`);
+    expect(plan.skillSources).toEqual([
+      { skill: '@nebo/skills/notes@1.0.0', digest, origin: { kind: 'bundled', package: '@evil/agents/evil', source: evil, registry: null }, installed: true },
+    ]);
+    expect(formatInstallPlan(plan)).toContain(
+      `@nebo/skills/notes@1.0.0 bundled by package "@evil/agents/evil" from "${evil}", digest ${digest} (installed already, the same files)`,
+    );
   });
 });

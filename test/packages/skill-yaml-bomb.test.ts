@@ -28,9 +28,11 @@ function refusalOf(text: string, source: string): PackageError {
   throw new Error('expected the skill to be refused');
 }
 
-it('refuses a SKILL.md whose front matter\'s aliases expand too far, naming the file, the field and its line', () => {
+it("refuses a SKILL.md whose front matter's aliases expand too far, naming the file, the field and its line", () => {
   const error = refusalOf(BOMB, 'skills/bomb/SKILL.md');
-  expect(error.message).toMatch(/^cannot load skill "skills\/bomb\/SKILL\.md": the front matter's field "metadata" \(line 4\) expands its YAML aliases too far \(Excessive alias count[^)]*\); write the value out, or use fewer aliases/);
+  expect(error.message).toMatch(
+    /^cannot load skill "skills\/bomb\/SKILL\.md": the front matter's field "metadata" \(line 4\) expands its YAML aliases too far \(Excessive alias count[^)]*\); write the value out, or use fewer aliases/,
+  );
 });
 
 it('names the front matter as a whole when the aliases are in its keys', () => {

@@ -72,12 +72,28 @@ function messageOfSync(run: () => unknown): string {
 describe('parseSkillReference()', () => {
   it('reads the org, the name and the pinned version, if any', () => {
     expect(parseSkillReference('@nebo/skills/web-scraper')).toEqual({ org: 'nebo', name: 'web-scraper', qualified: '@nebo/skills/web-scraper' });
-    expect(parseSkillReference('@nebo/skills/web-scraper@1.2.0')).toEqual({ org: 'nebo', name: 'web-scraper', version: '1.2.0', qualified: '@nebo/skills/web-scraper' });
+    expect(parseSkillReference('@nebo/skills/web-scraper@1.2.0')).toEqual({
+      org: 'nebo',
+      name: 'web-scraper',
+      version: '1.2.0',
+      qualified: '@nebo/skills/web-scraper',
+    });
   });
 
-  it.each(['nebo/skills/web-scraper', '@nebo/agents/web-scraper', '@Nebo/skills/web-scraper', '@nebo/skills/Web_Scraper', '@nebo/skills/', '@nebo/skills/web-scraper@', '@nebo/skills/web-scraper@..', ''])('refuses %j, naming where it was, the text and the expected form', (text) => {
+  it.each([
+    'nebo/skills/web-scraper',
+    '@nebo/agents/web-scraper',
+    '@Nebo/skills/web-scraper',
+    '@nebo/skills/Web_Scraper',
+    '@nebo/skills/',
+    '@nebo/skills/web-scraper@',
+    '@nebo/skills/web-scraper@..',
+    '',
+  ])('refuses %j, naming where it was, the text and the expected form', (text) => {
     const message = messageOfSync(() => parseSkillReference(text, 'agent.json: skills[2]'));
-    expect(message).toBe(`agent.json: skills[2]: expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0" (org and name of lowercase letters, digits and "-"), got ${JSON.stringify(text)}`);
+    expect(message).toBe(
+      `agent.json: skills[2]: expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0" (org and name of lowercase letters, digits and "-"), got ${JSON.stringify(text)}`,
+    );
   });
 });
 
@@ -153,12 +169,16 @@ describe('parseSkillFile() and loadSkillFolder()', () => {
 
   it('refuses a name that is not lowercase letters, digits and single hyphens', () => {
     const message = messageOfSync(() => parseSkillFile('---\nname: Note--Taker\ndescription: Keeps notes.\n---\n', 'x/SKILL.md'));
-    expect(message).toBe('cannot load skill "x/SKILL.md": name: expected lowercase letters, digits and single hyphens, not starting or ending with a hyphen, such as "note-taker", got "Note--Taker"');
+    expect(message).toBe(
+      'cannot load skill "x/SKILL.md": name: expected lowercase letters, digits and single hyphens, not starting or ending with a hyphen, such as "note-taker", got "Note--Taker"',
+    );
   });
 
   it('refuses a bad dependency, naming its index', () => {
     const message = messageOfSync(() => parseSkillFile(skillMd('x', { dependencies: ['@nebo/skills/ok', 'web-scraper'] }), 'x/SKILL.md'));
-    expect(message).toBe('cannot load skill "x/SKILL.md": dependencies[1]: expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0" (org and name of lowercase letters, digits and "-"), got "web-scraper"');
+    expect(message).toBe(
+      'cannot load skill "x/SKILL.md": dependencies[1]: expected a skill reference such as "@org/skills/name" or "@org/skills/name@1.0.0" (org and name of lowercase letters, digits and "-"), got "web-scraper"',
+    );
   });
 
   it('asks for quotes around a version YAML reads as a number', () => {
@@ -173,7 +193,9 @@ describe('parseSkillFile() and loadSkillFolder()', () => {
 
   it('reports a YAML syntax error with its line in the file', () => {
     const message = messageOfSync(() => parseSkillFile('---\nname: x\ndescription: a: b\n---\n', 'x/SKILL.md'));
-    expect(message).toBe('cannot load skill "x/SKILL.md": YAML syntax error in the front matter at line 3, column 14: Nested mappings are not allowed in compact mappings');
+    expect(message).toBe(
+      'cannot load skill "x/SKILL.md": YAML syntax error in the front matter at line 3, column 14: Nested mappings are not allowed in compact mappings',
+    );
   });
 
   it('refuses a folder without SKILL.md, naming the folder', async () => {
@@ -181,7 +203,9 @@ describe('parseSkillFile() and loadSkillFolder()', () => {
     expect(await messageOf(loadSkillFolder(join(dir, 'empty'), 'nebo'))).toBe(
       `cannot load skill "${join(dir, 'empty')}": SKILL.md is missing (a skill is a folder holding SKILL.md: front matter with name and description, then instructions)`,
     );
-    expect(await messageOf(loadSkillFolder(join(dir, 'nowhere'), 'nebo'))).toBe(`cannot load skill "${join(dir, 'nowhere')}": no such folder (a skill is a folder holding SKILL.md)`);
+    expect(await messageOf(loadSkillFolder(join(dir, 'nowhere'), 'nebo'))).toBe(
+      `cannot load skill "${join(dir, 'nowhere')}": no such folder (a skill is a folder holding SKILL.md)`,
+    );
   });
 });
 
@@ -213,7 +237,9 @@ describe('resolveSkillClosure()', () => {
     await librarySkill('a', 'w', '1.0.0', ['@a/skills/x']);
     await librarySkill('a', 'x', '1.0.0', ['@a/skills/y']);
     await librarySkill('a', 'y', '1.0.0', ['@a/skills/x']);
-    expect(await messageOf(resolveSkillClosure(refs('@a/skills/w'), findInLibrary))).toBe('skill dependency cycle: @a/skills/x → @a/skills/y → @a/skills/x; remove one of these dependencies');
+    expect(await messageOf(resolveSkillClosure(refs('@a/skills/w'), findInLibrary))).toBe(
+      'skill dependency cycle: @a/skills/x → @a/skills/y → @a/skills/x; remove one of these dependencies',
+    );
   });
 
   it('refuses a skill that depends on itself', async () => {
@@ -233,7 +259,9 @@ describe('resolveSkillClosure()', () => {
 
   it('says which skill needs a dependency that cannot be found', async () => {
     await librarySkill('a', 'b', '1.0.0', ['@a/skills/missing']);
-    expect(await messageOf(resolveSkillClosure(refs('@a/skills/b'), findInLibrary))).toBe('cannot find skill "@a/skills/missing" (required by @a/skills/b@1.0.0)');
+    expect(await messageOf(resolveSkillClosure(refs('@a/skills/b'), findInLibrary))).toBe(
+      'cannot find skill "@a/skills/missing" (required by @a/skills/b@1.0.0)',
+    );
   });
 
   it('refuses a folder whose SKILL.md is not the skill asked for', async () => {
@@ -255,8 +283,14 @@ describe('skillsPrompt()', () => {
 describe('installSkill() and findInstalledSkill()', () => {
   it('installs copies by version, then finds the latest or the pinned one', async () => {
     const skillsDir = join(dir, 'installed');
-    const older = await loadSkillFolder(await writeSkill(join(dir, 'src-1'), skillMd('notes', { version: '1.9.0', body: 'Old way.' }), { 'extra.txt': 'old' }), 'nebo');
-    const newer = await loadSkillFolder(await writeSkill(join(dir, 'src-2'), skillMd('notes', { version: '1.10.0', body: 'New way.' }), { 'extra.txt': 'new' }), 'nebo');
+    const older = await loadSkillFolder(
+      await writeSkill(join(dir, 'src-1'), skillMd('notes', { version: '1.9.0', body: 'Old way.' }), { 'extra.txt': 'old' }),
+      'nebo',
+    );
+    const newer = await loadSkillFolder(
+      await writeSkill(join(dir, 'src-2'), skillMd('notes', { version: '1.10.0', body: 'New way.' }), { 'extra.txt': 'new' }),
+      'nebo',
+    );
     expect(await installSkill(skillsDir, newer)).toEqual({ folder: join(skillsDir, 'nebo', 'notes', '1.10.0'), created: true });
     expect(await installSkill(skillsDir, older)).toEqual({ folder: join(skillsDir, 'nebo', 'notes', '1.9.0'), created: true });
     expect(await readFile(join(skillsDir, 'nebo', 'notes', '1.9.0', 'extra.txt'), 'utf8')).toBe('old');
@@ -276,9 +310,18 @@ describe('installSkill() and findInstalledSkill()', () => {
 
   it('refuses another copy of an installed version, naming it, and keeps the installed one; the same copy again is kept as it is', async () => {
     const skillsDir = join(dir, 'installed');
-    const first = await loadSkillFolder(await writeSkill(join(dir, 'first'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }), 'nebo');
-    const second = await loadSkillFolder(await writeSkill(join(dir, 'second'), skillMd('notes', { version: '1.0.0', body: 'Second.' }), { 'extra.txt': 'x' }), 'nebo');
-    const same = await loadSkillFolder(await writeSkill(join(dir, 'same'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }), 'nebo');
+    const first = await loadSkillFolder(
+      await writeSkill(join(dir, 'first'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }),
+      'nebo',
+    );
+    const second = await loadSkillFolder(
+      await writeSkill(join(dir, 'second'), skillMd('notes', { version: '1.0.0', body: 'Second.' }), { 'extra.txt': 'x' }),
+      'nebo',
+    );
+    const same = await loadSkillFolder(
+      await writeSkill(join(dir, 'same'), skillMd('notes', { version: '1.0.0', body: 'First.' }), { 'extra.txt': 'x' }),
+      'nebo',
+    );
     const { folder: target } = await installSkill(skillsDir, first);
     expect(await messageOf(installSkill(skillsDir, second))).toBe(
       `cannot install skill "@nebo/skills/notes@1.0.0": another copy of @nebo/skills/notes@1.0.0 is installed already ("${target}"), and a version, once installed, is not replaced; give this copy another version (metadata.version in its SKILL.md), or leave it out of the package to use the installed one`,
@@ -299,6 +342,8 @@ describe('installSkill() and findInstalledSkill()', () => {
     const folder = await writeSkill(join(dir, 'linked'), skillMd('linked', { body: 'Read reference.md.' }));
     await mkdir(join(folder, 'docs'));
     await symlink(secret, join(folder, 'docs', 'reference.md'));
-    expect(await messageOf(loadSkillFolder(folder, 'nebo'))).toBe(`cannot load skill "${folder}": "docs/reference.md" is a symbolic link; a skill holds only files and folders (put a copy of what it points to in its place)`);
+    expect(await messageOf(loadSkillFolder(folder, 'nebo'))).toBe(
+      `cannot load skill "${folder}": "docs/reference.md" is a symbolic link; a skill holds only files and folders (put a copy of what it points to in its place)`,
+    );
   });
 });

@@ -11,12 +11,21 @@ export function activityJson(id: string, changes: Record<string, unknown> = {}):
 }
 
 /** A binding as agent.json writes it. */
-export function bindingJson(trigger: Record<string, unknown>, activities: Record<string, unknown>[], changes: Record<string, unknown> = {}): Record<string, unknown> {
+export function bindingJson(
+  trigger: Record<string, unknown>,
+  activities: Record<string, unknown>[],
+  changes: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { trigger, description: 'a test binding', activities, budget: { total_per_run: 10_000, cost_estimate: '~$0.01' }, ...changes };
 }
 
 /** Writes a package folder `<dir>/<slug>` and returns its path. */
-export async function writePackage(dir: string, slug: string, agentJson: Record<string, unknown> | string, options: { persona?: string; loomToml?: string; skills?: Record<string, string> } = {}): Promise<string> {
+export async function writePackage(
+  dir: string,
+  slug: string,
+  agentJson: Record<string, unknown> | string,
+  options: { persona?: string; loomToml?: string; skills?: Record<string, string> } = {},
+): Promise<string> {
   const folder = join(dir, slug);
   await mkdir(folder, { recursive: true });
   await writeFile(join(folder, 'AGENT.md'), options.persona ?? `You are ${slug}.\n`);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { linkAbort } from '../../src/runtime/index.ts';
 
 describe('linkAbort', () => {
-  it('aborts the controller with the parent\'s reason, at once when the parent already has', () => {
+  it("aborts the controller with the parent's reason, at once when the parent already has", () => {
     const parent = new AbortController();
     const child = new AbortController();
     linkAbort(parent.signal, child);

@@ -72,7 +72,11 @@ describe('createLoopGuard()', () => {
   it('tells long calls apart and together as it does short ones', () => {
     const guard = createLoopGuard();
     const long = (last: string): Record<string, string> => ({ content: `${'x'.repeat(500)}${last}` });
-    expect(actions([guard.check('file_write', long('a')), guard.check('file_write', long('b')), guard.check('file_write', long('a'))])).toEqual(['allow', 'allow', 'allow']);
+    expect(actions([guard.check('file_write', long('a')), guard.check('file_write', long('b')), guard.check('file_write', long('a'))])).toEqual([
+      'allow',
+      'allow',
+      'allow',
+    ]);
     expect(guard.check('file_write', { ...long('a') }).action).toBe('warn');
     expect(guard.check('file_write', long('b')).action).toBe('allow');
   });

@@ -62,7 +62,16 @@ const get = (path: string) => (index: number) => ({ url: `${web.origin}${path.re
 
 function agentWith(extra: Partial<ToolAgent> = {}): ToolAgent {
   const capabilities: Capability[] = [{ kind: 'tool_all' }, { kind: 'net_connect', pattern: `127.0.0.1:${web.port}` }];
-  return { id: 'agent-1', name: 'composer', workspace: '/tmp/loom-nested-calls', capabilities, execPolicy: { allow_shell: false, allow_network: true, allow_file_write: false }, depth: 0, chain: [], ...extra };
+  return {
+    id: 'agent-1',
+    name: 'composer',
+    workspace: '/tmp/loom-nested-calls',
+    capabilities,
+    execPolicy: { allow_shell: false, allow_network: true, allow_file_write: false },
+    depth: 0,
+    chain: [],
+    ...extra,
+  };
 }
 
 function setup(tools: Tool<never>[]) {
@@ -99,7 +108,11 @@ describe('compose tools that nest', () => {
     const n = 4;
     // outer's steps call middle; middle's first step fetches, its second calls inner, which fetches n times.
     const inner = composeTool('inner', steps(n, 'http_request', get('/inner/{i}')));
-    const middle = composeTool('middle', [...steps(1, 'http_request', get('/middle')), { name: 'inner', tool: 'inner', inputMapping: {} }, ...steps(n - 2, 'http_request', get('/middle/{i}'))]);
+    const middle = composeTool('middle', [
+      ...steps(1, 'http_request', get('/middle')),
+      { name: 'inner', tool: 'inner', inputMapping: {} },
+      ...steps(n - 2, 'http_request', get('/middle/{i}')),
+    ]);
     const outer = composeTool('outer', steps(n, 'middle'));
     const { runner } = setup([inner, middle, outer]);
 
@@ -130,7 +143,10 @@ describe('compose tools that nest', () => {
     expect(web.received).toHaveLength(n + n + 1);
     const refusal =
       'middle may not call http_request: the call of outer has made 20 nested tool calls, all it may make ([emergent].max_nested_calls = 20); have the tool call fewer tools, or raise [emergent].max_nested_calls';
-    expect(outcome.result).toEqual({ isError: true, text: `outer failed: step 3 "s3" (middle) failed: middle failed: step 2 "s2" (http_request) failed: ${refusal}` });
+    expect(outcome.result).toEqual({
+      isError: true,
+      text: `outer failed: step 3 "s3" (middle) failed: middle failed: step 2 "s2" (http_request) failed: ${refusal}`,
+    });
     expect(audit).toEqual([{ agentId: 'agent-1', agentName: 'composer', tool: 'http_request', outcome: 'denied', reason: refusal }]);
     // Every nested call that ran is in the audit log as a tool call, as the model's own are.
     expect(finished.filter((entry) => entry.tool === 'http_request')).toHaveLength(web.received.length);
@@ -156,7 +172,7 @@ describe('compose tools that nest', () => {
   });
 });
 
-describe('a compose tool\'s time limit', () => {
+describe("a compose tool's time limit", () => {
   it('aborts the running step and starts no step after it once the compose tool\'s call times out, and the model gets "timed out"', async () => {
     let started = false;
     let aborted = false;
@@ -222,7 +238,7 @@ describe('a compose tool\'s time limit', () => {
 });
 
 describe('the loop guard and nested calls', () => {
-  it('refuses the fifth identical nested call of one model call, as it would the model\'s own, and passes its warning on', async () => {
+  it("refuses the fifth identical nested call of one model call, as it would the model's own, and passes its warning on", async () => {
     const repeat = composeTool('repeat', steps(6, 'http_request', get('/same')));
     const { runner, audit } = setup([repeat]);
 
@@ -232,7 +248,9 @@ describe('the loop guard and nested calls', () => {
       isError: true,
       text: 'repeat failed: step 5 "s5" (http_request) failed: Refused tool call "http_request": it was called 5 times with the same parameters. Try a different approach, or report the blocker.',
     });
-    expect(outcome.hint).toBe('You have called "http_request" 3 times with the same parameters. You are repeating yourself; stop and reflect, then try a different approach.');
+    expect(outcome.hint).toBe(
+      'You have called "http_request" 3 times with the same parameters. You are repeating yourself; stop and reflect, then try a different approach.',
+    );
     expect(audit.map((entry) => [entry.tool, entry.outcome])).toEqual([['http_request', 'blocked']]);
   });
 
@@ -242,7 +260,9 @@ describe('the loop guard and nested calls', () => {
     const loopGuard = createLoopGuard({ warnAt: 10, blockAt: 10, breakAt: 3 });
 
     const outcome = await runner.run(call('repeat'), modelCall(agentWith(), { loopGuard }));
-    expect(outcome.breakLoop).toBe('Loop guard ended the agent loop after 3 repeated tool calls; the last was "http_request", called 4 times with the same parameters.');
+    expect(outcome.breakLoop).toBe(
+      'Loop guard ended the agent loop after 3 repeated tool calls; the last was "http_request", called 4 times with the same parameters.',
+    );
     expect(outcome.result.isError).toBe(true);
     expect(web.received).toHaveLength(3);
   });

@@ -14,7 +14,14 @@ import {
 /** Phases 1-6, the slow way: what the fast path must agree with. */
 function fullRepair(messages: readonly ModelMessage[]): ModelMessage[] {
   let current = [...messages];
-  for (const phase of [dropOrphanedToolResults, removeEmptyMessages, mergeConsecutiveSameRole, validateContentBlocks, fixToolCallReferences, ensureAlternation]) {
+  for (const phase of [
+    dropOrphanedToolResults,
+    removeEmptyMessages,
+    mergeConsecutiveSameRole,
+    validateContentBlocks,
+    fixToolCallReferences,
+    ensureAlternation,
+  ]) {
     current = phase(current).messages;
   }
   return current;
@@ -46,7 +53,12 @@ function history(next: () => number): ModelMessage[] {
       const ids = Array.from({ length: calls }, () => `c${(id += 1)}`);
       messages.push({ role: 'assistant', content: ids.map((toolCallId) => ({ type: 'tool-call' as const, toolCallId, toolName: 'agent_list', input: {} })) });
       const answered = next() < 0.15 ? ids.slice(1) : ids;
-      const results = answered.map((toolCallId) => ({ type: 'tool-result' as const, toolCallId: next() < 0.05 ? 'ghost' : toolCallId, toolName: 'agent_list', output: { type: 'text' as const, value: 'none' } }));
+      const results = answered.map((toolCallId) => ({
+        type: 'tool-result' as const,
+        toolCallId: next() < 0.05 ? 'ghost' : toolCallId,
+        toolName: 'agent_list',
+        output: { type: 'text' as const, value: 'none' },
+      }));
       if (results.length > 0 && next() > 0.05) messages.push({ role: 'tool', content: next() < 0.05 ? [...results, ...results] : results });
     }
     messages.push({ role: 'assistant', content: next() < 0.1 ? [{ type: 'text', text: '' }] : [{ type: 'text', text: 'done' }] });
@@ -105,7 +117,10 @@ describe('the session repair fast path', () => {
   it('repairSession() with a well-formed prefix repairs what follows it as a whole repair would', () => {
     const user = { role: 'user', content: 'hi' } as ModelMessage;
     const answer = { role: 'assistant', content: 'hello' } as ModelMessage;
-    const orphan = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'x' } }] } as ModelMessage;
+    const orphan = {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'ghost', toolName: 'agent_list', output: { type: 'text', value: 'x' } }],
+    } as ModelMessage;
     const damaged = [user, answer, orphan, user];
     const repaired = repairSession(damaged, { wellFormedPrefix: 2 });
     expect(repaired.wellFormed).toBe(false);
@@ -115,7 +130,10 @@ describe('the session repair fast path', () => {
 
   it('isWellFormed() refuses the damage each phase repairs', () => {
     const call = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'agent_list', input: {} }] } as ModelMessage;
-    const result = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'agent_list', output: { type: 'text', value: 'x' } }] } as ModelMessage;
+    const result = {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'agent_list', output: { type: 'text', value: 'x' } }],
+    } as ModelMessage;
     const user = { role: 'user', content: 'hi' } as ModelMessage;
     expect(isWellFormed([user, call, result, { role: 'assistant', content: 'ok' }])).toBe(true);
     expect(isWellFormed([user, result])).toBe(false); // orphaned result

@@ -105,7 +105,13 @@ describe('mergeConsecutiveSameRole()', () => {
   it('concatenates parts in order when either message has parts', () => {
     const history: ModelMessage[] = [user('look'), { role: 'user', content: [{ type: 'image', image: 'aGk=' }] }];
     expect(mergeConsecutiveSameRole(history).messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', image: 'aGk=' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image', image: 'aGk=' },
+        ],
+      },
     ]);
   });
 
@@ -128,10 +134,7 @@ describe('mergeConsecutiveSameRole()', () => {
   });
 
   it('keeps the providerOptions of the first merged message', () => {
-    const history: ModelMessage[] = [
-      { role: 'user', content: 'a', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } },
-      user('b'),
-    ];
+    const history: ModelMessage[] = [{ role: 'user', content: 'a', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }, user('b')];
     expect(mergeConsecutiveSameRole(history).messages[0]?.providerOptions).toEqual({
       anthropic: { cacheControl: { type: 'ephemeral' } },
     });
@@ -140,7 +143,15 @@ describe('mergeConsecutiveSameRole()', () => {
 
 describe('validateContentBlocks()', () => {
   it('drops parts of an unknown type', () => {
-    const history = corrupt([{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'hologram', data: 1 }] }]);
+    const history = corrupt([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hi' },
+          { type: 'hologram', data: 1 },
+        ],
+      },
+    ]);
     expect(validateContentBlocks(history)).toEqual({
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
       changed: 1,
@@ -150,7 +161,13 @@ describe('validateContentBlocks()', () => {
   it('drops a tool call without a tool name and a tool result without an output', () => {
     const history = corrupt([
       user('go'),
-      { role: 'assistant', content: [{ type: 'text', text: 'x' }, { type: 'tool-call', toolCallId: 'c1', input: {} }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'x' },
+          { type: 'tool-call', toolCallId: 'c1', input: {} },
+        ],
+      },
       { role: 'tool', content: [result('c0'), { type: 'tool-result', toolCallId: 'c1', toolName: 'web_fetch' }] },
     ]);
     expect(validateContentBlocks(history)).toEqual({
@@ -166,7 +183,14 @@ describe('validateContentBlocks()', () => {
 
   it('drops empty text parts and a file part without a media type', () => {
     const history = corrupt([
-      { role: 'user', content: [{ type: 'text', text: '' }, { type: 'file', data: 'aGk=' }, { type: 'text', text: 'hi' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '' },
+          { type: 'file', data: 'aGk=' },
+          { type: 'text', text: 'hi' },
+        ],
+      },
     ]);
     expect(validateContentBlocks(history)).toEqual({
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
@@ -197,7 +221,14 @@ describe('validateContentBlocks()', () => {
   it('keeps every valid part type unchanged', () => {
     const history: ModelMessage[] = [
       system('be good'),
-      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image', image: 'aGk=' }, { type: 'file', data: 'aGk=', mediaType: 'text/plain' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'image', image: 'aGk=' },
+          { type: 'file', data: 'aGk=', mediaType: 'text/plain' },
+        ],
+      },
       assistant({ type: 'reasoning', text: '' }, { type: 'text', text: 'b' }, call('c1'), {
         type: 'tool-approval-request',
         approvalId: 'a1',
@@ -226,13 +257,7 @@ describe('fixToolCallReferences()', () => {
   });
 
   it('drops a result whose id is missing or answers a call of another turn', () => {
-    const history = [
-      user('go'),
-      assistant(call('c1')),
-      tool(result('c1')),
-      assistant(call('c2')),
-      tool(result(''), result('c1'), result('c2')),
-    ];
+    const history = [user('go'), assistant(call('c1')), tool(result('c1')), assistant(call('c2')), tool(result(''), result('c1'), result('c2'))];
     expect(fixToolCallReferences(history)).toEqual({
       messages: [user('go'), assistant(call('c1')), tool(result('c1')), assistant(call('c2')), tool(result('c2'))],
       changed: 2,
@@ -265,12 +290,7 @@ describe('fixToolCallReferences()', () => {
   });
 
   it('interrupts a call whose approval was requested in an earlier turn and never answered', () => {
-    const history = [
-      user('go'),
-      assistant(call('c1'), { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }),
-      user('never mind'),
-      say('ok'),
-    ];
+    const history = [user('go'), assistant(call('c1'), { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }), user('never mind'), say('ok')];
     expect(fixToolCallReferences(history).messages[2]).toEqual(tool(interrupted('c1')));
   });
 
@@ -429,7 +449,13 @@ describe('estimateHistoryTokens()', () => {
   });
 
   it('lets truncateToContextWindow() cut as it would after counting every message itself', () => {
-    const history = [user('one '.repeat(40)), { role: 'assistant', content: 'ok' } as ModelMessage, user('two '.repeat(40)), { role: 'assistant', content: 'ok' } as ModelMessage, user('three')];
+    const history = [
+      user('one '.repeat(40)),
+      { role: 'assistant', content: 'ok' } as ModelMessage,
+      user('two '.repeat(40)),
+      { role: 'assistant', content: 'ok' } as ModelMessage,
+      user('three'),
+    ];
     const known = { count: 4, tokens: estimateHistoryTokens(history.slice(0, 4)) };
     for (const maxContextTokens of [10, 45, 90, 1_000]) {
       expect(truncateToContextWindow(history, { maxContextTokens, knownTokens: known })).toEqual(truncateToContextWindow(history, { maxContextTokens }));

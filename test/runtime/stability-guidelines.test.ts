@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  canonicalJson,
-  DEFAULT_TOOL_TIMEOUT_MS,
-  MAX_CONTINUATIONS,
-  STABILITY_GUIDELINES,
-  withStabilityGuidelines,
-} from '../../src/runtime/index.ts';
+import { canonicalJson, DEFAULT_TOOL_TIMEOUT_MS, MAX_CONTINUATIONS, STABILITY_GUIDELINES, withStabilityGuidelines } from '../../src/runtime/index.ts';
 
 describe('withStabilityGuidelines()', () => {
   it('holds the five guidelines of the spec under their heading', () => {

@@ -85,15 +85,27 @@ describe('the tool runner', () => {
   it('refuses, in a step limited to less, a tool or a capability the agent holds but the limit leaves out, and runs what it allows', async () => {
     let runs = 0;
     const { runner, audit } = setup([hostTool(() => (runs += 1)) as unknown as Tool<never>]);
-    const holder = agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }]);
+    const holder = agent([
+      { kind: 'tool_invoke', pattern: 'ping' },
+      { kind: 'net_connect', pattern: '*' },
+    ]);
 
     const noTool = await runner.run(call('ping', { host: 'a.example' }), options({ ...holder, limit: [] }));
     expect(noTool.result).toMatchObject({ isError: true, text: 'agent "tester" may not call ping in this step: the step is limited to the tools it names' });
     expect(runner.toolsFor({ ...holder, limit: [] }, { allowlist: [], blocklist: [] })).toEqual([]);
 
-    const limited = { ...holder, limit: [{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: 'a.example' }] satisfies Capability[] };
+    const limited = {
+      ...holder,
+      limit: [
+        { kind: 'tool_invoke', pattern: 'ping' },
+        { kind: 'net_connect', pattern: 'a.example' },
+      ] satisfies Capability[],
+    };
     const wrongHost = await runner.run(call('ping', { host: 'b.example' }), options(limited));
-    expect(wrongHost.result).toMatchObject({ isError: true, text: 'agent "tester" may not use [capabilities].network "b.example" in this step: the step is limited to what it names' });
+    expect(wrongHost.result).toMatchObject({
+      isError: true,
+      text: 'agent "tester" may not use [capabilities].network "b.example" in this step: the step is limited to what it names',
+    });
     expect((await runner.run(call('ping', { host: 'a.example' }), options(limited))).result).toMatchObject({ text: 'pong from a.example' });
     expect(runs).toBe(1);
     expect(audit.map((entry) => entry.outcome)).toEqual(['denied', 'denied']);
@@ -102,7 +114,15 @@ describe('the tool runner', () => {
   it('runs a call whose tool and capabilities are granted', async () => {
     let ran = 0;
     const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
-    const outcome = await runner.run(call('ping', { host: 'api.example.com' }), options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*.example.com' }])));
+    const outcome = await runner.run(
+      call('ping', { host: 'api.example.com' }),
+      options(
+        agent([
+          { kind: 'tool_invoke', pattern: 'ping' },
+          { kind: 'net_connect', pattern: '*.example.com' },
+        ]),
+      ),
+    );
     expect(outcome.result).toEqual({ text: 'pong from api.example.com' });
     expect(ran).toBe(1);
   });
@@ -119,9 +139,19 @@ describe('the tool runner', () => {
   it('refuses a call whose input needs an ungranted capability, and says what would allow it', async () => {
     let ran = 0;
     const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
-    const outcome = await runner.run(call('ping', { host: 'evil.test' }), options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*.example.com' }])));
+    const outcome = await runner.run(
+      call('ping', { host: 'evil.test' }),
+      options(
+        agent([
+          { kind: 'tool_invoke', pattern: 'ping' },
+          { kind: 'net_connect', pattern: '*.example.com' },
+        ]),
+      ),
+    );
     expect(outcome.result.isError).toBe(true);
-    expect(outcome.result.text).toBe('agent "tester" is not granted [capabilities].network "evil.test"; to allow it, add "evil.test" to [capabilities].network');
+    expect(outcome.result.text).toBe(
+      'agent "tester" is not granted [capabilities].network "evil.test"; to allow it, add "evil.test" to [capabilities].network',
+    );
     expect(ran).toBe(0);
   });
 
@@ -151,7 +181,10 @@ describe('the tool runner', () => {
       },
     };
     const { runner } = setup([writer as unknown as Tool<never>]);
-    const outcome = await runner.run(call('file_write', { path: 'a.txt' }), options(agent([{ kind: 'tool_invoke', pattern: 'file_write' }], { allow_file_write: false })));
+    const outcome = await runner.run(
+      call('file_write', { path: 'a.txt' }),
+      options(agent([{ kind: 'tool_invoke', pattern: 'file_write' }], { allow_file_write: false })),
+    );
     expect(outcome.result.text).toBe('agent "tester" may not call file_write: [exec_policy].allow_file_write is false');
     expect(ran).toBe(0);
   });
@@ -200,12 +233,18 @@ describe('the tool runner', () => {
     expect(audit).toMatchObject([{ tool: 'sleeper', outcome: 'timeout' }]);
   });
 
-  it('tells how a call ended apart from its text: refused, thrown (with the error), or the tool\'s own error result', async () => {
+  it("tells how a call ended apart from its text: refused, thrown (with the error), or the tool's own error result", async () => {
     const thrown = new Error('the disk is on fire');
     const tools = [
       { name: 'thrower', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.reject(thrown) },
       // Its own error text reads like the runner's timeout; it is the tool's answer all the same.
-      { name: 'fetcher', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.resolve({ text: 'the host timed out after 30 s', isError: true }) },
+      {
+        name: 'fetcher',
+        description: 'x',
+        inputSchema: z.strictObject({}),
+        requires: () => [],
+        execute: () => Promise.resolve({ text: 'the host timed out after 30 s', isError: true }),
+      },
     ] as unknown as Tool<never>[];
     const { runner, audit } = setup(tools);
     const holder = agent([{ kind: 'tool_all' }]);
@@ -218,10 +257,16 @@ describe('the tool runner', () => {
     expect(audit.map((entry) => entry.outcome)).toEqual(['denied']);
   });
 
-  it('aborts a running tool with the turn\'s reason when the turn is cancelled, and leaves no listener on the turn\'s signal', async () => {
+  it("aborts a running tool with the turn's reason when the turn is cancelled, and leaves no listener on the turn's signal", async () => {
     const reasons: unknown[] = [];
     const waiter = untilAborted('waiter', 'stopped', (signal) => reasons.push(signal.reason));
-    const quick: Tool<Record<string, never>> = { name: 'quick', description: 'x', inputSchema: z.strictObject({}), requires: () => [], execute: () => Promise.resolve({ text: 'done' }) };
+    const quick: Tool<Record<string, never>> = {
+      name: 'quick',
+      description: 'x',
+      inputSchema: z.strictObject({}),
+      requires: () => [],
+      execute: () => Promise.resolve({ text: 'done' }),
+    };
     const { runner, clock } = setup([waiter, quick as unknown as Tool<never>]);
     const turn = new AbortController();
     const forAgent = { ...options(agent([{ kind: 'tool_all' }])), signal: turn.signal };
@@ -258,10 +303,18 @@ describe('the tool runner', () => {
     expect(outcome.result.text).toContain('[Output truncated: 125,432 characters → 50,000 characters]');
   });
 
-  it('passes the loop guard\'s verdicts on: a hint at the third identical call, a refusal at the fifth', async () => {
+  it("passes the loop guard's verdicts on: a hint at the third identical call, a refusal at the fifth", async () => {
     let ran = 0;
     const { runner } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
-    const guarded = { ...options(agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }])), loopGuard: createLoopGuard() };
+    const guarded = {
+      ...options(
+        agent([
+          { kind: 'tool_invoke', pattern: 'ping' },
+          { kind: 'net_connect', pattern: '*' },
+        ]),
+      ),
+      loopGuard: createLoopGuard(),
+    };
     const outcomes = [];
     for (let index = 0; index < 5; index += 1) outcomes.push(await runner.run(call('ping', { host: 'a.example.com' }), guarded));
     expect(outcomes[2]?.hint).toBeDefined();
@@ -272,33 +325,52 @@ describe('the tool runner', () => {
   it('refuses a tool the blocklist or allowlist leaves out even when the model names it', async () => {
     let ran = 0;
     const { runner, audit } = setup([hostTool(() => (ran += 1)) as unknown as Tool<never>]);
-    const forAgent = agent([{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }]);
+    const forAgent = agent([
+      { kind: 'tool_invoke', pattern: 'ping' },
+      { kind: 'net_connect', pattern: '*' },
+    ]);
     const blocked = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: [], blocklist: ['ping'] }));
     const notAllowed = await runner.run(call('ping', { host: 'a' }), options(forAgent, { allowlist: ['other'], blocklist: [] }));
-    expect(blocked.result).toEqual({ isError: true, text: 'agent "tester" may not call ping: its tool_allowlist, tool_blocklist or mcp_servers leaves it out' });
+    expect(blocked.result).toEqual({
+      isError: true,
+      text: 'agent "tester" may not call ping: its tool_allowlist, tool_blocklist or mcp_servers leaves it out',
+    });
     expect(notAllowed.result.isError).toBe(true);
     expect(ran).toBe(0);
     expect(audit.map((entry) => entry.outcome)).toEqual(['denied', 'denied']);
   });
 
-  it('leaves out an MCP server\'s tools when the agent\'s mcp_servers allowlist does not name the server', async () => {
+  it("leaves out an MCP server's tools when the agent's mcp_servers allowlist does not name the server", async () => {
     const fromGithub = { ...hostTool(() => undefined), name: 'mcp_github_search', mcpServer: 'github' } as unknown as Tool<never>;
     const fromFiles = { ...hostTool(() => undefined), name: 'mcp_files_read', mcpServer: 'files' } as unknown as Tool<never>;
     const { runner } = setup([fromGithub, fromFiles]);
     const forAgent = agent([{ kind: 'tool_all' }]);
-    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [], mcpServers: [] }).map((tool) => tool.name)).toEqual(['mcp_github_search', 'mcp_files_read']);
+    expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [], mcpServers: [] }).map((tool) => tool.name)).toEqual([
+      'mcp_github_search',
+      'mcp_files_read',
+    ]);
     expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [], mcpServers: ['files'] }).map((tool) => tool.name)).toEqual(['mcp_files_read']);
-    const refused = await runner.run(call('mcp_github_search', { host: 'a' }), { ...options(forAgent), filter: { allowlist: [], blocklist: [], mcpServers: ['files'] } });
+    const refused = await runner.run(call('mcp_github_search', { host: 'a' }), {
+      ...options(forAgent),
+      filter: { allowlist: [], blocklist: [], mcpServers: ['files'] },
+    });
     expect(refused.result.isError).toBe(true);
   });
 
-  it('keeps a limited step to the MCP servers it names, though its name pattern also matches another server\'s tools', async () => {
+  it("keeps a limited step to the MCP servers it names, though its name pattern also matches another server's tools", async () => {
     let ran = 0;
     const fromSlack = { ...hostTool(() => (ran += 1)), name: 'mcp_slack_post', mcpServer: 'slack' } as unknown as Tool<never>;
     const fromNotifier = { ...hostTool(() => (ran += 1)), name: 'mcp_slack_notifier_post', mcpServer: 'slack-notifier' } as unknown as Tool<never>;
     const { runner, audit } = setup([fromSlack, fromNotifier]);
     // A package step naming "slack": its limit's pattern mcp_slack_* matches both servers' tools.
-    const step: ToolAgent = { ...agent([{ kind: 'tool_all' }, { kind: 'net_connect', pattern: '*' }]), limit: [{ kind: 'tool_invoke', pattern: 'mcp_slack_*' }, { kind: 'net_connect', pattern: '*' }], limitMcpServers: ['slack'] };
+    const step: ToolAgent = {
+      ...agent([{ kind: 'tool_all' }, { kind: 'net_connect', pattern: '*' }]),
+      limit: [
+        { kind: 'tool_invoke', pattern: 'mcp_slack_*' },
+        { kind: 'net_connect', pattern: '*' },
+      ],
+      limitMcpServers: ['slack'],
+    };
     expect(runner.toolsFor(step, { allowlist: [], blocklist: [] }).map((tool) => tool.name)).toEqual(['mcp_slack_post']);
     const refused = await runner.run(call('mcp_slack_notifier_post', { host: 'a' }), options(step));
     expect(refused.result).toEqual({
@@ -312,7 +384,10 @@ describe('the tool runner', () => {
 
   it('checks the grants the agent holds now, not the ones it started the turn with', async () => {
     let ran = 0;
-    let current: Capability[] = [{ kind: 'tool_invoke', pattern: 'ping' }, { kind: 'net_connect', pattern: '*' }];
+    let current: Capability[] = [
+      { kind: 'tool_invoke', pattern: 'ping' },
+      { kind: 'net_connect', pattern: '*' },
+    ];
     const runner = createToolRunner({
       tools: [hostTool(() => (ran += 1)) as unknown as Tool<never>],
       kernel: unusedKernel,
@@ -342,18 +417,27 @@ describe('the tool runner', () => {
   it('shows the model only the tools the agent may call, after the allowlist and blocklist', () => {
     const tools = ['a', 'b', 'c'].map((name) => ({ ...hostTool(() => undefined), name })) as unknown as Tool<never>[];
     const { runner } = setup(tools);
-    const forAgent = agent([{ kind: 'tool_invoke', pattern: 'a' }, { kind: 'tool_invoke', pattern: 'b' }]);
+    const forAgent = agent([
+      { kind: 'tool_invoke', pattern: 'a' },
+      { kind: 'tool_invoke', pattern: 'b' },
+    ]);
     expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: [] }).map((tool) => tool.name)).toEqual(['a', 'b']);
     expect(runner.toolsFor(forAgent, { allowlist: ['b', 'c'], blocklist: [] }).map((tool) => tool.name)).toEqual(['b']);
     expect(runner.toolsFor(forAgent, { allowlist: [], blocklist: ['a'] }).map((tool) => tool.name)).toEqual(['b']);
   });
 });
 
-describe('an agent\'s own tools that repeat a name', () => {
+describe("an agent's own tools that repeat a name", () => {
   it('shows the model one tool of the name, the first, and a call of it runs that one (a stray duplicate never shadows it)', async () => {
     const ran: string[] = [];
     const named = (who: string): Tool<never> =>
-      ({ name: 'lookup', description: `${who}'s lookup`, inputSchema: z.strictObject({}), requires: () => [], execute: () => (ran.push(who), Promise.resolve({ text: who })) }) as unknown as Tool<never>;
+      ({
+        name: 'lookup',
+        description: `${who}'s lookup`,
+        inputSchema: z.strictObject({}),
+        requires: () => [],
+        execute: () => (ran.push(who), Promise.resolve({ text: who })),
+      }) as unknown as Tool<never>;
     const runner = createToolRunner({
       tools: [],
       agentTools: () => [named('own'), named('shared')],

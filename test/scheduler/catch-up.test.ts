@@ -22,7 +22,13 @@ async function settledRuns(daemon: TestHost, agent: string, count: number): Prom
 }
 
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
-const brief = (run: ScheduleRunRecord): Record<string, unknown> => ({ trigger: run.trigger, due: iso(run.dueAt), outcome: run.outcome, caughtUp: run.caughtUp, count: run.count });
+const brief = (run: ScheduleRunRecord): Record<string, unknown> => ({
+  trigger: run.trigger,
+  due: iso(run.dueAt),
+  outcome: run.outcome,
+  caughtUp: run.caughtUp,
+  count: run.count,
+});
 
 describe('wake-ups due while the daemon was down', () => {
   it('a 09:00 report whose daemon restarted at 08:59 runs once when it is back, recorded as caught up', async () => {
@@ -36,7 +42,14 @@ describe('wake-ups due while the daemon was down', () => {
 
     const [run] = await settledRuns(back, 'reporter', 1);
     expect(server.requests).toHaveLength(1);
-    expect(run).toMatchObject({ trigger: 'cron', dueAt: Date.UTC(2026, 0, 5, 9), outcome: 'completed', caughtUp: true, startedAt: Date.UTC(2026, 0, 5, 9, 9), reason: null });
+    expect(run).toMatchObject({
+      trigger: 'cron',
+      dueAt: Date.UTC(2026, 0, 5, 9),
+      outcome: 'completed',
+      caughtUp: true,
+      startedAt: Date.UTC(2026, 0, 5, 9, 9),
+      reason: null,
+    });
   });
 
   it('catch_up = "once" (the default) runs only the latest missed wake-up, and records the others as skipped', async () => {
@@ -117,7 +130,7 @@ describe('wake-ups due while the daemon was down', () => {
     expect(runs.map(brief)).toEqual([{ trigger: 'continuous', due: '2026-01-05T08:45:00.000Z', outcome: 'completed', caughtUp: false, count: 1 }]);
   });
 
-  it('a run the daemon\'s stop cuts off is recorded as interrupted', async () => {
+  it("a run the daemon's stop cuts off is recorded as interrupted", async () => {
     const clock = createFakeClock(EIGHT);
     const daemon = await startDaemon(clock, { scheduler: { catch_up: 'skip' } });
     await daemon.kernel.spawn(manifest(agentToml('monitor', 'mode = "continuous"\ninterval_seconds = 600')));
@@ -130,6 +143,10 @@ describe('wake-ups due while the daemon was down', () => {
     answer?.();
 
     const [run] = await settledRuns(back, 'monitor', 1);
-    expect(run).toMatchObject({ dueAt: EIGHT + 10 * MINUTE, outcome: 'interrupted', reason: 'agent "monitor" stopped because Loom is shutting down during the turn' });
+    expect(run).toMatchObject({
+      dueAt: EIGHT + 10 * MINUTE,
+      outcome: 'interrupted',
+      reason: 'agent "monitor" stopped because Loom is shutting down during the turn',
+    });
   });
 });

@@ -12,7 +12,8 @@ import { EIGHT, MINUTE, scheduledAgentToml, useScheduledDaemon } from './schedul
 const server = useScriptedModelServer();
 const daemons = useScheduledDaemon('loom-idle-checks-');
 const daemon = (): Promise<TestHost> => daemons.start(createFakeClock(EIGHT));
-const agentToml = (name: string, extra: string, model = 'gpt-4o'): string => scheduledAgentToml(name, `mode = "continuous"\ninterval_seconds = 600\n${extra}`, server.url, model);
+const agentToml = (name: string, extra: string, model = 'gpt-4o'): string =>
+  scheduledAgentToml(name, `mode = "continuous"\ninterval_seconds = 600\n${extra}`, server.url, model);
 
 /** Lets one interval pass and waits for its run to settle; returns the agent's runs, newest first. */
 async function nextRun(daemon: TestHost, agent: string): Promise<ScheduleRunRecord[]> {
@@ -29,7 +30,14 @@ describe('a scheduled wake-up with a [schedule.check]', () => {
     const inbox = join(daemons.dir, 'inbox.txt');
     await writeFile(inbox, 'one order');
     const current = await daemon();
-    await current.kernel.spawn(manifest(agentToml('watcher', `[schedule.check]\ntool = "file_read"\ninput = { path = "${inbox}" }\n[capabilities]\ntools = ["file_read"]\nfile_read = ["${daemons.dir}/*"]`)));
+    await current.kernel.spawn(
+      manifest(
+        agentToml(
+          'watcher',
+          `[schedule.check]\ntool = "file_read"\ninput = { path = "${inbox}" }\n[capabilities]\ntools = ["file_read"]\nfile_read = ["${daemons.dir}/*"]`,
+        ),
+      ),
+    );
     server.script([{ text: 'handled one order' }, { text: 'handled two orders' }]);
 
     const [first] = await nextRun(current, 'watcher');
@@ -49,7 +57,9 @@ describe('a scheduled wake-up with a [schedule.check]', () => {
     const secret = join(daemons.dir, 'secret.txt');
     await writeFile(secret, 'not yours');
     const current = await daemon();
-    await current.kernel.spawn(manifest(agentToml('nosy', `[schedule.check]\ntool = "file_read"\ninput = { path = "${secret}" }\n[capabilities]\ntools = ["file_read"]`)));
+    await current.kernel.spawn(
+      manifest(agentToml('nosy', `[schedule.check]\ntool = "file_read"\ninput = { path = "${secret}" }\n[capabilities]\ntools = ["file_read"]`)),
+    );
     server.script([{ text: 'never asked' }]);
 
     const [run] = await nextRun(current, 'nosy');
@@ -69,12 +79,14 @@ describe('a daily budget', () => {
     expect((await nextRun(current, 'frugal'))[0]).toMatchObject({ outcome: 'completed' });
     const [skipped] = await nextRun(current, 'frugal');
     expect(skipped).toMatchObject({ outcome: 'skipped', startedAt: null });
-    expect(skipped?.reason).toBe('agent "frugal" has used 120 of its 100 tokens today ([resources].max_tokens_per_day); scheduled wake-ups resume at 2026-01-06T00:00:00.000Z');
+    expect(skipped?.reason).toBe(
+      'agent "frugal" has used 120 of its 100 tokens today ([resources].max_tokens_per_day); scheduled wake-ups resume at 2026-01-06T00:00:00.000Z',
+    );
     expect(server.requests).toHaveLength(1);
 
     // 08:20 to midnight, then the first wake-up of the new day.
     await current.clock.advance(Date.UTC(2026, 0, 6) - current.clock.now() - 10 * MINUTE);
-    await waitFor('the day\'s last skipped wake-up', async () => (await current.kernel.wakeRuns.list('frugal'))[0]?.outcome === 'skipped');
+    await waitFor("the day's last skipped wake-up", async () => (await current.kernel.wakeRuns.list('frugal'))[0]?.outcome === 'skipped');
     const [fresh] = await nextRun(current, 'frugal');
     expect(fresh).toMatchObject({ outcome: 'completed' });
     expect(server.requests).toHaveLength(2);

@@ -89,7 +89,10 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const leadership = testLeadership(true);
     const queue = testQueue();
     let finish: (() => void) | undefined;
-    const { send, calls } = recordingSend(() => clock.now(), () => new Promise<void>((resolve) => (finish = resolve)));
+    const { send, calls } = recordingSend(
+      () => clock.now(),
+      () => new Promise<void>((resolve) => (finish = resolve)),
+    );
     const scheduler = createScheduler({ clock, logger: createSilentLogger(), send, leadership, queue });
     void scheduler.start(agentEntry('worker', '[schedule]\nmode = "continuous"\ninterval_seconds = 60\n'));
     const since = clock.now();
@@ -97,8 +100,16 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     // Nothing is sent by the leader itself: the wake-ups wait in the queue for a node to take them.
     expect(calls).toEqual([]);
     expect(queue.jobs.map((job) => [job.kind, job.dedupeKey, job.payload])).toEqual([
-      ['scheduled-message', `agent id-worker continuous@${since + MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + MINUTE }],
-      ['scheduled-message', `agent id-worker continuous@${since + 2 * MINUTE}`, { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + 2 * MINUTE }],
+      [
+        'scheduled-message',
+        `agent id-worker continuous@${since + MINUTE}`,
+        { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + MINUTE },
+      ],
+      [
+        'scheduled-message',
+        `agent id-worker continuous@${since + 2 * MINUTE}`,
+        { agent: 'id-worker', message: CONTINUOUS_WAKE_MESSAGE, cause: 'continuous', trigger: 'continuous', due: since + 2 * MINUTE },
+      ],
     ]);
     const [first, second] = queue.jobs;
     const running = queue.run(first as JobRequest & { id: string });
@@ -116,7 +127,11 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const calls: string[] = [];
     const runs = recordingRuns(calls, false);
     const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
-    const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
+    const job = {
+      id: 'job-1',
+      kind: 'scheduled-message' as const,
+      payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 },
+    };
     await queue.run(job, 1);
     await queue.run(job, 2);
     expect(calls).toEqual(['run id-worker continuous@60000', 'interrupt id-worker continuous@60000', 'run id-worker continuous@60000']);
@@ -129,7 +144,11 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const calls: string[] = [];
     const runs = recordingRuns(calls, true);
     const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, leadership: testLeadership(true), queue });
-    const job = { id: 'job-1', kind: 'scheduled-message' as const, payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 } };
+    const job = {
+      id: 'job-1',
+      kind: 'scheduled-message' as const,
+      payload: { agent: 'id-worker', message: 'wake', cause: 'continuous', trigger: 'continuous', due: 60_000 },
+    };
     await queue.run(job, 1);
     await queue.run(job, 2);
     expect(calls).toEqual([

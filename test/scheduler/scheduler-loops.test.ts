@@ -153,11 +153,7 @@ describe('scheduler: periodic', () => {
     const { clock, calls, scheduler } = setup({ start });
     await scheduler.start(agentEntry('reporter', '[schedule]\nmode = "periodic"\ncron = "30 23,0 * * *"\n'));
     for (let step = 0; step < 26 * 4; step += 1) await clock.advance(15 * MINUTE);
-    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual([
-      '2026-01-01T23:30:00.000Z',
-      '2026-01-02T00:30:00.000Z',
-      '2026-01-02T23:30:00.000Z',
-    ]);
+    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual(['2026-01-01T23:30:00.000Z', '2026-01-02T00:30:00.000Z', '2026-01-02T23:30:00.000Z']);
     expect(calls[0]?.message).toContain('cron "30 23,0 * * *"');
   });
 
@@ -167,11 +163,7 @@ describe('scheduler: periodic', () => {
     await clock.advance(9 * HOUR - 1);
     expect(calls).toEqual([]);
     await clock.advance(48 * HOUR + 1);
-    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual([
-      '2026-01-01T09:00:00.000Z',
-      '2026-01-02T09:00:00.000Z',
-      '2026-01-03T09:00:00.000Z',
-    ]);
+    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual(['2026-01-01T09:00:00.000Z', '2026-01-02T09:00:00.000Z', '2026-01-03T09:00:00.000Z']);
   });
 
   it('reads the cron expression in the configured time zone, daylight saving included', async () => {
@@ -179,11 +171,7 @@ describe('scheduler: periodic', () => {
     await scheduler.start(agentEntry('reporter', '[schedule]\nmode = "periodic"\ncron = "0 9 * * *"\n'));
     await clock.advance(3 * 24 * HOUR);
     // New York moves from UTC-5 to UTC-4 on 2026-03-08.
-    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual([
-      '2026-03-07T14:00:00.000Z',
-      '2026-03-08T13:00:00.000Z',
-      '2026-03-09T13:00:00.000Z',
-    ]);
+    expect(calls.map((call) => new Date(call.at).toISOString())).toEqual(['2026-03-07T14:00:00.000Z', '2026-03-08T13:00:00.000Z', '2026-03-09T13:00:00.000Z']);
     expect(calls[0]?.message).toContain('America/New_York');
   });
 

@@ -6,7 +6,11 @@ import { createScheduler, cronInstants, intervalInstants } from '../../src/sched
 const HOUR = 3_600_000;
 
 /** Fire instants of a timer over `hours` of fake time, as ISO strings. */
-async function firesOver(start: number, hours: number, next: (clock: ReturnType<typeof createFakeClock>) => (previous: number | undefined) => number | null): Promise<string[]> {
+async function firesOver(
+  start: number,
+  hours: number,
+  next: (clock: ReturnType<typeof createFakeClock>) => (previous: number | undefined) => number | null,
+): Promise<string[]> {
   const clock = createFakeClock(start);
   const scheduler = createScheduler({ clock, logger: createSilentLogger(), send: () => Promise.resolve() });
   const fired: string[] = [];

@@ -36,19 +36,24 @@ function spawned(events: EventBus, name: string, agentId = `id-${name}`): void {
 }
 
 describe('scheduler: file triggers (injected watcher)', () => {
-  it('watches no folder of a child agent that is now a symbolic link, as its parent\'s triggers or a child\'s real folder it does', async () => {
+  it("watches no folder of a child agent that is now a symbolic link, as its parent's triggers or a child's real folder it does", async () => {
     const root = await realpath(await mkdtemp(join(tmpdir(), 'loom-trigger-link-')));
     try {
       await mkdir(join(root, 'inbox'));
       await symlink(join(root, 'inbox'), join(root, 'mail'));
       const { watcher, logger, scheduler } = setup();
-      const child = (name: string, folder: string) => ({ ...agentEntry(name, proactive(trigger('file_created', `pattern = "${join(root, folder)}/*"`))), parentId: 'id-boss' });
+      const child = (name: string, folder: string) => ({
+        ...agentEntry(name, proactive(trigger('file_created', `pattern = "${join(root, folder)}/*"`))),
+        parentId: 'id-boss',
+      });
       await scheduler.start(child('through-link', 'mail'));
       await scheduler.start(child('real-folder', 'inbox'));
       await scheduler.start(agentEntry('owner', proactive(trigger('file_created', `pattern = "${join(root, 'mail')}/*"`))));
       expect(watcher.watches.map((watch) => watch.directory)).toEqual([join(root, 'inbox'), join(root, 'mail')]);
       const errors = logger.entries.filter((entry) => entry.level === 'error').map((entry) => entry.message);
-      expect(errors).toEqual([`skipped trigger "file_created" of agent "through-link": "${join(root, 'mail')}" is now a symbolic link (or lies under one), and a child agent's triggers watch only the folder they were judged by; spawn it again to have the folder judged anew`]);
+      expect(errors).toEqual([
+        `skipped trigger "file_created" of agent "through-link": "${join(root, 'mail')}" is now a symbolic link (or lies under one), and a child agent's triggers watch only the folder they were judged by; spawn it again to have the folder judged anew`,
+      ]);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -89,9 +94,7 @@ describe('scheduler: file triggers (injected watcher)', () => {
 
   it('file_changed sends the trigger message only for a matching path seen before', async () => {
     const { watcher, calls, scheduler, settle } = setup();
-    await scheduler.start(
-      agentEntry('ingest', proactive(trigger('file_changed', 'pattern = "/data/*.csv"\nmessage = "a report changed: re-read it"'))),
-    );
+    await scheduler.start(agentEntry('ingest', proactive(trigger('file_changed', 'pattern = "/data/*.csv"\nmessage = "a report changed: re-read it"'))));
     watcher.emit('/data/q4.csv');
     await settle();
     expect(calls).toEqual([]);
@@ -109,7 +112,10 @@ describe('scheduler: file triggers (injected watcher)', () => {
     const watcher = createFakeWatcher();
     const logger = createRecordingLogger();
     const slow = deferred();
-    const { send, calls } = recordingSend(() => clock.now(), () => slow.promise);
+    const { send, calls } = recordingSend(
+      () => clock.now(),
+      () => slow.promise,
+    );
     const scheduler = createScheduler({ clock, logger, send, watch: watcher.watch });
     await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/in/*"'))));
     watcher.emit('/in/a');

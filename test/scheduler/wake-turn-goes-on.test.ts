@@ -19,7 +19,15 @@ describe("a wake-up's turn the journal holds as running (its node stopped in it)
     const worker = await host.kernel.spawn(manifest('name = "worker"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n'));
     const helper = await host.kernel.spawn(manifest('name = "helper"\n[model]\nprovider = "ollama"\nmodel = "llama3.2"\n'));
     const open = (id: string, agentId: string, cycle: boolean) =>
-      host.store.turns.open({ id, agentId, sessionId: `session-${agentId}`, conversation: null, request: { message: 'wake', caller: { kind: 'owner' }, ...(cycle ? { cycle: true } : {}) }, idempotencyKey: null, receivedAt: 1_000 });
+      host.store.turns.open({
+        id,
+        agentId,
+        sessionId: `session-${agentId}`,
+        conversation: null,
+        request: { message: 'wake', caller: { kind: 'owner' }, ...(cycle ? { cycle: true } : {}) },
+        idempotencyKey: null,
+        receivedAt: 1_000,
+      });
     expect(await host.kernel.wakeRuns.turnGoesOn('worker')).toBe(false);
     await open('t-wake', worker.id, true);
     await open('t-message', helper.id, false);

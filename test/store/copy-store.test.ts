@@ -97,7 +97,8 @@ describe('copySqliteToPostgres()', () => {
 
     expect(report.ok).toBe(true);
     expect(report.tables.map((table) => table.table)).toEqual(copiedTables.map((table) => table.name));
-    for (const table of report.tables) expect(table, table.table).toMatchObject({ ok: true, postgresRows: table.sqliteRows, postgresChecksum: table.sqliteChecksum });
+    for (const table of report.tables)
+      expect(table, table.table).toMatchObject({ ok: true, postgresRows: table.sqliteRows, postgresChecksum: table.sqliteChecksum });
     expect(report.tables.every((table) => table.sqliteRows > 0)).toBe(true);
     const postgres = await openPostgresStore({ url: database.url });
     try {
@@ -114,8 +115,12 @@ describe('copySqliteToPostgres()', () => {
     // A child whose row comes before its parent's (as a rebuilt table could leave it).
     withRawSqlite((db) => {
       db.exec('PRAGMA foreign_keys = OFF');
-      db.exec("INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('kid', 'kid', 'running', 'zparent', 'session-kid', '{}', 1000, 1000)");
-      db.exec("INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('zparent', 'zparent', 'running', NULL, 'session-zparent', '{}', 1000, 1000)");
+      db.exec(
+        "INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('kid', 'kid', 'running', 'zparent', 'session-kid', '{}', 1000, 1000)",
+      );
+      db.exec(
+        "INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('zparent', 'zparent', 'running', NULL, 'session-zparent', '{}', 1000, 1000)",
+      );
     });
     const expected = await withSqlite((store) => store.agents.list());
 
@@ -178,7 +183,9 @@ describe('copySqliteToPostgres()', () => {
       "INSERT INTO loom_nodes (id, name, url, version, schema_version, started_at, last_seen) VALUES ('n1', 'web-1', NULL, 'test', 2, 0, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
     );
 
-    await expect(copySqliteToPostgres({ sqlitePath, url: database.url })).rejects.toThrow(/a Loom daemon runs on that database \(node "web-1"\); stop it first/);
+    await expect(copySqliteToPostgres({ sqlitePath, url: database.url })).rejects.toThrow(
+      /a Loom daemon runs on that database \(node "web-1"\); stop it first/,
+    );
     expect(await filledTables()).toEqual({});
   });
 
@@ -193,7 +200,9 @@ describe('copySqliteToPostgres()', () => {
   it('refuses a SQLite file whose schema is older than this Loom’s, without migrating it', async () => {
     withRawSqlite((db) => applyMigrations(db, sqlitePath, migrations.slice(0, 3)));
 
-    await expect(copySqliteToPostgres({ sqlitePath, url: database.url })).rejects.toThrow(/its schema version is 3, older than this Loom's \d+; run any command on the home once/);
+    await expect(copySqliteToPostgres({ sqlitePath, url: database.url })).rejects.toThrow(
+      /its schema version is 3, older than this Loom's \d+; run any command on the home once/,
+    );
     withRawSqlite((db) => expect(db.prepare('PRAGMA user_version').get()?.['user_version']).toBe(3));
   });
 
@@ -261,7 +270,10 @@ describe('table checksums', () => {
       const postgresAgents = await checksumPostgresTable(
         client,
         agents,
-        ['id', 'name', 'state', 'parent_id', 'session_id', 'manifest', 'created_at', 'updated_at'].map((name) => ({ name, dataType: name.endsWith('_at') ? 'bigint' : 'text' })),
+        ['id', 'name', 'state', 'parent_id', 'session_id', 'manifest', 'created_at', 'updated_at'].map((name) => ({
+          name,
+          dataType: name.endsWith('_at') ? 'bigint' : 'text',
+        })),
       );
       await client.query('COMMIT');
       expect(postgresAgents).toEqual(sqlite.agents);

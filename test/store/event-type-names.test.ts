@@ -14,7 +14,10 @@ import { useTestPostgres } from '../support/use-test-postgres.ts';
 
 const OLD_NAMES = Object.keys(RENAMED_EVENT_TYPES);
 /** One row per old name, in that order, then a row of a type that kept its name. */
-const OLD_ROWS = [...OLD_NAMES.map((type, index) => ({ type, at: 1_000 + index, data: JSON.stringify({ name: 'old', row: index }) })), { type: 'agent-spawn', at: 2_000, data: '{"name":"old"}' }];
+const OLD_ROWS = [
+  ...OLD_NAMES.map((type, index) => ({ type, at: 1_000 + index, data: JSON.stringify({ name: 'old', row: index }) })),
+  { type: 'agent-spawn', at: 2_000, data: '{"name":"old"}' },
+];
 
 /** What a store migrated from the old rows reads back, and what a filter by the new names finds. */
 async function expectRenamed(store: Store): Promise<void> {

@@ -46,7 +46,9 @@ describe('[store] url and LOOM_DATABASE_URL', () => {
     const attempt = loadConfig(resolveLoomHome({ LOOM_HOME: home }, '/'));
 
     await expect(attempt).rejects.toBeInstanceOf(ConfigError);
-    await expect(attempt).rejects.toThrow('[store].url: expected a postgres:// or postgresql:// URL such as "postgres://loom:password@db.example.com:5432/loom" (the value is not shown: it may hold a password)');
+    await expect(attempt).rejects.toThrow(
+      '[store].url: expected a postgres:// or postgresql:// URL such as "postgres://loom:password@db.example.com:5432/loom" (the value is not shown: it may hold a password)',
+    );
     await expect(attempt).rejects.not.toThrow('hunter2');
   });
 
@@ -113,7 +115,9 @@ describe('loom doctor with PostgreSQL', () => {
     const result = await runCli(home, ['doctor'], { env: { LOOM_DATABASE_URL: unreachable.toString() } });
 
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/✗ database postgres:\/\/\w+@127\.0\.0\.1:1\/\w+ \(from LOOM_DATABASE_URL\): cannot open store .*: nothing answers at 127\.0\.0\.1:1 \(connection refused\)/);
+    expect(result.stdout).toMatch(
+      /✗ database postgres:\/\/\w+@127\.0\.0\.1:1\/\w+ \(from LOOM_DATABASE_URL\): cannot open store .*: nothing answers at 127\.0\.0\.1:1 \(connection refused\)/,
+    );
     expect(result.stdout + result.stderr).not.toContain('hunter2');
   });
 
@@ -125,7 +129,9 @@ describe('loom doctor with PostgreSQL', () => {
     const result = await runCli(home, ['doctor'], { env: { LOOM_DATABASE_URL: url } });
 
     expect(result.code).toBe(1);
-    expect(result.stdout).toContain(`✗ database schema version ${latestVersion + 1} is newer than this Loom knows (${latestVersion}): upgrade Loom, or point [store] url at another database`);
+    expect(result.stdout).toContain(
+      `✗ database schema version ${latestVersion + 1} is newer than this Loom knows (${latestVersion}): upgrade Loom, or point [store] url at another database`,
+    );
   });
 
   it('fails when LOOM_DATABASE_URL is not a PostgreSQL URL', async () => {

@@ -63,9 +63,36 @@ describe('PostgresStore', () => {
     const store = await open();
 
     expect(store.schemaVersion).toBe(latestVersion);
-    expect(await raw('SELECT version, name FROM loom_schema ORDER BY version')).toEqual(postgresMigrations.map((step) => ({ version: step.version, name: step.name })));
-    const tables = await raw("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename COLLATE \"C\"");
-    expect(tables.map((row) => row['tablename'])).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'loom_channel_leases', 'loom_job_attempts', 'loom_jobs', 'loom_nodes', 'loom_schema', 'loom_timer_fires', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'turn_journal', 'turn_steps', 'usage', 'workflows']);
+    expect(await raw('SELECT version, name FROM loom_schema ORDER BY version')).toEqual(
+      postgresMigrations.map((step) => ({ version: step.version, name: step.name })),
+    );
+    const tables = await raw('SELECT tablename FROM pg_tables WHERE schemaname = \'public\' ORDER BY tablename COLLATE "C"');
+    expect(tables.map((row) => row['tablename'])).toEqual([
+      'a2a_push_configs',
+      'agents',
+      'approvals',
+      'channel_messages',
+      'channel_pairings',
+      'events',
+      'forged_tools',
+      'installed_packages',
+      'loom_channel_leases',
+      'loom_job_attempts',
+      'loom_jobs',
+      'loom_nodes',
+      'loom_schema',
+      'loom_timer_fires',
+      'memory',
+      'package_runs',
+      'schedule_runs',
+      'session_messages',
+      'sessions',
+      'tasks',
+      'turn_journal',
+      'turn_steps',
+      'usage',
+      'workflows',
+    ]);
   });
 
   it('keeps every domain’s data across close and reopen, without migrating again', async () => {
@@ -118,7 +145,11 @@ describe('PostgresStore', () => {
     try {
       const first = { version: 1, name: 'first', sql: 'CREATE TABLE one (x INTEGER);' };
       expect(await applyPostgresMigrations(pool, 'test', [first])).toBe(1);
-      const broken = [first, { version: 2, name: 'second', sql: 'CREATE TABLE two (x INTEGER);' }, { version: 3, name: 'broken', sql: 'INSERT INTO missing VALUES (1);' }];
+      const broken = [
+        first,
+        { version: 2, name: 'second', sql: 'CREATE TABLE two (x INTEGER);' },
+        { version: 3, name: 'broken', sql: 'INSERT INTO missing VALUES (1);' },
+      ];
 
       await expect(applyPostgresMigrations(pool, 'test', broken)).rejects.toThrow(
         'cannot migrate store test to schema version 3 (broken): relation "missing" does not exist; the database stays at version 1',
@@ -157,9 +188,13 @@ describe('PostgresStore', () => {
     const absent = (await openPostgresStore({ url: missing.toString() }).catch((reason: unknown) => reason)) as StoreError;
 
     expect(refused).toBeInstanceOf(StoreError);
-    expect(refused.message).toBe(`cannot open store postgres://postgres@${server.address}/${database.name}: password authentication failed for user "postgres"; check the user and password in [store] url (or LOOM_DATABASE_URL)`);
+    expect(refused.message).toBe(
+      `cannot open store postgres://postgres@${server.address}/${database.name}: password authentication failed for user "postgres"; check the user and password in [store] url (or LOOM_DATABASE_URL)`,
+    );
     expect(refused.message).not.toContain('not-the-password');
-    expect(absent.message).toBe(`cannot open store postgres://postgres@${server.address}/no_such_database: database "no_such_database" does not exist; create it (createdb), or name another database in the URL`);
+    expect(absent.message).toBe(
+      `cannot open store postgres://postgres@${server.address}/no_such_database: database "no_such_database" does not exist; create it (createdb), or name another database in the URL`,
+    );
   });
 
   it('ping() gives the schema version and the server’s clock; a closed store refuses it', async () => {
@@ -196,7 +231,9 @@ describe('PostgresStore', () => {
   it('numbers events appended at once from two nodes once each, and lists them in the order of their numbers', async () => {
     const [one, two] = await Promise.all([open(), open()]);
 
-    const seqs = await Promise.all(Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? one : two).events.append({ at: index, type: 'tick', agentId: null, data: { index } })));
+    const seqs = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? one : two).events.append({ at: index, type: 'tick', agentId: null, data: { index } })),
+    );
 
     expect(new Set(seqs).size).toBe(20);
     expect((await one.events.list()).map((event) => event.seq)).toEqual([...seqs].sort((a, b) => a - b));
@@ -217,7 +254,11 @@ describe('PostgresStore', () => {
 
       // A read waits for the append in flight, then sees both: one that saw `later` cannot miss `held`.
       const reading = store.events.list({ after: 0 });
-      await waitFor('the read to wait for the append in flight', async () => (await raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0]?.['n'] === 1);
+      await waitFor(
+        'the read to wait for the append in flight',
+        async () =>
+          (await raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))[0]?.['n'] === 1,
+      );
       await other.query('COMMIT');
       expect((await reading).map((event) => [event.seq, event.data])).toEqual([
         [held, { node: 'other' }],
@@ -236,7 +277,9 @@ describe('PostgresStore', () => {
     await raw(`UPDATE session_messages SET message = '{"cut'`);
 
     await expect(store.agents.get('a1')).rejects.toThrow(/cannot read row id "a1" of table "agents": manifest: invalid JSON/);
-    await expect(store.sessions.get(agent.sessionId)).rejects.toThrow(`cannot read row session_id "${agent.sessionId}", seq 0 of table "session_messages": message: invalid JSON`);
+    await expect(store.sessions.get(agent.sessionId)).rejects.toThrow(
+      `cannot read row session_id "${agent.sessionId}", seq 0 of table "session_messages": message: invalid JSON`,
+    );
   });
 
   it('refuses text PostgreSQL cannot hold (a NUL character) with a StoreError that says so, and keeps one inside JSON', async () => {
@@ -254,10 +297,14 @@ describe('PostgresStore', () => {
   it('reports another failure as a StoreError naming the database without its password, with the original as cause', async () => {
     const store = await open();
 
-    const error = (await store.usage.record({ agentId: 'a1', at: 1.5, model: 'm', inputTokens: 1, outputTokens: 1, costUsd: 0 }).catch((reason: unknown) => reason)) as StoreError;
+    const error = (await store.usage
+      .record({ agentId: 'a1', at: 1.5, model: 'm', inputTokens: 1, outputTokens: 1, costUsd: 0 })
+      .catch((reason: unknown) => reason)) as StoreError;
 
     expect(error).toBeInstanceOf(StoreError);
-    expect(error.message).toBe(`cannot record usage of agent "a1": invalid input syntax for type bigint: "1.5" (database postgres://postgres@${server.address}/${database.name})`);
+    expect(error.message).toBe(
+      `cannot record usage of agent "a1": invalid input syntax for type bigint: "1.5" (database postgres://postgres@${server.address}/${database.name})`,
+    );
     expect(error.cause).toMatchObject({ code: '22P02' });
     expect(await store.usage.list()).toEqual([]);
   });

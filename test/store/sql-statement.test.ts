@@ -17,8 +17,12 @@ describe('the store’s statements, written once', () => {
   });
 
   it('build an upsert that updates every column but the key, or the columns named', () => {
-    expect(insert('m', 'a, k, v', [1, 2, 3], { key: 'a, k' }).text(dollar)).toBe('INSERT INTO m (a, k, v) VALUES ($1, $2, $3) ON CONFLICT (a, k) DO UPDATE SET v = excluded.v');
-    expect(insert('m', 'k, v, w', [1, 2, 3], { key: 'k', update: ['w'] }).text(question)).toBe('INSERT INTO m (k, v, w) VALUES (?, ?, ?) ON CONFLICT (k) DO UPDATE SET w = excluded.w');
+    expect(insert('m', 'a, k, v', [1, 2, 3], { key: 'a, k' }).text(dollar)).toBe(
+      'INSERT INTO m (a, k, v) VALUES ($1, $2, $3) ON CONFLICT (a, k) DO UPDATE SET v = excluded.v',
+    );
+    expect(insert('m', 'k, v, w', [1, 2, 3], { key: 'k', update: ['w'] }).text(question)).toBe(
+      'INSERT INTO m (k, v, w) VALUES (?, ?, ?) ON CONFLICT (k) DO UPDATE SET w = excluded.w',
+    );
   });
 
   it('build an update of a column list, its condition’s values last', () => {

@@ -68,7 +68,26 @@ describe('SqliteStore', () => {
     const tables = withRawDatabase((db) =>
       db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
     ).map((row) => row['name']);
-    expect(tables).toEqual(['a2a_push_configs', 'agents', 'approvals', 'channel_messages', 'channel_pairings', 'events', 'forged_tools', 'installed_packages', 'memory', 'package_runs', 'schedule_runs', 'session_messages', 'sessions', 'tasks', 'turn_journal', 'turn_steps', 'usage', 'workflows']);
+    expect(tables).toEqual([
+      'a2a_push_configs',
+      'agents',
+      'approvals',
+      'channel_messages',
+      'channel_pairings',
+      'events',
+      'forged_tools',
+      'installed_packages',
+      'memory',
+      'package_runs',
+      'schedule_runs',
+      'session_messages',
+      'sessions',
+      'tasks',
+      'turn_journal',
+      'turn_steps',
+      'usage',
+      'workflows',
+    ]);
   });
 
   it('does not re-apply migrations when an existing file is reopened', async () => {
@@ -99,9 +118,7 @@ describe('SqliteStore', () => {
     expect(await second.agents.get('a1')).toEqual({ ...agent, state: 'suspended', updatedAt: 2_000 });
     expect(await second.sessions.get(agent.sessionId)).toEqual(sessionOf(agent));
     expect(await second.memory.get('a1', 'k')).toEqual({ agentId: 'a1', key: 'k', value: { v: 1 }, updatedAt: 3 });
-    expect(await second.usage.list()).toEqual([
-      { agentId: 'a1', at: 4, model: 'm', inputTokens: 5, outputTokens: 6, costUsd: 0.5 },
-    ]);
+    expect(await second.usage.list()).toEqual([{ agentId: 'a1', at: 4, model: 'm', inputTokens: 5, outputTokens: 6, costUsd: 0.5 }]);
     expect(await second.events.list()).toEqual([{ seq, at: 5, type: 'agent-spawn', agentId: 'a1', data: { ok: true } }]);
   });
 
@@ -162,23 +179,45 @@ describe('SqliteStore', () => {
     withRawDatabase((db) => {
       db.exec('PRAGMA foreign_keys = ON');
       applyMigrations(db, path, migrations.slice(0, 3));
-      db.exec(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
-      db.exec(`INSERT INTO sessions (id, agent_id, messages, created_at, updated_at) VALUES ('s1', 'a1', '[{"role":"user","content":"one"},{"role":"assistant","content":"two"},"junk"]', 1, 1)`);
+      db.exec(
+        `INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`,
+      );
+      db.exec(
+        `INSERT INTO sessions (id, agent_id, messages, created_at, updated_at) VALUES ('s1', 'a1', '[{"role":"user","content":"one"},{"role":"assistant","content":"two"},"junk"]', 1, 1)`,
+      );
     });
     const store = open();
     expect(store.schemaVersion).toBe(latestVersion);
-    expect((await store.sessions.get('s1'))?.messages).toEqual([{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }]);
+    expect((await store.sessions.get('s1'))?.messages).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
   });
 
   it('keeps the package runs written before migration 7, which adds skipped and missed runs', async () => {
     await mkdir(join(path, '..'), { recursive: true });
     withRawDatabase((db) => {
       applyMigrations(db, path, migrations.slice(0, 6));
-      db.exec(`INSERT INTO package_runs (id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at) VALUES ('r1', 'p', 'b', 'manual', 'completed', '{}', '[]', 'p.done', NULL, 1, 2)`);
+      db.exec(
+        `INSERT INTO package_runs (id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at) VALUES ('r1', 'p', 'b', 'manual', 'completed', '{}', '[]', 'p.done', NULL, 1, 2)`,
+      );
     });
     const store = open();
     expect(await store.packageRuns.get('r1')).toMatchObject({ id: 'r1', status: 'completed', emitted: 'p.done', startedAt: 1, endedAt: 2 });
-    await store.packageRuns.create({ id: 'r2', package: 'p', binding: 'b', trigger: 'schedule', status: 'missed', inputs: {}, activities: [], emitted: null, error: '3 fire(s) missed', startedAt: 3, endedAt: 4, nodeId: null });
+    await store.packageRuns.create({
+      id: 'r2',
+      package: 'p',
+      binding: 'b',
+      trigger: 'schedule',
+      status: 'missed',
+      inputs: {},
+      activities: [],
+      emitted: null,
+      error: '3 fire(s) missed',
+      startedAt: 3,
+      endedAt: 4,
+      nodeId: null,
+    });
     expect((await store.packageRuns.list()).map((run) => run.status)).toEqual(['missed', 'completed']);
   });
 
@@ -186,14 +225,24 @@ describe('SqliteStore', () => {
     await mkdir(join(path, '..'), { recursive: true });
     withRawDatabase((db) => {
       db.exec('PRAGMA foreign_keys = ON');
-      applyMigrations(db, path, migrations.filter((step) => step.version < 23));
-      db.exec(`INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`);
-      const turn = db.prepare(`INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, 'a1', 's1', NULL, '{"message":"hi"}', ?, 5, ?, NULL)`);
+      applyMigrations(
+        db,
+        path,
+        migrations.filter((step) => step.version < 23),
+      );
+      db.exec(
+        `INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'old', 'running', NULL, 's1', '{}', 1, 1)`,
+      );
+      const turn = db.prepare(
+        `INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome) VALUES (?, 'a1', 's1', NULL, '{"message":"hi"}', ?, 5, ?, NULL)`,
+      );
       // Received in the same millisecond: the one written first resumes first.
       turn.run('t-z', null, 'running');
       turn.run('t-a', null, 'running');
       turn.run('t-k', 'key-1', 'done');
-      db.exec(`INSERT INTO turn_steps (turn_id, seq, kind, at, data) VALUES ('t-z', 0, 'model', 6, '{"text":"one"}'), ('t-z', 1, 'tool-result', 7, '{"text":"two"}')`);
+      db.exec(
+        `INSERT INTO turn_steps (turn_id, seq, kind, at, data) VALUES ('t-z', 0, 'model', 6, '{"text":"one"}'), ('t-z', 1, 'tool-result', 7, '{"text":"two"}')`,
+      );
     });
     const store = open();
     expect((await store.turns.running()).map((turn) => [turn.id, turn.steps.map((step) => step.kind)])).toEqual([
@@ -201,7 +250,9 @@ describe('SqliteStore', () => {
       ['t-a', []],
     ]);
     expect((await store.turns.byKey('a1', 'key-1'))?.state).toBe('done');
-    await expect(store.turns.open({ id: 't-k2', agentId: 'a1', sessionId: 's1', conversation: null, request: {}, idempotencyKey: 'key-1', receivedAt: 9 })).rejects.toBeInstanceOf(StoreConflictError);
+    await expect(
+      store.turns.open({ id: 't-k2', agentId: 'a1', sessionId: 's1', conversation: null, request: {}, idempotencyKey: 'key-1', receivedAt: 9 }),
+    ).rejects.toBeInstanceOf(StoreConflictError);
     await store.turns.finish({ turnId: 't-z', outcome: { status: 'finished', result: null } }, 10);
     expect((await store.turns.running()).map((turn) => turn.id)).toEqual(['t-a']);
   });
@@ -259,7 +310,10 @@ describe('applyMigrations()', () => {
         'cannot migrate store "test.db" to schema version 2 (broken): no such table: missing; the database stays at version 1',
       );
       expect(db.prepare('PRAGMA user_version').get()?.['user_version']).toBe(1);
-      const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((row) => row['name']);
+      const tables = db
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        .all()
+        .map((row) => row['name']);
       expect(tables).toEqual(['one']);
       expect(db.isTransaction).toBe(false);
     } finally {

@@ -27,7 +27,8 @@ export async function buildDashboard(outDir: string): Promise<void> {
 
 /** Chromium, headless, with a fresh profile in `profileDir`. */
 export async function launchChromium(profileDir: string): Promise<BrowserContext> {
-  if (!existsSync(CHROMIUM)) throw new Error(`the dashboard tests drive Debian's Chromium at ${CHROMIUM}: install it with apt-get install chromium (.ci/run does)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`the dashboard tests drive Debian's Chromium at ${CHROMIUM}: install it with apt-get install chromium (.ci/run does)`);
   return chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
@@ -52,11 +53,18 @@ export interface DashboardHarness {
  * folder, serves it on 127.0.0.1 and launches Chromium. `packages` mounts `/api/packages`,
  * `channels` `/api/channels`, `connectMcpServers` connects `[[mcp_servers]]`; `env` is the host's environment (the test keys by default).
  */
-export async function startDashboard(prefix: string, config: Record<string, unknown>, options: { packages?: boolean; runSchedules?: boolean; channels?: boolean; connectMcpServers?: boolean; env?: Record<string, string> } = {}): Promise<DashboardHarness> {
+export async function startDashboard(
+  prefix: string,
+  config: Record<string, unknown>,
+  options: { packages?: boolean; runSchedules?: boolean; channels?: boolean; connectMcpServers?: boolean; env?: Record<string, string> } = {},
+): Promise<DashboardHarness> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const outDir = join(dir, 'dist');
   await buildDashboard(outDir);
-  const host = await openTestHost(dir, config, options.env, { runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
+  const host = await openTestHost(dir, config, options.env, {
+    runSchedules: options.runSchedules ?? false,
+    connectMcpServers: options.connectMcpServers ?? false,
+  });
   const app = createHttpApp({
     kernel: host.kernel,
     config: ConfigSchema.parse(config),

@@ -69,7 +69,15 @@ interface Block {
 function blocksOf(body: Record<string, unknown>): Block[] {
   const blocks: Block[] = [];
   const add = (value: unknown): void => {
-    blocks.push({ value, breakpoint: typeof value === 'object' && value !== null && 'cache_control' in value && (value as Record<string, unknown>)['cache_control'] !== undefined && (value as Record<string, unknown>)['cache_control'] !== null });
+    blocks.push({
+      value,
+      breakpoint:
+        typeof value === 'object' &&
+        value !== null &&
+        'cache_control' in value &&
+        (value as Record<string, unknown>)['cache_control'] !== undefined &&
+        (value as Record<string, unknown>)['cache_control'] !== null,
+    });
   };
   for (const tool of (body['tools'] as unknown[] | undefined) ?? []) add(tool);
   const system = body['system'];
@@ -135,18 +143,26 @@ export async function startCachingAnthropicServer(options: {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     if (request.method !== 'POST' || !(request.url ?? '').endsWith('/messages')) {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'no such route' } }));
+      response
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'no such route' } }));
       return;
     }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
     const account = bill(body);
     if (typeof account === 'string') {
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: account } }));
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: account } }));
       return;
     }
     const reply = options.reply(body, accounts.length);
     accounts.push(account);
-    const usage = { input_tokens: account.inputTokens, cache_creation_input_tokens: account.cacheWriteTokens, cache_read_input_tokens: account.cacheReadTokens };
+    const usage = {
+      input_tokens: account.inputTokens,
+      cache_creation_input_tokens: account.cacheWriteTokens,
+      cache_read_input_tokens: account.cacheReadTokens,
+    };
     const outputTokens = reply.outputTokens ?? 20;
     const stopReason = (reply.toolCalls ?? []).length > 0 ? 'tool_use' : 'end_turn';
     const id = `msg_${String(++messageIds).padStart(6, '0')}`;
@@ -154,20 +170,47 @@ export async function startCachingAnthropicServer(options: {
     const model = typeof body['model'] === 'string' ? body['model'] : 'claude-sonnet-4-5';
     if (body['stream'] !== true) {
       const content = [...(reply.text === undefined ? [] : [{ type: 'text', text: reply.text }]), ...calls];
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: { ...usage, output_tokens: outputTokens } }));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id,
+          type: 'message',
+          role: 'assistant',
+          model,
+          content,
+          stop_reason: stopReason,
+          stop_sequence: null,
+          usage: { ...usage, output_tokens: outputTokens },
+        }),
+      );
       return;
     }
-    const events: Record<string, unknown>[] = [{ type: 'message_start', message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }];
+    const events: Record<string, unknown>[] = [
+      {
+        type: 'message_start',
+        message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+      },
+    ];
     let index = 0;
     if (reply.text !== undefined) {
-      events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, { type: 'content_block_delta', index, delta: { type: 'text_delta', text: reply.text } }, { type: 'content_block_stop', index });
+      events.push(
+        { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index, delta: { type: 'text_delta', text: reply.text } },
+        { type: 'content_block_stop', index },
+      );
       index++;
     }
     for (const call of calls) {
-      events.push({ type: 'content_block_start', index, content_block: { ...call, input: {} } }, { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) } }, { type: 'content_block_stop', index });
+      events.push(
+        { type: 'content_block_start', index, content_block: { ...call, input: {} } },
+        { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) } },
+        { type: 'content_block_stop', index },
+      );
       index++;
     }
-    events.push({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } }, { type: 'message_stop' });
+    events.push(
+      { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } },
+      { type: 'message_stop' },
+    );
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     for (const event of events) response.write(`event: ${event['type'] as string}\ndata: ${JSON.stringify(event)}\n\n`);
     response.end();

@@ -68,10 +68,14 @@ export function useDaemonHome(prefix: string): DaemonHome {
       child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
       child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      const up = waitFor('the daemon to answer', async () => {
-        const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
-        return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
-      }, { everyMs: 50 });
+      const up = waitFor(
+        'the daemon to answer',
+        async () => {
+          const info = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { url: string; pid: number };
+          return info.pid === child.pid && (await fetch(`${info.url}/api/health`)).ok ? info.url : undefined;
+        },
+        { everyMs: 50 },
+      );
       const gone = exited.then((code) => {
         throw new Error(`the daemon exited (${code}) before it answered; it said:\n${output}`);
       });

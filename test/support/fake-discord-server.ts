@@ -29,7 +29,14 @@ export interface FakeDiscordServer {
   /** The server (guild), its text channel the bot is in, and a thread under that channel. */
   readonly guild: { id: string; channelId: string; threadId: string };
   /** Dispatches a message; a direct message has no guild. */
-  message(options: { channelId: string; author: { id: string; username: string }; content: string; guild?: boolean; id?: string; mentionsBot?: boolean }): string;
+  message(options: {
+    channelId: string;
+    author: { id: string; username: string };
+    content: string;
+    guild?: boolean;
+    id?: string;
+    mentionsBot?: boolean;
+  }): string;
   /** Dispatches an edit of a message dispatched earlier. */
   edit(options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean }): void;
   /** Dispatches the deletion of a message. */
@@ -67,7 +74,14 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
 
   const botUser = { ...bot, discriminator: '0', global_name: null, avatar: null, bot: true };
   /** A message object as Discord sends it: who wrote what, where, and when it was last edited. */
-  const messageBody = (fields: { id: string; channelId: string; author: Record<string, unknown>; content: string; editedAt: string | null; mentions: unknown[] }): Record<string, unknown> => ({
+  const messageBody = (fields: {
+    id: string;
+    channelId: string;
+    author: Record<string, unknown>;
+    content: string;
+    editedAt: string | null;
+    mentions: unknown[];
+  }): Record<string, unknown> => ({
     id: fields.id,
     channel_id: fields.channelId,
     author: fields.author,
@@ -90,7 +104,10 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
   });
 
   /** A person's message as the gateway carries it (created, or edited at `editedAt`). */
-  const userMessage = (options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean; mentionsBot?: boolean }, editedAt: string | null): Record<string, unknown> => ({
+  const userMessage = (
+    options: { channelId: string; id: string; author: { id: string; username: string }; content: string; guild?: boolean; mentionsBot?: boolean },
+    editedAt: string | null,
+  ): Record<string, unknown> => ({
     ...messageBody({
       id: options.id,
       channelId: options.channelId,
@@ -111,12 +128,22 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
       .then((body) => {
         if (path === '/api/v10/gateway/bot') {
           const address = server.address();
-          json(200, { url: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 } });
+          json(200, {
+            url: `ws://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/gateway`,
+            shards: 1,
+            session_start_limit: { total: 1000, remaining: 1000, reset_after: 0, max_concurrency: 1 },
+          });
           return;
         }
         const messages = /^\/api\/v10\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(path);
         if (messages !== null && request.method === 'POST') {
-          const message: DiscordMessage = { id: snowflake(), channelId: messages[1] ?? '', content: typeof body['content'] === 'string' ? body['content'] : '', components: (body['components'] as DiscordMessage['components'] | undefined) ?? [], edits: 0 };
+          const message: DiscordMessage = {
+            id: snowflake(),
+            channelId: messages[1] ?? '',
+            content: typeof body['content'] === 'string' ? body['content'] : '',
+            components: (body['components'] as DiscordMessage['components'] | undefined) ?? [],
+            edits: 0,
+          };
           created.push(message);
           json(200, messageObject(message));
           return;
@@ -172,7 +199,14 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
         identified = true;
         const address = server.address();
         const port = typeof address === 'object' && address !== null ? address.port : 0;
-        dispatch('READY', { v: 10, user: botUser, guilds: [{ id: guild.id, unavailable: true }], session_id: 'session-1', resume_gateway_url: `ws://127.0.0.1:${port}/gateway`, application: { id: bot.id, flags: 0 } });
+        dispatch('READY', {
+          v: 10,
+          user: botUser,
+          guilds: [{ id: guild.id, unavailable: true }],
+          session_id: 'session-1',
+          resume_gateway_url: `ws://127.0.0.1:${port}/gateway`,
+          application: { id: bot.id, flags: 0 },
+        });
         dispatch('GUILD_CREATE', {
           id: guild.id,
           name: 'Team',
@@ -185,7 +219,19 @@ export async function startFakeDiscordServer(): Promise<FakeDiscordServer> {
           member_count: 2,
           members: [],
           channels: [{ id: guild.channelId, type: 0, name: 'general', position: 0, permission_overwrites: [], guild_id: guild.id }],
-          threads: [{ id: guild.threadId, type: 11, name: 'a question', parent_id: guild.channelId, guild_id: guild.id, owner_id: '1', message_count: 1, member_count: 1, thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: now(), locked: false } }],
+          threads: [
+            {
+              id: guild.threadId,
+              type: 11,
+              name: 'a question',
+              parent_id: guild.channelId,
+              guild_id: guild.id,
+              owner_id: '1',
+              message_count: 1,
+              member_count: 1,
+              thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: now(), locked: false },
+            },
+          ],
           presences: [],
           voice_states: [],
           stage_instances: [],

@@ -135,7 +135,8 @@ export async function startFakeSlackServer(): Promise<FakeSlackServer> {
 
   function deliver(type: string, payload: Record<string, unknown>): string {
     const envelope_id = `env-${nextEnvelope++}`;
-    for (const socket of sockets) socket.send(JSON.stringify({ envelope_id, type, payload, accepts_response_payload: false, retry_attempt: 0, retry_reason: '' }));
+    for (const socket of sockets)
+      socket.send(JSON.stringify({ envelope_id, type, payload, accepts_response_payload: false, retry_attempt: 0, retry_reason: '' }));
     return envelope_id;
   }
 
@@ -147,13 +148,33 @@ export async function startFakeSlackServer(): Promise<FakeSlackServer> {
       return deliver('events_api', { type: 'event_callback', event_id: `Ev${nextEnvelope}`, event: { type: 'message', channel_type: 'im', ...event, ts } });
     },
     edit(channel, ts, user, text) {
-      return deliver('events_api', { type: 'event_callback', event: { type: 'message', subtype: 'message_changed', channel, channel_type: 'im', ts: `${nextTs++}.000400`, message: { type: 'message', user, text, ts } } });
+      return deliver('events_api', {
+        type: 'event_callback',
+        event: {
+          type: 'message',
+          subtype: 'message_changed',
+          channel,
+          channel_type: 'im',
+          ts: `${nextTs++}.000400`,
+          message: { type: 'message', user, text, ts },
+        },
+      });
     },
     remove(channel, ts) {
-      return deliver('events_api', { type: 'event_callback', event: { type: 'message', subtype: 'message_deleted', channel, channel_type: 'im', ts: `${nextTs++}.000500`, deleted_ts: ts } });
+      return deliver('events_api', {
+        type: 'event_callback',
+        event: { type: 'message', subtype: 'message_deleted', channel, channel_type: 'im', ts: `${nextTs++}.000500`, deleted_ts: ts },
+      });
     },
     press(user, message, value) {
-      return deliver('interactive', { type: 'block_actions', user: { id: user, username: user }, channel: { id: message.channel }, container: { channel_id: message.channel, message_ts: message.ts }, message: { ts: message.ts, text: message.text }, actions: [{ value, action_id: value }] });
+      return deliver('interactive', {
+        type: 'block_actions',
+        user: { id: user, username: user },
+        channel: { id: message.channel },
+        container: { channel_id: message.channel, message_ts: message.ts },
+        message: { ts: message.ts, text: message.text },
+        actions: [{ value, action_id: value }],
+      });
     },
     acks,
     posted,

@@ -31,7 +31,12 @@ export interface FakeTelegramServer {
   readonly token: string;
   readonly bot: { id: number; username: string };
   /** Adds a text message from `from` in `chat`; returns its update id. */
-  push(chat: FakeChat, from: { id: number; first_name: string }, text: string, options?: { messageId?: number; entities?: { type: string; offset: number; length: number }[] }): number;
+  push(
+    chat: FakeChat,
+    from: { id: number; first_name: string },
+    text: string,
+    options?: { messageId?: number; entities?: { type: string; offset: number; length: number }[] },
+  ): number;
   /** Edits a message a person sent (an `edited_message` update); returns the update id. */
   edit(chat: FakeChat, from: { id: number; first_name: string }, messageId: number, text: string): number;
   /** Presses a button under one of the bot's messages, as `from`; returns the update id. */
@@ -86,7 +91,9 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
   function refuseHtml(text: string, response: ServerResponse): boolean {
     if (refusingMarkup > 0) {
       refusingMarkup -= 1;
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: 'Bad Request: can\'t parse entities: too many entities' }));
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ok: false, error_code: 400, description: "Bad Request: can't parse entities: too many entities" }));
       return true;
     }
     const allowed = new Set(['b', 'strong', 'i', 'em', 'u', 's', 'del', 'code', 'pre', 'a', 'blockquote', 'tg-spoiler', 'span']);
@@ -95,7 +102,9 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       const [, closing, tag = ''] = match;
       const ok = allowed.has(tag) && (closing === '' ? (open.push(tag), true) : open.pop() === tag);
       if (!ok) {
-        response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: `Bad Request: can't parse entities: unsupported start tag "${tag}"` }));
+        response
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ ok: false, error_code: 400, description: `Bad Request: can't parse entities: unsupported start tag "${tag}"` }));
         return true;
       }
     }
@@ -111,7 +120,15 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
     }
     switch (method) {
       case 'getMe':
-        answer(response, { id: bot.id, is_bot: true, first_name: 'Loom', username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false });
+        answer(response, {
+          id: bot.id,
+          is_bot: true,
+          first_name: 'Loom',
+          username: bot.username,
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+        });
         return;
       case 'getUpdates': {
         offset = Math.max(offset, Number(body['offset'] ?? 0));
@@ -136,7 +153,15 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
         const parseMode = typeof body['parse_mode'] === 'string' ? body['parse_mode'] : undefined;
         const text = String(body['text']);
         if (parseMode === 'HTML' && refuseHtml(text, response)) return;
-        const message: SentMessage = { chatId: Number(body['chat_id']), messageId: nextMessage++, text, threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']), edits: 0, buttons, parseMode };
+        const message: SentMessage = {
+          chatId: Number(body['chat_id']),
+          messageId: nextMessage++,
+          text,
+          threadId: body['message_thread_id'] === undefined ? undefined : Number(body['message_thread_id']),
+          edits: 0,
+          buttons,
+          parseMode,
+        };
         sent.push(message);
         for (const waiter of sendWaiters.splice(0)) waiter(message);
         answer(response, { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text });
@@ -145,7 +170,9 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       case 'editMessageText': {
         const message = sent.find((candidate) => candidate.chatId === Number(body['chat_id']) && candidate.messageId === Number(body['message_id']));
         if (message === undefined) {
-          response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: false, error_code: 400, description: 'Bad Request: message to edit not found' }));
+          response
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ ok: false, error_code: 400, description: 'Bad Request: message to edit not found' }));
           return;
         }
         const parseMode = typeof body['parse_mode'] === 'string' ? body['parse_mode'] : undefined;
@@ -193,7 +220,14 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       const message_id = options.messageId ?? nextMessage++;
       updates.push({
         update_id,
-        message: { message_id, date: now(), chat, from: { ...from, is_bot: false }, text, ...(options.entities === undefined ? {} : { entities: options.entities }) },
+        message: {
+          message_id,
+          date: now(),
+          chat,
+          from: { ...from, is_bot: false },
+          text,
+          ...(options.entities === undefined ? {} : { entities: options.entities }),
+        },
       });
       for (const wake of waiting) wake();
       return update_id;
@@ -208,14 +242,23 @@ export async function startFakeTelegramServer(token = '123456:test-token'): Prom
       const update_id = nextUpdate++;
       updates.push({
         update_id,
-        callback_query: { id: `cq-${update_id}`, from: { ...from, is_bot: false }, chat_instance: 'ci', data, message: { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text } },
+        callback_query: {
+          id: `cq-${update_id}`,
+          from: { ...from, is_bot: false },
+          chat_instance: 'ci',
+          data,
+          message: { message_id: message.messageId, date: now(), chat: { id: message.chatId, type: 'private' }, text: message.text },
+        },
       });
       for (const wake of waiting) wake();
       return update_id;
     },
     answers,
     webhooks,
-    update: (chat, from, text) => ({ update_id: nextUpdate++, message: { message_id: nextMessage++, date: now(), chat, from: { ...from, is_bot: false }, text } }),
+    update: (chat, from, text) => ({
+      update_id: nextUpdate++,
+      message: { message_id: nextMessage++, date: now(), chat, from: { ...from, is_bot: false }, text },
+    }),
     sent,
     calls,
     acknowledged: () => offset - 1,

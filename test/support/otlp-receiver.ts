@@ -42,7 +42,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
             }
             const text = (key: string): string => (typeof span[key] === 'string' ? span[key] : '');
             const status = (span['status'] ?? {}) as { code?: number };
-            spans.push({ traceId: text('traceId'), spanId: text('spanId'), parentSpanId: text('parentSpanId'), name: text('name'), kind: Number(span['kind'] ?? 0), status: status.code ?? 0, attributes });
+            spans.push({
+              traceId: text('traceId'),
+              spanId: text('spanId'),
+              parentSpanId: text('parentSpanId'),
+              name: text('name'),
+              kind: Number(span['kind'] ?? 0),
+              status: status.code ?? 0,
+              attributes,
+            });
           }
         }
       }

@@ -29,7 +29,18 @@ export interface TestPostgres {
  * The flags of a test server: on 127.0.0.1 only, no Unix socket; durability is not under test,
  * so without fsync a test database costs no disk flushes.
  */
-export const TEST_POSTGRES_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
+export const TEST_POSTGRES_FLAGS = [
+  '-c',
+  'listen_addresses=127.0.0.1',
+  '-c',
+  'unix_socket_directories=',
+  '-c',
+  'fsync=off',
+  '-c',
+  'synchronous_commit=off',
+  '-c',
+  'full_page_writes=off',
+];
 
 /** The superuser's password on a server the test helpers start (the server listens on 127.0.0.1 only). */
 export const TEST_POSTGRES_PASSWORD = 'loom-test-secret';
@@ -39,7 +50,12 @@ export const TEST_POSTGRES_PASSWORD = 'loom-test-secret';
  * superuser (as the `postgres` user when run as root), ICU's `en-US` as its default collation, the
  * flags above; what it says goes to `log`. `persistent`: its data outlives a stop.
  */
-export function embeddedPostgresOptions(databaseDir: string, port: number, log: string[], persistent: boolean): ConstructorParameters<typeof EmbeddedPostgres>[0] {
+export function embeddedPostgresOptions(
+  databaseDir: string,
+  port: number,
+  log: string[],
+  persistent: boolean,
+): ConstructorParameters<typeof EmbeddedPostgres>[0] {
   return {
     databaseDir,
     port,
@@ -98,7 +114,9 @@ async function startEmbedded(databaseDir: string): Promise<{ server: EmbeddedPos
       await server.stop().catch(() => undefined);
     }
   }
-  throw new Error(`cannot start the test PostgreSQL server: ${lastError instanceof Error ? lastError.message : String(lastError)}\n${log.join('')}`, { cause: lastError });
+  throw new Error(`cannot start the test PostgreSQL server: ${lastError instanceof Error ? lastError.message : String(lastError)}\n${log.join('')}`, {
+    cause: lastError,
+  });
 }
 
 function onServer(adminUrl: string, shutdown: () => Promise<void>): TestPostgres {

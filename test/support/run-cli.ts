@@ -10,7 +10,11 @@ export interface CliResult {
 }
 
 /** Runs `loom <args>` in-process against the home folder `home`. */
-export async function runCli(home: string, args: readonly string[], options: { stdin?: string; cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export async function runCli(
+  home: string,
+  args: readonly string[],
+  options: { stdin?: string; cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   const code = await main(args, {

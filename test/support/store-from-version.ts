@@ -15,7 +15,11 @@ export async function sqliteStoreFrom(path: string, version: number, seed: (db: 
   const db = new DatabaseSync(path);
   try {
     db.exec('PRAGMA foreign_keys = ON');
-    applyMigrations(db, path, migrations.filter((step) => step.version <= version));
+    applyMigrations(
+      db,
+      path,
+      migrations.filter((step) => step.version <= version),
+    );
     seed(db);
   } finally {
     db.close();
@@ -27,7 +31,11 @@ export async function sqliteStoreFrom(path: string, version: number, seed: (db: 
 export async function postgresStoreFrom(url: string, version: number, seed: (pool: pg.Pool) => Promise<void>): Promise<PostgresStore> {
   const pool = new pg.Pool({ connectionString: url });
   try {
-    await applyPostgresMigrations(pool, 'test', postgresMigrations.filter((step) => step.version <= version));
+    await applyPostgresMigrations(
+      pool,
+      'test',
+      postgresMigrations.filter((step) => step.version <= version),
+    );
     await seed(pool);
   } finally {
     await pool.end();

@@ -68,9 +68,11 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
       }
     });
     // A half close passes on as one. Paused, a socket may still see its peer's end once its buffer is empty: held too.
-    from.on('end', () => whenForwarding(link, () => {
-      if (links.has(link)) to.end();
-    }));
+    from.on('end', () =>
+      whenForwarding(link, () => {
+        if (links.has(link)) to.end();
+      }),
+    );
     from.on('error', () => whenForwarding(link, () => destroy(link)));
     from.on('close', () => whenForwarding(link, () => destroy(link)));
   };

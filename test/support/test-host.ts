@@ -24,7 +24,15 @@ export async function openTestHost(
 ): Promise<TestHost> {
   const home = resolveLoomHome({ LOOM_HOME: join(dir, 'home') }, dir);
   const clock = options.clock ?? createFakeClock();
-  const host = await openHost({ home, config: ConfigSchema.parse(config), env, logger: options.logger ?? createSilentLogger(), clock, runSchedules: options.runSchedules ?? false, connectMcpServers: options.connectMcpServers ?? false });
+  const host = await openHost({
+    home,
+    config: ConfigSchema.parse(config),
+    env,
+    logger: options.logger ?? createSilentLogger(),
+    clock,
+    runSchedules: options.runSchedules ?? false,
+    connectMcpServers: options.connectMcpServers ?? false,
+  });
   return { ...host, home, clock };
 }
 
@@ -34,7 +42,18 @@ export async function openTestHost(
  */
 export function createJsonLogRecorder(): { logger: Logger; records: Record<string, unknown>[] } {
   const records: Record<string, unknown>[] = [];
-  const logger = createLogger({ level: 'info', sink: { write: (text: string) => records.push(...text.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)) } });
+  const logger = createLogger({
+    level: 'info',
+    sink: {
+      write: (text: string) =>
+        records.push(
+          ...text
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line) as Record<string, unknown>),
+        ),
+    },
+  });
   return { logger, records };
 }
 
@@ -56,7 +75,7 @@ export async function settleWithClock<T>(clock: FakeClock, promise: Promise<T>, 
     settled = true;
   });
   const realDeadline = Date.now() + realLimitMs;
-  for (let elapsed = 0; !settled && elapsed < limitMs && Date.now() < realDeadline; ) {
+  for (let elapsed = 0; !settled && elapsed < limitMs && Date.now() < realDeadline;) {
     if (clock.pending() === 0) {
       await delay(5);
       continue;

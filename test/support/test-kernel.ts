@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { createEmergentEngine } from '../../src/forged-tools/index.ts';
-import { type AgentLifecycleHook, type BootReport, createKernel, createKernelServices, createUuidGenerator, type Kernel, type KernelDependencies } from '../../src/kernel/index.ts';
+import {
+  type AgentLifecycleHook,
+  type BootReport,
+  createKernel,
+  createKernelServices,
+  createUuidGenerator,
+  type Kernel,
+  type KernelDependencies,
+} from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type Manifest, parseManifest } from '../../src/manifest/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';

@@ -31,15 +31,21 @@ afterEach(async () => {
 /** One turn with a tool call, inside its `invoke_agent` span as the message flow is to run it; the spans once exported. */
 async function tracedTurn(captureContent: boolean): Promise<ReceivedSpan[]> {
   tracing = startTracing({ endpoint: receiver.url, captureContent, serviceVersion: '9.9.9-test' });
-  await host.kernel.spawn(manifest(`name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`));
+  await host.kernel.spawn(
+    manifest(
+      `name = "traced"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["agent_list"]\n`,
+    ),
+  );
   server.script([
     { toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 300, outputTokens: 20 } },
     { text: 'One agent runs.', usage: { inputTokens: 340, outputTokens: 8 } },
   ]);
   const agent = host.kernel.get('traced');
-  await withTurnSpan({ agentId: agent.id, agentName: 'traced', conversationId: agent.session_id, message: 'Which agents run?' }, () => host.kernel.send('traced', 'Which agents run?'));
+  await withTurnSpan({ agentId: agent.id, agentName: 'traced', conversationId: agent.session_id, message: 'Which agents run?' }, () =>
+    host.kernel.send('traced', 'Which agents run?'),
+  );
   await tracing.forceFlush();
-  await waitFor('the receiver to get the turn\'s spans', () => receiver.spans.length >= 4);
+  await waitFor("the receiver to get the turn's spans", () => receiver.spans.length >= 4);
   return receiver.spans;
 }
 
@@ -56,7 +62,15 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
       expect(chat.parentSpanId).toBe(turn?.spanId);
     }
     expect(chats.map((chat) => chat.attributes)).toEqual([
-      expect.objectContaining({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gen_ai.usage.input_tokens': 300, 'gen_ai.usage.output_tokens': 20, 'gen_ai.usage.cache_read.input_tokens': 0, 'gen_ai.agent.name': 'traced' }),
+      expect.objectContaining({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.request.model': 'claude-sonnet-4-5',
+        'gen_ai.usage.input_tokens': 300,
+        'gen_ai.usage.output_tokens': 20,
+        'gen_ai.usage.cache_read.input_tokens': 0,
+        'gen_ai.agent.name': 'traced',
+      }),
       expect.objectContaining({ 'gen_ai.usage.input_tokens': 340, 'gen_ai.usage.output_tokens': 8 }),
     ]);
     expect(Number(chats[0]?.attributes['loom.cost_usd'])).toBeCloseTo((300 * 3 + 20 * 15) / 1_000_000, 12);
@@ -83,21 +97,29 @@ describe('OpenTelemetry traces over OTLP/HTTP', () => {
 });
 
 describe('package runs as parent spans', () => {
-  it('runs a binding inside a package_run span, each activity\'s turn an invoke_agent span under it holding its model calls', async () => {
+  it("runs a binding inside a package_run span, each activity's turn an invoke_agent span under it holding its model calls", async () => {
     // A home of its own: the test's other host has the directory's.
     const home = join(dir.path, 'packages-home');
     await mkdir(home);
     const packagesHost = await openTestHost(home, packageConfig(server.url));
     try {
       tracing = startTracing({ endpoint: receiver.url });
-      await packagesHost.packages.install(await writePackage(home, 'digest', { workflows: { nightly: bindingJson({ type: 'manual' }, [activityJson('gather')]) } }));
+      await packagesHost.packages.install(
+        await writePackage(home, 'digest', { workflows: { nightly: bindingJson({ type: 'manual' }, [activityJson('gather')]) } }),
+      );
       server.script([{ text: 'Gathered.', usage: { inputTokens: 40, outputTokens: 5 } }]);
       const run = await packagesHost.packages.run('digest', 'nightly');
       expect(run.status).toBe('completed');
       await tracing.forceFlush();
-      await waitFor('the receiver to get the run\'s span', () => receiver.spans.some((span) => span.name === 'package_run digest/nightly'));
+      await waitFor("the receiver to get the run's span", () => receiver.spans.some((span) => span.name === 'package_run digest/nightly'));
       const parent = receiver.spans.find((span) => span.name === 'package_run digest/nightly');
-      expect(parent?.attributes).toEqual({ 'loom.package.name': 'digest', 'loom.package.binding': 'nightly', 'loom.package.trigger': 'manual', 'loom.package.run.id': run.id, 'loom.package.run.status': 'completed' });
+      expect(parent?.attributes).toEqual({
+        'loom.package.name': 'digest',
+        'loom.package.binding': 'nightly',
+        'loom.package.trigger': 'manual',
+        'loom.package.run.id': run.id,
+        'loom.package.run.status': 'completed',
+      });
       // The activity's turn is an invoke_agent span of the package's agent, under the run's span.
       const agent = packagesHost.kernel.list().find((entry) => entry.name === 'digest');
       const turn = receiver.spans.find((span) => span.name === 'invoke_agent digest');
@@ -121,14 +143,22 @@ describe('workflows as parent spans', () => {
       tracing = startTracing({ endpoint: receiver.url });
       const model = `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
       await workflowHost.kernel.spawn(manifest(`name = "researcher"\ndescription = "Finds facts"\n${model}`));
-      await workflowHost.kernel.spawn(manifest(`name = "lead"\nmodule = "builtin:workflow"\n${model}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n`));
-      const plan = { summary: 'look it up', missing_info: null, tasks: [{ id: 't1', title: 'task t1', instruction: 'do t1', agent: 'researcher', depends_on: [], acceptance: 't1 is done' }] };
+      await workflowHost.kernel.spawn(
+        manifest(
+          `name = "lead"\nmodule = "builtin:workflow"\n${model}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n`,
+        ),
+      );
+      const plan = {
+        summary: 'look it up',
+        missing_info: null,
+        tasks: [{ id: 't1', title: 'task t1', instruction: 'do t1', agent: 'researcher', depends_on: [], acceptance: 't1 is done' }],
+      };
       server.script([{ text: JSON.stringify(plan) }]);
       await workflowHost.kernel.send('lead', 'find the tides');
       server.script([{ text: 'tides follow the moon' }, { text: JSON.stringify({ accepted: true, feedback: '' }) }, { text: 'Done: tides follow the moon.' }]);
       await workflowHost.kernel.send('lead', 'go');
       await tracing.forceFlush();
-      await waitFor('the receiver to get the workflow\'s span', async () => {
+      await waitFor("the receiver to get the workflow's span", async () => {
         await tracing?.forceFlush();
         return receiver.spans.some((span) => span.name === 'workflow lead');
       });
@@ -140,7 +170,10 @@ describe('workflows as parent spans', () => {
       // The task delegates through agent_message: its tool call, and the researcher's turn under that.
       const message = receiver.spans.find((span) => span.name === 'execute_tool agent_message');
       expect(message).toMatchObject({ traceId: workflow?.traceId, parentSpanId: task?.spanId });
-      expect(receiver.spans.find((span) => span.name === 'invoke_agent researcher')).toMatchObject({ traceId: workflow?.traceId, parentSpanId: message?.spanId });
+      expect(receiver.spans.find((span) => span.name === 'invoke_agent researcher')).toMatchObject({
+        traceId: workflow?.traceId,
+        parentSpanId: message?.spanId,
+      });
       // The workflow starts from the turn that approved it.
       expect(receiver.spans.find((span) => span.spanId === workflow?.parentSpanId)?.name).toBe('invoke_agent lead');
     } finally {

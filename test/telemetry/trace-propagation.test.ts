@@ -56,10 +56,14 @@ const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 const TRACEPARENT = `00-${CALLER_TRACE}-${CALLER_SPAN}-01`;
 
-describe('W3C trace context across Loom\'s doors', () => {
+describe("W3C trace context across Loom's doors", () => {
   it('makes a turn asked for over the API a child of the traceparent the request carries', async () => {
     model.script([{ text: 'Hello.' }]);
-    const response = await api.request('/api/agents/helper/messages', { method: 'POST', headers: { 'content-type': 'application/json', traceparent: TRACEPARENT }, body: JSON.stringify({ message: 'Hi' }) });
+    const response = await api.request('/api/agents/helper/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: TRACEPARENT },
+      body: JSON.stringify({ message: 'Hi' }),
+    });
     expect(response.status).toBe(200);
     const spans = await exported('chat gpt-4o');
     const turn = named(spans, 'invoke_agent helper');
@@ -81,9 +85,11 @@ describe('W3C trace context across Loom\'s doors', () => {
     expect(named(spans, 'invoke_agent helper').parentSpanId).toBe(served.spanId);
   });
 
-  it('carries an MCP client call\'s trace to the server it calls: client span, server span and the served turn in one trace', async () => {
+  it("carries an MCP client call's trace to the server it calls: client span, server span and the served turn in one trace", async () => {
     model.script([{ text: 'Served.' }]);
-    const { manager } = makeManager([{ name: 'self', timeout_secs: 30, env: [], allow_private_network: true, transport: { type: 'http', url: `${api.url}/mcp`, headers: {} } }]);
+    const { manager } = makeManager([
+      { name: 'self', timeout_secs: 30, env: [], allow_private_network: true, transport: { type: 'http', url: `${api.url}/mcp`, headers: {} } },
+    ]);
     closers.push(() => manager.stop());
     manager.start();
     await waitForStatus(manager, 'self', 'connected');
@@ -101,7 +107,7 @@ describe('W3C trace context across Loom\'s doors', () => {
     expect(turn).toMatchObject({ traceId: caller.traceId, parentSpanId: served.spanId });
   });
 
-  it('sends the caller\'s traceparent with an A2A message, so the peer\'s turn joins its trace', async () => {
+  it("sends the caller's traceparent with an A2A message, so the peer's turn joins its trace", async () => {
     model.script([{ text: 'Over A2A.' }]);
     const card = await discoverAgent(`${api.url}/a2a/helper`);
     const result = await withSpan('caller', SpanKind.INTERNAL, {}, () => sendA2aMessage(card, 'Hi'));

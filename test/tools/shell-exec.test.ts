@@ -24,8 +24,7 @@ afterEach(async () => {
 /** A command line running `code` with this Node, by absolute path. */
 const nodeCommand = (code: string): string => formatCommandLine([process.execPath, '-e', code]);
 
-const context = (options: Partial<ToolContextOptions> = {}) =>
-  createToolContext({ workspace, env: { PATH: process.env['PATH'] }, ...options });
+const context = (options: Partial<ToolContextOptions> = {}) => createToolContext({ workspace, env: { PATH: process.env['PATH'] }, ...options });
 
 describe('splitCommandLine', () => {
   it.each([
@@ -86,9 +85,7 @@ describe('shell_exec requires', () => {
   });
 
   it('shell_exec requires a pattern that keeps quoted arguments distinct from separate words', () => {
-    expect(shellExecTool.requires({ command: 'git commit -m "fix bug"' }, context())).toEqual([
-      { kind: 'shell_exec', pattern: "git commit -m 'fix bug'" },
-    ]);
+    expect(shellExecTool.requires({ command: 'git commit -m "fix bug"' }, context())).toEqual([{ kind: 'shell_exec', pattern: "git commit -m 'fix bug'" }]);
   });
 
   it('shell_exec under "cat /ws/*" is refused "cat /ws/a.txt /etc/shadow": a "*" no longer spans arguments', () => {
@@ -162,7 +159,12 @@ describe('shell_exec execute', () => {
       context({ signal: controller.signal }),
     );
     // Wait until the program is really running (it writes `ready`), so the abort must kill it.
-    await waitFor('the program to write "ready"', () => access(ready).then(() => true, () => false));
+    await waitFor('the program to write "ready"', () =>
+      access(ready).then(
+        () => true,
+        () => false,
+      ),
+    );
     controller.abort(new Error('tool timed out after 5000 ms'));
     const result = await running;
     expect(result.isError).toBe(true);
@@ -173,10 +175,7 @@ describe('shell_exec execute', () => {
   it('shell_exec does not start the program when the signal is already aborted', async () => {
     const controller = new AbortController();
     controller.abort();
-    const result = await shellExecTool.execute(
-      { command: nodeCommand("require('fs').writeFileSync('started', '')") },
-      context({ signal: controller.signal }),
-    );
+    const result = await shellExecTool.execute({ command: nodeCommand("require('fs').writeFileSync('started', '')") }, context({ signal: controller.signal }));
     expect(result.isError).toBe(true);
     expect(result.text).toContain('was not started');
     await expect(access(join(workspace, 'started'))).rejects.toThrow();
@@ -206,7 +205,7 @@ describe('shell_exec execute', () => {
     await expect(access(join(workspace, 'ran'))).rejects.toThrow();
   });
 
-  it('shell_exec refuses to run in a child\'s workspace that a symbolic link put in its path since leads elsewhere', async () => {
+  it("shell_exec refuses to run in a child's workspace that a symbolic link put in its path since leads elsewhere", async () => {
     // The child was pinned to <workspace>/repo/child; then `repo` became a link to another folder.
     const elsewhere = join(workspace, 'elsewhere');
     await mkdir(join(elsewhere, 'child'), { recursive: true });

@@ -7,9 +7,9 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startTestServer((request, response) => {
     if (request.url === '/echo') {
-      response.writeHead(201, { 'content-type': 'application/json', etag: '"v1"', 'x-internal': 'hidden' }).end(
-        JSON.stringify({ method: request.method, token: request.headers['x-token'] ?? null, body: request.body }),
-      );
+      response
+        .writeHead(201, { 'content-type': 'application/json', etag: '"v1"', 'x-internal': 'hidden' })
+        .end(JSON.stringify({ method: request.method, token: request.headers['x-token'] ?? null, body: request.body }));
     } else if (request.url === '/see-other') {
       response.writeHead(303, { location: '/echo' }).end();
     } else if (request.url === '/temporary') {
@@ -75,7 +75,10 @@ describe('http_request', () => {
   });
 
   it('returns an HTTP 503 as data, not as an error result', async () => {
-    const result = await httpRequestTool.execute({ url: `${server.origin}/fail`, method: 'GET', headers: {} }, webToolContext({ capabilities: grantLoopback(server) }));
+    const result = await httpRequestTool.execute(
+      { url: `${server.origin}/fail`, method: 'GET', headers: {} },
+      webToolContext({ capabilities: grantLoopback(server) }),
+    );
     expect(result.isError).toBeUndefined();
     expect(result.text).toBe(`HTTP 503 Service Unavailable\nURL: ${server.origin}/fail\ncontent-type: text/plain\nretry-after: 120\n\nbusy`);
   });

@@ -34,9 +34,12 @@ describe('blockedAddressReason()', () => {
     expect(blockedAddressReason(address)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('allows the public address %s', (address) => {
-    expect(blockedAddressReason(address)).toBeUndefined();
-  });
+  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])(
+    'allows the public address %s',
+    (address) => {
+      expect(blockedAddressReason(address)).toBeUndefined();
+    },
+  );
 });
 
 describe('namesExplicitly()', () => {

@@ -12,7 +12,9 @@ describe('measureJsonValue', () => {
     let value: unknown = 1;
     for (let level = 0; level < 100_000; level += 1) value = [value];
     expect(measureJsonValue({ a: { b: value } }, 10)).toEqual({ depth: 11, path: ['a', 'b', 0, 0, 0, 0] });
-    expect(jsonDepthProblem('the input', { a: value })).toBe(`the input is nested deeper than ${MAX_JSON_DEPTH} levels (at /a/0/0/0/0/0/…), Loom's limit for JSON (MAX_JSON_DEPTH)`);
+    expect(jsonDepthProblem('the input', { a: value })).toBe(
+      `the input is nested deeper than ${MAX_JSON_DEPTH} levels (at /a/0/0/0/0/0/…), Loom's limit for JSON (MAX_JSON_DEPTH)`,
+    );
   });
 
   it('measures a container reached twice once (2^100 paths, 100 levels), and one holding itself as too deep', () => {

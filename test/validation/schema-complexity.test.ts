@@ -35,7 +35,9 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
   it('refuses the recursive $ref through an anyOf of identical branches (issue 36) before Ajv compiles it, naming the $ref and the limit', () => {
     const refusal = refusalOf(RECURSIVE_ANY_OF, 'draft-07');
     expect(refusal.pointer).toBe(RECURSIVE_ANY_OF_POINTER);
-    expect(refusal.message).toMatch(/^at "\/\$defs\/n\/properties\/a\/anyOf\/0\/\$ref": "\$ref" cycle through "anyOf": "anyOf\/0" and "anyOf\/1" both lead on to "\/\$defs\/n"/);
+    expect(refusal.message).toMatch(
+      /^at "\/\$defs\/n\/properties\/a\/anyOf\/0\/\$ref": "\$ref" cycle through "anyOf": "anyOf\/0" and "anyOf\/1" both lead on to "\/\$defs\/n"/,
+    );
     expect(refusal.message).toContain(`Loom refuses schemas whose checks of one value against one subschema exceed ${MAX_SCHEMA_REPEATS}`);
     expect(refusal.code).toBe('SCHEMA_REFUSED');
     // The one compile point refuses it too: nothing compiles, no value is checked.
@@ -43,7 +45,18 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
   });
 
   it('refuses the same cycle wherever the anyOf stands: in the definition itself, or as a oneOf or allOf', () => {
-    const inDefinition = { type: 'object', properties: { a: { $ref: '#/$defs/n' } }, $defs: { n: { anyOf: [{ type: 'object', properties: { a: { $ref: '#/$defs/n' } } }, { type: 'object', properties: { a: { $ref: '#/$defs/n' } } }] } } };
+    const inDefinition = {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/n' } },
+      $defs: {
+        n: {
+          anyOf: [
+            { type: 'object', properties: { a: { $ref: '#/$defs/n' } } },
+            { type: 'object', properties: { a: { $ref: '#/$defs/n' } } },
+          ],
+        },
+      },
+    };
     expect(refusalOf(inDefinition).message).toMatch(/^at "\/\$defs\/n\/anyOf\/0": "\$ref" cycle through "anyOf"/);
     for (const keyword of ['oneOf', 'allOf']) {
       const schema = { $defs: { n: { type: 'object', properties: { a: { [keyword]: [{ $ref: '#/$defs/n' }, { $ref: '#/$defs/n' }] } } } }, $ref: '#/$defs/n' };
@@ -54,7 +67,9 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
   it('refuses branches that meet again without recursion once their product passes the limit: the product of branch counts along a path through refs', () => {
     expect(() => measureJsonSchema(doublingChain(6), { dialect: '2020-12' })).not.toThrow(); // 2^6 = 64 checks of one value: at the limit
     const refusal = refusalOf(doublingChain(23));
-    expect(refusal.message).toMatch(/^at "\/\$defs\/d0\/anyOf\/0\/\$ref": "anyOf\/0" and "anyOf\/1" of "\/\$defs\/d0" both lead to "\/\$defs\/d\d+", so a value 1 level deep \("\/s"\) is checked against it/);
+    expect(refusal.message).toMatch(
+      /^at "\/\$defs\/d0\/anyOf\/0\/\$ref": "anyOf\/0" and "anyOf\/1" of "\/\$defs\/d0" both lead to "\/\$defs\/d\d+", so a value 1 level deep \("\/s"\) is checked against it/,
+    );
     expect(refusal.message).toContain(`exceed ${MAX_SCHEMA_REPEATS}`);
   });
 
@@ -66,11 +81,24 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
 
   it('refuses a combinator of too many branches, too many subschemas, and nesting too deep, each naming where and the limit', () => {
     const wide = refusalOf({ type: 'object', properties: { c: { oneOf: Array.from({ length: MAX_SCHEMA_BRANCHES + 1 }, (_, index) => ({ const: index })) } } });
-    expect(wide.message).toBe(`at "/properties/c/oneOf": ${MAX_SCHEMA_BRANCHES + 1} branches; Loom refuses schemas whose "oneOf" subschemas side by side exceed ${MAX_SCHEMA_BRANCHES}`);
-    const flat = refusalOf({ type: 'object', properties: Object.fromEntries(Array.from({ length: MAX_SCHEMA_BRANCHES + 1 }, (_, index) => [`p${index}`, { type: 'string' }])) });
-    expect(flat.message).toBe(`at "/properties": ${MAX_SCHEMA_BRANCHES + 1} subschemas side by side; Loom refuses schemas whose "properties" subschemas side by side exceed ${MAX_SCHEMA_BRANCHES}`);
-    const object = (size: number) => ({ type: 'object', properties: Object.fromEntries(Array.from({ length: size }, (_, index) => [`p${index}`, { type: 'string' }])) });
-    const many = refusalOf({ type: 'object', properties: Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`o${index}`, object(MAX_SCHEMA_NODES / 10)])) });
+    expect(wide.message).toBe(
+      `at "/properties/c/oneOf": ${MAX_SCHEMA_BRANCHES + 1} branches; Loom refuses schemas whose "oneOf" subschemas side by side exceed ${MAX_SCHEMA_BRANCHES}`,
+    );
+    const flat = refusalOf({
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: MAX_SCHEMA_BRANCHES + 1 }, (_, index) => [`p${index}`, { type: 'string' }])),
+    });
+    expect(flat.message).toBe(
+      `at "/properties": ${MAX_SCHEMA_BRANCHES + 1} subschemas side by side; Loom refuses schemas whose "properties" subschemas side by side exceed ${MAX_SCHEMA_BRANCHES}`,
+    );
+    const object = (size: number) => ({
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: size }, (_, index) => [`p${index}`, { type: 'string' }])),
+    });
+    const many = refusalOf({
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`o${index}`, object(MAX_SCHEMA_NODES / 10)])),
+    });
     expect(many.message).toBe(`at "": more than ${MAX_SCHEMA_NODES} subschemas; Loom refuses schemas whose subschemas exceed ${MAX_SCHEMA_NODES}`);
     let deep: Record<string, unknown> = { type: 'string' };
     for (let level = 0; level <= MAX_SCHEMA_DEPTH; level += 1) deep = { type: 'array', items: deep };
@@ -90,7 +118,11 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
     const cases: [Record<string, unknown>, string, string][] = [
       [{ type: 'object', properties: { a: { $ref: 'https://example.com/other.json#/x' } } }, '/properties/a/$ref', 'outside the schema'],
       [{ type: 'object', properties: { a: { $ref: '#thing' } }, $defs: { t: { $anchor: 'thing' } } }, '/properties/a/$ref', 'the anchor "#thing"'],
-      [{ type: 'object', $defs: { t: { $id: 'https://example.com/t.json', type: 'string' } }, properties: { a: { $ref: '#/$defs/t' } } }, '/$defs/t/$id', 'a "$id" below the root'],
+      [
+        { type: 'object', $defs: { t: { $id: 'https://example.com/t.json', type: 'string' } }, properties: { a: { $ref: '#/$defs/t' } } },
+        '/$defs/t/$id',
+        'a "$id" below the root',
+      ],
       [{ type: 'object', properties: { a: { $dynamicRef: '#meta' } } }, '/properties/a/$dynamicRef', 'a "$dynamicRef"'],
       [{ type: 'object', properties: { a: { $ref: '#/$defs/missing' } } }, '/properties/a/$ref', 'points at no schema'],
     ];
@@ -101,14 +133,22 @@ describe('measureJsonSchema refuses schemas whose checks of a value grow without
       expect(refusal.message).toContain('Loom follows only "$ref"s into the schema itself');
     }
     // A $ref to the schema's own $id, and into a part of it Ajv does not know as a keyword, is followed.
-    const own = { $id: 'https://example.com/tool.json', type: 'object', properties: { a: { $ref: 'https://example.com/tool.json#/x-shapes/leaf' }, b: { $ref: 'tool.json' } }, 'x-shapes': { leaf: { type: 'string' } } };
+    const own = {
+      $id: 'https://example.com/tool.json',
+      type: 'object',
+      properties: { a: { $ref: 'https://example.com/tool.json#/x-shapes/leaf' }, b: { $ref: 'tool.json' } },
+      'x-shapes': { leaf: { type: 'string' } },
+    };
     expect(measureJsonSchema(own, { dialect: '2020-12' }).checksPerValue).toBeGreaterThan(0);
   });
 });
 
 describe('measureJsonSchema accepts ordinary schemas', () => {
-  it('accepts every built-in tool\'s JSON Schema and forge_tool\'s, each checking a part of a value against at most a few subschemas', () => {
-    const schemas = [...BUILTIN_TOOLS.map((tool) => [tool.name, toolJsonSchema(tool)] as const), ['forge_tool', z.toJSONSchema(ForgeRequestSchema, { io: 'input', unrepresentable: 'any' })] as const];
+  it("accepts every built-in tool's JSON Schema and forge_tool's, each checking a part of a value against at most a few subschemas", () => {
+    const schemas = [
+      ...BUILTIN_TOOLS.map((tool) => [tool.name, toolJsonSchema(tool)] as const),
+      ['forge_tool', z.toJSONSchema(ForgeRequestSchema, { io: 'input', unrepresentable: 'any' })] as const,
+    ];
     expect(schemas.length).toBeGreaterThan(15);
     for (const [name, schema] of schemas) {
       const bounds = measureJsonSchema(schema, { dialect: '2020-12' });
@@ -117,11 +157,40 @@ describe('measureJsonSchema accepts ordinary schemas', () => {
   });
 
   it('accepts recursive schemas whose branches recurse through different types or properties: JSON values, trees, optional children, unions of shapes', () => {
-    const jsonValue = { $ref: '#/$defs/v', $defs: { v: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }, { type: 'array', items: { $ref: '#/$defs/v' } }, { type: 'object', additionalProperties: { $ref: '#/$defs/v' } }] } } };
-    const tree = { $ref: '#/$defs/node', $defs: { node: { type: 'object', properties: { value: { type: 'number' }, left: { $ref: '#/$defs/node' }, right: { $ref: '#/$defs/node' } }, required: ['value'] } } };
+    const jsonValue = {
+      $ref: '#/$defs/v',
+      $defs: {
+        v: {
+          anyOf: [
+            { type: 'string' },
+            { type: 'number' },
+            { type: 'boolean' },
+            { type: 'null' },
+            { type: 'array', items: { $ref: '#/$defs/v' } },
+            { type: 'object', additionalProperties: { $ref: '#/$defs/v' } },
+          ],
+        },
+      },
+    };
+    const tree = {
+      $ref: '#/$defs/node',
+      $defs: {
+        node: {
+          type: 'object',
+          properties: { value: { type: 'number' }, left: { $ref: '#/$defs/node' }, right: { $ref: '#/$defs/node' } },
+          required: ['value'],
+        },
+      },
+    };
     // As pydantic writes a model whose children are optional (`list[Node] | None`).
     const optionalChildren = {
-      $defs: { Node: { type: 'object', properties: { name: { type: 'string' }, children: { anyOf: [{ type: 'array', items: { $ref: '#/$defs/Node' } }, { type: 'null' }], default: null } }, required: ['name'] } },
+      $defs: {
+        Node: {
+          type: 'object',
+          properties: { name: { type: 'string' }, children: { anyOf: [{ type: 'array', items: { $ref: '#/$defs/Node' } }, { type: 'null' }], default: null } },
+          required: ['name'],
+        },
+      },
       type: 'object',
       properties: { root: { $ref: '#/$defs/Node' } },
     };
@@ -140,7 +209,8 @@ describe('measureJsonSchema accepts ordinary schemas', () => {
       type: 'object',
       properties: { where: { $ref: '#/$defs/Filter' } },
     };
-    for (const schema of [jsonValue, tree, optionalChildren, filter, BOOK_SCHEMA]) expect(() => measureJsonSchema(schema, { dialect: '2020-12' })).not.toThrow();
+    for (const schema of [jsonValue, tree, optionalChildren, filter, BOOK_SCHEMA])
+      expect(() => measureJsonSchema(schema, { dialect: '2020-12' })).not.toThrow();
     expect(measureJsonSchema(jsonValue, { dialect: '2020-12' }).checksPerValue).toBe(8); // the root's $ref, the definition, its six branches
   });
 
@@ -152,23 +222,36 @@ describe('measureJsonSchema accepts ordinary schemas', () => {
       properties: Object.fromEntries(
         Array.from({ length: 200 }, (_, index) => [
           `field_${index}`,
-          index % 3 === 0 ? { $ref: '#/$defs/choice' } : index % 3 === 1 ? { type: 'array', items: { allOf: [{ $ref: '#/$defs/address' }, { type: 'object', properties: { label: { type: 'string' } } }] } } : { type: 'string', maxLength: 100 },
+          index % 3 === 0
+            ? { $ref: '#/$defs/choice' }
+            : index % 3 === 1
+              ? { type: 'array', items: { allOf: [{ $ref: '#/$defs/address' }, { type: 'object', properties: { label: { type: 'string' } } }] } }
+              : { type: 'string', maxLength: 100 },
         ]),
       ),
     };
     const bounds = measureJsonSchema(schema, { dialect: '2020-12' });
     expect(bounds.checksPerValue).toBe(202);
-    expect(compileJsonSchema(schema, { dialect: '2020-12', root: '(input)' })({ field_0: 'choice-7', field_1: [{ street: 'Main', label: 'home' }] })).toBeUndefined();
+    expect(
+      compileJsonSchema(schema, { dialect: '2020-12', root: '(input)' })({ field_0: 'choice-7', field_1: [{ street: 'Main', label: 'home' }] }),
+    ).toBeUndefined();
   });
 });
 
 describe('compileJsonSchema checks values within a bound', () => {
-  const PERSON = { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } }, required: ['name'], additionalProperties: false };
+  const PERSON = {
+    type: 'object',
+    properties: { name: { type: 'string' }, age: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } },
+    required: ['name'],
+    additionalProperties: false,
+  };
 
   it('names up to five problems of a small value, where each is, as before', () => {
     const check = compileJsonSchema(PERSON, { dialect: '2020-12', root: '(input)' });
     expect(check({ name: 'Ada', age: 36 })).toBeUndefined();
-    expect(check({ age: 'old', tags: [1, 2, 3, 4], extra: true })).toBe("(input) must have required property 'name'; (input) must NOT have additional properties (\"extra\"); /age must be integer; /tags/0 must be string; /tags/1 must be string");
+    expect(check({ age: 'old', tags: [1, 2, 3, 4], extra: true })).toBe(
+      '(input) must have required property \'name\'; (input) must NOT have additional properties ("extra"); /age must be integer; /tags/0 must be string; /tags/1 must be string',
+    );
   });
 
   it('names the first problem only of a value past MAX_EVERY_PROBLEM_WORK, without allErrors', () => {
@@ -178,10 +261,15 @@ describe('compileJsonSchema checks values within a bound', () => {
   });
 
   it('refuses unchecked a value whose check would pass MAX_CHECK_WORK, naming its size', () => {
-    const check = compileJsonSchema({ type: 'array', items: { anyOf: Array.from({ length: 200 }, (_, index) => ({ const: index })) } }, { dialect: '2020-12', root: '(output)' });
+    const check = compileJsonSchema(
+      { type: 'array', items: { anyOf: Array.from({ length: 200 }, (_, index) => ({ const: index })) } },
+      { dialect: '2020-12', root: '(output)' },
+    );
     expect(check([1, 2, 3])).toBeUndefined();
     const problem = check(Array.from({ length: MAX_CHECK_WORK / 200 }, (_, index) => index % 200));
-    expect(problem).toMatch(/^\(output\) is too large to check against the schema: more than [\d,]+ parts, each checked against up to 201 subschemas; Loom checks at most 5,000,000 \(MAX_CHECK_WORK\)$/);
+    expect(problem).toMatch(
+      /^\(output\) is too large to check against the schema: more than [\d,]+ parts, each checked against up to 201 subschemas; Loom checks at most 5,000,000 \(MAX_CHECK_WORK\)$/,
+    );
   });
 
   it('counts the pairs of items "uniqueItems" compares: 5,000 objects are 12.5 million pairs, refused', () => {
@@ -195,7 +283,9 @@ describe('compileJsonSchema checks values within a bound', () => {
     expect(check({ w: 'aaaa' })).toBeUndefined();
     expect(check({ w: 'ab' })).toBe('/w must match pattern "^(a|a)*$"');
     const started = performance.now();
-    expect(check({ w: `${'a'.repeat(40)}b` })).toBe(`(input) could not be checked against the schema within ${MAX_CHECK_MS} ms (a "pattern" that backtracks?); Loom stops a check at ${MAX_CHECK_MS} ms (MAX_CHECK_MS)`);
+    expect(check({ w: `${'a'.repeat(40)}b` })).toBe(
+      `(input) could not be checked against the schema within ${MAX_CHECK_MS} ms (a "pattern" that backtracks?); Loom stops a check at ${MAX_CHECK_MS} ms (MAX_CHECK_MS)`,
+    );
     expect(performance.now() - started).toBeLessThan(MAX_CHECK_MS + 1_000);
     expect(check({ w: 'aaa' })).toBeUndefined();
     expect(check({ w: 'b' })).toBe('/w must match pattern "^(a|a)*$"');
@@ -210,7 +300,7 @@ describe('compileJsonSchema checks values within a bound', () => {
 });
 
 describe('a forge request', () => {
-  it('is refused with its schema\'s path and the limit when its inputSchema or outputSchema is the attack of issue 36', () => {
+  it("is refused with its schema's path and the limit when its inputSchema or outputSchema is the attack of issue 36", () => {
     const request = {
       name: 'nest_it',
       description: 'Nests',

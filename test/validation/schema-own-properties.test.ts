@@ -43,7 +43,11 @@ describe('a forged tool whose inputSchema requires an inherited property', () =>
   beforeEach(async () => {
     dir = await makeTempDir('loom-own-properties-');
     host = await openTestHost(dir.path, { default_model: { provider: 'openai', model: 'gpt-4o', base_url: server.url } });
-    await host.kernel.spawn(manifest(`name = "alice"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n`));
+    await host.kernel.spawn(
+      manifest(
+        `name = "alice"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n[capabilities]\ntools = ["forge_tool"]\n[emergent]\n`,
+      ),
+    );
   });
   afterEach(async () => {
     await host.close();

@@ -36,7 +36,12 @@ async function seriousViolations(page: Page): Promise<string[]> {
   const violations = await page.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((results) => results.violations)");
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .flatMap((violation) => violation.nodes.map((node) => `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`));
+    .flatMap((violation) =>
+      violation.nodes.map(
+        (node) =>
+          `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`,
+      ),
+    );
 }
 
 describe('every dashboard page, in Chromium at desktop and phone width, light and dark', () => {
@@ -59,14 +64,29 @@ describe('every dashboard page, in Chromium at desktop and phone width, light an
 
   beforeAll(async () => {
     const channels = [{ name: 'hooks', kind: 'webhook', agent: 'helper', secret_env: 'HOOK_SECRET', reply_url: 'http://127.0.0.1:9/replies' }];
-    harness = await startDashboard('loom-web-a11y-', { ...packageConfig(model.url), rate_limit: { per_minute: 1_000_000 }, channels }, { packages: true, channels: true, env: { ...TEST_KEYS, HOOK_SECRET: 'secret' } });
+    harness = await startDashboard(
+      'loom-web-a11y-',
+      { ...packageConfig(model.url), rate_limit: { per_minute: 1_000_000 }, channels },
+      { packages: true, channels: true, env: { ...TEST_KEYS, HOOK_SECRET: 'secret' } },
+    );
     const { host } = harness;
-    await host.kernel.spawn(manifest(`name = "helper"\ndescription = "Answers questions"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`));
-    model.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.note', value: 'hello' } }] }, { text: 'Stored it.', usage: { inputTokens: 120, outputTokens: 30 } }]);
+    await host.kernel.spawn(
+      manifest(
+        `name = "helper"\ndescription = "Answers questions"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`,
+      ),
+    );
+    model.script([
+      { toolCalls: [{ name: 'memory_store', input: { key: 'self.note', value: 'hello' } }] },
+      { text: 'Stored it.', usage: { inputTokens: 120, outputTokens: 30 } },
+    ]);
     await host.kernel.send('helper', 'Remember hello');
     await host.channels.start();
     const folder = await writePackage(harness.dir, 'reporter', { workflows: { now: bindingJson({ type: 'manual' }, [activityJson('gather')]) } });
-    const response = await fetch(`${harness.server.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) });
+    const response = await fetch(`${harness.server.url}/api/packages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source: folder }),
+    });
     expect(response.status).toBe(201);
   }, 120_000);
 
@@ -95,7 +115,9 @@ describe('every dashboard page, in Chromium at desktop and phone width, light an
             // The theme follows the system: the page's background is dark exactly under a dark scheme.
             const background = await page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor');
             expect(background, `${entry.path} in the ${scheme} theme`).toBe(scheme === 'dark' ? 'rgb(15, 18, 32)' : 'rgb(246, 247, 251)');
-            const widths = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
+            const widths = await page.evaluate<{ scroll: number; client: number }>(
+              '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+            );
             expect(widths.scroll, `${entry.path} is wider than the screen at ${viewport.width} px`).toBeLessThanOrEqual(widths.client);
             for (const line of await seriousViolations(page)) found.push(`${entry.path}: ${line}`);
           }
@@ -107,7 +129,7 @@ describe('every dashboard page, in Chromium at desktop and phone width, light an
     }
   }
 
-  it('keeps the chat\'s message box on screen at phone width, below a long conversation', async () => {
+  it("keeps the chat's message box on screen at phone width, below a long conversation", async () => {
     const page = await harness.browser.newPage();
     try {
       await page.setViewportSize({ width: 390, height: 844 });

@@ -38,7 +38,7 @@ describe('an agent that cannot run, in the dashboard', () => {
     await visible(page.getByText('2 agents · 1 running · 1 cannot run'));
   });
 
-  it('says on the agent\'s page and its chat why it cannot run and how to fix it', async () => {
+  it("says on the agent's page and its chat why it cannot run and how to fix it", async () => {
     await page.goto(`${harness.server.url}/#/agents/blank`);
     await visible(page.getByTestId('state-badge'), /cannot run/i);
     await visible(page.getByTestId('cannot-run'), 'blank cannot run: it has no [model] and config.toml has no [default_model]');

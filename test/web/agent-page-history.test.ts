@@ -3,10 +3,20 @@ import { parseManifest } from '../../src/manifest/index.ts';
 import { type DashboardHarness, startDashboard, VISIBLE, visible } from '../support/browser.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 
-const REPLY = ['## Findings', '', 'Here is **the point**:', '', '- first', '- second', '', '<script>window.__pwned = "history";</script>', '<img src="x" onerror="window.__pwned = \'img\'">'].join('\n');
+const REPLY = [
+  '## Findings',
+  '',
+  'Here is **the point**:',
+  '',
+  '- first',
+  '- second',
+  '',
+  '<script>window.__pwned = "history";</script>',
+  '<img src="x" onerror="window.__pwned = \'img\'">',
+].join('\n');
 
 /** The agent page's session history showed the agent's Markdown as raw text, a `<script>` among it; it renders it as the chat does. */
-describe('the session history on an agent\'s page', () => {
+describe("the session history on an agent's page", () => {
   const model = useScriptedModelServer();
   let harness: DashboardHarness;
 
@@ -15,7 +25,7 @@ describe('the session history on an agent\'s page', () => {
   }, 120_000);
   afterAll(() => harness?.close());
 
-  it('renders what the agent wrote as Markdown, runs none of its HTML, and shows the person\'s words as typed', async () => {
+  it("renders what the agent wrote as Markdown, runs none of its HTML, and shows the person's words as typed", async () => {
     const toml = `name = "writer"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
     await harness.host.kernel.spawn(parseManifest(toml, { source: 'writer.toml' }).manifest);
     model.script([{ text: REPLY }]);

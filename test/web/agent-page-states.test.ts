@@ -14,7 +14,8 @@ describe('the agent page, in Chromium against a real daemon', () => {
   let harness: DashboardHarness;
   let page: Page;
 
-  const agentToml = (name: string, extra = ''): string => `name = "${name}"\ndescription = "before the edit"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n${extra}`;
+  const agentToml = (name: string, extra = ''): string =>
+    `name = "${name}"\ndescription = "before the edit"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n${extra}`;
 
   beforeAll(async () => {
     harness = await startDashboard('loom-web-agent-page-', CONFIG);
@@ -29,7 +30,7 @@ describe('the agent page, in Chromium against a real daemon', () => {
     };
   });
 
-  it('edits a live agent\'s manifest in place: errors at their line as you type, a refused save in place, and a saved one keeps the id and session', async () => {
+  it("edits a live agent's manifest in place: errors at their line as you type, a refused save in place, and a saved one keeps the id and session", async () => {
     const spawned = await harness.host.kernel.spawn(manifest(agentToml('editable')));
     model.script([{ text: 'remembered' }]);
     await harness.host.kernel.send('editable', 'hello');
@@ -42,7 +43,9 @@ describe('the agent page, in Chromium against a real daemon', () => {
     // It starts from the agent's current manifest.
     expect(await editor.inputValue()).toContain('description = "before the edit"');
 
-    await editor.fill(`name = "editable"\ndescription = "before the edit"\npriority = "urgent"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`);
+    await editor.fill(
+      `name = "editable"\ndescription = "before the edit"\npriority = "urgent"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+    );
     await visible(form.getByTestId('manifest-issues'), 'line 3');
     await visible(form.getByTestId('manifest-issues'), 'priority: expected one of low, normal, high, critical, got "urgent"');
 
@@ -51,7 +54,9 @@ describe('the agent page, in Chromium against a real daemon', () => {
     await form.getByRole('button', { name: 'Save' }).click();
     await visible(form.getByTestId('manifest-error'), 'AGENT_RENAME');
 
-    await editor.fill(`name = "editable"\ndescription = "after the edit"\ntags = ["edited"]\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`);
+    await editor.fill(
+      `name = "editable"\ndescription = "after the edit"\ntags = ["edited"]\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+    );
     await form.getByRole('button', { name: 'Save' }).click();
     await form.waitFor({ state: 'detached', ...VISIBLE });
     await visible(page.getByTestId('manifest'), 'description = "after the edit"');
@@ -60,7 +65,7 @@ describe('the agent page, in Chromium against a real daemon', () => {
     await visible(page.getByText('Session history (2)'));
   });
 
-  it("shows the skills an agent is offered, and warns of one it names that is not installed", async () => {
+  it('shows the skills an agent is offered, and warns of one it names that is not installed', async () => {
     const folder = join(harness.host.home.skillsDir, 'acme', 'note-taker', '1.0.0');
     await mkdir(folder, { recursive: true });
     await writeFile(join(folder, 'SKILL.md'), '---\nname: note-taker\ndescription: Keeps notes.\nmetadata:\n  version: "1.0.0"\n---\nWrite notes as lists.\n');

@@ -21,8 +21,20 @@ describe('the dashboard for agent types, in Chromium against a real daemon', () 
 
   it("shows a workflow's plan with live task states, and approves it with a button", async () => {
     await harness.host.kernel.spawn(manifest(`name = "researcher"\ndescription = "Finds facts"\n${modelToml()}`));
-    await harness.host.kernel.spawn(manifest(`name = "lead"\nmodule = "builtin:workflow"\n${modelToml()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n`));
-    model.script([{ text: JSON.stringify({ summary: 'look it up', missing_info: null, tasks: [{ id: 't1', title: 'find the facts', instruction: 'find them', agent: 'researcher', depends_on: [], acceptance: 'facts found' }] }) }]);
+    await harness.host.kernel.spawn(
+      manifest(
+        `name = "lead"\nmodule = "builtin:workflow"\n${modelToml()}[capabilities]\ntools = ["agent_message"]\nagent_message = ["researcher"]\n[workflow]\nmanaged_agents = ["researcher"]\n`,
+      ),
+    );
+    model.script([
+      {
+        text: JSON.stringify({
+          summary: 'look it up',
+          missing_info: null,
+          tasks: [{ id: 't1', title: 'find the facts', instruction: 'find them', agent: 'researcher', depends_on: [], acceptance: 'facts found' }],
+        }),
+      },
+    ]);
     await harness.host.kernel.send('lead', 'what are tides?');
 
     await page.goto(`${harness.server.url}/#/agents/lead`);

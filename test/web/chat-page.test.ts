@@ -31,7 +31,7 @@ const MARKDOWN_REPLY = [
   '',
   '<script>window.__pwned = "script";</script>',
   '<img src="x" onerror="window.__pwned = \'img\'">',
-  '[click me](javascript:window.__pwned=\'link\')',
+  "[click me](javascript:window.__pwned='link')",
 ].join('\n');
 
 describe('the chat page, in Chromium against a real daemon', () => {
@@ -106,7 +106,9 @@ describe('the chat page, in Chromium against a real daemon', () => {
     const button = page.getByTestId('reply').last().getByRole('button', { name: 'Copy code' });
     await button.click();
     await visible(button, 'Copied');
-    expect(await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText())).toBe('npm test -- --run\n');
+    expect(
+      await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText()),
+    ).toBe('npm test -- --run\n');
   });
 
   it('stops a streaming reply with the Stop button and with Esc: the text so far stays, marked cancelled', async () => {
@@ -152,7 +154,7 @@ describe('the chat page, in Chromium against a real daemon', () => {
     await visible(page.getByRole('button', { name: 'Send' }));
   });
 
-  it('expands a tool call to its full input and output with its duration, and shows the turn\'s trace with the model calls\' tokens and latency', async () => {
+  it("expands a tool call to its full input and output with its duration, and shows the turn's trace with the model calls' tokens and latency", async () => {
     await spawn('tracer', '[capabilities]\ntools = ["file_write", "file_read"]\n[autonomous]\napproval_required_for = ["file_write"]');
     const content = `${'lorem ipsum '.repeat(60)}THE END`;
     let answer!: () => void;
@@ -192,7 +194,10 @@ describe('the chat page, in Chromium against a real daemon', () => {
     expect(await models.count()).toBe(3);
     await visible(models.first(), '1,234 in · 56 out');
     await visible(models.first(), '2.5 s');
-    expect(await trace.getByTestId('trace-tool').allTextContents()).toEqual([expect.stringMatching(/file_write.*done.*4\.0 s/), expect.stringMatching(/file_read.*done.*0 ms/)]);
+    expect(await trace.getByTestId('trace-tool').allTextContents()).toEqual([
+      expect.stringMatching(/file_write.*done.*4\.0 s/),
+      expect.stringMatching(/file_read.*done.*0 ms/),
+    ]);
   });
 
   it('opens scrolled to the newest message with the message box focused, each message with its time', async () => {
@@ -207,7 +212,13 @@ describe('the chat page, in Chromium against a real daemon', () => {
     await expect.poll(async () => onScreen(await last.boundingBox()), VISIBLE).toBe(true);
     const first = await page.getByTestId('reply').filter({ hasText: 'Answer number 0.' }).boundingBox();
     expect(first === null || first.y + first.height <= 0).toBe(true);
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string | null } | null } }).document.activeElement?.getAttribute('aria-label'))).toBe('Message');
+    expect(
+      await page.evaluate(() =>
+        (globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string | null } | null } }).document.activeElement?.getAttribute(
+          'aria-label',
+        ),
+      ),
+    ).toBe('Message');
     const stamp = page.getByTestId('user-message').last().locator('time');
     expect(await stamp.getAttribute('datetime')).toBe(new Date(host.clock.now()).toISOString());
   });

@@ -44,7 +44,11 @@ describe('the chat page when its stream breaks, in Chromium against a real daemo
     let said = '';
     // What the turn has said so far comes at once; an event that does not come within a turn of the event loop is still to come.
     const later = (): Promise<undefined> => new Promise((resolve) => setImmediate(() => resolve(undefined)));
-    for (let next = await Promise.race([events.next(), later()]); next !== undefined && next.done !== true; next = await Promise.race([events.next(), later()])) {
+    for (
+      let next = await Promise.race([events.next(), later()]);
+      next !== undefined && next.done !== true;
+      next = await Promise.race([events.next(), later()])
+    ) {
       if ('event' in next.value && next.value.event.type === 'text-delta') said += next.value.event.text;
     }
     void events.return?.(undefined);

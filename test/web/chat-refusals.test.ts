@@ -39,7 +39,7 @@ describe('the chat page with a refused message, in Chromium against a real daemo
     };
   });
 
-  it('keeps a message sent to a suspended agent in the conversation with the daemon\'s reason and a Resume button that lets the next one through', async () => {
+  it("keeps a message sent to a suspended agent in the conversation with the daemon's reason and a Resume button that lets the next one through", async () => {
     const toml = `name = "sleeper"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
     await harness.host.kernel.spawn(parseManifest(toml, { source: 'sleeper.toml' }).manifest);
     await harness.host.kernel.suspend('sleeper');
@@ -86,7 +86,9 @@ describe('the chat page with a refused message, in Chromium against a real daemo
     expect(await page.getByTestId('refused-turn').count()).toBe(2);
 
     // Another agent's chat, reached in the page (a hash change), shows none of them.
-    await harness.host.kernel.spawn(parseManifest(`name = "other"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`, { source: 'other.toml' }).manifest);
+    await harness.host.kernel.spawn(
+      parseManifest(`name = "other"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`, { source: 'other.toml' }).manifest,
+    );
     await openChat('other');
     await visible(page.getByText('Say something to other.'));
     expect(await page.getByTestId('refused-turn').count()).toBe(0);

@@ -50,11 +50,14 @@ it("shows the owner's main session, switches the history to a chosen session, se
 
   // A message sent now goes on with Alice's session, not the main one.
   model.script([{ text: 'second alice reply' }]);
-  await page.getByRole('textbox', { name: 'Message' }).fill('the owner, in alice\'s session');
+  await page.getByRole('textbox', { name: 'Message' }).fill("the owner, in alice's session");
   await page.getByRole('button', { name: 'Send' }).click();
   await visible(log, 'second alice reply');
   expect(JSON.stringify(model.requests.at(-1)?.body)).toContain('said by alice');
-  await waitFor("the owner's message in alice's session", async () => JSON.stringify((await host.kernel.session('keeper', { conversation: ALICE })).messages).includes("the owner, in alice's session") || undefined);
+  await waitFor(
+    "the owner's message in alice's session",
+    async () => JSON.stringify((await host.kernel.session('keeper', { conversation: ALICE })).messages).includes("the owner, in alice's session") || undefined,
+  );
   expect(JSON.stringify((await host.kernel.session('keeper')).messages)).not.toContain("the owner, in alice's session");
 
   await picker.selectOption({ label: 'Your session (main)' });

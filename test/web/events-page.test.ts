@@ -28,7 +28,12 @@ describe('the dashboard Events page, in Chromium against a real daemon', () => {
     await kernel.spawn(manifest(`name = "idler"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     // A turn with a tool call that runs and one the agent is not granted, before any page is open.
     model.script([
-      { toolCalls: [{ name: 'memory_store', input: { key: 'self.a', value: '1' } }, { name: 'file_read', input: { path: 'secret.txt' } }] },
+      {
+        toolCalls: [
+          { name: 'memory_store', input: { key: 'self.a', value: '1' } },
+          { name: 'file_read', input: { path: 'secret.txt' } },
+        ],
+      },
       { text: 'Stored.', usage: { inputTokens: 40, outputTokens: 8 } },
     ]);
     await kernel.send('keeper', 'remember a');

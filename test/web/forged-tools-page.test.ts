@@ -11,7 +11,10 @@ describe('the dashboard Tools page, in Chromium against a real daemon', () => {
   const APPROVE = { text: JSON.stringify({ approved: true, confidence: 0.93, issues: ['could check n'] }) };
 
   beforeAll(async () => {
-    harness = await startDashboard('loom-web-tools-', { rate_limit: { per_minute: 1_000_000 }, default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url } });
+    harness = await startDashboard('loom-web-tools-', {
+      rate_limit: { per_minute: 1_000_000 },
+      default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url },
+    });
     page = await harness.browser.newPage();
   }, 120_000);
 

@@ -26,7 +26,20 @@ const WIDTHS = [
 ] as const;
 
 /** Pills, buttons and names: what must never break inside a word. */
-const UNBREAKABLE = ['.badge', '.btn', 'button', '.chip', '.event-type', '.tool-status', '.turn-status', '.nav-link', '.nav-count', '.cap-kind', '.segmented button', 'tr[data-agent] a.strong'].join(', ');
+const UNBREAKABLE = [
+  '.badge',
+  '.btn',
+  'button',
+  '.chip',
+  '.event-type',
+  '.tool-status',
+  '.turn-status',
+  '.nav-link',
+  '.nav-count',
+  '.cap-kind',
+  '.segmented button',
+  'tr[data-agent] a.strong',
+].join(', ');
 
 /**
  * In the page: each word (a run of non-space characters) inside a pill, button or name that the
@@ -85,7 +98,12 @@ async function seriousViolations(page: Page): Promise<string[]> {
   const violations = await page.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((results) => results.violations)");
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .flatMap((violation) => violation.nodes.map((node) => `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`));
+    .flatMap((violation) =>
+      violation.nodes.map(
+        (node) =>
+          `${violation.id} (${violation.impact}): ${violation.help} at ${node.target.join(' ')}${node.failureSummary === undefined ? '' : ` — ${node.failureSummary.replace(/\s+/g, ' ')}`}`,
+      ),
+    );
 }
 
 /** Whether the middle of the button named `name` is what the screen shows there (nothing is drawn over it). */
@@ -135,13 +153,26 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
     const channels = [{ name: 'hooks', kind: 'webhook', agent: 'research-assistant', secret_env: 'HOOK_SECRET', reply_url: 'http://127.0.0.1:9/replies' }];
     harness = await startDashboard(
       'loom-web-layouts-',
-      { ...packageConfig(model.url), default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url }, rate_limit: { per_minute: 1_000_000 }, channels },
+      {
+        ...packageConfig(model.url),
+        default_model: { provider: 'openai', model: 'gpt-4o', base_url: model.url },
+        rate_limit: { per_minute: 1_000_000 },
+        channels,
+      },
       { packages: true, channels: true, env: { ...TEST_KEYS, HOOK_SECRET: 'secret' } },
     );
     const { kernel } = harness.host;
     const openai = `[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
-    await kernel.spawn(manifest(`name = "research-assistant"\ndescription = "Reads long reports about renewable energy markets and answers questions about them with sources and caveats, in plain words"\n${openai}[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`));
-    await kernel.spawn(manifest(`name = "summariser"\ndescription = "Summarises"\n[model]\nprovider = "openai-compatible"\nmodel = "meta-llama-3.1-70b-instruct-quantised-q4"\nbase_url = "${model.url}"\n`));
+    await kernel.spawn(
+      manifest(
+        `name = "research-assistant"\ndescription = "Reads long reports about renewable energy markets and answers questions about them with sources and caveats, in plain words"\n${openai}[capabilities]\ntools = ["memory_store"]\nmemory_write = ["self.*"]\n`,
+      ),
+    );
+    await kernel.spawn(
+      manifest(
+        `name = "summariser"\ndescription = "Summarises"\n[model]\nprovider = "openai-compatible"\nmodel = "meta-llama-3.1-70b-instruct-quantised-q4"\nbase_url = "${model.url}"\n`,
+      ),
+    );
     await kernel.spawn(manifest(`name = "night-shift"\n${openai}`));
     await kernel.suspend('night-shift');
     // A forged tool, on the Tools page (its name once read at 2.58:1).
@@ -159,13 +190,28 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
       'test',
     );
     expect(forged.ok).toBe(true);
-    model.script([{ toolCalls: [{ name: 'memory_store', input: { key: 'self.note', value: 'hello' } }] }, { text: 'Stored it.', usage: { inputTokens: 120, outputTokens: 30 } }]);
+    model.script([
+      { toolCalls: [{ name: 'memory_store', input: { key: 'self.note', value: 'hello' } }] },
+      { text: 'Stored it.', usage: { inputTokens: 120, outputTokens: 30 } },
+    ]);
     await kernel.send('research-assistant', 'Remember hello');
     await harness.host.channels.start();
     const folder = await writePackage(harness.dir, 'reporter', { workflows: { now: bindingJson({ type: 'manual' }, [activityJson('gather')]) } });
-    expect((await fetch(`${harness.server.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${harness.server.url}/api/packages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ source: folder }),
+        })
+      ).status,
+    ).toBe(201);
     // A turn waiting for a person: its Approve and Deny show in the chat and on the approvals page.
-    await kernel.spawn(manifest(`name = "careful-writer"\n${openai}[capabilities]\ntools = ["file_write"]\nfile_write = ["*"]\n[autonomous]\napproval_required_for = ["file_write"]\n`));
+    await kernel.spawn(
+      manifest(
+        `name = "careful-writer"\n${openai}[capabilities]\ntools = ["file_write"]\nfile_write = ["*"]\n[autonomous]\napproval_required_for = ["file_write"]\n`,
+      ),
+    );
     // A conversation longer than a phone's screen, so the chat scrolls to reach the question.
     for (let index = 0; index < 4; index += 1) {
       model.script([{ text: `Draft ${index}: ${'a paragraph that wraps over several lines on a phone. '.repeat(5)}` }]);
@@ -197,7 +243,9 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
             await entry.open?.(page);
             const where = `${entry.path}${entry.open === undefined ? '' : ' (opened)'} (${scheme})`;
             if (scheme === 'light') {
-              const widths = await page.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
+              const widths = await page.evaluate<{ scroll: number; client: number }>(
+                '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+              );
               if (widths.scroll > widths.client) found.push(`${where}: ${widths.scroll} px wide on a ${widths.client} px screen`);
               for (const word of await page.evaluate<string[]>(BROKEN_WORDS)) found.push(`${where}: a word broken over two lines in ${word}`);
               for (const button of await page.evaluate<string[]>(CLIPPED_BUTTONS)) found.push(`${where}: the button ${button} is cut off`);
@@ -224,7 +272,9 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
         await visible(ready);
         const header = await page.locator('aside.sidebar').boundingBox();
         expect(header?.height ?? 844, `the header's height on ${path}`).toBeLessThanOrEqual(844 / 5);
-        const tops = await page.evaluate<number[]>("[...document.querySelectorAll('nav .nav-link')].map((link) => Math.round(link.getBoundingClientRect().top))");
+        const tops = await page.evaluate<number[]>(
+          "[...document.querySelectorAll('nav .nav-link')].map((link) => Math.round(link.getBoundingClientRect().top))",
+        );
         expect(new Set(tops).size, `rows of the nav on ${path}`).toBeLessThanOrEqual(2);
         expect(tops.length).toBe(7);
       }
@@ -233,7 +283,7 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
     }
   }, 60_000);
 
-  it('shows an approval asked in the chat above the phone\'s message box, not under it', async () => {
+  it("shows an approval asked in the chat above the phone's message box, not under it", async () => {
     const page = await harness.browser.newPage();
     try {
       await page.setViewportSize({ width: 390, height: 844 });
@@ -243,7 +293,10 @@ describe('the dashboard at 1024, 1280 and 390 px, in Chromium', () => {
       await visible(approve);
       // The chat scrolls to its end when it opens: the buttons are then on screen, and the message box is not drawn over them.
       await waitFor('the chat to scroll to its end', async () => ((await page.evaluate<number>('window.scrollY')) > 0 ? true : undefined));
-      for (const [button, name] of [[approve, 'Approve'], [deny, 'Deny']] as const) {
+      for (const [button, name] of [
+        [approve, 'Approve'],
+        [deny, 'Deny'],
+      ] as const) {
         const box = await button.boundingBox();
         expect(box).not.toBeNull();
         expect((box?.y ?? 0) + (box?.height ?? 0)).toBeLessThanOrEqual(844);

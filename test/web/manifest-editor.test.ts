@@ -39,7 +39,12 @@ describe('the manifest editor, in Chromium against a real daemon', () => {
     expect(toml.errors).toEqual([
       { message: 'priority: expected one of low, normal, high, critical, got "urgent"', field: 'priority', line: 2, column: 1 },
       // A missing field points at its table's header.
-      { message: '[model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model', field: '[model].model', line: 4, column: 1 },
+      {
+        message: '[model].model: required with provider, e.g. model = "gpt-4o"; or leave out both provider and model to run on the daemon\'s default model',
+        field: '[model].model',
+        line: 4,
+        column: 1,
+      },
       { message: '[capabilities].tols: unknown key, did you mean "tools"?', field: '[capabilities].tols', line: 8, column: 1 },
     ]);
 
@@ -57,7 +62,9 @@ describe('the manifest editor, in Chromium against a real daemon', () => {
     expect(hoisted).toMatchObject({ valid: true, errors: [] });
     expect(hoisted.warnings).toEqual([expect.stringContaining('"priority" stands after the [model] header')]);
     const keyless = await validate('name = "helper"\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\napi_key_env = "NOT_SET_HERE"\n');
-    expect(keyless.warnings).toEqual(['agent "helper" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs NOT_SET_HERE, which is not set; set NOT_SET_HERE in the daemon\'s environment and restart it']);
+    expect(keyless.warnings).toEqual([
+      'agent "helper" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs NOT_SET_HERE, which is not set; set NOT_SET_HERE in the daemon\'s environment and restart it',
+    ]);
   });
 
   it('marks the lines that are wrong as you type, without spawning, with the warnings, then spawns the fixed manifest', async () => {
@@ -77,10 +84,15 @@ describe('the manifest editor, in Chromium against a real daemon', () => {
     // Nothing was spawned: checking is not spawning.
     expect(harness.host.kernel.list()).toEqual([]);
 
-    await editor.fill(`name = "typist"\n\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\napi_key_env = "TYPIST_KEY"\nbase_url = "${model.url}"\n`);
+    await editor.fill(
+      `name = "typist"\n\n[model]\nprovider = "anthropic"\nmodel = "claude-haiku-4-5"\napi_key_env = "TYPIST_KEY"\nbase_url = "${model.url}"\n`,
+    );
     await issues.waitFor({ state: 'detached', ...VISIBLE });
     expect(await page.locator('.gutter-line.bad').count()).toBe(0);
-    await visible(page.getByTestId('manifest-warnings'), 'agent "typist" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs TYPIST_KEY, which is not set');
+    await visible(
+      page.getByTestId('manifest-warnings'),
+      'agent "typist" cannot run: model "anthropic/claude-haiku-4-5" ([model]) needs TYPIST_KEY, which is not set',
+    );
 
     await page.getByRole('button', { name: 'Spawn', exact: true }).click();
     await page.waitForURL(/#\/agents\/typist$/, VISIBLE);

@@ -39,7 +39,12 @@ describe('the MCP servers on the dashboard Tools page and in loom mcp servers, a
         mcp_servers: [
           { name: 'modern', allow_private_network: true, transport: { type: 'http', url: modern.url } },
           { name: 'old', transport: { type: 'stdio', command: process.execPath, args: [EXIT_ON_PROBE_SERVER, log] } },
-          { name: 'locked', allow_private_network: true, oauth: { grant: 'authorization_code', client_id: 'loom-test' }, transport: { type: 'http', url: locked.url } },
+          {
+            name: 'locked',
+            allow_private_network: true,
+            oauth: { grant: 'authorization_code', client_id: 'loom-test' },
+            transport: { type: 'http', url: locked.url },
+          },
         ],
       },
       { connectMcpServers: true },
@@ -53,7 +58,7 @@ describe('the MCP servers on the dashboard Tools page and in loom mcp servers, a
     await locked?.close();
   });
 
-  it('shows each server\'s negotiated era and protocol version, why one speaks a 2025 revision, and the login a locked one needs', async () => {
+  it("shows each server's negotiated era and protocol version, why one speaks a 2025 revision, and the login a locked one needs", async () => {
     const mcp = harness.host.mcp;
     if (mcp === undefined) throw new Error('the host connects no MCP servers');
     await waitFor('the three servers to settle', () => {

@@ -19,12 +19,17 @@ describe('the dashboard Packages page, in Chromium against a real daemon', () =>
   let page: Page;
 
   const runUrl = (binding: string): string => `${harness.server.url}/api/packages/reporter/bindings/${binding}/run`;
-  const runByApi = (binding: string): Promise<Response> => fetch(runUrl(binding), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: {} }) });
+  const runByApi = (binding: string): Promise<Response> =>
+    fetch(runUrl(binding), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: {} }) });
 
   beforeAll(async () => {
     // packageConfig is config.toml's shape (packageConfigToml is its text): the model aliases point at the scripted model server.
     // Schedules run (so bindings have next fire times) on the harness's fake clock, which never moves here: nothing fires by itself.
-    harness = await startDashboard('loom-web-packages-', { ...packageConfig(model.url), rate_limit: { per_minute: 1_000_000 } }, { packages: true, runSchedules: true });
+    harness = await startDashboard(
+      'loom-web-packages-',
+      { ...packageConfig(model.url), rate_limit: { per_minute: 1_000_000 } },
+      { packages: true, runSchedules: true },
+    );
     const folder = await writePackage(harness.dir, 'reporter', {
       pricing: { model: 'per_run', cost: 0.5 },
       workflows: {
@@ -35,7 +40,11 @@ describe('the dashboard Packages page, in Chromium against a real daemon', () =>
         probe: bindingJson({ type: 'manual' }, [activityJson('ping', { on_error: { retry: 0, fallback: 'NotifyOwner' } })]),
       },
     });
-    const response = await fetch(`${harness.server.url}/api/packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source: folder }) });
+    const response = await fetch(`${harness.server.url}/api/packages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source: folder }),
+    });
     expect(response.status).toBe(201);
   }, 120_000);
 
@@ -70,7 +79,10 @@ describe('the dashboard Packages page, in Chromium against a real daemon', () =>
     const [view] = (await (await fetch(`${harness.server.url}/api/packages`)).json()) as { bindings: { name: string; next_fire_at: string | null }[] }[];
     const nextFire = view?.bindings.find((binding) => binding.name === 'nightly')?.next_fire_at;
     expect(nextFire).toEqual(expect.any(String));
-    const local = await page.evaluate((at) => new Date(at).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }), nextFire ?? '');
+    const local = await page.evaluate(
+      (at) => new Date(at).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }),
+      nextFire ?? '',
+    );
     expect(await row('nightly').getByTestId('next-fire').innerText()).toBe(local);
     expect(await row('pulse').getByTestId('next-fire').innerText()).not.toBe('—');
     expect(await row('now').getByTestId('next-fire').innerText()).toBe('—');

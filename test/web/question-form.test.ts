@@ -17,9 +17,11 @@ describe('a question an MCP server asks, answered on the approvals page (Chromiu
     await harness.close();
   });
 
-  it('shows the server\'s fields with their defaults, takes the answer, and the call goes on with it', async () => {
+  it("shows the server's fields with their defaults, takes the answer, and the call goes on with it", async () => {
     const { host, server, browser } = harness;
-    await host.kernel.spawn(manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`));
+    await host.kernel.spawn(
+      manifest(`name = "asker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["mcp_everything_*"]\n`),
+    );
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Thanks.' }]);
     const results: string[] = [];
     const turn = (async () => {

@@ -42,7 +42,7 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
  * (`npm start` is `loom start --foreground`), the hello agent spawned and messaged from the CLI,
  * and then the same in the dashboard's chat, ending in a streamed reply after a tool call.
  */
-describe('the README\'s quick start with no key, to a streamed reply in the dashboard', () => {
+describe("the README's quick start with no key, to a streamed reply in the dashboard", () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
   let model: ChildProcess | undefined;
   let daemon: ChildProcess | undefined;
@@ -59,7 +59,11 @@ describe('the README\'s quick start with no key, to a streamed reply in the dash
   it('runs the commands of the quick start and ends in the dashboard with a reply', async () => {
     const home = join(dir.path, 'home');
     const env = { HOME: dir.path, LOOM_HOME: home };
-    const served = start(['model', 'serve', '--script', 'examples/models/hello.json', '--port', '0'], env, (output) => /Scripted model at (\S+) /.exec(output)?.[1]);
+    const served = start(
+      ['model', 'serve', '--script', 'examples/models/hello.json', '--port', '0'],
+      env,
+      (output) => /Scripted model at (\S+) /.exec(output)?.[1],
+    );
     model = served.child;
     const modelUrl = await served.found;
     expect((await runCli(home, ['init', '--default-model', 'openai-compatible/scripted', '--base-url', modelUrl])).code).toBe(0);
@@ -67,7 +71,11 @@ describe('the README\'s quick start with no key, to a streamed reply in the dash
     // `npm start`, on a free port; the dashboard as `npm install` builds it.
     const dashboard = join(dir.path, 'dist');
     await buildDashboard(dashboard);
-    const running = start(['start', '--foreground', '--port', '0'], { ...env, LOOM_DASHBOARD_DIR: dashboard }, (output) => /Loom is listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]);
+    const running = start(
+      ['start', '--foreground', '--port', '0'],
+      { ...env, LOOM_DASHBOARD_DIR: dashboard },
+      (output) => /Loom is listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1],
+    );
     daemon = running.child;
     const url = await running.found;
 

@@ -8,12 +8,13 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
 // The daemon counts its days in Tokyo: the page says so, whatever the browser's zone.
 const CONFIG = { rate_limit: { per_minute: 1_000_000 }, scheduler: { timezone: 'Asia/Tokyo' } };
 
-describe('the agent page\'s scheduled runs, in Chromium against a real daemon', () => {
+describe("the agent page's scheduled runs, in Chromium against a real daemon", () => {
   const model = useScriptedModelServer();
   let harness: DashboardHarness;
   let page: Page;
 
-  const agentToml = (name: string, schedule: string): string => `name = "${name}"\n[schedule]\n${schedule}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
+  const agentToml = (name: string, schedule: string): string =>
+    `name = "${name}"\n[schedule]\n${schedule}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`;
 
   beforeAll(async () => {
     harness = await startDashboard('loom-web-schedule-runs-', CONFIG);
@@ -28,7 +29,11 @@ describe('the agent page\'s scheduled runs, in Chromium against a real daemon', 
 
   it('lists a skipped wake-up with why, and "Wake now" adds a run that the page shows as completed, its tokens in today\'s spend as the daemon counts it, its time zone named', async () => {
     await harness.host.kernel.spawn(manifest(agentToml('monitor', 'mode = "continuous"\ninterval_seconds = 3600')));
-    await harness.host.kernel.wakeRuns.skip('monitor', { trigger: 'continuous', cause: 'continuous', dueAt: harness.host.clock.now(), count: 3 }, '3 wake-ups missed while the daemon was down (catch_up = "skip"): not run');
+    await harness.host.kernel.wakeRuns.skip(
+      'monitor',
+      { trigger: 'continuous', cause: 'continuous', dueAt: harness.host.clock.now(), count: 3 },
+      '3 wake-ups missed while the daemon was down (catch_up = "skip"): not run',
+    );
     model.script([{ text: 'all quiet' }]);
 
     // The browser's today is the daemon's: its clock is the test's.

@@ -6,13 +6,17 @@ import { useScriptedModelServer } from '../support/use-scripted-model-server.ts'
  * The spawn editor's template used to pin openai/gpt-4o-mini, so a person without an OpenAI key
  * started from a "cannot run" warning. It runs on the daemon's default model instead.
  */
-describe('the spawn editor\'s template, on a daemon without keys', () => {
+describe("the spawn editor's template, on a daemon without keys", () => {
   const model = useScriptedModelServer();
   let harness: DashboardHarness;
 
   beforeAll(async () => {
     // A keyless default model (a local OpenAI-compatible server), and no key in the environment.
-    harness = await startDashboard('loom-web-template-', { rate_limit: { per_minute: 1_000_000 }, default_model: { provider: 'openai-compatible', model: 'scripted', base_url: model.url } }, { env: {} });
+    harness = await startDashboard(
+      'loom-web-template-',
+      { rate_limit: { per_minute: 1_000_000 }, default_model: { provider: 'openai-compatible', model: 'scripted', base_url: model.url } },
+      { env: {} },
+    );
   }, 120_000);
   afterAll(async () => {
     await harness?.close();

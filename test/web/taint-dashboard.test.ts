@@ -21,7 +21,9 @@ describe('taint tracking in the dashboard, in Chromium against a real daemon', (
     // A fake clock never refills the rate limiter's bucket: give the dashboard's requests room.
     harness = await startDashboard('loom-web-taint-', { rate_limit: { per_minute: 1_000_000 } });
     await harness.host.kernel.spawn(
-      manifest(`name = "reader"\n[capabilities]\ntools = ["web_fetch", "shell_exec"]\nnetwork = ["127.0.0.1:${web.port}"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`),
+      manifest(
+        `name = "reader"\n[capabilities]\ntools = ["web_fetch", "shell_exec"]\nnetwork = ["127.0.0.1:${web.port}"]\nshell = ["touch *"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`,
+      ),
     );
   }, 120_000);
   afterAll(async () => {
@@ -36,7 +38,11 @@ describe('taint tracking in the dashboard, in Chromium against a real daemon', (
   });
 
   it('shows in the chat why a call waits for approval, and lists the finding under Events › Untrusted text', async () => {
-    model.script([{ toolCalls: [{ name: 'web_fetch', input: { url: `${web.origin}/page` } }] }, { toolCalls: [{ name: 'shell_exec', input: { command: COMMAND } }] }, { text: 'Not run.' }]);
+    model.script([
+      { toolCalls: [{ name: 'web_fetch', input: { url: `${web.origin}/page` } }] },
+      { toolCalls: [{ name: 'shell_exec', input: { command: COMMAND } }] },
+      { text: 'Not run.' },
+    ]);
     await page.goto(`${harness.server.url}/#/agents/reader/chat`);
     await visible(page.getByRole('heading', { name: /Chat with reader/ }));
     await page.getByRole('textbox', { name: 'Message' }).fill('read the page');

@@ -11,10 +11,12 @@ describe('the dashboard Usage page, in Chromium against a real daemon', () => {
   let harness: DashboardHarness;
   let page: Page;
 
-  const agent = (name: string, modelName: string): string => `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "${modelName}"\nbase_url = "${model.url}"\n`;
+  const agent = (name: string, modelName: string): string =>
+    `name = "${name}"\n[model]\nprovider = "openai"\nmodel = "${modelName}"\nbase_url = "${model.url}"\n`;
   const chart = (): ReturnType<Page['getByTestId']> => page.getByTestId('cost-chart');
   /** The series the chart's legend names (the time axis aside). */
-  const legend = async (): Promise<string[]> => (await chart().locator('.u-legend .u-series .u-label').allTextContents()).filter((label) => label !== 'Time').sort();
+  const legend = async (): Promise<string[]> =>
+    (await chart().locator('.u-legend .u-series .u-label').allTextContents()).filter((label) => label !== 'Time').sort();
 
   beforeAll(async () => {
     harness = await startDashboard('loom-web-usage-', { rate_limit: { per_minute: 1_000_000 } });
@@ -37,7 +39,7 @@ describe('the dashboard Usage page, in Chromium against a real daemon', () => {
     await harness?.close();
   });
 
-  it('charts usage per model over the last 24 hours of the daemon\'s clock, then per agent, tokens or cost, with the pressed button marked', async () => {
+  it("charts usage per model over the last 24 hours of the daemon's clock, then per agent, tokens or cost, with the pressed button marked", async () => {
     await page.goto(`${harness.server.url}/#/usage`);
     await visible(chart().locator('canvas'));
     expect(await legend()).toEqual(['openai/gpt-4o', 'openai/gpt-4o-mini']);
@@ -82,7 +84,9 @@ describe('the dashboard Usage page, in Chromium against a real daemon', () => {
   });
 
   it('shows what the prompt cache read and wrote: per model and agent, in the totals, and on the turn and each model call of its trace', async () => {
-    await harness.host.kernel.spawn(manifest('name = "keeper"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "' + model.url + '"\n'));
+    await harness.host.kernel.spawn(
+      manifest('name = "keeper"\n[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "' + model.url + '"\n'),
+    );
     model.script([{ text: 'Cached.', usage: { inputTokens: 4_000, outputTokens: 20, cacheReadTokens: 3_000, cacheWriteTokens: 500 } }]);
     await harness.host.kernel.send('keeper', 'remember');
     await page.goto(`${harness.server.url}/#/agents`);
@@ -92,7 +96,10 @@ describe('the dashboard Usage page, in Chromium against a real daemon', () => {
     await visible(cached);
     expect(await byModel.locator('thead th').allTextContents()).toEqual(['Model', 'Calls', 'Input', 'Cache read', 'Cache write', 'Output', 'Cost']);
     expect((await cached.getByRole('cell').allTextContents()).slice(0, 6)).toEqual(['anthropic/claude-sonnet-4-5', '1', '4,000', '3,000', '500', '20']);
-    const byAgent = page.getByRole('table', { name: 'Usage by agent' }).locator('tbody tr').filter({ has: page.getByRole('cell', { name: 'keeper' }) });
+    const byAgent = page
+      .getByRole('table', { name: 'Usage by agent' })
+      .locator('tbody tr')
+      .filter({ has: page.getByRole('cell', { name: 'keeper' }) });
     expect((await byAgent.getByRole('cell').allTextContents()).slice(0, 5)).toEqual(['keeper', '1', '4,000', '3,000', '500']);
     await visible(page.locator('.stat').filter({ hasText: 'Cache read' }), '3,000');
 

@@ -25,8 +25,10 @@ function declaredNames(file: string): string[] {
   return source.statements.flatMap((statement) => {
     const exported = ts.canHaveModifiers(statement) && (ts.getModifiers(statement) ?? []).some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword);
     if (!exported) return [];
-    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isFunctionDeclaration(statement)) return statement.name === undefined ? [] : [statement.name.text];
-    if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => (ts.isIdentifier(declaration.name) ? [declaration.name.text] : []));
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isFunctionDeclaration(statement))
+      return statement.name === undefined ? [] : [statement.name.text];
+    if (ts.isVariableStatement(statement))
+      return statement.declarationList.declarations.flatMap((declaration) => (ts.isIdentifier(declaration.name) ? [declaration.name.text] : []));
     return [];
   });
 }
@@ -49,7 +51,11 @@ describe("the dashboard's wire types", () => {
     const wireNames = new Set(sources(wire).flatMap(declaredNames));
     expect(wireNames).toContain('AgentView');
     expect(wireNames).toContain('AUDIT_KINDS');
-    const copies = sources(web).flatMap((file) => declaredNames(file).filter((name) => wireNames.has(name)).map((name) => `${relative(root, file)}: ${name}`));
+    const copies = sources(web).flatMap((file) =>
+      declaredNames(file)
+        .filter((name) => wireNames.has(name))
+        .map((name) => `${relative(root, file)}: ${name}`),
+    );
     expect(copies).toEqual([]);
   });
 
@@ -69,7 +75,12 @@ describe("the dashboard's wire types", () => {
     const valueImports = sources(web).flatMap((file) => {
       const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
       return source.statements.flatMap((statement) => {
-        if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) || statement.moduleSpecifier === undefined || !ts.isStringLiteral(statement.moduleSpecifier)) return [];
+        if (
+          !(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) ||
+          statement.moduleSpecifier === undefined ||
+          !ts.isStringLiteral(statement.moduleSpecifier)
+        )
+          return [];
         const target = resolve(dirname(file), statement.moduleSpecifier.text);
         const typeOnly = ts.isImportDeclaration(statement) ? statement.importClause?.isTypeOnly === true : statement.isTypeOnly;
         return inside(target, wire) && target !== views && !typeOnly ? [`${relative(root, file)} imports values of ${relative(root, target)}`] : [];

@@ -12,7 +12,38 @@ import { AUDIT_KINDS, AUDIT_OUTCOMES, EVENT_TYPES, type EventType, RENAMED_EVENT
  * The verbs an event type may end with, each bare (no `-ed`, no `-ing`, no noun such as `error`
  * or `fault`). A new verb is added here, in the same form.
  */
-const VERBS = ['spawn', 'suspend', 'resume', 'update', 'kill', 'request', 'decide', 'finish', 'refuse', 'cancel', 'fail', 'deny', 'reject', 'block', 'time-out', 'taint', 'forge', 'promote', 'demote', 'retire', 'fire', 'start', 'notify', 'emit', 'skip', 'miss', 'install', 'pair', 'change', 'deliver'];
+const VERBS = [
+  'spawn',
+  'suspend',
+  'resume',
+  'update',
+  'kill',
+  'request',
+  'decide',
+  'finish',
+  'refuse',
+  'cancel',
+  'fail',
+  'deny',
+  'reject',
+  'block',
+  'time-out',
+  'taint',
+  'forge',
+  'promote',
+  'demote',
+  'retire',
+  'fire',
+  'start',
+  'notify',
+  'emit',
+  'skip',
+  'miss',
+  'install',
+  'pair',
+  'change',
+  'deliver',
+];
 const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 /** The types the A2A routes write to the audit log directly, not through the kernel's event bus. */
 type A2aPushEventType = 'a2a-push-deliver' | 'a2a-push-fail';
@@ -32,7 +63,8 @@ function stringLiterals(dir: string): { text: string; at: string }[] {
   for (const file of files) {
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (node: ts.Node): void => {
-      if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) found.push({ text: node.text, at: `${relative(dir, file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}` });
+      if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node))
+        found.push({ text: node.text, at: `${relative(dir, file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}` });
       ts.forEachChild(node, visit);
     };
     visit(source);
@@ -72,7 +104,9 @@ describe('the event types the audit log stores', () => {
     const root = join(import.meta.dirname, '../..');
     const written = [...stringLiterals(join(root, 'src')), ...stringLiterals(join(root, 'web/src')).map((found) => ({ ...found, at: `web/${found.at}` }))];
     // `model-error` is also the name of a kind of the audit filter (a noun, as every kind is).
-    const found = written.filter((literal) => old.has(literal.text) && !kept.test(literal.at) && !(literal.text === 'model-error' && /audit\.ts|events-page\.tsx/.test(literal.at)));
+    const found = written.filter(
+      (literal) => old.has(literal.text) && !kept.test(literal.at) && !(literal.text === 'model-error' && /audit\.ts|events-page\.tsx/.test(literal.at)),
+    );
     expect(found).toEqual([]);
   });
 });

@@ -66,7 +66,10 @@ export async function api<T>(path: string, init: { method?: string; body?: strin
  */
 export function decideApproval(id: string, approved: boolean, reason = '', answer?: Record<string, unknown>): Promise<AnswerOf<typeof API.approve>> {
   // The question form's fields are JSON values (strings, numbers, booleans, lists of strings).
-  const fields: BodyOf<typeof API.approve> = { ...(reason.trim() === '' ? {} : { reason: reason.trim() }), ...(answer === undefined ? {} : { answer: answer as NonNullable<BodyOf<typeof API.approve>['answer']> }) };
+  const fields: BodyOf<typeof API.approve> = {
+    ...(reason.trim() === '' ? {} : { reason: reason.trim() }),
+    ...(answer === undefined ? {} : { answer: answer as NonNullable<BodyOf<typeof API.approve>['answer']> }),
+  };
   const body = Object.keys(fields).length === 0 ? undefined : JSON.stringify(fields);
   return api<AnswerOf<typeof API.approve>>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
     method: 'POST',
@@ -164,7 +167,10 @@ export function promoteForgedTool(id: string): Promise<AnswerOf<typeof API.promo
 export function demoteForgedTool(id: string, reason = ''): Promise<AnswerOf<typeof API.demoteTool>> {
   const fields: BodyOf<typeof API.demoteTool> = { reason: reason.trim() };
   const body = reason.trim() === '' ? undefined : JSON.stringify(fields);
-  return api<AnswerOf<typeof API.demoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, { method: 'POST', ...(body === undefined ? {} : { body, contentType: 'application/json' }) });
+  return api<AnswerOf<typeof API.demoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body, contentType: 'application/json' }),
+  });
 }
 
 /** Lets the person given a pairing code talk to their channel's agent (owner keys only). @throws {ApiError} */
@@ -174,7 +180,12 @@ export function approvePairing(code: string): Promise<AnswerOf<typeof API.approv
 
 /** Checks a manifest without spawning anything: every error at its line, and the warnings. @throws {ApiError} */
 export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<AnswerOf<typeof API.validateManifest>> {
-  return api<AnswerOf<typeof API.validateManifest>>('/api/manifests/validate', { method: 'POST', body: text, contentType: format === 'toml' ? 'application/toml' : 'application/json', ...(signal === undefined ? {} : { signal }) });
+  return api<AnswerOf<typeof API.validateManifest>>('/api/manifests/validate', {
+    method: 'POST',
+    body: text,
+    contentType: format === 'toml' ? 'application/toml' : 'application/json',
+    ...(signal === undefined ? {} : { signal }),
+  });
 }
 
 /** What a failed API call means to a page: the daemon went away, the thing asked for does not exist, or anything else. */
@@ -191,7 +202,12 @@ export interface Failure {
  */
 export function failureOf(error: unknown): Failure {
   if (error instanceof ApiError) {
-    if (error.status === 0) return { kind: 'gone', code: error.code, message: `The Loom daemon at ${window.location.origin} does not answer. Start it again (npm start, or loom start); this page picks up when it is back.` };
+    if (error.status === 0)
+      return {
+        kind: 'gone',
+        code: error.code,
+        message: `The Loom daemon at ${window.location.origin} does not answer. Start it again (npm start, or loom start); this page picks up when it is back.`,
+      };
     if (error.status === 404) return { kind: 'not-found', code: error.code, message: error.message };
     return { kind: 'other', code: error.code, message: error.message };
   }

@@ -85,7 +85,13 @@ function KeyForm() {
         window.location.reload();
       }}
     >
-      <input type="password" aria-label="API key" placeholder="API key (empty for none)" value={value} onInput={(event) => setValue(event.currentTarget.value)} />
+      <input
+        type="password"
+        aria-label="API key"
+        placeholder="API key (empty for none)"
+        value={value}
+        onInput={(event) => setValue(event.currentTarget.value)}
+      />
       <button type="submit" class="btn btn-small">
         Save
       </button>

@@ -8,8 +8,19 @@ import type { AgentEvent } from './types.ts';
  * listening, not the turn: it runs on, and `followTurn` finds it again.
  * @throws {ApiError} when the turn is refused.
  */
-export function sendMessage(agent: string, message: string, onEvent: (event: AgentEvent, id: string | undefined) => void, signal: AbortSignal, session?: string): Promise<void> {
-  return streamEvents(`/api/agents/${encodeURIComponent(agent)}/messages`, { method: 'POST', body: JSON.stringify({ message, session }), contentType: 'application/json' }, onEvent, signal);
+export function sendMessage(
+  agent: string,
+  message: string,
+  onEvent: (event: AgentEvent, id: string | undefined) => void,
+  signal: AbortSignal,
+  session?: string,
+): Promise<void> {
+  return streamEvents(
+    `/api/agents/${encodeURIComponent(agent)}/messages`,
+    { method: 'POST', body: JSON.stringify({ message, session }), contentType: 'application/json' },
+    onEvent,
+    signal,
+  );
 }
 
 /** `GET|DELETE …/session` of the session `session` names, or of the caller's own when undefined. */
@@ -29,14 +40,30 @@ export interface FollowOptions {
  * given), then the rest until it ends.
  * @throws {ApiError} 409 `TURN_NOT_RUNNING` when it has ended meanwhile.
  */
-export function followTurn(agent: string, onEvent: (event: AgentEvent, id: string | undefined) => void, signal: AbortSignal, options: FollowOptions = {}): Promise<void> {
+export function followTurn(
+  agent: string,
+  onEvent: (event: AgentEvent, id: string | undefined) => void,
+  signal: AbortSignal,
+  options: FollowOptions = {},
+): Promise<void> {
   const path = `/api/agents/${encodeURIComponent(agent)}/turn${options.session === undefined ? '' : `?session=${encodeURIComponent(options.session)}`}`;
-  return streamEvents(path, { ...(options.lastEventId === undefined ? {} : { headers: { 'last-event-id': options.lastEventId } }), ...(options.onOpen === undefined ? {} : { onOpen: options.onOpen }) }, onEvent, signal);
+  return streamEvents(
+    path,
+    {
+      ...(options.lastEventId === undefined ? {} : { headers: { 'last-event-id': options.lastEventId } }),
+      ...(options.onOpen === undefined ? {} : { onOpen: options.onOpen }),
+    },
+    onEvent,
+    signal,
+  );
 }
 
 /** Cancels the agent's running turn on the session `session` names (the caller's own when undefined); resolves once it is committed. @throws {ApiError} */
 export function cancelTurn(agent: string, session?: string): Promise<CancelledTurnView> {
-  return api<CancelledTurnView>(`/api/agents/${encodeURIComponent(agent)}/turn/cancel${session === undefined ? '' : `?session=${encodeURIComponent(session)}`}`, { method: 'POST' });
+  return api<CancelledTurnView>(
+    `/api/agents/${encodeURIComponent(agent)}/turn/cancel${session === undefined ? '' : `?session=${encodeURIComponent(session)}`}`,
+    { method: 'POST' },
+  );
 }
 
 /** Empties the agent's session, or the one `session` names (owner keys only). @throws {ApiError} */

@@ -4,7 +4,16 @@ import { isErrorOutput, isRecord, outputText, toolNameOf } from './session.ts';
 /** One thing shown in a turn, after the person's message. */
 export type ChatItem =
   | { kind: 'text'; text: string }
-  | { kind: 'tool'; toolCallId: string; toolName: string; input: unknown; output: string | undefined; isError: boolean; durationMs: number | undefined; approval?: 'approved' | 'denied' | undefined }
+  | {
+      kind: 'tool';
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      output: string | undefined;
+      isError: boolean;
+      durationMs: number | undefined;
+      approval?: 'approved' | 'denied' | undefined;
+    }
   /** How a turn that did not finish ended (the note Loom adds to the session). */
   | { kind: 'note'; status: 'cancelled' | 'failed'; text: string }
   /** A message Loom's loop added on the person's side (a "please continue", a loop-guard hint). */
@@ -75,7 +84,12 @@ export function toChatTurns(messages: readonly unknown[]): ChatTurn[] {
         push({ kind: 'aside', text: textOf(content) });
         continue;
       }
-      current = { message: textOf(content), at: stamped ? (loom?.['at'] as number) : undefined, record: isTurnRecord(loom?.['turn']) ? loom['turn'] : undefined, items: [] };
+      current = {
+        message: textOf(content),
+        at: stamped ? (loom?.['at'] as number) : undefined,
+        record: isTurnRecord(loom?.['turn']) ? loom['turn'] : undefined,
+        items: [],
+      };
       turns.push(current);
       timings = toolSteps(current);
       continue;
@@ -96,14 +110,24 @@ export function toChatTurns(messages: readonly unknown[]): ChatTurn[] {
         else if (part['text'].trim() !== '') push({ kind: 'text', text: part['text'] });
       } else if (type === 'tool-call') {
         const step = timings.get(toolCallId);
-        const item: ChatItem = { kind: 'tool', toolCallId, toolName, input: part['input'] ?? part['args'], output: undefined, isError: false, durationMs: step?.durationMs, approval: step?.approval };
+        const item: ChatItem = {
+          kind: 'tool',
+          toolCallId,
+          toolName,
+          input: part['input'] ?? part['args'],
+          output: undefined,
+          isError: false,
+          durationMs: step?.durationMs,
+          approval: step?.approval,
+        };
         tools.set(toolCallId, item);
         push(item);
       } else if (type === 'tool-result') {
         const output = outputText(part['output'] ?? part['result'], 2);
         const isError = isErrorOutput(part['output']);
         const call = tools.get(toolCallId);
-        if (call === undefined) push({ kind: 'tool', toolCallId, toolName, input: undefined, output, isError, durationMs: timings.get(toolCallId)?.durationMs });
+        if (call === undefined)
+          push({ kind: 'tool', toolCallId, toolName, input: undefined, output, isError, durationMs: timings.get(toolCallId)?.durationMs });
         else Object.assign(call, { output, isError });
       }
     }

@@ -77,7 +77,17 @@ export function Empty({ children }: { children: ComponentChildren }) {
 }
 
 /** A card; `label` names its region for assistive technology. */
-export function Card({ title, label, children, actions }: { title?: ComponentChildren; label?: string; children: ComponentChildren; actions?: ComponentChildren }) {
+export function Card({
+  title,
+  label,
+  children,
+  actions,
+}: {
+  title?: ComponentChildren;
+  label?: string;
+  children: ComponentChildren;
+  actions?: ComponentChildren;
+}) {
   return (
     <section class="card" aria-label={label}>
       {title === undefined ? null : (
@@ -92,7 +102,17 @@ export function Card({ title, label, children, actions }: { title?: ComponentChi
 }
 
 /** A row of buttons of which one is pressed: `options` pairs each value with its button's text. */
-export function Segmented<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: readonly (readonly [T, string])[]; onChange: (value: T) => void }) {
+export function Segmented<T extends string>({
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  value: T;
+  options: readonly (readonly [T, string])[];
+  onChange: (value: T) => void;
+}) {
   return (
     <div class="segmented" role="group" aria-label={label}>
       {options.map(([key, name]) => (
@@ -147,7 +167,12 @@ export function followTableCells(root: Element): () => void {
 /** The model an agent runs on: its own, the daemon's default (marked so), or none. */
 export function ModelName({ agent }: { agent: Pick<AgentView, 'model' | 'runs_on'> }) {
   if (agent.model !== null) return <>{agent.model}</>;
-  if (agent.runs_on === null) return <span class="muted" title="no [model] in its manifest and no [default_model] in config.toml">none</span>;
+  if (agent.runs_on === null)
+    return (
+      <span class="muted" title="no [model] in its manifest and no [default_model] in config.toml">
+        none
+      </span>
+    );
   return (
     <>
       {agent.runs_on} <span class="muted">(default)</span>

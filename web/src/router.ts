@@ -15,12 +15,19 @@ export type Route =
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '') || '/';
-  const parts = path.split('/').filter((part) => part !== '').map((part) => decodeURIComponent(part));
+  const parts = path
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part) => decodeURIComponent(part));
   const [first, second, third] = parts;
   if (first === undefined || (first === 'agents' && second === undefined)) return { page: 'agents' };
   if (first === 'agents' && second !== undefined && third === undefined) return { page: 'agent', agent: second };
   if (first === 'agents' && second !== undefined && third === 'chat' && parts.length === 3) return { page: 'chat', agent: second };
-  if (parts.length === 1 && (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages' || first === 'tools' || first === 'channels')) return { page: first };
+  if (
+    parts.length === 1 &&
+    (first === 'events' || first === 'usage' || first === 'approvals' || first === 'packages' || first === 'tools' || first === 'channels')
+  )
+    return { page: first };
   return { page: 'not-found', path };
 }
 

@@ -20,7 +20,13 @@ type Opener = (onEvent: (event: AgentEvent, id: string | undefined) => void, sig
  * first event is not taken up again: the message may never have reached the daemon.
  * @throws {ApiError} a refusal; `STREAM_LOST` (status 0) once every try failed.
  */
-export async function streamTurn(open: Opener, follow: (lastEventId: string | undefined) => Opener, onEvent: (event: AgentEvent) => void, signal: AbortSignal, onState: (state: StreamState) => void): Promise<void> {
+export async function streamTurn(
+  open: Opener,
+  follow: (lastEventId: string | undefined) => Opener,
+  onEvent: (event: AgentEvent) => void,
+  signal: AbortSignal,
+  onState: (state: StreamState) => void,
+): Promise<void> {
   let lastEventId: string | undefined;
   let seenAny = false;
   let ended = false;
@@ -52,16 +58,24 @@ export async function streamTurn(open: Opener, follow: (lastEventId: string | un
     const delay = RECONNECT_DELAYS_MS[attempt];
     if (delay === undefined) {
       const seconds = Math.round(RECONNECT_DELAYS_MS.reduce((sum, ms) => sum + ms, 0) / 1000);
-      throw new ApiError(0, 'STREAM_LOST', `lost the connection to the daemon and could not get it back (${RECONNECT_DELAYS_MS.length} tries over ${seconds} s). The reply goes on in the daemon if it runs: reload the page to see it.`);
+      throw new ApiError(
+        0,
+        'STREAM_LOST',
+        `lost the connection to the daemon and could not get it back (${RECONNECT_DELAYS_MS.length} tries over ${seconds} s). The reply goes on in the daemon if it runs: reload the page to see it.`,
+      );
     }
     attempt += 1;
     onState({ kind: 'reconnecting', attempt, of: RECONNECT_DELAYS_MS.length });
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, delay);
-      signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
     connect = follow(lastEventId);
   }

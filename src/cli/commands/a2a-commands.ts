@@ -53,7 +53,10 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
     .command('send <target> <message>')
     .description('send a task to an A2A agent (a URL, or the name of an [[a2a.external_agents]] entry) and print the reply')
     .option('--json', 'print { task_id, state, text }')
-    .addHelpText('after', '\nExample:\n  $ loom a2a send research-agent "Summarize today\'s arXiv papers on agents"\n  $ loom a2a send http://127.0.0.1:4200/a2a/researcher "Hello"\n')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ loom a2a send research-agent "Summarize today\'s arXiv papers on agents"\n  $ loom a2a send http://127.0.0.1:4200/a2a/researcher "Hello"\n',
+    )
     .action(async (target: string, message: string, options: { json?: boolean }) => {
       let url = target;
       if (!isUrl(target)) {
@@ -61,14 +64,18 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
         const entry = config.a2a.external_agents.find((agent) => agent.name === target);
         if (entry === undefined) {
           const known = config.a2a.external_agents.map((agent) => agent.name);
-          throw new UsageError(`no external agent named "${target}" in [[a2a.external_agents]] (configured: ${known.length === 0 ? 'none' : known.join(', ')}); give a URL instead`);
+          throw new UsageError(
+            `no external agent named "${target}" in [[a2a.external_agents]] (configured: ${known.length === 0 ? 'none' : known.join(', ')}); give a URL instead`,
+          );
         }
         url = entry.url;
       }
       const { discoverAgent, sendA2aMessage } = await loadClient();
       const card = await discoverAgent(url);
       const result = await sendA2aMessage(card, message);
-      io.stdout(options.json === true ? `${JSON.stringify({ task_id: result.taskId, state: result.state, text: result.text }, null, 2)}\n` : `${result.text}\n`);
+      io.stdout(
+        options.json === true ? `${JSON.stringify({ task_id: result.taskId, state: result.state, text: result.text }, null, 2)}\n` : `${result.text}\n`,
+      );
       // The reply was printed; a task that did not complete is a failure (exit status 1), as docs/cli.md's table says.
       if (result.state === 'failed' || result.state === 'rejected' || result.state === 'canceled') throw new ExitStatus(EXIT.failure);
     });
@@ -98,6 +105,11 @@ export function registerA2aCommands(program: Command, io: CliIo): void {
         if (stale !== undefined) io.stderr(`${stale}\n`);
         return;
       }
-      io.stdout(formatTable(['NAME', 'STATUS', 'URL', 'SKILLS'], listing.agents.map((agent) => [agent.name, agent.status, agent.url, agent.status === 'failed' ? (agent.error ?? '') : agent.skills.join(', ')])));
+      io.stdout(
+        formatTable(
+          ['NAME', 'STATUS', 'URL', 'SKILLS'],
+          listing.agents.map((agent) => [agent.name, agent.status, agent.url, agent.status === 'failed' ? (agent.error ?? '') : agent.skills.join(', ')]),
+        ),
+      );
     });
 }

@@ -63,12 +63,15 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
   const agent = program
     .command('agent')
     .description('spawn, list, inspect, suspend, resume and kill agents')
-    .addHelpText('after', '\nAgents are named by name or id everywhere.\n\nExample:\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n');
+    .addHelpText(
+      'after',
+      '\nAgents are named by name or id everywhere.\n\nExample:\n  $ loom agent spawn examples/agents/researcher.toml\n  $ loom agent list\n',
+    );
 
   agent
     .command('spawn <manifest>')
     .description('spawn an agent from a TOML or JSON manifest ("-" reads standard input)')
-    .option('--parent <agent>', 'spawn as a child of this agent; its capabilities must cover the child\'s')
+    .option('--parent <agent>', "spawn as a child of this agent; its capabilities must cover the child's")
     .option('--json', 'print the new agent as JSON')
     .addHelpText(
       'after',
@@ -87,7 +90,10 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .command('update <agent> <manifest>')
     .description("replace a live agent's manifest, keeping its session and memory (checked like a spawn)")
     .option('--json', 'print the updated agent as JSON')
-    .addHelpText('after', "\nThe manifest must name the same agent. A child stays within its parent, and an agent's children must still\nfit within it. A running agent's schedules and triggers restart on the new manifest.\n\nExample:\n  $ loom agent update researcher examples/agents/researcher.toml\n")
+    .addHelpText(
+      'after',
+      "\nThe manifest must name the same agent. A child stays within its parent, and an agent's children must still\nfit within it. A running agent's schedules and triggers restart on the new manifest.\n\nExample:\n  $ loom agent update researcher examples/agents/researcher.toml\n",
+    )
     .action(async (reference: string, path: string, options: JsonOption) => {
       const { manifest, warnings } = await readManifest(path, io);
       for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
@@ -124,7 +130,13 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
       });
     });
 
-  registerStateCommand(agent, io, 'suspend', 'suspend an agent: it stops running and stays suspended across restarts', 'A suspended agent keeps its session and memory; resume it to run again.');
+  registerStateCommand(
+    agent,
+    io,
+    'suspend',
+    'suspend an agent: it stops running and stays suspended across restarts',
+    'A suspended agent keeps its session and memory; resume it to run again.',
+  );
   registerStateCommand(agent, io, 'resume', 'resume a suspended agent', 'The agent runs again with its session and memory as they were.');
 
   agent
@@ -132,7 +144,10 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .description("list an agent's scheduled wake-ups, newest first: run, caught up after a restart, or skipped and why")
     .option('--limit <n>', 'at most this many (1–1000; 100 by default)', parseLimit)
     .option('--json', 'print a JSON array')
-    .addHelpText('after', '\nEvery wake-up a continuous or periodic agent was due is recorded, with its outcome: completed, failed,\ninterrupted, or skipped with the reason (the previous run still going, a budget spent, missed while the\ndaemon was down and not caught up). See docs/decisions/0046-schedule-runs-and-catch-up.md.\n\nExample:\n  $ loom agent runs reporter --limit 20\n')
+    .addHelpText(
+      'after',
+      '\nEvery wake-up a continuous or periodic agent was due is recorded, with its outcome: completed, failed,\ninterrupted, or skipped with the reason (the previous run still going, a budget spent, missed while the\ndaemon was down and not caught up). See docs/decisions/0046-schedule-runs-and-catch-up.md.\n\nExample:\n  $ loom agent runs reporter --limit 20\n',
+    )
     .action(async (reference: string, options: JsonOption & { limit?: number }) => {
       const runs = await withBackend(io, (backend) => backend.runs(reference, options.limit));
       if (options.json === true) printJson(io, runs);
@@ -143,7 +158,10 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .command('run <agent>')
     .description('force a wake-up of a continuous or periodic agent now, and wait for it to end')
     .option('--json', 'print the run as JSON')
-    .addHelpText('after', '\nThe agent is woken with the message its schedule sends, and the run is recorded as "manual" (loom agent runs).\nA wake-up of its own still running makes this one skipped.\n\nExample:\n  $ loom agent run reporter\n')
+    .addHelpText(
+      'after',
+      '\nThe agent is woken with the message its schedule sends, and the run is recorded as "manual" (loom agent runs).\nA wake-up of its own still running makes this one skipped.\n\nExample:\n  $ loom agent run reporter\n',
+    )
     .action(async (reference: string, options: JsonOption) => {
       const run = await withBackend(io, (backend) => backend.wake(reference));
       if (options.json === true) printJson(io, run);
@@ -164,13 +182,19 @@ export function registerAgentCommands(program: Command, io: CliIo): void {
     .description('kill an agent and its descendants: removed with their sessions and memory (irreversible)')
     .option('--json', 'print the killed agents as a JSON array')
     .option('-y, --yes', 'kill an agent with children without asking')
-    .addHelpText('after', '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md): for an agent\nwith children, kill asks first (--yes for scripts).\n\nExample:\n  $ loom agent kill researcher\n  $ loom agent kill coordinator --yes\n')
+    .addHelpText(
+      'after',
+      '\nChildren are killed with their parent (see docs/decisions/0004-kill-cascades-to-children.md): for an agent\nwith children, kill asks first (--yes for scripts).\n\nExample:\n  $ loom agent kill researcher\n  $ loom agent kill coordinator --yes\n',
+    )
     .action(async (reference: string, options: JsonOption & { yes?: boolean }) => {
       const killed: AgentView[] = await withBackend(io, async (backend) => {
         const agent = await backend.get(reference);
         if (agent.children.length > 0 && options.yes !== true) {
           const question = `${agent.name} has ${agent.children.length} child${agent.children.length === 1 ? '' : 'ren'}, killed with it (their sessions and memory too). Kill them all? [y/N] `;
-          if (io.interactive !== true) throw new UsageError(`not killed: ${agent.name} has ${agent.children.length} child${agent.children.length === 1 ? '' : 'ren'}, which would be killed with it; pass --yes to kill them all`);
+          if (io.interactive !== true)
+            throw new UsageError(
+              `not killed: ${agent.name} has ${agent.children.length} child${agent.children.length === 1 ? '' : 'ren'}, which would be killed with it; pass --yes to kill them all`,
+            );
           const prompt = createInterface({ input: io.stdin, output: process.stderr });
           const answer = await prompt.question(question).finally(() => prompt.close());
           if (!/^y(es)?$/i.test(answer.trim())) return [];

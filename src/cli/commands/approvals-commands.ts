@@ -24,7 +24,7 @@ function oneLine(value: unknown, max: number): string {
 /** `loom approvals list` as a table: pending ones show when they expire, decided ones who decided. */
 export function formatApprovals(approvals: readonly ApprovalView[], all: boolean): string {
   if (approvals.length === 0) {
-    return all ? 'No approval requests yet.\n' : 'No pending approvals. (Tool calls listed in an agent\'s [autonomous].approval_required_for wait here.)\n';
+    return all ? 'No approval requests yet.\n' : "No pending approvals. (Tool calls listed in an agent's [autonomous].approval_required_for wait here.)\n";
   }
   return formatTable(
     ['ID', 'AGENT', 'TOOL', 'STATUS', 'WHEN', 'INPUT'],
@@ -44,7 +44,10 @@ async function approvalId(backend: CliBackend, given: string): Promise<string> {
   const pending = await backend.approvals('pending');
   if (pending.some((approval) => approval.id === given)) return given;
   const matches = pending.filter((approval) => approval.id.startsWith(given));
-  if (matches.length > 1) throw new UsageError(`"${given}" is the start of ${matches.length} pending requests (${matches.map((approval) => approval.id).join(', ')}); give more of the id`);
+  if (matches.length > 1)
+    throw new UsageError(
+      `"${given}" is the start of ${matches.length} pending requests (${matches.map((approval) => approval.id).join(', ')}); give more of the id`,
+    );
   return matches[0]?.id ?? given;
 }
 
@@ -52,10 +55,16 @@ function registerDecideCommand(approvals: Command, io: CliIo, verb: 'approve' | 
   const approved = verb === 'approve';
   const command = approvals.command(`${verb} <id>`);
   if (approved) {
-    command.option('--answer <field=value>', 'answer a question (an MCP server asking a person; the fields of its requestedSchema): one field each, repeated; JSON values (numbers, true, lists) are taken as such', (value: string, previous: string[] = []) => [...previous, value]);
+    command.option(
+      '--answer <field=value>',
+      'answer a question (an MCP server asking a person; the fields of its requestedSchema): one field each, repeated; JSON values (numbers, true, lists) are taken as such',
+      (value: string, previous: string[] = []) => [...previous, value],
+    );
   }
   command
-    .description(approved ? 'approve a pending tool call: the waiting agent runs it' : 'deny a pending tool call: the waiting agent gets an error instead of the result')
+    .description(
+      approved ? 'approve a pending tool call: the waiting agent runs it' : 'deny a pending tool call: the waiting agent gets an error instead of the result',
+    )
     .option('--reason <text>', approved ? 'why (recorded with the decision)' : 'why (recorded, and told to the agent)')
     .option('--json', 'print the decided approval as JSON')
     .addHelpText(

@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Config, ConfigSchema, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome, resolveStoreUrl } from '../../config/index.ts';
-import { daemonFilePath, isProcessAlive, logAiSdkWarnings, modelKeysIn, readDaemonFile, releaseStartUpHeap, startDaemon, startedBeforeConfigChanged } from '../../daemon/index.ts';
+import {
+  daemonFilePath,
+  isProcessAlive,
+  logAiSdkWarnings,
+  modelKeysIn,
+  readDaemonFile,
+  releaseStartUpHeap,
+  startDaemon,
+  startedBeforeConfigChanged,
+} from '../../daemon/index.ts';
 import type { AgentRecord, ClusterView } from '../../contracts/index.ts';
 import { LoomError, UsageError } from '../../errors/index.ts';
 import { ManifestSchema } from '../../manifest/index.ts';
@@ -41,7 +50,10 @@ async function health(url: string): Promise<{ status: string; version?: string; 
 /** The daemons sharing the store, as the daemon at `url` sees them (undefined when it does not say: an older daemon, a user key). */
 async function clusterOf(url: string, apiKey: string | undefined): Promise<ClusterView | undefined> {
   try {
-    const response = await fetch(`${url}/api/cluster`, { signal: AbortSignal.timeout(2_000), headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` } });
+    const response = await fetch(`${url}/api/cluster`, {
+      signal: AbortSignal.timeout(2_000),
+      headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
+    });
     return response.ok ? ((await response.json()) as ClusterView) : undefined;
   } catch {
     return undefined;
@@ -60,7 +72,10 @@ export function formatCluster(cluster: ClusterView | undefined): string {
     node.last_seen,
     [node.alive ? (node.leader ? 'leader' : 'alive') : 'gone', ...(node.self ? ['this node'] : [])].join(', '),
   ]);
-  const jobs = cluster.jobs === null || cluster.jobs === undefined ? '' : `Work queue: ${cluster.jobs.queued} queued, ${cluster.jobs.running} running, ${cluster.jobs.failed} failed.\n`;
+  const jobs =
+    cluster.jobs === null || cluster.jobs === undefined
+      ? ''
+      : `Work queue: ${cluster.jobs.queued} queued, ${cluster.jobs.running} running, ${cluster.jobs.failed} failed.\n`;
   const head = `${alive} of ${cluster.nodes.length} nodes alive on the shared database; ${leader === undefined ? 'no leader now (one is elected within seconds)' : `leader: ${leader.name}`}.
 ${jobs}`;
   return `
@@ -116,7 +131,14 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
   const logFile = daemonLogPath(home);
   // The daemon keeps its last 1,000 records at info and above for event-log agents, across restarts.
   const logs = new LogRing();
-  const logger = createLogger({ level: config.log.level, ring: logs, file: logFile, format, fd: 1, colorize: format === 'pretty' && io.stdoutIsTerminal === true });
+  const logger = createLogger({
+    level: config.log.level,
+    ring: logs,
+    file: logFile,
+    format,
+    fd: 1,
+    colorize: format === 'pretty' && io.stdoutIsTerminal === true,
+  });
   let ringFailed = false;
   const ring = await persistLogRing(logs, {
     file: logRingPath(home),
@@ -194,7 +216,11 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   const running = await readDaemonFile(home);
   const json = options.json === true;
   if (running !== undefined) {
-    io.stdout(json ? `${JSON.stringify({ started: false, url: running.url, pid: running.pid, log: daemonLogPath(home) }, null, 2)}\n` : `Loom is already running at ${running.url} (pid ${running.pid}).\n`);
+    io.stdout(
+      json
+        ? `${JSON.stringify({ started: false, url: running.url, pid: running.pid, log: daemonLogPath(home) }, null, 2)}\n`
+        : `Loom is already running at ${running.url} (pid ${running.pid}).\n`,
+    );
     return;
   }
   const logPath = daemonLogPath(home);
@@ -211,7 +237,11 @@ async function runBackground(io: CliIo, options: StartOptions): Promise<void> {
   while (Date.now() < deadline) {
     const info = await readDaemonFile(home);
     if (info !== undefined && info.pid === child.pid && (await health(info.url)) !== undefined) {
-      io.stdout(json ? `${JSON.stringify({ started: true, url: info.url, pid: info.pid, log: logPath }, null, 2)}\n` : `Loom is running at ${info.url} (pid ${info.pid}); logs in ${logPath}.\n`);
+      io.stdout(
+        json
+          ? `${JSON.stringify({ started: true, url: info.url, pid: info.pid, log: logPath }, null, 2)}\n`
+          : `Loom is running at ${info.url} (pid ${info.pid}); logs in ${logPath}.\n`,
+      );
       return;
     }
     if (child.pid === undefined || !isProcessAlive(child.pid)) break;
@@ -244,9 +274,14 @@ function refuseOptionsNpmTook(io: CliIo, words: readonly string[], options: Star
   const lost = taken.filter(({ name }) => !given(name));
   if (io.env['npm_lifecycle_event'] !== undefined && lost.length > 0) {
     const flags = lost.map(({ name, value }) => `--${name}${value === undefined ? '' : ` ${value}`}`).join(' ');
-    throw new UsageError(`cannot start Loom with ${flags}: npm kept ${lost.length === 1 ? 'it' : 'them'} for itself, as npm does with options before \`--\`; run \`npm ${io.env['npm_lifecycle_event'] === 'start' ? 'start' : `run ${io.env['npm_lifecycle_event']}`} -- ${flags}\``);
+    throw new UsageError(
+      `cannot start Loom with ${flags}: npm kept ${lost.length === 1 ? 'it' : 'them'} for itself, as npm does with options before \`--\`; run \`npm ${io.env['npm_lifecycle_event'] === 'start' ? 'start' : `run ${io.env['npm_lifecycle_event']}`} -- ${flags}\``,
+    );
   }
-  if (words.length > 0) throw new UsageError(`loom start takes no arguments, got ${words.map((word) => `"${word}"`).join(' ')}; options are written --port 4210 (through npm: npm start -- --port 4210)`);
+  if (words.length > 0)
+    throw new UsageError(
+      `loom start takes no arguments, got ${words.map((word) => `"${word}"`).join(' ')}; options are written --port 4210 (through npm: npm start -- --port 4210)`,
+    );
 }
 
 /** `loom start`, `loom stop`, `loom status`, `loom doctor`. */
@@ -258,8 +293,15 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .option('--port <port>', 'the port to listen on (default [daemon].port, 4200; 0 picks a free one)', parsePort)
     .option('--foreground', 'run in this terminal until Ctrl-C (what `npm start` does)')
     .option('--json', 'in the background, print { started, url, pid, log } (started is false when one already runs)')
-    .option('--log-format <format>', 'with --foreground, what standard output shows: auto (readable lines at a terminal, JSON lines otherwise), pretty or json (default LOOM_LOG_FORMAT, else auto)', (value) => parseLogFormat(value))
-    .addHelpText('after', '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\nThrough npm, options follow `--`: npm start -- --port 4210\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n')
+    .option(
+      '--log-format <format>',
+      'with --foreground, what standard output shows: auto (readable lines at a terminal, JSON lines otherwise), pretty or json (default LOOM_LOG_FORMAT, else auto)',
+      (value) => parseLogFormat(value),
+    )
+    .addHelpText(
+      'after',
+      '\nThe daemon always appends JSON lines to LOOM_HOME/logs/daemon.log; [log].level sets how much.\nThrough npm, options follow `--`: npm start -- --port 4210\n\nExample:\n  $ loom start\n  $ loom start --foreground --port 4300\n  $ loom start --foreground --log-format json | jq .msg\n',
+    )
     // Stray words are refused below, saying why: `npm start --port 4210` leaves "4210" here.
     .allowExcessArguments(true)
     .action(async (options: StartOptions, command: Command) => {
@@ -279,7 +321,9 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       const url = givenDaemonUrl(io.env);
       // Stopping is signalling a process of this machine: a daemon named only by URL is not one.
       if (url !== undefined && url !== info?.url) {
-        throw new UsageError(`loom stop stops the daemon of this home (${home.root}${info === undefined ? ', none runs' : `, at ${info.url}`}), not the one at ${url} (--url or LOOM_URL); stop that one where it runs`);
+        throw new UsageError(
+          `loom stop stops the daemon of this home (${home.root}${info === undefined ? ', none runs' : `, at ${info.url}`}), not the one at ${url} (--url or LOOM_URL); stop that one where it runs`,
+        );
       }
       if (info === undefined) {
         io.stdout(options.json === true ? `${JSON.stringify({ stopped: false, pid: null }, null, 2)}\n` : 'Loom is not running.\n');
@@ -288,7 +332,8 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       process.kill(info.pid, 'SIGTERM');
       const deadline = Date.now() + DAEMON_WAIT_MS;
       while (isProcessAlive(info.pid)) {
-        if (Date.now() > deadline) throw new LoomError('DAEMON_STOP_FAILED', 'system', `the daemon (pid ${info.pid}) did not stop within ${DAEMON_WAIT_MS / 1000} s`);
+        if (Date.now() > deadline)
+          throw new LoomError('DAEMON_STOP_FAILED', 'system', `the daemon (pid ${info.pid}) did not stop within ${DAEMON_WAIT_MS / 1000} s`);
         await delay(100);
       }
       io.stdout(options.json === true ? `${JSON.stringify({ stopped: true, pid: info.pid }, null, 2)}\n` : `Loom stopped (pid ${info.pid}).\n`);
@@ -298,7 +343,10 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
     .command('status')
     .description('say whether the daemon runs, where, and how many agents it holds')
     .option('--json', 'print { running, url, pid, version, agents, started_at, home, cluster: { store, self, leader, nodes } }')
-    .addHelpText('after', '\nWith --url (or LOOM_URL), the daemon at that address. When several daemons share a PostgreSQL database,\nit lists them with their last heartbeat and says which one leads (fires the schedules). Exit status 0 when the daemon answers, 1 when it\ndoes not run or does not answer.\n\nExample:\n  $ loom status --json\n  $ loom --url http://10.0.0.5:4200 status\n')
+    .addHelpText(
+      'after',
+      '\nWith --url (or LOOM_URL), the daemon at that address. When several daemons share a PostgreSQL database,\nit lists them with their last heartbeat and says which one leads (fires the schedules). Exit status 0 when the daemon answers, 1 when it\ndoes not run or does not answer.\n\nExample:\n  $ loom status --json\n  $ loom --url http://10.0.0.5:4200 status\n',
+    )
     .action(async (options: { json?: boolean }) => {
       const url = givenDaemonUrl(io.env);
       if (url !== undefined) {
@@ -306,7 +354,12 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         const cluster = answer === undefined ? undefined : await clusterOf(url, io.env['LOOM_API_KEY']);
         const status = { running: answer !== undefined, url, version: answer?.version ?? null, agents: answer?.agents ?? null, cluster: cluster ?? null };
         if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
-        else io.stdout(answer === undefined ? `No Loom daemon answers at ${url}.\n` : `Loom ${answer.version ?? '?'} is running at ${url} (${answer.agents ?? '?'} agents).\n${formatCluster(cluster)}`);
+        else
+          io.stdout(
+            answer === undefined
+              ? `No Loom daemon answers at ${url}.\n`
+              : `Loom ${answer.version ?? '?'} is running at ${url} (${answer.agents ?? '?'} agents).\n${formatCluster(cluster)}`,
+          );
         if (answer === undefined) throw new ExitStatus(EXIT.failure);
         return;
       }
@@ -317,10 +370,22 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
       const status =
         info === undefined
           ? { running: false, home: home.root }
-          : { running: answer !== undefined, url: info.url, pid: info.pid, version: info.version, agents: answer?.agents ?? null, started_at: info.startedAt, home: home.root, cluster: cluster ?? null };
+          : {
+              running: answer !== undefined,
+              url: info.url,
+              pid: info.pid,
+              version: info.version,
+              agents: answer?.agents ?? null,
+              started_at: info.startedAt,
+              home: home.root,
+              cluster: cluster ?? null,
+            };
       if (options.json === true) io.stdout(`${JSON.stringify(status, null, 2)}\n`);
       else if (info === undefined) io.stdout(`Loom is not running (home ${home.root}). Start it with: loom start\n`);
-      else io.stdout(`Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n${formatCluster(cluster)}`);
+      else
+        io.stdout(
+          `Loom ${info.version} is ${answer === undefined ? 'not answering' : 'running'} at ${info.url} (pid ${info.pid}, since ${info.startedAt}, ${answer?.agents ?? '?'} agents).\n${formatCluster(cluster)}`,
+        );
       // Scripts can ask `loom status` whether the daemon serves, as they ask `systemctl is-active`.
       if (answer === undefined) throw new ExitStatus(EXIT.failure);
     });
@@ -328,7 +393,10 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
   program
     .command('doctor')
     .description('check this machine: Node version, home folder, database, model keys, Ollama, the port, and agents that cannot run')
-    .option('--json', 'print { ok, checks: [{ ok, essential, text }], agents: [{ name, state, problems: [{ field, model, kind, problem, fix }] }], daemon_file }')
+    .option(
+      '--json',
+      'print { ok, checks: [{ ok, essential, text }], agents: [{ name, state, problems: [{ field, model, kind, problem, fix }] }], daemon_file }',
+    )
     .addHelpText(
       'after',
       "\nAn agent cannot run when a model it calls needs a key that is not set (checked in this shell's\nenvironment), or its model server (Ollama, a base_url) does not answer; each is listed with the fix.\nWith [store] url or LOOM_DATABASE_URL, the database check connects to PostgreSQL and reads its\nschema version and clock; it migrates nothing.\nExit status 1 when a check that Loom needs fails (marked ✗); agents that cannot run are warnings (!).\n\nExample:\n  $ loom doctor\n  $ loom doctor --json\n",
@@ -349,19 +417,27 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         config = ConfigSchema.parse({});
       }
       const records = await checkDatabase(home, config, io.env, checks);
-      if (config.default_model === undefined) checks.push({ ok: false, essential: false, text: 'no [default_model]: agents without [model] cannot run (loom init sets one)' });
+      if (config.default_model === undefined)
+        checks.push({ ok: false, essential: false, text: 'no [default_model]: agents without [model] cannot run (loom init sets one)' });
       else checks.push({ ok: true, essential: false, text: `default model ${modelName(config.default_model)}` });
       const keys = modelKeysIn(io.env);
       checks.push({
         ok: keys.found.length > 0,
         essential: false,
-        text: keys.found.length > 0 ? `model keys: ${keys.found.join(', ')} (not set: ${keys.missing.join(', ') || 'none'})` : `no model key set (looked for ${keys.missing.join(', ')})`,
+        text:
+          keys.found.length > 0
+            ? `model keys: ${keys.found.join(', ')} (not set: ${keys.missing.join(', ') || 'none'})`
+            : `no model key set (looked for ${keys.missing.join(', ')})`,
       });
       const ollama = await fetch('http://127.0.0.1:11434/api/tags', { signal: AbortSignal.timeout(1_000) }).then(
         (response) => response.ok,
         () => false,
       );
-      checks.push({ ok: ollama, essential: false, text: ollama ? 'Ollama answers at http://127.0.0.1:11434' : 'Ollama does not answer at http://127.0.0.1:11434' });
+      checks.push({
+        ok: ollama,
+        essential: false,
+        text: ollama ? 'Ollama answers at http://127.0.0.1:11434' : 'Ollama does not answer at http://127.0.0.1:11434',
+      });
       const daemon = await readDaemonFile(home);
       if (daemon !== undefined) {
         // The checks above read config.toml as it is now; the daemon holds it as it was when it started.
@@ -373,7 +449,11 @@ export function registerDaemonCommands(program: Command, io: CliIo): void {
         });
       } else {
         const free = await portIsFree(config.daemon.host, config.daemon.port);
-        checks.push({ ok: free, essential: true, text: `port ${config.daemon.host}:${config.daemon.port} ${free ? 'is free' : 'is taken by another program ([daemon].port or --port picks another)'}` });
+        checks.push({
+          ok: free,
+          essential: true,
+          text: `port ${config.daemon.host}:${config.daemon.port} ${free ? 'is free' : 'is taken by another program ([daemon].port or --port picks another)'}`,
+        });
       }
       const agents = await agentsThatCannotRun(records, config, io.env);
       const ok = !checks.some((check) => check.essential && !check.ok);
@@ -443,7 +523,11 @@ async function checkDatabase(home: LoomHome, config: Config, env: CliIo['env'], 
   const { schemaVersion, latestVersion } = found;
   checks.push(
     schemaVersion > latestVersion
-      ? { ok: false, essential: true, text: `database schema version ${schemaVersion} is newer than this Loom knows (${latestVersion}): upgrade Loom, or point [store] url at another database` }
+      ? {
+          ok: false,
+          essential: true,
+          text: `database schema version ${schemaVersion} is newer than this Loom knows (${latestVersion}): upgrade Loom, or point [store] url at another database`,
+        }
       : schemaVersion < latestVersion
         ? { ok: true, essential: true, text: `database schema version ${schemaVersion}: Loom migrates it to ${latestVersion} when it starts` }
         : { ok: true, essential: true, text: `database schema version ${schemaVersion} (the newest)` },
@@ -469,7 +553,11 @@ async function checkDatabase(home: LoomHome, config: Config, env: CliIo['env'], 
 }
 
 /** The stored agents whose models cannot be called, each with what is wrong and the fix. */
-async function agentsThatCannotRun(records: readonly AgentRecord[], config: Config, env: CliIo['env']): Promise<{ name: string; state: string; problems: ModelProblem[] }[]> {
+async function agentsThatCannotRun(
+  records: readonly AgentRecord[],
+  config: Config,
+  env: CliIo['env'],
+): Promise<{ name: string; state: string; problems: ModelProblem[] }[]> {
   // Each model server is asked once, however many agents name it.
   const probes = new Map<string, Promise<boolean>>();
   const found = await Promise.all(

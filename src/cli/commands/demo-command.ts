@@ -22,7 +22,7 @@ export const DEMO_AGENTS: readonly { name: string; file: string; say: string; sh
   { name: 'hello', file: 'hello.toml', say: 'Who is here?', shows: 'calls agent_list, then answers' },
   { name: 'assistant', file: 'assistant.json', say: 'Remember that I said hello', shows: 'keeps a note with memory_store' },
   { name: 'careful-writer', file: 'careful-writer.toml', say: 'Write a haiku to haiku.txt', shows: 'asks for your approval before it writes the file' },
-  { name: 'log-analyst', file: 'log-analyst.toml', say: 'Any errors lately?', shows: 'reads the daemon\'s log with get_recent_logs' },
+  { name: 'log-analyst', file: 'log-analyst.toml', say: 'Any errors lately?', shows: "reads the daemon's log with get_recent_logs" },
   { name: 'deep-thinker', file: 'deep-thinker.toml', say: 'Why do leaves turn red?', shows: 'assesses, plans two steps, runs them, combines them' },
   { name: 'morning-report', file: 'morning-report.toml', say: 'Report now', shows: 'lists its workspace (it also wakes by itself on weekdays at 09:00)' },
 ];
@@ -37,7 +37,10 @@ function demoHomeRoot(root: string): string {
 
 /** `manifest` on the scripted model `name` at `url`, its other model settings (system prompt, max tokens) kept. */
 function onScript(manifest: Manifest, name: string, url: string): Manifest {
-  return { ...manifest, model: ModelConfigSchema.parse({ ...manifest.model, provider: 'openai-compatible', model: name, base_url: url, api_key_env: undefined }) };
+  return {
+    ...manifest,
+    model: ModelConfigSchema.parse({ ...manifest.model, provider: 'openai-compatible', model: name, base_url: url, api_key_env: undefined }),
+  };
 }
 
 /** Spawns each demo agent on its script, or points one left from an earlier demo at this run's server. */
@@ -103,11 +106,24 @@ export function registerDemoCommand(program: Command, io: CliIo, options: { unti
         const logs = new LogRing();
         const logger = createLogger({ level: 'warn', ring: logs, file: join(home.logsDir, 'daemon.log'), format: 'pretty', colorize: io.interactive === true });
         restoreWarnings = logAiSdkWarnings(logger);
-        daemon = await startDaemon({ home, config, env: io.env, logger, logs, version: LOOM_VERSION, ...(flags.port === undefined ? {} : { port: flags.port }) }).catch(async (error: unknown) => {
+        daemon = await startDaemon({
+          home,
+          config,
+          env: io.env,
+          logger,
+          logs,
+          version: LOOM_VERSION,
+          ...(flags.port === undefined ? {} : { port: flags.port }),
+        }).catch(async (error: unknown) => {
           // The demo's own home: another demo holds it (its daemon file names it).
           const running = isLoomError(error) && error.code === 'DAEMON_RUNNING' ? await readDaemonFile(home) : undefined;
           if (running === undefined) throw error;
-          throw new LoomError('DAEMON_RUNNING', 'user', `cannot start the demo: another demo runs at ${running.url} (pid ${running.pid}); use that one (its dashboard: ${running.url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal`, { cause: error });
+          throw new LoomError(
+            'DAEMON_RUNNING',
+            'user',
+            `cannot start the demo: another demo runs at ${running.url} (pid ${running.pid}); use that one (its dashboard: ${running.url}/#/agents/hello/chat), or stop it with Ctrl-C in its terminal`,
+            { cause: error },
+          );
         });
         await spawnDemoAgents(daemon.host.kernel, model.url);
         io.stdout(demoText(daemon.info.url, home.root, paceMs));

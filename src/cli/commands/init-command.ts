@@ -37,9 +37,12 @@ function parseDefaultModel(text: string, baseUrl: string | undefined): ModelTarg
   const slash = text.indexOf('/');
   const provider = text.slice(0, slash);
   if (slash <= 0 || slash === text.length - 1 || !(MODEL_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new UsageError(`--default-model: expected provider/model with provider one of ${MODEL_PROVIDERS.join(', ')}, e.g. anthropic/claude-haiku-4-5, got "${text}"`);
+    throw new UsageError(
+      `--default-model: expected provider/model with provider one of ${MODEL_PROVIDERS.join(', ')}, e.g. anthropic/claude-haiku-4-5, got "${text}"`,
+    );
   }
-  if (provider === 'openai-compatible' && baseUrl === undefined) throw new UsageError('--default-model openai-compatible/… needs --base-url, the server\'s URL (e.g. http://127.0.0.1:4300/v1)');
+  if (provider === 'openai-compatible' && baseUrl === undefined)
+    throw new UsageError("--default-model openai-compatible/… needs --base-url, the server's URL (e.g. http://127.0.0.1:4300/v1)");
   return { provider: provider as ModelTarget['provider'], model: text.slice(slash + 1), ...(baseUrl === undefined ? {} : { base_url: baseUrl }) };
 }
 
@@ -63,7 +66,10 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         if (!json) io.stdout(text);
       };
       const done = (model: ModelTarget | undefined, source: string | null): void => {
-        if (json) io.stdout(`${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`);
+        if (json)
+          io.stdout(
+            `${JSON.stringify({ home: home.root, config: home.configPath, config_written: configWritten, database: home.databasePath, default_model: model ?? null, default_model_source: source }, null, 2)}\n`,
+          );
       };
       say(`Loom home: ${home.root}\n  config:   ${home.configPath}${configWritten ? '' : ' (already there)'}\n  database: ${home.databasePath}\n`);
       // A daemon reads config.toml when it starts, but follows [default_model] as it runs: the
@@ -82,7 +88,10 @@ export function registerInitCommand(program: Command, io: CliIo): void {
       };
       const config = await loadConfig(home);
       if (config.default_model !== undefined) {
-        if (options.defaultModel !== undefined) throw new UsageError(`config.toml already names a default model (${modelName(config.default_model)}); edit [default_model] in ${home.configPath} to change it`);
+        if (options.defaultModel !== undefined)
+          throw new UsageError(
+            `config.toml already names a default model (${modelName(config.default_model)}); edit [default_model] in ${home.configPath} to change it`,
+          );
         say(`Default model: ${modelName(config.default_model)}\n`);
         done(config.default_model, 'config.toml');
         await sayIfDaemonIsStale();
@@ -105,7 +114,10 @@ export function registerInitCommand(program: Command, io: CliIo): void {
         );
         return;
       }
-      await appendFile(home.configPath, `\n# Set by loom init (${chosen.why}): the model of agents whose manifest has no [model].\n${stringify({ default_model: chosen.model })}\n`);
+      await appendFile(
+        home.configPath,
+        `\n# Set by loom init (${chosen.why}): the model of agents whose manifest has no [model].\n${stringify({ default_model: chosen.model })}\n`,
+      );
       say(`Default model: ${modelName(chosen.model)} (${chosen.why})\n`);
       done(chosen.model, chosen.why);
       await sayIfDaemonIsStale(chosen.model);

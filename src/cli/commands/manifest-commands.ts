@@ -14,7 +14,10 @@ export function registerManifestCommands(program: Command, io: CliIo): void {
     .command('check <file>')
     .description('validate a manifest (TOML or JSON; "-" reads standard input) and print it with every default filled in')
     .option('--json', 'print the normalised manifest as JSON')
-    .addHelpText('after', '\nExit status 0 when valid, 2 when not (the message names the field and what was expected).\n\nExample:\n  $ loom manifest check examples/agents/researcher.toml --json\n')
+    .addHelpText(
+      'after',
+      '\nExit status 0 when valid, 2 when not (the message names the field and what was expected).\n\nExample:\n  $ loom manifest check examples/agents/researcher.toml --json\n',
+    )
     .action(async (path: string, options: { json?: boolean }) => {
       const { manifest: normalised, warnings } = await readManifest(path, io);
       for (const warning of warnings) io.stderr(`warning: ${warning}\n`);

@@ -28,7 +28,9 @@ function stdoutStream(io: CliIo): Writable {
 export function registerMcpCommand(program: Command, io: CliIo): Command {
   return program
     .command('mcp')
-    .description('serve Loom\'s agents over MCP on stdio (for Claude Desktop, Cursor, VS Code…): each agent is a tool loom_agent_<name> and two resources, loom://agents/<name>/session and …/turns/last')
+    .description(
+      "serve Loom's agents over MCP on stdio (for Claude Desktop, Cursor, VS Code…): each agent is a tool loom_agent_<name> and two resources, loom://agents/<name>/session and …/turns/last",
+    )
     .addHelpText(
       'after',
       '\nStandard output carries only MCP messages; logs go to standard error. With a daemon running (or named\nby --url or LOOM_URL) the calls go to it (set LOOM_API_KEY when it requires a key); otherwise agents run in this process.\n\nExample:\n  $ loom mcp\n  $ loom --url http://10.0.0.5:4200 mcp\n\nIn an IDE\'s mcpServers config:\n  { "mcpServers": { "loom": { "command": "loom", "args": ["mcp"] } } }\n',

@@ -9,7 +9,9 @@ import type { CliIo } from '../cli-io.ts';
 export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
   mcp
     .command('login <server>')
-    .description('log in to a remote MCP server behind OAuth ([mcp_servers.oauth], authorization_code): prints the address to open, keeps the tokens for the daemon; run it again when the daemon shows the server as needing a login (a wider scope, a new authorization server)')
+    .description(
+      'log in to a remote MCP server behind OAuth ([mcp_servers.oauth], authorization_code): prints the address to open, keeps the tokens for the daemon; run it again when the daemon shows the server as needing a login (a wider scope, a new authorization server)',
+    )
     .option('--timeout <seconds>', 'how long to wait for the browser to come back', '300')
     .addHelpText(
       'after',
@@ -40,7 +42,11 @@ export function registerMcpLoginCommand(mcp: Command, io: CliIo): void {
           return 'not told';
         },
       );
-      const next = { reconnecting: 'The running daemon reconnects to it now.', 'no daemon': 'The daemon uses these tokens when it starts.', 'not told': 'A running daemon picks the tokens up at its next connection attempt.' }[told];
+      const next = {
+        reconnecting: 'The running daemon reconnects to it now.',
+        'no daemon': 'The daemon uses these tokens when it starts.',
+        'not told': 'A running daemon picks the tokens up at its next connection attempt.',
+      }[told];
       io.stdout(`Logged in to "${server}". ${next}\n`);
     });
 }

@@ -31,7 +31,8 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
     .action(async (options: { json?: boolean }) => {
       const { home, config } = await openHome(io);
       // Without a daemon nothing is connected: show the configuration.
-      const view: ServersView = (await callDaemon<typeof API.mcpServers, ServersView>(home, io.env, API.mcpServers))?.answer ?? mcpServersView(config, undefined);
+      const view: ServersView =
+        (await callDaemon<typeof API.mcpServers, ServersView>(home, io.env, API.mcpServers))?.answer ?? mcpServersView(config, undefined);
       if (options.json === true) {
         io.stdout(`${JSON.stringify(view, null, 2)}\n`);
         return;
@@ -43,7 +44,13 @@ export function registerMcpServersCommand(mcp: Command, io: CliIo): void {
       io.stdout(
         formatTable(
           ['NAME', 'TRANSPORT', 'STATE', 'PROTOCOL', 'TOOLS'],
-          view.configured.map((server) => [server.name, server.transport, server.error === undefined ? server.status : `${server.status}: ${server.error}`, protocolOf(server), server.tools.map((tool) => tool.name).join(', ') || '-']),
+          view.configured.map((server) => [
+            server.name,
+            server.transport,
+            server.error === undefined ? server.status : `${server.status}: ${server.error}`,
+            protocolOf(server),
+            server.tools.map((tool) => tool.name).join(', ') || '-',
+          ]),
         ),
       );
       // What needs a person, with the command that does it; and why a server speaks the older era.

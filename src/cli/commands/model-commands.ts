@@ -15,7 +15,11 @@ export function registerModelCommands(program: Command, io: CliIo, options: { un
     .description('serve a scripted model over the OpenAI and Anthropic HTTP APIs until stopped (Ctrl-C)')
     .option('--script <file>', 'a JSON script: an array of steps, or { "loop": true, "pace_ms": 30, "steps": [...] }')
     .option('--scripts <dir>', 'serve every *.json script in a folder, each under its file name as the model name (examples/models)')
-    .option('--pace <ms>', `how long a streamed reply waits before each word, in milliseconds (default ${DEFAULT_SERVE_PACE_MS}; 0 sends it at once)`, parsePace)
+    .option(
+      '--pace <ms>',
+      `how long a streamed reply waits before each word, in milliseconds (default ${DEFAULT_SERVE_PACE_MS}; 0 sends it at once)`,
+      parsePace,
+    )
     .option('--port <port>', 'the port (default: a free one)', (value) => {
       const port = Number(value);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`--port: expected a port number from 0 to 65535, got "${value}"`);
@@ -28,7 +32,8 @@ export function registerModelCommands(program: Command, io: CliIo, options: { un
       '\nEach request gets the next step: a reply ({ "text": "…", "toolCalls": [{ "name": "agent_list", "input": {} }], "usage": {…} })\nor an HTTP error ({ "status": 429 }). Point an agent (or [default_model]) at it with provider = "openai-compatible"\nand base_url = the URL printed. See docs/scripted-model.md.\n\nExample:\n  $ loom model serve --script examples/models/hello.json --port 4300\n',
     )
     .action(async (flags: { script?: string; scripts?: string; pace?: number; port?: number; host: string; json?: boolean }) => {
-      if (flags.script === undefined && flags.scripts === undefined) throw new UsageError('loom model serve: give the script to play with --script <file>, or a folder of scripts with --scripts <dir>');
+      if (flags.script === undefined && flags.scripts === undefined)
+        throw new UsageError('loom model serve: give the script to play with --script <file>, or a folder of scripts with --scripts <dir>');
       const script: ModelScript | undefined = flags.script === undefined ? undefined : await loadModelScript(resolve(io.cwd, flags.script));
       const loaded = flags.scripts === undefined ? {} : await loadModelScripts(resolve(io.cwd, flags.scripts));
       // --pace, when given, holds for every script; else each script's own pace_ms, else the default.
@@ -45,7 +50,8 @@ export function registerModelCommands(program: Command, io: CliIo, options: { un
       const models = Object.keys(scripts);
       if (flags.json === true) io.stdout(`${JSON.stringify({ url: server.url, steps: script?.steps.length ?? 0, loop: script?.loop ?? false, models })}\n`);
       else {
-        const main = script === undefined ? 'no default script' : `${script.steps.length} step${script.steps.length === 1 ? '' : 's'}${script.loop ? ', looping' : ''}`;
+        const main =
+          script === undefined ? 'no default script' : `${script.steps.length} step${script.steps.length === 1 ? '' : 's'}${script.loop ? ', looping' : ''}`;
         io.stdout(
           `Scripted model at ${server.url} (${main}).\n  OpenAI API:    POST ${server.url}/chat/completions\n  Anthropic API: POST ${server.url}/messages\n` +
             (models.length === 0 ? '' : `  Models with a script of their own: ${models.join(', ')} (model = "<name>" plays <name>.json)\n`) +

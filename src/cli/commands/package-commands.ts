@@ -5,7 +5,18 @@ import { describeCapability } from '../../capabilities/index.ts';
 import { capabilitiesFromManifest } from '../../manifest/index.ts';
 import { PackageError, UsageError } from '../../errors/index.ts';
 import { packageEnvironment } from '../../host/index.ts';
-import { applySettings, checkPackageSkills, describeSkillOrigin, emitGraphProblems, installPlan, isInstallCode, loadPackage, parseInstallCode, preparePackage, publishToRegistry } from '../../packages/index.ts';
+import {
+  applySettings,
+  checkPackageSkills,
+  describeSkillOrigin,
+  emitGraphProblems,
+  installPlan,
+  isInstallCode,
+  loadPackage,
+  parseInstallCode,
+  preparePackage,
+  publishToRegistry,
+} from '../../packages/index.ts';
 import { loadSkillFolder, parseSkillReference } from '../../packages/index.ts';
 import { openHome } from '../cli-context.ts';
 import type { CliIo } from '../cli-io.ts';
@@ -32,7 +43,9 @@ function sourceFor(source: string, io: CliIo): string {
 /** Asks on the terminal; without one, installing needs `--yes`. */
 async function confirm(io: CliIo, question: string): Promise<boolean> {
   if ((io.stdin as { isTTY?: boolean }).isTTY !== true) {
-    throw new UsageError('not installed: standard input is not a terminal, so nobody can agree to the capabilities above; pass --yes to install without asking');
+    throw new UsageError(
+      'not installed: standard input is not a terminal, so nobody can agree to the capabilities above; pass --yes to install without asking',
+    );
   }
   const prompt = createInterface({ input: io.stdin, output: process.stderr });
   try {
@@ -60,13 +73,20 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .description('check a package folder or .tgz statically, without a daemon: schema, triggers, models, MCP servers, skills, emit chains')
     .option('--set <path=value>', 'override a path the package lists in defaults.configurable (repeatable)', collect, [])
     .option('--json', 'print what installing it would do, as JSON')
-    .addHelpText('after', '\nEvent sources naming another package (package.event) are checked at install, against the installed packages.\n\nExample:\n  $ loom package validate examples/packages/chief-of-staff\n  $ loom package validate ./my-agent --set workflows.morning-briefing.trigger.cron="0 8 * * *"\n')
+    .addHelpText(
+      'after',
+      '\nEvent sources naming another package (package.event) are checked at install, against the installed packages.\n\nExample:\n  $ loom package validate examples/packages/chief-of-staff\n  $ loom package validate ./my-agent --set workflows.morning-briefing.trigger.cron="0 8 * * *"\n',
+    )
     .action(async (source: string, options: JsonOption & { set: string[] }) => {
       const { home, config } = await openHome(io);
       const { loaded: raw, dispose } = await loadPackage(resolve(io.cwd, source));
       try {
         const loaded = applySettings(raw, options.set);
-        await checkPackageSkills(loaded, { registries: config.registries.map((registry) => registry.location), skillsDir: home.skillsDir }, resolve(io.cwd, source));
+        await checkPackageSkills(
+          loaded,
+          { registries: config.registries.map((registry) => registry.location), skillsDir: home.skillsDir },
+          resolve(io.cwd, source),
+        );
         const prepared = preparePackage(loaded, packageEnvironment(config));
         const external = new Set<string>();
         const problems = emitGraphProblems([{ slug: loaded.slug, agentJson: loaded.agentJson }]).filter((problem) => {
@@ -91,7 +111,9 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
 
   pkg
     .command('install <source>')
-    .description('install a package from a folder, a .tgz, an install code (AGNT-XXXX-XXXX) or @org/agents/name[@version]; or a skill by its install code (SKIL-XXXX-XXXX)')
+    .description(
+      'install a package from a folder, a .tgz, an install code (AGNT-XXXX-XXXX) or @org/agents/name[@version]; or a skill by its install code (SKIL-XXXX-XXXX)',
+    )
     .option('--set <path=value>', 'override a path the package lists in defaults.configurable (repeatable)', collect, [])
     .option('-y, --yes', 'install without asking (for scripts): the package gets the capabilities shown')
     .option('--json', 'print the installed package as JSON')
@@ -104,7 +126,12 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
         // A skill carries no capabilities: there is nothing to agree to.
         const skills = await withBackend(io, (backend) => backend.packages.installSkill(source));
         if (options.json === true) printJson(io, skills);
-        else io.stdout(skills.map((skill) => `${skill.created ? 'Installed' : 'Already installed'} skill ${skill.skill} (${describeSkillOrigin(skill.origin)}).\n`).join(''));
+        else
+          io.stdout(
+            skills
+              .map((skill) => `${skill.created ? 'Installed' : 'Already installed'} skill ${skill.skill} (${describeSkillOrigin(skill.origin)}).\n`)
+              .join(''),
+          );
         return;
       }
       const from = sourceFor(source, io);
@@ -139,17 +166,29 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the package as JSON')
     .addHelpText('after', '\nExample:\n  $ loom package show chief-of-staff\n  $ loom package show data-pipeline --json\n')
     .action(async (slug: string, options: JsonOption) => {
-      const { view, agent } = await withBackend(io, async (backend) => ({ view: await backend.packages.show(slug), agent: await backend.get(slug).catch(() => undefined) }));
+      const { view, agent } = await withBackend(io, async (backend) => ({
+        view: await backend.packages.show(slug),
+        agent: await backend.get(slug).catch(() => undefined),
+      }));
       if (options.json === true) printJson(io, view);
-      else io.stdout(formatPackage(view, agent === undefined ? undefined : capabilitiesFromManifest(agent.manifest.capabilities, agent.manifest.profile).map(describeCapability)));
+      else
+        io.stdout(
+          formatPackage(
+            view,
+            agent === undefined ? undefined : capabilitiesFromManifest(agent.manifest.capabilities, agent.manifest.profile).map(describeCapability),
+          ),
+        );
     });
 
   pkg
     .command('run <package> <binding>')
     .description('run a binding now (manual triggers, or any binding) and print its run')
-    .option('--input <key=value>', 'an input for the run, added to the binding\'s inputs (repeatable; JSON values are parsed)', collect, [])
+    .option('--input <key=value>', "an input for the run, added to the binding's inputs (repeatable; JSON values are parsed)", collect, [])
     .option('--json', 'print the run as JSON')
-    .addHelpText('after', '\nA binding still running is not started twice: the command fails and the fire is recorded as skipped.\n\nExample:\n  $ loom package run chief-of-staff deep-dive --input topic="heat pumps"\n')
+    .addHelpText(
+      'after',
+      '\nA binding still running is not started twice: the command fails and the fire is recorded as skipped.\n\nExample:\n  $ loom package run chief-of-staff deep-dive --input topic="heat pumps"\n',
+    )
     .action(async (slug: string, binding: string, options: JsonOption & { input: string[] }) => {
       const run = await withBackend(io, (backend) => backend.packages.run(slug, binding, parseKeyValues(INPUT_FLAG, options.input)));
       if (options.json === true) printJson(io, run);
@@ -163,19 +202,26 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the runs as JSON')
     .addHelpText('after', '\nWithout a package, the runs of every package.\n\nExample:\n  $ loom package runs\n  $ loom package runs data-pipeline --limit 5\n')
     .action(async (slug: string | undefined, options: JsonOption & { limit?: number }) => {
-      const runs = await withBackend(io, (backend) => backend.packages.runs({ ...(slug === undefined ? {} : { package: slug }), ...(options.limit === undefined ? {} : { limit: options.limit }) }));
+      const runs = await withBackend(io, (backend) =>
+        backend.packages.runs({ ...(slug === undefined ? {} : { package: slug }), ...(options.limit === undefined ? {} : { limit: options.limit }) }),
+      );
       io.stdout(options.json === true ? `${JSON.stringify(runs, null, 2)}\n` : formatRuns(runs));
     });
 
   pkg
     .command('uninstall <package>')
-    .description('stop its triggers, remove its agent and the package\'s files (its runs stay in the history, and what its agent wrote in its workspace stays there)')
+    .description(
+      "stop its triggers, remove its agent and the package's files (its runs stay in the history, and what its agent wrote in its workspace stays there)",
+    )
     .option('--json', 'print what was removed as JSON')
     .addHelpText('after', '\nExample:\n  $ loom package uninstall data-pipeline\n')
     .action(async (slug: string, options: JsonOption) => {
       const removed = await withBackend(io, (backend) => backend.packages.uninstall(slug));
       if (options.json === true) printJson(io, removed);
-      else io.stdout(`Uninstalled ${removed.slug} (agent ${removed.agent_id} removed). What it wrote in its workspace is kept (workspaces/${removed.slug} in the Loom home): remove it by hand when you no longer need it.\n`);
+      else
+        io.stdout(
+          `Uninstalled ${removed.slug} (agent ${removed.agent_id} removed). What it wrote in its workspace is kept (workspaces/${removed.slug} in the Loom home): remove it by hand when you no longer need it.\n`,
+        );
     });
 
   pkg
@@ -184,9 +230,12 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
     .requiredOption('--registry <folder>', 'the registry folder (created when missing); serve it over HTTP as it is to share it')
     .option('--skill', 'the folder is a skill (SKILL.md), published as @org/skills/<name>')
     .option('--name <qualified>', 'the qualified name: @org/agents/<name> (default: loom.toml [package].name), or @org/skills/<name> for a skill')
-    .option('--version <version>', 'the version (default: loom.toml [package].version, or the skill\'s metadata.version)')
+    .option('--version <version>', "the version (default: loom.toml [package].version, or the skill's metadata.version)")
     .option('--json', 'print { code, archive, sha256 } as JSON')
-    .addHelpText('after', '\nExample:\n  $ loom package publish examples/packages/chief-of-staff --registry ./registry\n  $ loom package publish ./skills/note-taker --skill --name @acme/skills/note-taker --registry ./registry\n')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ loom package publish examples/packages/chief-of-staff --registry ./registry\n  $ loom package publish ./skills/note-taker --skill --name @acme/skills/note-taker --registry ./registry\n',
+    )
     .action(async (folder: string, options: JsonOption & { registry: string; skill?: boolean; name?: string; version?: string }) => {
       const source = resolve(io.cwd, folder);
       let name: string;
@@ -201,12 +250,20 @@ export function registerPackageCommands(program: Command, io: CliIo): void {
         const { loaded, dispose } = await loadPackage(source);
         await dispose();
         const qualified = options.name ?? loaded.qualifiedName;
-        if (qualified === undefined) throw new UsageError('publishing a package needs a qualified name: set [package].name in its loom.toml, or pass --name @org/agents/<name>');
+        if (qualified === undefined)
+          throw new UsageError('publishing a package needs a qualified name: set [package].name in its loom.toml, or pass --name @org/agents/<name>');
         name = qualified;
         version = options.version ?? loaded.version;
       }
-      const published = await publishToRegistry({ registry: resolve(io.cwd, options.registry), source, kind: options.skill === true ? 'skill' : 'agent', name, version });
+      const published = await publishToRegistry({
+        registry: resolve(io.cwd, options.registry),
+        source,
+        kind: options.skill === true ? 'skill' : 'agent',
+        name,
+        version,
+      });
       if (options.json === true) printJson(io, published);
-      else io.stdout(`Published ${name}@${version} as ${published.code} (sha256 ${published.sha256}).\nInstall it with: loom package install ${published.code}\n`);
+      else
+        io.stdout(`Published ${name}@${version} as ${published.code} (sha256 ${published.sha256}).\nInstall it with: loom package install ${published.code}\n`);
     });
 }

@@ -30,7 +30,9 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
           line(formatToolLine(event));
           break;
         case 'approval-request':
-          line(`  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)${event.reason === undefined ? '' : `; ${event.reason}`}`);
+          line(
+            `  ⏸ ${event.toolName} waits for approval until ${event.expiresAt}: loom approvals approve ${event.approvalId} (or deny)${event.reason === undefined ? '' : `; ${event.reason}`}`,
+          );
           break;
         case 'phase':
           // The steps of an orchestrating agent ("Selecting the best agent…"), a fallback, a compaction;
@@ -63,7 +65,8 @@ async function renderStream(io: CliIo, events: AsyncIterable<CliEvent>): Promise
 }
 
 /** What `loom chat` takes besides messages. */
-const CHAT_HELP = 'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D). Ctrl-C stops a reply; at an empty prompt it leaves.';
+const CHAT_HELP =
+  'Commands: /help this list, /reset empty the session, /usage tokens and cost so far, /exit leave (or Ctrl-D). Ctrl-C stops a reply; at an empty prompt it leaves.';
 
 /** What `loom chat` asks with at a terminal. */
 const CHAT_PROMPT = 'you> ';
@@ -124,7 +127,10 @@ export function registerSendCommands(program: Command, io: CliIo): void {
     .description('send a message to an agent and print its reply')
     .option('--json', 'print { text, usage: { input_tokens, output_tokens }, iterations, cost_usd, model }')
     .option('--stream', 'print the reply as it arrives, with a line per tool call and result')
-    .addHelpText('after', '\nWith - as the message, it is read from standard input. Ctrl-C cancels the reply (what was said so far is kept in the\nsession) and exits with status 130; a second Ctrl-C exits at once.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n')
+    .addHelpText(
+      'after',
+      '\nWith - as the message, it is read from standard input. Ctrl-C cancels the reply (what was said so far is kept in the\nsession) and exits with status 130; a second Ctrl-C exits at once.\n\nExample:\n  $ loom send researcher "What is the capital of Norway?"\n  $ loom send researcher "Summarise notes.txt" --stream\n  $ git diff | loom send reviewer -\n',
+    )
     .action(async (reference: string, text: string, options: { json?: boolean; stream?: boolean }) => {
       const message = text === '-' ? (await readAll(io.stdin)).trim() : text;
       if (message === '') throw new UsageError(text === '-' ? 'standard input was empty: there is no message to send' : 'the message is empty');

@@ -50,7 +50,10 @@ export function registerStoreCommands(program: Command, io: CliIo): void {
     .command('migrate')
     .description("copy this home's SQLite store (LOOM_HOME/data/loom.db) into an empty PostgreSQL database, verified by row counts and checksums per table")
     .requiredOption('--to <url>', 'the PostgreSQL database: postgres://user:password@host:port/database', parseTargetUrl)
-    .option('--json', 'print the report as JSON: { source, target, tables: [{ table, sqliteRows, postgresRows, sqliteChecksum, postgresChecksum, ok }], ok, eventSeq, … }')
+    .option(
+      '--json',
+      'print the report as JSON: { source, target, tables: [{ table, sqliteRows, postgresRows, sqliteChecksum, postgresChecksum, ok }], ok, eventSeq, … }',
+    )
     .addHelpText(
       'after',
       '\nThe daemon must be stopped. The database must hold no Loom data; its tables are created when missing.\n' +
@@ -61,7 +64,9 @@ export function registerStoreCommands(program: Command, io: CliIo): void {
       const home = resolveLoomHome(io.env, io.cwd);
       const daemon = await readDaemonFile(home);
       if (daemon !== undefined) {
-        throw new UsageError(`cannot move the store of ${home.root}: its daemon is running (pid ${daemon.pid}, ${daemon.url}); stop the daemon first (loom stop), then run this again`);
+        throw new UsageError(
+          `cannot move the store of ${home.root}: its daemon is running (pid ${daemon.pid}, ${daemon.url}); stop the daemon first (loom stop), then run this again`,
+        );
       }
       if (io.interactive === true) io.stderr(`(copying ${home.databasePath}: this takes a while for a large store)\n`);
       const report = await copySqliteToPostgres({ sqlitePath: home.databasePath, url: options.to });

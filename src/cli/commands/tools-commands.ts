@@ -25,7 +25,17 @@ export function formatForgedToolList(tools: readonly ForgedToolView[]): string {
   if (tools.length === 0) return 'No forged tools. An agent with [emergent] and the forge_tool grant makes them; see docs/forged-tools.md\n';
   return formatTable(
     ['ID', 'NAME', 'AGENT', 'TIER', 'STATUS', 'MODE', 'CALLS', 'SUCCESS', 'MEAN MS'],
-    tools.map((tool) => [tool.id.slice(0, 8), tool.name, tool.agent, tool.tier, tool.status, tool.mode, String(tool.calls), percent(tool.successRate), millis(tool.meanLatencyMs)]),
+    tools.map((tool) => [
+      tool.id.slice(0, 8),
+      tool.name,
+      tool.agent,
+      tool.tier,
+      tool.status,
+      tool.mode,
+      String(tool.calls),
+      percent(tool.successRate),
+      millis(tool.meanLatencyMs),
+    ]),
   );
 }
 
@@ -44,13 +54,21 @@ export function formatForgedTool(tool: ForgedToolView): string {
       return `    ${role}: ${verdict['approved'] === true ? 'approved' : 'refused'}, confidence ${confidence}${issues.length === 0 ? '' : ` — ${issues.join('; ')}`}`;
     }),
   ];
-  const implementation = tool.request['implementation'] as { mode?: string; steps?: { name: string; tool: string }[]; code?: string; allowlist?: string[] } | undefined;
+  const implementation = tool.request['implementation'] as
+    { mode?: string; steps?: { name: string; tool: string }[]; code?: string; allowlist?: string[] } | undefined;
   if (implementation?.mode === 'compose') {
     lines.push('  steps:', ...(implementation.steps ?? []).map((step, index) => `    ${index + 1}. ${step.name}: ${step.tool}`));
   } else if (implementation?.code !== undefined) {
-    lines.push(`  allowlist: ${(implementation.allowlist ?? []).join(', ') || '(none)'}`, '  source:', ...implementation.code.split('\n').map((line) => `    ${line}`));
+    lines.push(
+      `  allowlist: ${(implementation.allowlist ?? []).join(', ') || '(none)'}`,
+      '  source:',
+      ...implementation.code.split('\n').map((line) => `    ${line}`),
+    );
   } else {
-    lines.push(`  allowlist: ${(implementation?.allowlist ?? []).join(', ') || '(none)'}`, `  source: not stored ([emergent].persist_sandbox_source = false); sha256 ${tool.codeHash ?? '?'}`);
+    lines.push(
+      `  allowlist: ${(implementation?.allowlist ?? []).join(', ') || '(none)'}`,
+      `  source: not stored ([emergent].persist_sandbox_source = false); sha256 ${tool.codeHash ?? '?'}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -155,7 +173,7 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
 
   tools
     .command('promote <id>')
-    .description('promote a tool one tier: session → agent by the two-judge panel; agent → shared by a person\'s approval')
+    .description("promote a tool one tier: session → agent by the two-judge panel; agent → shared by a person's approval")
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
@@ -165,14 +183,17 @@ export function registerToolsCommands(program: Command, io: CliIo): void {
       const result = await withBackend(io, async (backend) => {
         // The shared tier waits for a person's decision, which only a running daemon can wait for.
         if (backend.kind === 'in-process' && (await backend.forgedTools.get(id)).tier === 'agent') {
-          throw new UsageError("promoting to the shared tier waits for a person's approval, and only a running daemon can wait for it: start one with `loom start`, then run this again");
+          throw new UsageError(
+            "promoting to the shared tier waits for a person's approval, and only a running daemon can wait for it: start one with `loom start`, then run this again",
+          );
         }
         return backend.forgedTools.promote(id);
       });
       if (options.json === true) return printJson(io, result);
       const { tool } = result;
       if (result.outcome === 'promoted') io.stdout(`promoted ${tool.name} to the ${tool.tier} tier\n`);
-      else if (result.outcome === 'pending-approval') io.stdout(`waiting for approval ${result.approvalId ?? ''}: approve with \`loom approvals approve ${result.approvalId ?? '<id>'}\`\n`);
+      else if (result.outcome === 'pending-approval')
+        io.stdout(`waiting for approval ${result.approvalId ?? ''}: approve with \`loom approvals approve ${result.approvalId ?? '<id>'}\`\n`);
       else {
         io.stderr(`refused: ${result.reason ?? 'no reason given'}\n`);
         throw new ExitStatus(EXIT.failure);

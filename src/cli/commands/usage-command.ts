@@ -16,7 +16,16 @@ export function formatUsageWithCache(rows: readonly UsageRow[]): string {
   return (
     formatTable(
       ['AGENT', 'MODEL', 'CALLS', 'INPUT', 'CACHE READ', 'CACHE WRITE', 'OUTPUT', 'COST'],
-      rows.map((row) => [row.agent ?? `${row.agent_id} (killed)`, row.model, String(row.calls), String(row.input_tokens), String(row.cache_read_tokens), String(row.cache_write_tokens), String(row.output_tokens), usd(row.cost_usd)]),
+      rows.map((row) => [
+        row.agent ?? `${row.agent_id} (killed)`,
+        row.model,
+        String(row.calls),
+        String(row.input_tokens),
+        String(row.cache_read_tokens),
+        String(row.cache_write_tokens),
+        String(row.output_tokens),
+        usd(row.cost_usd),
+      ]),
     ) + `total ${usd(total)}\n`
   );
 }

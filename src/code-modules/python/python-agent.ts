@@ -97,7 +97,13 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     const parsed = safeParseJson(line);
     const message = parsed.ok ? (parsed.value as { type?: unknown; id?: unknown; call?: unknown; reply?: unknown } | null) : null;
     if (message === null || typeof message !== 'object') {
-      fail(process, new CodeModuleError('protocol', `${what} printed a line that is not a protocol message (use print() only through loom_agent, which sends it to the log): ${excerpt(line)}`));
+      fail(
+        process,
+        new CodeModuleError(
+          'protocol',
+          `${what} printed a line that is not a protocol message (use print() only through loom_agent, which sends it to the log): ${excerpt(line)}`,
+        ),
+      );
       // Its stream is out of step: it starts afresh with the next message.
       discard(process);
       return;
@@ -170,10 +176,15 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
     const child = spawn(interpreter, ['-B', '-u', path], { cwd: options.workspace, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     logger.debug({ pid: child.pid }, `${what} started`);
     const process: Process = { child, stderrTail: [], exited: false };
-    onLines(child.stdout, limits.maxReplyBytes + 1024, (line) => onLine(process, line), (bytes) => {
-      fail(process, tooLarge(bytes));
-      discard(process);
-    });
+    onLines(
+      child.stdout,
+      limits.maxReplyBytes + 1024,
+      (line) => onLine(process, line),
+      (bytes) => {
+        fail(process, tooLarge(bytes));
+        discard(process);
+      },
+    );
     onLines(child.stderr, 64 * 1024, (line) => {
       if (line.trim() === '') return;
       stderrLog.line(line);
@@ -208,7 +219,10 @@ export function createPythonAgent(options: CodeModuleOptions & { interpreter: st
   }
 
   function tooLarge(bytes: number): CodeModuleError {
-    return new CodeModuleError('too-large', `${what} wrote a line of ${bytes} bytes or more, over its limit of ${limits.maxReplyBytes} ([code].max_reply_bytes)`);
+    return new CodeModuleError(
+      'too-large',
+      `${what} wrote a line of ${bytes} bytes or more, over its limit of ${limits.maxReplyBytes} ([code].max_reply_bytes)`,
+    );
   }
 
   /** Starts the script again after a death, waiting longer after each one in a row. */

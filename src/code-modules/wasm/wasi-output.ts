@@ -108,12 +108,15 @@ export function createWasiOutput(options: WasiOutputOptions): WasiOutput {
       total += length;
     }
     if (fd === STDOUT) {
-      if (stdoutLength + total > maxReplyBytes) throw tooLarge(`the module wrote more than its limit of ${maxReplyBytes} bytes ([code].max_reply_bytes) to stdout and was stopped`);
+      if (stdoutLength + total > maxReplyBytes)
+        throw tooLarge(`the module wrote more than its limit of ${maxReplyBytes} bytes ([code].max_reply_bytes) to stdout and was stopped`);
       for (const chunk of chunks) keepStdout(chunk);
     } else {
       for (const chunk of chunks) keepStderr(chunk);
       if (stderrTotal > WASI_STDERR_LIMIT_BYTES) {
-        throw tooLarge(`the module wrote more than ${WASI_STDERR_LIMIT_BYTES} bytes to stderr, the most Loom takes from a module in one message, and was stopped`);
+        throw tooLarge(
+          `the module wrote more than ${WASI_STDERR_LIMIT_BYTES} bytes to stderr, the most Loom takes from a module in one message, and was stopped`,
+        );
       }
     }
     view.setUint32(written, total, true);

@@ -18,7 +18,10 @@ type Call = (...args: number[]) => number;
  * A poll that also waits on a descriptor goes to node:wasi, which answers it at once (a module's
  * descriptors are a file and the null device, always ready).
  */
-export function withWakeableSleep(wasiImport: Record<string, WebAssembly.ImportValue>, memory: () => WebAssembly.Memory | undefined): Record<string, WebAssembly.ImportValue> {
+export function withWakeableSleep(
+  wasiImport: Record<string, WebAssembly.ImportValue>,
+  memory: () => WebAssembly.Memory | undefined,
+): Record<string, WebAssembly.ImportValue> {
   const pollOneoff = wasiImport['poll_oneoff'] as Call;
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   return {
@@ -43,7 +46,11 @@ export function withWakeableSleep(wasiImport: Record<string, WebAssembly.ImportV
         // Deadlines on the monotonic clock, in nanoseconds; an absolute time on the wall clock is
         // moved onto it (the other clocks run with it closely enough for a sleep).
         const now = process.hrtime.bigint();
-        const deadline = !absolute ? now + timeout : view.getUint32(at + 16, true) === CLOCK_REALTIME ? now + timeout - BigInt(Date.now()) * 1_000_000n : timeout;
+        const deadline = !absolute
+          ? now + timeout
+          : view.getUint32(at + 16, true) === CLOCK_REALTIME
+            ? now + timeout - BigInt(Date.now()) * 1_000_000n
+            : timeout;
         clocks.push({ userdata: view.getBigUint64(at, true), deadline });
       }
       const first = clocks.reduce((earliest, clock) => (clock.deadline < earliest ? clock.deadline : earliest), clocks[0]?.deadline ?? 0n);

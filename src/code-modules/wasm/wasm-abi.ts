@@ -38,11 +38,14 @@ export async function prepareWasmModule(bytes: Uint8Array, memoryMb: number): Pr
     throw new Error(`it is not a WebAssembly module: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   const foreign = WebAssembly.Module.imports(module).filter(
-    (entry) => !((entry.module === HOST_MODULE && entry.name === HOST_CALL && entry.kind === 'function') || (entry.module === WASI_MODULE && entry.kind === 'function')),
+    (entry) =>
+      !((entry.module === HOST_MODULE && entry.name === HOST_CALL && entry.kind === 'function') || (entry.module === WASI_MODULE && entry.kind === 'function')),
   );
   if (foreign.length > 0) {
     const names = foreign.map((entry) => `${entry.module}.${entry.name} (${entry.kind})`).join(', ');
-    throw new Error(`it imports ${names}, which Loom does not provide; a code agent's module may import only ${HOST_MODULE}.${HOST_CALL} and ${WASI_MODULE} functions`);
+    throw new Error(
+      `it imports ${names}, which Loom does not provide; a code agent's module may import only ${HOST_MODULE}.${HOST_CALL} and ${WASI_MODULE} functions`,
+    );
   }
   const exports = new Map(WebAssembly.Module.exports(module).map((entry) => [entry.name, entry.kind]));
   let abi: WasmAbi;

@@ -33,7 +33,18 @@ export function createWasmAgent(options: CodeModuleOptions & { pool: WasmPool })
   return {
     async turn(request, port, signal) {
       const { id, module } = await load();
-      const run = pool.run({ moduleId: id, module, name, memoryMb: limits.memoryMb, maxReplyBytes: limits.maxReplyBytes, env: options.env, request, port, logger, what });
+      const run = pool.run({
+        moduleId: id,
+        module,
+        name,
+        memoryMb: limits.memoryMb,
+        maxReplyBytes: limits.maxReplyBytes,
+        env: options.env,
+        request,
+        port,
+        logger,
+        what,
+      });
       const json = await withinLimit(run.reply, { clock, timeoutMs: limits.timeoutMs, signal, what, stop: () => run.stop() });
       return readReply(json, limits.maxReplyBytes, what);
     },

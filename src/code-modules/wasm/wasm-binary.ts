@@ -138,7 +138,9 @@ export function capMemory(bytes: Uint8Array, maxPages: number): { bytes: Uint8Ar
         maximum = Math.min(declared.value, maxPages);
       }
       if (minimum.value > maxPages) {
-        throw new WasmBinaryError(`the module's memory starts at ${minimum.value} pages (${(minimum.value * WASM_PAGE_BYTES) / 2 ** 20} MB), over its limit of ${maxPages} pages ([code].memory_mb)`);
+        throw new WasmBinaryError(
+          `the module's memory starts at ${minimum.value} pages (${(minimum.value * WASM_PAGE_BYTES) / 2 ** 20} MB), over its limit of ${maxPages} pages ([code].memory_mb)`,
+        );
       }
       initialPages = Math.max(initialPages, minimum.value);
       body.push(0x01, ...writeLeb(minimum.value), ...writeLeb(maximum));

@@ -120,7 +120,8 @@ export function createWasmPool(options: { clock: Clock; idleThreads?: number }):
     });
     thread.hostPort.on('message', (message: HostCallMessage) => {
       const job = thread.job;
-      const answered = job === undefined ? Promise.resolve({ ok: false as const, error: 'no message is being answered' }) : answerHostCall(message.json, job.spec.port);
+      const answered =
+        job === undefined ? Promise.resolve({ ok: false as const, error: 'no message is being answered' }) : answerHostCall(message.json, job.spec.port);
       void answered.then((result) => {
         thread.hostPort.postMessage({ json: JSON.stringify(result) });
         Atomics.store(thread.flag, 0, 1);
@@ -173,7 +174,10 @@ export function createWasmPool(options: { clock: Clock; idleThreads?: number }):
       return { reply, stop: () => stopThread(thread) };
     },
     async close() {
-      await waitForStop(Promise.all([...all].map((thread) => stopThread(thread))).then(() => undefined), clock);
+      await waitForStop(
+        Promise.all([...all].map((thread) => stopThread(thread))).then(() => undefined),
+        clock,
+      );
     },
   };
 }

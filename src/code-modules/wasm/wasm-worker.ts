@@ -88,7 +88,8 @@ function post(message: WasmWorkerMessage): void {
 
 /** `length` bytes at `pointer` of `memory` as UTF-8 text. */
 function readText(memory: WebAssembly.Memory, pointer: number, length: number, what: string): string {
-  if (length > job.maxReplyBytes) throw new Fault('too-large', `the module's ${what} is ${length} bytes, over its limit of ${job.maxReplyBytes} ([code].max_reply_bytes)`);
+  if (length > job.maxReplyBytes)
+    throw new Fault('too-large', `the module's ${what} is ${length} bytes, over its limit of ${job.maxReplyBytes} ([code].max_reply_bytes)`);
   if (pointer < 0 || length < 0 || pointer + length > memory.buffer.byteLength) {
     throw new Fault('protocol', `the module's ${what} lies outside its memory (${length} bytes at ${pointer}, memory of ${memory.buffer.byteLength} bytes)`);
   }
@@ -103,7 +104,8 @@ function readText(memory: WebAssembly.Memory, pointer: number, length: number, w
 function writeText(exports: CoreExports, text: string): bigint {
   const bytes = encoder.encode(text);
   const pointer = exports.loom_alloc(bytes.length) >>> 0;
-  if (pointer + bytes.length > exports.memory.buffer.byteLength) throw new Fault('protocol', `loom_alloc(${bytes.length}) returned ${pointer}, outside the module's memory`);
+  if (pointer + bytes.length > exports.memory.buffer.byteLength)
+    throw new Fault('protocol', `loom_alloc(${bytes.length}) returned ${pointer}, outside the module's memory`);
   new Uint8Array(exports.memory.buffer, pointer, bytes.length).set(bytes);
   return (BigInt(pointer) << 32n) | BigInt(bytes.length);
 }
@@ -139,7 +141,10 @@ function hostImports(current: () => CoreExports | undefined): WebAssembly.Import
 
 function runCore(prepared: PreparedModule, request: string): string {
   const bound: { exports?: CoreExports } = {};
-  const exports = new WebAssembly.Instance(prepared.module, hostImports(() => bound.exports)).exports as unknown as CoreExports;
+  const exports = new WebAssembly.Instance(
+    prepared.module,
+    hostImports(() => bound.exports),
+  ).exports as unknown as CoreExports;
   bound.exports = exports;
   const memory = exports.memory;
   try {
@@ -154,7 +159,11 @@ function runCore(prepared: PreparedModule, request: string): string {
 function runWasi(prepared: PreparedModule, request: string): string {
   const stdinPath = join(data.scratch, 'stdin');
   const bound: { exports?: CoreExports } = {};
-  const output = createWasiOutput({ maxReplyBytes: job.maxReplyBytes, memory: () => bound.exports?.memory, tooLarge: (message) => new Fault('too-large', message) });
+  const output = createWasiOutput({
+    maxReplyBytes: job.maxReplyBytes,
+    memory: () => bound.exports?.memory,
+    tooLarge: (message) => new Fault('too-large', message),
+  });
   const fds: number[] = [];
   try {
     writeFileSync(stdinPath, request);

@@ -7,7 +7,9 @@ const ContentPartSchema = z.looseObject({ type: z.string(), text: z.string().opt
 /** One message of the request: a role and its content (a string, text parts, or null for an assistant's tool calls). */
 const ChatMessageSchema = z.looseObject({
   role: z.string().min(1),
-  content: z.union([z.string(), z.array(ContentPartSchema), z.null()], { error: 'expected a string, an array of content parts ({"type": "text", "text": …}) or null' }).optional(),
+  content: z
+    .union([z.string(), z.array(ContentPartSchema), z.null()], { error: 'expected a string, an array of content parts ({"type": "text", "text": …}) or null' })
+    .optional(),
 });
 
 /**
@@ -52,8 +54,13 @@ function textOf(content: ChatCompletionRequest['messages'][number]['content']): 
  */
 export function lastUserMessage(request: ChatCompletionRequest): string {
   const last = request.messages.findLast((message) => message.role === 'user');
-  if (last === undefined) throw new HttpRequestError('INVALID_REQUEST', 'invalid request body: messages: expected at least one message with role "user"; the agent is sent the last one');
+  if (last === undefined)
+    throw new HttpRequestError(
+      'INVALID_REQUEST',
+      'invalid request body: messages: expected at least one message with role "user"; the agent is sent the last one',
+    );
   const text = textOf(last.content);
-  if (text.trim() === '') throw new HttpRequestError('INVALID_REQUEST', 'invalid request body: messages: the last "user" message has no text (only text content is supported)');
+  if (text.trim() === '')
+    throw new HttpRequestError('INVALID_REQUEST', 'invalid request body: messages: the last "user" message has no text (only text content is supported)');
   return text;
 }

@@ -138,7 +138,15 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
             await write(chunk({ content: event.text }, null));
           } else if (event.type === 'run-finish') {
             await write(chunk({}, 'stop'));
-            if (includeUsage) await write({ id, object: 'chat.completion.chunk', created, model: name, choices: [], usage: usageOf(event.result) } satisfies ChatCompletionChunk);
+            if (includeUsage)
+              await write({
+                id,
+                object: 'chat.completion.chunk',
+                created,
+                model: name,
+                choices: [],
+                usage: usageOf(event.result),
+              } satisfies ChatCompletionChunk);
             await write('[DONE]');
           } else if (event.type === 'error') {
             // OpenAI clients raise an error for a data event carrying `error`; no [DONE] follows.

@@ -8,7 +8,17 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pathToFileURL } from 'node:url';
-import { Client, type ClientCapabilities, type OAuthClientProvider, SdkError, SdkErrorCode, SSEClientTransport, StreamableHTTPClientTransport, type Tool as McpTool, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  type ClientCapabilities,
+  type OAuthClientProvider,
+  SdkError,
+  SdkErrorCode,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Tool as McpTool,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import type { Clock, JsonObject, Logger, Tool, ToolContext, ToolResult } from '../../contracts/index.ts';
 import { messageOf } from '../../errors/index.ts';
@@ -277,7 +287,10 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       requires: () => [],
       async execute(input, context): Promise<ToolResult> {
         if (state.client !== client) {
-          return { text: `MCP server "${server}" is not connected (${state.status}${state.error === undefined ? '' : `: ${state.error}`}); try again later`, isError: true };
+          return {
+            text: `MCP server "${server}" is not connected (${state.status}${state.error === undefined ? '' : `: ${state.error}`}); try again later`,
+            isError: true,
+          };
         }
         state.calls.add(context);
         try {
@@ -375,7 +388,7 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
     if (state.entry.sampling !== true) return;
     created.setRequestHandler('sampling/createMessage', async (request) => {
       const call = callOf(state);
-      if (call === undefined) throw new Error('Loom cannot tell which agent\'s call this sampling request serves; it runs only during one call');
+      if (call === undefined) throw new Error("Loom cannot tell which agent's call this sampling request serves; it runs only during one call");
       const { messages, systemPrompt } = request.params;
       const lines = messages.map((message) => {
         const parts = Array.isArray(message.content) ? message.content : [message.content];
@@ -391,10 +404,17 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
    * A remote server's URL, checked, and the fetch its transport uses: pinned to the addresses that
    * passed, other hosts (an OAuth authorization server) checked the same way, messages size-limited.
    */
-  async function remoteFetch(entry: McpServerEntry, text: string, vet: VetMcpUrlOptions, unreachable: (error: Error) => void): Promise<{ url: URL; fetch: McpFetch; release: () => void }> {
+  async function remoteFetch(
+    entry: McpServerEntry,
+    text: string,
+    vet: VetMcpUrlOptions,
+    unreachable: (error: Error) => void,
+  ): Promise<{ url: URL; fetch: McpFetch; release: () => void }> {
     const vetted = await vetMcpUrl(entry.name, text, entry.allow_private_network, vet);
     const pinned = createPinnedFetch(entry.name, vetted, { onUnreachable: unreachable });
-    const fetch = tracedFetch(sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet)));
+    const fetch = tracedFetch(
+      sizeLimitedFetch(MAX_MCP_MESSAGE_BYTES, withCheckedOtherHosts(entry.name, pinned.fetch, vetted.url, entry.allow_private_network, vet)),
+    );
     return { url: vetted.url, fetch, release: pinned.close };
   }
 
@@ -519,7 +539,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       setTools(state, created, tools);
       const era = created.getProtocolEra() ?? 'legacy';
       const protocolVersion = created.getNegotiatedProtocolVersion();
-      if (state.era === 'modern' && era === 'legacy') logger.warn({ server: entry.name, protocolVersion }, 'MCP server answered as a 2025-era server, where its last connection was in the 2026-07-28 era');
+      if (state.era === 'modern' && era === 'legacy')
+        logger.warn({ server: entry.name, protocolVersion }, 'MCP server answered as a 2025-era server, where its last connection was in the 2026-07-28 era');
       state.era = era;
       if (protocolVersion === undefined) delete state.protocolVersion;
       else state.protocolVersion = protocolVersion;
@@ -528,7 +549,10 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
       state.status = 'connected';
       delete state.error;
       delete state.action;
-      logger.info({ server: entry.name, transport: entry.transport.type, era, protocolVersion, tools: tools.length }, `MCP server "${entry.name}" connected (${tools.length} tool${tools.length === 1 ? '' : 's'})`);
+      logger.info(
+        { server: entry.name, transport: entry.transport.type, era, protocolVersion, tools: tools.length },
+        `MCP server "${entry.name}" connected (${tools.length} tool${tools.length === 1 ? '' : 's'})`,
+      );
       await closed;
     } catch (error) {
       await created.close().catch(() => undefined);
@@ -569,7 +593,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         if (stopping.signal.aborted || !(error instanceof ProbeTimeoutError)) throw error;
         spent += error.tookMs;
         const pause = MCP_PROBE_RETRY_BASE_MS * 2 ** round;
-        if (spent + pause >= budget) throw new Error(`MCP server "${entry.name}" did not answer within its timeout_secs (${entry.timeout_secs} s): ${messageOf(error)}`, { cause: error });
+        if (spent + pause >= budget)
+          throw new Error(`MCP server "${entry.name}" did not answer within its timeout_secs (${entry.timeout_secs} s): ${messageOf(error)}`, { cause: error });
         state.error = `no answer within ${Math.round(probeTimeout / 100) / 10} s; asking again`;
         logger.warn({ server: entry.name, waitedMs: probeTimeout, retryInMs: pause }, 'MCP server did not answer in time; asking again in the same era');
         spent += pause;
@@ -622,10 +647,16 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
         else state.action = action;
         // Evidence of a 2025-era server the SDK could not act on in place: its handshake next, at once.
         if (state.legacyEvidence !== undefined) {
-          logger.warn({ server: state.entry.name, evidence: state.legacyEvidence }, 'MCP server cannot take the 2026-07-28 probe; connecting with the 2025 handshake');
+          logger.warn(
+            { server: state.entry.name, evidence: state.legacyEvidence },
+            'MCP server cannot take the 2026-07-28 probe; connecting with the 2025 handshake',
+          );
           continue;
         }
-        logger.warn({ server: state.entry.name, error: state.error, ...(state.action === undefined ? {} : { action: state.action.command }) }, 'MCP server failed to connect');
+        logger.warn(
+          { server: state.entry.name, error: state.error, ...(state.action === undefined ? {} : { action: state.action.command }) },
+          'MCP server failed to connect',
+        );
       }
       failures = wasConnected ? 1 : failures + 1;
       const delay = Math.min(MCP_RETRY_BASE_MS * 2 ** (failures - 1), MCP_RETRY_MAX_MS);
@@ -652,7 +683,8 @@ export function createMcpClientManager(options: McpClientManagerOptions): McpCli
 
     async stop() {
       stopping.abort(new Error('the MCP client manager stopped'));
-      for (const state of states) if (state.status === 'connected') logger.info({ server: state.entry.name }, `MCP server "${state.entry.name}" disconnected: Loom stops`);
+      for (const state of states)
+        if (state.status === 'connected') logger.info({ server: state.entry.name }, `MCP server "${state.entry.name}" disconnected: Loom stops`);
       await Promise.all(states.map(async (state) => state.client?.close().catch(() => undefined)));
       await Promise.all(loops);
     },

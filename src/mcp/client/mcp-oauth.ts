@@ -56,7 +56,9 @@ async function readSession(file: string): Promise<StoredSession> {
     return JSON.parse(await readFile(file, 'utf8')) as StoredSession;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new Error(`the OAuth session in ${file} cannot be read (${error instanceof Error ? error.message : String(error)}); delete it and log in again`, { cause: error });
+    throw new Error(`the OAuth session in ${file} cannot be read (${error instanceof Error ? error.message : String(error)}); delete it and log in again`, {
+      cause: error,
+    });
   }
 }
 
@@ -88,7 +90,10 @@ export class McpLoginRequiredError extends LoomError {
 
   constructor(server: string, reason: string) {
     const command = `loom mcp login ${server}`;
-    super('MCP_LOGIN_REQUIRED', 'user', `MCP server "${server}" needs a login: ${reason}; run "${command}"`, { details: { server, command, reason }, isRetryable: true });
+    super('MCP_LOGIN_REQUIRED', 'user', `MCP server "${server}" needs a login: ${reason}; run "${command}"`, {
+      details: { server, command, reason },
+      isRetryable: true,
+    });
     this.command = command;
     this.reason = reason;
   }
@@ -201,10 +206,18 @@ class StoredSessionProvider implements OAuthClientProvider {
     const session = await this.#read();
     const recorded = session.tokens?.issuer ?? session.client?.issuer;
     const moved = context !== undefined && recorded !== undefined && !sameIssuer(recorded, context.issuer);
-    if (moved && !this.#interactive) throw this.#loginRequired(`its authorization server changed from "${recorded}" to "${context.issuer}", and the login's registration and tokens belong to the old one`);
+    if (moved && !this.#interactive)
+      throw this.#loginRequired(
+        `its authorization server changed from "${recorded}" to "${context.issuer}", and the login's registration and tokens belong to the old one`,
+      );
     const configured = this.#entry.oauth?.client_id;
     // A configured client is the one for whichever authorization server is in use (the check above keeps the daemon from following a move).
-    if (configured !== undefined) return { client_id: configured, ...(this.#secret === undefined ? {} : { client_secret: this.#secret }), ...(context === undefined ? {} : { issuer: context.issuer }) };
+    if (configured !== undefined)
+      return {
+        client_id: configured,
+        ...(this.#secret === undefined ? {} : { client_secret: this.#secret }),
+        ...(context === undefined ? {} : { issuer: context.issuer }),
+      };
     const client = session.client;
     if (client !== undefined && context !== undefined && client.issuer !== undefined && !sameIssuer(client.issuer, context.issuer)) return undefined;
     if (client === undefined && !this.#interactive) {
@@ -244,7 +257,10 @@ class StoredSessionProvider implements OAuthClientProvider {
 
   #whyLogin(session: StoredSession, asked: string | undefined): string {
     const tokens = session.tokens;
-    if (tokens === undefined) return this.#dropped === 'tokens' ? 'its tokens could not be refreshed (the authorization server refused the refresh token)' : 'nobody has logged in to it yet';
+    if (tokens === undefined)
+      return this.#dropped === 'tokens'
+        ? 'its tokens could not be refreshed (the authorization server refused the refresh token)'
+        : 'nobody has logged in to it yet';
     const granted = new Set(scopeTokens(tokens.scope ?? session.scope));
     const beyond = scopeTokens(asked).filter((token) => !granted.has(token) && token !== 'offline_access');
     if (beyond.length > 0) return `the server asks for scope "${beyond.join(' ')}" beyond the login's ("${[...granted].join(' ')}")`;
@@ -259,7 +275,7 @@ class StoredSessionProvider implements OAuthClientProvider {
 
   async codeVerifier(): Promise<string> {
     const verifier = (await this.#read()).codeVerifier;
-    if (verifier === undefined) throw this.#loginRequired('the login\'s code verifier is missing');
+    if (verifier === undefined) throw this.#loginRequired("the login's code verifier is missing");
     return verifier;
   }
 
@@ -309,7 +325,8 @@ function secretOf(entry: McpServerEntry, env: McpOAuthOptions['env']): string | 
   const variable = entry.oauth?.client_secret_env;
   if (variable === undefined) return undefined;
   const secret = env[variable];
-  if (secret === undefined || secret === '') throw new Error(`MCP server "${entry.name}": ${variable} (oauth.client_secret_env) is not set in the daemon's environment`);
+  if (secret === undefined || secret === '')
+    throw new Error(`MCP server "${entry.name}": ${variable} (oauth.client_secret_env) is not set in the daemon's environment`);
   return secret;
 }
 
@@ -355,16 +372,22 @@ interface Challenge {
  * `initialize`, which would open a session), whose 401 challenge names the protected-resource
  * metadata and the scope (RFC 9728, RFC 6750). Anything but a challenge is no hint.
  */
-async function readChallenge(entry: McpServerEntry & { transport: { url: string } }, fetch: McpFetch, env: McpOAuthOptions['env'], signal: AbortSignal): Promise<Challenge> {
+async function readChallenge(
+  entry: McpServerEntry & { transport: { url: string } },
+  fetch: McpFetch,
+  env: McpOAuthOptions['env'],
+  signal: AbortSignal,
+): Promise<Challenge> {
   const headers = entry.transport.type === 'http' ? expandHeaders(entry.name, entry.transport.headers, env) : {};
-  const response = entry.transport.type === 'sse'
-    ? await fetch(entry.transport.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal })
-    : await fetch(entry.transport.url, {
-        method: 'POST',
-        headers: { ...headers, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-        signal,
-      });
+  const response =
+    entry.transport.type === 'sse'
+      ? await fetch(entry.transport.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal })
+      : await fetch(entry.transport.url, {
+          method: 'POST',
+          headers: { ...headers, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+          signal,
+        });
   await response.body?.cancel().catch(() => undefined);
   if (response.status !== 401 && response.status !== 403) return {};
   const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
@@ -386,8 +409,10 @@ async function readChallenge(entry: McpServerEntry & { transport: { url: string 
  *   abandoned authorization, a state that does not match.
  */
 export async function loginMcpServer(entry: McpServerEntry, options: McpLoginOptions): Promise<void> {
-  if (entry.transport.type === 'stdio' || entry.oauth === undefined) throw new Error(`MCP server "${entry.name}" has no oauth table: add [mcp_servers.oauth] to config.toml to log in to it`);
-  if (entry.oauth.grant !== 'authorization_code') throw new Error(`MCP server "${entry.name}" uses client_credentials: the daemon gets its tokens itself, no login is needed`);
+  if (entry.transport.type === 'stdio' || entry.oauth === undefined)
+    throw new Error(`MCP server "${entry.name}" has no oauth table: add [mcp_servers.oauth] to config.toml to log in to it`);
+  if (entry.oauth.grant !== 'authorization_code')
+    throw new Error(`MCP server "${entry.name}" uses client_credentials: the daemon gets its tokens itself, no login is needed`);
   const remote = entry as McpServerEntry & { transport: { url: string } };
   const serverUrl = entry.transport.url;
   const timeoutMs = options.timeoutMs ?? 5 * 60_000;
@@ -407,7 +432,9 @@ export async function loginMcpServer(entry: McpServerEntry, options: McpLoginOpt
       return;
     }
     const failed = url.searchParams.get('error');
-    response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(failed === null ? 'Loom is logged in. You can close this page.' : `The login failed: ${failed}. You can close this page.`);
+    response
+      .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
+      .end(failed === null ? 'Loom is logged in. You can close this page.' : `The login failed: ${failed}. You can close this page.`);
     arrived(url);
   });
   let timer: NodeJS.Timeout | undefined;
@@ -438,8 +465,12 @@ export async function loginMcpServer(entry: McpServerEntry, options: McpLoginOpt
       }),
     ]);
     const failed = returned.searchParams.get('error');
-    if (failed !== null) throw new Error(`the authorization server refused the login: ${failed}${returned.searchParams.has('error_description') ? ` (${returned.searchParams.get('error_description') ?? ''})` : ''}`);
-    if (returned.searchParams.get('state') !== provider.expectedState()) throw new Error('the login came back with a state that does not match the one sent; nothing was stored');
+    if (failed !== null)
+      throw new Error(
+        `the authorization server refused the login: ${failed}${returned.searchParams.has('error_description') ? ` (${returned.searchParams.get('error_description') ?? ''})` : ''}`,
+      );
+    if (returned.searchParams.get('state') !== provider.expectedState())
+      throw new Error('the login came back with a state that does not match the one sent; nothing was stored');
     const code = returned.searchParams.get('code');
     if (code === null) throw new Error('the login came back without an authorization code');
     const iss = returned.searchParams.get('iss');

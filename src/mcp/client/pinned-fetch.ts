@@ -53,9 +53,12 @@ export function createPinnedFetch(server: string, vetted: VettedMcpUrl, options:
   async function pinnedFetch(input: string | URL, init: RequestInit = {}): Promise<Response> {
     const url = new URL(input);
     if (url.hostname !== vetted.url.hostname || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-      throw new McpServerRefusedError(`MCP server "${server}": a request to ${url.origin} is refused: only ${vetted.url.hostname} was checked for this connection`, {
-        details: { server, url: url.origin },
-      });
+      throw new McpServerRefusedError(
+        `MCP server "${server}": a request to ${url.origin} is refused: only ${vetted.url.hostname} was checked for this connection`,
+        {
+          details: { server, url: url.origin },
+        },
+      );
     }
     const headers: Record<string, string> = Object.fromEntries(new Headers(init.headers));
     let body: Uint8Array | undefined;

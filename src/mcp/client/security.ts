@@ -37,7 +37,11 @@ export function checkStdioCommand(server: string, command: string): void {
  * Expands `${NAME}` in header values from `env`. Throws when a named variable is not set, so a
  * server is never sent a header with a hole in it.
  */
-export function expandHeaders(server: string, headers: Readonly<Record<string, string>>, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+export function expandHeaders(
+  server: string,
+  headers: Readonly<Record<string, string>>,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) {
     result[key] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_match, name: string) => {

@@ -45,7 +45,13 @@ const KINDS: readonly AgentResourceKind[] = [
 
 /** The agent resource templates, for `resources/templates/list`. */
 export function agentResourceTemplates(): ResourceTemplateType[] {
-  return KINDS.map((kind) => ({ uriTemplate: kind.template.toString(), name: `agent-${kind.suffix.replace('/', '-')}`, title: kind.title, description: kind.description, mimeType: JSON_MEDIA_TYPE }));
+  return KINDS.map((kind) => ({
+    uriTemplate: kind.template.toString(),
+    name: `agent-${kind.suffix.replace('/', '-')}`,
+    title: kind.title,
+    description: kind.description,
+    mimeType: JSON_MEDIA_TYPE,
+  }));
 }
 
 /** The resources of `agents` (the ones a caller may reach), for `resources/list`: each agent's session and last turn. */
@@ -68,7 +74,13 @@ export function agentResources(agents: readonly AgentSummary[]): Resource[] {
  *   out of the principal's reach: one answer for all three, so a caller cannot probe for names
  *   (on the wire `-32602` with `data.uri`, as the 2026-07-28 revision requires; see docs/mcp-server.md).
  */
-export async function readAgentResource(directory: AgentDirectory, principal: Principal, uri: string, signal?: AbortSignal, thread?: string): Promise<ReadResourceResult> {
+export async function readAgentResource(
+  directory: AgentDirectory,
+  principal: Principal,
+  uri: string,
+  signal?: AbortSignal,
+  thread?: string,
+): Promise<ReadResourceResult> {
   for (const kind of KINDS) {
     const name = kind.template.match(uri)?.['name'];
     if (typeof name !== 'string') continue;
@@ -76,5 +88,8 @@ export async function readAgentResource(directory: AgentDirectory, principal: Pr
     if (session === undefined) break;
     return { contents: [{ uri, mimeType: JSON_MEDIA_TYPE, text: JSON.stringify(kind.view(session), null, 2) }] };
   }
-  throw new ResourceNotFoundError(uri, `Resource not found: ${uri} (Loom serves loom://agents/{name}/session and loom://agents/{name}/turns/last for the agents this caller may reach; list the resources to see them)`);
+  throw new ResourceNotFoundError(
+    uri,
+    `Resource not found: ${uri} (Loom serves loom://agents/{name}/session and loom://agents/{name}/turns/last for the agents this caller may reach; list the resources to see them)`,
+  );
 }

@@ -20,7 +20,9 @@ export function agentToolClash(name: string, agents: readonly { name: string }[]
   const tool = agentToolName(name);
   const other = agents.find((agent) => agent.name !== name && agentToolName(agent.name) === tool);
   if (other === undefined) return [];
-  return [`agent "${name}" is served over MCP as the tool ${tool}, as agent "${other.name}" is: MCP clients reach only the one spawned first; rename one to reach both over MCP`];
+  return [
+    `agent "${name}" is served over MCP as the tool ${tool}, as agent "${other.name}" is: MCP clients reach only the one spawned first; rename one to reach both over MCP`,
+  ];
 }
 
 /**
@@ -78,7 +80,8 @@ export interface ServedTool {
  * grants (an `agent_message`, a memory or file tool) are not bounded by them.
  */
 export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): AgentDirectory {
-  const served = (principal: Principal): ToolPrincipal | undefined => (kernelAs(kernel, principal).may("call the installation's own MCP tools") ? tools : undefined);
+  const served = (principal: Principal): ToolPrincipal | undefined =>
+    kernelAs(kernel, principal).may("call the installation's own MCP tools") ? tools : undefined;
   return {
     tools: (principal) => {
       const identity = served(principal);
@@ -97,7 +100,12 @@ export function kernelAgentDirectory(kernel: Kernel, tools?: ToolPrincipal): Age
       const result = await kernel.runPrincipalTool(identity, name, input, signal);
       return { text: result.text, isError: result.isError === true };
     },
-    list: (principal) => Promise.resolve(kernelAs(kernel, principal).list().map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }))),
+    list: (principal) =>
+      Promise.resolve(
+        kernelAs(kernel, principal)
+          .list()
+          .map((agent) => ({ name: agent.name, description: agent.description, state: agent.state })),
+      ),
     async session(agentName, principal, _signal, thread) {
       // By exact name among the live agents the principal reaches (not by id): out of reach is as unknown.
       const caller = kernelAs(kernel, principal);
@@ -135,7 +143,10 @@ export interface DaemonDirectoryOptions {
 const DaemonSessionSchema = z.looseObject({
   id: z.string(),
   messages: z.array(z.unknown()),
-  running: z.looseObject({ run_id: z.string().nullable(), message: z.string(), received_at: z.string(), state: z.enum(['running', 'queued']) }).nullable().optional(),
+  running: z
+    .looseObject({ run_id: z.string().nullable(), message: z.string(), received_at: z.string(), state: z.enum(['running', 'queued']) })
+    .nullable()
+    .optional(),
 });
 
 /** A refusal of the daemon: its message, and its status (404 and 403 read as an agent out of reach). */
@@ -168,7 +179,8 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
   const doFetch = options.fetch ?? fetch;
   const auth: Record<string, string> = options.apiKey === undefined || options.apiKey === '' ? {} : { authorization: `Bearer ${options.apiKey}` };
   const api = apiClient({ fetch: (path, init) => doFetch(`${options.url}${path}`, { ...init, headers: { ...auth, ...init.headers } }), error: daemonError });
-  const fetchList = async (): Promise<AgentSummary[]> => (await api.call(API.listAgents)).map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }));
+  const fetchList = async (): Promise<AgentSummary[]> =>
+    (await api.call(API.listAgents)).map((agent) => ({ name: agent.name, description: agent.description, state: agent.state }));
   const listeners = new Set<() => void>();
   let timer: ReturnType<typeof setInterval> | undefined;
   let lastKey: string | undefined;
@@ -195,11 +207,15 @@ export function daemonAgentDirectory(options: DaemonDirectoryOptions): AgentDire
         throw error;
       }
       const parsed = DaemonSessionSchema.safeParse(answer);
-      if (!parsed.success) throw new Error(`the Loom daemon answered GET /api/agents/${agentName}/session with an unexpected body: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      if (!parsed.success)
+        throw new Error(
+          `the Loom daemon answered GET /api/agents/${agentName}/session with an unexpected body: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+        );
       const running: RunningTurnView | null = parsed.data.running ?? null;
       return { agent: agentName, session_id: parsed.data.id, messages: parsed.data.messages, running };
     },
-    send: async (agentName, message, _principal, signal, thread) => (await api.call(API.sendMessage, { params: { agent: agentName }, body: { message, thread }, signal })).text,
+    send: async (agentName, message, _principal, signal, thread) =>
+      (await api.call(API.sendMessage, { params: { agent: agentName }, body: { message, thread }, signal })).text,
     subscribe(listener) {
       listeners.add(listener);
       if (timer === undefined) {

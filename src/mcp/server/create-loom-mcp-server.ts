@@ -37,7 +37,10 @@ const toolError = (message: string): CallToolResult => ({ content: [{ type: 'tex
 
 /** A call naming no tool this caller is served: the protocol error (-32602) of the spec's examples, not a tool error. */
 const unknownTool = (name: string): ProtocolError =>
-  new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name} (no Loom agent or tool is served under that name to this caller; list the tools again to see the live ones)`);
+  new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `Unknown tool: ${name} (no Loom agent or tool is served under that name to this caller; list the tools again to see the live ones)`,
+  );
 
 /**
  * Builds one MCP server (the SDK's low-level `Server`) serving each agent of `directory` as a
@@ -61,8 +64,8 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     {
       capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
       instructions:
-        'Each tool loom_agent_<name> sends its `message` to that Loom agent and returns the agent\'s reply. ' +
-        'Each agent\'s session and last turn are read-only resources: loom://agents/<name>/session and loom://agents/<name>/turns/last (JSON).',
+        "Each tool loom_agent_<name> sends its `message` to that Loom agent and returns the agent's reply. " +
+        "Each agent's session and last turn are read-only resources: loom://agents/<name>/session and loom://agents/<name>/turns/last (JSON).",
     },
   );
 
@@ -71,7 +74,9 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
     const seen = new Set<string>();
     const tools = (await directory.list(principal)).map(toolOf).filter((tool) => !seen.has(tool.name) && seen.add(tool.name) !== undefined);
     const more = (await directory.tools?.(principal)) ?? [];
-    return { tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))] };
+    return {
+      tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))],
+    };
   });
 
   const callTool = async (name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> => {
@@ -96,7 +101,9 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
 
   // Each call is a server span, in the caller's trace when its `_meta` (or HTTP request) carries a `traceparent`.
   server.setRequestHandler('tools/call', (request, ctx) =>
-    withMcpServerSpan({ tool: request.params.name, transport: ctx.http === undefined ? 'pipe' : 'tcp' }, request.params._meta, () => callTool(request.params.name, request.params.arguments, ctx)),
+    withMcpServerSpan({ tool: request.params.name, transport: ctx.http === undefined ? 'pipe' : 'tcp' }, request.params._meta, () =>
+      callTool(request.params.name, request.params.arguments, ctx),
+    ),
   );
 
   server.setRequestHandler('resources/list', async () => ({ resources: agentResources(await directory.list(principal)) }));

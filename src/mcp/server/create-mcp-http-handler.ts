@@ -28,7 +28,6 @@ export interface McpHttpHandlerOptions {
   sessions?: Pick<McpSessionsOptions, 'idleMs' | 'maxPerPrincipal' | 'retryMs' | 'events'>;
 }
 
-
 /** The MCP endpoints of the daemon. */
 export interface McpHttpHandler {
   /**
@@ -87,7 +86,13 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });
-  const sessions: McpSessions = createMcpSessions({ directory, version: options.version, clock: options.clock ?? createSystemClock(), ...options.sessions, onerror });
+  const sessions: McpSessions = createMcpSessions({
+    directory,
+    version: options.version,
+    clock: options.clock ?? createSystemClock(),
+    ...options.sessions,
+    onerror,
+  });
   const legacySse: LegacySseEndpoints = createLegacySseEndpoints({
     // Each stream is a client session with a conversation of its own.
     factory: (origin, sessionId) => createLoomMcpServer({ directory, ...origin, thread: mcpThread(sessionId), version: options.version }),

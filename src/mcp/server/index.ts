@@ -13,7 +13,13 @@ export type { LoomMcpServerOptions } from './create-loom-mcp-server.ts';
 export { createMcpHttpHandler } from './create-mcp-http-handler.ts';
 export type { McpHttpHandler, McpHttpHandlerOptions } from './create-mcp-http-handler.ts';
 export { createLegacySseEndpoints, MAX_MCP_MESSAGE_BYTES } from './legacy-sse-endpoints.ts';
-export { createMcpSessions, DEFAULT_MCP_SESSION_IDLE_MS, DEFAULT_MCP_SESSIONS_PER_PRINCIPAL, DEFAULT_MCP_SSE_RETRY_MS, MCP_SESSION_HEADER } from './mcp-sessions.ts';
+export {
+  createMcpSessions,
+  DEFAULT_MCP_SESSION_IDLE_MS,
+  DEFAULT_MCP_SESSIONS_PER_PRINCIPAL,
+  DEFAULT_MCP_SSE_RETRY_MS,
+  MCP_SESSION_HEADER,
+} from './mcp-sessions.ts';
 export type { McpSessions, McpSessionsOptions } from './mcp-sessions.ts';
 export { createMcpSessionEventStore, DEFAULT_MCP_SESSION_EVENT_BYTES, DEFAULT_MCP_SESSION_EVENTS } from './mcp-session-event-store.ts';
 export type { McpSessionEventLimits, McpSessionEventStore } from './mcp-session-event-store.ts';

@@ -34,8 +34,27 @@ export interface TurnToolCallView {
 
 /** One step of a turn's trace (the kernel's `TraceStep`), snake_case and with ISO times, as the API's views are. */
 export type TraceStepView =
-  | { kind: 'model'; model: string; input_tokens: number; output_tokens: number; cache_read_tokens: number; cache_write_tokens: number; estimated: boolean; cost_usd: number; started_at: string; latency_ms: number }
-  | { kind: 'tool'; tool_call_id: string; tool_name: string; started_at: string; duration_ms: number; is_error: boolean; approval: 'approved' | 'denied' | null };
+  | {
+      kind: 'model';
+      model: string;
+      input_tokens: number;
+      output_tokens: number;
+      cache_read_tokens: number;
+      cache_write_tokens: number;
+      estimated: boolean;
+      cost_usd: number;
+      started_at: string;
+      latency_ms: number;
+    }
+  | {
+      kind: 'tool';
+      tool_call_id: string;
+      tool_name: string;
+      started_at: string;
+      duration_ms: number;
+      is_error: boolean;
+      approval: 'approved' | 'denied' | null;
+    };
 
 /**
  * A turn committed to a session: the fields of the turn view `loom send --json` prints (its reply
@@ -79,7 +98,18 @@ const isRecord = (value: unknown): value is Loose => typeof value === 'object' &
 
 // Read back from the store, so checked; loosely (unknown keys kept), since older Loom versions wrote them.
 const TraceStepSchema = z.discriminatedUnion('kind', [
-  z.looseObject({ kind: z.literal('model'), model: z.string(), inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number().optional(), cacheWriteTokens: z.number().optional(), estimated: z.boolean().optional(), costUsd: z.number(), startedAt: z.number(), latencyMs: z.number() }),
+  z.looseObject({
+    kind: z.literal('model'),
+    model: z.string(),
+    inputTokens: z.number(),
+    outputTokens: z.number(),
+    cacheReadTokens: z.number().optional(),
+    cacheWriteTokens: z.number().optional(),
+    estimated: z.boolean().optional(),
+    costUsd: z.number(),
+    startedAt: z.number(),
+    latencyMs: z.number(),
+  }),
   z.looseObject({
     kind: z.literal('tool'),
     toolCallId: z.string(),
@@ -129,14 +159,34 @@ function textOf(content: unknown): string {
 
 /** A tool result's output as the model read it: its `value` (AI SDK `{ type, value }`), else as stored. */
 function outputOf(output: unknown): { value: unknown; isError: boolean } {
-  if (isRecord(output) && typeof output['type'] === 'string' && 'value' in output) return { value: output['value'], isError: output['type'].startsWith('error') };
+  if (isRecord(output) && typeof output['type'] === 'string' && 'value' in output)
+    return { value: output['value'], isError: output['type'].startsWith('error') };
   return { value: output ?? null, isError: false };
 }
 
 function toStepView(step: TraceStep | z.infer<typeof TraceStepSchema>): TraceStepView {
   return step.kind === 'model'
-    ? { kind: 'model', model: step.model, input_tokens: step.inputTokens, output_tokens: step.outputTokens, cache_read_tokens: step.cacheReadTokens ?? 0, cache_write_tokens: step.cacheWriteTokens ?? 0, estimated: step.estimated ?? false, cost_usd: step.costUsd, started_at: iso(step.startedAt), latency_ms: step.latencyMs }
-    : { kind: 'tool', tool_call_id: step.toolCallId, tool_name: step.toolName, started_at: iso(step.startedAt), duration_ms: step.durationMs, is_error: step.isError, approval: step.approval ?? null };
+    ? {
+        kind: 'model',
+        model: step.model,
+        input_tokens: step.inputTokens,
+        output_tokens: step.outputTokens,
+        cache_read_tokens: step.cacheReadTokens ?? 0,
+        cache_write_tokens: step.cacheWriteTokens ?? 0,
+        estimated: step.estimated ?? false,
+        cost_usd: step.costUsd,
+        started_at: iso(step.startedAt),
+        latency_ms: step.latencyMs,
+      }
+    : {
+        kind: 'tool',
+        tool_call_id: step.toolCallId,
+        tool_name: step.toolName,
+        started_at: iso(step.startedAt),
+        duration_ms: step.durationMs,
+        is_error: step.isError,
+        approval: step.approval ?? null,
+      };
 }
 
 /**
@@ -175,10 +225,26 @@ function toCommittedTurn(messages: readonly unknown[]): CommittedTurnView {
         if (status === 'cancelled' || status === 'failed') note = part['text'];
       } else if (part['type'] === 'tool-call') {
         const step = durations.get(id);
-        calls.set(id, { id, name, input: part['input'] ?? part['args'] ?? null, output: null, is_error: false, duration_ms: step?.durationMs ?? null, approval: step?.approval ?? null });
+        calls.set(id, {
+          id,
+          name,
+          input: part['input'] ?? part['args'] ?? null,
+          output: null,
+          is_error: false,
+          duration_ms: step?.durationMs ?? null,
+          approval: step?.approval ?? null,
+        });
       } else if (part['type'] === 'tool-result') {
         const { value, isError } = outputOf(part['output'] ?? part['result']);
-        const call = calls.get(id) ?? { id, name, input: null, output: null, is_error: false, duration_ms: durations.get(id)?.durationMs ?? null, approval: null };
+        const call = calls.get(id) ?? {
+          id,
+          name,
+          input: null,
+          output: null,
+          is_error: false,
+          duration_ms: durations.get(id)?.durationMs ?? null,
+          approval: null,
+        };
         calls.set(id, { ...call, output: value, is_error: isError });
       }
     }

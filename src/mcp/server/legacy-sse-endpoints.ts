@@ -34,7 +34,10 @@ class SseConnectionTransport implements Transport {
 
   write(event: string | undefined, data: string): void {
     if (this.closed || this.controller === undefined) return;
-    const lines = data.split('\n').map((line) => `data: ${line}`).join('\n');
+    const lines = data
+      .split('\n')
+      .map((line) => `data: ${line}`)
+      .join('\n');
     this.controller.enqueue(encoder.encode(`${event === undefined ? '' : `event: ${event}\n`}${lines}\n\n`));
   }
 

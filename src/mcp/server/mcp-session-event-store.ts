@@ -67,7 +67,10 @@ export function createMcpSessionEventStore(limits: McpSessionEventLimits = {}): 
     },
     async replayEventsAfter(lastEventId, { send }) {
       const last = byId.get(lastEventId);
-      if (last === undefined) throw new Error(`cannot replay after the event "${lastEventId}": this session holds no such event (it never did, or it was dropped to keep the store within its bounds)`);
+      if (last === undefined)
+        throw new Error(
+          `cannot replay after the event "${lastEventId}": this session holds no such event (it never did, or it was dropped to keep the store within its bounds)`,
+        );
       // Until nothing newer is left: the transport attaches the resumed stream only once this returns,
       // so an event stored meanwhile is sent here. Priming events (no JSON-RPC message) are not resent.
       let sent = last;

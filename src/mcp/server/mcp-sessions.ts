@@ -169,7 +169,9 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
     return {
       ...directory,
       send: (agentName, message, principal, signal, thread) => track(() => directory.send(agentName, message, principal, signal, thread)),
-      ...(callTool === undefined ? {} : { callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) => track(() => callTool(name, input, principal, signal)) }),
+      ...(callTool === undefined
+        ? {}
+        : { callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) => track(() => callTool(name, input, principal, signal)) }),
     };
   };
 
@@ -223,7 +225,12 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
       },
     });
     // The principal is fixed for the session's life; what a turn is charged to comes with each request (see `authInfoOf`).
-    const server = createLoomMcpServer({ directory: trackedDirectory(() => session), principal: origin.principal, thread: mcpThread(sessionId), version: options.version });
+    const server = createLoomMcpServer({
+      directory: trackedDirectory(() => session),
+      principal: origin.principal,
+      thread: mcpThread(sessionId),
+      version: options.version,
+    });
     server.onclose = () => {
       if (session !== undefined) void closeSession(session);
     };

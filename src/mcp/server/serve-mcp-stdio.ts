@@ -42,7 +42,11 @@ export function serveMcpStdio(options: McpStdioOptions): McpStdioServer {
   // One stdio connection is one client session: its turns go into a conversation of their own.
   const thread = mcpThread(randomUUID());
   const report = (error: unknown): void => options.onerror?.(error instanceof Error ? error : new Error(String(error)));
-  const transport = new FramedStdioServerTransport({ stdin: options.stdin, stdout: options.stdout, maxMessageBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES });
+  const transport = new FramedStdioServerTransport({
+    stdin: options.stdin,
+    stdout: options.stdout,
+    maxMessageBytes: options.maxMessageBytes ?? MAX_MCP_MESSAGE_BYTES,
+  });
   const handle = serveStdio(
     () => {
       const server = createLoomMcpServer({ directory: options.directory, principal: options.principal, thread, version: options.version });

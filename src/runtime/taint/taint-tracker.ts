@@ -126,7 +126,8 @@ export class TaintTracker {
       this.#wrote(agent, fields);
       return;
     }
-    const source = tool.name === 'file_read' ? this.#readSource(agent, fields) : tool.name === 'agent_message' ? this.#takeReply(result.text) : sourceOf(tool, fields);
+    const source =
+      tool.name === 'file_read' ? this.#readSource(agent, fields) : tool.name === 'agent_message' ? this.#takeReply(result.text) : sourceOf(tool, fields);
     if (source !== undefined) this.label(agent, source, result.text);
   }
 
@@ -140,7 +141,10 @@ export class TaintTracker {
     const carried = findCarried(ledger, callArguments(text), undefined);
     if (carried === undefined) return;
     this.#replies.delete(text);
-    this.#replies.set(text, { tool: 'agent_message', origin: `the reply of agent "${agent.name}", carrying text from ${carried.source.tool} (${carried.source.origin})` });
+    this.#replies.set(text, {
+      tool: 'agent_message',
+      origin: `the reply of agent "${agent.name}", carrying text from ${carried.source.tool} (${carried.source.origin})`,
+    });
     if (this.#replies.size > MAX_WAITING_REPLIES) this.#replies.delete(this.#replies.keys().next().value as string);
   }
 
@@ -190,7 +194,12 @@ export class TaintTracker {
 }
 
 /** The untrusted text the arguments carry (skipping texts from `sameHost`; `whole`: rule 2 too), with an excerpt. */
-function findCarried(ledger: TurnLedger, callArgs: readonly CallArgument[], sameHost: string | undefined, whole = false): Omit<TaintFinding, 'sink' | 'action'> | undefined {
+function findCarried(
+  ledger: TurnLedger,
+  callArgs: readonly CallArgument[],
+  sameHost: string | undefined,
+  whole = false,
+): Omit<TaintFinding, 'sink' | 'action'> | undefined {
   for (const argument of callArgs) {
     for (const text of ledger.texts) {
       if (sameHost !== undefined && text.source.host === sameHost) continue;

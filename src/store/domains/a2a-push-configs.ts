@@ -20,18 +20,16 @@ const a2aPushConfigRow = z
     created_by: z.string(),
     created_at: z.number(),
   })
-  .transform(
-    (row): A2aPushConfigRecord => ({
-      taskId: row.task_id,
-      id: row.id,
-      url: row.url,
-      token: row.token,
-      authentication: row.auth_scheme === null ? null : { scheme: row.auth_scheme, credentials: row.auth_credentials ?? '' },
-      wireVersion: row.wire_version,
-      createdBy: row.created_by,
-      createdAt: row.created_at,
-    }),
-  );
+  .transform((row): A2aPushConfigRecord => ({
+    taskId: row.task_id,
+    id: row.id,
+    url: row.url,
+    token: row.token,
+    authentication: row.auth_scheme === null ? null : { scheme: row.auth_scheme, credentials: row.auth_credentials ?? '' },
+    wireVersion: row.wire_version,
+    createdBy: row.created_by,
+    createdAt: row.created_at,
+  }));
 
 /** `A2aPushConfigRepository` on either database (deleted with their task by the task repository). */
 export class SqlA2aPushConfigRepository implements A2aPushConfigRepository {
@@ -42,7 +40,17 @@ export class SqlA2aPushConfigRepository implements A2aPushConfigRepository {
   }
 
   async put(record: A2aPushConfigRecord): Promise<void> {
-    const values = [record.taskId, record.id, record.url, record.token, record.authentication?.scheme ?? null, record.authentication?.credentials ?? null, record.wireVersion, record.createdBy, record.createdAt];
+    const values = [
+      record.taskId,
+      record.id,
+      record.url,
+      record.token,
+      record.authentication?.scheme ?? null,
+      record.authentication?.credentials ?? null,
+      record.wireVersion,
+      record.createdBy,
+      record.createdAt,
+    ];
     // created_at stays that of the first put.
     const update = ['url', 'token', 'auth_scheme', 'auth_credentials', 'wire_version', 'created_by'];
     await this.#db.run(insert('a2a_push_configs', columns, values, { key: 'task_id, id', update }), () => ({
@@ -51,7 +59,9 @@ export class SqlA2aPushConfigRepository implements A2aPushConfigRepository {
   }
 
   async get(taskId: string, id: string): Promise<A2aPushConfigRecord | undefined> {
-    const row = await this.#db.one(sql`${select} WHERE task_id = ${taskId} AND id = ${id}`, () => ({ action: `read push-notification config "${id}" of task "${taskId}"` }));
+    const row = await this.#db.one(sql`${select} WHERE task_id = ${taskId} AND id = ${id}`, () => ({
+      action: `read push-notification config "${id}" of task "${taskId}"`,
+    }));
     return row === undefined ? undefined : parseConfig(row);
   }
 
@@ -63,7 +73,11 @@ export class SqlA2aPushConfigRepository implements A2aPushConfigRepository {
   }
 
   async delete(taskId: string, id: string): Promise<boolean> {
-    return (await this.#db.run(sql`DELETE FROM a2a_push_configs WHERE task_id = ${taskId} AND id = ${id}`, () => ({ action: `delete push-notification config "${id}" of task "${taskId}"` }))) > 0;
+    return (
+      (await this.#db.run(sql`DELETE FROM a2a_push_configs WHERE task_id = ${taskId} AND id = ${id}`, () => ({
+        action: `delete push-notification config "${id}" of task "${taskId}"`,
+      }))) > 0
+    );
   }
 }
 

@@ -23,22 +23,20 @@ const approvalRow = z
     reason: z.string().nullable(),
     node_id: z.string().nullable(),
   })
-  .transform(
-    (row): ApprovalRecord => ({
-      id: row.id,
-      agentId: row.agent_id,
-      agentName: row.agent_name,
-      tool: row.tool,
-      input: row.input,
-      status: row.status,
-      requestedAt: row.requested_at,
-      expiresAt: row.expires_at,
-      decidedAt: row.decided_at,
-      decidedBy: row.decided_by,
-      reason: row.reason,
-      nodeId: row.node_id,
-    }),
-  );
+  .transform((row): ApprovalRecord => ({
+    id: row.id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    tool: row.tool,
+    input: row.input,
+    status: row.status,
+    requestedAt: row.requested_at,
+    expiresAt: row.expires_at,
+    decidedAt: row.decided_at,
+    decidedBy: row.decided_by,
+    reason: row.reason,
+    nodeId: row.node_id,
+  }));
 
 /** `ApprovalRepository` on either database. */
 export class SqlApprovalRepository implements ApprovalRepository {
@@ -50,9 +48,12 @@ export class SqlApprovalRepository implements ApprovalRepository {
 
   async create(record: ApprovalRecord): Promise<void> {
     const { id, agentId, agentName, tool, input, status, requestedAt, expiresAt, decidedAt, decidedBy, reason, nodeId } = record;
-    await this.#db.run(insert('approvals', columns, [id, agentId, agentName, tool, JSON.stringify(input), status, requestedAt, expiresAt, decidedAt, decidedBy, reason, nodeId]), () => ({
-      action: `store approval "${record.id}"`,
-    }));
+    await this.#db.run(
+      insert('approvals', columns, [id, agentId, agentName, tool, JSON.stringify(input), status, requestedAt, expiresAt, decidedAt, decidedBy, reason, nodeId]),
+      () => ({
+        action: `store approval "${record.id}"`,
+      }),
+    );
   }
 
   async get(id: string): Promise<ApprovalRecord | undefined> {
@@ -63,7 +64,10 @@ export class SqlApprovalRepository implements ApprovalRepository {
   async list(options: { status?: ApprovalStatus; limit?: number } = {}): Promise<ApprovalRecord[]> {
     const action = 'list approvals';
     const filter = where(options.status === undefined ? [] : [sql`status = ${options.status}`]);
-    const rows = await this.#db.all(sql`${select} ${filter} ORDER BY requested_at, ${this.#db.insertOrder} LIMIT ${this.#db.limit(options.limit, action)}`, () => ({ action }));
+    const rows = await this.#db.all(
+      sql`${select} ${filter} ORDER BY requested_at, ${this.#db.insertOrder} LIMIT ${this.#db.limit(options.limit, action)}`,
+      () => ({ action }),
+    );
     return rows.map(parseApproval);
   }
 

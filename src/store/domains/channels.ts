@@ -6,7 +6,8 @@ import { insert, raw, sql, where } from '../sql/statement.ts';
 
 const CHANNEL_MESSAGE_STATUSES = ['received', 'answered', 'refused', 'ignored', 'failed'] as const satisfies readonly ChannelMessageStatus[];
 
-const messageColumns = 'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
+const messageColumns =
+  'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
 const selectMessages = raw(`SELECT ${messageColumns} FROM channel_messages`);
 
 /** A row of `channel_messages`. */
@@ -26,31 +27,43 @@ const channelMessageRow = z
     received_at: z.number(),
     updated_at: z.number(),
   })
-  .transform(
-    (row): ChannelMessageRecord => ({
-      channel: row.channel,
-      platformId: row.platform_id,
-      userId: row.user_id,
-      userName: row.user_name,
-      conversationId: row.conversation_id,
-      conversationKind: row.conversation_kind,
-      thread: row.thread,
-      mentioned: row.mentioned,
-      text: row.text,
-      status: row.status,
-      note: row.note,
-      receivedAt: row.received_at,
-      updatedAt: row.updated_at,
-    }),
-  );
+  .transform((row): ChannelMessageRecord => ({
+    channel: row.channel,
+    platformId: row.platform_id,
+    userId: row.user_id,
+    userName: row.user_name,
+    conversationId: row.conversation_id,
+    conversationKind: row.conversation_kind,
+    thread: row.thread,
+    mentioned: row.mentioned,
+    text: row.text,
+    status: row.status,
+    note: row.note,
+    receivedAt: row.received_at,
+    updatedAt: row.updated_at,
+  }));
 
 const pairingColumns = 'code, channel, user_id, user_name, created_at, approved_at';
 const selectPairings = raw(`SELECT ${pairingColumns} FROM channel_pairings`);
 
 /** A row of `channel_pairings`. */
 const channelPairingRow = z
-  .object({ code: z.string(), channel: z.string(), user_id: z.string(), user_name: z.string().nullable(), created_at: z.number(), approved_at: z.number().nullable() })
-  .transform((row): ChannelPairingRecord => ({ code: row.code, channel: row.channel, userId: row.user_id, userName: row.user_name, createdAt: row.created_at, approvedAt: row.approved_at }));
+  .object({
+    code: z.string(),
+    channel: z.string(),
+    user_id: z.string(),
+    user_name: z.string().nullable(),
+    created_at: z.number(),
+    approved_at: z.number().nullable(),
+  })
+  .transform((row): ChannelPairingRecord => ({
+    code: row.code,
+    channel: row.channel,
+    userId: row.user_id,
+    userName: row.user_name,
+    createdAt: row.created_at,
+    approvedAt: row.approved_at,
+  }));
 
 /** `ChannelRepository` on either database: the messages channels receive, and the pairings of their users. */
 export class SqlChannelRepository implements ChannelRepository {
@@ -81,13 +94,18 @@ export class SqlChannelRepository implements ChannelRepository {
   }
 
   async settle(channel: string, platformId: string, status: ChannelMessageStatus, note: string | null, at: number): Promise<void> {
-    await this.#db.run(sql`UPDATE channel_messages SET status = ${status}, note = ${note}, updated_at = ${at} WHERE channel = ${channel} AND platform_id = ${platformId}`, () => ({
-      action: `record message "${platformId}" of channel "${channel}" as ${status}`,
-    }));
+    await this.#db.run(
+      sql`UPDATE channel_messages SET status = ${status}, note = ${note}, updated_at = ${at} WHERE channel = ${channel} AND platform_id = ${platformId}`,
+      () => ({
+        action: `record message "${platformId}" of channel "${channel}" as ${status}`,
+      }),
+    );
   }
 
   async get(channel: string, platformId: string): Promise<ChannelMessageRecord | undefined> {
-    const row = await this.#db.one(sql`${selectMessages} WHERE channel = ${channel} AND platform_id = ${platformId}`, () => ({ action: `read message "${platformId}" of channel "${channel}"` }));
+    const row = await this.#db.one(sql`${selectMessages} WHERE channel = ${channel} AND platform_id = ${platformId}`, () => ({
+      action: `read message "${platformId}" of channel "${channel}"`,
+    }));
     return row === undefined ? undefined : parseMessage(row);
   }
 
@@ -98,16 +116,22 @@ export class SqlChannelRepository implements ChannelRepository {
   }
 
   async unsettled(channel: string): Promise<ChannelMessageRecord[]> {
-    const rows = await this.#db.all(sql`${selectMessages} WHERE channel = ${channel} AND status = 'received' ORDER BY received_at, ${this.#db.insertOrder}`, () => ({
-      action: `list the unanswered messages of channel "${channel}"`,
-    }));
+    const rows = await this.#db.all(
+      sql`${selectMessages} WHERE channel = ${channel} AND status = 'received' ORDER BY received_at, ${this.#db.insertOrder}`,
+      () => ({
+        action: `list the unanswered messages of channel "${channel}"`,
+      }),
+    );
     return rows.map(parseMessage);
   }
 
   async recent(channel: string, limit: number): Promise<ChannelMessageRecord[]> {
     const action = `list the recent messages of channel "${channel}"`;
     const order = this.#db.insertOrder;
-    const rows = await this.#db.all(sql`${selectMessages} WHERE channel = ${channel} ORDER BY received_at DESC, ${order} DESC LIMIT ${this.#db.limit(limit, action)}`, () => ({ action }));
+    const rows = await this.#db.all(
+      sql`${selectMessages} WHERE channel = ${channel} ORDER BY received_at DESC, ${order} DESC LIMIT ${this.#db.limit(limit, action)}`,
+      () => ({ action }),
+    );
     return rows.map(parseMessage);
   }
 
@@ -140,7 +164,9 @@ export class SqlChannelRepository implements ChannelRepository {
 
   async pairings(channel?: string): Promise<ChannelPairingRecord[]> {
     const filter = where(channel === undefined ? [] : [sql`channel = ${channel}`]);
-    const rows = await this.#db.all(sql`${selectPairings} ${filter} ORDER BY created_at DESC, ${this.#db.insertOrder} DESC`, () => ({ action: 'list pairings' }));
+    const rows = await this.#db.all(sql`${selectPairings} ${filter} ORDER BY created_at DESC, ${this.#db.insertOrder} DESC`, () => ({
+      action: 'list pairings',
+    }));
     return rows.map(parsePairing);
   }
 }

@@ -37,21 +37,19 @@ const forgedToolRow = z
     created_at: z.number(),
     updated_at: z.number(),
   })
-  .transform(
-    (row): ForgedToolRecord => ({
-      id: row.id,
-      name: row.name,
-      agentId: row.agent_id,
-      tier: row.tier,
-      status: row.status,
-      ...row.data,
-      request: row.data.request,
-      verdicts: row.data.verdicts,
-      stats: { calls: row.calls, successes: row.successes, totalMs: row.total_ms },
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
+  .transform((row): ForgedToolRecord => ({
+    id: row.id,
+    name: row.name,
+    agentId: row.agent_id,
+    tier: row.tier,
+    status: row.status,
+    ...row.data,
+    request: row.data.request,
+    verdicts: row.data.verdicts,
+    stats: { calls: row.calls, successes: row.successes, totalMs: row.total_ms },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }));
 
 /** `ForgedToolRepository` on either database: one row per tool, its request and verdicts as JSON text, its stats as columns. */
 export class SqlForgedToolRepository implements ForgedToolRepository {
@@ -64,7 +62,19 @@ export class SqlForgedToolRepository implements ForgedToolRepository {
   async put(record: ForgedToolRecord): Promise<void> {
     const { agentName, sessionId, statusReason, mode, request, codeHash, sourcePersisted, verdicts, origin, stats } = record;
     const data = JSON.stringify({ agentName, sessionId, statusReason, mode, request, codeHash, sourcePersisted, verdicts, origin });
-    const values = [record.id, record.name, record.agentId, record.tier, record.status, data, stats.calls, stats.successes, stats.totalMs, record.createdAt, record.updatedAt];
+    const values = [
+      record.id,
+      record.name,
+      record.agentId,
+      record.tier,
+      record.status,
+      data,
+      stats.calls,
+      stats.successes,
+      stats.totalMs,
+      record.createdAt,
+      record.updatedAt,
+    ];
     // created_at stays that of the first put.
     const update = ['name', 'agent_id', 'tier', 'status', 'data', 'calls', 'successes', 'total_ms', 'updated_at'];
     await this.#db.run(insert('forged_tools', columns, values, { key: 'id', update }), () => ({ action: `store forged tool "${record.name}"` }));

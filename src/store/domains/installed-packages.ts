@@ -23,22 +23,20 @@ const installedPackageRow = z
     installed_at: z.number(),
     last_fires: jsonText.pipe(z.record(z.string(), z.number())),
   })
-  .transform(
-    (row): InstalledPackageRecord => ({
-      slug: row.slug,
-      qualifiedName: row.qualified_name,
-      version: row.version,
-      agentId: row.agent_id,
-      source: row.source,
-      persona: row.persona,
-      agentJson: row.agent_json,
-      loomToml: row.loom_toml,
-      settings: row.settings,
-      skills: row.skills,
-      installedAt: row.installed_at,
-      lastFires: row.last_fires,
-    }),
-  );
+  .transform((row): InstalledPackageRecord => ({
+    slug: row.slug,
+    qualifiedName: row.qualified_name,
+    version: row.version,
+    agentId: row.agent_id,
+    source: row.source,
+    persona: row.persona,
+    agentJson: row.agent_json,
+    loomToml: row.loom_toml,
+    settings: row.settings,
+    skills: row.skills,
+    installedAt: row.installed_at,
+    lastFires: row.last_fires,
+  }));
 
 /** `InstalledPackageRepository` on either database: one row per package, its documents as JSON text. */
 export class SqlInstalledPackageRepository implements InstalledPackageRepository {

@@ -29,14 +29,22 @@ export class SqlMemoryRepository implements MemoryRepository {
   }
 
   async put(record: MemoryRecord): Promise<void> {
-    await this.#db.run(insert('memory', columns, [record.agentId, record.key, JSON.stringify(record.value), record.updatedAt], { key: 'agent_id, key', update: ['value', 'updated_at'] }), () => ({
-      action: `put memory key "${record.key}" of agent "${record.agentId}"`,
-      missing: `agent "${record.agentId}" does not exist`,
-    }));
+    await this.#db.run(
+      insert('memory', columns, [record.agentId, record.key, JSON.stringify(record.value), record.updatedAt], {
+        key: 'agent_id, key',
+        update: ['value', 'updated_at'],
+      }),
+      () => ({
+        action: `put memory key "${record.key}" of agent "${record.agentId}"`,
+        missing: `agent "${record.agentId}" does not exist`,
+      }),
+    );
   }
 
   async get(agentId: string, key: string): Promise<MemoryRecord | undefined> {
-    const row = await this.#db.one(sql`${select} WHERE agent_id = ${agentId} AND key = ${key}`, () => ({ action: `get memory key "${key}" of agent "${agentId}"` }));
+    const row = await this.#db.one(sql`${select} WHERE agent_id = ${agentId} AND key = ${key}`, () => ({
+      action: `get memory key "${key}" of agent "${agentId}"`,
+    }));
     return row === undefined ? undefined : parseMemory(row);
   }
 
@@ -50,7 +58,11 @@ export class SqlMemoryRepository implements MemoryRepository {
   }
 
   async delete(agentId: string, key: string): Promise<boolean> {
-    return (await this.#db.run(sql`DELETE FROM memory WHERE agent_id = ${agentId} AND key = ${key}`, () => ({ action: `delete memory key "${key}" of agent "${agentId}"` }))) > 0;
+    return (
+      (await this.#db.run(sql`DELETE FROM memory WHERE agent_id = ${agentId} AND key = ${key}`, () => ({
+        action: `delete memory key "${key}" of agent "${agentId}"`,
+      }))) > 0
+    );
   }
 }
 

@@ -39,23 +39,21 @@ const packageRunRow = z
     node_id: z.string().nullable(),
     check_hash: z.string().nullable(),
   })
-  .transform(
-    (row): PackageRunRecord => ({
-      id: row.id,
-      package: row.package,
-      binding: row.binding,
-      trigger: row.trigger,
-      status: row.status,
-      inputs: row.inputs,
-      activities: row.activities,
-      emitted: row.emitted,
-      error: row.error,
-      startedAt: row.started_at,
-      endedAt: row.ended_at,
-      nodeId: row.node_id,
-      ...(row.check_hash === null ? {} : { checkHash: row.check_hash }),
-    }),
-  );
+  .transform((row): PackageRunRecord => ({
+    id: row.id,
+    package: row.package,
+    binding: row.binding,
+    trigger: row.trigger,
+    status: row.status,
+    inputs: row.inputs,
+    activities: row.activities,
+    emitted: row.emitted,
+    error: row.error,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    nodeId: row.node_id,
+    ...(row.check_hash === null ? {} : { checkHash: row.check_hash }),
+  }));
 
 /** `PackageRunRepository` on either database: one row per run, its activities as JSON. */
 export class SqlPackageRunRepository implements PackageRunRepository {
@@ -84,7 +82,9 @@ export class SqlPackageRunRepository implements PackageRunRepository {
     if (query.package !== undefined) conditions.push(sql`package = ${query.package}`);
     if (query.binding !== undefined) conditions.push(sql`binding = ${query.binding}`);
     const limit = this.#db.limit(query.limit ?? 100, 'list package runs');
-    const rows = await this.#db.all(sql`${select} ${where(conditions)} ORDER BY started_at DESC, ${this.#db.insertOrder} DESC LIMIT ${limit}`, () => ({ action: 'list package runs' }));
+    const rows = await this.#db.all(sql`${select} ${where(conditions)} ORDER BY started_at DESC, ${this.#db.insertOrder} DESC LIMIT ${limit}`, () => ({
+      action: 'list package runs',
+    }));
     return rows.map(parseRun);
   }
 

@@ -23,21 +23,19 @@ const scheduleRunRow = z
     count: z.number(),
     check_hash: z.string().nullable(),
   })
-  .transform(
-    (row): ScheduleRunRecord => ({
-      id: row.id,
-      agentId: row.agent_id,
-      trigger: row.trigger,
-      dueAt: row.due_at,
-      startedAt: row.started_at,
-      finishedAt: row.finished_at,
-      outcome: row.outcome,
-      reason: row.reason,
-      caughtUp: row.caught_up,
-      count: row.count,
-      checkHash: row.check_hash,
-    }),
-  );
+  .transform((row): ScheduleRunRecord => ({
+    id: row.id,
+    agentId: row.agent_id,
+    trigger: row.trigger,
+    dueAt: row.due_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    outcome: row.outcome,
+    reason: row.reason,
+    caughtUp: row.caught_up,
+    count: row.count,
+    checkHash: row.check_hash,
+  }));
 
 /** `ScheduleRunRepository` on either database: one row per due wake-up. */
 export class SqlScheduleRunRepository implements ScheduleRunRepository {
@@ -79,7 +77,8 @@ export class SqlScheduleRunRepository implements ScheduleRunRepository {
   }
 
   interruptRunning(at: number, reason: string, of?: { agentId: string; trigger: string; dueAt: number }): Promise<ScheduleRunRecord[]> {
-    const running: Sql = of === undefined ? sql`outcome = 'running'` : sql`outcome = 'running' AND agent_id = ${of.agentId} AND trigger = ${of.trigger} AND due_at = ${of.dueAt}`;
+    const running: Sql =
+      of === undefined ? sql`outcome = 'running'` : sql`outcome = 'running' AND agent_id = ${of.agentId} AND trigger = ${of.trigger} AND due_at = ${of.dueAt}`;
     const read = sql`${select} WHERE ${running} ORDER BY due_at, ${this.#db.insertOrder}${this.#db.forUpdate}`;
     return this.#db.transaction(
       function* (): Work<ScheduleRunRecord[]> {
@@ -93,7 +92,19 @@ export class SqlScheduleRunRepository implements ScheduleRunRepository {
 }
 
 function runValues(record: ScheduleRunRecord): Parameter[] {
-  return [record.id, record.agentId, record.trigger, record.dueAt, record.startedAt, record.finishedAt, record.outcome, record.reason, record.caughtUp, record.count, record.checkHash];
+  return [
+    record.id,
+    record.agentId,
+    record.trigger,
+    record.dueAt,
+    record.startedAt,
+    record.finishedAt,
+    record.outcome,
+    record.reason,
+    record.caughtUp,
+    record.count,
+    record.checkHash,
+  ];
 }
 
 /** The statement that replaces the stored run with `record` (changing no row when there is none). */

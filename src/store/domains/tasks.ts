@@ -18,18 +18,16 @@ const taskRow = z
     created_at: z.number(),
     updated_at: z.number(),
   })
-  .transform(
-    (row): TaskRecord => ({
-      id: row.id,
-      contextId: row.context_id,
-      agent: row.agent,
-      state: row.state,
-      finished: row.finished,
-      task: row.task,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }),
-  );
+  .transform((row): TaskRecord => ({
+    id: row.id,
+    contextId: row.context_id,
+    agent: row.agent,
+    state: row.state,
+    finished: row.finished,
+    task: row.task,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }));
 
 /** The `tasks` domain (A2A tasks) on either database. */
 export class SqlTaskRepository implements TaskRepository {

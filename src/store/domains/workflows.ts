@@ -4,7 +4,16 @@ import { jsonText, parseRow, type Row } from '../rows.ts';
 import type { Database } from '../sql/database.ts';
 import { insert, raw, sql } from '../sql/statement.ts';
 
-const WORKFLOW_STATES = ['planning', 'awaiting_approval', 'executing', 'paused', 'completed', 'failed', 'stalled', 'cancelled'] as const satisfies readonly WorkflowState[];
+const WORKFLOW_STATES = [
+  'planning',
+  'awaiting_approval',
+  'executing',
+  'paused',
+  'completed',
+  'failed',
+  'stalled',
+  'cancelled',
+] as const satisfies readonly WorkflowState[];
 
 const workflowTaskRecord = z.object({
   id: z.string(),
@@ -27,7 +36,9 @@ const workflowRow = z
   .object({
     agent_id: z.string(),
     state: z.enum(WORKFLOW_STATES),
-    data: jsonText.pipe(z.object({ request: z.string(), summary: z.string(), tasks: z.array(workflowTaskRecord), replans: z.number(), note: z.string().nullable() })),
+    data: jsonText.pipe(
+      z.object({ request: z.string(), summary: z.string(), tasks: z.array(workflowTaskRecord), replans: z.number(), note: z.string().nullable() }),
+    ),
     created_at: z.number(),
     updated_at: z.number(),
   })
@@ -54,7 +65,9 @@ export class SqlWorkflowRepository implements WorkflowRepository {
   }
 
   async listByState(state: WorkflowState): Promise<WorkflowRecord[]> {
-    const rows = await this.#db.all(sql`${select} WHERE state = ${state} ORDER BY updated_at, ${this.#db.insertOrder}`, () => ({ action: `list ${state} workflows` }));
+    const rows = await this.#db.all(sql`${select} WHERE state = ${state} ORDER BY updated_at, ${this.#db.insertOrder}`, () => ({
+      action: `list ${state} workflows`,
+    }));
     return rows.map(parseWorkflow);
   }
 }

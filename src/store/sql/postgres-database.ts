@@ -48,5 +48,9 @@ export class PostgresDatabase implements Database {
 }
 
 function execute(db: Queryable, statement: Sql): Promise<Outcome> {
-  return query(db, statement.text((position) => `$${position}`), statement.values);
+  return query(
+    db,
+    statement.text((position) => `$${position}`),
+    statement.values,
+  );
 }

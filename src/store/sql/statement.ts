@@ -80,6 +80,8 @@ export function insert(table: string, columns: string, values: readonly Paramete
 export function update(table: string, columns: string, values: readonly Parameter[], condition: Sql): Sql {
   const names = columns.split(', ');
   if (names.length !== values.length) throw new Error(`update ${table}: ${names.length} columns but ${values.length} values`);
-  const set = names.slice(1).reduce((text, name, index) => sql`${text}, ${raw(name)} = ${values[index + 1] ?? null}`, sql`${raw(names[0] ?? '')} = ${values[0] ?? null}`);
+  const set = names
+    .slice(1)
+    .reduce((text, name, index) => sql`${text}, ${raw(name)} = ${values[index + 1] ?? null}`, sql`${raw(names[0] ?? '')} = ${values[0] ?? null}`);
   return sql`UPDATE ${raw(table)} SET ${set} WHERE ${condition}`;
 }

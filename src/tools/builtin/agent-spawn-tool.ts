@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Tool } from '../../contracts/index.ts';
 
 const AgentSpawnInput = z.strictObject({
-  manifest: z.string().min(1).describe('The child agent\'s manifest, as TOML (or JSON) text'),
+  manifest: z.string().min(1).describe("The child agent's manifest, as TOML (or JSON) text"),
 });
 
 /**

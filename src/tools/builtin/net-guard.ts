@@ -183,7 +183,10 @@ export function pinnedLookup(addresses: readonly VettedAddress[]): LookupFunctio
     if (first === undefined) {
       callback(new Error('no vetted address'), '', 0);
     } else if (options.all === true) {
-      callback(null, addresses.map((entry): LookupAddress => ({ address: entry.address, family: entry.family })));
+      callback(
+        null,
+        addresses.map((entry): LookupAddress => ({ address: entry.address, family: entry.family })),
+      );
     } else {
       callback(null, first.address, first.family);
     }
@@ -220,7 +223,13 @@ export function requestPinned(url: URL, options: PinnedRequestOptions): Promise<
     const headers = options.body === undefined ? options.headers : { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) };
     const request = client.request(
       url,
-      { method: options.method, headers, lookup: pinnedLookup(options.addresses), agent: options.agent ?? false, ...(options.signal === undefined ? {} : { signal: options.signal }) },
+      {
+        method: options.method,
+        headers,
+        lookup: pinnedLookup(options.addresses),
+        agent: options.agent ?? false,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
       resolve,
     );
     request.on('error', reject);
@@ -335,7 +344,11 @@ export type HostRefusal = { kind: 'metadata-host'; host: string } | { kind: 'add
  * unspecified ones unless `allowPrivate`. The addresses to pin the connection to, or the first
  * refusal for the caller to word. Throws a WebRequestError when the host cannot be resolved.
  */
-export async function vetHostAddresses(url: URL, allowPrivate: boolean, options: { resolve?: HostResolver | undefined; signal?: AbortSignal | undefined }): Promise<{ addresses: VettedAddress[] } | { refused: HostRefusal }> {
+export async function vetHostAddresses(
+  url: URL,
+  allowPrivate: boolean,
+  options: { resolve?: HostResolver | undefined; signal?: AbortSignal | undefined },
+): Promise<{ addresses: VettedAddress[] } | { refused: HostRefusal }> {
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (isMetadataHost(host)) return { refused: { kind: 'metadata-host', host } };
   const addresses = await resolveHost(host, options.signal ?? new AbortController().signal, options.resolve);

@@ -14,10 +14,7 @@ export const MAX_SHELL_OUTPUT_BYTES = 1024 * 1024;
 export const SHELL_KILL_GRACE_MS = 2_000;
 
 const ShellExecInputSchema = z.object({
-  command: z
-    .string()
-    .min(1)
-    .describe('One command with its arguments, e.g. `git status`. There is no shell: no pipes, redirections, variables or globs.'),
+  command: z.string().min(1).describe('One command with its arguments, e.g. `git status`. There is no shell: no pipes, redirections, variables or globs.'),
 });
 
 /**
@@ -111,9 +108,7 @@ function capture(stream: NodeJS.ReadableStream | null): CapturedStream {
 
 function capturedText(captured: CapturedStream, name: string): string {
   const text = Buffer.concat(captured.chunks).toString('utf8');
-  return captured.total > captured.kept
-    ? `${text}\n[${name} cut: kept the first ${captured.kept} of ${captured.total} bytes]`
-    : text;
+  return captured.total > captured.kept ? `${text}\n[${name} cut: kept the first ${captured.kept} of ${captured.total} bytes]` : text;
 }
 
 function runCommand(argv: string[], context: ToolContext): Promise<ToolResult> {

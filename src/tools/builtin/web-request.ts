@@ -104,10 +104,9 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
   try {
     for (;;) {
       if (redirects.length > 0 && !isGranted(options.agent.capabilities, netConnectFor(url))) {
-        throw new CapabilityDeniedError(
-          `cannot follow the redirect to "${url.href}": the agent holds no net_connect for "${netConnectTarget(url)}"`,
-          { details: { host: url.hostname, target: netConnectTarget(url) } },
-        );
+        throw new CapabilityDeniedError(`cannot follow the redirect to "${url.href}": the agent holds no net_connect for "${netConnectTarget(url)}"`, {
+          details: { host: url.hostname, target: netConnectTarget(url) },
+        });
       }
       const addresses = await vetDestination(url, options.agent.capabilities, signal);
       const response = await requestPinned(url, { method, headers, body, addresses, signal });
@@ -156,10 +155,15 @@ export async function sendWebRequest(request: WebRequest, options: WebRequestOpt
  */
 export function redirectedRequest(request: WebRequest, status: number, next: URL): WebRequest {
   let headers = { ...request.headers };
-  if (next.origin !== request.url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.includes(name.toLowerCase())));
+  if (next.origin !== request.url.origin)
+    headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.includes(name.toLowerCase())));
   const method = request.method.toUpperCase();
   if (status === 303 || ((status === 301 || status === 302) && method === 'POST')) {
-    return { url: next, method: method === 'HEAD' ? 'HEAD' : 'GET', headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !name.toLowerCase().startsWith('content-'))) };
+    return {
+      url: next,
+      method: method === 'HEAD' ? 'HEAD' : 'GET',
+      headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !name.toLowerCase().startsWith('content-'))),
+    };
   }
   return { url: next, method: request.method, headers, body: request.body };
 }

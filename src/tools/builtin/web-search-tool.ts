@@ -92,10 +92,10 @@ export const webSearchTool: Tool<z.output<typeof WebSearchInput>> = {
         settings: readWebSettings('web_search', context.settings),
       });
       if (response.status >= 400) {
-        throw new WebRequestError(
-          `web_search failed: ${plan.provider} answered HTTP ${response.status}: ${bodyText(response).slice(0, 300)}`,
-          { details: { provider: plan.provider, status: response.status }, isRetryable: response.status === 429 || response.status >= 500 },
-        );
+        throw new WebRequestError(`web_search failed: ${plan.provider} answered HTTP ${response.status}: ${bodyText(response).slice(0, 300)}`, {
+          details: { provider: plan.provider, status: response.status },
+          isRetryable: response.status === 429 || response.status >= 500,
+        });
       }
       return searchResult(plan, input.query, parseHits(plan.provider, response).slice(0, plan.maxResults));
     } catch (error) {
@@ -118,8 +118,7 @@ function planSearch(context: ToolContext): ProviderPlan | string {
     searxng: undefined,
   };
   const provider =
-    settings.provider ??
-    (keys.tavily !== undefined ? 'tavily' : keys.brave !== undefined ? 'brave' : settings.base_url !== undefined ? 'searxng' : undefined);
+    settings.provider ?? (keys.tavily !== undefined ? 'tavily' : keys.brave !== undefined ? 'brave' : settings.base_url !== undefined ? 'searxng' : undefined);
   if (provider === undefined) {
     return 'web_search is not configured: set TAVILY_API_KEY or BRAVE_API_KEY in the daemon environment, or [tools.web_search] base_url to a SearXNG instance (and optionally provider = "tavily" | "brave" | "searxng")';
   }

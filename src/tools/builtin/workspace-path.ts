@@ -32,7 +32,12 @@ export interface ResolvedToolPath {
  * await resolveToolPath('etc-link/passwd', '/ws', signal); // { real: '/etc/passwd', insideWorkspace: false }
  * ```
  */
-export async function resolveToolPath(inputPath: string, workspace: string, signal: AbortSignal, options: { pinned?: boolean } = {}): Promise<ResolvedToolPath> {
+export async function resolveToolPath(
+  inputPath: string,
+  workspace: string,
+  signal: AbortSignal,
+  options: { pinned?: boolean } = {},
+): Promise<ResolvedToolPath> {
   if (inputPath.includes('\0') || workspace.includes('\0')) {
     throw new ToolInputError(`cannot resolve path "${inputPath}": it contains a NUL character`);
   }

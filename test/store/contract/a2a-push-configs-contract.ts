@@ -14,7 +14,16 @@ const config = (taskId: string, id: string, changes: Partial<A2aPushConfigRecord
   ...changes,
 });
 
-const task = (id: string): TaskRecord => ({ id, contextId: 'ctx', agent: 'helper', state: 'TASK_STATE_WORKING', finished: false, task: { id }, createdAt: 1, updatedAt: 1 });
+const task = (id: string): TaskRecord => ({
+  id,
+  contextId: 'ctx',
+  agent: 'helper',
+  state: 'TASK_STATE_WORKING',
+  finished: false,
+  task: { id },
+  createdAt: 1,
+  updatedAt: 1,
+});
 
 /** The A2A push-notification configs part of the Store contract. */
 export function describeA2aPushConfigsContract(context: StoreContext): void {

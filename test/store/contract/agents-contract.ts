@@ -175,7 +175,10 @@ export function describeAgentsContract(context: StoreContext): void {
       const session: SessionRecord = {
         id: 's2',
         agentId: 'a1',
-        messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'text', text: 'hello' }] }],
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: [{ type: 'text', text: 'hello' }] },
+        ],
         createdAt: 2_000,
         updatedAt: 2_500,
         conversation: 'principal:["bob","user",["helper-*"]]/a2a:ctx-1',
@@ -187,7 +190,7 @@ export function describeAgentsContract(context: StoreContext): void {
       expect(await store.sessions.listByAgent('a1')).toEqual([sessionOf(agent), session]);
     });
 
-    it('sessions.save() without a conversation stores the agent\'s main conversation (null)', async () => {
+    it("sessions.save() without a conversation stores the agent's main conversation (null)", async () => {
       const agent = await createAgent('a1');
       const { conversation: _none, ...written } = sessionOf(agent, { id: 's3' });
       await store.sessions.save(written);
@@ -220,10 +223,21 @@ export function describeAgentsContract(context: StoreContext): void {
     it('sessions.append() adds messages after the stored ones and counts a revision', async () => {
       const agent = await createAgent('a1');
       const first = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
-      const second = await store.sessions.append(agent.sessionId, [{ role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }], { expectedRevision: first, updatedAt: 7_000 });
+      const second = await store.sessions.append(
+        agent.sessionId,
+        [
+          { role: 'assistant', content: 'two' },
+          { role: 'user', content: 'three' },
+        ],
+        { expectedRevision: first, updatedAt: 7_000 },
+      );
       expect(second).toBe(first + 1);
       expect(await store.sessions.get(agent.sessionId)).toMatchObject({
-        messages: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }],
+        messages: [
+          { role: 'user', content: 'one' },
+          { role: 'assistant', content: 'two' },
+          { role: 'user', content: 'three' },
+        ],
         updatedAt: 7_000,
       });
     });
@@ -231,7 +245,9 @@ export function describeAgentsContract(context: StoreContext): void {
     it('sessions.append() refuses a stale revision and an unknown session, and writes nothing', async () => {
       const agent = await createAgent('a1');
       const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
-      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'late' }], { expectedRevision: revision - 1, updatedAt: 1 })).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(
+        store.sessions.append(agent.sessionId, [{ role: 'user', content: 'late' }], { expectedRevision: revision - 1, updatedAt: 1 }),
+      ).rejects.toBeInstanceOf(StoreConflictError);
       await expect(store.sessions.append('nowhere', [{ role: 'user', content: 'x' }], { updatedAt: 1 })).rejects.toBeInstanceOf(StoreNotFoundError);
       expect((await store.sessions.get(agent.sessionId))?.messages).toEqual([{ role: 'user', content: 'one' }]);
     });
@@ -240,7 +256,9 @@ export function describeAgentsContract(context: StoreContext): void {
       const agent = await createAgent('a1');
       const revision = await store.sessions.save(sessionOf(agent, { messages: [] }));
       const usage = [usageRecord('a1', 5_000, { inputTokens: 7 })];
-      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, usage })).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(
+        store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, usage }),
+      ).rejects.toBeInstanceOf(StoreConflictError);
       expect(await store.usage.list({ agentId: 'a1' })).toEqual([]);
       await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision, updatedAt: 1, usage });
       expect(await store.usage.list({ agentId: 'a1' })).toEqual(usage);
@@ -251,9 +269,15 @@ export function describeAgentsContract(context: StoreContext): void {
       const revision = await store.sessions.save(sessionOf(agent, { messages: [] }));
       const finished = { at: 6_000, type: 'turn-finish', agentId: 'a1', data: { model: 'openai:gpt-4o', iterations: 1 } };
       const before = await store.events.append({ at: 5_000, type: 'agent-spawn', agentId: 'a1', data: {} });
-      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, events: [finished] })).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(
+        store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision + 1, updatedAt: 1, events: [finished] }),
+      ).rejects.toBeInstanceOf(StoreConflictError);
       expect((await store.events.list()).map((event) => event.type)).toEqual(['agent-spawn']);
-      const next = await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], { expectedRevision: revision, updatedAt: 1, events: [finished] });
+      const next = await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'x' }], {
+        expectedRevision: revision,
+        updatedAt: 1,
+        events: [finished],
+      });
       await store.sessions.save(sessionOf(agent, { messages: [] }), { expectedRevision: next, events: [{ ...finished, at: 7_000, type: 'turn-cancel' }] });
       const events = await store.events.list({ after: before });
       expect(events.map(({ at, type, agentId, data }) => ({ at, type, agentId, data }))).toEqual([finished, { ...finished, at: 7_000, type: 'turn-cancel' }]);
@@ -275,11 +299,7 @@ export function describeAgentsContract(context: StoreContext): void {
       await store.sessions.save({ id: 'newest', agentId: 'a1', messages: [], createdAt: 9_000, updatedAt: 9_000 });
       await store.sessions.save({ id: 'oldest', agentId: 'a1', messages: [], createdAt: 1_000, updatedAt: 1_000 });
 
-      expect((await store.sessions.listByAgent('a1')).map((session) => session.id)).toEqual([
-        'oldest',
-        'session-a1',
-        'newest',
-      ]);
+      expect((await store.sessions.listByAgent('a1')).map((session) => session.id)).toEqual(['oldest', 'session-a1', 'newest']);
       expect(await store.sessions.listByAgent('nobody')).toEqual([]);
     });
 

@@ -26,9 +26,14 @@ export function describeChannelsContract(context: StoreContext): void {
       const { channels } = context.store;
       expect(await channels.receive(message('m1'))).toBe(true);
       expect(await channels.receive(message('m1', { text: 'a second delivery' }))).toBe(false);
-      expect(await channels.receive(message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }))).toBe(true);
+      expect(await channels.receive(message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }))).toBe(
+        true,
+      );
       expect(await channels.receive(message('m1', { channel: 'other' }))).toBe(true);
-      expect(await channels.recent('tg', 10)).toEqual([message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }), message('m1')]);
+      expect(await channels.recent('tg', 10)).toEqual([
+        message('m2', { receivedAt: 2_000, thread: null, userName: null, mentioned: false, conversationKind: 'direct' }),
+        message('m1'),
+      ]);
       await channels.settle('tg', 'm1', 'answered', 'the reply', 3_000);
       expect(await channels.unsettled('tg')).toMatchObject([{ platformId: 'm2' }]);
       expect((await channels.recent('tg', 1))[0]).toMatchObject({ platformId: 'm2' });

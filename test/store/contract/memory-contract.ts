@@ -60,12 +60,7 @@ export function describeMemoryContract(context: StoreContext): void {
       await store.memory.put(memoryRecord('a2', 'notes/c'));
 
       expect((await store.memory.list('a1', 'notes/')).map((record) => record.key)).toEqual(['notes/a', 'notes/b']);
-      expect((await store.memory.list('a1', 'notes')).map((record) => record.key)).toEqual([
-        'notes',
-        'notes/a',
-        'notes/b',
-        'notesx',
-      ]);
+      expect((await store.memory.list('a1', 'notes')).map((record) => record.key)).toEqual(['notes', 'notes/a', 'notes/b', 'notesx']);
       expect(await store.memory.list('a1', 'missing')).toEqual([]);
       expect(await store.memory.list('a1', '')).toHaveLength(7);
     });

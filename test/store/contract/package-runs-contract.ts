@@ -38,7 +38,21 @@ const run = (id: string, startedAt: number, changes: Partial<PackageRunRecord> =
 export function describePackageRunsContract(context: StoreContext): void {
   describe('packageRuns', () => {
     it('stores a run and reads it back exactly, activities and inputs included', async () => {
-      const stored = run('r1', 1_000, { activities: [activity('gather-updates', { status: 'completed', attempts: 2, inputTokens: 40, outputTokens: 12, costUsd: 0.0012, output: 'três "quoted" lines\n', startedAt: 1_001, endedAt: 1_002 }), activity('write-briefing')] });
+      const stored = run('r1', 1_000, {
+        activities: [
+          activity('gather-updates', {
+            status: 'completed',
+            attempts: 2,
+            inputTokens: 40,
+            outputTokens: 12,
+            costUsd: 0.0012,
+            output: 'três "quoted" lines\n',
+            startedAt: 1_001,
+            endedAt: 1_002,
+          }),
+          activity('write-briefing'),
+        ],
+      });
       await context.store.packageRuns.create(stored);
       expect(await context.store.packageRuns.get('r1')).toEqual(stored);
       expect(await context.store.packageRuns.get('missing')).toBeUndefined();
@@ -64,7 +78,11 @@ export function describePackageRunsContract(context: StoreContext): void {
     });
 
     it('marks only running runs interrupted, failing the activity that was running and keeping the finished ones', async () => {
-      await context.store.packageRuns.create(run('cut', 1_000, { activities: [activity('gather-updates', { status: 'completed', output: 'kept' }), activity('write-briefing', { status: 'running', attempts: 1 })] }));
+      await context.store.packageRuns.create(
+        run('cut', 1_000, {
+          activities: [activity('gather-updates', { status: 'completed', output: 'kept' }), activity('write-briefing', { status: 'running', attempts: 1 })],
+        }),
+      );
       const done = run('done', 500, { status: 'completed', endedAt: 900 });
       await context.store.packageRuns.create(done);
 

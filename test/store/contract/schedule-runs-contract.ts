@@ -21,7 +21,7 @@ const run = (id: string, agentId: string, dueAt: number, changes: Partial<Schedu
 /** The schedule-runs part of the Store contract. */
 export function describeScheduleRunsContract(context: StoreContext): void {
   describe('scheduleRuns', () => {
-    it('stores runs and lists an agent\'s newest due first, with every field as written', async () => {
+    it("stores runs and lists an agent's newest due first, with every field as written", async () => {
       await createAgentIn(context.store, 'a1');
       await createAgentIn(context.store, 'a2');
       const caughtUp = run('r2', 'a1', 2_000, { caughtUp: true, outcome: 'completed', finishedAt: 2_500 });
@@ -77,14 +77,19 @@ export function describeScheduleRunsContract(context: StoreContext): void {
       await context.store.scheduleRuns.create(run('later', 'a1', 3_000));
       await context.store.scheduleRuns.create(run('other-agent', 'a2', 2_000));
       const interrupted = run('cut', 'a1', 2_000, { outcome: 'interrupted', reason: 'its node stopped', finishedAt: 9_000 });
-      expect(await context.store.scheduleRuns.interruptRunning(9_000, 'its node stopped', { agentId: 'a1', trigger: 'cron', dueAt: 2_000 })).toEqual([interrupted]);
-      expect((await context.store.scheduleRuns.list('a1')).map((entry) => [entry.id, entry.outcome])).toEqual([['later', 'running'], ['cut', 'interrupted']]);
+      expect(await context.store.scheduleRuns.interruptRunning(9_000, 'its node stopped', { agentId: 'a1', trigger: 'cron', dueAt: 2_000 })).toEqual([
+        interrupted,
+      ]);
+      expect((await context.store.scheduleRuns.list('a1')).map((entry) => [entry.id, entry.outcome])).toEqual([
+        ['later', 'running'],
+        ['cut', 'interrupted'],
+      ]);
       expect((await context.store.scheduleRuns.list('a2')).map((entry) => entry.outcome)).toEqual(['running']);
       // Another trigger's instant is another wake-up.
       expect(await context.store.scheduleRuns.interruptRunning(9_500, 'again', { agentId: 'a1', trigger: 'continuous', dueAt: 3_000 })).toEqual([]);
     });
 
-    it('deletes an agent\'s runs with the agent', async () => {
+    it("deletes an agent's runs with the agent", async () => {
       await createAgentIn(context.store, 'a1');
       await context.store.scheduleRuns.create(run('r1', 'a1', 1_000));
       await context.store.agents.delete(['a1']);

@@ -24,7 +24,9 @@ export function describeTasksContract(context: StoreContext): void {
       expect(await tasks.get('nope')).toBeUndefined();
 
       await tasks.put(task('t1', { state: 'TASK_STATE_COMPLETED', finished: true, task: { id: 't1', done: true }, createdAt: 9_000, updatedAt: 2_000 }));
-      expect(await tasks.get('t1')).toEqual(task('t1', { state: 'TASK_STATE_COMPLETED', finished: true, task: { id: 't1', done: true }, createdAt: 1_000, updatedAt: 2_000 }));
+      expect(await tasks.get('t1')).toEqual(
+        task('t1', { state: 'TASK_STATE_COMPLETED', finished: true, task: { id: 't1', done: true }, createdAt: 1_000, updatedAt: 2_000 }),
+      );
       expect(await tasks.count()).toBe(1);
     });
 

@@ -25,13 +25,20 @@ export function describeTurnJournalContract(context: StoreContext): void {
         { kind: 'model', at: 1_001, data: { response: [{ role: 'assistant', content: 'x' }] } },
         { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
       ]);
-      await store.turns.step('t1', [{ kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } }], { events: [{ at: 1_003, type: 'tool-finish', agentId: 'a1', data: { tool: 'file_read' } }] });
+      await store.turns.step('t1', [{ kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } }], {
+        events: [{ at: 1_003, type: 'tool-finish', agentId: 'a1', data: { tool: 'file_read' } }],
+      });
       const turn = await store.turns.get('t1');
-      expect(turn).toEqual({ ...opened('t1', 'a1'), state: 'running', outcome: null, steps: [
-        { kind: 'model', at: 1_001, data: { response: [{ role: 'assistant', content: 'x' }] } },
-        { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
-        { kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } },
-      ] });
+      expect(turn).toEqual({
+        ...opened('t1', 'a1'),
+        state: 'running',
+        outcome: null,
+        steps: [
+          { kind: 'model', at: 1_001, data: { response: [{ role: 'assistant', content: 'x' }] } },
+          { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
+          { kind: 'tool-result', at: 1_003, data: { toolCallId: 'c1', text: 'ok' } },
+        ],
+      });
       expect((await store.events.list({ type: 'tool-finish' })).map((event) => event.data)).toEqual([{ tool: 'file_read' }]);
       expect((await store.turns.running()).map((record) => [record.id, record.steps.length])).toEqual([['t1', 3]]);
     });
@@ -40,8 +47,18 @@ export function describeTurnJournalContract(context: StoreContext): void {
       const { store } = context;
       const agent = await createAgentIn(store, 'a1');
       const shown = { entries: [{ first: 1, seq: 2, epoch: 'e1', event: { type: 'text-delta', text: 'Héllo' }, ends: [2, 5] }] };
-      await store.turns.step('t1', [{ kind: 'tool-start', at: 1_001, data: { toolCallId: 'c1' } }, { kind: 'stream', at: 1_001, data: shown }], { open: opened('t1', 'a1') });
-      await store.turns.step('t1', [{ kind: 'tool-result', at: 1_002, data: { toolCallId: 'c1', text: 'ok' } }, { kind: 'stream', at: 1_002, data: { entries: [] } }]);
+      await store.turns.step(
+        't1',
+        [
+          { kind: 'tool-start', at: 1_001, data: { toolCallId: 'c1' } },
+          { kind: 'stream', at: 1_001, data: shown },
+        ],
+        { open: opened('t1', 'a1') },
+      );
+      await store.turns.step('t1', [
+        { kind: 'tool-result', at: 1_002, data: { toolCallId: 'c1', text: 'ok' } },
+        { kind: 'stream', at: 1_002, data: { entries: [] } },
+      ]);
       expect((await store.turns.running())[0]?.steps.map((step) => step.kind)).toEqual(['tool-start', 'stream', 'tool-result', 'stream']);
       expect((await store.turns.get('t1'))?.steps[1]).toEqual({ kind: 'stream', at: 1_001, data: shown });
       await store.sessions.save(sessionOf(agent, { messages: [], updatedAt: 2_000 }), { closeTurn: { turnId: 't1', outcome: { status: 'finished' } } });
@@ -52,7 +69,9 @@ export function describeTurnJournalContract(context: StoreContext): void {
       const { store } = context;
       await createAgentIn(store, 'a1');
       await store.turns.step('t1', [{ kind: 'approval', at: 1_002, data: { toolCallId: 'c1', approvalId: 'r1' } }], { open: opened('t1', 'a1') });
-      expect((await store.turns.running()).map((record) => record.steps)).toEqual([[{ kind: 'approval', at: 1_002, data: { toolCallId: 'c1', approvalId: 'r1' } }]]);
+      expect((await store.turns.running()).map((record) => record.steps)).toEqual([
+        [{ kind: 'approval', at: 1_002, data: { toolCallId: 'c1', approvalId: 'r1' } }],
+      ]);
     });
 
     it('lists running turns oldest first, and a step of no running turn is refused', async () => {
@@ -61,7 +80,10 @@ export function describeTurnJournalContract(context: StoreContext): void {
       await createAgentIn(store, 'a2');
       await store.turns.open(opened('late', 'a1', { receivedAt: 2_000 }));
       await store.turns.open(opened('early', 'a2', { receivedAt: 1_500, conversation: 'principal:k' }));
-      expect((await store.turns.running()).map((turn) => [turn.id, turn.conversation])).toEqual([['early', 'principal:k'], ['late', null]]);
+      expect((await store.turns.running()).map((turn) => [turn.id, turn.conversation])).toEqual([
+        ['early', 'principal:k'],
+        ['late', null],
+      ]);
       await expect(store.turns.step('nope', [{ kind: 'model', at: 1, data: {} }])).rejects.toBeInstanceOf(StoreNotFoundError);
       await expect(store.turns.open(opened('t9', 'ghost'))).rejects.toBeInstanceOf(StoreNotFoundError);
     });
@@ -72,10 +94,20 @@ export function describeTurnJournalContract(context: StoreContext): void {
       await store.turns.open(opened('plain', 'a1'));
       await store.turns.open(opened('keyed', 'a1', { idempotencyKey: 'k-1' }));
       await store.turns.step('keyed', [{ kind: 'model', at: 1_001, data: {} }]);
-      await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'hi' }], updatedAt: 3_000 }), { closeTurn: { turnId: 'plain', outcome: { status: 'finished' } } });
-      await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'again' }], { updatedAt: 4_000, closeTurn: { turnId: 'keyed', outcome: { status: 'finished', text: 'done' } } });
+      await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'hi' }], updatedAt: 3_000 }), {
+        closeTurn: { turnId: 'plain', outcome: { status: 'finished' } },
+      });
+      await store.sessions.append(agent.sessionId, [{ role: 'user', content: 'again' }], {
+        updatedAt: 4_000,
+        closeTurn: { turnId: 'keyed', outcome: { status: 'finished', text: 'done' } },
+      });
       expect(await store.turns.get('plain')).toBeUndefined();
-      expect(await store.turns.byKey('a1', 'k-1')).toEqual({ ...opened('keyed', 'a1', { idempotencyKey: 'k-1' }), state: 'done', outcome: { status: 'finished', text: 'done' }, steps: [] });
+      expect(await store.turns.byKey('a1', 'k-1')).toEqual({
+        ...opened('keyed', 'a1', { idempotencyKey: 'k-1' }),
+        state: 'done',
+        outcome: { status: 'finished', text: 'done' },
+        steps: [],
+      });
       expect(await store.turns.running()).toEqual([]);
       await expect(store.turns.step('keyed', [{ kind: 'model', at: 1, data: {} }])).rejects.toBeInstanceOf(StoreNotFoundError);
       // The key stays taken while the turn is remembered, then is freed by a prune.
@@ -101,8 +133,16 @@ export function describeTurnJournalContract(context: StoreContext): void {
     it('records a turn with its first step in one write', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');
-      await store.turns.step('t1', [{ kind: 'model', at: 1_001, data: { text: 'x' } }], { open: opened('t1', 'a1'), events: [{ at: 1_001, type: 'tool-finish', agentId: 'a1', data: {} }] });
-      expect(await store.turns.get('t1')).toEqual({ ...opened('t1', 'a1'), state: 'running', outcome: null, steps: [{ kind: 'model', at: 1_001, data: { text: 'x' } }] });
+      await store.turns.step('t1', [{ kind: 'model', at: 1_001, data: { text: 'x' } }], {
+        open: opened('t1', 'a1'),
+        events: [{ at: 1_001, type: 'tool-finish', agentId: 'a1', data: {} }],
+      });
+      expect(await store.turns.get('t1')).toEqual({
+        ...opened('t1', 'a1'),
+        state: 'running',
+        outcome: null,
+        steps: [{ kind: 'model', at: 1_001, data: { text: 'x' } }],
+      });
       await expect(store.turns.step('t2', [{ kind: 'model', at: 1, data: {} }], { open: opened('t2', 'ghost') })).rejects.toBeInstanceOf(StoreNotFoundError);
       expect(await store.turns.get('t2')).toBeUndefined();
     });

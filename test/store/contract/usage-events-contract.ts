@@ -53,11 +53,16 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
     });
 
     it('usage.list() filters by since and agentId and stops at limit', async () => {
-      for (const [agentId, at] of [['a1', 1_000], ['a2', 2_000], ['a1', 3_000], ['a1', 4_000], ['a2', 5_000]] as const) {
+      for (const [agentId, at] of [
+        ['a1', 1_000],
+        ['a2', 2_000],
+        ['a1', 3_000],
+        ['a1', 4_000],
+        ['a2', 5_000],
+      ] as const) {
         await store.usage.record(usageRecord(agentId, at));
       }
-      const ats = async (options: Parameters<Store['usage']['list']>[0]) =>
-        (await store.usage.list(options)).map((usage) => `${usage.agentId}@${usage.at}`);
+      const ats = async (options: Parameters<Store['usage']['list']>[0]) => (await store.usage.list(options)).map((usage) => `${usage.agentId}@${usage.at}`);
 
       expect(await ats({ since: 3_000 })).toEqual(['a1@3000', 'a1@4000', 'a2@5000']);
       expect(await ats({ agentId: 'a1' })).toEqual(['a1@1000', 'a1@3000', 'a1@4000']);
@@ -123,8 +128,7 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       ] as const) {
         seqs.push(await store.events.append({ at: 1_000, type, agentId, data: {} }));
       }
-      const list = async (options: Parameters<Store['events']['list']>[0]) =>
-        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+      const list = async (options: Parameters<Store['events']['list']>[0]) => (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
 
       expect(await list({ after: seq(1) })).toEqual([2, 3, 4]);
       expect(await list({ agentId: 'a1' })).toEqual([0, 2, 4]);
@@ -148,8 +152,7 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       ] as const) {
         seqs.push(await store.events.append({ at: 1_000 + seqs.length, type, agentId, data: {} }));
       }
-      const list = async (options: Parameters<Store['events']['list']>[0]) =>
-        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+      const list = async (options: Parameters<Store['events']['list']>[0]) => (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
 
       const first = await list({ order: 'desc', limit: 4 });
       expect(first).toEqual([5, 4, 3, 2]);
@@ -185,8 +188,7 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       ] as const) {
         seqs.push(await store.events.append({ at: 1_000, type, agentId, data: {} }));
       }
-      const list = async (options: Parameters<Store['events']['list']>[0]) =>
-        (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
+      const list = async (options: Parameters<Store['events']['list']>[0]) => (await store.events.list(options)).map((event) => seqs.indexOf(event.seq));
 
       expect(await list({ types: ['tool-deny', 'tool-finish'] })).toEqual([2, 3]);
       expect(await list({ types: ['tool-deny', 'tool-finish'], agentId: 'a1' })).toEqual([3]);

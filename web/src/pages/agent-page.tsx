@@ -156,11 +156,12 @@ export function AgentPage({ name }: { name: string }) {
     );
   }
 
-  const gone = agent.failure?.kind === 'gone' ? (
-    <div class="agent-gone" role="status" data-testid="daemon-gone">
-      {agent.failure.message}
-    </div>
-  ) : null;
+  const gone =
+    agent.failure?.kind === 'gone' ? (
+      <div class="agent-gone" role="status" data-testid="daemon-gone">
+        {agent.failure.message}
+      </div>
+    ) : null;
 
   if (agent.data === undefined) {
     return (
@@ -279,9 +280,25 @@ export function AgentPage({ name }: { name: string }) {
             <dt>Parent</dt>
             <dd>{data.parent === null ? <span class="muted">none</span> : <AgentLink id={data.parent} agents={agents.data ?? []} />}</dd>
             <dt>Children</dt>
-            <dd class="chips">{data.children.length === 0 ? <span class="muted">none</span> : data.children.map((child) => <AgentLink key={child} id={child} agents={agents.data ?? []} />)}</dd>
+            <dd class="chips">
+              {data.children.length === 0 ? (
+                <span class="muted">none</span>
+              ) : (
+                data.children.map((child) => <AgentLink key={child} id={child} agents={agents.data ?? []} />)
+              )}
+            </dd>
             <dt>Tags</dt>
-            <dd class="chips">{data.tags.length === 0 ? <span class="muted">none</span> : data.tags.map((tag) => <span key={tag} class="chip">{tag}</span>)}</dd>
+            <dd class="chips">
+              {data.tags.length === 0 ? (
+                <span class="muted">none</span>
+              ) : (
+                data.tags.map((tag) => (
+                  <span key={tag} class="chip">
+                    {tag}
+                  </span>
+                ))
+              )}
+            </dd>
             <dt>Session</dt>
             <dd class="mono">{data.session_id}</dd>
           </dl>

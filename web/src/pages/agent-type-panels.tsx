@@ -56,7 +56,13 @@ export function WorkflowPanel({ name, version }: { name: string; version: number
       actions={
         <div class="actions">
           {(data === undefined ? [] : (ACTIONS[data.state] ?? [])).map((action) => (
-            <button key={action} type="button" class={action === 'cancel' ? 'btn btn-small btn-danger-ghost' : 'btn btn-small'} disabled={busy} onClick={() => void act(action)}>
+            <button
+              key={action}
+              type="button"
+              class={action === 'cancel' ? 'btn btn-small btn-danger-ghost' : 'btn btn-small'}
+              disabled={busy}
+              onClick={() => void act(action)}
+            >
               {action[0]?.toUpperCase()}
               {action.slice(1)}
             </button>
@@ -131,7 +137,9 @@ export function ThoughtTracePanel({ name, version }: { name: string; version: nu
                 <span class="mono">
                   loop {thought.loop + 1} · {thought.phase}
                 </span>
-                <pre class="code" tabIndex={0} aria-label="Content">{JSON.stringify(thought.content, null, 2)}</pre>
+                <pre class="code" tabIndex={0} aria-label="Content">
+                  {JSON.stringify(thought.content, null, 2)}
+                </pre>
               </li>
             ))}
           </ol>

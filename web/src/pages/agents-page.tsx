@@ -33,7 +33,11 @@ export function AgentsPage() {
     <div class="page">
       <PageHeader
         title="Agents"
-        subtitle={agents.data === undefined ? 'Loading…' : `${list.length} agent${list.length === 1 ? '' : 's'} · ${running} running${stuck === 0 ? '' : ` · ${stuck} cannot run`}`}
+        subtitle={
+          agents.data === undefined
+            ? 'Loading…'
+            : `${list.length} agent${list.length === 1 ? '' : 's'} · ${running} running${stuck === 0 ? '' : ` · ${stuck} cannot run`}`
+        }
         actions={
           editing ? undefined : (
             <button type="button" class="btn btn-primary" onClick={() => setEditing(true)}>

@@ -50,7 +50,12 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
     }
   };
   return (
-    <section class="card approval-card" data-testid="approval" data-approval={approval.id} aria-label={question === undefined ? `${approval.agent} wants to run ${approval.tool}` : `${approval.tool} asks for ${approval.agent}`}>
+    <section
+      class="card approval-card"
+      data-testid="approval"
+      data-approval={approval.id}
+      aria-label={question === undefined ? `${approval.agent} wants to run ${approval.tool}` : `${approval.tool} asks for ${approval.agent}`}
+    >
       <div class="approval-head">
         <div>
           <a class="strong" href={href.agent(approval.agent)}>
@@ -154,7 +159,8 @@ export function ApprovalsPage() {
         title="Approvals"
         subtitle={
           <span>
-            Tool calls waiting for a person: tools listed in an agent's <code>[autonomous].approval_required_for</code>. Nobody deciding denies them when they expire.
+            Tool calls waiting for a person: tools listed in an agent's <code>[autonomous].approval_required_for</code>. Nobody deciding denies them when they
+            expire.
           </span>
         }
       />

@@ -41,7 +41,8 @@ export function ChannelsPage() {
         title="Channels"
         subtitle={
           <span>
-            Where people talk to agents: Telegram, Slack, signed webhooks. Configured as <code>[[channels]]</code> in config.toml; see <code>docs/channels.md</code>.
+            Where people talk to agents: Telegram, Slack, signed webhooks. Configured as <code>[[channels]]</code> in config.toml; see{' '}
+            <code>docs/channels.md</code>.
           </span>
         }
       />
@@ -76,7 +77,11 @@ export function ChannelsPage() {
                   </td>
                   <td>
                     <ChannelState channel={channel} />
-                    {channel.error === null ? null : <div class="small muted" data-testid="channel-error">{channel.error}</div>}
+                    {channel.error === null ? null : (
+                      <div class="small muted" data-testid="channel-error">
+                        {channel.error}
+                      </div>
+                    )}
                   </td>
                   <td>{channel.lastMessageAt === null ? '—' : formatTime(Date.parse(channel.lastMessageAt))}</td>
                   <td>
@@ -94,8 +99,8 @@ export function ChannelsPage() {
             {waiting.map(({ channel, pairing }) => (
               <li key={pairing.code} data-testid="pairing" class="approval-head">
                 <span>
-                  <span class="strong">{pairing.userName ?? pairing.userId}</span> <span class="muted small">({pairing.userId})</span> on {channel.name}, since {formatTime(Date.parse(pairing.requestedAt))}, code{' '}
-                  <span class="mono">{pairing.code}</span>
+                  <span class="strong">{pairing.userName ?? pairing.userId}</span> <span class="muted small">({pairing.userId})</span> on {channel.name}, since{' '}
+                  {formatTime(Date.parse(pairing.requestedAt))}, code <span class="mono">{pairing.code}</span>
                 </span>
                 <button type="button" class="btn btn-primary" disabled={busy !== undefined} onClick={() => void approve(pairing.code)}>
                   Approve

@@ -15,7 +15,17 @@ import { SessionPicker } from './session-picker.tsx';
 import { ApprovalHeader, compactJson, ToolCallView, TraceView } from './transcript.tsx';
 import '../chat.css';
 
-type LivePart = ChatItem | { kind: 'approval'; approvalId: string; toolCallId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined; reason?: string | undefined };
+type LivePart =
+  | ChatItem
+  | {
+      kind: 'approval';
+      approvalId: string;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      outcome: 'approved' | 'denied' | undefined;
+      reason?: string | undefined;
+    };
 
 /** The turn streaming now: the person's message and what has come of it so far. */
 interface LiveTurn {
@@ -51,7 +61,19 @@ interface RefusedSend {
 }
 
 function newTurn(message: string, at: number, after?: number): LiveTurn {
-  return { message, at, parts: [], phase: undefined, result: undefined, error: undefined, cancelled: undefined, failure: undefined, after, reconnecting: undefined, done: false };
+  return {
+    message,
+    at,
+    parts: [],
+    phase: undefined,
+    result: undefined,
+    error: undefined,
+    cancelled: undefined,
+    failure: undefined,
+    after,
+    reconnecting: undefined,
+    done: false,
+  };
 }
 
 /** Folds one streamed event into the live turn; text deltas extend the last text part, a tool result completes its call. */
@@ -67,27 +89,61 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
     case 'tool-call':
       return {
         ...turn,
-        parts: [...turn.parts, { kind: 'tool', toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, output: undefined, isError: false, durationMs: undefined }],
+        parts: [
+          ...turn.parts,
+          {
+            kind: 'tool',
+            toolCallId: event.toolCallId,
+            toolName: event.toolName,
+            input: event.input,
+            output: undefined,
+            isError: false,
+            durationMs: undefined,
+          },
+        ],
         phase: `running ${event.toolName}`,
       };
     case 'tool-result': {
       const parts = turn.parts.map((part): LivePart => {
         // A call decided elsewhere (the approvals page, the CLI) shows its outcome here too.
-        if (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined) return { ...part, outcome: event.isError ? 'denied' : 'approved' };
-        if (part.kind === 'tool' && part.toolCallId === event.toolCallId) return { ...part, output: event.text, isError: event.isError, durationMs: event.durationMs };
+        if (part.kind === 'approval' && part.toolCallId === event.toolCallId && part.outcome === undefined)
+          return { ...part, outcome: event.isError ? 'denied' : 'approved' };
+        if (part.kind === 'tool' && part.toolCallId === event.toolCallId)
+          return { ...part, output: event.text, isError: event.isError, durationMs: event.durationMs };
         return part;
       });
       return { ...turn, parts, phase: undefined };
     }
     case 'approval-request':
-      return { ...turn, parts: [...turn.parts, { kind: 'approval', approvalId: event.approvalId, toolCallId: event.toolCallId, toolName: event.toolName, input: event.input, outcome: undefined, reason: event.reason }], phase: `waiting for approval of ${event.toolName}` };
+      return {
+        ...turn,
+        parts: [
+          ...turn.parts,
+          {
+            kind: 'approval',
+            approvalId: event.approvalId,
+            toolCallId: event.toolCallId,
+            toolName: event.toolName,
+            input: event.input,
+            outcome: undefined,
+            reason: event.reason,
+          },
+        ],
+        phase: `waiting for approval of ${event.toolName}`,
+      };
     case 'phase':
       return { ...turn, phase: event.detail === '' ? event.phase : `${event.phase}: ${event.detail}` };
     case 'run-finish':
       return { ...turn, result: event.result, phase: undefined, done: true };
     case 'error':
       if (event.code === 'TURN_CANCELLED') return { ...turn, cancelled: event.message, phase: undefined, done: true };
-      return { ...turn, error: `${event.code}: ${event.message}`, failure: { status: 200, code: event.code, message: event.message }, phase: undefined, done: true };
+      return {
+        ...turn,
+        error: `${event.code}: ${event.message}`,
+        failure: { status: 200, code: event.code, message: event.message },
+        phase: undefined,
+        done: true,
+      };
     case 'run-start':
       return { ...turn, phase: 'thinking' };
     case 'rewind':
@@ -97,7 +153,19 @@ function applyEvent(turn: LiveTurn, event: AgentEvent): LiveTurn {
 }
 
 /** A tool call waiting for approval, with Approve and Deny buttons and why it waits when taint tracking held it (the tool's result follows in the stream). */
-function ApprovalLine({ approvalId, toolName, input, outcome, reason }: { approvalId: string; toolName: string; input: unknown; outcome: 'approved' | 'denied' | undefined; reason: string | undefined }) {
+function ApprovalLine({
+  approvalId,
+  toolName,
+  input,
+  outcome,
+  reason,
+}: {
+  approvalId: string;
+  toolName: string;
+  input: unknown;
+  outcome: 'approved' | 'denied' | undefined;
+  reason: string | undefined;
+}) {
   const [clicked, setStatus] = useState<'pending' | 'busy' | 'approved' | 'denied'>('pending');
   const status = clicked === 'approved' || clicked === 'denied' ? clicked : (outcome ?? clicked);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -195,7 +263,9 @@ function Items({ items, at, streaming }: { items: readonly LivePart[]; at: numbe
               </div>
             );
           case 'approval':
-            return <ApprovalLine key={index} approvalId={item.approvalId} toolName={item.toolName} input={item.input} outcome={item.outcome} reason={item.reason} />;
+            return (
+              <ApprovalLine key={index} approvalId={item.approvalId} toolName={item.toolName} input={item.input} outcome={item.outcome} reason={item.reason} />
+            );
         }
       })}
     </>
@@ -211,10 +281,27 @@ function StatusBadge({ status, reason }: { status: 'cancelled' | 'failed'; reaso
 }
 
 /** Tokens (cached ones too), cost, model calls and model of a turn. */
-function UsageLine({ inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, costUsd, calls, model }: { inputTokens: number; outputTokens: number; cacheReadTokens?: number | undefined; cacheWriteTokens?: number | undefined; costUsd: number; calls: number; model: string | null }) {
+function UsageLine({
+  inputTokens,
+  outputTokens,
+  cacheReadTokens,
+  cacheWriteTokens,
+  costUsd,
+  calls,
+  model,
+}: {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
+  costUsd: number;
+  calls: number;
+  model: string | null;
+}) {
   return (
     <span data-testid="turn-usage">
-      {formatTokens(inputTokens)} in{formatCached(cacheReadTokens, cacheWriteTokens)} · {formatTokens(outputTokens)} out · {formatCost(costUsd)} · {calls} model call{calls === 1 ? '' : 's'}
+      {formatTokens(inputTokens)} in{formatCached(cacheReadTokens, cacheWriteTokens)} · {formatTokens(outputTokens)} out · {formatCost(costUsd)} · {calls} model
+      call{calls === 1 ? '' : 's'}
       {model === null ? null : (
         <>
           {' '}
@@ -230,7 +317,15 @@ function RecordFooter({ record }: { record: TurnRecord }) {
   return (
     <div class="turn-footer">
       {record.status === 'finished' ? null : <StatusBadge status={record.status} reason={record.reason} />}
-      <UsageLine inputTokens={record.inputTokens} outputTokens={record.outputTokens} cacheReadTokens={record.cacheReadTokens} cacheWriteTokens={record.cacheWriteTokens} costUsd={record.costUsd} calls={calls} model={record.model} />
+      <UsageLine
+        inputTokens={record.inputTokens}
+        outputTokens={record.outputTokens}
+        cacheReadTokens={record.cacheReadTokens}
+        cacheWriteTokens={record.cacheWriteTokens}
+        costUsd={record.costUsd}
+        calls={calls}
+        model={record.model}
+      />
       <TraceView record={record} />
     </div>
   );
@@ -271,7 +366,13 @@ function LiveTurnView({ turn }: { turn: LiveTurn }) {
       )}
       {turn.result === undefined ? null : (
         <div class="turn-footer">
-          <UsageLine inputTokens={turn.result.usage.input_tokens} outputTokens={turn.result.usage.output_tokens} costUsd={turn.result.cost_usd} calls={turn.result.iterations} model={turn.result.model} />
+          <UsageLine
+            inputTokens={turn.result.usage.input_tokens}
+            outputTokens={turn.result.usage.output_tokens}
+            costUsd={turn.result.cost_usd}
+            calls={turn.result.iterations}
+            model={turn.result.model}
+          />
         </div>
       )}
     </div>
@@ -283,15 +384,31 @@ function refusalFix(refusal: RefusedSend, agent: AgentView | undefined): { text:
   if (refusal.status === 0) return { text: 'Start the daemon again (loom start, or npm start), then send it again.', resume: false };
   if (agent?.state === 'suspended') return { text: `Resume ${agent.name}, then send the message again.`, resume: true };
   if (refusal.code === 'MODULE_UNAVAILABLE' && /model/i.test(refusal.reason)) {
-    return { text: 'Give it a model: run `loom init` (it picks a default model from your keys or a local Ollama), or add [model] to its manifest with Edit on its page; then send the message again.', resume: false };
+    return {
+      text: 'Give it a model: run `loom init` (it picks a default model from your keys or a local Ollama), or add [model] to its manifest with Edit on its page; then send the message again.',
+      resume: false,
+    };
   }
   if (refusal.status === 429) return { text: 'Wait a moment, then send the message again.', resume: false };
-  if (refusal.status === 401 || refusal.status === 403) return { text: 'Set an API key that may send messages to this agent (Settings, at the foot of the menu), then send it again.', resume: false };
+  if (refusal.status === 401 || refusal.status === 403)
+    return { text: 'Set an API key that may send messages to this agent (Settings, at the foot of the menu), then send it again.', resume: false };
   return { text: 'Fix what the reason says, then send the message again.', resume: false };
 }
 
 /** A message the daemon did not take: the message, why (the daemon's words) and what to do, with Resume and Send again. */
-function RefusedTurn({ refusal, agent, onResume, onRetry, busy }: { refusal: RefusedSend; agent: AgentView | undefined; onResume: () => void; onRetry: () => void; busy: boolean }) {
+function RefusedTurn({
+  refusal,
+  agent,
+  onResume,
+  onRetry,
+  busy,
+}: {
+  refusal: RefusedSend;
+  agent: AgentView | undefined;
+  onResume: () => void;
+  onRetry: () => void;
+  busy: boolean;
+}) {
   const fix = refusalFix(refusal, agent);
   return (
     <div class="turn" data-testid="refused-turn">
@@ -351,7 +468,10 @@ export function ChatPage({ name }: { name: string }) {
    * Streams a turn's events into the live turn, taking the stream up again from its last event
    * when it breaks (`streamTurn`), then shows the committed session.
    */
-  const listen = async (start: (onEvent: (event: AgentEvent, id: string | undefined) => void, signal: AbortSignal, onOpen: () => void) => Promise<void>, turn: LiveTurn): Promise<void> => {
+  const listen = async (
+    start: (onEvent: (event: AgentEvent, id: string | undefined) => void, signal: AbortSignal, onOpen: () => void) => Promise<void>,
+    turn: LiveTurn,
+  ): Promise<void> => {
     listening.current?.abort();
     const controller = new AbortController();
     listening.current = controller;
@@ -369,9 +489,14 @@ export function ChatPage({ name }: { name: string }) {
     } catch (error) {
       if (controller.signal.aborted) return;
       // A turn that ended between the session's answer and this one is in the session now.
-      if (error instanceof ApiError && error.code === 'STREAM_LOST') update((current) => ({ ...current, error: errorText(error), reconnecting: undefined, done: true }));
+      if (error instanceof ApiError && error.code === 'STREAM_LOST')
+        update((current) => ({ ...current, error: errorText(error), reconnecting: undefined, done: true }));
       else if (!(error instanceof ApiError && error.code === 'TURN_NOT_RUNNING')) {
-        const failure = { status: error instanceof ApiError ? error.status : 0, code: error instanceof ApiError ? error.code : 'ERROR', message: failureOf(error).message };
+        const failure = {
+          status: error instanceof ApiError ? error.status : 0,
+          code: error instanceof ApiError ? error.code : 'ERROR',
+          message: failureOf(error).message,
+        };
         update((current) => ({ ...current, error: errorText(error), failure, done: true }));
       }
     }
@@ -386,7 +511,10 @@ export function ChatPage({ name }: { name: string }) {
   const pending = session.data?.running ?? null;
   useEffect(() => {
     if (pending === null || live !== undefined) return;
-    void listen((onEvent, signal, onOpen) => followTurn(name, onEvent, signal, { session: chosen, onOpen }), newTurn(pending.message, Date.parse(pending.received_at)));
+    void listen(
+      (onEvent, signal, onOpen) => followTurn(name, onEvent, signal, { session: chosen, onOpen }),
+      newTurn(pending.message, Date.parse(pending.received_at)),
+    );
   }, [pending?.received_at, live === undefined]);
 
   // Once the committed session is back, it shows the turn that was live. A message sent from here
@@ -396,7 +524,10 @@ export function ChatPage({ name }: { name: string }) {
     if (live?.done !== true) return;
     const { failure, after } = live;
     if (failure !== undefined && after !== undefined && history.length <= after) {
-      setRefused((list) => [...list, { id: (list.at(-1)?.id ?? 0) + 1, message: live.message, at: live.at, after, status: failure.status, code: failure.code, reason: failure.message }]);
+      setRefused((list) => [
+        ...list,
+        { id: (list.at(-1)?.id ?? 0) + 1, message: live.message, at: live.at, after, status: failure.status, code: failure.code, reason: failure.message },
+      ]);
       agent.reload();
     }
     setLive(undefined);
@@ -472,7 +603,16 @@ export function ChatPage({ name }: { name: string }) {
   const refusedAfter = (count: number) =>
     refused
       .filter((refusal) => refusal.after === count || (count === history.length && refusal.after > count))
-      .map((refusal) => <RefusedTurn key={`refused-${refusal.id}`} refusal={refusal} agent={agent.data} busy={resuming || running} onResume={() => void resume()} onRetry={() => retry(refusal)} />);
+      .map((refusal) => (
+        <RefusedTurn
+          key={`refused-${refusal.id}`}
+          refusal={refusal}
+          agent={agent.data}
+          busy={resuming || running}
+          onResume={() => void resume()}
+          onRetry={() => retry(refusal)}
+        />
+      ));
   return (
     <div class="page chat-page">
       <PageHeader
@@ -519,7 +659,9 @@ export function ChatPage({ name }: { name: string }) {
       <ErrorBox message={agent.error ?? session.error} />
       {agent.data === undefined ? null : <CannotRunNotice agent={agent.data} />}
       <div class="chat-log" aria-live="polite" data-testid="chat-log">
-        {history.length === 0 && live === undefined && refused.length === 0 ? <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div> : null}
+        {history.length === 0 && live === undefined && refused.length === 0 ? (
+          <div class="empty">Say something to {name}. The reply streams in as it is written; tool calls show as they happen.</div>
+        ) : null}
         {refusedAfter(0)}
         {history.map((turn, index) => (
           <Fragment key={index}>
@@ -547,7 +689,13 @@ export function ChatPage({ name }: { name: string }) {
           }}
         />
         {running ? (
-          <button type="button" class="btn btn-danger-ghost" disabled={stopping} onClick={() => void stop()} title="Stop the reply (Esc); what it said so far is kept">
+          <button
+            type="button"
+            class="btn btn-danger-ghost"
+            disabled={stopping}
+            onClick={() => void stop()}
+            title="Stop the reply (Esc); what it said so far is kept"
+          >
             {stopping ? 'Stopping…' : 'Stop'}
           </button>
         ) : (

@@ -128,7 +128,17 @@ function tone(type: string): string {
   return 'neutral';
 }
 
-function FilterSelect<T extends string>({ label, value, options, onChange }: { label: string; value: T | ''; options: readonly (readonly [T, string])[]; onChange: (value: T | '') => void }) {
+function FilterSelect<T extends string>({
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  value: T | '';
+  options: readonly (readonly [T, string])[];
+  onChange: (value: T | '') => void;
+}) {
   return (
     <div class="filter">
       <label for={`events-filter-${label.toLowerCase()}`}>{label}</label>
@@ -199,14 +209,31 @@ export function EventsPage() {
         title="Events"
         subtitle={
           <span>
-            <span class={`status-dot status-${state === 'open' ? 'ok' : state === 'connecting' ? 'wait' : 'down'}`} /> {state === 'open' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Disconnected, retrying'} · the audit log, newest first: turns, tool calls, refusals, approvals, model errors and what agents went through
+            <span class={`status-dot status-${state === 'open' ? 'ok' : state === 'connecting' ? 'wait' : 'down'}`} />{' '}
+            {state === 'open' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Disconnected, retrying'} · the audit log, newest first: turns, tool calls,
+            refusals, approvals, model errors and what agents went through
           </span>
         }
       />
       <form class="filters" aria-label="Filter events" onSubmit={(event) => event.preventDefault()}>
-        <FilterSelect label="Agent" value={filters.agent} options={agentNames.map((name) => [name, name] as const)} onChange={(agent) => setFilters({ ...filters, agent })} />
-        <FilterSelect label="Kind" value={filters.kind} options={Object.entries(KIND_LABELS) as [AuditKind, string][]} onChange={(kind) => setFilters({ ...filters, kind })} />
-        <FilterSelect label="Outcome" value={filters.outcome} options={Object.entries(OUTCOME_LABELS) as [AuditOutcome, string][]} onChange={(outcome) => setFilters({ ...filters, outcome })} />
+        <FilterSelect
+          label="Agent"
+          value={filters.agent}
+          options={agentNames.map((name) => [name, name] as const)}
+          onChange={(agent) => setFilters({ ...filters, agent })}
+        />
+        <FilterSelect
+          label="Kind"
+          value={filters.kind}
+          options={Object.entries(KIND_LABELS) as [AuditKind, string][]}
+          onChange={(kind) => setFilters({ ...filters, kind })}
+        />
+        <FilterSelect
+          label="Outcome"
+          value={filters.outcome}
+          options={Object.entries(OUTCOME_LABELS) as [AuditOutcome, string][]}
+          onChange={(outcome) => setFilters({ ...filters, outcome })}
+        />
         {filtered ? (
           <button type="button" class="btn btn-small" onClick={() => setFilters({ agent: '', kind: '', outcome: '' })}>
             Clear filters
@@ -215,7 +242,13 @@ export function EventsPage() {
       </form>
       <ErrorBox message={error} />
       {rows.length === 0 ? (
-        loading ? null : <Empty>{filtered ? 'No event matches these filters.' : 'Nothing has happened yet. Turns, tool calls, approvals and agents spawned, suspended or killed show up here.'}</Empty>
+        loading ? null : (
+          <Empty>
+            {filtered
+              ? 'No event matches these filters.'
+              : 'Nothing has happened yet. Turns, tool calls, approvals and agents spawned, suspended or killed show up here.'}
+          </Empty>
+        )
       ) : (
         <div class="card table-card">
           <table class="table" aria-label="Events">
@@ -230,18 +263,26 @@ export function EventsPage() {
             <tbody>
               {rows.map((row) => (
                 <tr key={row.key} class={row.live ? 'event-row live' : 'event-row'} data-type={row.type}>
-                  <td class="mono small nowrap">
-                    {formatTime(row.at)}
-                  </td>
+                  <td class="mono small nowrap">{formatTime(row.at)}</td>
                   <td>
                     <span class={`event-type tone-${tone(row.type)}`}>{row.type}</span>
                   </td>
-                  <td>{row.name === '' ? <span class="muted">—</span> : agentNames.includes(row.name) ? <a href={href.agent(row.name)}>{row.name}</a> : <span>{row.name}</span>}</td>
+                  <td>
+                    {row.name === '' ? (
+                      <span class="muted">—</span>
+                    ) : agentNames.includes(row.name) ? (
+                      <a href={href.agent(row.name)}>{row.name}</a>
+                    ) : (
+                      <span>{row.name}</span>
+                    )}
+                  </td>
                   <td class="event-what">
                     <span>{summarize(row.type, row.data)}</span>
                     <details>
                       <summary>details</summary>
-                      <pre class="event-details" tabIndex={0} aria-label="Details">{details(row)}</pre>
+                      <pre class="event-details" tabIndex={0} aria-label="Details">
+                        {details(row)}
+                      </pre>
                     </details>
                   </td>
                 </tr>

@@ -18,7 +18,8 @@ function Implementation({ tool }: { tool: ForgedToolView }) {
       <ol class="small" data-testid="tool-steps">
         {(implementation.steps ?? []).map((step) => (
           <li key={step.name}>
-            <span class="strong">{step.name}</span>: <span class="mono">{step.tool}</span> <span class="muted mono">{JSON.stringify(step.inputMapping ?? {})}</span>
+            <span class="strong">{step.name}</span>: <span class="mono">{step.tool}</span>{' '}
+            <span class="muted mono">{JSON.stringify(step.inputMapping ?? {})}</span>
           </li>
         ))}
       </ol>
@@ -60,7 +61,8 @@ function ToolDetail({ tool, onChanged }: { tool: ForgedToolView; onChanged: () =
     act(async () => {
       const result = await promoteForgedTool(tool.id);
       if (result.outcome === 'promoted') return `Promoted to the ${result.tool.tier} tier.`;
-      if (result.outcome === 'pending-approval') return `Waiting for a person's approval (request ${result.approvalId ?? ''}): decide it on the Approvals page.`;
+      if (result.outcome === 'pending-approval')
+        return `Waiting for a person's approval (request ${result.approvalId ?? ''}): decide it on the Approvals page.`;
       return `Not promoted: ${result.reason ?? 'no reason given'}`;
     });
   const demote = () => act(async () => `Now ${(await demoteForgedTool(tool.id)).tier} tier.`);
@@ -80,7 +82,11 @@ function ToolDetail({ tool, onChanged }: { tool: ForgedToolView; onChanged: () =
           </button>
         </div>
       </div>
-      {note === undefined ? null : <p class="small" data-testid="tool-note">{note}</p>}
+      {note === undefined ? null : (
+        <p class="small" data-testid="tool-note">
+          {note}
+        </p>
+      )}
       <ErrorBox message={error} />
       <p class="small">
         {tool.mode}, {tool.origin}, {tool.tier} tier, {tool.status}
@@ -96,7 +102,9 @@ function ToolDetail({ tool, onChanged }: { tool: ForgedToolView; onChanged: () =
         ))}
       </ul>
       <h3 class="small strong">Schemas</h3>
-      <pre class="approval-input" tabIndex={0} aria-label="Schemas">{JSON.stringify({ input: tool.request.inputSchema, output: tool.request.outputSchema ?? null }, null, 2)}</pre>
+      <pre class="approval-input" tabIndex={0} aria-label="Schemas">
+        {JSON.stringify({ input: tool.request.inputSchema, output: tool.request.outputSchema ?? null }, null, 2)}
+      </pre>
       <h3 class="small strong">{tool.mode === 'compose' ? 'Steps' : 'Code'}</h3>
       <Implementation tool={tool} />
     </section>
@@ -115,7 +123,8 @@ export function ForgedToolsPage() {
         title="Tools"
         subtitle={
           <span>
-            Tools agents forged for themselves: tested, judged, then offered in the session; a panel keeps them for the agent; a person's approval shares them. See <code>docs/forged-tools.md</code>.
+            Tools agents forged for themselves: tested, judged, then offered in the session; a panel keeps them for the agent; a person's approval shares them.
+            See <code>docs/forged-tools.md</code>.
           </span>
         }
       />

@@ -125,7 +125,10 @@ export function ManifestEditor({ onSpawned, onCancel, agent, onSaved, initialTex
   const lineCount = text.split('\n').length;
   // The live check marks its lines until a refused save says what the daemon said.
   const live = error === undefined ? (check?.errors ?? []) : [];
-  const badLines = new Set<number>([...live.map((issue) => issue.line).filter((line): line is number => line !== undefined), ...(error?.line === undefined ? [] : [error.line])]);
+  const badLines = new Set<number>([
+    ...live.map((issue) => issue.line).filter((line): line is number => line !== undefined),
+    ...(error?.line === undefined ? [] : [error.line]),
+  ]);
   const title = updating ? `Edit the manifest of ${agent}` : 'Spawn an agent';
   return (
     <form class="card editor" onSubmit={(event) => void submit(event)} aria-label={title}>

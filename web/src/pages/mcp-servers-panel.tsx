@@ -26,7 +26,8 @@ export function McpServersPanel() {
   return (
     <Card title="MCP servers" label="MCP servers">
       <p class="small muted">
-        Servers whose tools agents call as <code>mcp_&lt;server&gt;_&lt;tool&gt;</code>, configured as <code>[[mcp_servers]]</code> in config.toml; see <code>docs/decisions/0034-mcp-era-negotiation-on-evidence.md</code> for the protocol eras.
+        Servers whose tools agents call as <code>mcp_&lt;server&gt;_&lt;tool&gt;</code>, configured as <code>[[mcp_servers]]</code> in config.toml; see{' '}
+        <code>docs/decisions/0034-mcp-era-negotiation-on-evidence.md</code> for the protocol eras.
       </p>
       <ErrorBox message={servers.error} />
       <table class="table" aria-label="MCP servers">
@@ -45,8 +46,16 @@ export function McpServersPanel() {
               <td class="mono">{server.name}</td>
               <td>{server.transport}</td>
               <td>
-                <StateBadge state={server.status} tone={server.status === 'connected' ? 'running' : server.status === 'failed' ? 'failed' : 'suspended'} testId="mcp-state" />
-                {server.error === undefined ? null : <div class="small muted" data-testid="mcp-error">{server.error}</div>}
+                <StateBadge
+                  state={server.status}
+                  tone={server.status === 'connected' ? 'running' : server.status === 'failed' ? 'failed' : 'suspended'}
+                  testId="mcp-state"
+                />
+                {server.error === undefined ? null : (
+                  <div class="small muted" data-testid="mcp-error">
+                    {server.error}
+                  </div>
+                )}
                 {server.action === undefined ? null : (
                   <div class="small" data-testid="mcp-action">
                     Needs you: run <code class="mono">{server.action.command}</code> ({server.action.reason})

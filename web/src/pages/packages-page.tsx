@@ -70,7 +70,8 @@ function ActivityLine({ activity }: { activity: ActivityRunView }) {
   return (
     <div class="activity-line" data-testid="activity" data-activity={activity.id}>
       <span class="mono">{activity.id}</span> {activity.status}
-      {activity.attempts > 1 ? ` (${activity.attempts} attempts)` : ''} · {formatTokens(activity.input_tokens + activity.output_tokens)} tokens · {formatCost(activity.cost_usd)}
+      {activity.attempts > 1 ? ` (${activity.attempts} attempts)` : ''} · {formatTokens(activity.input_tokens + activity.output_tokens)} tokens ·{' '}
+      {formatCost(activity.cost_usd)}
       {activity.error === null ? null : (
         <div class="error-text">
           {activity.fallback === null ? '' : `${activity.fallback}: `}

@@ -72,11 +72,23 @@ export function QuestionForm({ question, busy, onAnswer }: { question: Question;
         const choices = choicesOf(field);
         let control;
         if (field.type === 'boolean') {
-          control = <input id={id} type="checkbox" checked={answer[key] === true} disabled={busy} onChange={(event) => set(key, event.currentTarget.checked)} />;
+          control = (
+            <input id={id} type="checkbox" checked={answer[key] === true} disabled={busy} onChange={(event) => set(key, event.currentTarget.checked)} />
+          );
         } else if (field.type === 'array' && choices !== undefined) {
           const chosen = Array.isArray(answer[key]) ? (answer[key] as unknown[]).map(String) : [];
           control = (
-            <select id={id} multiple disabled={busy} onChange={(event) => set(key, Array.from(event.currentTarget.selectedOptions, (option) => option.value))}>
+            <select
+              id={id}
+              multiple
+              disabled={busy}
+              onChange={(event) =>
+                set(
+                  key,
+                  Array.from(event.currentTarget.selectedOptions, (option) => option.value),
+                )
+              }
+            >
               {choices.map((choice) => (
                 <option key={choice.value} value={choice.value} selected={chosen.includes(choice.value)}>
                   {choice.label}
@@ -97,10 +109,25 @@ export function QuestionForm({ question, busy, onAnswer }: { question: Question;
           );
         } else if (field.type === 'number' || field.type === 'integer') {
           control = (
-            <input id={id} type="number" step={field.type === 'integer' ? 1 : 'any'} value={shown(answer[key])} disabled={busy} onInput={(event) => set(key, event.currentTarget.value === '' ? undefined : Number(event.currentTarget.value))} />
+            <input
+              id={id}
+              type="number"
+              step={field.type === 'integer' ? 1 : 'any'}
+              value={shown(answer[key])}
+              disabled={busy}
+              onInput={(event) => set(key, event.currentTarget.value === '' ? undefined : Number(event.currentTarget.value))}
+            />
           );
         } else {
-          control = <input id={id} type="text" value={typeof answer[key] === 'string' ? answer[key] : ''} disabled={busy} onInput={(event) => set(key, event.currentTarget.value)} />;
+          control = (
+            <input
+              id={id}
+              type="text"
+              value={typeof answer[key] === 'string' ? answer[key] : ''}
+              disabled={busy}
+              onInput={(event) => set(key, event.currentTarget.value)}
+            />
+          );
         }
         return (
           <div class="question-field" key={key}>

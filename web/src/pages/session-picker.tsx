@@ -27,19 +27,32 @@ export function conversationLabel(conversation: string | null): string {
  * Chooses the session the chat shows and sends to: the sessions the caller holds
  * (`GET …/sessions`), the caller's own first (the owner's: the agent's main session).
  */
-export function SessionPicker(props: { sessions: readonly SessionSummary[]; ownId: string | undefined; chosen: string | undefined; disabled: boolean; onChoose: (id: string | undefined) => void }) {
+export function SessionPicker(props: {
+  sessions: readonly SessionSummary[];
+  ownId: string | undefined;
+  chosen: string | undefined;
+  disabled: boolean;
+  onChoose: (id: string | undefined) => void;
+}) {
   const { sessions, ownId, chosen, disabled, onChoose } = props;
   const own = sessions.find((session) => session.id === ownId);
   return (
     <label class="session-picker">
       <span>Session</span>
-      <select aria-label="Session" disabled={disabled} value={chosen ?? ''} onChange={(event) => onChoose(event.currentTarget.value === '' ? undefined : event.currentTarget.value)}>
+      <select
+        aria-label="Session"
+        disabled={disabled}
+        value={chosen ?? ''}
+        onChange={(event) => onChoose(event.currentTarget.value === '' ? undefined : event.currentTarget.value)}
+      >
         <option value="">Your session{own?.conversation === null ? ' (main)' : ''}</option>
-        {sessions.filter((session) => session.id !== ownId).map((session) => (
-          <option key={session.id} value={session.id}>
-            {conversationLabel(session.conversation)} ({session.messages} messages)
-          </option>
-        ))}
+        {sessions
+          .filter((session) => session.id !== ownId)
+          .map((session) => (
+            <option key={session.id} value={session.id}>
+              {conversationLabel(session.conversation)} ({session.messages} messages)
+            </option>
+          ))}
       </select>
     </label>
   );

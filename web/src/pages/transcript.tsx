@@ -60,37 +60,37 @@ export function ToolCallView({ item, running = false }: { item: Extract<ChatItem
           <span class="approval-status">{item.approval}</span>
         </ApprovalHeader>
       )}
-    <details class={`tool-call-view${item.isError ? ' tool-error' : ''}`} data-testid="tool-call">
-      {/* Once the call has its result, the summary is the result's line (red when it failed). */}
-      <summary {...(done ? { 'data-testid': 'tool-result', class: item.isError ? 'error' : 'ok' } : {})}>
-        <span class="tool-icon" aria-hidden="true">
-          ⚙
-        </span>
-        <span class="mono tool-signature">
-          <strong>{item.toolName}</strong>
-          <span class="muted">({shortInput(item.input)})</span>
-        </span>
-        <span class={`tool-status tool-status-${status.replace(' ', '-')}`}>
-          {status === 'running' ? <span class="spinner" aria-hidden="true" /> : null}
-          {status}
-        </span>
-        {item.durationMs === undefined ? null : (
-          <span class="tool-duration" data-testid="tool-duration">
-            {formatDuration(item.durationMs)}
+      <details class={`tool-call-view${item.isError ? ' tool-error' : ''}`} data-testid="tool-call">
+        {/* Once the call has its result, the summary is the result's line (red when it failed). */}
+        <summary {...(done ? { 'data-testid': 'tool-result', class: item.isError ? 'error' : 'ok' } : {})}>
+          <span class="tool-icon" aria-hidden="true">
+            ⚙
           </span>
-        )}
-      </summary>
-      <div class="tool-body">
-        <div class="tool-label">Input</div>
-        <pre class="tool-pre" data-testid="tool-input" tabIndex={0} aria-label={`Input of ${item.toolName}`}>
-          {prettyJson(item.input)}
-        </pre>
-        <div class="tool-label">{item.isError ? 'Error' : 'Output'}</div>
-        <pre class="tool-pre" data-testid="tool-output" tabIndex={0} aria-label={`${item.isError ? 'Error' : 'Output'} of ${item.toolName}`}>
-          {item.output ?? (running ? 'still running…' : 'no result was recorded')}
-        </pre>
-      </div>
-    </details>
+          <span class="mono tool-signature">
+            <strong>{item.toolName}</strong>
+            <span class="muted">({shortInput(item.input)})</span>
+          </span>
+          <span class={`tool-status tool-status-${status.replace(' ', '-')}`}>
+            {status === 'running' ? <span class="spinner" aria-hidden="true" /> : null}
+            {status}
+          </span>
+          {item.durationMs === undefined ? null : (
+            <span class="tool-duration" data-testid="tool-duration">
+              {formatDuration(item.durationMs)}
+            </span>
+          )}
+        </summary>
+        <div class="tool-body">
+          <div class="tool-label">Input</div>
+          <pre class="tool-pre" data-testid="tool-input" tabIndex={0} aria-label={`Input of ${item.toolName}`}>
+            {prettyJson(item.input)}
+          </pre>
+          <div class="tool-label">{item.isError ? 'Error' : 'Output'}</div>
+          <pre class="tool-pre" data-testid="tool-output" tabIndex={0} aria-label={`${item.isError ? 'Error' : 'Output'} of ${item.toolName}`}>
+            {item.output ?? (running ? 'still running…' : 'no result was recorded')}
+          </pre>
+        </div>
+      </details>
     </>
   );
 }
@@ -102,7 +102,8 @@ function stepLine(step: TraceStep) {
         <span class="trace-kind">model</span>
         <span class="mono">{step.model}</span>
         <span>
-          {formatTokens(step.inputTokens)} in{formatCached(step.cacheReadTokens, step.cacheWriteTokens)} · {formatTokens(step.outputTokens)} out · {formatCost(step.costUsd)}
+          {formatTokens(step.inputTokens)} in{formatCached(step.cacheReadTokens, step.cacheWriteTokens)} · {formatTokens(step.outputTokens)} out ·{' '}
+          {formatCost(step.costUsd)}
         </span>
         <span class="trace-time">{formatDuration(step.latencyMs)}</span>
       </li>
@@ -125,7 +126,8 @@ export function TraceView({ record }: { record: TurnRecord }) {
   return (
     <details class="trace" data-testid="turn-trace">
       <summary>
-        Trace · {models} model call{models === 1 ? '' : 's'} · {tools} tool call{tools === 1 ? '' : 's'} · {formatDuration(record.finishedAt - record.startedAt)}
+        Trace · {models} model call{models === 1 ? '' : 's'} · {tools} tool call{tools === 1 ? '' : 's'} ·{' '}
+        {formatDuration(record.finishedAt - record.startedAt)}
       </summary>
       {record.steps.length === 0 ? <p class="muted small">No model or tool was called.</p> : <ol class="trace-steps">{record.steps.map(stepLine)}</ol>}
     </details>
@@ -177,7 +179,11 @@ export function Transcript({ items }: { items: readonly TranscriptItem[] }) {
           case 'text':
             // As the chat shows them: what the agent wrote as Markdown (rendered safely), the person's words as typed.
             return (
-              <div key={index} class={`bubble bubble-${item.role === 'user' ? 'user' : 'agent'}`} data-testid={item.role === 'assistant' ? 'history-reply' : 'history-message'}>
+              <div
+                key={index}
+                class={`bubble bubble-${item.role === 'user' ? 'user' : 'agent'}`}
+                data-testid={item.role === 'assistant' ? 'history-reply' : 'history-message'}
+              >
                 <div class="bubble-role">{item.role === 'user' ? 'You' : item.role === 'assistant' ? 'Agent' : item.role}</div>
                 {item.role === 'assistant' ? <Markdown text={item.text} class="bubble-markdown" /> : <div class="bubble-text">{item.text}</div>}
               </div>

@@ -270,7 +270,9 @@ export function UsagePage() {
         </div>
         <div class="stat">
           <div class="stat-label">Cache read</div>
-          <div class="stat-value mono" title="Input tokens read from the prompt cache">{formatTokens(sum(rows, (row) => row.cache_read_tokens))}</div>
+          <div class="stat-value mono" title="Input tokens read from the prompt cache">
+            {formatTokens(sum(rows, (row) => row.cache_read_tokens))}
+          </div>
         </div>
         <div class="stat">
           <div class="stat-label">Model calls</div>
@@ -281,8 +283,24 @@ export function UsagePage() {
         title={`${metric === 'cost' ? 'Cost' : 'Tokens'} over time, per ${group}`}
         actions={
           <div class="chart-controls">
-            <Segmented label="Measure" value={metric} options={[['cost', 'Cost'], ['tokens', 'Tokens']]} onChange={setMetric} />
-            <Segmented label="Series" value={group} options={[['model', 'Per model'], ['agent', 'Per agent']]} onChange={setGroup} />
+            <Segmented
+              label="Measure"
+              value={metric}
+              options={[
+                ['cost', 'Cost'],
+                ['tokens', 'Tokens'],
+              ]}
+              onChange={setMetric}
+            />
+            <Segmented
+              label="Series"
+              value={group}
+              options={[
+                ['model', 'Per model'],
+                ['agent', 'Per agent'],
+              ]}
+              onChange={setGroup}
+            />
             <Segmented label="Range" value={range} options={RANGES.map((key) => [key, key] as const)} onChange={setRange} />
           </div>
         }
@@ -295,12 +313,22 @@ export function UsagePage() {
       ) : (
         <>
           <Card title="By model">
-            <TotalsTable label="Usage by model" keys={[{ head: 'Model', class: 'mono', cell: (total) => total.key }]} rows={totalsBy(rows, (row) => row.model)} />
+            <TotalsTable
+              label="Usage by model"
+              keys={[{ head: 'Model', class: 'mono', cell: (total) => total.key }]}
+              rows={totalsBy(rows, (row) => row.model)}
+            />
           </Card>
           <Card title="By agent">
             <TotalsTable
               label="Usage by agent"
-              keys={[{ head: 'Agent', class: 'mono', cell: (total) => (rows.some((row) => row.agent === total.key) ? <a href={href.agent(total.key)}>{total.key}</a> : total.key) }]}
+              keys={[
+                {
+                  head: 'Agent',
+                  class: 'mono',
+                  cell: (total) => (rows.some((row) => row.agent === total.key) ? <a href={href.agent(total.key)}>{total.key}</a> : total.key),
+                },
+              ]}
               rows={totalsBy(rows, agentLabel)}
             />
           </Card>
@@ -308,10 +336,22 @@ export function UsagePage() {
             <TotalsTable
               label="Usage"
               keys={[
-                { head: 'Agent', cell: ({ row }) => (row.agent === null ? <span class="muted mono">{agentLabel(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>) },
+                {
+                  head: 'Agent',
+                  cell: ({ row }) => (row.agent === null ? <span class="muted mono">{agentLabel(row)}</span> : <a href={href.agent(row.agent)}>{row.agent}</a>),
+                },
                 { head: 'Model', class: 'mono', cell: ({ row }) => row.model },
               ]}
-              rows={rows.map((row) => ({ key: `${row.agent_id}-${row.model}`, calls: row.calls, input: row.input_tokens, cacheRead: row.cache_read_tokens, cacheWrite: row.cache_write_tokens, output: row.output_tokens, cost: row.cost_usd, row }))}
+              rows={rows.map((row) => ({
+                key: `${row.agent_id}-${row.model}`,
+                calls: row.calls,
+                input: row.input_tokens,
+                cacheRead: row.cache_read_tokens,
+                cacheWrite: row.cache_write_tokens,
+                output: row.output_tokens,
+                cost: row.cost_usd,
+                row,
+              }))}
             />
           </Card>
         </>
