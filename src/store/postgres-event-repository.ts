@@ -3,6 +3,7 @@ import { StoreError } from '../errors/index.ts';
 import { type Parameter, type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { checkLimit, parseRow, type Row } from './rows.ts';
 import { eventColumns, eventRow } from './table-rows.ts';
+import { currentEventType, withFormerEventTypes } from './event-type-names.ts';
 
 /**
  * What a read of the log runs first, in its transaction: it waits until every append in flight
@@ -57,7 +58,8 @@ export class PostgresEventRepository implements EventRepository {
 
   list(options: EventQuery = {}): Promise<EventRecord[]> {
     // Sequence numbers start at 1, so 0 means from the first event.
-    const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, type, types, order = 'asc' } = options;
+    const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, order = 'asc' } = options;
+    const { type, types } = withFormerEventTypes(options.type, options.types);
     return this.#connection.execute(
       async () => {
         const limit = checkLimit(options.limit, 'list events') ?? null;
@@ -81,5 +83,7 @@ export class PostgresEventRepository implements EventRepository {
 }
 
 function parseEvent(row: Row): EventRecord {
-  return parseRow(eventRow, row, 'events', ['seq']);
+  const event = parseRow(eventRow, row, 'events', ['seq']);
+  // A row an earlier Loom wrote under a name since changed (decision 0072) reads as today's.
+  return { ...event, type: currentEventType(event.type) };
 }

@@ -5,6 +5,7 @@ import type { SqliteConnection } from './sqlite-connection.ts';
 import { parseRow } from './rows.ts';
 import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
 import { eventRow } from './table-rows.ts';
+import { currentEventType, withFormerEventTypes } from './event-type-names.ts';
 
 /** The filters a statement has, beside the `seq` range every one of them takes. */
 type Shape = { agent: boolean; type: boolean; types: boolean; order: 'asc' | 'desc' };
@@ -43,7 +44,8 @@ export class SqliteEventRepository implements EventRepository {
 
   list(options: EventQuery = {}): Promise<EventRecord[]> {
     // Sequence numbers start at 1, so 0 means from the first event.
-    const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, type, types, order = 'asc' } = options;
+    const { after = 0, before = Number.MAX_SAFE_INTEGER, agentId, order = 'asc' } = options;
+    const { type, types } = withFormerEventTypes(options.type, options.types);
     return this.#connection.execute(
       () => {
         const limit = limitParameter(options.limit, 'list events');
@@ -86,5 +88,7 @@ export class SqliteEventRepository implements EventRepository {
 }
 
 function parseEvent(row: SqliteRow): EventRecord {
-  return parseRow(eventRow, row, 'events', ['seq']);
+  const event = parseRow(eventRow, row, 'events', ['seq']);
+  // A row an earlier Loom wrote under a name since changed (decision 0072) reads as today's.
+  return { ...event, type: currentEventType(event.type) };
 }

@@ -4,7 +4,7 @@
  * `JSON.stringify`, zod, Ajv, a structured clone, isolated-vm's copy and Node's IPC all recurse
  * per level, and one that runs out of native stack can end its process rather than throw.
  *
- * It imports nothing, so the sandbox process (`emergent/sandbox-isolate.ts`) can load it alone.
+ * It imports nothing, so the sandbox process (`forged-tools/sandbox-isolate.ts`) can load it alone.
  */
 
 /**

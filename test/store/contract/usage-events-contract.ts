@@ -196,5 +196,24 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
       expect(await list({ types: [] })).toEqual([]);
       expect(await list({ types: ['tool-deny'], type: 'tool-finish' })).toEqual([]);
     });
+
+    it("events.list() reads a row an earlier Loom wrote under a name since changed as today's, and finds it by today's name", async () => {
+      // A node not yet upgraded writes to the shared store after the migration renamed the rows (decision 0072).
+      const old = await store.events.append({ at: 1_000, type: 'tool-denied', agentId: 'a1', data: { tool: 'shell_exec' } });
+      const current = await store.events.append({ at: 2_000, type: 'tool-deny', agentId: 'a1', data: { tool: 'file_write' } });
+      await store.events.append({ at: 3_000, type: 'tool-finish', agentId: 'a1', data: {} });
+
+      const seqsOf = (events: { seq: number; type: string }[]) => events.map((event) => [event.seq, event.type]);
+      expect(seqsOf(await store.events.list({ type: 'tool-deny' }))).toEqual([
+        [old, 'tool-deny'],
+        [current, 'tool-deny'],
+      ]);
+      expect(seqsOf(await store.events.list({ types: ['tool-deny'], agentId: 'a1', order: 'desc' }))).toEqual([
+        [current, 'tool-deny'],
+        [old, 'tool-deny'],
+      ]);
+      expect(seqsOf(await store.events.list({ type: 'tool-deny', types: ['tool-finish'] }))).toEqual([]);
+      expect((await store.events.list({ after: old - 1, limit: 1 }))[0]?.type).toBe('tool-deny');
+    });
   });
 }
