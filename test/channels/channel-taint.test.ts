@@ -2,13 +2,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import { type RunningHttpServer } from '../../src/http/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { openTestHost, serveHostApi, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { type ReplyReceiver, startReplyReceiver } from '../support/reply-receiver.ts';
 
 const model = useScriptedModelServer();
@@ -48,17 +46,7 @@ async function start(taint: Record<string, unknown>): Promise<void> {
     ),
   );
   await host.channels.start();
-  api = await startHttpServer(
-    createHttpApp({
-      kernel: host.kernel,
-      config: ConfigSchema.parse(config),
-      env: {},
-      clock: host.clock,
-      logger: createSilentLogger(),
-      channels: host.channels,
-    }),
-    { host: '127.0.0.1', port: 0 },
-  );
+  api = await serveHostApi(host, config);
 }
 afterEach(async () => {
   await api.close();

@@ -1,13 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signSlackRequest } from '../../src/channels/slack-channel.ts';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import { type RunningHttpServer } from '../../src/http/index.ts';
 import { type FakeSlackServer, startFakeSlackServer } from '../support/fake-slack-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { openTestHost, serveHostApi, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -153,17 +151,7 @@ describe('a Slack channel on the Events API (signed POSTs to /hooks/<name>)', ()
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, SLACK_SIGNING_SECRET: SECRET, SLACK_BOT_TOKEN: 'xoxb-test' });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
-    api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    api = await serveHostApi(host, config);
   }
   afterEach(async () => {
     await api.close();

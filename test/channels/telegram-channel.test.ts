@@ -1,14 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { openTestHost, serveHostApi, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 
 const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -213,17 +210,7 @@ describe('a Telegram channel on a webhook', () => {
     await host.channels.start();
     expect(telegram.webhooks).toMatchObject([{ url: 'https://loom.example.com/hooks/tg', secret_token: 'hook-secret' }]);
     expect(telegram.calls).not.toContain('getUpdates');
-    const api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    const api = await serveHostApi(host, config);
     try {
       const update = JSON.stringify(telegram.update(ADA_CHAT, ADA, 'via the webhook'));
       const forged = await fetch(`${api.url}/hooks/tg`, {

@@ -1,13 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/channels/webhook-channel.ts';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import { type RunningHttpServer } from '../../src/http/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { openTestHost, serveHostApi, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { EVERYTHING_BIN, stdioEntry } from '../mcp/client-helpers.ts';
 
 const model = useScriptedModelServer();
@@ -58,15 +56,7 @@ async function start(policy: Record<string, unknown> = {}, agentToml = ''): Prom
   host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
   await host.kernel.spawn(manifest(`name = "helper"\n${agentToml}\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
   await host.channels.start();
-  const app = createHttpApp({
-    kernel: host.kernel,
-    config: ConfigSchema.parse(config),
-    env: {},
-    clock: host.clock,
-    logger: createSilentLogger(),
-    channels: host.channels,
-  });
-  api = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  api = await serveHostApi(host, config);
 }
 
 beforeEach(async () => {
@@ -274,17 +264,7 @@ describe('a webhook channel', () => {
       manifest(`name = "helper"\n[capabilities]\ntools = ["mcp_everything_*"]\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`),
     );
     await host.channels.start();
-    api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    api = await serveHostApi(host, config);
     model.script([{ toolCalls: [{ name: 'mcp_everything_trigger_elicitation_request', input: {} }] }, { text: 'Maybe later, then.' }]);
     await post(fromAda('m-1', 'ask me'));
     await waitFor('the approval request reply', () => received.length > 0);
@@ -312,17 +292,7 @@ describe('a webhook channel', () => {
     host = await openTestHost(dir.path, config, { ...TEST_KEYS, HOOK_SECRET: SECRET });
     await host.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
     await host.channels.start();
-    api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    api = await serveHostApi(host, config);
     model.script([{ text: 'Noted.' }, { text: 'Tea.' }, { text: 'Who?' }]);
     await post(fromAda('m-1', 'I like tea'));
     await host.channels.idle();
@@ -364,17 +334,7 @@ describe('a webhook channel', () => {
     await host.channels.start();
     await host.channels.idle();
     expect(received.map((reply) => reply.body.text)).toEqual(['I am.']);
-    api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    api = await serveHostApi(host, config);
   });
 
   it('lists channels with their state over /api/channels, a missing secret shown as failed', async () => {
@@ -384,17 +344,7 @@ describe('a webhook channel', () => {
     host = await openTestHost(dir.path, config, TEST_KEYS);
     await host.channels.start();
     await startReceiver();
-    api = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    api = await serveHostApi(host, config);
     const response = await fetch(`${api.url}/api/channels`);
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject([

@@ -8,10 +8,9 @@ import { signWebhook, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from 
 import { channelPrincipal } from '../../src/channels/index.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { kernelAs } from '../../src/kernel/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import { type RunningHttpServer } from '../../src/http/index.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { openTestHost, serveHostApi, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { type ReplyReceiver, startReplyReceiver } from '../support/reply-receiver.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../support/run-cli.ts';
@@ -450,17 +449,7 @@ describe('through a channel (webhook)', () => {
       manifest(`${agentToml('helper-one', model.url)}[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]\n`),
     );
     await host.channels.start();
-    server = await startHttpServer(
-      createHttpApp({
-        kernel: host.kernel,
-        config: ConfigSchema.parse(config),
-        env: {},
-        clock: host.clock,
-        logger: createSilentLogger(),
-        channels: host.channels,
-      }),
-      { host: '127.0.0.1', port: 0 },
-    );
+    server = await serveHostApi(host, config);
     // The paired person asked for a code and the owner approved it.
     await write('a paired channel person', 'hello?');
     await host.channels.approve((await host.store.channels.pairings('hooks'))[0]?.code ?? '');

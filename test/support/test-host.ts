@@ -5,6 +5,7 @@ import { ConfigSchema, resolveLoomHome, type LoomHome } from '../../src/config/i
 import { type Host, openHost } from '../../src/host/index.ts';
 import type { Logger } from '../../src/contracts/index.ts';
 import { createLogger, createSilentLogger } from '../../src/logging/index.ts';
+import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 
 /** Keys the scripted server accepts; no real provider is ever called. */
 export const TEST_KEYS = { OPENAI_API_KEY: 'sk-openai-test', ANTHROPIC_API_KEY: 'sk-ant-test', GROQ_API_KEY: 'gsk-test' };
@@ -34,6 +35,21 @@ export async function openTestHost(
     connectMcpServers: options.connectMcpServers ?? false,
   });
   return { ...host, home, clock };
+}
+
+/** The host's HTTP API, its channels' webhooks too, on 127.0.0.1 at a free port, with `config` (config.toml's shape) and no keys. */
+export function serveHostApi(host: TestHost, config: Record<string, unknown> = {}): Promise<RunningHttpServer> {
+  return startHttpServer(
+    createHttpApp({
+      kernel: host.kernel,
+      config: ConfigSchema.parse(config),
+      env: {},
+      clock: host.clock,
+      logger: createSilentLogger(),
+      channels: host.channels,
+    }),
+    { host: '127.0.0.1', port: 0 },
+  );
 }
 
 /**
