@@ -1,6 +1,6 @@
 import type { ApprovalRecord, ApprovalStatus, Clock, IdGenerator, JsonObject, JsonValue, Store } from '../contracts/index.ts';
-import { compileJsonSchema, type SchemaCheck } from '../validation/index.ts';
 import { LoomError } from '../errors/index.ts';
+import { type RequestSummary, type Waiter, waitForDecision, type WaitPlace } from './approval-wait.ts';
 import {
   type ApprovalDecision,
   type ApprovalEvent,
@@ -10,34 +10,7 @@ import {
   type OpenApproval,
   storedDecision,
 } from './approval-requests.ts';
-import {
-  EXPIRED_BY_CANCEL,
-  EXPIRED_BY_RESTART,
-  EXPIRED_BY_SHUTDOWN,
-  EXPIRED_BY_TIMEOUT,
-  EXPIRED_BY_WITHDRAW,
-  RESTART_REASON,
-  SHUTDOWN_REASON,
-} from './approval-requests.ts';
-
-/** A turn of this process waiting for a request. */
-interface Waiter {
-  /** Hands the turn its decision (once; later calls do nothing). */
-  finish(decision: ApprovalDecision): void;
-  /** The turn's signal: once it aborts, nothing the request decides will run. */
-  signal: AbortSignal;
-  /** Set while a cancelled turn's request is being closed, so a decision arriving meanwhile waits for it. */
-  closing?: Promise<void>;
-  /** Who closed it and why, when `close` did. */
-  closedAs?: { by: string; reason: string };
-  /** A question's check of its answer: approving needs an answer it accepts. */
-  checkAnswer?: SchemaCheck;
-  /** Closes the request as `expired` by `by`, then hands the turn a decline saying so (once; nothing when it is closing or finished). */
-  close(by: string, reason: string): Promise<void>;
-}
-
-/** What a request needs to be closed and announced. */
-type RequestSummary = Pick<ApprovalRecord, 'id' | 'agentId' | 'agentName' | 'tool'>;
+import { EXPIRED_BY_RESTART, EXPIRED_BY_SHUTDOWN, RESTART_REASON, SHUTDOWN_REASON } from './approval-requests.ts';
 
 /**
  * Human approvals (spec/01 `autonomous.approval_required_for`). A request is stored before
@@ -62,6 +35,8 @@ export class ApprovalService {
    * (see {@link resume}): decided before it does, the decision is recorded for it to read.
    */
   readonly #resuming = new Set<string>();
+  /** What a turn's wait needs of this service (see `waitForDecision`). */
+  readonly #waitPlace: WaitPlace;
   /** Set by {@link shutdown}: nothing more is asked. */
   #stopped = false;
 
@@ -79,6 +54,13 @@ export class ApprovalService {
     this.#ids = options.ids;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     this.#publish = options.publish;
+    this.#waitPlace = {
+      waiters: this.#waiters,
+      clock: this.#clock,
+      timeoutMs: this.#timeoutMs,
+      store: this.#store,
+      close: (summary, by, reason) => this.#close(summary, by, reason),
+    };
   }
 
   /**
@@ -104,7 +86,7 @@ export class ApprovalService {
     const expiresAt = at + this.#timeoutMs;
     const summary: RequestSummary = { id, agentId: agent.id, agentName: agent.name, tool };
     // Waited for before the row exists: a decision never finds it pending with nobody waiting.
-    const waiting = this.#wait(summary, signal, options);
+    const waiting = waitForDecision(this.#waitPlace, summary, signal, options);
     try {
       await options.onId?.(id);
       await this.#store.approvals.create({
@@ -149,118 +131,13 @@ export class ApprovalService {
     // Waited for on this node now (its turn taken over from one that died): a decision made on
     // another node is sent here, not refused as no turn's.
     if (stored.status === 'pending' && stored.nodeId !== (this.#node?.id ?? null)) await this.#store.approvals.adopt(id, this.#node?.id ?? null);
-    const waiting = this.#wait(summary, signal, {});
+    const waiting = waitForDecision(this.#waitPlace, summary, signal, {});
     // Waited for from here on: a decision now reaches the waiter; one recorded before is read below.
     this.#resuming.delete(id);
     const record = (await this.#store.approvals.get(id)) ?? stored;
     if (record.status === 'pending') waiting.arm(Math.max(0, record.expiresAt - this.#clock.now()));
     else waiting.waiter.finish(storedDecision(record, EXPIRED_BY_RESTART));
     return { id, expiresAt: record.expiresAt, decision: waiting.decision };
-  }
-
-  /**
-   * A turn's wait for request `summary`, registered at once (so a decision finds it): its
-   * decision, and `arm`, which starts listening for the turn's cancel, the asker's withdrawal and
-   * the timeout of `timeoutMs`.
-   */
-  #wait(
-    summary: RequestSummary,
-    signal: AbortSignal,
-    options: { answerSchema?: JsonObject; withdrawn?: AbortSignal },
-  ): { waiter: Waiter; decision: Promise<ApprovalDecision>; arm: (timeoutMs: number) => void } {
-    const { id } = summary;
-    let resolve!: (decision: ApprovalDecision) => void;
-    let reject!: (error: unknown) => void;
-    const decision = new Promise<ApprovalDecision>((onResolve, onReject) => {
-      resolve = onResolve;
-      reject = onReject;
-    });
-    // Aborted once the request is settled: ends the timeout's sleep and removes the abort listeners.
-    const done = new AbortController();
-    const waiter: Waiter = {
-      signal,
-      ...(options.answerSchema === undefined ? {} : { checkAnswer: compileJsonSchema(options.answerSchema, { dialect: '2020-12', root: '(answer)' }) }),
-      finish: (answer) => {
-        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
-        this.#waiters.delete(id);
-        done.abort();
-        resolve(answer);
-      },
-      close: (by, reason) => {
-        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return waiter.closing ?? Promise.resolve();
-        done.abort();
-        waiter.closedAs = { by, reason };
-        waiter.closing = this.#close(summary, by, reason)
-          // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
-          .catch(() => false)
-          .then(() => {
-            this.#waiters.delete(id);
-            resolve({ approved: false, by, reason });
-          });
-        return waiter.closing;
-      },
-    };
-    this.#waiters.set(id, waiter);
-
-    const arm = (timeoutMs: number): void => {
-      const cancel = (): void => {
-        if (this.#waiters.get(id) !== waiter || waiter.closing !== undefined) return;
-        done.abort();
-        const why = signal.reason instanceof Error ? signal.reason.message : 'the turn was cancelled';
-        waiter.closing = this.#close(
-          summary,
-          EXPIRED_BY_CANCEL,
-          `the turn ended while this call waited for approval (${why}); nothing was run — ask the agent again`,
-        )
-          // A store that cannot take the write (closing) leaves the request pending; the next boot closes it.
-          .catch(() => false)
-          .then(() => {
-            this.#waiters.delete(id);
-            reject(signal.reason);
-          });
-      };
-      const { withdrawn } = options;
-      const withdraw = (): void => {
-        // A turn cancelled aborts the call's signals too: that is the turn's cancellation, not a withdrawal.
-        if (signal.aborted) {
-          cancel();
-          return;
-        }
-        const why =
-          withdrawn?.reason instanceof Error ? withdrawn.reason.message : typeof withdrawn?.reason === 'string' ? withdrawn.reason : 'its asker cancelled it';
-        void waiter.close(EXPIRED_BY_WITHDRAW, `the question was withdrawn before anyone answered (${why}); nothing was answered`);
-      };
-      if (signal.aborted) cancel();
-      else if (withdrawn?.aborted === true) withdraw();
-      else {
-        signal.addEventListener('abort', cancel, { once: true, signal: done.signal });
-        withdrawn?.addEventListener('abort', withdraw, { once: true, signal: done.signal });
-      }
-
-      const watched = withdrawn === undefined ? [signal, done.signal] : [signal, withdrawn, done.signal];
-      this.#clock.sleep(timeoutMs, { signal: AbortSignal.any(watched) }).then(
-        async () => {
-          const reason = `no decision within ${Math.round(this.#timeoutMs / 1000)} s`;
-          const timedOut: ApprovalDecision = { approved: false, by: EXPIRED_BY_TIMEOUT, reason };
-          try {
-            if (await this.#close(summary, EXPIRED_BY_TIMEOUT, reason)) {
-              waiter.finish(timedOut);
-              return;
-            }
-            // Decided in the store by someone this process did not hear (another Loom process on the
-            // same home): the turn still waits, so it takes that answer instead of waiting forever.
-            const record = await this.#store.approvals.get(id);
-            if (record === undefined || record.status === 'pending') waiter.finish(timedOut);
-            else waiter.finish(storedDecision(record, EXPIRED_BY_TIMEOUT));
-          } catch {
-            // The store failed: the call is still not run, and the turn must not wait forever.
-            waiter.finish(timedOut);
-          }
-        },
-        () => undefined,
-      );
-    };
-    return { waiter, decision, arm };
   }
 
   /**

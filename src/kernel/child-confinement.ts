@@ -1,59 +1,22 @@
 import { isAbsolute, join, normalize } from 'node:path/posix';
-import { Cron } from 'croner';
-import { filePatternCovers, globDirectory, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
+import { filePatternCovers, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
-import {
-  capabilitiesFromManifest,
-  codeModuleOf,
-  codeSettingsOf,
-  DEFAULT_CODE_SETTINGS,
-  DEFAULT_INTERVAL_SECONDS,
-  type Manifest,
-  ManifestSchema,
-  PRIORITIES,
-} from '../manifest/index.ts';
-import { type ModelTarget, type ModelTier, modelEndpoint, modelName } from '../models/index.ts';
+import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import { modelName } from '../models/index.ts';
 import { confineAutonomous, confineEmergent, confineToolSettings } from './confine-settings.ts';
 import { limit, limitOrNone, mergeExecPolicy, narrowAllowlist, type Report, skillCovers, union } from './confinement-rules.ts';
+import { checkModels } from './confine-models.ts';
 import { manifestModels } from './model-targets.ts';
+import { confineSchedule } from './confine-schedule.ts';
+import { type ConfinedParent, type ConfinementContext, realPathOf } from './confinement-context.ts';
 
 /**
  * `confineChild`: the one definition of "a child never exceeds its parent", over every field of
  * its manifest (each field's sort is in `manifest-field-power.ts`).
  */
 
-/** What the check needs to know of the world: where workspaces are and which models serve. */
-export interface ConfinementContext {
-  /** The absolute workspace folder of an agent (the runtime's `workspaceOf`). */
-  workspaceOf(agent: { name: string; workspace: string | undefined }): string;
-  /** The model of agents without `[model]`. */
-  defaultModel?: ModelTarget | undefined;
-  /** The models serving routing tiers. */
-  tiers?: Partial<Record<ModelTier, ModelTarget | undefined>> | undefined;
-  /** Now, in epoch milliseconds: periodic schedules are compared from here. */
-  now: number;
-  /** `[models.aliases]` of config.toml, for `[emergent]`'s judge models. */
-  aliases?: Readonly<Record<string, ModelTarget>> | undefined;
-  /**
-   * An absolute, normal path with the symbolic links on the way resolved, as far as it exists
-   * (the runtime's `realPath`, from the host): workspaces are compared, and a child's pinned, as
-   * the file tools will see them. Without it, paths are taken as written.
-   */
-  realPath?: ((path: string) => string) | undefined;
-}
-
-/** The context's `realPath`, or paths taken as written without one. */
-function realPathOf(context: ConfinementContext): (path: string) => string {
-  return context.realPath ?? ((path: string) => path);
-}
-
-/** The parent as the check sees it: its stored manifest and the capabilities it holds. */
-export interface ConfinedParent {
-  name: string;
-  manifest: Manifest;
-  capabilities: readonly Capability[];
-}
+export type { ConfinedParent, ConfinementContext } from './confinement-context.ts';
 
 /** A field of the child that exceeds its parent, in the manifest's words. */
 export interface ConfinementProblem {
@@ -66,8 +29,6 @@ export const CHILD_WORKSPACES_FOLDER = 'agents';
 
 const DEFAULTS = ManifestSchema.parse({});
 const DEFAULT_MODEL_MAX_TOKENS = 4096;
-/** How many upcoming runs of a cron expression are looked at to find its shortest gap. */
-const CRON_RUNS_COMPARED = 64;
 
 /**
  * The child's manifest as it may run under `parent`: restrictions merged in, limits lowered
@@ -320,134 +281,4 @@ export function confineToStep(
       { mcpServers: outside },
     );
   return child.mcp_servers.length === 0 ? { ...child, mcp_servers: [...servers] } : child;
-}
-
-/** `host:port` of a URL, as `net_connect` grants name it; undefined when it does not parse. */
-function hostPortOf(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? '443' : '80') : parsed.port;
-    return `${parsed.hostname}:${port}`;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Each model the child may call must be one the parent may call (its `llm_query` grants, or
- * without any its own models), and its key may go only where the parent sends that key, unless
- * the parent could read the key (`env_read`) and reach the host (`network`) itself. A URL that
- * carries no key must be one the parent calls or may reach.
- */
-function checkModels(parent: ConfinedParent, child: Manifest, context: ConfinementContext, report: Report): void {
-  const parentModels = manifestModels(parent.manifest, context).map((model) => ({ name: modelName(model.target), ...modelEndpoint(model.target) }));
-  const caps = parent.capabilities;
-  const queries = caps.some((capability) => capability.kind === 'llm_query');
-  const networkAllowed = parent.manifest.exec_policy?.allow_network !== false;
-  const mayReach = (url: string): boolean => {
-    const target = hostPortOf(url);
-    return networkAllowed && target !== undefined && isGranted(caps, { kind: 'net_connect', pattern: target });
-  };
-  for (const { field, target } of manifestModels(child, context)) {
-    const name = modelName(target);
-    const { keyVariable, baseUrl } = modelEndpoint(target);
-    const mayQuery = queries ? isGranted(caps, { kind: 'llm_query', pattern: name }) : parentModels.some((model) => model.name === name);
-    if (!mayQuery) {
-      report(
-        field,
-        `calls model "${name}", which the parent may not call (${queries ? 'its [capabilities].llm_query does not match it' : `it calls only ${parentModels.map((model) => `"${model.name}"`).join(', ') || 'no model'}`})`,
-      );
-      continue;
-    }
-    const sameRoute = parentModels.some((model) => model.keyVariable === keyVariable && model.baseUrl === baseUrl);
-    if (sameRoute) continue;
-    const keyAllowed = keyVariable === null || isGranted(caps, { kind: 'env_read', pattern: keyVariable });
-    const urlAllowed = parentModels.some((model) => model.baseUrl === baseUrl) || mayReach(baseUrl);
-    if (keyAllowed && urlAllowed) continue;
-    report(
-      field,
-      keyVariable !== null && !keyAllowed
-        ? `would send ${keyVariable} to ${JSON.stringify(baseUrl)}, where the parent does not send it (the parent needs [capabilities].env_read "${keyVariable}" and network for that host, or use the parent's model settings)`
-        : `would call ${JSON.stringify(baseUrl)}, which the parent neither calls nor may reach through [capabilities].network`,
-    );
-  }
-}
-
-/** Scheduling modes in which an agent acts unasked at a rate its schedule sets. */
-const TIMED_MODES = new Set(['continuous', 'periodic']);
-
-/** The shortest time between two runs of a timed schedule, in seconds. */
-function shortestGapSeconds(schedule: Manifest['schedule'], now: number): number {
-  if (schedule.mode === 'continuous') return schedule.interval_seconds ?? 0;
-  if (schedule.cron === undefined) return 0;
-  const runs = new Cron(schedule.cron, { paused: true, timezone: 'UTC' }).nextRuns(CRON_RUNS_COMPARED, new Date(now));
-  let gap = Number.POSITIVE_INFINITY;
-  for (let index = 1; index < runs.length; index += 1) {
-    gap = Math.min(gap, ((runs[index] as Date).getTime() - (runs[index - 1] as Date).getTime()) / 1000);
-  }
-  return gap;
-}
-
-/**
- * A child may act unasked only if its parent does, and no more often: a timed (continuous or
- * periodic) child needs a timed parent whose runs are at least as far apart; a proactive child
- * a proactive parent, and a file trigger only on files the parent may read. A continuous child
- * left at the default interval takes its parent's. A file trigger's folder is compared, and
- * pinned, by its real path, as a workspace is: a symbolic link in the parent's workspace
- * (`repo/escape -> /`) cannot have the child woken by, and told the names of, files the parent
- * may not read.
- */
-function confineSchedule(
-  parent: Manifest,
-  child: Manifest,
-  context: ConfinementContext,
-  parentCaps: readonly Capability[],
-  workspaces: readonly string[],
-  report: Report,
-): Manifest['schedule'] {
-  const mode = child.schedule.mode;
-  if (mode === 'reactive') return child.schedule;
-  const parentMode = parent.schedule.mode;
-  if (mode === 'proactive') {
-    if (parentMode !== 'proactive') {
-      report('[schedule].mode', `"proactive" acts unasked, but the parent is "${parentMode}"`);
-      return child.schedule;
-    }
-    const real = realPathOf(context);
-    const folders = workspaces.map(real);
-    const triggers = child.schedule.triggers.map((trigger, index) => {
-      if (trigger.pattern === undefined || !trigger.event.startsWith('file_')) return trigger;
-      const written = trigger.pattern;
-      const folder = globDirectory(written);
-      const pattern = isAbsolute(folder) ? `${real(folder)}${written.slice(folder.length)}` : written;
-      const inside = folders.some((workspace) => filePatternCovers(`${workspace}/*`, pattern));
-      const readable = parentCaps.some((capability) => capability.kind === 'file_read' && filePatternCovers(capability.pattern, pattern));
-      if (!inside && !readable)
-        report(
-          `[[schedule.triggers]][${index}].pattern`,
-          `${JSON.stringify(written)}${pattern === written ? '' : ` (${JSON.stringify(pattern)} through its symbolic links)`} watches files the parent may not read`,
-        );
-      return pattern === written ? trigger : { ...trigger, pattern };
-    });
-    return { ...child.schedule, triggers };
-  }
-  if (!TIMED_MODES.has(parentMode)) {
-    report('[schedule].mode', `"${mode}" acts unasked on a timer, but the parent is "${parentMode}"`);
-    return child.schedule;
-  }
-  const { now } = context;
-  const parentGap = shortestGapSeconds(parent.schedule, now);
-  if (mode === 'continuous' && child.schedule.interval_seconds !== undefined && child.schedule.interval_seconds < parentGap) {
-    // Left at the default, it takes the parent's pace.
-    if (child.schedule.interval_seconds === DEFAULT_INTERVAL_SECONDS && parentMode === 'continuous') return { ...child.schedule, interval_seconds: parentGap };
-    report('[schedule].interval_seconds', `${child.schedule.interval_seconds} s runs more often than the parent, whose runs are ${parentGap} s apart`);
-    return child.schedule;
-  }
-  const childGap = shortestGapSeconds(child.schedule, now);
-  if (childGap < parentGap)
-    report(
-      '[schedule].cron',
-      `${JSON.stringify(child.schedule.cron)} runs more often (every ${childGap} s at the shortest) than the parent (every ${parentGap} s)`,
-    );
-  return child.schedule;
 }

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { importsOf, sourceFiles } from './import-graph.ts';
@@ -30,5 +32,13 @@ describe('the files of src/kernel/', () => {
 
   it('list no known cycle that is gone', () => {
     expect(known.filter((cycle) => !cycles.includes(cycle))).toEqual([]);
+  });
+
+  it('are each at most 400 lines long, as formatted (a file past it holds more than one part)', () => {
+    const long = [...graph.keys()].flatMap((file) => {
+      const lines = readFileSync(join(REPOSITORY, file), 'utf8').split('\n').length - 1;
+      return lines > 400 ? [`${file}: ${lines} lines`] : [];
+    });
+    expect(long).toEqual([]);
   });
 });
