@@ -48,7 +48,7 @@ import {
 import { createScheduler } from '../scheduler/index.ts';
 import { openPostgresStore, openSqliteStore, postgresMigrations, redactDatabaseUrl } from '../store/index.ts';
 import { BUILTIN_TOOLS } from '../tools/index.ts';
-import { readIdentityFiles } from './identity-files.ts';
+import { createIdentityFileReader } from './identity-files.ts';
 import { createSkillsHook } from './skills-hook.ts';
 import { createWorkspaceHook } from './workspace-hook.ts';
 import { realPathAsFar } from './real-path.ts';
@@ -132,7 +132,7 @@ function createRuntime(options: Pick<HostOptions, 'home' | 'config' | 'env' | 'f
     workspaceOf: workspacesOf(options),
     realPath: realPathAsFar,
     contextWindowTokens: (model) => config.context_windows[`${model.provider}/${model.model}`] ?? 128_000,
-    identityFiles: readIdentityFiles,
+    identityFiles: createIdentityFileReader(),
     skills: createSkillOffers(home.skillsDir),
     ...(config.models.max_concurrent_calls === 0 ? {} : { maxConcurrentModelCalls: config.models.max_concurrent_calls }),
     ...(codeModules === undefined ? {} : { codeModules }),

@@ -151,6 +151,15 @@ interface Activity {
 
 type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
 
+/** Whether `directory` exists and its real path differs from it (a symbolic link on the way). */
+function leadsElsewhere(directory: string): boolean {
+  try {
+    return realpathSync(directory) !== directory;
+  } catch {
+    return false; // not there: watching it fails and says so
+  }
+}
+
 /**
  * Creates the scheduler (spec/01 "Scheduling Modes"). On `start(agent)` it begins what the
  * agent's `[schedule]` asks for: nothing for `reactive`; a wake-up every `interval_seconds` for
@@ -170,20 +179,10 @@ type Trigger = AgentEntry['manifest']['schedule']['triggers'][number];
  * @throws {ConfigError} when `timezone` is not a time zone this runtime knows.
  * @example
  * ```ts
- * let kernel: Kernel | undefined;
- * const scheduler = createScheduler({ clock, logger, send: (id, message) => kernel!.send(id, message) });
- * kernel = createKernel({ ...dependencies, hooks: [scheduler] });
+ * const scheduler = createScheduler({ clock, logger, runs: wakeRuns });
+ * kernel.addHook(scheduler); // src/host/open-host.ts: started and stopped with each agent
  * ```
  */
-/** Whether `directory` exists and its real path differs from it (a symbolic link on the way). */
-function leadsElsewhere(directory: string): boolean {
-  try {
-    return realpathSync(directory) !== directory;
-  } catch {
-    return false; // not there: watching it fails and says so
-  }
-}
-
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { clock, send, events, runs } = options;
   if (send === undefined && runs === undefined) throw new Error('cannot create the scheduler: it needs `runs` (or `send`) to wake agents');

@@ -1,9 +1,10 @@
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { createIdentityFileReader } from '../../src/host/identity-files.ts';
 
 const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -86,5 +87,29 @@ describe('generate_identity_files', () => {
     const prompt = await turn();
     expect(prompt).toContain(`## MEMORY.md\n\n${'a'.repeat(32 * 1024)}\n\n[MEMORY.md is 32772 bytes; only its first 32768 were read]`);
     expect(prompt).not.toContain('TAIL');
+  });
+});
+
+describe('the identity files a turn reads', () => {
+  it('are read again only when one of them changed: written, edited or removed', async () => {
+    const folder = join(dir.path, 'workspace');
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'SOUL.md'), 'Be kind.');
+    const read = createIdentityFileReader();
+
+    const first = read(folder);
+    expect((await first).map((file) => [file.name, file.text])).toEqual([['SOUL.md', 'Be kind.']]);
+    // Nothing changed: the same files, not read again.
+    expect(read(folder)).toBe(first);
+
+    await writeFile(join(folder, 'SOUL.md'), 'Be kind, and brief.');
+    await writeFile(join(folder, 'USER.md'), 'Ada, who likes lists.');
+    expect((await read(folder)).map((file) => [file.name, file.text])).toEqual([
+      ['SOUL.md', 'Be kind, and brief.'],
+      ['USER.md', 'Ada, who likes lists.'],
+    ]);
+
+    await rm(join(folder, 'SOUL.md'));
+    expect((await read(folder)).map((file) => file.name)).toEqual(['USER.md']);
   });
 });
