@@ -93,6 +93,30 @@ function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Recor
     parent === undefined
       ? fc.constantFrom(...MODELS)
       : fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...parentModels) }, { weight: 1, arbitrary: fc.constantFrom(...MODELS) });
+  // A timed schedule now and then, whose wake-ups may run on a model of their own ([schedule].model):
+  // a child's mostly as its parent's, its model mostly one the parent names.
+  const parentSchedule = parent?.['schedule'] as Record<string, unknown> | undefined;
+  const scheduleModel =
+    parent === undefined
+      ? fc.constantFrom(...MODELS)
+      : fc.oneof(
+          {
+            weight: 8,
+            arbitrary: fc.constantFrom(
+              ...parentModels,
+              ...(parentSchedule?.['model'] === undefined ? [] : [parentSchedule['model'] as Record<string, string>]),
+            ),
+          },
+          { weight: 1, arbitrary: fc.constantFrom(...MODELS) },
+        );
+  const timed = fc.record(
+    { mode: fc.constant('continuous'), interval_seconds: fc.constant(3600), model: maybe(scheduleModel) },
+    { requiredKeys: ['mode', 'interval_seconds'] },
+  );
+  const schedule =
+    parent !== undefined && parentSchedule === undefined
+      ? fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: timed })
+      : fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: parent === undefined ? 1 : 3, arbitrary: timed });
   const resources = fc.record(
     {
       max_tokens_per_hour: maybe(fc.constantFrom(0, 1000, 5_000_000)),
@@ -120,6 +144,7 @@ function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Recor
       tool_allowlist: parent === undefined ? sometimes(subsetOf(TOOLS)) : fromParent('tool_allowlist', TOOLS),
       autonomous: maybe(fc.record({ approval_required_for: sometimes(subsetOf(TOOLS)) })),
       model,
+      schedule,
       fallback_models:
         parent === undefined ? subsetOf(MODELS) : fc.oneof({ weight: 8, arbitrary: subsetOf(parentModels) }, { weight: 1, arbitrary: subsetOf(MODELS) }),
       resources: parent === undefined ? resources : fc.oneof({ weight: 2, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: resources }),
@@ -194,11 +219,12 @@ async function outcomeOf(view: AgentDetailView, call: { tool: string; input: Rec
   return asked ? 'approved' : 'free';
 }
 
-/** Every model an agent may have called, with where its key goes. */
+/** Every model an agent may have called (its scheduled wake-ups' too), with where its key goes. */
 function modelRoutes(manifest: Manifest): { name: string; keyVariable: string | null; baseUrl: string }[] {
   const targets: ModelTarget[] = [
     ...(namedModel(manifest.model) === undefined ? [] : [namedModel(manifest.model) as ModelTarget]),
     ...manifest.fallback_models,
+    ...(manifest.schedule.model === undefined ? [] : [manifest.schedule.model]),
   ];
   return targets.map((target) => ({ name: `${target.provider}/${target.model}`, ...modelEndpoint(target) }));
 }
