@@ -14,3 +14,4 @@ export { ensureLoomHome, expandHome, loadConfig, loadConfigText, resolveLoomHome
 export type { LoomHome } from './loom-home.ts';
 export { resolveStoreUrl } from './resolve-store-url.ts';
 export type { StoreUrlSource } from './resolve-store-url.ts';
+export { fileState, keptWhileUnchanged, statsState } from './kept-reads.ts';

@@ -1,6 +1,6 @@
-import { statSync } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileState, keptWhileUnchanged } from '../config/index.ts';
 import { capabilitiesFromManifest } from '../manifest/index.ts';
 import { defaultSystemPrompt, IDENTITY_FILE_BUDGET_BYTES, IDENTITY_FILES, type IdentityFile, type IdentityFileName } from '../kernel/index.ts';
 import type { Manifest } from '../manifest/index.ts';
@@ -103,41 +103,16 @@ export async function readIdentityFiles(workspace: string): Promise<IdentityFile
 /** How many workspaces' identity files are kept (one per agent that asks for them). */
 const KEPT_WORKSPACES = 512;
 
-/** The state of `workspace`'s identity files: each one's inode, times and size, or that it is absent. */
-function identityFilesState(workspace: string): string {
-  return IDENTITY_FILES.map((name) => {
-    const info = statSync(join(workspace, name), { throwIfNoEntry: false });
-    return info === undefined ? '-' : `${info.ino} ${info.mtimeMs} ${info.ctimeMs} ${info.size}`;
-  }).join('\n');
-}
-
 /**
  * {@link readIdentityFiles}, read again only when a workspace's identity files changed (written,
- * edited, removed: their inodes, times and sizes; a `stat` each), where a turn asks for them every
- * time. An edit is read at the agent's next turn, as before.
+ * edited, removed; see `keptWhileUnchanged`), where a turn asks for them every time. An edit is
+ * read at the agent's next turn, as before.
  */
 export function createIdentityFileReader(): (workspace: string) => Promise<IdentityFile[]> {
-  const kept = new Map<string, { state: string; files: Promise<IdentityFile[]> }>();
-  return (workspace) => {
-    let state: string;
-    try {
-      state = identityFilesState(workspace);
-    } catch {
-      return readIdentityFiles(workspace);
-    }
-    const known = kept.get(workspace);
-    if (known !== undefined && known.state === state) return known.files;
-    const files = readIdentityFiles(workspace);
-    kept.delete(workspace);
-    kept.set(workspace, { state, files });
-    for (const oldest of kept.keys()) {
-      if (kept.size <= KEPT_WORKSPACES) break;
-      kept.delete(oldest);
-    }
-    // A failed read is not kept: the next turn tries again.
-    void files.catch(() => {
-      if (kept.get(workspace)?.files === files) kept.delete(workspace);
-    });
-    return files;
-  };
+  return keptWhileUnchanged({
+    read: readIdentityFiles,
+    keyOf: (workspace: string) => workspace,
+    stateOf: (workspace) => IDENTITY_FILES.map((name) => fileState(join(workspace, name))).join('\n'),
+    limit: KEPT_WORKSPACES,
+  });
 }
