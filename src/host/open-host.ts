@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { sep } from 'node:path';
 import { createSystemClock } from '../clock/index.ts';
 import { type Config, expandHome, type LoomHome, resolveStoreUrl } from '../config/index.ts';
 import type { Clock, Logger, Store, Tool } from '../contracts/index.ts';
@@ -102,10 +102,18 @@ export interface Host {
 /** The tools every agent may be granted: the built-ins and `a2a_send`. */
 const LOCAL_TOOLS: readonly Tool<never>[] = [...BUILTIN_TOOLS, a2aSendTool as unknown as Tool<never>];
 
-/** Where an agent's workspace is: `[workspace]` of its manifest (with `~` the home of the environment Loom was given), else under the home's workspaces. */
+/**
+ * Where an agent's workspace is: `[workspace]` of its manifest (with `~` the home of the
+ * environment Loom was given), else under the home's workspaces. An agent's name is one path
+ * segment (letters, digits, `_`, `-`, and `.` in names stored before the dot was refused; never
+ * `.` or `..` alone), so the default is the folder's path and the name, with nothing to
+ * normalize: a start asks it of every agent, and normalizing hundreds of paths at start made V8
+ * optimize Node's path helper, paging ~5 MB of its optimizing compiler into an idle daemon
+ * (docs/performance.md, "Start and idle memory").
+ */
 function workspacesOf(options: Pick<HostOptions, 'home' | 'env'>): AgentRuntime['workspaceOf'] {
   const { home, env } = options;
-  return (agent) => (agent.workspace === undefined ? join(home.workspacesDir, agent.name) : expandHome(agent.workspace, env['HOME'] ?? homedir()));
+  return (agent) => (agent.workspace === undefined ? `${home.workspacesDir}${sep}${agent.name}` : expandHome(agent.workspace, env['HOME'] ?? homedir()));
 }
 
 /** What the runtime is given beside config and the environment, built before it. */

@@ -27,7 +27,9 @@ export interface ConfinementProblem {
 /** The folder a child without `workspace` works in, inside its parent's. */
 export const CHILD_WORKSPACES_FOLDER = 'agents';
 
-const DEFAULTS = ManifestSchema.parse({});
+// Made when a child is first confined: the first parse builds the manifest schema's checks.
+let manifestDefaults: Manifest | undefined;
+const defaults = (): Manifest => (manifestDefaults ??= ManifestSchema.parse({}));
 const DEFAULT_MODEL_MAX_TOKENS = 4096;
 
 /**
@@ -67,34 +69,35 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const emergent = confineEmergent(p, child, report);
   const code = confineCode(p, child, report);
 
+  const standard = defaults();
   const resources = {
     max_tokens_per_hour: limitOrNone(
       '[resources].max_tokens_per_hour',
       child.resources.max_tokens_per_hour,
       p.resources.max_tokens_per_hour,
-      DEFAULTS.resources.max_tokens_per_hour,
+      standard.resources.max_tokens_per_hour,
       report,
     ),
     max_cost_per_hour: limitOrNone(
       '[resources].max_cost_per_hour',
       child.resources.max_cost_per_hour,
       p.resources.max_cost_per_hour,
-      DEFAULTS.resources.max_cost_per_hour,
+      standard.resources.max_cost_per_hour,
       report,
     ),
-    max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, DEFAULTS.resources.max_iterations, report),
+    max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, standard.resources.max_iterations, report),
     max_tokens_per_day: limitOrNone(
       '[resources].max_tokens_per_day',
       child.resources.max_tokens_per_day,
       p.resources.max_tokens_per_day,
-      DEFAULTS.resources.max_tokens_per_day,
+      standard.resources.max_tokens_per_day,
       report,
     ),
     max_cost_per_day: limitOrNone(
       '[resources].max_cost_per_day',
       child.resources.max_cost_per_day,
       p.resources.max_cost_per_day,
-      DEFAULTS.resources.max_cost_per_day,
+      standard.resources.max_cost_per_day,
       report,
     ),
   };
@@ -114,7 +117,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
     'priority',
     PRIORITIES.indexOf(child.priority),
     PRIORITIES.indexOf(p.priority),
-    PRIORITIES.indexOf(DEFAULTS.priority),
+    PRIORITIES.indexOf(standard.priority),
     report,
     (rank) => `"${PRIORITIES[rank] ?? '?'}"`,
   );

@@ -55,7 +55,7 @@ export function confineAutonomous(parent: Manifest, child: Manifest, report: Rep
   const ours = child.autonomous;
   if (theirs === undefined) return ours;
   if (ours === undefined) return { ...theirs, approval_required_for: [...theirs.approval_required_for] };
-  const defaults = DEFAULT_AUTONOMOUS;
+  const defaults = autonomousDefaults();
   return {
     approval_required_for: union(theirs.approval_required_for, ours.approval_required_for),
     max_actions_per_cycle: limit(
@@ -75,9 +75,14 @@ export function confineAutonomous(parent: Manifest, child: Manifest, report: Rep
   };
 }
 
-const DEFAULT_AUTONOMOUS = ManifestSchema.parse({ autonomous: {} }).autonomous as NonNullable<Manifest['autonomous']>;
+// The sections' defaults, made when first needed: parsing the manifest's schema the first time
+// builds its checks, which a daemon with no child to confine never needs at start.
+let defaultAutonomous: NonNullable<Manifest['autonomous']> | undefined;
+const autonomousDefaults = (): NonNullable<Manifest['autonomous']> =>
+  (defaultAutonomous ??= ManifestSchema.parse({ autonomous: {} }).autonomous as NonNullable<Manifest['autonomous']>);
 
-const EMERGENT_DEFAULTS = ManifestSchema.parse({ emergent: {} }).emergent;
+let defaultEmergent: Manifest['emergent'];
+const emergentDefaults = (): Manifest['emergent'] => (defaultEmergent ??= ManifestSchema.parse({ emergent: {} }).emergent);
 
 /**
  * `[emergent]` of a child: forging only where the parent forges; tool counts, sandbox time and
@@ -88,11 +93,11 @@ export function confineEmergent(parent: Manifest, child: Manifest, report: Repor
   const own = child.emergent;
   if (own === undefined || !own.enabled) return own;
   const theirs = parent.emergent;
-  if (theirs === undefined || !theirs.enabled || EMERGENT_DEFAULTS === undefined) {
+  const d = emergentDefaults();
+  if (theirs === undefined || !theirs.enabled || d === undefined) {
     report('[emergent]', 'lets it forge tools, which the parent may not do');
     return own;
   }
-  const d = EMERGENT_DEFAULTS;
   const at = (key: string): string => `[emergent].${key}`;
   const apis = own.allowed_sandbox_apis.filter((api) => !theirs.allowed_sandbox_apis.includes(api));
   if (apis.length > 0) report(at('allowed_sandbox_apis'), `gives the sandbox ${apis.map((api) => `"${api}"`).join(', ')}, which the parent's does not`);

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { buildDaemon } from '../../scripts/build-daemon.ts';
 import { type BuildRecord, daemonEntry } from '../../src/config/daemon-build.ts';
 import { INSTALL_DIR } from '../../src/config/installation.ts';
+import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { runCli } from '../support/run-cli.ts';
@@ -22,6 +23,7 @@ const server = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let home: string;
 let daemon: ChildProcess | undefined;
+let receiver: OtlpReceiver | undefined;
 
 beforeAll(async () => {
   await buildDaemon(outDir);
@@ -39,14 +41,16 @@ afterEach(async () => {
     daemon.kill('SIGKILL');
     await exited;
   }
+  await receiver?.close();
+  receiver = undefined;
   await dir.remove();
 });
 
 /** `loom start --foreground` from the build; resolves with its URL and what it has logged so far. */
-async function startBuilt(): Promise<{ url: string; output: () => string }> {
+async function startBuilt(env: Record<string, string> = {}): Promise<{ url: string; output: () => string }> {
   const launcher = `const { main } = await import(${JSON.stringify(pathToFileURL(join(outDir, 'main.js')).href)}); process.exitCode = await main(process.argv.slice(1));`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', launcher, 'start', '--foreground', '--port', '0'], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...TEST_KEYS },
+    env: { PATH: process.env['PATH'] ?? '', HOME: dir.path, LOOM_HOME: home, ...TEST_KEYS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   daemon = child;
@@ -70,14 +74,17 @@ describe('the built daemon (dist/)', () => {
     expect(daemonEntry(INSTALL_DIR, {}, outDir)).toEqual({ path: join(outDir, 'main.js'), built: true });
     // zod is shared with the AI SDK and the MCP SDKs: bundling it means bundling them too.
     expect(record.inlined).toEqual(expect.arrayContaining(['zod', 'hono', 'ai', '@modelcontextprotocol/server', 'pino', 'sonic-boom']));
+    // Loaded at every start: bundled rather than resolved and read file by file from node_modules.
+    expect(record.inlined).toEqual(expect.arrayContaining(['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-trace-base']));
     expect(record.inlined).not.toContain('isolated-vm');
   });
 
-  it('answers a chat through a provider, serves the dashboard and MCP, and says it runs built', async () => {
+  it('answers a chat through a provider, counts and traces it, serves the dashboard and MCP, and says it runs built', async () => {
     const manifest = join(dir.path, 'teller.toml');
     await writeFile(manifest, `name = "teller"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`);
     expect((await runCli(home, ['agent', 'spawn', manifest], { env: TEST_KEYS })).code).toBe(0);
-    const built = await startBuilt();
+    receiver = await startOtlpReceiver();
+    const built = await startBuilt({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
 
     const version = (JSON.parse(readFileSync(join(INSTALL_DIR, 'package.json'), 'utf8')) as { version: string }).version;
     expect(await (await fetch(`${built.url}/api/health`)).json()).toMatchObject({ status: 'ok', version, agents: 1 });
@@ -94,6 +101,11 @@ describe('the built daemon (dist/)', () => {
     expect(reply.status).toBe(200);
     expect(await reply.json()).toMatchObject({ text: 'Built and answering.', model: 'openai/gpt-4o' });
     expect(server.requests.at(-1)?.body).toMatchObject({ model: 'gpt-4o' });
+    // The bundled metrics and tracing libraries at work: the turn counted, its spans exported.
+    const metrics = await fetch(`${built.url}/metrics`);
+    expect(await metrics.text()).toMatch(/^loom_turns_total\{[^}]*agent="teller"[^}]*\} 1$/m);
+    await waitFor('the turn spans over OTLP', () => receiver?.spans.some((span) => span.name === 'invoke_agent teller'));
+    expect(receiver.spans.map((span) => span.name)).toContain('chat gpt-4o');
 
     const page = await fetch(`${built.url}/`);
     expect(page.status).toBe(200);
