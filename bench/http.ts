@@ -215,22 +215,46 @@ export async function startDaemonProcess(home: string): Promise<{ pid: number; u
 }
 
 /**
- * A bare Node HTTP server's start, found as a daemon's is: from spawning the same binary to the
- * server answering, its address read from a file it writes once it listens, polled as often.
+ * The two floors under a daemon's start and idle memory, each a process of the same binary that
+ * listens on loopback, writes its address to `file` once it listens, and answers `GET /`: `node`,
+ * a bare `node:http` server; `hono`, the same on the HTTP library the daemon serves with (Hono on
+ * `@hono/node-server`, which loads Node's fetch implementation for its Request and Response), with
+ * Node's compile cache on as `bin/loom.js` turns it on.
  */
-async function startBareServer(home: string): Promise<{ startedMs: number; stop(): Promise<void> }> {
-  const file = join(home, 'bare.json');
-  const script = `const s = require('node:http').createServer((q, r) => r.end('ok')).listen(0, '127.0.0.1', () => require('node:fs').writeFileSync(${JSON.stringify(file)}, JSON.stringify({ url: 'http://127.0.0.1:' + s.address().port })));`;
+type Floor = 'node' | 'hono';
+
+function floorScript(floor: Floor, file: string): string[] {
+  const written = `(port) => require('node:fs').writeFileSync(${JSON.stringify(file)}, JSON.stringify({ url: 'http://127.0.0.1:' + port }))`;
+  if (floor === 'node')
+    return ['-e', `const s = require('node:http').createServer((q, r) => r.end('ok')).listen(0, '127.0.0.1', () => (${written})(s.address().port));`];
+  const hono = [
+    "const { createRequire, enableCompileCache } = await import('node:module');",
+    'enableCompileCache();',
+    'const require = createRequire(import.meta.url);',
+    "const [{ Hono }, { serve }] = await Promise.all([import('hono'), import('@hono/node-server')]);",
+    "const app = new Hono().get('/', (c) => c.json({ status: 'ok' }));",
+    `serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => (${written})(info.port));`,
+  ];
+  return ['--input-type=module', '-e', hono.join('\n')];
+}
+
+/**
+ * A floor's start, found as a daemon's is: from spawning the same binary to the server answering,
+ * its address read from a file it writes once it listens, polled as often.
+ */
+async function startFloorServer(floor: Floor, home: string): Promise<{ pid: number; startedMs: number; stop(): Promise<void> }> {
+  const file = join(home, `${floor}.json`);
   const started = performance.now();
   // The environment the daemon gets (see startDaemonProcess): nothing inherited that could load more.
-  const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', HOME: home }, stdio: 'ignore' });
+  // From the installation, where the daemon's libraries are found.
+  const child = spawn(process.execPath, floorScript(floor, file), { env: { PATH: process.env['PATH'] ?? '', HOME: home }, stdio: 'ignore', cwd: INSTALL_DIR });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   for (let attempt = 0; attempt < 2_000; attempt += 1) {
     try {
       const info = JSON.parse(await readFile(file, 'utf8')) as { url: string };
       if ((await fetch(`${info.url}/`)).ok) {
         const startedMs = performance.now() - started;
-        return { startedMs, stop: async () => (child.kill('SIGTERM'), await exited) };
+        return { pid: child.pid ?? 0, startedMs, stop: async () => (child.kill('SIGTERM'), await exited) };
       }
     } catch {
       // not up yet
@@ -238,32 +262,35 @@ async function startBareServer(home: string): Promise<{ startedMs: number; stop(
     await delay(5);
   }
   child.kill('SIGKILL');
-  throw new Error('the bare server did not answer');
+  throw new Error(`the bare ${floor} server did not answer`);
 }
 
 /**
- * Process start to /api/health answering, over 5 starts, beside a bare Node HTTP server's start
- * measured the same way in the same run (they alternate, so load on the machine falls on both).
+ * Process start to /api/health answering, over 5 starts, beside the two floors' starts measured
+ * the same way in the same run (they alternate, so load on the machine falls on all three).
  */
 export async function coldStartBench(): Promise<Record<string, unknown>> {
   const times: number[] = [];
-  const bare: number[] = [];
+  const floors: Record<Floor, number[]> = { node: [], hono: [] };
   for (let run = 0; run < 5; run += 1) {
     const home = await mkdtemp(join(tmpdir(), 'loom-bench-cold-'));
     try {
       const daemon = await startDaemonProcess(home);
       times.push(daemon.startedMs);
       await daemon.stop();
-      const server = await startBareServer(home);
-      bare.push(server.startedMs);
-      await server.stop();
+      for (const floor of ['node', 'hono'] as const) {
+        const server = await startFloorServer(floor, home);
+        floors[floor].push(server.startedMs);
+        await server.stop();
+      }
     } finally {
       await rm(home, { recursive: true, force: true });
     }
   }
   const sorted = [...times].sort((a, b) => a - b);
   const p50 = percentile(sorted, 0.5);
-  const bareP50 = median(bare);
+  const bareP50 = median(floors.node);
+  const honoP50 = median(floors.hono);
   // The first start after an install also fills Node's compile cache: it is the max, the others hit the cache.
   return {
     bench: 'cold-start',
@@ -275,6 +302,10 @@ export async function coldStartBench(): Promise<Record<string, unknown>> {
     bare_node_start_p50_ms: round(bareP50),
     ratio_vs_bare_node: round(p50 / bareP50),
     target_ratio_vs_bare_node: 2,
+    // What the HTTP library alone takes of that budget: a Hono server on @hono/node-server.
+    bare_hono_start_p50_ms: round(honoP50),
+    bare_hono_ratio_vs_bare_node: round(honoP50 / bareP50),
+    ratio_vs_bare_hono: round(p50 / honoP50),
     code: daemonCode(),
   };
 }
@@ -319,7 +350,8 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
       // V8's memory reducer collects ~8 s after the load's last full collection.
       await delay(IDLE_AFTER_LOAD_MS);
       const idleAfterLoad = await residentMemory(daemon.pid);
-      const bare = await measureBareNodeRss();
+      const bare = await measureFloorRss('node');
+      const hono = await measureFloorRss('hono');
       return {
         bench: 'idle-rss',
         rss_mb: round(idle.rss / 1024),
@@ -333,6 +365,10 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
         target_mb: 75,
         // Issue 42: what Loom holds above a bare Node server, with 100 idle agents.
         target_own_mb: 20,
+        // What the HTTP library alone holds of that: a Hono server on @hono/node-server, having answered a fetch.
+        bare_hono_rss_mb: hono,
+        bare_hono_above_bare_node_mb: round(hono - bare),
+        loom_above_bare_hono_mb: round(idle.rss / 1024 - hono),
         rss_after_chats_mb: round(underLoad.rss / 1024),
         rss_idle_after_chats_mb: round(idleAfterLoad.rss / 1024),
         private_idle_after_chats_mb: round(idleAfterLoad.private / 1024),
@@ -342,6 +378,7 @@ export async function idleRssBench(): Promise<Record<string, unknown>> {
         compile_cache: 'warm',
         code: daemonCode(),
         bare_node: 'a Node process with an HTTP server that has answered a fetch, nothing else',
+        bare_hono: 'the same served by Hono on @hono/node-server, with the compile cache on',
       };
     } finally {
       await daemon.stop();
@@ -359,17 +396,19 @@ async function residentMemory(pid: number): Promise<{ rss: number; private: numb
 }
 
 /**
- * The floor under an idle daemon: the resident memory of a Node process (the same binary) that
- * serves HTTP on loopback and has answered one request made with `fetch`, as a daemon has.
+ * A floor under an idle daemon: the resident memory in MB of a floor server (see
+ * `startFloorServer`) that has answered one request made with `fetch`, as a daemon has.
  */
-async function measureBareNodeRss(): Promise<number> {
-  const script = "const s = require('node:http').createServer((q, r) => r.end('ok')).listen(0, '127.0.0.1', () => console.log(s.address().port));";
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function measureFloorRss(floor: Floor): Promise<number> {
+  const home = await mkdtemp(join(tmpdir(), 'loom-bench-floor-'));
   try {
-    const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (chunk: string) => resolve(chunk.trim())));
-    await (await fetch(`http://127.0.0.1:${port}/`)).text();
-    return round((await residentMemory(child.pid ?? 0)).rss / 1024);
+    const server = await startFloorServer(floor, home);
+    try {
+      return round((await residentMemory(server.pid)).rss / 1024);
+    } finally {
+      await server.stop();
+    }
   } finally {
-    child.kill();
+    await rm(home, { recursive: true, force: true });
   }
 }
