@@ -1,13 +1,13 @@
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import type { Clock } from '../contracts/index.ts';
 import { HttpRequestError, TurnNotRunningError } from '../errors/index.ts';
-import { type EventId, eventIdOf, type Kernel, parseEventId, toTurnView } from '../kernel/index.ts';
+import { type EventId, eventIdOf, type FollowedEvent, type Kernel, parseEventId, toTurnView } from '../kernel/index.ts';
 import { parseManifest } from '../manifest/index.ts';
 import type { AgentEvent } from '../runtime/index.ts';
 import { idempotencyKeyOf } from './idempotency-key.ts';
 import { agentDetail, type SpawnCheckOptions, spawnedAgent } from './spawned-agent.ts';
 import { startTurnStream } from './start-turn-stream.ts';
+import { replySse, type SseMessage } from './sse-reply.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { manifestFormatOf, mediaTypeOf, readJsonBody, readQuery } from './request-input.ts';
 import { MessageBodySchema, ScheduleRunsQuerySchema, SessionQuerySchema, SpawnQuerySchema, TurnQuerySchema } from '../wire/index.ts';
@@ -24,9 +24,26 @@ function wireEvent(event: AgentEvent): unknown {
 }
 
 /** An event of a turn as an SSE message, with the id a client reconnects with (`GET …/turn` with `Last-Event-ID`). */
-function sseOf(event: AgentEvent): { id?: string; event: string; data: string } {
+function sseOf(event: AgentEvent): SseMessage {
   const id = eventIdOf(event);
-  return { ...(id === undefined ? {} : { id }), event: event.type, data: JSON.stringify(wireEvent(event)) };
+  const data = JSON.stringify(wireEvent(event));
+  return id === undefined ? { event: event.type, data } : { event: event.type, data, id };
+}
+
+/** A streamed turn's messages: its first event, read already, then the rest. */
+async function* sseMessagesOf(first: IteratorResult<AgentEvent>, events: AsyncIterator<AgentEvent>): AsyncGenerator<SseMessage> {
+  if (first.done === true) return;
+  yield sseOf(first.value);
+  for (let next = await events.next(); next.done !== true; next = await events.next()) yield sseOf(next.value);
+}
+
+/** A followed turn's messages: its events with their ids, and a `rewind` where its replay starts over. */
+async function* followedMessagesOf(events: AsyncIterator<FollowedEvent>): AsyncGenerator<SseMessage> {
+  for (let next = await events.next(); next.done !== true; next = await events.next()) {
+    const item = next.value;
+    if ('rewind' in item) yield { event: 'rewind', data: JSON.stringify({ type: 'rewind', reason: item.rewind }) };
+    else yield { id: item.id, event: item.event.type, data: JSON.stringify(wireEvent(item.event)) };
+  }
 }
 
 /** A `Last-Event-ID` (or `?last_event_id=`) as the kernel takes it. @throws {HttpRequestError} when it is not an id this daemon gives. */
@@ -116,20 +133,9 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
 
     const { first, events } = await startTurnStream(caller, reference, message, signal, { sessionId, thread, ...keyed });
-    return streamSSE(c, async (stream) => {
-      try {
-        if (first.done === true) return;
-        await stream.writeSSE(sseOf(first.value));
-        // A client that left stops getting events, not the turn: it runs to its end (its time
-        // limit stays until then) and `GET …/turn` follows it again.
-        for (let next = await events.next(); next.done !== true; next = await events.next()) {
-          if (stream.aborted) continue;
-          await stream.writeSSE(sseOf(next.value)).catch(() => undefined);
-        }
-      } finally {
-        deadline.dispose();
-      }
-    });
+    // A client that left stops getting events, not the turn: it runs to its end (its time limit
+    // stays until then) and `GET …/turn` follows it again.
+    return replySse(c, { messages: sseMessagesOf(first, events), clientGone: 'drain', onEnd: () => deadline.dispose() });
   });
 
   // The running turn on the caller's own session of the agent, or on the one it chose (whoever
@@ -147,18 +153,13 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     // The header wins: a browser's EventSource sends it on each reconnect, with the URL it first had.
     const after = lastEventIdOf(c.req.header('last-event-id') ?? lastEventId);
     const events = (await caller.followTurn(reference, { sessionId, thread }, after))[Symbol.asyncIterator]();
-    return streamSSE(c, async (stream) => {
-      try {
-        for (let next = await events.next(); next.done !== true; next = await events.next()) {
-          if (stream.aborted) break;
-          const item = next.value;
-          if ('rewind' in item) await stream.writeSSE({ event: 'rewind', data: JSON.stringify({ type: 'rewind', reason: item.rewind }) });
-          else await stream.writeSSE({ id: item.id, event: item.event.type, data: JSON.stringify(wireEvent(item.event)) });
-        }
-      } finally {
+    return replySse(c, {
+      messages: followedMessagesOf(events),
+      clientGone: 'stop',
+      onEnd: async () => {
         await events.return?.(undefined);
         deadline.dispose();
-      }
+      },
     });
   });
 

@@ -17,6 +17,7 @@ import { createAuthenticator, isLoopbackBind, type Principal } from '../access/i
 import { type HttpContext, type HttpEnv, kernelOf, principalOf } from './http-context.ts';
 import { createHostGuard, createProxySign } from './host-guard.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { API_SECURITY_HEADERS } from './security-headers.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
@@ -110,18 +111,6 @@ const PUBLIC_PATHS = new Set(['/api/health']);
 function isWebhookPath(method: string, path: string): boolean {
   return method === 'POST' && /^\/hooks\/[a-z0-9][a-z0-9_-]*$/.test(path);
 }
-/**
- * What every answer of the API, MCP and A2A carries (the dashboard's files carry their own, wider
- * policy): a browser opening one neither guesses another type for it, nor runs or loads anything
- * in it, nor lets another page frame it.
- */
-const API_SECURITY_HEADERS: readonly (readonly [string, string])[] = [
-  ['x-content-type-options', 'nosniff'],
-  ['content-security-policy', "default-src 'none'; frame-ancestors 'none'"],
-  // For browsers that predate `frame-ancestors`.
-  ['x-frame-options', 'DENY'],
-];
-
 /** Long-lived streams with no request timeout. */
 // Streams that stay open: the event log, and MCP's SSE and subscription streams.
 const UNTIMED_PATHS = new Set(['/api/events', '/mcp', '/mcp/sse']);
@@ -304,7 +293,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       await next();
       return;
     }
-    const deadline = startRequestDeadline(clock, timeoutMs, c.req.raw.signal);
+    const deadline = startRequestDeadline(clock, timeoutMs, () => c.req.raw.signal);
     c.set('deadline', deadline);
     try {
       await Promise.race([next(), deadline.expired]);

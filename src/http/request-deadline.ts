@@ -21,9 +21,10 @@ const ANSWERED = new Error('the request was answered');
 
 /**
  * Starts a deadline of `timeoutMs` on `clock` (so tests move it with a fake clock), also
- * aborted by `clientSignal` (the client disconnecting).
+ * aborted by the client disconnecting (`clientSignal`, read only if a route asks for `signal`:
+ * a Node request makes that signal on demand, and a turn that outlives its client never asks).
  */
-export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSignal: AbortSignal): RequestDeadline {
+export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSignal: () => AbortSignal): RequestDeadline {
   const timeout = new AbortController();
   const timer = new AbortController();
   const expired = new Promise<never>((_resolve, reject) => {
@@ -38,8 +39,11 @@ export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSign
       ),
     () => undefined,
   );
+  let signal: AbortSignal | undefined;
   return {
-    signal: AbortSignal.any([clientSignal, timeout.signal]),
+    get signal() {
+      return (signal ??= AbortSignal.any([clientSignal(), timeout.signal]));
+    },
     expired,
     timeLimit: timeout.signal,
     dispose: () => timer.abort(ANSWERED),

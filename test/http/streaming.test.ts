@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createHttpApp, EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, type HangingModelServer, readSse, type SseEvent, startApi, startHangingModelServer } from './api-harness.ts';
@@ -53,6 +55,35 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     expect(text).toBe('Hello from the stream.');
     const finish = JSON.parse(events.at(-1)?.data ?? '{}') as { result: { text: string; usage: { input_tokens: number } } };
     expect(finish.result).toMatchObject({ text: 'Hello from the stream.', usage: { input_tokens: 10 } });
+  });
+
+  it('writes a streamed chat on the Node server as the app writes it in process, byte for byte but the ids, with the headers every answer carries', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('twin', model.url)));
+    model.script([{ text: 'Line one.\nLine two.' }, { text: 'Line one.\nLine two.' }]);
+    const served = await api.request('/api/agents/twin/messages', message('Hi'));
+    const inProcess = await createHttpApp({
+      kernel: api.host.kernel,
+      config: ConfigSchema.parse({}),
+      env: {},
+      clock: api.host.clock,
+      logger: createSilentLogger(),
+      clientAddress: () => '127.0.0.1',
+    }).request('/api/agents/twin/messages', message('Hi'));
+    // Each turn has its own run, agent-event ids and epoch.
+    const withoutIds = (text: string): string => text.replace(/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}/g, '<uuid>').replace(/:[0-9a-f]{8}:/g, ':<epoch>:');
+    const body = withoutIds(await served.text());
+    expect(body).toBe(withoutIds(await inProcess.text()));
+    expect(body).toMatch(/^event: run-start\ndata: \{"type":"run-start",.*\}\nid: <uuid>:<epoch>:1\n\n/);
+    expect(body).toMatch(/\nevent: text-delta\ndata: \{"type":"text-delta","text":"[^"]*"\}\nid: <uuid>:<epoch>:\d+\n\n/);
+    expect(body.endsWith('\n\n')).toBe(true);
+    for (const response of [served, inProcess]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/event-stream');
+      expect(response.headers.get('cache-control')).toBe('no-cache');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('x-frame-options')).toBe('DENY');
+      expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
+    }
   });
 
   it('answers a refused turn (suspended agent) with a JSON 409, not a stream', async () => {

@@ -123,9 +123,12 @@ export function createOpenAiRoutes(options: OpenAiRoutesOptions): Hono<HttpEnv> 
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       ...(includeUsage ? { usage: null } : {}),
     });
-    const { first, events, disconnect } = await startTurnStream(caller, name, message, deadline.signal, { thread: threadOf(request), ...keyed });
+    // The turn ends with its client (OpenAI's clients cancel a reply by closing the stream).
+    const client = new AbortController();
+    const signal = AbortSignal.any([deadline.signal, client.signal]);
+    const { first, events } = await startTurnStream(caller, name, message, signal, { thread: threadOf(request), ...keyed });
     return streamSSE(c, async (stream) => {
-      stream.onAbort(disconnect);
+      stream.onAbort(() => client.abort(new Error('the client disconnected')));
       const write = async (data: unknown): Promise<void> => {
         if (!stream.aborted) await stream.writeSSE({ data: typeof data === 'string' ? data : JSON.stringify(data) });
       };
