@@ -1,3 +1,5 @@
+import { type IncomingMessage, request as httpRequest } from 'node:http';
+import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
@@ -84,6 +86,33 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
       expect(response.headers.get('x-frame-options')).toBe('DENY');
       expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
     }
+  });
+
+  it('waits for a client that reads slower than the turn writes, then gives it the whole reply and the end', async () => {
+    const spawned = await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('long', model.url) });
+    const { session_id: sessionId } = (await spawned.json()) as { session_id: string };
+    // Six deltas of 1 MB: more than the sockets hold while the client reads nothing.
+    const text = Array.from({ length: 6 }, (_, index) => `${String(index).repeat(1_000_000)} `).join('');
+    model.script([{ text }]);
+    const body = JSON.stringify({ message: 'Write a lot' });
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = httpRequest(`${api.url}/api/agents/long/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
+      });
+      outgoing.on('response', resolve).on('error', reject).end(body);
+    });
+    response.pause();
+    // The turn is committed while its client has read nothing.
+    for (let tries = 0; tries < 100_000; tries++) {
+      if ((await api.host.store.sessions.get(sessionId))?.messages.length === 2) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await api.host.store.sessions.get(sessionId))?.messages).toHaveLength(2);
+    const events = await collect(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>));
+    const deltas = events.filter((event) => event.event === 'text-delta').map((event) => (JSON.parse(event.data) as { text: string }).text);
+    expect(deltas.join('')).toBe(text);
+    expect(events.at(-1)?.event).toBe('run-finish');
   });
 
   it('answers a refused turn (suspended agent) with a JSON 409, not a stream', async () => {
