@@ -78,7 +78,9 @@ describe('the OpenAPI document of the HTTP API', () => {
       const registered = app.routes
         // `/a2a` alone is where the A2A app is mounted: its own routes are listed under it.
         .filter((route) => !route.path.includes('*') && !route.path.endsWith('/') && route.path !== '/a2a')
-        .map((route) => ({ method: route.method === 'ALL' ? 'get' : route.method.toLowerCase(), path: route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}') }));
+        .map((route) => ({ method: route.method === 'ALL' ? 'get' : route.method.toLowerCase(), path: route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}') }))
+        // Registered as a parameter whose one value is the route, for Hono's RegExp router (see forged-tool-routes.ts).
+        .map((route) => (route.path === '/api/tools/forged/{action}' ? { ...route, path: '/api/tools/forged/import' } : route));
       expect(registered.length).toBeGreaterThan(40);
       const missing = registered
         .filter(({ method, path }) => document.paths[path]?.[method] === undefined)
