@@ -101,9 +101,20 @@ describe('the built daemon (dist/)', () => {
     expect(reply.status).toBe(200);
     expect(await reply.json()).toMatchObject({ text: 'Built and answering.', model: 'openai/gpt-4o' });
     expect(server.requests.at(-1)?.body).toMatchObject({ model: 'gpt-4o' });
+    // A streamed reply is written on Node's response by the bundled code: whole, then its end.
+    server.script([{ text: 'Streamed too.' }]);
+    const streamed = await fetch(`${built.url}/api/agents/teller/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ message: 'And streamed?' }),
+    });
+    expect(streamed.headers.get('content-type')).toBe('text/event-stream');
+    const events = await streamed.text();
+    expect(events).toMatch(/^event: run-start\n/);
+    expect(events).toMatch(/event: run-finish\ndata: \{"type":"run-finish","result":\{"text":"Streamed too\."/);
     // The bundled metrics and tracing libraries at work: the turn counted, its spans exported.
     const metrics = await fetch(`${built.url}/metrics`);
-    expect(await metrics.text()).toMatch(/^loom_turns_total\{[^}]*agent="teller"[^}]*\} 1$/m);
+    expect(await metrics.text()).toMatch(/^loom_turns_total\{[^}]*agent="teller"[^}]*\} 2$/m);
     await waitFor('the turn spans over OTLP', () => receiver?.spans.some((span) => span.name === 'invoke_agent teller'));
     expect(receiver.spans.map((span) => span.name)).toContain('chat gpt-4o');
 
