@@ -1,8 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
-import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { hostApiApp, openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -17,20 +14,10 @@ afterEach(async () => {
   await dir.remove();
 });
 
-const appWith = (config: Record<string, unknown>) =>
-  createHttpApp({
-    kernel: host.kernel,
-    config: ConfigSchema.parse(config),
-    env: {},
-    clock: host.clock,
-    logger: createSilentLogger(),
-    clientAddress: () => '127.0.0.1',
-  });
-
 describe("the API's routes", () => {
   it("are all of shapes Hono's RegExp router takes (a fixed segment beside a parameter with more after it would send every request to its slower trie router), and POST /api/tools/forged/<name> other than import is still no route", async () => {
     for (const config of [{}, { a2a: { enabled: true, listen_path: '/' } }]) {
-      const app = appWith(config);
+      const app = hostApiApp(host, config, '127.0.0.1');
       const unknown = await app.request('/api/tools/forged/xyz', { method: 'POST' });
       // The router is chosen at the first request.
       expect(app.router.name).toBe('SmartRouter + RegExpRouter');

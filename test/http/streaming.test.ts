@@ -1,9 +1,8 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
+import { EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
+import { hostApiApp } from '../support/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, type HangingModelServer, readSse, type SseEvent, startApi, startHangingModelServer } from './api-harness.ts';
@@ -63,14 +62,7 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     await api.host.kernel.spawn(manifest(agentToml('twin', model.url)));
     model.script([{ text: 'Line one.\nLine two.' }, { text: 'Line one.\nLine two.' }]);
     const served = await api.request('/api/agents/twin/messages', message('Hi'));
-    const inProcess = await createHttpApp({
-      kernel: api.host.kernel,
-      config: ConfigSchema.parse({}),
-      env: {},
-      clock: api.host.clock,
-      logger: createSilentLogger(),
-      clientAddress: () => '127.0.0.1',
-    }).request('/api/agents/twin/messages', message('Hi'));
+    const inProcess = await hostApiApp(api.host, {}, '127.0.0.1').request('/api/agents/twin/messages', message('Hi'));
     // Each turn has its own run, agent-event ids and epoch.
     const withoutIds = (text: string): string => text.replace(/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}/g, '<uuid>').replace(/:[0-9a-f]{8}:/g, ':<epoch>:');
     const body = withoutIds(await served.text());

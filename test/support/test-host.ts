@@ -37,19 +37,22 @@ export async function openTestHost(
   return { ...host, home, clock };
 }
 
-/** The host's HTTP API, its channels' webhooks too, on 127.0.0.1 at a free port, with `config` (config.toml's shape) and no keys. */
+/** The host's HTTP API, its channels' webhooks too, with `config` (config.toml's shape) and no keys; `clientAddress` for `app.request()`, which has no socket. */
+export function hostApiApp(host: TestHost, config: Record<string, unknown> = {}, clientAddress?: string): ReturnType<typeof createHttpApp> {
+  return createHttpApp({
+    kernel: host.kernel,
+    config: ConfigSchema.parse(config),
+    env: {},
+    clock: host.clock,
+    logger: createSilentLogger(),
+    channels: host.channels,
+    ...(clientAddress === undefined ? {} : { clientAddress: () => clientAddress }),
+  });
+}
+
+/** The host's HTTP API ({@link hostApiApp}) on 127.0.0.1 at a free port. */
 export function serveHostApi(host: TestHost, config: Record<string, unknown> = {}): Promise<RunningHttpServer> {
-  return startHttpServer(
-    createHttpApp({
-      kernel: host.kernel,
-      config: ConfigSchema.parse(config),
-      env: {},
-      clock: host.clock,
-      logger: createSilentLogger(),
-      channels: host.channels,
-    }),
-    { host: '127.0.0.1', port: 0 },
-  );
+  return startHttpServer(hostApiApp(host, config), { host: '127.0.0.1', port: 0 });
 }
 
 /**
