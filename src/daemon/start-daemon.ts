@@ -7,7 +7,7 @@ import { LoomError } from '../errors/index.ts';
 import type { LogRing } from '../logging/index.ts';
 import { type Host, openHost } from '../host/index.ts';
 import { startExternalDiscovery } from '../a2a/external-agents.ts';
-import { createHttpApp, startHttpServer } from '../http/index.ts';
+import { createHttpApp, type HttpAppOptions, startHttpServer } from '../http/index.ts';
 import { checkDefaultModel, createCostCatalog, DEFAULT_API_KEY_ENV, modelName } from '../models/index.ts';
 import type { LoomMetrics } from '../telemetry/loom-metrics.ts';
 import { configDigest, configMtime, type DaemonInfo, digestOf, readDaemonFile, removeDaemonFile, writeDaemonFile } from './daemon-file.ts';
@@ -82,6 +82,34 @@ function listenError(error: unknown, host: string, port: number, home: LoomHome)
   return message === undefined ? undefined : new LoomError(code === 'EADDRINUSE' ? 'PORT_IN_USE' : 'CANNOT_LISTEN', 'user', message, { cause: error });
 }
 
+/** What {@link createDaemonApp} serves a host with, besides the host (`clientAddress` for tests' `app.request()`, which has no socket). */
+export interface DaemonAppOptions extends Pick<HttpAppOptions, 'config' | 'env' | 'clock' | 'logger' | 'clientAddress'> {
+  /** The address the daemon listens on (a loopback one leaves keys optional). */
+  bindHost: string;
+  metrics: LoomMetrics;
+}
+
+/**
+ * The daemon's HTTP app over `host`: its API with every door the host has (its packages, channels,
+ * cluster, MCP servers' tools, skills, tasks and push configs, its metrics). The one place that
+ * says what a daemon serves, so that what is checked of it (test/http/router-shape.test.ts) is
+ * the daemon's own app.
+ */
+export function createDaemonApp(host: Host, options: DaemonAppOptions): ReturnType<typeof createHttpApp> {
+  return createHttpApp({
+    ...options,
+    kernel: host.kernel,
+    skills: host.runtime.skills,
+    tasks: host.store.tasks,
+    a2aPushConfigs: host.store.a2aPushConfigs,
+    events: host.store.events,
+    packages: host.packages,
+    channels: host.channels,
+    cluster: host.cluster,
+    ...(host.mcp === undefined ? {} : { mcp: host.mcp }),
+  });
+}
+
 /**
  * Starts the daemon: the kernel with schedules running, the HTTP API, and the daemon file that
  * tells other commands how to reach it. Starts without any model key or default model, and says
@@ -124,23 +152,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
     const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
-    const app = createHttpApp({
-      kernel: host.kernel,
-      config,
-      env,
-      clock,
-      logger,
-      skills: host.runtime.skills,
-      tasks: host.store.tasks,
-      a2aPushConfigs: host.store.a2aPushConfigs,
-      events: host.store.events,
-      bindHost,
-      packages: host.packages,
-      channels: host.channels,
-      cluster: host.cluster,
-      metrics,
-      ...(host.mcp === undefined ? {} : { mcp: host.mcp }),
-    });
+    const app = createDaemonApp(host, { config, env, clock, logger, bindHost, metrics });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const port = options.port ?? config.daemon.port;

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { registeredOrThrow } from '../forged-tools/index.ts';
 import type { Kernel } from '../kernel/index.ts';
+import { fixedSegments } from './fixed-segments.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 import { DemoteBodySchema, ForgeBodySchema, ForgedToolsQuerySchema, type ForgedToolView, ImportBodySchema, type PromotionView } from '../wire/index.ts';
@@ -27,16 +28,17 @@ export function createForgedToolRoutes(options: { kernel: Kernel }): Hono<HttpEn
     return c.json(registeredOrThrow(await caller.forgedTools.forge(body.agent, body.request, c.get('deadline').signal)), 201);
   });
 
-  // `import` is matched as a parameter, not a fixed segment: a fixed one beside `POST /:id/promote`
-  // is a shape Hono's RegExp router refuses, which sent every request of the API to its slower trie
-  // router (~25 µs a request). Any other name passes on, as though no route had matched.
-  routes.post('/:action', async (c, next) => {
-    if (c.req.param('action') !== 'import') return next();
-    const caller = kernelOf(c, kernel);
-    caller.require('import tools');
-    const body = await readJsonBody(c, ImportBodySchema);
-    return c.json(registeredOrThrow(await caller.forgedTools.import(body.agent, body.document, c.get('deadline').signal)), 201);
-  });
+  routes.post(
+    '/:action',
+    fixedSegments('action', {
+      import: async (c) => {
+        const caller = kernelOf(c, kernel);
+        caller.require('import tools');
+        const body = await readJsonBody(c, ImportBodySchema);
+        return c.json(registeredOrThrow(await caller.forgedTools.import(body.agent, body.document, c.get('deadline').signal)), 201);
+      },
+    }),
+  );
 
   routes.get('/:id', async (c) => c.json((await tools(c).get(c.req.param('id'))) satisfies ForgedToolView));
 

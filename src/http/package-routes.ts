@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { PackageService } from '../packages/index.ts';
 import type { Kernel } from '../kernel/index.ts';
+import { fixedSegments } from './fixed-segments.ts';
 import { type HttpEnv, kernelOf } from './http-context.ts';
 import { readJsonBody, readQuery } from './request-input.ts';
 import {
@@ -28,40 +29,52 @@ export function createPackageRoutes(options: { packages: PackageService; kernel:
     return c.json((await packages.list()).filter((view) => caller.reaches(view.slug)) satisfies PackageView[]);
   });
 
-  routes.post('/check', async (c) => {
-    kernelOf(c, kernel).require('check packages for install');
-    const body = await readJsonBody(c, InstallBodySchema);
-    return c.json(await packages.check(body.source, body.settings));
-  });
-
   routes.post('/', async (c) => {
     kernelOf(c, kernel).require('install packages');
     const body = await readJsonBody(c, InstallBodySchema);
     return c.json(await packages.install(body.source, body.settings, body.digest), 201);
   });
 
-  routes.post('/skills', async (c) => {
-    kernelOf(c, kernel).require('install packages');
-    const body = await readJsonBody(c, SkillInstallBodySchema);
-    return c.json(await packages.installSkill(body.code), 201);
-  });
+  // `check` and `skills`, `runs`: fixed segments beside `/:slug/…`, routed as one parameter (fixed-segments.ts).
+  routes.post(
+    '/:segment',
+    fixedSegments('segment', {
+      check: async (c) => {
+        kernelOf(c, kernel).require('check packages for install');
+        const body = await readJsonBody(c, InstallBodySchema);
+        return c.json(await packages.check(body.source, body.settings));
+      },
+      skills: async (c) => {
+        kernelOf(c, kernel).require('install packages');
+        const body = await readJsonBody(c, SkillInstallBodySchema);
+        return c.json(await packages.installSkill(body.code), 201);
+      },
+    }),
+  );
 
-  routes.get('/runs', async (c) => {
-    const caller = kernelOf(c, kernel);
-    const query = readQuery(c, PackageRunsQuerySchema);
-    if (query.package !== undefined) caller.requirePackage('read packages', query.package);
-    const runs = await packages.runs({
-      ...(query.package === undefined ? {} : { package: query.package }),
-      ...(query.limit === undefined ? {} : { limit: query.limit }),
-    });
-    return c.json(runs.filter((run) => caller.reaches(run.package)) satisfies PackageRunView[]);
-  });
-
-  routes.get('/:slug', async (c) => {
-    const slug = c.req.param('slug');
-    kernelOf(c, kernel).requirePackage('read packages', slug);
-    return c.json((await packages.show(slug)) satisfies PackageView);
-  });
+  routes.get(
+    '/:slug',
+    fixedSegments<'/:slug'>(
+      'slug',
+      {
+        runs: async (c) => {
+          const caller = kernelOf(c, kernel);
+          const query = readQuery(c, PackageRunsQuerySchema);
+          if (query.package !== undefined) caller.requirePackage('read packages', query.package);
+          const runs = await packages.runs({
+            ...(query.package === undefined ? {} : { package: query.package }),
+            ...(query.limit === undefined ? {} : { limit: query.limit }),
+          });
+          return c.json(runs.filter((run) => caller.reaches(run.package)) satisfies PackageRunView[]);
+        },
+      },
+      async (c) => {
+        const slug = c.req.param('slug');
+        kernelOf(c, kernel).requirePackage('read packages', slug);
+        return c.json((await packages.show(slug)) satisfies PackageView);
+      },
+    ),
+  );
 
   routes.get('/:slug/runs', async (c) => {
     const slug = c.req.param('slug');

@@ -62,15 +62,17 @@ async function pump(messages: AsyncIterator<SseMessage>, sink: SseSink, clientGo
  * events are written on Node's response itself: what is ready by the end of a turn of the event
  * loop goes in one chunk, the headers with the first, so a turn that streams all it has at once
  * (a cached or fast reply) costs one socket write instead of one per event and one more for the
- * headers, and no web streams. Elsewhere (`app.request()`), through Hono's SSE helper. Either way
- * the same bytes, with the headers every API answer carries. See decision 0075.
+ * headers, and no web streams. Elsewhere (`app.request()`, and a HEAD request), through Hono's SSE
+ * helper. Either way the same bytes, with the headers every API answer carries. See decision 0075.
  *
  * The response returned tells the API's middleware it is a stream (`Content-Type`), so the
  * request's deadline stays with it until `onEnd`.
  */
 export function replySse(c: HttpContext, options: SseReplyOptions): Response {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  if (outgoing instanceof ServerResponse) return replyOnNode(outgoing as ServerResponse, options);
+  // A HEAD request is answered by Hono from the GET route's response, which it wraps anew: that
+  // one must come back through Hono, as the helper's does, or the Node server writes its head twice.
+  if (outgoing instanceof ServerResponse && c.req.method !== 'HEAD') return replyOnNode(outgoing as ServerResponse, options);
   return streamSSE(c, async (stream) => {
     const sink: SseSink = {
       write: (text) => stream.write(text).then(() => undefined),
@@ -116,7 +118,8 @@ function replyOnNode(outgoing: ServerResponse, { messages, clientGone, onEnd }: 
     if (outgoing.destroyed) return;
     // A stream with nothing to say yet still answers: its client waits for the headers.
     if (pending === '') {
-      if (!sent) outgoing.flushHeaders();
+      // (A reply whole before this first flush has been ended, its headers with it.)
+      if (!sent && !outgoing.writableEnded) outgoing.flushHeaders();
       sent = true;
       return;
     }

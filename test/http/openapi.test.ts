@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LOOM_VERSION } from '../../src/cli/index.ts';
 import { type OpenApiDocument, openApiDocument } from '../../src/http/openapi-routes.ts';
+import type { FixedSegmentsHandler } from '../../src/http/fixed-segments.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
@@ -78,9 +79,15 @@ describe('the OpenAPI document of the HTTP API', () => {
       const registered = app.routes
         // `/a2a` alone is where the A2A app is mounted: its own routes are listed under it.
         .filter((route) => !route.path.includes('*') && !route.path.endsWith('/') && route.path !== '/a2a')
-        .map((route) => ({ method: route.method === 'ALL' ? 'get' : route.method.toLowerCase(), path: route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}') }))
-        // Registered as a parameter whose one value is the route, for Hono's RegExp router (see forged-tool-routes.ts).
-        .map((route) => (route.path === '/api/tools/forged/{action}' ? { ...route, path: '/api/tools/forged/import' } : route));
+        .flatMap((route) => {
+          const method = route.method === 'ALL' ? 'get' : route.method.toLowerCase();
+          const path = route.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}');
+          // Fixed segments registered as one parameter, for Hono's RegExp router (fixed-segments.ts): each value is a route.
+          const fixed = route.handler as Partial<FixedSegmentsHandler>;
+          if (fixed.segments === undefined) return [{ method, path }];
+          const routes = fixed.segments.map((segment) => ({ method, path: path.replace(/\{\w+\}$/, segment) }));
+          return fixed.answersOthers === true ? [{ method, path }, ...routes] : routes;
+        });
       expect(registered.length).toBeGreaterThan(40);
       const missing = registered
         .filter(({ method, path }) => document.paths[path]?.[method] === undefined)

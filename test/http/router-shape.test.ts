@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hostApiApp, openTestHost, type TestHost } from '../support/test-host.ts';
+import { ConfigSchema } from '../../src/config/index.ts';
+import { createDaemonApp } from '../../src/daemon/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
+import { createCostCatalog } from '../../src/models/index.ts';
+import { createLoomMetrics } from '../../src/telemetry/loom-metrics.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -14,20 +19,50 @@ afterEach(async () => {
   await dir.remove();
 });
 
-describe("the API's routes", () => {
-  it("are all of shapes Hono's RegExp router takes (a fixed segment beside a parameter with more after it would send every request to its slower trie router), and POST /api/tools/forged/<name> other than import is still no route", async () => {
+/** The app a daemon serves over the test host, with `config` (config.toml's shape). */
+function daemonApp(config: Record<string, unknown>): ReturnType<typeof createDaemonApp> {
+  const parsed = ConfigSchema.parse(config);
+  const metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(parsed.prices), mcp: host.mcp });
+  return createDaemonApp(host, {
+    config: parsed,
+    env: {},
+    clock: host.clock,
+    logger: createSilentLogger(),
+    bindHost: '127.0.0.1',
+    metrics,
+    clientAddress: () => '127.0.0.1',
+  });
+}
+
+describe("the daemon's routes", () => {
+  it("are all of shapes Hono's RegExp router takes (a fixed segment beside a parameter with more after it would send every request to its slower trie router), with every door a daemon mounts", async () => {
     for (const config of [{}, { a2a: { enabled: true, listen_path: '/' } }]) {
-      const app = hostApiApp(host, config, '127.0.0.1');
-      const unknown = await app.request('/api/tools/forged/xyz', { method: 'POST' });
+      const app = daemonApp(config);
+      const health = await app.request('/api/health');
       // The router is chosen at the first request.
       expect(app.router.name).toBe('SmartRouter + RegExpRouter');
-      expect(unknown.status).toBe(404);
-      expect(await unknown.json()).toMatchObject({
-        error: { code: 'ROUTE_NOT_FOUND', message: expect.stringMatching(/^no route POST \/api\/tools\/forged\/xyz/) as string },
-      });
-      const imported = await app.request('/api/tools/forged/import', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-      expect(imported.status).toBe(400);
-      expect(await imported.json()).toMatchObject({ error: { code: 'INVALID_REQUEST' } });
+      expect(health.status).toBe(200);
     }
+  });
+
+  it('answer the fixed segments routed as a parameter as before, and any other value as the route it stands beside', async () => {
+    const app = daemonApp({});
+    const json = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' };
+    // A fixed value reaches its own route: each checks its body.
+    for (const path of ['/api/tools/forged/import', '/api/packages/check', '/api/packages/skills']) {
+      const answer = await app.request(path, json);
+      expect({ path, status: answer.status }).toEqual({ path, status: 400 });
+      expect(await answer.json()).toMatchObject({ error: { code: 'INVALID_REQUEST' } });
+    }
+    expect(await (await app.request('/api/packages/runs')).json()).toEqual([]);
+    // Any other value: no route for a POST, the package itself for a GET.
+    for (const path of ['/api/tools/forged/xyz', '/api/packages/xyz']) {
+      const answer = await app.request(path, { method: 'POST' });
+      expect(answer.status).toBe(404);
+      expect(await answer.json()).toMatchObject({ error: { code: 'ROUTE_NOT_FOUND', message: expect.stringMatching(/^no route POST /) as string } });
+    }
+    const missing = await app.request('/api/packages/xyz');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'PACKAGE_NOT_FOUND' } });
   });
 });

@@ -1,4 +1,4 @@
-import { type IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent, type IncomingMessage, request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
@@ -105,6 +105,37 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     const deltas = events.filter((event) => event.event === 'text-delta').map((event) => (JSON.parse(event.data) as { text: string }).text);
     expect(deltas.join('')).toBe(text);
     expect(events.at(-1)?.event).toBe('run-finish');
+  });
+
+  it("answers HEAD on a running turn's stream with its head, and the connection serves the next request", async () => {
+    let finish!: () => void;
+    const stall = new Promise<void>((resolve) => (finish = resolve));
+    await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('header', model.url) });
+    model.script([{ text: 'Once upon ', stall }]);
+    const sending = api.request('/api/agents/header/messages', message('Tell a story', 'application/json'));
+    for (let tries = 0; tries < 1_000 && (await api.request('/api/agents/header/turn', { headers: { accept: 'application/json' } })).status !== 200; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const ask = (method: string, path: string, accept: string): Promise<{ status: number; type: string; reused: boolean }> =>
+      new Promise((resolve, reject) => {
+        const outgoing = httpRequest(`${api.url}${path}`, { method, agent, headers: { accept } });
+        outgoing
+          .on('response', (response) => {
+            response
+              .resume()
+              .on('end', () => resolve({ status: response.statusCode ?? 0, type: response.headers['content-type'] ?? '', reused: outgoing.reusedSocket }));
+          })
+          .on('error', reject)
+          .end();
+      });
+    try {
+      expect(await ask('HEAD', '/api/agents/header/turn', 'text/event-stream')).toEqual({ status: 200, type: 'text/event-stream', reused: false });
+      expect(await ask('GET', '/api/health', 'application/json')).toMatchObject({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+      finish();
+      await sending;
+    }
   });
 
   it('answers a refused turn (suspended agent) with a JSON 409, not a stream', async () => {
