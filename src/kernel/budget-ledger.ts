@@ -333,16 +333,38 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
         closed = true;
         end(outcome, spent);
       };
-      const settled = new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
-        transform(part, controller) {
-          if (part.type === 'finish') close(spendOf(target, part.usage, scope), 'ok');
-          else if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') written += part.delta.length;
-          controller.enqueue(part);
+      // Read through by hand rather than piped through a TransformStream: a pipe costs several
+      // promises a part where this costs one (~10 µs a streamed call). The outcomes are the pipe's:
+      // a source that errors is cut off, one that ends without a `finish` is released.
+      const source = result.stream.getReader();
+      const settled = new ReadableStream<LanguageModelV4StreamPart>(
+        {
+          async pull(controller) {
+            let next: Awaited<ReturnType<typeof source.read>>;
+            try {
+              next = await source.read();
+            } catch (error) {
+              close(cutOff(), 'cut-off');
+              throw error;
+            }
+            if (next.done) {
+              close(undefined, 'error');
+              controller.close();
+              return;
+            }
+            const part = next.value;
+            if (part.type === 'finish') close(spendOf(target, part.usage, scope), 'ok');
+            else if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') written += part.delta.length;
+            controller.enqueue(part);
+          },
+          cancel: async (reason) => {
+            close(cutOff(), 'cut-off');
+            await source.cancel(reason);
+          },
         },
-        flush: () => close(undefined, 'error'),
-        cancel: () => close(cutOff(), 'cut-off'),
-      });
-      return { ...result, stream: result.stream.pipeThrough(settled) };
+        { highWaterMark: 0 },
+      );
+      return { ...result, stream: settled };
     },
   });
 }
