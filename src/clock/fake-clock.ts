@@ -8,7 +8,7 @@ export interface FakeClock extends Clock {
    * code it resumes run (and start new sleeps) before moving on.
    */
   advance(ms: number): Promise<void>;
-  /** How many sleeps are waiting. */
+  /** How many sleeps (and timers) are waiting. */
   pending(): number;
 }
 
@@ -70,6 +70,11 @@ export function createFakeClock(start = Date.UTC(2026, 0, 1)): FakeClock {
       }
       now = target;
       await nextTurn();
+    },
+    timer: (ms, fire) => {
+      const sleeper: Sleeper = { at: now + Math.max(0, ms), order: order++, resolve: fire };
+      sleepers.push(sleeper);
+      return () => removeSleeper(sleeper);
     },
     pending: () => sleepers.length,
   };

@@ -9,6 +9,23 @@ const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 /** The real clock: wall time and real timers. */
 export function createSystemClock(): Clock {
+  const timer = (ms: number, fire: () => void): (() => void) => {
+    // Measured on the monotonic clock, as timers are, so a change of the wall time moves nothing.
+    const until = performance.now() + ms;
+    let handle: NodeJS.Timeout;
+    const wait = (left: number): void => {
+      handle = setTimeout(
+        () => {
+          const rest = until - performance.now();
+          if (rest >= 1) wait(rest);
+          else fire();
+        },
+        Math.min(left, LONGEST_TIMER_MS),
+      );
+    };
+    wait(ms);
+    return () => clearTimeout(handle);
+  };
   return {
     now: () => Date.now(),
     // By hand rather than `timers/promises`, whose sleep rejects with an AbortError of its own
@@ -20,29 +37,16 @@ export function createSystemClock(): Clock {
           reject(signal.reason as Error);
           return;
         }
-        // Measured on the monotonic clock, as timers are, so a change of the wall time moves nothing.
-        const until = performance.now() + ms;
-        let timer: NodeJS.Timeout;
         const onAbort = (): void => {
-          clearTimeout(timer);
+          stop();
           reject(signal?.reason as Error);
         };
-        const wait = (left: number): void => {
-          timer = setTimeout(
-            () => {
-              const rest = until - performance.now();
-              if (rest >= 1) {
-                wait(rest);
-                return;
-              }
-              signal?.removeEventListener('abort', onAbort);
-              resolve();
-            },
-            Math.min(left, LONGEST_TIMER_MS),
-          );
-        };
-        wait(ms);
+        const stop = timer(ms, () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        });
         signal?.addEventListener('abort', onAbort, { once: true });
       }),
+    timer,
   };
 }

@@ -10,4 +10,10 @@ export interface Clock {
    * when `signal` aborts first.
    */
   sleep(ms: number, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Calls `fire` after `ms` milliseconds of this clock's time, unless the function it returns is
+   * called first. A sleep without a promise or a signal, for a wait that is nearly always called
+   * off (a request's deadline): calling it off costs no abort event.
+   */
+  timer(ms: number, fire: () => void): () => void;
 }

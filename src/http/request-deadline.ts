@@ -16,29 +16,26 @@ export interface RequestDeadline {
   dispose(): void;
 }
 
-/** Why a deadline's timer stops once its request is answered (one reason for all: nothing is listening). */
-const ANSWERED = new Error('the request was answered');
-
 /**
  * Starts a deadline of `timeoutMs` on `clock` (so tests move it with a fake clock), also
  * aborted by the client disconnecting (`clientSignal`, read only if a route asks for `signal`:
  * a Node request makes that signal on demand, and a turn that outlives its client never asks).
+ * Its timer is the clock's `timer`, called off without an abort event when the request is answered.
  */
 export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSignal: () => AbortSignal): RequestDeadline {
   const timeout = new AbortController();
-  const timer = new AbortController();
-  const expired = new Promise<never>((_resolve, reject) => {
-    timeout.signal.addEventListener('abort', () => reject(timeout.signal.reason as Error), { once: true });
-  });
+  let expire: (error: Error) => void = () => undefined;
+  const expired = new Promise<never>((_resolve, reject) => (expire = reject));
   // Unobserved when the request finishes first; it never rejects then, but keep Node quiet anyway.
   expired.catch(() => undefined);
-  clock.sleep(timeoutMs, { signal: timer.signal }).then(
-    () =>
-      timeout.abort(
-        new HttpRequestError('REQUEST_TIMEOUT', `the request took longer than ${timeoutMs / 1000} s ([daemon].request_timeout_seconds) and was cancelled`),
-      ),
-    () => undefined,
-  );
+  const stop = clock.timer(timeoutMs, () => {
+    const error = new HttpRequestError(
+      'REQUEST_TIMEOUT',
+      `the request took longer than ${timeoutMs / 1000} s ([daemon].request_timeout_seconds) and was cancelled`,
+    );
+    timeout.abort(error);
+    expire(error);
+  });
   let signal: AbortSignal | undefined;
   return {
     get signal() {
@@ -46,6 +43,6 @@ export function startRequestDeadline(clock: Clock, timeoutMs: number, clientSign
     },
     expired,
     timeLimit: timeout.signal,
-    dispose: () => timer.abort(ANSWERED),
+    dispose: stop,
   };
 }

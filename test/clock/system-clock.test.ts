@@ -37,4 +37,15 @@ describe('the system clock', () => {
     controller.abort(new Error('too late'));
     expect(controller.signal.aborted).toBe(true);
   });
+
+  it('calls a timer at its time, and never once it was called off', async () => {
+    const fired: string[] = [];
+    const started = performance.now();
+    clock.timer(20, () => fired.push(`kept after ${Math.round(performance.now() - started)} ms`));
+    const callOff = clock.timer(10, () => fired.push('called off'));
+    callOff();
+    await clock.sleep(40);
+    expect(fired).toHaveLength(1);
+    expect(Number(/after (\d+) ms/.exec(fired[0] ?? '')?.[1])).toBeGreaterThanOrEqual(19);
+  });
 });
