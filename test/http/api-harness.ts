@@ -9,6 +9,7 @@ import { createLoomMetrics } from '../../src/telemetry/loom-metrics.ts';
 import { afterEach, beforeEach } from 'vitest';
 import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
+import { openAiTextChunkFrame } from '../support/openai-chunk.ts';
 
 /** A real kernel served over real HTTP on 127.0.0.1, port 0. */
 export interface Api {
@@ -216,14 +217,7 @@ export async function startHangingModelServer(): Promise<HangingModelServer> {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { stream?: boolean };
       if (body.stream === true) {
         response.writeHead(200, { 'content-type': 'text/event-stream' });
-        const chunk = {
-          id: 'c1',
-          object: 'chat.completion.chunk',
-          created: 0,
-          model: 'gpt-4o',
-          choices: [{ index: 0, delta: { role: 'assistant', content: 'partial' }, finish_reason: null }],
-        };
-        response.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        response.write(openAiTextChunkFrame('partial'));
       }
       onReceived();
     });

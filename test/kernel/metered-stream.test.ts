@@ -5,6 +5,7 @@ import { type MeteredCall, observeModelCalls } from '../../src/kernel/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openAiTextChunkFrame } from '../support/openai-chunk.ts';
 import { openTestHost, settleWithClock, type TestHost } from '../support/test-host.ts';
 
 // The budget ledger reads each streamed model call through to see how it ends: a call that
@@ -40,14 +41,7 @@ async function serveBrokenStream(text: string): Promise<string> {
     request.resume();
     request.on('end', () => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = {
-        id: 'c1',
-        object: 'chat.completion.chunk',
-        created: 0,
-        model: 'gpt-4o',
-        choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }],
-      };
-      response.write(`data: ${JSON.stringify(chunk)}\n\n`, () => response.socket?.destroy());
+      response.write(openAiTextChunkFrame(text), () => response.socket?.destroy());
     });
   });
   await new Promise<void>((resolve) => broken?.listen(0, '127.0.0.1', resolve));
