@@ -62,17 +62,16 @@ async function pump(messages: AsyncIterator<SseMessage>, sink: SseSink, clientGo
  * events are written on Node's response itself: what is ready by the end of a turn of the event
  * loop goes in one chunk, the headers with the first, so a turn that streams all it has at once
  * (a cached or fast reply) costs one socket write instead of one per event and one more for the
- * headers, and no web streams. Elsewhere (`app.request()`, and a HEAD request), through Hono's SSE
- * helper. Either way the same bytes, with the headers every API answer carries. See decision 0075.
+ * headers, and no web streams. Elsewhere (`app.request()`), through Hono's SSE helper; a HEAD
+ * request gets the head alone. Either way the same bytes, with the headers every API answer carries. See decision 0075.
  *
  * The response returned tells the API's middleware it is a stream (`Content-Type`), so the
  * request's deadline stays with it until `onEnd`.
  */
 export function replySse(c: HttpContext, options: SseReplyOptions): Response {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  // A HEAD request is answered by Hono from the GET route's response, which it wraps anew: that
-  // one must come back through Hono, as the helper's does, or the Node server writes its head twice.
-  if (outgoing instanceof ServerResponse && c.req.method !== 'HEAD') return replyOnNode(outgoing as ServerResponse, options);
+  if (c.req.method === 'HEAD') return replyHead(c, options);
+  if (outgoing instanceof ServerResponse) return replyOnNode(outgoing as ServerResponse, options);
   return streamSSE(c, async (stream) => {
     const sink: SseSink = {
       write: (text) => stream.write(text).then(() => undefined),
@@ -88,8 +87,26 @@ export function replySse(c: HttpContext, options: SseReplyOptions): Response {
   });
 }
 
-/** The headers of a stream written on Node's response: Hono's SSE helper's, and what every API answer carries. */
-const NODE_SSE_HEADERS: Readonly<Record<string, string>> = {
+/**
+ * A HEAD request's answer: the stream's head and no body, its messages never read and its end run
+ * at once (the follower let go, the deadline disposed). Hono answers HEAD by wrapping the GET
+ * route's response anew: a stream written on Node's response would have its head written twice,
+ * and one left to Hono's helper would wait forever on a body nobody reads.
+ */
+function replyHead(c: HttpContext, { messages, onEnd }: SseReplyOptions): Response {
+  void (async () => {
+    try {
+      await messages.return?.(undefined);
+    } finally {
+      await onEnd();
+    }
+  })().catch(() => undefined);
+  // The head a GET of the stream gets (its chunked encoding keeps the connection open for the next request).
+  return c.body(null, 200, SSE_HEADERS);
+}
+
+/** The headers of a stream written on Node's response, and of a stream's HEAD: Hono's SSE helper's, and what every API answer carries. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
   connection: 'keep-alive',
@@ -108,7 +125,7 @@ const ANSWERED_ON_NODE: Response = new (RESPONSE_ALREADY_SENT.constructor as typ
 });
 
 function replyOnNode(outgoing: ServerResponse, { messages, clientGone, onEnd }: SseReplyOptions): Response {
-  outgoing.writeHead(200, NODE_SSE_HEADERS);
+  outgoing.writeHead(200, SSE_HEADERS);
   let pending = '';
   let flushing = false;
   let sent = false;

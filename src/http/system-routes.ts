@@ -4,6 +4,7 @@ import { streamSSE } from 'hono/streaming';
 import type { Clock, ClusterReader } from '../contracts/index.ts';
 import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, dayOf, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
+import { SSE_HEADERS } from './sse-reply.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
@@ -150,6 +151,9 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
 
   routes.get('/events', (c) => {
     const caller = kernelOf(c, kernel);
+    // Hono answers HEAD with this route's response, its body dropped unread: a subscription
+    // behind it would never end. The stream's head alone.
+    if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
     return streamSSE(c, async (stream) => {
       const stop = new AbortController();
       const queue: KernelEvent[] = [];

@@ -357,9 +357,10 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
             else if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') written += part.delta.length;
             controller.enqueue(part);
           },
-          cancel: async (reason) => {
+          cancel: (reason) => {
             close(cutOff(), 'cut-off');
-            await source.cancel(reason);
+            // Passed on, not waited for: the consumer's cancel ends at once, as the pipe's did.
+            source.cancel(reason).catch(() => undefined);
           },
         },
         { highWaterMark: 0 },

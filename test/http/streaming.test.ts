@@ -107,7 +107,7 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     expect(events.at(-1)?.event).toBe('run-finish');
   });
 
-  it("answers HEAD on a running turn's stream with its head, and the connection serves the next request", async () => {
+  it("answers HEAD on a running turn's stream with its head alone, lets its follower go, and the connection serves the next request", async () => {
     let finish!: () => void;
     const stall = new Promise<void>((resolve) => (finish = resolve));
     await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('header', model.url) });
@@ -129,7 +129,11 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
           .end();
       });
     try {
+      const waiting = api.host.clock.pending();
       expect(await ask('HEAD', '/api/agents/header/turn', 'text/event-stream')).toEqual({ status: 200, type: 'text/event-stream', reused: false });
+      // The HEAD's follower and deadline are let go at once: nothing of it is left waiting.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(api.host.clock.pending()).toBe(waiting);
       expect(await ask('GET', '/api/health', 'application/json')).toMatchObject({ status: 200, reused: true });
     } finally {
       agent.destroy();
@@ -205,6 +209,16 @@ describe('GET /api/events', () => {
     await api.request('/api/agents/watched/suspend', { method: 'POST' });
     expect((await events.next()).value).toMatchObject({ event: 'agent-suspend' });
     await events.return(undefined);
+  });
+
+  it('answers HEAD with the head alone, following nothing', async () => {
+    const waiting = api.host.clock.pending();
+    const response = await api.request('/api/events', { method: 'HEAD' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    await new Promise((resolve) => setImmediate(resolve));
+    // No heartbeat waits for a stream nobody reads.
+    expect(api.host.clock.pending()).toBe(waiting);
   });
 
   it('writes a heartbeat comment every 15 s of the clock', async () => {
