@@ -2,7 +2,15 @@ import { isAbsolute, join, normalize } from 'node:path/posix';
 import { filePatternCovers, isGranted, normalizeFilePath, validateInheritance } from '../capabilities/index.ts';
 import type { Capability, JsonValue } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
-import { capabilitiesFromManifest, codeModuleOf, codeSettingsOf, DEFAULT_CODE_SETTINGS, type Manifest, ManifestSchema, PRIORITIES } from '../manifest/index.ts';
+import {
+  capabilitiesFromManifest,
+  codeModuleOf,
+  codeSettingsOf,
+  DEFAULT_CODE_SETTINGS,
+  type Manifest,
+  manifestDefaults,
+  PRIORITIES,
+} from '../manifest/index.ts';
 import { modelName } from '../models/index.ts';
 import { confineAutonomous, confineEmergent, confineToolSettings } from './confine-settings.ts';
 import { limit, limitOrNone, mergeExecPolicy, narrowAllowlist, type Report, skillCovers, union } from './confinement-rules.ts';
@@ -27,9 +35,6 @@ export interface ConfinementProblem {
 /** The folder a child without `workspace` works in, inside its parent's. */
 export const CHILD_WORKSPACES_FOLDER = 'agents';
 
-// Made when a child is first confined: the first parse builds the manifest schema's checks.
-let manifestDefaults: Manifest | undefined;
-const defaults = (): Manifest => (manifestDefaults ??= ManifestSchema.parse({}));
 const DEFAULT_MODEL_MAX_TOKENS = 4096;
 
 /**
@@ -69,7 +74,7 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const emergent = confineEmergent(p, child, report);
   const code = confineCode(p, child, report);
 
-  const standard = defaults();
+  const standard = manifestDefaults();
   const resources = {
     max_tokens_per_hour: limitOrNone(
       '[resources].max_tokens_per_hour',

@@ -1,6 +1,6 @@
 import type { JsonValue } from '../contracts/index.ts';
 import { fetchDomainCovers } from '../forged-tools/index.ts';
-import { type Manifest, ManifestSchema } from '../manifest/index.ts';
+import { type Manifest, manifestDefaults } from '../manifest/index.ts';
 import { DEFAULT_TOOL_TIMEOUT_MS } from '../runtime/index.ts';
 import { NUMERIC_TOOL_SETTING_DEFAULTS } from '../tools/index.ts';
 import { limit, type Report, union } from './confinement-rules.ts';
@@ -55,7 +55,7 @@ export function confineAutonomous(parent: Manifest, child: Manifest, report: Rep
   const ours = child.autonomous;
   if (theirs === undefined) return ours;
   if (ours === undefined) return { ...theirs, approval_required_for: [...theirs.approval_required_for] };
-  const defaults = autonomousDefaults();
+  const defaults = manifestDefaults().autonomous as NonNullable<Manifest['autonomous']>;
   return {
     approval_required_for: union(theirs.approval_required_for, ours.approval_required_for),
     max_actions_per_cycle: limit(
@@ -75,15 +75,6 @@ export function confineAutonomous(parent: Manifest, child: Manifest, report: Rep
   };
 }
 
-// The sections' defaults, made when first needed: parsing the manifest's schema the first time
-// builds its checks, which a daemon with no child to confine never needs at start.
-let defaultAutonomous: NonNullable<Manifest['autonomous']> | undefined;
-const autonomousDefaults = (): NonNullable<Manifest['autonomous']> =>
-  (defaultAutonomous ??= ManifestSchema.parse({ autonomous: {} }).autonomous as NonNullable<Manifest['autonomous']>);
-
-let defaultEmergent: Manifest['emergent'];
-const emergentDefaults = (): Manifest['emergent'] => (defaultEmergent ??= ManifestSchema.parse({ emergent: {} }).emergent);
-
 /**
  * `[emergent]` of a child: forging only where the parent forges; tool counts, sandbox time and
  * memory at most the parent's; sandbox APIs and fetch domains among the parent's; a promotion
@@ -93,7 +84,7 @@ export function confineEmergent(parent: Manifest, child: Manifest, report: Repor
   const own = child.emergent;
   if (own === undefined || !own.enabled) return own;
   const theirs = parent.emergent;
-  const d = emergentDefaults();
+  const d = manifestDefaults().emergent;
   if (theirs === undefined || !theirs.enabled || d === undefined) {
     report('[emergent]', 'lets it forge tools, which the parent may not do');
     return own;

@@ -9,6 +9,7 @@ export type { LoadedManifest, ManifestFormat, ParseManifestOptions } from './loa
 export {
   ChainOfThoughtSchema,
   DEFAULT_CODE_SETTINGS,
+  manifestDefaults,
   DelegateSchema,
   DEFAULT_INTERVAL_SECONDS,
   FILE_TRIGGER_EVENTS,

@@ -736,6 +736,17 @@ export const ManifestSchema = z
 /** A validated manifest with every default filled in. */
 export type Manifest = z.output<typeof ManifestSchema>;
 
+let defaults: Manifest | undefined;
+
+/**
+ * A manifest with every field at its default, its optional `[autonomous]` and `[emergent]`
+ * sections present at theirs: what confining a child compares against. Made when first asked
+ * (the first parse builds the whole schema's checks, which a start with no child never needs).
+ */
+export function manifestDefaults(): Manifest {
+  return (defaults ??= ManifestSchema.parse({ autonomous: {}, emergent: {} }));
+}
+
 /** A manifest as an author may write it: every field with a default is optional. */
 export type ManifestInput = z.input<typeof ManifestSchema>;
 

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EVENTS_HEARTBEAT_MS } from '../../src/http/index.ts';
 import { hostApiApp } from '../support/test-host.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, type HangingModelServer, readSse, type SseEvent, startApi, startHangingModelServer } from './api-harness.ts';
 
@@ -113,8 +114,7 @@ describe('POST /api/agents/:agent/messages with Accept: text/event-stream', () =
     await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('header', model.url) });
     model.script([{ text: 'Once upon ', stall }]);
     const sending = api.request('/api/agents/header/messages', message('Tell a story', 'application/json'));
-    for (let tries = 0; tries < 1_000 && (await api.request('/api/agents/header/turn', { headers: { accept: 'application/json' } })).status !== 200; tries++)
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor('the turn to run', async () => (await api.request('/api/agents/header/turn', { headers: { accept: 'application/json' } })).status === 200);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const ask = (method: string, path: string, accept: string): Promise<{ status: number; type: string; reused: boolean }> =>
       new Promise((resolve, reject) => {
