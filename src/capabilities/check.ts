@@ -31,18 +31,15 @@ export function isGranted(granted: readonly Capability[], required: Capability):
   switch (required.kind) {
     case 'file_read':
     case 'file_write':
-      return patternsOf(granted, required.kind).some((pattern) => matchesFilePath(pattern, required.pattern));
+      return somePattern(granted, required.kind, matchesFilePath, required.pattern);
     case 'net_connect':
-      return patternsOf(granted, required.kind).some((pattern) => matchesNetAddress(pattern, required.pattern));
+      return somePattern(granted, required.kind, matchesNetAddress, required.pattern);
     case 'net_listen':
       return granted.some((capability) => capability.kind === 'net_listen' && capability.port === required.port);
     case 'tool_invoke':
-      return (
-        required.pattern !== '' &&
-        (holds(granted, 'tool_all') || patternsOf(granted, 'tool_invoke').some((pattern) => matchesPattern(pattern, required.pattern)))
-      );
+      return required.pattern !== '' && (holds(granted, 'tool_all') || somePattern(granted, 'tool_invoke', matchesPattern, required.pattern));
     case 'tool_all':
-      return holds(granted, 'tool_all') || patternsOf(granted, 'tool_invoke').some((pattern) => patternCovers(pattern, '*'));
+      return holds(granted, 'tool_all') || somePattern(granted, 'tool_invoke', patternCovers, '*');
     case 'llm_max_tokens':
       return isAmount(required.max_tokens) && required.max_tokens <= tokenCap(granted);
     case 'econ_spend': {
@@ -55,7 +52,7 @@ export function isGranted(granted: readonly Capability[], required: Capability):
     case 'econ_earn':
       return holds(granted, required.kind);
     case 'shell_exec':
-      return patternsOf(granted, required.kind).some((pattern) => matchesShellCommand(pattern, required.pattern));
+      return somePattern(granted, required.kind, matchesShellCommand, required.pattern);
     case 'llm_query':
     case 'agent_message':
     case 'agent_kill':
@@ -64,22 +61,28 @@ export function isGranted(granted: readonly Capability[], required: Capability):
     case 'env_read':
     case 'ofp_connect':
     case 'econ_transfer':
-      return required.pattern !== '' && patternsOf(granted, required.kind).some((pattern) => matchesPattern(pattern, required.pattern));
+      return required.pattern !== '' && somePattern(granted, required.kind, matchesPattern, required.pattern);
   }
 }
 
 /** Whether any of `capabilities` is of `kind`. */
 export function holds(capabilities: readonly Capability[], kind: CapabilityKind): boolean {
-  return capabilities.some((capability) => capability.kind === kind);
+  for (const capability of capabilities) if (capability.kind === kind) return true;
+  return false;
 }
 
-/** The patterns of the capabilities of one pattern kind. */
-export function patternsOf(capabilities: readonly Capability[], kind: PatternCapabilityKind): string[] {
-  const patterns: string[] = [];
+/**
+ * Whether some granted capability of `kind` has a pattern that `matches` `value`: the check of
+ * every pattern kind, made once per tool a turn is offered, so without a list or closure of its own.
+ */
+export function somePattern(
+  capabilities: readonly Capability[],
+  kind: PatternCapabilityKind,
+  matches: (pattern: string, value: string) => boolean,
+  value: string,
+): boolean {
   for (const capability of capabilities) {
-    if (capability.kind === kind && 'pattern' in capability) {
-      patterns.push(capability.pattern);
-    }
+    if (capability.kind === kind && 'pattern' in capability && matches(capability.pattern, value)) return true;
   }
-  return patterns;
+  return false;
 }

@@ -1,7 +1,7 @@
 import type { JsonObject } from '../contracts/index.ts';
 import { CapabilityEscalationError } from '../errors/index.ts';
 import type { Capability } from './capability.ts';
-import { holds, isGranted, patternsOf } from './check.ts';
+import { holds, isGranted, somePattern } from './check.ts';
 import { filePatternCovers } from './file-path.ts';
 import { describeCapability, describeManifestKey, describeManifestValue } from './manifest-words.ts';
 import { spendingAuthority, tokenCap } from './limits.ts';
@@ -70,11 +70,11 @@ function covers(parent: readonly Capability[], capability: Capability): boolean 
   switch (capability.kind) {
     case 'file_read':
     case 'file_write':
-      return patternsOf(parent, capability.kind).some((pattern) => filePatternCovers(pattern, capability.pattern));
+      return somePattern(parent, capability.kind, filePatternCovers, capability.pattern);
     case 'net_connect':
-      return patternsOf(parent, capability.kind).some((pattern) => netPatternCovers(pattern, capability.pattern));
+      return somePattern(parent, capability.kind, netPatternCovers, capability.pattern);
     case 'tool_invoke':
-      return holds(parent, 'tool_all') || patternsOf(parent, 'tool_invoke').some((pattern) => patternCovers(pattern, capability.pattern));
+      return holds(parent, 'tool_all') || somePattern(parent, 'tool_invoke', patternCovers, capability.pattern);
     case 'llm_max_tokens':
       return capability.max_tokens <= tokenCap(parent);
     case 'tool_all':
@@ -87,7 +87,7 @@ function covers(parent: readonly Capability[], capability: Capability): boolean 
       // For these, holding the capability and covering it are the same question.
       return isGranted(parent, capability);
     case 'shell_exec':
-      return patternsOf(parent, capability.kind).some((pattern) => shellPatternCovers(pattern, capability.pattern));
+      return somePattern(parent, capability.kind, shellPatternCovers, capability.pattern);
     case 'llm_query':
     case 'agent_message':
     case 'agent_kill':
@@ -96,7 +96,7 @@ function covers(parent: readonly Capability[], capability: Capability): boolean 
     case 'env_read':
     case 'ofp_connect':
     case 'econ_transfer':
-      return patternsOf(parent, capability.kind).some((pattern) => patternCovers(pattern, capability.pattern));
+      return somePattern(parent, capability.kind, patternCovers, capability.pattern);
   }
 }
 

@@ -19,6 +19,7 @@ export class SqliteSessionRepository implements SessionRepository {
   readonly #listByAgent: StatementSync;
   readonly #upsert: StatementSync;
   readonly #touch: StatementSync;
+  readonly #touchAt: StatementSync;
   readonly #clearMessages: StatementSync;
   readonly #insertMessage: StatementSync;
   readonly #nextSeq: StatementSync;
@@ -47,6 +48,8 @@ export class SqliteSessionRepository implements SessionRepository {
        RETURNING revision`,
     );
     this.#touch = db.prepare('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? RETURNING revision');
+    // The same, only while the session is at the revision its writer read: the check and the write in one statement.
+    this.#touchAt = db.prepare('UPDATE sessions SET updated_at = ?, revision = revision + 1 WHERE id = ? AND revision = ? RETURNING revision');
     this.#clearMessages = db.prepare('DELETE FROM session_messages WHERE session_id = ?');
     this.#insertMessage = db.prepare('INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)');
     this.#nextSeq = db.prepare('SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM session_messages WHERE session_id = ?');
@@ -146,9 +149,13 @@ export class SqliteSessionRepository implements SessionRepository {
     return this.#connection.execute(
       () =>
         this.#connection.transaction(() => {
-          this.#expect(id, options.expectedRevision);
-          const touched = this.#touch.get(options.updatedAt, id);
-          if (touched === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          const { expectedRevision } = options;
+          const touched = expectedRevision === undefined ? this.#touch.get(options.updatedAt, id) : this.#touchAt.get(options.updatedAt, id, expectedRevision);
+          if (touched === undefined) {
+            // Not at the revision expected (a conflict), or no such session.
+            this.#expect(id, expectedRevision);
+            throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          }
           const next = Number(this.#nextSeq.get(id)?.['next'] ?? 0);
           this.#insertMessages(id, messages, next);
           this.#record(options, options.updatedAt);
