@@ -2,17 +2,20 @@
 // its own (run in the bench's process, whichever server ran second found the code it shares with
 // the first compiled, and gained 10-20 %). `node bench/http-serve.ts loom|bare` prints its URL as
 // one JSON line, then answers lines on standard input: `measure` starts counting its CPU time and
-// event-loop delay (and says so), `report` prints them as one JSON line, `exit` closes it.
+// event-loop delay (and says so), `report` prints them as one JSON line, `requests` prints what
+// its model was asked in the first chats of `chat-0` (see `FirstRequests`), `exit` closes it.
 import { createInterface } from 'node:readline';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { streamText } from 'ai';
+import { type ModelMessage, streamText } from 'ai';
 import { createSystemClock } from '../src/clock/index.ts';
 import { ConfigSchema } from '../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
 import { parseManifest } from '../src/manifest/index.ts';
+import { withStabilityGuidelines } from '../src/runtime/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 
@@ -24,6 +27,28 @@ export interface ServeReport {
   loop_max_ms: number;
 }
 
+/** How many of `chat-0`'s first model requests each server keeps for the bench to compare. */
+const COMPARED_REQUESTS = 3;
+
+/**
+ * `chat-0`'s first model requests, each message as its role and text: the bench checks that the
+ * bare server asks the model what Loom asks it (the same system prompt, the same history), so
+ * that the floor differs from Loom by Loom alone.
+ */
+const firstRequests: string[][] = [];
+
+function noteRequest(prompt: LanguageModelV4Prompt): void {
+  const system = prompt[0];
+  if (firstRequests.length >= COMPARED_REQUESTS || system?.role !== 'system' || !system.content.startsWith('You are chat-0.')) return;
+  firstRequests.push(
+    prompt.map((message) =>
+      typeof message.content === 'string'
+        ? `${message.role}: ${message.content}`
+        : `${message.role}: ${message.content.map((part) => ('text' in part ? part.text : part.type)).join('')}`,
+    ),
+  );
+}
+
 const [kind, agentsText] = process.argv.slice(2);
 const agents = Number(agentsText);
 if ((kind !== 'loom' && kind !== 'bare') || !Number.isInteger(agents)) {
@@ -33,7 +58,7 @@ if ((kind !== 'loom' && kind !== 'bare') || !Number.isInteger(agents)) {
 
 /** Loom: the kernel and its HTTP app on an in-process model, one agent per load slot (`chat-<slot>`). */
 async function loomServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const bench = await openInstantBenchKernel(createInstantModel());
+  const bench = await openInstantBenchKernel(createInstantModel({ onCall: (options) => noteRequest(options.prompt) }));
   const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
   const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), {
     host: '127.0.0.1',
@@ -53,19 +78,28 @@ async function loomServer(): Promise<{ url: string; close(): Promise<void> }> {
 
 /**
  * The floor under a streamed chat: the same libraries and nothing of Loom (Hono's SSE helper, the
- * AI SDK's `streamText` on the instant model, the same event names).
+ * AI SDK's `streamText` on the instant model, the same event names), asking the model what Loom
+ * asks it: each agent's conversation, kept in memory, after the system prompt Loom gives an agent
+ * without one of its own. Nothing is checked or stored.
  */
 async function bareServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const model = createInstantModel();
+  const model = createInstantModel({ onCall: (options) => noteRequest(options.prompt) });
+  const conversations = new Map<string, ModelMessage[]>();
   const app = new Hono();
   app.post('/api/agents/:agent/messages', async (c) => {
+    const agent = c.req.param('agent');
     const { message } = await c.req.json<{ message: string }>();
+    // One load slot per agent, its chats one after another: a conversation is never sent to twice at once.
+    const conversation = conversations.get(agent) ?? [];
+    conversations.set(agent, conversation);
+    conversation.push({ role: 'user', content: message });
     return streamSSE(c, async (stream) => {
-      await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: c.req.param('agent') }) });
-      const result = streamText({ model, messages: [{ role: 'user', content: message }], maxRetries: 0 });
+      await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: agent }) });
+      const result = streamText({ model, system: withStabilityGuidelines(`You are ${agent}.`), messages: [...conversation], maxRetries: 0 });
       for await (const part of result.fullStream) {
         if (part.type === 'text-delta') await stream.writeSSE({ event: 'text-delta', data: JSON.stringify({ type: 'text-delta', text: part.text }) });
       }
+      conversation.push(...(await result.response).messages);
       await stream.writeSSE({ event: 'run-finish', data: JSON.stringify({ type: 'run-finish', result: { text: await result.text } }) });
     });
   });
@@ -92,6 +126,8 @@ for await (const line of createInterface({ input: process.stdin })) {
       loop_max_ms: loop.max / 1e6,
     };
     console.log(JSON.stringify(report));
+  } else if (line === 'requests') {
+    console.log(JSON.stringify(firstRequests));
   } else if (line === 'exit') {
     break;
   }

@@ -44,6 +44,8 @@ interface ServeProcess {
   measure(): Promise<void>;
   /** What the server counted since `measure`. */
   report(): Promise<ServeReport>;
+  /** `chat-0`'s first model requests, each message as its role and text (see bench/http-serve.ts). */
+  requests(): Promise<string[][]>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,10 @@ async function startServeProcess(kind: 'loom' | 'bare'): Promise<ServeProcess> {
     report: () => {
       child.stdin.write('report\n');
       return next<ServeReport>();
+    },
+    requests: () => {
+      child.stdin.write('requests\n');
+      return next<string[][]>();
     },
     stop: async () => {
       child.stdin.end('exit\n');
@@ -113,6 +119,11 @@ export async function httpTurnBench(): Promise<Record<string, unknown>> {
       // A first round warms each server (compiled code, caches) as a running daemon is.
       await runLoadGenerator(loom.url, WARM_UP_CHATS, CONCURRENCY);
       await runLoadGenerator(bareServer.url, WARM_UP_CHATS, CONCURRENCY);
+      // The floor asks the model what Loom asks it, or its figures say nothing of Loom's share.
+      const [asked, askedBare] = await Promise.all([loom.requests(), bareServer.requests()]);
+      if (asked.length === 0 || JSON.stringify(asked) !== JSON.stringify(askedBare)) {
+        throw new Error(`the bare server does not ask the model what Loom asks it: Loom ${JSON.stringify(asked)}, bare ${JSON.stringify(askedBare)}`);
+      }
       const rounds: Round[] = [];
       const bareRounds: Round[] = [];
       for (let index = 0; index < ROUNDS; index += 1) {
@@ -160,12 +171,15 @@ function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]):
     // The same closed loop against the floor: how long a tail the load's shape gives by itself.
     bare_server_p99_over_p50: round(median(bareSummaries.map((each) => each.p99_ms / each.p50_ms))),
     bare_server_cpu_ms_per_chat: round(bareCpuPerChat),
+    // Issue 42: the daemon's CPU per chat over the bare server's, the medians' ratio.
+    daemon_cpu_per_chat_over_bare: round(cpuPerChat / bareCpuPerChat),
     loom_cpu_share_ms_per_chat: round(cpuPerChat - bareCpuPerChat),
     // The load generator shares the machine's cores with the server it loads.
     load_generator_cpu_ms_per_chat: round(median(rounds.map((each) => each.load.cpuMs / CHATS))),
-    targets: { p99_over_p50: 4, ops_per_s: 800, errors: 0 },
+    targets: { p99_over_p50: 4, ops_per_s: 800, ops_per_s_over_bare: 0.75, daemon_cpu_per_chat_over_bare: 1.5, errors: 0 },
     processes: 'the daemon, the bare server and the load generator each in a process of its own',
-    bare_server: "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model: no agent, no checks, nothing stored",
+    bare_server:
+      "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model, asking it what Loom asks it (each agent's conversation, kept in memory, after the same system prompt; checked on chat-0's first requests): no agent, no checks, nothing stored",
   };
 }
 
