@@ -7,7 +7,10 @@ import { conversationSessionId } from './conversation-session.ts';
 import type { SendOptions, TurnSeal } from './message-flow-contract.ts';
 import { noEvents } from './open-turn.ts';
 import { finishTurn } from './turn-commit.ts';
-import { type JournalPlace, requestRecord } from './turn-journal.ts';
+import { IDEMPOTENCY_KEY_RETENTION_MS, type JournalPlace, requestRecord } from './turn-journal.ts';
+
+/** How often, at most, a running daemon forgets the keys past their retention: when a message with a key comes. */
+export const KEY_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** What {@link TurnIntake} is built from. */
 export interface TurnIntakeParts {
@@ -43,6 +46,8 @@ export class TurnIntake {
   readonly #parts: TurnIntakeParts;
   /** Turns of this process by journal id, while they run: a retry with a turn's key waits for it. */
   readonly #inflight = new Map<string, Promise<TurnResult>>();
+  /** When keys past their retention were last forgotten by this process (a start forgets them too: `resumeTurns`). */
+  #keysForgottenAt: number | undefined;
 
   constructor(parts: TurnIntakeParts) {
     this.#parts = parts;
@@ -116,6 +121,7 @@ export class TurnIntake {
   async #openKeyed(intake: IntakeMessage, idempotencyKey: string): Promise<JournalPlace | { earlier: TurnJournalRecord }> {
     const { store } = this.#parts;
     const { entry, options } = intake;
+    await this.#forgetOldKeys();
     // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
     const key = options.conversation === undefined ? idempotencyKey : `${options.conversation}\n${idempotencyKey}`;
     const earlier = await store.turns.byKey(entry.id, key);
@@ -130,6 +136,19 @@ export class TurnIntake {
       return { earlier: first };
     }
     return { turnId };
+  }
+
+  /**
+   * Forgets the turns given a key that ended more than {@link IDEMPOTENCY_KEY_RETENTION_MS} ago,
+   * at most once per {@link KEY_PRUNE_INTERVAL_MS}: a daemon that runs for weeks keeps a day of keys,
+   * not every key since it started.
+   */
+  async #forgetOldKeys(): Promise<void> {
+    const { clock, store } = this.#parts;
+    const now = clock.now();
+    if (this.#keysForgottenAt !== undefined && now - this.#keysForgottenAt < KEY_PRUNE_INTERVAL_MS) return;
+    this.#keysForgottenAt = now;
+    await store.turns.prune(now - IDEMPOTENCY_KEY_RETENTION_MS);
   }
 
   /** A message to an agent as its turn's journal records it (see `TurnJournalOpen`), under `key` (null without one). */

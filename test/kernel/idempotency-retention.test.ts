@@ -1,0 +1,40 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KEY_PRUNE_INTERVAL_MS } from '../../src/kernel/turn-intake.ts';
+import { IDEMPOTENCY_KEY_RETENTION_MS } from '../../src/kernel/turn-journal.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+
+const server = useScriptedModelServer();
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let host: TestHost;
+
+beforeEach(async () => {
+  dir = await makeTempDir('loom-key-retention-');
+  host = await openTestHost(dir.path);
+  await host.kernel.spawn(manifest(`name = "keyed"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`));
+});
+afterEach(async () => {
+  await host.close();
+  await dir.remove();
+});
+
+describe('idempotency keys in a running daemon', () => {
+  it('are forgotten a day after their turn ended (within the hour after), without a restart', async () => {
+    server.script([{ text: 'First answer.' }, { text: 'Other answer.' }, { text: 'A new answer.' }, { text: 'Later answer.' }]);
+    const agentId = host.kernel.get('keyed').id;
+    expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('First answer.');
+    // Within the day, a retry gets the turn the key started.
+    await host.clock.advance(IDEMPOTENCY_KEY_RETENTION_MS - 60_000);
+    expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('First answer.');
+    expect(await host.store.turns.byKey(agentId, 'k-1')).toMatchObject({ state: 'done' });
+
+    // Past the day (keys are forgotten at most once an hour, when a message with a key comes), the
+    // next message with a key forgets it: the same key starts a turn of its own.
+    await host.clock.advance(KEY_PRUNE_INTERVAL_MS);
+    expect((await host.kernel.send('keyed', 'Something else', { idempotencyKey: 'k-2' })).text).toBe('Other answer.');
+    expect(await host.store.turns.byKey(agentId, 'k-1')).toBeUndefined();
+    expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('A new answer.');
+    expect(server.requests).toHaveLength(3);
+  });
+});
