@@ -49,7 +49,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   const moduleTurns = createModuleTurns(flow);
   const tasks = new TaskTurns(flow);
   const workflows = new WorkflowRunner(flow, moduleTurns);
-  const intake = new TurnIntake({ store, clock, ids: parts.ids });
+  const intake = new TurnIntake({ store, clock, ids: parts.ids, logger: flowLogger });
 
   async function runTask(reference: string, task: TaskTurn, options: SendOptions = {}): Promise<TurnResult> {
     const caller = options.caller ?? OWNER;

@@ -1,4 +1,4 @@
-import type { Clock, IdGenerator, Store, TurnJournalOpen, TurnJournalRecord } from '../contracts/index.ts';
+import type { Clock, IdGenerator, Logger, Store, TurnJournalOpen, TurnJournalRecord } from '../contracts/index.ts';
 import { LoomError, StoreConflictError, TurnCancelledError } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
@@ -17,6 +17,7 @@ export interface TurnIntakeParts {
   store: Store;
   clock: Clock;
   ids: IdGenerator;
+  logger: Logger;
 }
 
 /** A message as it reaches the intake: whom it is to, what it says, who sent it and how. */
@@ -46,11 +47,12 @@ export class TurnIntake {
   readonly #parts: TurnIntakeParts;
   /** Turns of this process by journal id, while they run: a retry with a turn's key waits for it. */
   readonly #inflight = new Map<string, Promise<TurnResult>>();
-  /** When keys past their retention were last forgotten by this process (a start forgets them too: `resumeTurns`). */
-  #keysForgottenAt: number | undefined;
+  /** When keys past their retention were last forgotten: at start (`resumeTurns`), then by {@link TurnIntake.#forgetOldKeys}. */
+  #keysForgottenAt: number;
 
   constructor(parts: TurnIntakeParts) {
     this.#parts = parts;
+    this.#keysForgottenAt = parts.clock.now();
   }
 
   /**
@@ -121,7 +123,7 @@ export class TurnIntake {
   async #openKeyed(intake: IntakeMessage, idempotencyKey: string): Promise<JournalPlace | { earlier: TurnJournalRecord }> {
     const { store } = this.#parts;
     const { entry, options } = intake;
-    await this.#forgetOldKeys();
+    this.#forgetOldKeys();
     // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
     const key = options.conversation === undefined ? idempotencyKey : `${options.conversation}\n${idempotencyKey}`;
     const earlier = await store.turns.byKey(entry.id, key);
@@ -141,14 +143,19 @@ export class TurnIntake {
   /**
    * Forgets the turns given a key that ended more than {@link IDEMPOTENCY_KEY_RETENTION_MS} ago,
    * at most once per {@link KEY_PRUNE_INTERVAL_MS}: a daemon that runs for weeks keeps a day of keys,
-   * not every key since it started.
+   * not every key since it started. Beside the message, not in its way: a failure is logged, and
+   * the next message with a key tries again.
    */
-  async #forgetOldKeys(): Promise<void> {
-    const { clock, store } = this.#parts;
+  #forgetOldKeys(): void {
+    const { clock, store, logger } = this.#parts;
     const now = clock.now();
-    if (this.#keysForgottenAt !== undefined && now - this.#keysForgottenAt < KEY_PRUNE_INTERVAL_MS) return;
+    if (now - this.#keysForgottenAt < KEY_PRUNE_INTERVAL_MS) return;
+    const before = this.#keysForgottenAt;
     this.#keysForgottenAt = now;
-    await store.turns.prune(now - IDEMPOTENCY_KEY_RETENTION_MS);
+    store.turns.prune(now - IDEMPOTENCY_KEY_RETENTION_MS).catch((error: unknown) => {
+      this.#keysForgottenAt = before;
+      logger.warn({ err: error }, 'could not forget the idempotency keys past their retention; the next message with a key tries again');
+    });
   }
 
   /** A message to an agent as its turn's journal records it (see `TurnJournalOpen`), under `key` (null without one). */

@@ -152,7 +152,7 @@ export class SqliteSessionRepository implements SessionRepository {
           const { expectedRevision } = options;
           const touched = expectedRevision === undefined ? this.#touch.get(options.updatedAt, id) : this.#touchAt.get(options.updatedAt, id, expectedRevision);
           if (touched === undefined) {
-            // Not at the revision expected (a conflict), or no such session.
+            // Not at the revision expected (a conflict: a session that went is at revision 0), or, 0 expected, no such session.
             this.#expect(id, expectedRevision);
             throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
           }

@@ -37,4 +37,19 @@ describe('idempotency keys in a running daemon', () => {
     expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('A new answer.');
     expect(server.requests).toHaveLength(3);
   });
+
+  it('forgets old keys beside the message: a failure to does not fail it, and the next message with a key tries again', async () => {
+    server.script([{ text: 'Answered anyway.' }, { text: 'Answered again.' }]);
+    const turns = host.store.turns;
+    const prune = turns.prune.bind(turns);
+    const tries: number[] = [];
+    turns.prune = (before) => {
+      tries.push(before);
+      return tries.length === 1 ? Promise.reject(new Error('the database is locked')) : prune(before);
+    };
+    await host.clock.advance(KEY_PRUNE_INTERVAL_MS);
+    expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('Answered anyway.');
+    expect((await host.kernel.send('keyed', 'Hello again', { idempotencyKey: 'k-2' })).text).toBe('Answered again.');
+    expect(tries).toHaveLength(2);
+  });
 });
