@@ -6,7 +6,7 @@
 // its model was asked in the first chats of `chat-0` (see `FirstRequests`), `exit` closes it.
 import { createInterface } from 'node:readline';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { LanguageModelV4Prompt } from '@ai-sdk/provider';
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { type ModelMessage, streamText } from 'ai';
@@ -31,22 +31,34 @@ export interface ServeReport {
 const COMPARED_REQUESTS = 3;
 
 /**
- * `chat-0`'s first model requests, each message as its role and text: the bench checks that the
- * bare server asks the model what Loom asks it (the same system prompt, the same history), so
- * that the floor differs from Loom by Loom alone.
+ * `chat-0`'s first model requests: the call's settings (temperature, output limit, tools and tool
+ * choice, which provider options), then each message as its role and its parts (a text part's
+ * text, another part's whole JSON). The bench checks that the bare server asks the model what
+ * Loom asks it, so that the floor differs from Loom by Loom alone. Not compared: the values of
+ * provider options, and Loom's own options on its stored messages (the turn's record, under
+ * `loom`, which no provider reads and the SDK carries along: Loom's work, counted as Loom's).
  */
 const firstRequests: string[][] = [];
 
-function noteRequest(prompt: LanguageModelV4Prompt): void {
+function noteRequest(options: LanguageModelV4CallOptions): void {
+  const { prompt } = options;
   const system = prompt[0];
   if (firstRequests.length >= COMPARED_REQUESTS || system?.role !== 'system' || !system.content.startsWith('You are chat-0.')) return;
-  firstRequests.push(
-    prompt.map((message) =>
+  const settings = JSON.stringify({
+    temperature: options.temperature,
+    maxOutputTokens: options.maxOutputTokens,
+    tools: (options.tools ?? []).map((offered) => offered.name),
+    toolChoice: options.toolChoice,
+    providerOptions: Object.entries(options.providerOptions ?? {}).map(([provider, values]) => [provider, Object.keys(values)]),
+  });
+  firstRequests.push([
+    settings,
+    ...prompt.map((message) =>
       typeof message.content === 'string'
         ? `${message.role}: ${message.content}`
-        : `${message.role}: ${message.content.map((part) => ('text' in part ? part.text : part.type)).join('')}`,
+        : `${message.role}: ${JSON.stringify(message.content.map((part) => (part.type === 'text' ? part.text : { ...part, providerOptions: undefined })))}`,
     ),
-  );
+  ]);
 }
 
 const [kind, agentsText] = process.argv.slice(2);
@@ -58,7 +70,7 @@ if ((kind !== 'loom' && kind !== 'bare') || !Number.isInteger(agents)) {
 
 /** Loom: the kernel and its HTTP app on an in-process model, one agent per load slot (`chat-<slot>`). */
 async function loomServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const bench = await openInstantBenchKernel(createInstantModel({ onCall: (options) => noteRequest(options.prompt) }));
+  const bench = await openInstantBenchKernel(createInstantModel({ onCall: noteRequest }));
   const config = ConfigSchema.parse({ rate_limit: { per_minute: 10_000_000 } });
   const server = await startHttpServer(createHttpApp({ kernel: bench.kernel, config, env: {}, clock: createSystemClock(), logger: createSilentLogger() }), {
     host: '127.0.0.1',
@@ -83,7 +95,7 @@ async function loomServer(): Promise<{ url: string; close(): Promise<void> }> {
  * without one of its own. Nothing is checked or stored.
  */
 async function bareServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const model = createInstantModel({ onCall: (options) => noteRequest(options.prompt) });
+  const model = createInstantModel({ onCall: noteRequest });
   const conversations = new Map<string, ModelMessage[]>();
   const app = new Hono();
   app.post('/api/agents/:agent/messages', async (c) => {
@@ -95,7 +107,18 @@ async function bareServer(): Promise<{ url: string; close(): Promise<void> }> {
     conversation.push({ role: 'user', content: message });
     return streamSSE(c, async (stream) => {
       await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: agent }) });
-      const result = streamText({ model, system: withStabilityGuidelines(`You are ${agent}.`), messages: [...conversation], maxRetries: 0 });
+      // Loom's settings for an agent whose manifest sets none: its temperature and output limit,
+      // the tools it holds (none), and the key its provider caches the prompt's prefix under.
+      const result = streamText({
+        model,
+        system: withStabilityGuidelines(`You are ${agent}.`),
+        messages: [...conversation],
+        temperature: 0.7,
+        maxOutputTokens: 4096,
+        tools: {},
+        providerOptions: { openai: { promptCacheKey: agent } },
+        maxRetries: 0,
+      });
       for await (const part of result.fullStream) {
         if (part.type === 'text-delta') await stream.writeSSE({ event: 'text-delta', data: JSON.stringify({ type: 'text-delta', text: part.text }) });
       }
