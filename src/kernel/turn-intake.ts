@@ -12,6 +12,9 @@ import { IDEMPOTENCY_KEY_RETENTION_MS, type JournalPlace, requestRecord } from '
 /** How often, at most, a running daemon forgets the keys past their retention: when a message with a key comes. */
 export const KEY_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
+/** How soon a message with a key tries again to forget the old keys after a try failed. */
+export const KEY_PRUNE_RETRY_MS = 60 * 1000;
+
 /** What {@link TurnIntake} is built from. */
 export interface TurnIntakeParts {
   store: Store;
@@ -47,12 +50,11 @@ export class TurnIntake {
   readonly #parts: TurnIntakeParts;
   /** Turns of this process by journal id, while they run: a retry with a turn's key waits for it. */
   readonly #inflight = new Map<string, Promise<TurnResult>>();
-  /** When keys past their retention were last forgotten: at start (`resumeTurns`), then by {@link TurnIntake.#forgetOldKeys}. */
-  #keysForgottenAt: number;
+  /** When this process last set out to forget the keys past their retention (none yet: the first message with a key does). */
+  #keysForgottenAt: number | undefined;
 
   constructor(parts: TurnIntakeParts) {
     this.#parts = parts;
-    this.#keysForgottenAt = parts.clock.now();
   }
 
   /**
@@ -144,17 +146,17 @@ export class TurnIntake {
    * Forgets the turns given a key that ended more than {@link IDEMPOTENCY_KEY_RETENTION_MS} ago,
    * at most once per {@link KEY_PRUNE_INTERVAL_MS}: a daemon that runs for weeks keeps a day of keys,
    * not every key since it started. Beside the message, not in its way: a failure is logged, and
-   * the next message with a key tries again.
+   * a message with a key tries again {@link KEY_PRUNE_RETRY_MS} later.
    */
   #forgetOldKeys(): void {
     const { clock, store, logger } = this.#parts;
     const now = clock.now();
-    if (now - this.#keysForgottenAt < KEY_PRUNE_INTERVAL_MS) return;
-    const before = this.#keysForgottenAt;
+    if (this.#keysForgottenAt !== undefined && now - this.#keysForgottenAt < KEY_PRUNE_INTERVAL_MS) return;
     this.#keysForgottenAt = now;
     store.turns.prune(now - IDEMPOTENCY_KEY_RETENTION_MS).catch((error: unknown) => {
-      this.#keysForgottenAt = before;
-      logger.warn({ err: error }, 'could not forget the idempotency keys past their retention; the next message with a key tries again');
+      // Unless another try has started since: then it is that one's.
+      if (this.#keysForgottenAt === now) this.#keysForgottenAt = now - KEY_PRUNE_INTERVAL_MS + KEY_PRUNE_RETRY_MS;
+      logger.warn({ err: error }, 'could not forget the idempotency keys past their retention; a message with a key tries again in a minute');
     });
   }
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KEY_PRUNE_INTERVAL_MS } from '../../src/kernel/turn-intake.ts';
+import { KEY_PRUNE_INTERVAL_MS, KEY_PRUNE_RETRY_MS } from '../../src/kernel/turn-intake.ts';
 import { IDEMPOTENCY_KEY_RETENTION_MS } from '../../src/kernel/turn-journal.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -38,8 +38,8 @@ describe('idempotency keys in a running daemon', () => {
     expect(server.requests).toHaveLength(3);
   });
 
-  it('forgets old keys beside the message: a failure to does not fail it, and the next message with a key tries again', async () => {
-    server.script([{ text: 'Answered anyway.' }, { text: 'Answered again.' }]);
+  it('forgets old keys beside the message: a failure to does not fail it, and a message with a key tries again a minute later', async () => {
+    server.script([{ text: 'Answered anyway.' }, { text: 'Answered again.' }, { text: 'And again.' }]);
     const turns = host.store.turns;
     const prune = turns.prune.bind(turns);
     const tries: number[] = [];
@@ -47,9 +47,26 @@ describe('idempotency keys in a running daemon', () => {
       tries.push(before);
       return tries.length === 1 ? Promise.reject(new Error('the database is locked')) : prune(before);
     };
-    await host.clock.advance(KEY_PRUNE_INTERVAL_MS);
     expect((await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' })).text).toBe('Answered anyway.');
+    expect(tries).toHaveLength(1);
+    // Not at once (a database that refuses would be asked on every message), but a minute later.
     expect((await host.kernel.send('keyed', 'Hello again', { idempotencyKey: 'k-2' })).text).toBe('Answered again.');
+    expect(tries).toHaveLength(1);
+    await host.clock.advance(KEY_PRUNE_RETRY_MS);
+    expect((await host.kernel.send('keyed', 'Once more', { idempotencyKey: 'k-3' })).text).toBe('And again.');
     expect(tries).toHaveLength(2);
+  });
+
+  it('forgets a key already past its retention when the daemon starts, with the first message with a key', async () => {
+    server.script([{ text: 'Before the restart.' }, { text: 'After it.' }]);
+    const agentId = host.kernel.get('keyed').id;
+    await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' });
+    await host.clock.advance(IDEMPOTENCY_KEY_RETENTION_MS + 60_000);
+    // The same home and clock, a new daemon: nothing was running, so nothing resumes at start.
+    await host.close();
+    host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+    expect(await host.store.turns.byKey(agentId, 'k-1')).toMatchObject({ state: 'done' });
+    await host.kernel.send('keyed', 'Something else', { idempotencyKey: 'k-2' });
+    expect(await host.store.turns.byKey(agentId, 'k-1')).toBeUndefined();
   });
 });
