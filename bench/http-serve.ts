@@ -31,33 +31,31 @@ export interface ServeReport {
 const COMPARED_REQUESTS = 3;
 
 /**
- * `chat-0`'s first model requests: the call's settings (temperature, output limit, tools and tool
- * choice, which provider options), then each message as its role and its parts (a text part's
- * text, another part's whole JSON). The bench checks that the bare server asks the model what
- * Loom asks it, so that the floor differs from Loom by Loom alone. Not compared: the values of
- * provider options, and Loom's own options on its stored messages (the turn's record, under
- * `loom`, which no provider reads and the SDK carries along: Loom's work, counted as Loom's).
+ * `chat-0`'s first model requests: the call's settings, then each message (role, parts and
+ * provider options). The bench checks that the bare server asks the model what Loom asks it, so
+ * that the floor differs from Loom by Loom alone. Not compared: the call's signal and the values of
+ * its provider options (the prompt-cache key is the session's in Loom, the agent's name here), and
+ * Loom's own options on its messages (under `loom`, the turn's record: no provider reads them, the
+ * SDK carries them along, Loom's work counted as Loom's).
  */
 const firstRequests: string[][] = [];
+
+/** `value` (a message, or a part of one) without Loom's own provider options, and its parts the same. */
+function withoutLoom(value: object): object {
+  const { providerOptions, ...rest } = value as { providerOptions?: Record<string, unknown>; content?: unknown };
+  const { loom: _loom, ...others } = providerOptions ?? {};
+  const content = Array.isArray(rest.content) ? { content: (rest.content as object[]).map(withoutLoom) } : {};
+  return { ...rest, ...content, ...(Object.keys(others).length === 0 ? {} : { providerOptions: others }) };
+}
 
 function noteRequest(options: LanguageModelV4CallOptions): void {
   const { prompt } = options;
   const system = prompt[0];
   if (firstRequests.length >= COMPARED_REQUESTS || system?.role !== 'system' || !system.content.startsWith('You are chat-0.')) return;
-  const settings = JSON.stringify({
-    temperature: options.temperature,
-    maxOutputTokens: options.maxOutputTokens,
-    tools: (options.tools ?? []).map((offered) => offered.name),
-    toolChoice: options.toolChoice,
-    providerOptions: Object.entries(options.providerOptions ?? {}).map(([provider, values]) => [provider, Object.keys(values)]),
-  });
+  const { prompt: _prompt, abortSignal: _signal, providerOptions, ...settings } = options;
   firstRequests.push([
-    settings,
-    ...prompt.map((message) =>
-      typeof message.content === 'string'
-        ? `${message.role}: ${message.content}`
-        : `${message.role}: ${JSON.stringify(message.content.map((part) => (part.type === 'text' ? part.text : { ...part, providerOptions: undefined })))}`,
-    ),
+    JSON.stringify({ ...settings, providerOptions: Object.entries(providerOptions ?? {}).map(([provider, values]) => [provider, Object.keys(values)]) }),
+    ...prompt.map((message) => JSON.stringify(withoutLoom(message))),
   ]);
 }
 
@@ -108,7 +106,7 @@ async function bareServer(): Promise<{ url: string; close(): Promise<void> }> {
     return streamSSE(c, async (stream) => {
       await stream.writeSSE({ event: 'run-start', data: JSON.stringify({ type: 'run-start', agentName: agent }) });
       // Loom's settings for an agent whose manifest sets none: its temperature and output limit,
-      // the tools it holds (none), and the key its provider caches the prompt's prefix under.
+      // the tools it holds (none), and a key for the provider to cache the prompt's prefix under.
       const result = streamText({
         model,
         system: withStabilityGuidelines(`You are ${agent}.`),

@@ -44,7 +44,7 @@ interface ServeProcess {
   measure(): Promise<void>;
   /** What the server counted since `measure`. */
   report(): Promise<ServeReport>;
-  /** `chat-0`'s first model requests, each message as its role and text (see bench/http-serve.ts). */
+  /** `chat-0`'s first model requests: their settings and messages (see `noteRequest` in bench/http-serve.ts). */
   requests(): Promise<string[][]>;
   stop(): Promise<void>;
 }
@@ -179,7 +179,7 @@ function httpTurnReport(rounds: readonly Round[], bareRounds: readonly Round[]):
     targets: { p99_over_p50: 4, ops_per_s: 800, ops_per_s_over_bare: 0.75, daemon_cpu_per_chat_over_bare: 1.5, errors: 0 },
     processes: 'the daemon, the bare server and the load generator each in a process of its own',
     bare_server:
-      "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model, asking it what Loom asks it (each agent's conversation, kept in memory, after the same system prompt; checked on chat-0's first requests): no agent, no checks, nothing stored",
+      "the same chats against Hono, its SSE helper and the AI SDK's streamText on the same model, asking it what Loom asks it (each agent's conversation, kept in memory, after the same system prompt, with the same settings; checked on chat-0's first requests): no agent, no checks, nothing stored",
   };
 }
 
