@@ -14,6 +14,7 @@ import { createSystemClock } from '../src/clock/index.ts';
 import { ConfigSchema } from '../src/config/index.ts';
 import { createHttpApp, startHttpServer } from '../src/http/index.ts';
 import { createSilentLogger } from '../src/logging/index.ts';
+import { withoutMetadata } from '../src/kernel/turn-record.ts';
 import { parseManifest } from '../src/manifest/index.ts';
 import { withStabilityGuidelines } from '../src/runtime/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
@@ -40,14 +41,6 @@ const COMPARED_REQUESTS = 3;
  */
 const firstRequests: string[][] = [];
 
-/** `value` (a message, or a part of one) without Loom's own provider options, and its parts the same. */
-function withoutLoom(value: object): object {
-  const { providerOptions, ...rest } = value as { providerOptions?: Record<string, unknown>; content?: unknown };
-  const { loom: _loom, ...others } = providerOptions ?? {};
-  const content = Array.isArray(rest.content) ? { content: (rest.content as object[]).map(withoutLoom) } : {};
-  return { ...rest, ...content, ...(Object.keys(others).length === 0 ? {} : { providerOptions: others }) };
-}
-
 function noteRequest(options: LanguageModelV4CallOptions): void {
   const { prompt } = options;
   const system = prompt[0];
@@ -55,7 +48,8 @@ function noteRequest(options: LanguageModelV4CallOptions): void {
   const { prompt: _prompt, abortSignal: _signal, providerOptions, ...settings } = options;
   firstRequests.push([
     JSON.stringify({ ...settings, providerOptions: Object.entries(providerOptions ?? {}).map(([provider, values]) => [provider, Object.keys(values)]) }),
-    ...prompt.map((message) => JSON.stringify(withoutLoom(message))),
+    // A prompt's messages have a model message's shape: Loom's own options come off as a code module's history has them off.
+    ...withoutMetadata(prompt as unknown as ModelMessage[]).map((message) => JSON.stringify(message)),
   ]);
 }
 
