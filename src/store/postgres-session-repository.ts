@@ -117,8 +117,9 @@ export class PostgresSessionRepository implements SessionRepository {
           // Nothing was written: the turn another node took over, or the session at another revision.
           if (options.closeTurn !== undefined) await assertTurnHeld(db, options.closeTurn.turnId, this.#turnOwner);
           const current = await storedRevision(db, id);
-          if (current === undefined) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
-          return checkRevision(id, current, expectedRevision, true);
+          // A session that went is at revision 0, as on SQLite: a conflict unless 0 was expected.
+          if (current === undefined && expectedRevision === 0) throw new StoreNotFoundError(`cannot append to session "${id}": there is no such session`);
+          return checkRevision(id, current ?? 0, expectedRevision, true);
         },
         () => ({ action: `append to session "${id}"` }),
       );

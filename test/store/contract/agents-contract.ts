@@ -252,6 +252,19 @@ export function describeAgentsContract(context: StoreContext): void {
       expect((await store.sessions.get(agent.sessionId))?.messages).toEqual([{ role: 'user', content: 'one' }]);
     });
 
+    it('sessions.append() expecting a revision of a session that went is a conflict, as a stale revision is (not found only when 0 was expected)', async () => {
+      const agent = await createAgent('a1');
+      const revision = await store.sessions.save(sessionOf(agent, { messages: [{ role: 'user', content: 'one' }] }));
+      await store.sessions.delete(agent.sessionId);
+      await expect(
+        store.sessions.append(agent.sessionId, [{ role: 'user', content: 'late' }], { expectedRevision: revision, updatedAt: 1 }),
+      ).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(store.sessions.append(agent.sessionId, [{ role: 'user', content: 'late' }], { expectedRevision: 0, updatedAt: 1 })).rejects.toBeInstanceOf(
+        StoreNotFoundError,
+      );
+      expect(await store.sessions.get(agent.sessionId)).toBeUndefined();
+    });
+
     it('sessions.append() records the usage it is given in the same transaction, and none when refused', async () => {
       const agent = await createAgent('a1');
       const revision = await store.sessions.save(sessionOf(agent, { messages: [] }));
