@@ -5,6 +5,7 @@ import { runInNewContext } from 'node:vm';
 import type { LanguageModelV4CallOptions, LanguageModelV4FunctionTool } from '@ai-sdk/provider';
 import { generateText, jsonSchema, type ModelMessage, stepCountIs, tool, type ToolSet } from 'ai';
 import { parseManifest } from '../src/manifest/index.ts';
+import { observeStoreCommits } from '../src/store/index.ts';
 import { openInstantBenchKernel } from './bench-kernel.ts';
 import { createInstantModel } from './instant-model.ts';
 import { round, summarize } from './stats.ts';
@@ -62,6 +63,8 @@ export async function measureKernelTurns(
   options: { prefill?: number; databasePath?: string; floor?: boolean; warmup?: number; turns?: number; fresh?: boolean } = {},
 ): Promise<{
   durations: number[];
+  /** Per measured turn, how long its store transactions took from BEGIN to COMMIT, together. */
+  commitsInTurn: number[];
   heapPerMessage: number;
   request: ModelRequest | undefined;
   commitFloor: number[];
@@ -85,12 +88,25 @@ export async function measureKernelTurns(
         await bench.store.sessions.save({ id: agent.session_id, agentId: agent.id, messages: history(prefill) as never[], createdAt: 0, updatedAt: 0 });
     }
     const durations: number[] = [];
-    for (let turn = 0; turn < warmup + turns; turn += 1) {
-      // Each turn on an empty session, the reset not measured.
-      if (fresh) await bench.kernel.resetSession(`turner-${turn % AGENTS}`);
-      const started = performance.now();
-      await bench.kernel.send(`turner-${turn % AGENTS}`, 'hello');
-      if (turn >= warmup) durations.push(performance.now() - started);
+    const commitsInTurn: number[] = [];
+    // The turn's own commits, timed by the store as it makes them: what the commit floor's writes
+    // cost inside a turn, with the turn's other work around them.
+    let committed = 0;
+    const unobserve = observeStoreCommits((commit) => (committed += commit.durationMs));
+    try {
+      for (let turn = 0; turn < warmup + turns; turn += 1) {
+        // Each turn on an empty session, the reset not measured.
+        if (fresh) await bench.kernel.resetSession(`turner-${turn % AGENTS}`);
+        committed = 0;
+        const started = performance.now();
+        await bench.kernel.send(`turner-${turn % AGENTS}`, 'hello');
+        if (turn >= warmup) {
+          durations.push(performance.now() - started);
+          commitsInTurn.push(committed);
+        }
+      }
+    } finally {
+      unobserve();
     }
     let messages = 0;
     for (let index = 0; index < AGENTS; index += 1)
@@ -99,6 +115,7 @@ export async function measureKernelTurns(
     if (!floor)
       return {
         durations,
+        commitsInTurn,
         heapPerMessage,
         request,
         commitFloor: [],
@@ -132,7 +149,19 @@ export async function measureKernelTurns(
       // Bare again, beside the floors (the kernel and its sessions still on the heap): whether
       // those conditions, not the writes, make the floors higher than bare.
       const bareBeside = await measureBareTurns(withTool);
-      return { durations, heapPerMessage, request, commitFloor, durableFloor, journaledFloor, durableAfter, withoutCallRecord, sdkLoop, bareBeside };
+      return {
+        durations,
+        commitsInTurn,
+        heapPerMessage,
+        request,
+        commitFloor,
+        durableFloor,
+        journaledFloor,
+        durableAfter,
+        withoutCallRecord,
+        sdkLoop,
+        bareBeside,
+      };
     } finally {
       writes.close();
     }
@@ -393,6 +422,10 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     bare_same_request_p50_ms: sameRequest.p50_ms,
     commit_floor_p50_ms: floor.p50_ms,
     commit_floor_p99_ms: floor.p99_ms,
+    // A turn's transactions (BEGIN to COMMIT, together) timed by the store inside Loom's turns:
+    // a text turn's are the commit floor's writes (a tool turn's add its journal's), here with the
+    // turn's other work around them (docs/performance.md, "The floor's own parts, inside a turn").
+    commits_in_turn_p50_ms: summarize(measured.commitsInTurn).p50_ms,
     floor_ratio_vs_bare: floorRatio,
     loom_share_p50_ms: round(loom.p50_ms - sameRequest.p50_ms - floor.p50_ms),
     // The same floor in one piece, the writes made between the calls as in a turn: what one part
