@@ -121,6 +121,8 @@ function manifestArbitrary(parent?: Record<string, unknown>): fc.Arbitrary<Recor
     {
       max_tokens_per_hour: maybe(fc.constantFrom(0, 1000, 5_000_000)),
       max_cost_per_hour: maybe(fc.constantFrom(0, 0.5, 20)),
+      max_tokens_per_day: maybe(fc.constantFrom(0, 20_000, 50_000_000)),
+      max_cost_per_day: maybe(fc.constantFrom(0, 5, 200)),
       max_iterations: maybe(fc.constantFrom(5, 100)),
     },
     { requiredKeys: [] },
@@ -285,6 +287,8 @@ describe('confineChild() over generated manifests', () => {
             const bound = (value: number): number => (value === 0 ? Number.POSITIVE_INFINITY : value);
             expect(bound(limits(childView).max_tokens_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_tokens_per_hour));
             expect(bound(limits(childView).max_cost_per_hour)).toBeLessThanOrEqual(bound(limits(parentView).max_cost_per_hour));
+            expect(bound(limits(childView).max_tokens_per_day)).toBeLessThanOrEqual(bound(limits(parentView).max_tokens_per_day));
+            expect(bound(limits(childView).max_cost_per_day)).toBeLessThanOrEqual(bound(limits(parentView).max_cost_per_day));
             expect(limits(childView).max_iterations).toBeLessThanOrEqual(limits(parentView).max_iterations);
           } finally {
             await host.kernel.kill(parent.id);
