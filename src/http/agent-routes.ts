@@ -24,8 +24,7 @@ function wireEvent(event: AgentEvent): unknown {
 }
 
 /** An event of a turn as an SSE message, with the id a client reconnects with (`GET …/turn` with `Last-Event-ID`). */
-function sseOf(event: AgentEvent): SseMessage {
-  const id = eventIdOf(event);
+function sseOf(event: AgentEvent, id = eventIdOf(event)): SseMessage {
   const data = JSON.stringify(wireEvent(event));
   return id === undefined ? { event: event.type, data } : { event: event.type, data, id };
 }
@@ -42,7 +41,7 @@ async function* followedMessagesOf(events: AsyncIterator<FollowedEvent>): AsyncG
   for (let next = await events.next(); next.done !== true; next = await events.next()) {
     const item = next.value;
     if ('rewind' in item) yield { event: 'rewind', data: JSON.stringify({ type: 'rewind', reason: item.rewind }) };
-    else yield { id: item.id, event: item.event.type, data: JSON.stringify(wireEvent(item.event)) };
+    else yield sseOf(item.event, item.id);
   }
 }
 

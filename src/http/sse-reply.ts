@@ -101,7 +101,14 @@ function replyHead(c: HttpContext, { messages, onEnd }: SseReplyOptions): Respon
       await onEnd();
     }
   })().catch(() => undefined);
-  // The head a GET of the stream gets (its chunked encoding keeps the connection open for the next request).
+  return sseHead(c);
+}
+
+/**
+ * The head a GET of a stream gets, alone: what a HEAD of one is answered (its chunked encoding
+ * keeps the connection open for the next request).
+ */
+export function sseHead(c: HttpContext): Response {
   return c.body(null, 200, SSE_HEADERS);
 }
 

@@ -4,7 +4,7 @@ import { streamSSE } from 'hono/streaming';
 import type { Clock, ClusterReader } from '../contracts/index.ts';
 import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, auditTypes, dayOf, type Kernel, type KernelEvent } from '../kernel/index.ts';
 import type { HttpEnv } from './http-context.ts';
-import { SSE_HEADERS } from './sse-reply.ts';
+import { sseHead } from './sse-reply.ts';
 import { readQuery, withoutUndefined } from './request-input.ts';
 import { kernelOf } from './http-context.ts';
 import { usageToday } from './usage-today.ts';
@@ -153,7 +153,7 @@ export function createSystemRoutes(options: SystemRoutesOptions): Hono<HttpEnv> 
     const caller = kernelOf(c, kernel);
     // Hono answers HEAD with this route's response, its body dropped unread: a subscription
     // behind it would never end. The stream's head alone.
-    if (c.req.method === 'HEAD') return c.body(null, 200, SSE_HEADERS);
+    if (c.req.method === 'HEAD') return sseHead(c);
     return streamSSE(c, async (stream) => {
       const stop = new AbortController();
       const queue: KernelEvent[] = [];

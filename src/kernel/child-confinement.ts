@@ -75,36 +75,15 @@ export function confineChild(parent: ConfinedParent, child: Manifest, context: C
   const code = confineCode(p, child, report);
 
   const standard = manifestDefaults();
+  // Each quota at most the parent's, a child's default taking the parent's; 0 is no limit, but for max_iterations.
+  const quota = (key: keyof Manifest['resources'], rule: typeof limitOrNone): number =>
+    rule(`[resources].${key}`, child.resources[key], p.resources[key], standard.resources[key], report);
   const resources = {
-    max_tokens_per_hour: limitOrNone(
-      '[resources].max_tokens_per_hour',
-      child.resources.max_tokens_per_hour,
-      p.resources.max_tokens_per_hour,
-      standard.resources.max_tokens_per_hour,
-      report,
-    ),
-    max_cost_per_hour: limitOrNone(
-      '[resources].max_cost_per_hour',
-      child.resources.max_cost_per_hour,
-      p.resources.max_cost_per_hour,
-      standard.resources.max_cost_per_hour,
-      report,
-    ),
-    max_iterations: limit('[resources].max_iterations', child.resources.max_iterations, p.resources.max_iterations, standard.resources.max_iterations, report),
-    max_tokens_per_day: limitOrNone(
-      '[resources].max_tokens_per_day',
-      child.resources.max_tokens_per_day,
-      p.resources.max_tokens_per_day,
-      standard.resources.max_tokens_per_day,
-      report,
-    ),
-    max_cost_per_day: limitOrNone(
-      '[resources].max_cost_per_day',
-      child.resources.max_cost_per_day,
-      p.resources.max_cost_per_day,
-      standard.resources.max_cost_per_day,
-      report,
-    ),
+    max_tokens_per_hour: quota('max_tokens_per_hour', limitOrNone),
+    max_cost_per_hour: quota('max_cost_per_hour', limitOrNone),
+    max_iterations: quota('max_iterations', limit),
+    max_tokens_per_day: quota('max_tokens_per_day', limitOrNone),
+    max_cost_per_day: quota('max_cost_per_day', limitOrNone),
   };
   const model =
     child.model === undefined
