@@ -109,6 +109,21 @@ export class ChannelAnswers {
     const way = { config, adapter, target };
     const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> =>
       store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    /**
+     * Whether another node settled the message while this one answered it (decision 0061): one
+     * that polled the channel before and answered it late, or took the channel over and answered
+     * it first. The turn ran once (its key); its reply, or the apology, is not delivered twice.
+     * When the store cannot be read, it is delivered: a second copy rather than none.
+     */
+    const answeredElsewhere = async (): Promise<boolean> => {
+      const status = (await store.channels.get(config.name, message.platformId).catch(() => undefined))?.status;
+      if (status !== 'answered' && status !== 'failed') return false;
+      logger.info(
+        { channel: config.name, platformId: message.platformId, status },
+        `channel "${config.name}": message "${message.platformId}" was settled by another node meanwhile; not answered again here`,
+      );
+      return true;
+    };
 
     await adapter.typing?.(target).catch(() => undefined);
     let streamed = '';
@@ -157,6 +172,7 @@ export class ChannelAnswers {
         }),
       );
       await edits;
+      if (await answeredElsewhere()) return;
       const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
       try {
         await deliver(context, config.name, () => show(first));
@@ -176,6 +192,7 @@ export class ChannelAnswers {
       await edits;
       const why = error instanceof Error ? error.message : String(error);
       logger.warn({ err: error, channel: config.name, platformId: message.platformId }, 'a channel message was not answered');
+      if (await answeredElsewhere()) return;
       const text =
         isLoomError(error) && error.category === 'user'
           ? `Sorry, I can't do that: ${why}`
@@ -187,9 +204,11 @@ export class ChannelAnswers {
 
   /**
    * Runs `send` again, every {@link TURN_ELSEWHERE_RETRY_MS}, while its message's turn runs on
-   * another node (`TURN_RUNNING`: this node took the channel over from a node that died, and
-   * another node took the turn over): once that node finishes it, its reply comes back here to
-   * be delivered. Gives up after {@link TURN_ELSEWHERE_WAIT_MS}, or when the service stops.
+   * another node: `TURN_RUNNING` (this node took the channel over from a node that died, and
+   * another node took the turn over), or `TURN_TAKEN_OVER` (this node ran the turn, and its lease
+   * on it lapsed: a long pause, the database out of reach). Once that node finishes the turn, its
+   * reply comes back here, by the same idempotency key, to be delivered. Gives up after
+   * {@link TURN_ELSEWHERE_WAIT_MS}, or when the service stops.
    */
   async #untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
     const { clock } = this.#context.options;
@@ -199,7 +218,8 @@ export class ChannelAnswers {
       try {
         return await send();
       } catch (error) {
-        if (!isLoomError(error) || error.code !== 'TURN_RUNNING' || stopping.aborted || clock.now() >= deadline) throw error;
+        const elsewhere = isLoomError(error) && (error.code === 'TURN_RUNNING' || error.code === 'TURN_TAKEN_OVER');
+        if (!elsewhere || stopping.aborted || clock.now() >= deadline) throw error;
         await clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: stopping });
       }
     }

@@ -65,22 +65,43 @@ async function lapse(database: string): Promise<void> {
   );
 }
 
+/** Both nodes on one database, node A polling the channel and the agent spawned, node B standing by. */
+async function twoNodes(): Promise<{ database: Awaited<ReturnType<typeof postgres.createDatabase>>; a: TestHost; b: TestHost }> {
+  const database = await postgres.createDatabase();
+  const a = await node('node-a', database.url);
+  await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+  const b = await node('node-b', database.url);
+  await a.channels.start();
+  await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
+  await b.channels.start();
+  await waitFor('node B to stand by', async () => (await stateOf(b)) === 'standby');
+  return { database, a, b };
+}
+
+/** The running turn of the channel's message `platformId`, once it is journaled. */
+function turnOf(database: string, platformId: string): Promise<string> {
+  return waitFor(`the turn of message ${platformId} to be journaled`, async () => {
+    const { rows } = await postgres.query(
+      "SELECT id FROM turn_journal WHERE idempotency_key LIKE '%' || $1 AND state = 'running'",
+      [`channel:tg:${platformId}`],
+      database,
+    );
+    return (rows[0] as { id: string } | undefined)?.id;
+  });
+}
+
+/** What the person sees in the chat: the bot's messages, as last edited. */
+const chat = (): string[] => telegram.sent.map((message) => message.text);
+
 describe('a channel that polls its platform, configured on two nodes of one database', () => {
   it('is polled by one node; the other stands by, and takes over once the lease lapses unrenewed, the first then stopping', async () => {
-    const database = await postgres.createDatabase();
-    const a = await node('node-a', database.url);
-    await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
-    const b = await node('node-b', database.url);
-    await a.channels.start();
-    await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
-    await b.channels.start();
-    await waitFor('node B to stand by', async () => (await stateOf(b)) === 'standby');
+    const { database, a, b } = await twoNodes();
     expect((await postgres.query('SELECT channel FROM loom_channel_leases', [], database.name)).rows).toEqual([{ channel: 'tg' }]);
 
     model.script([{ text: 'Hello Ada.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor('the message to be answered', async () => (await a.store.channels.recent('tg', 1))[0]?.status === 'answered');
-    expect(telegram.sent.map((message) => message.text)).toEqual(['Hello Ada.']);
+    expect(chat()).toEqual(['Hello Ada.']);
     // B, a renewal later, still stands by: A holds the lease.
     await b.clock.advance((LEASE_SECONDS * 1000) / 3);
     expect(await stateOf(b)).toBe('standby');
@@ -99,7 +120,70 @@ describe('a channel that polls its platform, configured on two nodes of one data
       const recent = await b.store.channels.recent('tg', 2);
       return recent.length === 2 && recent.every((message) => message.status === 'answered');
     });
-    expect(telegram.sent.map((message) => message.text)).toEqual(['Hello Ada.', 'Still here.']);
+    expect(chat()).toEqual(['Hello Ada.', 'Still here.']);
     expect(model.requests).toHaveLength(2);
+  }, 60_000);
+
+  it('a message whose turn is taken over from its node (its lease lapsed while it ran) gets the reply of the node that finished the turn, not an error', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Node A's model call is held (a long pause); node B, taking the turn over, is answered at once.
+    model.script([{ text: 'Words of a turn node A no longer holds.', gate }, { text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    const [message] = await waitFor('the message to be stored', async () => {
+      const recent = await a.store.channels.recent('tg', 1);
+      return recent.length === 1 ? recent : undefined;
+    });
+    const turnId = await turnOf(database.name, message?.platformId ?? '');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+
+    // A's lease on the turn lapsed: B takes it over (as its look for lapsed turns does) and finishes it.
+    await postgres.query('UPDATE turn_journal SET node_id = $1 WHERE id = $2', [b.cluster.id, turnId], database.name);
+    expect(await b.kernel.resumeTurn(turnId)).toBe(true);
+    await waitFor('node B to finish the turn', async () => {
+      const { rows } = await postgres.query('SELECT state FROM turn_journal WHERE id = $1', [turnId], database.name);
+      return (rows[0] as { state: string } | undefined)?.state === 'done';
+    });
+
+    // A's model answers (its words streamed to the chat); its commit is refused (TURN_TAKEN_OVER).
+    // A asks again, on its clock, by the message's key, and the words it streamed become B's reply.
+    release();
+    const settled = async (): Promise<string | undefined> => {
+      const status = (await a.store.channels.get('tg', message?.platformId ?? ''))?.status;
+      return status === 'received' ? undefined : status;
+    };
+    await waitFor('node A to wait for the turn (or give the message up)', async () => a.clock.pending() >= 2 || (await settled()) !== undefined);
+    await a.clock.advance(2_000);
+    expect(await waitFor('the message to be settled', settled)).toBe('answered');
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect(model.requests).toHaveLength(2);
+  }, 60_000);
+
+  it('a message the node that polled the channel answers after its lease lapsed (it was slow) is not answered again by the node that took the channel over', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [message] = await a.store.channels.recent('tg', 1);
+
+    // A, slow, renews nothing: its channel lease lapses and B takes the channel over. B answers
+    // what is stored unanswered: the message, whose turn runs on A still, so B waits for it.
+    await lapse(database.name);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+    await waitFor('node B to wait for the turn running on node A', () => b.clock.pending() >= 2);
+
+    // A's turn ends; A delivers its reply. B, asking again, gets the same turn's reply, and the
+    // message already answered.
+    release();
+    await waitFor('node A to answer the message', async () => (await a.store.channels.get('tg', message?.platformId ?? ''))?.status === 'answered');
+    await b.clock.advance(2_000);
+    await b.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect((await b.store.channels.get('tg', message?.platformId ?? ''))?.status).toBe('answered');
+    expect(model.requests).toHaveLength(1);
   }, 60_000);
 });
