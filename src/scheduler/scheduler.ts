@@ -4,7 +4,7 @@ import { Cron } from 'croner';
 import { z } from 'zod';
 import { globDirectory, matchesPattern } from '../capabilities/index.ts';
 import type { ClaimedJob, Clock, Leadership, Logger, WorkQueue } from '../contracts/index.ts';
-import { AgentNotFoundError, ConfigError, messageOf, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
+import { ConfigError } from '../errors/index.ts';
 import {
   type AgentEntry,
   type AgentLifecycleHook,
@@ -36,18 +36,13 @@ export interface SchedulerOptions {
   clock: Clock;
   logger: Logger;
   /**
-   * Wakes agents and records each wake-up as a run (the kernel's `wakeRuns`; the daemon gives it):
-   * with it, wake-ups missed while the daemon was down are caught up by `catchUp`. A function's
-   * object rather than the kernel, since the kernel is built (with this scheduler as a hook) after.
+   * Wakes agents and records each wake-up as a run (the kernel's `wakeRuns`): it skips a wake-up
+   * while the agent's previous one still goes, and one a budget refuses, and records a run that
+   * fails; wake-ups missed while the daemon was down are caught up by `catchUp`.
    */
-  runs?: (Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince'> & Partial<Pick<WakeRuns, 'interruptEarlier' | 'turnGoesOn'>>) | undefined;
+  runs: Pick<WakeRuns, 'run' | 'skip' | 'catchUpSince' | 'interruptEarlier' | 'turnGoesOn'>;
   /** The daemon's `[scheduler].catch_up` settings, which an agent's `[schedule]` may override; {@link DEFAULT_CATCH_UP} by default. */
   catchUp?: CatchUpSettings | undefined;
-  /**
-   * Without `runs`: delivers a message to an agent and resolves when its run ends; nothing is
-   * recorded and nothing missed is caught up (a scheduler under test).
-   */
-  send?: ((agentId: string, message: string) => Promise<unknown>) | undefined;
   /** The kernel's event bus, for `agent_*` triggers. Without it those triggers are logged and skipped. */
   events?: EventBus | undefined;
   /** The file watcher for `file_*` triggers; {@link watchFilesWithNode} by default. */
@@ -165,9 +160,9 @@ function leadsElsewhere(directory: string): boolean {
  * agent's `[schedule]` asks for: nothing for `reactive`; a wake-up every `interval_seconds` for
  * `continuous`; a wake-up at each time of the `cron` expression (in `timezone`) for `periodic`;
  * a message per matching file or lifecycle event for `proactive`. `stop(agent)` ends all of it
- * at once. Runs of one agent never overlap: a wake-up due while the previous run is still going
- * is skipped and logged, so nothing queues up. A wake-up a budget refuses (the agent's hour is
- * spent) is logged as skipped, with the refusal; a run that fails is logged; the schedule goes on.
+ * at once. Each wake-up goes through `runs`, which records it and never lets runs of one agent
+ * overlap (a wake-up due while the previous run still goes is skipped, so nothing queues up); a
+ * wake-up that cannot be run is logged, and the schedule goes on.
  *
  * The manifest refuses an unknown trigger event, a `file_*` trigger without a pattern and a
  * `proactive` schedule without triggers at load; here they would be logged and skipped.
@@ -179,13 +174,12 @@ function leadsElsewhere(directory: string): boolean {
  * @throws {ConfigError} when `timezone` is not a time zone this runtime knows.
  * @example
  * ```ts
- * const scheduler = createScheduler({ clock, logger, runs: wakeRuns });
+ * const scheduler = createScheduler({ clock, logger, runs: kernel.wakeRuns });
  * kernel.addHook(scheduler); // src/host/open-host.ts: started and stopped with each agent
  * ```
  */
 export function createScheduler(options: SchedulerOptions): Scheduler {
-  const { clock, send, events, runs } = options;
-  if (send === undefined && runs === undefined) throw new Error('cannot create the scheduler: it needs `runs` (or `send`) to wake agents');
+  const { clock, events, runs } = options;
   const catchUpDefaults = options.catchUp ?? DEFAULT_CATCH_UP;
   const timezone = options.timezone ?? DEFAULT_SCHEDULER_TIMEZONE;
   assertTimeZone(timezone);
@@ -196,9 +190,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   // while this node leads, none otherwise).
   const started = new Map<string, AgentEntry>();
   const active = new Map<string, Activity>();
-  // Kept apart from `active` so that a run still going when its agent is stopped and started
-  // again (suspend, resume) still blocks an overlapping one.
-  const busy = new Set<string>();
 
   /**
    * Wakes the agent, here or (with a queue) on whichever node takes the job; `dedupeKey` names a
@@ -221,46 +212,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         .catch((error: unknown) => logger.error({ err: error, cause }, `could not enqueue a wake-up of agent "${agent.name}" (${cause}): it does not run`));
       return;
     }
-    await deliver(agent.id, agent.name, due, logger).catch((error: unknown) =>
-      logger.error({ err: error, cause }, `could not wake agent "${agent.name}" (${cause})`),
-    );
+    try {
+      await runs.run(agent.id, due);
+    } catch (error) {
+      // A failed turn or a budget's refusal is a run `runs` records: this is one it could not make.
+      logger.error({ err: error, cause }, `could not wake agent "${agent.name}" (${cause})`);
+    }
   }
 
   /**
-   * Wakes the agent: through `runs`, which records the run (and skips it when the previous one
-   * still goes); else sends the wake-up unless the previous one is still going here (then skips
-   * it), refusals by a budget and failures logged.
+   * Runs a `scheduled-message` job this node took. A run that could not be made (an agent this
+   * node does not know, spawned on another node since it started) fails the job: another attempt, maybe elsewhere.
    */
-  async function deliver(agentId: string, name: string, due: Wake, logger: Logger): Promise<void> {
-    if (runs !== undefined) {
-      await runs.run(agentId, due);
-      return;
-    }
-    const { cause, message } = due;
-    if (send === undefined) return;
-    if (busy.has(agentId)) {
-      logger.warn({ cause }, `skipped a wake-up of agent "${name}" (${cause}): its previous run is still going`);
-      return;
-    }
-    busy.add(agentId);
-    logger.info({ cause, agentId }, `waking agent "${name}" for a scheduled run (${cause})`);
-    try {
-      await send(agentId, message);
-    } catch (error) {
-      // An agent this node does not know (spawned on another node since it started): another attempt, maybe elsewhere.
-      if (queue !== undefined && error instanceof AgentNotFoundError) throw error;
-      // Not a failure of the run: the budget says when the agent may work again.
-      if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError) {
-        logger.warn({ cause, code: error.code, details: error.details }, `skipped a wake-up of agent "${name}" (${cause}): ${messageOf(error)}`);
-        return;
-      }
-      logger.error({ err: error, cause }, `scheduled run of agent "${name}" (${cause}) failed`);
-    } finally {
-      busy.delete(agentId);
-    }
-  }
-
-  /** Delivers a `scheduled-message` job this node took. */
   async function deliverJob(job: ClaimedJob): Promise<void> {
     const parsed = ScheduledMessageJobSchema.safeParse(job.payload);
     if (!parsed.success) throw new Error(`cannot run job "${job.id}": its payload is not a scheduled message (${parsed.error.message})`);
@@ -268,14 +231,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const due: Wake = { trigger: parsed.data.trigger ?? cause, cause, message, dueAt: parsed.data.due ?? clock.now(), caughtUp: parsed.data.caughtUp };
     // Taken again: an earlier attempt's node died (or lost the job) while it ran; its run is not going on any more.
     if (job.attempt > 1 && parsed.data.due !== undefined) {
-      await runs?.interruptEarlier?.(agent, due);
+      await runs.interruptEarlier(agent, due);
       // Its turn was recorded when accepted: it goes on from its journal on the node that takes its lease over.
-      if ((await runs?.turnGoesOn?.(agent)) === true) {
-        await runs?.skip(agent, due, 'the turn an earlier attempt began goes on from its journal, where its node stopped; the wake-up is not run twice');
+      if (await runs.turnGoesOn(agent)) {
+        await runs.skip(agent, due, 'the turn an earlier attempt began goes on from its journal, where its node stopped; the wake-up is not run twice');
         return;
       }
     }
-    await deliver(agent, started.get(agent)?.name ?? agent, due, baseLogger.child({ agentId: agent, job: job.id }));
+    await runs.run(agent, due);
   }
   queue?.handle('scheduled-message', deliverJob);
 
@@ -337,7 +300,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     signal: AbortSignal,
     logger: Logger,
   ): Promise<void> {
-    if (runs === undefined) return;
     const now = clock.now();
     const since = await runs.catchUpSince(agent.id);
     const { schedule } = agent.manifest;

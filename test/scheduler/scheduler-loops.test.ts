@@ -4,27 +4,27 @@ import { ConfigError } from '../../src/errors/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { CONTINUOUS_WAKE_MESSAGE, createScheduler } from '../../src/scheduler/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
-import { agentEntry, createFakeWatcher, deferred, recordingSend } from './scheduler-fixtures.ts';
+import { agentEntry, createFakeWatcher, recordingRuns } from './scheduler-fixtures.ts';
 
 const START = Date.UTC(2026, 0, 1);
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
-function setup(options: { timezone?: string; start?: number; respond?: Parameters<typeof recordingSend>[1] } = {}) {
+function setup(options: { timezone?: string; start?: number; respond?: Parameters<typeof recordingRuns>[1] } = {}) {
   const clock = createFakeClock(options.start ?? START);
   const logger = createRecordingLogger();
-  const { send, calls } = recordingSend(() => clock.now(), options.respond);
-  const scheduler = createScheduler({ clock, logger, send, timezone: options.timezone });
+  const { runs, calls } = recordingRuns(() => clock.now(), options.respond);
+  const scheduler = createScheduler({ clock, logger, runs, timezone: options.timezone });
   return { clock, logger, calls, scheduler };
 }
 
 describe('scheduler: reactive', () => {
-  it('schedules nothing for a reactive agent: no sleeps, no watchers, no sends', async () => {
+  it('schedules nothing for a reactive agent: no sleeps, no watchers, no wake-ups', async () => {
     const clock = createFakeClock(START);
     const watcher = createFakeWatcher();
-    const { send, calls } = recordingSend(() => clock.now());
-    const scheduler = createScheduler({ clock, logger: createSilentLogger(), send, watch: watcher.watch });
+    const { runs, calls } = recordingRuns(() => clock.now());
+    const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs, watch: watcher.watch });
     await scheduler.start(agentEntry('chat', ''));
     expect(clock.pending()).toBe(0);
     await clock.advance(24 * HOUR);
@@ -36,13 +36,20 @@ describe('scheduler: reactive', () => {
 describe('scheduler: continuous', () => {
   const MONITOR = '[schedule]\nmode = "continuous"\ninterval_seconds = 30\n';
 
-  it('sends the wake-up message every interval_seconds, and not before the first interval ends', async () => {
+  it('wakes the agent with the continuous message every interval_seconds, and not before the first interval ends', async () => {
     const { clock, calls, scheduler } = setup();
     await scheduler.start(agentEntry('monitor', MONITOR));
     await clock.advance(30 * SECOND - 1);
     expect(calls).toEqual([]);
     await clock.advance(1);
-    expect(calls).toEqual([{ agentId: 'id-monitor', message: CONTINUOUS_WAKE_MESSAGE, at: START + 30 * SECOND }]);
+    expect(calls).toEqual([
+      {
+        agentId: 'id-monitor',
+        message: CONTINUOUS_WAKE_MESSAGE,
+        at: START + 30 * SECOND,
+        wake: { trigger: 'continuous', cause: 'continuous', message: CONTINUOUS_WAKE_MESSAGE, dueAt: START + 30 * SECOND },
+      },
+    ]);
     await clock.advance(60 * SECOND);
     expect(calls.map((call) => call.at - START)).toEqual([30 * SECOND, 60 * SECOND, 90 * SECOND]);
   });
@@ -56,7 +63,7 @@ describe('scheduler: continuous', () => {
     expect(calls.map((call) => call.at - START)).toEqual([60 * SECOND]);
   });
 
-  it('stop() ends the loop at once: no sends after advancing, no sleeps left waiting', async () => {
+  it('stop() ends the loop at once: no wake-ups after advancing, no sleeps left waiting', async () => {
     const { clock, calls, scheduler } = setup();
     const agent = agentEntry('monitor', MONITOR);
     await scheduler.start(agent);
@@ -100,42 +107,17 @@ describe('scheduler: continuous', () => {
     expect(clock.pending()).toBe(0);
   });
 
-  it('skips a wake-up due while the previous run is still going, logs it, and queues no backlog', async () => {
-    const slow = deferred();
-    let first = true;
-    const { clock, calls, logger, scheduler } = setup({
-      respond: () => {
-        if (!first) return Promise.resolve();
-        first = false;
-        return slow.promise;
-      },
-    });
-    await scheduler.start(agentEntry('monitor', MONITOR));
-    await clock.advance(30 * SECOND);
-    expect(calls).toHaveLength(1);
-    await clock.advance(60 * SECOND);
-    expect(calls).toHaveLength(1);
-    const skips = logger.entries.filter((entry) => entry.level === 'warn' && entry.message?.includes('skipped a wake-up') === true);
-    expect(skips).toHaveLength(2);
-    expect(skips[0]?.bindings).toMatchObject({ agentId: 'id-monitor', cause: 'continuous' });
-    slow.resolve();
-    await clock.advance(0);
-    expect(calls).toHaveLength(1);
-    await clock.advance(30 * SECOND);
-    expect(calls.map((call) => call.at - START)).toEqual([30 * SECOND, 120 * SECOND]);
-  });
-
-  it('logs a failing run and keeps the loop going', async () => {
-    const { clock, calls, logger, scheduler } = setup({ respond: () => Promise.reject(new Error('model down')) });
+  it('logs a wake-up its runs could not make (the store failed) and keeps the loop going', async () => {
+    const { clock, calls, logger, scheduler } = setup({ respond: () => Promise.reject(new Error('database is locked')) });
     await scheduler.start(agentEntry('monitor', MONITOR));
     await clock.advance(90 * SECOND);
     expect(calls).toHaveLength(3);
     const failures = logger.entries.filter((entry) => entry.level === 'error');
-    expect(failures).toHaveLength(3);
-    expect(failures[0]?.bindings).toMatchObject({ agentId: 'id-monitor', err: new Error('model down') });
+    expect(failures.map((entry) => entry.message)).toEqual(Array(3).fill('could not wake agent "monitor" (continuous)'));
+    expect(failures[0]?.bindings).toMatchObject({ agentId: 'id-monitor', err: new Error('database is locked') });
   });
 
-  it('keeps the loop going when send throws synchronously', async () => {
+  it('keeps the loop going when its runs throw synchronously', async () => {
     const { clock, calls, scheduler } = setup({
       respond: () => {
         throw new Error('not bound yet');
@@ -188,7 +170,7 @@ describe('scheduler: periodic', () => {
 
   it('createScheduler() throws a ConfigError naming an unknown time zone', () => {
     const clock = createFakeClock(START);
-    const create = () => createScheduler({ clock, logger: createSilentLogger(), send: () => Promise.resolve(), timezone: 'Mars/Olympus' });
+    const create = () => createScheduler({ clock, logger: createSilentLogger(), runs: recordingRuns(() => clock.now()).runs, timezone: 'Mars/Olympus' });
     expect(create).toThrow(ConfigError);
     expect(create).toThrow('"Mars/Olympus"');
   });

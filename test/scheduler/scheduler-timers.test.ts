@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createScheduler, cronInstants, intervalInstants } from '../../src/scheduler/index.ts';
+import { recordingRuns } from './scheduler-fixtures.ts';
 
 const HOUR = 3_600_000;
 
@@ -12,7 +13,7 @@ async function firesOver(
   next: (clock: ReturnType<typeof createFakeClock>) => (previous: number | undefined) => number | null,
 ): Promise<string[]> {
   const clock = createFakeClock(start);
-  const scheduler = createScheduler({ clock, logger: createSilentLogger(), send: () => Promise.resolve() });
+  const scheduler = createScheduler({ clock, logger: createSilentLogger(), runs: recordingRuns(() => clock.now()).runs });
   const fired: string[] = [];
   const stop = scheduler.addTimer({ name: 'test', next: next(clock), fire: (at) => fired.push(new Date(at).toISOString()) });
   for (let hour = 0; hour < hours; hour += 1) await clock.advance(HOUR);

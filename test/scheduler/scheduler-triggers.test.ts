@@ -7,7 +7,7 @@ import { createEventBus, type EventBus } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
-import { agentEntry, createFakeWatcher, deferred, recordingSend } from './scheduler-fixtures.ts';
+import { agentEntry, createFakeWatcher, deferred, recordingRuns } from './scheduler-fixtures.ts';
 
 const START = Date.UTC(2026, 0, 1);
 
@@ -24,9 +24,9 @@ function setup() {
   const logger = createRecordingLogger();
   const watcher = createFakeWatcher();
   const events = createEventBus(createSilentLogger());
-  const { send, calls } = recordingSend(() => clock.now());
-  const scheduler = createScheduler({ clock, logger, send, events, watch: watcher.watch });
-  // Lets a finished run clear the agent's busy mark before the next event.
+  const { runs, calls } = recordingRuns(() => clock.now());
+  const scheduler = createScheduler({ clock, logger, runs, events, watch: watcher.watch });
+  // Lets the wake-ups an event started reach the runs.
   const settle = () => clock.advance(0);
   return { clock, logger, watcher, events, calls, scheduler, settle };
 }
@@ -59,7 +59,7 @@ describe('scheduler: file triggers (injected watcher)', () => {
     }
   });
 
-  it('file_created watches the fixed directory of the pattern and sends for a new matching path only', async () => {
+  it('file_created watches the fixed directory of the pattern and wakes the agent for a new matching path only', async () => {
     const { watcher, calls, scheduler, settle } = setup();
     await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/data/inbox/*.json"'))));
     expect(watcher.watches.map((watch) => watch.directory)).toEqual(['/data/inbox']);
@@ -71,7 +71,14 @@ describe('scheduler: file triggers (injected watcher)', () => {
 
     watcher.emit('/data/inbox/a.json');
     await settle();
-    expect(calls).toEqual([{ agentId: 'id-ingest', message: '[trigger] file_created: /data/inbox/a.json', at: START }]);
+    expect(calls).toEqual([
+      {
+        agentId: 'id-ingest',
+        message: '[trigger] file_created: /data/inbox/a.json',
+        at: START,
+        wake: { trigger: 'file_created', cause: 'file_created /data/inbox/a.json', message: '[trigger] file_created: /data/inbox/a.json', dueAt: START },
+      },
+    ]);
 
     // A second event on the same path is a change, not a creation.
     watcher.emit('/data/inbox/a.json');
@@ -92,7 +99,7 @@ describe('scheduler: file triggers (injected watcher)', () => {
     expect(calls).toHaveLength(2);
   });
 
-  it('file_changed sends the trigger message only for a matching path seen before', async () => {
+  it('file_changed wakes the agent with the trigger message only for a matching path seen before', async () => {
     const { watcher, calls, scheduler, settle } = setup();
     await scheduler.start(agentEntry('ingest', proactive(trigger('file_changed', 'pattern = "/data/*.csv"\nmessage = "a report changed: re-read it"'))));
     watcher.emit('/data/q4.csv');
@@ -107,29 +114,7 @@ describe('scheduler: file triggers (injected watcher)', () => {
     expect(calls).toHaveLength(1);
   });
 
-  it('skips a file event that arrives while the previous run is still going', async () => {
-    const clock = createFakeClock(START);
-    const watcher = createFakeWatcher();
-    const logger = createRecordingLogger();
-    const slow = deferred();
-    const { send, calls } = recordingSend(
-      () => clock.now(),
-      () => slow.promise,
-    );
-    const scheduler = createScheduler({ clock, logger, send, watch: watcher.watch });
-    await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/in/*"'))));
-    watcher.emit('/in/a');
-    watcher.emit('/in/b');
-    await clock.advance(0);
-    expect(calls.map((call) => call.message)).toEqual(['[trigger] file_created: /in/a']);
-    expect(logger.entries.filter((entry) => entry.level === 'warn').map((entry) => entry.bindings['cause'])).toEqual(['file_created /in/b']);
-    slow.resolve();
-    await clock.advance(0);
-    watcher.emit('/in/c');
-    expect(calls).toHaveLength(2);
-  });
-
-  it('stop() closes the watchers: later file events send nothing', async () => {
+  it('stop() closes the watchers: later file events wake nothing', async () => {
     const { watcher, calls, scheduler, settle } = setup();
     const agent = agentEntry('ingest', proactive(trigger('file_created', 'pattern = "/in/*"'), trigger('file_changed', 'pattern = "/out/*"')));
     await scheduler.start(agent);
@@ -147,7 +132,7 @@ describe('scheduler: file triggers (injected watcher)', () => {
     const scheduler = createScheduler({
       clock,
       logger,
-      send: () => Promise.resolve(),
+      runs: recordingRuns(() => clock.now()).runs,
       watch: () => {
         throw new Error('ENOENT: no such file or directory');
       },
@@ -166,31 +151,31 @@ describe('scheduler: file triggers (node:fs watcher)', () => {
     if (directory !== undefined) await rm(directory, { recursive: true, force: true });
   });
 
-  it('file_created sends the path of a .json file written into a watched temp directory, not of a .txt', async () => {
+  it('file_created wakes the agent with the path of a .json file written into a watched temp directory, not of a .txt', async () => {
     directory = await realpath(await mkdtemp(join(tmpdir(), 'loom-scheduler-')));
     const sent = deferred<string>();
     const clock = createFakeClock(START);
-    scheduler = createScheduler({
-      clock,
-      logger: createSilentLogger(),
-      send: (_agentId, message) => {
-        sent.resolve(message);
+    const { runs } = recordingRuns(
+      () => clock.now(),
+      (call) => {
+        sent.resolve(call.message);
         return Promise.resolve();
       },
-    });
+    );
+    scheduler = createScheduler({ clock, logger: createSilentLogger(), runs });
     await scheduler.start(agentEntry('ingest', proactive(trigger('file_created', `pattern = "${directory}/*.json"`))));
     await writeFile(join(directory, 'notes.txt'), 'ignored');
     await writeFile(join(directory, 'order.json'), '{}');
     const timeout = AbortSignal.timeout(5000);
     const timedOut = new Promise<never>((_resolve, reject) => {
-      timeout.addEventListener('abort', () => reject(new Error('no send within 5 s of writing the file')), { once: true });
+      timeout.addEventListener('abort', () => reject(new Error('no wake-up within 5 s of writing the file')), { once: true });
     });
     await expect(Promise.race([sent.promise, timedOut])).resolves.toBe(`[trigger] file_created: ${join(directory, 'order.json')}`);
   });
 });
 
 describe('scheduler: lifecycle triggers (real event bus)', () => {
-  it('agent_spawned sends when an agent whose name matches the pattern is spawned, and only then', async () => {
+  it('agent_spawned wakes the agent when an agent whose name matches the pattern is spawned, and only then', async () => {
     const { events, calls, scheduler, settle } = setup();
     await scheduler.start(agentEntry('overseer', proactive(trigger('agent_spawned', 'pattern = "worker-*"'))));
     spawned(events, 'chat');
@@ -199,7 +184,14 @@ describe('scheduler: lifecycle triggers (real event bus)', () => {
     expect(calls).toEqual([]);
     spawned(events, 'worker-1');
     await settle();
-    expect(calls).toEqual([{ agentId: 'id-overseer', message: '[trigger] agent_spawned: agent "worker-1" (id-worker-1)', at: START }]);
+    expect(calls).toMatchObject([
+      {
+        agentId: 'id-overseer',
+        message: '[trigger] agent_spawned: agent "worker-1" (id-worker-1)',
+        at: START,
+        wake: { trigger: 'agent_spawned', dueAt: START },
+      },
+    ]);
   });
 
   it('agent_killed, agent_suspended and agent_resumed follow their kernel events, with the trigger messages', async () => {
@@ -249,7 +241,7 @@ describe('scheduler: lifecycle triggers (real event bus)', () => {
   it('logs and skips a lifecycle trigger when the scheduler has no event bus', async () => {
     const clock = createFakeClock(START);
     const logger = createRecordingLogger();
-    const scheduler = createScheduler({ clock, logger, send: () => Promise.resolve() });
+    const scheduler = createScheduler({ clock, logger, runs: recordingRuns(() => clock.now()).runs });
     await scheduler.start(agentEntry('overseer', proactive(trigger('agent_spawned'))));
     expect(logger.entries.map((entry) => entry.message)).toEqual(['skipped trigger "agent_spawned" of agent "overseer": the scheduler has no event bus']);
   });
