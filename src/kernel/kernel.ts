@@ -123,7 +123,14 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     ancestors: (entry) => registry.ancestors(entry),
     // An unattended cycle: [autonomous] caps its tool calls, and suspends an agent idle too long.
     // Its run is recorded as started: its turn is recorded when accepted, so the run's work is not lost to a crash.
-    send: (agentId, message, model) => kernel.send(agentId, message, { cycle: true, acknowledged: true, ...(model === undefined ? {} : { model }) }),
+    // Journaled with its wake-up: a job taken again on another node tells its own turn from another wake-up's.
+    send: (agentId, wake, model) =>
+      kernel.send(agentId, wake.message, {
+        cycle: true,
+        wake: { trigger: wake.trigger, dueAt: wake.dueAt },
+        acknowledged: true,
+        ...(model === undefined ? {} : { model }),
+      }),
     runTool: (agentId, tool, input) => kernel.runAgentTool(agentId, tool, input),
     publish,
     timezone: dependencies.scheduleTimezone,

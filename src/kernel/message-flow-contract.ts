@@ -15,6 +15,12 @@ import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView, TurnCo
  * all name them without importing one another.
  */
 
+/** Which scheduled wake-up a turn runs: its trigger (`continuous`, `cron`, `manual`, a proactive event) and the instant it was due. */
+export interface WakeOf {
+  trigger: string;
+  dueAt: number;
+}
+
 /** Options for a message to an agent. */
 export interface SendOptions {
   caller?: Caller;
@@ -38,6 +44,11 @@ export interface SendOptions {
    * capped by `max_actions_per_cycle` (see `AutonomousGuard`).
    */
   cycle?: boolean;
+  /**
+   * With `cycle`: the scheduled wake-up this turn runs (its trigger and due instant), journaled
+   * with the turn so that its job, taken again on another node, finds its own turn (see `WakeRuns.turnGoesOn`).
+   */
+  wake?: WakeOf;
   /** The model for this turn instead of the manifest's (a scheduled wake-up's `[schedule].model`); one the agent may call. */
   model?: ModelTarget;
   /**

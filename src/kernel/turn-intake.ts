@@ -169,6 +169,7 @@ export class TurnIntake {
       ...(options.person === undefined ? {} : { person: options.person }),
       ...(options.door === undefined ? {} : { door: options.door }),
       ...(options.cycle === true ? { cycle: true } : {}),
+      ...(options.wake === undefined ? {} : { wake: options.wake }),
       ...(options.model === undefined ? {} : { model: options.model }),
     });
     return {

@@ -4,7 +4,7 @@ import { isIdempotent, type LoopJournal, type LoopResume, type ModelCallUsage, t
 import { ModelTargetSchema } from '../manifest/index.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { Caller } from './agent-runtime.ts';
-import type { SendOptions } from './message-flow-contract.ts';
+import type { SendOptions, WakeOf } from './message-flow-contract.ts';
 import { auditRecordOf, type ToolCallEvent } from './event-bus.ts';
 import { approvalOf, type ToolTraceStep, type TurnEnding } from './turn-record.ts';
 import type { StreamEntry, StreamStepData } from './live-turns.ts';
@@ -23,6 +23,8 @@ export interface TurnRequest {
   door?: 'a2a';
   /** A scheduled wake-up's turn: its tool calls capped per cycle (see `SendOptions.cycle`). */
   cycle?: boolean;
+  /** The wake-up a scheduled turn runs (see `SendOptions.wake`); none in a turn journaled before requests named it. */
+  wake?: WakeOf;
   /** The model the turn ran on instead of the manifest's (`[schedule].model`, see `SendOptions.model`). */
   model?: ModelTarget;
 }
@@ -39,24 +41,26 @@ function defined<T extends object>(value: T): JsonObject {
  * turn on the hot path does not round-trip it through a string).
  */
 export function requestRecord(request: TurnRequest): JsonObject {
-  const { caller, model } = request;
-  const record: JsonObject = defined({ ...request, caller: undefined, model: undefined });
+  const { caller, model, wake } = request;
+  const record: JsonObject = defined({ ...request, caller: undefined, model: undefined, wake: undefined });
   record['caller'] =
     caller.kind === 'agent'
       ? { kind: 'agent', agentId: caller.agentId, chain: [...caller.chain] }
       : defined({ ...caller, agents: caller.agents === undefined ? undefined : [...caller.agents] });
   if (model !== undefined) record['model'] = defined(model);
+  if (wake !== undefined) record['wake'] = { trigger: wake.trigger, dueAt: wake.dueAt };
   return record;
 }
 
 /** The request a journal holds; undefined when it is not one this Loom wrote. */
 export function readRequest(record: JsonObject): TurnRequest | undefined {
-  const { message, caller, person, door, cycle, model } = record as {
+  const { message, caller, person, door, cycle, wake, model } = record as {
     message?: unknown;
     caller?: unknown;
     person?: unknown;
     door?: unknown;
     cycle?: unknown;
+    wake?: { trigger?: unknown; dueAt?: unknown } | null;
     model?: unknown;
   };
   if (typeof message !== 'string' || typeof caller !== 'object' || caller === null || !('kind' in caller)) return undefined;
@@ -67,6 +71,7 @@ export function readRequest(record: JsonObject): TurnRequest | undefined {
     ...(typeof person === 'string' ? { person } : {}),
     ...(door === 'a2a' ? { door } : {}),
     ...(cycle === true ? { cycle } : {}),
+    ...(typeof wake?.trigger === 'string' && typeof wake.dueAt === 'number' ? { wake: { trigger: wake.trigger, dueAt: wake.dueAt } } : {}),
     ...(target.success ? { model: target.data } : {}),
   };
 }
@@ -348,6 +353,7 @@ export async function resumeTurn(parts: ResumeParts, record: TurnJournalRecord):
     ...(request.person === undefined ? {} : { person: request.person }),
     ...(request.door === undefined ? {} : { door: request.door }),
     ...(request.cycle === undefined ? {} : { cycle: request.cycle }),
+    ...(request.wake === undefined ? {} : { wake: request.wake }),
     ...(request.model === undefined ? {} : { model: request.model }),
   };
   const approvals = awaitedApprovals(record);

@@ -6,7 +6,7 @@ import { dailyBudgetRefusal, dayOf } from './daily-budget.ts';
 import type { ScheduleEvent } from './event-bus.ts';
 import { toTarget } from './model-targets.ts';
 import { runScheduleCheck } from './schedule-check.ts';
-import { readRequest } from './turn-journal.ts';
+import { readRequest, type TurnRequest } from './turn-journal.ts';
 
 /** The message a `continuous` agent receives at each interval. */
 export const CONTINUOUS_WAKE_MESSAGE = '[scheduled] continuous wake-up: check for work.';
@@ -40,8 +40,11 @@ export interface WakeRunsParts {
   resolve(reference: string): AgentEntry;
   /** The live agents above an agent, its parent first. */
   ancestors(agent: AgentEntry): AgentEntry[];
-  /** Delivers the wake-up's message to the agent (its main session), on `model` when given, and resolves when its turn ends. */
-  send(agentId: string, message: string, model: ModelTarget | undefined): Promise<unknown>;
+  /**
+   * Delivers the wake-up's message to the agent (its main session), on `model` when given, and
+   * resolves when its turn ends; the turn is journaled as this wake-up's (see `turnGoesOn`).
+   */
+  send(agentId: string, wake: Wake, model: ModelTarget | undefined): Promise<unknown>;
   /** Runs one tool call as the agent through the tool runner (every gate applies); a refusal is an error result. */
   runTool(agentId: string, tool: string, input: unknown): Promise<ToolResult>;
   /** Records the event in the audit log and tells subscribers (the metrics count it). */
@@ -70,11 +73,13 @@ export interface WakeRuns {
    */
   interruptEarlier(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<ScheduleRunRecord[]>;
   /**
-   * Whether the journal holds a wake-up turn of the agent as running: one an earlier attempt of
-   * its job began (recorded when accepted), which goes on from its journal where its node's
-   * lease is taken over (decision 0061), so the wake-up is not run a second time.
+   * Whether the journal holds this wake-up's turn (the agent's instant of its trigger) as running:
+   * one an earlier attempt of its job began (recorded when accepted), which goes on from its
+   * journal where its node's lease is taken over (decision 0061), so the wake-up is not run a
+   * second time. Another wake-up's turn of the agent does not count; a wake-up turn an earlier
+   * Loom journaled without saying which wake-up it was does (see `isTurnOf`).
    */
-  turnGoesOn(reference: string): Promise<boolean>;
+  turnGoesOn(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<boolean>;
   /** Records instants that were due and not run (`count` of them from `dueAt`) as skipped, with the reason. */
   skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
   /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
@@ -91,6 +96,17 @@ export interface WakeRuns {
    * @throws {AgentNotFoundError}; a LoomError `AGENT_NOT_SCHEDULED` for an agent with no timed schedule.
    */
   now(reference: string, options: { by: string }): Promise<ScheduleRunRecord>;
+}
+
+/**
+ * Whether a journaled request is the turn of this wake-up. One journaled before turns carried
+ * their wake-up is taken for it: answering no would run the wake-up a second time beside the
+ * turn that goes on, where answering yes at worst skips, and records, a wake-up while an
+ * earlier one of the agent goes on.
+ */
+function isTurnOf(request: TurnRequest | undefined, wake: Pick<Wake, 'trigger' | 'dueAt'>): boolean {
+  if (request?.cycle !== true) return false;
+  return request.wake === undefined || (request.wake.trigger === wake.trigger && request.wake.dueAt === wake.dueAt);
 }
 
 /** The code in the log line of a scheduled run skipped because the agent's daily budget is spent. */
@@ -204,7 +220,7 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
             return await finish(agent, { ...started, outcome: 'unchanged', checkHash, finishedAt: clock.now() });
         }
         logger.info({ agentId: agent.id, cause: wake.cause }, `waking agent "${agent.name}" for a scheduled run (${wake.cause})`);
-        await parts.send(agent.id, wake.message, model === undefined ? undefined : toTarget(model));
+        await parts.send(agent.id, wake, model === undefined ? undefined : toTarget(model));
         // Only a run that completed keeps what its check found: a failed one is tried again on the same state.
         return await finish(agent, { ...started, outcome: 'completed', checkHash, finishedAt: clock.now() });
       } catch (error) {
@@ -232,9 +248,9 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
         trigger: wake.trigger,
         dueAt: wake.dueAt,
       }),
-    async turnGoesOn(reference) {
+    async turnGoesOn(reference, wake) {
       const agentId = resolve(reference).id;
-      return (await store.turns.running()).some((turn) => turn.agentId === agentId && readRequest(turn.request)?.cycle === true);
+      return (await store.turns.running()).some((turn) => turn.agentId === agentId && isTurnOf(readRequest(turn.request), wake));
     },
     list: async (reference, options = {}) => store.scheduleRuns.list(resolve(reference).id, options),
     async catchUpSince(reference) {

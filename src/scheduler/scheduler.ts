@@ -233,7 +233,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (job.attempt > 1 && parsed.data.due !== undefined) {
       await runs.interruptEarlier(agent, due);
       // Its turn was recorded when accepted: it goes on from its journal on the node that takes its lease over.
-      if (await runs.turnGoesOn(agent)) {
+      if (await runs.turnGoesOn(agent, due)) {
         await runs.skip(agent, due, 'the turn an earlier attempt began goes on from its journal, where its node stopped; the wake-up is not run twice');
         return;
       }
