@@ -10,7 +10,7 @@ import { A2aRequests } from './a2a-requests.ts';
 import type { A2aRouteContext } from './a2a-route-context.ts';
 import { type A2aServerOptions, DEFAULT_MAX_MESSAGE_BYTES } from './a2a-server-options.ts';
 import { buildAgentCard, endpointsOf } from './agent-cards.ts';
-import { agentMessage, textPart } from './agent-executor.ts';
+import { textPart } from './agent-executor.ts';
 import { AgentHandlers } from './agent-handlers.ts';
 import { addJsonRpcRoute, addRestRoutes } from './binding-routes.ts';
 import { BoundedTaskStore } from './bounded-task-store.ts';
@@ -19,6 +19,7 @@ import { toA2aErrorResponse } from './json-rpc-request-error.ts';
 import { addLegacyTaskRoutes } from './legacy-task-routes.ts';
 import { LoomPushConfigStore } from './push-config-store.ts';
 import { PushNotifier } from './push-notifier.ts';
+import { recoverTasks } from './task-recovery.ts';
 
 export { DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_BYTES } from './a2a-server-options.ts';
 export type { A2aPushOptions, A2aServerOptions } from './a2a-server-options.ts';
@@ -69,19 +70,17 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     push === undefined ? undefined : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => access.findAgent(name)?.id ?? null });
   const pushConfigs =
     push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
-  // Tasks left unfinished by the previous process cannot finish: fail them, saying why, before any
-  // request reads them; a client waiting on a webhook is told. While other nodes share the store,
-  // unfinished tasks may be theirs, running: those are left alone.
+  // Tasks left unfinished by the previous process meet their turns before any request reads them:
+  // a turn resumed here finishes its task when it ends, one that ended gives the task its outcome,
+  // and a task whose turn cannot be found is failed, saying why (task-recovery.ts); a client
+  // waiting on a webhook is told. While other nodes share the store, unfinished tasks may be
+  // theirs, running: those are left alone.
+  const closing = new AbortController();
   const recovered = (options.othersAlive?.() ?? Promise.resolve(false))
     .then(async (othersAlive) => {
-      if (othersAlive) return;
-      const count = await store.failUnfinished(
-        (task) => agentMessage(task.id, task.contextId, 'The task was interrupted: the Loom daemon stopped while it ran. Send the message again.'),
-        (task, agent) => notifier?.notifyStored(agent, task),
-      );
-      if (count > 0) logger.warn({ tasks: count }, 'failed the A2A tasks the previous daemon left unfinished');
+      if (!othersAlive) await recoverTasks({ kernel, store, notifier, logger, now, clock: options.clock, closing: closing.signal });
     })
-    .catch((error: unknown) => logger.error({ err: error }, 'could not fail the A2A tasks the previous daemon left unfinished'));
+    .catch((error: unknown) => logger.error({ err: error }, 'could not settle the A2A tasks the previous daemon left unfinished'));
   const requests = new A2aRequests(options, access);
   const cardOf: A2aRouteContext['cardOf'] = (agent, origin, keyed) =>
     buildAgentCard(agent, endpointsOf(origin, listenPath, agent?.name ?? 'loom'), { pushNotifications: push !== undefined, keyed });
@@ -126,6 +125,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     routes,
     store,
     close: () => {
+      closing.abort();
       agents.abortAll();
       notifier?.close();
     },

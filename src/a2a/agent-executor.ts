@@ -11,7 +11,7 @@ import {
 } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
-import { type Caller, type Kernel, kernelAs, principalOfCaller, reachesAgent, refusalOf } from '../kernel/index.ts';
+import { type Caller, callerOf, type Kernel, kernelAs, principalOfCaller, reachesAgent, refusalOf } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -42,6 +42,40 @@ export function callerName(caller: Caller): string {
  */
 export function callerKey(caller: Caller): string {
   return caller.kind === 'user' ? principalKey(principalOfCaller(caller)) : `agent:${caller.agentId}`;
+}
+
+/**
+ * The caller a task records as its creator (`loomCallerKey`, see {@link callerKey}), as the kernel
+ * checks it; undefined when the key is not one Loom writes. An agent is given no chain of messages
+ * (the key does not keep it).
+ */
+export function callerOfKey(key: string): Caller | undefined {
+  if (key.startsWith('agent:')) return { kind: 'agent', agentId: key.slice('agent:'.length), chain: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(key);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) return undefined;
+  const [name, role, agents] = parsed as unknown[];
+  if (typeof name !== 'string' || (role !== 'owner' && role !== 'user' && role !== 'viewer')) return undefined;
+  if (!Array.isArray(agents) || !agents.every((pattern) => typeof pattern === 'string')) return undefined;
+  return callerOf({ name, role, agents });
+}
+
+/**
+ * The idempotency key of the turn a message to a task starts (`a2a:<task id>:<message id>`): after
+ * a restart the task finds its turn by it (decision 0045), and the same message sent to the task
+ * again gets that turn rather than a second one.
+ */
+export function taskTurnKey(taskId: string, messageId: string): string {
+  return `a2a:${taskId}:${messageId}`;
+}
+
+/** The conversation of an A2A context, within its caller's (an owner's, a key's): each context is one of its own. */
+export function taskThread(contextId: string): string {
+  return `a2a:${contextId}`;
 }
 
 /**
@@ -245,12 +279,13 @@ export class LoomAgentExecutor implements AgentExecutor {
       status(TaskState.TASK_STATE_WORKING);
       const text = inputTextOf(request.userMessage);
       let reply = '';
-      // Each context is a conversation of its own, within the caller's (an owner's, a key's).
-      const thread = `a2a:${contextId}`;
+      const thread = taskThread(contextId);
+      // Its key: after a restart the task finds the turn, resumed or ended (task-recovery.ts).
+      const sent = { signal: run.controller.signal, door: 'a2a', idempotencyKey: taskTurnKey(taskId, request.userMessage.messageId) } as const;
       const events =
         caller.kind === 'user'
-          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, signal: run.controller.signal, door: 'a2a' })
-          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, signal: run.controller.signal, door: 'a2a' });
+          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, ...sent })
+          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, ...sent });
       for await (const event of events) {
         if (run.finished) break;
         switch (event.type) {

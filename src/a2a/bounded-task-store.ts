@@ -1,4 +1,4 @@
-import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse, type Message } from '@a2a-js/sdk';
+import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { callerOfContext, isTaskVisible, seesEveryTask } from './agent-executor.ts';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
@@ -73,28 +73,20 @@ export class BoundedTaskStore implements TaskStore {
   }
 
   /**
-   * Fails every task left unfinished (submitted, working, input-required, auth-required): at
-   * start, those are the tasks whose turns ended with the process that ran them. `message` says
-   * why, as the task's status message; `onFailed` is told of each, with its agent's name, once it
-   * is stored. Returns how many were failed.
+   * Every task left unfinished (submitted, working, input-required, auth-required), with its
+   * agent's name: at start, those whose turns the process that ran them left (see
+   * `recoverTasks`). Read whole before any is changed (bounded by the store's size).
    */
-  async failUnfinished(message: (task: Task) => Message, onFailed?: (task: Task, agent: string) => void): Promise<number> {
-    let failed = 0;
+  async unfinished(): Promise<{ task: Task; agent: string }[]> {
+    const found: { task: Task; agent: string }[] = [];
     for (const state of UNFINISHED) {
-      // Each pass fails what it read, so the next read at offset 0 sees the rest (bounded by the store's size).
-      for (let pass = 0; pass < 1_000_000; pass += 1) {
-        const { records } = await this.#repository.list({ state: taskStateToJSON(state), limit: 100, offset: 0 });
-        if (records.length === 0) break;
-        for (const record of records) {
-          const task = Task.fromJSON(record.task);
-          task.status = { state: TaskState.TASK_STATE_FAILED, message: message(task), timestamp: new Date(this.#now()).toISOString() };
-          await this.save(task);
-          onFailed?.(task, record.agent);
-          failed += 1;
-        }
+      for (let offset = 0; ; offset += 100) {
+        const { records } = await this.#repository.list({ state: taskStateToJSON(state), limit: 100, offset });
+        for (const record of records) found.push({ task: Task.fromJSON(record.task), agent: record.agent });
+        if (records.length < 100) break;
       }
     }
-    return failed;
+    return found;
   }
 
   /** The task, or undefined when it is unknown or the context's caller may not see it (`isTaskVisible`). */

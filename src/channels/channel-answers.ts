@@ -6,7 +6,7 @@
  */
 import type { ChannelMessageRecord } from '../contracts/index.ts';
 import { isLoomError, messageOf } from '../errors/index.ts';
-import { kernelAs } from '../kernel/index.ts';
+import { kernelAs, untilTurnHere } from '../kernel/index.ts';
 import type { ChannelAdapter, ReplyTarget } from './channel-adapter.ts';
 import type { ChannelAdmission } from './channel-admission.ts';
 import { askApproval, decideApproval } from './channel-approvals.ts';
@@ -16,10 +16,6 @@ import { splitReply } from './split-reply.ts';
 
 /** How often a streamed reply's message is edited at most (platforms rate-limit edits). */
 const EDIT_INTERVAL_MS = 1000;
-/** How often a message whose turn runs on another node (taken over there, decision 0061) asks for its reply again. */
-const TURN_ELSEWHERE_RETRY_MS = 2000;
-/** How long it asks at most before it is answered as failed. */
-const TURN_ELSEWHERE_WAIT_MS = 600_000;
 
 /** The answering of the service's messages. */
 export class ChannelAnswers {
@@ -203,25 +199,13 @@ export class ChannelAnswers {
   }
 
   /**
-   * Runs `send` again, every {@link TURN_ELSEWHERE_RETRY_MS}, while its message's turn runs on
-   * another node: `TURN_RUNNING` (this node took the channel over from a node that died, and
-   * another node took the turn over), or `TURN_TAKEN_OVER` (this node ran the turn, and its lease
-   * on it lapsed: a long pause, the database out of reach). Once that node finishes the turn, its
-   * reply comes back here, by the same idempotency key, to be delivered. Gives up after
-   * {@link TURN_ELSEWHERE_WAIT_MS}, or when the service stops.
+   * Runs `send` again while its message's turn runs on another node: `TURN_RUNNING` (this node
+   * took the channel over from a node that died, and another node took the turn over), or
+   * `TURN_TAKEN_OVER` (this node ran the turn, and its lease on it lapsed: a long pause, the
+   * database out of reach). Once that node finishes the turn, its reply comes back here, by the
+   * same idempotency key, to be delivered (see `untilTurnHere`). Gives up when the service stops.
    */
-  async #untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
-    const { clock } = this.#context.options;
-    const { stopping } = this.#context;
-    const deadline = clock.now() + TURN_ELSEWHERE_WAIT_MS;
-    for (;;) {
-      try {
-        return await send();
-      } catch (error) {
-        const elsewhere = isLoomError(error) && (error.code === 'TURN_RUNNING' || error.code === 'TURN_TAKEN_OVER');
-        if (!elsewhere || stopping.aborted || clock.now() >= deadline) throw error;
-        await clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: stopping });
-      }
-    }
+  #untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
+    return untilTurnHere(send, this.#context.options.clock, this.#context.stopping);
   }
 }

@@ -18,7 +18,7 @@ import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from '
 import type { KernelEvent } from './event-bus.ts';
 import type { Kernel, SpawnOptions } from './kernel-api.ts';
 import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
-import type { SendOptions } from './message-flow.ts';
+import type { KeyedTurn, SendOptions } from './message-flow.ts';
 import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
 import { type ScheduleRunView, toScheduleRunView } from './schedule-run-view.ts';
@@ -190,6 +190,18 @@ export class CallerKernel {
       const conversation = await chosen;
       yield* kernel.stream(name, message, { ...rest, caller, ...(conversation === undefined ? {} : { conversation }) });
     })();
+  }
+
+  /**
+   * The turn the principal's message with `idempotencyKey` (in its own session, or its `thread`'s)
+   * started, as a retry with the key finds it, without starting one: undefined when it started none.
+   * @throws as `Kernel.keyedTurn`; {AccessDeniedError} for a viewer or an agent out of reach.
+   */
+  async keyedTurn(reference: string, idempotencyKey: string, where: Pick<SessionChoice, 'thread'> = {}): Promise<KeyedTurn | undefined> {
+    const name = this.agentName(reference);
+    this.require('send messages', name);
+    const conversation = this.conversation(where.thread);
+    return this.#kernel.keyedTurn(name, idempotencyKey, { caller: callerOf(this.principal), ...(conversation === undefined ? {} : { conversation }) });
   }
 
   /** A workflow command (`go`, `cancel`, `pause`, `resume`) sent as a message, with the workflow after it. */

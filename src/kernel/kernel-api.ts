@@ -22,7 +22,7 @@ import type { ApprovalService } from './approval-service.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { ChannelEvent, EventBus, KernelEvent, PackageEvent } from './event-bus.ts';
 import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView, TurnCounts } from './live-turns.ts';
-import type { SendOptions, TaskTurn } from './message-flow.ts';
+import type { KeyedTurn, SendOptions, TaskTurn } from './message-flow.ts';
 import type { SessionSummary, SessionView } from './session-view.ts';
 import type { UsageRow } from './usage-report.ts';
 import type { WakeRuns } from './wake-runs.ts';
@@ -216,6 +216,14 @@ export interface Kernel {
   turnCounts(): TurnCounts;
   /** The journal ids of this process's turns under way or queued (decision 0045): its node renews its leases on them (decision 0061). */
   journaledTurns(): string[];
+  /**
+   * The turn a message from `caller` (the owner by default; it must be allowed to message the
+   * agent) with `idempotencyKey` in `conversation` started, found as a retry with the key finds it
+   * but without starting one: undefined when the key started none (never journaled, or forgotten
+   * after its retention). How an A2A task cut off by a restart learns its turn's outcome.
+   * @throws {AgentNotFoundError} {AccessDeniedError} {CapabilityDeniedError}
+   */
+  keyedTurn(reference: string, idempotencyKey: string, options?: { caller?: Caller; conversation?: string }): Promise<KeyedTurn | undefined>;
   /**
    * Resumes, in the background, the turn `turnId` of the journal from where it stopped: one this
    * node took over from a node that stopped renewing its lease (decision 0061). False when the

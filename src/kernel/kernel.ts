@@ -175,13 +175,15 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     usageSeries: (options) => records.usageSeries(options),
     usage: (options) => records.usage(options),
     // A streamed reply's first event tells its caller the message is taken: the turn is recorded then.
-    // Not an A2A task's: a task cut off by a crash is failed at start, its client told to send again
-    // (a2a-routes.ts), so resuming its turn too would run the message twice (decision 0045).
+    // An A2A task's turn is recorded by its key instead (its task finds it after a restart,
+    // src/a2a/task-recovery.ts); one of another agent type, which has no key, is not recorded (decision 0045).
     stream: (reference, message, options = {}) =>
       streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: options.door !== 'a2a' })),
     runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
     turnCounts: () => flow.turnCounts(),
     journaledTurns: () => flow.journaledTurns(),
+    keyedTurn: async (reference, idempotencyKey, options = {}) =>
+      flow.keyedTurn(registry.resolve(reference), options.caller ?? OWNER, idempotencyKey, options.conversation),
     async resumeTurn(turnId) {
       const record = await store.turns.get(turnId);
       if (record?.state !== 'running') return false;

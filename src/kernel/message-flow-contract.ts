@@ -94,6 +94,20 @@ export interface TaskTurn {
   onSpend?: (spent: CallSpend) => void;
 }
 
+/**
+ * The turn a message's idempotency key started, found without starting one: how a door whose
+ * caller was cut off by a restart (an A2A task) learns what became of the turn its message started.
+ */
+export interface KeyedTurn {
+  /** `running` (resumed here after a restart, or running on another node) or `done` (its outcome is kept). */
+  state: 'running' | 'done';
+  /**
+   * Its reply once it ends (at once when it has), as a retry with its key gets it.
+   * @throws the error it ended with; `TURN_RUNNING` when it runs on another node.
+   */
+  result(): Promise<TurnResult>;
+}
+
 /** The message flow, and what the kernel tells it when agents stop. */
 export interface MessageFlow {
   /** `seal` is how the turn's commit writes its own audit record (see `TurnSeal`). */
@@ -113,6 +127,13 @@ export interface MessageFlow {
   turnCounts(): TurnCounts;
   /** The journal ids of this process's turns under way or queued: their node renews its leases on them (decision 0061). */
   journaledTurns(): string[];
+  /**
+   * The turn a message from `caller` (who must be allowed to message the agent) with
+   * `idempotencyKey` in `conversation` started, without starting one: undefined when the key
+   * started none (the turn was never journaled, or is forgotten past its retention).
+   * @throws {AccessDeniedError} {CapabilityDeniedError} {AgentChainError}
+   */
+  keyedTurn(agent: AgentEntry, caller: Caller, idempotencyKey: string, conversation?: string): Promise<KeyedTurn | undefined>;
   /**
    * Follows that turn: its events so far (text joined), each with its id, then the rest as they
    * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the

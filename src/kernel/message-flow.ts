@@ -20,7 +20,7 @@ import { sessionOf, TurnIntake } from './turn-intake.ts';
 import { savedStreamOf } from './turn-journal.ts';
 import { WorkflowRunner } from './workflow-runner.ts';
 
-export type { MessageFlow, ModelCallRequest, SendOptions, TaskTurn } from './message-flow-contract.ts';
+export type { KeyedTurn, MessageFlow, ModelCallRequest, SendOptions, TaskTurn } from './message-flow-contract.ts';
 export type { MessageFlowParts } from './flow-state.ts';
 
 /**
@@ -179,6 +179,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
     turnCounts: () => liveTurns.counts(),
     journaledTurns: () => intake.journaled(),
+    async keyedTurn(agent, caller, idempotencyKey, conversation) {
+      authorize(flow, agent, caller);
+      const earlier = await intake.earlier(agent, conversation, idempotencyKey);
+      if (earlier === undefined) return undefined;
+      // Its outcome as a retry with its key gets it: no audit record of its own (the turn has one).
+      return { state: earlier.state, result: () => intake.replay(earlier, {}, undefined) };
+    },
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);

@@ -40,6 +40,11 @@ export function sessionOf(agent: AgentEntry, conversation: string | undefined): 
   return conversation === undefined ? agent.sessionId : conversationSessionId(agent.id, conversation);
 }
 
+/** A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own). */
+function scopedKey(conversation: string | undefined, idempotencyKey: string): string {
+  return conversation === undefined ? idempotencyKey : `${conversation}\n${idempotencyKey}`;
+}
+
 /**
  * A message's place in the turn journal before its turn is queued (decision 0045): a resumed
  * turn's own record, a keyed message's record (a retry with its key finds it, and gets the turn it
@@ -106,6 +111,14 @@ export class TurnIntake {
     throw new LoomError('TURN_FAILED', 'system', `the turn this message started failed: ${reason}`);
   }
 
+  /**
+   * The turn a message with `idempotencyKey` to `entry` in `conversation` started (a retry's
+   * `earlier`), without recording one: undefined when the key started none, or its turn is forgotten.
+   */
+  earlier(entry: AgentEntry, conversation: string | undefined, idempotencyKey: string): Promise<TurnJournalRecord | undefined> {
+    return this.#parts.store.turns.byKey(entry.id, scopedKey(conversation, idempotencyKey));
+  }
+
   /** Tracks the turn journaled as `turnId` while it runs (a retry with its key waits for it); the returned function stops. */
   track(turnId: string, running: Promise<TurnResult>): () => void {
     this.#inflight.set(turnId, running);
@@ -126,8 +139,7 @@ export class TurnIntake {
     const { store } = this.#parts;
     const { entry, options } = intake;
     this.#forgetOldKeys();
-    // A key is the caller's own: scoped to the conversation it sends in (a key's principal has its own).
-    const key = options.conversation === undefined ? idempotencyKey : `${options.conversation}\n${idempotencyKey}`;
+    const key = scopedKey(options.conversation, idempotencyKey);
     const earlier = await store.turns.byKey(entry.id, key);
     if (earlier !== undefined) return { earlier };
     const turnId = this.#parts.ids.uuid();

@@ -19,14 +19,23 @@ export interface A2aHarness {
 /**
  * Starts the server as the daemon builds it: push-notification configs in the host's SQLite store,
  * deliveries on the host's fake clock and recorded in its audit log (`push` overrides some of
- * that; `push: false` leaves push notifications out).
+ * that; `push: false` leaves push notifications out). Tasks are kept in memory unless given a
+ * `repository`, or `storeTasks` (the host's SQLite store, as the daemon keeps them). `daemon`: the
+ * host resumes the turns the journal holds as running, as the daemon does at start.
  */
 export async function startA2a(
   dir: string,
-  options: { config?: Record<string, unknown>; maxTasks?: number; repository?: A2aTaskRepository; push?: Partial<A2aPushOptions> | false } = {},
+  options: {
+    config?: Record<string, unknown>;
+    maxTasks?: number;
+    repository?: A2aTaskRepository;
+    storeTasks?: boolean;
+    daemon?: boolean;
+    push?: Partial<A2aPushOptions> | false;
+  } = {},
 ): Promise<A2aHarness> {
-  const host = await openTestHost(dir, options.config ?? {});
-  const repository = options.repository ?? new InMemoryA2aTaskRepository();
+  const host = await openTestHost(dir, options.config ?? {}, undefined, { runSchedules: options.daemon ?? false });
+  const repository = options.repository ?? (options.storeTasks === true ? host.store.tasks : new InMemoryA2aTaskRepository());
   const push: A2aPushOptions | undefined =
     options.push === false
       ? undefined

@@ -277,20 +277,48 @@ describe('push delivery', () => {
 
 describe('push after a restart', () => {
   let hanging: HangingModelServer | undefined;
+  let next: A2aHarness | undefined;
   afterEach(async () => {
+    // The next daemon first: the first one's turn is cut off when it closes, as after a crash.
+    await next?.close();
+    next = undefined;
     await hanging?.close();
     hanging = undefined;
   });
 
-  it('a task whose daemon stopped during its turn is failed at the next start, and its webhook is told', async () => {
+  it('a task whose turn resumes at the next start is completed when the turn ends, and its webhook is told the reply, never a failure', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true });
+    await api.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+    // The first daemon's model call never answers; the next daemon's (the turn resumed) does.
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }, { text: 'The long story, resumed.' }]);
+    const client = await clientOf(api, 'slow', 'JSONRPC', '1.0');
+    const task = (await client.sendMessage(send('Tell me a long story', { url: receiver.url, token: 'again', returnImmediately: true }))) as { id: string };
+    await receiver.until(reached('TASK_STATE_WORKING'));
+    await waitFor('the first model call', () => model.requests.length >= 1);
+
+    // The next daemon, on the same store, while the first one's turn hangs (as after a crash).
+    next = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true, daemon: true });
+    const ended = (received: Receiver['received']): boolean => reached('TASK_STATE_COMPLETED')(received) || reached('TASK_STATE_FAILED')(received);
+    await receiver.until(ended);
+    expect(states(receiver.received)).not.toContain('TASK_STATE_FAILED');
+    const last = receiver.received.at(-1);
+    expect(last?.headers['x-a2a-notification-token']).toBe('again');
+    expect(JSON.stringify(last?.body)).toContain('The long story, resumed.');
+    const read = await (await clientOf(next, 'slow', 'JSONRPC', '1.0')).getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.stringify(read.artifacts)).toContain('The long story, resumed.');
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it('a task whose turn cannot be found (its agent type does not journal turns) is failed at the next start, and its webhook is told', async () => {
     hanging = await startHangingModelServer();
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
-    await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url)));
+    await api.host.kernel.spawn(manifest(agentToml('slow', hanging.url, 'module = "builtin:chain-of-thought"')));
     const client = await clientOf(api, 'slow', 'JSONRPC', '1.0');
     const task = (await client.sendMessage(send('Tell me a long story', { url: receiver.url, token: 'again', returnImmediately: true }))) as { id: string };
     await receiver.until(reached('TASK_STATE_WORKING'));
     // The next daemon, over the same tasks and configs (the first one's turn never ends: as after a crash).
-    const next = createA2aServer({
+    const server = createA2aServer({
       kernel: api.host.kernel,
       config: ConfigSchema.parse(LOOPBACK_WEBHOOKS),
       repository: api.repository,
@@ -305,7 +333,7 @@ describe('push after a restart', () => {
       expect(last?.body).toMatchObject({ task: { id: task.id, status: { state: 'TASK_STATE_FAILED' } } });
       expect(JSON.stringify(last?.body)).toContain('the Loom daemon stopped while it ran');
     } finally {
-      next.close();
+      server.close();
     }
   });
 });

@@ -5,6 +5,7 @@ import { openSqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type DaemonProcess, useDaemonHome } from '../support/daemon-process.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { copies, type Session } from '../support/session-copies.ts';
 import { activityJson, bindingJson, packageConfigToml, writePackage } from '../packages/support.ts';
 
 const server = useScriptedModelServer();
@@ -46,41 +47,95 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
 });
 
 describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
-  it('fails the task after the restart, saying why, and keeps the finished ones', async () => {
-    const first = await startDaemon();
-    const manifest = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
-    expect((await post(first.url, '/api/agents', manifest, 'application/toml')).status).toBe(201);
-    const send = (text: string): Promise<Response> =>
-      post(
-        first.url,
-        '/a2a/tasks/send',
-        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text }] } } }),
-        'application/json',
-      );
-    server.script([{ text: 'done' }]);
-    const done = (await (await send('finish this')).json()) as { id: string; status: string };
-    expect(done.status).toBe('completed');
-    // The next task's model fails and is being retried when the daemon is killed.
-    const pending = send('this one is interrupted').catch(() => undefined);
-    await waitFor("the interrupted task's model call", () => server.requests.length >= 3);
-    first.child.kill('SIGKILL');
-    await first.exited;
-    await pending;
-
+  /** Sends a task to the default agent (spec/05's `tasks/send`), answered once it ends. */
+  const sendTask = (daemon: DaemonProcess, text: string): Promise<Response> =>
+    post(
+      daemon.url,
+      '/a2a/tasks/send',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { message: { role: 'user', parts: [{ type: 'text', text }] } } }),
+      'application/json',
+    );
+  /** The task as a client reads it (`tasks/get`, A2A 0.3 JSON-RPC, on the agent's endpoint). */
+  const getTask = async (
+    daemon: DaemonProcess,
+    agent: string,
+    id: string,
+  ): Promise<{ contextId: string; status: { state: string }; artifacts?: unknown[] }> => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id } });
+    return (
+      (await (await post(daemon.url, `/a2a/${agent}`, body, 'application/json')).json()) as {
+        result: { contextId: string; status: { state: string }; artifacts?: unknown[] };
+      }
+    ).result;
+  };
+  /** The id of the one task the store holds as working (read with the daemon down). */
+  async function workingTask(): Promise<string> {
     const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
-    let interrupted: string;
     try {
       const working = await store.tasks.list({ state: 'TASK_STATE_WORKING', limit: 10, offset: 0 });
       expect(working.total).toBe(1);
-      interrupted = working.records[0]?.id ?? '';
+      return working.records[0]?.id ?? '';
     } finally {
       await store.close();
     }
+  }
+  /**
+   * Starts a daemon with the agent `toml` (then runs `before` on it), and a task for it whose model
+   * call never answers; kills the daemon during that call. Returns the task's id.
+   */
+  async function killDuringTask(toml: string, text: string, before?: (daemon: DaemonProcess) => Promise<void>): Promise<string> {
+    const first = await startDaemon();
+    expect((await post(first.url, '/api/agents', toml, 'application/toml')).status).toBe(201);
+    await before?.(first);
+    const asked = server.requests.length;
+    server.script([{ text: 'never sent', gate: new Promise<never>(() => undefined) }]);
+    const pending = sendTask(first, text).catch(() => undefined);
+    await waitFor("the task's model call", () => server.requests.length > asked);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await pending;
+    return workingTask();
+  }
+
+  it("completes the task with its turn's reply once the turn resumed after the restart ends, and keeps the finished ones", async () => {
+    const worker = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    let done = { id: '', status: '' };
+    const interrupted = await killDuringTask(worker, 'tell me a story', async (first) => {
+      server.script([{ text: 'done' }]);
+      done = (await (await sendTask(first, 'finish this')).json()) as { id: string; status: string };
+      expect(done.status).toBe('completed');
+    });
+
+    // The turn was recorded when the task took it: the next daemon resumes it, asking the model again.
+    server.script([{ text: 'Once upon a time, after a restart.' }]);
     const second = await startDaemon();
-    const task = (await (await fetch(`${second.url}/a2a/tasks/${interrupted}`)).json()) as { status: string };
-    expect(task.status).toBe('failed');
-    expect(JSON.stringify(task)).toContain('The task was interrupted: the Loom daemon stopped while it ran.');
-    expect(((await (await fetch(`${second.url}/a2a/tasks/${done.id}`)).json()) as { status: string }).status).toBe('completed');
+    const task = await waitFor('the task to end', async () => {
+      const current = await getTask(second, 'worker', interrupted);
+      return current.status.state === 'working' ? undefined : current;
+    });
+    expect(task.status.state).toBe('completed');
+    expect(JSON.stringify(task.status)).toContain('Once upon a time, after a restart.');
+    expect(JSON.stringify(task.artifacts)).toContain('Once upon a time, after a restart.');
+    expect(JSON.stringify(task)).not.toContain('interrupted');
+    expect(server.requests).toHaveLength(3);
+    // The message ran once: the task's conversation holds it and its reply once each.
+    const session = (await (await fetch(`${second.url}/api/agents/worker/session?thread=a2a:${task.contextId}`)).json()) as Session;
+    expect(copies(session, 'user', 'tell me a story')).toBe(1);
+    expect(copies(session, 'assistant', 'Once upon a time, after a restart.')).toBe(1);
+    expect((await getTask(second, 'worker', done.id)).status.state).toBe('completed');
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+
+  it('fails a task whose turn was never recorded (an agent type whose turns are not journaled), saying why', async () => {
+    const thinker = `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    const interrupted = await killDuringTask(thinker, 'think about this');
+
+    const second = await startDaemon();
+    const task = await getTask(second, 'thinker', interrupted);
+    expect(task.status.state).toBe('failed');
+    expect(JSON.stringify(task)).toContain('The task was interrupted: the Loom daemon stopped while it ran. Send the message again.');
+    expect(server.requests).toHaveLength(1);
     second.child.kill('SIGTERM');
     await second.exited;
   });

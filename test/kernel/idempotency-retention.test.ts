@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { kernelAs } from '../../src/kernel/index.ts';
 import { KEY_PRUNE_INTERVAL_MS, KEY_PRUNE_RETRY_MS } from '../../src/kernel/turn-intake.ts';
 import { IDEMPOTENCY_KEY_RETENTION_MS } from '../../src/kernel/turn-journal.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -68,5 +69,26 @@ describe('idempotency keys in a running daemon', () => {
     expect(await host.store.turns.byKey(agentId, 'k-1')).toMatchObject({ state: 'done' });
     await host.kernel.send('keyed', 'Something else', { idempotencyKey: 'k-2' });
     expect(await host.store.turns.byKey(agentId, 'k-1')).toBeUndefined();
+  });
+});
+
+describe('the turn a key started, found without starting one (how an A2A task finds its turn after a restart)', () => {
+  it('gives its outcome to a caller who may message the agent, in the conversation the key was used in, and starts no turn', async () => {
+    server.script([{ text: 'First answer.' }]);
+    const alice = { name: 'alice', role: 'user', agents: ['keyed'] } as const;
+    await kernelAs(host.kernel, alice).send('keyed', 'Hello', { idempotencyKey: 'k-1', thread: 'a2a:ctx' });
+    const found = await kernelAs(host.kernel, alice).keyedTurn('keyed', 'k-1', { thread: 'a2a:ctx' });
+    expect(found?.state).toBe('done');
+    expect((await found?.result())?.text).toBe('First answer.');
+    // Another conversation, or another key's holder, holds no such turn; a key never used starts none.
+    expect(await kernelAs(host.kernel, alice).keyedTurn('keyed', 'k-1', { thread: 'a2a:other' })).toBeUndefined();
+    expect(await kernelAs(host.kernel, { ...alice, name: 'bob' }).keyedTurn('keyed', 'k-1', { thread: 'a2a:ctx' })).toBeUndefined();
+    expect(await kernelAs(host.kernel, alice).keyedTurn('keyed', 'never-used', { thread: 'a2a:ctx' })).toBeUndefined();
+    expect(server.requests).toHaveLength(1);
+    // Asked as a caller that may not message the agent: refused, as its message would be.
+    await expect(kernelAs(host.kernel, { name: 'eve', role: 'viewer', agents: ['*'] }).keyedTurn('keyed', 'k-1')).rejects.toThrow(
+      /a viewer key \("eve"\) may not send messages/,
+    );
+    await expect(kernelAs(host.kernel, { ...alice, agents: ['other'] }).keyedTurn('keyed', 'k-1', { thread: 'a2a:ctx' })).rejects.toThrow(/may not/);
   });
 });
