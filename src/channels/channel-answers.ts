@@ -179,7 +179,19 @@ export class ChannelAnswers {
         await undelivered(context, { config, message, kind: 'reply', error });
         return;
       }
-      await settle('answered', result.text);
+      // Delivered: a store that cannot record it now does not make the person get an apology too.
+      // The message stays unanswered in the store, so a restart may deliver the reply again.
+      const recorded = await settle('answered', result.text).then(
+        () => true,
+        (error: unknown) => {
+          logger.error(
+            { err: error, channel: config.name, platformId: message.platformId },
+            `channel "${config.name}": delivered the reply to message "${message.platformId}" but could not record it as answered; a restart may deliver it again`,
+          );
+          return false;
+        },
+      );
+      if (!recorded) return;
       logger.info(
         { channel: config.name, conversationId: message.conversationId },
         `channel "${config.name}": delivered the reply of agent "${config.agent}" to ${message.userName ?? message.userId} (${1 + rest.length} message${rest.length === 0 ? '' : 's'})`,

@@ -248,3 +248,23 @@ describe('a Telegram reply the Bot API refuses', () => {
     expect(model.requests).toHaveLength(0);
   });
 });
+
+describe('a Telegram reply delivered while the store cannot record it', () => {
+  it('reaches the person once, with no apology after it, and the failure is logged', async () => {
+    await start();
+    model.script([{ text: 'Here you are.' }]);
+    // The database refuses the one write that records the message answered (a disk full, a lost connection).
+    const { channels } = host.store;
+    const settle = channels.settle.bind(channels);
+    channels.settle = (channel, platformId, status, note, at) =>
+      status === 'answered' ? Promise.reject(new Error('disk I/O error')) : settle(channel, platformId, status, note, at);
+    telegram.push(ADA_CHAT, ADA, 'Hello?');
+    const logged = await waitFor('the failed record to be logged', () =>
+      log.records.find((record) => String(record['msg']).includes('but could not record it as answered')),
+    );
+    expect(logged).toMatchObject({ level: 50, channel: 'tg' });
+    expect(telegram.sent.map((sent) => sent.text)).toEqual(['Here you are.']);
+    // Unanswered in the store: a restart answers it again rather than never.
+    expect((await host.store.channels.recent('tg', 1))[0]).toMatchObject({ status: 'received' });
+  });
+});
