@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LOG_LEVELS } from '../logging/index.ts';
 import { CATCH_UP_POLICIES, ManifestCapabilitiesSchema, ModelTargetSchema } from '../manifest/index.ts';
 import { ModelPriceOverridesSchema } from '../models/index.ts';
+import { trimTrailingSlashes } from '../validation/index.ts';
 
 /** The name of an environment variable, where config.toml names one instead of holding its value. */
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' });
@@ -392,9 +393,16 @@ export const ConfigSchema = z
     a2a: z
       .strictObject({
         enabled: z.boolean().default(true),
+        /**
+         * Where the A2A routes live (`/` for the root: the dashboard then serves only its own files).
+         * A trailing slash is dropped, so that `/a2a/` serves at `/a2a` as written, not at `/a2a//`.
+         */
         listen_path: z
           .string()
-          .regex(/^\/[A-Za-z0-9/_-]*$/, { error: 'expected a path such as "/a2a"' })
+          .regex(/^\/(?:[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*\/?)?$/, {
+            error: 'expected a path such as "/a2a" or "/agents/a2a": letters, digits, "_" and "-" between single slashes',
+          })
+          .overwrite(trimTrailingSlashes)
           .default('/a2a'),
         /** The agent whose card `/.well-known/agent-card.json` serves (the first agent when omitted). */
         default_agent: z.string().optional(),

@@ -218,7 +218,11 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       "serving [http].allowed_hosts with no API key: requests for those names, or carrying a proxy's forwarding headers, reach only the public routes (health, webhooks, the agent card), since a proxy on this machine would make every client it serves the owner; a proxy that adds no such header and passes a loopback Host is not seen: behind a proxy, set LOOM_API_KEY or add [[auth.keys]] to config.toml",
     );
   }
-  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], [config.a2a.listen_path, '/metrics'])); // static files only (no data): public, like /api/health
+  // Static files only (no data): public, like /api/health. Under A2A's listen path A2A answers,
+  // unknown paths with its own 404; at `/` it answers every path that is not a dashboard file.
+  const a2aPaths = config.a2a.listen_path === '/' ? [] : [config.a2a.listen_path];
+  const a2aAtRoot = config.a2a.enabled && config.a2a.listen_path === '/';
+  app.use('*', serveDashboard(options.env['LOOM_DASHBOARD_DIR'], { apiPaths: [...a2aPaths, '/metrics'], filesOnly: a2aAtRoot }));
   // With no key, what looks forwarded by a proxy is not the local owner (see `createProxySign`).
   const proxySign = authenticator.keyed ? undefined : createProxySign(config.http.allowed_hosts);
   app.use('*', async (c: HttpContext, next) => {

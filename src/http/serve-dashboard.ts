@@ -58,26 +58,43 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
+/** What {@link serveDashboard} leaves to the API. */
+export interface DashboardOptions {
+  /** More paths the dashboard never answers, nor anything under them (A2A's listen path, `/metrics`). */
+  apiPaths?: readonly string[];
+  /**
+   * Serve only the dashboard's own files (and `index.html` at `/`): for when A2A listens at `/`,
+   * where every other path is A2A's to answer, or to 404. Otherwise a path that names no file is
+   * answered `index.html`.
+   */
+  filesOnly?: boolean;
+}
+
 /**
  * Serves the built dashboard (static files, no data in them) at `/`: a file when one matches
- * the path, else `index.html` so client routes load the app. API paths and other methods pass
- * through to the API. When the dashboard is not built it says how to build it.
+ * the path, else `index.html` so client routes load the app. API paths (also when spelled with
+ * percent-escapes or doubled slashes) and other methods pass through to the API. When the
+ * dashboard is not built it says how to build it.
  *
  * @param dir the built dashboard; defaults to `web/dist/`.
  */
-export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readonly string[] = []): MiddlewareHandler {
+export function serveDashboard(dir: string = DASHBOARD_DIR, options: DashboardOptions = {}): MiddlewareHandler {
   const root = resolve(dir);
-  const prefixes = [...API_PREFIXES, ...moreApiPaths.map((path) => `${path.replace(/\/$/, '')}/`)];
-  const exact = new Set(['/api', '/v1', '/mcp', ...moreApiPaths]);
+  const apiPaths = options.apiPaths ?? [];
+  const prefixes = [...API_PREFIXES, ...apiPaths.map((path) => `${path.replace(/\/$/, '')}/`)];
+  const exact = new Set(['/api', '/v1', '/mcp', ...apiPaths]);
+  const isApiPath = (path: string): boolean => exact.has(path) || prefixes.some((prefix) => path.startsWith(prefix));
   return async (c: Context, next: Next) => {
     const path = c.req.path;
-    if ((c.req.method !== 'GET' && c.req.method !== 'HEAD') || exact.has(path) || prefixes.some((prefix) => path.startsWith(prefix))) {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       await next();
       return;
     }
     const decoded = safeDecodeUriComponent(path);
-    // A path that does not decode (`/%E0%A4%A`) names no file: it goes on like any unknown path.
-    if (decoded === undefined) {
+    // A path that does not decode (`/%E0%A4%A`) names no file: it goes on like any unknown path. One
+    // that names an API path only once decoded or with its slashes doubled (`/a2a%2Fx`, `//a2a/x`)
+    // is no client route either: an API client that spelled a path so gets the API's 404, not a page.
+    if (decoded === undefined || isApiPath(path) || isApiPath(decoded.replace(/\/{2,}/g, '/'))) {
       await next();
       return;
     }
@@ -88,8 +105,9 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, moreApiPaths: readon
     }
     const isAsset = path.startsWith('/assets/');
     if (!(await isFile(file))) {
-      // A missing asset is a 404, not the app; any other path is a client route.
-      if (isAsset || extname(path) !== '') {
+      // A missing asset is a 404, not the app, and so is any path that is not the dashboard's own
+      // when A2A answers the rest; any other path is a client route.
+      if (isAsset || extname(path) !== '' || (options.filesOnly === true && file !== root)) {
         await next();
         return;
       }
