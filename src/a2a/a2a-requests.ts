@@ -1,7 +1,8 @@
 /**
  * `A2aRequests`: what the A2A server keeps of each request it hands to the SDK: the call context
- * (its caller, and the charge of its turn), the signal of its connection, and the refusal met
- * charging its turn (the answer to the request in place of the error the SDK made of it).
+ * (its caller, and the charge of its turn), the signal of its connection, the refusal met
+ * charging its turn (the answer to the request in place of the error the SDK made of it), and
+ * where its body is read.
  */
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import type { Context } from 'hono';
@@ -12,6 +13,7 @@ import { LoomA2aUser } from './agent-executor.ts';
 /** The requests of the A2A server, as the SDK sees them. */
 export class A2aRequests {
   readonly #chargeTurn: A2aServerOptions['chargeTurn'];
+  readonly #bodyOf: A2aServerOptions['bodyOf'];
   readonly #access: A2aAccess;
   /** Requests already charged for their turn (a request sends one message at most). */
   readonly #charged = new WeakSet<Request>();
@@ -20,8 +22,9 @@ export class A2aRequests {
   /** The signal of each request's connection, by the context handed to the SDK: a task followed here stops being followed when its client leaves. */
   readonly #signals = new WeakMap<ServerCallContext, AbortSignal>();
 
-  constructor(options: Pick<A2aServerOptions, 'chargeTurn'>, access: A2aAccess) {
+  constructor(options: Pick<A2aServerOptions, 'chargeTurn' | 'bodyOf'>, access: A2aAccess) {
     this.#chargeTurn = options.chargeTurn;
+    this.#bodyOf = options.bodyOf;
     this.#access = access;
   }
 
@@ -41,6 +44,11 @@ export class A2aRequests {
         throw error;
       }
     };
+  }
+
+  /** The text of request `c`'s body: as the API in front read it (see `bodyOf`), else read from the request. */
+  async textOf(c: Context): Promise<string> {
+    return this.#bodyOf?.(c) ?? (await c.req.text());
   }
 
   /** The refusal met charging the request's turn, if any. */

@@ -51,6 +51,12 @@ export interface A2aServerOptions {
    */
   chargeTurn?: ((c: Context) => void) | undefined;
   /**
+   * The body of request `c` when the API in front has read it already (it measures the bodies of
+   * the doors whose SDKs parse them): the routes read that in place of the request's own body, which
+   * is then used up. Omitted, or undefined for a request, the routes read the request.
+   */
+  bodyOf?: ((c: Context) => string | undefined) | undefined;
+  /**
    * Push notifications (`capabilities.pushNotifications` on the cards): without them, or with
    * `[a2a].push_notifications = false`, push-notification requests are answered
    * PushNotificationNotSupportedError. Webhooks pass the address guard of `web_fetch`;

@@ -50,7 +50,7 @@ export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
         message: `Unsupported Content-Type "${contentType ?? ''}"; expected application/json.`,
       });
     }
-    const raw = await c.req.text();
+    const raw = await requests.textOf(c);
     const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
     if (Buffer.byteLength(raw) > maxRequestBytes)
       throw new JsonRpcRequestError({
@@ -109,7 +109,7 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
       const callContext = requests.contextOf(c, c.req.header(A2A_VERSION_HEADER) ?? '1.0');
       validateVersion(callContext.requestedVersion, await handler.getAgentCard(), 'HTTP+JSON');
       const body = async (): Promise<unknown> => {
-        const text = await c.req.text();
+        const text = await requests.textOf(c);
         if (text.trim() === '') return {};
         try {
           return JSON.parse(text) as unknown;
@@ -152,9 +152,9 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
       chargeTurn();
     agents.setLegacyRestUser(incoming, new LoomA2aUser(access.callerFor(c), chargeTurn));
     if (c.req.method === 'POST') {
-      // The API's middleware may have read the Node stream already: hand the SDK's router the parsed
+      // The API in front may have read the Node stream already: hand the SDK's router the parsed
       // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.
-      const text = await c.req.text();
+      const text = await requests.textOf(c);
       let parsed: unknown = {};
       try {
         parsed = text.trim() === '' ? {} : (JSON.parse(text) as unknown);

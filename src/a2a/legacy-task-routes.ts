@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { SendMessageRequest, TaskState } from '@a2a-js/sdk';
 import type { Hono } from 'hono';
 import { HttpRequestError, LoomError } from '../errors/index.ts';
+import { safeParseJson } from '../validation/index.ts';
 import { type A2aRouteContext, slashed } from './a2a-route-context.ts';
 import { agentMessage } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
@@ -19,13 +20,9 @@ const legacyNotFound = (id: string): HttpRequestError => new HttpRequestError('T
 export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): void {
   const { access, agents, base, requests, store } = context;
   routes.on('POST', slashed(`${base}/tasks/send`), async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
-    }
-    const request = body as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
+    const body = safeParseJson(await requests.textOf(c));
+    if (!body.ok) throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
+    const request = body.value as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
     const id = typeof request.id === 'string' || typeof request.id === 'number' ? request.id : null;
     const parts = Array.isArray(request.params?.message?.parts) ? (request.params.message.parts as { type?: unknown; text?: unknown }[]) : undefined;
     const text = (parts ?? [])

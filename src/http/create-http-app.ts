@@ -82,12 +82,9 @@ function once<T>(build: () => Promise<T>): () => Promise<T> {
 const A2A_PRINCIPAL = 'loomPrincipal';
 /** Where the request's `chargeTurn` travels to the A2A app, next to its principal. */
 const A2A_CHARGE_TURN = 'loomChargeTurn';
-type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined; [A2A_CHARGE_TURN]?: (() => void) | undefined };
-
-/** Whether a POST goes to a door whose SDK parses the body itself: MCP's endpoints, and A2A's under `listenPath` (when A2A is on). */
-function isSdkParsedPath(path: string, listenPath: string | undefined): boolean {
-  return path === '/mcp' || path === '/mcp/messages' || (listenPath !== undefined && path.startsWith(`${listenPath}/`));
-}
+/** Where the POST body the API read for the A2A app travels to it (see `withDoorBody`), next to its principal. */
+const A2A_BODY = 'loomBody';
+type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined; [A2A_CHARGE_TURN]?: (() => void) | undefined; [A2A_BODY]?: string | undefined };
 
 /** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
 function isA2aStream(method: string, path: string, listenPath: string): boolean {
@@ -95,6 +92,22 @@ function isA2aStream(method: string, path: string, listenPath: string): boolean 
   if (!path.startsWith(`${listenPath}/`)) return false;
   const rest = path.slice(listenPath.length + 1);
   return !rest.includes('/') || rest.endsWith('message:stream') || rest.endsWith(':subscribe');
+}
+
+/**
+ * A door whose SDK parses the body itself (MCP's endpoints, A2A's), handed its POST body as text,
+ * read here once: the door parses that text (or hands it on parsed), never the request again. The
+ * text is measured first, as readJsonBody does for Loom's own routes, so nothing nested past
+ * MAX_JSON_DEPTH reaches a walker: that is answered 400 with a JSON-RPC error. Other methods are
+ * handed no body.
+ */
+function withDoorBody(serve: (c: HttpContext, body: string | undefined) => Promise<Response>): (c: HttpContext) => Promise<Response> {
+  return async (c) => {
+    if (c.req.method !== 'POST') return serve(c, undefined);
+    const body = await c.req.text();
+    if (jsonTextDepth(body) <= MAX_JSON_DEPTH) return serve(c, body);
+    return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `cannot read the request body: ${tooDeepMessage('it')}` } }, 400);
+  };
 }
 
 /**
@@ -278,13 +291,6 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     return limitStreamedBody(c, next);
   };
   app.use('*', checkBodySize);
-  // Bodies the MCP and A2A SDKs parse and walk themselves: measured on the text first, as
-  // readJsonBody does for Loom's own routes, so nothing past MAX_JSON_DEPTH reaches a walker.
-  app.use('*', async (c, next) => {
-    if (c.req.method !== 'POST' || !isSdkParsedPath(c.req.path, config.a2a.enabled ? config.a2a.listen_path : undefined)) return next();
-    if (jsonTextDepth(await c.req.raw.clone().text()) <= MAX_JSON_DEPTH) return next();
-    return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `cannot read the request body: ${tooDeepMessage('it')}` } }, 400);
-  });
 
   app.use('*', async (c, next) => {
     if (UNTIMED_PATHS.has(c.req.path) || isA2aStream(c.req.method, c.req.path, config.a2a.listen_path)) {
@@ -364,8 +370,15 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   const chargeTurn = (c: HttpContext) => () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other);
   const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: chargeTurn(c) });
   app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
-  app.post('/mcp/messages', async (c) => (await mcp()).messages(c.req.raw, mcpOrigin(c)));
-  app.on(['POST', 'GET', 'DELETE'], '/mcp', async (c) => (await mcp()).fetch(c.req.raw, mcpOrigin(c)));
+  app.post(
+    '/mcp/messages',
+    withDoorBody(async (c, body) => (await mcp()).messages(c.req.raw, mcpOrigin(c), body)),
+  );
+  app.on(
+    ['POST', 'GET', 'DELETE'],
+    '/mcp',
+    withDoorBody(async (c, body) => (await mcp()).fetch(c.req.raw, mcpOrigin(c), body)),
+  );
   app.get('/api/a2a/external', (c) => {
     kernelOf(c, kernel).require('list the external A2A agents');
     return c.json(listExternalAgents());
@@ -394,6 +407,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
           return principal === undefined ? undefined : callerOf(principal);
         },
         chargeTurn: (c) => (c.env as A2aEnv | undefined)?.[A2A_CHARGE_TURN]?.(),
+        bodyOf: (c) => (c.env as A2aEnv | undefined)?.[A2A_BODY],
       });
       const inner = new Hono();
       inner.route('/', server.publicRoutes);
@@ -402,8 +416,9 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       inner.onError((error, c) => respond(c, error));
       return inner;
     });
-    const forward = async (c: HttpContext): Promise<Response> =>
-      (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c) });
+    const forward = withDoorBody(async (c, body) =>
+      (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c), [A2A_BODY]: body }),
+    );
     const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
     app.all('/.well-known/agent-card.json', forward);
     app.all('/.well-known/agent.json', forward);

@@ -1,9 +1,10 @@
-import { createMcpHandler, isLegacyRequest, type McpRequestContext, readRequestBody } from '@modelcontextprotocol/server';
+import { createMcpHandler, DEFAULT_MAX_REQUEST_BODY_SIZE, isLegacyRequest, type McpRequestContext } from '@modelcontextprotocol/server';
 import { createSystemClock } from '../../clock/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
+import { safeParseJson } from '../../validation/index.ts';
 import { type AgentDirectory, kernelAgentDirectory, mcpThread } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
@@ -33,13 +34,14 @@ export interface McpHttpHandler {
   /**
    * `POST|GET|DELETE /mcp`: Streamable HTTP, modern (2026-07-28, stateless) and 2025-era (an
    * `initialize` opens a session; requests with `Mcp-Session-Id` go to it; a 2025-era request
-   * with neither is served by the SDK's stateless fallback).
+   * with neither is served by the SDK's stateless fallback). `body` is a POST's body when the
+   * caller has read it already: it is parsed once here and the request's own body is not read.
    */
-  fetch(request: Request, origin: McpRequestOrigin): Promise<Response>;
+  fetch(request: Request, origin: McpRequestOrigin, body?: string): Promise<Response>;
   /** `GET /mcp/sse`: the 2024-11-05 HTTP+SSE transport's event stream. */
   sse(request: Request, origin: McpRequestOrigin): Promise<Response>;
-  /** `POST /mcp/messages?sessionId=…`: the 2024-11-05 HTTP+SSE transport's message endpoint. */
-  messages(request: Request, origin: McpRequestOrigin): Promise<Response>;
+  /** `POST /mcp/messages?sessionId=…`: the 2024-11-05 HTTP+SSE transport's message endpoint (`body` as for `fetch`). */
+  messages(request: Request, origin: McpRequestOrigin, body?: string): Promise<Response>;
   /** Stops following the kernel, closes open streams, sessions and in-flight modern exchanges. */
   close(): Promise<void>;
 }
@@ -51,24 +53,32 @@ function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
 }
 
 /**
- * The parsed body of a 2025-era `initialize` POST that names no session, else undefined. Reads a
- * clone, so `request` stays readable. A POST whose `MCP-Protocol-Version` names a 2026 or later
- * revision is not read (every modern request carries it; a 2025 `initialize` does not).
+ * A POST's body for the SDK, read once: parsed, for the SDK to take as it is (`parsedBody`), or,
+ * when it is no JSON, empty, or over the SDK's bound (which the SDK does not apply to a parsed
+ * body), the request rebuilt around the text, for the SDK to read and answer as it answers such a
+ * body (400 Parse error, 413). Without `body` (not a POST, or not read yet) the request as it is.
  */
-async function legacyInitializeBody(request: Request): Promise<unknown> {
+async function bodyForSdk(request: Request, body: string | undefined): Promise<{ request: Request; parsed?: unknown }> {
+  if (request.method !== 'POST') return { request };
+  const text = body ?? (await request.text());
+  const parsed = Buffer.byteLength(text, 'utf8') > DEFAULT_MAX_REQUEST_BODY_SIZE ? undefined : safeParseJson(text);
+  if (parsed?.ok === true) return { request, parsed: parsed.value };
+  const headers = new Headers(request.headers);
+  headers.delete('content-length');
+  return { request: new Request(request.url, { method: request.method, headers, body: text, signal: request.signal }) };
+}
+
+/**
+ * Whether a POST (its body parsed) is a 2025-era `initialize` that names no session. A POST whose
+ * `MCP-Protocol-Version` names a 2026 or later revision is not one (every modern request carries
+ * it; a 2025 `initialize` does not).
+ */
+async function isLegacyInitialize(request: Request, body: unknown): Promise<boolean> {
   const version = request.headers.get('mcp-protocol-version');
-  if (request.method !== 'POST' || (version !== null && !/^202[45]-/.test(version))) return undefined;
-  const read = await readRequestBody(request.clone()).catch(() => undefined);
-  if (read === undefined || read.tooLarge) return undefined;
-  let body: unknown;
-  try {
-    body = JSON.parse(read.text);
-  } catch {
-    return undefined; // not JSON: the SDK's handler answers it
-  }
+  if (request.method !== 'POST' || (version !== null && !/^202[45]-/.test(version))) return false;
   const isInitialize = typeof body === 'object' && body !== null && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
   // The SDK's own classification decides the era, so the two legs never disagree.
-  return isInitialize && (await isLegacyRequest(request, body)) ? body : undefined;
+  return isInitialize && (await isLegacyRequest(request, body));
 }
 
 /**
@@ -107,14 +117,15 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   });
 
   return {
-    async fetch(request, origin) {
-      if (request.headers.has(MCP_SESSION_HEADER)) return sessions.serve(request, origin);
-      const initialize = await legacyInitializeBody(request);
-      if (initialize !== undefined) return sessions.open(request, origin, initialize);
-      return modern.fetch(request, { authInfo: authInfoOf(origin) });
+    async fetch(request, origin, body) {
+      const sdk = await bodyForSdk(request, body);
+      const parsed = 'parsed' in sdk ? { parsedBody: sdk.parsed } : {};
+      if (request.headers.has(MCP_SESSION_HEADER)) return sessions.serve(sdk.request, origin, parsed);
+      if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) return sessions.open(sdk.request, origin, sdk.parsed);
+      return modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
     },
     sse: (request, origin) => legacySse.open(request, origin),
-    messages: (request, origin) => legacySse.post(request, origin.principal),
+    messages: (request, origin, body) => legacySse.post(request, origin.principal, body),
     async close() {
       unsubscribe();
       await sessions.close();

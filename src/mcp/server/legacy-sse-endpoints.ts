@@ -72,8 +72,8 @@ class SseConnectionTransport implements Transport {
 export interface LegacySseEndpoints {
   /** `GET …/sse`: opens the stream; its first event names the message endpoint. */
   open(request: Request, origin: McpRequestOrigin): Promise<Response>;
-  /** `POST …/messages?sessionId=…`: one JSON-RPC message for the stream's server; 202 once accepted. */
-  post(request: Request, principal: Principal): Promise<Response>;
+  /** `POST …/messages?sessionId=…`: one JSON-RPC message for the stream's server; 202 once accepted. `body`: the request's body, when read already. */
+  post(request: Request, principal: Principal, body?: string): Promise<Response>;
   /** Sends `notifications/tools/list_changed` and `notifications/resources/list_changed` on every open stream. */
   listsChanged(): void;
   /** Closes every open stream. */
@@ -127,14 +127,14 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
       return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
     },
 
-    async post(request, principal) {
+    async post(request, principal, body) {
       const sessionId = new URL(request.url).searchParams.get('sessionId');
       const connection = sessionId === null ? undefined : connections.get(sessionId);
       // Another principal's session (another name, role or agents) is answered as unknown: session ids are not capabilities.
       if (connection === undefined || connection.owner !== principalKey(principal)) return plain(404, 'no open MCP SSE session with this sessionId');
       const length = Number(request.headers.get('content-length') ?? '0');
       if (length > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
-      const text = await request.text();
+      const text = body ?? (await request.text());
       if (Buffer.byteLength(text, 'utf8') > MAX_MCP_MESSAGE_BYTES) return plain(413, `MCP messages are limited to ${MAX_MCP_MESSAGE_BYTES} bytes`);
       let message: JSONRPCMessage;
       try {

@@ -45,8 +45,11 @@ export interface McpSessionsOptions {
 export interface McpSessions {
   /** `POST /mcp` with a 2025-era `initialize` (no session yet): opens a session for `origin`'s principal. */
   open(request: Request, origin: McpRequestOrigin, parsedBody: unknown): Promise<Response>;
-  /** `POST|GET|DELETE /mcp` with `Mcp-Session-Id`: served by that session when `origin`'s principal opened it, else 404. */
-  serve(request: Request, origin: McpRequestOrigin): Promise<Response>;
+  /**
+   * `POST|GET|DELETE /mcp` with `Mcp-Session-Id`: served by that session when `origin`'s principal
+   * opened it, else 404. With `parsed.parsedBody`, a POST's body is that (the request's own is not read).
+   */
+  serve(request: Request, origin: McpRequestOrigin, parsed?: { parsedBody?: unknown }): Promise<Response>;
   /** Sends `notifications/tools/list_changed` and `notifications/resources/list_changed` to every session. */
   listsChanged(): void;
   /** Closes every session (their running calls are cancelled). */
@@ -281,13 +284,13 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
       }
     },
 
-    async serve(request, origin) {
+    async serve(request, origin, parsed) {
       sweep();
       const session = sessions.get(request.headers.get(MCP_SESSION_HEADER) ?? '');
       // Another principal's session is answered as one that does not exist: an id is no capability of its own.
       if (session === undefined || session.closed || session.owner !== principalKey(origin.principal)) return sessionNotFound();
       session.lastActive = clock.now();
-      return watched(session, await session.transport.handleRequest(request, { authInfo: authInfoOf(origin) }));
+      return watched(session, await session.transport.handleRequest(request, { authInfo: authInfoOf(origin), ...parsed }));
     },
 
     listsChanged() {
