@@ -89,8 +89,11 @@ type A2aEnv = { [A2A_PRINCIPAL]?: Principal | undefined; [A2A_CHARGE_TURN]?: (()
 /** A2A requests that may stream (JSON-RPC to an agent, `message:stream`, `:subscribe`): no request deadline. */
 function isA2aStream(method: string, path: string, listenPath: string): boolean {
   if (method !== 'POST' && method !== 'GET') return false;
-  if (!path.startsWith(`${listenPath}/`)) return false;
-  const rest = path.slice(listenPath.length + 1);
+  // At `/`, an agent's endpoint is `/<agent>` (a one-segment path of the API's own, such as
+  // /metrics, is let through untimed too: none of them is slow).
+  const base = listenPath === '/' ? '' : listenPath;
+  if (!path.startsWith(`${base}/`)) return false;
+  const rest = path.slice(base.length + 1);
   return !rest.includes('/') || rest.endsWith('message:stream') || rest.endsWith(':subscribe');
 }
 

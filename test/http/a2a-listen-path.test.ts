@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { agentToml, type Api, startApi } from './api-harness.ts';
 
 const model = useScriptedModelServer();
@@ -113,5 +114,34 @@ describe('[a2a].listen_path', () => {
       ]);
     }
     expect(ConfigSchema.parse({ a2a: { listen_path: '/peers/' } }).a2a.listen_path).toBe('/peers');
+  });
+});
+
+describe('with A2A at "/", a message to an agent and the request deadline', () => {
+  it('waits for its turn past daemon.request_timeout_seconds, as under the default listen path', async () => {
+    api = await startApi(join(dir.path, 'home'), { config: { a2a: { enabled: true, listen_path: '/' }, daemon: { request_timeout_seconds: 60 } } });
+    expect(
+      (await api.request('/api/agents', { method: 'POST', headers: { 'content-type': 'application/toml' }, body: agentToml('helper', model.url) })).status,
+    ).toBe(201);
+    let answer = (): void => undefined;
+    model.script([{ text: 'Late, but here.', gate: new Promise<void>((resolve) => (answer = resolve)) }]);
+    const sent = api.request('/helper', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'Take your time.' }] } },
+      }),
+    });
+    const served = api;
+    await waitFor('the model to be asked', () => model.requests.length > 0);
+    // A minute on the daemon's clock: a timed request would be answered 504 here.
+    await served.host.clock.advance(60_000);
+    answer();
+    const response = await sent;
+    expect(response.status).toBe(200);
+    expect(JSON.stringify(await response.json())).toContain('Late, but here.');
   });
 });
