@@ -22,12 +22,23 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
   routes.on('POST', slashed(`${base}/tasks/send`), async (c) => {
     const body = safeParseJson(await requests.textOf(c));
     if (!body.ok) throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
+    if (typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) {
+      throw new JsonRpcRequestError({
+        code: 'INVALID_REQUEST',
+        rpcCode: -32600,
+        id: null,
+        status: 400,
+        message: 'the request must be a JSON-RPC object: {"jsonrpc": "2.0", "id": …, "method": "tasks/send", "params": {"message": …}}',
+      });
+    }
     const request = body.value as { id?: unknown; method?: unknown; params?: { message?: { role?: unknown; parts?: unknown }; sessionId?: unknown } };
     const id = typeof request.id === 'string' || typeof request.id === 'number' ? request.id : null;
-    const parts = Array.isArray(request.params?.message?.parts) ? (request.params.message.parts as { type?: unknown; text?: unknown }[]) : undefined;
-    const text = (parts ?? [])
-      .filter((part) => part.type === 'text' && typeof part.text === 'string')
-      .map((part) => part.text as string)
+    const parts: unknown[] = Array.isArray(request.params?.message?.parts) ? request.params.message.parts : [];
+    const text = parts
+      .flatMap((part) => {
+        const { type, text: partText } = (part ?? {}) as { type?: unknown; text?: unknown };
+        return type === 'text' && typeof partText === 'string' ? [partText] : [];
+      })
       .join('\n\n');
     if (request.method !== undefined && request.method !== 'tasks/send') {
       throw new JsonRpcRequestError({

@@ -78,6 +78,22 @@ describe('legacy endpoints (spec/05)', () => {
     const empty = await send('{"jsonrpc": "2.0", "id": "x", "method": "tasks/send", "params": {"message": {"role": "user", "parts": []}}}');
     expect(empty.status).toBe(400);
     expect(await empty.json()).toEqual({ jsonrpc: '2.0', id: 'x', error: { code: -32602, message: 'params.message.parts must hold at least one text part' } });
+    // JSON, but no request: refused as one, not failed inside.
+    for (const notARequest of ['null', '[]', '"tasks/send"', '7']) {
+      const refused = await send(notARequest);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32600,
+          message: 'the request must be a JSON-RPC object: {"jsonrpc": "2.0", "id": …, "method": "tasks/send", "params": {"message": …}}',
+        },
+      });
+    }
+    const nullPart = await send('{"jsonrpc": "2.0", "id": 2, "method": "tasks/send", "params": {"message": {"role": "user", "parts": [null]}}}');
+    expect(nullPart.status).toBe(400);
+    expect(await nullPart.json()).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'params.message.parts must hold at least one text part' } });
   });
 
   it('POST /a2a/tasks/{id}/cancel cancels a running task', async () => {
