@@ -37,6 +37,8 @@ export class BoundedTaskStore implements TaskStore {
   readonly #repository: A2aTaskRepository;
   readonly #now: () => number;
   readonly #max: number;
+  /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
+  readonly #cancelers = new Map<string, () => void>();
 
   constructor(options: BoundedTaskStoreOptions) {
     this.#repository = options.repository;
@@ -70,6 +72,23 @@ export class BoundedTaskStore implements TaskStore {
       updatedAt: now,
     };
     await this.#repository.put(record);
+    if (state === TaskState.TASK_STATE_CANCELED) {
+      const cancel = this.#cancelers.get(task.id);
+      this.#cancelers.delete(task.id);
+      cancel?.();
+    }
+  }
+
+  /**
+   * Calls `cancel` once, when the task is next saved canceled, whoever cancels it (the SDK marks a
+   * task canceled in the store itself when no executor runs it: a task whose turn runs without one,
+   * resumed after a restart). Returns the function that stops watching.
+   */
+  onCanceled(taskId: string, cancel: () => void): () => void {
+    this.#cancelers.set(taskId, cancel);
+    return () => {
+      if (this.#cancelers.get(taskId) === cancel) this.#cancelers.delete(taskId);
+    };
   }
 
   /**

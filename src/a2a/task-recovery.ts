@@ -7,7 +7,7 @@
 import { type Artifact, type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { isLoomError, messageOf } from '../errors/index.ts';
-import { type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
+import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import { agentMessage, callerOfKey, taskTurnKey, taskThread, textPart } from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -47,9 +47,16 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
       await settle(parts, task, agent, await outcomeOf(parts, turn));
     } else {
       waiting += 1;
+      // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here.
+      const unwatch = store.onCanceled(task.id, () => {
+        void cancelTurnOf(parts, task, agent).catch((error: unknown) =>
+          logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
+        );
+      });
       void outcomeOf(parts, turn)
         .then((outcome) => settle(parts, task, agent, outcome))
-        .catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn'));
+        .catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn'))
+        .finally(unwatch);
     }
   }
   if (failed > 0) logger.warn({ tasks: failed }, 'failed the A2A tasks the previous daemon left unfinished whose turns cannot be found');
@@ -62,8 +69,7 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
  * before turns were found so), forgotten, or its agent gone.
  */
 async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<KeyedTurn | undefined> {
-  const creator: unknown = task.metadata?.['loomCallerKey'];
-  const caller = typeof creator === 'string' ? callerOfKey(creator) : undefined;
+  const caller = creatorOf(task);
   const message = task.history.findLast((entry) => entry.role === Role.ROLE_USER);
   if (caller === undefined || message === undefined || agent === '') return undefined;
   const key = taskTurnKey(task.id, message.messageId);
@@ -76,6 +82,21 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
     parts.logger.info({ err: error, taskId: task.id, agent }, 'the turn of an unfinished A2A task cannot be found');
     return undefined;
   }
+}
+
+/** The caller who created the task (its `loomCallerKey`), as the kernel checks it; undefined when it names none Loom wrote. */
+function creatorOf(task: Task): Caller | undefined {
+  const creator: unknown = task.metadata?.['loomCallerKey'];
+  return typeof creator === 'string' ? callerOfKey(creator) : undefined;
+}
+
+/** Cancels the turn running in the task's conversation, as its creator: the task's client canceled the task. */
+async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<void> {
+  const caller = creatorOf(task);
+  if (caller === undefined) return;
+  const thread = taskThread(task.contextId);
+  if (caller.kind === 'user') await kernelAs(parts.kernel, principalOfCaller(caller)).cancelTurn(agent, { thread });
+  else await parts.kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread });
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */

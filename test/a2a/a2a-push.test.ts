@@ -310,6 +310,33 @@ describe('push after a restart', () => {
     expect(model.requests).toHaveLength(2);
   });
 
+  it('a task whose turn resumed at the next start, canceled by its client, cancels that turn', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true });
+    await api.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+    // Neither daemon's model call answers: the resumed turn runs until something stops it.
+    model.script([
+      { text: 'never said', gate: new Promise<never>(() => undefined) },
+      { text: 'never said either', gate: new Promise<never>(() => undefined) },
+    ]);
+    const task = (await (
+      await clientOf(api, 'slow', 'JSONRPC', '1.0')
+    ).sendMessage(send('Tell me a long story', { url: receiver.url, token: 'again', returnImmediately: true }))) as {
+      id: string;
+    };
+    await waitFor('the first model call', () => model.requests.length >= 1);
+
+    next = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true, daemon: true });
+    const resumed = next;
+    await waitFor('the resumed model call', () => model.requests.length >= 2);
+    expect(resumed.host.kernel.turnCounts().running).toBe(1);
+    const client = await clientOf(resumed, 'slow', 'JSONRPC', '1.0');
+    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // The turn stops with it: nothing goes on spending for a task its client gave up.
+    await waitFor('the resumed turn to be cancelled', () => resumed.host.kernel.turnCounts().running === 0);
+    expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
   it('a task whose turn cannot be found (its agent type does not journal turns) is failed at the next start, and its webhook is told', async () => {
     hanging = await startHangingModelServer();
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
