@@ -183,8 +183,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       authorize(flow, agent, caller);
       const earlier = await intake.earlier(agent, conversation, idempotencyKey);
       if (earlier === undefined) return undefined;
-      // Its outcome as a retry with its key gets it: no audit record of its own (the turn has one).
-      return { state: earlier.state, result: () => intake.replay(earlier, {}, undefined) };
+      // Its outcome as a retry with its key gets it, read again each time (it may have ended
+      // elsewhere since): no audit record of its own (the turn has one).
+      const result = async (): Promise<TurnResult> => intake.replay((await intake.earlier(agent, conversation, idempotencyKey)) ?? earlier, {}, undefined);
+      return { state: earlier.state, result };
     },
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {

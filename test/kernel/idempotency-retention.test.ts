@@ -1,3 +1,4 @@
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { kernelAs } from '../../src/kernel/index.ts';
 import { KEY_PRUNE_INTERVAL_MS, KEY_PRUNE_RETRY_MS } from '../../src/kernel/turn-intake.ts';
@@ -90,5 +91,27 @@ describe('the turn a key started, found without starting one (how an A2A task fi
       /a viewer key \("eve"\) may not send messages/,
     );
     await expect(kernelAs(host.kernel, { ...alice, agents: ['other'] }).keyedTurn('keyed', 'k-1', { thread: 'a2a:ctx' })).rejects.toThrow(/may not/);
+  });
+
+  it('reads the turn again each time its outcome is asked: a turn running on another node when found gives its reply once it ended there', async () => {
+    server.script([{ text: 'Finished elsewhere.' }]);
+    await host.kernel.send('keyed', 'Hello', { idempotencyKey: 'k-1' });
+    // As another node sees it while it runs there: its journal row running, with no outcome yet.
+    const db = new DatabaseSync(host.home.databasePath);
+    try {
+      const ended = db.prepare("SELECT outcome, finished_at FROM turn_journal WHERE idempotency_key = 'k-1'").get();
+      db.prepare("UPDATE turn_journal SET state = 'running', outcome = NULL, finished_at = NULL WHERE idempotency_key = 'k-1'").run();
+      const found = await host.kernel.keyedTurn('keyed', 'k-1');
+      expect(found?.state).toBe('running');
+      await expect(found?.result()).rejects.toMatchObject({ code: 'TURN_RUNNING' });
+      // The other node ends it.
+      db.prepare("UPDATE turn_journal SET state = 'done', outcome = ?, finished_at = ? WHERE idempotency_key = 'k-1'").run(
+        ended?.['outcome'] ?? null,
+        ended?.['finished_at'] ?? null,
+      );
+      expect((await found?.result())?.text).toBe('Finished elsewhere.');
+    } finally {
+      db.close();
+    }
   });
 });
