@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
+import { createHash, randomUUID } from 'node:crypto';
+import { type Artifact, type Message, type Part, Role, type Task, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutionEvent,
@@ -64,13 +64,22 @@ export function callerOfKey(key: string): Caller | undefined {
   return callerOf({ name, role, agents });
 }
 
+/** The task's `response` artifact holding `text`: the agent's reply, streamed into it or given whole. */
+export function responseArtifact(taskId: string, text: string): Artifact {
+  return { artifactId: `${taskId}-response`, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] };
+}
+
+/** Past this length a client's message id goes into a turn's key as its SHA-256 (keys are indexed: a few KB at most). */
+const MESSAGE_ID_IN_KEY_MAX = 128;
+
 /**
  * The idempotency key of the turn a message to a task starts (`a2a:<task id>:<message id>`): after
  * a restart the task finds its turn by it (decision 0045), and the same message sent to the task
  * again gets that turn rather than a second one.
  */
 export function taskTurnKey(taskId: string, messageId: string): string {
-  return `a2a:${taskId}:${messageId}`;
+  const id = messageId.length <= MESSAGE_ID_IN_KEY_MAX ? messageId : `sha256:${createHash('sha256').update(messageId).digest('hex')}`;
+  return `a2a:${taskId}:${id}`;
 }
 
 /** The conversation of an A2A context, within its caller's (an owner's, a key's): each context is one of its own. */
@@ -245,14 +254,13 @@ export class LoomAgentExecutor implements AgentExecutor {
       publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata }));
       if (state === TaskState.TASK_STATE_INPUT_REQUIRED && this.#store !== undefined) recorder ??= new ResultManager(this.#store, request.context);
     };
-    const artifactId = `${taskId}-response`;
     const artifact = (text: string, append: boolean, lastChunk: boolean): void => {
       if (run.finished) return;
       publish(
         AgentEvent.artifactUpdate({
           taskId,
           contextId,
-          artifact: { artifactId, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+          artifact: responseArtifact(taskId, text),
           append,
           lastChunk,
           metadata: undefined,

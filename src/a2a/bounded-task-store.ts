@@ -2,6 +2,7 @@ import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasks
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { callerOfContext, isTaskVisible, seesEveryTask } from './agent-executor.ts';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
+import { UNFINISHED_TASK_STATES } from './unfinished-tasks.ts';
 
 /** Default bound of the task store (spec/05). */
 export const DEFAULT_MAX_TASKS = 1000;
@@ -12,8 +13,6 @@ const TERMINAL = new Set<TaskState>([
   TaskState.TASK_STATE_CANCELED,
   TaskState.TASK_STATE_REJECTED,
 ]);
-
-const UNFINISHED = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED];
 
 /** Whether a task state is final. */
 export function isTerminalState(state: TaskState | undefined): boolean {
@@ -98,9 +97,9 @@ export class BoundedTaskStore implements TaskStore {
    */
   async unfinished(): Promise<{ task: Task; agent: string }[]> {
     const found: { task: Task; agent: string }[] = [];
-    for (const state of UNFINISHED) {
+    for (const state of UNFINISHED_TASK_STATES) {
       for (let offset = 0; ; offset += 100) {
-        const { records } = await this.#repository.list({ state: taskStateToJSON(state), limit: 100, offset });
+        const { records } = await this.#repository.list({ state, limit: 100, offset });
         for (const record of records) found.push({ task: Task.fromJSON(record.task), agent: record.agent });
         if (records.length < 100) break;
       }

@@ -4,12 +4,12 @@
  * ended gives it its outcome, and only a task whose turn cannot be found is failed, its client told
  * to send the message again. Every webhook of the task is told what the task became.
  */
-import { type Artifact, type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
+import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { isLoomError, messageOf } from '../errors/index.ts';
+import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, messageOf } from '../errors/index.ts';
 import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
-import { agentMessage, callerOfKey, taskTurnKey, taskThread, textPart } from './agent-executor.ts';
+import { agentMessage, callerOfKey, responseArtifact, taskTurnKey, taskThread } from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
 import type { PushNotifier } from './push-notifier.ts';
 
@@ -39,7 +39,14 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
   let failed = 0;
   let waiting = 0;
   for (const { task, agent } of await store.unfinished()) {
-    const turn = await turnOf(parts, task, agent);
+    let turn: KeyedTurn | undefined;
+    try {
+      turn = await turnOf(parts, task, agent);
+    } catch (error) {
+      // Not known not to exist (the store out of reach): left unfinished, for the next start.
+      logger.error({ err: error, taskId: task.id, agent }, 'could not look up the turn of an unfinished A2A task; it is left unfinished');
+      continue;
+    }
     if (turn === undefined) {
       await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT });
       failed += 1;
@@ -79,6 +86,8 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
       ? await kernelAs(parts.kernel, principalOfCaller(caller)).keyedTurn(agent, key, { thread })
       : await parts.kernel.keyedTurn(agent, key, { caller, conversation: thread });
   } catch (error) {
+    // Its agent gone, or out of its creator's reach now: no turn of theirs to find.
+    if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;
     parts.logger.info({ err: error, taskId: task.id, agent }, 'the turn of an unfinished A2A task cannot be found');
     return undefined;
   }
@@ -131,14 +140,7 @@ async function settle(parts: TaskRecoveryParts, stored: Task, agent: string, out
   task.status = { state: outcome.state, message, timestamp: new Date(parts.now()).toISOString() };
   task.history = [...task.history, message];
   if (outcome.state === TaskState.TASK_STATE_COMPLETED) {
-    const response: Artifact = {
-      artifactId: `${task.id}-response`,
-      name: 'response',
-      description: '',
-      parts: [textPart(outcome.text)],
-      metadata: undefined,
-      extensions: [],
-    };
+    const response = responseArtifact(task.id, outcome.text);
     task.artifacts = [...task.artifacts.filter((artifact) => artifact.artifactId !== response.artifactId), response];
   }
   await parts.store.save(task);

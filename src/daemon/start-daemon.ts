@@ -83,7 +83,7 @@ function listenError(error: unknown, host: string, port: number, home: LoomHome)
 }
 
 /** What {@link createDaemonApp} serves a host with, besides the host (`clientAddress` for tests' `app.request()`, which has no socket). */
-export interface DaemonAppOptions extends Pick<HttpAppOptions, 'config' | 'env' | 'clock' | 'logger' | 'clientAddress'> {
+export interface DaemonAppOptions extends Pick<HttpAppOptions, 'config' | 'env' | 'clock' | 'logger' | 'clientAddress' | 'closing'> {
   /** The address the daemon listens on (a loopback one leaves keys optional). */
   bindHost: string;
   metrics: LoomMetrics;
@@ -152,7 +152,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
     const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
-    const app = createDaemonApp(host, { config, env, clock, logger, bindHost, metrics });
+    const doors = new AbortController();
+    const app = createDaemonApp(host, { config, env, clock, logger, bindHost, metrics, closing: doors.signal });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
     const port = options.port ?? config.daemon.port;
@@ -217,6 +218,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       stop: () => {
         stopping ??= (async () => {
           following.close();
+          doors.abort();
           const closed = server.close();
           await host.close();
           await closed;

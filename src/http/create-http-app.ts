@@ -23,6 +23,7 @@ import { serveDashboard } from './serve-dashboard.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
+import { hasUnfinishedTasks } from '../a2a/unfinished-tasks.ts';
 import type { A2aPushConfigRepository, ClusterReader, EventRepository, Leadership, TaskRepository } from '../contracts/index.ts';
 import type { McpServerStatus } from '../mcp/index.ts';
 import { mcpServersView } from './mcp-servers-view.ts';
@@ -70,6 +71,11 @@ export interface HttpAppOptions {
   skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
   cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
+  /**
+   * Aborted when the daemon stops: the A2A server, if built, stops its running tasks and its
+   * waits for the turns of tasks a previous daemon left (their tasks stay as they are, for the next start).
+   */
+  closing?: AbortSignal;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -417,8 +423,18 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       inner.route('/', server.routes);
       inner.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
       inner.onError((error, c) => respond(c, error));
+      options.closing?.addEventListener('abort', () => server.close(), { once: true });
       return inner;
     });
+    // Tasks a previous daemon left unfinished meet their turns at start (src/a2a/task-recovery.ts),
+    // not at the first A2A request: a client that only waits for its webhook is told too, and a
+    // turn's key is not forgotten first. A daemon with none builds the A2A server when asked.
+    const { tasks } = options;
+    if (tasks !== undefined) {
+      void hasUnfinishedTasks(tasks)
+        .then((some) => (some && options.closing?.aborted !== true ? a2a() : undefined))
+        .catch((error: unknown) => logger.error({ err: error }, 'could not look for the A2A tasks the previous daemon left unfinished'));
+    }
     const forward = withDoorBody(async (c, body) =>
       (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c), [A2A_BODY]: body }),
     );

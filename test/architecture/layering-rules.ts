@@ -44,6 +44,7 @@ export const ENTRIES: LayeringRules['entries'] = {
   // (test/architecture/lazy-sdks.test.ts shows the daemon boots without them).
   'src/a2a/external-agents.ts': 'the a2a_send tool and the external agents list without the A2A SDK',
   'src/a2a/public-paths.ts': 'which A2A paths need no key, for the HTTP guard, without the A2A SDK',
+  'src/a2a/unfinished-tasks.ts': 'whether tasks wait for recovery at start, without the A2A SDK',
   'src/a2a/a2a-client.ts': '`loom a2a` imports the client (and the SDK) when a command uses it',
   'src/mcp/server/agent-tools.ts': 'the agent tools POST /api/agents and the CLI describe, without the MCP SDK',
   'src/mcp/server/index.ts': 'the MCP server, imported on the first /mcp request or by `loom mcp`',

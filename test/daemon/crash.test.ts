@@ -79,6 +79,15 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
       await store.close();
     }
   }
+  /** The task's state as the store holds it, read beside the running daemon (no A2A request made). */
+  async function storedState(id: string): Promise<string | undefined> {
+    const store = openSqliteStore({ path: join(daemons.home, 'data', 'loom.db') });
+    try {
+      return (await store.tasks.get(id))?.state;
+    } finally {
+      await store.close();
+    }
+  }
   /**
    * Starts a daemon with the agent `toml` (then runs `before` on it), and a task for it whose model
    * call never answers; kills the daemon during that call. Returns the task's id.
@@ -109,10 +118,9 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     // The turn was recorded when the task took it: the next daemon resumes it, asking the model again.
     server.script([{ text: 'Once upon a time, after a restart.' }]);
     const second = await startDaemon();
-    const task = await waitFor('the task to end', async () => {
-      const current = await getTask(second, 'worker', interrupted);
-      return current.status.state === 'working' ? undefined : current;
-    });
+    // At start, not at the first A2A request: a client waiting for a webhook asks nothing.
+    await waitFor('the task to be completed in the store', async () => (await storedState(interrupted)) === 'TASK_STATE_COMPLETED');
+    const task = await getTask(second, 'worker', interrupted);
     expect(task.status.state).toBe('completed');
     expect(JSON.stringify(task.status)).toContain('Once upon a time, after a restart.');
     expect(JSON.stringify(task.artifacts)).toContain('Once upon a time, after a restart.');
