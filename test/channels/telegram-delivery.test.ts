@@ -263,6 +263,8 @@ describe('a Telegram reply delivered while the store cannot record it', () => {
       log.records.find((record) => String(record['msg']).includes('but could not record it as answered')),
     );
     expect(logged).toMatchObject({ level: 50, channel: 'tg' });
+    // Its answer done: nothing more goes to the chat after the reply.
+    await host.channels.idle();
     expect(telegram.sent.map((sent) => sent.text)).toEqual(['Here you are.']);
     // Unanswered in the store: a restart answers it again rather than never.
     expect((await host.store.channels.recent('tg', 1))[0]).toMatchObject({ status: 'received' });

@@ -114,7 +114,7 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     const clock = createFakeClock(Date.UTC(2026, 0, 1));
     const queue = testQueue();
     let known = false;
-    const { runs } = recordingRuns(
+    const { runs, calls } = recordingRuns(
       () => clock.now(),
       (call) => (known ? Promise.resolve() : Promise.reject(new AgentNotFoundError(call.agentId))),
     );
@@ -124,6 +124,10 @@ describe('scheduler with a work queue (several daemons on one database)', () => 
     // The agent's own failures (a failed turn, a budget's refusal) are runs the runs record, and the job ends.
     known = true;
     await expect(queue.run(job)).resolves.toBeUndefined();
+    expect(calls.map((call) => [call.agentId, call.message])).toEqual([
+      ['id-elsewhere', 'wake'],
+      ['id-elsewhere', 'wake'],
+    ]);
     await expect(queue.run({ ...job, payload: { agent: 'x' } })).rejects.toThrow(/^cannot run job "job-1": its payload is not a scheduled message/);
     scheduler.stopAll();
   });
