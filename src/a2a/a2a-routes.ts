@@ -37,7 +37,13 @@ export interface A2aServer {
   /** Everything else, behind the API's auth and rate limit. Mount at the root (paths include the listen path). */
   readonly routes: Hono;
   readonly store: BoundedTaskStore;
-  /** Aborts the running tasks. */
+  /**
+   * Stops waiting for the turns of tasks a previous process left (running on another node): those
+   * tasks stay as they are, for the next start. The daemon's stop; its running tasks end with the
+   * kernel's shutdown, as its turns do.
+   */
+  stopRecovery(): void;
+  /** Aborts the running tasks (as their clients' cancels would), stops the recovery and push deliveries. */
   close(): void;
 }
 
@@ -124,6 +130,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     publicRoutes,
     routes,
     store,
+    stopRecovery: () => closing.abort(),
     close: () => {
       closing.abort();
       agents.abortAll();

@@ -69,8 +69,8 @@ export function responseArtifact(taskId: string, text: string): Artifact {
   return { artifactId: `${taskId}-response`, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] };
 }
 
-/** Past this length a client's message id goes into a turn's key as its SHA-256 (keys are indexed: a few KB at most). */
-const MESSAGE_ID_IN_KEY_MAX = 128;
+/** Past this length a client's id (a message's, a context's) goes into a key as its SHA-256 (keys are indexed: a few KB at most). */
+const CLIENT_ID_IN_KEY_MAX = 128;
 
 /**
  * The idempotency key of the turn a message to a task starts (`a2a:<task id>:<message id>`): after
@@ -78,13 +78,21 @@ const MESSAGE_ID_IN_KEY_MAX = 128;
  * again gets that turn rather than a second one.
  */
 export function taskTurnKey(taskId: string, messageId: string): string {
-  const id = messageId.length <= MESSAGE_ID_IN_KEY_MAX ? messageId : `sha256:${createHash('sha256').update(messageId).digest('hex')}`;
-  return `a2a:${taskId}:${id}`;
+  return `a2a:${boundedId(taskId)}:${boundedId(messageId)}`;
 }
 
-/** The conversation of an A2A context, within its caller's (an owner's, a key's): each context is one of its own. */
+/** A client's id as it goes into a key: as it is, or past {@link CLIENT_ID_IN_KEY_MAX} characters its SHA-256. */
+function boundedId(id: string): string {
+  return id.length <= CLIENT_ID_IN_KEY_MAX ? id : `sha256:${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/**
+ * The conversation of an A2A context, within its caller's (an owner's, a key's): each context is
+ * one of its own. A client's context id past 128 characters is named by its SHA-256 (it goes into
+ * indexed keys, as a message id does: see {@link taskTurnKey}).
+ */
 export function taskThread(contextId: string): string {
-  return `a2a:${contextId}`;
+  return `a2a:${boundedId(contextId)}`;
 }
 
 /**

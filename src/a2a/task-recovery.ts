@@ -6,7 +6,7 @@
  */
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, messageOf } from '../errors/index.ts';
+import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, messageOf, StoreError } from '../errors/index.ts';
 import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import { agentMessage, callerOfKey, responseArtifact, taskTurnKey, taskThread } from './agent-executor.ts';
@@ -51,7 +51,8 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
       await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT });
       failed += 1;
     } else if (turn.state === 'done') {
-      await settle(parts, task, agent, await outcomeOf(parts, turn));
+      const outcome = await outcomeOf(parts, turn);
+      if (outcome !== undefined) await settle(parts, task, agent, outcome);
     } else {
       waiting += 1;
       // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here.
@@ -61,7 +62,11 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
         );
       });
       void outcomeOf(parts, turn)
-        .then((outcome) => settle(parts, task, agent, outcome))
+        .then((outcome) => {
+          // Watched no longer: the task's own end (canceled with its turn) is not a client's cancel.
+          unwatch();
+          return outcome === undefined ? undefined : settle(parts, task, agent, outcome);
+        })
         .catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn'))
         .finally(unwatch);
     }
@@ -99,10 +104,13 @@ function creatorOf(task: Task): Caller | undefined {
   return typeof creator === 'string' ? callerOfKey(creator) : undefined;
 }
 
-/** Cancels the turn running in the task's conversation, as its creator: the task's client canceled the task. */
+/**
+ * Cancels the task's turn, as its creator: the task's client canceled the task. Only while that turn
+ * still runs (the conversation's current turn is the one canceled: not a later task's).
+ */
 async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<void> {
   const caller = creatorOf(task);
-  if (caller === undefined) return;
+  if (caller === undefined || (await turnOf(parts, task, agent))?.state !== 'running') return;
   const thread = taskThread(task.contextId);
   if (caller.kind === 'user') await kernelAs(parts.kernel, principalOfCaller(caller)).cancelTurn(agent, { thread });
   else await parts.kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread });
@@ -114,13 +122,22 @@ interface TaskOutcome {
   text: string;
 }
 
-/** The outcome of the task of `turn`, once the turn ends (a running turn asked again while it runs on another node). */
-async function outcomeOf(parts: TaskRecoveryParts, turn: KeyedTurn): Promise<TaskOutcome> {
+/**
+ * The outcome of the task of `turn`, once the turn ends (a running turn asked again while it runs
+ * on another node); undefined when the store could not say or the server closes meanwhile: the
+ * task is left unfinished, for the next start.
+ */
+async function outcomeOf(parts: TaskRecoveryParts, turn: KeyedTurn): Promise<TaskOutcome | undefined> {
   const { clock } = parts;
   let result: TurnResult;
   try {
     result = clock === undefined || turn.state === 'done' ? await turn.result() : await untilTurnHere(() => turn.result(), clock, parts.closing);
   } catch (error) {
+    if (parts.closing.aborted) return undefined;
+    if (error instanceof StoreError) {
+      parts.logger.error({ err: error }, 'could not read the outcome of the turn of an unfinished A2A task; it is left unfinished');
+      return undefined;
+    }
     if (isLoomError(error) && error.code === 'TURN_CANCELLED') return { state: TaskState.TASK_STATE_CANCELED, text: `The task was canceled: ${error.message}` };
     return { state: TaskState.TASK_STATE_FAILED, text: isLoomError(error) ? `${error.code}: ${error.message}` : messageOf(error) };
   }

@@ -146,13 +146,14 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
     version: options.version,
     ...(options.logs === undefined ? {} : { logs: options.logs }),
   });
+  // Aborted when the daemon stops, or fails to start: the doors stop waiting on the host (create-http-app.ts).
+  const doors = new AbortController();
   try {
     const bindHost = options.host ?? config.daemon.host;
     // Counted from the start: each turn, call and run of this daemon, until it stops. Loaded
     // here, not with the module: prom-client costs every CLI command ~70 ms of CPU to load.
     const { createLoomMetrics } = await import('../telemetry/loom-metrics.ts');
     metrics = createLoomMetrics({ kernel: host.kernel, costs: createCostCatalog(config.prices), mcp: host.mcp });
-    const doors = new AbortController();
     const app = createDaemonApp(host, { config, env, clock, logger, bindHost, metrics, closing: doors.signal });
     // In the background: an unreachable peer never holds up the start.
     if (config.a2a.enabled) void startExternalDiscovery(config, logger);
@@ -231,6 +232,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
       },
     };
   } catch (error) {
+    doors.abort();
     metrics?.dispose();
     await host.close();
     await tracing?.shutdown();

@@ -72,8 +72,9 @@ export interface HttpAppOptions {
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
   cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
   /**
-   * Aborted when the daemon stops: the A2A server, if built, stops its running tasks and its
-   * waits for the turns of tasks a previous daemon left (their tasks stay as they are, for the next start).
+   * Aborted when the daemon stops: the A2A server, if built, stops waiting for the turns of tasks
+   * a previous daemon left (those tasks stay as they are, for the next start); the tasks it runs
+   * end with the kernel's shutdown.
    */
   closing?: AbortSignal;
 }
@@ -393,7 +394,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     return c.json(listExternalAgents());
   });
   if (config.a2a.enabled) {
-    // The A2A routes are an app of their own, built on the first A2A request; the caller rides in its env.
+    // The A2A routes are an app of their own, built on the first A2A request (or at start, when tasks wait
+    // for recovery: below); the caller rides in its env.
     const a2a = once(async () => {
       const { createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } = await import('../a2a/index.ts');
       const { events, cluster } = options;
@@ -423,7 +425,9 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       inner.route('/', server.routes);
       inner.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
       inner.onError((error, c) => respond(c, error));
-      options.closing?.addEventListener('abort', () => server.close(), { once: true });
+      // The daemon's stop (maybe while this was built): no more waiting on turns of tasks a previous daemon left.
+      if (options.closing?.aborted === true) server.stopRecovery();
+      else options.closing?.addEventListener('abort', () => server.stopRecovery(), { once: true });
       return inner;
     });
     // Tasks a previous daemon left unfinished meet their turns at start (src/a2a/task-recovery.ts),

@@ -1,12 +1,12 @@
 /**
- * The key of the turn an A2A message starts: the task and the client's message id, readable when
- * short, and bounded whatever the client sends (keys are indexed: PostgreSQL refuses an index
- * entry of a few KB).
+ * The key of the turn an A2A message starts (the task and the client's message id) and the
+ * conversation of its context: readable when short, and bounded whatever the client sends (keys
+ * are indexed: PostgreSQL refuses an index entry of a few KB).
  */
 import { describe, expect, it } from 'vitest';
-import { taskTurnKey } from '../../src/a2a/agent-executor.ts';
+import { taskThread, taskTurnKey } from '../../src/a2a/agent-executor.ts';
 
-describe('taskTurnKey', () => {
+describe('taskTurnKey and taskThread', () => {
   it('keeps a message id of ordinary length as it is', () => {
     expect(taskTurnKey('task-1', 'm-1')).toBe('a2a:task-1:m-1');
   });
@@ -18,5 +18,10 @@ describe('taskTurnKey', () => {
     expect(key).toMatch(/^a2a:task-1:sha256:[0-9a-f]{64}$/);
     expect(taskTurnKey('task-1', long)).toBe(key);
     expect(taskTurnKey('task-1', `${long}y`)).not.toBe(key);
+  });
+
+  it("bounds a client's context id the same way, in the conversation the task's turns go to", () => {
+    expect(taskThread('ctx-1')).toBe('a2a:ctx-1');
+    expect(taskThread('c'.repeat(5_000))).toMatch(/^a2a:sha256:[0-9a-f]{64}$/);
   });
 });

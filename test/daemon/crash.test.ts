@@ -135,6 +135,31 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     await second.exited;
   });
 
+  it('a clean stop during a task ends it, after the restart, saying Loom shut down, as the turn ended: not as if its client canceled it', async () => {
+    const first = await startDaemon();
+    const worker = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    expect((await post(first.url, '/api/agents', worker, 'application/toml')).status).toBe(201);
+    server.script([{ text: 'never sent', gate: new Promise<never>(() => undefined) }]);
+    const pending = sendTask(first, 'tell me a story').catch(() => undefined);
+    await waitFor("the task's model call", () => server.requests.length > 0);
+    first.child.kill('SIGTERM');
+    await first.exited;
+    await pending;
+    const id = await workingTask();
+    const second = await startDaemon();
+    const ended = await waitFor('the task to end', async () => {
+      const state = await storedState(id);
+      return state === 'TASK_STATE_WORKING' ? undefined : state;
+    });
+    // The turn's end, kept in its journal, gives the task its end at the next start.
+    expect(ended).toBe('TASK_STATE_CANCELED');
+    const task = await getTask(second, 'worker', id);
+    expect(task.status.state).toBe('canceled');
+    expect(JSON.stringify(task.status)).toContain('agent \\"worker\\" stopped because Loom is shutting down during the turn');
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+
   it('fails a task whose turn was never recorded (an agent type whose turns are not journaled), saying why', async () => {
     const thinker = `name = "thinker"\nmodule = "builtin:chain-of-thought"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
     const interrupted = await killDuringTask(thinker, 'think about this');
