@@ -176,10 +176,8 @@ export function createWakeRuns(parts: WakeRunsParts): WakeRuns {
   }
 
   async function run(agent: AgentEntry, wake: Wake): Promise<ScheduleRunRecord> {
-    if (running.has(agent.id)) {
-      logger.warn({ agentId: agent.id, cause: wake.cause }, `skipped a wake-up of agent "${agent.name}" (${wake.cause}): its previous run is still going`);
-      return skip(agent, wake, 'its previous run was still going');
-    }
+    // Logged once, by its end's line (the reason in it), as a budget's refusal is.
+    if (running.has(agent.id)) return skip(agent, wake, 'its previous run was still going');
     running.add(agent.id);
     try {
       // A person's forced wake-up is theirs to decide: neither the daily budget nor the check stops it.

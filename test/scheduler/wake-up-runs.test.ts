@@ -56,6 +56,10 @@ describe("a scheduled wake-up's run", () => {
       [3 * MINUTE, 'completed', null],
     ]);
     expect(server.requests).toHaveLength(2);
+    // One line in the daemon's log for the skip: its run's end, with why.
+    expect(log.records.map((record) => String(record['msg'])).filter((msg) => msg.includes('previous run'))).toEqual([
+      'scheduled run of agent "monitor" (continuous) skipped: its previous run was still going',
+    ]);
   });
 
   it('whose turn fails is recorded as failed, with why, and logged as an error; the next wake-up runs', async () => {
