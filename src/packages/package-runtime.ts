@@ -71,7 +71,7 @@ export interface PackageRuntime extends AgentLifecycleHook {
 }
 
 /** Rebuilds a prepared package from what the store holds, against today's configuration. */
-export function preparedFromRecord(record: InstalledPackageRecord, environment: PackageEnvironment): PreparedPackage {
+function preparedFromRecord(record: InstalledPackageRecord, environment: PackageEnvironment): PreparedPackage {
   const loaded: LoadedPackage = {
     slug: record.slug,
     qualifiedName: record.qualifiedName ?? undefined,
