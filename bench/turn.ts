@@ -12,6 +12,8 @@ import { round, summarize } from './stats.ts';
 
 const WARMUP = 200;
 const TURNS = 2000;
+/** The blocks the measured turns and their durable floors alternate in (see `measureKernelTurns`). */
+const FLOOR_BLOCKS = 10;
 /** Turns rotate over this many agents, so no session grows past a realistic length. */
 const AGENTS = 50;
 /** Messages a long session starts with. */
@@ -70,7 +72,6 @@ export async function measureKernelTurns(
   commitFloor: number[];
   durableFloor: number[];
   journaledFloor: number[];
-  durableAfter: number[];
   withoutCallRecord: number[];
   sdkLoop: number[];
   bareBeside: number[];
@@ -93,59 +94,77 @@ export async function measureKernelTurns(
     // cost inside a turn, with the turn's other work around them.
     let committed = 0;
     const unobserve = observeStoreCommits((commit) => (committed += commit.durationMs));
-    try {
-      for (let turn = 0; turn < warmup + turns; turn += 1) {
+    let turn = 0;
+    /** Runs `count` more kernel turns, keeping their durations when `measured`. */
+    const kernelTurns = async (count: number, measured: boolean): Promise<void> => {
+      for (const end = turn + count; turn < end; turn += 1) {
         // Each turn on an empty session, the reset not measured.
         if (fresh) await bench.kernel.resetSession(`turner-${turn % AGENTS}`);
         committed = 0;
         const started = performance.now();
         await bench.kernel.send(`turner-${turn % AGENTS}`, 'hello');
-        if (turn >= warmup) {
+        if (measured) {
           durations.push(performance.now() - started);
           commitsInTurn.push(committed);
         }
       }
-    } finally {
-      unobserve();
-    }
-    let messages = 0;
-    for (let index = 0; index < AGENTS; index += 1)
-      messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
-    const heapPerMessage = (collect() - heapBefore) / messages;
-    if (!floor)
-      return {
-        durations,
-        commitsInTurn,
-        heapPerMessage,
-        request,
-        commitFloor: [],
-        durableFloor: [],
-        journaledFloor: [],
-        durableAfter: [],
-        withoutCallRecord: [],
-        sdkLoop: [],
-        bareBeside: [],
-      };
-    const writes = openCommitFloor(bench.databasePath, withTool);
+    };
+    // The durable floors, measured in blocks between the turns' (after their own warm-up): the
+    // machine's pace, the file and the heap are then the same for both sides of the ratio.
+    let writes: CommitFloor | undefined;
+    let journalWrites: CommitFloor | undefined;
+    const durableFloor: number[] = [];
+    const journaledFloor: number[] = [];
     try {
+      try {
+        await kernelTurns(warmup, false);
+        // Their rows are the warm-up's (one turn of each session, as the turns wrote it).
+        writes = floor ? openCommitFloor(bench.databasePath, withTool) : undefined;
+        journalWrites = floor && withTool ? openCommitFloor(bench.databasePath, true, true) : undefined;
+        // The least a durable turn could cost as Loom makes it: the model asked what Loom asked it,
+        // once per step, and the turn's writes where Loom makes them, with nothing else around them.
+        const durable = writes === undefined || request === undefined ? undefined : bareTurns(withTool, { request, perStep: true, writes });
+        // A tool turn's floor with its journal: the call's record commits with the journal's rows,
+        // and the turn's commit deletes them, as Loom does since turns are journaled (decision 0045).
+        const journaled = journalWrites === undefined || request === undefined ? undefined : bareTurns(true, { request, perStep: true, writes: journalWrites });
+        await durable?.(WARMUP);
+        await journaled?.(WARMUP);
+        const block = Math.ceil(turns / FLOOR_BLOCKS);
+        for (let done = 0; done < turns; done += block) {
+          const count = Math.min(block, turns - done);
+          await kernelTurns(count, true);
+          if (durable !== undefined) durableFloor.push(...(await durable(count)));
+          if (journaled !== undefined) journaledFloor.push(...(await journaled(count)));
+        }
+      } finally {
+        unobserve();
+      }
+      let messages = 0;
+      for (let index = 0; index < AGENTS; index += 1)
+        messages += (await bench.store.sessions.get(bench.kernel.get(`turner-${index}`).session_id))?.messages.length ?? 0;
+      // (With `floor`, the floors' conversations are on the heap too: turn-long-session reads it without them.)
+      const heapPerMessage = (collect() - heapBefore) / messages;
+      if (writes === undefined || request === undefined)
+        return {
+          durations,
+          commitsInTurn,
+          heapPerMessage,
+          request,
+          commitFloor: [],
+          durableFloor,
+          journaledFloor,
+          withoutCallRecord: [],
+          sdkLoop: [],
+          bareBeside: [],
+        };
       const commitFloor = measureCommitFloor(writes, withTool);
-      // The least a durable turn could cost as Loom makes it: the model asked what Loom asked it,
-      // once per step, and the turn's writes where Loom makes them, with nothing else around them.
-      const durableFloor = request === undefined ? [] : await measureBareTurns(withTool, { request, perStep: true, writes });
-      // A tool turn's floor with its journal: the call's record commits with the journal's rows,
-      // and the turn's commit deletes them, as Loom does since turns are journaled (decision 0045);
-      // between two runs of the floor without it, so that what the runs add to the file and the
-      // heap falls on both sides of the comparison.
-      const journaledFloor = withTool && request !== undefined ? await measureJournaledFloor(bench.databasePath, request) : [];
-      const durableAfter = withTool && request !== undefined ? await measureBareTurns(withTool, { request, perStep: true, writes }) : [];
       // For a tool turn, the same floor without the call's own record (the turn's commit only),
       // and with the SDK running its own loop (the record made in the tool's execute), which
       // Loom does not, so that every call passes the kernel's tool runner.
-      const withoutCallRecord =
-        withTool && request !== undefined
-          ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } })
-          : [];
-      const sdkLoop = withTool && request !== undefined ? await measureBareTurns(withTool, { request, writes }) : [];
+      const withoutCallRecord = withTool
+        ? await measureBareTurns(withTool, { request, perStep: true, writes: { ...writes, toolRecord: () => undefined } })
+        : [];
+      const sdkLoop = withTool ? await measureBareTurns(withTool, { request, writes }) : [];
       // Bare again, beside the floors (the kernel and its sessions still on the heap): whether
       // those conditions, not the writes, make the floors higher than bare.
       const bareBeside = await measureBareTurns(withTool);
@@ -157,13 +176,13 @@ export async function measureKernelTurns(
         commitFloor,
         durableFloor,
         journaledFloor,
-        durableAfter,
         withoutCallRecord,
         sdkLoop,
         bareBeside,
       };
     } finally {
-      writes.close();
+      writes?.close();
+      journalWrites?.close();
     }
   } finally {
     await bench.dispose();
@@ -267,15 +286,6 @@ function openCommitFloor(path: string, withTool: boolean, journaled = false): Co
 }
 
 /** The durable floor of a tool turn with its journal's writes (see `CommitFloor.toolRecord`). */
-async function measureJournaledFloor(path: string, request: ModelRequest): Promise<number[]> {
-  const writes = openCommitFloor(path, true, true);
-  try {
-    return await measureBareTurns(true, { request, perStep: true, writes });
-  } finally {
-    writes.close();
-  }
-}
-
 /** The floor's writes alone, one turn after another: what committing a turn's rows costs by itself. */
 function measureCommitFloor(floor: CommitFloor, withTool: boolean): number[] {
   const durations: number[] = [];
@@ -308,6 +318,16 @@ interface BareOptions {
  * nothing is persisted unless `writes` are given.
  */
 async function measureBareTurns(withTool: boolean, options: BareOptions = {}): Promise<number[]> {
+  const run = bareTurns(withTool, options);
+  await run(WARMUP);
+  return run(TURNS);
+}
+
+/**
+ * {@link measureBareTurns}'s turns, `count` at a time: each call goes on with the same
+ * conversations where the last one stopped, and gives each turn's duration.
+ */
+function bareTurns(withTool: boolean, options: BareOptions = {}): (count: number) => Promise<number[]> {
   const { singlePrompt = false, prefill = 0, request, perStep = false, writes } = options;
   const model = createInstantModel(withTool ? { toolName: 'agent_list' } : {});
   // The same answer Loom's agent_list gives the kernel's turners, so both sides carry the same history.
@@ -334,30 +354,30 @@ async function measureBareTurns(withTool: boolean, options: BareOptions = {}): P
     ]),
   );
   const conversations: ModelMessage[][] = Array.from({ length: AGENTS }, () => history(prefill));
-  const durations: number[] = [];
-  for (; turn < WARMUP + TURNS; turn += 1) {
-    const history = conversations[turn % AGENTS] ?? [];
-    const started = performance.now();
-    history.push({ role: 'user', content: 'hello' });
-    if (perStep) {
-      await perStepTurn(model, history, request?.system, stepTools, listed, writes === undefined ? undefined : () => writes.toolRecord(turn));
+  return async (count) => {
+    const durations: number[] = [];
+    for (const end = turn + count; turn < end; turn += 1) {
+      const history = conversations[turn % AGENTS] ?? [];
+      const started = performance.now();
+      history.push({ role: 'user', content: 'hello' });
+      if (perStep) {
+        await perStepTurn(model, history, request?.system, stepTools, listed, writes === undefined ? undefined : () => writes.toolRecord(turn));
+      } else {
+        // The bare SDK's own multi-step loop runs the tool.
+        const result = await generateText({
+          model,
+          ...(singlePrompt ? { prompt: 'hello' } : { messages: history }),
+          ...(request?.system === undefined ? {} : { system: request.system }),
+          maxRetries: 0,
+          ...(withTool || request !== undefined ? { tools, stopWhen: stepCountIs(3) } : {}),
+        });
+        if (!singlePrompt) history.push(...result.response.messages);
+      }
       writes?.commitTurn(turn);
-      if (turn >= WARMUP) durations.push(performance.now() - started);
-      continue;
+      durations.push(performance.now() - started);
     }
-    // The bare SDK's own multi-step loop runs the tool.
-    const result = await generateText({
-      model,
-      ...(singlePrompt ? { prompt: 'hello' } : { messages: history }),
-      ...(request?.system === undefined ? {} : { system: request.system }),
-      maxRetries: 0,
-      ...(withTool || request !== undefined ? { tools, stopWhen: stepCountIs(3) } : {}),
-    });
-    if (!singlePrompt) history.push(...result.response.messages);
-    writes?.commitTurn(turn);
-    if (turn >= WARMUP) durations.push(performance.now() - started);
-  }
-  return durations;
+    return durations;
+  };
 }
 
 /**
@@ -437,9 +457,8 @@ async function compare(name: string, withTool: boolean): Promise<Record<string, 
     ...(withTool
       ? {
           durable_floor_journaled_p50_ms: required.p50_ms,
-          durable_floor_again_p50_ms: summarize(measured.durableAfter).p50_ms,
-          // The journal's share: the journaled floor against the mean of the floors measured before and after it.
-          journal_writes_p50_ms: round(required.p50_ms - (durable.p50_ms + summarize(measured.durableAfter).p50_ms) / 2),
+          // The journal's share: the journaled floor against the floor without it, measured in turn with it.
+          journal_writes_p50_ms: round(required.p50_ms - durable.p50_ms),
         }
       : {}),
     // Issue 42: a turn within 1.25× of what its guarantees require (for a tool turn, its journal too).
