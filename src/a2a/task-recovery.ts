@@ -7,7 +7,7 @@
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, messageOf, StoreError } from '../errors/index.ts';
-import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
+import { type Kernel, kernelAs, type KeyedTurn, principalOfCaller, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import { agentMessage, callerOfKey, responseArtifact, taskTurnKey, taskThread } from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -81,15 +81,11 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
  * before turns were found so), forgotten, or its agent gone.
  */
 async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<KeyedTurn | undefined> {
-  const caller = creatorOf(task);
+  const creator = asCreator(parts, task);
   const message = task.history.findLast((entry) => entry.role === Role.ROLE_USER);
-  if (caller === undefined || message === undefined || agent === '') return undefined;
-  const key = taskTurnKey(task.id, message.messageId);
-  const thread = taskThread(task.contextId);
+  if (creator === undefined || message === undefined || agent === '') return undefined;
   try {
-    return caller.kind === 'user'
-      ? await kernelAs(parts.kernel, principalOfCaller(caller)).keyedTurn(agent, key, { thread })
-      : await parts.kernel.keyedTurn(agent, key, { caller, conversation: thread });
+    return await creator.keyedTurn(agent, taskTurnKey(task.id, message.messageId));
   } catch (error) {
     // Its agent gone, or out of its creator's reach now: no turn of theirs to find.
     if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;
@@ -98,10 +94,30 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
   }
 }
 
-/** The caller who created the task (its `loomCallerKey`), as the kernel checks it; undefined when it names none Loom wrote. */
-function creatorOf(task: Task): Caller | undefined {
+/** What the recovery asks of the kernel, as a task's creator, in the task's conversation. */
+interface CreatorKernel {
+  keyedTurn(agent: string, key: string): Promise<KeyedTurn | undefined>;
+  cancelTurn(agent: string): Promise<unknown>;
+}
+
+/**
+ * The kernel as the task's creator (its `loomCallerKey`), in the task's conversation: a key's
+ * principal through the kernel's caller-scoped face, an agent as the kernel's caller; undefined when
+ * the task names no creator Loom wrote.
+ */
+function asCreator(parts: TaskRecoveryParts, task: Task): CreatorKernel | undefined {
   const creator: unknown = task.metadata?.['loomCallerKey'];
-  return typeof creator === 'string' ? callerOfKey(creator) : undefined;
+  const caller = typeof creator === 'string' ? callerOfKey(creator) : undefined;
+  if (caller === undefined) return undefined;
+  const thread = taskThread(task.contextId);
+  if (caller.kind === 'user') {
+    const face = kernelAs(parts.kernel, principalOfCaller(caller));
+    return { keyedTurn: (agent, key) => face.keyedTurn(agent, key, { thread }), cancelTurn: (agent) => face.cancelTurn(agent, { thread }) };
+  }
+  return {
+    keyedTurn: (agent, key) => parts.kernel.keyedTurn(agent, key, { caller, conversation: thread }),
+    cancelTurn: (agent) => parts.kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread }),
+  };
 }
 
 /**
@@ -109,11 +125,9 @@ function creatorOf(task: Task): Caller | undefined {
  * still runs (the conversation's current turn is the one canceled: not a later task's).
  */
 async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<void> {
-  const caller = creatorOf(task);
-  if (caller === undefined || (await turnOf(parts, task, agent))?.state !== 'running') return;
-  const thread = taskThread(task.contextId);
-  if (caller.kind === 'user') await kernelAs(parts.kernel, principalOfCaller(caller)).cancelTurn(agent, { thread });
-  else await parts.kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread });
+  const creator = asCreator(parts, task);
+  if (creator === undefined || (await turnOf(parts, task, agent))?.state !== 'running') return;
+  await creator.cancelTurn(agent);
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */

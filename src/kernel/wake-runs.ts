@@ -2,6 +2,7 @@ import type { Clock, IdGenerator, Logger, ScheduleRunRecord, Store, ToolResult }
 import type { ModelTarget } from '../models/index.ts';
 import { AgentStateError, LoomError, messageOf, QuotaExceededError, StoreNotFoundError, TokenBudgetExceededError } from '../errors/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { WakeOf } from './message-flow-contract.ts';
 import { dailyBudgetRefusal, dayOf } from './daily-budget.ts';
 import type { ScheduleEvent } from './event-bus.ts';
 import { toTarget } from './model-targets.ts';
@@ -71,7 +72,7 @@ export interface WakeRuns {
    * Marks the runs of this wake-up (the agent's instant of its trigger) left `running` as
    * interrupted: the node running it died, and its job runs it again here (decision 0061).
    */
-  interruptEarlier(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<ScheduleRunRecord[]>;
+  interruptEarlier(reference: string, wake: WakeOf): Promise<ScheduleRunRecord[]>;
   /**
    * Whether the journal holds this wake-up's turn (the agent's instant of its trigger) as running:
    * one an earlier attempt of its job began (recorded when accepted), which goes on from its
@@ -79,7 +80,7 @@ export interface WakeRuns {
    * second time. Another wake-up's turn of the agent does not count; a wake-up turn an earlier
    * Loom journaled without saying which wake-up it was does (see `isTurnOf`).
    */
-  turnGoesOn(reference: string, wake: Pick<Wake, 'trigger' | 'dueAt'>): Promise<boolean>;
+  turnGoesOn(reference: string, wake: WakeOf): Promise<boolean>;
   /** Records instants that were due and not run (`count` of them from `dueAt`) as skipped, with the reason. */
   skip(reference: string, wake: Pick<Wake, 'trigger' | 'cause' | 'dueAt'> & { count?: number }, reason: string): Promise<ScheduleRunRecord>;
   /** The agent's runs, newest due first (100 unless `limit` says otherwise). */
@@ -104,7 +105,7 @@ export interface WakeRuns {
  * turn that goes on, where answering yes at worst skips, and records, a wake-up while an
  * earlier one of the agent goes on.
  */
-function isTurnOf(request: TurnRequest | undefined, wake: Pick<Wake, 'trigger' | 'dueAt'>): boolean {
+function isTurnOf(request: TurnRequest | undefined, wake: WakeOf): boolean {
   if (request?.cycle !== true) return false;
   return request.wake === undefined || (request.wake.trigger === wake.trigger && request.wake.dueAt === wake.dueAt);
 }
