@@ -1,7 +1,9 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { setImmediate } from 'node:timers/promises';
 import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
+import type { OperationContext } from './sqlite-errors.ts';
 import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
 import { parseRow } from './rows.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
@@ -24,6 +26,9 @@ export function prepareTurnClose(db: DatabaseSync): (close: TurnJournalClose, at
   };
 }
 
+/** How many finished turns {@link SqliteTurnJournalRepository.prune} forgets per statement. */
+const PRUNE_BATCH = 100;
+
 /** `TurnJournalRepository` on SQLite (migration 16): a row per turn, a row per step. */
 export class SqliteTurnJournalRepository implements TurnJournalRepository {
   readonly #connection: SqliteConnection;
@@ -34,6 +39,7 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
   readonly #steps: StatementSync;
   readonly #nextSeq: StatementSync;
   readonly #insertStep: StatementSync;
+  readonly #pruneWindow: StatementSync;
   readonly #prune: StatementSync;
   readonly #appendEvent: StatementSync;
   readonly #close: (close: TurnJournalClose, at: number) => void;
@@ -50,7 +56,10 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
       'SELECT COALESCE(MAX(seq) + 1, 0) AS next, (SELECT state FROM turn_journal WHERE id = ?) AS state FROM turn_steps WHERE turn_id = ?',
     );
     this.#insertStep = db.prepare(`INSERT INTO turn_steps (${turnStepColumns}) VALUES (?, ?, ?, ?, ?)`);
-    this.#prune = db.prepare("DELETE FROM turn_journal WHERE state = 'done' AND finished_at < ?");
+    this.#pruneWindow = db.prepare(
+      `SELECT MAX(rowid) AS last, MIN(received_at) AS oldest FROM (SELECT rowid, received_at FROM turn_journal WHERE rowid > ? ORDER BY rowid LIMIT ${PRUNE_BATCH})`,
+    );
+    this.#prune = db.prepare("DELETE FROM turn_journal WHERE rowid > ? AND rowid <= ? AND state = 'done' AND finished_at < ?");
     this.#appendEvent = prepareEventInsert(db);
     this.#close = prepareTurnClose(db);
   }
@@ -146,10 +155,26 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     );
   }
 
-  prune(before: number): Promise<number> {
-    return this.#connection.execute(
-      () => Number(this.#prune.run(before).changes),
-      () => ({ action: 'forget finished turns' }),
-    );
+  /**
+   * Walks the table in the order its rows were written, {@link PRUNE_BATCH} rows at a time, each
+   * window its own statement, letting the event loop run between them; it stops at the first window
+   * whose rows were all received after `before` (a turn ends after it is received, and its row is
+   * written when it is). A day of keyed turns is forgotten without holding the daemon's thread for it,
+   * and the turns kept are not read. (A row written out of order, after a clock set back, waits for a
+   * later prune.)
+   */
+  async prune(before: number): Promise<number> {
+    const action = (): OperationContext => ({ action: 'forget finished turns' });
+    let removed = 0;
+    let after = 0;
+    for (;;) {
+      const window = await this.#connection.execute(() => this.#pruneWindow.get(after) as { last: number | null; oldest: number | null }, action);
+      if (window.last === null || window.oldest === null || window.oldest >= before) return removed;
+      const from = after;
+      const to = window.last;
+      removed += await this.#connection.execute(() => Number(this.#prune.run(from, to, before).changes), action);
+      after = to;
+      await setImmediate();
+    }
   }
 }

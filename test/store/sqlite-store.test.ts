@@ -257,6 +257,27 @@ describe('SqliteStore', () => {
     expect((await store.turns.running()).map((turn) => turn.id)).toEqual(['t-a']);
   });
 
+  it("forgets a day's keyed turns a part at a time, letting other work run meanwhile", async () => {
+    const store = open();
+    withRawDatabase((db) => {
+      db.exec(
+        `INSERT INTO agents (id, name, state, parent_id, session_id, manifest, created_at, updated_at) VALUES ('a1', 'busy', 'running', NULL, 's1', '{}', 1, 1)`,
+      );
+      const turn = db.prepare(
+        `INSERT INTO turn_journal (id, agent_id, session_id, conversation, request, idempotency_key, received_at, state, outcome, finished_at) VALUES (?, 'a1', 's1', NULL, '{"message":"hi"}', ?, ?, 'done', '{"status":"finished"}', ?)`,
+      );
+      db.exec('BEGIN');
+      for (let index = 0; index < 2_000; index += 1) turn.run(`t-${index}`, `key-${index}`, index, index + 1);
+      db.exec('COMMIT');
+    });
+    // Work that asks for the event loop while the prune runs: a timer of this turn of the loop.
+    let ranMeanwhile = false;
+    setImmediate(() => (ranMeanwhile = true));
+    expect(await store.turns.prune(1_501)).toBe(1_500);
+    expect(ranMeanwhile).toBe(true);
+    expect((await store.turns.byKey('a1', 'key-1500'))?.state).toBe('done');
+  });
+
   it('reports a corrupt row as a StoreError naming the table and the row', async () => {
     const store = open();
     const agent = agentRecord('a1');

@@ -118,6 +118,31 @@ export function describeTurnJournalContract(context: StoreContext): void {
       expect((await store.turns.byKey('a1', 'k-1'))?.id).toBe('again');
     });
 
+    it('forgets every keyed turn that ended before the instant, however many, and keeps the rest', async () => {
+      const { store } = context;
+      await createAgentIn(store, 'a1');
+      // More finished turns than one statement of the prune takes on SQLite, received and ended in order.
+      for (let index = 0; index < 250; index += 1) {
+        await store.turns.open(opened(`old-${index}`, 'a1', { idempotencyKey: `old-${index}`, receivedAt: 1_000 + index }));
+        await store.turns.finish({ turnId: `old-${index}`, outcome: { status: 'finished' } }, 2_000 + index);
+      }
+      // Received before the instant but still running, or ended after it: kept.
+      await store.turns.open(opened('long', 'a1', { idempotencyKey: 'long', receivedAt: 1_100 }));
+      await store.turns.open(opened('slow', 'a1', { idempotencyKey: 'slow', receivedAt: 1_200 }));
+      await store.turns.finish({ turnId: 'slow', outcome: { status: 'finished' } }, 9_000);
+      await store.turns.open(opened('new', 'a1', { idempotencyKey: 'new', receivedAt: 5_000 }));
+      await store.turns.finish({ turnId: 'new', outcome: { status: 'finished' } }, 5_001);
+
+      expect(await store.turns.prune(2_240)).toBe(240);
+      expect(await store.turns.byKey('a1', 'old-239')).toBeUndefined();
+      expect((await store.turns.byKey('a1', 'old-240'))?.state).toBe('done');
+      expect((await store.turns.byKey('a1', 'long'))?.state).toBe('running');
+      expect(await store.turns.prune(6_000)).toBe(11);
+      expect((await store.turns.running()).map((turn) => turn.id)).toEqual(['long']);
+      expect((await store.turns.byKey('a1', 'slow'))?.state).toBe('done');
+      expect(await store.turns.byKey('a1', 'new')).toBeUndefined();
+    });
+
     it('closes a turn that ended without a session commit', async () => {
       const { store } = context;
       await createAgentIn(store, 'a1');
