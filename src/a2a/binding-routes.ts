@@ -118,7 +118,8 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
         }
       };
       const answer = await answerRestRequest(handler, { method: c.req.method, path, query: c.req.query(), body, context: callContext });
-      return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${c.req.method} ${path}` } }, 404);
+      // Named by the whole path the client asked for, the agent's part with it.
+      return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${c.req.method} ${c.req.path}` } }, 404);
     } catch (error) {
       return restErrorResponse(error);
     }
@@ -138,6 +139,8 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     const url = new URL(c.req.url);
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
     const rest = url.pathname.slice(base.length + 1 + agentSegment.length);
+    // The router routes on the path under the agent; its 404 names the whole path (`originalUrl`, as Express keeps it).
+    Object.assign(incoming, { originalUrl: c.req.path });
     incoming.url = `${rest}${url.search}`;
     // 0.3's HTTP+JSON is plain JSON only. The SDK's router is handed the body parsed here, so the
     // type is checked here, before a message is charged.

@@ -39,8 +39,9 @@ async function loadSdkRouter(): Promise<{ express: () => ExpressApp; router: Leg
  * The SDK's own A2A 0.3 HTTP+JSON endpoints (`/v1/message:send`, `/v1/message:stream`,
  * `/v1/tasks/{id}`, `/v1/tasks/{id}:cancel`, `/v1/tasks/{id}:subscribe`, `/v1/card`) for one
  * request handler, as a Node request listener: the 0.3 wire format, its translation to 1.0 and
- * its errors are the SDK's; a path or method it has no route for is answered 404 with a JSON error.
- * `userOf` gives the caller of a request.
+ * its errors are the SDK's; a path or method it has no route for is answered 404 with a JSON error
+ * naming the request's `originalUrl` (the whole path the client asked for, when the caller has set
+ * it before handing the router the path under the agent as `url`). `userOf` gives the caller of a request.
  */
 export async function createLegacyRestListener(
   requestHandler: A2ARequestHandler,
@@ -52,13 +53,13 @@ export async function createLegacyRestListener(
   app.disable('x-powered-by');
   app.use(loaded.router.legacyRestRouter({ requestHandler, userBuilder: (request) => Promise.resolve(userOf(request)) }));
   // What the router has no route for is answered in its error shape, as JSON: Express's own answer is an HTML page.
-  app.use((request: IncomingMessage, response: ServerResponse, next: () => void) => {
-    // A HEAD is answered on this response by Hono as well (decision 0077, "Left"): left to Express, as before.
-    if (request.method === 'HEAD' || response.headersSent) {
+  // A HEAD is answered as its GET (Express routes it to the GET's route; Node's response sends no body).
+  app.use((request: IncomingMessage & { originalUrl?: string }, response: ServerResponse, next: () => void) => {
+    if (response.headersSent) {
       next();
       return;
     }
-    const path = (request.url ?? '/').split('?', 1)[0] ?? '/';
+    const path = (request.originalUrl ?? request.url ?? '/').split('?', 1)[0] ?? '/';
     const error = toLegacyHTTPError(new LegacyA2AError(-32601, `no A2A route ${request.method ?? 'GET'} ${path}`));
     response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(error));
   });

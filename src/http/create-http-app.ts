@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -20,6 +21,7 @@ import { RateLimiter } from './rate-limiter.ts';
 import { API_SECURITY_HEADERS } from './security-headers.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
+import { ALREADY_SENT_HEADER } from './start-http-server.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
@@ -34,7 +36,7 @@ import { createMetricsRoutes } from './metrics-routes.ts';
 import type { LoomMetrics } from '../telemetry/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withRemoteParent } from '../telemetry/spans.ts';
-import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH, safeDecodeUriComponent, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
 import type { McpServerView } from '../wire/index.ts';
 
@@ -117,6 +119,19 @@ function withDoorBody(serve: (c: HttpContext, body: string | undefined) => Promi
     const body = await c.req.text();
     if (jsonTextDepth(body) <= MAX_JSON_DEPTH) return serve(c, body);
     return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `cannot read the request body: ${tooDeepMessage('it')}` } }, 400);
+  };
+}
+
+/**
+ * Whether a path no route took names A2A's listen path once decoded, its doubled slashes made
+ * single (`/a2a%2Fx`, `//a2a/x`), as the dashboard reads such a path (serve-dashboard.ts): then its
+ * 404 is A2A's. Never with A2A off, nor at `/`, where A2A takes every path.
+ */
+function a2aPathSpelling(listenPath: string | undefined): (path: string) => boolean {
+  if (listenPath === undefined || listenPath === '/') return () => false;
+  return (path) => {
+    const read = (safeDecodeUriComponent(path) ?? path).replace(/\/{2,}/g, '/');
+    return read === listenPath || read.startsWith(`${listenPath}/`);
   };
 }
 
@@ -212,8 +227,14 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     return c.json(body, status as 400, headers);
   };
   app.onError((error, c) => respond(c, error));
+  /** A2A's answer to a path under its listen path that no A2A route takes. */
+  const a2aNotFound = (c: Context): Response => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+  const namesA2aPath = a2aPathSpelling(config.a2a.enabled ? config.a2a.listen_path : undefined);
   app.notFound((c) =>
-    respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
+    // The listen path spelled with percent-escapes or doubled slashes (`/a2a%2Fx`, `//a2a/x`) reaches no A2A route, but is A2A's 404.
+    namesA2aPath(c.req.path)
+      ? a2aNotFound(c)
+      : respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
   );
 
   // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.
@@ -222,7 +243,8 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   // dashboard's files carry their own, wider policy.
   app.use('*', async (c, next) => {
     await next();
-    if (c.res.headers.has('content-security-policy')) return;
+    // An answer a route wrote on Node's response has them there: a turn's stream (sse-reply.ts), the A2A 0.3 router's (`forward` below).
+    if (c.res.headers.has('content-security-policy') || c.res.headers.has(ALREADY_SENT_HEADER)) return;
     for (const [name, value] of API_SECURITY_HEADERS) c.res.headers.set(name, value);
   });
   // First of all: a request a web page could have forged reaches nothing, not even the dashboard.
@@ -423,7 +445,7 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
       const inner = new Hono();
       inner.route('/', server.publicRoutes);
       inner.route('/', server.routes);
-      inner.notFound((c) => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`)));
+      inner.notFound(a2aNotFound);
       inner.onError((error, c) => respond(c, error));
       // The daemon's stop (maybe while this was built): no more waiting on turns of tasks a previous daemon left.
       if (options.closing?.aborted === true) server.stopRecovery();
@@ -439,9 +461,13 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
         .then((some) => (some && options.closing?.aborted !== true ? a2a() : undefined))
         .catch((error: unknown) => logger.error({ err: error }, 'could not look for the A2A tasks the previous daemon left unfinished'));
     }
-    const forward = withDoorBody(async (c, body) =>
-      (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c), [A2A_BODY]: body }),
-    );
+    const forward = withDoorBody(async (c, body) => {
+      // The SDK's 0.3 HTTP+JSON router answers on Node's response itself, past the middleware that
+      // adds these: set there first, they go with its answers too (a Response's own take precedence).
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      for (const [name, value] of API_SECURITY_HEADERS) outgoing?.setHeader(name, value);
+      return (await a2a()).fetch(c.req.raw, { ...(c.env as object), [A2A_PRINCIPAL]: c.get('principal'), [A2A_CHARGE_TURN]: chargeTurn(c), [A2A_BODY]: body });
+    });
     const base = config.a2a.listen_path === '/' ? '' : config.a2a.listen_path;
     app.all('/.well-known/agent-card.json', forward);
     app.all('/.well-known/agent.json', forward);

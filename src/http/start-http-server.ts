@@ -3,7 +3,7 @@ import { serve } from '@hono/node-server';
 // Loaded before `serve` swaps the global Response for its own: RESPONSE_ALREADY_SENT (the A2A 0.3
 // REST router's answer, loaded later with the A2A routes) must be a native Response, or the server
 // writes it out as an empty 200 over the router's reply.
-import '@hono/node-server/utils/response';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 
 /** A listening HTTP server. */
 export interface RunningHttpServer {
@@ -19,12 +19,30 @@ export interface FetchApp {
   fetch(request: Request, env: unknown): Response | Promise<Response>;
 }
 
+/** The header that marks an answer a route wrote on Node's response itself (`RESPONSE_ALREADY_SENT`'s). */
+export const ALREADY_SENT_HEADER = 'x-hono-already-sent';
+
+/**
+ * The answer to a HEAD, as the Node server must see it. Hono answers a HEAD with its GET's answer
+ * rebuilt without a body, which keeps `RESPONSE_ALREADY_SENT`'s header but not the object: the
+ * Node server would write that copy out as an empty 200 over (or before) the route's own answer
+ * (the A2A 0.3 HTTP+JSON router answers a HEAD as its GET, on Node's response).
+ */
+async function headAnswer(answer: Response | Promise<Response>): Promise<Response> {
+  const response = await answer;
+  return response.headers.has(ALREADY_SENT_HEADER) ? RESPONSE_ALREADY_SENT : response;
+}
+
 /**
  * Serves `app` with @hono/node-server on `host`:`port` (port 0 picks a free one).
  * @throws the listen error (e.g. `EADDRINUSE`) when the port cannot be bound.
  */
 export async function startHttpServer(app: FetchApp, options: { host: string; port: number }): Promise<RunningHttpServer> {
-  const server = serve({ fetch: (request, env) => app.fetch(request, env), hostname: options.host, port: options.port });
+  const server = serve({
+    fetch: (request, env) => (request.method === 'HEAD' ? headAnswer(app.fetch(request, env)) : app.fetch(request, env)),
+    hostname: options.host,
+    port: options.port,
+  });
   await new Promise<void>((resolve, reject) => {
     if (server.listening) {
       resolve();

@@ -38,3 +38,76 @@ describe('A2A 0.3 HTTP+JSON in the daemon (exact 0.3 request shapes, no A2A-Vers
     expect(unknown.status).toBe(404);
   });
 });
+
+/** What a client reads of an answer, less the headers that say how it travelled (its date, the connection, its framing). */
+async function answerOf(response: Response): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const headers = Object.fromEntries([...response.headers].filter(([name]) => !['date', 'connection', 'keep-alive', 'transfer-encoding'].includes(name)));
+  return { status: response.status, headers, body: await response.text() };
+}
+
+/** A task of agent `echo`, run to its end over 0.3 HTTP+JSON. */
+async function echoTask(): Promise<string> {
+  await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+  model.script([{ text: 'Hello over 0.3 REST.' }]);
+  const body = JSON.stringify({ request: { messageId: 'm-1', role: 'ROLE_USER', content: [{ text: 'Hi' }] } });
+  const sent = await api.request('/a2a/echo/v1/message:send', { method: 'POST', headers: auth, body });
+  expect(sent.status).toBe(201);
+  return ((await sent.json()) as { task: { id: string } }).task.id;
+}
+
+describe("A2A 0.3 HTTP+JSON's answers", () => {
+  it('answer a HEAD as its GET, without the body: a task, an unknown task, a route that takes only a POST, an unknown route', async () => {
+    const id = await echoTask();
+    const paths = [`/a2a/echo/v1/tasks/${id}`, '/a2a/echo/v1/tasks/nope', '/a2a/echo/v1/card', '/a2a/echo/v1/message:send', '/a2a/echo/v1/no-such-route'];
+    for (const path of paths) {
+      const get = await answerOf(await api.request(path, { headers: auth }));
+      expect(get.body).not.toBe('');
+      const head = await answerOf(await api.request(path, { method: 'HEAD', headers: auth }));
+      // The not-found answer is streamed (no Content-Length) to a GET, and has no body to a HEAD.
+      expect({ path, ...head }).toEqual({ path, ...get, body: '' });
+    }
+    expect((await api.request('/a2a/echo/v1/tasks/nope', { method: 'HEAD', headers: auth })).status).toBe(404);
+    expect((await api.request(`/a2a/echo/v1/tasks/${id}`, { method: 'HEAD', headers: auth })).status).toBe(200);
+  });
+
+  it("carry the API's security headers, the router's own errors and 404s included", async () => {
+    const id = await echoTask();
+    const requests: [string, RequestInit][] = [
+      [`/a2a/echo/v1/tasks/${id}`, { headers: auth }],
+      ['/a2a/echo/v1/tasks/nope', { headers: auth }],
+      ['/a2a/echo/v1/card', { headers: auth }],
+      ['/a2a/echo/v1/no-such-route', { headers: auth }],
+      ['/a2a/echo/v1/tasks/nope:cancel', { method: 'POST', headers: auth, body: '{}' }],
+      ['/a2a/echo/v1/message:send', { method: 'POST', headers: { ...auth, 'content-type': 'text/plain' }, body: 'hi' }],
+      ['/a2a/echo/v1/tasks/nope', { method: 'HEAD', headers: auth }],
+    ];
+    for (const [path, init] of requests) {
+      const response = await api.request(path, init);
+      await response.body?.cancel();
+      expect({ path, method: init.method ?? 'GET', headers: Object.fromEntries(response.headers) }).toMatchObject({
+        path,
+        method: init.method ?? 'GET',
+        headers: {
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+          'x-frame-options': 'DENY',
+        },
+      });
+    }
+  });
+
+  it('name the whole path the client asked for, the agent with it, when no route takes it (and so does 1.0)', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    const answers = await Promise.all(
+      ['/a2a/echo/v1/message:send', '/a2a/echo/v1/no-such-route?x=1', '/a2a/echo/rest/no-such-route'].map(async (path) => {
+        const response = await api.request(path, { headers: auth });
+        return { status: response.status, body: await response.json() };
+      }),
+    );
+    expect(answers).toEqual([
+      { status: 404, body: { code: -32601, message: 'no A2A route GET /a2a/echo/v1/message:send' } },
+      { status: 404, body: { code: -32601, message: 'no A2A route GET /a2a/echo/v1/no-such-route' } },
+      { status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'no A2A route GET /a2a/echo/rest/no-such-route' } } },
+    ]);
+  });
+});

@@ -70,7 +70,8 @@ describe.each([
       expect(answer).toMatchObject({ path, status: 404 });
       expect(answer.body).toEqual(expect.any(Object));
     }
-    expect(await answerOf(served, `${base}/helper/something-unknown`, 'HEAD')).toEqual({ path: `${base}/helper/something-unknown`, status: 404, body: '' });
+    for (const path of [`${base}/helper/something-unknown`, `${base}/helper/v1/no-such-route`, `${base}/helper/v1/message:send`])
+      expect(await answerOf(served, path, 'HEAD')).toEqual({ path, status: 404, body: '' });
   });
 
   it('serves its cards and tasks, and the dashboard its page and files', async () => {
@@ -95,10 +96,25 @@ describe.each([
 });
 
 describe('a path that names the listen path only once decoded, or with a doubled slash', () => {
-  it('is answered with a JSON 404, not the dashboard', async () => {
+  it("is answered with A2A's JSON 404, not the dashboard", async () => {
     const served = await serve(undefined);
-    for (const path of ['/a2a%2Fhelper%2Fsomething-unknown', '//a2a/helper/something-unknown', '/a2a%2F']) {
-      expect(await answerOf(served, path)).toMatchObject({ path, status: 404, body: { error: { code: 'ROUTE_NOT_FOUND' } } });
+    // Worded as A2A words a path under it that no route takes, not as the API's 404 (which points at /api).
+    expect(await answerOf(served, '/a2a/helper/something-unknown')).toMatchObject({
+      status: 404,
+      body: { error: { code: 'ROUTE_NOT_FOUND', message: 'no route GET /a2a/helper/something-unknown' } },
+    });
+    for (const [method, path] of [
+      ['GET', '/a2a%2Fhelper%2Fsomething-unknown'],
+      ['GET', '//a2a/helper/something-unknown'],
+      ['GET', '/a2a%2F'],
+      ['POST', '/a2a%2Fhelper'],
+      ['DELETE', '//a2a/helper/rest/tasks/x'],
+    ] as const) {
+      expect(await answerOf(served, path, method)).toEqual({
+        path,
+        status: 404,
+        body: { error: { code: 'ROUTE_NOT_FOUND', message: `no route ${method} ${path}` } },
+      });
     }
     expect(await answerOf(served, '/a2ax')).toEqual({ path: '/a2ax', status: 200, body: 'page' });
   });
