@@ -220,6 +220,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
         stopping ??= (async () => {
           following.close();
           doors.abort();
+          // The doors end their clients' streams themselves (MCP's sessions) before the server cuts the connections left.
+          await app.doorsClosed();
           const closed = server.close();
           await host.close();
           await closed;

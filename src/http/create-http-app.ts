@@ -74,11 +74,22 @@ export interface HttpAppOptions {
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
   cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
   /**
-   * Aborted when the daemon stops: the A2A server, if built, stops waiting for the turns of tasks
-   * a previous daemon left (those tasks stay as they are, for the next start); the tasks it runs
-   * end with the kernel's shutdown.
+   * Aborted when the daemon stops: the MCP endpoints, if built, close (their sessions and streams
+   * end, the calls still running in them are cancelled); the A2A server, if built, stops waiting
+   * for the turns of tasks a previous daemon left (those tasks stay as they are, for the next
+   * start); the tasks it runs end with the kernel's shutdown.
    */
   closing?: AbortSignal;
+}
+
+/** Loom's HTTP API (a Hono app), and when its doors have closed at the daemon's stop. */
+export interface HttpApp extends Hono<HttpEnv> {
+  /**
+   * Resolves once the doors that `closing` closes have closed (the MCP endpoints: their sessions
+   * and streams ended, so that their clients read each stream to its end before the server cuts
+   * the connections left); at once when none was open or `closing` is not aborted.
+   */
+  doorsClosed(): Promise<void>;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -196,7 +207,7 @@ function socketAddress(c: HttpContext): string {
  * const app = createHttpApp({ kernel, config, env: process.env, clock, logger });
  * const server = await startHttpServer(app, { host: '127.0.0.1', port: 4200 });
  */
-export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
+export function createHttpApp(options: HttpAppOptions): HttpApp {
   const { kernel, config, clock } = options;
   const logger = options.logger.child({ component: 'http' });
   const authenticator = createAuthenticator(config, options.env);
@@ -394,9 +405,17 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
   });
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? LOOM_VERSION;
+  let mcpClosed: Promise<void> | undefined;
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
-    return createMcpHttpHandler({ kernel, config, version, logger, clock });
+    const handler = createMcpHttpHandler({ kernel, config, version, logger, clock });
+    // The daemon's stop (maybe while this was built): its sessions and streams end, their calls are cancelled, and it stops following the kernel.
+    const close = (): void => {
+      mcpClosed = handler.close().catch((error: unknown) => logger.warn({ err: error }, 'could not close the MCP endpoints'));
+    };
+    if (options.closing?.aborted === true) close();
+    else options.closing?.addEventListener('abort', close, { once: true });
+    return handler;
   });
   /** Charges the request's client for the turn it starts, beyond the read its request was priced as at the door. */
   const chargeTurn = (c: HttpContext) => () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other);
@@ -476,5 +495,5 @@ export function createHttpApp(options: HttpAppOptions): Hono<HttpEnv> {
     app.all(base === '' ? '/*' : base, forward);
     if (base !== '') app.all(`${base}/*`, forward);
   }
-  return app;
+  return Object.assign(app, { doorsClosed: () => mcpClosed ?? Promise.resolve() });
 }

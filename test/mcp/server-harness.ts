@@ -22,6 +22,8 @@ export interface McpHttpServerOptions {
   env?: Record<string, string>;
   /** Pretend every client comes from this address. */
   clientAddress?: string;
+  /** The daemon's stop, as the HTTP app hears it (`HttpAppOptions.closing`). */
+  closing?: AbortSignal;
 }
 
 /** Opens a test host in `dir` and serves the daemon's HTTP app for it. */
@@ -35,6 +37,7 @@ export async function startMcpHttpServer(dir: string, options: McpHttpServerOpti
     logger: createSilentLogger(),
     version: '9.9.9-test',
     ...(options.clientAddress === undefined ? {} : { clientAddress: () => options.clientAddress ?? '' }),
+    ...(options.closing === undefined ? {} : { closing: options.closing }),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   return {

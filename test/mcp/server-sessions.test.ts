@@ -352,6 +352,27 @@ describe('2025-era session lifetime', () => {
     expect(await listInSession(url, listening)).toBe(404);
   });
 
+  it("ends every session and stream when the daemon stops, before its server closes: the session's GET stream and a legacy SSE stream end, and the session is gone", async () => {
+    const stopping = new AbortController();
+    const { url, host } = await serve({ closing: stopping.signal });
+    await host.kernel.spawn(agentManifest('helper', model.url));
+    const session = await openRawSession(url);
+    const stream = await sessionRequest(url, session, undefined, { method: 'GET' });
+    expect(stream.status).toBe(200);
+    const legacy = await firstSseEvent(await fetch(`${url}/mcp/sse`, { headers: { accept: 'text/event-stream' } }));
+    expect(legacy.event).toContain('event: endpoint');
+    const ended = async (reader: ReadableStreamDefaultReader<Uint8Array>): Promise<true> => {
+      while (!(await reader.read()).done);
+      return true;
+    };
+    const streams = Promise.all([ended((stream.body as ReadableStream<Uint8Array>).getReader()), ended(legacy.reader)]);
+
+    stopping.abort();
+    // Ended by the MCP endpoints (the server still listens), not cut: each reads to its end.
+    expect(await streams).toEqual([true, true]);
+    expect(await listInSession(url, session)).toBe(404);
+  });
+
   it('keeps a principal to 32 sessions: the 33rd closes its least recently used idle one, and is refused with 429 while all are busy', async () => {
     const { url, host } = await serve({ ...KEYS, config: { ...KEYS.config, rate_limit: { per_minute: 100_000 } } });
     const cap = DEFAULT_MCP_SESSIONS_PER_PRINCIPAL;
