@@ -8,12 +8,9 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord } from '../contracts/index.ts';
 import type { InboundChange, InboundChoice } from './channel-adapter.ts';
 import { adapterOf } from './channel-adapters.ts';
-import type { ChannelAnswers } from './channel-answers.ts';
+import { approvalCommandOf, type ChannelAnswers } from './channel-answers.ts';
 import { decideApproval } from './channel-approvals.ts';
 import type { ChannelContext, ChannelPollLease, RunningChannel } from './channel-context.ts';
-
-/** `approve <id>` or `deny <id>` (an id or its first 8 characters), the reply command where a platform has no buttons. */
-const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
 
 /**
  * Whether a channel takes its messages by asking its platform (long polling, a mailbox, a gateway
@@ -125,9 +122,8 @@ export class ChannelRunner {
             updatedAt: at,
           };
           const stored = await store.channels.receive(record);
-          const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(inbound.text) : null;
-          if (stored && command !== null)
-            await this.#answers.answerCommand({ config, adapter }, record, { verb: command[1] ?? '', reference: command[2] ?? '' });
+          const command = approvalCommandOf(config, inbound.text);
+          if (stored && command !== undefined) await this.#answers.answerCommand({ config, adapter }, record, command);
           else if (stored) this.#answers.enqueue(channel, record);
           return { duplicate: !stored };
         },
@@ -142,7 +138,7 @@ export class ChannelRunner {
       return false;
     }
     // What a previous process (or the node that polled it before) stored but did not answer.
-    for (const message of await store.channels.unsettled(config.name)) this.#answers.enqueue(channel, message);
+    for (const message of await store.channels.unsettled(config.name)) this.#answers.takeUp(channel, message);
     return true;
   }
 
@@ -162,7 +158,15 @@ export class ChannelRunner {
         return false;
       });
       if (stopping.aborted) return;
-      if (held && channel.adapter === undefined) {
+      if (held && channel.adapter !== undefined) {
+        // What the node that polled it before stored after this node took it over, until it stopped
+        // polling (it stops at its next renewal, or later when paused): not answered there.
+        const late = await this.#context.options.store.channels.unsettled(name, { notClaimedHere: true }).catch((error: unknown) => {
+          logger.warn({ err: error, channel: name }, `channel "${name}": could not list its unanswered messages`);
+          return [];
+        });
+        for (const message of late) this.#answers.takeUp(channel, message);
+      } else if (held && channel.adapter === undefined) {
         logger.info({ channel: name }, `channel "${name}" is polled by this node now`);
         channel.standby = false;
         // One that cannot start here (its credentials missing) is shown failed, and left to another node.

@@ -46,6 +46,7 @@ export type {
   UsageRecord,
   UsageRepository,
   WorkflowRecord,
+  ChannelMessageClaim,
   ChannelMessageRecord,
   ChannelMessageStatus,
   ChannelPairingRecord,

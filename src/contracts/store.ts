@@ -738,6 +738,14 @@ export interface ChannelPairingRecord {
   approvedAt: number | null;
 }
 
+/** A stored message as a node taking it up for answering finds it (decision 0061). */
+export interface ChannelMessageClaim {
+  /** The message as it stands (edited or withdrawn while it waited, settled by another node). */
+  message: ChannelMessageRecord;
+  /** Whether this node holds it now, to answer it: it is `received`, and no other node alive holds it. */
+  held: boolean;
+}
+
 /** Channel messages and pairings. */
 export interface ChannelRepository {
   /** Stores a message that came in; false when its platform id was stored before (a duplicate delivery). */
@@ -751,8 +759,19 @@ export interface ChannelRepository {
    * deleted: `ignored`, with `note`). False when it was answered already, or is not stored.
    */
   amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean>;
-  /** Messages of a channel still `received` (a crash came between storing and answering), oldest first. */
-  unsettled(channel: string): Promise<ChannelMessageRecord[]>;
+  /**
+   * Takes a stored message up for answering, before anything is shown to the person: on a
+   * database several nodes share, in one statement, recording this node as the one answering it,
+   * unless another node that is alive (its heartbeat fresh) did so first; a claim of a node that
+   * is gone is taken over. Alone (SQLite), every message still `received` is this node's.
+   * Undefined when the message is not stored.
+   */
+  claim(channel: string, platformId: string): Promise<ChannelMessageClaim | undefined>;
+  /**
+   * Messages of a channel still `received` (a crash came between storing and answering), oldest
+   * first; with `notClaimedHere`, only those this node has not taken up (on a shared database).
+   */
+  unsettled(channel: string, options?: { notClaimedHere?: boolean }): Promise<ChannelMessageRecord[]>;
   /** A channel's newest messages, newest first. */
   recent(channel: string, limit: number): Promise<ChannelMessageRecord[]>;
   /** Stores a pairing request (a person's code), replacing an unapproved one of the same person. */

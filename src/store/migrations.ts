@@ -497,6 +497,13 @@ export const migrations: readonly Migration[] = [
     `,
   },
   { version: 25, name: 'events: one tense', sql: RENAME_EVENT_TYPES_SQL },
+  {
+    version: 26,
+    name: 'channel messages: claims',
+    // Written on PostgreSQL only (the node answering a message, decision 0061); here it stays null,
+    // so that a copy to PostgreSQL finds the same table.
+    sql: `ALTER TABLE channel_messages ADD COLUMN claimed_by TEXT;`,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

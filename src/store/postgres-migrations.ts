@@ -419,6 +419,15 @@ export const postgresMigrations: readonly Migration[] = [
     `,
   },
   { version: 16, name: 'events: one tense', sql: RENAME_EVENT_TYPES_SQL },
+  {
+    version: 17,
+    name: 'channel messages: claims',
+    sql: `
+      -- The node answering a channel message (decision 0061), taken before anything is shown to
+      -- the person; the other nodes leave the message to it while it is alive. Null: no node yet.
+      ALTER TABLE channel_messages ADD COLUMN claimed_by TEXT;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -178,7 +178,8 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     packages: new SqlInstalledPackageRepository(db),
     workflows: new SqlWorkflowRepository(db),
     forgedTools: new SqlForgedToolRepository(db),
-    channels: new SqlChannelRepository(db),
+    // Its claims are the node's (`origin`): the node answering a message (decision 0061).
+    channels: new SqlChannelRepository(db, connection.origin),
     turns,
     target: connection.target,
     schemaVersion,

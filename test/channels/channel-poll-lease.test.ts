@@ -22,6 +22,8 @@ const ADA = { id: 42, first_name: 'Ada' };
 const ADA_CHAT = { id: 42, type: 'private' as const };
 /** The lease: a node renews it every third of this, on its own clock. */
 const LEASE_SECONDS = 15;
+/** The database server's clock in ms, the one heartbeats and leases are measured on. */
+const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-channel-lease-');
@@ -33,10 +35,10 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** A node on `url` with the Telegram channel, in a home of its own. */
-async function node(name: string, url: string): Promise<TestHost> {
+/** A node on `database` with the Telegram channel, in a home of its own. */
+async function node(name: string, database: { name: string; url: string }): Promise<TestHost> {
   const config = {
-    store: { url },
+    store: { url: database.url },
     cluster: { node_name: name, channel_lease_seconds: LEASE_SECONDS },
     channels: [
       {
@@ -50,6 +52,12 @@ async function node(name: string, url: string): Promise<TestHost> {
     ],
   };
   const host = await openTestHost(`${dir.path}/${name}`, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token }, { clock: createFakeClock() });
+  // Alive, as a daemon's heartbeat says (these hosts beat none): seen last an hour ahead, until it dies.
+  await postgres.query(
+    `INSERT INTO loom_nodes (id, name, version, schema_version, started_at, last_seen) VALUES ($1, $2, 'test', 0, ${NOW_MS}, ${NOW_MS} + 3600000)`,
+    [host.cluster.id, name],
+    database.name,
+  );
   hosts.push(host);
   return host;
 }
@@ -68,9 +76,9 @@ async function lapse(database: string): Promise<void> {
 /** Both nodes on one database, node A polling the channel and the agent spawned, node B standing by. */
 async function twoNodes(): Promise<{ database: Awaited<ReturnType<typeof postgres.createDatabase>>; a: TestHost; b: TestHost }> {
   const database = await postgres.createDatabase();
-  const a = await node('node-a', database.url);
+  const a = await node('node-a', database);
   await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
-  const b = await node('node-b', database.url);
+  const b = await node('node-b', database);
   await a.channels.start();
   await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
   await b.channels.start();
@@ -185,5 +193,118 @@ describe('a channel that polls its platform, configured on two nodes of one data
     expect(chat()).toEqual(['Hello Ada.']);
     expect((await b.store.channels.get('tg', message?.platformId ?? ''))?.status).toBe('answered');
     expect(model.requests).toHaveLength(1);
+  }, 60_000);
+
+  it('a message the node that polled the channel is answering when its lease lapses (slow) gets one reply: the node that took the channel over leaves it to that node', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [message] = await a.store.channels.recent('tg', 1);
+    const platformId = message?.platformId ?? '';
+
+    // A, slow, renews nothing: B takes the channel over and finds the message A is answering.
+    await lapse(database.name);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+    await waitFor('node B to wait for the message', () => b.clock.pending() >= 2);
+
+    // A's turn ends; the platform is away a moment when A puts its words on their way (the words
+    // it streams, then its reply): A's reply waits for its next attempt, the message not settled yet.
+    const idle = a.clock.pending();
+    telegram.failSends(2);
+    release();
+    await waitFor(
+      'node A to wait to deliver its reply',
+      () => telegram.calls.filter((call) => call === 'sendMessage').length === 2 && a.clock.pending() > idle,
+    );
+    expect((await a.store.channels.get('tg', platformId))?.status).toBe('received');
+
+    // B looks again meanwhile: the message is A's to answer, A alive. A delivers; B, looking
+    // again, finds it answered.
+    await b.clock.advance(2_000);
+    await waitFor('node B to look at the message again', () => b.clock.pending() >= 2 || chat().length > 0);
+    await a.clock.advance(1_000);
+    await waitFor('node A to answer the message', async () => (await a.store.channels.get('tg', platformId))?.status === 'answered');
+    await b.clock.advance(2_000);
+    await b.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect(telegram.sent).toHaveLength(1);
+    expect(model.requests).toHaveLength(1);
+  }, 60_000);
+
+  it('a message whose node dies while answering it is answered once by the node that took the channel over', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // A's model call is held (A dies meanwhile); B, taking its turn over, is answered at once.
+    model.script([{ text: 'Words of a node that died.', gate }, { text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    const [message] = await waitFor('the message to be stored', async () => {
+      const recent = await a.store.channels.recent('tg', 1);
+      return recent.length === 1 ? recent : undefined;
+    });
+    const platformId = message?.platformId ?? '';
+    const turnId = await turnOf(database.name, platformId);
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    await lapse(database.name);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+    await waitFor('node B to wait for the message', () => b.clock.pending() >= 2);
+
+    // A dies: its heartbeat stops (the last one long past), and B takes its turn over (as its look
+    // for lapsed turns does) and finishes it.
+    await postgres.query(`UPDATE loom_nodes SET last_seen = ${NOW_MS} - 60000 WHERE id = $1`, [a.cluster.id], database.name);
+    await postgres.query('UPDATE turn_journal SET node_id = $1 WHERE id = $2', [b.cluster.id, turnId], database.name);
+    expect(await b.kernel.resumeTurn(turnId)).toBe(true);
+    await waitFor('node B to finish the turn', async () => {
+      const { rows } = await postgres.query('SELECT state FROM turn_journal WHERE id = $1', [turnId], database.name);
+      return (rows[0] as { state: string } | undefined)?.state === 'done';
+    });
+
+    // B, looking again, takes the message up (its node gone) and delivers the turn's reply.
+    await b.clock.advance(2_000);
+    await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', platformId))?.status === 'answered');
+    expect(chat()).toEqual(['Hello Ada.']);
+
+    // A was only paused: it comes back, its turn taken over, and delivers nothing more.
+    release();
+    await waitFor('node A to wait for the turn', () => a.clock.pending() >= 2);
+    await a.clock.advance(2_000);
+    await a.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect(model.requests).toHaveLength(2);
+  }, 60_000);
+
+  it('a message the node that polled the channel stored after another node took it over is answered by that node at its next renewal', async () => {
+    const { database, a, b } = await twoNodes();
+    await lapse(database.name);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+
+    // A, not knowing yet, stores a message it took from the platform, then stops polling at its
+    // next renewal, before it answers it.
+    const at = a.clock.now();
+    await a.store.channels.receive({
+      channel: 'tg',
+      platformId: '42:7',
+      userId: '42',
+      userName: 'Ada',
+      conversationId: '42',
+      conversationKind: 'direct',
+      thread: null,
+      mentioned: false,
+      text: 'Hi!',
+      status: 'received',
+      note: null,
+      receivedAt: at,
+      updatedAt: at,
+    });
+    model.script([{ text: 'Hello Ada.' }]);
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', '42:7'))?.status === 'answered');
+    expect(chat()).toEqual(['Hello Ada.']);
   }, 60_000);
 });

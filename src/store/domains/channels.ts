@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../../contracts/index.ts';
+import type { ChannelMessageClaim, ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../../contracts/index.ts';
 import { flag, parseRow, type Row } from '../rows.ts';
 import type { Database, Work } from '../sql/database.ts';
 import { insert, raw, sql, where } from '../sql/statement.ts';
@@ -9,6 +9,15 @@ const CHANNEL_MESSAGE_STATUSES = ['received', 'answered', 'refused', 'ignored', 
 const messageColumns =
   'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
 const selectMessages = raw(`SELECT ${messageColumns} FROM channel_messages`);
+
+/**
+ * How recent a node's heartbeat in `loom_nodes` must be for its claim on a message to stand: the
+ * cluster's own measure of a node alive (`DEFAULT_STALE_AFTER_MS`, src/cluster/postgres-cluster.ts).
+ */
+const CLAIMER_ALIVE_WITHIN_MS = 10_000;
+
+/** The server's clock in whole milliseconds, as SQL (the heartbeats' clock). */
+const NOW_MS = raw('(extract(epoch FROM clock_timestamp()) * 1000)::bigint');
 
 /** A row of `channel_messages`. */
 const channelMessageRow = z
@@ -68,9 +77,12 @@ const channelPairingRow = z
 /** `ChannelRepository` on either database: the messages channels receive, and the pairings of their users. */
 export class SqlChannelRepository implements ChannelRepository {
   readonly #db: Database;
+  /** The node whose claims this store takes, on a database several nodes share (PostgreSQL); absent alone (SQLite). */
+  readonly #node: string | undefined;
 
-  constructor(db: Database) {
+  constructor(db: Database, node?: string) {
     this.#db = db;
+    this.#node = node;
   }
 
   async receive(record: ChannelMessageRecord): Promise<boolean> {
@@ -109,15 +121,39 @@ export class SqlChannelRepository implements ChannelRepository {
     return row === undefined ? undefined : parseMessage(row);
   }
 
+  async claim(channel: string, platformId: string): Promise<ChannelMessageClaim | undefined> {
+    const node = this.#node;
+    const describe = (): { action: string } => ({ action: `take up message "${platformId}" of channel "${channel}"` });
+    if (node === undefined) {
+      const message = await this.get(channel, platformId);
+      return message === undefined ? undefined : { message, held: message.status === 'received' };
+    }
+    // One statement: the claim, taken only from no node, this one, or a node that is gone; and the
+    // message as it stood (the statement's snapshot: the claim changes nothing else of it).
+    const row = await this.#db.one(
+      sql`WITH taken AS (
+            UPDATE channel_messages SET claimed_by = ${node}
+            WHERE channel = ${channel} AND platform_id = ${platformId} AND status = 'received'
+              AND (claimed_by IS NULL OR claimed_by = ${node} OR NOT EXISTS (
+                SELECT 1 FROM loom_nodes WHERE id = channel_messages.claimed_by AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - ${CLAIMER_ALIVE_WITHIN_MS}))
+            RETURNING 1)
+          SELECT ${raw(messageColumns)}, EXISTS (SELECT 1 FROM taken) AS held FROM channel_messages WHERE channel = ${channel} AND platform_id = ${platformId}`,
+      describe,
+    );
+    return row === undefined ? undefined : { message: parseMessage(row), held: row['held'] === true };
+  }
+
   async amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean> {
     const set = 'text' in change ? sql`text = ${change.text}` : sql`status = 'ignored', note = ${change.withdrawn}`;
     const statement = sql`UPDATE channel_messages SET ${set}, updated_at = ${at} WHERE channel = ${channel} AND platform_id = ${platformId} AND status = 'received'`;
     return (await this.#db.run(statement, () => ({ action: `change message "${platformId}" of channel "${channel}"` }))) === 1;
   }
 
-  async unsettled(channel: string): Promise<ChannelMessageRecord[]> {
+  async unsettled(channel: string, options: { notClaimedHere?: boolean } = {}): Promise<ChannelMessageRecord[]> {
+    const node = this.#node;
+    const others = options.notClaimedHere === true && node !== undefined ? sql` AND claimed_by IS DISTINCT FROM ${node}` : sql``;
     const rows = await this.#db.all(
-      sql`${selectMessages} WHERE channel = ${channel} AND status = 'received' ORDER BY received_at, ${this.#db.insertOrder}`,
+      sql`${selectMessages} WHERE channel = ${channel} AND status = 'received'${others} ORDER BY received_at, ${this.#db.insertOrder}`,
       () => ({
         action: `list the unanswered messages of channel "${channel}"`,
       }),

@@ -55,6 +55,17 @@ export function describeChannelsContract(context: StoreContext): void {
       expect(await channels.get('tg', 'nope')).toBeUndefined();
     });
 
+    it('takes a message up for answering while it waits, as it stands; again by the same node; not once settled', async () => {
+      const { channels } = context.store;
+      await channels.receive(message('m1'));
+      await channels.amend('tg', 'm1', { text: 'edited' }, 2_000);
+      expect(await channels.claim('tg', 'm1')).toEqual({ message: message('m1', { text: 'edited', updatedAt: 2_000 }), held: true });
+      expect((await channels.claim('tg', 'm1'))?.held).toBe(true);
+      await channels.settle('tg', 'm1', 'answered', 'reply', 3_000);
+      expect(await channels.claim('tg', 'm1')).toMatchObject({ message: { status: 'answered' }, held: false });
+      expect(await channels.claim('tg', 'nope')).toBeUndefined();
+    });
+
     it('keeps one waiting pairing per person, approves it by code once, and finds it', async () => {
       const { channels } = context.store;
       await channels.requestPairing({ code: 'AAAAAA', channel: 'tg', userId: '42', userName: 'Ada', createdAt: 1, approvedAt: null });
